@@ -1,0 +1,64 @@
+package controlplane
+
+import (
+	"context"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// ProvisionRequest is one provisioning attempt on one instance.
+type ProvisionRequest struct {
+	Instance Instance
+	Pool     inventory.Pool
+	// GPUType and GPUCount are what the offer promised; health checks verify them.
+	GPUType  string
+	GPUCount int
+	// HostKey is the pinned SSH host key in authorized_keys form. Empty means trust on first use: the
+	// provisioner records the key it saw in ProvisionResult.HostKey.
+	HostKey string
+	// Vars are the user's extra variables for the playbook (strings, numbers, bools, lists, maps).
+	Vars map[string]any
+	// Attempt counts from 1.
+	Attempt int
+	// Log receives progress lines (task started, ok, failed) as they happen.
+	Log func(msg string, fields map[string]any)
+}
+
+// ProvisionResult is what one attempt found.
+type ProvisionResult struct {
+	// HostKey is the host key the instance presented (and that was checked or trusted).
+	HostKey string
+	// FailedTask and Message summarise a failure (bounded; never the full output).
+	FailedTask string
+	Message    string
+	Duration   time.Duration
+}
+
+// Provisioner runs hydra's provisioning on an instance (the Ansible runner, or nothing at all).
+type Provisioner interface {
+	// Digest identifies the playbook files and variables a pool's machines are provisioned with; a
+	// change of digest means provisioning must run again.
+	Digest(pool inventory.Pool, vars map[string]any) (string, error)
+	// Provision makes one attempt. A *PermanentError (such as a host key mismatch) must not be retried.
+	Provision(ctx context.Context, req ProvisionRequest) (ProvisionResult, error)
+}
+
+// PermanentError marks a provisioning failure that retrying cannot fix (a changed host key, a
+// malformed playbook).
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// NoProvisioning is the Provisioner used when provisioning is switched off: the machine is ready as
+// soon as the cloud says it runs.
+type NoProvisioning struct{}
+
+// Digest is empty: there is nothing to run.
+func (NoProvisioning) Digest(inventory.Pool, map[string]any) (string, error) { return "", nil }
+
+// Provision does nothing.
+func (NoProvisioning) Provision(_ context.Context, req ProvisionRequest) (ProvisionResult, error) {
+	return ProvisionResult{HostKey: req.HostKey}, nil
+}

@@ -1,0 +1,620 @@
+package upcloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// NameLabel is the label hydra puts on every server it creates; its value is the instance name.
+const NameLabel = "hydra-name"
+
+// Defaults of Config.
+const (
+	DefaultEURToUSD      = 1.08
+	DefaultDiskSizeGB    = 100
+	DefaultStorageTier   = "maxiops"
+	DefaultLoginUser     = "root"
+	DefaultPollInterval  = 3 * time.Second
+	DefaultDeleteTimeout = 10 * time.Minute
+)
+
+// Config configures the UpCloud backend. Zero values take the defaults named on each field.
+type Config struct {
+	// Username and Password are an API-enabled UpCloud account or sub-account (HTTP Basic), or Token is an
+	// API token (Bearer). Exactly one of the two must be given (env: UPCLOUD_USERNAME/UPCLOUD_PASSWORD or
+	// UPCLOUD_TOKEN; reading the environment is the provider's job).
+	Username string
+	Password string
+	Token    string
+	// BaseURL is the API root (default DefaultBaseURL, "https://api.upcloud.com/1.3").
+	BaseURL string
+	// RequestTimeout bounds each HTTP attempt (default 30s).
+	RequestTimeout time.Duration
+	// RequestsPerSecond and Burst set the rate limit shared by every call of this backend (default 5/s,
+	// burst 10).
+	RequestsPerSecond float64
+	Burst             int
+	// RetryMax, RetryWaitMin and RetryWaitMax tune retries on 429/408/5xx (restclient defaults: 4,
+	// 250ms, 8s).
+	RetryMax                   int
+	RetryWaitMin, RetryWaitMax time.Duration
+
+	// EURToUSD converts UpCloud's euro prices to US dollars: GET /price quotes euro cents per hour, and
+	// an offer's PricePerHour is cents / 100 * EURToUSD. Default DefaultEURToUSD (1.08). If the price
+	// list states a currency of "USD", no conversion is applied.
+	EURToUSD float64
+	// AllowSpotPlans offers the spot GPU plans ("GPU-SPOT-...", Offer.Spot = true). Off by default: the
+	// inventory enables on-demand capacity only.
+	AllowSpotPlans bool
+	// Zones limits offers to these zones ("fi-hel2", ...); empty means every zone with a price.
+	Zones []string
+
+	// Template picks the OS template to clone, by uuid or exact title. Empty: the newest public Ubuntu
+	// template whose title names GPU, NVIDIA or CUDA (cloud-init first); if none exists, the newest
+	// Ubuntu Server template (the provisioning playbook installs the driver stack anyway).
+	Template string
+	// DiskSizeGB is the boot disk size (default 100). GPU plans include no storage, so it is always sent;
+	// it is raised to the template's size when smaller.
+	DiskSizeGB int
+	// StorageTier is the boot disk tier: maxiops, standard or hdd (default maxiops).
+	StorageTier string
+	// LoginUser is the user that receives the SSH keys and that provisioning logs in as (default root).
+	LoginUser string
+
+	// PollInterval is how often Delete re-reads a server while waiting for it to stop (default 3s).
+	PollInterval time.Duration
+	// DeleteTimeout bounds Delete's stop-and-wait (default 10m). The caller's context bounds it too.
+	DeleteTimeout time.Duration
+
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+	// UserAgent is sent with every request.
+	UserAgent string
+}
+
+// Backend is hydra's InstanceManagerBackend for UpCloud.
+type Backend struct {
+	cfg    Config
+	client *Client
+	inv    *inventory.Inventory
+	log    hclog.Logger
+
+	mu       sync.Mutex
+	tmpl     *Storage
+	plans    map[string]Plan    // by plan name, from the last Offers
+	prices   map[string]float64 // "zone/plan" -> USD per hour, from the last Offers
+}
+
+var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+
+// New builds the backend. It checks the configuration but calls no API.
+func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
+	if inv == nil {
+		return nil, errors.New("upcloud: no inventory")
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if cfg.EURToUSD == 0 {
+		cfg.EURToUSD = DefaultEURToUSD
+	}
+	if cfg.EURToUSD < 0 || math.IsNaN(cfg.EURToUSD) || math.IsInf(cfg.EURToUSD, 0) {
+		return nil, fmt.Errorf("upcloud: invalid EUR->USD rate %v", cfg.EURToUSD)
+	}
+	if cfg.DiskSizeGB == 0 {
+		cfg.DiskSizeGB = DefaultDiskSizeGB
+	}
+	if cfg.DiskSizeGB < 0 {
+		return nil, fmt.Errorf("upcloud: invalid disk size %d GB", cfg.DiskSizeGB)
+	}
+	if cfg.StorageTier == "" {
+		cfg.StorageTier = DefaultStorageTier
+	}
+	if cfg.LoginUser == "" {
+		cfg.LoginUser = DefaultLoginUser
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.DeleteTimeout <= 0 {
+		cfg.DeleteTimeout = DefaultDeleteTimeout
+	}
+	logger = logger.Named(CloudName)
+	client, err := NewClient(ClientConfig{
+		Username:          cfg.Username,
+		Password:          cfg.Password,
+		Token:             cfg.Token,
+		BaseURL:           cfg.BaseURL,
+		Timeout:           cfg.RequestTimeout,
+		RequestsPerSecond: cfg.RequestsPerSecond,
+		Burst:             cfg.Burst,
+		RetryMax:          cfg.RetryMax,
+		RetryWaitMin:      cfg.RetryWaitMin,
+		RetryWaitMax:      cfg.RetryWaitMax,
+		Logger:            logger,
+		Transport:         cfg.Transport,
+		UserAgent:         cfg.UserAgent,
+	})
+	if err != nil {
+		return nil, controlplane.NewError(controlplane.ErrAuth, CloudName, "configuring", err)
+	}
+	return &Backend{cfg: cfg, client: client, inv: inv, log: logger, plans: map[string]Plan{}, prices: map[string]float64{}}, nil
+}
+
+// Cloud returns "upcloud".
+func (b *Backend) Cloud() string { return CloudName }
+
+// Client returns the backend's API client.
+func (b *Backend) Client() *Client { return b.client }
+
+// IsSpotPlan reports whether a plan name is a spot plan ("GPU-SPOT-...": the name is the only marker).
+func IsSpotPlan(name string) bool {
+	return strings.HasPrefix(strings.ToUpper(name), "GPU-SPOT-")
+}
+
+var planGPUSuffix = regexp.MustCompile(`-(\d+)x([A-Za-z0-9]+)$`)
+
+// gpuOfPlan returns the GPU model and count of a plan: from gpu_model/gpu_amount, or (older answers, or
+// a plan known only by name) from the "<n>x<MODEL>" suffix of a GPU plan's name, as "NVIDIA <MODEL>".
+func gpuOfPlan(p Plan) (string, int) {
+	if p.GPUModel != "" && p.GPUAmount > 0 {
+		return p.GPUModel, int(p.GPUAmount)
+	}
+	if !strings.HasPrefix(strings.ToUpper(p.Name), "GPU-") {
+		return "", 0
+	}
+	m := planGPUSuffix.FindStringSubmatch(p.Name)
+	if m == nil {
+		return "", 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	model := p.GPUModel
+	if model == "" {
+		model = "NVIDIA " + m[2]
+	}
+	return model, n
+}
+
+// Offers lists the GPU plans UpCloud sells now, one offer per plan and zone with a price, mapped to
+// hydra's GPU types through api_names (the plan's gpu_model). Stock comes from /device/availability; a
+// plan priced in a zone but out of stock there is returned with Available 0 and Ineligible set.
+func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+	var (
+		wg                       sync.WaitGroup
+		plans                    []Plan
+		prices                   *PriceList
+		avail                    DeviceAvailability
+		planErr, priceErr, avErr error
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); plans, planErr = b.client.ListPlans(ctx) }()
+	go func() { defer wg.Done(); prices, priceErr = b.client.ListPrices(ctx) }()
+	go func() { defer wg.Done(); avail, avErr = b.client.DeviceAvailability(ctx) }()
+	wg.Wait()
+	if planErr != nil {
+		return nil, planErr
+	}
+	if priceErr != nil {
+		return nil, priceErr
+	}
+	if avErr != nil {
+		if ctx.Err() != nil {
+			return nil, avErr
+		}
+		b.log.Warn("GPU stock unknown; offering with availability -1", "error", avErr)
+		avail = nil
+	}
+	rate := b.cfg.EURToUSD
+	if strings.EqualFold(prices.Prices.Currency, "USD") {
+		rate = 1
+	}
+	zoneOK := func(z string) bool {
+		if len(b.cfg.Zones) == 0 {
+			return true
+		}
+		for _, w := range b.cfg.Zones {
+			if strings.EqualFold(w, z) {
+				return true
+			}
+		}
+		return false
+	}
+
+	newPlans := map[string]Plan{}
+	newPrices := map[string]float64{}
+	var offers []controlplane.Offer
+	for _, p := range plans {
+		model, count := gpuOfPlan(p)
+		if model == "" || count <= 0 {
+			continue
+		}
+		newPlans[p.Name] = p
+		if p.CurrentOffering != nil && !bool(*p.CurrentOffering) {
+			continue
+		}
+		spot := IsSpotPlan(p.Name)
+		if spot && !b.cfg.AllowSpotPlans {
+			continue
+		}
+		gpuType := b.inv.TypeForAPIName(CloudName, model)
+		if gpuType == "" {
+			continue
+		}
+		if max := b.inv.GPUs[gpuType].MaxCount; max > 0 && count > max {
+			continue
+		}
+		for _, z := range prices.Prices.Zone {
+			item, ok := z.Items[PlanPriceKey(p.Name)]
+			if !ok || !zoneOK(z.Name) {
+				continue
+			}
+			usd := roundPrice(float64(item.Price) / 100 * rate)
+			newPrices[z.Name+"/"+p.Name] = usd
+			o := controlplane.Offer{
+				Cloud:        CloudName,
+				Region:       z.Name,
+				InstanceType: p.Name,
+				GPUType:      gpuType,
+				GPUCount:     count,
+				PricePerHour: usd,
+				Spot:         spot,
+				Available:    -1,
+				Details: map[string]string{
+					"plan":                     p.Name,
+					"zone":                     z.Name,
+					"gpu_model":                model,
+					"cores":                    strconv.FormatInt(int64(p.CoreNumber), 10),
+					"memory_mib":               strconv.FormatInt(int64(p.MemoryAmount), 10),
+					"price_eur_cents_per_hour": strconv.FormatFloat(float64(item.Price), 'f', -1, 64),
+					"eur_to_usd":               strconv.FormatFloat(rate, 'f', -1, 64),
+				},
+			}
+			if avail != nil {
+				amount := 0
+				if zd, ok := avail[z.Name]; ok {
+					if a, ok := zd.GPUPlans[p.Name]; ok {
+						amount = int(a.Amount)
+					}
+				}
+				o.Available = amount
+				if amount <= 0 {
+					o.Available = 0
+					o.Ineligible = fmt.Sprintf("no stock of %s in %s (device availability 0)", p.Name, z.Name)
+				}
+			}
+			offers = append(offers, o)
+		}
+	}
+	sort.Slice(offers, func(i, j int) bool {
+		if offers[i].Region != offers[j].Region {
+			return offers[i].Region < offers[j].Region
+		}
+		return offers[i].InstanceType < offers[j].InstanceType
+	})
+	b.mu.Lock()
+	for k, v := range newPlans {
+		b.plans[k] = v
+	}
+	for k, v := range newPrices {
+		b.prices[k] = v
+	}
+	b.mu.Unlock()
+	return offers, nil
+}
+
+func roundPrice(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+// template returns the template servers are cloned from (looked up once, then cached).
+func (b *Backend) template(ctx context.Context) (Storage, error) {
+	b.mu.Lock()
+	if b.tmpl != nil {
+		t := *b.tmpl
+		b.mu.Unlock()
+		return t, nil
+	}
+	b.mu.Unlock()
+	list, err := b.client.ListTemplates(ctx)
+	if err != nil {
+		return Storage{}, err
+	}
+	t, err := pickTemplate(list, b.cfg.Template)
+	if err != nil {
+		return Storage{}, controlplane.NewError(controlplane.ErrInvalid, CloudName, "choosing template", err)
+	}
+	if !templateIsGPU(t) && b.cfg.Template == "" {
+		b.log.Warn("no GPU-ready Ubuntu template found; cloning a plain Ubuntu template", "template", t.Title, "uuid", t.UUID)
+	}
+	b.mu.Lock()
+	b.tmpl = &t
+	b.mu.Unlock()
+	return t, nil
+}
+
+func templateIsGPU(t Storage) bool {
+	title := strings.ToLower(t.Title)
+	return strings.Contains(title, "ubuntu") &&
+		(strings.Contains(title, "gpu") || strings.Contains(title, "nvidia") || strings.Contains(title, "cuda"))
+}
+
+// pickTemplate chooses the template: the configured uuid or title, else the newest GPU-ready Ubuntu
+// template (cloud-init, public, then title order), else the newest plain Ubuntu Server template.
+func pickTemplate(list []Storage, want string) (Storage, error) {
+	usable := func(t Storage) bool {
+		return (t.Type == "" || t.Type == "template") && (t.State == "" || t.State == "online")
+	}
+	if want != "" {
+		for _, t := range list {
+			if t.UUID == want || strings.EqualFold(t.Title, want) {
+				return t, nil
+			}
+		}
+		return Storage{}, fmt.Errorf("template %q not found in the template list", want)
+	}
+	rank := func(cands []Storage) {
+		sort.SliceStable(cands, func(i, j int) bool {
+			a, b := cands[i], cands[j]
+			if (a.TemplateType == "cloud-init") != (b.TemplateType == "cloud-init") {
+				return a.TemplateType == "cloud-init"
+			}
+			if (a.Access == "public") != (b.Access == "public") {
+				return a.Access == "public"
+			}
+			return a.Title > b.Title
+		})
+	}
+	var gpu, plain []Storage
+	for _, t := range list {
+		if !usable(t) {
+			continue
+		}
+		switch {
+		case templateIsGPU(t):
+			gpu = append(gpu, t)
+		case strings.HasPrefix(strings.ToLower(t.Title), "ubuntu server"):
+			plain = append(plain, t)
+		}
+	}
+	rank(gpu)
+	rank(plain)
+	if len(gpu) > 0 {
+		return gpu[0], nil
+	}
+	if len(plain) > 0 {
+		return plain[0], nil
+	}
+	return Storage{}, errors.New("no GPU-ready (or plain) Ubuntu template in the template list; set the template explicitly")
+}
+
+// Create clones the template onto a new server of the offer's plan in the offer's zone, with req.Name as
+// its title, hostname and hydra-name label, and req.SSHPublicKeys for the login user. It returns at once
+// with the server pending (state maintenance). The create is never retried on 5xx or a lost answer: the
+// control plane looks the name up with List before trying again.
+func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+	const op = "creating server"
+	plan := req.Offer.InstanceType
+	if plan == "" {
+		plan = req.Offer.Details["plan"]
+	}
+	zone := req.Offer.Region
+	if zone == "" {
+		zone = req.Offer.Details["zone"]
+	}
+	switch {
+	case req.Name == "":
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
+	case plan == "" || zone == "":
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "the offer names no plan or zone")
+	case IsSpotPlan(plan) && !b.cfg.AllowSpotPlans:
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "spot plan %s is not enabled (AllowSpotPlans)", plan)
+	case len(req.SSHPublicKeys) == 0:
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no SSH public key to install")
+	}
+	tmpl, err := b.template(ctx)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	size := b.cfg.DiskSizeGB
+	if int(tmpl.Size) > size {
+		size = int(tmpl.Size)
+	}
+	cs := CreateServer{
+		Zone:                zone,
+		Title:               req.Name,
+		Hostname:            req.Name,
+		Plan:                plan,
+		Metadata:            true, // required for cloud-init templates, harmless otherwise
+		PasswordDelivery:    "none",
+		RemoteAccessEnabled: false,
+		Labels:              Labels{{Key: NameLabel, Value: req.Name}},
+		LoginUser:           &LoginUser{Username: b.cfg.LoginUser, CreatePassword: false},
+		Networking:          &CreateNetworking{},
+	}
+	cs.StorageDevices.StorageDevice = []CreateStorageDevice{{
+		Action: "clone", Storage: tmpl.UUID, Title: req.Name + "-disk", Size: size, Tier: b.cfg.StorageTier,
+	}}
+	for _, k := range req.SSHPublicKeys {
+		if k = strings.TrimSpace(k); k != "" {
+			cs.LoginUser.SSHKeys.SSHKey = append(cs.LoginUser.SSHKeys.SSHKey, k)
+		}
+	}
+	for _, itf := range []struct{ typ, fam string }{{"utility", "IPv4"}, {"public", "IPv4"}, {"public", "IPv6"}} {
+		ci := CreateInterface{Type: itf.typ}
+		ci.IPAddresses.IPAddress = []CreateIP{{Family: itf.fam}}
+		cs.Networking.Interfaces.Interface = append(cs.Networking.Interfaces.Interface, ci)
+	}
+	b.log.Info("creating server", "name", req.Name, "plan", plan, "zone", zone, "template", tmpl.UUID, "disk_gb", size)
+	srv, err := b.client.CreateServerRequest(ctx, cs)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	inst := b.instance(srv)
+	if inst.Name == "" {
+		inst.Name = req.Name
+	}
+	if inst.PricePerHour == 0 {
+		inst.PricePerHour = req.Offer.PricePerHour
+	}
+	if inst.GPUType == "" {
+		inst.GPUType, inst.GPUCount = req.Offer.GPUType, req.Offer.GPUCount
+	}
+	return inst, nil
+}
+
+// instance maps a server onto hydra's Instance.
+func (b *Backend) instance(s *Server) controlplane.Instance {
+	name, ok := s.Labels.Get(NameLabel)
+	if !ok || name == "" {
+		name = s.Title
+	}
+	if name == "" {
+		name = s.Hostname
+	}
+	ip := s.PublicIPv4()
+	status, msg := mapState(s.State, ip)
+	inst := controlplane.Instance{
+		ID:           s.UUID,
+		Name:         name,
+		Cloud:        CloudName,
+		Region:       s.Zone,
+		InstanceType: s.Plan,
+		Spot:         IsSpotPlan(s.Plan),
+		Status:       status,
+		CloudStatus:  s.State,
+		Message:      msg,
+	}
+	if s.Created > 0 {
+		inst.CreatedAt = time.Unix(int64(s.Created), 0).UTC()
+	}
+	if ip != "" {
+		inst.SSH = &controlplane.SSHEndpoint{Host: ip, Port: 22, User: b.cfg.LoginUser}
+	}
+	b.mu.Lock()
+	p, known := b.plans[s.Plan]
+	inst.PricePerHour = b.prices[s.Zone+"/"+s.Plan]
+	b.mu.Unlock()
+	if !known {
+		p = Plan{Name: s.Plan}
+	}
+	model, count := gpuOfPlan(p)
+	if model == "" || (!known && len(s.Devices.Device) > 0) {
+		var gpus []Device
+		for _, d := range s.Devices.Device {
+			if strings.EqualFold(d.Type, "gpu") {
+				gpus = append(gpus, d)
+			}
+		}
+		if len(gpus) > 0 {
+			model, count = gpus[0].Model, len(gpus)
+		}
+	}
+	if model != "" {
+		inst.GPUType = b.inv.TypeForAPIName(CloudName, model)
+		inst.GPUCount = count
+	}
+	return inst
+}
+
+// Get returns the server with that uuid; a missing one is an ErrNotFound error.
+func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+	s, err := b.client.GetServer(ctx, id)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	return b.instance(s), nil
+}
+
+// List returns the servers whose name (hydra-name label, title or hostname) starts with prefix. It lists
+// every server of the account and filters locally (so a server whose label was removed is still found),
+// then reads each match's details for its address and state.
+func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+	all, err := b.client.ListServers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []controlplane.Instance
+	for _, s := range all {
+		label, _ := s.Labels.Get(NameLabel)
+		if !(strings.HasPrefix(label, prefix) && label != "") && !strings.HasPrefix(s.Title, prefix) && !strings.HasPrefix(s.Hostname, prefix) {
+			continue
+		}
+		d, err := b.client.GetServer(ctx, s.UUID)
+		if controlplane.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b.instance(d))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Delete removes the server and its disks. UpCloud deletes only stopped servers, so Delete hard-stops a
+// started server, waits (bounded by DeleteTimeout and ctx) until it is stopped, then sends
+// DELETE /server/{uuid}/?storages=1. A server that is already gone yields an ErrNotFound error; one that
+// disappears while Delete waits counts as deleted.
+func (b *Backend) Delete(ctx context.Context, id string) error {
+	const op = "deleting server"
+	s, err := b.client.GetServer(ctx, id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.DeleteTimeout)
+	defer cancel()
+	var lastStop time.Time
+	for {
+		switch strings.ToLower(s.State) {
+		case "stopped", "error":
+			err := b.client.DeleteServer(ctx, id)
+			if err == nil || controlplane.IsNotFound(err) {
+				b.log.Info("server deleted", "id", id)
+				return nil
+			}
+			var ae *APIError
+			if !errors.As(err, &ae) || ae.Code != "SERVER_STATE_ILLEGAL" {
+				return err
+			}
+			// The state moved under us (started again, or in maintenance): look again.
+		case "started":
+			if lastStop.IsZero() || time.Since(lastStop) > 30*time.Second {
+				_, err := b.client.StopServer(ctx, id, "hard", time.Minute)
+				lastStop = time.Now()
+				if controlplane.IsNotFound(err) {
+					return nil
+				}
+				var ae *APIError
+				if err != nil && !(errors.As(err, &ae) && ae.Code == "SERVER_STATE_ILLEGAL") {
+					return err
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return controlplane.Errorf(controlplane.ErrOther, CloudName, op,
+				"server %s did not stop in time (last state %q): %v", id, s.State, ctx.Err())
+		case <-time.After(b.cfg.PollInterval):
+		}
+		s, err = b.client.GetServer(ctx, id)
+		if controlplane.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,261 @@
+// Package upcloud is hydra's UpCloud backend: a typed client for the subset of UpCloud API 1.3 that hydra
+// uses (plans, prices, GPU stock, templates, servers) and the InstanceManagerBackend built on it.
+//
+// UpCloud wraps objects and lists in extra keys ({"server":{...}}, {"servers":{"server":[...]}}), spells
+// booleans "yes"/"no" and sends several numbers as strings; the types in this package read all of that.
+package upcloud
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+)
+
+// CloudName is the backend's name in pools.yml and api_names.
+const CloudName = "upcloud"
+
+// DefaultBaseURL is UpCloud's API root.
+const DefaultBaseURL = "https://api.upcloud.com/1.3"
+
+// ClientConfig configures a Client. Exactly one of Username/Password (an API-enabled account or
+// sub-account) and Token must be set.
+type ClientConfig struct {
+	// Username and Password authenticate with HTTP Basic.
+	Username, Password string
+	// Token authenticates with "Authorization: Bearer <token>".
+	Token string
+	// BaseURL defaults to DefaultBaseURL.
+	BaseURL string
+	// Timeout bounds each HTTP attempt (default 30s).
+	Timeout time.Duration
+	// RequestsPerSecond and Burst set the client's shared rate limit (restclient defaults: 5/s, burst 10).
+	RequestsPerSecond float64
+	Burst             int
+	// RetryMax, RetryWaitMin and RetryWaitMax tune retries on 429/408/5xx (restclient defaults).
+	RetryMax                   int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// Logger receives request logs (never credentials).
+	Logger hclog.Logger
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+	// UserAgent is sent with every request.
+	UserAgent string
+}
+
+// Client is a typed UpCloud API 1.3 client.
+type Client struct {
+	rc *restclient.Client
+}
+
+// NewClient builds a client. It refuses a configuration with both Basic credentials and a token, or
+// with neither (as UpCloud's own SDK does).
+func NewClient(cfg ClientConfig) (*Client, error) {
+	basic := cfg.Username != "" || cfg.Password != ""
+	token := cfg.Token != ""
+	switch {
+	case basic && token:
+		return nil, errors.New("upcloud: configure either username/password or a token, not both")
+	case !basic && !token:
+		return nil, errors.New("upcloud: no credentials: set username and password, or a token")
+	case basic && (cfg.Username == "" || cfg.Password == ""):
+		return nil, errors.New("upcloud: both username and password are required for basic authentication")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	var authHeader string
+	if token {
+		authHeader = "Bearer " + cfg.Token
+	} else {
+		authHeader = "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Username+":"+cfg.Password))
+	}
+	rc, err := restclient.New(restclient.Config{
+		Cloud:             CloudName,
+		BaseURL:           cfg.BaseURL,
+		Timeout:           cfg.Timeout,
+		RequestsPerSecond: cfg.RequestsPerSecond,
+		Burst:             cfg.Burst,
+		RetryMax:          cfg.RetryMax,
+		RetryWaitMin:      cfg.RetryWaitMin,
+		RetryWaitMax:      cfg.RetryWaitMax,
+		Logger:            cfg.Logger,
+		Transport:         cfg.Transport,
+		UserAgent:         cfg.UserAgent,
+		Authorize: func(_ context.Context, req *http.Request) error {
+			req.Header.Set("Authorization", authHeader)
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rc: rc}, nil
+}
+
+// REST exposes the underlying restclient (its shared rate limiter, for tests).
+func (c *Client) REST() *restclient.Client { return c.rc }
+
+func (c *Client) get(ctx context.Context, op, path string, q url.Values, out any) error {
+	if err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodGet, Path: path, Query: q}, out); err != nil {
+		return classify(op, err)
+	}
+	return nil
+}
+
+// ListZones returns the zones (GET /zone).
+func (c *Client) ListZones(ctx context.Context) ([]Zone, error) {
+	var out ZoneList
+	if err := c.get(ctx, "listing zones", "/zone", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Zones.Zone, nil
+}
+
+// ListPlans returns every plan, GPU plans included (GET /plan).
+func (c *Client) ListPlans(ctx context.Context) ([]Plan, error) {
+	var out PlanList
+	if err := c.get(ctx, "listing plans", "/plan", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Plans.Plan, nil
+}
+
+// ListPrices returns the hourly prices per zone, in euro cents (GET /price).
+func (c *Client) ListPrices(ctx context.Context) (*PriceList, error) {
+	var out PriceList
+	if err := c.get(ctx, "listing prices", "/price", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeviceAvailability returns the GPU stock per zone and plan (GET /device/availability).
+func (c *Client) DeviceAvailability(ctx context.Context) (DeviceAvailability, error) {
+	out := DeviceAvailability{}
+	if err := c.get(ctx, "reading GPU availability", "/device/availability", nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetAccount returns the account and its resource limits (GET /account).
+func (c *Client) GetAccount(ctx context.Context) (*Account, error) {
+	var out Account
+	if err := c.get(ctx, "reading account", "/account", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListTemplates returns the OS templates the account can clone, public and private (GET /storage/template).
+func (c *Client) ListTemplates(ctx context.Context) ([]Storage, error) {
+	var out StorageList
+	if err := c.get(ctx, "listing templates", "/storage/template", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Storages.Storage, nil
+}
+
+// CreateServerRequest sends POST /server. It is never retried except on 429: a lost answer to a create may
+// hide a server that exists, so the caller must look (by name) before it tries again.
+func (c *Client) CreateServerRequest(ctx context.Context, req CreateServer) (*Server, error) {
+	body := struct {
+		Server CreateServer `json:"server"`
+	}{req}
+	var out ServerDetails
+	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/server", Body: body, NotIdempotent: true}, &out)
+	if err != nil {
+		return nil, classify("creating server", err)
+	}
+	if out.Server.UUID == "" {
+		return nil, classify("creating server", errors.New("the answer carries no server uuid"))
+	}
+	return &out.Server, nil
+}
+
+// GetServer returns a server's details (GET /server/{uuid}); a missing server is an ErrNotFound error.
+func (c *Client) GetServer(ctx context.Context, uuid string) (*Server, error) {
+	if uuid == "" {
+		return nil, classify("reading server", errors.New("empty server uuid"))
+	}
+	var out ServerDetails
+	if err := c.get(ctx, "reading server", "/server/"+url.PathEscape(uuid), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out.Server, nil
+}
+
+// ListPageSize is how many servers ListServers asks for per page.
+const ListPageSize = 100
+
+// ListServers returns every server of the account (summaries without addresses), following limit/offset
+// pages. labels are optional label filters ("key" or "key=value"), sent as repeated "label" parameters.
+func (c *Client) ListServers(ctx context.Context, labels ...string) ([]Server, error) {
+	var all []Server
+	for offset := 0; ; offset += ListPageSize {
+		q := url.Values{}
+		q.Set("limit", strconv.Itoa(ListPageSize))
+		q.Set("offset", strconv.Itoa(offset))
+		for _, l := range labels {
+			q.Add("label", l)
+		}
+		var out ServerList
+		if err := c.get(ctx, "listing servers", "/server", q, &out); err != nil {
+			return nil, err
+		}
+		all = append(all, out.Servers.Server...)
+		if len(out.Servers.Server) < ListPageSize {
+			return all, nil
+		}
+		if offset > 100000 {
+			return nil, classify("listing servers", errors.New("more than 100000 servers: giving up paging"))
+		}
+	}
+}
+
+// StopServer asks for a stop (POST /server/{uuid}/stop). The answer carries the server as it was: its
+// state usually still says "started"; poll GetServer until "stopped".
+func (c *Client) StopServer(ctx context.Context, uuid, stopType string, timeout time.Duration) (*Server, error) {
+	var body StopServer
+	body.StopServer.StopType = stopType
+	if timeout > 0 {
+		body.StopServer.Timeout = strconv.Itoa(int(timeout / time.Second))
+	}
+	var out ServerDetails
+	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/stop", Body: body}, &out)
+	if err != nil {
+		return nil, classify("stopping server", err)
+	}
+	return &out.Server, nil
+}
+
+// StartServer starts a stopped server (POST /server/{uuid}/start).
+func (c *Client) StartServer(ctx context.Context, uuid string) (*Server, error) {
+	body := map[string]any{"server": map[string]any{}}
+	var out ServerDetails
+	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/start", Body: body}, &out)
+	if err != nil {
+		return nil, classify("starting server", err)
+	}
+	return &out.Server, nil
+}
+
+// DeleteServer deletes a stopped server and its disks (DELETE /server/{uuid}/?storages=1, with the
+// trailing slash the SDK sends). A started server is refused with SERVER_STATE_ILLEGAL.
+func (c *Client) DeleteServer(ctx context.Context, uuid string) error {
+	q := url.Values{}
+	q.Set("storages", "1")
+	_, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodDelete, Path: "/server/" + url.PathEscape(uuid) + "/", Query: q})
+	if err != nil {
+		return classify("deleting server", err)
+	}
+	return nil
+}

@@ -1,0 +1,539 @@
+package primeintellect
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// Config configures the Prime Intellect backend.
+type Config struct {
+	// APIKey is the Prime Intellect API key (Bearer). Needs Availability read and Instances read/write.
+	APIKey string
+	// BaseURL defaults to https://api.primeintellect.ai.
+	BaseURL string
+	// Timeout bounds each HTTP attempt (default 30s).
+	Timeout time.Duration
+	// RequestsPerSecond and Burst set the shared rate limit (default 5/s, burst 10).
+	RequestsPerSecond float64
+	Burst             int
+	// RetryMax, RetryWaitMin and RetryWaitMax tune HTTP retries (restclient defaults when zero).
+	RetryMax                   int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// PageSize is the availability page size (default and maximum 100).
+	PageSize int
+	// EmptyAvailabilityRetries is how often an empty availability answer is asked again (default 3;
+	// negative: never); EmptyAvailabilityWait is the first wait, doubled each time (default 1s).
+	EmptyAvailabilityRetries int
+	EmptyAvailabilityWait    time.Duration
+	// MaxPriceMarginPercent is added to the quoted price to form the maxPrice sent on create when the
+	// user set no ceiling (default 10; negative: no margin).
+	MaxPriceMarginPercent float64
+	// TeamID, when set, creates pods in that team.
+	TeamID string
+	// Image is the pod image (default "ubuntu_22_cuda_12").
+	Image string
+	// ResaleClouds maps an upstream provider name (lower case) to the hydra cloud that sells the same
+	// hardware directly; such offers get Offer.ResaleOf. Default: datacrunch and verda → "verda",
+	// upcloud → "upcloud".
+	ResaleClouds map[string]string
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+}
+
+// DefaultImage is the pod image hydra asks for.
+const DefaultImage = "ubuntu_22_cuda_12"
+
+// DefaultResaleClouds are the upstream providers hydra also talks to directly.
+var DefaultResaleClouds = map[string]string{"datacrunch": "verda", "verda": "verda", "upcloud": "upcloud"}
+
+// Details keys an offer carries for Create.
+const (
+	DetailCloudID    = "cloud_id"
+	DetailProvider   = "provider"
+	DetailGPUType    = "gpu_type"
+	DetailSocket     = "socket"
+	DetailDataCenter = "data_center"
+	DetailCountry    = "country"
+	DetailRegion     = "region"
+	DetailSecurity   = "security"
+	DetailDiskGB     = "disk_gb"
+	DetailVCPUs      = "vcpus"
+	DetailMemoryGB   = "memory_gb"
+	DetailStock      = "stock_status"
+	DetailGPUPrice   = "gpu_price_per_hour"
+	DetailDiskPrice  = "disk_price_per_hour"
+	DetailPrepaid    = "prepaid_hours"
+)
+
+// Backend is the Prime Intellect InstanceManagerBackend.
+type Backend struct {
+	client *Client
+	inv    *inventory.Inventory
+	log    hclog.Logger
+	cfg    Config
+	margin float64
+	resale map[string]string
+}
+
+var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+
+// New builds the backend.
+func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
+	if inv == nil {
+		return nil, fmt.Errorf("%s: no inventory", CloudName)
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if cfg.Image == "" {
+		cfg.Image = DefaultImage
+	}
+	margin := cfg.MaxPriceMarginPercent
+	switch {
+	case margin == 0:
+		margin = 10
+	case margin < 0:
+		margin = 0
+	}
+	resale := map[string]string{}
+	src := cfg.ResaleClouds
+	if src == nil {
+		src = DefaultResaleClouds
+	}
+	for k, v := range src {
+		resale[strings.ToLower(k)] = v
+	}
+	c, err := NewClient(ClientConfig{
+		APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout,
+		RequestsPerSecond: cfg.RequestsPerSecond, Burst: cfg.Burst,
+		RetryMax: cfg.RetryMax, RetryWaitMin: cfg.RetryWaitMin, RetryWaitMax: cfg.RetryWaitMax,
+		PageSize: cfg.PageSize, EmptyRetries: cfg.EmptyAvailabilityRetries, EmptyRetryWait: cfg.EmptyAvailabilityWait,
+		Logger: logger, Transport: cfg.Transport,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{client: c, inv: inv, log: logger.Named(CloudName), cfg: cfg, margin: margin / 100, resale: resale}, nil
+}
+
+// Client returns the backend's REST client.
+func (b *Backend) Client() *Client { return b.client }
+
+// Cloud names the backend.
+func (b *Backend) Cloud() string { return CloudName }
+
+// instanceType is hydra's stable name for an offer's shape: upstream provider, GPU type, socket and
+// count (plus "community" for community cloud). The cloudId is not used: it changes within minutes.
+func instanceType(provider, gpuType, socket string, count int, security string) string {
+	s := fmt.Sprintf("%s.%s.%s.%dx", provider, gpuType, socket, count)
+	if security == CommunityCloud {
+		s += ".community"
+	}
+	return strings.ReplaceAll(s, "/", "_")
+}
+
+// regionOf picks the most precise location an item names.
+func regionOf(a GPUAvailability) string {
+	for _, s := range []string{a.DataCenter, a.Region, a.Country} {
+		if s = strings.TrimSpace(s); s != "" {
+			return s
+		}
+	}
+	return "global"
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// toOffer maps one availability item; ok is false when hydra cannot rent it.
+func (b *Backend) toOffer(a GPUAvailability) (controlplane.Offer, string, bool) {
+	gpuType := b.inv.TypeForAPIName(CloudName, a.GPUType)
+	if gpuType == "" {
+		return controlplane.Offer{}, "GPU type not in the inventory", false
+	}
+	count := a.GPUCount.Int()
+	if count < 1 || count > b.inv.GPUs[gpuType].MaxCount {
+		return controlplane.Offer{}, "GPU count outside the inventory's limits", false
+	}
+	if a.CloudID == "" || a.Provider == "" || a.Socket == "" {
+		return controlplane.Offer{}, "no cloudId, provider or socket", false
+	}
+	if strings.EqualFold(a.StockStatus, "Unavailable") {
+		return controlplane.Offer{}, "unavailable", false
+	}
+	if cur := strings.ToUpper(strings.TrimSpace(a.Prices.Currency)); cur != "" && cur != "USD" {
+		return controlplane.Offer{}, "priced in " + cur, false
+	}
+	price, ok := a.TotalPrice()
+	if !ok || price <= 0 || math.IsNaN(price) || math.IsInf(price, 0) {
+		return controlplane.Offer{}, "no price", false
+	}
+	base, _ := a.BasePrice()
+	d := map[string]string{
+		DetailCloudID:    a.CloudID,
+		DetailProvider:   a.Provider,
+		DetailGPUType:    a.GPUType,
+		DetailSocket:     a.Socket,
+		DetailDataCenter: a.DataCenter,
+		DetailCountry:    a.Country,
+		DetailRegion:     a.Region,
+		DetailSecurity:   a.Security,
+		DetailStock:      a.StockStatus,
+		DetailGPUPrice:   fmtFloat(base),
+		DetailDiskPrice:  fmtFloat(a.DiskPrice()),
+	}
+	if n := a.DiskSize(); n > 0 {
+		d[DetailDiskGB] = strconv.Itoa(n)
+	}
+	if a.VCPU.DefaultCount.Set {
+		d[DetailVCPUs] = strconv.Itoa(a.VCPU.DefaultCount.Int())
+	}
+	if a.Memory.DefaultCount.Set {
+		d[DetailMemoryGB] = strconv.Itoa(a.Memory.DefaultCount.Int())
+	}
+	if a.PrepaidTime.Set && a.PrepaidTime.V > 0 {
+		d[DetailPrepaid] = fmtFloat(a.PrepaidTime.V)
+	}
+	return controlplane.Offer{
+		Cloud:        CloudName,
+		Region:       regionOf(a),
+		InstanceType: instanceType(a.Provider, a.GPUType, a.Socket, count, a.Security),
+		GPUType:      gpuType,
+		GPUCount:     count,
+		PricePerHour: price,
+		Spot:         a.Spot(),
+		Available:    -1,
+		ResaleOf:     b.resale[strings.ToLower(a.Provider)],
+		Details:      d,
+	}, "", true
+}
+
+// Offers lists what Prime can rent now. Items hydra does not map, unavailable or unpriced items and
+// non-USD prices are skipped; when two items share region, shape and spot-ness the cheaper one wins.
+// Spot offers are returned with Spot set (the control plane filters them).
+func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+	items, err := b.client.Availability(ctx, AvailabilityFilter{})
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		b.crossCheckEmpty(ctx)
+	}
+	best := map[string]controlplane.Offer{}
+	skipped := map[string]int{}
+	for _, it := range items {
+		o, why, ok := b.toOffer(it)
+		if !ok {
+			skipped[why]++
+			continue
+		}
+		k := o.Region + "|" + o.InstanceType + "|" + strconv.FormatBool(o.Spot)
+		if prev, dup := best[k]; !dup || o.PricePerHour < prev.PricePerHour {
+			best[k] = o
+		}
+	}
+	if len(skipped) > 0 {
+		b.log.Debug("availability items skipped", "reasons", skipped)
+	}
+	out := make([]controlplane.Offer, 0, len(best))
+	for _, o := range best {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].PricePerHour != out[j].PricePerHour {
+			return out[i].PricePerHour < out[j].PricePerHour
+		}
+		if out[i].Region != out[j].Region {
+			return out[i].Region < out[j].Region
+		}
+		if out[i].InstanceType != out[j].InstanceType {
+			return out[i].InstanceType < out[j].InstanceType
+		}
+		return !out[i].Spot && out[j].Spot
+	})
+	return out, nil
+}
+
+// crossCheckEmpty logs when the GPU summary lists capacity that the availability answer did not.
+func (b *Backend) crossCheckEmpty(ctx context.Context) {
+	sum, err := b.client.GPUSummary(ctx)
+	if err != nil {
+		b.log.Debug("availability was empty; the GPU summary could not be read", "error", err)
+		return
+	}
+	if len(sum) > 0 {
+		b.log.Warn("availability answered empty after retries although the GPU summary lists GPU types; Prime's availability may be flaky", "summary_types", len(sum))
+	}
+}
+
+// resolve finds the availability item for an offer again, just before creating: cloudIds change
+// within minutes. It matches provider, GPU type, socket, count, data center, security and spot-ness,
+// prefers the same cloudId, then the cheapest.
+func (b *Backend) resolve(ctx context.Context, o controlplane.Offer) (GPUAvailability, error) {
+	d := o.Details
+	apiType := d[DetailGPUType]
+	if apiType == "" {
+		if names := b.inv.GPUs[o.GPUType].APINames[CloudName]; len(names) > 0 {
+			apiType = names[0]
+		}
+	}
+	if apiType == "" || o.GPUCount < 1 {
+		return GPUAvailability{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "creating pod", "offer %q carries no Prime GPU type or count", o.InstanceType)
+	}
+	items, err := b.client.Availability(ctx, AvailabilityFilter{GPUType: apiType, GPUCount: o.GPUCount, DataCenter: d[DetailDataCenter]})
+	if err != nil {
+		return GPUAvailability{}, err
+	}
+	var cands []GPUAvailability
+	for _, it := range items {
+		if d[DetailProvider] != "" && !strings.EqualFold(it.Provider, d[DetailProvider]) {
+			continue
+		}
+		if d[DetailSocket] != "" && !strings.EqualFold(it.Socket, d[DetailSocket]) {
+			continue
+		}
+		if d[DetailSecurity] != "" && it.Security != d[DetailSecurity] {
+			continue
+		}
+		if d[DetailDataCenter] == "" && regionOf(it) != o.Region {
+			continue
+		}
+		if it.Spot() != o.Spot || it.CloudID == "" || strings.EqualFold(it.StockStatus, "Unavailable") {
+			continue
+		}
+		if _, ok := it.TotalPrice(); !ok {
+			continue
+		}
+		cands = append(cands, it)
+	}
+	if len(cands) == 0 {
+		return GPUAvailability{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, "creating pod",
+			"offer %s in %s is no longer available", o.InstanceType, o.Region)
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		si, sj := cands[i].CloudID == d[DetailCloudID], cands[j].CloudID == d[DetailCloudID]
+		if si != sj {
+			return si
+		}
+		pi, _ := cands[i].TotalPrice()
+		pj, _ := cands[j].TotalPrice()
+		return pi < pj
+	})
+	return cands[0], nil
+}
+
+// maxPrice is the numeric maxPrice sent on create: the user's ceiling, or the quote plus the margin.
+func (b *Backend) maxPrice(req controlplane.CreateRequest, current float64) float64 {
+	if req.MaxPricePerHour > 0 {
+		return req.MaxPricePerHour
+	}
+	quote := req.Offer.PricePerHour
+	if quote <= 0 {
+		quote = current
+	}
+	// Round up to a cent fraction so the API sees a clean number at least the quote plus margin.
+	return math.Ceil(quote*(1+b.margin)*10000) / 10000
+}
+
+// Create re-resolves the offer, installs the SSH keys on the account and creates the pod named
+// req.Name. It returns at once with the pod pending.
+func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+	const op = "creating pod"
+	if req.Name == "" {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
+	}
+	item, err := b.resolve(ctx, req.Offer)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	current, _ := item.TotalPrice()
+	maxPrice := b.maxPrice(req, current)
+	if current > maxPrice {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+			"offer %s now costs $%.4f/h, above the maximum $%.4f/h", req.Offer.InstanceType, current, maxPrice)
+	}
+	keyID, err := b.ensureSSHKeys(ctx, req.SSHPublicKeys)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	spec := PodSpec{
+		Name:         req.Name,
+		CloudID:      item.CloudID,
+		GPUType:      item.GPUType,
+		Socket:       item.Socket,
+		GPUCount:     item.GPUCount.Int(),
+		DiskSize:     item.DiskSize(),
+		MaxPrice:     maxPrice,
+		Image:        b.cfg.Image,
+		DataCenterID: item.DataCenter,
+		Country:      item.Country,
+		Security:     item.Security,
+		SSHKeyID:     keyID,
+	}
+	if item.VCPU.DefaultCount.Set {
+		spec.VCPUs = item.VCPU.DefaultCount.Int()
+	}
+	if item.Memory.DefaultCount.Set {
+		spec.Memory = item.Memory.DefaultCount.Int()
+	}
+	body := CreatePodRequest{Pod: spec, Provider: ProviderRef{Type: item.Provider}}
+	if b.cfg.TeamID != "" {
+		body.Team = &TeamRef{TeamID: b.cfg.TeamID}
+	}
+	if item.CloudID != req.Offer.Details[DetailCloudID] {
+		b.log.Debug("offer re-resolved to a new cloudId", "instance_type", req.Offer.InstanceType, "region", req.Offer.Region)
+	}
+	pod, err := b.client.CreatePod(ctx, body)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	inst := b.toInstance(pod)
+	if inst.Name == "" {
+		inst.Name = req.Name
+	}
+	if inst.Region == "" {
+		inst.Region = req.Offer.Region
+	}
+	// The instance is what the offer described, whatever the pod's fields say this early.
+	inst.InstanceType, inst.GPUType, inst.GPUCount = req.Offer.InstanceType, req.Offer.GPUType, req.Offer.GPUCount
+	if inst.PricePerHour == 0 {
+		inst.PricePerHour = current
+	}
+	inst.Spot = inst.Spot || req.Offer.Spot
+	return inst, nil
+}
+
+// keyName is the account-side name of a public key hydra registers.
+func keyName(pub string) string {
+	f := strings.Fields(pub)
+	body := pub
+	if len(f) >= 2 {
+		body = f[1]
+	}
+	sum := sha256.Sum256([]byte(body))
+	return "hydra-" + hex.EncodeToString(sum[:6])
+}
+
+// ensureSSHKeys registers every public key on the account (Prime installs the account's keys in new
+// pods) and returns the id of the first one, to name it in the create body.
+func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) (string, error) {
+	var want []string
+	for _, k := range keys {
+		if k = strings.TrimSpace(k); k != "" {
+			want = append(want, k)
+		}
+	}
+	if len(want) == 0 {
+		return "", nil
+	}
+	have, err := b.client.SSHKeys(ctx)
+	if err != nil {
+		return "", err
+	}
+	sameKey := func(a, c string) bool {
+		fa, fc := strings.Fields(a), strings.Fields(c)
+		return len(fa) >= 2 && len(fc) >= 2 && fa[0] == fc[0] && fa[1] == fc[1]
+	}
+	first := ""
+	for i, k := range want {
+		id := ""
+		for _, h := range have {
+			if sameKey(h.PublicKey, k) {
+				id = h.ID
+				break
+			}
+		}
+		if id == "" {
+			created, err := b.client.CreateSSHKey(ctx, keyName(k), k)
+			if err != nil {
+				return "", err
+			}
+			id = created.ID
+			have = append(have, created)
+		}
+		if i == 0 {
+			first = id
+		}
+	}
+	return first, nil
+}
+
+// toInstance maps a pod.
+func (b *Backend) toInstance(p Pod) controlplane.Instance {
+	ssh := parseSSH(p.SSHConnection)
+	st, msg := mapStatus(p.Status, p.InstallationStatus, p.InstallationFailure, p.InstallationProgress, ssh)
+	inst := controlplane.Instance{
+		ID:          p.ID,
+		Name:        p.Name,
+		Cloud:       CloudName,
+		Region:      p.DataCenterID,
+		GPUCount:    p.GPUCount.Int(),
+		Spot:        p.IsSpot != nil && *p.IsSpot,
+		Status:      st,
+		CloudStatus: p.Status,
+		Message:     msg,
+		SSH:         ssh,
+		CreatedAt:   parseTime(p.CreatedAt),
+	}
+	if p.PriceHr.Set {
+		inst.PricePerHour = p.PriceHr.V
+	}
+	if p.InstallationStatus != "" && strings.EqualFold(p.Status, "ACTIVE") && !strings.EqualFold(p.InstallationStatus, "FINISHED") {
+		inst.CloudStatus = p.Status + "/" + p.InstallationStatus
+	}
+	if p.GPUName != "" {
+		inst.GPUType = b.inv.TypeForAPIName(CloudName, p.GPUName)
+		if p.ProviderType != "" && p.Socket != "" && inst.GPUCount > 0 {
+			inst.InstanceType = instanceType(p.ProviderType, p.GPUName, p.Socket, inst.GPUCount, "")
+		}
+	}
+	return inst
+}
+
+// Get returns one pod.
+func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+	p, err := b.client.Pod(ctx, id)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	return b.toInstance(p), nil
+}
+
+// List returns the pods whose name starts with prefix; terminated pods are left out.
+func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+	pods, err := b.client.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []controlplane.Instance
+	for _, p := range pods {
+		if !strings.HasPrefix(p.Name, prefix) {
+			continue
+		}
+		inst := b.toInstance(p)
+		if inst.Status == controlplane.StatusTerminated {
+			continue
+		}
+		out = append(out, inst)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID) })
+	return out, nil
+}
+
+// Delete terminates a pod. A pod that is already gone gives an ErrNotFound error.
+func (b *Backend) Delete(ctx context.Context, id string) error {
+	_, err := b.client.DeletePod(ctx, id)
+	return err
+}

@@ -1,0 +1,427 @@
+// Package primeintellect is hydra's backend for the Prime Intellect compute API: a typed REST client
+// for the availability, pods and SSH key endpoints, and the InstanceManagerBackend built on it.
+//
+// Prime is a young marketplace API that changes fast, so the client is defensive: it reads both the
+// paginated and the legacy availability forms, re-reads an empty availability answer before
+// believing it, tolerates strings for numbers and lists for strings, and classifies errors from both
+// status codes and message text.
+package primeintellect
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// CloudName is the backend's name in pools.yml and api_names.
+const CloudName = "primeintellect"
+
+// DefaultBaseURL is the public API root; every path starts with /api/v1.
+const DefaultBaseURL = "https://api.primeintellect.ai"
+
+// ClientConfig configures the REST client.
+type ClientConfig struct {
+	// APIKey is sent as a Bearer token. Never logged.
+	APIKey string
+	// BaseURL defaults to DefaultBaseURL. Paths (/api/v1/...) are appended to it.
+	BaseURL string
+	// Timeout bounds each HTTP attempt (default 30s).
+	Timeout time.Duration
+	// RequestsPerSecond and Burst set the client's shared rate limit (default 5/s, burst 10).
+	RequestsPerSecond float64
+	Burst             int
+	// RetryMax, RetryWaitMin and RetryWaitMax tune restclient's retries (defaults there).
+	RetryMax                   int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// PageSize is the availability page size (default and maximum 100).
+	PageSize int
+	// EmptyRetries is how many times an empty availability answer is asked again before it is believed
+	// (default 3; negative: never). EmptyRetryWait is the first wait, doubled each time (default 1s).
+	EmptyRetries   int
+	EmptyRetryWait time.Duration
+	// Logger receives debug logs (default: none).
+	Logger hclog.Logger
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+}
+
+// Client talks to the Prime Intellect compute API.
+type Client struct {
+	cfg ClientConfig
+	rc  *restclient.Client
+	log hclog.Logger
+}
+
+// NewClient builds a client.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.PageSize <= 0 || cfg.PageSize > 100 {
+		cfg.PageSize = 100
+	}
+	if cfg.EmptyRetries == 0 {
+		cfg.EmptyRetries = 3
+	} else if cfg.EmptyRetries < 0 {
+		cfg.EmptyRetries = 0
+	}
+	if cfg.EmptyRetryWait <= 0 {
+		cfg.EmptyRetryWait = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	key := cfg.APIKey
+	rc, err := restclient.New(restclient.Config{
+		Cloud:             CloudName,
+		BaseURL:           cfg.BaseURL,
+		Timeout:           cfg.Timeout,
+		RequestsPerSecond: cfg.RequestsPerSecond,
+		Burst:             cfg.Burst,
+		RetryMax:          cfg.RetryMax,
+		RetryWaitMin:      cfg.RetryWaitMin,
+		RetryWaitMax:      cfg.RetryWaitMax,
+		Logger:            cfg.Logger,
+		Transport:         cfg.Transport,
+		Authorize: func(_ context.Context, req *http.Request) error {
+			if key == "" {
+				return controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no API key configured (set api_key or PRIME_API_KEY)")
+			}
+			req.Header.Set("Authorization", "Bearer "+key)
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, rc: rc, log: cfg.Logger.Named(CloudName)}, nil
+}
+
+// REST exposes the underlying restclient (tests inspect its rate limiter).
+func (c *Client) REST() *restclient.Client { return c.rc }
+
+func (c *Client) doJSON(ctx context.Context, op string, r restclient.Request, out any) error {
+	resp, err := c.rc.Do(ctx, r)
+	if err != nil {
+		return classify(op, err)
+	}
+	if out == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "%s %s: unexpected answer: %v", r.Method, r.Path, err)
+	}
+	return nil
+}
+
+// AvailabilityFilter narrows an availability query. Empty fields do not filter. The API may ignore a
+// parameter, so the client applies the same filter to what comes back.
+type AvailabilityFilter struct {
+	GPUType    string
+	GPUCount   int
+	DataCenter string
+	Socket     string
+	Security   string
+}
+
+func (f AvailabilityFilter) query() url.Values {
+	q := url.Values{}
+	if f.GPUType != "" {
+		q.Set("gpu_type", f.GPUType)
+	}
+	if f.GPUCount > 0 {
+		q.Set("gpu_count", strconv.Itoa(f.GPUCount))
+	}
+	if f.DataCenter != "" {
+		q.Set("data_center_id", f.DataCenter)
+	}
+	if f.Socket != "" {
+		q.Set("socket", f.Socket)
+	}
+	if f.Security != "" {
+		q.Set("security", f.Security)
+	}
+	return q
+}
+
+func (f AvailabilityFilter) match(a GPUAvailability) bool {
+	return (f.GPUType == "" || strings.EqualFold(f.GPUType, a.GPUType)) &&
+		(f.GPUCount == 0 || f.GPUCount == a.GPUCount.Int()) &&
+		(f.DataCenter == "" || strings.EqualFold(f.DataCenter, a.DataCenter)) &&
+		(f.Socket == "" || strings.EqualFold(f.Socket, a.Socket)) &&
+		(f.Security == "" || f.Security == a.Security)
+}
+
+// maxPages bounds pagination so a server that never stops cannot loop the client forever.
+const maxPages = 200
+
+const opAvailability = "listing availability"
+
+// Availability returns every offer matching f, reading every page. An empty answer is asked again
+// (EmptyRetries times, with backoff) before it is believed: a flaky replica sometimes answers
+// 200 {items:[], totalCount:0}. When /availability/gpus does not exist (404), the legacy keyed form at
+// /availability/ is read instead.
+func (c *Client) Availability(ctx context.Context, f AvailabilityFilter) ([]GPUAvailability, error) {
+	wait := c.cfg.EmptyRetryWait
+	for attempt := 0; ; attempt++ {
+		items, err := c.availabilityOnce(ctx, f)
+		if err != nil || len(items) > 0 || attempt >= c.cfg.EmptyRetries {
+			return items, err
+		}
+		c.log.Debug("availability answered empty; asking again", "attempt", attempt+1, "wait", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, controlplane.NewError(controlplane.ErrOther, CloudName, opAvailability, ctx.Err())
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+func (c *Client) availabilityOnce(ctx context.Context, f AvailabilityFilter) ([]GPUAvailability, error) {
+	var all []GPUAvailability
+	seen := map[string]bool{}
+	for page := 1; ; page++ {
+		if page > maxPages {
+			return nil, controlplane.Errorf(controlplane.ErrOther, CloudName, opAvailability, "more than %d pages of availability; giving up", maxPages)
+		}
+		q := f.query()
+		q.Set("page", strconv.Itoa(page))
+		q.Set("page_size", strconv.Itoa(c.cfg.PageSize))
+		resp, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/gpus", Query: q})
+		if err != nil {
+			if page == 1 && statusOf(err) == http.StatusNotFound {
+				c.log.Debug("no /availability/gpus; reading the legacy /availability/")
+				return c.legacyAvailability(ctx, f)
+			}
+			return nil, classify(opAvailability, err)
+		}
+		items, total, paginated, err := parseAvailability(resp.Body, c.log)
+		if err != nil {
+			return nil, controlplane.NewError(controlplane.ErrOther, CloudName, opAvailability, err)
+		}
+		fresh := 0
+		for _, it := range items {
+			k := itemKey(it)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			fresh++
+			if f.match(it) {
+				all = append(all, it)
+			}
+		}
+		switch {
+		case !paginated: // the legacy keyed form holds everything at once
+			return all, nil
+		case len(items) == 0 || fresh == 0: // an empty or repeated page: nothing more to read
+			return all, nil
+		case total >= 0 && len(seen) >= total:
+			return all, nil
+		case total < 0 && len(items) < c.cfg.PageSize:
+			return all, nil
+		}
+	}
+}
+
+func (c *Client) legacyAvailability(ctx context.Context, f AvailabilityFilter) ([]GPUAvailability, error) {
+	q := url.Values{}
+	if f.GPUType != "" {
+		q.Set("gpu_type", f.GPUType)
+	}
+	if f.GPUCount > 0 {
+		q.Set("gpu_count", strconv.Itoa(f.GPUCount))
+	}
+	resp, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/", Query: q})
+	if err != nil {
+		return nil, classify(opAvailability, err)
+	}
+	items, _, _, err := parseAvailability(resp.Body, c.log)
+	if err != nil {
+		return nil, controlplane.NewError(controlplane.ErrOther, CloudName, opAvailability, err)
+	}
+	var out []GPUAvailability
+	for _, it := range items {
+		if f.match(it) {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// itemKey identifies an offer across pages (pages may shift while they are read).
+func itemKey(a GPUAvailability) string {
+	return strings.Join([]string{a.Provider, a.CloudID, a.GPUType, a.Socket, strconv.Itoa(a.GPUCount.Int()),
+		a.DataCenter, a.Region, a.Country, a.Security, strconv.FormatBool(a.Spot())}, "|")
+}
+
+// parseAvailability reads any availability form: {items, totalCount} (paginated; total is -1 when
+// totalCount is missing), the legacy object keyed by GPU type, or a bare list. Items that do not decode
+// are skipped with a warning rather than failing the whole answer.
+func parseAvailability(body []byte, log hclog.Logger) (items []GPUAvailability, total int, paginated bool, err error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || string(body) == "null" {
+		return nil, 0, true, nil
+	}
+	decodeItems := func(raws []json.RawMessage, gpuType string) {
+		for _, r := range raws {
+			if string(bytes.TrimSpace(r)) == "null" {
+				continue
+			}
+			var it GPUAvailability
+			if err := json.Unmarshal(r, &it); err != nil {
+				if log != nil {
+					log.Warn("skipping an availability item that does not decode", "error", err)
+				}
+				continue
+			}
+			if it.GPUType == "" {
+				it.GPUType = gpuType
+			}
+			items = append(items, it)
+		}
+	}
+	switch body[0] {
+	case '[':
+		var raws []json.RawMessage
+		if err := json.Unmarshal(body, &raws); err != nil {
+			return nil, 0, false, fmt.Errorf("availability: %w", err)
+		}
+		decodeItems(raws, "")
+		return items, len(items), false, nil
+	case '{':
+	default:
+		return nil, 0, false, fmt.Errorf("availability: unexpected answer %.80q", body)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, 0, false, fmt.Errorf("availability: %w", err)
+	}
+	if rawItems, ok := obj["items"]; ok {
+		var raws []json.RawMessage
+		if s := string(bytes.TrimSpace(rawItems)); s != "null" {
+			if err := json.Unmarshal(rawItems, &raws); err != nil {
+				return nil, 0, true, fmt.Errorf("availability items: %w", err)
+			}
+		}
+		decodeItems(raws, "")
+		total = -1
+		if rt, ok := obj["totalCount"]; ok {
+			var n Number
+			if json.Unmarshal(rt, &n) == nil && n.Set {
+				total = n.Int()
+			}
+		}
+		return items, total, true, nil
+	}
+	// Legacy: {"H100_80GB": [items...], ...}. Keys whose value is not a list are ignored.
+	for key, raw := range obj {
+		var raws []json.RawMessage
+		if json.Unmarshal(raw, &raws) != nil {
+			continue
+		}
+		decodeItems(raws, key)
+	}
+	return items, len(items), false, nil
+}
+
+// GPUSummary returns GET /api/v1/availability/gpu-summary: gpuType → count → region (or "cheapest")
+// → prices. Used to cross-check an empty availability answer.
+func (c *Client) GPUSummary(ctx context.Context) (map[string]map[string]map[string]json.RawMessage, error) {
+	var out map[string]map[string]map[string]json.RawMessage
+	err := c.doJSON(ctx, "reading the GPU summary", restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/gpu-summary"}, &out)
+	return out, err
+}
+
+// CreatePod creates a pod. It is not retried on 5xx or timeouts (a lost answer may hide a pod): the
+// caller looks for the pod by name before it tries again.
+func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (Pod, error) {
+	var p Pod
+	err := c.doJSON(ctx, "creating pod", restclient.Request{Method: http.MethodPost, Path: "/api/v1/pods/", Body: req, NotIdempotent: true}, &p)
+	return p, err
+}
+
+// Pod returns one pod; a missing pod is an ErrNotFound error.
+func (c *Client) Pod(ctx context.Context, id string) (Pod, error) {
+	var p Pod
+	err := c.doJSON(ctx, "reading pod", restclient.Request{Method: http.MethodGet, Path: "/api/v1/pods/" + url.PathEscape(id)}, &p)
+	return p, err
+}
+
+// Pods returns every pod of the account, reading every page.
+func (c *Client) Pods(ctx context.Context) ([]Pod, error) {
+	const limit = 100
+	var all []Pod
+	seen := map[string]bool{}
+	for offset := 0; offset < maxPages*limit; offset += limit {
+		var pl PodList
+		q := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(limit)}}
+		if err := c.doJSON(ctx, "listing pods", restclient.Request{Method: http.MethodGet, Path: "/api/v1/pods/", Query: q}, &pl); err != nil {
+			return nil, err
+		}
+		fresh := 0
+		for _, p := range pl.Data {
+			if seen[p.ID] {
+				continue
+			}
+			seen[p.ID] = true
+			fresh++
+			all = append(all, p)
+		}
+		if len(pl.Data) < limit || fresh == 0 || (pl.TotalCount.Set && len(all) >= pl.TotalCount.Int()) {
+			break
+		}
+	}
+	return all, nil
+}
+
+// PodStatuses returns GET /api/v1/pods/status for the given pods (pod_ids repeated).
+func (c *Client) PodStatuses(ctx context.Context, ids ...string) ([]PodStatus, error) {
+	var out struct {
+		Data []PodStatus `json:"data"`
+	}
+	q := url.Values{"pod_ids": ids}
+	err := c.doJSON(ctx, "reading pod status", restclient.Request{Method: http.MethodGet, Path: "/api/v1/pods/status", Query: q}, &out)
+	return out.Data, err
+}
+
+// DeletePod terminates a pod and returns the status the API answers with.
+func (c *Client) DeletePod(ctx context.Context, id string) (string, error) {
+	var out struct {
+		Status string `json:"status"`
+	}
+	err := c.doJSON(ctx, "deleting pod", restclient.Request{Method: http.MethodDelete, Path: "/api/v1/pods/" + url.PathEscape(id)}, &out)
+	return out.Status, err
+}
+
+// SSHKeys lists the account's SSH keys.
+func (c *Client) SSHKeys(ctx context.Context) ([]SSHKey, error) {
+	var out struct {
+		Data []SSHKey `json:"data"`
+	}
+	q := url.Values{"offset": {"0"}, "limit": {"100"}}
+	err := c.doJSON(ctx, "listing SSH keys", restclient.Request{Method: http.MethodGet, Path: "/api/v1/ssh_keys/", Query: q}, &out)
+	return out.Data, err
+}
+
+// CreateSSHKey registers a public key on the account.
+func (c *Client) CreateSSHKey(ctx context.Context, name, publicKey string) (SSHKey, error) {
+	var k SSHKey
+	body := map[string]string{"name": name, "publicKey": publicKey}
+	err := c.doJSON(ctx, "adding SSH key", restclient.Request{Method: http.MethodPost, Path: "/api/v1/ssh_keys/", Body: body, NotIdempotent: true}, &k)
+	return k, err
+}

@@ -1,0 +1,127 @@
+package primeintellect
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// podStatuses maps Prime's PodStatusEnum onto hydra's statuses (reference §3.4). ACTIVE is only a
+// candidate for running: installation must be finished and an SSH connection set (see mapPod).
+// DELETING stays pending so a caller waiting for termination keeps polling; STOPPED is an error
+// because hydra never stops pods and a stopped pod is not usable. Words not listed are pending: the
+// API adds statuses without notice.
+var podStatuses = map[string]controlplane.Status{
+	"PROVISIONING": controlplane.StatusPending,
+	"PENDING":      controlplane.StatusPending,
+	"ACTIVE":       controlplane.StatusRunning,
+	"STOPPED":      controlplane.StatusError,
+	"ERROR":        controlplane.StatusError,
+	"DELETING":     controlplane.StatusPending,
+	"UNKNOWN":      controlplane.StatusPending,
+	"TERMINATED":   controlplane.StatusTerminated,
+}
+
+// installationFinished reports whether the pod's installation is done: installationStatus FINISHED,
+// or progress 100. A pod that reports neither field is taken as installed.
+func installationFinished(status string, progress Number) bool {
+	s := strings.ToUpper(strings.TrimSpace(status))
+	if s == "FINISHED" || (progress.Set && progress.V >= 100) {
+		return true
+	}
+	return s == "" && !progress.Set
+}
+
+// mapStatus returns hydra's status and a message for a pod's status fields.
+func mapStatus(status, installStatus, installFailure string, progress Number, ssh *controlplane.SSHEndpoint) (controlplane.Status, string) {
+	word := strings.ToUpper(strings.TrimSpace(status))
+	st, ok := podStatuses[word]
+	if !ok {
+		st = controlplane.StatusPending
+	}
+	if strings.EqualFold(strings.TrimSpace(installStatus), "ERROR") && st != controlplane.StatusTerminated {
+		msg := installFailure
+		if msg == "" {
+			msg = "installation failed"
+		}
+		return controlplane.StatusError, msg
+	}
+	switch word {
+	case "ACTIVE":
+		if !installationFinished(installStatus, progress) || ssh == nil {
+			return controlplane.StatusPending, ""
+		}
+	case "STOPPED":
+		return st, "the pod is stopped"
+	case "ERROR":
+		msg := installFailure
+		if msg == "" {
+			msg = "the pod is in ERROR"
+		}
+		return st, msg
+	}
+	return st, ""
+}
+
+// parseSSH reads an sshConnection such as "root@1.2.3.4 -p 22" (also "ssh root@host -p 22",
+// "root@host:2222", "-p 22 root@host" or a bare host) into an endpoint. It returns nil when there is
+// nothing usable.
+func parseSSH(conns StringList) *controlplane.SSHEndpoint {
+	for _, conn := range conns {
+		if ep := parseSSHOne(conn); ep != nil {
+			return ep
+		}
+	}
+	return nil
+}
+
+func parseSSHOne(conn string) *controlplane.SSHEndpoint {
+	fields := strings.Fields(conn)
+	ep := controlplane.SSHEndpoint{User: "root", Port: 22}
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		switch {
+		case f == "ssh":
+		case f == "-p" && i+1 < len(fields):
+			if p, err := strconv.Atoi(fields[i+1]); err == nil && p > 0 && p < 65536 {
+				ep.Port = p
+			}
+			i++
+		case strings.HasPrefix(f, "-p") && len(f) > 2:
+			if p, err := strconv.Atoi(f[2:]); err == nil && p > 0 && p < 65536 {
+				ep.Port = p
+			}
+		case strings.HasPrefix(f, "-"):
+			// another ssh option (-i, -o ...): skip its value too when it takes one
+			if (f == "-i" || f == "-o" || f == "-l") && i+1 < len(fields) {
+				if f == "-l" {
+					ep.User = fields[i+1]
+				}
+				i++
+			}
+		case ep.Host == "":
+			host := f
+			if at := strings.LastIndex(host, "@"); at >= 0 {
+				if at > 0 {
+					ep.User = host[:at]
+				}
+				host = host[at+1:]
+			}
+			if h, p, ok := strings.Cut(host, ":"); ok && !strings.Contains(p, ":") {
+				if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 65536 {
+					host, ep.Port = h, n
+				}
+			}
+			host = strings.Trim(host, "[]")
+			if host == "" || strings.EqualFold(host, "null") || strings.EqualFold(host, "none") {
+				continue
+			}
+			ep.Host = host
+		}
+	}
+	if ep.Host == "" {
+		return nil
+	}
+	return &ep
+}

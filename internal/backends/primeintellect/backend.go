@@ -528,7 +528,9 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 		}
 		out = append(out, inst)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID) })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID)
+	})
 	return out, nil
 }
 

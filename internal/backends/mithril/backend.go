@@ -1,0 +1,663 @@
+package mithril
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+var _ controlplane.AuctionBackend = (*Backend)(nil)
+
+// Config configures the Mithril backend.
+type Config struct {
+	// APIKey is the console API key ("fkey_..."; MITHRIL_API_KEY). Never logged.
+	APIKey string
+	// Project is the project FID ("proj_...") or its name (MITHRIL_PROJECT). When empty and the key
+	// sees exactly one project, that one is used.
+	Project string
+	// BaseURL is the API root (default https://api.mithril.ai).
+	BaseURL string
+	// WinMarginPercent is how far above the recent winning price a bid must be for hydra to place it
+	// (nil: DefaultWinMarginPercent, 10). It must not be negative.
+	WinMarginPercent *float64
+	// RequestTimeout bounds each HTTP attempt (default 30s).
+	RequestTimeout time.Duration
+	// RequestsPerSecond and Burst set the shared rate limit (defaults 5/s, burst 10).
+	RequestsPerSecond float64
+	Burst             int
+	// RetryMax, RetryWaitMin and RetryWaitMax tune retries of 429/5xx (defaults 4, 250ms, 8s).
+	RetryMax                   int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// PricingConcurrency bounds the parallel /v2/pricing/current calls of Offers (default 4).
+	PricingConcurrency int
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+}
+
+// Backend is the controlplane.AuctionBackend of Mithril. Instance.ID is the bid FID, the stable handle
+// of a spot machine: one bid for one instance.
+type Backend struct {
+	client      *Client
+	inv         *inventory.Inventory
+	log         hclog.Logger
+	margin      float64
+	concurrency int
+	projectCfg  string
+
+	mu      sync.Mutex
+	project string
+	types   map[string]InstanceType // by FID
+}
+
+// New builds the backend. It does not call the API.
+func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
+	if inv == nil {
+		return nil, fmt.Errorf("%s: no inventory", CloudName)
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	margin := DefaultWinMarginPercent
+	if cfg.WinMarginPercent != nil {
+		margin = *cfg.WinMarginPercent
+	}
+	if margin < 0 || math.IsNaN(margin) || math.IsInf(margin, 0) {
+		return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "configuring backend", "win_margin_percent must be zero or more, got %v", margin)
+	}
+	client, err := NewClient(ClientConfig{
+		APIKey:            cfg.APIKey,
+		BaseURL:           cfg.BaseURL,
+		Timeout:           cfg.RequestTimeout,
+		RequestsPerSecond: cfg.RequestsPerSecond,
+		Burst:             cfg.Burst,
+		RetryMax:          cfg.RetryMax,
+		RetryWaitMin:      cfg.RetryWaitMin,
+		RetryWaitMax:      cfg.RetryWaitMax,
+		Logger:            logger,
+		Transport:         cfg.Transport,
+	})
+	if err != nil {
+		return nil, err
+	}
+	conc := cfg.PricingConcurrency
+	if conc <= 0 {
+		conc = 4
+	}
+	b := &Backend{client: client, inv: inv, log: logger.Named(CloudName), margin: margin, concurrency: conc,
+		projectCfg: strings.TrimSpace(cfg.Project), types: map[string]InstanceType{}}
+	if strings.HasPrefix(b.projectCfg, "proj_") {
+		b.project = b.projectCfg
+	}
+	return b, nil
+}
+
+// Cloud returns "mithril".
+func (b *Backend) Cloud() string { return CloudName }
+
+// Client returns the backend's REST client.
+func (b *Backend) Client() *Client { return b.client }
+
+// WinMarginPercent returns the margin PriceBids demands above the recent winning price.
+func (b *Backend) WinMarginPercent() float64 { return b.margin }
+
+// projectFID resolves the configured project (a FID, a name, or the only project) once.
+func (b *Backend) projectFID(ctx context.Context) (string, error) {
+	b.mu.Lock()
+	p := b.project
+	b.mu.Unlock()
+	if p != "" {
+		return p, nil
+	}
+	projects, err := b.client.Projects(ctx)
+	if err != nil {
+		return "", err
+	}
+	var found []Project
+	for _, pr := range projects {
+		if b.projectCfg == "" || pr.Name == b.projectCfg || pr.FID == b.projectCfg {
+			found = append(found, pr)
+		}
+	}
+	switch {
+	case len(found) == 1:
+		p = found[0].FID
+	case b.projectCfg == "":
+		return "", controlplane.Errorf(controlplane.ErrInvalid, CloudName, "choosing project", "the API key sees %d projects: set project (or MITHRIL_PROJECT)", len(projects))
+	default:
+		return "", controlplane.Errorf(controlplane.ErrInvalid, CloudName, "choosing project", "no project named %q (or it is ambiguous) among %d projects", b.projectCfg, len(projects))
+	}
+	b.mu.Lock()
+	b.project = p
+	b.mu.Unlock()
+	return p, nil
+}
+
+// catalog returns the instance types by FID; refresh forces a new read.
+func (b *Backend) catalog(ctx context.Context, refresh bool) (map[string]InstanceType, error) {
+	b.mu.Lock()
+	if len(b.types) > 0 && !refresh {
+		t := b.types
+		b.mu.Unlock()
+		return t, nil
+	}
+	b.mu.Unlock()
+	list, err := b.client.InstanceTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]InstanceType, len(list))
+	for _, it := range list {
+		m[it.FID] = it
+	}
+	b.mu.Lock()
+	b.types = m
+	b.mu.Unlock()
+	return m, nil
+}
+
+// instanceType looks an FID up, re-reading the catalog once when it is unknown (best effort).
+func (b *Backend) instanceType(ctx context.Context, fid string) (InstanceType, bool) {
+	cat, err := b.catalog(ctx, false)
+	if err == nil {
+		if it, ok := cat[fid]; ok {
+			return it, true
+		}
+	}
+	if cat, err = b.catalog(ctx, true); err == nil {
+		it, ok := cat[fid]
+		return it, ok
+	}
+	return InstanceType{}, false
+}
+
+var countSuffix = regexp.MustCompile(`^(.+)\.(\d+)x$`)
+
+// mapType maps a Mithril instance type onto hydra's GPU type and count. api_names hold the name
+// without its ".<n>x" suffix ("h100-80gb.sxm" for "h100-80gb.sxm.8x"); the whole name is tried too.
+// The count is num_gpus, or the suffix when num_gpus is missing.
+func (b *Backend) mapType(it InstanceType) (string, int) {
+	name := strings.TrimSpace(it.Name)
+	count := 0
+	if it.NumGPUs.Valid {
+		count = int(it.NumGPUs.Value)
+	}
+	gpu := ""
+	if m := countSuffix.FindStringSubmatch(name); m != nil {
+		gpu = b.inv.TypeForAPIName(CloudName, m[1])
+		if count <= 0 {
+			count, _ = strconv.Atoi(m[2])
+		}
+	}
+	if gpu == "" {
+		gpu = b.inv.TypeForAPIName(CloudName, name)
+	}
+	return gpu, count
+}
+
+// Offers lists the spot auctions, one offer per region and instance type, priced at the last clearing
+// price (PriceBids sets the bid later). The auction signals are in Details (see the Detail* keys).
+func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+	var cat map[string]InstanceType
+	var auctions []Auction
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		cat, err = b.catalog(gctx, true)
+		return err
+	})
+	g.Go(func() error {
+		var err error
+		auctions, err = b.client.SpotAvailability(gctx)
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	type item struct {
+		a       Auction
+		it      InstanceType
+		gpu     string
+		count   int
+		pricing CurrentPrices
+		ok      bool
+	}
+	var items []*item
+	for _, a := range auctions {
+		it, ok := cat[a.InstanceType]
+		if !ok {
+			b.log.Debug("skipping auction of an instance type missing from the catalog", "auction", a.FID, "instance_type", a.InstanceType)
+			continue
+		}
+		gpu, count := b.mapType(it)
+		if gpu == "" || count <= 0 || count > b.inv.GPUs[gpu].MaxCount {
+			continue
+		}
+		items = append(items, &item{a: a, it: it, gpu: gpu, count: count})
+	}
+	pg, pctx := errgroup.WithContext(ctx)
+	pg.SetLimit(b.concurrency)
+	for _, x := range items {
+		pg.Go(func() error {
+			p, err := b.client.CurrentPricing(pctx, x.a.InstanceType, x.a.Region)
+			if err != nil {
+				if k := controlplane.KindOf(err); k == controlplane.ErrAuth || pctx.Err() != nil {
+					return err
+				}
+				b.log.Warn("no current prices for an auction; using availability only", "auction", x.a.FID, "error", err)
+				return nil
+			}
+			x.pricing, x.ok = p, true
+			return nil
+		})
+	}
+	if err := pg.Wait(); err != nil {
+		return nil, err
+	}
+	offers := make([]controlplane.Offer, 0, len(items))
+	for _, x := range items {
+		d := map[string]string{DetailInstanceTypeFID: x.a.InstanceType}
+		if x.a.FID != "" {
+			d[DetailAuctionFID] = x.a.FID
+		}
+		last := x.a.LastInstancePrice.Cents
+		lowest := x.a.LowestAllocatedPrice.Cents
+		capacity := x.a.Capacity
+		if x.ok {
+			if p := x.pricing.SpotPriceCents.Cents; p.Valid {
+				d[DetailSpotPrice] = formatPlain(p.Amount)
+				if !last.Valid {
+					last = p
+				}
+			}
+			if p := x.pricing.LowestAllocatedBidCents.Cents; p.Valid && (!lowest.Valid || p.Amount > lowest.Amount) {
+				lowest = p
+			}
+			if p := x.pricing.DynamicWinPriceCents.Cents; p.Valid {
+				d[DetailWinPrice] = formatPlain(p.Amount)
+			}
+			if p := x.pricing.MinimumPriceCents.Cents; p.Valid {
+				d[DetailMinimumPrice] = formatPlain(p.Amount)
+			}
+			if c := x.pricing.AvailableCapacity; c.Valid && (!capacity.Valid || c.Value < capacity.Value) {
+				capacity = c
+			}
+		}
+		if last.Valid {
+			d[DetailLastClearing] = formatPlain(last.Amount)
+		}
+		if lowest.Valid {
+			d[DetailLowestAllocated] = formatPlain(lowest.Amount)
+		}
+		avail := -1
+		if capacity.Valid {
+			avail = int(max(capacity.Value, 0))
+			d[DetailAvailableCapacity] = strconv.Itoa(avail)
+		}
+		offers = append(offers, controlplane.Offer{
+			Cloud:        CloudName,
+			Region:       x.a.Region,
+			InstanceType: x.it.Name,
+			GPUType:      x.gpu,
+			GPUCount:     x.count,
+			PricePerHour: last.Dollars(),
+			Spot:         true,
+			Available:    avail,
+			Details:      d,
+		})
+	}
+	sort.SliceStable(offers, func(i, j int) bool {
+		if offers[i].Region != offers[j].Region {
+			return offers[i].Region < offers[j].Region
+		}
+		return offers[i].InstanceType < offers[j].InstanceType
+	})
+	return offers, nil
+}
+
+// Create places a bid for one instance at the offer's price (set by PriceBids) and returns at once,
+// pending. The bid's name is req.Name, so List finds it again after a lost answer.
+func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+	const op = "placing bid"
+	o := req.Offer
+	if req.Name == "" {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
+	}
+	if o.Ineligible != "" {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "offer %s/%s is not eligible: %s", o.Region, o.InstanceType, o.Ineligible)
+	}
+	price := int64(math.Round(o.PricePerHour * 100))
+	if price <= 0 {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no bid price for offer %s/%s", o.Region, o.InstanceType)
+	}
+	if maxC := dollarsToCentsFloor(req.MaxPricePerHour); req.MaxPricePerHour > 0 && price > maxC {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "bid %s/h is above max_price_per_hour %s/h", FormatDollars(price), FormatDollars(maxC))
+	}
+	project, err := b.projectFID(ctx)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	fid := o.Details[DetailInstanceTypeFID]
+	if fid == "" {
+		if fid, err = b.resolveFID(ctx, o.Region, o.InstanceType); err != nil {
+			return controlplane.Instance{}, err
+		}
+	}
+	keys, err := b.ensureSSHKeys(ctx, project, req.SSHPublicKeys)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	bid, err := b.client.CreateBid(ctx, CreateBidRequest{
+		Project:          project,
+		Region:           o.Region,
+		InstanceType:     fid,
+		LimitPrice:       FormatDollars(price),
+		InstanceQuantity: 1,
+		Name:             req.Name,
+		LaunchSpecification: LaunchSpecification{
+			Volumes: []string{},
+			SSHKeys: keys,
+		},
+	})
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	if bid.Name == "" {
+		bid.Name = req.Name
+	}
+	if bid.Region == "" {
+		bid.Region = o.Region
+	}
+	inst, _ := b.evaluate(ctx, bid, nil)
+	if inst.InstanceType == "" {
+		inst.InstanceType = o.InstanceType
+	}
+	if inst.GPUType == "" {
+		inst.GPUType, inst.GPUCount = o.GPUType, o.GPUCount
+	}
+	if inst.Status == controlplane.StatusTerminated {
+		inst.Status = controlplane.StatusPending
+	}
+	return inst, nil
+}
+
+// resolveFID finds the region's FID of an instance type name through the spot auctions (FIDs differ
+// per region).
+func (b *Backend) resolveFID(ctx context.Context, region, name string) (string, error) {
+	cat, err := b.catalog(ctx, false)
+	if err != nil {
+		return "", err
+	}
+	auctions, err := b.client.SpotAvailability(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range auctions {
+		if a.Region == region && cat[a.InstanceType].Name == name {
+			return a.InstanceType, nil
+		}
+	}
+	return "", controlplane.Errorf(controlplane.ErrCapacity, CloudName, "placing bid", "no spot auction for %s in %s", name, region)
+}
+
+// ensureSSHKeys returns the FIDs of Mithril SSH keys holding the given public keys, registering the
+// ones the project does not have yet (keys are matched on type and base64 body, not on the comment).
+func (b *Backend) ensureSSHKeys(ctx context.Context, project string, pubKeys []string) ([]string, error) {
+	fids := []string{}
+	if len(pubKeys) == 0 {
+		return fids, nil
+	}
+	existing, err := b.client.SSHKeys(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	find := func(keys []SSHKey, norm string) string {
+		for _, k := range keys {
+			if normalizeKey(k.PublicKey) == norm {
+				return k.FID
+			}
+		}
+		return ""
+	}
+	seen := map[string]bool{}
+	for _, pk := range pubKeys {
+		norm := normalizeKey(pk)
+		if norm == "" {
+			return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "registering SSH key", "not an authorized_keys line: %.40q", pk)
+		}
+		if seen[norm] {
+			continue
+		}
+		seen[norm] = true
+		if fid := find(existing, norm); fid != "" {
+			fids = append(fids, fid)
+			continue
+		}
+		sum := sha256.Sum256([]byte(norm))
+		k, err := b.client.CreateSSHKey(ctx, CreateSSHKeyRequest{Project: project, Name: "hydra-" + hex.EncodeToString(sum[:6]), PublicKey: strings.TrimSpace(pk)})
+		if err != nil {
+			if controlplane.KindOf(err) == controlplane.ErrAuth {
+				return nil, err
+			}
+			// A lost answer or a name clash: the key may be there now.
+			if again, lerr := b.client.SSHKeys(ctx, project); lerr == nil {
+				if fid := find(again, norm); fid != "" {
+					fids = append(fids, fid)
+					continue
+				}
+			}
+			return nil, err
+		}
+		fids = append(fids, k.FID)
+	}
+	return fids, nil
+}
+
+func normalizeKey(k string) string {
+	f := strings.Fields(k)
+	if len(f) < 2 {
+		return ""
+	}
+	return f[0] + " " + f[1]
+}
+
+// Get reads the bid with that FID and its current instance. A preempted bid (Preempting, or its
+// instance preempted or terminated) is cancelled, so it is never allocated a replacement, and reported
+// terminated.
+func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+	bid, err := b.client.GetBid(ctx, id)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	project := bid.Project
+	if project == "" {
+		if project, err = b.projectFID(ctx); err != nil {
+			return controlplane.Instance{}, err
+		}
+	}
+	insts, err := b.client.ListInstances(ctx, project, InstanceFilter{BidFIDs: []string{bid.FID}})
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	inst, cancel := b.evaluate(ctx, bid, insts)
+	if cancel {
+		if err := b.cancelBid(ctx, bid.FID); err != nil {
+			return controlplane.Instance{}, err
+		}
+		b.log.Info("cancelled the bid of a preempted instance", "bid", bid.FID, "name", bid.Name, "reason", inst.Message)
+	}
+	return inst, nil
+}
+
+// cancelBid cancels a bid; a bid already gone (404) is fine.
+func (b *Backend) cancelBid(ctx context.Context, fid string) error {
+	err := b.client.CancelBid(ctx, fid)
+	if err != nil && controlplane.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// evaluate maps a bid and its instances onto a hydra instance, and says whether the bid must be
+// cancelled because its machine is gone for good.
+func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (controlplane.Instance, bool) {
+	out := controlplane.Instance{
+		ID:           bid.FID,
+		Name:         bid.Name,
+		Cloud:        CloudName,
+		Region:       bid.Region,
+		Spot:         true,
+		PricePerHour: bid.LimitPrice.Dollars(),
+		CreatedAt:    bid.CreatedAt.Time,
+	}
+	if it, ok := b.instanceType(ctx, bid.InstanceType); ok {
+		out.InstanceType = it.Name
+		out.GPUType, out.GPUCount = b.mapType(it)
+	}
+	cur := currentInstance(bid, insts)
+	bidStatus := canonicalBidStatus(bid.Status)
+	out.CloudStatus = bidStatus
+	if cur != nil {
+		out.CloudStatus = bidStatus + "/" + cur.Status
+		if out.Region == "" {
+			out.Region = cur.Region
+		}
+	}
+	switch {
+	case bidStatus == BidTerminated:
+		if cur != nil && instanceAlive(cur.Status) && !strings.EqualFold(cur.Status, InstError) {
+			out.Status, out.Message = controlplane.StatusPending, "bid cancelled: instance stopping"
+			return out, false
+		}
+		out.Status, out.Message = controlplane.StatusTerminated, "bid cancelled"
+		return out, false
+	case bidStatus == BidPreempting:
+		out.Status, out.Message = controlplane.StatusTerminated, "preempted: outbid in the spot auction"
+		return out, true
+	case cur != nil:
+		m, ok := instanceStatuses[strings.ToUpper(cur.Status)]
+		if !ok {
+			out.Status, out.Message = controlplane.StatusPending, "unknown instance status "+cur.Status
+			return out, false
+		}
+		out.Status, out.Message = m.status, m.note
+		if m.status == controlplane.StatusRunning {
+			out.SSH = parseSSHDestination(cur.SSHDestination)
+			if out.SSH == nil {
+				out.Status, out.Message = controlplane.StatusPending, "running: waiting for ssh_destination"
+			}
+		}
+		return out, m.gone
+	default:
+		m, ok := bidStatuses[bidStatus]
+		if !ok {
+			out.Status, out.Message = controlplane.StatusPending, "unknown bid status "+bid.Status
+			return out, false
+		}
+		out.Status, out.Message = m.status, m.note
+		return out, m.gone
+	}
+}
+
+func canonicalBidStatus(s string) string {
+	for _, k := range []string{BidOpen, BidAllocated, BidPreempting, BidPaused, BidTerminated, BidRelocating} {
+		if strings.EqualFold(s, k) {
+			return k
+		}
+	}
+	return s
+}
+
+// currentInstance picks the bid's machine: the newest live one, else the newest of all.
+func currentInstance(bid Bid, insts []Instance) *Instance {
+	var best *Instance
+	better := func(a, b *Instance) bool {
+		if instanceAlive(a.Status) != instanceAlive(b.Status) {
+			return instanceAlive(a.Status)
+		}
+		return a.CreatedAt.After(b.CreatedAt.Time)
+	}
+	for i := range insts {
+		in := &insts[i]
+		if in.Bid != "" && in.Bid != bid.FID {
+			continue
+		}
+		if best == nil || better(in, best) {
+			best = in
+		}
+	}
+	return best
+}
+
+// List returns the live bids whose name starts with prefix (cancelled bids are left out). Like Get, it
+// cancels the bid of a machine that was preempted, so no replacement is ever allocated.
+func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+	project, err := b.projectFID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bids, err := b.client.ListBids(ctx, project, BidFilter{})
+	if err != nil {
+		return nil, err
+	}
+	var kept []Bid
+	var fids []string
+	for _, bd := range bids {
+		if strings.HasPrefix(bd.Name, prefix) && canonicalBidStatus(bd.Status) != BidTerminated {
+			kept = append(kept, bd)
+			fids = append(fids, bd.FID)
+		}
+	}
+	byBid := map[string][]Instance{}
+	for start := 0; start < len(fids); start += 50 {
+		chunk := fids[start:min(start+50, len(fids))]
+		insts, err := b.client.ListInstances(ctx, project, InstanceFilter{BidFIDs: chunk})
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range insts {
+			byBid[in.Bid] = append(byBid[in.Bid], in)
+		}
+	}
+	out := make([]controlplane.Instance, 0, len(kept))
+	for _, bd := range kept {
+		inst, cancel := b.evaluate(ctx, bd, byBid[bd.FID])
+		if cancel {
+			if err := b.cancelBid(ctx, bd.FID); err != nil {
+				b.log.Warn("could not cancel the bid of a preempted instance", "bid", bd.FID, "error", err)
+			}
+		}
+		out = append(out, inst)
+	}
+	return out, nil
+}
+
+// Delete cancels the bid, which terminates its instance; the control plane then polls Get until the
+// instance is terminated. A bid Mithril no longer knows (404) yields an ErrNotFound error, which the
+// control plane takes as done; a bid already cancelled is done too.
+func (b *Backend) Delete(ctx context.Context, id string) error {
+	err := b.client.CancelBid(ctx, id)
+	if err == nil || controlplane.IsNotFound(err) {
+		return err
+	}
+	if s := StatusOf(err); s == http.StatusConflict || s == http.StatusBadRequest {
+		if bid, gerr := b.client.GetBid(ctx, id); gerr == nil && canonicalBidStatus(bid.Status) == BidTerminated {
+			return nil
+		}
+	}
+	return err
+}

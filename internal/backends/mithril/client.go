@@ -1,0 +1,439 @@
+// Package mithril is hydra's backend for Mithril (formerly ML Foundry), whose GPU capacity is sold as
+// spot instances through a sealed second-price auction. It holds a typed client of the v2 REST API
+// (client.go), the status mapping (status.go), the bid pricing rules (bids.go) and the
+// controlplane.AuctionBackend (backend.go).
+package mithril
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// CloudName is the backend's name in pools.yml and api_names.
+const CloudName = "mithril"
+
+// DefaultBaseURL is Mithril's API root (v2 paths are joined to it).
+const DefaultBaseURL = "https://api.mithril.ai"
+
+// ClientConfig configures the REST client.
+type ClientConfig struct {
+	// APIKey is the console API key ("fkey_..."), sent as a Bearer token. Never logged.
+	APIKey string
+	// BaseURL defaults to DefaultBaseURL.
+	BaseURL string
+	// Timeout bounds each HTTP attempt (default 30s).
+	Timeout time.Duration
+	// RequestsPerSecond and Burst set the client's shared rate limit (defaults 5/s, burst 10).
+	RequestsPerSecond float64
+	Burst             int
+	// RetryMax, RetryWaitMin and RetryWaitMax tune retries (restclient defaults when zero).
+	RetryMax                   int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// Logger receives request logs (never credentials).
+	Logger hclog.Logger
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+}
+
+// Client speaks the subset of Mithril's v2 API hydra uses.
+type Client struct {
+	rc *restclient.Client
+}
+
+// NewClient builds a client.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	key := strings.TrimSpace(cfg.APIKey)
+	if key == "" {
+		return nil, controlplane.Errorf(controlplane.ErrAuth, CloudName, "configuring client", "no API key (set api_key or MITHRIL_API_KEY)")
+	}
+	rc, err := restclient.New(restclient.Config{
+		Cloud:             CloudName,
+		BaseURL:           cfg.BaseURL,
+		Timeout:           cfg.Timeout,
+		RequestsPerSecond: cfg.RequestsPerSecond,
+		Burst:             cfg.Burst,
+		RetryMax:          cfg.RetryMax,
+		RetryWaitMin:      cfg.RetryWaitMin,
+		RetryWaitMax:      cfg.RetryWaitMax,
+		Logger:            cfg.Logger,
+		Transport:         cfg.Transport,
+		Authorize: func(_ context.Context, req *http.Request) error {
+			req.Header.Set("Authorization", "Bearer "+key)
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, controlplane.NewError(controlplane.ErrInvalid, CloudName, "configuring client", err)
+	}
+	return &Client{rc: rc}, nil
+}
+
+// REST exposes the underlying restclient (its shared rate limiter, for tests).
+func (c *Client) REST() *restclient.Client { return c.rc }
+
+func (c *Client) get(ctx context.Context, op, path string, q url.Values, out any) error {
+	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodGet, Path: path, Query: q}, out)
+	return classify(op, err)
+}
+
+// Projects lists the account's projects (GET /v2/projects).
+func (c *Client) Projects(ctx context.Context) ([]Project, error) {
+	var out []Project
+	err := c.get(ctx, "listing projects", "/v2/projects", nil, &out)
+	return out, err
+}
+
+// InstanceTypes returns the catalog (GET /v2/instance-types).
+func (c *Client) InstanceTypes(ctx context.Context) ([]InstanceType, error) {
+	var out []InstanceType
+	err := c.get(ctx, "listing instance types", "/v2/instance-types", nil, &out)
+	return out, err
+}
+
+// SpotAvailability returns the spot auctions (GET /v2/spot/availability).
+func (c *Client) SpotAvailability(ctx context.Context) ([]Auction, error) {
+	var raw json.RawMessage
+	if err := c.get(ctx, "listing spot auctions", "/v2/spot/availability", nil, &raw); err != nil {
+		return nil, err
+	}
+	// The spec answers a bare array; tolerate the {data:[...]} envelope too.
+	out, err := decodeList[Auction](raw)
+	if err != nil {
+		return nil, controlplane.NewError(controlplane.ErrOther, CloudName, "listing spot auctions", err)
+	}
+	return out, nil
+}
+
+// CurrentPricing returns the auction signals of one instance type FID in one region, for one instance
+// (GET /v2/pricing/current).
+func (c *Client) CurrentPricing(ctx context.Context, instanceTypeFID, region string) (CurrentPrices, error) {
+	q := url.Values{"instance_type": {instanceTypeFID}, "instance_quantity": {"1"}}
+	if region != "" {
+		q.Set("region", region)
+	}
+	var out CurrentPrices
+	err := c.get(ctx, "reading current prices", "/v2/pricing/current", q, &out)
+	return out, err
+}
+
+// CreateBid places a bid (POST /v2/spot/bids). It is never retried after a 5xx or a lost answer: the
+// bid may exist, so the caller must look it up by name before trying again.
+func (c *Client) CreateBid(ctx context.Context, req CreateBidRequest) (Bid, error) {
+	var out Bid
+	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/v2/spot/bids", Body: req, NotIdempotent: true}, &out)
+	return out, classify("placing bid", err)
+}
+
+// GetBid returns one bid (GET /v2/spot/bids/{fid}); an unknown bid is an ErrNotFound error.
+func (c *Client) GetBid(ctx context.Context, fid string) (Bid, error) {
+	if err := checkFID(fid, "bid_"); err != nil {
+		return Bid{}, controlplane.NewError(controlplane.ErrNotFound, CloudName, "reading bid", err)
+	}
+	var out Bid
+	err := c.get(ctx, "reading bid "+fid, "/v2/spot/bids/"+url.PathEscape(fid), nil, &out)
+	return out, err
+}
+
+// CancelBid cancels a bid and terminates its instances (DELETE /v2/spot/bids/{fid}). An unknown bid is
+// an ErrNotFound error; callers that only want the bid gone treat that as done.
+func (c *Client) CancelBid(ctx context.Context, fid string) error {
+	if err := checkFID(fid, "bid_"); err != nil {
+		return controlplane.NewError(controlplane.ErrNotFound, CloudName, "cancelling bid", err)
+	}
+	_, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodDelete, Path: "/v2/spot/bids/" + url.PathEscape(fid)})
+	return classify("cancelling bid "+fid, err)
+}
+
+// ListBids lists the project's bids (GET /v2/spot/bids), following next_cursor to the end.
+func (c *Client) ListBids(ctx context.Context, project string, f BidFilter) ([]Bid, error) {
+	q := url.Values{"project": {project}}
+	if f.Name != "" {
+		q.Set("name", f.Name)
+	}
+	if f.Status != "" {
+		q.Set("status", f.Status)
+	}
+	if f.InstanceType != "" {
+		q.Set("instance_type", f.InstanceType)
+	}
+	if f.Region != "" {
+		q.Set("region", f.Region)
+	}
+	out, err := paginate[Bid](ctx, c, "listing bids", "/v2/spot/bids", q, f.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	// Mithril's own SDK found server-side filters sometimes ignored or returning nothing; filter
+	// again here so callers can rely on the result.
+	kept := out[:0]
+	for _, b := range out {
+		if (f.Name == "" || b.Name == f.Name) && (f.Status == "" || strings.EqualFold(b.Status, f.Status)) &&
+			(f.Region == "" || b.Region == "" || b.Region == f.Region) && (f.InstanceType == "" || b.InstanceType == f.InstanceType) {
+			kept = append(kept, b)
+		}
+	}
+	return kept, nil
+}
+
+// ListInstances lists the project's instances (GET /v2/instances), following next_cursor to the end.
+func (c *Client) ListInstances(ctx context.Context, project string, f InstanceFilter) ([]Instance, error) {
+	q := url.Values{"project": {project}}
+	if len(f.BidFIDs) > 0 {
+		q.Set("bid_fid_in", strings.Join(f.BidFIDs, ","))
+	}
+	if len(f.StatusIn) > 0 {
+		q.Set("status_in", strings.Join(f.StatusIn, ","))
+	}
+	if f.Region != "" {
+		q.Set("region", f.Region)
+	}
+	out, err := paginate[Instance](ctx, c, "listing instances", "/v2/instances", q, f.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.BidFIDs) > 0 {
+		want := map[string]bool{}
+		for _, b := range f.BidFIDs {
+			want[b] = true
+		}
+		kept := out[:0]
+		for _, in := range out {
+			if want[in.Bid] {
+				kept = append(kept, in)
+			}
+		}
+		out = kept
+	}
+	return out, nil
+}
+
+// SSHKeys lists the project's SSH keys (GET /v2/ssh-keys?project=).
+func (c *Client) SSHKeys(ctx context.Context, project string) ([]SSHKey, error) {
+	var raw json.RawMessage
+	if err := c.get(ctx, "listing SSH keys", "/v2/ssh-keys", url.Values{"project": {project}}, &raw); err != nil {
+		return nil, err
+	}
+	out, err := decodeList[SSHKey](raw)
+	if err != nil {
+		return nil, controlplane.NewError(controlplane.ErrOther, CloudName, "listing SSH keys", err)
+	}
+	return out, nil
+}
+
+// CreateSSHKey registers a public key (POST /v2/ssh-keys).
+func (c *Client) CreateSSHKey(ctx context.Context, req CreateSSHKeyRequest) (SSHKey, error) {
+	var out SSHKey
+	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/v2/ssh-keys", Body: req, NotIdempotent: true}, &out)
+	return out, classify("registering SSH key", err)
+}
+
+// maxPages bounds pagination so a server that keeps answering the same cursor cannot loop forever.
+const maxPages = 1000
+
+func paginate[T any](ctx context.Context, c *Client, op, path string, q url.Values, pageSize int) ([]T, error) {
+	if pageSize <= 0 || pageSize > 100 {
+		pageSize = 100
+	}
+	q.Set("limit", strconv.Itoa(pageSize))
+	var all []T
+	seen := map[string]bool{}
+	for range maxPages {
+		var raw json.RawMessage
+		if err := c.get(ctx, op, path, q, &raw); err != nil {
+			return nil, err
+		}
+		var p page[T]
+		trimmed := strings.TrimSpace(string(raw))
+		if strings.HasPrefix(trimmed, "[") {
+			// A bare array: no pagination.
+			if err := json.Unmarshal(raw, &p.Data); err != nil {
+				return nil, controlplane.NewError(controlplane.ErrOther, CloudName, op, fmt.Errorf("decoding response: %w", err))
+			}
+		} else if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, controlplane.NewError(controlplane.ErrOther, CloudName, op, fmt.Errorf("decoding response: %w", err))
+		}
+		all = append(all, p.Data...)
+		if p.NextCursor == nil || *p.NextCursor == "" || len(p.Data) == 0 {
+			return all, nil
+		}
+		if seen[*p.NextCursor] {
+			return nil, controlplane.Errorf(controlplane.ErrOther, CloudName, op, "the API repeated cursor %q", *p.NextCursor)
+		}
+		seen[*p.NextCursor] = true
+		q.Set("next_cursor", *p.NextCursor)
+	}
+	return nil, controlplane.Errorf(controlplane.ErrOther, CloudName, op, "more than %d pages", maxPages)
+}
+
+// decodeList decodes a bare array or a {data:[...]} envelope.
+func decodeList[T any](raw json.RawMessage) ([]T, error) {
+	var out []T
+	trimmed := strings.TrimSpace(string(raw))
+	if trimmed == "" || trimmed == "null" {
+		return nil, nil
+	}
+	if strings.HasPrefix(trimmed, "[") {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return nil, fmt.Errorf("decoding response: %w", err)
+		}
+		return out, nil
+	}
+	var p page[T]
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("decoding response: %w", err)
+	}
+	return p.Data, nil
+}
+
+func checkFID(fid, prefix string) error {
+	if fid == "" || strings.ContainsAny(fid, "/?#") {
+		return fmt.Errorf("invalid id %q", fid)
+	}
+	_ = prefix // FIDs carry prefixes, but an id without one is still passed on: the API decides.
+	return nil
+}
+
+// classify turns a restclient error into a controlplane error of the right kind, keeping the message
+// of Mithril's error body.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var cpErr *controlplane.Error
+	if errors.As(err, &cpErr) {
+		return err
+	}
+	var he *restclient.HTTPError
+	if !errors.As(err, &he) {
+		return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+	}
+	msg := errorMessage(he.Body)
+	kind := kindFor(he.Status, msg)
+	text := fmt.Sprintf("HTTP %d", he.Status)
+	if msg != "" {
+		text += ": " + msg
+	}
+	return controlplane.NewError(kind, CloudName, op, &APIError{Status: he.Status, Message: msg, text: text})
+}
+
+// APIError is an error answer of the API: its status and the message of its body.
+type APIError struct {
+	Status  int
+	Message string
+	text    string
+}
+
+func (e *APIError) Error() string { return e.text }
+
+// StatusOf returns the HTTP status of an API error in err's chain (0 if none).
+func StatusOf(err error) int {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status
+	}
+	return 0
+}
+
+func kindFor(status int, msg string) controlplane.ErrorKind {
+	low := strings.ToLower(msg)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(low, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return controlplane.ErrAuth
+	case status == http.StatusNotFound:
+		return controlplane.ErrNotFound
+	case status == http.StatusPaymentRequired:
+		return controlplane.ErrQuota
+	case has("capacity", "insufficient", "not enough", "no available", "sold out"):
+		return controlplane.ErrCapacity
+	case has("quota", "limit exceeded", "balance", "billing", "payment", "credit"):
+		return controlplane.ErrQuota
+	case status == http.StatusUnprocessableEntity || status == http.StatusBadRequest || status == http.StatusConflict || status == http.StatusNotImplemented:
+		return controlplane.ErrInvalid
+	}
+	return controlplane.ErrOther
+}
+
+// errorMessage extracts the message of an error body: FastAPI's {"detail": "..."} or
+// {"detail": [{loc, msg, type}]}, or {"error": ...} or {"message": ...}; otherwise the body itself.
+func errorMessage(body []byte) string {
+	text := strings.TrimSpace(string(body))
+	if text == "" {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		if len(text) > 300 {
+			text = text[:300] + "..."
+		}
+		return text
+	}
+	for _, key := range []string{"detail", "error", "message", "msg"} {
+		if raw, ok := m[key]; ok {
+			if s := messageOf(raw); s != "" {
+				return s
+			}
+		}
+	}
+	return text
+}
+
+func messageOf(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var list []struct {
+		Loc  []any  `json:"loc"`
+		Msg  string `json:"msg"`
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &list) == nil && len(list) > 0 {
+		var parts []string
+		for _, d := range list {
+			var loc []string
+			for _, l := range d.Loc {
+				loc = append(loc, fmt.Sprint(l))
+			}
+			p := d.Msg
+			if len(loc) > 0 {
+				p = strings.Join(loc, ".") + ": " + d.Msg
+			}
+			parts = append(parts, p)
+		}
+		return strings.Join(parts, "; ")
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) == nil {
+		for _, key := range []string{"message", "detail", "msg", "error"} {
+			if r, ok := obj[key]; ok {
+				if s := messageOf(r); s != "" {
+					return s
+				}
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,264 @@
+package mithril
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cents is an amount of US dollars held as whole cents, so bid arithmetic never drifts the way float
+// dollars do. Valid reports whether the API sent a value at all (prices may be null).
+type Cents struct {
+	Amount int64
+	Valid  bool
+}
+
+// CentsOf returns a valid amount of n cents.
+func CentsOf(n int64) Cents { return Cents{Amount: n, Valid: true} }
+
+// Dollars returns the amount in dollars (for Offer.PricePerHour).
+func (c Cents) Dollars() float64 { return float64(c.Amount) / 100 }
+
+// String formats the amount the way Mithril writes prices: "$12.50" ("" when not valid).
+func (c Cents) String() string {
+	if !c.Valid {
+		return ""
+	}
+	return FormatDollars(c.Amount)
+}
+
+// FormatDollars writes whole cents as a Mithril dollar string, e.g. 1250 -> "$12.50".
+func FormatDollars(cents int64) string {
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	return fmt.Sprintf("%s$%d.%02d", sign, cents/100, cents%100)
+}
+
+// formatPlain writes whole cents as a plain decimal, e.g. 1250 -> "12.50" (Offer.Details values).
+func formatPlain(cents int64) string {
+	return strings.TrimPrefix(FormatDollars(cents), "$")
+}
+
+// ParseDollars parses a dollar amount written as Mithril writes it ("$12.50"), or without the sign
+// ("12.50", "12.5", "12", "$1,234.56"), into whole cents. Fractions of a cent are rounded half up.
+// Parsing is decimal (no floats), so "$0.29" is exactly 29 cents.
+func ParseDollars(s string) (int64, error) {
+	orig := s
+	s = strings.TrimSpace(s)
+	neg := false
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	s = strings.TrimPrefix(s, "$")
+	s = strings.ReplaceAll(s, ",", "")
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("invalid price %q", orig)
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole == "" {
+		whole = "0"
+	}
+	for _, part := range []string{whole, frac} {
+		for _, r := range part {
+			if r < '0' || r > '9' {
+				return 0, fmt.Errorf("invalid price %q", orig)
+			}
+		}
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w > math.MaxInt64/100-1 {
+		return 0, fmt.Errorf("invalid price %q", orig)
+	}
+	frac += "000"
+	c, _ := strconv.ParseInt(frac[:2], 10, 64)
+	cents := w*100 + c
+	if frac[2] >= '5' {
+		cents++
+	}
+	if neg {
+		cents = -cents
+	}
+	return cents, nil
+}
+
+// DollarPrice is a price the API writes in dollars: normally a "$X.XX" string (spot availability,
+// bids), also accepted as a bare number of dollars. JSON null leaves it invalid.
+type DollarPrice struct{ Cents }
+
+// UnmarshalJSON accepts "$12.50", "12.50", 12.5 and null.
+func (p *DollarPrice) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) || len(b) == 0 {
+		*p = DollarPrice{}
+		return nil
+	}
+	if b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if strings.TrimSpace(s) == "" {
+			*p = DollarPrice{}
+			return nil
+		}
+		c, err := ParseDollars(s)
+		if err != nil {
+			return err
+		}
+		*p = DollarPrice{CentsOf(c)}
+		return nil
+	}
+	c, err := ParseDollars(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid price %s", b)
+	}
+	*p = DollarPrice{CentsOf(c)}
+	return nil
+}
+
+// MarshalJSON writes the "$X.XX" string (null when invalid).
+func (p DollarPrice) MarshalJSON() ([]byte, error) {
+	if !p.Valid {
+		return []byte("null"), nil
+	}
+	return json.Marshal(p.String())
+}
+
+// CentPrice is a price the API writes as integer cents (/v2/pricing/current). A "$X.XX" string is also
+// accepted (as dollars), and so is a numeric string of cents. JSON null leaves it invalid.
+type CentPrice struct{ Cents }
+
+// UnmarshalJSON accepts 1250, 1250.0, "1250", "$12.50" and null.
+func (p *CentPrice) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) || len(b) == 0 {
+		*p = CentPrice{}
+		return nil
+	}
+	s := string(b)
+	if b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		s = strings.TrimSpace(s)
+		if s == "" {
+			*p = CentPrice{}
+			return nil
+		}
+		if strings.Contains(s, "$") {
+			c, err := ParseDollars(s)
+			if err != nil {
+				return err
+			}
+			*p = CentPrice{CentsOf(c)}
+			return nil
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("invalid cents value %s", b)
+	}
+	*p = CentPrice{CentsOf(int64(math.Round(f)))}
+	return nil
+}
+
+// MarshalJSON writes the integer cents (null when invalid).
+func (p CentPrice) MarshalJSON() ([]byte, error) {
+	if !p.Valid {
+		return []byte("null"), nil
+	}
+	return []byte(strconv.FormatInt(p.Amount, 10)), nil
+}
+
+// OptInt is an integer the API may send as null (or, tolerated, as a numeric string).
+type OptInt struct {
+	Value int64
+	Valid bool
+}
+
+// UnmarshalJSON accepts 3, 3.0, "3" and null.
+func (o *OptInt) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) || len(b) == 0 {
+		*o = OptInt{}
+		return nil
+	}
+	s := string(b)
+	if b[0] == '"' {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if strings.TrimSpace(s) == "" {
+			*o = OptInt{}
+			return nil
+		}
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return fmt.Errorf("invalid integer %s", b)
+	}
+	*o = OptInt{Value: int64(f), Valid: true}
+	return nil
+}
+
+// MarshalJSON writes the integer (null when invalid).
+func (o OptInt) MarshalJSON() ([]byte, error) {
+	if !o.Valid {
+		return []byte("null"), nil
+	}
+	return []byte(strconv.FormatInt(o.Value, 10)), nil
+}
+
+// dollarsToCentsFloor converts a float dollar price (another cloud's Offer.PricePerHour, a user's
+// max price) to whole cents, rounding down but forgiving float noise (1.9 is 190 cents, not 189).
+func dollarsToCentsFloor(d float64) int64 {
+	if d <= 0 || math.IsNaN(d) || math.IsInf(d, 0) {
+		return 0
+	}
+	return int64(math.Floor(d*100 + 1e-6))
+}
+
+// APITime is a timestamp as the API writes it: RFC 3339 with or without fractional seconds, or a
+// naive ISO time without a zone (taken as UTC, as FastAPI writes naive datetimes). Null is zero.
+type APITime struct{ time.Time }
+
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999"}
+
+// UnmarshalJSON accepts the layouts above and null.
+func (t *APITime) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		*t = APITime{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("invalid time %s", b)
+	}
+	if s == "" {
+		*t = APITime{}
+		return nil
+	}
+	for _, l := range timeLayouts {
+		if v, err := time.Parse(l, s); err == nil {
+			*t = APITime{v.UTC()}
+			return nil
+		}
+	}
+	return fmt.Errorf("invalid time %q", s)
+}
+
+// MarshalJSON writes RFC 3339 (null when zero).
+func (t APITime) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(t.UTC().Format(time.RFC3339Nano))
+}

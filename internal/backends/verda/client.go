@@ -1,0 +1,323 @@
+// Package verda is hydra's backend for Verda (formerly DataCrunch): a typed REST client for the part of
+// the Verda Cloud API hydra uses (OAuth2 client credentials, catalog, availability, SSH keys, instances
+// and instance actions) and the InstanceManagerBackend built on it.
+package verda
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+)
+
+// DefaultBaseURL is Verda's public API root.
+const DefaultBaseURL = "https://api.verda.com/v1"
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// BaseURL is the API root including /v1 (default DefaultBaseURL).
+	BaseURL string
+	// ClientID and ClientSecret are the OAuth2 client credentials. They are sent only to the token
+	// endpoint and never logged.
+	ClientID     string
+	ClientSecret string
+	// Timeout bounds each HTTP attempt (default 30s).
+	Timeout time.Duration
+	// RequestsPerSecond and Burst set the rate limit shared by every call of this client (default 5/s,
+	// burst 10).
+	RequestsPerSecond float64
+	Burst             int
+	// RetryMax, RetryWaitMin and RetryWaitMax tune retries of 429/408/5xx (restclient defaults).
+	RetryMax                   int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// Logger receives request and token logs (never credentials or tokens).
+	Logger hclog.Logger
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+	// Now is the clock used for token expiry (default time.Now).
+	Now func() time.Time
+}
+
+// Client talks to the Verda Cloud API. It is safe for concurrent use; all calls share one token and one
+// rate limiter.
+type Client struct {
+	rc     *restclient.Client
+	tokens *tokenSource
+}
+
+// NewClient builds a client. It does not contact Verda until the first call.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.ClientID == "" || cfg.ClientSecret == "" {
+		return nil, errors.New("verda: client_id and client_secret are required")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Client{}
+	rc, err := restclient.New(restclient.Config{
+		Cloud:             CloudName,
+		BaseURL:           cfg.BaseURL,
+		Timeout:           cfg.Timeout,
+		RequestsPerSecond: cfg.RequestsPerSecond,
+		Burst:             cfg.Burst,
+		RetryMax:          cfg.RetryMax,
+		RetryWaitMin:      cfg.RetryWaitMin,
+		RetryWaitMax:      cfg.RetryWaitMax,
+		Logger:            cfg.Logger,
+		Transport:         cfg.Transport,
+		Authorize:         c.authorize,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.rc = rc
+	c.tokens = newTokenSource(rc, cfg.ClientID, cfg.ClientSecret, cfg.Now, cfg.Logger.Named(CloudName))
+	return c, nil
+}
+
+// REST exposes the underlying restclient (its shared rate limiter, for tests).
+func (c *Client) REST() *restclient.Client { return c.rc }
+
+type tokenKey struct{}
+
+// authorize adds the bearer token to every request except the token request itself.
+func (c *Client) authorize(ctx context.Context, req *http.Request) error {
+	if strings.HasSuffix(req.URL.Path, tokenPath) {
+		return nil
+	}
+	tok, err := c.tokens.Token(ctx)
+	if err != nil {
+		return err
+	}
+	if holder, ok := ctx.Value(tokenKey{}).(*string); ok {
+		*holder = tok
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	return nil
+}
+
+// do sends one API call. When Verda refuses the token (401), it renews the token once and tries again.
+func (c *Client) do(ctx context.Context, op string, r restclient.Request) (*restclient.Response, error) {
+	for attempt := 0; ; attempt++ {
+		var used string
+		resp, err := c.rc.Do(context.WithValue(ctx, tokenKey{}, &used), r)
+		var he *restclient.HTTPError
+		if attempt == 0 && used != "" && errors.As(err, &he) && he.Status == http.StatusUnauthorized {
+			c.tokens.Invalidate(used)
+			continue
+		}
+		if err != nil {
+			return nil, classify(op, err)
+		}
+		return resp, nil
+	}
+}
+
+// doJSON sends one API call and decodes its JSON answer into out.
+func (c *Client) doJSON(ctx context.Context, op string, r restclient.Request, out any) error {
+	resp, err := c.do(ctx, op, r)
+	if err != nil {
+		return err
+	}
+	if out == nil || len(strings.TrimSpace(string(resp.Body))) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return classify(op, fmt.Errorf("%s %s: decoding response: %w", r.Method, r.Path, err))
+	}
+	return nil
+}
+
+// Locations lists Verda's datacenters (GET /locations).
+func (c *Client) Locations(ctx context.Context) ([]Location, error) {
+	var out []Location
+	err := c.doJSON(ctx, "listing locations", restclient.Request{Method: http.MethodGet, Path: "/locations"}, &out)
+	return out, err
+}
+
+// InstanceTypes lists the catalog with prices (GET /instance-types). currency ("usd", "eur" or "") is
+// a request; each entry's Currency says what Verda actually answered in.
+func (c *Client) InstanceTypes(ctx context.Context, currency string) ([]InstanceType, error) {
+	q := url.Values{}
+	if currency != "" {
+		q.Set("currency", currency)
+	}
+	var out []InstanceType
+	err := c.doJSON(ctx, "listing instance types", restclient.Request{Method: http.MethodGet, Path: "/instance-types", Query: q}, &out)
+	return out, err
+}
+
+func spotQuery(spot bool, location string) url.Values {
+	q := url.Values{}
+	// The official SDKs disagree on the casing; send both.
+	q.Set("is_spot", strconv.FormatBool(spot))
+	q.Set("isSpot", strconv.FormatBool(spot))
+	if location != "" {
+		q.Set("location_code", location)
+	}
+	return q
+}
+
+// Availability lists, per location, the instance types deployable now (GET /instance-availability).
+// Spot and on-demand stock are separate: ask once with spot=false and once with spot=true.
+// location "" asks for every location.
+func (c *Client) Availability(ctx context.Context, spot bool, location string) ([]LocationAvailability, error) {
+	var out []LocationAvailability
+	err := c.doJSON(ctx, "listing availability", restclient.Request{
+		Method: http.MethodGet, Path: "/instance-availability", Query: spotQuery(spot, location)}, &out)
+	return out, err
+}
+
+// InstanceTypeAvailable asks whether one instance type is deployable now (GET
+// /instance-availability/{type}); Verda answers a bare boolean (or the string "true"/"false").
+func (c *Client) InstanceTypeAvailable(ctx context.Context, instanceType string, spot bool, location string) (bool, error) {
+	var out FlexBool
+	err := c.doJSON(ctx, "checking availability", restclient.Request{
+		Method: http.MethodGet, Path: "/instance-availability/" + url.PathEscape(instanceType), Query: spotQuery(spot, location)}, &out)
+	return bool(out), err
+}
+
+// Images lists OS images (GET /images); instanceType "" lists all.
+func (c *Client) Images(ctx context.Context, instanceType string) ([]Image, error) {
+	q := url.Values{}
+	if instanceType != "" {
+		q.Set("instance_type", instanceType)
+	}
+	var out []Image
+	err := c.doJSON(ctx, "listing images", restclient.Request{Method: http.MethodGet, Path: "/images", Query: q}, &out)
+	return out, err
+}
+
+// SSHKeys lists the account's SSH keys (GET /ssh-keys).
+func (c *Client) SSHKeys(ctx context.Context) ([]SSHKey, error) {
+	var out []SSHKey
+	err := c.doJSON(ctx, "listing SSH keys", restclient.Request{Method: http.MethodGet, Path: "/ssh-keys"}, &out)
+	return out, err
+}
+
+// SSHKey reads one SSH key (GET /ssh-keys/{id}), which Verda answers as an array of one element.
+func (c *Client) SSHKey(ctx context.Context, id string) (SSHKey, error) {
+	const op = "reading SSH key"
+	resp, err := c.do(ctx, op, restclient.Request{Method: http.MethodGet, Path: "/ssh-keys/" + url.PathEscape(id)})
+	if err != nil {
+		return SSHKey{}, err
+	}
+	body := strings.TrimSpace(string(resp.Body))
+	if strings.HasPrefix(body, "{") {
+		var k SSHKey
+		if err := json.Unmarshal(resp.Body, &k); err != nil {
+			return SSHKey{}, classify(op, err)
+		}
+		return k, nil
+	}
+	var keys []SSHKey
+	if err := json.Unmarshal(resp.Body, &keys); err != nil {
+		return SSHKey{}, classify(op, fmt.Errorf("decoding response: %w", err))
+	}
+	if len(keys) == 0 {
+		return SSHKey{}, classify(op, fmt.Errorf("SSH key %s: empty answer", id))
+	}
+	return keys[0], nil
+}
+
+// CreateSSHKey adds a public key (POST /ssh-keys) and returns its id, which Verda answers as plain text.
+// It is not retried on 5xx: a lost answer may hide a created key.
+func (c *Client) CreateSSHKey(ctx context.Context, name, publicKey string) (string, error) {
+	const op = "adding SSH key"
+	resp, err := c.do(ctx, op, restclient.Request{Method: http.MethodPost, Path: "/ssh-keys",
+		Body: map[string]string{"name": name, "key": publicKey}, NotIdempotent: true})
+	if err != nil {
+		return "", err
+	}
+	id, err := parsePlainID(resp.Body)
+	if err != nil {
+		return "", classify(op, err)
+	}
+	return id, nil
+}
+
+// DeleteSSHKey removes one SSH key (DELETE /ssh-keys/{id}).
+func (c *Client) DeleteSSHKey(ctx context.Context, id string) error {
+	_, err := c.do(ctx, "deleting SSH key", restclient.Request{Method: http.MethodDelete, Path: "/ssh-keys/" + url.PathEscape(id)})
+	return err
+}
+
+// Instances lists the account's instances (GET /instances); discontinued ones are left out by Verda.
+// status "" lists every status.
+func (c *Client) Instances(ctx context.Context, status string) ([]Instance, error) {
+	q := url.Values{}
+	if status != "" {
+		q.Set("status", status)
+	}
+	var out []Instance
+	err := c.doJSON(ctx, "listing instances", restclient.Request{Method: http.MethodGet, Path: "/instances", Query: q}, &out)
+	return out, err
+}
+
+// Instance reads one instance (GET /instances/{id}); discontinued instances are still readable.
+func (c *Client) Instance(ctx context.Context, id string) (Instance, error) {
+	var out Instance
+	err := c.doJSON(ctx, "reading instance", restclient.Request{Method: http.MethodGet, Path: "/instances/" + url.PathEscape(id)}, &out)
+	return out, err
+}
+
+// CreateInstance deploys an instance (POST /instances) and returns its id, answered as plain text. It
+// is retried on 429 only: after a 5xx or a timeout the caller must look for the instance (by hostname)
+// before trying again.
+func (c *Client) CreateInstance(ctx context.Context, req CreateInstanceRequest) (string, error) {
+	const op = "creating instance"
+	if req.SSHKeyIDs == nil {
+		req.SSHKeyIDs = []string{}
+	}
+	resp, err := c.do(ctx, op, restclient.Request{Method: http.MethodPost, Path: "/instances", Body: req, NotIdempotent: true})
+	if err != nil {
+		return "", err
+	}
+	id, err := parsePlainID(resp.Body)
+	if err != nil {
+		return "", classify(op, err)
+	}
+	return id, nil
+}
+
+// InstanceAction performs an action on instances (PUT /instances). Verda answers 202 with a result per
+// instance, 207 when only some succeeded (the failures carry Error), or an empty 202/204; the results
+// are returned as sent (nil when the body was empty). A request-level refusal (for example
+// forbidden_action for a single instance) is returned as an error.
+func (c *Client) InstanceAction(ctx context.Context, req InstanceActionRequest) ([]ActionResult, error) {
+	op := "instance action " + req.Action
+	resp, err := c.do(ctx, op, restclient.Request{Method: http.MethodPut, Path: "/instances", Body: req})
+	if err != nil {
+		return nil, err
+	}
+	body := strings.TrimSpace(string(resp.Body))
+	if body == "" || body == "null" {
+		return nil, nil
+	}
+	var out []ActionResult
+	if strings.HasPrefix(body, "{") {
+		var one ActionResult
+		if err := json.Unmarshal(resp.Body, &one); err != nil {
+			return nil, classify(op, fmt.Errorf("decoding response: %w", err))
+		}
+		out = []ActionResult{one}
+	} else if err := json.Unmarshal(resp.Body, &out); err != nil {
+		return nil, classify(op, fmt.Errorf("decoding response: %w", err))
+	}
+	return out, nil
+}

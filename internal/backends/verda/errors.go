@@ -1,0 +1,126 @@
+package verda
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// CloudName is the backend's name in pools.yml and api_names.
+const CloudName = "verda"
+
+// Error codes Verda puts in its {code, message} error body.
+const (
+	CodeInvalidRequest      = "invalid_request"
+	CodeUnauthorizedRequest = "unauthorized_request"
+	CodeInsufficientFunds   = "insufficient_funds"
+	CodeForbiddenAction     = "forbidden_action"
+	CodeNotFound            = "not_found"
+	CodeServerError         = "server_error"
+	CodeServiceUnavailable  = "service_unavailable"
+)
+
+// Messages Verda is known to send; matched without regard to case.
+const (
+	msgNotEnoughResources  = "not enough resources"
+	msgInvalidInstanceID   = "invalid instance id"
+	msgAlreadyDiscontinued = "discontinue a discontinued"
+	msgProvisioning        = "discontinue a provisioning"
+	msgOSNotValid          = "operating system is not valid"
+)
+
+// ResponseError is a non-2xx answer from Verda, with the code and message of its error body (or the
+// raw body when it was not JSON). It never holds request data, so no credential can leak through it.
+type ResponseError struct {
+	Method  string
+	Path    string
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *ResponseError) Error() string {
+	code := ""
+	if e.Code != "" {
+		code = " " + e.Code
+	}
+	return fmt.Sprintf("%s %s: HTTP %d%s: %s", e.Method, e.Path, e.Status, code, e.Message)
+}
+
+// has reports whether the message contains s, ignoring case.
+func (e *ResponseError) has(s string) bool {
+	return strings.Contains(strings.ToLower(e.Message), s)
+}
+
+func responseError(he *restclient.HTTPError) *ResponseError {
+	re := &ResponseError{Method: he.Method, Path: he.Path, Status: he.Status}
+	var body APIError
+	if err := json.Unmarshal(he.Body, &body); err == nil && (body.Code != "" || body.Message != "") {
+		re.Code = body.Code
+		re.Message = body.Message
+	} else {
+		re.Message = truncate(strings.TrimSpace(string(he.Body)), 512)
+	}
+	if re.Message == "" {
+		re.Message = http.StatusText(he.Status)
+	}
+	return re
+}
+
+// classify turns any error of a client call into a *controlplane.Error of the right kind. Errors that
+// are already classified pass through.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *controlplane.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	var he *restclient.HTTPError
+	if errors.As(err, &he) {
+		re := responseError(he)
+		return controlplane.NewError(kindOf(re), CloudName, op, re)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+	}
+	return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+}
+
+// kindOf maps Verda's status codes, error codes and known messages onto hydra's error kinds.
+func kindOf(re *ResponseError) controlplane.ErrorKind {
+	switch {
+	case re.has(msgNotEnoughResources):
+		return controlplane.ErrCapacity
+	case re.Status == http.StatusUnauthorized || re.Code == CodeUnauthorizedRequest:
+		return controlplane.ErrAuth
+	case re.Status == http.StatusPaymentRequired || re.Code == CodeInsufficientFunds:
+		return controlplane.ErrQuota
+	case re.Status == http.StatusNotFound || re.Code == CodeNotFound || re.has(msgInvalidInstanceID):
+		return controlplane.ErrNotFound
+	case re.Code == CodeForbiddenAction:
+		return controlplane.ErrInvalid
+	case re.Status == http.StatusForbidden:
+		return controlplane.ErrAuth
+	case re.has("quota") || re.has("limit reached") || re.has("limit exceeded"):
+		return controlplane.ErrQuota
+	case re.Status == http.StatusBadRequest || re.Status == http.StatusConflict ||
+		re.Status == http.StatusUnprocessableEntity || re.Code == CodeInvalidRequest:
+		return controlplane.ErrInvalid
+	}
+	return controlplane.ErrOther
+}
+
+// asResponseError returns the Verda error inside err, if any.
+func asResponseError(err error) (*ResponseError, bool) {
+	var re *ResponseError
+	ok := errors.As(err, &re)
+	return re, ok
+}

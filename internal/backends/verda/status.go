@@ -1,0 +1,80 @@
+package verda
+
+import (
+	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// Verda's instance status words (the union of the SDK enums and the OpenAPI enum).
+const (
+	StatusNew                 = "new"
+	StatusOrdered             = "ordered"
+	StatusValidating          = "validating"
+	StatusProvisioning        = "provisioning"
+	StatusPending             = "pending"
+	StatusRunning             = "running"
+	StatusOffline             = "offline"
+	StatusStartingHibernation = "starting_hibernation"
+	StatusHibernating         = "hibernating"
+	StatusRestoring           = "restoring"
+	StatusDeleting            = "deleting"
+	StatusDiscontinued        = "discontinued"
+	StatusNotFound            = "notfound"
+	StatusNoCapacity          = "no_capacity"
+	StatusInstallationFailed  = "installation_failed"
+	StatusError               = "error"
+	StatusUnknown             = "unknown"
+)
+
+// statusTable maps Verda's status words onto hydra's, following the reference's lifecycle mapping.
+// hydra has no "stopped": an instance hydra never stopped that is offline or hibernating is reported as
+// an error (it cannot be provisioned or used); restoring is on its way back, so it is pending. deleting
+// and discontinued are both terminated: billing has stopped and the machine will not come back.
+var statusTable = map[string]controlplane.Status{
+	StatusNew:                 controlplane.StatusPending,
+	StatusOrdered:             controlplane.StatusPending,
+	StatusValidating:          controlplane.StatusPending,
+	StatusPending:             controlplane.StatusPending,
+	StatusProvisioning:        controlplane.StatusPending,
+	StatusRestoring:           controlplane.StatusPending,
+	StatusRunning:             controlplane.StatusRunning,
+	StatusOffline:             controlplane.StatusError,
+	StatusStartingHibernation: controlplane.StatusError,
+	StatusHibernating:         controlplane.StatusError,
+	StatusDeleting:            controlplane.StatusTerminated,
+	StatusDiscontinued:        controlplane.StatusTerminated,
+	StatusNotFound:            controlplane.StatusTerminated,
+	"not_found":               controlplane.StatusTerminated,
+	StatusNoCapacity:          controlplane.StatusError,
+	StatusInstallationFailed:  controlplane.StatusError,
+	StatusError:               controlplane.StatusError,
+	StatusUnknown:             controlplane.StatusError,
+}
+
+// mapStatus maps a Verda status onto hydra's. An instance is running only once it also has an IP;
+// before that it is still pending. A word the table does not know is treated as pending, so polling
+// goes on (bounded by the caller's timeout) rather than failing on a new status name.
+func mapStatus(status string, hasIP bool) (controlplane.Status, string) {
+	s, ok := statusTable[strings.ToLower(strings.TrimSpace(status))]
+	if !ok {
+		return controlplane.StatusPending, ""
+	}
+	if s == controlplane.StatusRunning && !hasIP {
+		return controlplane.StatusPending, ""
+	}
+	msg := ""
+	if s == controlplane.StatusError {
+		switch strings.ToLower(status) {
+		case StatusOffline, StatusStartingHibernation, StatusHibernating:
+			msg = "the instance is stopped at Verda (" + status + ")"
+		case StatusNoCapacity:
+			msg = "Verda had no capacity to start the instance"
+		case StatusInstallationFailed:
+			msg = "Verda failed to install the operating system"
+		default:
+			msg = "Verda reports the instance as " + status
+		}
+	}
+	return s, msg
+}

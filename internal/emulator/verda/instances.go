@@ -1,0 +1,356 @@
+package verda
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// statusOf computes an instance's status from its stored timestamps: ordered for the first quarter of
+// its boot, provisioning for the rest, then running (or error when its boot was made to fail);
+// offline after a shutdown; discontinued once deleted.
+func (s *Server) statusOf(in *instance, now time.Time) string {
+	if in.DeletedAt != nil {
+		return "discontinued"
+	}
+	boot := time.Duration(in.Boot)
+	el := now.Sub(in.CreatedAt)
+	switch {
+	case el < boot/4:
+		return "ordered"
+	case el < boot:
+		return "provisioning"
+	case in.FailBoot:
+		return "error"
+	case in.Offline:
+		return "offline"
+	}
+	return "running"
+}
+
+func (s *Server) instanceView(in *instance, now time.Time) map[string]any {
+	status := s.statusOf(in, now)
+	c := s.catalog[in.InstanceType]
+	var ip, osVol any
+	if status == "running" || status == "offline" {
+		ip = in.IP
+	}
+	if status != "ordered" {
+		osVol = in.OSVolumeID
+	}
+	gpuDesc, memDesc := "", ""
+	if c.GPUCount > 0 {
+		gpuDesc = fmt.Sprintf("%dx %s", c.GPUCount, c.Name)
+		memDesc = fmt.Sprintf("%dGB GPU RAM", c.GPUCount*c.GPUMemoryGB)
+	}
+	osName := "Ubuntu 24.04"
+	for _, im := range images {
+		if im.ImageType == in.Image || im.ID == in.Image {
+			osName = im.Details[0]
+		}
+	}
+	tags := in.Tags
+	if tags == nil {
+		tags = []tag{}
+	}
+	return map[string]any{
+		"id":                in.ID,
+		"ip":                ip,
+		"status":            status,
+		"created_at":        in.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"),
+		"hostname":          in.Hostname,
+		"description":       in.Description,
+		"location":          in.Location,
+		"instance_type":     in.InstanceType,
+		"image":             in.Image,
+		"os_name":           osName,
+		"price_per_hour":    in.PricePerHour,
+		"is_spot":           in.IsSpot,
+		"contract":          in.Contract,
+		"pricing":           in.Pricing,
+		"cpu":               map[string]any{"description": fmt.Sprintf("%d CPU", c.CPUCores), "number_of_cores": c.CPUCores},
+		"gpu":               map[string]any{"description": gpuDesc, "number_of_gpus": c.GPUCount},
+		"gpu_memory":        map[string]any{"description": memDesc, "size_in_gigabytes": c.GPUCount * c.GPUMemoryGB},
+		"memory":            map[string]any{"description": fmt.Sprintf("%dGB RAM", c.MemoryGB), "size_in_gigabytes": c.MemoryGB},
+		"storage":           map[string]any{"description": fmt.Sprintf("%dGB NVME", in.OSVolumeSize), "size_in_gigabytes": in.OSVolumeSize},
+		"startup_script_id": in.StartupID,
+		"ssh_key_ids":       in.SSHKeyIDs,
+		"os_volume_id":      osVol,
+		"volume_ids":        []string{},
+		"jupyter_token":     "",
+		"tags":              tags,
+	}
+}
+
+func sortedInstances(st *state) []*instance {
+	out := make([]*instance, 0, len(st.Instances))
+	for _, in := range st.Instances {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func (s *Server) listInstances(st *state, q url.Values) reply {
+	now := s.opts.Now()
+	want := q.Get("status")
+	out := []map[string]any{}
+	for _, in := range sortedInstances(st) {
+		status := s.statusOf(in, now)
+		if status == "discontinued" || (want != "" && want != status) {
+			continue // deleted instances vanish from the list (but stay readable by id)
+		}
+		out = append(out, s.instanceView(in, now))
+	}
+	return jsonReply(http.StatusOK, out)
+}
+
+func (s *Server) getInstance(st *state, id string) reply {
+	if !uuidRE.MatchString(id) {
+		return errReply(http.StatusBadRequest, "invalid_request", "Invalid instance id")
+	}
+	in, ok := st.Instances[id]
+	if !ok {
+		return errReply(http.StatusNotFound, "not_found", "Invalid instance id")
+	}
+	return jsonReply(http.StatusOK, s.instanceView(in, s.opts.Now()))
+}
+
+var hostnameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
+
+func (s *Server) createInstance(st *state, body []byte) reply {
+	var req struct {
+		InstanceType    string   `json:"instance_type"`
+		Image           string   `json:"image"`
+		Hostname        string   `json:"hostname"`
+		Description     string   `json:"description"`
+		LocationCode    *string  `json:"location_code"`
+		SSHKeyIDs       []string `json:"ssh_key_ids"`
+		StartupScriptID *string  `json:"startup_script_id"`
+		IsSpot          bool     `json:"is_spot"`
+		Contract        string   `json:"contract"`
+		Pricing         string   `json:"pricing"`
+		OSVolume        *struct {
+			Name string `json:"name"`
+			Size int    `json:"size"`
+		} `json:"os_volume"`
+		Tags []tag `json:"tags"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return errReply(http.StatusBadRequest, "invalid_request", "Request body is not valid json")
+	}
+	for _, f := range []struct{ name, val string }{
+		{"instance_type", req.InstanceType}, {"image", req.Image}, {"hostname", req.Hostname}, {"description", req.Description},
+	} {
+		if strings.TrimSpace(f.val) == "" {
+			return errReply(http.StatusBadRequest, "invalid_request", f.name+" is required")
+		}
+	}
+	if req.LocationCode == nil || *req.LocationCode == "" {
+		return errReply(http.StatusBadRequest, "invalid_request", "location_code is required")
+	}
+	loc := *req.LocationCode
+	c, ok := s.catalog[req.InstanceType]
+	if !ok {
+		return errReply(http.StatusBadRequest, "invalid_request", "Invalid instance type")
+	}
+	locOK := false
+	for _, l := range s.opts.Locations {
+		locOK = locOK || l.Code == loc
+	}
+	if !locOK {
+		return errReply(http.StatusBadRequest, "invalid_request", "Invalid location code")
+	}
+	if !hostnameRE.MatchString(req.Hostname) {
+		return errReply(http.StatusBadRequest, "invalid_request", "Invalid hostname")
+	}
+	var img *image
+	for i := range images {
+		if images[i].ImageType == req.Image || images[i].ID == req.Image {
+			img = &images[i]
+		}
+	}
+	if img == nil {
+		return errReply(http.StatusBadRequest, "invalid_request", "Invalid image")
+	}
+	if c.LegacyImagesOnly && !img.legacy() {
+		return errReply(http.StatusBadRequest, "invalid_request", "Operating system is not valid for this instance type")
+	}
+	for _, k := range req.SSHKeyIDs {
+		if _, ok := st.SSHKeys[k]; !ok {
+			return errReply(http.StatusBadRequest, "invalid_request", "Invalid ssh-key ID")
+		}
+	}
+	if len(req.Tags) > 10 {
+		return errReply(http.StatusBadRequest, "invalid_request", "At most 10 tags are allowed")
+	}
+	if st.Faults.CapacityGone || s.free(st, c, loc, req.IsSpot) <= 0 {
+		return errReply(http.StatusServiceUnavailable, "service_unavailable",
+			fmt.Sprintf("Not enough resources to deploy a %d GPU instance type %s in %s", c.GPUCount, c.InstanceType, loc))
+	}
+	price := c.PricePerHour
+	if req.IsSpot {
+		price = c.SpotPrice
+	}
+	contract := req.Contract
+	if contract == "" {
+		contract = "PAY_AS_YOU_GO"
+		if req.IsSpot {
+			contract = "SPOT"
+		}
+	}
+	pricing := req.Pricing
+	if pricing == "" {
+		pricing = "FIXED_PRICE"
+	}
+	size := 50
+	if req.OSVolume != nil && req.OSVolume.Size > 0 {
+		size = req.OSVolume.Size
+	}
+	st.IPSeq++
+	ip := s.opts.InstanceIP
+	if ip == "" {
+		ip = fmt.Sprintf("198.51.%d.%d", 100+(st.IPSeq/250)%4, 2+st.IPSeq%250)
+	}
+	keys := req.SSHKeyIDs
+	if keys == nil {
+		keys = []string{}
+	}
+	in := &instance{
+		ID:           newUUID(),
+		Hostname:     req.Hostname,
+		Description:  req.Description,
+		InstanceType: c.InstanceType,
+		Image:        req.Image,
+		Location:     loc,
+		IsSpot:       req.IsSpot,
+		Contract:     contract,
+		Pricing:      pricing,
+		SSHKeyIDs:    keys,
+		StartupID:    req.StartupScriptID,
+		OSVolumeID:   newUUID(),
+		OSVolumeSize: size,
+		IP:           ip,
+		PricePerHour: price,
+		CreatedAt:    s.opts.Now(),
+		Boot:         int64(s.opts.BootDuration + st.Faults.SlowBoot),
+		FailBoot:     st.Faults.BootFailure,
+		Tags:         req.Tags,
+	}
+	st.Instances[in.ID] = in
+	st.Created++
+	if st.Faults.LoseCreateResponses > 0 {
+		st.Faults.LoseCreateResponses--
+		return textReply(http.StatusBadGateway, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+	}
+	// Quirk: the id comes back as plain text, not JSON.
+	return textReply(http.StatusAccepted, in.ID)
+}
+
+type actionResult struct {
+	Action     string `json:"action"`
+	InstanceID string `json:"instanceId"`
+	Status     string `json:"status"`
+	Error      string `json:"error,omitempty"`
+	StatusCode int    `json:"statusCode,omitempty"`
+}
+
+func (s *Server) action(st *state, body []byte) reply {
+	var req struct {
+		ID                json.RawMessage `json:"id"`
+		Action            string          `json:"action"`
+		VolumeIDs         []string        `json:"volume_ids"`
+		DeletePermanently bool            `json:"delete_permanently"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return errReply(http.StatusBadRequest, "invalid_request", "Request body is not valid json")
+	}
+	var ids []string
+	if err := json.Unmarshal(req.ID, &ids); err != nil {
+		var one string
+		if err := json.Unmarshal(req.ID, &one); err != nil || one == "" {
+			return errReply(http.StatusBadRequest, "invalid_request", "id is required")
+		}
+		ids = []string{one}
+	}
+	if len(ids) == 0 {
+		return errReply(http.StatusBadRequest, "invalid_request", "id is required")
+	}
+	switch req.Action {
+	case "delete", "discontinue", "shutdown", "force_shutdown", "start", "boot":
+	case "":
+		return errReply(http.StatusBadRequest, "invalid_request", "action is required")
+	default:
+		return errReply(http.StatusBadRequest, "invalid_request", "Invalid action")
+	}
+	now := s.opts.Now()
+	var results []actionResult
+	failed := 0
+	for _, id := range ids {
+		res := actionResult{Action: req.Action, InstanceID: id, Status: "success"}
+		code, msg := s.apply(st, id, req.Action, now)
+		if msg != "" {
+			res.Status, res.Error, res.StatusCode = "error", msg, code
+			failed++
+		}
+		results = append(results, res)
+	}
+	if len(ids) == 1 && failed == 1 {
+		r := results[0]
+		errCode := "forbidden_action"
+		switch r.StatusCode {
+		case http.StatusNotFound:
+			errCode = "not_found"
+		case http.StatusBadRequest:
+			if strings.HasPrefix(r.Error, "Invalid") {
+				errCode = "invalid_request"
+			}
+		}
+		return errReply(r.StatusCode, errCode, r.Error)
+	}
+	if failed > 0 {
+		return jsonReply(http.StatusMultiStatus, results)
+	}
+	return jsonReply(http.StatusAccepted, results)
+}
+
+// apply performs one action on one instance; it returns an HTTP status and message on failure.
+func (s *Server) apply(st *state, id, action string, now time.Time) (int, string) {
+	in, ok := st.Instances[id]
+	if !ok {
+		if !uuidRE.MatchString(id) {
+			return http.StatusBadRequest, "Invalid instance id"
+		}
+		return http.StatusNotFound, "Invalid instance id"
+	}
+	status := s.statusOf(in, now)
+	switch action {
+	case "delete", "discontinue":
+		if status == "discontinued" || status == "provisioning" {
+			return http.StatusBadRequest, "Can't discontinue a " + status + " instance"
+		}
+		t := now
+		in.DeletedAt = &t
+	case "shutdown", "force_shutdown":
+		if status != "running" {
+			return http.StatusBadRequest, "Can't shutdown a " + status + " instance"
+		}
+		in.Offline = true
+	case "start", "boot":
+		if status != "offline" {
+			return http.StatusBadRequest, "Can't start a " + status + " instance"
+		}
+		in.Offline = false
+	}
+	return 0, ""
+}

@@ -1,0 +1,109 @@
+package upcloud
+
+// Plan is one plan of the emulated catalog. GPU plans have GPUModel and GPUAmount and no storage.
+type Plan struct {
+	Name        string
+	Cores       int
+	MemoryMiB   int
+	StorageGB   int // 0 for GPU plans
+	GPUModel    string
+	GPUAmount   int
+	GPUMemoryGB int
+	// Retired plans are listed with current_offering "no" and cannot be created.
+	Retired bool
+	// Zones maps a zone to the plan's price there (euro cents per hour) and its stock (GPU plans: how many
+	// servers of this plan can still be started there; ignored for plans without GPUs). A zone left out
+	// does not sell the plan.
+	Zones map[string]ZoneOffer
+}
+
+// ZoneOffer is a plan's price and stock in one zone.
+type ZoneOffer struct {
+	PriceCents float64
+	Stock      int
+}
+
+// Template is an OS template servers can be cloned from.
+type Template struct {
+	UUID  string
+	Title string
+	// SizeGB is the template's size; a clone may not be smaller.
+	SizeGB int
+	// CloudInit templates need metadata "yes" on create; they accept SSH keys only.
+	CloudInit bool
+	// Access is "public" (default) or "private".
+	Access string
+}
+
+// Zone is one zone of the emulated cloud.
+type Zone struct {
+	ID          string
+	Description string
+	Public      bool
+}
+
+// DefaultZones are the zones the emulator lists by default.
+func DefaultZones() []Zone {
+	return []Zone{
+		{"de-fra1", "Frankfurt #1", true},
+		{"fi-hel1", "Helsinki #1", true},
+		{"fi-hel2", "Helsinki #2", true},
+		{"nl-ams1", "Amsterdam #1", true},
+		{"us-nyc1", "New York #1", true},
+		{"uk-tst1", "Test Cloud #1", false},
+	}
+}
+
+// GPUTemplateUUID is the uuid of the default GPU-ready Ubuntu template.
+const GPUTemplateUUID = "01000000-0000-4000-8000-000030240300"
+
+// DefaultTemplates are the public templates the emulator lists by default: plain Ubuntu and Debian, and
+// a GPU-ready Ubuntu (NVIDIA driver + CUDA) whose title is a guess (the real one is unconfirmed).
+func DefaultTemplates() []Template {
+	return []Template{
+		{UUID: "01000000-0000-4000-8000-000020070100", Title: "Debian GNU/Linux 12 (Bookworm)", SizeGB: 4, CloudInit: true},
+		{UUID: "01000000-0000-4000-8000-000030220200", Title: "Ubuntu Server 22.04 LTS (Jammy Jellyfish)", SizeGB: 4, CloudInit: true},
+		{UUID: "01000000-0000-4000-8000-000030240200", Title: "Ubuntu Server 24.04 LTS (Noble Numbat)", SizeGB: 4, CloudInit: true},
+		{UUID: GPUTemplateUUID, Title: "Ubuntu Server 24.04 LTS (Noble Numbat) for GPU (NVIDIA driver, CUDA)", SizeGB: 30, CloudInit: true},
+		{UUID: "01000000-0000-4000-8000-000010070300", Title: "Windows Server 2019 Standard", SizeGB: 25},
+	}
+}
+
+func gpuPlan(name string, cores, memGB int, model string, n, vram int, zones map[string]ZoneOffer) Plan {
+	return Plan{Name: name, Cores: cores, MemoryMiB: memGB * 1024, GPUModel: model, GPUAmount: n, GPUMemoryGB: vram, Zones: zones}
+}
+
+// DefaultPlans is a realistic catalog: a few general-purpose plans in every public zone, and UpCloud's
+// L4, L40S and H100 GPU plans (on-demand and spot) in fi-hel2 and de-fra1 with prices in euro cents per
+// hour (L40S 1x at 111.1607 and spot L4 at 57 as in a live dump) and some stock.
+func DefaultPlans() []Plan {
+	all := func(price float64) map[string]ZoneOffer {
+		return map[string]ZoneOffer{"de-fra1": {price, 0}, "fi-hel1": {price, 0}, "fi-hel2": {price, 0}, "nl-ams1": {price, 0}, "us-nyc1": {price, 0}}
+	}
+	hel := func(price float64, stock int) map[string]ZoneOffer {
+		return map[string]ZoneOffer{"fi-hel2": {price, stock}}
+	}
+	helFra := func(price float64, helStock, fraStock int) map[string]ZoneOffer {
+		return map[string]ZoneOffer{"fi-hel2": {price, helStock}, "de-fra1": {price * 1.05, fraStock}}
+	}
+	return []Plan{
+		{Name: "1xCPU-1GB", Cores: 1, MemoryMiB: 1024, StorageGB: 25, Zones: all(0.744)},
+		{Name: "2xCPU-4GB", Cores: 2, MemoryMiB: 4096, StorageGB: 80, Zones: all(2.9761)},
+		{Name: "8xCPU-32GB", Cores: 8, MemoryMiB: 32768, StorageGB: 640, Zones: all(23.8095)},
+		gpuPlan("GPU-8xCPU-64GB-1xL4", 8, 64, "NVIDIA L4", 1, 24, helFra(65.4761, 6, 2)),
+		gpuPlan("GPU-12xCPU-128GB-1xL4", 12, 128, "NVIDIA L4", 1, 24, hel(80.3571, 4)),
+		gpuPlan("GPU-16xCPU-192GB-2xL4", 16, 192, "NVIDIA L4", 2, 24, hel(141.0714, 2)),
+		gpuPlan("GPU-32xCPU-384GB-3xL4", 32, 384, "NVIDIA L4", 3, 24, hel(215.4761, 1)),
+		gpuPlan("GPU-8xCPU-64GB-1xL40S", 8, 64, "NVIDIA L40S", 1, 48, helFra(111.1607, 6, 0)),
+		gpuPlan("GPU-12xCPU-128GB-1xL40S", 12, 128, "NVIDIA L40S", 1, 48, hel(126.1904, 4)),
+		gpuPlan("GPU-16xCPU-192GB-2xL40S", 16, 192, "NVIDIA L40S", 2, 48, hel(232.1428, 2)),
+		gpuPlan("GPU-32xCPU-384GB-3xL40S", 32, 384, "NVIDIA L40S", 3, 48, hel(342.2619, 1)),
+		gpuPlan("GPU-12xCPU-240GB-1xH100", 12, 240, "NVIDIA H100", 1, 80, hel(252.9761, 2)),
+		gpuPlan("GPU-24xCPU-480GB-2xH100", 24, 480, "NVIDIA H100", 2, 80, hel(505.9523, 1)),
+		gpuPlan("GPU-48xCPU-960GB-4xH100", 48, 960, "NVIDIA H100", 4, 80, hel(1011.9047, 0)),
+		gpuPlan("GPU-96xCPU-1920GB-8xH100", 96, 1920, "NVIDIA H100", 8, 80, hel(2023.8095, 1)),
+		gpuPlan("GPU-SPOT-8xCPU-64GB-1xL4", 8, 64, "NVIDIA L4", 1, 24, helFra(57, 8, 4)),
+		gpuPlan("GPU-SPOT-8xCPU-64GB-1xL40S", 8, 64, "NVIDIA L40S", 1, 48, hel(72.2222, 4)),
+		gpuPlan("GPU-SPOT-12xCPU-240GB-1xH100", 12, 240, "NVIDIA H100", 1, 80, hel(164.4345, 2)),
+	}
+}

@@ -1,0 +1,865 @@
+// Package upcloud is a local emulator of the UpCloud API 1.3 subset hydra uses, faithful to the recorded
+// traffic: wrapper keys ({"server":{...}}, {"servers":{"server":[...]}}), "yes"/"no" booleans, numbers
+// as strings in server objects, 202 create answering state "maintenance" that becomes "started", stop
+// answering 200 with the old state before the server is "stopped", delete only of stopped servers
+// (DELETE /server/{uuid}/?storages=1 -> 204), {"error":{error_code,error_message}} errors, prices in
+// euro cents per hour per zone, GPU stock in /device/availability and GPU plans with storage_size 0.
+//
+// Serve it under any address; the API lives below APIPrefix ("/1.3"), and requests without the prefix
+// are accepted too. Status progressions are computed from timestamps kept in the state, so several
+// Server values (in one or several processes) sharing a StateDir see the same cloud.
+package upcloud
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// APIPrefix is the path prefix of the API (the real base URL is https://api.upcloud.com/1.3).
+const APIPrefix = "/1.3"
+
+// Options configure an emulator. Zero values take realistic defaults.
+type Options struct {
+	// StateDir keeps the whole cloud in StateDir/state.json, locked per request ("" = in memory). The
+	// catalog, templates and durations below seed a new state; an existing state file wins.
+	StateDir string
+	// Zones, Plans and Templates seed the catalog (defaults: DefaultZones, DefaultPlans, DefaultTemplates).
+	Zones     []Zone
+	Plans     []Plan
+	Templates []Template
+	// BootDuration is how long a new server stays in "maintenance" (default 20s).
+	BootDuration time.Duration
+	// StopDuration is how long a stop takes before the server is "stopped" (default 3s).
+	StopDuration time.Duration
+	// Username/Password and Token are the credentials accepted (Basic or Bearer). When all are empty,
+	// any Basic or Bearer credentials are accepted (but some must be sent).
+	Username, Password, Token string
+	// SSHHost, when set, is reported as every server's public IPv4 (e.g. "127.0.0.1" to reach a local
+	// sshd); otherwise addresses are invented.
+	SSHHost string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server is the emulator, an http.Handler.
+type Server struct {
+	opts  Options
+	mu    sync.Mutex
+	store store
+}
+
+// New builds an emulator.
+func New(opts Options) *Server {
+	if opts.Zones == nil {
+		opts.Zones = DefaultZones()
+	}
+	if opts.Plans == nil {
+		opts.Plans = DefaultPlans()
+	}
+	if opts.Templates == nil {
+		opts.Templates = DefaultTemplates()
+	}
+	if opts.BootDuration == 0 {
+		opts.BootDuration = 20 * time.Second
+	}
+	if opts.StopDuration == 0 {
+		opts.StopDuration = 3 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Server{opts: opts, store: store{dir: opts.StateDir}}
+}
+
+// Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns the API base URL to give
+// the client (with the /1.3 prefix) and a function that stops the server.
+func (s *Server) Start(addr string) (baseURL string, stop func() error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln) //nolint:errcheck
+	stop = func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return hs.Shutdown(ctx)
+	}
+	return "http://" + ln.Addr().String() + APIPrefix, stop, nil
+}
+
+// withState runs fn under the state lock and saves when fn returns true.
+func (s *Server) withState(fn func(st *state) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.store.with(func() *state { return newState(s.opts) }, fn)
+}
+
+// SetFaults replaces the active faults (persisted with the state).
+func (s *Server) SetFaults(f Faults) error {
+	return s.withState(func(st *state) bool { st.Faults = f; return true })
+}
+
+// CurrentFaults returns the active faults with their remaining counters.
+func (s *Server) CurrentFaults() Faults {
+	var f Faults
+	_ = s.withState(func(st *state) bool { f = st.Faults; return false })
+	return f
+}
+
+// CreateCount is how many servers were ever created (lost creates included).
+func (s *Server) CreateCount() int {
+	n := 0
+	_ = s.withState(func(st *state) bool { n = st.CreateCount; return false })
+	return n
+}
+
+// ServerInfo is an admin view of one live server.
+type ServerInfo struct {
+	UUID, Title, Hostname, Zone, Plan, State string
+	Labels                                   map[string]string
+	SSHKeys                                  []string
+	StorageSizeGB                            int
+	Template                                 string
+	Metadata                                 bool
+}
+
+// Servers lists the live servers, sorted by title.
+func (s *Server) Servers() []ServerInfo {
+	var out []ServerInfo
+	_ = s.withState(func(st *state) bool {
+		now := s.opts.Now()
+		for _, v := range st.Servers {
+			state, _ := serverState(v, now)
+			labels := map[string]string{}
+			for _, l := range v.Labels {
+				labels[l.Key] = l.Value
+			}
+			out = append(out, ServerInfo{UUID: v.UUID, Title: v.Title, Hostname: v.Hostname, Zone: v.Zone, Plan: v.Plan, State: state,
+				Labels: labels, SSHKeys: append([]string(nil), v.SSHKeys...), StorageSizeGB: v.StorageSize, Template: v.Template, Metadata: v.Metadata})
+		}
+		return false
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Title < out[j].Title })
+	return out
+}
+
+// StorageCount is how many disks exist (a delete without ?storages=1 leaves the server's disk behind).
+func (s *Server) StorageCount() int {
+	n := 0
+	_ = s.withState(func(st *state) bool { n = len(st.Disks); return false })
+	return n
+}
+
+// SetStock sets the free stock of a GPU plan in a zone.
+func (s *Server) SetStock(zone, plan string, n int) error {
+	return s.withState(func(st *state) bool {
+		if st.Stock[zone] == nil {
+			st.Stock[zone] = map[string]int{}
+		}
+		st.Stock[zone][plan] = n
+		return true
+	})
+}
+
+// Stock returns the free stock of a GPU plan in a zone.
+func (s *Server) Stock(zone, plan string) int {
+	n := 0
+	_ = s.withState(func(st *state) bool { n = st.Stock[zone][plan]; return false })
+	return n
+}
+
+// response is an answer built under the lock and written after it.
+type response struct {
+	status      int
+	contentType string
+	header      http.Header
+	body        []byte
+}
+
+func jsonResp(status int, v any) response {
+	if v == nil {
+		return response{status: status}
+	}
+	b, _ := json.Marshal(v)
+	return response{status: status, contentType: "application/json; charset=UTF-8", body: b}
+}
+
+func errResp(status int, code, msg string) response {
+	return jsonResp(status, map[string]any{"error": map[string]any{"error_code": code, "error_message": msg}})
+}
+
+func problemResp(status int, code, title string) response {
+	b, _ := json.Marshal(map[string]any{
+		"type":           "https://developers.upcloud.com/1.3/errors#" + code,
+		"title":          title,
+		"status":         status,
+		"correlation_id": randHex(13),
+	})
+	return response{status: status, contentType: "application/problem+json", body: b}
+}
+
+// ServeHTTP answers one API request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var resp response
+	var latency time.Duration
+	err := s.withState(func(st *state) bool {
+		latency = st.Faults.Latency
+		var changed bool
+		resp, changed = s.handle(st, r)
+		return changed
+	})
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if err != nil {
+		resp = errResp(http.StatusInternalServerError, "INTERNAL_ERROR", "emulator state: "+err.Error())
+	}
+	for k, vs := range resp.header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if resp.contentType != "" {
+		w.Header().Set("Content-Type", resp.contentType)
+	}
+	w.WriteHeader(resp.status)
+	if resp.body != nil {
+		w.Write(resp.body) //nolint:errcheck
+	}
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func (s *Server) handle(st *state, r *http.Request) (response, bool) {
+	path := strings.TrimPrefix(r.URL.Path, APIPrefix)
+	if path == "" {
+		path = "/"
+	}
+	changed := false
+	// Faults that fire before anything else.
+	f := &st.Faults
+	key := r.Method + " " + path
+	if f.Match == "" || strings.HasPrefix(key, f.Match) {
+		if f.RateLimit > 0 {
+			f.RateLimit--
+			ra := f.RetryAfterSeconds
+			if ra <= 0 {
+				ra = 1
+			}
+			resp := errResp(http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "Too many requests.")
+			resp.header = http.Header{"Retry-After": {strconv.Itoa(ra)}}
+			return resp, true
+		}
+		if f.ServerErrors > 0 {
+			f.ServerErrors--
+			status := f.ServerErrorStatus
+			if status == 0 {
+				status = http.StatusServiceUnavailable
+			}
+			return errResp(status, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable."), true
+		}
+	}
+	if resp, ok := s.authorize(r); !ok {
+		return resp, changed
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case r.Method == http.MethodGet && path == "/zone":
+		return s.zones(st), changed
+	case r.Method == http.MethodGet && path == "/plan":
+		return s.plans(st), changed
+	case r.Method == http.MethodGet && path == "/price":
+		return s.prices(st), changed
+	case r.Method == http.MethodGet && path == "/device/availability":
+		return s.availability(st, r), changed
+	case r.Method == http.MethodGet && path == "/account":
+		return s.account(st), changed
+	case r.Method == http.MethodGet && (path == "/storage/template" || path == "/storage/public/template"):
+		return s.templates(st, path == "/storage/public/template"), changed
+	case parts[0] == "server" && len(parts) == 1:
+		switch r.Method {
+		case http.MethodGet:
+			return s.listServers(st, r), changed
+		case http.MethodPost:
+			return s.createServer(st, r)
+		}
+	case parts[0] == "server" && len(parts) == 2:
+		if !uuidRE.MatchString(parts[1]) {
+			return errResp(http.StatusBadRequest, "SERVER_INVALID", "The server UUID is invalid."), changed
+		}
+		switch r.Method {
+		case http.MethodGet:
+			return s.getServer(st, parts[1]), changed
+		case http.MethodDelete:
+			return s.deleteServer(st, parts[1], r)
+		}
+	case parts[0] == "server" && len(parts) == 3 && r.Method == http.MethodPost:
+		if !uuidRE.MatchString(parts[1]) {
+			return errResp(http.StatusBadRequest, "SERVER_INVALID", "The server UUID is invalid."), changed
+		}
+		switch parts[2] {
+		case "stop":
+			return s.stopServer(st, parts[1], r)
+		case "start":
+			return s.startServer(st, parts[1])
+		}
+	}
+	return problemResp(http.StatusNotFound, "ERROR_RESOURCE_NOT_FOUND", "The resource you requested does not exist."), changed
+}
+
+func (s *Server) authorize(r *http.Request) (response, bool) {
+	fail := errResp(http.StatusUnauthorized, "AUTHENTICATION_FAILED", "Authentication failed using the given username and password.")
+	h := r.Header.Get("Authorization")
+	anyCreds := s.opts.Username == "" && s.opts.Password == "" && s.opts.Token == ""
+	switch {
+	case strings.HasPrefix(h, "Basic "):
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(h, "Basic "))
+		if err != nil {
+			return fail, false
+		}
+		user, pass, ok := strings.Cut(string(raw), ":")
+		if !ok || user == "" {
+			return fail, false
+		}
+		if anyCreds || (s.opts.Username != "" && user == s.opts.Username && pass == s.opts.Password) {
+			return response{}, true
+		}
+	case strings.HasPrefix(h, "Bearer "):
+		tok := strings.TrimPrefix(h, "Bearer ")
+		if tok != "" && (anyCreds || (s.opts.Token != "" && tok == s.opts.Token)) {
+			return response{}, true
+		}
+	}
+	return fail, false
+}
+
+func yn(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func (s *Server) zones(st *state) response {
+	var list []any
+	for _, z := range st.Zones {
+		list = append(list, map[string]any{"id": z.ID, "description": z.Description, "public": yn(z.Public)})
+	}
+	return jsonResp(http.StatusOK, map[string]any{"zones": map[string]any{"zone": list}})
+}
+
+func (s *Server) plans(st *state) response {
+	var list []any
+	for _, p := range st.Plans {
+		m := map[string]any{
+			"name":               p.Name,
+			"core_number":        p.Cores,
+			"memory_amount":      p.MemoryMiB,
+			"storage_size":       p.StorageGB,
+			"public_traffic_out": 1024 * max(p.Cores/2, 1),
+			"current_offering":   yn(!p.Retired),
+		}
+		if p.GPUAmount > 0 {
+			m["storage_size"] = 0
+			m["storage_tier"] = nil
+			m["gpu_amount"] = p.GPUAmount
+			m["gpu_model"] = p.GPUModel
+			m["family"] = "gpu"
+			m["public_traffic_out"] = 12
+		} else {
+			m["storage_tier"] = "maxiops"
+		}
+		list = append(list, m)
+	}
+	return jsonResp(http.StatusOK, map[string]any{"plans": map[string]any{"plan": list}})
+}
+
+func (s *Server) prices(st *state) response {
+	var zones []any
+	for _, z := range st.Zones {
+		m := map[string]any{
+			"name":                      z.ID,
+			"firewall":                  map[string]any{"amount": 1, "price": 0.56},
+			"ipv4_address":              map[string]any{"amount": 1, "price": 0.336},
+			"ipv6_address":              map[string]any{"amount": 1, "price": 0},
+			"public_ipv4_bandwidth_out": map[string]any{"amount": 1, "price": 1},
+			"server_core":               map[string]any{"amount": 1, "price": 1.3},
+			"server_memory":             map[string]any{"amount": 256, "price": 0.45},
+			"storage_maxiops":           map[string]any{"amount": 1, "price": 0.031},
+			"storage_standard":          map[string]any{"amount": 1, "price": 0.017},
+			"storage_hdd":               map[string]any{"amount": 1, "price": 0.0078},
+		}
+		for _, p := range st.Plans {
+			if zo, ok := p.Zones[z.ID]; ok {
+				m["server_plan_"+p.Name] = map[string]any{"amount": 1, "price": zo.PriceCents}
+			}
+		}
+		zones = append(zones, m)
+	}
+	return jsonResp(http.StatusOK, map[string]any{"prices": map[string]any{"zone": zones}})
+}
+
+func (s *Server) availability(st *state, r *http.Request) response {
+	wantZone := r.URL.Query().Get("zone")
+	out := map[string]any{}
+	for zone, plans := range st.Stock {
+		if wantZone != "" && zone != wantZone {
+			continue
+		}
+		gp := map[string]any{}
+		for name, n := range plans {
+			if n > 0 {
+				gp[name] = map[string]any{"amount": n}
+			}
+		}
+		out[zone] = map[string]any{"gpu_plans": gp}
+	}
+	return jsonResp(http.StatusOK, out)
+}
+
+func (s *Server) account(st *state) response {
+	user := s.opts.Username
+	if user == "" {
+		user = "hydra-emulator"
+	}
+	return jsonResp(http.StatusOK, map[string]any{"account": map[string]any{
+		"credits":  9972.2324,
+		"username": user,
+		"resource_limits": map[string]any{
+			"cores": 200, "detached_floating_ips": 10, "gpus": 16, "memory": 1048576, "networks": 100,
+			"public_ipv4": 100, "public_ipv6": 100, "storage_hdd": 10240, "storage_maxiops": 10240, "storage_ssd": 10240,
+		},
+	}})
+}
+
+func (s *Server) templates(st *state, publicOnly bool) response {
+	var list []any
+	for _, t := range st.Templates {
+		access := t.Access
+		if access == "" {
+			access = "public"
+		}
+		if publicOnly && access != "public" {
+			continue
+		}
+		tt := "native"
+		if t.CloudInit {
+			tt = "cloud-init"
+		}
+		m := map[string]any{
+			"access": access, "license": 0, "size": t.SizeGB, "state": "online", "title": t.Title,
+			"type": "template", "uuid": t.UUID, "template_type": tt,
+		}
+		if access != "public" {
+			m["tier"] = "maxiops"
+			m["zone"] = "fi-hel2"
+		}
+		list = append(list, m)
+	}
+	return jsonResp(http.StatusOK, map[string]any{"storages": map[string]any{"storage": list}})
+}
+
+func randHex(n int) string {
+	b := make([]byte, (n+1)/2)
+	_, _ = rand.Read(b)
+	return strings.ToUpper(hex.EncodeToString(b))[:n]
+}
+
+func newUUID(prefix string) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	h := hex.EncodeToString(b)
+	return prefix + h[2:8] + "-" + h[8:12] + "-4" + h[13:16] + "-" + "a" + h[17:20] + "-" + h[20:32]
+}
+
+func labelsJSON(ls []label) map[string]any {
+	list := []any{}
+	for _, l := range ls {
+		list = append(list, map[string]any{"key": l.Key, "value": l.Value})
+	}
+	return map[string]any{"label": list}
+}
+
+// summary is a server as GET /server lists it.
+func (s *Server) summary(st *state, v *server) map[string]any {
+	now := s.opts.Now()
+	state, progress := serverState(v, now)
+	p, _ := st.plan(v.Plan)
+	m := map[string]any{
+		"core_number":     strconv.Itoa(p.Cores),
+		"created":         v.Created.Unix(),
+		"host":            v.Host,
+		"hostname":        v.Hostname,
+		"labels":          labelsJSON(v.Labels),
+		"license":         0,
+		"memory_amount":   strconv.Itoa(p.MemoryMiB),
+		"plan":            v.Plan,
+		"plan_ipv4_bytes": "0",
+		"plan_ipv6_bytes": "0",
+		"server_group":    nil,
+		"simple_backup":   "no",
+		"state":           state,
+		"tags":            map[string]any{"tag": []any{}},
+		"title":           v.Title,
+		"uuid":            v.UUID,
+		"zone":            v.Zone,
+	}
+	if state == "maintenance" {
+		m["progress"] = strconv.Itoa(progress)
+	}
+	return m
+}
+
+// details is a server as GET /server/{uuid} and the actions answer it.
+func (s *Server) details(st *state, v *server) map[string]any {
+	m := s.summary(st, v)
+	p, _ := st.plan(v.Plan)
+	ipv4 := v.PublicIPv4
+	if s.opts.SSHHost != "" {
+		ipv4 = s.opts.SSHHost
+	}
+	m["boot_order"] = "disk"
+	m["firewall"] = "off"
+	m["metadata"] = yn(v.Metadata)
+	m["nic_model"] = "virtio"
+	m["remote_access_enabled"] = "no"
+	m["remote_access_type"] = "vnc"
+	m["timezone"] = "UTC"
+	m["video_model"] = "cirrus"
+	m["ip_addresses"] = map[string]any{"ip_address": []any{
+		map[string]any{"access": "utility", "address": v.UtilityIPv4, "family": "IPv4"},
+		map[string]any{"access": "public", "address": v.PublicIPv6, "family": "IPv6"},
+		map[string]any{"access": "public", "address": ipv4, "family": "IPv4"},
+	}}
+	itf := func(i int, typ, addr, fam, network string) map[string]any {
+		return map[string]any{
+			"bootable": "no", "index": i, "mac": fmt.Sprintf("aa:aa:aa:aa:aa:%02x", i), "network": network,
+			"source_ip_filtering": "yes", "type": typ,
+			"ip_addresses": map[string]any{"ip_address": []any{map[string]any{
+				"address": addr, "dhcp_provided": "yes", "family": fam, "floating": "no", "release_policy": "release"}}},
+		}
+	}
+	m["networking"] = map[string]any{"interfaces": map[string]any{"interface": []any{
+		itf(1, "utility", v.UtilityIPv4, "IPv4", "03aaaaaa-aaaa-4aaa-aaaa-aaaaaaaaaa01"),
+		itf(2, "public", ipv4, "IPv4", "03aaaaaa-aaaa-4aaa-aaaa-aaaaaaaaaa02"),
+		itf(3, "public", v.PublicIPv6, "IPv6", "03000000-0000-4000-8046-000000000000"),
+	}}}
+	tmpl, _ := st.template(v.Template)
+	m["storage_devices"] = map[string]any{"storage_device": []any{map[string]any{
+		"address": "virtio:0", "boot_disk": "0", "storage": v.Storage, "storage_encrypted": "no",
+		"storage_size": v.StorageSize, "storage_tier": v.StorageTier, "storage_title": v.StorageTitle, "type": "disk",
+		"labels": []any{
+			map[string]any{"key": "_os_main_category", "value": "Linux"},
+			map[string]any{"key": "_template_uuid", "value": tmpl.UUID},
+		},
+	}}}
+	if p.GPUAmount > 0 {
+		var devs []any
+		for i := 0; i < p.GPUAmount; i++ {
+			serial := fmt.Sprintf("17909250%05d", (v.Host+int64(i))%100000)
+			devs = append(devs, map[string]any{"model": p.GPUModel, "type": "gpu", "serial": serial,
+				"metadata": map[string]any{"serial": serial, "cores": 18176, "memory": p.GPUMemoryGB}})
+		}
+		m["devices"] = map[string]any{"device": devs}
+	}
+	return m
+}
+
+func (s *Server) listServers(st *state, r *http.Request) response {
+	q := r.URL.Query()
+	var list []*server
+	for _, v := range st.Servers {
+		if matchLabels(v.Labels, q["label"]) {
+			list = append(list, v)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].UUID < list[j].UUID })
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	if offset < 0 {
+		offset = 0
+	}
+	if offset > len(list) {
+		offset = len(list)
+	}
+	list = list[offset:]
+	if limit, err := strconv.Atoi(q.Get("limit")); err == nil && limit >= 0 && limit < len(list) {
+		list = list[:limit]
+	}
+	out := []any{}
+	for _, v := range list {
+		out = append(out, s.summary(st, v))
+	}
+	return jsonResp(http.StatusOK, map[string]any{"servers": map[string]any{"server": out}})
+}
+
+// matchLabels: each filter is "key" (present) or "key=value"; all must match.
+func matchLabels(ls []label, filters []string) bool {
+	for _, f := range filters {
+		k, v, hasV := strings.Cut(f, "=")
+		found := false
+		for _, l := range ls {
+			if l.Key == k && (!hasV || l.Value == v) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func notFound(uuid string) response {
+	return errResp(http.StatusNotFound, "SERVER_NOT_FOUND", fmt.Sprintf("The server %s does not exist.", uuid))
+}
+
+func (s *Server) getServer(st *state, uuid string) response {
+	v, ok := st.Servers[uuid]
+	if !ok {
+		return notFound(uuid)
+	}
+	return jsonResp(http.StatusOK, map[string]any{"server": s.details(st, v)})
+}
+
+var hostnameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$`)
+
+// createBody is what the emulator reads of POST /server. Sizes are accepted as numbers or strings.
+type createBody struct {
+	Server *struct {
+		Zone           string `json:"zone"`
+		Title          string `json:"title"`
+		Hostname       string `json:"hostname"`
+		Plan           string `json:"plan"`
+		Metadata       string `json:"metadata"`
+		StorageDevices struct {
+			StorageDevice []struct {
+				Action  string      `json:"action"`
+				Storage string      `json:"storage"`
+				Title   string      `json:"title"`
+				Size    json.Number `json:"size"`
+				Tier    string      `json:"tier"`
+			} `json:"storage_device"`
+		} `json:"storage_devices"`
+		LoginUser *struct {
+			Username string `json:"username"`
+			SSHKeys  struct {
+				SSHKey []string `json:"ssh_key"`
+			} `json:"ssh_keys"`
+		} `json:"login_user"`
+		Labels *struct {
+			Label []label `json:"label"`
+		} `json:"labels"`
+	} `json:"server"`
+}
+
+func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
+	var body createBody
+	dec := json.NewDecoder(r.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&body); err != nil || body.Server == nil {
+		return errResp(http.StatusBadRequest, "SERVER_INVALID", "The request body is not a valid server object."), false
+	}
+	b := body.Server
+	switch {
+	case b.Zone == "":
+		return errResp(http.StatusBadRequest, "ZONE_MISSING", "The zone is missing."), false
+	case b.Title == "":
+		return errResp(http.StatusBadRequest, "TITLE_MISSING", "The title is missing."), false
+	case b.Hostname == "":
+		return errResp(http.StatusBadRequest, "HOSTNAME_MISSING", "The hostname is missing."), false
+	case !hostnameRE.MatchString(b.Hostname) || len(b.Hostname) > 128:
+		return errResp(http.StatusBadRequest, "HOSTNAME_INVALID", "The hostname is invalid."), false
+	case len(b.Title) > 255:
+		return errResp(http.StatusBadRequest, "TITLE_INVALID", "The title is invalid."), false
+	}
+	if _, ok := st.zone(b.Zone); !ok {
+		return errResp(http.StatusNotFound, "ZONE_NOT_FOUND", fmt.Sprintf("The zone %s does not exist.", b.Zone)), false
+	}
+	p, ok := st.plan(b.Plan)
+	if !ok || p.Retired {
+		return errResp(http.StatusBadRequest, "PLAN_INVALID", fmt.Sprintf("The plan %q is invalid.", b.Plan)), false
+	}
+	if _, ok := p.Zones[b.Zone]; !ok {
+		return errResp(http.StatusBadRequest, "PLAN_INVALID", fmt.Sprintf("The plan %s is not available in zone %s.", b.Plan, b.Zone)), false
+	}
+	devs := b.StorageDevices.StorageDevice
+	if len(devs) != 1 || devs[0].Action != "clone" {
+		return errResp(http.StatusBadRequest, "STORAGE_DEVICE_INVALID", "Exactly one storage device with action clone is supported."), false
+	}
+	d := devs[0]
+	tmpl, ok := st.template(d.Storage)
+	if !ok {
+		return errResp(http.StatusNotFound, "STORAGE_NOT_FOUND", fmt.Sprintf("The storage %s does not exist.", d.Storage)), false
+	}
+	size, _ := strconv.Atoi(d.Size.String())
+	if d.Size == "" || size == 0 {
+		if p.GPUAmount > 0 || p.StorageGB == 0 {
+			return errResp(http.StatusBadRequest, "SIZE_MISSING", "The plan includes no storage: the storage device size is required."), false
+		}
+		size = p.StorageGB
+	}
+	if size < tmpl.SizeGB || size > 4096 {
+		return errResp(http.StatusBadRequest, "SIZE_INVALID", fmt.Sprintf("The storage size %d is invalid: the template needs at least %d GB.", size, tmpl.SizeGB)), false
+	}
+	tier := d.Tier
+	if tier == "" {
+		tier = "maxiops"
+	}
+	if tier != "maxiops" && tier != "standard" && tier != "hdd" {
+		return errResp(http.StatusBadRequest, "STORAGE_TIER_INVALID", fmt.Sprintf("The storage tier %q is invalid.", tier)), false
+	}
+	metadata := strings.EqualFold(b.Metadata, "yes")
+	if tmpl.CloudInit && !metadata {
+		return errResp(http.StatusBadRequest, "METADATA_DISABLED_ON_CLOUD-INIT", "Metadata must be enabled for cloud-init templates."), false
+	}
+	var keys []string
+	username := "root"
+	if b.LoginUser != nil {
+		keys = b.LoginUser.SSHKeys.SSHKey
+		if b.LoginUser.Username != "" {
+			username = b.LoginUser.Username
+		}
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "ssh-") && !strings.HasPrefix(k, "ecdsa-") && !strings.HasPrefix(k, "sk-") {
+			return errResp(http.StatusBadRequest, "SSH_KEY_INVALID", "An SSH key is invalid."), false
+		}
+	}
+	if tmpl.CloudInit && len(keys) == 0 {
+		return errResp(http.StatusBadRequest, "LOGIN_USER_INVALID", "This template accepts SSH key authentication only: login_user.ssh_keys is required."), false
+	}
+	var labels []label
+	if b.Labels != nil {
+		for _, l := range b.Labels.Label {
+			if l.Key == "" || strings.HasPrefix(l.Key, "_") || len(l.Key) > 32 || len(l.Value) > 255 {
+				return errResp(http.StatusBadRequest, "LABEL_INVALID", fmt.Sprintf("The label %q is invalid.", l.Key)), false
+			}
+			labels = append(labels, l)
+		}
+	}
+	if p.GPUAmount > 0 {
+		if st.Faults.CapacityGone || st.Stock[b.Zone][p.Name] <= 0 {
+			return errResp(http.StatusConflict, "SERVER_RESOURCES_UNAVAILABLE",
+				fmt.Sprintf("There are not enough resources available for plan %s in zone %s.", p.Name, b.Zone)), false
+		}
+		st.Stock[b.Zone][p.Name]--
+	}
+	now := s.opts.Now()
+	st.Seq++
+	st.CreateCount++
+	boot := st.BootDuration + st.Faults.SlowBoot
+	failBoot := false
+	if st.Faults.BootFailures > 0 {
+		st.Faults.BootFailures--
+		failBoot = true
+	}
+	v := &server{
+		UUID: newUUID("00"), Title: b.Title, Hostname: b.Hostname, Zone: b.Zone, Plan: p.Name,
+		Created: now, BootStart: now, BootDuration: boot, FailBoot: failBoot, StopDuration: st.StopDuration,
+		Labels: labels, SSHKeys: keys, Username: username, Metadata: metadata,
+		PublicIPv4:  fmt.Sprintf("94.237.%d.%d", (st.Seq/250)%250+1, st.Seq%250+1),
+		PublicIPv6:  fmt.Sprintf("2a04:3545:1000:720:a8aa:aaff:feaa:%04x", st.Seq%0xffff),
+		UtilityIPv4: fmt.Sprintf("10.6.%d.%d", (st.Seq/250)%250, st.Seq%250+1),
+		Host:        5872304771 + st.Seq,
+		Storage:     newUUID("01"), StorageSize: size, StorageTier: tier, StorageTitle: d.Title, Template: tmpl.UUID,
+	}
+	if v.StorageTitle == "" {
+		v.StorageTitle = "Storage for " + v.Hostname
+	}
+	st.Servers[v.UUID] = v
+	st.Disks[v.Storage] = &disk{UUID: v.Storage, Title: v.StorageTitle, Zone: v.Zone, Size: size, Tier: tier, Created: now}
+	if st.Faults.LostCreates > 0 {
+		st.Faults.LostCreates--
+		return errResp(http.StatusInternalServerError, "INTERNAL_ERROR", "Internal server error."), true
+	}
+	d2 := s.details(st, v)
+	d2["username"] = username
+	return jsonResp(http.StatusAccepted, map[string]any{"server": d2}), true
+}
+
+func (s *Server) stopServer(st *state, uuid string, r *http.Request) (response, bool) {
+	v, ok := st.Servers[uuid]
+	if !ok {
+		return notFound(uuid), false
+	}
+	var body struct {
+		StopServer *struct {
+			StopType string          `json:"stop_type"`
+			Timeout  json.RawMessage `json:"timeout"`
+		} `json:"stop_server"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+		return errResp(http.StatusBadRequest, "STOP_SERVER_INVALID", "The request body is invalid."), false
+	}
+	if body.StopServer != nil && body.StopServer.StopType != "" && body.StopServer.StopType != "soft" && body.StopServer.StopType != "hard" {
+		return errResp(http.StatusBadRequest, "STOP_TYPE_INVALID", "The stop type is invalid."), false
+	}
+	state, _ := serverState(v, s.opts.Now())
+	if state != "started" {
+		return errResp(http.StatusConflict, "SERVER_STATE_ILLEGAL", fmt.Sprintf("The server %s is in state %s, which does not allow this operation.", uuid, state)), false
+	}
+	if v.StopAt != nil {
+		// Already stopping: answer with the current (still started) state.
+		return jsonResp(http.StatusOK, map[string]any{"server": s.details(st, v)}), false
+	}
+	answer := s.details(st, v) // the old state: stop is asynchronous
+	now := s.opts.Now()
+	v.StopAt = &now
+	v.StopDuration = st.StopDuration
+	return jsonResp(http.StatusOK, map[string]any{"server": answer}), true
+}
+
+func (s *Server) startServer(st *state, uuid string) (response, bool) {
+	v, ok := st.Servers[uuid]
+	if !ok {
+		return notFound(uuid), false
+	}
+	state, _ := serverState(v, s.opts.Now())
+	if state != "stopped" {
+		return errResp(http.StatusConflict, "SERVER_STATE_ILLEGAL", fmt.Sprintf("The server %s is in state %s, which does not allow this operation.", uuid, state)), false
+	}
+	v.StopAt = nil
+	return jsonResp(http.StatusOK, map[string]any{"server": s.details(st, v)}), true
+}
+
+func (s *Server) deleteServer(st *state, uuid string, r *http.Request) (response, bool) {
+	v, ok := st.Servers[uuid]
+	if !ok {
+		return notFound(uuid), false
+	}
+	state, _ := serverState(v, s.opts.Now())
+	if state != "stopped" && state != "error" {
+		return errResp(http.StatusConflict, "SERVER_STATE_ILLEGAL", fmt.Sprintf("The server %s is in state %s; only a stopped server can be deleted.", uuid, state)), false
+	}
+	delete(st.Servers, uuid)
+	if s := r.URL.Query().Get("storages"); s == "1" || s == "true" {
+		delete(st.Disks, v.Storage)
+	}
+	if p, ok := st.plan(v.Plan); ok && p.GPUAmount > 0 {
+		if st.Stock[v.Zone] == nil {
+			st.Stock[v.Zone] = map[string]int{}
+		}
+		st.Stock[v.Zone][p.Name]++
+	}
+	return response{status: http.StatusNoContent}, true
+}

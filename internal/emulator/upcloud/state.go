@@ -1,0 +1,245 @@
+package upcloud
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Faults are failures switched on at runtime (SetFaults). They live in the state, so with a StateDir
+// every process sharing the directory sees them. Counters count down as they fire.
+type Faults struct {
+	// Latency is added to every request.
+	Latency time.Duration
+	// Match limits RateLimit and ServerErrors to requests whose "METHOD /path" (path without the /1.3
+	// prefix) starts with it, e.g. "POST /server". Empty: every request.
+	Match string
+	// RateLimit answers the next N matching requests with 429 and a Retry-After of RetryAfterSeconds
+	// (default 1).
+	RateLimit         int
+	RetryAfterSeconds int
+	// ServerErrors answers the next N matching requests with ServerErrorStatus (default 503), before
+	// acting on them.
+	ServerErrors      int
+	ServerErrorStatus int
+	// LostCreates carries out the next N server creates but answers them 500, as when a response is lost.
+	LostCreates int
+	// SlowBoot adds to the boot duration of servers created while it is set.
+	SlowBoot time.Duration
+	// CapacityGone makes creates fail with SERVER_RESOURCES_UNAVAILABLE although /device/availability
+	// still shows stock (capacity gone between offer and create).
+	CapacityGone bool
+	// BootFailures makes the next N created servers end their boot in state "error".
+	BootFailures int
+}
+
+type label struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+type server struct {
+	UUID         string        `json:"uuid"`
+	Title        string        `json:"title"`
+	Hostname     string        `json:"hostname"`
+	Zone         string        `json:"zone"`
+	Plan         string        `json:"plan"`
+	Created      time.Time     `json:"created"`
+	BootStart    time.Time     `json:"boot_start"`
+	BootDuration time.Duration `json:"boot_duration"`
+	FailBoot     bool          `json:"fail_boot"`
+	StopAt       *time.Time    `json:"stop_at,omitempty"`
+	StopDuration time.Duration `json:"stop_duration"`
+	Labels       []label       `json:"labels"`
+	SSHKeys      []string      `json:"ssh_keys"`
+	Username     string        `json:"username"`
+	Metadata     bool          `json:"metadata"`
+	PublicIPv4   string        `json:"public_ipv4"`
+	PublicIPv6   string        `json:"public_ipv6"`
+	UtilityIPv4  string        `json:"utility_ipv4"`
+	Host         int64         `json:"host"`
+	Storage      string        `json:"storage"`
+	StorageSize  int           `json:"storage_size"`
+	StorageTier  string        `json:"storage_tier"`
+	StorageTitle string        `json:"storage_title"`
+	Template     string        `json:"template"`
+}
+
+type disk struct {
+	UUID    string    `json:"uuid"`
+	Title   string    `json:"title"`
+	Zone    string    `json:"zone"`
+	Size    int       `json:"size"`
+	Tier    string    `json:"tier"`
+	Created time.Time `json:"created"`
+}
+
+// state is the whole emulated cloud. With a StateDir it is the JSON file state.json.
+type state struct {
+	Zones        []Zone                    `json:"zones"`
+	Plans        []Plan                    `json:"plans"`
+	Templates    []Template                `json:"templates"`
+	Stock        map[string]map[string]int `json:"stock"` // zone -> plan -> free
+	Servers      map[string]*server        `json:"servers"`
+	Disks        map[string]*disk          `json:"disks"`
+	Faults       Faults                    `json:"faults"`
+	CreateCount  int                       `json:"create_count"`
+	Seq          int64                     `json:"seq"`
+	BootDuration time.Duration             `json:"boot_duration"`
+	StopDuration time.Duration             `json:"stop_duration"`
+}
+
+func newState(o Options) *state {
+	st := &state{
+		Zones:        o.Zones,
+		Plans:        o.Plans,
+		Templates:    o.Templates,
+		Stock:        map[string]map[string]int{},
+		Servers:      map[string]*server{},
+		Disks:        map[string]*disk{},
+		BootDuration: o.BootDuration,
+		StopDuration: o.StopDuration,
+	}
+	for _, p := range o.Plans {
+		if p.GPUAmount == 0 {
+			continue
+		}
+		for z, zo := range p.Zones {
+			if st.Stock[z] == nil {
+				st.Stock[z] = map[string]int{}
+			}
+			st.Stock[z][p.Name] = zo.Stock
+		}
+	}
+	return st
+}
+
+func (st *state) plan(name string) (Plan, bool) {
+	for _, p := range st.Plans {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Plan{}, false
+}
+
+func (st *state) zone(id string) (Zone, bool) {
+	for _, z := range st.Zones {
+		if z.ID == id {
+			return z, true
+		}
+	}
+	return Zone{}, false
+}
+
+func (st *state) template(uuid string) (Template, bool) {
+	for _, t := range st.Templates {
+		if t.UUID == uuid {
+			return t, true
+		}
+	}
+	return Template{}, false
+}
+
+// serverState computes a server's state and progress from wall-clock timestamps only.
+func serverState(s *server, now time.Time) (string, int) {
+	bootEnd := s.BootStart.Add(s.BootDuration)
+	if now.Before(bootEnd) {
+		p := 0
+		if s.BootDuration > 0 {
+			p = int(100 * now.Sub(s.BootStart) / s.BootDuration)
+		}
+		return "maintenance", min(max(p, 0), 99)
+	}
+	if s.FailBoot {
+		return "error", 0
+	}
+	if s.StopAt != nil {
+		if !now.Before(s.StopAt.Add(s.StopDuration)) {
+			return "stopped", 0
+		}
+	}
+	return "started", 0
+}
+
+// store holds the state in memory or in a directory shared between processes.
+type store struct {
+	dir string
+	mem *state
+}
+
+const (
+	stateFile = "state.json"
+	lockFile  = "state.lock"
+)
+
+// with runs fn on the state under an exclusive lock (a flock on the state dir's lock file when there is
+// one) and saves the state afterwards when fn reports a change.
+func (s *store) with(init func() *state, fn func(st *state) bool) error {
+	if s.dir == "" {
+		if s.mem == nil {
+			s.mem = init()
+		}
+		fn(s.mem)
+		return nil
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	lf, err := os.OpenFile(filepath.Join(s.dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking state: %w", err)
+	}
+	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	path := filepath.Join(s.dir, stateFile)
+	var st *state
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		st = init()
+		if err := save(path, st); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		st = &state{}
+		if err := json.Unmarshal(data, st); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		if st.Servers == nil {
+			st.Servers = map[string]*server{}
+		}
+		if st.Disks == nil {
+			st.Disks = map[string]*disk{}
+		}
+		if st.Stock == nil {
+			st.Stock = map[string]map[string]int{}
+		}
+	}
+	if fn(st) {
+		return save(path, st)
+	}
+	return nil
+}
+
+func save(path string, st *state) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,933 @@
+// Package primeintellect is a local emulator of the Prime Intellect compute API (/api/v1): paginated
+// and legacy availability, the GPU summary, pods (create, get, list, status, delete) and SSH keys,
+// with the quirks hydra's client must survive: {detail} errors, isSpot null instead of false,
+// community offers priced by communityPrice, ACTIVE pods without an sshConnection (then `[null]`),
+// cloudIds that change, empty availability answers, and a 400 when maxPrice is null.
+//
+// Pod status follows wall-clock timestamps kept in the state (created_at + boot duration), so it
+// survives restarts; with Options.StateDir the whole cloud lives in a JSON file shared by processes.
+package primeintellect
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options configure an emulator.
+type Options struct {
+	// StateDir keeps the cloud's state in StateDir/state.json under an exclusive file lock ("" = memory).
+	StateDir string
+	// APIKeys are the accepted API keys (default: "pi-test-key").
+	APIKeys []string
+	// Catalog is the initial availability (default: DefaultCatalog()). A state dir that already
+	// holds a state keeps its own catalog.
+	Catalog []Item
+	// BootDuration is how long a pod takes from create to reachable (default 20s). The pod is
+	// PROVISIONING for the first quarter, ACTIVE with installation running and no sshConnection until
+	// half, ACTIVE/FINISHED with sshConnection [null] until the end, then ACTIVE with an SSH connection.
+	BootDuration time.Duration
+	// DeleteDuration is how long a pod stays DELETING (default 3s).
+	DeleteDuration time.Duration
+	// TerminatedRetention is how long a terminated pod still answers GET /pods/{id} with TERMINATED
+	// before it answers 404 (default 1 minute).
+	TerminatedRetention time.Duration
+	// SSHHost, SSHPort and SSHUser make up sshConnection (default 127.0.0.1, 22, root).
+	SSHHost string
+	SSHPort int
+	SSHUser string
+	// SSHAsList sends sshConnection as a one-element list instead of a string.
+	SSHAsList bool
+	// AllowNullMaxPrice accepts creates without a numeric maxPrice (by default they get a 400, as some
+	// upstream providers answer).
+	AllowNullMaxPrice bool
+	// LegacyOnly answers 404 on /availability/gpus, like the API before Nov 2025: clients must read
+	// the legacy keyed form at /availability/.
+	LegacyOnly bool
+	// MaxPageSize is the largest page_size accepted (default 100); larger ones get a 422.
+	MaxPageSize int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Faults are failures switched on at runtime; counters go down as they fire. They persist in the state.
+type Faults struct {
+	// Latency is added to every request.
+	Latency time.Duration `json:"latency"`
+	// TooManyRequests answers that many requests with 429 and Retry-After: RetryAfterSeconds (default 1).
+	TooManyRequests   int `json:"too_many_requests"`
+	RetryAfterSeconds int `json:"retry_after_seconds"`
+	// ServerErrors answers that many requests with 500.
+	ServerErrors int `json:"server_errors"`
+	// LostCreateResponses makes that many creates succeed but answer 502 (the answer is lost).
+	LostCreateResponses int `json:"lost_create_responses"`
+	// EmptyAvailability answers that many availability requests with an empty list (a flaky replica).
+	EmptyAvailability int `json:"empty_availability"`
+	// CapacityGoneOnCreate answers that many creates with a no-capacity 400 (sold between offer and create).
+	CapacityGoneOnCreate int `json:"capacity_gone_on_create"`
+	// BootFailures makes that many new pods end in ERROR with an installation failure.
+	BootFailures int `json:"boot_failures"`
+	// SlowBoot is added to the boot duration of pods created while it is set.
+	SlowBoot time.Duration `json:"slow_boot"`
+	// PaymentRequired answers creates with 402 (no balance) while set.
+	PaymentRequired bool `json:"payment_required"`
+}
+
+type podRec struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	CloudID    string     `json:"cloud_id"`
+	GPUType    string     `json:"gpu_type"`
+	Socket     string     `json:"socket"`
+	GPUCount   int        `json:"gpu_count"`
+	Provider   string     `json:"provider"`
+	DataCenter string     `json:"data_center"`
+	Slot       string     `json:"slot"`
+	Price      float64    `json:"price"`
+	MaxPrice   float64    `json:"max_price"`
+	Spot       bool       `json:"spot"`
+	DiskGB     int        `json:"disk_gb"`
+	VCPUs      int        `json:"vcpus"`
+	MemoryGB   int        `json:"memory_gb"`
+	Image      string     `json:"image"`
+	SSHKeyID   string     `json:"ssh_key_id"`
+	CreatedAt  time.Time  `json:"created_at"`
+	Boot       int64      `json:"boot_ns"`
+	Fail       bool       `json:"fail"`
+	DeletedAt  *time.Time `json:"deleted_at,omitempty"`
+}
+
+type keyRec struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	PublicKey string    `json:"public_key"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+type state struct {
+	Catalog     []Item            `json:"catalog"`
+	Pods        []*podRec         `json:"pods"`
+	Keys        []keyRec          `json:"ssh_keys"`
+	Faults      Faults            `json:"faults"`
+	CreateCount int               `json:"create_count"`
+	Flips       int               `json:"flips"`
+	Creates     []json.RawMessage `json:"creates"`
+}
+
+// Server is the emulator; it is an http.Handler.
+type Server struct {
+	opts  Options
+	store *store
+}
+
+// New builds an emulator.
+func New(opts Options) *Server {
+	if len(opts.APIKeys) == 0 {
+		opts.APIKeys = []string{"pi-test-key"}
+	}
+	if opts.Catalog == nil {
+		opts.Catalog = DefaultCatalog()
+	}
+	if opts.BootDuration <= 0 {
+		opts.BootDuration = 20 * time.Second
+	}
+	if opts.DeleteDuration <= 0 {
+		opts.DeleteDuration = 3 * time.Second
+	}
+	if opts.TerminatedRetention <= 0 {
+		opts.TerminatedRetention = time.Minute
+	}
+	if opts.SSHHost == "" {
+		opts.SSHHost = "127.0.0.1"
+	}
+	if opts.SSHPort == 0 {
+		opts.SSHPort = 22
+	}
+	if opts.SSHUser == "" {
+		opts.SSHUser = "root"
+	}
+	if opts.MaxPageSize <= 0 {
+		opts.MaxPageSize = 100
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	catalog := append([]Item(nil), opts.Catalog...)
+	s := &Server{opts: opts}
+	s.store = &store{dir: opts.StateDir, init: func() *state {
+		return &state{Catalog: append([]Item(nil), catalog...)}
+	}}
+	return s
+}
+
+// Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
+// function that stops it.
+func (s *Server) Start(addr string) (baseURL string, stop func() error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(ctx)
+	}, nil
+}
+
+// SetFaults replaces the active faults.
+func (s *Server) SetFaults(f Faults) error {
+	return s.store.with(true, func(st *state) error { st.Faults = f; return nil })
+}
+
+// Faults returns the faults still armed.
+func (s *Server) Faults() Faults {
+	var f Faults
+	_ = s.store.with(false, func(st *state) error { f = st.Faults; return nil })
+	return f
+}
+
+// CreateCount is how many pods were ever created.
+func (s *Server) CreateCount() int {
+	n := 0
+	_ = s.store.with(false, func(st *state) error { n = st.CreateCount; return nil })
+	return n
+}
+
+// PodInfo is an admin view of one pod.
+type PodInfo struct {
+	ID, Name, CloudID, Provider, Status string
+	MaxPrice                            float64
+}
+
+// Pods lists the pods that are not terminated.
+func (s *Server) Pods() []PodInfo {
+	var out []PodInfo
+	now := s.opts.Now()
+	_ = s.store.with(false, func(st *state) error {
+		for _, p := range st.Pods {
+			v := s.view(p, now)
+			if v.status != "TERMINATED" {
+				out = append(out, PodInfo{ID: p.ID, Name: p.Name, CloudID: p.CloudID, Provider: p.Provider, Status: v.status, MaxPrice: p.MaxPrice})
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// CreateRequests returns the bodies of the last create requests (at most 50), oldest first.
+func (s *Server) CreateRequests() []json.RawMessage {
+	var out []json.RawMessage
+	_ = s.store.with(false, func(st *state) error { out = append(out, st.Creates...); return nil })
+	return out
+}
+
+// FlipCloudIDs gives every catalog item a new cloudId, as upstream plan tokens change within minutes.
+func (s *Server) FlipCloudIDs() error {
+	return s.store.with(true, func(st *state) error {
+		st.Flips++
+		for i := range st.Catalog {
+			base, _, _ := strings.Cut(st.Catalog[i].CloudID, "#")
+			st.Catalog[i].CloudID = fmt.Sprintf("%s#r%d", base, st.Flips)
+		}
+		return nil
+	})
+}
+
+// SetCapacity sets the capacity of every catalog item of a Prime GPU type (e.g. "H100_80GB").
+func (s *Server) SetCapacity(gpuType string, capacity int) error {
+	return s.store.with(true, func(st *state) error {
+		for i := range st.Catalog {
+			if st.Catalog[i].GPUType == gpuType {
+				st.Catalog[i].Capacity = capacity
+			}
+		}
+		return nil
+	})
+}
+
+// SetCatalog replaces the catalog.
+func (s *Server) SetCatalog(items []Item) error {
+	return s.store.with(true, func(st *state) error { st.Catalog = append([]Item(nil), items...); return nil })
+}
+
+// Catalog returns the current catalog.
+func (s *Server) Catalog() []Item {
+	var out []Item
+	_ = s.store.with(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func detail(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"detail": msg})
+}
+
+// validation answers a FastAPI 422 with {"detail":[{loc,msg,type}]}.
+func validation(w http.ResponseWriter, loc []string, msg, typ string) {
+	l := make([]any, len(loc))
+	for i, x := range loc {
+		l[i] = x
+	}
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": l, "msg": msg, "type": typ}}})
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ServeHTTP answers one API request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Faults fire first, like a gateway in front of the API.
+	var fault string
+	var latency time.Duration
+	retryAfter := 1
+	err := s.store.with(true, func(st *state) error {
+		f := &st.Faults
+		latency = f.Latency
+		if f.RetryAfterSeconds > 0 {
+			retryAfter = f.RetryAfterSeconds
+		}
+		switch {
+		case f.TooManyRequests > 0:
+			f.TooManyRequests--
+			fault = "429"
+		case f.ServerErrors > 0:
+			f.ServerErrors--
+			fault = "500"
+		}
+		return nil
+	})
+	if err != nil {
+		detail(w, http.StatusInternalServerError, "emulator state: "+err.Error())
+		return
+	}
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	switch fault {
+	case "429":
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		detail(w, http.StatusTooManyRequests, "Rate limit exceeded. Please try again later.")
+		return
+	case "500":
+		detail(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	if !s.authorized(r) {
+		detail(w, http.StatusUnauthorized, "Invalid or expired API key")
+		return
+	}
+	path := strings.TrimRight(r.URL.Path, "/")
+	switch {
+	case path == "/api/v1/availability/gpus":
+		s.must(w, r, http.MethodGet, s.availability)
+	case path == "/api/v1/availability":
+		s.must(w, r, http.MethodGet, s.legacyAvailability)
+	case path == "/api/v1/availability/gpu-summary":
+		s.must(w, r, http.MethodGet, s.gpuSummary)
+	case path == "/api/v1/pods":
+		switch r.Method {
+		case http.MethodGet:
+			s.listPods(w, r)
+		case http.MethodPost:
+			s.createPod(w, r)
+		default:
+			detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+		}
+	case path == "/api/v1/pods/status":
+		s.must(w, r, http.MethodGet, s.podStatus)
+	case strings.HasPrefix(path, "/api/v1/pods/") && !strings.Contains(strings.TrimPrefix(path, "/api/v1/pods/"), "/"):
+		id := strings.TrimPrefix(path, "/api/v1/pods/")
+		switch r.Method {
+		case http.MethodGet:
+			s.getPod(w, id)
+		case http.MethodDelete:
+			s.deletePod(w, id)
+		default:
+			detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+		}
+	case path == "/api/v1/ssh_keys":
+		switch r.Method {
+		case http.MethodGet:
+			s.listKeys(w)
+		case http.MethodPost:
+			s.createKey(w, r)
+		default:
+			detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+		}
+	case strings.HasPrefix(path, "/api/v1/ssh_keys/") && r.Method == http.MethodDelete:
+		s.deleteKey(w, strings.TrimPrefix(path, "/api/v1/ssh_keys/"))
+	default:
+		detail(w, http.StatusNotFound, "Not Found")
+	}
+}
+
+func (s *Server) must(w http.ResponseWriter, r *http.Request, method string, h func(http.ResponseWriter, *http.Request)) {
+	if r.Method != method {
+		detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+		return
+	}
+	h(w, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return false
+	}
+	for _, k := range s.opts.APIKeys {
+		if tok == k {
+			return true
+		}
+	}
+	return false
+}
+
+// filterItems applies the availability query parameters.
+func filterItems(items []Item, q url.Values) []Item {
+	var out []Item
+	regions := q["regions"]
+	for _, it := range sortedItems(items) {
+		if v := q.Get("gpu_type"); v != "" && v != it.GPUType {
+			continue
+		}
+		if v := q.Get("gpu_count"); v != "" && v != strconv.Itoa(it.GPUCount) {
+			continue
+		}
+		if v := q.Get("socket"); v != "" && v != it.Socket {
+			continue
+		}
+		if v := q.Get("security"); v != "" && v != it.Security {
+			continue
+		}
+		if v := q.Get("data_center_id"); v != "" && v != it.DataCenter {
+			continue
+		}
+		if v := q.Get("cloud_id"); v != "" && v != it.CloudID {
+			continue
+		}
+		if len(regions) > 0 {
+			found := false
+			for _, rg := range regions {
+				found = found || rg == it.Region
+			}
+			if !found {
+				continue
+			}
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// takeEmptyFault consumes one EmptyAvailability fault.
+func (s *Server) takeEmptyFault() bool {
+	empty := false
+	_ = s.store.with(true, func(st *state) error {
+		if st.Faults.EmptyAvailability > 0 {
+			st.Faults.EmptyAvailability--
+			empty = true
+		}
+		return nil
+	})
+	return empty
+}
+
+func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
+	if s.opts.LegacyOnly {
+		detail(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	q := r.URL.Query()
+	page, pageSize := 1, s.opts.MaxPageSize
+	if v := q.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			validation(w, []string{"query", "page"}, "Input should be greater than or equal to 1", "greater_than_equal")
+			return
+		}
+		page = n
+	}
+	if v := q.Get("page_size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > s.opts.MaxPageSize {
+			validation(w, []string{"query", "page_size"}, fmt.Sprintf("Input should be less than or equal to %d", s.opts.MaxPageSize), "less_than_equal")
+			return
+		}
+		pageSize = n
+	}
+	if s.takeEmptyFault() {
+		writeJSON(w, http.StatusOK, map[string]any{"items": []any{}, "totalCount": 0})
+		return
+	}
+	var items []Item
+	_ = s.store.with(false, func(st *state) error { items = filterItems(st.Catalog, q); return nil })
+	start := (page - 1) * pageSize
+	out := []any{}
+	for i := start; i < len(items) && i < start+pageSize; i++ {
+		out = append(out, items[i].render(false))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": out, "totalCount": len(items)})
+}
+
+func (s *Server) legacyAvailability(w http.ResponseWriter, r *http.Request) {
+	if s.takeEmptyFault() {
+		writeJSON(w, http.StatusOK, map[string]any{})
+		return
+	}
+	var items []Item
+	_ = s.store.with(false, func(st *state) error { items = filterItems(st.Catalog, r.URL.Query()); return nil })
+	out := map[string][]any{}
+	for _, it := range items {
+		out[it.GPUType] = append(out[it.GPUType], it.render(true))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) gpuSummary(w http.ResponseWriter, _ *http.Request) {
+	var items []Item
+	_ = s.store.with(false, func(st *state) error { items = append(items, st.Catalog...); return nil })
+	writeJSON(w, http.StatusOK, summary(items))
+}
+
+// createBody is the create request as the emulator reads it (maxPrice may be absent or null).
+type createBody struct {
+	Pod struct {
+		Name         string   `json:"name"`
+		CloudID      string   `json:"cloudId"`
+		GPUType      string   `json:"gpuType"`
+		Socket       string   `json:"socket"`
+		GPUCount     int      `json:"gpuCount"`
+		DiskSize     int      `json:"diskSize"`
+		VCPUs        int      `json:"vcpus"`
+		Memory       int      `json:"memory"`
+		MaxPrice     *float64 `json:"maxPrice"`
+		Image        string   `json:"image"`
+		DataCenterID string   `json:"dataCenterId"`
+		Country      string   `json:"country"`
+		Security     string   `json:"security"`
+		SSHKeyID     string   `json:"sshKeyId"`
+	} `json:"pod"`
+	Provider struct {
+		Type string `json:"type"`
+	} `json:"provider"`
+	Team *struct {
+		TeamID string `json:"teamId"`
+	} `json:"team"`
+}
+
+func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
+	raw, err := readBody(r)
+	if err != nil {
+		validation(w, []string{"body"}, "JSON decode error", "json_invalid")
+		return
+	}
+	var b createBody
+	if err := json.Unmarshal(raw, &b); err != nil {
+		validation(w, []string{"body"}, "JSON decode error: "+err.Error(), "json_invalid")
+		return
+	}
+	for _, f := range []struct{ name, val string }{{"cloudId", b.Pod.CloudID}, {"gpuType", b.Pod.GPUType}, {"socket", b.Pod.Socket}} {
+		if f.val == "" {
+			validation(w, []string{"body", "pod", f.name}, "Field required", "missing")
+			return
+		}
+	}
+	if b.Pod.GPUCount < 1 {
+		validation(w, []string{"body", "pod", "gpuCount"}, "Field required", "missing")
+		return
+	}
+	if b.Provider.Type == "" {
+		validation(w, []string{"body", "provider", "type"}, "Field required", "missing")
+		return
+	}
+	if b.Pod.MaxPrice == nil && !s.opts.AllowNullMaxPrice {
+		detail(w, http.StatusBadRequest, "Missing field: max_price not specified")
+		return
+	}
+	now := s.opts.Now().UTC()
+	var (
+		status int
+		msg    string
+		rec    *podRec
+		lost   bool
+	)
+	err = s.store.with(true, func(st *state) error {
+		f := &st.Faults
+		if f.PaymentRequired {
+			status, msg = http.StatusPaymentRequired, "Insufficient balance. Please add funds to your wallet."
+			return nil
+		}
+		if f.CapacityGoneOnCreate > 0 {
+			f.CapacityGoneOnCreate--
+			status, msg = http.StatusBadRequest, "No capacity available for the requested GPU configuration"
+			return nil
+		}
+		idx, flipped := -1, false
+		for i, it := range st.Catalog {
+			if !strings.EqualFold(it.Provider, b.Provider.Type) || it.GPUType != b.Pod.GPUType || it.Socket != b.Pod.Socket || it.GPUCount != b.Pod.GPUCount {
+				continue
+			}
+			if b.Pod.DataCenterID != "" && it.DataCenter != b.Pod.DataCenterID {
+				continue
+			}
+			if b.Pod.Security != "" && it.Security != b.Pod.Security {
+				continue
+			}
+			if it.CloudID != b.Pod.CloudID {
+				flipped = true
+				continue
+			}
+			idx = i
+			break
+		}
+		if idx < 0 {
+			status = http.StatusBadRequest
+			if flipped {
+				msg = fmt.Sprintf("Cloud ID '%s' is no longer available for provider %s", b.Pod.CloudID, b.Provider.Type)
+			} else {
+				msg = "Requested configuration is not available"
+			}
+			return nil
+		}
+		it := &st.Catalog[idx]
+		if it.Capacity == 0 {
+			status, msg = http.StatusBadRequest, "No capacity available for the requested GPU configuration"
+			return nil
+		}
+		price := it.PodPrice()
+		if b.Pod.MaxPrice != nil && *b.Pod.MaxPrice+1e-9 < price {
+			status, msg = http.StatusBadRequest, fmt.Sprintf("Current price %s exceeds max price %s", fmtPrice(price), fmtPrice(*b.Pod.MaxPrice))
+			return nil
+		}
+		if it.Capacity > 0 {
+			it.Capacity--
+		}
+		boot := s.opts.BootDuration + f.SlowBoot
+		rec = &podRec{ID: newID(), Name: b.Pod.Name, CloudID: it.CloudID, GPUType: it.GPUType, Socket: it.Socket, GPUCount: it.GPUCount,
+			Provider: it.Provider, DataCenter: it.DataCenter, Slot: it.slot(), Price: price, Spot: it.Spot,
+			DiskGB: b.Pod.DiskSize, VCPUs: b.Pod.VCPUs, MemoryGB: b.Pod.Memory, Image: b.Pod.Image, SSHKeyID: b.Pod.SSHKeyID,
+			CreatedAt: now, Boot: int64(boot)}
+		if b.Pod.MaxPrice != nil {
+			rec.MaxPrice = *b.Pod.MaxPrice
+		}
+		if rec.DiskGB == 0 {
+			rec.DiskGB = it.DiskGB
+		}
+		if f.BootFailures > 0 {
+			f.BootFailures--
+			rec.Fail = true
+		}
+		if f.LostCreateResponses > 0 {
+			f.LostCreateResponses--
+			lost = true
+		}
+		st.Pods = append(st.Pods, rec)
+		st.CreateCount++
+		st.Creates = append(st.Creates, json.RawMessage(raw))
+		if len(st.Creates) > 50 {
+			st.Creates = st.Creates[len(st.Creates)-50:]
+		}
+		return nil
+	})
+	if err != nil {
+		detail(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if status != 0 {
+		detail(w, status, msg)
+		return
+	}
+	if lost {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1></body></html>"))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.render(rec, now))
+}
+
+func fmtPrice(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func readBody(r *http.Request) ([]byte, error) {
+	defer r.Body.Close()
+	return io.ReadAll(io.LimitReader(r.Body, 1<<20))
+}
+
+// podView is a pod's status at one moment.
+type podView struct {
+	status, install, failure string
+	progress                 int
+	ssh                      any
+	ip                       any
+	terminatedAt             any
+	gone                     bool
+}
+
+func (s *Server) view(p *podRec, now time.Time) podView {
+	boot := time.Duration(p.Boot)
+	age := now.Sub(p.CreatedAt)
+	host := s.opts.SSHHost
+	if p.DeletedAt != nil {
+		since := now.Sub(*p.DeletedAt)
+		if since < s.opts.DeleteDuration {
+			return podView{status: "DELETING", install: "FINISHED", progress: 100, ssh: nil, ip: host}
+		}
+		end := p.DeletedAt.Add(s.opts.DeleteDuration)
+		return podView{status: "TERMINATED", install: "TERMINATED", progress: 100, terminatedAt: end.Format(time.RFC3339Nano),
+			gone: since >= s.opts.DeleteDuration+s.opts.TerminatedRetention}
+	}
+	switch {
+	case p.Fail && age >= boot/2:
+		return podView{status: "ERROR", install: "ERROR", failure: "Installation failed: the upstream provider could not start the machine", progress: 40}
+	case age < boot/4:
+		return podView{status: "PROVISIONING", install: "PENDING"}
+	case age < boot/2:
+		// ACTIVE before the SSH connection is set.
+		return podView{status: "ACTIVE", install: "ACTIVE", progress: 50, ip: host}
+	case age < boot:
+		// Installation finished, but sshConnection is still [null].
+		return podView{status: "ACTIVE", install: "FINISHED", progress: 100, ssh: []any{nil}, ip: []any{host}}
+	}
+	conn := fmt.Sprintf("%s@%s -p %d", s.opts.SSHUser, host, s.opts.SSHPort)
+	var ssh any = conn
+	if s.opts.SSHAsList {
+		ssh = []any{conn}
+	}
+	return podView{status: "ACTIVE", install: "FINISHED", progress: 100, ssh: ssh, ip: host}
+}
+
+func (s *Server) render(p *podRec, now time.Time) map[string]any {
+	v := s.view(p, now)
+	var failure any
+	if v.failure != "" {
+		failure = v.failure
+	}
+	var spot any
+	if p.Spot {
+		spot = true
+	}
+	return map[string]any{
+		"id": p.ID, "userId": "emulated-user", "teamId": nil, "walletId": "emulated-wallet", "name": p.Name,
+		"type": "HOSTED", "providerType": p.Provider, "status": v.status,
+		"installationStatus": v.install, "installationFailure": failure, "installationProgress": v.progress,
+		"createdAt": p.CreatedAt.Format(time.RFC3339Nano), "updatedAt": now.Format(time.RFC3339Nano), "terminatedAt": v.terminatedAt,
+		"gpuName": p.GPUType, "gpuCount": p.GPUCount, "socket": p.Socket,
+		"priceHr": p.Price, "stoppedPriceHr": nil, "provisioningPriceHr": p.Price,
+		"environmentType": p.Image, "customTemplateId": nil, "clusterId": nil,
+		"primePortMapping": []any{map[string]any{"internal": 22, "external": s.opts.SSHPort, "protocol": "TCP", "usedBy": "SSH", "description": "SSH"}},
+		"sshConnection":    v.ssh, "ip": v.ip,
+		"resources":         map[string]any{"memory": p.MemoryGB, "disk": p.DiskGB, "vcpus": p.VCPUs, "shared_disk": nil},
+		"attachedResources": []any{}, "isSpot": spot, "autoRestart": false,
+	}
+}
+
+func (s *Server) findPod(st *state, id string) *podRec {
+	for _, p := range st.Pods {
+		if p.ID == id {
+			return p
+		}
+	}
+	return nil
+}
+
+func (s *Server) getPod(w http.ResponseWriter, id string) {
+	now := s.opts.Now().UTC()
+	var out map[string]any
+	_ = s.store.with(false, func(st *state) error {
+		if p := s.findPod(st, id); p != nil && !s.view(p, now).gone {
+			out = s.render(p, now)
+		}
+		return nil
+	})
+	if out == nil {
+		detail(w, http.StatusNotFound, "Pod not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit <= 0 {
+		limit = 100
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	now := s.opts.Now().UTC()
+	var live []*podRec
+	_ = s.store.with(false, func(st *state) error {
+		for _, p := range st.Pods {
+			if s.view(p, now).status != "TERMINATED" {
+				live = append(live, p)
+			}
+		}
+		return nil
+	})
+	// Newest first, as the console shows them.
+	sort.SliceStable(live, func(i, j int) bool { return live[i].CreatedAt.After(live[j].CreatedAt) })
+	data := []any{}
+	for i := offset; i < len(live) && i < offset+limit; i++ {
+		data = append(data, s.render(live[i], now))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": data, "total_count": len(live), "offset": offset, "limit": limit})
+}
+
+func (s *Server) podStatus(w http.ResponseWriter, r *http.Request) {
+	ids := r.URL.Query()["pod_ids"]
+	now := s.opts.Now().UTC()
+	data := []any{}
+	_ = s.store.with(false, func(st *state) error {
+		for _, id := range ids {
+			p := s.findPod(st, id)
+			if p == nil {
+				continue
+			}
+			v := s.view(p, now)
+			if v.gone {
+				continue
+			}
+			var failure any
+			if v.failure != "" {
+				failure = v.failure
+			}
+			data = append(data, map[string]any{"podId": p.ID, "providerType": p.Provider, "status": v.status,
+				"sshConnection": v.ssh, "ip": v.ip, "installationStatus": v.install, "installationFailure": failure,
+				"installationProgress": v.progress, "priceHr": p.Price})
+		}
+		return nil
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"data": data})
+}
+
+func (s *Server) deletePod(w http.ResponseWriter, id string) {
+	now := s.opts.Now().UTC()
+	status := ""
+	_ = s.store.with(true, func(st *state) error {
+		p := s.findPod(st, id)
+		if p == nil {
+			return nil
+		}
+		v := s.view(p, now)
+		switch v.status {
+		case "TERMINATED":
+			return nil
+		case "DELETING":
+			status = "DELETING"
+			return nil
+		}
+		t := now
+		p.DeletedAt = &t
+		status = "DELETING"
+		for i := range st.Catalog {
+			if st.Catalog[i].slot() == p.Slot && st.Catalog[i].Capacity >= 0 {
+				st.Catalog[i].Capacity++
+				break
+			}
+		}
+		return nil
+	})
+	if status == "" {
+		detail(w, http.StatusNotFound, "Pod not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": status})
+}
+
+func (s *Server) renderKey(k keyRec) map[string]any {
+	return map[string]any{"id": k.ID, "userId": "emulated-user", "name": k.Name, "publicKey": k.PublicKey,
+		"isPrimary": false, "isUserKey": true, "createdAt": k.CreatedAt.Format(time.RFC3339Nano), "updatedAt": k.CreatedAt.Format(time.RFC3339Nano)}
+}
+
+func (s *Server) listKeys(w http.ResponseWriter) {
+	data := []any{}
+	_ = s.store.with(false, func(st *state) error {
+		for _, k := range st.Keys {
+			data = append(data, s.renderKey(k))
+		}
+		return nil
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"data": data, "total_count": len(data), "offset": 0, "limit": 100})
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Name      string `json:"name"`
+		PublicKey string `json:"publicKey"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+		validation(w, []string{"body"}, "JSON decode error", "json_invalid")
+		return
+	}
+	f := strings.Fields(b.PublicKey)
+	if len(f) < 2 || !(strings.HasPrefix(f[0], "ssh-") || strings.HasPrefix(f[0], "ecdsa-") || strings.HasPrefix(f[0], "sk-")) {
+		detail(w, http.StatusBadRequest, "Invalid SSH public key")
+		return
+	}
+	var out map[string]any
+	dup := false
+	_ = s.store.with(true, func(st *state) error {
+		for _, k := range st.Keys {
+			if kf := strings.Fields(k.PublicKey); len(kf) >= 2 && kf[1] == f[1] {
+				dup = true
+				return nil
+			}
+		}
+		k := keyRec{ID: newID(), Name: b.Name, PublicKey: b.PublicKey, CreatedAt: s.opts.Now().UTC()}
+		st.Keys = append(st.Keys, k)
+		out = s.renderKey(k)
+		return nil
+	})
+	if dup {
+		detail(w, http.StatusBadRequest, "SSH key already exists")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) deleteKey(w http.ResponseWriter, id string) {
+	found := false
+	_ = s.store.with(true, func(st *state) error {
+		for i, k := range st.Keys {
+			if k.ID == id {
+				st.Keys = append(st.Keys[:i], st.Keys[i+1:]...)
+				found = true
+				break
+			}
+		}
+		return nil
+	})
+	if !found {
+		detail(w, http.StatusNotFound, "SSH key not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "deleted"})
+}

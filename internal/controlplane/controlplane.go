@@ -1,0 +1,442 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// Options tune a ControlPlane.
+type Options struct {
+	// OfferTimeout bounds each cloud's offer request (default 20s), so one slow cloud cannot stall a plan.
+	OfferTimeout time.Duration
+	// Provisioner runs provisioning (default: NoProvisioning).
+	Provisioner Provisioner
+	// MaxProvisionAttempts is how many provisioning attempts a machine gets (default 3).
+	MaxProvisionAttempts int
+	// ProvisionBackoff is the wait before the second attempt; it doubles after that (default 5s).
+	ProvisionBackoff time.Duration
+	// PollInterval is the first wait between status polls; it grows to PollMax (defaults 1s and 15s).
+	PollInterval, PollMax time.Duration
+	// Logger is used when the context carries none (hclog.WithContext).
+	Logger hclog.Logger
+}
+
+// ControlPlane gathers offers across pools and drives instances through their lifecycle.
+type ControlPlane struct {
+	inv      *inventory.Inventory
+	backends map[string]InstanceManagerBackend
+	manager  *MultiPoolInstManager
+	opts     Options
+
+	flight singleflight.Group
+	mu     sync.Mutex
+	cache  map[string]cloudOffers
+	// offerRequests counts the offer requests sent to each cloud (benchmarks and tests read it).
+	offerRequests map[string]int
+}
+
+type cloudOffers struct {
+	offers []Offer
+	err    error
+}
+
+// New builds a control plane over the configured backends. Pools of clouds with no backend are left
+// out: a cloud whose configuration is absent is simply not asked.
+func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Options) *ControlPlane {
+	if opts.OfferTimeout == 0 {
+		opts.OfferTimeout = 20 * time.Second
+	}
+	if opts.Provisioner == nil {
+		opts.Provisioner = NoProvisioning{}
+	}
+	if opts.MaxProvisionAttempts == 0 {
+		opts.MaxProvisionAttempts = 3
+	}
+	if opts.ProvisionBackoff == 0 {
+		opts.ProvisionBackoff = 5 * time.Second
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.PollMax == 0 {
+		opts.PollMax = 15 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts,
+		cache: map[string]cloudOffers{}, offerRequests: map[string]int{}}
+	var pools []*SinglePoolInstManager
+	for _, b := range backends {
+		cp.backends[b.Cloud()] = b
+	}
+	for _, p := range inv.Pools {
+		if b, ok := cp.backends[p.Cloud]; ok {
+			pools = append(pools, &SinglePoolInstManager{Pool: p, Backend: b})
+		}
+	}
+	cp.manager = NewMultiPoolInstManager(pools)
+	return cp
+}
+
+// Inventory returns the inventory the control plane uses.
+func (cp *ControlPlane) Inventory() *inventory.Inventory { return cp.inv }
+
+// Manager returns the instance manager that routes by name prefix.
+func (cp *ControlPlane) Manager() *MultiPoolInstManager { return cp.manager }
+
+// Provisioner returns the configured provisioner.
+func (cp *ControlPlane) Provisioner() Provisioner { return cp.opts.Provisioner }
+
+// Clouds returns the configured clouds, sorted.
+func (cp *ControlPlane) Clouds() []string {
+	out := make([]string, 0, len(cp.backends))
+	for c := range cp.backends {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// OfferRequests returns how many offer requests each cloud has been sent by this process.
+func (cp *ControlPlane) OfferRequests() map[string]int {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	out := make(map[string]int, len(cp.offerRequests))
+	for k, v := range cp.offerRequests {
+		out[k] = v
+	}
+	return out
+}
+
+func (cp *ControlPlane) logger(ctx context.Context) hclog.Logger {
+	if l := hclog.FromContext(ctx); l != nil && l != hclog.L() {
+		return l
+	}
+	return cp.opts.Logger
+}
+
+// RequestError is an impossible request, found before any cloud is asked.
+type RequestError struct {
+	// Field names the input that is wrong ("gpu_type", "gpu_count", "kind", "clouds", ...).
+	Field string
+	Msg   string
+}
+
+func (e *RequestError) Error() string { return e.Msg }
+
+// Validate checks a request against the inventory and the configured clouds, touching no cloud.
+func (cp *ControlPlane) Validate(req OfferRequest) error {
+	gpu, ok := cp.inv.GPUs[req.GPUType]
+	if !ok {
+		msg := fmt.Sprintf("unknown GPU type %q", req.GPUType)
+		if s := cp.inv.Suggest(req.GPUType); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %s?", quoteList(s, " or "))
+		}
+		msg += fmt.Sprintf(" Known types: %s.", strings.Join(cp.inv.GPUTypes(), ", "))
+		return &RequestError{Field: "gpu_type", Msg: msg}
+	}
+	if req.GPUCount < 1 {
+		return &RequestError{Field: "gpu_count", Msg: fmt.Sprintf("gpu_count must be at least 1, got %d", req.GPUCount)}
+	}
+	if req.GPUCount > gpu.MaxCount {
+		return &RequestError{Field: "gpu_count", Msg: fmt.Sprintf("gpu_count %d is more than any %s instance may have: at most %d %s GPUs per instance", req.GPUCount, req.GPUType, gpu.MaxCount, req.GPUType)}
+	}
+	if !contains(inventory.Kinds, req.Kind) {
+		return &RequestError{Field: "kind", Msg: fmt.Sprintf("unknown kind %q; expected one of %s", req.Kind, quoteList(inventory.Kinds, ", "))}
+	}
+	for _, c := range req.Clouds {
+		if !contains(inventory.Clouds, c) {
+			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("unknown cloud %q; expected any of %s", c, quoteList(inventory.Clouds, ", "))}
+		}
+		if _, ok := cp.backends[c]; !ok {
+			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("cloud %q is not configured in the provider; configured clouds: %s", c, quoteList(cp.Clouds(), ", "))}
+		}
+	}
+	if req.MaxPricePerHour < 0 {
+		return &RequestError{Field: "max_price_per_hour", Msg: fmt.Sprintf("max_price_per_hour must not be negative, got %v", req.MaxPricePerHour)}
+	}
+	var kindPools, typePools []string
+	for _, p := range cp.manager.Pools() {
+		if p.Pool.Kind != req.Kind || !cloudAllowed(req.Clouds, p.Pool.Cloud) {
+			continue
+		}
+		kindPools = append(kindPools, p.Pool.Name)
+		if len(gpu.APINames[p.Pool.Cloud]) > 0 {
+			typePools = append(typePools, p.Pool.Name)
+		}
+	}
+	if len(kindPools) == 0 {
+		return &RequestError{Field: "kind", Msg: fmt.Sprintf("no configured pool serves kind %q%s; configured clouds: %s", req.Kind, cloudsSuffix(req.Clouds), quoteList(cp.Clouds(), ", "))}
+	}
+	if len(typePools) == 0 {
+		var offering []string
+		for c := range gpu.APINames {
+			offering = append(offering, c)
+		}
+		sort.Strings(offering)
+		return &RequestError{Field: "gpu_type", Msg: fmt.Sprintf("no configured %s pool%s offers %s; clouds that name %s in supported_gpus.yml: %s", req.Kind, cloudsSuffix(req.Clouds), req.GPUType, req.GPUType, quoteList(offering, ", "))}
+	}
+	return nil
+}
+
+func cloudsSuffix(clouds []string) string {
+	if len(clouds) == 0 {
+		return ""
+	}
+	return " among clouds " + quoteList(clouds, ", ")
+}
+
+// Offers answers a request from every eligible pool. Each cloud is asked at most once per process
+// (concurrent askers share one request) and bounded by OfferTimeout; a cloud that fails or times out is
+// named in Rejections and the others still answer. Set fresh to ask the clouds again (apply-time
+// fallback).
+func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool) (OfferResult, error) {
+	if err := cp.Validate(req); err != nil {
+		return OfferResult{}, err
+	}
+	gpu := cp.inv.GPUs[req.GPUType]
+	var clouds []string
+	for _, c := range cp.Clouds() {
+		if !cloudAllowed(req.Clouds, c) || len(gpu.APINames[c]) == 0 || !cp.hasPool(c, req.Kind) {
+			continue
+		}
+		clouds = append(clouds, c)
+	}
+	answers := make([]cloudOffers, len(clouds))
+	var wg sync.WaitGroup
+	for i, c := range clouds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = cp.cloudOffers(ctx, c, fresh)
+		}()
+	}
+	wg.Wait()
+
+	var res OfferResult
+	var auctions []int
+	perCloud := map[string][]Offer{}
+	for i, c := range clouds {
+		a := answers[i]
+		if a.err != nil {
+			res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: a.err.Error()})
+			continue
+		}
+		matched, why := cp.match(c, a.offers, req)
+		if len(matched) == 0 {
+			res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: why})
+			continue
+		}
+		perCloud[c] = matched
+		if _, ok := cp.backends[c].(AuctionBackend); ok {
+			auctions = append(auctions, i)
+		}
+	}
+	// Auctions price their bids against every other cloud's offers.
+	for _, i := range auctions {
+		c := clouds[i]
+		var others []Offer
+		for oc, os := range perCloud {
+			if oc != c {
+				others = append(others, os...)
+			}
+		}
+		Rank(others)
+		perCloud[c] = cp.backends[c].(AuctionBackend).PriceBids(perCloud[c], others, req.MaxPricePerHour)
+	}
+	for _, c := range clouds {
+		var eligible int
+		for _, o := range perCloud[c] {
+			if o.Ineligible == "" && req.MaxPricePerHour > 0 && priceKey(o.PricePerHour) > priceKey(req.MaxPricePerHour) {
+				o.Ineligible = fmt.Sprintf("$%s/h is above max_price_per_hour $%s/h", FormatPrice(o.PricePerHour), FormatPrice(req.MaxPricePerHour))
+			}
+			o.ID = OfferID(o)
+			if o.Ineligible != "" {
+				res.Ineligible = append(res.Ineligible, o)
+				continue
+			}
+			eligible++
+			res.Offers = append(res.Offers, o)
+		}
+		if eligible == 0 && len(perCloud[c]) > 0 {
+			res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: summarizeIneligible(perCloud[c], req)})
+		}
+	}
+	Rank(res.Offers)
+	Rank(res.Ineligible)
+	sort.SliceStable(res.Rejections, func(i, j int) bool { return res.Rejections[i].Cloud < res.Rejections[j].Cloud })
+	cp.logger(ctx).Debug("offers gathered", "gpu_type", req.GPUType, "gpu_count", req.GPUCount, "kind", req.Kind,
+		"eligible", len(res.Offers), "ineligible", len(res.Ineligible), "rejections", len(res.Rejections))
+	return res, nil
+}
+
+func summarizeIneligible(offers []Offer, req OfferRequest) string {
+	cheapest := offers[0]
+	for _, o := range offers {
+		if o.PricePerHour < cheapest.PricePerHour {
+			cheapest = o
+		}
+	}
+	if req.MaxPricePerHour > 0 && priceKey(cheapest.PricePerHour) > priceKey(req.MaxPricePerHour) {
+		return fmt.Sprintf("cheapest matching offer costs $%s/h (%s in %s), above max_price_per_hour $%s/h",
+			FormatPrice(cheapest.PricePerHour), cheapest.InstanceType, cheapest.Region, FormatPrice(req.MaxPricePerHour))
+	}
+	return "no eligible offer: " + offers[0].Ineligible
+}
+
+func (cp *ControlPlane) hasPool(cloud, kind string) bool {
+	for _, p := range cp.manager.Pools() {
+		if p.Pool.Cloud == cloud && p.Pool.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// match filters one cloud's catalog and expands it into the cloud's pools of the requested kind.
+func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([]Offer, string) {
+	var typeSeen, countSeen, regionSeen, spotOnly bool
+	var counts []int
+	var out []Offer
+	for _, o := range offers {
+		if o.GPUType != req.GPUType {
+			continue
+		}
+		typeSeen = true
+		if o.GPUCount != req.GPUCount {
+			counts = append(counts, o.GPUCount)
+			continue
+		}
+		countSeen = true
+		if len(req.Regions) > 0 && !contains(req.Regions, o.Region) {
+			continue
+		}
+		regionSeen = true
+		if o.Spot && !req.AllowSpot {
+			spotOnly = true
+			continue
+		}
+		if o.Available == 0 {
+			continue
+		}
+		for _, p := range cp.manager.Pools() {
+			if p.Pool.Cloud != cloud || p.Pool.Kind != req.Kind {
+				continue
+			}
+			po := o
+			po.Cloud = cloud
+			po.Pool = p.Pool.Name
+			out = append(out, po)
+		}
+	}
+	if len(out) > 0 {
+		return out, ""
+	}
+	switch {
+	case !typeSeen:
+		return nil, fmt.Sprintf("no %s offers right now", req.GPUType)
+	case !countSeen:
+		return nil, fmt.Sprintf("no %s offer with %d GPUs (offered counts: %s)", req.GPUType, req.GPUCount, intList(counts))
+	case !regionSeen:
+		return nil, fmt.Sprintf("no %dx %s offer in regions %s", req.GPUCount, req.GPUType, quoteList(req.Regions, ", "))
+	case spotOnly:
+		return nil, fmt.Sprintf("only spot capacity for %dx %s (set spot = true to allow it)", req.GPUCount, req.GPUType)
+	default:
+		return nil, fmt.Sprintf("no capacity for %dx %s right now", req.GPUCount, req.GPUType)
+	}
+}
+
+// cloudOffers returns one cloud's catalog, asking it once per process unless fresh is set.
+func (cp *ControlPlane) cloudOffers(ctx context.Context, cloud string, fresh bool) cloudOffers {
+	if !fresh {
+		cp.mu.Lock()
+		c, ok := cp.cache[cloud]
+		cp.mu.Unlock()
+		if ok {
+			return c
+		}
+	}
+	key := cloud
+	if fresh {
+		key += "#fresh"
+	}
+	v, _, _ := cp.flight.Do(key, func() (any, error) {
+		if !fresh {
+			cp.mu.Lock()
+			c, ok := cp.cache[cloud]
+			cp.mu.Unlock()
+			if ok {
+				return c, nil
+			}
+		}
+		// The request belongs to no single caller: one caller's cancellation must not fail the others.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cp.opts.OfferTimeout)
+		defer cancel()
+		cp.mu.Lock()
+		cp.offerRequests[cloud]++
+		cp.mu.Unlock()
+		start := time.Now()
+		offers, err := cp.backends[cloud].Offers(rctx)
+		if err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("timed out after %s waiting for offers", cp.opts.OfferTimeout)
+		}
+		cp.logger(ctx).Debug("offers fetched", "cloud", cloud, "count", len(offers), "duration", time.Since(start), "error", err)
+		res := cloudOffers{offers: offers, err: err}
+		if ctx.Err() == nil {
+			cp.mu.Lock()
+			cp.cache[cloud] = res
+			cp.mu.Unlock()
+		}
+		return res, nil
+	})
+	return v.(cloudOffers)
+}
+
+func cloudAllowed(allowed []string, cloud string) bool {
+	return len(allowed) == 0 || contains(allowed, cloud)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(list []string, sep string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, sep)
+}
+
+func intList(list []int) string {
+	seen := map[int]bool{}
+	var uniq []int
+	for _, n := range list {
+		if !seen[n] {
+			seen[n] = true
+			uniq = append(uniq, n)
+		}
+	}
+	sort.Ints(uniq)
+	s := make([]string, len(uniq))
+	for i, n := range uniq {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
+}

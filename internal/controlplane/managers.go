@@ -1,0 +1,175 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// InstanceRef names an instance: by its cloud-side name (always) and the cloud's id (when known).
+type InstanceRef struct {
+	Name string
+	ID   string
+}
+
+// InstManager is how the control plane drives instances, whatever pool or cloud they live in.
+type InstManager interface {
+	// Create starts an instance; req.Name must already carry the pool's prefix.
+	Create(ctx context.Context, req CreateRequest) (Instance, error)
+	// Get finds an instance by id or, when the id is empty, by name. Missing: an ErrNotFound *Error.
+	Get(ctx context.Context, ref InstanceRef) (Instance, error)
+	// List returns the instances of every pool.
+	List(ctx context.Context) ([]Instance, error)
+	// Delete starts termination.
+	Delete(ctx context.Context, ref InstanceRef) error
+}
+
+// SinglePoolInstManager acts for one pool through its cloud's backend.
+type SinglePoolInstManager struct {
+	Pool    inventory.Pool
+	Backend InstanceManagerBackend
+}
+
+var _ InstManager = (*SinglePoolInstManager)(nil)
+
+// Create starts an instance in this pool.
+func (m *SinglePoolInstManager) Create(ctx context.Context, req CreateRequest) (Instance, error) {
+	if !strings.HasPrefix(req.Name, m.Pool.Prefix) {
+		return Instance{}, Errorf(ErrInvalid, m.Pool.Cloud, "creating instance", "name %q does not start with pool %s's prefix %q", req.Name, m.Pool.Name, m.Pool.Prefix)
+	}
+	req.Pool = m.Pool
+	return m.Backend.Create(ctx, req)
+}
+
+// Get finds an instance of this pool.
+func (m *SinglePoolInstManager) Get(ctx context.Context, ref InstanceRef) (Instance, error) {
+	if ref.ID != "" {
+		return m.Backend.Get(ctx, ref.ID)
+	}
+	list, err := m.Backend.List(ctx, ref.Name)
+	if err != nil {
+		return Instance{}, err
+	}
+	var found []Instance
+	for _, inst := range list {
+		if inst.Name == ref.Name && inst.Status != StatusTerminated {
+			found = append(found, inst)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Instance{}, Errorf(ErrNotFound, m.Pool.Cloud, "finding instance", "no instance named %q", ref.Name)
+	case 1:
+		return found[0], nil
+	default:
+		ids := make([]string, len(found))
+		for i, f := range found {
+			ids[i] = f.ID
+		}
+		return Instance{}, Errorf(ErrInvalid, m.Pool.Cloud, "finding instance", "%d instances are named %q (ids %s); delete the extra ones at the cloud", len(found), ref.Name, strings.Join(ids, ", "))
+	}
+}
+
+// List returns this pool's instances.
+func (m *SinglePoolInstManager) List(ctx context.Context) ([]Instance, error) {
+	return m.Backend.List(ctx, m.Pool.Prefix)
+}
+
+// Delete starts termination of an instance of this pool.
+func (m *SinglePoolInstManager) Delete(ctx context.Context, ref InstanceRef) error {
+	if ref.ID == "" {
+		inst, err := m.Get(ctx, ref)
+		if err != nil {
+			return err
+		}
+		ref.ID = inst.ID
+	}
+	return m.Backend.Delete(ctx, ref.ID)
+}
+
+// MultiPoolInstManager implements InstManager by routing each call to the pool whose prefix starts the
+// instance's name.
+type MultiPoolInstManager struct {
+	pools []*SinglePoolInstManager
+}
+
+var _ InstManager = (*MultiPoolInstManager)(nil)
+
+// NewMultiPoolInstManager routes over the given pools (prefixes must not overlap; the inventory checks).
+func NewMultiPoolInstManager(pools []*SinglePoolInstManager) *MultiPoolInstManager {
+	sorted := append([]*SinglePoolInstManager(nil), pools...)
+	// Longest prefix first, so routing is exact even if a future inventory allowed nesting.
+	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i].Pool.Prefix) > len(sorted[j].Pool.Prefix) })
+	return &MultiPoolInstManager{pools: sorted}
+}
+
+// Route returns the pool manager for an instance name.
+func (m *MultiPoolInstManager) Route(name string) (*SinglePoolInstManager, error) {
+	for _, p := range m.pools {
+		if strings.HasPrefix(name, p.Pool.Prefix) {
+			return p, nil
+		}
+	}
+	prefixes := make([]string, 0, len(m.pools))
+	for _, p := range m.pools {
+		prefixes = append(prefixes, fmt.Sprintf("%q (%s)", p.Pool.Prefix, p.Pool.Name))
+	}
+	sort.Strings(prefixes)
+	return nil, Errorf(ErrInvalid, "hydra", "routing instance", "instance name %q starts with no configured pool's prefix; configured prefixes: %s", name, strings.Join(prefixes, ", "))
+}
+
+// Pool returns the manager of the named pool.
+func (m *MultiPoolInstManager) Pool(name string) (*SinglePoolInstManager, bool) {
+	for _, p := range m.pools {
+		if p.Pool.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Pools returns every pool manager.
+func (m *MultiPoolInstManager) Pools() []*SinglePoolInstManager { return m.pools }
+
+// Create routes by req.Name.
+func (m *MultiPoolInstManager) Create(ctx context.Context, req CreateRequest) (Instance, error) {
+	p, err := m.Route(req.Name)
+	if err != nil {
+		return Instance{}, err
+	}
+	return p.Create(ctx, req)
+}
+
+// Get routes by ref.Name.
+func (m *MultiPoolInstManager) Get(ctx context.Context, ref InstanceRef) (Instance, error) {
+	p, err := m.Route(ref.Name)
+	if err != nil {
+		return Instance{}, err
+	}
+	return p.Get(ctx, ref)
+}
+
+// List returns the instances of every pool.
+func (m *MultiPoolInstManager) List(ctx context.Context) ([]Instance, error) {
+	var all []Instance
+	for _, p := range m.pools {
+		list, err := p.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, list...)
+	}
+	return all, nil
+}
+
+// Delete routes by ref.Name.
+func (m *MultiPoolInstManager) Delete(ctx context.Context, ref InstanceRef) error {
+	p, err := m.Route(ref.Name)
+	if err != nil {
+		return err
+	}
+	return p.Delete(ctx, ref)
+}

@@ -1,0 +1,163 @@
+package controlplane
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// OfferRequest is what a user asks for; every field narrows the offers.
+type OfferRequest struct {
+	GPUType  string
+	GPUCount int
+	// Kind is the kind of machine ("vm" or "execlet"); it selects the pools.
+	Kind string
+	// AllowSpot lets spot (preemptible) offers compete with on-demand ones.
+	AllowSpot bool
+	// Clouds and Regions, when not empty, are the only ones allowed.
+	Clouds  []string
+	Regions []string
+	// MaxPricePerHour is a ceiling in US dollars per hour (0: none).
+	MaxPricePerHour float64
+}
+
+// Rejection says why one cloud offered nothing for a request.
+type Rejection struct {
+	Cloud  string
+	Reason string
+}
+
+// OfferResult is the answer to an OfferRequest.
+type OfferResult struct {
+	// Offers are the eligible matching offers, cheapest first (see Rank).
+	Offers []Offer
+	// Ineligible are matching offers a cloud would not win or honour (Offer.Ineligible says why).
+	Ineligible []Offer
+	// Rejections name every asked cloud that has no eligible offer, with the reason, sorted by cloud.
+	Rejections []Rejection
+}
+
+// Cheapest returns the best offer, if any.
+func (r OfferResult) Cheapest() (Offer, bool) {
+	if len(r.Offers) == 0 {
+		return Offer{}, false
+	}
+	return r.Offers[0], true
+}
+
+// Explain lists every cloud's reason in one readable block, for diagnostics.
+func (r OfferResult) Explain() string {
+	var b strings.Builder
+	for _, rej := range r.Rejections {
+		fmt.Fprintf(&b, "  - %s: %s\n", rej.Cloud, rej.Reason)
+	}
+	for _, o := range r.Ineligible {
+		fmt.Fprintf(&b, "  - %s (%s): not eligible: %s\n", o.Cloud, o.ID, o.Ineligible)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// Rank sorts offers cheapest first. Ties break deterministically: direct offers before resold ones (the
+// same hardware through an aggregator), then by cloud, pool, region, instance type and ID.
+func Rank(offers []Offer) {
+	sort.SliceStable(offers, func(i, j int) bool {
+		a, b := offers[i], offers[j]
+		if pa, pb := priceKey(a.PricePerHour), priceKey(b.PricePerHour); pa != pb {
+			return pa < pb
+		}
+		if (a.ResaleOf == "") != (b.ResaleOf == "") {
+			return a.ResaleOf == ""
+		}
+		if a.Cloud != b.Cloud {
+			return a.Cloud < b.Cloud
+		}
+		if a.Pool != b.Pool {
+			return a.Pool < b.Pool
+		}
+		if a.Region != b.Region {
+			return a.Region < b.Region
+		}
+		if a.InstanceType != b.InstanceType {
+			return a.InstanceType < b.InstanceType
+		}
+		return a.ID < b.ID
+	})
+}
+
+// priceKey compares prices at a hundredth of a cent, so float noise never decides a tie.
+func priceKey(p float64) int64 { return int64(p*10000 + 0.5) }
+
+// Market words used in offer IDs.
+const (
+	marketOnDemand = "ondemand"
+	marketSpot     = "spot"
+)
+
+// OfferID builds an offer's ID: "<pool>/<region>/<instance type>/<market>@<price>". The ID is a quote:
+// it carries everything the plan shows, so a plan made on one machine can be applied on another
+// without asking the cloud again and without the values moving.
+func OfferID(o Offer) string {
+	market := marketOnDemand
+	if o.Spot {
+		market = marketSpot
+	}
+	return fmt.Sprintf("%s/%s/%s/%s@%s", o.Pool, o.Region, o.InstanceType, market, FormatPrice(o.PricePerHour))
+}
+
+// FormatPrice prints a price in dollars with no trailing zeros beyond the cent ("2.39", "0.0415").
+func FormatPrice(p float64) string {
+	s := strconv.FormatFloat(float64(priceKey(p))/10000, 'f', 4, 64)
+	s = strings.TrimRight(s, "0")
+	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i < 3 {
+		s += strings.Repeat("0", 3-(len(s)-i))
+	}
+	return s
+}
+
+// ParsedOfferID is what an offer ID says.
+type ParsedOfferID struct {
+	Pool         string
+	Region       string
+	InstanceType string
+	Spot         bool
+	PricePerHour float64
+}
+
+// ParseOfferID reads an ID built by OfferID.
+func ParseOfferID(id string) (ParsedOfferID, error) {
+	bad := func(why string) (ParsedOfferID, error) {
+		return ParsedOfferID{}, fmt.Errorf("offer ID %q is not valid: %s; expected <pool>/<region>/<instance type>/<ondemand|spot>@<price>, as hydra_gpu_offer returns it", id, why)
+	}
+	first := strings.IndexByte(id, '/')
+	if first <= 0 {
+		return bad("no pool")
+	}
+	rest := id[first+1:]
+	second := strings.IndexByte(rest, '/')
+	if second <= 0 {
+		return bad("no region")
+	}
+	last := strings.LastIndexByte(rest, '/')
+	if last <= second+1 {
+		return bad("no instance type")
+	}
+	p := ParsedOfferID{Pool: id[:first], Region: rest[:second], InstanceType: rest[second+1 : last]}
+	market, price, ok := strings.Cut(rest[last+1:], "@")
+	if !ok {
+		return bad("no price")
+	}
+	switch market {
+	case marketOnDemand:
+	case marketSpot:
+		p.Spot = true
+	default:
+		return bad(fmt.Sprintf("market %q is neither %q nor %q", market, marketOnDemand, marketSpot))
+	}
+	v, err := strconv.ParseFloat(price, 64)
+	if err != nil || v < 0 {
+		return bad(fmt.Sprintf("price %q is not a number", price))
+	}
+	p.PricePerHour = v
+	return p, nil
+}

@@ -1,0 +1,998 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+var (
+	_ resource.Resource                   = (*gpuInstanceResource)(nil)
+	_ resource.ResourceWithConfigure      = (*gpuInstanceResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*gpuInstanceResource)(nil)
+	_ resource.ResourceWithImportState    = (*gpuInstanceResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*gpuInstanceResource)(nil)
+)
+
+const (
+	defaultCreateTimeout = 60 * time.Minute
+	defaultUpdateTimeout = 60 * time.Minute
+	defaultDeleteTimeout = 30 * time.Minute
+)
+
+var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+
+// NewGPUInstanceResource is the hydra_gpu_instance resource.
+func NewGPUInstanceResource() resource.Resource { return &gpuInstanceResource{} }
+
+type gpuInstanceResource struct {
+	data *providerData
+}
+
+type gpuInstanceModel struct {
+	ID                      types.String   `tfsdk:"id"`
+	Name                    types.String   `tfsdk:"name"`
+	GPUType                 types.String   `tfsdk:"gpu_type"`
+	GPUCount                types.Int64    `tfsdk:"gpu_count"`
+	Kind                    types.String   `tfsdk:"kind"`
+	Spot                    types.Bool     `tfsdk:"spot"`
+	Clouds                  types.Set      `tfsdk:"clouds"`
+	Regions                 types.Set      `tfsdk:"regions"`
+	MaxPricePerHour         types.Float64  `tfsdk:"max_price_per_hour"`
+	OfferID                 types.String   `tfsdk:"offer_id"`
+	AllowFallback           types.Bool     `tfsdk:"allow_fallback"`
+	SSHPublicKeys           types.List     `tfsdk:"ssh_public_keys"`
+	ProvisioningVars        types.Dynamic  `tfsdk:"provisioning_vars"`
+	MaxProvisioningAttempts types.Int64    `tfsdk:"max_provisioning_attempts"`
+	CloudInstanceID         types.String   `tfsdk:"cloud_instance_id"`
+	Cloud                   types.String   `tfsdk:"cloud"`
+	Pool                    types.String   `tfsdk:"pool"`
+	Region                  types.String   `tfsdk:"region"`
+	InstanceType            types.String   `tfsdk:"instance_type"`
+	PricePerHour            types.Float64  `tfsdk:"price_per_hour"`
+	EstimatedPricePerHour   types.Float64  `tfsdk:"estimated_price_per_hour"`
+	IsSpot                  types.Bool     `tfsdk:"is_spot"`
+	Status                  types.String   `tfsdk:"status"`
+	CloudStatus             types.String   `tfsdk:"cloud_status"`
+	ReadyAt                 types.String   `tfsdk:"ready_at"`
+	ProvisioningAttempts    types.Int64    `tfsdk:"provisioning_attempts"`
+	ProvisioningDigest      types.String   `tfsdk:"provisioning_digest"`
+	ProvisioningError       types.String   `tfsdk:"provisioning_error"`
+	HostKey                 types.String   `tfsdk:"host_key"`
+	SSHHost                 types.String   `tfsdk:"ssh_host"`
+	SSHPort                 types.Int64    `tfsdk:"ssh_port"`
+	SSHUser                 types.String   `tfsdk:"ssh_user"`
+	Timeouts                timeouts.Value `tfsdk:"timeouts"`
+}
+
+func (r *gpuInstanceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_gpu_instance"
+}
+
+func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A GPU machine rented from the cheapest cloud that can serve it, provisioned and `ready`.\n\n" +
+			"During `terraform plan` hydra asks every eligible pool for offers and shows the cheapest as known values " +
+			"(`cloud`, `pool`, `region`, `instance_type`, `price_per_hour`, `offer_id`). `terraform apply` creates that " +
+			"machine and blocks until provisioning reaches `ready`. After creation nothing moves: a cheaper offer " +
+			"appearing later never produces a diff.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The instance's cloud-side name: the pool's prefix followed by `name` (e.g. `sbx-vm-trainer`). " +
+					"`terraform import` takes this name.",
+				Computed:      true,
+				PlanModifiers: keep,
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "The machine's name, unique among your hydra machines: lower case letters, digits and dashes, " +
+					"at most 48 characters. The cloud-side name is the pool's prefix followed by it. Changing it replaces the machine.",
+				Required: true,
+				Validators: []validator.String{
+					stringvalidator.LengthBetween(1, 48),
+					stringvalidator.RegexMatches(namePattern, "must be lower case letters, digits and dashes, starting and ending with a letter or digit"),
+				},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"gpu_type": schema.StringAttribute{
+				MarkdownDescription: "hydra's GPU type, from `supported_gpus.yml` (embedded default: `a100-80gb`, `b200`, `h100`, `h200`, " +
+					"`l4`, `l40s`, `rtx6000ada`, `rtxpro6000`). Changing it replaces the machine.",
+				Required:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"gpu_count": schema.Int64Attribute{
+				MarkdownDescription: "GPUs in the machine, at most the type's `max_count` in `supported_gpus.yml`. Default `1`. Changing it replaces the machine.",
+				Optional:            true,
+				Computed:            true,
+				Default:             int64default.StaticInt64(1),
+				Validators:          []validator.Int64{int64validator.AtLeast(1)},
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+			},
+			"kind": schema.StringAttribute{
+				MarkdownDescription: "`vm` (a bare VM handed to a customer) or `execlet` (a machine prepared to run customer workloads). " +
+					"The kind selects the pools and the provisioning playbook. Default `vm`. Changing it replaces the machine.",
+				Optional:      true,
+				Computed:      true,
+				Default:       stringdefault.StaticString(inventory.KindVM),
+				Validators:    []validator.String{stringvalidator.OneOf(inventory.Kinds...)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"spot": schema.BoolAttribute{
+				MarkdownDescription: "Allow spot (preemptible) capacity to compete with on-demand offers. Default `false`. " +
+					"Changing it replaces the machine.",
+				Optional:      true,
+				Computed:      true,
+				Default:       booldefault.StaticBool(false),
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+			},
+			"clouds": schema.SetAttribute{
+				MarkdownDescription: "Only these clouds may serve the machine (`atlas`, `mithril`, `primeintellect`, `sandbox`, `upcloud`, `verda`). " +
+					"Default: every configured cloud. Changing it replaces the machine only when its cloud is no longer allowed.",
+				Optional:      true,
+				ElementType:   types.StringType,
+				Validators:    []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.OneOf(inventory.Clouds...))},
+				PlanModifiers: []planmodifier.Set{setplanmodifier.RequiresReplaceIf(replaceIfNotAllowed("cloud"), "Replaces the machine when its cloud is no longer allowed.", "Replaces the machine when its cloud is no longer allowed.")},
+			},
+			"regions": schema.SetAttribute{
+				MarkdownDescription: "Only these regions (each cloud's own region or location codes) may serve the machine. Default: any. " +
+					"Changing it replaces the machine only when its region is no longer allowed.",
+				Optional:      true,
+				ElementType:   types.StringType,
+				Validators:    []validator.Set{setvalidator.SizeAtLeast(1)},
+				PlanModifiers: []planmodifier.Set{setplanmodifier.RequiresReplaceIf(replaceIfNotAllowed("region"), "Replaces the machine when its region is no longer allowed.", "Replaces the machine when its region is no longer allowed.")},
+			},
+			"max_price_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "The most you will pay for the whole machine, in US dollars per hour. Offers above it are never chosen, " +
+					"and a plan where every offer is above it fails. Default: no limit. Changing it later does not move the machine.",
+				Optional:   true,
+				Validators: []validator.Float64{float64validator.AtLeast(0.01)},
+			},
+			"offer_id": schema.StringAttribute{
+				MarkdownDescription: "The chosen offer, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>`. Leave it unset to let hydra " +
+					"choose the cheapest at plan time, or set it from `data.hydra_gpu_offer.<name>.id` to pin the choice (the robust way " +
+					"for pipelines that plan and apply on different machines). Changing a configured value replaces the machine.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplaceIfConfigured()},
+			},
+			"allow_fallback": schema.BoolAttribute{
+				MarkdownDescription: "Leave the offer to apply time: the plan shows `estimated_price_per_hour` and the offer fields as " +
+					"`(known after apply)`, and if the cheapest offer has run out when apply creates the machine, the next cheapest " +
+					"within the same limits (GPU type and count, kind, spot, clouds, regions, `max_price_per_hour`) is taken. Default `false`.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+			},
+			"ssh_public_keys": schema.ListAttribute{
+				MarkdownDescription: "SSH public keys (authorized_keys lines) of the people who will use the machine. They are installed " +
+					"for the login user at creation and by provisioning (`customer_ssh_keys`). Changing them re-runs provisioning in place.",
+				Optional:    true,
+				ElementType: types.StringType,
+			},
+			"provisioning_vars": schema.DynamicAttribute{
+				MarkdownDescription: "Extra variables for the provisioning playbook: any HCL value (strings, numbers, lists, maps). " +
+					"They reach Ansible through a JSON file, literally (never templated). Changing them re-runs provisioning in place.",
+				Optional: true,
+			},
+			"max_provisioning_attempts": schema.Int64Attribute{
+				MarkdownDescription: "Provisioning attempts for this machine, overriding the provider's `provisioning.max_attempts`.",
+				Optional:            true,
+				Validators:          []validator.Int64{int64validator.Between(1, 20)},
+			},
+			"cloud_instance_id": schema.StringAttribute{
+				MarkdownDescription: "The cloud's own identifier of the machine.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"cloud": schema.StringAttribute{
+				MarkdownDescription: "The cloud that serves the machine, chosen at plan time.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"pool": schema.StringAttribute{
+				MarkdownDescription: "The pool that serves the machine (e.g. `verda-vm-pool`).",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"region": schema.StringAttribute{
+				MarkdownDescription: "The cloud's region or location of the machine.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"instance_type": schema.StringAttribute{
+				MarkdownDescription: "The cloud's own name for the machine's shape.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"price_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "The price quoted for the whole machine when it was planned, in US dollars per hour. Kept for " +
+					"the machine's life: later price moves never produce a diff.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+			},
+			"estimated_price_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "The cheapest matching price at plan time, in US dollars per hour; known even with `allow_fallback`.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+			},
+			"is_spot": schema.BoolAttribute{
+				MarkdownDescription: "Whether the machine is spot (preemptible) capacity.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+			},
+			"status": schema.StringAttribute{
+				MarkdownDescription: "hydra's status: `pending`, `running`, `provisioning`, `ready`, `terminated` or `error`.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"cloud_status": schema.StringAttribute{
+				MarkdownDescription: "The cloud's own word for the machine's status, as last read.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"ready_at": schema.StringAttribute{
+				MarkdownDescription: "When provisioning last succeeded (RFC 3339, UTC).",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"provisioning_attempts": schema.Int64Attribute{
+				MarkdownDescription: "Attempts the last provisioning run took.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"provisioning_digest": schema.StringAttribute{
+				MarkdownDescription: "Digest of the playbook files and variables the machine was provisioned with. A change re-runs " +
+					"provisioning in place; an unchanged digest means provisioning is never re-run.",
+				Computed:      true,
+				PlanModifiers: keep,
+			},
+			"provisioning_error": schema.StringAttribute{
+				MarkdownDescription: "Summary of the last failed provisioning (host, task and message), or null.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"host_key": schema.StringAttribute{
+				MarkdownDescription: "The machine's SSH host key, pinned: reported by the cloud, or trusted on first contact and checked on every later run.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"ssh_host": schema.StringAttribute{
+				MarkdownDescription: "Address to reach the machine over SSH.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"ssh_port": schema.Int64Attribute{
+				MarkdownDescription: "SSH port of the machine.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"ssh_user": schema.StringAttribute{
+				MarkdownDescription: "SSH login user of the machine.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *gpuInstanceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
+}
+
+// replaceIfNotAllowed replaces the machine when its current cloud or region leaves the allowed set.
+func replaceIfNotAllowed(attrName string) setplanmodifier.RequiresReplaceIfFunc {
+	return func(ctx context.Context, req planmodifier.SetRequest, resp *setplanmodifier.RequiresReplaceIfFuncResponse) {
+		if req.State.Raw.IsNull() || req.PlanValue.IsNull() || req.PlanValue.IsUnknown() {
+			return
+		}
+		var current types.String
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root(attrName), &current)...)
+		allowed, ok, diags := stringsOf(ctx, req.PlanValue)
+		resp.Diagnostics.Append(diags...)
+		if !ok || current.IsNull() {
+			return
+		}
+		resp.RequiresReplace = !containsString(allowed, current.ValueString())
+	}
+}
+
+func (r *gpuInstanceResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m gpuInstanceModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !m.OfferID.IsNull() && !m.OfferID.IsUnknown() {
+		if _, err := controlplane.ParseOfferID(m.OfferID.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Invalid offer_id", err.Error())
+		}
+		if m.AllowFallback.ValueBool() {
+			resp.Diagnostics.AddAttributeError(path.Root("allow_fallback"), "Conflicting offer settings",
+				"allow_fallback = true lets apply choose the offer, but offer_id pins one; set only one of them.")
+		}
+	}
+}
+
+// offerRequest builds the control plane's request from the model; ok is false while inputs are unknown.
+func offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	for _, v := range []attr.Value{m.GPUType, m.GPUCount, m.Kind, m.Spot, m.Clouds, m.Regions, m.MaxPricePerHour} {
+		if v.IsUnknown() {
+			return controlplane.OfferRequest{}, false, diags
+		}
+	}
+	clouds, ok1, d1 := stringsOf(ctx, m.Clouds)
+	regions, ok2, d2 := stringsOf(ctx, m.Regions)
+	diags.Append(d1...)
+	diags.Append(d2...)
+	sort.Strings(clouds)
+	sort.Strings(regions)
+	return controlplane.OfferRequest{
+		GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()), Kind: m.Kind.ValueString(),
+		AllowSpot: m.Spot.ValueBool(), Clouds: clouds, Regions: regions, MaxPricePerHour: m.MaxPricePerHour.ValueFloat64(),
+	}, ok1 && ok2, diags
+}
+
+// addRequestError reports an impossible request on the attribute it concerns.
+func addRequestError(diags *diag.Diagnostics, err error) {
+	var re *controlplane.RequestError
+	if errors.As(err, &re) {
+		diags.AddAttributeError(path.Root(re.Field), "Impossible GPU request", re.Msg)
+		return
+	}
+	diags.AddError("Cannot list GPU offers", err.Error())
+}
+
+func noOfferDetail(req controlplane.OfferRequest, res controlplane.OfferResult) string {
+	what := fmt.Sprintf("%dx %s (%s", req.GPUCount, req.GPUType, req.Kind)
+	if req.AllowSpot {
+		what += ", spot allowed"
+	}
+	if req.MaxPricePerHour > 0 {
+		what += fmt.Sprintf(", at most $%s/h", controlplane.FormatPrice(req.MaxPricePerHour))
+	}
+	what += ")"
+	return fmt.Sprintf("No cloud can rent %s right now. Why each cloud said no:\n%s\n\nNothing was created.", what, res.Explain())
+}
+
+func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.data == nil {
+		return // destroy, or the provider is not configured yet
+	}
+	ctx = withControlPlaneLogger(ctx)
+	var plan gpuInstanceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !req.State.Raw.IsNull() {
+		r.modifyUpdatePlan(ctx, req, resp, &plan)
+		return
+	}
+
+	// Create (or replace): choose the offer now.
+	offerReq, known, diags := offerRequest(ctx, &plan)
+	resp.Diagnostics.Append(diags...)
+	var configuredOffer types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("offer_id"), &configuredOffer)...)
+	if !known || plan.Name.IsUnknown() || configuredOffer.IsUnknown() {
+		return // decided once the inputs are known
+	}
+	if err := r.data.cp.Validate(offerReq); err != nil {
+		addRequestError(&resp.Diagnostics, err)
+		return
+	}
+	r.planDigest(ctx, &plan, offerReq.Kind, &resp.Diagnostics)
+
+	// An offer ID from the configuration (or the data source) pins everything shown.
+	if !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull() {
+		parsed, err := controlplane.ParseOfferID(plan.OfferID.ValueString())
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Invalid offer_id", err.Error())
+			return
+		}
+		if msg := r.checkPinnedOffer(parsed, offerReq); msg != "" {
+			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Offer does not match the request", msg)
+			return
+		}
+		setOfferFields(&plan, r.data.cp, parsed)
+		plan.EstimatedPricePerHour = types.Float64Value(parsed.PricePerHour)
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+
+	key := quoteKey(plan.Name.ValueString(), offerReq, plan.AllowFallback.ValueBool())
+	q, pinned, err := r.data.quotes.get(key)
+	if err != nil {
+		resp.Diagnostics.AddWarning("Plan quote file unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
+	}
+	if !pinned {
+		res, err := r.data.cp.Offers(ctx, offerReq, false)
+		if err != nil {
+			addRequestError(&resp.Diagnostics, err)
+			return
+		}
+		best, ok := res.Cheapest()
+		if !ok {
+			resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_instance "+plan.Name.ValueString(), noOfferDetail(offerReq, res))
+			return
+		}
+		q = quote{OfferID: best.ID, Estimate: best.PricePerHour}
+		if err := r.data.quotes.put(key, q); err != nil {
+			resp.Diagnostics.AddWarning("Plan quote file unavailable", err.Error())
+		}
+		logOfferChoice(ctx, best, res)
+	}
+	plan.EstimatedPricePerHour = types.Float64Value(q.Estimate)
+	if plan.AllowFallback.ValueBool() {
+		resp.Diagnostics.AddWarning("GPU offer chosen at apply time",
+			fmt.Sprintf("allow_fallback is set for %q: the cheapest offer now is %s at $%s/h; apply takes the cheapest offer within the same limits when it creates the machine.",
+				plan.Name.ValueString(), q.OfferID, controlplane.FormatPrice(q.Estimate)))
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	parsed, err := controlplane.ParseOfferID(q.OfferID)
+	if err != nil {
+		resp.Diagnostics.AddError("Corrupt plan quote", err.Error())
+		return
+	}
+	plan.OfferID = types.StringValue(q.OfferID)
+	setOfferFields(&plan, r.data.cp, parsed)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func logOfferChoice(ctx context.Context, best controlplane.Offer, res controlplane.OfferResult) {
+	fields := map[string]any{"offer_id": best.ID, "cloud": best.Cloud, "price_per_hour": best.PricePerHour, "eligible_offers": len(res.Offers)}
+	for _, rej := range res.Rejections {
+		fields["rejected_"+rej.Cloud] = rej.Reason
+	}
+	tflog.Info(ctx, "cheapest GPU offer chosen", fields)
+}
+
+// checkPinnedOffer says what is wrong with a pinned offer for this request ("" when it fits).
+func (r *gpuInstanceResource) checkPinnedOffer(p controlplane.ParsedOfferID, req controlplane.OfferRequest) string {
+	pm, ok := r.data.cp.Manager().Pool(p.Pool)
+	if !ok {
+		return fmt.Sprintf("offer_id names pool %q, which is not configured", p.Pool)
+	}
+	switch {
+	case pm.Pool.Kind != req.Kind:
+		return fmt.Sprintf("offer_id is from pool %s of kind %q, but kind is %q", p.Pool, pm.Pool.Kind, req.Kind)
+	case len(req.Clouds) > 0 && !containsString(req.Clouds, pm.Pool.Cloud):
+		return fmt.Sprintf("offer_id is from cloud %q, which clouds does not allow", pm.Pool.Cloud)
+	case len(req.Regions) > 0 && !containsString(req.Regions, p.Region):
+		return fmt.Sprintf("offer_id is in region %q, which regions does not allow", p.Region)
+	case p.Spot && !req.AllowSpot:
+		return "offer_id is a spot offer, but spot is false"
+	case req.MaxPricePerHour > 0 && p.PricePerHour > req.MaxPricePerHour+1e-9:
+		return fmt.Sprintf("offer_id costs $%s/h, above max_price_per_hour $%s/h", controlplane.FormatPrice(p.PricePerHour), controlplane.FormatPrice(req.MaxPricePerHour))
+	}
+	return ""
+}
+
+func setOfferFields(m *gpuInstanceModel, cp *controlplane.ControlPlane, p controlplane.ParsedOfferID) {
+	cloud := ""
+	if pm, ok := cp.Manager().Pool(p.Pool); ok {
+		cloud = pm.Pool.Cloud
+	}
+	m.Cloud = types.StringValue(cloud)
+	m.Pool = types.StringValue(p.Pool)
+	m.Region = types.StringValue(p.Region)
+	m.InstanceType = types.StringValue(p.InstanceType)
+	m.PricePerHour = types.Float64Value(p.PricePerHour)
+	m.IsSpot = types.BoolValue(p.Spot)
+	if pm, ok := cp.Manager().Pool(p.Pool); ok {
+		m.ID = types.StringValue(controlplane.CloudName(pm.Pool, m.Name.ValueString()))
+	}
+}
+
+// provisioningVars collects the variables handed to the playbook; ok is false while any is unknown.
+func provisioningVars(ctx context.Context, m *gpuInstanceModel) (map[string]any, bool, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	vars := map[string]any{}
+	if !m.ProvisioningVars.IsNull() {
+		v, ok, err := dynamicToGo(m.ProvisioningVars)
+		if err != nil {
+			diags.AddAttributeError(path.Root("provisioning_vars"), "Invalid provisioning_vars", err.Error())
+			return nil, false, diags
+		}
+		if !ok {
+			return nil, false, diags
+		}
+		if v != nil {
+			mv, isMap := v.(map[string]any)
+			if !isMap {
+				diags.AddAttributeError(path.Root("provisioning_vars"), "Invalid provisioning_vars",
+					fmt.Sprintf("provisioning_vars must be a map or object of variable names to values, got %T", v))
+				return nil, false, diags
+			}
+			for k, val := range mv {
+				vars[k] = val
+			}
+		}
+	}
+	keys, ok, d := stringsOf(ctx, m.SSHPublicKeys)
+	diags.Append(d...)
+	if !ok {
+		return nil, false, diags
+	}
+	if keys == nil {
+		keys = []string{}
+	}
+	vars["customer_ssh_keys"] = keys
+	return vars, true, diags
+}
+
+// planDigest sets the planned provisioning digest (unknown while the variables are).
+func (r *gpuInstanceResource) planDigest(ctx context.Context, m *gpuInstanceModel, kind string, diags *diag.Diagnostics) {
+	if !r.data.provisioning {
+		m.ProvisioningDigest = types.StringNull()
+		return
+	}
+	vars, ok, d := provisioningVars(ctx, m)
+	diags.Append(d...)
+	if !ok {
+		m.ProvisioningDigest = types.StringUnknown()
+		return
+	}
+	pool := r.poolForKind(m, kind)
+	digest, err := r.data.cp.Provisioner().Digest(pool, vars)
+	if err != nil {
+		diags.AddError("Cannot compute the provisioning digest", err.Error())
+		return
+	}
+	if digest == "" {
+		m.ProvisioningDigest = types.StringNull()
+		return
+	}
+	m.ProvisioningDigest = types.StringValue(digest)
+}
+
+// poolForKind returns the machine's pool, or any pool of its kind (playbooks go by kind).
+func (r *gpuInstanceResource) poolForKind(m *gpuInstanceModel, kind string) inventory.Pool {
+	if !m.Pool.IsNull() && !m.Pool.IsUnknown() {
+		if pm, ok := r.data.cp.Manager().Pool(m.Pool.ValueString()); ok {
+			return pm.Pool
+		}
+	}
+	for _, pm := range r.data.cp.Manager().Pools() {
+		if pm.Pool.Kind == kind {
+			return pm.Pool
+		}
+	}
+	return inventory.Pool{Kind: kind, Playbook: inventory.DefaultPlaybook(kind)}
+}
+
+// modifyUpdatePlan keeps the machine where it is and plans a provisioning run when the playbook or
+// its variables changed, or when the last run did not end ready.
+func (r *gpuInstanceResource) modifyUpdatePlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, plan *gpuInstanceModel) {
+	var state gpuInstanceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	// A machine that failed at the cloud cannot be repaired in place.
+	if state.Status.ValueString() == string(controlplane.StatusError) && state.ProvisioningError.IsNull() {
+		plan.Status = types.StringUnknown()
+		resp.RequiresReplace.Append(path.Root("status"))
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
+		return
+	}
+	r.planDigest(ctx, plan, state.Kind.ValueString(), &resp.Diagnostics)
+	reprovision := plan.ProvisioningDigest.IsUnknown() ||
+		!plan.ProvisioningDigest.Equal(state.ProvisioningDigest) ||
+		state.Status.ValueString() != string(controlplane.StatusReady)
+	if reprovision {
+		plan.Status = types.StringUnknown()
+		plan.CloudStatus = types.StringUnknown()
+		plan.ReadyAt = types.StringUnknown()
+		plan.ProvisioningAttempts = types.Int64Unknown()
+		plan.ProvisioningError = types.StringUnknown()
+		plan.HostKey = types.StringUnknown()
+		if !r.data.provisioning {
+			plan.HostKey = state.HostKey
+		}
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
+}
+
+func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = withControlPlaneLogger(ctx)
+	var plan gpuInstanceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Create(ctx, defaultCreateTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	name := plan.Name.ValueString()
+	summary := fmt.Sprintf("creating GPU instance (%s)", name)
+
+	offerReq, _, diags := offerRequest(ctx, &plan)
+	resp.Diagnostics.Append(diags...)
+	vars, _, diags := provisioningVars(ctx, &plan)
+	resp.Diagnostics.Append(diags...)
+	sshKeys, _, diags := stringsOf(ctx, plan.SSHPublicKeys)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	offers, err := r.candidateOffers(ctx, &plan, offerReq)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	launched, err := r.data.cp.Launch(ctx, controlplane.LaunchRequest{
+		Name: name, Offers: offers, MaxPricePerHour: offerReq.MaxPricePerHour,
+		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
+	})
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	if err := r.data.quotes.remove(quoteKey(name, offerReq, plan.AllowFallback.ValueBool())); err != nil {
+		tflog.Warn(ctx, "could not remove the plan quote", map[string]any{"error": err.Error()})
+	}
+
+	// The machine exists and is billed: record it before any wait, so no error or interrupt can make
+	// Terraform forget it (an error from here on leaves it in state, tainted).
+	m := plan
+	parsed, _ := controlplane.ParseOfferID(launched.Offer.ID)
+	m.OfferID = types.StringValue(launched.Offer.ID)
+	setOfferFields(&m, r.data.cp, parsed)
+	m.ID = types.StringValue(launched.Instance.Name)
+	if m.EstimatedPricePerHour.IsUnknown() {
+		m.EstimatedPricePerHour = types.Float64Value(parsed.PricePerHour)
+	}
+	m.CloudInstanceID = types.StringValue(launched.Instance.ID)
+	applyInstance(&m, launched.Instance)
+	m.ReadyAt = types.StringNull()
+	m.ProvisioningAttempts = types.Int64Value(0)
+	m.ProvisioningError = types.StringNull()
+	m.HostKey = stringOrNull(launched.Instance.HostKey)
+	plannedDigest := m.ProvisioningDigest
+	m.ProvisioningDigest = types.StringNull()
+	save := func() { resp.Diagnostics.Append(resp.State.Set(ctx, &m)...) }
+	save()
+	if launched.Adopted {
+		tflog.Info(ctx, "adopted an existing instance with this name instead of creating a second one", map[string]any{"id": launched.Instance.ID})
+	}
+
+	r.bringUp(ctx, &m, launched.Instance, launched.Pool, vars, save, &resp.Diagnostics, summary)
+	if !resp.Diagnostics.HasError() && !plannedDigest.IsUnknown() {
+		m.ProvisioningDigest = plannedDigest
+		save()
+	}
+}
+
+// candidateOffers returns the offers Create may launch, best first: the planned one, or with
+// allow_fallback every acceptable offer right now.
+func (r *gpuInstanceResource) candidateOffers(ctx context.Context, plan *gpuInstanceModel, req controlplane.OfferRequest) ([]controlplane.Offer, error) {
+	if !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull() {
+		parsed, err := controlplane.ParseOfferID(plan.OfferID.ValueString())
+		if err != nil {
+			return nil, err
+		}
+		pm, ok := r.data.cp.Manager().Pool(parsed.Pool)
+		if !ok {
+			return nil, fmt.Errorf("pool %q of offer %s is not configured", parsed.Pool, plan.OfferID.ValueString())
+		}
+		// Never charge more than the plan showed.
+		res, err := r.data.cp.Offers(ctx, req, true)
+		if err == nil {
+			for _, o := range append(res.Offers, res.Ineligible...) {
+				if o.Pool == parsed.Pool && o.Region == parsed.Region && o.InstanceType == parsed.InstanceType && o.Spot == parsed.Spot &&
+					o.PricePerHour > parsed.PricePerHour+1e-9 {
+					return nil, fmt.Errorf("the price of offer %s rose from $%s/h at plan time to $%s/h; run `terraform plan` again to see the new price",
+						plan.OfferID.ValueString(), controlplane.FormatPrice(parsed.PricePerHour), controlplane.FormatPrice(o.PricePerHour))
+				}
+			}
+		}
+		return []controlplane.Offer{{
+			ID: plan.OfferID.ValueString(), Cloud: pm.Pool.Cloud, Pool: parsed.Pool, Region: parsed.Region,
+			InstanceType: parsed.InstanceType, GPUType: req.GPUType, GPUCount: req.GPUCount,
+			PricePerHour: parsed.PricePerHour, Spot: parsed.Spot, Available: -1,
+		}}, nil
+	}
+	res, err := r.data.cp.Offers(ctx, req, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Offers) == 0 {
+		return nil, errors.New(noOfferDetail(req, res))
+	}
+	return res.Offers, nil
+}
+
+// bringUp waits for the machine to run and provisions it, saving state at every step. Errors are
+// added to diags; the state keeps the machine either way.
+func (r *gpuInstanceResource) bringUp(ctx context.Context, m *gpuInstanceModel, inst controlplane.Instance, pool inventory.Pool,
+	vars map[string]any, save func(), diags *diag.Diagnostics, summary string) {
+	inst, err := r.data.cp.WaitRunning(ctx, inst, func(i controlplane.Instance) {
+		applyInstance(m, i)
+		save()
+	})
+	applyInstance(m, inst)
+	if err != nil {
+		save()
+		diags.AddError(summary, err.Error()+"\n\nThe machine is kept in state (tainted) so it is not forgotten; the next apply replaces it.")
+		return
+	}
+	if inst.HostKey != "" {
+		m.HostKey = types.StringValue(inst.HostKey)
+	}
+	r.provision(ctx, m, inst, pool, vars, save, diags, summary)
+}
+
+// provision runs provisioning (or marks the machine ready when provisioning is off).
+func (r *gpuInstanceResource) provision(ctx context.Context, m *gpuInstanceModel, inst controlplane.Instance, pool inventory.Pool,
+	vars map[string]any, save func(), diags *diag.Diagnostics, summary string) {
+	if !r.data.provisioning {
+		m.Status = types.StringValue(string(controlplane.StatusReady))
+		m.ReadyAt = types.StringValue(time.Now().UTC().Format(time.RFC3339))
+		m.ProvisioningAttempts = types.Int64Value(0)
+		m.ProvisioningError = types.StringNull()
+		save()
+		return
+	}
+	m.Status = types.StringValue(string(controlplane.StatusProvisioning))
+	save()
+	spec := controlplane.ProvisionSpec{
+		Pool: pool, GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()),
+		HostKey: m.HostKey.ValueString(), Vars: vars, MaxAttempts: int(m.MaxProvisioningAttempts.ValueInt64()),
+	}
+	out, err := r.data.cp.Provision(ctx, inst, spec, func(attempt int) {
+		m.ProvisioningAttempts = types.Int64Value(int64(attempt))
+		save()
+	})
+	m.ProvisioningAttempts = types.Int64Value(int64(out.Attempts))
+	m.HostKey = stringOrNull(out.HostKey)
+	if err != nil {
+		m.Status = types.StringValue(string(controlplane.StatusError))
+		msg := err.Error()
+		if out.FailedTask != "" {
+			msg = fmt.Sprintf("host %s, task %q: %s", inst.Name, out.FailedTask, out.Message)
+		}
+		m.ProvisioningError = types.StringValue(truncate(msg, 1024))
+		save()
+		diags.AddError(summary, fmt.Sprintf("provisioning failed after %d attempt(s): %s\n\nThe machine is kept in state so it is not forgotten.", out.Attempts, err))
+		return
+	}
+	m.Status = types.StringValue(string(controlplane.StatusReady))
+	m.ReadyAt = types.StringValue(out.ReadyAt.Format(time.RFC3339))
+	m.ProvisioningError = types.StringNull()
+	m.ProvisioningDigest = stringOrNull(out.Digest)
+	save()
+}
+
+// applyInstance copies what the cloud reports into the model.
+func applyInstance(m *gpuInstanceModel, inst controlplane.Instance) {
+	m.CloudStatus = types.StringValue(inst.CloudStatus)
+	switch inst.Status {
+	case controlplane.StatusPending, controlplane.StatusError, controlplane.StatusTerminated:
+		m.Status = types.StringValue(string(inst.Status))
+	case controlplane.StatusRunning:
+		switch m.Status.ValueString() {
+		case string(controlplane.StatusReady), string(controlplane.StatusProvisioning):
+		case string(controlplane.StatusError):
+			if m.ProvisioningError.IsNull() || m.ProvisioningError.IsUnknown() {
+				m.Status = types.StringValue(string(controlplane.StatusRunning))
+			}
+		default:
+			m.Status = types.StringValue(string(controlplane.StatusRunning))
+		}
+	}
+	if inst.SSH != nil {
+		m.SSHHost = types.StringValue(inst.SSH.Host)
+		m.SSHPort = types.Int64Value(int64(inst.SSH.Port))
+		m.SSHUser = types.StringValue(inst.SSH.User)
+	} else {
+		if m.SSHHost.IsUnknown() {
+			m.SSHHost = types.StringNull()
+		}
+		if m.SSHPort.IsUnknown() {
+			m.SSHPort = types.Int64Null()
+		}
+		if m.SSHUser.IsUnknown() {
+			m.SSHUser = types.StringNull()
+		}
+	}
+}
+
+func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx = withControlPlaneLogger(ctx)
+	var m gpuInstanceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ref := controlplane.InstanceRef{Name: m.ID.ValueString(), ID: m.CloudInstanceID.ValueString()}
+	inst, err := r.data.cp.Manager().Get(ctx, ref)
+	if controlplane.IsNotFound(err) || err == nil && inst.Status == controlplane.StatusTerminated {
+		tflog.Warn(ctx, "GPU instance is gone at the cloud; removing it from state so the next plan recreates it", map[string]any{"id": ref.Name})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("reading GPU instance (%s)", ref.Name), err.Error())
+		return
+	}
+	if m.CloudInstanceID.IsNull() {
+		// Import: fill everything the cloud knows.
+		r.fillFromInstance(&m, inst)
+	}
+	applyInstance(&m, inst)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// fillFromInstance sets every attribute an imported instance can tell.
+func (r *gpuInstanceResource) fillFromInstance(m *gpuInstanceModel, inst controlplane.Instance) {
+	pm, _ := r.data.cp.Manager().Route(inst.Name)
+	m.ID = types.StringValue(inst.Name)
+	m.CloudInstanceID = types.StringValue(inst.ID)
+	m.Name = types.StringValue(strings.TrimPrefix(inst.Name, pm.Pool.Prefix))
+	m.GPUType = types.StringValue(inst.GPUType)
+	m.GPUCount = types.Int64Value(int64(inst.GPUCount))
+	m.Kind = types.StringValue(pm.Pool.Kind)
+	m.Spot = types.BoolValue(inst.Spot)
+	m.AllowFallback = types.BoolValue(false)
+	offer := controlplane.Offer{Pool: pm.Pool.Name, Region: inst.Region, InstanceType: inst.InstanceType, Spot: inst.Spot, PricePerHour: inst.PricePerHour}
+	m.OfferID = types.StringValue(controlplane.OfferID(offer))
+	m.Cloud = types.StringValue(pm.Pool.Cloud)
+	m.Pool = types.StringValue(pm.Pool.Name)
+	m.Region = types.StringValue(inst.Region)
+	m.InstanceType = types.StringValue(inst.InstanceType)
+	m.PricePerHour = types.Float64Value(inst.PricePerHour)
+	m.EstimatedPricePerHour = types.Float64Value(inst.PricePerHour)
+	m.IsSpot = types.BoolValue(inst.Spot)
+	m.Status = types.StringValue(string(controlplane.StatusRunning))
+	m.ReadyAt = types.StringNull()
+	m.ProvisioningAttempts = types.Int64Value(0)
+	m.ProvisioningDigest = types.StringNull()
+	m.ProvisioningError = types.StringNull()
+	m.HostKey = stringOrNull(inst.HostKey)
+	m.SSHHost, m.SSHUser, m.SSHPort = types.StringNull(), types.StringNull(), types.Int64Null()
+	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+}
+
+func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = withControlPlaneLogger(ctx)
+	var plan, state gpuInstanceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Update(ctx, defaultUpdateTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	summary := fmt.Sprintf("updating GPU instance (%s)", state.ID.ValueString())
+
+	m := plan
+	if !m.Status.IsUnknown() {
+		// Only inputs that need no action changed (max price, fallback, timeouts).
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		return
+	}
+	vars, _, diags := provisioningVars(ctx, &plan)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ref := controlplane.InstanceRef{Name: state.ID.ValueString(), ID: state.CloudInstanceID.ValueString()}
+	inst, err := r.data.cp.Manager().Get(ctx, ref)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	pm, err := r.data.cp.Manager().Route(ref.Name)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	m.Status = state.Status
+	m.ReadyAt = state.ReadyAt
+	m.ProvisioningAttempts = state.ProvisioningAttempts
+	m.ProvisioningError = state.ProvisioningError
+	m.HostKey = state.HostKey
+	m.CloudStatus = state.CloudStatus
+	plannedDigest := m.ProvisioningDigest
+	m.ProvisioningDigest = state.ProvisioningDigest
+	save := func() { resp.Diagnostics.Append(resp.State.Set(ctx, &m)...) }
+	applyInstance(&m, inst)
+	if inst.Status != controlplane.StatusRunning {
+		r.bringUp(ctx, &m, inst, pm.Pool, vars, save, &resp.Diagnostics, summary)
+	} else {
+		r.provision(ctx, &m, inst, pm.Pool, vars, save, &resp.Diagnostics, summary)
+	}
+	if !resp.Diagnostics.HasError() && !plannedDigest.IsUnknown() {
+		m.ProvisioningDigest = plannedDigest
+		save()
+	}
+}
+
+func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = withControlPlaneLogger(ctx)
+	var state gpuInstanceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ref := controlplane.InstanceRef{Name: state.ID.ValueString(), ID: state.CloudInstanceID.ValueString()}
+	if err := r.data.cp.Terminate(ctx, ref); err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("deleting GPU instance (%s)", ref.Name), err.Error())
+	}
+}
+
+// ImportState takes the instance's cloud-side name (pool prefix + name); the prefix routes it to its pool.
+func (r *gpuInstanceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if r.data != nil {
+		if _, err := r.data.cp.Manager().Route(req.ID); err != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU instance (%s)", req.ID), err.Error())
+			return
+		}
+	}
+	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+}
+
+func stringOrNull(s string) types.String {
+	if s == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(s)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

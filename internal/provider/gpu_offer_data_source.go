@@ -1,0 +1,215 @@
+package provider
+
+import (
+	"context"
+	"sort"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+var (
+	_ datasource.DataSource              = (*gpuOfferDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*gpuOfferDataSource)(nil)
+)
+
+// NewGPUOfferDataSource is the hydra_gpu_offer data source.
+func NewGPUOfferDataSource() datasource.DataSource { return &gpuOfferDataSource{} }
+
+type gpuOfferDataSource struct {
+	data *providerData
+}
+
+type gpuOfferModel struct {
+	GPUType         types.String  `tfsdk:"gpu_type"`
+	GPUCount        types.Int64   `tfsdk:"gpu_count"`
+	Kind            types.String  `tfsdk:"kind"`
+	Spot            types.Bool    `tfsdk:"spot"`
+	Clouds          types.Set     `tfsdk:"clouds"`
+	Regions         types.Set     `tfsdk:"regions"`
+	MaxPricePerHour types.Float64 `tfsdk:"max_price_per_hour"`
+	ID              types.String  `tfsdk:"id"`
+	Cloud           types.String  `tfsdk:"cloud"`
+	Pool            types.String  `tfsdk:"pool"`
+	Region          types.String  `tfsdk:"region"`
+	InstanceType    types.String  `tfsdk:"instance_type"`
+	PricePerHour    types.Float64 `tfsdk:"price_per_hour"`
+	IsSpot          types.Bool    `tfsdk:"is_spot"`
+	Offers          types.List    `tfsdk:"offers"`
+	Rejections      types.Map     `tfsdk:"rejections"`
+}
+
+var offerAttrTypes = map[string]attr.Type{
+	"id":             types.StringType,
+	"cloud":          types.StringType,
+	"pool":           types.StringType,
+	"region":         types.StringType,
+	"instance_type":  types.StringType,
+	"price_per_hour": types.Float64Type,
+	"spot":           types.BoolType,
+	"resale_of":      types.StringType,
+	"eligible":       types.BoolType,
+	"ineligible_why": types.StringType,
+}
+
+func (d *gpuOfferDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_gpu_offer"
+}
+
+func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The cheapest GPU offer across every configured cloud for a request, every matching offer sorted " +
+			"by price, and why each cloud that offered nothing said no. Data sources are read once during plan and frozen " +
+			"into a saved plan, so `offer_id = data.hydra_gpu_offer.<name>.id` on a `hydra_gpu_instance` pins the choice " +
+			"even when plan and apply run on different machines. Reading it fails when nothing matches.",
+		Attributes: map[string]schema.Attribute{
+			"gpu_type": schema.StringAttribute{
+				MarkdownDescription: "hydra's GPU type, from `supported_gpus.yml` (e.g. `h100`, `l40s`).",
+				Required:            true,
+			},
+			"gpu_count": schema.Int64Attribute{
+				MarkdownDescription: "GPUs per machine. Default `1`.",
+				Optional:            true,
+				Validators:          []validator.Int64{int64validator.AtLeast(1)},
+			},
+			"kind": schema.StringAttribute{
+				MarkdownDescription: "`vm` or `execlet`. Default `vm`.",
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(inventory.Kinds...)},
+			},
+			"spot": schema.BoolAttribute{
+				MarkdownDescription: "Allow spot (preemptible) offers to compete. Default `false`.",
+				Optional:            true,
+			},
+			"clouds": schema.SetAttribute{
+				MarkdownDescription: "Only these clouds. Default: every configured cloud.",
+				Optional:            true,
+				ElementType:         types.StringType,
+				Validators:          []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.OneOf(inventory.Clouds...))},
+			},
+			"regions": schema.SetAttribute{
+				MarkdownDescription: "Only these regions. Default: any.",
+				Optional:            true,
+				ElementType:         types.StringType,
+				Validators:          []validator.Set{setvalidator.SizeAtLeast(1)},
+			},
+			"max_price_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "Ceiling for the whole machine in US dollars per hour. Default: none.",
+				Optional:            true,
+				Validators:          []validator.Float64{float64validator.AtLeast(0.01)},
+			},
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The cheapest offer's ID, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>`; pass it to `hydra_gpu_instance.offer_id`.",
+				Computed:            true,
+			},
+			"cloud":          schema.StringAttribute{MarkdownDescription: "The cheapest offer's cloud.", Computed: true},
+			"pool":           schema.StringAttribute{MarkdownDescription: "The cheapest offer's pool.", Computed: true},
+			"region":         schema.StringAttribute{MarkdownDescription: "The cheapest offer's region.", Computed: true},
+			"instance_type":  schema.StringAttribute{MarkdownDescription: "The cheapest offer's instance type (the cloud's own name).", Computed: true},
+			"price_per_hour": schema.Float64Attribute{MarkdownDescription: "The cheapest offer's price for the whole machine, US dollars per hour.", Computed: true},
+			"is_spot":        schema.BoolAttribute{MarkdownDescription: "Whether the cheapest offer is spot capacity.", Computed: true},
+			"offers": schema.ListNestedAttribute{
+				MarkdownDescription: "Every matching offer, eligible ones cheapest first, then the ineligible ones with the reason.",
+				Computed:            true,
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"id":             schema.StringAttribute{MarkdownDescription: "Offer ID.", Computed: true},
+					"cloud":          schema.StringAttribute{MarkdownDescription: "Cloud.", Computed: true},
+					"pool":           schema.StringAttribute{MarkdownDescription: "Pool.", Computed: true},
+					"region":         schema.StringAttribute{MarkdownDescription: "Region.", Computed: true},
+					"instance_type":  schema.StringAttribute{MarkdownDescription: "The cloud's instance type.", Computed: true},
+					"price_per_hour": schema.Float64Attribute{MarkdownDescription: "US dollars per hour for the whole machine.", Computed: true},
+					"spot":           schema.BoolAttribute{MarkdownDescription: "Spot capacity.", Computed: true},
+					"resale_of":      schema.StringAttribute{MarkdownDescription: "The cloud that really runs the hardware when this offer resells it, else null.", Computed: true},
+					"eligible":       schema.BoolAttribute{MarkdownDescription: "Whether hydra would choose this offer.", Computed: true},
+					"ineligible_why": schema.StringAttribute{MarkdownDescription: "Why the offer is not eligible (e.g. an auction bid that would not clear), else null.", Computed: true},
+				}},
+			},
+			"rejections": schema.MapAttribute{
+				MarkdownDescription: "For each asked cloud with no eligible offer, why (no capacity, timed out, above the max price, ...).",
+				Computed:            true,
+				ElementType:         types.StringType,
+			},
+		},
+	}
+}
+
+func (d *gpuOfferDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
+}
+
+func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	ctx = withControlPlaneLogger(ctx)
+	var m gpuOfferModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	clouds, _, diags := stringsOf(ctx, m.Clouds)
+	resp.Diagnostics.Append(diags...)
+	regions, _, diags := stringsOf(ctx, m.Regions)
+	resp.Diagnostics.Append(diags...)
+	oreq := controlplane.OfferRequest{
+		GPUType: m.GPUType.ValueString(), GPUCount: 1, Kind: inventory.KindVM, AllowSpot: m.Spot.ValueBool(),
+		Clouds: clouds, Regions: regions, MaxPricePerHour: m.MaxPricePerHour.ValueFloat64(),
+	}
+	if !m.GPUCount.IsNull() {
+		oreq.GPUCount = int(m.GPUCount.ValueInt64())
+	}
+	if !m.Kind.IsNull() {
+		oreq.Kind = m.Kind.ValueString()
+	}
+	sort.Strings(oreq.Clouds)
+	sort.Strings(oreq.Regions)
+	res, err := d.data.cp.Offers(ctx, oreq, false)
+	if err != nil {
+		addRequestError(&resp.Diagnostics, err)
+		return
+	}
+	best, ok := res.Cheapest()
+	if !ok {
+		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", noOfferDetail(oreq, res))
+		return
+	}
+	m.ID = types.StringValue(best.ID)
+	m.Cloud = types.StringValue(best.Cloud)
+	m.Pool = types.StringValue(best.Pool)
+	m.Region = types.StringValue(best.Region)
+	m.InstanceType = types.StringValue(best.InstanceType)
+	m.PricePerHour = types.Float64Value(best.PricePerHour)
+	m.IsSpot = types.BoolValue(best.Spot)
+
+	objType := types.ObjectType{AttrTypes: offerAttrTypes}
+	var elems []attr.Value
+	for _, o := range append(append([]controlplane.Offer{}, res.Offers...), res.Ineligible...) {
+		obj, diags := types.ObjectValue(offerAttrTypes, map[string]attr.Value{
+			"id": types.StringValue(o.ID), "cloud": types.StringValue(o.Cloud), "pool": types.StringValue(o.Pool),
+			"region": types.StringValue(o.Region), "instance_type": types.StringValue(o.InstanceType),
+			"price_per_hour": types.Float64Value(o.PricePerHour), "spot": types.BoolValue(o.Spot),
+			"resale_of": stringOrNull(o.ResaleOf), "eligible": types.BoolValue(o.Ineligible == ""),
+			"ineligible_why": stringOrNull(o.Ineligible),
+		})
+		resp.Diagnostics.Append(diags...)
+		elems = append(elems, obj)
+	}
+	list, diags := types.ListValue(objType, elems)
+	resp.Diagnostics.Append(diags...)
+	m.Offers = list
+	rej := map[string]attr.Value{}
+	for _, r := range res.Rejections {
+		rej[r.Cloud] = types.StringValue(r.Reason)
+	}
+	rmap, diags := types.MapValue(types.StringType, rej)
+	resp.Diagnostics.Append(diags...)
+	m.Rejections = rmap
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}

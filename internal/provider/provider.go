@@ -1,0 +1,263 @@
+// Package provider is hydra's Terraform provider: its configuration, the hydra_gpu_instance resource
+// and the hydra_gpu_offer data source. It translates between Terraform and the control plane and holds
+// no cloud knowledge of its own.
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+)
+
+var _ provider.Provider = (*hydraProvider)(nil)
+
+// New returns the provider factory for providerserver.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &hydraProvider{version: version} }
+}
+
+type hydraProvider struct {
+	version string
+}
+
+type providerModel struct {
+	InventoryDir  types.String       `tfsdk:"inventory_dir"`
+	PlanQuoteFile types.String       `tfsdk:"plan_quote_file"`
+	PlanQuoteTTL  types.String       `tfsdk:"plan_quote_ttl"`
+	OfferTimeout  types.String       `tfsdk:"offer_timeout"`
+	Sandbox       *sandboxModel      `tfsdk:"sandbox"`
+	Provisioning  *provisioningModel `tfsdk:"provisioning"`
+}
+
+type sandboxModel struct {
+	Dir      types.String `tfsdk:"dir"`
+	BootTime types.String `tfsdk:"boot_time"`
+}
+
+type provisioningModel struct {
+	Enabled     types.Bool  `tfsdk:"enabled"`
+	MaxAttempts types.Int64 `tfsdk:"max_attempts"`
+	RetryDelay  types.String `tfsdk:"retry_delay"`
+}
+
+// providerData is what resources and data sources get from Configure.
+type providerData struct {
+	cp     *controlplane.ControlPlane
+	quotes *quoteStore
+	// provisioning is false when provisioning is switched off (machines are ready once they run).
+	provisioning bool
+	// sshPublicKeys are installed on every new machine so provisioning can log in.
+	sshPublicKeys []string
+	// sandbox is the sandbox backend when configured (tests reach into it).
+	sandbox *sandbox.Backend
+}
+
+func (p *hydraProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "hydra"
+	resp.Version = p.version
+}
+
+func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "hydra rents GPU machines across several clouds at the cheapest price and hands them over " +
+			"provisioned and ready. With no cloud block configured, hydra uses the **sandbox**, a simulated cloud on " +
+			"this machine that needs no credentials.",
+		Attributes: map[string]schema.Attribute{
+			"inventory_dir": schema.StringAttribute{
+				MarkdownDescription: "Directory holding your own `supported_gpus.yml` and/or `pools.yml`. A file missing " +
+					"there is taken from the copy embedded in the provider. Default: the embedded inventory.",
+				Optional: true,
+			},
+			"plan_quote_file": schema.StringAttribute{
+				MarkdownDescription: "File where a plan's chosen offers are pinned so that the apply-time re-plan agrees " +
+					"with the plan even when prices move. Default: `hydra-plan-quotes.json` in Terraform's data directory " +
+					"(`TF_DATA_DIR`, else `.terraform`). Plans applied on another machine should pin through " +
+					"`offer_id = data.hydra_gpu_offer.x.id` instead.",
+				Optional: true,
+			},
+			"plan_quote_ttl": schema.StringAttribute{
+				MarkdownDescription: "How long a pinned plan-time choice stays valid, as a Go duration (`\"1h\"`). Default `\"1h\"`.",
+				Optional:            true,
+				Validators:          []validator.String{durationValidator{}},
+			},
+			"offer_timeout": schema.StringAttribute{
+				MarkdownDescription: "How long each cloud may take to list its offers during a plan, as a Go duration. A cloud " +
+					"that takes longer is left out and named as timed out. Default `\"20s\"`.",
+				Optional:   true,
+				Validators: []validator.String{durationValidator{}},
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"sandbox": schema.SingleNestedBlock{
+				MarkdownDescription: "The simulated cloud: offers, instances and faults kept in a directory on this machine. " +
+					"Used automatically when no cloud block is configured.",
+				Attributes: map[string]schema.Attribute{
+					"dir": schema.StringAttribute{
+						MarkdownDescription: "Directory holding the sandbox's state (`catalog.json`, `faults.json`, `state.json`). " +
+							"Default `\".hydra-sandbox\"`.",
+						Optional: true,
+					},
+					"boot_time": schema.StringAttribute{
+						MarkdownDescription: "How long a new sandbox instance stays `pending`, as a Go duration. Default `\"2s\"`.",
+						Optional:            true,
+						Validators:          []validator.String{durationValidator{}},
+					},
+				},
+			},
+			"provisioning": schema.SingleNestedBlock{
+				MarkdownDescription: "How machines are provisioned before they are `ready`.",
+				Attributes: map[string]schema.Attribute{
+					"enabled": schema.BoolAttribute{
+						MarkdownDescription: "Run hydra's provisioning on every new machine. With `false` a machine is `ready` as soon " +
+							"as its cloud says it runs (for images that need no setup). Default `true`.",
+						Optional: true,
+					},
+					"max_attempts": schema.Int64Attribute{
+						MarkdownDescription: "How many provisioning attempts a machine gets before it ends in `error`. Default `3`.",
+						Optional:            true,
+						Validators:          []validator.Int64{int64validator.Between(1, 20)},
+					},
+					"retry_delay": schema.StringAttribute{
+						MarkdownDescription: "Wait before the second provisioning attempt, doubling after that, as a Go duration. Default `\"5s\"`.",
+						Optional:            true,
+						Validators:          []validator.String{durationValidator{}},
+					},
+				},
+			},
+		},
+	}
+}
+
+func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	inv, err := inventory.Load(cfg.InventoryDir.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("inventory_dir"), "Invalid hydra inventory", err.Error())
+		return
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "hydra", Level: hclog.LevelFromString(os.Getenv("TF_LOG_PROVIDER")), Output: os.Stderr, JSONFormat: true})
+
+	data := &providerData{provisioning: true}
+	var backends []controlplane.InstanceManagerBackend
+
+	// The sandbox: configured explicitly, or the default when no real cloud is configured.
+	if cfg.Sandbox != nil || len(backends) == 0 {
+		sb := cfg.Sandbox
+		if sb == nil {
+			sb = &sandboxModel{}
+		}
+		dir := sb.Dir.ValueString()
+		if dir == "" {
+			dir = ".hydra-sandbox"
+		}
+		boot := parseDuration(sb.BootTime, 2*time.Second)
+		b, err := sandbox.New(sandbox.Config{Dir: dir, BootTime: boot}, inv, logger)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("sandbox").AtName("dir"), "Cannot open the sandbox", err.Error())
+			return
+		}
+		data.sandbox = b
+		backends = append(backends, b)
+	}
+
+	opts := controlplane.Options{
+		OfferTimeout: parseDuration(cfg.OfferTimeout, 20*time.Second),
+		Logger:       logger,
+	}
+	if pc := cfg.Provisioning; pc != nil {
+		if !pc.Enabled.IsNull() {
+			data.provisioning = pc.Enabled.ValueBool()
+		}
+		opts.MaxProvisionAttempts = int(pc.MaxAttempts.ValueInt64())
+		opts.ProvisionBackoff = parseDuration(pc.RetryDelay, 5*time.Second)
+	}
+	if data.provisioning {
+		// The Ansible runner arrives with the provisioning work; until then provisioning is a no-op.
+		opts.Provisioner = controlplane.NoProvisioning{}
+	}
+	data.cp = controlplane.New(inv, backends, opts)
+
+	quotePath := cfg.PlanQuoteFile.ValueString()
+	if quotePath == "" {
+		quotePath = defaultQuotePath()
+	}
+	data.quotes = &quoteStore{path: quotePath, ttl: parseDuration(cfg.PlanQuoteTTL, time.Hour)}
+
+	resp.DataSourceData = data
+	resp.ResourceData = data
+}
+
+func (p *hydraProvider) Resources(_ context.Context) []func() resource.Resource {
+	return []func() resource.Resource{NewGPUInstanceResource}
+}
+
+func (p *hydraProvider) DataSources(_ context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{NewGPUOfferDataSource}
+}
+
+// parseDuration reads a validated duration attribute, or returns def when it is null.
+func parseDuration(v types.String, def time.Duration) time.Duration {
+	if v.IsNull() || v.IsUnknown() || v.ValueString() == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v.ValueString())
+	if err != nil {
+		return def
+	}
+	return d
+}
+
+// durationValidator accepts Go durations ("90s", "1h30m").
+type durationValidator struct{}
+
+func (durationValidator) Description(context.Context) string {
+	return "must be a Go duration such as \"90s\" or \"1h30m\""
+}
+
+func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	d, err := time.ParseDuration(req.ConfigValue.ValueString())
+	if err != nil || d <= 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
+			fmt.Sprintf("%s: %q is not a positive Go duration; use a number with a unit, such as \"90s\", \"15m\" or \"1h\".", req.Path, req.ConfigValue.ValueString()))
+	}
+}
+
+// configuredData extracts providerData in a resource's or data source's Configure.
+func configuredData(pd any, add func(summary, detail string)) *providerData {
+	if pd == nil {
+		return nil
+	}
+	d, ok := pd.(*providerData)
+	if !ok {
+		add("Unexpected Provider Data Type", fmt.Sprintf("Expected *providerData, got %T. Please report this issue to the provider developers.", pd))
+		return nil
+	}
+	return d
+}
+
+// Address is the provider's registry address; HCL names it `source = "hydragpu/hydra"`.
+const Address = "registry.terraform.io/hydragpu/hydra"

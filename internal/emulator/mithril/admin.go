@@ -1,0 +1,129 @@
+package mithril
+
+import (
+	"fmt"
+	"time"
+)
+
+// Emulator-only helpers for tests and the sandbox. They act on the same state as the API (the state
+// dir too).
+
+// SetFaults replaces the active faults.
+func (s *Server) SetFaults(f Faults) error {
+	return s.update(func(st *state, _ time.Time) error {
+		st.Faults = f
+		return nil
+	})
+}
+
+// Faults returns the active faults (with their counters as used so far).
+func (s *Server) Faults() (Faults, error) {
+	var f Faults
+	err := s.update(func(st *state, _ time.Time) error {
+		f = st.Faults
+		return nil
+	})
+	return f, err
+}
+
+// CreateCount is how many bids the API has accepted (POST /v2/spot/bids), ever.
+func (s *Server) CreateCount() int {
+	n := 0
+	_ = s.update(func(st *state, _ time.Time) error {
+		n = st.Created
+		return nil
+	})
+	return n
+}
+
+// BidInfo is an emulator view of one bid.
+type BidInfo struct {
+	FID, Name, Project, Region, InstanceType, Status string
+	LimitCents                                       int64
+	Instances                                        []string
+	// InstanceStatuses are the statuses of Instances, in order.
+	InstanceStatuses []string
+}
+
+// Bids lists the bids of hydra's projects (not the simulated other customers'), cancelled ones included.
+func (s *Server) Bids() []BidInfo {
+	var out []BidInfo
+	_ = s.update(func(st *state, now time.Time) error {
+		for _, b := range st.Bids {
+			if b.Project == marketProject {
+				continue
+			}
+			info := BidInfo{FID: b.FID, Name: b.Name, Project: b.Project, Region: b.Region, Status: b.Status, LimitCents: b.LimitCents,
+				Instances: append([]string(nil), b.Instances...)}
+			if a := st.auctionFor(b.TypeFID, b.Region); a != nil {
+				info.InstanceType = a.Name
+			}
+			for _, fid := range b.Instances {
+				if in := st.instanceByFID(fid); in != nil {
+					info.InstanceStatuses = append(info.InstanceStatuses, in.status(now))
+				}
+			}
+			out = append(out, info)
+		}
+		return nil
+	})
+	return out
+}
+
+// LiveBids lists hydra's bids that are not cancelled.
+func (s *Server) LiveBids() []BidInfo {
+	var out []BidInfo
+	for _, b := range s.Bids() {
+		if b.Status != bidTerminated {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// InstanceTypeFID returns the FID of an instance type name in a region ("" when not in the catalog).
+func (s *Server) InstanceTypeFID(region, name string) string {
+	fid := ""
+	_ = s.update(func(st *state, _ time.Time) error {
+		for _, a := range st.Auctions {
+			if a.Region == region && a.Name == name {
+				fid = a.TypeFID
+			}
+		}
+		return nil
+	})
+	return fid
+}
+
+// AddMarketBid places another customer's one-instance bid in an auction (limit price in cents) and
+// returns its FID. A bid higher than the lowest allocated one in a full auction preempts it.
+func (s *Server) AddMarketBid(region, instanceType string, limitCents int64) (string, error) {
+	fid := ""
+	err := s.update(func(st *state, now time.Time) error {
+		for _, a := range st.Auctions {
+			if a.Region == region && a.Name == instanceType {
+				b := &bid{Name: fmt.Sprintf("market-%d", st.Seq+1), Project: marketProject, CreatedBy: "user_market", CreatedAt: now,
+					LimitCents: limitCents, Quantity: 1, TypeFID: a.TypeFID, Region: a.Region}
+				st.placeBid(b, now)
+				fid = b.FID
+				return nil
+			}
+		}
+		return fmt.Errorf("no auction for %s in %s", instanceType, region)
+	})
+	return fid, err
+}
+
+// SetCapacity changes an auction's total capacity; bids are allocated or preempted to match.
+func (s *Server) SetCapacity(region, instanceType string, capacity int) error {
+	return s.update(func(st *state, now time.Time) error {
+		for _, a := range st.Auctions {
+			if a.Region == region && a.Name == instanceType {
+				a.Capacity = capacity
+				st.clear(a, now)
+				return nil
+			}
+		}
+		return fmt.Errorf("no auction for %s in %s", instanceType, region)
+	})
+}

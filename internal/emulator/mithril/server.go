@@ -1,0 +1,304 @@
+// Package mithril emulates the subset of Mithril's v2 REST API hydra uses: the spot auctions (a sealed
+// second-price auction per region and instance type, with allocation, clearing price and preemption
+// when outbid), bids, instances, SSH keys and projects, with Mithril's quirks: FIDs with prefixes,
+// "$X.XX" price strings, integer cents on /v2/pricing/current, cursor pagination, FastAPI 422 errors,
+// {"detail": ...} error bodies and 404 on unknown bids.
+package mithril
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultAPIKey is the key the emulator accepts when Options.APIKeys is empty.
+const DefaultAPIKey = "fkey_emulator0000000000"
+
+// DefaultProject is the project name the emulator creates when Options.Projects is empty.
+const DefaultProject = "hydra"
+
+// Options configure an emulator.
+type Options struct {
+	// StateDir keeps the whole cloud in StateDir/state.json, shared by every Server on that dir under
+	// an exclusive file lock ("" keeps it in memory). The catalog, durations and projects are read only
+	// when the state is first created.
+	StateDir string
+	// Catalog is the spot market (nil: DefaultCatalog()).
+	Catalog []Offering
+	// BootDuration is how long an allocated instance stays STATUS_NEW/STATUS_STARTING before
+	// STATUS_RUNNING with an ssh_destination (default 20s).
+	BootDuration time.Duration
+	// StopDuration is how long a cancelled bid's instance stays STATUS_STOPPING (default 0: it is
+	// STATUS_TERMINATED at once).
+	StopDuration time.Duration
+	// PreemptionWindow is how long an outbid bid stays Preempting before its instance is preempted
+	// (default 5 minutes, as Mithril documents).
+	PreemptionWindow time.Duration
+	// APIKeys are the accepted Bearer keys (default DefaultAPIKey).
+	APIKeys []string
+	// Projects are the project names the keys see (default DefaultProject); ProjectFID gives their FIDs.
+	Projects []string
+	// SSHDestination, when set, is the ssh_destination of every running instance (e.g. "127.0.0.1:2222"
+	// for a loopback sshd); otherwise each instance gets an address of 203.0.113.0/24.
+	SSHDestination string
+	// Clock returns the current time (default time.Now); tests move it forward instead of sleeping.
+	Clock func() time.Time
+}
+
+// Faults are misbehaviours switched on at runtime; they persist in the state dir. Counters go down as
+// they are used.
+type Faults struct {
+	// Latency is added to every request.
+	Latency time.Duration `json:"latency,omitempty"`
+	// TooManyRequests answers the next N requests with 429 and Retry-After.
+	TooManyRequests int `json:"too_many_requests,omitempty"`
+	// RetryAfterSeconds is the Retry-After of those 429s (default 1).
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
+	// ServerErrors answers the next N requests with a 5xx (ServerErrorStatus, default 502).
+	ServerErrors      int `json:"server_errors,omitempty"`
+	ServerErrorStatus int `json:"server_error_status,omitempty"`
+	// CommitBeforeServerError makes a bid create hit by a server error still place the bid: the
+	// answer is lost, not the bid.
+	CommitBeforeServerError bool `json:"commit_before_server_error,omitempty"`
+	// OnlyPath limits the 429 and 5xx faults to requests whose "METHOD /path" starts with it, e.g.
+	// "POST /v2/spot/bids".
+	OnlyPath string `json:"only_path,omitempty"`
+	// SlowBoot is added to the boot of instances allocated while it is set.
+	SlowBoot time.Duration `json:"slow_boot,omitempty"`
+	// CapacityGone makes bid creates fail with 400 "Insufficient capacity": the capacity an offer
+	// showed is gone by the time of the bid.
+	CapacityGone bool `json:"capacity_gone,omitempty"`
+	// BootFailures makes the next N allocated instances end in STATUS_ERROR instead of running.
+	BootFailures int `json:"boot_failures,omitempty"`
+}
+
+// Server is the emulator, an http.Handler.
+type Server struct {
+	opts  Options
+	mu    sync.Mutex
+	store *store
+	mux   *http.ServeMux
+}
+
+// New builds an emulator.
+func New(opts Options) *Server {
+	if opts.Catalog == nil {
+		opts.Catalog = DefaultCatalog()
+	}
+	if opts.BootDuration == 0 {
+		opts.BootDuration = 20 * time.Second
+	}
+	if opts.PreemptionWindow == 0 {
+		opts.PreemptionWindow = 5 * time.Minute
+	}
+	if len(opts.APIKeys) == 0 {
+		opts.APIKeys = []string{DefaultAPIKey}
+	}
+	if len(opts.Projects) == 0 {
+		opts.Projects = []string{DefaultProject}
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	s := &Server{opts: opts, store: &store{dir: opts.StateDir}}
+	s.routes()
+	return s
+}
+
+// ProjectFID returns the FID the emulator gives a project name.
+func ProjectFID(name string) string { return stableFID("proj_", "project/"+name) }
+
+// Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
+// function that stops it.
+func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck
+	return "http://" + ln.Addr().String(), srv.Shutdown, nil
+}
+
+func (s *Server) now() time.Time { return s.opts.Clock().UTC() }
+
+// update runs fn on the state, advanced to now, under the lock; the state is saved afterwards.
+func (s *Server) update(fn func(st *state, now time.Time) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	return s.store.with(func() *state { return newState(s.opts, now) }, func(st *state) error {
+		st.advance(now)
+		return fn(st, now)
+	})
+}
+
+// apiError is an answer with a status and a body.
+type apiError struct {
+	status int
+	body   any
+	header http.Header
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d", e.status) }
+
+func detail(status int, msg string) *apiError {
+	return &apiError{status: status, body: map[string]any{"detail": msg}}
+}
+
+// validation is a FastAPI HTTPValidationError item.
+type validation struct {
+	Type  string `json:"type"`
+	Loc   []any  `json:"loc"`
+	Msg   string `json:"msg"`
+	Input any    `json:"input"`
+	Ctx   any    `json:"ctx,omitempty"`
+}
+
+func invalid(items ...validation) *apiError {
+	return &apiError{status: http.StatusUnprocessableEntity, body: map[string]any{"detail": items}}
+}
+
+func missing(loc ...any) validation {
+	return validation{Type: "missing", Loc: loc, Msg: "Field required"}
+}
+
+type handler func(r *http.Request, st *state, now time.Time, user string) (int, any, error)
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	h := func(pattern string, fn handler) { m.Handle(pattern, s.wrap(fn)) }
+	h("GET /v2/me", s.me)
+	h("GET /v2/projects", s.projects)
+	h("GET /v2/instance-types", s.instanceTypes)
+	h("GET /v2/spot/availability", s.availability)
+	h("GET /v2/pricing/current", s.pricing)
+	h("POST /v2/spot/bids", s.createBid)
+	h("GET /v2/spot/bids", s.listBids)
+	h("GET /v2/spot/bids/{fid}", s.getBid)
+	h("GET /v2/spot/bids/{fid}/status", s.bidStatus)
+	h("PATCH /v2/spot/bids/{fid}", s.patchBid)
+	h("DELETE /v2/spot/bids/{fid}", s.cancelBid)
+	h("GET /v2/instances", s.listInstances)
+	h("GET /v2/instances/{fid}/status", s.instanceStatus)
+	h("GET /v2/ssh-keys", s.listKeys)
+	h("POST /v2/ssh-keys", s.createKey)
+	h("DELETE /v2/ssh-keys/{fid}", s.deleteKey)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"}, nil)
+	})
+	s.mux = m
+}
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) wrap(fn handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var f Faults
+		_ = s.update(func(st *state, _ time.Time) error { f = st.Faults; return nil })
+		if f.Latency > 0 {
+			select {
+			case <-time.After(f.Latency):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		var status int
+		var body any
+		var failAfter *apiError
+		err := s.update(func(st *state, now time.Time) error {
+			if fe := st.takeFault(r); fe != nil {
+				if fe.status >= 500 && st.Faults.CommitBeforeServerError && r.Method == http.MethodPost && r.URL.Path == "/v2/spot/bids" {
+					failAfter = fe
+				} else {
+					return fe
+				}
+			}
+			user, aerr := s.authenticate(r)
+			if aerr != nil {
+				return aerr
+			}
+			var err error
+			status, body, err = fn(r, st, now, user)
+			return err
+		})
+		if failAfter != nil && err == nil {
+			err = failAfter
+		}
+		var ae *apiError
+		switch {
+		case errors.As(err, &ae):
+			writeJSON(w, ae.status, ae.body, ae.header)
+		case err != nil:
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"detail": "Internal Server Error: " + err.Error()}, nil)
+		case status == http.StatusNoContent:
+			w.WriteHeader(status)
+		default:
+			writeJSON(w, status, body, nil)
+		}
+	})
+}
+
+// takeFault uses up one 429 or 5xx fault matching the request, if any.
+func (st *state) takeFault(r *http.Request) *apiError {
+	f := &st.Faults
+	if f.OnlyPath != "" && !strings.HasPrefix(r.Method+" "+r.URL.Path, f.OnlyPath) {
+		return nil
+	}
+	if f.TooManyRequests > 0 {
+		f.TooManyRequests--
+		ra := f.RetryAfterSeconds
+		if ra <= 0 {
+			ra = 1
+		}
+		return &apiError{status: http.StatusTooManyRequests, body: map[string]string{"detail": "Too many requests"},
+			header: http.Header{"Retry-After": {strconv.Itoa(ra)}}}
+	}
+	if f.ServerErrors > 0 {
+		f.ServerErrors--
+		status := f.ServerErrorStatus
+		if status == 0 {
+			status = http.StatusBadGateway
+		}
+		return detail(status, "Upstream service failure")
+	}
+	return nil
+}
+
+func (s *Server) authenticate(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", detail(http.StatusUnauthorized, "Not authenticated")
+	}
+	scheme, key, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", detail(http.StatusUnauthorized, "Invalid authentication credentials")
+	}
+	for _, k := range s.opts.APIKeys {
+		if key == k {
+			return "user_" + stableFID("", "user/"+k)[:12], nil
+		}
+	}
+	return "", detail(http.StatusUnauthorized, "Invalid API key")
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any, header http.Header) {
+	for k, vs := range header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}

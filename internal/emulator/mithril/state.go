@@ -1,0 +1,495 @@
+package mithril
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+)
+
+// state is the whole emulated cloud. With a state dir it lives in state.json and every request loads
+// and saves it under an exclusive file lock. Every status progression is computed from timestamps
+// stored here, never from timers, so it survives process restarts.
+type state struct {
+	Projects  []*project  `json:"projects"`
+	Auctions  []*auction  `json:"auctions"`
+	Bids      []*bid      `json:"bids"`
+	Instances []*instance `json:"instances"`
+	SSHKeys   []*sshKey   `json:"ssh_keys"`
+	Faults    Faults      `json:"faults"`
+	Seq       int64       `json:"seq"`
+	Created   int         `json:"bids_created"`
+	Hosts     int         `json:"hosts"`
+	Settings  settings    `json:"settings"`
+}
+
+// settings copy the Options that must agree between processes sharing a state dir.
+type settings struct {
+	BootDuration     time.Duration `json:"boot_duration"`
+	StopDuration     time.Duration `json:"stop_duration"`
+	PreemptionWindow time.Duration `json:"preemption_window"`
+	SSHDestination   string        `json:"ssh_destination,omitempty"`
+}
+
+type project struct {
+	FID       string    `json:"fid"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	Market    bool      `json:"market,omitempty"`
+}
+
+type auction struct {
+	FID            string `json:"fid"`
+	TypeFID        string `json:"instance_type_fid"`
+	Name           string `json:"name"`
+	GPUType        string `json:"gpu_type"`
+	NumGPUs        int    `json:"num_gpus"`
+	GPUMemoryGB    int    `json:"gpu_memory_gb"`
+	GPUSocket      string `json:"gpu_socket"`
+	NumCPUs        int    `json:"num_cpus"`
+	RAMGB          int    `json:"ram_gb"`
+	LocalStorageGB int    `json:"local_storage_gb"`
+	Region         string `json:"region"`
+	Capacity       int    `json:"capacity"`
+	MinimumCents   int64  `json:"minimum_cents"`
+	LastPriceCents int64  `json:"last_price_cents"`
+}
+
+type bid struct {
+	FID           string     `json:"fid"`
+	Seq           int64      `json:"seq"`
+	Name          string     `json:"name"`
+	Project       string     `json:"project"`
+	CreatedBy     string     `json:"created_by"`
+	CreatedAt     time.Time  `json:"created_at"`
+	DeactivatedAt *time.Time `json:"deactivated_at,omitempty"`
+	LimitCents    int64      `json:"limit_cents"`
+	Quantity      int        `json:"instance_quantity"`
+	TypeFID       string     `json:"instance_type"`
+	Region        string     `json:"region"`
+	Instances     []string   `json:"instances"`
+	SSHKeys       []string   `json:"ssh_keys"`
+	Volumes       []string   `json:"volumes"`
+	StartupScript string     `json:"startup_script,omitempty"`
+	ImageVersion  string     `json:"image_version,omitempty"`
+	Status        string     `json:"status"`
+	PreemptAt     *time.Time `json:"preempt_at,omitempty"`
+}
+
+type instance struct {
+	FID          string     `json:"fid"`
+	Seq          int64      `json:"seq"`
+	Name         string     `json:"name"`
+	Project      string     `json:"project"`
+	CreatedBy    string     `json:"created_by"`
+	Bid          string     `json:"bid"`
+	TypeFID      string     `json:"instance_type"`
+	Region       string     `json:"region"`
+	CreatedAt    time.Time  `json:"created_at"`
+	ReadyAt      time.Time  `json:"ready_at"`
+	Fail         bool       `json:"fail,omitempty"`
+	SSHDest      string     `json:"ssh_destination"`
+	PrivateIP    string     `json:"private_ip"`
+	PreemptingAt *time.Time `json:"preempting_at,omitempty"`
+	PreemptedAt  *time.Time `json:"preempted_at,omitempty"`
+	StoppingAt   *time.Time `json:"stopping_at,omitempty"`
+	TerminatedAt *time.Time `json:"terminated_at,omitempty"`
+}
+
+type sshKey struct {
+	FID       string    `json:"fid"`
+	Name      string    `json:"name"`
+	Project   string    `json:"project"`
+	PublicKey string    `json:"public_key"`
+	CreatedAt time.Time `json:"created_at"`
+	Required  bool      `json:"required"`
+}
+
+// Bid and instance status words.
+const (
+	bidOpen       = "Open"
+	bidAllocated  = "Allocated"
+	bidPreempting = "Preempting"
+	bidPaused     = "Paused"
+	bidTerminated = "Terminated"
+)
+
+const marketProject = "proj_market0000000000"
+
+// status computes an instance's status at now from its timestamps.
+func (in *instance) status(now time.Time) string {
+	switch {
+	case in.TerminatedAt != nil && !now.Before(*in.TerminatedAt):
+		return "STATUS_TERMINATED"
+	case in.StoppingAt != nil:
+		return "STATUS_STOPPING"
+	case in.PreemptedAt != nil && !now.Before(*in.PreemptedAt):
+		return "STATUS_PREEMPTED"
+	case in.PreemptingAt != nil:
+		return "STATUS_PREEMPTING"
+	case now.Before(in.CreatedAt.Add(time.Second)) && now.Before(in.ReadyAt):
+		return "STATUS_NEW"
+	case now.Before(in.ReadyAt):
+		return "STATUS_STARTING"
+	case in.Fail:
+		return "STATUS_ERROR"
+	}
+	return "STATUS_RUNNING"
+}
+
+// live says whether an instance still holds its machine.
+func (in *instance) live(now time.Time) bool {
+	switch in.status(now) {
+	case "STATUS_TERMINATED", "STATUS_PREEMPTED":
+		return false
+	}
+	return true
+}
+
+const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// randomFID makes an opaque FID with its prefix ("bid_" + 16 letters and digits).
+func randomFID(prefix string) string {
+	b := make([]byte, 16)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alnum))))
+		if err != nil {
+			panic(err)
+		}
+		b[i] = alnum[n.Int64()]
+	}
+	return prefix + string(b)
+}
+
+// stableFID makes a FID that depends only on its seed, so catalogs agree across processes.
+func stableFID(prefix, seed string) string {
+	sum := sha256.Sum256([]byte(seed))
+	b := make([]byte, 16)
+	for i := range b {
+		b[i] = alnum[int(sum[i])%len(alnum)]
+	}
+	return prefix + string(b)
+}
+
+func newState(o Options, now time.Time) *state {
+	st := &state{Settings: settings{BootDuration: o.BootDuration, StopDuration: o.StopDuration, PreemptionWindow: o.PreemptionWindow, SSHDestination: o.SSHDestination}}
+	for _, name := range o.Projects {
+		st.Projects = append(st.Projects, &project{FID: stableFID("proj_", "project/"+name), Name: name, CreatedAt: now.Add(-24 * time.Hour)})
+	}
+	st.Projects = append(st.Projects, &project{FID: marketProject, Name: "other customers", CreatedAt: now.Add(-24 * time.Hour), Market: true})
+	for _, off := range o.Catalog {
+		a := &auction{
+			FID: stableFID("auc_", "auction/"+off.Region+"/"+off.Name), TypeFID: stableFID("it_", "type/"+off.Region+"/"+off.Name),
+			Name: off.Name, GPUType: off.GPUType, NumGPUs: off.NumGPUs, GPUMemoryGB: off.GPUMemoryGB, GPUSocket: off.GPUSocket,
+			NumCPUs: off.NumCPUs, RAMGB: off.RAMGB, LocalStorageGB: off.LocalStorageGB, Region: off.Region,
+			Capacity: off.Capacity, MinimumCents: off.MinimumCents, LastPriceCents: off.LastPriceCents,
+		}
+		st.Auctions = append(st.Auctions, a)
+		for i, price := range off.MarketBids {
+			st.placeBid(&bid{
+				Name: fmt.Sprintf("market-%s-%d", off.Name, i), Project: marketProject, CreatedBy: "user_market",
+				CreatedAt: now.Add(-time.Hour), LimitCents: price, Quantity: 1, TypeFID: a.TypeFID, Region: a.Region,
+			}, now.Add(-time.Hour))
+		}
+		// The market's own allocations do not move the published last price.
+		a.LastPriceCents = off.LastPriceCents
+	}
+	return st
+}
+
+func (st *state) nextSeq() int64 {
+	st.Seq++
+	return st.Seq
+}
+
+func (st *state) auctionFor(typeFID, region string) *auction {
+	for _, a := range st.Auctions {
+		if a.TypeFID == typeFID && (region == "" || a.Region == region) {
+			return a
+		}
+	}
+	return nil
+}
+
+func (st *state) bidByFID(fid string) *bid {
+	for _, b := range st.Bids {
+		if b.FID == fid {
+			return b
+		}
+	}
+	return nil
+}
+
+func (st *state) instanceByFID(fid string) *instance {
+	for _, in := range st.Instances {
+		if in.FID == fid {
+			return in
+		}
+	}
+	return nil
+}
+
+func (st *state) project(fid string) *project {
+	for _, p := range st.Projects {
+		if p.FID == fid {
+			return p
+		}
+	}
+	return nil
+}
+
+// placeBid adds an open bid and runs its auction.
+func (st *state) placeBid(b *bid, now time.Time) {
+	b.Seq = st.nextSeq()
+	if b.FID == "" {
+		b.FID = randomFID("bid_")
+	}
+	b.Status = bidOpen
+	if b.Instances == nil {
+		b.Instances = []string{}
+	}
+	st.Bids = append(st.Bids, b)
+	if a := st.auctionFor(b.TypeFID, b.Region); a != nil {
+		st.clear(a, now)
+	}
+}
+
+// advance applies every time-driven change up to now: preemption windows that ended put their bids
+// back to Open (the instances are preempted), then every auction clears again.
+func (st *state) advance(now time.Time) {
+	for _, b := range st.Bids {
+		if b.Status == bidPreempting && b.PreemptAt != nil && !now.Before(*b.PreemptAt) {
+			b.Status = bidOpen
+			b.Instances = []string{}
+			b.PreemptAt = nil
+		}
+	}
+	for _, a := range st.Auctions {
+		st.clear(a, now)
+	}
+}
+
+// held is how many instances the auction's bids in these statuses hold.
+func (st *state) held(a *auction, statuses ...string) int {
+	n := 0
+	for _, b := range st.Bids {
+		if b.TypeFID != a.TypeFID || b.Region != a.Region {
+			continue
+		}
+		for _, s := range statuses {
+			if b.Status == s {
+				n += b.Quantity
+			}
+		}
+	}
+	return n
+}
+
+// clear runs the sealed second-price auction of one instance type in one region. Open and Allocated
+// bids are ranked by limit price (an allocated bid keeps its place against an equal newer one, then
+// older first); the top bids that fit the capacity not held by preempting bids win. Allocated bids
+// that no longer win go Preempting for the preemption window; winning open bids are allocated as soon
+// as capacity is free. Winners pay the highest losing limit price (or the minimum), which becomes the
+// last clearing price.
+func (st *state) clear(a *auction, now time.Time) {
+	var active []*bid
+	for _, b := range st.Bids {
+		if b.TypeFID == a.TypeFID && b.Region == a.Region && (b.Status == bidOpen || b.Status == bidAllocated) {
+			active = append(active, b)
+		}
+	}
+	sort.SliceStable(active, func(i, j int) bool {
+		x, y := active[i], active[j]
+		if x.LimitCents != y.LimitCents {
+			return x.LimitCents > y.LimitCents
+		}
+		if (x.Status == bidAllocated) != (y.Status == bidAllocated) {
+			return x.Status == bidAllocated
+		}
+		return x.Seq < y.Seq
+	})
+	room := a.Capacity - st.held(a, bidPreempting)
+	winners := map[*bid]bool{}
+	var losers []*bid
+	for _, b := range active {
+		if b.LimitCents >= a.MinimumCents && b.Quantity <= room {
+			winners[b] = true
+			room -= b.Quantity
+		} else {
+			losers = append(losers, b)
+		}
+	}
+	for _, b := range active {
+		if b.Status == bidAllocated && !winners[b] {
+			end := now.Add(st.Settings.PreemptionWindow)
+			b.Status, b.PreemptAt = bidPreempting, &end
+			for _, fid := range b.Instances {
+				if in := st.instanceByFID(fid); in != nil && in.live(now) {
+					start := now
+					in.PreemptingAt, in.PreemptedAt = &start, &end
+				}
+			}
+		}
+	}
+	free := a.Capacity - st.held(a, bidPreempting, bidAllocated)
+	clearing := a.MinimumCents
+	for _, b := range losers {
+		if b.LimitCents > clearing && b.LimitCents >= a.MinimumCents {
+			clearing = b.LimitCents
+		}
+	}
+	allocated := false
+	for _, b := range active {
+		if b.Status != bidOpen || !winners[b] || b.Quantity > free {
+			continue
+		}
+		free -= b.Quantity
+		b.Status = bidAllocated
+		allocated = true
+		for i := 0; i < b.Quantity; i++ {
+			st.allocate(a, b, i, now)
+		}
+	}
+	if allocated {
+		a.LastPriceCents = clearing
+	}
+}
+
+// allocate starts one instance of a winning bid.
+func (st *state) allocate(a *auction, b *bid, i int, now time.Time) {
+	st.Hosts++
+	boot := st.Settings.BootDuration
+	fail := false
+	if b.Project != marketProject {
+		boot += st.Faults.SlowBoot
+		if st.Faults.BootFailures > 0 {
+			st.Faults.BootFailures--
+			fail = true
+		}
+	} else {
+		boot = 0
+	}
+	dest := st.Settings.sshDestination(st.Hosts)
+	in := &instance{
+		FID: randomFID("inst_"), Seq: st.nextSeq(), Name: fmt.Sprintf("%s-%d", b.Name, i), Project: b.Project, CreatedBy: b.CreatedBy,
+		Bid: b.FID, TypeFID: a.TypeFID, Region: a.Region, CreatedAt: now, ReadyAt: now.Add(boot), Fail: fail,
+		SSHDest: dest, PrivateIP: fmt.Sprintf("10.%d.%d.%d", (st.Hosts>>16)&255, (st.Hosts>>8)&255, st.Hosts&255),
+	}
+	st.Instances = append(st.Instances, in)
+	b.Instances = append(b.Instances, in.FID)
+}
+
+// sshDestination is the ssh_destination of the n-th machine: Options.SSHDestination when set (a
+// loopback sshd in tests), else an address of TEST-NET-3.
+func (s settings) sshDestination(n int) string {
+	if s.SSHDestination != "" {
+		return s.SSHDestination
+	}
+	return fmt.Sprintf("203.0.113.%d", 1+(n-1)%254)
+}
+
+// cancel terminates a bid and stops its instances.
+func (st *state) cancel(b *bid, now time.Time) {
+	b.Status = bidTerminated
+	t := now
+	b.DeactivatedAt = &t
+	b.PreemptAt = nil
+	for _, fid := range b.Instances {
+		in := st.instanceByFID(fid)
+		if in == nil || !in.live(now) {
+			continue
+		}
+		stop := now
+		end := now.Add(st.Settings.StopDuration)
+		in.StoppingAt, in.TerminatedAt = &stop, &end
+	}
+	if a := st.auctionFor(b.TypeFID, b.Region); a != nil {
+		st.clear(a, now)
+	}
+}
+
+// stats are an auction's public signals at now.
+type stats struct {
+	available       int
+	lowestAllocated int64 // 0: none
+	winPrice        int64
+}
+
+func (st *state) stats(a *auction) stats {
+	s := stats{available: max(0, a.Capacity-st.held(a, bidAllocated, bidPreempting))}
+	for _, b := range st.Bids {
+		if b.TypeFID == a.TypeFID && b.Region == a.Region && b.Status == bidAllocated {
+			if s.lowestAllocated == 0 || b.LimitCents < s.lowestAllocated {
+				s.lowestAllocated = b.LimitCents
+			}
+		}
+	}
+	s.winPrice = a.MinimumCents
+	if s.available == 0 && s.lowestAllocated > 0 {
+		s.winPrice = max(a.MinimumCents, s.lowestAllocated+1)
+	}
+	return s
+}
+
+// store holds the state in memory, or in a state dir shared by processes.
+type store struct {
+	dir string
+	mem *state
+}
+
+// with runs fn on the current state under the exclusive lock and saves it afterwards.
+func (s *store) with(init func() *state, fn func(st *state) error) error {
+	if s.dir == "" {
+		if s.mem == nil {
+			s.mem = init()
+		}
+		return fn(s.mem)
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(s.dir, "state.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	path := filepath.Join(s.dir, "state.json")
+	var st *state
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		st = init()
+	case err != nil:
+		return err
+	default:
+		st = &state{}
+		if err := json.Unmarshal(data, st); err != nil {
+			return fmt.Errorf("emulator state %s: %w", path, err)
+		}
+	}
+	ferr := fn(st)
+	out, err := json.MarshalIndent(st, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return ferr
+}

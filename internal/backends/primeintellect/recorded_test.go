@@ -1,0 +1,222 @@
+package primeintellect
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// recorded is one file of testdata/ (copied from reference/recorded/primeintellect).
+type recorded struct {
+	Request struct {
+		Method string `json:"method"`
+		Path   string `json:"path"`
+	} `json:"request"`
+	Response struct {
+		Status int             `json:"status"`
+		Body   json.RawMessage `json:"body"`
+	} `json:"response"`
+}
+
+func loadRecorded(t *testing.T, name string) recorded {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r recorded
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+func TestRecordedAvailabilityParses(t *testing.T) {
+	tests := []struct {
+		file          string
+		wantItems     int
+		wantTotal     int
+		wantPaginated bool
+		wantTypes     []string
+	}{
+		{"capture.availability-gpus.200.json", 8, 608, true, []string{"A100_80GB", "H100_80GB"}},
+		{"capture.availability-legacy.200.json", 79, 79, false, []string{"A100_80GB", "A40_48GB"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			r := loadRecorded(t, tt.file)
+			items, total, paginated, err := parseAvailability(r.Response.Body, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(items) != tt.wantItems || total != tt.wantTotal || paginated != tt.wantPaginated {
+				t.Fatalf("items=%d total=%d paginated=%v, want %d %d %v", len(items), total, paginated, tt.wantItems, tt.wantTotal, tt.wantPaginated)
+			}
+			types := map[string]bool{}
+			for _, it := range items {
+				types[it.GPUType] = true
+				if it.CloudID == "" || it.Provider == "" || it.Socket == "" || it.GPUCount.Int() < 1 {
+					t.Errorf("item lacks identity: %+v", it)
+				}
+				if it.Spot() {
+					t.Errorf("isSpot null must read as on-demand: %+v", it.IsSpot)
+				}
+				if _, ok := it.BasePrice(); !ok {
+					t.Errorf("%s/%s has no price", it.Provider, it.CloudID)
+				}
+			}
+			for _, want := range tt.wantTypes {
+				if !types[want] {
+					t.Errorf("GPU type %s missing; got %v", want, types)
+				}
+			}
+		})
+	}
+}
+
+func TestRecordedPrices(t *testing.T) {
+	r := loadRecorded(t, "capture.availability-legacy.200.json")
+	items, _, _, err := parseAvailability(r.Response.Body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var community, runpod, included bool
+	for _, it := range items {
+		switch {
+		case it.Security == CommunityCloud && !community:
+			community = true
+			if it.Prices.OnDemand.Set || !it.Prices.CommunityPrice.Set {
+				t.Fatalf("community offer should have onDemand null and communityPrice set: %+v", it.Prices)
+			}
+			p, _ := it.BasePrice()
+			if p != it.Prices.CommunityPrice.V {
+				t.Errorf("community base price %v, want communityPrice %v", p, it.Prices.CommunityPrice.V)
+			}
+		case it.Provider == "runpod" && it.CloudID == "NVIDIA A100 80GB PCIe" && !runpod:
+			runpod = true
+			total, _ := it.TotalPrice()
+			want := 1.6567999999999998 + 0.00014*120
+			if d := total - want; d > 1e-9 || d < -1e-9 {
+				t.Errorf("runpod total %v, want %v (onDemand plus the excluded 120 GB disk)", total, want)
+			}
+		case it.Disk.DefaultIncludedInPrice != nil && *it.Disk.DefaultIncludedInPrice && !included:
+			included = true
+			if it.DiskPrice() != 0 {
+				t.Errorf("disk included in price must add nothing, got %v", it.DiskPrice())
+			}
+		}
+	}
+	if !community || !runpod || !included {
+		t.Fatalf("capture lacks expected cases: community=%v runpod=%v included=%v", community, runpod, included)
+	}
+}
+
+func TestRecordedSummaryAndDisksDecode(t *testing.T) {
+	r := loadRecorded(t, "capture.availability-gpu-summary.200.json")
+	var sum map[string]map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(r.Response.Body, &sum); err != nil {
+		t.Fatal(err)
+	}
+	var cheapest struct {
+		OnDemand  Number `json:"onDemand"`
+		SpotPrice Number `json:"spotPrice"`
+	}
+	if err := json.Unmarshal(sum["A100_80GB"]["1"]["cheapest"], &cheapest); err != nil {
+		t.Fatal(err)
+	}
+	if cheapest.OnDemand.V != 0.99 || cheapest.SpotPrice.V != 0.5748 {
+		t.Fatalf("cheapest = %+v", cheapest)
+	}
+	d := loadRecorded(t, "capture.availability-disks.200.json")
+	var page AvailabilityPage
+	if err := json.Unmarshal(d.Response.Body, &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 4 || page.TotalCount.Int() != 23 {
+		t.Fatalf("disks page: %d items, total %d", len(page.Items), page.TotalCount.Int())
+	}
+}
+
+// TestRecordedReplay serves the real captures over HTTP: the trimmed paginated capture claims 608
+// items but holds 8, and repeats itself on every page; the client must stop rather than loop. The
+// legacy capture is served at /availability/ while /availability/gpus is missing.
+func TestRecordedReplay(t *testing.T) {
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := loadRecorded(t, "capture.availability-gpus.200.json")
+	legacy := loadRecorded(t, "capture.availability-legacy.200.json")
+	tests := []struct {
+		name       string
+		legacyOnly bool
+		wantItems  int
+	}{
+		{"paginated, trimmed", false, 8},
+		{"legacy only", true, 79},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var requests atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				switch strings.TrimRight(r.URL.Path, "/") {
+				case "/api/v1/availability/gpus":
+					if tt.legacyOnly {
+						w.WriteHeader(http.StatusNotFound)
+						_, _ = w.Write([]byte(`{"detail":"Not Found"}`))
+						return
+					}
+					_, _ = w.Write(gpus.Response.Body)
+				case "/api/v1/availability":
+					_, _ = w.Write(legacy.Response.Body)
+				default:
+					w.WriteHeader(http.StatusNotFound)
+				}
+			}))
+			defer srv.Close()
+			c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 8, RequestsPerSecond: 1000, Burst: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			items, err := c.Availability(context.Background(), AvailabilityFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(items) != tt.wantItems {
+				t.Fatalf("got %d items, want %d", len(items), tt.wantItems)
+			}
+			if n := requests.Load(); n > 3 {
+				t.Fatalf("%d requests: the client should stop on a repeated page", n)
+			}
+			b, err := New(Config{APIKey: "k", BaseURL: srv.URL, RequestsPerSecond: 1000, Burst: 1000}, inv, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offers, err := b.Offers(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(offers) == 0 {
+				t.Fatal("no offers mapped from the capture")
+			}
+			for _, o := range offers {
+				if o.GPUType != "a100-80gb" && o.GPUType != "h100" {
+					t.Errorf("unexpected GPU type %q (A40 is not in the inventory)", o.GPUType)
+				}
+				if o.Cloud != CloudName || o.PricePerHour <= 0 || o.Details[DetailCloudID] == "" || o.Available != -1 {
+					t.Errorf("bad offer %+v", o)
+				}
+			}
+		})
+	}
+}

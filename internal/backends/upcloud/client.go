@@ -193,16 +193,16 @@ func (c *Client) GetServer(ctx context.Context, uuid string) (*Server, error) {
 	return &out.Server, nil
 }
 
-// ListPageSize is how many servers ListServers asks for per page.
-const ListPageSize = 100
+// listPageSize is how many servers ListServers asks for per page (the SDK's maximum, 100).
+var listPageSize = 100
 
 // ListServers returns every server of the account (summaries without addresses), following limit/offset
 // pages. labels are optional label filters ("key" or "key=value"), sent as repeated "label" parameters.
 func (c *Client) ListServers(ctx context.Context, labels ...string) ([]Server, error) {
 	var all []Server
-	for offset := 0; ; offset += ListPageSize {
+	for offset := 0; ; offset += listPageSize {
 		q := url.Values{}
-		q.Set("limit", strconv.Itoa(ListPageSize))
+		q.Set("limit", strconv.Itoa(listPageSize))
 		q.Set("offset", strconv.Itoa(offset))
 		for _, l := range labels {
 			q.Add("label", l)
@@ -212,7 +212,7 @@ func (c *Client) ListServers(ctx context.Context, labels ...string) ([]Server, e
 			return nil, err
 		}
 		all = append(all, out.Servers.Server...)
-		if len(out.Servers.Server) < ListPageSize {
+		if len(out.Servers.Server) < listPageSize {
 			return all, nil
 		}
 		if offset > 100000 {

@@ -1,0 +1,79 @@
+package upcloud
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
+)
+
+const (
+	testUser  = "hydra-sub"
+	testPass  = "s3cret-Pass!"
+	testToken = "ucat_01TESTTOKEN"
+)
+
+// fakeClock is a manual clock for the emulator.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// countingTransport counts the HTTP attempts a client makes.
+type countingTransport struct {
+	n    atomic.Int64
+	next http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// startEmulator serves an emulator over real HTTP and returns it with its API base URL.
+func startEmulator(t *testing.T, opts emu.Options) (*emu.Server, string) {
+	t.Helper()
+	if opts.Username == "" && opts.Token == "" {
+		opts.Username, opts.Password, opts.Token = testUser, testPass, testToken
+	}
+	srv := emu.New(opts)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return srv, ts.URL + emu.APIPrefix
+}
+
+// fastClientConfig is a client configuration with quick retries and a loose rate limit.
+func fastClientConfig(base string) ClientConfig {
+	return ClientConfig{
+		Username: testUser, Password: testPass, BaseURL: base,
+		Timeout: 10 * time.Second, RequestsPerSecond: 1000, Burst: 1000,
+		RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 20 * time.Millisecond,
+	}
+}
+
+func newTestClient(t *testing.T, cfg ClientConfig) *Client {
+	t.Helper()
+	c, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -93,10 +93,10 @@ type Backend struct {
 	inv    *inventory.Inventory
 	log    hclog.Logger
 
-	mu       sync.Mutex
-	tmpl     *Storage
-	plans    map[string]Plan    // by plan name, from the last Offers
-	prices   map[string]float64 // "zone/plan" -> USD per hour, from the last Offers
+	mu     sync.Mutex
+	tmpl   *Storage
+	plans  map[string]Plan    // by plan name, from the last Offers
+	prices map[string]float64 // "zone/plan" -> USD per hour, from the last Offers
 }
 
 var _ controlplane.InstanceManagerBackend = (*Backend)(nil)

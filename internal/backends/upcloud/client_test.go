@@ -240,7 +240,9 @@ func TestClientCreateErrors(t *testing.T) {
 	}{
 		{"no disk size for a GPU plan", func(cs *CreateServer) { cs.StorageDevices.StorageDevice[0].Size = 0 }, "SIZE_MISSING", controlplane.ErrInvalid},
 		{"disk smaller than template", func(cs *CreateServer) { cs.StorageDevices.StorageDevice[0].Size = 10 }, "SIZE_INVALID", controlplane.ErrInvalid},
-		{"unknown template", func(cs *CreateServer) { cs.StorageDevices.StorageDevice[0].Storage = "01000000-0000-4000-8000-000099999999" }, "STORAGE_NOT_FOUND", controlplane.ErrInvalid},
+		{"unknown template", func(cs *CreateServer) {
+			cs.StorageDevices.StorageDevice[0].Storage = "01000000-0000-4000-8000-000099999999"
+		}, "STORAGE_NOT_FOUND", controlplane.ErrInvalid},
 		{"cloud-init without metadata", func(cs *CreateServer) { cs.Metadata = false }, "METADATA_DISABLED_ON_CLOUD-INIT", controlplane.ErrInvalid},
 		{"unknown zone", func(cs *CreateServer) { cs.Zone = "xx-nowhere1" }, "ZONE_NOT_FOUND", controlplane.ErrInvalid},
 		{"plan not sold in zone", func(cs *CreateServer) { cs.Zone = "nl-ams1" }, "PLAN_INVALID", controlplane.ErrInvalid},

@@ -229,10 +229,10 @@ func TestRecordedResponsesParse(t *testing.T) {
 		code string
 		kind controlplane.ErrorKind
 	}{
-		"error.server-invalid.400.json":              {"SERVER_INVALID", controlplane.ErrInvalid},
-		"error.storage-not-found.404.json":           {"STORAGE_NOT_FOUND", controlplane.ErrInvalid},
-		"error.tag-not-found.404.json":               {"TAG_NOT_FOUND", controlplane.ErrNotFound},
-		"error.problem-json-not-found.404.json":      {"ERROR_RESOURCE_NOT_FOUND", controlplane.ErrNotFound},
+		"error.server-invalid.400.json":             {"SERVER_INVALID", controlplane.ErrInvalid},
+		"error.storage-not-found.404.json":          {"STORAGE_NOT_FOUND", controlplane.ErrInvalid},
+		"error.tag-not-found.404.json":              {"TAG_NOT_FOUND", controlplane.ErrNotFound},
+		"error.problem-json-not-found.404.json":     {"ERROR_RESOURCE_NOT_FOUND", controlplane.ErrNotFound},
 		"handwritten.error.problem-validation.json": {"ERROR_INVALID_REQUEST", controlplane.ErrInvalid},
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "recorded", "*.json"))

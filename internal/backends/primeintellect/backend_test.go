@@ -1,0 +1,411 @@
+package primeintellect
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+func findOffer(t *testing.T, offers []controlplane.Offer, provider, gpuType string, count int, spot bool) controlplane.Offer {
+	t.Helper()
+	for _, o := range offers {
+		if o.Details[DetailProvider] == provider && o.Details[DetailGPUType] == gpuType && o.GPUCount == count && o.Spot == spot {
+			return o
+		}
+	}
+	t.Fatalf("no offer %s %dx%s spot=%v in %d offers", provider, count, gpuType, spot, len(offers))
+	return controlplane.Offer{}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestOffersMapping(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	offers, err := b.Offers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offers {
+		if o.GPUType == "" || o.Cloud != "primeintellect" || o.ID != "" || o.Pool != "" || o.Available != -1 {
+			t.Errorf("bad offer %+v", o)
+		}
+		if o.Details[DetailGPUType] == "A40_48GB" {
+			t.Error("A40 is not in the inventory and must be skipped")
+		}
+		if o.Details[DetailProvider] == "runpod" && o.Details[DetailGPUType] == "B200_180GB" {
+			t.Error("a sold-out (Unavailable) offer must be dropped")
+		}
+		if strings.Contains(o.InstanceType, "/") {
+			t.Errorf("instance type %q must not contain a slash (offer ids use them)", o.InstanceType)
+		}
+	}
+	tests := []struct {
+		name              string
+		provider, gpu     string
+		count             int
+		spot              bool
+		wantType          string
+		wantPrice         float64
+		wantResale        string
+		wantRegion        string
+		wantInstanceType  string
+		wantCloudIDDetail string
+	}{
+		{"runpod adds the excluded disk", "runpod", "H100_80GB", 1, false, "h100", 2.69 + 120*0.00014, "", "CA-MTL-1", "runpod.H100_80GB.SXM5.1x", "NVIDIA H100 80GB HBM3"},
+		{"disk included adds nothing", "hyperstack", "H100_80GB", 1, false, "h100", 1.9, "", "NORWAY-1", "hyperstack.H100_80GB.PCIe.1x", "n3-H100x1"},
+		{"verda resale", "datacrunch", "H100_80GB", 1, false, "h100", 2.29, "verda", "FIN-01", "datacrunch.H100_80GB.SXM5.1x", "1H100.80S.30V"},
+		{"8 GPUs, whole-box price", "datacrunch", "H100_80GB", 8, false, "h100", 18.32, "verda", "FIN-01", "datacrunch.H100_80GB.SXM5.8x", "8H100.80S.176V"},
+		{"upcloud resale", "upcloud", "L40S_48GB", 1, false, "l40s", 1.39 + 100*0.00012, "upcloud", "fi-hel2", "upcloud.L40S_48GB.PCIe.1x", "GPU-8xCPU-64GB-1xL40S"},
+		{"community price", "tensordock", "A100_80GB", 1, false, "a100-80gb", 1.0 + 260*0.00005, "", "US-NV-1", "tensordock.A100_80GB.PCIe.1x.community", "a100-80gb-1x-td"},
+		{"spot", "crusoecloud", "A100_80GB", 1, true, "a100-80gb", 0.5748, "", "eu-iceland1-a", "crusoecloud.A100_80GB.SXM4.1x", "a100-80gb-sxm4-spot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o controlplane.Offer
+			for _, c := range offers {
+				if c.InstanceType == tt.wantInstanceType && c.Spot == tt.spot {
+					o = c
+				}
+			}
+			if o.Details[DetailProvider] != tt.provider || o.Details[DetailGPUType] != tt.gpu || o.GPUCount != tt.count ||
+				o.GPUType != tt.wantType || !near(o.PricePerHour, tt.wantPrice) || o.ResaleOf != tt.wantResale ||
+				o.Region != tt.wantRegion || o.InstanceType != tt.wantInstanceType || o.Details[DetailCloudID] != tt.wantCloudIDDetail {
+				t.Fatalf("offer = %+v", o)
+			}
+		})
+	}
+	for i := 1; i < len(offers); i++ {
+		if offers[i].PricePerHour < offers[i-1].PricePerHour {
+			t.Fatal("offers are not sorted by price")
+		}
+	}
+}
+
+func TestOffersSkipsCountsAboveMax(t *testing.T) {
+	e := newEnv(t, emu.Options{Catalog: []emu.Item{
+		{CloudID: "l4x1", GPUType: "L4_24GB", Socket: "PCIe", Provider: "runpod", DataCenter: "DC", GPUCount: 1, Security: "secure_cloud", Price: 0.4, Capacity: -1},
+		{CloudID: "l4x16", GPUType: "L4_24GB", Socket: "PCIe", Provider: "runpod", DataCenter: "DC", GPUCount: 16, Security: "secure_cloud", Price: 6.4, Capacity: -1},
+		{CloudID: "eur", GPUType: "L4_24GB", Socket: "PCIe", Provider: "runpod", DataCenter: "DC2", GPUCount: 1, Security: "secure_cloud", Price: 0.3, Currency: "EUR", Capacity: -1},
+		// Two items with the same shape and place: the cheaper one wins.
+		{CloudID: "l4x1-b", GPUType: "L4_24GB", Socket: "PCIe", Provider: "runpod", DataCenter: "DC", GPUCount: 1, Security: "secure_cloud", Price: 0.35, Capacity: -1},
+	}})
+	offers, err := e.backend(t, nil).Offers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offers) != 1 || offers[0].Details[DetailCloudID] != "l4x1-b" || offers[0].PricePerHour != 0.35 {
+		t.Fatalf("offers = %+v", offers)
+	}
+}
+
+func TestResaleConfigurable(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, func(c *Config) { c.ResaleClouds = map[string]string{"RunPod": "runpod-direct"} })
+	offers, err := b.Offers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offers {
+		want := ""
+		if o.Details[DetailProvider] == "runpod" {
+			want = "runpod-direct"
+		}
+		if o.ResaleOf != want {
+			t.Fatalf("%s: ResaleOf %q, want %q", o.InstanceType, o.ResaleOf, want)
+		}
+	}
+}
+
+func createReq(o controlplane.Offer, name string) controlplane.CreateRequest {
+	pool := inventory.Pool{Name: "prime-intellect-vm-pool", Cloud: CloudName, Kind: "vm", Prefix: "pi-vm-"}
+	return controlplane.CreateRequest{Name: name, Pool: pool, Offer: o, SSHPublicKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydra user@host"}}
+}
+
+func lastCreate(t *testing.T, e *env) map[string]any {
+	t.Helper()
+	reqs := e.emu.CreateRequests()
+	if len(reqs) == 0 {
+		t.Fatal("no create request reached the emulator")
+	}
+	var body struct {
+		Pod      map[string]any `json:"pod"`
+		Provider map[string]any `json:"provider"`
+	}
+	if err := json.Unmarshal(reqs[len(reqs)-1], &body); err != nil {
+		t.Fatal(err)
+	}
+	body.Pod["provider.type"] = body.Provider["type"]
+	return body.Pod
+}
+
+func TestCreateGetListDelete(t *testing.T) {
+	e := newEnv(t, emu.Options{SSHHost: "192.0.2.10", SSHPort: 40022, BootDuration: 40 * time.Second})
+	b := e.backend(t, nil)
+	ctx := context.Background()
+	offers, err := b.Offers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
+	inst, err := b.Create(ctx, createReq(o, "pi-vm-web1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.ID == "" || inst.Name != "pi-vm-web1" || inst.Status != controlplane.StatusPending || inst.SSH != nil ||
+		inst.InstanceType != o.InstanceType || inst.GPUType != "l40s" || inst.GPUCount != 1 || inst.Region != o.Region {
+		t.Fatalf("created = %+v", inst)
+	}
+	body := lastCreate(t, e)
+	if body["cloudId"] != "NVIDIA L40S" || body["dataCenterId"] != "US-TX-3" || body["country"] != "US" || body["socket"] != "PCIe" ||
+		body["provider.type"] != "runpod" || body["security"] != "secure_cloud" || body["name"] != "pi-vm-web1" || body["sshKeyId"] == nil {
+		t.Fatalf("create body = %v", body)
+	}
+	var seen []controlplane.Status
+	for i := 0; i < 6; i++ {
+		got, err := b.Get(ctx, inst.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, got.Status)
+		if got.Status == controlplane.StatusRunning {
+			if got.SSH == nil || got.SSH.Host != "192.0.2.10" || got.SSH.Port != 40022 || got.SSH.User != "root" {
+				t.Fatalf("running without the SSH endpoint: %+v", got.SSH)
+			}
+			break
+		}
+		e.clock.Advance(10 * time.Second)
+	}
+	if seen[len(seen)-1] != controlplane.StatusRunning || len(seen) < 4 {
+		t.Fatalf("statuses %v: want pending (PROVISIONING, ACTIVE without ssh, [null] ssh) then running", seen)
+	}
+	// A second instance in another pool; List filters by prefix.
+	if _, err := b.Create(ctx, createReq(findOffer(t, offers, "runpod", "L4_24GB", 1, false), "pi-ex-job")); err != nil {
+		t.Fatal(err)
+	}
+	list, err := b.List(ctx, "pi-vm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != inst.ID || list[0].Status != controlplane.StatusRunning {
+		t.Fatalf("list = %+v", list)
+	}
+	if err := b.Delete(ctx, inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Get(ctx, inst.ID)
+	if err != nil || got.Status != controlplane.StatusPending || got.CloudStatus != "DELETING" {
+		t.Fatalf("deleting = %+v %v", got, err)
+	}
+	e.clock.Advance(10 * time.Second)
+	got, err = b.Get(ctx, inst.ID)
+	if err != nil || got.Status != controlplane.StatusTerminated {
+		t.Fatalf("terminated = %+v %v", got, err)
+	}
+	if list, _ := b.List(ctx, "pi-vm-"); len(list) != 0 {
+		t.Fatalf("terminated pods must leave List: %+v", list)
+	}
+	wantKind(t, b.Delete(ctx, inst.ID), controlplane.ErrNotFound)
+	e.clock.Advance(5 * time.Minute)
+	_, err = b.Get(ctx, inst.ID)
+	wantKind(t, err, controlplane.ErrNotFound)
+}
+
+func TestCreateReResolvesFlippedCloudID(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	ctx := context.Background()
+	offers, err := b.Offers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := findOffer(t, offers, "datacrunch", "H100_80GB", 1, false)
+	if err := e.emu.FlipCloudIDs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Create(ctx, createReq(o, "pi-vm-flip")); err != nil {
+		t.Fatalf("create after the cloudId changed: %v", err)
+	}
+	body := lastCreate(t, e)
+	if body["cloudId"] != "1H100.80S.30V#r1" || body["dataCenterId"] != "FIN-01" || body["provider.type"] != "datacrunch" {
+		t.Fatalf("create used %v, want the re-resolved cloudId", body)
+	}
+	// The create body carries what availability says now, never the stale token.
+	if e.requests("GET /api/v1/availability/gpus") < 2 {
+		t.Fatal("create did not query availability again")
+	}
+}
+
+func TestCreateMaxPriceAlwaysNumeric(t *testing.T) {
+	tests := []struct {
+		name      string
+		marginPct float64
+		userMax   float64
+		want      float64
+	}{
+		{"default margin 10%", 0, 0, math.Ceil((0.43+120*0.00014)*1.1*10000) / 10000},
+		{"custom margin 25%", 25, 0, math.Ceil((0.43+120*0.00014)*1.25*10000) / 10000},
+		{"no margin", -1, 0, math.Ceil((0.43+120*0.00014)*10000) / 10000},
+		{"user ceiling wins", 0, 3, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, emu.Options{}) // rejects null maxPrice
+			b := e.backend(t, func(c *Config) { c.MaxPriceMarginPercent = tt.marginPct })
+			offers, err := b.Offers(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := createReq(findOffer(t, offers, "runpod", "L4_24GB", 1, false), "pi-vm-price")
+			req.MaxPricePerHour = tt.userMax
+			if _, err := b.Create(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			mp, ok := lastCreate(t, e)["maxPrice"].(float64)
+			if !ok || !near(mp, tt.want) {
+				t.Fatalf("maxPrice = %#v, want %v", lastCreate(t, e)["maxPrice"], tt.want)
+			}
+		})
+	}
+}
+
+func TestCreateCapacityErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(e *env)
+		max   float64
+	}{
+		{"sold out between offer and create", func(e *env) { _ = e.emu.SetCapacity("L40S_48GB", 0) }, 0},
+		{"offer vanished", func(e *env) { _ = e.emu.SetCatalog(emu.DefaultCatalog()[:2]) }, 0},
+		{"capacity gone at create", func(e *env) { _ = e.emu.SetFaults(emu.Faults{CapacityGoneOnCreate: 1}) }, 0},
+		{"price now above the user's ceiling", func(e *env) {}, 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, emu.Options{})
+			b := e.backend(t, nil)
+			offers, err := b.Offers(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
+			tt.setup(e)
+			req := createReq(o, "pi-vm-cap")
+			req.MaxPricePerHour = tt.max
+			_, err = b.Create(context.Background(), req)
+			wantKind(t, err, controlplane.ErrCapacity)
+			if e.emu.CreateCount() != 0 {
+				t.Fatal("no pod may be created")
+			}
+		})
+	}
+}
+
+func TestCreateExactlyOneMachineUnderStorms(t *testing.T) {
+	tests := []struct {
+		name    string
+		faults  emu.Faults
+		wantErr bool
+	}{
+		{"429 storm", emu.Faults{TooManyRequests: 3}, false},
+		{"5xx before availability answers", emu.Faults{ServerErrors: 2}, false},
+		{"create answer lost (502)", emu.Faults{LostCreateResponses: 1}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, emu.Options{})
+			b := e.backend(t, nil)
+			ctx := context.Background()
+			offers, err := b.Offers(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := findOffer(t, offers, "runpod", "A100_80GB", 1, false)
+			_ = e.emu.SetFaults(tt.faults)
+			_, err = b.Create(ctx, createReq(o, "pi-vm-storm"))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("create err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if n := e.emu.CreateCount(); n != 1 {
+				t.Fatalf("%d pods created, want exactly 1", n)
+			}
+			// What the control plane does next: look for the name before creating again.
+			list, err := b.List(ctx, "pi-vm-storm")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 1 || list[0].Name != "pi-vm-storm" {
+				t.Fatalf("list by name = %+v", list)
+			}
+		})
+	}
+}
+
+func TestCreateInstallsSSHKeysOnce(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	ctx := context.Background()
+	offers, _ := b.Offers(ctx)
+	o := findOffer(t, offers, "runpod", "L4_24GB", 1, false)
+	for _, name := range []string{"pi-vm-a", "pi-vm-b"} {
+		req := createReq(o, name)
+		req.SSHPublicKeys = append(req.SSHPublicKeys, "ssh-rsa AAAAB3NzaSecond other@host")
+		if _, err := b.Create(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := b.Client().SSHKeys(ctx)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("keys = %+v %v", keys, err)
+	}
+	if got := e.requests("POST /api/v1/ssh_keys"); got != 2 {
+		t.Fatalf("%d key uploads, want 2 (each key once)", got)
+	}
+	if lastCreate(t, e)["sshKeyId"] != keys[0].ID {
+		t.Fatal("the first key should be named in the create body")
+	}
+}
+
+func TestBootFailureIsError(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	ctx := context.Background()
+	offers, _ := b.Offers(ctx)
+	_ = e.emu.SetFaults(emu.Faults{BootFailures: 1})
+	inst, err := b.Create(ctx, createReq(findOffer(t, offers, "runpod", "L4_24GB", 1, false), "pi-vm-fail"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	got, err := b.Get(ctx, inst.ID)
+	if err != nil || got.Status != controlplane.StatusError || !strings.Contains(got.Message, "Installation failed") {
+		t.Fatalf("failed boot = %+v %v", got, err)
+	}
+}
+
+func TestOffersEmptyAnswerRetried(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	_ = e.emu.SetFaults(emu.Faults{EmptyAvailability: 2})
+	offers, err := e.backend(t, nil).Offers(context.Background())
+	if err != nil || len(offers) == 0 {
+		t.Fatalf("offers = %d, %v: an empty answer must be asked again", len(offers), err)
+	}
+}
+
+func TestCreateReResolveRetriesEmptyAnswer(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	offers, _ := b.Offers(context.Background())
+	o := findOffer(t, offers, "runpod", "L4_24GB", 1, false)
+	_ = e.emu.SetFaults(emu.Faults{EmptyAvailability: 2})
+	if _, err := b.Create(context.Background(), createReq(o, "pi-vm-empty")); err != nil {
+		t.Fatalf("create after two empty answers: %v", err)
+	}
+}

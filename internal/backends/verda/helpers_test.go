@@ -1,0 +1,133 @@
+package verda
+
+import (
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// fakeClock is shared by the emulator and the client so tests move time instead of waiting.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+const bootTime = 40 * time.Second
+
+type fixture struct {
+	srv   *emu.Server
+	url   string
+	clock *fakeClock
+}
+
+// startEmulator runs an emulator on a real HTTP server with the fake clock.
+func startEmulator(t *testing.T, opts emu.Options) *fixture {
+	t.Helper()
+	clock := newClock()
+	if opts.Now == nil {
+		opts.Now = clock.Now
+	}
+	if opts.BootDuration == 0 {
+		opts.BootDuration = bootTime
+	}
+	srv := emu.New(opts)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &fixture{srv: srv, url: hs.URL + emu.BasePath, clock: clock}
+}
+
+func (f *fixture) clientConfig() ClientConfig {
+	return ClientConfig{
+		BaseURL:           f.url,
+		ClientID:          emu.DefaultClientID,
+		ClientSecret:      emu.DefaultClientSecret,
+		RequestsPerSecond: 1000,
+		Burst:             1000,
+		RetryMax:          4,
+		RetryWaitMin:      time.Millisecond,
+		RetryWaitMax:      5 * time.Millisecond,
+		Now:               f.clock.Now,
+	}
+}
+
+func (f *fixture) client(t *testing.T) *Client {
+	t.Helper()
+	c, err := NewClient(f.clientConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (f *fixture) config() Config {
+	cc := f.clientConfig()
+	return Config{
+		ClientID:          cc.ClientID,
+		ClientSecret:      cc.ClientSecret,
+		BaseURL:           cc.BaseURL,
+		RequestsPerSecond: cc.RequestsPerSecond,
+		Burst:             cc.Burst,
+		RetryMax:          cc.RetryMax,
+		RetryWaitMin:      cc.RetryWaitMin,
+		RetryWaitMax:      cc.RetryWaitMax,
+		DeleteRetryWait:   time.Millisecond,
+		DeleteRetryMax:    3,
+		Now:               f.clock.Now,
+	}
+}
+
+func (f *fixture) backend(t *testing.T, mod func(*Config)) *Backend {
+	t.Helper()
+	cfg := f.config()
+	if mod != nil {
+		mod(&cfg)
+	}
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg, inv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (f *fixture) setFaults(t *testing.T, fl emu.Faults) {
+	t.Helper()
+	if err := f.srv.SetFaults(fl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantKind(t *testing.T, err error, kind controlplane.ErrorKind) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want a %v error, got nil", kind)
+	}
+	if got := controlplane.KindOf(err); got != kind {
+		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
+	}
+}
+
+const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPF4C6czNRPamaSIKnQfGObnLSIXdT5+qdAzu7M4ZCwu hydra@test"
+const otherKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINp6IdYmi25vwTQiMf5JCGxaJKGzp2QrpGwf7gIxaqDY other@test"

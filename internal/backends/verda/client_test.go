@@ -335,11 +335,20 @@ func TestRetries(t *testing.T) {
 		{"4xx is not retried", emu.Faults{},
 			func(c *Client) error { _, err := c.SSHKey(ctx, "nope"); return err }, "GET /ssh-keys/{id}", 1, controlplane.ErrInvalid, true, 0},
 		{"create is retried on 429", emu.Faults{Match: "POST /instances", RateLimitStorm: 2},
-			func(c *Client) error { _, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01")); return err }, "POST /instances", 3, 0, false, 1},
+			func(c *Client) error {
+				_, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01"))
+				return err
+			}, "POST /instances", 3, 0, false, 1},
 		{"create is not retried on 5xx", emu.Faults{Match: "POST /instances", ServerErrors: 3},
-			func(c *Client) error { _, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01")); return err }, "POST /instances", 1, controlplane.ErrOther, true, 0},
+			func(c *Client) error {
+				_, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01"))
+				return err
+			}, "POST /instances", 1, controlplane.ErrOther, true, 0},
 		{"a lost create response is not retried", emu.Faults{LoseCreateResponses: 1},
-			func(c *Client) error { _, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01")); return err }, "POST /instances", 1, controlplane.ErrOther, true, 1},
+			func(c *Client) error {
+				_, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01"))
+				return err
+			}, "POST /instances", 1, controlplane.ErrOther, true, 1},
 		{"the token call is retried on 5xx", emu.Faults{Match: "POST /oauth2/token", ServerErrors: 2},
 			func(c *Client) error { _, err := c.Locations(ctx); return err }, "POST /oauth2/token", 3, 0, false, 0},
 	}

@@ -1,0 +1,168 @@
+package mithril
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestFixturesParse(t *testing.T) {
+	var types []InstanceType
+	if err := json.Unmarshal(readFixture(t, "handwritten.instance-types.json"), &types); err != nil {
+		t.Fatal(err)
+	}
+	if len(types) != 3 || types[0].Name != types[1].Name || types[0].FID == types[1].FID || types[0].NumGPUs.Value != 8 || types[1].NetworkType != "" {
+		t.Errorf("instance types: %+v", types)
+	}
+
+	auctions, err := decodeList[Auction](readFixture(t, "handwritten.spot-availability.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := auctions[0]; a.LastInstancePrice.Amount != 1203 || a.LowestAllocatedPrice.Amount != 1250 || a.Capacity.Value != 2 || a.Region != "us-central1-a" {
+		t.Errorf("auction 0: %+v", a)
+	}
+	if a := auctions[1]; a.LowestAllocatedPrice.Valid || a.Capacity.Value != 0 || !a.Capacity.Valid {
+		t.Errorf("auction 1: %+v", a)
+	}
+	if a := auctions[2]; a.LastInstancePrice.Amount != 95 || a.LowestAllocatedPrice.Amount != 100 {
+		t.Errorf("auction 2 (bare number variant): %+v", a)
+	}
+
+	var p CurrentPrices
+	if err := json.Unmarshal(readFixture(t, "handwritten.pricing-current.json"), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.SpotPriceCents.Amount != 1203 || p.ReservedPriceCents.Valid || p.DynamicWinPriceCents.Amount != 1251 || p.AvailableCapacity.Value != 2 || p.TotalCapacity.Value != 4 {
+		t.Errorf("pricing: %+v", p)
+	}
+	var pv CurrentPrices
+	if err := json.Unmarshal(readFixture(t, "handwritten.pricing-current.variant.json"), &pv); err != nil {
+		t.Fatal(err)
+	}
+	if pv.SpotPriceCents.Amount != 1203 || pv.MinimumPriceCents.Amount != 800 || pv.AvailableCapacity.Valid || pv.TotalCapacity.Value != 4 {
+		t.Errorf("pricing variant: %+v", pv)
+	}
+
+	var bid Bid
+	if err := json.Unmarshal(readFixture(t, "handwritten.bid.201.json"), &bid); err != nil {
+		t.Fatal(err)
+	}
+	if bid.LimitPrice.Amount != 1399 || bid.Status != BidOpen || len(bid.Instances) != 0 || bid.CreatedAt.IsZero() || bid.DeactivatedAt != nil {
+		t.Errorf("bid: %+v", bid)
+	}
+
+	var bids page[Bid]
+	if err := json.Unmarshal(readFixture(t, "handwritten.bids.page.json"), &bids); err != nil {
+		t.Fatal(err)
+	}
+	if len(bids.Data) != 2 || bids.NextCursor == nil || *bids.NextCursor == "" || bids.Data[1].Status != BidPreempting {
+		t.Errorf("bids page: %+v", bids)
+	}
+
+	var insts page[Instance]
+	if err := json.Unmarshal(readFixture(t, "handwritten.instances.page.json"), &insts); err != nil {
+		t.Fatal(err)
+	}
+	if len(insts.Data) != 2 || insts.NextCursor != nil || insts.Data[0].SSHDestination != "" || insts.Data[1].SSHDestination != "34.121.8.17" || insts.Data[0].CreatedAt.IsZero() {
+		t.Errorf("instances page: %+v", insts)
+	}
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Backend{inv: inv, types: map[string]InstanceType{}}
+	for _, it := range types {
+		b.types[it.FID] = it
+	}
+	got, cancel := b.evaluate(t.Context(), bids.Data[0], insts.Data)
+	if got.Status != controlplane.StatusPending || got.SSH != nil || cancel || got.GPUType != "h100" || got.GPUCount != 8 || got.InstanceType != "h100-80gb.sxm.8x" {
+		t.Errorf("starting instance: %+v", got)
+	}
+	got, cancel = b.evaluate(t.Context(), bids.Data[1], insts.Data)
+	if got.Status != controlplane.StatusTerminated || !cancel {
+		t.Errorf("preempting bid: %+v cancel=%v", got, cancel)
+	}
+	running := bids.Data[1]
+	running.Status = BidAllocated
+	got, _ = b.evaluate(t.Context(), running, insts.Data)
+	if got.Status != controlplane.StatusRunning || got.SSH == nil || got.SSH.Host != "34.121.8.17" || got.SSH.User != "ubuntu" || got.SSH.Port != 22 || got.PricePerHour != 12.60 {
+		t.Errorf("running instance: %+v", got)
+	}
+
+	keys, err := decodeList[SSHKey](readFixture(t, "handwritten.ssh-keys.json"))
+	if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0].FID, "sshkey_") {
+		t.Errorf("ssh keys: %+v %v", keys, err)
+	}
+}
+
+func TestErrorClassification(t *testing.T) {
+	tests := []struct {
+		status  int
+		body    string
+		kind    controlplane.ErrorKind
+		message string
+	}{
+		{422, string(readFixture(t, "handwritten.error.422.json")), controlplane.ErrInvalid, "body.limit_price: Field required; query.limit: Input should be less than or equal to 100"},
+		{404, string(readFixture(t, "handwritten.error.404.json")), controlplane.ErrNotFound, "Bid not found"},
+		{401, `{"detail":"Invalid API key"}`, controlplane.ErrAuth, "Invalid API key"},
+		{403, `{"detail":"Forbidden"}`, controlplane.ErrAuth, "Forbidden"},
+		{400, `{"detail":"Insufficient capacity for h100-80gb.sxm.8x in us-central1-a"}`, controlplane.ErrCapacity, "Insufficient capacity"},
+		{400, `{"error":"Project quota exceeded"}`, controlplane.ErrQuota, "Project quota exceeded"},
+		{402, `{"message":"payment required"}`, controlplane.ErrQuota, "payment required"},
+		{400, `{"detail":"Instance type it_x is not available in region us-central1-b"}`, controlplane.ErrInvalid, "not available in region"},
+		{409, `{"detail":{"message":"Bid is terminated"}}`, controlplane.ErrInvalid, "Bid is terminated"},
+		{501, `{"detail":"Pause not supported for spot"}`, controlplane.ErrInvalid, "not supported"},
+		{502, `{"detail":"Upstream service failure"}`, controlplane.ErrOther, "Upstream"},
+		{503, `Service Unavailable`, controlplane.ErrOther, "Service Unavailable"},
+	}
+	for _, tt := range tests {
+		err := classify("op", &restclient.HTTPError{Method: http.MethodGet, Path: "/x", Status: tt.status, Body: []byte(tt.body)})
+		if k := controlplane.KindOf(err); k != tt.kind {
+			t.Errorf("%d %s: kind %v, want %v", tt.status, tt.body, k, tt.kind)
+		}
+		if !strings.Contains(err.Error(), tt.message) || StatusOf(err) != tt.status {
+			t.Errorf("%d: message %q lacks %q", tt.status, err.Error(), tt.message)
+		}
+	}
+}
+
+func TestParseSSHDestination(t *testing.T) {
+	tests := []struct {
+		in         string
+		host, user string
+		port       int
+	}{
+		{"34.121.8.17", "34.121.8.17", "ubuntu", 22},
+		{"root@34.121.8.17", "34.121.8.17", "root", 22},
+		{"127.0.0.1:2222", "127.0.0.1", "ubuntu", 2222},
+		{"[2001:db8::1]:2200", "2001:db8::1", "ubuntu", 2200},
+		{"2001:db8::1", "2001:db8::1", "ubuntu", 22},
+		{"host.example.com", "host.example.com", "ubuntu", 22},
+	}
+	for _, tt := range tests {
+		ep := parseSSHDestination(tt.in)
+		if ep == nil || ep.Host != tt.host || ep.User != tt.user || ep.Port != tt.port {
+			t.Errorf("%q: %+v", tt.in, ep)
+		}
+	}
+	if parseSSHDestination("  ") != nil {
+		t.Errorf("blank destination parsed")
+	}
+}

@@ -74,6 +74,9 @@ type Config struct {
 	StorageTier string
 	// LoginUser is the user that receives the SSH keys and that provisioning logs in as (default root).
 	LoginUser string
+	// SSHPort is the port reported in Instance.SSH (default 22; other values only make sense against an
+	// emulator whose addresses forward elsewhere).
+	SSHPort int
 
 	// PollInterval is how often Delete re-reads a server while waiting for it to stop (default 3s).
 	PollInterval time.Duration
@@ -126,6 +129,9 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	}
 	if cfg.LoginUser == "" {
 		cfg.LoginUser = DefaultLoginUser
+	}
+	if cfg.SSHPort <= 0 {
+		cfg.SSHPort = 22
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -500,7 +506,7 @@ func (b *Backend) instance(s *Server) controlplane.Instance {
 		inst.CreatedAt = time.Unix(int64(s.Created), 0).UTC()
 	}
 	if ip != "" {
-		inst.SSH = &controlplane.SSHEndpoint{Host: ip, Port: 22, User: b.cfg.LoginUser}
+		inst.SSH = &controlplane.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.LoginUser}
 	}
 	b.mu.Lock()
 	p, known := b.plans[s.Plan]
@@ -576,6 +582,14 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.DeleteTimeout)
 	defer cancel()
+	// stuck reports a wait that ran out (DeleteTimeout or the caller's context), whichever call it hit.
+	stuck := func(err error) error {
+		if ctx.Err() == nil {
+			return err
+		}
+		return controlplane.Errorf(controlplane.ErrOther, CloudName, op,
+			"server %s did not stop and delete in time (last state %q): %v", id, s.State, ctx.Err())
+	}
 	var lastStop time.Time
 	for {
 		switch strings.ToLower(s.State) {
@@ -587,7 +601,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 			}
 			var ae *APIError
 			if !errors.As(err, &ae) || ae.Code != "SERVER_STATE_ILLEGAL" {
-				return err
+				return stuck(err)
 			}
 			// The state moved under us (started again, or in maintenance): look again.
 		case "started":
@@ -599,22 +613,22 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 				}
 				var ae *APIError
 				if err != nil && !(errors.As(err, &ae) && ae.Code == "SERVER_STATE_ILLEGAL") {
-					return err
+					return stuck(err)
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return controlplane.Errorf(controlplane.ErrOther, CloudName, op,
-				"server %s did not stop in time (last state %q): %v", id, s.State, ctx.Err())
+			return stuck(ctx.Err())
 		case <-time.After(b.cfg.PollInterval):
 		}
-		s, err = b.client.GetServer(ctx, id)
+		next, err := b.client.GetServer(ctx, id)
 		if controlplane.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
-			return err
+			return stuck(err)
 		}
+		s = next
 	}
 }

@@ -1,6 +1,7 @@
 package upcloud
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -77,3 +78,5 @@ func newTestClient(t *testing.T, cfg ClientConfig) *Client {
 	}
 	return c
 }
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -1,0 +1,506 @@
+package upcloud
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraBackendKey hydra@test"
+
+func testInventory(t *testing.T) *inventory.Inventory {
+	t.Helper()
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+func newTestBackend(t *testing.T, base string, mod func(*Config)) *Backend {
+	t.Helper()
+	cfg := Config{
+		Username: testUser, Password: testPass, BaseURL: base,
+		RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4,
+		RetryWaitMin: time.Millisecond, RetryWaitMax: 20 * time.Millisecond,
+		PollInterval: 2 * time.Millisecond, DeleteTimeout: 10 * time.Second,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	b, err := New(cfg, testInventory(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func findOffer(offers []controlplane.Offer, zone, plan string) *controlplane.Offer {
+	for i := range offers {
+		if offers[i].Region == zone && offers[i].InstanceType == plan {
+			return &offers[i]
+		}
+	}
+	return nil
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	inv := testInventory(t)
+	cases := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"basic", Config{Username: "u", Password: "p"}, true},
+		{"token", Config{Token: "t"}, true},
+		{"both", Config{Username: "u", Password: "p", Token: "t"}, false},
+		{"none", Config{}, false},
+		{"negative rate", Config{Token: "t", EURToUSD: -1}, false},
+		{"negative disk", Config{Token: "t", DiskSizeGB: -5}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := New(tc.cfg, inv, nil)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v", err)
+			}
+			if err == nil && (b.cfg.EURToUSD != DefaultEURToUSD || b.cfg.DiskSizeGB != DefaultDiskSizeGB || b.Cloud() != "upcloud") {
+				t.Errorf("defaults not applied: %+v", b.cfg)
+			}
+		})
+	}
+}
+
+func TestOffers(t *testing.T) {
+	_, base := startEmulator(t, emu.Options{})
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		mod   func(*Config)
+		check func(t *testing.T, offers []controlplane.Offer)
+	}{
+		{"on-demand GPU plans mapped and priced", nil, func(t *testing.T, offers []controlplane.Offer) {
+			o := findOffer(offers, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
+			if o == nil {
+				t.Fatal("L40S offer missing")
+			}
+			if o.GPUType != "l40s" || o.GPUCount != 1 || o.Spot || o.Cloud != "upcloud" || o.ID != "" || o.Pool != "" {
+				t.Errorf("offer %+v", o)
+			}
+			if want := 111.1607 / 100 * 1.08; math.Abs(o.PricePerHour-want) > 1e-6 {
+				t.Errorf("price %v, want %v (cents -> EUR -> USD)", o.PricePerHour, want)
+			}
+			if o.Available != 6 || o.Ineligible != "" {
+				t.Errorf("availability %d %q", o.Available, o.Ineligible)
+			}
+			if o.Details["plan"] != o.InstanceType || o.Details["zone"] != "fi-hel2" || o.Details["gpu_model"] != "NVIDIA L40S" {
+				t.Errorf("details %v", o.Details)
+			}
+			if h := findOffer(offers, "fi-hel2", "GPU-96xCPU-1920GB-8xH100"); h == nil || h.GPUType != "h100" || h.GPUCount != 8 {
+				t.Errorf("8x H100 offer %+v", h)
+			}
+			if l4 := findOffer(offers, "de-fra1", "GPU-8xCPU-64GB-1xL4"); l4 == nil || l4.GPUType != "l4" || l4.Available != 2 {
+				t.Errorf("L4 in de-fra1 %+v", l4)
+			}
+			for _, o := range offers {
+				if o.Spot || strings.HasPrefix(o.InstanceType, "GPU-SPOT-") {
+					t.Errorf("spot offer %s without AllowSpotPlans", o.InstanceType)
+				}
+				if !strings.HasPrefix(o.InstanceType, "GPU-") {
+					t.Errorf("non-GPU plan offered: %s", o.InstanceType)
+				}
+				if o.Region == "nl-ams1" {
+					t.Errorf("offer in a zone without a price for it: %+v", o)
+				}
+			}
+		}},
+		{"out of stock is ineligible", nil, func(t *testing.T, offers []controlplane.Offer) {
+			o := findOffer(offers, "fi-hel2", "GPU-48xCPU-960GB-4xH100")
+			if o == nil || o.Available != 0 || !strings.Contains(o.Ineligible, "no stock") {
+				t.Errorf("offer %+v", o)
+			}
+			if o := findOffer(offers, "de-fra1", "GPU-8xCPU-64GB-1xL40S"); o == nil || o.Available != 0 || o.Ineligible == "" {
+				t.Errorf("offer %+v", o)
+			}
+		}},
+		{"spot plans when allowed", func(c *Config) { c.AllowSpotPlans = true }, func(t *testing.T, offers []controlplane.Offer) {
+			o := findOffer(offers, "fi-hel2", "GPU-SPOT-8xCPU-64GB-1xL4")
+			if o == nil || !o.Spot || o.GPUType != "l4" || math.Abs(o.PricePerHour-0.57*1.08) > 1e-6 {
+				t.Errorf("spot offer %+v", o)
+			}
+		}},
+		{"custom exchange rate", func(c *Config) { c.EURToUSD = 1.25 }, func(t *testing.T, offers []controlplane.Offer) {
+			o := findOffer(offers, "fi-hel2", "GPU-12xCPU-240GB-1xH100")
+			if o == nil || math.Abs(o.PricePerHour-252.9761/100*1.25) > 1e-6 {
+				t.Errorf("offer %+v", o)
+			}
+		}},
+		{"zone filter", func(c *Config) { c.Zones = []string{"de-fra1"} }, func(t *testing.T, offers []controlplane.Offer) {
+			if len(offers) == 0 {
+				t.Fatal("no offers")
+			}
+			for _, o := range offers {
+				if o.Region != "de-fra1" {
+					t.Errorf("offer outside the zone filter: %+v", o)
+				}
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestBackend(t, base, tc.mod)
+			offers, err := b.Offers(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, offers)
+		})
+	}
+}
+
+func TestOffersSkipsUnmappedRetiredAndTooLarge(t *testing.T) {
+	z := func(stock int) map[string]emu.ZoneOffer {
+		return map[string]emu.ZoneOffer{"fi-hel2": {PriceCents: 100, Stock: stock}}
+	}
+	plans := []emu.Plan{
+		{Name: "GPU-8xCPU-64GB-1xL40S", Cores: 8, MemoryMiB: 65536, GPUModel: "NVIDIA L40S", GPUAmount: 1, Zones: z(1)},
+		{Name: "GPU-8xCPU-64GB-1xA10", Cores: 8, MemoryMiB: 65536, GPUModel: "NVIDIA A10", GPUAmount: 1, Zones: z(1)},
+		{Name: "GPU-96xCPU-1920GB-16xL4", Cores: 96, MemoryMiB: 1966080, GPUModel: "NVIDIA L4", GPUAmount: 16, Zones: z(1)},
+		{Name: "GPU-12xCPU-128GB-1xL40S", Cores: 12, MemoryMiB: 131072, GPUModel: "NVIDIA L40S", GPUAmount: 1, Retired: true, Zones: z(1)},
+	}
+	_, base := startEmulator(t, emu.Options{Plans: plans})
+	b := newTestBackend(t, base, nil)
+	offers, err := b.Offers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offers) != 1 || offers[0].InstanceType != "GPU-8xCPU-64GB-1xL40S" {
+		t.Fatalf("offers %+v", offers)
+	}
+}
+
+func TestOffersAuthError(t *testing.T) {
+	_, base := startEmulator(t, emu.Options{})
+	b := newTestBackend(t, base, func(c *Config) { c.Password = "not-the-password" })
+	_, err := b.Offers(context.Background())
+	if controlplane.KindOf(err) != controlplane.ErrAuth {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "not-the-password") {
+		t.Errorf("error leaks the password: %v", err)
+	}
+}
+
+func offerFor(t *testing.T, b *Backend, zone, plan string) controlplane.Offer {
+	t.Helper()
+	offers, err := b.Offers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := findOffer(offers, zone, plan)
+	if o == nil {
+		t.Fatalf("no offer %s in %s", plan, zone)
+	}
+	return *o
+}
+
+func TestBackendLifecycle(t *testing.T) {
+	clock := newFakeClock()
+	srv, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: 40 * time.Second, StopDuration: 5 * time.Second})
+	b := newTestBackend(t, base, nil)
+	ctx := context.Background()
+	offer := offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
+	name := "upcloud-vm-train1"
+
+	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: name, Offer: offer, SSHPublicKeys: []string{testKey, " "}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.ID == "" || inst.Name != name || inst.Status != controlplane.StatusPending || inst.CloudStatus != "maintenance" ||
+		inst.GPUType != "l40s" || inst.GPUCount != 1 || inst.Region != "fi-hel2" || inst.PricePerHour != offer.PricePerHour {
+		t.Fatalf("created %+v", inst)
+	}
+	servers := srv.Servers()
+	if len(servers) != 1 {
+		t.Fatalf("emulator has %d servers", len(servers))
+	}
+	s := servers[0]
+	if s.Title != name || s.Hostname != name || s.Labels[NameLabel] != name || s.Template != emu.GPUTemplateUUID ||
+		s.StorageSizeGB != DefaultDiskSizeGB || !s.Metadata || len(s.SSHKeys) != 1 || s.SSHKeys[0] != testKey {
+		t.Errorf("server at the cloud %+v", s)
+	}
+
+	got, err := b.Get(ctx, inst.ID)
+	if err != nil || got.Status != controlplane.StatusPending || got.SSH == nil {
+		// The address is known during maintenance, but the server is not started yet.
+		t.Fatalf("get during boot %+v %v", got, err)
+	}
+	clock.Advance(41 * time.Second)
+	got, err = b.Get(ctx, inst.ID)
+	if err != nil || got.Status != controlplane.StatusRunning || got.CloudStatus != "started" {
+		t.Fatalf("after boot %+v %v", got, err)
+	}
+	if got.SSH == nil || got.SSH.Host == "" || got.SSH.Port != 22 || got.SSH.User != "root" || got.CreatedAt.IsZero() {
+		t.Errorf("ssh endpoint %+v created %v", got.SSH, got.CreatedAt)
+	}
+	if got.GPUType != "l40s" || got.GPUCount != 1 || got.Name != name {
+		t.Errorf("instance %+v", got)
+	}
+
+	list, err := b.List(ctx, "upcloud-vm-")
+	if err != nil || len(list) != 1 || list[0].ID != inst.ID || list[0].Status != controlplane.StatusRunning {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	if list, err := b.List(ctx, "upcloud-vm-other"); err != nil || len(list) != 0 {
+		t.Fatalf("list with another prefix %+v %v", list, err)
+	}
+
+	// Delete stops, waits for "stopped" and deletes with the storages; the clock moves while it waits.
+	done := make(chan error, 1)
+	go func() { done <- b.Delete(ctx, inst.ID) }()
+	var derr error
+wait:
+	for i := 0; i < 100000; i++ {
+		select {
+		case derr = <-done:
+			break wait
+		case <-time.After(time.Millisecond):
+			clock.Advance(time.Second)
+		}
+	}
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	if _, err := b.Get(ctx, inst.ID); !controlplane.IsNotFound(err) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if n := srv.StorageCount(); n != 0 {
+		t.Errorf("%d disks left behind", n)
+	}
+	if err := b.Delete(ctx, inst.ID); !controlplane.IsNotFound(err) {
+		t.Errorf("delete of a gone server: %v", err)
+	}
+	if list, _ := b.List(ctx, "upcloud-vm-"); len(list) != 0 {
+		t.Errorf("list after delete %+v", list)
+	}
+	if n := srv.Stock("fi-hel2", "GPU-8xCPU-64GB-1xL40S"); n != 6 {
+		t.Errorf("stock %d after delete, want 6", n)
+	}
+}
+
+func TestBackendDeleteStates(t *testing.T) {
+	ctx := context.Background()
+	t.Run("during maintenance it waits for the boot", func(t *testing.T) {
+		_, base := startEmulator(t, emu.Options{BootDuration: 30 * time.Millisecond, StopDuration: 10 * time.Millisecond})
+		b := newTestBackend(t, base, nil)
+		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-m", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Delete(ctx, inst.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Get(ctx, inst.ID); !controlplane.IsNotFound(err) {
+			t.Fatalf("get: %v", err)
+		}
+	})
+	t.Run("an already stopped server is deleted at once", func(t *testing.T) {
+		clock := newFakeClock()
+		_, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: time.Second, StopDuration: time.Second})
+		b := newTestBackend(t, base, nil)
+		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-s", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(2 * time.Second)
+		if _, err := b.Client().StopServer(ctx, inst.ID, "soft", 0); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(2 * time.Second)
+		got, err := b.Get(ctx, inst.ID)
+		if err != nil || got.Status != controlplane.StatusError || !strings.Contains(got.Message, "stopped") {
+			t.Fatalf("a server stopped outside hydra: %+v %v", got, err)
+		}
+		if err := b.Delete(ctx, inst.ID); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("the wait is bounded", func(t *testing.T) {
+		clock := newFakeClock()
+		_, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: time.Second, StopDuration: time.Hour})
+		b := newTestBackend(t, base, func(c *Config) { c.DeleteTimeout = 50 * time.Millisecond })
+		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-t", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(2 * time.Second)
+		err = b.Delete(ctx, inst.ID)
+		if err == nil || controlplane.KindOf(err) != controlplane.ErrOther || !strings.Contains(err.Error(), "did not stop and delete in time") {
+			t.Fatalf("err = %v", err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := b.Delete(cctx, inst.ID); err == nil {
+			t.Fatal("delete with a cancelled context succeeded")
+		}
+	})
+}
+
+func TestBackendCreateErrors(t *testing.T) {
+	ctx := context.Background()
+	t.Run("capacity gone between offer and create", func(t *testing.T) {
+		srv, base := startEmulator(t, emu.Options{})
+		b := newTestBackend(t, base, nil)
+		offer := offerFor(t, b, "fi-hel2", "GPU-12xCPU-240GB-1xH100")
+		_ = srv.SetFaults(emu.Faults{CapacityGone: true})
+		_, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-c", Offer: offer, SSHPublicKeys: []string{testKey}})
+		if !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "SERVER_RESOURCES_UNAVAILABLE") {
+			t.Fatalf("err = %v", err)
+		}
+		if srv.CreateCount() != 0 {
+			t.Error("a server was created")
+		}
+	})
+	t.Run("stock exhausted", func(t *testing.T) {
+		srv, base := startEmulator(t, emu.Options{})
+		b := newTestBackend(t, base, nil)
+		offer := offerFor(t, b, "fi-hel2", "GPU-24xCPU-480GB-2xH100") // stock 1
+		for i, name := range []string{"upcloud-vm-1", "upcloud-vm-2"} {
+			_, err := b.Create(ctx, controlplane.CreateRequest{Name: name, Offer: offer, SSHPublicKeys: []string{testKey}})
+			if i == 0 && err != nil {
+				t.Fatal(err)
+			}
+			if i == 1 && !controlplane.IsCapacity(err) {
+				t.Fatalf("second create: %v", err)
+			}
+		}
+		if srv.CreateCount() != 1 {
+			t.Errorf("created %d", srv.CreateCount())
+		}
+	})
+	invalid := []struct {
+		name string
+		mod  func(*Config)
+		req  func(o controlplane.Offer) controlplane.CreateRequest
+	}{
+		{"spot plan not enabled", nil, func(o controlplane.Offer) controlplane.CreateRequest {
+			o.InstanceType = "GPU-SPOT-8xCPU-64GB-1xL4"
+			return controlplane.CreateRequest{Name: "upcloud-vm-x", Offer: o, SSHPublicKeys: []string{testKey}}
+		}},
+		{"no ssh key", nil, func(o controlplane.Offer) controlplane.CreateRequest {
+			return controlplane.CreateRequest{Name: "upcloud-vm-x", Offer: o}
+		}},
+		{"no name", nil, func(o controlplane.Offer) controlplane.CreateRequest {
+			return controlplane.CreateRequest{Offer: o, SSHPublicKeys: []string{testKey}}
+		}},
+		{"unknown template", func(c *Config) { c.Template = "No Such Template" }, func(o controlplane.Offer) controlplane.CreateRequest {
+			return controlplane.CreateRequest{Name: "upcloud-vm-x", Offer: o, SSHPublicKeys: []string{testKey}}
+		}},
+		{"invalid hostname", nil, func(o controlplane.Offer) controlplane.CreateRequest {
+			return controlplane.CreateRequest{Name: "upcloud_vm_x", Offer: o, SSHPublicKeys: []string{testKey}}
+		}},
+	}
+	for _, tc := range invalid {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, base := startEmulator(t, emu.Options{})
+			b := newTestBackend(t, base, tc.mod)
+			_, err := b.Create(ctx, tc.req(offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4")))
+			if controlplane.KindOf(err) != controlplane.ErrInvalid {
+				t.Fatalf("err = %v", err)
+			}
+			if srv.CreateCount() != 0 {
+				t.Error("a server was created")
+			}
+		})
+	}
+}
+
+func TestBackendSpotCreate(t *testing.T) {
+	srv, base := startEmulator(t, emu.Options{})
+	b := newTestBackend(t, base, func(c *Config) {
+		c.AllowSpotPlans = true
+		c.Template = "Ubuntu Server 24.04 LTS (Noble Numbat)"
+		c.DiskSizeGB = 40
+	})
+	inst, err := b.Create(context.Background(), controlplane.CreateRequest{Name: "upcloud-vm-spot", Offer: offerFor(t, b, "fi-hel2", "GPU-SPOT-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inst.Spot || inst.GPUType != "l4" {
+		t.Errorf("instance %+v", inst)
+	}
+	s := srv.Servers()[0]
+	if s.Template != "01000000-0000-4000-8000-000030240200" || s.StorageSizeGB != 40 {
+		t.Errorf("server %+v", s)
+	}
+}
+
+func TestBackendBootFailure(t *testing.T) {
+	clock := newFakeClock()
+	srv, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: time.Second})
+	b := newTestBackend(t, base, nil)
+	_ = srv.SetFaults(emu.Faults{BootFailures: 1, SlowBoot: 9 * time.Second})
+	inst, err := b.Create(context.Background(), controlplane.CreateRequest{Name: "upcloud-vm-bf", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(5 * time.Second) // boot is 1s + 9s slow boot
+	if got, _ := b.Get(context.Background(), inst.ID); got.Status != controlplane.StatusPending {
+		t.Fatalf("slow boot: %+v", got)
+	}
+	clock.Advance(6 * time.Second)
+	got, err := b.Get(context.Background(), inst.ID)
+	if err != nil || got.Status != controlplane.StatusError || got.CloudStatus != "error" || got.Message == "" {
+		t.Fatalf("boot failure: %+v %v", got, err)
+	}
+}
+
+// TestCreateStormsMakeExactlyOneServer: a 429 storm is retried into one server; a 5xx storm or a lost
+// answer is not retried, and the server that a lost answer hid is found by name, so adopting it (the
+// control plane's job) leaves exactly one machine.
+func TestCreateStormsMakeExactlyOneServer(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name        string
+		faults      emu.Faults
+		wantErr     bool
+		wantCreated int
+	}{
+		{"429 storm", emu.Faults{RateLimit: 3, RetryAfterSeconds: 1, Match: "POST /server"}, false, 1},
+		{"5xx storm", emu.Faults{ServerErrors: 3, Match: "POST /server"}, true, 0},
+		{"lost answer", emu.Faults{LostCreates: 1}, true, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, base := startEmulator(t, emu.Options{})
+			b := newTestBackend(t, base, nil)
+			offer := offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
+			_ = srv.SetFaults(tc.faults)
+			name := "upcloud-vm-storm"
+			_, err := b.Create(ctx, controlplane.CreateRequest{Name: name, Offer: offer, SSHPublicKeys: []string{testKey}})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if n := srv.CreateCount(); n != tc.wantCreated {
+				t.Fatalf("created %d, want %d", n, tc.wantCreated)
+			}
+			// What the control plane does before trying again: look the name up.
+			found, err := b.List(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(found) != tc.wantCreated {
+				t.Fatalf("List(%q) found %d", name, len(found))
+			}
+			if len(found) == 1 && found[0].Name != name {
+				t.Errorf("found %+v", found[0])
+			}
+		})
+	}
+}

@@ -84,8 +84,7 @@ func resource(minC, defC, maxC, price, step any, included, info any) map[string]
 
 func nullResource() map[string]any { return resource(nil, nil, nil, nil, nil, nil, nil) }
 
-// render builds the JSON object Prime sends for one offer. The legacy form has no region, sharedDisk
-// or prepaidTime.
+// render builds the JSON object Prime sends for one offer. The legacy form has no region or sharedDisk.
 func (it Item) render(legacy bool) map[string]any {
 	var info any
 	if strings.EqualFold(it.Provider, "runpod") {
@@ -119,14 +118,13 @@ func (it Item) render(legacy bool) map[string]any {
 		"internetSpeed": nil, "interconnect": nil, "interconnectType": nil, "provisioningTime": nil,
 		"stockStatus": it.stock(), "security": it.Security, "prices": prices, "images": images, "isSpot": spot,
 	}
+	m["prepaidTime"] = nil
+	if it.PrepaidHours > 0 {
+		m["prepaidTime"] = it.PrepaidHours
+	}
 	if !legacy {
 		m["region"] = nullable(it.Region)
 		m["sharedDisk"] = nullResource()
-		if it.PrepaidHours > 0 {
-			m["prepaidTime"] = it.PrepaidHours
-		} else {
-			m["prepaidTime"] = nil
-		}
 	}
 	return m
 }

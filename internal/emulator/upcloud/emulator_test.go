@@ -1,0 +1,246 @@
+package upcloud
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type call struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    []byte
+}
+
+func do(t *testing.T, h http.Handler, method, path string, body any, auth string) call {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if auth == "" {
+		req.SetBasicAuth("u", "p")
+	} else if auth != "none" {
+		req.Header.Set("Authorization", auth)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	c := call{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes()}
+	if len(c.raw) > 0 {
+		if err := json.Unmarshal(c.raw, &c.body); err != nil {
+			t.Fatalf("%s %s: non-JSON body %q", method, path, c.raw)
+		}
+	}
+	return c
+}
+
+func testCreate(name string) map[string]any {
+	return map[string]any{"server": map[string]any{
+		"zone": "fi-hel2", "title": name, "hostname": name, "plan": "GPU-8xCPU-64GB-1xL4", "metadata": "yes",
+		"storage_devices": map[string]any{"storage_device": []any{map[string]any{
+			"action": "clone", "storage": GPUTemplateUUID, "title": name + "-disk", "size": 50, "tier": "maxiops"}}},
+		"login_user": map[string]any{"username": "root", "create_password": "no",
+			"ssh_keys": map[string]any{"ssh_key": []any{"ssh-ed25519 AAAAtest"}}},
+		"labels": map[string]any{"label": []any{map[string]any{"key": "hydra-name", "value": name}}},
+	}}
+}
+
+func serverOf(c call) map[string]any { m, _ := c.body["server"].(map[string]any); return m }
+
+func TestStateDirSharedBetweenServers(t *testing.T) {
+	dir := t.TempDir()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	a := New(Options{StateDir: dir, Now: clk.Now, BootDuration: 10 * time.Second})
+	b := New(Options{StateDir: dir, Now: clk.Now, BootDuration: time.Hour}) // the existing state's settings win
+
+	c := do(t, a, "POST", "/1.3/server", testCreate("upcloud-vm-one"), "")
+	if c.status != 202 {
+		t.Fatalf("create: %d %s", c.status, c.raw)
+	}
+	uuid := serverOf(c)["uuid"].(string)
+	got := do(t, b, "GET", "/1.3/server/"+uuid, nil, "")
+	if got.status != 200 || serverOf(got)["state"] != "maintenance" {
+		t.Fatalf("B does not see A's server: %d %s", got.status, got.raw)
+	}
+	clk.Advance(11 * time.Second)
+	if st := serverOf(do(t, b, "GET", "/1.3/server/"+uuid, nil, ""))["state"]; st != "started" {
+		t.Fatalf("state from stored timestamps: %v", st)
+	}
+	if a.CreateCount() != 1 || b.CreateCount() != 1 || b.Stock("fi-hel2", "GPU-8xCPU-64GB-1xL4") != 5 {
+		t.Errorf("counts: %d %d stock %d", a.CreateCount(), b.CreateCount(), b.Stock("fi-hel2", "GPU-8xCPU-64GB-1xL4"))
+	}
+	// Faults set through one are seen by the other, and persist.
+	if err := a.SetFaults(Faults{RateLimit: 1, RetryAfterSeconds: 2}); err != nil {
+		t.Fatal(err)
+	}
+	r := do(t, b, "GET", "/1.3/zone", nil, "")
+	if r.status != 429 || r.header.Get("Retry-After") != "2" {
+		t.Fatalf("fault not shared: %d %v", r.status, r.header)
+	}
+	if do(t, a, "GET", "/1.3/zone", nil, "").status != 200 {
+		t.Error("the storm did not end after one answer")
+	}
+	// A third server value started later (a new process) still sees everything.
+	c3 := New(Options{StateDir: dir, Now: clk.Now})
+	if list := c3.Servers(); len(list) != 1 || list[0].State != "started" || list[0].Labels["hydra-name"] != "upcloud-vm-one" {
+		t.Errorf("servers: %+v", list)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); err != nil {
+		t.Error(err)
+	}
+
+	// Concurrent creates through both values are all kept (the file lock serialises them).
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			h := http.Handler(a)
+			if i%2 == 1 {
+				h = b
+			}
+			if c := do(t, h, "POST", "/1.3/server", testCreate(fmt.Sprintf("upcloud-vm-c%d", i)), ""); c.status != 202 {
+				t.Errorf("create %d: %d %s", i, c.status, c.raw)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if n := a.CreateCount(); n != 5 {
+		t.Errorf("create count %d, want 5", n)
+	}
+	if n := len(b.Servers()); n != 5 {
+		t.Errorf("%d servers, want 5", n)
+	}
+}
+
+func TestQuirks(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second, StopDuration: 5 * time.Second, Username: "u", Password: "p", Token: "tok"})
+
+	if r := do(t, s, "GET", "/1.3/plan", nil, "none"); r.status != 401 || !strings.Contains(string(r.raw), "AUTHENTICATION_FAILED") {
+		t.Errorf("no auth: %d %s", r.status, r.raw)
+	}
+	if r := do(t, s, "GET", "/1.3/plan", nil, "Bearer tok"); r.status != 200 {
+		t.Errorf("bearer: %d", r.status)
+	}
+	if r := do(t, s, "GET", "/1.3/plan", nil, "Bearer nope"); r.status != 401 {
+		t.Errorf("bad bearer: %d", r.status)
+	}
+
+	c := do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-q"), "")
+	srv := serverOf(c)
+	if c.status != 202 || srv["state"] != "maintenance" || srv["progress"] != "0" || srv["core_number"] != "8" || srv["metadata"] != "yes" {
+		t.Fatalf("create: %d %s", c.status, c.raw)
+	}
+	uuid := srv["uuid"].(string)
+	if r := do(t, s, "POST", "/1.3/server/"+uuid+"/stop", map[string]any{"stop_server": map[string]any{"stop_type": "hard", "timeout": "60"}}, ""); r.status != 409 {
+		t.Errorf("stop during maintenance: %d", r.status)
+	}
+	clk.Advance(10 * time.Second)
+	if r := do(t, s, "DELETE", "/1.3/server/"+uuid+"/?storages=1", nil, ""); r.status != 409 || !strings.Contains(string(r.raw), "SERVER_STATE_ILLEGAL") {
+		t.Errorf("delete while started: %d %s", r.status, r.raw)
+	}
+	r := do(t, s, "POST", "/1.3/server/"+uuid+"/stop", map[string]any{"stop_server": map[string]any{"stop_type": "hard", "timeout": "60"}}, "")
+	if r.status != 200 || serverOf(r)["state"] != "started" {
+		t.Errorf("stop answers the old state: %d %v", r.status, serverOf(r)["state"])
+	}
+	clk.Advance(5 * time.Second)
+	if st := serverOf(do(t, s, "GET", "/1.3/server/"+uuid, nil, ""))["state"]; st != "stopped" {
+		t.Errorf("after stop: %v", st)
+	}
+	// Without ?storages=1 the disk stays; the path works without the trailing slash and the /1.3 prefix too.
+	if r := do(t, s, "DELETE", "/server/"+uuid, nil, ""); r.status != 204 || len(r.raw) != 0 {
+		t.Errorf("delete: %d %s", r.status, r.raw)
+	}
+	if s.StorageCount() != 1 {
+		t.Errorf("disks %d, want the orphan 1", s.StorageCount())
+	}
+	if r := do(t, s, "GET", "/1.3/server/"+uuid, nil, ""); r.status != 404 || !strings.Contains(string(r.raw), "SERVER_NOT_FOUND") {
+		t.Errorf("get after delete: %d %s", r.status, r.raw)
+	}
+	if r := do(t, s, "GET", "/1.3/server/not-a-uuid", nil, ""); r.status != 400 || !strings.Contains(string(r.raw), "SERVER_INVALID") {
+		t.Errorf("invalid uuid: %d %s", r.status, r.raw)
+	}
+	if r := do(t, s, "GET", "/1.3/nothing-here", nil, ""); r.status != 404 || !strings.Contains(string(r.raw), "ERROR_RESOURCE_NOT_FOUND") {
+		t.Errorf("unknown path: %d %s", r.status, r.raw)
+	}
+	// Prices are per zone, in cents; GPU plans have storage_size 0.
+	p := do(t, s, "GET", "/1.3/price", nil, "")
+	if !strings.Contains(string(p.raw), `"server_plan_GPU-8xCPU-64GB-1xL40S":{"amount":1,"price":111.1607}`) {
+		t.Errorf("price list lacks the L40S plan in cents")
+	}
+	pl := do(t, s, "GET", "/1.3/plan", nil, "")
+	if !strings.Contains(string(pl.raw), `"gpu_amount":1,"gpu_model":"NVIDIA L40S","memory_amount":65536,"name":"GPU-8xCPU-64GB-1xL40S","public_traffic_out":12,"storage_size":0,"storage_tier":null`) {
+		t.Errorf("GPU plan shape: %s", pl.raw)
+	}
+	av := do(t, s, "GET", "/1.3/device/availability", nil, "")
+	if z, _ := av.body["fi-hel2"].(map[string]any); z == nil || z["gpu_plans"] == nil {
+		t.Errorf("availability: %s", av.raw)
+	}
+}
+
+func TestStartServesTheAPI(t *testing.T) {
+	s := New(Options{})
+	base, stop, err := s.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop() //nolint:errcheck
+	req, _ := http.NewRequest("GET", base+"/zone", nil)
+	req.SetBasicAuth("any", "thing")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasSuffix(base, "/1.3") {
+		t.Fatalf("%s: %d", base, resp.StatusCode)
+	}
+}
+
+func TestFaultsLatencyAndErrors(t *testing.T) {
+	s := New(Options{})
+	if err := s.SetFaults(Faults{Latency: 30 * time.Millisecond, ServerErrors: 1, ServerErrorStatus: 502, Match: "GET /plan"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if r := do(t, s, "GET", "/1.3/zone", nil, ""); r.status != 200 {
+		t.Errorf("unmatched request hit by the fault: %d", r.status)
+	}
+	if el := time.Since(start); el < 30*time.Millisecond {
+		t.Errorf("latency not added: %v", el)
+	}
+	if r := do(t, s, "GET", "/1.3/plan", nil, ""); r.status != 502 {
+		t.Errorf("want 502, got %d", r.status)
+	}
+	if r := do(t, s, "GET", "/1.3/plan", nil, ""); r.status != 200 {
+		t.Errorf("the 5xx storm did not end: %d", r.status)
+	}
+	if f := s.CurrentFaults(); f.ServerErrors != 0 || f.Latency != 30*time.Millisecond {
+		t.Errorf("faults %+v", f)
+	}
+}

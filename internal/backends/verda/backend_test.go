@@ -40,7 +40,7 @@ func TestOffersMapping(t *testing.T) {
 		{"FIN-01", "1H100.80S.30V", true, true, "h100", 1, 1.15},
 		{"FIN-03", "8H100.80S.176V", false, true, "h100", 8, 21.20},
 		{"FIN-01", "1B200.30V", true, true, "b200", 1, 1.79},       // spot stock only
-		{"FIN-01", "1B200.30V", false, false, "", 0, 0},           // on-demand sold out
+		{"FIN-01", "1B200.30V", false, false, "", 0, 0},            // on-demand sold out
 		{"FIN-01", "1A100.22V", false, true, "a100-80gb", 1, 1.29}, // "A100 SXM4 80GB"
 		{"FIN-01", "1RTX6000ADA.10V", false, true, "rtx6000ada", 1, 0.89},
 		{"FIN-03", "2RTXPRO6000.60V", false, true, "rtxpro6000", 2, 2.78},

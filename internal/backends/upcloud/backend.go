@@ -139,7 +139,6 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if cfg.DeleteTimeout <= 0 {
 		cfg.DeleteTimeout = DefaultDeleteTimeout
 	}
-	logger = logger.Named(CloudName)
 	client, err := NewClient(ClientConfig{
 		Username:          cfg.Username,
 		Password:          cfg.Password,
@@ -158,7 +157,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err != nil {
 		return nil, controlplane.NewError(controlplane.ErrAuth, CloudName, "configuring", err)
 	}
-	return &Backend{cfg: cfg, client: client, inv: inv, log: logger, plans: map[string]Plan{}, prices: map[string]float64{}}, nil
+	return &Backend{cfg: cfg, client: client, inv: inv, log: logger.Named(CloudName), plans: map[string]Plan{}, prices: map[string]float64{}}, nil
 }
 
 // Cloud returns "upcloud".
@@ -260,7 +259,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		if gpuType == "" {
 			continue
 		}
-		if max := b.inv.GPUs[gpuType].MaxCount; max > 0 && count > max {
+		if maxCount := b.inv.GPUs[gpuType].MaxCount; maxCount > 0 && count > maxCount {
 			continue
 		}
 		for _, z := range prices.Prices.Zone {

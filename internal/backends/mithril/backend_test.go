@@ -1,0 +1,428 @@
+package mithril
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraTestKeyHydraTestKeyHydraTestKey0001 hydra@test"
+
+func findOffer(t *testing.T, offers []controlplane.Offer, region, typ string) controlplane.Offer {
+	t.Helper()
+	for _, o := range offers {
+		if o.Region == region && o.InstanceType == typ {
+			return o
+		}
+	}
+	t.Fatalf("no offer %s %s in %+v", region, typ, offers)
+	return controlplane.Offer{}
+}
+
+func TestOffers(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	offers, err := e.backend.Offers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offers {
+		if o.Cloud != CloudName || !o.Spot || o.ID != "" || o.Pool != "" || o.GPUType == "" || o.GPUCount <= 0 || o.PricePerHour <= 0 {
+			t.Errorf("offer %+v", o)
+		}
+		if strings.HasPrefix(o.InstanceType, "a10-") {
+			t.Errorf("unmapped GPU offered: %+v", o)
+		}
+		if !strings.HasPrefix(o.Details[DetailInstanceTypeFID], "it_") || !strings.HasPrefix(o.Details[DetailAuctionFID], "auc_") {
+			t.Errorf("details %+v", o.Details)
+		}
+	}
+	a := findOffer(t, offers, "us-central1-a", "h100-80gb.sxm.8x")
+	b := findOffer(t, offers, "us-central1-b", "h100-80gb.sxm.8x")
+	if a.Details[DetailInstanceTypeFID] == b.Details[DetailInstanceTypeFID] {
+		t.Errorf("the region's own FID must be kept: %q", a.Details[DetailInstanceTypeFID])
+	}
+	want := map[string]string{DetailLastClearing: "12.03", DetailSpotPrice: "12.03", DetailLowestAllocated: "12.50", DetailWinPrice: "8.00",
+		DetailMinimumPrice: "8.00", DetailAvailableCapacity: "2"}
+	for k, v := range want {
+		if a.Details[k] != v {
+			t.Errorf("%s = %q, want %q", k, a.Details[k], v)
+		}
+	}
+	if a.GPUType != "h100" || a.GPUCount != 8 || a.PricePerHour != 12.03 || a.Available != 2 {
+		t.Errorf("offer a: %+v", a)
+	}
+	if b.Available != 0 || b.Details[DetailAvailableCapacity] != "0" {
+		t.Errorf("full auction: %+v", b)
+	}
+	if o := findOffer(t, offers, "us-central5-a", "h100-80gb.sxm.1x"); o.GPUCount != 1 || o.GPUType != "h100" {
+		t.Errorf("1x: %+v", o)
+	}
+	if o := findOffer(t, offers, "us-central3-a", "b200.8x"); o.GPUType != "b200" {
+		t.Errorf("b200: %+v", o)
+	}
+
+	// GPU counts above the type's max_count are skipped.
+	gpus := []byte("gpus:\n  h100:\n    max_count: 4\n    api_names:\n      mithril: h100-80gb.sxm\n")
+	pools := []byte("pools:\n  - name: mithril-vm-pool\n    cloud: mithril\n    kind: vm\n    prefix: mithril-vm-\n")
+	inv, err := inventory.Parse("g.yml", gpus, "p.yml", pools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := New(Config{APIKey: emu.DefaultAPIKey, Project: emu.DefaultProject, BaseURL: e.srv.URL}, inv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offers, err = small.Offers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offers) != 1 || offers[0].InstanceType != "h100-80gb.sxm.1x" {
+		t.Errorf("max_count 4: %+v", offers)
+	}
+}
+
+// pricedOffer prices the region's offer against another cloud's comparable spot offer.
+func pricedOffer(t *testing.T, e *env, region, typ string, otherPrice float64) controlplane.Offer {
+	t.Helper()
+	offers, err := e.backend.Offers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := findOffer(t, offers, region, typ)
+	priced := e.backend.PriceBids([]controlplane.Offer{o}, []controlplane.Offer{{Cloud: "verda", Region: "fin-01", GPUType: o.GPUType, GPUCount: o.GPUCount, PricePerHour: otherPrice, Spot: true}}, 0)
+	return priced[0]
+}
+
+func TestCreateGetDelete(t *testing.T) {
+	e := newEnv(t, emu.Options{StopDuration: 10 * time.Second})
+	ctx := t.Context()
+	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
+	// Required: max($12.03 + 10% = $13.24, $12.50 + $0.01, win $8.00, minimum $8.00) = $13.24; the bid is $13.99.
+	if o.Ineligible != "" || o.PricePerHour != 13.99 || o.Details[DetailRequiredPrice] != "13.24" || o.Details[DetailLastClearing] != "12.03" {
+		t.Fatalf("priced offer: %+v", o)
+	}
+	inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-train", Offer: o, SSHPublicKeys: []string{testKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(inst.ID, "bid_") || inst.Name != "mithril-vm-train" || inst.Status != controlplane.StatusPending || inst.PricePerHour != 13.99 ||
+		inst.GPUType != "h100" || inst.InstanceType != "h100-80gb.sxm.8x" || inst.Region != "us-central1-a" || !inst.Spot {
+		t.Errorf("created: %+v", inst)
+	}
+	bids := e.emu.LiveBids()
+	if len(bids) != 1 || bids[0].LimitCents != 1399 || bids[0].Name != "mithril-vm-train" {
+		t.Fatalf("bids at the emulator: %+v", bids)
+	}
+	got, err := e.backend.Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != controlplane.StatusPending || got.SSH != nil || !strings.HasPrefix(got.CloudStatus, "Allocated/STATUS_") {
+		t.Errorf("booting: %+v", got)
+	}
+	e.clock.Advance(bootTime)
+	got, err = e.backend.Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != controlplane.StatusRunning || got.SSH == nil || !strings.HasPrefix(got.SSH.Host, "203.0.113.") || got.SSH.Port != 22 || got.SSH.User != "ubuntu" ||
+		got.CloudStatus != "Allocated/STATUS_RUNNING" {
+		t.Errorf("running: %+v ssh %+v", got, got.SSH)
+	}
+
+	// A second machine reuses the registered SSH key.
+	inst2, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-other", Offer: o, SSHPublicKeys: []string{testKey + " (same key, other comment)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := e.client.SSHKeys(ctx, e.project)
+	if err != nil || len(keys) != 1 {
+		t.Errorf("ssh keys: %+v %v", keys, err)
+	}
+	b1, _ := e.client.GetBid(ctx, inst.ID)
+	b2, _ := e.client.GetBid(ctx, inst2.ID)
+	if len(b1.LaunchSpecification.SSHKeys) != 1 || b1.LaunchSpecification.SSHKeys[0] != keys[0].FID || b2.LaunchSpecification.SSHKeys[0] != keys[0].FID {
+		t.Errorf("bids' keys: %v %v", b1.LaunchSpecification.SSHKeys, b2.LaunchSpecification.SSHKeys)
+	}
+
+	if err := e.backend.Delete(ctx, inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err = e.backend.Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != controlplane.StatusPending || got.CloudStatus != "Terminated/STATUS_STOPPING" {
+		t.Errorf("stopping: %+v", got)
+	}
+	e.clock.Advance(10 * time.Second)
+	got, err = e.backend.Get(ctx, inst.ID)
+	if err != nil || got.Status != controlplane.StatusTerminated {
+		t.Errorf("terminated: %+v %v", got, err)
+	}
+	if err := e.backend.Delete(ctx, inst.ID); !controlplane.IsNotFound(err) {
+		t.Errorf("second delete: %v", err)
+	}
+}
+
+func TestCreateRefusesBadOffers(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 13.00) // bid $12.99 < $13.24
+	if o.Ineligible == "" {
+		t.Fatal("expected ineligible")
+	}
+	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o}); controlplane.KindOf(err) != controlplane.ErrInvalid {
+		t.Errorf("ineligible offer: %v", err)
+	}
+	o = pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
+	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: 13.50}); controlplane.KindOf(err) != controlplane.ErrInvalid {
+		t.Errorf("above max price: %v", err)
+	}
+	if e.emu.CreateCount() != 0 {
+		t.Errorf("bids were placed")
+	}
+}
+
+func TestCreateResolvesFIDWithoutDetails(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	o := pricedOffer(t, e, "us-central1-b", "h100-80gb.sxm.8x", 20.00)
+	delete(o.Details, DetailInstanceTypeFID)
+	o.Ineligible = ""
+	inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-b", Offer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.client.GetBid(t.Context(), inst.ID)
+	if err != nil || b.InstanceType != e.emu.InstanceTypeFID("us-central1-b", "h100-80gb.sxm.8x") || b.Region != "us-central1-b" {
+		t.Errorf("bid %+v %v", b, err)
+	}
+}
+
+func TestBidWaitsWhenAuctionFull(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	// us-central1-b is full (two market bids at $12.00 and $12.20); a bid at $12.10 does not win.
+	o := pricedOffer(t, e, "us-central1-b", "h100-80gb.sxm.8x", 12.11)
+	if !strings.Contains(o.Ineligible, "no free capacity") {
+		t.Errorf("expected ineligible for capacity: %q", o.Ineligible)
+	}
+	o.Ineligible = ""
+	inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-wait", Offer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(bootTime)
+	got, err := e.backend.Get(t.Context(), inst.ID)
+	if err != nil || got.Status != controlplane.StatusPending || got.CloudStatus != "Open" {
+		t.Errorf("open bid: %+v %v", got, err)
+	}
+}
+
+func TestPreemptionCancelsBid(t *testing.T) {
+	for _, lookLate := range []bool{false, true} {
+		name := "seen while preempting"
+		if lookLate {
+			name = "seen after the preemption window"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
+			ctx := t.Context()
+			// a100-80gb.sxm.8x in us-central1-a: capacity 2, no other bids, last price $7.80.
+			o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.8x", 9.00)
+			if o.Ineligible != "" || o.PricePerHour != 8.99 {
+				t.Fatalf("offer %+v", o)
+			}
+			inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-pre", Offer: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(bootTime)
+			if got, _ := e.backend.Get(ctx, inst.ID); got.Status != controlplane.StatusRunning {
+				t.Fatalf("not running: %+v", got)
+			}
+			// Two newer, higher bids for two slots: ours is outbid.
+			for _, p := range []int64{950, 1000} {
+				if _, err := e.emu.AddMarketBid("us-central1-a", "a100-80gb.sxm.8x", p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if b := e.emu.LiveBids(); len(b) != 1 || b[0].Status != "Preempting" || b[0].InstanceStatuses[0] != "STATUS_PREEMPTING" {
+				t.Fatalf("emulator: %+v", b)
+			}
+			if lookLate {
+				e.clock.Advance(time.Minute)
+				if b := e.emu.LiveBids(); len(b) != 1 || b[0].Status != "Open" {
+					t.Fatalf("after the window the bid is open again: %+v", b)
+				}
+			}
+			got, err := e.backend.Get(ctx, inst.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != controlplane.StatusTerminated || !strings.Contains(got.Message, "preempted") {
+				t.Errorf("preempted: %+v", got)
+			}
+			if live := e.emu.LiveBids(); len(live) != 0 {
+				t.Errorf("the bid was not cancelled: %+v", live)
+			}
+			// Capacity coming back never allocates a replacement.
+			_ = e.emu.SetCapacity("us-central1-a", "a100-80gb.sxm.8x", 5)
+			e.clock.Advance(time.Hour)
+			for _, b := range e.emu.Bids() {
+				if b.Status != "Terminated" {
+					t.Errorf("bid %s is %s", b.FID, b.Status)
+				}
+			}
+			if got, err := e.backend.Get(ctx, inst.ID); err != nil || got.Status != controlplane.StatusTerminated {
+				t.Errorf("later: %+v %v", got, err)
+			}
+		})
+	}
+}
+
+func TestListByPrefix(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	ctx := t.Context()
+	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", 2.00)
+	if o.Ineligible != "" {
+		t.Fatalf("offer %+v", o)
+	}
+	var ids []string
+	for _, n := range []string{"mithril-vm-a", "mithril-vm-b", "other-c"} {
+		inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: n, Offer: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, inst.ID)
+	}
+	list, err := e.backend.List(ctx, "mithril-vm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Fatalf("list: %+v", list)
+	}
+	for _, in := range list {
+		if !strings.HasPrefix(in.Name, "mithril-vm-") || in.Status != controlplane.StatusPending || in.GPUType != "a100-80gb" {
+			t.Errorf("listed %+v", in)
+		}
+	}
+	if err := e.backend.Delete(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	list, err = e.backend.List(ctx, "mithril-vm-")
+	if err != nil || len(list) != 1 || list[0].ID != ids[1] {
+		t.Errorf("after delete: %+v %v", list, err)
+	}
+}
+
+func TestCreateCapacityGone(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
+	_ = e.emu.SetFaults(emu.Faults{CapacityGone: true})
+	_, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-cap", Offer: o})
+	if !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "Insufficient capacity") {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestBootFailureIsError(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	_ = e.emu.SetFaults(emu.Faults{BootFailures: 1, SlowBoot: time.Minute})
+	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
+	inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-fail", Offer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(bootTime)
+	if got, _ := e.backend.Get(t.Context(), inst.ID); got.Status != controlplane.StatusPending {
+		t.Errorf("slow boot: %+v", got)
+	}
+	e.clock.Advance(time.Minute)
+	if got, _ := e.backend.Get(t.Context(), inst.ID); got.Status != controlplane.StatusError || got.CloudStatus != "Allocated/STATUS_ERROR" {
+		t.Errorf("boot failure: %+v", got)
+	}
+}
+
+func TestExactlyOneBidUnderStorms(t *testing.T) {
+	t.Run("429 storm during create", func(t *testing.T) {
+		e := newEnv(t, emu.Options{})
+		o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
+		_ = e.emu.SetFaults(emu.Faults{TooManyRequests: 3, OnlyPath: "POST /v2/spot/bids"})
+		inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-storm", Offer: o, SSHPublicKeys: []string{testKey}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := e.emu.CreateCount(); n != 1 {
+			t.Errorf("%d bids created", n)
+		}
+		if inst.ID == "" {
+			t.Errorf("no id")
+		}
+	})
+	t.Run("5xx with a lost answer: one bid, found by name", func(t *testing.T) {
+		e := newEnv(t, emu.Options{})
+		o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
+		_ = e.emu.SetFaults(emu.Faults{ServerErrors: 3, OnlyPath: "POST /v2/spot/bids", CommitBeforeServerError: true})
+		_, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-lost", Offer: o})
+		if err == nil {
+			t.Fatal("the lost answer must be an error")
+		}
+		if n := e.emu.CreateCount(); n != 1 {
+			t.Errorf("%d bids created, want 1 (no retry of the create)", n)
+		}
+		list, err := e.backend.List(t.Context(), "mithril-vm-lost")
+		if err != nil || len(list) != 1 || list[0].Name != "mithril-vm-lost" {
+			t.Errorf("adoption by name: %+v %v", list, err)
+		}
+	})
+	t.Run("5xx storm on reads during create", func(t *testing.T) {
+		e := newEnv(t, emu.Options{})
+		o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
+		_ = e.emu.SetFaults(emu.Faults{ServerErrors: 2, OnlyPath: "GET /v2/ssh-keys"})
+		if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-reads", Offer: o, SSHPublicKeys: []string{testKey}}); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.emu.CreateCount(); n != 1 {
+			t.Errorf("%d bids created", n)
+		}
+	})
+}
+
+func TestProjectResolution(t *testing.T) {
+	e := newEnv(t, emu.Options{Projects: []string{"alpha", "beta"}})
+	inv, _ := inventory.Default()
+	for _, tt := range []struct {
+		project string
+		want    string
+		ok      bool
+	}{
+		{"alpha", emu.ProjectFID("alpha"), true},
+		{emu.ProjectFID("beta"), emu.ProjectFID("beta"), true},
+		{"", "", false},
+		{"gamma", "", false},
+	} {
+		b, err := New(Config{APIKey: emu.DefaultAPIKey, Project: tt.project, BaseURL: e.srv.URL}, inv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.projectFID(t.Context())
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("project %q: %q %v", tt.project, got, err)
+		}
+		if err != nil && controlplane.KindOf(err) != controlplane.ErrInvalid {
+			t.Errorf("project %q: kind %v", tt.project, controlplane.KindOf(err))
+		}
+	}
+	neg := -1.0
+	if _, err := New(Config{APIKey: "k", WinMarginPercent: &neg}, inv, nil); err == nil {
+		t.Errorf("negative margin accepted")
+	}
+	b, _ := New(Config{APIKey: "k"}, inv, nil)
+	if b.WinMarginPercent() != DefaultWinMarginPercent {
+		t.Errorf("default margin %v", b.WinMarginPercent())
+	}
+}

@@ -1,0 +1,92 @@
+package mithril
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
+)
+
+// fakeClock is the emulator's clock: tests move it instead of sleeping.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// countingTransport counts the HTTP attempts that reach the server.
+type countingTransport struct {
+	n    atomic.Int64
+	next http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+type env struct {
+	emu     *emu.Server
+	srv     *httptest.Server
+	clock   *fakeClock
+	counter *countingTransport
+	backend *Backend
+	client  *Client
+	project string
+}
+
+const bootTime = 30 * time.Second
+
+func newEnv(t *testing.T, opts emu.Options, mutate ...func(*Config)) *env {
+	t.Helper()
+	clock := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	if opts.Clock == nil {
+		opts.Clock = clock.Now
+	}
+	if opts.BootDuration == 0 {
+		opts.BootDuration = bootTime
+	}
+	e := emu.New(opts)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	counter := &countingTransport{next: http.DefaultTransport}
+	cfg := Config{
+		APIKey:            emu.DefaultAPIKey,
+		Project:           emu.DefaultProject,
+		BaseURL:           srv.URL,
+		RequestTimeout:    5 * time.Second,
+		RequestsPerSecond: 1000,
+		Burst:             1000,
+		RetryWaitMin:      time.Millisecond,
+		RetryWaitMax:      20 * time.Millisecond,
+		Transport:         counter,
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg, inv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{emu: e, srv: srv, clock: clock, counter: counter, backend: b, client: b.Client(), project: emu.ProjectFID(emu.DefaultProject)}
+}

@@ -1,0 +1,228 @@
+package atlas
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// DefaultPriceFactor is applied to Atlas list prices so in-house capacity wins the normal ranking.
+const DefaultPriceFactor = 0.5
+
+// Config configures the Atlas backend.
+type Config struct {
+	// BaseURL is the Atlas API root (required).
+	BaseURL string
+	// Token is the Atlas API token (Bearer).
+	Token string
+	// Timeout bounds each HTTP attempt (default 30s).
+	Timeout time.Duration
+	// RequestsPerSecond and Burst set the shared rate limit (default 5/s, burst 10).
+	RequestsPerSecond float64
+	Burst             int
+	// RetryMax, RetryWaitMin and RetryWaitMax tune HTTP retries (restclient defaults when zero).
+	RetryMax                   int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// PriceFactor multiplies the list price the API returns (default 0.5; must be > 0).
+	PriceFactor float64
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+}
+
+// Details keys an offer carries.
+const (
+	DetailListPrice = "list_price_per_hour"
+	DetailGPUModel  = "gpu_model"
+	DetailVCPUs     = "vcpus"
+	DetailMemoryGB  = "memory_gb"
+	DetailDiskGB    = "disk_gb"
+)
+
+// Backend is the Atlas InstanceManagerBackend.
+type Backend struct {
+	client *Client
+	inv    *inventory.Inventory
+	log    hclog.Logger
+	factor float64
+}
+
+var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+
+// New builds the backend.
+func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
+	if inv == nil {
+		return nil, fmt.Errorf("%s: no inventory", CloudName)
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if cfg.PriceFactor == 0 {
+		cfg.PriceFactor = DefaultPriceFactor
+	}
+	if cfg.PriceFactor < 0 {
+		return nil, fmt.Errorf("%s: price factor %v must be positive", CloudName, cfg.PriceFactor)
+	}
+	c, err := NewClient(ClientConfig{
+		BaseURL: cfg.BaseURL, Token: cfg.Token, Timeout: cfg.Timeout,
+		RequestsPerSecond: cfg.RequestsPerSecond, Burst: cfg.Burst,
+		RetryMax: cfg.RetryMax, RetryWaitMin: cfg.RetryWaitMin, RetryWaitMax: cfg.RetryWaitMax,
+		Logger: logger, Transport: cfg.Transport,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{client: c, inv: inv, log: logger.Named(CloudName), factor: cfg.PriceFactor}, nil
+}
+
+// Client returns the backend's REST client.
+func (b *Backend) Client() *Client { return b.client }
+
+// Cloud names the backend.
+func (b *Backend) Cloud() string { return CloudName }
+
+// Offers lists Atlas capacity, priced at the list price times PriceFactor. Sold-out entries
+// (available 0), GPUs the inventory does not map and counts above the type's maximum are dropped.
+func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+	entries, err := b.client.Offers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []controlplane.Offer
+	for _, e := range entries {
+		gpuType := b.inv.TypeForAPIName(CloudName, e.GPUModel)
+		if gpuType == "" || e.GPUCount < 1 || e.GPUCount > b.inv.GPUs[gpuType].MaxCount {
+			continue
+		}
+		if e.Available <= 0 || e.PricePerHour <= 0 || e.InstanceType == "" || e.Region == "" {
+			continue
+		}
+		if cur := strings.ToUpper(e.Currency); cur != "" && cur != "USD" {
+			continue
+		}
+		out = append(out, controlplane.Offer{
+			Cloud:        CloudName,
+			Region:       e.Region,
+			InstanceType: e.InstanceType,
+			GPUType:      gpuType,
+			GPUCount:     e.GPUCount,
+			PricePerHour: e.PricePerHour * b.factor,
+			Available:    e.Available,
+			Details: map[string]string{
+				DetailListPrice: strconv.FormatFloat(e.PricePerHour, 'f', -1, 64),
+				DetailGPUModel:  e.GPUModel,
+				DetailVCPUs:     strconv.Itoa(e.VCPUs),
+				DetailMemoryGB:  strconv.Itoa(e.MemoryGB),
+				DetailDiskGB:    strconv.Itoa(e.DiskGB),
+			},
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].PricePerHour != out[j].PricePerHour {
+			return out[i].PricePerHour < out[j].PricePerHour
+		}
+		if out[i].Region != out[j].Region {
+			return out[i].Region < out[j].Region
+		}
+		return out[i].InstanceType < out[j].InstanceType
+	})
+	return out, nil
+}
+
+// Create starts an instance named req.Name. Atlas create is idempotent by name: when an instance
+// with that name already exists, Atlas answers 409 with it and Create returns it.
+func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+	const op = "creating instance"
+	if req.Name == "" || req.Offer.InstanceType == "" || req.Offer.Region == "" {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "name, instance type and region are required")
+	}
+	if req.MaxPricePerHour > 0 && req.Offer.PricePerHour > req.MaxPricePerHour {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+			"offer %s costs $%.4f/h, above the maximum $%.4f/h", req.Offer.InstanceType, req.Offer.PricePerHour, req.MaxPricePerHour)
+	}
+	var keys []string
+	for _, k := range req.SSHPublicKeys {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	inst, existed, err := b.client.CreateInstance(ctx, CreateRequest{Name: req.Name, InstanceType: req.Offer.InstanceType, Region: req.Offer.Region, SSHPublicKeys: keys})
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	if existed {
+		b.log.Debug("an instance with this name already existed; returning it", "name", req.Name, "id", inst.ID)
+	}
+	return b.toInstance(inst), nil
+}
+
+func (b *Backend) toInstance(i Instance) controlplane.Instance {
+	var ssh *controlplane.SSHEndpoint
+	if i.SSH != nil && i.SSH.Host != "" {
+		ssh = &controlplane.SSHEndpoint{Host: i.SSH.Host, Port: i.SSH.Port, User: i.SSH.User}
+		if ssh.Port == 0 {
+			ssh.Port = 22
+		}
+		if ssh.User == "" {
+			ssh.User = "ubuntu"
+		}
+	}
+	st := mapStatus(i.Status, ssh)
+	inst := controlplane.Instance{
+		ID: i.ID, Name: i.Name, Cloud: CloudName, Region: i.Region, InstanceType: i.InstanceType,
+		GPUType: b.inv.TypeForAPIName(CloudName, i.GPUModel), GPUCount: i.GPUCount,
+		PricePerHour: i.PricePerHour * b.factor,
+		Status:       st, CloudStatus: i.Status, SSH: ssh, HostKey: strings.TrimSpace(i.HostKey), CreatedAt: i.CreatedAt,
+	}
+	if st == controlplane.StatusError {
+		inst.Message = i.StatusMessage
+		if inst.Message == "" {
+			inst.Message = "the instance failed"
+		}
+	}
+	return inst
+}
+
+// Get returns one instance.
+func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+	i, err := b.client.Instance(ctx, id)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	return b.toInstance(i), nil
+}
+
+// List returns the live instances whose name starts with prefix.
+func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+	list, err := b.client.Instances(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []controlplane.Instance
+	for _, i := range list {
+		// The server filters too; check again rather than trust it.
+		if !strings.HasPrefix(i.Name, prefix) {
+			continue
+		}
+		inst := b.toInstance(i)
+		if inst.Status == controlplane.StatusTerminated {
+			continue
+		}
+		out = append(out, inst)
+	}
+	return out, nil
+}
+
+// Delete starts termination. An instance already gone gives an ErrNotFound error.
+func (b *Backend) Delete(ctx context.Context, id string) error {
+	_, err := b.client.DeleteInstance(ctx, id)
+	return err
+}

@@ -1,0 +1,303 @@
+// Package atlas is hydra's backend for Atlas, the in-house GPU cloud. Atlas has no public API; its
+// REST API is defined in API.md next to this file, and this package holds the typed client for it and
+// the InstanceManagerBackend built on it.
+package atlas
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// CloudName is the backend's name in pools.yml and api_names.
+const CloudName = "atlas"
+
+// ClientConfig configures the REST client.
+type ClientConfig struct {
+	// BaseURL is the Atlas API root (required); paths start with /v1.
+	BaseURL string
+	// Token is sent as a Bearer token. Never logged.
+	Token string
+	// Timeout bounds each HTTP attempt (default 30s).
+	Timeout time.Duration
+	// RequestsPerSecond and Burst set the client's shared rate limit (default 5/s, burst 10).
+	RequestsPerSecond float64
+	Burst             int
+	// RetryMax, RetryWaitMin and RetryWaitMax tune restclient's retries (defaults there).
+	RetryMax                   int
+	RetryWaitMin, RetryWaitMax time.Duration
+	// Logger receives debug logs (default: none).
+	Logger hclog.Logger
+	// Transport overrides the HTTP transport (tests).
+	Transport http.RoundTripper
+}
+
+// Client talks to the Atlas API.
+type Client struct {
+	rc  *restclient.Client
+	log hclog.Logger
+}
+
+// NewClient builds a client.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	token := cfg.Token
+	rc, err := restclient.New(restclient.Config{
+		Cloud: CloudName, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout,
+		RequestsPerSecond: cfg.RequestsPerSecond, Burst: cfg.Burst,
+		RetryMax: cfg.RetryMax, RetryWaitMin: cfg.RetryWaitMin, RetryWaitMax: cfg.RetryWaitMax,
+		Logger: cfg.Logger, Transport: cfg.Transport,
+		Authorize: func(_ context.Context, req *http.Request) error {
+			if token == "" {
+				return controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no Atlas token configured")
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rc: rc, log: cfg.Logger.Named(CloudName)}, nil
+}
+
+// REST exposes the underlying restclient (tests inspect its rate limiter).
+func (c *Client) REST() *restclient.Client { return c.rc }
+
+// OfferEntry is one entry of GET /v1/offers.
+type OfferEntry struct {
+	InstanceType string  `json:"instance_type"`
+	Region       string  `json:"region"`
+	GPUModel     string  `json:"gpu_model"`
+	GPUCount     int     `json:"gpu_count"`
+	GPUMemoryGB  int     `json:"gpu_memory_gb"`
+	VCPUs        int     `json:"vcpus"`
+	MemoryGB     int     `json:"memory_gb"`
+	DiskGB       int     `json:"disk_gb"`
+	PricePerHour float64 `json:"price_per_hour"`
+	Currency     string  `json:"currency"`
+	Available    int     `json:"available"`
+}
+
+// SSH is where an instance accepts SSH.
+type SSH struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	User string `json:"user"`
+}
+
+// Instance is an Atlas instance.
+type Instance struct {
+	ID            string    `json:"id"`
+	Name          string    `json:"name"`
+	Status        string    `json:"status"`
+	StatusMessage string    `json:"status_message"`
+	InstanceType  string    `json:"instance_type"`
+	Region        string    `json:"region"`
+	GPUModel      string    `json:"gpu_model"`
+	GPUCount      int       `json:"gpu_count"`
+	PricePerHour  float64   `json:"price_per_hour"`
+	SSH           *SSH      `json:"ssh"`
+	HostKey       string    `json:"host_key"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// CreateRequest is the body of POST /v1/instances.
+type CreateRequest struct {
+	Name          string   `json:"name"`
+	InstanceType  string   `json:"instance_type"`
+	Region        string   `json:"region"`
+	SSHPublicKeys []string `json:"ssh_public_keys"`
+}
+
+// ErrorBody is every error answer: {"error":{"code","message"}}, plus the existing instance on a 409.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Instance *Instance `json:"instance,omitempty"`
+}
+
+// APIError is a non-2xx answer with its code and message.
+type APIError struct {
+	Method, Path string
+	Status       int
+	Code         string
+	Message      string
+}
+
+func (e *APIError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s %s: HTTP %d %s: %s", e.Method, e.Path, e.Status, e.Code, e.Message)
+}
+
+// Error codes (API.md).
+const (
+	CodeInvalid       = "invalid"
+	CodeUnauthorized  = "unauthorized"
+	CodeForbidden     = "forbidden"
+	CodeQuotaExceeded = "quota_exceeded"
+	CodeNotFound      = "not_found"
+	CodeAlreadyExists = "already_exists"
+	CodeNoCapacity    = "no_capacity"
+	CodeRateLimited   = "rate_limited"
+)
+
+func parseError(he *restclient.HTTPError) (*APIError, *Instance) {
+	ae := &APIError{Method: he.Method, Path: he.Path, Status: he.Status}
+	var b ErrorBody
+	if err := json.Unmarshal(he.Body, &b); err == nil && (b.Error.Code != "" || b.Error.Message != "") {
+		ae.Code, ae.Message = b.Error.Code, b.Error.Message
+		return ae, b.Instance
+	}
+	msg := strings.TrimSpace(string(he.Body))
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
+	}
+	ae.Message = msg
+	return ae, nil
+}
+
+func kindOf(ae *APIError) controlplane.ErrorKind {
+	switch ae.Code {
+	case CodeNoCapacity:
+		return controlplane.ErrCapacity
+	case CodeQuotaExceeded:
+		return controlplane.ErrQuota
+	case CodeUnauthorized, CodeForbidden:
+		return controlplane.ErrAuth
+	case CodeNotFound:
+		return controlplane.ErrNotFound
+	case CodeInvalid, CodeAlreadyExists:
+		return controlplane.ErrInvalid
+	}
+	switch {
+	case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden:
+		return controlplane.ErrAuth
+	case ae.Status == http.StatusNotFound:
+		return controlplane.ErrNotFound
+	case ae.Status == http.StatusUnprocessableEntity:
+		return controlplane.ErrCapacity
+	case ae.Status == http.StatusBadRequest || ae.Status == http.StatusConflict:
+		return controlplane.ErrInvalid
+	}
+	return controlplane.ErrOther
+}
+
+// classify turns a client error into a *controlplane.Error keeping the API's message.
+func classify(op string, err error) error {
+	var ce *controlplane.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	var he *restclient.HTTPError
+	if errors.As(err, &he) {
+		ae, _ := parseError(he)
+		return controlplane.NewError(kindOf(ae), CloudName, op, ae)
+	}
+	return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+}
+
+func (c *Client) doJSON(ctx context.Context, op string, r restclient.Request, out any) error {
+	resp, err := c.rc.Do(ctx, r)
+	if err != nil {
+		return classify(op, err)
+	}
+	if out == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "%s %s: unexpected answer: %v", r.Method, r.Path, err)
+	}
+	return nil
+}
+
+// Offers returns GET /v1/offers.
+func (c *Client) Offers(ctx context.Context) ([]OfferEntry, error) {
+	var out struct {
+		Offers []OfferEntry `json:"offers"`
+	}
+	err := c.doJSON(ctx, "listing offers", restclient.Request{Method: http.MethodGet, Path: "/v1/offers"}, &out)
+	return out.Offers, err
+}
+
+// CreateInstance creates an instance. Create is idempotent by name on Atlas, so it is retried like a
+// read (5xx, timeouts), and a 409 already_exists returns the existing instance with existed = true.
+func (c *Client) CreateInstance(ctx context.Context, req CreateRequest) (inst Instance, existed bool, err error) {
+	const op = "creating instance"
+	resp, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodPost, Path: "/v1/instances", Body: req})
+	if err != nil {
+		var he *restclient.HTTPError
+		if errors.As(err, &he) && he.Status == http.StatusConflict {
+			ae, existing := parseError(he)
+			if (ae.Code == CodeAlreadyExists || ae.Code == "") && existing != nil && existing.ID != "" {
+				return *existing, true, nil
+			}
+		}
+		return Instance{}, false, classify(op, err)
+	}
+	if err := json.Unmarshal(resp.Body, &inst); err != nil || inst.ID == "" {
+		return Instance{}, false, controlplane.Errorf(controlplane.ErrOther, CloudName, op, "unexpected answer: %.200s", resp.Body)
+	}
+	return inst, false, nil
+}
+
+// Instance returns one instance; an unknown id is an ErrNotFound error.
+func (c *Client) Instance(ctx context.Context, id string) (Instance, error) {
+	var inst Instance
+	err := c.doJSON(ctx, "reading instance", restclient.Request{Method: http.MethodGet, Path: "/v1/instances/" + url.PathEscape(id)}, &inst)
+	return inst, err
+}
+
+// Instances lists the live instances whose name starts with prefix, reading every page.
+func (c *Client) Instances(ctx context.Context, prefix string) ([]Instance, error) {
+	var all []Instance
+	token := ""
+	for page := 0; page < 1000; page++ {
+		q := url.Values{"limit": {strconv.Itoa(100)}}
+		if prefix != "" {
+			q.Set("name_prefix", prefix)
+		}
+		if token != "" {
+			q.Set("page_token", token)
+		}
+		var out struct {
+			Instances     []Instance `json:"instances"`
+			NextPageToken string     `json:"next_page_token"`
+		}
+		if err := c.doJSON(ctx, "listing instances", restclient.Request{Method: http.MethodGet, Path: "/v1/instances", Query: q}, &out); err != nil {
+			return nil, err
+		}
+		all = append(all, out.Instances...)
+		if out.NextPageToken == "" || out.NextPageToken == token {
+			return all, nil
+		}
+		token = out.NextPageToken
+	}
+	return nil, controlplane.Errorf(controlplane.ErrOther, CloudName, "listing instances", "too many pages")
+}
+
+// DeleteInstance starts termination and returns the instance (terminating).
+func (c *Client) DeleteInstance(ctx context.Context, id string) (Instance, error) {
+	var inst Instance
+	err := c.doJSON(ctx, "deleting instance", restclient.Request{Method: http.MethodDelete, Path: "/v1/instances/" + url.PathEscape(id)}, &inst)
+	return inst, err
+}

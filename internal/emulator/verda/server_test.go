@@ -1,0 +1,381 @@
+package verda
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)} }
+
+type resp struct {
+	status int
+	ctype  string
+	header http.Header
+	body   []byte
+}
+
+func (r resp) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("body %q: %v", r.body, err)
+	}
+}
+
+func do(t *testing.T, base, method, path, token string, body any) resp {
+	t.Helper()
+	var rdr io.Reader
+	ctype := ""
+	switch b := body.(type) {
+	case nil:
+	case url.Values:
+		rdr = strings.NewReader(b.Encode())
+		ctype = "application/x-www-form-urlencoded"
+	case string:
+		rdr = strings.NewReader(b)
+		ctype = "application/json"
+	default:
+		data, _ := json.Marshal(b)
+		rdr = bytes.NewReader(data)
+		ctype = "application/json"
+	}
+	req, err := http.NewRequest(method, base+path, rdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	data, _ := io.ReadAll(r.Body)
+	return resp{status: r.StatusCode, ctype: r.Header.Get("Content-Type"), header: r.Header, body: data}
+}
+
+func serve(t *testing.T, s *Server) string {
+	t.Helper()
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return hs.URL + BasePath
+}
+
+type tokenAnswer struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	ExpiresIn    int    `json:"expires_in"`
+	TokenType    string `json:"token_type"`
+	Scope        string `json:"scope"`
+}
+
+func login(t *testing.T, base string) tokenAnswer {
+	t.Helper()
+	r := do(t, base, "POST", "/oauth2/token", "", map[string]string{
+		"grant_type": "client_credentials", "client_id": DefaultClientID, "client_secret": DefaultClientSecret})
+	if r.status != 200 {
+		t.Fatalf("token: %d %s", r.status, r.body)
+	}
+	var tok tokenAnswer
+	r.json(t, &tok)
+	return tok
+}
+
+func errorBody(t *testing.T, r resp) (string, string) {
+	t.Helper()
+	var e struct{ Code, Message string }
+	r.json(t, &e)
+	return e.Code, e.Message
+}
+
+func TestTokenEndpoint(t *testing.T) {
+	c := newClock()
+	base := serve(t, New(Options{Now: c.Now, TokenLifetime: time.Hour, RefreshTokenLifetime: 2 * time.Hour}))
+	tok := login(t, base)
+	if tok.ExpiresIn != 3600 || tok.TokenType != "Bearer" || tok.Scope != "cloud-api-v1" || strings.Count(tok.AccessToken, ".") != 2 || tok.RefreshToken == "" {
+		t.Fatalf("token answer %+v", tok)
+	}
+	tests := []struct {
+		name   string
+		body   any
+		status int
+		msg    string
+	}{
+		{"no grant type", map[string]string{"client_id": DefaultClientID}, 400, "grant_type not specified"},
+		{"unsupported grant", map[string]string{"grant_type": "password"}, 400, "unsupported grant type"},
+		{"not json", "{oops", 400, "not valid json"},
+		{"wrong secret", map[string]string{"grant_type": "client_credentials", "client_id": DefaultClientID, "client_secret": "x"}, 401, "Invalid client credentials"},
+		{"unknown refresh token", map[string]string{"grant_type": "refresh_token", "refresh_token": "nope"}, 401, "refresh token"},
+		{"form body", url.Values{"grant_type": {"client_credentials"}, "client_id": {DefaultClientID}, "client_secret": {DefaultClientSecret}}, 200, ""},
+	}
+	for _, tc := range tests {
+		r := do(t, base, "POST", "/oauth2/token", "", tc.body)
+		if r.status != tc.status {
+			t.Errorf("%s: status %d %s", tc.name, r.status, r.body)
+			continue
+		}
+		if tc.msg != "" {
+			if _, msg := errorBody(t, r); !strings.Contains(msg, tc.msg) {
+				t.Errorf("%s: message %q", tc.name, msg)
+			}
+		}
+	}
+
+	// The access token works until it expires; the refresh token is single use.
+	if r := do(t, base, "GET", "/locations", tok.AccessToken, nil); r.status != 200 {
+		t.Fatalf("locations: %d", r.status)
+	}
+	c.Advance(time.Hour)
+	r := do(t, base, "GET", "/locations", tok.AccessToken, nil)
+	if code, _ := errorBody(t, r); r.status != 401 || code != "unauthorized_request" {
+		t.Errorf("expired token: %d %s", r.status, r.body)
+	}
+	refresh := map[string]string{"grant_type": "refresh_token", "refresh_token": tok.RefreshToken}
+	r = do(t, base, "POST", "/oauth2/token", "", refresh)
+	var fresh tokenAnswer
+	r.json(t, &fresh)
+	if r.status != 200 || fresh.AccessToken == tok.AccessToken || fresh.RefreshToken == tok.RefreshToken {
+		t.Fatalf("refresh: %d %+v", r.status, fresh)
+	}
+	if r := do(t, base, "POST", "/oauth2/token", "", refresh); r.status != 401 {
+		t.Errorf("refresh token reused: %d", r.status)
+	}
+	if r := do(t, base, "GET", "/locations", fresh.AccessToken, nil); r.status != 200 {
+		t.Errorf("refreshed token refused: %d", r.status)
+	}
+	if r := do(t, base, "GET", "/locations", "", nil); r.status != 401 {
+		t.Errorf("no token: %d", r.status)
+	}
+}
+
+func TestFormOnlyTokenEndpoint(t *testing.T) {
+	base := serve(t, New(Options{TokenFormOnly: true}))
+	r := do(t, base, "POST", "/oauth2/token", "", map[string]string{"grant_type": "client_credentials", "client_id": DefaultClientID, "client_secret": DefaultClientSecret})
+	if _, msg := errorBody(t, r); r.status != 400 || msg != "grant_type not specified" {
+		t.Errorf("JSON accepted: %d %s", r.status, r.body)
+	}
+}
+
+func TestQuirks(t *testing.T) {
+	c := newClock()
+	base := serve(t, New(Options{Now: c.Now, BootDuration: 40 * time.Second}))
+	tok := login(t, base).AccessToken
+
+	// String prices.
+	r := do(t, base, "GET", "/instance-types", tok, nil)
+	if !bytes.Contains(r.body, []byte(`"price_per_hour":"2.65"`)) || !bytes.Contains(r.body, []byte(`"spot_price":"1.15"`)) {
+		t.Errorf("prices are not decimal strings: %.300s", r.body)
+	}
+	r = do(t, base, "GET", "/instance-types/1H100.80S.30V?currency=eur", tok, nil)
+	if !bytes.Contains(r.body, []byte(`"currency":"eur"`)) || !bytes.Contains(r.body, []byte(`"price_per_hour":"2.454"`)) {
+		t.Errorf("eur: %.300s", r.body)
+	}
+
+	// Spot and on-demand availability differ; every spelling of the parameters is accepted.
+	type av struct {
+		LocationCode   string   `json:"location_code"`
+		Availabilities []string `json:"availabilities"`
+	}
+	for _, tc := range []struct {
+		query string
+		b200  bool
+	}{{"", false}, {"?is_spot=false", false}, {"?is_spot=true", true}, {"?isSpot=true", true}, {"?isSpot=true&locationCode=FIN-01", true}} {
+		var list []av
+		do(t, base, "GET", "/instance-availability"+tc.query, tok, nil).json(t, &list)
+		found := false
+		for _, l := range list {
+			for _, a := range l.Availabilities {
+				found = found || (l.LocationCode == "FIN-01" && a == "1B200.30V")
+			}
+		}
+		if found != tc.b200 {
+			t.Errorf("%q: B200 listed = %v", tc.query, found)
+		}
+	}
+	if r := do(t, base, "GET", "/instance-availability/1B200.30V?isSpot=true", tok, nil); string(r.body) != "true" {
+		t.Errorf("bare boolean: %s", r.body)
+	}
+
+	// SSH keys: plain-text id, both spellings of the path, one key as an array.
+	r = do(t, base, "POST", "/sshkeys", tok, map[string]string{"name": "k", "key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPF4C6czNRPamaSIKnQfGObnLSIXdT5+qdAzu7M4ZCwu me"})
+	keyID := string(r.body)
+	if r.status != 201 || !strings.HasPrefix(r.ctype, "text/plain") || !uuidRE.MatchString(keyID) {
+		t.Fatalf("ssh key create: %d %s %q", r.status, r.ctype, r.body)
+	}
+	var keys []map[string]any
+	do(t, base, "GET", "/ssh-keys/"+keyID, tok, nil).json(t, &keys)
+	if len(keys) != 1 || keys[0]["id"] != keyID {
+		t.Errorf("one key: %+v", keys)
+	}
+
+	// Create: plain-text id; ip null until running; os_volume_id null while ordered.
+	create := map[string]any{"instance_type": "1H100.80S.30V", "image": "ubuntu-24.04", "hostname": "verda-vm-q",
+		"description": "q", "location_code": "FIN-01", "ssh_key_ids": []string{keyID}}
+	r = do(t, base, "POST", "/instances", tok, create)
+	id := string(r.body)
+	if r.status != 202 || !strings.HasPrefix(r.ctype, "text/plain") || !uuidRE.MatchString(id) {
+		t.Fatalf("create: %d %s %q", r.status, r.ctype, r.body)
+	}
+	steps := []struct {
+		advance time.Duration
+		status  string
+		ip      bool
+	}{{0, "ordered", false}, {15 * time.Second, "provisioning", false}, {30 * time.Second, "running", true}}
+	for _, s := range steps {
+		c.Advance(s.advance)
+		var in map[string]any
+		do(t, base, "GET", "/instances/"+id, tok, nil).json(t, &in)
+		if in["status"] != s.status || (in["ip"] != nil) != s.ip || in["location"] != "FIN-01" {
+			t.Errorf("after %v: status %v ip %v", s.advance, in["status"], in["ip"])
+		}
+		if _, isNum := in["price_per_hour"].(float64); !isNum {
+			t.Errorf("instance price is not a number: %v", in["price_per_hour"])
+		}
+	}
+
+	// Delete with a single string id; then forbidden_action.
+	r = do(t, base, "PUT", "/instances", tok, map[string]any{"id": id, "action": "delete"})
+	if r.status != 202 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	r = do(t, base, "PUT", "/instances", tok, map[string]any{"id": []string{id}, "action": "delete"})
+	if code, msg := errorBody(t, r); r.status != 400 || code != "forbidden_action" || msg != "Can't discontinue a discontinued instance" {
+		t.Errorf("second delete: %d %s", r.status, r.body)
+	}
+	r = do(t, base, "GET", "/instances/not-a-uuid", tok, nil)
+	if code, msg := errorBody(t, r); r.status != 400 || code != "invalid_request" || msg != "Invalid instance id" {
+		t.Errorf("malformed id: %d %s", r.status, r.body)
+	}
+	// Missing location_code.
+	delete(create, "location_code")
+	r = do(t, base, "POST", "/instances", tok, create)
+	if _, msg := errorBody(t, r); r.status != 400 || !strings.Contains(msg, "location_code") {
+		t.Errorf("no location: %d %s", r.status, r.body)
+	}
+	if r := do(t, base, "GET", "/nothing-here", tok, nil); r.status != 404 {
+		t.Errorf("unknown path: %d", r.status)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	s := New(Options{})
+	base := serve(t, s)
+	tok := login(t, base).AccessToken
+	if err := s.SetFaults(Faults{Match: "GET /locations", RateLimitStorm: 1, RetryAfterSeconds: 7, ServerErrors: 1, ServerErrorStatus: 502}); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, base, "GET", "/images", tok, nil); r.status != 200 {
+		t.Errorf("fault hit an unmatched path: %d", r.status)
+	}
+	r := do(t, base, "GET", "/locations", tok, nil)
+	if r.status != 429 || r.header.Get("Retry-After") != "7" {
+		t.Errorf("storm: %d %q", r.status, r.header.Get("Retry-After"))
+	}
+	if r := do(t, base, "GET", "/locations", tok, nil); r.status != 502 {
+		t.Errorf("5xx: %d", r.status)
+	}
+	if r := do(t, base, "GET", "/locations", tok, nil); r.status != 200 {
+		t.Errorf("after the faults: %d", r.status)
+	}
+	f, _ := s.Faults()
+	if f.RateLimitStorm != 0 || f.ServerErrors != 0 {
+		t.Errorf("counters not run down: %+v", f)
+	}
+	// Added latency (a lower bound only).
+	s.SetFaults(Faults{Latency: 60 * time.Millisecond})
+	start := time.Now()
+	do(t, base, "GET", "/locations", tok, nil)
+	if time.Since(start) < 60*time.Millisecond {
+		t.Error("latency not added")
+	}
+}
+
+// TestSharedStateDir runs two emulators (as two processes would) on one state directory.
+func TestSharedStateDir(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	a := New(Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second})
+	b := New(Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second})
+	baseA, baseB := serve(t, a), serve(t, b)
+
+	tok := login(t, baseA).AccessToken // a token from one process works on the other
+	r := do(t, baseA, "POST", "/instances", tok, map[string]any{"instance_type": "1H100.80S.30V", "image": "ubuntu-24.04",
+		"hostname": "verda-vm-shared", "description": "d", "location_code": "FIN-01"})
+	id := string(r.body)
+	if r.status != 202 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	c.Advance(time.Minute)
+	var in map[string]any
+	do(t, baseB, "GET", "/instances/"+id, tok, nil).json(t, &in)
+	if in["status"] != "running" || in["hostname"] != "verda-vm-shared" {
+		t.Errorf("B sees %+v", in)
+	}
+	if b.CreateCount() != 1 || len(b.LiveInstances()) != 1 {
+		t.Errorf("B counts %d created, %d live", b.CreateCount(), len(b.LiveInstances()))
+	}
+	// Faults set through one are seen by the other, and persist.
+	if err := a.SetFaults(Faults{RateLimitStorm: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, baseB, "GET", "/locations", tok, nil); r.status != 429 {
+		t.Errorf("B ignored A's faults: %d", r.status)
+	}
+	// Concurrent creates through both never lose an update.
+	var wg sync.WaitGroup
+	for i, base := range []string{baseA, baseB, baseA, baseB} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			do(t, base, "POST", "/instances", tok, map[string]any{"instance_type": "1A100.22V", "image": "ubuntu-24.04",
+				"hostname": "verda-vm-c" + string(rune('0'+i)), "description": "d", "location_code": "FIN-01"})
+		}()
+	}
+	wg.Wait()
+	// FIN-01 holds three 1A100.22V: the fourth must have been refused, whichever process served it.
+	if got := a.CreateCount(); got != 4 {
+		t.Errorf("created %d, want 1 + 3 (capacity 3)", got)
+	}
+	// A new emulator on the same directory (a restart) sees everything.
+	c2 := New(Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second})
+	if n := len(c2.LiveInstances()); n != 4 {
+		t.Errorf("restarted emulator sees %d live instances", n)
+	}
+}
+
+func TestStart(t *testing.T) {
+	s := New(Options{})
+	base, stop, err := s.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(context.Background())
+	if !strings.HasSuffix(base, BasePath) {
+		t.Errorf("base URL %s", base)
+	}
+	login(t, base)
+}

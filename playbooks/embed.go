@@ -1,9 +1,14 @@
 // Package playbooks embeds hydra's provisioning playbooks and roles, so the provider binary carries them.
+//
+// bare-vm.yml and execlet.yml share one layout: a preflight (cloud-init, the dpkg lock), the driver
+// layer (NVIDIA driver, fabric manager on NVSwitch machines, container toolkit, DCGM), monitoring
+// (node_exporter, dcgm-exporter), the role the machine plays (customer SSH access, or the execlet
+// runtime) and health checks that fail the run.
 package playbooks
 
 import "embed"
 
 // FS holds every playbook, role and file under this directory.
 //
-//go:embed *.yml
+//go:embed *.yml vars roles
 var FS embed.FS

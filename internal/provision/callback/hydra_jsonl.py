@@ -1,0 +1,123 @@
+# hydra_jsonl: an Ansible stdout callback that prints one JSON object per line for every event hydra
+# follows (play_start, task_start, ok, changed results, failed, unreachable, skipped, retry, stats).
+# Embedded in the hydra provider and written next to each run; it needs nothing beyond ansible-core.
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = '''
+    name: hydra_jsonl
+    type: stdout
+    short_description: JSON lines for the hydra Terraform provider
+    description:
+      - Prints one JSON object per event on stdout, flushed at once.
+'''
+
+import json
+import sys
+import time
+
+from ansible.plugins.callback import CallbackBase
+
+try:
+    from ansible.parsing.ajson import AnsibleJSONEncoder
+except ImportError:  # pragma: no cover
+    AnsibleJSONEncoder = None
+
+LIMIT = 2000
+KEYS = ('msg', 'rc', 'stderr', 'stdout', 'reason', 'exception', 'module_stderr', 'module_stdout',
+        'assertion', 'evaluated_to', 'attempts', 'status', 'url', 'censored')
+
+
+def _cut(value):
+    if isinstance(value, str) and len(value) > LIMIT:
+        return value[:LIMIT // 2] + ' ...[cut]... ' + value[-LIMIT // 2:]
+    return value
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = 'stdout'
+    CALLBACK_NAME = 'hydra_jsonl'
+
+    def _emit(self, event, **fields):
+        fields['event'] = event
+        fields['ts'] = round(time.time(), 3)
+        try:
+            line = json.dumps(fields, cls=AnsibleJSONEncoder, sort_keys=True) if AnsibleJSONEncoder \
+                else json.dumps(fields, default=str, sort_keys=True)
+        except Exception:
+            line = json.dumps(fields, default=str, sort_keys=True)
+        sys.stdout.write(line + '\n')
+        sys.stdout.flush()
+
+    @staticmethod
+    def _task_fields(task):
+        out = {'task': task.get_name().strip(), 'action': task.action}
+        role = getattr(task, '_role', None)
+        if role is not None:
+            out['role'] = role.get_name()
+        return out
+
+    def _summary(self, result, failed):
+        r = result._result
+        if not isinstance(r, dict):
+            return {}
+        out = {'changed': bool(r.get('changed', False))}
+        if not failed:
+            if 'msg' in r and result._task.action in ('debug', 'ansible.builtin.debug', 'assert',
+                                                       'ansible.builtin.assert', 'fail', 'ansible.builtin.fail'):
+                out['msg'] = _cut(r['msg'])
+            return out
+        for k in KEYS:
+            if k in r and r[k] not in (None, '', []):
+                out[k] = _cut(r[k])
+        items = r.get('results')
+        if isinstance(items, list):
+            for item in items:
+                if isinstance(item, dict) and (item.get('failed') or item.get('unreachable')):
+                    out['item_msg'] = _cut(item.get('msg') or item.get('stderr') or '')
+                    if 'item' in item:
+                        out['item'] = _cut(str(item['item']))
+                    break
+        return out
+
+    def v2_playbook_on_start(self, playbook):
+        self._emit('playbook_start', playbook=getattr(playbook, '_file_name', ''))
+
+    def v2_playbook_on_play_start(self, play):
+        self._emit('play_start', play=play.get_name().strip())
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._emit('task_start', **self._task_fields(task))
+
+    def v2_playbook_on_handler_task_start(self, task):
+        self._emit('task_start', handler=True, **self._task_fields(task))
+
+    def v2_playbook_on_no_hosts_matched(self):
+        self._emit('no_hosts')
+
+    def v2_runner_on_ok(self, result):
+        self._emit('ok', host=result._host.get_name(), result=self._summary(result, False),
+                   **self._task_fields(result._task))
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._emit('failed', host=result._host.get_name(), ignore_errors=bool(ignore_errors),
+                   result=self._summary(result, True), **self._task_fields(result._task))
+
+    def v2_runner_on_unreachable(self, result):
+        self._emit('unreachable', host=result._host.get_name(), result=self._summary(result, True),
+                   **self._task_fields(result._task))
+
+    def v2_runner_on_skipped(self, result):
+        self._emit('skipped', host=result._host.get_name(), **self._task_fields(result._task))
+
+    def v2_runner_retry(self, result):
+        r = result._result if isinstance(result._result, dict) else {}
+        self._emit('retry', host=result._host.get_name(), attempt=r.get('attempts'),
+                   retries=r.get('retries'), **self._task_fields(result._task))
+
+    def v2_playbook_on_stats(self, stats):
+        hosts = {}
+        for h in sorted(stats.processed.keys()):
+            hosts[h] = stats.summarize(h)
+        self._emit('stats', stats=hosts)

@@ -1,0 +1,499 @@
+// Package provision is hydra's Ansible runner: it provisions a machine by running the real
+// ansible-playbook over SSH with a pinned host key.
+//
+// One Provision call is one attempt (the control plane retries with backoff). It waits for SSH natively
+// in Go, checking the host key (pinned, or trusted on first contact and returned), then runs the pool's
+// playbook from a private temporary directory holding the inventory (JSON), a known_hosts file with only
+// that key, the private key, the variables (JSON, every string marked unsafe) and an embedded callback
+// plugin whose JSON lines are streamed as events. Connection reuse is confined to a per-run ControlPath
+// directory whose masters are closed afterwards, and cancellation stops the whole process group.
+package provision
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/playbooks"
+)
+
+//go:embed callback/hydra_jsonl.py
+var callbackPlugin []byte
+
+// Defaults for Config fields left zero.
+const (
+	DefaultSSHWaitTimeout  = 10 * time.Minute
+	DefaultSSHPollInterval = 2 * time.Second
+	DefaultCancelGrace     = 10 * time.Second
+)
+
+// summaryLimit bounds ProvisionResult.Message.
+const summaryLimit = 1024
+
+// Config configures a Runner.
+type Config struct {
+	// Playbooks holds the playbooks and their roles (default: the embedded playbooks.FS).
+	Playbooks fs.FS
+	// PlaybookDir, when set, is a directory of the user's own playbooks used instead of Playbooks.
+	PlaybookDir string
+	// PrivateKey is the SSH private key (PEM) provisioning logs in with. Sensitive: it is only ever
+	// written to a 0600 file inside the per-run directory, removed afterwards.
+	PrivateKey []byte
+	// AnsiblePlaybook is the ansible-playbook executable (default: looked up on PATH).
+	AnsiblePlaybook string
+	// Logger receives the run's events (default: a null logger).
+	Logger hclog.Logger
+	// SSHWaitTimeout bounds the wait for SSH to answer (default DefaultSSHWaitTimeout).
+	SSHWaitTimeout time.Duration
+	// SSHPollInterval is the pause between SSH probes (default DefaultSSHPollInterval).
+	SSHPollInterval time.Duration
+	// CancelGrace is how long a cancelled run has after SIGINT before SIGKILL (default DefaultCancelGrace).
+	CancelGrace time.Duration
+	// TempDir is where per-run directories are made (default: the system's, or /tmp when that path is
+	// long, since ssh control sockets need short paths).
+	TempDir string
+	// GPUModels overrides, per GPU type, the regular expression (case-insensitive) the health checks
+	// match against the GPU names nvidia-smi reports (see ExpectedGPUModel for the defaults).
+	GPUModels map[string]string
+}
+
+// Runner provisions machines with ansible-playbook. It is safe for concurrent use.
+type Runner struct {
+	cfg    Config
+	fsys   fs.FS
+	logger hclog.Logger
+}
+
+var _ controlplane.Provisioner = (*Runner)(nil)
+
+// New returns a Runner. It checks the private key parses; whether ansible-playbook is installed is
+// checked by CheckAnsible and again by every Provision.
+func New(cfg Config) (*Runner, error) {
+	if len(cfg.PrivateKey) == 0 {
+		return nil, errors.New("provisioning needs an SSH private key")
+	}
+	if _, err := ssh.ParsePrivateKey(cfg.PrivateKey); err != nil {
+		var missing *ssh.PassphraseMissingError
+		if errors.As(err, &missing) {
+			return nil, errors.New("the SSH private key for provisioning is protected by a passphrase; use a key without one")
+		}
+		return nil, errors.New("the SSH private key for provisioning could not be parsed (expected an OpenSSH or PEM private key)")
+	}
+	r := &Runner{cfg: cfg, logger: cfg.Logger}
+	if r.logger == nil {
+		r.logger = hclog.NewNullLogger()
+	}
+	switch {
+	case cfg.PlaybookDir != "":
+		fi, err := os.Stat(cfg.PlaybookDir)
+		if err != nil {
+			return nil, fmt.Errorf("playbook directory: %w", err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("playbook directory %s is not a directory", cfg.PlaybookDir)
+		}
+		r.fsys = os.DirFS(cfg.PlaybookDir)
+	case cfg.Playbooks != nil:
+		r.fsys = cfg.Playbooks
+	default:
+		r.fsys = playbooks.FS
+	}
+	if r.cfg.SSHWaitTimeout <= 0 {
+		r.cfg.SSHWaitTimeout = DefaultSSHWaitTimeout
+	}
+	if r.cfg.SSHPollInterval <= 0 {
+		r.cfg.SSHPollInterval = DefaultSSHPollInterval
+	}
+	if r.cfg.CancelGrace <= 0 {
+		r.cfg.CancelGrace = DefaultCancelGrace
+	}
+	for typ, re := range cfg.GPUModels {
+		if _, err := regexp.Compile("(?i)" + re); err != nil {
+			return nil, fmt.Errorf("GPU model pattern for %q: %w", typ, err)
+		}
+	}
+	return r, nil
+}
+
+// CheckAnsible verifies that ansible-playbook (path, or the one on PATH when path is empty) runs, and
+// says how to install it when it does not.
+func CheckAnsible(path string) error {
+	_, err := resolveAnsible(path)
+	return err
+}
+
+const installHint = "install Ansible on the machine running Terraform: `apt-get install ansible-core` (Debian/Ubuntu) or `pipx install ansible-core`"
+
+func resolveAnsible(path string) (string, error) {
+	if path == "" {
+		p, err := exec.LookPath("ansible-playbook")
+		if err != nil {
+			return "", fmt.Errorf("ansible-playbook was not found on PATH; %s", installHint)
+		}
+		path = p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = ansibleBaseEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("ansible-playbook was not found at %s; %s", path, installHint)
+		}
+		if errors.As(err, &exitErr) || err != nil {
+			return "", fmt.Errorf("%s --version failed (%v): %s; %s", path, err, cut(strings.TrimSpace(string(out)), 400), installHint)
+		}
+	}
+	if !strings.Contains(string(out), "ansible-playbook") {
+		return "", fmt.Errorf("%s does not look like ansible-playbook: %s", path, cut(strings.TrimSpace(string(out)), 200))
+	}
+	return path, nil
+}
+
+// playbookName is the pool's playbook, or its kind's default.
+func playbookName(pool inventory.Pool) string {
+	if pool.Playbook != "" {
+		return pool.Playbook
+	}
+	return inventory.DefaultPlaybook(pool.Kind)
+}
+
+// Digest identifies the playbook files and variables a pool's machines are provisioned with: sha256
+// over every file of the playbook tree (sorted by path, so roles and files are covered) and the
+// canonical JSON of vars, shown as "sha256:" and 16 hex digits.
+func (r *Runner) Digest(pool inventory.Pool, vars map[string]any) (string, error) {
+	name := playbookName(pool)
+	if err := checkPlaybookName(name); err != nil {
+		return "", err
+	}
+	if _, err := fs.Stat(r.fsys, name); err != nil {
+		return "", fmt.Errorf("playbook %q of pool %q: %w", name, pool.Name, err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "playbook\x00%s\x00", name)
+	err := fs.WalkDir(r.fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != "." && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		b, err := fs.ReadFile(r.fsys, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "file\x00%s\x00%d\x00", p, len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("digest of the playbooks: %w", err)
+	}
+	canon, err := canonicalJSON(vars)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "vars\x00%d\x00", len(canon))
+	h.Write(canon)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func checkPlaybookName(name string) error {
+	if name == "" || path.IsAbs(name) || strings.Contains(name, "\\") || !fs.ValidPath(name) ||
+		!(strings.HasSuffix(name, ".yml") || strings.HasSuffix(name, ".yaml")) {
+		return &controlplane.PermanentError{Err: fmt.Errorf("invalid playbook name %q (a .yml file inside the playbook directory)", name)}
+	}
+	return nil
+}
+
+// Provision makes one provisioning attempt: wait for SSH with the host key checked, then run the
+// pool's playbook. A host key mismatch or a malformed playbook is a *controlplane.PermanentError.
+func (r *Runner) Provision(ctx context.Context, req controlplane.ProvisionRequest) (controlplane.ProvisionResult, error) {
+	start := time.Now()
+	res := controlplane.ProvisionResult{HostKey: strings.TrimSpace(req.HostKey)}
+	finish := func(err error) (controlplane.ProvisionResult, error) {
+		res.Duration = time.Since(start)
+		return res, err
+	}
+	name := req.Instance.Name
+	if req.Instance.SSH == nil || req.Instance.SSH.Host == "" {
+		return finish(fmt.Errorf("instance %q has no SSH address yet", name))
+	}
+	ep := *req.Instance.SSH
+	if ep.Port == 0 {
+		ep.Port = 22
+	}
+	if ep.User == "" {
+		ep.User = "root"
+	}
+	if err := validateEndpoint(ep); err != nil {
+		return finish(&controlplane.PermanentError{Err: err})
+	}
+	pb := playbookName(req.Pool)
+	if err := checkPlaybookName(pb); err != nil {
+		return finish(err)
+	}
+	if _, err := fs.Stat(r.fsys, pb); err != nil {
+		return finish(&controlplane.PermanentError{Err: fmt.Errorf("playbook %q of pool %q: %w", pb, req.Pool.Name, err)})
+	}
+	vars, err := r.playbookVars(req)
+	if err != nil {
+		return finish(&controlplane.PermanentError{Err: err})
+	}
+	ansible, err := resolveAnsible(r.cfg.AnsiblePlaybook)
+	if err != nil {
+		return finish(&controlplane.PermanentError{Err: err})
+	}
+	logf := func(msg string, fields map[string]any) {
+		if req.Log != nil {
+			req.Log(msg, fields)
+		}
+		args := make([]any, 0, 2*len(fields)+2)
+		args = append(args, "instance", name)
+		keys := make([]string, 0, len(fields))
+		for k := range fields {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			args = append(args, k, fields[k])
+		}
+		r.logger.Info(msg, args...)
+	}
+
+	logf("waiting for SSH", map[string]any{"host": ep.Host, "port": ep.Port, "user": ep.User, "attempt": req.Attempt})
+	key, err := r.waitSSH(ctx, ep, res.HostKey)
+	if err != nil {
+		return finish(err)
+	}
+	res.HostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
+	logf("SSH ready", map[string]any{"host_key_fingerprint": ssh.FingerprintSHA256(key)})
+
+	out, err := r.run(ctx, runSpec{
+		ansible: ansible, endpoint: ep, hostKey: key, playbook: pb, vars: vars,
+		hostName: inventoryHostName(name), instance: name, key: r.cfg.PrivateKey, log: logf,
+	})
+	res.FailedTask, res.Message = out.failedTask, out.message
+	return finish(err)
+}
+
+// playbookVars builds the variables file's content: the user's variables, then hydra's own (which win).
+func (r *Runner) playbookVars(req controlplane.ProvisionRequest) (map[string]any, error) {
+	vars := map[string]any{}
+	if len(req.Vars) > 0 {
+		norm, err := normalize(req.Vars)
+		if err != nil {
+			return nil, err
+		}
+		m, _ := norm.(map[string]any)
+		for k, v := range m {
+			if err := checkVarName(k); err != nil {
+				return nil, err
+			}
+			vars[k] = v
+		}
+	}
+	vars["hydra_instance_name"] = req.Instance.Name
+	vars["hydra_kind"] = req.Pool.Kind
+	vars["hydra_pool"] = req.Pool.Name
+	vars["hydra_cloud"] = req.Instance.Cloud
+	vars["hydra_gpu_type"] = req.GPUType
+	vars["hydra_gpu_count"] = req.GPUCount
+	vars["hydra_expected_gpu_model"] = r.ExpectedGPUModel(req.GPUType)
+	return markUnsafe(vars).(map[string]any), nil
+}
+
+var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func checkVarName(k string) error {
+	switch {
+	case !varName.MatchString(k):
+		return fmt.Errorf("variable name %q is not a valid Ansible variable name (letters, digits and underscores)", k)
+	case strings.HasPrefix(strings.ToLower(k), "ansible_"):
+		return fmt.Errorf("variable %q is not allowed: ansible_* variables could change how hydra connects (host key checks)", k)
+	}
+	return nil
+}
+
+// defaultGPUModels are the patterns matched (case-insensitively) against nvidia-smi's GPU names.
+var defaultGPUModels = map[string]string{
+	"h100":       `\bH100\b`,
+	"h200":       `\bH200\b`,
+	"a100-80gb":  `\bA100\b.*\b80GB\b`,
+	"l40s":       `\bL40S\b`,
+	"l4":         `\bL4\b`,
+	"b200":       `\bB200\b`,
+	"rtx6000ada": `\bRTX 6000 Ada\b`,
+	"rtxpro6000": `\bRTX PRO 6000\b`,
+}
+
+// ExpectedGPUModel returns the regular expression (matched case-insensitively by the health checks
+// against every GPU name nvidia-smi reports) for one of hydra's GPU types; "" when gpuType is empty.
+func (r *Runner) ExpectedGPUModel(gpuType string) string {
+	if gpuType == "" {
+		return ""
+	}
+	if p, ok := r.cfg.GPUModels[gpuType]; ok {
+		return p
+	}
+	if p, ok := defaultGPUModels[strings.ToLower(gpuType)]; ok {
+		return p
+	}
+	return `\b` + regexp.QuoteMeta(strings.ToUpper(gpuType)) + `\b`
+}
+
+var (
+	hostPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.\-:]*$`)
+	userPattern = regexp.MustCompile(`^[a-z_][a-z0-9_.\-]*\$?$`)
+	hostName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]*$`)
+)
+
+func validateEndpoint(ep controlplane.SSHEndpoint) error {
+	if !hostPattern.MatchString(ep.Host) || len(ep.Host) > 253 {
+		return fmt.Errorf("SSH host %q is not an IP address or host name", ep.Host)
+	}
+	if !userPattern.MatchString(ep.User) || len(ep.User) > 64 {
+		return fmt.Errorf("SSH user %q is not a valid user name", ep.User)
+	}
+	if ep.Port < 1 || ep.Port > 65535 {
+		return fmt.Errorf("SSH port %d is out of range", ep.Port)
+	}
+	return nil
+}
+
+func inventoryHostName(name string) string {
+	if hostName.MatchString(name) && len(name) <= 128 {
+		return name
+	}
+	return "instance"
+}
+
+// normalize turns any JSON-encodable value into plain JSON types (map[string]any, []any, string,
+// json.Number, bool, nil).
+func normalize(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("variables cannot be encoded as JSON: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	if err := checkKeys(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkKeys rejects map keys Ansible would render as templates (keys cannot be marked unsafe).
+func checkKeys(v any) error {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if strings.Contains(k, "{{") || strings.Contains(k, "{%") || strings.Contains(k, "{#") {
+				return fmt.Errorf("variable key %q holds template markers, which are not allowed in keys", k)
+			}
+			if err := checkKeys(e); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if err := checkKeys(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// markUnsafe wraps every string (recursively through lists and maps) as {"__ansible_unsafe": s}, so
+// Ansible never renders it as a template.
+func markUnsafe(v any) any {
+	switch t := v.(type) {
+	case string:
+		return map[string]any{"__ansible_unsafe": t}
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = markUnsafe(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = markUnsafe(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// canonicalJSON encodes vars with sorted keys and plain number forms.
+func canonicalJSON(vars map[string]any) ([]byte, error) {
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	norm, err := normalize(vars)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(norm)
+}
+
+// cut shortens s to at most n bytes on a UTF-8 boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " …"
+	end := n - len(mark)
+	for end > 0 && (s[end]&0xC0) == 0x80 {
+		end--
+	}
+	return s[:end] + mark
+}
+
+// ansibleBaseEnv is this process's environment without any ANSIBLE_* setting (which could switch host
+// key checking off or load other plugins), ssh agents, or a non-UTF-8 locale.
+func ansibleBaseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "ANSIBLE_"), k == "SSH_AUTH_SOCK", k == "SSH_AGENT_PID",
+			k == "LC_ALL", k == "LANG", k == "PYTHONPATH", k == "PYTHONHOME", k == "PYTHONSTARTUP":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "LC_ALL=C.UTF-8", "LANG=C.UTF-8", "PYTHONUNBUFFERED=1")
+}

@@ -1,0 +1,365 @@
+package provision
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+)
+
+// requireTools skips the test when the real tools are missing (CI installs them).
+func requireTools(t *testing.T) {
+	t.Helper()
+	var missing []string
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		missing = append(missing, "ansible-playbook (apt-get install ansible-core)")
+	}
+	if _, err := sshhost.FindSSHD(); err != nil {
+		missing = append(missing, "sshd (apt-get install openssh-server)")
+	}
+	if _, err := exec.LookPath("ssh"); err != nil {
+		missing = append(missing, "ssh (apt-get install openssh-client)")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		missing = append(missing, "python3")
+	}
+	if len(missing) > 0 {
+		msg := "SKIPPING: this test needs " + strings.Join(missing, ", ")
+		fmt.Fprintln(os.Stderr, msg)
+		t.Skip(msg)
+	}
+}
+
+func clientKey(t *testing.T) (pemBytes []byte, authorized string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "hydra-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(block), strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+}
+
+// shortTemp is a short directory (ssh control sockets need short paths), removed after the test.
+func shortTemp(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "hpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+type fixture struct {
+	runner  *Runner
+	ep      sshhost.Endpoint
+	tmpBase string
+}
+
+func newFixture(t *testing.T, spec sshhost.Spec, cfg Config) fixture {
+	t.Helper()
+	requireTools(t)
+	key, pub := clientKey(t)
+	spec.AuthorizedKeys = append(spec.AuthorizedKeys, pub)
+	dir := t.TempDir()
+	ep, err := sshhost.Ensure(dir, spec)
+	if err != nil {
+		t.Fatalf("sshhost.Ensure: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sshhost.Stop(dir); err != nil {
+			t.Errorf("sshhost.Stop: %v", err)
+		}
+	})
+	cfg.PrivateKey = key
+	cfg.TempDir = shortTemp(t)
+	if cfg.SSHWaitTimeout == 0 {
+		cfg.SSHWaitTimeout = 30 * time.Second
+	}
+	cfg.SSHPollInterval = 200 * time.Millisecond
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixture{runner: r, ep: ep, tmpBase: cfg.TempDir}
+}
+
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []string
+	hook  func(msg string, fields map[string]any)
+}
+
+func (l *logRecorder) log(msg string, fields map[string]any) {
+	l.mu.Lock()
+	l.lines = append(l.lines, fmt.Sprintf("%s %v", msg, fields))
+	hook := l.hook
+	l.mu.Unlock()
+	if hook != nil {
+		hook(msg, fields)
+	}
+}
+
+func (l *logRecorder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func (f fixture) request(kind, gpuType string, count int, hostKey string, vars map[string]any, rec *logRecorder) controlplane.ProvisionRequest {
+	return controlplane.ProvisionRequest{
+		Instance: controlplane.Instance{
+			ID: "i-1", Name: "sandbox-" + kind + "-test", Cloud: "sandbox", GPUType: gpuType, GPUCount: count,
+			Status: controlplane.StatusRunning,
+			SSH:    &controlplane.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User},
+		},
+		Pool:     inventory.Pool{Name: "sandbox-" + kind + "-pool", Cloud: "sandbox", Kind: kind},
+		GPUType:  gpuType,
+		GPUCount: count,
+		HostKey:  hostKey,
+		Vars:     vars,
+		Attempt:  1,
+		Log:      rec.log,
+	}
+}
+
+func assertEmptyDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("per-run temporary directory left behind in %s: %v", dir, entries)
+	}
+}
+
+// processesMentioning lists live processes whose command line contains s.
+func processesMentioning(s string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(s)) {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue // a zombie waiting for its parent is gone already
+		}
+		out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return out
+}
+
+// nastyValue must reach the machine byte for byte: no Jinja rendering, no shell, no key=value parsing.
+const nastyValue = `{{ 7*7 }} "double" 'single' spaces  and $(touch /tmp/hydra-pwned) ; {% raw %} x=y ansible_become=true`
+
+func TestProvisionReachesReady(t *testing.T) {
+	nastyKey := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl " + nastyValue
+	tests := []struct {
+		kind  string
+		gpu   string
+		count int
+		vars  map[string]any
+		check func(t *testing.T, ep sshhost.Endpoint)
+	}{
+		{
+			kind: inventory.KindVM, gpu: "h100", count: 8,
+			vars: map[string]any{"customer_ssh_keys": []any{nastyKey}, "labels": map[string]any{"team": nastyValue}},
+			check: func(t *testing.T, ep sshhost.Endpoint) {
+				u, err := user.Lookup(ep.User)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(filepath.Join(ep.Root, u.HomeDir, ".ssh", "authorized_keys"))
+				if err != nil {
+					t.Fatalf("customer keys not written: %v", err)
+				}
+				if !strings.Contains(string(b), "\n"+nastyKey+"\n") {
+					t.Errorf("customer key did not arrive literally; authorized_keys:\n%s", b)
+				}
+				if strings.Contains(string(b), "49") {
+					t.Errorf("a template was rendered: %s", b)
+				}
+				if _, err := os.Stat("/tmp/hydra-pwned"); err == nil {
+					t.Errorf("a command substitution ran")
+				}
+			},
+		},
+		{
+			kind: inventory.KindExeclet, gpu: "l40s", count: 2,
+			check: func(t *testing.T, ep sshhost.Endpoint) {
+				b, err := os.ReadFile(filepath.Join(ep.Root, "etc", "hydra", "execlet.json"))
+				if err != nil {
+					t.Fatalf("execlet configuration not written: %v", err)
+				}
+				var cfg map[string]any
+				if err := json.Unmarshal(b, &cfg); err != nil {
+					t.Fatal(err)
+				}
+				if cfg["instance"] != "sandbox-execlet-test" || cfg["gpu_type"] != "l40s" {
+					t.Errorf("execlet configuration: %s", b)
+				}
+				if _, err := os.Stat(filepath.Join(ep.Root, "etc", "systemd", "system", "hydra-execlet.service")); err != nil {
+					t.Errorf("execlet unit: %v", err)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.kind, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName(tc.gpu), GPUCount: tc.count}, Config{})
+			rec := &logRecorder{}
+			res, err := f.runner.Provision(context.Background(), f.request(tc.kind, tc.gpu, tc.count, "", tc.vars, rec))
+			if err != nil {
+				t.Fatalf("Provision: %v\nlog:\n%s", err, rec)
+			}
+			if res.HostKey != f.ep.HostKey {
+				t.Errorf("trusted host key %q, machine has %q", res.HostKey, f.ep.HostKey)
+			}
+			if res.FailedTask != "" || res.Message != "" {
+				t.Errorf("successful run has a failure summary: %+v", res)
+			}
+			for _, want := range []string{"task started", "Check the promised GPU count", "playbook succeeded"} {
+				if !strings.Contains(rec.String(), want) {
+					t.Errorf("events lack %q:\n%s", want, rec)
+				}
+			}
+			if tc.count == 8 && !strings.Contains(rec.String(), "Enable and start Fabric Manager") {
+				t.Errorf("an 8-GPU NVSwitch machine did not get Fabric Manager:\n%s", rec)
+			}
+			tc.check(t, f.ep)
+			assertEmptyDir(t, f.tmpBase)
+		})
+	}
+}
+
+func TestFailedTaskIsNamed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 2}, Config{})
+	rec := &logRecorder{}
+	res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, "h100", 4, f.ep.HostKey, nil, rec))
+	var te *TaskError
+	if !errors.As(err, &te) {
+		t.Fatalf("want a *TaskError, got %v\nlog:\n%s", err, rec)
+	}
+	var perm *controlplane.PermanentError
+	if errors.As(err, &perm) {
+		t.Errorf("a failed task must stay retryable: %v", err)
+	}
+	if te.Task != "Check the promised GPU count" || res.FailedTask != te.Task {
+		t.Errorf("failed task: error %q, result %q", te.Task, res.FailedTask)
+	}
+	for _, want := range []string{"expected 4 GPU(s) of type h100", "lists 2"} {
+		if !strings.Contains(res.Message, want) || !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q / error %q lacks %q", res.Message, err, want)
+		}
+	}
+	if len(res.Message) > summaryLimit {
+		t.Errorf("summary is %d bytes", len(res.Message))
+	}
+	if strings.Contains(rec.String(), "Install the customer") {
+		t.Errorf("the run went on after the failed health check:\n%s", rec)
+	}
+	assertEmptyDir(t, f.tmpBase)
+}
+
+func TestChangedHostKeyIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, sshhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{SSHWaitTimeout: 10 * time.Minute})
+	pinned := f.ep.HostKey
+	if err := sshhost.RotateHostKey(f.ep.Dir); err != nil {
+		t.Fatal(err)
+	}
+	rec := &logRecorder{}
+	_, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, "l4", 1, pinned, nil, rec))
+	var perm *controlplane.PermanentError
+	var mm *HostKeyMismatchError
+	if !errors.As(err, &perm) || !errors.As(err, &mm) {
+		t.Fatalf("want a permanent host key mismatch, got %v", err)
+	}
+	if strings.Contains(rec.String(), "running playbook") || strings.Contains(rec.String(), "task started") {
+		t.Errorf("ansible ran despite the mismatch:\n%s", rec)
+	}
+	assertEmptyDir(t, f.tmpBase)
+}
+
+func TestCancelLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 1}, Config{CancelGrace: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &logRecorder{}
+	var during []string
+	rec.hook = func(msg string, fields map[string]any) {
+		if msg == "task started" && fields["task"] == "Read the GPUs the driver sees" {
+			during = processesMentioning(f.tmpBase)
+			cancel()
+		}
+	}
+	_, err := f.runner.Provision(ctx, f.request(inventory.KindVM, "h100", 1, "", nil, rec))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want a cancellation, got %v\nlog:\n%s", err, rec)
+	}
+	if !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("error does not say cancelled: %v", err)
+	}
+	if len(during) == 0 {
+		t.Errorf("saw no ansible processes while the run was going (the check below would prove nothing)")
+	}
+	if left := processesMentioning(f.tmpBase); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
+	assertEmptyDir(t, f.tmpBase)
+}
+
+func TestBrokenPlaybookIsPermanent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bare-vm.yml"), []byte("- name: broken\n  hosts: all\n  tasks: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, sshhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{PlaybookDir: dir})
+	rec := &logRecorder{}
+	res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, "l4", 1, "", nil, rec))
+	var perm *controlplane.PermanentError
+	var pe *PlaybookError
+	if !errors.As(err, &perm) || !errors.As(err, &pe) {
+		t.Fatalf("want a permanent playbook error, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "YAML") && !strings.Contains(err.Error(), "Syntax") {
+		t.Errorf("error does not point at the YAML: %v", err)
+	}
+	if res.Message == "" {
+		t.Errorf("no summary")
+	}
+	assertEmptyDir(t, f.tmpBase)
+}

@@ -1,0 +1,725 @@
+// Package sshhost runs simulated GPU machines reachable over real SSH, for hydra's sandbox cloud and for
+// tests of the provisioning playbooks.
+//
+// A machine lives in a directory of its own. Ensure starts a real OpenSSH sshd on a free loopback port,
+// detached in its own session so it outlives the process that started it, and records its pid and port
+// in the directory; a later Ensure (from the same or another process) finds it running and returns it.
+//
+// The GPU layer is simulated: every SSH session gets a PATH whose first entry holds stand-ins for
+// nvidia-smi, dcgmi, nvidia-ctk, nv-fabricmanager, docker and systemctl that report the machine's GPUs,
+// and two stand-in exporters (node_exporter and dcgm-exporter) answer on loopback ports. Files the
+// playbooks write land under the machine's own root directory (<dir>/root), announced to the playbooks
+// through the session environment (HYDRA_ROOT, HYDRA_SANDBOX, HYDRA_NODE_EXPORTER_PORT,
+// HYDRA_DCGM_EXPORTER_PORT). The same playbooks that provision real machines therefore run unchanged on
+// a sandbox machine, find every component present, and pass their health checks.
+package sshhost
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"embed"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+//go:embed standins
+var standins embed.FS
+
+// Spec describes the simulated machine.
+type Spec struct {
+	// GPUModel is the name nvidia-smi reports, e.g. "NVIDIA H100 80GB HBM3" (see NVIDIAName).
+	GPUModel string
+	// GPUCount is the number of GPUs nvidia-smi lists.
+	GPUCount int
+	// AuthorizedKeys are authorized_keys lines allowed to log in as User.
+	AuthorizedKeys []string
+	// User is the login user. Empty means the user this process runs as. A non-root process can only
+	// serve its own user.
+	User string
+	// NVSwitch simulates an HGX board with NVSwitches (fabric manager required). Default: on for 8 GPUs
+	// of an SXM-class model (H100, H200, B200, A100), see DefaultNVSwitch.
+	NVSwitch *bool
+	// DriverVersion is the NVIDIA driver version reported (default "570.133.20").
+	DriverVersion string
+	// UncorrectableECC, when positive, gives the last GPU that many uncorrectable ECC errors (a broken
+	// machine, for tests of the health checks).
+	UncorrectableECC int
+}
+
+// Endpoint is where a machine answers SSH.
+type Endpoint struct {
+	Host string
+	Port int
+	User string
+	// HostKey is the machine's SSH host public key in authorized_keys form.
+	HostKey string
+	// Dir is the machine's directory; Root is the directory that stands for its "/".
+	Dir  string
+	Root string
+}
+
+// DefaultDriverVersion is the NVIDIA driver version simulated machines report.
+const DefaultDriverVersion = "570.133.20"
+
+// File names inside a machine's directory.
+const (
+	stateFile    = "machine.json"
+	hostKeyFile  = "ssh_host_ed25519_key"
+	sshdConfig   = "sshd_config"
+	authKeysFile = "authorized_keys"
+	gpusFile     = "gpus.json"
+	sshdLog      = "sshd.log"
+	sshdPidFile  = "sshd.pid"
+)
+
+type state struct {
+	SSHDPid          int    `json:"sshd_pid"`
+	Port             int    `json:"port"`
+	User             string `json:"user"`
+	NodeExporterPid  int    `json:"node_exporter_pid"`
+	NodeExporterPort int    `json:"node_exporter_port"`
+	DCGMExporterPid  int    `json:"dcgm_exporter_pid"`
+	DCGMExporterPort int    `json:"dcgm_exporter_port"`
+}
+
+// NVIDIAName returns the name nvidia-smi reports for one of hydra's GPU types (inventory types such
+// as "h100"), or "NVIDIA " + the upper-cased type for a type it does not know.
+func NVIDIAName(gpuType string) string {
+	names := map[string]string{
+		"h100":       "NVIDIA H100 80GB HBM3",
+		"h200":       "NVIDIA H200",
+		"a100-80gb":  "NVIDIA A100-SXM4-80GB",
+		"l40s":       "NVIDIA L40S",
+		"l4":         "NVIDIA L4",
+		"b200":       "NVIDIA B200",
+		"rtx6000ada": "NVIDIA RTX 6000 Ada Generation",
+		"rtxpro6000": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+	}
+	if n, ok := names[strings.ToLower(gpuType)]; ok {
+		return n
+	}
+	return "NVIDIA " + strings.ToUpper(gpuType)
+}
+
+// DefaultNVSwitch says whether a machine with count GPUs of this model has NVSwitches (8-GPU SXM boards).
+func DefaultNVSwitch(model string, count int) bool {
+	if count != 8 {
+		return false
+	}
+	m := strings.ToUpper(model)
+	for _, s := range []string{"H100", "H200", "B200", "A100"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// FindSSHD returns the absolute path of the OpenSSH server, or an error saying how to install it.
+func FindSSHD() (string, error) {
+	if p, err := exec.LookPath("sshd"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs, nil
+		}
+	}
+	for _, p := range []string{"/usr/sbin/sshd", "/usr/local/sbin/sshd", "/usr/bin/sshd", "/sbin/sshd"} {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	return "", errors.New("sshd (the OpenSSH server) was not found: install it, e.g. `apt-get install openssh-server`")
+}
+
+// Ensure returns the machine kept in dir, starting it when it is not running. It is idempotent: a
+// machine started earlier (by this or another process) is returned as it is, after its GPU description
+// and authorized keys are refreshed from spec.
+func Ensure(dir string, spec Spec) (Endpoint, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if spec.GPUCount < 0 {
+		return Endpoint{}, fmt.Errorf("sshhost: negative GPU count %d", spec.GPUCount)
+	}
+	if spec.GPUModel == "" && spec.GPUCount > 0 {
+		return Endpoint{}, errors.New("sshhost: GPU model missing")
+	}
+	login, err := loginUser(spec.User)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Endpoint{}, err
+	}
+	if err := writeMachineFiles(dir, spec, login); err != nil {
+		return Endpoint{}, err
+	}
+	hostKey, err := ensureHostKey(dir, false)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	st, _ := readState(dir)
+	changed := false
+	if st.NodeExporterPid == 0 || !exporterAlive(dir, st.NodeExporterPid, st.NodeExporterPort) {
+		st.NodeExporterPid, st.NodeExporterPort, err = startExporter(dir, "node")
+		if err != nil {
+			return Endpoint{}, err
+		}
+		changed = true
+	}
+	if st.DCGMExporterPid == 0 || !exporterAlive(dir, st.DCGMExporterPid, st.DCGMExporterPort) {
+		st.DCGMExporterPid, st.DCGMExporterPort, err = startExporter(dir, "dcgm")
+		if err != nil {
+			return Endpoint{}, err
+		}
+		changed = true
+	}
+	if changed || st.SSHDPid == 0 || !sshdAlive(dir, st.SSHDPid, st.Port) || st.User != login {
+		if st.SSHDPid != 0 {
+			killAndWait(st.SSHDPid)
+		}
+		st.User = login
+		if err := startSSHD(dir, &st); err != nil {
+			return Endpoint{}, err
+		}
+	}
+	if err := writeState(dir, st); err != nil {
+		return Endpoint{}, err
+	}
+	return Endpoint{
+		Host: "127.0.0.1", Port: st.Port, User: login, HostKey: hostKey,
+		Dir: dir, Root: filepath.Join(dir, "root"),
+	}, nil
+}
+
+// Stop stops the machine kept in dir (its sshd and exporters). Stopping a machine that is not
+// running is not an error. The directory and its host key are kept.
+func Stop(dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	st, err := readState(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, pid := range []int{st.SSHDPid, st.NodeExporterPid, st.DCGMExporterPid} {
+		if pid > 0 && ownedBy(pid, dir) {
+			killAndWait(pid)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// RotateHostKey gives the machine a new SSH host key and restarts its sshd on the same port, as a
+// rebuilt or impersonated machine would look to a client that pinned the old key.
+func RotateHostKey(dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if _, err := ensureHostKey(dir, true); err != nil {
+		return err
+	}
+	st, err := readState(dir)
+	if err != nil {
+		return nil // not running: the new key is used at the next Ensure
+	}
+	if st.SSHDPid > 0 && ownedBy(st.SSHDPid, dir) {
+		killAndWait(st.SSHDPid)
+	}
+	if err := startSSHD(dir, &st); err != nil {
+		return err
+	}
+	return writeState(dir, st)
+}
+
+// HostPublicKey returns the machine's SSH host public key in authorized_keys form.
+func HostPublicKey(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, hostKeyFile+".pub"))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func loginUser(want string) (string, error) {
+	u, err := user.Current()
+	if err != nil {
+		return "", fmt.Errorf("sshhost: current user: %w", err)
+	}
+	if want == "" || want == u.Username {
+		return u.Username, nil
+	}
+	if os.Geteuid() != 0 {
+		return "", fmt.Errorf("sshhost: a machine started by the non-root user %q can only log in %q, not %q", u.Username, u.Username, want)
+	}
+	if _, err := user.Lookup(want); err != nil {
+		return "", fmt.Errorf("sshhost: login user %q: %w", want, err)
+	}
+	return want, nil
+}
+
+// writeMachineFiles writes the stand-ins, the GPU description and the authorized keys. It is cheap
+// and safe to repeat while the machine runs: the stand-ins read their files on every call.
+func writeMachineFiles(dir string, spec Spec, login string) error {
+	root := filepath.Join(dir, "root")
+	for _, d := range []string{
+		filepath.Join(dir, "bin"), filepath.Join(dir, "run"),
+		filepath.Join(root, "etc", "systemd", "system"), filepath.Join(root, "usr", "local", "bin"),
+		filepath.Join(root, "tmp"),
+	} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	entries, err := standins.ReadDir("standins")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		b, err := standins.ReadFile("standins/" + e.Name())
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dir, "bin", e.Name())
+		switch e.Name() {
+		case "hydra-execlet":
+			target = filepath.Join(root, "usr", "local", "bin", e.Name())
+		case "exporter.py":
+			target = filepath.Join(dir, e.Name())
+		}
+		if err := writeFileAtomic(target, b, 0o755); err != nil {
+			return err
+		}
+	}
+	driver := spec.DriverVersion
+	if driver == "" {
+		driver = DefaultDriverVersion
+	}
+	nvswitch := DefaultNVSwitch(spec.GPUModel, spec.GPUCount)
+	if spec.NVSwitch != nil {
+		nvswitch = *spec.NVSwitch
+	}
+	type gpu struct {
+		Name           string `json:"name"`
+		UUID           string `json:"uuid"`
+		Serial         string `json:"serial"`
+		BusID          string `json:"bus_id"`
+		MemoryMiB      int    `json:"memory_mib"`
+		ECCUncorrected int    `json:"ecc_uncorrected"`
+	}
+	gpus := make([]gpu, spec.GPUCount)
+	for i := range gpus {
+		gpus[i] = gpu{
+			Name:      spec.GPUModel,
+			UUID:      fmt.Sprintf("GPU-%08x-hydra-sandbox-%04d", hash32(dir), i),
+			Serial:    fmt.Sprintf("16520%08d", i),
+			BusID:     fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10),
+			MemoryMiB: memoryMiB(spec.GPUModel),
+		}
+	}
+	if spec.UncorrectableECC > 0 && len(gpus) > 0 {
+		gpus[len(gpus)-1].ECCUncorrected = spec.UncorrectableECC
+	}
+	cfg, err := json.MarshalIndent(map[string]any{
+		"gpus": gpus, "driver_version": driver, "cuda_version": "12.8", "nvswitch": nvswitch,
+		"persistence_mode": "Enabled",
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, gpusFile), append(cfg, '\n'), 0o644); err != nil {
+		return err
+	}
+	nvsDir := filepath.Join(root, "proc", "driver", "nvidia-nvswitch", "devices")
+	if nvswitch {
+		if err := os.MkdirAll(nvsDir, 0o755); err != nil {
+			return err
+		}
+		for i := 0; i < 4; i++ {
+			p := filepath.Join(nvsDir, fmt.Sprintf("0000:%02x:00.0", 0x05+i))
+			if err := os.WriteFile(p, []byte("Fabric Manager: nvswitch (hydra sandbox)\n"), 0o644); err != nil {
+				return err
+			}
+		}
+	} else if err := os.RemoveAll(filepath.Join(root, "proc", "driver", "nvidia-nvswitch")); err != nil {
+		return err
+	}
+	var keys bytes.Buffer
+	for _, k := range spec.AuthorizedKeys {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		if strings.ContainsAny(k, "\r\n") {
+			return errors.New("sshhost: an authorized key holds a line break")
+		}
+		keys.WriteString(k + "\n")
+	}
+	return writeFileAtomic(filepath.Join(dir, authKeysFile), keys.Bytes(), 0o600)
+}
+
+func memoryMiB(model string) int {
+	m := strings.ToUpper(model)
+	switch {
+	case strings.Contains(m, "H200"):
+		return 143771
+	case strings.Contains(m, "B200"):
+		return 183359
+	case strings.Contains(m, "80GB"), strings.Contains(m, "H100"):
+		return 81559
+	case strings.Contains(m, "L40S"), strings.Contains(m, "RTX 6000"):
+		return 46068
+	case strings.Contains(m, "RTX PRO 6000"):
+		return 97887
+	case strings.Contains(m, "L4"):
+		return 23034
+	}
+	return 24576
+}
+
+func hash32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// ensureHostKey returns the machine's host public key, generating the key pair when it is missing (or
+// always, when rotate is set).
+func ensureHostKey(dir string, rotate bool) (string, error) {
+	priv := filepath.Join(dir, hostKeyFile)
+	if !rotate {
+		if pub, err := HostPublicKey(dir); err == nil {
+			if _, err := os.Stat(priv); err == nil {
+				return pub, nil
+			}
+		}
+	}
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	block, err := ssh.MarshalPrivateKey(key, "hydra-sandbox-host")
+	if err != nil {
+		return "", err
+	}
+	signer, err := ssh.NewSignerFromKey(key)
+	if err != nil {
+		return "", err
+	}
+	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+	if err := writeFileAtomic(priv, pem.EncodeToMemory(block), 0o600); err != nil {
+		return "", err
+	}
+	if err := writeFileAtomic(priv+".pub", []byte(pub+" hydra-sandbox-host\n"), 0o644); err != nil {
+		return "", err
+	}
+	return pub, nil
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func readState(dir string) (state, error) {
+	var st state
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return st, err
+	}
+	err = json.Unmarshal(b, &st)
+	return st, err
+}
+
+func writeState(dir string, st state) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o644)
+}
+
+// sshdQuote quotes one sshd_config argument.
+func sshdQuote(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, ``) + `"`
+}
+
+func writeSSHDConfig(dir string, st state) (string, error) {
+	root := filepath.Join(dir, "root")
+	pathEnv := filepath.Join(dir, "bin") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	tokenSafe := func(p string) string { return strings.ReplaceAll(p, "%", "%%") }
+	lines := []string{
+		"# hydra sandbox machine: written by internal/sshhost, do not edit",
+		"Port " + strconv.Itoa(st.Port),
+		"ListenAddress 127.0.0.1",
+		"HostKey " + sshdQuote(filepath.Join(dir, hostKeyFile)),
+		"PidFile " + sshdQuote(filepath.Join(dir, sshdPidFile)),
+		"AuthorizedKeysFile " + sshdQuote(tokenSafe(filepath.Join(dir, authKeysFile))) + " " +
+			sshdQuote(tokenSafe(root)+"%h/.ssh/authorized_keys"),
+		"AllowUsers " + st.User,
+		"PasswordAuthentication no",
+		"KbdInteractiveAuthentication no",
+		"PubkeyAuthentication yes",
+		"PermitRootLogin prohibit-password",
+		"UsePAM no",
+		"StrictModes no",
+		"PrintMotd no",
+		"UseDNS no",
+		"MaxStartups 50:30:100",
+		"MaxSessions 50",
+		"Subsystem sftp internal-sftp",
+		"SetEnv " + strings.Join([]string{
+			sshdQuote("PATH=" + pathEnv),
+			sshdQuote("HYDRA_SANDBOX=1"),
+			sshdQuote("HYDRA_ROOT=" + root),
+			sshdQuote("HYDRA_NODE_EXPORTER_PORT=" + strconv.Itoa(st.NodeExporterPort)),
+			sshdQuote("HYDRA_DCGM_EXPORTER_PORT=" + strconv.Itoa(st.DCGMExporterPort)),
+		}, " "),
+		"LogLevel VERBOSE",
+		"",
+	}
+	path := filepath.Join(dir, sshdConfig)
+	return path, writeFileAtomic(path, []byte(strings.Join(lines, "\n")), 0o644)
+}
+
+// startSSHD starts sshd on st.Port when that port is set and free, on a fresh free port otherwise.
+func startSSHD(dir string, st *state) error {
+	sshd, err := FindSSHD()
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 && runtime.GOOS == "linux" {
+		// The privilege-separation directory OpenSSH needs when it runs as root (Debian's path).
+		if _, err := os.Stat("/run/sshd"); errors.Is(err, os.ErrNotExist) {
+			_ = os.MkdirAll("/run/sshd", 0o755)
+		}
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		if st.Port == 0 || attempt > 0 || !portFree(st.Port) {
+			if st.Port, err = freePort(); err != nil {
+				return err
+			}
+		}
+		cfg, err := writeSSHDConfig(dir, *st)
+		if err != nil {
+			return err
+		}
+		if out, err := exec.Command(sshd, "-t", "-f", cfg).CombinedOutput(); err != nil {
+			return fmt.Errorf("sshhost: sshd rejects its configuration: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		pid, err := startDetached(filepath.Join(dir, sshdLog), sshd, "-D", "-e", "-f", cfg)
+		if err != nil {
+			return fmt.Errorf("sshhost: start sshd: %w", err)
+		}
+		if err := waitBanner(pid, st.Port, 10*time.Second); err != nil {
+			killAndWait(pid)
+			lastErr = fmt.Errorf("sshhost: sshd on port %d: %w (see %s)", st.Port, err, filepath.Join(dir, sshdLog))
+			continue
+		}
+		st.SSHDPid = pid
+		return nil
+	}
+	return lastErr
+}
+
+func startExporter(dir, kind string) (pid, port int, err error) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		return 0, 0, errors.New("sshhost: python3 is needed for the simulated exporters (and by Ansible on the machine)")
+	}
+	portFile := filepath.Join(dir, "run", kind+"-exporter.port")
+	_ = os.Remove(portFile)
+	pid, err = startDetached(filepath.Join(dir, "run", kind+"-exporter.log"), python,
+		filepath.Join(dir, "exporter.py"), kind, portFile, filepath.Join(dir, gpusFile))
+	if err != nil {
+		return 0, 0, fmt.Errorf("sshhost: start %s exporter: %w", kind, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(portFile); err == nil {
+			if port, err = strconv.Atoi(strings.TrimSpace(string(b))); err == nil && port > 0 {
+				return pid, port, nil
+			}
+		}
+		if !alive(pid) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	killAndWait(pid)
+	return 0, 0, fmt.Errorf("sshhost: the %s exporter stand-in did not start (see %s)", kind, filepath.Join(dir, "run", kind+"-exporter.log"))
+}
+
+// startDetached starts a process in its own session (so it outlives this process and is not hit by
+// signals to this process's group), with stdout and stderr appended to logPath. The child is reaped in
+// the background while this process lives.
+func startDetached(logPath, name string, args ...string) (int, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(name, args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	go func() { _ = cmd.Wait() }()
+	return cmd.Process.Pid, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// waitBanner waits until the process answers with an SSH banner on the port.
+func waitBanner(pid, port int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if !alive(pid) {
+			return errors.New("sshd exited")
+		}
+		if banner(port) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("no SSH banner")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func banner(port int) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 4)
+	n, _ := c.Read(buf)
+	return n == 4 && string(buf) == "SSH-"
+}
+
+func sshdAlive(dir string, pid, port int) bool {
+	return alive(pid) && ownedBy(pid, dir) && banner(port)
+}
+
+func exporterAlive(dir string, pid, port int) bool {
+	if !alive(pid) || !ownedBy(pid, dir) || port == 0 {
+		return false
+	}
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// alive reports whether pid names a live process (zombies count as dead).
+func alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// ownedBy reports whether pid's command line mentions dir, so a recycled pid is never killed. Where
+// /proc is missing it trusts the pid.
+func ownedBy(pid int, dir string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		_, statErr := os.Stat("/proc/self")
+		return statErr != nil
+	}
+	return bytes.Contains(b, []byte(dir))
+}
+
+// killAndWait terminates pid (and the process group it leads), then waits until it is gone,
+// escalating to SIGKILL.
+func killAndWait(pid int) {
+	if !alive(pid) {
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(pid) {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		deadline = time.Now().Add(5 * time.Second)
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // fakeClock is the emulator's clock: tests move it instead of sleeping.

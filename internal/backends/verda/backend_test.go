@@ -520,3 +520,27 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+func TestGPUTypeFor(t *testing.T) {
+	f := startEmulator(t, emu.Options{})
+	b := f.backend(t, nil)
+	tests := []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"H100 SXM5 80GB"}, "h100"},
+		{[]string{"", "8x H100 SXM5 80GB"}, "h100"},
+		{[]string{"", "1x RTX6000 Ada 48GB"}, "rtx6000ada"},
+		{[]string{"RTX 6000 Ada 48GB"}, "rtx6000ada"},
+		{[]string{"", "1x A100 SXM4 80GB"}, "a100-80gb"},
+		{[]string{"A100 80GB"}, "a100-80gb"},
+		{[]string{"2x RTX PRO 6000 96GB"}, "rtxpro6000"},
+		{[]string{"RTX A6000 48GB", "2x RTX A6000 48GB", "RTX A6000"}, ""},
+		{[]string{"AMD EPYC", "", "CPU Node"}, ""},
+	}
+	for _, tc := range tests {
+		if got := b.gpuTypeFor(tc.names...); got != tc.want {
+			t.Errorf("%q = %q, want %q", tc.names, got, tc.want)
+		}
+	}
+}

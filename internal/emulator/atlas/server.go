@@ -1,0 +1,622 @@
+// Package atlas is a local emulator of the Atlas API v1 (internal/backends/atlas/API.md): offers,
+// instances (create idempotent by name with 409 already_exists, get, list by name prefix with page
+// tokens, delete) and {"error":{"code","message"}} errors.
+//
+// Instance status follows wall-clock timestamps kept in the state (created_at + boot duration), so it
+// survives restarts; with Options.StateDir the whole cloud lives in a JSON file shared by processes.
+package atlas
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Offer is one catalog entry: an instance type in a region with its list price and free capacity.
+type Offer struct {
+	InstanceType string  `json:"instance_type"`
+	Region       string  `json:"region"`
+	GPUModel     string  `json:"gpu_model"`
+	GPUCount     int     `json:"gpu_count"`
+	GPUMemoryGB  int     `json:"gpu_memory_gb"`
+	VCPUs        int     `json:"vcpus"`
+	MemoryGB     int     `json:"memory_gb"`
+	DiskGB       int     `json:"disk_gb"`
+	PricePerHour float64 `json:"price_per_hour"`
+	Currency     string  `json:"currency"`
+	// Available is how many more instances can start; created instances take one, terminated ones
+	// give it back.
+	Available int `json:"available"`
+}
+
+// DefaultCatalog is a small in-house fleet in two regions, with one sold-out type and one GPU hydra
+// does not rent (A10).
+func DefaultCatalog() []Offer {
+	return []Offer{
+		{InstanceType: "l40s.1x", Region: "ams1", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 128, DiskGB: 500, PricePerHour: 1.6, Currency: "USD", Available: 4},
+		{InstanceType: "l40s.4x", Region: "ams1", GPUModel: "NVIDIA L40S", GPUCount: 4, GPUMemoryGB: 48, VCPUs: 64, MemoryGB: 512, DiskGB: 2000, PricePerHour: 6.4, Currency: "USD", Available: 1},
+		{InstanceType: "h100.8x", Region: "ams1", GPUModel: "NVIDIA H100 80GB HBM3", GPUCount: 8, GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048, DiskGB: 8000, PricePerHour: 24, Currency: "USD", Available: 1},
+		{InstanceType: "a100.1x", Region: "fra1", GPUModel: "NVIDIA A100 80GB", GPUCount: 1, GPUMemoryGB: 80, VCPUs: 24, MemoryGB: 240, DiskGB: 1000, PricePerHour: 1.8, Currency: "USD", Available: 2},
+		{InstanceType: "l4.1x", Region: "fra1", GPUModel: "NVIDIA L4", GPUCount: 1, GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 64, DiskGB: 250, PricePerHour: 0.7, Currency: "USD", Available: 6},
+		{InstanceType: "rtx6000ada.2x", Region: "fra1", GPUModel: "NVIDIA RTX 6000 Ada Generation", GPUCount: 2, GPUMemoryGB: 48, VCPUs: 32, MemoryGB: 256, DiskGB: 1000, PricePerHour: 2.2, Currency: "USD", Available: 0},
+		{InstanceType: "a10.1x", Region: "fra1", GPUModel: "NVIDIA A10", GPUCount: 1, GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 64, DiskGB: 250, PricePerHour: 0.5, Currency: "USD", Available: 3},
+	}
+}
+
+// DefaultHostKey is the SSH host key emulated instances report unless Options.HostKey is set.
+const DefaultHostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEmulatedAtlasHostKeyNotARealKey0000000000"
+
+// Options configure an emulator.
+type Options struct {
+	// StateDir keeps the cloud's state in StateDir/state.json under an exclusive file lock ("" = memory).
+	StateDir string
+	// Tokens are the accepted bearer tokens (default: "atlas-test-token").
+	Tokens []string
+	// Catalog is the initial fleet (default: DefaultCatalog()). A state dir that already holds a state
+	// keeps its own catalog.
+	Catalog []Offer
+	// BootDuration is how long an instance takes from create to active (default 20s): provisioning for
+	// the first third, then booting (no ssh), then active.
+	BootDuration time.Duration
+	// DeleteDuration is how long an instance stays terminating (default 3s).
+	DeleteDuration time.Duration
+	// TerminatedRetention is how long a terminated instance stays readable before GET answers 404
+	// (default 1h).
+	TerminatedRetention time.Duration
+	// SSHHost, SSHPort and SSHUser are reported for active instances (default 127.0.0.1, 22, ubuntu).
+	SSHHost string
+	SSHPort int
+	SSHUser string
+	// HostKey is the host key active instances report (default DefaultHostKey).
+	HostKey string
+	// MaxLimit is the largest list page (default 500).
+	MaxLimit int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Faults are failures switched on at runtime; counters go down as they fire. They persist in the state.
+type Faults struct {
+	// Latency is added to every request.
+	Latency time.Duration `json:"latency"`
+	// TooManyRequests answers that many requests with 429 rate_limited and Retry-After:
+	// RetryAfterSeconds (default 1).
+	TooManyRequests   int `json:"too_many_requests"`
+	RetryAfterSeconds int `json:"retry_after_seconds"`
+	// ServerErrors answers that many requests with 500 internal.
+	ServerErrors int `json:"server_errors"`
+	// LostCreateResponses makes that many creates succeed but answer 503 (the answer is lost).
+	LostCreateResponses int `json:"lost_create_responses"`
+	// CapacityGoneOnCreate answers that many creates with 422 no_capacity.
+	CapacityGoneOnCreate int `json:"capacity_gone_on_create"`
+	// BootFailures makes that many new instances end failed.
+	BootFailures int `json:"boot_failures"`
+	// SlowBoot is added to the boot duration of instances created while it is set.
+	SlowBoot time.Duration `json:"slow_boot"`
+	// QuotaExceeded answers creates with 403 quota_exceeded while set.
+	QuotaExceeded bool `json:"quota_exceeded"`
+}
+
+type instRec struct {
+	ID           string     `json:"id"`
+	Name         string     `json:"name"`
+	InstanceType string     `json:"instance_type"`
+	Region       string     `json:"region"`
+	GPUModel     string     `json:"gpu_model"`
+	GPUCount     int        `json:"gpu_count"`
+	Price        float64    `json:"price"`
+	Keys         []string   `json:"ssh_public_keys"`
+	CreatedAt    time.Time  `json:"created_at"`
+	Boot         int64      `json:"boot_ns"`
+	Fail         bool       `json:"fail"`
+	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
+}
+
+type state struct {
+	Catalog     []Offer    `json:"catalog"`
+	Instances   []*instRec `json:"instances"`
+	Faults      Faults     `json:"faults"`
+	CreateCount int        `json:"create_count"`
+}
+
+// Server is the emulator; it is an http.Handler.
+type Server struct {
+	opts  Options
+	store *store
+}
+
+// New builds an emulator.
+func New(opts Options) *Server {
+	if len(opts.Tokens) == 0 {
+		opts.Tokens = []string{"atlas-test-token"}
+	}
+	if opts.Catalog == nil {
+		opts.Catalog = DefaultCatalog()
+	}
+	if opts.BootDuration <= 0 {
+		opts.BootDuration = 20 * time.Second
+	}
+	if opts.DeleteDuration <= 0 {
+		opts.DeleteDuration = 3 * time.Second
+	}
+	if opts.TerminatedRetention <= 0 {
+		opts.TerminatedRetention = time.Hour
+	}
+	if opts.SSHHost == "" {
+		opts.SSHHost = "127.0.0.1"
+	}
+	if opts.SSHPort == 0 {
+		opts.SSHPort = 22
+	}
+	if opts.SSHUser == "" {
+		opts.SSHUser = "ubuntu"
+	}
+	if opts.HostKey == "" {
+		opts.HostKey = DefaultHostKey
+	}
+	if opts.MaxLimit <= 0 {
+		opts.MaxLimit = 500
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	catalog := append([]Offer(nil), opts.Catalog...)
+	return &Server{opts: opts, store: &store{dir: opts.StateDir, init: func() *state {
+		return &state{Catalog: append([]Offer(nil), catalog...)}
+	}}}
+}
+
+// Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
+// function that stops it.
+func (s *Server) Start(addr string) (baseURL string, stop func() error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(ctx)
+	}, nil
+}
+
+// SetFaults replaces the active faults.
+func (s *Server) SetFaults(f Faults) error {
+	return s.store.with(true, func(st *state) error { st.Faults = f; return nil })
+}
+
+// Faults returns the faults still armed.
+func (s *Server) Faults() Faults {
+	var f Faults
+	_ = s.store.with(false, func(st *state) error { f = st.Faults; return nil })
+	return f
+}
+
+// CreateCount is how many instances were ever created (409 answers do not count).
+func (s *Server) CreateCount() int {
+	n := 0
+	_ = s.store.with(false, func(st *state) error { n = st.CreateCount; return nil })
+	return n
+}
+
+// InstanceInfo is an admin view of one instance.
+type InstanceInfo struct {
+	ID, Name, InstanceType, Region, Status string
+	SSHPublicKeys                          []string
+}
+
+// Instances lists the instances that are not terminated.
+func (s *Server) Instances() []InstanceInfo {
+	var out []InstanceInfo
+	now := s.opts.Now()
+	_ = s.store.with(false, func(st *state) error {
+		for _, in := range st.Instances {
+			if v := s.status(in, now); v != "terminated" {
+				out = append(out, InstanceInfo{ID: in.ID, Name: in.Name, InstanceType: in.InstanceType, Region: in.Region, Status: v, SSHPublicKeys: in.Keys})
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// SetAvailable sets the free capacity of one instance type in one region.
+func (s *Server) SetAvailable(instanceType, region string, n int) error {
+	return s.store.with(true, func(st *state) error {
+		for i := range st.Catalog {
+			if st.Catalog[i].InstanceType == instanceType && st.Catalog[i].Region == region {
+				st.Catalog[i].Available = n
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s in %s", instanceType, region)
+	})
+}
+
+// Catalog returns the current fleet.
+func (s *Server) Catalog() []Offer {
+	var out []Offer
+	_ = s.store.with(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func apiError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+// ServeHTTP answers one API request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var fault string
+	var latency time.Duration
+	retryAfter := 1
+	if err := s.store.with(true, func(st *state) error {
+		f := &st.Faults
+		latency = f.Latency
+		if f.RetryAfterSeconds > 0 {
+			retryAfter = f.RetryAfterSeconds
+		}
+		switch {
+		case f.TooManyRequests > 0:
+			f.TooManyRequests--
+			fault = "429"
+		case f.ServerErrors > 0:
+			f.ServerErrors--
+			fault = "500"
+		}
+		return nil
+	}); err != nil {
+		apiError(w, http.StatusInternalServerError, "internal", "emulator state: "+err.Error())
+		return
+	}
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	switch fault {
+	case "429":
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		apiError(w, http.StatusTooManyRequests, "rate_limited", "too many requests")
+		return
+	case "500":
+		apiError(w, http.StatusInternalServerError, "internal", "internal error")
+		return
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	valid := false
+	for _, t := range s.opts.Tokens {
+		valid = valid || (ok && tok == t)
+	}
+	if !valid {
+		apiError(w, http.StatusUnauthorized, "unauthorized", "missing or invalid token")
+		return
+	}
+	path := strings.TrimRight(r.URL.Path, "/")
+	switch {
+	case path == "/v1/offers" && r.Method == http.MethodGet:
+		s.offers(w, r)
+	case path == "/v1/instances" && r.Method == http.MethodGet:
+		s.list(w, r)
+	case path == "/v1/instances" && r.Method == http.MethodPost:
+		s.create(w, r)
+	case strings.HasPrefix(path, "/v1/instances/") && !strings.Contains(strings.TrimPrefix(path, "/v1/instances/"), "/"):
+		id := strings.TrimPrefix(path, "/v1/instances/")
+		switch r.Method {
+		case http.MethodGet:
+			s.get(w, id)
+		case http.MethodDelete:
+			s.delete(w, id)
+		default:
+			apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed")
+		}
+	case path == "/v1/offers" || path == "/v1/instances":
+		apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed")
+	default:
+		apiError(w, http.StatusNotFound, "not_found", "no such endpoint")
+	}
+}
+
+func (s *Server) offers(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	out := []Offer{}
+	_ = s.store.with(false, func(st *state) error {
+		for _, o := range st.Catalog {
+			if v := q.Get("region"); v != "" && v != o.Region {
+				continue
+			}
+			if v := q.Get("gpu_model"); v != "" && v != o.GPUModel {
+				continue
+			}
+			if o.Currency == "" {
+				o.Currency = "USD"
+			}
+			out = append(out, o)
+		}
+		return nil
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"offers": out})
+}
+
+func (s *Server) status(in *instRec, now time.Time) string {
+	if in.DeletedAt != nil {
+		if now.Sub(*in.DeletedAt) < s.opts.DeleteDuration {
+			return "terminating"
+		}
+		return "terminated"
+	}
+	age, boot := now.Sub(in.CreatedAt), time.Duration(in.Boot)
+	switch {
+	case in.Fail && age >= boot/2:
+		return "failed"
+	case age < boot/3:
+		return "provisioning"
+	case age < boot:
+		return "booting"
+	}
+	return "active"
+}
+
+func (s *Server) purged(in *instRec, now time.Time) bool {
+	return in.DeletedAt != nil && now.Sub(*in.DeletedAt) >= s.opts.DeleteDuration+s.opts.TerminatedRetention
+}
+
+func (s *Server) render(in *instRec, now time.Time) map[string]any {
+	st := s.status(in, now)
+	msg := ""
+	var ssh, hostKey any
+	switch st {
+	case "failed":
+		msg = "hardware check failed: GPU did not initialise"
+	case "active":
+		ssh = map[string]any{"host": s.opts.SSHHost, "port": s.opts.SSHPort, "user": s.opts.SSHUser}
+		hostKey = s.opts.HostKey
+	}
+	updated := in.CreatedAt
+	if st == "active" {
+		updated = in.CreatedAt.Add(time.Duration(in.Boot))
+	}
+	if in.DeletedAt != nil {
+		updated = *in.DeletedAt
+	}
+	return map[string]any{
+		"id": in.ID, "name": in.Name, "status": st, "status_message": msg,
+		"instance_type": in.InstanceType, "region": in.Region, "gpu_model": in.GPUModel, "gpu_count": in.GPUCount,
+		"price_per_hour": in.Price, "ssh": ssh, "host_key": hostKey,
+		"created_at": in.CreatedAt.UTC().Format(time.RFC3339), "updated_at": updated.UTC().Format(time.RFC3339),
+	}
+}
+
+func (s *Server) find(st *state, id string) *instRec {
+	for _, in := range st.Instances {
+		if in.ID == id {
+			return in
+		}
+	}
+	return nil
+}
+
+func (s *Server) get(w http.ResponseWriter, id string) {
+	now := s.opts.Now()
+	var out map[string]any
+	_ = s.store.with(false, func(st *state) error {
+		if in := s.find(st, id); in != nil && !s.purged(in, now) {
+			out = s.render(in, now)
+		}
+		return nil
+	})
+	if out == nil {
+		apiError(w, http.StatusNotFound, "not_found", "no instance "+id)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > s.opts.MaxLimit {
+			apiError(w, http.StatusBadRequest, "invalid", fmt.Sprintf("limit must be between 1 and %d", s.opts.MaxLimit))
+			return
+		}
+		limit = n
+	}
+	start := 0
+	if v := q.Get("page_token"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			apiError(w, http.StatusBadRequest, "invalid", "bad page_token")
+			return
+		}
+		start = n
+	}
+	prefix, withTerminated := q.Get("name_prefix"), q.Get("include_terminated") == "true"
+	now := s.opts.Now()
+	var recs []*instRec
+	_ = s.store.with(false, func(st *state) error {
+		for _, in := range st.Instances {
+			if !strings.HasPrefix(in.Name, prefix) || s.purged(in, now) {
+				continue
+			}
+			if !withTerminated && s.status(in, now) == "terminated" {
+				continue
+			}
+			recs = append(recs, in)
+		}
+		return nil
+	})
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].Name != recs[j].Name {
+			return recs[i].Name < recs[j].Name
+		}
+		return recs[i].ID < recs[j].ID
+	})
+	out := []any{}
+	for i := start; i < len(recs) && i < start+limit; i++ {
+		out = append(out, s.render(recs[i], now))
+	}
+	next := ""
+	if start+limit < len(recs) {
+		next = strconv.Itoa(start + limit)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"instances": out, "next_page_token": next})
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+func newID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "i-" + hex.EncodeToString(b)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "invalid", "cannot read body")
+		return
+	}
+	var b struct {
+		Name          string   `json:"name"`
+		InstanceType  string   `json:"instance_type"`
+		Region        string   `json:"region"`
+		SSHPublicKeys []string `json:"ssh_public_keys"`
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		apiError(w, http.StatusBadRequest, "invalid", "malformed JSON: "+err.Error())
+		return
+	}
+	switch {
+	case !nameRE.MatchString(b.Name):
+		apiError(w, http.StatusBadRequest, "invalid", "name must be 1-63 lower-case letters, digits and '-', starting with a letter")
+		return
+	case len(b.SSHPublicKeys) == 0:
+		apiError(w, http.StatusBadRequest, "invalid", "ssh_public_keys: at least one key is required")
+		return
+	}
+	for _, k := range b.SSHPublicKeys {
+		if f := strings.Fields(k); len(f) < 2 || !(strings.HasPrefix(f[0], "ssh-") || strings.HasPrefix(f[0], "ecdsa-") || strings.HasPrefix(f[0], "sk-")) {
+			apiError(w, http.StatusBadRequest, "invalid", "ssh_public_keys: not an authorized_keys line")
+			return
+		}
+	}
+	now := s.opts.Now()
+	var (
+		status    int
+		code, msg string
+		existing  map[string]any
+		rec       *instRec
+		lost      bool
+	)
+	err = s.store.with(true, func(st *state) error {
+		for _, in := range st.Instances {
+			if in.Name == b.Name && s.status(in, now) != "terminated" {
+				status, code, msg = http.StatusConflict, "already_exists", "an instance named "+b.Name+" already exists"
+				existing = s.render(in, now)
+				return nil
+			}
+		}
+		idx := -1
+		for i, o := range st.Catalog {
+			if o.InstanceType == b.InstanceType && o.Region == b.Region {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			status, code, msg = http.StatusBadRequest, "invalid", fmt.Sprintf("unknown instance type %q in region %q", b.InstanceType, b.Region)
+			return nil
+		}
+		f := &st.Faults
+		if f.QuotaExceeded {
+			status, code, msg = http.StatusForbidden, "quota_exceeded", "the project's GPU quota would be exceeded"
+			return nil
+		}
+		o := &st.Catalog[idx]
+		if f.CapacityGoneOnCreate > 0 || o.Available <= 0 {
+			if f.CapacityGoneOnCreate > 0 {
+				f.CapacityGoneOnCreate--
+			}
+			status, code, msg = http.StatusUnprocessableEntity, "no_capacity", fmt.Sprintf("no %s capacity left in %s", b.InstanceType, b.Region)
+			return nil
+		}
+		o.Available--
+		rec = &instRec{ID: newID(), Name: b.Name, InstanceType: o.InstanceType, Region: o.Region, GPUModel: o.GPUModel, GPUCount: o.GPUCount,
+			Price: o.PricePerHour, Keys: b.SSHPublicKeys, CreatedAt: now.UTC(), Boot: int64(s.opts.BootDuration + f.SlowBoot)}
+		if f.BootFailures > 0 {
+			f.BootFailures--
+			rec.Fail = true
+		}
+		if f.LostCreateResponses > 0 {
+			f.LostCreateResponses--
+			lost = true
+		}
+		st.Instances = append(st.Instances, rec)
+		st.CreateCount++
+		return nil
+	})
+	switch {
+	case err != nil:
+		apiError(w, http.StatusInternalServerError, "internal", err.Error())
+	case existing != nil:
+		writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}, "instance": existing})
+	case status != 0:
+		apiError(w, status, code, msg)
+	case lost:
+		apiError(w, http.StatusServiceUnavailable, "unavailable", "upstream timeout")
+	default:
+		writeJSON(w, http.StatusCreated, s.render(rec, now))
+	}
+}
+
+func (s *Server) delete(w http.ResponseWriter, id string) {
+	now := s.opts.Now()
+	var out map[string]any
+	_ = s.store.with(true, func(st *state) error {
+		in := s.find(st, id)
+		if in == nil {
+			return nil
+		}
+		switch s.status(in, now) {
+		case "terminated":
+			return nil
+		case "terminating":
+			out = s.render(in, now)
+			return nil
+		}
+		t := now.UTC()
+		in.DeletedAt = &t
+		for i := range st.Catalog {
+			if st.Catalog[i].InstanceType == in.InstanceType && st.Catalog[i].Region == in.Region {
+				st.Catalog[i].Available++
+			}
+		}
+		out = s.render(in, now)
+		return nil
+	})
+	if out == nil {
+		apiError(w, http.StatusNotFound, "not_found", "no instance "+id)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, out)
+}

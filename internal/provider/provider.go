@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
@@ -17,7 +18,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -50,8 +50,8 @@ type sandboxModel struct {
 }
 
 type provisioningModel struct {
-	Enabled     types.Bool  `tfsdk:"enabled"`
-	MaxAttempts types.Int64 `tfsdk:"max_attempts"`
+	Enabled     types.Bool   `tfsdk:"enabled"`
+	MaxAttempts types.Int64  `tfsdk:"max_attempts"`
 	RetryDelay  types.String `tfsdk:"retry_delay"`
 }
 

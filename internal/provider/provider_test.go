@@ -1,0 +1,177 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+)
+
+// testAccProtoV6ProviderFactories serves the provider inside the test binary; the real Terraform CLI
+// (TF_ACC_TERRAFORM_PATH) reattaches to it, so nothing is downloaded.
+var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"hydra": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+func TestMain(m *testing.M) {
+	resource.TestMain(m)
+}
+
+// testAccPreCheck fails fast when the Terraform CLI is not where TF_ACC_TERRAFORM_PATH says.
+func testAccPreCheck(t *testing.T) {
+	t.Helper()
+	p := os.Getenv("TF_ACC_TERRAFORM_PATH")
+	if p == "" {
+		t.Fatal("TF_ACC_TERRAFORM_PATH must name the Terraform CLI (the Makefile sets it), so that no Terraform is downloaded")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("TF_ACC_TERRAFORM_PATH: %v", err)
+	}
+}
+
+// testSandbox is one test's private sandbox cloud and quote file.
+type testSandbox struct {
+	t   *testing.T
+	dir string
+	sb  *sandbox.Backend
+}
+
+func newTestSandbox(t *testing.T) *testSandbox {
+	t.Helper()
+	dir := t.TempDir()
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(sandbox.Config{Dir: filepath.Join(dir, "sandbox")}, inv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testSandbox{t: t, dir: dir, sb: sb}
+}
+
+// providerConfig is the provider block for this sandbox; extra goes inside it.
+func (s *testSandbox) providerConfig(extra string) string {
+	return fmt.Sprintf(`
+provider "hydra" {
+  plan_quote_file = %[1]q
+  sandbox {
+    dir       = %[2]q
+    boot_time = "1s"
+  }
+  provisioning {
+    enabled = false
+  }
+%[3]s
+}
+`, filepath.Join(s.dir, "quotes.json"), s.sb.Dir(), extra)
+}
+
+// setPrice changes the price of one catalog entry (region/instance type, on-demand).
+func (s *testSandbox) setPrice(region, instanceType string, price float64) {
+	s.t.Helper()
+	c, err := s.sb.Catalog()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	found := false
+	for i := range c {
+		if c[i].Region == region && c[i].InstanceType == instanceType && !c[i].Spot {
+			c[i].PricePerHour = price
+			found = true
+		}
+	}
+	if !found {
+		s.t.Fatalf("no catalog entry %s/%s", region, instanceType)
+	}
+	if err := s.sb.SetCatalog(c); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *testSandbox) setFaults(f sandbox.Faults) {
+	s.t.Helper()
+	if err := s.sb.SetFaults(f); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *testSandbox) live() []sandbox.Record {
+	s.t.Helper()
+	l, err := s.sb.Live()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return l
+}
+
+func (s *testSandbox) created() int {
+	s.t.Helper()
+	n, err := s.sb.CreatedCount()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}
+
+// checkLive asserts how many machines are alive at the sandbox cloud.
+func (s *testSandbox) checkLive(want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		if got := len(s.live()); got != want {
+			return fmt.Errorf("sandbox has %d live instances, want %d: %+v", got, want, s.live())
+		}
+		return nil
+	}
+}
+
+// checkCreated asserts how many machines were ever created at the sandbox cloud.
+func (s *testSandbox) checkCreated(want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		if got := s.created(); got != want {
+			return fmt.Errorf("sandbox created %d instances in all, want %d", got, want)
+		}
+		return nil
+	}
+}
+
+// checkDestroyed asserts that nothing is left running at the cloud after the test.
+func (s *testSandbox) checkDestroyed(*terraform.State) error {
+	if l := s.live(); len(l) != 0 {
+		return fmt.Errorf("%d instances still alive at the sandbox after destroy: %+v", len(l), l)
+	}
+	return nil
+}
+
+// beforeApply runs fn between the saved plan and its apply: a PreApply plan check is the one hook the
+// testing framework offers there, which is exactly "the plan was saved, then the world changed".
+type beforeApply func()
+
+func (f beforeApply) CheckPlan(_ context.Context, _ plancheck.CheckPlanRequest, _ *plancheck.CheckPlanResponse) {
+	f()
+}
+
+// errorPattern matches Terraform's error output, which wraps lines anywhere: each part is matched
+// literally with any run of white space between words, and the parts in order with anything between.
+func errorPattern(parts ...string) *regexp.Regexp {
+	quoted := make([]string, len(parts))
+	for i, p := range parts {
+		words := strings.Fields(p)
+		for j, w := range words {
+			words[j] = regexp.QuoteMeta(w)
+		}
+		quoted[i] = strings.Join(words, `\s+`)
+	}
+	return regexp.MustCompile(`(?s)` + strings.Join(quoted, ".*"))
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,6 +75,9 @@ type Config struct {
 	OSVolumeSizeGiB int
 	// Locations limits offers to these location codes (default: every location).
 	Locations []string
+	// SSHKeyIDs are ids of SSH keys already registered at Verda that every new instance also gets
+	// (besides the keys of each request, which Create registers itself).
+	SSHKeyIDs []string
 	// DisableSpot leaves spot capacity out of the offers.
 	DisableSpot bool
 	// SSHUser and SSHPort describe how to reach a running instance (default root, 22).
@@ -406,7 +410,7 @@ func normalizeKey(line string) (norm, register string, ok bool) {
 // ensureSSHKeys returns Verda SSH key ids for the public keys, registering the ones Verda does not
 // have yet.
 func (b *Backend) ensureSSHKeys(ctx context.Context, name string, keys []string) ([]string, error) {
-	ids := []string{}
+	ids := append([]string{}, b.cfg.SSHKeyIDs...)
 	if len(keys) == 0 {
 		return ids, nil
 	}
@@ -431,7 +435,9 @@ func (b *Backend) ensureSSHKeys(ctx context.Context, name string, keys []string)
 		}
 		added[norm] = true
 		if id, ok := have[norm]; ok {
-			ids = append(ids, id)
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
 			continue
 		}
 		sum := sha256.Sum256([]byte(norm))
@@ -559,11 +565,15 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 	if !ok {
 		price = float64(in.PricePerHour)
 	}
+	region := in.Location
+	if region == "" {
+		region = in.LocationCode
+	}
 	out := controlplane.Instance{
 		ID:           in.ID,
 		Name:         in.Hostname,
 		Cloud:        CloudName,
-		Region:       in.Location,
+		Region:       region,
 		InstanceType: in.InstanceType,
 		GPUType:      gt,
 		GPUCount:     in.GPU.NumberOfGPUs,

@@ -237,6 +237,17 @@ func TestCreateRegistersAndReusesSSHKeys(t *testing.T) {
 	if len(raw.SSHKeyIDs) != 2 || raw.SSHKeyIDs[0] != pre {
 		t.Errorf("instance keys %v, want the existing key %s first", raw.SSHKeyIDs, pre)
 	}
+	// Configured key ids go on every instance, without duplicates.
+	bk := f.backend(t, func(c *Config) { c.SSHKeyIDs = []string{pre} })
+	req.Name = "verda-vm-d"
+	req.SSHPublicKeys = []string{testKey}
+	d, err := bk.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := b.Client().Instance(ctx, d.ID); len(raw.SSHKeyIDs) != 1 || raw.SSHKeyIDs[0] != pre {
+		t.Errorf("instance keys %v, want only %s", raw.SSHKeyIDs, pre)
+	}
 	req.Name = "verda-vm-c"
 	req.SSHPublicKeys = []string{"garbage"}
 	_, err = b.Create(ctx, req)

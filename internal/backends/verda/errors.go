@@ -1,7 +1,6 @@
 package verda
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,9 +87,8 @@ func classify(op string, err error) error {
 		re := responseError(he)
 		return controlplane.NewError(kindOf(re), CloudName, op, re)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
-	}
+	// Transport failures, timeouts and cancellation (errors.Is still finds context.Canceled and
+	// context.DeadlineExceeded through the wrapper).
 	return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
 }
 

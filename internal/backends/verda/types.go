@@ -178,6 +178,7 @@ type Instance struct {
 	Hostname        string    `json:"hostname"`
 	Description     string    `json:"description"`
 	Location        string    `json:"location"`
+	LocationCode    string    `json:"location_code,omitempty"` // not sent today; read when location is empty
 	InstanceType    string    `json:"instance_type"`
 	Image           string    `json:"image"`
 	OSName          string    `json:"os_name,omitempty"`

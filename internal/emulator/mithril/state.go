@@ -295,7 +295,7 @@ func (st *state) held(a *auction, statuses ...string) int {
 
 // clear runs the sealed second-price auction of one instance type in one region. Open and Allocated
 // bids are ranked by limit price (an allocated bid keeps its place against an equal newer one, then
-// older first); the top bids that fit the capacity not held by preempting bids win. Allocated bids
+// older first); the top bids that fit the capacity win. Allocated bids
 // that no longer win go Preempting for the preemption window; winning open bids are allocated as soon
 // as capacity is free. Winners pay the highest losing limit price (or the minimum), which becomes the
 // last clearing price.
@@ -316,7 +316,9 @@ func (st *state) clear(a *auction, now time.Time) {
 		}
 		return x.Seq < y.Seq
 	})
-	room := a.Capacity - st.held(a, bidPreempting)
+	// Winners are ranked over the whole capacity: a preempting bid's slot already belongs to the bid
+	// that outbid it, so it must not make a further incumbent lose.
+	room := a.Capacity
 	winners := map[*bid]bool{}
 	var losers []*bid
 	for _, b := range active {

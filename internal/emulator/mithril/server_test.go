@@ -1,0 +1,265 @@
+package mithril
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func call(t *testing.T, base, method, path string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = strings.NewReader(string(b))
+	}
+	req, _ := http.NewRequest(method, base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+DefaultAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+func bidBody(name, typeFID, region, price string) map[string]any {
+	return map[string]any{"project": ProjectFID(DefaultProject), "region": region, "instance_type": typeFID, "limit_price": price,
+		"instance_quantity": 1, "name": name, "launch_specification": map[string]any{"volumes": []string{}, "ssh_keys": []string{}}}
+}
+
+func pricing(t *testing.T, base, fid, region string) map[string]any {
+	var p map[string]any
+	if code := call(t, base, "GET", "/v2/pricing/current?"+url.Values{"instance_type": {fid}, "region": {region}}.Encode(), nil, &p); code != 200 {
+		t.Fatalf("pricing: %d", code)
+	}
+	return p
+}
+
+func TestSecondPriceAuction(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second, PreemptionWindow: time.Minute, Catalog: []Offering{
+		{Name: "h100-80gb.sxm.8x", GPUType: "H100", NumGPUs: 8, Region: "r1", Capacity: 2, MinimumCents: 500, LastPriceCents: 900},
+	}})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	fid := s.InstanceTypeFID("r1", "h100-80gb.sxm.8x")
+
+	var low, high, top map[string]any
+	if code := call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("low", fid, "r1", "$4.00"), &low); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	if low["status"] != "Open" || low["limit_price"] != "$4.00" || !strings.HasPrefix(low["fid"].(string), "bid_") {
+		t.Errorf("below the minimum stays open: %v", low)
+	}
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("high", fid, "r1", "$10.00"), &high)
+	if high["status"] != "Allocated" || len(high["instances"].([]any)) != 1 {
+		t.Errorf("allocated: %v", high)
+	}
+	p := pricing(t, srv.URL, fid, "r1")
+	// One slot left, no losing bid above the minimum: clearing at the minimum.
+	if p["spot_price_cents"] != 500.0 || p["available_capacity"] != 1.0 || p["lowest_allocated_bid_cents"] != 1000.0 || p["dynamic_win_price_cents"] != 500.0 {
+		t.Errorf("pricing after one win: %v", p)
+	}
+	var mid map[string]any
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("mid", fid, "r1", "$7.00"), &mid)
+	// A newer, higher bid with the auction full: "mid" (the lowest allocated) is outbid.
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("top", fid, "r1", "$12.00"), &top)
+	var got map[string]any
+	call(t, srv.URL, "GET", "/v2/spot/bids/"+mid["fid"].(string), nil, &got)
+	if got["status"] != "Preempting" {
+		t.Errorf("outbid bid: %v", got["status"])
+	}
+	if top["status"] != "Open" {
+		t.Errorf("the new bid waits for the preemption window: %v", top["status"])
+	}
+	var avail []map[string]any
+	call(t, srv.URL, "GET", "/v2/spot/availability", nil, &avail)
+	if len(avail) != 1 || avail[0]["capacity"] != 0.0 || avail[0]["lowest_allocated_price"] != "$10.00" || !strings.HasPrefix(avail[0]["fid"].(string), "auc_") {
+		t.Errorf("availability: %v", avail)
+	}
+	c.Advance(time.Minute)
+	call(t, srv.URL, "GET", "/v2/spot/bids/"+top["fid"].(string), nil, &got)
+	if got["status"] != "Allocated" {
+		t.Errorf("after the window the higher bid wins: %v", got["status"])
+	}
+	call(t, srv.URL, "GET", "/v2/spot/bids/"+mid["fid"].(string), nil, &got)
+	if got["status"] != "Open" {
+		t.Errorf("the preempted bid stays open: %v", got["status"])
+	}
+	// Winners pay the highest losing bid: $7.00.
+	if p := pricing(t, srv.URL, fid, "r1"); p["spot_price_cents"] != 700.0 {
+		t.Errorf("second price: %v", p)
+	}
+	var insts struct {
+		Data []map[string]any `json:"data"`
+	}
+	call(t, srv.URL, "GET", "/v2/instances?project="+ProjectFID(DefaultProject)+"&bid_fid_in="+mid["fid"].(string), nil, &insts)
+	if len(insts.Data) != 1 || insts.Data[0]["status"] != "STATUS_PREEMPTED" || insts.Data[0]["ssh_destination"] != nil {
+		t.Errorf("preempted instance: %v", insts.Data)
+	}
+	// Cancelling: 204, instances terminated, and a second cancel is a 404.
+	if code := call(t, srv.URL, "DELETE", "/v2/spot/bids/"+high["fid"].(string), nil, nil); code != 204 {
+		t.Errorf("cancel: %d", code)
+	}
+	call(t, srv.URL, "GET", "/v2/instances?project="+ProjectFID(DefaultProject)+"&bid_fid_in="+high["fid"].(string), nil, &insts)
+	if insts.Data[0]["status"] != "STATUS_TERMINATED" {
+		t.Errorf("cancelled bid's instance: %v", insts.Data)
+	}
+	var e404 map[string]any
+	if code := call(t, srv.URL, "DELETE", "/v2/spot/bids/"+high["fid"].(string), nil, &e404); code != 404 || e404["detail"] == nil {
+		t.Errorf("second cancel: %d %v", code, e404)
+	}
+	// The freed slot goes to the best open bid.
+	call(t, srv.URL, "GET", "/v2/spot/bids/"+mid["fid"].(string), nil, &got)
+	if got["status"] != "Allocated" {
+		t.Errorf("reallocation: %v", got["status"])
+	}
+}
+
+func TestInstanceProgressionAndAuth(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := New(Options{Clock: c.Now, BootDuration: 30 * time.Second, SSHDestination: "127.0.0.1:2222"})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	var b map[string]any
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("p", s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x"), "us-central1-a", "$2.00"), &b)
+	inst := b["instances"].([]any)[0].(string)
+	statuses := []string{}
+	for _, d := range []time.Duration{0, 5 * time.Second, 30 * time.Second} {
+		c.Advance(d)
+		var st map[string]any
+		call(t, srv.URL, "GET", "/v2/instances/"+inst+"/status", nil, &st)
+		statuses = append(statuses, st["status"].(string))
+	}
+	if strings.Join(statuses, ",") != "STATUS_NEW,STATUS_STARTING,STATUS_RUNNING" {
+		t.Errorf("progression: %v", statuses)
+	}
+	var insts struct {
+		Data []map[string]any `json:"data"`
+	}
+	call(t, srv.URL, "GET", "/v2/instances?project="+ProjectFID(DefaultProject), nil, &insts)
+	if insts.Data[0]["ssh_destination"] != "127.0.0.1:2222" {
+		t.Errorf("ssh_destination: %v", insts.Data[0])
+	}
+	req, _ := http.NewRequest("GET", srv.URL+"/v2/spot/availability", nil)
+	req.Header.Set("Authorization", "Bearer fkey_nope")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("bad key: %d", resp.StatusCode)
+	}
+	var nf map[string]any
+	if code := call(t, srv.URL, "GET", "/v2/nothing", nil, &nf); code != 404 || nf["detail"] != "Not Found" {
+		t.Errorf("unknown path: %d %v", code, nf)
+	}
+	var v map[string]any
+	if code := call(t, srv.URL, "POST", "/v2/spot/bids", map[string]any{"limit_price": 12.5}, &v); code != 422 {
+		t.Errorf("422: %d %v", code, v)
+	} else if d, ok := v["detail"].([]any); !ok || len(d) < 5 {
+		t.Errorf("422 detail: %v", v)
+	}
+}
+
+func TestStateDirSharedByTwoServers(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	a := New(Options{StateDir: dir, Clock: c.Now, BootDuration: 10 * time.Second})
+	b := New(Options{StateDir: dir, Clock: c.Now, BootDuration: 10 * time.Second})
+	sa, sb := httptest.NewServer(a), httptest.NewServer(b)
+	defer sa.Close()
+	defer sb.Close()
+	var bid map[string]any
+	fid := a.InstanceTypeFID("us-central1-a", "h100-80gb.sxm.8x")
+	if fid == "" || fid != b.InstanceTypeFID("us-central1-a", "h100-80gb.sxm.8x") {
+		t.Fatalf("catalog FIDs differ: %q", fid)
+	}
+	call(t, sa.URL, "POST", "/v2/spot/bids", bidBody("shared", fid, "us-central1-a", "$14.00"), &bid)
+	var got map[string]any
+	if code := call(t, sb.URL, "GET", "/v2/spot/bids/"+bid["fid"].(string), nil, &got); code != 200 || got["name"] != "shared" || got["status"] != "Allocated" {
+		t.Fatalf("server b: %d %v", code, got)
+	}
+	if b.CreateCount() != 1 {
+		t.Errorf("create count via b: %d", b.CreateCount())
+	}
+	// Faults set through one server apply to the other.
+	if err := a.SetFaults(Faults{TooManyRequests: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if code := call(t, sb.URL, "GET", "/v2/spot/availability", nil, nil); code != 429 {
+		t.Errorf("fault through b: %d", code)
+	}
+	// A third server started later (a new terraform run) sees the same cloud.
+	c.Advance(10 * time.Second)
+	third := New(Options{StateDir: dir})
+	bids := third.LiveBids()
+	if len(bids) != 1 || bids[0].InstanceStatuses[0] != "STATUS_RUNNING" {
+		t.Errorf("third server: %+v", bids)
+	}
+	// Concurrent creates through both servers are serialised by the lock.
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srv := sa
+			if i%2 == 1 {
+				srv = sb
+			}
+			call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("c", fid, "us-central1-a", "$1.00"), nil)
+		}()
+	}
+	wg.Wait()
+	if n := a.CreateCount(); n != 11 {
+		t.Errorf("%d creates recorded, want 11", n)
+	}
+}
+
+func TestLatencyAndServerErrorFaults(t *testing.T) {
+	s := New(Options{})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	_ = s.SetFaults(Faults{Latency: 50 * time.Millisecond, ServerErrors: 1})
+	start := time.Now()
+	var body map[string]any
+	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, &body); code != 502 || body["detail"] == nil {
+		t.Errorf("server error: %d %v", code, body)
+	}
+	if time.Since(start) < 50*time.Millisecond {
+		t.Errorf("no latency")
+	}
+	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, nil); code != 200 {
+		t.Errorf("after the fault: %d", code)
+	}
+	f, _ := s.Faults()
+	if f.ServerErrors != 0 || f.Latency != 50*time.Millisecond {
+		t.Errorf("faults %+v", f)
+	}
+}

@@ -141,7 +141,7 @@ func (c *Client) CreateBid(ctx context.Context, req CreateBidRequest) (Bid, erro
 
 // GetBid returns one bid (GET /v2/spot/bids/{fid}); an unknown bid is an ErrNotFound error.
 func (c *Client) GetBid(ctx context.Context, fid string) (Bid, error) {
-	if err := checkFID(fid, "bid_"); err != nil {
+	if err := checkFID(fid); err != nil {
 		return Bid{}, controlplane.NewError(controlplane.ErrNotFound, CloudName, "reading bid", err)
 	}
 	var out Bid
@@ -152,7 +152,7 @@ func (c *Client) GetBid(ctx context.Context, fid string) (Bid, error) {
 // CancelBid cancels a bid and terminates its instances (DELETE /v2/spot/bids/{fid}). An unknown bid is
 // an ErrNotFound error; callers that only want the bid gone treat that as done.
 func (c *Client) CancelBid(ctx context.Context, fid string) error {
-	if err := checkFID(fid, "bid_"); err != nil {
+	if err := checkFID(fid); err != nil {
 		return controlplane.NewError(controlplane.ErrNotFound, CloudName, "cancelling bid", err)
 	}
 	_, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodDelete, Path: "/v2/spot/bids/" + url.PathEscape(fid)})
@@ -300,11 +300,12 @@ func decodeList[T any](raw json.RawMessage) ([]T, error) {
 	return p.Data, nil
 }
 
-func checkFID(fid, prefix string) error {
+// checkFID rejects ids that cannot name a bid (empty, or holding URL syntax). FIDs carry prefixes
+// ("bid_..."), but an id without one is still passed on: the API decides.
+func checkFID(fid string) error {
 	if fid == "" || strings.ContainsAny(fid, "/?#") {
 		return fmt.Errorf("invalid id %q", fid)
 	}
-	_ = prefix // FIDs carry prefixes, but an id without one is still passed on: the API decides.
 	return nil
 }
 

@@ -38,6 +38,8 @@ type ClientConfig struct {
 	// RetryMax, RetryWaitMin and RetryWaitMax tune restclient's retries (defaults there).
 	RetryMax                   int
 	RetryWaitMin, RetryWaitMax time.Duration
+	// PageSize is the instance list page size (default 100, at most 500).
+	PageSize int
 	// Logger receives debug logs (default: none).
 	Logger hclog.Logger
 	// Transport overrides the HTTP transport (tests).
@@ -46,14 +48,18 @@ type ClientConfig struct {
 
 // Client talks to the Atlas API.
 type Client struct {
-	rc  *restclient.Client
-	log hclog.Logger
+	rc       *restclient.Client
+	log      hclog.Logger
+	pageSize int
 }
 
 // NewClient builds a client.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.PageSize <= 0 || cfg.PageSize > 500 {
+		cfg.PageSize = 100
 	}
 	token := cfg.Token
 	rc, err := restclient.New(restclient.Config{
@@ -72,7 +78,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{rc: rc, log: cfg.Logger.Named(CloudName)}, nil
+	return &Client{rc: rc, log: cfg.Logger.Named(CloudName), pageSize: cfg.PageSize}, nil
 }
 
 // REST exposes the underlying restclient (tests inspect its rate limiter).
@@ -272,7 +278,7 @@ func (c *Client) Instances(ctx context.Context, prefix string) ([]Instance, erro
 	var all []Instance
 	token := ""
 	for page := 0; page < 1000; page++ {
-		q := url.Values{"limit": {strconv.Itoa(100)}}
+		q := url.Values{"limit": {strconv.Itoa(c.pageSize)}}
 		if prefix != "" {
 			q.Set("name_prefix", prefix)
 		}

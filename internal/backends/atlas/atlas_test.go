@@ -1,0 +1,431 @@
+package atlas
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+const testToken = "atlas-test-token"
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type env struct {
+	emu   *emu.Server
+	srv   *httptest.Server
+	clock *clock
+	count atomic.Int32
+	mu    sync.Mutex
+	log   []string
+}
+
+func newEnv(t *testing.T, opts emu.Options) *env {
+	t.Helper()
+	e := &env{clock: &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	if opts.Now == nil {
+		opts.Now = e.clock.Now
+	}
+	if opts.BootDuration == 0 {
+		opts.BootDuration = 30 * time.Second
+	}
+	e.emu = emu.New(opts)
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.count.Add(1)
+		e.mu.Lock()
+		e.log = append(e.log, r.Method+" "+r.URL.Path)
+		e.mu.Unlock()
+		e.emu.ServeHTTP(w, r)
+	}))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *env) requests(prefix string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, l := range e.log {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
+	t.Helper()
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{BaseURL: e.srv.URL, Token: testToken, RequestsPerSecond: 1000, Burst: 1000,
+		RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond}
+	if mut != nil {
+		mut(&cfg)
+	}
+	b, err := New(cfg, inv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func wantKind(t *testing.T, err error, kind controlplane.ErrorKind) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want a %v error, got nil", kind)
+	}
+	if got := controlplane.KindOf(err); got != kind {
+		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
+	}
+}
+
+func offer(t *testing.T, offers []controlplane.Offer, instanceType string) controlplane.Offer {
+	t.Helper()
+	for _, o := range offers {
+		if o.InstanceType == instanceType {
+			return o
+		}
+	}
+	t.Fatalf("no offer %s in %+v", instanceType, offers)
+	return controlplane.Offer{}
+}
+
+func req(o controlplane.Offer, name string) controlplane.CreateRequest {
+	return controlplane.CreateRequest{Name: name, Offer: o, SSHPublicKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydra user@host"}}
+}
+
+func TestOffers(t *testing.T) {
+	tests := []struct {
+		name   string
+		factor float64
+		want   map[string]float64 // instance type -> price; absent types must be dropped
+	}{
+		{"default factor 0.5", 0, map[string]float64{"l40s.1x": 0.8, "l40s.4x": 3.2, "h100.8x": 12, "a100.1x": 0.9, "l4.1x": 0.35}},
+		{"list price", 1, map[string]float64{"l40s.1x": 1.6, "l40s.4x": 6.4, "h100.8x": 24, "a100.1x": 1.8, "l4.1x": 0.7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, emu.Options{})
+			offers, err := e.backend(t, func(c *Config) { c.PriceFactor = tt.factor }).Offers(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(offers) != len(tt.want) {
+				t.Fatalf("got %d offers, want %d (sold-out rtx6000ada.2x and unmapped a10.1x dropped): %+v", len(offers), len(tt.want), offers)
+			}
+			for _, o := range offers {
+				p, ok := tt.want[o.InstanceType]
+				if !ok || o.PricePerHour != p {
+					t.Errorf("%s: price %v, want %v (present %v)", o.InstanceType, o.PricePerHour, p, ok)
+				}
+				if o.Cloud != "atlas" || o.GPUType == "" || o.Available < 1 || o.Spot || o.ID != "" || o.Details[DetailListPrice] == "" {
+					t.Errorf("bad offer %+v", o)
+				}
+			}
+			h := offer(t, offers, "h100.8x")
+			if h.GPUType != "h100" || h.GPUCount != 8 || h.Region != "ams1" || h.Available != 1 {
+				t.Errorf("h100 offer %+v", h)
+			}
+		})
+	}
+	e := newEnv(t, emu.Options{})
+	inv, _ := inventory.Default()
+	if _, err := New(Config{BaseURL: e.srv.URL, Token: testToken, PriceFactor: -1}, inv, nil); err == nil {
+		t.Fatal("a negative price factor must be refused")
+	}
+}
+
+func TestNoCapacityNoOffers(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	for _, o := range emu.DefaultCatalog() {
+		_ = e.emu.SetAvailable(o.InstanceType, o.Region, 0)
+	}
+	offers, err := e.backend(t, nil).Offers(context.Background())
+	if err != nil || len(offers) != 0 {
+		t.Fatalf("offers = %+v, %v: Atlas without capacity offers nothing", offers, err)
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	e := newEnv(t, emu.Options{SSHHost: "10.20.0.15", SSHPort: 2222, HostKey: "ssh-ed25519 AAAAhostkey"})
+	b := e.backend(t, nil)
+	ctx := context.Background()
+	offers, err := b.Offers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := offer(t, offers, "l40s.1x")
+	inst, err := b.Create(ctx, req(o, "atlas-vm-web1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "provisioning" || inst.Name != "atlas-vm-web1" ||
+		inst.GPUType != "l40s" || inst.PricePerHour != 0.8 || inst.SSH != nil || inst.Region != "ams1" {
+		t.Fatalf("created %+v", inst)
+	}
+	if got := e.emu.Instances(); len(got) != 1 || len(got[0].SSHPublicKeys) != 1 {
+		t.Fatalf("keys not installed: %+v", got)
+	}
+	steps := []struct {
+		advance time.Duration
+		cloud   string
+		want    controlplane.Status
+	}{
+		{15 * time.Second, "booting", controlplane.StatusPending},
+		{20 * time.Second, "active", controlplane.StatusRunning},
+	}
+	for _, s := range steps {
+		e.clock.Advance(s.advance)
+		got, err := b.Get(ctx, inst.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CloudStatus != s.cloud || got.Status != s.want {
+			t.Fatalf("after %v: %s/%s", s.advance, got.CloudStatus, got.Status)
+		}
+		if s.want == controlplane.StatusRunning {
+			if got.SSH == nil || *got.SSH != (controlplane.SSHEndpoint{Host: "10.20.0.15", Port: 2222, User: "ubuntu"}) || got.HostKey != "ssh-ed25519 AAAAhostkey" {
+				t.Fatalf("running without endpoint or host key: %+v %q", got.SSH, got.HostKey)
+			}
+		}
+	}
+	if _, err := b.Create(ctx, req(offer(t, offers, "l4.1x"), "atlas-ex-job")); err != nil {
+		t.Fatal(err)
+	}
+	list, err := b.List(ctx, "atlas-vm-")
+	if err != nil || len(list) != 1 || list[0].ID != inst.ID {
+		t.Fatalf("list = %+v %v", list, err)
+	}
+	if err := b.Delete(ctx, inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := b.Get(ctx, inst.ID)
+	if got.CloudStatus != "terminating" || got.Status != controlplane.StatusPending {
+		t.Fatalf("deleting: %+v", got)
+	}
+	if err := b.Delete(ctx, inst.ID); err != nil {
+		t.Fatalf("deleting a terminating instance again is accepted: %v", err)
+	}
+	e.clock.Advance(10 * time.Second)
+	got, _ = b.Get(ctx, inst.ID)
+	if got.Status != controlplane.StatusTerminated {
+		t.Fatalf("terminated: %+v", got)
+	}
+	if list, _ := b.List(ctx, "atlas-vm-"); len(list) != 0 {
+		t.Fatalf("terminated instances must leave List: %+v", list)
+	}
+	wantKind(t, b.Delete(ctx, inst.ID), controlplane.ErrNotFound)
+	e.clock.Advance(2 * time.Hour)
+	_, err = b.Get(ctx, inst.ID)
+	wantKind(t, err, controlplane.ErrNotFound)
+	// The name is free again once terminated.
+	if _, err := b.Create(ctx, req(o, "atlas-vm-web1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIdempotentCreate(t *testing.T) {
+	tests := []struct {
+		name   string
+		faults emu.Faults
+	}{
+		{"second create with the same name", emu.Faults{}},
+		{"create answer lost (503): retried, 409 returns it", emu.Faults{LostCreateResponses: 1}},
+		{"500 storm during create", emu.Faults{ServerErrors: 3}},
+		{"429 storm during create", emu.Faults{TooManyRequests: 3, RetryAfterSeconds: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, emu.Options{})
+			b := e.backend(t, nil)
+			ctx := context.Background()
+			offers, _ := b.Offers(ctx)
+			o := offer(t, offers, "a100.1x")
+			_ = e.emu.SetFaults(tt.faults)
+			first, err := b.Create(ctx, req(o, "atlas-vm-once"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := b.Create(ctx, req(o, "atlas-vm-once"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.ID == "" || first.ID != second.ID {
+				t.Fatalf("ids %q and %q: the second create must return the first instance", first.ID, second.ID)
+			}
+			if n := e.emu.CreateCount(); n != 1 {
+				t.Fatalf("%d instances created, want exactly 1", n)
+			}
+		})
+	}
+}
+
+func TestCreateErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(*env)
+		mut   func(*controlplane.CreateRequest)
+		want  controlplane.ErrorKind
+		text  string
+	}{
+		{"sold out", func(e *env) { _ = e.emu.SetAvailable("l40s.1x", "ams1", 0) }, nil, controlplane.ErrCapacity, "no_capacity"},
+		{"capacity gone", func(e *env) { _ = e.emu.SetFaults(emu.Faults{CapacityGoneOnCreate: 1}) }, nil, controlplane.ErrCapacity, "no l40s.1x capacity"},
+		{"quota", func(e *env) { _ = e.emu.SetFaults(emu.Faults{QuotaExceeded: true}) }, nil, controlplane.ErrQuota, "quota"},
+		{"bad name", func(*env) {}, func(r *controlplane.CreateRequest) { r.Name = "Atlas_VM" }, controlplane.ErrInvalid, "name must be"},
+		{"no keys", func(*env) {}, func(r *controlplane.CreateRequest) { r.SSHPublicKeys = nil }, controlplane.ErrInvalid, "ssh_public_keys"},
+		{"above max price", func(*env) {}, func(r *controlplane.CreateRequest) { r.MaxPricePerHour = 0.5 }, controlplane.ErrCapacity, "above the maximum"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, emu.Options{})
+			b := e.backend(t, nil)
+			offers, _ := b.Offers(context.Background())
+			r := req(offer(t, offers, "l40s.1x"), "atlas-vm-err")
+			tt.setup(e)
+			if tt.mut != nil {
+				tt.mut(&r)
+			}
+			_, err := b.Create(context.Background(), r)
+			wantKind(t, err, tt.want)
+			if !strings.Contains(err.Error(), tt.text) {
+				t.Fatalf("error %q lacks %q", err, tt.text)
+			}
+			if e.emu.CreateCount() != 0 {
+				t.Fatal("nothing may be created")
+			}
+		})
+	}
+}
+
+func TestAuthAndRetries(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	secret := "wrong-token-never-logged"
+	_, err := e.backend(t, func(c *Config) { c.Token = secret }).Offers(context.Background())
+	wantKind(t, err, controlplane.ErrAuth)
+	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "unauthorized") {
+		t.Fatalf("error = %v", err)
+	}
+	if e.count.Load() != 1 {
+		t.Fatal("401 must not be retried")
+	}
+	_, err = e.backend(t, func(c *Config) { c.Token = "" }).Offers(context.Background())
+	wantKind(t, err, controlplane.ErrAuth)
+
+	b := e.backend(t, nil)
+	e.count.Store(0)
+	_, err = b.Get(context.Background(), "i-missing")
+	wantKind(t, err, controlplane.ErrNotFound)
+	if e.count.Load() != 1 {
+		t.Fatal("404 must not be retried")
+	}
+	e.count.Store(0)
+	_ = e.emu.SetFaults(emu.Faults{ServerErrors: 2, TooManyRequests: 1})
+	if _, err := b.Offers(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e.count.Load() != 4 {
+		t.Fatalf("%d requests, want 4 (429, 500, 500, ok)", e.count.Load())
+	}
+	_ = e.emu.SetFaults(emu.Faults{ServerErrors: 20})
+	_, err = b.Offers(context.Background())
+	wantKind(t, err, controlplane.ErrOther)
+}
+
+func TestSharedRateLimit(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, func(c *Config) { c.RequestsPerSecond = 20; c.Burst = 1 })
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 11; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = b.Offers(context.Background()) }()
+	}
+	wg.Wait()
+	if d := time.Since(start); d < 450*time.Millisecond {
+		t.Fatalf("11 requests in %v: the shared 20/s limit was not applied", d)
+	}
+}
+
+func TestListPagination(t *testing.T) {
+	catalog := []emu.Offer{{InstanceType: "l4.1x", Region: "fra1", GPUModel: "NVIDIA L4", GPUCount: 1, PricePerHour: 0.7, Available: 100}}
+	e := newEnv(t, emu.Options{Catalog: catalog})
+	b := e.backend(t, nil)
+	c, err := NewClient(ClientConfig{BaseURL: e.srv.URL, Token: testToken, PageSize: 3, RequestsPerSecond: 1000, Burst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offers, _ := b.Offers(context.Background())
+	for i := 0; i < 8; i++ {
+		if _, err := b.Create(context.Background(), req(offers[0], fmt.Sprintf("atlas-vm-n%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Create(context.Background(), req(offers[0], "atlas-ex-other")); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.Instances(context.Background(), "atlas-vm-")
+	if err != nil || len(list) != 8 {
+		t.Fatalf("list = %d, %v", len(list), err)
+	}
+	if got := e.requests("GET /v1/instances"); got != 3 {
+		t.Fatalf("%d pages read, want 3", got)
+	}
+}
+
+func TestBootFailure(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	offers, _ := b.Offers(context.Background())
+	_ = e.emu.SetFaults(emu.Faults{BootFailures: 1})
+	inst, err := b.Create(context.Background(), req(offer(t, offers, "l4.1x"), "atlas-vm-bad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	got, err := b.Get(context.Background(), inst.ID)
+	if err != nil || got.Status != controlplane.StatusError || !strings.Contains(got.Message, "hardware check failed") {
+		t.Fatalf("failed = %+v %v", got, err)
+	}
+}
+
+func TestMapStatus(t *testing.T) {
+	ssh := &controlplane.SSHEndpoint{Host: "h", Port: 22, User: "u"}
+	tests := []struct {
+		status string
+		ssh    *controlplane.SSHEndpoint
+		want   controlplane.Status
+	}{
+		{"provisioning", nil, controlplane.StatusPending},
+		{"booting", nil, controlplane.StatusPending},
+		{"active", nil, controlplane.StatusPending},
+		{"active", ssh, controlplane.StatusRunning},
+		{"ACTIVE", ssh, controlplane.StatusRunning},
+		{"failed", nil, controlplane.StatusError},
+		{"terminating", nil, controlplane.StatusPending},
+		{"terminated", nil, controlplane.StatusTerminated},
+		{"rebooting", ssh, controlplane.StatusPending},
+	}
+	for _, tt := range tests {
+		if got := mapStatus(tt.status, tt.ssh); got != tt.want {
+			t.Errorf("%s ssh=%v: %s, want %s", tt.status, tt.ssh != nil, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,441 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// fakeBackend is an in-memory cloud for control-plane unit tests.
+type fakeBackend struct {
+	cloud    string
+	offers   []Offer
+	offerErr error
+	delay    time.Duration
+	calls    atomic.Int32
+
+	mu        sync.Mutex
+	instances map[string]Instance
+	createErr []error // returned by successive creates (then success)
+	created   int
+}
+
+func (f *fakeBackend) Cloud() string { return f.cloud }
+
+func (f *fakeBackend) Offers(ctx context.Context) ([]Offer, error) {
+	f.calls.Add(1)
+	if f.delay > 0 {
+		select {
+		case <-time.After(f.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return append([]Offer(nil), f.offers...), f.offerErr
+}
+
+func (f *fakeBackend) Create(_ context.Context, req CreateRequest) (Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.createErr) > 0 {
+		err := f.createErr[0]
+		f.createErr = f.createErr[1:]
+		if KindOf(err) != ErrOther {
+			return Instance{}, err
+		}
+		// A lost answer: the machine exists all the same.
+		f.store(req)
+		return Instance{}, err
+	}
+	return f.store(req), nil
+}
+
+func (f *fakeBackend) store(req CreateRequest) Instance {
+	if f.instances == nil {
+		f.instances = map[string]Instance{}
+	}
+	f.created++
+	inst := Instance{ID: fmt.Sprintf("%s-%d", f.cloud, f.created), Name: req.Name, Cloud: f.cloud, Region: req.Offer.Region,
+		InstanceType: req.Offer.InstanceType, Status: StatusRunning, SSH: &SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"}}
+	f.instances[inst.ID] = inst
+	return inst
+}
+
+func (f *fakeBackend) Get(_ context.Context, id string) (Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if inst, ok := f.instances[id]; ok {
+		return inst, nil
+	}
+	return Instance{}, Errorf(ErrNotFound, f.cloud, "get", "no %s", id)
+}
+
+func (f *fakeBackend) List(_ context.Context, prefix string) ([]Instance, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Instance
+	for _, inst := range f.instances {
+		if strings.HasPrefix(inst.Name, prefix) {
+			out = append(out, inst)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) Delete(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.instances[id]; !ok {
+		return Errorf(ErrNotFound, f.cloud, "delete", "no %s", id)
+	}
+	delete(f.instances, id)
+	return nil
+}
+
+func testInventory(t *testing.T) *inventory.Inventory {
+	t.Helper()
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+func offer(region, it string, count int, price float64) Offer {
+	return Offer{Region: region, InstanceType: it, GPUType: "h100", GPUCount: count, PricePerHour: price, Available: -1}
+}
+
+func TestRank(t *testing.T) {
+	offers := []Offer{
+		{ID: "d", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", PricePerHour: 2.00},
+		{ID: "c", Cloud: "primeintellect", Pool: "prime-intellect-vm-pool", Region: "us", PricePerHour: 2.00, ResaleOf: "verda"},
+		{ID: "b", Cloud: "upcloud", Pool: "upcloud-vm-pool", Region: "fi-hel2", PricePerHour: 1.99},
+		{ID: "a", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "x", PricePerHour: 2.00000001},
+		{ID: "e", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "a", PricePerHour: 2.00},
+	}
+	Rank(offers)
+	var got []string
+	for _, o := range offers {
+		got = append(got, o.ID)
+	}
+	// 1.99 first; then at $2.00 direct offers before the resale, by cloud then region; float noise
+	// (2.00000001) is a tie, not a loss.
+	if want := "b e a d c"; strings.Join(got, " ") != want {
+		t.Errorf("Rank order = %v, want %s", got, want)
+	}
+}
+
+func TestOfferIDRoundTrip(t *testing.T) {
+	cases := []Offer{
+		{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: 2.49},
+		{Pool: "prime-intellect-vm-pool", Region: "US-KS-2", InstanceType: "NVIDIA H100 80GB HBM3", PricePerHour: 0.0415, Spot: true},
+		{Pool: "upcloud-vm-pool", Region: "fi-hel2", InstanceType: "GPU-8xCPU-64GB-1xL40S", PricePerHour: 2},
+		{Pool: "p", Region: "r", InstanceType: "a/b/c", PricePerHour: 12.3},
+	}
+	for _, o := range cases {
+		id := OfferID(o)
+		p, err := ParseOfferID(id)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if p.Pool != o.Pool || p.Region != o.Region || p.InstanceType != o.InstanceType || p.Spot != o.Spot || p.PricePerHour != o.PricePerHour {
+			t.Errorf("round trip of %+v through %q gave %+v", o, id, p)
+		}
+	}
+	if got := OfferID(cases[2]); got != "upcloud-vm-pool/fi-hel2/GPU-8xCPU-64GB-1xL40S/ondemand@2.00" {
+		t.Errorf("OfferID = %q", got)
+	}
+	for _, bad := range []string{"", "pool", "pool/region", "pool/region/it", "pool/region/it/ondemand", "pool/region/it/cheap@1", "pool/region/it/spot@x", "pool//it/spot@1"} {
+		if _, err := ParseOfferID(bad); err == nil {
+			t.Errorf("ParseOfferID(%q) accepted a malformed ID", bad)
+		}
+	}
+}
+
+func TestFormatPrice(t *testing.T) {
+	for in, want := range map[float64]string{2.49: "2.49", 2: "2.00", 0.0415: "0.0415", 19.9200000001: "19.92", 1.5: "1.50"} {
+		if got := FormatPrice(in); got != want {
+			t.Errorf("FormatPrice(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRouting(t *testing.T) {
+	inv := testInventory(t)
+	verda := &fakeBackend{cloud: "verda"}
+	sb := &fakeBackend{cloud: "sandbox"}
+	cp := New(inv, []InstanceManagerBackend{verda, sb}, Options{})
+	cases := map[string]string{
+		"verda-vm-trainer": "verda-vm-pool",
+		"sbx-vm-a":         "sandbox-vm-pool",
+		"sbx-ex-a":         "sandbox-execlet-pool",
+	}
+	for name, pool := range cases {
+		p, err := cp.Manager().Route(name)
+		if err != nil || p.Pool.Name != pool {
+			t.Errorf("Route(%q) = %v, %v; want %s", name, p, err, pool)
+		}
+	}
+	// Pools of unconfigured clouds are not routable, and the error lists what is.
+	_, err := cp.Manager().Route("upcloud-vm-x")
+	if err == nil || !strings.Contains(err.Error(), `"sbx-vm-" (sandbox-vm-pool)`) {
+		t.Errorf("Route of an unconfigured pool: %v", err)
+	}
+	// Calls reach the right backend.
+	if _, err := cp.Manager().Create(context.Background(), CreateRequest{Name: "verda-vm-x", Offer: offer("FIN-01", "1H100", 1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if verda.created != 1 || sb.created != 0 {
+		t.Errorf("create went to the wrong cloud: verda %d sandbox %d", verda.created, sb.created)
+	}
+	inst, err := cp.Manager().Get(context.Background(), InstanceRef{Name: "verda-vm-x"})
+	if err != nil || inst.Cloud != "verda" {
+		t.Errorf("Get by name = %+v, %v", inst, err)
+	}
+}
+
+func TestOffersRankAcrossCloudsAndExplain(t *testing.T) {
+	inv := testInventory(t)
+	verda := &fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49), offer("FIN-01", "8H100", 8, 19)}}
+	atlas := &fakeBackend{cloud: "atlas", offers: []Offer{offer("atl-1", "h100.1", 1, 1.20)}}
+	up := &fakeBackend{cloud: "upcloud", offers: []Offer{offer("fi-hel2", "GPU-1xH100", 1, 3.10)}}
+	pi := &fakeBackend{cloud: "primeintellect", offerErr: errors.New("HTTP 503")}
+	cp := New(inv, []InstanceManagerBackend{verda, atlas, up, pi}, Options{})
+
+	res, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: 3}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, _ := res.Cheapest()
+	if best.Cloud != "atlas" || best.ID != "atlas-vm-pool/atl-1/h100.1/ondemand@1.20" {
+		t.Errorf("cheapest = %+v", best)
+	}
+	if len(res.Offers) != 2 {
+		t.Errorf("eligible offers = %d, want 2 (atlas, verda): %+v", len(res.Offers), res.Offers)
+	}
+	explain := res.Explain()
+	for _, want := range []string{"primeintellect: HTTP 503", "upcloud: cheapest matching offer costs $3.10/h (GPU-1xH100 in fi-hel2), above max_price_per_hour $3.00/h"} {
+		if !strings.Contains(explain, want) {
+			t.Errorf("Explain() lacks %q:\n%s", want, explain)
+		}
+	}
+
+	// Asked again: the same answer from the per-process cache, one request per cloud.
+	if _, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 8, Kind: "vm"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []*fakeBackend{verda, atlas, up, pi} {
+		if n := b.calls.Load(); n != 1 {
+			t.Errorf("%s was asked %d times, want 1", b.cloud, n)
+		}
+	}
+}
+
+func TestOffersConcurrentAskersShareOneRequest(t *testing.T) {
+	inv := testInventory(t)
+	slow := &fakeBackend{cloud: "verda", delay: 50 * time.Millisecond, offers: []Offer{offer("FIN-01", "1H100", 1, 2.49)}}
+	cp := New(inv, []InstanceManagerBackend{slow}, Options{})
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}, false); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := slow.calls.Load(); n != 1 {
+		t.Errorf("50 concurrent askers sent %d requests, want 1", n)
+	}
+	if got := cp.OfferRequests()["verda"]; got != 1 {
+		t.Errorf("OfferRequests = %d", got)
+	}
+}
+
+func TestOffersSlowCloudIsBoundedAndNamed(t *testing.T) {
+	inv := testInventory(t)
+	slow := &fakeBackend{cloud: "upcloud", delay: time.Minute}
+	fast := &fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49)}}
+	cp := New(inv, []InstanceManagerBackend{slow, fast}, Options{OfferTimeout: 100 * time.Millisecond})
+	start := time.Now()
+	res, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed := time.Since(start); elapsed > 30*time.Second {
+		t.Fatalf("a slow cloud stalled the query for %s", elapsed)
+	}
+	if best, ok := res.Cheapest(); !ok || best.Cloud != "verda" {
+		t.Errorf("the fast cloud must still answer: %+v", res)
+	}
+	if !strings.Contains(res.Explain(), "upcloud: timed out after 100ms waiting for offers") {
+		t.Errorf("the slow cloud must be named: %s", res.Explain())
+	}
+}
+
+func TestOffersFiltersAndReasons(t *testing.T) {
+	inv := testInventory(t)
+	sp := offer("FIN-01", "1H100", 1, 1.0)
+	sp.Spot = true
+	none := offer("FIN-02", "1H100", 1, 2.0)
+	none.Available = 0
+	verda := &fakeBackend{cloud: "verda", offers: []Offer{sp, none, offer("FIN-01", "2H100", 2, 5)}}
+	cp := New(inv, []InstanceManagerBackend{verda}, Options{})
+	cases := []struct {
+		req  OfferRequest
+		want string
+	}{
+		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}, "verda: only spot capacity for 1x h100 (set spot = true to allow it)"},
+		{OfferRequest{GPUType: "h100", GPUCount: 4, Kind: "vm"}, "verda: no h100 offer with 4 GPUs (offered counts: 1, 2)"},
+		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Regions: []string{"FIN-03"}}, `verda: no 1x h100 offer in regions "FIN-03"`},
+		{OfferRequest{GPUType: "h200", GPUCount: 1, Kind: "vm"}, "verda: no h200 offers right now"},
+	}
+	for _, tc := range cases {
+		res, err := cp.Offers(context.Background(), tc.req, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Offers) != 0 || !strings.Contains(res.Explain(), tc.want) {
+			t.Errorf("%+v: offers %v, explain %q; want %q", tc.req, res.Offers, res.Explain(), tc.want)
+		}
+	}
+	res, _ := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", AllowSpot: true}, false)
+	if best, ok := res.Cheapest(); !ok || !best.Spot {
+		t.Errorf("spot allowed: %+v", res)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	inv := testInventory(t)
+	cp := New(inv, []InstanceManagerBackend{&fakeBackend{cloud: "upcloud"}}, Options{})
+	cases := []struct {
+		req   OfferRequest
+		field string
+		want  string
+	}{
+		{OfferRequest{GPUType: "h10", GPUCount: 1, Kind: "vm"}, "gpu_type", `did you mean "h100"`},
+		{OfferRequest{GPUType: "h100", GPUCount: 9, Kind: "vm"}, "gpu_count", "at most 8 h100 GPUs per instance"},
+		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "execlet"}, "kind", `no configured pool serves kind "execlet"`},
+		{OfferRequest{GPUType: "h200", GPUCount: 1, Kind: "vm"}, "gpu_type", `no configured vm pool offers h200`},
+		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Clouds: []string{"verda"}}, "clouds", `cloud "verda" is not configured`},
+		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Clouds: []string{"aws"}}, "clouds", `unknown cloud "aws"`},
+	}
+	for _, tc := range cases {
+		err := cp.Validate(tc.req)
+		var re *RequestError
+		if !errors.As(err, &re) || re.Field != tc.field || !strings.Contains(re.Msg, tc.want) {
+			t.Errorf("Validate(%+v) = %v; want field %s containing %q", tc.req, err, tc.field, tc.want)
+		}
+	}
+}
+
+func TestLaunchAdoptsAndFallsBack(t *testing.T) {
+	inv := testInventory(t)
+	ctx := context.Background()
+	o1 := Offer{ID: "verda-vm-pool/FIN-01/1H100/ondemand@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: 2}
+	o2 := Offer{ID: "verda-vm-pool/FIN-02/1H100/ondemand@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", PricePerHour: 2.1}
+
+	t.Run("capacity moves to the next offer", func(t *testing.T) {
+		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrCapacity, "verda", "create", "503 Not enough resources")}}
+		cp := New(inv, []InstanceManagerBackend{b}, Options{})
+		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1, o2}})
+		if err != nil || got.Offer.ID != o2.ID || got.Instance.Name != "verda-vm-x" {
+			t.Fatalf("Launch = %+v, %v", got, err)
+		}
+	})
+	t.Run("one offer: capacity error says what to do", func(t *testing.T) {
+		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrCapacity, "verda", "create", "503")}}
+		cp := New(inv, []InstanceManagerBackend{b}, Options{})
+		_, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		if !IsCapacity(err) || !strings.Contains(err.Error(), "allow_fallback = true") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("lost create answer is adopted, not repeated", func(t *testing.T) {
+		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrOther, "verda", "create", "HTTP 502")}}
+		cp := New(inv, []InstanceManagerBackend{b}, Options{})
+		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1, o2}})
+		if err != nil || !got.Adopted || b.created != 1 {
+			t.Fatalf("Launch = %+v, %v; created %d", got, err, b.created)
+		}
+	})
+	t.Run("an instance left by an earlier apply is adopted", func(t *testing.T) {
+		b := &fakeBackend{cloud: "verda"}
+		cp := New(inv, []InstanceManagerBackend{b}, Options{})
+		if _, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		if err != nil || !got.Adopted || b.created != 1 {
+			t.Fatalf("second Launch = %+v, %v; created %d", got, err, b.created)
+		}
+		// A leftover that does not match the plan is refused, never silently taken or duplicated.
+		_, err = cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o2}})
+		if err == nil || !strings.Contains(err.Error(), "does not match the planned offer") || b.created != 1 {
+			t.Fatalf("mismatched leftover: %v; created %d", err, b.created)
+		}
+	})
+}
+
+// scriptedProvisioner fails the first n attempts.
+type scriptedProvisioner struct {
+	failures  int
+	permanent bool
+	attempts  int
+}
+
+func (p *scriptedProvisioner) Digest(inventory.Pool, map[string]any) (string, error) { return "d1", nil }
+
+func (p *scriptedProvisioner) Provision(_ context.Context, req ProvisionRequest) (ProvisionResult, error) {
+	p.attempts++
+	if p.attempts <= p.failures {
+		err := errors.New("task failed")
+		if p.permanent {
+			err = &PermanentError{Err: errors.New("host key mismatch")}
+		}
+		return ProvisionResult{HostKey: "ssh-ed25519 AAAA", FailedTask: "check gpus", Message: "2 GPUs, want 8"}, err
+	}
+	return ProvisionResult{HostKey: "ssh-ed25519 AAAA"}, nil
+}
+
+func TestProvisionRetries(t *testing.T) {
+	inv := testInventory(t)
+	inst := Instance{Name: "sbx-vm-x"}
+	cases := []struct {
+		name         string
+		prov         *scriptedProvisioner
+		wantErr      bool
+		wantAttempts int
+	}{
+		{"fails twice then passes", &scriptedProvisioner{failures: 2}, false, 3},
+		{"always fails", &scriptedProvisioner{failures: 99}, true, 3},
+		{"permanent error is not retried", &scriptedProvisioner{failures: 99, permanent: true}, true, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cp := New(inv, nil, Options{Provisioner: tc.prov, ProvisionBackoff: time.Millisecond})
+			out, err := cp.Provision(context.Background(), inst, ProvisionSpec{}, nil)
+			if (err != nil) != tc.wantErr || out.Attempts != tc.wantAttempts || tc.prov.attempts != tc.wantAttempts {
+				t.Fatalf("err %v, attempts %d (provisioner saw %d), want err=%v attempts %d", err, out.Attempts, tc.prov.attempts, tc.wantErr, tc.wantAttempts)
+			}
+			if out.HostKey != "ssh-ed25519 AAAA" || out.Digest != "d1" {
+				t.Errorf("record = %+v", out)
+			}
+			if tc.wantErr && out.FailedTask != "check gpus" {
+				t.Errorf("the failed task must be kept: %+v", out)
+			}
+			if !tc.wantErr && out.ReadyAt.IsZero() {
+				t.Error("ReadyAt not set")
+			}
+		})
+	}
+}

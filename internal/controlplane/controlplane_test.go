@@ -393,7 +393,9 @@ type scriptedProvisioner struct {
 	attempts  int
 }
 
-func (p *scriptedProvisioner) Digest(inventory.Pool, map[string]any) (string, error) { return "d1", nil }
+func (p *scriptedProvisioner) Digest(inventory.Pool, map[string]any) (string, error) {
+	return "d1", nil
+}
 
 func (p *scriptedProvisioner) Provision(_ context.Context, req ProvisionRequest) (ProvisionResult, error) {
 	p.attempts++

@@ -44,8 +44,8 @@ const (
 
 // CatalogEntry is one offer of the sandbox catalog.
 type CatalogEntry struct {
-	Region       string  `json:"region"`
-	InstanceType string  `json:"instance_type"`
+	Region       string `json:"region"`
+	InstanceType string `json:"instance_type"`
 	// GPU is the sandbox's own GPU name (api_names.sandbox in supported_gpus.yml).
 	GPU          string  `json:"gpu"`
 	GPUCount     int     `json:"gpu_count"`

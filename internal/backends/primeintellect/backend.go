@@ -136,13 +136,31 @@ func (b *Backend) Client() *Client { return b.client }
 func (b *Backend) Cloud() string { return CloudName }
 
 // instanceType is hydra's stable name for an offer's shape: upstream provider, GPU type, socket and
-// count (plus "community" for community cloud). The cloudId is not used: it changes within minutes.
-func instanceType(provider, gpuType, socket string, count int, security string) string {
-	s := fmt.Sprintf("%s.%s.%s.%dx", provider, gpuType, socket, count)
-	if security == CommunityCloud {
-		s += ".community"
+// count, e.g. "runpod.H100_80GB.SXM5.1x". The cloudId is not used (it changes within minutes), and
+// everything in the name can be read back from a pod, so an instance found by name matches its offer.
+func instanceType(provider, gpuType, socket string, count int) string {
+	return strings.ReplaceAll(fmt.Sprintf("%s.%s.%s.%dx", provider, gpuType, socket, count), "/", "_")
+}
+
+// shape is what an instance type names.
+type shape struct {
+	provider, gpuType, socket string
+	count                     int
+}
+
+// parseInstanceType reads back a name built by instanceType.
+func parseInstanceType(s string) (shape, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 4 {
+		return shape{}, false
 	}
-	return strings.ReplaceAll(s, "/", "_")
+	n := len(parts)
+	count, err := strconv.Atoi(strings.TrimSuffix(parts[n-1], "x"))
+	if err != nil || count < 1 || !strings.HasSuffix(parts[n-1], "x") {
+		return shape{}, false
+	}
+	// The provider is the first part; the GPU type may itself hold dots, the socket never does.
+	return shape{provider: parts[0], gpuType: strings.Join(parts[1:n-2], "."), socket: parts[n-2], count: count}, true
 }
 
 // regionOf picks the most precise location an item names.
@@ -209,7 +227,7 @@ func (b *Backend) toOffer(a GPUAvailability) (controlplane.Offer, string, bool) 
 	return controlplane.Offer{
 		Cloud:        CloudName,
 		Region:       regionOf(a),
-		InstanceType: instanceType(a.Provider, a.GPUType, a.Socket, count, a.Security),
+		InstanceType: instanceType(a.Provider, a.GPUType, a.Socket, count),
 		GPUType:      gpuType,
 		GPUCount:     count,
 		PricePerHour: price,
@@ -279,38 +297,50 @@ func (b *Backend) crossCheckEmpty(ctx context.Context) {
 }
 
 // resolve finds the availability item for an offer again, just before creating: cloudIds change
-// within minutes. It matches provider, GPU type, socket, count, data center, security and spot-ness,
-// prefers the same cloudId, then the cheapest.
+// within minutes. It matches provider, GPU type, socket, count, place, security and spot-ness, prefers
+// the same cloudId, then the cheapest. The offer may carry no Details (an offer rebuilt from its ID
+// on another machine): then the instance type and region say what to look for.
 func (b *Backend) resolve(ctx context.Context, o controlplane.Offer) (GPUAvailability, error) {
+	const op = "creating pod"
 	d := o.Details
-	apiType := d[DetailGPUType]
-	if apiType == "" {
-		if names := b.inv.GPUs[o.GPUType].APINames[CloudName]; len(names) > 0 {
-			apiType = names[0]
+	if d == nil {
+		d = map[string]string{}
+	}
+	want := shape{provider: d[DetailProvider], gpuType: d[DetailGPUType], socket: d[DetailSocket], count: o.GPUCount}
+	if parsed, ok := parseInstanceType(o.InstanceType); ok {
+		if want.provider == "" {
+			want.provider = parsed.provider
+		}
+		if want.gpuType == "" {
+			want.gpuType = parsed.gpuType
+		}
+		if want.socket == "" {
+			want.socket = parsed.socket
+		}
+		if want.count == 0 {
+			want.count = parsed.count
 		}
 	}
-	if apiType == "" || o.GPUCount < 1 {
-		return GPUAvailability{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "creating pod", "offer %q carries no Prime GPU type or count", o.InstanceType)
+	if want.gpuType == "" {
+		if names := b.inv.GPUs[o.GPUType].APINames[CloudName]; len(names) > 0 {
+			want.gpuType = names[0]
+		}
 	}
-	items, err := b.client.Availability(ctx, AvailabilityFilter{GPUType: apiType, GPUCount: o.GPUCount, DataCenter: d[DetailDataCenter]})
+	if want.gpuType == "" || want.count < 1 {
+		return GPUAvailability{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "offer %q names no Prime GPU type or count", o.InstanceType)
+	}
+	items, err := b.client.Availability(ctx, AvailabilityFilter{GPUType: want.gpuType, GPUCount: want.count, DataCenter: d[DetailDataCenter]})
 	if err != nil {
 		return GPUAvailability{}, err
 	}
 	var cands []GPUAvailability
 	for _, it := range items {
-		if d[DetailProvider] != "" && !strings.EqualFold(it.Provider, d[DetailProvider]) {
-			continue
-		}
-		if d[DetailSocket] != "" && !strings.EqualFold(it.Socket, d[DetailSocket]) {
-			continue
-		}
-		if d[DetailSecurity] != "" && it.Security != d[DetailSecurity] {
-			continue
-		}
-		if d[DetailDataCenter] == "" && regionOf(it) != o.Region {
-			continue
-		}
-		if it.Spot() != o.Spot || it.CloudID == "" || strings.EqualFold(it.StockStatus, "Unavailable") {
+		switch {
+		case want.provider != "" && !strings.EqualFold(it.Provider, want.provider),
+			want.socket != "" && !strings.EqualFold(it.Socket, want.socket),
+			d[DetailSecurity] != "" && it.Security != d[DetailSecurity],
+			d[DetailDataCenter] == "" && o.Region != "" && regionOf(it) != o.Region,
+			it.Spot() != o.Spot, it.CloudID == "", strings.EqualFold(it.StockStatus, "Unavailable"):
 			continue
 		}
 		if _, ok := it.TotalPrice(); !ok {
@@ -319,7 +349,7 @@ func (b *Backend) resolve(ctx context.Context, o controlplane.Offer) (GPUAvailab
 		cands = append(cands, it)
 	}
 	if len(cands) == 0 {
-		return GPUAvailability{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, "creating pod",
+		return GPUAvailability{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
 			"offer %s in %s is no longer available", o.InstanceType, o.Region)
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
@@ -496,7 +526,7 @@ func (b *Backend) toInstance(p Pod) controlplane.Instance {
 	if p.GPUName != "" {
 		inst.GPUType = b.inv.TypeForAPIName(CloudName, p.GPUName)
 		if p.ProviderType != "" && p.Socket != "" && inst.GPUCount > 0 {
-			inst.InstanceType = instanceType(p.ProviderType, p.GPUName, p.Socket, inst.GPUCount, "")
+			inst.InstanceType = instanceType(p.ProviderType, p.GPUName, p.Socket, inst.GPUCount)
 		}
 	}
 	return inst

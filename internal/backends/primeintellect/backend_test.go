@@ -64,7 +64,7 @@ func TestOffersMapping(t *testing.T) {
 		{"verda resale", "datacrunch", "H100_80GB", 1, false, "h100", 2.29, "verda", "FIN-01", "datacrunch.H100_80GB.SXM5.1x", "1H100.80S.30V"},
 		{"8 GPUs, whole-box price", "datacrunch", "H100_80GB", 8, false, "h100", 18.32, "verda", "FIN-01", "datacrunch.H100_80GB.SXM5.8x", "8H100.80S.176V"},
 		{"upcloud resale", "upcloud", "L40S_48GB", 1, false, "l40s", 1.39 + 100*0.00012, "upcloud", "fi-hel2", "upcloud.L40S_48GB.PCIe.1x", "GPU-8xCPU-64GB-1xL40S"},
-		{"community price", "tensordock", "A100_80GB", 1, false, "a100-80gb", 1.0 + 260*0.00005, "", "US-NV-1", "tensordock.A100_80GB.PCIe.1x.community", "a100-80gb-1x-td"},
+		{"community price", "tensordock", "A100_80GB", 1, false, "a100-80gb", 1.0 + 260*0.00005, "", "US-NV-1", "tensordock.A100_80GB.PCIe.1x", "a100-80gb-1x-td"},
 		{"spot", "crusoecloud", "A100_80GB", 1, true, "a100-80gb", 0.5748, "", "eu-iceland1-a", "crusoecloud.A100_80GB.SXM4.1x", "a100-80gb-sxm4-spot"},
 	}
 	for _, tt := range tests {
@@ -408,4 +408,59 @@ func TestCreateReResolveRetriesEmptyAnswer(t *testing.T) {
 	if _, err := b.Create(context.Background(), createReq(o, "pi-vm-empty")); err != nil {
 		t.Fatalf("create after two empty answers: %v", err)
 	}
+}
+
+func TestInstanceTypeRoundTrip(t *testing.T) {
+	tests := []struct {
+		provider, gpu, socket string
+		count                 int
+	}{
+		{"runpod", "H100_80GB", "SXM5", 1},
+		{"dc_kudu", "RTX_PRO_6000B_96GB", "PCIe", 8},
+		{"datacrunch", "GH200.96GB", "SXM5", 2},
+	}
+	for _, tt := range tests {
+		s := instanceType(tt.provider, tt.gpu, tt.socket, tt.count)
+		got, ok := parseInstanceType(s)
+		if !ok || got != (shape{tt.provider, tt.gpu, tt.socket, tt.count}) {
+			t.Errorf("%s: parsed %+v %v", s, got, ok)
+		}
+	}
+	for _, bad := range []string{"", "a.b.c", "a.b.c.x", "a.b.c.0x", "a.b.c.2"} {
+		if _, ok := parseInstanceType(bad); ok {
+			t.Errorf("%q must not parse", bad)
+		}
+	}
+}
+
+// TestCreateFromOfferID creates from an offer rebuilt from its ID on another machine (no Details),
+// after the cloudId changed; the instance found by name then matches the offer's instance type.
+func TestCreateFromOfferID(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	ctx := context.Background()
+	offers, err := b.Offers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := findOffer(t, offers, "upcloud", "L40S_48GB", 1, false)
+	rebuilt := controlplane.Offer{Cloud: CloudName, Pool: "prime-intellect-vm-pool", Region: full.Region, InstanceType: full.InstanceType,
+		GPUType: full.GPUType, GPUCount: full.GPUCount, PricePerHour: full.PricePerHour, Available: -1}
+	_ = e.emu.FlipCloudIDs()
+	if _, err := b.Create(ctx, createReq(rebuilt, "pi-vm-fromid")); err != nil {
+		t.Fatal(err)
+	}
+	body := lastCreate(t, e)
+	if body["cloudId"] != "GPU-8xCPU-64GB-1xL40S#r1" || body["provider.type"] != "upcloud" || body["dataCenterId"] != "fi-hel2" {
+		t.Fatalf("create body = %v", body)
+	}
+	list, err := b.List(ctx, "pi-vm-fromid")
+	if err != nil || len(list) != 1 || list[0].InstanceType != full.InstanceType || list[0].GPUType != "l40s" {
+		t.Fatalf("list = %+v %v", list, err)
+	}
+	// A rebuilt spot offer must not take on-demand capacity.
+	spot := rebuilt
+	spot.Spot = true
+	_, err = b.Create(ctx, createReq(spot, "pi-vm-spot"))
+	wantKind(t, err, controlplane.ErrCapacity)
 }

@@ -178,18 +178,14 @@ func New(opts Options) *Server {
 
 // Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
 // function that stops it.
-func (s *Server) Start(addr string) (baseURL string, stop func() error, err error) {
+func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, err
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(ctx)
-	}, nil
+	return "http://" + ln.Addr().String(), srv.Shutdown, nil
 }
 
 // SetFaults replaces the active faults.

@@ -1,6 +1,7 @@
 package atlas
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -102,5 +103,23 @@ func TestStateDirShared(t *testing.T) {
 	}
 	if avail != 3 {
 		t.Fatalf("capacity after one create = %d, want 3", avail)
+	}
+}
+
+func TestStart(t *testing.T) {
+	url, stop, err := New(Options{}).Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(context.Background())
+	req, _ := http.NewRequest(http.MethodGet, url+"/v1/offers", nil)
+	req.Header.Set("Authorization", "Bearer atlas-test-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
 	}
 }

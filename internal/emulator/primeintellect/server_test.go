@@ -1,6 +1,7 @@
 package primeintellect
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -213,5 +214,23 @@ func TestSummary(t *testing.T) {
 	}
 	if _, ok := h100["8"]; !ok {
 		t.Fatal("counts are keyed as strings")
+	}
+}
+
+func TestStart(t *testing.T) {
+	url, stop, err := New(Options{}).Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(context.Background())
+	req, _ := http.NewRequest(http.MethodGet, url+"/api/v1/availability/gpus", nil)
+	req.Header.Set("Authorization", "Bearer pi-test-key")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -118,7 +119,7 @@ type logRecorder struct {
 
 func (l *logRecorder) log(msg string, fields map[string]any) {
 	l.mu.Lock()
-	l.lines = append(l.lines, fmt.Sprintf("%s %v", msg, fields))
+	l.lines = append(l.lines, fmt.Sprintf("%s %s %v", time.Now().Format("05.000"), msg, fields))
 	hook := l.hook
 	l.mu.Unlock()
 	if hook != nil {
@@ -245,15 +246,16 @@ func TestProvisionReachesReady(t *testing.T) {
 			if res.HostKey != f.ep.HostKey {
 				t.Errorf("trusted host key %q, machine has %q", res.HostKey, f.ep.HostKey)
 			}
-			if res.FailedTask != "" || res.Message != "" {
+			t.Log(rec.String())
+	if res.FailedTask != "" || res.Message != "" {
 				t.Errorf("successful run has a failure summary: %+v", res)
 			}
-			for _, want := range []string{"task started", "Check the promised GPU count", "playbook succeeded"} {
+			for _, want := range []string{"task started", "Check the promised GPUs", "playbook succeeded"} {
 				if !strings.Contains(rec.String(), want) {
 					t.Errorf("events lack %q:\n%s", want, rec)
 				}
 			}
-			if tc.count == 8 && !strings.Contains(rec.String(), "Enable and start Fabric Manager") {
+			if tc.count == 8 && !regexp.MustCompile(`task ok .*Check Fabric Manager runs`).MatchString(rec.String()) {
 				t.Errorf("an 8-GPU NVSwitch machine did not get Fabric Manager:\n%s", rec)
 			}
 			tc.check(t, f.ep)
@@ -275,7 +277,7 @@ func TestFailedTaskIsNamed(t *testing.T) {
 	if errors.As(err, &perm) {
 		t.Errorf("a failed task must stay retryable: %v", err)
 	}
-	if te.Task != "Check the promised GPU count" || res.FailedTask != te.Task {
+	if te.Task != "gpu_check : Check the promised GPUs" || res.FailedTask != te.Task {
 		t.Errorf("failed task: error %q, result %q", te.Task, res.FailedTask)
 	}
 	for _, want := range []string{"expected 4 GPU(s) of type h100", "lists 2"} {
@@ -320,7 +322,7 @@ func TestCancelLeavesNothingBehind(t *testing.T) {
 	rec := &logRecorder{}
 	var during []string
 	rec.hook = func(msg string, fields map[string]any) {
-		if msg == "task started" && fields["task"] == "Read the GPUs the driver sees" {
+		if task, _ := fields["task"].(string); msg == "task started" && strings.HasSuffix(task, "Read the GPUs the driver sees") {
 			during = processesMentioning(f.tmpBase)
 			cancel()
 		}
@@ -329,6 +331,7 @@ func TestCancelLeavesNothingBehind(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want a cancellation, got %v\nlog:\n%s", err, rec)
 	}
+	t.Logf("error: %v\nprocesses of the run while it was going:\n%s", err, strings.Join(during, "\n"))
 	if !strings.Contains(err.Error(), "cancelled") {
 		t.Errorf("error does not say cancelled: %v", err)
 	}

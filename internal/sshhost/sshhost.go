@@ -261,7 +261,11 @@ func HostPublicKey(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(b)), nil
+	key, _, _, _, err := ssh.ParseAuthorizedKey(b)
+	if err != nil {
+		return "", fmt.Errorf("sshhost: host key in %s: %w", dir, err)
+	}
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key))), nil
 }
 
 func loginUser(want string) (string, error) {

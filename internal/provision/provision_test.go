@@ -247,7 +247,7 @@ func TestProvisionReachesReady(t *testing.T) {
 				t.Errorf("trusted host key %q, machine has %q", res.HostKey, f.ep.HostKey)
 			}
 			t.Log(rec.String())
-	if res.FailedTask != "" || res.Message != "" {
+			if res.FailedTask != "" || res.Message != "" {
 				t.Errorf("successful run has a failure summary: %+v", res)
 			}
 			for _, want := range []string{"task started", "Check the promised GPUs", "playbook succeeded"} {

@@ -578,6 +578,7 @@ func writeRunFiles(dir, pbDir string, spec runSpec) (runFiles, error) {
 		"roles_path = " + filepath.Join(pbDir, "roles"),
 		"[ssh_connection]",
 		"pipelining = True",
+		"usetty = False",
 		"control_path_dir = " + filepath.Join(dir, "cp"),
 		"ssh_args = -C -o ControlMaster=auto -o ControlPersist=60s",
 		"",

@@ -189,7 +189,7 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 		}
 		changed = true
 	}
-	if changed || st.SSHDPid == 0 || !sshdAlive(dir, st.SSHDPid, st.Port) || st.User != login {
+	if changed || st.SSHDPid == 0 || st.User != login || !configCurrent(dir, st) || !sshdAlive(dir, st.SSHDPid, st.Port) {
 		if st.SSHDPid != 0 {
 			killAndWait(st.SSHDPid)
 		}
@@ -492,6 +492,17 @@ func sshdQuote(s string) string {
 }
 
 func writeSSHDConfig(dir string, st state) (string, error) {
+	path := filepath.Join(dir, sshdConfig)
+	return path, writeFileAtomic(path, []byte(renderSSHDConfig(dir, st)), 0o644)
+}
+
+// configCurrent reports whether the running sshd's configuration is what this version would write.
+func configCurrent(dir string, st state) bool {
+	b, err := os.ReadFile(filepath.Join(dir, sshdConfig))
+	return err == nil && string(b) == renderSSHDConfig(dir, st)
+}
+
+func renderSSHDConfig(dir string, st state) string {
 	root := filepath.Join(dir, "root")
 	pathEnv := filepath.Join(dir, "bin") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	tokenSafe := func(p string) string { return strings.ReplaceAll(p, "%", "%%") }
@@ -523,10 +534,14 @@ func writeSSHDConfig(dir string, st state) (string, error) {
 			sshdQuote("HYDRA_DCGM_EXPORTER_PORT=" + strconv.Itoa(st.DCGMExporterPort)),
 		}, " "),
 		"LogLevel VERBOSE",
-		"",
 	}
-	path := filepath.Join(dir, sshdConfig)
-	return path, writeFileAtomic(path, []byte(strings.Join(lines, "\n")), 0o644)
+	if os.Geteuid() != 0 {
+		// A non-root sshd cannot hand a terminal to the session (chown of the pty and login records
+		// need root) and drops the connection; refusing the pty lets `ssh -tt` (Ansible's raw) go on.
+		lines = append(lines, "PermitTTY no")
+	}
+	lines = append(lines, "")
+	return strings.Join(lines, "\n")
 }
 
 // startSSHD starts sshd on st.Port when that port is set and free, on a fresh free port otherwise.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"log"
+	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -18,6 +19,7 @@ func main() {
 	var debug bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
 	flag.Parse()
+	quietFrameworkLogs()
 
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: provider.Address,
@@ -25,5 +27,20 @@ func main() {
 	})
 	if err != nil {
 		log.Fatal(err.Error())
+	}
+}
+
+// quietFrameworkLogs switches the plugin framework's own TRACE logging off when nobody asked for logs.
+// The provider inherits Terraform's environment, so with none of the TF_LOG variables set no log line
+// would be shown anyway; yet the framework would still encode several trace lines per attribute per
+// request, which costs more than hydra's own planning. Any TF_LOG* setting leaves everything as is.
+func quietFrameworkLogs() {
+	for _, v := range []string{"TF_LOG", "TF_LOG_PROVIDER", "TF_LOG_SDK", "TF_LOG_SDK_FRAMEWORK", "TF_LOG_SDK_PROTO", "TF_LOG_PATH", "TF_ACC_LOG_PATH"} {
+		if os.Getenv(v) != "" {
+			return
+		}
+	}
+	for _, v := range []string{"TF_LOG_SDK_FRAMEWORK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK"} {
+		_ = os.Setenv(v, "OFF")
 	}
 }

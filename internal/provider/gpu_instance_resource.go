@@ -435,7 +435,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	key := quoteKey(plan.Name.ValueString(), offerReq, plan.AllowFallback.ValueBool())
 	q, pinned, err := r.data.quotes.get(key)
 	if err != nil {
-		resp.Diagnostics.AddWarning("Plan quote file unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
+		resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
 	}
 	if !pinned {
 		res, err := r.data.cp.Offers(ctx, offerReq, false)
@@ -450,7 +450,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		}
 		q = quote{OfferID: best.ID, Estimate: best.PricePerHour}
 		if err := r.data.quotes.put(key, q); err != nil {
-			resp.Diagnostics.AddWarning("Plan quote file unavailable", err.Error())
+			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
 		}
 		logOfferChoice(ctx, best, res)
 	}

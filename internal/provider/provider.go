@@ -36,12 +36,12 @@ type hydraProvider struct {
 }
 
 type providerModel struct {
-	InventoryDir  types.String       `tfsdk:"inventory_dir"`
-	PlanQuoteFile types.String       `tfsdk:"plan_quote_file"`
-	PlanQuoteTTL  types.String       `tfsdk:"plan_quote_ttl"`
-	OfferTimeout  types.String       `tfsdk:"offer_timeout"`
-	Sandbox       *sandboxModel      `tfsdk:"sandbox"`
-	Provisioning  *provisioningModel `tfsdk:"provisioning"`
+	InventoryDir types.String       `tfsdk:"inventory_dir"`
+	PlanQuoteDir types.String       `tfsdk:"plan_quote_dir"`
+	PlanQuoteTTL types.String       `tfsdk:"plan_quote_ttl"`
+	OfferTimeout types.String       `tfsdk:"offer_timeout"`
+	Sandbox      *sandboxModel      `tfsdk:"sandbox"`
+	Provisioning *provisioningModel `tfsdk:"provisioning"`
 }
 
 type sandboxModel struct {
@@ -83,9 +83,9 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					"there is taken from the copy embedded in the provider. Default: the embedded inventory.",
 				Optional: true,
 			},
-			"plan_quote_file": schema.StringAttribute{
-				MarkdownDescription: "File where a plan's chosen offers are pinned so that the apply-time re-plan agrees " +
-					"with the plan even when prices move. Default: `hydra-plan-quotes.json` in Terraform's data directory " +
+			"plan_quote_dir": schema.StringAttribute{
+				MarkdownDescription: "Directory where a plan's chosen offers are pinned so that the apply-time re-plan agrees " +
+					"with the plan even when prices move. Default: `hydra-plan-quotes` in Terraform's data directory " +
 					"(`TF_DATA_DIR`, else `.terraform`). Plans applied on another machine should pin through " +
 					"`offer_id = data.hydra_gpu_offer.x.id` instead.",
 				Optional: true,
@@ -196,11 +196,11 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	}
 	data.cp = controlplane.New(inv, backends, opts)
 
-	quotePath := cfg.PlanQuoteFile.ValueString()
-	if quotePath == "" {
-		quotePath = defaultQuotePath()
+	quoteDir := cfg.PlanQuoteDir.ValueString()
+	if quoteDir == "" {
+		quoteDir = defaultQuoteDir()
 	}
-	data.quotes = &quoteStore{path: quotePath, ttl: parseDuration(cfg.PlanQuoteTTL, time.Hour)}
+	data.quotes = &quoteStore{dir: quoteDir, ttl: parseDuration(cfg.PlanQuoteTTL, time.Hour)}
 
 	resp.DataSourceData = data
 	resp.ResourceData = data

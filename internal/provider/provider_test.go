@@ -66,7 +66,7 @@ func newTestSandbox(t *testing.T) *testSandbox {
 func (s *testSandbox) providerConfig(extra string) string {
 	return fmt.Sprintf(`
 provider "hydra" {
-  plan_quote_file = %[1]q
+  plan_quote_dir  = %[1]q
   sandbox {
     dir       = %[2]q
     boot_time = "1s"
@@ -76,7 +76,7 @@ provider "hydra" {
   }
 %[3]s
 }
-`, filepath.Join(s.dir, "quotes.json"), s.sb.Dir(), extra)
+`, filepath.Join(s.dir, "quotes"), s.sb.Dir(), extra)
 }
 
 // setPrice changes the price of one catalog entry (region/instance type, on-demand).

@@ -9,7 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,12 +19,14 @@ import (
 // Terraform calls the provider's plan twice: once for `terraform plan` and again during apply, and any
 // value shown as known in the first must come out identical in the second. Prices move between the two,
 // so the first plan records the offer it chose here (keyed by the resource's inputs), and the second
-// reuses it instead of asking the clouds again. Entries expire after a TTL and are removed when the
-// instance is created. The file lives next to Terraform's working data by default; CI jobs that share
-// a workspace can share it through plan_quote_file.
+// reuses it instead of asking the clouds again. Quotes expire after a TTL and are removed when the
+// instance is created. Each quote is one small file in a directory next to Terraform's working data by
+// default (written atomically, so concurrent plans need no lock); CI jobs that share a workspace can
+// share it through plan_quote_dir.
 type quoteStore struct {
-	path string
-	ttl  time.Duration
+	dir   string
+	ttl   time.Duration
+	sweep sync.Once
 }
 
 type quote struct {
@@ -34,12 +37,12 @@ type quote struct {
 	Expires  time.Time `json:"expires"`
 }
 
-func defaultQuotePath() string {
+func defaultQuoteDir() string {
 	dir := os.Getenv("TF_DATA_DIR")
 	if dir == "" {
 		dir = ".terraform"
 	}
-	return filepath.Join(dir, "hydra-plan-quotes.json")
+	return filepath.Join(dir, "hydra-plan-quotes")
 }
 
 // quoteKey hashes the inputs that decide the choice.
@@ -49,79 +52,75 @@ func quoteKey(parts ...any) string {
 	return hex.EncodeToString(sum[:12])
 }
 
+func (s *quoteStore) path(key string) string { return filepath.Join(s.dir, key+".json") }
+
 // get returns a live quote for key.
 func (s *quoteStore) get(key string) (quote, bool, error) {
 	var q quote
-	var ok bool
-	err := s.locked(func(m map[string]quote) (bool, error) {
-		q, ok = m[key]
-		if ok && time.Now().After(q.Expires) {
-			ok = false
-		}
-		return false, nil
-	})
-	return q, ok, err
+	data, err := os.ReadFile(s.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return q, false, nil
+	}
+	if err != nil {
+		return q, false, fmt.Errorf("plan quote: %w", err)
+	}
+	if err := json.Unmarshal(data, &q); err != nil || time.Now().After(q.Expires) {
+		// A damaged or expired quote only costs a fresh one.
+		return quote{}, false, nil
+	}
+	return q, true, nil
 }
 
 // put records a quote for key.
 func (s *quoteStore) put(key string, q quote) error {
-	q.Expires = time.Now().Add(s.ttl).UTC()
-	return s.locked(func(m map[string]quote) (bool, error) {
-		m[key] = q
-		return true, nil
-	})
+	s.sweep.Do(s.removeExpired)
+	q.Expires = time.Now().Add(s.ttl).UTC().Truncate(time.Second)
+	data, err := json.Marshal(q)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("plan quote: %w", err)
+	}
+	tmp, err := os.CreateTemp(s.dir, key+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("plan quote: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("plan quote: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), s.path(key)); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("plan quote: %w", err)
+	}
+	return nil
 }
 
-// remove forgets key (the instance exists now) and every expired quote.
+// remove forgets key (the instance exists now).
 func (s *quoteStore) remove(key string) error {
-	return s.locked(func(m map[string]quote) (bool, error) {
-		delete(m, key)
-		return true, nil
-	})
+	err := os.Remove(s.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
-// locked runs fn on the file's contents under an exclusive lock; fn says whether to write them back.
-func (s *quoteStore) locked(fn func(map[string]quote) (bool, error)) error {
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
-		return fmt.Errorf("plan quote file: %w", err)
-	}
-	lock, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+// removeExpired deletes stale quotes, once per process.
+func (s *quoteStore) removeExpired() {
+	entries, err := os.ReadDir(s.dir)
 	if err != nil {
-		return fmt.Errorf("plan quote file: %w", err)
+		return
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("plan quote file: locking: %w", err)
-	}
-	m := map[string]quote{}
-	data, err := os.ReadFile(s.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("plan quote file: %w", err)
-	default:
-		if err := json.Unmarshal(data, &m); err != nil {
-			// A damaged file only costs a fresh quote.
-			m = map[string]quote{}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		key := strings.TrimSuffix(e.Name(), ".json")
+		if _, ok, _ := s.get(key); !ok {
+			_ = os.Remove(s.path(key))
 		}
 	}
-	write, err := fn(m)
-	if err != nil || !write {
-		return err
-	}
-	now := time.Now()
-	for k, q := range m {
-		if now.After(q.Expires) {
-			delete(m, k)
-		}
-	}
-	out, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return fmt.Errorf("plan quote file: %w", err)
-	}
-	return os.Rename(tmp, s.path)
 }

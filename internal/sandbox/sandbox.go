@@ -8,6 +8,7 @@
 //	catalog.json   the offers (written with DefaultCatalog on first use; edit it to change prices)
 //	faults.json    faults to inject (see Faults)
 //	state.json     the instances (the sandbox's own)
+//	stats.json     counters: how many offer requests the sandbox has answered (benchmarks read it)
 package sandbox
 
 import (
@@ -39,6 +40,7 @@ const (
 	CatalogFile = "catalog.json"
 	FaultsFile  = "faults.json"
 	StateFile   = "state.json"
+	StatsFile   = "stats.json"
 	lockFile    = ".lock"
 )
 
@@ -207,8 +209,33 @@ func DefaultCatalog() []CatalogEntry {
 
 func roundCents(p float64) float64 { return float64(int64(p*100+0.5)) / 100 }
 
+// Stats are the sandbox's counters.
+type Stats struct {
+	OfferRequests int `json:"offer_requests"`
+}
+
+// Stats reads stats.json.
+func (b *Backend) Stats() (Stats, error) {
+	var st Stats
+	err := readJSON(filepath.Join(b.cfg.Dir, StatsFile), &st)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return st, err
+}
+
 // Offers lists the catalog, mapped to hydra's GPU types.
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+	if err := b.locked(func() error {
+		st, err := b.Stats()
+		if err != nil {
+			return err
+		}
+		st.OfferRequests++
+		return writeJSON(filepath.Join(b.cfg.Dir, StatsFile), st)
+	}); err != nil {
+		return nil, err
+	}
 	faults, err := b.faults()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,4 @@
+import {
+  to = hydra_gpu_instance.trainer
+  id = "sbx-vm-trainer"
+}

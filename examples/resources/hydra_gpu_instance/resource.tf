@@ -1,0 +1,46 @@
+# The cheapest H100 any configured cloud offers, chosen at plan time.
+resource "hydra_gpu_instance" "trainer" {
+  name               = "trainer"
+  gpu_type           = "h100"
+  gpu_count          = 1
+  max_price_per_hour = 3.5
+
+  ssh_public_keys = [file("~/.ssh/id_ed25519.pub")]
+
+  provisioning_vars = {
+    team     = "research"
+    packages = ["htop", "nvtop"]
+  }
+
+  timeouts = {
+    create = "45m"
+  }
+}
+
+# For pipelines that plan on one machine and apply on another: pin the offer through the data source,
+# which is read once at plan time and frozen into the saved plan.
+data "hydra_gpu_offer" "l40s" {
+  gpu_type = "l40s"
+  clouds   = ["sandbox"]
+}
+
+resource "hydra_gpu_instance" "inference" {
+  name     = "inference"
+  gpu_type = "l40s"
+  offer_id = data.hydra_gpu_offer.l40s.id
+
+  # The data source answers anew on every plan: once the machine exists, keep it where it is.
+  lifecycle {
+    ignore_changes = [offer_id]
+  }
+}
+
+# Capacity over predictability: let apply take the next cheapest offer within the same limits.
+resource "hydra_gpu_instance" "batch" {
+  name               = "batch"
+  gpu_type           = "l4"
+  kind               = "execlet"
+  spot               = true
+  allow_fallback     = true
+  max_price_per_hour = 0.8
+}

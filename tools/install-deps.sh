@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what hydra's quickstart and tests need on a Debian machine: ansible-core (provisioning),
+# openssh-server and openssh-client (the sandbox's machines are real sshd processes on loopback).
+# Go and the Terraform CLI must already be there (this machine kind ships both).
+set -euo pipefail
+need=()
+command -v ansible-playbook >/dev/null || need+=(ansible-core)
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh >/dev/null || need+=(openssh-client)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "hydra needs: ${need[*]}. Install them with: sudo apt-get install -y ${need[*]}" >&2
+    exit 1
+  fi
+  echo "installing ${need[*]} with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if ! command -v go >/dev/null; then
+  echo "Go is missing: install Go 1.26 or later (https://go.dev/doc/install)" >&2
+  exit 1
+fi
+tf=${TERRAFORM:-$(command -v terraform || echo /usr/local/bin/terraform)}
+if [ ! -x "$tf" ]; then
+  echo "The Terraform CLI is missing: install Terraform 1.11 or later and put it on PATH (or set TERRAFORM=/path/to/terraform)" >&2
+  exit 1
+fi

@@ -23,7 +23,9 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -79,6 +81,9 @@ type Runner struct {
 	cfg    Config
 	fsys   fs.FS
 	logger hclog.Logger
+
+	mu      sync.Mutex
+	ansible string // resolved ansible-playbook, once checked
 }
 
 var _ controlplane.Provisioner = (*Runner)(nil)
@@ -155,18 +160,42 @@ func resolveAnsible(path string) (string, error) {
 	cmd.Env = ansibleBaseEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		var exitErr *exec.ExitError
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("ansible-playbook was not found at %s; %s", path, installHint)
 		}
-		if errors.As(err, &exitErr) || err != nil {
-			return "", fmt.Errorf("%s --version failed (%v): %s; %s", path, err, cut(strings.TrimSpace(string(out)), 400), installHint)
-		}
+		return "", fmt.Errorf("%s --version failed (%v): %s; %s", path, err, cut(strings.TrimSpace(string(out)), 400), installHint)
 	}
 	if !strings.Contains(string(out), "ansible-playbook") {
 		return "", fmt.Errorf("%s does not look like ansible-playbook: %s", path, cut(strings.TrimSpace(string(out)), 200))
 	}
+	if m := coreVersion.FindStringSubmatch(string(out)); m != nil {
+		major, _ := strconv.Atoi(m[1])
+		minor, _ := strconv.Atoi(m[2])
+		if major < 2 || major == 2 && minor < minAnsibleMinor {
+			return "", fmt.Errorf("%s is ansible-core %s.%s; hydra needs 2.%d or newer (%s)", path, m[1], m[2], minAnsibleMinor, installHint)
+		}
+	}
 	return path, nil
+}
+
+// minAnsibleMinor is the oldest ansible-core 2.x the playbooks and the callback are tested with.
+const minAnsibleMinor = 14
+
+var coreVersion = regexp.MustCompile(`\[core (\d+)\.(\d+)`)
+
+// ansiblePath resolves and checks ansible-playbook once per Runner (a failure is retried next time).
+func (r *Runner) ansiblePath() (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ansible != "" {
+		return r.ansible, nil
+	}
+	p, err := resolveAnsible(r.cfg.AnsiblePlaybook)
+	if err != nil {
+		return "", err
+	}
+	r.ansible = p
+	return p, nil
 }
 
 // playbookName is the pool's playbook, or its kind's default.
@@ -265,7 +294,7 @@ func (r *Runner) Provision(ctx context.Context, req controlplane.ProvisionReques
 	if err != nil {
 		return finish(&controlplane.PermanentError{Err: err})
 	}
-	ansible, err := resolveAnsible(r.cfg.AnsiblePlaybook)
+	ansible, err := r.ansiblePath()
 	if err != nil {
 		return finish(&controlplane.PermanentError{Err: err})
 	}
@@ -283,7 +312,11 @@ func (r *Runner) Provision(ctx context.Context, req controlplane.ProvisionReques
 		for _, k := range keys {
 			args = append(args, k, fields[k])
 		}
-		r.logger.Info(msg, args...)
+		if msg == "task skipped" {
+			r.logger.Debug(msg, args...)
+		} else {
+			r.logger.Info(msg, args...)
+		}
 	}
 
 	logf("waiting for SSH", map[string]any{"host": ep.Host, "port": ep.Port, "user": ep.User, "attempt": req.Attempt})

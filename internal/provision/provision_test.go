@@ -265,31 +265,80 @@ func TestProvisionReachesReady(t *testing.T) {
 }
 
 func TestFailedTaskIsNamed(t *testing.T) {
+	tests := []struct {
+		name    string
+		machine sshhost.Spec
+		gpu     string
+		count   int
+		want    []string
+	}{
+		{
+			// One run covers every check of the task: too few GPUs, the wrong model, ECC errors.
+			"wrong GPUs", sshhost.Spec{GPUModel: "NVIDIA L40S", GPUCount: 2, UncorrectableECC: 3}, "l4", 4,
+			[]string{
+				"expected 4 GPU(s) of type l4 as the offer promised, but nvidia-smi lists 2",
+				"expected every GPU to be a l4 (name matching /\\bL4\\b/), but nvidia-smi reports: NVIDIA L40S, NVIDIA L40S",
+				"uncorrectable ECC errors (index, name, driver, count): 1, NVIDIA L40S, 570.133.20, 3",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, tc.machine, Config{})
+			rec := &logRecorder{}
+			res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, tc.gpu, tc.count, f.ep.HostKey, nil, rec))
+			var te *TaskError
+			if !errors.As(err, &te) {
+				t.Fatalf("want a *TaskError, got %v\nlog:\n%s", err, rec)
+			}
+			t.Logf("error: %v", err)
+			var perm *controlplane.PermanentError
+			if errors.As(err, &perm) {
+				t.Errorf("a failed task must stay retryable: %v", err)
+			}
+			if te.Task != "gpu_check : Check the promised GPUs" || res.FailedTask != te.Task || te.Host != "sandbox-vm-test" {
+				t.Errorf("failed task: error %q on %q, result %q", te.Task, te.Host, res.FailedTask)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(res.Message, want) || !strings.Contains(err.Error(), want) {
+					t.Errorf("message %q / error %q lacks %q", res.Message, err, want)
+				}
+			}
+			if len(res.Message) > summaryLimit {
+				t.Errorf("summary is %d bytes", len(res.Message))
+			}
+			if strings.Contains(rec.String(), "Install the customer") {
+				t.Errorf("the run went on after the failed health check:\n%s", rec)
+			}
+			assertEmptyDir(t, f.tmpBase)
+		})
+	}
+}
+
+func TestUnreachableHostIsNamed(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 2}, Config{})
+	f := newFixture(t, sshhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})
 	rec := &logRecorder{}
-	res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, "h100", 4, f.ep.HostKey, nil, rec))
-	var te *TaskError
-	if !errors.As(err, &te) {
-		t.Fatalf("want a *TaskError, got %v\nlog:\n%s", err, rec)
-	}
-	var perm *controlplane.PermanentError
-	if errors.As(err, &perm) {
-		t.Errorf("a failed task must stay retryable: %v", err)
-	}
-	if te.Task != "gpu_check : Check the promised GPUs" || res.FailedTask != te.Task {
-		t.Errorf("failed task: error %q, result %q", te.Task, res.FailedTask)
-	}
-	for _, want := range []string{"expected 4 GPU(s) of type h100", "lists 2"} {
-		if !strings.Contains(res.Message, want) || !strings.Contains(err.Error(), want) {
-			t.Errorf("message %q / error %q lacks %q", res.Message, err, want)
+	rec.hook = func(msg string, _ map[string]any) {
+		if msg == "running playbook" { // SSH answered; now the machine goes away
+			if err := sshhost.Stop(f.ep.Dir); err != nil {
+				t.Error(err)
+			}
 		}
 	}
-	if len(res.Message) > summaryLimit {
-		t.Errorf("summary is %d bytes", len(res.Message))
+	res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, "l4", 1, "", nil, rec))
+	var te *TaskError
+	if !errors.As(err, &te) || !te.Unreachable {
+		t.Fatalf("want an unreachable *TaskError, got %v\nlog:\n%s", err, rec)
 	}
-	if strings.Contains(rec.String(), "Install the customer") {
-		t.Errorf("the run went on after the failed health check:\n%s", rec)
+	t.Logf("error: %v", err)
+	var perm *controlplane.PermanentError
+	if errors.As(err, &perm) {
+		t.Errorf("an unreachable host must stay retryable: %v", err)
+	}
+	if te.Host != "sandbox-vm-test" || !strings.Contains(err.Error(), "Connection refused") || res.FailedTask == "" {
+		t.Errorf("error %v, result %+v", err, res)
 	}
 	assertEmptyDir(t, f.tmpBase)
 }
@@ -308,6 +357,7 @@ func TestChangedHostKeyIsRefused(t *testing.T) {
 	if !errors.As(err, &perm) || !errors.As(err, &mm) {
 		t.Fatalf("want a permanent host key mismatch, got %v", err)
 	}
+	t.Logf("error: %v", err)
 	if strings.Contains(rec.String(), "running playbook") || strings.Contains(rec.String(), "task started") {
 		t.Errorf("ansible ran despite the mismatch:\n%s", rec)
 	}
@@ -358,6 +408,7 @@ func TestBrokenPlaybookIsPermanent(t *testing.T) {
 	if !errors.As(err, &perm) || !errors.As(err, &pe) {
 		t.Fatalf("want a permanent playbook error, got %v", err)
 	}
+	t.Logf("error: %v", err)
 	if !strings.Contains(err.Error(), "YAML") && !strings.Contains(err.Error(), "Syntax") {
 		t.Errorf("error does not point at the YAML: %v", err)
 	}

@@ -526,7 +526,10 @@ func renderSSHDConfig(dir string, st state) string {
 		"MaxStartups 50:30:100",
 		"MaxSessions 50",
 		"Subsystem sftp internal-sftp",
+		// SHLVL=1 keeps bash from sourcing the host user's ~/.bashrc for SSH commands: a developer's
+		// rc file must not put real tools ahead of the stand-ins, nor slow every Ansible task down.
 		"SetEnv " + strings.Join([]string{
+			sshdQuote("SHLVL=1"),
 			sshdQuote("PATH=" + pathEnv),
 			sshdQuote("HYDRA_SANDBOX=1"),
 			sshdQuote("HYDRA_ROOT=" + root),

@@ -106,7 +106,7 @@ func TestMachine(t *testing.T) {
 		cmd  string
 		want []string
 	}{
-		{"session environment", "echo $HYDRA_SANDBOX $HYDRA_ROOT; command -v nvidia-smi", []string{"1 " + ep.Root, filepath.Join(ep.Dir, "bin", "nvidia-smi")}},
+		{"session environment", "echo $HYDRA_SANDBOX $HYDRA_ROOT; command -v nvidia-smi; echo PATH=$PATH", []string{"1 " + ep.Root, filepath.Join(ep.Dir, "bin", "nvidia-smi"), "PATH=" + filepath.Join(ep.Dir, "bin") + ":"}},
 		{"nvidia-smi list", "nvidia-smi -L", []string{"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-", "GPU 7: NVIDIA H100"}},
 		{"nvidia-smi query", "nvidia-smi --query-gpu=index,name,ecc.errors.uncorrected.volatile.total --format=csv,noheader", []string{"0, NVIDIA H100 80GB HBM3, 0\n", "7, NVIDIA H100 80GB HBM3, 0\n"}},
 		{"nvidia-smi header", "nvidia-smi --query-gpu=name,memory.total --format=csv", []string{"name, memory.total [MiB]\n", "NVIDIA H100 80GB HBM3, 81559 MiB"}},

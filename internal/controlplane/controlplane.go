@@ -261,6 +261,7 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 			if o.Ineligible == "" && req.MaxPricePerHour > 0 && priceKey(o.PricePerHour) > priceKey(req.MaxPricePerHour) {
 				o.Ineligible = fmt.Sprintf("$%s/h is above max_price_per_hour $%s/h", FormatPrice(o.PricePerHour), FormatPrice(req.MaxPricePerHour))
 			}
+			o.PricePerHour = float64(priceKey(o.PricePerHour)) / 10000
 			o.ID = OfferID(o)
 			if o.Ineligible != "" {
 				res.Ineligible = append(res.Ineligible, o)
@@ -337,6 +338,8 @@ func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([
 			po := o
 			po.Cloud = cloud
 			po.Pool = p.Pool.Name
+			// Prices are kept to a hundredth of a cent, the precision offer IDs carry.
+			po.PricePerHour = float64(priceKey(o.PricePerHour)) / 10000
 			out = append(out, po)
 		}
 	}

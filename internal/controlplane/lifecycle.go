@@ -57,7 +57,8 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 	}
 	if inst, pool, err := cp.FindExisting(ctx, req.Name); err == nil {
 		for _, o := range req.Offers {
-			if o.Pool == pool.Name && o.Region == inst.Region && o.InstanceType == inst.InstanceType {
+			// Some clouds do not report an instance's region (Prime Intellect pods): unknown matches.
+			if o.Pool == pool.Name && (inst.Region == "" || o.Region == inst.Region) && o.InstanceType == inst.InstanceType {
 				log.Info("adopting existing instance", "name", inst.Name, "id", inst.ID)
 				return Launched{Instance: inst, Offer: o, Pool: pool, Adopted: true}, nil
 			}

@@ -42,6 +42,12 @@ type providerModel struct {
 	OfferTimeout types.String       `tfsdk:"offer_timeout"`
 	Sandbox      *sandboxModel      `tfsdk:"sandbox"`
 	Provisioning *provisioningModel `tfsdk:"provisioning"`
+
+	Verda          *verdaModel          `tfsdk:"verda"`
+	UpCloud        *upcloudModel        `tfsdk:"upcloud"`
+	PrimeIntellect *primeIntellectModel `tfsdk:"prime_intellect"`
+	Atlas          *atlasModel          `tfsdk:"atlas"`
+	Mithril        *mithrilModel        `tfsdk:"mithril"`
 }
 
 type sandboxModel struct {
@@ -102,7 +108,7 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Validators: []validator.String{durationValidator{}},
 			},
 		},
-		Blocks: map[string]schema.Block{
+		Blocks: mergeBlocks(cloudBlocks(), map[string]schema.Block{
 			"sandbox": schema.SingleNestedBlock{
 				MarkdownDescription: "The simulated cloud: offers, instances and faults kept in a directory on this machine. " +
 					"Used automatically when no cloud block is configured.",
@@ -139,8 +145,15 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					},
 				},
 			},
-		},
+		}),
 	}
+}
+
+func mergeBlocks(a, b map[string]schema.Block) map[string]schema.Block {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
 }
 
 func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -157,7 +170,10 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	logger := hclog.New(&hclog.LoggerOptions{Name: "hydra", Level: hclog.LevelFromString(os.Getenv("TF_LOG_PROVIDER")), Output: os.Stderr, JSONFormat: true})
 
 	data := &providerData{provisioning: true}
-	var backends []controlplane.InstanceManagerBackend
+	backends, emulated := cloudBackends(ctx, cloudsConfig{Verda: cfg.Verda, UpCloud: cfg.UpCloud, PrimeIntellect: cfg.PrimeIntellect, Atlas: cfg.Atlas, Mithril: cfg.Mithril}, inv, logger, resp.Diagnostics.AddAttributeError)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 
 	// The sandbox: configured explicitly, or the default when no real cloud is configured.
 	if cfg.Sandbox != nil || len(backends) == 0 {
@@ -189,6 +205,12 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		}
 		opts.MaxProvisionAttempts = int(pc.MaxAttempts.ValueInt64())
 		opts.ProvisionBackoff = parseDuration(pc.RetryDelay, 5*time.Second)
+	}
+	if data.provisioning && emulated {
+		resp.Diagnostics.AddAttributeError(path.Root("provisioning").AtName("enabled"), "Emulated clouds cannot be provisioned",
+			"A cloud block sets emulator_dir: its machines are simulated by a local API emulator and cannot be reached over SSH. "+
+				"Set provisioning { enabled = false } to run the whole lifecycle against the emulators.")
+		return
 	}
 	if data.provisioning {
 		// The Ansible runner arrives with the provisioning work; until then provisioning is a no-op.

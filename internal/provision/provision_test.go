@@ -260,6 +260,22 @@ func TestProvisionReachesReady(t *testing.T) {
 			}
 			tc.check(t, f.ep)
 			assertEmptyDir(t, f.tmpBase)
+
+			if tc.kind != inventory.KindVM {
+				return
+			}
+			// Re-running with the key now pinned changes nothing.
+			again := &logRecorder{}
+			req := f.request(tc.kind, tc.gpu, tc.count, res.HostKey, tc.vars, again)
+			req.Attempt = 2
+			if _, err := f.runner.Provision(context.Background(), req); err != nil {
+				t.Fatalf("second run: %v\nlog:\n%s", err, again)
+			}
+			if strings.Contains(again.String(), "changed:true") {
+				t.Errorf("the second run changed something:\n%s", again)
+			}
+			tc.check(t, f.ep)
+			assertEmptyDir(t, f.tmpBase)
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -516,12 +517,9 @@ func writeRunFiles(dir, pbDir string, spec runSpec) (runFiles, error) {
 		return f, err
 	}
 	ep := spec.endpoint
-	addr := ep.Host
-	if ep.Port != 22 {
-		addr = "[" + ep.Host + "]:" + strconv.Itoa(ep.Port)
-	}
 	known := filepath.Join(dir, "known_hosts")
-	line := knownhosts.Line([]string{knownhosts.Normalize(addr)}, spec.hostKey)
+	// "host" for port 22, "[host]:port" otherwise: what ssh looks up.
+	line := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)))}, spec.hostKey)
 	if err := os.WriteFile(known, []byte(line+"\n"), 0o600); err != nil {
 		return f, err
 	}

@@ -354,15 +354,6 @@ func (r *Runner) run(ctx context.Context, spec runSpec) (runOutcome, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	name := spec.instance
-	if wasCancelled {
-		out.failedTask = lastTask
-		out.message = "cancelled"
-		at := ""
-		if lastTask != "" {
-			at = fmt.Sprintf(" during task %q", lastTask)
-		}
-		return out, fmt.Errorf("provisioning %q cancelled%s (the machine may be half-provisioned; re-running is safe): %w", name, at, ctx.Err())
-	}
 	clean := stats != nil && len(stats) > 0
 	for _, s := range stats {
 		if s.Failures > 0 || s.Unreachable > 0 {
@@ -370,8 +361,19 @@ func (r *Runner) run(ctx context.Context, spec runSpec) (runOutcome, error) {
 		}
 	}
 	if rc == 0 && clean {
+		// Success is success, even when a cancellation arrived as the run was finishing.
 		spec.log("playbook succeeded", map[string]any{"playbook": spec.playbook})
 		return out, nil
+	}
+	if wasCancelled {
+		// Recorded by us: ansible's own exit code (4 or 99, timing dependent) does not say it.
+		out.failedTask = lastTask
+		out.message = "cancelled"
+		at := ""
+		if lastTask != "" {
+			at = fmt.Sprintf(" during task %q", lastTask)
+		}
+		return out, fmt.Errorf("provisioning %q cancelled%s (the machine may be half-provisioned; re-running is safe): %w", name, at, ctx.Err())
 	}
 	stderrText := strings.TrimSpace(stderr.String())
 	switch {

@@ -166,6 +166,11 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Endpoint{}, err
 	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	defer unlock()
 	if err := writeMachineFiles(dir, spec, login); err != nil {
 		return Endpoint{}, err
 	}
@@ -214,6 +219,14 @@ func Stop(dir string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	st, err := readState(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -239,6 +252,11 @@ func RotateHostKey(dir string) error {
 	if err != nil {
 		return err
 	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := ensureHostKey(dir, true); err != nil {
 		return err
 	}
@@ -266,6 +284,22 @@ func HostPublicKey(dir string) (string, error) {
 		return "", fmt.Errorf("sshhost: host key in %s: %w", dir, err)
 	}
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key))), nil
+}
+
+// lockDir serialises Ensure, Stop and RotateHostKey on one machine across processes.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sshhost: lock %s: %w", dir, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 func loginUser(want string) (string, error) {

@@ -96,6 +96,21 @@ func TestMachine(t *testing.T) {
 		if again != ep || st2.SSHDPid != st.SSHDPid {
 			t.Errorf("second Ensure restarted the machine: %+v / %+v, pids %d / %d", ep, again, st.SSHDPid, st2.SSHDPid)
 		}
+		ports := make(chan int, 4)
+		for i := 0; i < 4; i++ {
+			go func() {
+				e, err := Ensure(dir, spec)
+				if err != nil {
+					t.Error(err)
+				}
+				ports <- e.Port
+			}()
+		}
+		for i := 0; i < 4; i++ {
+			if p := <-ports; p != ep.Port {
+				t.Errorf("concurrent Ensure moved the machine to port %d", p)
+			}
+		}
 		if hk, _ := HostPublicKey(dir); hk != ep.HostKey {
 			t.Errorf("HostPublicKey %q, endpoint %q", hk, ep.HostKey)
 		}

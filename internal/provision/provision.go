@@ -82,9 +82,15 @@ type Runner struct {
 	fsys   fs.FS
 	logger hclog.Logger
 
+	publicKey string
+
 	mu      sync.Mutex
 	ansible string // resolved ansible-playbook, once checked
 }
+
+// PublicKey returns the public half of the provisioning key as an authorized_keys line, for
+// CreateRequest.SSHPublicKeys: clouds must install it for the login user.
+func (r *Runner) PublicKey() string { return r.publicKey }
 
 var _ controlplane.Provisioner = (*Runner)(nil)
 
@@ -101,7 +107,8 @@ func New(cfg Config) (*Runner, error) {
 		}
 		return nil, errors.New("the SSH private key for provisioning could not be parsed (expected an OpenSSH or PEM private key)")
 	}
-	r := &Runner{cfg: cfg, logger: cfg.Logger}
+	signer, _ := ssh.ParsePrivateKey(cfg.PrivateKey)
+	r := &Runner{cfg: cfg, logger: cfg.Logger, publicKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))}
 	if r.logger == nil {
 		r.logger = hclog.NewNullLogger()
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
@@ -100,6 +101,9 @@ func newFixture(t *testing.T, spec sshhost.Spec, cfg Config) fixture {
 	})
 	cfg.PrivateKey = key
 	cfg.TempDir = shortTemp(t)
+	if os.Getenv("HYDRA_TEST_ANSIBLE_LOG") != "" {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Debug, Output: os.Stderr})
+	}
 	if cfg.SSHWaitTimeout == 0 {
 		cfg.SSHWaitTimeout = 30 * time.Second
 	}

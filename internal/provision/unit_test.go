@@ -194,7 +194,11 @@ func TestNew(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "bm9wZQ") {
 		t.Errorf("a bad key must be refused without echoing it: %v", err)
 	}
-	key, _ := clientKey(t)
+	key, pub := clientKey(t)
+	r, err := New(Config{PrivateKey: key})
+	if err != nil || r.PublicKey() != pub {
+		t.Errorf("PublicKey %q, want %q (%v)", r.PublicKey(), pub, err)
+	}
 	if _, err := New(Config{PrivateKey: key, GPUModels: map[string]string{"x": "("}}); err == nil {
 		t.Error("a bad GPU model pattern must be refused")
 	}

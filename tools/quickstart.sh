@@ -42,9 +42,9 @@ echo "apply took ${SECONDS}s"
 
 step "what hydra did (provider log, INFO)"
 grep -F 'provider.terraform-provider-hydra: ' provider.log \
-  | grep -v -e 'mTLS' -e 'timeout configuration not found' \
+  | grep -v -e 'mTLS' -e 'timeout configuration not found' -e 'task skipped' -e 'task started' \
   | sed -E -e 's/^[0-9T:.-]+Z?\s*//' -e 's/provider\.terraform-provider-hydra: //' -e 's/ (tf_[a-z_]+|@[a-z]+)=[^ ]+//g' -e 's/: *$//' \
-  | cut -c1-220 | head -60 || true
+  | sed -E 's/ timestamp=[^ ]+//' | cut -c1-200 | head -80 || true
 
 step "terraform state show"
 "$tf" state show -no-color hydra_gpu_instance.trainer

@@ -56,9 +56,12 @@ type sandboxModel struct {
 }
 
 type provisioningModel struct {
-	Enabled     types.Bool   `tfsdk:"enabled"`
-	MaxAttempts types.Int64  `tfsdk:"max_attempts"`
-	RetryDelay  types.String `tfsdk:"retry_delay"`
+	Enabled         types.Bool   `tfsdk:"enabled"`
+	MaxAttempts     types.Int64  `tfsdk:"max_attempts"`
+	RetryDelay      types.String `tfsdk:"retry_delay"`
+	SSHPrivateKey   types.String `tfsdk:"ssh_private_key"`
+	PlaybookDir     types.String `tfsdk:"playbook_dir"`
+	AnsiblePlaybook types.String `tfsdk:"ansible_playbook"`
 }
 
 // providerData is what resources and data sources get from Configure.
@@ -143,6 +146,22 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 						Optional:            true,
 						Validators:          []validator.String{durationValidator{}},
 					},
+					"ssh_private_key": schema.StringAttribute{
+						MarkdownDescription: "The SSH private key (OpenSSH or PEM, no passphrase) hydra provisions with; its public key is " +
+							"installed on every new machine. Sensitive. Required when a real cloud is configured; with only the sandbox, " +
+							"hydra generates one in the sandbox directory. Tip: `file(\"~/.ssh/hydra\")`.",
+						Optional:  true,
+						Sensitive: true,
+					},
+					"playbook_dir": schema.StringAttribute{
+						MarkdownDescription: "Directory with your own `bare-vm.yml`, `execlet.yml` and roles, used instead of the playbooks " +
+							"embedded in the provider. Any change to its files re-runs provisioning in place on the next apply.",
+						Optional: true,
+					},
+					"ansible_playbook": schema.StringAttribute{
+						MarkdownDescription: "Path of `ansible-playbook` (ansible-core 2.14 or later). Default: found on `PATH`.",
+						Optional:            true,
+					},
 				},
 			},
 		}),
@@ -186,7 +205,11 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 			dir = ".hydra-sandbox"
 		}
 		boot := parseDuration(sb.BootTime, 2*time.Second)
-		b, err := sandbox.New(sandbox.Config{Dir: dir, BootTime: boot}, inv, logger)
+		sc := sandbox.Config{Dir: dir, BootTime: boot}
+		if provisioningEnabled(cfg.Provisioning) {
+			sc.Machines = sandbox.SSHMachines{}
+		}
+		b, err := sandbox.New(sc, inv, logger)
 		if err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("sandbox").AtName("dir"), "Cannot open the sandbox", err.Error())
 			return
@@ -199,10 +222,8 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		OfferTimeout: parseDuration(cfg.OfferTimeout, 20*time.Second),
 		Logger:       logger,
 	}
+	data.provisioning = provisioningEnabled(cfg.Provisioning)
 	if pc := cfg.Provisioning; pc != nil {
-		if !pc.Enabled.IsNull() {
-			data.provisioning = pc.Enabled.ValueBool()
-		}
 		opts.MaxProvisionAttempts = int(pc.MaxAttempts.ValueInt64())
 		opts.ProvisionBackoff = parseDuration(pc.RetryDelay, 5*time.Second)
 	}
@@ -213,8 +234,13 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		return
 	}
 	if data.provisioning {
-		// The Ansible runner arrives with the provisioning work; until then provisioning is a no-op.
-		opts.Provisioner = controlplane.NoProvisioning{}
+		runner, pubKey, diags := newProvisioner(cfg.Provisioning, data.sandbox, len(backends) > 1 || data.sandbox == nil, logger)
+		resp.Diagnostics.Append(diags...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		opts.Provisioner = runner
+		data.sshPublicKeys = []string{pubKey}
 	}
 	data.cp = controlplane.New(inv, backends, opts)
 

@@ -515,6 +515,11 @@ func (b *Backend) CreatedCount() (int, error) {
 
 // Vanish removes an instance as if someone deleted it outside Terraform.
 func (b *Backend) Vanish(id string) error {
+	if b.cfg.Machines != nil {
+		if err := b.cfg.Machines.Stop(b.machineDir(id)); err != nil {
+			return err
+		}
+	}
 	return b.update(func(st *state, _ *Faults) error {
 		for _, r := range st.Instances {
 			if r.ID == id {

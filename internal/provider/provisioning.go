@@ -1,0 +1,118 @@
+package provider
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+)
+
+// sandboxKeyFile is the provisioning key hydra generates for a sandbox-only configuration.
+const sandboxKeyFile = "hydra_provisioning_ed25519"
+
+func provisioningEnabled(pc *provisioningModel) bool {
+	return pc == nil || pc.Enabled.IsNull() || pc.Enabled.ValueBool()
+}
+
+// newProvisioner builds the Ansible runner and returns the public key to install on new machines.
+func newProvisioner(pc *provisioningModel, sb *sandbox.Backend, realClouds bool, logger hclog.Logger) (*provision.Runner, string, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if pc == nil {
+		pc = &provisioningModel{}
+	}
+	keyPath := path.Root("provisioning").AtName("ssh_private_key")
+	ansible := pc.AnsiblePlaybook.ValueString()
+	if ansible == "" {
+		if _, err := exec.LookPath("ansible-playbook"); err != nil {
+			diags.AddAttributeError(path.Root("provisioning").AtName("ansible_playbook"), "ansible-playbook not found",
+				"hydra provisions machines with Ansible, and ansible-playbook is not on PATH. Install ansible-core 2.14 or later "+
+					"on the machine running Terraform (`apt-get install ansible-core`, or `pipx install ansible-core`), set "+
+					"provisioning { ansible_playbook = \"/path/to/ansible-playbook\" }, or switch provisioning off with "+
+					"provisioning { enabled = false } for images that need no setup.")
+			return nil, "", diags
+		}
+	} else if _, err := os.Stat(ansible); err != nil {
+		diags.AddAttributeError(path.Root("provisioning").AtName("ansible_playbook"), "ansible-playbook not found", err.Error())
+		return nil, "", diags
+	}
+	var key []byte
+	switch {
+	case pc.SSHPrivateKey.ValueString() != "":
+		key = []byte(pc.SSHPrivateKey.ValueString())
+	case realClouds:
+		diags.AddAttributeError(keyPath, "Provisioning needs an SSH key",
+			"hydra logs in to new machines with an SSH key to provision them. Set provisioning { ssh_private_key = file(\"~/.ssh/hydra\") } "+
+				"(a key without passphrase), or provisioning { enabled = false }.")
+		return nil, "", diags
+	default:
+		k, err := sandboxKey(sb.Dir())
+		if err != nil {
+			diags.AddAttributeError(keyPath, "Cannot create the sandbox's provisioning key", err.Error())
+			return nil, "", diags
+		}
+		key = k
+	}
+	signer, err := ssh.ParsePrivateKey(key)
+	if err != nil {
+		diags.AddAttributeError(keyPath, "Invalid SSH private key",
+			"provisioning.ssh_private_key could not be parsed: expected an OpenSSH or PEM private key without passphrase.")
+		return nil, "", diags
+	}
+	runner, err := provision.New(provision.Config{
+		PrivateKey: key, PlaybookDir: pc.PlaybookDir.ValueString(), AnsiblePlaybook: ansible, Logger: logger.Named("provision"),
+	})
+	if err != nil {
+		diags.AddAttributeError(path.Root("provisioning"), "Invalid provisioning configuration", err.Error())
+		return nil, "", diags
+	}
+	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " hydra-provisioning"
+	return runner, pub, diags
+}
+
+// sandboxKey returns the sandbox's provisioning key, generating it once (0600) for all processes.
+func sandboxKey(dir string) ([]byte, error) {
+	p := filepath.Join(dir, sandboxKeyFile)
+	lock, err := os.OpenFile(p+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(p)
+	if err == nil {
+		return data, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "hydra sandbox provisioning")
+	if err != nil {
+		return nil, err
+	}
+	data = pem.EncodeToMemory(block)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", p, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,307 @@
+package provider
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/playbooks"
+)
+
+// requireProvisioningTools fails (never skips) when the real Ansible or sshd is missing: CI installs
+// both, and a provisioning test that silently skipped would prove nothing.
+func requireProvisioningTools(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Fatal("ansible-playbook is not installed (apt-get install ansible-core); the provisioning tests need it")
+	}
+	if _, err := sshhost.FindSSHD(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// provisionedConfig is the provider block with provisioning on, from playbookDir ("" = embedded).
+func (s *testSandbox) provisionedConfig(playbookDir string) string {
+	extra := ""
+	if playbookDir != "" {
+		extra = fmt.Sprintf("    playbook_dir = %q\n", playbookDir)
+	}
+	return fmt.Sprintf(`
+provider "hydra" {
+  plan_quote_dir = %[1]q
+  sandbox {
+    dir       = %[2]q
+    boot_time = "1s"
+  }
+  provisioning {
+    retry_delay = "1s"
+%[3]s  }
+}
+`, filepath.Join(s.dir, "quotes"), s.sb.Dir(), extra)
+}
+
+// copyPlaybooks copies a playbook tree into a fresh directory the test may change.
+func copyPlaybooks(t *testing.T, src fs.FS) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, p), 0o755)
+		}
+		data, err := fs.ReadFile(src, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, p), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// machineDir returns the simulated machine's directory of the only live instance.
+func (s *testSandbox) machineDir() string {
+	s.t.Helper()
+	live := s.live()
+	if len(live) != 1 {
+		s.t.Fatalf("want one live instance, have %d", len(live))
+	}
+	return s.sb.MachineDir(live[0].ID)
+}
+
+// findFileContaining searches the machine's directory for a file holding want.
+func findFileContaining(dir, want string) (string, bool) {
+	var found string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found != "" {
+			return nil
+		}
+		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), want) {
+			found = p
+		}
+		return nil
+	})
+	return found, found != ""
+}
+
+func TestAccGPUInstance_provisioned(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	dir := copyPlaybooks(t, playbooks.FS)
+	// A customer key whose comment holds a template, quotes, spaces and a command substitution: it must
+	// reach the machine byte for byte, neither rendered nor run.
+	tricky := `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGd9ZlDd2YbqH0h0C1Ipn8t8wP0hxB9oZt0bHqkDqJ6x {{ 7*7 }} "quoted" 'single' $(touch /tmp/hydra-acc-pwned)`
+	base := s.provisionedConfig(dir) + testAccGPUInstanceConfig_basic("prov", "h100", "")
+	withKey := s.provisionedConfig(dir) + testAccGPUInstanceConfig_basic("prov", "h100", fmt.Sprintf("  ssh_public_keys = [%q]", tricky))
+	var firstDigest, firstReady string
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{
+			{
+				// Real ansible-playbook, real sshd: the embedded bare-vm playbook runs to ready.
+				Config: base,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("provisioning_attempts"), knownvalue.Int64Exact(1)),
+					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("provisioning_digest"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{16}$`))),
+					// The sandbox reports no host key: it was trusted on first contact and recorded.
+					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("host_key"), knownvalue.StringRegexp(regexp.MustCompile(`^ssh-ed25519 `))),
+					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("provisioning_error"), knownvalue.Null()),
+				},
+				Check: func(st *terraform.State) error {
+					a := st.RootModule().Resources[resourceName].Primary.Attributes
+					firstDigest, firstReady = a["provisioning_digest"], a["ready_at"]
+					return nil
+				},
+			},
+			{
+				// Re-applying never re-runs a provisioning that succeeded.
+				Config: base,
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+			},
+			{
+				// A playbook change is an in-place update that provisions again.
+				PreConfig: func() {
+					f, err := os.OpenFile(filepath.Join(dir, "bare-vm.yml"), os.O_APPEND|os.O_WRONLY, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					fmt.Fprintln(f, "# changed by TestAccGPUInstance_provisioned")
+					f.Close()
+				},
+				Config: base,
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate),
+						plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("status")),
+					},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+				Check: func(st *terraform.State) error {
+					a := st.RootModule().Resources[resourceName].Primary.Attributes
+					if a["provisioning_digest"] == firstDigest || a["ready_at"] == "" {
+						return fmt.Errorf("digest %s (was %s), ready_at %s (was %s): provisioning did not run again", a["provisioning_digest"], firstDigest, a["ready_at"], firstReady)
+					}
+					return s.checkCreated(1)(st)
+				},
+			},
+			{
+				// Changed variables too; and they arrive literally.
+				Config: withKey,
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)},
+				},
+				Check: func(*terraform.State) error {
+					if _, ok := findFileContaining(s.machineDir(), tricky); !ok {
+						return fmt.Errorf("the customer key did not arrive literally in the machine's files")
+					}
+					if _, err := os.Stat("/tmp/hydra-acc-pwned"); err == nil {
+						return fmt.Errorf("$(...) in a variable was executed")
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+func TestAccGPUInstance_provisioningRetries(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	cfg := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("retry", "l4", `
+  provisioning_vars = {
+    fail_times = 2
+    note       = "{{ 7*7 }} \"quotes\" and spaces $(id)"
+  }`)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			// Fails twice, passes the third time: ready, with three attempts recorded.
+			Config: cfg,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("provisioning_attempts"), knownvalue.Int64Exact(3)),
+			},
+			Check: func(*terraform.State) error {
+				p, ok := findFileContaining(s.machineDir(), `{{ 7*7 }} "quotes" and spaces $(id)`)
+				if !ok || filepath.Base(p) != "note" {
+					return fmt.Errorf("the note variable did not arrive literally (found %q)", p)
+				}
+				return nil
+			},
+		}},
+	})
+}
+
+func TestAccGPUInstance_provisioningFails(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	failing := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("doomed", "l4", "  provisioning_vars = { fail_times = 99 }\n  max_provisioning_attempts = 2")
+	fixed := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("doomed", "l4", "  provisioning_vars = { fail_times = 0 }\n  max_provisioning_attempts = 2")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{
+			{
+				// Every attempt fails: the error names the host, the task and its message; the billed
+				// machine stays in state (tainted).
+				Config:      failing,
+				ExpectError: errorPattern("provisioning failed after 2 attempt(s)", "sbx-vm-doomed", `Fail on purpose`, "planned failure on attempt 2"),
+			},
+			{
+				// The machine was kept tainted: fixing the playbook's input replaces it (a plain input
+				// change would be an in-place update).
+				Config: fixed,
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+				Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
+			},
+		},
+	})
+}
+
+func TestAccGPUInstance_hostKeyChanged(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	cfg := func(note string) string {
+		return s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("pinned-key", "l4", fmt.Sprintf("  provisioning_vars = { note = %q }", note))
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{
+			{Config: cfg("first")},
+			{
+				// The machine's host key changes; the next provisioning run must refuse it at once.
+				PreConfig: func() {
+					if err := sshhost.RotateHostKey(s.machineDir()); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:      cfg("second"),
+				ExpectError: errorPattern("host key"),
+			},
+			{
+				// Ansible never started: the machine's attempt counter still says one run. The machine
+				// keeps asking to be provisioned (status error), with the same refusal until someone acts.
+				PreConfig: func() {
+					data, err := os.ReadFile(filepath.Join(s.machineDir(), "root", "attempts"))
+					if err != nil || strings.TrimSpace(string(data)) != "1" {
+						t.Errorf("attempt counter = %q, %v; want 1 (no run against the changed key)", data, err)
+					}
+				},
+				Config:             cfg("second"),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+		},
+	})
+}
+
+func TestAccGPUInstance_provisioningCancelled(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	cfg := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("cancelled", "l4", "  provisioning_vars = { sleep_seconds = 120 }\n  timeouts = { create = \"12s\" }")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			// The create's deadline ends the run midway (the same path as Ctrl-C); the machine is kept.
+			Config:      cfg,
+			ExpectError: errorPattern("context deadline exceeded", "kept in state"),
+			Check:       s.checkLive(1),
+		}},
+	})
+}

@@ -1,0 +1,38 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+)
+
+// SSHMachines makes sandbox instances real SSH servers on loopback (internal/sshhost) whose GPU layer
+// is simulated, so hydra's playbooks and health checks run on them unchanged.
+type SSHMachines struct{}
+
+var _ Machines = SSHMachines{}
+
+// Start starts (or finds running) the machine of one instance. The sandbox does not report host keys,
+// so provisioning trusts the key it first sees and pins it.
+func (SSHMachines) Start(dir string, rec Record) (controlplane.SSHEndpoint, error) {
+	// sshhost locks the machine's directory itself, across processes.
+	ep, err := sshhost.Ensure(dir, sshhost.Spec{
+		GPUModel:       sshhost.NVIDIAName(rec.GPUType),
+		GPUCount:       rec.GPUCount,
+		AuthorizedKeys: rec.SSHKeys,
+	})
+	if err != nil {
+		return controlplane.SSHEndpoint{}, fmt.Errorf("starting the machine of %s: %w", rec.Name, err)
+	}
+	return controlplane.SSHEndpoint{Host: ep.Host, Port: ep.Port, User: ep.User}, nil
+}
+
+// Stop ends the machine's processes.
+func (SSHMachines) Stop(dir string) error {
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	return sshhost.Stop(dir)
+}

@@ -46,6 +46,28 @@ func (r OfferResult) Cheapest() (Offer, bool) {
 	return r.Offers[0], true
 }
 
+// WhyNot says, for every asked cloud other than the winner's, why it lost: its cheapest eligible offer
+// and how much more it costs, or why it had none.
+func (r OfferResult) WhyNot(winner Offer) map[string]string {
+	out := map[string]string{}
+	for _, o := range r.Offers { // cheapest first: the first offer seen per cloud is its best
+		if o.Cloud == winner.Cloud {
+			continue
+		}
+		if _, seen := out[o.Cloud]; seen {
+			continue
+		}
+		out[o.Cloud] = fmt.Sprintf("cheapest offer %s in %s costs $%s/h, $%s/h more than %s", o.InstanceType, o.Region,
+			FormatPrice(o.PricePerHour), FormatPrice(o.PricePerHour-winner.PricePerHour), winner.Cloud)
+	}
+	for _, rej := range r.Rejections {
+		if rej.Cloud != winner.Cloud {
+			out[rej.Cloud] = rej.Reason
+		}
+	}
+	return out
+}
+
 // Explain lists every cloud's reason in one readable block, for diagnostics.
 func (r OfferResult) Explain() string {
 	var b strings.Builder

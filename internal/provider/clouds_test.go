@@ -144,6 +144,10 @@ func TestAccGPUInstance_verdaVersusUpCloud(t *testing.T) {
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(2.65)),
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("id"), knownvalue.StringExact("verda-vm-cheaper")),
+					// The plan says why the other cloud lost, in prices a person can compare.
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("other_clouds"), knownvalue.MapExact(map[string]knownvalue.Check{
+						"upcloud": knownvalue.StringExact("cheapest offer GPU-12xCPU-240GB-1xH100 in fi-hel2 costs $2.7321/h, $0.0821/h more than verda"),
+					})),
 				},
 			},
 			ConfigStateChecks: []statecheck.StateCheck{

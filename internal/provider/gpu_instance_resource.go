@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
@@ -82,6 +83,7 @@ type gpuInstanceModel struct {
 	PricePerHour            types.Float64  `tfsdk:"price_per_hour"`
 	EstimatedPricePerHour   types.Float64  `tfsdk:"estimated_price_per_hour"`
 	IsSpot                  types.Bool     `tfsdk:"is_spot"`
+	OtherClouds             types.Map      `tfsdk:"other_clouds"`
 	Status                  types.String   `tfsdk:"status"`
 	CloudStatus             types.String   `tfsdk:"cloud_status"`
 	ReadyAt                 types.String   `tfsdk:"ready_at"`
@@ -249,6 +251,14 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				MarkdownDescription: "Whether the machine is spot (preemptible) capacity.",
 				Computed:            true,
 				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+			},
+			"other_clouds": schema.MapAttribute{
+				MarkdownDescription: "Why each other asked cloud lost when the machine was chosen: its cheapest matching offer and how much " +
+					"more it costs, or why it had none (no capacity, timed out, above the max price, a bid that would not clear). " +
+					"Null when the offer was pinned through `offer_id`.",
+				Computed:      true,
+				ElementType:   types.StringType,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 			},
 			"status": schema.StringAttribute{
 				MarkdownDescription: "hydra's status: `pending`, `running`, `provisioning`, `ready`, `terminated` or `error`.",
@@ -428,6 +438,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		}
 		setOfferFields(&plan, r.data.cp, parsed)
 		plan.EstimatedPricePerHour = types.Float64Value(parsed.PricePerHour)
+		plan.OtherClouds = types.MapNull(types.StringType)
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
@@ -448,13 +459,19 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 			resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_instance "+plan.Name.ValueString(), noOfferDetail(offerReq, res))
 			return
 		}
-		q = quote{OfferID: best.ID, Estimate: best.PricePerHour}
+		q = quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best)}
 		if err := r.data.quotes.put(key, q); err != nil {
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
 		}
 		logOfferChoice(ctx, best, res)
 	}
 	plan.EstimatedPricePerHour = types.Float64Value(q.Estimate)
+	if q.WhyNot == nil {
+		q.WhyNot = map[string]string{} // an empty map, not null, on both plans (JSON drops empty maps)
+	}
+	whyNot, d := types.MapValueFrom(ctx, types.StringType, q.WhyNot)
+	resp.Diagnostics.Append(d...)
+	plan.OtherClouds = whyNot
 	if plan.AllowFallback.ValueBool() {
 		resp.Diagnostics.AddWarning("GPU offer chosen at apply time",
 			fmt.Sprintf("allow_fallback is set for %q: the cheapest offer now is %s at $%s/h; apply takes the cheapest offer within the same limits when it creates the machine.",
@@ -678,6 +695,9 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	if m.EstimatedPricePerHour.IsUnknown() {
 		m.EstimatedPricePerHour = types.Float64Value(parsed.PricePerHour)
 	}
+	if m.OtherClouds.IsUnknown() {
+		m.OtherClouds = types.MapNull(types.StringType)
+	}
 	m.CloudInstanceID = types.StringValue(launched.Instance.ID)
 	applyInstance(&m, launched.Instance)
 	m.ReadyAt = types.StringNull()
@@ -879,6 +899,7 @@ func (r *gpuInstanceResource) fillFromInstance(m *gpuInstanceModel, inst control
 	m.PricePerHour = types.Float64Value(inst.PricePerHour)
 	m.EstimatedPricePerHour = types.Float64Value(inst.PricePerHour)
 	m.IsSpot = types.BoolValue(inst.Spot)
+	m.OtherClouds = types.MapNull(types.StringType)
 	m.Status = types.StringValue(string(controlplane.StatusRunning))
 	m.ReadyAt = types.StringNull()
 	m.ProvisioningAttempts = types.Int64Value(0)

@@ -33,8 +33,10 @@ type quote struct {
 	// OfferID is the chosen offer (it carries the quoted price).
 	OfferID string `json:"offer_id"`
 	// Estimate is the price shown when the offer itself is left to apply (allow_fallback).
-	Estimate float64   `json:"estimate"`
-	Expires  time.Time `json:"expires"`
+	Estimate float64 `json:"estimate"`
+	// WhyNot says why each other cloud lost (shown in the plan as other_clouds).
+	WhyNot  map[string]string `json:"why_not,omitempty"`
+	Expires time.Time         `json:"expires"`
 }
 
 func defaultQuoteDir() string {

@@ -8,18 +8,18 @@ package atlas
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 // Offer is one catalog entry: an instance type in a region with its list price and free capacity.
@@ -171,21 +171,15 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	catalog := append([]Offer(nil), opts.Catalog...)
-	return &Server{opts: opts, store: &store{dir: opts.StateDir, init: func() *state {
+	return &Server{opts: opts, store: newStore(opts.StateDir, func() *state {
 		return &state{Catalog: append([]Offer(nil), catalog...)}
-	}}}
+	})}
 }
 
 // Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
 // function that stops it.
 func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), srv.Shutdown, nil
+	return emukit.Serve(addr, s)
 }
 
 // SetFaults replaces the active faults.
@@ -248,11 +242,7 @@ func (s *Server) Catalog() []Offer {
 	return out
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { emukit.WriteJSON(w, status, v, nil) }
 
 func apiError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
@@ -260,41 +250,27 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 
 // ServeHTTP answers one API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var fault string
+	var fault int
+	var header http.Header
 	var latency time.Duration
-	retryAfter := 1
 	if err := s.store.with(true, func(st *state) error {
 		f := &st.Faults
 		latency = f.Latency
-		if f.RetryAfterSeconds > 0 {
-			retryAfter = f.RetryAfterSeconds
-		}
-		switch {
-		case f.TooManyRequests > 0:
-			f.TooManyRequests--
-			fault = "429"
-		case f.ServerErrors > 0:
-			f.ServerErrors--
-			fault = "500"
-		}
+		fault, header = emukit.TakeFault(&f.TooManyRequests, f.RetryAfterSeconds, &f.ServerErrors, http.StatusInternalServerError)
 		return nil
 	}); err != nil {
 		apiError(w, http.StatusInternalServerError, "internal", "emulator state: "+err.Error())
 		return
 	}
-	if latency > 0 {
-		select {
-		case <-time.After(latency):
-		case <-r.Context().Done():
-			return
-		}
+	if !emukit.Delay(r.Context(), latency) {
+		return
 	}
 	switch fault {
-	case "429":
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	case http.StatusTooManyRequests:
+		maps.Copy(w.Header(), header)
 		apiError(w, http.StatusTooManyRequests, "rate_limited", "too many requests")
 		return
-	case "500":
+	case http.StatusInternalServerError:
 		apiError(w, http.StatusInternalServerError, "internal", "internal error")
 		return
 	}
@@ -482,9 +458,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
 func newID() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return "i-" + hex.EncodeToString(b)
+	return "i-" + emukit.RandomHex(6)
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {

@@ -6,16 +6,16 @@
 package mithril
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 // DefaultAPIKey is the key the emulator accepts when Options.APIKeys is empty.
@@ -83,7 +83,7 @@ type Faults struct {
 type Server struct {
 	opts  Options
 	mu    sync.Mutex
-	store *store
+	store *emukit.Store[state]
 	mux   *http.ServeMux
 }
 
@@ -107,7 +107,7 @@ func New(opts Options) *Server {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	s := &Server{opts: opts, store: &store{dir: opts.StateDir}}
+	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
 	s.routes()
 	return s
 }
@@ -118,13 +118,7 @@ func ProjectFID(name string) string { return stableFID("proj_", "project/"+name)
 // Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
 // function that stops it.
 func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck
-	return "http://" + ln.Addr().String(), srv.Shutdown, nil
+	return emukit.Serve(addr, s)
 }
 
 func (s *Server) now() time.Time { return s.opts.Clock().UTC() }
@@ -134,9 +128,9 @@ func (s *Server) update(fn func(st *state, now time.Time) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	return s.store.with(func() *state { return newState(s.opts, now) }, func(st *state) error {
+	return s.store.Update(func() *state { return newState(s.opts, now) }, func(st *state) (bool, error) {
 		st.advance(now)
-		return fn(st, now)
+		return true, fn(st, now)
 	})
 }
 
@@ -206,12 +200,8 @@ func (s *Server) wrap(fn handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var f Faults
 		_ = s.update(func(st *state, _ time.Time) error { f = st.Faults; return nil })
-		if f.Latency > 0 {
-			select {
-			case <-time.After(f.Latency):
-			case <-r.Context().Done():
-				return
-			}
+		if !emukit.Delay(r.Context(), f.Latency) {
+			return
 		}
 		var status int
 		var body any
@@ -255,21 +245,11 @@ func (st *state) takeFault(r *http.Request) *apiError {
 	if f.OnlyPath != "" && !strings.HasPrefix(r.Method+" "+r.URL.Path, f.OnlyPath) {
 		return nil
 	}
-	if f.TooManyRequests > 0 {
-		f.TooManyRequests--
-		ra := f.RetryAfterSeconds
-		if ra <= 0 {
-			ra = 1
-		}
-		return &apiError{status: http.StatusTooManyRequests, body: map[string]string{"detail": "Too many requests"},
-			header: http.Header{"Retry-After": {strconv.Itoa(ra)}}}
-	}
-	if f.ServerErrors > 0 {
-		f.ServerErrors--
-		status := f.ServerErrorStatus
-		if status == 0 {
-			status = http.StatusBadGateway
-		}
+	status, header := emukit.TakeFault(&f.TooManyRequests, f.RetryAfterSeconds, &f.ServerErrors, cmp.Or(f.ServerErrorStatus, http.StatusBadGateway))
+	switch {
+	case header != nil: // 429
+		return &apiError{status: status, body: map[string]string{"detail": "Too many requests"}, header: header}
+	case status != 0:
 		return detail(status, "Upstream service failure")
 	}
 	return nil
@@ -293,12 +273,5 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any, header http.Header) {
-	for k, vs := range header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	emukit.WriteJSON(w, status, body, header)
 }

@@ -3,15 +3,9 @@ package mithril
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math/big"
-	"os"
-	"path/filepath"
 	"sort"
-	"syscall"
 	"time"
 )
 
@@ -439,59 +433,4 @@ func (st *state) stats(a *auction) stats {
 		s.winPrice = max(a.MinimumCents, s.lowestAllocated+1)
 	}
 	return s
-}
-
-// store holds the state in memory, or in a state dir shared by processes.
-type store struct {
-	dir string
-	mem *state
-}
-
-// with runs fn on the current state under the exclusive lock and saves it afterwards.
-func (s *store) with(init func() *state, fn func(st *state) error) error {
-	if s.dir == "" {
-		if s.mem == nil {
-			s.mem = init()
-		}
-		return fn(s.mem)
-	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(filepath.Join(s.dir, "state.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck
-	path := filepath.Join(s.dir, "state.json")
-	var st *state
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		st = init()
-	case err != nil:
-		return err
-	default:
-		st = &state{}
-		if err := json.Unmarshal(data, st); err != nil {
-			return fmt.Errorf("emulator state %s: %w", path, err)
-		}
-	}
-	ferr := fn(st)
-	out, err := json.MarshalIndent(st, "", " ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return ferr
 }

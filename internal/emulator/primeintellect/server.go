@@ -10,18 +10,18 @@ package primeintellect
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 // Options configure an emulator.
@@ -164,22 +164,16 @@ func New(opts Options) *Server {
 	}
 	catalog := append([]Item(nil), opts.Catalog...)
 	s := &Server{opts: opts}
-	s.store = &store{dir: opts.StateDir, init: func() *state {
+	s.store = newStore(opts.StateDir, func() *state {
 		return &state{Catalog: append([]Item(nil), catalog...)}
-	}}
+	})
 	return s
 }
 
 // Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
 // function that stops it.
 func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), srv.Shutdown, nil
+	return emukit.Serve(addr, s)
 }
 
 // SetFaults replaces the active faults.
@@ -266,11 +260,7 @@ func (s *Server) Catalog() []Item {
 	return out
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { emukit.WriteJSON(w, status, v, nil) }
 
 func detail(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]any{"detail": msg})
@@ -286,50 +276,34 @@ func validation(w http.ResponseWriter, loc []string, msg, typ string) {
 }
 
 func newID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return emukit.RandomHex(16)
 }
 
 // ServeHTTP answers one API request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Faults fire first, like a gateway in front of the API.
-	var fault string
+	var fault int
+	var header http.Header
 	var latency time.Duration
-	retryAfter := 1
 	err := s.store.with(true, func(st *state) error {
 		f := &st.Faults
 		latency = f.Latency
-		if f.RetryAfterSeconds > 0 {
-			retryAfter = f.RetryAfterSeconds
-		}
-		switch {
-		case f.TooManyRequests > 0:
-			f.TooManyRequests--
-			fault = "429"
-		case f.ServerErrors > 0:
-			f.ServerErrors--
-			fault = "500"
-		}
+		fault, header = emukit.TakeFault(&f.TooManyRequests, f.RetryAfterSeconds, &f.ServerErrors, http.StatusInternalServerError)
 		return nil
 	})
 	if err != nil {
 		detail(w, http.StatusInternalServerError, "emulator state: "+err.Error())
 		return
 	}
-	if latency > 0 {
-		select {
-		case <-time.After(latency):
-		case <-r.Context().Done():
-			return
-		}
+	if !emukit.Delay(r.Context(), latency) {
+		return
 	}
 	switch fault {
-	case "429":
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	case http.StatusTooManyRequests:
+		maps.Copy(w.Header(), header)
 		detail(w, http.StatusTooManyRequests, "Rate limit exceeded. Please try again later.")
 		return
-	case "500":
+	case http.StatusInternalServerError:
 		detail(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}

@@ -11,6 +11,7 @@
 package upcloud
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -19,14 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 // APIPrefix is the path prefix of the API (the real base URL is https://api.upcloud.com/1.3).
@@ -58,8 +59,7 @@ type Options struct {
 // Server is the emulator, an http.Handler.
 type Server struct {
 	opts  Options
-	mu    sync.Mutex
-	store store
+	store *emukit.Store[state]
 }
 
 // New builds an emulator.
@@ -82,31 +82,25 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{opts: opts, store: store{dir: opts.StateDir}}
+	return &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
 }
 
 // Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns the API base URL to give
 // the client (with the /1.3 prefix) and a function that stops the server.
-func (s *Server) Start(addr string) (baseURL string, stop func() error, err error) {
-	ln, err := net.Listen("tcp", addr)
+func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
+	baseURL, stop, err = emukit.Serve(addr, s)
 	if err != nil {
 		return "", nil, err
 	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln) //nolint:errcheck
-	stop = func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return hs.Shutdown(ctx)
-	}
-	return "http://" + ln.Addr().String() + APIPrefix, stop, nil
+	return baseURL + APIPrefix, stop, nil
 }
 
 // withState runs fn under the state lock and saves when fn returns true.
 func (s *Server) withState(fn func(st *state) bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.store.with(func() *state { return newState(s.opts) }, fn)
+	return s.store.Update(func() *state { return newState(s.opts) }, func(st *state) (bool, error) {
+		st.fill()
+		return fn(st), nil
+	})
 }
 
 // SetFaults replaces the active faults (persisted with the state).
@@ -223,12 +217,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		resp, changed = s.handle(st, r)
 		return changed
 	})
-	if latency > 0 {
-		select {
-		case <-time.After(latency):
-		case <-r.Context().Done():
-			return
-		}
+	if !emukit.Delay(r.Context(), latency) {
+		return
 	}
 	if err != nil {
 		resp = errResp(http.StatusInternalServerError, "INTERNAL_ERROR", "emulator state: "+err.Error())
@@ -259,22 +249,13 @@ func (s *Server) handle(st *state, r *http.Request) (response, bool) {
 	f := &st.Faults
 	key := r.Method + " " + path
 	if f.Match == "" || strings.HasPrefix(key, f.Match) {
-		if f.RateLimit > 0 {
-			f.RateLimit--
-			ra := f.RetryAfterSeconds
-			if ra <= 0 {
-				ra = 1
-			}
-			resp := errResp(http.StatusTooManyRequests, "TOO_MANY_REQUESTS", "Too many requests.")
-			resp.header = http.Header{"Retry-After": {strconv.Itoa(ra)}}
+		status, header := emukit.TakeFault(&f.RateLimit, f.RetryAfterSeconds, &f.ServerErrors, cmp.Or(f.ServerErrorStatus, http.StatusServiceUnavailable))
+		switch {
+		case header != nil: // 429
+			resp := errResp(status, "TOO_MANY_REQUESTS", "Too many requests.")
+			resp.header = header
 			return resp, true
-		}
-		if f.ServerErrors > 0 {
-			f.ServerErrors--
-			status := f.ServerErrorStatus
-			if status == 0 {
-				status = http.StatusServiceUnavailable
-			}
+		case status != 0:
 			return errResp(status, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable."), true
 		}
 	}

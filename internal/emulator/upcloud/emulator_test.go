@@ -2,6 +2,7 @@ package upcloud
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -209,7 +210,7 @@ func TestStartServesTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop() //nolint:errcheck
+	defer stop(context.Background()) //nolint:errcheck
 	req, _ := http.NewRequest("GET", base+"/zone", nil)
 	req.SetBasicAuth("any", "thing")
 	resp, err := http.DefaultClient.Do(req)

@@ -1,13 +1,6 @@
 package upcloud
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -167,79 +160,15 @@ func serverState(s *server, now time.Time) (string, int) {
 	return "started", 0
 }
 
-// store holds the state in memory or in a directory shared between processes.
-type store struct {
-	dir string
-	mem *state
-}
-
-const (
-	stateFile = "state.json"
-	lockFile  = "state.lock"
-)
-
-// with runs fn on the state under an exclusive lock (a flock on the state dir's lock file when there is
-// one) and saves the state afterwards when fn reports a change.
-func (s *store) with(init func() *state, fn func(st *state) bool) error {
-	if s.dir == "" {
-		if s.mem == nil {
-			s.mem = init()
-		}
-		fn(s.mem)
-		return nil
+// fill makes the maps a state file may lack.
+func (st *state) fill() {
+	if st.Servers == nil {
+		st.Servers = map[string]*server{}
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return err
+	if st.Disks == nil {
+		st.Disks = map[string]*disk{}
 	}
-	lf, err := os.OpenFile(filepath.Join(s.dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return err
+	if st.Stock == nil {
+		st.Stock = map[string]map[string]int{}
 	}
-	defer lf.Close()
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("locking state: %w", err)
-	}
-	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck
-	path := filepath.Join(s.dir, stateFile)
-	var st *state
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		st = init()
-		if err := save(path, st); err != nil {
-			return err
-		}
-	case err != nil:
-		return err
-	default:
-		st = &state{}
-		if err := json.Unmarshal(data, st); err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
-		}
-		if st.Servers == nil {
-			st.Servers = map[string]*server{}
-		}
-		if st.Disks == nil {
-			st.Disks = map[string]*disk{}
-		}
-		if st.Stock == nil {
-			st.Stock = map[string]map[string]int{}
-		}
-	}
-	if fn(st) {
-		return save(path, st)
-	}
-	return nil
-}
-
-func save(path string, st *state) error {
-	data, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

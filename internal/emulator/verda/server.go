@@ -12,6 +12,7 @@
 package verda
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -23,15 +24,15 @@ import (
 	"io"
 	"math"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 // BasePath is the path prefix of every endpoint; a client's base URL is the server's URL + BasePath.
@@ -83,8 +84,7 @@ type Options struct {
 type Server struct {
 	opts    Options
 	catalog map[string]CatalogEntry
-	mu      sync.Mutex
-	mem     *state
+	store   *emukit.Store[state]
 }
 
 // New builds an emulator.
@@ -117,7 +117,7 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, catalog: map[string]CatalogEntry{}}
+	s := &Server{opts: opts, catalog: map[string]CatalogEntry{}, store: emukit.NewStore[state](opts.StateDir, "verda-state")}
 	for _, c := range opts.Catalog {
 		s.catalog[c.InstanceType] = c
 	}
@@ -127,13 +127,11 @@ func New(opts Options) *Server {
 // Start serves the emulator on addr (e.g. "127.0.0.1:0") and returns the base URL clients use
 // (including /v1) and a function that stops it.
 func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
-	ln, err := net.Listen("tcp", addr)
+	baseURL, stop, err = emukit.Serve(addr, s)
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck
-	return "http://" + ln.Addr().String() + BasePath, srv.Shutdown, nil
+	return baseURL + BasePath, stop, nil
 }
 
 // reply is one answer, built while the state is locked and written after.
@@ -189,14 +187,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		rep = errReply(http.StatusInternalServerError, "server_error", "emulator state: "+err.Error())
 	}
-	if latency > 0 {
-		t := time.NewTimer(latency)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
+	if !emukit.Delay(r.Context(), latency) {
+		return
 	}
 	writeReply(w, rep)
 }
@@ -230,27 +222,16 @@ func (s *Server) fault(st *state, what string) (reply, bool) {
 	if f.Match != "" && !strings.Contains(what, f.Match) {
 		return reply{}, false
 	}
-	if f.RateLimitStorm > 0 {
-		f.RateLimitStorm--
-		ra := f.RetryAfterSeconds
-		if ra <= 0 {
-			ra = 1
-		}
-		rep := errReply(http.StatusTooManyRequests, "too_many_requests", "Too many requests, slow down")
-		rep.header = http.Header{"Retry-After": []string{strconv.Itoa(ra)}}
+	status, header := emukit.TakeFault(&f.RateLimitStorm, f.RetryAfterSeconds, &f.ServerErrors, cmp.Or(f.ServerErrorStatus, http.StatusInternalServerError))
+	switch {
+	case header != nil: // 429
+		rep := errReply(status, "too_many_requests", "Too many requests, slow down")
+		rep.header = header
 		return rep, true
-	}
-	if f.ServerErrors > 0 {
-		f.ServerErrors--
-		status := f.ServerErrorStatus
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
-		code := "server_error"
-		if status == http.StatusServiceUnavailable {
-			code = "service_unavailable"
-		}
-		return errReply(status, code, "Something went wrong on our side"), true
+	case status == http.StatusServiceUnavailable:
+		return errReply(status, "service_unavailable", "Something went wrong on our side"), true
+	case status != 0:
+		return errReply(status, "server_error", "Something went wrong on our side"), true
 	}
 	return reply{}, false
 }
@@ -311,12 +292,6 @@ func (s *Server) route(st *state, r *http.Request, path string, body []byte) rep
 
 // ---- auth ----
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b) //nolint:errcheck
-	return hex.EncodeToString(b)
-}
-
 func newUUID() string {
 	b := make([]byte, 16)
 	rand.Read(b) //nolint:errcheck
@@ -331,8 +306,8 @@ var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[
 func (s *Server) newJWT(exp time.Time) string {
 	enc := base64.RawURLEncoding
 	head := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
-	payload, _ := json.Marshal(map[string]any{"sub": "emulated-user", "scope": "cloud-api-v1", "exp": exp.Unix(), "jti": randomHex(8)})
-	return head + "." + enc.EncodeToString(payload) + "." + enc.EncodeToString([]byte(randomHex(16)))
+	payload, _ := json.Marshal(map[string]any{"sub": "emulated-user", "scope": "cloud-api-v1", "exp": exp.Unix(), "jti": emukit.RandomHex(8)})
+	return head + "." + enc.EncodeToString(payload) + "." + enc.EncodeToString([]byte(emukit.RandomHex(16)))
 }
 
 func (s *Server) token(st *state, r *http.Request, body []byte) reply {
@@ -391,7 +366,7 @@ func (s *Server) token(st *state, r *http.Request, body []byte) reply {
 	st.Grants[fields["grant_type"]]++
 	exp := now.Add(s.opts.TokenLifetime)
 	access := s.newJWT(exp)
-	refresh := randomHex(24)
+	refresh := emukit.RandomHex(24)
 	st.AccessTokens[access] = exp
 	st.RefreshTokens[refresh] = now.Add(s.opts.RefreshTokenLifetime)
 	return jsonReply(http.StatusOK, map[string]any{

@@ -1,13 +1,6 @@
 package verda
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -117,67 +110,11 @@ func (s *state) init() {
 	}
 }
 
-const (
-	stateFile = "verda-state.json"
-	lockFile  = "verda-state.lock"
-)
-
 // update runs fn on the state: in memory, or loaded from StateDir under an exclusive flock and saved
 // back afterwards, so several processes sharing the directory see one cloud.
 func (s *Server) update(fn func(st *state) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.opts.StateDir == "" {
-		if s.mem == nil {
-			s.mem = newState()
-		}
-		return fn(s.mem)
-	}
-	if err := os.MkdirAll(s.opts.StateDir, 0o700); err != nil {
-		return err
-	}
-	lf, err := os.OpenFile(filepath.Join(s.opts.StateDir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lf.Close()
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("locking emulator state: %w", err)
-	}
-	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck
-	path := filepath.Join(s.opts.StateDir, stateFile)
-	st := newState()
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return err
-	default:
-		if err := json.Unmarshal(data, st); err != nil {
-			return fmt.Errorf("emulator state %s is corrupt: %w", path, err)
-		}
+	return s.store.Update(newState, func(st *state) (bool, error) {
 		st.init()
-	}
-	fnErr := fn(st)
-	out, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(s.opts.StateDir, stateFile+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return fnErr
+		return true, fn(st)
+	})
 }

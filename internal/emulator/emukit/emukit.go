@@ -1,0 +1,174 @@
+// Package emukit is the plumbing the cloud emulators share: a JSON state kept in memory or in a
+// directory under an exclusive flock, serving on a local address, and fault injection (latency,
+// 429 storms with Retry-After, 5xx answers).
+package emukit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Store holds an emulator's whole state S: in memory, or, when it has a directory, in the JSON file
+// <name>.json there, read and written under an exclusive flock on <name>.lock so that several
+// processes sharing the directory see one cloud.
+type Store[S any] struct {
+	dir, file, lock string
+	mu              sync.Mutex
+	mem             *S
+}
+
+// NewStore makes a store in dir (empty: in memory) whose files are name+".json" and name+".lock".
+func NewStore[S any](dir, name string) *Store[S] {
+	return &Store[S]{dir: dir, file: name + ".json", lock: name + ".lock"}
+}
+
+// Update runs fn on the state while holding the store's lock. A state that does not exist yet is
+// made by init (and, in a directory, saved at once). Afterwards the state is saved when fn returns
+// save true, whatever its error; Update returns fn's error.
+func (s *Store[S]) Update(init func() *S, fn func(st *S) (save bool, err error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir == "" {
+		if s.mem == nil {
+			s.mem = init()
+		}
+		_, err := fn(s.mem)
+		return err
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	lf, err := os.OpenFile(filepath.Join(s.dir, s.lock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking emulator state: %w", err)
+	}
+	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	path := filepath.Join(s.dir, s.file)
+	var st *S
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		st = init()
+		if err := s.save(path, st); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		st = new(S)
+		if err := json.Unmarshal(data, st); err != nil {
+			return fmt.Errorf("emulator state %s: %w", path, err)
+		}
+	}
+	save, ferr := fn(st)
+	if save {
+		if err := s.save(path, st); err != nil {
+			return err
+		}
+	}
+	return ferr
+}
+
+// save replaces the state file atomically.
+func (s *Store[S]) save(path string, st *S) error {
+	out, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(s.dir, s.file+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(out); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Serve serves h on addr ("127.0.0.1:0" picks a port) and returns its base URL
+// ("http://host:port") and a function that stops it.
+func Serve(addr string, h http.Handler) (baseURL string, stop func(context.Context) error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck
+	return "http://" + ln.Addr().String(), srv.Shutdown, nil
+}
+
+// Delay waits d (nothing when d <= 0). It returns false, early, when ctx ends first: the client is
+// gone and the request needs no answer.
+func Delay(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// TakeFault fires one armed fault and uses up one of its count: while *tooMany > 0 a 429 with a
+// Retry-After header of retryAfter seconds (1 when not positive), else while *serverErrors > 0 a
+// serverStatus answer. status is 0 when neither is armed.
+func TakeFault(tooMany *int, retryAfter int, serverErrors *int, serverStatus int) (status int, header http.Header) {
+	switch {
+	case *tooMany > 0:
+		*tooMany--
+		if retryAfter <= 0 {
+			retryAfter = 1
+		}
+		return http.StatusTooManyRequests, http.Header{"Retry-After": {strconv.Itoa(retryAfter)}}
+	case *serverErrors > 0:
+		*serverErrors--
+		return serverStatus, nil
+	}
+	return 0, nil
+}
+
+// WriteJSON answers status with v as JSON, after the headers in header.
+func WriteJSON(w http.ResponseWriter, status int, v any, header http.Header) {
+	for k, vs := range header {
+		for _, x := range vs {
+			w.Header().Add(k, x)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// RandomHex is n random bytes in lower-case hex.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -75,8 +76,11 @@ func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{BaseURL: e.srv.URL, Token: testToken, RequestsPerSecond: 1000, Burst: 1000,
-		RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond}
+	cfg := Config{
+		BaseURL: e.srv.URL,
+		Token:   testToken,
+		Tuning:  restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond},
+	}
 	if mut != nil {
 		mut(&cfg)
 	}
@@ -368,7 +372,7 @@ func TestListPagination(t *testing.T) {
 	catalog := []emu.Offer{{InstanceType: "l4.1x", Region: "fra1", GPUModel: "NVIDIA L4", GPUCount: 1, PricePerHour: 0.7, Available: 100}}
 	e := newEnv(t, emu.Options{Catalog: catalog})
 	b := e.backend(t, nil)
-	c, err := NewClient(ClientConfig{BaseURL: e.srv.URL, Token: testToken, PageSize: 3, RequestsPerSecond: 1000, Burst: 1000})
+	c, err := NewClient(ClientConfig{BaseURL: e.srv.URL, Token: testToken, PageSize: 3, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

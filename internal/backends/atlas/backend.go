@@ -3,14 +3,13 @@ package atlas
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -24,18 +23,10 @@ type Config struct {
 	BaseURL string
 	// Token is the Atlas API token (Bearer).
 	Token string
-	// Timeout bounds each HTTP attempt (default 30s).
-	Timeout time.Duration
-	// RequestsPerSecond and Burst set the shared rate limit (default 5/s, burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune HTTP retries (restclient defaults when zero).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 	// PriceFactor multiplies the list price the API returns (default 0.5; must be > 0).
 	PriceFactor float64
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 }
 
 // Details keys an offer carries.
@@ -72,10 +63,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		return nil, fmt.Errorf("%s: price factor %v must be positive", CloudName, cfg.PriceFactor)
 	}
 	c, err := NewClient(ClientConfig{
-		BaseURL: cfg.BaseURL, Token: cfg.Token, Timeout: cfg.Timeout,
-		RequestsPerSecond: cfg.RequestsPerSecond, Burst: cfg.Burst,
-		RetryMax: cfg.RetryMax, RetryWaitMin: cfg.RetryWaitMin, RetryWaitMax: cfg.RetryWaitMax,
-		Logger: logger, Transport: cfg.Transport,
+		BaseURL: cfg.BaseURL, Token: cfg.Token, Tuning: cfg.Tuning, Logger: logger,
 	})
 	if err != nil {
 		return nil, err

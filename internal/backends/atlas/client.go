@@ -30,20 +30,12 @@ type ClientConfig struct {
 	BaseURL string
 	// Token is sent as a Bearer token. Never logged.
 	Token string
-	// Timeout bounds each HTTP attempt (default 30s).
-	Timeout time.Duration
-	// RequestsPerSecond and Burst set the client's shared rate limit (default 5/s, burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune restclient's retries (defaults there).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 	// PageSize is the instance list page size (default 100, at most 500).
 	PageSize int
 	// Logger receives debug logs (default: none).
 	Logger hclog.Logger
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 }
 
 // Client talks to the Atlas API.
@@ -63,10 +55,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	token := cfg.Token
 	rc, err := restclient.New(restclient.Config{
-		Cloud: CloudName, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout,
-		RequestsPerSecond: cfg.RequestsPerSecond, Burst: cfg.Burst,
-		RetryMax: cfg.RetryMax, RetryWaitMin: cfg.RetryWaitMin, RetryWaitMax: cfg.RetryWaitMax,
-		Logger: cfg.Logger, Transport: cfg.Transport,
+		Cloud: CloudName, BaseURL: cfg.BaseURL, Tuning: cfg.Tuning, Logger: cfg.Logger,
 		Authorize: func(_ context.Context, req *http.Request) error {
 			if token == "" {
 				return controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no Atlas token configured")

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -35,18 +35,10 @@ type Config struct {
 	// WinMarginPercent is how far above the recent winning price a bid must be for hydra to place it
 	// (nil: DefaultWinMarginPercent, 10). It must not be negative.
 	WinMarginPercent *float64
-	// RequestTimeout bounds each HTTP attempt (default 30s).
-	RequestTimeout time.Duration
-	// RequestsPerSecond and Burst set the shared rate limit (defaults 5/s, burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune retries of 429/5xx (defaults 4, 250ms, 8s).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 	// PricingConcurrency bounds the parallel /v2/pricing/current calls of Offers (default 4).
 	PricingConcurrency int
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 }
 
 // Backend is the controlplane.AuctionBackend of Mithril. Instance.ID is the bid FID, the stable handle
@@ -80,16 +72,10 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "configuring backend", "win_margin_percent must be zero or more, got %v", margin)
 	}
 	client, err := NewClient(ClientConfig{
-		APIKey:            cfg.APIKey,
-		BaseURL:           cfg.BaseURL,
-		Timeout:           cfg.RequestTimeout,
-		RequestsPerSecond: cfg.RequestsPerSecond,
-		Burst:             cfg.Burst,
-		RetryMax:          cfg.RetryMax,
-		RetryWaitMin:      cfg.RetryWaitMin,
-		RetryWaitMax:      cfg.RetryWaitMax,
-		Logger:            logger,
-		Transport:         cfg.Transport,
+		APIKey:  cfg.APIKey,
+		BaseURL: cfg.BaseURL,
+		Tuning:  cfg.Tuning,
+		Logger:  logger,
 	})
 	if err != nil {
 		return nil, err

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -33,18 +32,10 @@ type ClientConfig struct {
 	APIKey string
 	// BaseURL defaults to DefaultBaseURL.
 	BaseURL string
-	// Timeout bounds each HTTP attempt (default 30s).
-	Timeout time.Duration
-	// RequestsPerSecond and Burst set the client's shared rate limit (defaults 5/s, burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune retries (restclient defaults when zero).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 	// Logger receives request logs (never credentials).
 	Logger hclog.Logger
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 }
 
 // Client speaks the subset of Mithril's v2 API hydra uses.
@@ -62,16 +53,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, controlplane.Errorf(controlplane.ErrAuth, CloudName, "configuring client", "no API key (set api_key or MITHRIL_API_KEY)")
 	}
 	rc, err := restclient.New(restclient.Config{
-		Cloud:             CloudName,
-		BaseURL:           cfg.BaseURL,
-		Timeout:           cfg.Timeout,
-		RequestsPerSecond: cfg.RequestsPerSecond,
-		Burst:             cfg.Burst,
-		RetryMax:          cfg.RetryMax,
-		RetryWaitMin:      cfg.RetryWaitMin,
-		RetryWaitMax:      cfg.RetryWaitMax,
-		Logger:            cfg.Logger,
-		Transport:         cfg.Transport,
+		Cloud:   CloudName,
+		BaseURL: cfg.BaseURL,
+		Tuning:  cfg.Tuning,
+		Logger:  cfg.Logger,
 		Authorize: func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", "Bearer "+key)
 			return nil

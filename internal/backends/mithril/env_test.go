@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -67,15 +68,10 @@ func newEnv(t *testing.T, opts emu.Options, mutate ...func(*Config)) *env {
 	t.Cleanup(srv.Close)
 	counter := &countingTransport{next: http.DefaultTransport}
 	cfg := Config{
-		APIKey:            emu.DefaultAPIKey,
-		Project:           emu.DefaultProject,
-		BaseURL:           srv.URL,
-		RequestTimeout:    5 * time.Second,
-		RequestsPerSecond: 1000,
-		Burst:             1000,
-		RetryWaitMin:      time.Millisecond,
-		RetryWaitMax:      20 * time.Millisecond,
-		Transport:         counter,
+		APIKey:  emu.DefaultAPIKey,
+		Project: emu.DefaultProject,
+		BaseURL: srv.URL,
+		Tuning:  restclient.Tuning{Timeout: 5 * time.Second, RequestsPerSecond: 1000, Burst: 1000, RetryWaitMin: time.Millisecond, RetryWaitMax: 20 * time.Millisecond, Transport: counter},
 	}
 	for _, m := range mutate {
 		m(&cfg)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -24,14 +24,8 @@ type Config struct {
 	APIKey string
 	// BaseURL defaults to https://api.primeintellect.ai.
 	BaseURL string
-	// Timeout bounds each HTTP attempt (default 30s).
-	Timeout time.Duration
-	// RequestsPerSecond and Burst set the shared rate limit (default 5/s, burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune HTTP retries (restclient defaults when zero).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 	// PageSize is the availability page size (default and maximum 100).
 	PageSize int
 	// EmptyAvailabilityRetries is how often an empty availability answer is asked again (default 3;
@@ -49,8 +43,6 @@ type Config struct {
 	// hardware directly; such offers get Offer.ResaleOf. Default: datacrunch and verda → "verda",
 	// upcloud → "upcloud".
 	ResaleClouds map[string]string
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 }
 
 // DefaultImage is the pod image hydra asks for.
@@ -117,11 +109,9 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		resale[strings.ToLower(k)] = v
 	}
 	c, err := NewClient(ClientConfig{
-		APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Timeout: cfg.Timeout,
-		RequestsPerSecond: cfg.RequestsPerSecond, Burst: cfg.Burst,
-		RetryMax: cfg.RetryMax, RetryWaitMin: cfg.RetryWaitMin, RetryWaitMax: cfg.RetryWaitMax,
+		APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, Tuning: cfg.Tuning,
 		PageSize: cfg.PageSize, EmptyRetries: cfg.EmptyAvailabilityRetries, EmptyRetryWait: cfg.EmptyAvailabilityWait,
-		Logger: logger, Transport: cfg.Transport,
+		Logger: logger,
 	})
 	if err != nil {
 		return nil, err

@@ -36,14 +36,8 @@ type ClientConfig struct {
 	APIKey string
 	// BaseURL defaults to DefaultBaseURL. Paths (/api/v1/...) are appended to it.
 	BaseURL string
-	// Timeout bounds each HTTP attempt (default 30s).
-	Timeout time.Duration
-	// RequestsPerSecond and Burst set the client's shared rate limit (default 5/s, burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune restclient's retries (defaults there).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 	// PageSize is the availability page size (default and maximum 100).
 	PageSize int
 	// EmptyRetries is how many times an empty availability answer is asked again before it is believed
@@ -52,8 +46,6 @@ type ClientConfig struct {
 	EmptyRetryWait time.Duration
 	// Logger receives debug logs (default: none).
 	Logger hclog.Logger
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 }
 
 // Client talks to the Prime Intellect compute API.
@@ -84,16 +76,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	key := cfg.APIKey
 	rc, err := restclient.New(restclient.Config{
-		Cloud:             CloudName,
-		BaseURL:           cfg.BaseURL,
-		Timeout:           cfg.Timeout,
-		RequestsPerSecond: cfg.RequestsPerSecond,
-		Burst:             cfg.Burst,
-		RetryMax:          cfg.RetryMax,
-		RetryWaitMin:      cfg.RetryWaitMin,
-		RetryWaitMax:      cfg.RetryWaitMax,
-		Logger:            cfg.Logger,
-		Transport:         cfg.Transport,
+		Cloud:   CloudName,
+		BaseURL: cfg.BaseURL,
+		Tuning:  cfg.Tuning,
+		Logger:  cfg.Logger,
 		Authorize: func(_ context.Context, req *http.Request) error {
 			if key == "" {
 				return controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no API key configured (set api_key or PRIME_API_KEY)")

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -90,9 +91,9 @@ func newEnv(t *testing.T, opts emu.Options) *env {
 // fastConfig keeps retries and waits short so the tests run in well under a second each.
 func (e *env) config() Config {
 	return Config{
-		APIKey: testKey, BaseURL: e.srv.URL,
-		RequestsPerSecond: 1000, Burst: 1000,
-		RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond,
+		APIKey:                testKey,
+		BaseURL:               e.srv.URL,
+		Tuning:                restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond},
 		EmptyAvailabilityWait: time.Millisecond,
 	}
 }
@@ -100,8 +101,10 @@ func (e *env) config() Config {
 func (e *env) client(t *testing.T, mut func(*ClientConfig)) *Client {
 	t.Helper()
 	cfg := ClientConfig{
-		APIKey: testKey, BaseURL: e.srv.URL, RequestsPerSecond: 1000, Burst: 1000,
-		RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond, EmptyRetryWait: time.Millisecond,
+		APIKey:         testKey,
+		BaseURL:        e.srv.URL,
+		Tuning:         restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond},
+		EmptyRetryWait: time.Millisecond,
 	}
 	if mut != nil {
 		mut(&cfg)

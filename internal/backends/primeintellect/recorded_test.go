@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -184,7 +185,7 @@ func TestRecordedReplay(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 8, RequestsPerSecond: 1000, Burst: 1000})
+			c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 8, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +199,7 @@ func TestRecordedReplay(t *testing.T) {
 			if n := requests.Load(); n > 3 {
 				t.Fatalf("%d requests: the client should stop on a repeated page", n)
 			}
-			b, err := New(Config{APIKey: "k", BaseURL: srv.URL, RequestsPerSecond: 1000, Burst: 1000}, inv, nil)
+			b, err := New(Config{APIKey: "k", BaseURL: srv.URL, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}}, inv, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,6 +30,19 @@ type Config struct {
 	Cloud string
 	// BaseURL is the API root, e.g. "https://api.verda.com/v1". Paths are joined to it.
 	BaseURL string
+	// Tuning sets timeouts, the rate limit, retries and the transport.
+	Tuning
+	// Authorize adds credentials to each request (headers only; never the URL, so logs stay clean).
+	Authorize func(ctx context.Context, req *http.Request) error
+	// Logger receives retry and request logs (default: a null logger).
+	Logger hclog.Logger
+	// UserAgent is sent with every request.
+	UserAgent string
+}
+
+// Tuning is the part of Config that every cloud's configuration passes through unchanged; zero fields
+// take the defaults.
+type Tuning struct {
 	// Timeout bounds each HTTP attempt (default 30s). The caller's context bounds the whole call.
 	Timeout time.Duration
 	// RequestsPerSecond and Burst set the shared rate limit (default 5/s, burst 10).
@@ -39,12 +52,6 @@ type Config struct {
 	RetryMax int
 	// RetryWaitMin and RetryWaitMax bound the backoff (default 250ms and 8s).
 	RetryWaitMin, RetryWaitMax time.Duration
-	// Authorize adds credentials to each request (headers only; never the URL, so logs stay clean).
-	Authorize func(ctx context.Context, req *http.Request) error
-	// Logger receives retry and request logs (default: a null logger).
-	Logger hclog.Logger
-	// UserAgent is sent with every request.
-	UserAgent string
 	// Transport overrides the HTTP transport (tests).
 	Transport http.RoundTripper
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -42,16 +42,8 @@ type Config struct {
 	Token    string
 	// BaseURL is the API root (default DefaultBaseURL, "https://api.upcloud.com/1.3").
 	BaseURL string
-	// RequestTimeout bounds each HTTP attempt (default 30s).
-	RequestTimeout time.Duration
-	// RequestsPerSecond and Burst set the rate limit shared by every call of this backend (default 5/s,
-	// burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune retries on 429/408/5xx (restclient defaults: 4,
-	// 250ms, 8s).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 
 	// EURToUSD converts UpCloud's euro prices to US dollars: GET /price quotes euro cents per hour, and
 	// an offer's PricePerHour is cents / 100 * EURToUSD. Default DefaultEURToUSD (1.08). If the price
@@ -83,8 +75,6 @@ type Config struct {
 	// DeleteTimeout bounds Delete's stop-and-wait (default 10m). The caller's context bounds it too.
 	DeleteTimeout time.Duration
 
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 	// UserAgent is sent with every request.
 	UserAgent string
 }
@@ -140,19 +130,13 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		cfg.DeleteTimeout = DefaultDeleteTimeout
 	}
 	client, err := NewClient(ClientConfig{
-		Username:          cfg.Username,
-		Password:          cfg.Password,
-		Token:             cfg.Token,
-		BaseURL:           cfg.BaseURL,
-		Timeout:           cfg.RequestTimeout,
-		RequestsPerSecond: cfg.RequestsPerSecond,
-		Burst:             cfg.Burst,
-		RetryMax:          cfg.RetryMax,
-		RetryWaitMin:      cfg.RetryWaitMin,
-		RetryWaitMax:      cfg.RetryWaitMax,
-		Logger:            logger,
-		Transport:         cfg.Transport,
-		UserAgent:         cfg.UserAgent,
+		Username:  cfg.Username,
+		Password:  cfg.Password,
+		Token:     cfg.Token,
+		BaseURL:   cfg.BaseURL,
+		Tuning:    cfg.Tuning,
+		Logger:    logger,
+		UserAgent: cfg.UserAgent,
 	})
 	if err != nil {
 		return nil, controlplane.NewError(controlplane.ErrAuth, CloudName, "configuring", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -26,10 +27,12 @@ func testInventory(t *testing.T) *inventory.Inventory {
 func newTestBackend(t *testing.T, base string, mod func(*Config)) *Backend {
 	t.Helper()
 	cfg := Config{
-		Username: testUser, Password: testPass, BaseURL: base,
-		RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4,
-		RetryWaitMin: time.Millisecond, RetryWaitMax: 20 * time.Millisecond,
-		PollInterval: 2 * time.Millisecond, DeleteTimeout: 10 * time.Second,
+		Username:      testUser,
+		Password:      testPass,
+		BaseURL:       base,
+		Tuning:        restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 20 * time.Millisecond},
+		PollInterval:  2 * time.Millisecond,
+		DeleteTimeout: 10 * time.Second,
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -34,18 +34,10 @@ type ClientConfig struct {
 	Token string
 	// BaseURL defaults to DefaultBaseURL.
 	BaseURL string
-	// Timeout bounds each HTTP attempt (default 30s).
-	Timeout time.Duration
-	// RequestsPerSecond and Burst set the client's shared rate limit (restclient defaults: 5/s, burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune retries on 429/408/5xx (restclient defaults).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 	// Logger receives request logs (never credentials).
 	Logger hclog.Logger
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 	// UserAgent is sent with every request.
 	UserAgent string
 }
@@ -78,17 +70,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		authHeader = "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Username+":"+cfg.Password))
 	}
 	rc, err := restclient.New(restclient.Config{
-		Cloud:             CloudName,
-		BaseURL:           cfg.BaseURL,
-		Timeout:           cfg.Timeout,
-		RequestsPerSecond: cfg.RequestsPerSecond,
-		Burst:             cfg.Burst,
-		RetryMax:          cfg.RetryMax,
-		RetryWaitMin:      cfg.RetryWaitMin,
-		RetryWaitMax:      cfg.RetryWaitMax,
-		Logger:            cfg.Logger,
-		Transport:         cfg.Transport,
-		UserAgent:         cfg.UserAgent,
+		Cloud:     CloudName,
+		BaseURL:   cfg.BaseURL,
+		Tuning:    cfg.Tuning,
+		Logger:    cfg.Logger,
+		UserAgent: cfg.UserAgent,
 		Authorize: func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", authHeader)
 			return nil

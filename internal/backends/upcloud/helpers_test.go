@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 )
 
@@ -64,9 +65,10 @@ func startEmulator(t *testing.T, opts emu.Options) (*emu.Server, string) {
 // fastClientConfig is a client configuration with quick retries and a loose rate limit.
 func fastClientConfig(base string) ClientConfig {
 	return ClientConfig{
-		Username: testUser, Password: testPass, BaseURL: base,
-		Timeout: 10 * time.Second, RequestsPerSecond: 1000, Burst: 1000,
-		RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 20 * time.Millisecond,
+		Username: testUser,
+		Password: testPass,
+		BaseURL:  base,
+		Tuning:   restclient.Tuning{Timeout: 10 * time.Second, RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 20 * time.Millisecond},
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -50,15 +51,8 @@ type Config struct {
 	ClientSecret string
 	// BaseURL is the API root including /v1 (default https://api.verda.com/v1).
 	BaseURL string
-	// RequestTimeout bounds each HTTP attempt (default 30s).
-	RequestTimeout time.Duration
-	// RequestsPerSecond and Burst set the client's shared rate limit (default 5/s, burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune retries of 429/408/5xx (restclient defaults: 4,
-	// 250ms, 8s).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 	// Currency is the catalog currency asked for (default "usd"). Some accounts are answered in EUR
 	// whatever is asked; every entry's own currency field decides the conversion.
 	Currency string
@@ -87,8 +81,6 @@ type Config struct {
 	// delete while it is still provisioning (default every 10s, 18 times).
 	DeleteRetryWait time.Duration
 	DeleteRetryMax  int
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 	// Now is the clock for token expiry (default time.Now).
 	Now func() time.Time
 }
@@ -150,18 +142,12 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	}
 	log := logger.Named(CloudName)
 	client, err := NewClient(ClientConfig{
-		BaseURL:           cfg.BaseURL,
-		ClientID:          cfg.ClientID,
-		ClientSecret:      cfg.ClientSecret,
-		Timeout:           cfg.RequestTimeout,
-		RequestsPerSecond: cfg.RequestsPerSecond,
-		Burst:             cfg.Burst,
-		RetryMax:          cfg.RetryMax,
-		RetryWaitMin:      cfg.RetryWaitMin,
-		RetryWaitMax:      cfg.RetryWaitMax,
-		Logger:            logger,
-		Transport:         cfg.Transport,
-		Now:               cfg.Now,
+		BaseURL:      cfg.BaseURL,
+		ClientID:     cfg.ClientID,
+		ClientSecret: cfg.ClientSecret,
+		Tuning:       cfg.Tuning,
+		Logger:       logger,
+		Now:          cfg.Now,
 	})
 	if err != nil {
 		return nil, err

@@ -30,19 +30,10 @@ type ClientConfig struct {
 	// endpoint and never logged.
 	ClientID     string
 	ClientSecret string
-	// Timeout bounds each HTTP attempt (default 30s).
-	Timeout time.Duration
-	// RequestsPerSecond and Burst set the rate limit shared by every call of this client (default 5/s,
-	// burst 10).
-	RequestsPerSecond float64
-	Burst             int
-	// RetryMax, RetryWaitMin and RetryWaitMax tune retries of 429/408/5xx (restclient defaults).
-	RetryMax                   int
-	RetryWaitMin, RetryWaitMax time.Duration
+	// Tuning sets timeouts, the rate limit, retries and the transport (restclient defaults when zero).
+	restclient.Tuning
 	// Logger receives request and token logs (never credentials or tokens).
 	Logger hclog.Logger
-	// Transport overrides the HTTP transport (tests).
-	Transport http.RoundTripper
 	// Now is the clock used for token expiry (default time.Now).
 	Now func() time.Time
 }
@@ -70,17 +61,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	c := &Client{}
 	rc, err := restclient.New(restclient.Config{
-		Cloud:             CloudName,
-		BaseURL:           cfg.BaseURL,
-		Timeout:           cfg.Timeout,
-		RequestsPerSecond: cfg.RequestsPerSecond,
-		Burst:             cfg.Burst,
-		RetryMax:          cfg.RetryMax,
-		RetryWaitMin:      cfg.RetryWaitMin,
-		RetryWaitMax:      cfg.RetryWaitMax,
-		Logger:            cfg.Logger,
-		Transport:         cfg.Transport,
-		Authorize:         c.authorize,
+		Cloud:     CloudName,
+		BaseURL:   cfg.BaseURL,
+		Tuning:    cfg.Tuning,
+		Logger:    cfg.Logger,
+		Authorize: c.authorize,
 	})
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -57,15 +58,11 @@ func startEmulator(t *testing.T, opts emu.Options) *fixture {
 
 func (f *fixture) clientConfig() ClientConfig {
 	return ClientConfig{
-		BaseURL:           f.url,
-		ClientID:          emu.DefaultClientID,
-		ClientSecret:      emu.DefaultClientSecret,
-		RequestsPerSecond: 1000,
-		Burst:             1000,
-		RetryMax:          4,
-		RetryWaitMin:      time.Millisecond,
-		RetryWaitMax:      5 * time.Millisecond,
-		Now:               f.clock.Now,
+		BaseURL:      f.url,
+		ClientID:     emu.DefaultClientID,
+		ClientSecret: emu.DefaultClientSecret,
+		Tuning:       restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Now:          f.clock.Now,
 	}
 }
 
@@ -81,17 +78,13 @@ func (f *fixture) client(t *testing.T) *Client {
 func (f *fixture) config() Config {
 	cc := f.clientConfig()
 	return Config{
-		ClientID:          cc.ClientID,
-		ClientSecret:      cc.ClientSecret,
-		BaseURL:           cc.BaseURL,
-		RequestsPerSecond: cc.RequestsPerSecond,
-		Burst:             cc.Burst,
-		RetryMax:          cc.RetryMax,
-		RetryWaitMin:      cc.RetryWaitMin,
-		RetryWaitMax:      cc.RetryWaitMax,
-		DeleteRetryWait:   time.Millisecond,
-		DeleteRetryMax:    3,
-		Now:               f.clock.Now,
+		ClientID:        cc.ClientID,
+		ClientSecret:    cc.ClientSecret,
+		BaseURL:         cc.BaseURL,
+		Tuning:          cc.Tuning,
+		DeleteRetryWait: time.Millisecond,
+		DeleteRetryMax:  3,
+		Now:             f.clock.Now,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
@@ -76,8 +77,12 @@ func replay(t *testing.T, rec recorded) *httptest.Server {
 
 func replayClient(t *testing.T, hs *httptest.Server) *Client {
 	t.Helper()
-	c, err := NewClient(ClientConfig{BaseURL: hs.URL + "/v1", ClientID: "id", ClientSecret: "secret",
-		RetryWaitMin: time.Millisecond, RetryWaitMax: 2 * time.Millisecond, RetryMax: 1})
+	c, err := NewClient(ClientConfig{
+		BaseURL:      hs.URL + "/v1",
+		ClientID:     "id",
+		ClientSecret: "secret",
+		Tuning:       restclient.Tuning{RetryWaitMin: time.Millisecond, RetryWaitMax: 2 * time.Millisecond, RetryMax: 1},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

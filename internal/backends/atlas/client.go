@@ -199,16 +199,10 @@ func kindOf(ae *APIError) controlplane.ErrorKind {
 
 // classify turns a client error into a *controlplane.Error keeping the API's message.
 func classify(op string, err error) error {
-	var ce *controlplane.Error
-	if errors.As(err, &ce) {
-		return err
-	}
-	var he *restclient.HTTPError
-	if errors.As(err, &he) {
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
 		ae, _ := parseError(he)
-		return controlplane.NewError(kindOf(ae), CloudName, op, ae)
-	}
-	return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+		return kindOf(ae), ae
+	})
 }
 
 func (c *Client) doJSON(ctx context.Context, op string, r restclient.Request, out any) error {

@@ -297,24 +297,14 @@ func checkFID(fid string) error {
 // classify turns a restclient error into a controlplane error of the right kind, keeping the message
 // of Mithril's error body.
 func classify(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var cpErr *controlplane.Error
-	if errors.As(err, &cpErr) {
-		return err
-	}
-	var he *restclient.HTTPError
-	if !errors.As(err, &he) {
-		return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
-	}
-	msg := errorMessage(he.Body)
-	kind := kindFor(he.Status, msg)
-	text := fmt.Sprintf("HTTP %d", he.Status)
-	if msg != "" {
-		text += ": " + msg
-	}
-	return controlplane.NewError(kind, CloudName, op, &APIError{Status: he.Status, Message: msg, text: text})
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
+		msg := errorMessage(he.Body)
+		text := fmt.Sprintf("HTTP %d", he.Status)
+		if msg != "" {
+			text += ": " + msg
+		}
+		return kindFor(he.Status, msg), &APIError{Status: he.Status, Message: msg, text: text}
+	})
 }
 
 // APIError is an error answer of the API: its status and the message of its body.

@@ -153,19 +153,10 @@ func kindFor(status int, msg string) controlplane.ErrorKind {
 // classify turns a client error into a *controlplane.Error. The message of the cloud's error body is
 // kept; credentials never reach it (they travel only in the Authorization header).
 func classify(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *controlplane.Error
-	if errors.As(err, &ce) {
-		return err
-	}
-	var he *restclient.HTTPError
-	if errors.As(err, &he) {
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
 		ae := &APIError{Method: he.Method, Path: he.Path, Status: he.Status, Message: errorMessage(he.Body)}
-		return controlplane.NewError(kindFor(he.Status, ae.Message), CloudName, op, ae)
-	}
-	return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+		return kindFor(he.Status, ae.Message), ae
+	})
 }
 
 // statusOf returns the HTTP status behind err (0 when it is not an HTTP answer).

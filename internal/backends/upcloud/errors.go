@@ -2,7 +2,6 @@ package upcloud
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -123,17 +122,8 @@ func kindOf(e *APIError) controlplane.ErrorKind {
 // classify turns any client error into a *controlplane.Error; HTTP answers become *APIError inside it
 // (UpCloud's message is kept; credentials never appear in it, as they travel only in a header).
 func classify(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *controlplane.Error
-	if errors.As(err, &ce) {
-		return err
-	}
-	var h *restclient.HTTPError
-	if errors.As(err, &h) {
+	return restclient.Classify(CloudName, op, err, func(h *restclient.HTTPError) (controlplane.ErrorKind, error) {
 		ae := parseAPIError(h)
-		return controlplane.NewError(kindOf(ae), CloudName, op, ae)
-	}
-	return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+		return kindOf(ae), ae
+	})
 }

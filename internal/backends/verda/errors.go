@@ -75,21 +75,10 @@ func responseError(he *restclient.HTTPError) *ResponseError {
 // classify turns any error of a client call into a *controlplane.Error of the right kind. Errors that
 // are already classified pass through.
 func classify(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *controlplane.Error
-	if errors.As(err, &ce) {
-		return err
-	}
-	var he *restclient.HTTPError
-	if errors.As(err, &he) {
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
 		re := responseError(he)
-		return controlplane.NewError(kindOf(re), CloudName, op, re)
-	}
-	// Transport failures, timeouts and cancellation (errors.Is still finds context.Canceled and
-	// context.DeadlineExceeded through the wrapper).
-	return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+		return kindOf(re), re
+	})
 }
 
 // kindOf maps Verda's status codes, error codes and known messages onto hydra's error kinds.

@@ -1,0 +1,50 @@
+package restclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+func TestClassify(t *testing.T) {
+	cloudErr := errors.New("the cloud's own error")
+	answer := func(he *HTTPError) (controlplane.ErrorKind, error) {
+		if he.Status == 404 {
+			return controlplane.ErrNotFound, cloudErr
+		}
+		return controlplane.ErrInvalid, cloudErr
+	}
+	already := controlplane.NewError(controlplane.ErrQuota, "x", "before", errors.New("no money"))
+	tests := []struct {
+		name     string
+		err      error
+		wantNil  bool
+		wantKind controlplane.ErrorKind
+		wantIs   error
+	}{
+		{name: "nil", err: nil, wantNil: true},
+		{name: "already classified", err: fmt.Errorf("wrapped: %w", already), wantKind: controlplane.ErrQuota},
+		{name: "http answer", err: fmt.Errorf("call: %w", &HTTPError{Status: 404}), wantKind: controlplane.ErrNotFound, wantIs: cloudErr},
+		{name: "transport", err: fmt.Errorf("call: %w", context.DeadlineExceeded), wantKind: controlplane.ErrOther, wantIs: context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Classify("cloud", "op", tt.err, answer)
+			if tt.wantNil {
+				if got != nil {
+					t.Fatalf("got %v, want nil", got)
+				}
+				return
+			}
+			if k := controlplane.KindOf(got); k != tt.wantKind {
+				t.Errorf("kind %v, want %v (%v)", k, tt.wantKind, got)
+			}
+			if tt.wantIs != nil && !errors.Is(got, tt.wantIs) {
+				t.Errorf("%v does not wrap %v", got, tt.wantIs)
+			}
+		})
+	}
+}

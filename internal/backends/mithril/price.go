@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 )
 
 // Cents is an amount of US dollars held as whole cents, so bid arithmetic never drifts the way float
@@ -185,26 +187,11 @@ type OptInt struct {
 
 // UnmarshalJSON accepts 3, 3.0, "3" and null.
 func (o *OptInt) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if bytes.Equal(b, []byte("null")) || len(b) == 0 {
-		*o = OptInt{}
-		return nil
-	}
-	s := string(b)
-	if b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		if strings.TrimSpace(s) == "" {
-			*o = OptInt{}
-			return nil
-		}
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	v, ok, err := restclient.DecodeNumber(b)
 	if err != nil {
-		return fmt.Errorf("invalid integer %s", b)
+		return fmt.Errorf("invalid integer %s", bytes.TrimSpace(b))
 	}
-	*o = OptInt{Value: int64(f), Valid: true}
+	*o = OptInt{Value: int64(v), Valid: ok}
 	return nil
 }
 

@@ -3,10 +3,10 @@ package primeintellect
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 )
 
 // The API is young and changes fast, so every type here decodes defensively: numbers may come as
@@ -20,33 +20,9 @@ type Number struct {
 
 // UnmarshalJSON accepts a number, a numeric string, "" or null.
 func (n *Number) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	*n = Number{}
-	if len(b) == 0 || string(b) == "null" {
-		return nil
-	}
-	if b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		s = strings.TrimSpace(s)
-		if s == "" {
-			return nil
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return fmt.Errorf("not a number: %q", s)
-		}
-		*n = Number{V: f, Set: true}
-		return nil
-	}
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
-	*n = Number{V: f, Set: true}
-	return nil
+	v, ok, err := restclient.DecodeNumber(b)
+	*n = Number{V: v, Set: ok}
+	return err
 }
 
 // MarshalJSON writes the number, or null when unset.

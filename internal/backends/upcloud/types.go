@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 )
 
 // YesNo is UpCloud's boolean: the strings "yes" and "no" on the wire. Real JSON booleans, "true"/"false",
@@ -92,25 +94,9 @@ type FlexFloat float64
 
 // UnmarshalJSON reads a number or a numeric string.
 func (f *FlexFloat) UnmarshalJSON(data []byte) error {
-	data = bytes.TrimSpace(data)
-	s := string(data)
-	if s == "null" {
-		*f = 0
-		return nil
-	}
-	if len(data) > 0 && data[0] == '"' {
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
-		s = strings.TrimSpace(s)
-		if s == "" {
-			*f = 0
-			return nil
-		}
-	}
-	v, err := strconv.ParseFloat(s, 64)
+	v, _, err := restclient.DecodeNumber(data)
 	if err != nil {
-		return fmt.Errorf("upcloud: %q is not a number", s)
+		return fmt.Errorf("upcloud: %w", err)
 	}
 	*f = FlexFloat(v)
 	return nil

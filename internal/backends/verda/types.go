@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 )
 
 // FlexFloat is a number Verda sends either as a decimal string ("3.95") or as a JSON number (0.6).
@@ -14,31 +16,9 @@ type FlexFloat float64
 
 // UnmarshalJSON accepts a number, a numeric string, an empty string or null.
 func (f *FlexFloat) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || string(b) == "null" {
-		*f = 0
-		return nil
-	}
-	if b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		s = strings.TrimSpace(s)
-		if s == "" {
-			*f = 0
-			return nil
-		}
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return fmt.Errorf("verda: price %q is not a number", s)
-		}
-		*f = FlexFloat(v)
-		return nil
-	}
-	var v float64
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
+	v, _, err := restclient.DecodeNumber(b)
+	if err != nil {
+		return fmt.Errorf("verda: price: %w", err)
 	}
 	*f = FlexFloat(v)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
@@ -19,14 +20,7 @@ import (
 
 const testToken = "atlas-test-token"
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+type clock = backendtest.Clock
 
 type env struct {
 	emu   *emu.Server
@@ -39,7 +33,7 @@ type env struct {
 
 func newEnv(t *testing.T, opts emu.Options) *env {
 	t.Helper()
-	e := &env{clock: &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	e := &env{clock: backendtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
 	if opts.Now == nil {
 		opts.Now = e.clock.Now
 	}

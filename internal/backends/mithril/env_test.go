@@ -3,33 +3,18 @@ package mithril
 import (
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // fakeClock is the emulator's clock: tests move it instead of sleeping.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+type fakeClock = backendtest.Clock
 
 // countingTransport counts the HTTP attempts that reach the server.
 type countingTransport struct {
@@ -56,7 +41,7 @@ const bootTime = 30 * time.Second
 
 func newEnv(t *testing.T, opts emu.Options, mutate ...func(*Config)) *env {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := backendtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	if opts.Clock == nil {
 		opts.Clock = clock.Now
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
@@ -18,24 +19,9 @@ import (
 const testKey = "pi-test-key"
 
 // clock is a settable clock for the emulator, so status progressions need no sleeping.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type clock = backendtest.Clock
 
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *clock { return backendtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // env is an emulator behind a real HTTP server, with a request log.
 type env struct {

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 )
@@ -20,23 +20,10 @@ const (
 )
 
 // fakeClock is a manual clock for the emulator.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = backendtest.Clock
 
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+func newFakeClock() *fakeClock {
+	return backendtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // countingTransport counts the HTTP attempts a client makes.

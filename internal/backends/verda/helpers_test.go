@@ -2,10 +2,10 @@ package verda
 
 import (
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
@@ -13,24 +13,9 @@ import (
 )
 
 // fakeClock is shared by the emulator and the client so tests move time instead of waiting.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = backendtest.Clock
 
-func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newClock() *fakeClock { return backendtest.NewClock(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)) }
 
 const bootTime = 40 * time.Second
 

@@ -5,7 +5,7 @@ resource "hydra_gpu_instance" "trainer" {
   gpu_count          = 1
   max_price_per_hour = 3.5
 
-  ssh_public_keys = [file("~/.ssh/id_ed25519.pub")]
+  ssh_public_keys = [var.customer_ssh_key]
 
   provisioning_vars = {
     team     = "research"
@@ -43,4 +43,9 @@ resource "hydra_gpu_instance" "batch" {
   spot               = true
   allow_fallback     = true
   max_price_per_hour = 0.8
+}
+
+variable "customer_ssh_key" {
+  description = "authorized_keys line of the machine's user"
+  type        = string
 }

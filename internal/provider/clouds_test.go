@@ -298,6 +298,9 @@ func TestAccGPUInstance_mithrilBidsUnderCheapestSpot(t *testing.T) {
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("mithril")),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.14)),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("is_spot"), knownvalue.Bool(true)),
+						// The plan shows the bid and the auction's last clearing price.
+						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("bid_price"), knownvalue.NotNull()),
+						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("last_clearing_price"), knownvalue.NotNull()),
 					},
 				},
 				ConfigStateChecks: []statecheck.StateCheck{

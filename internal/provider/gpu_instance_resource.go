@@ -84,6 +84,7 @@ type gpuInstanceModel struct {
 	EstimatedPricePerHour   types.Float64  `tfsdk:"estimated_price_per_hour"`
 	IsSpot                  types.Bool     `tfsdk:"is_spot"`
 	OtherClouds             types.Map      `tfsdk:"other_clouds"`
+	OfferDetails            types.Map      `tfsdk:"offer_details"`
 	Status                  types.String   `tfsdk:"status"`
 	CloudStatus             types.String   `tfsdk:"cloud_status"`
 	ReadyAt                 types.String   `tfsdk:"ready_at"`
@@ -251,6 +252,14 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				MarkdownDescription: "Whether the machine is spot (preemptible) capacity.",
 				Computed:            true,
 				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+			},
+			"offer_details": schema.MapAttribute{
+				MarkdownDescription: "What the chosen offer's cloud says about it beyond the price: for Mithril the bid and the " +
+					"auction's last clearing price, for Atlas its list price before the in-house discount, for Prime Intellect the " +
+					"upstream provider and data center, and so on. Null when the offer was pinned through `offer_id`.",
+				Computed:      true,
+				ElementType:   types.StringType,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 			},
 			"other_clouds": schema.MapAttribute{
 				MarkdownDescription: "Why each other asked cloud lost when the machine was chosen: its cheapest matching offer and how much " +
@@ -439,6 +448,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		setOfferFields(&plan, r.data.cp, parsed)
 		plan.EstimatedPricePerHour = types.Float64Value(parsed.PricePerHour)
 		plan.OtherClouds = types.MapNull(types.StringType)
+		plan.OfferDetails = types.MapNull(types.StringType)
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
@@ -459,7 +469,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 			resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_instance "+plan.Name.ValueString(), noOfferDetail(offerReq, res))
 			return
 		}
-		q = quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best)}
+		q = quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best), Details: best.Details}
 		if err := r.data.quotes.put(key, q); err != nil {
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
 		}
@@ -473,6 +483,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	resp.Diagnostics.Append(d...)
 	plan.OtherClouds = whyNot
 	if plan.AllowFallback.ValueBool() {
+		// The offer, and so its details, are decided at apply.
 		resp.Diagnostics.AddWarning("GPU offer chosen at apply time",
 			fmt.Sprintf("allow_fallback is set for %q: the cheapest offer now is %s at $%s/h; apply takes the cheapest offer within the same limits when it creates the machine.",
 				plan.Name.ValueString(), q.OfferID, controlplane.FormatPrice(q.Estimate)))
@@ -486,7 +497,18 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	plan.OfferID = types.StringValue(q.OfferID)
 	setOfferFields(&plan, r.data.cp, parsed)
+	plan.OfferDetails = stringMap(ctx, q.Details, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// stringMap converts a Go map into a known map value (empty, never null).
+func stringMap(ctx context.Context, m map[string]string, diags *diag.Diagnostics) types.Map {
+	if m == nil {
+		m = map[string]string{}
+	}
+	v, d := types.MapValueFrom(ctx, types.StringType, m)
+	diags.Append(d...)
+	return v
 }
 
 func logOfferChoice(ctx context.Context, best controlplane.Offer, res controlplane.OfferResult) {
@@ -698,6 +720,9 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	if m.OtherClouds.IsUnknown() {
 		m.OtherClouds = types.MapNull(types.StringType)
 	}
+	if m.OfferDetails.IsUnknown() {
+		m.OfferDetails = stringMap(ctx, launched.Offer.Details, &resp.Diagnostics)
+	}
 	m.CloudInstanceID = types.StringValue(launched.Instance.ID)
 	applyInstance(&m, launched.Instance)
 	m.ReadyAt = types.StringNull()
@@ -731,22 +756,26 @@ func (r *gpuInstanceResource) candidateOffers(ctx context.Context, plan *gpuInst
 		if !ok {
 			return nil, fmt.Errorf("pool %q of offer %s is not configured", parsed.Pool, plan.OfferID.ValueString())
 		}
+		planned := controlplane.Offer{
+			ID: plan.OfferID.ValueString(), Cloud: pm.Pool.Cloud, Pool: parsed.Pool, Region: parsed.Region,
+			InstanceType: parsed.InstanceType, GPUType: req.GPUType, GPUCount: req.GPUCount,
+			PricePerHour: parsed.PricePerHour, Spot: parsed.Spot, Available: -1,
+		}
 		// Never charge more than the plan showed.
 		res, err := r.data.cp.Offers(ctx, req, true)
 		if err == nil {
 			for _, o := range append(res.Offers, res.Ineligible...) {
-				if o.Pool == parsed.Pool && o.Region == parsed.Region && o.InstanceType == parsed.InstanceType && o.Spot == parsed.Spot &&
-					o.PricePerHour > parsed.PricePerHour+1e-9 {
+				if o.Pool != parsed.Pool || o.Region != parsed.Region || o.InstanceType != parsed.InstanceType || o.Spot != parsed.Spot {
+					continue
+				}
+				if o.PricePerHour > parsed.PricePerHour+1e-9 {
 					return nil, fmt.Errorf("the price of offer %s rose from $%s/h at plan time to $%s/h; run `terraform plan` again to see the new price",
 						plan.OfferID.ValueString(), controlplane.FormatPrice(parsed.PricePerHour), controlplane.FormatPrice(o.PricePerHour))
 				}
+				planned.Details = o.Details // what the cloud needs again at create (upstream ids, auction ids)
 			}
 		}
-		return []controlplane.Offer{{
-			ID: plan.OfferID.ValueString(), Cloud: pm.Pool.Cloud, Pool: parsed.Pool, Region: parsed.Region,
-			InstanceType: parsed.InstanceType, GPUType: req.GPUType, GPUCount: req.GPUCount,
-			PricePerHour: parsed.PricePerHour, Spot: parsed.Spot, Available: -1,
-		}}, nil
+		return []controlplane.Offer{planned}, nil
 	}
 	res, err := r.data.cp.Offers(ctx, req, true)
 	if err != nil {
@@ -900,6 +929,7 @@ func (r *gpuInstanceResource) fillFromInstance(m *gpuInstanceModel, inst control
 	m.EstimatedPricePerHour = types.Float64Value(inst.PricePerHour)
 	m.IsSpot = types.BoolValue(inst.Spot)
 	m.OtherClouds = types.MapNull(types.StringType)
+	m.OfferDetails = types.MapNull(types.StringType)
 	m.Status = types.StringValue(string(controlplane.StatusRunning))
 	m.ReadyAt = types.StringNull()
 	m.ProvisioningAttempts = types.Int64Value(0)

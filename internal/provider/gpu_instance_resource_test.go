@@ -76,7 +76,7 @@ func TestAccGPUInstance_basic(t *testing.T) {
 				ImportStateId:     "sbx-vm-basic",
 				ImportStateVerify: true,
 				// Provisioning facts are hydra's own record, not the cloud's: import cannot know them.
-				ImportStateVerifyIgnore: []string{"status", "ready_at", "provisioning_attempts", "timeouts", "other_clouds"},
+				ImportStateVerifyIgnore: []string{"status", "ready_at", "provisioning_attempts", "timeouts", "other_clouds", "offer_details"},
 			},
 		},
 	})

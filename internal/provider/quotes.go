@@ -35,7 +35,9 @@ type quote struct {
 	// Estimate is the price shown when the offer itself is left to apply (allow_fallback).
 	Estimate float64 `json:"estimate"`
 	// WhyNot says why each other cloud lost (shown in the plan as other_clouds).
-	WhyNot  map[string]string `json:"why_not,omitempty"`
+	WhyNot map[string]string `json:"why_not,omitempty"`
+	// Details are the chosen offer's details (shown in the plan as offer_details).
+	Details map[string]string `json:"details,omitempty"`
 	Expires time.Time         `json:"expires"`
 }
 

@@ -59,6 +59,15 @@ func newTestSandbox(t *testing.T) *testSandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A failed test may leave simulated machines (real sshd processes) behind: stop them all.
+	t.Cleanup(func() {
+		machines, _ := filepath.Glob(filepath.Join(sb.Dir(), "machines", "*"))
+		for _, m := range machines {
+			if err := (sandbox.SSHMachines{}).Stop(m); err != nil {
+				t.Logf("stopping %s: %v", m, err)
+			}
+		}
+	})
 	return &testSandbox{t: t, dir: dir, sb: sb}
 }
 

@@ -143,3 +143,119 @@ terraform {
 		t.Fatal(err)
 	}
 }
+
+// orphanedRunProcesses lists processes (ansible-playbook, ssh) whose command line points into a
+// provisioning run directory that no longer exists: the run ended, its processes did not.
+func orphanedRunProcesses() []string {
+	var orphans []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		cmdline := strings.ReplaceAll(string(data), "\x00", " ")
+		if !strings.Contains(cmdline, "ansible") && !strings.Contains(cmdline, "ssh") {
+			continue
+		}
+		for _, field := range strings.Fields(strings.NewReplacer("=", " ", ",", " ", "'", " ", `"`, " ").Replace(cmdline)) {
+			i := strings.Index(field, "/hydra-")
+			if i < 0 || !strings.HasPrefix(field, "/") {
+				continue
+			}
+			rest := field[i+1:]
+			j := strings.IndexByte(rest, '/')
+			if j < 0 {
+				continue
+			}
+			runDir := field[:i+1+j]
+			if _, err := os.Stat(runDir); os.IsNotExist(err) {
+				orphans = append(orphans, filepath.Dir(p)+": "+cmdline)
+				break
+			}
+		}
+	}
+	return orphans
+}
+
+// TestAccGPUInstance_ctrlCDuringProvisioning interrupts `terraform apply` while Ansible runs: the run
+// is stopped with its whole process group, nothing is left running, and the machine stays in state.
+func TestAccGPUInstance_ctrlCDuringProvisioning(t *testing.T) {
+	requireProvisioningTools(t)
+	testAccPreCheck(t)
+	t.Parallel()
+	tf := os.Getenv("TF_ACC_TERRAFORM_PATH")
+	s := newTestSandbox(t)
+	playbooks, err := filepath.Abs("testdata/playbooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	config := s.provisionedConfig(playbooks) + `
+terraform {
+  required_providers {
+    hydra = { source = "hydragpu/hydra" }
+  }
+}
+` + testAccGPUInstanceConfig_basic("ctrlc-prov", "l4", "  provisioning_vars = { sleep_seconds = 300 }")
+	if err := os.WriteFile(filepath.Join(work, "main.tf"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "TF_REATTACH_PROVIDERS="+serveForReattach(t), "CHECKPOINT_DISABLE=1",
+		"TF_CLI_CONFIG_FILE=/dev/null", "TF_IN_AUTOMATION=1")
+	apply := exec.Command(tf, "apply", "-auto-approve", "-no-color")
+	apply.Dir, apply.Env = work, env
+	var out strings.Builder
+	apply.Stdout, apply.Stderr = &out, &out
+	if err := apply.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the playbook is running on the machine (its attempt counter exists), then Ctrl-C.
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		if live := s.live(); len(live) == 1 {
+			if _, err := os.Stat(filepath.Join(s.sb.MachineDir(live[0].ID), "root", "attempts")); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			_ = apply.Process.Kill()
+			t.Fatalf("provisioning never started:\n%s", out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if err := apply.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply.Wait(); err == nil {
+		t.Fatalf("apply succeeded despite Ctrl-C:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "Interrupt received") || !errorPattern("provisioning", "canceled").MatchString(out.String()) {
+		t.Errorf("the interrupted provisioning should report the cancellation:\n%s", out.String())
+	}
+	// The run's process group is gone (the runner allows a grace period before SIGKILL).
+	var orphans []string
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if orphans = orphanedRunProcesses(); len(orphans) == 0 {
+			break
+		}
+	}
+	if len(orphans) > 0 {
+		t.Errorf("processes of the cancelled run are still alive:\n%s", strings.Join(orphans, "\n"))
+	}
+	cmd := exec.Command(tf, "state", "show", "-no-color", "hydra_gpu_instance.test")
+	cmd.Dir, cmd.Env = work, env
+	show, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(show), "(tainted)") {
+		t.Fatalf("the machine must be in state, tainted (err %v):\n%s", err, show)
+	}
+	destroy := exec.Command(tf, "destroy", "-auto-approve", "-no-color")
+	destroy.Dir, destroy.Env = work, env
+	if o, err := destroy.CombinedOutput(); err != nil {
+		t.Fatalf("destroy: %v\n%s", err, o)
+	}
+	if err := s.checkDestroyed(nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -268,7 +268,7 @@ func cloudBackends(ctx context.Context, cfg cloudsConfig, inv *inventory.Invento
 				fail("prime_intellect", "Cannot start the Prime Intellect emulator", err)
 				return nil, emulated
 			}
-			pc.BaseURL, pc.APIKey = url, "pi-test-key"
+			pc.BaseURL, pc.APIKey = url, emuprime.DefaultAPIKey
 		}
 		if pc.APIKey == "" {
 			addErr(path.Root("prime_intellect"), "Missing Prime Intellect credentials", "Set api_key in the prime_intellect block or PRIME_API_KEY in the environment (or emulator_dir to use the local emulator).")
@@ -289,7 +289,7 @@ func cloudBackends(ctx context.Context, cfg cloudsConfig, inv *inventory.Invento
 				fail("atlas", "Cannot start the Atlas emulator", err)
 				return nil, emulated
 			}
-			ac.BaseURL, ac.Token = url, "atlas-test-token"
+			ac.BaseURL, ac.Token = url, emuatlas.DefaultToken
 		}
 		if ac.BaseURL == "" || ac.Token == "" {
 			addErr(path.Root("atlas"), "Missing Atlas configuration", "Set endpoint and token in the atlas block, or ATLAS_ENDPOINT and ATLAS_TOKEN in the environment (or emulator_dir to use the local emulator).")

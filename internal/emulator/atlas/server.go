@@ -56,6 +56,9 @@ func DefaultCatalog() []Offer {
 // DefaultHostKey is the SSH host key emulated instances report unless Options.HostKey is set.
 const DefaultHostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEmulatedAtlasHostKeyNotARealKey0000000000"
 
+// DefaultToken is the bearer token the emulator accepts when Options.Tokens is empty.
+const DefaultToken = "atlas-test-token"
+
 // Options configure an emulator.
 type Options struct {
 	// StateDir keeps the cloud's state in StateDir/state.json under an exclusive file lock ("" = memory).
@@ -138,7 +141,7 @@ type Server struct {
 // New builds an emulator.
 func New(opts Options) *Server {
 	if len(opts.Tokens) == 0 {
-		opts.Tokens = []string{"atlas-test-token"}
+		opts.Tokens = []string{DefaultToken}
 	}
 	if opts.Catalog == nil {
 		opts.Catalog = DefaultCatalog()

@@ -24,6 +24,9 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
+// DefaultAPIKey is the API key the emulator accepts when Options.APIKeys is empty.
+const DefaultAPIKey = "pi-test-key"
+
 // Options configure an emulator.
 type Options struct {
 	// StateDir keeps the cloud's state in StateDir/state.json under an exclusive file lock ("" = memory).
@@ -133,7 +136,7 @@ type Server struct {
 // New builds an emulator.
 func New(opts Options) *Server {
 	if len(opts.APIKeys) == 0 {
-		opts.APIKeys = []string{"pi-test-key"}
+		opts.APIKeys = []string{DefaultAPIKey}
 	}
 	if opts.Catalog == nil {
 		opts.Catalog = DefaultCatalog()

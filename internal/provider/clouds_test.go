@@ -380,3 +380,26 @@ data "hydra_gpu_offer" "test" {
 		}},
 	})
 }
+
+func TestAccGPUOfferDataSource_emulatorDir(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	fmt.Fprintf(&b, "provider \"hydra\" {\n  plan_quote_dir = %q\n  provisioning {\n    enabled = false\n  }\n", dir+"/quotes")
+	for _, block := range []string{"verda", "upcloud", "prime_intellect", "atlas"} {
+		fmt.Fprintf(&b, "  %s {\n    emulator_dir = %q\n  }\n", block, dir+"/"+block)
+	}
+	fmt.Fprintf(&b, "  mithril {\n    enabled      = true\n    emulator_dir = %q\n  }\n}\n", dir+"/mithril")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			// Every cloud's emulator runs inside the provider with its state in a directory: the
+			// cheapest L40S of all five (Atlas, at half its list price) comes back through the real clients.
+			Config: b.String() + "data \"hydra_gpu_offer\" \"test\" {\n  gpu_type = \"l40s\"\n}\n",
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("atlas")),
+				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("rejections"), knownvalue.MapSizeExact(0)),
+			},
+		}},
+	})
+}

@@ -93,8 +93,6 @@ type Record struct {
 	GoneAt       time.Time `json:"gone_at,omitzero"`
 	// SSHKeys are the authorized keys the instance was created with.
 	SSHKeys []string `json:"ssh_keys,omitempty"`
-	// SSH is the machine's endpoint once it runs (when the sandbox runs machines over SSH).
-	SSH *controlplane.SSHEndpoint `json:"ssh,omitempty"`
 }
 
 type state struct {

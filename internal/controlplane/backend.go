@@ -5,6 +5,8 @@ package controlplane
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -65,11 +67,29 @@ type SSHEndpoint struct {
 	User string
 }
 
+// Ownership is the record hydra keeps at the cloud with every machine it creates. It ties the machine
+// to exactly one resource instance, so that no resource ever adopts, changes or deletes another's machine.
+//
+// The cloud-side name always carries it (see CloudName: "<pool prefix><resource>--<token>"); a backend
+// whose cloud has labels, tags or a description field stores it there too (OwnerLabels), and a backend
+// whose cloud can change that metadata after creation implements OwnershipConfirmer.
+type Ownership struct {
+	// Resource is the resource's name (hydra_gpu_instance.name), without the pool prefix.
+	Resource string
+	// Token is random, chosen when the create starts and kept in the resource's state. Two resources
+	// never share one, so two resources never share a machine.
+	Token string
+	// Confirmed says a completed create, a refresh or an import has recorded at the cloud that a
+	// Terraform state holds the machine. Meaningful only where the backend implements
+	// OwnershipConfirmer; elsewhere it stays false.
+	Confirmed bool
+}
+
 // Instance is one machine at a cloud, as its backend reports it.
 type Instance struct {
 	// ID is the cloud's own identifier.
 	ID string
-	// Name is the cloud-side name: the pool's prefix followed by the resource's name.
+	// Name is the cloud-side name, exactly as given in CreateRequest.Name.
 	Name         string
 	Cloud        string
 	Region       string
@@ -90,6 +110,10 @@ type Instance struct {
 	// provisioning then trusts the first key it sees and records it).
 	HostKey   string
 	CreatedAt time.Time
+	// Owner is the ownership record as the cloud keeps it. A backend that stores the record in the
+	// cloud's metadata fills it from there; otherwise the pool manager fills Resource and Token from
+	// the name. Token is "" for a machine hydra did not create (or created before ownership records).
+	Owner Ownership
 }
 
 // CreateRequest asks a backend to start one instance from an offer.
@@ -98,6 +122,9 @@ type CreateRequest struct {
 	Name  string
 	Pool  inventory.Pool
 	Offer Offer
+	// Owner is the ownership record to keep with the machine (Confirmed is false at create). Backends
+	// whose cloud has labels, tags or a description store OwnerLabels(Owner) there.
+	Owner Ownership
 	// MaxPricePerHour is the user's ceiling in US dollars per hour (0: none).
 	MaxPricePerHour float64
 	// SSHPublicKeys are authorized_keys lines to install for the login user.
@@ -105,22 +132,96 @@ type CreateRequest struct {
 }
 
 // InstanceManagerBackend hides one cloud's API behind the operations the control plane needs. It knows
-// nothing about Terraform. Errors should be *Error values so callers can tell capacity from auth from
-// not-found (see the ErrorKind constants).
+// nothing about Terraform. Every error it returns is an *Error whose Kind says what the caller can do
+// (ErrCapacity: try another offer; ErrQuota, ErrAuth, ErrInvalid: stop and tell the user; ErrNotFound:
+// the object is gone; ErrOther: unknown outcome, look before retrying). The conformance suite
+// (internal/backends/conformance) checks every rule below against each cloud's emulator.
 type InstanceManagerBackend interface {
 	// Cloud names the backend ("verda", "upcloud", ...), as used in pools.yml and api_names.
 	Cloud() string
 	// Offers lists what the cloud can rent now, for every GPU type the inventory maps for this cloud,
 	// with GPUType filled in. The control plane caches the answer once per process and filters it.
+	// Offers has no side effects at the cloud.
 	Offers(ctx context.Context) ([]Offer, error)
 	// Create starts an instance and returns as soon as the cloud has accepted it (usually pending).
+	//   - The instance carries req.Name verbatim and the ownership record req.Owner.
+	//   - Idempotent by name: a create whose name already exists at the cloud (a retried request, or
+	//     concurrent creates of one name) returns that instance; the cloud never holds two live
+	//     instances of one name because of hydra.
+	//   - An offer whose price is now above req.MaxPricePerHour (when set) is ErrCapacity, and nothing
+	//     is created: the same as an offer that sold out.
+	//   - A response lost after the cloud accepted the create is ErrOther; the instance is then found
+	//     by List(req.Name).
 	Create(ctx context.Context, req CreateRequest) (Instance, error)
-	// Get returns the instance with the cloud's id, or an *Error of kind ErrNotFound.
+	// Get returns the instance with the cloud's id, or ErrNotFound. It has no side effects at the cloud.
 	Get(ctx context.Context, id string) (Instance, error)
-	// List returns the instances whose name starts with prefix (terminated ones may be left out).
+	// List returns the instances whose name starts with prefix (terminated ones may be left out). It
+	// has no side effects at the cloud and reads every page.
 	List(ctx context.Context, prefix string) ([]Instance, error)
-	// Delete starts termination. An instance that is already gone yields an *Error of kind ErrNotFound.
+	// Delete starts termination of the instance with the cloud's id. An instance that is already gone
+	// (or terminating) is success: Delete returns nil.
 	Delete(ctx context.Context, id string) error
+}
+
+// OwnershipConfirmer is implemented by backends whose cloud can change a machine's metadata after
+// creation (labels, tags). ConfirmOwnership records that a Terraform state holds the instance, so that
+// Get and List report Owner.Confirmed = true from then on. It is idempotent; a gone instance is
+// ErrNotFound.
+type OwnershipConfirmer interface {
+	ConfirmOwnership(ctx context.Context, id string) error
+}
+
+// Ownership labels: the key/value pairs a backend stores with a machine where its cloud has labels,
+// tags or a description ("hydra-owner=<token>,hydra-resource=<name>,hydra-confirmed=false").
+const (
+	LabelManagedBy = "hydra-managed-by"
+	LabelOwner     = "hydra-owner"
+	LabelResource  = "hydra-resource"
+	LabelConfirmed = "hydra-confirmed"
+)
+
+// OwnerLabels returns the ownership record as labels, in a fixed order.
+func OwnerLabels(o Ownership) [][2]string {
+	return [][2]string{
+		{LabelManagedBy, "hydra"},
+		{LabelOwner, o.Token},
+		{LabelResource, o.Resource},
+		{LabelConfirmed, strconv.FormatBool(o.Confirmed)},
+	}
+}
+
+// OwnerFromLabels reads an ownership record back from labels; ok is false when they hold none.
+func OwnerFromLabels(get func(key string) (string, bool)) (o Ownership, ok bool) {
+	token, ok := get(LabelOwner)
+	if !ok || token == "" {
+		return Ownership{}, false
+	}
+	o.Token = token
+	o.Resource, _ = get(LabelResource)
+	c, _ := get(LabelConfirmed)
+	o.Confirmed = c == "true"
+	return o, true
+}
+
+// OwnerDescription encodes the record for clouds whose only free-text field is a description:
+// "hydra-owner=<token> hydra-resource=<name> hydra-confirmed=<bool>".
+func OwnerDescription(o Ownership) string {
+	parts := make([]string, 0, 4)
+	for _, kv := range OwnerLabels(o) {
+		parts = append(parts, kv[0]+"="+kv[1])
+	}
+	return strings.Join(parts, " ")
+}
+
+// OwnerFromDescription is the inverse of OwnerDescription (other words in the text are ignored).
+func OwnerFromDescription(desc string) (Ownership, bool) {
+	kv := map[string]string{}
+	for _, f := range strings.Fields(desc) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			kv[k] = v
+		}
+	}
+	return OwnerFromLabels(func(k string) (string, bool) { v, ok := kv[k]; return v, ok })
 }
 
 // AuctionBackend is implemented by backends that sell capacity by auction (Mithril). Once every cloud

@@ -29,14 +29,11 @@ type Launched struct {
 	Adopted bool
 }
 
-// CloudName returns the cloud-side name of a resource's instance in a pool.
-func CloudName(pool inventory.Pool, name string) string { return pool.Prefix + name }
-
 // FindExisting looks in every pool for an instance named after the resource (a create that was cut
 // short leaves one behind). It returns ErrNotFound when there is none.
 func (cp *ControlPlane) FindExisting(ctx context.Context, name string) (Instance, inventory.Pool, error) {
 	for _, p := range cp.manager.Pools() {
-		inst, err := p.Get(ctx, InstanceRef{Name: CloudName(p.Pool, name)})
+		inst, err := p.Get(ctx, InstanceRef{Name: CloudName(p.Pool, name, "")})
 		if err == nil {
 			return inst, p.Pool, nil
 		}
@@ -76,7 +73,7 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 		if !ok {
 			return Launched{}, Errorf(ErrInvalid, o.Cloud, "creating instance", "pool %q of offer %s is not configured", o.Pool, o.ID)
 		}
-		name := CloudName(pm.Pool, req.Name)
+		name := CloudName(pm.Pool, req.Name, "")
 		log.Info("creating instance", "name", name, "offer", o.ID, "attempt", i+1)
 		inst, err := pm.Create(ctx, CreateRequest{Name: name, Offer: o, MaxPricePerHour: req.MaxPricePerHour, SSHPublicKeys: req.SSHPublicKeys})
 		if err == nil {

@@ -552,7 +552,7 @@ func setOfferFields(m *gpuInstanceModel, cp *controlplane.ControlPlane, p contro
 	m.PricePerHour = types.Float64Value(p.PricePerHour)
 	m.IsSpot = types.BoolValue(p.Spot)
 	if pm, ok := cp.Manager().Pool(p.Pool); ok {
-		m.ID = types.StringValue(controlplane.CloudName(pm.Pool, m.Name.ValueString()))
+		m.ID = types.StringValue(controlplane.CloudName(pm.Pool, m.Name.ValueString(), ""))
 	}
 }
 

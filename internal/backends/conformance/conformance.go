@@ -1,0 +1,441 @@
+// Package conformance is the backend contract (controlplane.InstanceManagerBackend) as one test suite.
+// Every cloud's backend runs it against its own emulator, so a rule of the contract is a rule of every
+// cloud: creates are idempotent by name, a lost create answer is recovered, a price above the cap is
+// a capacity error, Get and List change nothing at the cloud, a gone machine deletes cleanly, and the
+// ownership record survives the round trip through the cloud.
+//
+// Only tests import this package.
+package conformance
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// Harness is what a cloud's test hands the suite.
+type Harness struct {
+	// Cloud is the backend's cloud name.
+	Cloud string
+	// Start starts a fresh emulator with its own empty state, machines that boot and terminate within
+	// a second or two, and returns a backend talking to it over real HTTP, and the emulator's admin.
+	// It registers its own cleanup with t.
+	Start func(t *testing.T) (controlplane.InstanceManagerBackend, emukit.Admin)
+	// Offer picks the offer the suite creates from (default: the cheapest eligible offer with stock).
+	// Auction clouds use it to price a bid.
+	Offer func(t *testing.T, b controlplane.InstanceManagerBackend, offers []controlplane.Offer) controlplane.Offer
+	// NeedsSSHKey is true when the cloud refuses a create without an SSH public key.
+	NeedsSSHKey bool
+}
+
+// testKey is an authorized_keys line for creates (a throwaway key; nothing logs in with it).
+const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH3dlYcKyiFqR4SxlGQbfJEX5RzzyLcn6X9UGBJ4U2rG conformance@hydra"
+
+// Run runs the whole suite. Each case starts its own emulator and may run in parallel with the others.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, h Harness)
+	}{
+		{"OffersHaveNoSideEffects", testOffers},
+		{"Lifecycle", testLifecycle},
+		{"CreateStormMakesOneMachine", testStorm},
+		{"LostCreateResponseIsRecovered", testLostCreate},
+		{"BootFailureIsError", testBootFailure},
+		{"PriceAboveCapIsCapacity", testPriceCap},
+		{"SoldOutIsCapacity", testSoldOut},
+		{"TransientErrorsAreRetried", testRetries},
+		{"OwnershipConfirmation", testConfirm},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t, h)
+		})
+	}
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// vmPool is the cloud's first pool in the embedded inventory.
+func vmPool(t *testing.T, cloud string) inventory.Pool {
+	t.Helper()
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range inv.Pools {
+		if p.Cloud == cloud {
+			return p
+		}
+	}
+	t.Fatalf("no pool of cloud %q in the embedded inventory", cloud)
+	return inventory.Pool{}
+}
+
+func pickOffer(t *testing.T, h Harness, b controlplane.InstanceManagerBackend) controlplane.Offer {
+	t.Helper()
+	offers, err := b.Offers(ctxFor(t))
+	if err != nil {
+		t.Fatalf("Offers: %v", err)
+	}
+	if h.Offer != nil {
+		return h.Offer(t, b, offers)
+	}
+	var ok []controlplane.Offer
+	for _, o := range offers {
+		if o.Ineligible == "" && o.Available != 0 && !o.Spot {
+			ok = append(ok, o)
+		}
+	}
+	if len(ok) == 0 {
+		t.Fatalf("no eligible offer with stock among %d offers", len(offers))
+	}
+	sort.SliceStable(ok, func(i, j int) bool { return ok[i].PricePerHour < ok[j].PricePerHour })
+	return ok[0]
+}
+
+// request builds a create request for resource name in the cloud's pool with a fresh token.
+func request(t *testing.T, h Harness, offer controlplane.Offer, name string) controlplane.CreateRequest {
+	pool := vmPool(t, h.Cloud)
+	offer.Pool = pool.Name
+	owner := controlplane.Ownership{Resource: name, Token: controlplane.NewOwnerToken()}
+	return controlplane.CreateRequest{
+		Name: controlplane.CloudName(pool, name, owner.Token), Pool: pool, Offer: offer, Owner: owner,
+		SSHPublicKeys: []string{testKey},
+	}
+}
+
+func stats(t *testing.T, a emukit.Admin) emukit.Stats {
+	t.Helper()
+	st, err := a.Stats()
+	if err != nil {
+		t.Fatalf("emulator stats: %v", err)
+	}
+	return st
+}
+
+func setFaults(t *testing.T, a emukit.Admin, f emukit.Faults) {
+	t.Helper()
+	if err := a.SetFaults(f); err != nil {
+		t.Fatalf("setting faults: %v", err)
+	}
+}
+
+// waitFor polls get until done says so, for at most 30 s.
+func waitFor(t *testing.T, b controlplane.InstanceManagerBackend, id string, what string, done func(controlplane.Instance, error) bool) controlplane.Instance {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		inst, err := b.Get(ctxFor(t), id)
+		if done(inst, err) {
+			return inst
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s: waited 30s for %s; last status %q (%s), error %v", id, what, inst.Status, inst.CloudStatus, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func checkOwner(t *testing.T, pool inventory.Pool, req controlplane.CreateRequest, inst controlplane.Instance) {
+	t.Helper()
+	if inst.Name != req.Name {
+		t.Errorf("instance name %q, want the requested name %q verbatim", inst.Name, req.Name)
+	}
+	if inst.Owner.Token != "" && (inst.Owner.Token != req.Owner.Token || inst.Owner.Resource != req.Owner.Resource) {
+		t.Errorf("the cloud's ownership record is %+v, want %+v", inst.Owner, req.Owner)
+	}
+	got := controlplane.WithOwner(pool, inst).Owner
+	if got.Token != req.Owner.Token || got.Resource != req.Owner.Resource {
+		t.Errorf("ownership record %+v does not survive the round trip (want resource %q, token %q)", got, req.Owner.Resource, req.Owner.Token)
+	}
+}
+
+func testOffers(t *testing.T, h Harness) {
+	b, admin := h.Start(t)
+	offers, err := b.Offers(ctxFor(t))
+	if err != nil {
+		t.Fatalf("Offers: %v", err)
+	}
+	if len(offers) == 0 {
+		t.Fatal("Offers returned nothing")
+	}
+	for _, o := range offers {
+		if o.Cloud != h.Cloud || o.GPUType == "" || o.GPUCount < 1 || o.InstanceType == "" || o.PricePerHour < 0 {
+			t.Errorf("malformed offer %+v", o)
+		}
+		if o.Pool != "" || o.ID != "" {
+			t.Errorf("offer %+v: backends leave Pool and ID to the control plane", o)
+		}
+	}
+	if st := stats(t, admin); st.Created != 0 || len(st.Live) != 0 {
+		t.Errorf("listing offers changed the cloud: %+v", st)
+	}
+}
+
+func testLifecycle(t *testing.T, h Harness) {
+	b, admin := h.Start(t)
+	pool := vmPool(t, h.Cloud)
+	req := request(t, h, pickOffer(t, h, b), "lifecycle")
+	inst, err := b.Create(ctxFor(t), req)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if inst.ID == "" {
+		t.Fatal("Create returned no id")
+	}
+	checkOwner(t, pool, req, inst)
+
+	// Get and List find it, by id and by prefix, and change nothing at the cloud.
+	before := stats(t, admin)
+	got, err := b.Get(ctxFor(t), inst.ID)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	checkOwner(t, pool, req, got)
+	list, err := b.List(ctxFor(t), pool.Prefix)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if n := countNamed(list, req.Name); n != 1 {
+		t.Errorf("List(%q) holds %d instances named %q, want 1", pool.Prefix, n, req.Name)
+	}
+	for _, l := range list {
+		if l.Name == req.Name {
+			checkOwner(t, pool, req, l)
+		}
+	}
+	other, err := b.List(ctxFor(t), pool.Prefix+"no-such-")
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if len(other) != 0 {
+		t.Errorf("List with a prefix nothing has returned %d instances", len(other))
+	}
+	if after := stats(t, admin); after.Created != before.Created || len(after.Live) != len(before.Live) {
+		t.Errorf("Get and List changed the cloud: before %+v, after %+v", before, after)
+	}
+
+	running := waitFor(t, b, inst.ID, "running", func(i controlplane.Instance, err error) bool {
+		return err == nil && i.Status == controlplane.StatusRunning
+	})
+	if running.SSH == nil || running.SSH.Host == "" || running.SSH.Port == 0 {
+		t.Errorf("a running instance reports no SSH endpoint: %+v", running.SSH)
+	}
+	if running.PricePerHour <= 0 && req.Offer.PricePerHour > 0 {
+		t.Errorf("running instance has price %v", running.PricePerHour)
+	}
+
+	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	waitFor(t, b, inst.ID, "terminated", func(i controlplane.Instance, err error) bool {
+		return controlplane.IsNotFound(err) || (err == nil && i.Status == controlplane.StatusTerminated)
+	})
+	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
+		t.Errorf("Delete of a gone instance: %v, want success", err)
+	}
+	if _, err := b.Get(ctxFor(t), "no-such-instance-id"); err != nil && !controlplane.IsNotFound(err) {
+		t.Errorf("Get of an unknown id: %v, want a not-found error", err)
+	} else if err == nil {
+		t.Error("Get of an unknown id succeeded")
+	}
+	if st := stats(t, admin); st.Created != 1 || len(st.Live) != 0 {
+		t.Errorf("after the lifecycle the cloud has %+v, want 1 created and none live", st)
+	}
+}
+
+func countNamed(list []controlplane.Instance, name string) int {
+	n := 0
+	for _, i := range list {
+		if i.Name == name && i.Status != controlplane.StatusTerminated {
+			n++
+		}
+	}
+	return n
+}
+
+func testStorm(t *testing.T, h Harness) {
+	b, admin := h.Start(t)
+	req := request(t, h, pickOffer(t, h, b), "storm")
+	const n = 6
+	var wg sync.WaitGroup
+	ids := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inst, err := b.Create(ctxFor(t), req)
+			ids[i], errs[i] = inst.ID, err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil && controlplane.KindOf(err) != controlplane.ErrOther {
+			t.Errorf("create %d of a storm: %v (kind %v); a create of an existing name returns that instance", i, err, controlplane.KindOf(err))
+		}
+	}
+	st := stats(t, admin)
+	if st.Created != 1 || len(st.Live) != 1 {
+		t.Fatalf("%d concurrent creates of one name left %d created, %d live; want exactly 1", n, st.Created, len(st.Live))
+	}
+	for i, id := range ids {
+		if errs[i] == nil && id != st.Live[0].ID {
+			t.Errorf("create %d returned id %s, but the one machine is %s", i, id, st.Live[0].ID)
+		}
+	}
+}
+
+func testLostCreate(t *testing.T, h Harness) {
+	b, admin := h.Start(t)
+	pool := vmPool(t, h.Cloud)
+	req := request(t, h, pickOffer(t, h, b), "lost")
+	setFaults(t, admin, emukit.Faults{LoseCreateResponses: 1})
+	inst, err := b.Create(ctxFor(t), req)
+	if err != nil && controlplane.KindOf(err) != controlplane.ErrOther {
+		t.Fatalf("a lost create answer is %v (kind %v), want an unknown outcome (ErrOther) or the instance", err, controlplane.KindOf(err))
+	}
+	list, lerr := b.List(ctxFor(t), req.Name)
+	if lerr != nil {
+		t.Fatalf("List: %v", lerr)
+	}
+	if n := countNamed(list, req.Name); n != 1 {
+		t.Fatalf("after a lost create answer List(%q) finds %d instances, want 1", req.Name, n)
+	}
+	for _, l := range list {
+		if l.Name == req.Name {
+			checkOwner(t, pool, req, l)
+			if err == nil && inst.ID != l.ID {
+				t.Errorf("Create returned %s but the machine is %s", inst.ID, l.ID)
+			}
+		}
+	}
+	if st := stats(t, admin); st.Created != 1 {
+		t.Errorf("created %d machines, want 1", st.Created)
+	}
+}
+
+func testBootFailure(t *testing.T, h Harness) {
+	b, admin := h.Start(t)
+	req := request(t, h, pickOffer(t, h, b), "bootfail")
+	setFaults(t, admin, emukit.Faults{BootFailures: 1})
+	inst, err := b.Create(ctxFor(t), req)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	waitFor(t, b, inst.ID, "the error status", func(i controlplane.Instance, err error) bool {
+		if err == nil && i.Status == controlplane.StatusRunning {
+			t.Fatalf("a machine whose boot fails reached running")
+		}
+		return err == nil && i.Status == controlplane.StatusError
+	})
+}
+
+func testPriceCap(t *testing.T, h Harness) {
+	b, admin := h.Start(t)
+	offer := pickOffer(t, h, b)
+	if offer.PricePerHour <= 0.02 {
+		t.Skip("the offer is too cheap to cap below")
+	}
+	req := request(t, h, offer, "capped")
+	req.MaxPricePerHour = offer.PricePerHour / 2
+	_, err := b.Create(ctxFor(t), req)
+	if !controlplane.IsCapacity(err) {
+		t.Fatalf("create with max price %v below the offer's %v: %v (kind %v), want a capacity error", req.MaxPricePerHour, offer.PricePerHour, err, controlplane.KindOf(err))
+	}
+	if st := stats(t, admin); st.Created != 0 {
+		t.Errorf("a create above the cap made %d machines", st.Created)
+	}
+}
+
+func testSoldOut(t *testing.T, h Harness) {
+	b, admin := h.Start(t)
+	req := request(t, h, pickOffer(t, h, b), "soldout")
+	setFaults(t, admin, emukit.Faults{SoldOut: true})
+	_, err := b.Create(ctxFor(t), req)
+	if !controlplane.IsCapacity(err) {
+		t.Fatalf("create while sold out: %v (kind %v), want a capacity error", err, controlplane.KindOf(err))
+	}
+	if st := stats(t, admin); st.Created != 0 {
+		t.Errorf("a sold-out create made %d machines", st.Created)
+	}
+}
+
+func testRetries(t *testing.T, h Harness) {
+	b, admin := h.Start(t)
+	setFaults(t, admin, emukit.Faults{RateLimited: 2, RetryAfterSeconds: 1})
+	if _, err := b.Offers(ctxFor(t)); err != nil {
+		t.Fatalf("Offers after two 429s: %v; rate limits are waited out", err)
+	}
+	setFaults(t, admin, emukit.Faults{ServerErrors: 1})
+	if _, err := b.List(ctxFor(t), "x-"); err != nil {
+		t.Fatalf("List after one 5xx: %v; safe calls are retried", err)
+	}
+	f, err := admin.Faults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.RateLimited != 0 || f.ServerErrors != 0 {
+		t.Errorf("faults not used up (%+v): the calls never reached the emulator", f)
+	}
+}
+
+func testConfirm(t *testing.T, h Harness) {
+	b, _ := h.Start(t)
+	c, ok := b.(controlplane.OwnershipConfirmer)
+	if !ok {
+		t.Skipf("%s cannot change a machine's metadata after creation; ownership is carried by the name alone", h.Cloud)
+	}
+	req := request(t, h, pickOffer(t, h, b), "confirm")
+	inst, err := b.Create(ctxFor(t), req)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if inst.Owner.Token != req.Owner.Token || inst.Owner.Confirmed {
+		t.Errorf("a new machine's record is %+v, want token %q, unconfirmed", inst.Owner, req.Owner.Token)
+	}
+	for range 2 { // idempotent
+		if err := c.ConfirmOwnership(ctxFor(t), inst.ID); err != nil {
+			t.Fatalf("ConfirmOwnership: %v", err)
+		}
+	}
+	got, err := b.Get(ctxFor(t), inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Owner.Confirmed || got.Owner.Token != req.Owner.Token {
+		t.Errorf("after confirmation Get reports %+v", got.Owner)
+	}
+	list, err := b.List(ctxFor(t), req.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || !list[0].Owner.Confirmed {
+		t.Errorf("after confirmation List reports %+v", list)
+	}
+	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, b, inst.ID, "terminated", func(i controlplane.Instance, err error) bool {
+		return controlplane.IsNotFound(err) || (err == nil && i.Status == controlplane.StatusTerminated)
+	})
+	err = c.ConfirmOwnership(ctxFor(t), inst.ID)
+	var ce *controlplane.Error
+	if err != nil && !errors.As(err, &ce) {
+		t.Errorf("ConfirmOwnership of a gone machine: %v is not a classified error", err)
+	}
+}

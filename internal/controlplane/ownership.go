@@ -1,0 +1,64 @@
+package controlplane
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// TokenSeparator joins a resource's name and its ownership token in a cloud-side name. Resource names
+// may not contain it, so the split is never ambiguous.
+const TokenSeparator = "--"
+
+// tokenLen is the length of an ownership token: 8 characters of lower-case base32, 40 random bits.
+const tokenLen = 8
+
+var tokenEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewOwnerToken returns a fresh random ownership token.
+func NewOwnerToken() string {
+	var b [5]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return tokenEncoding.EncodeToString(b[:])
+}
+
+// CloudName returns the cloud-side name of a resource's machine in a pool:
+// "<prefix><name>--<token>", or "<prefix><name>" when token is empty (machines made before ownership
+// records, and names given to import).
+func CloudName(pool inventory.Pool, name, token string) string {
+	if token == "" {
+		return pool.Prefix + name
+	}
+	return pool.Prefix + name + TokenSeparator + token
+}
+
+// ParseCloudName splits a cloud-side name of the pool into the resource's name and the ownership
+// token ("" when the name carries none). ok is false when the name is not the pool's.
+func ParseCloudName(pool inventory.Pool, cloudName string) (name, token string, ok bool) {
+	rest, ok := strings.CutPrefix(cloudName, pool.Prefix)
+	if !ok || rest == "" {
+		return "", "", false
+	}
+	if i := strings.LastIndex(rest, TokenSeparator); i > 0 {
+		t := rest[i+len(TokenSeparator):]
+		if len(t) == tokenLen && strings.Trim(t, "abcdefghijklmnopqrstuvwxyz234567") == "" {
+			return rest[:i], t, true
+		}
+	}
+	return rest, "", true
+}
+
+// WithOwner fills inst.Owner from the cloud-side name when the backend reported no record.
+func WithOwner(pool inventory.Pool, inst Instance) Instance {
+	if inst.Owner.Token != "" {
+		return inst
+	}
+	if name, token, ok := ParseCloudName(pool, inst.Name); ok && token != "" {
+		inst.Owner.Resource, inst.Owner.Token = name, token
+	}
+	return inst
+}

@@ -1,0 +1,60 @@
+package controlplane
+
+import (
+	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+func TestCloudNameRoundTrip(t *testing.T) {
+	pool := inventory.Pool{Name: "sandbox-vm-pool", Prefix: "sbx-vm-"}
+	for _, tc := range []struct {
+		full, name, token string
+		ok                bool
+	}{
+		{"sbx-vm-trainer--abcd2345", "trainer", "abcd2345", true},
+		{"sbx-vm-trainer", "trainer", "", true},
+		{"sbx-vm-a-b--abcd2345", "a-b", "abcd2345", true},
+		{"sbx-vm-trainer--short", "trainer--short", "", true}, // not a token: part of a legacy name
+		{"sbx-vm-trainer--ABCD2345", "trainer--ABCD2345", "", true},
+		{"other-trainer--abcd2345", "", "", false},
+		{"sbx-vm-", "", "", false},
+	} {
+		name, token, ok := ParseCloudName(pool, tc.full)
+		if name != tc.name || token != tc.token || ok != tc.ok {
+			t.Errorf("ParseCloudName(%q) = %q, %q, %v; want %q, %q, %v", tc.full, name, token, ok, tc.name, tc.token, tc.ok)
+		}
+		if tc.ok && tc.token != "" && CloudName(pool, name, token) != tc.full {
+			t.Errorf("CloudName(%q, %q) = %q, want %q", name, token, CloudName(pool, name, token), tc.full)
+		}
+	}
+}
+
+func TestNewOwnerToken(t *testing.T) {
+	pool := inventory.Pool{Prefix: "p-"}
+	seen := map[string]bool{}
+	for range 1000 {
+		tok := NewOwnerToken()
+		if len(tok) != tokenLen {
+			t.Fatalf("token %q has length %d", tok, len(tok))
+		}
+		if _, got, _ := ParseCloudName(pool, CloudName(pool, "x", tok)); got != tok {
+			t.Fatalf("token %q does not survive a round trip (got %q)", tok, got)
+		}
+		if seen[tok] {
+			t.Fatalf("token %q repeated", tok)
+		}
+		seen[tok] = true
+	}
+}
+
+func TestOwnerLabelsRoundTrip(t *testing.T) {
+	o := Ownership{Resource: "trainer", Token: "abcd2345", Confirmed: true}
+	got, ok := OwnerFromDescription("created by hydra " + OwnerDescription(o))
+	if !ok || got != o {
+		t.Fatalf("OwnerFromDescription = %+v, %v; want %+v", got, ok, o)
+	}
+	if _, ok := OwnerFromDescription("some other machine"); ok {
+		t.Fatal("a description without a record parsed as one")
+	}
+}

@@ -1,0 +1,105 @@
+package restclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// AccountKey is an SSH public key registered on a cloud account.
+type AccountKey struct {
+	ID        string
+	PublicKey string
+}
+
+// KeyRegistry is how EnsureSSHKeys reaches one cloud's SSH key API.
+type KeyRegistry struct {
+	// Cloud names the cloud in errors.
+	Cloud string
+	// List returns the account's keys.
+	List func(ctx context.Context) ([]AccountKey, error)
+	// Add registers a key under name and returns its id.
+	Add func(ctx context.Context, name, publicKey string) (string, error)
+}
+
+// NormalizeKey reduces an authorized_keys line to "<type> <base64 body>" (the comment and options do
+// not make a key different); "" when the line holds no key.
+func NormalizeKey(line string) string {
+	f := strings.Fields(line)
+	for i := 0; i+1 < len(f); i++ {
+		if strings.HasPrefix(f[i], "ssh-") || strings.HasPrefix(f[i], "ecdsa-") || strings.HasPrefix(f[i], "sk-") {
+			return f[i] + " " + f[i+1]
+		}
+	}
+	return ""
+}
+
+// KeyName is the account-side name hydra gives a public key: "hydra-" and 12 hex digits of the
+// normalised key's SHA-256, the same on every cloud.
+func KeyName(publicKey string) string {
+	sum := sha256.Sum256([]byte(NormalizeKey(publicKey)))
+	return "hydra-" + hex.EncodeToString(sum[:6])
+}
+
+// EnsureSSHKeys returns the ids of account keys holding each given public key (duplicates once, in
+// order), registering the ones the account lacks. It looks before it adds, so a retried or repeated
+// call never registers a key twice, and after a failed add it looks again (the answer may have been
+// lost after the key was stored). A line that holds no key is ErrInvalid.
+func EnsureSSHKeys(ctx context.Context, r KeyRegistry, publicKeys []string) ([]string, error) {
+	ids := []string{}
+	var have []AccountKey
+	listed := false
+	find := func(norm string) string {
+		for _, k := range have {
+			if NormalizeKey(k.PublicKey) == norm {
+				return k.ID
+			}
+		}
+		return ""
+	}
+	seen := map[string]bool{}
+	for _, pk := range publicKeys {
+		if strings.TrimSpace(pk) == "" {
+			continue
+		}
+		norm := NormalizeKey(pk)
+		if norm == "" {
+			return nil, controlplane.Errorf(controlplane.ErrInvalid, r.Cloud, "registering SSH key", "not an authorized_keys line: %.40q", pk)
+		}
+		if seen[norm] {
+			continue
+		}
+		seen[norm] = true
+		if !listed {
+			var err error
+			if have, err = r.List(ctx); err != nil {
+				return nil, err
+			}
+			listed = true
+		}
+		if id := find(norm); id != "" {
+			ids = append(ids, id)
+			continue
+		}
+		id, err := r.Add(ctx, KeyName(pk), strings.TrimSpace(pk))
+		if err != nil {
+			if controlplane.KindOf(err) == controlplane.ErrAuth || ctx.Err() != nil {
+				return nil, err
+			}
+			if again, lerr := r.List(ctx); lerr == nil {
+				have = again
+				if id := find(norm); id != "" {
+					ids = append(ids, id)
+					continue
+				}
+			}
+			return nil, err
+		}
+		ids = append(ids, id)
+		have = append(have, AccountKey{ID: id, PublicKey: pk})
+	}
+	return ids, nil
+}

@@ -29,6 +29,10 @@ type Options struct {
 	PollInterval, PollMax time.Duration
 	// Logger is used when the context carries none (hclog.WithContext).
 	Logger hclog.Logger
+	// Journal records creates in flight (a zero Journal records nothing, and nothing is ever adopted).
+	Journal Journal
+	// OrphanGrace is how old an unconfirmed machine must be before Orphans names it (default 10m).
+	OrphanGrace time.Duration
 }
 
 // ControlPlane gathers offers across pools and drives instances through their lifecycle.
@@ -73,6 +77,9 @@ func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Optio
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.OrphanGrace == 0 {
+		opts.OrphanGrace = 10 * time.Minute
 	}
 	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts,
 		cache: map[string]cloudOffers{}, offerRequests: map[string]int{}}

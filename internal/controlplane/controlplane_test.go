@@ -346,42 +346,85 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 
 	t.Run("capacity moves to the next offer", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrCapacity, "verda", "create", "503 Not enough resources")}}
-		cp := New(inv, []InstanceManagerBackend{b}, Options{})
+		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
 		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1, o2}})
-		if err != nil || got.Offer.ID != o2.ID || got.Instance.Name != "verda-vm-x" {
+		if err != nil || got.Offer.ID != o2.ID || got.Instance.Owner.Resource != "x" || got.Instance.Owner.Token == "" ||
+			got.Instance.Name != "verda-vm-x--"+got.Instance.Owner.Token {
 			t.Fatalf("Launch = %+v, %v", got, err)
 		}
 	})
 	t.Run("one offer: capacity error says what to do", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrCapacity, "verda", "create", "503")}}
-		cp := New(inv, []InstanceManagerBackend{b}, Options{})
+		j := Journal{Dir: t.TempDir()}
+		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: j})
 		_, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
 		if !IsCapacity(err) || !strings.Contains(err.Error(), "allow_fallback = true") {
 			t.Fatalf("err = %v", err)
 		}
+		if _, ok, _ := j.Get("x"); ok {
+			t.Error("a create that made nothing left a journal entry")
+		}
 	})
-	t.Run("lost create answer is adopted, not repeated", func(t *testing.T) {
+	t.Run("lost create answer is kept, not repeated", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrOther, "verda", "create", "HTTP 502")}}
-		cp := New(inv, []InstanceManagerBackend{b}, Options{})
+		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
 		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1, o2}})
 		if err != nil || !got.Adopted || b.created != 1 {
 			t.Fatalf("Launch = %+v, %v; created %d", got, err, b.created)
 		}
 	})
-	t.Run("an instance left by an earlier apply is adopted", func(t *testing.T) {
+	t.Run("a create cut short is adopted by the next launch of the same resource", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda"}
-		cp := New(inv, []InstanceManagerBackend{b}, Options{})
-		if _, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}}); err != nil {
+		j := Journal{Dir: t.TempDir()}
+		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: j})
+		first, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		if err != nil {
 			t.Fatal(err)
 		}
+		// The process died here: Settle never ran, the intent is still journaled.
 		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
-		if err != nil || !got.Adopted || b.created != 1 {
+		if err != nil || !got.Adopted || got.Instance.ID != first.Instance.ID || b.created != 1 {
 			t.Fatalf("second Launch = %+v, %v; created %d", got, err, b.created)
 		}
-		// A leftover that does not match the plan is refused, never silently taken or duplicated.
-		_, err = cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o2}})
-		if err == nil || !strings.Contains(err.Error(), "does not match the planned offer") || b.created != 1 {
-			t.Fatalf("mismatched leftover: %v; created %d", err, b.created)
+		cp.Settle(ctx, "x", got.Instance)
+		if _, ok, _ := j.Get("x"); ok {
+			t.Error("Settle left the journal entry")
+		}
+		// Settled: a later create of the same name (another resource, or a replacement) buys its own.
+		again, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		if err != nil || again.Adopted || again.Instance.ID == first.Instance.ID || b.created != 2 {
+			t.Fatalf("launch after settle = %+v, %v; created %d", again, err, b.created)
+		}
+	})
+	t.Run("a leftover that no longer matches the plan is deleted, not adopted or duplicated", func(t *testing.T) {
+		b := &fakeBackend{cloud: "verda"}
+		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+		first, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o2}})
+		if err != nil || got.Adopted || got.Offer.ID != o2.ID {
+			t.Fatalf("Launch = %+v, %v", got, err)
+		}
+		if _, err := b.Get(ctx, first.Instance.ID); !IsNotFound(err) {
+			t.Errorf("the mismatched leftover %s still exists", first.Instance.ID)
+		}
+	})
+	t.Run("a machine of the same name that no intent names is never touched", func(t *testing.T) {
+		b := &fakeBackend{cloud: "verda"}
+		other := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+		theirs, err := other.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+		got, err := mine.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o2}})
+		if err != nil || got.Adopted || got.Instance.ID == theirs.Instance.ID || b.created != 2 {
+			t.Fatalf("Launch = %+v, %v; created %d", got, err, b.created)
+		}
+		if _, err := b.Get(ctx, theirs.Instance.ID); err != nil {
+			t.Errorf("the other resource's machine was touched: %v", err)
 		}
 	})
 }

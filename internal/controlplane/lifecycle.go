@@ -11,7 +11,7 @@ import (
 
 // LaunchRequest asks for one instance from a list of acceptable offers, best first.
 type LaunchRequest struct {
-	// Name is the resource's name; each pool prepends its prefix.
+	// Name is the resource's name; each pool prepends its prefix and the ownership token follows it.
 	Name string
 	// Offers are tried in order while a cloud answers "no capacity". One offer: no fallback.
 	Offers          []Offer
@@ -24,71 +24,58 @@ type Launched struct {
 	Instance Instance
 	Offer    Offer
 	Pool     inventory.Pool
-	// Adopted is true when an instance with the name already existed (an earlier create was cut short)
-	// and was taken over instead of creating a second one.
+	// Adopted is true when the machine was left by this working directory's interrupted create of the
+	// same resource (its journaled intent proves it) and was taken over instead of buying another.
 	Adopted bool
 }
 
-// FindExisting looks in every pool for an instance named after the resource (a create that was cut
-// short leaves one behind). It returns ErrNotFound when there is none.
-func (cp *ControlPlane) FindExisting(ctx context.Context, name string) (Instance, inventory.Pool, error) {
-	for _, p := range cp.manager.Pools() {
-		inst, err := p.Get(ctx, InstanceRef{Name: CloudName(p.Pool, name, "")})
-		if err == nil {
-			return inst, p.Pool, nil
-		}
-		if !IsNotFound(err) {
-			return Instance{}, p.Pool, err
-		}
-	}
-	return Instance{}, inventory.Pool{}, Errorf(ErrNotFound, "hydra", "finding instance", "no instance named after %q in any pool", name)
-}
-
-// Launch creates the instance. It is orphan-proof: before creating it adopts an instance that already
-// carries the name, and when a create fails in a way that may hide a success (a 5xx, a lost answer) it
-// looks for the name again before giving up. A capacity error moves on to the next offer.
+// Launch creates the instance. It never touches a machine of another resource: every machine it
+// creates carries a fresh ownership token in its name, and the only machine it adopts is the one a
+// journaled intent of this same resource names (a create cut short by a hard kill, or a create whose
+// answer was lost). Only the intent's own pool is asked, so an outage of an unrelated cloud cannot
+// fail the create. A capacity error moves on to the next offer.
 func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched, error) {
 	log := cp.logger(ctx)
 	if len(req.Offers) == 0 {
 		return Launched{}, errors.New("no offer to launch")
 	}
-	if inst, pool, err := cp.FindExisting(ctx, req.Name); err == nil {
-		for _, o := range req.Offers {
-			// Some clouds do not report an instance's region (Prime Intellect pods): unknown matches.
-			if o.Pool == pool.Name && (inst.Region == "" || o.Region == inst.Region) && o.InstanceType == inst.InstanceType {
-				log.Info("adopting existing instance", "name", inst.Name, "id", inst.ID)
-				return Launched{Instance: inst, Offer: o, Pool: pool, Adopted: true}, nil
-			}
-		}
-		return Launched{}, Errorf(ErrInvalid, pool.Cloud, "creating instance",
-			"an instance named %q (id %s, %s in %s) already exists and does not match the planned offer; import it with `terraform import` or delete it at the cloud",
-			inst.Name, inst.ID, inst.InstanceType, inst.Region)
-	} else if !IsNotFound(err) {
-		return Launched{}, fmt.Errorf("looking for an existing instance named after %q: %w", req.Name, err)
+	if l, ok, err := cp.resumeIntent(ctx, req); err != nil || ok {
+		return l, err
 	}
 
+	token := NewOwnerToken()
 	var tried []string
 	for i, o := range req.Offers {
 		pm, ok := cp.manager.Pool(o.Pool)
 		if !ok {
 			return Launched{}, Errorf(ErrInvalid, o.Cloud, "creating instance", "pool %q of offer %s is not configured", o.Pool, o.ID)
 		}
-		name := CloudName(pm.Pool, req.Name, "")
+		name := CloudName(pm.Pool, req.Name, token)
+		intent := Intent{Resource: req.Name, Token: token, Pool: pm.Pool.Name, CloudName: name, OfferID: o.ID, StartedAt: time.Now().UTC()}
+		if err := cp.opts.Journal.Put(intent); err != nil {
+			return Launched{}, fmt.Errorf("journaling the create before sending it (nothing was created): %w", err)
+		}
 		log.Info("creating instance", "name", name, "offer", o.ID, "attempt", i+1)
-		inst, err := pm.Create(ctx, CreateRequest{Name: name, Offer: o, MaxPricePerHour: req.MaxPricePerHour, SSHPublicKeys: req.SSHPublicKeys})
+		inst, err := pm.Create(ctx, CreateRequest{Name: name, Offer: o, MaxPricePerHour: req.MaxPricePerHour,
+			SSHPublicKeys: req.SSHPublicKeys, Owner: Ownership{Resource: req.Name, Token: token}})
 		if err == nil {
 			return Launched{Instance: inst, Offer: o, Pool: pm.Pool}, nil
 		}
-		// A create whose outcome is unknown may have succeeded: look before doing anything else.
+		// A create whose outcome is unknown may have succeeded: look (by its unique name) first.
 		if k := KindOf(err); k == ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			inst, gerr := pm.Get(lookCtx, InstanceRef{Name: name})
 			cancel()
 			if gerr == nil {
-				log.Warn("create reported an error but the instance exists; adopting it", "name", name, "error", err)
+				log.Warn("create reported an error but the instance exists; keeping it", "name", name, "error", err)
 				return Launched{Instance: inst, Offer: o, Pool: pm.Pool, Adopted: true}, nil
 			}
+			if !IsNotFound(gerr) {
+				// The outcome stays unknown: keep the intent so the next apply looks again.
+				return Launched{}, fmt.Errorf("%w (whether %s was created is unknown: %v; the next apply looks for it again)", err, name, gerr)
+			}
 		}
+		_ = cp.opts.Journal.Remove(req.Name) // nothing was created
 		if !IsCapacity(err) || ctx.Err() != nil {
 			return Launched{}, err
 		}
@@ -100,6 +87,73 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 			"the planned offer %s has no capacity any more (%s); run `terraform plan` again to choose another offer, or set allow_fallback = true to let apply take the next cheapest one", req.Offers[0].ID, tried[0])
 	}
 	return Launched{}, Errorf(ErrCapacity, "hydra", "creating instance", "every acceptable offer ran out of capacity: %v", tried)
+}
+
+// resumeIntent adopts the machine a journaled intent of this resource names, when it exists and
+// matches one of the acceptable offers. A leftover that no longer matches (the plan changed since) is
+// this resource's own unconfirmed machine: it is deleted, by its cloud id, so it does not bill on.
+func (cp *ControlPlane) resumeIntent(ctx context.Context, req LaunchRequest) (Launched, bool, error) {
+	log := cp.logger(ctx)
+	intent, ok, err := cp.opts.Journal.Get(req.Name)
+	if err != nil || !ok {
+		return Launched{}, false, err
+	}
+	pm, ok := cp.manager.Pool(intent.Pool)
+	if !ok {
+		log.Warn("a create of this resource was cut short in a pool that is no longer configured; see the orphan warnings", "name", intent.CloudName, "pool", intent.Pool)
+		return Launched{}, false, cp.opts.Journal.Remove(req.Name)
+	}
+	inst, err := pm.Get(ctx, InstanceRef{Name: intent.CloudName})
+	if IsNotFound(err) {
+		return Launched{}, false, cp.opts.Journal.Remove(req.Name) // the cut-short create never reached the cloud
+	}
+	if err != nil {
+		return Launched{}, false, fmt.Errorf("looking for %s, left by an interrupted create of this resource: %w", intent.CloudName, err)
+	}
+	for _, o := range req.Offers {
+		// Some clouds do not report an instance's region (Prime Intellect pods): unknown matches.
+		if o.Pool == pm.Pool.Name && (inst.Region == "" || o.Region == inst.Region) && o.InstanceType == inst.InstanceType && o.Spot == inst.Spot {
+			log.Info("adopting the machine an interrupted create of this resource left", "name", inst.Name, "id", inst.ID, "created_at", inst.CreatedAt)
+			return Launched{Instance: inst, Offer: o, Pool: pm.Pool, Adopted: true}, true, nil
+		}
+	}
+	log.Warn("the machine an interrupted create of this resource left does not match the planned offer; deleting it",
+		"name", inst.Name, "id", inst.ID, "instance_type", inst.InstanceType, "region", inst.Region)
+	if err := pm.Backend.Delete(ctx, inst.ID); err != nil {
+		return Launched{}, false, fmt.Errorf("deleting %s (id %s), left by an interrupted create of this resource and no longer matching the plan: %w", inst.Name, inst.ID, err)
+	}
+	return Launched{}, false, cp.opts.Journal.Remove(req.Name)
+}
+
+// Settle is called once the resource's create has returned the machine to Terraform: it records the
+// ownership as confirmed at the cloud (where the cloud can) and forgets the journaled intent. It is
+// best effort: a failure is logged and the next refresh confirms again.
+func (cp *ControlPlane) Settle(ctx context.Context, resource string, inst Instance) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	cp.Confirm(ctx, inst)
+	if err := cp.opts.Journal.Remove(resource); err != nil {
+		cp.logger(ctx).Warn("could not remove the journal entry of a finished create", "resource", resource, "error", err)
+	}
+}
+
+// Confirm records at the cloud that a Terraform state holds inst (a no-op where it is confirmed
+// already or the cloud cannot record it). Errors are logged, not returned.
+func (cp *ControlPlane) Confirm(ctx context.Context, inst Instance) {
+	if inst.ID == "" || inst.Owner.Confirmed {
+		return
+	}
+	pm, err := cp.manager.Route(inst.Name)
+	if err != nil {
+		return
+	}
+	c, ok := pm.Backend.(OwnershipConfirmer)
+	if !ok {
+		return
+	}
+	if err := c.ConfirmOwnership(ctx, inst.ID); err != nil && !IsNotFound(err) {
+		cp.logger(ctx).Warn("could not record the machine's ownership as confirmed; the next refresh tries again", "name", inst.Name, "id", inst.ID, "error", err)
+	}
 }
 
 // WaitRunning polls until the cloud says the instance runs (with an SSH endpoint when provisioning

@@ -23,7 +23,7 @@ type InstManager interface {
 	Get(ctx context.Context, ref InstanceRef) (Instance, error)
 	// List returns the instances of every pool.
 	List(ctx context.Context) ([]Instance, error)
-	// Delete starts termination.
+	// Delete starts termination of the instance with ref.ID (required).
 	Delete(ctx context.Context, ref InstanceRef) error
 }
 
@@ -41,15 +41,17 @@ func (m *SinglePoolInstManager) Create(ctx context.Context, req CreateRequest) (
 		return Instance{}, Errorf(ErrInvalid, m.Pool.Cloud, "creating instance", "name %q does not start with pool %s's prefix %q", req.Name, m.Pool.Name, m.Pool.Prefix)
 	}
 	req.Pool = m.Pool
-	return m.Backend.Create(ctx, req)
+	inst, err := m.Backend.Create(ctx, req)
+	return WithOwner(m.Pool, inst), err
 }
 
 // Get finds an instance of this pool.
 func (m *SinglePoolInstManager) Get(ctx context.Context, ref InstanceRef) (Instance, error) {
 	if ref.ID != "" {
-		return m.Backend.Get(ctx, ref.ID)
+		inst, err := m.Backend.Get(ctx, ref.ID)
+		return WithOwner(m.Pool, inst), err
 	}
-	list, err := m.Backend.List(ctx, ref.Name)
+	list, err := m.ListPrefix(ctx, ref.Name)
 	if err != nil {
 		return Instance{}, err
 	}
@@ -73,21 +75,31 @@ func (m *SinglePoolInstManager) Get(ctx context.Context, ref InstanceRef) (Insta
 	}
 }
 
-// List returns this pool's instances.
+// List returns this pool's instances, with their ownership records.
 func (m *SinglePoolInstManager) List(ctx context.Context) ([]Instance, error) {
-	return m.Backend.List(ctx, m.Pool.Prefix)
+	return m.ListPrefix(ctx, m.Pool.Prefix)
 }
 
-// Delete starts termination of an instance of this pool.
+// ListPrefix returns this pool's instances whose name starts with prefix, with their ownership records.
+func (m *SinglePoolInstManager) ListPrefix(ctx context.Context, prefix string) ([]Instance, error) {
+	list, err := m.Backend.List(ctx, prefix)
+	for i := range list {
+		list[i] = WithOwner(m.Pool, list[i])
+	}
+	return list, err
+}
+
+// Delete starts termination of an instance of this pool, by its cloud id: never by a name, which
+// another resource's machine could carry. A gone instance is success.
 func (m *SinglePoolInstManager) Delete(ctx context.Context, ref InstanceRef) error {
 	if ref.ID == "" {
-		inst, err := m.Get(ctx, ref)
-		if err != nil {
-			return err
-		}
-		ref.ID = inst.ID
+		return Errorf(ErrInvalid, m.Pool.Cloud, "deleting instance", "instance %q has no cloud id; hydra deletes machines by id only", ref.Name)
 	}
-	return m.Backend.Delete(ctx, ref.ID)
+	err := m.Backend.Delete(ctx, ref.ID)
+	if IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // MultiPoolInstManager implements InstManager by routing each call to the pool whose prefix starts the

@@ -1,0 +1,170 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// OwnershipState says what hydra knows about who holds a machine.
+type OwnershipState string
+
+// The ownership states of a machine.
+const (
+	// OwnedConfirmed: a completed create, refresh or import recorded at the cloud that a state holds it.
+	OwnedConfirmed OwnershipState = "confirmed"
+	// OwnedUnconfirmed: created by hydra, never confirmed: in flight, or left by a create cut short.
+	OwnedUnconfirmed OwnershipState = "unconfirmed"
+	// OwnedUnrecorded: created by hydra on a cloud that cannot record confirmation; only a state (or
+	// this working directory's journal) knows whether it is held.
+	OwnedUnrecorded OwnershipState = "unrecorded"
+	// OwnedInterrupted: named by this working directory's journal: its create was cut short.
+	OwnedInterrupted OwnershipState = "interrupted"
+	// NotHydras: in a hydra pool's name space but carrying no ownership record.
+	NotHydras OwnershipState = "foreign"
+)
+
+// Machine is one machine in a configured pool with its ownership.
+type Machine struct {
+	Instance Instance
+	Pool     inventory.Pool
+	// Resource is the resource name the machine was created for.
+	Resource  string
+	Ownership OwnershipState
+	// Age is how long ago the cloud created it (0 when the cloud does not say).
+	Age time.Duration
+}
+
+// ListResult is every machine hydra can see, and the clouds that could not be listed.
+type ListResult struct {
+	Machines []Machine
+	// Unreachable maps a cloud to why it could not be listed.
+	Unreachable map[string]string
+}
+
+// Machines lists the machines of every configured pool (of the given clouds only when clouds is not
+// empty) concurrently, each pool within the offer timeout, with their ownership state.
+func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResult {
+	intents := map[string]Intent{}
+	if all, err := cp.opts.Journal.All(); err == nil {
+		for _, in := range all {
+			intents[in.CloudName] = in
+		}
+	}
+	res := ListResult{Unreachable: map[string]string{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, pm := range cp.manager.Pools() {
+		if !cloudAllowed(clouds, pm.Pool.Cloud) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, cp.opts.OfferTimeout)
+			defer cancel()
+			list, err := pm.List(pctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if pctx.Err() != nil && ctx.Err() == nil {
+					err = fmt.Errorf("timed out after %s", cp.opts.OfferTimeout)
+				}
+				res.Unreachable[pm.Pool.Cloud] = err.Error()
+				return
+			}
+			_, confirmable := pm.Backend.(OwnershipConfirmer)
+			for _, inst := range list {
+				if inst.Status == StatusTerminated {
+					continue
+				}
+				res.Machines = append(res.Machines, cp.machine(pm.Pool, inst, confirmable, intents))
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(res.Machines, func(i, j int) bool {
+		a, b := res.Machines[i], res.Machines[j]
+		if a.Instance.Cloud != b.Instance.Cloud {
+			return a.Instance.Cloud < b.Instance.Cloud
+		}
+		return a.Instance.Name < b.Instance.Name
+	})
+	return res
+}
+
+func (cp *ControlPlane) machine(pool inventory.Pool, inst Instance, confirmable bool, intents map[string]Intent) Machine {
+	m := Machine{Instance: inst, Pool: pool, Resource: inst.Owner.Resource}
+	if m.Resource == "" {
+		m.Resource, _, _ = ParseCloudName(pool, inst.Name)
+	}
+	if !inst.CreatedAt.IsZero() {
+		m.Age = time.Since(inst.CreatedAt).Truncate(time.Second)
+	}
+	switch in, ok := intents[inst.Name]; {
+	case ok && in.Token == inst.Owner.Token:
+		m.Ownership = OwnedInterrupted
+	case inst.Owner.Token == "":
+		m.Ownership = NotHydras
+	case inst.Owner.Confirmed:
+		m.Ownership = OwnedConfirmed
+	case confirmable:
+		m.Ownership = OwnedUnconfirmed
+	default:
+		m.Ownership = OwnedUnrecorded
+	}
+	return m
+}
+
+// Orphans returns the machines that are probably billed with no Terraform state holding them: those
+// this working directory's journal names (creates cut short), and, where the cloud records
+// confirmation, those never confirmed and older than the orphan grace period.
+func (r ListResult) Orphans(grace time.Duration) []Machine {
+	var out []Machine
+	for _, m := range r.Machines {
+		if m.Ownership == OwnedInterrupted || (m.Ownership == OwnedUnconfirmed && m.Age >= grace) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// OrphanGrace is the configured orphan grace period.
+func (cp *ControlPlane) OrphanGrace() time.Duration { return cp.opts.OrphanGrace }
+
+// Named returns the live machines created for resource name in the pools of kind on the given clouds
+// (every configured cloud when clouds is empty), and the clouds that could not be asked.
+func (cp *ControlPlane) Named(ctx context.Context, name, kind string, clouds []string) ([]Machine, map[string]string) {
+	intents := map[string]Intent{}
+	if in, ok, err := cp.opts.Journal.Get(name); err == nil && ok {
+		intents[in.CloudName] = in
+	}
+	var out []Machine
+	unreachable := map[string]string{}
+	for _, pm := range cp.manager.Pools() {
+		if pm.Pool.Kind != kind || !cloudAllowed(clouds, pm.Pool.Cloud) {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, cp.opts.OfferTimeout)
+		list, err := pm.ListPrefix(pctx, pm.Pool.Prefix+name)
+		cancel()
+		if err != nil {
+			unreachable[pm.Pool.Cloud] = err.Error()
+			continue
+		}
+		_, confirmable := pm.Backend.(OwnershipConfirmer)
+		for _, inst := range list {
+			if inst.Status == StatusTerminated {
+				continue
+			}
+			if n, _, ok := ParseCloudName(pm.Pool, inst.Name); ok && n == name {
+				out = append(out, cp.machine(pm.Pool, inst, confirmable, intents))
+			}
+		}
+	}
+	return out, unreachable
+}

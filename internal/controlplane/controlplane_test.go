@@ -63,7 +63,8 @@ func (f *fakeBackend) store(req CreateRequest) Instance {
 	}
 	f.created++
 	inst := Instance{ID: fmt.Sprintf("%s-%d", f.cloud, f.created), Name: req.Name, Cloud: f.cloud, Region: req.Offer.Region,
-		InstanceType: req.Offer.InstanceType, Status: StatusRunning, SSH: &SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"}}
+		InstanceType: req.Offer.InstanceType, Status: StatusRunning, SSH: &SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"},
+		CreatedAt: time.Now()}
 	f.instances[inst.ID] = inst
 	return inst
 }

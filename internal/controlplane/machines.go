@@ -103,7 +103,7 @@ func (cp *ControlPlane) machine(pool inventory.Pool, inst Instance, confirmable 
 		m.Resource, _, _ = ParseCloudName(pool, inst.Name)
 	}
 	if !inst.CreatedAt.IsZero() {
-		m.Age = time.Since(inst.CreatedAt).Truncate(time.Second)
+		m.Age = time.Since(inst.CreatedAt)
 	}
 	switch in, ok := intents[inst.Name]; {
 	case ok && in.Token == inst.Owner.Token:
@@ -126,7 +126,9 @@ func (cp *ControlPlane) machine(pool inventory.Pool, inst Instance, confirmable 
 func (r ListResult) Orphans(grace time.Duration) []Machine {
 	var out []Machine
 	for _, m := range r.Machines {
-		if m.Ownership == OwnedInterrupted || (m.Ownership == OwnedUnconfirmed && m.Age >= grace) {
+		// A machine whose cloud does not say when it was made counts as old: better a warning too many.
+		old := m.Age >= grace || m.Instance.CreatedAt.IsZero()
+		if m.Ownership == OwnedInterrupted || (m.Ownership == OwnedUnconfirmed && old) {
 			out = append(out, m)
 		}
 	}

@@ -1,0 +1,115 @@
+package controlplane
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// confirmingBackend is a fakeBackend whose cloud records confirmation.
+type confirmingBackend struct {
+	*fakeBackend
+	confirmed map[string]bool
+}
+
+func (c *confirmingBackend) ConfirmOwnership(_ context.Context, id string) error {
+	c.confirmed[id] = true
+	return nil
+}
+
+func (c *confirmingBackend) Get(ctx context.Context, id string) (Instance, error) {
+	inst, err := c.fakeBackend.Get(ctx, id)
+	inst.Owner.Confirmed = c.confirmed[id]
+	return inst, err
+}
+
+func (c *confirmingBackend) List(ctx context.Context, prefix string) ([]Instance, error) {
+	list, err := c.fakeBackend.List(ctx, prefix)
+	for i := range list {
+		list[i].Owner.Confirmed = c.confirmed[list[i].ID]
+	}
+	return list, err
+}
+
+func TestMachinesAndOrphans(t *testing.T) {
+	inv := testInventory(t)
+	ctx := context.Background()
+	o := Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: 0.7}
+	v := Offer{ID: "verda-vm-pool/FIN-01/1L4/ondemand@0.80", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1L4", PricePerHour: 0.8}
+	atlas := &confirmingBackend{fakeBackend: &fakeBackend{cloud: "atlas"}, confirmed: map[string]bool{}}
+	verda := &fakeBackend{cloud: "verda"}
+	j := Journal{Dir: t.TempDir()}
+	cp := New(inv, []InstanceManagerBackend{atlas, verda}, Options{Journal: j, OrphanGrace: time.Nanosecond})
+
+	held, err := cp.Launch(ctx, LaunchRequest{Name: "held", Offers: []Offer{o}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.Settle(ctx, "held", held.Instance) // Terraform holds it: confirmed, journal cleared
+	cut, err := cp.Launch(ctx, LaunchRequest{Name: "cut", Offers: []Offer{o}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "cut" was never settled: the journal names it. Another working directory's unconfirmed create:
+	other := New(inv, []InstanceManagerBackend{atlas, verda}, Options{Journal: Journal{Dir: t.TempDir()}})
+	stray, err := other.Launch(ctx, LaunchRequest{Name: "stray", Offers: []Offer{o}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onVerda, err := other.Launch(ctx, LaunchRequest{Name: "elsewhere", Offers: []Offer{v}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verda.store(CreateRequest{Name: "verda-vm-handmade", Offer: v}) // not hydra's
+
+	res := cp.Machines(ctx, nil)
+	want := map[string]OwnershipState{
+		held.Instance.Name: OwnedConfirmed, cut.Instance.Name: OwnedInterrupted, stray.Instance.Name: OwnedUnconfirmed,
+		onVerda.Instance.Name: OwnedUnrecorded, "verda-vm-handmade": NotHydras,
+	}
+	if len(res.Machines) != len(want) {
+		t.Fatalf("Machines = %+v", res.Machines)
+	}
+	for _, m := range res.Machines {
+		if want[m.Instance.Name] != m.Ownership {
+			t.Errorf("%s: ownership %q, want %q", m.Instance.Name, m.Ownership, want[m.Instance.Name])
+		}
+	}
+	orphans := res.Orphans(time.Nanosecond)
+	if len(orphans) != 2 || orphans[0].Instance.Name != cut.Instance.Name || orphans[1].Instance.Name != stray.Instance.Name {
+		t.Errorf("Orphans = %+v, want %s and %s", orphans, cut.Instance.Name, stray.Instance.Name)
+	}
+	if young := res.Orphans(time.Hour); len(young) != 1 || young[0].Ownership != OwnedInterrupted {
+		t.Errorf("with a long grace only the journaled leftover is an orphan: %+v", young)
+	}
+
+	named, unreachable := cp.Named(ctx, "cut", "vm", []string{"atlas"})
+	if len(named) != 1 || named[0].Instance.ID != cut.Instance.ID || len(unreachable) != 0 {
+		t.Errorf("Named(cut) = %+v, %v", named, unreachable)
+	}
+	if named, _ := cp.Named(ctx, "cu", "vm", nil); len(named) != 0 {
+		t.Errorf("Named matched a prefix of another name: %+v", named)
+	}
+}
+
+func TestMachinesUnreachableCloudIsNamed(t *testing.T) {
+	inv := testInventory(t)
+	slow := &fakeBackend{cloud: "verda", delay: time.Minute}
+	cp := New(inv, []InstanceManagerBackend{&fakeBackend{cloud: "atlas"}, &listDelay{slow}}, Options{OfferTimeout: 50 * time.Millisecond})
+	res := cp.Machines(context.Background(), nil)
+	if _, ok := res.Unreachable["verda"]; !ok || len(res.Unreachable) != 1 {
+		t.Fatalf("Unreachable = %v, want verda timed out", res.Unreachable)
+	}
+}
+
+// listDelay makes List as slow as the backend's offers.
+type listDelay struct{ *fakeBackend }
+
+func (l *listDelay) List(ctx context.Context, prefix string) ([]Instance, error) {
+	select {
+	case <-time.After(l.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return l.fakeBackend.List(ctx, prefix)
+}

@@ -2,8 +2,6 @@ package verda
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -95,8 +93,15 @@ type Backend struct {
 	mu       sync.Mutex
 	typeGPU  map[string]string // instance_type -> hydra GPU type, from the last catalog read
 	typeCurr map[string]string // instance_type -> catalog currency, from the last catalog read
+
+	names  nameLocks  // serialises creates of one name in this process
+	keysMu sync.Mutex // serialises SSH key registration, so two creates never add one key twice
 }
 
+// The Verda backend does not implement controlplane.OwnershipConfirmer: Verda's API has no documented
+// call that changes an instance's description or tags after creation, so the ownership record is
+// written once at create (description and tags, Owner.Confirmed false) and the cloud-side name carries
+// it as well.
 var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the Verda backend. inv maps Verda's GPU names onto hydra's types.
@@ -306,11 +311,17 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	return offers, nil
 }
 
-// Create deploys one instance from an offer, with req.Name as its hostname (and description) so List
-// finds it again. The public keys are registered as Verda SSH keys first (an existing key with the same
-// public key is reused). The create call is not retried after a 5xx or a timeout: the instance may
-// exist, and the caller must look for it by name before trying again. Create returns as soon as Verda
-// has accepted the order (status ordered: pending).
+// Create deploys one instance from an offer, with req.Name as its hostname so List finds it again,
+// and the ownership record as its description (controlplane.OwnerDescription; Verda requires a
+// non-empty one) and its tags (controlplane.OwnerLabels as {key, value}).
+//
+// Create is idempotent by name: creates of one name in this process run one at a time, and each first
+// looks for a live instance with that hostname and returns it. An offer whose price (as planned, or as
+// the catalog says now) is above req.MaxPricePerHour is ErrCapacity and creates nothing. The public keys
+// are registered as Verda SSH keys first (restclient.EnsureSSHKeys). The create call is not retried
+// after a 5xx or a timeout; Create then looks for the instance by name once and returns it if Verda did
+// create it, else the unknown-outcome error (ErrOther). Create returns as soon as Verda has accepted the
+// order (status ordered: pending).
 func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
 	const op = "creating instance"
 	if req.Name == "" {
@@ -328,11 +339,19 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op,
 			"the offer names no instance type or location code")
 	}
-	if req.MaxPricePerHour > 0 && req.Offer.PricePerHour > req.MaxPricePerHour {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op,
-			"offer price %.4f USD/h is above the maximum %.4f USD/h", req.Offer.PricePerHour, req.MaxPricePerHour)
+	unlock := b.names.lock(req.Name)
+	defer unlock()
+
+	if existing, ok, err := b.findByName(ctx, req.Name); err != nil {
+		return controlplane.Instance{}, err
+	} else if ok {
+		b.log.Info("instance already exists; not creating another", "name", req.Name, "id", existing.ID)
+		return existing, nil
 	}
-	keyIDs, err := b.ensureSSHKeys(ctx, req.Name, req.SSHPublicKeys)
+	if err := b.checkPrice(ctx, req, instanceType); err != nil {
+		return controlplane.Instance{}, err
+	}
+	keyIDs, err := b.ensureSSHKeys(ctx, req.SSHPublicKeys)
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
@@ -340,13 +359,14 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		InstanceType: instanceType,
 		Image:        b.cfg.Image,
 		Hostname:     req.Name,
-		Description:  req.Name,
+		Description:  controlplane.OwnerDescription(req.Owner),
 		LocationCode: location,
 		SSHKeyIDs:    keyIDs,
 		OSVolume:     &OSVolume{Name: "OS volume", Size: b.cfg.OSVolumeSizeGiB},
 		IsSpot:       req.Offer.Spot,
 		Contract:     "PAY_AS_YOU_GO",
 		Pricing:      "FIXED_PRICE",
+		Tags:         ownerTags(req.Owner),
 	}
 	if req.Offer.Spot {
 		body.Contract = "SPOT"
@@ -359,6 +379,13 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		id, err = b.client.CreateInstance(ctx, body)
 	}
 	if err != nil {
+		if controlplane.KindOf(err) == controlplane.ErrOther && ctx.Err() == nil {
+			// The outcome is unknown (a 5xx or a lost answer): Verda may have created it.
+			if inst, ok, ferr := b.findByName(ctx, req.Name); ferr == nil && ok {
+				b.log.Info("create answered with an error, but the instance exists", "name", req.Name, "id", inst.ID, "error", err)
+				return inst, nil
+			}
+		}
 		return controlplane.Instance{}, err
 	}
 	b.log.Info("instance ordered", "name", req.Name, "id", id, "instance_type", instanceType, "location", location, "spot", req.Offer.Spot)
@@ -377,64 +404,194 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		PricePerHour: req.Offer.PricePerHour,
 		Status:       controlplane.StatusPending,
 		CloudStatus:  StatusOrdered,
+		Owner:        req.Owner,
 	}, nil
 }
 
-// normalizeKey reduces an authorized_keys line to "<type> <base64>" (options and comment dropped) and
-// returns it with the key as it should be registered ("<type> <base64> [comment]").
-func normalizeKey(line string) (norm, register string, ok bool) {
-	f := strings.Fields(line)
-	for i := 0; i+1 < len(f); i++ {
-		t := f[i]
-		if strings.HasPrefix(t, "ssh-") || strings.HasPrefix(t, "ecdsa-") || strings.HasPrefix(t, "sk-") {
-			return t + " " + f[i+1], strings.Join(f[i:], " "), true
+// maxTags is how many tags Verda keeps on one instance.
+const maxTags = 10
+
+// ownerTags is the ownership record as Verda tags. Labels without a value (a request without an
+// ownership record) are left out.
+func ownerTags(o controlplane.Ownership) []Tag {
+	var tags []Tag
+	for _, kv := range controlplane.OwnerLabels(o) {
+		if kv[1] != "" && len(tags) < maxTags {
+			tags = append(tags, Tag{Key: kv[0], Value: kv[1]})
 		}
 	}
-	return "", "", false
+	return tags
 }
 
-// ensureSSHKeys returns Verda SSH key ids for the public keys, registering the ones Verda does not
-// have yet.
-func (b *Backend) ensureSSHKeys(ctx context.Context, name string, keys []string) ([]string, error) {
+// ownerOf reads the ownership record back: from the tags, else from the description.
+func ownerOf(in Instance) controlplane.Ownership {
+	if o, ok := controlplane.OwnerFromLabels(func(key string) (string, bool) {
+		for _, t := range in.Tags {
+			if t.Key == key {
+				return t.Value, true
+			}
+		}
+		return "", false
+	}); ok {
+		return o
+	}
+	o, _ := controlplane.OwnerFromDescription(in.Description)
+	return o
+}
+
+// findByName returns the live (not terminated) instance whose hostname is name, if there is one. When
+// several are (made outside hydra), the oldest is returned.
+func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
+	list, err := b.List(ctx, name)
+	if err != nil {
+		return controlplane.Instance{}, false, err
+	}
+	var found []controlplane.Instance
+	for _, in := range list {
+		if in.Name == name {
+			found = append(found, in)
+		}
+	}
+	if len(found) == 0 {
+		return controlplane.Instance{}, false, nil
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].CreatedAt.Before(found[j].CreatedAt) })
+	return found[0], true, nil
+}
+
+// checkPrice refuses (ErrCapacity) an offer whose price is above req.MaxPricePerHour: the price the
+// offer was planned at, or the catalog's price now, which Verda may have changed since.
+func (b *Backend) checkPrice(ctx context.Context, req controlplane.CreateRequest, instanceType string) error {
+	const op = "creating instance"
+	ceiling := req.MaxPricePerHour
+	if ceiling <= 0 {
+		return nil
+	}
+	if req.Offer.PricePerHour > ceiling {
+		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+			"offer price %.4f USD/h is above the maximum %.4f USD/h", req.Offer.PricePerHour, ceiling)
+	}
+	types, err := b.client.InstanceTypes(ctx, b.cfg.Currency)
+	if err != nil {
+		return err
+	}
+	for _, t := range types {
+		if t.InstanceType != instanceType {
+			continue
+		}
+		price := float64(t.PricePerHour)
+		if req.Offer.Spot {
+			price = float64(t.SpotPrice)
+		}
+		if usd, ok := b.toUSD(price, t.Currency); ok && usd > ceiling {
+			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+				"%s now costs %.4f USD/h, above the maximum %.4f USD/h", instanceType, usd, ceiling)
+		}
+	}
+	return nil
+}
+
+// ensureSSHKeys returns the Verda SSH key ids for a new instance: the configured SSHKeyIDs, then the
+// ids of the request's public keys, registering the ones the account lacks (restclient.EnsureSSHKeys).
+func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, error) {
 	ids := append([]string{}, b.cfg.SSHKeyIDs...)
 	if len(keys) == 0 {
 		return ids, nil
 	}
-	existing, err := b.client.SSHKeys(ctx)
+	b.keysMu.Lock()
+	defer b.keysMu.Unlock()
+	got, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey}, keys)
 	if err != nil {
 		return nil, err
 	}
-	have := map[string]string{}
-	for _, k := range existing {
-		if n, _, ok := normalizeKey(k.Key); ok {
-			have[n] = k.ID
+	for _, id := range got {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
-	}
-	added := map[string]bool{}
-	for _, line := range keys {
-		norm, register, ok := normalizeKey(line)
-		if !ok {
-			return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "adding SSH key", "not an SSH public key: %q", truncate(strings.TrimSpace(line), 40))
-		}
-		if added[norm] {
-			continue
-		}
-		added[norm] = true
-		if id, ok := have[norm]; ok {
-			if !slices.Contains(ids, id) {
-				ids = append(ids, id)
-			}
-			continue
-		}
-		sum := sha256.Sum256([]byte(norm))
-		id, err := b.client.CreateSSHKey(ctx, "hydra-"+hex.EncodeToString(sum[:6]), register)
-		if err != nil {
-			return nil, err
-		}
-		b.log.Debug("registered SSH key", "id", id, "for", name)
-		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
+	keys, err := b.client.SSHKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]restclient.AccountKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, restclient.AccountKey{ID: k.ID, PublicKey: k.Key})
+	}
+	return out, nil
+}
+
+// addKey registers one public key (without authorized_keys options, which Verda refuses). POST
+// /ssh-keys is not retried by the HTTP client (a lost answer may hide a stored key), so after an
+// unknown outcome addKey looks for the key and posts once more only when Verda does not have it: a
+// single 5xx never fails a create.
+func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {
+	line := bareKey(publicKey)
+	id, err := b.client.CreateSSHKey(ctx, name, line)
+	if err == nil || controlplane.KindOf(err) != controlplane.ErrOther || ctx.Err() != nil {
+		return id, err
+	}
+	have, lerr := b.accountKeys(ctx)
+	if lerr != nil {
+		return "", err
+	}
+	norm := restclient.NormalizeKey(line)
+	for _, k := range have {
+		if restclient.NormalizeKey(k.PublicKey) == norm {
+			return k.ID, nil
+		}
+	}
+	b.log.Debug("adding an SSH key failed; trying once more", "name", name, "error", err)
+	return b.client.CreateSSHKey(ctx, name, line)
+}
+
+// bareKey drops authorized_keys options: "<type> <base64> [comment]".
+func bareKey(line string) string {
+	f := strings.Fields(line)
+	for i := 0; i+1 < len(f); i++ {
+		if strings.HasPrefix(f[i], "ssh-") || strings.HasPrefix(f[i], "ecdsa-") || strings.HasPrefix(f[i], "sk-") {
+			return strings.Join(f[i:], " ")
+		}
+	}
+	return strings.TrimSpace(line)
+}
+
+// nameLocks is a mutex per name, dropped when nobody holds or waits for it.
+type nameLocks struct {
+	mu sync.Mutex
+	m  map[string]*nameLock
+}
+
+type nameLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock takes the name's mutex and returns the function that releases it.
+func (n *nameLocks) lock(name string) (unlock func()) {
+	n.mu.Lock()
+	if n.m == nil {
+		n.m = map[string]*nameLock{}
+	}
+	l := n.m[name]
+	if l == nil {
+		l = &nameLock{}
+		n.m[name] = l
+	}
+	l.refs++
+	n.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		n.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(n.m, name)
+		}
+		n.mu.Unlock()
+	}
 }
 
 // Get reads one instance. An unknown id is an ErrNotFound error; a deleted one is returned with status
@@ -469,21 +626,26 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 }
 
 // Delete starts deleting an instance through the action endpoint (PUT /instances, action "delete";
-// the OS volume goes with it). An unknown instance, or one Verda has already discontinued ("Can't
-// discontinue a discontinued instance"), yields an ErrNotFound error, which callers treat as done.
+// the OS volume goes with it). An instance that is already gone is success: one Verda has
+// discontinued ("Can't discontinue a discontinued instance") or does not know ("Invalid instance id").
 // Verda refuses to delete an instance while it is provisioning; Delete then waits DeleteRetryWait and
 // tries again, up to DeleteRetryMax times or until ctx ends.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	const op = "deleting instance"
 	for attempt := 0; ; attempt++ {
 		err := b.deleteOnce(ctx, id)
+		if controlplane.IsNotFound(err) {
+			b.log.Debug("instance already gone", "id", id)
+			return nil
+		}
 		re, ok := asResponseError(err)
 		if err == nil || !ok {
 			return err
 		}
 		switch {
 		case re.has(msgAlreadyDiscontinued):
-			return controlplane.NewError(controlplane.ErrNotFound, CloudName, op, re)
+			b.log.Debug("instance already discontinued", "id", id)
+			return nil
 		case re.has(msgProvisioning):
 			if attempt >= b.cfg.DeleteRetryMax {
 				return controlplane.Errorf(controlplane.ErrOther, CloudName, op,
@@ -568,6 +730,7 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 		Status:       status,
 		CloudStatus:  in.Status,
 		Message:      msg,
+		Owner:        ownerOf(in),
 	}
 	if ip != "" && status == controlplane.StatusRunning {
 		out.SSH = &controlplane.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}

@@ -3,10 +3,14 @@ package verda
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -146,10 +150,14 @@ func createRequest(t *testing.T, b *Backend, name, region, typ string, spot bool
 		t.Fatalf("no offer %s %s spot=%v", region, typ, spot)
 	}
 	pool, _ := b.inv.PoolByName("verda-vm-pool")
-	return controlplane.CreateRequest{Name: pool.Prefix + name, Pool: pool, Offer: o, SSHPublicKeys: []string{testKey}}
+	owner := controlplane.Ownership{Resource: name, Token: controlplane.NewOwnerToken()}
+	return controlplane.CreateRequest{Name: controlplane.CloudName(pool, name, owner.Token), Pool: pool, Offer: o,
+		Owner: owner, SSHPublicKeys: []string{testKey}}
 }
 
-func TestCreateGetRunningDeleteGone(t *testing.T) {
+// TestCreateKeepsOwnershipAndStatuses follows one instance through Verda's own status words and checks
+// that the ownership record is stored as description and tags and read back.
+func TestCreateKeepsOwnershipAndStatuses(t *testing.T) {
 	ctx := context.Background()
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, nil)
@@ -158,9 +166,26 @@ func TestCreateGetRunningDeleteGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "ordered" || inst.SSH != nil || inst.Name != "verda-vm-web1" ||
-		inst.GPUType != "h100" || inst.GPUCount != 1 || !inst.Spot || inst.PricePerHour != 1.15 || inst.Region != "FIN-01" || inst.CreatedAt.IsZero() {
+	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "ordered" || inst.SSH != nil || inst.Name != req.Name ||
+		inst.GPUType != "h100" || inst.GPUCount != 1 || !inst.Spot || inst.PricePerHour != 1.15 || inst.Region != "FIN-01" ||
+		inst.CreatedAt.IsZero() || inst.Owner != req.Owner {
 		t.Fatalf("created: %+v", inst)
+	}
+	raw, err := b.Client().Instance(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Description != controlplane.OwnerDescription(req.Owner) {
+		t.Errorf("description %q", raw.Description)
+	}
+	labels := controlplane.OwnerLabels(req.Owner)
+	if len(raw.Tags) != len(labels) {
+		t.Fatalf("tags %+v, want %v", raw.Tags, labels)
+	}
+	for i, kv := range labels {
+		if raw.Tags[i] != (Tag{Key: kv[0], Value: kv[1]}) {
+			t.Errorf("tag %d = %+v, want %v", i, raw.Tags[i], kv)
+		}
 	}
 	steps := []struct {
 		advance time.Duration
@@ -177,34 +202,65 @@ func TestCreateGetRunningDeleteGone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != s.status || got.CloudStatus != s.cloud || (got.SSH != nil) != s.ssh {
-			t.Fatalf("status %s/%s ssh %v, want %s/%s ssh %v", got.Status, got.CloudStatus, got.SSH, s.status, s.cloud, s.ssh)
+		if got.Status != s.status || got.CloudStatus != s.cloud || (got.SSH != nil) != s.ssh || got.Owner != req.Owner {
+			t.Fatalf("status %s/%s ssh %v owner %+v, want %s/%s ssh %v", got.Status, got.CloudStatus, got.SSH, got.Owner, s.status, s.cloud, s.ssh)
 		}
 		if s.ssh && (got.SSH.Port != 22 || got.SSH.User != "root" || !strings.HasPrefix(got.SSH.Host, "198.51.")) {
 			t.Errorf("ssh endpoint %+v", got.SSH)
 		}
 	}
-	list, err := b.List(ctx, "verda-vm-")
-	if err != nil || len(list) != 1 || list[0].ID != inst.ID {
-		t.Fatalf("list: %+v %v", list, err)
-	}
 	if err := b.Delete(ctx, inst.ID); err != nil {
 		t.Fatal(err)
 	}
+	// Verda keeps a deleted instance readable by id, as discontinued.
 	got, err := b.Get(ctx, inst.ID)
 	if err != nil || got.Status != controlplane.StatusTerminated || got.CloudStatus != "discontinued" || got.SSH != nil {
 		t.Errorf("after delete: %+v %v", got, err)
 	}
-	if list, _ := b.List(ctx, "verda-vm-"); len(list) != 0 {
-		t.Errorf("deleted instance still listed: %+v", list)
+	// Deleting again ("Can't discontinue a discontinued instance") and deleting an id Verda does not
+	// know (400 "Invalid instance id") both find the instance gone.
+	before := f.srv.RequestCount("PUT /instances")
+	for _, id := range []string{inst.ID, "00000000-0000-4000-8000-000000000000", "not-a-uuid"} {
+		if err := b.Delete(ctx, id); err != nil {
+			t.Errorf("Delete(%s) of a gone instance: %v", id, err)
+		}
 	}
-	// A second delete finds it gone.
-	wantKind(t, b.Delete(ctx, inst.ID), controlplane.ErrNotFound)
-	wantKind(t, b.Delete(ctx, "00000000-0000-4000-8000-000000000000"), controlplane.ErrNotFound)
-	_, err = b.Get(ctx, "00000000-0000-4000-8000-000000000000")
-	wantKind(t, err, controlplane.ErrNotFound)
-	if n := len(f.srv.LiveInstances()); n != 0 {
-		t.Errorf("%d instances left at the cloud", n)
+	if got := f.srv.RequestCount("PUT /instances") - before; got != 3 {
+		t.Errorf("%d delete requests, want 3 (a gone instance is not retried)", got)
+	}
+}
+
+// TestOwnerReadBack reads the ownership record from tags, else from the description, else none.
+func TestOwnerReadBack(t *testing.T) {
+	f := startEmulator(t, emu.Options{})
+	b := f.backend(t, nil)
+	o := controlplane.Ownership{Resource: "web", Token: "abcdefgh"}
+	var tags []Tag
+	for _, kv := range controlplane.OwnerLabels(controlplane.Ownership{Resource: "tagged", Token: "tttttttt"}) {
+		tags = append(tags, Tag{Key: kv[0], Value: kv[1]})
+	}
+	tests := []struct {
+		name string
+		in   Instance
+		want controlplane.Ownership
+	}{
+		{"tags win", Instance{Tags: tags, Description: controlplane.OwnerDescription(o)}, controlplane.Ownership{Resource: "tagged", Token: "tttttttt"}},
+		{"description", Instance{Description: "made by hydra: " + controlplane.OwnerDescription(o)}, o},
+		{"tags without a token", Instance{Tags: []Tag{{Key: "team", Value: "ml"}}, Description: controlplane.OwnerDescription(o)}, o},
+		{"none", Instance{Description: "hope you enjoy your GPU"}, controlplane.Ownership{}},
+	}
+	for _, tc := range tests {
+		if got := b.toInstance(tc.in).Owner; got != tc.want {
+			t.Errorf("%s: owner %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	// A create without an ownership record still sends a description (Verda requires one) and no tags
+	// with empty values.
+	if tags := ownerTags(controlplane.Ownership{}); len(tags) != 2 {
+		t.Errorf("tags of an empty record: %+v", tags)
+	}
+	if controlplane.OwnerDescription(controlplane.Ownership{}) == "" {
+		t.Error("empty description")
 	}
 }
 
@@ -218,7 +274,7 @@ func TestCreateRegistersAndReusesSSHKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := createRequest(t, b, "a", "FIN-01", "1A100.22V", false)
-	req.SSHPublicKeys = []string{`from="10.0.0.0/8" ` + testKey, otherKey, otherKey}
+	req.SSHPublicKeys = []string{`from="10.0.0.0/8" ` + testKey, `no-pty ` + otherKey, otherKey}
 	a, err := b.Create(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -227,8 +283,17 @@ func TestCreateRegistersAndReusesSSHKeys(t *testing.T) {
 	if _, err := b.Create(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.srv.SSHKeyCount(); got != 2 {
-		t.Errorf("SSH keys at Verda = %d, want 2 (one reused, one added once)", got)
+	keys, err := b.Client().SSHKeys(ctx)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("SSH keys at Verda = %+v %v, want 2 (one reused, one added once)", keys, err)
+	}
+	// The added key is registered without its options, under the name every cloud uses.
+	added := keys[0]
+	if added.ID == pre {
+		added = keys[1]
+	}
+	if added.Key != otherKey || added.Name != restclient.KeyName(otherKey) {
+		t.Errorf("registered %+v", added)
 	}
 	raw, err := b.Client().Instance(ctx, a.ID)
 	if err != nil {
@@ -254,86 +319,54 @@ func TestCreateRegistersAndReusesSSHKeys(t *testing.T) {
 	wantKind(t, err, controlplane.ErrInvalid)
 }
 
-func TestListByPrefix(t *testing.T) {
-	ctx := context.Background()
-	f := startEmulator(t, emu.Options{})
-	b := f.backend(t, nil)
-	req := createRequest(t, b, "x", "FIN-01", "1A100.22V", false)
-	for _, name := range []string{"verda-vm-one", "verda-vm-two", "other-three"} {
-		req.Name = name
-		if _, err := b.Create(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tests := []struct {
-		prefix string
-		want   int
-	}{{"verda-vm-", 2}, {"verda-vm-one", 1}, {"other-", 1}, {"", 3}, {"nope", 0}}
-	for _, tc := range tests {
-		list, err := b.List(ctx, tc.prefix)
-		if err != nil || len(list) != tc.want {
-			t.Errorf("List(%q) = %d, %v; want %d", tc.prefix, len(list), err, tc.want)
-		}
-	}
+// failFirstKeyAdd answers the first POST /ssh-keys with a 502, either before Verda sees it or after
+// Verda has stored the key (a lost answer).
+type failFirstKeyAdd struct {
+	next    http.RoundTripper
+	forward bool
+	mu      sync.Mutex
+	failed  bool
 }
 
-func TestCreateCapacityErrors(t *testing.T) {
-	ctx := context.Background()
-	f := startEmulator(t, emu.Options{})
-	b := f.backend(t, nil)
-	req := createRequest(t, b, "cap", "FIN-01", "1H100.80S.30V", false)
-	f.setFaults(t, emu.Faults{CapacityGone: true})
-	_, err := b.Create(ctx, req)
-	wantKind(t, err, controlplane.ErrCapacity)
-	f.setFaults(t, emu.Faults{})
-	// 2x H100 in FIN-01 has room for two on-demand instances; the third finds none.
-	req = createRequest(t, b, "cap", "FIN-01", "2H100.80S.80V", false)
-	for i := 0; i < 2; i++ {
-		req.Name = "verda-vm-cap" + string(rune('a'+i))
-		if _, err := b.Create(ctx, req); err != nil {
-			t.Fatal(err)
+func (t *failFirstKeyAdd) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	hit := !t.failed && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/ssh-keys")
+	t.failed = t.failed || hit
+	t.mu.Unlock()
+	if !hit {
+		return t.next.RoundTrip(r)
+	}
+	if t.forward {
+		resp, err := t.next.RoundTrip(r)
+		if err != nil {
+			return nil, err
 		}
+		resp.Body.Close()
 	}
-	req.Name = "verda-vm-capz"
-	_, err = b.Create(ctx, req)
-	wantKind(t, err, controlplane.ErrCapacity)
-	if f.srv.CreateCount() != 2 {
-		t.Errorf("created %d", f.srv.CreateCount())
-	}
+	return &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{"Content-Type": {"text/html"}},
+		Body: io.NopCloser(strings.NewReader("<html>502 Bad Gateway</html>")), Request: r}, nil
 }
 
-func TestCreateExactlyOneMachineUnderStorms(t *testing.T) {
-	tests := []struct {
-		name       string
-		faults     emu.Faults
-		wantErr    bool
-		wantListed int // instances with the name after the call (what adoption by name finds)
-	}{
-		{"429 storm on create", emu.Faults{Match: "POST /instances", RateLimitStorm: 3}, false, 1},
-		{"429 storm on everything", emu.Faults{RateLimitStorm: 3}, false, 1},
-		{"5xx before acting", emu.Faults{Match: "POST /instances", ServerErrors: 3, ServerErrorStatus: 503}, true, 0},
-		{"5xx after acting (lost response)", emu.Faults{LoseCreateResponses: 3}, true, 1},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
+// TestSSHKeyAddSurvivesOne5xx: one 5xx on POST /ssh-keys, whether Verda stored the key or not, does not
+// fail the create, and the key is registered once.
+func TestSSHKeyAddSurvivesOne5xx(t *testing.T) {
+	for _, forward := range []bool{false, true} {
+		t.Run(map[bool]string{false: "before acting", true: "answer lost"}[forward], func(t *testing.T) {
 			f := startEmulator(t, emu.Options{})
-			b := f.backend(t, nil)
-			req := createRequest(t, b, "storm", "FIN-01", "1H100.80S.30V", false)
-			f.setFaults(t, tc.faults)
-			_, err := b.Create(ctx, req)
-			if tc.wantErr {
-				wantKind(t, err, controlplane.ErrOther)
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			f.setFaults(t, emu.Faults{})
-			list, err := b.List(ctx, req.Name)
+			tr := &failFirstKeyAdd{next: http.DefaultTransport, forward: forward}
+			b := f.backend(t, func(c *Config) { c.Transport = tr })
+			inst, err := b.Create(context.Background(), createRequest(t, b, "k", "FIN-01", "1A100.22V", false))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(list) != tc.wantListed || f.srv.CreateCount() != tc.wantListed {
-				t.Errorf("listed %d, created %d; want %d", len(list), f.srv.CreateCount(), tc.wantListed)
+			if !tr.failed {
+				t.Fatal("the fault never fired")
+			}
+			if got := f.srv.SSHKeyCount(); got != 1 {
+				t.Errorf("%d SSH keys at Verda, want 1", got)
+			}
+			if raw, _ := b.Client().Instance(context.Background(), inst.ID); len(raw.SSHKeyIDs) != 1 {
+				t.Errorf("instance keys %v", raw.SSHKeyIDs)
 			}
 		})
 	}
@@ -367,7 +400,6 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 	for _, req := range []controlplane.CreateRequest{
 		{Name: "", Offer: controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V"}},
 		{Name: "verda-vm-x", Offer: controlplane.Offer{InstanceType: "1H100.80S.30V"}},
-		{Name: "verda-vm-x", MaxPricePerHour: 1, Offer: controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: 2.65}},
 	} {
 		_, err := b.Create(ctx, req)
 		wantKind(t, err, controlplane.ErrInvalid)
@@ -377,24 +409,54 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 	}
 }
 
-func TestBootFailureIsError(t *testing.T) {
-	ctx := context.Background()
-	f := startEmulator(t, emu.Options{})
+// TestCreatePriceCap: a price above the cap, as planned or as Verda's catalog says now, is a capacity
+// error and creates nothing.
+func TestCreatePriceCap(t *testing.T) {
+	f := startEmulator(t, emu.Options{}) // 1H100.80S.30V: 2.65 USD/h on demand, 1.15 spot
 	b := f.backend(t, nil)
-	req := createRequest(t, b, "bad", "FIN-01", "1A100.22V", false)
-	f.setFaults(t, emu.Faults{BootFailure: true, SlowBoot: time.Minute})
-	inst, err := b.Create(ctx, req)
-	if err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	offer := controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V"}
+	tests := []struct {
+		name    string
+		planned float64
+		spot    bool
+		max     float64
+		wantErr bool
+	}{
+		{"planned above the cap", 2.65, false, 2.00, true},
+		{"planned below, now above", 1.50, false, 2.00, true},
+		{"spot below the cap", 1.15, true, 2.00, false},
+		{"on demand at the cap", 2.65, false, 2.65, false},
 	}
-	f.clock.Advance(bootTime + 30*time.Second) // still booting: the slow boot adds a minute
-	if got, _ := b.Get(ctx, inst.ID); got.Status != controlplane.StatusPending {
-		t.Errorf("slow boot: %s/%s", got.Status, got.CloudStatus)
+	created := 0
+	for i, tc := range tests {
+		o := offer
+		o.PricePerHour, o.Spot = tc.planned, tc.spot
+		_, err := b.Create(ctx, controlplane.CreateRequest{Name: "verda-vm-cap" + string(rune('a'+i)), Offer: o, MaxPricePerHour: tc.max})
+		if tc.wantErr {
+			if !controlplane.IsCapacity(err) {
+				t.Errorf("%s: %v, want a capacity error", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		created++
 	}
-	f.clock.Advance(time.Minute)
-	got, err := b.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusError || got.Message == "" || got.SSH != nil {
-		t.Errorf("boot failure: %+v %v", got, err)
+	if got := f.srv.CreateCount(); got != created {
+		t.Errorf("created %d, want %d", got, created)
+	}
+}
+
+// TestCreateEURPriceCap compares the cap with the catalog converted from EUR.
+func TestCreateEURPriceCap(t *testing.T) {
+	f := startEmulator(t, emu.Options{Currency: "eur"}) // 2.65 EUR/h = 2.862 USD/h at 1.08
+	b := f.backend(t, nil)
+	o := controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: 2.65}
+	_, err := b.Create(context.Background(), controlplane.CreateRequest{Name: "verda-vm-eur", Offer: o, MaxPricePerHour: 2.80})
+	if !controlplane.IsCapacity(err) {
+		t.Errorf("%v, want a capacity error", err)
 	}
 }
 

@@ -4,11 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 )
 
@@ -176,8 +176,12 @@ func TestSSHKeys(t *testing.T) {
 	if err != nil || len(keys) != 1 {
 		t.Errorf("list: %+v %v", keys, err)
 	}
+	// An unknown key id is Verda's 400 invalid_request "Invalid ssh-key ID", not retried.
 	_, err = c.SSHKey(ctx, "77fe26ba-e58d-4420-aab2-75e967b181b01")
 	wantKind(t, err, controlplane.ErrInvalid)
+	if got := f.srv.RequestCount("GET /ssh-keys/{id}"); got != 2 {
+		t.Errorf("GET /ssh-keys/{id} requests = %d, want 2 (a 400 is not retried)", got)
+	}
 	_, err = c.CreateSSHKey(ctx, "bad", "not a key")
 	wantKind(t, err, controlplane.ErrInvalid)
 	if err := c.DeleteSSHKey(ctx, id); err != nil {
@@ -265,7 +269,8 @@ func TestInstanceLifecycleContract(t *testing.T) {
 	if re, ok := asResponseError(err); !ok || re.Code != CodeForbiddenAction || !re.has(msgAlreadyDiscontinued) {
 		t.Errorf("want forbidden_action, got %v", err)
 	}
-	// Unknown instance: not found, for reads and actions.
+	// Unknown instance: Verda answers 400 invalid_request "Invalid instance id", which is not found,
+	// for reads and actions.
 	_, err = c.Instance(ctx, "00000000-0000-4000-8000-000000000000")
 	wantKind(t, err, controlplane.ErrNotFound)
 	_, err = c.InstanceAction(ctx, InstanceActionRequest{ID: []string{"00000000-0000-4000-8000-000000000000"}, Action: "delete"})
@@ -291,7 +296,7 @@ func TestDeleteProvisioningForbiddenAndPartial(t *testing.T) {
 	if err != nil || len(res) != 2 {
 		t.Fatalf("partial: %+v %v", res, err)
 	}
-	if res[0].Error != "" || res[1].Error != "Invalid instance id" || res[1].StatusCode != http.StatusNotFound {
+	if res[0].Error != "" || res[1].Error != "Invalid instance id" || res[1].StatusCode != http.StatusBadRequest {
 		t.Errorf("partial results: %+v", res)
 	}
 }
@@ -314,120 +319,53 @@ func TestCreateCapacity503(t *testing.T) {
 	}
 }
 
-func TestRetries(t *testing.T) {
+// TestTokenCallRetriedOn5xx: the OAuth token request is a read as far as retries go.
+func TestTokenCallRetriedOn5xx(t *testing.T) {
+	f := startEmulator(t, emu.Options{})
+	f.setFaults(t, emukit.Faults{ServerErrors: 2}) // the fresh client's first requests are token requests
+	if _, err := f.client(t).Locations(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.srv.RequestCount("POST /oauth2/token"); got != 3 {
+		t.Errorf("token requests = %d, want 3", got)
+	}
+}
+
+// TestCreateInstanceRetries: POST /instances (plain-text id) is retried on 429 only; a 5xx or a lost
+// answer is the caller's to resolve.
+func TestCreateInstanceRetries(t *testing.T) {
 	ctx := context.Background()
+	f := startEmulator(t, emu.Options{})
+	c := f.client(t)
+	if _, err := c.Locations(ctx); err != nil { // take the token first
+		t.Fatal(err)
+	}
 	tests := []struct {
-		name      string
-		faults    emu.Faults
-		call      func(c *Client) error
-		key       string
-		wantReqs  int
-		wantKind  controlplane.ErrorKind
-		wantErr   bool
-		wantCreat int
+		name        string
+		faults      emukit.Faults
+		wantReqs    int
+		wantErr     bool
+		wantCreated int
 	}{
-		{"429 storm with Retry-After is retried", emu.Faults{Match: "GET /locations", RateLimitStorm: 3},
-			func(c *Client) error { _, err := c.Locations(ctx); return err }, "GET /locations", 4, 0, false, 0},
-		{"5xx is retried", emu.Faults{Match: "GET /instances", ServerErrors: 2, ServerErrorStatus: 502},
-			func(c *Client) error { _, err := c.Instances(ctx, ""); return err }, "GET /instances", 3, 0, false, 0},
-		{"5xx beyond the retry budget fails as other", emu.Faults{Match: "GET /instances", ServerErrors: 10},
-			func(c *Client) error { _, err := c.Instances(ctx, ""); return err }, "GET /instances", 5, controlplane.ErrOther, true, 0},
-		{"4xx is not retried", emu.Faults{},
-			func(c *Client) error { _, err := c.SSHKey(ctx, "nope"); return err }, "GET /ssh-keys/{id}", 1, controlplane.ErrInvalid, true, 0},
-		{"create is retried on 429", emu.Faults{Match: "POST /instances", RateLimitStorm: 2},
-			func(c *Client) error {
-				_, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01"))
-				return err
-			}, "POST /instances", 3, 0, false, 1},
-		{"create is not retried on 5xx", emu.Faults{Match: "POST /instances", ServerErrors: 3},
-			func(c *Client) error {
-				_, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01"))
-				return err
-			}, "POST /instances", 1, controlplane.ErrOther, true, 0},
-		{"a lost create response is not retried", emu.Faults{LoseCreateResponses: 1},
-			func(c *Client) error {
-				_, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01"))
-				return err
-			}, "POST /instances", 1, controlplane.ErrOther, true, 1},
-		{"the token call is retried on 5xx", emu.Faults{Match: "POST /oauth2/token", ServerErrors: 2},
-			func(c *Client) error { _, err := c.Locations(ctx); return err }, "POST /oauth2/token", 3, 0, false, 0},
+		{"retried on 429", emukit.Faults{RateLimited: 2}, 3, false, 1},
+		{"not retried on 5xx", emukit.Faults{ServerErrors: 3}, 1, true, 1},
+		{"a lost answer is not retried", emukit.Faults{LoseCreateResponses: 1}, 1, true, 2},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f := startEmulator(t, emu.Options{})
-			f.setFaults(t, tc.faults)
-			err := tc.call(f.client(t))
-			if tc.wantErr {
-				wantKind(t, err, tc.wantKind)
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if got := f.srv.RequestCount(tc.key); got != tc.wantReqs {
-				t.Errorf("%s requests = %d, want %d", tc.key, got, tc.wantReqs)
-			}
-			if got := f.srv.CreateCount(); got != tc.wantCreat {
-				t.Errorf("instances created = %d, want %d", got, tc.wantCreat)
-			}
-		})
-	}
-}
-
-func TestSharedRateLimit(t *testing.T) {
-	f := startEmulator(t, emu.Options{})
-	cfg := f.clientConfig()
-	cfg.RequestsPerSecond = 40
-	cfg.Burst = 1
-	c, err := NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 1 token request + 8 calls from 4 goroutines share one limiter: at 40/s with burst 1 they need at
-	// least 8 intervals of 25ms. Only a lower bound is asserted, so a slow machine cannot fail it.
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := 0; j < 2; j++ {
-				_, err := c.Locations(context.Background())
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
+		before := f.srv.RequestCount("POST /instances")
+		f.setFaults(t, tc.faults)
+		id, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01"))
+		if tc.wantErr {
+			wantKind(t, err, controlplane.ErrOther)
+		} else if err != nil || id == "" {
+			t.Fatalf("%s: %q, %v", tc.name, id, err)
 		}
-	}
-	if el := time.Since(start); el < 190*time.Millisecond {
-		t.Errorf("9 requests at 40/s took %v: the limit is not shared", el)
-	}
-	if got := f.srv.RequestCount("GET /locations"); got != 8 {
-		t.Errorf("requests = %d", got)
-	}
-}
-
-func TestContextCancelStopsRetries(t *testing.T) {
-	f := startEmulator(t, emu.Options{})
-	f.setFaults(t, emu.Faults{Match: "GET /locations", RateLimitStorm: 1000, RetryAfterSeconds: 1})
-	cfg := f.clientConfig()
-	cfg.RetryMax = 100
-	cfg.RetryWaitMax = time.Second
-	c, err := NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err = c.Locations(ctx)
-	if err == nil || ctx.Err() == nil {
-		t.Fatalf("want a context error, got %v", err)
-	}
-	if got := f.srv.RequestCount("GET /locations"); got > 3 {
-		t.Errorf("kept retrying after the context ended: %d requests", got)
+		if got := f.srv.RequestCount("POST /instances") - before; got != tc.wantReqs {
+			t.Errorf("%s: %d requests, want %d", tc.name, got, tc.wantReqs)
+		}
+		if got := f.srv.CreateCount(); got != tc.wantCreated {
+			t.Errorf("%s: %d created, want %d", tc.name, got, tc.wantCreated)
+		}
+		f.setFaults(t, emukit.Faults{})
 	}
 }

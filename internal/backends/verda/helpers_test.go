@@ -8,6 +8,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -90,7 +91,7 @@ func (f *fixture) backend(t *testing.T, mod func(*Config)) *Backend {
 	return b
 }
 
-func (f *fixture) setFaults(t *testing.T, fl emu.Faults) {
+func (f *fixture) setFaults(t *testing.T, fl emukit.Faults) {
 	t.Helper()
 	if err := f.srv.SetFaults(fl); err != nil {
 		t.Fatal(err)

@@ -1,18 +1,27 @@
 package verda
 
-import "time"
+import (
+	"time"
 
-// SetFaults replaces the active faults (persisted with the state).
-func (s *Server) SetFaults(f Faults) error {
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+)
+
+// The Server is an emukit.Admin: the shared fault vocabulary and machine counts, in Go and over HTTP
+// under emukit.AdminPath (served by ServeHTTP next to the API).
+var _ emukit.Admin = (*Server)(nil)
+
+// SetFaults replaces the armed faults (persisted with the state, so every process sharing a StateDir
+// sees them).
+func (s *Server) SetFaults(f emukit.Faults) error {
 	return s.update(func(st *state) error {
 		st.Faults = f
 		return nil
 	})
 }
 
-// Faults returns the active faults, with counters as far as they have run down.
-func (s *Server) Faults() (Faults, error) {
-	var f Faults
+// Faults returns the armed faults, with counters as far as they have run down.
+func (s *Server) Faults() (emukit.Faults, error) {
+	var f emukit.Faults
 	err := s.update(func(st *state) error {
 		f = st.Faults
 		return nil
@@ -20,14 +29,26 @@ func (s *Server) Faults() (Faults, error) {
 	return f, err
 }
 
-// CreateCount is how many instances were ever created (lost responses included).
-func (s *Server) CreateCount() int {
-	n := 0
-	_ = s.update(func(st *state) error {
-		n = st.Created
+// Stats counts the instances ever created (lost create answers included) and lists the live ones
+// (not discontinued), oldest first, with their hostnames as names.
+func (s *Server) Stats() (emukit.Stats, error) {
+	out := emukit.Stats{Live: []emukit.Machine{}}
+	err := s.update(func(st *state) error {
+		out.Created = st.Created
+		for _, in := range sortedInstances(st) {
+			if in.DeletedAt == nil {
+				out.Live = append(out.Live, emukit.Machine{ID: in.ID, Name: in.Hostname})
+			}
+		}
 		return nil
 	})
-	return n
+	return out, err
+}
+
+// CreateCount is how many instances were ever created (lost responses included); Stats().Created.
+func (s *Server) CreateCount() int {
+	st, _ := s.Stats()
+	return st.Created
 }
 
 // InstanceInfo is an emulator-side summary of one instance.
@@ -41,7 +62,7 @@ type InstanceInfo struct {
 	CreatedAt    time.Time
 }
 
-// LiveInstances lists the instances not yet discontinued, oldest first.
+// LiveInstances lists the instances not yet discontinued, oldest first, with Verda's status words.
 func (s *Server) LiveInstances() []InstanceInfo {
 	var out []InstanceInfo
 	_ = s.update(func(st *state) error {
@@ -87,7 +108,8 @@ func (s *Server) GrantCount(grantType string) int {
 }
 
 // RequestCount is how many requests reached an endpoint, keyed "METHOD /path" with ids replaced by
-// {id}, e.g. "POST /instances", "GET /instances/{id}", "POST /oauth2/token". Faulted answers count.
+// {id}, e.g. "POST /instances", "GET /instances/{id}", "POST /oauth2/token". Faulted answers count;
+// admin requests do not.
 func (s *Server) RequestCount(key string) int {
 	n := 0
 	_ = s.update(func(st *state) error {

@@ -115,13 +115,12 @@ func (s *Server) listInstances(st *state, q url.Values) reply {
 	return jsonReply(http.StatusOK, out)
 }
 
+// getInstance answers one instance. Verda answers an id it does not know (malformed or not) with
+// 400 invalid_request "Invalid instance id", not 404.
 func (s *Server) getInstance(st *state, id string) reply {
-	if !uuidRE.MatchString(id) {
-		return errReply(http.StatusBadRequest, "invalid_request", "Invalid instance id")
-	}
 	in, ok := st.Instances[id]
 	if !ok {
-		return errReply(http.StatusNotFound, "not_found", "Invalid instance id")
+		return errReply(http.StatusBadRequest, "invalid_request", "Invalid instance id")
 	}
 	return jsonReply(http.StatusOK, s.instanceView(in, s.opts.Now()))
 }
@@ -194,7 +193,17 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 	if len(req.Tags) > 10 {
 		return errReply(http.StatusBadRequest, "invalid_request", "At most 10 tags are allowed")
 	}
-	if st.Faults.CapacityGone || s.free(st, c, loc, req.IsSpot) <= 0 {
+	seen := map[string]bool{}
+	for _, t := range req.Tags {
+		if strings.TrimSpace(t.Key) == "" {
+			return errReply(http.StatusBadRequest, "invalid_request", "Tag key is required")
+		}
+		if seen[t.Key] {
+			return errReply(http.StatusConflict, "invalid_request", "Tag key already exists")
+		}
+		seen[t.Key] = true
+	}
+	if st.Faults.SoldOut || s.free(st, c, loc, req.IsSpot) <= 0 {
 		return errReply(http.StatusServiceUnavailable, "service_unavailable",
 			fmt.Sprintf("Not enough resources to deploy a %d GPU instance type %s in %s", c.GPUCount, c.InstanceType, loc))
 	}
@@ -243,14 +252,13 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 		IP:           ip,
 		PricePerHour: price,
 		CreatedAt:    s.opts.Now(),
-		Boot:         int64(s.opts.BootDuration + st.Faults.SlowBoot),
-		FailBoot:     st.Faults.BootFailure,
+		Boot:         int64(s.opts.BootDuration),
+		FailBoot:     st.Faults.TakeBootFailure(),
 		Tags:         req.Tags,
 	}
 	st.Instances[in.ID] = in
 	st.Created++
-	if st.Faults.LoseCreateResponses > 0 {
-		st.Faults.LoseCreateResponses--
+	if st.Faults.TakeLostCreate() {
 		return textReply(http.StatusBadGateway, "<html><body><h1>502 Bad Gateway</h1></body></html>")
 	}
 	// Quirk: the id comes back as plain text, not JSON.
@@ -308,13 +316,8 @@ func (s *Server) action(st *state, body []byte) reply {
 	if len(ids) == 1 && failed == 1 {
 		r := results[0]
 		errCode := "forbidden_action"
-		switch r.StatusCode {
-		case http.StatusNotFound:
-			errCode = "not_found"
-		case http.StatusBadRequest:
-			if strings.HasPrefix(r.Error, "Invalid") {
-				errCode = "invalid_request"
-			}
+		if strings.HasPrefix(r.Error, "Invalid") {
+			errCode = "invalid_request" // an unknown id: 400 invalid_request "Invalid instance id"
 		}
 		return errReply(r.StatusCode, errCode, r.Error)
 	}
@@ -328,10 +331,7 @@ func (s *Server) action(st *state, body []byte) reply {
 func (s *Server) apply(st *state, id, action string, now time.Time) (int, string) {
 	in, ok := st.Instances[id]
 	if !ok {
-		if !uuidRE.MatchString(id) {
-			return http.StatusBadRequest, "Invalid instance id"
-		}
-		return http.StatusNotFound, "Invalid instance id"
+		return http.StatusBadRequest, "Invalid instance id"
 	}
 	status := s.statusOf(in, now)
 	switch action {

@@ -6,13 +6,19 @@
 // asked separately; 503 "Not enough resources..." on create; deletion through PUT /instances with
 // forbidden_action for discontinued and provisioning instances; {code, message} error bodies.
 //
+// An unknown instance id is answered 400 {"code":"invalid_request","message":"Invalid instance id"}
+// (not 404), as the real API answers unknown ids. Instances keep the description and tags they were
+// created with and answer them back.
+//
+// Faults use the shared vocabulary (emukit.Faults); the Server is an emukit.Admin and serves
+// emukit.AdminHandler under emukit.AdminPath ("/_emulator/") next to the API.
+//
 // State is in memory, or in a JSON file under Options.StateDir shared (under flock) by every emulator
 // process using that directory. Statuses are computed from timestamps stored in the state, so they
 // progress across process restarts.
 package verda
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -26,7 +32,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,11 +85,13 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Server is the emulated Verda API, an http.Handler.
+// Server is the emulated Verda API, an http.Handler (the API under BasePath, the admin surface under
+// emukit.AdminPath).
 type Server struct {
 	opts    Options
 	catalog map[string]CatalogEntry
 	store   *emukit.Store[state]
+	handler http.Handler
 }
 
 // New builds an emulator.
@@ -121,6 +128,7 @@ func New(opts Options) *Server {
 	for _, c := range opts.Catalog {
 		s.catalog[c.InstanceType] = c
 	}
+	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
 	return s
 }
 
@@ -159,8 +167,11 @@ func textReply(status int, text string) reply {
 	return reply{status: status, contentType: "text/plain; charset=utf-8", body: []byte(text)}
 }
 
-// ServeHTTP answers one API request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one API or admin request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// serveAPI answers one API request, or a fault in its place.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	path, ok := strings.CutPrefix(r.URL.Path, BasePath)
 	if !ok {
 		writeReply(w, errReply(http.StatusNotFound, "not_found", "Not found"))
@@ -175,9 +186,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var rep reply
 	var latency time.Duration
 	err = s.update(func(st *state) error {
-		latency = st.Faults.Latency
+		latency = time.Duration(st.Faults.Latency)
 		st.Requests[r.Method+" "+routeKey(path)]++
-		if f, hit := s.fault(st, r.Method+" "+path); hit {
+		if f, hit := fault(st); hit {
 			rep = f
 			return nil
 		}
@@ -217,19 +228,14 @@ func routeKey(path string) string {
 	return "/" + strings.Join(parts, "/")
 }
 
-func (s *Server) fault(st *state, what string) (reply, bool) {
-	f := &st.Faults
-	if f.Match != "" && !strings.Contains(what, f.Match) {
-		return reply{}, false
-	}
-	status, header := emukit.TakeFault(&f.RateLimitStorm, f.RetryAfterSeconds, &f.ServerErrors, cmp.Or(f.ServerErrorStatus, http.StatusInternalServerError))
+// fault answers the request with an armed 429 or 5xx, in Verda's error shape, before it is acted on.
+func fault(st *state) (reply, bool) {
+	status, header := st.Faults.Take(http.StatusInternalServerError)
 	switch {
-	case header != nil: // 429
+	case status == http.StatusTooManyRequests:
 		rep := errReply(status, "too_many_requests", "Too many requests, slow down")
 		rep.header = header
 		return rep, true
-	case status == http.StatusServiceUnavailable:
-		return errReply(status, "service_unavailable", "Something went wrong on our side"), true
 	case status != 0:
 		return errReply(status, "server_error", "Something went wrong on our side"), true
 	}
@@ -300,8 +306,6 @@ func newUUID() string {
 	h := hex.EncodeToString(b)
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
-
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 func (s *Server) newJWT(exp time.Time) string {
 	enc := base64.RawURLEncoding

@@ -8,11 +8,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 type clock struct {
 	mu sync.Mutex
@@ -266,9 +271,28 @@ func TestQuirks(t *testing.T) {
 	if code, msg := errorBody(t, r); r.status != 400 || code != "forbidden_action" || msg != "Can't discontinue a discontinued instance" {
 		t.Errorf("second delete: %d %s", r.status, r.body)
 	}
-	r = do(t, base, "GET", "/instances/not-a-uuid", tok, nil)
-	if code, msg := errorBody(t, r); r.status != 400 || code != "invalid_request" || msg != "Invalid instance id" {
-		t.Errorf("malformed id: %d %s", r.status, r.body)
+	// An unknown id, malformed or not, is 400 invalid_request "Invalid instance id" (not 404), for
+	// reads and for actions alike.
+	for _, unknown := range []string{"not-a-uuid", "00000000-0000-4000-8000-000000000000"} {
+		r = do(t, base, "GET", "/instances/"+unknown, tok, nil)
+		if code, msg := errorBody(t, r); r.status != 400 || code != "invalid_request" || msg != "Invalid instance id" {
+			t.Errorf("GET unknown id %s: %d %s", unknown, r.status, r.body)
+		}
+		r = do(t, base, "PUT", "/instances", tok, map[string]any{"id": []string{unknown}, "action": "delete"})
+		if code, msg := errorBody(t, r); r.status != 400 || code != "invalid_request" || msg != "Invalid instance id" {
+			t.Errorf("delete unknown id %s: %d %s", unknown, r.status, r.body)
+		}
+	}
+	// Partly unknown: 207 with a per-instance 400.
+	r = do(t, base, "PUT", "/instances", tok, map[string]any{"id": []string{id, "00000000-0000-4000-8000-000000000000"}, "action": "delete"})
+	var results []struct {
+		InstanceID string `json:"instanceId"`
+		Error      string `json:"error"`
+		StatusCode int    `json:"statusCode"`
+	}
+	r.json(t, &results)
+	if r.status != 207 || len(results) != 2 || results[1].Error != "Invalid instance id" || results[1].StatusCode != 400 {
+		t.Errorf("partial: %d %s", r.status, r.body)
 	}
 	// Missing location_code.
 	delete(create, "location_code")
@@ -281,36 +305,155 @@ func TestQuirks(t *testing.T) {
 	}
 }
 
+func TestDescriptionAndTagsKept(t *testing.T) {
+	base := serve(t, New(Options{}))
+	tok := login(t, base).AccessToken
+	tags := []map[string]string{{"key": "hydra-owner", "value": "abcdefgh"}, {"key": "hydra-resource", "value": "web"}}
+	create := map[string]any{"instance_type": "1H100.80S.30V", "image": "ubuntu-24.04", "hostname": "verda-vm-web--abcdefgh",
+		"description": "hydra-owner=abcdefgh hydra-resource=web", "location_code": "FIN-01", "tags": tags}
+	r := do(t, base, "POST", "/instances", tok, create)
+	if r.status != 202 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	id := string(r.body)
+	type view struct {
+		ID          string              `json:"id"`
+		Description string              `json:"description"`
+		Tags        []map[string]string `json:"tags"`
+	}
+	var one view
+	do(t, base, "GET", "/instances/"+id, tok, nil).json(t, &one)
+	var list []view
+	do(t, base, "GET", "/instances", tok, nil).json(t, &list)
+	for _, got := range []view{one, list[0]} {
+		if got.Description != create["description"] || len(got.Tags) != 2 || got.Tags[0]["key"] != "hydra-owner" || got.Tags[1]["value"] != "web" {
+			t.Errorf("instance keeps %+v", got)
+		}
+	}
+	// At most 10 tags; keys are required and unique; description is required.
+	many := make([]map[string]string, 11)
+	for i := range many {
+		many[i] = map[string]string{"key": "k" + string(rune('a'+i)), "value": "v"}
+	}
+	for _, tc := range []struct {
+		name   string
+		tags   any
+		desc   string
+		status int
+	}{
+		{"eleven tags", many, "d", 400},
+		{"empty key", []map[string]string{{"key": "", "value": "v"}}, "d", 400},
+		{"duplicate key", []map[string]string{{"key": "a", "value": "1"}, {"key": "a", "value": "2"}}, "d", 409},
+		{"no description", nil, "", 400},
+	} {
+		create["tags"], create["description"] = tc.tags, tc.desc
+		if r := do(t, base, "POST", "/instances", tok, create); r.status != tc.status {
+			t.Errorf("%s: %d %s", tc.name, r.status, r.body)
+		}
+	}
+}
+
 func TestFaults(t *testing.T) {
-	s := New(Options{})
+	c := newClock()
+	s := New(Options{Now: c.Now, BootDuration: 40 * time.Second})
 	base := serve(t, s)
 	tok := login(t, base).AccessToken
-	if err := s.SetFaults(Faults{Match: "GET /locations", RateLimitStorm: 1, RetryAfterSeconds: 7, ServerErrors: 1, ServerErrorStatus: 502}); err != nil {
+	create := map[string]any{"instance_type": "1A100.22V", "image": "ubuntu-24.04", "hostname": "verda-vm-f",
+		"description": "d", "location_code": "FIN-01"}
+
+	// Request faults answer in Verda's shapes before anything is done, and run down.
+	if err := s.SetFaults(emukit.Faults{RateLimited: 1, RetryAfterSeconds: 7, ServerErrors: 1}); err != nil {
 		t.Fatal(err)
-	}
-	if r := do(t, base, "GET", "/images", tok, nil); r.status != 200 {
-		t.Errorf("fault hit an unmatched path: %d", r.status)
 	}
 	r := do(t, base, "GET", "/locations", tok, nil)
 	if r.status != 429 || r.header.Get("Retry-After") != "7" {
-		t.Errorf("storm: %d %q", r.status, r.header.Get("Retry-After"))
+		t.Errorf("rate limited: %d %q", r.status, r.header.Get("Retry-After"))
 	}
-	if r := do(t, base, "GET", "/locations", tok, nil); r.status != 502 {
-		t.Errorf("5xx: %d", r.status)
+	r = do(t, base, "POST", "/instances", tok, create)
+	if code, _ := errorBody(t, r); r.status != 500 || code != "server_error" {
+		t.Errorf("5xx: %d %s", r.status, r.body)
+	}
+	if s.CreateCount() != 0 {
+		t.Error("a faulted create was acted on")
 	}
 	if r := do(t, base, "GET", "/locations", tok, nil); r.status != 200 {
 		t.Errorf("after the faults: %d", r.status)
 	}
-	f, _ := s.Faults()
-	if f.RateLimitStorm != 0 || f.ServerErrors != 0 {
+	if f, _ := s.Faults(); f.RateLimited != 0 || f.ServerErrors != 0 || f.RetryAfterSeconds != 7 {
 		t.Errorf("counters not run down: %+v", f)
 	}
+
+	// Sold out: Verda's own 503 while availability still lists the type.
+	s.SetFaults(emukit.Faults{SoldOut: true})
+	r = do(t, base, "POST", "/instances", tok, create)
+	if code, msg := errorBody(t, r); r.status != 503 || code != "service_unavailable" || !strings.HasPrefix(msg, "Not enough resources") {
+		t.Errorf("sold out: %d %s", r.status, r.body)
+	}
+	if r := do(t, base, "GET", "/instance-availability/1A100.22V", tok, nil); string(r.body) != "true" {
+		t.Errorf("sold out hid the type from availability: %s", r.body)
+	}
+
+	// A lost create answer: 502 (not JSON), but the instance exists.
+	s.SetFaults(emukit.Faults{LoseCreateResponses: 1})
+	if r := do(t, base, "POST", "/instances", tok, create); r.status != 502 {
+		t.Errorf("lost create: %d %s", r.status, r.body)
+	}
+	if st, _ := s.Stats(); st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "verda-vm-f" {
+		t.Errorf("stats after a lost create: %+v", st)
+	}
+
+	// A boot failure ends in status error instead of running; the next machine boots.
+	s.SetFaults(emukit.Faults{BootFailures: 1})
+	bad := string(do(t, base, "POST", "/instances", tok, create).body)
+	good := string(do(t, base, "POST", "/instances", tok, create).body)
+	c.Advance(time.Minute)
+	for id, want := range map[string]string{bad: "error", good: "running"} {
+		var in map[string]any
+		do(t, base, "GET", "/instances/"+id, tok, nil).json(t, &in)
+		if in["status"] != want {
+			t.Errorf("instance %s: status %v, want %s", id, in["status"], want)
+		}
+	}
+
 	// Added latency (a lower bound only).
-	s.SetFaults(Faults{Latency: 60 * time.Millisecond})
+	s.SetFaults(emukit.Faults{Latency: emukit.Duration(60 * time.Millisecond)})
 	start := time.Now()
 	do(t, base, "GET", "/locations", tok, nil)
 	if time.Since(start) < 60*time.Millisecond {
 		t.Error("latency not added")
+	}
+}
+
+// TestAdminHTTP drives the shared admin surface over HTTP, next to the API and without credentials.
+func TestAdminHTTP(t *testing.T) {
+	s := New(Options{})
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	base := hs.URL + BasePath
+	tok := login(t, base).AccessToken
+	if r := do(t, base, "POST", "/instances", tok, map[string]any{"instance_type": "1A100.22V", "image": "ubuntu-24.04",
+		"hostname": "verda-vm-admin", "description": "d", "location_code": "FIN-01"}); r.status != 202 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	r := do(t, hs.URL, "PUT", emukit.AdminPath+"faults", "", `{"rate_limited":1,"retry_after_seconds":2}`)
+	if r.status != 200 {
+		t.Fatalf("PUT faults: %d %s", r.status, r.body)
+	}
+	var f emukit.Faults
+	do(t, hs.URL, "GET", emukit.AdminPath+"faults", "", nil).json(t, &f)
+	if f.RateLimited != 1 || f.RetryAfterSeconds != 2 {
+		t.Errorf("GET faults: %+v", f)
+	}
+	var st emukit.Stats
+	do(t, hs.URL, "GET", emukit.AdminPath+"stats", "", nil).json(t, &st)
+	if st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "verda-vm-admin" {
+		t.Errorf("GET stats: %+v", st)
+	}
+	if got := s.RequestCount("GET /locations"); got != 0 {
+		t.Errorf("admin requests reached the API: %d", got)
+	}
+	if r := do(t, base, "GET", "/locations", tok, nil); r.status != 429 {
+		t.Errorf("the fault armed over HTTP did not fire: %d", r.status)
 	}
 }
 
@@ -339,7 +482,7 @@ func TestSharedStateDir(t *testing.T) {
 		t.Errorf("B counts %d created, %d live", b.CreateCount(), len(b.LiveInstances()))
 	}
 	// Faults set through one are seen by the other, and persist.
-	if err := a.SetFaults(Faults{RateLimitStorm: 1}); err != nil {
+	if err := a.SetFaults(emukit.Faults{RateLimited: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(t, baseB, "GET", "/locations", tok, nil); r.status != 429 {

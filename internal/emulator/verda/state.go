@@ -2,41 +2,14 @@ package verda
 
 import (
 	"time"
-)
 
-// Faults are failures switched on at runtime (SetFaults). They live in the state, so with a StateDir
-// every process sharing it sees them. Counters (RateLimitStorm, ServerErrors, LoseCreateResponses)
-// count down by one per request they hit.
-type Faults struct {
-	// Latency is added to every answer.
-	Latency time.Duration
-	// Match, when set, limits RateLimitStorm and ServerErrors to requests whose "METHOD /path" (path
-	// without /v1) contains it, e.g. "POST /instances".
-	Match string
-	// RateLimitStorm answers the next N matching requests with 429 and a Retry-After header.
-	RateLimitStorm int
-	// RetryAfterSeconds is the Retry-After the 429s carry (default 1).
-	RetryAfterSeconds int
-	// ServerErrors answers the next N matching requests with ServerErrorStatus before acting on them.
-	ServerErrors int
-	// ServerErrorStatus is the status of those answers (default 500).
-	ServerErrorStatus int
-	// LoseCreateResponses makes the next N instance creates succeed but answer 502 (a response lost
-	// on its way back): the instance exists although the client saw an error.
-	LoseCreateResponses int
-	// SlowBoot is added to the boot duration of instances created while it is set.
-	SlowBoot time.Duration
-	// CapacityGone makes every create answer 503 "Not enough resources...", although availability
-	// still lists the type (capacity gone between offer and create).
-	CapacityGone bool
-	// BootFailure makes instances created while it is set end in status "error" instead of running.
-	BootFailure bool
-}
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+)
 
 type instance struct {
 	ID           string     `json:"id"`
 	Hostname     string     `json:"hostname"`
-	Description  string     `json:"description"`
+	Description  string     `json:"description"` // kept and answered as given, like Verda
 	InstanceType string     `json:"instance_type"`
 	Image        string     `json:"image"`
 	Location     string     `json:"location"`
@@ -54,7 +27,7 @@ type instance struct {
 	FailBoot     bool       `json:"fail_boot"`
 	Offline      bool       `json:"offline"`
 	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
-	Tags         []tag      `json:"tags,omitempty"`
+	Tags         []tag      `json:"tags,omitempty"` // kept and answered as given (at most 10)
 }
 
 type tag struct {
@@ -76,11 +49,13 @@ type state struct {
 	SSHKeys       map[string]*sshKey   `json:"ssh_keys"`
 	AccessTokens  map[string]time.Time `json:"access_tokens"`
 	RefreshTokens map[string]time.Time `json:"refresh_tokens"`
-	Faults        Faults               `json:"faults"`
-	Created       int                  `json:"created"`
-	Grants        map[string]int       `json:"grants"`
-	Requests      map[string]int       `json:"requests"`
-	IPSeq         int                  `json:"ip_seq"`
+	// Faults are the armed faults (the shared vocabulary; Verda needs no faults of its own). They live
+	// in the state, so with a StateDir every process sharing it sees them.
+	Faults   emukit.Faults  `json:"faults"`
+	Created  int            `json:"created"`
+	Grants   map[string]int `json:"grants"`
+	Requests map[string]int `json:"requests"`
+	IPSeq    int            `json:"ip_seq"`
 }
 
 func newState() *state {

@@ -2,13 +2,12 @@ package primeintellect
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -71,6 +70,11 @@ const (
 )
 
 // Backend is the Prime Intellect InstanceManagerBackend.
+//
+// Ownership: a Prime pod keeps only its name. The API has no labels, tags or description, and a pod's
+// metadata cannot be changed after creation, so the ownership record is the cloud-side name alone
+// ("<pool prefix><resource>--<token>", read back by controlplane.WithOwner). The backend therefore
+// leaves Instance.Owner empty and does not implement controlplane.OwnershipConfirmer.
 type Backend struct {
 	client *Client
 	inv    *inventory.Inventory
@@ -78,9 +82,46 @@ type Backend struct {
 	cfg    Config
 	margin float64
 	resale map[string]string
+	names  nameLocks
 }
 
 var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+
+// nameLocks serialises the creates of one name within the process, so that concurrent creates of a
+// name look for each other's pod instead of racing (Prime does not promise unique pod names).
+type nameLocks struct {
+	mu    sync.Mutex
+	locks map[string]*nameLock
+}
+
+type nameLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock takes the lock of name and returns its release.
+func (n *nameLocks) lock(name string) (unlock func()) {
+	n.mu.Lock()
+	if n.locks == nil {
+		n.locks = map[string]*nameLock{}
+	}
+	l := n.locks[name]
+	if l == nil {
+		l = &nameLock{}
+		n.locks[name] = l
+	}
+	l.refs++
+	n.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		n.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(n.locks, name)
+		}
+		n.mu.Unlock()
+	}
+}
 
 // New builds the backend.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
@@ -288,9 +329,11 @@ func (b *Backend) crossCheckEmpty(ctx context.Context) {
 
 // resolve finds the availability item for an offer again, just before creating: cloudIds change
 // within minutes. It matches provider, GPU type, socket, count, place, security and spot-ness, prefers
-// the same cloudId, then the cheapest. The offer may carry no Details (an offer rebuilt from its ID
-// on another machine): then the instance type and region say what to look for.
-func (b *Backend) resolve(ctx context.Context, o controlplane.Offer) (GPUAvailability, error) {
+// items priced within limit (when positive), then the same cloudId, then the cheapest. The offer may
+// carry no Details (an offer rebuilt from its ID on another machine): then the instance type and
+// region say what to look for. An offer without dataCenter (null in many real answers) is matched by
+// its region or country, and the create leaves the placement to the upstream.
+func (b *Backend) resolve(ctx context.Context, o controlplane.Offer, limit float64) (GPUAvailability, error) {
 	const op = "creating pod"
 	d := o.Details
 	if d == nil {
@@ -343,12 +386,17 @@ func (b *Backend) resolve(ctx context.Context, o controlplane.Offer) (GPUAvailab
 			"offer %s in %s is no longer available", o.InstanceType, o.Region)
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
+		pi, _ := cands[i].TotalPrice()
+		pj, _ := cands[j].TotalPrice()
+		if limit > 0 {
+			if wi, wj := pi <= limit+1e-9, pj <= limit+1e-9; wi != wj {
+				return wi
+			}
+		}
 		si, sj := cands[i].CloudID == d[DetailCloudID], cands[j].CloudID == d[DetailCloudID]
 		if si != sj {
 			return si
 		}
-		pi, _ := cands[i].TotalPrice()
-		pj, _ := cands[j].TotalPrice()
 		return pi < pj
 	})
 	return cands[0], nil
@@ -367,24 +415,41 @@ func (b *Backend) maxPrice(req controlplane.CreateRequest, current float64) floa
 	return math.Ceil(quote*(1+b.margin)*10000) / 10000
 }
 
-// Create re-resolves the offer, installs the SSH keys on the account and creates the pod named
-// req.Name. It returns at once with the pod pending.
+// Create creates the pod named req.Name from the offer and returns at once with it pending.
+//
+// It is idempotent by name: a live pod of that name (a retried create, or a concurrent one in this
+// process) is returned instead of creating another. Otherwise it re-resolves the offer (cloudIds
+// change within minutes), refuses with ErrCapacity, before creating anything, an offer now priced
+// above the user's ceiling (or above the quote plus the margin when there is none), registers the SSH
+// keys on the account and creates the pod with a numeric maxPrice, so the API refuses a price that
+// moved up meanwhile. A create whose answer is lost is looked for by name before giving up.
 func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
 	const op = "creating pod"
 	if req.Name == "" {
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
 	}
-	item, err := b.resolve(ctx, req.Offer)
+	defer b.names.lock(req.Name)()
+	if inst, ok, err := b.findByName(ctx, req.Name); err != nil {
+		return controlplane.Instance{}, err
+	} else if ok {
+		b.log.Debug("a pod of this name exists; create returns it", "name", req.Name, "id", inst.ID)
+		return b.fillFromOffer(inst, req), nil
+	}
+	limit := req.MaxPricePerHour
+	if limit <= 0 && req.Offer.PricePerHour > 0 {
+		limit = b.maxPrice(req, 0)
+	}
+	item, err := b.resolve(ctx, req.Offer, limit)
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
 	current, _ := item.TotalPrice()
 	maxPrice := b.maxPrice(req, current)
-	if current > maxPrice {
+	if current > maxPrice+1e-9 {
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
 			"offer %s now costs $%.4f/h, above the maximum $%.4f/h", req.Offer.InstanceType, current, maxPrice)
 	}
-	keyID, err := b.ensureSSHKeys(ctx, req.SSHPublicKeys)
+	keyIDs, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey}, req.SSHPublicKeys)
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
@@ -400,7 +465,10 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		DataCenterID: item.DataCenter,
 		Country:      item.Country,
 		Security:     item.Security,
-		SSHKeyID:     keyID,
+	}
+	// Prime installs every key of the account in a new pod; the create body names one of them.
+	if len(keyIDs) > 0 {
+		spec.SSHKeyID = keyIDs[0]
 	}
 	if item.VCPU.DefaultCount.Set {
 		spec.VCPUs = item.VCPU.DefaultCount.Int()
@@ -417,77 +485,97 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	}
 	pod, err := b.client.CreatePod(ctx, body)
 	if err != nil {
-		return controlplane.Instance{}, err
+		if controlplane.KindOf(err) != controlplane.ErrOther || ctx.Err() != nil {
+			return controlplane.Instance{}, err
+		}
+		// The outcome is unknown: the pod may exist although the answer was lost.
+		inst, ok, ferr := b.findByName(ctx, req.Name)
+		if ferr != nil || !ok {
+			return controlplane.Instance{}, err
+		}
+		b.log.Debug("the create answer was lost but the pod exists", "name", req.Name, "id", inst.ID)
+		return b.fromOffer(inst, req, current), nil
 	}
 	inst := b.toInstance(pod)
 	if inst.Name == "" {
 		inst.Name = req.Name
 	}
+	return b.fromOffer(inst, req, current), nil
+}
+
+// fromOffer completes a just-created pod with what the offer described, whatever the pod's fields
+// say this early.
+func (b *Backend) fromOffer(inst controlplane.Instance, req controlplane.CreateRequest, price float64) controlplane.Instance {
 	if inst.Region == "" {
 		inst.Region = req.Offer.Region
 	}
-	// The instance is what the offer described, whatever the pod's fields say this early.
 	inst.InstanceType, inst.GPUType, inst.GPUCount = req.Offer.InstanceType, req.Offer.GPUType, req.Offer.GPUCount
 	if inst.PricePerHour == 0 {
-		inst.PricePerHour = current
+		inst.PricePerHour = price
+	}
+	if inst.PricePerHour == 0 {
+		inst.PricePerHour = req.Offer.PricePerHour
 	}
 	inst.Spot = inst.Spot || req.Offer.Spot
-	return inst, nil
+	return inst
 }
 
-// keyName is the account-side name of a public key hydra registers.
-func keyName(pub string) string {
-	f := strings.Fields(pub)
-	body := pub
-	if len(f) >= 2 {
-		body = f[1]
+// fillFromOffer fills what an existing pod does not report from the offer.
+func (b *Backend) fillFromOffer(inst controlplane.Instance, req controlplane.CreateRequest) controlplane.Instance {
+	if inst.Region == "" {
+		inst.Region = req.Offer.Region
 	}
-	sum := sha256.Sum256([]byte(body))
-	return "hydra-" + hex.EncodeToString(sum[:6])
+	if inst.InstanceType == "" {
+		inst.InstanceType = req.Offer.InstanceType
+	}
+	if inst.GPUType == "" {
+		inst.GPUType = req.Offer.GPUType
+	}
+	if inst.GPUCount == 0 {
+		inst.GPUCount = req.Offer.GPUCount
+	}
+	if inst.PricePerHour == 0 {
+		inst.PricePerHour = req.Offer.PricePerHour
+	}
+	return inst
 }
 
-// ensureSSHKeys registers every public key on the account (Prime installs the account's keys in new
-// pods) and returns the id of the first one, to name it in the create body.
-func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) (string, error) {
-	var want []string
-	for _, k := range keys {
-		if k = strings.TrimSpace(k); k != "" {
-			want = append(want, k)
-		}
-	}
-	if len(want) == 0 {
-		return "", nil
-	}
-	have, err := b.client.SSHKeys(ctx)
+// findByName returns the live pod named exactly name: neither terminated nor being deleted. When
+// there are several (made outside hydra), the oldest wins.
+func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
+	list, err := b.List(ctx, name)
 	if err != nil {
-		return "", err
+		return controlplane.Instance{}, false, err
 	}
-	sameKey := func(a, c string) bool {
-		fa, fc := strings.Fields(a), strings.Fields(c)
-		return len(fa) >= 2 && len(fc) >= 2 && fa[0] == fc[0] && fa[1] == fc[1]
-	}
-	first := ""
-	for i, k := range want {
-		id := ""
-		for _, h := range have {
-			if sameKey(h.PublicKey, k) {
-				id = h.ID
-				break
-			}
-		}
-		if id == "" {
-			created, err := b.client.CreateSSHKey(ctx, keyName(k), k)
-			if err != nil {
-				return "", err
-			}
-			id = created.ID
-			have = append(have, created)
-		}
-		if i == 0 {
-			first = id
+	var found []controlplane.Instance
+	for _, inst := range list {
+		if inst.Name == name && !strings.EqualFold(inst.CloudStatus, "DELETING") {
+			found = append(found, inst)
 		}
 	}
-	return first, nil
+	if len(found) == 0 {
+		return controlplane.Instance{}, false, nil
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].CreatedAt.Before(found[j].CreatedAt) })
+	return found[0], true, nil
+}
+
+// accountKeys and addKey are the SSH key API as restclient.EnsureSSHKeys uses it.
+func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
+	keys, err := b.client.SSHKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]restclient.AccountKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, restclient.AccountKey{ID: k.ID, PublicKey: k.PublicKey})
+	}
+	return out, nil
+}
+
+func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {
+	k, err := b.client.CreateSSHKey(ctx, name, publicKey)
+	return k.ID, err
 }
 
 // toInstance maps a pod.
@@ -554,8 +642,22 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	return out, nil
 }
 
-// Delete terminates a pod. A pod that is already gone gives an ErrNotFound error.
+// Delete terminates a pod. A pod that is already gone, terminated or being deleted is success: the
+// API answers 404 for it, and any other refusal is checked against the pod's status.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	_, err := b.client.DeletePod(ctx, id)
+	switch kind := controlplane.KindOf(err); {
+	case err == nil, kind == controlplane.ErrNotFound:
+		return nil
+	case kind == controlplane.ErrAuth || kind == controlplane.ErrQuota || ctx.Err() != nil:
+		return err
+	}
+	p, gerr := b.client.Pod(ctx, id)
+	switch {
+	case controlplane.IsNotFound(gerr):
+		return nil
+	case gerr == nil && (strings.EqualFold(p.Status, "TERMINATED") || strings.EqualFold(p.Status, "DELETING")):
+		return nil
+	}
 	return err
 }

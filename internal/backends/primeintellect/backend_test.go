@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -212,7 +213,6 @@ func TestCreateGetListDelete(t *testing.T) {
 	if list, _ := b.List(ctx, "pi-vm-"); len(list) != 0 {
 		t.Fatalf("terminated pods must leave List: %+v", list)
 	}
-	wantKind(t, b.Delete(ctx, inst.ID), controlplane.ErrNotFound)
 	e.clock.Advance(5 * time.Minute)
 	_, err = b.Get(ctx, inst.ID)
 	wantKind(t, err, controlplane.ErrNotFound)
@@ -276,16 +276,23 @@ func TestCreateMaxPriceAlwaysNumeric(t *testing.T) {
 	}
 }
 
+// TestCreateCapacityErrors covers what re-resolving the offer at create finds; nothing is created.
 func TestCreateCapacityErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(e *env)
-		max   float64
 	}{
-		{"sold out between offer and create", func(e *env) { _ = e.emu.SetCapacity("L40S_48GB", 0) }, 0},
-		{"offer vanished", func(e *env) { _ = e.emu.SetCatalog(emu.DefaultCatalog()[:2]) }, 0},
-		{"capacity gone at create", func(e *env) { _ = e.emu.SetFaults(emu.Faults{CapacityGoneOnCreate: 1}) }, 0},
-		{"price now above the user's ceiling", func(e *env) {}, 0.5},
+		{"sold out between offer and create (Unavailable)", func(e *env) { _ = e.emu.SetCapacity("L40S_48GB", 0) }},
+		{"offer vanished", func(e *env) { _ = e.emu.SetCatalog(emu.DefaultCatalog()[:2]) }},
+		{"price rose above the quote plus the margin", func(e *env) {
+			cat := emu.DefaultCatalog()
+			for i := range cat {
+				if cat[i].GPUType == "L40S_48GB" && cat[i].Provider == "runpod" {
+					cat[i].Price *= 1.2
+				}
+			}
+			_ = e.emu.SetCatalog(cat)
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -297,54 +304,35 @@ func TestCreateCapacityErrors(t *testing.T) {
 			}
 			o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
 			tt.setup(e)
-			req := createReq(o, "pi-vm-cap")
-			req.MaxPricePerHour = tt.max
-			_, err = b.Create(context.Background(), req)
+			_, err = b.Create(context.Background(), createReq(o, "pi-vm-cap"))
 			wantKind(t, err, controlplane.ErrCapacity)
-			if e.emu.CreateCount() != 0 {
+			if e.emu.CreateCount() != 0 || e.requests("POST /api/v1/pods") != 0 {
 				t.Fatal("no pod may be created")
 			}
 		})
 	}
 }
 
-func TestCreateExactlyOneMachineUnderStorms(t *testing.T) {
-	tests := []struct {
-		name    string
-		faults  emu.Faults
-		wantErr bool
-	}{
-		{"429 storm", emu.Faults{TooManyRequests: 3}, false},
-		{"5xx before availability answers", emu.Faults{ServerErrors: 2}, false},
-		{"create answer lost (502)", emu.Faults{LostCreateResponses: 1}, true},
+// TestCreatePrefersItemWithinCeiling: of two items of one shape and place, the one within the
+// user's ceiling is created even when the other has the offer's cloudId.
+func TestCreatePrefersItemWithinCeiling(t *testing.T) {
+	l4 := func(id string, price float64) emu.Item {
+		return emu.Item{CloudID: id, GPUType: "L4_24GB", Socket: "PCIe", Provider: "runpod", DataCenter: "DC", GPUCount: 1, Security: "secure_cloud", Price: price, Capacity: -1}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, emu.Options{})
-			b := e.backend(t, nil)
-			ctx := context.Background()
-			offers, err := b.Offers(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := findOffer(t, offers, "runpod", "A100_80GB", 1, false)
-			_ = e.emu.SetFaults(tt.faults)
-			_, err = b.Create(ctx, createReq(o, "pi-vm-storm"))
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("create err = %v, wantErr %v", err, tt.wantErr)
-			}
-			if n := e.emu.CreateCount(); n != 1 {
-				t.Fatalf("%d pods created, want exactly 1", n)
-			}
-			// What the control plane does next: look for the name before creating again.
-			list, err := b.List(ctx, "pi-vm-storm")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(list) != 1 || list[0].Name != "pi-vm-storm" {
-				t.Fatalf("list by name = %+v", list)
-			}
-		})
+	e := newEnv(t, emu.Options{Catalog: []emu.Item{l4("a", 0.4)}})
+	b := e.backend(t, nil)
+	offers, err := b.Offers(context.Background())
+	if err != nil || len(offers) != 1 {
+		t.Fatalf("offers = %+v %v", offers, err)
+	}
+	_ = e.emu.SetCatalog([]emu.Item{l4("a", 0.6), l4("b", 0.45)})
+	req := createReq(offers[0], "pi-vm-ceiling")
+	req.MaxPricePerHour = 0.5
+	if _, err := b.Create(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if body := lastCreate(t, e); body["cloudId"] != "b" || body["maxPrice"] != 0.5 {
+		t.Fatalf("create body = %v", body)
 	}
 }
 
@@ -371,28 +359,16 @@ func TestCreateInstallsSSHKeysOnce(t *testing.T) {
 	if lastCreate(t, e)["sshKeyId"] != keys[0].ID {
 		t.Fatal("the first key should be named in the create body")
 	}
-}
-
-func TestBootFailureIsError(t *testing.T) {
-	e := newEnv(t, emu.Options{})
-	b := e.backend(t, nil)
-	ctx := context.Background()
-	offers, _ := b.Offers(ctx)
-	_ = e.emu.SetFaults(emu.Faults{BootFailures: 1})
-	inst, err := b.Create(ctx, createReq(findOffer(t, offers, "runpod", "L4_24GB", 1, false), "pi-vm-fail"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(time.Minute)
-	got, err := b.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusError || !strings.Contains(got.Message, "Installation failed") {
-		t.Fatalf("failed boot = %+v %v", got, err)
+	for _, k := range keys {
+		if k.Name != restclient.KeyName(k.PublicKey) {
+			t.Errorf("key %q registered as %q, want the shared name %q", k.PublicKey, k.Name, restclient.KeyName(k.PublicKey))
+		}
 	}
 }
 
 func TestOffersEmptyAnswerRetried(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	_ = e.emu.SetFaults(emu.Faults{EmptyAvailability: 2})
+	_ = e.emu.SetCloudFaults(emu.CloudFaults{EmptyAvailability: 2})
 	offers, err := e.backend(t, nil).Offers(context.Background())
 	if err != nil || len(offers) == 0 {
 		t.Fatalf("offers = %d, %v: an empty answer must be asked again", len(offers), err)
@@ -404,7 +380,7 @@ func TestCreateReResolveRetriesEmptyAnswer(t *testing.T) {
 	b := e.backend(t, nil)
 	offers, _ := b.Offers(context.Background())
 	o := findOffer(t, offers, "runpod", "L4_24GB", 1, false)
-	_ = e.emu.SetFaults(emu.Faults{EmptyAvailability: 2})
+	_ = e.emu.SetCloudFaults(emu.CloudFaults{EmptyAvailability: 2})
 	if _, err := b.Create(context.Background(), createReq(o, "pi-vm-empty")); err != nil {
 		t.Fatalf("create after two empty answers: %v", err)
 	}
@@ -463,4 +439,63 @@ func TestCreateFromOfferID(t *testing.T) {
 	spot.Spot = true
 	_, err = b.Create(ctx, createReq(spot, "pi-vm-spot"))
 	wantKind(t, err, controlplane.ErrCapacity)
+}
+
+// TestNullLocationOffers: many real offers carry null dataCenter (runpod also null country and
+// region). Such an offer is placed by its region or country ("global" when it names none), and a
+// create from it, also from its ID alone after the cloudId changed, sends no data center and lands on
+// that very item rather than on one of the same cloudId elsewhere.
+func TestNullLocationOffers(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	ctx := context.Background()
+	offers, err := b.Offers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var global, cz, kansas controlplane.Offer
+	for _, o := range offers {
+		switch {
+		case o.InstanceType == "runpod.A100_80GB.PCIe.1x" && o.Region == "global":
+			global = o
+		case o.InstanceType == "tensordock.A100_80GB.SXM4.1x" && o.Region == "CZ":
+			cz = o
+		case o.InstanceType == "runpod.A100_80GB.PCIe.1x" && o.Region == "US-KS-2":
+			kansas = o
+		}
+	}
+	if global.Details[DetailDataCenter] != "" || global.Details[DetailCountry] != "" || !near(global.PricePerHour, 1.6567999999999998+120*0.00014) {
+		t.Fatalf("offer without any location = %+v", global)
+	}
+	if cz.Details[DetailDataCenter] != "" || cz.Details[DetailCountry] != "CZ" || cz.Spot {
+		t.Fatalf("offer with only a country = %+v", cz)
+	}
+	if kansas.InstanceType == "" {
+		t.Fatal("the same runpod shape with a data center must stay a separate offer")
+	}
+	inst, err := b.Create(ctx, createReq(global, "pi-vm-global"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := lastCreate(t, e)
+	if _, ok := body["dataCenterId"]; ok || body["country"] != nil || body["cloudId"] != "NVIDIA A100 80GB PCIe" {
+		t.Fatalf("create body = %v", body)
+	}
+	if inst.Region != "global" || !near(inst.PricePerHour, global.PricePerHour) {
+		t.Fatalf("instance = %+v", inst)
+	}
+	// Rebuilt from its ID (no Details) after the cloudIds changed.
+	_ = e.emu.FlipCloudIDs()
+	rebuilt := controlplane.Offer{Cloud: CloudName, Region: cz.Region, InstanceType: cz.InstanceType, GPUType: cz.GPUType, GPUCount: cz.GPUCount, PricePerHour: cz.PricePerHour, Available: -1}
+	if _, err := b.Create(ctx, createReq(rebuilt, "pi-vm-cz")); err != nil {
+		t.Fatal(err)
+	}
+	body = lastCreate(t, e)
+	if body["country"] != "CZ" || body["cloudId"] != "7de483e8-55e2-41de-a8d7-75916f4f9ca0_1#r1" || body["provider.type"] != "tensordock" {
+		t.Fatalf("create body = %v", body)
+	}
+	list, err := b.List(ctx, "pi-vm-")
+	if err != nil || len(list) != 2 {
+		t.Fatalf("list = %+v %v", list, err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 )
 
@@ -93,7 +94,7 @@ func TestEmptyAvailabilityRetried(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{})
-			if err := e.emu.SetFaults(emu.Faults{EmptyAvailability: tt.empties}); err != nil {
+			if err := e.emu.SetCloudFaults(emu.CloudFaults{EmptyAvailability: tt.empties}); err != nil {
 				t.Fatal(err)
 			}
 			c := e.client(t, func(c *ClientConfig) { c.EmptyRetries = tt.retries })
@@ -113,7 +114,7 @@ func TestEmptyAvailabilityRetried(t *testing.T) {
 
 func TestEmptyAvailabilityStopsOnCancel(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	_ = e.emu.SetFaults(emu.Faults{EmptyAvailability: 100})
+	_ = e.emu.SetCloudFaults(emu.CloudFaults{EmptyAvailability: 100})
 	c := e.client(t, func(c *ClientConfig) { c.EmptyRetries = 50; c.EmptyRetryWait = time.Hour })
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -127,26 +128,22 @@ func TestEmptyAvailabilityStopsOnCancel(t *testing.T) {
 	}
 }
 
+// TestRetries covers what the conformance suite does not: Prime's answers classified after the
+// retries run out, a 404 never retried, and a create retried on 429 (the server did not act on it).
 func TestRetries(t *testing.T) {
 	tests := []struct {
 		name     string
-		faults   emu.Faults
+		faults   emukit.Faults
 		call     func(*Client) error
 		wantErr  bool
 		wantKind controlplane.ErrorKind
 		wantReqs int
 	}{
-		{"429 storm then success", emu.Faults{TooManyRequests: 3, RetryAfterSeconds: 1},
-			func(c *Client) error { _, err := c.Pods(context.Background()); return err }, false, 0, 4},
-		{"5xx retried on reads", emu.Faults{ServerErrors: 2},
-			func(c *Client) error { _, err := c.Pods(context.Background()); return err }, false, 0, 3},
-		{"5xx storm longer than the retries", emu.Faults{ServerErrors: 10},
+		{"5xx storm longer than the retries", emukit.Faults{ServerErrors: 10},
 			func(c *Client) error { _, err := c.Pods(context.Background()); return err }, true, controlplane.ErrOther, 5},
-		{"404 not retried", emu.Faults{},
+		{"404 not retried", emukit.Faults{},
 			func(c *Client) error { _, err := c.Pod(context.Background(), "nope"); return err }, true, controlplane.ErrNotFound, 1},
-		{"create not retried on 5xx", emu.Faults{ServerErrors: 1},
-			func(c *Client) error { _, err := c.CreatePod(context.Background(), validCreate()); return err }, true, controlplane.ErrOther, 1},
-		{"create retried on 429", emu.Faults{TooManyRequests: 2},
+		{"create retried on 429", emukit.Faults{RateLimited: 2},
 			func(c *Client) error { _, err := c.CreatePod(context.Background(), validCreate()); return err }, false, 0, 3},
 	}
 	for _, tt := range tests {
@@ -275,21 +272,23 @@ func TestPodLifecycleAndSSHForms(t *testing.T) {
 func TestCreateErrors(t *testing.T) {
 	tests := []struct {
 		name   string
-		faults emu.Faults
+		faults emukit.Faults
+		cloud  emu.CloudFaults
 		mut    func(*CreatePodRequest)
 		want   controlplane.ErrorKind
 		text   string
 	}{
-		{"capacity gone", emu.Faults{CapacityGoneOnCreate: 1}, nil, controlplane.ErrCapacity, "No capacity"},
-		{"stale cloudId", emu.Faults{}, func(r *CreatePodRequest) { r.Pod.CloudID = "old-token" }, controlplane.ErrCapacity, "no longer available"},
-		{"price above max", emu.Faults{}, func(r *CreatePodRequest) { r.Pod.MaxPrice = 0.1 }, controlplane.ErrCapacity, "exceeds max price"},
-		{"no balance", emu.Faults{PaymentRequired: true}, nil, controlplane.ErrQuota, "Insufficient balance"},
-		{"missing field", emu.Faults{}, func(r *CreatePodRequest) { r.Pod.Socket = "" }, controlplane.ErrInvalid, "socket"},
+		{"capacity gone", emukit.Faults{SoldOut: true}, emu.CloudFaults{}, nil, controlplane.ErrCapacity, "No capacity"},
+		{"stale cloudId", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.CloudID = "old-token" }, controlplane.ErrCapacity, "no longer available"},
+		{"price above max", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.MaxPrice = 0.1 }, controlplane.ErrCapacity, "exceeds max price"},
+		{"no balance", emukit.Faults{}, emu.CloudFaults{PaymentRequired: true}, nil, controlplane.ErrQuota, "Insufficient balance"},
+		{"missing field", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.Socket = "" }, controlplane.ErrInvalid, "socket"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{})
 			_ = e.emu.SetFaults(tt.faults)
+			_ = e.emu.SetCloudFaults(tt.cloud)
 			req := validCreate()
 			if tt.mut != nil {
 				tt.mut(&req)

@@ -138,8 +138,9 @@ func (it Item) currency() string {
 
 // DefaultCatalog is a realistic catalog: the upstream providers and price levels seen in Prime's
 // recorded availability (runpod with an excluded disk and float noise, hyperstack and crusoe with the
-// disk included, a community-cloud tensordock offer, a spot offer, an 8-GPU box), resold Verda
-// (datacrunch) and UpCloud capacity, one GPU hydra does not rent (A40), and one sold-out offer.
+// disk included, community-cloud tensordock offers, a spot offer, an 8-GPU box, offers with null
+// dataCenter and country), resold Verda (datacrunch) and UpCloud capacity, one GPU hydra does not
+// rent (A40), and one sold-out offer.
 func DefaultCatalog() []Item {
 	rp := func(cloudID, gpu, socket string, count, mem int, dc, region, country string, price float64, capacity int) Item {
 		return Item{CloudID: cloudID, GPUType: gpu, Socket: socket, Provider: "runpod", DataCenter: dc, Region: region, Country: country,
@@ -183,6 +184,13 @@ func DefaultCatalog() []Item {
 			GPUCount: 1, GPUMemory: 80, Security: "secure_cloud", Price: 1.72, DiskGB: 768, DiskIncluded: true, VCPUs: 12, MemoryGB: 64, Capacity: 2},
 		{CloudID: "a100-80gb-1x-td", GPUType: "A100_80GB", Socket: "PCIe", Provider: "tensordock", DataCenter: "US-NV-1", Region: "united_states", Country: "US",
 			GPUCount: 1, GPUMemory: 80, Security: "community_cloud", Price: 1.0, DiskGB: 260, DiskPricePerUnit: 0.00005, VCPUs: 8, MemoryGB: 64, Capacity: 2},
+		// As in the recorded availability, runpod and tensordock offers often carry null dataCenter
+		// (and runpod null country and region too): the upstream places the pod.
+		rp("NVIDIA A100 80GB PCIe", "A100_80GB", "PCIe", 1, 80, "", "", "", 1.6567999999999998, 4),
+		{CloudID: "NVIDIA A100 80GB PCIe", GPUType: "A100_80GB", Socket: "PCIe", Provider: "runpod", GPUCount: 2, GPUMemory: 80,
+			Security: "community_cloud", Price: 2.3968, DiskGB: 120, DiskPricePerUnit: 0.00014, VCPUs: 32, MemoryGB: 250, Capacity: 3},
+		{CloudID: "7de483e8-55e2-41de-a8d7-75916f4f9ca0_1", GPUType: "A100_80GB", Socket: "SXM4", Provider: "tensordock", Country: "CZ",
+			GPUCount: 1, GPUMemory: 80, Security: "community_cloud", Price: 0.95, DiskGB: 80, DiskPricePerUnit: 0.00005, VCPUs: 8, MemoryGB: 64, Capacity: 2},
 		{CloudID: "a100-80gb-sxm4-spot", GPUType: "A100_80GB", Socket: "SXM4", Provider: "crusoecloud", DataCenter: "eu-iceland1-a", Region: "eu_north", Country: "IS",
 			GPUCount: 1, GPUMemory: 80, Security: "secure_cloud", Price: 0.5748, Spot: true, DiskGB: 960, DiskPricePerUnit: 0.000115, DiskIncluded: true,
 			VCPUs: 12, MemoryGB: 120, Capacity: 3},

@@ -4,8 +4,14 @@
 // community offers priced by communityPrice, ACTIVE pods without an sshConnection (then `[null]`),
 // cloudIds that change, empty availability answers, and a 400 when maxPrice is null.
 //
+// Some offers carry null dataCenter and country (and isSpot is null on every on-demand offer), as in
+// the real captures.
+//
 // Pod status follows wall-clock timestamps kept in the state (created_at + boot duration), so it
 // survives restarts; with Options.StateDir the whole cloud lives in a JSON file shared by processes.
+//
+// Faults use the shared vocabulary (emukit.Faults) and the shared admin surface (emukit.Admin, served
+// over HTTP under emukit.AdminPath); the faults only Prime has are CloudFaults.
 package primeintellect
 
 import (
@@ -63,27 +69,15 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Faults are failures switched on at runtime; counters go down as they fire. They persist in the state.
-type Faults struct {
-	// Latency is added to every request.
-	Latency time.Duration `json:"latency"`
-	// TooManyRequests answers that many requests with 429 and Retry-After: RetryAfterSeconds (default 1).
-	TooManyRequests   int `json:"too_many_requests"`
-	RetryAfterSeconds int `json:"retry_after_seconds"`
-	// ServerErrors answers that many requests with 500.
-	ServerErrors int `json:"server_errors"`
-	// LostCreateResponses makes that many creates succeed but answer 502 (the answer is lost).
-	LostCreateResponses int `json:"lost_create_responses"`
+// CloudFaults are the failures only Prime Intellect has, switched on at runtime beside the shared
+// emukit.Faults; counters go down as they fire. They persist in the state.
+type CloudFaults struct {
 	// EmptyAvailability answers that many availability requests with an empty list (a flaky replica).
-	EmptyAvailability int `json:"empty_availability"`
-	// CapacityGoneOnCreate answers that many creates with a no-capacity 400 (sold between offer and create).
-	CapacityGoneOnCreate int `json:"capacity_gone_on_create"`
-	// BootFailures makes that many new pods end in ERROR with an installation failure.
-	BootFailures int `json:"boot_failures"`
+	EmptyAvailability int `json:"empty_availability,omitempty"`
 	// SlowBoot is added to the boot duration of pods created while it is set.
-	SlowBoot time.Duration `json:"slow_boot"`
+	SlowBoot emukit.Duration `json:"slow_boot,omitempty"`
 	// PaymentRequired answers creates with 402 (no balance) while set.
-	PaymentRequired bool `json:"payment_required"`
+	PaymentRequired bool `json:"payment_required,omitempty"`
 }
 
 type podRec struct {
@@ -121,17 +115,22 @@ type state struct {
 	Catalog     []Item            `json:"catalog"`
 	Pods        []*podRec         `json:"pods"`
 	Keys        []keyRec          `json:"ssh_keys"`
-	Faults      Faults            `json:"faults"`
+	Faults      emukit.Faults     `json:"faults"`
+	CloudFaults CloudFaults       `json:"cloud_faults"`
 	CreateCount int               `json:"create_count"`
 	Flips       int               `json:"flips"`
 	Creates     []json.RawMessage `json:"creates"`
 }
 
-// Server is the emulator; it is an http.Handler.
+// Server is the emulator; it is an http.Handler serving the API and, under emukit.AdminPath, the
+// shared admin surface.
 type Server struct {
-	opts  Options
-	store *store
+	opts    Options
+	store   *store
+	handler http.Handler
 }
+
+var _ emukit.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
@@ -170,6 +169,7 @@ func New(opts Options) *Server {
 	s.store = newStore(opts.StateDir, func() *state {
 		return &state{Catalog: append([]Item(nil), catalog...)}
 	})
+	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
 	return s
 }
 
@@ -179,16 +179,45 @@ func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) 
 	return emukit.Serve(addr, s)
 }
 
-// SetFaults replaces the active faults.
-func (s *Server) SetFaults(f Faults) error {
+// SetFaults replaces the armed shared faults (emukit.Admin).
+func (s *Server) SetFaults(f emukit.Faults) error {
 	return s.store.with(true, func(st *state) error { st.Faults = f; return nil })
 }
 
-// Faults returns the faults still armed.
-func (s *Server) Faults() Faults {
-	var f Faults
-	_ = s.store.with(false, func(st *state) error { f = st.Faults; return nil })
+// Faults returns the shared faults still armed (emukit.Admin).
+func (s *Server) Faults() (emukit.Faults, error) {
+	var f emukit.Faults
+	err := s.store.with(false, func(st *state) error { f = st.Faults; return nil })
+	return f, err
+}
+
+// SetCloudFaults replaces the armed Prime-only faults.
+func (s *Server) SetCloudFaults(f CloudFaults) error {
+	return s.store.with(true, func(st *state) error { st.CloudFaults = f; return nil })
+}
+
+// CloudFaults returns the Prime-only faults still armed.
+func (s *Server) CloudFaults() CloudFaults {
+	var f CloudFaults
+	_ = s.store.with(false, func(st *state) error { f = st.CloudFaults; return nil })
 	return f
+}
+
+// Stats counts the pods ever created and lists the live ones: neither DELETING nor TERMINATED
+// (emukit.Admin).
+func (s *Server) Stats() (emukit.Stats, error) {
+	st := emukit.Stats{Live: []emukit.Machine{}}
+	now := s.opts.Now()
+	err := s.store.with(false, func(sd *state) error {
+		st.Created = sd.CreateCount
+		for _, p := range sd.Pods {
+			if v := s.view(p, now); v.status != "TERMINATED" && v.status != "DELETING" {
+				st.Live = append(st.Live, emukit.Machine{ID: p.ID, Name: p.Name})
+			}
+		}
+		return nil
+	})
+	return st, err
 }
 
 // CreateCount is how many pods were ever created.
@@ -282,16 +311,18 @@ func newID() string {
 	return emukit.RandomHex(16)
 }
 
-// ServeHTTP answers one API request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one request: the admin surface under emukit.AdminPath, the API everywhere else.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// serveAPI answers one API request.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	// Faults fire first, like a gateway in front of the API.
 	var fault int
 	var header http.Header
 	var latency time.Duration
 	err := s.store.with(true, func(st *state) error {
-		f := &st.Faults
-		latency = f.Latency
-		fault, header = emukit.TakeFault(&f.TooManyRequests, f.RetryAfterSeconds, &f.ServerErrors, http.StatusInternalServerError)
+		latency = time.Duration(st.Faults.Latency)
+		fault, header = st.Faults.Take(http.StatusInternalServerError)
 		return nil
 	})
 	if err != nil {
@@ -422,8 +453,8 @@ func filterItems(items []Item, q url.Values) []Item {
 func (s *Server) takeEmptyFault() bool {
 	empty := false
 	_ = s.store.with(true, func(st *state) error {
-		if st.Faults.EmptyAvailability > 0 {
-			st.Faults.EmptyAvailability--
+		if st.CloudFaults.EmptyAvailability > 0 {
+			st.CloudFaults.EmptyAvailability--
 			empty = true
 		}
 		return nil
@@ -551,22 +582,26 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		lost   bool
 	)
 	err = s.store.with(true, func(st *state) error {
-		f := &st.Faults
-		if f.PaymentRequired {
+		f, cf := &st.Faults, &st.CloudFaults
+		if cf.PaymentRequired {
 			status, msg = http.StatusPaymentRequired, "Insufficient balance. Please add funds to your wallet."
 			return nil
 		}
-		if f.CapacityGoneOnCreate > 0 {
-			f.CapacityGoneOnCreate--
-			status, msg = http.StatusBadRequest, "No capacity available for the requested GPU configuration"
+		if f.SoldOut {
+			status, msg = http.StatusBadRequest, noCapacity
 			return nil
 		}
+		// Without a dataCenterId (offers whose dataCenter is null) the upstream places the pod: an
+		// item without a data center is preferred, then the first that matches.
 		idx, flipped := -1, false
 		for i, it := range st.Catalog {
 			if !strings.EqualFold(it.Provider, b.Provider.Type) || it.GPUType != b.Pod.GPUType || it.Socket != b.Pod.Socket || it.GPUCount != b.Pod.GPUCount {
 				continue
 			}
 			if b.Pod.DataCenterID != "" && it.DataCenter != b.Pod.DataCenterID {
+				continue
+			}
+			if b.Pod.Country != "" && it.Country != "" && it.Country != b.Pod.Country {
 				continue
 			}
 			if b.Pod.Security != "" && it.Security != b.Pod.Security {
@@ -576,8 +611,9 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 				flipped = true
 				continue
 			}
-			idx = i
-			break
+			if idx < 0 || (b.Pod.DataCenterID == "" && it.DataCenter == "" && st.Catalog[idx].DataCenter != "") {
+				idx = i
+			}
 		}
 		if idx < 0 {
 			status = http.StatusBadRequest
@@ -590,7 +626,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		}
 		it := &st.Catalog[idx]
 		if it.Capacity == 0 {
-			status, msg = http.StatusBadRequest, "No capacity available for the requested GPU configuration"
+			status, msg = http.StatusBadRequest, noCapacity
 			return nil
 		}
 		price := it.PodPrice()
@@ -601,7 +637,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		if it.Capacity > 0 {
 			it.Capacity--
 		}
-		boot := s.opts.BootDuration + f.SlowBoot
+		boot := s.opts.BootDuration + time.Duration(cf.SlowBoot)
 		rec = &podRec{ID: newID(), Name: b.Pod.Name, CloudID: it.CloudID, GPUType: it.GPUType, Socket: it.Socket, GPUCount: it.GPUCount,
 			Provider: it.Provider, DataCenter: it.DataCenter, Slot: it.slot(), Price: price, Spot: it.Spot,
 			DiskGB: b.Pod.DiskSize, VCPUs: b.Pod.VCPUs, MemoryGB: b.Pod.Memory, Image: b.Pod.Image, SSHKeyID: b.Pod.SSHKeyID,
@@ -612,14 +648,8 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		if rec.DiskGB == 0 {
 			rec.DiskGB = it.DiskGB
 		}
-		if f.BootFailures > 0 {
-			f.BootFailures--
-			rec.Fail = true
-		}
-		if f.LostCreateResponses > 0 {
-			f.LostCreateResponses--
-			lost = true
-		}
+		rec.Fail = f.TakeBootFailure()
+		lost = f.TakeLostCreate()
 		st.Pods = append(st.Pods, rec)
 		st.CreateCount++
 		st.Creates = append(st.Creates, json.RawMessage(raw))
@@ -644,6 +674,9 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, s.render(rec, now))
 }
+
+// noCapacity is Prime's answer to a create for which the upstream has no machine.
+const noCapacity = "No capacity available for the requested GPU configuration"
 
 func fmtPrice(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 

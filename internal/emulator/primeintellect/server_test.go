@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 func do(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any, []byte) {
@@ -146,15 +148,144 @@ func TestAuthAndErrors(t *testing.T) {
 
 func TestTooManyRequestsHasRetryAfter(t *testing.T) {
 	s := New(Options{})
-	_ = s.SetFaults(Faults{TooManyRequests: 1, RetryAfterSeconds: 7})
+	_ = s.SetFaults(emukit.Faults{RateLimited: 1, RetryAfterSeconds: 7})
 	r := httptest.NewRequest(http.MethodGet, "/api/v1/pods/", nil)
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, r)
-	if w.Code != 429 || w.Header().Get("Retry-After") != "7" {
-		t.Fatalf("%d Retry-After=%q", w.Code, w.Header().Get("Retry-After"))
+	if w.Code != 429 || w.Header().Get("Retry-After") != "7" || !strings.Contains(w.Body.String(), `"detail"`) {
+		t.Fatalf("%d Retry-After=%q %s", w.Code, w.Header().Get("Retry-After"), w.Body)
 	}
-	if s.Faults().TooManyRequests != 0 {
-		t.Fatal("the fault counter must go down")
+	if f, err := s.Faults(); err != nil || f.RateLimited != 0 {
+		t.Fatalf("the fault counter must go down: %+v %v", f, err)
+	}
+}
+
+const createL4 = `{"pod":{"name":"pi-vm-x","cloudId":"NVIDIA L4","gpuType":"L4_24GB","socket":"PCIe","gpuCount":1,"maxPrice":1},"provider":{"type":"runpod"}}`
+
+// TestSharedFaults checks the shared fault vocabulary in Prime's own answers.
+func TestSharedFaults(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New(Options{Now: func() time.Time { return now }, BootDuration: time.Minute})
+
+	_ = s.SetFaults(emukit.Faults{ServerErrors: 1})
+	if code, body, _ := do(t, s, http.MethodGet, "/api/v1/pods/", ""); code != 500 || body["detail"] == nil {
+		t.Fatalf("server error: %d %v", code, body)
+	}
+
+	_ = s.SetFaults(emukit.Faults{SoldOut: true})
+	code, body, _ := do(t, s, http.MethodPost, "/api/v1/pods/", createL4)
+	if code != 400 || !strings.Contains(body["detail"].(string), "No capacity") {
+		t.Fatalf("sold out: %d %v", code, body)
+	}
+	if code, _, _ := do(t, s, http.MethodGet, "/api/v1/availability/gpus?gpu_type=L4_24GB", ""); code != 200 {
+		t.Fatal("offers stay listed while sold out")
+	}
+
+	_ = s.SetFaults(emukit.Faults{LoseCreateResponses: 1, BootFailures: 1})
+	if code, _, raw := do(t, s, http.MethodPost, "/api/v1/pods/", createL4); code != 502 {
+		t.Fatalf("lost create answer: %d %s", code, raw)
+	}
+	st, err := s.Stats()
+	if err != nil || st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "pi-vm-x" {
+		t.Fatalf("stats after a lost create = %+v %v", st, err)
+	}
+	now = now.Add(time.Minute)
+	code, body, _ = do(t, s, http.MethodGet, "/api/v1/pods/"+st.Live[0].ID, "")
+	if code != 200 || body["status"] != "ERROR" || body["installationStatus"] != "ERROR" {
+		t.Fatalf("boot failure: %d %v", code, body)
+	}
+	if f, _ := s.Faults(); f != (emukit.Faults{}) {
+		t.Fatalf("faults not used up: %+v", f)
+	}
+	// A pod being deleted is no longer live.
+	if code, _, _ := do(t, s, http.MethodDelete, "/api/v1/pods/"+st.Live[0].ID, ""); code != 200 {
+		t.Fatal(code)
+	}
+	if st, _ := s.Stats(); st.Created != 1 || len(st.Live) != 0 {
+		t.Fatalf("stats after delete = %+v", st)
+	}
+}
+
+// TestAdminHTTP drives the shared admin surface over HTTP; it needs no API key.
+func TestAdminHTTP(t *testing.T) {
+	s := New(Options{})
+	put := httptest.NewRequest(http.MethodPut, emukit.AdminPath+"faults", strings.NewReader(`{"rate_limited":2,"latency":"1ms"}`))
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, put)
+	if w.Code != 200 {
+		t.Fatalf("PUT faults: %d %s", w.Code, w.Body)
+	}
+	if f, _ := s.Faults(); f.RateLimited != 2 || f.Latency != emukit.Duration(time.Millisecond) {
+		t.Fatalf("faults = %+v", f)
+	}
+	// Admin requests do not use up faults.
+	for _, path := range []string{"faults", "stats"} {
+		w = httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, emukit.AdminPath+path, nil))
+		if w.Code != 200 {
+			t.Fatalf("GET %s: %d %s", path, w.Code, w.Body)
+		}
+	}
+	var st emukit.Stats
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Created != 0 || st.Live == nil {
+		t.Fatalf("stats = %s (%v)", w.Body, err)
+	}
+	if f, _ := s.Faults(); f.RateLimited != 2 {
+		t.Fatalf("admin requests used up faults: %+v", f)
+	}
+}
+
+// TestCloudFaults checks the faults only Prime has.
+func TestCloudFaults(t *testing.T) {
+	s := New(Options{})
+	_ = s.SetCloudFaults(CloudFaults{EmptyAvailability: 1, PaymentRequired: true})
+	_, body, _ := do(t, s, http.MethodGet, "/api/v1/availability/gpus", "")
+	if len(body["items"].([]any)) != 0 {
+		t.Fatalf("empty availability fault: %v", body)
+	}
+	if _, body, _ = do(t, s, http.MethodGet, "/api/v1/availability/gpus", ""); len(body["items"].([]any)) == 0 {
+		t.Fatal("the empty answer must be used up")
+	}
+	if code, _, _ := do(t, s, http.MethodPost, "/api/v1/pods/", createL4); code != 402 {
+		t.Fatalf("payment required: %d", code)
+	}
+	if f := s.CloudFaults(); f.EmptyAvailability != 0 || !f.PaymentRequired {
+		t.Fatalf("cloud faults = %+v", f)
+	}
+}
+
+// TestNullLocations: as in the captures, some offers carry null dataCenter and country, and a create
+// without a dataCenterId lands on such an offer.
+func TestNullLocations(t *testing.T) {
+	s := New(Options{})
+	for _, path := range []string{"/api/v1/availability/gpus?gpu_type=A100_80GB", "/api/v1/availability/?gpu_type=A100_80GB"} {
+		_, body, _ := do(t, s, http.MethodGet, path, "")
+		items, _ := body["items"].([]any)
+		if items == nil {
+			items, _ = body["A100_80GB"].([]any)
+		}
+		var noDC, noCountry, dcSet int
+		for _, it := range items {
+			m := it.(map[string]any)
+			if v, ok := m["dataCenter"]; ok && v == nil {
+				noDC++
+			} else {
+				dcSet++
+			}
+			if v, ok := m["country"]; ok && v == nil {
+				noCountry++
+			}
+			if v, ok := m["isSpot"]; !ok || (v != nil && v != true) {
+				t.Errorf("isSpot is true or null, got %v", v)
+			}
+		}
+		if noDC < 2 || noCountry < 1 || dcSet < 2 {
+			t.Fatalf("%s: %d items without dataCenter, %d without country, %d with one", path, noDC, noCountry, dcSet)
+		}
+	}
+	code, pod, raw := do(t, s, http.MethodPost, "/api/v1/pods/", `{"pod":{"name":"pi-vm-n","cloudId":"NVIDIA A100 80GB PCIe","gpuType":"A100_80GB","socket":"PCIe","gpuCount":1,"maxPrice":2,"security":"secure_cloud"},"provider":{"type":"runpod"}}`)
+	if code != 200 || pod["priceHr"].(float64) != 1.6567999999999998+120*0.00014 {
+		t.Fatalf("create without dataCenterId: %d %s", code, raw)
 	}
 }
 
@@ -180,9 +311,13 @@ func TestStateDirShared(t *testing.T) {
 		t.Fatal("b should share a's catalog")
 	}
 	// Faults set through one are seen by the other; capacity used by one is used for both.
-	_ = b.SetFaults(Faults{CapacityGoneOnCreate: 1})
-	if a.Faults().CapacityGoneOnCreate != 1 {
+	_ = b.SetFaults(emukit.Faults{SoldOut: true})
+	_ = b.SetCloudFaults(CloudFaults{EmptyAvailability: 2})
+	if f, err := a.Faults(); err != nil || !f.SoldOut || a.CloudFaults().EmptyAvailability != 2 {
 		t.Fatal("faults are not shared")
+	}
+	if st, err := a.Stats(); err != nil || st.Created != 1 || len(st.Live) != 1 || st.Live[0].ID != id {
+		t.Fatalf("stats are not shared: %+v %v", st, err)
 	}
 	if a.CreateCount() != 1 || b.CreateCount() != 1 || len(b.Pods()) != 1 {
 		t.Fatal("counters are not shared")

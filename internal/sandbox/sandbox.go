@@ -3,6 +3,11 @@
 // while to boot, and faults that can be switched on. Its whole state lives in a directory, so separate
 // provider processes (terraform plan, apply, destroy) see the same instances.
 //
+// The sandbox is not an HTTP API: it is the cloud and its client in one, in process. It keeps the
+// backend contract (controlplane.InstanceManagerBackend) like every other cloud, keeps the ownership
+// record with each instance (controlplane.OwnershipConfirmer), and offers the admin surface every
+// emulator offers (emukit.Admin) over the same directory.
+//
 // Files in the directory (all JSON, all optional except what the sandbox writes itself):
 //
 //	catalog.json   the offers (written with DefaultCatalog on first use; edit it to change prices)
@@ -19,8 +24,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -29,6 +37,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -57,22 +66,36 @@ type CatalogEntry struct {
 	Available int `json:"available"`
 }
 
-// Faults switch on misbehaviour, read from faults.json on every call.
+// Faults switch on misbehaviour, read from faults.json on every call: the shared vocabulary every
+// emulator understands (emukit.Faults: rate_limited, retry_after_seconds, server_errors,
+// lose_create_responses, boot_failures, sold_out, latency) and the sandbox's own. Counters run down as
+// faults fire, in faults.json, so every process sharing the directory sees them.
+//
+// The sandbox has no HTTP between cloud and client, so the shared faults act on its calls (Offers,
+// Create, Get, List, Delete, ConfirmOwnership) as they would reach a client: Latency delays every
+// attempt; RateLimited refuses an attempt, which is waited out for RetryAfterSeconds (default 1) and
+// tried again; ServerErrors fail an attempt before it does anything, which is retried after a short
+// backoff. A call gives up after 5 attempts with an unclassified error ("injected API error").
+// LoseCreateResponses, BootFailures and SoldOut act on creates.
 type Faults struct {
+	emukit.Faults
 	// OutOfStock lists "region/instance_type" offers that are still listed but fail at create with a
-	// capacity error (capacity gone between plan and apply).
+	// capacity error (capacity gone between plan and apply for one offer; SoldOut is every offer).
 	OutOfStock []string `json:"out_of_stock,omitempty"`
-	// APIErrors makes the next N calls fail with a server error (each failure uses one up).
-	APIErrors int `json:"api_errors,omitempty"`
 	// OffersDelay slows the offer listing down ("5s"), to exercise per-cloud timeouts.
 	OffersDelay string `json:"offers_delay,omitempty"`
 	// BootTime overrides the configured boot time for new instances (slow boots), e.g. "10m".
 	BootTime string `json:"boot_time,omitempty"`
-	// FailBoot makes new instances end in the error status instead of running.
-	FailBoot bool `json:"fail_boot,omitempty"`
-	// LoseCreateResponses makes the next N creates succeed at the cloud but answer with an error, as
-	// when a response is lost on the way back.
-	LoseCreateResponses int `json:"lose_create_responses,omitempty"`
+}
+
+// maxAttempts is how often the sandbox tries a call that meets injected rate limits or server errors.
+const maxAttempts = 5
+
+// Ownership is the ownership record the sandbox keeps with an instance (controlplane.Ownership).
+type Ownership struct {
+	Token     string `json:"token,omitempty"`
+	Resource  string `json:"resource,omitempty"`
+	Confirmed bool   `json:"confirmed,omitempty"`
 }
 
 // Record is one sandbox instance as stored in state.json.
@@ -93,6 +116,9 @@ type Record struct {
 	GoneAt       time.Time `json:"gone_at,omitzero"`
 	// SSHKeys are the authorized keys the instance was created with.
 	SSHKeys []string `json:"ssh_keys,omitempty"`
+	// Owner is the ownership record given at create (empty for instances created without one);
+	// ConfirmOwnership sets Confirmed.
+	Owner Ownership `json:"owner,omitzero"`
 }
 
 type state struct {
@@ -129,7 +155,11 @@ type Backend struct {
 	log hclog.Logger
 }
 
-var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+var (
+	_ controlplane.InstanceManagerBackend = (*Backend)(nil)
+	_ controlplane.OwnershipConfirmer     = (*Backend)(nil)
+	_ emukit.Admin                        = (*Backend)(nil)
+)
 
 // New opens (and if needed creates) a sandbox directory.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
@@ -207,30 +237,46 @@ func DefaultCatalog() []CatalogEntry {
 
 func roundCents(p float64) float64 { return float64(int64(p*100+0.5)) / 100 }
 
-// Stats are the sandbox's counters.
-type Stats struct {
+// Counters are the sandbox's counters in stats.json.
+type Counters struct {
 	OfferRequests int `json:"offer_requests"`
 }
 
-// Stats reads stats.json.
-func (b *Backend) Stats() (Stats, error) {
-	var st Stats
-	err := readJSON(filepath.Join(b.cfg.Dir, StatsFile), &st)
+// Counters reads stats.json.
+func (b *Backend) Counters() (Counters, error) {
+	var c Counters
+	err := readJSON(filepath.Join(b.cfg.Dir, StatsFile), &c)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}
-	return st, err
+	return c, err
+}
+
+// Stats counts the instances ever created and lists the live ones, those not deleted (emukit.Admin).
+func (b *Backend) Stats() (emukit.Stats, error) {
+	out := emukit.Stats{Live: []emukit.Machine{}}
+	st, err := b.load()
+	if err != nil {
+		return out, err
+	}
+	out.Created = st.Created
+	for _, r := range st.Instances {
+		if r.DeletedAt.IsZero() {
+			out.Live = append(out.Live, emukit.Machine{ID: r.ID, Name: r.Name})
+		}
+	}
+	return out, nil
 }
 
 // Offers lists the catalog, mapped to hydra's GPU types.
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	if err := b.locked(func() error {
-		st, err := b.Stats()
+		c, err := b.Counters()
 		if err != nil {
 			return err
 		}
-		st.OfferRequests++
-		return writeJSON(filepath.Join(b.cfg.Dir, StatsFile), st)
+		c.OfferRequests++
+		return writeJSON(filepath.Join(b.cfg.Dir, StatsFile), c)
 	}); err != nil {
 		return nil, err
 	}
@@ -249,7 +295,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		case <-time.After(d):
 		}
 	}
-	if err := b.apiFault("listing offers"); err != nil {
+	if err := b.call(ctx, "listing offers"); err != nil {
 		return nil, err
 	}
 	catalog, err := b.Catalog()
@@ -285,9 +331,40 @@ func (b *Backend) SetCatalog(c []CatalogEntry) error {
 	return b.locked(func() error { return writeJSON(filepath.Join(b.cfg.Dir, CatalogFile), c) })
 }
 
-// SetFaults replaces faults.json.
-func (b *Backend) SetFaults(f Faults) error {
+// SetAllFaults replaces faults.json: every fault, the sandbox's own included.
+func (b *Backend) SetAllFaults(f Faults) error {
 	return b.locked(func() error { return writeJSON(filepath.Join(b.cfg.Dir, FaultsFile), f) })
+}
+
+// AllFaults reads faults.json: every armed fault, the sandbox's own included.
+func (b *Backend) AllFaults() (Faults, error) {
+	var f Faults
+	err := b.locked(func() error {
+		var err error
+		f, err = b.faults()
+		return err
+	})
+	return f, err
+}
+
+// SetFaults replaces the armed faults of the shared vocabulary (emukit.Admin); the sandbox's own
+// (out_of_stock, offers_delay, boot_time) stay as they are.
+func (b *Backend) SetFaults(shared emukit.Faults) error {
+	return b.locked(func() error {
+		f, err := b.faults()
+		if err != nil {
+			return err
+		}
+		f.Faults = shared
+		return writeJSON(filepath.Join(b.cfg.Dir, FaultsFile), f)
+	})
+}
+
+// Faults returns the armed faults of the shared vocabulary, counters as far as they have run down
+// (emukit.Admin).
+func (b *Backend) Faults() (emukit.Faults, error) {
+	f, err := b.AllFaults()
+	return f.Faults, err
 }
 
 func (b *Backend) faults() (Faults, error) {
@@ -302,38 +379,82 @@ func (b *Backend) faults() (Faults, error) {
 	return f, nil
 }
 
-// apiFault uses up one injected API error, if any.
-func (b *Backend) apiFault(op string) error {
-	var hit bool
-	err := b.locked(func() error {
-		f, err := b.faults()
-		if err != nil || f.APIErrors <= 0 {
+// call passes one call through the armed request faults (see Faults): it returns nil when the call
+// may go ahead, after waiting out rate limits and retrying server errors, or the error the call ends
+// with.
+func (b *Backend) call(ctx context.Context, op string) error {
+	for attempt := 1; ; attempt++ {
+		var (
+			status     int
+			latency    time.Duration
+			retryAfter time.Duration
+		)
+		err := b.locked(func() error {
+			f, err := b.faults()
+			if err != nil {
+				return err
+			}
+			latency = time.Duration(f.Latency)
+			retryAfter = time.Duration(max(f.RetryAfterSeconds, 1)) * time.Second
+			if status, _ = f.Take(http.StatusServiceUnavailable); status == 0 {
+				return nil
+			}
+			return writeJSON(filepath.Join(b.cfg.Dir, FaultsFile), f)
+		})
+		if err != nil {
 			return err
 		}
-		f.APIErrors--
-		hit = true
-		return writeJSON(filepath.Join(b.cfg.Dir, FaultsFile), f)
-	})
-	if err != nil {
-		return err
+		if !emukit.Delay(ctx, latency) {
+			return controlplane.NewError(controlplane.ErrOther, CloudName, op, ctx.Err())
+		}
+		var wait time.Duration
+		switch status {
+		case 0:
+			return nil
+		case http.StatusTooManyRequests:
+			if attempt >= maxAttempts {
+				return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected rate limit (HTTP 429), %d attempts", attempt)
+			}
+			wait = retryAfter
+		default:
+			if attempt >= maxAttempts {
+				return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected API error (HTTP %d), %d attempts", status, attempt)
+			}
+			wait = 25 * time.Millisecond << (attempt - 1)
+		}
+		b.log.Debug("injected fault; trying again", "op", op, "status", status, "attempt", attempt, "wait", wait)
+		if !emukit.Delay(ctx, wait) {
+			return controlplane.NewError(controlplane.ErrOther, CloudName, op, ctx.Err())
+		}
 	}
-	if hit {
-		return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected API error (HTTP 503)")
-	}
-	return nil
 }
 
-// Create starts an instance.
+// Create starts an instance carrying req.Name and the ownership record req.Owner. It is idempotent by
+// name: while an instance of that name is not deleted, Create returns it and starts nothing. A price
+// above req.MaxPricePerHour is a capacity error, as is an offer sold out, out of stock or gone from the
+// catalog; nothing is created then.
 func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
-	if err := b.apiFault("creating instance"); err != nil {
+	const op = "creating instance"
+	if req.MaxPricePerHour < 0 {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "max price %v must not be negative", req.MaxPricePerHour)
+	}
+	if err := b.call(ctx, op); err != nil {
 		return controlplane.Instance{}, err
 	}
-	var rec *Record
-	var lost bool
+	var (
+		inst     controlplane.Instance
+		rec      *Record
+		existing bool
+		lost     bool
+	)
 	err := b.update(func(st *state, f *Faults) error {
+		now := time.Now()
 		for _, r := range st.Instances {
 			if r.Name == req.Name && r.DeletedAt.IsZero() {
-				return controlplane.Errorf(controlplane.ErrInvalid, CloudName, "creating instance", "an instance named %q already exists (id %s)", req.Name, r.ID)
+				existing = true
+				var err error
+				inst, err = b.toInstance(r, now)
+				return err
 			}
 		}
 		catalog, err := b.Catalog()
@@ -347,24 +468,13 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			}
 		}
 		if entry == nil {
-			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, "creating instance", "offer %s/%s is no longer in the catalog", req.Offer.Region, req.Offer.InstanceType)
+			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "offer %s/%s is no longer in the catalog", req.Offer.Region, req.Offer.InstanceType)
 		}
-		for _, oos := range f.OutOfStock {
-			if oos == entry.Region+"/"+entry.InstanceType {
-				return controlplane.Errorf(controlplane.ErrCapacity, CloudName, "creating instance", "no capacity left for %s in %s", entry.InstanceType, entry.Region)
-			}
-		}
-		if entry.Available == 0 {
-			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, "creating instance", "no capacity left for %s in %s", entry.InstanceType, entry.Region)
+		if f.SoldOut || entry.Available == 0 || slices.Contains(f.OutOfStock, entry.Region+"/"+entry.InstanceType) {
+			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "no capacity left for %s in %s", entry.InstanceType, entry.Region)
 		}
 		if req.MaxPricePerHour > 0 && entry.PricePerHour > req.MaxPricePerHour+1e-9 {
-			return controlplane.Errorf(controlplane.ErrInvalid, CloudName, "creating instance", "price $%.2f/h is above the maximum $%.2f/h", entry.PricePerHour, req.MaxPricePerHour)
-		}
-		if entry.Available > 0 {
-			entry.Available--
-			if err := writeJSON(filepath.Join(b.cfg.Dir, CatalogFile), catalog); err != nil {
-				return err
-			}
+			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "price $%.2f/h is above the maximum $%.2f/h", entry.PricePerHour, req.MaxPricePerHour)
 		}
 		boot := b.cfg.BootTime
 		if f.BootTime != "" {
@@ -374,108 +484,149 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			}
 			boot = d
 		}
-		now := time.Now().UTC()
+		if entry.Available > 0 {
+			entry.Available--
+			if err := writeJSON(filepath.Join(b.cfg.Dir, CatalogFile), catalog); err != nil {
+				return err
+			}
+		}
+		created := now.UTC()
 		rec = &Record{
 			ID: "sbx-" + randomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
 			GPUType: b.inv.TypeForAPIName(CloudName, entry.GPU), GPU: entry.GPU, GPUCount: entry.GPUCount, Spot: entry.Spot,
-			PricePerHour: entry.PricePerHour, CreatedAt: now, RunningAt: now.Add(boot), FailBoot: f.FailBoot,
-			SSHKeys: req.SSHPublicKeys,
+			PricePerHour: entry.PricePerHour, CreatedAt: created, RunningAt: created.Add(boot), FailBoot: f.TakeBootFailure(),
+			SSHKeys: req.SSHPublicKeys, Owner: Ownership{Token: req.Owner.Token, Resource: req.Owner.Resource},
 		}
 		st.Instances = append(st.Instances, rec)
 		st.Created++
-		if f.LoseCreateResponses > 0 {
-			f.LoseCreateResponses--
-			lost = true
-		}
-		return nil
+		lost = f.TakeLostCreate()
+		inst, err = b.toInstance(rec, now)
+		return err
 	})
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
+	if existing {
+		b.log.Debug("an instance with this name already exists; returning it", "name", req.Name, "id", inst.ID)
+		return inst, nil
+	}
 	if lost {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrOther, CloudName, "creating instance", "injected fault: the response was lost (HTTP 502)")
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected fault: the response was lost (HTTP 502)")
 	}
 	b.log.Info("instance created", "id", rec.ID, "name", rec.Name, "region", rec.Region, "instance_type", rec.InstanceType)
-	return b.toInstance(rec, time.Now())
+	return inst, nil
 }
 
-// Get returns one instance.
+// Get returns one instance. It changes nothing at the cloud: it only reports what time has made of the
+// instance (see toInstance).
 func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
-	if err := b.apiFault("reading instance"); err != nil {
+	const op = "reading instance"
+	if err := b.call(ctx, op); err != nil {
 		return controlplane.Instance{}, err
 	}
-	st, err := b.load()
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
-	for _, r := range st.Instances {
-		if r.ID == id {
-			return b.toInstance(r, time.Now())
+	var inst controlplane.Instance
+	err := b.read(func(st *state, now time.Time) error {
+		for _, r := range st.Instances {
+			if r.ID == id {
+				var err error
+				inst, err = b.toInstance(r, now)
+				return err
+			}
 		}
-	}
-	return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrNotFound, CloudName, "reading instance", "instance %s not found", id)
+		return controlplane.Errorf(controlplane.ErrNotFound, CloudName, op, "instance %s not found", id)
+	})
+	return inst, err
 }
 
-// List returns the live instances whose names start with prefix.
+// List returns the instances whose names start with prefix, terminated ones left out. Like Get it
+// changes nothing at the cloud.
 func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
-	if err := b.apiFault("listing instances"); err != nil {
-		return nil, err
-	}
-	st, err := b.load()
-	if err != nil {
+	if err := b.call(ctx, "listing instances"); err != nil {
 		return nil, err
 	}
 	var out []controlplane.Instance
-	now := time.Now()
-	for _, r := range st.Instances {
-		if !strings.HasPrefix(r.Name, prefix) || (!r.GoneAt.IsZero() && now.After(r.GoneAt)) {
-			continue
+	err := b.read(func(st *state, now time.Time) error {
+		for _, r := range st.Instances {
+			if !strings.HasPrefix(r.Name, prefix) || r.gone(now) {
+				continue
+			}
+			inst, err := b.toInstance(r, now)
+			if err != nil {
+				return err
+			}
+			out = append(out, inst)
 		}
-		inst, err := b.toInstance(r, now)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, inst)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// Delete starts termination.
+// Delete starts termination. An instance already deleted, terminated or unknown is gone: success.
 func (b *Backend) Delete(ctx context.Context, id string) error {
-	if err := b.apiFault("deleting instance"); err != nil {
+	if err := b.call(ctx, "deleting instance"); err != nil {
 		return err
 	}
-	var found *Record
+	var deleted *Record
 	err := b.update(func(st *state, _ *Faults) error {
 		now := time.Now().UTC()
 		for _, r := range st.Instances {
-			if r.ID != id {
+			if r.ID != id || !r.DeletedAt.IsZero() {
 				continue
 			}
-			if !r.GoneAt.IsZero() && now.After(r.GoneAt) {
-				return controlplane.Errorf(controlplane.ErrNotFound, CloudName, "deleting instance", "instance %s is already terminated", id)
-			}
-			if r.DeletedAt.IsZero() {
-				r.DeletedAt = now
-				r.GoneAt = now.Add(b.cfg.DeleteTime)
-			}
-			found = r
-			return nil
+			r.DeletedAt = now
+			r.GoneAt = now.Add(b.cfg.DeleteTime)
+			deleted = r
+			// Stopped while the sandbox is locked, so no concurrent read sees the instance still running.
+			b.stopMachine(r.ID)
 		}
-		return controlplane.Errorf(controlplane.ErrNotFound, CloudName, "deleting instance", "instance %s not found", id)
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if b.cfg.Machines != nil {
-		if err := b.cfg.Machines.Stop(b.machineDir(found.ID)); err != nil {
-			b.log.Warn("stopping the simulated machine failed", "id", found.ID, "error", err)
-		}
+	if deleted == nil {
+		b.log.Debug("instance already gone", "id", id)
+		return nil
 	}
-	b.log.Info("instance deleted", "id", found.ID, "name", found.Name)
+	b.log.Info("instance deleted", "id", deleted.ID, "name", deleted.Name)
 	return nil
 }
+
+// ConfirmOwnership records that a Terraform state holds the instance: Get and List report
+// Owner.Confirmed from then on. It is idempotent; an unknown or terminated instance is ErrNotFound.
+func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
+	const op = "confirming ownership"
+	if err := b.call(ctx, op); err != nil {
+		return err
+	}
+	return b.update(func(st *state, _ *Faults) error {
+		now := time.Now()
+		for _, r := range st.Instances {
+			if r.ID == id && !r.gone(now) {
+				r.Owner.Confirmed = true
+				return nil
+			}
+		}
+		return controlplane.Errorf(controlplane.ErrNotFound, CloudName, op, "instance %s not found", id)
+	})
+}
+
+// stopMachine stops the simulated machine of an instance, if the sandbox runs machines.
+func (b *Backend) stopMachine(id string) {
+	if b.cfg.Machines == nil {
+		return
+	}
+	if err := b.cfg.Machines.Stop(b.machineDir(id)); err != nil {
+		b.log.Warn("stopping the simulated machine failed", "id", id, "error", err)
+	}
+}
+
+// gone reports whether the instance has terminated by now.
+func (r *Record) gone(now time.Time) bool { return !r.GoneAt.IsZero() && now.After(r.GoneAt) }
 
 // Instances returns every record, terminated ones included (tests and the CLI).
 func (b *Backend) Instances() ([]Record, error) {
@@ -513,14 +664,14 @@ func (b *Backend) CreatedCount() (int, error) {
 
 // Vanish removes an instance as if someone deleted it outside Terraform.
 func (b *Backend) Vanish(id string) error {
-	if b.cfg.Machines != nil {
-		if err := b.cfg.Machines.Stop(b.machineDir(id)); err != nil {
-			return err
-		}
-	}
 	return b.update(func(st *state, _ *Faults) error {
 		for _, r := range st.Instances {
 			if r.ID == id {
+				if b.cfg.Machines != nil {
+					if err := b.cfg.Machines.Stop(b.machineDir(id)); err != nil {
+						return err
+					}
+				}
 				now := time.Now().UTC()
 				r.DeletedAt, r.GoneAt = now, now
 				return nil
@@ -535,13 +686,19 @@ func (b *Backend) machineDir(id string) string { return filepath.Join(b.cfg.Dir,
 // MachineDir returns the directory of an instance's simulated machine.
 func (b *Backend) MachineDir(id string) string { return b.machineDir(id) }
 
+// toInstance reports what time has made of an instance: booting until RunningAt, then running (or
+// failed), stopping once deleted and terminated from GoneAt. A running instance's simulated machine is
+// brought up here, when the sandbox runs machines: that is the boot the clock says has happened, and
+// the only thing a read does at the cloud. Callers hold the sandbox lock, so a machine is never
+// brought up for an instance a concurrent Delete has just stopped.
 func (b *Backend) toInstance(r *Record, now time.Time) (controlplane.Instance, error) {
 	inst := controlplane.Instance{
 		ID: r.ID, Name: r.Name, Cloud: CloudName, Region: r.Region, InstanceType: r.InstanceType,
 		GPUType: r.GPUType, GPUCount: r.GPUCount, Spot: r.Spot, PricePerHour: r.PricePerHour, CreatedAt: r.CreatedAt,
+		Owner: controlplane.Ownership{Resource: r.Owner.Resource, Token: r.Owner.Token, Confirmed: r.Owner.Confirmed},
 	}
 	switch {
-	case !r.GoneAt.IsZero() && now.After(r.GoneAt):
+	case r.gone(now):
 		inst.Status, inst.CloudStatus = controlplane.StatusTerminated, "terminated"
 	case !r.DeletedAt.IsZero():
 		inst.Status, inst.CloudStatus = controlplane.StatusRunning, "stopping"
@@ -564,22 +721,45 @@ func (b *Backend) toInstance(r *Record, now time.Time) (controlplane.Instance, e
 	return inst, nil
 }
 
-func (b *Backend) load() (*state, error) {
+// readState reads state.json; the caller holds the lock.
+func (b *Backend) readState() (*state, error) {
 	st := &state{}
+	if err := readJSON(filepath.Join(b.cfg.Dir, StateFile), st); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("sandbox: %s: %w", StateFile, err)
+	}
+	return st, nil
+}
+
+func (b *Backend) load() (*state, error) {
+	var st *state
 	err := b.locked(func() error {
-		err := readJSON(filepath.Join(b.cfg.Dir, StateFile), st)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
+		var err error
+		st, err = b.readState()
 		return err
 	})
+	if st == nil {
+		st = &state{}
+	}
 	return st, err
 }
 
+// read runs fn on the state under the lock and writes nothing back.
+func (b *Backend) read(fn func(st *state, now time.Time) error) error {
+	return b.locked(func() error {
+		st, err := b.readState()
+		if err != nil {
+			return err
+		}
+		return fn(st, time.Now())
+	})
+}
+
+// update runs fn on the state and the faults under the lock and writes both back when fn succeeds
+// (the faults only when fn used some up).
 func (b *Backend) update(fn func(*state, *Faults) error) error {
 	return b.locked(func() error {
-		st := &state{}
-		if err := readJSON(filepath.Join(b.cfg.Dir, StateFile), st); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		st, err := b.readState()
+		if err != nil {
 			return err
 		}
 		f, err := b.faults()
@@ -587,10 +767,11 @@ func (b *Backend) update(fn func(*state, *Faults) error) error {
 			return err
 		}
 		before := f
+		before.OutOfStock = slices.Clone(f.OutOfStock)
 		if err := fn(st, &f); err != nil {
 			return err
 		}
-		if f.LoseCreateResponses != before.LoseCreateResponses {
+		if !reflect.DeepEqual(f, before) {
 			if err := writeJSON(filepath.Join(b.cfg.Dir, FaultsFile), f); err != nil {
 				return err
 			}

@@ -2,21 +2,30 @@ package sandbox
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 func newBackend(t *testing.T, dir string, boot time.Duration) *Backend {
 	t.Helper()
+	return newBackendWith(t, Config{Dir: dir, BootTime: boot, DeleteTime: time.Millisecond})
+}
+
+func newBackendWith(t *testing.T, cfg Config) *Backend {
+	t.Helper()
 	inv, err := inventory.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Config{Dir: dir, BootTime: boot, DeleteTime: time.Millisecond}, inv, nil)
+	b, err := New(cfg, inv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,29 +47,35 @@ func offerFor(t *testing.T, b *Backend, gpuType string, count int) controlplane.
 	return controlplane.Offer{}
 }
 
+// TestLifecycleSharedAcrossProcesses: two handles on one directory stand for two provider processes
+// (plan, then apply); they see one cloud, its name lock, its ownership records and its counters.
 func TestLifecycleSharedAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	// Two handles on one directory stand for two provider processes (plan, then apply).
 	a, b := newBackend(t, dir, 50*time.Millisecond), newBackend(t, dir, 50*time.Millisecond)
 	o := offerFor(t, a, "h100", 1)
 	if o.PricePerHour != 2.49 || o.InstanceType != "sbx.h100.1x" {
 		t.Fatalf("default catalog changed: %+v", o)
 	}
-	inst, err := a.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-x", Offer: o})
-	if err != nil || inst.Status != controlplane.StatusPending {
+	owner := controlplane.Ownership{Resource: "x", Token: "k3j5q2xa"}
+	inst, err := a.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-x--k3j5q2xa", Offer: o, Owner: owner})
+	if err != nil || inst.Status != controlplane.StatusPending || inst.Owner != owner {
 		t.Fatalf("Create = %+v, %v", inst, err)
 	}
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-x", Offer: o}); err == nil {
-		t.Fatal("a second instance with the same name was created")
+	again, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-x--k3j5q2xa", Offer: o, Owner: owner})
+	if err != nil || again.ID != inst.ID {
+		t.Fatalf("a create of the same name in another process = %+v, %v; want the first instance", again, err)
+	}
+	if err := b.ConfirmOwnership(ctx, inst.ID); err != nil {
+		t.Fatal(err)
 	}
 	time.Sleep(80 * time.Millisecond)
-	got, err := b.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusRunning || got.SSH == nil {
+	got, err := a.Get(ctx, inst.ID)
+	if err != nil || got.Status != controlplane.StatusRunning || got.SSH == nil || !got.Owner.Confirmed {
 		t.Fatalf("after boot: %+v, %v", got, err)
 	}
 	list, err := b.List(ctx, "sbx-vm-")
-	if err != nil || len(list) != 1 || list[0].Name != "sbx-vm-x" {
+	if err != nil || len(list) != 1 || list[0].Name != "sbx-vm-x--k3j5q2xa" || list[0].Owner.Token != "k3j5q2xa" {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
 	if err := b.Delete(ctx, inst.ID); err != nil {
@@ -70,14 +85,80 @@ func TestLifecycleSharedAcrossProcesses(t *testing.T) {
 	if got, err := a.Get(ctx, inst.ID); err != nil || got.Status != controlplane.StatusTerminated {
 		t.Fatalf("after delete: %+v, %v", got, err)
 	}
-	if err := a.Delete(ctx, inst.ID); !controlplane.IsNotFound(err) {
-		t.Fatalf("second delete = %v, want not found", err)
-	}
 	if n, _ := a.CreatedCount(); n != 1 {
 		t.Fatalf("created %d", n)
 	}
-	if st, _ := a.Stats(); st.OfferRequests != 1 {
-		t.Fatalf("offer requests = %d, want 1", st.OfferRequests)
+	if c, _ := b.Counters(); c.OfferRequests != 1 {
+		t.Fatalf("offer requests = %d, want 1", c.OfferRequests)
+	}
+}
+
+// fakeMachines stands in for SSHMachines and remembers which machines run.
+type fakeMachines struct {
+	mu      sync.Mutex
+	running map[string]bool
+	starts  int
+}
+
+func (m *fakeMachines) Start(dir string, _ Record) (controlplane.SSHEndpoint, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.running[dir] = true
+	m.starts++
+	return controlplane.SSHEndpoint{Host: "127.0.0.1", Port: 2222, User: "root"}, nil
+}
+
+func (m *fakeMachines) Stop(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.running, dir)
+	return nil
+}
+
+// TestReadsDoNotStartDeletedMachines: a read brings a machine up only when the clock says it has
+// booted and it is not deleted, and never after a concurrent Delete has stopped it.
+func TestReadsDoNotStartDeletedMachines(t *testing.T) {
+	m := &fakeMachines{running: map[string]bool{}}
+	b := newBackendWith(t, Config{Dir: t.TempDir(), BootTime: time.Hour, DeleteTime: time.Hour, Machines: m})
+	ctx := context.Background()
+	o := offerFor(t, b, "l4", 1)
+	slow, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-slow", Offer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, slow.ID); err != nil || m.starts != 0 {
+		t.Fatalf("a read of a booting instance started its machine (%d starts, %v)", m.starts, err)
+	}
+	if err := b.SetAllFaults(Faults{BootTime: "1ms"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-r" + strings.Repeat("x", i), Offer: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(1)
+			go func() { defer wg.Done(); _, _ = b.Get(ctx, inst.ID); _, _ = b.List(ctx, "sbx-vm-r") }()
+		}
+		if err := b.Delete(ctx, inst.ID); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if _, err := b.Get(ctx, inst.ID); err != nil {
+			t.Fatal(err)
+		}
+		m.mu.Lock()
+		up := m.running[b.MachineDir(inst.ID)]
+		m.mu.Unlock()
+		if up {
+			t.Fatalf("round %d: the machine of a deleted instance is running", i)
+		}
+	}
+	if st, _ := b.Stats(); st.Created != 21 || len(st.Live) != 1 || st.Live[0].ID != slow.ID {
+		t.Fatalf("stats %+v", st)
 	}
 }
 
@@ -92,32 +173,54 @@ func TestFaults(t *testing.T) {
 			if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o}); !controlplane.IsCapacity(err) {
 				t.Fatalf("want a capacity error, got %v", err)
 			}
-		}},
-		{"api errors are used up", Faults{APIErrors: 1}, func(t *testing.T, b *Backend, _ controlplane.Offer) {
-			if _, err := b.List(ctx, ""); err == nil || !strings.Contains(err.Error(), "injected API error") {
-				t.Fatalf("first call: %v", err)
+			other := o
+			other.Region = "sbx-us-1"
+			if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: other}); err != nil {
+				t.Fatalf("another region: %v", err)
 			}
+		}},
+		{"server errors are retried and used up", Faults{Faults: emukit.Faults{ServerErrors: 2}}, func(t *testing.T, b *Backend, _ controlplane.Offer) {
 			if _, err := b.List(ctx, ""); err != nil {
-				t.Fatalf("second call: %v", err)
+				t.Fatalf("List through 2 server errors: %v", err)
+			}
+			if f, _ := b.Faults(); f.ServerErrors != 0 {
+				t.Fatalf("faults left %+v", f)
 			}
 		}},
-		{"boot failure", Faults{FailBoot: true, BootTime: "1ms"}, func(t *testing.T, b *Backend, o controlplane.Offer) {
-			inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o})
+		{"a server error storm fails the call", Faults{Faults: emukit.Faults{ServerErrors: 100}}, func(t *testing.T, b *Backend, _ controlplane.Offer) {
+			_, err := b.Offers(ctx)
+			if controlplane.KindOf(err) != controlplane.ErrOther || !strings.Contains(err.Error(), "sandbox: listing offers: injected API error") {
+				t.Fatalf("want an unclassified injected API error, got %v", err)
+			}
+			if f, _ := b.Faults(); f.ServerErrors != 100-maxAttempts {
+				t.Fatalf("%d server errors left, want %d", f.ServerErrors, 100-maxAttempts)
+			}
+		}},
+		{"boot failures are counted", Faults{Faults: emukit.Faults{BootFailures: 1}, BootTime: "1ms"}, func(t *testing.T, b *Backend, o controlplane.Offer) {
+			bad, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			good, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-b", Offer: o})
 			if err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(5 * time.Millisecond)
-			got, _ := b.Get(ctx, inst.ID)
-			if got.Status != controlplane.StatusError || got.Message == "" {
+			if got, _ := b.Get(ctx, bad.ID); got.Status != controlplane.StatusError || got.Message == "" {
 				t.Fatalf("want error status with a message, got %+v", got)
 			}
-		}},
-		{"lost create response still creates", Faults{LoseCreateResponses: 1}, func(t *testing.T, b *Backend, o controlplane.Offer) {
-			if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o}); controlplane.KindOf(err) != controlplane.ErrOther {
-				t.Fatalf("want an unclassified error, got %v", err)
+			if got, _ := b.Get(ctx, good.ID); got.Status != controlplane.StatusRunning {
+				t.Fatalf("the second machine must boot: %+v", got)
 			}
-			if live, _ := b.Live(); len(live) != 1 {
-				t.Fatalf("the machine must exist: %+v", live)
+		}},
+		{"slow boot", Faults{BootTime: "1h"}, func(t *testing.T, b *Backend, o controlplane.Offer) {
+			inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o})
+			if err != nil || !inst.CreatedAt.Add(time.Hour).After(time.Now().Add(50*time.Minute)) {
+				t.Fatalf("Create = %+v, %v", inst, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+			if got, _ := b.Get(ctx, inst.ID); got.Status != controlplane.StatusPending {
+				t.Fatalf("want pending, got %+v", got)
 			}
 		}},
 		{"slow offers respect the context", Faults{OffersDelay: "1m"}, func(t *testing.T, b *Backend, _ controlplane.Offer) {
@@ -127,16 +230,49 @@ func TestFaults(t *testing.T) {
 				t.Fatal("Offers ignored the context")
 			}
 		}},
+		{"latency respects the context", Faults{Faults: emukit.Faults{Latency: emukit.Duration(time.Minute)}}, func(t *testing.T, b *Backend, _ controlplane.Offer) {
+			c, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			defer cancel()
+			if _, err := b.List(c, ""); err == nil {
+				t.Fatal("List ignored the context")
+			}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBackend(t, t.TempDir(), time.Second)
 			o := offerFor(t, b, "l4", 1)
-			if err := b.SetFaults(tc.faults); err != nil {
+			if err := b.SetAllFaults(tc.faults); err != nil {
 				t.Fatal(err)
 			}
 			tc.check(t, b, o)
 		})
+	}
+}
+
+// TestFaultsFile: faults.json speaks the shared vocabulary plus the sandbox's own words, and the
+// admin's SetFaults leaves the sandbox's own alone.
+func TestFaultsFile(t *testing.T) {
+	b := newBackend(t, t.TempDir(), time.Second)
+	raw := `{"rate_limited": 1, "retry_after_seconds": 2, "server_errors": 3, "lose_create_responses": 4,
+	  "boot_failures": 5, "sold_out": true, "latency": "1ms",
+	  "out_of_stock": ["sbx-eu-1/sbx.l4.1x"], "offers_delay": "2s", "boot_time": "3s"}`
+	if err := os.WriteFile(filepath.Join(b.Dir(), FaultsFile), []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.AllFaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := emukit.Faults{RateLimited: 1, RetryAfterSeconds: 2, ServerErrors: 3, LoseCreateResponses: 4, BootFailures: 5, SoldOut: true, Latency: emukit.Duration(time.Millisecond)}
+	if f.Faults != want || len(f.OutOfStock) != 1 || f.OffersDelay != "2s" || f.BootTime != "3s" {
+		t.Fatalf("read %+v", f)
+	}
+	if err := b.SetFaults(emukit.Faults{ServerErrors: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := b.AllFaults(); f.Faults != (emukit.Faults{ServerErrors: 1}) || len(f.OutOfStock) != 1 || f.BootTime != "3s" {
+		t.Fatalf("after SetFaults: %+v", f)
 	}
 }
 
@@ -148,25 +284,43 @@ func TestCatalogEdits(t *testing.T) {
 	}
 	for i := range c {
 		if c[i].GPU == "L4" && c[i].GPUCount == 1 && !c[i].Spot && c[i].Region == "sbx-eu-1" {
-			c[i].PricePerHour, c[i].Available = 0.11, 1
+			c[i].PricePerHour, c[i].Available = 0.11, 2
 		}
 	}
 	if err := b.SetCatalog(c); err != nil {
 		t.Fatal(err)
 	}
 	o := offerFor(t, b, "l4", 1)
-	if o.PricePerHour != 0.11 {
-		t.Fatalf("price %v", o.PricePerHour)
+	if o.PricePerHour != 0.11 || o.Available != 2 {
+		t.Fatalf("offer %+v", o)
 	}
 	ctx := context.Background()
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o}); err != nil {
+	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-c", Offer: o, MaxPricePerHour: 0.10}); !controlplane.IsCapacity(err) {
+		t.Fatalf("above the max price: %v, want a capacity error", err)
+	}
+	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o, MaxPricePerHour: 0.11}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-b", Offer: o}); err != nil {
 		t.Fatal(err)
 	}
 	// The last unit was taken.
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-b", Offer: o}); !controlplane.IsCapacity(err) {
+	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-d", Offer: o}); !controlplane.IsCapacity(err) {
 		t.Fatalf("want capacity error, got %v", err)
 	}
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-c", Offer: o, MaxPricePerHour: 0.05}); err == nil {
-		t.Fatal("created above the max price")
+	// The price moved after the plan: the create pays the catalog's price now.
+	for i := range c {
+		if c[i].GPU == "L4" && c[i].GPUCount == 1 && !c[i].Spot && c[i].Region == "sbx-eu-1" {
+			c[i].PricePerHour, c[i].Available = 0.5, -1
+		}
+	}
+	if err := b.SetCatalog(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-e", Offer: o, MaxPricePerHour: 0.2}); !controlplane.IsCapacity(err) {
+		t.Fatalf("a price raised above the cap after the plan: %v, want a capacity error", err)
+	}
+	if n, _ := b.CreatedCount(); n != 2 {
+		t.Fatalf("created %d, want 2", n)
 	}
 }

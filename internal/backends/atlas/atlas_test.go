@@ -3,6 +3,7 @@ package atlas
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -162,7 +164,10 @@ func TestNoCapacityNoOffers(t *testing.T) {
 	}
 }
 
-func TestLifecycle(t *testing.T) {
+// TestStatusesAndHostKey follows one instance through Atlas's own statuses: booting is pending,
+// active is running with the endpoint and the host key Atlas reports, terminating stays pending,
+// terminated leaves List and is purged (404) after the retention; the name is free again then.
+func TestStatusesAndHostKey(t *testing.T) {
 	e := newEnv(t, emu.Options{SSHHost: "10.20.0.15", SSHPort: 2222, HostKey: "ssh-ed25519 AAAAhostkey"})
 	b := e.backend(t, nil)
 	ctx := context.Background()
@@ -175,8 +180,8 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "provisioning" || inst.Name != "atlas-vm-web1" ||
-		inst.GPUType != "l40s" || inst.PricePerHour != 0.8 || inst.SSH != nil || inst.Region != "ams1" {
+	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "provisioning" || inst.GPUType != "l40s" ||
+		inst.PricePerHour != 0.8 || inst.SSH != nil || inst.HostKey != "" || inst.Region != "ams1" {
 		t.Fatalf("created %+v", inst)
 	}
 	if got := e.emu.Instances(); len(got) != 1 || len(got[0].SSHPublicKeys) != 1 {
@@ -205,50 +210,44 @@ func TestLifecycle(t *testing.T) {
 			}
 		}
 	}
-	if _, err := b.Create(ctx, req(offer(t, offers, "l4.1x"), "atlas-ex-job")); err != nil {
-		t.Fatal(err)
-	}
-	list, err := b.List(ctx, "atlas-vm-")
-	if err != nil || len(list) != 1 || list[0].ID != inst.ID {
-		t.Fatalf("list = %+v %v", list, err)
-	}
 	if err := b.Delete(ctx, inst.ID); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := b.Get(ctx, inst.ID)
-	if got.CloudStatus != "terminating" || got.Status != controlplane.StatusPending {
+	if got.CloudStatus != "terminating" || got.Status != controlplane.StatusPending || got.SSH != nil {
 		t.Fatalf("deleting: %+v", got)
 	}
 	if err := b.Delete(ctx, inst.ID); err != nil {
-		t.Fatalf("deleting a terminating instance again is accepted: %v", err)
+		t.Fatalf("deleting a terminating instance again: %v", err)
 	}
 	e.clock.Advance(10 * time.Second)
-	got, _ = b.Get(ctx, inst.ID)
-	if got.Status != controlplane.StatusTerminated {
+	if got, _ = b.Get(ctx, inst.ID); got.Status != controlplane.StatusTerminated {
 		t.Fatalf("terminated: %+v", got)
 	}
 	if list, _ := b.List(ctx, "atlas-vm-"); len(list) != 0 {
 		t.Fatalf("terminated instances must leave List: %+v", list)
 	}
-	wantKind(t, b.Delete(ctx, inst.ID), controlplane.ErrNotFound)
 	e.clock.Advance(2 * time.Hour)
 	_, err = b.Get(ctx, inst.ID)
 	wantKind(t, err, controlplane.ErrNotFound)
-	// The name is free again once terminated.
-	if _, err := b.Create(ctx, req(o, "atlas-vm-web1")); err != nil {
-		t.Fatal(err)
+	if err := b.Delete(ctx, inst.ID); err != nil {
+		t.Fatalf("deleting a purged instance: %v, want success", err)
+	}
+	again, err := b.Create(ctx, req(o, "atlas-vm-web1"))
+	if err != nil || again.ID == inst.ID {
+		t.Fatalf("the name must be free once terminated: %+v, %v", again, err)
 	}
 }
 
-func TestIdempotentCreate(t *testing.T) {
+// TestCreateRetried: Atlas's create is idempotent by name, so the client retries it like a read
+// through 5xx and 429 storms, and still makes one instance.
+func TestCreateRetried(t *testing.T) {
 	tests := []struct {
 		name   string
-		faults emu.Faults
+		faults emukit.Faults
 	}{
-		{"second create with the same name", emu.Faults{}},
-		{"create answer lost (503): retried, 409 returns it", emu.Faults{LostCreateResponses: 1}},
-		{"500 storm during create", emu.Faults{ServerErrors: 3}},
-		{"429 storm during create", emu.Faults{TooManyRequests: 3, RetryAfterSeconds: 1}},
+		{"500 storm during create", emukit.Faults{ServerErrors: 3}},
+		{"429 storm during create", emukit.Faults{RateLimited: 3, RetryAfterSeconds: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,18 +255,10 @@ func TestIdempotentCreate(t *testing.T) {
 			b := e.backend(t, nil)
 			ctx := context.Background()
 			offers, _ := b.Offers(ctx)
-			o := offer(t, offers, "a100.1x")
 			_ = e.emu.SetFaults(tt.faults)
-			first, err := b.Create(ctx, req(o, "atlas-vm-once"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			second, err := b.Create(ctx, req(o, "atlas-vm-once"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if first.ID == "" || first.ID != second.ID {
-				t.Fatalf("ids %q and %q: the second create must return the first instance", first.ID, second.ID)
+			inst, err := b.Create(ctx, req(offer(t, offers, "a100.1x"), "atlas-vm-once"))
+			if err != nil || inst.ID == "" {
+				t.Fatalf("Create = %+v, %v", inst, err)
 			}
 			if n := e.emu.CreateCount(); n != 1 {
 				t.Fatalf("%d instances created, want exactly 1", n)
@@ -284,12 +275,15 @@ func TestCreateErrors(t *testing.T) {
 		want  controlplane.ErrorKind
 		text  string
 	}{
-		{"sold out", func(e *env) { _ = e.emu.SetAvailable("l40s.1x", "ams1", 0) }, nil, controlplane.ErrCapacity, "no_capacity"},
-		{"capacity gone", func(e *env) { _ = e.emu.SetFaults(emu.Faults{CapacityGoneOnCreate: 1}) }, nil, controlplane.ErrCapacity, "no l40s.1x capacity"},
-		{"quota", func(e *env) { _ = e.emu.SetFaults(emu.Faults{QuotaExceeded: true}) }, nil, controlplane.ErrQuota, "quota"},
+		{"type sold out", func(e *env) { _ = e.emu.SetAvailable("l40s.1x", "ams1", 0) }, nil, controlplane.ErrCapacity, "no_capacity"},
+		{"quota", func(e *env) { _ = e.emu.SetAllFaults(emu.Faults{QuotaExceeded: true}) }, nil, controlplane.ErrQuota, "quota"},
 		{"bad name", func(*env) {}, func(r *controlplane.CreateRequest) { r.Name = "Atlas_VM" }, controlplane.ErrInvalid, "name must be"},
 		{"no keys", func(*env) {}, func(r *controlplane.CreateRequest) { r.SSHPublicKeys = nil }, controlplane.ErrInvalid, "ssh_public_keys"},
-		{"above max price", func(*env) {}, func(r *controlplane.CreateRequest) { r.MaxPricePerHour = 0.5 }, controlplane.ErrCapacity, "above the maximum"},
+		{"bad label", func(*env) {}, func(r *controlplane.CreateRequest) {
+			r.Owner = controlplane.Ownership{Resource: strings.Repeat("x", 300), Token: "abcdefgh"}
+		}, controlplane.ErrInvalid, "labels"},
+		// The cap applies to the list price Atlas bills ($1.60), not to the ranking price ($0.80).
+		{"cap below the list price", func(*env) {}, func(r *controlplane.CreateRequest) { r.MaxPricePerHour = 1.5 }, controlplane.ErrCapacity, "price_above_max"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,6 +305,74 @@ func TestCreateErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPriceCapIsTheListPrice: the cap is sent to Atlas and compared there with the list price, with
+// the price factor applied to neither.
+func TestPriceCapIsTheListPrice(t *testing.T) {
+	for _, factor := range []float64{0.5, 2} {
+		e := newEnv(t, emu.Options{})
+		b := e.backend(t, func(c *Config) { c.PriceFactor = factor })
+		offers, _ := b.Offers(context.Background())
+		o := offer(t, offers, "l40s.1x") // list price $1.60
+		r := req(o, "atlas-vm-capped")
+		r.MaxPricePerHour = 1.6
+		if _, err := b.Create(context.Background(), r); err != nil {
+			t.Fatalf("factor %v: a cap equal to the list price: %v", factor, err)
+		}
+		r = req(o, "atlas-vm-capped2")
+		r.MaxPricePerHour = 1.59
+		_, err := b.Create(context.Background(), r)
+		wantKind(t, err, controlplane.ErrCapacity)
+		if n := e.emu.CreateCount(); n != 1 {
+			t.Fatalf("factor %v: %d created, want 1", factor, n)
+		}
+	}
+}
+
+// TestOwnershipLabels: the record is kept as Atlas labels, read back from them, and confirmation
+// changes only hydra-confirmed.
+func TestOwnershipLabels(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	ctx := context.Background()
+	offers, _ := b.Offers(ctx)
+	r := req(offer(t, offers, "l4.1x"), "atlas-vm-web--k3j5q2xa")
+	r.Owner = controlplane.Ownership{Resource: "web", Token: "k3j5q2xa"}
+	inst, err := b.Create(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Owner != r.Owner {
+		t.Fatalf("owner %+v, want %+v", inst.Owner, r.Owner)
+	}
+	want := map[string]string{"hydra-managed-by": "hydra", "hydra-owner": "k3j5q2xa", "hydra-resource": "web", "hydra-confirmed": "false"}
+	if got := e.emu.Instances()[0].Labels; !maps.Equal(got, want) {
+		t.Fatalf("labels at Atlas %v, want %v", got, want)
+	}
+	// Someone else's label survives the confirmation (PATCH merges).
+	team := "ml"
+	if _, err := b.Client().UpdateLabels(ctx, inst.ID, map[string]*string{"team": &team}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ConfirmOwnership(ctx, inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	want["hydra-confirmed"], want["team"] = "true", "ml"
+	if got := e.emu.Instances()[0].Labels; !maps.Equal(got, want) {
+		t.Fatalf("labels after confirmation %v, want %v", got, want)
+	}
+	list, err := b.List(ctx, "atlas-vm-web--")
+	if err != nil || len(list) != 1 || list[0].Owner != (controlplane.Ownership{Resource: "web", Token: "k3j5q2xa", Confirmed: true}) {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	// A create without a record stores no labels; its owner stays empty.
+	plain, err := b.Create(ctx, req(offer(t, offers, "l4.1x"), "atlas-vm-plain"))
+	if err != nil || plain.Owner != (controlplane.Ownership{}) {
+		t.Fatalf("plain create = %+v, %v", plain, err)
+	}
+	err = b.ConfirmOwnership(ctx, "i-missing")
+	wantKind(t, err, controlplane.ErrNotFound)
 }
 
 func TestAuthAndRetries(t *testing.T) {
@@ -335,14 +397,14 @@ func TestAuthAndRetries(t *testing.T) {
 		t.Fatal("404 must not be retried")
 	}
 	e.count.Store(0)
-	_ = e.emu.SetFaults(emu.Faults{ServerErrors: 2, TooManyRequests: 1})
+	_ = e.emu.SetFaults(emukit.Faults{ServerErrors: 2, RateLimited: 1})
 	if _, err := b.Offers(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if e.count.Load() != 4 {
 		t.Fatalf("%d requests, want 4 (429, 500, 500, ok)", e.count.Load())
 	}
-	_ = e.emu.SetFaults(emu.Faults{ServerErrors: 20})
+	_ = e.emu.SetFaults(emukit.Faults{ServerErrors: 20})
 	_, err = b.Offers(context.Background())
 	wantKind(t, err, controlplane.ErrOther)
 }
@@ -385,22 +447,6 @@ func TestListPagination(t *testing.T) {
 	}
 	if got := e.requests("GET /v1/instances"); got != 3 {
 		t.Fatalf("%d pages read, want 3", got)
-	}
-}
-
-func TestBootFailure(t *testing.T) {
-	e := newEnv(t, emu.Options{})
-	b := e.backend(t, nil)
-	offers, _ := b.Offers(context.Background())
-	_ = e.emu.SetFaults(emu.Faults{BootFailures: 1})
-	inst, err := b.Create(context.Background(), req(offer(t, offers, "l4.1x"), "atlas-vm-bad"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(time.Minute)
-	got, err := b.Get(context.Background(), inst.ID)
-	if err != nil || got.Status != controlplane.StatusError || !strings.Contains(got.Message, "hardware check failed") {
-		t.Fatalf("failed = %+v %v", got, err)
 	}
 }
 

@@ -46,7 +46,10 @@ type Backend struct {
 	factor float64
 }
 
-var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+var (
+	_ controlplane.InstanceManagerBackend = (*Backend)(nil)
+	_ controlplane.OwnershipConfirmer     = (*Backend)(nil)
+)
 
 // New builds the backend.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
@@ -125,16 +128,20 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	return out, nil
 }
 
-// Create starts an instance named req.Name. Atlas create is idempotent by name: when an instance
-// with that name already exists, Atlas answers 409 with it and Create returns it.
+// Create starts an instance named req.Name carrying the ownership record as labels. Atlas create is
+// idempotent by name: when an instance with that name already exists, Atlas answers 409 with it and
+// Create returns it.
+//
+// A cap (req.MaxPricePerHour) is sent with the create and enforced by Atlas against the list price at
+// that moment, the price Atlas bills: PriceFactor only ranks offers and never discounts the cap. Above
+// it Atlas answers 422 price_above_max, creates nothing, and Create returns ErrCapacity.
 func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
 	const op = "creating instance"
 	if req.Name == "" || req.Offer.InstanceType == "" || req.Offer.Region == "" {
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "name, instance type and region are required")
 	}
-	if req.MaxPricePerHour > 0 && req.Offer.PricePerHour > req.MaxPricePerHour {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"offer %s costs $%.4f/h, above the maximum $%.4f/h", req.Offer.InstanceType, req.Offer.PricePerHour, req.MaxPricePerHour)
+	if req.MaxPricePerHour < 0 {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "max price %v must not be negative", req.MaxPricePerHour)
 	}
 	var keys []string
 	for _, k := range req.SSHPublicKeys {
@@ -142,7 +149,17 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			keys = append(keys, k)
 		}
 	}
-	inst, existed, err := b.client.CreateInstance(ctx, CreateRequest{Name: req.Name, InstanceType: req.Offer.InstanceType, Region: req.Offer.Region, SSHPublicKeys: keys})
+	var labels map[string]string
+	if req.Owner.Token != "" {
+		labels = map[string]string{}
+		for _, kv := range controlplane.OwnerLabels(req.Owner) {
+			labels[kv[0]] = kv[1]
+		}
+	}
+	inst, existed, err := b.client.CreateInstance(ctx, CreateRequest{
+		Name: req.Name, InstanceType: req.Offer.InstanceType, Region: req.Offer.Region, SSHPublicKeys: keys,
+		Labels: labels, MaxPricePerHour: req.MaxPricePerHour,
+	})
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
@@ -175,6 +192,9 @@ func (b *Backend) toInstance(i Instance) controlplane.Instance {
 		if inst.Message == "" {
 			inst.Message = "the instance failed"
 		}
+	}
+	if o, ok := controlplane.OwnerFromLabels(func(k string) (string, bool) { v, ok := i.Labels[k]; return v, ok }); ok {
+		inst.Owner = o
 	}
 	return inst
 }
@@ -209,8 +229,22 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	return out, nil
 }
 
-// Delete starts termination. An instance already gone gives an ErrNotFound error.
+// Delete starts termination. An instance that is already terminating succeeds again (Atlas answers
+// 202); one that is terminated or unknown (Atlas answers 404) is gone, which is success too.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	_, err := b.client.DeleteInstance(ctx, id)
+	if controlplane.IsNotFound(err) {
+		b.log.Debug("instance already gone", "id", id)
+		return nil
+	}
+	return err
+}
+
+// ConfirmOwnership records at Atlas that a Terraform state holds the instance: it sets the label
+// hydra-confirmed=true, leaving the others as they are. It is idempotent; an unknown or terminated
+// instance is ErrNotFound.
+func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
+	confirmed := "true"
+	_, err := b.client.UpdateLabels(ctx, id, map[string]*string{controlplane.LabelConfirmed: &confirmed})
 	return err
 }

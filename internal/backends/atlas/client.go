@@ -97,27 +97,33 @@ type SSH struct {
 
 // Instance is an Atlas instance.
 type Instance struct {
-	ID            string    `json:"id"`
-	Name          string    `json:"name"`
-	Status        string    `json:"status"`
-	StatusMessage string    `json:"status_message"`
-	InstanceType  string    `json:"instance_type"`
-	Region        string    `json:"region"`
-	GPUModel      string    `json:"gpu_model"`
-	GPUCount      int       `json:"gpu_count"`
-	PricePerHour  float64   `json:"price_per_hour"`
-	SSH           *SSH      `json:"ssh"`
-	HostKey       string    `json:"host_key"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	ID            string  `json:"id"`
+	Name          string  `json:"name"`
+	Status        string  `json:"status"`
+	StatusMessage string  `json:"status_message"`
+	InstanceType  string  `json:"instance_type"`
+	Region        string  `json:"region"`
+	GPUModel      string  `json:"gpu_model"`
+	GPUCount      int     `json:"gpu_count"`
+	PricePerHour  float64 `json:"price_per_hour"`
+	// Labels are the instance's labels ({} when none).
+	Labels    map[string]string `json:"labels"`
+	SSH       *SSH              `json:"ssh"`
+	HostKey   string            `json:"host_key"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
 }
 
 // CreateRequest is the body of POST /v1/instances.
 type CreateRequest struct {
-	Name          string   `json:"name"`
-	InstanceType  string   `json:"instance_type"`
-	Region        string   `json:"region"`
-	SSHPublicKeys []string `json:"ssh_public_keys"`
+	Name          string            `json:"name"`
+	InstanceType  string            `json:"instance_type"`
+	Region        string            `json:"region"`
+	SSHPublicKeys []string          `json:"ssh_public_keys"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	// MaxPricePerHour caps the list price (0: no cap); above it Atlas answers 422 price_above_max and
+	// creates nothing.
+	MaxPricePerHour float64 `json:"max_price_per_hour,omitempty"`
 }
 
 // ErrorBody is every error answer: {"error":{"code","message"}}, plus the existing instance on a 409.
@@ -153,6 +159,7 @@ const (
 	CodeNotFound      = "not_found"
 	CodeAlreadyExists = "already_exists"
 	CodeNoCapacity    = "no_capacity"
+	CodePriceAboveMax = "price_above_max"
 	CodeRateLimited   = "rate_limited"
 )
 
@@ -173,7 +180,7 @@ func parseError(he *restclient.HTTPError) (*APIError, *Instance) {
 
 func kindOf(ae *APIError) controlplane.ErrorKind {
 	switch ae.Code {
-	case CodeNoCapacity:
+	case CodeNoCapacity, CodePriceAboveMax:
 		return controlplane.ErrCapacity
 	case CodeQuotaExceeded:
 		return controlplane.ErrQuota
@@ -282,6 +289,16 @@ func (c *Client) Instances(ctx context.Context, prefix string) ([]Instance, erro
 		token = out.NextPageToken
 	}
 	return nil, controlplane.Errorf(controlplane.ErrOther, CloudName, "listing instances", "too many pages")
+}
+
+// UpdateLabels merges labels into the instance's (PATCH /v1/instances/{id}): a nil value removes the
+// key. It returns the updated instance; an unknown or terminated instance is an ErrNotFound error.
+// The merge is idempotent, so it is retried like a read.
+func (c *Client) UpdateLabels(ctx context.Context, id string, labels map[string]*string) (Instance, error) {
+	var inst Instance
+	body := map[string]any{"labels": labels}
+	err := c.doJSON(ctx, "updating instance labels", restclient.Request{Method: http.MethodPatch, Path: "/v1/instances/" + url.PathEscape(id), Body: body}, &inst)
+	return inst, err
 }
 
 // DeleteInstance starts termination and returns the instance (terminating).

@@ -1,14 +1,17 @@
 // Package atlas is a local emulator of the Atlas API v1 (internal/backends/atlas/API.md): offers,
-// instances (create idempotent by name with 409 already_exists, get, list by name prefix with page
-// tokens, delete) and {"error":{"code","message"}} errors.
+// instances (create idempotent by name with 409 already_exists, a price cap, labels; get, list by name
+// prefix with page tokens, label updates, delete) and {"error":{"code","message"}} errors.
 //
 // Instance status follows wall-clock timestamps kept in the state (created_at + boot duration), so it
 // survives restarts; with Options.StateDir the whole cloud lives in a JSON file shared by processes.
+// The emulator also serves the admin surface every emulator shares (emukit.AdminHandler under
+// emukit.AdminPath, no credentials): its faults and its stats.
 package atlas
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -88,26 +91,17 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Faults are failures switched on at runtime; counters go down as they fire. They persist in the state.
+// Faults are the armed faults: the shared vocabulary every emulator understands (emukit.Faults) and
+// Atlas's own. They live in the state, so with a StateDir every process sharing the directory sees
+// them; counters go down as they fire. On Atlas the shared ones answer as follows: RateLimited with
+// 429 rate_limited, ServerErrors with 500 internal, LoseCreateResponses with 503 unavailable after the
+// create, BootFailures with status failed, SoldOut with 422 no_capacity on every create.
 type Faults struct {
-	// Latency is added to every request.
-	Latency time.Duration `json:"latency"`
-	// TooManyRequests answers that many requests with 429 rate_limited and Retry-After:
-	// RetryAfterSeconds (default 1).
-	TooManyRequests   int `json:"too_many_requests"`
-	RetryAfterSeconds int `json:"retry_after_seconds"`
-	// ServerErrors answers that many requests with 500 internal.
-	ServerErrors int `json:"server_errors"`
-	// LostCreateResponses makes that many creates succeed but answer 503 (the answer is lost).
-	LostCreateResponses int `json:"lost_create_responses"`
-	// CapacityGoneOnCreate answers that many creates with 422 no_capacity.
-	CapacityGoneOnCreate int `json:"capacity_gone_on_create"`
-	// BootFailures makes that many new instances end failed.
-	BootFailures int `json:"boot_failures"`
-	// SlowBoot is added to the boot duration of instances created while it is set.
-	SlowBoot time.Duration `json:"slow_boot"`
+	emukit.Faults
 	// QuotaExceeded answers creates with 403 quota_exceeded while set.
-	QuotaExceeded bool `json:"quota_exceeded"`
+	QuotaExceeded bool `json:"quota_exceeded,omitempty"`
+	// SlowBoot is added to the boot duration of instances created while it is set.
+	SlowBoot emukit.Duration `json:"slow_boot,omitempty"`
 }
 
 type instRec struct {
@@ -123,6 +117,8 @@ type instRec struct {
 	Boot         int64      `json:"boot_ns"`
 	Fail         bool       `json:"fail"`
 	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
+	// Labels are the instance's labels (API.md), as the client set them.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 type state struct {
@@ -132,11 +128,15 @@ type state struct {
 	CreateCount int        `json:"create_count"`
 }
 
-// Server is the emulator; it is an http.Handler.
+// Server is the emulator; it is an http.Handler serving the API and, under emukit.AdminPath, the
+// admin surface.
 type Server struct {
-	opts  Options
-	store *store
+	opts    Options
+	store   *store
+	handler http.Handler
 }
+
+var _ emukit.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
@@ -174,9 +174,11 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	catalog := append([]Offer(nil), opts.Catalog...)
-	return &Server{opts: opts, store: newStore(opts.StateDir, func() *state {
+	s := &Server{opts: opts, store: newStore(opts.StateDir, func() *state {
 		return &state{Catalog: append([]Offer(nil), catalog...)}
 	})}
+	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
+	return s
 }
 
 // Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
@@ -185,16 +187,46 @@ func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) 
 	return emukit.Serve(addr, s)
 }
 
-// SetFaults replaces the active faults.
-func (s *Server) SetFaults(f Faults) error {
+// SetFaults replaces the armed faults of the shared vocabulary (emukit.Admin); Atlas's own faults
+// (QuotaExceeded, SlowBoot) stay as they are.
+func (s *Server) SetFaults(f emukit.Faults) error {
+	return s.store.with(true, func(st *state) error { st.Faults.Faults = f; return nil })
+}
+
+// Faults returns the armed faults of the shared vocabulary, counters as far as they have run down
+// (emukit.Admin).
+func (s *Server) Faults() (emukit.Faults, error) {
+	var f emukit.Faults
+	err := s.store.with(false, func(st *state) error { f = st.Faults.Faults; return nil })
+	return f, err
+}
+
+// SetAllFaults replaces every armed fault, Atlas's own included.
+func (s *Server) SetAllFaults(f Faults) error {
 	return s.store.with(true, func(st *state) error { st.Faults = f; return nil })
 }
 
-// Faults returns the faults still armed.
-func (s *Server) Faults() Faults {
+// AllFaults returns every armed fault, Atlas's own included.
+func (s *Server) AllFaults() (Faults, error) {
 	var f Faults
-	_ = s.store.with(false, func(st *state) error { f = st.Faults; return nil })
-	return f
+	err := s.store.with(false, func(st *state) error { f = st.Faults; return nil })
+	return f, err
+}
+
+// Stats counts the instances ever created and lists the live ones: neither terminating nor
+// terminated (emukit.Admin).
+func (s *Server) Stats() (emukit.Stats, error) {
+	st := emukit.Stats{Live: []emukit.Machine{}}
+	err := s.store.with(false, func(state *state) error {
+		st.Created = state.CreateCount
+		for _, in := range state.Instances {
+			if in.DeletedAt == nil {
+				st.Live = append(st.Live, emukit.Machine{ID: in.ID, Name: in.Name})
+			}
+		}
+		return nil
+	})
+	return st, err
 }
 
 // CreateCount is how many instances were ever created (409 answers do not count).
@@ -208,6 +240,7 @@ func (s *Server) CreateCount() int {
 type InstanceInfo struct {
 	ID, Name, InstanceType, Region, Status string
 	SSHPublicKeys                          []string
+	Labels                                 map[string]string
 }
 
 // Instances lists the instances that are not terminated.
@@ -217,7 +250,8 @@ func (s *Server) Instances() []InstanceInfo {
 	_ = s.store.with(false, func(st *state) error {
 		for _, in := range st.Instances {
 			if v := s.status(in, now); v != "terminated" {
-				out = append(out, InstanceInfo{ID: in.ID, Name: in.Name, InstanceType: in.InstanceType, Region: in.Region, Status: v, SSHPublicKeys: in.Keys})
+				out = append(out, InstanceInfo{ID: in.ID, Name: in.Name, InstanceType: in.InstanceType, Region: in.Region, Status: v,
+					SSHPublicKeys: in.Keys, Labels: maps.Clone(in.Labels)})
 			}
 		}
 		return nil
@@ -251,15 +285,18 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
-// ServeHTTP answers one API request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one request: the admin surface under emukit.AdminPath (no credentials, no
+// faults), the API everywhere else.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// serveAPI answers one API request.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	var fault int
 	var header http.Header
 	var latency time.Duration
 	if err := s.store.with(true, func(st *state) error {
-		f := &st.Faults
-		latency = f.Latency
-		fault, header = emukit.TakeFault(&f.TooManyRequests, f.RetryAfterSeconds, &f.ServerErrors, http.StatusInternalServerError)
+		latency = time.Duration(st.Faults.Latency)
+		fault, header = st.Faults.Take(http.StatusInternalServerError)
 		return nil
 	}); err != nil {
 		apiError(w, http.StatusInternalServerError, "internal", "emulator state: "+err.Error())
@@ -299,6 +336,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
 			s.get(w, id)
+		case http.MethodPatch:
+			s.patch(w, r, id)
 		case http.MethodDelete:
 			s.delete(w, id)
 		default:
@@ -373,10 +412,14 @@ func (s *Server) render(in *instRec, now time.Time) map[string]any {
 	if in.DeletedAt != nil {
 		updated = *in.DeletedAt
 	}
+	labels := maps.Clone(in.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
 	return map[string]any{
 		"id": in.ID, "name": in.Name, "status": st, "status_message": msg,
 		"instance_type": in.InstanceType, "region": in.Region, "gpu_model": in.GPUModel, "gpu_count": in.GPUCount,
-		"price_per_hour": in.Price, "ssh": ssh, "host_key": hostKey,
+		"price_per_hour": in.Price, "labels": labels, "ssh": ssh, "host_key": hostKey,
 		"created_at": in.CreatedAt.UTC().Format(time.RFC3339), "updated_at": updated.UTC().Format(time.RFC3339),
 	}
 }
@@ -458,7 +501,32 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"instances": out, "next_page_token": next})
 }
 
-var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+var (
+	nameRE     = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+	labelKeyRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+)
+
+// Label limits (API.md).
+const (
+	maxLabels        = 64
+	maxLabelValueLen = 255
+)
+
+// checkLabels returns why labels break the rules ("" when they do not).
+func checkLabels(labels map[string]string) string {
+	if len(labels) > maxLabels {
+		return fmt.Sprintf("labels: at most %d labels", maxLabels)
+	}
+	for k, v := range labels {
+		if !labelKeyRE.MatchString(k) {
+			return fmt.Sprintf("labels: key %q must be 1-63 lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", k)
+		}
+		if len(v) > maxLabelValueLen {
+			return fmt.Sprintf("labels: the value of %q is longer than %d characters", k, maxLabelValueLen)
+		}
+	}
+	return ""
+}
 
 func newID() string {
 	return "i-" + emukit.RandomHex(6)
@@ -471,10 +539,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b struct {
-		Name          string   `json:"name"`
-		InstanceType  string   `json:"instance_type"`
-		Region        string   `json:"region"`
-		SSHPublicKeys []string `json:"ssh_public_keys"`
+		Name            string            `json:"name"`
+		InstanceType    string            `json:"instance_type"`
+		Region          string            `json:"region"`
+		SSHPublicKeys   []string          `json:"ssh_public_keys"`
+		Labels          map[string]string `json:"labels"`
+		MaxPricePerHour float64           `json:"max_price_per_hour"`
 	}
 	if err := json.Unmarshal(raw, &b); err != nil {
 		apiError(w, http.StatusBadRequest, "invalid", "malformed JSON: "+err.Error())
@@ -486,6 +556,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	case len(b.SSHPublicKeys) == 0:
 		apiError(w, http.StatusBadRequest, "invalid", "ssh_public_keys: at least one key is required")
+		return
+	case b.MaxPricePerHour < 0:
+		apiError(w, http.StatusBadRequest, "invalid", "max_price_per_hour must not be negative")
+		return
+	}
+	if msg := checkLabels(b.Labels); msg != "" {
+		apiError(w, http.StatusBadRequest, "invalid", msg)
 		return
 	}
 	for _, k := range b.SSHPublicKeys {
@@ -526,24 +603,23 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 		o := &st.Catalog[idx]
-		if f.CapacityGoneOnCreate > 0 || o.Available <= 0 {
-			if f.CapacityGoneOnCreate > 0 {
-				f.CapacityGoneOnCreate--
-			}
+		if f.SoldOut || o.Available <= 0 {
 			status, code, msg = http.StatusUnprocessableEntity, "no_capacity", fmt.Sprintf("no %s capacity left in %s", b.InstanceType, b.Region)
+			return nil
+		}
+		if b.MaxPricePerHour > 0 && o.PricePerHour > b.MaxPricePerHour+1e-9 {
+			status, code, msg = http.StatusUnprocessableEntity, "price_above_max", fmt.Sprintf("%s in %s costs $%v/h, above max_price_per_hour $%v/h", b.InstanceType, b.Region, o.PricePerHour, b.MaxPricePerHour)
 			return nil
 		}
 		o.Available--
 		rec = &instRec{ID: newID(), Name: b.Name, InstanceType: o.InstanceType, Region: o.Region, GPUModel: o.GPUModel, GPUCount: o.GPUCount,
-			Price: o.PricePerHour, Keys: b.SSHPublicKeys, CreatedAt: now.UTC(), Boot: int64(s.opts.BootDuration + f.SlowBoot)}
-		if f.BootFailures > 0 {
-			f.BootFailures--
-			rec.Fail = true
+			Price: o.PricePerHour, Keys: b.SSHPublicKeys, CreatedAt: now.UTC(), Boot: int64(s.opts.BootDuration + time.Duration(f.SlowBoot)),
+			Labels: maps.Clone(b.Labels)}
+		if len(rec.Labels) == 0 {
+			rec.Labels = nil
 		}
-		if f.LostCreateResponses > 0 {
-			f.LostCreateResponses--
-			lost = true
-		}
+		rec.Fail = f.TakeBootFailure()
+		lost = f.TakeLostCreate()
 		st.Instances = append(st.Instances, rec)
 		st.CreateCount++
 		return nil
@@ -561,6 +637,61 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusCreated, s.render(rec, now))
 	}
 }
+
+// patch merges labels into an instance's (API.md "Update labels").
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, id string) {
+	var b struct {
+		Labels map[string]*string `json:"labels"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b); err != nil {
+		apiError(w, http.StatusBadRequest, "invalid", "malformed JSON: "+err.Error())
+		return
+	}
+	now := s.opts.Now()
+	var (
+		out     map[string]any
+		invalid string
+	)
+	err := s.store.with(true, func(st *state) error {
+		in := s.find(st, id)
+		if in == nil || s.status(in, now) == "terminated" {
+			return nil
+		}
+		labels := maps.Clone(in.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		for k, v := range b.Labels {
+			if v == nil {
+				delete(labels, k)
+			} else {
+				labels[k] = *v
+			}
+		}
+		if invalid = checkLabels(labels); invalid != "" {
+			return errInvalid
+		}
+		in.Labels = labels
+		if len(labels) == 0 {
+			in.Labels = nil
+		}
+		out = s.render(in, now)
+		return nil
+	})
+	switch {
+	case invalid != "":
+		apiError(w, http.StatusBadRequest, "invalid", invalid)
+	case err != nil:
+		apiError(w, http.StatusInternalServerError, "internal", err.Error())
+	case out == nil:
+		apiError(w, http.StatusNotFound, "not_found", "no instance "+id)
+	default:
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// errInvalid makes store.with drop a change that breaks the rules.
+var errInvalid = errors.New("invalid")
 
 func (s *Server) delete(w http.ResponseWriter, id string) {
 	now := s.opts.Now()

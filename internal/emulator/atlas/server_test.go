@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 func do(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any) {
@@ -91,9 +93,14 @@ func TestStateDirShared(t *testing.T) {
 	if code, _ := do(t, b, http.MethodPost, "/v1/instances", createBody); code != 409 {
 		t.Fatalf("second process create: %d", code)
 	}
-	_ = b.SetFaults(Faults{QuotaExceeded: true})
-	if !a.Faults().QuotaExceeded || a.CreateCount() != 1 || len(b.Instances()) != 1 {
+	_ = b.SetAllFaults(Faults{QuotaExceeded: true, Faults: emukit.Faults{ServerErrors: 2}})
+	if f, _ := a.AllFaults(); !f.QuotaExceeded || f.ServerErrors != 2 || a.CreateCount() != 1 || len(b.Instances()) != 1 {
 		t.Fatal("faults and counters are not shared")
+	}
+	// The shared vocabulary is replaced through the admin; Atlas's own faults stay.
+	_ = a.SetFaults(emukit.Faults{})
+	if f, _ := b.AllFaults(); !f.QuotaExceeded || f.ServerErrors != 0 {
+		t.Fatalf("after SetFaults: %+v", f)
 	}
 	var avail int
 	for _, o := range b.Catalog() {
@@ -121,5 +128,152 @@ func TestStart(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.Status)
+	}
+}
+
+func TestLabels(t *testing.T) {
+	s := New(Options{})
+	code, inst := do(t, s, http.MethodPost, "/v1/instances",
+		`{"name":"atlas-vm-l","instance_type":"l4.1x","region":"fra1","ssh_public_keys":["ssh-ed25519 AAAA u@h"],"labels":{"a":"1","b":"2"}}`)
+	if code != 201 {
+		t.Fatalf("create: %d %v", code, inst)
+	}
+	id := inst["id"].(string)
+	labels := func(m map[string]any) map[string]any { l, _ := m["labels"].(map[string]any); return l }
+	if l := labels(inst); len(l) != 2 || l["a"] != "1" {
+		t.Fatalf("labels at create %v", l)
+	}
+	code, got := do(t, s, http.MethodPatch, "/v1/instances/"+id, `{"labels":{"a":null,"b":"3","c":"4"}}`)
+	if l := labels(got); code != 200 || len(l) != 2 || l["b"] != "3" || l["c"] != "4" {
+		t.Fatalf("patch: %d %v", code, got)
+	}
+	_, listed := do(t, s, http.MethodGet, "/v1/instances?name_prefix=atlas-vm-l", "")
+	items, _ := listed["instances"].([]any)
+	if len(items) != 1 || labels(items[0].(map[string]any))["c"] != "4" {
+		t.Fatalf("list: %v", listed)
+	}
+	// An instance without labels reports {}.
+	_, plain := do(t, s, http.MethodPost, "/v1/instances", createBody)
+	if l, ok := plain["labels"].(map[string]any); !ok || len(l) != 0 {
+		t.Fatalf("labels of a plain instance: %v", plain["labels"])
+	}
+	tests := []struct {
+		method, path, body string
+		code               int
+	}{
+		{http.MethodPatch, "/v1/instances/" + id, `{"labels":{"Bad Key":"x"}}`, 400},
+		{http.MethodPatch, "/v1/instances/" + id, `{"labels":{"k":"` + strings.Repeat("v", 256) + `"}}`, 400},
+		{http.MethodPatch, "/v1/instances/" + id, `{"labels":`, 400},
+		{http.MethodPatch, "/v1/instances/i-nope", `{"labels":{}}`, 404},
+		{http.MethodPost, "/v1/instances", `{"name":"atlas-vm-m","instance_type":"l4.1x","region":"fra1","ssh_public_keys":["ssh-ed25519 AAAA"],"labels":{"_x":"y"}}`, 400},
+	}
+	for _, tt := range tests {
+		if code, body := do(t, s, tt.method, tt.path, tt.body); code != tt.code {
+			t.Errorf("%s %s %s: %d %v, want %d", tt.method, tt.path, tt.body, code, body, tt.code)
+		}
+	}
+	if _, got := do(t, s, http.MethodGet, "/v1/instances/"+id, ""); labels(got)["b"] != "3" {
+		t.Fatalf("a refused patch changed the labels: %v", got)
+	}
+}
+
+func TestTerminatedCannotBeLabelled(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New(Options{Now: func() time.Time { return now }})
+	_, inst := do(t, s, http.MethodPost, "/v1/instances", createBody)
+	id := inst["id"].(string)
+	do(t, s, http.MethodDelete, "/v1/instances/"+id, "")
+	if code, _ := do(t, s, http.MethodPatch, "/v1/instances/"+id, `{"labels":{"a":"b"}}`); code != 200 {
+		t.Fatalf("patch while terminating: %d", code)
+	}
+	now = now.Add(time.Minute)
+	if code, _ := do(t, s, http.MethodPatch, "/v1/instances/"+id, `{"labels":{"a":"b"}}`); code != 404 {
+		t.Fatalf("patch of a terminated instance: %d, want 404", code)
+	}
+}
+
+func TestPriceCap(t *testing.T) {
+	s := New(Options{})
+	body := func(name string, max float64) string {
+		b, _ := json.Marshal(map[string]any{"name": name, "instance_type": "l40s.1x", "region": "ams1",
+			"ssh_public_keys": []string{"ssh-ed25519 AAAA"}, "max_price_per_hour": max})
+		return string(b)
+	}
+	code, got := do(t, s, http.MethodPost, "/v1/instances", body("atlas-vm-c", 1.59))
+	if e, _ := got["error"].(map[string]any); code != 422 || e["code"] != "price_above_max" {
+		t.Fatalf("above the cap: %d %v", code, got)
+	}
+	if code, _ := do(t, s, http.MethodPost, "/v1/instances", body("atlas-vm-c", -1)); code != 400 {
+		t.Fatalf("negative cap: %d", code)
+	}
+	if s.CreateCount() != 0 {
+		t.Fatal("a create above the cap created")
+	}
+	if code, _ := do(t, s, http.MethodPost, "/v1/instances", body("atlas-vm-c", 1.6)); code != 201 {
+		t.Fatalf("at the cap: %d", code)
+	}
+}
+
+func TestSharedFaults(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New(Options{Now: func() time.Time { return now }, BootDuration: time.Minute})
+	_ = s.SetFaults(emukit.Faults{SoldOut: true})
+	if code, _ := do(t, s, http.MethodPost, "/v1/instances", createBody); code != 422 {
+		t.Fatalf("sold out: %d", code)
+	}
+	if _, off := do(t, s, http.MethodGet, "/v1/offers", ""); len(off["offers"].([]any)) == 0 {
+		t.Fatal("sold out must keep the offers listed")
+	}
+	_ = s.SetFaults(emukit.Faults{LoseCreateResponses: 1, BootFailures: 1})
+	code, got := do(t, s, http.MethodPost, "/v1/instances", createBody)
+	if e, _ := got["error"].(map[string]any); code != 503 || e["code"] != "unavailable" || s.CreateCount() != 1 {
+		t.Fatalf("lost create: %d %v, %d created", code, got, s.CreateCount())
+	}
+	now = now.Add(time.Minute)
+	_, listed := do(t, s, http.MethodGet, "/v1/instances", "")
+	if items := listed["instances"].([]any); len(items) != 1 || items[0].(map[string]any)["status"] != "failed" {
+		t.Fatalf("boot failure: %v", listed)
+	}
+	if f, _ := s.Faults(); f != (emukit.Faults{}) {
+		t.Fatalf("faults not used up: %+v", f)
+	}
+	_ = s.SetFaults(emukit.Faults{ServerErrors: 1})
+	if code, body := do(t, s, http.MethodGet, "/v1/offers", ""); code != 500 || body["error"].(map[string]any)["code"] != "internal" {
+		t.Fatalf("server error: %d %v", code, body)
+	}
+}
+
+// TestAdminOverHTTP: the admin surface is served beside the API, without credentials or faults.
+func TestAdminOverHTTP(t *testing.T) {
+	s := New(Options{})
+	url, stop, err := s.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(context.Background())
+	if code, _ := do(t, s, http.MethodPost, "/v1/instances", createBody); code != 201 {
+		t.Fatal(code)
+	}
+	req, _ := http.NewRequest(http.MethodPut, url+emukit.AdminPath+"faults", strings.NewReader(`{"server_errors":5,"sold_out":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if f, _ := s.Faults(); resp.StatusCode != 200 || f.ServerErrors != 5 || !f.SoldOut {
+		t.Fatalf("PUT faults: %s, faults %+v", resp.Status, f)
+	}
+	resp, err = http.Get(url + emukit.AdminPath + "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st emukit.Stats
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "atlas-vm-a" {
+		t.Fatalf("stats: %+v, %v", st, err)
+	}
+	if f, _ := s.Faults(); f.ServerErrors != 5 {
+		t.Fatal("admin requests must not use up faults")
 	}
 }

@@ -19,7 +19,10 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
-// NameLabel is the label hydra puts on every server it creates; its value is the instance name.
+// NameLabel is the label hydra puts on every server it creates; its value is the instance name (the
+// full cloud-side name, "<pool prefix><resource>--<token>"). Beside it every server carries the
+// ownership record as labels (controlplane.OwnerLabels: hydra-managed-by, hydra-owner, hydra-resource,
+// hydra-confirmed).
 const NameLabel = "hydra-name"
 
 // Defaults of Config.
@@ -88,11 +91,21 @@ type Backend struct {
 
 	mu     sync.Mutex
 	tmpl   *Storage
-	plans  map[string]Plan    // by plan name, from the last Offers
-	prices map[string]float64 // "zone/plan" -> USD per hour, from the last Offers
+	plans  map[string]Plan      // by plan name, from the last Offers
+	prices map[string]float64   // "zone/plan" -> USD per hour, from the last Offers (or a capped Create)
+	names  map[string]*nameLock // creates in flight, by instance name
 }
 
-var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+// nameLock serialises the creates of one name in this process (n counts its holders and waiters).
+type nameLock struct {
+	mu sync.Mutex
+	n  int
+}
+
+var (
+	_ controlplane.InstanceManagerBackend = (*Backend)(nil)
+	_ controlplane.OwnershipConfirmer     = (*Backend)(nil)
+)
 
 // New builds the backend. It checks the configuration but calls no API.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
@@ -141,7 +154,8 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err != nil {
 		return nil, controlplane.NewError(controlplane.ErrAuth, CloudName, "configuring", err)
 	}
-	return &Backend{cfg: cfg, client: client, inv: inv, log: logger.Named(CloudName), plans: map[string]Plan{}, prices: map[string]float64{}}, nil
+	return &Backend{cfg: cfg, client: client, inv: inv, log: logger.Named(CloudName),
+		plans: map[string]Plan{}, prices: map[string]float64{}, names: map[string]*nameLock{}}, nil
 }
 
 // Cloud returns "upcloud".
@@ -207,10 +221,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		b.log.Warn("GPU stock unknown; offering with availability -1", "error", avErr)
 		avail = nil
 	}
-	rate := b.cfg.EURToUSD
-	if strings.EqualFold(prices.Prices.Currency, "USD") {
-		rate = 1
-	}
+	rate := b.rate(prices)
 	zoneOK := func(z string) bool {
 		if len(b.cfg.Zones) == 0 {
 			return true
@@ -251,7 +262,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			if !ok || !zoneOK(z.Name) {
 				continue
 			}
-			usd := roundPrice(float64(item.Price) / 100 * rate)
+			usd := centsToUSD(item.Price, rate)
 			newPrices[z.Name+"/"+p.Name] = usd
 			o := controlplane.Offer{
 				Cloud:        CloudName,
@@ -306,6 +317,34 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 }
 
 func roundPrice(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+// rate is the factor from the price list's cents to US dollar cents: EURToUSD, or 1 when the list
+// says its currency is USD.
+func (b *Backend) rate(prices *PriceList) float64 {
+	if strings.EqualFold(prices.Prices.Currency, "USD") {
+		return 1
+	}
+	return b.cfg.EURToUSD
+}
+
+// centsToUSD turns a price in (euro) cents per hour into US dollars per hour.
+func centsToUSD(cents FlexFloat, rate float64) float64 {
+	return roundPrice(float64(cents) / 100 * rate)
+}
+
+// planPrice returns the price of a plan in a zone in US dollars per hour; ok is false when the zone
+// does not sell the plan (no server_plan_<plan> item there).
+func planPrice(prices *PriceList, zone, plan string, rate float64) (usd float64, ok bool) {
+	for _, z := range prices.Prices.Zone {
+		if z.Name != zone {
+			continue
+		}
+		if item, ok := z.Items[PlanPriceKey(plan)]; ok {
+			return centsToUSD(item.Price, rate), true
+		}
+	}
+	return 0, false
+}
 
 // template returns the template servers are cloned from (looked up once, then cached).
 func (b *Backend) template(ctx context.Context) (Storage, error) {
@@ -389,9 +428,18 @@ func pickTemplate(list []Storage, want string) (Storage, error) {
 }
 
 // Create clones the template onto a new server of the offer's plan in the offer's zone, with req.Name as
-// its title, hostname and hydra-name label, and req.SSHPublicKeys for the login user. It returns at once
-// with the server pending (state maintenance). The create is never retried on 5xx or a lost answer: the
-// control plane looks the name up with List before trying again.
+// its title, hostname and hydra-name label, the ownership record req.Owner as labels
+// (controlplane.OwnerLabels), and req.SSHPublicKeys for the login user (UpCloud takes the keys in the
+// create request; it needs no key registration). It returns at once with the server pending (state
+// maintenance).
+//
+//   - Idempotent by name: while it holds this process's lock on the name, it looks for a server
+//     labelled hydra-name=<name> (GET /server?label=...) and returns that one if there is one.
+//   - With req.MaxPricePerHour set it reads the price list again: a plan that now costs more than the
+//     cap in the zone, or that the zone no longer sells, is ErrCapacity and nothing is created.
+//   - POST /server is retried on 429 only. After a 5xx or a lost answer Create looks for the name once
+//     more and returns the server if the cloud made it; otherwise the ErrOther stands, and List(req.Name)
+//     finds the server if it appears later.
 func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
 	const op = "creating server"
 	plan := req.Offer.InstanceType
@@ -412,6 +460,19 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	case len(req.SSHPublicKeys) == 0:
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no SSH public key to install")
 	}
+	unlock := b.lockName(req.Name)
+	defer unlock()
+	if inst, ok, err := b.findByName(ctx, req.Name); err != nil {
+		return controlplane.Instance{}, err
+	} else if ok {
+		b.log.Info("a server of this name exists already; returning it", "name", req.Name, "id", inst.ID)
+		return inst, nil
+	}
+	if req.MaxPricePerHour > 0 {
+		if err := b.checkPrice(ctx, zone, plan, req.MaxPricePerHour); err != nil {
+			return controlplane.Instance{}, err
+		}
+	}
 	tmpl, err := b.template(ctx)
 	if err != nil {
 		return controlplane.Instance{}, err
@@ -419,6 +480,12 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	size := b.cfg.DiskSizeGB
 	if int(tmpl.Size) > size {
 		size = int(tmpl.Size)
+	}
+	labels := Labels{{Key: NameLabel, Value: req.Name}}
+	if req.Owner.Token != "" {
+		for _, kv := range controlplane.OwnerLabels(req.Owner) {
+			labels = append(labels, Label{Key: kv[0], Value: kv[1]})
+		}
 	}
 	cs := CreateServer{
 		Zone:                zone,
@@ -428,7 +495,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		Metadata:            true, // required for cloud-init templates, harmless otherwise
 		PasswordDelivery:    "none",
 		RemoteAccessEnabled: false,
-		Labels:              Labels{{Key: NameLabel, Value: req.Name}},
+		Labels:              labels,
 		LoginUser:           &LoginUser{Username: b.cfg.LoginUser, CreatePassword: false},
 		Networking:          &CreateNetworking{},
 	}
@@ -448,11 +515,22 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	b.log.Info("creating server", "name", req.Name, "plan", plan, "zone", zone, "template", tmpl.UUID, "disk_gb", size)
 	srv, err := b.client.CreateServerRequest(ctx, cs)
 	if err != nil {
+		if controlplane.KindOf(err) == controlplane.ErrOther && ctx.Err() == nil {
+			// The answer may be lost after the cloud made the server: look once more.
+			if inst, ok, ferr := b.findByName(ctx, req.Name); ferr == nil && ok {
+				b.log.Warn("the create answer was lost but the server exists; returning it", "name", req.Name, "id", inst.ID, "error", err)
+				return inst, nil
+			}
+		}
 		return controlplane.Instance{}, err
 	}
 	inst := b.instance(srv)
 	if inst.Name == "" {
 		inst.Name = req.Name
+	}
+	if inst.Owner.Token == "" && req.Owner.Token != "" {
+		inst.Owner = req.Owner
+		inst.Owner.Confirmed = false
 	}
 	if inst.PricePerHour == 0 {
 		inst.PricePerHour = req.Offer.PricePerHour
@@ -461,6 +539,80 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		inst.GPUType, inst.GPUCount = req.Offer.GPUType, req.Offer.GPUCount
 	}
 	return inst, nil
+}
+
+// lockName takes this process's lock on an instance name, so that concurrent creates of one name
+// look and create one after the other; it returns the unlock.
+func (b *Backend) lockName(name string) func() {
+	b.mu.Lock()
+	l := b.names[name]
+	if l == nil {
+		l = &nameLock{}
+		b.names[name] = l
+	}
+	l.n++
+	b.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		b.mu.Lock()
+		if l.n--; l.n == 0 {
+			delete(b.names, name)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// findByName returns the server labelled hydra-name=<name> (the oldest, should there be several),
+// with its details; ok is false when there is none.
+func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
+	list, err := b.client.ListServers(ctx, NameLabel+"="+name)
+	if err != nil {
+		return controlplane.Instance{}, false, err
+	}
+	var found *Server
+	for i := range list {
+		s := &list[i]
+		if v, _ := s.Labels.Get(NameLabel); v != name {
+			continue
+		}
+		if found == nil || s.Created < found.Created || (s.Created == found.Created && s.UUID < found.UUID) {
+			found = s
+		}
+	}
+	if found == nil {
+		return controlplane.Instance{}, false, nil
+	}
+	d, err := b.client.GetServer(ctx, found.UUID)
+	if controlplane.IsNotFound(err) {
+		return controlplane.Instance{}, false, nil
+	}
+	if err != nil {
+		return controlplane.Instance{}, false, err
+	}
+	return b.instance(d), true, nil
+}
+
+// checkPrice reads the price list and returns ErrCapacity when the plan now costs more than maxUSD per
+// hour in the zone, or the zone no longer sells it.
+func (b *Backend) checkPrice(ctx context.Context, zone, plan string, maxUSD float64) error {
+	const op = "creating server"
+	prices, err := b.client.ListPrices(ctx)
+	if err != nil {
+		return err
+	}
+	usd, ok := planPrice(prices, zone, plan, b.rate(prices))
+	if !ok {
+		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "zone %s no longer sells plan %s", zone, plan)
+	}
+	b.mu.Lock()
+	b.prices[zone+"/"+plan] = usd
+	b.mu.Unlock()
+	if usd > maxUSD+1e-9 {
+		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+			"plan %s in %s now costs $%.4f/h, above the maximum price of $%.4f/h", plan, zone, usd, maxUSD)
+	}
+	return nil
 }
 
 // instance maps a server onto hydra's Instance.
@@ -487,6 +639,12 @@ func (b *Backend) instance(s *Server) controlplane.Instance {
 	}
 	if s.Created > 0 {
 		inst.CreatedAt = time.Unix(int64(s.Created), 0).UTC()
+	}
+	if o, ok := controlplane.OwnerFromLabels(s.Labels.Get); ok {
+		inst.Owner = o
+	} else if v, _ := s.Labels.Get(controlplane.LabelConfirmed); v == "true" {
+		// A machine without a token (made before ownership records, or imported) that a state holds.
+		inst.Owner.Confirmed = true
 	}
 	if ip != "" {
 		inst.SSH = &controlplane.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.LoginUser}
@@ -519,11 +677,59 @@ func (b *Backend) instance(s *Server) controlplane.Instance {
 
 // Get returns the server with that uuid; a missing one is an ErrNotFound error.
 func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
-	s, err := b.client.GetServer(ctx, id)
+	s, err := b.getServer(ctx, id)
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
 	return b.instance(s), nil
+}
+
+// getServer reads a server's details. UpCloud answers an id that is no uuid at all with 400
+// SERVER_INVALID; no server has such an id, so for hydra that is ErrNotFound too.
+func (b *Backend) getServer(ctx context.Context, id string) (*Server, error) {
+	s, err := b.client.GetServer(ctx, id)
+	var ae *APIError
+	if err != nil && errors.As(err, &ae) && ae.Code == "SERVER_INVALID" {
+		return nil, controlplane.NewError(controlplane.ErrNotFound, CloudName, "reading server", err)
+	}
+	return s, err
+}
+
+// ConfirmOwnership records that a Terraform state holds the server: it sets the label
+// hydra-confirmed=true with PUT /server/{uuid}, resending the server's other labels unchanged (labels
+// given to a modify replace the whole list). A server that says so already is left alone; a gone
+// server is ErrNotFound.
+func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
+	const op = "confirming ownership"
+	s, err := b.getServer(ctx, id)
+	if err != nil {
+		return err
+	}
+	if v, _ := s.Labels.Get(controlplane.LabelConfirmed); v == "true" {
+		return nil
+	}
+	labels := make(Labels, 0, len(s.Labels)+1)
+	set := false
+	for _, l := range s.Labels {
+		if l.Key == controlplane.LabelConfirmed {
+			l.Value, set = "true", true
+		}
+		labels = append(labels, l)
+	}
+	if !set {
+		labels = append(labels, Label{Key: controlplane.LabelConfirmed, Value: "true"})
+	}
+	_, err = b.client.ModifyServer(ctx, id, ModifyServer{Labels: &labels})
+	var ae *APIError
+	switch {
+	case err == nil:
+		b.log.Debug("ownership confirmed", "id", id)
+		return nil
+	case errors.As(err, &ae) && ae.Code == "SERVER_STATE_ILLEGAL":
+		// The server's state does not allow a change now; a later refresh confirms again.
+		return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+	}
+	return err
 }
 
 // List returns the servers whose name (hydra-name label, title or hostname) starts with prefix. It lists
@@ -555,11 +761,15 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 
 // Delete removes the server and its disks. UpCloud deletes only stopped servers, so Delete hard-stops a
 // started server, waits (bounded by DeleteTimeout and ctx) until it is stopped, then sends
-// DELETE /server/{uuid}/?storages=1. A server that is already gone yields an ErrNotFound error; one that
-// disappears while Delete waits counts as deleted.
+// DELETE /server/{uuid}/?storages=1. A server that is already gone, or disappears while Delete waits,
+// counts as deleted: Delete returns nil.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	const op = "deleting server"
-	s, err := b.client.GetServer(ctx, id)
+	s, err := b.getServer(ctx, id)
+	if controlplane.IsNotFound(err) {
+		b.log.Debug("server already gone", "id", id)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

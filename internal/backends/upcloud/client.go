@@ -179,6 +179,23 @@ func (c *Client) GetServer(ctx context.Context, uuid string) (*Server, error) {
 	return &out.Server, nil
 }
 
+// ModifyServer changes a server's attributes (PUT /server/{uuid}) and returns its details; UpCloud
+// answers 202. Labels given replace the whole list. It is idempotent, so it is retried like a read.
+func (c *Client) ModifyServer(ctx context.Context, uuid string, req ModifyServer) (*Server, error) {
+	if uuid == "" {
+		return nil, classify("modifying server", errors.New("empty server uuid"))
+	}
+	body := struct {
+		Server ModifyServer `json:"server"`
+	}{req}
+	var out ServerDetails
+	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPut, Path: "/server/" + url.PathEscape(uuid), Body: body}, &out)
+	if err != nil {
+		return nil, classify("modifying server", err)
+	}
+	return &out.Server, nil
+}
+
 // listPageSize is how many servers ListServers asks for per page (the SDK's maximum, 100).
 var listPageSize = 100
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 )
 
@@ -308,99 +309,24 @@ func TestClientListServersPagingAndLabels(t *testing.T) {
 	}
 }
 
-func TestClientRetries(t *testing.T) {
-	ctx := context.Background()
-	t.Run("429 storm with Retry-After is retried", func(t *testing.T) {
-		srv, base := startEmulator(t, emu.Options{})
-		cfg := fastClientConfig(base)
-		ct := &countingTransport{next: http.DefaultTransport}
-		cfg.Transport = ct
-		c := newTestClient(t, cfg)
-		if err := srv.SetFaults(emu.Faults{RateLimit: 3, RetryAfterSeconds: 1}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.ListPlans(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if n := ct.n.Load(); n != 4 {
-			t.Errorf("%d attempts, want 4", n)
-		}
-	})
-	t.Run("5xx is retried", func(t *testing.T) {
-		srv, base := startEmulator(t, emu.Options{})
-		cfg := fastClientConfig(base)
-		ct := &countingTransport{next: http.DefaultTransport}
-		cfg.Transport = ct
-		c := newTestClient(t, cfg)
-		_ = srv.SetFaults(emu.Faults{ServerErrors: 2})
-		if _, err := c.ListPrices(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if n := ct.n.Load(); n != 3 {
-			t.Errorf("%d attempts, want 3", n)
-		}
-	})
-	t.Run("persistent 5xx gives up as other", func(t *testing.T) {
-		srv, base := startEmulator(t, emu.Options{})
-		c := newTestClient(t, fastClientConfig(base))
-		_ = srv.SetFaults(emu.Faults{ServerErrors: 100})
-		_, err := c.ListPrices(ctx)
-		var ae *APIError
-		if controlplane.KindOf(err) != controlplane.ErrOther || !errors.As(err, &ae) || ae.Status != 503 {
-			t.Fatalf("err = %v", err)
-		}
-	})
-	t.Run("other 4xx is not retried", func(t *testing.T) {
-		_, base := startEmulator(t, emu.Options{})
-		cfg := fastClientConfig(base)
-		ct := &countingTransport{next: http.DefaultTransport}
-		cfg.Transport = ct
-		c := newTestClient(t, cfg)
-		if _, err := c.GetServer(ctx, "00000000-0000-4000-a000-000000000000"); !controlplane.IsNotFound(err) {
-			t.Fatalf("err = %v", err)
-		}
-		if n := ct.n.Load(); n != 1 {
-			t.Errorf("%d attempts, want 1", n)
-		}
-	})
-	t.Run("create is not retried on 5xx", func(t *testing.T) {
-		srv, base := startEmulator(t, emu.Options{})
-		cfg := fastClientConfig(base)
-		ct := &countingTransport{next: http.DefaultTransport}
-		cfg.Transport = ct
-		c := newTestClient(t, cfg)
-		_ = srv.SetFaults(emu.Faults{ServerErrors: 3, Match: "POST /server"})
-		_, err := c.CreateServerRequest(ctx, testCreateBody("upcloud-vm-x", "GPU-8xCPU-64GB-1xL40S", "fi-hel2"))
-		if controlplane.KindOf(err) != controlplane.ErrOther {
-			t.Fatalf("err = %v", err)
-		}
-		if n := ct.n.Load(); n != 1 {
-			t.Errorf("%d attempts, want 1", n)
-		}
-		if f := srv.CurrentFaults(); f.ServerErrors != 2 {
-			t.Errorf("remaining 5xx %d, want 2", f.ServerErrors)
-		}
-		if n := srv.CreateCount(); n != 0 {
-			t.Errorf("created %d", n)
-		}
-	})
-	t.Run("create is retried on 429", func(t *testing.T) {
-		srv, base := startEmulator(t, emu.Options{})
-		cfg := fastClientConfig(base)
-		ct := &countingTransport{next: http.DefaultTransport}
-		cfg.Transport = ct
-		c := newTestClient(t, cfg)
-		_ = srv.SetFaults(emu.Faults{RateLimit: 2, Match: "POST /server"})
-		if _, err := c.CreateServerRequest(ctx, testCreateBody("upcloud-vm-y", "GPU-8xCPU-64GB-1xL40S", "fi-hel2")); err != nil {
-			t.Fatal(err)
-		}
-		if n := ct.n.Load(); n != 3 {
-			t.Errorf("%d attempts, want 3", n)
-		}
-		if n := srv.CreateCount(); n != 1 {
-			t.Errorf("created %d, want 1", n)
-		}
-	})
+// TestClientGivesUpInUpCloudsShape: once the retries of a persistent 5xx run out, the error is an
+// unknown outcome that keeps UpCloud's status and error code. (Retries themselves are in the
+// conformance suite.)
+func TestClientGivesUpInUpCloudsShape(t *testing.T) {
+	srv, base := startEmulator(t, emu.Options{})
+	cfg := fastClientConfig(base)
+	ct := &countingTransport{next: http.DefaultTransport}
+	cfg.Transport = ct
+	c := newTestClient(t, cfg)
+	_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 100}, ServerErrorStatus: 502})
+	_, err := c.ListPrices(context.Background())
+	var ae *APIError
+	if controlplane.KindOf(err) != controlplane.ErrOther || !errors.As(err, &ae) || ae.Status != 502 || ae.Code != "SERVICE_UNAVAILABLE" {
+		t.Fatalf("err = %v", err)
+	}
+	if n := ct.n.Load(); n != 5 {
+		t.Errorf("%d attempts, want 5 (RetryMax 4)", n)
+	}
 }
 
 func TestClientSharedRateLimit(t *testing.T) {
@@ -517,6 +443,26 @@ func TestEmulatorAnswersInRecordedShapes(t *testing.T) {
 	stopBody := json.RawMessage(stopRec.Request.Body) // the recorded request, timeout as a string
 	stopped := inner(raw("POST", "/server/"+uuid+"/stop", stopBody), "server")
 	missing("stop", keysOf(t, inner(stopRec.Response.Body, "server")), keysOf(t, stopped), passwords...)
+
+	// The recorded modify request, as sent: 202 with the server's details and its labels replaced.
+	modRec := loadRecording(t, "server.modify.202.json")
+	modResp, err := c.REST().Do(ctx, restclient.Request{Method: "PUT", Path: "/server/" + uuid, Body: json.RawMessage(modRec.Request.Body)})
+	if err != nil || modResp.Status != modRec.Response.Status {
+		t.Fatalf("modify: %+v %v", modResp, err)
+	}
+	modified := inner(modResp.Body, "server")
+	missing("modify", keysOf(t, inner(modRec.Response.Body, "server")), keysOf(t, modified), passwords...)
+	var recMod, gotMod ServerDetails
+	_ = json.Unmarshal(modRec.Response.Body, &recMod)
+	_ = json.Unmarshal(modResp.Body, &gotMod)
+	if gotMod.Server.Title != recMod.Server.Title || len(gotMod.Server.Labels) != len(recMod.Server.Labels) {
+		t.Errorf("modify answered title %q labels %+v, want %q %+v", gotMod.Server.Title, gotMod.Server.Labels, recMod.Server.Title, recMod.Server.Labels)
+	}
+	for i, l := range recMod.Server.Labels {
+		if i < len(gotMod.Server.Labels) && gotMod.Server.Labels[i] != l {
+			t.Errorf("label %d: %+v, want %+v", i, gotMod.Server.Labels[i], l)
+		}
+	}
 
 	listRec := loadRecording(t, "server.list-label-filter.200.json")
 	var recList, gotList struct {

@@ -298,3 +298,42 @@ func TestRecordedCreateRequestShape(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedModifyRequestShape checks that hydra's modify body (ConfirmOwnership's) has the wrapper
+// keys of the SDK's recorded PUT /server/{uuid}: {"server":{"labels":{"label":[{key,value}]}}}.
+func TestRecordedModifyRequestShape(t *testing.T) {
+	rec := loadRecording(t, "server.modify.202.json")
+	var recorded struct {
+		Server struct {
+			Labels json.RawMessage `json:"labels"`
+		} `json:"server"`
+	}
+	if err := json.Unmarshal(rec.Request.Body, &recorded); err != nil {
+		t.Fatal(err)
+	}
+	var labels Labels
+	if err := json.Unmarshal(recorded.Server.Labels, &labels); err != nil || len(labels) != 3 {
+		t.Fatalf("recorded labels read as %+v, %v", labels, err)
+	}
+	out, err := json.Marshal(struct {
+		Server ModifyServer `json:"server"`
+	}{ModifyServer{Labels: &labels}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again struct {
+		Server map[string]json.RawMessage `json:"server"`
+	}
+	if err := json.Unmarshal(out, &again); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Server) != 1 {
+		t.Errorf("a labels-only modify sends %s; want labels alone", out)
+	}
+	var a, b any
+	_ = json.Unmarshal(recorded.Server.Labels, &a)
+	_ = json.Unmarshal(again.Server["labels"], &b)
+	if ra, _ := json.Marshal(a); string(ra) != func() string { rb, _ := json.Marshal(b); return string(rb) }() {
+		t.Errorf("labels: recorded %s, hydra writes %s", recorded.Server.Labels, again.Server["labels"])
+	}
+}

@@ -470,6 +470,15 @@ type CreateServer struct {
 	UserData   string            `json:"user_data,omitempty"`
 }
 
+// ModifyServer is the body of PUT /server/{uuid} (inside {"server": ...}). Only the fields set are
+// sent; Labels, when set, replaces the server's whole label list (as in the recorded
+// server.modify.202.json, which resends every label).
+type ModifyServer struct {
+	Title    string  `json:"title,omitempty"`
+	Hostname string  `json:"hostname,omitempty"`
+	Labels   *Labels `json:"labels,omitempty"`
+}
+
 // CreateNetworking is the networking part of a create request.
 type CreateNetworking struct {
 	Interfaces struct {

@@ -2,11 +2,15 @@
 // traffic: wrapper keys ({"server":{...}}, {"servers":{"server":[...]}}), "yes"/"no" booleans, numbers
 // as strings in server objects, 202 create answering state "maintenance" that becomes "started", stop
 // answering 200 with the old state before the server is "stopped", delete only of stopped servers
-// (DELETE /server/{uuid}/?storages=1 -> 204), {"error":{error_code,error_message}} errors, prices in
-// euro cents per hour per zone, GPU stock in /device/availability and GPU plans with storage_size 0.
+// (DELETE /server/{uuid}/?storages=1 -> 204), {"error":{error_code,error_message}} errors (and
+// application/problem+json for unknown paths), prices in euro cents per hour per zone, GPU stock in
+// /device/availability, GPU plans with storage_size 0, labels ({"labels":{"label":[{key,value}]}}) that
+// PUT /server/{uuid} replaces, and label filters on GET /server (?label=key&label=key%3Dvalue).
 //
 // Serve it under any address; the API lives below APIPrefix ("/1.3"), and requests without the prefix
-// are accepted too. Status progressions are computed from timestamps kept in the state, so several
+// are accepted too. The admin surface every emulator shares (emukit.AdminHandler: GET
+// /_emulator/stats, GET and PUT /_emulator/faults) is served beside it, at /_emulator/ and at
+// /1.3/_emulator/. Status progressions are computed from timestamps kept in the state, so several
 // Server values (in one or several processes) sharing a StateDir see the same cloud.
 package upcloud
 
@@ -56,11 +60,14 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Server is the emulator, an http.Handler.
+// Server is the emulator, an http.Handler serving the API and the admin surface.
 type Server struct {
-	opts  Options
-	store *emukit.Store[state]
+	opts    Options
+	store   *emukit.Store[state]
+	handler http.Handler
 }
+
+var _ emukit.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
@@ -82,7 +89,9 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
+	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
+	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
+	return s
 }
 
 // Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns the API base URL to give
@@ -103,16 +112,43 @@ func (s *Server) withState(fn func(st *state) bool) error {
 	})
 }
 
-// SetFaults replaces the active faults (persisted with the state).
-func (s *Server) SetFaults(f Faults) error {
+// SetFaults replaces the armed faults with f (emukit.Admin). UpCloud's extras (see Faults) are cleared.
+func (s *Server) SetFaults(f emukit.Faults) error {
+	return s.SetCloudFaults(Faults{Faults: f})
+}
+
+// Faults returns the armed shared faults with their counters as far as they have run down (emukit.Admin).
+func (s *Server) Faults() (emukit.Faults, error) {
+	f, err := s.CloudFaults()
+	return f.Faults, err
+}
+
+// SetCloudFaults replaces the armed faults, UpCloud's extras included (persisted with the state).
+func (s *Server) SetCloudFaults(f Faults) error {
 	return s.withState(func(st *state) bool { st.Faults = f; return true })
 }
 
-// CurrentFaults returns the active faults with their remaining counters.
-func (s *Server) CurrentFaults() Faults {
+// CloudFaults returns the armed faults, UpCloud's extras included, with their remaining counters.
+func (s *Server) CloudFaults() (Faults, error) {
 	var f Faults
-	_ = s.withState(func(st *state) bool { f = st.Faults; return false })
-	return f
+	err := s.withState(func(st *state) bool { f = st.Faults; return false })
+	return f, err
+}
+
+// Stats counts the servers ever created (lost creates included) and lists the ones that exist, by
+// uuid, named by their title (emukit.Admin). A server exists until DELETE removes it, whatever its state.
+func (s *Server) Stats() (emukit.Stats, error) {
+	var st emukit.Stats
+	err := s.withState(func(state *state) bool {
+		st.Created = state.CreateCount
+		st.Live = []emukit.Machine{}
+		for _, v := range state.Servers {
+			st.Live = append(st.Live, emukit.Machine{ID: v.UUID, Name: v.Title})
+		}
+		return false
+	})
+	sort.Slice(st.Live, func(i, j int) bool { return st.Live[i].ID < st.Live[j].ID })
+	return st, err
 }
 
 // CreateCount is how many servers were ever created (lost creates included).
@@ -207,12 +243,26 @@ func problemResp(status int, code, title string) response {
 	return response{status: status, contentType: "application/problem+json", body: b}
 }
 
-// ServeHTTP answers one API request.
+// ServeHTTP answers one API or admin request. The admin surface is also reachable below APIPrefix, so a
+// client that only knows the API base URL finds it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, APIPrefix); ok && strings.HasPrefix(rest, emukit.AdminPath) {
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path, u.RawPath = rest, ""
+		r2.URL = &u
+		r = r2
+	}
+	s.handler.ServeHTTP(w, r)
+}
+
+// serveAPI answers one API request.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	var resp response
 	var latency time.Duration
 	err := s.withState(func(st *state) bool {
-		latency = st.Faults.Latency
+		latency = time.Duration(st.Faults.Latency)
 		var changed bool
 		resp, changed = s.handle(st, r)
 		return changed
@@ -249,7 +299,7 @@ func (s *Server) handle(st *state, r *http.Request) (response, bool) {
 	f := &st.Faults
 	key := r.Method + " " + path
 	if f.Match == "" || strings.HasPrefix(key, f.Match) {
-		status, header := emukit.TakeFault(&f.RateLimit, f.RetryAfterSeconds, &f.ServerErrors, cmp.Or(f.ServerErrorStatus, http.StatusServiceUnavailable))
+		status, header := f.Take(cmp.Or(f.ServerErrorStatus, http.StatusServiceUnavailable))
 		switch {
 		case header != nil: // 429
 			resp := errResp(status, "TOO_MANY_REQUESTS", "Too many requests.")
@@ -290,6 +340,8 @@ func (s *Server) handle(st *state, r *http.Request) (response, bool) {
 		switch r.Method {
 		case http.MethodGet:
 			return s.getServer(st, parts[1]), changed
+		case http.MethodPut:
+			return s.modifyServer(st, parts[1], r)
 		case http.MethodDelete:
 			return s.deleteServer(st, parts[1], r)
 		}
@@ -731,29 +783,23 @@ func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
 	}
 	var labels []label
 	if b.Labels != nil {
-		for _, l := range b.Labels.Label {
-			if l.Key == "" || strings.HasPrefix(l.Key, "_") || len(l.Key) > 32 || len(l.Value) > 255 {
-				return errResp(http.StatusBadRequest, "LABEL_INVALID", fmt.Sprintf("The label %q is invalid.", l.Key)), false
-			}
-			labels = append(labels, l)
+		if resp, ok := checkLabels(b.Labels.Label); !ok {
+			return resp, false
 		}
+		labels = b.Labels.Label
+	}
+	if st.Faults.SoldOut || (p.GPUAmount > 0 && st.Stock[b.Zone][p.Name] <= 0) {
+		return errResp(http.StatusConflict, "SERVER_RESOURCES_UNAVAILABLE",
+			fmt.Sprintf("There are not enough resources available for plan %s in zone %s.", p.Name, b.Zone)), false
 	}
 	if p.GPUAmount > 0 {
-		if st.Faults.CapacityGone || st.Stock[b.Zone][p.Name] <= 0 {
-			return errResp(http.StatusConflict, "SERVER_RESOURCES_UNAVAILABLE",
-				fmt.Sprintf("There are not enough resources available for plan %s in zone %s.", p.Name, b.Zone)), false
-		}
 		st.Stock[b.Zone][p.Name]--
 	}
 	now := s.opts.Now()
 	st.Seq++
 	st.CreateCount++
-	boot := st.BootDuration + st.Faults.SlowBoot
-	failBoot := false
-	if st.Faults.BootFailures > 0 {
-		st.Faults.BootFailures--
-		failBoot = true
-	}
+	boot := st.BootDuration + time.Duration(st.Faults.SlowBoot)
+	failBoot := st.Faults.TakeBootFailure()
 	v := &server{
 		UUID: newUUID("00"), Title: b.Title, Hostname: b.Hostname, Zone: b.Zone, Plan: p.Name,
 		Created: now, BootStart: now, BootDuration: boot, FailBoot: failBoot, StopDuration: st.StopDuration,
@@ -769,13 +815,89 @@ func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
 	}
 	st.Servers[v.UUID] = v
 	st.Disks[v.Storage] = &disk{UUID: v.Storage, Title: v.StorageTitle, Zone: v.Zone, Size: size, Tier: tier, Created: now}
-	if st.Faults.LostCreates > 0 {
-		st.Faults.LostCreates--
+	if st.Faults.TakeLostCreate() {
 		return errResp(http.StatusInternalServerError, "INTERNAL_ERROR", "Internal server error."), true
 	}
 	d2 := s.details(st, v)
 	d2["username"] = username
 	return jsonResp(http.StatusAccepted, map[string]any{"server": d2}), true
+}
+
+// checkLabels refuses labels UpCloud would refuse: empty or over-long keys, keys starting with "_"
+// (reserved for UpCloud's own labels), over-long values, and one key twice.
+func checkLabels(ls []label) (response, bool) {
+	seen := map[string]bool{}
+	for _, l := range ls {
+		if l.Key == "" || strings.HasPrefix(l.Key, "_") || len(l.Key) > 32 || len(l.Value) > 255 || seen[l.Key] {
+			return errResp(http.StatusBadRequest, "LABEL_INVALID", fmt.Sprintf("The label %q is invalid.", l.Key)), false
+		}
+		seen[l.Key] = true
+	}
+	return response{}, true
+}
+
+// modifyBody is what the emulator reads of PUT /server/{uuid} (the SDK's ModifyServerRequest).
+type modifyBody struct {
+	Server *struct {
+		Title    *string `json:"title"`
+		Hostname *string `json:"hostname"`
+		Metadata *string `json:"metadata"`
+		Labels   *struct {
+			Label []label `json:"label"`
+		} `json:"labels"`
+		Plan         *string         `json:"plan"`
+		CoreNumber   json.RawMessage `json:"core_number"`
+		MemoryAmount json.RawMessage `json:"memory_amount"`
+	} `json:"server"`
+}
+
+// modifyServer changes a server's title, hostname, metadata flag and labels (PUT /server/{uuid}, as in
+// the recorded server.modify.202.json): labels given replace the whole list, and the answer is 202
+// with the server's details. These can be changed in any state. A change of plan, cores or memory
+// needs a stopped server (SERVER_STATE_ILLEGAL otherwise) and is not emulated beyond that check.
+// Other fields (remote_access_enabled, firewall, ...) are accepted and ignored.
+func (s *Server) modifyServer(st *state, uuid string, r *http.Request) (response, bool) {
+	v, ok := st.Servers[uuid]
+	if !ok {
+		return notFound(uuid), false
+	}
+	var body modifyBody
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Server == nil {
+		return errResp(http.StatusBadRequest, "SERVER_INVALID", "The request body is not a valid server object."), false
+	}
+	b := body.Server
+	if (b.Plan != nil && *b.Plan != v.Plan) || len(b.CoreNumber) > 0 || len(b.MemoryAmount) > 0 {
+		if state, _ := serverState(v, s.opts.Now()); state != "stopped" {
+			return errResp(http.StatusConflict, "SERVER_STATE_ILLEGAL", fmt.Sprintf("The server %s is in state %s; its plan can only be changed while it is stopped.", uuid, state)), false
+		}
+		return errResp(http.StatusBadRequest, "PLAN_INVALID", "Changing a server's plan is not supported by this emulator."), false
+	}
+	switch {
+	case b.Title != nil && (*b.Title == "" || len(*b.Title) > 255):
+		return errResp(http.StatusBadRequest, "TITLE_INVALID", "The title is invalid."), false
+	case b.Hostname != nil && (!hostnameRE.MatchString(*b.Hostname) || len(*b.Hostname) > 128):
+		return errResp(http.StatusBadRequest, "HOSTNAME_INVALID", "The hostname is invalid."), false
+	case b.Metadata != nil && !strings.EqualFold(*b.Metadata, "yes") && !strings.EqualFold(*b.Metadata, "no"):
+		return errResp(http.StatusBadRequest, "METADATA_INVALID", "The metadata value is invalid."), false
+	}
+	if b.Labels != nil {
+		if resp, ok := checkLabels(b.Labels.Label); !ok {
+			return resp, false
+		}
+	}
+	if b.Title != nil {
+		v.Title = *b.Title
+	}
+	if b.Hostname != nil {
+		v.Hostname = *b.Hostname
+	}
+	if b.Metadata != nil {
+		v.Metadata = strings.EqualFold(*b.Metadata, "yes")
+	}
+	if b.Labels != nil {
+		v.Labels = append([]label(nil), b.Labels.Label...)
+	}
+	return jsonResp(http.StatusAccepted, map[string]any{"server": s.details(st, v)}), true
 }
 
 func (s *Server) stopServer(st *state, uuid string, r *http.Request) (response, bool) {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 type clock struct {
@@ -95,7 +97,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 		t.Errorf("counts: %d %d stock %d", a.CreateCount(), b.CreateCount(), b.Stock("fi-hel2", "GPU-8xCPU-64GB-1xL4"))
 	}
 	// Faults set through one are seen by the other, and persist.
-	if err := a.SetFaults(Faults{RateLimit: 1, RetryAfterSeconds: 2}); err != nil {
+	if err := a.SetFaults(emukit.Faults{RateLimited: 1, RetryAfterSeconds: 2}); err != nil {
 		t.Fatal(err)
 	}
 	r := do(t, b, "GET", "/1.3/zone", nil, "")
@@ -225,7 +227,8 @@ func TestStartServesTheAPI(t *testing.T) {
 
 func TestFaultsLatencyAndErrors(t *testing.T) {
 	s := New(Options{})
-	if err := s.SetFaults(Faults{Latency: 30 * time.Millisecond, ServerErrors: 1, ServerErrorStatus: 502, Match: "GET /plan"}); err != nil {
+	f := Faults{Faults: emukit.Faults{Latency: emukit.Duration(30 * time.Millisecond), ServerErrors: 1}, ServerErrorStatus: 502, Match: "GET /plan"}
+	if err := s.SetCloudFaults(f); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -241,7 +244,34 @@ func TestFaultsLatencyAndErrors(t *testing.T) {
 	if r := do(t, s, "GET", "/1.3/plan", nil, ""); r.status != 200 {
 		t.Errorf("the 5xx storm did not end: %d", r.status)
 	}
-	if f := s.CurrentFaults(); f.ServerErrors != 0 || f.Latency != 30*time.Millisecond {
-		t.Errorf("faults %+v", f)
+	if f, err := s.CloudFaults(); err != nil || f.ServerErrors != 0 || time.Duration(f.Latency) != 30*time.Millisecond || f.Match != "GET /plan" {
+		t.Errorf("faults %+v %v", f, err)
+	}
+	// SetFaults (the shared vocabulary) replaces everything, UpCloud's extras included.
+	if err := s.SetFaults(emukit.Faults{ServerErrors: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := s.CloudFaults(); f.Match != "" || f.ServerErrorStatus != 0 || f.ServerErrors != 1 {
+		t.Errorf("faults after SetFaults %+v", f)
+	}
+	if r := do(t, s, "GET", "/1.3/zone", nil, ""); r.status != 503 || !strings.Contains(string(r.raw), "SERVICE_UNAVAILABLE") {
+		t.Errorf("want a 503 in UpCloud's error shape, got %d %s", r.status, r.raw)
+	}
+}
+
+func TestSlowBoot(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second})
+	if err := s.SetCloudFaults(Faults{SlowBoot: emukit.Duration(5 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	uuid := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-slow"), ""))["uuid"].(string)
+	clk.Advance(11 * time.Second)
+	if st := serverOf(do(t, s, "GET", "/1.3/server/"+uuid, nil, ""))["state"]; st != "maintenance" {
+		t.Errorf("slow boot over early: %v", st)
+	}
+	clk.Advance(5 * time.Second)
+	if st := serverOf(do(t, s, "GET", "/1.3/server/"+uuid, nil, ""))["state"]; st != "started" {
+		t.Errorf("after the slow boot: %v", st)
 	}
 }

@@ -2,33 +2,23 @@ package upcloud
 
 import (
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
-// Faults are failures switched on at runtime (SetFaults). They live in the state, so with a StateDir
-// every process sharing the directory sees them. Counters count down as they fire.
+// Faults are the armed faults: the shared vocabulary every emulator understands (emukit.Faults:
+// 429 storms, 5xx answers, lost create answers, boot failures, sold out, latency) and UpCloud's own
+// extras. They live in the state, so with a StateDir every process sharing the directory sees them.
+// Counters count down as they fire.
 type Faults struct {
-	// Latency is added to every request.
-	Latency time.Duration
-	// Match limits RateLimit and ServerErrors to requests whose "METHOD /path" (path without the /1.3
-	// prefix) starts with it, e.g. "POST /server". Empty: every request.
-	Match string
-	// RateLimit answers the next N matching requests with 429 and a Retry-After of RetryAfterSeconds
-	// (default 1).
-	RateLimit         int
-	RetryAfterSeconds int
-	// ServerErrors answers the next N matching requests with ServerErrorStatus (default 503), before
-	// acting on them.
-	ServerErrors      int
-	ServerErrorStatus int
-	// LostCreates carries out the next N server creates but answers them 500, as when a response is lost.
-	LostCreates int
+	emukit.Faults
+	// Match limits RateLimited and ServerErrors to requests whose "METHOD /path" (path without the
+	// /1.3 prefix) starts with it, e.g. "POST /server". Empty: every request.
+	Match string `json:"match,omitempty"`
+	// ServerErrorStatus is the status ServerErrors answer with (default 503).
+	ServerErrorStatus int `json:"server_error_status,omitempty"`
 	// SlowBoot adds to the boot duration of servers created while it is set.
-	SlowBoot time.Duration
-	// CapacityGone makes creates fail with SERVER_RESOURCES_UNAVAILABLE although /device/availability
-	// still shows stock (capacity gone between offer and create).
-	CapacityGone bool
-	// BootFailures makes the next N created servers end their boot in state "error".
-	BootFailures int
+	SlowBoot emukit.Duration `json:"slow_boot,omitempty"`
 }
 
 type label struct {

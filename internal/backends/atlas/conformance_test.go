@@ -18,7 +18,6 @@ import (
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
 		Cloud:       CloudName,
-		NeedsSSHKey: true,
 		Start: func(t *testing.T) (controlplane.InstanceManagerBackend, emukit.Admin) {
 			t.Helper()
 			srv := emu.New(emu.Options{BootDuration: 300 * time.Millisecond, DeleteDuration: 200 * time.Millisecond})

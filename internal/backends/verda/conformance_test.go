@@ -14,7 +14,7 @@ import (
 )
 
 // TestConformance runs the backend contract against a fresh in-memory Verda emulator per case. Verda
-// accepts a create without SSH keys (ssh_key_ids may be empty), so NeedsSSHKey is false.
+// accepts a create without SSH keys (ssh_key_ids may be empty).
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{Cloud: CloudName, Start: startConformance})
 }

@@ -17,7 +17,7 @@ import (
 // over real HTTP on loopback.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
-		Cloud:       CloudName,
+		Cloud: CloudName,
 		Start: func(t *testing.T) (controlplane.InstanceManagerBackend, emukit.Admin) {
 			t.Helper()
 			srv := emu.New(emu.Options{BootDuration: 300 * time.Millisecond, DeleteDuration: 200 * time.Millisecond})

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log"
 	"os"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -20,6 +21,10 @@ func main() {
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
 	flag.Parse()
 	quietFrameworkLogs()
+	if !debug {
+		// Started by Terraform: exit (after cancelling what runs) within a second of Terraform dying.
+		go provider.WatchParent(500 * time.Millisecond)
+	}
 
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: provider.Address,

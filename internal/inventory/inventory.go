@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,8 +35,48 @@ const (
 // Kinds lists every valid kind, in the order docs and errors show them.
 var Kinds = []string{KindVM, KindExeclet}
 
-// Clouds lists every cloud hydra knows, in the order docs and errors show them.
-var Clouds = []string{"atlas", "mithril", "primeintellect", "sandbox", "upcloud", "verda"}
+// Clouds lists every cloud hydra knows, sorted, as docs and errors show them: pools.yml and the
+// api_names of supported_gpus.yml may name only these. Treat it as read-only.
+//
+// The one list of clouds is the registry in internal/clouds, which sets Clouds (SetClouds) when it is
+// initialised. The registry imports the backends, which import this package, so this package cannot
+// import the list; it is handed over instead, before main runs and before any inventory is parsed.
+// A program that does not link the registry (a backend's or the control plane's own tests) knows the
+// clouds that the embedded pools.yml names, which are the registry's too (the registry's tests check it).
+var Clouds = embeddedPoolClouds()
+
+// SetClouds replaces the known clouds. The registry (internal/clouds) calls it from its init; nothing
+// else should, and never while inventories are being parsed.
+func SetClouds(names []string) {
+	Clouds = sortedUnique(names)
+}
+
+// embeddedPoolClouds returns the clouds the embedded pools.yml names.
+func embeddedPoolClouds() []string {
+	data, err := fs.ReadFile(inventoryfiles.FS, PoolsFile)
+	if err != nil {
+		return nil
+	}
+	var doc struct {
+		Pools []struct {
+			Cloud string `yaml:"cloud"`
+		} `yaml:"pools"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil
+	}
+	var names []string
+	for _, p := range doc.Pools {
+		names = append(names, p.Cloud)
+	}
+	return sortedUnique(names)
+}
+
+func sortedUnique(names []string) []string {
+	out := append([]string(nil), names...)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
 
 // GPU is one internal GPU type.
 type GPU struct {

@@ -117,3 +117,28 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("Suggest of nonsense = %v, want nothing", got)
 	}
 }
+
+// This package's tests do not link the cloud registry, so the known clouds are those of the embedded
+// pools.yml; the registry's tests check that they are the registry's.
+func TestKnownClouds(t *testing.T) {
+	if want := []string{"atlas", "mithril", "primeintellect", "sandbox", "upcloud", "verda"}; !slices.Equal(Clouds, want) {
+		t.Errorf("Clouds = %v, want the embedded pools' %v", Clouds, want)
+	}
+	saved := Clouds
+	t.Cleanup(func() { Clouds = saved })
+
+	SetClouds([]string{"verda", "sandbox", "verda"})
+	if !slices.Equal(Clouds, []string{"sandbox", "verda"}) {
+		t.Errorf("SetClouds: %v", Clouds)
+	}
+	gpus := "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100, atlas: NVIDIA H100}\n"
+	_, err := Parse("g.yml", []byte(gpus), "p.yml", []byte(goodPools))
+	if err == nil || !strings.Contains(err.Error(), `g.yml:4: unknown key "atlas" in api_names of h100 (allowed: sandbox, verda)`) {
+		t.Errorf("a cloud the registry does not know, in api_names: %v", err)
+	}
+	pools := goodPools + "  - name: atlas-vm-pool\n    cloud: atlas\n    kind: vm\n    prefix: atlas-vm-\n"
+	_, err = Parse("g.yml", []byte("gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n"), "p.yml", []byte(pools))
+	if err == nil || !strings.Contains(err.Error(), `p.yml:7: unknown cloud "atlas" (known: sandbox, verda)`) {
+		t.Errorf("a cloud the registry does not know, in pools.yml: %v", err)
+	}
+}

@@ -1,13 +1,25 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	pschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -15,7 +27,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	emuatlas "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
@@ -55,24 +69,29 @@ func newTestClouds(t *testing.T, verdaCatalog []emuverda.CatalogEntry) *testClou
 	return c
 }
 
-// providerConfig configures the named clouds against their emulators (provisioning off: emulated
-// machines have no sshd).
-func (c *testClouds) providerConfig(dir string, clouds ...string) string {
+// providerConfig configures the named clouds (by cloud name, as in pools.yml) against their emulators,
+// with each cloud's credentials written out in its provider block as a user would (provisioning off:
+// emulated machines have no sshd).
+func (c *testClouds) providerConfig(dir string, names ...string) string {
+	credentials := map[string]string{
+		"verda":          fmt.Sprintf("    client_id     = %q\n    client_secret = %q\n", emuverda.DefaultClientID, emuverda.DefaultClientSecret),
+		"upcloud":        "    username = \"hydra-sub\"\n    password = \"s3cret\"\n",
+		"primeintellect": "    api_key  = \"pi-test-key\"\n",
+		"atlas":          "    token    = \"atlas-test-token\"\n",
+		"mithril":        fmt.Sprintf("    api_key  = %q\n    project  = \"hydra\"\n", emumithril.DefaultAPIKey),
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "provider \"hydra\" {\n  plan_quote_dir = %q\n  provisioning {\n    enabled = false\n  }\n", dir+"/quotes")
-	for _, cl := range clouds {
-		switch cl {
-		case "verda":
-			fmt.Fprintf(&b, "  verda {\n    endpoint      = %q\n    client_id     = %q\n    client_secret = %q\n  }\n", c.urls["verda"], emuverda.DefaultClientID, emuverda.DefaultClientSecret)
-		case "upcloud":
-			fmt.Fprintf(&b, "  upcloud {\n    endpoint = %q\n    username = \"hydra-sub\"\n    password = \"s3cret\"\n  }\n", c.urls["upcloud"])
-		case "primeintellect":
-			fmt.Fprintf(&b, "  prime_intellect {\n    endpoint = %q\n    api_key  = \"pi-test-key\"\n  }\n", c.urls["primeintellect"])
-		case "atlas":
-			fmt.Fprintf(&b, "  atlas {\n    endpoint = %q\n    token    = \"atlas-test-token\"\n  }\n", c.urls["atlas"])
-		case "mithril":
-			fmt.Fprintf(&b, "  mithril {\n    enabled  = true\n    endpoint = %q\n    api_key  = %q\n    project  = \"hydra\"\n  }\n", c.urls["mithril"], emumithril.DefaultAPIKey)
+	for _, name := range names {
+		d := clouds.ByName(name)
+		if d == nil || credentials[name] == "" {
+			c.t.Fatalf("providerConfig: no test credentials for cloud %q", name)
 		}
+		fmt.Fprintf(&b, "  %s {\n", d.Block)
+		if d.OffByDefault {
+			b.WriteString("    enabled  = true\n")
+		}
+		fmt.Fprintf(&b, "    endpoint = %q\n%s  }\n", c.urls[name], credentials[name])
 	}
 	b.WriteString("}\n")
 	return b.String()
@@ -202,7 +221,7 @@ func TestAccGPUInstance_apiStormDuringApply(t *testing.T) {
 			ConfigPlanChecks: resource.ConfigPlanChecks{
 				PreApply: []plancheck.PlanCheck{beforeApply(func() {
 					// Between plan and apply Verda starts answering 429s, then 5xx, then loses the create's answer.
-					if err := c.verda.SetFaults(emuverda.Faults{RateLimitStorm: 4, RetryAfterSeconds: 1, ServerErrors: 3, LoseCreateResponses: 1}); err != nil {
+					if err := c.verda.SetFaults(emukit.Faults{RateLimited: 4, RetryAfterSeconds: 1, ServerErrors: 3, LoseCreateResponses: 1}); err != nil {
 						t.Error(err)
 					}
 				})},
@@ -385,10 +404,14 @@ func TestAccGPUOfferDataSource_emulatorDir(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
 	fmt.Fprintf(&b, "provider \"hydra\" {\n  plan_quote_dir = %q\n  provisioning {\n    enabled = false\n  }\n", dir+"/quotes")
-	for _, block := range []string{"verda", "upcloud", "prime_intellect", "atlas"} {
-		fmt.Fprintf(&b, "  %s {\n    emulator_dir = %q\n  }\n", block, dir+"/"+block)
+	for _, d := range clouds.All() {
+		fmt.Fprintf(&b, "  %s {\n", d.Block)
+		if d.OffByDefault {
+			b.WriteString("    enabled      = true\n")
+		}
+		fmt.Fprintf(&b, "    emulator_dir = %q\n  }\n", dir+"/"+d.Block)
 	}
-	fmt.Fprintf(&b, "  mithril {\n    enabled      = true\n    emulator_dir = %q\n  }\n}\n", dir+"/mithril")
+	b.WriteString("}\n")
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -402,4 +425,250 @@ func TestAccGPUOfferDataSource_emulatorDir(t *testing.T) {
 			},
 		}},
 	})
+}
+
+// The unit tests below run without TF_ACC: they call the provider's Schema and Configure directly.
+
+// providerSchema is the provider's schema.
+func providerSchema(t *testing.T) pschema.Schema {
+	t.Helper()
+	var resp provider.SchemaResponse
+	New("test")().Schema(context.Background(), provider.SchemaRequest{}, &resp)
+	if resp.Diagnostics.HasError() {
+		t.Fatal(resp.Diagnostics)
+	}
+	return resp.Schema
+}
+
+// unitProviderConfig builds a provider configuration: attrs are top-level attributes, blocks the nested
+// blocks present with the attributes they set; everything else is null.
+func unitProviderConfig(t *testing.T, attrs map[string]tftypes.Value, blocks map[string]map[string]tftypes.Value) tfsdk.Config {
+	t.Helper()
+	s := providerSchema(t)
+	typ := s.Type().TerraformType(context.Background()).(tftypes.Object)
+	vals := map[string]tftypes.Value{}
+	for name, at := range typ.AttributeTypes {
+		switch set, isBlock := blocks[name]; {
+		case isBlock:
+			bt := at.(tftypes.Object)
+			inner := map[string]tftypes.Value{}
+			for k, it := range bt.AttributeTypes {
+				inner[k] = tftypes.NewValue(it, nil)
+				if v, ok := set[k]; ok {
+					inner[k] = v
+				}
+			}
+			for k := range set {
+				if _, ok := bt.AttributeTypes[k]; !ok {
+					t.Fatalf("block %s has no attribute %s", name, k)
+				}
+			}
+			vals[name] = tftypes.NewValue(bt, inner)
+		case attrs[name].Type() != nil:
+			vals[name] = attrs[name]
+		default:
+			vals[name] = tftypes.NewValue(at, nil)
+		}
+	}
+	return tfsdk.Config{Schema: s, Raw: tftypes.NewValue(typ, vals)}
+}
+
+func configureUnit(t *testing.T, cfg tfsdk.Config) provider.ConfigureResponse {
+	t.Helper()
+	var resp provider.ConfigureResponse
+	New("test")().Configure(context.Background(), provider.ConfigureRequest{Config: cfg}, &resp)
+	return resp
+}
+
+func str(s string) tftypes.Value { return tftypes.NewValue(tftypes.String, s) }
+
+// clearCloudEnv unsets every environment variable the cloud registry reads, for this test.
+func clearCloudEnv(t *testing.T) {
+	for _, d := range clouds.All() {
+		for _, s := range d.AllSettings() {
+			if s.Env != "" {
+				t.Setenv(s.Env, "")
+			}
+		}
+	}
+}
+
+// Every registry driver is a provider block, every setting an attribute documented as declared.
+func TestProviderSchema_cloudBlocksFromRegistry(t *testing.T) {
+	s := providerSchema(t)
+	if diags := s.ValidateImplementation(context.Background()); diags.HasError() {
+		t.Fatal(diags)
+	}
+	for _, d := range clouds.All() {
+		b, ok := s.Blocks[d.Block].(pschema.SingleNestedBlock)
+		if !ok {
+			t.Errorf("no %s block", d.Block)
+			continue
+		}
+		if b.MarkdownDescription != d.BlockMarkdown() || !strings.Contains(b.MarkdownDescription, "Serves `") {
+			t.Errorf("%s: block description %q", d.Block, b.MarkdownDescription)
+		}
+		if len(b.Attributes) != len(d.AllSettings()) {
+			t.Errorf("%s: %d attributes, %d settings", d.Block, len(b.Attributes), len(d.AllSettings()))
+		}
+		for _, st := range d.AllSettings() {
+			a, ok := b.Attributes[st.Key]
+			if !ok {
+				t.Errorf("%s.%s missing", d.Block, st.Key)
+				continue
+			}
+			if a.GetMarkdownDescription() != st.Markdown() || a.GetMarkdownDescription() == "" || a.IsSensitive() != st.Sensitive || !a.IsOptional() {
+				t.Errorf("%s.%s: %q sensitive=%v", d.Block, st.Key, a.GetMarkdownDescription(), a.IsSensitive())
+			}
+		}
+	}
+	// The HCL every example, test and user configuration already writes keeps working.
+	want := map[string][]string{
+		"atlas":           {"emulator_dir", "endpoint", "price_factor", "token"},
+		"mithril":         {"api_key", "emulator_dir", "enabled", "endpoint", "project", "win_margin_percent"},
+		"prime_intellect": {"api_key", "emulator_dir", "endpoint"},
+		"upcloud":         {"emulator_dir", "endpoint", "eur_to_usd", "password", "template", "token", "username"},
+		"verda":           {"client_id", "client_secret", "emulator_dir", "endpoint", "eur_to_usd"},
+	}
+	for block, keys := range want {
+		b, _ := s.Blocks[block].(pschema.SingleNestedBlock)
+		var got []string
+		for k := range b.Attributes {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, keys) {
+			t.Errorf("%s block: attributes %v, want %v", block, got, keys)
+		}
+	}
+	for _, block := range []string{"sandbox", "provisioning"} {
+		if _, ok := s.Blocks[block]; !ok {
+			t.Errorf("no %s block", block)
+		}
+	}
+}
+
+// The `clouds` arguments list, and accept, exactly the registry's clouds.
+func TestClouds_argumentsFromRegistry(t *testing.T) {
+	var resp fwresource.SchemaResponse
+	NewGPUInstanceResource().Schema(context.Background(), fwresource.SchemaRequest{}, &resp)
+	a, ok := resp.Schema.Attributes["clouds"]
+	if !ok || !strings.Contains(a.GetMarkdownDescription(), clouds.NamesMarkdown()) {
+		t.Errorf("hydra_gpu_instance.clouds: %v", a)
+	}
+	for _, tc := range []struct {
+		names []string
+		ok    bool
+	}{{[]string{"primeintellect", "sandbox"}, true}, {[]string{"prime_intellect"}, false}, {[]string{"aws"}, false}} {
+		var elems []attr.Value
+		for _, n := range tc.names {
+			elems = append(elems, types.StringValue(n))
+		}
+		req := validator.SetRequest{Path: path.Root("clouds"), ConfigValue: types.SetValueMust(types.StringType, elems)}
+		var diags diag.Diagnostics
+		for _, v := range knownCloudsValidators() {
+			var r validator.SetResponse
+			v.ValidateSet(context.Background(), req, &r)
+			diags.Append(r.Diagnostics...)
+		}
+		if diags.HasError() == tc.ok {
+			t.Errorf("clouds = %v: %v", tc.names, diags)
+		}
+	}
+}
+
+// Every cloud configured on its emulator (emulator_dir, no credentials) comes up through Configure.
+func TestProviderConfigure_everyCloudEmulated(t *testing.T) {
+	clearCloudEnv(t)
+	t.Cleanup(func() { _ = clouds.StopEmulators(context.Background()) })
+	dir := t.TempDir()
+	blocks := map[string]map[string]tftypes.Value{"provisioning": {"enabled": tftypes.NewValue(tftypes.Bool, false)}}
+	var want []string
+	for _, d := range clouds.All() {
+		blocks[d.Block] = map[string]tftypes.Value{clouds.EmulatorDirKey: str(dir + "/" + d.Block)}
+		if d.OffByDefault {
+			blocks[d.Block][clouds.EnabledKey] = tftypes.NewValue(tftypes.Bool, true)
+		}
+		want = append(want, d.Name)
+	}
+	attrs := map[string]tftypes.Value{"plan_quote_dir": str(dir + "/quotes")}
+	for range 2 { // a second Configure (the next Terraform command) reuses the running emulators
+		resp := configureUnit(t, unitProviderConfig(t, attrs, blocks))
+		if resp.Diagnostics.HasError() {
+			t.Fatal(resp.Diagnostics)
+		}
+		data := resp.ResourceData.(*providerData)
+		slices.Sort(want)
+		if got := data.cp.Clouds(); !slices.Equal(got, want) || data.sandbox != nil {
+			t.Errorf("configured clouds %v, want %v and no sandbox", got, want)
+		}
+	}
+
+	// Mithril's block alone does not turn it on.
+	delete(blocks["mithril"], clouds.EnabledKey)
+	resp := configureUnit(t, unitProviderConfig(t, attrs, blocks))
+	if resp.Diagnostics.HasError() || slices.Contains(resp.ResourceData.(*providerData).cp.Clouds(), "mithril") {
+		t.Errorf("mithril without enabled = true: %v", resp.Diagnostics)
+	}
+
+	// Emulated machines cannot be provisioned.
+	delete(blocks, "provisioning")
+	resp = configureUnit(t, unitProviderConfig(t, attrs, blocks))
+	if !hasError(resp.Diagnostics, "Emulated clouds cannot be provisioned", "provisioning { enabled = false }") {
+		t.Errorf("emulated clouds with provisioning on: %v", resp.Diagnostics)
+	}
+}
+
+func TestProviderConfigure_missingCredentialsNamed(t *testing.T) {
+	clearCloudEnv(t)
+	dir := t.TempDir()
+	blocks := map[string]map[string]tftypes.Value{
+		"provisioning": {"enabled": tftypes.NewValue(tftypes.Bool, false)},
+		"verda":        {},
+		"upcloud":      {"username": str("sub")},
+		"mithril":      {}, // off: not asked, so no error
+	}
+	resp := configureUnit(t, unitProviderConfig(t, map[string]tftypes.Value{"plan_quote_dir": str(dir)}, blocks))
+	if !hasError(resp.Diagnostics, "Missing Verda credentials", "client_id and client_secret", "VERDA_CLIENT_ID and VERDA_CLIENT_SECRET", "emulator_dir") {
+		t.Errorf("verda: %v", resp.Diagnostics)
+	}
+	if !hasError(resp.Diagnostics, "Missing UpCloud credentials", "username and password, or token", "UPCLOUD_USERNAME and UPCLOUD_PASSWORD, or UPCLOUD_TOKEN") {
+		t.Errorf("upcloud: %v", resp.Diagnostics)
+	}
+	if n := resp.Diagnostics.ErrorsCount(); n != 2 {
+		t.Errorf("%d errors, want 2: %v", n, resp.Diagnostics)
+	}
+
+	// The vendors' environment variables are credentials too: these reach the emulators.
+	c := newTestClouds(t, nil)
+	t.Setenv("VERDA_CLIENT_ID", emuverda.DefaultClientID)
+	t.Setenv("VERDA_CLIENT_SECRET", emuverda.DefaultClientSecret)
+	t.Setenv("UPCLOUD_PASSWORD", "pw")
+	resp = configureUnit(t, unitProviderConfig(t, map[string]tftypes.Value{"plan_quote_dir": str(dir)}, map[string]map[string]tftypes.Value{
+		"provisioning": {"enabled": tftypes.NewValue(tftypes.Bool, false)},
+		"verda":        {"endpoint": str(c.urls["verda"])},
+		"upcloud":      {"username": str("sub"), "endpoint": str(c.urls["upcloud"])},
+	}))
+	if resp.Diagnostics.HasError() {
+		t.Errorf("credentials from the environment: %v", resp.Diagnostics)
+	}
+	if got := resp.ResourceData.(*providerData).cp.Clouds(); !slices.Equal(got, []string{"upcloud", "verda"}) {
+		t.Errorf("configured clouds %v", got)
+	}
+}
+
+func hasError(diags diag.Diagnostics, summary string, detail ...string) bool {
+	for _, d := range diags.Errors() {
+		if d.Summary() != summary {
+			continue
+		}
+		ok := true
+		for _, w := range detail {
+			ok = ok && strings.Contains(d.Detail(), w)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }

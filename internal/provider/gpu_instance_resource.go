@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -51,7 +50,9 @@ const (
 	defaultDeleteTimeout = 30 * time.Minute
 )
 
-var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+// namePattern: lower-case letters and digits in groups joined by single dashes. "--" is reserved: it
+// joins the name and the ownership token in the cloud-side name.
+var namePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // NewGPUInstanceResource is the hydra_gpu_instance resource.
 func NewGPUInstanceResource() resource.Resource { return &gpuInstanceResource{} }
@@ -112,18 +113,21 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"appearing later never produces a diff.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
-				MarkdownDescription: "The instance's cloud-side name: the pool's prefix followed by `name` (e.g. `sbx-vm-trainer`). " +
-					"`terraform import` takes this name.",
+				MarkdownDescription: "The machine's cloud-side name: the pool's prefix, `name`, `--` and the machine's ownership " +
+					"token (e.g. `sbx-vm-trainer--k3j9x2ab`). The token ties the machine to this resource alone, so no other " +
+					"resource ever adopts, changes or deletes it. Known once the machine is created. `terraform import` takes this name.",
 				Computed:      true,
 				PlanModifiers: keep,
 			},
 			"name": schema.StringAttribute{
-				MarkdownDescription: "The machine's name, unique among your hydra machines: lower case letters, digits and dashes, " +
-					"at most 48 characters. The cloud-side name is the pool's prefix followed by it. Changing it replaces the machine.",
+				MarkdownDescription: "The machine's name: lower case letters and digits with single dashes between them, at most 48 " +
+					"characters. It must be unique: two resources of one configuration with the same name fail at plan, and so does " +
+					"a name whose machine another Terraform state (another working directory) already holds at the cloud. The " +
+					"cloud-side name is the pool's prefix, this name, `--` and the machine's ownership token. Changing it replaces the machine.",
 				Required: true,
 				Validators: []validator.String{
 					stringvalidator.LengthBetween(1, 48),
-					stringvalidator.RegexMatches(namePattern, "must be lower case letters, digits and dashes, starting and ending with a letter or digit"),
+					stringvalidator.RegexMatches(namePattern, "must be lower case letters and digits, with single dashes between them (for example \"trainer-1\"); \"--\" is reserved"),
 				},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
@@ -159,11 +163,11 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
 			},
 			"clouds": schema.SetAttribute{
-				MarkdownDescription: "Only these clouds may serve the machine (`atlas`, `mithril`, `primeintellect`, `sandbox`, `upcloud`, `verda`). " +
+				MarkdownDescription: "Only these clouds may serve the machine (" + knownCloudsMarkdown() + "). " +
 					"Default: every configured cloud. Changing it replaces the machine only when its cloud is no longer allowed.",
 				Optional:      true,
 				ElementType:   types.StringType,
-				Validators:    []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.OneOf(inventory.Clouds...))},
+				Validators:    knownCloudsValidators(),
 				PlanModifiers: []planmodifier.Set{setplanmodifier.RequiresReplaceIf(replaceIfNotAllowed("cloud"), "Replaces the machine when its cloud is no longer allowed.", "Replaces the machine when its cloud is no longer allowed.")},
 			},
 			"regions": schema.SetAttribute{
@@ -352,6 +356,10 @@ func (r *gpuInstanceResource) ValidateConfig(ctx context.Context, req resource.V
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if r.data != nil && !m.Name.IsNull() && !m.Name.IsUnknown() {
+		// Terraform validates each resource instance once per walk, right before planning it.
+		r.data.walk.validated(m.Name.ValueString())
+	}
 	if !m.OfferID.IsNull() && !m.OfferID.IsUnknown() {
 		if _, err := controlplane.ParseOfferID(m.OfferID.ValueString()); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Invalid offer_id", err.Error())
@@ -406,13 +414,26 @@ func noOfferDetail(req controlplane.OfferRequest, res controlplane.OfferResult) 
 }
 
 func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || r.data == nil {
-		return // destroy, or the provider is not configured yet
+	if r.data == nil {
+		return // the provider is not configured yet
 	}
-	ctx = withControlPlaneLogger(ctx)
+	if !req.State.Raw.IsNull() {
+		var held types.String
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("cloud_instance_id"), &held)...)
+		r.data.walk.hold(held.ValueString())
+	}
+	if req.Plan.Raw.IsNull() {
+		return // destroy
+	}
+	ctx, done := operation(ctx)
+	defer done()
 	var plan gpuInstanceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !plan.Name.IsUnknown() && r.data.walk.sharedName(plan.Name.ValueString()) {
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Two GPU instances share one name", sharedNameDetail(plan.Name.ValueString()))
 		return
 	}
 	if !req.State.Raw.IsNull() {
@@ -449,6 +470,11 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.EstimatedPricePerHour = types.Float64Value(parsed.PricePerHour)
 		plan.OtherClouds = types.MapNull(types.StringType)
 		plan.OfferDetails = types.MapNull(types.StringType)
+		if pm, ok := r.data.cp.Manager().Pool(parsed.Pool); ok {
+			// A pinned plan may be re-planned during an apply on another machine, where hydra cannot
+			// tell another state's machine from this configuration's own: a warning, not an error.
+			r.collisions(ctx, plan.Name.ValueString(), offerReq.Kind, []string{pm.Pool.Cloud}, false, &resp.Diagnostics)
+		}
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
@@ -459,6 +485,11 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
 	}
 	if !pinned {
+		// The first plan of this create (a re-plan reuses the quote): is the name free?
+		r.collisions(ctx, plan.Name.ValueString(), offerReq.Kind, offerReq.Clouds, true, &resp.Diagnostics)
+		if resp.Diagnostics.HasError() {
+			return
+		}
 		res, err := r.data.cp.Offers(ctx, offerReq, false)
 		if err != nil {
 			addRequestError(&resp.Diagnostics, err)
@@ -551,9 +582,6 @@ func setOfferFields(m *gpuInstanceModel, cp *controlplane.ControlPlane, p contro
 	m.InstanceType = types.StringValue(p.InstanceType)
 	m.PricePerHour = types.Float64Value(p.PricePerHour)
 	m.IsSpot = types.BoolValue(p.Spot)
-	if pm, ok := cp.Manager().Pool(p.Pool); ok {
-		m.ID = types.StringValue(controlplane.CloudName(pm.Pool, m.Name.ValueString(), ""))
-	}
 }
 
 // provisioningVars collects the variables handed to the playbook; ok is false while any is unknown.
@@ -653,6 +681,15 @@ func (r *gpuInstanceResource) modifyUpdatePlan(ctx context.Context, req resource
 		!plan.ProvisioningDigest.Equal(state.ProvisioningDigest) ||
 		state.Status.ValueString() != string(controlplane.StatusReady)
 	if reprovision {
+		switch status := state.Status.ValueString(); {
+		case status == string(controlplane.StatusPending) || status == string(controlplane.StatusProvisioning):
+			resp.Diagnostics.AddWarning("GPU instance will be resumed",
+				fmt.Sprintf("%s was left %s by an interrupted apply; apply resumes it in place (waits for it and provisions it).", state.ID.ValueString(), status))
+		case status == string(controlplane.StatusRunning) && state.ProvisioningDigest.IsNull() && r.data.provisioning:
+			resp.Diagnostics.AddWarning("GPU instance will be provisioned",
+				fmt.Sprintf("%s carries no record of a provisioning with the current playbooks and variables (for example it was "+
+					"imported, or provisioned by other means); apply provisions it in place.", state.ID.ValueString()))
+		}
 		plan.Status = types.StringUnknown()
 		plan.CloudStatus = types.StringUnknown()
 		plan.ReadyAt = types.StringUnknown()
@@ -662,12 +699,17 @@ func (r *gpuInstanceResource) modifyUpdatePlan(ctx context.Context, req resource
 		if !r.data.provisioning {
 			plan.HostKey = state.HostKey
 		}
+		if state.SSHHost.IsNull() {
+			// Not reachable yet (an interrupted boot): the address comes while resuming.
+			plan.SSHHost, plan.SSHPort, plan.SSHUser = types.StringUnknown(), types.Int64Unknown(), types.StringUnknown()
+		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 }
 
 func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	ctx = withControlPlaneLogger(ctx)
+	ctx, done := operation(ctx)
+	defer done()
 	var plan gpuInstanceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -708,7 +750,8 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	}
 
 	// The machine exists and is billed: record it before any wait, so no error or interrupt can make
-	// Terraform forget it (an error from here on leaves it in state, tainted).
+	// Terraform forget it. Once Create returns, Terraform holds it: confirm the ownership at the cloud
+	// and forget the journaled intent.
 	m := plan
 	parsed, _ := controlplane.ParseOfferID(launched.Offer.ID)
 	m.OfferID = types.StringValue(launched.Offer.ID)
@@ -733,15 +776,44 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	m.ProvisioningDigest = types.StringNull()
 	save := func() { resp.Diagnostics.Append(resp.State.Set(ctx, &m)...) }
 	save()
+	defer func() {
+		// Terraform holds the machine once Create returns, unless Terraform itself is gone (then the
+		// journaled intent stays: the next plan names the machine and the next apply adopts it).
+		if lifetime.ctx.Err() == nil {
+			r.data.cp.Settle(ctx, name, launched.Instance)
+		}
+	}()
 	if launched.Adopted {
-		tflog.Info(ctx, "adopted an existing instance with this name instead of creating a second one", map[string]any{"id": launched.Instance.ID})
+		tflog.Info(ctx, "adopted the machine an interrupted create of this resource left, instead of buying another", map[string]any{"id": launched.Instance.ID, "name": launched.Instance.Name})
 	}
 
-	r.bringUp(ctx, &m, launched.Instance, launched.Pool, vars, save, &resp.Diagnostics, summary)
+	var bring diag.Diagnostics
+	r.bringUp(ctx, &m, launched.Instance, launched.Pool, vars, save, &bring, summary)
+	if interrupted(ctx) {
+		resp.Diagnostics.Append(warnInterrupted(&m, summary)...)
+		return
+	}
+	resp.Diagnostics.Append(bring...)
 	if !resp.Diagnostics.HasError() && !plannedDigest.IsUnknown() {
 		m.ProvisioningDigest = plannedDigest
 		save()
 	}
+}
+
+// interrupted reports whether ctx was cancelled (Ctrl-C: Terraform's StopProvider) rather than timed out.
+func interrupted(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
+// warnInterrupted is the diagnostic of an operation cut short by Ctrl-C: the machine stays in state in
+// a resumable status, not tainted, and the next apply continues it.
+func warnInterrupted(m *gpuInstanceModel, summary string) diag.Diagnostics {
+	var d diag.Diagnostics
+	d.AddWarning(summary+": interrupted",
+		fmt.Sprintf("Interrupted while the machine was %s. It is kept in state as %q (cloud id %s), not tainted: the next "+
+			"`terraform apply` resumes it in place (waits for it and provisions it) instead of buying another.",
+			m.Status.ValueString(), m.Status.ValueString(), m.CloudInstanceID.ValueString()))
+	return d
 }
 
 // candidateOffers returns the offers Create may launch, best first: the planned one, or with
@@ -798,7 +870,9 @@ func (r *gpuInstanceResource) bringUp(ctx context.Context, m *gpuInstanceModel, 
 	applyInstance(m, inst)
 	if err != nil {
 		save()
-		diags.AddError(summary, err.Error()+"\n\nThe machine is kept in state (tainted) so it is not forgotten; the next apply replaces it.")
+		if !interrupted(ctx) {
+			diags.AddError(summary, err.Error()+"\n\nThe machine is kept in state (tainted) so it is not forgotten; the next apply replaces it.")
+		}
 		return
 	}
 	if inst.HostKey != "" {
@@ -830,6 +904,10 @@ func (r *gpuInstanceResource) provision(ctx context.Context, m *gpuInstanceModel
 	})
 	m.ProvisioningAttempts = types.Int64Value(int64(out.Attempts))
 	m.HostKey = stringOrNull(out.HostKey)
+	if err != nil && interrupted(ctx) {
+		save() // still provisioning: the next apply resumes it
+		return
+	}
 	if err != nil {
 		m.Status = types.StringValue(string(controlplane.StatusError))
 		msg := err.Error()
@@ -883,7 +961,8 @@ func applyInstance(m *gpuInstanceModel, inst controlplane.Instance) {
 }
 
 func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	ctx = withControlPlaneLogger(ctx)
+	ctx, done := operation(ctx)
+	defer done()
 	var m gpuInstanceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
@@ -902,18 +981,28 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 	}
 	if m.CloudInstanceID.IsNull() {
 		// Import: fill everything the cloud knows.
-		r.fillFromInstance(&m, inst)
+		if err := r.fillFromInstance(&m, inst); err != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU instance (%s)", ref.Name), err.Error())
+			return
+		}
 	}
+	// This state holds the machine: record that at the cloud (a refresh or an import confirms it).
+	r.data.walk.hold(inst.ID)
+	r.data.cp.Confirm(ctx, inst)
 	applyInstance(&m, inst)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // fillFromInstance sets every attribute an imported instance can tell.
-func (r *gpuInstanceResource) fillFromInstance(m *gpuInstanceModel, inst controlplane.Instance) {
-	pm, _ := r.data.cp.Manager().Route(inst.Name)
+func (r *gpuInstanceResource) fillFromInstance(m *gpuInstanceModel, inst controlplane.Instance) error {
+	pm, err := r.data.cp.Manager().Route(inst.Name)
+	if err != nil {
+		return err
+	}
+	name, _, _ := controlplane.ParseCloudName(pm.Pool, inst.Name)
 	m.ID = types.StringValue(inst.Name)
 	m.CloudInstanceID = types.StringValue(inst.ID)
-	m.Name = types.StringValue(strings.TrimPrefix(inst.Name, pm.Pool.Prefix))
+	m.Name = types.StringValue(name)
 	m.GPUType = types.StringValue(inst.GPUType)
 	m.GPUCount = types.Int64Value(int64(inst.GPUCount))
 	m.Kind = types.StringValue(pm.Pool.Kind)
@@ -938,10 +1027,12 @@ func (r *gpuInstanceResource) fillFromInstance(m *gpuInstanceModel, inst control
 	m.HostKey = stringOrNull(inst.HostKey)
 	m.SSHHost, m.SSHUser, m.SSHPort = types.StringNull(), types.StringNull(), types.Int64Null()
 	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+	return nil
 }
 
 func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	ctx = withControlPlaneLogger(ctx)
+	ctx, done := operation(ctx)
+	defer done()
 	var plan, state gpuInstanceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -986,11 +1077,17 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 	m.ProvisioningDigest = state.ProvisioningDigest
 	save := func() { resp.Diagnostics.Append(resp.State.Set(ctx, &m)...) }
 	applyInstance(&m, inst)
+	var bring diag.Diagnostics
 	if inst.Status != controlplane.StatusRunning {
-		r.bringUp(ctx, &m, inst, pm.Pool, vars, save, &resp.Diagnostics, summary)
+		r.bringUp(ctx, &m, inst, pm.Pool, vars, save, &bring, summary)
 	} else {
-		r.provision(ctx, &m, inst, pm.Pool, vars, save, &resp.Diagnostics, summary)
+		r.provision(ctx, &m, inst, pm.Pool, vars, save, &bring, summary)
 	}
+	if interrupted(ctx) {
+		resp.Diagnostics.Append(warnInterrupted(&m, summary)...)
+		return
+	}
+	resp.Diagnostics.Append(bring...)
 	if !resp.Diagnostics.HasError() && !plannedDigest.IsUnknown() {
 		m.ProvisioningDigest = plannedDigest
 		save()
@@ -998,7 +1095,8 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 }
 
 func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	ctx = withControlPlaneLogger(ctx)
+	ctx, done := operation(ctx)
+	defer done()
 	var state gpuInstanceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
@@ -49,11 +50,13 @@ func TestAccGPUInstance_basic(t *testing.T) {
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("instance_type"), knownvalue.StringExact("sbx.h100.1x")),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(2.49)),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringExact("sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("id"), knownvalue.StringExact("sbx-vm-basic")),
+						// The cloud-side name carries an ownership token chosen at create.
+						plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("id")),
 					},
 				},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile(`^sbx-vm-basic--[a-z2-7]{8}$`))),
 					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud_status"), knownvalue.StringExact("running")),
 					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud_instance_id"), knownvalue.StringRegexp(regexp.MustCompile(`^sbx-[0-9a-f]{12}$`))),
 					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("ready_at"), knownvalue.NotNull()),
@@ -71,9 +74,11 @@ func TestAccGPUInstance_basic(t *testing.T) {
 				},
 			},
 			{
-				ResourceName:      resourceName,
-				ImportState:       true,
-				ImportStateId:     "sbx-vm-basic",
+				ResourceName: resourceName,
+				ImportState:  true,
+				ImportStateIdFunc: func(st *terraform.State) (string, error) {
+					return st.RootModule().Resources[resourceName].Primary.ID, nil
+				},
 				ImportStateVerify: true,
 				// Provisioning facts are hydra's own record, not the cloud's: import cannot know them.
 				ImportStateVerifyIgnore: []string{"status", "ready_at", "provisioning_attempts", "timeouts", "other_clouds", "offer_details"},
@@ -272,7 +277,7 @@ func TestAccGPUInstance_interruptedCreate(t *testing.T) {
 				// the RPC's context ends).
 				PreConfig:   func() { s.setFaults(sandbox.Faults{BootTime: "60s"}) },
 				Config:      slow,
-				ExpectError: errorPattern("waiting for instance sbx-vm-interrupted to run (last status pending): context deadline exceeded", "kept in state (tainted)"),
+				ExpectError: errorPattern("waiting for instance sbx-vm-interrupted--", "to run (last status pending): context deadline exceeded", "kept in state (tainted)"),
 			},
 			{
 				// The billed machine was not forgotten: it is in state, tainted, and the next apply replaces
@@ -300,7 +305,7 @@ func TestAccGPUInstance_lostCreateResponse(t *testing.T) {
 		CheckDestroy:             s.checkDestroyed,
 		Steps: []resource.TestStep{{
 			// The cloud creates the machine but its answer is lost: hydra finds it by name and adopts it.
-			PreConfig: func() { s.setFaults(sandbox.Faults{LoseCreateResponses: 1}) },
+			PreConfig: func() { s.setFaults(sandbox.Faults{Faults: emukit.Faults{LoseCreateResponses: 1}}) },
 			Config:    cfg,
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
@@ -319,9 +324,9 @@ func TestAccGPUInstance_bootFailure(t *testing.T) {
 		CheckDestroy:             s.checkDestroyed,
 		Steps: []resource.TestStep{
 			{
-				PreConfig:   func() { s.setFaults(sandbox.Faults{FailBoot: true}) },
+				PreConfig:   func() { s.setFaults(sandbox.Faults{Faults: emukit.Faults{BootFailures: 1}}) },
 				Config:      cfg,
-				ExpectError: errorPattern("instance sbx-vm-broken failed at the cloud: injected fault"),
+				ExpectError: errorPattern("instance sbx-vm-broken--", "failed at the cloud: injected fault"),
 			},
 			{
 				PreConfig: func() { s.setFaults(sandbox.Faults{}) },

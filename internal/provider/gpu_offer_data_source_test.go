@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
@@ -74,7 +75,7 @@ data "hydra_gpu_offer" "test" {
 
 func TestAccGPUOfferDataSource_unavailableCloudNamed(t *testing.T) {
 	s := newTestSandbox(t)
-	s.setFaults(sandbox.Faults{APIErrors: 100})
+	s.setFaults(sandbox.Faults{Faults: emukit.Faults{ServerErrors: 100}})
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -40,14 +41,11 @@ type providerModel struct {
 	PlanQuoteDir types.String       `tfsdk:"plan_quote_dir"`
 	PlanQuoteTTL types.String       `tfsdk:"plan_quote_ttl"`
 	OfferTimeout types.String       `tfsdk:"offer_timeout"`
+	OrphanGrace  types.String       `tfsdk:"orphan_grace"`
 	Sandbox      *sandboxModel      `tfsdk:"sandbox"`
 	Provisioning *provisioningModel `tfsdk:"provisioning"`
-
-	Verda          *verdaModel          `tfsdk:"verda"`
-	UpCloud        *upcloudModel        `tfsdk:"upcloud"`
-	PrimeIntellect *primeIntellectModel `tfsdk:"prime_intellect"`
-	Atlas          *atlasModel          `tfsdk:"atlas"`
-	Mithril        *mithrilModel        `tfsdk:"mithril"`
+	// The clouds' blocks are not here: they are derived from the registry (internal/clouds) and read
+	// by readConfig.
 }
 
 type sandboxModel struct {
@@ -68,6 +66,8 @@ type provisioningModel struct {
 type providerData struct {
 	cp     *controlplane.ControlPlane
 	quotes *quoteStore
+	// walk is what this walk (plan or apply) has seen of the configuration.
+	walk *walk
 	// provisioning is false when provisioning is switched off (machines are ready once they run).
 	provisioning bool
 	// sshPublicKeys are installed on every new machine so provisioning can log in.
@@ -93,8 +93,10 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Optional: true,
 			},
 			"plan_quote_dir": schema.StringAttribute{
-				MarkdownDescription: "Directory where a plan's chosen offers are pinned so that the apply-time re-plan agrees " +
-					"with the plan even when prices move. Default: `hydra-plan-quotes` in Terraform's data directory " +
+				MarkdownDescription: "hydra's local working directory. A plan's chosen offers are pinned here so that the " +
+					"apply-time re-plan agrees with the plan even when prices move, and every create in flight is journaled " +
+					"here (in `creates/`) so that a create cut short by a hard kill is found and adopted by the next apply " +
+					"in the same working directory. Default: `hydra-plan-quotes` in Terraform's data directory " +
 					"(`TF_DATA_DIR`, else `.terraform`). Plans applied on another machine should pin through " +
 					"`offer_id = data.hydra_gpu_offer.x.id` instead.",
 				Optional: true,
@@ -103,6 +105,13 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				MarkdownDescription: "How long a pinned plan-time choice stays valid, as a Go duration (`\"1h\"`). Default `\"1h\"`.",
 				Optional:            true,
 				Validators:          []validator.String{durationValidator{}},
+			},
+			"orphan_grace": schema.StringAttribute{
+				MarkdownDescription: "How old a machine that hydra created, but that no completed create, refresh or import " +
+					"has confirmed, must be before every plan warns about it as a possible orphan (a create cut short by a hard " +
+					"kill), as a Go duration. Younger ones may still be in flight in another run. Default `\"10m\"`.",
+				Optional:   true,
+				Validators: []validator.String{durationValidator{}},
 			},
 			"offer_timeout": schema.StringAttribute{
 				MarkdownDescription: "How long each cloud may take to list its offers during a plan, as a Go duration. A cloud " +
@@ -177,7 +186,8 @@ func mergeBlocks(a, b map[string]schema.Block) map[string]schema.Block {
 
 func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
 	var cfg providerModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	cloudBlockValues, diags := readConfig(ctx, req.Config, &cfg)
+	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -188,8 +198,8 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "hydra", Level: hclog.LevelFromString(os.Getenv("TF_LOG_PROVIDER")), Output: os.Stderr, JSONFormat: true})
 
-	data := &providerData{provisioning: true}
-	backends, emulated := cloudBackends(ctx, cloudsConfig{Verda: cfg.Verda, UpCloud: cfg.UpCloud, PrimeIntellect: cfg.PrimeIntellect, Atlas: cfg.Atlas, Mithril: cfg.Mithril}, inv, logger, resp.Diagnostics.AddAttributeError)
+	data := &providerData{provisioning: true, walk: newWalk()}
+	backends, emulated := cloudBackends(cloudBlockValues, inv, logger, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -242,13 +252,21 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		opts.Provisioner = runner
 		data.sshPublicKeys = []string{pubKey}
 	}
-	data.cp = controlplane.New(inv, backends, opts)
-
 	quoteDir := cfg.PlanQuoteDir.ValueString()
 	if quoteDir == "" {
 		quoteDir = defaultQuoteDir()
 	}
 	data.quotes = &quoteStore{dir: quoteDir, ttl: parseDuration(cfg.PlanQuoteTTL, time.Hour)}
+	opts.Journal = controlplane.Journal{Dir: filepath.Join(quoteDir, "creates")}
+	opts.OrphanGrace = parseDuration(cfg.OrphanGrace, 10*time.Minute)
+	data.cp = controlplane.New(inv, backends, opts)
+
+	// Every plan, destroy plans included, names the machines that may be billed with no state.
+	scanCtx, done := operation(ctx)
+	defer done()
+	if summary, detail, ok := orphanWarning(data.cp.Machines(scanCtx, nil), opts.OrphanGrace); ok {
+		resp.Diagnostics.AddWarning(summary, detail)
+	}
 
 	resp.DataSourceData = data
 	resp.ResourceData = data
@@ -259,7 +277,7 @@ func (p *hydraProvider) Resources(_ context.Context) []func() resource.Resource 
 }
 
 func (p *hydraProvider) DataSources(_ context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewGPUOfferDataSource}
+	return []func() datasource.DataSource{NewGPUOfferDataSource, NewGPUInstancesDataSource}
 }
 
 // parseDuration reads a validated duration attribute, or returns def when it is null.

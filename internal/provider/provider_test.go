@@ -112,7 +112,7 @@ func (s *testSandbox) setPrice(region, instanceType string, price float64) {
 
 func (s *testSandbox) setFaults(f sandbox.Faults) {
 	s.t.Helper()
-	if err := s.sb.SetFaults(f); err != nil {
+	if err := s.sb.SetAllFaults(f); err != nil {
 		s.t.Fatal(err)
 	}
 }

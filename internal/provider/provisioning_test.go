@@ -235,7 +235,7 @@ func TestAccGPUInstance_provisioningFails(t *testing.T) {
 				// Every attempt fails: the error names the host, the task and its message; the billed
 				// machine stays in state (tainted).
 				Config:      failing,
-				ExpectError: errorPattern("provisioning failed after 2 attempt(s)", "sbx-vm-doomed", `Fail on purpose`, "planned failure on attempt 2"),
+				ExpectError: errorPattern("provisioning failed after 2 attempt(s)", "sbx-vm-doomed--", `Fail on purpose`, "planned failure on attempt 2"),
 			},
 			{
 				// The machine was kept tainted: fixing the playbook's input replaces it (a plain input

@@ -2,8 +2,7 @@ package mithril
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/errgroup"
@@ -42,7 +42,13 @@ type Config struct {
 }
 
 // Backend is the controlplane.AuctionBackend of Mithril. Instance.ID is the bid FID, the stable handle
-// of a spot machine: one bid for one instance.
+// of a spot machine: one bid for one instance, named with the cloud-side name.
+//
+// Ownership: a bid keeps a name and nothing else hydra could write (no labels, tags or description),
+// and the name cannot change after the bid is placed. The ownership record is therefore the name alone
+// ("<pool prefix><resource>--<token>"): the backend leaves Instance.Owner empty for the pool manager to
+// read from the name (controlplane.WithOwner), and it does not implement
+// controlplane.OwnershipConfirmer, since there is nothing at Mithril to record a confirmation in.
 type Backend struct {
 	client      *Client
 	inv         *inventory.Inventory
@@ -54,6 +60,8 @@ type Backend struct {
 	mu      sync.Mutex
 	project string
 	types   map[string]InstanceType // by FID
+
+	names nameLocks // Creates of one name wait for each other
 }
 
 // New builds the backend. It does not call the API.
@@ -316,7 +324,20 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 }
 
 // Create places a bid for one instance at the offer's price (set by PriceBids) and returns at once,
-// pending. The bid's name is req.Name, so List finds it again after a lost answer.
+// pending. The bid's name is req.Name, the cloud-side name: it is all Mithril keeps of hydra's
+// ownership record (see the Backend doc). In order:
+//
+//  1. Requests that cannot become a bid are refused before any call: no name, an ineligible offer or
+//     no bid price (ErrInvalid), a bid above req.MaxPricePerHour (ErrCapacity, as a sold-out offer:
+//     nothing is placed).
+//  2. Creates of one name wait for each other (in this process), so a storm of them places one bid.
+//  3. Housekeeping (reapGoneBids): earlier bids of the same resource whose machine is gone for good
+//     are cancelled.
+//  4. Idempotency: a live bid named req.Name is returned as it is; nothing new is placed.
+//  5. The SSH keys are registered (restclient.EnsureSSHKeys) and the bid placed. Its create is never
+//     retried after a 5xx; when the outcome is unknown (a 5xx, a lost answer, a timeout) Create looks
+//     for the name once more and returns the bid it finds, else the error (ErrOther: List(req.Name)
+//     finds the bid if it was placed after all).
 func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
 	const op = "placing bid"
 	o := req.Offer
@@ -331,19 +352,32 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no bid price for offer %s/%s", o.Region, o.InstanceType)
 	}
 	if maxC := dollarsToCentsFloor(req.MaxPricePerHour); req.MaxPricePerHour > 0 && price > maxC {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "bid %s/h is above max_price_per_hour %s/h", FormatDollars(price), FormatDollars(maxC))
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "bid %s/h for %s in %s is above max_price_per_hour %s/h", FormatDollars(price), o.InstanceType, o.Region, FormatDollars(maxC))
 	}
 	project, err := b.projectFID(ctx)
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
+	unlock, err := b.names.lock(ctx, req.Name)
+	if err != nil {
+		return controlplane.Instance{}, controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+	}
+	defer unlock()
+
+	if existing, ok, err := b.reapGoneBids(ctx, project, req); err != nil {
+		return controlplane.Instance{}, err
+	} else if ok {
+		b.log.Info("a live bid with the name exists; returning it", "name", req.Name, "bid", existing.ID)
+		return existing, nil
+	}
+
 	fid := o.Details[DetailInstanceTypeFID]
 	if fid == "" {
 		if fid, err = b.resolveFID(ctx, o.Region, o.InstanceType); err != nil {
 			return controlplane.Instance{}, err
 		}
 	}
-	keys, err := b.ensureSSHKeys(ctx, project, req.SSHPublicKeys)
+	keys, err := restclient.EnsureSSHKeys(ctx, b.keyRegistry(project), req.SSHPublicKeys)
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
@@ -360,6 +394,16 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		},
 	})
 	if err != nil {
+		if k := controlplane.KindOf(err); k == controlplane.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			// The bid may have been placed: look for it (under the name lock, nobody else placed it).
+			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			found, ok, lerr := b.findLive(lookCtx, project, req.Name)
+			cancel()
+			if lerr == nil && ok {
+				b.log.Warn("placing the bid reported an error but the bid exists; returning it", "name", req.Name, "bid", found.ID, "error", err)
+				return found, nil
+			}
+		}
 		return controlplane.Instance{}, err
 	}
 	if bid.Name == "" {
@@ -381,6 +425,28 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	return inst, nil
 }
 
+// keyRegistry is the project's SSH key API as restclient.EnsureSSHKeys uses it.
+func (b *Backend) keyRegistry(project string) restclient.KeyRegistry {
+	return restclient.KeyRegistry{
+		Cloud: CloudName,
+		List: func(ctx context.Context) ([]restclient.AccountKey, error) {
+			keys, err := b.client.SSHKeys(ctx, project)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]restclient.AccountKey, len(keys))
+			for i, k := range keys {
+				out[i] = restclient.AccountKey{ID: k.FID, PublicKey: k.PublicKey}
+			}
+			return out, nil
+		},
+		Add: func(ctx context.Context, name, publicKey string) (string, error) {
+			k, err := b.client.CreateSSHKey(ctx, CreateSSHKeyRequest{Project: project, Name: name, PublicKey: publicKey})
+			return k.FID, err
+		},
+	}
+}
+
 // resolveFID finds the region's FID of an instance type name through the spot auctions (FIDs differ
 // per region).
 func (b *Backend) resolveFID(ctx context.Context, region, name string) (string, error) {
@@ -400,70 +466,9 @@ func (b *Backend) resolveFID(ctx context.Context, region, name string) (string, 
 	return "", controlplane.Errorf(controlplane.ErrCapacity, CloudName, "placing bid", "no spot auction for %s in %s", name, region)
 }
 
-// ensureSSHKeys returns the FIDs of Mithril SSH keys holding the given public keys, registering the
-// ones the project does not have yet (keys are matched on type and base64 body, not on the comment).
-func (b *Backend) ensureSSHKeys(ctx context.Context, project string, pubKeys []string) ([]string, error) {
-	fids := []string{}
-	if len(pubKeys) == 0 {
-		return fids, nil
-	}
-	existing, err := b.client.SSHKeys(ctx, project)
-	if err != nil {
-		return nil, err
-	}
-	find := func(keys []SSHKey, norm string) string {
-		for _, k := range keys {
-			if normalizeKey(k.PublicKey) == norm {
-				return k.FID
-			}
-		}
-		return ""
-	}
-	seen := map[string]bool{}
-	for _, pk := range pubKeys {
-		norm := normalizeKey(pk)
-		if norm == "" {
-			return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "registering SSH key", "not an authorized_keys line: %.40q", pk)
-		}
-		if seen[norm] {
-			continue
-		}
-		seen[norm] = true
-		if fid := find(existing, norm); fid != "" {
-			fids = append(fids, fid)
-			continue
-		}
-		sum := sha256.Sum256([]byte(norm))
-		k, err := b.client.CreateSSHKey(ctx, CreateSSHKeyRequest{Project: project, Name: "hydra-" + hex.EncodeToString(sum[:6]), PublicKey: strings.TrimSpace(pk)})
-		if err != nil {
-			if controlplane.KindOf(err) == controlplane.ErrAuth {
-				return nil, err
-			}
-			// A lost answer or a name clash: the key may be there now.
-			if again, lerr := b.client.SSHKeys(ctx, project); lerr == nil {
-				if fid := find(again, norm); fid != "" {
-					fids = append(fids, fid)
-					continue
-				}
-			}
-			return nil, err
-		}
-		fids = append(fids, k.FID)
-	}
-	return fids, nil
-}
-
-func normalizeKey(k string) string {
-	f := strings.Fields(k)
-	if len(f) < 2 {
-		return ""
-	}
-	return f[0] + " " + f[1]
-}
-
-// Get reads the bid with that FID and its current instance. A preempted bid (Preempting, or its
-// instance preempted or terminated) is cancelled, so it is never allocated a replacement, and reported
-// terminated.
+// Get reads the bid with that FID and its instances. It has no side effects: a bid whose machine is
+// gone for good (preempted) is reported as an error and left as it is; Delete cancels it (see
+// housekeeping.go).
 func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
 	bid, err := b.client.GetBid(ctx, id)
 	if err != nil {
@@ -479,13 +484,7 @@ func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, er
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
-	inst, cancel := b.evaluate(ctx, bid, insts)
-	if cancel {
-		if err := b.cancelBid(ctx, bid.FID); err != nil {
-			return controlplane.Instance{}, err
-		}
-		b.log.Info("cancelled the bid of a preempted instance", "bid", bid.FID, "name", bid.Name, "reason", inst.Message)
-	}
+	inst, _ := b.evaluate(ctx, bid, insts)
 	return inst, nil
 }
 
@@ -498,8 +497,17 @@ func (b *Backend) cancelBid(ctx context.Context, fid string) error {
 	return err
 }
 
-// evaluate maps a bid and its instances onto a hydra instance, and says whether the bid must be
-// cancelled because its machine is gone for good.
+// evaluate maps a bid and its instances onto a hydra instance, and says whether the bid's machine is
+// gone for good while the bid is not cancelled (gone).
+//
+// hydra's machine is the bid's first: once the bid has been preempted (the bid Preempting, or any of
+// its instances STATUS_PREEMPTING or STATUS_PREEMPTED), the machine is gone for good, even when Mithril
+// has since allocated the open bid a new one; so is a machine terminated or replaced while its bid is
+// open. Such an instance is reported as an error, not terminated: the machine is gone but the bid is
+// still at Mithril and may be allocated a replacement, billed to the account, that no resource knows.
+// Terminated would make the provider drop the instance from state on refresh, leaving the bid behind;
+// an error keeps it in state, so the next apply replaces it (or destroy deletes it), and that Delete
+// cancels the bid. Get and List never cancel it themselves (see housekeeping.go).
 func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (controlplane.Instance, bool) {
 	out := controlplane.Instance{
 		ID:           bid.FID,
@@ -523,16 +531,17 @@ func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (cont
 			out.Region = cur.Region
 		}
 	}
+	preempted := bidStatus == BidPreempting || wasPreempted(bid, insts)
 	switch {
 	case bidStatus == BidTerminated:
-		if cur != nil && instanceAlive(cur.Status) && !strings.EqualFold(cur.Status, InstError) {
+		if !preempted && cur != nil && instanceAlive(cur.Status) && !strings.EqualFold(cur.Status, InstError) {
 			out.Status, out.Message = controlplane.StatusPending, "bid cancelled: instance stopping"
 			return out, false
 		}
 		out.Status, out.Message = controlplane.StatusTerminated, "bid cancelled"
 		return out, false
-	case bidStatus == BidPreempting:
-		out.Status, out.Message = controlplane.StatusTerminated, "preempted: outbid in the spot auction"
+	case preempted:
+		out.Status, out.Message = controlplane.StatusError, "preempted: outbid in the spot auction"+reasonBidOpen
 		return out, true
 	case cur != nil:
 		m, ok := instanceStatuses[strings.ToUpper(cur.Status)]
@@ -541,6 +550,10 @@ func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (cont
 			return out, false
 		}
 		out.Status, out.Message = m.status, m.note
+		if m.gone {
+			out.Message += reasonBidOpen
+			return out, true
+		}
 		if m.status == controlplane.StatusRunning {
 			out.SSH = parseSSHDestination(cur.SSHDestination)
 			if out.SSH == nil {
@@ -555,8 +568,25 @@ func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (cont
 			return out, false
 		}
 		out.Status, out.Message = m.status, m.note
-		return out, m.gone
+		return out, false
 	}
+}
+
+// reasonBidOpen ends the message of an instance whose machine is gone while its bid is open.
+const reasonBidOpen = "; the machine is gone but its bid is still open at Mithril, which may allocate it a new machine: replace or destroy this instance to cancel the bid"
+
+// wasPreempted says whether any of the bid's instances has been preempted.
+func wasPreempted(bid Bid, insts []Instance) bool {
+	for _, in := range insts {
+		if in.Bid != "" && in.Bid != bid.FID {
+			continue
+		}
+		switch strings.ToUpper(in.Status) {
+		case InstPreempting, InstPreempted:
+			return true
+		}
+	}
+	return false
 }
 
 func canonicalBidStatus(s string) string {
@@ -589,59 +619,36 @@ func currentInstance(bid Bid, insts []Instance) *Instance {
 	return best
 }
 
-// List returns the live bids whose name starts with prefix (cancelled bids are left out). Like Get, it
-// cancels the bid of a machine that was preempted, so no replacement is ever allocated.
+// List returns the bids whose name starts with prefix, cancelled ones left out, reading every page. It
+// has no side effects: a bid whose machine is gone for good is listed as an error and left as it is.
 func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
 	project, err := b.projectFID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	bids, err := b.client.ListBids(ctx, project, BidFilter{})
+	bids, err := b.scan(ctx, project, BidFilter{}, func(name string) bool { return strings.HasPrefix(name, prefix) })
 	if err != nil {
 		return nil, err
 	}
-	var kept []Bid
-	var fids []string
-	for _, bd := range bids {
-		if strings.HasPrefix(bd.Name, prefix) && canonicalBidStatus(bd.Status) != BidTerminated {
-			kept = append(kept, bd)
-			fids = append(fids, bd.FID)
-		}
-	}
-	byBid := map[string][]Instance{}
-	for start := 0; start < len(fids); start += 50 {
-		chunk := fids[start:min(start+50, len(fids))]
-		insts, err := b.client.ListInstances(ctx, project, InstanceFilter{BidFIDs: chunk})
-		if err != nil {
-			return nil, err
-		}
-		for _, in := range insts {
-			byBid[in.Bid] = append(byBid[in.Bid], in)
-		}
-	}
-	out := make([]controlplane.Instance, 0, len(kept))
-	for _, bd := range kept {
-		inst, cancel := b.evaluate(ctx, bd, byBid[bd.FID])
-		if cancel {
-			if err := b.cancelBid(ctx, bd.FID); err != nil {
-				b.log.Warn("could not cancel the bid of a preempted instance", "bid", bd.FID, "error", err)
-			}
-		}
-		out = append(out, inst)
+	out := make([]controlplane.Instance, len(bids))
+	for i, s := range bids {
+		out[i] = s.inst
 	}
 	return out, nil
 }
 
 // Delete cancels the bid, which terminates its instance; the control plane then polls Get until the
-// instance is terminated. A bid Mithril no longer knows (404) yields an ErrNotFound error, which the
-// control plane takes as done; a bid already cancelled is done too.
+// instance is terminated. A bid Mithril no longer knows (404) or one already cancelled is gone: Delete
+// returns nil. Delete cancels a bid whatever its state, so it is also the housekeeping of a bid whose
+// machine was preempted.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	err := b.client.CancelBid(ctx, id)
 	if err == nil || controlplane.IsNotFound(err) {
-		return err
+		return nil
 	}
 	if s := StatusOf(err); s == http.StatusConflict || s == http.StatusBadRequest {
-		if bid, gerr := b.client.GetBid(ctx, id); gerr == nil && canonicalBidStatus(bid.Status) == BidTerminated {
+		bid, gerr := b.client.GetBid(ctx, id)
+		if controlplane.IsNotFound(gerr) || (gerr == nil && canonicalBidStatus(bid.Status) == BidTerminated) {
 			return nil
 		}
 	}

@@ -164,8 +164,8 @@ func TestCreateGetDelete(t *testing.T) {
 	if err != nil || got.Status != controlplane.StatusTerminated {
 		t.Errorf("terminated: %+v %v", got, err)
 	}
-	if err := e.backend.Delete(ctx, inst.ID); !controlplane.IsNotFound(err) {
-		t.Errorf("second delete: %v", err)
+	if err := e.backend.Delete(ctx, inst.ID); err != nil {
+		t.Errorf("second delete of a cancelled bid: %v, want nil", err)
 	}
 }
 
@@ -179,8 +179,16 @@ func TestCreateRefusesBadOffers(t *testing.T) {
 		t.Errorf("ineligible offer: %v", err)
 	}
 	o = pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
-	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: 13.50}); controlplane.KindOf(err) != controlplane.ErrInvalid {
+	// $13.99 above a $13.50 cap: a capacity error, as if the offer had sold out.
+	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: 13.50}); !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "$13.99/h") {
 		t.Errorf("above max price: %v", err)
+	}
+	mark := e.counter.mark()
+	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: 13.989}); !controlplane.IsCapacity(err) {
+		t.Errorf("a cap a fraction of a cent below the bid: %v", err)
+	}
+	if calls := e.counter.since(mark); len(calls) != 0 {
+		t.Errorf("a bid above the cap called the API: %v", calls)
 	}
 	if e.emu.CreateCount() != 0 {
 		t.Errorf("bids were placed")
@@ -221,68 +229,6 @@ func TestBidWaitsWhenAuctionFull(t *testing.T) {
 	}
 }
 
-func TestPreemptionCancelsBid(t *testing.T) {
-	for _, lookLate := range []bool{false, true} {
-		name := "seen while preempting"
-		if lookLate {
-			name = "seen after the preemption window"
-		}
-		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
-			ctx := t.Context()
-			// a100-80gb.sxm.8x in us-central1-a: capacity 2, no other bids, last price $7.80.
-			o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.8x", 9.00)
-			if o.Ineligible != "" || o.PricePerHour != 8.99 {
-				t.Fatalf("offer %+v", o)
-			}
-			inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-pre", Offer: o})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.clock.Advance(bootTime)
-			if got, _ := e.backend.Get(ctx, inst.ID); got.Status != controlplane.StatusRunning {
-				t.Fatalf("not running: %+v", got)
-			}
-			// Two newer, higher bids for two slots: ours is outbid.
-			for _, p := range []int64{950, 1000} {
-				if _, err := e.emu.AddMarketBid("us-central1-a", "a100-80gb.sxm.8x", p); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if b := e.emu.LiveBids(); len(b) != 1 || b[0].Status != "Preempting" || b[0].InstanceStatuses[0] != "STATUS_PREEMPTING" {
-				t.Fatalf("emulator: %+v", b)
-			}
-			if lookLate {
-				e.clock.Advance(time.Minute)
-				if b := e.emu.LiveBids(); len(b) != 1 || b[0].Status != "Open" {
-					t.Fatalf("after the window the bid is open again: %+v", b)
-				}
-			}
-			got, err := e.backend.Get(ctx, inst.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Status != controlplane.StatusTerminated || !strings.Contains(got.Message, "preempted") {
-				t.Errorf("preempted: %+v", got)
-			}
-			if live := e.emu.LiveBids(); len(live) != 0 {
-				t.Errorf("the bid was not cancelled: %+v", live)
-			}
-			// Capacity coming back never allocates a replacement.
-			_ = e.emu.SetCapacity("us-central1-a", "a100-80gb.sxm.8x", 5)
-			e.clock.Advance(time.Hour)
-			for _, b := range e.emu.Bids() {
-				if b.Status != "Terminated" {
-					t.Errorf("bid %s is %s", b.FID, b.Status)
-				}
-			}
-			if got, err := e.backend.Get(ctx, inst.ID); err != nil || got.Status != controlplane.StatusTerminated {
-				t.Errorf("later: %+v %v", got, err)
-			}
-		})
-	}
-}
-
 func TestListByPrefix(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	ctx := t.Context()
@@ -319,79 +265,6 @@ func TestListByPrefix(t *testing.T) {
 	}
 }
 
-func TestCreateCapacityGone(t *testing.T) {
-	e := newEnv(t, emu.Options{})
-	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
-	_ = e.emu.SetFaults(emu.Faults{CapacityGone: true})
-	_, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-cap", Offer: o})
-	if !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "Insufficient capacity") {
-		t.Errorf("%v", err)
-	}
-}
-
-func TestBootFailureIsError(t *testing.T) {
-	e := newEnv(t, emu.Options{})
-	_ = e.emu.SetFaults(emu.Faults{BootFailures: 1, SlowBoot: time.Minute})
-	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
-	inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-fail", Offer: o})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(bootTime)
-	if got, _ := e.backend.Get(t.Context(), inst.ID); got.Status != controlplane.StatusPending {
-		t.Errorf("slow boot: %+v", got)
-	}
-	e.clock.Advance(time.Minute)
-	if got, _ := e.backend.Get(t.Context(), inst.ID); got.Status != controlplane.StatusError || got.CloudStatus != "Allocated/STATUS_ERROR" {
-		t.Errorf("boot failure: %+v", got)
-	}
-}
-
-func TestExactlyOneBidUnderStorms(t *testing.T) {
-	t.Run("429 storm during create", func(t *testing.T) {
-		e := newEnv(t, emu.Options{})
-		o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
-		_ = e.emu.SetFaults(emu.Faults{TooManyRequests: 3, OnlyPath: "POST /v2/spot/bids"})
-		inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-storm", Offer: o, SSHPublicKeys: []string{testKey}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := e.emu.CreateCount(); n != 1 {
-			t.Errorf("%d bids created", n)
-		}
-		if inst.ID == "" {
-			t.Errorf("no id")
-		}
-	})
-	t.Run("5xx with a lost answer: one bid, found by name", func(t *testing.T) {
-		e := newEnv(t, emu.Options{})
-		o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
-		_ = e.emu.SetFaults(emu.Faults{ServerErrors: 3, OnlyPath: "POST /v2/spot/bids", CommitBeforeServerError: true})
-		_, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-lost", Offer: o})
-		if err == nil {
-			t.Fatal("the lost answer must be an error")
-		}
-		if n := e.emu.CreateCount(); n != 1 {
-			t.Errorf("%d bids created, want 1 (no retry of the create)", n)
-		}
-		list, err := e.backend.List(t.Context(), "mithril-vm-lost")
-		if err != nil || len(list) != 1 || list[0].Name != "mithril-vm-lost" {
-			t.Errorf("adoption by name: %+v %v", list, err)
-		}
-	})
-	t.Run("5xx storm on reads during create", func(t *testing.T) {
-		e := newEnv(t, emu.Options{})
-		o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
-		_ = e.emu.SetFaults(emu.Faults{ServerErrors: 2, OnlyPath: "GET /v2/ssh-keys"})
-		if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-reads", Offer: o, SSHPublicKeys: []string{testKey}}); err != nil {
-			t.Fatal(err)
-		}
-		if n := e.emu.CreateCount(); n != 1 {
-			t.Errorf("%d bids created", n)
-		}
-	})
-}
-
 func TestProjectResolution(t *testing.T) {
 	e := newEnv(t, emu.Options{Projects: []string{"alpha", "beta"}})
 	inv, _ := inventory.Default()
@@ -424,5 +297,204 @@ func TestProjectResolution(t *testing.T) {
 	b, _ := New(Config{APIKey: "k"}, inv, nil)
 	if b.WinMarginPercent() != DefaultWinMarginPercent {
 		t.Errorf("default margin %v", b.WinMarginPercent())
+	}
+}
+
+// mithrilPool is the Mithril pool of the embedded inventory (prefix "mithril-vm-").
+func mithrilPool(t *testing.T) inventory.Pool {
+	t.Helper()
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range inv.Pools {
+		if p.Cloud == CloudName {
+			return p
+		}
+	}
+	t.Fatal("no mithril pool in the embedded inventory")
+	return inventory.Pool{}
+}
+
+// writes are the calls among calls that are not GETs.
+func writes(calls []string) []string {
+	var out []string
+	for _, c := range calls {
+		if !strings.HasPrefix(c, "GET ") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func bidOf(t *testing.T, e *env, fid string) emu.BidInfo {
+	t.Helper()
+	for _, b := range e.emu.Bids() {
+		if b.FID == fid {
+			return b
+		}
+	}
+	t.Fatalf("no bid %s at the emulator", fid)
+	return emu.BidInfo{}
+}
+
+// A preempted machine is gone for good, but its bid is not: Get and List report an error (so the
+// instance stays in state and is replaced) and change nothing at the cloud (no PATCH, no DELETE), even
+// once Mithril allocates the open bid a replacement. Delete cancels the bid.
+func TestPreemptedBid(t *testing.T) {
+	for _, lookLate := range []bool{false, true} {
+		name := "seen while preempting"
+		if lookLate {
+			name = "seen after the preemption window, replacement allocated"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
+			ctx := t.Context()
+			pool := mithrilPool(t)
+			// a100-80gb.sxm.8x in us-central1-a: capacity 2, no other bids, last price $7.80.
+			o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.8x", 9.00)
+			if o.Ineligible != "" || o.PricePerHour != 8.99 {
+				t.Fatalf("offer %+v", o)
+			}
+			inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-pre--aaaaaaaa", Pool: pool, Offer: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(bootTime)
+			if got, _ := e.backend.Get(ctx, inst.ID); got.Status != controlplane.StatusRunning {
+				t.Fatalf("not running: %+v", got)
+			}
+			// Two newer, higher bids for two slots: ours is outbid.
+			for _, p := range []int64{950, 1000} {
+				if _, err := e.emu.AddMarketBid("us-central1-a", "a100-80gb.sxm.8x", p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if b := bidOf(t, e, inst.ID); b.Status != "Preempting" || b.InstanceStatuses[0] != "STATUS_PREEMPTING" {
+				t.Fatalf("emulator: %+v", b)
+			}
+			if lookLate {
+				e.clock.Advance(time.Minute)
+				// Capacity comes back: Mithril allocates the open bid a new machine.
+				if err := e.emu.SetCapacity("us-central1-a", "a100-80gb.sxm.8x", 5); err != nil {
+					t.Fatal(err)
+				}
+				e.clock.Advance(bootTime)
+				if b := bidOf(t, e, inst.ID); b.Status != "Allocated" || len(b.Instances) != 1 {
+					t.Fatalf("replacement: %+v", b)
+				}
+			}
+			mark := e.counter.mark()
+			for range 2 {
+				got, err := e.backend.Get(ctx, inst.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Status != controlplane.StatusError || !strings.Contains(got.Message, "preempted") || !strings.Contains(got.Message, "bid is still open") || got.SSH != nil {
+					t.Errorf("Get of a preempted bid: %+v", got)
+				}
+				list, err := e.backend.List(ctx, pool.Prefix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(list) != 1 || list[0].ID != inst.ID || list[0].Status != controlplane.StatusError {
+					t.Errorf("List: %+v", list)
+				}
+			}
+			if w := writes(e.counter.since(mark)); len(w) != 0 {
+				t.Errorf("Get and List changed the cloud: %v", w)
+			}
+			if b := bidOf(t, e, inst.ID); b.Status == "Terminated" {
+				t.Errorf("Get or List cancelled the bid")
+			}
+
+			// Replacing (or destroying) the errored instance deletes it: the bid is cancelled.
+			if err := e.backend.Delete(ctx, inst.ID); err != nil {
+				t.Fatal(err)
+			}
+			if b := bidOf(t, e, inst.ID); b.Status != "Terminated" {
+				t.Errorf("Delete left the bid %s", b.Status)
+			}
+			if got, err := e.backend.Get(ctx, inst.ID); err != nil || got.Status != controlplane.StatusTerminated {
+				t.Errorf("after Delete: %+v %v", got, err)
+			}
+		})
+	}
+}
+
+// Create's housekeeping cancels the earlier bids of the same resource whose machine is gone, and
+// nothing else.
+func TestCreateReapsGoneBidsOfTheResource(t *testing.T) {
+	e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
+	ctx := t.Context()
+	pool := mithrilPool(t)
+	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", 2.00)
+	if o.Ineligible != "" {
+		t.Fatalf("offer %+v", o)
+	}
+	create := func(name string, o controlplane.Offer) string {
+		t.Helper()
+		inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: name, Pool: pool, Offer: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst.ID
+	}
+	old := create("mithril-vm-train--aaaaaaaa", o)
+	legacy := create("mithril-vm-train", o)
+	other := create("mithril-vm-other--aaaaaaaa", o)
+	prefixed := create("mithril-vm-train-2--aaaaaaaa", o)
+	if err := e.emu.SetOwnFaults(emu.OwnFaults{Preemptions: 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, fid := range []string{old, legacy, other, prefixed} {
+		if b := bidOf(t, e, fid); b.Status != "Preempting" {
+			t.Fatalf("bid %s not preempted: %+v", fid, b)
+		}
+	}
+	running := create("mithril-vm-train--cccccccc", o)
+	cheap := o
+	cheap.PricePerHour = 0.50 // below the auction's $0.60 minimum: the bid waits, Open, without a machine
+	waiting := create("mithril-vm-train--dddddddd", cheap)
+	e.clock.Advance(bootTime)
+
+	fresh := create("mithril-vm-train--bbbbbbbb", o)
+	want := map[string]string{old: "Terminated", legacy: "Terminated", other: "Preempting", prefixed: "Preempting",
+		running: "Allocated", waiting: "Open", fresh: "Allocated"}
+	for fid, status := range want {
+		if b := bidOf(t, e, fid); b.Status != status {
+			t.Errorf("bid %s (%s) is %s, want %s", b.Name, fid, b.Status, status)
+		}
+	}
+}
+
+// Mithril keeps only a name on a bid: the ownership record is the name, and there is nothing to confirm.
+func TestOwnershipIsTheName(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	if _, ok := any(e.backend).(controlplane.OwnershipConfirmer); ok {
+		t.Error("Mithril cannot record a confirmation; the backend must not claim to")
+	}
+	pool := mithrilPool(t)
+	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", 2.00)
+	owner := controlplane.Ownership{Resource: "train", Token: controlplane.NewOwnerToken()}
+	req := controlplane.CreateRequest{Name: controlplane.CloudName(pool, "train", owner.Token), Pool: pool, Offer: o, Owner: owner}
+	inst, err := e.backend.Create(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := bidOf(t, e, inst.ID); b.Name != req.Name {
+		t.Errorf("the bid is named %q, want %q", b.Name, req.Name)
+	}
+	got, err := e.backend.Get(t.Context(), inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := controlplane.WithOwner(pool, got).Owner; rec.Resource != "train" || rec.Token != owner.Token || rec.Confirmed {
+		t.Errorf("record from the name: %+v", rec)
+	}
+	// A second create of the name returns the bid (idempotent by name) and places nothing.
+	again, err := e.backend.Create(t.Context(), req)
+	if err != nil || again.ID != inst.ID || e.emu.CreateCount() != 1 {
+		t.Errorf("second create: %+v %v, %d bids placed", again, err, e.emu.CreateCount())
 	}
 }

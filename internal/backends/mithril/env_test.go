@@ -3,6 +3,7 @@ package mithril
 import (
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,15 +17,34 @@ import (
 // fakeClock is the emulator's clock: tests move it instead of sleeping.
 type fakeClock = backendtest.Clock
 
-// countingTransport counts the HTTP attempts that reach the server.
+// countingTransport counts the HTTP attempts that reach the server and records their methods and paths.
 type countingTransport struct {
-	n    atomic.Int64
-	next http.RoundTripper
+	n     atomic.Int64
+	next  http.RoundTripper
+	mu    sync.Mutex
+	calls []string // "METHOD /path"
 }
 
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	c.mu.Lock()
+	c.calls = append(c.calls, r.Method+" "+r.URL.Path)
+	c.mu.Unlock()
 	return c.next.RoundTrip(r)
+}
+
+// since returns the calls after the first n recorded.
+func (c *countingTransport) since(n int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls[n:]...)
+}
+
+// mark is the number of calls recorded so far.
+func (c *countingTransport) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls)
 }
 
 type env struct {

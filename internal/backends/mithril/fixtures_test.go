@@ -96,8 +96,8 @@ func TestFixturesParse(t *testing.T) {
 		t.Errorf("starting instance: %+v", got)
 	}
 	got, cancel = b.evaluate(t.Context(), bids.Data[1], insts.Data)
-	if got.Status != controlplane.StatusTerminated || !cancel {
-		t.Errorf("preempting bid: %+v cancel=%v", got, cancel)
+	if got.Status != controlplane.StatusError || !cancel || !strings.Contains(got.Message, "preempted") {
+		t.Errorf("preempting bid: %+v gone=%v", got, cancel)
 	}
 	running := bids.Data[1]
 	running.Status = BidAllocated

@@ -15,8 +15,9 @@ const SSHUser = "ubuntu"
 // is running only once it has an ssh_destination; the backend checks that separately.
 var instanceStatuses = map[string]struct {
 	status controlplane.Status
-	// gone says the instance will not come back: the bid must be cancelled so it is not allocated
-	// again (hydra's sales model wants no replacement machine).
+	// gone says the instance will not come back while its bid is open: the bid must be cancelled so it
+	// is not allocated again (hydra's sales model wants no replacement machine). Get and List report
+	// it as an error (see evaluate); Delete, and Create's housekeeping, cancel it.
 	gone bool
 	note string
 }{
@@ -29,26 +30,25 @@ var instanceStatuses = map[string]struct {
 	InstRunning:       {status: controlplane.StatusRunning},
 	InstStopping:      {status: controlplane.StatusPending, note: "stopping"},
 	InstRelocating:    {status: controlplane.StatusPending, note: "relocating: Mithril restarts it elsewhere"},
-	InstPreempting:    {status: controlplane.StatusTerminated, gone: true, note: "preempted: outbid in the spot auction"},
-	InstPreempted:     {status: controlplane.StatusTerminated, gone: true, note: "preempted: outbid in the spot auction"},
-	InstTerminated:    {status: controlplane.StatusTerminated, gone: true, note: "terminated"},
-	InstReplaced:      {status: controlplane.StatusTerminated, gone: true, note: "replaced"},
+	InstPreempting:    {status: controlplane.StatusError, gone: true, note: "preempted: outbid in the spot auction"},
+	InstPreempted:     {status: controlplane.StatusError, gone: true, note: "preempted: outbid in the spot auction"},
+	InstTerminated:    {status: controlplane.StatusError, gone: true, note: "terminated outside hydra"},
+	InstReplaced:      {status: controlplane.StatusError, gone: true, note: "replaced"},
 	"STATUS_STOPPED":  {status: controlplane.StatusError, note: "stopped outside hydra"},
 	InstPaused:        {status: controlplane.StatusError, note: "paused outside hydra"},
 	InstError:         {status: controlplane.StatusError, note: "Mithril reports an error"},
 	"STATUS_FAILED":   {status: controlplane.StatusError, note: "Mithril reports a failure"},
 }
 
-// bidStatuses maps a bid's status when it has no live instance to look at.
+// bidStatuses maps a bid's status when it has no instance to look at.
 var bidStatuses = map[string]struct {
 	status controlplane.Status
-	gone   bool
 	note   string
 }{
 	BidOpen:       {status: controlplane.StatusPending, note: "bid open: waiting for allocation"},
 	BidAllocated:  {status: controlplane.StatusPending, note: "bid allocated: instance not reported yet"},
 	BidRelocating: {status: controlplane.StatusPending, note: "relocating"},
-	BidPreempting: {status: controlplane.StatusTerminated, gone: true, note: "preempted: outbid in the spot auction"},
+	BidPreempting: {status: controlplane.StatusError, note: "preempted: outbid in the spot auction"}, // evaluate: gone
 	BidPaused:     {status: controlplane.StatusError, note: "bid paused outside hydra"},
 	BidTerminated: {status: controlplane.StatusTerminated, note: "bid cancelled"},
 }

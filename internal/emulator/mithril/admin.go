@@ -3,27 +3,68 @@ package mithril
 import (
 	"fmt"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 // Emulator-only helpers for tests and the sandbox. They act on the same state as the API (the state
 // dir too).
 
-// SetFaults replaces the active faults.
-func (s *Server) SetFaults(f Faults) error {
+// SetFaults replaces the armed shared faults (emukit.Admin). LoseCreateResponses loses the answers of
+// bid creates (POST /v2/spot/bids); SoldOut makes them fail with Mithril's 400 "Insufficient capacity";
+// BootFailures ends hydra's next allocated instances in STATUS_ERROR. OwnFaults.OnlyPath narrows the
+// 429 and 5xx faults.
+func (s *Server) SetFaults(f emukit.Faults) error {
 	return s.update(func(st *state, _ time.Time) error {
 		st.Faults = f
 		return nil
 	})
 }
 
-// Faults returns the active faults (with their counters as used so far).
-func (s *Server) Faults() (Faults, error) {
-	var f Faults
+// Faults returns the armed shared faults, with their counters as used so far (emukit.Admin).
+func (s *Server) Faults() (emukit.Faults, error) {
+	var f emukit.Faults
 	err := s.update(func(st *state, _ time.Time) error {
 		f = st.Faults
 		return nil
 	})
 	return f, err
+}
+
+// SetOwnFaults replaces the armed Mithril-only faults.
+func (s *Server) SetOwnFaults(f OwnFaults) error {
+	return s.update(func(st *state, _ time.Time) error {
+		st.Own = f
+		return nil
+	})
+}
+
+// OwnFaults returns the armed Mithril-only faults, with their counters as used so far.
+func (s *Server) OwnFaults() (OwnFaults, error) {
+	var f OwnFaults
+	err := s.update(func(st *state, _ time.Time) error {
+		f = st.Own
+		return nil
+	})
+	return f, err
+}
+
+// Stats reports hydra's side of the cloud (emukit.Admin): Created counts the bids the API has accepted
+// (POST /v2/spot/bids), ever; Live lists the bids of hydra's projects that are not cancelled (a bid is
+// one hydra instance: its FID is Instance.ID and its name the cloud-side name). Other customers' bids
+// are left out.
+func (s *Server) Stats() (emukit.Stats, error) {
+	out := emukit.Stats{Live: []emukit.Machine{}}
+	err := s.update(func(st *state, _ time.Time) error {
+		out.Created = st.Created
+		for _, b := range st.Bids {
+			if b.Project != marketProject && b.Status != bidTerminated {
+				out.Live = append(out.Live, emukit.Machine{ID: b.FID, Name: b.Name})
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // CreateCount is how many bids the API has accepted (POST /v2/spot/bids), ever.

@@ -281,13 +281,17 @@ func (s *Server) createBid(r *http.Request, st *state, now time.Time, user strin
 	if len(volumes) > 0 {
 		return 0, nil, detail(http.StatusNotFound, fmt.Sprintf("Volume %s not found", volumes[0]))
 	}
-	if st.Faults.CapacityGone {
+	if st.Faults.SoldOut {
 		return 0, nil, detail(http.StatusBadRequest, fmt.Sprintf("Insufficient capacity for %s in %s", a.Name, a.Region))
 	}
 	b := &bid{Name: name, Project: proj, CreatedBy: user, CreatedAt: now, LimitCents: limit, Quantity: qty,
 		TypeFID: a.TypeFID, Region: a.Region, SSHKeys: keys, Volumes: volumes, StartupScript: script, ImageVersion: image}
 	st.Created++
 	st.placeBid(b, now)
+	if st.Faults.TakeLostCreate() {
+		// The bid is placed (and saved); only the answer is lost.
+		return 0, nil, detail(st.serverErrorStatus(), "Upstream service failure")
+	}
 	return http.StatusCreated, bidJSON(b), nil
 }
 

@@ -3,6 +3,11 @@
 // when outbid), bids, instances, SSH keys and projects, with Mithril's quirks: FIDs with prefixes,
 // "$X.XX" price strings, integer cents on /v2/pricing/current, cursor pagination, FastAPI 422 errors,
 // {"detail": ...} error bodies and 404 on unknown bids.
+//
+// Faults are the shared vocabulary (emukit.Faults, armed through SetFaults or PUT /_emulator/faults)
+// plus Mithril's own (OwnFaults: preemptions, slow boots, the 5xx status, faults limited to one path);
+// the spot market's moves are AddMarketBid and SetCapacity. Stats counts hydra's bids (a hydra
+// instance is one bid): GET /_emulator/stats.
 package mithril
 
 import (
@@ -52,40 +57,35 @@ type Options struct {
 	Clock func() time.Time
 }
 
-// Faults are misbehaviours switched on at runtime; they persist in the state dir. Counters go down as
-// they are used.
-type Faults struct {
-	// Latency is added to every request.
-	Latency time.Duration `json:"latency,omitempty"`
-	// TooManyRequests answers the next N requests with 429 and Retry-After.
-	TooManyRequests int `json:"too_many_requests,omitempty"`
-	// RetryAfterSeconds is the Retry-After of those 429s (default 1).
-	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
-	// ServerErrors answers the next N requests with a 5xx (ServerErrorStatus, default 502).
-	ServerErrors      int `json:"server_errors,omitempty"`
-	ServerErrorStatus int `json:"server_error_status,omitempty"`
-	// CommitBeforeServerError makes a bid create hit by a server error still place the bid: the
-	// answer is lost, not the bid.
-	CommitBeforeServerError bool `json:"commit_before_server_error,omitempty"`
-	// OnlyPath limits the 429 and 5xx faults to requests whose "METHOD /path" starts with it, e.g.
-	// "POST /v2/spot/bids".
-	OnlyPath string `json:"only_path,omitempty"`
+// OwnFaults are the misbehaviours only Mithril has, beside the shared fault vocabulary (emukit.Faults:
+// 429 storms, 5xx answers, lost bid creates, boot failures, sold-out auctions, latency). Like those,
+// they persist in the state dir, and counters go down as they fire. The spot market's own moves (another
+// customer outbidding hydra, an auction's capacity changing) are AddMarketBid and SetCapacity.
+type OwnFaults struct {
+	// Preemptions preempts the next N of hydra's allocated bids, as another customer outbidding them
+	// would: the bid goes Preempting and its instance STATUS_PREEMPTING for the preemption window, after
+	// which the instance is STATUS_PREEMPTED and the bid Open again (Mithril may allocate it anew).
+	Preemptions int `json:"preemptions,omitempty"`
 	// SlowBoot is added to the boot of instances allocated while it is set.
-	SlowBoot time.Duration `json:"slow_boot,omitempty"`
-	// CapacityGone makes bid creates fail with 400 "Insufficient capacity": the capacity an offer
-	// showed is gone by the time of the bid.
-	CapacityGone bool `json:"capacity_gone,omitempty"`
-	// BootFailures makes the next N allocated instances end in STATUS_ERROR instead of running.
-	BootFailures int `json:"boot_failures,omitempty"`
+	SlowBoot emukit.Duration `json:"slow_boot,omitempty"`
+	// ServerErrorStatus is the status of the shared ServerErrors and LoseCreateResponses answers
+	// (default 502, Mithril's "Upstream service failure").
+	ServerErrorStatus int `json:"server_error_status,omitempty"`
+	// OnlyPath limits the shared 429 and 5xx faults to requests whose "METHOD /path" starts with it,
+	// e.g. "POST /v2/spot/bids".
+	OnlyPath string `json:"only_path,omitempty"`
 }
 
 // Server is the emulator, an http.Handler.
 type Server struct {
-	opts  Options
-	mu    sync.Mutex
-	store *emukit.Store[state]
-	mux   *http.ServeMux
+	opts    Options
+	mu      sync.Mutex
+	store   *emukit.Store[state]
+	mux     *http.ServeMux
+	handler http.Handler
 }
+
+var _ emukit.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
@@ -109,6 +109,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
 	s.routes()
+	s.handler = emukit.WithAdmin(s.mux, s)
 	return s
 }
 
@@ -191,28 +192,24 @@ func (s *Server) routes() {
 	s.mux = m
 }
 
-// ServeHTTP answers one request.
+// ServeHTTP answers one request: the API, and the emulator's admin surface (emukit.AdminHandler) under
+// emukit.AdminPath ("/_emulator/").
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
+	s.handler.ServeHTTP(w, r)
 }
 
 func (s *Server) wrap(fn handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var f Faults
-		_ = s.update(func(st *state, _ time.Time) error { f = st.Faults; return nil })
-		if !emukit.Delay(r.Context(), f.Latency) {
+		var latency time.Duration
+		_ = s.update(func(st *state, _ time.Time) error { latency = time.Duration(st.Faults.Latency); return nil })
+		if !emukit.Delay(r.Context(), latency) {
 			return
 		}
 		var status int
 		var body any
-		var failAfter *apiError
 		err := s.update(func(st *state, now time.Time) error {
 			if fe := st.takeFault(r); fe != nil {
-				if fe.status >= 500 && st.Faults.CommitBeforeServerError && r.Method == http.MethodPost && r.URL.Path == "/v2/spot/bids" {
-					failAfter = fe
-				} else {
-					return fe
-				}
+				return fe
 			}
 			user, aerr := s.authenticate(r)
 			if aerr != nil {
@@ -222,9 +219,6 @@ func (s *Server) wrap(fn handler) http.Handler {
 			status, body, err = fn(r, st, now, user)
 			return err
 		})
-		if failAfter != nil && err == nil {
-			err = failAfter
-		}
 		var ae *apiError
 		switch {
 		case errors.As(err, &ae):
@@ -239,15 +233,19 @@ func (s *Server) wrap(fn handler) http.Handler {
 	})
 }
 
+// serverErrorStatus is the 5xx the emulator answers with for a server error fault.
+func (st *state) serverErrorStatus() int {
+	return cmp.Or(st.Own.ServerErrorStatus, http.StatusBadGateway)
+}
+
 // takeFault uses up one 429 or 5xx fault matching the request, if any.
 func (st *state) takeFault(r *http.Request) *apiError {
-	f := &st.Faults
-	if f.OnlyPath != "" && !strings.HasPrefix(r.Method+" "+r.URL.Path, f.OnlyPath) {
+	if p := st.Own.OnlyPath; p != "" && !strings.HasPrefix(r.Method+" "+r.URL.Path, p) {
 		return nil
 	}
-	status, header := emukit.TakeFault(&f.TooManyRequests, f.RetryAfterSeconds, &f.ServerErrors, cmp.Or(f.ServerErrorStatus, http.StatusBadGateway))
+	status, header := st.Faults.Take(st.serverErrorStatus())
 	switch {
-	case header != nil: // 429
+	case status == http.StatusTooManyRequests:
 		return &apiError{status: status, body: map[string]string{"detail": "Too many requests"}, header: header}
 	case status != 0:
 		return detail(status, "Upstream service failure")

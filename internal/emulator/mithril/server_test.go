@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 type clock struct {
@@ -210,7 +212,7 @@ func TestStateDirSharedByTwoServers(t *testing.T) {
 		t.Errorf("create count via b: %d", b.CreateCount())
 	}
 	// Faults set through one server apply to the other.
-	if err := a.SetFaults(Faults{TooManyRequests: 1}); err != nil {
+	if err := a.SetFaults(emukit.Faults{RateLimited: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if code := call(t, sb.URL, "GET", "/v2/spot/availability", nil, nil); code != 429 {
@@ -246,10 +248,10 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 	s := New(Options{})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	_ = s.SetFaults(Faults{Latency: 50 * time.Millisecond, ServerErrors: 1})
+	_ = s.SetFaults(emukit.Faults{Latency: emukit.Duration(50 * time.Millisecond), ServerErrors: 1})
 	start := time.Now()
 	var body map[string]any
-	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, &body); code != 502 || body["detail"] == nil {
+	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, &body); code != 502 || body["detail"] != "Upstream service failure" {
 		t.Errorf("server error: %d %v", code, body)
 	}
 	if time.Since(start) < 50*time.Millisecond {
@@ -259,7 +261,132 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 		t.Errorf("after the fault: %d", code)
 	}
 	f, _ := s.Faults()
-	if f.ServerErrors != 0 || f.Latency != 50*time.Millisecond {
+	if f.ServerErrors != 0 || time.Duration(f.Latency) != 50*time.Millisecond {
 		t.Errorf("faults %+v", f)
+	}
+	// Mithril's own status for server errors, and faults limited to one path.
+	_ = s.SetFaults(emukit.Faults{ServerErrors: 1, RateLimited: 1, RetryAfterSeconds: 3})
+	_ = s.SetOwnFaults(OwnFaults{ServerErrorStatus: 503, OnlyPath: "GET /v2/spot/"})
+	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, nil); code != 200 {
+		t.Errorf("a path outside OnlyPath: %d", code)
+	}
+	req, _ := http.NewRequest("GET", srv.URL+"/v2/spot/availability", nil)
+	req.Header.Set("Authorization", "Bearer "+DefaultAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "3" {
+		t.Errorf("429 first: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if code := call(t, srv.URL, "GET", "/v2/spot/availability", nil, nil); code != 503 {
+		t.Errorf("then the 5xx in Mithril's status: %d", code)
+	}
+}
+
+// The shared fault vocabulary on bid creates: a lost answer places the bid, sold out places none, and
+// a boot failure ends the instance in STATUS_ERROR.
+func TestSharedCreateFaults(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
+
+	_ = s.SetFaults(emukit.Faults{SoldOut: true})
+	var e map[string]any
+	if code := call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("sold", fid, "us-central1-a", "$2.00"), &e); code != 400 || !strings.Contains(e["detail"].(string), "Insufficient capacity") {
+		t.Errorf("sold out: %d %v", code, e)
+	}
+	if s.CreateCount() != 0 {
+		t.Errorf("a sold-out create placed a bid")
+	}
+
+	_ = s.SetFaults(emukit.Faults{LoseCreateResponses: 1, BootFailures: 1})
+	if code := call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("lost", fid, "us-central1-a", "$2.00"), &e); code != 502 {
+		t.Errorf("lost answer: %d %v", code, e)
+	}
+	var page struct {
+		Data []map[string]any `json:"data"`
+	}
+	call(t, srv.URL, "GET", "/v2/spot/bids?project="+ProjectFID(DefaultProject)+"&name=lost", nil, &page)
+	if len(page.Data) != 1 || page.Data[0]["status"] != "Allocated" {
+		t.Fatalf("the bid of a lost answer: %v", page.Data)
+	}
+	inst := page.Data[0]["instances"].([]any)[0].(string)
+	c.Advance(10 * time.Second)
+	var st map[string]any
+	call(t, srv.URL, "GET", "/v2/instances/"+inst+"/status", nil, &st)
+	if st["status"] != "STATUS_ERROR" {
+		t.Errorf("boot failure: %v", st)
+	}
+	f, _ := s.Faults()
+	if f.LoseCreateResponses != 0 || f.BootFailures != 0 {
+		t.Errorf("faults not used up: %+v", f)
+	}
+	stats, err := s.Stats()
+	if err != nil || stats.Created != 1 || len(stats.Live) != 1 || stats.Live[0].Name != "lost" || stats.Live[0].ID != page.Data[0]["fid"] {
+		t.Errorf("stats %+v %v", stats, err)
+	}
+}
+
+func TestPreemptionFault(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second, PreemptionWindow: time.Minute})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
+	var b map[string]any
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("pre", fid, "us-central1-a", "$2.00"), &b)
+	c.Advance(10 * time.Second)
+	if err := s.SetOwnFaults(OwnFaults{Preemptions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	live := s.LiveBids()
+	if len(live) != 1 || live[0].Status != "Preempting" || live[0].InstanceStatuses[0] != "STATUS_PREEMPTING" {
+		t.Fatalf("preempting: %+v", live)
+	}
+	if f, _ := s.OwnFaults(); f.Preemptions != 0 {
+		t.Errorf("preemption not used up: %+v", f)
+	}
+	// Another customer's bids are never preempted by the fault; after the window the bid is open again
+	// and, with capacity free, allocated a new instance.
+	c.Advance(time.Minute)
+	live = s.LiveBids()
+	if len(live) != 1 || live[0].Status != "Allocated" || len(live[0].Instances) != 1 || live[0].Instances[0] == b["instances"].([]any)[0] {
+		t.Errorf("after the window: %+v", live)
+	}
+}
+
+func TestAdminOverHTTP(t *testing.T) {
+	s := New(Options{})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	req, _ := http.NewRequest("PUT", srv.URL+emukit.AdminPath+"faults", strings.NewReader(`{"rate_limited":2,"lose_create_responses":1}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("PUT faults: %d", resp.StatusCode)
+	}
+	if f, _ := s.Faults(); f.RateLimited != 2 || f.LoseCreateResponses != 1 {
+		t.Errorf("faults %+v", f)
+	}
+	// The admin surface needs no key and is not hit by the faults it arms.
+	resp, err = http.Get(srv.URL + emukit.AdminPath + "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st emukit.Stats
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || st.Created != 0 || st.Live == nil || len(st.Live) != 0 {
+		t.Errorf("stats: %d %+v", resp.StatusCode, st)
+	}
+	if f, _ := s.Faults(); f.RateLimited != 2 {
+		t.Errorf("the admin call used a fault: %+v", f)
 	}
 }

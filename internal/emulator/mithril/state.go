@@ -7,22 +7,25 @@ import (
 	"math/big"
 	"sort"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 // state is the whole emulated cloud. With a state dir it lives in state.json and every request loads
 // and saves it under an exclusive file lock. Every status progression is computed from timestamps
 // stored here, never from timers, so it survives process restarts.
 type state struct {
-	Projects  []*project  `json:"projects"`
-	Auctions  []*auction  `json:"auctions"`
-	Bids      []*bid      `json:"bids"`
-	Instances []*instance `json:"instances"`
-	SSHKeys   []*sshKey   `json:"ssh_keys"`
-	Faults    Faults      `json:"faults"`
-	Seq       int64       `json:"seq"`
-	Created   int         `json:"bids_created"`
-	Hosts     int         `json:"hosts"`
-	Settings  settings    `json:"settings"`
+	Projects  []*project    `json:"projects"`
+	Auctions  []*auction    `json:"auctions"`
+	Bids      []*bid        `json:"bids"`
+	Instances []*instance   `json:"instances"`
+	SSHKeys   []*sshKey     `json:"ssh_keys"`
+	Faults    emukit.Faults `json:"faults"`
+	Own       OwnFaults     `json:"mithril_faults"`
+	Seq       int64         `json:"seq"`
+	Created   int           `json:"bids_created"`
+	Hosts     int           `json:"hosts"`
+	Settings  settings      `json:"settings"`
 }
 
 // settings copy the Options that must agree between processes sharing a state dir.
@@ -256,9 +259,18 @@ func (st *state) placeBid(b *bid, now time.Time) {
 	}
 }
 
-// advance applies every time-driven change up to now: preemption windows that ended put their bids
-// back to Open (the instances are preempted), then every auction clears again.
+// advance applies every time-driven change up to now: armed preemptions fire, preemption windows that
+// ended put their bids back to Open (the instances are preempted), then every auction clears again.
 func (st *state) advance(now time.Time) {
+	for _, b := range st.Bids {
+		if st.Own.Preemptions <= 0 {
+			break
+		}
+		if b.Project != marketProject && b.Status == bidAllocated {
+			st.preempt(b, now)
+			st.Own.Preemptions--
+		}
+	}
 	for _, b := range st.Bids {
 		if b.Status == bidPreempting && b.PreemptAt != nil && !now.Before(*b.PreemptAt) {
 			b.Status = bidOpen
@@ -325,14 +337,7 @@ func (st *state) clear(a *auction, now time.Time) {
 	}
 	for _, b := range active {
 		if b.Status == bidAllocated && !winners[b] {
-			end := now.Add(st.Settings.PreemptionWindow)
-			b.Status, b.PreemptAt = bidPreempting, &end
-			for _, fid := range b.Instances {
-				if in := st.instanceByFID(fid); in != nil && in.live(now) {
-					start := now
-					in.PreemptingAt, in.PreemptedAt = &start, &end
-				}
-			}
+			st.preempt(b, now)
 		}
 	}
 	free := a.Capacity - st.held(a, bidPreempting, bidAllocated)
@@ -359,17 +364,27 @@ func (st *state) clear(a *auction, now time.Time) {
 	}
 }
 
+// preempt starts the preemption window of an allocated bid: the bid goes Preempting and its live
+// instances STATUS_PREEMPTING until the window ends.
+func (st *state) preempt(b *bid, now time.Time) {
+	end := now.Add(st.Settings.PreemptionWindow)
+	b.Status, b.PreemptAt = bidPreempting, &end
+	for _, fid := range b.Instances {
+		if in := st.instanceByFID(fid); in != nil && in.live(now) {
+			start := now
+			in.PreemptingAt, in.PreemptedAt = &start, &end
+		}
+	}
+}
+
 // allocate starts one instance of a winning bid.
 func (st *state) allocate(a *auction, b *bid, i int, now time.Time) {
 	st.Hosts++
 	boot := st.Settings.BootDuration
 	fail := false
 	if b.Project != marketProject {
-		boot += st.Faults.SlowBoot
-		if st.Faults.BootFailures > 0 {
-			st.Faults.BootFailures--
-			fail = true
-		}
+		boot += time.Duration(st.Own.SlowBoot)
+		fail = st.Faults.TakeBootFailure()
 	} else {
 		boot = 0
 	}

@@ -1,0 +1,37 @@
+package clouds
+
+import (
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emuatlas "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// Atlas is the in-house cloud.
+var Atlas = &Driver{
+	Name:  atlas.CloudName,
+	Block: "atlas",
+	Title: "Atlas",
+	Description: "Atlas, the in-house cloud. Its offers carry an artificially low price, so Atlas wins whenever " +
+		"it has capacity.",
+	Settings: []Setting{
+		{Key: "endpoint", Env: "ATLAS_ENDPOINT", Doc: "Base URL of the Atlas API."},
+		{Key: "token", Env: "ATLAS_TOKEN", Sensitive: true, Doc: "Bearer token."},
+		{Key: "price_factor", Kind: KindFloat, Default: atlas.DefaultPriceFactor, Range: Between(0.01, 10),
+			Doc: "Factor applied to Atlas's list prices before ranking."},
+	},
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+		if err := s.Require("endpoint", "token"); err != nil {
+			return nil, err
+		}
+		return asBackend(atlas.New(atlas.Config{BaseURL: s.String("endpoint"), Token: s.String("token"),
+			PriceFactor: s.Float("price_factor")}, inv, logger))
+	},
+	StartEmulator: func(dir string) (Emulator, error) {
+		return serve(emuatlas.New(emuatlas.Options{StateDir: dir}).Start, func(url string) Values {
+			return Values{"endpoint": url, "token": emuatlas.DefaultToken}
+		})
+	},
+}

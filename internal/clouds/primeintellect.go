@@ -1,0 +1,34 @@
+package clouds
+
+import (
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/primeintellect"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// PrimeIntellect is an aggregator: its cloud name is "primeintellect", its provider block
+// "prime_intellect", and its pools (pools.yml) "prime-intellect-...".
+var PrimeIntellect = &Driver{
+	Name:        primeintellect.CloudName,
+	Block:       "prime_intellect",
+	Title:       "Prime Intellect",
+	Description: "Prime Intellect, an aggregator reselling other clouds' GPUs.",
+	Settings: []Setting{
+		{Key: "api_key", Env: "PRIME_API_KEY", Sensitive: true, Doc: "API key."},
+		endpointSetting("Prime Intellect", primeintellect.DefaultBaseURL),
+	},
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+		if err := s.Require("api_key"); err != nil {
+			return nil, err
+		}
+		return asBackend(primeintellect.New(primeintellect.Config{APIKey: s.String("api_key"), BaseURL: s.String("endpoint")}, inv, logger))
+	},
+	StartEmulator: func(dir string) (Emulator, error) {
+		return serve(emuprime.New(emuprime.Options{StateDir: dir}).Start, func(url string) Values {
+			return Values{"endpoint": url, "api_key": emuprime.DefaultAPIKey}
+		})
+	},
+}

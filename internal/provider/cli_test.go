@@ -1,0 +1,166 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cliDir is a Terraform working directory driven with the real CLI, for tests that need what the
+// testing framework cannot do: signals, kills, several working directories, -replace.
+type cliDir struct {
+	t    *testing.T
+	dir  string
+	env  []string
+	tf   string
+	last *exec.Cmd
+}
+
+// terraformBlock names hydra's source address.
+const terraformBlock = `
+terraform {
+  required_providers {
+    hydra = { source = "hydragpu/hydra" }
+  }
+}
+`
+
+// newCLIDirReattach makes a working directory whose Terraform talks to a provider served inside the
+// test binary (TF_REATTACH_PROVIDERS), so the provider outlives Terraform's commands.
+func newCLIDirReattach(t *testing.T, config string) *cliDir {
+	t.Helper()
+	return newCLIDir(t, config, "TF_REATTACH_PROVIDERS="+serveForReattach(t), "TF_CLI_CONFIG_FILE=/dev/null")
+}
+
+var (
+	providerBinOnce sync.Once
+	providerBinDir  string
+	providerBinErr  error
+)
+
+// newCLIDirBinary makes a working directory whose Terraform starts the real provider binary as its
+// child process (a dev_overrides CLI configuration), as in production: killing Terraform orphans it.
+func newCLIDirBinary(t *testing.T, config string) *cliDir {
+	t.Helper()
+	providerBinOnce.Do(func() {
+		providerBinDir, providerBinErr = os.MkdirTemp("", "hydra-provider-bin-")
+		if providerBinErr != nil {
+			return
+		}
+		root, _ := filepath.Abs("../..")
+		cmd := exec.Command("go", "build", "-o", filepath.Join(providerBinDir, "terraform-provider-hydra"), ".")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			providerBinErr = fmt.Errorf("building the provider: %v\n%s", err, out)
+		}
+	})
+	if providerBinErr != nil {
+		t.Fatal(providerBinErr)
+	}
+	rc := filepath.Join(t.TempDir(), "dev.tfrc")
+	tfrc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"hydragpu/hydra\" = %q\n  }\n  direct {}\n}\n", providerBinDir)
+	if err := os.WriteFile(rc, []byte(tfrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return newCLIDir(t, config, "TF_CLI_CONFIG_FILE="+rc)
+}
+
+func newCLIDir(t *testing.T, config string, env ...string) *cliDir {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 (make test does)")
+	}
+	testAccPreCheck(t)
+	d := &cliDir{t: t, dir: t.TempDir(), tf: os.Getenv("TF_ACC_TERRAFORM_PATH")}
+	d.env = append(os.Environ(), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	d.env = append(d.env, env...)
+	d.write(config)
+	return d
+}
+
+// write replaces the configuration.
+func (d *cliDir) write(config string) {
+	d.t.Helper()
+	if err := os.WriteFile(filepath.Join(d.dir, "main.tf"), []byte(terraformBlock+config), 0o644); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// run runs a Terraform command to its end.
+func (d *cliDir) run(args ...string) (string, error) {
+	cmd := exec.Command(d.tf, append(args, "-no-color")...)
+	cmd.Dir, cmd.Env = d.dir, d.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// mustRun runs a Terraform command that must succeed.
+func (d *cliDir) mustRun(args ...string) string {
+	d.t.Helper()
+	out, err := d.run(args...)
+	if err != nil {
+		d.t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// start starts a Terraform command in the background; its output collects in out.
+func (d *cliDir) start(out *strings.Builder, args ...string) *exec.Cmd {
+	d.t.Helper()
+	cmd := exec.Command(d.tf, append(args, "-no-color")...)
+	cmd.Dir, cmd.Env = d.dir, d.env
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	return cmd
+}
+
+// providerChild returns the pid of the provider process Terraform (pid) started, waiting for it.
+func providerChild(t *testing.T, pid int) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, p := range procs {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			s := string(data)
+			open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+			if open < 0 || close < 0 || !strings.HasPrefix(s[open+1:close], "terraform-provi") {
+				continue
+			}
+			fields := strings.Fields(s[close+2:])
+			if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+				child, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Dir(p), "/proc/"), "/"))
+				return child
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("terraform (pid %d) started no provider process", pid)
+	return 0
+}
+
+// alive reports whether a process exists (and is not a zombie).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	if i := strings.LastIndexByte(s, ')'); i > 0 && len(s) > i+2 && s[i+2] == 'Z' {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}

@@ -1,0 +1,160 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+var (
+	_ datasource.DataSource              = (*gpuInstancesDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*gpuInstancesDataSource)(nil)
+)
+
+// NewGPUInstancesDataSource is the hydra_gpu_instances data source.
+func NewGPUInstancesDataSource() datasource.DataSource { return &gpuInstancesDataSource{} }
+
+type gpuInstancesDataSource struct {
+	data *providerData
+}
+
+type gpuInstancesModel struct {
+	Clouds      types.Set    `tfsdk:"clouds"`
+	ID          types.String `tfsdk:"id"`
+	Instances   types.List   `tfsdk:"instances"`
+	Orphans     types.List   `tfsdk:"orphans"`
+	Unreachable types.Map    `tfsdk:"unreachable"`
+}
+
+var machineAttrTypes = map[string]attr.Type{
+	"id":                types.StringType,
+	"name":              types.StringType,
+	"cloud":             types.StringType,
+	"pool":              types.StringType,
+	"cloud_instance_id": types.StringType,
+	"region":            types.StringType,
+	"instance_type":     types.StringType,
+	"status":            types.StringType,
+	"ownership":         types.StringType,
+	"created_at":        types.StringType,
+	"price_per_hour":    types.Float64Type,
+}
+
+func (d *gpuInstancesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_gpu_instances"
+}
+
+func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Every machine in the configured clouds' hydra pools, with who holds it: for leak checks in CI " +
+			"(fail a pipeline when `orphans` is not empty) and for finding what to `terraform import`. A cloud that cannot be " +
+			"listed is named in `unreachable` rather than failing the read.",
+		Attributes: map[string]schema.Attribute{
+			"clouds": schema.SetAttribute{
+				MarkdownDescription: "List only these clouds. Default: every configured cloud.",
+				Optional:            true,
+				ElementType:         types.StringType,
+			},
+			"id": schema.StringAttribute{
+				MarkdownDescription: "A summary of the read (machine and orphan counts), for Terraform's bookkeeping.",
+				Computed:            true,
+			},
+			"instances": schema.ListNestedAttribute{
+				MarkdownDescription: "The machines, by cloud and cloud-side name.",
+				Computed:            true,
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"id":                schema.StringAttribute{MarkdownDescription: "The cloud-side name (what `terraform import` takes).", Computed: true},
+					"name":              schema.StringAttribute{MarkdownDescription: "The `name` of the resource the machine was created for.", Computed: true},
+					"cloud":             schema.StringAttribute{MarkdownDescription: "The cloud.", Computed: true},
+					"pool":              schema.StringAttribute{MarkdownDescription: "The pool.", Computed: true},
+					"cloud_instance_id": schema.StringAttribute{MarkdownDescription: "The cloud's own id of the machine.", Computed: true},
+					"region":            schema.StringAttribute{MarkdownDescription: "The cloud's region, when it reports one.", Computed: true},
+					"instance_type":     schema.StringAttribute{MarkdownDescription: "The cloud's instance type.", Computed: true},
+					"status":            schema.StringAttribute{MarkdownDescription: "hydra's status as the cloud reports it (`pending`, `running`, `error`).", Computed: true},
+					"ownership": schema.StringAttribute{MarkdownDescription: "`confirmed` (a completed create, refresh or import recorded that a state holds it), " +
+						"`unconfirmed` (never confirmed: in flight, or left by a create cut short), `interrupted` (this working directory's " +
+						"journal names it: a create cut short; the next apply adopts it), `unrecorded` (the cloud cannot record confirmation; " +
+						"only a state knows), or `foreign` (no hydra ownership record).", Computed: true},
+					"created_at":     schema.StringAttribute{MarkdownDescription: "When the cloud created it (RFC 3339), when it says.", Computed: true},
+					"price_per_hour": schema.Float64Attribute{MarkdownDescription: "Its price in US dollars per hour, when the cloud reports it.", Computed: true},
+				}},
+			},
+			"orphans": schema.ListAttribute{
+				MarkdownDescription: "Cloud-side names of the machines that are probably billed with no Terraform state holding them: " +
+					"`interrupted` ones, and `unconfirmed` ones older than the provider's `orphan_grace`.",
+				Computed:    true,
+				ElementType: types.StringType,
+			},
+			"unreachable": schema.MapAttribute{
+				MarkdownDescription: "Clouds that could not be listed, with the reason.",
+				Computed:            true,
+				ElementType:         types.StringType,
+			},
+		},
+	}
+}
+
+func (d *gpuInstancesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
+}
+
+func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	ctx, done := operation(ctx)
+	defer done()
+	var m gpuInstancesModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	clouds, _, diags := stringsOf(ctx, m.Clouds)
+	resp.Diagnostics.Append(diags...)
+	res := d.data.cp.Machines(ctx, clouds)
+	var rows []attr.Value
+	for _, mc := range res.Machines {
+		created := types.StringNull()
+		if !mc.Instance.CreatedAt.IsZero() {
+			created = types.StringValue(mc.Instance.CreatedAt.UTC().Format(time.RFC3339))
+		}
+		obj, dd := types.ObjectValue(machineAttrTypes, map[string]attr.Value{
+			"id":                types.StringValue(mc.Instance.Name),
+			"name":              types.StringValue(mc.Resource),
+			"cloud":             types.StringValue(mc.Pool.Cloud),
+			"pool":              types.StringValue(mc.Pool.Name),
+			"cloud_instance_id": types.StringValue(mc.Instance.ID),
+			"region":            types.StringValue(mc.Instance.Region),
+			"instance_type":     types.StringValue(mc.Instance.InstanceType),
+			"status":            types.StringValue(string(mc.Instance.Status)),
+			"ownership":         types.StringValue(string(mc.Ownership)),
+			"created_at":        created,
+			"price_per_hour":    types.Float64Value(mc.Instance.PricePerHour),
+		})
+		resp.Diagnostics.Append(dd...)
+		rows = append(rows, obj)
+	}
+	list, dd := types.ListValue(types.ObjectType{AttrTypes: machineAttrTypes}, rows)
+	resp.Diagnostics.Append(dd...)
+	m.Instances = list
+	var orphans []string
+	for _, o := range res.Orphans(d.data.cp.OrphanGrace()) {
+		orphans = append(orphans, o.Instance.Name)
+	}
+	sort.Strings(orphans)
+	ol, dd := types.ListValueFrom(ctx, types.StringType, orphans)
+	resp.Diagnostics.Append(dd...)
+	if orphans == nil {
+		ol = types.ListValueMust(types.StringType, []attr.Value{})
+	}
+	m.Orphans = ol
+	m.Unreachable = stringMap(ctx, res.Unreachable, &resp.Diagnostics)
+	clouds = append([]string(nil), clouds...)
+	sort.Strings(clouds)
+	m.ID = types.StringValue(fmt.Sprintf("%s:%d machines:%d orphans", strings.Join(clouds, ","), len(rows), len(orphans)))
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}

@@ -1,0 +1,277 @@
+package provider
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+)
+
+// providerConfigIn is the sandbox's provider block with its own local working directory (quotes and
+// the journal of creates in flight), as a second Terraform working directory on the same cloud has.
+func (s *testSandbox) providerConfigIn(work, extra string) string {
+	return fmt.Sprintf(`
+provider "hydra" {
+  plan_quote_dir = %[1]q
+  orphan_grace   = "1s"
+  sandbox {
+    dir       = %[2]q
+    boot_time = "1s"
+  }
+  provisioning {
+    enabled = false
+  }
+%[3]s
+}
+`, filepath.Join(work, "hydra"), s.sb.Dir(), extra)
+}
+
+func TestAccGPUInstance_sameNameOneConfig(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + `
+resource "hydra_gpu_instance" "a" {
+  name     = "twin"
+  gpu_type = "l4"
+}
+resource "hydra_gpu_instance" "b" {
+  name     = "twin"
+  gpu_type = "h100"
+}
+`
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      cfg,
+			ExpectError: errorPattern("Two GPU instances share one name", `named "twin"`),
+			Check:       resource.ComposeTestCheckFunc(s.checkCreated(0)),
+		}},
+	})
+	if n := s.created(); n != 0 {
+		t.Fatalf("a configuration whose resources share a name created %d machines", n)
+	}
+}
+
+func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	one := newCLIDirReattach(t, "")
+	one.write(s.providerConfigIn(one.dir, "") + testAccGPUInstanceConfig_basic("shared", "l4", ""))
+	one.mustRun("apply", "-auto-approve")
+	if n := len(s.live()); n != 1 {
+		t.Fatalf("%d machines after the first directory's apply", n)
+	}
+	first := s.live()[0]
+
+	// A second working directory with the same name: refused at plan, naming the machine.
+	two := newCLIDirReattach(t, "")
+	two.write(s.providerConfigIn(two.dir, "") + testAccGPUInstanceConfig_basic("shared", "l4", ""))
+	out, err := two.run("plan")
+	if err == nil || !errorPattern("GPU instance name already in use", first.Name, first.ID, "terraform import").MatchString(out) {
+		t.Fatalf("the second directory's plan must fail naming %s (err %v):\n%s", first.Name, err, out)
+	}
+	if out, err := two.run("apply", "-auto-approve"); err == nil {
+		t.Fatalf("the second directory's apply succeeded:\n%s", out)
+	}
+	if n := s.created(); n != 1 {
+		t.Fatalf("the refused directory created machines: %d in all", n)
+	}
+
+	// With another name it gets its own machine; destroying it leaves the first directory's alone.
+	two.write(s.providerConfigIn(two.dir, "") + testAccGPUInstanceConfig_basic("shared-2", "l4", ""))
+	two.mustRun("apply", "-auto-approve")
+	two.mustRun("destroy", "-auto-approve")
+	live := s.live()
+	if len(live) != 1 || live[0].ID != first.ID {
+		t.Fatalf("after the second directory's destroy the cloud has %+v, want only %s", live, first.ID)
+	}
+	if plan := one.mustRun("plan", "-detailed-exitcode"); !strings.Contains(plan, "No changes") {
+		t.Fatalf("the first directory's machine was disturbed:\n%s", plan)
+	}
+	one.mustRun("destroy", "-auto-approve")
+	if n := len(s.live()); n != 0 {
+		t.Fatalf("%d machines left after both destroys", n)
+	}
+}
+
+func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	d := newCLIDirReattach(t, "")
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("cbd", "l4", `
+  lifecycle {
+    create_before_destroy = true
+  }`))
+	d.mustRun("apply", "-auto-approve")
+	old := s.live()
+	if len(old) != 1 {
+		t.Fatalf("%d machines after create", len(old))
+	}
+
+	out := d.mustRun("apply", "-auto-approve", "-replace=hydra_gpu_instance.test")
+	if !strings.Contains(out, "Creation complete") || !strings.Contains(out, "Destruction complete") {
+		t.Fatalf("the replacement did not create then destroy:\n%s", out)
+	}
+	live := s.live()
+	if len(live) != 1 || live[0].ID == old[0].ID || s.created() != 2 {
+		t.Fatalf("after the replace the cloud has %+v (%d created); want one new machine", live, s.created())
+	}
+	show := d.mustRun("state", "show", "hydra_gpu_instance.test")
+	if !strings.Contains(show, live[0].ID) || !strings.Contains(show, `status                   = "ready"`) {
+		t.Fatalf("state does not hold the live machine %s:\n%s", live[0].ID, show)
+	}
+
+	// A replacement forced by a change works the same way.
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("cbd", "h100", `
+  lifecycle {
+    create_before_destroy = true
+  }`))
+	d.mustRun("apply", "-auto-approve")
+	if live := s.live(); len(live) != 1 || s.created() != 3 || live[0].GPUType != "h100" {
+		t.Fatalf("after the gpu_type change the cloud has %+v (%d created)", live, s.created())
+	}
+	d.mustRun("destroy", "-auto-approve")
+	if n := len(s.live()); n != 0 {
+		t.Fatalf("%d machines left after destroy", n)
+	}
+}
+
+// killedCreate starts an apply of one slowly booting machine through the real provider binary and
+// returns once the machine exists at the cloud, with terraform's and the provider's pids.
+func killedCreate(t *testing.T, s *testSandbox, d *cliDir, name string) (tf, prov int, out *strings.Builder) {
+	t.Helper()
+	s.setFaults(sandbox.Faults{BootTime: "20s"})
+	out = &strings.Builder{}
+	cmd := d.start(out, "apply", "-auto-approve")
+	deadline := time.Now().Add(60 * time.Second)
+	for len(s.live()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no machine was created:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.setFaults(sandbox.Faults{})
+	return cmd.Process.Pid, providerChild(t, cmd.Process.Pid), out
+}
+
+func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	d := newCLIDirBinary(t, "")
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("killed", "l4", ""))
+	tf, prov, _ := killedCreate(t, s, d, "killed")
+	machine := s.live()[0]
+	if err := syscall.Kill(tf, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+
+	// Terraform is gone: the provider notices, cancels what it was doing and exits.
+	start := time.Now()
+	for alive(prov) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the provider (pid %d) still runs %s after terraform was killed", prov, time.Since(start))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the provider exited %s after terraform was killed", time.Since(start).Round(time.Millisecond))
+
+	// Nothing holds the machine in state; destroy destroys nothing but names it.
+	out := d.mustRun("destroy", "-auto-approve")
+	if !errorPattern("may be billed with no Terraform state holding them", machine.Name, machine.ID, "left by a create of this working directory").MatchString(out) {
+		t.Fatalf("destroy must warn about %s:\n%s", machine.Name, out)
+	}
+	if live := s.live(); len(live) != 1 {
+		t.Fatalf("%d machines after destroy, want the orphan still there (destroy acts on state only)", len(live))
+	}
+
+	// The next apply adopts it instead of buying another.
+	out = d.mustRun("apply", "-auto-approve")
+	if live, created := s.live(), s.created(); len(live) != 1 || live[0].ID != machine.ID || created != 1 {
+		t.Fatalf("after the next apply: %+v live, %d created; want the orphan adopted\n%s", live, created, out)
+	}
+	if plan := d.mustRun("plan"); !strings.Contains(plan, "No changes") || strings.Contains(plan, "may be billed") {
+		t.Fatalf("after adoption the plan must be empty and quiet:\n%s", plan)
+	}
+	d.mustRun("destroy", "-auto-approve")
+	if n := len(s.live()); n != 0 {
+		t.Fatalf("%d machines left after destroy", n)
+	}
+}
+
+func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	d := newCLIDirBinary(t, "")
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("provkill", "l4", ""))
+	tf, prov, out := killedCreate(t, s, d, "provkill")
+	machine := s.live()[0]
+	if err := syscall.Kill(prov, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for alive(tf) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "Error") {
+		t.Fatalf("terraform did not report the dead provider:\n%s", out.String())
+	}
+	applied := d.mustRun("apply", "-auto-approve")
+	if live, created := s.live(), s.created(); len(live) != 1 || live[0].ID != machine.ID || created != 1 {
+		t.Fatalf("after the next apply: %+v live, %d created; want the machine adopted\n%s", live, created, applied)
+	}
+	d.mustRun("destroy", "-auto-approve")
+}
+
+func TestAccGPUInstance_providerExitsWithTerraform(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	d := newCLIDirBinary(t, "")
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("parent", "l4", ""))
+	tf, prov, _ := killedCreate(t, s, d, "parent")
+	if err := syscall.Kill(tf, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for alive(prov) && time.Since(start) < 10*time.Second {
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	t.Logf("provider exit after terraform's death: %s", took.Round(time.Millisecond))
+	if alive(prov) || took > 2*time.Second {
+		t.Fatalf("the provider must exit within 2 s of terraform's death; it took %s (alive: %v)", took, alive(prov))
+	}
+	d.mustRun("apply", "-auto-approve") // adopts
+	d.mustRun("destroy", "-auto-approve")
+	if n := len(s.live()); n != 0 || s.created() != 1 {
+		t.Fatalf("%d machines left, %d created", n, s.created())
+	}
+}
+
+func TestAccGPUInstance_otherCloudDown(t *testing.T) {
+	s := newTestSandbox(t)
+	// Verda is configured but unreachable (nothing listens there); the resource only allows the sandbox.
+	down := `
+  offer_timeout = "3s"
+  verda {
+    client_id     = "id"
+    client_secret = "secret"
+    endpoint      = "http://127.0.0.1:9/v1"
+  }`
+	cfg := s.providerConfig(down) + testAccGPUInstanceConfig_basic("island", "l4", `  clouds = ["sandbox"]`)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			Check: resource.ComposeTestCheckFunc(s.checkLive(1),
+				resource.TestCheckResourceAttr("hydra_gpu_instance.test", "status", "ready"),
+				resource.TestCheckResourceAttr("hydra_gpu_instance.test", "cloud", "sandbox")),
+		}},
+	})
+}

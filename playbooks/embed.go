@@ -3,7 +3,8 @@
 // bare-vm.yml and execlet.yml share one layout: a preflight (cloud-init, the dpkg lock), the driver
 // layer (NVIDIA driver, fabric manager on NVSwitch machines, container toolkit, DCGM), monitoring
 // (node_exporter, dcgm-exporter), the role the machine plays (customer SSH access, or the execlet
-// runtime) and health checks that fail the run.
+// runtime), health checks that fail the run, and the provisioning marker recording a successful run
+// (roles/marker).
 package playbooks
 
 import "embed"

@@ -7,6 +7,14 @@
 // that key, the private key, the variables (JSON, every string marked unsafe) and an embedded callback
 // plugin whose JSON lines are streamed as events. Connection reuse is confined to a per-run ControlPath
 // directory whose masters are closed afterwards, and cancellation stops the whole process group.
+//
+// Nothing of a run outlives it, even when the provider is killed hard: the run directory is named
+// after the provider's pid, ansible-playbook dies with the provider (Pdeathsig on Linux), a guardian
+// process removes the run at once, and SweepStale, called when a provider starts, removes whatever a
+// dead provider left behind (see rundir.go).
+//
+// A successful run leaves a provisioning marker on the machine (the digest and playbook it ran), which
+// ReadMarker reads back over SSH without Ansible.
 package provision
 
 import (
@@ -46,6 +54,9 @@ const (
 	DefaultCancelGrace     = 10 * time.Second
 )
 
+// DefaultMarkerPath is where the playbooks record a successful run on the machine.
+const DefaultMarkerPath = "/var/lib/hydra/provisioned.json"
+
 // summaryLimit bounds ProvisionResult.Message.
 const summaryLimit = 1024
 
@@ -71,6 +82,10 @@ type Config struct {
 	// TempDir is where per-run directories are made (default: the system's, or /tmp when that path is
 	// long, since ssh control sockets need short paths).
 	TempDir string
+	// MarkerPath is where the playbooks record a successful run on the machine (the provisioning
+	// marker, see ReadMarker), passed to them as hydra_marker_path (default DefaultMarkerPath). On
+	// hydra's sandbox machines it lies under the machine's own root directory.
+	MarkerPath string
 	// GPUModels overrides, per GPU type, the regular expression (case-insensitive) the health checks
 	// match against the GPU names nvidia-smi reports (see ExpectedGPUModel for the defaults).
 	GPUModels map[string]string
@@ -135,6 +150,13 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if r.cfg.CancelGrace <= 0 {
 		r.cfg.CancelGrace = DefaultCancelGrace
+	}
+	if r.cfg.MarkerPath == "" {
+		r.cfg.MarkerPath = DefaultMarkerPath
+	}
+	if !path.IsAbs(r.cfg.MarkerPath) || path.Clean(r.cfg.MarkerPath) != r.cfg.MarkerPath || r.cfg.MarkerPath == "/" ||
+		strings.ContainsAny(r.cfg.MarkerPath, "\x00\r\n") {
+		return nil, fmt.Errorf("marker path %q is not a clean absolute file path", r.cfg.MarkerPath)
 	}
 	for typ, re := range cfg.GPUModels {
 		if _, err := regexp.Compile("(?i)" + re); err != nil {
@@ -365,6 +387,15 @@ func (r *Runner) playbookVars(req controlplane.ProvisionRequest) (map[string]any
 	vars["hydra_gpu_type"] = req.GPUType
 	vars["hydra_gpu_count"] = req.GPUCount
 	vars["hydra_expected_gpu_model"] = r.ExpectedGPUModel(req.GPUType)
+	// The provisioning marker: what a successful run records on the machine. The digest is the one the
+	// control plane computed for this request (same pool, same variables).
+	digest, err := r.Digest(req.Pool, req.Vars)
+	if err != nil {
+		return nil, err
+	}
+	vars["hydra_provisioning_digest"] = digest
+	vars["hydra_playbook"] = playbookName(req.Pool)
+	vars["hydra_marker_path"] = r.cfg.MarkerPath
 	return markUnsafe(vars).(map[string]any), nil
 }
 

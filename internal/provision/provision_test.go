@@ -183,6 +183,39 @@ func processesMentioning(s string) []string {
 	return out
 }
 
+// checkMarker reads the machine's provisioning marker (the host key pinned) and checks it records this
+// run: the digest the control plane computes for the same pool and variables, and the playbook.
+func checkMarker(t *testing.T, f fixture, kind string, vars map[string]any, hostKey string, since time.Time) Marker {
+	t.Helper()
+	req := f.request(kind, "", 0, hostKey, vars, &logRecorder{})
+	m, seen, err := f.runner.ReadMarker(context.Background(), *req.Instance.SSH, hostKey)
+	if err != nil {
+		t.Fatalf("ReadMarker: %v", err)
+	}
+	if seen != hostKey {
+		t.Errorf("ReadMarker saw host key %q, pinned %q", seen, hostKey)
+	}
+	digest, err := f.runner.Digest(req.Pool, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Digest != digest || m.Playbook != inventory.DefaultPlaybook(kind) {
+		t.Errorf("marker %+v, want digest %s and playbook %s", m, digest, inventory.DefaultPlaybook(kind))
+	}
+	if m.ProvisionedAt.Before(since.Truncate(time.Second)) || m.ProvisionedAt.After(time.Now()) || m.ProvisionedAt.Location() != time.UTC {
+		t.Errorf("marker provisioned_at %v is not between %v and now (UTC)", m.ProvisionedAt, since)
+	}
+	b, err := os.ReadFile(filepath.Join(f.ep.Root, filepath.FromSlash(DefaultMarkerPath)))
+	if err != nil {
+		t.Fatalf("marker not under the machine's root: %v", err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw) != 3 {
+		t.Errorf("marker file: %s (%v)", b, err)
+	}
+	return m
+}
+
 // nastyValue must reach the machine byte for byte: no Jinja rendering, no shell, no key=value parsing.
 const nastyValue = `{{ 7*7 }} "double" 'single' spaces  and $(touch /tmp/hydra-pwned) ; {% raw %} x=y ansible_become=true`
 
@@ -243,6 +276,7 @@ func TestProvisionReachesReady(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName(tc.gpu), GPUCount: tc.count}, Config{})
 			rec := &logRecorder{}
+			started := time.Now()
 			res, err := f.runner.Provision(context.Background(), f.request(tc.kind, tc.gpu, tc.count, "", tc.vars, rec))
 			if err != nil {
 				t.Fatalf("Provision: %v\nlog:\n%s", err, rec)
@@ -264,6 +298,7 @@ func TestProvisionReachesReady(t *testing.T) {
 			}
 			tc.check(t, f.ep)
 			assertEmptyDir(t, f.tmpBase)
+			marker := checkMarker(t, f, tc.kind, tc.vars, res.HostKey, started)
 
 			if tc.kind != inventory.KindVM {
 				return
@@ -280,6 +315,9 @@ func TestProvisionReachesReady(t *testing.T) {
 			}
 			tc.check(t, f.ep)
 			assertEmptyDir(t, f.tmpBase)
+			if m := checkMarker(t, f, tc.kind, tc.vars, res.HostKey, started); !m.ProvisionedAt.Equal(marker.ProvisionedAt) {
+				t.Errorf("a run with the same digest rewrote the marker: %v, was %v", m.ProvisionedAt, marker.ProvisionedAt)
+			}
 		})
 	}
 }
@@ -306,6 +344,8 @@ func TestFailedTaskIsNamed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, tc.machine, Config{})
+			// The machine was provisioned before, with other playbooks or variables.
+			writeMarker(t, f.ep, `{"digest": "sha256:0000000000000000", "playbook": "bare-vm.yml", "provisioned_at": "2026-01-02T03:04:05Z"}`)
 			rec := &logRecorder{}
 			res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, tc.gpu, tc.count, f.ep.HostKey, nil, rec))
 			var te *TaskError
@@ -332,6 +372,10 @@ func TestFailedTaskIsNamed(t *testing.T) {
 				t.Errorf("the run went on after the failed health check:\n%s", rec)
 			}
 			assertEmptyDir(t, f.tmpBase)
+			ep := controlplane.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User}
+			if m, _, err := f.runner.ReadMarker(context.Background(), ep, f.ep.HostKey); !errors.Is(err, ErrNoMarker) {
+				t.Errorf("a failed run with another digest left a marker: %+v, %v", m, err)
+			}
 		})
 	}
 }
@@ -405,8 +449,15 @@ func TestCancelLeavesNothingBehind(t *testing.T) {
 	if !strings.Contains(err.Error(), "cancelled") {
 		t.Errorf("error does not say cancelled: %v", err)
 	}
-	if len(during) == 0 {
-		t.Errorf("saw no ansible processes while the run was going (the check below would prove nothing)")
+	// The run's own directory, named after this process, had ansible-playbook and an ssh master in it.
+	runDir := fmt.Sprintf("%s/hydra-%d-", f.tmpBase, os.Getpid())
+	var sawAnsible, sawMaster bool
+	for _, p := range during {
+		sawAnsible = sawAnsible || strings.Contains(p, "ansible-playbook") && strings.Contains(p, runDir)
+		sawMaster = sawMaster || strings.HasPrefix(p, "ssh: "+runDir) && strings.Contains(p, "[mux]")
+	}
+	if !sawAnsible || !sawMaster {
+		t.Errorf("did not see both ansible-playbook and an ssh master of %s* while the run was going (the check below would prove less)", runDir)
 	}
 	if left := processesMentioning(f.tmpBase); len(left) > 0 {
 		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
@@ -436,4 +487,67 @@ func TestBrokenPlaybookIsPermanent(t *testing.T) {
 		t.Errorf("no summary")
 	}
 	assertEmptyDir(t, f.tmpBase)
+}
+
+func writeMarker(t *testing.T, ep sshhost.Endpoint, content string) {
+	t.Helper()
+	p := filepath.Join(ep.Root, filepath.FromSlash(DefaultMarkerPath))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadMarker covers what provisioning runs do not: a machine without a marker, an unusable one,
+// and the host key checks. (TestProvisionReachesReady reads the marker runs write.)
+func TestReadMarker(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, sshhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})
+	ep := controlplane.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User}
+	ctx := context.Background()
+
+	// A fresh machine, trusted on first use: no marker, and the key it presented.
+	_, seen, err := f.runner.ReadMarker(ctx, ep, "")
+	var nm *NoMarkerError
+	if !errors.Is(err, ErrNoMarker) || !errors.As(err, &nm) || nm.Reason != "" || nm.Path != DefaultMarkerPath {
+		t.Fatalf("want no marker, got %v", err)
+	}
+	t.Logf("error: %v", err)
+	if seen != f.ep.HostKey {
+		t.Errorf("seen host key %q, machine has %q", seen, f.ep.HostKey)
+	}
+
+	writeMarker(t, f.ep, "{not json")
+	if _, _, err := f.runner.ReadMarker(ctx, ep, f.ep.HostKey); !errors.Is(err, ErrNoMarker) || !strings.Contains(err.Error(), "unusable") {
+		t.Errorf("a corrupt marker: %v", err)
+	}
+
+	writeMarker(t, f.ep, `{"digest": "sha256:0123456789abcdef", "playbook": "execlet.yml", "provisioned_at": "2026-01-02T03:04:05Z"}`)
+	m, seen, err := f.runner.ReadMarker(ctx, ep, f.ep.HostKey)
+	want := Marker{Digest: "sha256:0123456789abcdef", Playbook: "execlet.yml", ProvisionedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	if err != nil || m.Digest != want.Digest || m.Playbook != want.Playbook || !m.ProvisionedAt.Equal(want.ProvisionedAt) || seen != f.ep.HostKey {
+		t.Errorf("ReadMarker = %+v, %q, %v; want %+v", m, seen, err, want)
+	}
+
+	// Another key pinned: refused, and no key handed back.
+	_, other := clientKey(t)
+	_, seen, err = f.runner.ReadMarker(ctx, ep, other)
+	var mm *HostKeyMismatchError
+	var perm *controlplane.PermanentError
+	if !errors.As(err, &mm) || !errors.As(err, &perm) || seen != "" {
+		t.Errorf("want a permanent host key mismatch, got %q, %v", seen, err)
+	}
+
+	// A machine that does not answer: an error within the bound, not ErrNoMarker.
+	if err := sshhost.Stop(f.ep.Dir); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, _, err := f.runner.ReadMarker(ctx, ep, f.ep.HostKey); err == nil || errors.Is(err, ErrNoMarker) {
+		t.Errorf("a stopped machine: %v", err)
+	} else if time.Since(start) > MarkerReadTimeout {
+		t.Errorf("ReadMarker took %v", time.Since(start))
+	}
 }

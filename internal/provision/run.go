@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,19 +184,8 @@ func (t *tailBuffer) String() string {
 	return string(t.buf)
 }
 
-// tempBase returns where per-run directories go: short paths, because ssh control sockets are limited
-// to about 104 bytes.
-func (r *Runner) tempBase() string {
-	if r.cfg.TempDir != "" {
-		return r.cfg.TempDir
-	}
-	if d := os.TempDir(); len(d) <= 40 {
-		return d
-	}
-	return "/tmp"
-}
-
-// shellQuote quotes one argument for the shlex splitting Ansible applies to ssh arguments.
+// shellQuote quotes one argument for a POSIX shell (and the shlex splitting Ansible applies to ssh
+// arguments).
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-=:,+@", r))
@@ -207,122 +195,88 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }
 
-// run writes the per-run directory, runs ansible-playbook and classifies the outcome.
+// run provisions with one ansible-playbook run: it prepares the run directory, runs the command while
+// streaming its events, classifies the outcome and removes everything of the run.
 func (r *Runner) run(ctx context.Context, spec runSpec) (runOutcome, error) {
-	var out runOutcome
-	dir, err := os.MkdirTemp(r.tempBase(), "hydra-")
+	dir, err := r.prepareRunDir(spec)
 	if err != nil {
-		return out, fmt.Errorf("provisioning: temporary directory: %w", err)
+		return runOutcome{}, err
 	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return out, err
-	}
-	cp := filepath.Join(dir, "cp")
-	defer closeMasters(cp)
+	defer dir.remove(r.logger)
 
-	pbDir, err := r.stagePlaybooks(dir)
-	if err != nil {
-		return out, err
-	}
-	files, err := writeRunFiles(dir, pbDir, spec)
-	if err != nil {
-		return out, err
-	}
+	cmd := buildCommand(spec, dir)
+	events := &eventLog{log: spec.log}
+	stderr := &tailBuffer{n: 8 << 10, fn: func(s string) { r.logger.Debug("ansible-playbook stderr", "line", cut(s, 2000)) }}
+	cmd.Stdout = &eventWriter{handle: events.handle, raw: func(s string) { r.logger.Debug("ansible-playbook output", "line", cut(s, 2000)) }}
+	cmd.Stderr = stderr
 
-	cmd := exec.Command(spec.ansible, "-i", files.inventory, "-e", "@"+files.vars, filepath.Join(pbDir, filepath.FromSlash(spec.playbook)))
-	cmd.Dir = dir
+	spec.log("running playbook", map[string]any{"playbook": spec.playbook})
+	rc, cancelled, err := r.execute(ctx, cmd, dir.guard.processGroup)
+	if err != nil {
+		return runOutcome{}, err
+	}
+	res := runResult{
+		Instance:   spec.instance,
+		Playbook:   spec.playbook,
+		ExitCode:   rc,
+		Events:     events.facts(),
+		StderrTail: stderr.String(),
+	}
+	if cancelled {
+		res.CtxErr = ctx.Err()
+	}
+	v := classify(res)
+	if v.Kind == outcomeSuccess {
+		spec.log("playbook succeeded", map[string]any{"playbook": spec.playbook})
+	}
+	return v.Outcome, v.Err
+}
+
+// buildCommand returns the ansible-playbook command of a run: the run's inventory, variables and
+// configuration, an environment free of the caller's ANSIBLE_* settings, and its own process group.
+func buildCommand(spec runSpec, dir *runDir) *exec.Cmd {
+	cmd := exec.Command(spec.ansible, "-i", dir.files.inventory, "-e", "@"+dir.files.vars, filepath.Join(dir.pb, filepath.FromSlash(spec.playbook)))
+	cmd.Dir = dir.path
 	cmd.Env = append(ansibleBaseEnv(),
-		"ANSIBLE_CONFIG="+files.config,
-		"ANSIBLE_HOME="+filepath.Join(dir, "home"),
-		"ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "tmp"),
-		"ANSIBLE_SSH_CONTROL_PATH_DIR="+cp,
+		"ANSIBLE_CONFIG="+dir.files.config,
+		"ANSIBLE_HOME="+filepath.Join(dir.path, "home"),
+		"ANSIBLE_LOCAL_TEMP="+filepath.Join(dir.path, "tmp"),
+		"ANSIBLE_SSH_CONTROL_PATH_DIR="+dir.cp,
 		"ANSIBLE_STDOUT_CALLBACK=hydra_jsonl",
-		"ANSIBLE_CALLBACK_PLUGINS="+filepath.Join(dir, "cb"),
+		"ANSIBLE_CALLBACK_PLUGINS="+filepath.Join(dir.path, "cb"),
 		"ANSIBLE_HOST_KEY_CHECKING=True",
 		"ANSIBLE_PIPELINING=True",
 		"ANSIBLE_RETRY_FILES_ENABLED=False",
 		"ANSIBLE_NOCOLOR=1",
 		"ANSIBLE_FORCE_COLOR=0",
 	)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ansibleProcAttr()
 	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
 
-	var (
-		mu       sync.Mutex
-		stats    map[string]hostStats
-		sawPlay  bool
-		lastTask string
-		failure  *TaskError
-		unreach  *TaskError
-	)
-	handle := func(ev event) {
-		mu.Lock()
-		defer mu.Unlock()
-		fields := map[string]any{}
-		if ev.Task != "" {
-			fields["task"] = ev.Task
-		}
-		if ev.Role != "" {
-			fields["role"] = ev.Role
-		}
-		switch ev.Event {
-		case "play_start":
-			sawPlay = true
-			spec.log("play started", map[string]any{"play": ev.Play})
-		case "task_start":
-			lastTask = ev.Task
-			if ev.Handler {
-				fields["handler"] = true
-			}
-			spec.log("task started", fields)
-		case "ok":
-			fields["changed"] = ev.Result["changed"] == true
-			if m, ok := ev.Result["msg"]; ok {
-				fields["msg"] = cut(fmt.Sprint(m), 300)
-			}
-			spec.log("task ok", fields)
-		case "skipped":
-			spec.log("task skipped", fields)
-		case "retry":
-			fields["attempt"], fields["retries"] = ev.Attempt, ev.Retries
-			spec.log("task retrying", fields)
-		case "failed", "unreachable":
-			msg := failureMessage(ev.Result)
-			fields["msg"] = cut(msg, 300)
-			te := &TaskError{Host: ev.Host, Task: ev.Task, Role: ev.Role, Message: cut(msg, summaryLimit), Unreachable: ev.Event == "unreachable"}
-			if ev.Event == "unreachable" {
-				unreach = te
-				spec.log("host unreachable", fields)
-			} else if ev.IgnoreErrors {
-				fields["ignored"] = true
-				spec.log("task failed (ignored)", fields)
-			} else {
-				failure = te
-				spec.log("task failed", fields)
-			}
-		case "stats":
-			stats = ev.Stats
-		}
-	}
-	stdout := &eventWriter{handle: handle, raw: func(s string) { r.logger.Debug("ansible-playbook output", "line", cut(s, 2000)) }}
-	stderr := &tailBuffer{n: 8 << 10, fn: func(s string) { r.logger.Debug("ansible-playbook stderr", "line", cut(s, 2000)) }}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-
-	spec.log("running playbook", map[string]any{"playbook": spec.playbook})
+// execute starts cmd and waits for it. When ctx ends first, the process group gets SIGINT, then
+// SIGKILL after the cancel grace, and whatever is left of the group goes when the leader has exited.
+// started receives the process group as soon as it exists. It returns the exit code (-1 when the
+// process was killed by a signal) and whether the run was cancelled; err is set only when the command
+// could not start.
+func (r *Runner) execute(ctx context.Context, cmd *exec.Cmd, started func(pgid int)) (rc int, cancelled bool, err error) {
 	if err := cmd.Start(); err != nil {
-		return out, fmt.Errorf("start ansible-playbook: %w", err)
+		return 0, false, fmt.Errorf("start ansible-playbook: %w", err)
 	}
 	pgid := cmd.Process.Pid
+	if started != nil {
+		started(pgid)
+	}
 	done := make(chan struct{})
-	cancelled := make(chan struct{})
+	cancelling := make(chan struct{})
 	go func() {
 		select {
 		case <-done:
 			return
 		case <-ctx.Done():
 		}
-		close(cancelled)
+		close(cancelling)
 		r.logger.Info("cancelling ansible-playbook", "pgid", pgid)
 		_ = syscall.Kill(-pgid, syscall.SIGINT)
 		t := time.NewTimer(r.cfg.CancelGrace)
@@ -335,72 +289,96 @@ func (r *Runner) run(ctx context.Context, spec runSpec) (runOutcome, error) {
 	}()
 	waitErr := cmd.Wait()
 	close(done)
-	wasCancelled := false
 	select {
-	case <-cancelled:
-		wasCancelled = true
+	case <-cancelling:
+		cancelled = true
 		// Whatever is left of the group (workers, ssh children) goes too.
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	default:
 	}
-	rc := 0
 	if cmd.ProcessState != nil {
 		rc = cmd.ProcessState.ExitCode()
 	}
 	if waitErr != nil && cmd.ProcessState == nil {
 		rc = -1
 	}
+	return rc, cancelled, nil
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	name := spec.instance
-	clean := stats != nil && len(stats) > 0
-	for _, s := range stats {
-		if s.Failures > 0 || s.Unreachable > 0 {
-			clean = false
+// eventLog follows a run's events: it logs them and keeps what the outcome is decided from.
+type eventLog struct {
+	log func(string, map[string]any)
+
+	mu sync.Mutex
+	f  runEvents
+}
+
+// runEvents is what a run's events said.
+type runEvents struct {
+	// SawPlay is set once a play started (so the playbook itself was accepted).
+	SawPlay bool
+	// LastTask is the last task started.
+	LastTask string
+	// Failure is the last failed task whose error was not ignored; Unreachable the last unreachable host.
+	Failure, Unreachable *TaskError
+	// Stats is the final recap, nil when the run ended without one.
+	Stats map[string]hostStats
+}
+
+func (l *eventLog) handle(ev event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fields := map[string]any{}
+	if ev.Task != "" {
+		fields["task"] = ev.Task
+	}
+	if ev.Role != "" {
+		fields["role"] = ev.Role
+	}
+	switch ev.Event {
+	case "play_start":
+		l.f.SawPlay = true
+		l.log("play started", map[string]any{"play": ev.Play})
+	case "task_start":
+		l.f.LastTask = ev.Task
+		if ev.Handler {
+			fields["handler"] = true
 		}
-	}
-	if rc == 0 && clean {
-		// Success is success, even when a cancellation arrived as the run was finishing.
-		spec.log("playbook succeeded", map[string]any{"playbook": spec.playbook})
-		return out, nil
-	}
-	if wasCancelled {
-		// Recorded by us: ansible's own exit code (4 or 99, timing dependent) does not say it.
-		out.failedTask = lastTask
-		out.message = "cancelled"
-		at := ""
-		if lastTask != "" {
-			at = fmt.Sprintf(" during task %q", lastTask)
+		l.log("task started", fields)
+	case "ok":
+		fields["changed"] = ev.Result["changed"] == true
+		if m, ok := ev.Result["msg"]; ok {
+			fields["msg"] = cut(fmt.Sprint(m), 300)
 		}
-		return out, fmt.Errorf("provisioning %q cancelled%s (the machine may be half-provisioned; re-running is safe): %w", name, at, ctx.Err())
-	}
-	stderrText := strings.TrimSpace(stderr.String())
-	switch {
-	case unreach != nil:
-		unreach.Instance = name
-		out.failedTask, out.message = unreach.Task, unreach.Message
-		if isHostKeyFailure(unreach.Message) {
-			return out, &controlplane.PermanentError{Err: unreach}
+		l.log("task ok", fields)
+	case "skipped":
+		l.log("task skipped", fields)
+	case "retry":
+		fields["attempt"], fields["retries"] = ev.Attempt, ev.Retries
+		l.log("task retrying", fields)
+	case "failed", "unreachable":
+		msg := failureMessage(ev.Result)
+		fields["msg"] = cut(msg, 300)
+		te := &TaskError{Host: ev.Host, Task: ev.Task, Role: ev.Role, Message: cut(msg, summaryLimit), Unreachable: ev.Event == "unreachable"}
+		if ev.Event == "unreachable" {
+			l.f.Unreachable = te
+			l.log("host unreachable", fields)
+		} else if ev.IgnoreErrors {
+			fields["ignored"] = true
+			l.log("task failed (ignored)", fields)
+		} else {
+			l.f.Failure = te
+			l.log("task failed", fields)
 		}
-		return out, unreach
-	case failure != nil:
-		failure.Instance = name
-		out.failedTask, out.message = failure.Task, failure.Message
-		return out, failure
-	case !sawPlay:
-		msg := ansibleErrorText(stderrText)
-		out.message = cut(msg, summaryLimit)
-		return out, &controlplane.PermanentError{Err: &PlaybookError{Playbook: spec.playbook, ExitCode: rc, Message: out.message}}
-	case stats == nil:
-		msg := ansibleErrorText(stderrText)
-		out.failedTask, out.message = lastTask, cut(msg, summaryLimit)
-		return out, fmt.Errorf("provisioning %q: ansible-playbook stopped (exit code %d) without a result after task %q: %s", name, rc, lastTask, out.message)
-	default:
-		msg := ansibleErrorText(stderrText)
-		out.message = cut(msg, summaryLimit)
-		return out, fmt.Errorf("provisioning %q: ansible-playbook exited with code %d: %s", name, rc, out.message)
+	case "stats":
+		l.f.Stats = ev.Stats
 	}
+}
+
+func (l *eventLog) facts() runEvents {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f
 }
 
 // failureMessage builds a one-paragraph message from a failed result.
@@ -500,6 +478,11 @@ func (r *Runner) stagePlaybooks(dir string) (string, error) {
 	return pb, nil
 }
 
+// controlPersist is how long an idle ssh master waits for the next task. The run closes its masters
+// itself when it ends (closeMasters), so this only bounds a master whose run could not: short, yet
+// longer than the pause between two tasks.
+const controlPersist = "15s"
+
 func writeRunFiles(dir, pbDir string, spec runSpec) (runFiles, error) {
 	var f runFiles
 	for _, d := range []string{"cp", "cb", "tmp", "home"} {
@@ -580,7 +563,7 @@ func writeRunFiles(dir, pbDir string, spec runSpec) (runFiles, error) {
 		"pipelining = True",
 		"usetty = False",
 		"control_path_dir = " + filepath.Join(dir, "cp"),
-		"ssh_args = -C -o ControlMaster=auto -o ControlPersist=60s",
+		"ssh_args = -C -o ControlMaster=auto -o ControlPersist=" + controlPersist,
 		"",
 	}, "\n")
 	f.config = filepath.Join(dir, "ansible.cfg")
@@ -593,30 +576,4 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o600)
-}
-
-// closeMasters asks every ssh connection master left in the control directory to exit, so no
-// connection outlives the run (and none can be reused by a later run without a host key check).
-func closeMasters(cp string) {
-	entries, err := os.ReadDir(cp)
-	if err != nil || len(entries) == 0 {
-		return
-	}
-	sshBin, err := exec.LookPath("ssh")
-	if err != nil {
-		return
-	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		sock := filepath.Join(cp, n)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		cmd := exec.CommandContext(ctx, sshBin, "-o", "ControlPath="+sock, "-O", "exit", "hydra-mux")
-		cmd.Env = ansibleBaseEnv()
-		_ = cmd.Run()
-		cancel()
-	}
 }

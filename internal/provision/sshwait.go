@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -44,54 +45,76 @@ var tofuAlgorithms = []string{
 	ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256,
 }
 
-// waitSSH polls until an SSH session runs on the machine, checking its host key against pinned (an
-// authorized_keys line), or trusting and returning the first key seen when pinned is empty. A host key
-// mismatch returns at once as a *controlplane.PermanentError.
-func (r *Runner) waitSSH(ctx context.Context, ep controlplane.SSHEndpoint, pinned string) (ssh.PublicKey, error) {
+// hostKeyCheck checks the host key a connection presents against the pinned one (any key when none is
+// pinned) and remembers what it saw.
+type hostKeyCheck struct {
+	addr string
+	want ssh.PublicKey
+
+	mu       sync.Mutex
+	seen     ssh.PublicKey
+	mismatch *HostKeyMismatchError
+}
+
+func (c *hostKeyCheck) callback(_ string, _ net.Addr, key ssh.PublicKey) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = key
+	if c.want != nil && !bytes.Equal(key.Marshal(), c.want.Marshal()) {
+		c.mismatch = &HostKeyMismatchError{Address: c.addr, Pinned: ssh.FingerprintSHA256(c.want), Seen: ssh.FingerprintSHA256(key)}
+		return c.mismatch
+	}
+	return nil
+}
+
+// result returns the last key seen and the mismatch, if there was one.
+func (c *hostKeyCheck) result() (ssh.PublicKey, *HostKeyMismatchError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen, c.mismatch
+}
+
+// clientConfig returns the SSH client configuration logging in to ep with the provisioning key,
+// checking the host key against pinned (an authorized_keys line; empty: trust on first use).
+func (r *Runner) clientConfig(ep controlplane.SSHEndpoint, pinned string) (*ssh.ClientConfig, *hostKeyCheck, error) {
 	signer, err := ssh.ParsePrivateKey(r.cfg.PrivateKey)
 	if err != nil {
-		return nil, &controlplane.PermanentError{Err: errors.New("the SSH private key for provisioning could not be parsed")}
+		return nil, nil, &controlplane.PermanentError{Err: errors.New("the SSH private key for provisioning could not be parsed")}
 	}
-	addr := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
-	var want ssh.PublicKey
+	check := &hostKeyCheck{addr: net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))}
 	if pinned != "" {
-		want, _, _, _, err = ssh.ParseAuthorizedKey([]byte(pinned))
+		check.want, _, _, _, err = ssh.ParseAuthorizedKey([]byte(pinned))
 		if err != nil {
-			return nil, &controlplane.PermanentError{Err: fmt.Errorf("the pinned host key of %s cannot be parsed: %w", addr, err)}
+			return nil, nil, &controlplane.PermanentError{Err: fmt.Errorf("the pinned host key of %s cannot be parsed: %w", check.addr, err)}
 		}
 	}
-	var (
-		mu       sync.Mutex
-		seen     ssh.PublicKey
-		mismatch *HostKeyMismatchError
-	)
 	algos := tofuAlgorithms
-	if want != nil {
-		algos = hostKeyAlgorithms(want.Type())
+	if check.want != nil {
+		algos = hostKeyAlgorithms(check.want.Type())
 	}
-	config := &ssh.ClientConfig{
+	return &ssh.ClientConfig{
 		User:              ep.User,
 		Auth:              []ssh.AuthMethod{ssh.PublicKeys(signer)},
 		HostKeyAlgorithms: algos,
 		Timeout:           10 * time.Second,
-		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
-			mu.Lock()
-			defer mu.Unlock()
-			seen = key
-			if want != nil && !bytes.Equal(key.Marshal(), want.Marshal()) {
-				mismatch = &HostKeyMismatchError{Address: addr, Pinned: ssh.FingerprintSHA256(want), Seen: ssh.FingerprintSHA256(key)}
-				return mismatch
-			}
-			return nil
-		},
+		HostKeyCallback:   check.callback,
+	}, check, nil
+}
+
+// waitSSH polls until an SSH session runs on the machine, checking its host key against pinned (an
+// authorized_keys line), or trusting and returning the first key seen when pinned is empty. A host key
+// mismatch returns at once as a *controlplane.PermanentError.
+func (r *Runner) waitSSH(ctx context.Context, ep controlplane.SSHEndpoint, pinned string) (ssh.PublicKey, error) {
+	config, check, err := r.clientConfig(ep, pinned)
+	if err != nil {
+		return nil, err
 	}
+	addr := check.addr
 	deadline := time.Now().Add(r.cfg.SSHWaitTimeout)
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		err := probe(ctx, addr, config)
-		mu.Lock()
-		mm, key := mismatch, seen
-		mu.Unlock()
+		key, mm := check.result()
 		if mm != nil {
 			return nil, &controlplane.PermanentError{Err: mm}
 		}
@@ -118,6 +141,13 @@ func (r *Runner) waitSSH(ctx context.Context, ep controlplane.SSHEndpoint, pinne
 
 // probe connects once and runs `true` in a session.
 func probe(ctx context.Context, addr string, config *ssh.ClientConfig) error {
+	return remoteRun(ctx, addr, config, "true", nil, nil)
+}
+
+// remoteRun connects once and runs command in a session, its output going to stdout and stderr (nil:
+// discarded). The connection, handshake and session are bounded by 2*config.Timeout and by ctx. An
+// exit status other than 0 is an *ssh.ExitError (wrapped).
+func remoteRun(ctx context.Context, addr string, config *ssh.ClientConfig, command string, stdout, stderr io.Writer) error {
 	dctx, cancel := context.WithTimeout(ctx, config.Timeout)
 	defer cancel()
 	var d net.Dialer
@@ -141,7 +171,8 @@ func probe(ctx context.Context, addr string, config *ssh.ClientConfig) error {
 		return err
 	}
 	defer sess.Close()
-	if err := sess.Run("true"); err != nil {
+	sess.Stdout, sess.Stderr = stdout, stderr
+	if err := sess.Run(command); err != nil {
 		return fmt.Errorf("session: %w", err)
 	}
 	return nil

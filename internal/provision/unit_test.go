@@ -133,6 +133,15 @@ func TestPlaybookVars(t *testing.T) {
 	if !reflect.DeepEqual(vars["customer_ssh_keys"], []any{map[string]any{"__ansible_unsafe": "k"}}) {
 		t.Errorf("user variable: %v", vars["customer_ssh_keys"])
 	}
+	digest, err := r.Digest(req.Pool, req.Vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"hydra_provisioning_digest": digest, "hydra_playbook": "bare-vm.yml", "hydra_marker_path": DefaultMarkerPath} {
+		if !reflect.DeepEqual(vars[k], map[string]any{"__ansible_unsafe": want}) {
+			t.Errorf("%s = %v, want %q", k, vars[k], want)
+		}
+	}
 	for _, bad := range []map[string]any{
 		{"ansible_ssh_common_args": "-o StrictHostKeyChecking=no"},
 		{"Ansible_Become": true},
@@ -201,6 +210,11 @@ func TestNew(t *testing.T) {
 	}
 	if _, err := New(Config{PrivateKey: key, GPUModels: map[string]string{"x": "("}}); err == nil {
 		t.Error("a bad GPU model pattern must be refused")
+	}
+	for _, bad := range []string{"relative/marker.json", "/var/lib/../hydra.json", "/", "/var/lib/hydra/x\n.json"} {
+		if _, err := New(Config{PrivateKey: key, MarkerPath: bad}); err == nil {
+			t.Errorf("marker path %q must be refused", bad)
+		}
 	}
 }
 

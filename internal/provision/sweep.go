@@ -1,0 +1,319 @@
+package provision
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// SweepStale cleans up after provisioning runs whose provider process is gone (killed hard: SIGKILL,
+// out of memory, a crash, before its own cleanup and its guardian could run). A run directory
+// (<temp>/hydra-<pid>-<n>) is stale when its owner is not alive any more (a live process that only
+// reuses the pid does not count: the owner's start time must match). For each stale run, every process
+// of this user whose command line names the directory (ssh masters, ansible-playbook and its workers)
+// is killed, and the directory, which holds a private key, is removed. Processes naming a stale run
+// directory that is already gone are killed too.
+//
+// tempDirs are the directories runs are made in; without any, the default ones (the system temporary
+// directory, and /tmp). A Runner configured with Config.TempDir needs that directory passed. Runs of
+// live providers, this process's among them, are never touched. Call it once when the provider starts;
+// it returns how many stale run directories it removed and logs what it did.
+func SweepStale(logger hclog.Logger, tempDirs ...string) int {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if len(tempDirs) == 0 {
+		tempDirs = []string{defaultTempBase(), "/tmp"}
+	}
+	var bases []string
+	seenBase := map[string]bool{}
+	for _, b := range tempDirs {
+		if b == "" {
+			continue
+		}
+		abs, err := filepath.Abs(b)
+		if err != nil || seenBase[abs] {
+			continue
+		}
+		seenBase[abs] = true
+		bases = append(bases, abs)
+	}
+
+	// Candidates: the run directories on disk, and those named by live processes.
+	candidates := map[string]bool{}
+	for _, base := range bases {
+		entries, err := os.ReadDir(base)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() && runDirName.MatchString(e.Name()) {
+				candidates[filepath.Join(base, e.Name())] = true
+			}
+		}
+	}
+	procs := listProcesses()
+	for _, p := range procs {
+		for _, base := range bases {
+			for _, d := range runDirsNamed(p.args, base) {
+				candidates[d] = true
+			}
+		}
+	}
+	dirs := make([]string, 0, len(candidates))
+	for d := range candidates {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+
+	removed := 0
+	for _, dir := range dirs {
+		if !runDirStale(dir) {
+			continue
+		}
+		fi, err := os.Lstat(dir)
+		exists := err == nil
+		if exists && !ownedByMe(fi) {
+			continue // another user's: not ours to judge, and not removable anyway
+		}
+		killed := killReferrers(dir)
+		if !exists {
+			if len(killed) > 0 {
+				logger.Warn("killed processes of a provisioning run whose provider died", "dir", dir, "pids", fmt.Sprint(killed))
+			}
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			logger.Error("cannot remove the directory of a provisioning run whose provider died", "dir", dir, "error", err.Error())
+			continue
+		}
+		removed++
+		logger.Warn("removed the directory of a provisioning run whose provider died", "dir", dir, "killed_pids", fmt.Sprint(killed))
+	}
+	return removed
+}
+
+// runDirName matches the name of a run directory: hydra-<owner pid>-<random digits>.
+var runDirName = regexp.MustCompile(`^hydra-([0-9]+)-[0-9]+$`)
+
+// runDirStale says whether dir belongs to a provider process that is gone.
+func runDirStale(dir string) bool {
+	m := runDirName.FindStringSubmatch(filepath.Base(dir))
+	if m == nil {
+		return false
+	}
+	pid, _ := strconv.Atoi(m[1])
+	start := ""
+	if p, s, ok := parseOwner(dir); ok {
+		pid, start = p, s
+	}
+	if pid <= 0 {
+		return false
+	}
+	if !processAlive(pid) {
+		return true
+	}
+	// Alive: the owner, unless the pid was reused by a process that started at another time.
+	return start != "" && start != "?" && processStart(pid) != "?" && processStart(pid) != start
+}
+
+// runDirsNamed returns the run directories directly under base that args name.
+func runDirsNamed(args []string, base string) []string {
+	re := regexp.MustCompile(regexp.QuoteMeta(base+string(filepath.Separator)) + `(hydra-[0-9]+-[0-9]+)`)
+	var out []string
+	for _, a := range args {
+		for _, m := range re.FindAllStringSubmatchIndex(a, -1) {
+			if m[1] == len(a) || !isNameByte(a[m[1]]) {
+				out = append(out, filepath.Join(base, a[m[2]:m[3]]))
+			}
+		}
+	}
+	return out
+}
+
+// namesDir reports whether one of args names dir or a path inside it (not merely a longer name that
+// starts the same).
+func namesDir(args []string, dir string) bool {
+	for _, a := range args {
+		for off := 0; ; {
+			i := strings.Index(a[off:], dir)
+			if i < 0 {
+				break
+			}
+			end := off + i + len(dir)
+			if end == len(a) || !isNameByte(a[end]) {
+				return true
+			}
+			off = end
+		}
+	}
+	return false
+}
+
+func isNameByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == '.'
+}
+
+// process is one live process: its pid, the uid it runs as, and its command line.
+type process struct {
+	pid  int
+	uid  int
+	args []string
+}
+
+// listProcesses lists the live (not zombie) processes, from /proc, or from ps where there is no /proc.
+func listProcesses() []process {
+	if _, err := os.Stat("/proc/self/cmdline"); err == nil {
+		return procProcesses()
+	}
+	return psProcesses()
+}
+
+func procProcesses() []process {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue // gone, or a kernel thread
+		}
+		if procState(pid) == 'Z' {
+			continue
+		}
+		uid := procUID(pid)
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		out = append(out, process{pid: pid, uid: uid, args: args})
+	}
+	return out
+}
+
+func psProcesses() []process {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, "ps", "-A", "-ww", "-o", "pid=", "-o", "uid=", "-o", "state=", "-o", "command=").Output()
+	if err != nil {
+		return nil
+	}
+	var out []process
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		pid, err1 := strconv.Atoi(f[0])
+		uid, err2 := strconv.Atoi(f[1])
+		if err1 != nil || err2 != nil || strings.HasPrefix(f[2], "Z") {
+			continue
+		}
+		// One string for the whole command line: matching only needs substrings.
+		out = append(out, process{pid: pid, uid: uid, args: []string{strings.Join(f[3:], " ")}})
+	}
+	return out
+}
+
+// killReferrers SIGKILLs every process of this user (other than this one) whose command line names
+// dir, waits (briefly) for them to be gone, and returns their pids.
+func killReferrers(dir string) []int {
+	self, uid := os.Getpid(), os.Geteuid()
+	var pids []int
+	for _, p := range listProcesses() {
+		if p.pid == self || p.uid != uid || !namesDir(p.args, dir) {
+			continue
+		}
+		if err := syscall.Kill(p.pid, syscall.SIGKILL); err == nil {
+			pids = append(pids, p.pid)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for _, pid := range pids {
+		for processAlive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return pids
+}
+
+// procUID is the effective uid of pid (from /proc/<pid>/status, which, unlike the owner of
+// /proc/<pid>, is right for processes that made themselves non-dumpable), or -1.
+func procUID(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) >= 2 {
+				if uid, err := strconv.Atoi(f[1]); err == nil {
+					return uid
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// processAlive reports whether pid names a live process (a zombie is dead).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	return procState(pid) != 'Z'
+}
+
+// procState is the state letter of /proc/<pid>/stat, or 0 when it cannot be read.
+func procState(pid int) byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) {
+		return b[i+2]
+	}
+	return 0
+}
+
+// processStart returns pid's start time (field 22 of /proc/<pid>/stat: clock ticks since boot), or
+// "?" where it cannot be read. Together with the pid it identifies a process across pid reuse.
+func processStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "?"
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return "?"
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so field 22 is f[19].
+	if len(f) < 20 {
+		return "?"
+	}
+	return f[19]
+}
+
+func ownedByMe(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) == os.Geteuid()
+}

@@ -1,0 +1,56 @@
+# hydra provisioning marker: a small JSON file recording that hydra's playbooks completed a run on this
+# machine, with which provisioning digest (playbooks and variables) and playbook, and when. hydra reads
+# it to adopt a machine (terraform import) without running the playbooks again.
+#
+#   marker.py invalidate PATH DIGEST PLAYBOOK       remove a marker of another digest or playbook
+#   marker.py record PATH DIGEST PLAYBOOK TIME      write the marker unless it already says the same
+#
+# Prints "unchanged", "removed" or "written". Needs nothing beyond Python 3.
+import json
+import os
+import sys
+import tempfile
+
+action, path, digest, playbook = sys.argv[1:5]
+
+
+def current():
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}
+
+
+cur = current()
+same = (isinstance(cur, dict) and cur.get("digest") == digest and cur.get("playbook") == playbook and
+        isinstance(cur.get("provisioned_at"), str))
+
+if action == "invalidate":
+    if cur is None or same:
+        print("unchanged")
+    else:
+        os.remove(path)
+        print("removed")
+elif action == "record":
+    if same:
+        print("unchanged")
+    else:
+        d = os.path.dirname(path)
+        os.makedirs(d, mode=0o755, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".provisioned.")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"digest": digest, "playbook": playbook, "provisioned_at": sys.argv[5]}, f,
+                          indent=2, sort_keys=True)
+                f.write("\n")
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        print("written")
+else:
+    sys.exit("marker.py: unknown action %r" % action)

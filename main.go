@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provider"
 )
 
@@ -30,6 +31,10 @@ func main() {
 		Address: provider.Address,
 		Debug:   debug,
 	})
+	// Emulators started for emulator_dir live as long as the provider process.
+	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = clouds.StopEmulators(stopCtx)
 	if err != nil {
 		log.Fatal(err.Error())
 	}

@@ -779,7 +779,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	defer func() {
 		// Terraform holds the machine once Create returns, unless Terraform itself is gone (then the
 		// journaled intent stays: the next plan names the machine and the next apply adopts it).
-		if lifetime.ctx.Err() == nil {
+		if !terraformGone(ctx.Err() != nil) {
 			r.data.cp.Settle(ctx, name, launched.Instance)
 		}
 	}()
@@ -790,6 +790,12 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	var bring diag.Diagnostics
 	r.bringUp(ctx, &m, launched.Instance, launched.Pool, vars, save, &bring, summary)
 	if interrupted(ctx) {
+		// Returned without an error, the state must agree with the plan's known values; status says
+		// the machine is not provisioned yet, so the next plan resumes it.
+		if !plannedDigest.IsUnknown() {
+			m.ProvisioningDigest = plannedDigest
+		}
+		save()
 		resp.Diagnostics.Append(warnInterrupted(&m, summary)...)
 		return
 	}
@@ -988,7 +994,7 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 	}
 	// This state holds the machine: record that at the cloud (a refresh or an import confirms it).
 	r.data.walk.hold(inst.ID)
-	r.data.cp.Confirm(ctx, inst)
+	r.data.cp.Held(ctx, inst)
 	applyInstance(&m, inst)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
@@ -1084,6 +1090,10 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 		r.provision(ctx, &m, inst, pm.Pool, vars, save, &bring, summary)
 	}
 	if interrupted(ctx) {
+		if !plannedDigest.IsUnknown() {
+			m.ProvisioningDigest = plannedDigest
+		}
+		save()
 		resp.Diagnostics.Append(warnInterrupted(&m, summary)...)
 		return
 	}

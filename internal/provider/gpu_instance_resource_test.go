@@ -136,7 +136,7 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 		{"region not served", "", "gpu_type = \"h100\"\n  regions = [\"mars-1\"]", errorPattern(`no 1x h100 offer in regions "mars-1"`)},
 		{"kind no pool serves", fmt.Sprintf("inventory_dir = %q", onlyVM), "gpu_type = \"h100\"\n  kind = \"execlet\"", errorPattern(`no configured pool serves kind "execlet"`)},
 		{"cloud not configured", "", "gpu_type = \"h100\"\n  clouds = [\"verda\"]", errorPattern(`cloud "verda" is not configured in the provider`)},
-		{"bad name", "", "gpu_type = \"h100\"\n  name = \"Bad_Name\"", errorPattern("lower case letters, digits and dashes")},
+		{"bad name", "", "gpu_type = \"h100\"\n  name = \"Bad_Name\"", errorPattern("lower case letters and digits, with single dashes between them")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

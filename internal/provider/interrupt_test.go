@@ -188,7 +188,7 @@ func TestAccGPUInstance_ctrlCResumes(t *testing.T) {
 	}
 	show := d.mustRun("state", "show", "hydra_gpu_instance.test")
 	if strings.Contains(show, "(tainted)") || !strings.Contains(show, `status                   = "provisioning"`) {
-		t.Fatalf("the machine must be in state, provisioning and not tainted:\n%s", show)
+		t.Fatalf("the machine must be in state, provisioning and not tainted:\n%s\napply said:\n%s", show, out.String())
 	}
 
 	// The next apply resumes provisioning in place (a quick playbook this time).

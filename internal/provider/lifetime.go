@@ -17,10 +17,32 @@ var lifetime = struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ops    sync.WaitGroup
+	parent int
 }{}
 
 func init() {
 	lifetime.ctx, lifetime.cancel = context.WithCancel(context.Background())
+	lifetime.parent = os.Getppid()
+}
+
+// terraformGone reports whether Terraform, which will record what an operation returns, is gone.
+// When an operation was cancelled, Terraform may have been killed: its connection closes a moment
+// before the kernel re-parents the provider, so a cancelled operation waits up to half a second for
+// the answer.
+func terraformGone(cancelled bool) bool {
+	deadline := time.Now()
+	if cancelled {
+		deadline = deadline.Add(500 * time.Millisecond)
+	}
+	for {
+		if lifetime.ctx.Err() != nil || os.Getppid() != lifetime.parent {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // operation ties an RPC's context to the process's lifetime and to the control plane's logger. done

@@ -126,9 +126,15 @@ func (r *gpuInstanceResource) collisions(ctx context.Context, name, kind string,
 	}
 }
 
-// orphanWarning names every machine that is probably billed with no state holding it.
+// orphanWarning names every machine that is probably billed with no state holding it, except those
+// this working directory's journal names (journalWarning reports them, in every command).
 func orphanWarning(res controlplane.ListResult, grace time.Duration) (summary, detail string, ok bool) {
-	orphans := res.Orphans(grace)
+	var orphans []controlplane.Machine
+	for _, m := range res.Orphans(grace) {
+		if m.Ownership != controlplane.OwnedInterrupted {
+			orphans = append(orphans, m)
+		}
+	}
 	if len(orphans) == 0 {
 		return "", "", false
 	}
@@ -136,13 +142,35 @@ func orphanWarning(res controlplane.ListResult, grace time.Duration) (summary, d
 	for _, m := range orphans {
 		how := fmt.Sprintf("adopt it with `terraform import <address> %s`, or delete it at the cloud", m.Instance.Name)
 		why := fmt.Sprintf("never confirmed by a completed create, refresh or import, %s old", m.Age.Round(time.Second))
-		if m.Ownership == controlplane.OwnedInterrupted {
-			why = "left by a create of this working directory that was cut short"
-			how = fmt.Sprintf("the next `terraform apply` with hydra_gpu_instance name %q adopts it; or `terraform import <address> %s`, or delete it at the cloud", m.Resource, m.Instance.Name)
-		}
 		lines = append(lines, fmt.Sprintf("- %s: %s; %s", describeMachine(m), why, how))
 	}
 	return fmt.Sprintf("%d GPU machine(s) may be billed with no Terraform state holding them", len(orphans)),
 		"hydra created these machines, but no Terraform state is known to hold them (a create cut short by a hard kill " +
 			"of Terraform or of the provider leaves such machines):\n" + strings.Join(lines, "\n"), true
+}
+
+// journalWarning names the creates this working directory's journal holds: creates cut short by a
+// hard kill of Terraform or of the provider (Terraform's state lock rules out one in flight). It reads
+// only local files, so it runs in ValidateConfig, the one call Terraform makes in every command,
+// destroy of an empty state included.
+func journalWarning(j controlplane.Journal) (summary, detail string, ok bool) {
+	intents, err := j.All()
+	if err != nil || len(intents) == 0 {
+		return "", "", false
+	}
+	var lines []string
+	for _, in := range intents {
+		price := ""
+		if p, err := controlplane.ParseOfferID(in.OfferID); err == nil {
+			price = fmt.Sprintf(", $%s/h", controlplane.FormatPrice(p.PricePerHour))
+		}
+		lines = append(lines, fmt.Sprintf("- hydra_gpu_instance name %q: %s in %s (offer %s%s), create started %s, %s ago",
+			in.Resource, in.CloudName, in.Pool, in.OfferID, price, in.StartedAt.Format(time.RFC3339), time.Since(in.StartedAt).Round(time.Second)))
+	}
+	return fmt.Sprintf("%d GPU machine create(s) in this working directory were cut short", len(intents)),
+		"Terraform (or the provider) was killed while hydra created these machines, so no state holds them, and they " +
+			"may be billed:\n" + strings.Join(lines, "\n") + "\n\nThe next `terraform apply` with a hydra_gpu_instance of that name " +
+			"adopts the machine instead of buying another. If that resource is no longer in the configuration, adopt the " +
+			"machine with `terraform import <address> <cloud-side name>` and destroy it, or delete it at the cloud; hydra " +
+			"forgets the entry once the machine is gone.", true
 }

@@ -183,7 +183,7 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 
 	// Nothing holds the machine in state; destroy destroys nothing but names it.
 	out := d.mustRun("destroy", "-auto-approve")
-	if !errorPattern("may be billed with no Terraform state holding them", machine.Name, machine.ID, "left by a create of this working directory").MatchString(out) {
+	if !errorPattern("create(s) in this working directory were cut short", machine.Name, "next `terraform apply`", "adopts the machine").MatchString(out) {
 		t.Fatalf("destroy must warn about %s:\n%s", machine.Name, out)
 	}
 	if live := s.live(); len(live) != 1 {
@@ -195,7 +195,7 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 	if live, created := s.live(), s.created(); len(live) != 1 || live[0].ID != machine.ID || created != 1 {
 		t.Fatalf("after the next apply: %+v live, %d created; want the orphan adopted\n%s", live, created, out)
 	}
-	if plan := d.mustRun("plan"); !strings.Contains(plan, "No changes") || strings.Contains(plan, "may be billed") {
+	if plan := d.mustRun("plan"); !strings.Contains(plan, "No changes") || strings.Contains(plan, "cut short") {
 		t.Fatalf("after adoption the plan must be empty and quiet:\n%s", plan)
 	}
 	d.mustRun("destroy", "-auto-approve")

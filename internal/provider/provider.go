@@ -25,7 +25,28 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
-var _ provider.Provider = (*hydraProvider)(nil)
+var (
+	_ provider.Provider                   = (*hydraProvider)(nil)
+	_ provider.ProviderWithValidateConfig = (*hydraProvider)(nil)
+)
+
+// ValidateConfig warns about creates this working directory's journal says were cut short. Terraform
+// calls it in every command (a destroy of an empty state calls nothing else), and it reads only local
+// files.
+func (p *hydraProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	var dir types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("plan_quote_dir"), &dir)...)
+	if dir.IsUnknown() {
+		return
+	}
+	quoteDir := dir.ValueString()
+	if quoteDir == "" {
+		quoteDir = defaultQuoteDir()
+	}
+	if summary, detail, ok := journalWarning(controlplane.Journal{Dir: filepath.Join(quoteDir, "creates")}); ok {
+		resp.Diagnostics.AddWarning(summary, detail)
+	}
+}
 
 // New returns the provider factory for providerserver.
 func New(version string) func() provider.Provider {
@@ -264,7 +285,9 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	// Every plan, destroy plans included, names the machines that may be billed with no state.
 	scanCtx, done := operation(ctx)
 	defer done()
-	if summary, detail, ok := orphanWarning(data.cp.Machines(scanCtx, nil), opts.OrphanGrace); ok {
+	machines := data.cp.Machines(scanCtx, nil)
+	data.cp.PruneJournal(machines)
+	if summary, detail, ok := orphanWarning(machines, opts.OrphanGrace); ok {
 		resp.Diagnostics.AddWarning(summary, detail)
 	}
 

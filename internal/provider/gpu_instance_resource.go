@@ -34,6 +34,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 )
 
 var (
@@ -986,17 +987,54 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	if m.CloudInstanceID.IsNull() {
-		// Import: fill everything the cloud knows.
+		// Import: fill everything the cloud knows, and what the machine says of its provisioning.
 		if err := r.fillFromInstance(&m, inst); err != nil {
 			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU instance (%s)", ref.Name), err.Error())
 			return
 		}
+		r.readProvisioningMarker(ctx, &m, inst, &resp.Diagnostics)
 	}
 	// This state holds the machine: record that at the cloud (a refresh or an import confirms it).
 	r.data.walk.hold(inst.ID)
 	r.data.cp.Held(ctx, inst)
 	applyInstance(&m, inst)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// readProvisioningMarker sets an imported machine's provisioning record from the marker hydra's
+// playbooks leave on every machine they provisioned: with a marker, the machine is ready with that
+// digest (so the plan after import is empty when the playbooks and variables are the same); without
+// one it stays running, and the next plan provisions it and says why. With provisioning off, a
+// running machine is ready.
+func (r *gpuInstanceResource) readProvisioningMarker(ctx context.Context, m *gpuInstanceModel, inst controlplane.Instance, diags *diag.Diagnostics) {
+	if inst.Status != controlplane.StatusRunning {
+		return
+	}
+	if !r.data.provisioning {
+		m.Status = types.StringValue(string(controlplane.StatusReady))
+		m.ReadyAt = types.StringValue(time.Now().UTC().Format(time.RFC3339))
+		return
+	}
+	if r.data.runner == nil || inst.SSH == nil {
+		return
+	}
+	marker, hostKey, err := r.data.runner.ReadMarker(ctx, *inst.SSH, inst.HostKey)
+	if hostKey != "" {
+		m.HostKey = types.StringValue(hostKey)
+	}
+	switch {
+	case err == nil:
+		m.Status = types.StringValue(string(controlplane.StatusReady))
+		m.ProvisioningDigest = stringOrNull(marker.Digest)
+		m.ReadyAt = types.StringValue(marker.ProvisionedAt.UTC().Format(time.RFC3339))
+		tflog.Info(ctx, "imported machine carries hydra's provisioning marker", map[string]any{"digest": marker.Digest, "playbook": marker.Playbook})
+	case errors.Is(err, provision.ErrNoMarker):
+		tflog.Info(ctx, "imported machine carries no provisioning marker: the next apply provisions it", map[string]any{"id": inst.Name})
+	default:
+		diags.AddWarning(fmt.Sprintf("importing GPU instance (%s): provisioning marker not read", inst.Name),
+			fmt.Sprintf("hydra could not read the machine's provisioning marker (%v), so it imports as running and the next "+
+				"apply provisions it.", err))
+	}
 }
 
 // fillFromInstance sets every attribute an imported instance can tell.

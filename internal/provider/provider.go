@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
@@ -89,6 +91,8 @@ type providerData struct {
 	quotes *quoteStore
 	// walk is what this walk (plan or apply) has seen of the configuration.
 	walk *walk
+	// runner is the Ansible runner when provisioning is on (import reads its marker through it).
+	runner *provision.Runner
 	// provisioning is false when provisioning is switched off (machines are ready once they run).
 	provisioning bool
 	// sshPublicKeys are installed on every new machine so provisioning can log in.
@@ -271,7 +275,10 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 			return
 		}
 		opts.Provisioner = runner
+		data.runner = runner
 		data.sshPublicKeys = []string{pubKey}
+		// Run directories (keys, inventories) a hard-killed provider left behind are removed once per process.
+		sweepOnce.Do(func() { provision.SweepStale(logger) })
 	}
 	quoteDir := cfg.PlanQuoteDir.ValueString()
 	if quoteDir == "" {
@@ -347,6 +354,9 @@ func configuredData(pd any, add func(summary, detail string)) *providerData {
 	}
 	return d
 }
+
+// sweepOnce runs provision.SweepStale once per provider process.
+var sweepOnce sync.Once
 
 // Address is the provider's registry address; HCL names it `source = "hydragpu/hydra"`.
 const Address = "registry.terraform.io/hydragpu/hydra"

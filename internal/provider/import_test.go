@@ -1,0 +1,117 @@
+package provider
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/playbooks"
+)
+
+// provisionedConfigIn is the provider block with provisioning on from playbookDir, with the working
+// directory's own plan quotes and journal.
+func (s *testSandbox) provisionedConfigIn(work, playbookDir string) string {
+	return fmt.Sprintf(`
+provider "hydra" {
+  plan_quote_dir = %[1]q
+  sandbox {
+    dir       = %[2]q
+    boot_time = "1s"
+  }
+  provisioning {
+    retry_delay  = "1s"
+    playbook_dir = %[3]q
+  }
+}
+`, filepath.Join(work, "hydra"), s.sb.Dir(), playbookDir)
+}
+
+// importInto adopts the machine another working directory made (and then forgot) into a fresh one.
+func importInto(t *testing.T, s *testSandbox, playbookDir, name, cloudName string) *cliDir {
+	t.Helper()
+	d := newCLIDirReattach(t, "")
+	d.write(s.provisionedConfigIn(d.dir, playbookDir) + testAccGPUInstanceConfig_basic(name, "l4", ""))
+	out := d.mustRun("import", "hydra_gpu_instance.test", cloudName)
+	if !strings.Contains(out, "Import successful") {
+		t.Fatalf("import:\n%s", out)
+	}
+	return d
+}
+
+func TestAccGPUInstance_importProvisioned(t *testing.T) {
+	requireProvisioningTools(t)
+	t.Parallel()
+	s := newTestSandbox(t)
+	pb := copyPlaybooks(t, playbooks.FS)
+	// One working directory provisions a machine with hydra's playbooks, then forgets it.
+	one := newCLIDirReattach(t, "")
+	one.write(s.provisionedConfigIn(one.dir, pb) + testAccGPUInstanceConfig_basic("adopted", "l4", ""))
+	one.mustRun("apply", "-auto-approve")
+	show := one.mustRun("state", "show", "hydra_gpu_instance.test")
+	cloudName := stateAttr(show, "id")
+	digest := stateAttr(show, "provisioning_digest")
+	one.mustRun("state", "rm", "hydra_gpu_instance.test")
+
+	// Another imports it: the marker on the machine says it was provisioned with these playbooks.
+	two := importInto(t, s, pb, "adopted", cloudName)
+	show = two.mustRun("state", "show", "hydra_gpu_instance.test")
+	if stateAttr(show, "status") != "ready" || stateAttr(show, "provisioning_digest") != digest {
+		t.Fatalf("the imported machine must be ready with digest %s:\n%s", digest, show)
+	}
+	out, err := two.run("plan", "-detailed-exitcode")
+	if err != nil || !strings.Contains(out, "No changes") {
+		t.Fatalf("the plan after importing a provisioned machine must be empty, so Ansible never runs (err %v):\n%s", err, out)
+	}
+	two.mustRun("destroy", "-auto-approve")
+	if n := len(s.live()); n != 0 || s.created() != 1 {
+		t.Fatalf("%d machines left, %d created", n, s.created())
+	}
+}
+
+func TestAccGPUInstance_importUnprovisioned(t *testing.T) {
+	requireProvisioningTools(t)
+	t.Parallel()
+	s := newTestSandbox(t)
+	stand, err := filepath.Abs("testdata/playbooks") // playbooks that leave no marker: "other means"
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := newCLIDirReattach(t, "")
+	one.write(s.provisionedConfigIn(one.dir, stand) + testAccGPUInstanceConfig_basic("bare", "l4", ""))
+	one.mustRun("apply", "-auto-approve")
+	cloudName := stateAttr(one.mustRun("state", "show", "hydra_gpu_instance.test"), "id")
+	one.mustRun("state", "rm", "hydra_gpu_instance.test")
+
+	pb := copyPlaybooks(t, playbooks.FS)
+	two := importInto(t, s, pb, "bare", cloudName)
+	if st := stateAttr(two.mustRun("state", "show", "hydra_gpu_instance.test"), "status"); st != "running" {
+		t.Fatalf("a machine without hydra's marker imports as running, got %q", st)
+	}
+	plan := two.mustRun("plan")
+	if !strings.Contains(plan, "1 to change") || !errorPattern("GPU instance will be provisioned", "carries no record of a provisioning").MatchString(plan) {
+		t.Fatalf("the plan must provision the imported machine in place and say why:\n%s", plan)
+	}
+	two.mustRun("apply", "-auto-approve")
+	if st := stateAttr(two.mustRun("state", "show", "hydra_gpu_instance.test"), "status"); st != "ready" {
+		t.Fatalf("after apply the imported machine is %q", st)
+	}
+	if out, err := two.run("plan", "-detailed-exitcode"); err != nil {
+		t.Fatalf("after provisioning the plan must be empty (err %v):\n%s", err, out)
+	}
+	two.mustRun("destroy", "-auto-approve")
+	if n := len(s.live()); n != 0 || s.created() != 1 {
+		t.Fatalf("%d machines left, %d created", n, s.created())
+	}
+}
+
+// stateAttr reads one string attribute from `terraform state show` output.
+func stateAttr(show, name string) string {
+	for _, line := range strings.Split(show, "\n") {
+		f := strings.SplitN(strings.TrimSpace(line), "=", 2)
+		if len(f) == 2 && strings.TrimSpace(f[0]) == name {
+			return strings.Trim(strings.TrimSpace(f[1]), `"`)
+		}
+	}
+	return ""
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
 // NameLabel is the label hydra puts on every server it creates; its value is the instance name (the
@@ -784,17 +785,29 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 			"server %s did not stop and delete in time (last state %q): %v", id, s.State, ctx.Err())
 	}
 	var lastStop time.Time
-	for {
+	polled := false // the first poll acts on s as read above
+	err = wait.Until(ctx, "server "+id+" to stop and be deleted", wait.Backoff{First: b.cfg.PollInterval}, func(ctx context.Context) (bool, error) {
+		if polled {
+			next, err := b.client.GetServer(ctx, id)
+			if controlplane.IsNotFound(err) {
+				return true, nil
+			}
+			if err != nil {
+				return false, stuck(err)
+			}
+			s = next
+		}
+		polled = true
 		switch strings.ToLower(s.State) {
 		case "stopped", "error":
 			err := b.client.DeleteServer(ctx, id)
 			if err == nil || controlplane.IsNotFound(err) {
 				b.log.Info("server deleted", "id", id)
-				return nil
+				return true, nil
 			}
 			var ae *APIError
 			if !errors.As(err, &ae) || ae.Code != "SERVER_STATE_ILLEGAL" {
-				return stuck(err)
+				return false, stuck(err)
 			}
 			// The state moved under us (started again, or in maintenance): look again.
 		case "started":
@@ -802,26 +815,19 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 				_, err := b.client.StopServer(ctx, id, "hard", time.Minute)
 				lastStop = time.Now()
 				if controlplane.IsNotFound(err) {
-					return nil
+					return true, nil
 				}
 				var ae *APIError
 				if err != nil && !(errors.As(err, &ae) && ae.Code == "SERVER_STATE_ILLEGAL") {
-					return stuck(err)
+					return false, stuck(err)
 				}
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return stuck(ctx.Err())
-		case <-time.After(b.cfg.PollInterval):
-		}
-		next, err := b.client.GetServer(ctx, id)
-		if controlplane.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return stuck(err)
-		}
-		s = next
+		return false, nil
+	})
+	var we *wait.Error
+	if errors.As(err, &we) {
+		return stuck(we.Err)
 	}
+	return err
 }

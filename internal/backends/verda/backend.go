@@ -20,6 +20,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
 // Defaults of Config.
@@ -632,37 +633,38 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 // tries again, up to DeleteRetryMax times or until ctx ends.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	const op = "deleting instance"
-	for attempt := 0; ; attempt++ {
+	retry := wait.Backoff{First: b.cfg.DeleteRetryWait, Attempts: max(b.cfg.DeleteRetryMax, 0) + 1}
+	attempt := 0
+	err := wait.Until(ctx, "Verda to delete instance "+id, retry, func(ctx context.Context) (bool, error) {
+		attempt++
 		err := b.deleteOnce(ctx, id)
 		if controlplane.IsNotFound(err) {
 			b.log.Debug("instance already gone", "id", id)
-			return nil
+			return true, nil
 		}
 		re, ok := asResponseError(err)
 		if err == nil || !ok {
-			return err
+			return err == nil, err
 		}
 		switch {
 		case re.has(msgAlreadyDiscontinued):
 			b.log.Debug("instance already discontinued", "id", id)
-			return nil
+			return true, nil
 		case re.has(msgProvisioning):
-			if attempt >= b.cfg.DeleteRetryMax {
-				return controlplane.Errorf(controlplane.ErrOther, CloudName, op,
-					"instance %s is still provisioning after %d attempts: %w", id, attempt+1, re)
-			}
-			b.log.Debug("instance is provisioning; waiting before deleting it", "id", id, "attempt", attempt+1)
-			t := time.NewTimer(b.cfg.DeleteRetryWait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return controlplane.NewError(controlplane.ErrOther, CloudName, op, fmt.Errorf("%w (last answer: %v)", ctx.Err(), re))
-			case <-t.C:
-			}
-		default:
-			return err
+			b.log.Debug("instance is provisioning; waiting before deleting it", "id", id, "attempt", attempt)
+			return false, wait.Transient(re)
 		}
+		return false, err
+	})
+	var we *wait.Error
+	switch {
+	case !errors.As(err, &we):
+		return err
+	case errors.Is(we.Err, wait.ErrExhausted):
+		return controlplane.Errorf(controlplane.ErrOther, CloudName, op,
+			"instance %s is still provisioning after %d attempts: %w", id, we.Polls, we.Last)
 	}
+	return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
 }
 
 func (b *Backend) deleteOnce(ctx context.Context, id string) error {

@@ -108,8 +108,17 @@ func (s *Store[S]) save(path string, st *S) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// shutdownGrace bounds how long the stop function of Serve lets requests in flight finish before it
+// closes every connection.
+const shutdownGrace = time.Second
+
 // Serve serves h on addr ("127.0.0.1:0" picks a port) and returns its base URL
 // ("http://host:port") and a function that stops it.
+//
+// stop stops accepting connections, lets requests in flight finish for up to 1 s (less when
+// ctx ends sooner), then closes every connection still open: a hung request, or a connection a
+// client opened and never used, which http.Server.Shutdown alone would wait for (5 s for the latter,
+// forever for the former). It returns once the server is stopped, nil unless closing failed.
 func Serve(addr string, h http.Handler) (baseURL string, stop func(context.Context) error, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -117,7 +126,17 @@ func Serve(addr string, h http.Handler) (baseURL string, stop func(context.Conte
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck
-	return "http://" + ln.Addr().String(), srv.Shutdown, nil
+	stop = func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, shutdownGrace)
+		defer cancel()
+		err := srv.Shutdown(ctx)
+		if ctx.Err() == nil {
+			return err
+		}
+		// Out of grace: err is only ctx's; cut off what is left.
+		return srv.Close()
+	}
+	return "http://" + ln.Addr().String(), stop, nil
 }
 
 // Delay waits d (nothing when d <= 0). It returns false, early, when ctx ends first: the client is

@@ -2,6 +2,8 @@ package emukit
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -117,5 +119,87 @@ func TestServe(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTeapot || resp.Header.Get("X-Y") != "z" || resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("got %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// stopWithin runs stop(ctx) and fails the test when it has not returned after limit. The limit is far
+// above the bound stop keeps and far below the 5 s http.Server.Shutdown can take, so it is no race.
+func stopWithin(t *testing.T, ctx context.Context, stop func(context.Context) error, limit time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- stop(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		t.Fatalf("stop did not return within %v", limit)
+		return nil
+	}
+}
+
+// A client that opened a connection and sent nothing (as a transport's spare dial does) holds
+// http.Server.Shutdown for 5 s; stop closes it after its short grace.
+func TestServeStopWithIdleConnection(t *testing.T) {
+	url, stop, err := Serve("127.0.0.1:0", http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A request on another connection proves the server is serving before stop.
+	resp, err := http.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := stopWithin(t, context.Background(), stop, 4*time.Second); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	// The idle connection was closed by the server.
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("read %d bytes, %v from the idle connection: want it closed", n, err)
+	}
+	if _, err := http.Get(url + "/"); err == nil {
+		t.Error("the server still answers after stop")
+	}
+}
+
+// A request that never finishes is cut off when stop's context ends, even before the grace.
+func TestServeStopWithHungRequest(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	url, stop, err := Serve("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(url + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		got <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := stopWithin(t, ctx, stop, 4*time.Second); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	select {
+	case err := <-got:
+		if err == nil {
+			t.Error("the hung request got an answer")
+		}
+	case <-time.After(4 * time.Second):
+		t.Error("the hung request's connection is still open after stop")
 	}
 }

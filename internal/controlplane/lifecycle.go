@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
 // LaunchRequest asks for one instance from a list of acceptable offers, best first.
@@ -137,6 +138,39 @@ func (cp *ControlPlane) Settle(ctx context.Context, resource string, inst Instan
 	}
 }
 
+// Held is called when a refresh or an import finds inst in a Terraform state: it confirms the
+// ownership at the cloud and forgets a journaled intent that names the machine (an imported leftover).
+func (cp *ControlPlane) Held(ctx context.Context, inst Instance) {
+	cp.Confirm(ctx, inst)
+	if in, ok, err := cp.opts.Journal.Get(inst.Owner.Resource); err == nil && ok && in.CloudName == inst.Name {
+		_ = cp.opts.Journal.Remove(in.Resource)
+	}
+}
+
+// PruneJournal forgets journaled intents whose machine does not exist (the create never reached the
+// cloud, or the machine was deleted since), judged from a listing of every pool. Intents of clouds
+// that could not be listed are kept.
+func (cp *ControlPlane) PruneJournal(res ListResult) {
+	intents, err := cp.opts.Journal.All()
+	if err != nil {
+		return
+	}
+	exists := map[string]bool{}
+	for _, m := range res.Machines {
+		exists[m.Instance.Name] = true
+	}
+	for _, in := range intents {
+		pm, ok := cp.manager.Pool(in.Pool)
+		if !ok || exists[in.CloudName] {
+			continue
+		}
+		if _, down := res.Unreachable[pm.Pool.Cloud]; down {
+			continue
+		}
+		_ = cp.opts.Journal.Remove(in.Resource)
+	}
+}
+
 // Confirm records at the cloud that a Terraform state holds inst (a no-op where it is confirmed
 // already or the cloud cannot record it). Errors are logged, not returned.
 func (cp *ControlPlane) Confirm(ctx context.Context, inst Instance) {
@@ -159,44 +193,45 @@ func (cp *ControlPlane) Confirm(ctx context.Context, inst Instance) {
 // WaitRunning polls until the cloud says the instance runs (with an SSH endpoint when provisioning
 // needs one), with backoff, until ctx ends. onChange sees every status change.
 func (cp *ControlPlane) WaitRunning(ctx context.Context, inst Instance, onChange func(Instance)) (Instance, error) {
-	wait := cp.opts.PollInterval
-	last := inst.Status
-	for {
+	log := cp.logger(ctx)
+	started := time.Now()
+	lastLog := started
+	poll := func(ctx context.Context) (bool, error) {
 		switch inst.Status {
 		case StatusRunning:
-			return inst, nil
+			return true, nil
 		case StatusError:
 			msg := inst.Message
 			if msg == "" {
 				msg = "the cloud reports status " + inst.CloudStatus
 			}
-			return inst, fmt.Errorf("instance %s failed at the cloud: %s", inst.Name, msg)
+			return false, fmt.Errorf("instance %s failed at the cloud: %s", inst.Name, msg)
 		case StatusTerminated:
-			return inst, fmt.Errorf("instance %s was terminated at the cloud (%s) before it became ready", inst.Name, inst.CloudStatus)
+			return false, fmt.Errorf("instance %s was terminated at the cloud (%s) before it became ready", inst.Name, inst.CloudStatus)
 		}
-		select {
-		case <-ctx.Done():
-			return inst, fmt.Errorf("waiting for instance %s to run (last status %s): %w", inst.Name, inst.Status, ctx.Err())
-		case <-time.After(wait):
-		}
-		wait = min(wait*3/2, cp.opts.PollMax)
 		next, err := cp.manager.Get(ctx, InstanceRef{Name: inst.Name, ID: inst.ID})
+		if IsNotFound(err) {
+			return false, fmt.Errorf("instance %s disappeared at the cloud while starting: %w", inst.Name, err)
+		}
 		if err != nil {
-			if IsNotFound(err) {
-				return inst, fmt.Errorf("instance %s disappeared at the cloud while starting: %w", inst.Name, err)
-			}
-			if ctx.Err() != nil {
-				return inst, fmt.Errorf("waiting for instance %s to run (last status %s): %w", inst.Name, inst.Status, ctx.Err())
-			}
-			cp.logger(ctx).Warn("status poll failed; will retry", "name", inst.Name, "error", err)
-			continue
+			log.Warn("status poll failed; will retry", "name", inst.Name, "error", err)
+			return false, wait.Transient(err)
+		}
+		if next.Status != inst.Status && onChange != nil {
+			onChange(next)
 		}
 		inst = next
-		if inst.Status != last && onChange != nil {
-			onChange(inst)
+		if time.Since(lastLog) >= 15*time.Second {
+			lastLog = time.Now()
+			log.Info("waiting for the machine to boot", "name", inst.Name, "status", inst.CloudStatus, "elapsed", time.Since(started).Round(time.Second).String())
 		}
-		last = inst.Status
+		return inst.Status == StatusRunning, nil
 	}
+	err := wait.Until(ctx, "instance "+inst.Name+" to run", wait.Backoff{First: cp.opts.PollInterval, Max: cp.opts.PollMax, Factor: 1.5}, poll)
+	if err != nil && ctx.Err() != nil {
+		return inst, fmt.Errorf("waiting for instance %s to run (last status %s): %w", inst.Name, inst.Status, ctx.Err())
+	}
+	return inst, err
 }
 
 // ProvisionSpec is what provisioning needs beyond the instance.
@@ -234,73 +269,82 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst Instance, spec Provi
 		maxAttempts = spec.MaxAttempts
 	}
 	out := Provisioned{HostKey: spec.HostKey, Digest: digest}
-	backoff := cp.opts.ProvisionBackoff
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		out.Attempts = attempt
-		if onAttempt != nil {
-			onAttempt(attempt)
-		}
-		log.Info("provisioning", "name", inst.Name, "attempt", attempt, "max_attempts", maxAttempts, "playbook", spec.Pool.Playbook)
-		res, err := cp.opts.Provisioner.Provision(ctx, ProvisionRequest{
-			Instance: inst, Pool: spec.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount,
-			HostKey: out.HostKey, Vars: spec.Vars, Attempt: attempt,
-			Log: func(msg string, fields map[string]any) {
-				args := make([]any, 0, 2*len(fields))
-				for k, v := range fields {
-					args = append(args, k, v)
-				}
-				log.Info(msg, args...)
-			},
+	attempt := 0
+	var lastErr error
+	err = wait.Until(ctx, "provisioning of "+inst.Name, wait.Backoff{First: cp.opts.ProvisionBackoff, Factor: 2, Attempts: maxAttempts},
+		func(ctx context.Context) (bool, error) {
+			attempt++
+			out.Attempts = attempt
+			if onAttempt != nil {
+				onAttempt(attempt)
+			}
+			log.Info("provisioning", "name", inst.Name, "attempt", attempt, "max_attempts", maxAttempts, "playbook", spec.Pool.Playbook)
+			res, err := cp.opts.Provisioner.Provision(ctx, ProvisionRequest{
+				Instance: inst, Pool: spec.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount,
+				HostKey: out.HostKey, Vars: spec.Vars, Attempt: attempt,
+				Log: func(msg string, fields map[string]any) {
+					args := make([]any, 0, 2*len(fields))
+					for k, v := range fields {
+						args = append(args, k, v)
+					}
+					log.Info(msg, args...)
+				},
+			})
+			if res.HostKey != "" && out.HostKey == "" {
+				out.HostKey = res.HostKey
+			}
+			if err == nil {
+				out.FailedTask, out.Message = "", ""
+				out.ReadyAt = time.Now().UTC()
+				log.Info("provisioning succeeded", "name", inst.Name, "attempt", attempt)
+				return true, nil
+			}
+			out.FailedTask, out.Message = res.FailedTask, res.Message
+			lastErr = err
+			var perm *PermanentError
+			if errors.As(err, &perm) || ctx.Err() != nil {
+				return false, err
+			}
+			if attempt < maxAttempts {
+				log.Warn("provisioning attempt failed; retrying", "name", inst.Name, "attempt", attempt, "error", err)
+			}
+			return false, wait.Transient(err)
 		})
-		if res.HostKey != "" && out.HostKey == "" {
-			out.HostKey = res.HostKey
-		}
-		if err == nil {
-			out.FailedTask, out.Message = "", ""
-			out.ReadyAt = time.Now().UTC()
-			log.Info("provisioning succeeded", "name", inst.Name, "attempt", attempt)
-			return out, nil
-		}
-		out.FailedTask, out.Message = res.FailedTask, res.Message
-		var perm *PermanentError
-		if errors.As(err, &perm) || ctx.Err() != nil || attempt == maxAttempts {
-			return out, fmt.Errorf("provisioning %s failed (attempt %d of %d): %w", inst.Name, attempt, maxAttempts, err)
-		}
-		log.Warn("provisioning attempt failed; retrying", "name", inst.Name, "attempt", attempt, "error", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
-			return out, fmt.Errorf("provisioning %s: %w", inst.Name, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff *= 2
+	if err == nil {
+		return out, nil
 	}
-	return out, errors.New("unreachable")
+	if lastErr == nil {
+		lastErr = err
+	}
+	if ctx.Err() != nil && !errors.Is(lastErr, ctx.Err()) {
+		return out, fmt.Errorf("provisioning %s: %w", inst.Name, ctx.Err())
+	}
+	return out, fmt.Errorf("provisioning %s failed (attempt %d of %d): %w", inst.Name, attempt, maxAttempts, lastErr)
 }
 
-// Terminate deletes an instance and waits until the cloud says it is gone. An instance that is
-// already gone is not an error.
+// Terminate deletes an instance, by its cloud id, and waits until the cloud says it is gone. An
+// instance that is already gone is not an error.
 func (cp *ControlPlane) Terminate(ctx context.Context, ref InstanceRef) error {
-	err := cp.manager.Delete(ctx, ref)
-	if IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	log := cp.logger(ctx)
+	if err := cp.manager.Delete(ctx, ref); err != nil {
 		return err
 	}
-	wait := cp.opts.PollInterval
-	for {
-		inst, err := cp.manager.Get(ctx, ref)
-		if IsNotFound(err) || (err == nil && inst.Status == StatusTerminated) {
-			return nil
-		}
-		if err != nil && ctx.Err() == nil {
-			cp.logger(ctx).Warn("status poll failed while deleting; will retry", "name", ref.Name, "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for instance %s to terminate: %w", ref.Name, ctx.Err())
-		case <-time.After(wait):
-		}
-		wait = min(wait*3/2, cp.opts.PollMax)
+	log.Info("deleting machine", "name", ref.Name, "id", ref.ID)
+	err := wait.Until(ctx, "instance "+ref.Name+" to terminate", wait.Backoff{First: cp.opts.PollInterval, Max: cp.opts.PollMax, Factor: 1.5, WaitFirst: true},
+		func(ctx context.Context) (bool, error) {
+			inst, err := cp.manager.Get(ctx, ref)
+			if IsNotFound(err) || (err == nil && inst.Status == StatusTerminated) {
+				return true, nil
+			}
+			if err != nil {
+				log.Warn("status poll failed while deleting; will retry", "name", ref.Name, "error", err)
+				return false, wait.Transient(err)
+			}
+			return false, nil
+		})
+	if err != nil {
+		return fmt.Errorf("waiting for instance %s to terminate: %w", ref.Name, err)
 	}
+	log.Info("machine deleted", "name", ref.Name, "id", ref.ID)
+	return nil
 }

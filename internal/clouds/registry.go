@@ -24,6 +24,7 @@ import (
 // registry is the one list of clouds, in alphabetical order of their names.
 var registry = []*Driver{
 	Atlas,
+	Lambda,
 	Mithril,
 	PrimeIntellect,
 	UpCloud,

@@ -1,0 +1,664 @@
+package lambda
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/time/rate"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// Defaults of Config.
+const (
+	DefaultSSHUser = "ubuntu"
+	DefaultSSHPort = 22
+	// DefaultLaunchInterval is Lambda's documented launch limit: "Requests to the
+	// /instance-operations/launch endpoint are limited to 1 request every 10 seconds" (some users report
+	// 12 s; not confirmed which holds today). It is kept per process.
+	DefaultLaunchInterval = 10 * time.Second
+)
+
+// MaxNameLength is the longest instance name Lambda accepts: "Must be 64 characters or fewer" (the
+// launch request's name in the OpenAPI document). With the pool prefix "lambda-vm-" and the ownership
+// token ("--" and 8 characters) that leaves 44 characters for the resource's name.
+const MaxNameLength = 64
+
+// NoLoginKeyName is the account key hydra launches with when a create asks for no SSH key: Lambda
+// requires exactly one key per launch, so hydra has Lambda generate a key pair once under this name and
+// throws the private half away. Nobody can log in with it, which is what a create without keys asks for.
+const NoLoginKeyName = "hydra-no-login"
+
+// Keys of Offer.Details set by Offers and read by Create.
+const (
+	DetailRegionName        = "region_name"
+	DetailInstanceTypeName  = "instance_type_name"
+	DetailPriceCentsPerHour = "price_cents_per_hour"
+)
+
+// Config configures the Lambda backend. Only APIKey is required.
+type Config struct {
+	// APIKey is the Cloud API key (LAMBDA_API_KEY).
+	APIKey string
+	// BaseURL is the API root including /api/v1 (default DefaultBaseURL).
+	BaseURL string
+	// Tuning sets timeouts, the rate limit, retries and the transport (default DefaultTuning: 1 request
+	// per second, Lambda's documented limit).
+	restclient.Tuning
+	// LaunchInterval spaces launches in this process (default DefaultLaunchInterval; negative: none).
+	LaunchInterval time.Duration
+	// Regions limits offers to these regions (default: every region).
+	Regions []string
+	// SSHUser and SSHPort describe how to reach a running instance (default ubuntu, 22: Lambda's images
+	// log in as ubuntu).
+	SSHUser string
+	SSHPort int
+}
+
+// Backend is the Lambda InstanceManagerBackend.
+//
+// The ownership record is the cloud-side name alone (controlplane.CloudName): Get and List leave
+// Instance.Owner empty and the pool manager reads it from the name. The backend does not implement
+// controlplane.OwnershipConfirmer. (The v1.4.0 API has no labels at all; the newest OpenAPI document adds
+// "tags" to the launch request, which could carry controlplane.OwnerLabels too. Not used: not confirmed
+// that instances answer their tags back, or that tags can be changed after launch.)
+type Backend struct {
+	cfg      Config
+	client   *Client
+	inv      *inventory.Inventory
+	log      hclog.Logger
+	launches *rate.Limiter
+
+	names  nameLocks  // serialises creates of one name in this process
+	keysMu sync.Mutex // serialises SSH key registration, so two creates never add one key twice
+}
+
+var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+
+// New builds the Lambda backend. inv maps Lambda's GPU names onto hydra's types.
+func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
+	if inv == nil {
+		return nil, errors.New("lambda: no inventory")
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if cfg.SSHUser == "" {
+		cfg.SSHUser = DefaultSSHUser
+	}
+	if cfg.SSHPort == 0 {
+		cfg.SSHPort = DefaultSSHPort
+	}
+	if cfg.LaunchInterval == 0 {
+		cfg.LaunchInterval = DefaultLaunchInterval
+	}
+	limit := rate.Inf
+	if cfg.LaunchInterval > 0 {
+		limit = rate.Every(cfg.LaunchInterval)
+	}
+	client, err := NewClient(ClientConfig{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Tuning: cfg.Tuning, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{cfg: cfg, client: client, inv: inv, log: logger.Named(CloudName),
+		launches: rate.NewLimiter(limit, 1)}, nil
+}
+
+// Cloud returns "lambda".
+func (b *Backend) Cloud() string { return CloudName }
+
+// Client returns the backend's API client.
+func (b *Backend) Client() *Client { return b.client }
+
+var (
+	typeCount = regexp.MustCompile(`^[a-z]+_(\d+)x_`)  // "gpu_8x_h100_sxm5"
+	descCount = regexp.MustCompile(`^\s*(\d+)\s*x\s+`) // "8x H100 (80 GB SXM5)"
+)
+
+// gpuTypeFor maps an instance type onto hydra's GPU type through the inventory's api_names for "lambda",
+// or "". It tries, in order, the type's gpu_description ("H100 (80 GB SXM5)"), its description without
+// the count ("1x H100 (80 GB SXM5)" -> "H100 (80 GB SXM5)"; older API versions have no gpu_description)
+// and its name without the "gpu_<n>x_" count ("gpu_8x_h100_sxm5" -> "h100_sxm5").
+func (b *Backend) gpuTypeFor(t InstanceType) string {
+	family := ""
+	if m := typeCount.FindStringIndex(t.Name); m != nil {
+		family = t.Name[m[1]:]
+	}
+	for _, n := range []string{t.GPUDescription, descCount.ReplaceAllString(t.Description, ""), family} {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if gt := b.inv.TypeForAPIName(CloudName, n); gt != "" {
+			return gt
+		}
+	}
+	return ""
+}
+
+// gpuCount is the number of GPUs of an instance type: specs.gpus, else the count in its name or its
+// description; 0 for CPU-only types.
+func gpuCount(t InstanceType) int {
+	if t.Specs.GPUs > 0 {
+		return t.Specs.GPUs
+	}
+	for _, m := range [][]string{typeCount.FindStringSubmatch(t.Name), descCount.FindStringSubmatch(t.Description)} {
+		if len(m) == 2 {
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// usd converts Lambda's price in US cents per hour (for the whole machine) into dollars per hour.
+func usd(cents int64) float64 { return float64(cents) / 100 }
+
+func (b *Backend) regionAllowed(name string) bool {
+	if len(b.cfg.Regions) == 0 {
+		return true
+	}
+	for _, r := range b.cfg.Regions {
+		if strings.EqualFold(r, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Offers lists what Lambda can launch now: one offer per instance type and region with capacity
+// (GET /instance-types, regions_with_capacity_available). Types the inventory does not map, CPU-only
+// types, types with more GPUs than the inventory allows and types without a price are left out. Lambda
+// only says whether a region has capacity, not how much, so Available is -1. Lambda sells no spot
+// capacity.
+func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+	items, err := b.client.InstanceTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	offers := []controlplane.Offer{}
+	for name, it := range items {
+		t := it.InstanceType
+		if t.Name == "" {
+			t.Name = name
+		}
+		gt := b.gpuTypeFor(t)
+		n := gpuCount(t)
+		if gt == "" || n < 1 || n > b.inv.GPUs[gt].MaxCount || t.PriceCentsPerHour <= 0 {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, r := range it.RegionsWithCapacityAvailable {
+			if r.Name == "" || seen[r.Name] || !b.regionAllowed(r.Name) {
+				continue
+			}
+			seen[r.Name] = true
+			offers = append(offers, controlplane.Offer{
+				Cloud:        CloudName,
+				Region:       r.Name,
+				InstanceType: name,
+				GPUType:      gt,
+				GPUCount:     n,
+				PricePerHour: usd(t.PriceCentsPerHour),
+				Available:    -1,
+				Details: map[string]string{
+					DetailRegionName:        r.Name,
+					DetailInstanceTypeName:  name,
+					DetailPriceCentsPerHour: strconv.FormatInt(t.PriceCentsPerHour, 10),
+				},
+			})
+		}
+	}
+	sort.Slice(offers, func(i, j int) bool {
+		if offers[i].Region != offers[j].Region {
+			return offers[i].Region < offers[j].Region
+		}
+		return offers[i].InstanceType < offers[j].InstanceType
+	})
+	return offers, nil
+}
+
+// Create launches one instance from an offer with req.Name as its name, which carries the ownership
+// record (Lambda has no labels).
+//
+// Create is idempotent by name: creates of one name in this process run one at a time, and each first
+// looks for a live instance with that name and returns it. Before launching it reads the catalog again:
+// an instance type whose price (as planned, or now) is above req.MaxPricePerHour, or whose region has
+// lost its capacity, is ErrCapacity and nothing is launched (Lambda allows one launch per 10 seconds, so
+// a launch is not spent on a region the catalog already says is full). Lambda takes exactly one SSH key
+// per launch: the first public key is registered as a Lambda SSH key (restclient.EnsureSSHKeys) and named
+// in the launch, the others are installed by cloud-init user data; without any key the machine gets
+// NoLoginKeyName. The launch is not retried after a 5xx or a lost answer; Create then looks for the
+// instance by name once and returns it if Lambda did launch it, else the unknown-outcome error
+// (ErrOther). Create returns as soon as Lambda has accepted the launch (booting: pending).
+func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+	const op = "creating instance"
+	switch {
+	case req.Name == "":
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
+	case len(req.Name) > MaxNameLength:
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op,
+			"instance name %q is %d characters long; Lambda allows at most %d (shorten the resource's name)", req.Name, len(req.Name), MaxNameLength)
+	case req.Offer.Spot:
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "Lambda sells no spot capacity")
+	}
+	instanceType := req.Offer.Details[DetailInstanceTypeName]
+	if instanceType == "" {
+		instanceType = req.Offer.InstanceType
+	}
+	region := req.Offer.Details[DetailRegionName]
+	if region == "" {
+		region = req.Offer.Region
+	}
+	if instanceType == "" || region == "" {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "the offer names no instance type or region")
+	}
+	keys, err := publicKeys(req.SSHPublicKeys)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	unlock := b.names.lock(req.Name)
+	defer unlock()
+
+	if existing, ok, err := b.findByName(ctx, req.Name); err != nil {
+		return controlplane.Instance{}, err
+	} else if ok {
+		b.log.Info("instance already exists; not launching another", "name", req.Name, "id", existing.ID)
+		return existing, nil
+	}
+	if err := b.checkOffer(ctx, req, instanceType, region); err != nil {
+		return controlplane.Instance{}, err
+	}
+	keyName, userData, err := b.sshAccess(ctx, keys)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	if err := b.launches.Wait(ctx); err != nil {
+		return controlplane.Instance{}, controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+	}
+	ids, err := b.client.Launch(ctx, LaunchRequest{
+		RegionName:       region,
+		InstanceTypeName: instanceType,
+		SSHKeyNames:      []string{keyName},
+		Quantity:         1,
+		Name:             req.Name,
+		UserData:         userData,
+	})
+	if err != nil {
+		switch controlplane.KindOf(err) {
+		case controlplane.ErrOther:
+			if ctx.Err() == nil {
+				// The outcome is unknown (a 5xx or a lost answer): Lambda may have launched it.
+				if inst, ok, ferr := b.findByName(ctx, req.Name); ferr == nil && ok {
+					b.log.Info("launch answered with an error, but the instance exists", "name", req.Name, "id", inst.ID, "error", err)
+					return inst, nil
+				}
+			}
+		case controlplane.ErrNotFound:
+			// On a launch, object-does-not-exist names a missing SSH key, image or file system: the
+			// request is wrong, no instance is gone.
+			return controlplane.Instance{}, controlplane.NewError(controlplane.ErrInvalid, CloudName, op, errors.Unwrap(err))
+		}
+		return controlplane.Instance{}, err
+	}
+	if len(ids) == 0 {
+		// Lambda may launch fewer instances than asked; none means nothing was created.
+		if inst, ok, ferr := b.findByName(ctx, req.Name); ferr == nil && ok {
+			return inst, nil
+		}
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+			"Lambda accepted the launch of %s in %s but started no instance", instanceType, region)
+	}
+	if len(ids) > 1 {
+		b.log.Warn("Lambda launched more than one instance for a launch of one", "name", req.Name, "ids", strings.Join(ids, ","))
+	}
+	b.log.Info("instance launched", "name", req.Name, "id", ids[0], "instance_type", instanceType, "region", region)
+	if in, err := b.client.Instance(ctx, ids[0]); err == nil {
+		return b.toInstance(in), nil
+	}
+	return controlplane.Instance{
+		ID:           ids[0],
+		Name:         req.Name,
+		Cloud:        CloudName,
+		Region:       region,
+		InstanceType: instanceType,
+		GPUType:      req.Offer.GPUType,
+		GPUCount:     req.Offer.GPUCount,
+		PricePerHour: req.Offer.PricePerHour,
+		Status:       controlplane.StatusPending,
+		CloudStatus:  StatusBooting,
+	}, nil
+}
+
+// checkOffer refuses (ErrCapacity) an offer whose price is above req.MaxPricePerHour, as planned or as
+// the catalog says now, an instance type Lambda no longer offers, and a region that has no capacity for
+// the type now.
+func (b *Backend) checkOffer(ctx context.Context, req controlplane.CreateRequest, instanceType, region string) error {
+	const op = "creating instance"
+	ceiling := req.MaxPricePerHour
+	if ceiling > 0 && req.Offer.PricePerHour > ceiling {
+		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+			"offer price %.4f USD/h is above the maximum %.4f USD/h", req.Offer.PricePerHour, ceiling)
+	}
+	items, err := b.client.InstanceTypes(ctx)
+	if err != nil {
+		return err
+	}
+	it, ok := items[instanceType]
+	if !ok {
+		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "Lambda no longer offers instance type %s", instanceType)
+	}
+	if price := usd(it.InstanceType.PriceCentsPerHour); ceiling > 0 && price > ceiling {
+		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+			"%s now costs %.4f USD/h, above the maximum %.4f USD/h", instanceType, price, ceiling)
+	}
+	for _, r := range it.RegionsWithCapacityAvailable {
+		if r.Name == region {
+			return nil
+		}
+	}
+	return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "Lambda has no capacity for %s in %s now", instanceType, region)
+}
+
+// findByName returns the live (not terminating or terminated) instance named name, if there is one. When
+// several are (made outside hydra), the one with the smallest id is returned: Lambda reports no creation
+// time to order them by.
+func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
+	list, err := b.List(ctx, name)
+	if err != nil {
+		return controlplane.Instance{}, false, err
+	}
+	var found []controlplane.Instance
+	for _, in := range list {
+		if in.Name == name {
+			found = append(found, in)
+		}
+	}
+	if len(found) == 0 {
+		return controlplane.Instance{}, false, nil
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].ID < found[j].ID })
+	return found[0], true, nil
+}
+
+// publicKeys checks the request's authorized_keys lines and returns them without options, blanks and
+// duplicates, in order. A line that holds no key is ErrInvalid.
+func publicKeys(lines []string) ([]string, error) {
+	var keys []string
+	seen := map[string]bool{}
+	for _, k := range lines {
+		if strings.TrimSpace(k) == "" {
+			continue
+		}
+		norm := restclient.NormalizeKey(k)
+		if norm == "" {
+			return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "registering SSH key", "not an authorized_keys line: %.40q", k)
+		}
+		if !seen[norm] {
+			seen[norm] = true
+			keys = append(keys, bareKey(k))
+		}
+	}
+	return keys, nil
+}
+
+// sshAccess returns the Lambda SSH key name to launch with and the cloud-init user data that installs the
+// other public keys ("" when there are none). keys come from publicKeys.
+func (b *Backend) sshAccess(ctx context.Context, keys []string) (keyName, userData string, err error) {
+	b.keysMu.Lock()
+	defer b.keysMu.Unlock()
+	if len(keys) == 0 {
+		name, err := b.noLoginKey(ctx)
+		return name, "", err
+	}
+	names, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey}, keys[:1])
+	if err != nil {
+		return "", "", err
+	}
+	if len(names) != 1 {
+		return "", "", controlplane.Errorf(controlplane.ErrOther, CloudName, "registering SSH key", "no Lambda key for %.40q", keys[0])
+	}
+	return names[0], cloudInitKeys(keys[1:]), nil
+}
+
+// cloudInitKeys is cloud-init user data adding public keys to the default user's authorized_keys ("" for
+// none). Each key is a JSON string, which is a valid YAML double-quoted scalar. Not confirmed: that
+// Lambda's images run cloud-init's ssh_authorized_keys module for the ubuntu user (Lambda documents
+// user_data as cloud-init user data; the module is standard in Ubuntu cloud images).
+func cloudInitKeys(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString("#cloud-config\nssh_authorized_keys:\n")
+	for _, k := range keys {
+		q, _ := json.Marshal(k)
+		sb.WriteString("  - ")
+		sb.Write(q)
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// accountKeys lists the account's keys for EnsureSSHKeys, with the key's name as its id: launches name
+// their keys.
+func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
+	keys, err := b.client.SSHKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]restclient.AccountKey, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, restclient.AccountKey{ID: k.Name, PublicKey: k.PublicKey})
+	}
+	return out, nil
+}
+
+// addKey registers one public key and returns its name. POST /ssh-keys is not retried by the HTTP client
+// (a lost answer may hide a stored key), so after an unknown outcome addKey looks for the key and posts
+// once more only when Lambda does not have it: a single 5xx never fails a create.
+func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {
+	k, err := b.client.AddSSHKey(ctx, name, publicKey)
+	if err == nil {
+		if k.Name == "" {
+			k.Name = name
+		}
+		return k.Name, nil
+	}
+	if controlplane.KindOf(err) != controlplane.ErrOther || ctx.Err() != nil {
+		return "", err
+	}
+	have, lerr := b.accountKeys(ctx)
+	if lerr != nil {
+		return "", err
+	}
+	norm := restclient.NormalizeKey(publicKey)
+	for _, h := range have {
+		if restclient.NormalizeKey(h.PublicKey) == norm {
+			return h.ID, nil
+		}
+	}
+	b.log.Debug("adding an SSH key failed; trying once more", "name", name, "error", err)
+	if _, err := b.client.AddSSHKey(ctx, name, publicKey); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// noLoginKey returns NoLoginKeyName, having Lambda generate that key pair first when the account lacks
+// it. The private key Lambda answers is dropped at once and never logged.
+func (b *Backend) noLoginKey(ctx context.Context) (string, error) {
+	has := func() (bool, error) {
+		keys, err := b.client.SSHKeys(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, k := range keys {
+			if k.Name == NoLoginKeyName {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	if ok, err := has(); err != nil || ok {
+		return NoLoginKeyName, err
+	}
+	_, err := b.client.AddSSHKey(ctx, NoLoginKeyName, "")
+	if err != nil && controlplane.KindOf(err) != controlplane.ErrAuth && ctx.Err() == nil {
+		// A lost answer, or a concurrent process that added it first (global/duplicate).
+		if ok, lerr := has(); lerr == nil && ok {
+			return NoLoginKeyName, nil
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	b.log.Info("registered a key pair nobody holds, for launches without SSH keys", "name", NoLoginKeyName)
+	return NoLoginKeyName, nil
+}
+
+// bareKey drops authorized_keys options: "<type> <base64> [comment]".
+func bareKey(line string) string {
+	f := strings.Fields(line)
+	for i := 0; i+1 < len(f); i++ {
+		if strings.HasPrefix(f[i], "ssh-") || strings.HasPrefix(f[i], "ecdsa-") || strings.HasPrefix(f[i], "sk-") {
+			return strings.Join(f[i:], " ")
+		}
+	}
+	return strings.TrimSpace(line)
+}
+
+// nameLocks is a mutex per name, dropped when nobody holds or waits for it.
+type nameLocks struct {
+	mu sync.Mutex
+	m  map[string]*nameLock
+}
+
+type nameLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock takes the name's mutex and returns the function that releases it.
+func (n *nameLocks) lock(name string) (unlock func()) {
+	n.mu.Lock()
+	if n.m == nil {
+		n.m = map[string]*nameLock{}
+	}
+	l := n.m[name]
+	if l == nil {
+		l = &nameLock{}
+		n.m[name] = l
+	}
+	l.refs++
+	n.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		n.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(n.m, name)
+		}
+		n.mu.Unlock()
+	}
+}
+
+// Get reads one instance. An unknown id is ErrNotFound; a terminating or terminated one that Lambda still
+// reports is returned with status terminated.
+func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+	in, err := b.client.Instance(ctx, id)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	return b.toInstance(in), nil
+}
+
+// List returns the instances whose name starts with prefix. Terminating and terminated ones are left out.
+func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+	all, err := b.client.Instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []controlplane.Instance{}
+	for _, in := range all {
+		if !strings.HasPrefix(in.name(), prefix) {
+			continue
+		}
+		inst := b.toInstance(in)
+		if inst.Status == controlplane.StatusTerminated {
+			continue
+		}
+		out = append(out, inst)
+	}
+	return out, nil
+}
+
+// Delete terminates an instance (POST /instance-operations/terminate). An instance that is already gone
+// is success: one Lambda does not know (global/object-does-not-exist), and one Lambda refuses to
+// terminate or leaves out of its answer while reporting it terminating or terminated (not confirmed what
+// Lambda answers to terminating a terminated instance; Delete reads the instance to decide).
+func (b *Backend) Delete(ctx context.Context, id string) error {
+	const op = "deleting instance"
+	done, err := b.client.Terminate(ctx, id)
+	switch {
+	case controlplane.IsNotFound(err):
+		b.log.Debug("instance already gone", "id", id)
+		return nil
+	case err != nil && controlplane.KindOf(err) != controlplane.ErrInvalid:
+		return err
+	case err == nil:
+		for _, in := range done {
+			if in.ID == id {
+				b.log.Info("instance terminating", "id", id)
+				return nil
+			}
+		}
+	}
+	in, gerr := b.client.Instance(ctx, id)
+	switch {
+	case controlplane.IsNotFound(gerr):
+		return nil
+	case gerr == nil:
+		if s, _ := mapStatus(in.Status, in.ip() != ""); s == controlplane.StatusTerminated {
+			b.log.Debug("instance already terminating", "id", id, "status", in.Status)
+			return nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "Lambda did not terminate instance %s", id)
+}
+
+// toInstance maps Lambda's instance object onto hydra's.
+func (b *Backend) toInstance(in Instance) controlplane.Instance {
+	ip := strings.TrimSpace(in.ip())
+	status, msg := mapStatus(in.Status, ip != "")
+	out := controlplane.Instance{
+		ID:           in.ID,
+		Name:         in.name(),
+		Cloud:        CloudName,
+		Region:       in.Region.Name,
+		InstanceType: in.InstanceType.Name,
+		GPUType:      b.gpuTypeFor(in.InstanceType),
+		GPUCount:     gpuCount(in.InstanceType),
+		PricePerHour: usd(in.InstanceType.PriceCentsPerHour),
+		Status:       status,
+		CloudStatus:  in.Status,
+		Message:      msg,
+	}
+	if ip != "" && status == controlplane.StatusRunning {
+		out.SSH = &controlplane.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}
+	}
+	return out
+}

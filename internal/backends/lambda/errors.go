@@ -1,0 +1,147 @@
+package lambda
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// CloudName is the backend's name in pools.yml and api_names.
+const CloudName = "lambda"
+
+// Error codes Lambda puts in its {"error": {"code": ...}} body. The first nine are the ErrorCode enum of
+// the v1.4.0 OpenAPI document; invalid-address, duplicate and filesystem-in-use are error schemas of the
+// newer document.
+const (
+	CodeUnknown                 = "global/unknown"
+	CodeInvalidAPIKey           = "global/invalid-api-key"
+	CodeAccountInactive         = "global/account-inactive"
+	CodeInvalidParameters       = "global/invalid-parameters"
+	CodeObjectDoesNotExist      = "global/object-does-not-exist"
+	CodeInsufficientCapacity    = "instance-operations/launch/insufficient-capacity"
+	CodeFileSystemInWrongRegion = "instance-operations/launch/file-system-in-wrong-region"
+	CodeFileSystemsNotSupported = "instance-operations/launch/file-systems-not-supported"
+	CodeSSHKeyInUse             = "ssh-keys/key-in-use"
+	CodeQuotaExceeded           = "global/quota-exceeded"
+	CodeInvalidAddress          = "global/invalid-address"
+	CodeDuplicate               = "global/duplicate"
+	CodeFilesystemInUse         = "filesystems/filesystem-in-use"
+)
+
+// codeKinds maps Lambda's error codes onto hydra's error kinds. The code decides whenever Lambda sends
+// one this table knows; the HTTP status is consulted only when it does not (statusKind).
+//
+// global/account-inactive ("verify your email address and have a valid payment method") and
+// global/invalid-address (billing address) are account standing, not credentials: ErrQuota, like an
+// exhausted balance on other clouds. global/object-does-not-exist is ErrNotFound; on a launch it names a
+// missing SSH key, image or file system instead, which Create reports as ErrInvalid.
+var codeKinds = map[string]controlplane.ErrorKind{
+	CodeUnknown:                 controlplane.ErrOther,
+	CodeInvalidAPIKey:           controlplane.ErrAuth,
+	CodeAccountInactive:         controlplane.ErrQuota,
+	CodeInvalidAddress:          controlplane.ErrQuota,
+	CodeQuotaExceeded:           controlplane.ErrQuota,
+	CodeInvalidParameters:       controlplane.ErrInvalid,
+	CodeObjectDoesNotExist:      controlplane.ErrNotFound,
+	CodeInsufficientCapacity:    controlplane.ErrCapacity,
+	CodeFileSystemInWrongRegion: controlplane.ErrInvalid,
+	CodeFileSystemsNotSupported: controlplane.ErrInvalid,
+	CodeSSHKeyInUse:             controlplane.ErrInvalid,
+	CodeDuplicate:               controlplane.ErrInvalid,
+	CodeFilesystemInUse:         controlplane.ErrInvalid,
+}
+
+// statusKind classifies an answer whose body carries no code this backend knows.
+func statusKind(status int) controlplane.ErrorKind {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return controlplane.ErrAuth
+	case status == http.StatusPaymentRequired:
+		return controlplane.ErrQuota
+	case status == http.StatusNotFound || status == http.StatusGone:
+		return controlplane.ErrNotFound
+	case status == http.StatusBadRequest || status == http.StatusConflict || status == http.StatusUnprocessableEntity:
+		return controlplane.ErrInvalid
+	}
+	// 429 after the client's retries, 5xx, anything else: the outcome is unknown.
+	return controlplane.ErrOther
+}
+
+// ResponseError is a non-2xx answer from Lambda with the fields of its error body (or the raw body when
+// it was not Lambda's JSON, as from a proxy). It never holds request data, so the API key cannot leak
+// through it.
+type ResponseError struct {
+	Method     string
+	Path       string
+	Status     int
+	Code       string
+	Message    string
+	Suggestion string
+}
+
+func (e *ResponseError) Error() string {
+	code := ""
+	if e.Code != "" {
+		code = " " + e.Code
+	}
+	msg := fmt.Sprintf("%s %s: HTTP %d%s: %s", e.Method, e.Path, e.Status, code, e.Message)
+	if e.Suggestion != "" {
+		msg += " (" + e.Suggestion + ")"
+	}
+	return msg
+}
+
+// Kind is the error's kind: by its code when Lambda sent a known one, else by the HTTP status.
+func (e *ResponseError) Kind() controlplane.ErrorKind {
+	if k, ok := codeKinds[e.Code]; ok {
+		return k
+	}
+	return statusKind(e.Status)
+}
+
+func responseError(he *restclient.HTTPError) *ResponseError {
+	re := &ResponseError{Method: he.Method, Path: he.Path, Status: he.Status}
+	var body ErrorBody
+	if err := json.Unmarshal(he.Body, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
+		re.Code = body.Error.Code
+		re.Message = body.Error.Message
+		re.Suggestion = body.Error.Suggestion
+		for field, fe := range body.FieldErrors {
+			re.Message += fmt.Sprintf("; %s: %s", field, fe.Message)
+		}
+	} else {
+		re.Message = truncate(strings.TrimSpace(string(he.Body)), 512)
+	}
+	if re.Message == "" {
+		re.Message = http.StatusText(he.Status)
+	}
+	return re
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// classify turns any error of a client call into a *controlplane.Error of the right kind. Errors that
+// are already classified pass through.
+func classify(op string, err error) error {
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
+		re := responseError(he)
+		return re.Kind(), re
+	})
+}
+
+// asResponseError returns the Lambda error inside err, if any.
+func asResponseError(err error) (*ResponseError, bool) {
+	var re *ResponseError
+	ok := errors.As(err, &re)
+	return re, ok
+}

@@ -1,0 +1,97 @@
+package lambda
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+const bootTime = 40 * time.Second
+
+type fixture struct {
+	srv   *emu.Server
+	url   string
+	clock *backendtest.Clock
+}
+
+// startEmulator runs an emulator on a real HTTP server with a fake clock, so tests move time instead of
+// waiting.
+func startEmulator(t *testing.T, opts emu.Options) *fixture {
+	t.Helper()
+	clock := backendtest.NewClock(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC))
+	if opts.Now == nil {
+		opts.Now = clock.Now
+	}
+	if opts.BootDuration == 0 {
+		opts.BootDuration = bootTime
+	}
+	srv := emu.New(opts)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &fixture{srv: srv, url: hs.URL + emu.BasePath, clock: clock}
+}
+
+var fastTuning = restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4,
+	RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond}
+
+func (f *fixture) backend(t *testing.T, mod func(*Config)) *Backend {
+	t.Helper()
+	cfg := Config{APIKey: emu.DefaultAPIKey, BaseURL: f.url, Tuning: fastTuning, LaunchInterval: -1}
+	if mod != nil {
+		mod(&cfg)
+	}
+	b, err := New(cfg, testInventory(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func testInventory(t *testing.T) *inventory.Inventory {
+	t.Helper()
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+func pool(t *testing.T) inventory.Pool {
+	t.Helper()
+	p, ok := testInventory(t).PoolByName("lambda-vm-pool")
+	if !ok {
+		t.Fatal("no lambda-vm-pool in the embedded inventory")
+	}
+	return p
+}
+
+// request is a create request for resource name from offer, with a fresh ownership token.
+func request(t *testing.T, offer controlplane.Offer, name string, keys ...string) controlplane.CreateRequest {
+	t.Helper()
+	p := pool(t)
+	offer.Pool = p.Name
+	owner := controlplane.Ownership{Resource: name, Token: controlplane.NewOwnerToken()}
+	return controlplane.CreateRequest{Name: controlplane.CloudName(p, name, owner.Token), Pool: p, Offer: offer,
+		Owner: owner, SSHPublicKeys: keys}
+}
+
+func wantKind(t *testing.T, err error, kind controlplane.ErrorKind) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want a %v error, got nil", kind)
+	}
+	if got := controlplane.KindOf(err); got != kind {
+		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
+	}
+}
+
+const (
+	testKey  = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPF4C6czNRPamaSIKnQfGObnLSIXdT5+qdAzu7M4ZCwu hydra@test"
+	otherKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINp6IdYmi25vwTQiMf5JCGxaJKGzp2QrpGwf7gIxaqDY other@test"
+)

@@ -1,0 +1,102 @@
+package lambda
+
+import (
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+)
+
+// The Server is an emukit.Admin: the shared fault vocabulary and machine counts, in Go and over HTTP
+// under emukit.AdminPath (served by ServeHTTP next to the API).
+var _ emukit.Admin = (*Server)(nil)
+
+// SetFaults replaces the armed faults (persisted with the state, so every process sharing a StateDir
+// sees them).
+func (s *Server) SetFaults(f emukit.Faults) error {
+	return s.update(func(st *state) error {
+		st.Faults = f
+		return nil
+	})
+}
+
+// Faults returns the armed faults, with counters as far as they have run down.
+func (s *Server) Faults() (emukit.Faults, error) {
+	var f emukit.Faults
+	err := s.update(func(st *state) error {
+		f = st.Faults
+		return nil
+	})
+	return f, err
+}
+
+// Stats counts the instances ever launched (lost launch answers included) and lists the live ones (not
+// terminating or terminated), oldest first.
+func (s *Server) Stats() (emukit.Stats, error) {
+	out := emukit.Stats{Live: []emukit.Machine{}}
+	err := s.update(func(st *state) error {
+		out.Created = st.Created
+		for _, in := range sortedInstances(st) {
+			if in.TerminatedAt == nil {
+				name := ""
+				if in.Name != nil {
+					name = *in.Name
+				}
+				out.Live = append(out.Live, emukit.Machine{ID: in.ID, Name: name})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// InstanceInfo is an emulator-side summary of one instance.
+type InstanceInfo struct {
+	ID           string
+	Name         string
+	Region       string
+	InstanceType string
+	Status       string
+	SSHKeyNames  []string
+	UserData     string
+}
+
+// Instances lists every instance still known (terminated ones until they are forgotten), oldest first,
+// with Lambda's status words.
+func (s *Server) Instances() []InstanceInfo {
+	var out []InstanceInfo
+	_ = s.update(func(st *state) error {
+		now := s.opts.Now()
+		for _, in := range sortedInstances(st) {
+			name := ""
+			if in.Name != nil {
+				name = *in.Name
+			}
+			out = append(out, InstanceInfo{ID: in.ID, Name: name, Region: in.Region, InstanceType: in.InstanceType,
+				Status: s.statusOf(in, now), SSHKeyNames: append([]string(nil), in.SSHKeyNames...), UserData: in.UserData})
+		}
+		return nil
+	})
+	return out
+}
+
+// RequestCount is how many requests reached an endpoint, keyed "METHOD /path" with ids replaced by
+// {id}, e.g. "POST /instance-operations/launch", "GET /instances/{id}". Faulted and refused answers
+// count; admin requests do not.
+func (s *Server) RequestCount(key string) int {
+	n := 0
+	_ = s.update(func(st *state) error {
+		n = st.Requests[key]
+		return nil
+	})
+	return n
+}
+
+// SSHKeyNames lists the names of the account's SSH keys, oldest first.
+func (s *Server) SSHKeyNames() []string {
+	var out []string
+	_ = s.update(func(st *state) error {
+		for _, k := range sortedKeys(st) {
+			out = append(out, k.Name)
+		}
+		return nil
+	})
+	return out
+}

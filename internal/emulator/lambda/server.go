@@ -1,0 +1,643 @@
+// Package lambda is a local emulator of the Lambda Cloud API v1 (Lambda's on-demand GPU cloud), for
+// tests and for a provider configured with emulator_dir. It answers like the real API as its OpenAPI
+// document and public clients describe it:
+//
+//   - every successful answer is {"data": ...}; every error {"error": {"code", "message",
+//     "suggestion"}} with field_errors for invalid parameters;
+//   - an API key as a bearer token (or as the user of HTTP basic auth); a missing or wrong key is 401
+//     global/invalid-api-key;
+//   - GET /instance-types is an object keyed by type name with price_cents_per_hour, specs (vcpus,
+//     memory_gib, storage_gib, gpus), gpu_description and regions_with_capacity_available;
+//   - POST /instance-operations/launch takes exactly one SSH key name, a name of at most 64 characters
+//     and quantity 1, and answers {"instance_ids": [...]}; no capacity is 400
+//     instance-operations/launch/insufficient-capacity; names need not be unique;
+//   - instances move booting -> active (the ip appears half-way through booting), or to unhealthy when
+//     their boot fails; terminate moves them to terminating, then terminated, and after
+//     TerminatedRetention they are forgotten (404 global/object-does-not-exist);
+//   - GET/POST/DELETE /ssh-keys; a POST without public_key generates a key pair and answers the private
+//     key.
+//
+// Where the real API's behaviour could not be confirmed the emulator picks one and says so: the status
+// and code of a 429 (429 global/too-many-requests here), terminating an instance that is already
+// terminating (400 global/invalid-parameters here), a duplicate SSH key name (400 global/duplicate).
+//
+// Faults use the shared vocabulary (emukit.Faults); the Server is an emukit.Admin and serves
+// emukit.AdminHandler under emukit.AdminPath ("/_emulator/") next to the API.
+//
+// State is in memory, or in a JSON file under Options.StateDir shared (under flock) by every emulator
+// process using that directory. Statuses are computed from timestamps stored in the state, so they
+// progress across process restarts.
+package lambda
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+)
+
+// BasePath is the path prefix of every endpoint; a client's base URL is the server's URL + BasePath.
+const BasePath = "/api/v1"
+
+// DefaultAPIKey is the API key the emulator accepts by default.
+const DefaultAPIKey = "hydra-emulator-lambda-api-key"
+
+// MaxNameLength is the longest instance or SSH key name accepted ("Must be 64 characters or fewer").
+const MaxNameLength = 64
+
+// Options configure an emulator.
+type Options struct {
+	// StateDir holds the cloud's state as a JSON file ("" keeps it in memory).
+	StateDir string
+	// APIKey is the only key accepted (default DefaultAPIKey).
+	APIKey string
+	// BootDuration is how long a new instance boots before it is active (default 30s; real machines take
+	// minutes). Its ip appears half-way through.
+	BootDuration time.Duration
+	// TerminateDuration is how long a terminated instance stays terminating (default 10s).
+	TerminateDuration time.Duration
+	// TerminatedRetention is how long a terminated instance is still answered, with status terminated,
+	// before it is forgotten (default 5m).
+	TerminatedRetention time.Duration
+	// Catalog is the instance types with prices and capacity (default DefaultCatalog()).
+	Catalog []CatalogEntry
+	// Regions are the regions (default DefaultRegions()).
+	Regions []Region
+	// InstanceIP, when set, is the ip every instance reports (e.g. "127.0.0.1" to reach a local sshd);
+	// otherwise each instance gets its own address in 203.0.113.0/24 and 198.18.0.0/15.
+	InstanceIP string
+	// Now is the clock (default time.Now); tests inject a fake one to move statuses along.
+	Now func() time.Time
+}
+
+// Server is the emulated Lambda Cloud API, an http.Handler (the API under BasePath, the admin surface
+// under emukit.AdminPath).
+type Server struct {
+	opts    Options
+	catalog map[string]CatalogEntry
+	regions map[string]Region
+	store   *emukit.Store[state]
+	handler http.Handler
+}
+
+// New builds an emulator.
+func New(opts Options) *Server {
+	if opts.APIKey == "" {
+		opts.APIKey = DefaultAPIKey
+	}
+	if opts.BootDuration <= 0 {
+		opts.BootDuration = 30 * time.Second
+	}
+	if opts.TerminateDuration <= 0 {
+		opts.TerminateDuration = 10 * time.Second
+	}
+	if opts.TerminatedRetention <= 0 {
+		opts.TerminatedRetention = 5 * time.Minute
+	}
+	if opts.Catalog == nil {
+		opts.Catalog = DefaultCatalog()
+	}
+	if opts.Regions == nil {
+		opts.Regions = DefaultRegions()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts, catalog: map[string]CatalogEntry{}, regions: map[string]Region{},
+		store: emukit.NewStore[state](opts.StateDir, "lambda-state")}
+	for _, c := range opts.Catalog {
+		s.catalog[c.Name] = c
+	}
+	for _, r := range opts.Regions {
+		s.regions[r.Name] = r
+	}
+	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
+	return s
+}
+
+// Start serves the emulator on addr (e.g. "127.0.0.1:0") and returns the base URL clients use
+// (including /api/v1) and a function that stops it.
+func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
+	baseURL, stop, err = emukit.Serve(addr, s)
+	if err != nil {
+		return "", nil, err
+	}
+	return baseURL + BasePath, stop, nil
+}
+
+// ServeHTTP answers one API or admin request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// reply is one answer, built while the state is locked and written after.
+type reply struct {
+	status      int
+	contentType string
+	header      http.Header
+	body        []byte
+}
+
+// dataReply is a successful answer: {"data": v}.
+func dataReply(status int, v any) reply {
+	b, err := json.Marshal(map[string]any{"data": v})
+	if err != nil {
+		return errReply(http.StatusInternalServerError, "global/unknown", err.Error(), "")
+	}
+	return reply{status: status, contentType: "application/json", body: b}
+}
+
+type apiError struct {
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Suggestion string `json:"suggestion,omitempty"`
+}
+
+// errReply is Lambda's error answer.
+func errReply(status int, code, msg, suggestion string) reply {
+	b, _ := json.Marshal(map[string]any{"error": apiError{Code: code, Message: msg, Suggestion: suggestion}})
+	return reply{status: status, contentType: "application/json", body: b}
+}
+
+// invalid is 400 global/invalid-parameters with the offending field in field_errors.
+func invalid(field, msg string) reply {
+	b, _ := json.Marshal(map[string]any{
+		"error":        apiError{Code: "global/invalid-parameters", Message: "Invalid request data."},
+		"field_errors": map[string]apiError{field: {Code: "global/invalid-parameters", Message: msg}},
+	})
+	return reply{status: http.StatusBadRequest, contentType: "application/json", body: b}
+}
+
+func notFound(msg string) reply {
+	return errReply(http.StatusNotFound, "global/object-does-not-exist", msg, "")
+}
+
+// serveAPI answers one API request, or a fault in its place.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	path, ok := strings.CutPrefix(r.URL.Path, BasePath)
+	if !ok {
+		writeReply(w, notFound("Not found."))
+		return
+	}
+	path = "/" + strings.Trim(path, "/")
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeReply(w, invalid("body", "Could not read the request body."))
+		return
+	}
+	var rep reply
+	var latency time.Duration
+	err = s.update(func(st *state) error {
+		latency = time.Duration(st.Faults.Latency)
+		st.Requests[r.Method+" "+routeKey(path)]++
+		if f, hit := fault(st); hit {
+			rep = f
+			return nil
+		}
+		if rep, ok = s.authenticate(r); !ok {
+			return nil
+		}
+		rep = s.route(st, r.Method, path, body)
+		return nil
+	})
+	if err != nil {
+		rep = errReply(http.StatusInternalServerError, "global/unknown", "emulator state: "+err.Error(), "")
+	}
+	if !emukit.Delay(r.Context(), latency) {
+		return
+	}
+	writeReply(w, rep)
+}
+
+func writeReply(w http.ResponseWriter, rep reply) {
+	for k, vs := range rep.header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if len(rep.body) > 0 && rep.contentType != "" {
+		w.Header().Set("Content-Type", rep.contentType)
+	}
+	w.WriteHeader(rep.status)
+	if len(rep.body) > 0 {
+		w.Write(rep.body) //nolint:errcheck
+	}
+}
+
+// routeKey turns a path into its endpoint template for request counting ("/instances/{id}").
+func routeKey(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) == 2 && (parts[0] == "instances" || parts[0] == "ssh-keys") {
+		parts[1] = "{id}"
+	}
+	return "/" + strings.Join(parts, "/")
+}
+
+// fault answers the request with an armed 429 or 5xx, in Lambda's error shape, before it is acted on.
+func fault(st *state) (reply, bool) {
+	status, header := st.Faults.Take(http.StatusInternalServerError)
+	switch {
+	case status == http.StatusTooManyRequests:
+		// Not confirmed: the body of Lambda's 429 (clients check the status only).
+		rep := errReply(status, "global/too-many-requests", "Too many requests.", "Slow down and try again.")
+		rep.header = header
+		return rep, true
+	case status != 0:
+		return errReply(status, "global/unknown", "Something unexpected occurred.", "Try again later."), true
+	}
+	return reply{}, false
+}
+
+// authenticate checks the API key: a bearer token, or the user of HTTP basic auth ("curl -u KEY:").
+func (s *Server) authenticate(r *http.Request) (reply, bool) {
+	key := ""
+	h := r.Header.Get("Authorization")
+	if tok, ok := strings.CutPrefix(h, "Bearer "); ok {
+		key = strings.TrimSpace(tok)
+	} else if user, _, ok := r.BasicAuth(); ok {
+		key = user
+	}
+	const suggestion = "Check your API key or create a new one, then try again."
+	switch {
+	case key == "":
+		return errReply(http.StatusUnauthorized, "global/invalid-api-key", "No API key was provided.", suggestion), false
+	case subtle.ConstantTimeCompare([]byte(key), []byte(s.opts.APIKey)) != 1:
+		return errReply(http.StatusUnauthorized, "global/invalid-api-key", "API key was invalid, expired, or deleted.", suggestion), false
+	}
+	return reply{}, true
+}
+
+func (s *Server) route(st *state, method, path string, body []byte) reply {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	id := ""
+	if len(parts) > 1 {
+		id, _ = url.PathUnescape(parts[1])
+	}
+	switch {
+	case path == "/instance-types" && method == http.MethodGet:
+		return s.instanceTypes(st)
+	case path == "/regions" && method == http.MethodGet:
+		return dataReply(http.StatusOK, s.opts.Regions)
+	case path == "/instances" && method == http.MethodGet:
+		return s.listInstances(st)
+	case parts[0] == "instances" && len(parts) == 2 && method == http.MethodGet:
+		return s.getInstance(st, id)
+	case path == "/instance-operations/launch" && method == http.MethodPost:
+		return s.launch(st, body)
+	case path == "/instance-operations/terminate" && method == http.MethodPost:
+		return s.terminate(st, body)
+	case path == "/ssh-keys" && method == http.MethodGet:
+		return s.listKeys(st)
+	case path == "/ssh-keys" && method == http.MethodPost:
+		return s.addKey(st, body)
+	case parts[0] == "ssh-keys" && len(parts) == 2 && method == http.MethodDelete:
+		return s.deleteKey(st, id)
+	}
+	return notFound("Not found.")
+}
+
+// ---- catalog ----
+
+func (s *Server) typeView(c CatalogEntry) map[string]any {
+	return map[string]any{
+		"name":                 c.Name,
+		"description":          c.Description,
+		"gpu_description":      c.GPUDescription,
+		"price_cents_per_hour": c.PriceCentsPerHour,
+		"specs": map[string]any{
+			"vcpus": c.VCPUs, "memory_gib": c.MemoryGiB, "storage_gib": c.StorageGiB, "gpus": c.GPUs,
+		},
+	}
+}
+
+// free is how many more machines of a type may start in a region.
+func (s *Server) free(st *state, c CatalogEntry, region string) int {
+	used := 0
+	for _, in := range st.Instances {
+		if in.TerminatedAt == nil && in.InstanceType == c.Name && in.Region == region {
+			used++
+		}
+	}
+	return c.Capacity[region] - used
+}
+
+func (s *Server) instanceTypes(st *state) reply {
+	out := map[string]any{}
+	for _, c := range s.opts.Catalog {
+		regions := []Region{}
+		for _, r := range s.opts.Regions {
+			if s.free(st, c, r.Name) > 0 {
+				regions = append(regions, r)
+			}
+		}
+		out[c.Name] = map[string]any{"instance_type": s.typeView(c), "regions_with_capacity_available": regions}
+	}
+	return dataReply(http.StatusOK, out)
+}
+
+// ---- instances ----
+
+// statusOf computes an instance's status from its stored timestamps.
+func (s *Server) statusOf(in *instance, now time.Time) string {
+	if in.TerminatedAt != nil {
+		if now.Before(in.TerminatedAt.Add(time.Duration(in.Terminate))) {
+			return "terminating"
+		}
+		return "terminated"
+	}
+	switch {
+	case now.Sub(in.CreatedAt) < time.Duration(in.Boot):
+		return "booting"
+	case in.FailBoot:
+		return "unhealthy"
+	}
+	return "active"
+}
+
+// gone reports whether a terminated instance is past its retention and no longer answered.
+func (s *Server) gone(in *instance, now time.Time) bool {
+	return in.TerminatedAt != nil &&
+		!now.Before(in.TerminatedAt.Add(time.Duration(in.Terminate)+s.opts.TerminatedRetention))
+}
+
+func unavailable(code, desc string) map[string]any {
+	return map[string]any{"available": false, "reason_code": code, "reason_description": desc}
+}
+
+func (s *Server) instanceView(in *instance, now time.Time) map[string]any {
+	status := s.statusOf(in, now)
+	c := s.catalog[in.InstanceType]
+	var ip, privateIP, hostname any
+	if in.TerminatedAt != nil || now.Sub(in.CreatedAt) >= time.Duration(in.Boot)/2 {
+		ip, privateIP = in.IP, in.PrivateIP
+		hostname = strings.ReplaceAll(in.IP, ".", "-") // not confirmed: the form of Lambda's hostnames
+	}
+	yes := map[string]any{"available": true}
+	actions := map[string]any{"migrate": yes, "rebuild": yes, "restart": yes, "cold_reboot": yes, "terminate": yes}
+	switch status {
+	case "booting":
+		no := unavailable("vm-has-not-launched", "The instance has not launched yet.")
+		actions = map[string]any{"migrate": no, "rebuild": no, "restart": no, "cold_reboot": no, "terminate": yes}
+	case "terminating", "terminated":
+		no := unavailable("vm-is-terminating", "The instance is terminating.")
+		actions = map[string]any{"migrate": no, "rebuild": no, "restart": no, "cold_reboot": no, "terminate": no}
+	}
+	out := map[string]any{
+		"id":                in.ID,
+		"status":            status,
+		"ssh_key_names":     in.SSHKeyNames,
+		"file_system_names": []string{},
+		"region":            s.regions[in.Region],
+		"instance_type":     s.typeView(c),
+		"jupyter_token":     in.JupyterToken,
+		"jupyter_url":       "https://jupyter-" + in.ID + ".lambdaspaces.com/?token=" + in.JupyterToken,
+		"is_reserved":       false,
+		"actions":           actions,
+	}
+	// Optional fields are left out, not null, when they have no value.
+	if in.Name != nil {
+		out["name"] = *in.Name
+	}
+	if ip != nil {
+		out["ip"], out["private_ip"], out["hostname"] = ip, privateIP, hostname
+	}
+	return out
+}
+
+func (s *Server) listInstances(st *state) reply {
+	now := s.opts.Now()
+	out := []map[string]any{}
+	for _, in := range sortedInstances(st) {
+		out = append(out, s.instanceView(in, now))
+	}
+	return dataReply(http.StatusOK, out)
+}
+
+func (s *Server) getInstance(st *state, id string) reply {
+	in, ok := st.Instances[id]
+	if !ok {
+		return notFound("Specified instance does not exist.")
+	}
+	return dataReply(http.StatusOK, s.instanceView(in, s.opts.Now()))
+}
+
+func (s *Server) launch(st *state, body []byte) reply {
+	var req struct {
+		RegionName       string           `json:"region_name"`
+		InstanceTypeName string           `json:"instance_type_name"`
+		SSHKeyNames      []string         `json:"ssh_key_names"`
+		FileSystemNames  []string         `json:"file_system_names"`
+		Quantity         *int             `json:"quantity"`
+		Name             *string          `json:"name"`
+		UserData         string           `json:"user_data"`
+		Image            *json.RawMessage `json:"image"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return invalid("body", "The request body is not valid JSON.")
+	}
+	if _, ok := s.regions[req.RegionName]; !ok {
+		return invalid("region_name", fmt.Sprintf("Unknown region %q.", req.RegionName))
+	}
+	c, ok := s.catalog[req.InstanceTypeName]
+	if !ok {
+		return invalid("instance_type_name", fmt.Sprintf("Unknown instance type %q.", req.InstanceTypeName))
+	}
+	if len(req.SSHKeyNames) != 1 {
+		return invalid("ssh_key_names", "Currently, exactly one SSH key must be specified.")
+	}
+	if req.Quantity != nil && *req.Quantity != 1 {
+		return invalid("quantity", "Quantity must be 1.")
+	}
+	if req.Name != nil && len(*req.Name) > MaxNameLength {
+		return invalid("name", fmt.Sprintf("Must be %d characters or fewer.", MaxNameLength))
+	}
+	if req.Image != nil {
+		return invalid("image", "The emulator offers only the default image.")
+	}
+	found := false
+	for _, k := range st.SSHKeys {
+		found = found || k.Name == req.SSHKeyNames[0]
+	}
+	if !found {
+		return errReply(http.StatusBadRequest, "global/object-does-not-exist",
+			fmt.Sprintf("SSH key %q does not exist.", req.SSHKeyNames[0]), "Add the SSH key to your account, or check its name.")
+	}
+	if len(req.FileSystemNames) > 0 {
+		return errReply(http.StatusBadRequest, "global/object-does-not-exist",
+			fmt.Sprintf("File system %q does not exist.", req.FileSystemNames[0]), "Check the file system's name.")
+	}
+	if st.Faults.SoldOut || s.free(st, c, req.RegionName) <= 0 {
+		return errReply(http.StatusBadRequest, "instance-operations/launch/insufficient-capacity",
+			"Not enough capacity to fulfill launch request.", "Choose an instance type with more availability, or try again later.")
+	}
+	st.IPSeq++
+	ip := s.opts.InstanceIP
+	if ip == "" {
+		ip = fmt.Sprintf("203.0.113.%d", 1+st.IPSeq%254)
+	}
+	in := &instance{
+		ID:           emukit.RandomHex(16),
+		Name:         req.Name,
+		Region:       req.RegionName,
+		InstanceType: c.Name,
+		SSHKeyNames:  req.SSHKeyNames,
+		UserData:     req.UserData,
+		IP:           ip,
+		PrivateIP:    fmt.Sprintf("10.19.%d.%d", (st.IPSeq/254)%254, 1+st.IPSeq%254),
+		JupyterToken: emukit.RandomHex(16),
+		CreatedAt:    s.opts.Now(),
+		Boot:         int64(s.opts.BootDuration),
+		FailBoot:     st.Faults.TakeBootFailure(),
+	}
+	st.Instances[in.ID] = in
+	st.Created++
+	if st.Faults.TakeLostCreate() {
+		return reply{status: http.StatusBadGateway, contentType: "text/html",
+			body: []byte("<html><body><h1>502 Bad Gateway</h1></body></html>")}
+	}
+	return dataReply(http.StatusOK, map[string]any{"instance_ids": []string{in.ID}})
+}
+
+func (s *Server) terminate(st *state, body []byte) reply {
+	var req struct {
+		InstanceIDs []string `json:"instance_ids"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return invalid("body", "The request body is not valid JSON.")
+	}
+	if len(req.InstanceIDs) == 0 {
+		return invalid("instance_ids", "At least one instance id is required.")
+	}
+	now := s.opts.Now()
+	// The whole request fails if one id cannot be terminated; nothing is changed then.
+	for _, id := range req.InstanceIDs {
+		in, ok := st.Instances[id]
+		if !ok {
+			return notFound("Specified instance does not exist.")
+		}
+		if in.TerminatedAt != nil {
+			// Not confirmed: what Lambda answers for an instance that is already terminating.
+			return errReply(http.StatusBadRequest, "global/invalid-parameters",
+				fmt.Sprintf("Instance %s is already %s.", id, s.statusOf(in, now)), "")
+		}
+	}
+	out := []map[string]any{}
+	for _, id := range req.InstanceIDs {
+		in := st.Instances[id]
+		t := now
+		in.TerminatedAt = &t
+		in.Terminate = int64(s.opts.TerminateDuration)
+		out = append(out, s.instanceView(in, now))
+	}
+	return dataReply(http.StatusOK, map[string]any{"terminated_instances": out})
+}
+
+// ---- SSH keys ----
+
+func keyView(k *sshKey) map[string]any {
+	return map[string]any{"id": k.ID, "name": k.Name, "public_key": k.PublicKey}
+}
+
+func (s *Server) listKeys(st *state) reply {
+	out := []map[string]any{}
+	for _, k := range sortedKeys(st) {
+		out = append(out, keyView(k))
+	}
+	return dataReply(http.StatusOK, out)
+}
+
+func (s *Server) addKey(st *state, body []byte) reply {
+	var req struct {
+		Name      string  `json:"name"`
+		PublicKey *string `json:"public_key"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return invalid("body", "The request body is not valid JSON.")
+	}
+	switch {
+	case strings.TrimSpace(req.Name) == "":
+		return invalid("name", "A name is required.")
+	case len(req.Name) > MaxNameLength:
+		return invalid("name", fmt.Sprintf("Must be %d characters or fewer.", MaxNameLength))
+	}
+	for _, k := range st.SSHKeys {
+		if k.Name == req.Name {
+			// Not confirmed: the status and message Lambda answers for a duplicate name.
+			return errReply(http.StatusBadRequest, "global/duplicate",
+				fmt.Sprintf("An SSH key named %q already exists.", req.Name), "Use a different name.")
+		}
+	}
+	k := &sshKey{ID: emukit.RandomHex(16), Name: req.Name, CreatedAt: s.opts.Now()}
+	view := map[string]any{}
+	if req.PublicKey != nil && strings.TrimSpace(*req.PublicKey) != "" {
+		pub := strings.TrimSpace(*req.PublicKey)
+		if len(pub) > 4096 {
+			return invalid("public_key", "Must be 4096 characters or fewer.")
+		}
+		if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(pub)); err != nil {
+			return invalid("public_key", "Invalid public key.")
+		}
+		k.PublicKey = pub
+		view = keyView(k)
+	} else {
+		pub, priv, err := generateKey(req.Name)
+		if err != nil {
+			return errReply(http.StatusInternalServerError, "global/unknown", "Something unexpected occurred.", "")
+		}
+		k.PublicKey = pub
+		view = keyView(k)
+		view["private_key"] = priv
+	}
+	st.SSHKeys[k.ID] = k
+	return dataReply(http.StatusOK, view)
+}
+
+// generateKey makes an ed25519 key pair: the public key as an authorized_keys line, the private key in
+// OpenSSH PEM form.
+func generateKey(comment string) (string, string, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return "", "", err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, comment)
+	if err != nil {
+		return "", "", err
+	}
+	line := sshPub.Type() + " " + base64.StdEncoding.EncodeToString(sshPub.Marshal()) + " " + comment
+	return line, string(pem.EncodeToMemory(block)), nil
+}
+
+func (s *Server) deleteKey(st *state, id string) reply {
+	k, ok := st.SSHKeys[id]
+	if !ok {
+		return notFound("Specified SSH key does not exist.")
+	}
+	for _, in := range st.Instances {
+		if in.TerminatedAt != nil {
+			continue
+		}
+		for _, n := range in.SSHKeyNames {
+			if n == k.Name {
+				return errReply(http.StatusBadRequest, "ssh-keys/key-in-use", "The SSH key is in use by an instance.",
+					"Terminate the instances using the key first.")
+			}
+		}
+	}
+	delete(st.SSHKeys, id)
+	return dataReply(http.StatusOK, map[string]any{})
+}

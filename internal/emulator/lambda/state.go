@@ -1,0 +1,106 @@
+package lambda
+
+import (
+	"sort"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+)
+
+type instance struct {
+	ID           string     `json:"id"`
+	Name         *string    `json:"name"`
+	Region       string     `json:"region"`
+	InstanceType string     `json:"instance_type"`
+	SSHKeyNames  []string   `json:"ssh_key_names"`
+	UserData     string     `json:"user_data,omitempty"`
+	IP           string     `json:"ip"`
+	PrivateIP    string     `json:"private_ip"`
+	JupyterToken string     `json:"jupyter_token"`
+	CreatedAt    time.Time  `json:"created_at"`
+	Boot         int64      `json:"boot_ns"`
+	FailBoot     bool       `json:"fail_boot"`
+	TerminatedAt *time.Time `json:"terminated_at,omitempty"`
+	Terminate    int64      `json:"terminate_ns"`
+}
+
+type sshKey struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	PublicKey string    `json:"public_key"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// state is the whole emulated cloud.
+type state struct {
+	Instances map[string]*instance `json:"instances"`
+	SSHKeys   map[string]*sshKey   `json:"ssh_keys"`
+	// Faults are the armed faults (the shared vocabulary). They live in the state, so with a StateDir
+	// every process sharing it sees them.
+	Faults   emukit.Faults  `json:"faults"`
+	Created  int            `json:"created"`
+	Requests map[string]int `json:"requests"`
+	IPSeq    int            `json:"ip_seq"`
+}
+
+func newState() *state {
+	s := &state{}
+	s.init()
+	return s
+}
+
+func (s *state) init() {
+	if s.Instances == nil {
+		s.Instances = map[string]*instance{}
+	}
+	if s.SSHKeys == nil {
+		s.SSHKeys = map[string]*sshKey{}
+	}
+	if s.Requests == nil {
+		s.Requests = map[string]int{}
+	}
+}
+
+// update runs fn on the state: in memory, or loaded from StateDir under an exclusive flock and saved
+// back afterwards, so several processes sharing the directory see one cloud. Instances terminated longer
+// ago than TerminatedRetention are forgotten first, as Lambda forgets them.
+func (s *Server) update(fn func(st *state) error) error {
+	return s.store.Update(newState, func(st *state) (bool, error) {
+		st.init()
+		now := s.opts.Now()
+		for id, in := range st.Instances {
+			if s.gone(in, now) {
+				delete(st.Instances, id)
+			}
+		}
+		return true, fn(st)
+	})
+}
+
+func sortedInstances(st *state) []*instance {
+	out := make([]*instance, 0, len(st.Instances))
+	for _, in := range st.Instances {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func sortedKeys(st *state) []*sshKey {
+	out := make([]*sshKey, 0, len(st.SSHKeys))
+	for _, k := range st.SSHKeys {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}

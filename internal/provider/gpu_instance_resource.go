@@ -463,8 +463,8 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Invalid offer_id", err.Error())
 			return
 		}
-		if msg := r.checkPinnedOffer(parsed, offerReq); msg != "" {
-			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Offer does not match the request", msg)
+		if err := r.data.cp.CheckPinned(parsed, offerReq); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Offer does not match the request", pinnedMismatchDetail(err))
 			return
 		}
 		setOfferFields(&plan, r.data.cp, parsed)
@@ -551,25 +551,18 @@ func logOfferChoice(ctx context.Context, best controlplane.Offer, res controlpla
 	tflog.Info(ctx, "cheapest GPU offer chosen", fields)
 }
 
-// checkPinnedOffer says what is wrong with a pinned offer for this request ("" when it fits).
-func (r *gpuInstanceResource) checkPinnedOffer(p controlplane.ParsedOfferID, req controlplane.OfferRequest) string {
-	pm, ok := r.data.cp.Manager().Pool(p.Pool)
-	if !ok {
-		return fmt.Sprintf("offer_id names pool %q, which is not configured", p.Pool)
+// pinnedMismatchDetail words a pinned offer's mismatch in the resource's attribute names.
+func pinnedMismatchDetail(err error) string {
+	var me *controlplane.MismatchError
+	if !errors.As(err, &me) {
+		return err.Error()
 	}
-	switch {
-	case pm.Pool.Kind != req.Kind:
-		return fmt.Sprintf("offer_id is from pool %s of kind %q, but kind is %q", p.Pool, pm.Pool.Kind, req.Kind)
-	case len(req.Clouds) > 0 && !containsString(req.Clouds, pm.Pool.Cloud):
-		return fmt.Sprintf("offer_id is from cloud %q, which clouds does not allow", pm.Pool.Cloud)
-	case len(req.Regions) > 0 && !containsString(req.Regions, p.Region):
-		return fmt.Sprintf("offer_id is in region %q, which regions does not allow", p.Region)
-	case p.Spot && !req.AllowSpot:
-		return "offer_id is a spot offer, but spot is false"
-	case req.MaxPricePerHour > 0 && p.PricePerHour > req.MaxPricePerHour+1e-9:
-		return fmt.Sprintf("offer_id costs $%s/h, above max_price_per_hour $%s/h", controlplane.FormatPrice(p.PricePerHour), controlplane.FormatPrice(req.MaxPricePerHour))
+	attr := map[string]string{"kind": "kind", "clouds": "clouds", "regions": "regions", "spot": "spot", "max_price_per_hour": "max_price_per_hour"}[me.Field]
+	if attr == "" {
+		return fmt.Sprintf("offer_id %s does not fit: %s.", me.OfferID, me.Msg)
 	}
-	return ""
+	return fmt.Sprintf("offer_id %s does not fit this resource's `%s`: %s. Pin an offer that matches (for example from a "+
+		"hydra_gpu_offer data source with the same request), or leave offer_id unset to let hydra choose.", me.OfferID, attr, me.Msg)
 }
 
 func setOfferFields(m *gpuInstanceModel, cp *controlplane.ControlPlane, p controlplane.ParsedOfferID) {
@@ -824,46 +817,23 @@ func warnInterrupted(m *gpuInstanceModel, summary string) diag.Diagnostics {
 }
 
 // candidateOffers returns the offers Create may launch, best first: the planned one, or with
-// allow_fallback every acceptable offer right now.
+// allow_fallback every acceptable offer right now. The rules live in the control plane; this words
+// its refusals for Terraform users.
 func (r *gpuInstanceResource) candidateOffers(ctx context.Context, plan *gpuInstanceModel, req controlplane.OfferRequest) ([]controlplane.Offer, error) {
+	pinned := ""
 	if !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull() {
-		parsed, err := controlplane.ParseOfferID(plan.OfferID.ValueString())
-		if err != nil {
-			return nil, err
-		}
-		pm, ok := r.data.cp.Manager().Pool(parsed.Pool)
-		if !ok {
-			return nil, fmt.Errorf("pool %q of offer %s is not configured", parsed.Pool, plan.OfferID.ValueString())
-		}
-		planned := controlplane.Offer{
-			ID: plan.OfferID.ValueString(), Cloud: pm.Pool.Cloud, Pool: parsed.Pool, Region: parsed.Region,
-			InstanceType: parsed.InstanceType, GPUType: req.GPUType, GPUCount: req.GPUCount,
-			PricePerHour: parsed.PricePerHour, Spot: parsed.Spot, Available: -1,
-		}
-		// Never charge more than the plan showed.
-		res, err := r.data.cp.Offers(ctx, req, true)
-		if err == nil {
-			for _, o := range append(res.Offers, res.Ineligible...) {
-				if o.Pool != parsed.Pool || o.Region != parsed.Region || o.InstanceType != parsed.InstanceType || o.Spot != parsed.Spot {
-					continue
-				}
-				if o.PricePerHour > parsed.PricePerHour+1e-9 {
-					return nil, fmt.Errorf("the price of offer %s rose from $%s/h at plan time to $%s/h; run `terraform plan` again to see the new price",
-						plan.OfferID.ValueString(), controlplane.FormatPrice(parsed.PricePerHour), controlplane.FormatPrice(o.PricePerHour))
-				}
-				planned.Details = o.Details // what the cloud needs again at create (upstream ids, auction ids)
-			}
-		}
-		return []controlplane.Offer{planned}, nil
+		pinned = plan.OfferID.ValueString()
 	}
-	res, err := r.data.cp.Offers(ctx, req, true)
-	if err != nil {
-		return nil, err
+	offers, err := r.data.cp.LaunchOffers(ctx, req, pinned)
+	var rose *controlplane.PriceRoseError
+	var none *controlplane.NoOfferError
+	switch {
+	case errors.As(err, &rose):
+		return nil, fmt.Errorf("%w; run `terraform plan` again to see the new price", err)
+	case errors.As(err, &none):
+		return nil, errors.New(noOfferDetail(none.Request, none.Result))
 	}
-	if len(res.Offers) == 0 {
-		return nil, errors.New(noOfferDetail(req, res))
-	}
-	return res.Offers, nil
+	return offers, err
 }
 
 // bringUp waits for the machine to run and provisions it, saving state at every step. Errors are

@@ -1,0 +1,101 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+)
+
+// MismatchError says how a pinned offer does not fit the request it is pinned to. Field names the
+// request's part that disagrees ("kind", "clouds", "regions", "spot", "max_price_per_hour", "pool").
+type MismatchError struct {
+	OfferID string
+	Field   string
+	Msg     string
+}
+
+func (e *MismatchError) Error() string { return fmt.Sprintf("offer %s: %s", e.OfferID, e.Msg) }
+
+// CheckPinned checks a pinned offer against the request it is pinned to, touching no cloud.
+func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
+	id := OfferID(Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
+	pm, ok := cp.manager.Pool(p.Pool)
+	if !ok {
+		return &MismatchError{id, "pool", fmt.Sprintf("it names pool %q, which is not configured", p.Pool)}
+	}
+	switch {
+	case pm.Pool.Kind != req.Kind:
+		return &MismatchError{id, "kind", fmt.Sprintf("it is from pool %s of kind %q, but the request's kind is %q", p.Pool, pm.Pool.Kind, req.Kind)}
+	case !cloudAllowed(req.Clouds, pm.Pool.Cloud):
+		return &MismatchError{id, "clouds", fmt.Sprintf("it is from cloud %q, which the request's clouds do not allow", pm.Pool.Cloud)}
+	case len(req.Regions) > 0 && !contains(req.Regions, p.Region):
+		return &MismatchError{id, "regions", fmt.Sprintf("it is in region %q, which the request's regions do not allow", p.Region)}
+	case p.Spot && !req.AllowSpot:
+		return &MismatchError{id, "spot", "it is a spot offer, but the request does not allow spot"}
+	case req.MaxPricePerHour > 0 && p.PricePerHour > req.MaxPricePerHour+1e-9:
+		return &MismatchError{id, "max_price_per_hour", fmt.Sprintf("it costs $%s/h, above the request's maximum of $%s/h", FormatPrice(p.PricePerHour), FormatPrice(req.MaxPricePerHour))}
+	}
+	return nil
+}
+
+// PriceRoseError says a pinned offer costs more now than when it was planned: hydra never charges
+// more than the plan showed.
+type PriceRoseError struct {
+	OfferID      string
+	Planned, Now float64
+}
+
+func (e *PriceRoseError) Error() string {
+	return fmt.Sprintf("the price of offer %s rose from $%s/h at plan time to $%s/h", e.OfferID, FormatPrice(e.Planned), FormatPrice(e.Now))
+}
+
+// NoOfferError says no offer matches a request now; Result says why each cloud said no.
+type NoOfferError struct {
+	Request OfferRequest
+	Result  OfferResult
+}
+
+func (e *NoOfferError) Error() string { return "no offer matches the request: " + e.Result.Explain() }
+
+// LaunchOffers returns the offers a create may launch, best first. With a pinned offer ID: that offer
+// alone, with the details the cloud needs again at create (upstream ids, auction ids), or a
+// *PriceRoseError when it costs more now than planned. Without one (the choice left to apply): every
+// acceptable offer now, or a *NoOfferError.
+func (cp *ControlPlane) LaunchOffers(ctx context.Context, req OfferRequest, pinnedID string) ([]Offer, error) {
+	if pinnedID == "" {
+		res, err := cp.Offers(ctx, req, true)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Offers) == 0 {
+			return nil, &NoOfferError{Request: req, Result: res}
+		}
+		return res.Offers, nil
+	}
+	p, err := ParseOfferID(pinnedID)
+	if err != nil {
+		return nil, err
+	}
+	pm, ok := cp.manager.Pool(p.Pool)
+	if !ok {
+		return nil, &MismatchError{pinnedID, "pool", fmt.Sprintf("it names pool %q, which is not configured", p.Pool)}
+	}
+	planned := Offer{
+		ID: pinnedID, Cloud: pm.Pool.Cloud, Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType,
+		GPUType: req.GPUType, GPUCount: req.GPUCount, PricePerHour: p.PricePerHour, Spot: p.Spot, Available: -1,
+	}
+	res, err := cp.Offers(ctx, req, true)
+	if err != nil {
+		// The offers could not be read again: create what was planned; the cloud refuses what it cannot do.
+		return []Offer{planned}, nil
+	}
+	for _, o := range append(res.Offers, res.Ineligible...) {
+		if o.Pool != p.Pool || o.Region != p.Region || o.InstanceType != p.InstanceType || o.Spot != p.Spot {
+			continue
+		}
+		if o.PricePerHour > p.PricePerHour+1e-9 {
+			return nil, &PriceRoseError{OfferID: pinnedID, Planned: p.PricePerHour, Now: o.PricePerHour}
+		}
+		planned.Details = o.Details
+	}
+	return []Offer{planned}, nil
+}

@@ -1,0 +1,72 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestCheckPinned(t *testing.T) {
+	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda"}}, Options{})
+	base := OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}
+	p := ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: 2.49}
+	spot := p
+	spot.Spot = true
+	cases := []struct {
+		name  string
+		p     ParsedOfferID
+		req   func(OfferRequest) OfferRequest
+		field string
+	}{
+		{"fits", p, func(r OfferRequest) OfferRequest { return r }, ""},
+		{"other kind", p, func(r OfferRequest) OfferRequest { r.Kind = "execlet"; return r }, "kind"},
+		{"cloud not allowed", p, func(r OfferRequest) OfferRequest { r.Clouds = []string{"upcloud"}; return r }, "clouds"},
+		{"region not allowed", p, func(r OfferRequest) OfferRequest { r.Regions = []string{"FIN-02"}; return r }, "regions"},
+		{"spot not allowed", spot, func(r OfferRequest) OfferRequest { return r }, "spot"},
+		{"above the cap", p, func(r OfferRequest) OfferRequest { r.MaxPricePerHour = 2.48; return r }, "max_price_per_hour"},
+		{"at the cap", p, func(r OfferRequest) OfferRequest { r.MaxPricePerHour = 2.49; return r }, ""},
+		{"unknown pool", ParsedOfferID{Pool: "nope", Region: "x", InstanceType: "y"}, func(r OfferRequest) OfferRequest { return r }, "pool"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := cp.CheckPinned(tc.p, tc.req(base))
+			var me *MismatchError
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("CheckPinned = %v, want it to fit", err)
+			case tc.field != "" && (!errors.As(err, &me) || me.Field != tc.field):
+				t.Fatalf("CheckPinned = %v, want a mismatch on %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestLaunchOffers(t *testing.T) {
+	ctx := context.Background()
+	req := OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}
+	newCP := func(price float64) *ControlPlane {
+		o := offer("FIN-01", "1H100", 1, price)
+		o.Details = map[string]string{"upstream": "u-1"}
+		return New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{o}}}, Options{})
+	}
+	const pinned = "verda-vm-pool/FIN-01/1H100/ondemand@2.49"
+
+	got, err := newCP(2.49).LaunchOffers(ctx, req, pinned)
+	if err != nil || len(got) != 1 || got[0].ID != pinned || got[0].Details["upstream"] != "u-1" {
+		t.Fatalf("pinned at the same price: %+v, %v", got, err)
+	}
+	if got, err := newCP(1.99).LaunchOffers(ctx, req, pinned); err != nil || got[0].PricePerHour != 2.49 {
+		t.Fatalf("pinned, now cheaper: %+v, %v (the planned price stands)", got, err)
+	}
+	var rose *PriceRoseError
+	if _, err := newCP(2.50).LaunchOffers(ctx, req, pinned); !errors.As(err, &rose) || rose.Planned != 2.49 || rose.Now != 2.50 {
+		t.Fatalf("pinned, now dearer: %v, want a PriceRoseError", err)
+	}
+	if got, err := newCP(2.49).LaunchOffers(ctx, req, ""); err != nil || len(got) != 1 {
+		t.Fatalf("left to apply: %+v, %v", got, err)
+	}
+	var none *NoOfferError
+	if _, err := newCP(2.49).LaunchOffers(ctx, OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: 1}, ""); !errors.As(err, &none) {
+		t.Fatalf("nothing matches: %v, want a NoOfferError", err)
+	}
+}

@@ -28,9 +28,9 @@ const (
 
 // Offer is something a cloud can rent now.
 type Offer struct {
-	// ID identifies the offer across plan and apply: "<pool>/<region>/<instance type>" plus "/spot" for
-	// spot capacity. Backends leave it empty; the control plane fills it when it expands a cloud's
-	// offers into its pools.
+	// ID identifies the offer across plan and apply, price included:
+	// "<pool>/<region>/<instance type>/<ondemand|spot>@<price>" (see OfferID and ParseOfferID). Backends
+	// leave it empty; the control plane fills it when it expands a cloud's offers into its pools.
 	ID string
 	// Cloud is the backend's name (Backend.Cloud()).
 	Cloud string

@@ -359,8 +359,9 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 		j := Journal{Dir: t.TempDir()}
 		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: j})
 		_, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
-		if !IsCapacity(err) || !strings.Contains(err.Error(), "allow_fallback = true") {
-			t.Fatalf("err = %v", err)
+		var soldOut *SoldOutError
+		if !IsCapacity(err) || !errors.As(err, &soldOut) || soldOut.OfferID != o1.ID {
+			t.Fatalf("err = %v, want a capacity error naming the planned offer", err)
 		}
 		if _, ok, _ := j.Get("x"); ok {
 			t.Error("a create that made nothing left a journal entry")

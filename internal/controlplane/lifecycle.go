@@ -84,11 +84,22 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 		log.Warn("no capacity for offer; trying the next", "offer", o.ID, "error", err)
 	}
 	if len(req.Offers) == 1 {
-		return Launched{}, Errorf(ErrCapacity, req.Offers[0].Cloud, "creating instance",
-			"the planned offer %s has no capacity any more (%s); run `terraform plan` again to choose another offer, or set allow_fallback = true to let apply take the next cheapest one", req.Offers[0].ID, tried[0])
+		return Launched{}, &SoldOutError{OfferID: req.Offers[0].ID, Cloud: req.Offers[0].Cloud, Reason: tried[0]}
 	}
 	return Launched{}, Errorf(ErrCapacity, "hydra", "creating instance", "every acceptable offer ran out of capacity: %v", tried)
 }
+
+// SoldOutError says the one planned offer has no capacity any more (a capacity error).
+type SoldOutError struct {
+	OfferID, Cloud, Reason string
+}
+
+func (e *SoldOutError) Error() string {
+	return fmt.Sprintf("%s: the planned offer %s has no capacity any more (%s)", e.Cloud, e.OfferID, e.Reason)
+}
+
+// Unwrap makes a SoldOutError a capacity error for KindOf and IsCapacity.
+func (e *SoldOutError) Unwrap() error { return &Error{Kind: ErrCapacity, Cloud: e.Cloud, Err: errors.New(e.Reason)} }
 
 // resumeIntent adopts the machine a journaled intent of this resource names, when it exists and
 // matches one of the acceptable offers. A leftover that no longer matches (the plan changed since) is

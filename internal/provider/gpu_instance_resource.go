@@ -735,6 +735,12 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		Name: name, Offers: offers, MaxPricePerHour: offerReq.MaxPricePerHour,
 		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
 	})
+	var soldOut *controlplane.SoldOutError
+	if errors.As(err, &soldOut) {
+		resp.Diagnostics.AddError(summary, err.Error()+"; run `terraform plan` again to choose another offer, or set "+
+			"allow_fallback = true to let apply take the next cheapest one. Nothing was created.")
+		return
+	}
 	if err != nil {
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
@@ -781,8 +787,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		tflog.Info(ctx, "adopted the machine an interrupted create of this resource left, instead of buying another", map[string]any{"id": launched.Instance.ID, "name": launched.Instance.Name})
 	}
 
-	var bring diag.Diagnostics
-	r.bringUp(ctx, &m, launched.Instance, launched.Pool, vars, save, &bring, summary)
+	bring := bringUp{r: r, m: &m, pool: launched.Pool, vars: vars, save: save, summary: summary}.run(ctx, launched.Instance)
 	if interrupted(ctx) {
 		// Returned without an error, the state must agree with the plan's known values; status says
 		// the machine is not provisioned yet, so the next plan resumes it.
@@ -836,54 +841,66 @@ func (r *gpuInstanceResource) candidateOffers(ctx context.Context, plan *gpuInst
 	return offers, err
 }
 
-// bringUp waits for the machine to run and provisions it, saving state at every step. Errors are
-// added to diags; the state keeps the machine either way.
-func (r *gpuInstanceResource) bringUp(ctx context.Context, m *gpuInstanceModel, inst controlplane.Instance, pool inventory.Pool,
-	vars map[string]any, save func(), diags *diag.Diagnostics, summary string) {
-	inst, err := r.data.cp.WaitRunning(ctx, inst, func(i controlplane.Instance) {
-		applyInstance(m, i)
-		save()
-	})
-	applyInstance(m, inst)
-	if err != nil {
-		save()
-		if !interrupted(ctx) {
-			diags.AddError(summary, err.Error()+"\n\nThe machine is kept in state (tainted) so it is not forgotten; the next apply replaces it.")
-		}
-		return
-	}
-	if inst.HostKey != "" {
-		m.HostKey = types.StringValue(inst.HostKey)
-	}
-	r.provision(ctx, m, inst, pool, vars, save, diags, summary)
+// bringUp takes one machine from wherever it is to ready: it waits for the machine to run, then
+// provisions it (or marks it ready when provisioning is off), recording every step in the resource's
+// state through save, so the state keeps the machine whatever happens.
+type bringUp struct {
+	r       *gpuInstanceResource
+	m       *gpuInstanceModel
+	pool    inventory.Pool
+	vars    map[string]any
+	save    func()
+	summary string
 }
 
-// provision runs provisioning (or marks the machine ready when provisioning is off).
-func (r *gpuInstanceResource) provision(ctx context.Context, m *gpuInstanceModel, inst controlplane.Instance, pool inventory.Pool,
-	vars map[string]any, save func(), diags *diag.Diagnostics, summary string) {
-	if !r.data.provisioning {
+// run waits for inst to run and provisions it.
+func (b bringUp) run(ctx context.Context, inst controlplane.Instance) diag.Diagnostics {
+	var diags diag.Diagnostics
+	inst, err := b.r.data.cp.WaitRunning(ctx, inst, func(i controlplane.Instance) {
+		applyInstance(b.m, i)
+		b.save()
+	})
+	applyInstance(b.m, inst)
+	if err != nil {
+		b.save()
+		if !interrupted(ctx) {
+			diags.AddError(b.summary, err.Error()+"\n\nThe machine is kept in state (tainted) so it is not forgotten; the next apply replaces it.")
+		}
+		return diags
+	}
+	if inst.HostKey != "" {
+		b.m.HostKey = types.StringValue(inst.HostKey)
+	}
+	return b.provision(ctx, inst)
+}
+
+// provision runs provisioning on a running inst (or marks it ready when provisioning is off).
+func (b bringUp) provision(ctx context.Context, inst controlplane.Instance) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m := b.m
+	if !b.r.data.provisioning {
 		m.Status = types.StringValue(string(controlplane.StatusReady))
 		m.ReadyAt = types.StringValue(time.Now().UTC().Format(time.RFC3339))
 		m.ProvisioningAttempts = types.Int64Value(0)
 		m.ProvisioningError = types.StringNull()
-		save()
-		return
+		b.save()
+		return diags
 	}
 	m.Status = types.StringValue(string(controlplane.StatusProvisioning))
-	save()
+	b.save()
 	spec := controlplane.ProvisionSpec{
-		Pool: pool, GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()),
-		HostKey: m.HostKey.ValueString(), Vars: vars, MaxAttempts: int(m.MaxProvisioningAttempts.ValueInt64()),
+		Pool: b.pool, GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()),
+		HostKey: m.HostKey.ValueString(), Vars: b.vars, MaxAttempts: int(m.MaxProvisioningAttempts.ValueInt64()),
 	}
-	out, err := r.data.cp.Provision(ctx, inst, spec, func(attempt int) {
+	out, err := b.r.data.cp.Provision(ctx, inst, spec, func(attempt int) {
 		m.ProvisioningAttempts = types.Int64Value(int64(attempt))
-		save()
+		b.save()
 	})
 	m.ProvisioningAttempts = types.Int64Value(int64(out.Attempts))
 	m.HostKey = stringOrNull(out.HostKey)
 	if err != nil && interrupted(ctx) {
-		save() // still provisioning: the next apply resumes it
-		return
+		b.save() // still provisioning: the next apply resumes it
+		return diags
 	}
 	if err != nil {
 		m.Status = types.StringValue(string(controlplane.StatusError))
@@ -892,15 +909,16 @@ func (r *gpuInstanceResource) provision(ctx context.Context, m *gpuInstanceModel
 			msg = fmt.Sprintf("host %s, task %q: %s", inst.Name, out.FailedTask, out.Message)
 		}
 		m.ProvisioningError = types.StringValue(truncate(msg, 1024))
-		save()
-		diags.AddError(summary, fmt.Sprintf("provisioning failed after %d attempt(s): %s\n\nThe machine is kept in state so it is not forgotten.", out.Attempts, err))
-		return
+		b.save()
+		diags.AddError(b.summary, fmt.Sprintf("provisioning failed after %d attempt(s): %s\n\nThe machine is kept in state so it is not forgotten.", out.Attempts, err))
+		return diags
 	}
 	m.Status = types.StringValue(string(controlplane.StatusReady))
 	m.ReadyAt = types.StringValue(out.ReadyAt.Format(time.RFC3339))
 	m.ProvisioningError = types.StringNull()
 	m.ProvisioningDigest = stringOrNull(out.Digest)
-	save()
+	b.save()
+	return diags
 }
 
 // applyInstance copies what the cloud reports into the model.
@@ -1091,11 +1109,12 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 	m.ProvisioningDigest = state.ProvisioningDigest
 	save := func() { resp.Diagnostics.Append(resp.State.Set(ctx, &m)...) }
 	applyInstance(&m, inst)
+	up := bringUp{r: r, m: &m, pool: pm.Pool, vars: vars, save: save, summary: summary}
 	var bring diag.Diagnostics
 	if inst.Status != controlplane.StatusRunning {
-		r.bringUp(ctx, &m, inst, pm.Pool, vars, save, &bring, summary)
+		bring = up.run(ctx, inst)
 	} else {
-		r.provision(ctx, &m, inst, pm.Pool, vars, save, &bring, summary)
+		bring = up.provision(ctx, inst)
 	}
 	if interrupted(ctx) {
 		if !plannedDigest.IsUnknown() {

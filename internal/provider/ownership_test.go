@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
@@ -274,4 +277,66 @@ func TestAccGPUInstance_otherCloudDown(t *testing.T) {
 				resource.TestCheckResourceAttr("hydra_gpu_instance.test", "cloud", "sandbox")),
 		}},
 	})
+}
+
+func TestAccGPUInstancesDataSource_orphans(t *testing.T) {
+	s := newTestSandbox(t)
+	// Another run's create that never completed: hydra's record, never confirmed, older than the grace.
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pool inventory.Pool
+	for _, p := range inv.Pools {
+		if p.Cloud == "sandbox" {
+			pool = p
+		}
+	}
+	offers, err := s.sb.Offers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	offer := offers[0]
+	offer.Pool = pool.Name
+	owner := controlplane.Ownership{Resource: "stray", Token: controlplane.NewOwnerToken()}
+	stray, err := s.sb.Create(context.Background(), controlplane.CreateRequest{Name: controlplane.CloudName(pool, "stray", owner.Token), Pool: pool, Offer: offer, Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // older than orphan_grace = "1s"
+	cfg := s.providerConfigIn(t.TempDir(), "") + testAccGPUInstanceConfig_basic("kept", "l4", "") + `
+data "hydra_gpu_instances" "all" {
+  depends_on = [hydra_gpu_instance.test]
+}
+`
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "instances.#", "2"),
+				resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.#", "1"),
+				resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.0", stray.Name),
+				resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
+					"id": stray.Name, "name": "stray", "ownership": "unconfirmed", "cloud": "sandbox",
+				}),
+				resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
+					"name": "kept", "ownership": "confirmed",
+				}),
+			),
+		}},
+	})
+	// Every plan names it, with the way out.
+	d := newCLIDirReattach(t, "")
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("planned", "l4", ""))
+	plan := d.mustRun("plan")
+	if !errorPattern("may be billed with no Terraform state holding them", stray.Name, stray.ID, "terraform import").MatchString(plan) {
+		t.Fatalf("the plan must warn about %s:\n%s", stray.Name, plan)
+	}
+	// The orphan is untouched: hydra never deletes a machine no state of its own holds.
+	if _, err := s.sb.Get(context.Background(), stray.ID); err != nil {
+		t.Fatalf("the orphan was touched: %v", err)
+	}
+	_ = s.sb.Delete(context.Background(), stray.ID)
 }

@@ -45,6 +45,8 @@ type ControlPlane struct {
 	flight singleflight.Group
 	mu     sync.Mutex
 	cache  map[string]cloudOffers
+	// listings holds each pool's machines as listed once in this walk (see listPool).
+	listings map[string][]Instance
 	// offerRequests counts the offer requests sent to each cloud (benchmarks and tests read it).
 	offerRequests map[string]int
 }
@@ -82,7 +84,7 @@ func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Optio
 		opts.OrphanGrace = 10 * time.Minute
 	}
 	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts,
-		cache: map[string]cloudOffers{}, offerRequests: map[string]int{}}
+		cache: map[string]cloudOffers{}, offerRequests: map[string]int{}, listings: map[string][]Instance{}}
 	var pools []*SinglePoolInstManager
 	for _, b := range backends {
 		cp.backends[b.Cloud()] = b

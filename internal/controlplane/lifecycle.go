@@ -44,6 +44,7 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 		return l, err
 	}
 
+	defer cp.forgetListings()
 	token := NewOwnerToken()
 	var tried []string
 	for i, o := range req.Offers {
@@ -99,7 +100,9 @@ func (e *SoldOutError) Error() string {
 }
 
 // Unwrap makes a SoldOutError a capacity error for KindOf and IsCapacity.
-func (e *SoldOutError) Unwrap() error { return &Error{Kind: ErrCapacity, Cloud: e.Cloud, Err: errors.New(e.Reason)} }
+func (e *SoldOutError) Unwrap() error {
+	return &Error{Kind: ErrCapacity, Cloud: e.Cloud, Err: errors.New(e.Reason)}
+}
 
 // resumeIntent adopts the machine a journaled intent of this resource names, when it exists and
 // matches one of the acceptable offers. A leftover that no longer matches (the plan changed since) is
@@ -337,6 +340,7 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst Instance, spec Provi
 // instance that is already gone is not an error.
 func (cp *ControlPlane) Terminate(ctx context.Context, ref InstanceRef) error {
 	log := cp.logger(ctx)
+	defer cp.forgetListings()
 	if err := cp.manager.Delete(ctx, ref); err != nil {
 		return err
 	}

@@ -65,15 +65,10 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pctx, cancel := context.WithTimeout(ctx, cp.opts.OfferTimeout)
-			defer cancel()
-			list, err := pm.List(pctx)
+			list, err := cp.listPool(ctx, pm)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				if pctx.Err() != nil && ctx.Err() == nil {
-					err = fmt.Errorf("timed out after %s", cp.opts.OfferTimeout)
-				}
 				res.Unreachable[pm.Pool.Cloud] = err.Error()
 				return
 			}
@@ -151,9 +146,7 @@ func (cp *ControlPlane) Named(ctx context.Context, name, kind string, clouds []s
 		if pm.Pool.Kind != kind || !cloudAllowed(clouds, pm.Pool.Cloud) {
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, cp.opts.OfferTimeout)
-		list, err := pm.ListPrefix(pctx, pm.Pool.Prefix+name)
-		cancel()
+		list, err := cp.listPool(ctx, pm)
 		if err != nil {
 			unreachable[pm.Pool.Cloud] = err.Error()
 			continue
@@ -169,4 +162,42 @@ func (cp *ControlPlane) Named(ctx context.Context, name, kind string, clouds []s
 		}
 	}
 	return out, unreachable
+}
+
+// listPool lists a pool's machines once per control plane (one Terraform walk) and shares the answer:
+// the orphan scan at configure time and every plan-time name check read the same listing. A failed
+// listing is not kept, so a later caller asks again.
+func (cp *ControlPlane) listPool(ctx context.Context, pm *SinglePoolInstManager) ([]Instance, error) {
+	cp.mu.Lock()
+	if list, ok := cp.listings[pm.Pool.Name]; ok {
+		cp.mu.Unlock()
+		return list, nil
+	}
+	cp.mu.Unlock()
+	v, err, _ := cp.flight.Do("list/"+pm.Pool.Name, func() (any, error) {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cp.opts.OfferTimeout)
+		defer cancel()
+		list, err := pm.List(pctx)
+		if err != nil {
+			if pctx.Err() != nil {
+				err = fmt.Errorf("timed out after %s", cp.opts.OfferTimeout)
+			}
+			return nil, err
+		}
+		cp.mu.Lock()
+		cp.listings[pm.Pool.Name] = list
+		cp.mu.Unlock()
+		return list, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]Instance), nil
+}
+
+// forgetListings drops the shared listings once this process has changed what a cloud holds.
+func (cp *ControlPlane) forgetListings() {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	clear(cp.listings)
 }

@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,13 +20,11 @@ const testToken = "atlas-test-token"
 
 type clock = backendtest.Clock
 
+// env is an emulator behind a real HTTP server, with a request log.
 type env struct {
+	*backendtest.RequestLog
 	emu   *emu.Server
-	srv   *httptest.Server
 	clock *clock
-	count atomic.Int32
-	mu    sync.Mutex
-	log   []string
 }
 
 func newEnv(t *testing.T, opts emu.Options) *env {
@@ -43,59 +37,25 @@ func newEnv(t *testing.T, opts emu.Options) *env {
 		opts.BootDuration = 30 * time.Second
 	}
 	e.emu = emu.New(opts)
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e.count.Add(1)
-		e.mu.Lock()
-		e.log = append(e.log, r.Method+" "+r.URL.Path)
-		e.mu.Unlock()
-		e.emu.ServeHTTP(w, r)
-	}))
-	t.Cleanup(e.srv.Close)
+	e.RequestLog = backendtest.NewRequestLog(t, e.emu)
 	return e
-}
-
-func (e *env) requests(prefix string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for _, l := range e.log {
-		if strings.HasPrefix(l, prefix) {
-			n++
-		}
-	}
-	return n
 }
 
 func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
 	t.Helper()
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := Config{
-		BaseURL: e.srv.URL,
+		BaseURL: e.URL,
 		Token:   testToken,
 		Tuning:  restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond},
 	}
 	if mut != nil {
 		mut(&cfg)
 	}
-	b, err := New(cfg, inv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
-func wantKind(t *testing.T, err error, kind controlplane.ErrorKind) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("want a %v error, got nil", kind)
-	}
-	if got := controlplane.KindOf(err); got != kind {
-		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
-	}
-}
+// wantKind fails the test unless err is a controlplane error of kind.
+var wantKind = backendtest.WantKind
 
 func offer(t *testing.T, offers []controlplane.Offer, instanceType string) controlplane.Offer {
 	t.Helper()
@@ -148,7 +108,7 @@ func TestOffers(t *testing.T) {
 	}
 	e := newEnv(t, emu.Options{})
 	inv, _ := inventory.Default()
-	if _, err := New(Config{BaseURL: e.srv.URL, Token: testToken, PriceFactor: -1}, inv, nil); err == nil {
+	if _, err := New(Config{BaseURL: e.URL, Token: testToken, PriceFactor: -1}, inv, nil); err == nil {
 		t.Fatal("a negative price factor must be refused")
 	}
 }
@@ -171,10 +131,7 @@ func TestStatusesAndHostKey(t *testing.T) {
 	e := newEnv(t, emu.Options{SSHHost: "10.20.0.15", SSHPort: 2222, HostKey: "ssh-ed25519 AAAAhostkey"})
 	b := e.backend(t, nil)
 	ctx := context.Background()
-	offers, err := b.Offers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	o := offer(t, offers, "l40s.1x")
 	inst, err := b.Create(ctx, req(o, "atlas-vm-web1"))
 	if err != nil {
@@ -296,10 +253,7 @@ func TestCreateErrors(t *testing.T) {
 				tt.mut(&r)
 			}
 			_, err := b.Create(context.Background(), r)
-			wantKind(t, err, tt.want)
-			if !strings.Contains(err.Error(), tt.text) {
-				t.Fatalf("error %q lacks %q", err, tt.text)
-			}
+			backendtest.WantError(t, err, tt.want, tt.text)
 			if e.emu.CreateCount() != 0 {
 				t.Fatal("nothing may be created")
 			}
@@ -379,30 +333,30 @@ func TestAuthAndRetries(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	secret := "wrong-token-never-logged"
 	_, err := e.backend(t, func(c *Config) { c.Token = secret }).Offers(context.Background())
-	wantKind(t, err, controlplane.ErrAuth)
-	if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "unauthorized") {
+	backendtest.WantAuthError(t, err, secret)
+	if !strings.Contains(err.Error(), "unauthorized") {
 		t.Fatalf("error = %v", err)
 	}
-	if e.count.Load() != 1 {
+	if e.Count.Load() != 1 {
 		t.Fatal("401 must not be retried")
 	}
 	_, err = e.backend(t, func(c *Config) { c.Token = "" }).Offers(context.Background())
 	wantKind(t, err, controlplane.ErrAuth)
 
 	b := e.backend(t, nil)
-	e.count.Store(0)
+	e.Count.Store(0)
 	_, err = b.Get(context.Background(), "i-missing")
 	wantKind(t, err, controlplane.ErrNotFound)
-	if e.count.Load() != 1 {
+	if e.Count.Load() != 1 {
 		t.Fatal("404 must not be retried")
 	}
-	e.count.Store(0)
+	e.Count.Store(0)
 	_ = e.emu.SetFaults(emukit.Faults{ServerErrors: 2, RateLimited: 1})
 	if _, err := b.Offers(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if e.count.Load() != 4 {
-		t.Fatalf("%d requests, want 4 (429, 500, 500, ok)", e.count.Load())
+	if e.Count.Load() != 4 {
+		t.Fatalf("%d requests, want 4 (429, 500, 500, ok)", e.Count.Load())
 	}
 	_ = e.emu.SetFaults(emukit.Faults{ServerErrors: 20})
 	_, err = b.Offers(context.Background())
@@ -412,14 +366,7 @@ func TestAuthAndRetries(t *testing.T) {
 func TestSharedRateLimit(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	b := e.backend(t, func(c *Config) { c.RequestsPerSecond = 20; c.Burst = 1 })
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := 0; i < 11; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); _, _ = b.Offers(context.Background()) }()
-	}
-	wg.Wait()
-	if d := time.Since(start); d < 450*time.Millisecond {
+	if d := backendtest.Concurrently(11, func() { _, _ = b.Offers(context.Background()) }); d < 450*time.Millisecond {
 		t.Fatalf("11 requests in %v: the shared 20/s limit was not applied", d)
 	}
 }
@@ -428,7 +375,7 @@ func TestListPagination(t *testing.T) {
 	catalog := []emu.Offer{{InstanceType: "l4.1x", Region: "fra1", GPUModel: "NVIDIA L4", GPUCount: 1, PricePerHour: 0.7, Available: 100}}
 	e := newEnv(t, emu.Options{Catalog: catalog})
 	b := e.backend(t, nil)
-	c, err := NewClient(ClientConfig{BaseURL: e.srv.URL, Token: testToken, PageSize: 3, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
+	c, err := NewClient(ClientConfig{BaseURL: e.URL, Token: testToken, PageSize: 3, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +392,7 @@ func TestListPagination(t *testing.T) {
 	if err != nil || len(list) != 8 {
 		t.Fatalf("list = %d, %v", len(list), err)
 	}
-	if got := e.requests("GET /v1/instances"); got != 3 {
+	if got := e.Requests("GET /v1/instances"); got != 3 {
 		t.Fatalf("%d pages read, want 3", got)
 	}
 }

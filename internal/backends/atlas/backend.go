@@ -53,11 +53,9 @@ var (
 
 // New builds the backend.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	if inv == nil {
-		return nil, fmt.Errorf("%s: no inventory", CloudName)
-	}
-	if logger == nil {
-		logger = hclog.NewNullLogger()
+	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.PriceFactor == 0 {
 		cfg.PriceFactor = DefaultPriceFactor
@@ -214,19 +212,8 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	if err != nil {
 		return nil, err
 	}
-	var out []controlplane.Instance
-	for _, i := range list {
-		// The server filters too; check again rather than trust it.
-		if !strings.HasPrefix(i.Name, prefix) {
-			continue
-		}
-		inst := b.toInstance(i)
-		if inst.Status == controlplane.StatusTerminated {
-			continue
-		}
-		out = append(out, inst)
-	}
-	return out, nil
+	// The server filters too; check again rather than trust it.
+	return restclient.Live(list, prefix, func(i Instance) string { return i.Name }, b.toInstance), nil
 }
 
 // Delete starts termination. An instance that is already terminating succeeds again (Atlas answers

@@ -4,11 +4,9 @@
 package atlas
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -53,16 +51,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.PageSize <= 0 || cfg.PageSize > 500 {
 		cfg.PageSize = 100
 	}
-	token := cfg.Token
 	rc, err := restclient.New(restclient.Config{
 		Cloud: CloudName, BaseURL: cfg.BaseURL, Tuning: cfg.Tuning, Logger: cfg.Logger,
-		Authorize: func(_ context.Context, req *http.Request) error {
-			if token == "" {
-				return controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no Atlas token configured")
-			}
-			req.Header.Set("Authorization", "Bearer "+token)
-			return nil
-		},
+		Authorize: restclient.Bearer(cfg.Token, controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no Atlas token configured")),
 	})
 	if err != nil {
 		return nil, err
@@ -136,19 +127,7 @@ type ErrorBody struct {
 }
 
 // APIError is a non-2xx answer with its code and message.
-type APIError struct {
-	Method, Path string
-	Status       int
-	Code         string
-	Message      string
-}
-
-func (e *APIError) Error() string {
-	if e.Code == "" {
-		return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.Status, e.Message)
-	}
-	return fmt.Sprintf("%s %s: HTTP %d %s: %s", e.Method, e.Path, e.Status, e.Code, e.Message)
-}
+type APIError = restclient.APIError
 
 // Error codes (API.md).
 const (
@@ -164,7 +143,7 @@ const (
 )
 
 func parseError(he *restclient.HTTPError) (*APIError, *Instance) {
-	ae := &APIError{Method: he.Method, Path: he.Path, Status: he.Status}
+	ae := restclient.NewAPIError(he)
 	var b ErrorBody
 	if err := json.Unmarshal(he.Body, &b); err == nil && (b.Error.Code != "" || b.Error.Message != "") {
 		ae.Code, ae.Message = b.Error.Code, b.Error.Message
@@ -213,17 +192,7 @@ func classify(op string, err error) error {
 }
 
 func (c *Client) doJSON(ctx context.Context, op string, r restclient.Request, out any) error {
-	resp, err := c.rc.Do(ctx, r)
-	if err != nil {
-		return classify(op, err)
-	}
-	if out == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(resp.Body, out); err != nil {
-		return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "%s %s: unexpected answer: %v", r.Method, r.Path, err)
-	}
-	return nil
+	return c.rc.CallJSON(ctx, op, r, out, classify)
 }
 
 // Offers returns GET /v1/offers.
@@ -268,13 +237,7 @@ func (c *Client) Instances(ctx context.Context, prefix string) ([]Instance, erro
 	var all []Instance
 	token := ""
 	for page := 0; page < 1000; page++ {
-		q := url.Values{"limit": {strconv.Itoa(c.pageSize)}}
-		if prefix != "" {
-			q.Set("name_prefix", prefix)
-		}
-		if token != "" {
-			q.Set("page_token", token)
-		}
+		q := restclient.Query(url.Values{"limit": {strconv.Itoa(c.pageSize)}}, "name_prefix", prefix, "page_token", token)
 		var out struct {
 			Instances     []Instance `json:"instances"`
 			NextPageToken string     `json:"next_page_token"`

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/time/rate"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -79,19 +79,17 @@ type Backend struct {
 	log      hclog.Logger
 	launches *rate.Limiter
 
-	names  nameLocks  // serialises creates of one name in this process
-	keysMu sync.Mutex // serialises SSH key registration, so two creates never add one key twice
+	creates createonce.Group // serialises creates of one name in this process
+	keysMu  sync.Mutex       // serialises SSH key registration, so two creates never add one key twice
 }
 
 var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the Lambda backend. inv maps Lambda's GPU names onto hydra's types.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	if inv == nil {
-		return nil, errors.New("lambda: no inventory")
-	}
-	if logger == nil {
-		logger = hclog.NewNullLogger()
+	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.SSHUser == "" {
 		cfg.SSHUser = DefaultSSHUser
@@ -164,18 +162,6 @@ func gpuCount(t InstanceType) int {
 // usd converts Lambda's price in US cents per hour (for the whole machine) into dollars per hour.
 func usd(cents int64) float64 { return float64(cents) / 100 }
 
-func (b *Backend) regionAllowed(name string) bool {
-	if len(b.cfg.Regions) == 0 {
-		return true
-	}
-	for _, r := range b.cfg.Regions {
-		if strings.EqualFold(r, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // Offers lists what Lambda can launch now: one offer per instance type and region with capacity
 // (GET /instance-types, regions_with_capacity_available). Types the inventory does not map, CPU-only
 // types, types with more GPUs than the inventory allows and types without a price are left out. Lambda
@@ -199,7 +185,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		}
 		seen := map[string]bool{}
 		for _, r := range it.RegionsWithCapacityAvailable {
-			if r.Name == "" || seen[r.Name] || !b.regionAllowed(r.Name) {
+			if r.Name == "" || seen[r.Name] || !restclient.Allowed(b.cfg.Regions, r.Name) {
 				continue
 			}
 			seen[r.Name] = true
@@ -219,12 +205,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			})
 		}
 	}
-	sort.Slice(offers, func(i, j int) bool {
-		if offers[i].Region != offers[j].Region {
-			return offers[i].Region < offers[j].Region
-		}
-		return offers[i].InstanceType < offers[j].InstanceType
-	})
+	restclient.SortOffers(offers)
 	return offers, nil
 }
 
@@ -267,25 +248,32 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
-	unlock := b.names.lock(req.Name)
-	defer unlock()
+	var keyName, userData string
+	inst, _, err := b.creates.Do(ctx, createonce.Steps{
+		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
+		Find: func(ctx context.Context) (controlplane.Instance, bool, error) { return b.findByName(ctx, req.Name) },
+		Prepare: func(ctx context.Context) (err error) {
+			if err := b.checkOffer(ctx, req, instanceType, region); err != nil {
+				return err
+			}
+			if keyName, userData, err = b.sshAccess(ctx, keys); err != nil {
+				return err
+			}
+			if err := b.launches.Wait(ctx); err != nil {
+				return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+			}
+			return nil
+		},
+		Create: func(ctx context.Context) (controlplane.Instance, error) {
+			return b.launch(ctx, req, instanceType, region, keyName, userData)
+		},
+	})
+	return inst, err
+}
 
-	if existing, ok, err := b.findByName(ctx, req.Name); err != nil {
-		return controlplane.Instance{}, err
-	} else if ok {
-		b.log.Info("instance already exists; not launching another", "name", req.Name, "id", existing.ID)
-		return existing, nil
-	}
-	if err := b.checkOffer(ctx, req, instanceType, region); err != nil {
-		return controlplane.Instance{}, err
-	}
-	keyName, userData, err := b.sshAccess(ctx, keys)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
-	if err := b.launches.Wait(ctx); err != nil {
-		return controlplane.Instance{}, controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
-	}
+// launch launches the instance and returns it as Lambda answers it, or as launched when the read fails.
+func (b *Backend) launch(ctx context.Context, req controlplane.CreateRequest, instanceType, region, keyName, userData string) (controlplane.Instance, error) {
+	const op = "creating instance"
 	ids, err := b.client.Launch(ctx, LaunchRequest{
 		RegionName:       region,
 		InstanceTypeName: instanceType,
@@ -294,21 +282,13 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		Name:             req.Name,
 		UserData:         userData,
 	})
+	if controlplane.IsNotFound(err) {
+		// On a launch, object-does-not-exist names a missing SSH key, image or file system: the
+		// request is wrong, no instance is gone.
+		return controlplane.Instance{}, controlplane.NewError(controlplane.ErrInvalid, CloudName, op, errors.Unwrap(err))
+	}
 	if err != nil {
-		switch controlplane.KindOf(err) {
-		case controlplane.ErrOther:
-			if ctx.Err() == nil {
-				// The outcome is unknown (a 5xx or a lost answer): Lambda may have launched it.
-				if inst, ok, ferr := b.findByName(ctx, req.Name); ferr == nil && ok {
-					b.log.Info("launch answered with an error, but the instance exists", "name", req.Name, "id", inst.ID, "error", err)
-					return inst, nil
-				}
-			}
-		case controlplane.ErrNotFound:
-			// On a launch, object-does-not-exist names a missing SSH key, image or file system: the
-			// request is wrong, no instance is gone.
-			return controlplane.Instance{}, controlplane.NewError(controlplane.ErrInvalid, CloudName, op, errors.Unwrap(err))
-		}
+		// An unknown outcome (a 5xx or a lost answer) is looked for by name: Lambda may have launched it.
 		return controlplane.Instance{}, err
 	}
 	if len(ids) == 0 {
@@ -374,21 +354,7 @@ func (b *Backend) checkOffer(ctx context.Context, req controlplane.CreateRequest
 // several are (made outside hydra), the one with the smallest id is returned: Lambda reports no creation
 // time to order them by.
 func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
-	list, err := b.List(ctx, name)
-	if err != nil {
-		return controlplane.Instance{}, false, err
-	}
-	var found []controlplane.Instance
-	for _, in := range list {
-		if in.Name == name {
-			found = append(found, in)
-		}
-	}
-	if len(found) == 0 {
-		return controlplane.Instance{}, false, nil
-	}
-	sort.Slice(found, func(i, j int) bool { return found[i].ID < found[j].ID })
-	return found[0], true, nil
+	return createonce.FindByName(ctx, name, b.List, nil, func(a, c controlplane.Instance) bool { return a.ID < c.ID })
 }
 
 // publicKeys checks the request's authorized_keys lines and returns them without options, blanks and
@@ -406,7 +372,7 @@ func publicKeys(lines []string) ([]string, error) {
 		}
 		if !seen[norm] {
 			seen[norm] = true
-			keys = append(keys, bareKey(k))
+			keys = append(keys, restclient.BareKey(k))
 		}
 	}
 	return keys, nil
@@ -421,7 +387,7 @@ func (b *Backend) sshAccess(ctx context.Context, keys []string) (keyName, userDa
 		name, err := b.noLoginKey(ctx)
 		return name, "", err
 	}
-	names, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey}, keys[:1])
+	names, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys[:1])
 	if err != nil {
 		return "", "", err
 	}
@@ -453,46 +419,23 @@ func cloudInitKeys(keys []string) string {
 // accountKeys lists the account's keys for EnsureSSHKeys, with the key's name as its id: launches name
 // their keys.
 func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
-	keys, err := b.client.SSHKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]restclient.AccountKey, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, restclient.AccountKey{ID: k.Name, PublicKey: k.PublicKey})
-	}
-	return out, nil
+	return restclient.ListKeys(b.client.SSHKeys, func(k SSHKey) restclient.AccountKey {
+		return restclient.AccountKey{ID: k.Name, PublicKey: k.PublicKey}
+	})(ctx)
 }
 
 // addKey registers one public key and returns its name. POST /ssh-keys is not retried by the HTTP client
-// (a lost answer may hide a stored key), so after an unknown outcome addKey looks for the key and posts
-// once more only when Lambda does not have it: a single 5xx never fails a create.
+// (a lost answer may hide a stored key); EnsureSSHKeys looks for the key after an unknown outcome and
+// adds it once more only when Lambda does not have it (AddAgain): a single 5xx never fails a create.
 func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {
 	k, err := b.client.AddSSHKey(ctx, name, publicKey)
-	if err == nil {
-		if k.Name == "" {
-			k.Name = name
-		}
-		return k.Name, nil
-	}
-	if controlplane.KindOf(err) != controlplane.ErrOther || ctx.Err() != nil {
+	if err != nil {
 		return "", err
 	}
-	have, lerr := b.accountKeys(ctx)
-	if lerr != nil {
-		return "", err
+	if k.Name == "" {
+		k.Name = name
 	}
-	norm := restclient.NormalizeKey(publicKey)
-	for _, h := range have {
-		if restclient.NormalizeKey(h.PublicKey) == norm {
-			return h.ID, nil
-		}
-	}
-	b.log.Debug("adding an SSH key failed; trying once more", "name", name, "error", err)
-	if _, err := b.client.AddSSHKey(ctx, name, publicKey); err != nil {
-		return "", err
-	}
-	return name, nil
+	return k.Name, nil
 }
 
 // noLoginKey returns NoLoginKeyName, having Lambda generate that key pair first when the account lacks
@@ -527,52 +470,6 @@ func (b *Backend) noLoginKey(ctx context.Context) (string, error) {
 	return NoLoginKeyName, nil
 }
 
-// bareKey drops authorized_keys options: "<type> <base64> [comment]".
-func bareKey(line string) string {
-	f := strings.Fields(line)
-	for i := 0; i+1 < len(f); i++ {
-		if strings.HasPrefix(f[i], "ssh-") || strings.HasPrefix(f[i], "ecdsa-") || strings.HasPrefix(f[i], "sk-") {
-			return strings.Join(f[i:], " ")
-		}
-	}
-	return strings.TrimSpace(line)
-}
-
-// nameLocks is a mutex per name, dropped when nobody holds or waits for it.
-type nameLocks struct {
-	mu sync.Mutex
-	m  map[string]*nameLock
-}
-
-type nameLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// lock takes the name's mutex and returns the function that releases it.
-func (n *nameLocks) lock(name string) (unlock func()) {
-	n.mu.Lock()
-	if n.m == nil {
-		n.m = map[string]*nameLock{}
-	}
-	l := n.m[name]
-	if l == nil {
-		l = &nameLock{}
-		n.m[name] = l
-	}
-	l.refs++
-	n.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		n.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(n.m, name)
-		}
-		n.mu.Unlock()
-	}
-}
-
 // Get reads one instance. An unknown id is ErrNotFound; a terminating or terminated one that Lambda still
 // reports is returned with status terminated.
 func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
@@ -589,18 +486,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	if err != nil {
 		return nil, err
 	}
-	out := []controlplane.Instance{}
-	for _, in := range all {
-		if !strings.HasPrefix(in.name(), prefix) {
-			continue
-		}
-		inst := b.toInstance(in)
-		if inst.Status == controlplane.StatusTerminated {
-			continue
-		}
-		out = append(out, inst)
-	}
-	return out, nil
+	return append([]controlplane.Instance{}, restclient.Live(all, prefix, Instance.name, b.toInstance)...), nil
 }
 
 // Delete terminates an instance (POST /instance-operations/terminate). An instance that is already gone

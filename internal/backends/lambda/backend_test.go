@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -29,10 +30,7 @@ func findOffer(offers []controlplane.Offer, region, typ string) (controlplane.Of
 func TestOffersFromInstanceTypes(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, nil)
-	offers, err := b.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	tests := []struct {
 		region, typ string
 		present     bool
@@ -160,10 +158,7 @@ func TestGPUTypeMatching(t *testing.T) {
 
 func cheapestH100(t *testing.T, b *Backend) controlplane.Offer {
 	t.Helper()
-	offers, err := b.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	o, ok := findOffer(offers, "us-midwest-1", "gpu_1x_h100_pcie")
 	if !ok {
 		t.Fatal("no H100 PCIe offer in us-midwest-1")
@@ -181,10 +176,7 @@ func TestCreateNameTooLong(t *testing.T) {
 		t.Fatalf("name %q is %d long", req.Name, len(req.Name))
 	}
 	_, err := b.Create(context.Background(), req)
-	wantKind(t, err, controlplane.ErrInvalid)
-	if !strings.Contains(err.Error(), "at most 64") {
-		t.Errorf("the error does not say the limit: %v", err)
-	}
+	backendtest.WantError(t, err, controlplane.ErrInvalid, "at most 64")
 	if n := f.srv.RequestCount("POST /instance-operations/launch"); n != 0 {
 		t.Errorf("%d launches for a name that is too long", n)
 	}
@@ -338,10 +330,7 @@ func TestWrongAPIKey(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, func(c *Config) { c.APIKey = "wrong" })
 	_, err := b.Offers(context.Background())
-	wantKind(t, err, controlplane.ErrAuth)
-	if !strings.Contains(err.Error(), "global/invalid-api-key") {
-		t.Errorf("the error does not carry Lambda's code: %v", err)
-	}
+	backendtest.WantError(t, err, controlplane.ErrAuth, "global/invalid-api-key")
 	if n := f.srv.RequestCount("GET /instance-types"); n != 1 {
 		t.Errorf("%d requests, want 1", n)
 	}
@@ -377,10 +366,7 @@ func TestLaunchResourceNotFoundIsInvalid(t *testing.T) {
 	}
 	offer := controlplane.Offer{Cloud: CloudName, Region: "us-west-1", InstanceType: "gpu_1x_h100_pcie", GPUType: "h100", GPUCount: 1, PricePerHour: 2.49}
 	_, err = b.Create(context.Background(), request(t, offer, "x", testKey))
-	wantKind(t, err, controlplane.ErrInvalid)
-	if !strings.Contains(err.Error(), "SSH key mine does not exist") {
-		t.Errorf("error %v", err)
-	}
+	backendtest.WantError(t, err, controlplane.ErrInvalid, "SSH key mine does not exist")
 }
 
 // Launches are spaced by LaunchInterval in one process (Lambda allows one every 10 seconds).

@@ -64,14 +64,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	key := cfg.APIKey
 	rc, err := restclient.New(restclient.Config{
-		Cloud:   CloudName,
-		BaseURL: cfg.BaseURL,
-		Tuning:  cfg.Tuning,
-		Logger:  cfg.Logger,
-		Authorize: func(_ context.Context, req *http.Request) error {
-			req.Header.Set("Authorization", "Bearer "+key)
-			return nil
-		},
+		Cloud:     CloudName,
+		BaseURL:   cfg.BaseURL,
+		Tuning:    cfg.Tuning,
+		Logger:    cfg.Logger,
+		Authorize: restclient.Bearer(key, nil),
 	})
 	if err != nil {
 		return nil, err

@@ -76,20 +76,12 @@ func statusKind(status int) controlplane.ErrorKind {
 // it was not Lambda's JSON, as from a proxy). It never holds request data, so the API key cannot leak
 // through it.
 type ResponseError struct {
-	Method     string
-	Path       string
-	Status     int
-	Code       string
-	Message    string
+	restclient.APIError
 	Suggestion string
 }
 
 func (e *ResponseError) Error() string {
-	code := ""
-	if e.Code != "" {
-		code = " " + e.Code
-	}
-	msg := fmt.Sprintf("%s %s: HTTP %d%s: %s", e.Method, e.Path, e.Status, code, e.Message)
+	msg := e.APIError.Error()
 	if e.Suggestion != "" {
 		msg += " (" + e.Suggestion + ")"
 	}
@@ -105,7 +97,7 @@ func (e *ResponseError) Kind() controlplane.ErrorKind {
 }
 
 func responseError(he *restclient.HTTPError) *ResponseError {
-	re := &ResponseError{Method: he.Method, Path: he.Path, Status: he.Status}
+	re := &ResponseError{APIError: *restclient.NewAPIError(he)}
 	var body ErrorBody
 	if err := json.Unmarshal(he.Body, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
 		re.Code = body.Error.Code

@@ -1,7 +1,6 @@
 package lambda
 
 import (
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -32,9 +31,7 @@ func startEmulator(t *testing.T, opts emu.Options) *fixture {
 		opts.BootDuration = bootTime
 	}
 	srv := emu.New(opts)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return &fixture{srv: srv, url: hs.URL + emu.BasePath, clock: clock}
+	return &fixture{srv: srv, url: backendtest.Serve(t, srv) + emu.BasePath, clock: clock}
 }
 
 var fastTuning = restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4,
@@ -46,21 +43,10 @@ func (f *fixture) backend(t *testing.T, mod func(*Config)) *Backend {
 	if mod != nil {
 		mod(&cfg)
 	}
-	b, err := New(cfg, testInventory(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return backendtest.Must(New(cfg, testInventory(t), nil))(t)
 }
 
-func testInventory(t *testing.T) *inventory.Inventory {
-	t.Helper()
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return inv
-}
+var testInventory = backendtest.Inventory
 
 func pool(t *testing.T) inventory.Pool {
 	t.Helper()
@@ -81,17 +67,10 @@ func request(t *testing.T, offer controlplane.Offer, name string, keys ...string
 		Owner: owner, SSHPublicKeys: keys}
 }
 
-func wantKind(t *testing.T, err error, kind controlplane.ErrorKind) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("want a %v error, got nil", kind)
-	}
-	if got := controlplane.KindOf(err); got != kind {
-		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
-	}
-}
+// wantKind fails the test unless err is a controlplane error of kind.
+var wantKind = backendtest.WantKind
 
 const (
-	testKey  = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPF4C6czNRPamaSIKnQfGObnLSIXdT5+qdAzu7M4ZCwu hydra@test"
-	otherKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINp6IdYmi25vwTQiMf5JCGxaJKGzp2QrpGwf7gIxaqDY other@test"
+	testKey  = backendtest.TestKey
+	otherKey = backendtest.OtherKey
 )

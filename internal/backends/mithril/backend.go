@@ -3,11 +3,9 @@ package mithril
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -61,16 +60,16 @@ type Backend struct {
 	project string
 	types   map[string]InstanceType // by FID
 
-	names nameLocks // Creates of one name wait for each other
+	// creates serialises Creates of one name in this process, so concurrent creates of a name place one
+	// bid (Mithril itself accepts any number of bids of one name).
+	creates createonce.Group
 }
 
 // New builds the backend. It does not call the API.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	if inv == nil {
-		return nil, fmt.Errorf("%s: no inventory", CloudName)
-	}
-	if logger == nil {
-		logger = hclog.NewNullLogger()
+	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	if err != nil {
+		return nil, err
 	}
 	margin := DefaultWinMarginPercent
 	if cfg.WinMarginPercent != nil {
@@ -314,12 +313,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			Details:      d,
 		})
 	}
-	sort.SliceStable(offers, func(i, j int) bool {
-		if offers[i].Region != offers[j].Region {
-			return offers[i].Region < offers[j].Region
-		}
-		return offers[i].InstanceType < offers[j].InstanceType
-	})
+	restclient.SortOffers(offers)
 	return offers, nil
 }
 
@@ -358,29 +352,42 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	if err != nil {
 		return controlplane.Instance{}, err
 	}
-	unlock, err := b.names.lock(ctx, req.Name)
-	if err != nil {
-		return controlplane.Instance{}, controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
-	}
-	defer unlock()
-
-	if existing, ok, err := b.reapGoneBids(ctx, project, req); err != nil {
-		return controlplane.Instance{}, err
-	} else if ok {
-		b.log.Info("a live bid with the name exists; returning it", "name", req.Name, "bid", existing.ID)
-		return existing, nil
-	}
-
+	var keys []string
 	fid := o.Details[DetailInstanceTypeFID]
-	if fid == "" {
-		if fid, err = b.resolveFID(ctx, o.Region, o.InstanceType); err != nil {
-			return controlplane.Instance{}, err
-		}
-	}
-	keys, err := restclient.EnsureSSHKeys(ctx, b.keyRegistry(project), req.SSHPublicKeys)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
+	inst, _, err := b.creates.Do(ctx, createonce.Steps{
+		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
+		Find: func(ctx context.Context) (controlplane.Instance, bool, error) {
+			return b.reapGoneBids(ctx, project, req)
+		},
+		Prepare: func(ctx context.Context) (err error) {
+			if fid == "" {
+				if fid, err = b.resolveFID(ctx, o.Region, o.InstanceType); err != nil {
+					return err
+				}
+			}
+			keys, err = restclient.EnsureSSHKeys(ctx, b.keyRegistry(project), req.SSHPublicKeys)
+			return err
+		},
+		Create: func(ctx context.Context) (controlplane.Instance, error) {
+			return b.placeBid(ctx, project, fid, price, keys, req)
+		},
+		// The bid may have been placed when the answer is lost, also when ctx ended meanwhile.
+		Unknown: func(_ context.Context, err error) bool {
+			return controlplane.KindOf(err) == controlplane.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+		},
+		// Under the name lock nobody else placed it: look for it, even when ctx has ended.
+		Refind: func(ctx context.Context) (controlplane.Instance, bool, error) {
+			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			return b.findLive(lookCtx, project, req.Name)
+		},
+	})
+	return inst, err
+}
+
+// placeBid places the bid for one instance and returns it, pending.
+func (b *Backend) placeBid(ctx context.Context, project, fid string, price int64, keys []string, req controlplane.CreateRequest) (controlplane.Instance, error) {
+	o := req.Offer
 	bid, err := b.client.CreateBid(ctx, CreateBidRequest{
 		Project:          project,
 		Region:           o.Region,
@@ -394,16 +401,6 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		},
 	})
 	if err != nil {
-		if k := controlplane.KindOf(err); k == controlplane.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			// The bid may have been placed: look for it (under the name lock, nobody else placed it).
-			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			found, ok, lerr := b.findLive(lookCtx, project, req.Name)
-			cancel()
-			if lerr == nil && ok {
-				b.log.Warn("placing the bid reported an error but the bid exists; returning it", "name", req.Name, "bid", found.ID, "error", err)
-				return found, nil
-			}
-		}
 		return controlplane.Instance{}, err
 	}
 	if bid.Name == "" {
@@ -429,17 +426,8 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 func (b *Backend) keyRegistry(project string) restclient.KeyRegistry {
 	return restclient.KeyRegistry{
 		Cloud: CloudName,
-		List: func(ctx context.Context) ([]restclient.AccountKey, error) {
-			keys, err := b.client.SSHKeys(ctx, project)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]restclient.AccountKey, len(keys))
-			for i, k := range keys {
-				out[i] = restclient.AccountKey{ID: k.FID, PublicKey: k.PublicKey}
-			}
-			return out, nil
-		},
+		List: restclient.ListKeys(func(ctx context.Context) ([]SSHKey, error) { return b.client.SSHKeys(ctx, project) },
+			func(k SSHKey) restclient.AccountKey { return restclient.AccountKey{ID: k.FID, PublicKey: k.PublicKey} }),
 		Add: func(ctx context.Context, name, publicKey string) (string, error) {
 			k, err := b.client.CreateSSHKey(ctx, CreateSSHKeyRequest{Project: project, Name: name, PublicKey: publicKey})
 			return k.FID, err

@@ -53,14 +53,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, controlplane.Errorf(controlplane.ErrAuth, CloudName, "configuring client", "no API key (set api_key or MITHRIL_API_KEY)")
 	}
 	rc, err := restclient.New(restclient.Config{
-		Cloud:   CloudName,
-		BaseURL: cfg.BaseURL,
-		Tuning:  cfg.Tuning,
-		Logger:  cfg.Logger,
-		Authorize: func(_ context.Context, req *http.Request) error {
-			req.Header.Set("Authorization", "Bearer "+key)
-			return nil
-		},
+		Cloud:     CloudName,
+		BaseURL:   cfg.BaseURL,
+		Tuning:    cfg.Tuning,
+		Logger:    cfg.Logger,
+		Authorize: restclient.Bearer(key, nil),
 	})
 	if err != nil {
 		return nil, controlplane.NewError(controlplane.ErrInvalid, CloudName, "configuring client", err)
@@ -107,10 +104,7 @@ func (c *Client) SpotAvailability(ctx context.Context) ([]Auction, error) {
 // CurrentPricing returns the auction signals of one instance type FID in one region, for one instance
 // (GET /v2/pricing/current).
 func (c *Client) CurrentPricing(ctx context.Context, instanceTypeFID, region string) (CurrentPrices, error) {
-	q := url.Values{"instance_type": {instanceTypeFID}, "instance_quantity": {"1"}}
-	if region != "" {
-		q.Set("region", region)
-	}
+	q := restclient.Query(url.Values{"instance_type": {instanceTypeFID}, "instance_quantity": {"1"}}, "region", region)
 	var out CurrentPrices
 	err := c.get(ctx, "reading current prices", "/v2/pricing/current", q, &out)
 	return out, err
@@ -146,19 +140,8 @@ func (c *Client) CancelBid(ctx context.Context, fid string) error {
 
 // ListBids lists the project's bids (GET /v2/spot/bids), following next_cursor to the end.
 func (c *Client) ListBids(ctx context.Context, project string, f BidFilter) ([]Bid, error) {
-	q := url.Values{"project": {project}}
-	if f.Name != "" {
-		q.Set("name", f.Name)
-	}
-	if f.Status != "" {
-		q.Set("status", f.Status)
-	}
-	if f.InstanceType != "" {
-		q.Set("instance_type", f.InstanceType)
-	}
-	if f.Region != "" {
-		q.Set("region", f.Region)
-	}
+	q := restclient.Query(url.Values{"project": {project}},
+		"name", f.Name, "status", f.Status, "instance_type", f.InstanceType, "region", f.Region)
 	out, err := paginate[Bid](ctx, c, "listing bids", "/v2/spot/bids", q, f.PageSize)
 	if err != nil {
 		return nil, err
@@ -177,16 +160,8 @@ func (c *Client) ListBids(ctx context.Context, project string, f BidFilter) ([]B
 
 // ListInstances lists the project's instances (GET /v2/instances), following next_cursor to the end.
 func (c *Client) ListInstances(ctx context.Context, project string, f InstanceFilter) ([]Instance, error) {
-	q := url.Values{"project": {project}}
-	if len(f.BidFIDs) > 0 {
-		q.Set("bid_fid_in", strings.Join(f.BidFIDs, ","))
-	}
-	if len(f.StatusIn) > 0 {
-		q.Set("status_in", strings.Join(f.StatusIn, ","))
-	}
-	if f.Region != "" {
-		q.Set("region", f.Region)
-	}
+	q := restclient.Query(url.Values{"project": {project}},
+		"bid_fid_in", strings.Join(f.BidFIDs, ","), "status_in", strings.Join(f.StatusIn, ","), "region", f.Region)
 	out, err := paginate[Instance](ctx, c, "listing instances", "/v2/instances", q, f.PageSize)
 	if err != nil {
 		return nil, err

@@ -1,16 +1,14 @@
 package mithril
 
 import (
-	"context"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/conformance"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 func TestConformance(t *testing.T) {
@@ -23,25 +21,14 @@ func TestConformance(t *testing.T) {
 func startConformance(t *testing.T) (controlplane.InstanceManagerBackend, emukit.Admin) {
 	t.Helper()
 	e := emu.New(emu.Options{BootDuration: 300 * time.Millisecond, PreemptionWindow: time.Second})
-	url, stop, err := e.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop(context.Background()) })
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(Config{
+	tuning := backendtest.Tuning(10*time.Millisecond, 2*time.Second)
+	tuning.Timeout = 10 * time.Second
+	return backendtest.Must(New(Config{
 		APIKey:  emu.DefaultAPIKey,
 		Project: emu.DefaultProject,
-		BaseURL: url,
-		Tuning:  restclient.Tuning{Timeout: 10 * time.Second, RequestsPerSecond: 1000, Burst: 1000, RetryWaitMin: 10 * time.Millisecond, RetryWaitMax: 2 * time.Second},
-	}, inv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, e
+		BaseURL: backendtest.Start(t, e.Start),
+		Tuning:  tuning,
+	}, backendtest.Inventory(t), nil))(t), e
 }
 
 // winningBid prices every auction with free capacity through PriceBids, against another cloud's

@@ -2,7 +2,6 @@ package mithril
 
 import (
 	"context"
-	"sync"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -129,45 +128,4 @@ func (b *Backend) reapGoneBids(ctx context.Context, project string, req controlp
 	}
 	inst, ok := live(bids, req.Name)
 	return inst, ok, nil
-}
-
-// nameLocks serialises Creates of one name in this process, so concurrent creates of a name place one
-// bid (Mithril itself accepts any number of bids of one name).
-type nameLocks struct {
-	mu sync.Mutex
-	m  map[string]*nameLock
-}
-
-type nameLock struct {
-	ch      chan struct{}
-	waiters int
-}
-
-// lock takes the name's lock, or gives up when ctx ends; unlock releases it.
-func (l *nameLocks) lock(ctx context.Context, name string) (unlock func(), err error) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*nameLock{}
-	}
-	e := l.m[name]
-	if e == nil {
-		e = &nameLock{ch: make(chan struct{}, 1)}
-		l.m[name] = e
-	}
-	e.waiters++
-	l.mu.Unlock()
-	release := func() {
-		l.mu.Lock()
-		if e.waiters--; e.waiters == 0 {
-			delete(l.m, name)
-		}
-		l.mu.Unlock()
-	}
-	select {
-	case e.ch <- struct{}{}:
-		return func() { <-e.ch; release() }, nil
-	case <-ctx.Done():
-		release()
-		return nil, ctx.Err()
-	}
 }

@@ -7,11 +7,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -82,54 +82,18 @@ type Backend struct {
 	cfg    Config
 	margin float64
 	resale map[string]string
-	names  nameLocks
+	// creates serialises the creates of one name within the process, so that concurrent creates of
+	// a name look for each other's pod instead of racing (Prime does not promise unique pod names).
+	creates createonce.Group
 }
 
 var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
 
-// nameLocks serialises the creates of one name within the process, so that concurrent creates of a
-// name look for each other's pod instead of racing (Prime does not promise unique pod names).
-type nameLocks struct {
-	mu    sync.Mutex
-	locks map[string]*nameLock
-}
-
-type nameLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// lock takes the lock of name and returns its release.
-func (n *nameLocks) lock(name string) (unlock func()) {
-	n.mu.Lock()
-	if n.locks == nil {
-		n.locks = map[string]*nameLock{}
-	}
-	l := n.locks[name]
-	if l == nil {
-		l = &nameLock{}
-		n.locks[name] = l
-	}
-	l.refs++
-	n.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		n.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(n.locks, name)
-		}
-		n.mu.Unlock()
-	}
-}
-
 // New builds the backend.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	if inv == nil {
-		return nil, fmt.Errorf("%s: no inventory", CloudName)
-	}
-	if logger == nil {
-		logger = hclog.NewNullLogger()
+	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Image == "" {
 		cfg.Image = DefaultImage
@@ -428,31 +392,47 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	if req.Name == "" {
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
 	}
-	defer b.names.lock(req.Name)()
-	if inst, ok, err := b.findByName(ctx, req.Name); err != nil {
+	var (
+		item              GPUAvailability
+		current, maxPrice float64
+		keyIDs            []string
+	)
+	inst, how, err := b.creates.Do(ctx, createonce.Steps{
+		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
+		Find: func(ctx context.Context) (controlplane.Instance, bool, error) { return b.findByName(ctx, req.Name) },
+		Prepare: func(ctx context.Context) (err error) {
+			limit := req.MaxPricePerHour
+			if limit <= 0 && req.Offer.PricePerHour > 0 {
+				limit = b.maxPrice(req, 0)
+			}
+			if item, err = b.resolve(ctx, req.Offer, limit); err != nil {
+				return err
+			}
+			current, _ = item.TotalPrice()
+			maxPrice = b.maxPrice(req, current)
+			if current > maxPrice+1e-9 {
+				return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+					"offer %s now costs $%.4f/h, above the maximum $%.4f/h", req.Offer.InstanceType, current, maxPrice)
+			}
+			keyIDs, err = restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey}, req.SSHPublicKeys)
+			return err
+		},
+		Create: func(ctx context.Context) (controlplane.Instance, error) {
+			return b.createPod(ctx, req, item, maxPrice, keyIDs)
+		},
+	})
+	switch {
+	case err != nil:
 		return controlplane.Instance{}, err
-	} else if ok {
-		b.log.Debug("a pod of this name exists; create returns it", "name", req.Name, "id", inst.ID)
+	case how == createonce.Existed:
 		return b.fillFromOffer(inst, req), nil
 	}
-	limit := req.MaxPricePerHour
-	if limit <= 0 && req.Offer.PricePerHour > 0 {
-		limit = b.maxPrice(req, 0)
-	}
-	item, err := b.resolve(ctx, req.Offer, limit)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
-	current, _ := item.TotalPrice()
-	maxPrice := b.maxPrice(req, current)
-	if current > maxPrice+1e-9 {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"offer %s now costs $%.4f/h, above the maximum $%.4f/h", req.Offer.InstanceType, current, maxPrice)
-	}
-	keyIDs, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey}, req.SSHPublicKeys)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
+	// A pod just created, or found after its create's answer was lost.
+	return b.fromOffer(inst, req, current), nil
+}
+
+// createPod creates the pod of a resolved offer with a numeric maxPrice.
+func (b *Backend) createPod(ctx context.Context, req controlplane.CreateRequest, item GPUAvailability, maxPrice float64, keyIDs []string) (controlplane.Instance, error) {
 	spec := PodSpec{
 		Name:         req.Name,
 		CloudID:      item.CloudID,
@@ -485,22 +465,14 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	}
 	pod, err := b.client.CreatePod(ctx, body)
 	if err != nil {
-		if controlplane.KindOf(err) != controlplane.ErrOther || ctx.Err() != nil {
-			return controlplane.Instance{}, err
-		}
-		// The outcome is unknown: the pod may exist although the answer was lost.
-		inst, ok, ferr := b.findByName(ctx, req.Name)
-		if ferr != nil || !ok {
-			return controlplane.Instance{}, err
-		}
-		b.log.Debug("the create answer was lost but the pod exists", "name", req.Name, "id", inst.ID)
-		return b.fromOffer(inst, req, current), nil
+		// The outcome may be unknown: the pod may exist although the answer was lost.
+		return controlplane.Instance{}, err
 	}
 	inst := b.toInstance(pod)
 	if inst.Name == "" {
 		inst.Name = req.Name
 	}
-	return b.fromOffer(inst, req, current), nil
+	return inst, nil
 }
 
 // fromOffer completes a just-created pod with what the offer described, whatever the pod's fields
@@ -543,34 +515,14 @@ func (b *Backend) fillFromOffer(inst controlplane.Instance, req controlplane.Cre
 // findByName returns the live pod named exactly name: neither terminated nor being deleted. When
 // there are several (made outside hydra), the oldest wins.
 func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
-	list, err := b.List(ctx, name)
-	if err != nil {
-		return controlplane.Instance{}, false, err
-	}
-	var found []controlplane.Instance
-	for _, inst := range list {
-		if inst.Name == name && !strings.EqualFold(inst.CloudStatus, "DELETING") {
-			found = append(found, inst)
-		}
-	}
-	if len(found) == 0 {
-		return controlplane.Instance{}, false, nil
-	}
-	sort.SliceStable(found, func(i, j int) bool { return found[i].CreatedAt.Before(found[j].CreatedAt) })
-	return found[0], true, nil
+	return createonce.FindByName(ctx, name, b.List, func(in controlplane.Instance) bool { return !strings.EqualFold(in.CloudStatus, "DELETING") }, nil)
 }
 
 // accountKeys and addKey are the SSH key API as restclient.EnsureSSHKeys uses it.
 func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
-	keys, err := b.client.SSHKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]restclient.AccountKey, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, restclient.AccountKey{ID: k.ID, PublicKey: k.PublicKey})
-	}
-	return out, nil
+	return restclient.ListKeys(b.client.SSHKeys, func(k SSHKey) restclient.AccountKey {
+		return restclient.AccountKey{ID: k.ID, PublicKey: k.PublicKey}
+	})(ctx)
 }
 
 func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {
@@ -625,17 +577,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	if err != nil {
 		return nil, err
 	}
-	var out []controlplane.Instance
-	for _, p := range pods {
-		if !strings.HasPrefix(p.Name, prefix) {
-			continue
-		}
-		inst := b.toInstance(p)
-		if inst.Status == controlplane.StatusTerminated {
-			continue
-		}
-		out = append(out, inst)
-	}
+	out := restclient.Live(pods, prefix, func(p Pod) string { return p.Name }, b.toInstance)
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID)
 	})

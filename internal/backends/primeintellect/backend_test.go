@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
@@ -30,10 +31,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 func TestOffersMapping(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	b := e.backend(t, nil)
-	offers, err := b.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	for _, o := range offers {
 		if o.GPUType == "" || o.Cloud != "primeintellect" || o.ID != "" || o.Pool != "" || o.Available != -1 {
 			t.Errorf("bad offer %+v", o)
@@ -110,10 +108,7 @@ func TestOffersSkipsCountsAboveMax(t *testing.T) {
 func TestResaleConfigurable(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	b := e.backend(t, func(c *Config) { c.ResaleClouds = map[string]string{"RunPod": "runpod-direct"} })
-	offers, err := b.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	for _, o := range offers {
 		want := ""
 		if o.Details[DetailProvider] == "runpod" {
@@ -151,10 +146,7 @@ func TestCreateGetListDelete(t *testing.T) {
 	e := newEnv(t, emu.Options{SSHHost: "192.0.2.10", SSHPort: 40022, BootDuration: 40 * time.Second})
 	b := e.backend(t, nil)
 	ctx := context.Background()
-	offers, err := b.Offers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
 	inst, err := b.Create(ctx, createReq(o, "pi-vm-web1"))
 	if err != nil {
@@ -222,10 +214,7 @@ func TestCreateReResolvesFlippedCloudID(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	b := e.backend(t, nil)
 	ctx := context.Background()
-	offers, err := b.Offers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	o := findOffer(t, offers, "datacrunch", "H100_80GB", 1, false)
 	if err := e.emu.FlipCloudIDs(); err != nil {
 		t.Fatal(err)
@@ -238,7 +227,7 @@ func TestCreateReResolvesFlippedCloudID(t *testing.T) {
 		t.Fatalf("create used %v, want the re-resolved cloudId", body)
 	}
 	// The create body carries what availability says now, never the stale token.
-	if e.requests("GET /api/v1/availability/gpus") < 2 {
+	if e.Requests("GET /api/v1/availability/gpus") < 2 {
 		t.Fatal("create did not query availability again")
 	}
 }
@@ -259,10 +248,7 @@ func TestCreateMaxPriceAlwaysNumeric(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{}) // rejects null maxPrice
 			b := e.backend(t, func(c *Config) { c.MaxPriceMarginPercent = tt.marginPct })
-			offers, err := b.Offers(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			offers := backendtest.Offers(t, b)
 			req := createReq(findOffer(t, offers, "runpod", "L4_24GB", 1, false), "pi-vm-price")
 			req.MaxPricePerHour = tt.userMax
 			if _, err := b.Create(context.Background(), req); err != nil {
@@ -298,15 +284,12 @@ func TestCreateCapacityErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{})
 			b := e.backend(t, nil)
-			offers, err := b.Offers(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			offers := backendtest.Offers(t, b)
 			o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
 			tt.setup(e)
-			_, err = b.Create(context.Background(), createReq(o, "pi-vm-cap"))
+			_, err := b.Create(context.Background(), createReq(o, "pi-vm-cap"))
 			wantKind(t, err, controlplane.ErrCapacity)
-			if e.emu.CreateCount() != 0 || e.requests("POST /api/v1/pods") != 0 {
+			if e.emu.CreateCount() != 0 || e.Requests("POST /api/v1/pods") != 0 {
 				t.Fatal("no pod may be created")
 			}
 		})
@@ -353,7 +336,7 @@ func TestCreateInstallsSSHKeysOnce(t *testing.T) {
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("keys = %+v %v", keys, err)
 	}
-	if got := e.requests("POST /api/v1/ssh_keys"); got != 2 {
+	if got := e.Requests("POST /api/v1/ssh_keys"); got != 2 {
 		t.Fatalf("%d key uploads, want 2 (each key once)", got)
 	}
 	if lastCreate(t, e)["sshKeyId"] != keys[0].ID {
@@ -415,10 +398,7 @@ func TestCreateFromOfferID(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	b := e.backend(t, nil)
 	ctx := context.Background()
-	offers, err := b.Offers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	full := findOffer(t, offers, "upcloud", "L40S_48GB", 1, false)
 	rebuilt := controlplane.Offer{Cloud: CloudName, Pool: "prime-intellect-vm-pool", Region: full.Region, InstanceType: full.InstanceType,
 		GPUType: full.GPUType, GPUCount: full.GPUCount, PricePerHour: full.PricePerHour, Available: -1}
@@ -449,10 +429,7 @@ func TestNullLocationOffers(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	b := e.backend(t, nil)
 	ctx := context.Background()
-	offers, err := b.Offers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	var global, cz, kansas controlplane.Offer
 	for _, o := range offers {
 		switch {

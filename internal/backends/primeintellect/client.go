@@ -74,19 +74,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	key := cfg.APIKey
 	rc, err := restclient.New(restclient.Config{
-		Cloud:   CloudName,
-		BaseURL: cfg.BaseURL,
-		Tuning:  cfg.Tuning,
-		Logger:  cfg.Logger,
-		Authorize: func(_ context.Context, req *http.Request) error {
-			if key == "" {
-				return controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no API key configured (set api_key or PRIME_API_KEY)")
-			}
-			req.Header.Set("Authorization", "Bearer "+key)
-			return nil
-		},
+		Cloud:     CloudName,
+		BaseURL:   cfg.BaseURL,
+		Tuning:    cfg.Tuning,
+		Logger:    cfg.Logger,
+		Authorize: restclient.Bearer(cfg.APIKey, controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no API key configured (set api_key or PRIME_API_KEY)")),
 	})
 	if err != nil {
 		return nil, err
@@ -98,17 +91,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 func (c *Client) REST() *restclient.Client { return c.rc }
 
 func (c *Client) doJSON(ctx context.Context, op string, r restclient.Request, out any) error {
-	resp, err := c.rc.Do(ctx, r)
-	if err != nil {
-		return classify(op, err)
-	}
-	if out == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(resp.Body, out); err != nil {
-		return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "%s %s: unexpected answer: %v", r.Method, r.Path, err)
-	}
-	return nil
+	return c.rc.CallJSON(ctx, op, r, out, classify)
 }
 
 // AvailabilityFilter narrows an availability query. Empty fields do not filter. The API may ignore a
@@ -122,21 +105,14 @@ type AvailabilityFilter struct {
 }
 
 func (f AvailabilityFilter) query() url.Values {
-	q := url.Values{}
-	if f.GPUType != "" {
-		q.Set("gpu_type", f.GPUType)
-	}
+	return restclient.Query(f.countQuery(), "data_center_id", f.DataCenter, "socket", f.Socket, "security", f.Security)
+}
+
+// countQuery holds the parameters the legacy endpoint takes too: gpu_type and gpu_count.
+func (f AvailabilityFilter) countQuery() url.Values {
+	q := restclient.Query(nil, "gpu_type", f.GPUType)
 	if f.GPUCount > 0 {
 		q.Set("gpu_count", strconv.Itoa(f.GPUCount))
-	}
-	if f.DataCenter != "" {
-		q.Set("data_center_id", f.DataCenter)
-	}
-	if f.Socket != "" {
-		q.Set("socket", f.Socket)
-	}
-	if f.Security != "" {
-		q.Set("security", f.Security)
 	}
 	return q
 }
@@ -225,14 +201,7 @@ func (c *Client) availabilityOnce(ctx context.Context, f AvailabilityFilter) ([]
 }
 
 func (c *Client) legacyAvailability(ctx context.Context, f AvailabilityFilter) ([]GPUAvailability, error) {
-	q := url.Values{}
-	if f.GPUType != "" {
-		q.Set("gpu_type", f.GPUType)
-	}
-	if f.GPUCount > 0 {
-		q.Set("gpu_count", strconv.Itoa(f.GPUCount))
-	}
-	resp, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/", Query: q})
+	resp, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/", Query: f.countQuery()})
 	if err != nil {
 		return nil, classify(opAvailability, err)
 	}

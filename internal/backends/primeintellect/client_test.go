@@ -3,11 +3,10 @@ package primeintellect
 import (
 	"context"
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -47,11 +46,11 @@ func TestAvailabilityPagination(t *testing.T) {
 				seen[k] = true
 			}
 			if !tt.legacy {
-				if got := e.requests("GET /api/v1/availability/gpus OK"); got != tt.wantPages {
+				if got := e.Requests("GET /api/v1/availability/gpus OK"); got != tt.wantPages {
 					t.Fatalf("read %d pages, want %d", got, tt.wantPages)
 				}
-			} else if e.requests("GET /api/v1/availability/ OK") != 1 {
-				t.Fatalf("legacy endpoint not read: %v", e.log)
+			} else if e.Requests("GET /api/v1/availability/ OK") != 1 {
+				t.Fatalf("legacy endpoint not read: %v", e.Log())
 			}
 		})
 	}
@@ -73,10 +72,7 @@ func TestAvailabilityPageSizeTooLarge(t *testing.T) {
 	e := newEnv(t, emu.Options{MaxPageSize: 10})
 	c := e.client(t, func(c *ClientConfig) { c.PageSize = 50 })
 	_, err := c.Availability(context.Background(), AvailabilityFilter{})
-	wantKind(t, err, controlplane.ErrInvalid)
-	if !strings.Contains(err.Error(), "page_size") {
-		t.Fatalf("422 detail list not kept in the message: %v", err)
-	}
+	backendtest.WantError(t, err, controlplane.ErrInvalid, "page_size")
 }
 
 func TestEmptyAvailabilityRetried(t *testing.T) {
@@ -105,7 +101,7 @@ func TestEmptyAvailabilityRetried(t *testing.T) {
 			if (len(items) == 0) != tt.wantEmpty {
 				t.Fatalf("got %d items, want empty=%v", len(items), tt.wantEmpty)
 			}
-			if got := e.requests("GET /api/v1/availability/gpus"); got != tt.wantReqs {
+			if got := e.Requests("GET /api/v1/availability/gpus"); got != tt.wantReqs {
 				t.Fatalf("%d availability requests, want %d", got, tt.wantReqs)
 			}
 		})
@@ -118,7 +114,7 @@ func TestEmptyAvailabilityStopsOnCancel(t *testing.T) {
 	c := e.client(t, func(c *ClientConfig) { c.EmptyRetries = 50; c.EmptyRetryWait = time.Hour })
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		for e.requests("GET /api/v1/availability/gpus") == 0 {
+		for e.Requests("GET /api/v1/availability/gpus") == 0 {
 			time.Sleep(time.Millisecond)
 		}
 		cancel()
@@ -157,8 +153,8 @@ func TestRetries(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			if got := int(e.count.Load()); got != tt.wantReqs {
-				t.Fatalf("%d requests, want %d: %v", got, tt.wantReqs, e.log)
+			if got := int(e.Count.Load()); got != tt.wantReqs {
+				t.Fatalf("%d requests, want %d: %v", got, tt.wantReqs, e.Log())
 			}
 		})
 	}
@@ -177,12 +173,9 @@ func TestAuthFailure(t *testing.T) {
 	secret := "wrong-key-do-not-log"
 	c := e.client(t, func(c *ClientConfig) { c.APIKey = secret })
 	_, err := c.Availability(context.Background(), AvailabilityFilter{})
-	wantKind(t, err, controlplane.ErrAuth)
-	if strings.Contains(err.Error(), secret) {
-		t.Fatalf("the key leaked into the error: %v", err)
-	}
-	if e.count.Load() != 1 {
-		t.Fatalf("a 401 must not be retried: %d requests", e.count.Load())
+	backendtest.WantAuthError(t, err, secret)
+	if e.Count.Load() != 1 {
+		t.Fatalf("a 401 must not be retried: %d requests", e.Count.Load())
 	}
 	c = e.client(t, func(c *ClientConfig) { c.APIKey = "" })
 	_, err = c.Pods(context.Background())
@@ -193,17 +186,7 @@ func TestSharedRateLimit(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	// 20 requests per second with a burst of 1: 11 concurrent requests need at least 0.5 s.
 	c := e.client(t, func(c *ClientConfig) { c.RequestsPerSecond = 20; c.Burst = 1 })
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := 0; i < 11; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = c.Pods(context.Background())
-		}()
-	}
-	wg.Wait()
-	if d := time.Since(start); d < 450*time.Millisecond {
+	if d := backendtest.Concurrently(11, func() { _, _ = c.Pods(context.Background()) }); d < 450*time.Millisecond {
 		t.Fatalf("11 requests took %v; the shared limit of 20/s was not applied", d)
 	}
 }
@@ -294,10 +277,7 @@ func TestCreateErrors(t *testing.T) {
 				tt.mut(&req)
 			}
 			_, err := e.client(t, nil).CreatePod(context.Background(), req)
-			wantKind(t, err, tt.want)
-			if !strings.Contains(err.Error(), tt.text) {
-				t.Fatalf("error %q lacks %q", err, tt.text)
-			}
+			backendtest.WantError(t, err, tt.want, tt.text)
 			if e.emu.CreateCount() != 0 {
 				t.Fatal("a failed create made a pod")
 			}
@@ -312,10 +292,7 @@ func TestNullMaxPriceRejected(t *testing.T) {
 		"provider": map[string]any{"type": "runpod"}}
 	_, err := c.REST().Do(context.Background(), restclient.Request{Method: http.MethodPost, Path: "/api/v1/pods/", Body: body, NotIdempotent: true})
 	err = classify("creating pod", err)
-	wantKind(t, err, controlplane.ErrInvalid)
-	if !strings.Contains(err.Error(), "max_price not specified") {
-		t.Fatalf("error = %v", err)
-	}
+	backendtest.WantError(t, err, controlplane.ErrInvalid, "max_price not specified")
 }
 
 func TestSSHKeys(t *testing.T) {

@@ -1,17 +1,11 @@
 package primeintellect
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -25,32 +19,10 @@ func newClock() *clock { return backendtest.NewClock(time.Date(2026, 1, 2, 3, 4,
 
 // env is an emulator behind a real HTTP server, with a request log.
 type env struct {
-	emu   *emu.Server
-	srv   *httptest.Server
-	clock *clock
-	mu    sync.Mutex
-	log   []string // "METHOD /path status"
-	count atomic.Int32
+	*backendtest.RequestLog // "METHOD /path status"
+	emu                     *emu.Server
+	clock                   *clock
 }
-
-func (e *env) requests(prefix string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for _, l := range e.log {
-		if strings.HasPrefix(l, prefix) {
-			n++
-		}
-	}
-	return n
-}
-
-type recorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *recorder) WriteHeader(s int) { r.status = s; r.ResponseWriter.WriteHeader(s) }
 
 func newEnv(t *testing.T, opts emu.Options) *env {
 	t.Helper()
@@ -62,15 +34,7 @@ func newEnv(t *testing.T, opts emu.Options) *env {
 		opts.BootDuration = 40 * time.Second
 	}
 	e.emu = emu.New(opts)
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &recorder{ResponseWriter: w, status: 200}
-		e.emu.ServeHTTP(rec, r)
-		e.count.Add(1)
-		e.mu.Lock()
-		e.log = append(e.log, r.Method+" "+r.URL.Path+" "+http.StatusText(rec.status))
-		e.mu.Unlock()
-	}))
-	t.Cleanup(e.srv.Close)
+	e.RequestLog = backendtest.NewRequestLog(t, e.emu)
 	return e
 }
 
@@ -78,7 +42,7 @@ func newEnv(t *testing.T, opts emu.Options) *env {
 func (e *env) config() Config {
 	return Config{
 		APIKey:                testKey,
-		BaseURL:               e.srv.URL,
+		BaseURL:               e.URL,
 		Tuning:                restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond},
 		EmptyAvailabilityWait: time.Millisecond,
 	}
@@ -88,7 +52,7 @@ func (e *env) client(t *testing.T, mut func(*ClientConfig)) *Client {
 	t.Helper()
 	cfg := ClientConfig{
 		APIKey:         testKey,
-		BaseURL:        e.srv.URL,
+		BaseURL:        e.URL,
 		Tuning:         restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond},
 		EmptyRetryWait: time.Millisecond,
 	}
@@ -119,12 +83,5 @@ func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
 	return b
 }
 
-func wantKind(t *testing.T, err error, kind controlplane.ErrorKind) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("want a %v error, got nil", kind)
-	}
-	if got := controlplane.KindOf(err); got != kind {
-		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
-	}
-}
+// wantKind fails the test unless err is a controlplane error of kind.
+var wantKind = backendtest.WantKind

@@ -11,19 +11,10 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
-// APIError is a non-2xx answer from Prime Intellect with the message of its error body.
-type APIError struct {
-	Method string
-	Path   string
-	Status int
-	// Message is the error body's text: detail (a string, or the msgs of a 422 list), the spec's
-	// errors[].details, or the raw body when none of those is there.
-	Message string
-}
-
-func (e *APIError) Error() string {
-	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.Status, e.Message)
-}
+// APIError is a non-2xx answer from Prime Intellect with the message of its error body: detail (a
+// string, or the msgs of a 422 list), the spec's errors[].details, or the raw body when none of those is
+// there. Prime sends no error code.
+type APIError = restclient.APIError
 
 // errorMessage extracts the text of an error body in any of the forms Prime uses:
 // {"detail":"..."}, {"detail":[{loc,msg,type}]}, {"errors":[{param,details}]}, {"message":"..."} or
@@ -154,7 +145,8 @@ func kindFor(status int, msg string) controlplane.ErrorKind {
 // kept; credentials never reach it (they travel only in the Authorization header).
 func classify(op string, err error) error {
 	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
-		ae := &APIError{Method: he.Method, Path: he.Path, Status: he.Status, Message: errorMessage(he.Body)}
+		ae := restclient.NewAPIError(he)
+		ae.Message = errorMessage(he.Body)
 		return kindFor(he.Status, ae.Message), ae
 	})
 }

@@ -5,40 +5,20 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // recorded is one file of testdata/ (copied from reference/recorded/primeintellect).
-type recorded struct {
-	Request struct {
-		Method string `json:"method"`
-		Path   string `json:"path"`
-	} `json:"request"`
-	Response struct {
-		Status int             `json:"status"`
-		Body   json.RawMessage `json:"body"`
-	} `json:"response"`
-}
+type recorded = backendtest.Recorded
 
-func loadRecorded(t *testing.T, name string) recorded {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r recorded
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return r
-}
+// loadRecorded reads testdata/<name>.
+func loadRecorded(t *testing.T, name string) recorded { return backendtest.LoadRecorded(t, name) }
 
 func TestRecordedAvailabilityParses(t *testing.T) {
 	tests := []struct {
@@ -203,10 +183,7 @@ func TestRecordedReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			offers, err := b.Offers(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			offers := backendtest.Offers(t, b)
 			if len(offers) == 0 {
 				t.Fatal("no offers mapped from the capture")
 			}

@@ -2,6 +2,8 @@ package restclient
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -24,4 +26,32 @@ func Classify(cloud, op string, err error, answer func(*HTTPError) (controlplane
 		return controlplane.NewError(kind, cloud, op, cloudErr)
 	}
 	return controlplane.NewError(controlplane.ErrOther, cloud, op, err)
+}
+
+// APIError is a cloud's answer outside 2xx with the code and message of its error body, in the form
+// most clouds share. It never holds request data, so no credential can leak through it.
+type APIError struct {
+	Method, Path string
+	Status       int
+	// Code is the cloud's error code ("" when it sent none).
+	Code    string
+	Message string
+}
+
+// NewAPIError starts the APIError of an HTTP error: its method, path and status.
+func NewAPIError(he *HTTPError) *APIError {
+	return &APIError{Method: he.Method, Path: he.Path, Status: he.Status}
+}
+
+func (e *APIError) Error() string {
+	code := ""
+	if e.Code != "" {
+		code = " " + e.Code
+	}
+	return fmt.Sprintf("%s %s: HTTP %d%s: %s", e.Method, e.Path, e.Status, code, e.Message)
+}
+
+// MessageHas reports whether the message contains s, ignoring case.
+func (e *APIError) MessageHas(s string) bool {
+	return strings.Contains(strings.ToLower(e.Message), strings.ToLower(s))
 }

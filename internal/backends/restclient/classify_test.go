@@ -48,3 +48,18 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestAPIError(t *testing.T) {
+	e := NewAPIError(&HTTPError{Method: "POST", Path: "/x", Status: 400, Body: []byte("ignored")})
+	e.Message = "Not Enough Resources"
+	if got := e.Error(); got != "POST /x: HTTP 400: Not Enough Resources" {
+		t.Errorf("without a code: %q", got)
+	}
+	e.Code = "invalid_request"
+	if got := e.Error(); got != "POST /x: HTTP 400 invalid_request: Not Enough Resources" {
+		t.Errorf("with a code: %q", got)
+	}
+	if !e.MessageHas("not enough resources") || e.MessageHas("quota") {
+		t.Error("MessageHas must match case-insensitively, and only what is there")
+	}
+}

@@ -22,6 +22,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/time/rate"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
 // Config configures one cloud's client.
@@ -331,3 +333,38 @@ func (l leveled) Error(msg string, kv ...any) { l.l.Warn(msg, kv...) }
 func (l leveled) Info(msg string, kv ...any)  { l.l.Debug(msg, kv...) }
 func (l leveled) Debug(msg string, kv ...any) { l.l.Trace(msg, kv...) }
 func (l leveled) Warn(msg string, kv ...any)  { l.l.Warn(msg, kv...) }
+
+// CallJSON is DoJSON for a backend's client: the call's errors go through classify (with op), and a 2xx
+// answer that does not decode into out is ErrOther of the client's cloud ("unexpected answer"). An
+// empty body, or a nil out, decodes nothing.
+func (c *Client) CallJSON(ctx context.Context, op string, r Request, out any, classify func(op string, err error) error) error {
+	resp, err := c.Do(ctx, r)
+	if err != nil {
+		return classify(op, err)
+	}
+	if out == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return controlplane.Errorf(controlplane.ErrOther, c.cfg.Cloud, op, "%s %s: unexpected answer: %v", r.Method, r.Path, err)
+	}
+	return nil
+}
+
+// Authorization is a Config.Authorize that sends value as the Authorization header of every request
+// ("Bearer <key>", "Basic <credentials>").
+func Authorization(value string) func(context.Context, *http.Request) error {
+	return func(_ context.Context, req *http.Request) error {
+		req.Header.Set("Authorization", value)
+		return nil
+	}
+}
+
+// Bearer is a Config.Authorize that sends token as a bearer token. When token is empty and missing is
+// set, every request fails with missing instead, before anything is sent.
+func Bearer(token string, missing error) func(context.Context, *http.Request) error {
+	if token == "" && missing != nil {
+		return func(context.Context, *http.Request) error { return missing }
+	}
+	return Authorization("Bearer " + token)
+}

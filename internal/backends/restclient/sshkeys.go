@@ -23,18 +23,41 @@ type KeyRegistry struct {
 	List func(ctx context.Context) ([]AccountKey, error)
 	// Add registers a key under name and returns its id.
 	Add func(ctx context.Context, name, publicKey string) (string, error)
+	// AddAgain makes a failed Add whose outcome is unknown (ErrOther: a 5xx, a lost answer) add once
+	// more when the account, listed again, does not hold the key: for clouds whose key create the HTTP
+	// client does not retry, so that a single 5xx never fails a create.
+	AddAgain bool
 }
 
 // NormalizeKey reduces an authorized_keys line to "<type> <base64 body>" (the comment and options do
 // not make a key different); "" when the line holds no key.
 func NormalizeKey(line string) string {
 	f := strings.Fields(line)
-	for i := 0; i+1 < len(f); i++ {
-		if strings.HasPrefix(f[i], "ssh-") || strings.HasPrefix(f[i], "ecdsa-") || strings.HasPrefix(f[i], "sk-") {
-			return f[i] + " " + f[i+1]
-		}
+	if i := keyType(f); i >= 0 {
+		return f[i] + " " + f[i+1]
 	}
 	return ""
+}
+
+// BareKey drops the authorized_keys options of a line and keeps "<type> <base64> [comment]", for clouds
+// that refuse options; a line that holds no key comes back trimmed.
+func BareKey(line string) string {
+	f := strings.Fields(line)
+	if i := keyType(f); i >= 0 {
+		return strings.Join(f[i:], " ")
+	}
+	return strings.TrimSpace(line)
+}
+
+// keyType is the index of the key type among the fields of an authorized_keys line (a body follows
+// it), or -1.
+func keyType(f []string) int {
+	for i := 0; i+1 < len(f); i++ {
+		if strings.HasPrefix(f[i], "ssh-") || strings.HasPrefix(f[i], "ecdsa-") || strings.HasPrefix(f[i], "sk-") {
+			return i
+		}
+	}
+	return -1
 }
 
 // KeyName is the account-side name hydra gives a public key: "hydra-" and 12 hex digits of the
@@ -47,7 +70,8 @@ func KeyName(publicKey string) string {
 // EnsureSSHKeys returns the ids of account keys holding each given public key (duplicates once, in
 // order), registering the ones the account lacks. It looks before it adds, so a retried or repeated
 // call never registers a key twice, and after a failed add it looks again (the answer may have been
-// lost after the key was stored). A line that holds no key is ErrInvalid.
+// lost after the key was stored; with r.AddAgain, a key still missing is added once more). A line that
+// holds no key is ErrInvalid.
 func EnsureSSHKeys(ctx context.Context, r KeyRegistry, publicKeys []string) ([]string, error) {
 	ids := []string{}
 	var have []AccountKey
@@ -84,22 +108,44 @@ func EnsureSSHKeys(ctx context.Context, r KeyRegistry, publicKeys []string) ([]s
 			ids = append(ids, id)
 			continue
 		}
-		id, err := r.Add(ctx, KeyName(pk), strings.TrimSpace(pk))
-		if err != nil {
+		for attempt := 1; ; attempt++ {
+			id, err := r.Add(ctx, KeyName(pk), strings.TrimSpace(pk))
+			if err == nil {
+				ids = append(ids, id)
+				have = append(have, AccountKey{ID: id, PublicKey: pk})
+				break
+			}
 			if controlplane.KindOf(err) == controlplane.ErrAuth || ctx.Err() != nil {
 				return nil, err
 			}
-			if again, lerr := r.List(ctx); lerr == nil {
+			again, lerr := r.List(ctx)
+			if lerr == nil {
 				have = again
 				if id := find(norm); id != "" {
 					ids = append(ids, id)
-					continue
+					break
 				}
 			}
-			return nil, err
+			if !r.AddAgain || attempt > 1 || lerr != nil || controlplane.KindOf(err) != controlplane.ErrOther {
+				return nil, err
+			}
 		}
-		ids = append(ids, id)
-		have = append(have, AccountKey{ID: id, PublicKey: pk})
 	}
 	return ids, nil
+}
+
+// ListKeys adapts a cloud's own key listing to KeyRegistry.List: account turns each of the cloud's keys
+// into an AccountKey.
+func ListKeys[K any](list func(ctx context.Context) ([]K, error), account func(K) AccountKey) func(ctx context.Context) ([]AccountKey, error) {
+	return func(ctx context.Context) ([]AccountKey, error) {
+		keys, err := list(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]AccountKey, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, account(k))
+		}
+		return out, nil
+	}
 }

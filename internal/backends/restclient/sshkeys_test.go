@@ -13,10 +13,14 @@ func TestEnsureSSHKeys(t *testing.T) {
 	const aOtherComment = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH3dlYcKyiFqR4SxlGQbfJEX5RzzyLcn6X9UGBJ4U2rG laptop"
 	const b = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC0 bob"
 	tests := []struct {
-		name      string
-		have      []AccountKey
-		keys      []string
-		loseAdd   bool
+		name    string
+		have    []AccountKey
+		keys    []string
+		loseAdd bool
+		// failAdds fails that many adds with failKind (ErrOther when 0), storing nothing.
+		failAdds  int
+		failKind  controlplane.ErrorKind
+		addAgain  bool
 		wantIDs   []string
 		wantAdds  int
 		wantErrIs controlplane.ErrorKind
@@ -26,18 +30,27 @@ func TestEnsureSSHKeys(t *testing.T) {
 		{name: "a lost add answer is found again", keys: []string{a}, loseAdd: true, wantIDs: []string{"k1"}, wantAdds: 1},
 		{name: "no keys, no calls", keys: nil, wantIDs: []string{}},
 		{name: "garbage is invalid", keys: []string{"not a key"}, wantErrIs: controlplane.ErrInvalid},
+		{name: "a failed add is not repeated by default", keys: []string{a}, failAdds: 1, wantErrIs: controlplane.ErrOther, wantAdds: 1},
+		{name: "AddAgain adds a missing key once more", keys: []string{a}, failAdds: 1, addAgain: true, wantIDs: []string{"k2"}, wantAdds: 2},
+		{name: "AddAgain adds once more only", keys: []string{a}, failAdds: 2, addAgain: true, wantErrIs: controlplane.ErrOther, wantAdds: 2},
+		{name: "AddAgain does not repeat a refused add", keys: []string{a}, failAdds: 1, failKind: controlplane.ErrInvalid, addAgain: true,
+			wantErrIs: controlplane.ErrInvalid, wantAdds: 1},
+		{name: "AddAgain finds a lost add answer", keys: []string{a}, loseAdd: true, addAgain: true, wantIDs: []string{"k1"}, wantAdds: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			have := append([]AccountKey(nil), tc.have...)
 			adds := 0
-			r := KeyRegistry{Cloud: "test",
+			r := KeyRegistry{Cloud: "test", AddAgain: tc.addAgain,
 				List: func(context.Context) ([]AccountKey, error) { return append([]AccountKey(nil), have...), nil },
 				Add: func(_ context.Context, name, pk string) (string, error) {
 					adds++
 					id := "k" + string(rune('0'+adds))
 					if name != KeyName(pk) {
 						t.Errorf("key added as %q, want %q", name, KeyName(pk))
+					}
+					if adds <= tc.failAdds {
+						return "", controlplane.Errorf(tc.failKind, "test", "adding key", "HTTP 5xx or 4xx")
 					}
 					have = append(have, AccountKey{ID: id, PublicKey: pk})
 					if tc.loseAdd {
@@ -46,9 +59,12 @@ func TestEnsureSSHKeys(t *testing.T) {
 					return id, nil
 				}}
 			ids, err := EnsureSSHKeys(context.Background(), r, tc.keys)
-			if tc.wantErrIs != controlplane.ErrOther {
-				if controlplane.KindOf(err) != tc.wantErrIs {
+			if tc.wantErrIs != controlplane.ErrOther || (tc.wantIDs == nil && tc.keys != nil) {
+				if err == nil || controlplane.KindOf(err) != tc.wantErrIs {
 					t.Fatalf("error %v, want kind %v", err, tc.wantErrIs)
+				}
+				if adds != tc.wantAdds {
+					t.Errorf("%d adds, want %d", adds, tc.wantAdds)
 				}
 				return
 			}
@@ -70,5 +86,40 @@ func TestEnsureSSHKeys(t *testing.T) {
 	}
 	if KeyName(a) != KeyName(aOtherComment) {
 		t.Error("the comment changed the key's name")
+	}
+}
+
+func TestBareKey(t *testing.T) {
+	tests := []struct{ in, want, norm string }{
+		{"ssh-ed25519 AAAA alice@host", "ssh-ed25519 AAAA alice@host", "ssh-ed25519 AAAA"},
+		{`no-pty,command="x" ssh-rsa BBBB  bob laptop `, "ssh-rsa BBBB bob laptop", "ssh-rsa BBBB"},
+		{"  ecdsa-sha2-nistp256 CCCC", "ecdsa-sha2-nistp256 CCCC", "ecdsa-sha2-nistp256 CCCC"},
+		{" not a key ", "not a key", ""},
+		{"ssh-ed25519", "ssh-ed25519", ""},
+	}
+	for _, tt := range tests {
+		if got := BareKey(tt.in); got != tt.want {
+			t.Errorf("BareKey(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := NormalizeKey(tt.in); got != tt.norm {
+			t.Errorf("NormalizeKey(%q) = %q, want %q", tt.in, got, tt.norm)
+		}
+	}
+}
+
+func TestListKeys(t *testing.T) {
+	type cloudKey struct{ name, line string }
+	list := ListKeys(func(context.Context) ([]cloudKey, error) {
+		return []cloudKey{{"a", "ssh-ed25519 AAAA"}, {"b", "ssh-rsa BBBB"}}, nil
+	}, func(k cloudKey) AccountKey { return AccountKey{ID: k.name, PublicKey: k.line} })
+	got, err := list(context.Background())
+	if err != nil || len(got) != 2 || got[1] != (AccountKey{ID: "b", PublicKey: "ssh-rsa BBBB"}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	boom := errors.New("boom")
+	failing := ListKeys(func(context.Context) ([]cloudKey, error) { return nil, boom },
+		func(k cloudKey) AccountKey { return AccountKey{} })
+	if _, err := failing(context.Background()); !errors.Is(err, boom) {
+		t.Fatalf("error %v, want the listing's", err)
 	}
 }

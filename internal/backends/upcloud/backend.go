@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -92,15 +93,10 @@ type Backend struct {
 
 	mu     sync.Mutex
 	tmpl   *Storage
-	plans  map[string]Plan      // by plan name, from the last Offers
-	prices map[string]float64   // "zone/plan" -> USD per hour, from the last Offers (or a capped Create)
-	names  map[string]*nameLock // creates in flight, by instance name
-}
+	plans  map[string]Plan    // by plan name, from the last Offers
+	prices map[string]float64 // "zone/plan" -> USD per hour, from the last Offers (or a capped Create)
 
-// nameLock serialises the creates of one name in this process (n counts its holders and waiters).
-type nameLock struct {
-	mu sync.Mutex
-	n  int
+	creates createonce.Group // serialises the creates of one name in this process
 }
 
 var (
@@ -110,11 +106,9 @@ var (
 
 // New builds the backend. It checks the configuration but calls no API.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	if inv == nil {
-		return nil, errors.New("upcloud: no inventory")
-	}
-	if logger == nil {
-		logger = hclog.NewNullLogger()
+	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.EURToUSD == 0 {
 		cfg.EURToUSD = DefaultEURToUSD
@@ -156,7 +150,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		return nil, controlplane.NewError(controlplane.ErrAuth, CloudName, "configuring", err)
 	}
 	return &Backend{cfg: cfg, client: client, inv: inv, log: logger.Named(CloudName),
-		plans: map[string]Plan{}, prices: map[string]float64{}, names: map[string]*nameLock{}}, nil
+		plans: map[string]Plan{}, prices: map[string]float64{}}, nil
 }
 
 // Cloud returns "upcloud".
@@ -223,17 +217,6 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		avail = nil
 	}
 	rate := b.rate(prices)
-	zoneOK := func(z string) bool {
-		if len(b.cfg.Zones) == 0 {
-			return true
-		}
-		for _, w := range b.cfg.Zones {
-			if strings.EqualFold(w, z) {
-				return true
-			}
-		}
-		return false
-	}
 
 	newPlans := map[string]Plan{}
 	newPrices := map[string]float64{}
@@ -260,7 +243,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		}
 		for _, z := range prices.Prices.Zone {
 			item, ok := z.Items[PlanPriceKey(p.Name)]
-			if !ok || !zoneOK(z.Name) {
+			if !ok || !restclient.Allowed(b.cfg.Zones, z.Name) {
 				continue
 			}
 			usd := centsToUSD(item.Price, rate)
@@ -461,23 +444,28 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	case len(req.SSHPublicKeys) == 0:
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no SSH public key to install")
 	}
-	unlock := b.lockName(req.Name)
-	defer unlock()
-	if inst, ok, err := b.findByName(ctx, req.Name); err != nil {
-		return controlplane.Instance{}, err
-	} else if ok {
-		b.log.Info("a server of this name exists already; returning it", "name", req.Name, "id", inst.ID)
-		return inst, nil
-	}
-	if req.MaxPricePerHour > 0 {
-		if err := b.checkPrice(ctx, zone, plan, req.MaxPricePerHour); err != nil {
-			return controlplane.Instance{}, err
-		}
-	}
-	tmpl, err := b.template(ctx)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
+	var tmpl Storage
+	inst, _, err := b.creates.Do(ctx, createonce.Steps{
+		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
+		Find: func(ctx context.Context) (controlplane.Instance, bool, error) { return b.findByName(ctx, req.Name) },
+		Prepare: func(ctx context.Context) (err error) {
+			if req.MaxPricePerHour > 0 {
+				if err := b.checkPrice(ctx, zone, plan, req.MaxPricePerHour); err != nil {
+					return err
+				}
+			}
+			tmpl, err = b.template(ctx)
+			return err
+		},
+		Create: func(ctx context.Context) (controlplane.Instance, error) {
+			return b.createServer(ctx, req, zone, plan, tmpl)
+		},
+	})
+	return inst, err
+}
+
+// createServer clones the template onto a new server and returns it.
+func (b *Backend) createServer(ctx context.Context, req controlplane.CreateRequest, zone, plan string, tmpl Storage) (controlplane.Instance, error) {
 	size := b.cfg.DiskSizeGB
 	if int(tmpl.Size) > size {
 		size = int(tmpl.Size)
@@ -516,13 +504,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	b.log.Info("creating server", "name", req.Name, "plan", plan, "zone", zone, "template", tmpl.UUID, "disk_gb", size)
 	srv, err := b.client.CreateServerRequest(ctx, cs)
 	if err != nil {
-		if controlplane.KindOf(err) == controlplane.ErrOther && ctx.Err() == nil {
-			// The answer may be lost after the cloud made the server: look once more.
-			if inst, ok, ferr := b.findByName(ctx, req.Name); ferr == nil && ok {
-				b.log.Warn("the create answer was lost but the server exists; returning it", "name", req.Name, "id", inst.ID, "error", err)
-				return inst, nil
-			}
-		}
+		// The answer may be lost after the cloud made the server: Create looks once more.
 		return controlplane.Instance{}, err
 	}
 	inst := b.instance(srv)
@@ -540,28 +522,6 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		inst.GPUType, inst.GPUCount = req.Offer.GPUType, req.Offer.GPUCount
 	}
 	return inst, nil
-}
-
-// lockName takes this process's lock on an instance name, so that concurrent creates of one name
-// look and create one after the other; it returns the unlock.
-func (b *Backend) lockName(name string) func() {
-	b.mu.Lock()
-	l := b.names[name]
-	if l == nil {
-		l = &nameLock{}
-		b.names[name] = l
-	}
-	l.n++
-	b.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		b.mu.Lock()
-		if l.n--; l.n == 0 {
-			delete(b.names, name)
-		}
-		b.mu.Unlock()
-	}
 }
 
 // findByName returns the server labelled hydra-name=<name> (the oldest, should there be several),

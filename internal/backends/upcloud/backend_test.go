@@ -7,22 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraBackendKey hydra@test"
-
-func testInventory(t *testing.T) *inventory.Inventory {
-	t.Helper()
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return inv
-}
 
 func newTestBackend(t *testing.T, base string, mod func(*Config)) *Backend {
 	t.Helper()
@@ -37,7 +28,7 @@ func newTestBackend(t *testing.T, base string, mod func(*Config)) *Backend {
 	if mod != nil {
 		mod(&cfg)
 	}
-	b, err := New(cfg, testInventory(t), nil)
+	b, err := New(cfg, backendtest.Inventory(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +45,7 @@ func findOffer(offers []controlplane.Offer, zone, plan string) *controlplane.Off
 }
 
 func TestNewValidatesConfig(t *testing.T) {
-	inv := testInventory(t)
+	inv := backendtest.Inventory(t)
 	cases := []struct {
 		name string
 		cfg  Config
@@ -82,7 +73,6 @@ func TestNewValidatesConfig(t *testing.T) {
 
 func TestOffers(t *testing.T) {
 	_, base := startEmulator(t, emu.Options{})
-	ctx := context.Background()
 	cases := []struct {
 		name  string
 		mod   func(*Config)
@@ -158,10 +148,7 @@ func TestOffers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestBackend(t, base, tc.mod)
-			offers, err := b.Offers(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			offers := backendtest.Offers(t, b)
 			tc.check(t, offers)
 		})
 	}
@@ -179,10 +166,7 @@ func TestOffersSkipsUnmappedRetiredAndTooLarge(t *testing.T) {
 	}
 	_, base := startEmulator(t, emu.Options{Plans: plans})
 	b := newTestBackend(t, base, nil)
-	offers, err := b.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	if len(offers) != 1 || offers[0].InstanceType != "GPU-8xCPU-64GB-1xL40S" {
 		t.Fatalf("offers %+v", offers)
 	}
@@ -192,20 +176,12 @@ func TestOffersAuthError(t *testing.T) {
 	_, base := startEmulator(t, emu.Options{})
 	b := newTestBackend(t, base, func(c *Config) { c.Password = "not-the-password" })
 	_, err := b.Offers(context.Background())
-	if controlplane.KindOf(err) != controlplane.ErrAuth {
-		t.Fatalf("err = %v", err)
-	}
-	if strings.Contains(err.Error(), "not-the-password") {
-		t.Errorf("error leaks the password: %v", err)
-	}
+	backendtest.WantAuthError(t, err, "not-the-password")
 }
 
 func offerFor(t *testing.T, b *Backend, zone, plan string) controlplane.Offer {
 	t.Helper()
-	offers, err := b.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	o := findOffer(offers, zone, plan)
 	if o == nil {
 		t.Fatalf("no offer %s in %s", plan, zone)

@@ -75,10 +75,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		Tuning:    cfg.Tuning,
 		Logger:    cfg.Logger,
 		UserAgent: cfg.UserAgent,
-		Authorize: func(_ context.Context, req *http.Request) error {
-			req.Header.Set("Authorization", authHeader)
-			return nil
-		},
+		Authorize: restclient.Authorization(authHeader),
 	})
 	if err != nil {
 		return nil, err

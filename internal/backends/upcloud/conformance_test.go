@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/conformance"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
@@ -23,17 +23,15 @@ func startConformance(t *testing.T) (controlplane.InstanceManagerBackend, emukit
 	// httptest listens on loopback, and its Close also drops connections the client dialled but never
 	// used (http.Server.Shutdown would wait 5s for those).
 	srv, base := startEmulator(t, emu.Options{BootDuration: 300 * time.Millisecond, StopDuration: 200 * time.Millisecond})
-	b, err := New(Config{
-		Username: testUser,
-		Password: testPass,
-		BaseURL:  base,
-		// Retry-After (1s in the suite) is honoured up to RetryWaitMax.
-		Tuning:        restclient.Tuning{Timeout: 10 * time.Second, RequestsPerSecond: 1000, Burst: 1000, RetryWaitMin: 10 * time.Millisecond, RetryWaitMax: 2 * time.Second},
+	// Retry-After (1s in the suite) is honoured up to RetryWaitMax.
+	tuning := backendtest.Tuning(10*time.Millisecond, 2*time.Second)
+	tuning.Timeout = 10 * time.Second
+	return backendtest.Must(New(Config{
+		Username:      testUser,
+		Password:      testPass,
+		BaseURL:       base,
+		Tuning:        tuning,
 		PollInterval:  50 * time.Millisecond,
 		DeleteTimeout: 20 * time.Second,
-	}, testInventory(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, srv
+	}, backendtest.Inventory(t), nil))(t), srv
 }

@@ -3,7 +3,6 @@ package upcloud
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,9 +43,7 @@ func startEmulator(t *testing.T, opts emu.Options) (*emu.Server, string) {
 		opts.Username, opts.Password, opts.Token = testUser, testPass, testToken
 	}
 	srv := emu.New(opts)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	return srv, ts.URL + emu.APIPrefix
+	return srv, backendtest.Serve(t, srv) + emu.APIPrefix
 }
 
 // fastClientConfig is a client configuration with quick retries and a loose rate limit.

@@ -2,40 +2,21 @@ package upcloud
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
 // recording is one file of testdata/recorded (copied from the shared reference recordings).
-type recording struct {
-	Request struct {
-		Method string          `json:"method"`
-		Path   string          `json:"path"`
-		Body   json.RawMessage `json:"body"`
-	} `json:"request"`
-	Response struct {
-		Status      int             `json:"status"`
-		ContentType string          `json:"content_type"`
-		Body        json.RawMessage `json:"body"`
-	} `json:"response"`
-}
+type recording = backendtest.Recorded
 
+// loadRecording reads testdata/recorded/<name>.
 func loadRecording(t *testing.T, name string) recording {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "recorded", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r recording
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return r
+	return backendtest.LoadRecorded(t, "recorded", name)
 }
 
 func strictDecode(t *testing.T, name string, raw json.RawMessage, out any) {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -95,8 +95,8 @@ type Backend struct {
 	typeGPU  map[string]string // instance_type -> hydra GPU type, from the last catalog read
 	typeCurr map[string]string // instance_type -> catalog currency, from the last catalog read
 
-	names  nameLocks  // serialises creates of one name in this process
-	keysMu sync.Mutex // serialises SSH key registration, so two creates never add one key twice
+	creates createonce.Group // serialises creates of one name in this process
+	keysMu  sync.Mutex       // serialises SSH key registration, so two creates never add one key twice
 }
 
 // The Verda backend does not implement controlplane.OwnershipConfirmer: Verda's API has no documented
@@ -107,11 +107,9 @@ var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the Verda backend. inv maps Verda's GPU names onto hydra's types.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	if inv == nil {
-		return nil, errors.New("verda: no inventory")
-	}
-	if logger == nil {
-		logger = hclog.NewNullLogger()
+	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Currency == "" {
 		cfg.Currency = DefaultCurrency
@@ -198,18 +196,6 @@ func (b *Backend) toUSD(price float64, currency string) (float64, bool) {
 	return 0, false
 }
 
-func (b *Backend) locationAllowed(code string) bool {
-	if len(b.cfg.Locations) == 0 {
-		return true
-	}
-	for _, l := range b.cfg.Locations {
-		if strings.EqualFold(l, code) {
-			return true
-		}
-	}
-	return false
-}
-
 // Offers lists what Verda can deploy now: the catalog (GET /instance-types) joined on instance_type
 // with the on-demand and the spot availability lists, which Verda answers separately. Types the
 // inventory does not map, CPU-only types, types with more GPUs than the inventory allows and types
@@ -249,7 +235,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	seen := map[string]bool{}
 	add := func(list []LocationAvailability, isSpot bool) {
 		for _, loc := range list {
-			if !b.locationAllowed(loc.LocationCode) {
+			if !restclient.Allowed(b.cfg.Locations, loc.LocationCode) {
 				continue
 			}
 			for _, name := range loc.Availabilities {
@@ -299,16 +285,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	}
 	add(onDemand, false)
 	add(spot, true)
-	sort.SliceStable(offers, func(i, j int) bool {
-		a, c := offers[i], offers[j]
-		if a.Region != c.Region {
-			return a.Region < c.Region
-		}
-		if a.InstanceType != c.InstanceType {
-			return a.InstanceType < c.InstanceType
-		}
-		return !a.Spot && c.Spot
-	})
+	restclient.SortOffers(offers)
 	return offers, nil
 }
 
@@ -316,8 +293,8 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 // and the ownership record as its description (controlplane.OwnerDescription; Verda requires a
 // non-empty one) and its tags (controlplane.OwnerLabels as {key, value}).
 //
-// Create is idempotent by name: creates of one name in this process run one at a time, and each first
-// looks for a live instance with that hostname and returns it. An offer whose price (as planned, or as
+// Create is idempotent by name (createonce): creates of one name in this process run one at a time,
+// and each first looks for a live instance with that hostname and returns it. An offer whose price (as planned, or as
 // the catalog says now) is above req.MaxPricePerHour is ErrCapacity and creates nothing. The public keys
 // are registered as Verda SSH keys first (restclient.EnsureSSHKeys). The create call is not retried
 // after a 5xx or a timeout; Create then looks for the instance by name once and returns it if Verda did
@@ -340,22 +317,27 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op,
 			"the offer names no instance type or location code")
 	}
-	unlock := b.names.lock(req.Name)
-	defer unlock()
+	var keyIDs []string
+	inst, _, err := b.creates.Do(ctx, createonce.Steps{
+		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
+		Find: func(ctx context.Context) (controlplane.Instance, bool, error) { return b.findByName(ctx, req.Name) },
+		Prepare: func(ctx context.Context) (err error) {
+			if err := b.checkPrice(ctx, req, instanceType); err != nil {
+				return err
+			}
+			keyIDs, err = b.ensureSSHKeys(ctx, req.SSHPublicKeys)
+			return err
+		},
+		Create: func(ctx context.Context) (controlplane.Instance, error) {
+			return b.createInstance(ctx, req, instanceType, location, keyIDs)
+		},
+	})
+	return inst, err
+}
 
-	if existing, ok, err := b.findByName(ctx, req.Name); err != nil {
-		return controlplane.Instance{}, err
-	} else if ok {
-		b.log.Info("instance already exists; not creating another", "name", req.Name, "id", existing.ID)
-		return existing, nil
-	}
-	if err := b.checkPrice(ctx, req, instanceType); err != nil {
-		return controlplane.Instance{}, err
-	}
-	keyIDs, err := b.ensureSSHKeys(ctx, req.SSHPublicKeys)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
+// createInstance orders the instance (once more with the fallback image when Verda refuses the image
+// for the instance type) and returns it as Verda answers it, or as ordered when the read fails.
+func (b *Backend) createInstance(ctx context.Context, req controlplane.CreateRequest, instanceType, location string, keyIDs []string) (controlplane.Instance, error) {
 	body := CreateInstanceRequest{
 		InstanceType: instanceType,
 		Image:        b.cfg.Image,
@@ -373,20 +355,14 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		body.Contract = "SPOT"
 	}
 	id, err := b.client.CreateInstance(ctx, body)
-	if re, ok := asResponseError(err); ok && re.has(msgOSNotValid) && b.cfg.FallbackImage != "" && body.Image != b.cfg.FallbackImage {
+	if re, ok := asResponseError(err); ok && re.MessageHas(msgOSNotValid) && b.cfg.FallbackImage != "" && body.Image != b.cfg.FallbackImage {
 		// A refused request created nothing, so trying again with the older image is safe.
 		b.log.Info("image not valid for this instance type; using the fallback image", "instance_type", instanceType)
 		body.Image = b.cfg.FallbackImage
 		id, err = b.client.CreateInstance(ctx, body)
 	}
 	if err != nil {
-		if controlplane.KindOf(err) == controlplane.ErrOther && ctx.Err() == nil {
-			// The outcome is unknown (a 5xx or a lost answer): Verda may have created it.
-			if inst, ok, ferr := b.findByName(ctx, req.Name); ferr == nil && ok {
-				b.log.Info("create answered with an error, but the instance exists", "name", req.Name, "id", inst.ID, "error", err)
-				return inst, nil
-			}
-		}
+		// An unknown outcome (a 5xx or a lost answer) is looked for by name: Verda may have created it.
 		return controlplane.Instance{}, err
 	}
 	b.log.Info("instance ordered", "name", req.Name, "id", id, "instance_type", instanceType, "location", location, "spot", req.Offer.Spot)
@@ -443,21 +419,7 @@ func ownerOf(in Instance) controlplane.Ownership {
 // findByName returns the live (not terminated) instance whose hostname is name, if there is one. When
 // several are (made outside hydra), the oldest is returned.
 func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
-	list, err := b.List(ctx, name)
-	if err != nil {
-		return controlplane.Instance{}, false, err
-	}
-	var found []controlplane.Instance
-	for _, in := range list {
-		if in.Name == name {
-			found = append(found, in)
-		}
-	}
-	if len(found) == 0 {
-		return controlplane.Instance{}, false, nil
-	}
-	sort.SliceStable(found, func(i, j int) bool { return found[i].CreatedAt.Before(found[j].CreatedAt) })
-	return found[0], true, nil
+	return createonce.FindByName(ctx, name, b.List, nil, nil)
 }
 
 // checkPrice refuses (ErrCapacity) an offer whose price is above req.MaxPricePerHour: the price the
@@ -501,7 +463,7 @@ func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, e
 	}
 	b.keysMu.Lock()
 	defer b.keysMu.Unlock()
-	got, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey}, keys)
+	got, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -514,85 +476,17 @@ func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, e
 }
 
 func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
-	keys, err := b.client.SSHKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]restclient.AccountKey, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, restclient.AccountKey{ID: k.ID, PublicKey: k.Key})
-	}
-	return out, nil
+	return restclient.ListKeys(b.client.SSHKeys, func(k SSHKey) restclient.AccountKey {
+		return restclient.AccountKey{ID: k.ID, PublicKey: k.Key}
+	})(ctx)
 }
 
-// addKey registers one public key (without authorized_keys options, which Verda refuses). POST
-// /ssh-keys is not retried by the HTTP client (a lost answer may hide a stored key), so after an
-// unknown outcome addKey looks for the key and posts once more only when Verda does not have it: a
+// addKey registers one public key without authorized_keys options, which Verda refuses. POST /ssh-keys
+// is not retried by the HTTP client (a lost answer may hide a stored key); EnsureSSHKeys looks for the
+// key after an unknown outcome and adds it once more only when Verda does not have it (AddAgain): a
 // single 5xx never fails a create.
 func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {
-	line := bareKey(publicKey)
-	id, err := b.client.CreateSSHKey(ctx, name, line)
-	if err == nil || controlplane.KindOf(err) != controlplane.ErrOther || ctx.Err() != nil {
-		return id, err
-	}
-	have, lerr := b.accountKeys(ctx)
-	if lerr != nil {
-		return "", err
-	}
-	norm := restclient.NormalizeKey(line)
-	for _, k := range have {
-		if restclient.NormalizeKey(k.PublicKey) == norm {
-			return k.ID, nil
-		}
-	}
-	b.log.Debug("adding an SSH key failed; trying once more", "name", name, "error", err)
-	return b.client.CreateSSHKey(ctx, name, line)
-}
-
-// bareKey drops authorized_keys options: "<type> <base64> [comment]".
-func bareKey(line string) string {
-	f := strings.Fields(line)
-	for i := 0; i+1 < len(f); i++ {
-		if strings.HasPrefix(f[i], "ssh-") || strings.HasPrefix(f[i], "ecdsa-") || strings.HasPrefix(f[i], "sk-") {
-			return strings.Join(f[i:], " ")
-		}
-	}
-	return strings.TrimSpace(line)
-}
-
-// nameLocks is a mutex per name, dropped when nobody holds or waits for it.
-type nameLocks struct {
-	mu sync.Mutex
-	m  map[string]*nameLock
-}
-
-type nameLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// lock takes the name's mutex and returns the function that releases it.
-func (n *nameLocks) lock(name string) (unlock func()) {
-	n.mu.Lock()
-	if n.m == nil {
-		n.m = map[string]*nameLock{}
-	}
-	l := n.m[name]
-	if l == nil {
-		l = &nameLock{}
-		n.m[name] = l
-	}
-	l.refs++
-	n.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		n.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(n.m, name)
-		}
-		n.mu.Unlock()
-	}
+	return b.client.CreateSSHKey(ctx, name, restclient.BareKey(publicKey))
 }
 
 // Get reads one instance. An unknown id is an ErrNotFound error; a deleted one is returned with status
@@ -612,18 +506,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	if err != nil {
 		return nil, err
 	}
-	var out []controlplane.Instance
-	for _, in := range all {
-		if !strings.HasPrefix(in.Hostname, prefix) {
-			continue
-		}
-		inst := b.toInstance(in)
-		if inst.Status == controlplane.StatusTerminated {
-			continue
-		}
-		out = append(out, inst)
-	}
-	return out, nil
+	return restclient.Live(all, prefix, func(in Instance) string { return in.Hostname }, b.toInstance), nil
 }
 
 // Delete starts deleting an instance through the action endpoint (PUT /instances, action "delete";
@@ -647,10 +530,10 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 			return err == nil, err
 		}
 		switch {
-		case re.has(msgAlreadyDiscontinued):
+		case re.MessageHas(msgAlreadyDiscontinued):
 			b.log.Debug("instance already discontinued", "id", id)
 			return true, nil
-		case re.has(msgProvisioning):
+		case re.MessageHas(msgProvisioning):
 			b.log.Debug("instance is provisioning; waiting before deleting it", "id", id, "attempt", attempt)
 			return false, wait.Transient(re)
 		}
@@ -689,7 +572,7 @@ func (b *Backend) deleteOnce(ctx context.Context, id string) error {
 			msg = r.Status
 		}
 		re := &ResponseError{Method: http.MethodPut, Path: "/instances", Status: status, Message: msg}
-		if re.has(msgAlreadyDiscontinued) || re.has(msgProvisioning) {
+		if re.MessageHas(msgAlreadyDiscontinued) || re.MessageHas(msgProvisioning) {
 			re.Code = CodeForbiddenAction
 		}
 		return controlplane.NewError(kindOf(re), CloudName, op, re)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
@@ -28,10 +29,7 @@ func findOffer(offers []controlplane.Offer, region, typ string, spot bool) (cont
 func TestOffersMapping(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, nil)
-	offers, err := b.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	tests := []struct {
 		region, typ string
 		spot        bool
@@ -97,10 +95,7 @@ func TestOffersMaxCountLocationsAndSpotSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	offers, err := b.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	if len(offers) == 0 {
 		t.Fatal("no offers")
 	}
@@ -127,10 +122,7 @@ func TestOffersEUR(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startEmulator(t, emu.Options{Currency: "eur"})
 			b := f.backend(t, func(c *Config) { c.EURToUSD = tc.rate })
-			offers, err := b.Offers(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			offers := backendtest.Offers(t, b)
 			o, ok := findOffer(offers, "FIN-01", "1H100.80S.30V", false)
 			if !ok || o.PricePerHour != tc.want || o.Details[DetailCatalogCurrency] != "eur" || o.Details[DetailCatalogPrice] != "2.65" {
 				t.Errorf("got %+v", o)
@@ -141,10 +133,7 @@ func TestOffersEUR(t *testing.T) {
 
 func createRequest(t *testing.T, b *Backend, name, region, typ string, spot bool) controlplane.CreateRequest {
 	t.Helper()
-	offers, err := b.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, b)
 	o, ok := findOffer(offers, region, typ, spot)
 	if !ok {
 		t.Fatalf("no offer %s %s spot=%v", region, typ, spot)
@@ -494,10 +483,7 @@ func TestDeleteWhileProvisioning(t *testing.T) {
 		f.clock.Advance(bootTime / 2)
 		before := f.srv.RequestCount("PUT /instances")
 		err = b.Delete(ctx, inst.ID)
-		wantKind(t, err, controlplane.ErrOther)
-		if !strings.Contains(err.Error(), "provisioning") {
-			t.Errorf("message: %v", err)
-		}
+		backendtest.WantError(t, err, controlplane.ErrOther, "provisioning")
 		if got := f.srv.RequestCount("PUT /instances") - before; got != 3 {
 			t.Errorf("delete attempts = %d, want 3", got)
 		}
@@ -522,10 +508,7 @@ func TestAuthErrorFromBackend(t *testing.T) {
 	f := startEmulator(t, emu.Options{ClientSecret: "the-real-secret"})
 	b := f.backend(t, nil) // uses the default secret, which this emulator refuses
 	_, err := b.Offers(context.Background())
-	wantKind(t, err, controlplane.ErrAuth)
-	if strings.Contains(err.Error(), emu.DefaultClientSecret) {
-		t.Errorf("secret leaked: %v", err)
-	}
+	backendtest.WantAuthError(t, err, emu.DefaultClientSecret)
 }
 
 func TestStatusTable(t *testing.T) {

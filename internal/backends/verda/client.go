@@ -138,24 +138,15 @@ func (c *Client) Locations(ctx context.Context) ([]Location, error) {
 // InstanceTypes lists the catalog with prices (GET /instance-types). currency ("usd", "eur" or "") is
 // a request; each entry's Currency says what Verda actually answered in.
 func (c *Client) InstanceTypes(ctx context.Context, currency string) ([]InstanceType, error) {
-	q := url.Values{}
-	if currency != "" {
-		q.Set("currency", currency)
-	}
 	var out []InstanceType
-	err := c.doJSON(ctx, "listing instance types", restclient.Request{Method: http.MethodGet, Path: "/instance-types", Query: q}, &out)
+	err := c.doJSON(ctx, "listing instance types", restclient.Request{Method: http.MethodGet, Path: "/instance-types",
+		Query: restclient.Query(nil, "currency", currency)}, &out)
 	return out, err
 }
 
 func spotQuery(spot bool, location string) url.Values {
-	q := url.Values{}
 	// The official SDKs disagree on the casing; send both.
-	q.Set("is_spot", strconv.FormatBool(spot))
-	q.Set("isSpot", strconv.FormatBool(spot))
-	if location != "" {
-		q.Set("location_code", location)
-	}
-	return q
+	return restclient.Query(nil, "is_spot", strconv.FormatBool(spot), "isSpot", strconv.FormatBool(spot), "location_code", location)
 }
 
 // Availability lists, per location, the instance types deployable now (GET /instance-availability).
@@ -179,12 +170,8 @@ func (c *Client) InstanceTypeAvailable(ctx context.Context, instanceType string,
 
 // Images lists OS images (GET /images); instanceType "" lists all.
 func (c *Client) Images(ctx context.Context, instanceType string) ([]Image, error) {
-	q := url.Values{}
-	if instanceType != "" {
-		q.Set("instance_type", instanceType)
-	}
 	var out []Image
-	err := c.doJSON(ctx, "listing images", restclient.Request{Method: http.MethodGet, Path: "/images", Query: q}, &out)
+	err := c.doJSON(ctx, "listing images", restclient.Request{Method: http.MethodGet, Path: "/images", Query: restclient.Query(nil, "instance_type", instanceType)}, &out)
 	return out, err
 }
 
@@ -223,9 +210,13 @@ func (c *Client) SSHKey(ctx context.Context, id string) (SSHKey, error) {
 // CreateSSHKey adds a public key (POST /ssh-keys) and returns its id, which Verda answers as plain text.
 // It is not retried on 5xx: a lost answer may hide a created key.
 func (c *Client) CreateSSHKey(ctx context.Context, name, publicKey string) (string, error) {
-	const op = "adding SSH key"
-	resp, err := c.do(ctx, op, restclient.Request{Method: http.MethodPost, Path: "/ssh-keys",
+	return c.create(ctx, "adding SSH key", restclient.Request{Method: http.MethodPost, Path: "/ssh-keys",
 		Body: map[string]string{"name": name, "key": publicKey}, NotIdempotent: true})
+}
+
+// create sends a create call whose answer is the new object's id as plain text.
+func (c *Client) create(ctx context.Context, op string, r restclient.Request) (string, error) {
+	resp, err := c.do(ctx, op, r)
 	if err != nil {
 		return "", err
 	}
@@ -245,12 +236,8 @@ func (c *Client) DeleteSSHKey(ctx context.Context, id string) error {
 // Instances lists the account's instances (GET /instances); discontinued ones are left out by Verda.
 // status "" lists every status.
 func (c *Client) Instances(ctx context.Context, status string) ([]Instance, error) {
-	q := url.Values{}
-	if status != "" {
-		q.Set("status", status)
-	}
 	var out []Instance
-	err := c.doJSON(ctx, "listing instances", restclient.Request{Method: http.MethodGet, Path: "/instances", Query: q}, &out)
+	err := c.doJSON(ctx, "listing instances", restclient.Request{Method: http.MethodGet, Path: "/instances", Query: restclient.Query(nil, "status", status)}, &out)
 	return out, err
 }
 
@@ -265,19 +252,10 @@ func (c *Client) Instance(ctx context.Context, id string) (Instance, error) {
 // is retried on 429 only: after a 5xx or a timeout the caller must look for the instance (by hostname)
 // before trying again.
 func (c *Client) CreateInstance(ctx context.Context, req CreateInstanceRequest) (string, error) {
-	const op = "creating instance"
 	if req.SSHKeyIDs == nil {
 		req.SSHKeyIDs = []string{}
 	}
-	resp, err := c.do(ctx, op, restclient.Request{Method: http.MethodPost, Path: "/instances", Body: req, NotIdempotent: true})
-	if err != nil {
-		return "", err
-	}
-	id, err := parsePlainID(resp.Body)
-	if err != nil {
-		return "", classify(op, err)
-	}
-	return id, nil
+	return c.create(ctx, "creating instance", restclient.Request{Method: http.MethodPost, Path: "/instances", Body: req, NotIdempotent: true})
 }
 
 // InstanceAction performs an action on instances (PUT /instances). Verda answers 202 with a result per

@@ -1,16 +1,14 @@
 package verda
 
 import (
-	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/conformance"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // TestConformance runs the backend contract against a fresh in-memory Verda emulator per case. Verda
@@ -23,22 +21,11 @@ func startConformance(t *testing.T) (controlplane.InstanceManagerBackend, emukit
 	t.Helper()
 	// Machines boot in 400 ms (ordered, provisioning, running) on the real clock; delete is immediate.
 	srv := emu.New(emu.Options{BootDuration: 400 * time.Millisecond})
-	hs := httptest.NewServer(srv) // loopback only
-	t.Cleanup(hs.Close)
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(Config{
-		ClientID:     emu.DefaultClientID,
-		ClientSecret: emu.DefaultClientSecret,
-		BaseURL:      hs.URL + emu.BasePath,
-		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000,
-			RetryWaitMin: time.Millisecond, RetryWaitMax: 50 * time.Millisecond},
+	return backendtest.Must(New(Config{
+		ClientID:        emu.DefaultClientID,
+		ClientSecret:    emu.DefaultClientSecret,
+		BaseURL:         backendtest.Serve(t, srv) + emu.BasePath,
+		Tuning:          backendtest.Tuning(time.Millisecond, 50*time.Millisecond),
 		DeleteRetryWait: 50 * time.Millisecond,
-	}, inv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, srv
+	}, backendtest.Inventory(t), nil))(t), srv
 }

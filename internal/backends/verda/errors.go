@@ -3,7 +3,6 @@ package verda
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -36,29 +35,10 @@ const (
 
 // ResponseError is a non-2xx answer from Verda, with the code and message of its error body (or the
 // raw body when it was not JSON). It never holds request data, so no credential can leak through it.
-type ResponseError struct {
-	Method  string
-	Path    string
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *ResponseError) Error() string {
-	code := ""
-	if e.Code != "" {
-		code = " " + e.Code
-	}
-	return fmt.Sprintf("%s %s: HTTP %d%s: %s", e.Method, e.Path, e.Status, code, e.Message)
-}
-
-// has reports whether the message contains s, ignoring case.
-func (e *ResponseError) has(s string) bool {
-	return strings.Contains(strings.ToLower(e.Message), s)
-}
+type ResponseError = restclient.APIError
 
 func responseError(he *restclient.HTTPError) *ResponseError {
-	re := &ResponseError{Method: he.Method, Path: he.Path, Status: he.Status}
+	re := restclient.NewAPIError(he)
 	var body APIError
 	if err := json.Unmarshal(he.Body, &body); err == nil && (body.Code != "" || body.Message != "") {
 		re.Code = body.Code
@@ -84,19 +64,19 @@ func classify(op string, err error) error {
 // kindOf maps Verda's status codes, error codes and known messages onto hydra's error kinds.
 func kindOf(re *ResponseError) controlplane.ErrorKind {
 	switch {
-	case re.has(msgNotEnoughResources):
+	case re.MessageHas(msgNotEnoughResources):
 		return controlplane.ErrCapacity
 	case re.Status == http.StatusUnauthorized || re.Code == CodeUnauthorizedRequest:
 		return controlplane.ErrAuth
 	case re.Status == http.StatusPaymentRequired || re.Code == CodeInsufficientFunds:
 		return controlplane.ErrQuota
-	case re.Status == http.StatusNotFound || re.Code == CodeNotFound || re.has(msgInvalidInstanceID):
+	case re.Status == http.StatusNotFound || re.Code == CodeNotFound || re.MessageHas(msgInvalidInstanceID):
 		return controlplane.ErrNotFound
 	case re.Code == CodeForbiddenAction:
 		return controlplane.ErrInvalid
 	case re.Status == http.StatusForbidden:
 		return controlplane.ErrAuth
-	case re.has("quota") || re.has("limit reached") || re.has("limit exceeded"):
+	case re.MessageHas("quota") || re.MessageHas("limit reached") || re.MessageHas("limit exceeded"):
 		return controlplane.ErrQuota
 	case re.Status == http.StatusBadRequest || re.Status == http.StatusConflict ||
 		re.Status == http.StatusUnprocessableEntity || re.Code == CodeInvalidRequest:

@@ -1,16 +1,13 @@
 package verda
 
 import (
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // fakeClock is shared by the emulator and the client so tests move time instead of waiting.
@@ -37,9 +34,7 @@ func startEmulator(t *testing.T, opts emu.Options) *fixture {
 		opts.BootDuration = bootTime
 	}
 	srv := emu.New(opts)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return &fixture{srv: srv, url: hs.URL + emu.BasePath, clock: clock}
+	return &fixture{srv: srv, url: backendtest.Serve(t, srv) + emu.BasePath, clock: clock}
 }
 
 func (f *fixture) clientConfig() ClientConfig {
@@ -54,11 +49,7 @@ func (f *fixture) clientConfig() ClientConfig {
 
 func (f *fixture) client(t *testing.T) *Client {
 	t.Helper()
-	c, err := NewClient(f.clientConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return backendtest.Must(NewClient(f.clientConfig()))(t)
 }
 
 func (f *fixture) config() Config {
@@ -80,15 +71,7 @@ func (f *fixture) backend(t *testing.T, mod func(*Config)) *Backend {
 	if mod != nil {
 		mod(&cfg)
 	}
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(cfg, inv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
 func (f *fixture) setFaults(t *testing.T, fl emukit.Faults) {
@@ -98,15 +81,10 @@ func (f *fixture) setFaults(t *testing.T, fl emukit.Faults) {
 	}
 }
 
-func wantKind(t *testing.T, err error, kind controlplane.ErrorKind) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("want a %v error, got nil", kind)
-	}
-	if got := controlplane.KindOf(err); got != kind {
-		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
-	}
-}
+// wantKind fails the test unless err is a controlplane error of kind.
+var wantKind = backendtest.WantKind
 
-const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPF4C6czNRPamaSIKnQfGObnLSIXdT5+qdAzu7M4ZCwu hydra@test"
-const otherKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINp6IdYmi25vwTQiMf5JCGxaJKGzp2QrpGwf7gIxaqDY other@test"
+const (
+	testKey  = backendtest.TestKey
+	otherKey = backendtest.OtherKey
+)

@@ -5,40 +5,20 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
 // recorded is one file of testdata/ (copied from reference/recorded/verda).
-type recorded struct {
-	Request struct {
-		Method string `json:"method"`
-		Path   string `json:"path"`
-	} `json:"request"`
-	Response struct {
-		Status int             `json:"status"`
-		Body   json.RawMessage `json:"body"`
-	} `json:"response"`
-}
+type recorded = backendtest.Recorded
 
-func loadRecorded(t *testing.T, name string) recorded {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r recorded
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return r
-}
+// loadRecorded reads testdata/<name>.
+func loadRecorded(t *testing.T, name string) recorded { return backendtest.LoadRecorded(t, name) }
 
 // replay serves one recorded response the way the API sent it: JSON as JSON, "_non_json_text" as
 // plain text, null as an empty body. Token requests get the recorded token answer.
@@ -195,10 +175,7 @@ func TestRecordedResponsesParse(t *testing.T) {
 		}},
 		{"reconstructed.error.sshkey-invalid-id.400.json", func(t *testing.T, c *Client) {
 			_, err := c.SSHKey(ctx, "77fe26ba-e58d-4420-aab2-75e967b181b01")
-			wantKind(t, err, controlplane.ErrInvalid)
-			if !strings.Contains(err.Error(), "Invalid ssh-key ID") {
-				t.Errorf("message lost: %v", err)
-			}
+			backendtest.WantError(t, err, controlplane.ErrInvalid, "Invalid ssh-key ID")
 		}},
 	}
 	for _, tc := range tests {

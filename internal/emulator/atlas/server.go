@@ -131,10 +131,16 @@ type state struct {
 // Server is the emulator; it is an http.Handler serving the API and, under emukit.AdminPath, the
 // admin surface.
 type Server struct {
+	// The Server is an emukit.Admin: SetFaults and Faults replace and read the faults of the shared
+	// vocabulary (Atlas's own, QuotaExceeded and SlowBoot, stay as they are); Stats counts the
+	// instances ever created and lists the live ones, neither terminating nor terminated.
+	admin
 	opts    Options
-	store   *store
+	store   *emukit.Seeded[state]
 	handler http.Handler
 }
+
+type admin = emukit.StateAdmin[state]
 
 var _ emukit.Admin = (*Server)(nil)
 
@@ -174,9 +180,15 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	catalog := append([]Offer(nil), opts.Catalog...)
-	s := &Server{opts: opts, store: newStore(opts.StateDir, func() *state {
+	s := &Server{opts: opts, store: emukit.NewSeeded(opts.StateDir, "state", func() *state {
 		return &state{Catalog: append([]Offer(nil), catalog...)}
 	})}
+	s.admin = emukit.NewStateAdmin(s.store.With, func(st *state) *emukit.Faults { return &st.Faults.Faults },
+		func(st *state) (int, []emukit.Machine) {
+			return st.CreateCount, emukit.LiveMachines(st.Instances, func(in *instRec) (emukit.Machine, bool) {
+				return emukit.Machine{ID: in.ID, Name: in.Name}, in.DeletedAt == nil
+			})
+		})
 	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
 	return s
 }
@@ -187,52 +199,22 @@ func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) 
 	return emukit.Serve(addr, s)
 }
 
-// SetFaults replaces the armed faults of the shared vocabulary (emukit.Admin); Atlas's own faults
-// (QuotaExceeded, SlowBoot) stay as they are.
-func (s *Server) SetFaults(f emukit.Faults) error {
-	return s.store.with(true, func(st *state) error { st.Faults.Faults = f; return nil })
-}
-
-// Faults returns the armed faults of the shared vocabulary, counters as far as they have run down
-// (emukit.Admin).
-func (s *Server) Faults() (emukit.Faults, error) {
-	var f emukit.Faults
-	err := s.store.with(false, func(st *state) error { f = st.Faults.Faults; return nil })
-	return f, err
-}
-
 // SetAllFaults replaces every armed fault, Atlas's own included.
 func (s *Server) SetAllFaults(f Faults) error {
-	return s.store.with(true, func(st *state) error { st.Faults = f; return nil })
+	return s.store.With(true, func(st *state) error { st.Faults = f; return nil })
 }
 
 // AllFaults returns every armed fault, Atlas's own included.
 func (s *Server) AllFaults() (Faults, error) {
 	var f Faults
-	err := s.store.with(false, func(st *state) error { f = st.Faults; return nil })
+	err := s.store.With(false, func(st *state) error { f = st.Faults; return nil })
 	return f, err
-}
-
-// Stats counts the instances ever created and lists the live ones: neither terminating nor
-// terminated (emukit.Admin).
-func (s *Server) Stats() (emukit.Stats, error) {
-	st := emukit.Stats{Live: []emukit.Machine{}}
-	err := s.store.with(false, func(state *state) error {
-		st.Created = state.CreateCount
-		for _, in := range state.Instances {
-			if in.DeletedAt == nil {
-				st.Live = append(st.Live, emukit.Machine{ID: in.ID, Name: in.Name})
-			}
-		}
-		return nil
-	})
-	return st, err
 }
 
 // CreateCount is how many instances were ever created (409 answers do not count).
 func (s *Server) CreateCount() int {
 	n := 0
-	_ = s.store.with(false, func(st *state) error { n = st.CreateCount; return nil })
+	_ = s.store.With(false, func(st *state) error { n = st.CreateCount; return nil })
 	return n
 }
 
@@ -247,7 +229,7 @@ type InstanceInfo struct {
 func (s *Server) Instances() []InstanceInfo {
 	var out []InstanceInfo
 	now := s.opts.Now()
-	_ = s.store.with(false, func(st *state) error {
+	_ = s.store.With(false, func(st *state) error {
 		for _, in := range st.Instances {
 			if v := s.status(in, now); v != "terminated" {
 				out = append(out, InstanceInfo{ID: in.ID, Name: in.Name, InstanceType: in.InstanceType, Region: in.Region, Status: v,
@@ -261,7 +243,7 @@ func (s *Server) Instances() []InstanceInfo {
 
 // SetAvailable sets the free capacity of one instance type in one region.
 func (s *Server) SetAvailable(instanceType, region string, n int) error {
-	return s.store.with(true, func(st *state) error {
+	return s.store.With(true, func(st *state) error {
 		for i := range st.Catalog {
 			if st.Catalog[i].InstanceType == instanceType && st.Catalog[i].Region == region {
 				st.Catalog[i].Available = n
@@ -275,7 +257,7 @@ func (s *Server) SetAvailable(instanceType, region string, n int) error {
 // Catalog returns the current fleet.
 func (s *Server) Catalog() []Offer {
 	var out []Offer
-	_ = s.store.with(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
+	_ = s.store.With(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
 	return out
 }
 
@@ -291,35 +273,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 // serveAPI answers one API request.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	var fault int
-	var header http.Header
-	var latency time.Duration
-	if err := s.store.with(true, func(st *state) error {
-		latency = time.Duration(st.Faults.Latency)
-		fault, header = st.Faults.Take(http.StatusInternalServerError)
-		return nil
-	}); err != nil {
-		apiError(w, http.StatusInternalServerError, "internal", "emulator state: "+err.Error())
+	if !emukit.Gate(w, r, s.WithFaults, http.StatusInternalServerError, func(w http.ResponseWriter, status int, err error) {
+		switch {
+		case err != nil:
+			apiError(w, http.StatusInternalServerError, "internal", "emulator state: "+err.Error())
+		case status == http.StatusTooManyRequests:
+			apiError(w, http.StatusTooManyRequests, "rate_limited", "too many requests")
+		default:
+			apiError(w, http.StatusInternalServerError, "internal", "internal error")
+		}
+	}) {
 		return
 	}
-	if !emukit.Delay(r.Context(), latency) {
-		return
-	}
-	switch fault {
-	case http.StatusTooManyRequests:
-		maps.Copy(w.Header(), header)
-		apiError(w, http.StatusTooManyRequests, "rate_limited", "too many requests")
-		return
-	case http.StatusInternalServerError:
-		apiError(w, http.StatusInternalServerError, "internal", "internal error")
-		return
-	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	valid := false
-	for _, t := range s.opts.Tokens {
-		valid = valid || (ok && tok == t)
-	}
-	if !valid {
+	if !emukit.BearerIn(r, s.opts.Tokens) {
 		apiError(w, http.StatusUnauthorized, "unauthorized", "missing or invalid token")
 		return
 	}
@@ -353,7 +319,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 func (s *Server) offers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	out := []Offer{}
-	_ = s.store.with(false, func(st *state) error {
+	_ = s.store.With(false, func(st *state) error {
 		for _, o := range st.Catalog {
 			if v := q.Get("region"); v != "" && v != o.Region {
 				continue
@@ -436,7 +402,7 @@ func (s *Server) find(st *state, id string) *instRec {
 func (s *Server) get(w http.ResponseWriter, id string) {
 	now := s.opts.Now()
 	var out map[string]any
-	_ = s.store.with(false, func(st *state) error {
+	_ = s.store.With(false, func(st *state) error {
 		if in := s.find(st, id); in != nil && !s.purged(in, now) {
 			out = s.render(in, now)
 		}
@@ -472,7 +438,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	prefix, withTerminated := q.Get("name_prefix"), q.Get("include_terminated") == "true"
 	now := s.opts.Now()
 	var recs []*instRec
-	_ = s.store.with(false, func(st *state) error {
+	_ = s.store.With(false, func(st *state) error {
 		for _, in := range st.Instances {
 			if !strings.HasPrefix(in.Name, prefix) || s.purged(in, now) {
 				continue
@@ -579,7 +545,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		rec       *instRec
 		lost      bool
 	)
-	err = s.store.with(true, func(st *state) error {
+	err = s.store.With(true, func(st *state) error {
 		for _, in := range st.Instances {
 			if in.Name == b.Name && s.status(in, now) != "terminated" {
 				status, code, msg = http.StatusConflict, "already_exists", "an instance named "+b.Name+" already exists"
@@ -652,7 +618,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, id string) {
 		out     map[string]any
 		invalid string
 	)
-	err := s.store.with(true, func(st *state) error {
+	err := s.store.With(true, func(st *state) error {
 		in := s.find(st, id)
 		if in == nil || s.status(in, now) == "terminated" {
 			return nil
@@ -690,13 +656,13 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, id string) {
 	}
 }
 
-// errInvalid makes store.with drop a change that breaks the rules.
+// errInvalid makes store.With drop a change that breaks the rules.
 var errInvalid = errors.New("invalid")
 
 func (s *Server) delete(w http.ResponseWriter, id string) {
 	now := s.opts.Now()
 	var out map[string]any
-	_ = s.store.with(true, func(st *state) error {
+	_ = s.store.With(true, func(st *state) error {
 		in := s.find(st, id)
 		if in == nil {
 			return nil

@@ -3,31 +3,24 @@ package atlas
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 )
 
 func do(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
+	a := emutest.Do(t, h, method, path, body, "Authorization", "Bearer atlas-test-token")
+	if a.JSONErr != nil {
+		t.Fatalf("%s %s: non-JSON answer %q", method, path, a.Raw)
 	}
-	r := httptest.NewRequest(method, path, rd)
-	r.Header.Set("Authorization", "Bearer atlas-test-token")
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	var m map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
-		t.Fatalf("%s %s: non-JSON answer %q", method, path, w.Body)
-	}
-	return w.Code, m
+	return a.Status, a.Body
 }
 
 const createBody = `{"name":"atlas-vm-a","instance_type":"l40s.1x","region":"ams1","ssh_public_keys":["ssh-ed25519 AAAA u@h"]}`
@@ -114,20 +107,9 @@ func TestStateDirShared(t *testing.T) {
 }
 
 func TestStart(t *testing.T) {
-	url, stop, err := New(Options{}).Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop(context.Background())
-	req, _ := http.NewRequest(http.MethodGet, url+"/v1/offers", nil)
-	req.Header.Set("Authorization", "Bearer atlas-test-token")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatal(resp.Status)
+	url := backendtest.Start(t, New(Options{}).Start)
+	if a := emutest.Fetch(t, url, http.MethodGet, "/v1/offers", nil, "Authorization", "Bearer atlas-test-token"); a.Status != 200 {
+		t.Fatal(a.Status)
 	}
 }
 

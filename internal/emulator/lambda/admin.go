@@ -8,43 +8,19 @@ import (
 // under emukit.AdminPath (served by ServeHTTP next to the API).
 var _ emukit.Admin = (*Server)(nil)
 
-// SetFaults replaces the armed faults (persisted with the state, so every process sharing a StateDir
-// sees them).
-func (s *Server) SetFaults(f emukit.Faults) error {
-	return s.update(func(st *state) error {
-		st.Faults = f
-		return nil
-	})
-}
+type admin = emukit.StateAdmin[state]
 
-// Faults returns the armed faults, with counters as far as they have run down.
-func (s *Server) Faults() (emukit.Faults, error) {
-	var f emukit.Faults
-	err := s.update(func(st *state) error {
-		f = st.Faults
-		return nil
-	})
-	return f, err
-}
-
-// Stats counts the instances ever launched (lost launch answers included) and lists the live ones (not
-// terminating or terminated), oldest first.
-func (s *Server) Stats() (emukit.Stats, error) {
-	out := emukit.Stats{Live: []emukit.Machine{}}
-	err := s.update(func(st *state) error {
-		out.Created = st.Created
-		for _, in := range sortedInstances(st) {
-			if in.TerminatedAt == nil {
-				name := ""
-				if in.Name != nil {
-					name = *in.Name
-				}
-				out.Live = append(out.Live, emukit.Machine{ID: in.ID, Name: name})
-			}
-		}
-		return nil
-	})
-	return out, err
+// newAdmin is the Server's emukit.Admin: SetFaults replaces the armed faults (persisted with the state,
+// so every process sharing a StateDir sees them), Faults returns them with counters as far as they have
+// run down, and Stats counts the instances ever launched (lost launch answers included) and lists the
+// live ones (not terminating or terminated), oldest first.
+func newAdmin(s *Server) admin {
+	return emukit.NewStateAdmin(emukit.AlwaysSaved(s.update), func(st *state) *emukit.Faults { return &st.Faults },
+		func(st *state) (int, []emukit.Machine) {
+			return st.Created, emukit.LiveMachines(sortedInstances(st), func(in *instance) (emukit.Machine, bool) {
+				return emukit.Machine{ID: in.ID, Name: in.name()}, in.TerminatedAt == nil
+			})
+		})
 }
 
 // InstanceInfo is an emulator-side summary of one instance.
@@ -65,11 +41,7 @@ func (s *Server) Instances() []InstanceInfo {
 	_ = s.update(func(st *state) error {
 		now := s.opts.Now()
 		for _, in := range sortedInstances(st) {
-			name := ""
-			if in.Name != nil {
-				name = *in.Name
-			}
-			out = append(out, InstanceInfo{ID: in.ID, Name: name, Region: in.Region, InstanceType: in.InstanceType,
+			out = append(out, InstanceInfo{ID: in.ID, Name: in.name(), Region: in.Region, InstanceType: in.InstanceType,
 				Status: s.statusOf(in, now), SSHKeyNames: append([]string(nil), in.SSHKeyNames...), UserData: in.UserData})
 		}
 		return nil

@@ -38,7 +38,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -86,6 +85,7 @@ type Options struct {
 // Server is the emulated Lambda Cloud API, an http.Handler (the API under BasePath, the admin surface
 // under emukit.AdminPath).
 type Server struct {
+	admin   // the shared fault vocabulary and machine counts (admin.go)
 	opts    Options
 	catalog map[string]CatalogEntry
 	regions map[string]Region
@@ -124,30 +124,30 @@ func New(opts Options) *Server {
 	for _, r := range opts.Regions {
 		s.regions[r.Name] = r
 	}
-	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
+	s.admin = newAdmin(s)
+	s.handler = emukit.WithAdmin(emukit.LockedAPI{
+		BasePath: BasePath,
+		NotFound: notFound("Not found."),
+		BadBody:  invalid("body", "Could not read the request body."),
+		Answer:   s.answer,
+		StateError: func(err error) reply {
+			return errReply(http.StatusInternalServerError, "global/unknown", "emulator state: "+err.Error(), "")
+		},
+	}, s)
 	return s
 }
 
 // Start serves the emulator on addr (e.g. "127.0.0.1:0") and returns the base URL clients use
 // (including /api/v1) and a function that stops it.
 func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
-	baseURL, stop, err = emukit.Serve(addr, s)
-	if err != nil {
-		return "", nil, err
-	}
-	return baseURL + BasePath, stop, nil
+	return emukit.ServeAt(addr, s, BasePath)
 }
 
 // ServeHTTP answers one API or admin request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // reply is one answer, built while the state is locked and written after.
-type reply struct {
-	status      int
-	contentType string
-	header      http.Header
-	body        []byte
-}
+type reply = emukit.Reply
 
 // dataReply is a successful answer: {"data": v}.
 func dataReply(status int, v any) reply {
@@ -155,7 +155,7 @@ func dataReply(status int, v any) reply {
 	if err != nil {
 		return errReply(http.StatusInternalServerError, "global/unknown", err.Error(), "")
 	}
-	return reply{status: status, contentType: "application/json", body: b}
+	return reply{Status: status, ContentType: "application/json", Body: b}
 }
 
 type apiError struct {
@@ -167,7 +167,7 @@ type apiError struct {
 // errReply is Lambda's error answer.
 func errReply(status int, code, msg, suggestion string) reply {
 	b, _ := json.Marshal(map[string]any{"error": apiError{Code: code, Message: msg, Suggestion: suggestion}})
-	return reply{status: status, contentType: "application/json", body: b}
+	return reply{Status: status, ContentType: "application/json", Body: b}
 }
 
 // invalid is 400 global/invalid-parameters with the offending field in field_errors.
@@ -176,33 +176,20 @@ func invalid(field, msg string) reply {
 		"error":        apiError{Code: "global/invalid-parameters", Message: "Invalid request data."},
 		"field_errors": map[string]apiError{field: {Code: "global/invalid-parameters", Message: msg}},
 	})
-	return reply{status: http.StatusBadRequest, contentType: "application/json", body: b}
+	return reply{Status: http.StatusBadRequest, ContentType: "application/json", Body: b}
 }
 
 func notFound(msg string) reply {
 	return errReply(http.StatusNotFound, "global/object-does-not-exist", msg, "")
 }
 
-// serveAPI answers one API request, or a fault in its place.
-func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	path, ok := strings.CutPrefix(r.URL.Path, BasePath)
-	if !ok {
-		writeReply(w, notFound("Not found."))
-		return
-	}
-	path = "/" + strings.Trim(path, "/")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		writeReply(w, invalid("body", "Could not read the request body."))
-		return
-	}
-	var rep reply
-	var latency time.Duration
+// answer answers one API request under the state lock, or a fault in its place.
+func (s *Server) answer(r *http.Request, path string, body []byte) (rep reply, latency time.Duration, err error) {
 	err = s.update(func(st *state) error {
 		latency = time.Duration(st.Faults.Latency)
 		st.Requests[r.Method+" "+routeKey(path)]++
-		if f, hit := fault(st); hit {
-			rep = f
+		var ok bool
+		if rep, ok = fault(st); ok {
 			return nil
 		}
 		if rep, ok = s.authenticate(r); !ok {
@@ -211,28 +198,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		rep = s.route(st, r.Method, path, body)
 		return nil
 	})
-	if err != nil {
-		rep = errReply(http.StatusInternalServerError, "global/unknown", "emulator state: "+err.Error(), "")
-	}
-	if !emukit.Delay(r.Context(), latency) {
-		return
-	}
-	writeReply(w, rep)
-}
-
-func writeReply(w http.ResponseWriter, rep reply) {
-	for k, vs := range rep.header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	if len(rep.body) > 0 && rep.contentType != "" {
-		w.Header().Set("Content-Type", rep.contentType)
-	}
-	w.WriteHeader(rep.status)
-	if len(rep.body) > 0 {
-		w.Write(rep.body) //nolint:errcheck
-	}
+	return rep, latency, err
 }
 
 // routeKey turns a path into its endpoint template for request counting ("/instances/{id}").
@@ -246,17 +212,12 @@ func routeKey(path string) string {
 
 // fault answers the request with an armed 429 or 5xx, in Lambda's error shape, before it is acted on.
 func fault(st *state) (reply, bool) {
-	status, header := st.Faults.Take(http.StatusInternalServerError)
-	switch {
-	case status == http.StatusTooManyRequests:
-		// Not confirmed: the body of Lambda's 429 (clients check the status only).
-		rep := errReply(status, "global/too-many-requests", "Too many requests.", "Slow down and try again.")
-		rep.header = header
-		return rep, true
-	case status != 0:
-		return errReply(status, "global/unknown", "Something unexpected occurred.", "Try again later."), true
-	}
-	return reply{}, false
+	// Not confirmed: the body of Lambda's 429 (clients check the status only).
+	return st.Faults.TakeReply(http.StatusInternalServerError,
+		errReply(http.StatusTooManyRequests, "global/too-many-requests", "Too many requests.", "Slow down and try again."),
+		func(status int) reply {
+			return errReply(status, "global/unknown", "Something unexpected occurred.", "Try again later.")
+		})
 }
 
 // authenticate checks the API key: a bearer token, or the user of HTTP basic auth ("curl -u KEY:").
@@ -503,8 +464,8 @@ func (s *Server) launch(st *state, body []byte) reply {
 	st.Instances[in.ID] = in
 	st.Created++
 	if st.Faults.TakeLostCreate() {
-		return reply{status: http.StatusBadGateway, contentType: "text/html",
-			body: []byte("<html><body><h1>502 Bad Gateway</h1></body></html>")}
+		return reply{Status: http.StatusBadGateway, ContentType: "text/html",
+			Body: []byte("<html><body><h1>502 Bad Gateway</h1></body></html>")}
 	}
 	return dataReply(http.StatusOK, map[string]any{"instance_ids": []string{in.ID}})
 }

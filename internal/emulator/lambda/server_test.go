@@ -4,41 +4,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// clock is a manual clock for the emulator: tests move it instead of sleeping.
+type clock = backendtest.Clock
 
 const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPF4C6czNRPamaSIKnQfGObnLSIXdT5+qdAzu7M4ZCwu hydra@test"
 
 func newServer(t *testing.T, opts Options) (*Server, *clock) {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)}
+	c := backendtest.NewClock(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC))
 	if opts.Now == nil {
 		opts.Now = c.Now
 	}
@@ -69,24 +55,12 @@ func call(t *testing.T, h http.Handler, method, path string, body any) answer {
 
 func callKey(t *testing.T, h http.Handler, method, path, key string, body any) answer {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		if s, ok := body.(string); ok {
-			rd = strings.NewReader(s)
-		} else {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-	}
-	req := httptest.NewRequest(method, path, rd)
+	var header []string
 	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+		header = []string{"Authorization", "Bearer " + key}
 	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	a := answer{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes()}
-	_ = json.Unmarshal(a.raw, &a.body)
-	return a
+	a := emutest.Do(t, h, method, path, body, header...)
+	return answer{status: a.Status, header: a.Header, raw: a.Raw, body: a.Body}
 }
 
 func (a answer) errCode() string {

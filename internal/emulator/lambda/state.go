@@ -1,7 +1,6 @@
 package lambda
 
 import (
-	"sort"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -49,16 +48,11 @@ func newState() *state {
 	return s
 }
 
+// init makes the maps a state file may lack.
 func (s *state) init() {
-	if s.Instances == nil {
-		s.Instances = map[string]*instance{}
-	}
-	if s.SSHKeys == nil {
-		s.SSHKeys = map[string]*sshKey{}
-	}
-	if s.Requests == nil {
-		s.Requests = map[string]int{}
-	}
+	emukit.MakeMaps(&s.Instances)
+	emukit.MakeMaps(&s.SSHKeys)
+	emukit.MakeMaps(&s.Requests)
 }
 
 // update runs fn on the state: in memory, or loaded from StateDir under an exclusive flock and saved
@@ -77,30 +71,20 @@ func (s *Server) update(fn func(st *state) error) error {
 	})
 }
 
-func sortedInstances(st *state) []*instance {
-	out := make([]*instance, 0, len(st.Instances))
-	for _, in := range st.Instances {
-		out = append(out, in)
+// name is the instance's name ("" when it has none).
+func (in *instance) name() string {
+	if in.Name == nil {
+		return ""
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out
+	return *in.Name
 }
 
+// sortedInstances lists the instances oldest first.
+func sortedInstances(st *state) []*instance {
+	return emukit.ByAge(st.Instances, func(in *instance) time.Time { return in.CreatedAt }, func(in *instance) string { return in.ID })
+}
+
+// sortedKeys lists the SSH keys oldest first.
 func sortedKeys(st *state) []*sshKey {
-	out := make([]*sshKey, 0, len(st.SSHKeys))
-	for _, k := range st.SSHKeys {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out
+	return emukit.ByAge(st.SSHKeys, func(k *sshKey) time.Time { return k.CreatedAt }, func(k *sshKey) string { return k.ID })
 }

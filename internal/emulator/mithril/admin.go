@@ -10,25 +10,28 @@ import (
 // Emulator-only helpers for tests and the sandbox. They act on the same state as the API (the state
 // dir too).
 
-// SetFaults replaces the armed shared faults (emukit.Admin). LoseCreateResponses loses the answers of
-// bid creates (POST /v2/spot/bids); SoldOut makes them fail with Mithril's 400 "Insufficient capacity";
-// BootFailures ends hydra's next allocated instances in STATUS_ERROR. OwnFaults.OnlyPath narrows the
-// 429 and 5xx faults.
-func (s *Server) SetFaults(f emukit.Faults) error {
-	return s.update(func(st *state, _ time.Time) error {
-		st.Faults = f
-		return nil
-	})
-}
+type admin = emukit.StateAdmin[state]
 
-// Faults returns the armed shared faults, with their counters as used so far (emukit.Admin).
-func (s *Server) Faults() (emukit.Faults, error) {
-	var f emukit.Faults
-	err := s.update(func(st *state, _ time.Time) error {
-		f = st.Faults
-		return nil
-	})
-	return f, err
+// newAdmin is the Server's emukit.Admin.
+//
+// SetFaults replaces the armed shared faults. LoseCreateResponses loses the answers of bid creates
+// (POST /v2/spot/bids); SoldOut makes them fail with Mithril's 400 "Insufficient capacity";
+// BootFailures ends hydra's next allocated instances in STATUS_ERROR. OwnFaults.OnlyPath narrows the
+// 429 and 5xx faults. Faults returns the armed shared faults, with their counters as used so far.
+//
+// Stats reports hydra's side of the cloud: Created counts the bids the API has accepted (POST
+// /v2/spot/bids), ever; Live lists the bids of hydra's projects that are not cancelled (a bid is one
+// hydra instance: its FID is Instance.ID and its name the cloud-side name). Other customers' bids are
+// left out.
+func newAdmin(s *Server) admin {
+	return emukit.NewStateAdmin(func(_ bool, fn func(st *state) error) error {
+		return s.update(func(st *state, _ time.Time) error { return fn(st) })
+	}, func(st *state) *emukit.Faults { return &st.Faults },
+		func(st *state) (int, []emukit.Machine) {
+			return st.Created, emukit.LiveMachines(st.Bids, func(b *bid) (emukit.Machine, bool) {
+				return emukit.Machine{ID: b.FID, Name: b.Name}, b.Project != marketProject && b.Status != bidTerminated
+			})
+		})
 }
 
 // SetOwnFaults replaces the armed Mithril-only faults.
@@ -47,24 +50,6 @@ func (s *Server) OwnFaults() (OwnFaults, error) {
 		return nil
 	})
 	return f, err
-}
-
-// Stats reports hydra's side of the cloud (emukit.Admin): Created counts the bids the API has accepted
-// (POST /v2/spot/bids), ever; Live lists the bids of hydra's projects that are not cancelled (a bid is
-// one hydra instance: its FID is Instance.ID and its name the cloud-side name). Other customers' bids
-// are left out.
-func (s *Server) Stats() (emukit.Stats, error) {
-	out := emukit.Stats{Live: []emukit.Machine{}}
-	err := s.update(func(st *state, _ time.Time) error {
-		out.Created = st.Created
-		for _, b := range st.Bids {
-			if b.Project != marketProject && b.Status != bidTerminated {
-				out.Live = append(out.Live, emukit.Machine{ID: b.FID, Name: b.Name})
-			}
-		}
-		return nil
-	})
-	return out, err
 }
 
 // CreateCount is how many bids the API has accepted (POST /v2/spot/bids), ever.

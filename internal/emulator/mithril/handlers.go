@@ -358,17 +358,22 @@ func sortQuery(r *http.Request) (by string, desc bool, err error) {
 	return by, dir == "desc", nil
 }
 
+// listQuery reads the parameters every list of a project takes: project (required), the page and the
+// sort.
+func listQuery(r *http.Request) (proj string, limit, offset int, by string, desc bool, err error) {
+	if proj = r.URL.Query().Get("project"); proj == "" {
+		return "", 0, 0, "", false, invalid(missing("query", "project"))
+	}
+	if limit, offset, err = pageParams(r); err != nil {
+		return "", 0, 0, "", false, err
+	}
+	by, desc, err = sortQuery(r)
+	return proj, limit, offset, by, desc, err
+}
+
 func (s *Server) listBids(r *http.Request, st *state, now time.Time, user string) (int, any, error) {
 	q := r.URL.Query()
-	proj := q.Get("project")
-	if proj == "" {
-		return 0, nil, invalid(missing("query", "project"))
-	}
-	limit, offset, err := pageParams(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	by, desc, err := sortQuery(r)
+	proj, limit, offset, by, desc, err := listQuery(r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -492,15 +497,7 @@ func (s *Server) cancelBid(r *http.Request, st *state, now time.Time, user strin
 
 func (s *Server) listInstances(r *http.Request, st *state, now time.Time, user string) (int, any, error) {
 	q := r.URL.Query()
-	proj := q.Get("project")
-	if proj == "" {
-		return 0, nil, invalid(missing("query", "project"))
-	}
-	limit, offset, err := pageParams(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	by, desc, err := sortQuery(r)
+	proj, limit, offset, by, desc, err := listQuery(r)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -78,6 +78,7 @@ type OwnFaults struct {
 
 // Server is the emulator, an http.Handler.
 type Server struct {
+	admin   // the shared fault vocabulary and machine counts (admin.go)
 	opts    Options
 	mu      sync.Mutex
 	store   *emukit.Store[state]
@@ -108,6 +109,7 @@ func New(opts Options) *Server {
 		opts.Clock = time.Now
 	}
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
+	s.admin = newAdmin(s)
 	s.routes()
 	s.handler = emukit.WithAdmin(s.mux, s)
 	return s

@@ -2,7 +2,6 @@ package mithril
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,42 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// clock is a manual clock for the emulator: tests move it instead of sleeping.
+type clock = backendtest.Clock
 
 func call(t *testing.T, base, method, path string, body any, out any) int {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = strings.NewReader(string(b))
-	}
-	req, _ := http.NewRequest(method, base+path, rd)
-	req.Header.Set("Authorization", "Bearer "+DefaultAPIKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s %s: %v: %s", method, path, err, data)
+	a := emutest.Fetch(t, base, method, path, body, "Authorization", "Bearer "+DefaultAPIKey)
+	if out != nil && len(a.Raw) > 0 {
+		if err := json.Unmarshal(a.Raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, a.Raw)
 		}
 	}
-	return resp.StatusCode
+	return a.Status
 }
 
 func bidBody(name, typeFID, region, price string) map[string]any {
@@ -63,7 +43,7 @@ func pricing(t *testing.T, base, fid, region string) map[string]any {
 }
 
 func TestSecondPriceAuction(t *testing.T) {
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second, PreemptionWindow: time.Minute, Catalog: []Offering{
 		{Name: "h100-80gb.sxm.8x", GPUType: "H100", NumGPUs: 8, Region: "r1", Capacity: 2, MinimumCents: 500, LastPriceCents: 900},
 	}})
@@ -144,7 +124,7 @@ func TestSecondPriceAuction(t *testing.T) {
 }
 
 func TestInstanceProgressionAndAuth(t *testing.T) {
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{Clock: c.Now, BootDuration: 30 * time.Second, SSHDestination: "127.0.0.1:2222"})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -192,7 +172,7 @@ func TestInstanceProgressionAndAuth(t *testing.T) {
 
 func TestStateDirSharedByTwoServers(t *testing.T) {
 	dir := t.TempDir()
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	a := New(Options{StateDir: dir, Clock: c.Now, BootDuration: 10 * time.Second})
 	b := New(Options{StateDir: dir, Clock: c.Now, BootDuration: 10 * time.Second})
 	sa, sb := httptest.NewServer(a), httptest.NewServer(b)
@@ -288,7 +268,7 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 // The shared fault vocabulary on bid creates: a lost answer places the bid, sold out places none, and
 // a boot failure ends the instance in STATUS_ERROR.
 func TestSharedCreateFaults(t *testing.T) {
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -332,7 +312,7 @@ func TestSharedCreateFaults(t *testing.T) {
 }
 
 func TestPreemptionFault(t *testing.T) {
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second, PreemptionWindow: time.Minute})
 	srv := httptest.NewServer(s)
 	defer srv.Close()

@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"sort"
@@ -125,10 +124,15 @@ type state struct {
 // Server is the emulator; it is an http.Handler serving the API and, under emukit.AdminPath, the
 // shared admin surface.
 type Server struct {
+	// The Server is an emukit.Admin: SetFaults and Faults replace and read the armed shared faults;
+	// Stats counts the pods ever created and lists the live ones, neither DELETING nor TERMINATED.
+	admin
 	opts    Options
-	store   *store
+	store   *emukit.Seeded[state]
 	handler http.Handler
 }
+
+type admin = emukit.StateAdmin[state]
 
 var _ emukit.Admin = (*Server)(nil)
 
@@ -166,9 +170,17 @@ func New(opts Options) *Server {
 	}
 	catalog := append([]Item(nil), opts.Catalog...)
 	s := &Server{opts: opts}
-	s.store = newStore(opts.StateDir, func() *state {
+	s.store = emukit.NewSeeded(opts.StateDir, "state", func() *state {
 		return &state{Catalog: append([]Item(nil), catalog...)}
 	})
+	s.admin = emukit.NewStateAdmin(s.store.With, func(st *state) *emukit.Faults { return &st.Faults },
+		func(st *state) (int, []emukit.Machine) {
+			now := s.opts.Now()
+			return st.CreateCount, emukit.LiveMachines(st.Pods, func(p *podRec) (emukit.Machine, bool) {
+				v := s.view(p, now)
+				return emukit.Machine{ID: p.ID, Name: p.Name}, v.status != "TERMINATED" && v.status != "DELETING"
+			})
+		})
 	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
 	return s
 }
@@ -179,51 +191,22 @@ func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) 
 	return emukit.Serve(addr, s)
 }
 
-// SetFaults replaces the armed shared faults (emukit.Admin).
-func (s *Server) SetFaults(f emukit.Faults) error {
-	return s.store.with(true, func(st *state) error { st.Faults = f; return nil })
-}
-
-// Faults returns the shared faults still armed (emukit.Admin).
-func (s *Server) Faults() (emukit.Faults, error) {
-	var f emukit.Faults
-	err := s.store.with(false, func(st *state) error { f = st.Faults; return nil })
-	return f, err
-}
-
 // SetCloudFaults replaces the armed Prime-only faults.
 func (s *Server) SetCloudFaults(f CloudFaults) error {
-	return s.store.with(true, func(st *state) error { st.CloudFaults = f; return nil })
+	return s.store.With(true, func(st *state) error { st.CloudFaults = f; return nil })
 }
 
 // CloudFaults returns the Prime-only faults still armed.
 func (s *Server) CloudFaults() CloudFaults {
 	var f CloudFaults
-	_ = s.store.with(false, func(st *state) error { f = st.CloudFaults; return nil })
+	_ = s.store.With(false, func(st *state) error { f = st.CloudFaults; return nil })
 	return f
-}
-
-// Stats counts the pods ever created and lists the live ones: neither DELETING nor TERMINATED
-// (emukit.Admin).
-func (s *Server) Stats() (emukit.Stats, error) {
-	st := emukit.Stats{Live: []emukit.Machine{}}
-	now := s.opts.Now()
-	err := s.store.with(false, func(sd *state) error {
-		st.Created = sd.CreateCount
-		for _, p := range sd.Pods {
-			if v := s.view(p, now); v.status != "TERMINATED" && v.status != "DELETING" {
-				st.Live = append(st.Live, emukit.Machine{ID: p.ID, Name: p.Name})
-			}
-		}
-		return nil
-	})
-	return st, err
 }
 
 // CreateCount is how many pods were ever created.
 func (s *Server) CreateCount() int {
 	n := 0
-	_ = s.store.with(false, func(st *state) error { n = st.CreateCount; return nil })
+	_ = s.store.With(false, func(st *state) error { n = st.CreateCount; return nil })
 	return n
 }
 
@@ -237,7 +220,7 @@ type PodInfo struct {
 func (s *Server) Pods() []PodInfo {
 	var out []PodInfo
 	now := s.opts.Now()
-	_ = s.store.with(false, func(st *state) error {
+	_ = s.store.With(false, func(st *state) error {
 		for _, p := range st.Pods {
 			v := s.view(p, now)
 			if v.status != "TERMINATED" {
@@ -252,13 +235,13 @@ func (s *Server) Pods() []PodInfo {
 // CreateRequests returns the bodies of the last create requests (at most 50), oldest first.
 func (s *Server) CreateRequests() []json.RawMessage {
 	var out []json.RawMessage
-	_ = s.store.with(false, func(st *state) error { out = append(out, st.Creates...); return nil })
+	_ = s.store.With(false, func(st *state) error { out = append(out, st.Creates...); return nil })
 	return out
 }
 
 // FlipCloudIDs gives every catalog item a new cloudId, as upstream plan tokens change within minutes.
 func (s *Server) FlipCloudIDs() error {
-	return s.store.with(true, func(st *state) error {
+	return s.store.With(true, func(st *state) error {
 		st.Flips++
 		for i := range st.Catalog {
 			base, _, _ := strings.Cut(st.Catalog[i].CloudID, "#")
@@ -270,7 +253,7 @@ func (s *Server) FlipCloudIDs() error {
 
 // SetCapacity sets the capacity of every catalog item of a Prime GPU type (e.g. "H100_80GB").
 func (s *Server) SetCapacity(gpuType string, capacity int) error {
-	return s.store.with(true, func(st *state) error {
+	return s.store.With(true, func(st *state) error {
 		for i := range st.Catalog {
 			if st.Catalog[i].GPUType == gpuType {
 				st.Catalog[i].Capacity = capacity
@@ -282,13 +265,13 @@ func (s *Server) SetCapacity(gpuType string, capacity int) error {
 
 // SetCatalog replaces the catalog.
 func (s *Server) SetCatalog(items []Item) error {
-	return s.store.with(true, func(st *state) error { st.Catalog = append([]Item(nil), items...); return nil })
+	return s.store.With(true, func(st *state) error { st.Catalog = append([]Item(nil), items...); return nil })
 }
 
 // Catalog returns the current catalog.
 func (s *Server) Catalog() []Item {
 	var out []Item
-	_ = s.store.with(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
+	_ = s.store.With(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
 	return out
 }
 
@@ -317,31 +300,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // serveAPI answers one API request.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	// Faults fire first, like a gateway in front of the API.
-	var fault int
-	var header http.Header
-	var latency time.Duration
-	err := s.store.with(true, func(st *state) error {
-		latency = time.Duration(st.Faults.Latency)
-		fault, header = st.Faults.Take(http.StatusInternalServerError)
-		return nil
-	})
-	if err != nil {
-		detail(w, http.StatusInternalServerError, "emulator state: "+err.Error())
+	if !emukit.Gate(w, r, s.WithFaults, http.StatusInternalServerError, func(w http.ResponseWriter, status int, err error) {
+		switch {
+		case err != nil:
+			detail(w, http.StatusInternalServerError, "emulator state: "+err.Error())
+		case status == http.StatusTooManyRequests:
+			detail(w, http.StatusTooManyRequests, "Rate limit exceeded. Please try again later.")
+		default:
+			detail(w, http.StatusInternalServerError, "Internal Server Error")
+		}
+	}) {
 		return
 	}
-	if !emukit.Delay(r.Context(), latency) {
-		return
-	}
-	switch fault {
-	case http.StatusTooManyRequests:
-		maps.Copy(w.Header(), header)
-		detail(w, http.StatusTooManyRequests, "Rate limit exceeded. Please try again later.")
-		return
-	case http.StatusInternalServerError:
-		detail(w, http.StatusInternalServerError, "Internal Server Error")
-		return
-	}
-	if !s.authorized(r) {
+	if !emukit.BearerIn(r, s.opts.APIKeys) {
 		detail(w, http.StatusUnauthorized, "Invalid or expired API key")
 		return
 	}
@@ -398,20 +369,6 @@ func (s *Server) must(w http.ResponseWriter, r *http.Request, method string, h f
 	h(w, r)
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		return false
-	}
-	for _, k := range s.opts.APIKeys {
-		if tok == k {
-			return true
-		}
-	}
-	return false
-}
-
 // filterItems applies the availability query parameters.
 func filterItems(items []Item, q url.Values) []Item {
 	var out []Item
@@ -452,7 +409,7 @@ func filterItems(items []Item, q url.Values) []Item {
 // takeEmptyFault consumes one EmptyAvailability fault.
 func (s *Server) takeEmptyFault() bool {
 	empty := false
-	_ = s.store.with(true, func(st *state) error {
+	_ = s.store.With(true, func(st *state) error {
 		if st.CloudFaults.EmptyAvailability > 0 {
 			st.CloudFaults.EmptyAvailability--
 			empty = true
@@ -490,7 +447,7 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var items []Item
-	_ = s.store.with(false, func(st *state) error { items = filterItems(st.Catalog, q); return nil })
+	_ = s.store.With(false, func(st *state) error { items = filterItems(st.Catalog, q); return nil })
 	start := (page - 1) * pageSize
 	out := []any{}
 	for i := start; i < len(items) && i < start+pageSize; i++ {
@@ -505,7 +462,7 @@ func (s *Server) legacyAvailability(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var items []Item
-	_ = s.store.with(false, func(st *state) error { items = filterItems(st.Catalog, r.URL.Query()); return nil })
+	_ = s.store.With(false, func(st *state) error { items = filterItems(st.Catalog, r.URL.Query()); return nil })
 	out := map[string][]any{}
 	for _, it := range items {
 		out[it.GPUType] = append(out[it.GPUType], it.render(true))
@@ -515,7 +472,7 @@ func (s *Server) legacyAvailability(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) gpuSummary(w http.ResponseWriter, _ *http.Request) {
 	var items []Item
-	_ = s.store.with(false, func(st *state) error { items = append(items, st.Catalog...); return nil })
+	_ = s.store.With(false, func(st *state) error { items = append(items, st.Catalog...); return nil })
 	writeJSON(w, http.StatusOK, summary(items))
 }
 
@@ -581,7 +538,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		rec    *podRec
 		lost   bool
 	)
-	err = s.store.with(true, func(st *state) error {
+	err = s.store.With(true, func(st *state) error {
 		f, cf := &st.Faults, &st.CloudFaults
 		if cf.PaymentRequired {
 			status, msg = http.StatusPaymentRequired, "Insufficient balance. Please add funds to your wallet."
@@ -765,7 +722,7 @@ func (s *Server) findPod(st *state, id string) *podRec {
 func (s *Server) getPod(w http.ResponseWriter, id string) {
 	now := s.opts.Now().UTC()
 	var out map[string]any
-	_ = s.store.with(false, func(st *state) error {
+	_ = s.store.With(false, func(st *state) error {
 		if p := s.findPod(st, id); p != nil && !s.view(p, now).gone {
 			out = s.render(p, now)
 		}
@@ -790,7 +747,7 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.opts.Now().UTC()
 	var live []*podRec
-	_ = s.store.with(false, func(st *state) error {
+	_ = s.store.With(false, func(st *state) error {
 		for _, p := range st.Pods {
 			if s.view(p, now).status != "TERMINATED" {
 				live = append(live, p)
@@ -811,7 +768,7 @@ func (s *Server) podStatus(w http.ResponseWriter, r *http.Request) {
 	ids := r.URL.Query()["pod_ids"]
 	now := s.opts.Now().UTC()
 	data := []any{}
-	_ = s.store.with(false, func(st *state) error {
+	_ = s.store.With(false, func(st *state) error {
 		for _, id := range ids {
 			p := s.findPod(st, id)
 			if p == nil {
@@ -837,7 +794,7 @@ func (s *Server) podStatus(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deletePod(w http.ResponseWriter, id string) {
 	now := s.opts.Now().UTC()
 	status := ""
-	_ = s.store.with(true, func(st *state) error {
+	_ = s.store.With(true, func(st *state) error {
 		p := s.findPod(st, id)
 		if p == nil {
 			return nil
@@ -875,7 +832,7 @@ func (s *Server) renderKey(k keyRec) map[string]any {
 
 func (s *Server) listKeys(w http.ResponseWriter) {
 	data := []any{}
-	_ = s.store.with(false, func(st *state) error {
+	_ = s.store.With(false, func(st *state) error {
 		for _, k := range st.Keys {
 			data = append(data, s.renderKey(k))
 		}
@@ -900,7 +857,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	var out map[string]any
 	dup := false
-	_ = s.store.with(true, func(st *state) error {
+	_ = s.store.With(true, func(st *state) error {
 		for _, k := range st.Keys {
 			if kf := strings.Fields(k.PublicKey); len(kf) >= 2 && kf[1] == f[1] {
 				dup = true
@@ -921,7 +878,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deleteKey(w http.ResponseWriter, id string) {
 	found := false
-	_ = s.store.with(true, func(st *state) error {
+	_ = s.store.With(true, func(st *state) error {
 		for i, k := range st.Keys {
 			if k.ID == id {
 				st.Keys = append(st.Keys[:i], st.Keys[i+1:]...)

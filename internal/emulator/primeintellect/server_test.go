@@ -1,9 +1,7 @@
 package primeintellect
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,23 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 )
 
 func do(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	r := httptest.NewRequest(method, path, rd)
-	r.Header.Set("Authorization", "Bearer pi-test-key")
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	raw := w.Body.Bytes()
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return w.Code, m, raw
+	a := emutest.Do(t, h, method, path, body, "Authorization", "Bearer pi-test-key")
+	return a.Status, a.Body, a.Raw
 }
 
 func keys(m map[string]any) []string {
@@ -353,19 +343,8 @@ func TestSummary(t *testing.T) {
 }
 
 func TestStart(t *testing.T) {
-	url, stop, err := New(Options{}).Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop(context.Background())
-	req, _ := http.NewRequest(http.MethodGet, url+"/api/v1/availability/gpus", nil)
-	req.Header.Set("Authorization", "Bearer pi-test-key")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatal(resp.Status)
+	url := backendtest.Start(t, New(Options{}).Start)
+	if a := emutest.Fetch(t, url, http.MethodGet, "/api/v1/availability/gpus", nil, "Authorization", "Bearer pi-test-key"); a.Status != 200 {
+		t.Fatal(a.Status)
 	}
 }

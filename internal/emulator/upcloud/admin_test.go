@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
@@ -44,7 +45,7 @@ func TestAdminOverHTTP(t *testing.T) {
 }
 
 func TestAdminFaultsOfTheSharedVocabulary(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second})
 
 	// A lost create answer: the server exists, the answer is a 5xx in UpCloud's shape.
@@ -85,7 +86,7 @@ func TestAdminFaultsOfTheSharedVocabulary(t *testing.T) {
 }
 
 func TestModifyServerLabels(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second})
 	uuid := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-mod"), ""))["uuid"].(string)
 

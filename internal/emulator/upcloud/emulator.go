@@ -62,10 +62,17 @@ type Options struct {
 
 // Server is the emulator, an http.Handler serving the API and the admin surface.
 type Server struct {
+	// The Server is an emukit.Admin: Faults returns the armed shared faults with their counters as far
+	// as they have run down; Stats counts the servers ever created (lost creates included) and lists
+	// the ones that exist, by uuid, named by their title (a server exists until DELETE removes it,
+	// whatever its state). SetFaults is the Server's own.
+	admin
 	opts    Options
 	store   *emukit.Store[state]
 	handler http.Handler
 }
+
+type admin = emukit.StateAdmin[state]
 
 var _ emukit.Admin = (*Server)(nil)
 
@@ -90,6 +97,21 @@ func New(opts Options) *Server {
 		opts.Now = time.Now
 	}
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
+	s.admin = emukit.NewStateAdmin(func(write bool, fn func(st *state) error) error {
+		var err error
+		if serr := s.withState(func(st *state) bool { err = fn(st); return write && err == nil }); serr != nil {
+			return serr
+		}
+		return err
+	}, func(st *state) *emukit.Faults { return &st.Faults.Faults },
+		func(st *state) (int, []emukit.Machine) {
+			live := make([]emukit.Machine, 0, len(st.Servers))
+			for _, v := range st.Servers {
+				live = append(live, emukit.Machine{ID: v.UUID, Name: v.Title})
+			}
+			sort.Slice(live, func(i, j int) bool { return live[i].ID < live[j].ID })
+			return st.CreateCount, live
+		})
 	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
 	return s
 }
@@ -97,11 +119,7 @@ func New(opts Options) *Server {
 // Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns the API base URL to give
 // the client (with the /1.3 prefix) and a function that stops the server.
 func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
-	baseURL, stop, err = emukit.Serve(addr, s)
-	if err != nil {
-		return "", nil, err
-	}
-	return baseURL + APIPrefix, stop, nil
+	return emukit.ServeAt(addr, s, APIPrefix)
 }
 
 // withState runs fn under the state lock and saves when fn returns true.
@@ -117,12 +135,6 @@ func (s *Server) SetFaults(f emukit.Faults) error {
 	return s.SetCloudFaults(Faults{Faults: f})
 }
 
-// Faults returns the armed shared faults with their counters as far as they have run down (emukit.Admin).
-func (s *Server) Faults() (emukit.Faults, error) {
-	f, err := s.CloudFaults()
-	return f.Faults, err
-}
-
 // SetCloudFaults replaces the armed faults, UpCloud's extras included (persisted with the state).
 func (s *Server) SetCloudFaults(f Faults) error {
 	return s.withState(func(st *state) bool { st.Faults = f; return true })
@@ -133,22 +145,6 @@ func (s *Server) CloudFaults() (Faults, error) {
 	var f Faults
 	err := s.withState(func(st *state) bool { f = st.Faults; return false })
 	return f, err
-}
-
-// Stats counts the servers ever created (lost creates included) and lists the ones that exist, by
-// uuid, named by their title (emukit.Admin). A server exists until DELETE removes it, whatever its state.
-func (s *Server) Stats() (emukit.Stats, error) {
-	var st emukit.Stats
-	err := s.withState(func(state *state) bool {
-		st.Created = state.CreateCount
-		st.Live = []emukit.Machine{}
-		for _, v := range state.Servers {
-			st.Live = append(st.Live, emukit.Machine{ID: v.UUID, Name: v.Title})
-		}
-		return false
-	})
-	sort.Slice(st.Live, func(i, j int) bool { return st.Live[i].ID < st.Live[j].ID })
-	return st, err
 }
 
 // CreateCount is how many servers were ever created (lost creates included).

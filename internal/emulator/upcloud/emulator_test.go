@@ -1,13 +1,10 @@
 package upcloud
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,20 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// clock is a manual clock for the emulator: tests move it instead of sleeping.
+type clock = backendtest.Clock
 
 type call struct {
 	status int
@@ -39,26 +29,19 @@ type call struct {
 
 func do(t *testing.T, h http.Handler, method, path string, body any, auth string) call {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+	var header []string
+	switch auth {
+	case "":
+		header = []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("u:p"))}
+	case "none":
+	default:
+		header = []string{"Authorization", auth}
 	}
-	req := httptest.NewRequest(method, path, rd)
-	if auth == "" {
-		req.SetBasicAuth("u", "p")
-	} else if auth != "none" {
-		req.Header.Set("Authorization", auth)
+	a := emutest.Do(t, h, method, path, body, header...)
+	if len(a.Raw) > 0 && a.JSONErr != nil {
+		t.Fatalf("%s %s: non-JSON body %q", method, path, a.Raw)
 	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	c := call{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes()}
-	if len(c.raw) > 0 {
-		if err := json.Unmarshal(c.raw, &c.body); err != nil {
-			t.Fatalf("%s %s: non-JSON body %q", method, path, c.raw)
-		}
-	}
-	return c
+	return call{status: a.Status, header: a.Header, raw: a.Raw, body: a.Body}
 }
 
 func testCreate(name string) map[string]any {
@@ -76,7 +59,7 @@ func serverOf(c call) map[string]any { m, _ := c.body["server"].(map[string]any)
 
 func TestStateDirSharedBetweenServers(t *testing.T) {
 	dir := t.TempDir()
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	a := New(Options{StateDir: dir, Now: clk.Now, BootDuration: 10 * time.Second})
 	b := New(Options{StateDir: dir, Now: clk.Now, BootDuration: time.Hour}) // the existing state's settings win
 
@@ -141,7 +124,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 }
 
 func TestQuirks(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second, StopDuration: 5 * time.Second, Username: "u", Password: "p", Token: "tok"})
 
 	if r := do(t, s, "GET", "/1.3/plan", nil, "none"); r.status != 401 || !strings.Contains(string(r.raw), "AUTHENTICATION_FAILED") {
@@ -260,7 +243,7 @@ func TestFaultsLatencyAndErrors(t *testing.T) {
 }
 
 func TestSlowBoot(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second})
 	if err := s.SetCloudFaults(Faults{SlowBoot: emukit.Duration(5 * time.Second)}); err != nil {
 		t.Fatal(err)

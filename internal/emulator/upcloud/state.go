@@ -152,13 +152,7 @@ func serverState(s *server, now time.Time) (string, int) {
 
 // fill makes the maps a state file may lack.
 func (st *state) fill() {
-	if st.Servers == nil {
-		st.Servers = map[string]*server{}
-	}
-	if st.Disks == nil {
-		st.Disks = map[string]*disk{}
-	}
-	if st.Stock == nil {
-		st.Stock = map[string]map[string]int{}
-	}
+	emukit.MakeMaps(&st.Servers)
+	emukit.MakeMaps(&st.Disks)
+	emukit.MakeMaps(&st.Stock)
 }

@@ -10,39 +10,19 @@ import (
 // under emukit.AdminPath (served by ServeHTTP next to the API).
 var _ emukit.Admin = (*Server)(nil)
 
-// SetFaults replaces the armed faults (persisted with the state, so every process sharing a StateDir
-// sees them).
-func (s *Server) SetFaults(f emukit.Faults) error {
-	return s.update(func(st *state) error {
-		st.Faults = f
-		return nil
-	})
-}
+type admin = emukit.StateAdmin[state]
 
-// Faults returns the armed faults, with counters as far as they have run down.
-func (s *Server) Faults() (emukit.Faults, error) {
-	var f emukit.Faults
-	err := s.update(func(st *state) error {
-		f = st.Faults
-		return nil
-	})
-	return f, err
-}
-
-// Stats counts the instances ever created (lost create answers included) and lists the live ones
-// (not discontinued), oldest first, with their hostnames as names.
-func (s *Server) Stats() (emukit.Stats, error) {
-	out := emukit.Stats{Live: []emukit.Machine{}}
-	err := s.update(func(st *state) error {
-		out.Created = st.Created
-		for _, in := range sortedInstances(st) {
-			if in.DeletedAt == nil {
-				out.Live = append(out.Live, emukit.Machine{ID: in.ID, Name: in.Hostname})
-			}
-		}
-		return nil
-	})
-	return out, err
+// newAdmin is the Server's emukit.Admin: SetFaults replaces the armed faults (persisted with the state,
+// so every process sharing a StateDir sees them), Faults returns them with counters as far as they have
+// run down, and Stats counts the instances ever created (lost create answers included) and lists the
+// live ones (not discontinued), oldest first, with their hostnames as names.
+func newAdmin(s *Server) admin {
+	return emukit.NewStateAdmin(emukit.AlwaysSaved(s.update), func(st *state) *emukit.Faults { return &st.Faults },
+		func(st *state) (int, []emukit.Machine) {
+			return st.Created, emukit.LiveMachines(sortedInstances(st), func(in *instance) (emukit.Machine, bool) {
+				return emukit.Machine{ID: in.ID, Name: in.Hostname}, in.DeletedAt == nil
+			})
+		})
 }
 
 // CreateCount is how many instances were ever created (lost responses included); Stats().Created.

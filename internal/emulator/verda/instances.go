@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 // statusOf computes an instance's status from its stored timestamps: ordered for the first quarter of
@@ -87,18 +88,9 @@ func (s *Server) instanceView(in *instance, now time.Time) map[string]any {
 	}
 }
 
+// sortedInstances lists the instances oldest first.
 func sortedInstances(st *state) []*instance {
-	out := make([]*instance, 0, len(st.Instances))
-	for _, in := range st.Instances {
-		out = append(out, in)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out
+	return emukit.ByAge(st.Instances, func(in *instance) time.Time { return in.CreatedAt }, func(in *instance) string { return in.ID })
 }
 
 func (s *Server) listInstances(st *state, q url.Values) reply {

@@ -1,5 +1,6 @@
-// Package verda is a local emulator of the Verda (formerly DataCrunch) Cloud API v1, for tests and for
-// hydra's sandbox. It answers like the real API as described in reference/provider-apis.md section 1:
+// Package verda is a local emulator of the Verda (formerly DataCrunch) Cloud API v1, for hydra's tests
+// and for users' CI (the provider's `emulator_dir`). It answers like the real API, as its public
+// documentation, its SDKs and recorded traffic show:
 // OAuth2 client credentials with expiring, refreshable tokens; decimal-string prices; plain-text ids
 // from POST /instances and POST /ssh-keys; GET /ssh-keys/{id} answering an array; instances moving
 // ordered -> provisioning -> running, with ip null until running; spot and on-demand availability
@@ -27,12 +28,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +87,7 @@ type Options struct {
 // Server is the emulated Verda API, an http.Handler (the API under BasePath, the admin surface under
 // emukit.AdminPath).
 type Server struct {
+	admin   // the shared fault vocabulary and machine counts (admin.go)
 	opts    Options
 	catalog map[string]CatalogEntry
 	store   *emukit.Store[state]
@@ -128,95 +128,60 @@ func New(opts Options) *Server {
 	for _, c := range opts.Catalog {
 		s.catalog[c.InstanceType] = c
 	}
-	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
+	s.admin = newAdmin(s)
+	s.handler = emukit.WithAdmin(emukit.LockedAPI{
+		BasePath: BasePath,
+		NotFound: errReply(http.StatusNotFound, "not_found", "Not found"),
+		BadBody:  errReply(http.StatusBadRequest, "invalid_request", "Could not read the request body"),
+		Answer:   s.answer,
+		StateError: func(err error) reply {
+			return errReply(http.StatusInternalServerError, "server_error", "emulator state: "+err.Error())
+		},
+	}, s)
 	return s
 }
 
 // Start serves the emulator on addr (e.g. "127.0.0.1:0") and returns the base URL clients use
 // (including /v1) and a function that stops it.
 func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
-	baseURL, stop, err = emukit.Serve(addr, s)
-	if err != nil {
-		return "", nil, err
-	}
-	return baseURL + BasePath, stop, nil
+	return emukit.ServeAt(addr, s, BasePath)
 }
 
 // reply is one answer, built while the state is locked and written after.
-type reply struct {
-	status      int
-	contentType string
-	header      http.Header
-	body        []byte
-}
+type reply = emukit.Reply
 
 func jsonReply(status int, v any) reply {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return errReply(http.StatusInternalServerError, "server_error", err.Error())
 	}
-	return reply{status: status, contentType: "application/json", body: b}
+	return reply{Status: status, ContentType: "application/json", Body: b}
 }
 
 func errReply(status int, code, msg string) reply {
 	b, _ := json.Marshal(map[string]string{"code": code, "message": msg})
-	return reply{status: status, contentType: "application/json", body: b}
+	return reply{Status: status, ContentType: "application/json", Body: b}
 }
 
 func textReply(status int, text string) reply {
-	return reply{status: status, contentType: "text/plain; charset=utf-8", body: []byte(text)}
+	return reply{Status: status, ContentType: "text/plain; charset=utf-8", Body: []byte(text)}
 }
 
 // ServeHTTP answers one API or admin request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// serveAPI answers one API request, or a fault in its place.
-func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	path, ok := strings.CutPrefix(r.URL.Path, BasePath)
-	if !ok {
-		writeReply(w, errReply(http.StatusNotFound, "not_found", "Not found"))
-		return
-	}
-	path = "/" + strings.Trim(path, "/")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		writeReply(w, errReply(http.StatusBadRequest, "invalid_request", "Could not read the request body"))
-		return
-	}
-	var rep reply
-	var latency time.Duration
+// answer answers one API request under the state lock, or a fault in its place.
+func (s *Server) answer(r *http.Request, path string, body []byte) (rep reply, latency time.Duration, err error) {
 	err = s.update(func(st *state) error {
 		latency = time.Duration(st.Faults.Latency)
 		st.Requests[r.Method+" "+routeKey(path)]++
-		if f, hit := fault(st); hit {
-			rep = f
-			return nil
+		var ok bool
+		if rep, ok = fault(st); !ok {
+			rep = s.route(st, r, path, body)
 		}
-		rep = s.route(st, r, path, body)
 		return nil
 	})
-	if err != nil {
-		rep = errReply(http.StatusInternalServerError, "server_error", "emulator state: "+err.Error())
-	}
-	if !emukit.Delay(r.Context(), latency) {
-		return
-	}
-	writeReply(w, rep)
-}
-
-func writeReply(w http.ResponseWriter, rep reply) {
-	for k, vs := range rep.header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	if len(rep.body) > 0 && rep.contentType != "" {
-		w.Header().Set("Content-Type", rep.contentType)
-	}
-	w.WriteHeader(rep.status)
-	if len(rep.body) > 0 {
-		w.Write(rep.body) //nolint:errcheck
-	}
+	return rep, latency, err
 }
 
 // routeKey turns a path into its endpoint template for request counting ("/instances/{id}").
@@ -230,16 +195,9 @@ func routeKey(path string) string {
 
 // fault answers the request with an armed 429 or 5xx, in Verda's error shape, before it is acted on.
 func fault(st *state) (reply, bool) {
-	status, header := st.Faults.Take(http.StatusInternalServerError)
-	switch {
-	case status == http.StatusTooManyRequests:
-		rep := errReply(status, "too_many_requests", "Too many requests, slow down")
-		rep.header = header
-		return rep, true
-	case status != 0:
-		return errReply(status, "server_error", "Something went wrong on our side"), true
-	}
-	return reply{}, false
+	return st.Faults.TakeReply(http.StatusInternalServerError,
+		errReply(http.StatusTooManyRequests, "too_many_requests", "Too many requests, slow down"),
+		func(status int) reply { return errReply(status, "server_error", "Something went wrong on our side") })
 }
 
 func (s *Server) route(st *state, r *http.Request, path string, body []byte) reply {
@@ -591,16 +549,7 @@ func keyView(k *sshKey) map[string]any {
 func (s *Server) sshKeys(st *state, method, id string, nparts int, body []byte) reply {
 	switch {
 	case method == http.MethodGet && nparts == 1:
-		keys := make([]*sshKey, 0, len(st.SSHKeys))
-		for _, k := range st.SSHKeys {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			if !keys[i].CreatedAt.Equal(keys[j].CreatedAt) {
-				return keys[i].CreatedAt.Before(keys[j].CreatedAt)
-			}
-			return keys[i].ID < keys[j].ID
-		})
+		keys := emukit.ByAge(st.SSHKeys, func(k *sshKey) time.Time { return k.CreatedAt }, func(k *sshKey) string { return k.ID })
 		out := []map[string]any{}
 		for _, k := range keys {
 			out = append(out, keyView(k))
@@ -636,7 +585,7 @@ func (s *Server) sshKeys(st *state, method, id string, nparts int, body []byte) 
 			return errReply(http.StatusBadRequest, "invalid_request", "Invalid ssh-key ID")
 		}
 		delete(st.SSHKeys, id)
-		return reply{status: http.StatusOK}
+		return reply{Status: http.StatusOK}
 	case method == http.MethodDelete && nparts == 1:
 		var req struct {
 			Keys []string `json:"keys"`
@@ -652,7 +601,7 @@ func (s *Server) sshKeys(st *state, method, id string, nparts int, body []byte) 
 		for _, id := range req.Keys {
 			delete(st.SSHKeys, id)
 		}
-		return reply{status: http.StatusOK}
+		return reply{Status: http.StatusOK}
 	}
 	return errReply(http.StatusNotFound, "not_found", "Not found")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,24 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 )
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is a manual clock for the emulator: tests move it instead of sleeping.
+type clock = backendtest.Clock
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)} }
+func newClock() *clock { return backendtest.NewClock(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)) }
 
 type resp struct {
 	status int
@@ -49,45 +41,17 @@ func (r resp) json(t *testing.T, v any) {
 
 func do(t *testing.T, base, method, path, token string, body any) resp {
 	t.Helper()
-	var rdr io.Reader
-	ctype := ""
-	switch b := body.(type) {
-	case nil:
-	case url.Values:
-		rdr = strings.NewReader(b.Encode())
-		ctype = "application/x-www-form-urlencoded"
-	case string:
-		rdr = strings.NewReader(b)
-		ctype = "application/json"
-	default:
-		data, _ := json.Marshal(b)
-		rdr = bytes.NewReader(data)
-		ctype = "application/json"
-	}
-	req, err := http.NewRequest(method, base+path, rdr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
+	var header []string
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		header = []string{"Authorization", "Bearer " + token}
 	}
-	r, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	data, _ := io.ReadAll(r.Body)
-	return resp{status: r.StatusCode, ctype: r.Header.Get("Content-Type"), header: r.Header, body: data}
+	a := emutest.Fetch(t, base, method, path, body, header...)
+	return resp{status: a.Status, ctype: a.Header.Get("Content-Type"), header: a.Header, body: a.Raw}
 }
 
 func serve(t *testing.T, s *Server) string {
 	t.Helper()
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	return hs.URL + BasePath
+	return backendtest.Serve(t, s) + BasePath
 }
 
 type tokenAnswer struct {

@@ -64,25 +64,12 @@ func newState() *state {
 	return s
 }
 
+// init makes the maps a state file may lack.
 func (s *state) init() {
-	if s.Instances == nil {
-		s.Instances = map[string]*instance{}
-	}
-	if s.SSHKeys == nil {
-		s.SSHKeys = map[string]*sshKey{}
-	}
-	if s.AccessTokens == nil {
-		s.AccessTokens = map[string]time.Time{}
-	}
-	if s.RefreshTokens == nil {
-		s.RefreshTokens = map[string]time.Time{}
-	}
-	if s.Grants == nil {
-		s.Grants = map[string]int{}
-	}
-	if s.Requests == nil {
-		s.Requests = map[string]int{}
-	}
+	emukit.MakeMaps(&s.Instances)
+	emukit.MakeMaps(&s.SSHKeys)
+	emukit.MakeMaps(&s.AccessTokens, &s.RefreshTokens)
+	emukit.MakeMaps(&s.Grants, &s.Requests)
 }
 
 // update runs fn on the state: in memory, or loaded from StateDir under an exclusive flock and saved

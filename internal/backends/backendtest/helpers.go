@@ -1,0 +1,205 @@
+package backendtest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// Test SSH public keys (throwaway keys; nothing logs in with them).
+const (
+	TestKey  = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPF4C6czNRPamaSIKnQfGObnLSIXdT5+qdAzu7M4ZCwu hydra@test"
+	OtherKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINp6IdYmi25vwTQiMf5JCGxaJKGzp2QrpGwf7gIxaqDY other@test"
+)
+
+// Inventory is the embedded inventory (inventory.Default); the test fails when it does not load.
+func Inventory(t testing.TB) *inventory.Inventory {
+	t.Helper()
+	return Must(inventory.Default())(t)
+}
+
+// Must takes a value and an error and returns a function of the test that returns the value, failing
+// the test when the error is not nil: b := Must(New(cfg, inv, nil))(t).
+func Must[T any](v T, err error) func(t testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// WantKind fails the test unless err is a controlplane error of kind.
+func WantKind(t testing.TB, err error, kind controlplane.ErrorKind) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want a %v error, got nil", kind)
+	}
+	if got := controlplane.KindOf(err); got != kind {
+		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
+	}
+}
+
+// Tuning is a client tuning for tests against a local emulator: no rate limit to speak of, and retries
+// that wait between minWait and maxWait (a Retry-After is honoured up to maxWait).
+func Tuning(minWait, maxWait time.Duration) restclient.Tuning {
+	return restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryWaitMin: minWait, RetryWaitMax: maxWait}
+}
+
+// Serve serves h on a loopback httptest server for the test's lifetime and returns its URL. (Close, at
+// cleanup, also drops connections a client dialled but never used.)
+func Serve(t testing.TB, h http.Handler) string {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// Start starts an emulator with its own Start method on a free loopback port for the test's lifetime
+// and returns the base URL it answers.
+func Start(t testing.TB, start func(addr string) (baseURL string, stop func(context.Context) error, err error)) string {
+	t.Helper()
+	url, stop, err := start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	return url
+}
+
+// RequestLog serves a handler (an emulator) on a loopback httptest server and logs every request it
+// answers as "METHOD /path STATUS", e.g. "GET /v1/offers OK".
+type RequestLog struct {
+	// URL is the server's URL.
+	URL string
+	// Count counts the requests answered (tests may reset it).
+	Count atomic.Int32
+	mu    sync.Mutex
+	log   []string
+}
+
+// NewRequestLog serves h for the test's lifetime.
+func NewRequestLog(t testing.TB, h http.Handler) *RequestLog {
+	t.Helper()
+	l := &RequestLog{}
+	l.URL = Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		l.Count.Add(1)
+		l.mu.Lock()
+		l.log = append(l.log, r.Method+" "+r.URL.Path+" "+http.StatusText(rec.status))
+		l.mu.Unlock()
+	}))
+	return l
+}
+
+// Requests counts the logged requests that start with prefix ("POST /v1/instances").
+func (l *RequestLog) Requests(prefix string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.log {
+		if strings.HasPrefix(e, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// Log returns the log so far.
+func (l *RequestLog) Log() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.log...)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(s int) { r.status = s; r.ResponseWriter.WriteHeader(s) }
+
+// Recorded is one recorded (or hand-written) exchange with a cloud API, as the files under a backend's
+// testdata hold them.
+type Recorded struct {
+	Request struct {
+		Method string          `json:"method"`
+		Path   string          `json:"path"`
+		Body   json.RawMessage `json:"body"`
+	} `json:"request"`
+	Response struct {
+		Status      int             `json:"status"`
+		ContentType string          `json:"content_type"`
+		Body        json.RawMessage `json:"body"`
+	} `json:"response"`
+}
+
+// Testdata reads testdata/<elem...> of the package under test.
+func Testdata(t testing.TB, elem ...string) []byte {
+	t.Helper()
+	return Must(os.ReadFile(filepath.Join(append([]string{"testdata"}, elem...)...)))(t)
+}
+
+// LoadRecorded reads the recorded exchange testdata/<elem...>.
+func LoadRecorded(t testing.TB, elem ...string) Recorded {
+	t.Helper()
+	var r Recorded
+	if err := json.Unmarshal(Testdata(t, elem...), &r); err != nil {
+		t.Fatalf("%s: %v", filepath.Join(elem...), err)
+	}
+	return r
+}
+
+// WantError fails the test unless err is a controlplane error of kind whose message contains text.
+func WantError(t testing.TB, err error, kind controlplane.ErrorKind, text string) {
+	t.Helper()
+	WantKind(t, err, kind)
+	if !strings.Contains(err.Error(), text) {
+		t.Fatalf("error %q lacks %q", err, text)
+	}
+}
+
+// Concurrently runs fn n times at once and returns how long they took together (a shared rate limit
+// makes them wait for each other).
+func Concurrently(n int, fn func()) time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); fn() }()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// Offers returns the backend's offers, failing the test when it cannot list them.
+func Offers(t testing.TB, b controlplane.InstanceManagerBackend) []controlplane.Offer {
+	t.Helper()
+	return Must(b.Offers(context.Background()))(t)
+}
+
+// WantAuthError fails the test unless err is an ErrAuth error whose message holds none of secrets (a
+// credential must never reach an error, which users see and logs keep).
+func WantAuthError(t testing.TB, err error, secrets ...string) {
+	t.Helper()
+	WantKind(t, err, controlplane.ErrAuth)
+	for _, s := range secrets {
+		if strings.Contains(err.Error(), s) {
+			t.Fatalf("a credential leaked into the error: %v", err)
+		}
+	}
+}

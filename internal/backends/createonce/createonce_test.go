@@ -1,0 +1,240 @@
+package createonce
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+func TestDo(t *testing.T) {
+	existing := controlplane.Instance{ID: "old", Name: "n"}
+	made := controlplane.Instance{ID: "new", Name: "n"}
+	otherErr := controlplane.Errorf(controlplane.ErrOther, "c", "creating", "HTTP 503")
+	capErr := controlplane.Errorf(controlplane.ErrCapacity, "c", "creating", "sold out")
+	listErr := controlplane.Errorf(controlplane.ErrAuth, "c", "listing", "bad key")
+	tests := []struct {
+		name string
+		// finds are Find's answers in turn (then Refind's, when refind is nil): ok, error.
+		finds      []any
+		prepareErr error
+		createErr  error
+		unknown    func(context.Context, error) bool
+		refind     []any // Refind's answers, when set
+		cancelled  bool
+		wantInst   controlplane.Instance
+		wantHow    Outcome
+		wantErr    error
+		wantCalls  string // the steps run, in order: f(ind), p(repare), c(reate), r(efind)
+	}{
+		{name: "created", finds: []any{false}, wantInst: made, wantHow: Created, wantCalls: "fpc"},
+		{name: "existing is returned", finds: []any{true}, wantInst: existing, wantHow: Existed, wantCalls: "f"},
+		{name: "find fails", finds: []any{listErr}, wantErr: listErr, wantCalls: "f"},
+		{name: "prepare fails, nothing created or looked for", finds: []any{false}, prepareErr: capErr, wantErr: capErr, wantCalls: "fp"},
+		{name: "known failure is not looked for", finds: []any{false}, createErr: capErr, wantErr: capErr, wantCalls: "fpc"},
+		{name: "lost answer, instance found", finds: []any{false, true}, createErr: otherErr, wantInst: existing, wantHow: Recovered, wantCalls: "fpcf"},
+		{name: "lost answer, nothing found", finds: []any{false, false}, createErr: otherErr, wantErr: otherErr, wantCalls: "fpcf"},
+		{name: "lost answer, the look fails", finds: []any{false, listErr}, createErr: otherErr, wantErr: otherErr, wantCalls: "fpcf"},
+		{name: "cancelled context is not looked for", finds: []any{false}, createErr: otherErr, cancelled: true, wantErr: otherErr, wantCalls: "fpc"},
+		{name: "own unknown and refind", finds: []any{false}, createErr: capErr, unknown: func(context.Context, error) bool { return true },
+			refind: []any{true}, wantInst: existing, wantHow: Recovered, wantCalls: "fpcr"},
+		{name: "own unknown says known", finds: []any{false}, createErr: otherErr, unknown: func(context.Context, error) bool { return false },
+			wantErr: otherErr, wantCalls: "fpc"},
+	}
+	answer := func(a any) (controlplane.Instance, bool, error) {
+		switch v := a.(type) {
+		case bool:
+			if v {
+				return existing, true, nil
+			}
+			return controlplane.Instance{}, false, nil
+		case error:
+			return controlplane.Instance{}, false, v
+		}
+		panic("bad answer")
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			calls := ""
+			finds, refinds := tt.finds, tt.refind
+			s := Steps{
+				Cloud: "c", Op: "creating", Name: "n",
+				Find: func(context.Context) (controlplane.Instance, bool, error) {
+					calls += "f"
+					a := finds[0]
+					finds = finds[1:]
+					return answer(a)
+				},
+				Prepare: func(context.Context) error { calls += "p"; return tt.prepareErr },
+				Create: func(context.Context) (controlplane.Instance, error) {
+					calls += "c"
+					if tt.cancelled {
+						cancel()
+					}
+					if tt.createErr != nil {
+						return controlplane.Instance{}, tt.createErr
+					}
+					return made, nil
+				},
+				Unknown: tt.unknown,
+			}
+			if refinds != nil {
+				s.Refind = func(context.Context) (controlplane.Instance, bool, error) {
+					calls += "r"
+					a := refinds[0]
+					refinds = refinds[1:]
+					return answer(a)
+				}
+			}
+			var g Group
+			inst, how, err := g.Do(ctx, s)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("error %v, want %v", err, tt.wantErr)
+			}
+			if err == nil && (inst != tt.wantInst || how != tt.wantHow) {
+				t.Errorf("got %+v (%v), want %+v (%v)", inst, how, tt.wantInst, tt.wantHow)
+			}
+			if calls != tt.wantCalls {
+				t.Errorf("steps %q, want %q", calls, tt.wantCalls)
+			}
+			if len(g.names) != 0 {
+				t.Errorf("%d locks left behind", len(g.names))
+			}
+		})
+	}
+}
+
+// TestDoStorm runs many creates of one name at once: one creates, the others find its instance.
+func TestDoStorm(t *testing.T) {
+	var g Group
+	var mu sync.Mutex
+	var live []controlplane.Instance
+	created := 0
+	steps := Steps{
+		Name: "storm",
+		Find: func(context.Context) (controlplane.Instance, bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(live) > 0 {
+				return live[0], true, nil
+			}
+			return controlplane.Instance{}, false, nil
+		},
+		Create: func(context.Context) (controlplane.Instance, error) {
+			time.Sleep(5 * time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			created++
+			in := controlplane.Instance{ID: "i1", Name: "storm"}
+			live = append(live, in)
+			return in, nil
+		},
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inst, _, err := g.Do(context.Background(), steps)
+			if err != nil || inst.ID != "i1" {
+				t.Errorf("got %+v, %v", inst, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if created != 1 {
+		t.Errorf("%d creates, want 1", created)
+	}
+	if len(g.names) != 0 {
+		t.Errorf("%d locks left behind", len(g.names))
+	}
+}
+
+func TestLock(t *testing.T) {
+	var g Group
+	unlock, err := g.Lock(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another name does not wait.
+	unlockB, err := g.Lock(context.Background(), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlockB()
+	// The same name waits until its context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := g.Lock(ctx, "a"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second lock of a held name: %v, want the context's deadline", err)
+	}
+	// ... and a create that gives up waiting is ErrOther of the cloud.
+	_, _, err = g.Do(ctx, Steps{Cloud: "c", Op: "creating", Name: "a"})
+	if controlplane.KindOf(err) != controlplane.ErrOther {
+		t.Fatalf("Do while the name is held and ctx is over: %v, want ErrOther", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		u, err := g.Lock(context.Background(), "a")
+		if err == nil {
+			u()
+		}
+		close(done)
+	}()
+	time.Sleep(5 * time.Millisecond)
+	unlock()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter never got the lock")
+	}
+	if len(g.names) != 0 {
+		t.Errorf("%d locks left behind", len(g.names))
+	}
+}
+
+func TestFindByName(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	listed := []controlplane.Instance{
+		{ID: "3", Name: "web-1", CreatedAt: t0.Add(time.Minute)},
+		{ID: "9", Name: "web-10", CreatedAt: t0},
+		{ID: "2", Name: "web-1", CreatedAt: t0.Add(2 * time.Minute)},
+		{ID: "1", Name: "web-1", CreatedAt: t0.Add(3 * time.Minute), CloudStatus: "DELETING"},
+	}
+	var prefix string
+	list := func(_ context.Context, p string) ([]controlplane.Instance, error) { prefix = p; return listed, nil }
+	notDeleting := func(in controlplane.Instance) bool { return in.CloudStatus != "DELETING" }
+	byID := func(a, b controlplane.Instance) bool { return a.ID < b.ID }
+	tests := []struct {
+		name   string
+		find   string
+		keep   func(controlplane.Instance) bool
+		less   func(a, b controlplane.Instance) bool
+		wantID string
+	}{
+		{"oldest of the exact name", "web-1", nil, nil, "3"},
+		{"first by less", "web-1", nil, byID, "1"},
+		{"kept only", "web-1", notDeleting, byID, "2"},
+		{"none", "web-2", nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inst, ok, err := FindByName(context.Background(), tt.find, list, tt.keep, tt.less)
+			if err != nil || ok != (tt.wantID != "") || inst.ID != tt.wantID {
+				t.Fatalf("got %q %v %v, want %q", inst.ID, ok, err, tt.wantID)
+			}
+			if prefix != tt.find {
+				t.Errorf("listed prefix %q, want %q", prefix, tt.find)
+			}
+		})
+	}
+	boom := errors.New("boom")
+	if _, _, err := FindByName(context.Background(), "x", func(context.Context, string) ([]controlplane.Instance, error) { return nil, boom }, nil, nil); !errors.Is(err, boom) {
+		t.Fatalf("error %v, want the listing's", err)
+	}
+}

@@ -1,0 +1,55 @@
+package restclient
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// Live is the body of List for clouds that answer every instance at once: the cloud's instances whose
+// name starts with prefix, mapped onto hydra's by convert, without the terminated ones (nil when none
+// is left).
+func Live[T any](all []T, prefix string, name func(T) string, convert func(T) controlplane.Instance) []controlplane.Instance {
+	var out []controlplane.Instance
+	for _, in := range all {
+		if !strings.HasPrefix(name(in), prefix) {
+			continue
+		}
+		if inst := convert(in); inst.Status != controlplane.StatusTerminated {
+			out = append(out, inst)
+		}
+	}
+	return out
+}
+
+// SortOffers puts offers in the order backends answer them: by region, then instance type, on-demand
+// before spot; the sort is stable.
+func SortOffers(offers []controlplane.Offer) {
+	sort.SliceStable(offers, func(i, j int) bool {
+		a, c := offers[i], offers[j]
+		if a.Region != c.Region {
+			return a.Region < c.Region
+		}
+		if a.InstanceType != c.InstanceType {
+			return a.InstanceType < c.InstanceType
+		}
+		return !a.Spot && c.Spot
+	})
+}
+
+// CheckBackend makes the checks every backend's New makes: an inventory is required ("<cloud>: no
+// inventory"), and a nil logger becomes a null one, which it returns.
+func CheckBackend(cloud string, inv *inventory.Inventory, logger hclog.Logger) (hclog.Logger, error) {
+	if inv == nil {
+		return nil, fmt.Errorf("%s: no inventory", cloud)
+	}
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return logger, nil
+}

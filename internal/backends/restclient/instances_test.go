@@ -1,0 +1,53 @@
+package restclient
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+func TestLive(t *testing.T) {
+	type cloudVM struct {
+		name, state string
+	}
+	all := []cloudVM{{"web-1", "up"}, {"db-1", "up"}, {"web-2", "gone"}, {"web-3", "booting"}}
+	convert := func(v cloudVM) controlplane.Instance {
+		st := controlplane.StatusRunning
+		if v.state == "gone" {
+			st = controlplane.StatusTerminated
+		}
+		return controlplane.Instance{Name: v.name, Status: st}
+	}
+	name := func(v cloudVM) string { return v.name }
+	got := Live(all, "web-", name, convert)
+	if len(got) != 2 || got[0].Name != "web-1" || got[1].Name != "web-3" {
+		t.Fatalf("got %+v", got)
+	}
+	if got := Live(all, "none-", name, convert); got != nil {
+		t.Fatalf("got %+v, want nil", got)
+	}
+}
+
+func TestSortOffers(t *testing.T) {
+	o := func(region, typ string, spot bool) controlplane.Offer {
+		return controlplane.Offer{Region: region, InstanceType: typ, Spot: spot}
+	}
+	offers := []controlplane.Offer{o("b", "x", false), o("a", "y", true), o("a", "y", false), o("a", "x", true)}
+	SortOffers(offers)
+	want := []controlplane.Offer{o("a", "x", true), o("a", "y", false), o("a", "y", true), o("b", "x", false)}
+	if !reflect.DeepEqual(offers, want) {
+		t.Fatalf("got %+v, want %+v", offers, want)
+	}
+}
+
+func TestCheckBackend(t *testing.T) {
+	if _, err := CheckBackend("x", nil, nil); err == nil || err.Error() != "x: no inventory" {
+		t.Fatalf("no inventory: %v", err)
+	}
+	log, err := CheckBackend("x", &inventory.Inventory{}, nil)
+	if err != nil || log == nil {
+		t.Fatalf("got %v, %v; want a null logger", log, err)
+	}
+}

@@ -1,4 +1,4 @@
 import {
   to = hydra_gpu_instance.trainer
-  id = "sbx-vm-trainer"
+  id = "sbx-vm-trainer--k3j9x2ab"
 }

@@ -164,3 +164,12 @@ func alive(pid int) bool {
 	}
 	return syscall.Kill(pid, 0) == nil
 }
+
+// destroyAll destroys everything the directory's state holds and checks that the sandbox is empty.
+func (d *cliDir) destroyAll(s *testSandbox) {
+	d.t.Helper()
+	d.mustRun("destroy", "-auto-approve")
+	if err := s.checkDestroyed(nil); err != nil {
+		d.t.Fatal(err)
+	}
+}

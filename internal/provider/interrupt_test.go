@@ -100,10 +100,7 @@ func TestAccGPUInstance_ctrlC(t *testing.T) {
 	if !strings.Contains(show, `status                   = "ready"`) {
 		t.Fatalf("the resumed machine is not ready:\n%s", show)
 	}
-	d.mustRun("destroy", "-auto-approve")
-	if err := s.checkDestroyed(nil); err != nil {
-		t.Fatal(err)
-	}
+	d.destroyAll(s)
 }
 
 // orphanedRunProcesses lists processes (ansible-playbook, ssh) whose command line points into a
@@ -201,8 +198,5 @@ func TestAccGPUInstance_ctrlCResumes(t *testing.T) {
 	if !strings.Contains(show, `status                   = "ready"`) {
 		t.Fatalf("the resumed machine is not ready:\n%s", show)
 	}
-	d.mustRun("destroy", "-auto-approve")
-	if err := s.checkDestroyed(nil); err != nil {
-		t.Fatal(err)
-	}
+	d.destroyAll(s)
 }

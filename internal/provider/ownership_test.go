@@ -97,10 +97,7 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 	if plan := one.mustRun("plan", "-detailed-exitcode"); !strings.Contains(plan, "No changes") {
 		t.Fatalf("the first directory's machine was disturbed:\n%s", plan)
 	}
-	one.mustRun("destroy", "-auto-approve")
-	if n := len(s.live()); n != 0 {
-		t.Fatalf("%d machines left after both destroys", n)
-	}
+	one.destroyAll(s)
 }
 
 func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
@@ -139,10 +136,7 @@ func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
 	if live := s.live(); len(live) != 1 || s.created() != 3 || live[0].GPUType != "h100" {
 		t.Fatalf("after the gpu_type change the cloud has %+v (%d created)", live, s.created())
 	}
-	d.mustRun("destroy", "-auto-approve")
-	if n := len(s.live()); n != 0 {
-		t.Fatalf("%d machines left after destroy", n)
-	}
+	d.destroyAll(s)
 }
 
 // killedCreate starts an apply of one slowly booting machine through the real provider binary and
@@ -201,10 +195,7 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 	if plan := d.mustRun("plan"); !strings.Contains(plan, "No changes") || strings.Contains(plan, "cut short") {
 		t.Fatalf("after adoption the plan must be empty and quiet:\n%s", plan)
 	}
-	d.mustRun("destroy", "-auto-approve")
-	if n := len(s.live()); n != 0 {
-		t.Fatalf("%d machines left after destroy", n)
-	}
+	d.destroyAll(s)
 }
 
 func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {

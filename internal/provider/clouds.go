@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
@@ -148,4 +149,13 @@ func knownCloudsMarkdown() string { return clouds.NamesMarkdown() }
 // knownCloudsValidators check a `clouds` argument: at least one, each a known cloud.
 func knownCloudsValidators() []validator.Set {
 	return []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.OneOf(clouds.Names()...))}
+}
+
+// cloudBlockList names the real clouds' provider blocks, for messages: "`atlas`, `lambda`, ...".
+func cloudBlockList() string {
+	var names []string
+	for _, d := range clouds.All() {
+		names = append(names, "`"+d.Block+"`")
+	}
+	return strings.Join(names, ", ")
 }

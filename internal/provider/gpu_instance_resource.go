@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -506,6 +507,8 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
 		}
 		logOfferChoice(ctx, best, res)
+	} else if !plan.AllowFallback.ValueBool() {
+		r.warnStaleQuote(ctx, key, q, offerReq, &resp.Diagnostics)
 	}
 	plan.EstimatedPricePerHour = types.Float64Value(q.Estimate)
 	if q.WhyNot == nil {
@@ -531,6 +534,37 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	setOfferFields(&plan, r.data.cp, parsed)
 	plan.OfferDetails = stringMap(ctx, q.Details, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// warnStaleQuote says when a reused quote no longer shows the market: the quoted offer's live price
+// moved, or a cheaper offer exists now. The quote still pins the plan (so an apply agrees with its
+// plan); the warning gives both figures and the way to re-quote at once.
+func (r *gpuInstanceResource) warnStaleQuote(ctx context.Context, key string, q quote, req controlplane.OfferRequest, diags *diag.Diagnostics) {
+	quoted, err := controlplane.ParseOfferID(q.OfferID)
+	if err != nil {
+		return
+	}
+	res, err := r.data.cp.Offers(ctx, req, false)
+	if err != nil {
+		return
+	}
+	var notes []string
+	for _, o := range append(res.Offers, res.Ineligible...) {
+		if o.Pool == quoted.Pool && o.Region == quoted.Region && o.InstanceType == quoted.InstanceType && o.Spot == quoted.Spot &&
+			controlplane.FormatPrice(o.PricePerHour) != controlplane.FormatPrice(quoted.PricePerHour) {
+			notes = append(notes, fmt.Sprintf("the quoted offer now costs $%s/h (quoted $%s/h)", controlplane.FormatPrice(o.PricePerHour), controlplane.FormatPrice(quoted.PricePerHour)))
+		}
+	}
+	if best, ok := res.Cheapest(); ok && best.ID != q.OfferID && best.PricePerHour < quoted.PricePerHour-1e-9 {
+		notes = append(notes, fmt.Sprintf("a cheaper offer exists now: %s at $%s/h", best.ID, controlplane.FormatPrice(best.PricePerHour)))
+	}
+	if len(notes) == 0 {
+		return
+	}
+	diags.AddWarning("This plan reuses an earlier quote",
+		fmt.Sprintf("The offer %s was quoted by an earlier plan and is reused so that plan and apply agree, but %s. To re-quote now, "+
+			"delete %s and plan again (quotes otherwise expire at %s, after plan_quote_ttl).",
+			q.OfferID, strings.Join(notes, "; "), r.data.quotes.path(key), q.Expires.Format(time.RFC3339)))
 }
 
 // stringMap converts a Go map into a known map value (empty, never null).
@@ -726,8 +760,19 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 
+	qkey := quoteKey(name, offerReq, plan.AllowFallback.ValueBool())
+	// An apply that refuses the planned offer forgets its quote, so the next plan quotes afresh.
+	forgetQuote := func() {
+		if err := r.data.quotes.remove(qkey); err != nil {
+			tflog.Warn(ctx, "could not remove the plan quote", map[string]any{"error": err.Error()})
+		}
+	}
 	offers, err := r.candidateOffers(ctx, &plan, offerReq)
 	if err != nil {
+		var rose *controlplane.PriceRoseError
+		if errors.As(err, &rose) {
+			forgetQuote()
+		}
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
@@ -737,6 +782,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	})
 	var soldOut *controlplane.SoldOutError
 	if errors.As(err, &soldOut) {
+		forgetQuote()
 		resp.Diagnostics.AddError(summary, err.Error()+"; run `terraform plan` again to choose another offer, or set "+
 			"allow_fallback = true to let apply take the next cheapest one. Nothing was created.")
 		return
@@ -745,9 +791,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	if err := r.data.quotes.remove(quoteKey(name, offerReq, plan.AllowFallback.ValueBool())); err != nil {
-		tflog.Warn(ctx, "could not remove the plan quote", map[string]any{"error": err.Error()})
-	}
+	forgetQuote()
 
 	// The machine exists and is billed: record it before any wait, so no error or interrupt can make
 	// Terraform forget it. Once Create returns, Terraform holds it: confirm the ownership at the cloud

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -205,10 +206,37 @@ func TestAccGPUInstance_priceRoseAfterPlan(t *testing.T) {
 				PreApply: []plancheck.PlanCheck{beforeApply(func() { s.setPrice("sbx-eu-1", "sbx.l40s.1x", 1.50) })},
 			},
 			ExpectError: errorPattern("the price of offer sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99 rose from $0.99/h at plan time to $1.50/h"),
+		}, {
+			// The refused apply forgot its quote: the next plan quotes afresh (the cheapest L40S is now
+			// another region's) and its apply succeeds, instead of failing on the stale quote for an hour.
+			Config: cfg,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringRegexp(regexp.MustCompile(`^sandbox-vm-pool/sbx-(us|ap)-\d/sbx\.l40s\.1x/ondemand@`))),
+				},
+			},
+			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
 		}},
 	})
-	if n := s.created(); n != 0 {
-		t.Errorf("a refused apply created %d machines", n)
+}
+
+// A plan that reuses an earlier plan's quote says so when the market moved, with both figures and
+// the way to re-quote at once.
+func TestAccGPUInstance_staleQuoteWarns(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	d := newCLIDirReattach(t, "")
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("stale", "l40s", ""))
+	first := d.mustRun("plan")
+	if strings.Contains(first, "reuses an earlier quote") {
+		t.Fatalf("a first plan has no earlier quote:\n%s", first)
+	}
+	s.setPrice("sbx-eu-1", "sbx.l40s.1x", 1.50)
+	s.setPrice("sbx-us-1", "sbx.l40s.1x", 0.50)
+	second := d.mustRun("plan")
+	if !errorPattern("This plan reuses an earlier quote", "now costs $1.50/h (quoted $0.99/h)",
+		"a cheaper offer exists now: sandbox-vm-pool/sbx-us-1/sbx.l40s.1x/ondemand@0.50", "To re-quote now, delete").MatchString(second) {
+		t.Fatalf("the second plan must warn with both figures:\n%s", second)
 	}
 }
 
@@ -424,4 +452,36 @@ func TestAccGPUInstance_update(t *testing.T) {
 			},
 		},
 	})
+}
+
+// The sandbox only on purpose: a provider block whose only cloud is disabled never lands on the
+// simulated cloud, and a configuration that does use the sandbox is told, in every plan, that nothing
+// real is rented.
+func TestAccGPUInstance_sandboxOnlyOnPurpose(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	d := newCLIDirReattach(t, "")
+	d.write(fmt.Sprintf(`
+provider "hydra" {
+  plan_quote_dir = %q
+  mithril {
+    enabled = false
+  }
+  provisioning {
+    enabled = false
+  }
+}
+`, filepath.Join(d.dir, "hydra")) + testAccGPUInstanceConfig_basic("prod", "l4", ""))
+	out, err := d.run("plan")
+	if err == nil || !errorPattern("No cloud is enabled", "no configured pool serves kind").MatchString(out) || strings.Contains(out, "sandbox-vm-pool") {
+		t.Fatalf("a provider block with only a disabled cloud must not plan on the sandbox (err %v):\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(d.dir, ".hydra-sandbox")); err == nil {
+		t.Fatal("the sandbox was opened for a configuration that did not ask for it")
+	}
+
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("trial", "l4", ""))
+	if out := d.mustRun("plan"); !errorPattern("Simulated cloud: nothing real will be rented", "a `sandbox` block is configured").MatchString(out) {
+		t.Fatalf("a plan on the sandbox must say that nothing real is rented:\n%s", out)
+	}
 }

@@ -229,8 +229,20 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		return
 	}
 
-	// The sandbox: configured explicitly, or the default when no real cloud is configured.
-	if cfg.Sandbox != nil || len(backends) == 0 {
+	// The sandbox only on purpose: when its block is configured, or when the provider block names no
+	// cloud at all (a disabled cloud block counts as configured: production must never land on a
+	// simulated cloud). Every command then says that nothing real is rented.
+	anyCloudBlock := false
+	for _, b := range cloudBlockValues {
+		anyCloudBlock = anyCloudBlock || !b.IsNull()
+	}
+	if cfg.Sandbox == nil && anyCloudBlock && len(backends) == 0 {
+		resp.Diagnostics.AddWarning("No cloud is enabled",
+			"The provider block configures clouds, but none is enabled (for example only `mithril { enabled = false }`), so "+
+				"hydra has nowhere to rent from and every plan that needs a machine fails. Enable a cloud, or add a `sandbox {}` "+
+				"block to use the simulated cloud on purpose.")
+	}
+	if cfg.Sandbox != nil || !anyCloudBlock {
 		sb := cfg.Sandbox
 		if sb == nil {
 			sb = &sandboxModel{}
@@ -251,6 +263,14 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		}
 		data.sandbox = b
 		backends = append(backends, b)
+		why := "a `sandbox` block is configured"
+		if cfg.Sandbox == nil {
+			why = "the provider block configures no cloud"
+		}
+		resp.Diagnostics.AddWarning("Simulated cloud: nothing real will be rented",
+			fmt.Sprintf("hydra offers machines of the sandbox, a simulated cloud on this machine (state in %q), because %s. "+
+				"Machines there cost nothing and are not real GPUs. Configure a cloud block (%s) to rent real machines.",
+				dir, why, cloudBlockList()))
 	}
 
 	opts := controlplane.Options{

@@ -37,6 +37,35 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 	return nil
 }
 
+// CheckPinnedHardware checks what a pinned offer's ID does not carry, the GPU type and count, against
+// the cloud's offers (the process's cached answer). It returns a *MismatchError on "gpu_type" or
+// "gpu_count" when the instance type holds other GPUs, and found = false when the cloud does not list
+// the instance type now (or could not be asked): the create then stands or falls at the cloud.
+func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID, req OfferRequest) (found bool, err error) {
+	id := OfferID(Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
+	pm, ok := cp.manager.Pool(p.Pool)
+	if !ok {
+		return false, &MismatchError{id, "pool", fmt.Sprintf("it names pool %q, which is not configured", p.Pool)}
+	}
+	co := cp.cloudOffers(ctx, pm.Pool.Cloud, false)
+	if co.err != nil {
+		return false, nil
+	}
+	for _, o := range co.offers {
+		if o.InstanceType != p.InstanceType || o.Region != p.Region || o.Spot != p.Spot {
+			continue
+		}
+		switch {
+		case o.GPUType != req.GPUType:
+			return true, &MismatchError{id, "gpu_type", fmt.Sprintf("its instance type %s holds %s GPUs, but the request's gpu_type is %q", p.InstanceType, o.GPUType, req.GPUType)}
+		case o.GPUCount != req.GPUCount:
+			return true, &MismatchError{id, "gpu_count", fmt.Sprintf("its instance type %s holds %d GPUs, but the request's gpu_count is %d", p.InstanceType, o.GPUCount, req.GPUCount)}
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
 // PriceRoseError says a pinned offer costs more now than when it was planned: hydra never charges
 // more than the plan showed.
 type PriceRoseError struct {

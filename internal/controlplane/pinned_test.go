@@ -70,3 +70,26 @@ func TestLaunchOffers(t *testing.T) {
 		t.Fatalf("nothing matches: %v, want a NoOfferError", err)
 	}
 }
+
+func TestCheckPinnedHardware(t *testing.T) {
+	ctx := context.Background()
+	l40s := offer("FIN-01", "1L40S", 1, 0.99)
+	l40s.GPUType = "l40s"
+	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49), l40s}}}, Options{})
+	pinned := func(it string) ParsedOfferID {
+		return ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: it, PricePerHour: 1}
+	}
+	var me *MismatchError
+	if found, err := cp.CheckPinnedHardware(ctx, pinned("1H100"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !found || err != nil {
+		t.Errorf("a matching pin: found %v, %v", found, err)
+	}
+	if _, err := cp.CheckPinnedHardware(ctx, pinned("1L40S"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !errors.As(err, &me) || me.Field != "gpu_type" {
+		t.Errorf("an L40S pinned on h100: %v, want a gpu_type mismatch", err)
+	}
+	if _, err := cp.CheckPinnedHardware(ctx, pinned("1H100"), OfferRequest{GPUType: "h100", GPUCount: 2, Kind: "vm"}); !errors.As(err, &me) || me.Field != "gpu_count" {
+		t.Errorf("one GPU pinned on gpu_count 2: %v, want a gpu_count mismatch", err)
+	}
+	if found, err := cp.CheckPinnedHardware(ctx, pinned("9X"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); found || err != nil {
+		t.Errorf("an unlisted instance type: found %v, %v; want not found, no error", found, err)
+	}
+}

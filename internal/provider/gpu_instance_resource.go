@@ -189,7 +189,9 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"offer_id": schema.StringAttribute{
 				MarkdownDescription: "The chosen offer, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>`. Leave it unset to let hydra " +
 					"choose the cheapest at plan time, or set it from `data.hydra_gpu_offer.<name>.id` to pin the choice (the robust way " +
-					"for pipelines that plan and apply on different machines). Changing a configured value replaces the machine.",
+					"for pipelines that plan and apply on different machines). It must fit this resource's request (`gpu_type`, `gpu_count`, " +
+					"`kind`, `spot`, `clouds`, `regions`, `max_price_per_hour`): a plan with one that does not fails, naming both sides. " +
+					"Changing a configured value replaces the machine.",
 				Optional:      true,
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplaceIfConfigured()},
@@ -468,6 +470,14 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Offer does not match the request", pinnedMismatchDetail(err))
 			return
 		}
+		if found, err := r.data.cp.CheckPinnedHardware(ctx, parsed, offerReq); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Offer does not match the request", pinnedMismatchDetail(err))
+			return
+		} else if !found {
+			resp.Diagnostics.AddAttributeWarning(path.Root("offer_id"), "Pinned offer not listed now",
+				fmt.Sprintf("The cloud does not list offer_id %s now, so its GPUs could not be checked against gpu_type %q and "+
+					"gpu_count %d; apply creates it only if the cloud still has it.", plan.OfferID.ValueString(), offerReq.GPUType, offerReq.GPUCount))
+		}
 		setOfferFields(&plan, r.data.cp, parsed)
 		plan.EstimatedPricePerHour = types.Float64Value(parsed.PricePerHour)
 		plan.OtherClouds = types.MapNull(types.StringType)
@@ -591,7 +601,8 @@ func pinnedMismatchDetail(err error) string {
 	if !errors.As(err, &me) {
 		return err.Error()
 	}
-	attr := map[string]string{"kind": "kind", "clouds": "clouds", "regions": "regions", "spot": "spot", "max_price_per_hour": "max_price_per_hour"}[me.Field]
+	attr := map[string]string{"kind": "kind", "clouds": "clouds", "regions": "regions", "spot": "spot",
+		"max_price_per_hour": "max_price_per_hour", "gpu_type": "gpu_type", "gpu_count": "gpu_count"}[me.Field]
 	if attr == "" {
 		return fmt.Sprintf("offer_id %s does not fit: %s.", me.OfferID, me.Msg)
 	}

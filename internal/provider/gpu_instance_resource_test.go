@@ -137,6 +137,10 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 		{"region not served", "", "gpu_type = \"h100\"\n  regions = [\"mars-1\"]", errorPattern(`no 1x h100 offer in regions "mars-1"`)},
 		{"kind no pool serves", fmt.Sprintf("inventory_dir = %q", onlyVM), "gpu_type = \"h100\"\n  kind = \"execlet\"", errorPattern(`no configured pool serves kind "execlet"`)},
 		{"cloud not configured", "", "gpu_type = \"h100\"\n  clouds = [\"verda\"]", errorPattern(`cloud "verda" is not configured in the provider`)},
+		{"offer_id of another GPU", "", "gpu_type = \"h100\"\n  offer_id = \"sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99\"",
+			errorPattern("does not fit this resource's `gpu_type`", "sbx.l40s.1x holds l40s GPUs, but the request's gpu_type is \"h100\"")},
+		{"offer_id of another count", "", "gpu_type = \"l40s\"\n  gpu_count = 2\n  offer_id = \"sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99\"",
+			errorPattern("does not fit this resource's `gpu_count`", "holds 1 GPUs, but the request's gpu_count is 2")},
 		{"bad name", "", "gpu_type = \"h100\"\n  name = \"Bad_Name\"", errorPattern("lower case letters and digits, with single dashes between them")},
 	}
 	for _, tc := range cases {

@@ -50,6 +50,10 @@ type Offer struct {
 	Spot bool
 	// Available is how many instances the cloud says it can start now; -1 when it does not say.
 	Available int
+	// StockUnknown is true when the cloud has a stock figure but it could not be read this time (its
+	// availability call failed). Such offers rank behind every offer with known stock and are marked
+	// so in the plan, so a sold-out offer never silently beats one in stock elsewhere.
+	StockUnknown bool
 	// ResaleOf names the cloud that really runs the hardware when this offer resells it ("" if direct).
 	ResaleOf string
 	// Ineligible, when set, says why this offer must not be chosen (for example an auction bid that

@@ -131,6 +131,17 @@ func TestRank(t *testing.T) {
 	if want := "b e a d c"; strings.Join(got, " ") != want {
 		t.Errorf("Rank order = %v, want %s", got, want)
 	}
+
+	// An offer whose stock could not be read never beats one with known stock, however cheap.
+	offers = []Offer{
+		{ID: "cheap-unknown", Cloud: "upcloud", PricePerHour: 0.50, StockUnknown: true},
+		{ID: "dear-known", Cloud: "verda", PricePerHour: 3.00},
+		{ID: "mid-unknown", Cloud: "upcloud", PricePerHour: 1.00, StockUnknown: true},
+	}
+	Rank(offers)
+	if got := offers[0].ID + " " + offers[1].ID + " " + offers[2].ID; got != "dear-known cheap-unknown mid-unknown" {
+		t.Errorf("Rank with unknown stock = %s", got)
+	}
 }
 
 func TestOfferIDRoundTrip(t *testing.T) {

@@ -80,11 +80,15 @@ func (r OfferResult) Explain() string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// Rank sorts offers cheapest first. Ties break deterministically: direct offers before resold ones (the
-// same hardware through an aggregator), then by cloud, pool, region, instance type and ID.
+// Rank sorts offers with known stock before offers whose stock could not be read (StockUnknown), then
+// cheapest first. Ties break deterministically: direct offers before resold ones (the same hardware
+// through an aggregator), then by cloud, pool, region, instance type and ID.
 func Rank(offers []Offer) {
 	sort.SliceStable(offers, func(i, j int) bool {
 		a, b := offers[i], offers[j]
+		if a.StockUnknown != b.StockUnknown {
+			return !a.StockUnknown // known stock first, whatever the price
+		}
 		if pa, pb := priceKey(a.PricePerHour), priceKey(b.PricePerHour); pa != pb {
 			return pa < pb
 		}

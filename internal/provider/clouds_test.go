@@ -209,6 +209,46 @@ func TestAccGPUInstance_upcloudWinsWhenCheaper(t *testing.T) {
 	})
 }
 
+// Unknown stock never beats known stock silently: with UpCloud's availability call failing, its
+// cheaper H100 ranks behind Verda's in-stock one, and the data source marks it.
+func TestAccGPUInstance_unknownStockRanksBehind(t *testing.T) {
+	catalog := emuverda.DefaultCatalog()
+	for i := range catalog {
+		if strings.Contains(catalog[i].InstanceType, "H100") {
+			catalog[i].PricePerHour = 3.90
+		}
+	}
+	c := newTestClouds(t, catalog)
+	if err := c.upcloud.SetCloudFaults(emuupcloud.Faults{Faults: emukit.Faults{ServerErrors: 1000}, Match: "GET /device/availability"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkEmpty,
+		Steps: []resource.TestStep{{
+			Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("known", "h100", "") + `
+data "hydra_gpu_offer" "h100" {
+  gpu_type = "h100"
+}
+`,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
+				},
+			},
+			Check: resource.ComposeTestCheckFunc(
+				c.checkCreates(map[string]int{"verda": 1, "upcloud": 0}),
+				resource.TestCheckResourceAttr("data.hydra_gpu_offer.h100", "cloud", "verda"),
+				resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_offer.h100", "offers.*", map[string]string{
+					"cloud": "upcloud", "stock_unknown": "true",
+				}),
+			),
+		}},
+	})
+}
+
 func TestAccGPUInstance_apiStormDuringApply(t *testing.T) {
 	c := newTestClouds(t, nil)
 	dir := t.TempDir()

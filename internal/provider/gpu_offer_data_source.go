@@ -60,6 +60,7 @@ var offerAttrTypes = map[string]attr.Type{
 	"resale_of":      types.StringType,
 	"eligible":       types.BoolType,
 	"ineligible_why": types.StringType,
+	"stock_unknown":  types.BoolType,
 }
 
 func (d *gpuOfferDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -132,6 +133,8 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 					"resale_of":      schema.StringAttribute{MarkdownDescription: "The cloud that really runs the hardware when this offer resells it, else null.", Computed: true},
 					"eligible":       schema.BoolAttribute{MarkdownDescription: "Whether hydra would choose this offer.", Computed: true},
 					"ineligible_why": schema.StringAttribute{MarkdownDescription: "Why the offer is not eligible (e.g. an auction bid that would not clear), else null.", Computed: true},
+					"stock_unknown": schema.BoolAttribute{MarkdownDescription: "True when the cloud's stock could not be read this time (its availability call failed): " +
+						"such an offer ranks behind every offer with known stock, whatever its price.", Computed: true},
 				}},
 			},
 			"rejections": schema.MapAttribute{
@@ -196,7 +199,7 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 			"region": types.StringValue(o.Region), "instance_type": types.StringValue(o.InstanceType),
 			"price_per_hour": types.Float64Value(o.PricePerHour), "spot": types.BoolValue(o.Spot),
 			"resale_of": stringOrNull(o.ResaleOf), "eligible": types.BoolValue(o.Ineligible == ""),
-			"ineligible_why": stringOrNull(o.Ineligible),
+			"ineligible_why": stringOrNull(o.Ineligible), "stock_unknown": types.BoolValue(o.StockUnknown),
 		})
 		resp.Diagnostics.Append(diags...)
 		elems = append(elems, obj)

@@ -267,6 +267,10 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 					"eur_to_usd":               strconv.FormatFloat(rate, 'f', -1, 64),
 				},
 			}
+			if avail == nil {
+				o.StockUnknown = true
+				o.Details["stock"] = "unknown: UpCloud's device availability could not be read"
+			}
 			if avail != nil {
 				amount := 0
 				if zd, ok := avail[z.Name]; ok {

@@ -10,6 +10,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 )
 
@@ -415,5 +416,24 @@ func TestBackendSpotCreate(t *testing.T) {
 	s := srv.Servers()[0]
 	if s.Template != "01000000-0000-4000-8000-000030240200" || s.StorageSizeGB != 40 {
 		t.Errorf("server %+v", s)
+	}
+}
+
+// When the availability call fails, the offers come with their stock marked unknown (they then rank
+// behind every offer with known stock) instead of looking as good as in-stock ones.
+func TestOffersStockUnknownWhenAvailabilityFails(t *testing.T) {
+	srv, base := startEmulator(t, emu.Options{})
+	if err := srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 100}, Match: "GET /device/availability"}); err != nil {
+		t.Fatal(err)
+	}
+	b := newTestBackend(t, base, nil)
+	offers := backendtest.Offers(t, b)
+	if len(offers) == 0 {
+		t.Fatal("no offers")
+	}
+	for _, o := range offers {
+		if !o.StockUnknown || o.Available != -1 || o.Ineligible != "" || !strings.Contains(o.Details["stock"], "unknown") {
+			t.Fatalf("offer %+v: want stock marked unknown", o)
+		}
 	}
 }

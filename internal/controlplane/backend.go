@@ -44,8 +44,13 @@ type Offer struct {
 	GPUType string
 	// GPUCount is the number of GPUs in one instance.
 	GPUCount int
-	// PricePerHour is the price of the whole instance in US dollars per hour.
+	// PricePerHour is the price the cloud bills for the whole instance, in US dollars per hour. The cap
+	// (max_price_per_hour) applies to it, and plans show it.
 	PricePerHour float64
+	// RankPrice, when above 0, is the figure the offer is ranked by instead of PricePerHour: a
+	// preference, not a discount (Atlas is preferred through an artificially low figure, but bills its
+	// list price).
+	RankPrice float64
 	// Spot is true for preemptible capacity.
 	Spot bool
 	// Available is how many instances the cloud says it can start now; -1 when it does not say.
@@ -236,4 +241,12 @@ type AuctionBackend interface {
 	// PriceBids returns own with prices and eligibility set. others are the other clouds' offers for
 	// the same request; maxPricePerHour is the user's ceiling (0: none).
 	PriceBids(own, others []Offer, maxPricePerHour float64) []Offer
+}
+
+// RankingPrice is the figure an offer is ranked by: RankPrice when set, else the billed price.
+func (o Offer) RankingPrice() float64 {
+	if o.RankPrice > 0 {
+		return o.RankPrice
+	}
+	return o.PricePerHour
 }

@@ -57,8 +57,15 @@ func (r OfferResult) WhyNot(winner Offer) map[string]string {
 		if _, seen := out[o.Cloud]; seen {
 			continue
 		}
-		out[o.Cloud] = fmt.Sprintf("cheapest offer %s in %s costs $%s/h, $%s/h more than %s", o.InstanceType, o.Region,
-			FormatPrice(o.PricePerHour), FormatPrice(o.PricePerHour-winner.PricePerHour), winner.Cloud)
+		if o.PricePerHour >= winner.PricePerHour {
+			out[o.Cloud] = fmt.Sprintf("cheapest offer %s in %s costs $%s/h, $%s/h more than %s", o.InstanceType, o.Region,
+				FormatPrice(o.PricePerHour), FormatPrice(o.PricePerHour-winner.PricePerHour), winner.Cloud)
+		} else {
+			// The winner bills more but is preferred (ranked by a lower figure).
+			out[o.Cloud] = fmt.Sprintf("cheapest offer %s in %s costs $%s/h, $%s/h less than %s, which is preferred (ranked at $%s/h)",
+				o.InstanceType, o.Region, FormatPrice(o.PricePerHour), FormatPrice(winner.PricePerHour-o.PricePerHour), winner.Cloud,
+				FormatPrice(winner.RankingPrice()))
+		}
 	}
 	for _, rej := range r.Rejections {
 		if rej.Cloud != winner.Cloud {
@@ -89,7 +96,7 @@ func Rank(offers []Offer) {
 		if a.StockUnknown != b.StockUnknown {
 			return !a.StockUnknown // known stock first, whatever the price
 		}
-		if pa, pb := priceKey(a.PricePerHour), priceKey(b.PricePerHour); pa != pb {
+		if pa, pb := priceKey(a.RankingPrice()), priceKey(b.RankingPrice()); pa != pb {
 			return pa < pb
 		}
 		if (a.ResaleOf == "") != (b.ResaleOf == "") {

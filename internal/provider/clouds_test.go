@@ -285,12 +285,14 @@ func TestAccGPUInstance_atlasWinsWhileItHasCapacity(t *testing.T) {
 		CheckDestroy:             c.checkEmpty,
 		Steps: []resource.TestStep{
 			{
-				// Atlas lists L40S at $1.60/h; its price factor (0.5) makes it $0.80/h, below every other cloud.
+				// Atlas lists L40S at $1.60/h; its price factor (0.5) ranks it at $0.80/h, below every other
+				// cloud. The plan shows the price Atlas bills, $1.60/h, and the ranking figure beside it.
 				Config: all + cloudInstanceConfig("first", "l40s", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("atlas")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(0.80)),
+						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.60)),
+						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("ranking_price_per_hour"), knownvalue.StringExact("0.8")),
 					},
 				},
 				ConfigStateChecks: []statecheck.StateCheck{

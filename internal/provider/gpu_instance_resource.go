@@ -246,8 +246,9 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				PlanModifiers:       keep,
 			},
 			"price_per_hour": schema.Float64Attribute{
-				MarkdownDescription: "The price quoted for the whole machine when it was planned, in US dollars per hour. Kept for " +
-					"the machine's life: later price moves never produce a diff.",
+				MarkdownDescription: "The price the cloud bills for the whole machine, quoted when it was planned, in US dollars per " +
+					"hour; `max_price_per_hour` caps it. A cloud preferred in the ranking (Atlas) shows its billed price here and its " +
+					"ranking figure in `offer_details`. Kept for the machine's life: later price moves never produce a diff.",
 				Computed:      true,
 				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
 			},

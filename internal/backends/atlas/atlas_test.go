@@ -91,12 +91,14 @@ func TestOffers(t *testing.T) {
 			if len(offers) != len(tt.want) {
 				t.Fatalf("got %d offers, want %d (sold-out rtx6000ada.2x and unmapped a10.1x dropped): %+v", len(offers), len(tt.want), offers)
 			}
+			list := map[string]float64{"l40s.1x": 1.6, "l40s.4x": 6.4, "h100.8x": 24, "a100.1x": 1.8, "l4.1x": 0.7}
 			for _, o := range offers {
+				// The billed price is the list price; the factor only ranks.
 				p, ok := tt.want[o.InstanceType]
-				if !ok || o.PricePerHour != p {
-					t.Errorf("%s: price %v, want %v (present %v)", o.InstanceType, o.PricePerHour, p, ok)
+				if !ok || o.RankingPrice() != p || o.PricePerHour != list[o.InstanceType] {
+					t.Errorf("%s: ranked at %v billed %v, want ranked %v billed %v (present %v)", o.InstanceType, o.RankingPrice(), o.PricePerHour, p, list[o.InstanceType], ok)
 				}
-				if o.Cloud != "atlas" || o.GPUType == "" || o.Available < 1 || o.Spot || o.ID != "" || o.Details[DetailListPrice] == "" {
+				if o.Cloud != "atlas" || o.GPUType == "" || o.Available < 1 || o.Spot || o.ID != "" || o.Details[DetailRankPrice] == "" {
 					t.Errorf("bad offer %+v", o)
 				}
 			}
@@ -138,7 +140,7 @@ func TestStatusesAndHostKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "provisioning" || inst.GPUType != "l40s" ||
-		inst.PricePerHour != 0.8 || inst.SSH != nil || inst.HostKey != "" || inst.Region != "ams1" {
+		inst.PricePerHour != 1.6 || inst.SSH != nil || inst.HostKey != "" || inst.Region != "ams1" {
 		t.Fatalf("created %+v", inst)
 	}
 	if got := e.emu.Instances(); len(got) != 1 || len(got[0].SSHPublicKeys) != 1 {

@@ -31,7 +31,7 @@ type Config struct {
 
 // Details keys an offer carries.
 const (
-	DetailListPrice = "list_price_per_hour"
+	DetailRankPrice = "ranking_price_per_hour"
 	DetailGPUModel  = "gpu_model"
 	DetailVCPUs     = "vcpus"
 	DetailMemoryGB  = "memory_gb"
@@ -78,7 +78,8 @@ func (b *Backend) Client() *Client { return b.client }
 // Cloud names the backend.
 func (b *Backend) Cloud() string { return CloudName }
 
-// Offers lists Atlas capacity, priced at the list price times PriceFactor. Sold-out entries
+// Offers lists Atlas capacity at its list price, the price Atlas bills, ranked by the list price times
+// PriceFactor (RankPrice: the in-house preference, never a discount). Sold-out entries
 // (available 0), GPUs the inventory does not map and counts above the type's maximum are dropped.
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	entries, err := b.client.Offers(ctx)
@@ -103,10 +104,11 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			InstanceType: e.InstanceType,
 			GPUType:      gpuType,
 			GPUCount:     e.GPUCount,
-			PricePerHour: e.PricePerHour * b.factor,
+			PricePerHour: e.PricePerHour,
+			RankPrice:    e.PricePerHour * b.factor,
 			Available:    e.Available,
 			Details: map[string]string{
-				DetailListPrice: strconv.FormatFloat(e.PricePerHour, 'f', -1, 64),
+				DetailRankPrice: strconv.FormatFloat(e.PricePerHour*b.factor, 'f', -1, 64),
 				DetailGPUModel:  e.GPUModel,
 				DetailVCPUs:     strconv.Itoa(e.VCPUs),
 				DetailMemoryGB:  strconv.Itoa(e.MemoryGB),
@@ -115,8 +117,8 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		})
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].PricePerHour != out[j].PricePerHour {
-			return out[i].PricePerHour < out[j].PricePerHour
+		if out[i].RankPrice != out[j].RankPrice {
+			return out[i].RankPrice < out[j].RankPrice
 		}
 		if out[i].Region != out[j].Region {
 			return out[i].Region < out[j].Region
@@ -182,7 +184,7 @@ func (b *Backend) toInstance(i Instance) controlplane.Instance {
 	inst := controlplane.Instance{
 		ID: i.ID, Name: i.Name, Cloud: CloudName, Region: i.Region, InstanceType: i.InstanceType,
 		GPUType: b.inv.TypeForAPIName(CloudName, i.GPUModel), GPUCount: i.GPUCount,
-		PricePerHour: i.PricePerHour * b.factor,
+		PricePerHour: i.PricePerHour,
 		Status:       st, CloudStatus: i.Status, SSH: ssh, HostKey: strings.TrimSpace(i.HostKey), CreatedAt: i.CreatedAt,
 	}
 	if st == controlplane.StatusError {

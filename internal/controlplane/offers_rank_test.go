@@ -1,0 +1,26 @@
+package controlplane
+
+import (
+	"strings"
+	"testing"
+)
+
+// A preferred cloud is ranked by its RankPrice but bills, and is capped at, its PricePerHour; the
+// other clouds are told why they lost in billed dollars.
+func TestRankPriceIsAPreferenceNotADiscount(t *testing.T) {
+	atlas := Offer{ID: "a", Cloud: "atlas", Region: "ams1", InstanceType: "l40s.1x", PricePerHour: 1.60, RankPrice: 0.80}
+	verda := Offer{ID: "v", Cloud: "verda", Region: "FIN-01", InstanceType: "1L40S", PricePerHour: 1.10}
+	up := Offer{ID: "u", Cloud: "upcloud", Region: "fi-hel2", InstanceType: "GPU-L40S", PricePerHour: 1.90}
+	offers := []Offer{verda, up, atlas}
+	Rank(offers)
+	if offers[0].ID != "a" || offers[1].ID != "v" || offers[2].ID != "u" {
+		t.Fatalf("Rank = %s %s %s, want a v u", offers[0].ID, offers[1].ID, offers[2].ID)
+	}
+	why := OfferResult{Offers: offers}.WhyNot(offers[0])
+	if !strings.Contains(why["verda"], "$0.50/h less than atlas, which is preferred (ranked at $0.80/h)") {
+		t.Errorf("verda: %q", why["verda"])
+	}
+	if !strings.Contains(why["upcloud"], "$0.30/h more than atlas") {
+		t.Errorf("upcloud: %q", why["upcloud"])
+	}
+}

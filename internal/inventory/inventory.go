@@ -86,6 +86,14 @@ type GPU struct {
 	MaxCount int
 	// APINames maps a cloud to the names that cloud uses for this GPU.
 	APINames map[string][]string
+	// SpotClouds lists the clouds whose spot capacity of this type hydra may offer, for clouds that gate
+	// spot per GPU type (UpCloud's spot plans; on-demand only unless listed here).
+	SpotClouds []string
+}
+
+// SpotEnabled reports whether the inventory lets cloud's spot capacity of gpuType be offered.
+func (inv *Inventory) SpotEnabled(gpuType, cloud string) bool {
+	return contains(inv.GPUs[gpuType].SpotClouds, cloud)
 }
 
 // Pool is a named slice of one cloud for one kind of machine.
@@ -270,7 +278,8 @@ func parseGPUs(file string, data []byte) (map[string]GPU, error) {
 		}
 		g := GPU{Type: typ, APINames: map[string][]string{}}
 		maxSeen := false
-		err := mapping(file, v, "GPU type "+typ, []string{"max_count", "api_names"}, func(key string, kn, val *yaml.Node) error {
+		var spotNode *yaml.Node
+		err := mapping(file, v, "GPU type "+typ, []string{"max_count", "api_names", "spot"}, func(key string, kn, val *yaml.Node) error {
 			switch key {
 			case "max_count":
 				maxSeen = true
@@ -279,6 +288,11 @@ func parseGPUs(file string, data []byte) (map[string]GPU, error) {
 				}
 				if g.MaxCount < 1 {
 					return fileErr(file, val, "max_count of %q is %d; it must be at least 1", typ, g.MaxCount)
+				}
+			case "spot":
+				spotNode = val
+				if err := val.Decode(&g.SpotClouds); err != nil {
+					return fileErr(file, val, "spot of %q must be a list of clouds, e.g. [upcloud]", typ)
 				}
 			case "api_names":
 				return mapping(file, val, "api_names of "+typ, Clouds, func(cloud string, _, names *yaml.Node) error {
@@ -315,6 +329,11 @@ func parseGPUs(file string, data []byte) (map[string]GPU, error) {
 		}
 		if len(g.APINames) == 0 {
 			return nil, fileErr(file, k, "GPU type %q has no api_names: no cloud could offer it", typ)
+		}
+		for _, c := range g.SpotClouds {
+			if _, ok := g.APINames[c]; !ok {
+				return nil, fileErr(file, spotNode, "spot of %q names cloud %q, which its api_names do not list", typ, c)
+			}
 		}
 		gpus[typ] = g
 	}

@@ -55,6 +55,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad type name", "gpus:\n  H100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:2: GPU type "H100" must be lower case`},
 		{"yaml syntax", "gpus:\n  h100: [\n", goodPools, `g.yml: yaml: line`},
 		{"no max", "gpus:\n  h100:\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:2: GPU type "h100" has no max_count`},
+		{"spot of a cloud without api names", "gpus:\n  h100:\n    max_count: 8\n    spot: [verda]\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:4: spot of "h100" names cloud "verda", which its api_names do not list`},
+		{"spot not a list", "gpus:\n  h100:\n    max_count: 8\n    spot: {upcloud: yes}\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:4: spot of "h100" must be a list of clouds`},
 		{"pool unknown kind", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", "pools:\n  - name: p\n    cloud: sandbox\n    kind: bare\n    prefix: p-\n", `p.yml:4: unknown kind "bare"`},
 		{"pool unknown cloud", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", "pools:\n  - name: p\n    cloud: aws\n    kind: vm\n    prefix: p-\n", `p.yml:3: unknown cloud "aws"`},
 		{"pool missing prefix", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", "pools:\n  - name: p\n    cloud: sandbox\n    kind: vm\n", `p.yml:2: pool "p" has no prefix`},

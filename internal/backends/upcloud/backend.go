@@ -54,8 +54,9 @@ type Config struct {
 	// an offer's PricePerHour is cents / 100 * EURToUSD. Default DefaultEURToUSD (1.08). If the price
 	// list states a currency of "USD", no conversion is applied.
 	EURToUSD float64
-	// AllowSpotPlans offers the spot GPU plans ("GPU-SPOT-...", Offer.Spot = true). Off by default: the
-	// inventory enables on-demand capacity only.
+	// AllowSpotPlans offers the spot GPU plans ("GPU-SPOT-...", Offer.Spot = true) of every GPU type.
+	// Off by default: spot plans are offered only for the types whose `spot` in supported_gpus.yml lists
+	// upcloud.
 	AllowSpotPlans bool
 	// Zones limits offers to these zones ("fi-hel2", ...); empty means every zone with a price.
 	Zones []string
@@ -231,11 +232,11 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			continue
 		}
 		spot := IsSpotPlan(p.Name)
-		if spot && !b.cfg.AllowSpotPlans {
-			continue
-		}
 		gpuType := b.inv.TypeForAPIName(CloudName, model)
 		if gpuType == "" {
+			continue
+		}
+		if spot && !b.spotAllowed(gpuType) {
 			continue
 		}
 		if maxCount := b.inv.GPUs[gpuType].MaxCount; maxCount > 0 && count > maxCount {
@@ -443,8 +444,9 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
 	case plan == "" || zone == "":
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "the offer names no plan or zone")
-	case IsSpotPlan(plan) && !b.cfg.AllowSpotPlans:
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "spot plan %s is not enabled (AllowSpotPlans)", plan)
+	case IsSpotPlan(plan) && !b.spotAllowed(req.Offer.GPUType):
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op,
+			"spot plan %s is not enabled for %s (spot: [upcloud] in supported_gpus.yml)", plan, req.Offer.GPUType)
 	case len(req.SSHPublicKeys) == 0:
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no SSH public key to install")
 	}
@@ -794,4 +796,10 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 		return stuck(we.Err)
 	}
 	return err
+}
+
+// spotAllowed reports whether UpCloud's spot plans of gpuType may be offered: on-demand only unless the
+// inventory lists upcloud under the type's spot (or AllowSpotPlans opens every type, for tests).
+func (b *Backend) spotAllowed(gpuType string) bool {
+	return b.cfg.AllowSpotPlans || b.inv.SpotEnabled(gpuType, CloudName)
 }

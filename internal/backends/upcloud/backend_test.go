@@ -3,6 +3,7 @@ package upcloud
 import (
 	"context"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraBackendKey hydra@test"
@@ -435,5 +437,32 @@ func TestOffersStockUnknownWhenAvailabilityFails(t *testing.T) {
 		if !o.StockUnknown || o.Available != -1 || o.Ineligible != "" || !strings.Contains(o.Details["stock"], "unknown") {
 			t.Fatalf("offer %+v: want stock marked unknown", o)
 		}
+	}
+}
+
+// UpCloud's spot plans are offered for exactly the GPU types whose inventory entry enables them.
+func TestOffersSpotPlansFromInventory(t *testing.T) {
+	_, base := startEmulator(t, emu.Options{})
+	gpus := strings.Replace(string(backendtest.Must(os.ReadFile("../../../inventory/supported_gpus.yml"))(t)),
+		"  l4:\n    max_count: 8\n", "  l4:\n    max_count: 8\n    spot: [upcloud]\n", 1)
+	if !strings.Contains(gpus, "spot: [upcloud]") {
+		t.Fatal("could not enable spot for l4 in the test inventory")
+	}
+	inv := backendtest.Must(inventory.Parse("supported_gpus.yml", []byte(gpus), "pools.yml",
+		backendtest.Must(os.ReadFile("../../../inventory/pools.yml"))(t)))(t)
+	cfg := newTestBackend(t, base, nil).cfg
+	b := backendtest.Must(New(cfg, inv, nil))(t)
+	offers := backendtest.Offers(t, b)
+	var l4Spot, otherSpot int
+	for _, o := range offers {
+		switch {
+		case o.Spot && o.GPUType == "l4":
+			l4Spot++
+		case o.Spot:
+			otherSpot++
+		}
+	}
+	if l4Spot == 0 || otherSpot != 0 {
+		t.Fatalf("spot offers: %d for l4 (want some), %d for other types (want none)", l4Spot, otherSpot)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Status is hydra's view of an instance, the same for every cloud.
@@ -44,13 +45,15 @@ type Offer struct {
 	GPUType string
 	// GPUCount is the number of GPUs in one instance.
 	GPUCount int
-	// PricePerHour is the price the cloud bills for the whole instance, in US dollars per hour. The cap
+	// Hardware is what the cloud says of the machine beyond GPU type and count.
+	Hardware
+	// PricePerHour is the price the cloud bills for the whole instance per hour, exactly. The cap
 	// (max_price_per_hour) applies to it, and plans show it.
-	PricePerHour float64
+	PricePerHour money.USD
 	// RankPrice, when above 0, is the figure the offer is ranked by instead of PricePerHour: a
 	// preference, not a discount (Atlas is preferred through an artificially low figure, but bills its
 	// list price).
-	RankPrice float64
+	RankPrice money.USD
 	// Spot is true for preemptible capacity.
 	Spot bool
 	// Available is how many instances the cloud says it can start now; -1 when it does not say.
@@ -67,6 +70,29 @@ type Offer struct {
 	// Details carries backend-specific facts that Create needs again or that users should see (for
 	// example an upstream cloud id, a bid price, the last clearing price). Keys and values are strings.
 	Details map[string]string
+}
+
+// Form factors: how the GPUs sit in the machine. SXM modules (NVLink between all GPUs of a board)
+// outperform PCIe cards of the same name for multi-GPU work and cost more.
+const (
+	FormFactorSXM  = "sxm"
+	FormFactorPCIe = "pcie"
+)
+
+// FormFactors are the form factors a request may require.
+var FormFactors = []string{FormFactorSXM, FormFactorPCIe}
+
+// Hardware is what a buyer weighs beyond the GPU type and count. A zero value means the cloud did not
+// say (for FormFactor: ""), never "none".
+type Hardware struct {
+	// FormFactor is FormFactorSXM or FormFactorPCIe ("" when the cloud does not say).
+	FormFactor string
+	// GPUMemoryGB is the memory of one GPU, in GB.
+	GPUMemoryGB int
+	// VCPUs is the number of virtual CPUs of the whole machine.
+	VCPUs int
+	// MemoryGB is the machine's RAM, in GB.
+	MemoryGB int
 }
 
 // SSHEndpoint is where provisioning reaches an instance.
@@ -105,14 +131,20 @@ type Instance struct {
 	InstanceType string
 	GPUType      string
 	GPUCount     int
+	// Hardware is filled where the cloud reports it for a machine (zero values otherwise).
+	Hardware
 	Spot         bool
-	PricePerHour float64
+	PricePerHour money.USD
 	// Status is the cloud's status mapped onto hydra's (pending, running, terminated or error).
 	Status Status
 	// CloudStatus is the cloud's own word for the status, for diagnostics.
 	CloudStatus string
 	// Message explains an error status, when the cloud gives a reason.
 	Message string
+	// AwaitingAllocation is true while the cloud has accepted the request but not allocated capacity
+	// for it yet (an auction bid that has not won). Nothing is billed then. Launch cancels such a
+	// request after LaunchRequest.BidTimeout.
+	AwaitingAllocation bool
 	// SSH is nil until the cloud reports an address.
 	SSH *SSHEndpoint
 	// HostKey is the SSH host public key in authorized_keys form when the cloud reports one ("" otherwise;
@@ -134,8 +166,8 @@ type CreateRequest struct {
 	// Owner is the ownership record to keep with the machine (Confirmed is false at create). Backends
 	// whose cloud has labels, tags or a description store OwnerLabels(Owner) there.
 	Owner Ownership
-	// MaxPricePerHour is the user's ceiling in US dollars per hour (0: none).
-	MaxPricePerHour float64
+	// MaxPricePerHour is the user's ceiling per hour (0: none).
+	MaxPricePerHour money.USD
 	// SSHPublicKeys are authorized_keys lines to install for the login user.
 	SSHPublicKeys []string
 }
@@ -240,11 +272,11 @@ type AuctionBackend interface {
 	InstanceManagerBackend
 	// PriceBids returns own with prices and eligibility set. others are the other clouds' offers for
 	// the same request; maxPricePerHour is the user's ceiling (0: none).
-	PriceBids(own, others []Offer, maxPricePerHour float64) []Offer
+	PriceBids(own, others []Offer, maxPricePerHour money.USD) []Offer
 }
 
 // RankingPrice is the figure an offer is ranked by: RankPrice when set, else the billed price.
-func (o Offer) RankingPrice() float64 {
+func (o Offer) RankingPrice() money.USD {
 	if o.RankPrice > 0 {
 		return o.RankPrice
 	}

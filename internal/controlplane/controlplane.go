@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Options tune a ControlPlane.
@@ -172,8 +173,11 @@ func (cp *ControlPlane) Validate(req OfferRequest) error {
 			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("cloud %q is not configured in the provider; configured clouds: %s", c, quoteList(cp.Clouds(), ", "))}
 		}
 	}
-	if req.MaxPricePerHour < 0 {
-		return &RequestError{Field: "max_price_per_hour", Msg: fmt.Sprintf("max_price_per_hour must not be negative, got %v", req.MaxPricePerHour)}
+	if req.FormFactor != "" && !contains(FormFactors, req.FormFactor) {
+		return &RequestError{Field: "form_factor", Msg: fmt.Sprintf("unknown form factor %q; expected one of %s", req.FormFactor, quoteList(FormFactors, ", "))}
+	}
+	if req.MaxPricePerHour < 0 || req.MaxPricePerHour > money.Max {
+		return &RequestError{Field: "max_price_per_hour", Msg: fmt.Sprintf("max_price_per_hour must be between 0 and %s, got %s", money.Max, req.MaxPricePerHour)}
 	}
 	var kindPools, typePools []string
 	for _, p := range cp.manager.Pools() {
@@ -215,16 +219,26 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 		return OfferResult{}, err
 	}
 	gpu := cp.inv.GPUs[req.GPUType]
+	// Clouds asked: those the request allows, and, when an auction is among them, every other
+	// configured cloud too: an auction's bid is priced against every comparable offer, wherever the
+	// request buys (clouds says where to buy, not what to compare with).
 	var clouds []string
+	auctionAsked := false
 	for _, c := range cp.Clouds() {
-		if !cloudAllowed(req.Clouds, c) || len(gpu.APINames[c]) == 0 || !cp.hasPool(c, req.Kind) {
+		if len(gpu.APINames[c]) == 0 || !cp.hasPool(c, req.Kind) {
 			continue
+		}
+		if _, ok := cp.backends[c].(AuctionBackend); ok && cloudAllowed(req.Clouds, c) {
+			auctionAsked = true
 		}
 		clouds = append(clouds, c)
 	}
 	answers := make([]cloudOffers, len(clouds))
 	var wg sync.WaitGroup
 	for i, c := range clouds {
+		if !cloudAllowed(req.Clouds, c) && !auctionAsked {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -234,31 +248,50 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 	wg.Wait()
 
 	var res OfferResult
-	var auctions []int
+	var auctions []string
 	perCloud := map[string][]Offer{}
+	comparable := map[string][]Offer{} // every asked cloud's matching offers, for auctions' bids
+	hints := map[string]string{}       // why a cloud whose matching offers are all sold out has no other
 	for i, c := range clouds {
+		allowed := cloudAllowed(req.Clouds, c)
+		if !allowed && !auctionAsked {
+			continue
+		}
 		a := answers[i]
 		if a.err != nil {
-			res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: a.err.Error()})
+			if allowed {
+				res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: a.err.Error()})
+			}
 			continue
 		}
 		matched, why := cp.match(c, a.offers, req)
+		comparable[c] = matched
+		if why != "" {
+			hints[c] = why
+		}
+		if !allowed {
+			continue
+		}
 		if len(matched) == 0 {
 			res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: why})
 			continue
 		}
 		perCloud[c] = matched
 		if _, ok := cp.backends[c].(AuctionBackend); ok {
-			auctions = append(auctions, i)
+			auctions = append(auctions, c)
 		}
 	}
-	// Auctions price their bids against every other cloud's offers.
-	for _, i := range auctions {
-		c := clouds[i]
+	// Auctions price their bids against every other cloud's offers that could be bought now.
+	for _, c := range auctions {
 		var others []Offer
-		for oc, os := range perCloud {
-			if oc != c {
-				others = append(others, os...)
+		for oc, os := range comparable {
+			if oc == c {
+				continue
+			}
+			for _, o := range os {
+				if o.Ineligible == "" {
+					others = append(others, o)
+				}
 			}
 		}
 		Rank(others)
@@ -267,10 +300,9 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 	for _, c := range clouds {
 		var eligible int
 		for _, o := range perCloud[c] {
-			if o.Ineligible == "" && req.MaxPricePerHour > 0 && priceKey(o.PricePerHour) > priceKey(req.MaxPricePerHour) {
-				o.Ineligible = fmt.Sprintf("$%s/h is above max_price_per_hour $%s/h", FormatPrice(o.PricePerHour), FormatPrice(req.MaxPricePerHour))
+			if o.Ineligible == "" && req.MaxPricePerHour > 0 && o.PricePerHour > req.MaxPricePerHour {
+				o.Ineligible = fmt.Sprintf("%s is above max_price_per_hour %s", o.PricePerHour.PerHour(), req.MaxPricePerHour.PerHour())
 			}
-			o.PricePerHour = float64(priceKey(o.PricePerHour)) / 10000
 			o.ID = OfferID(o)
 			if o.Ineligible != "" {
 				res.Ineligible = append(res.Ineligible, o)
@@ -280,7 +312,11 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 			res.Offers = append(res.Offers, o)
 		}
 		if eligible == 0 && len(perCloud[c]) > 0 {
-			res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: summarizeIneligible(perCloud[c], req)})
+			reason := hints[c]
+			if reason == "" {
+				reason = summarizeIneligible(perCloud[c], req)
+			}
+			res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: reason})
 		}
 	}
 	Rank(res.Offers)
@@ -298,9 +334,16 @@ func summarizeIneligible(offers []Offer, req OfferRequest) string {
 			cheapest = o
 		}
 	}
-	if req.MaxPricePerHour > 0 && priceKey(cheapest.PricePerHour) > priceKey(req.MaxPricePerHour) {
-		return fmt.Sprintf("cheapest matching offer costs $%s/h (%s in %s), above max_price_per_hour $%s/h",
-			FormatPrice(cheapest.PricePerHour), cheapest.InstanceType, cheapest.Region, FormatPrice(req.MaxPricePerHour))
+	soldOut := true
+	for _, o := range offers {
+		soldOut = soldOut && o.Available == 0
+	}
+	if soldOut {
+		return fmt.Sprintf("no capacity for %s right now (%d matching %s sold out)", shape(req), len(offers), plural(len(offers), "offer", "offers"))
+	}
+	if req.MaxPricePerHour > 0 && cheapest.PricePerHour > req.MaxPricePerHour {
+		return fmt.Sprintf("cheapest matching offer costs %s (%s in %s), above max_price_per_hour %s",
+			cheapest.PricePerHour.PerHour(), cheapest.InstanceType, cheapest.Region, req.MaxPricePerHour.PerHour())
 	}
 	return "no eligible offer: " + offers[0].Ineligible
 }
@@ -316,7 +359,8 @@ func (cp *ControlPlane) hasPool(cloud, kind string) bool {
 
 // match filters one cloud's catalog and expands it into the cloud's pools of the requested kind.
 func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([]Offer, string) {
-	var typeSeen, countSeen, regionSeen, spotOnly bool
+	var typeSeen, countSeen, regionSeen, spotOnly, formSeen bool
+	var formFactors []string
 	var counts []int
 	var out []Offer
 	for _, o := range offers {
@@ -337,8 +381,18 @@ func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([
 			spotOnly = true
 			continue
 		}
-		if o.Available == 0 {
+		if req.FormFactor != "" && o.FormFactor != req.FormFactor {
+			if o.FormFactor == "" {
+				formFactors = append(formFactors, "unknown")
+			} else {
+				formFactors = append(formFactors, o.FormFactor)
+			}
 			continue
+		}
+		formSeen = true
+		if o.Available == 0 && o.Ineligible == "" {
+			// Listed, not eligible: a sold-out offer still shows what the cloud would charge.
+			o.Ineligible = "sold out (the cloud has none to start now)"
 		}
 		for _, p := range cp.manager.Pools() {
 			if p.Pool.Cloud != cloud || p.Pool.Kind != req.Kind {
@@ -347,25 +401,33 @@ func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([
 			po := o
 			po.Cloud = cloud
 			po.Pool = p.Pool.Name
-			// Prices are kept to a hundredth of a cent, the precision offer IDs carry.
-			po.PricePerHour = float64(priceKey(o.PricePerHour)) / 10000
 			out = append(out, po)
 		}
 	}
 	if len(out) > 0 {
+		for _, o := range out {
+			if o.Available != 0 {
+				return out, ""
+			}
+		}
+		if spotOnly {
+			return out, fmt.Sprintf("only spot capacity for %s (set spot = true to allow it); the on-demand offers are sold out", shape(req))
+		}
 		return out, ""
 	}
 	switch {
 	case !typeSeen:
 		return nil, fmt.Sprintf("no %s offers right now", req.GPUType)
 	case !countSeen:
-		return nil, fmt.Sprintf("no %s offer with %d GPUs (offered counts: %s)", req.GPUType, req.GPUCount, intList(counts))
+		return nil, fmt.Sprintf("no %s offer with %d %s (offered counts: %s)", req.GPUType, req.GPUCount, plural(req.GPUCount, "GPU", "GPUs"), intList(counts))
 	case !regionSeen:
 		return nil, fmt.Sprintf("no %dx %s offer in regions %s", req.GPUCount, req.GPUType, quoteList(req.Regions, ", "))
-	case spotOnly:
-		return nil, fmt.Sprintf("only spot capacity for %dx %s (set spot = true to allow it)", req.GPUCount, req.GPUType)
+	case spotOnly && !formSeen && len(formFactors) == 0:
+		return nil, fmt.Sprintf("only spot capacity for %s (set spot = true to allow it)", shape(req))
+	case !formSeen && len(formFactors) > 0:
+		return nil, fmt.Sprintf("no %s offer with form_factor %q (offered: %s)", shape(req), req.FormFactor, strings.Join(uniqueSorted(formFactors), ", "))
 	default:
-		return nil, fmt.Sprintf("no capacity for %dx %s right now", req.GPUCount, req.GPUType)
+		return nil, fmt.Sprintf("no capacity for %s right now", shape(req))
 	}
 }
 
@@ -451,4 +513,34 @@ func intList(list []int) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// shape words a request's GPUs: "1x h100", "8x h100 SXM".
+func shape(req OfferRequest) string {
+	s := fmt.Sprintf("%dx %s", req.GPUCount, req.GPUType)
+	if req.FormFactor != "" {
+		s += " " + strings.ToUpper(req.FormFactor)
+	}
+	return s
+}
+
+// plural picks the word for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func uniqueSorted(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

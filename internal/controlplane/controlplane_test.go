@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // fakeBackend is an in-memory cloud for control-plane unit tests.
@@ -110,33 +111,34 @@ func testInventory(t *testing.T) *inventory.Inventory {
 }
 
 func offer(region, it string, count int, price float64) Offer {
-	return Offer{Region: region, InstanceType: it, GPUType: "h100", GPUCount: count, PricePerHour: price, Available: -1}
+	return Offer{Region: region, InstanceType: it, GPUType: "h100", GPUCount: count, PricePerHour: usd(price), Available: -1}
 }
 
 func TestRank(t *testing.T) {
 	offers := []Offer{
-		{ID: "d", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", PricePerHour: 2.00},
-		{ID: "c", Cloud: "primeintellect", Pool: "prime-intellect-vm-pool", Region: "us", PricePerHour: 2.00, ResaleOf: "verda"},
-		{ID: "b", Cloud: "upcloud", Pool: "upcloud-vm-pool", Region: "fi-hel2", PricePerHour: 1.99},
-		{ID: "a", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "x", PricePerHour: 2.00000001},
-		{ID: "e", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "a", PricePerHour: 2.00},
+		{ID: "d", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", PricePerHour: usd(2.00)},
+		{ID: "c", Cloud: "primeintellect", Pool: "prime-intellect-vm-pool", Region: "us", PricePerHour: usd(2.00), ResaleOf: "verda"},
+		{ID: "b", Cloud: "upcloud", Pool: "upcloud-vm-pool", Region: "fi-hel2", PricePerHour: usd(1.99)},
+		{ID: "a", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "x", PricePerHour: usd(2.00000001)},
+		{ID: "f", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "0", PricePerHour: usd(2.00005)},
+		{ID: "e", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "a", PricePerHour: usd(2.00)},
 	}
 	Rank(offers)
 	var got []string
 	for _, o := range offers {
 		got = append(got, o.ID)
 	}
-	// 1.99 first; then at $2.00 direct offers before the resale, by cloud then region; float noise
-	// (2.00000001) is a tie, not a loss.
-	if want := "b e a d c"; strings.Join(got, " ") != want {
+	// 1.99 first; then at $2.00 direct offers before the resale, by cloud then region (2.00000001 is
+	// $2.00 to the micro-dollar); $2.00005 is dearer, however small the difference, and ranks last.
+	if want := "b e a d c f"; strings.Join(got, " ") != want {
 		t.Errorf("Rank order = %v, want %s", got, want)
 	}
 
 	// An offer whose stock could not be read never beats one with known stock, however cheap.
 	offers = []Offer{
-		{ID: "cheap-unknown", Cloud: "upcloud", PricePerHour: 0.50, StockUnknown: true},
-		{ID: "dear-known", Cloud: "verda", PricePerHour: 3.00},
-		{ID: "mid-unknown", Cloud: "upcloud", PricePerHour: 1.00, StockUnknown: true},
+		{ID: "cheap-unknown", Cloud: "upcloud", PricePerHour: usd(0.50), StockUnknown: true},
+		{ID: "dear-known", Cloud: "verda", PricePerHour: usd(3.00)},
+		{ID: "mid-unknown", Cloud: "upcloud", PricePerHour: usd(1.00), StockUnknown: true},
 	}
 	Rank(offers)
 	if got := offers[0].ID + " " + offers[1].ID + " " + offers[2].ID; got != "dear-known cheap-unknown mid-unknown" {
@@ -146,10 +148,10 @@ func TestRank(t *testing.T) {
 
 func TestOfferIDRoundTrip(t *testing.T) {
 	cases := []Offer{
-		{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: 2.49},
-		{Pool: "prime-intellect-vm-pool", Region: "US-KS-2", InstanceType: "NVIDIA H100 80GB HBM3", PricePerHour: 0.0415, Spot: true},
-		{Pool: "upcloud-vm-pool", Region: "fi-hel2", InstanceType: "GPU-8xCPU-64GB-1xL40S", PricePerHour: 2},
-		{Pool: "p", Region: "r", InstanceType: "a/b/c", PricePerHour: 12.3},
+		{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: usd(2.49)},
+		{Pool: "prime-intellect-vm-pool", Region: "US-KS-2", InstanceType: "NVIDIA H100 80GB HBM3", PricePerHour: usd(0.0415), Spot: true},
+		{Pool: "upcloud-vm-pool", Region: "fi-hel2", InstanceType: "GPU-8xCPU-64GB-1xL40S", PricePerHour: usd(2)},
+		{Pool: "p", Region: "r", InstanceType: "a/b/c", PricePerHour: usd(12.3)},
 	}
 	for _, o := range cases {
 		id := OfferID(o)
@@ -171,10 +173,11 @@ func TestOfferIDRoundTrip(t *testing.T) {
 	}
 }
 
-func TestFormatPrice(t *testing.T) {
-	for in, want := range map[float64]string{2.49: "2.49", 2: "2.00", 0.0415: "0.0415", 19.9200000001: "19.92", 1.5: "1.50"} {
-		if got := FormatPrice(in); got != want {
-			t.Errorf("FormatPrice(%v) = %q, want %q", in, got, want)
+func TestOfferIDKeepsTheExactPrice(t *testing.T) {
+	for in, want := range map[float64]string{2.49: "2.49", 2: "2.00", 0.0415: "0.0415", 0.70005: "0.70005", 2.00005: "2.00005", 1.5: "1.50"} {
+		id := OfferID(Offer{Pool: "p", Region: "r", InstanceType: "t", PricePerHour: usd(in)})
+		if got := id[strings.IndexByte(id, '@')+1:]; got != want {
+			t.Errorf("OfferID price of %v = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -221,7 +224,7 @@ func TestOffersRankAcrossCloudsAndExplain(t *testing.T) {
 	pi := &fakeBackend{cloud: "primeintellect", offerErr: errors.New("HTTP 503")}
 	cp := New(inv, []InstanceManagerBackend{verda, atlas, up, pi}, Options{})
 
-	res, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: 3}, false)
+	res, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: usd(3)}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,8 +356,8 @@ func TestValidate(t *testing.T) {
 func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 	inv := testInventory(t)
 	ctx := context.Background()
-	o1 := Offer{ID: "verda-vm-pool/FIN-01/1H100/ondemand@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: 2}
-	o2 := Offer{ID: "verda-vm-pool/FIN-02/1H100/ondemand@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", PricePerHour: 2.1}
+	o1 := Offer{ID: "verda-vm-pool/FIN-01/1H100/ondemand@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2)}
+	o2 := Offer{ID: "verda-vm-pool/FIN-02/1H100/ondemand@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", PricePerHour: usd(2.1)}
 
 	t.Run("capacity moves to the next offer", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrCapacity, "verda", "create", "503 Not enough resources")}}
@@ -497,3 +500,6 @@ func TestProvisionRetries(t *testing.T) {
 		})
 	}
 }
+
+// usd is a test shorthand for an exact price.
+func usd(f float64) money.USD { return money.MustFromFloat(f) }

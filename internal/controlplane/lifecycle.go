@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
@@ -16,8 +17,11 @@ type LaunchRequest struct {
 	Name string
 	// Offers are tried in order while a cloud answers "no capacity". One offer: no fallback.
 	Offers          []Offer
-	MaxPricePerHour float64
+	MaxPricePerHour money.USD
 	SSHPublicKeys   []string
+	// BidTimeout bounds how long Launch waits for an auction bid to win (Instance.AwaitingAllocation)
+	// before it cancels the bid and moves on to the next offer (0: no bound; wait as for any boot).
+	BidTimeout time.Duration
 }
 
 // Launched is the outcome of Launch.
@@ -60,6 +64,26 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 		log.Info("creating instance", "name", name, "offer", o.ID, "attempt", i+1)
 		inst, err := pm.Create(ctx, CreateRequest{Name: name, Offer: o, MaxPricePerHour: req.MaxPricePerHour,
 			SSHPublicKeys: req.SSHPublicKeys, Owner: Ownership{Resource: req.Name, Token: token}})
+		if err == nil && inst.AwaitingAllocation && req.BidTimeout > 0 {
+			var won bool
+			inst, won, err = cp.awaitAllocation(ctx, pm, inst, req.BidTimeout)
+			if err != nil {
+				// Interrupted: the journaled intent stays, so the next apply takes the bid over.
+				return Launched{}, err
+			}
+			if !won {
+				why := fmt.Sprintf("the bid did not win within bid_timeout %s and was cancelled; nothing is billed", req.BidTimeout)
+				if derr := pm.Delete(context.WithoutCancel(ctx), InstanceRef{Name: name, ID: inst.ID}); derr != nil {
+					// A bid that could not be cancelled may still win and bill: keep it, like any machine.
+					log.Warn("could not cancel the bid that did not win in time; keeping it", "name", name, "error", derr)
+					return Launched{Instance: inst, Offer: o, Pool: pm.Pool}, nil
+				}
+				_ = cp.opts.Journal.Remove(req.Name)
+				log.Warn("bid not won in time; cancelled it", "name", name, "offer", o.ID, "bid_timeout", req.BidTimeout.String())
+				tried = append(tried, fmt.Sprintf("%s: %s", o.ID, why))
+				continue
+			}
+		}
 		if err == nil {
 			return Launched{Instance: inst, Offer: o, Pool: pm.Pool}, nil
 		}
@@ -88,6 +112,31 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 		return Launched{}, &SoldOutError{OfferID: req.Offers[0].ID, Cloud: req.Offers[0].Cloud, Reason: tried[0]}
 	}
 	return Launched{}, Errorf(ErrCapacity, "hydra", "creating instance", "every acceptable offer ran out of capacity: %v", tried)
+}
+
+// awaitAllocation polls an instance awaiting allocation until the cloud allocates it (won) or timeout
+// passes (not won). An error is returned only when ctx ends.
+func (cp *ControlPlane) awaitAllocation(ctx context.Context, pm *SinglePoolInstManager, inst Instance, timeout time.Duration) (Instance, bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cp.logger(ctx).Info("waiting for the bid to win", "name", inst.Name, "bid_timeout", timeout.String())
+	err := wait.Until(wctx, "the bid of "+inst.Name+" to win", wait.Backoff{First: cp.opts.PollInterval, Max: cp.opts.PollMax, Factor: 1.5},
+		func(ctx context.Context) (bool, error) {
+			next, err := pm.Get(ctx, InstanceRef{Name: inst.Name, ID: inst.ID})
+			if err != nil {
+				return false, wait.Transient(err)
+			}
+			inst = next
+			return !inst.AwaitingAllocation, nil
+		})
+	switch {
+	case err == nil:
+		return inst, true, nil
+	case ctx.Err() != nil:
+		return inst, false, ctx.Err()
+	default:
+		return inst, false, nil
+	}
 }
 
 // SoldOutError says the one planned offer has no capacity any more (a capacity error).

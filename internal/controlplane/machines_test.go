@@ -34,8 +34,8 @@ func (c *confirmingBackend) List(ctx context.Context, prefix string) ([]Instance
 func TestMachinesAndOrphans(t *testing.T) {
 	inv := testInventory(t)
 	ctx := context.Background()
-	o := Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: 0.7}
-	v := Offer{ID: "verda-vm-pool/FIN-01/1L4/ondemand@0.80", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1L4", PricePerHour: 0.8}
+	o := Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: usd(0.7)}
+	v := Offer{ID: "verda-vm-pool/FIN-01/1L4/ondemand@0.80", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1L4", PricePerHour: usd(0.8)}
 	atlas := &confirmingBackend{fakeBackend: &fakeBackend{cloud: "atlas"}, confirmed: map[string]bool{}}
 	verda := &fakeBackend{cloud: "verda"}
 	j := Journal{Dir: t.TempDir()}

@@ -3,8 +3,9 @@ package controlplane
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // OfferRequest is what a user asks for; every field narrows the offers.
@@ -18,8 +19,11 @@ type OfferRequest struct {
 	// Clouds and Regions, when not empty, are the only ones allowed.
 	Clouds  []string
 	Regions []string
-	// MaxPricePerHour is a ceiling in US dollars per hour (0: none).
-	MaxPricePerHour float64
+	// MaxPricePerHour is a ceiling per hour (0: none).
+	MaxPricePerHour money.USD
+	// FormFactor, when set (FormFactorSXM or FormFactorPCIe), is the only form factor allowed; offers
+	// whose cloud does not say their form factor do not match it.
+	FormFactor string
 }
 
 // Rejection says why one cloud offered nothing for a request.
@@ -58,13 +62,13 @@ func (r OfferResult) WhyNot(winner Offer) map[string]string {
 			continue
 		}
 		if o.PricePerHour >= winner.PricePerHour {
-			out[o.Cloud] = fmt.Sprintf("cheapest offer %s in %s costs $%s/h, $%s/h more than %s", o.InstanceType, o.Region,
-				FormatPrice(o.PricePerHour), FormatPrice(o.PricePerHour-winner.PricePerHour), winner.Cloud)
+			out[o.Cloud] = fmt.Sprintf("cheapest offer %s in %s costs %s, %s more than %s", o.InstanceType, o.Region,
+				o.PricePerHour.PerHour(), (o.PricePerHour - winner.PricePerHour).PerHour(), winner.Cloud)
 		} else {
 			// The winner bills more but is preferred (ranked by a lower figure).
-			out[o.Cloud] = fmt.Sprintf("cheapest offer %s in %s costs $%s/h, $%s/h less than %s, which is preferred (ranked at $%s/h)",
-				o.InstanceType, o.Region, FormatPrice(o.PricePerHour), FormatPrice(winner.PricePerHour-o.PricePerHour), winner.Cloud,
-				FormatPrice(winner.RankingPrice()))
+			out[o.Cloud] = fmt.Sprintf("cheapest offer %s in %s costs %s, %s less than %s, which is preferred (ranked at %s)",
+				o.InstanceType, o.Region, o.PricePerHour.PerHour(), (winner.PricePerHour - o.PricePerHour).PerHour(), winner.Cloud,
+				winner.RankingPrice().PerHour())
 		}
 	}
 	for _, rej := range r.Rejections {
@@ -88,15 +92,16 @@ func (r OfferResult) Explain() string {
 }
 
 // Rank sorts offers with known stock before offers whose stock could not be read (StockUnknown), then
-// cheapest first. Ties break deterministically: direct offers before resold ones (the same hardware
-// through an aggregator), then by cloud, pool, region, instance type and ID.
+// by ranking price (RankingPrice), compared exactly to the micro-dollar. Equal prices break
+// deterministically: direct offers before resold ones (the same hardware through an aggregator), then
+// by cloud, pool, region, instance type and ID, each in byte order.
 func Rank(offers []Offer) {
 	sort.SliceStable(offers, func(i, j int) bool {
 		a, b := offers[i], offers[j]
 		if a.StockUnknown != b.StockUnknown {
 			return !a.StockUnknown // known stock first, whatever the price
 		}
-		if pa, pb := priceKey(a.RankingPrice()), priceKey(b.RankingPrice()); pa != pb {
+		if pa, pb := a.RankingPrice(), b.RankingPrice(); pa != pb {
 			return pa < pb
 		}
 		if (a.ResaleOf == "") != (b.ResaleOf == "") {
@@ -118,9 +123,6 @@ func Rank(offers []Offer) {
 	})
 }
 
-// priceKey compares prices at a hundredth of a cent, so float noise never decides a tie.
-func priceKey(p float64) int64 { return int64(p*10000 + 0.5) }
-
 // Market words used in offer IDs.
 const (
 	marketOnDemand = "ondemand"
@@ -135,17 +137,7 @@ func OfferID(o Offer) string {
 	if o.Spot {
 		market = marketSpot
 	}
-	return fmt.Sprintf("%s/%s/%s/%s@%s", o.Pool, o.Region, o.InstanceType, market, FormatPrice(o.PricePerHour))
-}
-
-// FormatPrice prints a price in dollars with no trailing zeros beyond the cent ("2.39", "0.0415").
-func FormatPrice(p float64) string {
-	s := strconv.FormatFloat(float64(priceKey(p))/10000, 'f', 4, 64)
-	s = strings.TrimRight(s, "0")
-	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i < 3 {
-		s += strings.Repeat("0", 3-(len(s)-i))
-	}
-	return s
+	return fmt.Sprintf("%s/%s/%s/%s@%s", o.Pool, o.Region, o.InstanceType, market, o.PricePerHour)
 }
 
 // ParsedOfferID is what an offer ID says.
@@ -154,7 +146,7 @@ type ParsedOfferID struct {
 	Region       string
 	InstanceType string
 	Spot         bool
-	PricePerHour float64
+	PricePerHour money.USD
 }
 
 // ParseOfferID reads an ID built by OfferID.
@@ -187,9 +179,9 @@ func ParseOfferID(id string) (ParsedOfferID, error) {
 	default:
 		return bad(fmt.Sprintf("market %q is neither %q nor %q", market, marketOnDemand, marketSpot))
 	}
-	v, err := strconv.ParseFloat(price, 64)
-	if err != nil || v < 0 {
-		return bad(fmt.Sprintf("price %q is not a number", price))
+	v, err := money.Parse(price)
+	if err != nil {
+		return bad(fmt.Sprintf("price %q is not an amount of dollars", price))
 	}
 	p.PricePerHour = v
 	return p, nil

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // MismatchError says how a pinned offer does not fit the request it is pinned to. Field names the
@@ -31,25 +32,26 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 		return &MismatchError{id, "regions", fmt.Sprintf("it is in region %q, which the request's regions do not allow", p.Region)}
 	case p.Spot && !req.AllowSpot:
 		return &MismatchError{id, "spot", "it is a spot offer, but the request does not allow spot"}
-	case req.MaxPricePerHour > 0 && p.PricePerHour > req.MaxPricePerHour+1e-9:
-		return &MismatchError{id, "max_price_per_hour", fmt.Sprintf("it costs $%s/h, above the request's maximum of $%s/h", FormatPrice(p.PricePerHour), FormatPrice(req.MaxPricePerHour))}
+	case req.MaxPricePerHour > 0 && p.PricePerHour > req.MaxPricePerHour:
+		return &MismatchError{id, "max_price_per_hour", fmt.Sprintf("it costs %s, above the request's maximum of %s", p.PricePerHour.PerHour(), req.MaxPricePerHour.PerHour())}
 	}
 	return nil
 }
 
-// CheckPinnedHardware checks what a pinned offer's ID does not carry, the GPU type and count, against
-// the cloud's offers (the process's cached answer). It returns a *MismatchError on "gpu_type" or
-// "gpu_count" when the instance type holds other GPUs, and found = false when the cloud does not list
-// the instance type now (or could not be asked): the create then stands or falls at the cloud.
-func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID, req OfferRequest) (found bool, err error) {
+// CheckPinnedHardware checks what a pinned offer's ID does not carry, the GPU type and count and the
+// form factor, against the cloud's offers (the process's cached answer), and returns the live offer.
+// It returns a *MismatchError on "gpu_type", "gpu_count" or "form_factor" when the instance type holds
+// other GPUs, and found = false when the cloud does not list the instance type now (or could not be
+// asked): the create then stands or falls at the cloud.
+func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID, req OfferRequest) (live Offer, found bool, err error) {
 	id := OfferID(Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
 	pm, ok := cp.manager.Pool(p.Pool)
 	if !ok {
-		return false, &MismatchError{id, "pool", fmt.Sprintf("it names pool %q, which is not configured", p.Pool)}
+		return Offer{}, false, &MismatchError{id, "pool", fmt.Sprintf("it names pool %q, which is not configured", p.Pool)}
 	}
 	co := cp.cloudOffers(ctx, pm.Pool.Cloud, false)
 	if co.err != nil {
-		return false, nil
+		return Offer{}, false, nil
 	}
 	for _, o := range co.offers {
 		if o.InstanceType != p.InstanceType || o.Region != p.Region || o.Spot != p.Spot {
@@ -57,24 +59,30 @@ func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID
 		}
 		switch {
 		case o.GPUType != req.GPUType:
-			return true, &MismatchError{id, "gpu_type", fmt.Sprintf("its instance type %s holds %s GPUs, but the request's gpu_type is %q", p.InstanceType, o.GPUType, req.GPUType)}
+			return o, true, &MismatchError{id, "gpu_type", fmt.Sprintf("its instance type %s holds %s GPUs, but the request's gpu_type is %q", p.InstanceType, o.GPUType, req.GPUType)}
 		case o.GPUCount != req.GPUCount:
-			return true, &MismatchError{id, "gpu_count", fmt.Sprintf("its instance type %s holds %d GPUs, but the request's gpu_count is %d", p.InstanceType, o.GPUCount, req.GPUCount)}
+			return o, true, &MismatchError{id, "gpu_count", fmt.Sprintf("its instance type %s holds %d GPUs, but the request's gpu_count is %d", p.InstanceType, o.GPUCount, req.GPUCount)}
+		case req.FormFactor != "" && o.FormFactor != req.FormFactor:
+			has := o.FormFactor
+			if has == "" {
+				has = "an unknown form factor (the cloud does not say)"
+			}
+			return o, true, &MismatchError{id, "form_factor", fmt.Sprintf("its instance type %s has %s, but the request's form_factor is %q", p.InstanceType, has, req.FormFactor)}
 		}
-		return true, nil
+		return o, true, nil
 	}
-	return false, nil
+	return Offer{}, false, nil
 }
 
 // PriceRoseError says a pinned offer costs more now than when it was planned: hydra never charges
 // more than the plan showed.
 type PriceRoseError struct {
 	OfferID      string
-	Planned, Now float64
+	Planned, Now money.USD
 }
 
 func (e *PriceRoseError) Error() string {
-	return fmt.Sprintf("the price of offer %s rose from $%s/h at plan time to $%s/h", e.OfferID, FormatPrice(e.Planned), FormatPrice(e.Now))
+	return fmt.Sprintf("the price of offer %s rose from %s at plan time to %s", e.OfferID, e.Planned.PerHour(), e.Now.PerHour())
 }
 
 // NoOfferError says no offer matches a request now; Result says why each cloud said no.
@@ -117,14 +125,19 @@ func (cp *ControlPlane) LaunchOffers(ctx context.Context, req OfferRequest, pinn
 		// The offers could not be read again: create what was planned; the cloud refuses what it cannot do.
 		return []Offer{planned}, nil
 	}
+	listed := false
 	for _, o := range append(res.Offers, res.Ineligible...) {
 		if o.Pool != p.Pool || o.Region != p.Region || o.InstanceType != p.InstanceType || o.Spot != p.Spot {
 			continue
 		}
-		if o.PricePerHour > p.PricePerHour+1e-9 {
+		if o.PricePerHour > p.PricePerHour {
 			return nil, &PriceRoseError{OfferID: pinnedID, Planned: p.PricePerHour, Now: o.PricePerHour}
 		}
-		planned.Details = o.Details
+		planned.Details, planned.Hardware, listed = o.Details, o.Hardware, true
+	}
+	if req.FormFactor != "" && !listed {
+		// The form factor is not in the ID: buy only what can be seen to have it.
+		return nil, &MismatchError{pinnedID, "form_factor", fmt.Sprintf("the cloud does not list it with form factor %q now, so the requirement cannot be checked; nothing was created", req.FormFactor)}
 	}
 	return []Offer{planned}, nil
 }

@@ -3,13 +3,14 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
 func TestCheckPinned(t *testing.T) {
 	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda"}}, Options{})
 	base := OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}
-	p := ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: 2.49}
+	p := ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2.49)}
 	spot := p
 	spot.Spot = true
 	cases := []struct {
@@ -23,8 +24,8 @@ func TestCheckPinned(t *testing.T) {
 		{"cloud not allowed", p, func(r OfferRequest) OfferRequest { r.Clouds = []string{"upcloud"}; return r }, "clouds"},
 		{"region not allowed", p, func(r OfferRequest) OfferRequest { r.Regions = []string{"FIN-02"}; return r }, "regions"},
 		{"spot not allowed", spot, func(r OfferRequest) OfferRequest { return r }, "spot"},
-		{"above the cap", p, func(r OfferRequest) OfferRequest { r.MaxPricePerHour = 2.48; return r }, "max_price_per_hour"},
-		{"at the cap", p, func(r OfferRequest) OfferRequest { r.MaxPricePerHour = 2.49; return r }, ""},
+		{"above the cap", p, func(r OfferRequest) OfferRequest { r.MaxPricePerHour = usd(2.48); return r }, "max_price_per_hour"},
+		{"at the cap", p, func(r OfferRequest) OfferRequest { r.MaxPricePerHour = usd(2.49); return r }, ""},
 		{"unknown pool", ParsedOfferID{Pool: "nope", Region: "x", InstanceType: "y"}, func(r OfferRequest) OfferRequest { return r }, "pool"},
 	}
 	for _, tc := range cases {
@@ -55,18 +56,18 @@ func TestLaunchOffers(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].ID != pinned || got[0].Details["upstream"] != "u-1" {
 		t.Fatalf("pinned at the same price: %+v, %v", got, err)
 	}
-	if got, err := newCP(1.99).LaunchOffers(ctx, req, pinned); err != nil || got[0].PricePerHour != 2.49 {
+	if got, err := newCP(1.99).LaunchOffers(ctx, req, pinned); err != nil || got[0].PricePerHour != usd(2.49) {
 		t.Fatalf("pinned, now cheaper: %+v, %v (the planned price stands)", got, err)
 	}
 	var rose *PriceRoseError
-	if _, err := newCP(2.50).LaunchOffers(ctx, req, pinned); !errors.As(err, &rose) || rose.Planned != 2.49 || rose.Now != 2.50 {
+	if _, err := newCP(2.50).LaunchOffers(ctx, req, pinned); !errors.As(err, &rose) || rose.Planned != usd(2.49) || rose.Now != usd(2.50) {
 		t.Fatalf("pinned, now dearer: %v, want a PriceRoseError", err)
 	}
 	if got, err := newCP(2.49).LaunchOffers(ctx, req, ""); err != nil || len(got) != 1 {
 		t.Fatalf("left to apply: %+v, %v", got, err)
 	}
 	var none *NoOfferError
-	if _, err := newCP(2.49).LaunchOffers(ctx, OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: 1}, ""); !errors.As(err, &none) {
+	if _, err := newCP(2.49).LaunchOffers(ctx, OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: usd(1)}, ""); !errors.As(err, &none) {
 		t.Fatalf("nothing matches: %v, want a NoOfferError", err)
 	}
 }
@@ -75,21 +76,26 @@ func TestCheckPinnedHardware(t *testing.T) {
 	ctx := context.Background()
 	l40s := offer("FIN-01", "1L40S", 1, 0.99)
 	l40s.GPUType = "l40s"
-	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49), l40s}}}, Options{})
+	pcie := offer("FIN-01", "1H100P", 1, 1.99)
+	pcie.FormFactor = FormFactorPCIe
+	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49), l40s, pcie}}}, Options{})
 	pinned := func(it string) ParsedOfferID {
-		return ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: it, PricePerHour: 1}
+		return ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: it, PricePerHour: usd(1)}
 	}
 	var me *MismatchError
-	if found, err := cp.CheckPinnedHardware(ctx, pinned("1H100"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !found || err != nil {
+	if _, found, err := cp.CheckPinnedHardware(ctx, pinned("1H100"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !found || err != nil {
 		t.Errorf("a matching pin: found %v, %v", found, err)
 	}
-	if _, err := cp.CheckPinnedHardware(ctx, pinned("1L40S"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !errors.As(err, &me) || me.Field != "gpu_type" {
+	if _, _, err := cp.CheckPinnedHardware(ctx, pinned("1L40S"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !errors.As(err, &me) || me.Field != "gpu_type" {
 		t.Errorf("an L40S pinned on h100: %v, want a gpu_type mismatch", err)
 	}
-	if _, err := cp.CheckPinnedHardware(ctx, pinned("1H100"), OfferRequest{GPUType: "h100", GPUCount: 2, Kind: "vm"}); !errors.As(err, &me) || me.Field != "gpu_count" {
+	if _, _, err := cp.CheckPinnedHardware(ctx, pinned("1H100"), OfferRequest{GPUType: "h100", GPUCount: 2, Kind: "vm"}); !errors.As(err, &me) || me.Field != "gpu_count" {
 		t.Errorf("one GPU pinned on gpu_count 2: %v, want a gpu_count mismatch", err)
 	}
-	if found, err := cp.CheckPinnedHardware(ctx, pinned("9X"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); found || err != nil {
+	if _, found, err := cp.CheckPinnedHardware(ctx, pinned("9X"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); found || err != nil {
 		t.Errorf("an unlisted instance type: found %v, %v; want not found, no error", found, err)
+	}
+	if _, _, err := cp.CheckPinnedHardware(ctx, pinned("1H100P"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", FormFactor: FormFactorSXM}); !errors.As(err, &me) || me.Field != "form_factor" || !strings.Contains(me.Msg, `"pcie"`) && !strings.Contains(me.Msg, "pcie") {
+		t.Errorf("a PCIe card pinned on form_factor sxm: %v, want a form_factor mismatch naming pcie", err)
 	}
 }

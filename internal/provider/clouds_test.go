@@ -718,3 +718,59 @@ func hasError(diags diag.Diagnostics, summary string, detail ...string) bool {
 	}
 	return false
 }
+
+// A bid that does not win within bid_timeout is cancelled (nothing is billed for it) and, with
+// allow_fallback, apply moves on to the next cheapest offer instead of waiting on a lost auction.
+func TestAccGPUInstance_mithrilBidTimeoutFallsBack(t *testing.T) {
+	c := newTestClouds(t, nil)
+	dir := t.TempDir()
+	if err := c.mithril.SetOwnFaults(emumithril.OutbidOnArrival1()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.providerConfig(dir, "verda", "mithril") + cloudInstanceConfig("outbid", "h100",
+		"  spot = true\n  allow_fallback = true\n  bid_timeout = \"3s\"")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkEmpty,
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+			},
+			Check: func(*terraform.State) error {
+				bids := c.mithrilBids()
+				if len(bids) != 1 || !strings.EqualFold(bids[0].Status, "Terminated") {
+					return fmt.Errorf("want the one lost bid cancelled, got %+v", bids)
+				}
+				return c.checkCreates(map[string]int{"mithril": 1, "verda": 1})(nil)
+			},
+		}},
+	})
+}
+
+// Without allow_fallback, a lost bid fails the apply with the reason, and nothing is left billing.
+func TestAccGPUInstance_mithrilBidTimeout(t *testing.T) {
+	c := newTestClouds(t, nil)
+	dir := t.TempDir()
+	if err := c.mithril.SetOwnFaults(emumithril.OutbidOnArrival1()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.providerConfig(dir, "verda", "mithril") + cloudInstanceConfig("lost", "h100", "  spot = true\n  bid_timeout = \"2s\"")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkEmpty,
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("mithril"))},
+			},
+			ExpectError: errorPattern("the bid did not win within bid_timeout 2s and was cancelled; nothing is billed"),
+		}},
+	})
+	if live := c.mithril.LiveBids(); len(live) != 0 {
+		t.Errorf("a lost bid is still live: %+v", live)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -73,8 +72,10 @@ type gpuInstanceModel struct {
 	Clouds                  types.Set      `tfsdk:"clouds"`
 	Regions                 types.Set      `tfsdk:"regions"`
 	MaxPricePerHour         types.Float64  `tfsdk:"max_price_per_hour"`
+	FormFactor              types.String   `tfsdk:"form_factor"`
 	OfferID                 types.String   `tfsdk:"offer_id"`
 	AllowFallback           types.Bool     `tfsdk:"allow_fallback"`
+	BidTimeout              types.String   `tfsdk:"bid_timeout"`
 	SSHPublicKeys           types.List     `tfsdk:"ssh_public_keys"`
 	ProvisioningVars        types.Dynamic  `tfsdk:"provisioning_vars"`
 	MaxProvisioningAttempts types.Int64    `tfsdk:"max_provisioning_attempts"`
@@ -86,6 +87,10 @@ type gpuInstanceModel struct {
 	PricePerHour            types.Float64  `tfsdk:"price_per_hour"`
 	EstimatedPricePerHour   types.Float64  `tfsdk:"estimated_price_per_hour"`
 	IsSpot                  types.Bool     `tfsdk:"is_spot"`
+	GPUFormFactor           types.String   `tfsdk:"gpu_form_factor"`
+	GPUMemoryGB             types.Int64    `tfsdk:"gpu_memory_gb"`
+	VCPUs                   types.Int64    `tfsdk:"vcpus"`
+	MemoryGB                types.Int64    `tfsdk:"memory_gb"`
 	OtherClouds             types.Map      `tfsdk:"other_clouds"`
 	OfferDetails            types.Map      `tfsdk:"offer_details"`
 	Status                  types.String   `tfsdk:"status"`
@@ -182,9 +187,9 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 			},
 			"max_price_per_hour": schema.Float64Attribute{
 				MarkdownDescription: "The most you will pay for the whole machine, in US dollars per hour. Offers above it are never chosen, " +
-					"and a plan where every offer is above it fails. Default: no limit. Changing it later does not move the machine.",
+					"and a plan where every offer is above it fails. Default: no limit. Changing it later does not move the machine." + maxPriceDescription,
 				Optional:   true,
-				Validators: []validator.Float64{float64validator.AtLeast(0.01)},
+				Validators: maxPriceValidators(),
 			},
 			"offer_id": schema.StringAttribute{
 				MarkdownDescription: "The chosen offer, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>`. Leave it unset to let hydra " +
@@ -195,6 +200,22 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Optional:      true,
 				Computed:      true,
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplaceIfConfigured()},
+			},
+			"form_factor": schema.StringAttribute{
+				MarkdownDescription: "Require a GPU form factor: `sxm` (SXM modules, NVLink between the GPUs) or `pcie` (PCIe cards). " +
+					"Offers whose cloud does not say their form factor do not match a requirement. Default: any form factor " +
+					"(`gpu_form_factor` shows what was chosen). Setting it on an existing machine of another form factor replaces it.",
+				Optional:      true,
+				Validators:    []validator.String{stringvalidator.OneOf(controlplane.FormFactors...)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(replaceIfFormFactorDiffers, "Replaces the machine when it has another form factor.", "Replaces the machine when it has another form factor.")},
+			},
+			"bid_timeout": schema.StringAttribute{
+				MarkdownDescription: "For auction offers (Mithril): how long apply waits for the bid to win before it cancels the bid " +
+					"(nothing is billed for a bid that did not win). With `allow_fallback = true` apply then moves on to the next " +
+					"cheapest offer; otherwise it fails and the next plan quotes afresh. A Go duration such as `10m` or `90s`, " +
+					"from `1s` to `24h`. Default: `15m`. Counted within `timeouts.create`.",
+				Optional:   true,
+				Validators: []validator.String{durationBetween(time.Second, 24*time.Hour)},
 			},
 			"allow_fallback": schema.BoolAttribute{
 				MarkdownDescription: "Leave the offer to apply time: the plan shows `estimated_price_per_hour` and the offer fields as " +
@@ -261,6 +282,26 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				MarkdownDescription: "Whether the machine is spot (preemptible) capacity.",
 				Computed:            true,
 				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+			},
+			"gpu_form_factor": schema.StringAttribute{
+				MarkdownDescription: "The form factor of the machine's GPUs as its cloud states it: `sxm` or `pcie`; null when the cloud does not say.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"gpu_memory_gb": schema.Int64Attribute{
+				MarkdownDescription: "Memory of one GPU, in GB; null when the cloud does not say.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"vcpus": schema.Int64Attribute{
+				MarkdownDescription: "Virtual CPUs of the whole machine; null when the cloud does not say.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"memory_gb": schema.Int64Attribute{
+				MarkdownDescription: "RAM of the whole machine, in GB; null when the cloud does not say.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 			},
 			"offer_details": schema.MapAttribute{
 				MarkdownDescription: "What the chosen offer's cloud says about it beyond the price: for Mithril the bid and the " +
@@ -379,7 +420,7 @@ func (r *gpuInstanceResource) ValidateConfig(ctx context.Context, req resource.V
 // offerRequest builds the control plane's request from the model; ok is false while inputs are unknown.
 func offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	for _, v := range []attr.Value{m.GPUType, m.GPUCount, m.Kind, m.Spot, m.Clouds, m.Regions, m.MaxPricePerHour} {
+	for _, v := range []attr.Value{m.GPUType, m.GPUCount, m.Kind, m.Spot, m.Clouds, m.Regions, m.MaxPricePerHour, m.FormFactor} {
 		if v.IsUnknown() {
 			return controlplane.OfferRequest{}, false, diags
 		}
@@ -392,7 +433,8 @@ func offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferR
 	sort.Strings(regions)
 	return controlplane.OfferRequest{
 		GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()), Kind: m.Kind.ValueString(),
-		AllowSpot: m.Spot.ValueBool(), Clouds: clouds, Regions: regions, MaxPricePerHour: m.MaxPricePerHour.ValueFloat64(),
+		AllowSpot: m.Spot.ValueBool(), Clouds: clouds, Regions: regions, MaxPricePerHour: usdOf(m.MaxPricePerHour),
+		FormFactor: m.FormFactor.ValueString(),
 	}, ok1 && ok2, diags
 }
 
@@ -411,8 +453,11 @@ func noOfferDetail(req controlplane.OfferRequest, res controlplane.OfferResult) 
 	if req.AllowSpot {
 		what += ", spot allowed"
 	}
+	if req.FormFactor != "" {
+		what += ", form factor " + req.FormFactor
+	}
 	if req.MaxPricePerHour > 0 {
-		what += fmt.Sprintf(", at most $%s/h", controlplane.FormatPrice(req.MaxPricePerHour))
+		what += ", at most " + req.MaxPricePerHour.PerHour()
 	}
 	what += ")"
 	return fmt.Sprintf("No cloud can rent %s right now. Why each cloud said no:\n%s\n\nNothing was created.", what, res.Explain())
@@ -471,7 +516,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Offer does not match the request", pinnedMismatchDetail(err))
 			return
 		}
-		if found, err := r.data.cp.CheckPinnedHardware(ctx, parsed, offerReq); err != nil {
+		if _, found, err := r.data.cp.CheckPinnedHardware(ctx, parsed, offerReq); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Offer does not match the request", pinnedMismatchDetail(err))
 			return
 		} else if !found {
@@ -480,7 +525,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 					"gpu_count %d; apply creates it only if the cloud still has it.", plan.OfferID.ValueString(), offerReq.GPUType, offerReq.GPUCount))
 		}
 		setOfferFields(&plan, r.data.cp, parsed)
-		plan.EstimatedPricePerHour = types.Float64Value(parsed.PricePerHour)
+		plan.EstimatedPricePerHour = usdValue(parsed.PricePerHour)
 		plan.OtherClouds = types.MapNull(types.StringType)
 		plan.OfferDetails = types.MapNull(types.StringType)
 		if pm, ok := r.data.cp.Manager().Pool(parsed.Pool); ok {
@@ -508,12 +553,25 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 			addRequestError(&resp.Diagnostics, err)
 			return
 		}
-		best, ok := res.Cheapest()
-		if !ok {
+		if _, ok := res.Cheapest(); !ok {
 			resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_instance "+plan.Name.ValueString(), noOfferDetail(offerReq, res))
 			return
 		}
-		q = quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best), Details: best.Details}
+		// Instances planned in this run share the known stock (deterministically, by name).
+		choice, ok, err := r.data.fleet.Choose(ctx, plan.Name.ValueString(), res.Offers)
+		if err != nil {
+			resp.Diagnostics.AddError("Planning hydra_gpu_instance "+plan.Name.ValueString(), err.Error())
+			return
+		}
+		if !ok {
+			resp.Diagnostics.AddError("No GPU offer left for hydra_gpu_instance "+plan.Name.ValueString(), fleetExhaustedDetail(choice))
+			return
+		}
+		best := choice.Offer
+		if len(choice.Passed) > 0 {
+			resp.Diagnostics.AddWarning("Cheaper stock taken by other instances of this plan", fleetPassedDetail(plan.Name.ValueString(), choice))
+		}
+		q = quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best), Details: best.Details, Hardware: best.Hardware, Known: true}
 		if err := r.data.quotes.put(key, q); err != nil {
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
 		}
@@ -521,7 +579,10 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	} else if !plan.AllowFallback.ValueBool() {
 		r.warnStaleQuote(ctx, key, q, offerReq, &resp.Diagnostics)
 	}
-	plan.EstimatedPricePerHour = types.Float64Value(q.Estimate)
+	plan.EstimatedPricePerHour = usdValue(q.Estimate)
+	if q.Known && !plan.AllowFallback.ValueBool() {
+		setHardware(&plan, q.Hardware)
+	}
 	if q.WhyNot == nil {
 		q.WhyNot = map[string]string{} // an empty map, not null, on both plans (JSON drops empty maps)
 	}
@@ -531,8 +592,8 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if plan.AllowFallback.ValueBool() {
 		// The offer, and so its details, are decided at apply.
 		resp.Diagnostics.AddWarning("GPU offer chosen at apply time",
-			fmt.Sprintf("allow_fallback is set for %q: the cheapest offer now is %s at $%s/h; apply takes the cheapest offer within the same limits when it creates the machine.",
-				plan.Name.ValueString(), q.OfferID, controlplane.FormatPrice(q.Estimate)))
+			fmt.Sprintf("allow_fallback is set for %q: the cheapest offer now is %s at %s; apply takes the cheapest offer within the same limits when it creates the machine.",
+				plan.Name.ValueString(), q.OfferID, q.Estimate.PerHour()))
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
@@ -562,12 +623,12 @@ func (r *gpuInstanceResource) warnStaleQuote(ctx context.Context, key string, q 
 	var notes []string
 	for _, o := range append(res.Offers, res.Ineligible...) {
 		if o.Pool == quoted.Pool && o.Region == quoted.Region && o.InstanceType == quoted.InstanceType && o.Spot == quoted.Spot &&
-			controlplane.FormatPrice(o.PricePerHour) != controlplane.FormatPrice(quoted.PricePerHour) {
-			notes = append(notes, fmt.Sprintf("the quoted offer now costs $%s/h (quoted $%s/h)", controlplane.FormatPrice(o.PricePerHour), controlplane.FormatPrice(quoted.PricePerHour)))
+			o.PricePerHour != quoted.PricePerHour {
+			notes = append(notes, fmt.Sprintf("the quoted offer now costs %s (quoted %s)", o.PricePerHour.PerHour(), quoted.PricePerHour.PerHour()))
 		}
 	}
-	if best, ok := res.Cheapest(); ok && best.ID != q.OfferID && best.PricePerHour < quoted.PricePerHour-1e-9 {
-		notes = append(notes, fmt.Sprintf("a cheaper offer exists now: %s at $%s/h", best.ID, controlplane.FormatPrice(best.PricePerHour)))
+	if best, ok := res.Cheapest(); ok && best.ID != q.OfferID && best.PricePerHour < quoted.PricePerHour {
+		notes = append(notes, fmt.Sprintf("a cheaper offer exists now: %s at %s", best.ID, best.PricePerHour.PerHour()))
 	}
 	if len(notes) == 0 {
 		return
@@ -589,7 +650,7 @@ func stringMap(ctx context.Context, m map[string]string, diags *diag.Diagnostics
 }
 
 func logOfferChoice(ctx context.Context, best controlplane.Offer, res controlplane.OfferResult) {
-	fields := map[string]any{"offer_id": best.ID, "cloud": best.Cloud, "price_per_hour": best.PricePerHour, "eligible_offers": len(res.Offers)}
+	fields := map[string]any{"offer_id": best.ID, "cloud": best.Cloud, "price_per_hour": best.PricePerHour.String(), "eligible_offers": len(res.Offers)}
 	for _, rej := range res.Rejections {
 		fields["rejected_"+rej.Cloud] = rej.Reason
 	}
@@ -620,7 +681,7 @@ func setOfferFields(m *gpuInstanceModel, cp *controlplane.ControlPlane, p contro
 	m.Pool = types.StringValue(p.Pool)
 	m.Region = types.StringValue(p.Region)
 	m.InstanceType = types.StringValue(p.InstanceType)
-	m.PricePerHour = types.Float64Value(p.PricePerHour)
+	m.PricePerHour = usdValue(p.PricePerHour)
 	m.IsSpot = types.BoolValue(p.Spot)
 }
 
@@ -789,7 +850,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	launched, err := r.data.cp.Launch(ctx, controlplane.LaunchRequest{
-		Name: name, Offers: offers, MaxPricePerHour: offerReq.MaxPricePerHour,
+		Name: name, Offers: offers, MaxPricePerHour: offerReq.MaxPricePerHour, BidTimeout: bidTimeout(plan.BidTimeout),
 		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
 	})
 	var soldOut *controlplane.SoldOutError
@@ -814,7 +875,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	setOfferFields(&m, r.data.cp, parsed)
 	m.ID = types.StringValue(launched.Instance.Name)
 	if m.EstimatedPricePerHour.IsUnknown() {
-		m.EstimatedPricePerHour = types.Float64Value(parsed.PricePerHour)
+		m.EstimatedPricePerHour = usdValue(parsed.PricePerHour)
 	}
 	if m.OtherClouds.IsUnknown() {
 		m.OtherClouds = types.MapNull(types.StringType)
@@ -823,6 +884,10 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		m.OfferDetails = stringMap(ctx, launched.Offer.Details, &resp.Diagnostics)
 	}
 	m.CloudInstanceID = types.StringValue(launched.Instance.ID)
+	if m.GPUFormFactor.IsUnknown() {
+		// Left to apply (a pinned offer, or allow_fallback): what the launched offer's cloud said.
+		setHardware(&m, launched.Offer.Hardware)
+	}
 	applyInstance(&m, launched.Instance)
 	m.ReadyAt = types.StringNull()
 	m.ProvisioningAttempts = types.Int64Value(0)
@@ -1102,9 +1167,10 @@ func (r *gpuInstanceResource) fillFromInstance(m *gpuInstanceModel, inst control
 	m.Pool = types.StringValue(pm.Pool.Name)
 	m.Region = types.StringValue(inst.Region)
 	m.InstanceType = types.StringValue(inst.InstanceType)
-	m.PricePerHour = types.Float64Value(inst.PricePerHour)
-	m.EstimatedPricePerHour = types.Float64Value(inst.PricePerHour)
+	m.PricePerHour = usdValue(inst.PricePerHour)
+	m.EstimatedPricePerHour = usdValue(inst.PricePerHour)
 	m.IsSpot = types.BoolValue(inst.Spot)
+	setHardware(m, inst.Hardware)
 	m.OtherClouds = types.MapNull(types.StringType)
 	m.OfferDetails = types.MapNull(types.StringType)
 	m.Status = types.StringValue(string(controlplane.StatusRunning))

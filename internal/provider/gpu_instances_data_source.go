@@ -133,7 +133,7 @@ func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRe
 			"status":            types.StringValue(string(mc.Instance.Status)),
 			"ownership":         types.StringValue(string(mc.Ownership)),
 			"created_at":        created,
-			"price_per_hour":    types.Float64Value(mc.Instance.PricePerHour),
+			"price_per_hour":    usdValue(mc.Instance.PricePerHour),
 		})
 		resp.Diagnostics.Append(dd...)
 		rows = append(rows, obj)

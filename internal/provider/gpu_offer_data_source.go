@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -38,6 +37,7 @@ type gpuOfferModel struct {
 	Clouds          types.Set     `tfsdk:"clouds"`
 	Regions         types.Set     `tfsdk:"regions"`
 	MaxPricePerHour types.Float64 `tfsdk:"max_price_per_hour"`
+	FormFactor      types.String  `tfsdk:"form_factor"`
 	ID              types.String  `tfsdk:"id"`
 	Cloud           types.String  `tfsdk:"cloud"`
 	Pool            types.String  `tfsdk:"pool"`
@@ -45,6 +45,10 @@ type gpuOfferModel struct {
 	InstanceType    types.String  `tfsdk:"instance_type"`
 	PricePerHour    types.Float64 `tfsdk:"price_per_hour"`
 	IsSpot          types.Bool    `tfsdk:"is_spot"`
+	GPUFormFactor   types.String  `tfsdk:"gpu_form_factor"`
+	GPUMemoryGB     types.Int64   `tfsdk:"gpu_memory_gb"`
+	VCPUs           types.Int64   `tfsdk:"vcpus"`
+	MemoryGB        types.Int64   `tfsdk:"memory_gb"`
 	Offers          types.List    `tfsdk:"offers"`
 	Rejections      types.Map     `tfsdk:"rejections"`
 }
@@ -61,6 +65,12 @@ var offerAttrTypes = map[string]attr.Type{
 	"eligible":       types.BoolType,
 	"ineligible_why": types.StringType,
 	"stock_unknown":  types.BoolType,
+	"available":      types.Int64Type,
+	"form_factor":    types.StringType,
+	"gpu_memory_gb":  types.Int64Type,
+	"vcpus":          types.Int64Type,
+	"memory_gb":      types.Int64Type,
+	"details":        types.MapType{ElemType: types.StringType},
 }
 
 func (d *gpuOfferDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -105,9 +115,9 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 				Validators:          []validator.Set{setvalidator.SizeAtLeast(1)},
 			},
 			"max_price_per_hour": schema.Float64Attribute{
-				MarkdownDescription: "Ceiling for the whole machine in US dollars per hour. Default: none.",
+				MarkdownDescription: "Ceiling for the whole machine in US dollars per hour. Default: none." + maxPriceDescription,
 				Optional:            true,
-				Validators:          []validator.Float64{float64validator.AtLeast(0.01)},
+				Validators:          maxPriceValidators(),
 			},
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The cheapest offer's ID, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>`; pass it to `hydra_gpu_instance.offer_id`.",
@@ -119,6 +129,15 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 			"instance_type":  schema.StringAttribute{MarkdownDescription: "The cheapest offer's instance type (the cloud's own name).", Computed: true},
 			"price_per_hour": schema.Float64Attribute{MarkdownDescription: "The cheapest offer's price for the whole machine, US dollars per hour.", Computed: true},
 			"is_spot":        schema.BoolAttribute{MarkdownDescription: "Whether the cheapest offer is spot capacity.", Computed: true},
+			"form_factor": schema.StringAttribute{
+				MarkdownDescription: "Require a GPU form factor: `sxm` or `pcie`. Offers whose cloud does not say their form factor do not match it. Default: any.",
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(controlplane.FormFactors...)},
+			},
+			"gpu_form_factor": schema.StringAttribute{MarkdownDescription: "The cheapest offer's GPU form factor (`sxm` or `pcie`); null when its cloud does not say.", Computed: true},
+			"gpu_memory_gb":   schema.Int64Attribute{MarkdownDescription: "The cheapest offer's memory per GPU, in GB; null when its cloud does not say.", Computed: true},
+			"vcpus":           schema.Int64Attribute{MarkdownDescription: "The cheapest offer's virtual CPUs; null when its cloud does not say.", Computed: true},
+			"memory_gb":       schema.Int64Attribute{MarkdownDescription: "The cheapest offer's RAM, in GB; null when its cloud does not say.", Computed: true},
 			"offers": schema.ListNestedAttribute{
 				MarkdownDescription: "Every matching offer, eligible ones cheapest first, then the ineligible ones with the reason.",
 				Computed:            true,
@@ -135,6 +154,13 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 					"ineligible_why": schema.StringAttribute{MarkdownDescription: "Why the offer is not eligible (e.g. an auction bid that would not clear), else null.", Computed: true},
 					"stock_unknown": schema.BoolAttribute{MarkdownDescription: "True when the cloud's stock could not be read this time (its availability call failed): " +
 						"such an offer ranks behind every offer with known stock, whatever its price.", Computed: true},
+					"available":     schema.Int64Attribute{MarkdownDescription: "How many machines of this offer the cloud says it can start now; null when it does not say. A sold-out offer (0) is listed, not eligible.", Computed: true},
+					"form_factor":   schema.StringAttribute{MarkdownDescription: "GPU form factor (`sxm` or `pcie`); null when the cloud does not say.", Computed: true},
+					"gpu_memory_gb": schema.Int64Attribute{MarkdownDescription: "Memory per GPU, in GB; null when the cloud does not say.", Computed: true},
+					"vcpus":         schema.Int64Attribute{MarkdownDescription: "Virtual CPUs; null when the cloud does not say.", Computed: true},
+					"memory_gb":     schema.Int64Attribute{MarkdownDescription: "RAM, in GB; null when the cloud does not say.", Computed: true},
+					"details": schema.MapAttribute{MarkdownDescription: "What the cloud says of the offer beyond the above (for a Mithril auction: the bid, the last clearing price and the lowest winning bid).",
+						Computed: true, ElementType: types.StringType},
 				}},
 			},
 			"rejections": schema.MapAttribute{
@@ -163,7 +189,7 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	resp.Diagnostics.Append(diags...)
 	oreq := controlplane.OfferRequest{
 		GPUType: m.GPUType.ValueString(), GPUCount: 1, Kind: inventory.KindVM, AllowSpot: m.Spot.ValueBool(),
-		Clouds: clouds, Regions: regions, MaxPricePerHour: m.MaxPricePerHour.ValueFloat64(),
+		Clouds: clouds, Regions: regions, MaxPricePerHour: usdOf(m.MaxPricePerHour), FormFactor: m.FormFactor.ValueString(),
 	}
 	if !m.GPUCount.IsNull() {
 		oreq.GPUCount = int(m.GPUCount.ValueInt64())
@@ -188,8 +214,10 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	m.Pool = types.StringValue(best.Pool)
 	m.Region = types.StringValue(best.Region)
 	m.InstanceType = types.StringValue(best.InstanceType)
-	m.PricePerHour = types.Float64Value(best.PricePerHour)
+	m.PricePerHour = usdValue(best.PricePerHour)
 	m.IsSpot = types.BoolValue(best.Spot)
+	m.GPUFormFactor = stringOrNull(best.FormFactor)
+	m.GPUMemoryGB, m.VCPUs, m.MemoryGB = intOrNull(best.GPUMemoryGB), intOrNull(best.VCPUs), intOrNull(best.MemoryGB)
 
 	objType := types.ObjectType{AttrTypes: offerAttrTypes}
 	var elems []attr.Value
@@ -197,9 +225,12 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 		obj, diags := types.ObjectValue(offerAttrTypes, map[string]attr.Value{
 			"id": types.StringValue(o.ID), "cloud": types.StringValue(o.Cloud), "pool": types.StringValue(o.Pool),
 			"region": types.StringValue(o.Region), "instance_type": types.StringValue(o.InstanceType),
-			"price_per_hour": types.Float64Value(o.PricePerHour), "spot": types.BoolValue(o.Spot),
+			"price_per_hour": usdValue(o.PricePerHour), "spot": types.BoolValue(o.Spot),
 			"resale_of": stringOrNull(o.ResaleOf), "eligible": types.BoolValue(o.Ineligible == ""),
 			"ineligible_why": stringOrNull(o.Ineligible), "stock_unknown": types.BoolValue(o.StockUnknown),
+			"available": availableValue(o.Available), "form_factor": stringOrNull(o.FormFactor),
+			"gpu_memory_gb": intOrNull(o.GPUMemoryGB), "vcpus": intOrNull(o.VCPUs), "memory_gb": intOrNull(o.MemoryGB),
+			"details": stringMap(ctx, o.Details, &resp.Diagnostics),
 		})
 		resp.Diagnostics.Append(diags...)
 		elems = append(elems, obj)
@@ -215,4 +246,12 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	resp.Diagnostics.Append(diags...)
 	m.Rejections = rmap
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// availableValue is a stock figure: null when the cloud does not say (-1).
+func availableValue(n int) types.Int64 {
+	if n < 0 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(n))
 }

@@ -71,7 +71,7 @@ func describeMachine(m controlplane.Machine) string {
 		fmt.Fprintf(&b, ", created %s, %s ago", m.Instance.CreatedAt.UTC().Format(time.RFC3339), m.Age.Round(time.Second))
 	}
 	if m.Instance.PricePerHour > 0 {
-		fmt.Fprintf(&b, ", $%s/h", controlplane.FormatPrice(m.Instance.PricePerHour))
+		fmt.Fprintf(&b, ", %s", m.Instance.PricePerHour.PerHour())
 	}
 	b.WriteString(")")
 	return b.String()
@@ -162,7 +162,7 @@ func journalWarning(j controlplane.Journal) (summary, detail string, ok bool) {
 	for _, in := range intents {
 		price := ""
 		if p, err := controlplane.ParseOfferID(in.OfferID); err == nil {
-			price = fmt.Sprintf(", $%s/h", controlplane.FormatPrice(p.PricePerHour))
+			price = ", " + p.PricePerHour.PerHour()
 		}
 		lines = append(lines, fmt.Sprintf("- hydra_gpu_instance name %q: %s in %s (offer %s%s), create started %s, %s ago",
 			in.Resource, in.CloudName, in.Pool, in.OfferID, price, in.StartedAt.Format(time.RFC3339), time.Since(in.StartedAt).Round(time.Second)))

@@ -86,11 +86,17 @@ type provisioningModel struct {
 }
 
 // providerData is what resources and data sources get from Configure.
+// fleetQuiet is how long instances that compete for limited stock gather before they are served in
+// name order (Terraform plans up to -parallelism instances at once; they all join within this time).
+const fleetQuiet = 300 * time.Millisecond
+
 type providerData struct {
 	cp     *controlplane.ControlPlane
 	quotes *quoteStore
 	// walk is what this walk (plan or apply) has seen of the configuration.
 	walk *walk
+	// fleet shares the clouds' known stock among the instances planned in this walk.
+	fleet *controlplane.Fleet
 	// runner is the Ansible runner when provisioning is on (import reads its marker through it).
 	runner *provision.Runner
 	// provisioning is false when provisioning is switched off (machines are ready once they run).
@@ -223,7 +229,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "hydra", Level: hclog.LevelFromString(os.Getenv("TF_LOG_PROVIDER")), Output: os.Stderr, JSONFormat: true})
 
-	data := &providerData{provisioning: true, walk: newWalk()}
+	data := &providerData{provisioning: true, walk: newWalk(), fleet: controlplane.NewFleet(fleetQuiet)}
 	backends, emulated := cloudBackends(cloudBlockValues, inv, logger, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return

@@ -17,7 +17,7 @@ func TestQuoteStore(t *testing.T) {
 	if _, ok, err := s.get(k); ok || err != nil {
 		t.Fatalf("empty store: ok=%v err=%v", ok, err)
 	}
-	want := quote{OfferID: "sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49", Estimate: 2.49, WhyNot: map[string]string{"verda": "x"}}
+	want := quote{OfferID: "sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49", Estimate: 2_490_000, WhyNot: map[string]string{"verda": "x"}}
 	if err := s.put(k, want); err != nil {
 		t.Fatal(err)
 	}

@@ -36,9 +36,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // CloudName is the sandbox's cloud name in pools.yml and api_names.
@@ -64,6 +66,23 @@ type CatalogEntry struct {
 	Spot         bool    `json:"spot,omitempty"`
 	// Available is how many more instances of this offer can start; -1 means unlimited.
 	Available int `json:"available"`
+	// FormFactor is "sxm" or "pcie" (optional; "" when the catalog does not say).
+	FormFactor string `json:"form_factor,omitempty"`
+	// GPUMemoryGB is the memory of one GPU, VCPUs and MemoryGB the whole machine's (optional).
+	GPUMemoryGB int `json:"gpu_memory_gb,omitempty"`
+	VCPUs       int `json:"vcpus,omitempty"`
+	MemoryGB    int `json:"memory_gb,omitempty"`
+}
+
+// hardware is what the entry says of its machines. A form factor other than sxm or pcie (say "SXM5")
+// is read the way the clouds' names are; one it cannot read is left out.
+func (e CatalogEntry) hardware() controlplane.Hardware {
+	return controlplane.Hardware{
+		FormFactor:  restclient.FormFactor(e.FormFactor),
+		GPUMemoryGB: max(e.GPUMemoryGB, 0),
+		VCPUs:       max(e.VCPUs, 0),
+		MemoryGB:    max(e.MemoryGB, 0),
+	}
 }
 
 // Faults switch on misbehaviour, read from faults.json on every call: the shared vocabulary every
@@ -119,6 +138,12 @@ type Record struct {
 	// Owner is the ownership record given at create (empty for instances created without one);
 	// ConfirmOwnership sets Confirmed.
 	Owner Ownership `json:"owner,omitzero"`
+	// FormFactor, GPUMemoryGB, VCPUs and MemoryGB are the hardware of the catalog entry the instance
+	// was created from (zero in records older than these fields).
+	FormFactor  string `json:"form_factor,omitempty"`
+	GPUMemoryGB int    `json:"gpu_memory_gb,omitempty"`
+	VCPUs       int    `json:"vcpus,omitempty"`
+	MemoryGB    int    `json:"memory_gb,omitempty"`
 }
 
 type state struct {
@@ -198,23 +223,31 @@ func (b *Backend) Cloud() string { return CloudName }
 // Dir returns the sandbox directory.
 func (b *Backend) Dir() string { return b.cfg.Dir }
 
-// DefaultCatalog is the catalog a new sandbox starts with: realistic shapes and prices in three regions.
+// DefaultCatalog is the catalog a new sandbox starts with: realistic shapes, hardware and prices in
+// three regions. Machines grow with their GPUs: vCPUs and RAM are per GPU times the count, at the
+// levels the real clouds sell (H100 SXM 26 vCPUs and 225 GB a GPU as at Lambda, L40S 8 and 64 as at
+// UpCloud, RTX PRO 6000 30 and 120 as at Verda).
 func DefaultCatalog() []CatalogEntry {
 	var out []CatalogEntry
 	type shape struct {
 		gpu    string
 		counts []int
 		price  float64 // per GPU per hour in the cheapest region
+		form   string
+		vram   int // GB, one GPU
+		vcpus  int // per GPU
+		ram    int // GB per GPU
 	}
+	const sxm, pcie = controlplane.FormFactorSXM, controlplane.FormFactorPCIe
 	shapes := []shape{
-		{"H100", []int{1, 2, 4, 8}, 2.49},
-		{"H200", []int{1, 8}, 3.59},
-		{"A100-80GB", []int{1, 2, 4, 8}, 1.39},
-		{"L40S", []int{1, 2, 4}, 0.99},
-		{"L4", []int{1, 2, 4}, 0.49},
-		{"B200", []int{1, 8}, 5.29},
-		{"RTX6000ADA", []int{1, 2}, 0.89},
-		{"RTXPRO6000", []int{1, 2}, 1.79},
+		{"H100", []int{1, 2, 4, 8}, 2.49, sxm, 80, 26, 225},
+		{"H200", []int{1, 8}, 3.59, sxm, 141, 24, 200},
+		{"A100-80GB", []int{1, 2, 4, 8}, 1.39, sxm, 80, 30, 225},
+		{"L40S", []int{1, 2, 4}, 0.99, pcie, 48, 8, 64},
+		{"L4", []int{1, 2, 4}, 0.49, pcie, 24, 8, 32},
+		{"B200", []int{1, 8}, 5.29, sxm, 180, 26, 360},
+		{"RTX6000ADA", []int{1, 2}, 0.89, pcie, 48, 10, 60},
+		{"RTXPRO6000", []int{1, 2}, 1.79, pcie, 96, 30, 120},
 	}
 	regions := []struct {
 		name   string
@@ -225,9 +258,12 @@ func DefaultCatalog() []CatalogEntry {
 			for _, r := range regions {
 				price := roundCents(s.price * float64(n) * r.factor)
 				it := fmt.Sprintf("sbx.%s.%dx", strings.ToLower(s.gpu), n)
-				out = append(out, CatalogEntry{Region: r.name, InstanceType: it, GPU: s.gpu, GPUCount: n, PricePerHour: price, Available: -1})
+				e := CatalogEntry{Region: r.name, InstanceType: it, GPU: s.gpu, GPUCount: n, PricePerHour: price, Available: -1,
+					FormFactor: s.form, GPUMemoryGB: s.vram, VCPUs: s.vcpus * n, MemoryGB: s.ram * n}
+				out = append(out, e)
 				if n == 1 {
-					out = append(out, CatalogEntry{Region: r.name, InstanceType: it, GPU: s.gpu, GPUCount: n, PricePerHour: roundCents(price * 0.45), Spot: true, Available: -1})
+					e.PricePerHour, e.Spot = roundCents(price*0.45), true
+					out = append(out, e)
 				}
 			}
 		}
@@ -308,9 +344,14 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		if t == "" || e.GPUCount > b.inv.GPUs[t].MaxCount {
 			continue
 		}
+		price, err := money.FromFloat(e.PricePerHour)
+		if err != nil {
+			continue // a price no cloud would ask: not an offer
+		}
 		out = append(out, controlplane.Offer{
 			Cloud: CloudName, Region: e.Region, InstanceType: e.InstanceType, GPUType: t, GPUCount: e.GPUCount,
-			PricePerHour: e.PricePerHour, Spot: e.Spot, Available: e.Available,
+			Hardware:     e.hardware(),
+			PricePerHour: price, Spot: e.Spot, Available: e.Available,
 			Details: map[string]string{"gpu": e.GPU},
 		})
 	}
@@ -436,7 +477,7 @@ func (b *Backend) call(ctx context.Context, op string) error {
 func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
 	const op = "creating instance"
 	if req.MaxPricePerHour < 0 {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "max price %v must not be negative", req.MaxPricePerHour)
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "max price %s must not be negative", req.MaxPricePerHour)
 	}
 	if err := b.call(ctx, op); err != nil {
 		return controlplane.Instance{}, err
@@ -473,8 +514,12 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		if f.SoldOut || entry.Available == 0 || slices.Contains(f.OutOfStock, entry.Region+"/"+entry.InstanceType) {
 			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "no capacity left for %s in %s", entry.InstanceType, entry.Region)
 		}
-		if req.MaxPricePerHour > 0 && entry.PricePerHour > req.MaxPricePerHour+1e-9 {
-			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "price $%.2f/h is above the maximum $%.2f/h", entry.PricePerHour, req.MaxPricePerHour)
+		price, err := money.FromFloat(entry.PricePerHour)
+		if err != nil {
+			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "offer %s/%s has no valid price: %v", entry.Region, entry.InstanceType, err)
+		}
+		if req.MaxPricePerHour > 0 && price > req.MaxPricePerHour {
+			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "price %s is above the maximum %s", price.PerHour(), req.MaxPricePerHour.PerHour())
 		}
 		boot := b.cfg.BootTime
 		if f.BootTime != "" {
@@ -497,6 +542,8 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			PricePerHour: entry.PricePerHour, CreatedAt: created, RunningAt: created.Add(boot), FailBoot: f.TakeBootFailure(),
 			SSHKeys: req.SSHPublicKeys, Owner: Ownership{Token: req.Owner.Token, Resource: req.Owner.Resource},
 		}
+		hw := entry.hardware()
+		rec.FormFactor, rec.GPUMemoryGB, rec.VCPUs, rec.MemoryGB = hw.FormFactor, hw.GPUMemoryGB, hw.VCPUs, hw.MemoryGB
 		st.Instances = append(st.Instances, rec)
 		st.Created++
 		lost = f.TakeLostCreate()
@@ -694,8 +741,9 @@ func (b *Backend) MachineDir(id string) string { return b.machineDir(id) }
 func (b *Backend) toInstance(r *Record, now time.Time) (controlplane.Instance, error) {
 	inst := controlplane.Instance{
 		ID: r.ID, Name: r.Name, Cloud: CloudName, Region: r.Region, InstanceType: r.InstanceType,
-		GPUType: r.GPUType, GPUCount: r.GPUCount, Spot: r.Spot, PricePerHour: r.PricePerHour, CreatedAt: r.CreatedAt,
-		Owner: controlplane.Ownership{Resource: r.Owner.Resource, Token: r.Owner.Token, Confirmed: r.Owner.Confirmed},
+		GPUType: r.GPUType, GPUCount: r.GPUCount, Spot: r.Spot, PricePerHour: recordPrice(r.PricePerHour), CreatedAt: r.CreatedAt,
+		Owner:    controlplane.Ownership{Resource: r.Owner.Resource, Token: r.Owner.Token, Confirmed: r.Owner.Confirmed},
+		Hardware: controlplane.Hardware{FormFactor: r.FormFactor, GPUMemoryGB: r.GPUMemoryGB, VCPUs: r.VCPUs, MemoryGB: r.MemoryGB},
 	}
 	switch {
 	case r.gone(now):
@@ -819,4 +867,13 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// recordPrice reads a machine record's price; a value no create writes (a hand-edited file) reads as 0.
+func recordPrice(f float64) money.USD {
+	u, err := money.FromFloat(f)
+	if err != nil {
+		return 0
+	}
+	return u
 }

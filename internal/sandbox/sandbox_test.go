@@ -12,6 +12,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 func newBackend(t *testing.T, dir string, boot time.Duration) *Backend {
@@ -54,7 +55,7 @@ func TestLifecycleSharedAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	a, b := newBackend(t, dir, 50*time.Millisecond), newBackend(t, dir, 50*time.Millisecond)
 	o := offerFor(t, a, "h100", 1)
-	if o.PricePerHour != 2.49 || o.InstanceType != "sbx.h100.1x" {
+	if o.PricePerHour != money.MustFromFloat(2.49) || o.InstanceType != "sbx.h100.1x" {
 		t.Fatalf("default catalog changed: %+v", o)
 	}
 	owner := controlplane.Ownership{Resource: "x", Token: "k3j5q2xa"}
@@ -291,14 +292,14 @@ func TestCatalogEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := offerFor(t, b, "l4", 1)
-	if o.PricePerHour != 0.11 || o.Available != 2 {
+	if o.PricePerHour != money.MustFromFloat(0.11) || o.Available != 2 {
 		t.Fatalf("offer %+v", o)
 	}
 	ctx := context.Background()
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-c", Offer: o, MaxPricePerHour: 0.10}); !controlplane.IsCapacity(err) {
+	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-c", Offer: o, MaxPricePerHour: money.MustFromFloat(0.10)}); !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "price $0.11/h is above the maximum $0.10/h") {
 		t.Fatalf("above the max price: %v, want a capacity error", err)
 	}
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o, MaxPricePerHour: 0.11}); err != nil {
+	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o, MaxPricePerHour: money.MustFromFloat(0.11)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-b", Offer: o}); err != nil {
@@ -317,7 +318,7 @@ func TestCatalogEdits(t *testing.T) {
 	if err := b.SetCatalog(c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-e", Offer: o, MaxPricePerHour: 0.2}); !controlplane.IsCapacity(err) {
+	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-e", Offer: o, MaxPricePerHour: money.MustFromFloat(0.2)}); !controlplane.IsCapacity(err) {
 		t.Fatalf("a price raised above the cap after the plan: %v, want a capacity error", err)
 	}
 	if n, _ := b.CreatedCount(); n != 2 {

@@ -14,6 +14,7 @@ import (
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 const testToken = "atlas-test-token"
@@ -76,10 +77,10 @@ func TestOffers(t *testing.T) {
 	tests := []struct {
 		name   string
 		factor float64
-		want   map[string]float64 // instance type -> price; absent types must be dropped
+		want   map[string]money.USD // instance type -> ranking price; absent types must be dropped
 	}{
-		{"default factor 0.5", 0, map[string]float64{"l40s.1x": 0.8, "l40s.4x": 3.2, "h100.8x": 12, "a100.1x": 0.9, "l4.1x": 0.35}},
-		{"list price", 1, map[string]float64{"l40s.1x": 1.6, "l40s.4x": 6.4, "h100.8x": 24, "a100.1x": 1.8, "l4.1x": 0.7}},
+		{"default factor 0.5", 0, map[string]money.USD{"l40s.1x": 800_000, "l40s.4x": 3_200_000, "h100.8x": 12 * money.Dollar, "a100.1x": 900_000, "l4.1x": 350_000}},
+		{"list price", 1, map[string]money.USD{"l40s.1x": 1_600_000, "l40s.4x": 6_400_000, "h100.8x": 24 * money.Dollar, "a100.1x": 1_800_000, "l4.1x": 700_000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,14 +92,14 @@ func TestOffers(t *testing.T) {
 			if len(offers) != len(tt.want) {
 				t.Fatalf("got %d offers, want %d (sold-out rtx6000ada.2x and unmapped a10.1x dropped): %+v", len(offers), len(tt.want), offers)
 			}
-			list := map[string]float64{"l40s.1x": 1.6, "l40s.4x": 6.4, "h100.8x": 24, "a100.1x": 1.8, "l4.1x": 0.7}
+			list := map[string]money.USD{"l40s.1x": 1_600_000, "l40s.4x": 6_400_000, "h100.8x": 24 * money.Dollar, "a100.1x": 1_800_000, "l4.1x": 700_000}
 			for _, o := range offers {
 				// The billed price is the list price; the factor only ranks.
 				p, ok := tt.want[o.InstanceType]
 				if !ok || o.RankingPrice() != p || o.PricePerHour != list[o.InstanceType] {
 					t.Errorf("%s: ranked at %v billed %v, want ranked %v billed %v (present %v)", o.InstanceType, o.RankingPrice(), o.PricePerHour, p, list[o.InstanceType], ok)
 				}
-				if o.Cloud != "atlas" || o.GPUType == "" || o.Available < 1 || o.Spot || o.ID != "" || o.Details[DetailRankPrice] == "" {
+				if o.Cloud != "atlas" || o.GPUType == "" || o.Available < 1 || o.Spot || o.ID != "" || o.Details[DetailRankPrice] != tt.want[o.InstanceType].String() {
 					t.Errorf("bad offer %+v", o)
 				}
 			}
@@ -140,7 +141,7 @@ func TestStatusesAndHostKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "provisioning" || inst.GPUType != "l40s" ||
-		inst.PricePerHour != 1.6 || inst.SSH != nil || inst.HostKey != "" || inst.Region != "ams1" {
+		inst.PricePerHour != money.MustFromFloat(1.6) || inst.SSH != nil || inst.HostKey != "" || inst.Region != "ams1" {
 		t.Fatalf("created %+v", inst)
 	}
 	if got := e.emu.Instances(); len(got) != 1 || len(got[0].SSHPublicKeys) != 1 {
@@ -242,7 +243,7 @@ func TestCreateErrors(t *testing.T) {
 			r.Owner = controlplane.Ownership{Resource: strings.Repeat("x", 300), Token: "abcdefgh"}
 		}, controlplane.ErrInvalid, "labels"},
 		// The cap applies to the list price Atlas bills ($1.60), not to the ranking price ($0.80).
-		{"cap below the list price", func(*env) {}, func(r *controlplane.CreateRequest) { r.MaxPricePerHour = 1.5 }, controlplane.ErrCapacity, "price_above_max"},
+		{"cap below the list price", func(*env) {}, func(r *controlplane.CreateRequest) { r.MaxPricePerHour = money.MustFromFloat(1.5) }, controlplane.ErrCapacity, "price_above_max"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,12 +273,12 @@ func TestPriceCapIsTheListPrice(t *testing.T) {
 		offers, _ := b.Offers(context.Background())
 		o := offer(t, offers, "l40s.1x") // list price $1.60
 		r := req(o, "atlas-vm-capped")
-		r.MaxPricePerHour = 1.6
+		r.MaxPricePerHour = money.MustFromFloat(1.6)
 		if _, err := b.Create(context.Background(), r); err != nil {
 			t.Fatalf("factor %v: a cap equal to the list price: %v", factor, err)
 		}
 		r = req(o, "atlas-vm-capped2")
-		r.MaxPricePerHour = 1.59
+		r.MaxPricePerHour = money.MustFromFloat(1.59)
 		_, err := b.Create(context.Background(), r)
 		wantKind(t, err, controlplane.ErrCapacity)
 		if n := e.emu.CreateCount(); n != 1 {

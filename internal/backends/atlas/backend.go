@@ -3,15 +3,18 @@ package atlas
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // DefaultPriceFactor is applied to Atlas list prices so in-house capacity wins the normal ranking.
@@ -33,8 +36,6 @@ type Config struct {
 const (
 	DetailRankPrice = "ranking_price_per_hour"
 	DetailGPUModel  = "gpu_model"
-	DetailVCPUs     = "vcpus"
-	DetailMemoryGB  = "memory_gb"
 	DetailDiskGB    = "disk_gb"
 )
 
@@ -44,6 +45,9 @@ type Backend struct {
 	inv    *inventory.Inventory
 	log    hclog.Logger
 	factor float64
+
+	mu       sync.Mutex
+	hardware map[string]controlplane.Hardware // "region/instance type" -> hardware, from the last Offers
 }
 
 var (
@@ -69,7 +73,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{client: c, inv: inv, log: logger.Named(CloudName), factor: cfg.PriceFactor}, nil
+	return &Backend{client: c, inv: inv, log: logger.Named(CloudName), factor: cfg.PriceFactor, hardware: map[string]controlplane.Hardware{}}, nil
 }
 
 // Client returns the backend's REST client.
@@ -87,7 +91,9 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		return nil, err
 	}
 	var out []controlplane.Offer
+	hw := map[string]controlplane.Hardware{}
 	for _, e := range entries {
+		hw[e.Region+"/"+e.InstanceType] = offerHardware(e)
 		gpuType := b.inv.TypeForAPIName(CloudName, e.GPUModel)
 		if gpuType == "" || e.GPUCount < 1 || e.GPUCount > b.inv.GPUs[gpuType].MaxCount {
 			continue
@@ -98,24 +104,31 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		if cur := strings.ToUpper(e.Currency); cur != "" && cur != "USD" {
 			continue
 		}
+		price, err := money.FromFloat(e.PricePerHour)
+		if err != nil {
+			continue
+		}
+		rank := price.Times(b.factor)
 		out = append(out, controlplane.Offer{
 			Cloud:        CloudName,
 			Region:       e.Region,
 			InstanceType: e.InstanceType,
 			GPUType:      gpuType,
 			GPUCount:     e.GPUCount,
-			PricePerHour: e.PricePerHour,
-			RankPrice:    e.PricePerHour * b.factor,
+			Hardware:     offerHardware(e),
+			PricePerHour: price,
+			RankPrice:    rank,
 			Available:    e.Available,
 			Details: map[string]string{
-				DetailRankPrice: strconv.FormatFloat(e.PricePerHour*b.factor, 'f', -1, 64),
+				DetailRankPrice: rank.String(),
 				DetailGPUModel:  e.GPUModel,
-				DetailVCPUs:     strconv.Itoa(e.VCPUs),
-				DetailMemoryGB:  strconv.Itoa(e.MemoryGB),
 				DetailDiskGB:    strconv.Itoa(e.DiskGB),
 			},
 		})
 	}
+	b.mu.Lock()
+	maps.Copy(b.hardware, hw)
+	b.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].RankPrice != out[j].RankPrice {
 			return out[i].RankPrice < out[j].RankPrice
@@ -126,6 +139,22 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		return out[i].InstanceType < out[j].InstanceType
 	})
 	return out, nil
+}
+
+// offerHardware is what an offer says of its machines: gpu_memory_gb (one GPU; else as gpu_model names
+// it), vcpus and memory_gb, and the form factor as gpu_model, nvidia-smi's name, states it ("NVIDIA
+// L40S" is a PCIe card, "NVIDIA H100 80GB HBM3" the SXM5 module; "NVIDIA A100 80GB" does not say).
+func offerHardware(e OfferEntry) controlplane.Hardware {
+	hw := controlplane.Hardware{
+		FormFactor:  restclient.FormFactor(e.GPUModel),
+		GPUMemoryGB: max(e.GPUMemoryGB, 0),
+		VCPUs:       max(e.VCPUs, 0),
+		MemoryGB:    max(e.MemoryGB, 0),
+	}
+	if hw.GPUMemoryGB == 0 {
+		hw.GPUMemoryGB = restclient.GPUMemoryGBInName(e.GPUModel)
+	}
+	return hw
 }
 
 // Create starts an instance named req.Name carrying the ownership record as labels. Atlas create is
@@ -158,7 +187,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	}
 	inst, existed, err := b.client.CreateInstance(ctx, CreateRequest{
 		Name: req.Name, InstanceType: req.Offer.InstanceType, Region: req.Offer.Region, SSHPublicKeys: keys,
-		Labels: labels, MaxPricePerHour: req.MaxPricePerHour,
+		Labels: labels, MaxPricePerHour: req.MaxPricePerHour.Float64(),
 	})
 	if err != nil {
 		return controlplane.Instance{}, err
@@ -166,7 +195,11 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	if existed {
 		b.log.Debug("an instance with this name already existed; returning it", "name", req.Name, "id", inst.ID)
 	}
-	return b.toInstance(inst), nil
+	out := b.toInstance(inst)
+	if out.InstanceType == req.Offer.InstanceType && out.Region == req.Offer.Region {
+		out.Hardware = restclient.FillHardware(out.Hardware, req.Offer.Hardware)
+	}
+	return out, nil
 }
 
 func (b *Backend) toInstance(i Instance) controlplane.Instance {
@@ -184,7 +217,8 @@ func (b *Backend) toInstance(i Instance) controlplane.Instance {
 	inst := controlplane.Instance{
 		ID: i.ID, Name: i.Name, Cloud: CloudName, Region: i.Region, InstanceType: i.InstanceType,
 		GPUType: b.inv.TypeForAPIName(CloudName, i.GPUModel), GPUCount: i.GPUCount,
-		PricePerHour: i.PricePerHour,
+		Hardware:     b.instanceHardware(i),
+		PricePerHour: usd(i.PricePerHour),
 		Status:       st, CloudStatus: i.Status, SSH: ssh, HostKey: strings.TrimSpace(i.HostKey), CreatedAt: i.CreatedAt,
 	}
 	if st == controlplane.StatusError {
@@ -197,6 +231,23 @@ func (b *Backend) toInstance(i Instance) controlplane.Instance {
 		inst.Owner = o
 	}
 	return inst
+}
+
+// instanceHardware is what Atlas says of an instance's machine. The instance answer names only its
+// gpu_model (form factor, and GPU memory where the name states it); the rest comes from the offer of
+// its instance type and region as the last Offers listed it (zero when Offers has not seen it).
+func (b *Backend) instanceHardware(i Instance) controlplane.Hardware {
+	hw := controlplane.Hardware{
+		FormFactor:  restclient.FormFactor(i.GPUModel),
+		GPUMemoryGB: restclient.GPUMemoryGBInName(i.GPUModel),
+	}
+	b.mu.Lock()
+	from, ok := b.hardware[i.Region+"/"+i.InstanceType]
+	b.mu.Unlock()
+	if ok {
+		hw = restclient.FillHardware(from, hw)
+	}
+	return hw
 }
 
 // Get returns one instance.
@@ -236,4 +287,13 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 	confirmed := "true"
 	_, err := b.client.UpdateLabels(ctx, id, map[string]*string{controlplane.LabelConfirmed: &confirmed})
 	return err
+}
+
+// usd reads a price Atlas reported; a value no cloud would bill (negative, not a number) reads as 0.
+func usd(f float64) money.USD {
+	u, err := money.FromFloat(f)
+	if err != nil {
+		return 0
+	}
+	return u
 }

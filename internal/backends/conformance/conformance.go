@@ -17,6 +17,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Harness is what a cloud's test hands the suite.
@@ -345,14 +346,15 @@ func testBootFailure(t *testing.T, h Harness) {
 func testPriceCap(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
 	offer := pickOffer(t, h, b)
-	if offer.PricePerHour <= 0.02 {
+	if offer.PricePerHour <= money.Cent {
 		t.Skip("the offer is too cheap to cap below")
 	}
 	req := request(t, h, offer, "capped")
-	req.MaxPricePerHour = offer.PricePerHour / 2
+	// One micro-dollar below the price: caps are exact, so this is above the cap.
+	req.MaxPricePerHour = offer.PricePerHour - money.Micro
 	_, err := b.Create(ctxFor(t), req)
 	if !controlplane.IsCapacity(err) {
-		t.Fatalf("create with max price %v below the offer's %v: %v (kind %v), want a capacity error", req.MaxPricePerHour, offer.PricePerHour, err, controlplane.KindOf(err))
+		t.Fatalf("create with max price %s below the offer's %s: %v (kind %v), want a capacity error", req.MaxPricePerHour, offer.PricePerHour, err, controlplane.KindOf(err))
 	}
 	if st := stats(t, admin); st.Created != 0 {
 		t.Errorf("a create above the cap made %d machines", st.Created)

@@ -17,6 +17,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Defaults of Config.
@@ -159,8 +160,32 @@ func gpuCount(t InstanceType) int {
 	return 0
 }
 
+// hardware is what an instance type says of its machine: the form factor and the memory of one GPU as
+// its gpu_description states them ("H100 (80 GB SXM5)"), else its description without the count
+// ("1x H100 (80 GB SXM5)"; older API versions), else its name ("gpu_1x_h100_sxm5", form factor only);
+// vCPUs from specs.vcpus and RAM from specs.memory_gib.
+func hardware(t InstanceType) controlplane.Hardware {
+	desc := descCount.ReplaceAllString(t.Description, "")
+	family := ""
+	if m := typeCount.FindStringIndex(t.Name); m != nil {
+		family = t.Name[m[1]:]
+	}
+	hw := controlplane.Hardware{
+		FormFactor:  restclient.FormFactor(t.GPUDescription, desc, family),
+		GPUMemoryGB: restclient.GPUMemoryGBInName(t.GPUDescription),
+		VCPUs:       max(t.Specs.VCPUs, 0),
+		MemoryGB:    max(t.Specs.MemoryGiB, 0),
+	}
+	if hw.GPUMemoryGB == 0 {
+		hw.GPUMemoryGB = restclient.GPUMemoryGBInName(desc)
+	}
+	return hw
+}
+
 // usd converts Lambda's price in US cents per hour (for the whole machine) into dollars per hour.
-func usd(cents int64) float64 { return float64(cents) / 100 }
+func usd(cents int64) money.USD {
+	return money.USD(min(max(cents, 0), int64(money.Max/money.Cent))) * money.Cent
+}
 
 // Offers lists what Lambda can launch now: one offer per instance type and region with capacity
 // (GET /instance-types, regions_with_capacity_available). Types the inventory does not map, CPU-only
@@ -195,6 +220,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 				InstanceType: name,
 				GPUType:      gt,
 				GPUCount:     n,
+				Hardware:     hardware(t),
 				PricePerHour: usd(t.PriceCentsPerHour),
 				Available:    -1,
 				Details: map[string]string{
@@ -314,6 +340,7 @@ func (b *Backend) launch(ctx context.Context, req controlplane.CreateRequest, in
 		InstanceType: instanceType,
 		GPUType:      req.Offer.GPUType,
 		GPUCount:     req.Offer.GPUCount,
+		Hardware:     req.Offer.Hardware,
 		PricePerHour: req.Offer.PricePerHour,
 		Status:       controlplane.StatusPending,
 		CloudStatus:  StatusBooting,
@@ -328,7 +355,7 @@ func (b *Backend) checkOffer(ctx context.Context, req controlplane.CreateRequest
 	ceiling := req.MaxPricePerHour
 	if ceiling > 0 && req.Offer.PricePerHour > ceiling {
 		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"offer price %.4f USD/h is above the maximum %.4f USD/h", req.Offer.PricePerHour, ceiling)
+			"offer price %s is above the maximum %s", req.Offer.PricePerHour.PerHour(), ceiling.PerHour())
 	}
 	items, err := b.client.InstanceTypes(ctx)
 	if err != nil {
@@ -340,7 +367,7 @@ func (b *Backend) checkOffer(ctx context.Context, req controlplane.CreateRequest
 	}
 	if price := usd(it.InstanceType.PriceCentsPerHour); ceiling > 0 && price > ceiling {
 		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"%s now costs %.4f USD/h, above the maximum %.4f USD/h", instanceType, price, ceiling)
+			"%s now costs %s, above the maximum %s", instanceType, price.PerHour(), ceiling.PerHour())
 	}
 	for _, r := range it.RegionsWithCapacityAvailable {
 		if r.Name == region {
@@ -538,6 +565,7 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 		InstanceType: in.InstanceType.Name,
 		GPUType:      b.gpuTypeFor(in.InstanceType),
 		GPUCount:     gpuCount(in.InstanceType),
+		Hardware:     hardware(in.InstanceType),
 		PricePerHour: usd(in.InstanceType.PriceCentsPerHour),
 		Status:       status,
 		CloudStatus:  in.Status,

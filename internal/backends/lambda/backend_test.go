@@ -15,6 +15,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 func findOffer(offers []controlplane.Offer, region, typ string) (controlplane.Offer, bool) {
@@ -36,16 +37,16 @@ func TestOffersFromInstanceTypes(t *testing.T) {
 		present     bool
 		gpu         string
 		count       int
-		price       float64
+		price       money.USD
 	}{
-		{"us-midwest-1", "gpu_1x_h100_pcie", true, "h100", 1, 2.49},
-		{"us-west-1", "gpu_1x_h100_pcie", true, "h100", 1, 2.49},
-		{"us-east-1", "gpu_1x_h100_sxm5", true, "h100", 1, 3.29},
-		{"us-south-1", "gpu_1x_h100_sxm5", true, "h100", 1, 3.29},
-		{"us-south-1", "gpu_8x_h100_sxm5", true, "h100", 8, 23.92},
-		{"us-east-1", "gpu_8x_a100_80gb_sxm4", true, "a100-80gb", 8, 14.32},
-		{"us-midwest-1", "gpu_8x_a100_80gb_sxm4", true, "a100-80gb", 8, 14.32},
-		{"us-south-1", "gpu_1x_b200_sxm6", true, "b200", 1, 6.99},
+		{"us-midwest-1", "gpu_1x_h100_pcie", true, "h100", 1, money.MustFromFloat(2.49)},
+		{"us-west-1", "gpu_1x_h100_pcie", true, "h100", 1, money.MustFromFloat(2.49)},
+		{"us-east-1", "gpu_1x_h100_sxm5", true, "h100", 1, money.MustFromFloat(3.29)},
+		{"us-south-1", "gpu_1x_h100_sxm5", true, "h100", 1, money.MustFromFloat(3.29)},
+		{"us-south-1", "gpu_8x_h100_sxm5", true, "h100", 8, money.MustFromFloat(23.92)},
+		{"us-east-1", "gpu_8x_a100_80gb_sxm4", true, "a100-80gb", 8, money.MustFromFloat(14.32)},
+		{"us-midwest-1", "gpu_8x_a100_80gb_sxm4", true, "a100-80gb", 8, money.MustFromFloat(14.32)},
+		{"us-south-1", "gpu_1x_b200_sxm6", true, "b200", 1, money.MustFromFloat(6.99)},
 		{"us-east-1", "gpu_8x_h100_sxm5", false, "", 0, 0},  // no capacity in that region
 		{"us-east-1", "gpu_1x_a100_sxm4", false, "", 0, 0},  // an A100 with 40 GB: not a100-80gb
 		{"us-east-1", "gpu_1x_gh200", false, "", 0, 0},      // not in the inventory
@@ -66,7 +67,7 @@ func TestOffersFromInstanceTypes(t *testing.T) {
 			t.Errorf("%s %s: %+v", tc.region, tc.typ, o)
 		}
 		if o.Details[DetailRegionName] != tc.region || o.Details[DetailInstanceTypeName] != tc.typ ||
-			o.Details[DetailPriceCentsPerHour] != fmt.Sprint(int64(tc.price*100+0.5)) {
+			o.Details[DetailPriceCentsPerHour] != fmt.Sprint(int64(tc.price/money.Cent)) {
 			t.Errorf("details: %+v", o.Details)
 		}
 	}
@@ -85,9 +86,10 @@ func TestOffersFromInstanceTypes(t *testing.T) {
 
 // Lambda's prices are whole US cents per hour; the conversion is exact to the cent.
 func TestPriceCents(t *testing.T) {
-	for cents, want := range map[int64]float64{1: 0.01, 75: 0.75, 249: 2.49, 329: 3.29, 1432: 14.32, 2392: 23.92, 5352: 53.52, 100000: 1000} {
+	for cents, want := range map[int64]money.USD{1: 10_000, 75: 750_000, 249: 2_490_000, 329: 3_290_000, 1432: 14_320_000,
+		2392: 23_920_000, 5352: 53_520_000, 100000: 1_000_000_000, 0: 0, -5: 0} {
 		if got := usd(cents); got != want {
-			t.Errorf("usd(%d) = %v, want %v", cents, got, want)
+			t.Errorf("usd(%d) = %s, want %s", cents, got, want)
 		}
 	}
 }
@@ -261,7 +263,7 @@ func TestStatusAndSSHEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.GPUType != "h100" || in.GPUCount != 1 || in.PricePerHour != 2.49 || in.Region != "us-midwest-1" || in.InstanceType != "gpu_1x_h100_pcie" {
+	if in.GPUType != "h100" || in.GPUCount != 1 || in.PricePerHour != money.MustFromFloat(2.49) || in.Region != "us-midwest-1" || in.InstanceType != "gpu_1x_h100_pcie" {
 		t.Errorf("created: %+v", in)
 	}
 	f.clock.Advance(bootTime / 2)
@@ -364,7 +366,7 @@ func TestLaunchResourceNotFoundIsInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	offer := controlplane.Offer{Cloud: CloudName, Region: "us-west-1", InstanceType: "gpu_1x_h100_pcie", GPUType: "h100", GPUCount: 1, PricePerHour: 2.49}
+	offer := controlplane.Offer{Cloud: CloudName, Region: "us-west-1", InstanceType: "gpu_1x_h100_pcie", GPUType: "h100", GPUCount: 1, PricePerHour: money.MustFromFloat(2.49)}
 	_, err = b.Create(context.Background(), request(t, offer, "x", testKey))
 	backendtest.WantError(t, err, controlplane.ErrInvalid, "SSH key mine does not exist")
 }

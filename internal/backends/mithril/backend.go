@@ -203,7 +203,10 @@ func (b *Backend) mapType(it InstanceType) (string, int) {
 }
 
 // Offers lists the spot auctions, one offer per region and instance type, priced at the last clearing
-// price (PriceBids sets the bid later). The auction signals are in Details (see the Detail* keys).
+// price (PriceBids sets the bid later). The auction signals are in Details (see the Detail* keys). An
+// auction without capacity now is listed too, never dropped: Available 0 and Ineligible "auction has no
+// capacity now (last clearing price $X/h, lowest winning bid $Y/h)", both prices also in Details
+// (last_clearing_price, lowest_allocated_price).
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	var cat map[string]InstanceType
 	var auctions []Auction
@@ -296,10 +299,13 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		if lowest.Valid {
 			d[DetailLowestAllocated] = formatPlain(lowest.Amount)
 		}
-		avail := -1
+		avail, why := -1, ""
 		if capacity.Valid {
 			avail = int(max(capacity.Value, 0))
 			d[DetailAvailableCapacity] = strconv.Itoa(avail)
+			if avail == 0 {
+				why = reasonNoCapacity(last, lowest)
+			}
 		}
 		offers = append(offers, controlplane.Offer{
 			Cloud:        CloudName,
@@ -307,9 +313,10 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			InstanceType: x.it.Name,
 			GPUType:      x.gpu,
 			GPUCount:     x.count,
-			PricePerHour: last.Dollars(),
+			PricePerHour: last.USD(),
 			Spot:         true,
 			Available:    avail,
+			Ineligible:   why,
 			Details:      d,
 		})
 	}
@@ -323,7 +330,9 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 //
 //  1. Requests that cannot become a bid are refused before any call: no name, an ineligible offer or
 //     no bid price (ErrInvalid), a bid above req.MaxPricePerHour (ErrCapacity, as a sold-out offer:
-//     nothing is placed).
+//     nothing is placed). Bids are whole cents: the offer's price rounded down to a cent (PriceBids
+//     sets whole cents already), and it must not exceed the max rounded down to a cent, so a cap of
+//     $2.999999 accepts a bid of at most $2.99.
 //  2. Creates of one name wait for each other (in this process), so a storm of them places one bid.
 //  3. Housekeeping (reapGoneBids): earlier bids of the same resource whose machine is gone for good
 //     are cancelled.
@@ -341,12 +350,12 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	if o.Ineligible != "" {
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "offer %s/%s is not eligible: %s", o.Region, o.InstanceType, o.Ineligible)
 	}
-	price := int64(math.Round(o.PricePerHour * 100))
+	price := usdToCentsFloor(o.PricePerHour)
 	if price <= 0 {
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no bid price for offer %s/%s", o.Region, o.InstanceType)
 	}
-	if maxC := dollarsToCentsFloor(req.MaxPricePerHour); req.MaxPricePerHour > 0 && price > maxC {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "bid %s/h for %s in %s is above max_price_per_hour %s/h", FormatDollars(price), o.InstanceType, o.Region, FormatDollars(maxC))
+	if req.MaxPricePerHour > 0 && price > usdToCentsFloor(req.MaxPricePerHour) {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "bid %s/h for %s in %s is above max_price_per_hour %s", FormatDollars(price), o.InstanceType, o.Region, req.MaxPricePerHour.PerHour())
 	}
 	project, err := b.projectFID(ctx)
 	if err != nil {
@@ -486,7 +495,9 @@ func (b *Backend) cancelBid(ctx context.Context, fid string) error {
 }
 
 // evaluate maps a bid and its instances onto a hydra instance, and says whether the bid's machine is
-// gone for good while the bid is not cancelled (gone).
+// gone for good while the bid is not cancelled (gone). A bid still Open without any machine (it has
+// not won: its limit is below the lowest winning bid, or the auction has no capacity) is pending with
+// AwaitingAllocation set.
 //
 // hydra's machine is the bid's first: once the bid has been preempted (the bid Preempting, or any of
 // its instances STATUS_PREEMPTING or STATUS_PREEMPTED), the machine is gone for good, even when Mithril
@@ -503,7 +514,7 @@ func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (cont
 		Cloud:        CloudName,
 		Region:       bid.Region,
 		Spot:         true,
-		PricePerHour: bid.LimitPrice.Dollars(),
+		PricePerHour: bid.LimitPrice.USD(),
 		CreatedAt:    bid.CreatedAt.Time,
 	}
 	if it, ok := b.instanceType(ctx, bid.InstanceType); ok {
@@ -556,6 +567,9 @@ func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (cont
 			return out, false
 		}
 		out.Status, out.Message = m.status, m.note
+		// An open bid without a machine has not won yet: nothing is billed, and Launch may cancel it
+		// after bid_timeout.
+		out.AwaitingAllocation = bidStatus == BidOpen
 		return out, false
 	}
 }

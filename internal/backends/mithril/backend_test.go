@@ -45,18 +45,25 @@ func TestOffers(t *testing.T) {
 	if a.Details[DetailInstanceTypeFID] == b.Details[DetailInstanceTypeFID] {
 		t.Errorf("the region's own FID must be kept: %q", a.Details[DetailInstanceTypeFID])
 	}
-	want := map[string]string{DetailLastClearing: "12.03", DetailSpotPrice: "12.03", DetailLowestAllocated: "12.50", DetailWinPrice: "8.00",
+	// With capacity free, a bid at the lowest winning bid wins: Mithril's win price is $12.50.
+	want := map[string]string{DetailLastClearing: "12.03", DetailSpotPrice: "12.03", DetailLowestAllocated: "12.50", DetailWinPrice: "12.50",
 		DetailMinimumPrice: "8.00", DetailAvailableCapacity: "2"}
 	for k, v := range want {
 		if a.Details[k] != v {
 			t.Errorf("%s = %q, want %q", k, a.Details[k], v)
 		}
 	}
-	if a.GPUType != "h100" || a.GPUCount != 8 || a.PricePerHour != 12.03 || a.Available != 2 {
+	if a.GPUType != "h100" || a.GPUCount != 8 || a.PricePerHour != usd("12.03") || a.Available != 2 || a.Ineligible != "" {
 		t.Errorf("offer a: %+v", a)
 	}
-	if b.Available != 0 || b.Details[DetailAvailableCapacity] != "0" {
+	// An auction without capacity is listed, not dropped: ineligible, with both of its prices.
+	const full = "auction has no capacity now (last clearing price $11.50/h, lowest winning bid $12.00/h)"
+	if b.Available != 0 || b.Details[DetailAvailableCapacity] != "0" || b.Ineligible != full ||
+		b.Details[DetailLastClearing] != "11.50" || b.Details[DetailLowestAllocated] != "12.00" || b.PricePerHour != usd("11.50") {
 		t.Errorf("full auction: %+v", b)
+	}
+	if p := e.backend.PriceBids([]controlplane.Offer{b}, nil, 0)[0]; p.Ineligible != full {
+		t.Errorf("PriceBids on the full auction: %q", p.Ineligible)
 	}
 	if o := findOffer(t, offers, "us-central5-a", "h100-80gb.sxm.1x"); o.GPUCount != 1 || o.GPUType != "h100" {
 		t.Errorf("1x: %+v", o)
@@ -86,30 +93,30 @@ func TestOffers(t *testing.T) {
 }
 
 // pricedOffer prices the region's offer against another cloud's comparable spot offer.
-func pricedOffer(t *testing.T, e *env, region, typ string, otherPrice float64) controlplane.Offer {
+func pricedOffer(t *testing.T, e *env, region, typ string, otherPrice string) controlplane.Offer {
 	t.Helper()
 	offers, err := e.backend.Offers(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := findOffer(t, offers, region, typ)
-	priced := e.backend.PriceBids([]controlplane.Offer{o}, []controlplane.Offer{{Cloud: "verda", Region: "fin-01", GPUType: o.GPUType, GPUCount: o.GPUCount, PricePerHour: otherPrice, Spot: true}}, 0)
+	priced := e.backend.PriceBids([]controlplane.Offer{o}, []controlplane.Offer{{Cloud: "verda", Region: "fin-01", GPUType: o.GPUType, GPUCount: o.GPUCount, PricePerHour: usd(otherPrice), Spot: true, Available: -1}}, 0)
 	return priced[0]
 }
 
 func TestCreateGetDelete(t *testing.T) {
 	e := newEnv(t, emu.Options{StopDuration: 10 * time.Second})
 	ctx := t.Context()
-	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
-	// Required: max($12.03 + 10% = $13.24, $12.50 + $0.01, win $8.00, minimum $8.00) = $13.24; the bid is $13.99.
-	if o.Ineligible != "" || o.PricePerHour != 13.99 || o.Details[DetailRequiredPrice] != "13.24" || o.Details[DetailLastClearing] != "12.03" {
+	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", "14.00")
+	// Required: max($12.03 + 10% = $13.24, $12.50 + $0.01, win $12.50, minimum $8.00) = $13.24; the bid is $13.99.
+	if o.Ineligible != "" || o.PricePerHour != usd("13.99") || o.Details[DetailRequiredPrice] != "13.24" || o.Details[DetailLastClearing] != "12.03" {
 		t.Fatalf("priced offer: %+v", o)
 	}
 	inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-train", Offer: o, SSHPublicKeys: []string{testKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(inst.ID, "bid_") || inst.Name != "mithril-vm-train" || inst.Status != controlplane.StatusPending || inst.PricePerHour != 13.99 ||
+	if !strings.HasPrefix(inst.ID, "bid_") || inst.Name != "mithril-vm-train" || inst.Status != controlplane.StatusPending || inst.PricePerHour != usd("13.99") ||
 		inst.GPUType != "h100" || inst.InstanceType != "h100-80gb.sxm.8x" || inst.Region != "us-central1-a" || !inst.Spot {
 		t.Errorf("created: %+v", inst)
 	}
@@ -171,20 +178,20 @@ func TestCreateGetDelete(t *testing.T) {
 
 func TestCreateRefusesBadOffers(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 13.00) // bid $12.99 < $13.24
+	o := pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", "13.00") // bid $12.99 < $13.24
 	if o.Ineligible == "" {
 		t.Fatal("expected ineligible")
 	}
 	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o}); controlplane.KindOf(err) != controlplane.ErrInvalid {
 		t.Errorf("ineligible offer: %v", err)
 	}
-	o = pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", 14.00)
+	o = pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", "14.00")
 	// $13.99 above a $13.50 cap: a capacity error, as if the offer had sold out.
-	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: 13.50}); !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "$13.99/h") {
+	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: usd("13.50")}); !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "$13.99/h") || !strings.Contains(err.Error(), "$13.50/h") {
 		t.Errorf("above max price: %v", err)
 	}
 	mark := e.counter.mark()
-	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: 13.989}); !controlplane.IsCapacity(err) {
+	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: usd("13.989999")}); !controlplane.IsCapacity(err) {
 		t.Errorf("a cap a fraction of a cent below the bid: %v", err)
 	}
 	if calls := e.counter.since(mark); len(calls) != 0 {
@@ -197,7 +204,7 @@ func TestCreateRefusesBadOffers(t *testing.T) {
 
 func TestCreateResolvesFIDWithoutDetails(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	o := pricedOffer(t, e, "us-central1-b", "h100-80gb.sxm.8x", 20.00)
+	o := pricedOffer(t, e, "us-central1-b", "h100-80gb.sxm.8x", "20.00")
 	delete(o.Details, DetailInstanceTypeFID)
 	o.Ineligible = ""
 	inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-b", Offer: o})
@@ -213,8 +220,8 @@ func TestCreateResolvesFIDWithoutDetails(t *testing.T) {
 func TestBidWaitsWhenAuctionFull(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	// us-central1-b is full (two market bids at $12.00 and $12.20); a bid at $12.10 does not win.
-	o := pricedOffer(t, e, "us-central1-b", "h100-80gb.sxm.8x", 12.11)
-	if !strings.Contains(o.Ineligible, "no free capacity") {
+	o := pricedOffer(t, e, "us-central1-b", "h100-80gb.sxm.8x", "12.11")
+	if !strings.Contains(o.Ineligible, "auction has no capacity now") {
 		t.Errorf("expected ineligible for capacity: %q", o.Ineligible)
 	}
 	o.Ineligible = ""
@@ -232,7 +239,7 @@ func TestBidWaitsWhenAuctionFull(t *testing.T) {
 func TestListByPrefix(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	ctx := t.Context()
-	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", 2.00)
+	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
 	if o.Ineligible != "" {
 		t.Fatalf("offer %+v", o)
 	}
@@ -352,8 +359,8 @@ func TestPreemptedBid(t *testing.T) {
 			ctx := t.Context()
 			pool := mithrilPool(t)
 			// a100-80gb.sxm.8x in us-central1-a: capacity 2, no other bids, last price $7.80.
-			o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.8x", 9.00)
-			if o.Ineligible != "" || o.PricePerHour != 8.99 {
+			o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.8x", "9.00")
+			if o.Ineligible != "" || o.PricePerHour != usd("8.99") {
 				t.Fatalf("offer %+v", o)
 			}
 			inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-pre--aaaaaaaa", Pool: pool, Offer: o})
@@ -428,7 +435,7 @@ func TestCreateReapsGoneBidsOfTheResource(t *testing.T) {
 	e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
 	ctx := t.Context()
 	pool := mithrilPool(t)
-	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", 2.00)
+	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
 	if o.Ineligible != "" {
 		t.Fatalf("offer %+v", o)
 	}
@@ -454,7 +461,7 @@ func TestCreateReapsGoneBidsOfTheResource(t *testing.T) {
 	}
 	running := create("mithril-vm-train--cccccccc", o)
 	cheap := o
-	cheap.PricePerHour = 0.50 // below the auction's $0.60 minimum: the bid waits, Open, without a machine
+	cheap.PricePerHour = usd("0.50") // below the auction's $0.60 minimum: the bid waits, Open, without a machine
 	waiting := create("mithril-vm-train--dddddddd", cheap)
 	e.clock.Advance(bootTime)
 
@@ -475,7 +482,7 @@ func TestOwnershipIsTheName(t *testing.T) {
 		t.Error("Mithril cannot record a confirmation; the backend must not claim to")
 	}
 	pool := mithrilPool(t)
-	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", 2.00)
+	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
 	owner := controlplane.Ownership{Resource: "train", Token: controlplane.NewOwnerToken()}
 	req := controlplane.CreateRequest{Name: controlplane.CloudName(pool, "train", owner.Token), Pool: pool, Offer: o, Owner: owner}
 	inst, err := e.backend.Create(t.Context(), req)
@@ -496,5 +503,102 @@ func TestOwnershipIsTheName(t *testing.T) {
 	again, err := e.backend.Create(t.Context(), req)
 	if err != nil || again.ID != inst.ID || e.emu.CreateCount() != 1 {
 		t.Errorf("second create: %+v %v, %d bids placed", again, err, e.emu.CreateCount())
+	}
+}
+
+// Nothing comparable: the bid is what the auction needs to win now, not the user's max.
+func TestPriceBidsWithoutComparableOffer(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	offers, err := e.backend.Offers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := findOffer(t, offers, "us-central1-a", "h100-80gb.sxm.8x")
+	// Required: max($12.03 + 10% = $13.24, $12.50 + $0.01, win $12.50, minimum $8.00) = $13.24.
+	p := e.backend.PriceBids([]controlplane.Offer{o}, nil, usd("20"))[0]
+	if p.Ineligible != "" || p.PricePerHour != usd("13.24") || p.Details[DetailBidPrice] != "13.24" || p.Details[DetailUndercuts] != "" {
+		t.Errorf("bid without a comparable offer: %+v", p)
+	}
+	p = e.backend.PriceBids([]controlplane.Offer{o}, nil, usd("13.239999"))[0]
+	if p.PricePerHour != usd("13.23") || p.Ineligible != "bid $13.23/h does not clear: needs at least $13.24/h (last winning $12.03/h + 10% margin), above max_price_per_hour $13.239999/h" {
+		t.Errorf("need above the max: %+v", p)
+	}
+}
+
+// A bid not won in time: the emulator holds it Open, and the backend reports it pending ("Open") for as
+// long as that lasts, until the auction has capacity again.
+func TestBidNotWonInTime(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	ctx := t.Context()
+	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
+	if o.Ineligible != "" || o.PricePerHour != usd("1.99") {
+		t.Fatalf("offer %+v", o)
+	}
+	// The auction loses its capacity between plan and apply (the admin knob).
+	zero := 0
+	if _, err := e.emu.SetAuction(emu.AuctionChange{Region: "us-central1-a", InstanceType: "a100-80gb.sxm.1x", Capacity: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	offers, err := e.backend.Offers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := findOffer(t, offers, "us-central1-a", "a100-80gb.sxm.1x"); f.Available != 0 ||
+		f.Ineligible != "auction has no capacity now (last clearing price $0.95/h, lowest winning bid none)" {
+		t.Errorf("emptied auction: %+v", f)
+	}
+	inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-late", Offer: o, MaxPricePerHour: usd("2.00")})
+	if err != nil || !inst.AwaitingAllocation {
+		t.Fatalf("create: %+v %v", inst, err)
+	}
+	for range 3 {
+		e.clock.Advance(time.Hour)
+		got, err := e.backend.Get(ctx, inst.ID)
+		if err != nil || got.Status != controlplane.StatusPending || got.CloudStatus != "Open" || got.PricePerHour != usd("1.99") || !got.AwaitingAllocation {
+			t.Fatalf("held bid: %+v %v", got, err)
+		}
+	}
+	// Capacity comes back: the open bid is allocated.
+	if _, err := e.emu.SetAuction(emu.AuctionChange{Region: "us-central1-a", InstanceType: "a100-80gb.sxm.1x", Capacity: new(8)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.backend.Get(ctx, inst.ID); got.CloudStatus != "Allocated/STATUS_NEW" || got.AwaitingAllocation {
+		t.Errorf("the open bid is allocated once capacity is back: %+v", got)
+	}
+	// A new bid below the lowest winning bid (another customer's $1.00, allocated again) waits too, with
+	// capacity free, although it is above the auction's $0.60 minimum.
+	cheap := o
+	cheap.PricePerHour = usd("0.90")
+	below, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-below", Offer: cheap})
+	if err != nil || !below.AwaitingAllocation || below.Status != controlplane.StatusPending {
+		t.Fatalf("create below the lowest winning bid: %+v %v", below, err)
+	}
+	e.clock.Advance(bootTime)
+	if got, _ := e.backend.Get(ctx, below.ID); got.Status != controlplane.StatusPending || got.CloudStatus != "Open" || !got.AwaitingAllocation {
+		t.Errorf("a bid below the lowest winning bid: %+v", got)
+	}
+}
+
+// Create bids whole cents and never above the max, rounded down to a cent.
+func TestCreateCapsInWholeCents(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "3.00") // bid $2.99
+	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-cap", Offer: o, MaxPricePerHour: usd("2.989999")}); !controlplane.IsCapacity(err) ||
+		!strings.Contains(err.Error(), "above max_price_per_hour $2.989999/h") {
+		t.Errorf("bid above the cap: %v", err)
+	}
+	inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-cap", Offer: o, MaxPricePerHour: usd("2.999999")})
+	if err != nil || inst.PricePerHour != usd("2.99") {
+		t.Fatalf("bid within the cap: %+v %v", inst, err)
+	}
+	if b := bidOf(t, e, inst.ID); b.LimitCents != 299 {
+		t.Errorf("limit %d cents", b.LimitCents)
+	}
+	// An offer price between cents is bid rounded down.
+	odd := o
+	odd.PricePerHour = usd("2.995")
+	inst, err = e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-odd", Offer: odd, MaxPricePerHour: usd("2.999999")})
+	if err != nil || bidOf(t, e, inst.ID).LimitCents != 299 {
+		t.Errorf("odd price: %+v %v", inst, err)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Keys of Offer.Details set by Offers and PriceBids. Prices are plain decimal dollars per instance-hour
@@ -22,7 +22,8 @@ const (
 	DetailLastClearing = "last_clearing_price"
 	// DetailSpotPrice is /v2/pricing/current's spot_price_cents, the current clearing price.
 	DetailSpotPrice = "spot_price"
-	// DetailLowestAllocated is the lowest limit price currently winning.
+	// DetailLowestAllocated is the lowest winning bid: the lowest limit price currently allocated
+	// (lowest_allocated_price, or lowest_allocated_bid_cents when higher).
 	DetailLowestAllocated = "lowest_allocated_price"
 	// DetailWinPrice is the price Mithril reports a new bid needs to win now (dynamic_win_price_cents).
 	DetailWinPrice = "win_price"
@@ -36,7 +37,9 @@ const (
 	// rule that set it.
 	DetailRequiredPrice = "required_price"
 	DetailRequiredBy    = "required_by"
-	// DetailUndercuts names the other cloud's offer the bid undercuts ("cloud region instance-type $X").
+	// DetailUndercuts names the comparable offer of another cloud that is the bid's basis, which the
+	// bid undercuts: "<cloud> <region> <instance type> <spot|on-demand> $X/h" (absent when nothing
+	// compares).
 	DetailUndercuts = "undercuts"
 )
 
@@ -44,8 +47,22 @@ const (
 // it to win at once.
 const DefaultWinMarginPercent = 10.0
 
-// Ineligibility reason when nothing sets a price.
-const reasonNoPrice = "no comparable spot offer to undercut and no max_price_per_hour"
+// reasonNoSignal is the ineligibility reason when neither the auction nor another cloud gives a price.
+const reasonNoSignal = "no price signal: the auction reports no clearing price, winning bid, win price or minimum, " +
+	"and no other cloud has a comparable offer to price a bid against"
+
+// reasonNoCapacity says an auction cannot allocate anything now, with its two prices: the last
+// clearing price and the lowest winning bid. Offers and PriceBids give the same reason.
+func reasonNoCapacity(last, lowest Cents) string {
+	l, w := "unknown", "none"
+	if last.Valid {
+		l = centsToUSD(last.Amount).PerHour()
+	}
+	if lowest.Valid {
+		w = centsToUSD(lowest.Amount).PerHour()
+	}
+	return fmt.Sprintf("auction has no capacity now (last clearing price %s, lowest winning bid %s)", l, w)
+}
 
 // auctionSignals are an offer's auction facts, in cents, read back from its Details.
 type auctionSignals struct {
@@ -80,7 +97,7 @@ func signalsOf(o controlplane.Offer) auctionSignals {
 		s.capacity = OptInt{Value: int64(o.Available), Valid: true}
 	}
 	if !s.lastClearing.Valid && o.PricePerHour > 0 && o.Details[DetailBidPrice] == "" {
-		s.lastClearing = CentsOf(int64(math.Round(o.PricePerHour * 100)))
+		s.lastClearing = CentsOf(usdToCentsNearest(o.PricePerHour))
 	}
 	return s
 }
@@ -107,7 +124,7 @@ func requirements(s auctionSignals, marginPercent float64) []requirement {
 		reqs = append(reqs, requirement{need, fmt.Sprintf("last winning %s/h + %s%% margin", FormatDollars(winning.Amount), strconv.FormatFloat(marginPercent, 'f', -1, 64))})
 	}
 	if s.lowestAllocated.Valid && s.lowestAllocated.Amount > 0 {
-		reqs = append(reqs, requirement{s.lowestAllocated.Amount + 1, fmt.Sprintf("lowest allocated bid %s/h + $0.01", FormatDollars(s.lowestAllocated.Amount))})
+		reqs = append(reqs, requirement{s.lowestAllocated.Amount + 1, fmt.Sprintf("lowest winning bid %s/h + $0.01", FormatDollars(s.lowestAllocated.Amount))})
 	}
 	if s.winPrice.Valid && s.winPrice.Amount > 0 {
 		reqs = append(reqs, requirement{s.winPrice.Amount, fmt.Sprintf("Mithril's current win price %s/h", FormatDollars(s.winPrice.Amount))})
@@ -125,115 +142,164 @@ func ceilDiv(a, b int64) int64 {
 	return (a + b - 1) / b
 }
 
-// PriceBids sets the bid price of each Mithril offer and marks the ones hydra does not expect to win at
-// once as Ineligible. It never changes its inputs.
+// PriceBids sets the bid price (the limit price, in whole cents) of each Mithril offer and marks the ones
+// hydra does not expect to win at once, or does not want to place, as Ineligible. It never changes its
+// inputs, and pricing an offer twice gives the same answer.
 //
-// The bid (Offer.PricePerHour, also Details["bid_price"]) is one cent below the cheapest comparable
-// spot offer of another cloud (same GPU type and GPU count, eligible, priced) — precisely the largest
-// whole-cent amount at or below that price minus $0.01 — and never above the user's max price when it
-// is set. With no comparable offer the bid is the max price; with neither, the offer is ineligible.
-// All arithmetic is in integer cents.
-//
-// A bid is placed only if hydra expects it to win at once. The auction must have free capacity (a known
-// available capacity of 0 makes the offer ineligible), and the bid must reach every one of these floors:
+// What the auction needs. A bid is expected to win at once when it reaches every one of these floors;
+// the strictest (the highest) is the least bid that wins, "need" (Details["required_price"], with the
+// rule in Details["required_by"]; on a tie the first in this list is named):
 //
 //  1. margin: last winning price × (1 + WinMarginPercent/100), rounded up to a cent, where the last
 //     winning price is the higher of last_instance_price and spot_price_cents;
-//  2. lowest allocated: lowest_allocated_price + $0.01 (a new bid must beat the lowest winning bid);
+//  2. lowest winning bid: lowest_allocated_price + $0.01 (a new bid must beat the lowest winning bid);
 //  3. win price: Mithril's dynamic_win_price_cents;
 //  4. minimum: the auction's minimum_price_cents.
 //
-// The strictest floor — the highest — decides (on a tie, the first in this list is named). A bid equal
-// to that floor clears. An offer without any price signal is ineligible, since nothing says it would
-// win. The last clearing price stays in Details["last_clearing_price"]; the deciding floor is in
-// Details["required_price"] and Details["required_by"].
-func (b *Backend) PriceBids(own, others []controlplane.Offer, maxPricePerHour float64) []controlplane.Offer {
+// The basis. Comparable offers are the others of another cloud with the same GPU type and GPU count
+// that are eligible, priced and not sold out (Available != 0); the control plane passes the offers of
+// every configured cloud, also when the request is limited to Mithril. The basis is the cheapest
+// comparable spot offer, else the cheapest comparable on-demand offer (named in Details["undercuts"]).
+//
+// The bid. With a basis, the bid is min(basis − $0.01, max_price_per_hour), in whole cents rounded
+// down (a cap of $2.999999 bids at most $2.99), and it must be at least need. Without any comparable
+// offer, the bid is need itself — the auction's price signal plus the margin — capped by the max: a
+// bid is never the user's max merely because nothing compares. A bid is never above the max.
+//
+// Ineligible offers, each reason naming the figures that decided:
+//   - need above the max, or above the basis less a cent (another cloud is as cheap or cheaper):
+//     "bid $X/h does not clear: needs at least $N/h (rule), above max_price_per_hour $M/h" or "...;
+//     a winning bid would not undercut <cloud> <region> <type> <kind> $B/h";
+//   - no price signal from the auction (none of the four floors) and nothing compares: "no price
+//     signal: ..."; with a basis but no signal, the bid is set and marked "bid $X/h: no price signal:
+//     ...", since nothing says it would win;
+//   - a known available capacity of 0, whatever the bid: "auction has no capacity now (last clearing
+//     price $X/h, lowest winning bid $Y/h)", as Offers says;
+//   - a bid that would be $0.00.
+//
+// The bid is in Offer.PricePerHour and Details["bid_price"]; the auction's last clearing price stays in
+// Details["last_clearing_price"] and its lowest winning bid in Details["lowest_allocated_price"]. All
+// arithmetic is in integer cents; prices become money.USD exactly (one cent is money.Cent).
+func (b *Backend) PriceBids(own, others []controlplane.Offer, maxPricePerHour money.USD) []controlplane.Offer {
 	return priceBids(own, others, maxPricePerHour, b.margin)
 }
 
-func priceBids(own, others []controlplane.Offer, maxPricePerHour, marginPercent float64) []controlplane.Offer {
+func priceBids(own, others []controlplane.Offer, maxPricePerHour money.USD, marginPercent float64) []controlplane.Offer {
 	out := make([]controlplane.Offer, len(own))
-	maxCents := dollarsToCentsFloor(maxPricePerHour)
 	for i, o := range own {
-		o.Details = cloneDetails(o.Details)
-		o.Spot = true
-		s := signalsOf(o)
-		// Start from the unpriced offer, so pricing an offer twice gives the same answer.
-		for _, k := range []string{DetailUndercuts, DetailBidPrice, DetailRequiredPrice, DetailRequiredBy} {
-			delete(o.Details, k)
-		}
-		if s.lastClearing.Valid {
-			o.Details[DetailLastClearing] = formatPlain(s.lastClearing.Amount)
-			o.PricePerHour = s.lastClearing.Dollars()
-		}
-		o.Ineligible = ""
-
-		var bid int64
-		if cheapest, ok := cheapestComparable(o, others); ok {
-			bid = dollarsToCentsFloor(cheapest.PricePerHour) - 1
-			o.Details[DetailUndercuts] = fmt.Sprintf("%s %s %s %s/h", cheapest.Cloud, cheapest.Region, cheapest.InstanceType, formatFloatDollars(cheapest.PricePerHour))
-			if maxCents > 0 && bid > maxCents {
-				bid = maxCents
-			}
-		} else if maxCents > 0 {
-			bid = maxCents
-		} else {
-			o.Ineligible = reasonNoPrice
-			out[i] = o
-			continue
-		}
-		if bid <= 0 {
-			o.Ineligible = fmt.Sprintf("bid %s/h is not a price Mithril accepts", FormatDollars(bid))
-			out[i] = o
-			continue
-		}
-		o.PricePerHour = float64(bid) / 100
-		o.Details[DetailBidPrice] = formatPlain(bid)
-
-		reqs := requirements(s, marginPercent)
-		if len(reqs) == 0 {
-			o.Ineligible = fmt.Sprintf("bid %s/h: the auction reports no price to judge whether it would win", FormatDollars(bid))
-			out[i] = o
-			continue
-		}
-		need := reqs[0]
-		for _, r := range reqs[1:] {
-			if r.cents > need.cents {
-				need = r
-			}
-		}
-		o.Details[DetailRequiredPrice] = formatPlain(need.cents)
-		o.Details[DetailRequiredBy] = need.why
-		switch {
-		case s.capacity.Valid && s.capacity.Value <= 0:
-			o.Ineligible = fmt.Sprintf("bid %s/h cannot win at once: the %s auction in %s has no free capacity (%d available)", FormatDollars(bid), o.InstanceType, o.Region, s.capacity.Value)
-		case bid < need.cents:
-			o.Ineligible = fmt.Sprintf("bid %s/h does not clear: needs at least %s/h (%s)", FormatDollars(bid), FormatDollars(need.cents), need.why)
-		}
-		out[i] = o
+		out[i] = priceBid(o, others, maxPricePerHour, marginPercent)
 	}
 	return out
 }
 
-// cheapestComparable returns the cheapest eligible spot offer of another cloud with the same GPU type
-// and count; ties break on cloud, region and instance type so the answer is deterministic.
+// derivedDetails are the Details keys PriceBids sets; it starts each offer without them.
+var derivedDetails = []string{DetailUndercuts, DetailBidPrice, DetailRequiredPrice, DetailRequiredBy}
+
+func priceBid(o controlplane.Offer, others []controlplane.Offer, maxPricePerHour money.USD, marginPercent float64) controlplane.Offer {
+	o.Details = cloneDetails(o.Details)
+	o.Spot = true
+	s := signalsOf(o)
+	for _, k := range derivedDetails {
+		delete(o.Details, k)
+	}
+	o.Ineligible = ""
+	if s.lastClearing.Valid {
+		o.Details[DetailLastClearing] = formatPlain(s.lastClearing.Amount)
+		o.PricePerHour = s.lastClearing.USD()
+	}
+	noCapacity := s.capacity.Valid && s.capacity.Value <= 0
+
+	// The ceiling: one cent under the basis, and the user's max, whichever is lower (-1: none).
+	ceiling, over := int64(-1), ""
+	basis, hasBasis := cheapestComparable(o, others)
+	if hasBasis {
+		name := describeOffer(basis)
+		o.Details[DetailUndercuts] = name
+		ceiling, over = usdToCentsFloor(basis.PricePerHour)-1, "; a winning bid would not undercut "+name
+	}
+	if maxPricePerHour > 0 {
+		if m := usdToCentsFloor(maxPricePerHour); ceiling < 0 || m < ceiling {
+			ceiling, over = m, ", above max_price_per_hour "+maxPricePerHour.PerHour()
+		}
+	}
+
+	need, haveNeed := strictest(requirements(s, marginPercent))
+	if haveNeed {
+		o.Details[DetailRequiredPrice] = formatPlain(need.cents)
+		o.Details[DetailRequiredBy] = need.why
+	}
+	var bid int64
+	switch {
+	case !haveNeed && !hasBasis:
+		o.Ineligible = reasonNoSignal
+		if noCapacity {
+			o.Ineligible = reasonNoCapacity(s.lastClearing, s.lowestAllocated)
+		}
+		return o
+	case hasBasis:
+		bid = ceiling
+	default:
+		bid = need.cents
+		if ceiling >= 0 && bid > ceiling {
+			bid = ceiling
+		}
+	}
+	switch {
+	case noCapacity:
+		o.Ineligible = reasonNoCapacity(s.lastClearing, s.lowestAllocated)
+	case bid <= 0:
+		o.Ineligible = fmt.Sprintf("bid %s/h is not a price Mithril accepts", FormatDollars(bid))
+	case !haveNeed:
+		o.Ineligible = fmt.Sprintf("bid %s/h: no price signal: the auction reports no price to judge whether it would win", FormatDollars(bid))
+	case bid < need.cents:
+		o.Ineligible = fmt.Sprintf("bid %s/h does not clear: needs at least %s/h (%s)%s", FormatDollars(bid), FormatDollars(need.cents), need.why, over)
+	}
+	if bid > 0 {
+		o.PricePerHour = centsToUSD(bid)
+		o.Details[DetailBidPrice] = formatPlain(bid)
+	}
+	return o
+}
+
+// strictest returns the highest requirement (the first of equals); ok is false when there is none.
+func strictest(reqs []requirement) (requirement, bool) {
+	if len(reqs) == 0 {
+		return requirement{}, false
+	}
+	need := reqs[0]
+	for _, r := range reqs[1:] {
+		if r.cents > need.cents {
+			need = r
+		}
+	}
+	return need, true
+}
+
+// cheapestComparable returns the basis of a bid: the cheapest comparable spot offer of another cloud
+// (same GPU type and count, eligible, priced, not sold out), else the cheapest comparable on-demand
+// one. Ties break on cloud, region and instance type so the answer is deterministic.
 func cheapestComparable(o controlplane.Offer, others []controlplane.Offer) (controlplane.Offer, bool) {
-	var cands []controlplane.Offer
+	var spot, onDemand []controlplane.Offer
 	for _, x := range others {
-		if x.Cloud == CloudName || !x.Spot || x.Ineligible != "" || x.PricePerHour <= 0 ||
+		if x.Cloud == CloudName || x.Ineligible != "" || x.PricePerHour <= 0 || x.Available == 0 ||
 			x.GPUType != o.GPUType || x.GPUCount != o.GPUCount {
 			continue
 		}
-		cands = append(cands, x)
+		if x.Spot {
+			spot = append(spot, x)
+		} else {
+			onDemand = append(onDemand, x)
+		}
+	}
+	cands := spot
+	if len(cands) == 0 {
+		cands = onDemand
 	}
 	if len(cands) == 0 {
 		return controlplane.Offer{}, false
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
-		if ac, bc := dollarsToCentsFloor(a.PricePerHour), dollarsToCentsFloor(b.PricePerHour); ac != bc {
-			return ac < bc
-		}
 		if a.PricePerHour != b.PricePerHour {
 			return a.PricePerHour < b.PricePerHour
 		}
@@ -248,18 +314,13 @@ func cheapestComparable(o controlplane.Offer, others []controlplane.Offer) (cont
 	return cands[0], true
 }
 
-// formatFloatDollars writes another cloud's float price with at least two decimals ("$1.90",
-// "$1.905").
-func formatFloatDollars(d float64) string {
-	s := strconv.FormatFloat(d, 'f', -1, 64)
-	dot := strings.IndexByte(s, '.')
-	switch {
-	case dot < 0:
-		s += ".00"
-	case len(s)-dot == 2:
-		s += "0"
+// describeOffer names another cloud's offer: "verda fin-01 8H100 spot $2.40/h".
+func describeOffer(x controlplane.Offer) string {
+	kind := "on-demand"
+	if x.Spot {
+		kind = "spot"
 	}
-	return "$" + s
+	return fmt.Sprintf("%s %s %s %s %s", x.Cloud, x.Region, x.InstanceType, kind, x.PricePerHour.PerHour())
 }
 
 func cloneDetails(d map[string]string) map[string]string {

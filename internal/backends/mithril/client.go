@@ -2,6 +2,19 @@
 // spot instances through a sealed second-price auction. It holds a typed client of the v2 REST API
 // (client.go), the status mapping (status.go), the bid pricing rules (bids.go) and the
 // controlplane.AuctionBackend (backend.go).
+//
+// Money: Mithril writes prices as "$X.XX" strings and integer cents; the package keeps them as whole
+// cents (Cents) and converts them to hydra's money.USD exactly (one cent is money.Cent). Bids are
+// placed in whole cents, never above the user's max_price_per_hour rounded down to a cent.
+//
+// Offers lists every auction, also one without capacity now (Available 0, Ineligible with its last
+// clearing price and lowest winning bid). PriceBids sets each bid (see its doc for the full rule): the
+// basis is the cheapest comparable offer of another cloud (same GPU type and count; spot first, else
+// on-demand) and the bid is one cent under it, capped by the max, but never below what the auction
+// needs to win (its last winning price plus win_margin_percent, the lowest winning bid plus a cent, its
+// win price and minimum). With nothing comparable the bid is exactly what the auction needs, capped by
+// the max, never the max merely because nothing compares; an offer whose winning bid would be above
+// the max or the basis is ineligible, with both figures in the reason.
 package mithril
 
 import (

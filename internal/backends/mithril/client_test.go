@@ -48,9 +48,10 @@ func TestClientCatalogAndPricing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Default catalog: capacity 4, two market bids at $12.50 and $13.00, minimum $8.00, last $12.03.
+	// Default catalog: capacity 4, two market bids at $12.50 and $13.00, minimum $8.00, last $12.03; a
+	// new bid must reach the lowest winning bid, $12.50.
 	if p.SpotPriceCents.Amount != 1203 || p.MinimumPriceCents.Amount != 800 || p.LowestAllocatedBidCents.Amount != 1250 ||
-		p.AvailableCapacity.Value != 2 || p.TotalCapacity.Value != 4 || p.DynamicWinPriceCents.Amount != 800 || p.ReservedPriceCents.Valid {
+		p.AvailableCapacity.Value != 2 || p.TotalCapacity.Value != 4 || p.DynamicWinPriceCents.Amount != 1250 || p.ReservedPriceCents.Valid {
 		t.Errorf("pricing %+v", p)
 	}
 	if _, err := e.client.CurrentPricing(ctx, "", ""); controlplane.KindOf(err) != controlplane.ErrInvalid || !strings.Contains(err.Error(), "query.instance_type: Field required") {

@@ -31,10 +31,9 @@ func startConformance(t *testing.T) (controlplane.InstanceManagerBackend, emukit
 	}, backendtest.Inventory(t), nil))(t), e
 }
 
-// winningBid prices every auction with free capacity through PriceBids, against another cloud's
-// comparable spot offer at twice the last clearing price plus a dollar (so the bid, a cent below it,
-// clears every floor), and picks the cheapest eligible bid. A raw auction offer carries only the last
-// clearing price, which is no bid.
+// winningBid prices every auction through PriceBids with nothing comparable and no max price, so each
+// bid is exactly what its auction needs to win now (the new bid rule), and picks the cheapest eligible
+// bid. Auctions without capacity are listed ineligible by Offers and stay so.
 func winningBid(t *testing.T, b controlplane.InstanceManagerBackend, offers []controlplane.Offer) controlplane.Offer {
 	t.Helper()
 	ab, ok := b.(controlplane.AuctionBackend)
@@ -44,12 +43,7 @@ func winningBid(t *testing.T, b controlplane.InstanceManagerBackend, offers []co
 	var best controlplane.Offer
 	found := false
 	for _, o := range offers {
-		if o.Available == 0 {
-			continue
-		}
-		other := controlplane.Offer{Cloud: "conformance", Region: "elsewhere", InstanceType: "comparable", GPUType: o.GPUType, GPUCount: o.GPUCount,
-			PricePerHour: 2*o.PricePerHour + 1, Spot: true, Available: -1}
-		p := ab.PriceBids([]controlplane.Offer{o}, []controlplane.Offer{other}, 0)[0]
+		p := ab.PriceBids([]controlplane.Offer{o}, nil, 0)[0]
 		if p.Ineligible != "" {
 			continue
 		}

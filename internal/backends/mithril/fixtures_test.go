@@ -95,7 +95,7 @@ func TestFixturesParse(t *testing.T) {
 	running := bids.Data[1]
 	running.Status = BidAllocated
 	got, _ = b.evaluate(t.Context(), running, insts.Data)
-	if got.Status != controlplane.StatusRunning || got.SSH == nil || got.SSH.Host != "34.121.8.17" || got.SSH.User != "ubuntu" || got.SSH.Port != 22 || got.PricePerHour != 12.60 {
+	if got.Status != controlplane.StatusRunning || got.SSH == nil || got.SSH.Host != "34.121.8.17" || got.SSH.User != "ubuntu" || got.SSH.Port != 22 || got.PricePerHour != usd("12.60") {
 		t.Errorf("running instance: %+v", got)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Cents is an amount of US dollars held as whole cents, so bid arithmetic never drifts the way float
@@ -22,8 +23,34 @@ type Cents struct {
 // CentsOf returns a valid amount of n cents.
 func CentsOf(n int64) Cents { return Cents{Amount: n, Valid: true} }
 
-// Dollars returns the amount in dollars (for Offer.PricePerHour).
-func (c Cents) Dollars() float64 { return float64(c.Amount) / 100 }
+// USD returns the amount as hydra's money type, exactly (one cent is money.Cent); 0 when not valid.
+func (c Cents) USD() money.USD {
+	if !c.Valid {
+		return 0
+	}
+	return centsToUSD(c.Amount)
+}
+
+// centsToUSD converts whole cents to money.USD exactly.
+func centsToUSD(cents int64) money.USD { return money.USD(cents) * money.Cent }
+
+// usdToCentsFloor converts an amount (another cloud's price, a user's max price) to the largest whole
+// number of cents at or below it: $2.999999 is 299 cents. Integer arithmetic: nothing is rounded up.
+func usdToCentsFloor(u money.USD) int64 {
+	if u <= 0 {
+		return 0
+	}
+	return int64(u / money.Cent)
+}
+
+// usdToCentsNearest converts an amount to the nearest whole number of cents (halves up), for a price
+// signal read back from Offer.PricePerHour.
+func usdToCentsNearest(u money.USD) int64 {
+	if u <= 0 {
+		return 0
+	}
+	return int64((u + money.Cent/2) / money.Cent)
+}
 
 // String formats the amount the way Mithril writes prices: "$12.50" ("" when not valid).
 func (c Cents) String() string {
@@ -201,15 +228,6 @@ func (o OptInt) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return []byte(strconv.FormatInt(o.Value, 10)), nil
-}
-
-// dollarsToCentsFloor converts a float dollar price (another cloud's Offer.PricePerHour, a user's
-// max price) to whole cents, rounding down but forgiving float noise (1.9 is 190 cents, not 189).
-func dollarsToCentsFloor(d float64) int64 {
-	if d <= 0 || math.IsNaN(d) || math.IsInf(d, 0) {
-		return 0
-	}
-	return int64(math.Floor(d*100 + 1e-6))
 }
 
 // APITime is a timestamp as the API writes it: RFC 3339 with or without fractional seconds, or a

@@ -3,7 +3,6 @@ package primeintellect
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Config configures the Prime Intellect backend.
@@ -61,8 +61,6 @@ const (
 	DetailRegion     = "region"
 	DetailSecurity   = "security"
 	DetailDiskGB     = "disk_gb"
-	DetailVCPUs      = "vcpus"
-	DetailMemoryGB   = "memory_gb"
 	DetailStock      = "stock_status"
 	DetailGPUPrice   = "gpu_price_per_hour"
 	DetailDiskPrice  = "disk_price_per_hour"
@@ -170,6 +168,47 @@ func regionOf(a GPUAvailability) string {
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
+// itemHardware is what an availability item says of its machine: the form factor from socket ("SXM5",
+// "PCIe"), else as gpuType states it; the memory of one GPU (perGPUMemory); vCPUs and RAM (GB) from the
+// defaultCount of vcpu and memory, the amounts a pod is created with.
+func itemHardware(a GPUAvailability) controlplane.Hardware {
+	return controlplane.Hardware{
+		FormFactor:  restclient.FormFactor(a.Socket, a.GPUType),
+		GPUMemoryGB: perGPUMemory(a.GPUType, a.GPUMemory, a.GPUCount.Int()),
+		VCPUs:       max(a.VCPU.DefaultCount.Int(), 0),
+		MemoryGB:    max(a.Memory.DefaultCount.Int(), 0),
+	}
+}
+
+// perGPUMemory is the memory of one GPU of an item. The spec calls gpuMemory per GPU, but Prime's
+// recorded answers send the box total (gpuMemory 160 for 2x A100_80GB, 640 for 8); the GPU type names
+// the memory of one GPU ("A100_80GB"). So a gpuMemory equal to the named memory is per GPU, another
+// that is a multiple of the count is a total and is divided, and a null one leaves the name to say it.
+func perGPUMemory(gpuType string, gpuMemory Number, count int) int {
+	named := namedGPUMemory(gpuType)
+	total := gpuMemory.Int()
+	switch {
+	case !gpuMemory.Set || total <= 0:
+		return named
+	case named != 0 && total == named:
+		return total
+	case count > 1 && total%count == 0:
+		return total / count
+	default:
+		return total
+	}
+}
+
+// namedGPUMemory is the memory of one GPU as Prime's GPU type names it ("H100_80GB": 80), or 0. The
+// Grace Hopper types (GH200_96GB, GH200_480GB, GH200_624GB) name the superchip's memory, CPU memory
+// included, so they say nothing of the GPU's.
+func namedGPUMemory(gpuType string) int {
+	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(gpuType)), "GH200") {
+		return 0
+	}
+	return restclient.GPUMemoryGBInName(gpuType)
+}
+
 // toOffer maps one availability item; ok is false when hydra cannot rent it.
 func (b *Backend) toOffer(a GPUAvailability) (controlplane.Offer, string, bool) {
 	gpuType := b.inv.TypeForAPIName(CloudName, a.GPUType)
@@ -189,8 +228,9 @@ func (b *Backend) toOffer(a GPUAvailability) (controlplane.Offer, string, bool) 
 	if cur := strings.ToUpper(strings.TrimSpace(a.Prices.Currency)); cur != "" && cur != "USD" {
 		return controlplane.Offer{}, "priced in " + cur, false
 	}
-	price, ok := a.TotalPrice()
-	if !ok || price <= 0 || math.IsNaN(price) || math.IsInf(price, 0) {
+	total, ok := a.TotalPrice()
+	price, err := money.FromFloat(total)
+	if !ok || err != nil || price <= 0 {
 		return controlplane.Offer{}, "no price", false
 	}
 	base, _ := a.BasePrice()
@@ -210,12 +250,6 @@ func (b *Backend) toOffer(a GPUAvailability) (controlplane.Offer, string, bool) 
 	if n := a.DiskSize(); n > 0 {
 		d[DetailDiskGB] = strconv.Itoa(n)
 	}
-	if a.VCPU.DefaultCount.Set {
-		d[DetailVCPUs] = strconv.Itoa(a.VCPU.DefaultCount.Int())
-	}
-	if a.Memory.DefaultCount.Set {
-		d[DetailMemoryGB] = strconv.Itoa(a.Memory.DefaultCount.Int())
-	}
 	if a.PrepaidTime.Set && a.PrepaidTime.V > 0 {
 		d[DetailPrepaid] = fmtFloat(a.PrepaidTime.V)
 	}
@@ -225,6 +259,7 @@ func (b *Backend) toOffer(a GPUAvailability) (controlplane.Offer, string, bool) 
 		InstanceType: instanceType(a.Provider, a.GPUType, a.Socket, count),
 		GPUType:      gpuType,
 		GPUCount:     count,
+		Hardware:     itemHardware(a),
 		PricePerHour: price,
 		Spot:         a.Spot(),
 		Available:    -1,
@@ -297,7 +332,7 @@ func (b *Backend) crossCheckEmpty(ctx context.Context) {
 // carry no Details (an offer rebuilt from its ID on another machine): then the instance type and
 // region say what to look for. An offer without dataCenter (null in many real answers) is matched by
 // its region or country, and the create leaves the placement to the upstream.
-func (b *Backend) resolve(ctx context.Context, o controlplane.Offer, limit float64) (GPUAvailability, error) {
+func (b *Backend) resolve(ctx context.Context, o controlplane.Offer, limit money.USD) (GPUAvailability, error) {
 	const op = "creating pod"
 	d := o.Details
 	if d == nil {
@@ -350,10 +385,9 @@ func (b *Backend) resolve(ctx context.Context, o controlplane.Offer, limit float
 			"offer %s in %s is no longer available", o.InstanceType, o.Region)
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
-		pi, _ := cands[i].TotalPrice()
-		pj, _ := cands[j].TotalPrice()
+		pi, pj := totalUSD(cands[i]), totalUSD(cands[j])
 		if limit > 0 {
-			if wi, wj := pi <= limit+1e-9, pj <= limit+1e-9; wi != wj {
+			if wi, wj := pi <= limit, pj <= limit; wi != wj {
 				return wi
 			}
 		}
@@ -367,7 +401,7 @@ func (b *Backend) resolve(ctx context.Context, o controlplane.Offer, limit float
 }
 
 // maxPrice is the numeric maxPrice sent on create: the user's ceiling, or the quote plus the margin.
-func (b *Backend) maxPrice(req controlplane.CreateRequest, current float64) float64 {
+func (b *Backend) maxPrice(req controlplane.CreateRequest, current money.USD) money.USD {
 	if req.MaxPricePerHour > 0 {
 		return req.MaxPricePerHour
 	}
@@ -375,8 +409,20 @@ func (b *Backend) maxPrice(req controlplane.CreateRequest, current float64) floa
 	if quote <= 0 {
 		quote = current
 	}
-	// Round up to a cent fraction so the API sees a clean number at least the quote plus margin.
-	return math.Ceil(quote*(1+b.margin)*10000) / 10000
+	// Round up to a hundredth of a cent so the API sees a clean number at least the quote plus margin.
+	const step = money.Cent / 100
+	return (quote.Times(1+b.margin) + step - 1) / step * step
+}
+
+// totalUSD is an item's total price per hour; a missing or invalid price reads as money.Max, which
+// no limit admits and which sorts last.
+func totalUSD(a GPUAvailability) money.USD {
+	f, ok := a.TotalPrice()
+	u, err := money.FromFloat(f)
+	if !ok || err != nil {
+		return money.Max
+	}
+	return u
 }
 
 // Create creates the pod named req.Name from the offer and returns at once with it pending.
@@ -394,7 +440,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	}
 	var (
 		item              GPUAvailability
-		current, maxPrice float64
+		current, maxPrice money.USD
 		keyIDs            []string
 	)
 	inst, how, err := b.creates.Do(ctx, createonce.Steps{
@@ -408,11 +454,11 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			if item, err = b.resolve(ctx, req.Offer, limit); err != nil {
 				return err
 			}
-			current, _ = item.TotalPrice()
+			current = totalUSD(item)
 			maxPrice = b.maxPrice(req, current)
-			if current > maxPrice+1e-9 {
+			if current > maxPrice {
 				return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-					"offer %s now costs $%.4f/h, above the maximum $%.4f/h", req.Offer.InstanceType, current, maxPrice)
+					"offer %s now costs %s, above the maximum %s", req.Offer.InstanceType, current.PerHour(), maxPrice.PerHour())
 			}
 			keyIDs, err = restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey}, req.SSHPublicKeys)
 			return err
@@ -432,7 +478,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 }
 
 // createPod creates the pod of a resolved offer with a numeric maxPrice.
-func (b *Backend) createPod(ctx context.Context, req controlplane.CreateRequest, item GPUAvailability, maxPrice float64, keyIDs []string) (controlplane.Instance, error) {
+func (b *Backend) createPod(ctx context.Context, req controlplane.CreateRequest, item GPUAvailability, maxPrice money.USD, keyIDs []string) (controlplane.Instance, error) {
 	spec := PodSpec{
 		Name:         req.Name,
 		CloudID:      item.CloudID,
@@ -440,7 +486,7 @@ func (b *Backend) createPod(ctx context.Context, req controlplane.CreateRequest,
 		Socket:       item.Socket,
 		GPUCount:     item.GPUCount.Int(),
 		DiskSize:     item.DiskSize(),
-		MaxPrice:     maxPrice,
+		MaxPrice:     maxPrice.Float64(),
 		Image:        b.cfg.Image,
 		DataCenterID: item.DataCenter,
 		Country:      item.Country,
@@ -472,12 +518,14 @@ func (b *Backend) createPod(ctx context.Context, req controlplane.CreateRequest,
 	if inst.Name == "" {
 		inst.Name = req.Name
 	}
+	// What was ordered, where the pod's answer does not say it yet.
+	inst.Hardware = restclient.FillHardware(inst.Hardware, itemHardware(item))
 	return inst, nil
 }
 
 // fromOffer completes a just-created pod with what the offer described, whatever the pod's fields
 // say this early.
-func (b *Backend) fromOffer(inst controlplane.Instance, req controlplane.CreateRequest, price float64) controlplane.Instance {
+func (b *Backend) fromOffer(inst controlplane.Instance, req controlplane.CreateRequest, price money.USD) controlplane.Instance {
 	if inst.Region == "" {
 		inst.Region = req.Offer.Region
 	}
@@ -489,6 +537,7 @@ func (b *Backend) fromOffer(inst controlplane.Instance, req controlplane.CreateR
 		inst.PricePerHour = req.Offer.PricePerHour
 	}
 	inst.Spot = inst.Spot || req.Offer.Spot
+	inst.Hardware = restclient.FillHardware(inst.Hardware, req.Offer.Hardware)
 	return inst
 }
 
@@ -509,6 +558,7 @@ func (b *Backend) fillFromOffer(inst controlplane.Instance, req controlplane.Cre
 	if inst.PricePerHour == 0 {
 		inst.PricePerHour = req.Offer.PricePerHour
 	}
+	inst.Hardware = restclient.FillHardware(inst.Hardware, req.Offer.Hardware)
 	return inst
 }
 
@@ -548,11 +598,12 @@ func (b *Backend) toInstance(p Pod) controlplane.Instance {
 		CreatedAt:   parseTime(p.CreatedAt),
 	}
 	if p.PriceHr.Set {
-		inst.PricePerHour = p.PriceHr.V
+		inst.PricePerHour, _ = money.FromFloat(p.PriceHr.V)
 	}
 	if p.InstallationStatus != "" && strings.EqualFold(p.Status, "ACTIVE") && !strings.EqualFold(p.InstallationStatus, "FINISHED") {
 		inst.CloudStatus = p.Status + "/" + p.InstallationStatus
 	}
+	inst.Hardware = podHardware(p)
 	if p.GPUName != "" {
 		inst.GPUType = b.inv.TypeForAPIName(CloudName, p.GPUName)
 		if p.ProviderType != "" && p.Socket != "" && inst.GPUCount > 0 {
@@ -560,6 +611,18 @@ func (b *Backend) toInstance(p Pod) controlplane.Instance {
 		}
 	}
 	return inst
+}
+
+// podHardware is what a pod says of its machine: the form factor from socket, else as gpuName states
+// it; the memory of one GPU as gpuName states it ("H100_80GB"; a pod has no gpuMemory; see
+// namedGPUMemory); vCPUs and RAM (GB) from resources.vcpus and resources.memory.
+func podHardware(p Pod) controlplane.Hardware {
+	return controlplane.Hardware{
+		FormFactor:  restclient.FormFactor(p.Socket, p.GPUName),
+		GPUMemoryGB: namedGPUMemory(p.GPUName),
+		VCPUs:       max(p.Resources.VCPUs.Int(), 0),
+		MemoryGB:    max(p.Resources.Memory.Int(), 0),
+	}
 }
 
 // Get returns one pod.

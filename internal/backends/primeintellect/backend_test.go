@@ -3,7 +3,6 @@ package primeintellect
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 func findOffer(t *testing.T, offers []controlplane.Offer, provider, gpuType string, count int, spot bool) controlplane.Offer {
@@ -25,8 +25,6 @@ func findOffer(t *testing.T, offers []controlplane.Offer, provider, gpuType stri
 	t.Fatalf("no offer %s %dx%s spot=%v in %d offers", provider, count, gpuType, spot, len(offers))
 	return controlplane.Offer{}
 }
-
-func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func TestOffersMapping(t *testing.T) {
 	e := newEnv(t, emu.Options{})
@@ -52,19 +50,21 @@ func TestOffersMapping(t *testing.T) {
 		count             int
 		spot              bool
 		wantType          string
-		wantPrice         float64
+		wantPrice         money.USD
 		wantResale        string
 		wantRegion        string
 		wantInstanceType  string
 		wantCloudIDDetail string
 	}{
-		{"runpod adds the excluded disk", "runpod", "H100_80GB", 1, false, "h100", 2.69 + 120*0.00014, "", "CA-MTL-1", "runpod.H100_80GB.SXM5.1x", "NVIDIA H100 80GB HBM3"},
-		{"disk included adds nothing", "hyperstack", "H100_80GB", 1, false, "h100", 1.9, "", "NORWAY-1", "hyperstack.H100_80GB.PCIe.1x", "n3-H100x1"},
-		{"verda resale", "datacrunch", "H100_80GB", 1, false, "h100", 2.29, "verda", "FIN-01", "datacrunch.H100_80GB.SXM5.1x", "1H100.80S.30V"},
-		{"8 GPUs, whole-box price", "datacrunch", "H100_80GB", 8, false, "h100", 18.32, "verda", "FIN-01", "datacrunch.H100_80GB.SXM5.8x", "8H100.80S.176V"},
-		{"upcloud resale", "upcloud", "L40S_48GB", 1, false, "l40s", 1.39 + 100*0.00012, "upcloud", "fi-hel2", "upcloud.L40S_48GB.PCIe.1x", "GPU-8xCPU-64GB-1xL40S"},
-		{"community price", "tensordock", "A100_80GB", 1, false, "a100-80gb", 1.0 + 260*0.00005, "", "US-NV-1", "tensordock.A100_80GB.PCIe.1x", "a100-80gb-1x-td"},
-		{"spot", "crusoecloud", "A100_80GB", 1, true, "a100-80gb", 0.5748, "", "eu-iceland1-a", "crusoecloud.A100_80GB.SXM4.1x", "a100-80gb-sxm4-spot"},
+		// Where the disk is not included: runpod 2.69 + 120 GB * 0.00014, upcloud 1.39 + 100 GB *
+		// 0.00012, tensordock 1.0 + 260 GB * 0.00005.
+		{"runpod adds the excluded disk", "runpod", "H100_80GB", 1, false, "h100", 2_706_800, "", "CA-MTL-1", "runpod.H100_80GB.SXM5.1x", "NVIDIA H100 80GB HBM3"},
+		{"disk included adds nothing", "hyperstack", "H100_80GB", 1, false, "h100", 1_900_000, "", "NORWAY-1", "hyperstack.H100_80GB.PCIe.1x", "n3-H100x1"},
+		{"verda resale", "datacrunch", "H100_80GB", 1, false, "h100", 2_290_000, "verda", "FIN-01", "datacrunch.H100_80GB.SXM5.1x", "1H100.80S.30V"},
+		{"8 GPUs, whole-box price", "datacrunch", "H100_80GB", 8, false, "h100", 18_320_000, "verda", "FIN-01", "datacrunch.H100_80GB.SXM5.8x", "8H100.80S.176V"},
+		{"upcloud resale", "upcloud", "L40S_48GB", 1, false, "l40s", 1_402_000, "upcloud", "fi-hel2", "upcloud.L40S_48GB.PCIe.1x", "GPU-8xCPU-64GB-1xL40S"},
+		{"community price", "tensordock", "A100_80GB", 1, false, "a100-80gb", 1_013_000, "", "US-NV-1", "tensordock.A100_80GB.PCIe.1x", "a100-80gb-1x-td"},
+		{"spot", "crusoecloud", "A100_80GB", 1, true, "a100-80gb", 574_800, "", "eu-iceland1-a", "crusoecloud.A100_80GB.SXM4.1x", "a100-80gb-sxm4-spot"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestOffersMapping(t *testing.T) {
 				}
 			}
 			if o.Details[DetailProvider] != tt.provider || o.Details[DetailGPUType] != tt.gpu || o.GPUCount != tt.count ||
-				o.GPUType != tt.wantType || !near(o.PricePerHour, tt.wantPrice) || o.ResaleOf != tt.wantResale ||
+				o.GPUType != tt.wantType || o.PricePerHour != tt.wantPrice || o.ResaleOf != tt.wantResale ||
 				o.Region != tt.wantRegion || o.InstanceType != tt.wantInstanceType || o.Details[DetailCloudID] != tt.wantCloudIDDetail {
 				t.Fatalf("offer = %+v", o)
 			}
@@ -100,7 +100,7 @@ func TestOffersSkipsCountsAboveMax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(offers) != 1 || offers[0].Details[DetailCloudID] != "l4x1-b" || offers[0].PricePerHour != 0.35 {
+	if len(offers) != 1 || offers[0].Details[DetailCloudID] != "l4x1-b" || offers[0].PricePerHour != money.MustFromFloat(0.35) {
 		t.Fatalf("offers = %+v", offers)
 	}
 }
@@ -236,13 +236,15 @@ func TestCreateMaxPriceAlwaysNumeric(t *testing.T) {
 	tests := []struct {
 		name      string
 		marginPct float64
-		userMax   float64
-		want      float64
+		userMax   money.USD
+		want      money.USD
 	}{
-		{"default margin 10%", 0, 0, math.Ceil((0.43+120*0.00014)*1.1*10000) / 10000},
-		{"custom margin 25%", 25, 0, math.Ceil((0.43+120*0.00014)*1.25*10000) / 10000},
-		{"no margin", -1, 0, math.Ceil((0.43+120*0.00014)*10000) / 10000},
-		{"user ceiling wins", 0, 3, 3},
+		// The quote is 0.43 + 120 GB * 0.00014 = 0.4468; the quote plus the margin is rounded up to a
+		// hundredth of a cent.
+		{"default margin 10%", 0, 0, 491_500}, // 0.49148
+		{"custom margin 25%", 25, 0, 558_500},
+		{"no margin", -1, 0, 446_800},
+		{"user ceiling wins", 0, 3 * money.Dollar, 3 * money.Dollar},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,8 +257,8 @@ func TestCreateMaxPriceAlwaysNumeric(t *testing.T) {
 				t.Fatal(err)
 			}
 			mp, ok := lastCreate(t, e)["maxPrice"].(float64)
-			if !ok || !near(mp, tt.want) {
-				t.Fatalf("maxPrice = %#v, want %v", lastCreate(t, e)["maxPrice"], tt.want)
+			if got, err := money.FromFloat(mp); !ok || err != nil || got != tt.want {
+				t.Fatalf("maxPrice = %#v, want %s", lastCreate(t, e)["maxPrice"], tt.want)
 			}
 		})
 	}
@@ -267,9 +269,12 @@ func TestCreateCapacityErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(e *env)
+		text  string
 	}{
-		{"sold out between offer and create (Unavailable)", func(e *env) { _ = e.emu.SetCapacity("L40S_48GB", 0) }},
-		{"offer vanished", func(e *env) { _ = e.emu.SetCatalog(emu.DefaultCatalog()[:2]) }},
+		{"sold out between offer and create (Unavailable)", func(e *env) { _ = e.emu.SetCapacity("L40S_48GB", 0) }, ""},
+		{"offer vanished", func(e *env) { _ = e.emu.SetCatalog(emu.DefaultCatalog()[:2]) }, ""},
+		// Quoted at 0.86 + 120 GB * 0.00014 = 0.8768, plus 10% is 0.96448, rounded up to 0.9645; now
+		// 0.86 * 1.2 + 0.0168 = 1.0488.
 		{"price rose above the quote plus the margin", func(e *env) {
 			cat := emu.DefaultCatalog()
 			for i := range cat {
@@ -278,7 +283,7 @@ func TestCreateCapacityErrors(t *testing.T) {
 				}
 			}
 			_ = e.emu.SetCatalog(cat)
-		}},
+		}, "offer runpod.L40S_48GB.PCIe.1x now costs $1.0488/h, above the maximum $0.9645/h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,7 +293,7 @@ func TestCreateCapacityErrors(t *testing.T) {
 			o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
 			tt.setup(e)
 			_, err := b.Create(context.Background(), createReq(o, "pi-vm-cap"))
-			wantKind(t, err, controlplane.ErrCapacity)
+			backendtest.WantError(t, err, controlplane.ErrCapacity, tt.text)
 			if e.emu.CreateCount() != 0 || e.Requests("POST /api/v1/pods") != 0 {
 				t.Fatal("no pod may be created")
 			}
@@ -310,7 +315,7 @@ func TestCreatePrefersItemWithinCeiling(t *testing.T) {
 	}
 	_ = e.emu.SetCatalog([]emu.Item{l4("a", 0.6), l4("b", 0.45)})
 	req := createReq(offers[0], "pi-vm-ceiling")
-	req.MaxPricePerHour = 0.5
+	req.MaxPricePerHour = money.MustFromFloat(0.5)
 	if _, err := b.Create(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +446,7 @@ func TestNullLocationOffers(t *testing.T) {
 			kansas = o
 		}
 	}
-	if global.Details[DetailDataCenter] != "" || global.Details[DetailCountry] != "" || !near(global.PricePerHour, 1.6567999999999998+120*0.00014) {
+	if global.Details[DetailDataCenter] != "" || global.Details[DetailCountry] != "" || global.PricePerHour != 1_673_600 { // 1.6568 + 120 GB * 0.00014
 		t.Fatalf("offer without any location = %+v", global)
 	}
 	if cz.Details[DetailDataCenter] != "" || cz.Details[DetailCountry] != "CZ" || cz.Spot {
@@ -458,7 +463,7 @@ func TestNullLocationOffers(t *testing.T) {
 	if _, ok := body["dataCenterId"]; ok || body["country"] != nil || body["cloudId"] != "NVIDIA A100 80GB PCIe" {
 		t.Fatalf("create body = %v", body)
 	}
-	if inst.Region != "global" || !near(inst.PricePerHour, global.PricePerHour) {
+	if inst.Region != "global" || inst.PricePerHour != global.PricePerHour {
 		t.Fatalf("instance = %+v", inst)
 	}
 	// Rebuilt from its ID (no Details) after the cloudIds changed.

@@ -257,8 +257,38 @@ type Pod struct {
 	IP                   StringList `json:"ip"`
 	IsSpot               *bool      `json:"isSpot"`
 	EnvironmentType      string     `json:"environmentType"`
+	// Resources are the pod's machine: memory (GB), disk (GB), vcpus; numbers or strings.
+	Resources PodResources `json:"resources"`
 	// DataCenterID is not in the published Pod model; read it when a pod carries it.
 	DataCenterID string `json:"dataCenterId"`
+}
+
+// PodResources is a pod's "resources" object: memory (GB), disk (GB), vcpus and shared_disk. Examples
+// send the numbers as strings too.
+type PodResources struct {
+	Memory     Number
+	Disk       Number
+	VCPUs      Number
+	SharedDisk Number
+}
+
+// UnmarshalJSON reads the object leniently: null, a value that is no object, and a field that is no
+// number leave the fields unset rather than failing the whole pod.
+func (r *PodResources) UnmarshalJSON(b []byte) error {
+	*r = PodResources{}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil
+	}
+	for key, dst := range map[string]*Number{"memory": &r.Memory, "disk": &r.Disk, "vcpus": &r.VCPUs, "shared_disk": &r.SharedDisk} {
+		if v, ok := raw[key]; ok {
+			var n Number
+			if n.UnmarshalJSON(v) == nil {
+				*dst = n
+			}
+		}
+	}
+	return nil
 }
 
 // PodList is the answer of GET /api/v1/pods/.

@@ -18,6 +18,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
@@ -94,8 +95,8 @@ type Backend struct {
 
 	mu     sync.Mutex
 	tmpl   *Storage
-	plans  map[string]Plan    // by plan name, from the last Offers
-	prices map[string]float64 // "zone/plan" -> USD per hour, from the last Offers (or a capped Create)
+	plans  map[string]Plan      // by plan name, from the last Offers
+	prices map[string]money.USD // "zone/plan" -> USD per hour, from the last Offers (or a capped Create)
 
 	creates createonce.Group // serialises the creates of one name in this process
 }
@@ -151,7 +152,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		return nil, controlplane.NewError(controlplane.ErrAuth, CloudName, "configuring", err)
 	}
 	return &Backend{cfg: cfg, client: client, inv: inv, log: logger.Named(CloudName),
-		plans: map[string]Plan{}, prices: map[string]float64{}}, nil
+		plans: map[string]Plan{}, prices: map[string]money.USD{}}, nil
 }
 
 // Cloud returns "upcloud".
@@ -188,6 +189,28 @@ func gpuOfPlan(p Plan) (string, int) {
 	return model, n
 }
 
+// planHardware is what a plan says of its machines: vCPUs from core_number, RAM from memory_amount
+// (MiB), and the form factor as the GPU model states it ("NVIDIA L40S" and "NVIDIA L4" are PCIe cards;
+// "NVIDIA H100" does not say, and neither does the plan). /plan gives no GPU memory, and UpCloud's
+// gpu_model names none, so GPUMemoryGB stays 0 unless the model names it.
+func planHardware(p Plan, model string) controlplane.Hardware {
+	return controlplane.Hardware{
+		FormFactor:  restclient.FormFactor(model),
+		GPUMemoryGB: restclient.GPUMemoryGBInName(model),
+		VCPUs:       int(max(p.CoreNumber, 0)),
+		MemoryGB:    mibToGB(p.MemoryAmount),
+	}
+}
+
+// mibToGB converts UpCloud's memory_amount (MiB) into whole GB (GiB, as UpCloud's plan names count
+// them: 65536 MiB is the "64GB" of GPU-8xCPU-64GB-1xL4), rounded.
+func mibToGB(mib FlexInt) int {
+	if mib <= 0 {
+		return 0
+	}
+	return int((mib + 512) / 1024)
+}
+
 // Offers lists the GPU plans UpCloud sells now, one offer per plan and zone with a price, mapped to
 // hydra's GPU types through api_names (the plan's gpu_model). Stock comes from /device/availability; a
 // plan priced in a zone but out of stock there is returned with Available 0 and Ineligible set.
@@ -220,7 +243,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	rate := b.rate(prices)
 
 	newPlans := map[string]Plan{}
-	newPrices := map[string]float64{}
+	newPrices := map[string]money.USD{}
 	var offers []controlplane.Offer
 	for _, p := range plans {
 		model, count := gpuOfPlan(p)
@@ -255,6 +278,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 				InstanceType: p.Name,
 				GPUType:      gpuType,
 				GPUCount:     count,
+				Hardware:     planHardware(p, model),
 				PricePerHour: usd,
 				Spot:         spot,
 				Available:    -1,
@@ -262,8 +286,6 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 					"plan":                     p.Name,
 					"zone":                     z.Name,
 					"gpu_model":                model,
-					"cores":                    strconv.FormatInt(int64(p.CoreNumber), 10),
-					"memory_mib":               strconv.FormatInt(int64(p.MemoryAmount), 10),
 					"price_eur_cents_per_hour": strconv.FormatFloat(float64(item.Price), 'f', -1, 64),
 					"eur_to_usd":               strconv.FormatFloat(rate, 'f', -1, 64),
 				},
@@ -305,8 +327,6 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	return offers, nil
 }
 
-func roundPrice(v float64) float64 { return math.Round(v*1e6) / 1e6 }
-
 // rate is the factor from the price list's cents to US dollar cents: EURToUSD, or 1 when the list
 // says its currency is USD.
 func (b *Backend) rate(prices *PriceList) float64 {
@@ -316,14 +336,19 @@ func (b *Backend) rate(prices *PriceList) float64 {
 	return b.cfg.EURToUSD
 }
 
-// centsToUSD turns a price in (euro) cents per hour into US dollars per hour.
-func centsToUSD(cents FlexFloat, rate float64) float64 {
-	return roundPrice(float64(cents) / 100 * rate)
+// centsToUSD turns a price in (euro) cents per hour into US dollars per hour, rounding once to the
+// micro-dollar. A price no cloud would ask (negative, not a number) reads as 0, which is no offer.
+func centsToUSD(cents FlexFloat, rate float64) money.USD {
+	u, err := money.FromFloat(float64(cents) / 100 * rate)
+	if err != nil {
+		return 0
+	}
+	return u
 }
 
 // planPrice returns the price of a plan in a zone in US dollars per hour; ok is false when the zone
 // does not sell the plan (no server_plan_<plan> item there).
-func planPrice(prices *PriceList, zone, plan string, rate float64) (usd float64, ok bool) {
+func planPrice(prices *PriceList, zone, plan string, rate float64) (usd money.USD, ok bool) {
 	for _, z := range prices.Prices.Zone {
 		if z.Name != zone {
 			continue
@@ -527,6 +552,7 @@ func (b *Backend) createServer(ctx context.Context, req controlplane.CreateReque
 	if inst.GPUType == "" {
 		inst.GPUType, inst.GPUCount = req.Offer.GPUType, req.Offer.GPUCount
 	}
+	inst.Hardware = restclient.FillHardware(inst.Hardware, req.Offer.Hardware)
 	return inst, nil
 }
 
@@ -562,7 +588,7 @@ func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Ins
 
 // checkPrice reads the price list and returns ErrCapacity when the plan now costs more than maxUSD per
 // hour in the zone, or the zone no longer sells it.
-func (b *Backend) checkPrice(ctx context.Context, zone, plan string, maxUSD float64) error {
+func (b *Backend) checkPrice(ctx context.Context, zone, plan string, maxUSD money.USD) error {
 	const op = "creating server"
 	prices, err := b.client.ListPrices(ctx)
 	if err != nil {
@@ -575,9 +601,9 @@ func (b *Backend) checkPrice(ctx context.Context, zone, plan string, maxUSD floa
 	b.mu.Lock()
 	b.prices[zone+"/"+plan] = usd
 	b.mu.Unlock()
-	if usd > maxUSD+1e-9 {
+	if usd > maxUSD {
 		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"plan %s in %s now costs $%.4f/h, above the maximum price of $%.4f/h", plan, zone, usd, maxUSD)
+			"plan %s in %s now costs %s, above the maximum price of %s", plan, zone, usd.PerHour(), maxUSD.PerHour())
 	}
 	return nil
 }
@@ -639,7 +665,35 @@ func (b *Backend) instance(s *Server) controlplane.Instance {
 		inst.GPUType = b.inv.TypeForAPIName(CloudName, model)
 		inst.GPUCount = count
 	}
+	inst.Hardware = serverHardware(s, p, model)
 	return inst
+}
+
+// serverHardware is what a server's details say of its machine: vCPUs from core_number, RAM from
+// memory_amount (MiB), the memory of one GPU from its devices' metadata.memory (GB), and the form
+// factor as the GPU model states it. A server answer without cores or memory (a summary) falls back
+// on its plan's.
+func serverHardware(s *Server, p Plan, model string) controlplane.Hardware {
+	hw := planHardware(p, model)
+	if s.CoreNumber > 0 {
+		hw.VCPUs = int(s.CoreNumber)
+	}
+	if s.MemoryAmount > 0 {
+		hw.MemoryGB = mibToGB(s.MemoryAmount)
+	}
+	for _, d := range s.Devices.Device {
+		if !strings.EqualFold(d.Type, "gpu") {
+			continue
+		}
+		if d.Metadata.Memory > 0 {
+			hw.GPUMemoryGB = int(d.Metadata.Memory)
+		}
+		if hw.FormFactor == "" {
+			hw.FormFactor = restclient.FormFactor(d.Model)
+		}
+		break
+	}
+	return hw
 }
 
 // Get returns the server with that uuid; a missing one is an ErrNotFound error.

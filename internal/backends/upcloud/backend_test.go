@@ -2,7 +2,6 @@ package upcloud
 
 import (
 	"context"
-	"math"
 	"os"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraBackendKey hydra@test"
@@ -89,8 +89,9 @@ func TestOffers(t *testing.T) {
 			if o.GPUType != "l40s" || o.GPUCount != 1 || o.Spot || o.Cloud != "upcloud" || o.ID != "" || o.Pool != "" {
 				t.Errorf("offer %+v", o)
 			}
-			if want := 111.1607 / 100 * 1.08; math.Abs(o.PricePerHour-want) > 1e-6 {
-				t.Errorf("price %v, want %v (cents -> EUR -> USD)", o.PricePerHour, want)
+			// 111.1607 euro cents = 1.111607 EUR; * 1.08 = 1.20053556 USD, rounded once to the micro-dollar.
+			if want := money.USD(1_200_536); o.PricePerHour != want {
+				t.Errorf("price %s, want %s (cents -> EUR -> USD)", o.PricePerHour, want)
 			}
 			if o.Available != 6 || o.Ineligible != "" {
 				t.Errorf("availability %d %q", o.Available, o.Ineligible)
@@ -127,13 +128,22 @@ func TestOffers(t *testing.T) {
 		}},
 		{"spot plans when allowed", func(c *Config) { c.AllowSpotPlans = true }, func(t *testing.T, offers []controlplane.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-SPOT-8xCPU-64GB-1xL4")
-			if o == nil || !o.Spot || o.GPUType != "l4" || math.Abs(o.PricePerHour-0.57*1.08) > 1e-6 {
+			if o == nil || !o.Spot || o.GPUType != "l4" || o.PricePerHour != 615_600 { // 57 cents * 1.08
 				t.Errorf("spot offer %+v", o)
 			}
 		}},
 		{"custom exchange rate", func(c *Config) { c.EURToUSD = 1.25 }, func(t *testing.T, offers []controlplane.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-12xCPU-240GB-1xH100")
-			if o == nil || math.Abs(o.PricePerHour-252.9761/100*1.25) > 1e-6 {
+			// 252.9761 cents * 1.25 = 3.16220125 USD
+			if o == nil || o.PricePerHour != 3_162_201 || o.Details["eur_to_usd"] != "1.25" {
+				t.Errorf("offer %+v", o)
+			}
+		}},
+		// 111.1607 cents * 1.080026 = 1.200564461782 USD. It is rounded once, to 1.200564: not to four
+		// decimals (1.2006), and not in two steps (1.2005645, then 1.200565).
+		{"conversion rounded once to the micro-dollar", func(c *Config) { c.EURToUSD = 1.080026 }, func(t *testing.T, offers []controlplane.Offer) {
+			o := findOffer(offers, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
+			if o == nil || o.PricePerHour != 1_200_564 || o.PricePerHour.String() != "1.200564" {
 				t.Errorf("offer %+v", o)
 			}
 		}},

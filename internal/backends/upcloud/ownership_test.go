@@ -2,13 +2,13 @@ package upcloud
 
 import (
 	"context"
-	"math"
 	"strings"
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // TestConfirmOwnershipKeepsOtherLabels: the confirmation is a modify that resends every label, so a
@@ -128,20 +128,21 @@ func TestCreatePriceCap(t *testing.T) {
 	b := newTestBackend(t, base, nil)
 	ctx := context.Background()
 	offer := offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
-	exact := 111.1607 / 100 * DefaultEURToUSD
-	if math.Abs(offer.PricePerHour-exact) > 1e-6 {
-		t.Fatalf("offer price %v, want %v", offer.PricePerHour, exact)
+	const exact money.USD = 1_200_536 // 111.1607 euro cents * 1.08 = 1.20053556 USD, to the micro-dollar
+	if offer.PricePerHour != exact {
+		t.Fatalf("offer price %s, want %s", offer.PricePerHour, exact)
 	}
-	req := func(name string, maxPrice float64) controlplane.CreateRequest {
+	req := func(name string, maxPrice money.USD) controlplane.CreateRequest {
 		return controlplane.CreateRequest{Name: name, Offer: offer, MaxPricePerHour: maxPrice, SSHPublicKeys: []string{testKey}}
 	}
-	_, err := b.Create(ctx, req("upcloud-vm-cheap", exact-0.001))
-	if !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "above the maximum") {
-		t.Fatalf("create capped below the price: %v", err)
+	_, err := b.Create(ctx, req("upcloud-vm-cheap", exact-money.Micro))
+	const want = "plan GPU-8xCPU-64GB-1xL40S in fi-hel2 now costs $1.200536/h, above the maximum price of $1.200535/h"
+	if !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("create capped one micro-dollar below the price: %v, want %q", err, want)
 	}
 	gone := offer
 	gone.Region = "nl-ams1" // no price for the plan there: not sold
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-gone", Offer: gone, MaxPricePerHour: 100, SSHPublicKeys: []string{testKey}}); !controlplane.IsCapacity(err) {
+	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-gone", Offer: gone, MaxPricePerHour: 100 * money.Dollar, SSHPublicKeys: []string{testKey}}); !controlplane.IsCapacity(err) {
 		t.Fatalf("create of a plan the zone does not sell: %v", err)
 	}
 	if n := srv.CreateCount(); n != 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
@@ -183,17 +183,42 @@ func (b *Backend) gpuTypeFor(names ...string) string {
 	return ""
 }
 
-// toUSD converts a catalog price into US dollars. An entry without a currency is in the currency asked.
-func (b *Backend) toUSD(price float64, currency string) (float64, bool) {
+// hardware reads what Verda says of a machine: the form factor from the gpu description ("1x H100
+// SXM5 80GB"), else the type's name ("H100 SXM5 80GB") or model; the memory of one GPU as
+// gpu_memory.size_in_gigabytes (Verda's total for all GPUs) divided by gpu.number_of_gpus, else as the
+// gpu description or name states it; vCPUs from cpu.number_of_cores and RAM from
+// memory.size_in_gigabytes. An instance object has no name or model (pass ""): its gpu description says it.
+func hardware(name, model string, gpu GPU, gpuMemory Size, cpu CPU, memory Size) controlplane.Hardware {
+	desc := countPrefix.ReplaceAllString(gpu.Description, "")
+	hw := controlplane.Hardware{
+		FormFactor: restclient.FormFactor(desc, name, model),
+		VCPUs:      max(cpu.NumberOfCores, 0),
+		MemoryGB:   max(memory.SizeInGigabytes, 0),
+	}
+	if gpu.NumberOfGPUs > 0 {
+		if gpuMemory.SizeInGigabytes > 0 {
+			hw.GPUMemoryGB = gpuMemory.SizeInGigabytes / gpu.NumberOfGPUs
+		} else if hw.GPUMemoryGB = restclient.GPUMemoryGBInName(desc); hw.GPUMemoryGB == 0 {
+			hw.GPUMemoryGB = restclient.GPUMemoryGBInName(name)
+		}
+	}
+	return hw
+}
+
+// toUSD converts a catalog price into US dollars, rounding once to the micro-dollar. An entry without
+// a currency is in the currency asked. ok is false for an unknown currency or a price no cloud would ask.
+func (b *Backend) toUSD(price float64, currency string) (money.USD, bool) {
 	switch strings.ToLower(strings.TrimSpace(currency)) {
 	case "":
 		return b.toUSD(price, b.cfg.Currency)
 	case "usd":
-		return price, true
 	case "eur":
-		return math.Round(price*b.cfg.EURToUSD*10000) / 10000, true
+		price *= b.cfg.EURToUSD
+	default:
+		return 0, false
 	}
-	return 0, false
+	u, err := money.FromFloat(price)
+	return u, err == nil
 }
 
 // Offers lists what Verda can deploy now: the catalog (GET /instance-types) joined on instance_type
@@ -270,6 +295,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 					InstanceType: name,
 					GPUType:      gt,
 					GPUCount:     t.GPU.NumberOfGPUs,
+					Hardware:     hardware(t.Name, t.Model, t.GPU, t.GPUMemory, t.CPU, t.Memory),
 					PricePerHour: usd,
 					Spot:         isSpot,
 					Available:    -1,
@@ -377,6 +403,7 @@ func (b *Backend) createInstance(ctx context.Context, req controlplane.CreateReq
 		InstanceType: instanceType,
 		GPUType:      req.Offer.GPUType,
 		GPUCount:     req.Offer.GPUCount,
+		Hardware:     req.Offer.Hardware,
 		Spot:         req.Offer.Spot,
 		PricePerHour: req.Offer.PricePerHour,
 		Status:       controlplane.StatusPending,
@@ -432,7 +459,7 @@ func (b *Backend) checkPrice(ctx context.Context, req controlplane.CreateRequest
 	}
 	if req.Offer.PricePerHour > ceiling {
 		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"offer price %.4f USD/h is above the maximum %.4f USD/h", req.Offer.PricePerHour, ceiling)
+			"offer price %s is above the maximum %s", req.Offer.PricePerHour.PerHour(), ceiling.PerHour())
 	}
 	types, err := b.client.InstanceTypes(ctx, b.cfg.Currency)
 	if err != nil {
@@ -448,7 +475,7 @@ func (b *Backend) checkPrice(ctx context.Context, req controlplane.CreateRequest
 		}
 		if usd, ok := b.toUSD(price, t.Currency); ok && usd > ceiling {
 			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-				"%s now costs %.4f USD/h, above the maximum %.4f USD/h", instanceType, usd, ceiling)
+				"%s now costs %s, above the maximum %s", instanceType, usd.PerHour(), ceiling.PerHour())
 		}
 	}
 	return nil
@@ -596,7 +623,7 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 	b.mu.Unlock()
 	price, ok := b.toUSD(float64(in.PricePerHour), currency)
 	if !ok {
-		price = float64(in.PricePerHour)
+		price, _ = b.toUSD(float64(in.PricePerHour), "usd")
 	}
 	region := in.Location
 	if region == "" {
@@ -610,6 +637,7 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 		InstanceType: in.InstanceType,
 		GPUType:      gt,
 		GPUCount:     in.GPU.NumberOfGPUs,
+		Hardware:     hardware("", "", in.GPU, in.GPUMemory, in.CPU, in.Memory),
 		Spot:         in.IsSpot,
 		PricePerHour: price,
 		Status:       status,

@@ -15,6 +15,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 func findOffer(offers []controlplane.Offer, region, typ string, spot bool) (controlplane.Offer, bool) {
@@ -36,18 +37,18 @@ func TestOffersMapping(t *testing.T) {
 		present     bool
 		gpu         string
 		count       int
-		price       float64
+		price       money.USD
 	}{
-		{"FIN-01", "1H100.80S.30V", false, true, "h100", 1, 2.65},
-		{"FIN-01", "1H100.80S.30V", true, true, "h100", 1, 1.15},
-		{"FIN-03", "8H100.80S.176V", false, true, "h100", 8, 21.20},
-		{"FIN-01", "1B200.30V", true, true, "b200", 1, 1.79},       // spot stock only
-		{"FIN-01", "1B200.30V", false, false, "", 0, 0},            // on-demand sold out
-		{"FIN-01", "1A100.22V", false, true, "a100-80gb", 1, 1.29}, // "A100 SXM4 80GB"
-		{"FIN-01", "1RTX6000ADA.10V", false, true, "rtx6000ada", 1, 0.89},
-		{"FIN-03", "2RTXPRO6000.60V", false, true, "rtxpro6000", 2, 2.78},
-		{"FIN-02", "1L40S.20V", true, true, "l40s", 1, 0.35},
-		{"ICE-01", "1H200.141S.44V", false, true, "h200", 1, 3.59},
+		{"FIN-01", "1H100.80S.30V", false, true, "h100", 1, money.MustFromFloat(2.65)},
+		{"FIN-01", "1H100.80S.30V", true, true, "h100", 1, money.MustFromFloat(1.15)},
+		{"FIN-03", "8H100.80S.176V", false, true, "h100", 8, money.MustFromFloat(21.20)},
+		{"FIN-01", "1B200.30V", true, true, "b200", 1, money.MustFromFloat(1.79)},       // spot stock only
+		{"FIN-01", "1B200.30V", false, false, "", 0, 0},                                 // on-demand sold out
+		{"FIN-01", "1A100.22V", false, true, "a100-80gb", 1, money.MustFromFloat(1.29)}, // "A100 SXM4 80GB"
+		{"FIN-01", "1RTX6000ADA.10V", false, true, "rtx6000ada", 1, money.MustFromFloat(0.89)},
+		{"FIN-03", "2RTXPRO6000.60V", false, true, "rtxpro6000", 2, money.MustFromFloat(2.78)},
+		{"FIN-02", "1L40S.20V", true, true, "l40s", 1, money.MustFromFloat(0.35)},
+		{"ICE-01", "1H200.141S.44V", false, true, "h200", 1, money.MustFromFloat(3.59)},
 		{"FIN-01", "1A100.40S.22V", false, false, "", 0, 0}, // available but not in the catalog
 		{"FIN-01", "CPU.4V.16G", false, false, "", 0, 0},    // no GPU
 		{"FIN-01", "2A6000.20V", false, false, "", 0, 0},    // not in the inventory
@@ -116,8 +117,14 @@ func TestOffersEUR(t *testing.T) {
 	tests := []struct {
 		name string
 		rate float64
-		want float64
-	}{{"default rate", 0, 2.862}, {"configured rate", 1.5, 3.975}}
+		want money.USD
+	}{
+		{"default rate", 0, 2_862_000},      // 2.65 EUR * 1.08
+		{"configured rate", 1.5, 3_975_000}, // 2.65 EUR * 1.5
+		// 2.65 EUR * 1.083713 = 2.87183945 USD, rounded once to the micro-dollar: 2.871839. Rounding
+		// to four decimals first would give 2.8718, and rounding in two steps (2.8718395) 2.871840.
+		{"rate with six decimals", 1.083713, 2_871_839},
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startEmulator(t, emu.Options{Currency: "eur"})
@@ -156,7 +163,7 @@ func TestCreateKeepsOwnershipAndStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "ordered" || inst.SSH != nil || inst.Name != req.Name ||
-		inst.GPUType != "h100" || inst.GPUCount != 1 || !inst.Spot || inst.PricePerHour != 1.15 || inst.Region != "FIN-01" ||
+		inst.GPUType != "h100" || inst.GPUCount != 1 || !inst.Spot || inst.PricePerHour != money.MustFromFloat(1.15) || inst.Region != "FIN-01" ||
 		inst.CreatedAt.IsZero() || inst.Owner != req.Owner {
 		t.Fatalf("created: %+v", inst)
 	}
@@ -407,24 +414,25 @@ func TestCreatePriceCap(t *testing.T) {
 	offer := controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V"}
 	tests := []struct {
 		name    string
-		planned float64
+		planned money.USD
 		spot    bool
-		max     float64
-		wantErr bool
+		max     money.USD
+		wantErr string // "" for no error
 	}{
-		{"planned above the cap", 2.65, false, 2.00, true},
-		{"planned below, now above", 1.50, false, 2.00, true},
-		{"spot below the cap", 1.15, true, 2.00, false},
-		{"on demand at the cap", 2.65, false, 2.65, false},
+		{"planned above the cap", 2_650_000, false, 2 * money.Dollar, "offer price $2.65/h is above the maximum $2.00/h"},
+		{"planned below, now above", 1_500_000, false, 2 * money.Dollar, "1H100.80S.30V now costs $2.65/h, above the maximum $2.00/h"},
+		{"spot below the cap", 1_150_000, true, 2 * money.Dollar, ""},
+		{"on demand at the cap", 2_650_000, false, 2_650_000, ""},
+		{"one micro-dollar below the price", 2_650_000, false, 2_649_999, "offer price $2.65/h is above the maximum $2.649999/h"},
 	}
 	created := 0
 	for i, tc := range tests {
 		o := offer
 		o.PricePerHour, o.Spot = tc.planned, tc.spot
 		_, err := b.Create(ctx, controlplane.CreateRequest{Name: "verda-vm-cap" + string(rune('a'+i)), Offer: o, MaxPricePerHour: tc.max})
-		if tc.wantErr {
-			if !controlplane.IsCapacity(err) {
-				t.Errorf("%s: %v, want a capacity error", tc.name, err)
+		if tc.wantErr != "" {
+			if !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: %v, want a capacity error with %q", tc.name, err, tc.wantErr)
 			}
 			continue
 		}
@@ -442,10 +450,10 @@ func TestCreatePriceCap(t *testing.T) {
 func TestCreateEURPriceCap(t *testing.T) {
 	f := startEmulator(t, emu.Options{Currency: "eur"}) // 2.65 EUR/h = 2.862 USD/h at 1.08
 	b := f.backend(t, nil)
-	o := controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: 2.65}
-	_, err := b.Create(context.Background(), controlplane.CreateRequest{Name: "verda-vm-eur", Offer: o, MaxPricePerHour: 2.80})
-	if !controlplane.IsCapacity(err) {
-		t.Errorf("%v, want a capacity error", err)
+	o := controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: money.MustFromFloat(2.65)}
+	_, err := b.Create(context.Background(), controlplane.CreateRequest{Name: "verda-vm-eur", Offer: o, MaxPricePerHour: money.MustFromFloat(2.80)})
+	if want := "1H100.80S.30V now costs $2.862/h, above the maximum $2.80/h"; !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want a capacity error with %q", err, want)
 	}
 }
 

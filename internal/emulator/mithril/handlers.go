@@ -287,6 +287,10 @@ func (s *Server) createBid(r *http.Request, st *state, now time.Time, user strin
 	b := &bid{Name: name, Project: proj, CreatedBy: user, CreatedAt: now, LimitCents: limit, Quantity: qty,
 		TypeFID: a.TypeFID, Region: a.Region, SSHKeys: keys, Volumes: volumes, StartupScript: script, ImageVersion: image}
 	st.Created++
+	if st.Own.OutbidOnArrival > 0 {
+		st.Own.OutbidOnArrival--
+		b.Outbid = true
+	}
 	st.placeBid(b, now)
 	if st.Faults.TakeLostCreate() {
 		// The bid is placed (and saved); only the answer is lost.

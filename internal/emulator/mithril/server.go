@@ -6,8 +6,25 @@
 //
 // Faults are the shared vocabulary (emukit.Faults, armed through SetFaults or PUT /_emulator/faults)
 // plus Mithril's own (OwnFaults: preemptions, slow boots, the 5xx status, faults limited to one path);
-// the spot market's moves are AddMarketBid and SetCapacity. Stats counts hydra's bids (a hydra
-// instance is one bid): GET /_emulator/stats.
+// the spot market's moves are AddMarketBid, SetCapacity and SetAuction. Stats counts hydra's bids (a
+// hydra instance is one bid): GET /_emulator/stats.
+//
+// The auction. Bids are ranked by limit price and the top ones that fit the capacity win; winners pay
+// the highest losing limit price, the next clearing price. As at Mithril, a bid stays Open (no
+// instance) when its limit is below the auction's minimum, when the auction has no capacity, or when it
+// is placed below the lowest winning bid (lowest_allocated_price): a new bid must beat the lowest
+// winning bid to be allocated, even with capacity free, and waits Open until the lowest winning bid
+// falls to its limit. A bid preempted by a higher one goes Open again after the preemption window and
+// is allocated anew when capacity frees up.
+//
+// Holding a bid Open, to test a bid not won in time: the default catalog has a full auction
+// (h100-80gb.sxm.8x in us-central1-b: its two slots held by other customers' bids at $12.00 and $12.20,
+// so capacity 0 now), and any bid placed below an auction's lowest winning bid waits (h100-80gb.sxm.8x
+// in us-central1-a: below $12.50). The admin knob is SetAuction, over HTTP PUT /_emulator/auctions
+// (AuctionsPath) with a JSON AuctionChange: {"region": "us-central1-a", "instance_type":
+// "a100-80gb.sxm.1x", "capacity": 0} leaves the auction no capacity (every bid waits Open; allocated
+// ones are preempted), and "market_bids_cents": [5000] replaces other customers' bids so that the
+// lowest winning bid is $50.00. GET /_emulator/auctions lists the auctions and their signals.
 package mithril
 
 import (
@@ -66,6 +83,10 @@ type OwnFaults struct {
 	// would: the bid goes Preempting and its instance STATUS_PREEMPTING for the preemption window, after
 	// which the instance is STATUS_PREEMPTED and the bid Open again (Mithril may allocate it anew).
 	Preemptions int `json:"preemptions,omitempty"`
+	// OutbidOnArrival keeps the next N of hydra's new bids Open until they are cancelled, as when other
+	// customers' higher bids take the auction's capacity the moment a bid arrives (a bid that does not
+	// win in time).
+	OutbidOnArrival int `json:"outbid_on_arrival,omitempty"`
 	// SlowBoot is added to the boot of instances allocated while it is set.
 	SlowBoot emukit.Duration `json:"slow_boot,omitempty"`
 	// ServerErrorStatus is the status of the shared ServerErrors and LoseCreateResponses answers
@@ -111,7 +132,14 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
 	s.admin = newAdmin(s)
 	s.routes()
-	s.handler = emukit.WithAdmin(s.mux, s)
+	api := emukit.WithAdmin(s.mux, s)
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == AuctionsPath && (r.Method == http.MethodGet || r.Method == http.MethodPut) {
+			s.serveAuctions(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 	return s
 }
 
@@ -194,8 +222,8 @@ func (s *Server) routes() {
 	s.mux = m
 }
 
-// ServeHTTP answers one request: the API, and the emulator's admin surface (emukit.AdminHandler) under
-// emukit.AdminPath ("/_emulator/").
+// ServeHTTP answers one request: the API, and the emulator's admin surface under emukit.AdminPath
+// ("/_emulator/"): the shared emukit.AdminHandler and the spot market's AuctionsPath.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }

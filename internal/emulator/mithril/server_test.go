@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,8 +51,14 @@ func TestSecondPriceAuction(t *testing.T) {
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	fid := s.InstanceTypeFID("r1", "h100-80gb.sxm.8x")
+	status := func(b map[string]any) any {
+		t.Helper()
+		var got map[string]any
+		call(t, srv.URL, "GET", "/v2/spot/bids/"+b["fid"].(string), nil, &got)
+		return got["status"]
+	}
 
-	var low, high, top map[string]any
+	var low, high, under, mid, top map[string]any
 	if code := call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("low", fid, "r1", "$4.00"), &low); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
@@ -63,63 +70,194 @@ func TestSecondPriceAuction(t *testing.T) {
 		t.Errorf("allocated: %v", high)
 	}
 	p := pricing(t, srv.URL, fid, "r1")
-	// One slot left, no losing bid above the minimum: clearing at the minimum.
-	if p["spot_price_cents"] != 500.0 || p["available_capacity"] != 1.0 || p["lowest_allocated_bid_cents"] != 1000.0 || p["dynamic_win_price_cents"] != 500.0 {
+	// One slot left, no losing bid above the minimum: clearing at the minimum. A new bid needs the
+	// lowest winning bid, $10.00, although a slot is free.
+	if p["spot_price_cents"] != 500.0 || p["available_capacity"] != 1.0 || p["lowest_allocated_bid_cents"] != 1000.0 || p["dynamic_win_price_cents"] != 1000.0 {
 		t.Errorf("pricing after one win: %v", p)
 	}
-	var mid map[string]any
-	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("mid", fid, "r1", "$7.00"), &mid)
-	// A newer, higher bid with the auction full: "mid" (the lowest allocated) is outbid.
+	// A new bid below the lowest winning bid stays Open, even with a slot free.
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("under", fid, "r1", "$7.00"), &under)
+	if under["status"] != "Open" || len(under["instances"].([]any)) != 0 {
+		t.Errorf("a bid below the lowest winning bid: %v", under)
+	}
+	// One that beats it takes the slot; winners pay the highest losing bid (the held $7.00).
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("mid", fid, "r1", "$11.00"), &mid)
+	if mid["status"] != "Allocated" {
+		t.Errorf("a bid above the lowest winning bid: %v", mid)
+	}
+	if p := pricing(t, srv.URL, fid, "r1"); p["spot_price_cents"] != 700.0 || p["available_capacity"] != 0.0 || p["dynamic_win_price_cents"] != 1001.0 {
+		t.Errorf("pricing when full: %v", p)
+	}
+	// A newer, higher bid with the auction full: "high" (the lowest allocated) is outbid.
 	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("top", fid, "r1", "$12.00"), &top)
-	var got map[string]any
-	call(t, srv.URL, "GET", "/v2/spot/bids/"+mid["fid"].(string), nil, &got)
-	if got["status"] != "Preempting" {
-		t.Errorf("outbid bid: %v", got["status"])
+	if got := status(high); got != "Preempting" {
+		t.Errorf("outbid bid: %v", got)
 	}
 	if top["status"] != "Open" {
 		t.Errorf("the new bid waits for the preemption window: %v", top["status"])
 	}
 	var avail []map[string]any
 	call(t, srv.URL, "GET", "/v2/spot/availability", nil, &avail)
-	if len(avail) != 1 || avail[0]["capacity"] != 0.0 || avail[0]["lowest_allocated_price"] != "$10.00" || !strings.HasPrefix(avail[0]["fid"].(string), "auc_") {
+	if len(avail) != 1 || avail[0]["capacity"] != 0.0 || avail[0]["lowest_allocated_price"] != "$11.00" || !strings.HasPrefix(avail[0]["fid"].(string), "auc_") {
 		t.Errorf("availability: %v", avail)
 	}
 	c.Advance(time.Minute)
-	call(t, srv.URL, "GET", "/v2/spot/bids/"+top["fid"].(string), nil, &got)
-	if got["status"] != "Allocated" {
-		t.Errorf("after the window the higher bid wins: %v", got["status"])
+	if got := status(top); got != "Allocated" {
+		t.Errorf("after the window the higher bid wins: %v", got)
 	}
-	call(t, srv.URL, "GET", "/v2/spot/bids/"+mid["fid"].(string), nil, &got)
-	if got["status"] != "Open" {
-		t.Errorf("the preempted bid stays open: %v", got["status"])
+	if got := status(high); got != "Open" {
+		t.Errorf("the preempted bid stays open: %v", got)
 	}
-	// Winners pay the highest losing bid: $7.00.
-	if p := pricing(t, srv.URL, fid, "r1"); p["spot_price_cents"] != 700.0 {
+	// Winners pay the highest losing bid: $10.00.
+	if p := pricing(t, srv.URL, fid, "r1"); p["spot_price_cents"] != 1000.0 {
 		t.Errorf("second price: %v", p)
 	}
 	var insts struct {
 		Data []map[string]any `json:"data"`
 	}
-	call(t, srv.URL, "GET", "/v2/instances?project="+ProjectFID(DefaultProject)+"&bid_fid_in="+mid["fid"].(string), nil, &insts)
+	call(t, srv.URL, "GET", "/v2/instances?project="+ProjectFID(DefaultProject)+"&bid_fid_in="+high["fid"].(string), nil, &insts)
 	if len(insts.Data) != 1 || insts.Data[0]["status"] != "STATUS_PREEMPTED" || insts.Data[0]["ssh_destination"] != nil {
 		t.Errorf("preempted instance: %v", insts.Data)
 	}
 	// Cancelling: 204, instances terminated, and a second cancel is a 404.
-	if code := call(t, srv.URL, "DELETE", "/v2/spot/bids/"+high["fid"].(string), nil, nil); code != 204 {
+	if code := call(t, srv.URL, "DELETE", "/v2/spot/bids/"+mid["fid"].(string), nil, nil); code != 204 {
 		t.Errorf("cancel: %d", code)
 	}
-	call(t, srv.URL, "GET", "/v2/instances?project="+ProjectFID(DefaultProject)+"&bid_fid_in="+high["fid"].(string), nil, &insts)
+	call(t, srv.URL, "GET", "/v2/instances?project="+ProjectFID(DefaultProject)+"&bid_fid_in="+mid["fid"].(string), nil, &insts)
 	if insts.Data[0]["status"] != "STATUS_TERMINATED" {
 		t.Errorf("cancelled bid's instance: %v", insts.Data)
 	}
 	var e404 map[string]any
-	if code := call(t, srv.URL, "DELETE", "/v2/spot/bids/"+high["fid"].(string), nil, &e404); code != 404 || e404["detail"] == nil {
+	if code := call(t, srv.URL, "DELETE", "/v2/spot/bids/"+mid["fid"].(string), nil, &e404); code != 404 || e404["detail"] == nil {
 		t.Errorf("second cancel: %d %v", code, e404)
 	}
-	// The freed slot goes to the best open bid.
-	call(t, srv.URL, "GET", "/v2/spot/bids/"+mid["fid"].(string), nil, &got)
-	if got["status"] != "Allocated" {
-		t.Errorf("reallocation: %v", got["status"])
+	// The freed slot goes to the best open bid: the preempted one is allocated anew. The held bid still
+	// waits below the lowest winning bid.
+	if got := status(high); got != "Allocated" {
+		t.Errorf("reallocation: %v", got)
+	}
+	if got := status(under); got != "Open" {
+		t.Errorf("held bid: %v", got)
+	}
+	// Once no bid wins any more, the held bid is released and wins a slot.
+	call(t, srv.URL, "DELETE", "/v2/spot/bids/"+high["fid"].(string), nil, nil)
+	call(t, srv.URL, "DELETE", "/v2/spot/bids/"+top["fid"].(string), nil, nil)
+	if got := status(under); got != "Allocated" {
+		t.Errorf("released bid: %v", got)
+	}
+	if got := status(low); got != "Open" {
+		t.Errorf("below the minimum: %v", got)
+	}
+}
+
+// The admin knob holds bids Open: an auction without capacity allocates nothing, and market bids set
+// its lowest winning bid, below which new bids wait.
+func TestAuctionAdminHoldsBidsOpen(t *testing.T) {
+	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second, PreemptionWindow: time.Minute})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
+	put := func(body string) (int, AuctionInfo) {
+		t.Helper()
+		req, _ := http.NewRequest("PUT", srv.URL+AuctionsPath, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var info AuctionInfo
+		_ = json.NewDecoder(resp.Body).Decode(&info)
+		return resp.StatusCode, info
+	}
+
+	// Capacity 0 over HTTP: the market's allocated bid is preempted, and hydra's new bid waits Open.
+	code, info := put(`{"region":"us-central1-a","instance_type":"a100-80gb.sxm.1x","capacity":0}`)
+	if code != 200 || info.Capacity != 0 || info.Available != 0 || info.InstanceType != "a100-80gb.sxm.1x" || !slices.Equal(info.MarketBidsCents, []int64{100}) {
+		t.Fatalf("PUT capacity 0: %d %+v", code, info)
+	}
+	var b map[string]any
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("waits", fid, "us-central1-a", "$9.00"), &b)
+	c.Advance(time.Hour)
+	live := s.LiveBids()
+	if len(live) != 1 || live[0].Status != "Open" || len(live[0].Instances) != 0 {
+		t.Fatalf("a bid in an auction without capacity: %+v", live)
+	}
+	var avail []map[string]any
+	call(t, srv.URL, "GET", "/v2/spot/availability", nil, &avail)
+	for _, a := range avail {
+		if a["instance_type"] == fid && (a["capacity"] != 0.0 || a["lowest_allocated_price"] != nil) {
+			t.Errorf("availability of the emptied auction: %v", a)
+		}
+	}
+	// Capacity back: the bid (the best) is allocated.
+	if _, err := s.SetAuction(AuctionChange{Region: "us-central1-a", InstanceType: "a100-80gb.sxm.1x", Capacity: new(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if live := s.LiveBids(); live[0].Status != "Allocated" {
+		t.Errorf("after capacity is back: %+v", live)
+	}
+
+	// Market bids raise the lowest winning bid: with capacity free, a new bid below it waits Open.
+	code, info = put(`{"region":"us-central1-a","instance_type":"a100-80gb.sxm.1x","capacity":8,"market_bids_cents":[5000,6000]}`)
+	if code != 200 || info.Available != 5 || info.LowestWinningCents != 900 || !slices.Equal(info.MarketBidsCents, []int64{5000, 6000}) {
+		t.Fatalf("PUT market bids: %d %+v", code, info)
+	}
+	call(t, srv.URL, "DELETE", "/v2/spot/bids/"+b["fid"].(string), nil, nil)
+	if got := s.Auctions(); got[1].LowestWinningCents != 5000 || got[1].WinPriceCents != 5000 {
+		t.Fatalf("auctions: %+v", got[1])
+	}
+	var held, wins map[string]any
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("held", fid, "us-central1-a", "$49.99"), &held)
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("wins", fid, "us-central1-a", "$50.00"), &wins)
+	if held["status"] != "Open" || wins["status"] != "Allocated" {
+		t.Errorf("below and at the lowest winning bid: %v %v", held["status"], wins["status"])
+	}
+
+	// Listing, and errors.
+	resp, err := http.Get(srv.URL + AuctionsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []AuctionInfo
+	_ = json.NewDecoder(resp.Body).Decode(&all)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(all) != len(DefaultCatalog()) || all[1].OpenBids != 1 {
+		t.Errorf("GET auctions: %d %+v", resp.StatusCode, all)
+	}
+	if code, _ := put(`{"region":"nowhere","instance_type":"a100-80gb.sxm.1x","capacity":0}`); code != 404 {
+		t.Errorf("unknown auction: %d", code)
+	}
+	if code, _ := put(`{"region":"us-central1-a","instance_type":"a100-80gb.sxm.1x","capacity":-1}`); code != 400 {
+		t.Errorf("negative capacity: %d", code)
+	}
+	if code, _ := put(`not json`); code != 400 {
+		t.Errorf("bad body: %d", code)
+	}
+}
+
+// The default catalog serves an auction with no capacity now, and its other customers' bids are all
+// allocated.
+func TestDefaultCatalogMarket(t *testing.T) {
+	s := New(Options{})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for _, a := range s.Auctions() {
+		if a.OpenBids != 0 {
+			t.Errorf("%s %s: market bids left open: %+v", a.Region, a.InstanceType, a)
+		}
+		if a.Region == "us-central1-b" && a.InstanceType == "h100-80gb.sxm.8x" && (a.Available != 0 || a.LowestWinningCents != 1200 || a.Capacity != 2) {
+			t.Errorf("full auction: %+v", a)
+		}
+	}
+	// us-central1-a's 8x H100 has two slots free but winning bids at $12.50 and $13.00: a new bid below
+	// $12.50 waits Open, one at $12.50 wins.
+	fid := s.InstanceTypeFID("us-central1-a", "h100-80gb.sxm.8x")
+	var below, at map[string]any
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("below", fid, "us-central1-a", "$12.49"), &below)
+	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("at", fid, "us-central1-a", "$12.50"), &at)
+	if below["status"] != "Open" || at["status"] != "Allocated" {
+		t.Errorf("bids around the lowest winning bid: %v %v", below["status"], at["status"])
 	}
 }
 

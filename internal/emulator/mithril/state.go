@@ -79,6 +79,12 @@ type bid struct {
 	ImageVersion  string     `json:"image_version,omitempty"`
 	Status        string     `json:"status"`
 	PreemptAt     *time.Time `json:"preempt_at,omitempty"`
+	// Held marks an open bid placed below the lowest winning bid of its auction: it stays Open, out of
+	// the ranking, until its limit price reaches the lowest winning bid (or no bid is allocated).
+	Held bool `json:"held,omitempty"`
+	// Outbid marks a bid that other customers' bids keep out of the auction (OwnFaults.OutbidOnArrival):
+	// it stays Open until cancelled.
+	Outbid bool `json:"outbid,omitempty"`
 }
 
 type instance struct {
@@ -190,12 +196,15 @@ func newState(o Options, now time.Time) *state {
 			Capacity: off.Capacity, MinimumCents: off.MinimumCents, LastPriceCents: off.LastPriceCents,
 		}
 		st.Auctions = append(st.Auctions, a)
+		// The market's bids are placed together, an hour ago, and the auction cleared once: each wins
+		// by its rank alone.
 		for i, price := range off.MarketBids {
-			st.placeBid(&bid{
+			st.addBid(&bid{
 				Name: fmt.Sprintf("market-%s-%d", off.Name, i), Project: marketProject, CreatedBy: "user_market",
 				CreatedAt: now.Add(-time.Hour), LimitCents: price, Quantity: 1, TypeFID: a.TypeFID, Region: a.Region,
-			}, now.Add(-time.Hour))
+			})
 		}
+		st.clear(a, now.Add(-time.Hour))
 		// The market's own allocations do not move the published last price.
 		a.LastPriceCents = off.LastPriceCents
 	}
@@ -243,8 +252,23 @@ func (st *state) project(fid string) *project {
 	return nil
 }
 
-// placeBid adds an open bid and runs its auction.
+// placeBid adds an open bid and runs its auction. A new bid must beat the lowest winning bid to be
+// allocated, as Mithril documents: one placed below it is held Open (bid.Held), even with capacity free.
 func (st *state) placeBid(b *bid, now time.Time) {
+	a := st.auctionFor(b.TypeFID, b.Region)
+	if a != nil {
+		if low := st.stats(a).lowestAllocated; low > 0 && b.LimitCents < low {
+			b.Held = true
+		}
+	}
+	st.addBid(b)
+	if a != nil {
+		st.clear(a, now)
+	}
+}
+
+// addBid adds an open bid without running its auction.
+func (st *state) addBid(b *bid) {
 	b.Seq = st.nextSeq()
 	if b.FID == "" {
 		b.FID = randomFID("bid_")
@@ -254,9 +278,6 @@ func (st *state) placeBid(b *bid, now time.Time) {
 		b.Instances = []string{}
 	}
 	st.Bids = append(st.Bids, b)
-	if a := st.auctionFor(b.TypeFID, b.Region); a != nil {
-		st.clear(a, now)
-	}
 }
 
 // advance applies every time-driven change up to now: armed preemptions fire, preemption windows that
@@ -301,16 +322,25 @@ func (st *state) held(a *auction, statuses ...string) int {
 
 // clear runs the sealed second-price auction of one instance type in one region. Open and Allocated
 // bids are ranked by limit price (an allocated bid keeps its place against an equal newer one, then
-// older first); the top bids that fit the capacity win. Allocated bids
-// that no longer win go Preempting for the preemption window; winning open bids are allocated as soon
-// as capacity is free. Winners pay the highest losing limit price (or the minimum), which becomes the
-// last clearing price.
+// older first); the top bids that fit the capacity win. Allocated bids that no longer win go
+// Preempting for the preemption window; winning open bids are allocated as soon as capacity is free.
+// Held bids (placed below the lowest winning bid) are not ranked: they are released once their limit
+// reaches the lowest winning bid or no bid is allocated. Bids below the auction's minimum never win, and
+// an auction of capacity 0 allocates nothing. Winners pay the highest losing limit price (held bids
+// included; or the minimum), which becomes the last clearing price.
 func (st *state) clear(a *auction, now time.Time) {
-	var active []*bid
+	low := st.stats(a).lowestAllocated
+	var active, holding []*bid
 	for _, b := range st.Bids {
-		if b.TypeFID == a.TypeFID && b.Region == a.Region && (b.Status == bidOpen || b.Status == bidAllocated) {
-			active = append(active, b)
+		if b.TypeFID != a.TypeFID || b.Region != a.Region || (b.Status != bidOpen && b.Status != bidAllocated) {
+			continue
 		}
+		if (b.Held && b.Status == bidOpen && low > 0 && b.LimitCents < low) || (b.Outbid && b.Status == bidOpen) {
+			holding = append(holding, b)
+			continue
+		}
+		b.Held = false
+		active = append(active, b)
 	}
 	sort.SliceStable(active, func(i, j int) bool {
 		x, y := active[i], active[j]
@@ -326,7 +356,7 @@ func (st *state) clear(a *auction, now time.Time) {
 	// that outbid it, so it must not make a further incumbent lose.
 	room := a.Capacity
 	winners := map[*bid]bool{}
-	var losers []*bid
+	losers := holding
 	for _, b := range active {
 		if b.LimitCents >= a.MinimumCents && b.Quantity <= room {
 			winners[b] = true
@@ -407,9 +437,17 @@ func (s settings) sshDestination(n int) string {
 	return fmt.Sprintf("203.0.113.%d", 1+(n-1)%254)
 }
 
-// cancel terminates a bid and stops its instances.
+// cancel terminates a bid, stops its instances and runs its auction again.
 func (st *state) cancel(b *bid, now time.Time) {
-	b.Status = bidTerminated
+	st.terminate(b, now)
+	if a := st.auctionFor(b.TypeFID, b.Region); a != nil {
+		st.clear(a, now)
+	}
+}
+
+// terminate cancels a bid and stops its instances, without running its auction.
+func (st *state) terminate(b *bid, now time.Time) {
+	b.Status, b.Held = bidTerminated, false
 	t := now
 	b.DeactivatedAt = &t
 	b.PreemptAt = nil
@@ -422,12 +460,11 @@ func (st *state) cancel(b *bid, now time.Time) {
 		end := now.Add(st.Settings.StopDuration)
 		in.StoppingAt, in.TerminatedAt = &stop, &end
 	}
-	if a := st.auctionFor(b.TypeFID, b.Region); a != nil {
-		st.clear(a, now)
-	}
 }
 
-// stats are an auction's public signals at now.
+// stats are an auction's public signals at now. winPrice is the least limit price a new bid needs to
+// be allocated now: the minimum, and at least the lowest winning bid (a new bid below it is held), or a
+// cent more when the auction is full (it must outrank the lowest winning bid).
 type stats struct {
 	available       int
 	lowestAllocated int64 // 0: none
@@ -444,8 +481,11 @@ func (st *state) stats(a *auction) stats {
 		}
 	}
 	s.winPrice = a.MinimumCents
-	if s.available == 0 && s.lowestAllocated > 0 {
+	switch {
+	case s.lowestAllocated > 0 && s.available == 0:
 		s.winPrice = max(a.MinimumCents, s.lowestAllocated+1)
+	case s.lowestAllocated > 0:
+		s.winPrice = max(a.MinimumCents, s.lowestAllocated)
 	}
 	return s
 }

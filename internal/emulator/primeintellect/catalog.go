@@ -17,7 +17,10 @@ type Item struct {
 	DataCenter string `json:"data_center"` // "" renders as null
 	Country    string `json:"country"`     // "" renders as null
 	GPUCount   int    `json:"gpu_count"`
-	GPUMemory  int    `json:"gpu_memory"`
+	// GPUMemory is the memory of ONE GPU (GB). It is rendered as gpuMemory times gpuCount, the box
+	// total, as Prime's recorded answers send it (gpuMemory 160 for 2x A100_80GB), although the spec
+	// calls the field per GPU.
+	GPUMemory int `json:"gpu_memory"`
 	// Security is secure_cloud (priced onDemand) or community_cloud (priced communityPrice).
 	Security string `json:"security"`
 	// Price is the offer's price per hour for all its GPUs, without the disk.
@@ -113,7 +116,7 @@ func (it Item) render(legacy bool) map[string]any {
 	m := map[string]any{
 		"cloudId": it.CloudID, "gpuType": it.GPUType, "socket": it.Socket, "provider": it.Provider,
 		"dataCenter": nullable(it.DataCenter), "country": nullable(it.Country),
-		"gpuCount": it.GPUCount, "gpuMemory": it.GPUMemory,
+		"gpuCount": it.GPUCount, "gpuMemory": it.GPUMemory * max(it.GPUCount, 1),
 		"disk": disk, "vcpu": vcpu, "memory": mem,
 		"internetSpeed": nil, "interconnect": nil, "interconnectType": nil, "provisioningTime": nil,
 		"stockStatus": it.stock(), "security": it.Security, "prices": prices, "images": images, "isSpot": spot,

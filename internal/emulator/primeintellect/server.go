@@ -605,6 +605,13 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		if rec.DiskGB == 0 {
 			rec.DiskGB = it.DiskGB
 		}
+		// A pod ordered without vcpus or memory gets the offer's defaultCount.
+		if rec.VCPUs == 0 {
+			rec.VCPUs = it.VCPUs
+		}
+		if rec.MemoryGB == 0 {
+			rec.MemoryGB = it.MemoryGB
+		}
 		rec.Fail = f.TakeBootFailure()
 		lost = f.TakeLostCreate()
 		st.Pods = append(st.Pods, rec)

@@ -1,0 +1,96 @@
+package atlas
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
+)
+
+func hardwareBackend(t *testing.T, url string) *Backend {
+	t.Helper()
+	return backendtest.Must(New(Config{BaseURL: url, Token: emu.DefaultToken,
+		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+	}, backendtest.Inventory(t), nil))(t)
+}
+
+func findHWOffer(offers []controlplane.Offer, typ string) (controlplane.Offer, bool) {
+	for _, o := range offers {
+		if o.InstanceType == typ {
+			return o, true
+		}
+	}
+	return controlplane.Offer{}, false
+}
+
+// TestHardwareOffers: offers carry gpu_memory_gb, vcpus and memory_gb; gpu_model (nvidia-smi's name)
+// says the form factor where it can.
+func TestHardwareOffers(t *testing.T) {
+	url := backendtest.Serve(t, emu.New(emu.Options{}))
+	offers := backendtest.Offers(t, hardwareBackend(t, url))
+	tests := []struct {
+		typ  string
+		want controlplane.Hardware
+	}{
+		{"l40s.1x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 128}},
+		{"l40s.4x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 64, MemoryGB: 512}},
+		// "NVIDIA H100 80GB HBM3" is the SXM5 module's name.
+		{"h100.8x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048}},
+		// "NVIDIA A100 80GB" does not say SXM4 or PCIe.
+		{"a100.1x", controlplane.Hardware{FormFactor: "", GPUMemoryGB: 80, VCPUs: 24, MemoryGB: 240}},
+		{"l4.1x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 64}},
+	}
+	for _, tc := range tests {
+		o, ok := findHWOffer(offers, tc.typ)
+		if !ok {
+			t.Errorf("%s: no offer", tc.typ)
+			continue
+		}
+		if o.Hardware != tc.want {
+			t.Errorf("%s: hardware %+v, want %+v", tc.typ, o.Hardware, tc.want)
+		}
+		for _, k := range []string{"vcpus", "memory_gb"} {
+			if _, dup := o.Details[k]; dup {
+				t.Errorf("%s: detail %q duplicates Hardware", tc.typ, k)
+			}
+		}
+	}
+}
+
+// TestHardwareInstance: an instance names only its gpu_model; the rest comes from its offer.
+func TestHardwareInstance(t *testing.T) {
+	ctx := context.Background()
+	url := backendtest.Serve(t, emu.New(emu.Options{BootDuration: time.Millisecond}))
+	b := hardwareBackend(t, url)
+	o, ok := findHWOffer(backendtest.Offers(t, b), "h100.8x")
+	if !ok {
+		t.Fatal("no h100.8x offer")
+	}
+	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "atlas-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048}
+	if inst.Hardware != want {
+		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
+	}
+	got, err := b.Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hardware != want {
+		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
+	}
+	// A backend that has not listed offers knows only what gpu_model says.
+	fresh, err := hardwareBackend(t, url).Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := (controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80}); fresh.Hardware != w {
+		t.Errorf("get without offers: hardware %+v, want %+v", fresh.Hardware, w)
+	}
+}

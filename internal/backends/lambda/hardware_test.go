@@ -1,0 +1,104 @@
+package lambda
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
+)
+
+func hardwareBackend(t *testing.T) *Backend {
+	t.Helper()
+	srv := emu.New(emu.Options{BootDuration: time.Millisecond})
+	cfg := Config{APIKey: emu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + emu.BasePath, LaunchInterval: -1,
+		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond}}
+	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
+}
+
+func findHWOffer(offers []controlplane.Offer, region, typ string) (controlplane.Offer, bool) {
+	for _, o := range offers {
+		if o.Region == region && o.InstanceType == typ {
+			return o, true
+		}
+	}
+	return controlplane.Offer{}, false
+}
+
+// TestHardwareOffers: gpu_description ("H100 (80 GB SXM5)") says form factor and GPU memory; specs say
+// vcpus and memory_gib.
+func TestHardwareOffers(t *testing.T) {
+	offers := backendtest.Offers(t, hardwareBackend(t))
+	tests := []struct {
+		region, typ string
+		want        controlplane.Hardware
+	}{
+		{"us-east-1", "gpu_1x_h100_sxm5", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
+		{"us-south-1", "gpu_8x_h100_sxm5", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{"us-midwest-1", "gpu_1x_h100_pcie", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 200}},
+		{"us-east-1", "gpu_8x_a100_80gb_sxm4", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 240, MemoryGB: 1800}},
+		{"us-south-1", "gpu_1x_b200_sxm6", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 26, MemoryGB: 360}},
+	}
+	for _, tc := range tests {
+		o, ok := findHWOffer(offers, tc.region, tc.typ)
+		if !ok {
+			t.Errorf("%s %s: no offer", tc.region, tc.typ)
+			continue
+		}
+		if o.Hardware != tc.want {
+			t.Errorf("%s %s: hardware %+v, want %+v", tc.region, tc.typ, o.Hardware, tc.want)
+		}
+	}
+}
+
+// TestHardwareInstance: an instance carries its instance type object, specs included.
+func TestHardwareInstance(t *testing.T) {
+	ctx := context.Background()
+	b := hardwareBackend(t)
+	o, ok := findHWOffer(backendtest.Offers(t, b), "us-midwest-1", "gpu_1x_h100_pcie")
+	if !ok {
+		t.Fatal("no gpu_1x_h100_pcie offer in us-midwest-1")
+	}
+	p, _ := backendtest.Inventory(t).PoolByName("lambda-vm-pool")
+	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
+	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: controlplane.CloudName(p, "hw", owner.Token), Pool: p, Offer: o,
+		Owner: owner, SSHPublicKeys: []string{backendtest.TestKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 200}
+	if inst.Hardware != want {
+		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
+	}
+	got, err := b.Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hardware != want {
+		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
+	}
+}
+
+// TestHardwareOlderShape: API versions without gpu_description (v1.4.0) are read from the description
+// and, for the form factor, the type's name.
+func TestHardwareOlderShape(t *testing.T) {
+	tests := []struct {
+		t    InstanceType
+		want controlplane.Hardware
+	}{
+		{InstanceType{Name: "gpu_8x_h100_sxm5", Description: "8x H100 (80 GB SXM5)", Specs: InstanceTypeSpecs{VCPUs: 208, MemoryGiB: 1800}},
+			controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{InstanceType{Name: "gpu_1x_h100_pcie", Specs: InstanceTypeSpecs{VCPUs: 26, MemoryGiB: 200}},
+			controlplane.Hardware{FormFactor: "pcie", VCPUs: 26, MemoryGB: 200}},
+		{InstanceType{Name: "gpu_1x_gh200", Description: "1x GH200 (96 GB)", GPUDescription: "GH200 (96 GB)", Specs: InstanceTypeSpecs{VCPUs: 64, MemoryGiB: 432}},
+			controlplane.Hardware{FormFactor: "", GPUMemoryGB: 96, VCPUs: 64, MemoryGB: 432}},
+	}
+	for _, tc := range tests {
+		if got := hardware(tc.t); got != tc.want {
+			t.Errorf("%s: hardware %+v, want %+v", tc.t.Name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package primeintellect
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
+)
+
+func hardwareBackend(t *testing.T) *Backend {
+	t.Helper()
+	srv := emu.New(emu.Options{BootDuration: time.Millisecond})
+	cfg := Config{APIKey: emu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv), EmptyAvailabilityWait: time.Millisecond,
+		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond}}
+	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
+}
+
+func findHWOffer(offers []controlplane.Offer, region, typ string) (controlplane.Offer, bool) {
+	for _, o := range offers {
+		if o.Region == region && o.InstanceType == typ && !o.Spot {
+			return o, true
+		}
+	}
+	return controlplane.Offer{}, false
+}
+
+// TestHardwareOffers: socket says the form factor, gpuMemory (the box total, as Prime sends it) over
+// gpuCount the memory of one GPU, vcpu.defaultCount and memory.defaultCount the machine.
+func TestHardwareOffers(t *testing.T) {
+	offers := backendtest.Offers(t, hardwareBackend(t))
+	tests := []struct {
+		region, typ string
+		want        controlplane.Hardware
+	}{
+		{"CA-MTL-1", "runpod.H100_80GB.SXM5.1x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
+		{"CA-MTL-3", "runpod.H100_80GB.PCIe.1x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
+		{"US-KS-2", "runpod.A100_80GB.SXM4.2x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 32, MemoryGB: 250}},
+		{"FIN-01", "datacrunch.H100_80GB.SXM5.8x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
+		{"US-TX-3", "runpod.L40S_48GB.PCIe.1x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 125}},
+		{"FIN-03", "datacrunch.B200_180GB.SXM6.1x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
+	}
+	for _, tc := range tests {
+		o, ok := findHWOffer(offers, tc.region, tc.typ)
+		if !ok {
+			t.Errorf("%s %s: no offer", tc.region, tc.typ)
+			continue
+		}
+		if o.Hardware != tc.want {
+			t.Errorf("%s %s: hardware %+v, want %+v", tc.region, tc.typ, o.Hardware, tc.want)
+		}
+		for _, k := range []string{"vcpus", "memory_gb"} {
+			if _, dup := o.Details[k]; dup {
+				t.Errorf("%s %s: detail %q duplicates Hardware", tc.region, tc.typ, k)
+			}
+		}
+		if o.Details[DetailSocket] == "" {
+			t.Errorf("%s %s: the socket detail, which Create needs, is gone", tc.region, tc.typ)
+		}
+	}
+}
+
+// TestHardwareInstance: a pod says socket, gpuName ("H100_80GB": 80 GB a GPU) and resources.
+func TestHardwareInstance(t *testing.T) {
+	ctx := context.Background()
+	b := hardwareBackend(t)
+	o, ok := findHWOffer(backendtest.Offers(t, b), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x")
+	if !ok {
+		t.Fatal("no runpod H100 PCIe offer in CA-MTL-3")
+	}
+	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "pi-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}
+	if inst.Hardware != want {
+		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
+	}
+	got, err := b.Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hardware != want {
+		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
+	}
+}
+
+// TestHardwareRecorded reads items of Prime's recorded availability answers, whose gpuMemory is the
+// total of all GPUs.
+func TestHardwareRecorded(t *testing.T) {
+	var legacy map[string][]GPUAvailability
+	if err := json.Unmarshal(loadRecorded(t, "capture.availability-legacy.200.json").Response.Body, &legacy); err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Items []GPUAvailability `json:"items"`
+	}
+	if err := json.Unmarshal(loadRecorded(t, "capture.availability-gpus.200.json").Response.Body, &page); err != nil {
+		t.Fatal(err)
+	}
+	items := append(page.Items, legacy["A100_80GB"]...)
+	items = append(items, legacy["A40_48GB"]...)
+	want := map[string]controlplane.Hardware{
+		"lambdalabs/gpu_8x_a100_80gb_sxm4/us-east-1":  {FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 240, MemoryGB: 1800},
+		"crusoecloud/a100-80gb.2x/us-northcentral1-a": {FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 24, MemoryGB: 240},
+		"crusoecloud/a40.8x/us-northcentral1-a":       {FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 48, MemoryGB: 480},
+		"runpod/NVIDIA H100 80GB HBM3/CA-MTL-1":       {FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 28, MemoryGB: 251},
+		"runpod/NVIDIA H100 PCIe/CA-MTL-3":            {FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 31, MemoryGB: 176},
+	}
+	seen := map[string]bool{}
+	for _, it := range items {
+		k := it.Provider + "/" + it.CloudID + "/" + it.DataCenter
+		w, ok := want[k]
+		if !ok {
+			continue
+		}
+		seen[k] = true
+		if got := itemHardware(it); got != w {
+			t.Errorf("%s: hardware %+v, want %+v", k, got, w)
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("found %d of %d items in the recordings", len(seen), len(want))
+	}
+}
+
+func TestPerGPUMemory(t *testing.T) {
+	num := func(v float64) Number { return Number{V: v, Set: true} }
+	tests := []struct {
+		gpuType string
+		mem     Number
+		count   int
+		want    int
+	}{
+		{"A100_80GB", num(160), 2, 80}, // the box total, as recorded
+		{"A100_80GB", num(80), 2, 80},  // per GPU, as the spec says
+		{"A100_80GB", num(80), 1, 80},
+		{"H100_80GB", Number{}, 8, 80},  // null: the name says it
+		{"GH200_480GB", num(96), 1, 96}, // the name counts the Grace CPU's memory too
+		{"GH200_480GB", Number{}, 1, 0},
+		{"A100_80GB", num(40), 1, 40}, // the field wins over the name
+		{"MI300X", num(384), 2, 192},  // no memory in the name: a multiple of the count is a total
+		{"MI300X", num(192), 1, 192},
+		{"MI300X", Number{}, 1, 0},
+	}
+	for _, tt := range tests {
+		if got := perGPUMemory(tt.gpuType, tt.mem, tt.count); got != tt.want {
+			t.Errorf("perGPUMemory(%s, %+v, %d) = %d, want %d", tt.gpuType, tt.mem, tt.count, got, tt.want)
+		}
+	}
+}
+
+func TestPodResourcesLenient(t *testing.T) {
+	tests := []struct {
+		in   string
+		want controlplane.Hardware
+	}{
+		{`{"gpuName":"H100_80GB","socket":"SXM5","resources":{"memory":251,"disk":100,"vcpus":28}}`, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 28, MemoryGB: 251}},
+		{`{"gpuName":"L40S_48GB","socket":"PCIe","resources":{"memory":"64","vcpus":"8"}}`, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 8, MemoryGB: 64}},
+		{`{"gpuName":"A100_80GB","resources":null}`, controlplane.Hardware{GPUMemoryGB: 80}},
+		{`{"gpuName":"A100_80GB","socket":"PCIe","resources":{"memory":{"size":1},"vcpus":true}}`, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80}},
+	}
+	for _, tt := range tests {
+		var p Pod
+		if err := json.Unmarshal([]byte(tt.in), &p); err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if got := podHardware(p); got != tt.want {
+			t.Errorf("%s: hardware %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package upcloud
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
+)
+
+func hardwareBackend(t *testing.T, base string) *Backend {
+	t.Helper()
+	return backendtest.Must(New(Config{
+		Username: "hw-user", Password: "hw-pass", BaseURL: base,
+		Tuning:       restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		PollInterval: time.Millisecond, DeleteTimeout: 5 * time.Second,
+	}, backendtest.Inventory(t), nil))(t)
+}
+
+// TestHardwareOffers: UpCloud's /plan says core_number and memory_amount (MiB); gpu_model names the GPU
+// ("NVIDIA L40S" is a PCIe card; "NVIDIA H100" does not say which H100), and no field gives GPU memory.
+func TestHardwareOffers(t *testing.T) {
+	srv := emu.New(emu.Options{Username: "hw-user", Password: "hw-pass"})
+	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
+	offers := backendtest.Offers(t, b)
+	tests := []struct {
+		zone, plan string
+		want       controlplane.Hardware
+	}{
+		{"fi-hel2", "GPU-8xCPU-64GB-1xL40S", controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}},
+		{"fi-hel2", "GPU-32xCPU-384GB-3xL40S", controlplane.Hardware{FormFactor: "pcie", VCPUs: 32, MemoryGB: 384}},
+		{"de-fra1", "GPU-8xCPU-64GB-1xL4", controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}},
+		{"fi-hel2", "GPU-12xCPU-240GB-1xH100", controlplane.Hardware{FormFactor: "", VCPUs: 12, MemoryGB: 240}},
+		{"fi-hel2", "GPU-96xCPU-1920GB-8xH100", controlplane.Hardware{FormFactor: "", VCPUs: 96, MemoryGB: 1920}},
+	}
+	for _, tc := range tests {
+		o := findOffer(offers, tc.zone, tc.plan)
+		if o == nil {
+			t.Errorf("%s %s: no offer", tc.zone, tc.plan)
+			continue
+		}
+		if o.Hardware != tc.want {
+			t.Errorf("%s %s: hardware %+v, want %+v", tc.zone, tc.plan, o.Hardware, tc.want)
+		}
+		for _, k := range []string{"cores", "memory_mib"} {
+			if _, dup := o.Details[k]; dup {
+				t.Errorf("%s %s: detail %q duplicates Hardware", tc.zone, tc.plan, k)
+			}
+		}
+	}
+}
+
+// TestHardwareInstance: a server's details add the memory of each GPU (devices[].metadata.memory).
+func TestHardwareInstance(t *testing.T) {
+	ctx := context.Background()
+	srv := emu.New(emu.Options{Username: "hw-user", Password: "hw-pass", BootDuration: time.Millisecond})
+	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
+	o := findOffer(backendtest.Offers(t, b), "fi-hel2", "GPU-16xCPU-192GB-2xL40S")
+	if o == nil {
+		t.Fatal("no GPU-16xCPU-192GB-2xL40S offer in fi-hel2")
+	}
+	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-hw", Offer: *o, SSHPublicKeys: []string{backendtest.TestKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 192}
+	if inst.Hardware != want {
+		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
+	}
+	got, err := b.Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hardware != want {
+		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
+	}
+}
+
+// TestHardwareRecorded reads the go-api's GPU fixtures: a GPU plan and a server with two L40S devices.
+func TestHardwareRecorded(t *testing.T) {
+	var plans PlanList
+	if err := json.Unmarshal(loadRecording(t, "handwritten.plan.list-with-gpu.json").Response.Body, &plans); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range plans.Plans.Plan {
+		if p.Name != "GPU-8xCPU-64GB-1xL40S" {
+			continue
+		}
+		found = true
+		model, _ := gpuOfPlan(p)
+		want := controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}
+		if got := planHardware(p, model); got != want {
+			t.Errorf("plan: hardware %+v, want %+v", got, want)
+		}
+	}
+	if !found {
+		t.Error("no GPU plan in the recording")
+	}
+
+	var d ServerDetails
+	if err := json.Unmarshal(loadRecording(t, "handwritten.server-details-gpu.json").Response.Body, &d); err != nil {
+		t.Fatal(err)
+	}
+	b := hardwareBackend(t, "http://127.0.0.1:1")
+	inst := b.instance(&d.Server)
+	// core_number "0" and memory_amount "2048" (MiB) as the fixture has them; two NVIDIA L40S of 48 GB.
+	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 0, MemoryGB: 2}
+	if inst.Hardware != want || inst.GPUCount != 2 {
+		t.Errorf("server: hardware %+v (%d GPUs), want %+v (2 GPUs)", inst.Hardware, inst.GPUCount, want)
+	}
+}

@@ -1,0 +1,131 @@
+package verda
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
+)
+
+// hardwareBackend runs a default emulator and a backend against it.
+func hardwareBackend(t *testing.T) *Backend {
+	t.Helper()
+	clock := backendtest.NewClock(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC))
+	srv := emu.New(emu.Options{Now: clock.Now, BootDuration: time.Second})
+	url := backendtest.Serve(t, srv) + emu.BasePath
+	cfg := Config{
+		ClientID: emu.DefaultClientID, ClientSecret: emu.DefaultClientSecret, BaseURL: url,
+		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Now:    clock.Now,
+	}
+	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
+}
+
+func TestHardwareOffers(t *testing.T) {
+	b := hardwareBackend(t)
+	offers := backendtest.Offers(t, b)
+	tests := []struct {
+		region, typ string
+		spot        bool
+		want        controlplane.Hardware
+	}{
+		// gpu.description "1x H100 SXM5 80GB", gpu_memory 80, cpu 30 cores, memory 120.
+		{"FIN-01", "1H100.80S.30V", false, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120}},
+		// gpu_memory.size_in_gigabytes is the total (160 for 2 GPUs): per GPU it is 80.
+		{"FIN-01", "2H100.80S.80V", true, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}},
+		{"FIN-03", "8H100.80S.176V", false, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
+		{"FIN-01", "1B200.30V", true, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
+		{"FIN-01", "1A100.22V", false, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 22, MemoryGB: 120}},
+		// L40S and RTX cards are PCIe; their descriptions carry no marker.
+		{"FIN-02", "1L40S.20V", false, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 20, MemoryGB: 60}},
+		{"FIN-01", "1RTX6000ADA.10V", false, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 10, MemoryGB: 60}},
+		{"FIN-03", "2RTXPRO6000.60V", false, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 96, VCPUs: 60, MemoryGB: 240}},
+	}
+	for _, tc := range tests {
+		o, ok := findHWOffer(offers, tc.region, tc.typ, tc.spot)
+		if !ok {
+			t.Errorf("%s %s spot=%v: no offer", tc.region, tc.typ, tc.spot)
+			continue
+		}
+		if o.Hardware != tc.want {
+			t.Errorf("%s %s spot=%v: hardware %+v, want %+v", tc.region, tc.typ, tc.spot, o.Hardware, tc.want)
+		}
+	}
+}
+
+func TestHardwareInstance(t *testing.T) {
+	b := hardwareBackend(t)
+	ctx := context.Background()
+	offers := backendtest.Offers(t, b)
+	o, ok := findHWOffer(offers, "FIN-01", "2H100.80S.80V", false)
+	if !ok {
+		t.Fatal("no 2H100.80S.80V offer in FIN-01")
+	}
+	pool, _ := b.inv.PoolByName("verda-vm-pool")
+	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
+	inst, err := b.Create(ctx, controlplane.CreateRequest{
+		Name: controlplane.CloudName(pool, "hw", owner.Token), Pool: pool, Offer: o, Owner: owner,
+		SSHPublicKeys: []string{backendtest.TestKey},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}
+	if inst.Hardware != want {
+		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
+	}
+	got, err := b.Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hardware != want {
+		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
+	}
+}
+
+// TestHardwareRecorded reads the hardware of the instance types in the recorded catalog (gpuhunt's
+// fixture of GET /instance-types).
+func TestHardwareRecorded(t *testing.T) {
+	rec := backendtest.LoadRecorded(t, "edited-capture.instance-types.json")
+	var types []InstanceType
+	if err := json.Unmarshal(rec.Response.Body, &types); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]controlplane.Hardware{
+		"1H100.80S.30V": {FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120},
+		// "2x RTX A6000 48GB" with gpu_memory 96: PCIe, 48 GB each.
+		"2A6000.20V": {FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 20, MemoryGB: 120},
+		// "1x Tesla V100 16GB": V100 came as SXM2 and PCIe; the name does not say.
+		"1V100.6V": {FormFactor: "", GPUMemoryGB: 16, VCPUs: 6, MemoryGB: 23},
+		// A CPU node: no GPU memory, no form factor.
+		"CPU.120V.480G": {VCPUs: 120, MemoryGB: 480},
+	}
+	seen := 0
+	for _, it := range types {
+		w, ok := want[it.InstanceType]
+		if !ok {
+			continue
+		}
+		seen++
+		if got := hardware(it.Name, it.Model, it.GPU, it.GPUMemory, it.CPU, it.Memory); got != w {
+			t.Errorf("%s: hardware %+v, want %+v", it.InstanceType, got, w)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("found %d of %d instance types in the recording", seen, len(want))
+	}
+}
+
+func findHWOffer(offers []controlplane.Offer, region, typ string, spot bool) (controlplane.Offer, bool) {
+	for _, o := range offers {
+		if o.Region == region && o.InstanceType == typ && o.Spot == spot {
+			return o, true
+		}
+	}
+	return controlplane.Offer{}, false
+}

@@ -1,0 +1,135 @@
+// Package money is hydra's one money type. Every price, from the moment a cloud's answer or a user's
+// configuration is read until it is shown in a plan, is a USD: an exact whole number of micro-dollars
+// (millionths of a US dollar). Comparison, ranking and cap checks are integer comparisons, so no
+// rounding ever decides which offer wins or whether an offer is within a cap, and nothing a user can
+// configure overflows.
+package money
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// USD is an amount of US dollars (or US dollars per hour, for prices), in micro-dollars.
+type USD int64
+
+// Units and bounds.
+const (
+	// Micro is the smallest amount hydra represents: a millionth of a dollar.
+	Micro USD = 1
+	// Cent is a hundredth of a dollar.
+	Cent USD = 10_000
+	// Dollar is one US dollar.
+	Dollar USD = 1_000_000
+	// Max is the largest amount hydra accepts anywhere ($1,000,000,000). Prices and caps above it are
+	// refused when read, so sums and differences of prices never come near int64's range.
+	Max USD = 1_000_000_000 * Dollar
+)
+
+// ErrRange is returned for amounts that are negative, not a number, or above Max.
+var ErrRange = errors.New("amount out of range")
+
+// FromFloat converts dollars given as a float (a cloud's JSON number, a Terraform number) to USD,
+// rounding once to the nearest micro-dollar (halves away from zero). Every decimal with at most six
+// digits after the point converts exactly.
+func FromFloat(f float64) (USD, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > float64(Max)/float64(Dollar) {
+		return 0, fmt.Errorf("%w: %v (expected 0 to %s)", ErrRange, f, Max)
+	}
+	return USD(math.Round(f * float64(Dollar))), nil
+}
+
+// MustFromFloat is FromFloat for amounts known to be in range (constants, tests). It panics otherwise.
+func MustFromFloat(f float64) USD {
+	u, err := FromFloat(f)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// Parse reads a decimal amount of dollars ("2.39", "0.00005", "12"), exactly. Digits beyond the sixth
+// after the point are rounded once, halves up.
+func Parse(s string) (USD, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, fmt.Errorf("%q is not an amount of dollars", s)
+	}
+	whole, frac, _ := strings.Cut(t, ".")
+	if whole == "" {
+		whole = "0"
+	}
+	if !allDigits(whole) || !allDigits(frac) || (frac == "" && strings.HasSuffix(t, ".")) {
+		return 0, fmt.Errorf("%q is not an amount of dollars", s)
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || w > int64(Max/Dollar) {
+		return 0, fmt.Errorf("%w: %q (expected at most %s)", ErrRange, s, Max)
+	}
+	roundUp := false
+	if len(frac) > 6 {
+		roundUp = frac[6] >= '5'
+		frac = frac[:6]
+	}
+	frac += strings.Repeat("0", 6-len(frac))
+	f, _ := strconv.ParseInt(frac, 10, 64)
+	u := USD(w)*Dollar + USD(f)
+	if roundUp {
+		u++
+	}
+	if u > Max {
+		return 0, fmt.Errorf("%w: %q (expected at most %s)", ErrRange, s, Max)
+	}
+	return u, nil
+}
+
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Float64 returns the amount in dollars as a float, for Terraform number attributes. The float is the
+// nearest to the exact decimal, so it prints back as the same decimal.
+func (u USD) Float64() float64 {
+	f, _ := strconv.ParseFloat(u.String(), 64)
+	return f
+}
+
+// String prints the amount in dollars with cents always shown and further digits only where the
+// amount has them: "2.39", "12.00", "0.0415", "2.00005". It never rounds, so a price shown within a
+// cap is within it.
+func (u USD) String() string {
+	sign := ""
+	if u < 0 {
+		sign, u = "-", -u
+	}
+	s := fmt.Sprintf("%d.%06d", u/Dollar, u%Dollar)
+	s = strings.TrimRight(s, "0")
+	if i := strings.IndexByte(s, '.'); len(s)-i < 3 {
+		s += strings.Repeat("0", 3-(len(s)-i))
+	}
+	return sign + s
+}
+
+// PerHour prints a price per hour: "$2.39/h".
+func (u USD) PerHour() string { return "$" + u.String() + "/h" }
+
+// Times scales an amount by a factor (an exchange rate, a margin), rounding once to the nearest
+// micro-dollar. The result saturates at Max.
+func (u USD) Times(factor float64) USD {
+	f := math.Round(float64(u) * factor)
+	if f >= float64(Max) || math.IsNaN(f) {
+		return Max
+	}
+	if f < 0 {
+		return 0
+	}
+	return USD(f)
+}

@@ -1,0 +1,98 @@
+package money
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestFromFloat(t *testing.T) {
+	for _, tc := range []struct {
+		in   float64
+		want USD
+	}{
+		{0, 0},
+		{0.70005, 700_050},
+		{2.00005, 2_000_050},
+		{0.1 + 0.2, 300_000},
+		{24, 24 * Dollar},
+		{0.0000005, 1}, // half a micro rounds away from zero
+		{1e9, Max},
+	} {
+		got, err := FromFloat(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("FromFloat(%v) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []float64{-0.01, math.NaN(), math.Inf(1), 1e9 + 1, 9.3e18} {
+		if _, err := FromFloat(bad); !errors.Is(err, ErrRange) {
+			t.Errorf("FromFloat(%v): err %v, want ErrRange", bad, err)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want USD
+	}{
+		{"2.39", 2_390_000},
+		{"12", 12 * Dollar},
+		{".5", 500_000},
+		{"0.00005", 50},
+		{"0.0000004", 0},
+		{"0.0000005", 1},
+		{"1000000000", Max},
+	} {
+		got, err := Parse(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "1.", "1e3", "abc", "1.2.3", "1000000000.000001", "99999999999999999999"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	for _, tc := range []struct {
+		in   USD
+		want string
+	}{
+		{0, "0.00"},
+		{700_050, "0.70005"},
+		{2_000_050, "2.00005"},
+		{12 * Dollar, "12.00"},
+		{2_390_000, "2.39"},
+		{41_500, "0.0415"},
+		{1, "0.000001"},
+		{Max, "1000000000.00"},
+		{-50, "-0.00005"},
+	} {
+		if got := tc.in.String(); got != tc.want {
+			t.Errorf("%d.String() = %q, want %q", tc.in, got, tc.want)
+		}
+		if back, err := Parse(tc.in.String()); tc.in >= 0 && (err != nil || back != tc.in) {
+			t.Errorf("Parse(String(%d)) = %d, %v", tc.in, back, err)
+		}
+		if tc.in >= 0 {
+			if back, _ := FromFloat(tc.in.Float64()); back != tc.in {
+				t.Errorf("FromFloat(Float64(%d)) = %d", tc.in, back)
+			}
+		}
+	}
+}
+
+func TestTimes(t *testing.T) {
+	if got := (2 * Dollar).Times(1.08); got != 2_160_000 {
+		t.Errorf("2 x 1.08 = %d", got)
+	}
+	if got := Max.Times(2); got != Max {
+		t.Errorf("Max x 2 = %d, want saturation at Max", got)
+	}
+	if got := (7 * Cent).Times(0.5); got != 35_000 {
+		t.Errorf("0.07 x 0.5 = %d", got)
+	}
+}

@@ -1,0 +1,102 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// setHardware shows what a cloud said of a machine; what it did not say is null.
+func setHardware(m *gpuInstanceModel, h controlplane.Hardware) {
+	m.GPUFormFactor = stringOrNull(h.FormFactor)
+	m.GPUMemoryGB = intOrNull(h.GPUMemoryGB)
+	m.VCPUs = intOrNull(h.VCPUs)
+	m.MemoryGB = intOrNull(h.MemoryGB)
+}
+
+func intOrNull(v int) types.Int64 {
+	if v <= 0 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(v))
+}
+
+// replaceIfFormFactorDiffers replaces a machine whose GPUs have another form factor than the one now
+// required. A machine whose form factor is unknown is kept (nothing says it differs).
+func replaceIfFormFactorDiffers(ctx context.Context, req planmodifier.StringRequest, resp *stringplanmodifier.RequiresReplaceIfFuncResponse) {
+	if req.State.Raw.IsNull() || req.PlanValue.IsNull() || req.PlanValue.IsUnknown() {
+		return
+	}
+	var has types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("gpu_form_factor"), &has)...)
+	resp.RequiresReplace = !has.IsNull() && !has.IsUnknown() && has.ValueString() != req.PlanValue.ValueString()
+}
+
+// defaultBidTimeout is how long apply waits for an auction bid to win when bid_timeout is not set.
+const defaultBidTimeout = 15 * time.Minute
+
+// bidTimeout reads bid_timeout (validated already).
+func bidTimeout(v types.String) time.Duration {
+	if v.IsNull() || v.IsUnknown() {
+		return defaultBidTimeout
+	}
+	d, err := time.ParseDuration(v.ValueString())
+	if err != nil || d <= 0 {
+		return defaultBidTimeout
+	}
+	return d
+}
+
+// durationBetween accepts Go durations from min to max.
+func durationBetween(minD, maxD time.Duration) validator.String { return boundedDuration{minD, maxD} }
+
+type boundedDuration struct{ min, max time.Duration }
+
+func (v boundedDuration) Description(context.Context) string {
+	return fmt.Sprintf("a duration such as \"10m\" or \"90s\", from %s to %s", v.min, v.max)
+}
+
+func (v boundedDuration) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v boundedDuration) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	d, err := time.ParseDuration(req.ConfigValue.ValueString())
+	if err != nil || d < v.min || d > v.max {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
+			fmt.Sprintf("%s is %q; expected %s.", req.Path, req.ConfigValue.ValueString(), v.Description(ctx)))
+	}
+}
+
+// fleetPassedDetail explains why an instance did not get the cheapest offer: instances planned before
+// it in this run (by name) took that offer's last stock.
+func fleetPassedDetail(name string, c controlplane.FleetChoice) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hydra_gpu_instance %q takes %s at %s because cheaper offers have no stock left for it in this plan:\n", name, c.Offer.ID, c.Offer.PricePerHour.PerHour())
+	for _, p := range c.Passed {
+		fmt.Fprintf(&b, "  - %s at %s: %d in stock, taken by %s\n", p.Offer.ID, p.Offer.PricePerHour.PerHour(), p.Offer.Available, strings.Join(p.TakenBy, ", "))
+	}
+	b.WriteString("Instances planned together share the known stock in name order. The choice is pinned like any other.")
+	return b.String()
+}
+
+// fleetExhaustedDetail explains that every matching offer's stock went to other instances of the plan.
+func fleetExhaustedDetail(c controlplane.FleetChoice) string {
+	var b strings.Builder
+	b.WriteString("Every matching offer's known stock is taken by other instances planned in this run (they are served in name order):\n")
+	for _, p := range c.Passed {
+		fmt.Fprintf(&b, "  - %s at %s: %d in stock, taken by %s\n", p.Offer.ID, p.Offer.PricePerHour.PerHour(), p.Offer.Available, strings.Join(p.TakenBy, ", "))
+	}
+	b.WriteString("Plan fewer instances, allow more clouds, regions or spot, or raise max_price_per_hour. Nothing was created.")
+	return b.String()
+}

@@ -1,0 +1,163 @@
+package provider
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// setStock sets how many machines of one catalog entry (region/instance type, on-demand) the sandbox
+// can start now (-1: no limit).
+func (s *testSandbox) setStock(region, instanceType string, n int) {
+	s.t.Helper()
+	c, err := s.sb.Catalog()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for i := range c {
+		if c[i].Region == region && c[i].InstanceType == instanceType && !c[i].Spot {
+			c[i].Available = n
+		}
+	}
+	if err := s.sb.SetCatalog(c); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// Prices are exact to the micro-dollar from the catalog to the plan: $0.70005 is neither shown as
+// $0.70 nor treated as within a cap of $0.700049, and $0.70005 beats $0.70006.
+func TestAccGPUInstance_moneyExact(t *testing.T) {
+	s := newTestSandbox(t)
+	s.setPrice("sbx-eu-1", "sbx.l4.1x", 0.70006)
+	s.setPrice("sbx-us-1", "sbx.l4.1x", 0.70005)
+	s.setPrice("sbx-ap-1", "sbx.l4.1x", 0.8)
+	withCap := func(c string) string {
+		return s.providerConfig("") + testAccGPUInstanceConfig_basic("exact", "l4", "  max_price_per_hour = "+c)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			Config:      withCap("0.700049"),
+			PlanOnly:    true,
+			ExpectError: errorPattern("cheapest matching offer costs $0.70005/h", "above max_price_per_hour $0.700049/h", "Nothing was created"),
+		}, {
+			Config: withCap("0.70005"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(0.70005)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringExact("sandbox-vm-pool/sbx-us-1/sbx.l4.1x/ondemand@0.70005")),
+				},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(0.70005)),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+			},
+		}},
+	})
+}
+
+// Every number max_price_per_hour accepts is a price hydra can hold exactly; the rest fail at validate,
+// naming the attribute and what is accepted, before any cloud is asked.
+func TestAccGPUInstance_maxPriceBounds(t *testing.T) {
+	s := newTestSandbox(t)
+	for _, tc := range []struct{ value, want string }{
+		{"1e15", "max_price_per_hour is 1e+15; expected US dollars per hour from 0.01 to 1000000"},
+		{"0.001", "max_price_per_hour is 0.001; expected US dollars per hour from 0.01 to 1000000"},
+		{"2.0000001", "max_price_per_hour is 2.0000001, which has more than six digits after the decimal point"},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			resource.ParallelTest(t, resource.TestCase{
+				PreCheck:                 func() { testAccPreCheck(t) },
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      s.providerConfig("") + testAccGPUInstanceConfig_basic("bounds", "l4", "  max_price_per_hour = "+tc.value),
+					PlanOnly:    true,
+					ExpectError: errorPattern(tc.want),
+				}},
+			})
+		})
+	}
+	t.Cleanup(func() {
+		if n := s.created(); n != 0 {
+			t.Errorf("refused caps created %d machines", n)
+		}
+	})
+}
+
+// Instances planned in one run share the known stock: with one machine left in the cheapest region,
+// the first instance by name takes it and the others are planned onto the next cheapest, in any run
+// order, and the apply buys exactly that.
+func TestAccGPUInstance_fleetSharesStock(t *testing.T) {
+	s := newTestSandbox(t)
+	s.setStock("sbx-eu-1", "sbx.h100.1x", 1)
+	s.setStock("sbx-us-1", "sbx.h100.1x", 2)
+	cfg := s.providerConfig("") + `
+resource "hydra_gpu_instance" "fleet" {
+  count    = 3
+  name     = "fleet-${count.index}"
+  gpu_type = "h100"
+}
+`
+	region := func(i int) tfjsonpath.Path { return tfjsonpath.New("region") }
+	addr := func(i int) string { return "hydra_gpu_instance.fleet[" + string(rune('0'+i)) + "]" }
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(addr(0), region(0), knownvalue.StringExact("sbx-eu-1")),
+					plancheck.ExpectKnownValue(addr(1), region(1), knownvalue.StringExact("sbx-us-1")),
+					plancheck.ExpectKnownValue(addr(2), region(2), knownvalue.StringExact("sbx-us-1")),
+					plancheck.ExpectKnownValue(addr(2), tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(2.64)),
+				},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr(0), tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.ExpectKnownValue(addr(1), tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
+				statecheck.ExpectKnownValue(addr(2), tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+			},
+			Check: resource.ComposeTestCheckFunc(s.checkLive(3), s.checkCreated(3)),
+		}},
+	})
+}
+
+// A sold-out offer is listed by the data source as not eligible, with its price, and never chosen.
+func TestAccGPUOfferDataSource_soldOutListed(t *testing.T) {
+	s := newTestSandbox(t)
+	s.setStock("sbx-eu-1", "sbx.l40s.1x", 0)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: s.providerConfig("") + `
+data "hydra_gpu_offer" "l40s" {
+  gpu_type = "l40s"
+}
+`,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.hydra_gpu_offer.l40s", tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
+				statecheck.ExpectKnownValue("data.hydra_gpu_offer.l40s", tfjsonpath.New("offers"), knownvalue.ListPartial(map[int]knownvalue.Check{
+					// Two eligible regions first, then the sold-out one.
+					2: knownvalue.ObjectPartial(map[string]knownvalue.Check{
+						"region":         knownvalue.StringExact("sbx-eu-1"),
+						"eligible":       knownvalue.Bool(false),
+						"available":      knownvalue.Int64Exact(0),
+						"price_per_hour": knownvalue.Float64Exact(0.99),
+						"ineligible_why": knownvalue.StringRegexp(regexp.MustCompile(`sold out`)),
+					}),
+				})),
+			},
+		}},
+	})
+}

@@ -41,8 +41,12 @@ type Offer struct {
 	Region string
 	// InstanceType is the cloud's own name for the machine shape (plan, instance type, cloudId...).
 	InstanceType string
-	// GPUType is hydra's GPU type (inventory), mapped from the cloud's name through api_names.
+	// GPUType is hydra's GPU type (inventory), mapped from the cloud's name through api_names. It is ""
+	// for a GPU the inventory does not map: such offers are reported (see CloudGPU), never ranked.
 	GPUType string
+	// CloudGPU is the cloud's own name for the GPU, exactly as its API wrote it (the name api_names must
+	// list for the cloud). Backends fill it on every offer, mapped or not.
+	CloudGPU string
 	// GPUCount is the number of GPUs in one instance.
 	GPUCount int
 	// Hardware is what the cloud says of the machine beyond GPU type and count.
@@ -180,8 +184,10 @@ type CreateRequest struct {
 type InstanceManagerBackend interface {
 	// Cloud names the backend ("verda", "upcloud", ...), as used in pools.yml and api_names.
 	Cloud() string
-	// Offers lists what the cloud can rent now, for every GPU type the inventory maps for this cloud,
-	// with GPUType filled in. The control plane caches the answer once per process and filters it.
+	// Offers lists what the cloud can rent now, with GPUType filled in for every GPU the inventory maps
+	// for this cloud. A GPU product the inventory cannot map is not dropped: it is returned with GPUType
+	// "" and CloudGPU set, so the control plane can report it (Unmapped) and nobody is left wondering
+	// why a cloud offers nothing. The control plane caches the answer once per process and filters it.
 	// Offers has no side effects at the cloud.
 	Offers(ctx context.Context) ([]Offer, error)
 	// Create starts an instance and returns as soon as the cloud has accepted it (usually pending).
@@ -210,6 +216,13 @@ type InstanceManagerBackend interface {
 // ErrNotFound.
 type OwnershipConfirmer interface {
 	ConfirmOwnership(ctx context.Context, id string) error
+}
+
+// SSHKeyRequirer is implemented by backends whose cloud refuses to create a machine without at least
+// one SSH public key. The control plane rejects such a cloud at plan for a request that would create
+// a machine without any key (OfferRequest.WithoutSSHKey), instead of failing at apply.
+type SSHKeyRequirer interface {
+	RequiresSSHKey() bool
 }
 
 // Ownership labels: the key/value pairs a backend stores with a machine where its cloud has labels,

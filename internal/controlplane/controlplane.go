@@ -258,11 +258,24 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 			continue
 		}
 		a := answers[i]
+		if r, ok := cp.backends[c].(SSHKeyRequirer); ok && req.WithoutSSHKey && r.RequiresSSHKey() {
+			if allowed {
+				res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: "creates machines only with an SSH public key, and none is " +
+					"configured: set ssh_public_keys on the resource, or turn provisioning on (it installs its own key)"})
+			}
+			continue
+		}
 		if a.err != nil {
 			if allowed {
 				res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: a.err.Error()})
 			}
 			continue
+		}
+		if names := unmappedNames(a.offers); len(names) > 0 && allowed {
+			if res.Unmapped == nil {
+				res.Unmapped = map[string][]string{}
+			}
+			res.Unmapped[c] = names
 		}
 		matched, why := cp.match(c, a.offers, req)
 		comparable[c] = matched
@@ -543,4 +556,18 @@ func uniqueSorted(in []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// unmappedNames lists, sorted and once each, the cloud's GPU names that the inventory does not map.
+func unmappedNames(offers []Offer) []string {
+	var names []string
+	for _, o := range offers {
+		if o.GPUType == "" && o.CloudGPU != "" {
+			names = append(names, o.CloudGPU)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return uniqueSorted(names)
 }

@@ -503,3 +503,22 @@ func TestProvisionRetries(t *testing.T) {
 
 // usd is a test shorthand for an exact price.
 func usd(f float64) money.USD { return money.MustFromFloat(f) }
+
+// A GPU product the inventory cannot map is reported with the cloud's exact name, never ranked.
+func TestOffersReportUnmapped(t *testing.T) {
+	h100 := offer("FIN-01", "1H100", 1, 2.49)
+	odd := Offer{Region: "FIN-01", InstanceType: "1X9", CloudGPU: "NVIDIA X9 96GB", GPUCount: 1, PricePerHour: usd(0.5), Available: -1}
+	odd2 := odd
+	odd2.Region = "FIN-02"
+	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{h100, odd, odd2}}}, Options{})
+	res, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Unmapped["verda"]; len(got) != 1 || got[0] != "NVIDIA X9 96GB" {
+		t.Errorf("Unmapped = %v, want verda's one unmapped name", res.Unmapped)
+	}
+	if len(res.Offers) != 1 || res.Offers[0].InstanceType != "1H100" {
+		t.Errorf("an unmapped GPU was ranked: %+v", res.Offers)
+	}
+}

@@ -21,6 +21,9 @@ type OfferRequest struct {
 	Regions []string
 	// MaxPricePerHour is a ceiling per hour (0: none).
 	MaxPricePerHour money.USD
+	// WithoutSSHKey is true when the machine would be created with no SSH public key at all (no key
+	// configured and provisioning off): clouds that require one (SSHKeyRequirer) are rejected.
+	WithoutSSHKey bool
 	// FormFactor, when set (FormFactorSXM or FormFactorPCIe), is the only form factor allowed; offers
 	// whose cloud does not say their form factor do not match it.
 	FormFactor string
@@ -40,6 +43,9 @@ type OfferResult struct {
 	Ineligible []Offer
 	// Rejections name every asked cloud that has no eligible offer, with the reason, sorted by cloud.
 	Rejections []Rejection
+	// Unmapped lists, per asked cloud, the GPU names it offers that the inventory does not map (the
+	// names to add under api_names in supported_gpus.yml to rent them).
+	Unmapped map[string][]string
 }
 
 // Cheapest returns the best offer, if any.

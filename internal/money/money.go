@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 )
@@ -122,14 +123,26 @@ func (u USD) String() string {
 func (u USD) PerHour() string { return "$" + u.String() + "/h" }
 
 // Times scales an amount by a factor (an exchange rate, a margin), rounding once to the nearest
-// micro-dollar. The result saturates at Max.
+// micro-dollar, halves up. The factor is taken as the decimal it prints as (0.7 is seven tenths, not
+// the binary float nearest to it), so the product is exact before that one rounding. The result
+// saturates at Max; a negative or not-a-number factor gives 0.
 func (u USD) Times(factor float64) USD {
-	f := math.Round(float64(u) * factor)
-	if f >= float64(Max) || math.IsNaN(f) {
-		return Max
-	}
-	if f < 0 {
+	if math.IsNaN(factor) || factor <= 0 || u <= 0 {
 		return 0
 	}
-	return USD(f)
+	if math.IsInf(factor, 1) {
+		return Max
+	}
+	f, ok := new(big.Rat).SetString(strconv.FormatFloat(factor, 'g', -1, 64))
+	if !ok {
+		return 0
+	}
+	p := f.Mul(f, new(big.Rat).SetInt64(int64(u)))
+	// Round half up: floor(p + 1/2).
+	p.Add(p, big.NewRat(1, 2))
+	q := new(big.Int).Quo(p.Num(), p.Denom())
+	if !q.IsInt64() || q.Int64() >= int64(Max) {
+		return Max
+	}
+	return USD(q.Int64())
 }

@@ -95,4 +95,23 @@ func TestTimes(t *testing.T) {
 	if got := (7 * Cent).Times(0.5); got != 35_000 {
 		t.Errorf("0.07 x 0.5 = %d", got)
 	}
+	// The exact product is rounded once, halves up, whatever the factor's binary form: 1.320005 x 0.7
+	// is 0.9240035 exactly (the float product is 924003.4999...).
+	for _, tc := range []struct {
+		u      USD
+		factor float64
+		want   USD
+	}{
+		{1_320_005, 0.7, 924_004},
+		{21_780_050, 0.35, 7_623_018},
+		{23_613_745, 0.7, 16_529_622},
+		{1_000_001, 0.5, 500_001},
+		{3, 1.0 / 3, 1},
+		{Dollar, 0, 0},
+		{Dollar, -1, 0},
+	} {
+		if got := tc.u.Times(tc.factor); got != tc.want {
+			t.Errorf("%s x %v = %d, want %d", tc.u, tc.factor, got, tc.want)
+		}
+	}
 }

@@ -774,3 +774,50 @@ func TestAccGPUInstance_mithrilBidTimeout(t *testing.T) {
 		t.Errorf("a lost bid is still live: %+v", live)
 	}
 }
+
+// clouds says where to buy, not what to compare with: with clouds = ["mithril"], the bid is still
+// priced under the cheapest comparable offer of every configured cloud (Verda's $1.15 H100 spot), not
+// at the user's maximum.
+func TestAccGPUInstance_mithrilBidComparesAllClouds(t *testing.T) {
+	c := newTestClouds(t, nil)
+	dir := t.TempDir()
+	cfg := c.providerConfig(dir, "verda", "mithril") + cloudInstanceConfig("only-mithril", "h100",
+		"  spot = true\n  clouds = [\"mithril\"]\n  max_price_per_hour = 9")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:   cfg,
+			PlanOnly: true,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("mithril")),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.14)),
+				},
+			},
+			ExpectNonEmptyPlan: true,
+		}},
+	})
+	if n := c.mithril.CreateCount(); n != 0 {
+		t.Errorf("a plan placed %d bids", n)
+	}
+}
+
+// A cloud that creates machines only with an SSH key is refused at plan when the machine would have
+// none (no ssh_public_keys, provisioning off), naming the settings, instead of failing at apply.
+func TestAccGPUInstance_sshKeyRequiredAtPlan(t *testing.T) {
+	c := newTestClouds(t, nil)
+	dir := t.TempDir()
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      c.providerConfig(dir, "atlas", "upcloud") + testAccGPUInstanceConfig_basic("keyless", "l40s", ""),
+			PlanOnly:    true,
+			ExpectError: errorPattern("atlas: creates machines only with an SSH public key", "set ssh_public_keys on the resource", "upcloud: creates machines only with an SSH public key"),
+		}},
+	})
+	if n := c.atlas.CreateCount() + c.upcloud.CreateCount(); n != 0 {
+		t.Errorf("a keyless request created %d machines", n)
+	}
+}

@@ -417,6 +417,19 @@ func (r *gpuInstanceResource) ValidateConfig(ctx context.Context, req resource.V
 	}
 }
 
+// offerRequest is offerRequest with what the provider adds: whether the machine would be created
+// without any SSH key (no ssh_public_keys and provisioning off), which some clouds refuse.
+func (r *gpuInstanceResource) offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
+	req, ok, diags := offerRequest(ctx, m)
+	if m.SSHPublicKeys.IsUnknown() {
+		return req, false, diags
+	}
+	keys, _, d := stringsOf(ctx, m.SSHPublicKeys)
+	diags.Append(d...)
+	req.WithoutSSHKey = len(keys) == 0 && len(r.data.sshPublicKeys) == 0
+	return req, ok, diags
+}
+
 // offerRequest builds the control plane's request from the model; ok is false while inputs are unknown.
 func offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
 	var diags diag.Diagnostics
@@ -492,7 +505,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 
 	// Create (or replace): choose the offer now.
-	offerReq, known, diags := offerRequest(ctx, &plan)
+	offerReq, known, diags := r.offerRequest(ctx, &plan)
 	resp.Diagnostics.Append(diags...)
 	var configuredOffer types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("offer_id"), &configuredOffer)...)
@@ -553,6 +566,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 			addRequestError(&resp.Diagnostics, err)
 			return
 		}
+		r.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
 		if _, ok := res.Cheapest(); !ok {
 			resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_instance "+plan.Name.ValueString(), noOfferDetail(offerReq, res))
 			return
@@ -823,7 +837,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	name := plan.Name.ValueString()
 	summary := fmt.Sprintf("creating GPU instance (%s)", name)
 
-	offerReq, _, diags := offerRequest(ctx, &plan)
+	offerReq, _, diags := r.offerRequest(ctx, &plan)
 	resp.Diagnostics.Append(diags...)
 	vars, _, diags := provisioningVars(ctx, &plan)
 	resp.Diagnostics.Append(diags...)

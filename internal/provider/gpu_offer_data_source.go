@@ -51,6 +51,7 @@ type gpuOfferModel struct {
 	MemoryGB        types.Int64   `tfsdk:"memory_gb"`
 	Offers          types.List    `tfsdk:"offers"`
 	Rejections      types.Map     `tfsdk:"rejections"`
+	Unmapped        types.Map     `tfsdk:"unmapped"`
 }
 
 var offerAttrTypes = map[string]attr.Type{
@@ -163,6 +164,13 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 						Computed: true, ElementType: types.StringType},
 				}},
 			},
+			"unmapped": schema.MapAttribute{
+				MarkdownDescription: "For each asked cloud that offers GPUs hydra's inventory does not name, those GPUs' exact names as the " +
+					"cloud writes them. To rent one, add its name under `api_names.<cloud>` of a GPU type in your `supported_gpus.yml` " +
+					"(see `inventory_dir`). Empty when every GPU offered is mapped.",
+				Computed:    true,
+				ElementType: types.ListType{ElemType: types.StringType},
+			},
 			"rejections": schema.MapAttribute{
 				MarkdownDescription: "For each asked cloud with no eligible offer, why (no capacity, timed out, above the max price, ...).",
 				Computed:            true,
@@ -206,6 +214,7 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	}
 	best, ok := res.Cheapest()
 	if !ok {
+		d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
 		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", noOfferDetail(oreq, res))
 		return
 	}
@@ -245,6 +254,8 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	rmap, diags := types.MapValue(types.StringType, rej)
 	resp.Diagnostics.Append(diags...)
 	m.Rejections = rmap
+	m.Unmapped = unmappedValue(ctx, res.Unmapped, &resp.Diagnostics)
+	d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 

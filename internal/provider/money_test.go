@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 // setStock sets how many machines of one catalog entry (region/instance type, on-demand) the sandbox
@@ -158,6 +159,73 @@ data "hydra_gpu_offer" "l40s" {
 					}),
 				})),
 			},
+		}},
+	})
+}
+
+// addEntry adds one catalog entry to the sandbox.
+func (s *testSandbox) addEntry(e sandbox.CatalogEntry) {
+	s.t.Helper()
+	c, err := s.sb.Catalog()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.sb.SetCatalog(append(c, e)); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// The hardware that matters is first-class: an "h100" PCIe card resold cheaper than the SXM machines
+// wins only when the request allows it; form_factor = "sxm" keeps it out, and an offer_id pinning
+// it on such a request fails at plan, naming both sides.
+func TestAccGPUInstance_formFactor(t *testing.T) {
+	s := newTestSandbox(t)
+	s.addEntry(sandbox.CatalogEntry{Region: "sbx-us-1", InstanceType: "sbx.h100pcie.1x", GPU: "H100", GPUCount: 1, PricePerHour: 1.99,
+		Available: -1, FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 128})
+	withFF := func(extra string) string {
+		return s.providerConfig("") + testAccGPUInstanceConfig_basic("socket", "h100", extra)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			// Any form factor: the PCIe card is cheapest, and the plan says what it is.
+			Config: withFF(""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("instance_type"), knownvalue.StringExact("sbx.h100pcie.1x")),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_form_factor"), knownvalue.StringExact("pcie")),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_memory_gb"), knownvalue.Int64Exact(80)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("vcpus"), knownvalue.Int64Exact(16)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("memory_gb"), knownvalue.Int64Exact(128)),
+				},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_form_factor"), knownvalue.StringExact("pcie")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("vcpus"), knownvalue.Int64Exact(16)),
+			},
+		}, {
+			// Requiring SXM of the PCIe machine replaces it with the SXM machine at $2.49/h, and the state
+			// keeps what the plan showed.
+			Config: withFF(`  form_factor = "sxm"`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("instance_type"), knownvalue.StringExact("sbx.h100.1x")),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_form_factor"), knownvalue.StringExact("sxm")),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(2.49)),
+				},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_form_factor"), knownvalue.StringExact("sxm")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+			},
+		}, {
+			// A pinned PCIe offer on an SXM request fails at plan, naming both sides.
+			Config:      withFF("  form_factor = \"sxm\"\n  offer_id = \"sandbox-vm-pool/sbx-us-1/sbx.h100pcie.1x/ondemand@1.99\""),
+			PlanOnly:    true,
+			ExpectError: errorPattern(`its instance type sbx.h100pcie.1x has pcie, but the request's form_factor is "sxm"`),
 		}},
 	})
 }

@@ -97,6 +97,8 @@ type providerData struct {
 	walk *walk
 	// fleet shares the clouds' known stock among the instances planned in this walk.
 	fleet *controlplane.Fleet
+	// unmappedWarned holds the clouds whose unmapped GPUs this walk has warned about (once per cloud).
+	unmappedWarned sync.Map
 	// runner is the Ansible runner when provisioning is on (import reads its marker through it).
 	runner *provision.Runner
 	// provisioning is false when provisioning is switched off (machines are ready once they run).

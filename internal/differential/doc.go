@@ -1,0 +1,17 @@
+// Package differential holds hydra's differential test of offer ranking (issue 10), and nothing else:
+// the package has no code outside its test.
+//
+// The test generates random catalogs, loads them into real backends that talk real HTTP to the clouds'
+// emulators (Atlas, Verda, Lambda, UpCloud) or read the sandbox's catalog.json, asks a control plane
+// for offers, and compares the answer with a small reference ranking written in the test from the
+// documented rules (docs/index.md "Prices", docs/data-sources/gpu_offer.md, the comments on
+// controlplane.Offer and on each backend's Offers). The reference never calls the control plane's
+// filtering or ranking.
+//
+// Runs are deterministic: case i of a run uses a generator seeded with (seed, i). Override the seed
+// and the number of random cases with HYDRA_DIFF_SEED and HYDRA_DIFF_CASES; run a single random case
+// with HYDRA_DIFF_CASE (its number, as a failure prints it):
+//
+//	HYDRA_DIFF_SEED=7 HYDRA_DIFF_CASES=1000 go test ./internal/differential/
+//	HYDRA_DIFF_SEED=7 HYDRA_DIFF_CASE=123 go test -v ./internal/differential/ -run TestDifferentialRandom
+package differential

@@ -4,6 +4,9 @@ terraform {
   required_providers {
     hydra = {
       source = "hydragpu/hydra"
+      # The version `make install` builds (`make version`). Terraform selects a prerelease such as
+      # 0.1.0-dev only when it is named exactly; with a release, say "~> 0.1".
+      version = "0.1.0-dev"
     }
   }
 }
@@ -28,13 +31,13 @@ resource "hydra_gpu_instance" "trainer" {
 
 output "machine" {
   value = {
-    id             = hydra_gpu_instance.trainer.id
-    cloud          = hydra_gpu_instance.trainer.cloud
-    region         = hydra_gpu_instance.trainer.region
-    instance_type  = hydra_gpu_instance.trainer.instance_type
-    price_per_hour = hydra_gpu_instance.trainer.price_per_hour
-    status         = hydra_gpu_instance.trainer.status
-    ssh            = "${hydra_gpu_instance.trainer.ssh_user}@${hydra_gpu_instance.trainer.ssh_host}:${hydra_gpu_instance.trainer.ssh_port}"
+    id                 = hydra_gpu_instance.trainer.id
+    cloud              = hydra_gpu_instance.trainer.cloud
+    region             = hydra_gpu_instance.trainer.region
+    instance_type      = hydra_gpu_instance.trainer.instance_type
+    price_usd_per_hour = hydra_gpu_instance.trainer.price_usd_per_hour
+    status             = hydra_gpu_instance.trainer.status
+    ssh                = "${hydra_gpu_instance.trainer.ssh_user}@${hydra_gpu_instance.trainer.ssh_host}:${hydra_gpu_instance.trainer.ssh_port}"
   }
 }
 

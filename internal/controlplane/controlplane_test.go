@@ -522,3 +522,36 @@ func TestOffersReportUnmapped(t *testing.T) {
 		t.Errorf("an unmapped GPU was ranked: %+v", res.Offers)
 	}
 }
+
+// A failed request's hint: the cheapest offer with each constraint relaxed, one at a time.
+func TestClosest(t *testing.T) {
+	eu := offer("FIN-01", "1H100", 1, 2.49)
+	two := offer("FIN-01", "2H100", 2, 1.15)
+	sp := offer("FIN-02", "1H100-spot", 1, 1.10)
+	sp.Spot = true
+	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{eu, two, sp}}}, Options{})
+	names := func(req OfferRequest) []string {
+		if res, _ := cp.Offers(context.Background(), req, false); len(res.Offers) != 0 {
+			t.Fatalf("the request should fail: %+v", res.Offers)
+		}
+		var got []string
+		for _, n := range cp.Closest(context.Background(), req) {
+			got = append(got, n.String())
+		}
+		return got
+	}
+	// Only the cap is in the way of the on-demand offer; spot or two GPUs would fit under it.
+	got := names(OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: usd(1.20)})
+	want := []string{
+		"without max_price_per_hour: verda-vm-pool/FIN-01/1H100/ondemand@2.49 at $2.49/h",
+		"with spot = true: verda-vm-pool/FIN-02/1H100-spot/spot@1.10 at $1.10/h",
+		"with gpu_count = 2: verda-vm-pool/FIN-01/2H100/ondemand@1.15 at $1.15/h",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Closest =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Two constraints in the way: no single relaxation helps, and the hint says nothing rather than mislead.
+	if got := names(OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Regions: []string{"FIN-09"}, MaxPricePerHour: usd(1)}); len(got) != 0 {
+		t.Errorf("Closest = %q, want none", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
+	"sort"
 )
 
 // LaunchRequest asks for one instance from a list of acceptable offers, best first.
@@ -290,7 +291,13 @@ func (cp *ControlPlane) WaitRunning(ctx context.Context, inst Instance, onChange
 		}
 		return inst.Status == StatusRunning, nil
 	}
+	if inst.Status != StatusRunning {
+		log.Info("waiting for the machine to boot", "name", inst.Name, "status", inst.CloudStatus)
+	}
 	err := wait.Until(ctx, "instance "+inst.Name+" to run", wait.Backoff{First: cp.opts.PollInterval, Max: cp.opts.PollMax, Factor: 1.5}, poll)
+	if err == nil {
+		log.Info("machine running", "name", inst.Name, "took", time.Since(started).Round(time.Second).String())
+	}
 	if err != nil && ctx.Err() != nil {
 		return inst, fmt.Errorf("waiting for instance %s to run (last status %s): %w", inst.Name, inst.Status, ctx.Err())
 	}
@@ -346,9 +353,19 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst Instance, spec Provi
 				Instance: inst, Pool: spec.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount,
 				HostKey: out.HostKey, Vars: spec.Vars, Attempt: attempt,
 				Log: func(msg string, fields map[string]any) {
+					keys := make([]string, 0, len(fields))
+					for k := range fields {
+						keys = append(keys, k)
+					}
+					sort.Strings(keys)
 					args := make([]any, 0, 2*len(fields))
-					for k, v := range fields {
-						args = append(args, k, v)
+					for _, k := range keys {
+						args = append(args, k, fields[k])
+					}
+					// One INFO line per task (its outcome); its start and skipped tasks are detail.
+					if msg == "task started" || msg == "task skipped" {
+						log.Debug(msg, args...)
+						return
 					}
 					log.Info(msg, args...)
 				},
@@ -394,6 +411,8 @@ func (cp *ControlPlane) Terminate(ctx context.Context, ref InstanceRef) error {
 		return err
 	}
 	log.Info("deleting machine", "name", ref.Name, "id", ref.ID)
+	started := time.Now()
+	lastLog := started
 	err := wait.Until(ctx, "instance "+ref.Name+" to terminate", wait.Backoff{First: cp.opts.PollInterval, Max: cp.opts.PollMax, Factor: 1.5, WaitFirst: true},
 		func(ctx context.Context) (bool, error) {
 			inst, err := cp.manager.Get(ctx, ref)
@@ -404,11 +423,15 @@ func (cp *ControlPlane) Terminate(ctx context.Context, ref InstanceRef) error {
 				log.Warn("status poll failed while deleting; will retry", "name", ref.Name, "error", err)
 				return false, wait.Transient(err)
 			}
+			if time.Since(lastLog) >= 15*time.Second {
+				lastLog = time.Now()
+				log.Info("waiting for the machine to terminate", "name", ref.Name, "status", inst.CloudStatus, "elapsed", time.Since(started).Round(time.Second).String())
+			}
 			return false, nil
 		})
 	if err != nil {
 		return fmt.Errorf("waiting for instance %s to terminate: %w", ref.Name, err)
 	}
-	log.Info("machine deleted", "name", ref.Name, "id", ref.ID)
+	log.Info("machine deleted", "name", ref.Name, "id", ref.ID, "took", time.Since(started).Round(time.Second).String())
 	return nil
 }

@@ -57,9 +57,20 @@ func (r OfferResult) Cheapest() (Offer, bool) {
 }
 
 // WhyNot says, for every asked cloud other than the winner's, why it lost: its cheapest eligible offer
-// and how much more it costs, or why it had none.
+// and how much more it costs, or why it had none. The winner's own cloud's other pools and regions are
+// there too, keyed "<pool>/<region>", each with its cheapest offer and how much more it costs.
 func (r OfferResult) WhyNot(winner Offer) map[string]string {
 	out := map[string]string{}
+	for _, o := range r.Offers {
+		if o.Cloud != winner.Cloud || (o.Pool == winner.Pool && o.Region == winner.Region) {
+			continue
+		}
+		key := o.Pool + "/" + o.Region
+		if _, seen := out[key]; seen {
+			continue
+		}
+		out[key] = fmt.Sprintf("cheapest offer %s costs %s, %s more", o.InstanceType, o.PricePerHour.PerHour(), (o.PricePerHour - winner.PricePerHour).PerHour())
+	}
 	for _, o := range r.Offers { // cheapest first: the first offer seen per cloud is its best
 		if o.Cloud == winner.Cloud {
 			continue
@@ -85,14 +96,11 @@ func (r OfferResult) WhyNot(winner Offer) map[string]string {
 	return out
 }
 
-// Explain lists every cloud's reason in one readable block, for diagnostics.
+// Explain lists every asked cloud's reason, one line per cloud, for diagnostics.
 func (r OfferResult) Explain() string {
 	var b strings.Builder
 	for _, rej := range r.Rejections {
 		fmt.Fprintf(&b, "  - %s: %s\n", rej.Cloud, rej.Reason)
-	}
-	for _, o := range r.Ineligible {
-		fmt.Fprintf(&b, "  - %s (%s): not eligible: %s\n", o.Cloud, o.ID, o.Ineligible)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

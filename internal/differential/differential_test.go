@@ -170,6 +170,21 @@ func times(u money.USD, factor string) money.USD {
 	return roundHalfUp(new(big.Rat).Mul(new(big.Rat).SetInt64(int64(u)), decimal(factor)))
 }
 
+// convertedUp is a quote converted at rate: u × rate rounded up once to the cent; a rate of "1" is no
+// conversion (the quote is the bill, to the micro-dollar).
+func convertedUp(u money.USD, rate string) money.USD {
+	if rate == "1" {
+		return u
+	}
+	p := new(big.Rat).Mul(new(big.Rat).SetInt64(int64(u)), decimal(rate))
+	p.Quo(p, new(big.Rat).SetInt64(int64(money.Cent)))
+	q, m := new(big.Int).QuoRem(p.Num(), p.Denom(), new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return money.USD(q.Int64()) * money.Cent
+}
+
 // dividedBy is u / factor, rounded once to the micro-dollar (the generator's inverse of times).
 func dividedBy(u money.USD, factor string) money.USD {
 	return roundHalfUp(new(big.Rat).Quo(new(big.Rat).SetInt64(int64(u)), decimal(factor)))
@@ -240,7 +255,8 @@ type expectation struct {
 //   - Eligible offers rank by: known stock first; the ranking price (Atlas: list price × price_factor
 //     rounded once to the micro-dollar; elsewhere the billed price); direct before resold; cloud, pool,
 //     region, instance type in byte order.
-//   - The billed price is the list price (Atlas too); UpCloud's euro quote is converted at its fixed rate.
+//   - The billed price is the list price (Atlas too); UpCloud's euro quote is converted at its fixed rate
+//     and rounded up once to the cent (a quote in US dollars, rate 1, is taken as it is).
 //
 // What each cloud shows of its stock is the cloud's documented behaviour (see observe).
 func reference(inv *inventory.Inventory, w world, req controlplane.OfferRequest) expectation {
@@ -300,7 +316,7 @@ func observe(inv *inventory.Inventory, w world, l listing) (refOffer, bool) {
 		listed = l.Stock > 0
 		o.Available = -1
 	case upcloudCloud:
-		o.Billed = times(l.Quote, w.UpCloudRate)
+		o.Billed = convertedUp(l.Quote, w.UpCloudRate)
 		if w.UpCloudStockFails {
 			o.StockUnknown, o.Available = true, -1
 		}

@@ -122,6 +122,36 @@ func (u USD) String() string {
 // PerHour prints a price per hour: "$2.39/h".
 func (u USD) PerHour() string { return "$" + u.String() + "/h" }
 
+// Converted is an amount of another currency (dollars' worth given as a float, e.g. euros) times an
+// exchange rate, rounded up once to the cent: a converted price is an estimate of the bill, never
+// shown with digits the bill does not have, and never cheaper than the exact product. Both numbers
+// are taken as the decimals they print as. Out of range (negative, not a number, above Max) is an
+// error.
+func Converted(amount, rate float64) (USD, error) { return converted(amount, rate, 100) }
+
+// ConvertedCents is Converted for an amount given in hundredths (euro cents, as UpCloud's price list
+// quotes them): cents times rate, rounded up once to the cent.
+func ConvertedCents(cents, rate float64) (USD, error) { return converted(cents, rate, 1) }
+
+// converted is amount x rate x toCents, rounded up to a whole number of cents.
+func converted(amount, rate float64, toCents int64) (USD, error) {
+	a, ok1 := new(big.Rat).SetString(strconv.FormatFloat(amount, 'g', -1, 64))
+	r, ok2 := new(big.Rat).SetString(strconv.FormatFloat(rate, 'g', -1, 64))
+	if !ok1 || !ok2 || a.Sign() < 0 || r.Sign() < 0 {
+		return 0, fmt.Errorf("%w: %v x %v", ErrRange, amount, rate)
+	}
+	cents := a.Mul(a, r)
+	cents.Mul(cents, big.NewRat(toCents, 1))
+	q, m := new(big.Int).QuoRem(cents.Num(), cents.Denom(), new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() || q.Int64() > int64(Max/Cent) {
+		return 0, fmt.Errorf("%w: %v x %v (expected at most %s)", ErrRange, amount, rate, Max)
+	}
+	return USD(q.Int64()) * Cent, nil
+}
+
 // Times scales an amount by a factor (an exchange rate, a margin), rounding once to the nearest
 // micro-dollar, halves up. The factor is taken as the decimal it prints as (0.7 is seven tenths, not
 // the binary float nearest to it), so the product is exact before that one rounding. The result

@@ -115,3 +115,35 @@ func TestTimes(t *testing.T) {
 		}
 	}
 }
+
+func TestConverted(t *testing.T) {
+	for _, tc := range []struct {
+		amount, rate float64
+		want         USD
+	}{
+		{2.53, 1.08, 2_740_000},     // 2.7324 rounds up to 2.74
+		{2.50, 1.08, 2_700_000},     // exactly 2.70: no rounding
+		{1.111607, 1.08, 1_210_000}, // 1.20053556 -> 1.21
+		{0, 1.08, 0},
+	} {
+		got, err := Converted(tc.amount, tc.rate)
+		if err != nil || got != tc.want {
+			t.Errorf("Converted(%v, %v) = %s, %v; want %s", tc.amount, tc.rate, got, err, tc.want)
+		}
+	}
+	if got, err := ConvertedCents(273.21, 1); err != nil || got != 2_740_000 {
+		t.Errorf("ConvertedCents(273.21, 1) = %s, %v; want 2.74", got, err)
+	}
+	if got, err := ConvertedCents(253, 1.08); err != nil || got != 2_740_000 {
+		t.Errorf("ConvertedCents(253, 1.08) = %s, %v; want 2.74 (273.24 cents, up)", got, err)
+	}
+	if got, err := ConvertedCents(250, 1); err != nil || got != 2_500_000 {
+		t.Errorf("ConvertedCents(250, 1) = %s, %v", got, err)
+	}
+	if _, err := Converted(-1, 1.08); err == nil {
+		t.Error("a negative amount converted")
+	}
+	if _, err := Converted(1e12, 1.08); err == nil {
+		t.Error("an amount above Max converted")
+	}
+}

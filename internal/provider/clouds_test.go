@@ -34,6 +34,7 @@ import (
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	emuverda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
+	"regexp"
 )
 
 // testClouds runs each cloud's emulator over real HTTP on loopback for one test. The provider (served
@@ -149,7 +150,7 @@ func cloudInstanceConfig(name, gpuType, extra string) string {
 }
 
 func TestAccGPUInstance_verdaVersusUpCloud(t *testing.T) {
-	// Default catalogs: H100 costs $2.65/h at Verda and €2.53 (= $2.73) at UpCloud.
+	// Default catalogs: H100 costs $2.65/h at Verda and €2.53 (= $2.74, converted and rounded up to the cent) at UpCloud.
 	c := newTestClouds(t, nil)
 	dir := t.TempDir()
 	resource.ParallelTest(t, resource.TestCase{
@@ -161,11 +162,13 @@ func TestAccGPUInstance_verdaVersusUpCloud(t *testing.T) {
 			ConfigPlanChecks: resource.ConfigPlanChecks{
 				PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(2.65)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.65)),
 					plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("id")),
-					// The plan says why the other cloud lost, in prices a person can compare.
+					// The plan says why the other cloud, and the winner's other region, lost, in prices a
+					// person can compare.
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("other_clouds"), knownvalue.MapExact(map[string]knownvalue.Check{
-						"upcloud": knownvalue.StringExact("cheapest offer GPU-12xCPU-240GB-1xH100 in fi-hel2 costs $2.7321/h, $0.0821/h more than verda"),
+						"upcloud":              knownvalue.StringExact("cheapest offer GPU-12xCPU-240GB-1xH100 in fi-hel2 costs $2.74/h, $0.09/h more than verda"),
+						"verda-vm-pool/FIN-03": knownvalue.StringRegexp(regexp.MustCompile(`^cheapest offer 1H100\.80S\.30V costs \$2\.65/h, \$0\.00/h more$`)),
 					})),
 				},
 			},
@@ -291,7 +294,7 @@ func TestAccGPUInstance_atlasWinsWhileItHasCapacity(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("atlas")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.60)),
+						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.60)),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("ranking_price_per_hour"), knownvalue.StringExact("0.8")),
 					},
 				},
@@ -321,7 +324,7 @@ resource "hydra_gpu_instance" "second" {
 						plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionNoop),
 						// Prime Intellect's cheapest L40S ($0.8768/h) beats Verda's ($0.91/h).
 						plancheck.ExpectKnownValue("hydra_gpu_instance.second", tfjsonpath.New("cloud"), knownvalue.StringExact("primeintellect")),
-						plancheck.ExpectKnownValue("hydra_gpu_instance.second", tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(0.8768)),
+						plancheck.ExpectKnownValue("hydra_gpu_instance.second", tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(0.8768)),
 					},
 				},
 				Check: c.checkCreates(map[string]int{"atlas": 1, "primeintellect": 1, "verda": 0}),
@@ -357,7 +360,7 @@ func TestAccGPUInstance_mithrilBidsUnderCheapestSpot(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("mithril")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.14)),
+						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.14)),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("is_spot"), knownvalue.Bool(true)),
 						// The plan shows the bid and the auction's last clearing price.
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("bid_price"), knownvalue.NotNull()),
@@ -792,7 +795,7 @@ func TestAccGPUInstance_mithrilBidComparesAllClouds(t *testing.T) {
 			ConfigPlanChecks: resource.ConfigPlanChecks{
 				PostApplyPostRefresh: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("mithril")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.14)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.14)),
 				},
 			},
 			ExpectNonEmptyPlan: true,

@@ -84,8 +84,8 @@ type gpuInstanceModel struct {
 	Pool                    types.String   `tfsdk:"pool"`
 	Region                  types.String   `tfsdk:"region"`
 	InstanceType            types.String   `tfsdk:"instance_type"`
-	PricePerHour            types.Float64  `tfsdk:"price_per_hour"`
-	EstimatedPricePerHour   types.Float64  `tfsdk:"estimated_price_per_hour"`
+	PricePerHour            types.Float64  `tfsdk:"price_usd_per_hour"`
+	EstimatedPricePerHour   types.Float64  `tfsdk:"estimated_price_usd_per_hour"`
 	IsSpot                  types.Bool     `tfsdk:"is_spot"`
 	GPUFormFactor           types.String   `tfsdk:"gpu_form_factor"`
 	GPUMemoryGB             types.Int64    `tfsdk:"gpu_memory_gb"`
@@ -113,6 +113,8 @@ func (r *gpuInstanceResource) Metadata(_ context.Context, req resource.MetadataR
 func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	resp.Schema = schema.Schema{
+		// Version 1 names the prices' currency and unit (price_usd_per_hour); see UpgradeState.
+		Version: 1,
 		MarkdownDescription: "A GPU machine rented from the cheapest cloud that can serve it, provisioned and `ready`.\n\n" +
 			"During `terraform plan` hydra asks every eligible pool for offers and shows the cheapest as known values " +
 			"(`cloud`, `pool`, `region`, `instance_type`, `price_per_hour`, `offer_id`). `terraform apply` creates that " +
@@ -218,7 +220,7 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Validators: []validator.String{durationBetween(time.Second, 24*time.Hour)},
 			},
 			"allow_fallback": schema.BoolAttribute{
-				MarkdownDescription: "Leave the offer to apply time: the plan shows `estimated_price_per_hour` and the offer fields as " +
+				MarkdownDescription: "Leave the offer to apply time: the plan shows `estimated_price_usd_per_hour` and the offer fields as " +
 					"`(known after apply)`, and if the cheapest offer has run out when apply creates the machine, the next cheapest " +
 					"within the same limits (GPU type and count, kind, spot, clouds, regions, `max_price_per_hour`) is taken. Default `false`.",
 				Optional: true,
@@ -266,17 +268,19 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Computed:            true,
 				PlanModifiers:       keep,
 			},
-			"price_per_hour": schema.Float64Attribute{
-				MarkdownDescription: "The price the cloud bills for the whole machine, quoted when it was planned, in US dollars per " +
-					"hour; `max_price_per_hour` caps it. A cloud preferred in the ranking (Atlas) shows its billed price here and its " +
-					"ranking figure in `offer_details`. Kept for the machine's life: later price moves never produce a diff.",
+			"price_usd_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "The price the cloud bills for the whole machine, in US dollars per hour, exact (cents, and further " +
+					"digits only where the cloud's price has them), quoted when the machine was planned; `max_price_per_hour` caps it. " +
+					"A cloud preferred in the ranking (Atlas) shows its billed price here and its ranking figure in `offer_details`. " +
+					"Kept for the machine's life: later price moves never produce a diff. Unknown until apply with `allow_fallback`.",
 				Computed:      true,
 				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
 			},
-			"estimated_price_per_hour": schema.Float64Attribute{
-				MarkdownDescription: "The cheapest matching price at plan time, in US dollars per hour; known even with `allow_fallback`.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+			"estimated_price_usd_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "Only with `allow_fallback = true`, where apply chooses the offer: the cheapest matching price at plan " +
+					"time, in US dollars per hour (the machine's own price is `price_usd_per_hour`, known after apply). Null otherwise.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
 			},
 			"is_spot": schema.BoolAttribute{
 				MarkdownDescription: "Whether the machine is spot (preemptible) capacity.",
@@ -461,7 +465,7 @@ func addRequestError(diags *diag.Diagnostics, err error) {
 	diags.AddError("Cannot list GPU offers", err.Error())
 }
 
-func noOfferDetail(req controlplane.OfferRequest, res controlplane.OfferResult) string {
+func noOfferDetail(req controlplane.OfferRequest, res controlplane.OfferResult, closest []controlplane.Near) string {
 	what := fmt.Sprintf("%dx %s (%s", req.GPUCount, req.GPUType, req.Kind)
 	if req.AllowSpot {
 		what += ", spot allowed"
@@ -473,7 +477,16 @@ func noOfferDetail(req controlplane.OfferRequest, res controlplane.OfferResult) 
 		what += ", at most " + req.MaxPricePerHour.PerHour()
 	}
 	what += ")"
-	return fmt.Sprintf("No cloud can rent %s right now. Why each cloud said no:\n%s\n\nNothing was created.", what, res.Explain())
+	var b strings.Builder
+	fmt.Fprintf(&b, "No cloud can rent %s right now. Why each cloud said no:\n%s", what, res.Explain())
+	if len(closest) > 0 {
+		b.WriteString("\n\nClosest offers, each with one setting relaxed:")
+		for _, n := range closest {
+			b.WriteString("\n  - " + n.String())
+		}
+	}
+	b.WriteString("\n\nNothing was created.")
+	return b.String()
 }
 
 func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -538,7 +551,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 					"gpu_count %d; apply creates it only if the cloud still has it.", plan.OfferID.ValueString(), offerReq.GPUType, offerReq.GPUCount))
 		}
 		setOfferFields(&plan, r.data.cp, parsed)
-		plan.EstimatedPricePerHour = usdValue(parsed.PricePerHour)
+		plan.EstimatedPricePerHour = types.Float64Null()
 		plan.OtherClouds = types.MapNull(types.StringType)
 		plan.OfferDetails = types.MapNull(types.StringType)
 		if pm, ok := r.data.cp.Manager().Pool(parsed.Pool); ok {
@@ -568,7 +581,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		}
 		r.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
 		if _, ok := res.Cheapest(); !ok {
-			resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_instance "+plan.Name.ValueString(), noOfferDetail(offerReq, res))
+			resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_instance "+plan.Name.ValueString(), noOfferDetail(offerReq, res, r.data.cp.Closest(ctx, offerReq)))
 			return
 		}
 		// Instances planned in this run share the known stock (deterministically, by name).
@@ -589,11 +602,14 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		if err := r.data.quotes.put(key, q); err != nil {
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
 		}
-		logOfferChoice(ctx, best, res)
+		logOfferChoice(plan.Name.ValueString(), best, res)
 	} else if !plan.AllowFallback.ValueBool() {
 		r.warnStaleQuote(ctx, key, q, offerReq, &resp.Diagnostics)
 	}
-	plan.EstimatedPricePerHour = usdValue(q.Estimate)
+	plan.EstimatedPricePerHour = types.Float64Null()
+	if plan.AllowFallback.ValueBool() {
+		plan.EstimatedPricePerHour = usdValue(q.Estimate)
+	}
 	if q.Known && !plan.AllowFallback.ValueBool() {
 		setHardware(&plan, q.Hardware)
 	}
@@ -663,12 +679,12 @@ func stringMap(ctx context.Context, m map[string]string, diags *diag.Diagnostics
 	return v
 }
 
-func logOfferChoice(ctx context.Context, best controlplane.Offer, res controlplane.OfferResult) {
-	fields := map[string]any{"offer_id": best.ID, "cloud": best.Cloud, "price_per_hour": best.PricePerHour.String(), "eligible_offers": len(res.Offers)}
+// logOfferChoice is the plan's one INFO line per new machine; why each other cloud lost is DEBUG.
+func logOfferChoice(name string, best controlplane.Offer, res controlplane.OfferResult) {
+	tflog.Info(hydraLog(), "offer chosen", map[string]any{"name": name, "offer": best.ID, "price": best.PricePerHour.PerHour(), "eligible": len(res.Offers)})
 	for _, rej := range res.Rejections {
-		fields["rejected_"+rej.Cloud] = rej.Reason
+		tflog.Debug(hydraLog(), "cloud had no eligible offer", map[string]any{"name": name, "cloud": rej.Cloud, "why": rej.Reason})
 	}
-	tflog.Info(ctx, "cheapest GPU offer chosen", fields)
 }
 
 // pinnedMismatchDetail words a pinned offer's mismatch in the resource's attribute names.
@@ -830,6 +846,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	createStarted := time.Now()
 	timeout, d := plan.Timeouts.Create(ctx, defaultCreateTimeout)
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -851,7 +868,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	// An apply that refuses the planned offer forgets its quote, so the next plan quotes afresh.
 	forgetQuote := func() {
 		if err := r.data.quotes.remove(qkey); err != nil {
-			tflog.Warn(ctx, "could not remove the plan quote", map[string]any{"error": err.Error()})
+			tflog.Warn(hydraLog(), "could not remove the plan quote", map[string]any{"error": err.Error()})
 		}
 	}
 	offers, err := r.candidateOffers(ctx, &plan, offerReq)
@@ -889,7 +906,10 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	setOfferFields(&m, r.data.cp, parsed)
 	m.ID = types.StringValue(launched.Instance.Name)
 	if m.EstimatedPricePerHour.IsUnknown() {
-		m.EstimatedPricePerHour = usdValue(parsed.PricePerHour)
+		m.EstimatedPricePerHour = types.Float64Null()
+		if m.AllowFallback.ValueBool() {
+			m.EstimatedPricePerHour = usdValue(parsed.PricePerHour)
+		}
 	}
 	if m.OtherClouds.IsUnknown() {
 		m.OtherClouds = types.MapNull(types.StringType)
@@ -919,7 +939,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		}
 	}()
 	if launched.Adopted {
-		tflog.Info(ctx, "adopted the machine an interrupted create of this resource left, instead of buying another", map[string]any{"id": launched.Instance.ID, "name": launched.Instance.Name})
+		tflog.Warn(hydraLog(), "adopted the machine an interrupted create of this resource left, instead of buying another", map[string]any{"id": launched.Instance.ID, "name": launched.Instance.Name})
 	}
 
 	bring := bringUp{r: r, m: &m, pool: launched.Pool, vars: vars, save: save, summary: summary}.run(ctx, launched.Instance)
@@ -937,6 +957,9 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	if !resp.Diagnostics.HasError() && !plannedDigest.IsUnknown() {
 		m.ProvisioningDigest = plannedDigest
 		save()
+	}
+	if !resp.Diagnostics.HasError() {
+		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": launched.Instance.Name, "took": time.Since(createStarted).Round(time.Second).String()})
 	}
 }
 
@@ -971,7 +994,7 @@ func (r *gpuInstanceResource) candidateOffers(ctx context.Context, plan *gpuInst
 	case errors.As(err, &rose):
 		return nil, fmt.Errorf("%w; run `terraform plan` again to see the new price", err)
 	case errors.As(err, &none):
-		return nil, errors.New(noOfferDetail(none.Request, none.Result))
+		return nil, errors.New(noOfferDetail(none.Request, none.Result, r.data.cp.Closest(ctx, none.Request)))
 	}
 	return offers, err
 }
@@ -1101,7 +1124,7 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 	ref := controlplane.InstanceRef{Name: m.ID.ValueString(), ID: m.CloudInstanceID.ValueString()}
 	inst, err := r.data.cp.Manager().Get(ctx, ref)
 	if controlplane.IsNotFound(err) || err == nil && inst.Status == controlplane.StatusTerminated {
-		tflog.Warn(ctx, "GPU instance is gone at the cloud; removing it from state so the next plan recreates it", map[string]any{"id": ref.Name})
+		tflog.Warn(hydraLog(), "GPU instance is gone at the cloud; removing it from state so the next plan recreates it", map[string]any{"id": ref.Name})
 		resp.State.RemoveResource(ctx)
 		return
 	}
@@ -1150,9 +1173,9 @@ func (r *gpuInstanceResource) readProvisioningMarker(ctx context.Context, m *gpu
 		m.Status = types.StringValue(string(controlplane.StatusReady))
 		m.ProvisioningDigest = stringOrNull(marker.Digest)
 		m.ReadyAt = types.StringValue(marker.ProvisionedAt.UTC().Format(time.RFC3339))
-		tflog.Info(ctx, "imported machine carries hydra's provisioning marker", map[string]any{"digest": marker.Digest, "playbook": marker.Playbook})
+		tflog.Info(hydraLog(), "imported machine carries hydra's provisioning marker", map[string]any{"digest": marker.Digest, "playbook": marker.Playbook})
 	case errors.Is(err, provision.ErrNoMarker):
-		tflog.Info(ctx, "imported machine carries no provisioning marker: the next apply provisions it", map[string]any{"id": inst.Name})
+		tflog.Info(hydraLog(), "imported machine carries no provisioning marker: the next apply provisions it", map[string]any{"id": inst.Name})
 	default:
 		diags.AddWarning(fmt.Sprintf("importing GPU instance (%s): provisioning marker not read", inst.Name),
 			fmt.Sprintf("hydra could not read the machine's provisioning marker (%v), so it imports as running and the next "+
@@ -1182,7 +1205,7 @@ func (r *gpuInstanceResource) fillFromInstance(m *gpuInstanceModel, inst control
 	m.Region = types.StringValue(inst.Region)
 	m.InstanceType = types.StringValue(inst.InstanceType)
 	m.PricePerHour = usdValue(inst.PricePerHour)
-	m.EstimatedPricePerHour = usdValue(inst.PricePerHour)
+	m.EstimatedPricePerHour = types.Float64Null()
 	m.IsSpot = types.BoolValue(inst.Spot)
 	setHardware(m, inst.Hardware)
 	m.OtherClouds = types.MapNull(types.StringType)
@@ -1264,6 +1287,9 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 	if !resp.Diagnostics.HasError() && !plannedDigest.IsUnknown() {
 		m.ProvisioningDigest = plannedDigest
 		save()
+	}
+	if !resp.Diagnostics.HasError() {
+		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": inst.Name})
 	}
 }
 

@@ -49,7 +49,7 @@ func TestAccGPUInstance_basic(t *testing.T) {
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("pool"), knownvalue.StringExact("sandbox-vm-pool")),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-eu-1")),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("instance_type"), knownvalue.StringExact("sbx.h100.1x")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(2.49)),
+						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.49)),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringExact("sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49")),
 						// The cloud-side name carries an ownership token chosen at create.
 						plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("id")),
@@ -61,7 +61,7 @@ func TestAccGPUInstance_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud_status"), knownvalue.StringExact("running")),
 					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud_instance_id"), knownvalue.StringRegexp(regexp.MustCompile(`^sbx-[0-9a-f]{12}$`))),
 					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("ready_at"), knownvalue.NotNull()),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(2.49)),
+					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.49)),
 					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("ssh_host"), knownvalue.StringExact("127.0.0.1")),
 				},
 				Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
@@ -179,7 +179,7 @@ func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {
 			ConfigPlanChecks: resource.ConfigPlanChecks{
 				PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-eu-1")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.39)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.39)),
 					// The plan is saved; now a cheaper offer appears elsewhere and the planned one gets cheaper
 					// too. Terraform re-plans during apply and must get the same values back.
 					beforeApply(func() {
@@ -190,7 +190,7 @@ func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {
 			},
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-eu-1")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.39)),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.39)),
 				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 			},
 		}},
@@ -275,9 +275,9 @@ func TestAccGPUInstance_fallback(t *testing.T) {
 			Config: cfg,
 			ConfigPlanChecks: resource.ConfigPlanChecks{
 				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("estimated_price_per_hour"), knownvalue.Float64Exact(0.99)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("estimated_price_usd_per_hour"), knownvalue.Float64Exact(0.99)),
 					plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("offer_id")),
-					plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("price_per_hour")),
+					plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("price_usd_per_hour")),
 					// The cheapest offer runs out between plan and apply.
 					beforeApply(func() { s.setFaults(sandbox.Faults{OutOfStock: []string{"sbx-eu-1/sbx.l40s.1x"}}) }),
 				},
@@ -285,8 +285,8 @@ func TestAccGPUInstance_fallback(t *testing.T) {
 			ConfigStateChecks: []statecheck.StateCheck{
 				// The next cheapest within the limits: sbx-us-1 at 0.99 * 1.06 = $1.05/h.
 				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.05)),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("estimated_price_per_hour"), knownvalue.Float64Exact(0.99)),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.05)),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("estimated_price_usd_per_hour"), knownvalue.Float64Exact(0.99)),
 				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringExact("sandbox-vm-pool/sbx-us-1/sbx.l40s.1x/ondemand@1.05")),
 				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 			},
@@ -399,7 +399,7 @@ resource "hydra_gpu_instance" "test" {
 			Config: cfg,
 			ConfigPlanChecks: resource.ConfigPlanChecks{
 				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(1.78)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.78)),
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("sandbox")),
 					// Prices move before apply: the data source's answer is frozen in the saved plan.
 					beforeApply(func() { s.setPrice("sbx-us-1", "sbx.rtx6000ada.2x", 0.50) }),

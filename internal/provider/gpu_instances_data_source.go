@@ -34,17 +34,17 @@ type gpuInstancesModel struct {
 }
 
 var machineAttrTypes = map[string]attr.Type{
-	"id":                types.StringType,
-	"name":              types.StringType,
-	"cloud":             types.StringType,
-	"pool":              types.StringType,
-	"cloud_instance_id": types.StringType,
-	"region":            types.StringType,
-	"instance_type":     types.StringType,
-	"status":            types.StringType,
-	"ownership":         types.StringType,
-	"created_at":        types.StringType,
-	"price_per_hour":    types.Float64Type,
+	"id":                 types.StringType,
+	"name":               types.StringType,
+	"cloud":              types.StringType,
+	"pool":               types.StringType,
+	"cloud_instance_id":  types.StringType,
+	"region":             types.StringType,
+	"instance_type":      types.StringType,
+	"status":             types.StringType,
+	"ownership":          types.StringType,
+	"created_at":         types.StringType,
+	"price_usd_per_hour": types.Float64Type,
 }
 
 func (d *gpuInstancesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -82,8 +82,8 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 						"`unconfirmed` (never confirmed: in flight, or left by a create cut short), `interrupted` (this working directory's " +
 						"journal names it: a create cut short; the next apply adopts it), `unrecorded` (the cloud cannot record confirmation; " +
 						"only a state knows), or `foreign` (no hydra ownership record).", Computed: true},
-					"created_at":     schema.StringAttribute{MarkdownDescription: "When the cloud created it (RFC 3339), when it says.", Computed: true},
-					"price_per_hour": schema.Float64Attribute{MarkdownDescription: "Its price in US dollars per hour, when the cloud reports it.", Computed: true},
+					"created_at":         schema.StringAttribute{MarkdownDescription: "When the cloud created it (RFC 3339), when it says.", Computed: true},
+					"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "Its price in US dollars per hour, when the cloud reports it.", Computed: true},
 				}},
 			},
 			"orphans": schema.ListAttribute{
@@ -123,17 +123,17 @@ func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRe
 			created = types.StringValue(mc.Instance.CreatedAt.UTC().Format(time.RFC3339))
 		}
 		obj, dd := types.ObjectValue(machineAttrTypes, map[string]attr.Value{
-			"id":                types.StringValue(mc.Instance.Name),
-			"name":              types.StringValue(mc.Resource),
-			"cloud":             types.StringValue(mc.Pool.Cloud),
-			"pool":              types.StringValue(mc.Pool.Name),
-			"cloud_instance_id": types.StringValue(mc.Instance.ID),
-			"region":            types.StringValue(mc.Instance.Region),
-			"instance_type":     types.StringValue(mc.Instance.InstanceType),
-			"status":            types.StringValue(string(mc.Instance.Status)),
-			"ownership":         types.StringValue(string(mc.Ownership)),
-			"created_at":        created,
-			"price_per_hour":    usdValue(mc.Instance.PricePerHour),
+			"id":                 types.StringValue(mc.Instance.Name),
+			"name":               types.StringValue(mc.Resource),
+			"cloud":              types.StringValue(mc.Pool.Cloud),
+			"pool":               types.StringValue(mc.Pool.Name),
+			"cloud_instance_id":  types.StringValue(mc.Instance.ID),
+			"region":             types.StringValue(mc.Instance.Region),
+			"instance_type":      types.StringValue(mc.Instance.InstanceType),
+			"status":             types.StringValue(string(mc.Instance.Status)),
+			"ownership":          types.StringValue(string(mc.Ownership)),
+			"created_at":         created,
+			"price_usd_per_hour": usdValue(mc.Instance.PricePerHour),
 		})
 		resp.Diagnostics.Append(dd...)
 		rows = append(rows, obj)

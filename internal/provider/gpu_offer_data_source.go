@@ -43,7 +43,7 @@ type gpuOfferModel struct {
 	Pool            types.String  `tfsdk:"pool"`
 	Region          types.String  `tfsdk:"region"`
 	InstanceType    types.String  `tfsdk:"instance_type"`
-	PricePerHour    types.Float64 `tfsdk:"price_per_hour"`
+	PricePerHour    types.Float64 `tfsdk:"price_usd_per_hour"`
 	IsSpot          types.Bool    `tfsdk:"is_spot"`
 	GPUFormFactor   types.String  `tfsdk:"gpu_form_factor"`
 	GPUMemoryGB     types.Int64   `tfsdk:"gpu_memory_gb"`
@@ -55,23 +55,23 @@ type gpuOfferModel struct {
 }
 
 var offerAttrTypes = map[string]attr.Type{
-	"id":             types.StringType,
-	"cloud":          types.StringType,
-	"pool":           types.StringType,
-	"region":         types.StringType,
-	"instance_type":  types.StringType,
-	"price_per_hour": types.Float64Type,
-	"spot":           types.BoolType,
-	"resale_of":      types.StringType,
-	"eligible":       types.BoolType,
-	"ineligible_why": types.StringType,
-	"stock_unknown":  types.BoolType,
-	"available":      types.Int64Type,
-	"form_factor":    types.StringType,
-	"gpu_memory_gb":  types.Int64Type,
-	"vcpus":          types.Int64Type,
-	"memory_gb":      types.Int64Type,
-	"details":        types.MapType{ElemType: types.StringType},
+	"id":                 types.StringType,
+	"cloud":              types.StringType,
+	"pool":               types.StringType,
+	"region":             types.StringType,
+	"instance_type":      types.StringType,
+	"price_usd_per_hour": types.Float64Type,
+	"spot":               types.BoolType,
+	"resale_of":          types.StringType,
+	"eligible":           types.BoolType,
+	"ineligible_why":     types.StringType,
+	"stock_unknown":      types.BoolType,
+	"available":          types.Int64Type,
+	"form_factor":        types.StringType,
+	"gpu_memory_gb":      types.Int64Type,
+	"vcpus":              types.Int64Type,
+	"memory_gb":          types.Int64Type,
+	"details":            types.MapType{ElemType: types.StringType},
 }
 
 func (d *gpuOfferDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -124,12 +124,12 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 				MarkdownDescription: "The cheapest offer's ID, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>`; pass it to `hydra_gpu_instance.offer_id`.",
 				Computed:            true,
 			},
-			"cloud":          schema.StringAttribute{MarkdownDescription: "The cheapest offer's cloud.", Computed: true},
-			"pool":           schema.StringAttribute{MarkdownDescription: "The cheapest offer's pool.", Computed: true},
-			"region":         schema.StringAttribute{MarkdownDescription: "The cheapest offer's region.", Computed: true},
-			"instance_type":  schema.StringAttribute{MarkdownDescription: "The cheapest offer's instance type (the cloud's own name).", Computed: true},
-			"price_per_hour": schema.Float64Attribute{MarkdownDescription: "The cheapest offer's price for the whole machine, US dollars per hour.", Computed: true},
-			"is_spot":        schema.BoolAttribute{MarkdownDescription: "Whether the cheapest offer is spot capacity.", Computed: true},
+			"cloud":              schema.StringAttribute{MarkdownDescription: "The cheapest offer's cloud.", Computed: true},
+			"pool":               schema.StringAttribute{MarkdownDescription: "The cheapest offer's pool.", Computed: true},
+			"region":             schema.StringAttribute{MarkdownDescription: "The cheapest offer's region.", Computed: true},
+			"instance_type":      schema.StringAttribute{MarkdownDescription: "The cheapest offer's instance type (the cloud's own name).", Computed: true},
+			"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "The cheapest offer's price for the whole machine, US dollars per hour.", Computed: true},
+			"is_spot":            schema.BoolAttribute{MarkdownDescription: "Whether the cheapest offer is spot capacity.", Computed: true},
 			"form_factor": schema.StringAttribute{
 				MarkdownDescription: "Require a GPU form factor: `sxm` or `pcie`. Offers whose cloud does not say their form factor do not match it. Default: any.",
 				Optional:            true,
@@ -143,16 +143,16 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 				MarkdownDescription: "Every matching offer, eligible ones cheapest first, then the ineligible ones with the reason.",
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"id":             schema.StringAttribute{MarkdownDescription: "Offer ID.", Computed: true},
-					"cloud":          schema.StringAttribute{MarkdownDescription: "Cloud.", Computed: true},
-					"pool":           schema.StringAttribute{MarkdownDescription: "Pool.", Computed: true},
-					"region":         schema.StringAttribute{MarkdownDescription: "Region.", Computed: true},
-					"instance_type":  schema.StringAttribute{MarkdownDescription: "The cloud's instance type.", Computed: true},
-					"price_per_hour": schema.Float64Attribute{MarkdownDescription: "US dollars per hour for the whole machine.", Computed: true},
-					"spot":           schema.BoolAttribute{MarkdownDescription: "Spot capacity.", Computed: true},
-					"resale_of":      schema.StringAttribute{MarkdownDescription: "The cloud that really runs the hardware when this offer resells it, else null.", Computed: true},
-					"eligible":       schema.BoolAttribute{MarkdownDescription: "Whether hydra would choose this offer.", Computed: true},
-					"ineligible_why": schema.StringAttribute{MarkdownDescription: "Why the offer is not eligible (e.g. an auction bid that would not clear), else null.", Computed: true},
+					"id":                 schema.StringAttribute{MarkdownDescription: "Offer ID.", Computed: true},
+					"cloud":              schema.StringAttribute{MarkdownDescription: "Cloud.", Computed: true},
+					"pool":               schema.StringAttribute{MarkdownDescription: "Pool.", Computed: true},
+					"region":             schema.StringAttribute{MarkdownDescription: "Region.", Computed: true},
+					"instance_type":      schema.StringAttribute{MarkdownDescription: "The cloud's instance type.", Computed: true},
+					"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "US dollars per hour for the whole machine.", Computed: true},
+					"spot":               schema.BoolAttribute{MarkdownDescription: "Spot capacity.", Computed: true},
+					"resale_of":          schema.StringAttribute{MarkdownDescription: "The cloud that really runs the hardware when this offer resells it, else null.", Computed: true},
+					"eligible":           schema.BoolAttribute{MarkdownDescription: "Whether hydra would choose this offer.", Computed: true},
+					"ineligible_why":     schema.StringAttribute{MarkdownDescription: "Why the offer is not eligible (e.g. an auction bid that would not clear), else null.", Computed: true},
 					"stock_unknown": schema.BoolAttribute{MarkdownDescription: "True when the cloud's stock could not be read this time (its availability call failed): " +
 						"such an offer ranks behind every offer with known stock, whatever its price.", Computed: true},
 					"available":     schema.Int64Attribute{MarkdownDescription: "How many machines of this offer the cloud says it can start now; null when it does not say. A sold-out offer (0) is listed, not eligible.", Computed: true},
@@ -215,7 +215,7 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	best, ok := res.Cheapest()
 	if !ok {
 		d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
-		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", noOfferDetail(oreq, res))
+		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", noOfferDetail(oreq, res, d.data.cp.Closest(ctx, oreq)))
 		return
 	}
 	m.ID = types.StringValue(best.ID)
@@ -234,7 +234,7 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 		obj, diags := types.ObjectValue(offerAttrTypes, map[string]attr.Value{
 			"id": types.StringValue(o.ID), "cloud": types.StringValue(o.Cloud), "pool": types.StringValue(o.Pool),
 			"region": types.StringValue(o.Region), "instance_type": types.StringValue(o.InstanceType),
-			"price_per_hour": usdValue(o.PricePerHour), "spot": types.BoolValue(o.Spot),
+			"price_usd_per_hour": usdValue(o.PricePerHour), "spot": types.BoolValue(o.Spot),
 			"resale_of": stringOrNull(o.ResaleOf), "eligible": types.BoolValue(o.Ineligible == ""),
 			"ineligible_why": stringOrNull(o.Ineligible), "stock_unknown": types.BoolValue(o.StockUnknown),
 			"available": availableValue(o.Available), "form_factor": stringOrNull(o.FormFactor),

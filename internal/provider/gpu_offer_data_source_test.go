@@ -29,7 +29,7 @@ data "hydra_gpu_offer" "test" {
 `,
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("id"), knownvalue.StringExact("sandbox-vm-pool/sbx-eu-1/sbx.h100.8x/ondemand@19.92")),
-				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(19.92)),
+				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(19.92)),
 				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("is_spot"), knownvalue.Bool(false)),
 				// Three regions, cheapest first.
 				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("offers"), knownvalue.ListSizeExact(3)),

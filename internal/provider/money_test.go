@@ -53,12 +53,12 @@ func TestAccGPUInstance_moneyExact(t *testing.T) {
 			ConfigPlanChecks: resource.ConfigPlanChecks{
 				PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(0.70005)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(0.70005)),
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringExact("sandbox-vm-pool/sbx-us-1/sbx.l4.1x/ondemand@0.70005")),
 				},
 			},
 			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(0.70005)),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(0.70005)),
 				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 			},
 		}},
@@ -120,7 +120,7 @@ resource "hydra_gpu_instance" "fleet" {
 					plancheck.ExpectKnownValue(addr(0), region(0), knownvalue.StringExact("sbx-eu-1")),
 					plancheck.ExpectKnownValue(addr(1), region(1), knownvalue.StringExact("sbx-us-1")),
 					plancheck.ExpectKnownValue(addr(2), region(2), knownvalue.StringExact("sbx-us-1")),
-					plancheck.ExpectKnownValue(addr(2), tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(2.64)),
+					plancheck.ExpectKnownValue(addr(2), tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.64)),
 				},
 			},
 			ConfigStateChecks: []statecheck.StateCheck{
@@ -154,7 +154,7 @@ data "hydra_gpu_offer" "l40s" {
 						"region":         knownvalue.StringExact("sbx-eu-1"),
 						"eligible":       knownvalue.Bool(false),
 						"available":      knownvalue.Int64Exact(0),
-						"price_per_hour": knownvalue.Float64Exact(0.99),
+						"price_usd_per_hour": knownvalue.Float64Exact(0.99),
 						"ineligible_why": knownvalue.StringRegexp(regexp.MustCompile(`sold out`)),
 					}),
 				})),
@@ -214,7 +214,7 @@ func TestAccGPUInstance_formFactor(t *testing.T) {
 					plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("instance_type"), knownvalue.StringExact("sbx.h100.1x")),
 					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_form_factor"), knownvalue.StringExact("sxm")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_per_hour"), knownvalue.Float64Exact(2.49)),
+					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.49)),
 				},
 			},
 			ConfigStateChecks: []statecheck.StateCheck{

@@ -6,12 +6,10 @@ package provider
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -21,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
@@ -229,7 +228,10 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		resp.Diagnostics.AddAttributeError(path.Root("inventory_dir"), "Invalid hydra inventory", err.Error())
 		return
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "hydra", Level: hclog.LevelFromString(os.Getenv("TF_LOG_PROVIDER")), Output: os.Stderr, JSONFormat: true})
+	// The backends log through tflog (with Configure's fields), so TF_LOG_PROVIDER shows their retries.
+	logger := backendLogger(ctx)
+	logger.Info("hydra provider configured", "version", p.version, "terraform_version", req.TerraformVersion)
+	clouds.SetUserAgent(clouds.UserAgent(p.version, req.TerraformVersion))
 
 	data := &providerData{provisioning: true, walk: newWalk(), fleet: controlplane.NewFleet(fleetQuiet)}
 	backends, emulated := cloudBackends(cloudBlockValues, inv, logger, &resp.Diagnostics)

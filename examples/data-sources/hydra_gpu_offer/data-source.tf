@@ -5,7 +5,7 @@ data "hydra_gpu_offer" "h100x8" {
 }
 
 output "cheapest" {
-  value = "${data.hydra_gpu_offer.h100x8.cloud} ${data.hydra_gpu_offer.h100x8.region}: $${data.hydra_gpu_offer.h100x8.price_per_hour}/h"
+  value = "${data.hydra_gpu_offer.h100x8.cloud} ${data.hydra_gpu_offer.h100x8.region}: $${data.hydra_gpu_offer.h100x8.price_usd_per_hour}/h"
 }
 
 # Why each cloud that offered nothing said no (no capacity, timed out, above the max price, ...).

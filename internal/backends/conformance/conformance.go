@@ -172,8 +172,12 @@ func testOffers(t *testing.T, h Harness) {
 		t.Fatal("Offers returned nothing")
 	}
 	for _, o := range offers {
-		if o.Cloud != h.Cloud || o.GPUType == "" || o.GPUCount < 1 || o.InstanceType == "" || o.PricePerHour < 0 {
-			t.Errorf("malformed offer %+v", o)
+		if o.Cloud != h.Cloud || o.InstanceType == "" || o.PricePerHour < 0 || o.CloudGPU == "" {
+			t.Errorf("malformed offer %+v (every offer names its cloud, instance type, price and the cloud's GPU name)", o)
+		}
+		// A GPU the inventory maps has a type and a count; one it cannot map is reported, not dropped.
+		if o.GPUType != "" && o.GPUCount < 1 {
+			t.Errorf("mapped offer %+v has no GPU count", o)
 		}
 		if o.Pool != "" || o.ID != "" {
 			t.Errorf("offer %+v: backends leave Pool and ID to the control plane", o)

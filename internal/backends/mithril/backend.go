@@ -55,6 +55,7 @@ type Backend struct {
 	margin      float64
 	concurrency int
 	projectCfg  string
+	patterns    []apiPattern
 
 	mu      sync.Mutex
 	project string
@@ -92,7 +93,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		conc = 4
 	}
 	b := &Backend{client: client, inv: inv, log: logger.Named(CloudName), margin: margin, concurrency: conc,
-		projectCfg: strings.TrimSpace(cfg.Project), types: map[string]InstanceType{}}
+		projectCfg: strings.TrimSpace(cfg.Project), types: map[string]InstanceType{}, patterns: apiPatterns(inv)}
 	if strings.HasPrefix(b.projectCfg, "proj_") {
 		b.project = b.projectCfg
 	}
@@ -180,26 +181,58 @@ func (b *Backend) instanceType(ctx context.Context, fid string) (InstanceType, b
 
 var countSuffix = regexp.MustCompile(`^(.+)\.(\d+)x$`)
 
-// mapType maps a Mithril instance type onto hydra's GPU type and count. api_names hold the name
-// without its ".<n>x" suffix ("h100-80gb.sxm" for "h100-80gb.sxm.8x"); the whole name is tried too.
-// The count is num_gpus, or the suffix when num_gpus is missing.
-func (b *Backend) mapType(it InstanceType) (string, int) {
-	name := strings.TrimSpace(it.Name)
-	count := 0
-	if it.NumGPUs.Valid {
-		count = int(it.NumGPUs.Value)
+// apiPattern is one of the inventory's mithril api_names, read as a name pattern.
+type apiPattern struct {
+	gpu  string
+	name TypeName
+}
+
+// apiPatterns reads the inventory's mithril api_names, in the inventory's order of GPU types; names
+// ParseTypeName cannot read are left to the literal comparison of mapType.
+func apiPatterns(inv *inventory.Inventory) []apiPattern {
+	var out []apiPattern
+	for _, t := range inv.GPUTypes() {
+		for _, n := range inv.GPUs[t].APINames[CloudName] {
+			if p, ok := ParseTypeName(n); ok {
+				out = append(out, apiPattern{gpu: t, name: p})
+			}
+		}
 	}
-	gpu := ""
+	return out
+}
+
+// mapType maps a Mithril instance type onto hydra's GPU type ("" when the inventory does not map it)
+// and count. The instance type is read as its structured fields and its name say (see describe and
+// ParseTypeName), and each mithril api_names entry as a pattern of the same form: "h100-80gb.sxm"
+// covers every instance type whose GPU is an H100 with 80 GB in SXM form, whatever the name's style
+// ("h100-80gb.sxm.8x", "h100.80gb.sxm"); "b200" covers every B200. The most specific pattern wins
+// (model, memory and form factor before model alone), the fields' reading before the name's. A name
+// listed verbatim (with or without its ".<n>x" suffix) maps too. The count is num_gpus, or the
+// name's "<n>x" when num_gpus is missing.
+func (b *Backend) mapType(it InstanceType) (string, int) {
+	reads := describe(it)
+	count := reads[0].Count
+	for _, r := range reads {
+		gpu, best := "", 0
+		for _, p := range b.patterns {
+			if score, ok := matches(p.name, r); ok && score > best {
+				gpu, best = p.gpu, score
+			}
+		}
+		if gpu != "" {
+			return gpu, count
+		}
+	}
+	name := strings.TrimSpace(it.Name)
 	if m := countSuffix.FindStringSubmatch(name); m != nil {
-		gpu = b.inv.TypeForAPIName(CloudName, m[1])
 		if count <= 0 {
 			count, _ = strconv.Atoi(m[2])
 		}
+		if gpu := b.inv.TypeForAPIName(CloudName, m[1]); gpu != "" {
+			return gpu, count
+		}
 	}
-	if gpu == "" {
-		gpu = b.inv.TypeForAPIName(CloudName, name)
-	}
-	return gpu, count
+	return b.inv.TypeForAPIName(CloudName, name), count
 }
 
 // Offers lists the spot auctions, one offer per region and instance type, priced at the last clearing
@@ -207,6 +240,13 @@ func (b *Backend) mapType(it InstanceType) (string, int) {
 // auction without capacity now is listed too, never dropped: Available 0 and Ineligible "auction has no
 // capacity now (last clearing price $X/h, lowest winning bid $Y/h)", both prices also in Details
 // (last_clearing_price, lowest_allocated_price).
+//
+// Every offer's CloudGPU is the instance type's name exactly as the API wrote it, and its Hardware is
+// what the catalog says (see hardwareOf). An instance type the inventory does not map (see mapType),
+// or whose GPU count is unknown, is not dropped either: it is listed with GPUType "", priced at its last
+// clearing price only (no /v2/pricing/current call), for the control plane to report; PriceBids marks
+// it ineligible. Only counts above the GPU type's max_count, and auctions of an instance type missing
+// from the catalog, are left out (logged).
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	var cat map[string]InstanceType
 	var auctions []Auction
@@ -236,11 +276,15 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	for _, a := range auctions {
 		it, ok := cat[a.InstanceType]
 		if !ok {
-			b.log.Debug("skipping auction of an instance type missing from the catalog", "auction", a.FID, "instance_type", a.InstanceType)
+			b.log.Warn("skipping auction of an instance type missing from the catalog", "auction", a.FID, "instance_type", a.InstanceType)
 			continue
 		}
 		gpu, count := b.mapType(it)
-		if gpu == "" || count <= 0 || count > b.inv.GPUs[gpu].MaxCount {
+		if count <= 0 {
+			gpu = ""
+		}
+		if gpu != "" && count > b.inv.GPUs[gpu].MaxCount {
+			b.log.Debug("skipping auction of more GPUs than max_count", "auction", a.FID, "instance_type", it.Name, "gpu_type", gpu, "count", count)
 			continue
 		}
 		items = append(items, &item{a: a, it: it, gpu: gpu, count: count})
@@ -248,6 +292,9 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	pg, pctx := errgroup.WithContext(ctx)
 	pg.SetLimit(b.concurrency)
 	for _, x := range items {
+		if x.gpu == "" {
+			continue // unmapped: reported, never bid on, so not worth a pricing call
+		}
 		pg.Go(func() error {
 			p, err := b.client.CurrentPricing(pctx, x.a.InstanceType, x.a.Region)
 			if err != nil {
@@ -312,7 +359,9 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			Region:       x.a.Region,
 			InstanceType: x.it.Name,
 			GPUType:      x.gpu,
+			CloudGPU:     x.it.Name,
 			GPUCount:     x.count,
+			Hardware:     hardwareOf(x.it),
 			PricePerHour: last.USD(),
 			Spot:         true,
 			Available:    avail,
@@ -349,6 +398,9 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	}
 	if o.Ineligible != "" {
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "offer %s/%s is not eligible: %s", o.Region, o.InstanceType, o.Ineligible)
+	}
+	if o.GPUType == "" {
+		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "offer %s/%s: %s", o.Region, o.InstanceType, reasonUnmapped(o))
 	}
 	price := usdToCentsFloor(o.PricePerHour)
 	if price <= 0 {
@@ -425,6 +477,7 @@ func (b *Backend) placeBid(ctx context.Context, project, fid string, price int64
 	if inst.GPUType == "" {
 		inst.GPUType, inst.GPUCount = o.GPUType, o.GPUCount
 	}
+	inst.Hardware = restclient.FillHardware(inst.Hardware, o.Hardware)
 	if inst.Status == controlplane.StatusTerminated {
 		inst.Status = controlplane.StatusPending
 	}
@@ -520,6 +573,7 @@ func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (cont
 	if it, ok := b.instanceType(ctx, bid.InstanceType); ok {
 		out.InstanceType = it.Name
 		out.GPUType, out.GPUCount = b.mapType(it)
+		out.Hardware = hardwareOf(it)
 	}
 	cur := currentInstance(bid, insts)
 	bidStatus := canonicalBidStatus(bid.Status)

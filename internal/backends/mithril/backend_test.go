@@ -30,14 +30,52 @@ func TestOffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range offers {
-		if o.Cloud != CloudName || !o.Spot || o.ID != "" || o.Pool != "" || o.GPUType == "" || o.GPUCount <= 0 || o.PricePerHour <= 0 {
+		if o.Cloud != CloudName || !o.Spot || o.ID != "" || o.Pool != "" || o.GPUCount <= 0 || o.PricePerHour <= 0 {
 			t.Errorf("offer %+v", o)
 		}
-		if strings.HasPrefix(o.InstanceType, "a10-") {
-			t.Errorf("unmapped GPU offered: %+v", o)
+		// Every offer names the cloud's GPU: the instance type's name, exactly.
+		if o.CloudGPU != o.InstanceType {
+			t.Errorf("offer %s: CloudGPU %q", o.InstanceType, o.CloudGPU)
+		}
+		// Only the A10 is not hydra's; it is listed, not dropped.
+		if (o.GPUType == "") != strings.HasPrefix(o.InstanceType, "a10-") {
+			t.Errorf("offer %s: GPU type %q", o.InstanceType, o.GPUType)
 		}
 		if !strings.HasPrefix(o.Details[DetailInstanceTypeFID], "it_") || !strings.HasPrefix(o.Details[DetailAuctionFID], "auc_") {
 			t.Errorf("details %+v", o.Details)
+		}
+	}
+	// The unmapped A10 is listed at its last clearing price, with its hardware, and never priced as a
+	// bid: no /v2/pricing/current signals, and PriceBids marks it ineligible and leaves the rest alone.
+	a10 := findOffer(t, offers, "us-central5-a", "a10-24gb.pcie.1x")
+	if a10.GPUType != "" || a10.CloudGPU != "a10-24gb.pcie.1x" || a10.GPUCount != 1 || a10.PricePerHour != usd("0.60") || a10.Ineligible != "" ||
+		a10.Hardware != (controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 30, MemoryGB: 200}) || a10.Details[DetailSpotPrice] != "" {
+		t.Errorf("unmapped A10: %+v", a10)
+	}
+	priced := e.backend.PriceBids([]controlplane.Offer{a10}, []controlplane.Offer{{Cloud: "verda", GPUCount: 1, PricePerHour: usd("0.50"), Spot: true, Available: -1}}, 0)[0]
+	if want := `GPU not in the inventory: supported_gpus.yml maps no GPU type to Mithril's "a10-24gb.pcie.1x"`; priced.Ineligible != want ||
+		priced.PricePerHour != a10.PricePerHour || priced.Details[DetailBidPrice] != "" || priced.Details[DetailUndercuts] != "" || len(priced.Details) != len(a10.Details) {
+		t.Errorf("PriceBids on the unmapped A10: %+v", priced)
+	}
+	// Every name style maps: memory without a form factor, dots without a count, PCIe.
+	for _, tc := range []struct {
+		region, typ, gpu string
+		count            int
+		hw               controlplane.Hardware
+	}{
+		{"us-central1-a", "h100-80gb.sxm.8x", "h100", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{"us-central5-a", "h100-80gb.sxm.1x", "h100", 1, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
+		{"us-central3-a", "h100.80gb.sxm", "h100", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{"us-central1-a", "h100-80gb.pcie.8x", "h100", 8, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 1500}},
+		{"us-central1-a", "a100-80gb.sxm.1x", "a100-80gb", 1, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 240}},
+		{"us-central1-a", "a100-80gb.sxm.8x", "a100-80gb", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 240, MemoryGB: 1920}},
+		{"us-central3-a", "h200-141gb.sxm.8x", "h200", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 141, VCPUs: 208, MemoryGB: 2000}},
+		{"us-central3-a", "b200.8x", "b200", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 224, MemoryGB: 2900}},
+		{"us-central5-a", "b200-192gb.8x", "b200", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 192, VCPUs: 224, MemoryGB: 2900}},
+	} {
+		o := findOffer(t, offers, tc.region, tc.typ)
+		if o.GPUType != tc.gpu || o.GPUCount != tc.count || o.Hardware != tc.hw {
+			t.Errorf("%s %s: %s x%d %+v, want %s x%d %+v", tc.region, tc.typ, o.GPUType, o.GPUCount, o.Hardware, tc.gpu, tc.count, tc.hw)
 		}
 	}
 	a := findOffer(t, offers, "us-central1-a", "h100-80gb.sxm.8x")
@@ -65,14 +103,9 @@ func TestOffers(t *testing.T) {
 	if p := e.backend.PriceBids([]controlplane.Offer{b}, nil, 0)[0]; p.Ineligible != full {
 		t.Errorf("PriceBids on the full auction: %q", p.Ineligible)
 	}
-	if o := findOffer(t, offers, "us-central5-a", "h100-80gb.sxm.1x"); o.GPUCount != 1 || o.GPUType != "h100" {
-		t.Errorf("1x: %+v", o)
-	}
-	if o := findOffer(t, offers, "us-central3-a", "b200.8x"); o.GPUType != "b200" {
-		t.Errorf("b200: %+v", o)
-	}
 
-	// GPU counts above the type's max_count are skipped.
+	// GPU counts above the type's max_count are skipped; GPUs the inventory does not map are listed
+	// unmapped.
 	gpus := []byte("gpus:\n  h100:\n    max_count: 4\n    api_names:\n      mithril: h100-80gb.sxm\n")
 	pools := []byte("pools:\n  - name: mithril-vm-pool\n    cloud: mithril\n    kind: vm\n    prefix: mithril-vm-\n")
 	inv, err := inventory.Parse("g.yml", gpus, "p.yml", pools)
@@ -87,8 +120,16 @@ func TestOffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(offers) != 1 || offers[0].InstanceType != "h100-80gb.sxm.1x" {
-		t.Errorf("max_count 4: %+v", offers)
+	var mapped []string
+	for _, o := range offers {
+		if o.GPUType != "" {
+			mapped = append(mapped, o.InstanceType)
+		} else if o.CloudGPU != o.InstanceType {
+			t.Errorf("max_count 4: unmapped offer without its name: %+v", o)
+		}
+	}
+	if len(mapped) != 1 || mapped[0] != "h100-80gb.sxm.1x" || len(offers) != 8 {
+		t.Errorf("max_count 4: mapped %v of %d offers, want [h100-80gb.sxm.1x] of 8", mapped, len(offers))
 	}
 }
 
@@ -120,6 +161,11 @@ func TestCreateGetDelete(t *testing.T) {
 		inst.GPUType != "h100" || inst.InstanceType != "h100-80gb.sxm.8x" || inst.Region != "us-central1-a" || !inst.Spot {
 		t.Errorf("created: %+v", inst)
 	}
+	// The machine's hardware is its instance type's, from the catalog.
+	hw := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}
+	if inst.Hardware != hw || inst.GPUCount != 8 {
+		t.Errorf("created: hardware %+v x%d, want %+v x8", inst.Hardware, inst.GPUCount, hw)
+	}
 	bids := e.emu.LiveBids()
 	if len(bids) != 1 || bids[0].LimitCents != 1399 || bids[0].Name != "mithril-vm-train" {
 		t.Fatalf("bids at the emulator: %+v", bids)
@@ -128,7 +174,7 @@ func TestCreateGetDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != controlplane.StatusPending || got.SSH != nil || !strings.HasPrefix(got.CloudStatus, "Allocated/STATUS_") {
+	if got.Status != controlplane.StatusPending || got.SSH != nil || !strings.HasPrefix(got.CloudStatus, "Allocated/STATUS_") || got.Hardware != hw {
 		t.Errorf("booting: %+v", got)
 	}
 	e.clock.Advance(bootTime)
@@ -193,6 +239,19 @@ func TestCreateRefusesBadOffers(t *testing.T) {
 	mark := e.counter.mark()
 	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: usd("13.989999")}); !controlplane.IsCapacity(err) {
 		t.Errorf("a cap a fraction of a cent below the bid: %v", err)
+	}
+	// An offer of a GPU the inventory does not map is never bid on, even with a price and no reason.
+	offers, err := e.backend.Offers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark = e.counter.mark()
+	a10 := findOffer(t, offers, "us-central5-a", "a10-24gb.pcie.1x")
+	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: a10}); controlplane.KindOf(err) != controlplane.ErrInvalid || !strings.Contains(err.Error(), "GPU not in the inventory") {
+		t.Errorf("unmapped offer: %v", err)
+	}
+	if calls := e.counter.since(mark); len(calls) != 0 {
+		t.Errorf("an unmapped offer called the API: %v", calls)
 	}
 	if calls := e.counter.since(mark); len(calls) != 0 {
 		t.Errorf("a bid above the cap called the API: %v", calls)

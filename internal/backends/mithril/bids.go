@@ -64,6 +64,15 @@ func reasonNoCapacity(last, lowest Cents) string {
 	return fmt.Sprintf("auction has no capacity now (last clearing price %s, lowest winning bid %s)", l, w)
 }
 
+// reasonUnmapped is the ineligibility reason of an offer whose GPU the inventory does not map.
+func reasonUnmapped(o controlplane.Offer) string {
+	name := o.CloudGPU
+	if name == "" {
+		name = o.InstanceType
+	}
+	return fmt.Sprintf("GPU not in the inventory: supported_gpus.yml maps no GPU type to Mithril's %q", name)
+}
+
 // auctionSignals are an offer's auction facts, in cents, read back from its Details.
 type auctionSignals struct {
 	lastClearing, spot, lowestAllocated, winPrice, minimum Cents
@@ -175,7 +184,9 @@ func ceilDiv(a, b int64) int64 {
 //     ...", since nothing says it would win;
 //   - a known available capacity of 0, whatever the bid: "auction has no capacity now (last clearing
 //     price $X/h, lowest winning bid $Y/h)", as Offers says;
-//   - a bid that would be $0.00.
+//   - a bid that would be $0.00;
+//   - an offer whose GPU the inventory does not map (GPUType ""): "GPU not in the inventory: ...". It
+//     is not priced: its price and Details stay as Offers listed them.
 //
 // The bid is in Offer.PricePerHour and Details["bid_price"]; the auction's last clearing price stays in
 // Details["last_clearing_price"] and its lowest winning bid in Details["lowest_allocated_price"]. All
@@ -197,6 +208,11 @@ var derivedDetails = []string{DetailUndercuts, DetailBidPrice, DetailRequiredPri
 
 func priceBid(o controlplane.Offer, others []controlplane.Offer, maxPricePerHour money.USD, marginPercent float64) controlplane.Offer {
 	o.Details = cloneDetails(o.Details)
+	if o.GPUType == "" {
+		// Not hydra's GPU: nothing to bid on and nothing to compare with. Left as Offers listed it.
+		o.Ineligible = reasonUnmapped(o)
+		return o
+	}
 	o.Spot = true
 	s := signalsOf(o)
 	for _, k := range derivedDetails {
@@ -281,7 +297,7 @@ func strictest(reqs []requirement) (requirement, bool) {
 func cheapestComparable(o controlplane.Offer, others []controlplane.Offer) (controlplane.Offer, bool) {
 	var spot, onDemand []controlplane.Offer
 	for _, x := range others {
-		if x.Cloud == CloudName || x.Ineligible != "" || x.PricePerHour <= 0 || x.Available == 0 ||
+		if x.Cloud == CloudName || x.Ineligible != "" || x.PricePerHour <= 0 || x.Available == 0 || x.GPUType == "" ||
 			x.GPUType != o.GPUType || x.GPUCount != o.GPUCount {
 			continue
 		}

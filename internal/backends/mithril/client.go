@@ -8,7 +8,10 @@
 // placed in whole cents, never above the user's max_price_per_hour rounded down to a cent.
 //
 // Offers lists every auction, also one without capacity now (Available 0, Ineligible with its last
-// clearing price and lowest winning bid). PriceBids sets each bid (see its doc for the full rule): the
+// clearing price and lowest winning bid) and one whose GPU the inventory does not map (GPUType "",
+// CloudGPU the instance type's name, never priced as a bid). Instance type names are read in all of
+// Mithril's styles ("h100-80gb.sxm.8x", "h100.80gb.sxm", "b200-192gb.8x", "b200.8x"; names.go) and
+// matched against the inventory's api_names by GPU model, memory and form factor. PriceBids sets each bid (see its doc for the full rule): the
 // basis is the cheapest comparable offer of another cloud (same GPU type and count; spot first, else
 // on-demand) and the bid is one cent under it, capped by the max, but never below what the auction
 // needs to win (its last winning price plus win_margin_percent, the lowest winning bid plus a cent, its

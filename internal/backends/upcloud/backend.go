@@ -211,9 +211,30 @@ func mibToGB(mib FlexInt) int {
 	return int((mib + 512) / 1024)
 }
 
+// gpuType maps UpCloud's name for a GPU (a plan's gpu_model, a device's model) to hydra's GPU type
+// through the inventory's api_names, "" when it maps none. The name is tried as UpCloud wrote it, then
+// with its runs of white space made single spaces ("NVIDIA  H100 " is "NVIDIA H100").
+func (b *Backend) gpuType(model string) string {
+	if t := b.inv.TypeForAPIName(CloudName, model); t != "" {
+		return t
+	}
+	if norm := strings.Join(strings.Fields(model), " "); norm != model {
+		return b.inv.TypeForAPIName(CloudName, norm)
+	}
+	return ""
+}
+
 // Offers lists the GPU plans UpCloud sells now, one offer per plan and zone with a price, mapped to
-// hydra's GPU types through api_names (the plan's gpu_model). Stock comes from /device/availability; a
-// plan priced in a zone but out of stock there is returned with Available 0 and Ineligible set.
+// hydra's GPU types through api_names (the plan's gpu_model). Every offer carries the GPU's name as
+// UpCloud wrote it in CloudGPU (gpu_model; "NVIDIA <MODEL>" from the plan name when an older answer
+// has none). Nothing is dropped silently:
+//   - a plan whose GPU the inventory does not map is returned with GPUType "" (the control plane
+//     reports its name and never ranks it), spot plans included;
+//   - a plan with more GPUs than the type's max_count is returned Ineligible, saying so;
+//   - a plan priced in a zone but out of stock there is returned with Available 0 and Ineligible set.
+//
+// Retired plans (current_offering "no") are not sold and are left out, as are spot plans of a mapped
+// type whose spot the inventory does not enable. Stock comes from /device/availability.
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	var (
 		wg                       sync.WaitGroup
@@ -255,15 +276,13 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			continue
 		}
 		spot := IsSpotPlan(p.Name)
-		gpuType := b.inv.TypeForAPIName(CloudName, model)
-		if gpuType == "" {
+		gpuType := b.gpuType(model)
+		if gpuType != "" && spot && !b.spotAllowed(gpuType) {
 			continue
 		}
-		if spot && !b.spotAllowed(gpuType) {
-			continue
-		}
-		if maxCount := b.inv.GPUs[gpuType].MaxCount; maxCount > 0 && count > maxCount {
-			continue
+		tooMany := ""
+		if maxCount := b.inv.GPUs[gpuType].MaxCount; gpuType != "" && maxCount > 0 && count > maxCount {
+			tooMany = fmt.Sprintf("%s has %d GPUs; supported_gpus.yml allows at most %d of %s (max_count)", p.Name, count, maxCount, gpuType)
 		}
 		for _, z := range prices.Prices.Zone {
 			item, ok := z.Items[PlanPriceKey(p.Name)]
@@ -277,6 +296,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 				Region:       z.Name,
 				InstanceType: p.Name,
 				GPUType:      gpuType,
+				CloudGPU:     model,
 				GPUCount:     count,
 				Hardware:     planHardware(p, model),
 				PricePerHour: usd,
@@ -307,6 +327,9 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 					o.Ineligible = fmt.Sprintf("no stock of %s in %s (device availability 0)", p.Name, z.Name)
 				}
 			}
+			if tooMany != "" {
+				o.Ineligible = tooMany
+			}
 			offers = append(offers, o)
 		}
 	}
@@ -336,10 +359,19 @@ func (b *Backend) rate(prices *PriceList) float64 {
 	return b.cfg.EURToUSD
 }
 
-// centsToUSD turns a price in (euro) cents per hour into US dollars per hour, rounding once to the
-// micro-dollar. A price no cloud would ask (negative, not a number) reads as 0, which is no offer.
+// centsToUSD turns a price in cents per hour into US dollars per hour. A price list in US dollars
+// (rate 1) is taken exactly, to the micro-dollar: its digits are the cloud's own. A euro price list is
+// converted at rate and rounded up once to the cent (money.ConvertedCents): the plan shows no digits
+// the conversion invented, and never a price below the exact product. A price no cloud would ask
+// (negative, not a number) reads as 0, which is no offer.
 func centsToUSD(cents FlexFloat, rate float64) money.USD {
-	u, err := money.FromFloat(float64(cents) / 100 * rate)
+	var u money.USD
+	var err error
+	if rate == 1 {
+		u, err = money.FromFloat(float64(cents) / 100)
+	} else {
+		u, err = money.ConvertedCents(float64(cents), rate)
+	}
 	if err != nil {
 		return 0
 	}
@@ -662,7 +694,7 @@ func (b *Backend) instance(s *Server) controlplane.Instance {
 		}
 	}
 	if model != "" {
-		inst.GPUType = b.inv.TypeForAPIName(CloudName, model)
+		inst.GPUType = b.gpuType(model)
 		inst.GPUCount = count
 	}
 	inst.Hardware = serverHardware(s, p, model)
@@ -753,11 +785,13 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 	return err
 }
 
-// List returns the servers whose name (hydra-name label, title or hostname) starts with prefix. It lists
-// every server of the account and filters locally (so a server whose label was removed is still found),
-// then reads each match's details for its address and state.
+// List returns the servers whose name (hydra-name label, title or hostname) starts with prefix, then
+// reads each match's details for its address and state. It lists only servers that carry the
+// hydra-name label (GET /server/?label=hydra-name: UpCloud filters, so an account with many other
+// servers costs one page), which every server hydra creates has from its create request on; a server
+// whose hydra-name label was removed by hand is not found.
 func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
-	all, err := b.client.ListServers(ctx)
+	all, err := b.client.ListServers(ctx, NameLabel)
 	if err != nil {
 		return nil, err
 	}

@@ -89,8 +89,9 @@ func TestOffers(t *testing.T) {
 			if o.GPUType != "l40s" || o.GPUCount != 1 || o.Spot || o.Cloud != "upcloud" || o.ID != "" || o.Pool != "" {
 				t.Errorf("offer %+v", o)
 			}
-			// 111.1607 euro cents = 1.111607 EUR; * 1.08 = 1.20053556 USD, rounded once to the micro-dollar.
-			if want := money.USD(1_200_536); o.PricePerHour != want {
+			// 111.1607 euro cents * 1.08 = 120.053556 US cents, rounded up once to the cent: a converted
+			// price shows no digits the conversion invented and never less than the exact product.
+			if want := money.USD(1_210_000); o.PricePerHour != want {
 				t.Errorf("price %s, want %s (cents -> EUR -> USD)", o.PricePerHour, want)
 			}
 			if o.Available != 6 || o.Ineligible != "" {
@@ -128,22 +129,22 @@ func TestOffers(t *testing.T) {
 		}},
 		{"spot plans when allowed", func(c *Config) { c.AllowSpotPlans = true }, func(t *testing.T, offers []controlplane.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-SPOT-8xCPU-64GB-1xL4")
-			if o == nil || !o.Spot || o.GPUType != "l4" || o.PricePerHour != 615_600 { // 57 cents * 1.08
+			if o == nil || !o.Spot || o.GPUType != "l4" || o.PricePerHour != 620_000 { // 57 cents * 1.08 = 61.56 cents, up to 62
 				t.Errorf("spot offer %+v", o)
 			}
 		}},
 		{"custom exchange rate", func(c *Config) { c.EURToUSD = 1.25 }, func(t *testing.T, offers []controlplane.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-12xCPU-240GB-1xH100")
 			// 252.9761 cents * 1.25 = 3.16220125 USD
-			if o == nil || o.PricePerHour != 3_162_201 || o.Details["eur_to_usd"] != "1.25" {
+			if o == nil || o.PricePerHour != 3_170_000 || o.Details["eur_to_usd"] != "1.25" {
 				t.Errorf("offer %+v", o)
 			}
 		}},
-		// 111.1607 cents * 1.080026 = 1.200564461782 USD. It is rounded once, to 1.200564: not to four
-		// decimals (1.2006), and not in two steps (1.2005645, then 1.200565).
-		{"conversion rounded once to the micro-dollar", func(c *Config) { c.EURToUSD = 1.080026 }, func(t *testing.T, offers []controlplane.Offer) {
+		// 111.1607 cents * 1.080026 = 120.0564461782 US cents, rounded up once to the cent: $1.21, never
+		// below the exact product and with no digits the conversion invented.
+		{"conversion rounded up once to the cent", func(c *Config) { c.EURToUSD = 1.080026 }, func(t *testing.T, offers []controlplane.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
-			if o == nil || o.PricePerHour != 1_200_564 || o.PricePerHour.String() != "1.200564" {
+			if o == nil || o.PricePerHour != 1_210_000 || o.PricePerHour.String() != "1.21" {
 				t.Errorf("offer %+v", o)
 			}
 		}},
@@ -167,21 +168,104 @@ func TestOffers(t *testing.T) {
 	}
 }
 
-func TestOffersSkipsUnmappedRetiredAndTooLarge(t *testing.T) {
+// Nothing vanishes: a plan whose GPU the inventory does not map is an offer with GPUType "" and
+// CloudGPU set to UpCloud's gpu_model (the control plane reports it and never ranks it), a plan with
+// more GPUs than max_count is offered ineligible, saying why, and a retired plan is left out.
+func TestOffersReportUnmappedAndTooLarge(t *testing.T) {
 	z := func(stock int) map[string]emu.ZoneOffer {
 		return map[string]emu.ZoneOffer{"fi-hel2": {PriceCents: 100, Stock: stock}}
 	}
 	plans := []emu.Plan{
 		{Name: "GPU-8xCPU-64GB-1xL40S", Cores: 8, MemoryMiB: 65536, GPUModel: "NVIDIA L40S", GPUAmount: 1, Zones: z(1)},
 		{Name: "GPU-8xCPU-64GB-1xA10", Cores: 8, MemoryMiB: 65536, GPUModel: "NVIDIA A10", GPUAmount: 1, Zones: z(1)},
+		{Name: "GPU-SPOT-8xCPU-64GB-1xA10", Cores: 8, MemoryMiB: 65536, GPUModel: "NVIDIA A10", GPUAmount: 1, Zones: z(1)},
+		{Name: "GPU-12xCPU-240GB-1xH100", Cores: 12, MemoryMiB: 245760, GPUModel: "NVIDIA H100 80GB HBM3", GPUAmount: 1, Zones: z(1)},
+		{Name: "GPU-12xCPU-240GB-1xH100S", Cores: 12, MemoryMiB: 245760, GPUModel: "NVIDIA  H100 ", GPUAmount: 1, Zones: z(1)},
 		{Name: "GPU-96xCPU-1920GB-16xL4", Cores: 96, MemoryMiB: 1966080, GPUModel: "NVIDIA L4", GPUAmount: 16, Zones: z(1)},
 		{Name: "GPU-12xCPU-128GB-1xL40S", Cores: 12, MemoryMiB: 131072, GPUModel: "NVIDIA L40S", GPUAmount: 1, Retired: true, Zones: z(1)},
 	}
 	_, base := startEmulator(t, emu.Options{Plans: plans})
 	b := newTestBackend(t, base, nil)
 	offers := backendtest.Offers(t, b)
-	if len(offers) != 1 || offers[0].InstanceType != "GPU-8xCPU-64GB-1xL40S" {
-		t.Fatalf("offers %+v", offers)
+	cases := []struct {
+		plan, gpuType, cloudGPU string
+		spot                    bool
+		ineligible              string
+	}{
+		{"GPU-8xCPU-64GB-1xL40S", "l40s", "NVIDIA L40S", false, ""},
+		{"GPU-8xCPU-64GB-1xA10", "", "NVIDIA A10", false, ""},
+		{"GPU-SPOT-8xCPU-64GB-1xA10", "", "NVIDIA A10", true, ""},
+		{"GPU-12xCPU-240GB-1xH100", "h100", "NVIDIA H100 80GB HBM3", false, ""},
+		// Mapped after collapsing white space; CloudGPU keeps UpCloud's spelling.
+		{"GPU-12xCPU-240GB-1xH100S", "h100", "NVIDIA  H100 ", false, ""},
+		{"GPU-96xCPU-1920GB-16xL4", "l4", "NVIDIA L4", false, "at most 8 of l4 (max_count)"},
+	}
+	if len(offers) != len(cases) {
+		t.Errorf("%d offers, want %d: %+v", len(offers), len(cases), offers)
+	}
+	for _, tc := range cases {
+		o := findOffer(offers, "fi-hel2", tc.plan)
+		if o == nil {
+			t.Errorf("%s: no offer", tc.plan)
+			continue
+		}
+		if o.GPUType != tc.gpuType || o.CloudGPU != tc.cloudGPU || o.Spot != tc.spot || o.GPUCount < 1 {
+			t.Errorf("%s: type %q cloud GPU %q spot %v count %d, want %q %q %v", tc.plan, o.GPUType, o.CloudGPU, o.Spot, o.GPUCount, tc.gpuType, tc.cloudGPU, tc.spot)
+		}
+		if (tc.ineligible == "") != (o.Ineligible == "") || !strings.Contains(o.Ineligible, tc.ineligible) {
+			t.Errorf("%s: ineligible %q, want %q", tc.plan, o.Ineligible, tc.ineligible)
+		}
+	}
+	if o := findOffer(offers, "fi-hel2", "GPU-12xCPU-128GB-1xL40S"); o != nil {
+		t.Errorf("a retired plan is offered: %+v", o)
+	}
+
+	// The control plane names the unmapped GPU once and ranks only the mapped offer.
+	cp := controlplane.New(backendtest.Inventory(t), []controlplane.InstanceManagerBackend{b}, controlplane.Options{})
+	res, err := cp.Offers(context.Background(), controlplane.OfferRequest{GPUType: "l40s", GPUCount: 1, Kind: "vm"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Unmapped[CloudName]; len(got) != 1 || got[0] != "NVIDIA A10" {
+		t.Errorf("Unmapped = %v, want upcloud's NVIDIA A10", res.Unmapped)
+	}
+	for _, o := range res.Offers {
+		if o.InstanceType != "GPU-8xCPU-64GB-1xL40S" {
+			t.Errorf("ranked %s", o.InstanceType)
+		}
+	}
+	if len(res.Offers) == 0 {
+		t.Error("the mapped L40S offer is not ranked")
+	}
+}
+
+// The default catalog serves the GPU names UpCloud writes, and the inventory maps each of them: every
+// GPU plan is offered with a GPU type, and CloudGPU is the catalog's gpu_model.
+func TestOffersDefaultCatalogMapped(t *testing.T) {
+	_, base := startEmulator(t, emu.Options{})
+	b := newTestBackend(t, base, func(c *Config) { c.AllowSpotPlans = true })
+	models := map[string]string{}
+	for _, p := range emu.DefaultPlans() {
+		if p.GPUAmount > 0 {
+			models[p.Name] = p.GPUModel
+		}
+	}
+	seen := map[string]bool{}
+	for _, o := range backendtest.Offers(t, b) {
+		seen[o.InstanceType] = true
+		if o.GPUType == "" || o.CloudGPU != models[o.InstanceType] {
+			t.Errorf("%s in %s: type %q, cloud GPU %q (catalog %q)", o.InstanceType, o.Region, o.GPUType, o.CloudGPU, models[o.InstanceType])
+		}
+	}
+	for plan := range models {
+		if !seen[plan] {
+			t.Errorf("GPU plan %s offered nowhere", plan)
+		}
+	}
+	for _, want := range []struct{ model, gpuType string }{{emu.ModelH100, "h100"}, {emu.ModelB200, "b200"}, {emu.ModelL40S, "l40s"}, {emu.ModelL4, "l4"}} {
+		if got := b.gpuType(want.model); got != want.gpuType {
+			t.Errorf("%q maps to %q, want %q", want.model, got, want.gpuType)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
 // CloudName is the backend's name in pools.yml and api_names.
@@ -87,10 +89,14 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 func (c *Client) REST() *restclient.Client { return c.rc }
 
 func (c *Client) get(ctx context.Context, op, path string, q url.Values, out any) error {
-	if err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodGet, Path: path, Query: q}, out); err != nil {
-		return classify(op, err)
-	}
-	return nil
+	return c.call(ctx, op, restclient.Request{Method: http.MethodGet, Path: path, Query: q}, out)
+}
+
+// call sends one request through the shared client (its timeout, rate limit, and retries of 429, 408
+// and 5xx unless the request is NotIdempotent) and decodes a 2xx JSON answer into out. Every error,
+// an answer that does not decode included, comes back classified (see classify).
+func (c *Client) call(ctx context.Context, op string, r restclient.Request, out any) error {
+	return classify(op, c.rc.DoJSON(ctx, r, out))
 }
 
 // ListZones returns the zones (GET /zone).
@@ -148,15 +154,21 @@ func (c *Client) ListTemplates(ctx context.Context) ([]Storage, error) {
 }
 
 // CreateServerRequest sends POST /server. It is never retried except on 429: a lost answer to a create may
-// hide a server that exists, so the caller must look (by name) before it tries again.
+// hide a server that exists, so the caller must look (by name) before it tries again. An error code
+// of the *_NOT_FOUND kind (a missing template) is ErrInvalid here.
 func (c *Client) CreateServerRequest(ctx context.Context, req CreateServer) (*Server, error) {
 	body := struct {
 		Server CreateServer `json:"server"`
 	}{req}
 	var out ServerDetails
-	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/server", Body: body, NotIdempotent: true}, &out)
+	err := c.call(ctx, "creating server", restclient.Request{Method: http.MethodPost, Path: "/server", Body: body, NotIdempotent: true}, &out)
+	if controlplane.IsNotFound(err) {
+		// A create cannot miss the server it makes: a *_NOT_FOUND names something the request refers to
+		// (the template's STORAGE_NOT_FOUND, a network), so the request is invalid.
+		return nil, controlplane.NewError(controlplane.ErrInvalid, CloudName, "creating server", errors.Unwrap(err))
+	}
 	if err != nil {
-		return nil, classify("creating server", err)
+		return nil, err
 	}
 	if out.Server.UUID == "" {
 		return nil, classify("creating server", errors.New("the answer carries no server uuid"))
@@ -186,9 +198,8 @@ func (c *Client) ModifyServer(ctx context.Context, uuid string, req ModifyServer
 		Server ModifyServer `json:"server"`
 	}{req}
 	var out ServerDetails
-	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPut, Path: "/server/" + url.PathEscape(uuid), Body: body}, &out)
-	if err != nil {
-		return nil, classify("modifying server", err)
+	if err := c.call(ctx, "modifying server", restclient.Request{Method: http.MethodPut, Path: "/server/" + url.PathEscape(uuid), Body: body}, &out); err != nil {
+		return nil, err
 	}
 	return &out.Server, nil
 }
@@ -196,33 +207,81 @@ func (c *Client) ModifyServer(ctx context.Context, uuid string, req ModifyServer
 // listPageSize is how many servers ListServers asks for per page (the SDK's maximum, 100).
 var listPageSize = 100
 
-// ListServers returns every server of the account (summaries without addresses), following limit/offset
-// pages. labels are optional label filters ("key" or "key=value"), sent as repeated "label" parameters.
+// maxListPages bounds how many pages ListServers reads (a million servers at 100 a page).
+const maxListPages = 10000
+
+// ListServers returns every server of the account (summaries without addresses), each once. labels are
+// optional label filters ("key" or "key=value", all must match), sent as repeated "label" parameters
+// to GET /server/ as UpCloud's SDK sends them (the recorded server.list-label-filter.200.json).
+//
+// It asks for limit/offset pages, but UpCloud's SDK never pages and UpCloud's documentation names no
+// such parameters, so a page that repeats the last one (the same first server) or brings no server
+// not seen yet ends the listing: a page longer than the limit was the whole list (the API ignores
+// paging), and a full one is followed by one request without limit and offset, as the SDK lists. An
+// API that ignores paging costs at most two requests more, never a loop.
 func (c *Client) ListServers(ctx context.Context, labels ...string) ([]Server, error) {
+	path := "/server"
+	if len(labels) > 0 {
+		path = "/server/"
+	}
 	var all []Server
-	for offset := 0; ; offset += listPageSize {
+	seen := map[string]bool{}
+	add := func(list []Server) (fresh int) {
+		for _, s := range list {
+			if s.UUID == "" || !seen[s.UUID] {
+				seen[s.UUID] = true
+				all = append(all, s)
+				fresh++
+			}
+		}
+		return fresh
+	}
+	query := func(paged bool, offset int) url.Values {
 		q := url.Values{}
-		q.Set("limit", strconv.Itoa(listPageSize))
-		q.Set("offset", strconv.Itoa(offset))
+		if paged {
+			q.Set("limit", strconv.Itoa(listPageSize))
+			q.Set("offset", strconv.Itoa(offset))
+		}
 		for _, l := range labels {
 			q.Add("label", l)
 		}
+		return q
+	}
+	firstOfLast := ""
+	for page := 0; ; page++ {
+		if page >= maxListPages {
+			return nil, classify("listing servers", fmt.Errorf("more than %d pages of servers: giving up paging", maxListPages))
+		}
 		var out ServerList
-		if err := c.get(ctx, "listing servers", "/server", q, &out); err != nil {
+		if err := c.get(ctx, "listing servers", path, query(true, page*listPageSize), &out); err != nil {
 			return nil, err
 		}
-		all = append(all, out.Servers.Server...)
-		if len(out.Servers.Server) < listPageSize {
+		list := out.Servers.Server
+		repeated := page > 0 && len(list) > 0 && list[0].UUID == firstOfLast
+		if !repeated && add(list) > 0 {
+			if len(list) < listPageSize {
+				return all, nil
+			}
+			firstOfLast = list[0].UUID
+			continue
+		}
+		if len(list) < listPageSize || len(list) > listPageSize {
+			// An empty or short page ends the list; one longer than the limit held every server.
 			return all, nil
 		}
-		if offset > 100000 {
-			return nil, classify("listing servers", errors.New("more than 100000 servers: giving up paging"))
+		// A full page again: the API ignores offset and perhaps honours limit. Ask as the SDK does.
+		var whole ServerList
+		if err := c.get(ctx, "listing servers", path, query(false, 0), &whole); err != nil {
+			return nil, err
 		}
+		add(whole.Servers.Server)
+		return all, nil
 	}
 }
 
 // StopServer asks for a stop (POST /server/{uuid}/stop). The answer carries the server as it was: its
-// state usually still says "started"; poll GetServer until "stopped".
+// state usually still says "started"; poll GetServer until "stopped". It is retried like a read: a
+// second stop of a stopping server answers it again, or SERVER_STATE_ILLEGAL once it is stopped.
 func (c *Client) StopServer(ctx context.Context, uuid, stopType string, timeout time.Duration) (*Server, error) {
 	var body StopServer
 	body.StopServer.StopType = stopType
@@ -230,32 +289,28 @@ func (c *Client) StopServer(ctx context.Context, uuid, stopType string, timeout 
 		body.StopServer.Timeout = strconv.Itoa(int(timeout / time.Second))
 	}
 	var out ServerDetails
-	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/stop", Body: body}, &out)
-	if err != nil {
-		return nil, classify("stopping server", err)
+	if err := c.call(ctx, "stopping server", restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/stop", Body: body}, &out); err != nil {
+		return nil, err
 	}
 	return &out.Server, nil
 }
 
-// StartServer starts a stopped server (POST /server/{uuid}/start).
+// StartServer starts a stopped server (POST /server/{uuid}/start). It is retried like a read: a start
+// of a server that already started is refused with SERVER_STATE_ILLEGAL and changes nothing.
 func (c *Client) StartServer(ctx context.Context, uuid string) (*Server, error) {
 	body := map[string]any{"server": map[string]any{}}
 	var out ServerDetails
-	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/start", Body: body}, &out)
-	if err != nil {
-		return nil, classify("starting server", err)
+	if err := c.call(ctx, "starting server", restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/start", Body: body}, &out); err != nil {
+		return nil, err
 	}
 	return &out.Server, nil
 }
 
 // DeleteServer deletes a stopped server and its disks (DELETE /server/{uuid}/?storages=1, with the
-// trailing slash the SDK sends). A started server is refused with SERVER_STATE_ILLEGAL.
+// trailing slash the SDK sends). A started server is refused with SERVER_STATE_ILLEGAL. It is retried
+// like a read: a delete repeated after one that worked answers SERVER_NOT_FOUND (ErrNotFound).
 func (c *Client) DeleteServer(ctx context.Context, uuid string) error {
 	q := url.Values{}
 	q.Set("storages", "1")
-	_, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodDelete, Path: "/server/" + url.PathEscape(uuid) + "/", Query: q})
-	if err != nil {
-		return classify("deleting server", err)
-	}
-	return nil
+	return c.call(ctx, "deleting server", restclient.Request{Method: http.MethodDelete, Path: "/server/" + url.PathEscape(uuid) + "/", Query: q}, nil)
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -509,4 +512,210 @@ func TestEmulatorAnswersInRecordedShapes(t *testing.T) {
 	if err != nil || delResp.Status != 204 || len(delResp.Body) != 0 {
 		t.Fatalf("delete: %+v %v", delResp, err)
 	}
+}
+
+// listRequests counts the GET /server listings in a request log ("GET /1.3/server" and the SDK's
+// "GET /1.3/server/" with label filters), not the reads of single servers.
+func listRequests(l *backendtest.RequestLog) int {
+	n := 0
+	for _, e := range l.Log() {
+		if strings.HasPrefix(e, "GET /1.3/server ") || strings.HasPrefix(e, "GET /1.3/server/ ") {
+			n++
+		}
+	}
+	return n
+}
+
+// createServers makes n servers named <prefix><i> on a general-purpose plan (no GPU stock needed).
+func createServers(t *testing.T, c *Client, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		cs := testCreateBody(fmt.Sprintf("%s%03d", prefix, i), "1xCPU-1GB", "fi-hel2")
+		if _, err := c.CreateServerRequest(context.Background(), cs); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The API may ignore limit and offset (UpCloud's SDK never sends them): listing 150 servers then
+// returns each once in a bounded number of requests, where following offsets would re-read the first
+// page until the page limit.
+func TestClientListServersWhenPagingIsIgnored(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		ignore       bool
+		labels       []string
+		want         int
+		wantRequests int
+	}{
+		{"paging honoured", false, nil, 150, 2},
+		{"paging ignored", true, nil, 150, 2},
+		{"paging ignored, label filter", true, []string{NameLabel}, 150, 2},
+		{"paging ignored, one name", true, []string{NameLabel + "=upcloud-vm-p042"}, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := emu.New(emu.Options{Username: testUser, Password: testPass, IgnorePaging: tc.ignore})
+			log := backendtest.NewRequestLog(t, srv)
+			c := newTestClient(t, fastClientConfig(log.URL+emu.APIPrefix))
+			createServers(t, c, "upcloud-vm-p", 150)
+			got, err := c.ListServers(context.Background(), tc.labels...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, s := range got {
+				if seen[s.UUID] {
+					t.Errorf("server %s listed twice", s.UUID)
+				}
+				seen[s.UUID] = true
+			}
+			if len(got) != tc.want || len(seen) != tc.want {
+				t.Errorf("listed %d servers (%d distinct), want %d", len(got), len(seen), tc.want)
+			}
+			if n := listRequests(log); n != tc.wantRequests {
+				t.Errorf("%d list requests, want %d: %v", n, tc.wantRequests, log.Log())
+			}
+		})
+	}
+}
+
+// An API that honours limit but ignores offset answers the first page again: the listing stops there
+// and asks once without limit and offset, as UpCloud's SDK lists.
+func TestClientListServersWhenOffsetIsIgnored(t *testing.T) {
+	var servers []map[string]any
+	for i := range 150 {
+		servers = append(servers, map[string]any{"uuid": fmt.Sprintf("00000000-0000-4000-a000-%012d", i), "title": fmt.Sprintf("s%d", i), "state": "started"})
+	}
+	var paged, unpaged int
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		list := servers
+		if l, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil {
+			paged++
+			list = list[:min(l, len(list))] // offset ignored
+		} else {
+			unpaged++
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"servers": map[string]any{"server": list}})
+	})
+	c := newTestClient(t, fastClientConfig(backendtest.Serve(t, h)))
+	got, err := c.ListServers(context.Background())
+	if err != nil || len(got) != 150 {
+		t.Fatalf("listed %d servers: %v", len(got), err)
+	}
+	if paged != 2 || unpaged != 1 {
+		t.Errorf("%d paged and %d unpaged requests, want 2 and 1", paged, unpaged)
+	}
+}
+
+// The backend's List filters by hydra's label at UpCloud and, with paging ignored, still finds every
+// one of 150 machines once, in two listings.
+func TestBackendListWhenPagingIsIgnored(t *testing.T) {
+	srv := emu.New(emu.Options{Username: testUser, Password: testPass, IgnorePaging: true})
+	log := backendtest.NewRequestLog(t, srv)
+	c := newTestClient(t, fastClientConfig(log.URL+emu.APIPrefix))
+	createServers(t, c, "upcloud-vm-l", 150)
+	other := testCreateBody("upcloud-vm-unlabelled", "1xCPU-1GB", "fi-hel2")
+	other.Labels = nil
+	if _, err := c.CreateServerRequest(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	b := newTestBackend(t, log.URL+emu.APIPrefix, nil)
+	list, err := b.List(context.Background(), "upcloud-vm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, inst := range list {
+		names[inst.Name] = true
+	}
+	if len(list) != 150 || len(names) != 150 {
+		t.Errorf("List found %d machines (%d names), want the 150 labelled ones once", len(list), len(names))
+	}
+	if n := listRequests(log); n != 2 {
+		t.Errorf("%d list requests, want 2", n)
+	}
+	for _, e := range log.Log() {
+		if strings.HasPrefix(e, "GET /1.3/server ") {
+			t.Errorf("an unfiltered listing: %s", e)
+		}
+	}
+}
+
+// Every safe call (reads, and writes that are safe to repeat) goes through the shared client's retries:
+// one 503 costs one more attempt, not the call. A create is retried on 429 only.
+func TestClientRetriesSafeCalls(t *testing.T) {
+	clock := newFakeClock()
+	srv, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: time.Second, StopDuration: time.Second})
+	cfg := fastClientConfig(base)
+	ct := &countingTransport{next: http.DefaultTransport}
+	cfg.Transport = ct
+	c := newTestClient(t, cfg)
+	ctx := context.Background()
+	created, err := c.CreateServerRequest(ctx, testCreateBody("upcloud-vm-retry", "GPU-8xCPU-64GB-1xL4", "fi-hel2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := created.UUID
+	clock.Advance(2 * time.Second) // started
+	labels := Labels{{Key: NameLabel, Value: "upcloud-vm-retry"}}
+	cases := []struct {
+		name  string
+		match string
+		call  func() error
+		after func() // moves the server on for the next case
+	}{
+		{"zones", "GET /zone", func() error { _, err := c.ListZones(ctx); return err }, nil},
+		{"plans", "GET /plan", func() error { _, err := c.ListPlans(ctx); return err }, nil},
+		{"prices", "GET /price", func() error { _, err := c.ListPrices(ctx); return err }, nil},
+		{"availability", "GET /device/availability", func() error { _, err := c.DeviceAvailability(ctx); return err }, nil},
+		{"account", "GET /account", func() error { _, err := c.GetAccount(ctx); return err }, nil},
+		{"templates", "GET /storage/template", func() error { _, err := c.ListTemplates(ctx); return err }, nil},
+		{"list servers", "GET /server/", func() error { _, err := c.ListServers(ctx, NameLabel); return err }, nil},
+		{"get server", "GET /server/" + id, func() error { _, err := c.GetServer(ctx, id); return err }, nil},
+		{"modify server", "PUT /server/" + id, func() error { _, err := c.ModifyServer(ctx, id, ModifyServer{Labels: &labels}); return err }, nil},
+		{"stop server", "POST /server/" + id + "/stop", func() error { _, err := c.StopServer(ctx, id, "hard", time.Minute); return err },
+			func() { clock.Advance(2 * time.Second) }},
+		{"start server", "POST /server/" + id + "/start", func() error { _, err := c.StartServer(ctx, id); return err },
+			func() {
+				if _, err := c.StopServer(ctx, id, "hard", time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				clock.Advance(2 * time.Second)
+			}},
+		{"delete server", "DELETE /server/" + id, func() error { return c.DeleteServer(ctx, id) }, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 1}, Match: tc.match}); err != nil {
+				t.Fatal(err)
+			}
+			before := ct.n.Load()
+			if err := tc.call(); err != nil {
+				t.Fatalf("one 503 failed the call: %v", err)
+			}
+			if n := ct.n.Load() - before; n != 2 {
+				t.Errorf("%d attempts, want 2 (one retry)", n)
+			}
+			if f, _ := srv.CloudFaults(); f.ServerErrors != 0 {
+				t.Errorf("the armed 503 never fired (match %q)", tc.match)
+			}
+			if tc.after != nil {
+				tc.after()
+			}
+		})
+	}
+	t.Run("create", func(t *testing.T) {
+		cs := testCreateBody("upcloud-vm-retry2", "GPU-8xCPU-64GB-1xL4", "fi-hel2")
+		_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 1}, Match: "POST /server"})
+		before := ct.n.Load()
+		if _, err := c.CreateServerRequest(ctx, cs); controlplane.KindOf(err) != controlplane.ErrOther || ct.n.Load()-before != 1 {
+			t.Errorf("a 503 on create: %v after %d attempts, want ErrOther after 1", err, ct.n.Load()-before)
+		}
+		_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{RateLimited: 1}, Match: "POST /server"})
+		before = ct.n.Load()
+		if _, err := c.CreateServerRequest(ctx, cs); err != nil || ct.n.Load()-before != 2 {
+			t.Errorf("a 429 on create: %v after %d attempts, want success after 2", err, ct.n.Load()-before)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
@@ -35,7 +36,12 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// parseAPIError reads either error shape from an HTTP error.
+// errorCode is what an UpCloud error code looks like ("SERVER_NOT_FOUND", "METADATA_DISABLED_ON_CLOUD-INIT").
+var errorCode = regexp.MustCompile(`^[A-Z][A-Z0-9_-]*$`)
+
+// parseAPIError reads either error shape from an HTTP error. A problem+json code is the fragment of
+// "type" after '#' ("https://developers.upcloud.com/1.3/errors#ERROR_RESOURCE_NOT_FOUND"), or "type"
+// itself when it is no URL (as UpCloud's SDK reads it).
 func parseAPIError(h *restclient.HTTPError) *APIError {
 	e := &APIError{Method: h.Method, Path: h.Path, Status: h.Status}
 	var classic ErrorBody
@@ -47,6 +53,8 @@ func parseAPIError(h *restclient.HTTPError) *APIError {
 	if json.Unmarshal(h.Body, &p) == nil && (p.Type != "" || p.Title != "") {
 		if i := strings.LastIndex(p.Type, "#"); i >= 0 {
 			e.Code = p.Type[i+1:]
+		} else if errorCode.MatchString(p.Type) {
+			e.Code = p.Type
 		}
 		msg := p.Title
 		for _, ip := range p.InvalidParams {
@@ -63,46 +71,71 @@ func parseAPIError(h *restclient.HTTPError) *APIError {
 	return e
 }
 
-// Error codes that decide an error's kind regardless of its HTTP status.
+// codeKinds are the error codes whose kind is not told by their suffix (see codeKind). Codes are
+// compared without problem+json's "ERROR_" prefix: "ERROR_SERVICE_ERROR" is SERVICE_ERROR here. The
+// codes come from reference 2.9, the recordings, and the SDK's list of problem types.
 var codeKinds = map[string]controlplane.ErrorKind{
-	"AUTHENTICATION_FAILED":           controlplane.ErrAuth,
-	"ACCOUNT_INACTIVE":                controlplane.ErrAuth,
-	"INSUFFICIENT_PERMISSIONS":        controlplane.ErrAuth,
-	"SERVER_NOT_FOUND":                controlplane.ErrNotFound,
-	"ERROR_RESOURCE_NOT_FOUND":        controlplane.ErrNotFound,
-	"SERVER_RESOURCES_UNAVAILABLE":    controlplane.ErrCapacity,
-	"STORAGE_RESOURCES_UNAVAILABLE":   controlplane.ErrCapacity,
-	"SERVER_CREATING_LIMIT_REACHED":   controlplane.ErrQuota,
-	"SERVER_CORE_LIMIT_REACHED":       controlplane.ErrQuota,
-	"SERVER_MEMORY_LIMIT_REACHED":     controlplane.ErrQuota,
-	"SERVER_GPU_LIMIT_REACHED":        controlplane.ErrQuota,
-	"GPU_LIMIT_REACHED":               controlplane.ErrQuota,
-	"STORAGE_LIMIT_REACHED":           controlplane.ErrQuota,
-	"IP_ADDRESS_LIMIT_REACHED":        controlplane.ErrQuota,
-	"INSUFFICIENT_CREDITS":            controlplane.ErrQuota,
-	"TRIAL_PLAN":                      controlplane.ErrQuota,
-	"SERVER_STATE_ILLEGAL":            controlplane.ErrInvalid,
-	"SERVER_INVALID":                  controlplane.ErrInvalid,
-	"PLAN_CORE_NUMBER_ILLEGAL":        controlplane.ErrInvalid,
-	"PLAN_INVALID":                    controlplane.ErrInvalid,
+	// Credentials or permissions.
+	"AUTHENTICATION_FAILED":    controlplane.ErrAuth,
+	"ACCESS_DENIED":            controlplane.ErrAuth,
+	"ACCOUNT_INACTIVE":         controlplane.ErrAuth,
+	"ACCOUNT_FORBIDDEN":        controlplane.ErrAuth,
+	"INSUFFICIENT_PERMISSIONS": controlplane.ErrAuth,
+	"UNAUTHORIZED":             controlplane.ErrAuth,
+	// Money and account limits (the *_LIMIT_REACHED codes by suffix).
+	"INSUFFICIENT_CREDITS": controlplane.ErrQuota,
+	"TRIAL_PLAN":           controlplane.ErrQuota,
+	// A request that names a zone that does not exist is malformed, not a missing object.
 	"ZONE_NOT_FOUND":                  controlplane.ErrInvalid,
-	"ZONE_INVALID":                    controlplane.ErrInvalid,
-	"STORAGE_NOT_FOUND":               controlplane.ErrInvalid, // a create naming a missing template
-	"STORAGE_DEVICE_INVALID":          controlplane.ErrInvalid,
 	"METADATA_DISABLED_ON_CLOUD-INIT": controlplane.ErrInvalid,
-	"ERROR_INVALID_REQUEST":           controlplane.ErrInvalid,
+	"VALIDATION_ERROR":                controlplane.ErrInvalid,
+	"DUPLICATE_LABEL_KEYS":            controlplane.ErrInvalid,
+	"UNKNOWN_ATTRIBUTE":               controlplane.ErrInvalid,
+	"MULTIPLE_TEMPLATES":              controlplane.ErrInvalid,
+	"TOO_MANY_BOOT_DISKS":             controlplane.ErrInvalid,
+	"ZONE_MISMATCH":                   controlplane.ErrInvalid,
+	"PUBLIC_STORAGE_ATTACH":           controlplane.ErrInvalid,
+	"WINDOWS_NOT_AVAILABLE":           controlplane.ErrInvalid,
+	"METHOD_NOT_ALLOWED":              controlplane.ErrInvalid,
+	// The service failed (a 403 SERVICE_ERROR "cannot be deleted" is no credential problem).
+	"SERVICE_ERROR":         controlplane.ErrOther,
+	"INTERNAL_ERROR":        controlplane.ErrOther,
+	"INTERNAL_SERVER_ERROR": controlplane.ErrOther,
+	"SERVICE_UNAVAILABLE":   controlplane.ErrOther,
+	"TOO_MANY_REQUESTS":     controlplane.ErrOther,
 }
 
-// kindOf classifies an UpCloud error answer: a known code wins, then the HTTP status decides.
-func kindOf(e *APIError) controlplane.ErrorKind {
-	if k, ok := codeKinds[e.Code]; ok {
-		return k
+// codeKind is the kind an UpCloud error code names; ok is false for a code that names none (or no
+// code), whose kind the HTTP status decides. After codeKinds, the suffix decides: *_NOT_FOUND is not
+// found, *_LIMIT_REACHED quota, *_RESOURCES_UNAVAILABLE capacity, and INVALID_*, *_INVALID,
+// *_ILLEGAL, *_MISSING an invalid request.
+func codeKind(code string) (kind controlplane.ErrorKind, ok bool) {
+	c := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(code)), "ERROR_")
+	if c == "" {
+		return controlplane.ErrOther, false
+	}
+	if k, ok := codeKinds[c]; ok {
+		return k, true
 	}
 	switch {
-	case strings.HasSuffix(e.Code, "_LIMIT_REACHED"):
-		return controlplane.ErrQuota
-	case strings.HasSuffix(e.Code, "_RESOURCES_UNAVAILABLE"):
-		return controlplane.ErrCapacity
+	case c == "NOT_FOUND" || strings.HasSuffix(c, "_NOT_FOUND"):
+		return controlplane.ErrNotFound, true
+	case strings.HasSuffix(c, "_LIMIT_REACHED"):
+		return controlplane.ErrQuota, true
+	case strings.HasSuffix(c, "_RESOURCES_UNAVAILABLE"):
+		return controlplane.ErrCapacity, true
+	case strings.HasPrefix(c, "INVALID_"), strings.HasSuffix(c, "_INVALID"), strings.HasSuffix(c, "_ILLEGAL"),
+		strings.HasSuffix(c, "_MISSING"):
+		return controlplane.ErrInvalid, true
+	}
+	return controlplane.ErrOther, false
+}
+
+// kindOf classifies an UpCloud error answer: the error code decides when it names a kind (codeKind),
+// the HTTP status only when it does not.
+func kindOf(e *APIError) controlplane.ErrorKind {
+	if k, ok := codeKind(e.Code); ok {
+		return k
 	}
 	switch {
 	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:

@@ -22,7 +22,8 @@ func hardwareBackend(t *testing.T, base string) *Backend {
 }
 
 // TestHardwareOffers: UpCloud's /plan says core_number and memory_amount (MiB); gpu_model names the GPU
-// ("NVIDIA L40S" is a PCIe card; "NVIDIA H100" does not say which H100), and no field gives GPU memory.
+// ("NVIDIA L40S" is a PCIe card; "NVIDIA H100 80GB HBM3" is the SXM H100 with 80 GB; "NVIDIA B200" says
+// neither), and no other field gives GPU memory.
 func TestHardwareOffers(t *testing.T) {
 	srv := emu.New(emu.Options{Username: "hw-user", Password: "hw-pass"})
 	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
@@ -34,8 +35,9 @@ func TestHardwareOffers(t *testing.T) {
 		{"fi-hel2", "GPU-8xCPU-64GB-1xL40S", controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}},
 		{"fi-hel2", "GPU-32xCPU-384GB-3xL40S", controlplane.Hardware{FormFactor: "pcie", VCPUs: 32, MemoryGB: 384}},
 		{"de-fra1", "GPU-8xCPU-64GB-1xL4", controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}},
-		{"fi-hel2", "GPU-12xCPU-240GB-1xH100", controlplane.Hardware{FormFactor: "", VCPUs: 12, MemoryGB: 240}},
-		{"fi-hel2", "GPU-96xCPU-1920GB-8xH100", controlplane.Hardware{FormFactor: "", VCPUs: 96, MemoryGB: 1920}},
+		{"fi-hel2", "GPU-12xCPU-240GB-1xH100", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 12, MemoryGB: 240}},
+		{"fi-hel2", "GPU-96xCPU-1920GB-8xH100", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 96, MemoryGB: 1920}},
+		{"fi-hel2", "GPU-12xCPU-240GB-1xB200", controlplane.Hardware{FormFactor: "", VCPUs: 12, MemoryGB: 240}},
 	}
 	for _, tc := range tests {
 		o := findOffer(offers, tc.zone, tc.plan)

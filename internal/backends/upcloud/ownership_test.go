@@ -128,7 +128,7 @@ func TestCreatePriceCap(t *testing.T) {
 	b := newTestBackend(t, base, nil)
 	ctx := context.Background()
 	offer := offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
-	const exact money.USD = 1_200_536 // 111.1607 euro cents * 1.08 = 1.20053556 USD, to the micro-dollar
+	const exact money.USD = 1_210_000 // 111.1607 euro cents * 1.08 = 1.20053556 USD, up to the cent
 	if offer.PricePerHour != exact {
 		t.Fatalf("offer price %s, want %s", offer.PricePerHour, exact)
 	}
@@ -136,7 +136,7 @@ func TestCreatePriceCap(t *testing.T) {
 		return controlplane.CreateRequest{Name: name, Offer: offer, MaxPricePerHour: maxPrice, SSHPublicKeys: []string{testKey}}
 	}
 	_, err := b.Create(ctx, req("upcloud-vm-cheap", exact-money.Micro))
-	const want = "plan GPU-8xCPU-64GB-1xL40S in fi-hel2 now costs $1.200536/h, above the maximum price of $1.200535/h"
+	const want = "plan GPU-8xCPU-64GB-1xL40S in fi-hel2 now costs $1.21/h, above the maximum price of $1.209999/h"
 	if !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("create capped one micro-dollar below the price: %v, want %q", err, want)
 	}

@@ -508,3 +508,51 @@ func TestAdminOverHTTP(t *testing.T) {
 		t.Errorf("the admin call used a fault: %+v", f)
 	}
 }
+
+// The default catalog serves Mithril's name styles, each with its structured fields, and a GPU hydra
+// does not rent.
+func TestDefaultCatalogNames(t *testing.T) {
+	srv := httptest.NewServer(New(Options{}))
+	defer srv.Close()
+	var types []struct {
+		Name        string `json:"name"`
+		GPUType     string `json:"gpu_type"`
+		NumGPUs     int    `json:"num_gpus"`
+		GPUMemoryGB int    `json:"gpu_memory_gb"`
+		GPUSocket   string `json:"gpu_socket"`
+		NumCPUs     int    `json:"num_cpus"`
+		RAMGB       int    `json:"ram_gb"`
+	}
+	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, &types); code != 200 {
+		t.Fatalf("instance types: %d", code)
+	}
+	tests := []struct {
+		name, gpu    string
+		count, memGB int
+		socket       string
+		cpus, ramGB  int
+	}{
+		{"h100-80gb.sxm.8x", "H100", 8, 80, "SXM5", 208, 1800},
+		{"h100-80gb.pcie.8x", "H100", 8, 80, "PCIe", 192, 1500},
+		{"h100.80gb.sxm", "H100", 8, 80, "SXM5", 208, 1800},
+		{"a100-80gb.sxm.1x", "A100", 1, 80, "SXM4", 30, 240},
+		{"b200.8x", "B200", 8, 180, "SXM6", 224, 2900},
+		{"b200-192gb.8x", "B200", 8, 192, "SXM6", 224, 2900},
+		{"a10-24gb.pcie.1x", "A10", 1, 24, "PCIe", 30, 200},
+	}
+	for _, tc := range tests {
+		found := false
+		for _, it := range types {
+			if it.Name != tc.name {
+				continue
+			}
+			found = true
+			if it.GPUType != tc.gpu || it.NumGPUs != tc.count || it.GPUMemoryGB != tc.memGB || it.GPUSocket != tc.socket || it.NumCPUs != tc.cpus || it.RAMGB != tc.ramGB {
+				t.Errorf("%s: %+v", tc.name, it)
+			}
+		}
+		if !found {
+			t.Errorf("%s: not in the catalog", tc.name)
+		}
+	}
+}

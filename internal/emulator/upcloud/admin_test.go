@@ -3,6 +3,7 @@ package upcloud
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -202,3 +203,76 @@ func TestStartServesTheAdmin(t *testing.T) {
 		t.Fatalf("stats: %d %+v %v", resp.StatusCode, st, err)
 	}
 }
+
+func TestPagingKnob(t *testing.T) {
+	count := func(s *Server, query string) int {
+		t.Helper()
+		r := do(t, s, "GET", "/1.3/server?"+query, nil, "")
+		if r.status != 200 {
+			t.Fatalf("list: %d %s", r.status, r.raw)
+		}
+		return len(r.body["servers"].(map[string]any)["server"].([]any))
+	}
+	cases := []struct {
+		name    string
+		opts    Options
+		set     *bool // PUT /_emulator/paging before listing
+		path    string
+		query   string
+		want    int
+		ignores bool
+	}{
+		{"honoured by default", Options{}, nil, "", "limit=2&offset=1", 2, false},
+		{"offset past the end", Options{}, nil, "", "limit=2&offset=9", 0, false},
+		{"ignored by option", Options{IgnorePaging: true}, nil, "", "limit=2&offset=1", 5, true},
+		{"ignored by option, labels still filter", Options{IgnorePaging: true}, nil, "", "limit=2&offset=4&label=hydra-name%3Dupcloud-vm-p1", 1, true},
+		{"ignored through the admin endpoint", Options{}, ptr(true), PagingPath, "limit=2&offset=1", 5, true},
+		{"admin endpoint below the API prefix", Options{}, ptr(true), APIPrefix + PagingPath, "limit=1&offset=3", 5, true},
+		{"honoured again through the admin endpoint", Options{IgnorePaging: true}, ptr(false), PagingPath, "limit=2&offset=1", 2, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(tc.opts)
+			for i := range 5 {
+				if c := do(t, s, "POST", "/1.3/server", testCreate(fmt.Sprintf("upcloud-vm-p%d", i)), ""); c.status != 202 {
+					t.Fatalf("create: %d %s", c.status, c.raw)
+				}
+			}
+			if tc.set != nil {
+				r := do(t, s, "PUT", tc.path, Paging{IgnorePaging: *tc.set}, "none")
+				if r.status != 200 || r.body["ignore_paging"] != *tc.set {
+					t.Fatalf("PUT %s: %d %s", tc.path, r.status, r.raw)
+				}
+			}
+			if got := count(s, tc.query); got != tc.want {
+				t.Errorf("%s: %d servers, want %d", tc.query, got, tc.want)
+			}
+			g := do(t, s, "GET", PagingPath, nil, "none")
+			if g.status != 200 || g.body["ignore_paging"] != tc.ignores || s.IgnoresPaging() != tc.ignores {
+				t.Errorf("GET %s: %d %s, IgnoresPaging %v; want %v", PagingPath, g.status, g.raw, s.IgnoresPaging(), tc.ignores)
+			}
+		})
+	}
+	s := New(Options{})
+	if r := do(t, s, "PUT", PagingPath, "not an object", "none"); r.status != 400 {
+		t.Errorf("PUT of a bad body: %d", r.status)
+	}
+	if r := do(t, s, "POST", PagingPath, Paging{}, "none"); r.status != 405 {
+		t.Errorf("POST: %d", r.status)
+	}
+}
+
+// The knob lives in the state: processes sharing a StateDir see it.
+func TestPagingKnobSharedThroughStateDir(t *testing.T) {
+	dir := t.TempDir()
+	a := New(Options{StateDir: dir})
+	b := New(Options{StateDir: dir})
+	if err := a.SetIgnorePaging(true); err != nil {
+		t.Fatal(err)
+	}
+	if !b.IgnoresPaging() {
+		t.Error("the other server does not see the knob")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,5 +1,7 @@
 package upcloud
 
+import "time"
+
 // Plan is one plan of the emulated catalog. GPU plans have GPUModel and GPUAmount and no storage.
 type Plan struct {
 	Name        string
@@ -33,6 +35,13 @@ type Template struct {
 	CloudInit bool
 	// Access is "public" (default) or "private".
 	Access string
+	// Zone and Tier are a private template's (POST /storage/{uuid}/templatize makes one in its disk's
+	// zone; default fi-hel2 and maxiops).
+	Zone, Tier string
+	// Created is when a private template was made (zero for public ones, which list no "created").
+	Created time.Time
+	// ReadyAt is when a template made by templatize leaves state "maintenance" for "online".
+	ReadyAt time.Time
 }
 
 // Zone is one zone of the emulated cloud.
@@ -57,10 +66,17 @@ func DefaultZones() []Zone {
 // GPUTemplateUUID is the uuid of the default GPU-ready Ubuntu template.
 const GPUTemplateUUID = "01000000-0000-4000-8000-000030240300"
 
-// DefaultTemplates are the public templates the emulator lists by default: plain Ubuntu and Debian, and
-// a GPU-ready Ubuntu (NVIDIA driver + CUDA) whose title is a guess (the real one is unconfirmed).
+// DebianNativeTemplateUUID is the public template UpCloud's SDK clones in its recorded creates
+// (server.create.202.json, server.create-2025.202.json): a native template, so those creates send
+// metadata "no" and no login user.
+const DebianNativeTemplateUUID = "01000000-0000-4000-8000-000020060100"
+
+// DefaultTemplates are the public templates the emulator lists by default: plain Ubuntu and Debian
+// (among them the native Debian 11 of the recorded creates), and a GPU-ready Ubuntu (NVIDIA driver +
+// CUDA) whose title is a guess (the real one is unconfirmed).
 func DefaultTemplates() []Template {
 	return []Template{
+		{UUID: DebianNativeTemplateUUID, Title: "Debian GNU/Linux 11 (Bullseye)", SizeGB: 4},
 		{UUID: "01000000-0000-4000-8000-000020070100", Title: "Debian GNU/Linux 12 (Bookworm)", SizeGB: 4, CloudInit: true},
 		{UUID: "01000000-0000-4000-8000-000030220200", Title: "Ubuntu Server 22.04 LTS (Jammy Jellyfish)", SizeGB: 4, CloudInit: true},
 		{UUID: "01000000-0000-4000-8000-000030240200", Title: "Ubuntu Server 24.04 LTS (Noble Numbat)", SizeGB: 4, CloudInit: true},
@@ -73,9 +89,22 @@ func gpuPlan(name string, cores, memGB int, model string, n, vram int, zones map
 	return Plan{Name: name, Cores: cores, MemoryMiB: memGB * 1024, GPUModel: model, GPUAmount: n, GPUMemoryGB: vram, Zones: zones}
 }
 
+// GPU models as UpCloud's plans name them (gpu_model, and a GPU device's model): the full names
+// nvidia-smi prints. "NVIDIA L40S" is in UpCloud's own fixtures; for H100 and B200 the reference has no
+// sample of UpCloud's own (it guesses "NVIDIA H100"), so the emulator serves the long real form, which
+// supported_gpus.yml must map (it keeps the short one as an alias).
+const (
+	ModelL4   = "NVIDIA L4"
+	ModelL40S = "NVIDIA L40S"
+	ModelH100 = "NVIDIA H100 80GB HBM3"
+	ModelB200 = "NVIDIA B200"
+)
+
 // DefaultPlans is a realistic catalog: a few general-purpose plans in every public zone, and UpCloud's
-// L4, L40S and H100 GPU plans (on-demand and spot) in fi-hel2 and de-fra1 with prices in euro cents per
-// hour (L40S 1x at 111.1607 and spot L4 at 57 as in a live dump) and some stock.
+// L4, L40S, H100 and B200 GPU plans (on-demand, and spot for L4, L40S and H100) in fi-hel2 and de-fra1
+// with prices in euro cents per hour (L40S 1x at 111.1607 and spot L4 at 57 as in a live dump; the B200
+// prices are made up) and some stock. Every GPU model is one supported_gpus.yml maps for upcloud (the
+// conformance suite wants every offer mapped); tests of unmapped models bring their own plans.
 func DefaultPlans() []Plan {
 	all := func(price float64) map[string]ZoneOffer {
 		return map[string]ZoneOffer{"de-fra1": {price, 0}, "fi-hel1": {price, 0}, "fi-hel2": {price, 0}, "nl-ams1": {price, 0}, "us-nyc1": {price, 0}}
@@ -90,20 +119,24 @@ func DefaultPlans() []Plan {
 		{Name: "1xCPU-1GB", Cores: 1, MemoryMiB: 1024, StorageGB: 25, Zones: all(0.744)},
 		{Name: "2xCPU-4GB", Cores: 2, MemoryMiB: 4096, StorageGB: 80, Zones: all(2.9761)},
 		{Name: "8xCPU-32GB", Cores: 8, MemoryMiB: 32768, StorageGB: 640, Zones: all(23.8095)},
-		gpuPlan("GPU-8xCPU-64GB-1xL4", 8, 64, "NVIDIA L4", 1, 24, helFra(65.4761, 6, 2)),
-		gpuPlan("GPU-12xCPU-128GB-1xL4", 12, 128, "NVIDIA L4", 1, 24, hel(80.3571, 4)),
-		gpuPlan("GPU-16xCPU-192GB-2xL4", 16, 192, "NVIDIA L4", 2, 24, hel(141.0714, 2)),
-		gpuPlan("GPU-32xCPU-384GB-3xL4", 32, 384, "NVIDIA L4", 3, 24, hel(215.4761, 1)),
-		gpuPlan("GPU-8xCPU-64GB-1xL40S", 8, 64, "NVIDIA L40S", 1, 48, helFra(111.1607, 6, 0)),
-		gpuPlan("GPU-12xCPU-128GB-1xL40S", 12, 128, "NVIDIA L40S", 1, 48, hel(126.1904, 4)),
-		gpuPlan("GPU-16xCPU-192GB-2xL40S", 16, 192, "NVIDIA L40S", 2, 48, hel(232.1428, 2)),
-		gpuPlan("GPU-32xCPU-384GB-3xL40S", 32, 384, "NVIDIA L40S", 3, 48, hel(342.2619, 1)),
-		gpuPlan("GPU-12xCPU-240GB-1xH100", 12, 240, "NVIDIA H100", 1, 80, hel(252.9761, 2)),
-		gpuPlan("GPU-24xCPU-480GB-2xH100", 24, 480, "NVIDIA H100", 2, 80, hel(505.9523, 1)),
-		gpuPlan("GPU-48xCPU-960GB-4xH100", 48, 960, "NVIDIA H100", 4, 80, hel(1011.9047, 0)),
-		gpuPlan("GPU-96xCPU-1920GB-8xH100", 96, 1920, "NVIDIA H100", 8, 80, hel(2023.8095, 1)),
-		gpuPlan("GPU-SPOT-8xCPU-64GB-1xL4", 8, 64, "NVIDIA L4", 1, 24, helFra(57, 8, 4)),
-		gpuPlan("GPU-SPOT-8xCPU-64GB-1xL40S", 8, 64, "NVIDIA L40S", 1, 48, hel(72.2222, 4)),
-		gpuPlan("GPU-SPOT-12xCPU-240GB-1xH100", 12, 240, "NVIDIA H100", 1, 80, hel(164.4345, 2)),
+		gpuPlan("GPU-8xCPU-64GB-1xL4", 8, 64, ModelL4, 1, 24, helFra(65.4761, 6, 2)),
+		gpuPlan("GPU-12xCPU-128GB-1xL4", 12, 128, ModelL4, 1, 24, hel(80.3571, 4)),
+		gpuPlan("GPU-16xCPU-192GB-2xL4", 16, 192, ModelL4, 2, 24, hel(141.0714, 2)),
+		gpuPlan("GPU-32xCPU-384GB-3xL4", 32, 384, ModelL4, 3, 24, hel(215.4761, 1)),
+		gpuPlan("GPU-8xCPU-64GB-1xL40S", 8, 64, ModelL40S, 1, 48, helFra(111.1607, 6, 0)),
+		gpuPlan("GPU-12xCPU-128GB-1xL40S", 12, 128, ModelL40S, 1, 48, hel(126.1904, 4)),
+		gpuPlan("GPU-16xCPU-192GB-2xL40S", 16, 192, ModelL40S, 2, 48, hel(232.1428, 2)),
+		gpuPlan("GPU-32xCPU-384GB-3xL40S", 32, 384, ModelL40S, 3, 48, hel(342.2619, 1)),
+		gpuPlan("GPU-12xCPU-240GB-1xH100", 12, 240, ModelH100, 1, 80, hel(252.9761, 2)),
+		gpuPlan("GPU-24xCPU-480GB-2xH100", 24, 480, ModelH100, 2, 80, hel(505.9523, 1)),
+		gpuPlan("GPU-48xCPU-960GB-4xH100", 48, 960, ModelH100, 4, 80, hel(1011.9047, 0)),
+		gpuPlan("GPU-96xCPU-1920GB-8xH100", 96, 1920, ModelH100, 8, 80, hel(2023.8095, 1)),
+		gpuPlan("GPU-12xCPU-240GB-1xB200", 12, 240, ModelB200, 1, 192, hel(452.3809, 2)),
+		gpuPlan("GPU-24xCPU-480GB-2xB200", 24, 480, ModelB200, 2, 192, hel(904.7619, 1)),
+		gpuPlan("GPU-48xCPU-960GB-4xB200", 48, 960, ModelB200, 4, 192, hel(1809.5238, 1)),
+		gpuPlan("GPU-96xCPU-1920GB-8xB200", 96, 1920, ModelB200, 8, 192, hel(3619.0476, 0)),
+		gpuPlan("GPU-SPOT-8xCPU-64GB-1xL4", 8, 64, ModelL4, 1, 24, helFra(57, 8, 4)),
+		gpuPlan("GPU-SPOT-8xCPU-64GB-1xL40S", 8, 64, ModelL40S, 1, 48, hel(72.2222, 4)),
+		gpuPlan("GPU-SPOT-12xCPU-240GB-1xH100", 12, 240, ModelH100, 1, 80, hel(164.4345, 2)),
 	}
 }

@@ -5,13 +5,23 @@
 // (DELETE /server/{uuid}/?storages=1 -> 204), {"error":{error_code,error_message}} errors (and
 // application/problem+json for unknown paths), prices in euro cents per hour per zone, GPU stock in
 // /device/availability, GPU plans with storage_size 0, labels ({"labels":{"label":[{key,value}]}}) that
-// PUT /server/{uuid} replaces, and label filters on GET /server (?label=key&label=key%3Dvalue).
+// PUT /server/{uuid} replaces, label filters on GET /server (?label=key&label=key%3Dvalue), creates
+// without a plan ("custom", as UpCloud's SDK records them), the one-time "password" and the
+// "remote_access_password" of server answers, storages (GET /storage/private, GET /storage/{uuid},
+// POST /storage/{uuid}/templatize) and, as the emulator keeps no tags, TAG_NOT_FOUND for DELETE
+// /tag/{name}.
+//
+// GET /server honours limit and offset by default. UpCloud's SDK never sends them and UpCloud's
+// documentation does not name them, so the real API may ignore them: Options.IgnorePaging (or the admin
+// endpoint below) makes the emulator answer every matching server whatever limit and offset say.
 //
 // Serve it under any address; the API lives below APIPrefix ("/1.3"), and requests without the prefix
 // are accepted too. The admin surface every emulator shares (emukit.AdminHandler: GET
 // /_emulator/stats, GET and PUT /_emulator/faults) is served beside it, at /_emulator/ and at
-// /1.3/_emulator/. Status progressions are computed from timestamps kept in the state, so several
-// Server values (in one or several processes) sharing a StateDir see the same cloud.
+// /1.3/_emulator/, with UpCloud's own GET and PUT /_emulator/paging ({"ignore_paging": true} makes GET
+// /server ignore limit and offset; false honours them again). Status progressions are computed from
+// timestamps kept in the state, so several Server values (in one or several processes) sharing a
+// StateDir see the same cloud.
 package upcloud
 
 import (
@@ -58,6 +68,10 @@ type Options struct {
 	SSHHost string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// IgnorePaging makes GET /server answer every server that matches its label filters, ignoring
+	// limit and offset, as an API that does not know them would (it seeds a new state; PUT
+	// /_emulator/paging and SetIgnorePaging change it later).
+	IgnorePaging bool
 }
 
 // Server is the emulator, an http.Handler serving the API and the admin surface.
@@ -191,6 +205,50 @@ func (s *Server) StorageCount() int {
 	return n
 }
 
+// PagingPath is the admin endpoint of UpCloud's paging knob, below emukit.AdminPath: GET answers and PUT
+// sets {"ignore_paging": bool}.
+const PagingPath = emukit.AdminPath + "paging"
+
+// Paging is the body of PagingPath.
+type Paging struct {
+	// IgnorePaging true makes GET /server ignore limit and offset.
+	IgnorePaging bool `json:"ignore_paging"`
+}
+
+// SetIgnorePaging makes GET /server ignore limit and offset (true) or honour them (false).
+func (s *Server) SetIgnorePaging(ignore bool) error {
+	return s.withState(func(st *state) bool { st.IgnorePaging = ignore; return true })
+}
+
+// IgnoresPaging reports whether GET /server ignores limit and offset.
+func (s *Server) IgnoresPaging() bool {
+	v := false
+	_ = s.withState(func(st *state) bool { v = st.IgnorePaging; return false })
+	return v
+}
+
+// servePaging answers GET and PUT PagingPath.
+func (s *Server) servePaging(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		emukit.WriteJSON(w, http.StatusOK, Paging{IgnorePaging: s.IgnoresPaging()}, nil)
+	case http.MethodPut:
+		var p Paging
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			emukit.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()}, nil)
+			return
+		}
+		if err := s.SetIgnorePaging(p.IgnorePaging); err != nil {
+			emukit.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()}, nil)
+			return
+		}
+		emukit.WriteJSON(w, http.StatusOK, p, nil)
+	default:
+		w.Header().Set("Allow", "GET, PUT")
+		emukit.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use GET or PUT"}, nil)
+	}
+}
+
 // SetStock sets the free stock of a GPU plan in a zone.
 func (s *Server) SetStock(zone, plan string, n int) error {
 	return s.withState(func(st *state) bool {
@@ -249,6 +307,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.Path, u.RawPath = rest, ""
 		r2.URL = &u
 		r = r2
+	}
+	if r.URL.Path == PagingPath {
+		s.servePaging(w, r)
+		return
 	}
 	s.handler.ServeHTTP(w, r)
 }
@@ -341,6 +403,14 @@ func (s *Server) handle(st *state, r *http.Request) (response, bool) {
 		case http.MethodDelete:
 			return s.deleteServer(st, parts[1], r)
 		}
+	case r.Method == http.MethodGet && path == "/storage/private":
+		return s.privateStorages(st), changed
+	case parts[0] == "storage" && len(parts) == 2 && r.Method == http.MethodGet:
+		return s.getStorage(st, parts[1]), changed
+	case parts[0] == "storage" && len(parts) == 3 && parts[2] == "templatize" && r.Method == http.MethodPost:
+		return s.templatize(st, parts[1], r)
+	case parts[0] == "tag" && len(parts) == 2 && r.Method == http.MethodDelete:
+		return errResp(http.StatusNotFound, "TAG_NOT_FOUND", fmt.Sprintf("The tag %s does not exist.", parts[1])), changed
 	case parts[0] == "server" && len(parts) == 3 && r.Method == http.MethodPost:
 		if !uuidRE.MatchString(parts[1]) {
 			return errResp(http.StatusBadRequest, "SERVER_INVALID", "The server UUID is invalid."), changed
@@ -481,30 +551,146 @@ func (s *Server) account(st *state) response {
 }
 
 func (s *Server) templates(st *state, publicOnly bool) response {
-	var list []any
+	list := []any{}
 	for _, t := range st.Templates {
-		access := t.Access
-		if access == "" {
-			access = "public"
-		}
-		if publicOnly && access != "public" {
+		if publicOnly && templateAccess(t) != "public" {
 			continue
 		}
-		tt := "native"
-		if t.CloudInit {
-			tt = "cloud-init"
-		}
-		m := map[string]any{
-			"access": access, "license": 0, "size": t.SizeGB, "state": "online", "title": t.Title,
-			"type": "template", "uuid": t.UUID, "template_type": tt,
-		}
-		if access != "public" {
-			m["tier"] = "maxiops"
-			m["zone"] = "fi-hel2"
-		}
-		list = append(list, m)
+		list = append(list, s.templateJSON(t))
 	}
 	return jsonResp(http.StatusOK, map[string]any{"storages": map[string]any{"storage": list}})
+}
+
+// templatizeDuration is how long a template made by POST /storage/{uuid}/templatize stays in state
+// "maintenance" (the recording answers "maintenance", and a GET 17 s later "online").
+const templatizeDuration = 15 * time.Second
+
+func templateAccess(t Template) string {
+	if t.Access == "" {
+		return "public"
+	}
+	return t.Access
+}
+
+// templateJSON is a template as the storage lists show it: public ones without tier, zone and created,
+// private ones with them (as in the captured template list).
+func (s *Server) templateJSON(t Template) map[string]any {
+	access := templateAccess(t)
+	tt := "native"
+	if t.CloudInit {
+		tt = "cloud-init"
+	}
+	state := "online"
+	if s.opts.Now().Before(t.ReadyAt) {
+		state = "maintenance"
+	}
+	m := map[string]any{
+		"access": access, "license": 0, "size": t.SizeGB, "state": state, "title": t.Title,
+		"type": "template", "uuid": t.UUID, "template_type": tt,
+	}
+	if access != "public" {
+		m["tier"] = cmp.Or(t.Tier, "maxiops")
+		m["zone"] = cmp.Or(t.Zone, "fi-hel2")
+		if !t.Created.IsZero() {
+			m["created"] = t.Created.UTC().Format(time.RFC3339)
+		}
+	}
+	return m
+}
+
+// diskJSON is a server's disk as the storage lists show it: "maintenance" with the clone's progress
+// (a string, as recorded) while its server is being made.
+func (s *Server) diskJSON(st *state, d *disk) map[string]any {
+	m := map[string]any{
+		"access": "private", "created": d.Created.UTC().Format(time.RFC3339), "license": 0, "size": d.Size,
+		"state": "online", "tier": d.Tier, "title": d.Title, "type": "normal", "uuid": d.UUID, "zone": d.Zone,
+	}
+	for _, v := range st.Servers {
+		if v.Storage == d.UUID {
+			if vs, progress := serverState(v, s.opts.Now()); vs == "maintenance" {
+				m["state"], m["progress"] = "maintenance", strconv.Itoa(progress)
+			}
+		}
+	}
+	return m
+}
+
+// privateStorages answers GET /storage/private: the disks and the private templates, by uuid.
+func (s *Server) privateStorages(st *state) response {
+	var list []map[string]any
+	for _, d := range st.Disks {
+		list = append(list, s.diskJSON(st, d))
+	}
+	for _, t := range st.Templates {
+		if templateAccess(t) != "public" {
+			list = append(list, s.templateJSON(t))
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i]["uuid"].(string) < list[j]["uuid"].(string) })
+	out := make([]any, 0, len(list))
+	for _, m := range list {
+		out = append(out, m)
+	}
+	return jsonResp(http.StatusOK, map[string]any{"storages": map[string]any{"storage": out}})
+}
+
+func storageNotFound(uuid string) response {
+	return errResp(http.StatusNotFound, "STORAGE_NOT_FOUND", fmt.Sprintf("The storage %s does not exist.", uuid))
+}
+
+// getStorage answers GET /storage/{uuid} for a disk or a template, with the servers it is attached to.
+func (s *Server) getStorage(st *state, uuid string) response {
+	var m map[string]any
+	attached := []any{}
+	if d, ok := st.Disks[uuid]; ok {
+		m = s.diskJSON(st, d)
+		for _, v := range st.Servers {
+			if v.Storage == uuid {
+				attached = append(attached, v.UUID)
+			}
+		}
+	} else if t, ok := st.template(uuid); ok {
+		m = s.templateJSON(t)
+		if templateAccess(t) != "public" {
+			delete(m, "template_type") // the recorded private template has none
+		}
+	} else {
+		return storageNotFound(uuid)
+	}
+	m["servers"] = map[string]any{"server": attached}
+	return jsonResp(http.StatusOK, map[string]any{"storage": m})
+}
+
+// templatize answers POST /storage/{uuid}/templatize: a disk becomes a private template of its size,
+// tier and zone, in state "maintenance" for templatizeDuration (201, as recorded). The emulator does
+// not check the state of the disk's server.
+func (s *Server) templatize(st *state, uuid string, r *http.Request) (response, bool) {
+	d, ok := st.Disks[uuid]
+	if !ok {
+		return storageNotFound(uuid), false
+	}
+	var body struct {
+		Storage *struct {
+			Title string `json:"title"`
+		} `json:"storage"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Storage == nil {
+		return errResp(http.StatusBadRequest, "STORAGE_INVALID", "The request body is not a valid storage object."), false
+	}
+	if body.Storage.Title == "" || len(body.Storage.Title) > 255 {
+		return errResp(http.StatusBadRequest, "TITLE_INVALID", "The title is invalid."), false
+	}
+	now := s.opts.Now()
+	t := Template{UUID: newUUID("01"), Title: body.Storage.Title, SizeGB: d.Size, Access: "private",
+		Zone: d.Zone, Tier: d.Tier, Created: now, ReadyAt: now.Add(templatizeDuration)}
+	if src, ok := st.template(st.templateOfDisk(uuid)); ok {
+		t.CloudInit = src.CloudInit
+	}
+	st.Templates = append(st.Templates, t)
+	m := s.templateJSON(t)
+	delete(m, "template_type")
+	m["servers"] = map[string]any{"server": []any{}}
+	return jsonResp(http.StatusCreated, map[string]any{"storage": m}), true
 }
 
 func randHex(n int) string {
@@ -532,7 +718,7 @@ func labelsJSON(ls []label) map[string]any {
 func (s *Server) summary(st *state, v *server) map[string]any {
 	now := s.opts.Now()
 	state, progress := serverState(v, now)
-	p, _ := st.plan(v.Plan)
+	p := st.serverPlan(v)
 	m := map[string]any{
 		"core_number":     strconv.Itoa(p.Cores),
 		"created":         v.Created.Unix(),
@@ -561,7 +747,7 @@ func (s *Server) summary(st *state, v *server) map[string]any {
 // details is a server as GET /server/{uuid} and the actions answer it.
 func (s *Server) details(st *state, v *server) map[string]any {
 	m := s.summary(st, v)
-	p, _ := st.plan(v.Plan)
+	p := st.serverPlan(v)
 	ipv4 := v.PublicIPv4
 	if s.opts.SSHHost != "" {
 		ipv4 = s.opts.SSHHost
@@ -572,6 +758,9 @@ func (s *Server) details(st *state, v *server) map[string]any {
 	m["nic_model"] = "virtio"
 	m["remote_access_enabled"] = "no"
 	m["remote_access_type"] = "vnc"
+	if v.RemoteAccessPassword != "" {
+		m["remote_access_password"] = v.RemoteAccessPassword
+	}
 	m["timezone"] = "UTC"
 	m["video_model"] = "cirrus"
 	m["ip_addresses"] = map[string]any{"ip_address": []any{
@@ -622,6 +811,10 @@ func (s *Server) listServers(st *state, r *http.Request) response {
 		}
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].UUID < list[j].UUID })
+	if st.IgnorePaging {
+		q.Del("limit")
+		q.Del("offset")
+	}
 	offset, _ := strconv.Atoi(q.Get("offset"))
 	if offset < 0 {
 		offset = 0
@@ -675,11 +868,13 @@ var hostnameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])
 // createBody is what the emulator reads of POST /server. Sizes are accepted as numbers or strings.
 type createBody struct {
 	Server *struct {
-		Zone           string `json:"zone"`
-		Title          string `json:"title"`
-		Hostname       string `json:"hostname"`
-		Plan           string `json:"plan"`
-		Metadata       string `json:"metadata"`
+		Zone           string      `json:"zone"`
+		Title          string      `json:"title"`
+		Hostname       string      `json:"hostname"`
+		Plan           string      `json:"plan"`
+		CoreNumber     json.Number `json:"core_number"`
+		MemoryAmount   json.Number `json:"memory_amount"`
+		Metadata       string      `json:"metadata"`
 		StorageDevices struct {
 			StorageDevice []struct {
 				Action  string      `json:"action"`
@@ -690,8 +885,9 @@ type createBody struct {
 			} `json:"storage_device"`
 		} `json:"storage_devices"`
 		LoginUser *struct {
-			Username string `json:"username"`
-			SSHKeys  struct {
+			Username       string `json:"username"`
+			CreatePassword string `json:"create_password"`
+			SSHKeys        struct {
 				SSHKey []string `json:"ssh_key"`
 			} `json:"ssh_keys"`
 		} `json:"login_user"`
@@ -724,12 +920,36 @@ func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
 	if _, ok := st.zone(b.Zone); !ok {
 		return errResp(http.StatusNotFound, "ZONE_NOT_FOUND", fmt.Sprintf("The zone %s does not exist.", b.Zone)), false
 	}
-	p, ok := st.plan(b.Plan)
-	if !ok || p.Retired {
-		return errResp(http.StatusBadRequest, "PLAN_INVALID", fmt.Sprintf("The plan %q is invalid.", b.Plan)), false
-	}
-	if _, ok := p.Zones[b.Zone]; !ok {
-		return errResp(http.StatusBadRequest, "PLAN_INVALID", fmt.Sprintf("The plan %s is not available in zone %s.", b.Plan, b.Zone)), false
+	var p Plan
+	var cores, memMiB int
+	if b.Plan == "" || b.Plan == "custom" {
+		// No plan: a "custom" server of core_number cores and memory_amount MiB (default 1 and 1024, as
+		// the SDK's recorded creates show), in any zone.
+		cores, memMiB = 1, 1024
+		if b.CoreNumber != "" {
+			n, err := strconv.Atoi(b.CoreNumber.String())
+			if err != nil || n < 1 || n > 64 {
+				return errResp(http.StatusBadRequest, "CORE_NUMBER_INVALID", "The number of cores is invalid."), false
+			}
+			cores = n
+		}
+		if b.MemoryAmount != "" {
+			n, err := strconv.Atoi(b.MemoryAmount.String())
+			if err != nil || n < 1024 || n%1024 != 0 {
+				return errResp(http.StatusBadRequest, "MEMORY_AMOUNT_INVALID", "The amount of memory is invalid."), false
+			}
+			memMiB = n
+		}
+		p = Plan{Name: "custom", Cores: cores, MemoryMiB: memMiB}
+	} else {
+		var ok bool
+		p, ok = st.plan(b.Plan)
+		if !ok || p.Retired {
+			return errResp(http.StatusBadRequest, "PLAN_INVALID", fmt.Sprintf("The plan %q is invalid.", b.Plan)), false
+		}
+		if _, ok := p.Zones[b.Zone]; !ok {
+			return errResp(http.StatusBadRequest, "PLAN_INVALID", fmt.Sprintf("The plan %s is not available in zone %s.", b.Plan, b.Zone)), false
+		}
 	}
 	devs := b.StorageDevices.StorageDevice
 	if len(devs) != 1 || devs[0].Action != "clone" {
@@ -763,11 +983,13 @@ func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
 	}
 	var keys []string
 	username := "root"
+	createPassword := true // UpCloud makes a one-time password unless login_user says create_password "no"
 	if b.LoginUser != nil {
 		keys = b.LoginUser.SSHKeys.SSHKey
 		if b.LoginUser.Username != "" {
 			username = b.LoginUser.Username
 		}
+		createPassword = !strings.EqualFold(b.LoginUser.CreatePassword, "no")
 	}
 	for _, k := range keys {
 		if !strings.HasPrefix(k, "ssh-") && !strings.HasPrefix(k, "ecdsa-") && !strings.HasPrefix(k, "sk-") {
@@ -805,6 +1027,7 @@ func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
 		UtilityIPv4: fmt.Sprintf("10.6.%d.%d", (st.Seq/250)%250, st.Seq%250+1),
 		Host:        5872304771 + st.Seq,
 		Storage:     newUUID("01"), StorageSize: size, StorageTier: tier, StorageTitle: d.Title, Template: tmpl.UUID,
+		Cores: cores, MemoryMiB: memMiB, RemoteAccessPassword: randHex(8),
 	}
 	if v.StorageTitle == "" {
 		v.StorageTitle = "Storage for " + v.Hostname
@@ -816,6 +1039,9 @@ func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
 	}
 	d2 := s.details(st, v)
 	d2["username"] = username
+	if createPassword {
+		d2["password"] = randHex(12) // shown once, never stored
+	}
 	return jsonResp(http.StatusAccepted, map[string]any{"server": d2}), true
 }
 

@@ -258,3 +258,157 @@ func TestSlowBoot(t *testing.T) {
 		t.Errorf("after the slow boot: %v", st)
 	}
 }
+
+// The SDK's recorded creates send no plan, no login user and a native template: the server is "custom"
+// (1 core, 1024 MiB unless core_number and memory_amount say otherwise), and the answer carries the
+// one-time password.
+func TestCreateCustomServer(t *testing.T) {
+	s := New(Options{})
+	body := func(mod func(m map[string]any)) map[string]any {
+		m := map[string]any{
+			"zone": "fi-hel2", "title": "custom", "hostname": "custom.example.com", "metadata": "no", "password_delivery": "none",
+			"storage_devices": map[string]any{"storage_device": []any{map[string]any{
+				"action": "clone", "storage": DebianNativeTemplateUUID, "title": "disk1", "size": 10, "tier": "maxiops"}}},
+		}
+		if mod != nil {
+			mod(m)
+		}
+		return map[string]any{"server": m}
+	}
+	cases := []struct {
+		name         string
+		mod          func(m map[string]any)
+		status       int
+		cores, memMi string
+		password     bool
+		code         string
+	}{
+		{"defaults", nil, 202, "1", "1024", true, ""},
+		{"cores and memory as numbers", func(m map[string]any) { m["core_number"], m["memory_amount"] = 2, 4096 }, 202, "2", "4096", true, ""},
+		{"cores and memory as strings", func(m map[string]any) { m["core_number"], m["memory_amount"] = "4", "8192" }, 202, "4", "8192", true, ""},
+		{"no password when asked for none", func(m map[string]any) {
+			m["login_user"] = map[string]any{"create_password": "no", "ssh_keys": map[string]any{"ssh_key": []any{"ssh-ed25519 AAAAtest"}}}
+		}, 202, "1", "1024", false, ""},
+		{"explicit custom plan", func(m map[string]any) { m["plan"] = "custom" }, 202, "1", "1024", true, ""},
+		{"memory not whole GiB", func(m map[string]any) { m["memory_amount"] = 1500 }, 400, "", "", false, "MEMORY_AMOUNT_INVALID"},
+		{"no disk size", func(m map[string]any) {
+			m["storage_devices"].(map[string]any)["storage_device"].([]any)[0].(map[string]any)["size"] = 0
+		}, 400, "", "", false, "SIZE_MISSING"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := do(t, s, "POST", "/1.3/server", body(tc.mod), "")
+			if c.status != tc.status || (tc.code != "" && !strings.Contains(string(c.raw), tc.code)) {
+				t.Fatalf("%d %s, want %d %s", c.status, c.raw, tc.status, tc.code)
+			}
+			if tc.status != 202 {
+				return
+			}
+			srv := serverOf(c)
+			if srv["plan"] != "custom" || srv["core_number"] != tc.cores || srv["memory_amount"] != tc.memMi {
+				t.Errorf("server %v %v %v", srv["plan"], srv["core_number"], srv["memory_amount"])
+			}
+			if _, ok := srv["password"]; ok != tc.password {
+				t.Errorf("password present %v, want %v", ok, tc.password)
+			}
+			if p, _ := srv["remote_access_password"].(string); p == "" {
+				t.Error("no remote_access_password")
+			}
+			got := serverOf(do(t, s, "GET", "/1.3/server/"+srv["uuid"].(string), nil, ""))
+			if _, ok := got["password"]; ok || got["core_number"] != tc.cores || got["remote_access_password"] != srv["remote_access_password"] {
+				t.Errorf("details %v", got)
+			}
+		})
+	}
+}
+
+func TestStorages(t *testing.T) {
+	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second})
+	srv := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-disk"), ""))
+	diskUUID := srv["storage_devices"].(map[string]any)["storage_device"].([]any)[0].(map[string]any)["storage"].(string)
+
+	storages := func() []any {
+		t.Helper()
+		r := do(t, s, "GET", "/1.3/storage/private", nil, "")
+		if r.status != 200 {
+			t.Fatalf("private: %d %s", r.status, r.raw)
+		}
+		return r.body["storages"].(map[string]any)["storage"].([]any)
+	}
+	l := storages()
+	if len(l) != 1 || l[0].(map[string]any)["state"] != "maintenance" || l[0].(map[string]any)["progress"] != "0" || l[0].(map[string]any)["type"] != "normal" {
+		t.Fatalf("disk while cloning: %v", l)
+	}
+	clk.Advance(11 * time.Second)
+	if d := storages()[0].(map[string]any); d["state"] != "online" || d["progress"] != nil {
+		t.Errorf("disk after boot: %v", d)
+	}
+	g := do(t, s, "GET", "/1.3/storage/"+diskUUID, nil, "")
+	if st := g.body["storage"].(map[string]any); g.status != 200 || st["servers"].(map[string]any)["server"].([]any)[0] != srv["uuid"] {
+		t.Errorf("GET disk: %d %s", g.status, g.raw)
+	}
+
+	cases := []struct {
+		name   string
+		uuid   string
+		body   any
+		status int
+		code   string
+	}{
+		{"unknown storage", "01000000-0000-4000-a000-000000000000", map[string]any{"storage": map[string]any{"title": "t"}}, 404, "STORAGE_NOT_FOUND"},
+		{"no title", diskUUID, map[string]any{"storage": map[string]any{}}, 400, "TITLE_INVALID"},
+		{"no storage object", diskUUID, map[string]any{"title": "t"}, 400, "STORAGE_INVALID"},
+	}
+	for _, tc := range cases {
+		if r := do(t, s, "POST", "/1.3/storage/"+tc.uuid+"/templatize", tc.body, ""); r.status != tc.status || !strings.Contains(string(r.raw), tc.code) {
+			t.Errorf("%s: %d %s", tc.name, r.status, r.raw)
+		}
+	}
+	r := do(t, s, "POST", "/1.3/storage/"+diskUUID+"/templatize", map[string]any{"storage": map[string]any{"title": "Templatized storage"}}, "")
+	tmpl := r.body["storage"].(map[string]any)
+	if r.status != 201 || tmpl["state"] != "maintenance" || tmpl["type"] != "template" || tmpl["access"] != "private" || tmpl["zone"] != "fi-hel2" || tmpl["size"] != float64(50) {
+		t.Fatalf("templatize: %d %s", r.status, r.raw)
+	}
+	clk.Advance(20 * time.Second)
+	got := do(t, s, "GET", "/1.3/storage/"+tmpl["uuid"].(string), nil, "")
+	if st := got.body["storage"].(map[string]any); got.status != 200 || st["state"] != "online" || st["title"] != "Templatized storage" {
+		t.Errorf("template: %d %s", got.status, got.raw)
+	}
+	if n := len(storages()); n != 2 {
+		t.Errorf("%d private storages, want the disk and the template", n)
+	}
+	if tl := do(t, s, "GET", "/1.3/storage/template", nil, ""); !strings.Contains(string(tl.raw), "Templatized storage") {
+		t.Errorf("the new template is not listed: %s", tl.raw)
+	}
+	if r := do(t, s, "GET", "/1.3/storage/01000000-0000-4000-a000-000000000000", nil, ""); r.status != 404 || !strings.Contains(string(r.raw), "STORAGE_NOT_FOUND") {
+		t.Errorf("unknown storage: %d %s", r.status, r.raw)
+	}
+	if r := do(t, s, "DELETE", "/1.3/tag/testTag", nil, ""); r.status != 404 || !strings.Contains(string(r.raw), "The tag testTag does not exist.") {
+		t.Errorf("tag: %d %s", r.status, r.raw)
+	}
+}
+
+// The GPU plans name their GPUs as UpCloud writes them, and a GPU server's devices say the same.
+func TestCatalogGPUNames(t *testing.T) {
+	s := New(Options{BootDuration: time.Millisecond})
+	pl := do(t, s, "GET", "/1.3/plan", nil, "")
+	models := map[string]bool{}
+	for _, p := range pl.body["plans"].(map[string]any)["plan"].([]any) {
+		if m, ok := p.(map[string]any)["gpu_model"].(string); ok {
+			models[m] = true
+		}
+	}
+	for _, want := range []string{ModelL4, ModelL40S, ModelH100, ModelB200} {
+		if !models[want] {
+			t.Errorf("no plan with gpu_model %q (%v)", want, models)
+		}
+	}
+	body := testCreate("upcloud-vm-h100")
+	body["server"].(map[string]any)["plan"] = "GPU-12xCPU-240GB-1xH100"
+	c := do(t, s, "POST", "/1.3/server", body, "")
+	devs := serverOf(c)["devices"].(map[string]any)["device"].([]any)
+	if c.status != 202 || len(devs) != 1 || devs[0].(map[string]any)["model"] != ModelH100 {
+		t.Errorf("H100 server: %d %s", c.status, c.raw)
+	}
+}

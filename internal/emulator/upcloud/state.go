@@ -51,6 +51,11 @@ type server struct {
 	StorageTier  string        `json:"storage_tier"`
 	StorageTitle string        `json:"storage_title"`
 	Template     string        `json:"template"`
+	// Cores and MemoryMiB are a "custom" server's (a create without a plan); 0 means the plan's.
+	Cores     int `json:"cores,omitempty"`
+	MemoryMiB int `json:"memory_mib,omitempty"`
+	// RemoteAccessPassword is the VNC password every server answer carries (remote access stays off).
+	RemoteAccessPassword string `json:"remote_access_password,omitempty"`
 }
 
 type disk struct {
@@ -75,6 +80,8 @@ type state struct {
 	Seq          int64                     `json:"seq"`
 	BootDuration time.Duration             `json:"boot_duration"`
 	StopDuration time.Duration             `json:"stop_duration"`
+	// IgnorePaging makes GET /server ignore limit and offset (see Options.IgnorePaging).
+	IgnorePaging bool `json:"ignore_paging,omitempty"`
 }
 
 func newState(o Options) *state {
@@ -87,6 +94,7 @@ func newState(o Options) *state {
 		Disks:        map[string]*disk{},
 		BootDuration: o.BootDuration,
 		StopDuration: o.StopDuration,
+		IgnorePaging: o.IgnorePaging,
 	}
 	for _, p := range o.Plans {
 		if p.GPUAmount == 0 {
@@ -109,6 +117,22 @@ func (st *state) plan(name string) (Plan, bool) {
 		}
 	}
 	return Plan{}, false
+}
+
+// serverPlan is the plan a server runs: its catalog plan, or for "custom" servers (created without a
+// plan) one made of its own cores and memory.
+func (st *state) serverPlan(v *server) Plan {
+	p, ok := st.plan(v.Plan)
+	if !ok {
+		p = Plan{Name: v.Plan}
+	}
+	if v.Cores > 0 {
+		p.Cores = v.Cores
+	}
+	if v.MemoryMiB > 0 {
+		p.MemoryMiB = v.MemoryMiB
+	}
+	return p
 }
 
 func (st *state) zone(id string) (Zone, bool) {
@@ -155,4 +179,14 @@ func (st *state) fill() {
 	emukit.MakeMaps(&st.Servers)
 	emukit.MakeMaps(&st.Disks)
 	emukit.MakeMaps(&st.Stock)
+}
+
+// templateOfDisk returns the uuid of the template a server's disk was cloned from ("" if none).
+func (st *state) templateOfDisk(disk string) string {
+	for _, v := range st.Servers {
+		if v.Storage == disk {
+			return v.Template
+		}
+	}
+	return ""
 }

@@ -27,7 +27,7 @@ var Atlas = &Driver{
 			return nil, err
 		}
 		return asBackend(atlas.New(atlas.Config{BaseURL: s.String("endpoint"), Token: s.String("token"),
-			PriceFactor: s.Float("price_factor")}, inv, logger))
+			PriceFactor: s.Float("price_factor"), Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
 		return serve(emuatlas.New(emuatlas.Options{StateDir: dir}).Start, func(url string) Values {

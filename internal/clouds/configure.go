@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -29,6 +31,7 @@ func (d *Driver) Configure(block Values, inv *inventory.Inventory, logger hclog.
 	if err != nil {
 		return Configured{}, err
 	}
+	s.UserAgent = currentUserAgent()
 	var c Configured
 	if dir := s.String(EmulatorDirKey); dir != "" {
 		emu, err := startEmulator(d, dir)
@@ -48,6 +51,37 @@ func (d *Driver) Configure(block Values, inv *inventory.Inventory, logger hclog.
 		return Configured{}, err
 	}
 	return c, nil
+}
+
+// UserAgent is the User-Agent of hydra's cloud API requests, in the style of HashiCorp's providers:
+// "hydra/0.1.0 (+https://registry.terraform.io/providers/hydragpu/hydra) Terraform/1.11.4".
+func UserAgent(providerVersion, terraformVersion string) string {
+	ua := "hydra/" + providerVersion + " (+" + ProviderURL + ")"
+	if terraformVersion != "" {
+		ua += " Terraform/" + terraformVersion
+	}
+	return ua
+}
+
+// ProviderURL is the provider's page, named in the User-Agent.
+const ProviderURL = "https://registry.terraform.io/providers/hydragpu/hydra"
+
+// userAgent is what SetUserAgent set: Configure's callers hand it only a block.
+var userAgent atomic.Value
+
+// SetUserAgent sets the User-Agent of the backends Configure builds from now on (UserAgent). The
+// provider sets it once it knows its own version and Terraform's; "" restores restclient's default.
+func SetUserAgent(ua string) { userAgent.Store(ua) }
+
+func currentUserAgent() string {
+	ua, _ := userAgent.Load().(string)
+	return ua
+}
+
+// tuning is the client tuning every driver's Build passes to its backend: the defaults, with the
+// User-Agent.
+func (s Settings) tuning() restclient.Tuning {
+	return restclient.Tuning{UserAgent: s.UserAgent}
 }
 
 // Emulators started through Configure are shared by every Configure of this process with the same

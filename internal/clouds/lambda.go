@@ -23,7 +23,7 @@ var Lambda = &Driver{
 		if err := s.Require("api_key"); err != nil {
 			return nil, err
 		}
-		return asBackend(lambda.New(lambda.Config{APIKey: s.String("api_key"), BaseURL: s.String("endpoint")}, inv, logger))
+		return asBackend(lambda.New(lambda.Config{APIKey: s.String("api_key"), BaseURL: s.String("endpoint"), Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
 		return serve(emulambda.New(emulambda.Options{StateDir: dir}).Start, func(url string) Values {

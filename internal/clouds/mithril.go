@@ -30,7 +30,7 @@ var Mithril = &Driver{
 		}
 		margin := s.Float("win_margin_percent")
 		return asBackend(mithril.New(mithril.Config{APIKey: s.String("api_key"), Project: s.String("project"),
-			BaseURL: s.String("endpoint"), WinMarginPercent: &margin}, inv, logger))
+			BaseURL: s.String("endpoint"), WinMarginPercent: &margin, Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
 		return serve(emumithril.New(emumithril.Options{StateDir: dir}).Start, func(url string) Values {

@@ -24,7 +24,7 @@ var PrimeIntellect = &Driver{
 		if err := s.Require("api_key"); err != nil {
 			return nil, err
 		}
-		return asBackend(primeintellect.New(primeintellect.Config{APIKey: s.String("api_key"), BaseURL: s.String("endpoint")}, inv, logger))
+		return asBackend(primeintellect.New(primeintellect.Config{APIKey: s.String("api_key"), BaseURL: s.String("endpoint"), Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
 		return serve(emuprime.New(emuprime.Options{StateDir: dir}).Start, func(url string) Values {

@@ -16,6 +16,9 @@ type Values map[string]any
 type Settings struct {
 	driver *Driver
 	values Values
+	// UserAgent is the User-Agent of the cloud's API requests (SetUserAgent; "" for restclient's
+	// default). Build passes it to the backend's client through restclient.Tuning (tuning).
+	UserAgent string
 }
 
 // String returns a KindString setting ("" when unset).

@@ -33,7 +33,7 @@ var UpCloud = &Driver{
 			return nil, err
 		}
 		cfg := upcloud.Config{Username: s.String("username"), Password: s.String("password"), Token: s.String("token"),
-			BaseURL: s.String("endpoint"), EURToUSD: s.Float("eur_to_usd"), Template: s.String("template")}
+			BaseURL: s.String("endpoint"), EURToUSD: s.Float("eur_to_usd"), Template: s.String("template"), Tuning: s.tuning()}
 		if cfg.Token != "" {
 			cfg.Username, cfg.Password = "", "" // a token wins over sub-account credentials (from the environment, say)
 		}

@@ -27,7 +27,7 @@ var Verda = &Driver{
 			return nil, err
 		}
 		return asBackend(verda.New(verda.Config{ClientID: s.String("client_id"), ClientSecret: s.String("client_secret"),
-			BaseURL: s.String("endpoint"), EURToUSD: s.Float("eur_to_usd")}, inv, logger))
+			BaseURL: s.String("endpoint"), EURToUSD: s.Float("eur_to_usd"), Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
 		return serve(emuverda.New(emuverda.Options{StateDir: dir}).Start, func(url string) Values {

@@ -11,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -38,9 +36,12 @@ type Config struct {
 	Authorize func(ctx context.Context, req *http.Request) error
 	// Logger receives retry and request logs (default: a null logger).
 	Logger hclog.Logger
-	// UserAgent is sent with every request.
+	// UserAgent is sent with every request (default: Tuning.UserAgent, else DefaultUserAgent).
 	UserAgent string
 }
+
+// DefaultUserAgent is the User-Agent of a client configured with none.
+const DefaultUserAgent = "terraform-provider-hydra"
 
 // Tuning is the part of Config that every cloud's configuration passes through unchanged; zero fields
 // take the defaults.
@@ -50,12 +51,16 @@ type Tuning struct {
 	// RequestsPerSecond and Burst set the shared rate limit (default 5/s, burst 10).
 	RequestsPerSecond float64
 	Burst             int
-	// RetryMax is how many times a retryable failure is retried (default 4).
+	// RetryMax is how many times a retryable failure is retried (default 4, DefaultRetryMax).
 	RetryMax int
-	// RetryWaitMin and RetryWaitMax bound the backoff (default 250ms and 8s).
+	// RetryWaitMin and RetryWaitMax bound the backoff (default 250ms and 8s, DefaultRetryWaitMin and
+	// DefaultRetryWaitMax).
 	RetryWaitMin, RetryWaitMax time.Duration
 	// Transport overrides the HTTP transport (tests).
 	Transport http.RoundTripper
+	// UserAgent is sent with every request unless Config.UserAgent is set: the provider's, with its
+	// version and Terraform's (clouds.UserAgent).
+	UserAgent string
 }
 
 // Client sends JSON requests to one cloud's API.
@@ -95,29 +100,15 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || base.Scheme == "" || base.Host == "" {
 		return nil, fmt.Errorf("%s: invalid API base URL %q: want an absolute http(s) URL", cfg.Cloud, cfg.BaseURL)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 30 * time.Second
-	}
-	if cfg.RequestsPerSecond == 0 {
-		cfg.RequestsPerSecond = 5
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = 10
-	}
-	if cfg.RetryMax == 0 {
-		cfg.RetryMax = 4
-	}
-	if cfg.RetryWaitMin == 0 {
-		cfg.RetryWaitMin = 250 * time.Millisecond
-	}
-	if cfg.RetryWaitMax == 0 {
-		cfg.RetryWaitMax = 8 * time.Second
-	}
+	cfg.Tuning = cfg.Tuning.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	if cfg.UserAgent == "" {
-		cfg.UserAgent = "terraform-provider-hydra"
+		cfg.UserAgent = cfg.Tuning.UserAgent
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
 	}
 	c := &Client{cfg: cfg, base: base, limiter: rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), cfg.Burst)}
 	transport := cfg.Transport
@@ -266,33 +257,17 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		}
 		return true, nil
 	}
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
-		return true, nil
-	case notIdempotent:
-		return false, nil
-	case resp.StatusCode == http.StatusRequestTimeout:
-		return true, nil
-	case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented:
-		return true, nil
-	}
-	return false, nil
+	return retryableStatus(resp.StatusCode, notIdempotent), nil
 }
 
 // backoffWithJitter doubles the wait each attempt, adds up to 50% random jitter, and honours a
 // server's Retry-After on 429 and 503 (capped at max).
 func backoffWithJitter(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if d := retryAfter(resp); d > 0 {
-			return min(d, maxWait)
-		}
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
 	}
-	wait := float64(minWait) * math.Pow(2, float64(attempt))
-	if wait > float64(maxWait) {
-		wait = float64(maxWait)
-	}
-	jitter := rand.Float64() * wait / 2
-	return time.Duration(wait/2 + jitter + wait/4)
+	return backoff(minWait, maxWait, attempt, status, retryAfter(resp))
 }
 
 func retryAfter(resp *http.Response) time.Duration {

@@ -1,0 +1,102 @@
+package restclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// Defaults of Tuning: what a zero field means.
+const (
+	DefaultTimeout           = 30 * time.Second
+	DefaultRequestsPerSecond = 5
+	DefaultBurst             = 10
+	DefaultRetryMax          = 4
+	DefaultRetryWaitMin      = 250 * time.Millisecond
+	DefaultRetryWaitMax      = 8 * time.Second
+)
+
+// withDefaults returns t with every zero field set to its default.
+func (t Tuning) withDefaults() Tuning {
+	if t.Timeout == 0 {
+		t.Timeout = DefaultTimeout
+	}
+	if t.RequestsPerSecond == 0 {
+		t.RequestsPerSecond = DefaultRequestsPerSecond
+	}
+	if t.Burst == 0 {
+		t.Burst = DefaultBurst
+	}
+	if t.RetryMax == 0 {
+		t.RetryMax = DefaultRetryMax
+	}
+	if t.RetryWaitMin == 0 {
+		t.RetryWaitMin = DefaultRetryWaitMin
+	}
+	if t.RetryWaitMax == 0 {
+		t.RetryWaitMax = DefaultRetryWaitMax
+	}
+	return t
+}
+
+// retryableStatus is the retry policy for an answer's status: 429 always (the server has not acted on
+// the request); 408 and every 5xx but 501 only when the request is idempotent (a 5xx may hide a success).
+func retryableStatus(status int, notIdempotent bool) bool {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return true
+	case notIdempotent:
+		return false
+	case status == http.StatusRequestTimeout:
+		return true
+	case status >= 500 && status != http.StatusNotImplemented:
+		return true
+	}
+	return false
+}
+
+// backoff is the wait before retry number attempt (from 0): minWait doubled each attempt, capped at
+// maxWait, between 3/4 and 5/4 of that at random; a server's Retry-After on 429 and 503 instead
+// (capped at maxWait).
+func backoff(minWait, maxWait time.Duration, attempt, status int, retryAfter time.Duration) time.Duration {
+	if (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) && retryAfter > 0 {
+		return min(retryAfter, maxWait)
+	}
+	wait := float64(minWait) * math.Pow(2, float64(attempt))
+	if wait > float64(maxWait) {
+		wait = float64(maxWait)
+	}
+	jitter := rand.Float64() * wait / 2
+	return time.Duration(wait/2 + jitter + wait/4)
+}
+
+// Retry runs a call that does not go over HTTP (a simulated cloud in process) under the same retry
+// policy as a Client: an error of attempt that holds an *HTTPError is retried like the answer it stands
+// for (429 always, after its RetryAfter up to RetryWaitMax; 408 and 5xx but 501 unless notIdempotent),
+// with the Client's backoff and jitter, at most t.RetryMax times; zero fields of t take the defaults
+// New uses. Any other error, and the last one when the retries run out, is returned as it is. When ctx
+// ends during a wait, Retry returns an error that wraps ctx.Err().
+func Retry(ctx context.Context, t Tuning, notIdempotent bool, attempt func(ctx context.Context) error) error {
+	t = t.withDefaults()
+	for i := 0; ; i++ {
+		err := attempt(ctx)
+		if err == nil {
+			return nil
+		}
+		var he *HTTPError
+		if !errors.As(err, &he) || i >= t.RetryMax || !retryableStatus(he.Status, notIdempotent) {
+			return err
+		}
+		timer := time.NewTimer(backoff(t.RetryWaitMin, t.RetryWaitMax, i, he.Status, he.RetryAfter))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("%w (before retrying: %v)", ctx.Err(), err)
+		case <-timer.C:
+		}
+	}
+}

@@ -239,7 +239,7 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Optional: true,
 			},
 			"max_provisioning_attempts": schema.Int64Attribute{
-				MarkdownDescription: "Provisioning attempts for this machine, overriding the provider's `provisioning.max_attempts`.",
+				MarkdownDescription: "Provisioning attempts for this machine, 1 to 20, overriding the provider's `provisioning.max_attempts` (default 3).",
 				Optional:            true,
 				Validators:          []validator.Int64{int64validator.Between(1, 20)},
 			},
@@ -374,7 +374,13 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Computed:            true,
 				PlanModifiers:       keep,
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
+				CreateDescription: "How long apply may take to create the machine and provision it to `ready` (the wait for boot, an " +
+					"auction's `bid_timeout`, SSH and every provisioning attempt), as a Go duration. Default `\"60m\"`. A create that " +
+					"runs out keeps the machine in state, tainted, so it is replaced and never forgotten.",
+				UpdateDescription: "How long an in-place update (provisioning run again) may take, as a Go duration. Default `\"60m\"`.",
+				DeleteDescription: "How long destroy waits for the cloud to say the machine is gone, as a Go duration. Default `\"30m\"`.",
+			}),
 		},
 	}
 }
@@ -598,7 +604,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		if len(choice.Passed) > 0 {
 			resp.Diagnostics.AddWarning("Cheaper stock taken by other instances of this plan", fleetPassedDetail(plan.Name.ValueString(), choice))
 		}
-		q = quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best), Details: best.Details, Hardware: best.Hardware, Known: true}
+		q = quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best), Details: shownDetails(best), Hardware: best.Hardware, Known: true}
 		if err := r.data.quotes.put(key, q); err != nil {
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
 		}
@@ -915,7 +921,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		m.OtherClouds = types.MapNull(types.StringType)
 	}
 	if m.OfferDetails.IsUnknown() {
-		m.OfferDetails = stringMap(ctx, launched.Offer.Details, &resp.Diagnostics)
+		m.OfferDetails = stringMap(ctx, shownDetails(launched.Offer), &resp.Diagnostics)
 	}
 	m.CloudInstanceID = types.StringValue(launched.Instance.ID)
 	if m.GPUFormFactor.IsUnknown() {

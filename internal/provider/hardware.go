@@ -100,3 +100,20 @@ func fleetExhaustedDetail(c controlplane.FleetChoice) string {
 	b.WriteString("Plan fewer instances, allow more clouds, regions or spot, or raise max_price_per_hour. Nothing was created.")
 	return b.String()
 }
+
+// shownDetails is what offer_details shows of an offer's Details: what a buyer may weigh beyond the
+// first-class attributes. Values that repeat one (the region, the instance type, the cloud's GPU name)
+// and the clouds' internal identifiers (keys ending in _id or _fid) stay out of the plan's way; the
+// control plane keeps them all for the create.
+func shownDetails(o controlplane.Offer) map[string]string {
+	out := map[string]string{}
+	for k, v := range o.Details {
+		switch {
+		case strings.HasSuffix(k, "_id"), strings.HasSuffix(k, "_fid"),
+			v == "", v == o.Region, v == o.InstanceType, v == o.CloudGPU:
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}

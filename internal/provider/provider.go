@@ -178,7 +178,7 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 						Optional: true,
 					},
 					"max_attempts": schema.Int64Attribute{
-						MarkdownDescription: "How many provisioning attempts a machine gets before it ends in `error`. Default `3`.",
+						MarkdownDescription: "How many provisioning attempts a machine gets before it ends in `error`: 1 to 20. Default `3`.",
 						Optional:            true,
 						Validators:          []validator.Int64{int64validator.Between(1, 20)},
 					},

@@ -21,7 +21,7 @@ provider "hydra" {
   upcloud {
     token = var.upcloud_token
   }
-  prime_intellect {
+  primeintellect {
     api_key = var.prime_api_key
   }
   mithril {

@@ -49,8 +49,8 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("inventory.Clouds = %v, want the registry's %v", inventory.Clouds, Names())
 	}
 	// Prime Intellect keeps its three spellings: the registry holds the first two, pools.yml the third.
-	if d := ByBlock("prime_intellect"); d == nil || d.Name != "primeintellect" {
-		t.Errorf("prime_intellect block: %+v", d)
+	if d := ByBlock("primeintellect"); d == nil || d.Name != "primeintellect" {
+		t.Errorf("primeintellect block: %+v", d)
 	}
 	var quoted []string
 	for _, n := range Names() {
@@ -255,7 +255,7 @@ func TestMarkdown(t *testing.T) {
 	if got := Mithril.BlockMarkdown(); got != "Mithril's spot capacity, sold by a sealed second-price auction. Off unless `enabled = true`. Serves `mithril-vm-pool`." {
 		t.Errorf("Mithril.BlockMarkdown() = %q", got)
 	}
-	if got := PrimeIntellect.BlockMarkdown(); !strings.HasSuffix(got, "Serves `prime-intellect-vm-pool` and `prime-intellect-execlet-pool`.") {
+	if got := PrimeIntellect.BlockMarkdown(); !strings.HasSuffix(got, "Serves `primeintellect-vm-pool` and `primeintellect-execlet-pool`.") {
 		t.Errorf("PrimeIntellect.BlockMarkdown() = %q", got)
 	}
 }
@@ -366,5 +366,24 @@ func TestConfigureEmulatorFailure(t *testing.T) {
 	var emu *EmulatorError
 	if !errors.As(err, &emu) || !strings.Contains(err.Error(), "Prime Intellect emulator") {
 		t.Errorf("an emulator_dir that is a file: %v", err)
+	}
+}
+
+// One spelling per cloud everywhere: the provider block is the cloud's name, and its pools' names start
+// with it.
+func TestOneSpellingPerCloud(t *testing.T) {
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range All() {
+		if d.Block != d.Name {
+			t.Errorf("cloud %q has provider block %q: use one spelling", d.Name, d.Block)
+		}
+	}
+	for _, p := range inv.Pools {
+		if !strings.HasPrefix(p.Name, p.Cloud+"-") {
+			t.Errorf("pool %q of cloud %q does not start with the cloud's name", p.Name, p.Cloud)
+		}
 	}
 }

@@ -19,7 +19,7 @@ type Driver struct {
 	// Name is the cloud's name in pools.yml, api_names, the `clouds` argument and the backend's Cloud():
 	// lower-case letters and digits ("primeintellect").
 	Name string
-	// Block is the name of the cloud's provider block ("prime_intellect").
+	// Block is the name of the cloud's provider block ("primeintellect").
 	Block string
 	// Title is the cloud's name for people ("Prime Intellect"), used in docs and errors.
 	Title string

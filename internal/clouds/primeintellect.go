@@ -9,11 +9,11 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
-// PrimeIntellect is an aggregator: its cloud name is "primeintellect", its provider block
-// "prime_intellect", and its pools (pools.yml) "prime-intellect-...".
+// PrimeIntellect is an aggregator. One spelling everywhere: "primeintellect" is its cloud name (in
+// `clouds`, api_names and offer IDs), its provider block and the start of its pools' names.
 var PrimeIntellect = &Driver{
 	Name:        primeintellect.CloudName,
-	Block:       "prime_intellect",
+	Block:       "primeintellect",
 	Title:       "Prime Intellect",
 	Description: "Prime Intellect, an aggregator reselling other clouds' GPUs.",
 	Settings: []Setting{

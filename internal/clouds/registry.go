@@ -53,7 +53,7 @@ func ByName(name string) *Driver {
 	return nil
 }
 
-// ByBlock returns the driver of a provider block name ("prime_intellect"), or nil.
+// ByBlock returns the driver of a provider block name ("primeintellect"), or nil.
 func ByBlock(block string) *Driver {
 	for _, d := range registry {
 		if d.Block == block {

@@ -117,7 +117,7 @@ func offer(region, it string, count int, price float64) Offer {
 func TestRank(t *testing.T) {
 	offers := []Offer{
 		{ID: "d", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", PricePerHour: usd(2.00)},
-		{ID: "c", Cloud: "primeintellect", Pool: "prime-intellect-vm-pool", Region: "us", PricePerHour: usd(2.00), ResaleOf: "verda"},
+		{ID: "c", Cloud: "primeintellect", Pool: "primeintellect-vm-pool", Region: "us", PricePerHour: usd(2.00), ResaleOf: "verda"},
 		{ID: "b", Cloud: "upcloud", Pool: "upcloud-vm-pool", Region: "fi-hel2", PricePerHour: usd(1.99)},
 		{ID: "a", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "x", PricePerHour: usd(2.00000001)},
 		{ID: "f", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "0", PricePerHour: usd(2.00005)},
@@ -149,7 +149,7 @@ func TestRank(t *testing.T) {
 func TestOfferIDRoundTrip(t *testing.T) {
 	cases := []Offer{
 		{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: usd(2.49)},
-		{Pool: "prime-intellect-vm-pool", Region: "US-KS-2", InstanceType: "NVIDIA H100 80GB HBM3", PricePerHour: usd(0.0415), Spot: true},
+		{Pool: "primeintellect-vm-pool", Region: "US-KS-2", InstanceType: "NVIDIA H100 80GB HBM3", PricePerHour: usd(0.0415), Spot: true},
 		{Pool: "upcloud-vm-pool", Region: "fi-hel2", InstanceType: "GPU-8xCPU-64GB-1xL40S", PricePerHour: usd(2)},
 		{Pool: "p", Region: "r", InstanceType: "a/b/c", PricePerHour: usd(12.3)},
 	}

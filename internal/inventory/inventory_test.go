@@ -25,7 +25,7 @@ func TestDefaultInventory(t *testing.T) {
 			t.Errorf("%s: max_count %d, %d api names", typ, g.MaxCount, len(g.APINames))
 		}
 	}
-	for _, pool := range []string{"verda-vm-pool", "upcloud-vm-pool", "prime-intellect-vm-pool", "prime-intellect-execlet-pool", "sandbox-vm-pool"} {
+	for _, pool := range []string{"verda-vm-pool", "upcloud-vm-pool", "primeintellect-vm-pool", "primeintellect-execlet-pool", "sandbox-vm-pool"} {
 		if _, ok := inv.PoolByName(pool); !ok {
 			t.Errorf("pool %q missing", pool)
 		}

@@ -575,7 +575,7 @@ func TestProviderSchema_cloudBlocksFromRegistry(t *testing.T) {
 	want := map[string][]string{
 		"atlas":           {"emulator_dir", "endpoint", "price_factor", "token"},
 		"mithril":         {"api_key", "emulator_dir", "enabled", "endpoint", "project", "win_margin_percent"},
-		"prime_intellect": {"api_key", "emulator_dir", "endpoint"},
+		"primeintellect": {"api_key", "emulator_dir", "endpoint"},
 		"upcloud":         {"emulator_dir", "endpoint", "eur_to_usd", "password", "template", "token", "username"},
 		"verda":           {"client_id", "client_secret", "emulator_dir", "endpoint", "eur_to_usd"},
 	}
@@ -608,7 +608,7 @@ func TestClouds_argumentsFromRegistry(t *testing.T) {
 	for _, tc := range []struct {
 		names []string
 		ok    bool
-	}{{[]string{"primeintellect", "sandbox"}, true}, {[]string{"prime_intellect"}, false}, {[]string{"aws"}, false}} {
+	}{{[]string{"primeintellect", "sandbox"}, true}, {[]string{"primeintellect"}, false}, {[]string{"aws"}, false}} {
 		var elems []attr.Value
 		for _, n := range tc.names {
 			elems = append(elems, types.StringValue(n))

@@ -1,0 +1,59 @@
+# A configuration planned by one CI job and applied by another, on a different worker: the offer is
+# pinned through the data source, which Terraform reads once during plan and freezes into the saved
+# plan file, so the apply job creates exactly what the plan job showed.
+terraform {
+  required_providers {
+    hydra = { source = "hydragpu/hydra" }
+  }
+}
+
+variable "plan_quote_dir" {
+  description = "hydra's working directory (quotes, and the journal of creates in creates/), kept between CI jobs"
+  type        = string
+  default     = "hydra-work"
+}
+
+variable "ssh_private_key" {
+  description = "hydra's provisioning key, from a CI secret (TF_VAR_ssh_private_key)"
+  type        = string
+  sensitive   = true
+}
+
+provider "hydra" {
+  # Credentials come from the CI job's environment (VERDA_CLIENT_ID, VERDA_CLIENT_SECRET, UPCLOUD_TOKEN).
+  verda {}
+  upcloud {}
+
+  # Restore this directory before every job and save it after every job, failed ones included: its
+  # creates/ journal is how the next apply finds a machine whose create was cut short.
+  plan_quote_dir = var.plan_quote_dir
+
+  provisioning {
+    ssh_private_key = var.ssh_private_key
+  }
+}
+
+# Read once during `terraform plan -out`, frozen into the plan file.
+data "hydra_gpu_offer" "trainer" {
+  gpu_type           = "h100"
+  gpu_count          = 8
+  max_price_per_hour = 25
+}
+
+resource "hydra_gpu_instance" "trainer" {
+  name               = "trainer"
+  gpu_type           = "h100"
+  gpu_count          = 8
+  max_price_per_hour = 25
+  offer_id           = data.hydra_gpu_offer.trainer.id
+
+  # The data source answers anew on every later plan; without this, a cheaper offer found by a later
+  # plan would replace the running machine.
+  lifecycle {
+    ignore_changes = [offer_id]
+  }
+}
+
+output "trainer" {
+  value = "${hydra_gpu_instance.trainer.cloud} ${hydra_gpu_instance.trainer.region} ${hydra_gpu_instance.trainer.instance_type}: $${hydra_gpu_instance.trainer.price_usd_per_hour}/h"
+}

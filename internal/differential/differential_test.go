@@ -299,7 +299,8 @@ func reference(inv *inventory.Inventory, w world, req controlplane.OfferRequest)
 // observe is one listing as hydra sees it, and whether its cloud lists it at all. From each cloud's
 // documentation:
 //   - sandbox: every catalog entry is an offer with its `available` (-1: unlimited, does not say);
-//   - Atlas: `available` is 0 when sold out, and the backend drops sold-out entries (its Offers doc);
+//   - Atlas: `available` is 0 when sold out, and the backend lists such entries with stock 0 (its Offers
+//     doc): listed, not eligible;
 //     it bills the list price and ranks by list price × price_factor;
 //   - Verda and Lambda: an offer exists only where the availability lists say a type can start now;
 //     they say yes or no, so hydra's stock is -1;
@@ -311,7 +312,7 @@ func observe(inv *inventory.Inventory, w world, l listing) (refOffer, bool) {
 	listed := true
 	switch l.Cloud {
 	case atlasCloud:
-		listed = l.Stock > 0
+		listed = l.Stock >= 0
 	case verdaCloud, lambdaCloud:
 		listed = l.Stock > 0
 		o.Available = -1
@@ -1116,11 +1117,11 @@ func TestDifferentialEdges(t *testing.T) {
 				L(sandboxCloud, "ams1", "sbx.h100", "H100", 1, "1.00", 0),
 				L(upcloudCloud, "ams1", "GPU-12xCPU-240GB-1xH100", upH100, 1, "1.50", 2),
 				L(upcloudCloud, "fra1", "GPU-12xCPU-240GB-1xH100", upH100, 1, "1.20", 0),
-				L(atlasCloud, "ams1", "h100.1x", atlasH100, 1, "1.00", 0), // ranked at 0.50; Atlas drops it
+				L(atlasCloud, "ams1", "h100.1x", atlasH100, 1, "1.00", 0), // ranked at 0.50, but sold out
 			}},
 			req:       h100(1),
 			wantOrder: []string{"upcloud-vm-pool/ams1/GPU-12xCPU-240GB-1xH100/ondemand@1.50"},
-			wantIneligible: []string{"sandbox-vm-pool/ams1/sbx.h100/ondemand@1.00",
+			wantIneligible: []string{"atlas-vm-pool/ams1/h100.1x/ondemand@1.00", "sandbox-vm-pool/ams1/sbx.h100/ondemand@1.00",
 				"upcloud-vm-pool/fra1/GPU-12xCPU-240GB-1xH100/ondemand@1.20"},
 		},
 		{

@@ -295,7 +295,7 @@ func TestAccGPUInstance_atlasWinsWhileItHasCapacity(t *testing.T) {
 					PreApply: []plancheck.PlanCheck{
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("atlas")),
 						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.60)),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("ranking_price_per_hour"), knownvalue.StringExact("0.8")),
+						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("ranking_price_per_hour"), knownvalue.StringExact("0.80")),
 					},
 				},
 				ConfigStateChecks: []statecheck.StateCheck{

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+	"regexp"
 )
 
 // serveForReattach serves the provider from the test binary the way `-debug` does and returns the
@@ -97,7 +98,7 @@ func TestAccGPUInstance_ctrlC(t *testing.T) {
 		t.Fatalf("after the resuming apply: %d live, %d created; want 1 and 1", live, created)
 	}
 	show = d.mustRun("state", "show", "hydra_gpu_instance.test")
-	if !strings.Contains(show, `status                   = "ready"`) {
+	if !statusReady.MatchString(show) {
 		t.Fatalf("the resumed machine is not ready:\n%s", show)
 	}
 	d.destroyAll(s)
@@ -195,8 +196,12 @@ func TestAccGPUInstance_ctrlCResumes(t *testing.T) {
 		t.Fatalf("after the resuming apply: %d live, %d created; want 1 and 1", live, created)
 	}
 	show = d.mustRun("state", "show", "hydra_gpu_instance.test")
-	if !strings.Contains(show, `status                   = "ready"`) {
+	if !statusReady.MatchString(show) {
 		t.Fatalf("the resumed machine is not ready:\n%s", show)
 	}
 	d.destroyAll(s)
 }
+
+// statusReady matches `status = "ready"` in `terraform state show` output, however the attributes are
+// aligned.
+var statusReady = regexp.MustCompile(`(?m)^\s*status\s+= "ready"$`)

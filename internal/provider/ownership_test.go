@@ -123,7 +123,7 @@ func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
 		t.Fatalf("after the replace the cloud has %+v (%d created); want one new machine", live, s.created())
 	}
 	show := d.mustRun("state", "show", "hydra_gpu_instance.test")
-	if !strings.Contains(show, live[0].ID) || !strings.Contains(show, `status                   = "ready"`) {
+	if !strings.Contains(show, live[0].ID) || !statusReady.MatchString(show) {
 		t.Fatalf("state does not hold the live machine %s:\n%s", live[0].ID, show)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/conformance"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
@@ -16,7 +17,8 @@ func TestConformance(t *testing.T) {
 		Cloud: CloudName,
 		Start: func(t *testing.T) (controlplane.InstanceManagerBackend, emukit.Admin) {
 			t.Helper()
-			b := newBackendWith(t, Config{Dir: t.TempDir(), BootTime: 300 * time.Millisecond, DeleteTime: 200 * time.Millisecond})
+			b := newBackendWith(t, Config{Dir: t.TempDir(), BootTime: 300 * time.Millisecond, DeleteTime: 200 * time.Millisecond,
+				Tuning: restclient.Tuning{RetryWaitMin: 10 * time.Millisecond, RetryWaitMax: 200 * time.Millisecond}})
 			return b, b
 		},
 	})

@@ -9,7 +9,8 @@ import (
 )
 
 // SSHMachines makes sandbox instances real SSH servers on loopback (internal/sshhost) whose GPU layer
-// is simulated, so hydra's playbooks and health checks run on them unchanged.
+// is simulated, so hydra's playbooks and health checks run on them unchanged. An instance of a catalog
+// entry with "machine": "container" is a container without systemd; every other one a virtual machine.
 type SSHMachines struct{}
 
 var _ Machines = SSHMachines{}
@@ -22,6 +23,8 @@ func (SSHMachines) Start(dir string, rec Record) (controlplane.SSHEndpoint, erro
 		GPUModel:       sshhost.NVIDIAName(rec.GPUType),
 		GPUCount:       rec.GPUCount,
 		AuthorizedKeys: rec.SSHKeys,
+		// A catalog entry with "machine": "container" rents containers without systemd.
+		Container: rec.Machine == "container",
 	})
 	if err != nil {
 		return controlplane.SSHEndpoint{}, fmt.Errorf("starting the machine of %s: %w", rec.Name, err)

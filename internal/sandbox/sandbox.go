@@ -13,7 +13,7 @@
 //	catalog.json   the offers (written with DefaultCatalog on first use; edit it to change prices)
 //	faults.json    faults to inject (see Faults)
 //	state.json     the instances (the sandbox's own)
-//	stats.json     counters: how many offer requests the sandbox has answered (benchmarks read it)
+//	stats.json     counters: offer requests, instance Gets and Lists the sandbox has answered (benchmarks read them)
 package sandbox
 
 import (
@@ -72,6 +72,9 @@ type CatalogEntry struct {
 	GPUMemoryGB int `json:"gpu_memory_gb,omitempty"`
 	VCPUs       int `json:"vcpus,omitempty"`
 	MemoryGB    int `json:"memory_gb,omitempty"`
+	// Machine is the kind of machine the offer rents: "" or "vm" (a virtual machine with systemd), or
+	// "container" (a container without systemd, whose systemctl refuses to work).
+	Machine string `json:"machine,omitempty"`
 }
 
 // hardware is what the entry says of its machines. A form factor other than sxm or pcie (say "SXM5")
@@ -91,11 +94,14 @@ func (e CatalogEntry) hardware() controlplane.Hardware {
 // faults fire, in faults.json, so every process sharing the directory sees them.
 //
 // The sandbox has no HTTP between cloud and client, so the shared faults act on its calls (Offers,
-// Create, Get, List, Delete, ConfirmOwnership) as they would reach a client: Latency delays every
-// attempt; RateLimited refuses an attempt, which is waited out for RetryAfterSeconds (default 1) and
-// tried again; ServerErrors fail an attempt before it does anything, which is retried after a short
-// backoff. A call gives up after 5 attempts with an unclassified error ("injected API error").
-// LoseCreateResponses, BootFailures and SoldOut act on creates.
+// Create, Get, List, Delete, ConfirmOwnership) as they would reach a cloud's HTTP client, and the calls
+// are retried under the same policy (restclient.Retry: the backoff and attempts of restclient's
+// defaults, or Config.Tuning): Latency delays every attempt; RateLimited refuses an attempt (429),
+// which is waited out for RetryAfterSeconds (default 1) and tried again; ServerErrors fail an attempt
+// (503) before it does anything, which is retried after the client's backoff. Every call is retried
+// like a read, creates included: a sandbox create is idempotent by name and a server error fails it
+// before it acts. A call whose retries run out fails with an unclassified error ("injected API
+// error"). LoseCreateResponses, BootFailures and SoldOut act on creates.
 type Faults struct {
 	emukit.Faults
 	// OutOfStock lists "region/instance_type" offers that are still listed but fail at create with a
@@ -106,9 +112,6 @@ type Faults struct {
 	// BootTime overrides the configured boot time for new instances (slow boots), e.g. "10m".
 	BootTime string `json:"boot_time,omitempty"`
 }
-
-// maxAttempts is how often the sandbox tries a call that meets injected rate limits or server errors.
-const maxAttempts = 5
 
 // Ownership is the ownership record the sandbox keeps with an instance (controlplane.Ownership).
 type Ownership struct {
@@ -144,6 +147,8 @@ type Record struct {
 	GPUMemoryGB int    `json:"gpu_memory_gb,omitempty"`
 	VCPUs       int    `json:"vcpus,omitempty"`
 	MemoryGB    int    `json:"memory_gb,omitempty"`
+	// Machine is the catalog entry's kind of machine ("" or "vm", or "container").
+	Machine string `json:"machine,omitempty"`
 }
 
 type state struct {
@@ -171,6 +176,10 @@ type Config struct {
 	DeleteTime time.Duration
 	// Machines, when set, makes running instances reachable over SSH.
 	Machines Machines
+	// Tuning sets the retries of calls that meet injected faults (RetryMax, RetryWaitMin and
+	// RetryWaitMax; zero fields take restclient's defaults, the policy of every cloud's client). Its
+	// other fields do not apply.
+	Tuning restclient.Tuning
 }
 
 // Backend is the sandbox's InstanceManagerBackend.
@@ -276,6 +285,21 @@ func roundCents(p float64) float64 { return float64(int64(p*100+0.5)) / 100 }
 // Counters are the sandbox's counters in stats.json.
 type Counters struct {
 	OfferRequests int `json:"offer_requests"`
+	// InstanceGets and InstanceLists count the instance reads asked of the sandbox (Get and List calls).
+	InstanceGets  int `json:"instance_gets"`
+	InstanceLists int `json:"instance_lists"`
+}
+
+// count adds one to a counter of stats.json.
+func (b *Backend) count(add func(*Counters)) error {
+	return b.locked(func() error {
+		c, err := b.Counters()
+		if err != nil {
+			return err
+		}
+		add(&c)
+		return writeJSON(filepath.Join(b.cfg.Dir, StatsFile), c)
+	})
 }
 
 // Counters reads stats.json.
@@ -304,7 +328,10 @@ func (b *Backend) Stats() (emukit.Stats, error) {
 	return out, nil
 }
 
-// Offers lists the catalog, mapped to hydra's GPU types.
+// Offers lists the catalog, mapped to hydra's GPU types through api_names.sandbox. Every offer carries
+// the catalog's GPU name as CloudGPU; a GPU the inventory does not map is offered with GPUType "" (the
+// control plane reports it and never ranks it), and entries without a GPU are left out, as are counts
+// above the type's max_count.
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	if err := b.locked(func() error {
 		c, err := b.Counters()
@@ -340,8 +367,12 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	}
 	var out []controlplane.Offer
 	for _, e := range catalog {
+		if strings.TrimSpace(e.GPU) == "" || e.GPUCount < 1 {
+			continue // no GPU product
+		}
+		// A GPU the inventory does not map is offered with GPUType "" (reported, never ranked).
 		t := b.inv.TypeForAPIName(CloudName, e.GPU)
-		if t == "" || e.GPUCount > b.inv.GPUs[t].MaxCount {
+		if t != "" && e.GPUCount > b.inv.GPUs[t].MaxCount {
 			continue
 		}
 		price, err := money.FromFloat(e.PricePerHour)
@@ -349,7 +380,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			continue // a price no cloud would ask: not an offer
 		}
 		out = append(out, controlplane.Offer{
-			Cloud: CloudName, Region: e.Region, InstanceType: e.InstanceType, GPUType: t, GPUCount: e.GPUCount,
+			Cloud: CloudName, Region: e.Region, InstanceType: e.InstanceType, GPUType: t, CloudGPU: e.GPU, GPUCount: e.GPUCount,
 			Hardware:     e.hardware(),
 			PricePerHour: price, Spot: e.Spot, Available: e.Available,
 			Details: map[string]string{"gpu": e.GPU},
@@ -420,11 +451,13 @@ func (b *Backend) faults() (Faults, error) {
 	return f, nil
 }
 
-// call passes one call through the armed request faults (see Faults): it returns nil when the call
-// may go ahead, after waiting out rate limits and retrying server errors, or the error the call ends
-// with.
+// call passes one call through the armed request faults (see Faults) under the retry policy of a
+// cloud's HTTP client (restclient.Retry with Config.Tuning): it returns nil when the call may go ahead,
+// after waiting out rate limits and retrying server errors, or the error the call ends with.
 func (b *Backend) call(ctx context.Context, op string) error {
-	for attempt := 1; ; attempt++ {
+	attempts := 0
+	err := restclient.Retry(ctx, b.cfg.Tuning, false, func(ctx context.Context) error {
+		attempts++
 		var (
 			status     int
 			latency    time.Duration
@@ -446,28 +479,26 @@ func (b *Backend) call(ctx context.Context, op string) error {
 			return err
 		}
 		if !emukit.Delay(ctx, latency) {
-			return controlplane.NewError(controlplane.ErrOther, CloudName, op, ctx.Err())
+			return ctx.Err()
 		}
-		var wait time.Duration
-		switch status {
-		case 0:
+		if status == 0 {
 			return nil
-		case http.StatusTooManyRequests:
-			if attempt >= maxAttempts {
-				return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected rate limit (HTTP 429), %d attempts", attempt)
-			}
-			wait = retryAfter
-		default:
-			if attempt >= maxAttempts {
-				return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected API error (HTTP %d), %d attempts", status, attempt)
-			}
-			wait = 25 * time.Millisecond << (attempt - 1)
 		}
-		b.log.Debug("injected fault; trying again", "op", op, "status", status, "attempt", attempt, "wait", wait)
-		if !emukit.Delay(ctx, wait) {
-			return controlplane.NewError(controlplane.ErrOther, CloudName, op, ctx.Err())
-		}
+		b.log.Debug("injected fault", "op", op, "status", status, "attempt", attempts)
+		return &restclient.HTTPError{Method: "CALL", Path: op, Status: status, RetryAfter: retryAfter}
+	})
+	var he *restclient.HTTPError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &he) && he.Status == http.StatusTooManyRequests:
+		return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected rate limit (HTTP 429), %d attempts", attempts)
+	case errors.As(err, &he):
+		return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected API error (HTTP %d), %d attempts", he.Status, attempts)
+	case ctx.Err() != nil:
+		return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
 	}
+	return err
 }
 
 // Create starts an instance carrying req.Name and the ownership record req.Owner. It is idempotent by
@@ -544,6 +575,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		}
 		hw := entry.hardware()
 		rec.FormFactor, rec.GPUMemoryGB, rec.VCPUs, rec.MemoryGB = hw.FormFactor, hw.GPUMemoryGB, hw.VCPUs, hw.MemoryGB
+		rec.Machine = entry.Machine
 		st.Instances = append(st.Instances, rec)
 		st.Created++
 		lost = f.TakeLostCreate()
@@ -568,6 +600,9 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 // instance (see toInstance).
 func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
 	const op = "reading instance"
+	if err := b.count(func(c *Counters) { c.InstanceGets++ }); err != nil {
+		return controlplane.Instance{}, err
+	}
 	if err := b.call(ctx, op); err != nil {
 		return controlplane.Instance{}, err
 	}
@@ -588,6 +623,9 @@ func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, er
 // List returns the instances whose names start with prefix, terminated ones left out. Like Get it
 // changes nothing at the cloud.
 func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+	if err := b.count(func(c *Counters) { c.InstanceLists++ }); err != nil {
+		return nil, err
+	}
 	if err := b.call(ctx, "listing instances"); err != nil {
 		return nil, err
 	}

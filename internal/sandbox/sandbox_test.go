@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -17,8 +18,14 @@ import (
 
 func newBackend(t *testing.T, dir string, boot time.Duration) *Backend {
 	t.Helper()
-	return newBackendWith(t, Config{Dir: dir, BootTime: boot, DeleteTime: time.Millisecond})
+	return newBackendWith(t, Config{Dir: dir, BootTime: boot, DeleteTime: time.Millisecond, Tuning: fastRetries})
 }
+
+// fastRetries keeps restclient's number of attempts but waits milliseconds between them.
+var fastRetries = restclient.Tuning{RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond}
+
+// attempts is how often a call meets a persistent fault before it fails: restclient's default policy.
+const attempts = restclient.DefaultRetryMax + 1
 
 func newBackendWith(t *testing.T, cfg Config) *Backend {
 	t.Helper()
@@ -193,8 +200,8 @@ func TestFaults(t *testing.T) {
 			if controlplane.KindOf(err) != controlplane.ErrOther || !strings.Contains(err.Error(), "sandbox: listing offers: injected API error") {
 				t.Fatalf("want an unclassified injected API error, got %v", err)
 			}
-			if f, _ := b.Faults(); f.ServerErrors != 100-maxAttempts {
-				t.Fatalf("%d server errors left, want %d", f.ServerErrors, 100-maxAttempts)
+			if f, _ := b.Faults(); f.ServerErrors != 100-attempts {
+				t.Fatalf("%d server errors left, want %d", f.ServerErrors, 100-attempts)
 			}
 		}},
 		{"boot failures are counted", Faults{Faults: emukit.Faults{BootFailures: 1}, BootTime: "1ms"}, func(t *testing.T, b *Backend, o controlplane.Offer) {

@@ -73,15 +73,21 @@ func req(o controlplane.Offer, name string) controlplane.CreateRequest {
 	return controlplane.CreateRequest{Name: name, Offer: o, SSHPublicKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydra user@host"}}
 }
 
+// TestOffers: the emulator's default catalog mapped onto offers. Its sold-out rtx6000ada.2x is listed
+// with Available 0 (the control plane shows it as not eligible, with its price);
+// its a10.1x is a GPU the inventory does not map, offered with GPUType "" and its gpu_model as CloudGPU,
+// which every offer carries.
 func TestOffers(t *testing.T) {
 	tests := []struct {
 		name   string
 		factor float64
 		want   map[string]money.USD // instance type -> ranking price; absent types must be dropped
 	}{
-		{"default factor 0.5", 0, map[string]money.USD{"l40s.1x": 800_000, "l40s.4x": 3_200_000, "h100.8x": 12 * money.Dollar, "a100.1x": 900_000, "l4.1x": 350_000}},
-		{"list price", 1, map[string]money.USD{"l40s.1x": 1_600_000, "l40s.4x": 6_400_000, "h100.8x": 24 * money.Dollar, "a100.1x": 1_800_000, "l4.1x": 700_000}},
+		{"default factor 0.5", 0, map[string]money.USD{"l40s.1x": 800_000, "l40s.4x": 3_200_000, "h100.8x": 12 * money.Dollar, "a100.1x": 900_000, "l4.1x": 350_000, "a10.1x": 250_000, "rtx6000ada.2x": 1_100_000}},
+		{"list price", 1, map[string]money.USD{"l40s.1x": 1_600_000, "l40s.4x": 6_400_000, "h100.8x": 24 * money.Dollar, "a100.1x": 1_800_000, "l4.1x": 700_000, "a10.1x": 500_000, "rtx6000ada.2x": 2_200_000}},
 	}
+	gpuModels := map[string]string{"l40s.1x": "NVIDIA L40S", "l40s.4x": "NVIDIA L40S", "h100.8x": "NVIDIA H100 80GB HBM3",
+		"a100.1x": "NVIDIA A100 80GB", "l4.1x": "NVIDIA L4", "a10.1x": "NVIDIA A10", "rtx6000ada.2x": "NVIDIA RTX 6000 Ada Generation"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{})
@@ -90,16 +96,17 @@ func TestOffers(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(offers) != len(tt.want) {
-				t.Fatalf("got %d offers, want %d (sold-out rtx6000ada.2x and unmapped a10.1x dropped): %+v", len(offers), len(tt.want), offers)
+				t.Fatalf("got %d offers, want %d (sold-out rtx6000ada.2x listed): %+v", len(offers), len(tt.want), offers)
 			}
-			list := map[string]money.USD{"l40s.1x": 1_600_000, "l40s.4x": 6_400_000, "h100.8x": 24 * money.Dollar, "a100.1x": 1_800_000, "l4.1x": 700_000}
+			list := map[string]money.USD{"l40s.1x": 1_600_000, "l40s.4x": 6_400_000, "h100.8x": 24 * money.Dollar, "a100.1x": 1_800_000, "l4.1x": 700_000, "a10.1x": 500_000, "rtx6000ada.2x": 2_200_000}
 			for _, o := range offers {
 				// The billed price is the list price; the factor only ranks.
 				p, ok := tt.want[o.InstanceType]
 				if !ok || o.RankingPrice() != p || o.PricePerHour != list[o.InstanceType] {
 					t.Errorf("%s: ranked at %v billed %v, want ranked %v billed %v (present %v)", o.InstanceType, o.RankingPrice(), o.PricePerHour, p, list[o.InstanceType], ok)
 				}
-				if o.Cloud != "atlas" || o.GPUType == "" || o.Available < 1 || o.Spot || o.ID != "" || o.Details[DetailRankPrice] != tt.want[o.InstanceType].String() {
+				if o.Cloud != "atlas" || (o.GPUType == "") != (o.InstanceType == "a10.1x") || o.CloudGPU != gpuModels[o.InstanceType] ||
+					(o.Available < 1) != (o.InstanceType == "rtx6000ada.2x") || o.Spot || o.ID != "" || o.Details[DetailRankPrice] != tt.want[o.InstanceType].String() {
 					t.Errorf("bad offer %+v", o)
 				}
 			}
@@ -116,14 +123,20 @@ func TestOffers(t *testing.T) {
 	}
 }
 
-func TestNoCapacityNoOffers(t *testing.T) {
+// Atlas without capacity lists every offer as sold out (Available 0): shown, never chosen.
+func TestNoCapacityAllSoldOut(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	for _, o := range emu.DefaultCatalog() {
 		_ = e.emu.SetAvailable(o.InstanceType, o.Region, 0)
 	}
 	offers, err := e.backend(t, nil).Offers(context.Background())
-	if err != nil || len(offers) != 0 {
-		t.Fatalf("offers = %+v, %v: Atlas without capacity offers nothing", offers, err)
+	if err != nil || len(offers) != len(emu.DefaultCatalog()) {
+		t.Fatalf("offers = %+v, %v: want every entry listed", offers, err)
+	}
+	for _, o := range offers {
+		if o.Available != 0 {
+			t.Errorf("%s: Available %d, want 0 (sold out)", o.InstanceType, o.Available)
+		}
 	}
 }
 

@@ -83,8 +83,11 @@ func (b *Backend) Client() *Client { return b.client }
 func (b *Backend) Cloud() string { return CloudName }
 
 // Offers lists Atlas capacity at its list price, the price Atlas bills, ranked by the list price times
-// PriceFactor (RankPrice: the in-house preference, never a discount). Sold-out entries
-// (available 0), GPUs the inventory does not map and counts above the type's maximum are dropped.
+// PriceFactor (RankPrice: the in-house preference, never a discount). Every offer carries the entry's
+// gpu_model as CloudGPU; a GPU the inventory does not map is offered with GPUType "" (the control plane
+// reports it and never ranks it). A sold-out entry (available 0) is listed with Available 0: the control
+// plane shows it as not eligible, with its price. Entries without a GPU and counts above the type's
+// maximum are dropped.
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	entries, err := b.client.Offers(ctx)
 	if err != nil {
@@ -95,10 +98,10 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	for _, e := range entries {
 		hw[e.Region+"/"+e.InstanceType] = offerHardware(e)
 		gpuType := b.inv.TypeForAPIName(CloudName, e.GPUModel)
-		if gpuType == "" || e.GPUCount < 1 || e.GPUCount > b.inv.GPUs[gpuType].MaxCount {
+		if strings.TrimSpace(e.GPUModel) == "" || e.GPUCount < 1 || (gpuType != "" && e.GPUCount > b.inv.GPUs[gpuType].MaxCount) {
 			continue
 		}
-		if e.Available <= 0 || e.PricePerHour <= 0 || e.InstanceType == "" || e.Region == "" {
+		if e.Available < 0 || e.PricePerHour <= 0 || e.InstanceType == "" || e.Region == "" {
 			continue
 		}
 		if cur := strings.ToUpper(e.Currency); cur != "" && cur != "USD" {
@@ -114,6 +117,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			Region:       e.Region,
 			InstanceType: e.InstanceType,
 			GPUType:      gpuType,
+			CloudGPU:     e.GPUModel,
 			GPUCount:     e.GPUCount,
 			Hardware:     offerHardware(e),
 			PricePerHour: price,

@@ -140,6 +140,8 @@ const (
 	CodeNoCapacity    = "no_capacity"
 	CodePriceAboveMax = "price_above_max"
 	CodeRateLimited   = "rate_limited"
+	CodeInternal      = "internal"
+	CodeUnavailable   = "unavailable"
 )
 
 func parseError(he *restclient.HTTPError) (*APIError, *Instance) {
@@ -157,8 +159,14 @@ func parseError(he *restclient.HTTPError) (*APIError, *Instance) {
 	return ae, nil
 }
 
+// kindOf classifies an Atlas error: by its code first (API.md: "Clients classify by code first and
+// fall back to the status"), by the HTTP status only when the body names no code this client knows.
+// rate_limited, internal and unavailable are outcomes unknown (ErrOther) whatever the status;
+// already_exists is ErrInvalid here (CreateInstance adopts the instance such a 409 carries before).
 func kindOf(ae *APIError) controlplane.ErrorKind {
 	switch ae.Code {
+	case CodeRateLimited, CodeInternal, CodeUnavailable:
+		return controlplane.ErrOther
 	case CodeNoCapacity, CodePriceAboveMax:
 		return controlplane.ErrCapacity
 	case CodeQuotaExceeded:

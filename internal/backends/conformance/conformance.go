@@ -94,7 +94,7 @@ func pickOffer(t *testing.T, h Harness, b controlplane.InstanceManagerBackend) c
 	}
 	var ok []controlplane.Offer
 	for _, o := range offers {
-		if o.Ineligible == "" && o.Available != 0 && !o.Spot {
+		if o.Ineligible == "" && o.Available != 0 && !o.Spot && o.GPUType != "" {
 			ok = append(ok, o)
 		}
 	}

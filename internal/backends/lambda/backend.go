@@ -144,6 +144,26 @@ func (b *Backend) gpuTypeFor(t InstanceType) string {
 	return ""
 }
 
+// cloudGPU is Lambda's name for an instance type's GPU, the one api_names.lambda would list: its
+// gpu_description ("H100 (80 GB SXM5)"), else its description without the count (older API versions),
+// else its name without the "gpu_<n>x_" count ("h100_sxm5"). It is "" for a type that is no GPU type:
+// one without specs.gpus, gpu_description or a "gpu_" name (a CPU type's "4x CPU" names no GPU).
+func cloudGPU(t InstanceType) string {
+	if t.Specs.GPUs <= 0 && strings.TrimSpace(t.GPUDescription) == "" && !strings.HasPrefix(t.Name, "gpu_") {
+		return ""
+	}
+	family := ""
+	if m := typeCount.FindStringIndex(t.Name); m != nil {
+		family = t.Name[m[1]:]
+	}
+	for _, n := range []string{t.GPUDescription, descCount.ReplaceAllString(t.Description, ""), family} {
+		if n = strings.TrimSpace(n); n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
 // gpuCount is the number of GPUs of an instance type: specs.gpus, else the count in its name or its
 // description; 0 for CPU-only types.
 func gpuCount(t InstanceType) int {
@@ -188,10 +208,11 @@ func usd(cents int64) money.USD {
 }
 
 // Offers lists what Lambda can launch now: one offer per instance type and region with capacity
-// (GET /instance-types, regions_with_capacity_available). Types the inventory does not map, CPU-only
-// types, types with more GPUs than the inventory allows and types without a price are left out. Lambda
-// only says whether a region has capacity, not how much, so Available is -1. Lambda sells no spot
-// capacity.
+// (GET /instance-types, regions_with_capacity_available). Every offer carries Lambda's name for its GPU
+// as CloudGPU (cloudGPU); a GPU the inventory does not map is offered with GPUType "" (the control plane
+// reports it and never ranks it). CPU-only types, types with more GPUs than the inventory allows and
+// types without a price are left out. Lambda only says whether a region has capacity, not how much, so
+// Available is -1. Lambda sells no spot capacity.
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	items, err := b.client.InstanceTypes(ctx)
 	if err != nil {
@@ -205,7 +226,8 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		}
 		gt := b.gpuTypeFor(t)
 		n := gpuCount(t)
-		if gt == "" || n < 1 || n > b.inv.GPUs[gt].MaxCount || t.PriceCentsPerHour <= 0 {
+		cloud := cloudGPU(t)
+		if cloud == "" || n < 1 || (gt != "" && n > b.inv.GPUs[gt].MaxCount) || t.PriceCentsPerHour <= 0 {
 			continue
 		}
 		seen := map[string]bool{}
@@ -219,6 +241,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 				Region:       r.Name,
 				InstanceType: name,
 				GPUType:      gt,
+				CloudGPU:     cloud,
 				GPUCount:     n,
 				Hardware:     hardware(t),
 				PricePerHour: usd(t.PriceCentsPerHour),
@@ -466,7 +489,10 @@ func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, e
 }
 
 // noLoginKey returns NoLoginKeyName, having Lambda generate that key pair first when the account lacks
-// it. The private key Lambda answers is dropped at once and never logged.
+// it. The private key Lambda answers is dropped at once and never logged. Like EnsureSSHKeys with
+// AddAgain, it looks for the key after a failed generation (a lost answer, or a concurrent process
+// that added it first: global/duplicate) and, when the outcome was unknown (ErrOther) and the key is
+// still missing, asks once more: a single 5xx never fails a create.
 func (b *Backend) noLoginKey(ctx context.Context) (string, error) {
 	has := func() (bool, error) {
 		keys, err := b.client.SSHKeys(ctx)
@@ -483,18 +509,23 @@ func (b *Backend) noLoginKey(ctx context.Context) (string, error) {
 	if ok, err := has(); err != nil || ok {
 		return NoLoginKeyName, err
 	}
-	_, err := b.client.AddSSHKey(ctx, NoLoginKeyName, "")
-	if err != nil && controlplane.KindOf(err) != controlplane.ErrAuth && ctx.Err() == nil {
-		// A lost answer, or a concurrent process that added it first (global/duplicate).
-		if ok, lerr := has(); lerr == nil && ok {
+	for attempt := 1; ; attempt++ {
+		_, err := b.client.AddSSHKey(ctx, NoLoginKeyName, "")
+		if err == nil {
+			b.log.Info("registered a key pair nobody holds, for launches without SSH keys", "name", NoLoginKeyName)
 			return NoLoginKeyName, nil
 		}
+		if controlplane.KindOf(err) == controlplane.ErrAuth || ctx.Err() != nil {
+			return "", err
+		}
+		ok, lerr := has()
+		switch {
+		case lerr == nil && ok:
+			return NoLoginKeyName, nil
+		case attempt > 1 || lerr != nil || controlplane.KindOf(err) != controlplane.ErrOther:
+			return "", err
+		}
 	}
-	if err != nil {
-		return "", err
-	}
-	b.log.Info("registered a key pair nobody holds, for launches without SSH keys", "name", NoLoginKeyName)
-	return NoLoginKeyName, nil
 }
 
 // Get reads one instance. An unknown id is ErrNotFound; a terminating or terminated one that Lambda still

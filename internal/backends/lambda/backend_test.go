@@ -28,6 +28,8 @@ func findOffer(offers []controlplane.Offer, region, typ string) (controlplane.Of
 }
 
 // One offer per instance type and region with capacity; the price is the whole machine's, in dollars.
+// GPUs the inventory does not map (the emulator's default catalog has three) are offered with GPUType ""
+// and Lambda's name for them as CloudGPU, which every offer carries.
 func TestOffersFromInstanceTypes(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, nil)
@@ -36,22 +38,25 @@ func TestOffersFromInstanceTypes(t *testing.T) {
 		region, typ string
 		present     bool
 		gpu         string
+		cloudGPU    string
 		count       int
 		price       money.USD
 	}{
-		{"us-midwest-1", "gpu_1x_h100_pcie", true, "h100", 1, money.MustFromFloat(2.49)},
-		{"us-west-1", "gpu_1x_h100_pcie", true, "h100", 1, money.MustFromFloat(2.49)},
-		{"us-east-1", "gpu_1x_h100_sxm5", true, "h100", 1, money.MustFromFloat(3.29)},
-		{"us-south-1", "gpu_1x_h100_sxm5", true, "h100", 1, money.MustFromFloat(3.29)},
-		{"us-south-1", "gpu_8x_h100_sxm5", true, "h100", 8, money.MustFromFloat(23.92)},
-		{"us-east-1", "gpu_8x_a100_80gb_sxm4", true, "a100-80gb", 8, money.MustFromFloat(14.32)},
-		{"us-midwest-1", "gpu_8x_a100_80gb_sxm4", true, "a100-80gb", 8, money.MustFromFloat(14.32)},
-		{"us-south-1", "gpu_1x_b200_sxm6", true, "b200", 1, money.MustFromFloat(6.99)},
-		{"us-east-1", "gpu_8x_h100_sxm5", false, "", 0, 0},  // no capacity in that region
-		{"us-east-1", "gpu_1x_a100_sxm4", false, "", 0, 0},  // an A100 with 40 GB: not a100-80gb
-		{"us-east-1", "gpu_1x_gh200", false, "", 0, 0},      // not in the inventory
-		{"us-west-1", "gpu_1x_a10", false, "", 0, 0},        // not in the inventory
-		{"us-south-1", "gpu_8x_b200_sxm6", false, "", 0, 0}, // sold out everywhere
+		{"us-midwest-1", "gpu_1x_h100_pcie", true, "h100", "H100 (80 GB PCIe)", 1, money.MustFromFloat(2.49)},
+		{"us-west-1", "gpu_1x_h100_pcie", true, "h100", "H100 (80 GB PCIe)", 1, money.MustFromFloat(2.49)},
+		{"us-east-1", "gpu_1x_h100_sxm5", true, "h100", "H100 (80 GB SXM5)", 1, money.MustFromFloat(3.29)},
+		{"us-south-1", "gpu_1x_h100_sxm5", true, "h100", "H100 (80 GB SXM5)", 1, money.MustFromFloat(3.29)},
+		{"us-south-1", "gpu_8x_h100_sxm5", true, "h100", "H100 (80 GB SXM5)", 8, money.MustFromFloat(23.92)},
+		{"us-east-1", "gpu_8x_a100_80gb_sxm4", true, "a100-80gb", "A100 (80 GB SXM4)", 8, money.MustFromFloat(14.32)},
+		{"us-midwest-1", "gpu_8x_a100_80gb_sxm4", true, "a100-80gb", "A100 (80 GB SXM4)", 8, money.MustFromFloat(14.32)},
+		{"us-south-1", "gpu_1x_b200_sxm6", true, "b200", "B200 (180 GB SXM6)", 1, money.MustFromFloat(6.99)},
+		{"us-east-1", "gpu_8x_h100_sxm5", false, "", "", 0, 0},  // no capacity in that region
+		{"us-south-1", "gpu_8x_b200_sxm6", false, "", "", 0, 0}, // sold out everywhere
+		// Not in the inventory: offered unmapped, for the control plane to report.
+		{"us-east-1", "gpu_1x_a100_sxm4", true, "", "A100 (40 GB SXM4)", 1, money.MustFromFloat(1.29)}, // 40 GB: not a100-80gb
+		{"europe-central-1", "gpu_1x_a100_sxm4", true, "", "A100 (40 GB SXM4)", 1, money.MustFromFloat(1.29)},
+		{"us-east-1", "gpu_1x_gh200", true, "", "GH200 (96 GB)", 1, money.MustFromFloat(1.49)},
+		{"us-west-1", "gpu_1x_a10", true, "", "A10 (24 GB PCIe)", 1, money.MustFromFloat(0.75)},
 	}
 	for _, tc := range tests {
 		o, ok := findOffer(offers, tc.region, tc.typ)
@@ -62,7 +67,7 @@ func TestOffersFromInstanceTypes(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if o.GPUType != tc.gpu || o.GPUCount != tc.count || o.PricePerHour != tc.price || o.Cloud != "lambda" ||
+		if o.GPUType != tc.gpu || o.CloudGPU != tc.cloudGPU || o.GPUCount != tc.count || o.PricePerHour != tc.price || o.Cloud != "lambda" ||
 			o.Available != -1 || o.Spot || o.ID != "" || o.Pool != "" {
 			t.Errorf("%s %s: %+v", tc.region, tc.typ, o)
 		}
@@ -71,8 +76,8 @@ func TestOffersFromInstanceTypes(t *testing.T) {
 			t.Errorf("details: %+v", o.Details)
 		}
 	}
-	if len(offers) != 8 {
-		t.Errorf("%d offers, want 8: %+v", len(offers), offers)
+	if len(offers) != 12 {
+		t.Errorf("%d offers, want 12: %+v", len(offers), offers)
 	}
 	if !slices.IsSortedFunc(offers, func(a, c controlplane.Offer) int {
 		return strings.Compare(a.Region+"/"+a.InstanceType, c.Region+"/"+c.InstanceType)
@@ -154,6 +159,25 @@ func TestGPUTypeMatching(t *testing.T) {
 		}
 		if got := gpuCount(tc.t); got != tc.count {
 			t.Errorf("gpuCount(%+v) = %d, want %d", tc.t, got, tc.count)
+		}
+	}
+}
+
+// TestCloudGPU: the name an unmapped GPU is reported by is the one api_names.lambda would list.
+func TestCloudGPU(t *testing.T) {
+	for _, tc := range []struct {
+		t    InstanceType
+		want string
+	}{
+		{InstanceType{Name: "gpu_1x_gh200", Description: "1x GH200 (96 GB)", GPUDescription: "GH200 (96 GB)"}, "GH200 (96 GB)"},
+		{InstanceType{Name: "gpu_1x_a10", Description: "1x A10 (24 GB PCIe)"}, "A10 (24 GB PCIe)"}, // older API: no gpu_description
+		{InstanceType{Name: "gpu_2x_a6000"}, "a6000"},
+		{InstanceType{Name: "custom", Description: "1x MI300X (192 GB)", Specs: InstanceTypeSpecs{GPUs: 1}}, "MI300X (192 GB)"},
+		{InstanceType{Name: "cpu_4x_general", Description: "4x CPU"}, ""},
+		{InstanceType{Name: "custom", Description: "big box"}, ""},
+	} {
+		if got := cloudGPU(tc.t); got != tc.want {
+			t.Errorf("cloudGPU(%+v) = %q, want %q", tc.t, got, tc.want)
 		}
 	}
 }

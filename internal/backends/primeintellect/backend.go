@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -83,6 +84,7 @@ type Backend struct {
 	// creates serialises the creates of one name within the process, so that concurrent creates of
 	// a name look for each other's pod instead of racing (Prime does not promise unique pod names).
 	creates createonce.Group
+	keysMu  sync.Mutex // serialises SSH key registration, so two creates never add one key twice
 }
 
 var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
@@ -209,14 +211,16 @@ func namedGPUMemory(gpuType string) int {
 	return restclient.GPUMemoryGBInName(gpuType)
 }
 
-// toOffer maps one availability item; ok is false when hydra cannot rent it.
-func (b *Backend) toOffer(a GPUAvailability) (controlplane.Offer, string, bool) {
-	gpuType := b.inv.TypeForAPIName(CloudName, a.GPUType)
-	if gpuType == "" {
-		return controlplane.Offer{}, "GPU type not in the inventory", false
+// toOffer maps one availability item; ok is false when it is no offer (why says what it lacks). A GPU
+// type the inventory does not map is an offer with GPUType "" (reported, never ranked); every offer
+// carries the item's gpuType as CloudGPU, the name api_names.primeintellect lists.
+func (b *Backend) toOffer(a GPUAvailability) (o controlplane.Offer, why string, ok bool) {
+	if strings.TrimSpace(a.GPUType) == "" {
+		return controlplane.Offer{}, "no GPU type", false
 	}
+	gpuType := b.inv.TypeForAPIName(CloudName, a.GPUType)
 	count := a.GPUCount.Int()
-	if count < 1 || count > b.inv.GPUs[gpuType].MaxCount {
+	if count < 1 || (gpuType != "" && count > b.inv.GPUs[gpuType].MaxCount) {
 		return controlplane.Offer{}, "GPU count outside the inventory's limits", false
 	}
 	if a.CloudID == "" || a.Provider == "" || a.Socket == "" {
@@ -258,6 +262,7 @@ func (b *Backend) toOffer(a GPUAvailability) (controlplane.Offer, string, bool) 
 		Region:       regionOf(a),
 		InstanceType: instanceType(a.Provider, a.GPUType, a.Socket, count),
 		GPUType:      gpuType,
+		CloudGPU:     a.GPUType,
 		GPUCount:     count,
 		Hardware:     itemHardware(a),
 		PricePerHour: price,
@@ -268,9 +273,11 @@ func (b *Backend) toOffer(a GPUAvailability) (controlplane.Offer, string, bool) 
 	}, "", true
 }
 
-// Offers lists what Prime can rent now. Items hydra does not map, unavailable or unpriced items and
-// non-USD prices are skipped; when two items share region, shape and spot-ness the cheaper one wins.
-// Spot offers are returned with Spot set (the control plane filters them).
+// Offers lists what Prime can rent now. Every offer carries Prime's gpuType as CloudGPU; GPU types the
+// inventory does not map are offered with GPUType "" (the control plane reports them and never ranks
+// them). Unavailable or unpriced items, non-USD prices and counts above the inventory's limit are
+// skipped; when two items share region, shape and spot-ness the cheaper one wins. Spot offers are
+// returned with Spot set (the control plane filters them).
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	items, err := b.client.Availability(ctx, AvailabilityFilter{})
 	if err != nil {
@@ -460,7 +467,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 				return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
 					"offer %s now costs %s, above the maximum %s", req.Offer.InstanceType, current.PerHour(), maxPrice.PerHour())
 			}
-			keyIDs, err = restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey}, req.SSHPublicKeys)
+			keyIDs, err = b.ensureSSHKeys(ctx, req.SSHPublicKeys)
 			return err
 		},
 		Create: func(ctx context.Context) (controlplane.Instance, error) {
@@ -573,6 +580,17 @@ func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, err
 	return restclient.ListKeys(b.client.SSHKeys, func(k SSHKey) restclient.AccountKey {
 		return restclient.AccountKey{ID: k.ID, PublicKey: k.PublicKey}
 	})(ctx)
+}
+
+// ensureSSHKeys registers the public keys the account lacks and returns the ids of all
+// (restclient.EnsureSSHKeys), one registration at a time in this process. POST /api/v1/ssh_keys/ is
+// not retried by the HTTP client (a lost answer may hide a stored key); after an unknown outcome
+// EnsureSSHKeys lists the keys again and adds a key still missing once more (AddAgain), so a single
+// 5xx never fails a create.
+func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, error) {
+	b.keysMu.Lock()
+	defer b.keysMu.Unlock()
+	return restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
 }
 
 func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {

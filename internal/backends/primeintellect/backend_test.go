@@ -26,16 +26,22 @@ func findOffer(t *testing.T, offers []controlplane.Offer, provider, gpuType stri
 	return controlplane.Offer{}
 }
 
+// TestOffersMapping: the emulator's default catalog mapped onto offers. Its A40 is a GPU the inventory
+// does not map: it is offered with GPUType "" and Prime's gpuType as CloudGPU, which every offer carries.
 func TestOffersMapping(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	b := e.backend(t, nil)
 	offers := backendtest.Offers(t, b)
+	unmapped := 0
 	for _, o := range offers {
-		if o.GPUType == "" || o.Cloud != "primeintellect" || o.ID != "" || o.Pool != "" || o.Available != -1 {
+		if o.Cloud != "primeintellect" || o.ID != "" || o.Pool != "" || o.Available != -1 || o.CloudGPU != o.Details[DetailGPUType] {
 			t.Errorf("bad offer %+v", o)
 		}
-		if o.Details[DetailGPUType] == "A40_48GB" {
-			t.Error("A40 is not in the inventory and must be skipped")
+		if o.GPUType == "" {
+			unmapped++
+			if o.CloudGPU != "A40_48GB" || o.GPUCount != 1 || o.PricePerHour <= 0 || o.Details[DetailCloudID] != "NVIDIA A40" {
+				t.Errorf("unmapped offer %+v: only the A40 is not in the inventory", o)
+			}
 		}
 		if o.Details[DetailProvider] == "runpod" && o.Details[DetailGPUType] == "B200_180GB" {
 			t.Error("a sold-out (Unavailable) offer must be dropped")
@@ -85,6 +91,9 @@ func TestOffersMapping(t *testing.T) {
 		if offers[i].PricePerHour < offers[i-1].PricePerHour {
 			t.Fatal("offers are not sorted by price")
 		}
+	}
+	if unmapped != 1 {
+		t.Errorf("%d unmapped offers, want the A40 once", unmapped)
 	}
 }
 

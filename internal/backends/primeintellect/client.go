@@ -3,8 +3,9 @@
 //
 // Prime is a young marketplace API that changes fast, so the client is defensive: it reads both the
 // paginated and the legacy availability forms, re-reads an empty availability answer before
-// believing it, tolerates strings for numbers and lists for strings, and classifies errors from both
-// status codes and message text.
+// believing it, tolerates strings for numbers and lists for strings, and classifies errors by what
+// their body says (a list of validation errors, a code, Prime's wording) and by the HTTP status only
+// when the body says none of these.
 package primeintellect
 
 import (
@@ -300,6 +301,36 @@ func (c *Client) GPUSummary(ctx context.Context) (map[string]map[string]map[stri
 	var out map[string]map[string]map[string]json.RawMessage
 	err := c.doJSON(ctx, "reading the GPU summary", restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/gpu-summary"}, &out)
 	return out, err
+}
+
+// Disks returns GET /api/v1/availability/disks, reading every page: the storage offers. hydra orders
+// pod disks with their offers (diskSize), not these; the call is for diagnostics and tests.
+func (c *Client) Disks(ctx context.Context) ([]DiskOffer, error) {
+	var all []DiskOffer
+	seen := map[string]bool{} // a page that repeats itself ends the reading
+	for page := 1; page <= maxPages; page++ {
+		var out struct {
+			Items      []DiskOffer `json:"items"`
+			TotalCount Number      `json:"totalCount"`
+		}
+		q := url.Values{"page": {strconv.Itoa(page)}, "page_size": {strconv.Itoa(c.cfg.PageSize)}}
+		if err := c.doJSON(ctx, "listing disk availability", restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/disks", Query: q}, &out); err != nil {
+			return nil, err
+		}
+		fresh := 0
+		for _, d := range out.Items {
+			k := strings.Join([]string{d.Provider, d.CloudID, d.DataCenter, d.Country, d.Region, d.Security}, "|")
+			if !seen[k] {
+				seen[k] = true
+				fresh++
+				all = append(all, d)
+			}
+		}
+		if fresh == 0 || len(out.Items) < c.cfg.PageSize || (out.TotalCount.Set && len(all) >= out.TotalCount.Int()) {
+			break
+		}
+	}
+	return all, nil
 }
 
 // CreatePod creates a pod. It is not retried on 5xx or timeouts (a lost answer may hide a pod): the

@@ -13,26 +13,37 @@ import (
 
 // APIError is a non-2xx answer from Prime Intellect with the message of its error body: detail (a
 // string, or the msgs of a 422 list), the spec's errors[].details, or the raw body when none of those is
-// there. Prime sends no error code.
+// there. Code is the code the body names, when it names one (Prime's compute API sends none today).
 type APIError = restclient.APIError
 
-// errorMessage extracts the text of an error body in any of the forms Prime uses:
-// {"detail":"..."}, {"detail":[{loc,msg,type}]}, {"errors":[{param,details}]}, {"message":"..."} or
-// {"error":{"message":...}}.
-func errorMessage(body []byte) string {
+// errorInfo is what an error body says: its text, the code it names (error.code, else error.type,
+// else a top-level code: the OpenAI-style shape of Prime's other APIs), and whether it is a list of
+// validation errors (FastAPI's {"detail":[{loc,msg,type}]} or the spec's {"errors":[{param,details}]}).
+type errorInfo struct {
+	Message    string
+	Code       string
+	Validation bool
+}
+
+// parseError reads an error body in any of the forms Prime uses: {"detail":"..."},
+// {"detail":[{loc,msg,type}]}, {"errors":[{param,details}]}, {"message":"...","code":"..."} or
+// {"error":{"message","type","code"}}; a body that is not JSON is its own message (cut to 300 bytes).
+func parseError(body []byte) errorInfo {
 	var b struct {
 		Detail  json.RawMessage `json:"detail"`
 		Errors  json.RawMessage `json:"errors"`
 		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
 		Error   json.RawMessage `json:"error"`
 	}
 	raw := strings.TrimSpace(string(body))
-	if err := json.Unmarshal(body, &b); err != nil {
-		if len(raw) > 300 {
-			raw = raw[:300] + "..."
-		}
-		return raw
+	if len(raw) > 300 {
+		raw = raw[:300] + "..."
 	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return errorInfo{Message: raw}
+	}
+	var info errorInfo
 	var parts []string
 	if len(b.Detail) > 0 && string(b.Detail) != "null" {
 		var s string
@@ -44,6 +55,7 @@ func errorMessage(body []byte) string {
 				Msg string `json:"msg"`
 			}
 			if json.Unmarshal(b.Detail, &list) == nil {
+				info.Validation = len(list) > 0
 				for _, d := range list {
 					if len(d.Loc) > 0 {
 						parts = append(parts, fmt.Sprintf("%v: %s", d.Loc[len(d.Loc)-1], d.Msg))
@@ -62,6 +74,7 @@ func errorMessage(body []byte) string {
 			Details string `json:"details"`
 		}
 		if json.Unmarshal(b.Errors, &list) == nil {
+			info.Validation = info.Validation || len(list) > 0
 			for _, d := range list {
 				if d.Param != "" {
 					parts = append(parts, d.Param+": "+d.Details)
@@ -74,26 +87,66 @@ func errorMessage(body []byte) string {
 	if b.Message != "" {
 		parts = append(parts, b.Message)
 	}
+	_ = json.Unmarshal(b.Code, &info.Code) // a code that is no string is no code
 	if len(b.Error) > 0 && string(b.Error) != "null" {
 		var e struct {
-			Message string `json:"message"`
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
 		}
-		if json.Unmarshal(b.Error, &e) == nil && e.Message != "" {
-			parts = append(parts, e.Message)
+		if json.Unmarshal(b.Error, &e) == nil {
+			if e.Message != "" {
+				parts = append(parts, e.Message)
+			}
+			var code string
+			if json.Unmarshal(e.Code, &code) == nil && code != "" {
+				info.Code = code
+			} else if e.Type != "" {
+				info.Code = e.Type
+			}
 		}
 	}
+	info.Message = strings.Join(parts, "; ")
 	if len(parts) == 0 {
-		if len(raw) > 300 {
-			raw = raw[:300] + "..."
-		}
-		return raw
+		info.Message = raw
 	}
-	return strings.Join(parts, "; ")
+	return info
+}
+
+// codeKinds maps the codes an error body may name onto hydra's error kinds (lower case).
+var codeKinds = map[string]controlplane.ErrorKind{
+	"not_found":             controlplane.ErrNotFound,
+	"unauthorized":          controlplane.ErrAuth,
+	"invalid_api_key":       controlplane.ErrAuth,
+	"authentication_error":  controlplane.ErrAuth,
+	"permission_denied":     controlplane.ErrAuth,
+	"forbidden":             controlplane.ErrAuth,
+	"insufficient_quota":    controlplane.ErrQuota,
+	"insufficient_funds":    controlplane.ErrQuota,
+	"insufficient_balance":  controlplane.ErrQuota,
+	"payment_required":      controlplane.ErrQuota,
+	"quota_exceeded":        controlplane.ErrQuota,
+	"invalid_request":       controlplane.ErrInvalid,
+	"invalid_request_error": controlplane.ErrInvalid,
+	"validation_error":      controlplane.ErrInvalid,
+	"bad_request":           controlplane.ErrInvalid,
+	"no_capacity":           controlplane.ErrCapacity,
+	"insufficient_capacity": controlplane.ErrCapacity,
+	"out_of_stock":          controlplane.ErrCapacity,
+	"rate_limit_exceeded":   controlplane.ErrOther,
+	"rate_limited":          controlplane.ErrOther,
+	"internal_error":        controlplane.ErrOther,
+	"server_error":          controlplane.ErrOther,
+	"service_unavailable":   controlplane.ErrOther,
 }
 
 var (
+	// capacityWords say "no capacity" in a refusal (a 4xx); strongCapacityWords say it whatever the
+	// status ("service unavailable" on a 503 is an outage, "not enough resources" is not).
 	capacityWords = []string{"capacity", "not available", "no available", "unavailable", "out of stock", "sold out",
 		"no longer available", "no gpus available", "insufficient resources", "not enough resources"}
+	strongCapacityWords = []string{"no capacity", "insufficient capacity", "out of stock", "sold out",
+		"no gpus available", "insufficient resources", "not enough resources"}
 	quotaWords = []string{"balance", "insufficient funds", "payment", "quota", "limit exceeded", "spending limit", "credit"}
 	authWords  = []string{"api key", "unauthorized", "not authenticated", "permission", "forbidden"}
 )
@@ -118,23 +171,37 @@ func priceAboveMax(s string) bool {
 	return containsAny(s, []string{"exceed", "above", "higher", "greater", "lower than", "below"})
 }
 
-// kindFor classifies one error answer.
-func kindFor(status int, msg string) controlplane.ErrorKind {
+// kindFor classifies one error answer. The body decides when it names a kind: a list of validation
+// errors is ErrInvalid, a known code its kind; then its message, as Prime words its refusals (a price
+// above the maximum and no capacity, a balance or quota, a key; a 404 that is "not available" is still
+// not found); the HTTP status only when the body says none of these (401 and 403 auth, 402 quota, 404
+// not found, other 4xx invalid, the rest unknown).
+func kindFor(status int, e errorInfo) controlplane.ErrorKind {
+	refusal := status >= 400 && status < 500 && status != http.StatusTooManyRequests
+	msg := e.Message
+	if e.Validation {
+		return controlplane.ErrInvalid
+	}
+	if k, ok := codeKinds[strings.ToLower(e.Code)]; ok {
+		return k
+	}
+	switch {
+	case priceAboveMax(msg):
+		return controlplane.ErrCapacity
+	case containsAny(msg, strongCapacityWords), refusal && status != http.StatusNotFound && containsAny(msg, capacityWords):
+		return controlplane.ErrCapacity
+	case refusal && containsAny(msg, quotaWords):
+		return controlplane.ErrQuota
+	case refusal && containsAny(msg, authWords):
+		return controlplane.ErrAuth
+	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return controlplane.ErrAuth
 	case status == http.StatusPaymentRequired:
 		return controlplane.ErrQuota
-	case status == http.StatusNotFound:
+	case status == http.StatusNotFound || status == http.StatusGone:
 		return controlplane.ErrNotFound
-	case priceAboveMax(msg):
-		return controlplane.ErrCapacity
-	case containsAny(msg, capacityWords):
-		return controlplane.ErrCapacity
-	case status < 500 && containsAny(msg, quotaWords):
-		return controlplane.ErrQuota
-	case status < 500 && containsAny(msg, authWords):
-		return controlplane.ErrAuth
 	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity || status == http.StatusConflict || status == http.StatusMethodNotAllowed:
 		return controlplane.ErrInvalid
 	}
@@ -145,9 +212,10 @@ func kindFor(status int, msg string) controlplane.ErrorKind {
 // kept; credentials never reach it (they travel only in the Authorization header).
 func classify(op string, err error) error {
 	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
+		info := parseError(he.Body)
 		ae := restclient.NewAPIError(he)
-		ae.Message = errorMessage(he.Body)
-		return kindFor(he.Status, ae.Message), ae
+		ae.Message, ae.Code = info.Message, info.Code
+		return kindFor(he.Status, info), ae
 	})
 }
 

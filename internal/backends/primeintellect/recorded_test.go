@@ -3,6 +3,7 @@ package primeintellect
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient/jsonshape"
+	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -140,9 +143,11 @@ func TestRecordedReplay(t *testing.T) {
 		name       string
 		legacyOnly bool
 		wantItems  int
+		// wantUnmapped: the capture holds A40 offers (not in the inventory), reported as unmapped.
+		wantUnmapped bool
 	}{
-		{"paginated, trimmed", false, 8},
-		{"legacy only", true, 79},
+		{"paginated, trimmed", false, 8, false},
+		{"legacy only", true, 79, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,13 +192,148 @@ func TestRecordedReplay(t *testing.T) {
 			if len(offers) == 0 {
 				t.Fatal("no offers mapped from the capture")
 			}
+			unmapped := false
 			for _, o := range offers {
-				if o.GPUType != "a100-80gb" && o.GPUType != "h100" {
-					t.Errorf("unexpected GPU type %q (A40 is not in the inventory)", o.GPUType)
+				switch {
+				case o.GPUType == "a100-80gb" && o.CloudGPU == "A100_80GB", o.GPUType == "h100" && o.CloudGPU == "H100_80GB":
+				case o.GPUType == "" && o.CloudGPU == "A40_48GB": // not in the inventory: reported, not dropped
+					unmapped = true
+				default:
+					t.Errorf("unexpected GPU type %q for %q", o.GPUType, o.CloudGPU)
 				}
 				if o.Cloud != CloudName || o.PricePerHour <= 0 || o.Details[DetailCloudID] == "" || o.Available != -1 {
 					t.Errorf("bad offer %+v", o)
 				}
+			}
+			if unmapped != tt.wantUnmapped {
+				t.Errorf("A40 reported unmapped: %v, want %v", unmapped, tt.wantUnmapped)
+			}
+		})
+	}
+}
+
+// TestRecordedSummaryAndDisksReplay serves the captured GPU summary and disk availability over HTTP
+// and checks what the client makes of them.
+func TestRecordedSummaryAndDisksReplay(t *testing.T) {
+	ctx := context.Background()
+	summary := loadRecorded(t, "capture.availability-gpu-summary.200.json")
+	disks := loadRecorded(t, "capture.availability-disks.200.json")
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		switch strings.TrimRight(r.URL.Path, "/") {
+		case summary.Request.Path:
+			_, _ = w.Write(summary.Response.Body)
+		case disks.Request.Path:
+			_, _ = w.Write(disks.Response.Body) // every page: the capture holds 4 of its 23 items
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 4, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := c.GPUSummary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cheapest struct {
+		OnDemand, CommunityPrice, SpotPrice Number
+	}
+	if err := json.Unmarshal(sum["A100_80GB"]["1"]["cheapest"], &cheapest); err != nil {
+		t.Fatal(err)
+	}
+	if cheapest.OnDemand.V != 0.99 || cheapest.SpotPrice.V != 0.5748 || len(sum) < 2 {
+		t.Fatalf("summary: %d GPU types, A100 cheapest %+v", len(sum), cheapest)
+	}
+	requests.Store(0)
+	got, err := c.Disks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || requests.Load() != 2 {
+		t.Fatalf("%d disk offers in %d requests, want the capture's 4 and a stop at the repeated page", len(got), requests.Load())
+	}
+	first, roan := got[0], got[3]
+	if first.Provider != "runpod" || first.CloudID != "" || first.DataCenter != "US-WA-1" || first.Spec.MaxCount.Int() != 8192 ||
+		first.Spec.PricePerUnit.V != 0.0001111111111111111 || first.IsMultinode == nil || !*first.IsMultinode || first.StockStatus != "Available" {
+		t.Errorf("first disk offer %+v", first)
+	}
+	if roan.Provider != "dc_roan" || roan.DataCenter != "" || roan.Country != "US" {
+		t.Errorf("a null dataCenter reads as empty: %+v", roan)
+	}
+}
+
+// TestEmulatorAnswersRecordedRequests sends every recorded request to the emulator and holds its answer
+// to the recording: the same status, and the same shape (keys and JSON types, recursively: nulls where
+// Prime sends null, numbers as numbers; jsonshape). Objects keyed by GPU type, count or region are maps
+// (their keys are data). The trimmed /availability/gpus capture holds 8 runpod secure-cloud offers
+// only, so its items are learnt together with the legacy capture's 79 items of the same type (null
+// dataCenter and country, community prices). Beyond the recordings only what the reference documents
+// is allowed (reference/provider-apis.md 3.2): isSpot is "bool or null" (the captures hold on-demand
+// offers only, all null; the emulator's spot offer is true), region is "Regions enum or null" (legacy
+// items have no region), and the summary's prices are numbers or null like the items' (the summary
+// capture has no community-only GPU type).
+func TestEmulatorAnswersRecordedRequests(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	legacyItems := func(t *testing.T) any {
+		v, err := jsonshape.Decode(loadRecorded(t, "capture.availability-legacy.200.json").Response.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var items []any
+		for _, list := range v.(map[string]any) {
+			items = append(items, list.([]any)...)
+		}
+		return map[string]any{"items": items, "totalCount": float64(len(items))}
+	}
+	tests := []struct {
+		file    string
+		also    func(t *testing.T) any
+		allowed []string
+	}{
+		{"capture.availability-gpus.200.json", legacyItems, []string{"items[].isSpot:bool", "items[].region:null"}},
+		{"capture.availability-legacy.200.json", nil, []string{"{}", "{}[].isSpot:bool"}},
+		{"capture.availability-gpu-summary.200.json", nil, []string{"{}", "{}{}", "{}{}{}", "{}{}{}.onDemand:null", "{}{}{}.communityPrice:number"}},
+		{"capture.availability-disks.200.json", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			rec := loadRecorded(t, tt.file)
+			req, err := http.NewRequest(rec.Request.Method, e.URL+rec.Request.Path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+testKey)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != rec.Response.Status {
+				t.Fatalf("HTTP %d (%s), recorded %d", resp.StatusCode, body, rec.Response.Status)
+			}
+			recorded, err := jsonshape.Decode(rec.Response.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := jsonshape.Decode(body)
+			if err != nil {
+				t.Fatalf("answered %q: %v", body, err)
+			}
+			learnt := []any{recorded}
+			if tt.also != nil {
+				learnt = append(learnt, tt.also(t))
+			}
+			for _, d := range jsonshape.Learn(learnt...).Check(got, tt.allowed...) {
+				t.Error(d)
 			}
 		})
 	}

@@ -145,10 +145,27 @@ func TestErrorClassification(t *testing.T) {
 		{500, `{"detail":"Internal Server Error"}`, controlplane.ErrOther, "Internal Server Error"},
 		{502, `<html>Bad Gateway</html>`, controlplane.ErrOther, "Bad Gateway"},
 		{503, `{"detail":"Not enough resources to fulfil the request"}`, controlplane.ErrCapacity, "Not enough resources"},
+		// An outage is no capacity, and a rate limit is no quota.
+		{503, `{"detail":"Service Unavailable"}`, controlplane.ErrOther, "Service Unavailable"},
+		{429, `{"detail":"Rate limit exceeded. Please try again later."}`, controlplane.ErrOther, "Rate limit"},
+		// The body decides over the status: a validation list, a code, a wording.
+		{400, `{"detail":[{"loc":["query","page_size"],"msg":"Input should be less than or equal to 100","type":"less_than_equal"}]}`, controlplane.ErrInvalid, "page_size"},
+		{404, `{"errors":[{"param":"pod_ids","details":"required"}]}`, controlplane.ErrInvalid, "pod_ids: required"},
+		{400, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":null}}`, controlplane.ErrQuota, "exceeded your current quota"},
+		{500, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`, controlplane.ErrAuth, "Incorrect API key"},
+		{400, `{"code":"not_found","message":"No such pod"}`, controlplane.ErrNotFound, "No such pod"},
+		{404, `{"detail":"Pod is not available"}`, controlplane.ErrNotFound, "not available"},
+		{403, `{"detail":"Insufficient balance"}`, controlplane.ErrQuota, "Insufficient balance"},
+		// What the emulator answers.
+		{400, `{"detail":"Requested configuration is not available"}`, controlplane.ErrCapacity, "not available"},
+		{402, `{"detail":"Insufficient balance. Please add funds to your wallet."}`, controlplane.ErrQuota, "add funds"},
+		{404, `{"detail":"Not Found"}`, controlplane.ErrNotFound, "Not Found"},
+		{405, `{"detail":"Method Not Allowed"}`, controlplane.ErrInvalid, "Method Not Allowed"},
 	}
 	for _, tt := range tests {
-		msg := errorMessage([]byte(tt.body))
-		if got := kindFor(tt.status, msg); got != tt.want {
+		info := parseError([]byte(tt.body))
+		msg := info.Message
+		if got := kindFor(tt.status, info); got != tt.want {
 			t.Errorf("%d %s: kind %v, want %v", tt.status, tt.body, got, tt.want)
 		}
 		if !contains(msg, tt.msg) {

@@ -192,6 +192,20 @@ func (a GPUAvailability) TotalPrice() (float64, bool) {
 	return p + a.DiskPrice(), true
 }
 
+// DiskOffer is one entry of GET /api/v1/availability/disks: network storage a provider sells by the
+// GB and hour beside its pods. cloudId and dataCenter are often null (read as "").
+type DiskOffer struct {
+	CloudID     string   `json:"cloudId"`
+	Provider    string   `json:"provider"`
+	DataCenter  string   `json:"dataCenter"`
+	Country     string   `json:"country"`
+	Region      string   `json:"region"`
+	Spec        Resource `json:"spec"`
+	StockStatus string   `json:"stockStatus"`
+	Security    string   `json:"security"`
+	IsMultinode *bool    `json:"isMultinode"`
+}
+
 // AvailabilityPage is the paginated availability answer.
 type AvailabilityPage struct {
 	Items      []json.RawMessage `json:"items"`

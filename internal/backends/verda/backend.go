@@ -183,6 +183,17 @@ func (b *Backend) gpuTypeFor(names ...string) string {
 	return ""
 }
 
+// cloudGPU is Verda's name for an instance type's GPU, the one api_names.verda lists: the type's name
+// ("H100 SXM5 80GB"), else its gpu description without the count ("1x H100 SXM5 80GB"), else its model.
+func cloudGPU(t InstanceType) string {
+	for _, n := range []string{t.Name, countPrefix.ReplaceAllString(t.GPU.Description, ""), t.Model} {
+		if n = strings.TrimSpace(n); n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
 // hardware reads what Verda says of a machine: the form factor from the gpu description ("1x H100
 // SXM5 80GB"), else the type's name ("H100 SXM5 80GB") or model; the memory of one GPU as
 // gpu_memory.size_in_gigabytes (Verda's total for all GPUs) divided by gpu.number_of_gpus, else as the
@@ -222,9 +233,11 @@ func (b *Backend) toUSD(price float64, currency string) (money.USD, bool) {
 }
 
 // Offers lists what Verda can deploy now: the catalog (GET /instance-types) joined on instance_type
-// with the on-demand and the spot availability lists, which Verda answers separately. Types the
-// inventory does not map, CPU-only types, types with more GPUs than the inventory allows and types
-// without a price are left out. Verda only says yes or no, so Available is -1.
+// with the on-demand and the spot availability lists, which Verda answers separately. Every offer
+// carries the type's name as CloudGPU (cloudGPU); a GPU type the inventory does not map is offered with
+// GPUType "" (the control plane reports it and never ranks it). CPU-only types, types missing from the
+// catalog, types with more GPUs than the inventory allows and types without a price are left out.
+// Verda only says yes or no, so Available is -1.
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	var (
 		types          []InstanceType
@@ -265,11 +278,11 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			}
 			for _, name := range loc.Availabilities {
 				t, ok := catalog[name]
-				gt := gpuOf[name]
-				if !ok || gt == "" {
-					continue
+				if !ok || t.GPU.NumberOfGPUs < 1 {
+					continue // not in the catalog (no price), or a CPU node
 				}
-				if n := t.GPU.NumberOfGPUs; n < 1 || n > b.inv.GPUs[gt].MaxCount {
+				gt := gpuOf[name]
+				if gt != "" && t.GPU.NumberOfGPUs > b.inv.GPUs[gt].MaxCount {
 					continue
 				}
 				price := float64(t.PricePerHour)
@@ -294,6 +307,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 					Region:       loc.LocationCode,
 					InstanceType: name,
 					GPUType:      gt,
+					CloudGPU:     cloudGPU(t),
 					GPUCount:     t.GPU.NumberOfGPUs,
 					Hardware:     hardware(t.Name, t.Model, t.GPU, t.GPUMemory, t.CPU, t.Memory),
 					PricePerHour: usd,

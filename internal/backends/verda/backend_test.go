@@ -27,6 +27,9 @@ func findOffer(offers []controlplane.Offer, region, typ string, spot bool) (cont
 	return controlplane.Offer{}, false
 }
 
+// TestOffersMapping: the emulator's default catalog mapped onto offers. Its V100 and A6000 are GPUs the
+// inventory does not map: they are offered with GPUType "" and Verda's name for them as CloudGPU, which
+// every offer carries.
 func TestOffersMapping(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, nil)
@@ -36,23 +39,26 @@ func TestOffersMapping(t *testing.T) {
 		spot        bool
 		present     bool
 		gpu         string
+		cloudGPU    string
 		count       int
 		price       money.USD
 	}{
-		{"FIN-01", "1H100.80S.30V", false, true, "h100", 1, money.MustFromFloat(2.65)},
-		{"FIN-01", "1H100.80S.30V", true, true, "h100", 1, money.MustFromFloat(1.15)},
-		{"FIN-03", "8H100.80S.176V", false, true, "h100", 8, money.MustFromFloat(21.20)},
-		{"FIN-01", "1B200.30V", true, true, "b200", 1, money.MustFromFloat(1.79)},       // spot stock only
-		{"FIN-01", "1B200.30V", false, false, "", 0, 0},                                 // on-demand sold out
-		{"FIN-01", "1A100.22V", false, true, "a100-80gb", 1, money.MustFromFloat(1.29)}, // "A100 SXM4 80GB"
-		{"FIN-01", "1RTX6000ADA.10V", false, true, "rtx6000ada", 1, money.MustFromFloat(0.89)},
-		{"FIN-03", "2RTXPRO6000.60V", false, true, "rtxpro6000", 2, money.MustFromFloat(2.78)},
-		{"FIN-02", "1L40S.20V", true, true, "l40s", 1, money.MustFromFloat(0.35)},
-		{"ICE-01", "1H200.141S.44V", false, true, "h200", 1, money.MustFromFloat(3.59)},
-		{"FIN-01", "1A100.40S.22V", false, false, "", 0, 0}, // available but not in the catalog
-		{"FIN-01", "CPU.4V.16G", false, false, "", 0, 0},    // no GPU
-		{"FIN-01", "2A6000.20V", false, false, "", 0, 0},    // not in the inventory
-		{"FIN-01", "1V100.6V", false, false, "", 0, 0},      // not in the inventory
+		{"FIN-01", "1H100.80S.30V", false, true, "h100", "H100 SXM5 80GB", 1, money.MustFromFloat(2.65)},
+		{"FIN-01", "1H100.80S.30V", true, true, "h100", "H100 SXM5 80GB", 1, money.MustFromFloat(1.15)},
+		{"FIN-03", "8H100.80S.176V", false, true, "h100", "H100 SXM5 80GB", 8, money.MustFromFloat(21.20)},
+		{"FIN-01", "1B200.30V", true, true, "b200", "B200 SXM6 180GB", 1, money.MustFromFloat(1.79)},      // spot stock only
+		{"FIN-01", "1B200.30V", false, false, "", "", 0, 0},                                               // on-demand sold out
+		{"FIN-01", "1A100.22V", false, true, "a100-80gb", "A100 SXM4 80GB", 1, money.MustFromFloat(1.29)}, // "A100 SXM4 80GB"
+		{"FIN-01", "1RTX6000ADA.10V", false, true, "rtx6000ada", "RTX 6000 Ada 48GB", 1, money.MustFromFloat(0.89)},
+		{"FIN-03", "2RTXPRO6000.60V", false, true, "rtxpro6000", "RTX PRO 6000 96GB", 2, money.MustFromFloat(2.78)},
+		{"FIN-02", "1L40S.20V", true, true, "l40s", "L40S 48GB", 1, money.MustFromFloat(0.35)},
+		{"ICE-01", "1H200.141S.44V", false, true, "h200", "H200 SXM5 141GB", 1, money.MustFromFloat(3.59)},
+		{"FIN-01", "1A100.40S.22V", false, false, "", "", 0, 0}, // available but not in the catalog
+		{"FIN-01", "CPU.4V.16G", false, false, "", "", 0, 0},    // no GPU
+		// Not in the inventory: offered unmapped, for the control plane to report.
+		{"FIN-01", "2A6000.20V", false, true, "", "RTX A6000 48GB", 2, money.MustFromFloat(1.98)},
+		{"FIN-01", "1V100.6V", false, true, "", "Tesla V100 16GB", 1, money.MustFromFloat(0.39)},
+		{"FIN-01", "1V100.6V", true, true, "", "Tesla V100 16GB", 1, money.MustFromFloat(0.14)},
 	}
 	for _, tc := range tests {
 		o, ok := findOffer(offers, tc.region, tc.typ, tc.spot)
@@ -63,7 +69,7 @@ func TestOffersMapping(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if o.GPUType != tc.gpu || o.GPUCount != tc.count || o.PricePerHour != tc.price || o.Cloud != "verda" ||
+		if o.GPUType != tc.gpu || o.CloudGPU != tc.cloudGPU || o.GPUCount != tc.count || o.PricePerHour != tc.price || o.Cloud != "verda" ||
 			o.Available != -1 || o.ID != "" || o.Pool != "" {
 			t.Errorf("%s %s spot=%v: %+v", tc.region, tc.typ, tc.spot, o)
 		}
@@ -74,6 +80,28 @@ func TestOffersMapping(t *testing.T) {
 	for _, o := range offers {
 		if strings.HasPrefix(o.InstanceType, "8B300") {
 			t.Errorf("offered a type with no capacity: %+v", o)
+		}
+		if o.CloudGPU == "" {
+			t.Errorf("offer without CloudGPU: %+v", o)
+		}
+	}
+}
+
+// TestCloudGPU: a type is reported by its name, else by its gpu description without the count, else by
+// its model.
+func TestCloudGPU(t *testing.T) {
+	tests := []struct {
+		t    InstanceType
+		want string
+	}{
+		{InstanceType{Name: "Tesla V100 16GB", Model: "Tesla V100", GPU: GPU{Description: "1x Tesla V100 16GB"}}, "Tesla V100 16GB"},
+		{InstanceType{Model: "MI300X", GPU: GPU{Description: "8x AMD MI300X 192GB"}}, "AMD MI300X 192GB"},
+		{InstanceType{Model: "MI300X"}, "MI300X"},
+		{InstanceType{}, ""},
+	}
+	for _, tc := range tests {
+		if got := cloudGPU(tc.t); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.t, got, tc.want)
 		}
 	}
 }
@@ -556,6 +584,8 @@ func TestStatusTable(t *testing.T) {
 	}
 }
 
+// TestClassify: the error body decides the kind when it names one (a known message, then the code);
+// the HTTP status only when it does not.
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		status    int
@@ -576,11 +606,45 @@ func TestClassify(t *testing.T) {
 		{400, "invalid_request", "Operating system is not valid for this instance type", controlplane.ErrInvalid},
 		{500, "server_error", "boom", controlplane.ErrOther},
 		{429, "", "slow down", controlplane.ErrOther},
+		{429, "too_many_requests", "Rate limit exceeded", controlplane.ErrOther},
+		{400, "invalid_request", "Instance limit reached for this project", controlplane.ErrQuota},
+		// The code wins over the status.
+		{404, "invalid_request", "Invalid ssh-key ID", controlplane.ErrInvalid},
+		{400, "not_found", "No such volume", controlplane.ErrNotFound},
+		{403, "insufficient_funds", "Add funds", controlplane.ErrQuota},
+		{401, "invalid_request", "grant_type not specified", controlplane.ErrInvalid},
+		{500, "unauthorized_request", "Token revoked", controlplane.ErrAuth},
+		{503, "service_unavailable", "Maintenance", controlplane.ErrOther},
+		// No known code: the status.
+		{404, "", "Not Found", controlplane.ErrNotFound},
+		{402, "payment_required", "Pay", controlplane.ErrQuota},
+		{422, "", "Unprocessable", controlplane.ErrInvalid},
+		{502, "", "<html>Bad Gateway</html>", controlplane.ErrOther},
 	}
 	for _, tc := range tests {
 		re := &ResponseError{Status: tc.status, Code: tc.code, Message: tc.msg}
 		if got := kindOf(re); got != tc.want {
 			t.Errorf("%d %s %q = %v, want %v", tc.status, tc.code, tc.msg, got, tc.want)
+		}
+	}
+}
+
+// TestClassifyRecordedErrors classifies the recorded error bodies as the client receives them.
+func TestClassifyRecordedErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		want controlplane.ErrorKind
+		code string
+	}{
+		{"handwritten.error.invalid-request.400.json", controlplane.ErrInvalid, CodeInvalidRequest},
+		{"reconstructed.error.sshkey-invalid-id.400.json", controlplane.ErrInvalid, CodeInvalidRequest},
+	}
+	for _, tc := range tests {
+		rec := loadRecorded(t, tc.file)
+		err := classify("testing", &restclient.HTTPError{Method: rec.Request.Method, Path: rec.Request.Path, Status: rec.Response.Status, Body: rec.Response.Body})
+		wantKind(t, err, tc.want)
+		if re, ok := asResponseError(err); !ok || re.Code != tc.code || re.Message == "" {
+			t.Errorf("%s: %v", tc.file, err)
 		}
 	}
 }

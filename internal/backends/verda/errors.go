@@ -61,27 +61,47 @@ func classify(op string, err error) error {
 	})
 }
 
-// kindOf maps Verda's status codes, error codes and known messages onto hydra's error kinds.
+// codeKinds maps the codes of Verda's error body onto hydra's error kinds. server_error and
+// service_unavailable are outcomes unknown (ErrOther) unless the message says more.
+var codeKinds = map[string]controlplane.ErrorKind{
+	CodeInvalidRequest:      controlplane.ErrInvalid,
+	CodeUnauthorizedRequest: controlplane.ErrAuth,
+	CodeInsufficientFunds:   controlplane.ErrQuota,
+	CodeForbiddenAction:     controlplane.ErrInvalid,
+	CodeNotFound:            controlplane.ErrNotFound,
+	CodeServerError:         controlplane.ErrOther,
+	CodeServiceUnavailable:  controlplane.ErrOther,
+}
+
+// kindOf maps a Verda error onto hydra's error kinds. The body decides when it says: first the
+// messages Verda is known to send ("Not enough resources..." is no capacity, whatever the code and
+// status; "Invalid instance id", which Verda answers 400 invalid_request for an unknown instance, is
+// not found), then a quota wording on a refusal (a 4xx but 429), then the body's code. The HTTP status decides only for a body
+// without a known code (a proxy's page, an error of the emulator's gateway).
 func kindOf(re *ResponseError) controlplane.ErrorKind {
 	switch {
 	case re.MessageHas(msgNotEnoughResources):
 		return controlplane.ErrCapacity
-	case re.Status == http.StatusUnauthorized || re.Code == CodeUnauthorizedRequest:
-		return controlplane.ErrAuth
-	case re.Status == http.StatusPaymentRequired || re.Code == CodeInsufficientFunds:
-		return controlplane.ErrQuota
-	case re.Status == http.StatusNotFound || re.Code == CodeNotFound || re.MessageHas(msgInvalidInstanceID):
+	case re.MessageHas(msgInvalidInstanceID):
 		return controlplane.ErrNotFound
-	case re.Code == CodeForbiddenAction:
-		return controlplane.ErrInvalid
-	case re.Status == http.StatusForbidden:
-		return controlplane.ErrAuth
-	case re.MessageHas("quota") || re.MessageHas("limit reached") || re.MessageHas("limit exceeded"):
+	case re.Status >= 400 && re.Status < 500 && re.Status != http.StatusTooManyRequests &&
+		(re.MessageHas("quota") || re.MessageHas("limit reached") || re.MessageHas("limit exceeded")):
 		return controlplane.ErrQuota
-	case re.Status == http.StatusBadRequest || re.Status == http.StatusConflict ||
-		re.Status == http.StatusUnprocessableEntity || re.Code == CodeInvalidRequest:
+	}
+	if k, ok := codeKinds[re.Code]; ok {
+		return k
+	}
+	switch {
+	case re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden:
+		return controlplane.ErrAuth
+	case re.Status == http.StatusPaymentRequired:
+		return controlplane.ErrQuota
+	case re.Status == http.StatusNotFound:
+		return controlplane.ErrNotFound
+	case re.Status == http.StatusBadRequest || re.Status == http.StatusConflict || re.Status == http.StatusUnprocessableEntity:
 		return controlplane.ErrInvalid
 	}
+	// 429 after the client's retries, 5xx, anything else: the outcome is unknown.
 	return controlplane.ErrOther
 }
 

@@ -262,6 +262,28 @@ func summary(items []Item) map[string]map[string]map[string]map[string]any {
 	return out
 }
 
+// disks builds the /availability/disks items: one per provider, place and security among the items
+// that price their disk and name their country and region (storage is sold in a place; the data
+// center may be null), in catalog order, shaped like Prime's (cloudId null, spec counts from 0).
+func disks(items []Item) []map[string]any {
+	var out []map[string]any
+	seen := map[string]bool{}
+	for _, it := range items {
+		k := strings.Join([]string{strings.ToLower(it.Provider), it.DataCenter, it.Country, it.Region, it.Security}, "|")
+		if it.DiskPricePerUnit <= 0 || it.Country == "" || it.Region == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, map[string]any{
+			"cloudId": nil, "provider": it.Provider, "dataCenter": nullable(it.DataCenter), "country": nullable(it.Country),
+			"region":      nullable(it.Region),
+			"spec":        resource(0, 0, 8192, it.DiskPricePerUnit, 1, false, nil),
+			"stockStatus": "Available", "security": it.Security, "isMultinode": it.GPUCount > 1,
+		})
+	}
+	return out
+}
+
 // sortedItems returns the catalog in the order the API lists it (GPU type, count, price).
 func sortedItems(items []Item) []Item {
 	out := append([]Item(nil), items...)

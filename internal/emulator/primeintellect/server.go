@@ -1,5 +1,5 @@
 // Package primeintellect is a local emulator of the Prime Intellect compute API (/api/v1): paginated
-// and legacy availability, the GPU summary, pods (create, get, list, status, delete) and SSH keys,
+// and legacy availability, the GPU summary, disk availability, pods (create, get, list, status, delete) and SSH keys,
 // with the quirks hydra's client must survive: {detail} errors, isSpot null instead of false,
 // community offers priced by communityPrice, ACTIVE pods without an sshConnection (then `[null]`),
 // cloudIds that change, empty availability answers, and a 400 when maxPrice is null.
@@ -324,6 +324,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.must(w, r, http.MethodGet, s.legacyAvailability)
 	case path == "/api/v1/availability/gpu-summary":
 		s.must(w, r, http.MethodGet, s.gpuSummary)
+	case path == "/api/v1/availability/disks":
+		s.must(w, r, http.MethodGet, s.diskAvailability)
 	case path == "/api/v1/pods":
 		switch r.Method {
 		case http.MethodGet:
@@ -474,6 +476,37 @@ func (s *Server) gpuSummary(w http.ResponseWriter, _ *http.Request) {
 	var items []Item
 	_ = s.store.With(false, func(st *state) error { items = append(items, st.Catalog...); return nil })
 	writeJSON(w, http.StatusOK, summary(items))
+}
+
+// diskAvailability answers /availability/disks: one storage offer per provider and place of the
+// catalog that prices its disk, paginated like /availability/gpus.
+func (s *Server) diskAvailability(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	page, pageSize := 1, s.opts.MaxPageSize
+	if v := q.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			validation(w, []string{"query", "page"}, "Input should be greater than or equal to 1", "greater_than_equal")
+			return
+		}
+		page = n
+	}
+	if v := q.Get("page_size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > s.opts.MaxPageSize {
+			validation(w, []string{"query", "page_size"}, fmt.Sprintf("Input should be less than or equal to %d", s.opts.MaxPageSize), "less_than_equal")
+			return
+		}
+		pageSize = n
+	}
+	var items []Item
+	_ = s.store.With(false, func(st *state) error { items = sortedItems(st.Catalog); return nil })
+	all := disks(items)
+	out := []any{}
+	for i := (page - 1) * pageSize; i < len(all) && i < page*pageSize; i++ {
+		out = append(out, all[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": out, "totalCount": len(all)})
 }
 
 // createBody is the create request as the emulator reads it (maxPrice may be absent or null).

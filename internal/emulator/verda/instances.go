@@ -253,8 +253,9 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 	if st.Faults.TakeLostCreate() {
 		return textReply(http.StatusBadGateway, "<html><body><h1>502 Bad Gateway</h1></body></html>")
 	}
-	// Quirk: the id comes back as plain text, not JSON.
-	return textReply(http.StatusAccepted, in.ID)
+	// Quirk: the id comes back as plain text, not JSON, with 200 as in the recorded answer (Verda's
+	// SDKs accept 200, 201 and 202).
+	return textReply(http.StatusOK, in.ID)
 }
 
 type actionResult struct {

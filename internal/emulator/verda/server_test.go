@@ -206,7 +206,7 @@ func TestQuirks(t *testing.T) {
 		"description": "q", "location_code": "FIN-01", "ssh_key_ids": []string{keyID}}
 	r = do(t, base, "POST", "/instances", tok, create)
 	id := string(r.body)
-	if r.status != 202 || !strings.HasPrefix(r.ctype, "text/plain") || !uuidRE.MatchString(id) {
+	if r.status != 200 || !strings.HasPrefix(r.ctype, "text/plain") || !uuidRE.MatchString(id) {
 		t.Fatalf("create: %d %s %q", r.status, r.ctype, r.body)
 	}
 	steps := []struct {
@@ -276,7 +276,7 @@ func TestDescriptionAndTagsKept(t *testing.T) {
 	create := map[string]any{"instance_type": "1H100.80S.30V", "image": "ubuntu-24.04", "hostname": "verda-vm-web--abcdefgh",
 		"description": "hydra-owner=abcdefgh hydra-resource=web", "location_code": "FIN-01", "tags": tags}
 	r := do(t, base, "POST", "/instances", tok, create)
-	if r.status != 202 {
+	if r.status != 200 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
 	id := string(r.body)
@@ -396,7 +396,7 @@ func TestAdminHTTP(t *testing.T) {
 	base := hs.URL + BasePath
 	tok := login(t, base).AccessToken
 	if r := do(t, base, "POST", "/instances", tok, map[string]any{"instance_type": "1A100.22V", "image": "ubuntu-24.04",
-		"hostname": "verda-vm-admin", "description": "d", "location_code": "FIN-01"}); r.status != 202 {
+		"hostname": "verda-vm-admin", "description": "d", "location_code": "FIN-01"}); r.status != 200 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
 	r := do(t, hs.URL, "PUT", emukit.AdminPath+"faults", "", `{"rate_limited":1,"retry_after_seconds":2}`)
@@ -433,7 +433,7 @@ func TestSharedStateDir(t *testing.T) {
 	r := do(t, baseA, "POST", "/instances", tok, map[string]any{"instance_type": "1H100.80S.30V", "image": "ubuntu-24.04",
 		"hostname": "verda-vm-shared", "description": "d", "location_code": "FIN-01"})
 	id := string(r.body)
-	if r.status != 202 {
+	if r.status != 200 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
 	c.Advance(time.Minute)

@@ -608,7 +608,7 @@ func TestClouds_argumentsFromRegistry(t *testing.T) {
 	for _, tc := range []struct {
 		names []string
 		ok    bool
-	}{{[]string{"primeintellect", "sandbox"}, true}, {[]string{"primeintellect"}, false}, {[]string{"aws"}, false}} {
+	}{{[]string{"primeintellect", "sandbox"}, true}, {[]string{"prime_intellect"}, false}, {[]string{"aws"}, false}} {
 		var elems []attr.Value
 		for _, n := range tc.names {
 			elems = append(elems, types.StringValue(n))

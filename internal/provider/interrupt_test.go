@@ -86,7 +86,7 @@ func TestAccGPUInstance_ctrlC(t *testing.T) {
 	}
 
 	show := d.mustRun("state", "show", "hydra_gpu_instance.test")
-	if strings.Contains(show, "(tainted)") || !strings.Contains(show, `status                   = "pending"`) {
+	if strings.Contains(show, "(tainted)") || !statusIs("pending").MatchString(show) {
 		t.Fatalf("after Ctrl-C the machine must be in state, pending and not tainted:\n%s", show)
 	}
 	plan := d.mustRun("plan")
@@ -185,7 +185,7 @@ func TestAccGPUInstance_ctrlCResumes(t *testing.T) {
 		t.Errorf("processes of the cancelled run are still alive:\n%s", strings.Join(orphans, "\n"))
 	}
 	show := d.mustRun("state", "show", "hydra_gpu_instance.test")
-	if strings.Contains(show, "(tainted)") || !strings.Contains(show, `status                   = "provisioning"`) {
+	if strings.Contains(show, "(tainted)") || !statusIs("provisioning").MatchString(show) {
 		t.Fatalf("the machine must be in state, provisioning and not tainted:\n%s\napply said:\n%s", show, out.String())
 	}
 
@@ -204,4 +204,9 @@ func TestAccGPUInstance_ctrlCResumes(t *testing.T) {
 
 // statusReady matches `status = "ready"` in `terraform state show` output, however the attributes are
 // aligned.
-var statusReady = regexp.MustCompile(`(?m)^\s*status\s+= "ready"$`)
+var statusReady = statusIs("ready")
+
+// statusIs matches `status = "<s>"` in `terraform state show` output, however it is aligned.
+func statusIs(s string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\s*status\s+= "` + regexp.QuoteMeta(s) + `"$`)
+}

@@ -260,7 +260,7 @@ func TestHardKillLeavesNothingBehind(t *testing.T) {
 			for sc.Scan() {
 				line := sc.Text()
 				transcript = append(transcript, line)
-				if strings.HasPrefix(line, "task started\t") && strings.HasSuffix(line, "Read the GPUs the driver sees") {
+				if strings.HasPrefix(line, "task started\t") && strings.HasSuffix(line, "gpu_check : Probe the GPUs") {
 					during = processesMentioning(f.tmpBase)
 					leaders = ansibleLeaders(f.tmpBase)
 					_ = helper.Process.Kill()

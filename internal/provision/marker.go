@@ -24,6 +24,29 @@ type Marker struct {
 	Digest        string    `json:"digest"`
 	Playbook      string    `json:"playbook"`
 	ProvisionedAt time.Time `json:"provisioned_at"`
+	// Machine is what the run found and did (absent in markers of older playbooks).
+	Machine *MarkerMachine `json:"machine,omitempty"`
+}
+
+// MarkerMachine is what a provisioning run recorded of the machine: its kind, and how the exporters
+// run on it.
+type MarkerMachine struct {
+	// Virtualization is "vm", "container", "none" (bare metal) or "unknown".
+	Virtualization string `json:"virtualization"`
+	// Systemd says whether systemd runs the machine.
+	Systemd bool `json:"systemd"`
+	// Driver is the NVIDIA driver version the run left.
+	Driver string `json:"driver"`
+	// Exporters says how node_exporter and dcgm-exporter run ("systemd", "process" on a machine
+	// without systemd, or "none") and on which address they listen.
+	Exporters MarkerExporters `json:"exporters"`
+}
+
+// MarkerExporters is how the exporters run on a provisioned machine.
+type MarkerExporters struct {
+	Address      string `json:"address,omitempty"`
+	NodeExporter string `json:"node_exporter"`
+	DCGMExporter string `json:"dcgm_exporter"`
 }
 
 // ErrNoMarker is matched (errors.Is) by the error of ReadMarker when the machine has no usable marker.

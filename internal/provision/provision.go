@@ -101,6 +101,9 @@ type Runner struct {
 
 	mu      sync.Mutex
 	ansible string // resolved ansible-playbook, once checked
+
+	// checkMode runs the playbooks with --check (nothing changes on the machine; tests).
+	checkMode bool
 }
 
 // PublicKey returns the public half of the provisioning key as an authorized_keys line, for
@@ -323,6 +326,7 @@ func (r *Runner) Provision(ctx context.Context, req controlplane.ProvisionReques
 	if err != nil {
 		return finish(&controlplane.PermanentError{Err: err})
 	}
+
 	ansible, err := r.ansiblePath()
 	if err != nil {
 		return finish(&controlplane.PermanentError{Err: err})
@@ -356,9 +360,15 @@ func (r *Runner) Provision(ctx context.Context, req controlplane.ProvisionReques
 	res.HostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
 	logf("SSH ready", map[string]any{"host_key_fingerprint": ssh.FingerprintSHA256(key)})
 
+	if dl, ok := ctx.Deadline(); ok {
+		// The playbooks share what is left of the create timeout among their waits (cloud-init, the
+		// dpkg lock, reboots, DCGM's diagnostic) and say which one ran out.
+		vars["hydra_time_budget_seconds"] = max(int(time.Until(dl).Seconds()), 60)
+	}
 	out, err := r.run(ctx, runSpec{
 		ansible: ansible, endpoint: ep, hostKey: key, playbook: pb, vars: vars,
 		hostName: inventoryHostName(name), instance: name, key: r.cfg.PrivateKey, log: logf,
+		checkMode: r.checkMode,
 	})
 	res.FailedTask, res.Message = out.failedTask, out.message
 	return finish(err)

@@ -210,8 +210,11 @@ func checkMarker(t *testing.T, f fixture, kind string, vars map[string]any, host
 		t.Fatalf("marker not under the machine's root: %v", err)
 	}
 	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil || len(raw) != 3 {
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw) != 4 || raw["machine"] == nil {
 		t.Errorf("marker file: %s (%v)", b, err)
+	}
+	if m.Machine == nil || m.Machine.Driver != sshhost.DefaultDriverVersion {
+		t.Errorf("marker's machine record: %+v", m.Machine)
 	}
 	return m
 }
@@ -226,7 +229,9 @@ func TestProvisionReachesReady(t *testing.T) {
 		gpu   string
 		count int
 		vars  map[string]any
-		check func(t *testing.T, ep sshhost.Endpoint)
+		// prepare breaks the fresh machine before the first run.
+		prepare func(t *testing.T, ep sshhost.Endpoint)
+		check   func(t *testing.T, ep sshhost.Endpoint)
 	}{
 		{
 			kind: inventory.KindVM, gpu: "h100", count: 8,
@@ -249,11 +254,30 @@ func TestProvisionReachesReady(t *testing.T) {
 				if _, err := os.Stat("/tmp/hydra-pwned"); err == nil {
 					t.Errorf("a command substitution ran")
 				}
+				// The exporters' units were started listening on loopback only (what the systemctl
+				// stand-in recorded of their command lines).
+				checkRecorded(t, filepath.Join(ep.Dir, "run", "units", "prometheus-node-exporter.service.exec"),
+					fmt.Sprintf("--web.listen-address=127.0.0.1:%d", ep.NodeExporterPort))
+				checkRecorded(t, filepath.Join(ep.Dir, "run", "units", "hydra-dcgm-exporter.service.exec"),
+					fmt.Sprintf("--address=127.0.0.1:%d", ep.DCGMExporterPort))
 			},
 		},
 		{
 			kind: inventory.KindExeclet, gpu: "l40s", count: 2,
+			// The kernel module loaded is not the installed driver (an update without a reboot): the
+			// run must reboot (simulated) instead of failing the same way on every retry.
+			prepare: func(t *testing.T, ep sshhost.Endpoint) {
+				if err := sshhost.SetLoadedDriver(ep.Dir, "565.57.01"); err != nil {
+					t.Fatal(err)
+				}
+			},
 			check: func(t *testing.T, ep sshhost.Endpoint) {
+				if b, err := os.ReadFile(filepath.Join(ep.Dir, "run", "reboots.log")); err != nil || !strings.Contains(string(b), "shutdown -r") {
+					t.Errorf("the loaded-module mismatch did not reboot the machine: %q, %v", b, err)
+				}
+				if v, _ := os.ReadFile(filepath.Join(ep.Root, "sys", "module", "nvidia", "version")); strings.TrimSpace(string(v)) != sshhost.DefaultDriverVersion {
+					t.Errorf("after the reboot the loaded module is %q", v)
+				}
 				b, err := os.ReadFile(filepath.Join(ep.Root, "etc", "hydra", "execlet.json"))
 				if err != nil {
 					t.Fatalf("execlet configuration not written: %v", err)
@@ -262,7 +286,9 @@ func TestProvisionReachesReady(t *testing.T) {
 				if err := json.Unmarshal(b, &cfg); err != nil {
 					t.Fatal(err)
 				}
-				if cfg["instance"] != "sandbox-execlet-test" || cfg["gpu_type"] != "l40s" {
+				// gpu_count is a number; the smoke test image is the one for the driver's CUDA (12.8).
+				if cfg["instance"] != "sandbox-execlet-test" || cfg["gpu_type"] != "l40s" || cfg["gpu_count"] != float64(2) ||
+					cfg["cuda_image"] != "nvidia/cuda:12.8.1-base-ubuntu24.04" {
 					t.Errorf("execlet configuration: %s", b)
 				}
 				if _, err := os.Stat(filepath.Join(ep.Root, "etc", "systemd", "system", "hydra-execlet.service")); err != nil {
@@ -275,6 +301,9 @@ func TestProvisionReachesReady(t *testing.T) {
 		t.Run(tc.kind, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName(tc.gpu), GPUCount: tc.count}, Config{})
+			if tc.prepare != nil {
+				tc.prepare(t, f.ep)
+			}
 			rec := &logRecorder{}
 			started := time.Now()
 			res, err := f.runner.Provision(context.Background(), f.request(tc.kind, tc.gpu, tc.count, "", tc.vars, rec))
@@ -293,7 +322,7 @@ func TestProvisionReachesReady(t *testing.T) {
 					t.Errorf("events lack %q:\n%s", want, rec)
 				}
 			}
-			if tc.count == 8 && !regexp.MustCompile(`task ok .*Check Fabric Manager runs`).MatchString(rec.String()) {
+			if tc.count == 8 && !regexp.MustCompile(`task ok .*Enable and start Fabric Manager`).MatchString(rec.String()) {
 				t.Errorf("an 8-GPU NVSwitch machine did not get Fabric Manager:\n%s", rec)
 			}
 			tc.check(t, f.ep)
@@ -331,12 +360,20 @@ func TestFailedTaskIsNamed(t *testing.T) {
 		want    []string
 	}{
 		{
-			// One run covers every check of the task: too few GPUs, the wrong model, ECC errors.
-			"wrong GPUs", sshhost.Spec{GPUModel: "NVIDIA L40S", GPUCount: 2, UncorrectableECC: 3}, "l4", 4,
+			// One run covers every check of the task: too few GPUs, the wrong model, one fallen off the
+			// bus, ECC errors (volatile and persistent), a hardware Xid, rows to remap (pending, failed).
+			"wrong GPUs", sshhost.Spec{GPUModel: "NVIDIA L40S", GPUCount: 4, UncorrectableECC: 3}, "l4", 4,
 			[]string{
-				"expected 4 GPU(s) of type l4 as the offer promised, but nvidia-smi lists 2",
-				"expected every GPU to be a l4 (name matching /\\bL4\\b/), but nvidia-smi reports: NVIDIA L40S, NVIDIA L40S",
-				"uncorrectable ECC errors (index, name, driver, count): 1, NVIDIA L40S, 570.133.20, 3",
+				"unhealthy (gpu_lost, gpu_count, gpu_model, ecc_volatile, ecc_aggregate, remapped_rows, xid)",
+				"gpu_lost: GPU 00000000:18:00.0 fell off the bus (nvidia-smi: GPU is lost)",
+				"gpu_count: expected 4 GPU(s) of type l4 as the offer promised, but nvidia-smi lists 3: 3x NVIDIA L40S",
+				"gpu_model: expected every GPU to be a l4 (name matching /\\bL4\\b/), but nvidia-smi reports 3x NVIDIA L40S",
+				"ecc_volatile: GPU 3 (00000000:48:00.0): 3 uncorrectable ECC error(s) since the driver loaded",
+				"ecc_aggregate: GPU 1 (00000000:28:00.0): 5 uncorrectable ECC error(s) over its life",
+				"remapped_rows: GPU 1 (00000000:28:00.0): a row remapping is pending, the GPU needs a reset",
+				"remapped_rows: GPU 2 (00000000:38:00.0): a row remapping failed, the GPU needs repair",
+				"xid: Xid 48 on 0000:38:00 since boot (An uncorrectable double bit error",
+				"xid: Xid 79 on 0000:18:00 since boot (GPU has fallen off the bus)",
 			},
 		},
 	}
@@ -344,6 +381,14 @@ func TestFailedTaskIsNamed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, tc.machine, Config{})
+			for name, content := range map[string]string{
+				sshhost.FaultGPULost: "0", sshhost.FaultECCAggregate: "1 5", sshhost.FaultXid: "2 48",
+				sshhost.FaultRemappedRows: "1 pending\n2 failure",
+			} {
+				if err := sshhost.SetFault(f.ep.Dir, name, content); err != nil {
+					t.Fatal(err)
+				}
+			}
 			// The machine was provisioned before, with other playbooks or variables.
 			writeMarker(t, f.ep, `{"digest": "sha256:0000000000000000", "playbook": "bare-vm.yml", "provisioned_at": "2026-01-02T03:04:05Z"}`)
 			rec := &logRecorder{}
@@ -436,7 +481,7 @@ func TestCancelLeavesNothingBehind(t *testing.T) {
 	rec := &logRecorder{}
 	var during []string
 	rec.hook = func(msg string, fields map[string]any) {
-		if task, _ := fields["task"].(string); msg == "task started" && strings.HasSuffix(task, "Read the GPUs the driver sees") {
+		if task, _ := fields["task"].(string); msg == "task started" && strings.HasSuffix(task, "gpu_check : Probe the GPUs") {
 			during = processesMentioning(f.tmpBase)
 			cancel()
 		}
@@ -487,6 +532,20 @@ func TestBrokenPlaybookIsPermanent(t *testing.T) {
 		t.Errorf("no summary")
 	}
 	assertEmptyDir(t, f.tmpBase)
+}
+
+// checkRecorded checks that a file the stand-ins recorded holds want (and no listen address on every
+// interface).
+func checkRecorded(t *testing.T, path, want string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("not recorded: %v", err)
+		return
+	}
+	if !strings.Contains(string(b), want) || regexp.MustCompile(`(=|\s)(0\.0\.0\.0)?:[0-9]+`).Match(b) {
+		t.Errorf("%s: %q, want %q (loopback)", filepath.Base(path), b, want)
+	}
 }
 
 func writeMarker(t *testing.T, ep sshhost.Endpoint, content string) {

@@ -63,6 +63,8 @@ type runSpec struct {
 	instance string
 	key      []byte
 	log      func(string, map[string]any)
+	// checkMode adds --check: the playbooks report what they would change and change nothing.
+	checkMode bool
 }
 
 type runOutcome struct {
@@ -235,7 +237,11 @@ func (r *Runner) run(ctx context.Context, spec runSpec) (runOutcome, error) {
 // buildCommand returns the ansible-playbook command of a run: the run's inventory, variables and
 // configuration, an environment free of the caller's ANSIBLE_* settings, and its own process group.
 func buildCommand(spec runSpec, dir *runDir) *exec.Cmd {
-	cmd := exec.Command(spec.ansible, "-i", dir.files.inventory, "-e", "@"+dir.files.vars, filepath.Join(dir.pb, filepath.FromSlash(spec.playbook)))
+	args := []string{"-i", dir.files.inventory, "-e", "@" + dir.files.vars}
+	if spec.checkMode {
+		args = append(args, "--check")
+	}
+	cmd := exec.Command(spec.ansible, append(args, filepath.Join(dir.pb, filepath.FromSlash(spec.playbook)))...)
 	cmd.Dir = dir.path
 	cmd.Env = append(ansibleBaseEnv(),
 		"ANSIBLE_CONFIG="+dir.files.config,

@@ -5,13 +5,52 @@
 // detached in its own session so it outlives the process that started it, and records its pid and port
 // in the directory; a later Ensure (from the same or another process) finds it running and returns it.
 //
-// The GPU layer is simulated: every SSH session gets a PATH whose first entry holds stand-ins for
-// nvidia-smi, dcgmi, nvidia-ctk, nv-fabricmanager, docker and systemctl that report the machine's GPUs,
-// and two stand-in exporters (node_exporter and dcgm-exporter) answer on loopback ports. Files the
-// playbooks write land under the machine's own root directory (<dir>/root), announced to the playbooks
-// through the session environment (HYDRA_ROOT, HYDRA_SANDBOX, HYDRA_NODE_EXPORTER_PORT,
-// HYDRA_DCGM_EXPORTER_PORT). The same playbooks that provision real machines therefore run unchanged on
-// a sandbox machine, find every component present, and pass their health checks.
+// The GPU layer is simulated: every SSH session gets a PATH whose first entry (<dir>/bin) holds
+// stand-ins for nvidia-smi, dcgmi, nv-hostengine, nvidia-ctk, nv-fabricmanager, docker, systemctl,
+// systemd-detect-virt, dmesg, journalctl, modinfo, dpkg-query, shutdown and the two exporters, which
+// report the machine described in <dir>/gpus.json. Files the playbooks write land under the machine's
+// own root directory (<dir>/root), announced to the playbooks through the session environment
+// (HYDRA_ROOT, HYDRA_SANDBOX, HYDRA_SANDBOX_BIN, HYDRA_NODE_EXPORTER_PORT, HYDRA_DCGM_EXPORTER_PORT).
+// The same playbooks that provision real machines therefore run unchanged on a sandbox machine, find
+// every component present, and pass their health checks.
+//
+// # Two kinds of machine
+//
+// A virtual machine (the default) boots with systemd: <dir>/root/run/systemd/system exists, the
+// systemctl stand-in keeps the state of the machine's units (<dir>/run/systemd-units.json) and records
+// the command line of every unit it starts, environment files expanded, in <dir>/run/units/UNIT.exec
+// (prometheus-node-exporter.service.exec and hydra-dcgm-exporter.service.exec hold the exporters'
+// listen addresses). Its two exporters run from the start, as the image's systemd would run them.
+//
+// A container (Spec.Container) has no systemd: <dir>/root/.dockerenv exists, systemctl refuses to work
+// as it does without systemd as PID 1 (noting each refused call in <dir>/run/systemctl-refused.log, so
+// a test can tell it was never asked), and nothing runs the exporters until the playbooks start them
+// as processes (<dir>/bin/prometheus-node-exporter, <dir>/bin/dcgm-exporter), which record their
+// arguments in <dir>/run/node-exporter.args and <dir>/run/dcgm-exporter.args and which Stop ends
+// through the pid files the playbooks leave in <dir>/root/run/hydra. dcgmi needs a started
+// nv-hostengine there (<dir>/run/nv-hostengine.pid), as in a real container.
+//
+// # Faults
+//
+// Hardware faults are files in <dir>/faults (see SetFault), read by the stand-ins on every call, so a
+// test can break a running machine and mend it again (ClearFaults). Per-GPU files hold one line per
+// broken GPU, "INDEX [VALUE]":
+//
+//	gpu_lost       INDEX                  the GPU fell off the bus: nvidia-smi cannot reach it ("GPU is
+//	                                      lost"), dcgmi does not see it, the kernel log has an Xid 79
+//	ecc_volatile   INDEX [COUNT]          uncorrectable ECC errors since the driver loaded (volatile)
+//	ecc_aggregate  INDEX [COUNT]          uncorrectable ECC errors over the GPU's life (persistent)
+//	xid            INDEX CODE             an Xid event in the kernel log since boot (dmesg, journalctl -k)
+//	remapped_rows  INDEX pending|failure  a row remapping waiting for a GPU reset, or one that failed
+//	nvlink_down    INDEX [LINK...]        NVLinks reported <inactive> (all of the GPU's without LINK)
+//	fabric         not_started|in_progress|failure
+//	                                      the NVSwitch fabric state nvidia-smi reports (machine-wide)
+//	exporter_dead  node|dcgm ...          the named exporters answer 503
+//
+// The loaded NVIDIA kernel module is <dir>/root/sys/module/nvidia/version (the installed driver's
+// version when Ensure first writes it): write another version there and nvidia-smi fails with
+// "Driver/library version mismatch" until the simulated reboot (the shutdown stand-in, which Ansible's
+// reboot module finds through its search_paths) loads the installed one again.
 package sshhost
 
 import (
@@ -59,6 +98,68 @@ type Spec struct {
 	// UncorrectableECC, when positive, gives the last GPU that many uncorrectable ECC errors (a broken
 	// machine, for tests of the health checks).
 	UncorrectableECC int
+	// Container makes the machine a container without systemd (see the package documentation).
+	Container bool
+}
+
+// Fault files in a machine's faults directory (see the package documentation for their formats).
+const (
+	FaultGPULost      = "gpu_lost"
+	FaultECCVolatile  = "ecc_volatile"
+	FaultECCAggregate = "ecc_aggregate"
+	FaultXid          = "xid"
+	FaultRemappedRows = "remapped_rows"
+	FaultNVLinkDown   = "nvlink_down"
+	FaultFabric       = "fabric"
+	FaultExporterDead = "exporter_dead"
+)
+
+// SetFault writes the fault file name (one of the Fault constants) of the machine kept in dir; an empty
+// content removes it. The stand-ins read it on their next call.
+func SetFault(dir, name, content string) error {
+	if strings.ContainsAny(name, "/\\") || name == "" || name[0] == '.' {
+		return fmt.Errorf("sshhost: bad fault name %q", name)
+	}
+	p := filepath.Join(dir, "faults", name)
+	if content == "" {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(p, []byte(strings.TrimRight(content, "\n")+"\n"), 0o644)
+}
+
+// ClearFaults removes every fault file of the machine kept in dir and loads the installed driver's
+// kernel module again, as a repaired machine.
+func ClearFaults(dir string) error {
+	if err := os.RemoveAll(filepath.Join(dir, "faults")); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, gpusFile))
+	if err != nil {
+		return err
+	}
+	var cfg struct {
+		Driver string `json:"driver_version"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, "root", "sys", "module", "nvidia", "version"), []byte(cfg.Driver+"\n"), 0o644)
+}
+
+// SetLoadedDriver makes the machine's loaded NVIDIA kernel module report version (a module that no
+// longer matches the installed driver, until the simulated reboot).
+func SetLoadedDriver(dir, version string) error {
+	p := filepath.Join(dir, "root", "sys", "module", "nvidia", "version")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(p, []byte(version+"\n"), 0o644)
 }
 
 // Endpoint is where a machine answers SSH.
@@ -71,6 +172,10 @@ type Endpoint struct {
 	// Dir is the machine's directory; Root is the directory that stands for its "/".
 	Dir  string
 	Root string
+	// NodeExporterPort and DCGMExporterPort are the exporters' loopback ports (announced to the
+	// playbooks as HYDRA_NODE_EXPORTER_PORT and HYDRA_DCGM_EXPORTER_PORT).
+	NodeExporterPort int
+	DCGMExporterPort int
 }
 
 // DefaultDriverVersion is the NVIDIA driver version simulated machines report.
@@ -180,14 +285,36 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 	}
 	st, _ := readState(dir)
 	changed := false
-	if st.NodeExporterPid == 0 || !exporterAlive(dir, st.NodeExporterPid, st.NodeExporterPort) {
+	if spec.Container {
+		// Nothing runs the exporters of a container until the playbooks start them: only their ports
+		// are chosen (and announced), once.
+		for _, pid := range []int{st.NodeExporterPid, st.DCGMExporterPid} {
+			if pid > 0 && ownedBy(pid, dir) {
+				killAndWait(pid)
+			}
+		}
+		if st.NodeExporterPid != 0 || st.DCGMExporterPid != 0 || st.NodeExporterPort == 0 || st.DCGMExporterPort == 0 {
+			st.NodeExporterPid, st.DCGMExporterPid = 0, 0
+			if st.NodeExporterPort == 0 {
+				if st.NodeExporterPort, err = freePort(); err != nil {
+					return Endpoint{}, err
+				}
+			}
+			if st.DCGMExporterPort == 0 {
+				if st.DCGMExporterPort, err = freePort(); err != nil {
+					return Endpoint{}, err
+				}
+			}
+			changed = true
+		}
+	} else if st.NodeExporterPid == 0 || !exporterAlive(dir, st.NodeExporterPid, st.NodeExporterPort) {
 		st.NodeExporterPid, st.NodeExporterPort, err = startExporter(dir, "node")
 		if err != nil {
 			return Endpoint{}, err
 		}
 		changed = true
 	}
-	if st.DCGMExporterPid == 0 || !exporterAlive(dir, st.DCGMExporterPid, st.DCGMExporterPort) {
+	if !spec.Container && (st.DCGMExporterPid == 0 || !exporterAlive(dir, st.DCGMExporterPid, st.DCGMExporterPort)) {
 		st.DCGMExporterPid, st.DCGMExporterPort, err = startExporter(dir, "dcgm")
 		if err != nil {
 			return Endpoint{}, err
@@ -209,6 +336,7 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 	return Endpoint{
 		Host: "127.0.0.1", Port: st.Port, User: login, HostKey: hostKey,
 		Dir: dir, Root: filepath.Join(dir, "root"),
+		NodeExporterPort: st.NodeExporterPort, DCGMExporterPort: st.DCGMExporterPort,
 	}, nil
 }
 
@@ -234,7 +362,7 @@ func Stop(dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, pid := range []int{st.SSHDPid, st.NodeExporterPid, st.DCGMExporterPid} {
+	for _, pid := range append([]int{st.SSHDPid, st.NodeExporterPid, st.DCGMExporterPid}, playbookProcesses(dir)...) {
 		if pid > 0 && ownedBy(pid, dir) {
 			killAndWait(pid)
 		}
@@ -243,6 +371,23 @@ func Stop(dir string) error {
 		return err
 	}
 	return nil
+}
+
+// playbookProcesses returns the pids the playbooks left in pid files under the machine's root
+// (<root>/run/hydra/*.pid: the exporters of a machine without systemd).
+func playbookProcesses(dir string) []int {
+	files, _ := filepath.Glob(filepath.Join(dir, "root", "run", "hydra", "*.pid"))
+	var pids []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // RotateHostKey gives the machine a new SSH host key and restarts its sshd on the same port, as a
@@ -325,7 +470,8 @@ func writeMachineFiles(dir string, spec Spec, login string) error {
 	root := filepath.Join(dir, "root")
 	for _, d := range []string{
 		filepath.Join(dir, "bin"), filepath.Join(dir, "run"),
-		filepath.Join(root, "etc", "systemd", "system"), filepath.Join(root, "usr", "local", "bin"),
+		filepath.Join(root, "etc", "systemd", "system"), filepath.Join(root, "etc", "default"),
+		filepath.Join(root, "usr", "local", "bin"),
 		filepath.Join(root, "tmp"),
 	} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -367,6 +513,7 @@ func writeMachineFiles(dir string, spec Spec, login string) error {
 		BusID          string `json:"bus_id"`
 		MemoryMiB      int    `json:"memory_mib"`
 		ECCUncorrected int    `json:"ecc_uncorrected"`
+		NVLinks        int    `json:"nvlinks"`
 	}
 	gpus := make([]gpu, spec.GPUCount)
 	for i := range gpus {
@@ -377,18 +524,25 @@ func writeMachineFiles(dir string, spec Spec, login string) error {
 			BusID:     fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10),
 			MemoryMiB: memoryMiB(spec.GPUModel),
 		}
+		if nvswitch {
+			gpus[i].NVLinks = 18 // H100, H200 and B200 SXM boards: 18 NVLinks a GPU
+		}
 	}
 	if spec.UncorrectableECC > 0 && len(gpus) > 0 {
 		gpus[len(gpus)-1].ECCUncorrected = spec.UncorrectableECC
 	}
 	cfg, err := json.MarshalIndent(map[string]any{
-		"gpus": gpus, "driver_version": driver, "cuda_version": "12.8", "nvswitch": nvswitch,
-		"persistence_mode": "Enabled",
+		"gpus": gpus, "driver_version": driver, "cuda_version": cudaVersion(driver), "nvswitch": nvswitch,
+		"persistence_mode": "Enabled", "container": spec.Container,
+		"units": machineUnits(spec.Container, nvswitch), "packages": machinePackages(driver, spec.GPUModel, nvswitch),
 	}, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := writeFileAtomic(filepath.Join(dir, gpusFile), append(cfg, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := writeRootLayout(root, spec.Container, driver); err != nil {
 		return err
 	}
 	nvsDir := filepath.Join(root, "proc", "driver", "nvidia-nvswitch", "devices")
@@ -417,6 +571,119 @@ func writeMachineFiles(dir string, spec Spec, login string) error {
 		keys.WriteString(k + "\n")
 	}
 	return writeFileAtomic(filepath.Join(dir, authKeysFile), keys.Bytes(), 0o600)
+}
+
+// cudaVersion is the newest CUDA version a driver supports, as nvidia-smi reports it.
+func cudaVersion(driver string) string {
+	branch, _, _ := strings.Cut(driver, ".")
+	switch n, _ := strconv.Atoi(branch); {
+	case n >= 590:
+		return "13.1"
+	case n >= 580:
+		return "13.0"
+	case n >= 575:
+		return "12.9"
+	case n >= 570:
+		return "12.8"
+	case n >= 560:
+		return "12.6"
+	case n >= 550:
+		return "12.4"
+	case n >= 535:
+		return "12.2"
+	}
+	return "12.0"
+}
+
+// machineUnits are the systemd units the machine's image has, all running and enabled (none in a
+// container).
+func machineUnits(container, nvswitch bool) map[string]any {
+	units := map[string]any{}
+	if container {
+		return units
+	}
+	on := map[string]bool{"active": true, "enabled": true}
+	for _, u := range []string{"nvidia-persistenced.service", "nvidia-dcgm.service", "docker.service", "containerd.service",
+		"prometheus-node-exporter.service", "unattended-upgrades.service", "apt-daily.timer", "apt-daily-upgrade.timer",
+		"apt-daily-upgrade.service"} {
+		units[u] = on
+	}
+	units["apt-daily.service"] = map[string]bool{"active": false, "enabled": false}
+	if nvswitch {
+		units["nvidia-fabricmanager.service"] = on
+	}
+	return units
+}
+
+// machinePackages are the Debian packages (name: version) the machine's image has, named as NVIDIA's
+// repository names them for the driver's branch (see playbooks/README.md).
+func machinePackages(driver, model string, nvswitch bool) map[string]string {
+	deb := driver + "-1"
+	branch, _, _ := strings.Cut(driver, ".")
+	cuda, _, _ := strings.Cut(cudaVersion(driver), ".")
+	pkgs := map[string]string{
+		"datacenter-gpu-manager-4-core":            "1:4.2.3-1",
+		"datacenter-gpu-manager-4-cuda" + cuda:     "1:4.2.3-1",
+		"datacenter-gpu-manager-exporter":          "4.2.3-4.1.3-1",
+		"prometheus-node-exporter":                 "1.8.2-1",
+		"nvidia-container-toolkit":                 "1.17.8-1",
+		"nvidia-persistenced":                      deb,
+		"nvidia-dkms-" + branch + "-open":          deb,
+		"nvidia-utils-" + branch:                   deb,
+		"libnvidia-compute-" + branch:              deb,
+		"linux-headers-6.8.0-hydra-sandbox":        "6.8.0-1",
+		"nvidia-kernel-source-" + branch + "-open": deb,
+	}
+	if nvswitch {
+		suffix := "-" + branch
+		if n, _ := strconv.Atoi(branch); n >= 590 {
+			suffix = ""
+		}
+		pkgs["nvidia-fabricmanager"+suffix] = deb
+		pkgs["libnvidia-nscq"+suffix] = deb
+		if strings.Contains(strings.ToUpper(model), "B200") {
+			pkgs["libnvsdm"+suffix] = deb
+			pkgs["nvlsm"] = "2025.06.0-1"
+		}
+	}
+	return pkgs
+}
+
+// writeRootLayout writes what the machine's root shows of its kind (systemd's runtime directory, or
+// Docker's marker file) and, when missing, its loaded kernel module and boot id.
+func writeRootLayout(root string, container bool, driver string) error {
+	systemdDir := filepath.Join(root, "run", "systemd", "system")
+	dockerenv := filepath.Join(root, ".dockerenv")
+	if container {
+		if err := os.RemoveAll(systemdDir); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dockerenv, nil, 0o644); err != nil {
+			return err
+		}
+	} else {
+		if err := os.MkdirAll(systemdDir, 0o755); err != nil {
+			return err
+		}
+		if err := os.Remove(dockerenv); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	for path, content := range map[string]string{
+		filepath.Join(root, "sys", "module", "nvidia", "version"):         driver,
+		filepath.Join(root, "proc", "sys", "kernel", "random", "boot_id"): fmt.Sprintf("%08x-hydr-a5bx-0000-%012x", hash32(root), time.Now().UnixNano()&0xffffffffffff),
+	} {
+		if _, err := os.Stat(path); err == nil {
+			continue // the loaded module and the boot only change with a (simulated) reboot
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(content+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func memoryMiB(model string) int {
@@ -567,6 +834,7 @@ func renderSSHDConfig(dir string, st state) string {
 			sshdQuote("PATH=" + pathEnv),
 			sshdQuote("HYDRA_SANDBOX=1"),
 			sshdQuote("HYDRA_ROOT=" + root),
+			sshdQuote("HYDRA_SANDBOX_BIN=" + filepath.Join(dir, "bin")),
 			sshdQuote("HYDRA_NODE_EXPORTER_PORT=" + strconv.Itoa(st.NodeExporterPort)),
 			sshdQuote("HYDRA_DCGM_EXPORTER_PORT=" + strconv.Itoa(st.DCGMExporterPort)),
 		}, " "),

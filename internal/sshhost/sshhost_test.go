@@ -126,7 +126,13 @@ func TestMachine(t *testing.T) {
 		{"nvidia-smi query", "nvidia-smi --query-gpu=index,name,ecc.errors.uncorrected.volatile.total --format=csv,noheader", []string{"0, NVIDIA H100 80GB HBM3, 0\n", "7, NVIDIA H100 80GB HBM3, 0\n"}},
 		{"nvidia-smi header", "nvidia-smi --query-gpu=name,memory.total --format=csv", []string{"name, memory.total [MiB]\n", "NVIDIA H100 80GB HBM3, 81559 MiB"}},
 		{"dcgmi", "dcgmi diag -r 1", []string{"Pass"}},
-		{"systemctl", "systemctl is-active nvidia-dcgm hydra-execlet", []string{"active\nactive\n"}},
+		{"systemctl", "systemctl is-active nvidia-dcgm docker; systemctl list-unit-files --no-legend 'nvidia-*'", []string{"active\nactive\n", "nvidia-dcgm.service enabled", "nvidia-fabricmanager.service enabled"}},
+		{"systemd-detect-virt", "systemd-detect-virt; test -d $HYDRA_ROOT/run/systemd/system && echo systemd", []string{"kvm\nsystemd\n"}},
+		{"nvidia-smi CUDA version", "nvidia-smi", []string{"CUDA Version: 12.8"}},
+		{"fabric", "nvidia-smi --query-gpu=fabric.state,fabric.status --format=csv,noheader | sort -u", []string{"Completed, Success\n"}},
+		{"nvlink", "nvidia-smi nvlink -s | grep -c 'GB/s'", []string{"144"}},
+		{"installed module", "modinfo -F version nvidia; cat $HYDRA_ROOT/sys/module/nvidia/version", []string{"570.133.20\n570.133.20\n"}},
+		{"packages", "dpkg-query -W 'nvidia-fabricmanager*' 'datacenter-gpu-manager-4-cuda*'", []string{"nvidia-fabricmanager-570\t570.133.20-1", "datacenter-gpu-manager-4-cuda12\t"}},
 		{"docker runs the container command", "docker run --rm --gpus all nvidia/cuda:12.8.1-base nvidia-smi -L | wc -l", []string{"8"}},
 		{"nvswitch", "ls $HYDRA_ROOT/proc/driver/nvidia-nvswitch/devices | wc -l", []string{"4"}},
 	}
@@ -179,6 +185,89 @@ func TestMachine(t *testing.T) {
 		}
 	})
 
+	t.Run("faults", func(t *testing.T) {
+		if _, err := Ensure(dir, spec); err != nil { // back to 8 GPUs with NVSwitches
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := ClearFaults(dir); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		for name, content := range map[string]string{
+			FaultGPULost: "1", FaultECCAggregate: "0 4", FaultXid: "0 48", FaultRemappedRows: "0 pending",
+			FaultNVLinkDown: "0 3", FaultFabric: "in_progress", FaultExporterDead: "node",
+		} {
+			if err := SetFault(dir, name, content); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checks := []struct{ cmd, want string }{
+			{"nvidia-smi -L; echo rc=$?", "GPU 0: NVIDIA H100 80GB HBM3"},
+			{"nvidia-smi -L", "Unable to determine the device handle for GPU00000000:28:00.0: GPU is lost"},
+			{"nvidia-smi --query-gpu=index,ecc.errors.uncorrected.aggregate.total,fabric.state --format=csv,noheader", "0, 4, In Progress"},
+			{"nvidia-smi --query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure --format=csv,noheader", "00000000:18:00.0, 1, 0"},
+			{"nvidia-smi nvlink -s | sed -n 5p", "Link 3: <inactive>"},
+			{"dmesg", "NVRM: Xid (PCI:0000:18:00): 48, pid=1234"},
+			{"journalctl -k -b", "NVRM: Xid (PCI:0000:28:00): 79,"},
+			{"dcgmi diag -r 2; echo rc=$?", "GPU 1: GPU is lost"},
+		}
+		for _, c := range checks {
+			out, _ := run(t, ep, signer, c.cmd)
+			if !strings.Contains(out, c.want) {
+				t.Errorf("%s: %q lacks %q", c.cmd, out, c.want)
+			}
+		}
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", ep.NodeExporterPort)); err != nil || resp.StatusCode != 503 {
+			t.Errorf("a dead exporter answers %v, %v", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	})
+
+	t.Run("a loaded module of another version, until the simulated reboot", func(t *testing.T) {
+		if err := SetLoadedDriver(dir, "565.57.01"); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run(t, ep, signer, "nvidia-smi"); err == nil || !strings.Contains(out, "Driver/library version mismatch") {
+			t.Errorf("want a mismatch, got %q, %v", out, err)
+		}
+		bootID := func() string {
+			b, _ := os.ReadFile(filepath.Join(ep.Root, "proc", "sys", "kernel", "random", "boot_id"))
+			return string(b)
+		}
+		before := bootID()
+		if _, err := run(t, ep, signer, "$HYDRA_SANDBOX_BIN/shutdown -r now"); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run(t, ep, signer, "nvidia-smi -L | wc -l"); err != nil || strings.TrimSpace(out) != "8" || bootID() == before {
+			t.Errorf("after the reboot: %q, %v, boot id %q (was %q)", out, err, bootID(), before)
+		}
+	})
+
+	t.Run("systemctl records what units run", func(t *testing.T) {
+		unit := filepath.Join(ep.Root, "etc", "systemd", "system", "hydra-dcgm-exporter.service")
+		if err := os.WriteFile(unit, []byte("[Service]\nExecStart=/usr/bin/dcgm-exporter --address=127.0.0.1:9400\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defaults := filepath.Join(ep.Root, "etc", "default", "prometheus-node-exporter")
+		if err := os.WriteFile(defaults, []byte("ARGS=\"--web.listen-address=127.0.0.1:9100\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := run(t, ep, signer, "systemctl is-active hydra-dcgm-exporter; systemctl enable --now hydra-dcgm-exporter && systemctl restart prometheus-node-exporter && systemctl is-active hydra-dcgm-exporter")
+		if err != nil || out != "inactive\nactive\n" {
+			t.Errorf("got %q, %v", out, err)
+		}
+		for file, want := range map[string]string{
+			"hydra-dcgm-exporter.service.exec":      "/usr/bin/dcgm-exporter --address=127.0.0.1:9400\n",
+			"prometheus-node-exporter.service.exec": "/usr/bin/prometheus-node-exporter --web.listen-address=127.0.0.1:9100\n",
+		} {
+			if b, err := os.ReadFile(filepath.Join(ep.Dir, "run", "units", file)); string(b) != want {
+				t.Errorf("%s: %q (%v), want %q", file, b, err, want)
+			}
+		}
+	})
+
 	t.Run("rotated host key is refused, new one accepted", func(t *testing.T) {
 		if err := RotateHostKey(dir); err != nil {
 			t.Fatal(err)
@@ -214,6 +303,61 @@ func TestMachine(t *testing.T) {
 			t.Errorf("port %d still answers", st.Port)
 		}
 	})
+}
+
+// TestContainer: a machine without systemd refuses systemctl, runs no exporter until asked, and
+// stops the processes the playbooks started.
+func TestContainer(t *testing.T) {
+	requireTools(t)
+	signer, pub := clientSigner(t)
+	dir := t.TempDir()
+	ep, err := Ensure(dir, Spec{GPUModel: NVIDIAName("l4"), GPUCount: 1, AuthorizedKeys: []string{pub}, Container: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Stop(dir) })
+	if out, err := run(t, ep, signer, "systemctl is-active docker"); err == nil || !strings.Contains(err.Error(), "has not been booted with systemd") {
+		t.Errorf("systemctl in a container: %q, %v", out, err)
+	}
+	if out, _ := run(t, ep, signer, "systemd-detect-virt -c; test -e $HYDRA_ROOT/.dockerenv && echo dockerenv; dcgmi discovery -l; echo rc=$?"); !strings.Contains(out, "docker\ndockerenv\n") || !strings.Contains(out, "rc=255") {
+		t.Errorf("container marks, DCGM without host engine: %q", out)
+	}
+	if _, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", ep.NodeExporterPort)); err == nil {
+		t.Errorf("an exporter answers before anything started it")
+	}
+	pidDir := filepath.Join(ep.Root, "run", "hydra")
+	cmd := fmt.Sprintf("mkdir -p %s && nv-hostengine && (setsid prometheus-node-exporter --web.listen-address=127.0.0.1:%d >/dev/null 2>&1 < /dev/null & echo $! > %s/node-exporter.pid)",
+		pidDir, ep.NodeExporterPort, pidDir)
+	if out, err := run(t, ep, signer, cmd); err != nil {
+		t.Fatalf("%s: %q, %v", cmd, out, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", ep.NodeExporterPort))
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the exporter process does not answer: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "run", "node-exporter.args")); !strings.Contains(string(b), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", ep.NodeExporterPort)) {
+		t.Errorf("recorded arguments: %q", b)
+	}
+	if out, err := run(t, ep, signer, "dcgmi discovery -l"); err != nil || !strings.Contains(out, "1 GPUs found") {
+		t.Errorf("DCGM with its host engine: %q, %v", out, err)
+	}
+	pids := playbookProcesses(dir)
+	if err := Stop(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("process %d outlived the machine", pid)
+		}
+	}
 }
 
 func TestLoginUserOfNonRoot(t *testing.T) {

@@ -1,9 +1,50 @@
 #!/usr/bin/env python3
 # hydra sandbox stand-in for node_exporter and dcgm-exporter: serves /metrics on a loopback port.
-# usage: exporter.py node|dcgm PORTFILE GPUS_JSON
-import http.server, json, os, sys
+#
+#   exporter.py node|dcgm PORTFILE GPUS_JSON     started by internal/sshhost (the image's exporters,
+#                                                 run by systemd): any free port, written to PORTFILE
+#   exporter.py serve node|dcgm ARGS...          run by the playbooks (bin/prometheus-node-exporter,
+#                                                 bin/dcgm-exporter) on a machine without systemd: the
+#                                                 port of --web.listen-address= / --address=; the
+#                                                 arguments are recorded in run/<kind>-exporter.args
+#
+# It only ever binds 127.0.0.1, whatever address it is asked for (the address asked is recorded). It
+# answers 503 while ../faults/exporter_dead names its kind ("node" or "dcgm").
+import http.server
+import json
+import os
+import sys
 
-kind, portfile, gpus_path = sys.argv[1], sys.argv[2], sys.argv[3]
+HERE = os.path.dirname(os.path.realpath(__file__))
+if sys.argv[1] == "serve":
+    kind, args = sys.argv[2], sys.argv[3:]
+    gpus_path = os.path.join(HERE, "gpus.json")
+    portfile = None
+    listen = None
+    for i, a in enumerate(args):
+        for flag in ("--web.listen-address", "--address", "-a"):
+            if a == flag and i + 1 < len(args):
+                listen = args[i + 1]
+            elif a.startswith(flag + "="):
+                listen = a.split("=", 1)[1]
+    if not listen or ":" not in listen:
+        sys.exit("hydra stand-in %s exporter: no listen address among %r" % (kind, args))
+    port = int(listen.rsplit(":", 1)[1])
+    os.makedirs(os.path.join(HERE, "run"), exist_ok=True)
+    with open(os.path.join(HERE, "run", kind + "-exporter.args"), "w") as f:
+        f.write(" ".join(args) + "\n")
+else:
+    kind, portfile, gpus_path = sys.argv[1], sys.argv[2], sys.argv[3]
+    port = 0
+FAULT = os.path.join(os.path.dirname(gpus_path), "faults", "exporter_dead")
+
+
+def dead():
+    try:
+        with open(FAULT) as f:
+            return kind in f.read().split()
+    except OSError:
+        return False
 
 
 def metrics():
@@ -25,6 +66,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path.split("?")[0] != "/metrics":
             self.send_error(404)
             return
+        if dead():
+            self.send_error(503, "exporter dead (hydra sandbox fault)")
+            return
         body = metrics().encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -36,9 +80,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-tmp = portfile + ".tmp"
-with open(tmp, "w") as f:
-    f.write(str(srv.server_address[1]))
-os.replace(tmp, portfile)
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+if portfile:
+    tmp = portfile + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.replace(tmp, portfile)
 srv.serve_forever()

@@ -3,7 +3,10 @@
 # it to adopt a machine (terraform import) without running the playbooks again.
 #
 #   marker.py invalidate PATH DIGEST PLAYBOOK       remove a marker of another digest or playbook
-#   marker.py record PATH DIGEST PLAYBOOK TIME      write the marker unless it already says the same
+#   marker.py record PATH DIGEST PLAYBOOK TIME [MACHINE]
+#                                                   write the marker unless it already says the same;
+#                                                   MACHINE (JSON) says what kind of machine it is and
+#                                                   how its exporters run
 #
 # Prints "unchanged", "removed" or "written". Needs nothing beyond Python 3.
 import json
@@ -25,8 +28,9 @@ def current():
 
 
 cur = current()
+machine = json.loads(sys.argv[6]) if action == "record" and len(sys.argv) > 6 and sys.argv[6] else None
 same = (isinstance(cur, dict) and cur.get("digest") == digest and cur.get("playbook") == playbook and
-        isinstance(cur.get("provisioned_at"), str))
+        isinstance(cur.get("provisioned_at"), str) and (action != "record" or cur.get("machine") == machine))
 
 if action == "invalidate":
     if cur is None or same:
@@ -43,8 +47,10 @@ elif action == "record":
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".provisioned.")
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump({"digest": digest, "playbook": playbook, "provisioned_at": sys.argv[5]}, f,
-                          indent=2, sort_keys=True)
+                record = {"digest": digest, "playbook": playbook, "provisioned_at": sys.argv[5]}
+                if machine is not None:
+                    record["machine"] = machine
+                json.dump(record, f, indent=2, sort_keys=True)
                 f.write("\n")
             os.chmod(tmp, 0o644)
             os.replace(tmp, path)

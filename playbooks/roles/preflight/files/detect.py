@@ -1,9 +1,15 @@
 # hydra preflight: report, as one JSON object, what the machine already has, so every later role can
-# skip what is present without probing again. Reads only; needs nothing beyond Python 3.
+# skip what is present without probing again. Reads only (safe in --check); needs nothing beyond
+# Python 3; every command it runs has a timeout.
+#
+#   detect.py EXECLET_BIN
+import ipaddress
 import json
 import os
 import pwd
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -13,9 +19,18 @@ execlet_bin = sys.argv[1] if len(sys.argv) > 1 else "/usr/local/bin/hydra-execle
 # hydra's sandbox machines keep the files hydra manages under HYDRA_ROOT; real machines use "/".
 root = os.environ.get("HYDRA_ROOT") or "/"
 prefix = root.rstrip("/")
+sandbox = os.environ.get("HYDRA_SANDBOX") == "1"
+
+# The units hydra looks for (found, never assumed): name patterns of the units detect reports.
+UNIT_PATTERN = re.compile(r"^(nvidia-|dcgm|docker|containerd|prometheus-node-exporter|hydra-|apt-daily|"
+                          r"unattended-upgrades|nvlsm|nftables)")
+# The Debian packages hydra looks for.
+PACKAGES = ["nvidia-*", "libnvidia-*", "libnvsdm*", "nvlsm", "datacenter-gpu-manager*", "prometheus-node-exporter",
+            "cuda-keyring", "dkms", "linux-headers-*", "linux-modules-nvidia-*", "docker.io", "docker-ce", "nftables",
+            "unattended-upgrades"]
 
 
-def run(argv, timeout=120):
+def run(argv, timeout=60):
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                            timeout=timeout)
@@ -23,7 +38,15 @@ def run(argv, timeout=120):
     except OSError as e:
         return 127, "", "%s: %s" % (argv[0], e.strerror)
     except subprocess.TimeoutExpired:
-        return 124, "", "%s: timed out" % argv[0]
+        return 124, "", "%s: timed out after %d s" % (argv[0], timeout)
+
+
+def read(path, default=""):
+    try:
+        with open(prefix + path) as f:
+            return f.read()
+    except OSError:
+        return default
 
 
 def os_release():
@@ -47,51 +70,174 @@ def answers(port):
         return False
 
 
+def virtualization():
+    """container or vm (or none: bare metal; unknown), and of which type."""
+    container, vm = "", ""
+    if shutil.which("systemd-detect-virt"):
+        rc, so, _ = run(["systemd-detect-virt", "--container"], 10)
+        if rc == 0 and so and so != "none":
+            container = so
+        rc, so, _ = run(["systemd-detect-virt", "--vm"], 10)
+        if rc == 0 and so and so != "none":
+            vm = so
+    if not container:
+        # Without systemd-detect-virt (most containers lack it): the marks container engines leave.
+        if os.path.exists(prefix + "/.dockerenv"):
+            container = "docker"
+        elif os.path.exists(prefix + "/run/.containerenv"):
+            container = "podman"
+        elif not sandbox:
+            env = read("/proc/1/environ").split("\0")
+            for kv in env:
+                if kv.startswith("container="):
+                    container = kv.split("=", 1)[1] or "container"
+                if kv.startswith("KUBERNETES_SERVICE_HOST=") and not container:
+                    container = "kubernetes"
+            # cgroup v1 names the engine in PID 1's cgroup; under cgroup v2 the root file system still
+            # does (an overlay of the engine's layers).
+            root_mount = [ln for ln in read("/proc/self/mountinfo").splitlines() if len(ln.split()) > 4 and ln.split()[4] == "/"]
+            marks = read("/proc/1/cgroup") + "\n".join(root_mount[-1:])
+            if not container and (re.search(r"/(docker|kubepods|lxc|containerd|libpod)", marks) or " - overlay " in marks):
+                container = "container"
+    if not vm and not container and not sandbox:
+        if "hypervisor" in read("/proc/cpuinfo").split():
+            vm = "vm"
+    kind = "container" if container else ("vm" if vm else ("none" if shutil.which("systemd-detect-virt") else "unknown"))
+    return {"kind": kind, "type": container or vm or "", "container": bool(container)}
+
+
+def systemd_units():
+    """The units hydra may touch: {name: {"active", "enabled"}}."""
+    rc, so, _ = run(["systemctl", "list-unit-files", "--no-legend", "--no-pager", "--plain"], 60)
+    units = {}
+    if rc not in (0, 1):
+        return units
+    for line in so.splitlines():
+        words = line.split()
+        if not words or not UNIT_PATTERN.match(words[0]):
+            continue
+        name = words[0]
+        rc_a, _, _ = run(["systemctl", "is-active", "--quiet", name], 30)
+        units[name] = {"active": rc_a == 0, "enabled": len(words) > 1 and words[1] in ("enabled", "enabled-runtime", "static")}
+    return units
+
+
+def packages():
+    if not shutil.which("dpkg-query"):
+        return {}
+    rc, so, _ = run(["dpkg-query", "-W", "-f", "${binary:Package}\\t${Version}\\t${db:Status-Abbrev}\\n"] + PACKAGES, 60)
+    out = {}
+    for line in so.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[2].startswith("ii"):
+            out[parts[0].split(":")[0]] = parts[1]
+    return out
+
+
+def secure_boot():
+    """enabled, disabled or unknown (from the UEFI variable; no mokutil needed)."""
+    d = prefix + "/sys/firmware/efi/efivars"
+    try:
+        names = [n for n in os.listdir(d) if n.startswith("SecureBoot-")]
+    except OSError:
+        return "disabled" if not os.path.isdir(prefix + "/sys/firmware/efi") and os.path.isdir(prefix + "/sys/firmware") else "unknown"
+    for n in names:
+        try:
+            with open(os.path.join(d, n), "rb") as f:
+                b = f.read()
+            return "enabled" if b and b[-1] == 1 else "disabled"
+        except OSError:
+            pass
+    return "unknown"
+
+
+def private_ipv4():
+    """The first private (RFC 1918 or CGNAT) IPv4 address of the machine, "" when it has none."""
+    rc, so, _ = run(["hostname", "-I"], 10)
+    for word in so.split():
+        try:
+            a = ipaddress.ip_address(word)
+        except ValueError:
+            continue
+        if a.version == 4 and (a.is_private or a in ipaddress.ip_network("100.64.0.0/10")) and not a.is_loopback:
+            return str(a)
+    return ""
+
+
 pw = pwd.getpwuid(os.getuid())
 rel = os_release()
+virt = virtualization()
 out = {
     "user": pw.pw_name,
     "home": pw.pw_dir,
     "root": root,
-    "sandbox": os.environ.get("HYDRA_SANDBOX") == "1",
+    "sandbox": sandbox,
+    "sandbox_bin": os.environ.get("HYDRA_SANDBOX_BIN", "") if sandbox else "",
+    "hostname": socket.gethostname(),
     "distribution": rel.get("ID", ""),
     "distribution_version": rel.get("VERSION_ID", ""),
     "arch": os.uname().machine,
+    "kernel": os.uname().release,
+    "virtualization": virt,
+    # systemd runs the machine when its runtime directory exists (sd_booted) and systemctl is there.
+    "systemd": os.path.isdir(prefix + "/run/systemd/system") and shutil.which("systemctl") is not None,
     "cloud_init": os.access(prefix + "/usr/bin/cloud-init", os.X_OK),
     "dpkg": os.path.exists(prefix + "/var/lib/dpkg/lock-frontend"),
     "apt": os.path.isdir(prefix + "/etc/apt/apt.conf.d"),
     "nvswitch_count": 0,
     "execlet_present": os.path.exists(prefix + execlet_bin),
+    "secure_boot": secure_boot(),
+    "private_ipv4": private_ipv4(),
 }
 nvs = prefix + "/proc/driver/nvidia-nvswitch/devices"
 if os.path.isdir(nvs):
     out["nvswitch_count"] = len(os.listdir(nvs))
 
-rc, so, se = run(["nvidia-smi", "--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"])
-first = [f.strip() for f in so.splitlines()[0].split(",")] if rc == 0 and so else []
+# The driver: what nvidia-smi says, the loaded kernel module, and the installed one.
+rc, so, se = run(["nvidia-smi", "--query-gpu=driver_version,persistence_mode,name", "--format=csv,noheader"], 60)
+# A GPU fallen off the bus makes nvidia-smi fail while the driver works for the others: the driver is
+# there (reinstalling it would not help); the health checks name the lost GPU.
+rows = [[f.strip() for f in line.split(",")] for line in so.splitlines() if line.count(",") >= 2 and "Unable to" not in line]
+text = (so + "\n" + se).strip()
+lost = "GPU is lost" in text
+first = rows[0] if rows else []
+rc_s, summary, _ = run(["nvidia-smi"], 60) if rows or lost else (1, "", "")
+m = re.search(r"CUDA Version:\s*([0-9]+)\.([0-9]+)", summary)
+loaded = read("/sys/module/nvidia/version").strip()
+rc_m, installed, _ = run(["modinfo", "-F", "version", "nvidia"], 30) if shutil.which("modinfo") else (1, "", "")
+installed = installed.splitlines()[0].strip() if rc_m == 0 and installed else ""
 out["driver"] = {
-    "ok": len(first) >= 1,
-    "version": first[0] if first else "",
+    "ok": bool(first) or lost,
+    "version": first[0] if first else (loaded if lost else ""),
     "persistence": first[1] if len(first) > 1 else "",
-    "error": "" if first else (se or so or "nvidia-smi gave no output")[:500],
+    "gpu_names": [r[2] for r in rows],
+    "error": "" if first or lost else (text or "nvidia-smi gave no output")[:500],
+    "cuda_version": "%s.%s" % (m.group(1), m.group(2)) if m else "",
+    "cuda_major": m.group(1) if m else "",
+    "loaded_version": loaded,
+    "installed_version": installed,
+    "mismatch": "version mismatch" in text or bool(loaded and installed and loaded != installed),
 }
-out["tools"] = {t: shutil.which(t) is not None for t in ("nvidia-ctk", "dcgmi", "nv-fabricmanager", "docker")}
+out["tools"] = {t: shutil.which(t) is not None for t in (
+    "nvidia-ctk", "dcgmi", "nv-hostengine", "nv-fabricmanager", "docker", "nvidia-persistenced", "nft",
+    "dcgm-exporter", "prometheus-node-exporter")}
+out["binaries"] = {t: shutil.which(t) or "" for t in ("dcgm-exporter", "prometheus-node-exporter", "nvidia-persistenced", "nft")}
 
-rc, so, _ = run(["docker", "info", "--format", "{" + "{json .Runtimes}" + "}"]) if out["tools"]["docker"] else (127, "", "")
+rc, so, _ = run(["docker", "info", "--format", "{" + "{json .Runtimes}" + "}"], 60) if out["tools"]["docker"] else (127, "", "")
 out["docker"] = {"ok": rc == 0, "nvidia_runtime": rc == 0 and '"nvidia"' in so}
 
-services = {}
-if shutil.which("systemctl"):
-    for unit in ("nvidia-fabricmanager", "nvidia-dcgm", "docker", "hydra-execlet"):
-        services[unit] = {
-            "active": run(["systemctl", "is-active", "--quiet", unit])[0] == 0,
-            "enabled": run(["systemctl", "is-enabled", "--quiet", unit])[0] == 0,
-        }
-out["services"] = services
+out["units"] = systemd_units() if out["systemd"] else {}
+# Kept for playbooks of your own that read it: the state of the units hydra knows by name.
+out["services"] = {u[:-len(".service")]: v for u, v in out["units"].items() if u.endswith(".service")}
+out["packages"] = packages()
 
 ports = {
     "node_exporter": int(os.environ.get("HYDRA_NODE_EXPORTER_PORT") or 9100),
     "dcgm_exporter": int(os.environ.get("HYDRA_DCGM_EXPORTER_PORT") or 9400),
 }
 out["exporters"] = {name: {"port": port, "answers": answers(port)} for name, port in ports.items()}
+if virt["container"] and out["tools"]["dcgmi"]:
+    out["dcgm_hostengine"] = run(["dcgmi", "discovery", "-l"], 30)[0] == 0
+else:
+    out["dcgm_hostengine"] = False
 print(json.dumps(out, sort_keys=True))

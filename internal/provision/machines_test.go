@@ -1,0 +1,325 @@
+package provision
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/playbooks"
+)
+
+// TestContainerMachine: a container without systemd (its systemctl refuses to work) reaches ready:
+// no driver, Fabric Manager or unit is touched, the exporters run as processes on loopback, and the
+// marker says so. The same machine then gets faults only the final health check sees (NVLink down,
+// the fabric not initialised, a dead exporter), which must fail the run, each one named.
+func TestContainerMachine(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 8, Container: true}, Config{})
+	ctx := context.Background()
+	rec := &logRecorder{}
+	started := time.Now()
+	res, err := f.runner.Provision(ctx, f.request(inventory.KindVM, "h100", 8, "", nil, rec))
+	if err != nil {
+		t.Fatalf("Provision: %v\nlog:\n%s", err, rec)
+	}
+	t.Log(rec.String())
+	m := checkMarker(t, f, inventory.KindVM, nil, res.HostKey, started)
+	want := MarkerMachine{Virtualization: "container", Systemd: false, Driver: sshhost.DefaultDriverVersion,
+		Exporters: MarkerExporters{Address: "127.0.0.1", NodeExporter: "process", DCGMExporter: "process"}}
+	if *m.Machine != want {
+		t.Errorf("marker's machine record %+v, want %+v", *m.Machine, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.ep.Dir, "run", "systemctl-refused.log")); err == nil {
+		t.Errorf("the playbooks called systemctl in a container:\n%s", b)
+	}
+	for _, task := range []string{"Enable and start Fabric Manager", "Run nvidia-persistenced", "Enable and start DCGM", "Reboot"} {
+		if regexp.MustCompile(`task ok .*` + regexp.QuoteMeta(task)).MatchString(rec.String()) {
+			t.Errorf("%q ran in a container", task)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.ep.Dir, "run", "nv-hostengine.pid")); err != nil {
+		t.Errorf("DCGM's host engine was not started: %v", err)
+	}
+	checkRecorded(t, filepath.Join(f.ep.Dir, "run", "node-exporter.args"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", f.ep.NodeExporterPort))
+	checkRecorded(t, filepath.Join(f.ep.Dir, "run", "dcgm-exporter.args"), fmt.Sprintf("--address=127.0.0.1:%d", f.ep.DCGMExporterPort))
+	for _, port := range []int{f.ep.NodeExporterPort, f.ep.DCGMExporterPort} {
+		if err := scrape(port); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// Faults the early GPU check cannot see, all in one run.
+	for name, content := range map[string]string{
+		sshhost.FaultNVLinkDown: "3 0 1", sshhost.FaultFabric: "in_progress", sshhost.FaultExporterDead: "dcgm",
+	} {
+		if err := sshhost.SetFault(f.ep.Dir, name, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vars := map[string]any{"hydra_health_fabric_wait_seconds": 0, "hydra_health_exporters_wait_seconds": 0}
+	again := &logRecorder{}
+	res, err = f.runner.Provision(ctx, f.request(inventory.KindVM, "h100", 8, res.HostKey, vars, again))
+	var te *TaskError
+	if !errors.As(err, &te) || te.Task != "health : Check the machine is healthy" {
+		t.Fatalf("want a failed health check, got %v\nlog:\n%s", err, again)
+	}
+	t.Logf("error: %v", err)
+	for _, want := range []string{
+		"unhealthy (nvlink, fabric, exporters)",
+		"nvlink: GPU 3 has NVLink(s) down: 0, 1",
+		"fabric: the NVSwitch fabric has not finished initialising on GPU(s) 0, 1, 2, 3, 4, 5, 6, 7 (state In Progress)",
+		fmt.Sprintf("exporters: dcgm-exporter: http://127.0.0.1:%d/metrics does not answer: HTTP Error 503", f.ep.DCGMExporterPort),
+	} {
+		if !strings.Contains(res.Message, want) {
+			t.Errorf("message %q lacks %q", res.Message, want)
+		}
+	}
+	if strings.Contains(again.String(), "changed:true role:monitoring") {
+		t.Errorf("the exporters' processes were started again:\n%s", again)
+	}
+
+	// The processes the playbooks started end with the machine.
+	pids := pidFiles(t, filepath.Join(f.ep.Root, "run", "hydra"))
+	if len(pids) != 2 {
+		t.Fatalf("pid files of the exporters: %v", pids)
+	}
+	if err := sshhost.Stop(f.ep.Dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if syscall.Kill(pid, 0) == nil && !zombie(pid) {
+			t.Errorf("process %d outlived the machine", pid)
+		}
+	}
+}
+
+// TestCheckModeChangesNothing: the playbooks run clean in --check on a fresh machine (every layer,
+// Fabric Manager included) and change nothing on it.
+func TestCheckModeChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 8}, Config{})
+	before := tree(t, f.ep.Root)
+	f.runner.checkMode = true
+	rec := &logRecorder{}
+	if _, err := f.runner.Provision(context.Background(), f.request(inventory.KindExeclet, "h100", 8, "", nil, rec)); err != nil {
+		t.Fatalf("--check: %v\nlog:\n%s", err, rec)
+	}
+	if after := tree(t, f.ep.Root); !slices.Equal(before, after) {
+		t.Errorf("--check changed the machine:\nbefore %v\nafter  %v", before, after)
+	}
+	for _, want := range []string{"changed:true role:monitoring task:monitoring : Set node_exporter's listen address", "task ok map[changed:false msg:healthy"} {
+		if !strings.Contains(rec.String(), want) {
+			t.Errorf("--check events lack %q:\n%s", want, rec)
+		}
+	}
+}
+
+// TestHealthProbeNamesEachFault runs the health probe (files/health_probe.py, the one place the health
+// criteria live) alone over SSH, as a read-only probe of a ready machine would, once per fault.
+func TestHealthProbeNamesEachFault(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 8}, Config{})
+	script, err := fs.ReadFile(playbooks.FS, "files/health_probe.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := sshClient(t, f)
+	spec, _ := json.Marshal(map[string]any{
+		"checks": []string{"all"}, "expect_count": 8, "expect_model": `\bH100\b`, "gpu_type": "h100",
+		"nvswitch": true, "persistence": true, "units": []string{"nvidia-fabricmanager.service", "nvidia-dcgm.service"},
+		"dcgm_diag_level": 2, "fabric_wait": 0, "exporters_wait": 0,
+		"exporters": []map[string]any{
+			{"name": "node_exporter", "port": f.ep.NodeExporterPort, "need": "node_"},
+			{"name": "dcgm-exporter", "port": f.ep.DCGMExporterPort, "need": "DCGM_FI_DEV_GPU_TEMP"},
+		},
+	})
+	type verdict struct {
+		Verdict string            `json:"verdict"`
+		Failed  []string          `json:"failed"`
+		Reasons []string          `json:"reasons"`
+		Checks  map[string]string `json:"checks"`
+	}
+	probe := func(t *testing.T) verdict {
+		t.Helper()
+		out, err := sshOutput(client, "python3 - "+shellQuote(string(spec)), script)
+		var v verdict
+		if jerr := json.Unmarshal([]byte(out), &v); jerr != nil {
+			t.Fatalf("probe output %q (%v): %v", out, err, jerr)
+		}
+		return v
+	}
+	if v := probe(t); v.Verdict != "healthy" || len(v.Checks) != 14 {
+		t.Fatalf("a healthy machine: %+v", v)
+	}
+	tests := []struct {
+		fault, content string
+		check, want    string
+	}{
+		{sshhost.FaultGPULost, "2", "gpu_lost", "GPU 00000000:38:00.0 fell off the bus"},
+		{sshhost.FaultECCVolatile, "1 2", "ecc_volatile", "GPU 1 (00000000:28:00.0): 2 uncorrectable ECC error(s) since the driver loaded"},
+		{sshhost.FaultECCAggregate, "3", "ecc_aggregate", "GPU 3 (00000000:48:00.0): 1 uncorrectable ECC error(s) over its life"},
+		{sshhost.FaultXid, "4 79", "xid", "Xid 79 on 0000:58:00 since boot (GPU has fallen off the bus)"},
+		{sshhost.FaultXid, "4 13", "", ""}, // an application's error (Graphics Engine Exception): healthy
+		{sshhost.FaultRemappedRows, "5 pending", "remapped_rows", "GPU 5 (00000000:68:00.0): a row remapping is pending"},
+		{sshhost.FaultRemappedRows, "5 failure", "remapped_rows", "GPU 5 (00000000:68:00.0): a row remapping failed"},
+		{sshhost.FaultNVLinkDown, "6 2", "nvlink", "GPU 6 has NVLink(s) down: 2"},
+		{sshhost.FaultFabric, "not_started", "fabric", "the NVSwitch fabric has not finished initialising on GPU(s) 0, 1, 2, 3, 4, 5, 6, 7 (state Not Started)"},
+		{sshhost.FaultFabric, "failure", "fabric", "the NVSwitch fabric failed to initialise on GPU(s) 0, 1, 2, 3, 4, 5, 6, 7 (status Failure)"},
+		{sshhost.FaultExporterDead, "node", "exporters", "node_exporter: http://127.0.0.1:" + strconv.Itoa(f.ep.NodeExporterPort) + "/metrics does not answer"},
+		{"", "565.57.01", "nvidia_smi", "nvidia-smi does not work (exit code 18): Failed to initialize NVML: Driver/library version mismatch"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fault+"/"+tc.content, func(t *testing.T) {
+			if tc.fault == "" {
+				err = sshhost.SetLoadedDriver(f.ep.Dir, tc.content)
+			} else {
+				err = sshhost.SetFault(f.ep.Dir, tc.fault, tc.content)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := sshhost.ClearFaults(f.ep.Dir); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			v := probe(t)
+			if tc.check == "" {
+				if v.Verdict != "healthy" {
+					t.Errorf("want healthy, got %+v", v)
+				}
+				return
+			}
+			if v.Verdict != "unhealthy" || !slices.Contains(v.Failed, tc.check) || !strings.Contains(strings.Join(v.Reasons, "\n"), tc.check+": "+tc.want) {
+				t.Errorf("want %s: %s, got %+v", tc.check, tc.want, v)
+			}
+		})
+	}
+	if v := probe(t); v.Verdict != "healthy" {
+		t.Errorf("the mended machine: %+v", v)
+	}
+}
+
+// sshClient logs in to the fixture's machine with the provisioning key, its host key pinned.
+func sshClient(t *testing.T, f fixture) *ssh.Client {
+	t.Helper()
+	signer, err := ssh.ParsePrivateKey(f.runner.cfg.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(f.ep.HostKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ssh.Dial("tcp", net.JoinHostPort(f.ep.Host, strconv.Itoa(f.ep.Port)), &ssh.ClientConfig{
+		User: f.ep.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.FixedHostKey(hostKey), Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// sshOutput runs cmd with stdin and returns its standard output.
+func sshOutput(c *ssh.Client, cmd string, stdin []byte) (string, error) {
+	s, err := c.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	var out, stderr bytes.Buffer
+	s.Stdin, s.Stdout, s.Stderr = bytes.NewReader(stdin), &out, &stderr
+	err = s.Run(cmd)
+	if err != nil && stderr.Len() > 0 {
+		err = fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	return out.String(), err
+}
+
+func scrape(port int) error {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || len(b) == 0 {
+		return fmt.Errorf("port %d: HTTP %d %q", port, resp.StatusCode, b)
+	}
+	return nil
+}
+
+// pidFiles reads the pids of every *.pid file in dir.
+func pidFiles(t *testing.T, dir string) []int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
+	var pids []int
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+// tree lists every file and directory under root with its size and modification time.
+func tree(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			out = append(out, rel+"/")
+		} else {
+			out = append(out, fmt.Sprintf("%s %d %d", rel, fi.Size(), fi.ModTime().UnixNano()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -76,6 +76,11 @@ type gpuInstanceModel struct {
 	OfferID                 types.String   `tfsdk:"offer_id"`
 	AllowFallback           types.Bool     `tfsdk:"allow_fallback"`
 	BidTimeout              types.String   `tfsdk:"bid_timeout"`
+	ReplaceWhenUnhealthy    types.Bool     `tfsdk:"replace_when_unhealthy"`
+	DrainTimeout            types.String   `tfsdk:"drain_timeout"`
+	Health                  types.String   `tfsdk:"health"`
+	HealthCheckedAt         types.String   `tfsdk:"health_checked_at"`
+	HealthReason            types.String   `tfsdk:"health_reason"`
 	SSHPublicKeys           types.List     `tfsdk:"ssh_public_keys"`
 	ProvisioningVars        types.Dynamic  `tfsdk:"provisioning_vars"`
 	MaxProvisioningAttempts types.Int64    `tfsdk:"max_provisioning_attempts"`
@@ -218,6 +223,41 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"from `1s` to `24h`. Default: `15m`. Counted within `timeouts.create`.",
 				Optional:   true,
 				Validators: []validator.String{durationBetween(time.Second, 24*time.Hour)},
+			},
+			"replace_when_unhealthy": schema.BoolAttribute{
+				MarkdownDescription: "Replace a `ready` machine whose health check (run on every refresh, see `health`) finds it " +
+					"unhealthy: the plan replaces it and says why. Default `false`: the plan shows the reason and changes nothing. A " +
+					"machine that cannot be reached is `unknown`, never replaced for that.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+			},
+			"drain_timeout": schema.StringAttribute{
+				MarkdownDescription: "For `kind = \"execlet\"`: before the machine is destroyed or replaced, hydra drains it (the agent " +
+					"stops taking work, then hydra waits for running work to finish) for at most this long, then deletes it whatever " +
+					"happened (drained, timed out, unreachable: each is logged). A Go duration from `1s` to `24h`. Default `\"10m\"`. " +
+					"With `create_before_destroy`, the replacement is ready before the old machine is drained and deleted: zero downtime.",
+				Optional:   true,
+				Validators: []validator.String{durationBetween(time.Second, 24*time.Hour)},
+			},
+			"health": schema.StringAttribute{
+				MarkdownDescription: "The machine's GPU health as last read: `healthy`, `unhealthy` or `unknown` (the machine could not " +
+					"be reached or read). Provisioning sets it; every refresh (`terraform plan`) checks a `ready` machine again, " +
+					"read-only and within a few seconds, with the same criteria provisioning applies (the promised GPUs visible, no " +
+					"uncorrectable or lifetime ECC errors, no pending row remapping, no fatal Xid event since boot, NVLink and fabric " +
+					"on SXM machines, exporters answering). Null with provisioning off.",
+				Computed:      true,
+				PlanModifiers: keep,
+			},
+			"health_checked_at": schema.StringAttribute{
+				MarkdownDescription: "When `health` was last read (RFC 3339, UTC).",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"health_reason": schema.StringAttribute{
+				MarkdownDescription: "Why the machine is `unhealthy` (every failed check) or `unknown`; null when healthy.",
+				Computed:            true,
+				PlanModifiers:       keep,
 			},
 			"allow_fallback": schema.BoolAttribute{
 				MarkdownDescription: "Leave the offer to apply time: the plan shows `estimated_price_usd_per_hour` and the offer fields as " +
@@ -806,6 +846,22 @@ func (r *gpuInstanceResource) modifyUpdatePlan(ctx context.Context, req resource
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// An unhealthy machine: the plan says why, and replaces it when asked to.
+	if state.Health.ValueString() == healthUnhealthy && state.Status.ValueString() == string(controlplane.StatusReady) {
+		name := state.Name.ValueString()
+		if plan.ReplaceWhenUnhealthy.ValueBool() {
+			resp.Diagnostics.AddWarning("Replacing an unhealthy GPU machine",
+				fmt.Sprintf("hydra_gpu_instance %q (%s) is unhealthy: %s. replace_when_unhealthy is set, so this plan replaces it.",
+					name, state.ID.ValueString(), state.HealthReason.ValueString()))
+			plan.Health = types.StringUnknown()
+			resp.RequiresReplace.Append(path.Root("health"))
+			resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
+			return
+		}
+		resp.Diagnostics.AddWarning("Unhealthy GPU machine",
+			fmt.Sprintf("hydra_gpu_instance %q (%s) is unhealthy: %s (checked %s). Nothing changes; set replace_when_unhealthy = true "+
+				"to replace it, or `terraform apply -replace` it.", name, state.ID.ValueString(), state.HealthReason.ValueString(), state.HealthCheckedAt.ValueString()))
+	}
 	// A machine that failed at the cloud cannot be repaired in place.
 	if state.Status.ValueString() == string(controlplane.StatusError) && state.ProvisioningError.IsNull() {
 		plan.Status = types.StringUnknown()
@@ -924,6 +980,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		m.OfferDetails = stringMap(ctx, shownDetails(launched.Offer), &resp.Diagnostics)
 	}
 	m.CloudInstanceID = types.StringValue(launched.Instance.ID)
+	m.Health, m.HealthCheckedAt, m.HealthReason = types.StringNull(), types.StringNull(), types.StringNull()
 	if m.GPUFormFactor.IsUnknown() {
 		// Left to apply (a pinned offer, or allow_fallback): what the launched offer's cloud said.
 		setHardware(&m, launched.Offer.Hardware)
@@ -1045,6 +1102,7 @@ func (b bringUp) provision(ctx context.Context, inst controlplane.Instance) diag
 	if !b.r.data.provisioning {
 		m.Status = types.StringValue(string(controlplane.StatusReady))
 		m.ReadyAt = types.StringValue(time.Now().UTC().Format(time.RFC3339))
+		m.Health, m.HealthCheckedAt, m.HealthReason = types.StringNull(), types.StringNull(), types.StringNull()
 		m.ProvisioningAttempts = types.Int64Value(0)
 		m.ProvisioningError = types.StringNull()
 		b.save()
@@ -1079,6 +1137,8 @@ func (b bringUp) provision(ctx context.Context, inst controlplane.Instance) diag
 	}
 	m.Status = types.StringValue(string(controlplane.StatusReady))
 	m.ReadyAt = types.StringValue(out.ReadyAt.Format(time.RFC3339))
+	// Provisioning ends with the health checks: the machine is healthy as of now.
+	m.Health, m.HealthCheckedAt, m.HealthReason = types.StringValue(healthHealthy), m.ReadyAt, types.StringNull()
 	m.ProvisioningError = types.StringNull()
 	m.ProvisioningDigest = stringOrNull(out.Digest)
 	b.save()
@@ -1150,6 +1210,7 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 	r.data.walk.hold(inst.ID)
 	r.data.cp.Held(ctx, inst)
 	applyInstance(&m, inst)
+	r.readHealth(ctx, &m, inst)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
@@ -1204,6 +1265,7 @@ func (r *gpuInstanceResource) fillFromInstance(m *gpuInstanceModel, inst control
 	m.Kind = types.StringValue(pm.Pool.Kind)
 	m.Spot = types.BoolValue(inst.Spot)
 	m.AllowFallback = types.BoolValue(false)
+	m.ReplaceWhenUnhealthy = types.BoolValue(false)
 	offer := controlplane.Offer{Pool: pm.Pool.Name, Region: inst.Region, InstanceType: inst.InstanceType, Spot: inst.Spot, PricePerHour: inst.PricePerHour}
 	m.OfferID = types.StringValue(controlplane.OfferID(offer))
 	m.Cloud = types.StringValue(pm.Pool.Cloud)
@@ -1312,6 +1374,7 @@ func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteReq
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ref := controlplane.InstanceRef{Name: state.ID.ValueString(), ID: state.CloudInstanceID.ValueString()}
+	r.drain(ctx, &state)
 	if err := r.data.cp.Terminate(ctx, ref); err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("deleting GPU instance (%s)", ref.Name), err.Error())
 	}

@@ -54,6 +54,9 @@ func upgradeV0JSON(in []byte) ([]byte, error) {
 			delete(attrs, old)
 		}
 	}
+	if _, ok := attrs["replace_when_unhealthy"]; !ok {
+		attrs["replace_when_unhealthy"] = json.RawMessage("false")
+	}
 	var fallback bool
 	_ = json.Unmarshal(attrs["allow_fallback"], &fallback)
 	if !fallback {

@@ -40,6 +40,9 @@ type MarkerMachine struct {
 	// Exporters says how node_exporter and dcgm-exporter run ("systemd", "process" on a machine
 	// without systemd, or "none") and on which address they listen.
 	Exporters MarkerExporters `json:"exporters"`
+	// HealthSpec is the health probe's specification for this machine as the run applied it, minus
+	// what only provisioning may do (the DCGM diagnostic, the waits): ProbeHealth runs it again.
+	HealthSpec map[string]any `json:"health_spec,omitempty"`
 }
 
 // MarkerExporters is how the exporters run on a provisioned machine.

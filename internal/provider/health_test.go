@@ -1,0 +1,220 @@
+package provider
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+)
+
+func healthConfig(s *testSandbox, extra string) string {
+	return s.provisionedConfig("") + testAccGPUInstanceConfig_basic("health", "l4", extra)
+}
+
+// A fault injected into a ready machine shows in the next refresh: unhealthy, with the reason; the
+// plan changes nothing until replace_when_unhealthy asks for a replacement, which is then healthy.
+func TestAccGPUInstance_healthDegraded(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			Config: healthConfig(s, ""),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("healthy")),
+			},
+		}, {
+			// A fatal Xid (the GPU fell off the bus) after ready: the refresh reads it, the plan is empty.
+			PreConfig: func() {
+				if err := sshhost.SetFault(s.machineDir(), sshhost.FaultXid, "0 79"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: healthConfig(s, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("unhealthy")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health_reason"), knownvalue.StringRegexp(regexp.MustCompile(`(?i)xid`))),
+			},
+		}, {
+			// Asked to, the plan replaces it; the replacement is healthy.
+			Config: healthConfig(s, "  replace_when_unhealthy = true"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("healthy")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+			},
+			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
+		}},
+	})
+}
+
+// A machine whose health cannot be read is "unknown", never "unhealthy": even with
+// replace_when_unhealthy, nothing is replaced.
+func TestAccGPUInstance_healthUnknownWhenUnreachable(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			Config: healthConfig(s, "  replace_when_unhealthy = true"),
+		}, {
+			// The machine's provisioning record is gone (as on a machine reinstalled behind hydra's back):
+			// its health cannot be read.
+			PreConfig: func() {
+				marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
+				if !ok {
+					t.Fatal("no provisioning marker on the machine")
+				}
+				if err := os.Remove(marker); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: healthConfig(s, "  replace_when_unhealthy = true"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("unknown")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health_reason"), knownvalue.StringRegexp(regexp.MustCompile(`marker`))),
+			},
+			Check: s.checkCreated(1),
+		}},
+	})
+}
+
+// execletConfig is one execlet with provisioning on.
+func execletConfig(s *testSandbox, name, extra string) string {
+	return s.provisionedConfig("") + testAccGPUInstanceConfig_basic(name, "l4", "  kind = \"execlet\"\n"+extra)
+}
+
+// jobs is the execlet agent's running work on a sandbox machine, and its drain flag.
+func jobPaths(machineDir string) (jobsDir, flag string) {
+	root := filepath.Join(machineDir, "root")
+	return filepath.Join(root, "var/lib/hydra/execlet/jobs"), filepath.Join(root, "var/lib/hydra/execlet/draining")
+}
+
+// startJob puts one running job on the machine; the returned watcher ends it once the machine is
+// draining (after about a second), and reports whether it saw the drain flag.
+func startJob(t *testing.T, machineDir string, endOnDrain bool) *atomic.Bool {
+	t.Helper()
+	jobsDir, flag := jobPaths(machineDir)
+	if err := os.MkdirAll(jobsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jobsDir, "job-1"), []byte("training\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var sawDrain atomic.Bool
+	go func() {
+		for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if _, err := os.Stat(flag); err == nil {
+				sawDrain.Store(true)
+				if endOnDrain {
+					time.Sleep(time.Second)
+					_ = os.Remove(filepath.Join(jobsDir, "job-1"))
+				}
+				return
+			}
+		}
+	}()
+	return &sawDrain
+}
+
+// Destroying an execlet drains it first: it stops taking work, and the delete waits for the running job.
+func TestAccGPUInstance_drainBeforeDestroy(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	var sawDrain *atomic.Bool
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(st *terraform.State) error {
+			if sawDrain == nil || !sawDrain.Load() {
+				t.Error("the execlet was deleted without being drained")
+			}
+			return s.checkDestroyed(st)
+		},
+		Steps: []resource.TestStep{{
+			Config: execletConfig(s, "drained", `  drain_timeout = "2m"`),
+			Check: func(*terraform.State) error {
+				sawDrain = startJob(t, s.machineDir(), true)
+				return nil
+			},
+		}},
+	})
+}
+
+// A drain that does not finish within drain_timeout never blocks the destroy.
+func TestAccGPUInstance_drainTimeout(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	var sawDrain *atomic.Bool
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(st *terraform.State) error {
+			if sawDrain == nil || !sawDrain.Load() {
+				t.Error("the execlet was not asked to drain")
+			}
+			return s.checkDestroyed(st)
+		},
+		Steps: []resource.TestStep{{
+			Config: execletConfig(s, "stuck", `  drain_timeout = "15s"`),
+			Check: func(*terraform.State) error {
+				sawDrain = startJob(t, s.machineDir(), false) // the job never ends
+				return nil
+			},
+		}},
+	})
+}
+
+// A replacement drains the old machine before deleting it.
+func TestAccGPUInstance_replaceDrainsOldMachine(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	var sawDrain *atomic.Bool
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			Config: execletConfig(s, "old", `  drain_timeout = "2m"`),
+			Check: func(*terraform.State) error {
+				sawDrain = startJob(t, s.machineDir(), true)
+				return nil
+			},
+		}, {
+			Config: execletConfig(s, "new", `  drain_timeout = "2m"`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
+			},
+			Check: func(*terraform.State) error {
+				if !sawDrain.Load() {
+					t.Error("the replaced execlet was deleted without being drained")
+				}
+				return s.checkCreated(2)(nil)
+			},
+		}},
+	})
+}

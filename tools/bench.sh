@@ -4,11 +4,28 @@
 #     100 terraform_data in the same run, and 100 terraform_data alone (target: hydra at most 4x).
 #  2. Offer requests per cloud per plan (target: 1, whatever the number of instances).
 #  3. Plan time with the sandbox answering slowly (target: bounded by offer_timeout, cloud named).
+#  4. The plan's share that is hydra's own work: the same plan against a build whose plan modifier
+#     (gpuInstanceResource.ModifyPlan) returns at once.
+#  5. Time to ready (issue 12): `terraform apply` of 20 hydra_gpu_instance on the sandbox with boots of
+#     10s and 60s, provisioning off: wall time against the boot time, hydra's share per machine (target:
+#     at most 2s, whatever the boot time) and sandbox API reads per machine.
+#  6. The same with provisioning on, 3 machines (Ansible and sshd needed; BENCH_PROVISIONING=0 skips
+#     it): cloud running -> first SSH attempt, and playbook end -> apply returns.
+# BENCH_READY=0 skips 5 and 6; BENCH_FLEET (20), BENCH_BOOTS ("10s 60s") and BENCH_PROVISIONED (3) size them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tf=${TERRAFORM:-$(command -v terraform || echo /usr/local/bin/terraform)}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# Applies leave machines (with provisioning on, real sshd processes): whatever a state still holds is
+# destroyed before the directory goes.
+cleanup() {
+  for st in "$work"/*/terraform.tfstate; do
+    [ -f "$st" ] || continue
+    ( cd "$(dirname "$st")" && "$tf" destroy -auto-approve -no-color -parallelism=50 >/dev/null 2>&1 ) || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
 cat > "$work/dev.tfrc" <<TFRC
 provider_installation {
   dev_overrides {
@@ -99,3 +116,200 @@ SECONDS=0
 ( cd "$work/slow" && "$tf" plan -no-color -refresh=false -lock=false >"$work/slow/plan.log" 2>&1 ) || true
 echo "== plan with the sandbox answering after 60s, offer_timeout 2s: ${SECONDS}s wall (target: about 2s plus the plan itself)"
 grep -m1 -o 'sandbox: timed out after [0-9a-z]* waiting for offers' "$work/slow/plan.log" | sed 's/^/   named: /' || echo "   (the timeout was not named; plan log: $work/slow/plan.log)"
+
+# 4. The plan's share that is hydra's own work. A second provider binary is built whose
+#    gpuInstanceResource.ModifyPlan returns at once; everything else (plugin start, schema, Configure
+#    with its orphan scan, validation) is the same. It is built with `go build -overlay`, which swaps
+#    gpu_instance_resource.go for a copy whose ModifyPlan starts with `return`: nothing in the tree
+#    changes and no switch ships in the real binary. (An -ldflags -X variable would have to be read by
+#    ModifyPlan itself, in internal/provider, which this benchmark does not touch; the terraform_data
+#    peers of 1. price Terraform's own per-resource work, not the plugin around ModifyPlan.)
+#    hydra's share = (full - noop) / full, best of $runs plans each, taken in turn.
+plan_once() { # dir -> seconds of one plan
+  rm -rf "$1/quotes"
+  ( cd "$1" && /usr/bin/time -f '%e' -o "$1/time1.txt" "$tf" plan -no-color -refresh=false -lock=false >"$1/plan.log" 2>&1 ) || { tail -20 "$1/plan.log" >&2; return 1; }
+  cat "$1/time1.txt"
+}
+res="$root/internal/provider/gpu_instance_resource.go"
+mkdir -p "$work/noop/bin"
+if awk '/^func \(r \*gpuInstanceResource\) ModifyPlan\(/ { print; print "\treturn // bench: the plan modifier returns at once"; n++; next } { print } END { exit n != 1 }' \
+    "$res" > "$work/noop/gpu_instance_resource.go" &&
+  printf '{"Replace": {"%s": "%s"}}\n' "$res" "$work/noop/gpu_instance_resource.go" > "$work/noop/overlay.json" &&
+  ( cd "$root" && ${GO:-go} build -trimpath -overlay "$work/noop/overlay.json" -o "$work/noop/bin/terraform-provider-hydra" . ) >"$work/noop/build.log" 2>&1; then
+  sed "s|$root/bin|$work/noop/bin|" "$work/dev.tfrc" > "$work/noop.tfrc"
+  full_s="" noop_s=""
+  for _ in $(seq "$runs"); do
+    s=$(plan_once "$work/hydra")
+    if [ -z "$full_s" ] || awk "BEGIN{exit !($s < $full_s)}"; then full_s=$s; fi
+    s=$(TF_CLI_CONFIG_FILE="$work/noop.tfrc" plan_once "$work/hydra")
+    if [ -z "$noop_s" ] || awk "BEGIN{exit !($s < $noop_s)}"; then noop_s=$s; fi
+  done
+  echo "== plan, $n hydra_gpu_instance + $n terraform_data: ${full_s}s wall; with ModifyPlan returning at once: ${noop_s}s"
+  awk -v f="$full_s" -v o="$noop_s" -v n="$n" 'BEGIN{printf "   hydra'"'"'s own plan work (offers, quotes, fleet, checks): %.2fs, %.0f%% of the plan, %.1f ms per instance\n", f-o, (f-o)*100/f, (f-o)*1000/n}'
+else
+  echo "== plan share: could not build the build whose ModifyPlan returns at once (see below); skipped"
+  tail -5 "$work/noop/build.log" | sed 's/^/   /'
+fi
+
+# 5. and 6. Time to ready (issue 12). Applies of fleet machines on the sandbox, -parallelism=fleet so
+#    that Terraform creates them all at once (its default of 10 would start the second ten only when
+#    the first ten are done: two boots in a row). Provisioning is off in 5 (the provider block says
+#    `provisioning { enabled = false }`: a machine is ready once the cloud says it runs), on in 6.
+#
+#    Where the numbers come from: the sandbox records when each machine runs (state.json running_at,
+#    the cloud's "running"), the provider logs when hydra saw it ("machine running"), when it was ready
+#    ("machine ready"), its first SSH attempt ("waiting for SSH") and the playbook's end ("playbook
+#    succeeded"), at INFO in TF_LOG_PATH; stats.json counts the instance reads (Gets and Lists).
+#
+#    hydra's share per machine is measured two ways:
+#     - directly, per machine: ready - running_at (provisioning off), the time hydra adds between the
+#       cloud's "running" and the machine being ready; mean and max over the fleet;
+#     - from wall times: wall(boot) - boot - fixed, where fixed = wall(1ms boot) - (the max share of
+#       that 1ms apply): Terraform's and the provider's own work that does not depend on the boot (plugin
+#       start, plan, offers, creates, state writes). The machines boot side by side, so what is left is
+#       the share of the last machine hydra noticed, as the user waits for it (plus this machine's noise;
+#       the sandbox refuses a 0s boot, so 1ms stands in for it).
+#    Reads per machine are every Get and List the sandbox answered during the apply (plan and create
+#    included: the 1ms apply shows that part) over the number of machines.
+fleet=${BENCH_FLEET:-20}
+boots=${BENCH_BOOTS:-10s 60s}
+
+mkapply() { # dir, count, boot_time, provisioning (on|off)
+  mkdir -p "$1"
+  local prov='provisioning {
+    enabled = false
+  }'
+  if [ "$4" = on ]; then prov='provisioning {
+    retry_delay = "1s"
+  }'; fi
+  cat > "$1/main.tf" <<TF
+terraform {
+  required_providers {
+    hydra = { source = "hydragpu/hydra" }
+  }
+}
+provider "hydra" {
+  plan_quote_dir = "$1/quotes"
+  sandbox {
+    dir       = "$1/sandbox"
+    boot_time = "$3"
+  }
+  $prov
+}
+resource "hydra_gpu_instance" "fleet" {
+  count    = $2
+  name     = "ready-\${count.index}"
+  gpu_type = "l4"
+}
+TF
+}
+
+analyze() { # dir, boot seconds -> one line of numbers (see the end of the python for their order)
+  python3 - "$1" "$2" <<'PY'
+import datetime, json, re, sys
+d, boot = sys.argv[1], float(sys.argv[2])
+def ts(s):
+    s = s.rstrip('Z')
+    if '.' in s:
+        a, b = s.split('.')
+        s = a + '.' + b[:6].ljust(6, '0')
+    return datetime.datetime.fromisoformat(s).replace(tzinfo=datetime.timezone.utc).timestamp()
+start, end = (float(x) for x in open(d + '/times').read().split())
+st = json.load(open(d + '/sandbox/state.json'))
+running = {r['name']: ts(r['running_at']) for r in st['instances']}
+created = [ts(r['created_at']) for r in st['instances']]
+first, last = {}, {}  # event -> machine -> first / last time logged
+for line in open(d + '/provider.log'):
+    m = re.search(r'\] +provider\.terraform-provider-hydra: (machine running|machine ready|waiting for SSH|playbook succeeded|task [a-z ()]+):', line)
+    if not m:
+        continue
+    who = re.search(r' (?:name|instance)=(\S+)', line)
+    t = re.search(r' timestamp=(\S+)', line)
+    if who and t and who.group(1) in running:
+        ev = 'task' if m.group(1).startswith('task ') and m.group(1) != 'task started' else m.group(1)
+        first.setdefault(ev, {}).setdefault(who.group(1), ts(t.group(1)))
+        last.setdefault(ev, {})[who.group(1)] = ts(t.group(1))
+stats = json.load(open(d + '/stats.apply.json'))
+gets, lists = stats.get('instance_gets', 0), stats.get('instance_lists', 0)
+def agg(pairs):
+    xs = [b - a for a, b in pairs]
+    return (sum(xs) / len(xs), max(xs)) if xs else (float('nan'), float('nan'))
+def span(a, b):  # per machine, from event map a to event map b
+    return [(a[m], b[m]) for m in b if m in a]
+ready = first.get('machine ready', {})
+share = agg(span(running, ready))
+tail = end - max(ready.values()) if ready else float('nan')
+out = [end - start, boot, share[0], share[1], (gets + lists) / len(running), gets, lists, tail, max(created) - start]
+ssh = first.get('waiting for SSH', {})
+if ssh:
+    seen, played = first.get('machine running', {}), first.get('playbook succeeded', {})
+    out += agg(span(running, seen)) + agg(span(seen, ssh)) + agg(span(running, ssh)) + \
+        agg(span(last.get('task', {}), played)) + agg(span(played, ready))
+# wall boot share(mean max) reads/machine gets lists tail last-create
+#   [provisioning: running->seen(mean max) seen->ssh running->ssh last-task->ansible-exit ansible-exit->ready]
+print(' '.join('%.2f' % x if isinstance(x, float) else str(x) for x in out))
+PY
+}
+
+apply_run() { # dir, count, boot seconds -> applies, analyzes into dir/numbers, destroys
+  local dir=$1 count=$2 start end
+  start=$(date +%s.%N)
+  ( cd "$dir" && TF_LOG_PROVIDER=INFO TF_LOG_PATH="$dir/provider.log" \
+      "$tf" apply -auto-approve -no-color -parallelism="$count" >"$dir/apply.log" 2>&1 ) || { tail -30 "$dir/apply.log" >&2; return 1; }
+  end=$(date +%s.%N)
+  echo "$start $end" > "$dir/times"
+  cp "$dir/sandbox/stats.json" "$dir/stats.apply.json"
+  analyze "$dir" "$3" > "$dir/numbers"
+  ( cd "$dir" && "$tf" destroy -auto-approve -no-color -parallelism="$count" >"$dir/destroy.log" 2>&1 ) || tail -20 "$dir/destroy.log" >&2
+}
+
+seconds() { # Go duration (1ms, 10s, 2m) -> seconds
+  case "$1" in
+    *ms) awk -v v="${1%ms}" 'BEGIN{print v/1000}' ;;
+    *s) echo "${1%s}" ;;
+    *m) awk -v v="${1%m}" 'BEGIN{print v*60}' ;;
+    *) echo "$1" ;;
+  esac
+}
+
+if [ "${BENCH_READY:-1}" != 0 ]; then
+  echo "== time to ready: terraform apply of $fleet hydra_gpu_instance on the sandbox, -parallelism=$fleet, provisioning off"
+  echo "   (target: hydra's share at most 2s per machine whatever the boot; the apply about as long as its slowest machine)"
+  row='   %-5s %8s %13s %15s  %-26s %-26s %s\n'
+  printf "$row" boot wall wall-boot-fix "creates done at" "hydra's share per machine" "reads per machine" "last ready->return"
+  mkapply "$work/ready-0" "$fleet" 1ms off
+  apply_run "$work/ready-0" "$fleet" 0.001
+  read -r w0 _ s0mean s0max r0 g0 l0 t0 c0 < "$work/ready-0/numbers"
+  fixed=$(awk -v w="$w0" -v m="$s0max" 'BEGIN{printf "%.2f", w-m}')
+  printf "$row" 1ms "${w0}s" "fixed ${fixed}s" "${c0}s" "mean ${s0mean}s, max ${s0max}s" "$r0 ($g0 Gets, $l0 Lists)" "${t0}s"
+  for boot in $boots; do
+    b=$(seconds "$boot")
+    mkapply "$work/ready-$boot" "$fleet" "$boot" off
+    apply_run "$work/ready-$boot" "$fleet" "$b"
+    read -r w _ smean smax r g l t c < "$work/ready-$boot/numbers"
+    over=$(awk -v w="$w" -v b="$b" -v f="$fixed" 'BEGIN{printf "%+.2fs", w-b-f}')
+    printf "$row" "$boot" "${w}s" "$over" "${c}s" "mean ${smean}s, max ${smax}s" "$r ($g Gets, $l Lists)" "${t}s"
+  done
+  echo "   wall-boot-fix = wall - boot - fixed: what the apply took beyond the boot and the fixed cost, i.e. the share of its last"
+  echo "   machine, plus this machine's noise (see 'creates done at'); share per machine = ready - the cloud's running (direct)"
+
+  if [ "${BENCH_PROVISIONING:-1}" != 0 ] && command -v ansible-playbook >/dev/null && { command -v sshd >/dev/null || [ -x /usr/sbin/sshd ]; }; then
+    pn=${BENCH_PROVISIONED:-3}
+    echo "== time to ready with provisioning on: $pn hydra_gpu_instance, boot 10s, the embedded playbooks on the sandbox's machines"
+    mkapply "$work/ready-prov" "$pn" 10s on
+    if apply_run "$work/ready-prov" "$pn" 10 && read -r w _ _ _ r g l t _ seenm seenx sshm sshx totm totx exitm exitx rdym rdyx < "$work/ready-prov/numbers"; then
+      echo "   apply ${w}s wall; reads per machine $r ($g Gets, $l Lists)"
+      echo "   cloud running -> hydra sees it running:  mean ${seenm}s, max ${seenx}s (the sandbox starts each machine's sshd inside the"
+      echo "                                            read that first sees it running, one machine at a time: its simulated boot)"
+      echo "   hydra sees it running -> first SSH try:  mean ${sshm}s, max ${sshx}s (hydra's share)"
+      echo "   cloud running -> first SSH try:          mean ${totm}s, max ${totx}s"
+      echo "   last task -> ansible-playbook exits:     mean ${exitm}s, max ${exitx}s (Ansible's own)"
+      echo "   ansible-playbook exits -> machine ready: mean ${rdym}s, max ${rdyx}s (hydra's share)"
+      echo "   last machine ready -> apply returns:     ${t}s (Terraform's)"
+    else
+      echo "   the provisioned apply failed; see above"
+    fi
+  else
+    echo "== time to ready with provisioning on: skipped (BENCH_PROVISIONING=0, or ansible-playbook or sshd missing)"
+  fi
+fi

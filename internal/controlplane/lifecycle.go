@@ -115,21 +115,20 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 	return Launched{}, Errorf(ErrCapacity, "hydra", "creating instance", "every acceptable offer ran out of capacity: %v", tried)
 }
 
-// awaitAllocation polls an instance awaiting allocation until the cloud allocates it (won) or timeout
-// passes (not won). An error is returned only when ctx ends.
+// awaitAllocation waits for an instance awaiting allocation, read through its cloud's shared status
+// poller (see poll.go), until the cloud allocates it (won) or timeout passes (not won). An error is
+// returned only when ctx ends.
 func (cp *ControlPlane) awaitAllocation(ctx context.Context, pm *SinglePoolInstManager, inst Instance, timeout time.Duration) (Instance, bool, error) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cp.logger(ctx).Info("waiting for the bid to win", "name", inst.Name, "bid_timeout", timeout.String())
-	err := wait.Until(wctx, "the bid of "+inst.Name+" to win", wait.Backoff{First: cp.opts.PollInterval, Max: cp.opts.PollMax, Factor: 1.5},
-		func(ctx context.Context) (bool, error) {
-			next, err := pm.Get(ctx, InstanceRef{Name: inst.Name, ID: inst.ID})
-			if err != nil {
-				return false, wait.Transient(err)
-			}
-			inst = next
-			return !inst.AwaitingAllocation, nil
-		})
+	err := cp.watch(wctx, pm, InstanceRef{Name: inst.Name, ID: inst.ID}, func(next Instance, err error) (bool, error) {
+		if err != nil {
+			return false, nil // retried at the next tick, as any failed read
+		}
+		inst = next
+		return !inst.AwaitingAllocation, nil
+	})
 	switch {
 	case err == nil:
 		return inst, true, nil
@@ -254,13 +253,16 @@ func (cp *ControlPlane) Confirm(ctx context.Context, inst Instance) {
 	}
 }
 
-// WaitRunning polls until the cloud says the instance runs (with an SSH endpoint when provisioning
-// needs one), with backoff, until ctx ends. onChange sees every status change.
+// WaitRunning waits until the cloud says the instance runs (with an SSH endpoint when provisioning
+// needs one), until ctx ends. The instance is read through its cloud's shared status poller (see
+// poll.go): at most BootPollMax between reads while the cloud answers, one read per tick for every
+// machine waiting on that cloud. onChange sees every status change.
 func (cp *ControlPlane) WaitRunning(ctx context.Context, inst Instance, onChange func(Instance)) (Instance, error) {
 	log := cp.logger(ctx)
 	started := time.Now()
 	lastLog := started
-	poll := func(ctx context.Context) (bool, error) {
+	// settled reports whether inst ends the wait: running (done), or an error or terminated (failed).
+	settled := func() (bool, error) {
 		switch inst.Status {
 		case StatusRunning:
 			return true, nil
@@ -273,13 +275,32 @@ func (cp *ControlPlane) WaitRunning(ctx context.Context, inst Instance, onChange
 		case StatusTerminated:
 			return false, fmt.Errorf("instance %s was terminated at the cloud (%s) before it became ready", inst.Name, inst.CloudStatus)
 		}
-		next, err := cp.manager.Get(ctx, InstanceRef{Name: inst.Name, ID: inst.ID})
+		return false, nil
+	}
+	interrupted := func() error {
+		return fmt.Errorf("waiting for instance %s to run (last status %s): %w", inst.Name, inst.Status, ctx.Err())
+	}
+	if ctx.Err() != nil {
+		return inst, interrupted()
+	}
+	if done, err := settled(); done || err != nil {
+		if done {
+			log.Info("machine running", "name", inst.Name, "took", "0s")
+		}
+		return inst, err
+	}
+	pm, err := cp.manager.Route(inst.Name)
+	if err != nil {
+		return inst, err
+	}
+	log.Info("waiting for the machine to boot", "name", inst.Name, "status", inst.CloudStatus)
+	err = cp.watch(ctx, pm, InstanceRef{Name: inst.Name, ID: inst.ID}, func(next Instance, err error) (bool, error) {
 		if IsNotFound(err) {
 			return false, fmt.Errorf("instance %s disappeared at the cloud while starting: %w", inst.Name, err)
 		}
 		if err != nil {
 			log.Warn("status poll failed; will retry", "name", inst.Name, "error", err)
-			return false, wait.Transient(err)
+			return false, nil
 		}
 		if next.Status != inst.Status && onChange != nil {
 			onChange(next)
@@ -289,17 +310,14 @@ func (cp *ControlPlane) WaitRunning(ctx context.Context, inst Instance, onChange
 			lastLog = time.Now()
 			log.Info("waiting for the machine to boot", "name", inst.Name, "status", inst.CloudStatus, "elapsed", time.Since(started).Round(time.Second).String())
 		}
-		return inst.Status == StatusRunning, nil
-	}
-	if inst.Status != StatusRunning {
-		log.Info("waiting for the machine to boot", "name", inst.Name, "status", inst.CloudStatus)
-	}
-	err := wait.Until(ctx, "instance "+inst.Name+" to run", wait.Backoff{First: cp.opts.PollInterval, Max: cp.opts.PollMax, Factor: 1.5}, poll)
+		return settled()
+	})
 	if err == nil {
 		log.Info("machine running", "name", inst.Name, "took", time.Since(started).Round(time.Second).String())
+		return inst, nil
 	}
-	if err != nil && ctx.Err() != nil {
-		return inst, fmt.Errorf("waiting for instance %s to run (last status %s): %w", inst.Name, inst.Status, ctx.Err())
+	if ctx.Err() != nil {
+		return inst, interrupted()
 	}
 	return inst, err
 }

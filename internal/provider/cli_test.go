@@ -16,11 +16,10 @@ import (
 // cliDir is a Terraform working directory driven with the real CLI, for tests that need what the
 // testing framework cannot do: signals, kills, several working directories, -replace.
 type cliDir struct {
-	t    *testing.T
-	dir  string
-	env  []string
-	tf   string
-	last *exec.Cmd
+	t   *testing.T
+	dir string
+	env []string
+	tf  string
 }
 
 // terraformBlock names hydra's source address.
@@ -50,7 +49,8 @@ var (
 func newCLIDirBinary(t *testing.T, config string) *cliDir {
 	t.Helper()
 	providerBinOnce.Do(func() {
-		providerBinDir, providerBinErr = os.MkdirTemp("", "hydra-provider-bin-")
+		// Built once and shared by every test of the process: a t.TempDir would go with the first test.
+		providerBinDir, providerBinErr = os.MkdirTemp("", "hydra-provider-bin-") //nolint:usetesting // see above
 		if providerBinErr != nil {
 			return
 		}
@@ -136,11 +136,11 @@ func providerChild(t *testing.T, pid int) int {
 				continue
 			}
 			s := string(data)
-			open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-			if open < 0 || close < 0 || !strings.HasPrefix(s[open+1:close], "terraform-provi") {
+			lp, rp := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+			if lp < 0 || rp < 0 || !strings.HasPrefix(s[lp+1:rp], "terraform-provi") {
 				continue
 			}
-			fields := strings.Fields(s[close+2:])
+			fields := strings.Fields(s[rp+2:])
 			if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
 				child, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Dir(p), "/proc/"), "/"))
 				return child

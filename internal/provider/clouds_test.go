@@ -573,11 +573,11 @@ func TestProviderSchema_cloudBlocksFromRegistry(t *testing.T) {
 	}
 	// The HCL every example, test and user configuration already writes keeps working.
 	want := map[string][]string{
-		"atlas":           {"emulator_dir", "endpoint", "price_factor", "token"},
-		"mithril":         {"api_key", "emulator_dir", "enabled", "endpoint", "project", "win_margin_percent"},
+		"atlas":          {"emulator_dir", "endpoint", "price_factor", "token"},
+		"mithril":        {"api_key", "emulator_dir", "enabled", "endpoint", "project", "win_margin_percent"},
 		"primeintellect": {"api_key", "emulator_dir", "endpoint"},
-		"upcloud":         {"emulator_dir", "endpoint", "eur_to_usd", "password", "template", "token", "username"},
-		"verda":           {"client_id", "client_secret", "emulator_dir", "endpoint", "eur_to_usd"},
+		"upcloud":        {"emulator_dir", "endpoint", "eur_to_usd", "password", "template", "token", "username"},
+		"verda":          {"client_id", "client_secret", "emulator_dir", "endpoint", "eur_to_usd"},
 	}
 	for block, keys := range want {
 		b, _ := s.Blocks[block].(pschema.SingleNestedBlock)

@@ -889,8 +889,11 @@ func (r *gpuInstanceResource) modifyUpdatePlan(ctx context.Context, req resource
 		plan.ProvisioningAttempts = types.Int64Unknown()
 		plan.ProvisioningError = types.StringUnknown()
 		plan.HostKey = types.StringUnknown()
+		// Provisioning ends with the health checks: health is known after apply.
+		plan.Health, plan.HealthCheckedAt, plan.HealthReason = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 		if !r.data.provisioning {
 			plan.HostKey = state.HostKey
+			plan.Health, plan.HealthCheckedAt, plan.HealthReason = state.Health, state.HealthCheckedAt, state.HealthReason
 		}
 		if state.SSHHost.IsNull() {
 			// Not reachable yet (an interrupted boot): the address comes while resuming.

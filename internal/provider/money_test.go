@@ -151,11 +151,11 @@ data "hydra_gpu_offer" "l40s" {
 				statecheck.ExpectKnownValue("data.hydra_gpu_offer.l40s", tfjsonpath.New("offers"), knownvalue.ListPartial(map[int]knownvalue.Check{
 					// Two eligible regions first, then the sold-out one.
 					2: knownvalue.ObjectPartial(map[string]knownvalue.Check{
-						"region":         knownvalue.StringExact("sbx-eu-1"),
-						"eligible":       knownvalue.Bool(false),
-						"available":      knownvalue.Int64Exact(0),
+						"region":             knownvalue.StringExact("sbx-eu-1"),
+						"eligible":           knownvalue.Bool(false),
+						"available":          knownvalue.Int64Exact(0),
 						"price_usd_per_hour": knownvalue.Float64Exact(0.99),
-						"ineligible_why": knownvalue.StringRegexp(regexp.MustCompile(`sold out`)),
+						"ineligible_why":     knownvalue.StringRegexp(regexp.MustCompile(`sold out`)),
 					}),
 				})),
 			},

@@ -91,7 +91,7 @@ func sandboxKey(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Close()
+	defer func() { _ = lock.Close() }() // a lock file: nothing was written to it
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return nil, err
 	}

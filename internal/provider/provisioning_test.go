@@ -94,7 +94,7 @@ func findFileContaining(dir, want string) (string, bool) {
 	var found string
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || found != "" {
-			return nil
+			return nil //nolint:nilerr // an unreadable entry is skipped: the search goes on
 		}
 		if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), want) {
 			found = p
@@ -150,8 +150,12 @@ func TestAccGPUInstance_provisioned(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					fmt.Fprintln(f, "# changed by TestAccGPUInstance_provisioned")
-					f.Close()
+					if _, err := fmt.Fprintln(f, "# changed by TestAccGPUInstance_provisioned"); err != nil {
+						t.Fatal(err)
+					}
+					if err := f.Close(); err != nil {
+						t.Fatal(err)
+					}
 				},
 				Config: base,
 				ConfigPlanChecks: resource.ConfigPlanChecks{

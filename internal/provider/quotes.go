@@ -75,7 +75,7 @@ func (s *quoteStore) get(key string) (quote, bool, error) {
 	}
 	if err := json.Unmarshal(data, &q); err != nil || time.Now().After(q.Expires) {
 		// A damaged or expired quote only costs a fresh one.
-		return quote{}, false, nil
+		return quote{}, false, nil //nolint:nilerr // deliberate, explained above
 	}
 	return q, true, nil
 }

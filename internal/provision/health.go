@@ -85,7 +85,7 @@ func (r *Runner) ProbeHealth(ctx context.Context, ep controlplane.SSHEndpoint, h
 		return unknown("%v", mismatch)
 	}
 	var exit *ssh.ExitError
-	if runErr != nil && !(errors.As(runErr, &exit) && exit.ExitStatus() == 1) {
+	if runErr != nil && (!errors.As(runErr, &exit) || exit.ExitStatus() != 1) {
 		return unknown("probing %s: %v %s", check.addr, runErr, cut(strings.TrimSpace(stderr.String()), 300))
 	}
 	var v struct {

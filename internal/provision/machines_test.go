@@ -243,7 +243,7 @@ func sshClient(t *testing.T, f fixture) *ssh.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() }) // best-effort: the test is over
 	return c
 }
 
@@ -253,7 +253,7 @@ func sshOutput(c *ssh.Client, cmd string, stdin []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }() // after Run the session is closed already (Close answers io.EOF)
 	var out, stderr bytes.Buffer
 	s.Stdin, s.Stdout, s.Stderr = bytes.NewReader(stdin), &out, &stderr
 	err = s.Run(cmd)

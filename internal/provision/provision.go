@@ -166,6 +166,9 @@ func New(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("GPU model pattern for %q: %w", typ, err)
 		}
 	}
+	// Find ansible-playbook (it runs `ansible-playbook --version`) while the first machine boots, not
+	// after it runs: the first provisioning then starts as soon as SSH answers.
+	go func() { _, _ = r.ansiblePath() }()
 	return r, nil
 }
 
@@ -250,7 +253,7 @@ func (r *Runner) Digest(pool inventory.Pool, vars map[string]any) (string, error
 		return "", fmt.Errorf("playbook %q of pool %q: %w", name, pool.Name, err)
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "playbook\x00%s\x00", name)
+	_, _ = fmt.Fprintf(h, "playbook\x00%s\x00", name) // a hash.Hash's Write never fails
 	err := fs.WalkDir(r.fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -268,7 +271,7 @@ func (r *Runner) Digest(pool inventory.Pool, vars map[string]any) (string, error
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(h, "file\x00%s\x00%d\x00", p, len(b))
+		_, _ = fmt.Fprintf(h, "file\x00%s\x00%d\x00", p, len(b))
 		h.Write(b)
 		return nil
 	})
@@ -279,14 +282,14 @@ func (r *Runner) Digest(pool inventory.Pool, vars map[string]any) (string, error
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "vars\x00%d\x00", len(canon))
+	_, _ = fmt.Fprintf(h, "vars\x00%d\x00", len(canon))
 	h.Write(canon)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 func checkPlaybookName(name string) error {
 	if name == "" || path.IsAbs(name) || strings.Contains(name, "\\") || !fs.ValidPath(name) ||
-		!(strings.HasSuffix(name, ".yml") || strings.HasSuffix(name, ".yaml")) {
+		!strings.HasSuffix(name, ".yml") && !strings.HasSuffix(name, ".yaml") {
 		return &controlplane.PermanentError{Err: fmt.Errorf("invalid playbook name %q (a .yml file inside the playbook directory)", name)}
 	}
 	return nil
@@ -406,7 +409,7 @@ func (r *Runner) playbookVars(req controlplane.ProvisionRequest) (map[string]any
 	vars["hydra_provisioning_digest"] = digest
 	vars["hydra_playbook"] = playbookName(req.Pool)
 	vars["hydra_marker_path"] = r.cfg.MarkerPath
-	return markUnsafe(vars).(map[string]any), nil
+	return markUnsafeMap(vars), nil
 }
 
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -522,11 +525,7 @@ func markUnsafe(v any) any {
 	case string:
 		return map[string]any{"__ansible_unsafe": t}
 	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = markUnsafe(e)
-		}
-		return out
+		return markUnsafeMap(t)
 	case []any:
 		out := make([]any, len(t))
 		for i, e := range t {
@@ -536,6 +535,15 @@ func markUnsafe(v any) any {
 	default:
 		return v
 	}
+}
+
+// markUnsafeMap marks every string in m, as markUnsafe does.
+func markUnsafeMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		out[k] = markUnsafe(e)
+	}
+	return out
 }
 
 // canonicalJSON encodes vars with sorted keys and plain number forms.

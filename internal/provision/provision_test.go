@@ -70,11 +70,11 @@ func clientKey(t *testing.T) (pemBytes []byte, authorized string) {
 // shortTemp is a short directory (ssh control sockets need short paths), removed after the test.
 func shortTemp(t *testing.T) string {
 	t.Helper()
-	d, err := os.MkdirTemp("/tmp", "hpt")
+	d, err := os.MkdirTemp("/tmp", "hpt") //nolint:usetesting // t.TempDir's path holds the test's name: too long for ssh control sockets
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(d) })
+	t.Cleanup(func() { _ = os.RemoveAll(d) }) // best-effort, as the test is over
 	return d
 }
 

@@ -77,12 +77,12 @@ func newRunDir(base string, logger hclog.Logger) (*runDir, error) {
 	}
 	d := &runDir{path: dir, cp: filepath.Join(dir, "cp")}
 	if err := os.Chmod(dir, 0o700); err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // best-effort cleanup: the chmod already failed
 		return nil, err
 	}
 	owner := strconv.Itoa(pid) + " " + processStart(pid) + "\n"
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(owner), 0o600); err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // best-effort cleanup: the write already failed
 		return nil, err
 	}
 	if !guardianEnabled {

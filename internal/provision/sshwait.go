@@ -161,16 +161,16 @@ func remoteRun(ctx context.Context, addr string, config *ssh.ClientConfig, comma
 	defer stop()
 	c, chans, reqs, err := ssh.NewClientConn(conn, addr, config)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close() // the handshake already failed
 		return err
 	}
 	client := ssh.NewClient(c, chans, reqs)
-	defer client.Close()
+	defer func() { _ = client.Close() }() // the session's outcome is the result
 	sess, err := client.NewSession()
 	if err != nil {
 		return err
 	}
-	defer sess.Close()
+	defer func() { _ = sess.Close() }() // the session's outcome is the result
 	sess.Stdout, sess.Stderr = stdout, stderr
 	if err := sess.Run(command); err != nil {
 		return fmt.Errorf("session: %w", err)

@@ -82,6 +82,10 @@ func (b Backoff) interval(n int) time.Duration {
 	return time.Duration(d)
 }
 
+// Interval returns the n-th pause of the schedule (n from 0): First·Factor^n, capped at Max. Loops
+// that cannot use Until (a poller shared by many waits) follow the same schedule through it.
+func (b Backoff) Interval(n int) time.Duration { return b.interval(n) }
+
 // Condition is polled by Until. It reports whether the wait is over; see the package doc for what
 // its error means. It gets Until's context.
 type Condition func(ctx context.Context) (done bool, err error)
@@ -153,6 +157,10 @@ func IsTransient(err error) bool {
 func Until(ctx context.Context, what string, b Backoff, cond Condition) error {
 	return until(ctx, what, b, cond, sleep)
 }
+
+// Sleep pauses d, or less when ctx ends first, and returns ctx's error in that case (at once when ctx
+// has already ended, whatever d).
+func Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, d) }
 
 // sleep pauses d, or less when ctx ends first, and returns ctx's error in that case.
 func sleep(ctx context.Context, d time.Duration) error {

@@ -290,6 +290,24 @@ func TestBackoffInterval(t *testing.T) {
 		if got := tt.b.interval(tt.n); got != tt.want {
 			t.Errorf("%+v.interval(%d) = %v, want %v", tt.b, tt.n, got, tt.want)
 		}
+		if got := tt.b.Interval(tt.n); got != tt.want {
+			t.Errorf("%+v.Interval(%d) = %v, want %v", tt.b, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestSleep(t *testing.T) {
+	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Errorf("Sleep = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+		t.Errorf("Sleep with an ended context = %v after %v, want context.Canceled at once", err, time.Since(start))
+	}
+	if err := Sleep(ctx, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep(0) with an ended context = %v", err)
 	}
 }
 

@@ -250,8 +250,8 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 	var res OfferResult
 	var auctions []string
 	perCloud := map[string][]Offer{}
-	comparable := map[string][]Offer{} // every asked cloud's matching offers, for auctions' bids
-	hints := map[string]string{}       // why a cloud whose matching offers are all sold out has no other
+	matching := map[string][]Offer{} // every asked cloud's matching offers, for auctions' bids
+	hints := map[string]string{}     // why a cloud whose matching offers are all sold out has no other
 	for i, c := range clouds {
 		allowed := cloudAllowed(req.Clouds, c)
 		if !allowed && !auctionAsked {
@@ -278,7 +278,7 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 			res.Unmapped[c] = names
 		}
 		matched, why := cp.match(c, a.offers, req)
-		comparable[c] = matched
+		matching[c] = matched
 		if why != "" {
 			hints[c] = why
 		}
@@ -297,7 +297,7 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 	// Auctions price their bids against every other cloud's offers that could be bought now.
 	for _, c := range auctions {
 		var others []Offer
-		for oc, os := range comparable {
+		for oc, os := range matching {
 			if oc == c {
 				continue
 			}
@@ -308,7 +308,9 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 			}
 		}
 		Rank(others)
-		perCloud[c] = cp.backends[c].(AuctionBackend).PriceBids(perCloud[c], others, req.MaxPricePerHour)
+		if ab, ok := cp.backends[c].(AuctionBackend); ok { // always: auctions holds only auction backends
+			perCloud[c] = ab.PriceBids(perCloud[c], others, req.MaxPricePerHour)
+		}
 	}
 	for _, c := range clouds {
 		var eligible int
@@ -487,7 +489,8 @@ func (cp *ControlPlane) cloudOffers(ctx context.Context, cloud string, fresh boo
 		}
 		return res, nil
 	})
-	return v.(cloudOffers)
+	co, _ := v.(cloudOffers) // the function above returns only cloudOffers
+	return co
 }
 
 func cloudAllowed(allowed []string, cloud string) bool {

@@ -53,12 +53,12 @@ func (j Journal) Put(in Intent) error {
 		return fmt.Errorf("journal of creates in flight: %w", err)
 	}
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		_ = tmp.Close() // best-effort cleanup: the write already failed
+		_ = os.Remove(tmp.Name())
 		return err
 	}
 	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name()) // best-effort cleanup: the close already failed
 		return err
 	}
 	return os.Rename(tmp.Name(), j.path(in.Resource))

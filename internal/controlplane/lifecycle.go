@@ -124,7 +124,7 @@ func (cp *ControlPlane) awaitAllocation(ctx context.Context, pm *SinglePoolInstM
 	cp.logger(ctx).Info("waiting for the bid to win", "name", inst.Name, "bid_timeout", timeout.String())
 	err := cp.watch(wctx, pm, InstanceRef{Name: inst.Name, ID: inst.ID}, func(next Instance, err error) (bool, error) {
 		if err != nil {
-			return false, nil // retried at the next tick, as any failed read
+			return false, nil //nolint:nilerr // a failed read is retried at the next tick, as any failed poll
 		}
 		inst = next
 		return !inst.AwaitingAllocation, nil

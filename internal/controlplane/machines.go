@@ -192,7 +192,8 @@ func (cp *ControlPlane) listPool(ctx context.Context, pm *SinglePoolInstManager)
 	if err != nil {
 		return nil, err
 	}
-	return v.([]Instance), nil
+	list, _ := v.([]Instance) // the function above returns a []Instance with a nil error
+	return list, nil
 }
 
 // forgetListings drops the shared listings once this process has changed what a cloud holds.

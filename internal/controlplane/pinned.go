@@ -51,7 +51,7 @@ func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID
 	}
 	co := cp.cloudOffers(ctx, pm.Pool.Cloud, false)
 	if co.err != nil {
-		return Offer{}, false, nil
+		return Offer{}, false, nil //nolint:nilerr // as documented: the cloud could not be asked, so found = false
 	}
 	for _, o := range co.offers {
 		if o.InstanceType != p.InstanceType || o.Region != p.Region || o.Spot != p.Spot {
@@ -123,7 +123,7 @@ func (cp *ControlPlane) LaunchOffers(ctx context.Context, req OfferRequest, pinn
 	res, err := cp.Offers(ctx, req, true)
 	if err != nil {
 		// The offers could not be read again: create what was planned; the cloud refuses what it cannot do.
-		return []Offer{planned}, nil
+		return []Offer{planned}, nil //nolint:nilerr // deliberate fallback, explained above
 	}
 	listed := false
 	for _, o := range append(res.Offers, res.Ineligible...) {

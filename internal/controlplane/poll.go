@@ -83,19 +83,19 @@ func (s PollSchedule) Pause(polls, failures int, took time.Duration) time.Durati
 }
 
 // NewPollSchedule is the schedule for a control plane's options: first pause first (Options.PollInterval),
-// at most BootPollMax (or max, Options.PollMax, when smaller) while the cloud answers, backing off to
-// max while it fails. Zero values take the defaults (1 s and 15 s).
-func NewPollSchedule(first, max time.Duration) PollSchedule {
+// at most BootPollMax (or maxPause, Options.PollMax, when smaller) while the cloud answers, backing
+// off to maxPause while it fails. Zero values take the defaults (1 s and 15 s).
+func NewPollSchedule(first, maxPause time.Duration) PollSchedule {
 	if first <= 0 {
 		first = time.Second
 	}
-	if max <= 0 {
-		max = 15 * time.Second
+	if maxPause <= 0 {
+		maxPause = 15 * time.Second
 	}
-	answering := min(BootPollMax, max)
+	answering := min(BootPollMax, maxPause)
 	return PollSchedule{
 		Answering: wait.Backoff{First: min(first, answering), Max: answering, Factor: 1.5},
-		Failing:   wait.Backoff{First: min(2*answering, max), Max: max, Factor: 2},
+		Failing:   wait.Backoff{First: min(2*answering, maxPause), Max: maxPause, Factor: 2},
 	}
 }
 

@@ -872,7 +872,7 @@ func (b *Backend) locked(fn func() error) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // closing also releases the lock; nothing to do on failure
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("sandbox: locking %s: %w", b.cfg.Dir, err)
 	}

@@ -276,7 +276,7 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	defer unlock()
-	if err := writeMachineFiles(dir, spec, login); err != nil {
+	if err := writeMachineFiles(dir, spec); err != nil {
 		return Endpoint{}, err
 	}
 	hostKey, err := ensureHostKey(dir, false)
@@ -438,12 +438,12 @@ func lockDir(dir string) (func(), error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
+		_ = f.Close() // a lock file: nothing was written to it
 		return nil, fmt.Errorf("sshhost: lock %s: %w", dir, err)
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		_ = f.Close() // a lock file: closing only releases the lock
 	}, nil
 }
 
@@ -466,7 +466,7 @@ func loginUser(want string) (string, error) {
 
 // writeMachineFiles writes the stand-ins, the GPU description and the authorized keys. It is cheap
 // and safe to repeat while the machine runs: the stand-ins read their files on every call.
-func writeMachineFiles(dir string, spec Spec, login string) error {
+func writeMachineFiles(dir string, spec Spec) error {
 	root := filepath.Join(dir, "root")
 	for _, d := range []string{
 		filepath.Join(dir, "bin"), filepath.Join(dir, "run"),
@@ -753,17 +753,17 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		_ = tmp.Close() // best-effort cleanup: the write already failed
+		_ = os.Remove(tmp.Name())
 		return err
 	}
 	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		_ = tmp.Close() // best-effort cleanup: the chmod already failed
+		_ = os.Remove(tmp.Name())
 		return err
 	}
 	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name()) // best-effort cleanup: the close already failed
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
@@ -926,7 +926,7 @@ func startDetached(logPath, name string, args ...string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }() // the child holds its own descriptors for the log
 	cmd := exec.Command(name, args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
@@ -944,8 +944,12 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	defer func() { _ = l.Close() }() // only the port number was wanted
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, fmt.Errorf("sshhost: listener address %v is not TCP", l.Addr())
+	}
+	return a.Port, nil
 }
 
 func portFree(port int) bool {
@@ -953,7 +957,7 @@ func portFree(port int) bool {
 	if err != nil {
 		return false
 	}
-	l.Close()
+	_ = l.Close() // a probe: the port was free
 	return true
 }
 
@@ -979,7 +983,7 @@ func banner(port int) bool {
 	if err != nil {
 		return false
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // a probe connection
 	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
 	buf := make([]byte, 4)
 	n, _ := c.Read(buf)
@@ -998,7 +1002,7 @@ func exporterAlive(dir string, pid, port int) bool {
 	if err != nil {
 		return false
 	}
-	c.Close()
+	_ = c.Close() // a probe connection
 	return true
 }
 

@@ -58,12 +58,12 @@ func run(t *testing.T, ep Endpoint, signer ssh.Signer, cmd string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // the command's outcome is the result
 	s, err := c.NewSession()
 	if err != nil {
 		return "", err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }() // after Run the session is closed already (Close answers io.EOF)
 	var out, stderr bytes.Buffer
 	s.Stdout, s.Stderr = &out, &stderr
 	if err := s.Run(cmd); err != nil {

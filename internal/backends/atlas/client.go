@@ -178,14 +178,14 @@ func kindOf(ae *APIError) controlplane.ErrorKind {
 	case CodeInvalid, CodeAlreadyExists:
 		return controlplane.ErrInvalid
 	}
-	switch {
-	case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden:
+	switch ae.Status {
+	case http.StatusUnauthorized, http.StatusForbidden:
 		return controlplane.ErrAuth
-	case ae.Status == http.StatusNotFound:
+	case http.StatusNotFound:
 		return controlplane.ErrNotFound
-	case ae.Status == http.StatusUnprocessableEntity:
+	case http.StatusUnprocessableEntity:
 		return controlplane.ErrCapacity
-	case ae.Status == http.StatusBadRequest || ae.Status == http.StatusConflict:
+	case http.StatusBadRequest, http.StatusConflict:
 		return controlplane.ErrInvalid
 	}
 	return controlplane.ErrOther

@@ -58,14 +58,14 @@ var codeKinds = map[string]controlplane.ErrorKind{
 
 // statusKind classifies an answer whose body carries no code this backend knows.
 func statusKind(status int) controlplane.ErrorKind {
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
 		return controlplane.ErrAuth
-	case status == http.StatusPaymentRequired:
+	case http.StatusPaymentRequired:
 		return controlplane.ErrQuota
-	case status == http.StatusNotFound || status == http.StatusGone:
+	case http.StatusNotFound, http.StatusGone:
 		return controlplane.ErrNotFound
-	case status == http.StatusBadRequest || status == http.StatusConflict || status == http.StatusUnprocessableEntity:
+	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
 		return controlplane.ErrInvalid
 	}
 	// 429 after the client's retries, 5xx, anything else: the outcome is unknown.

@@ -165,7 +165,7 @@ func containsAny(s string, words []string) bool {
 // control plane treats like lost capacity (try another offer).
 func priceAboveMax(s string) bool {
 	s = strings.ToLower(s)
-	if !(strings.Contains(s, "max price") || strings.Contains(s, "maxprice") || strings.Contains(s, "max_price")) {
+	if !strings.Contains(s, "max price") && !strings.Contains(s, "maxprice") && !strings.Contains(s, "max_price") {
 		return false
 	}
 	return containsAny(s, []string{"exceed", "above", "higher", "greater", "lower than", "below"})
@@ -195,14 +195,14 @@ func kindFor(status int, e errorInfo) controlplane.ErrorKind {
 	case refusal && containsAny(msg, authWords):
 		return controlplane.ErrAuth
 	}
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
 		return controlplane.ErrAuth
-	case status == http.StatusPaymentRequired:
+	case http.StatusPaymentRequired:
 		return controlplane.ErrQuota
-	case status == http.StatusNotFound || status == http.StatusGone:
+	case http.StatusNotFound, http.StatusGone:
 		return controlplane.ErrNotFound
-	case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity || status == http.StatusConflict || status == http.StatusMethodNotAllowed:
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusConflict, http.StatusMethodNotAllowed:
 		return controlplane.ErrInvalid
 	}
 	return controlplane.ErrOther

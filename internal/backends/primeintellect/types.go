@@ -292,7 +292,7 @@ func (r *PodResources) UnmarshalJSON(b []byte) error {
 	*r = PodResources{}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return nil
+		return nil //nolint:nilerr // lenient by design (see above): a value that is no object leaves the fields unset
 	}
 	for key, dst := range map[string]*Number{"memory": &r.Memory, "disk": &r.Disk, "vcpus": &r.VCPUs, "shared_disk": &r.SharedDisk} {
 		if v, ok := raw[key]; ok {

@@ -798,7 +798,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	var out []controlplane.Instance
 	for _, s := range all {
 		label, _ := s.Labels.Get(NameLabel)
-		if !(strings.HasPrefix(label, prefix) && label != "") && !strings.HasPrefix(s.Title, prefix) && !strings.HasPrefix(s.Hostname, prefix) {
+		if (!strings.HasPrefix(label, prefix) || label == "") && !strings.HasPrefix(s.Title, prefix) && !strings.HasPrefix(s.Hostname, prefix) {
 			continue
 		}
 		d, err := b.client.GetServer(ctx, s.UUID)
@@ -872,7 +872,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 					return true, nil
 				}
 				var ae *APIError
-				if err != nil && !(errors.As(err, &ae) && ae.Code == "SERVER_STATE_ILLEGAL") {
+				if err != nil && (!errors.As(err, &ae) || ae.Code != "SERVER_STATE_ILLEGAL") {
 					return false, stuck(err)
 				}
 			}

@@ -443,13 +443,13 @@ func TestEmulatorAnswersInRecordedShapes(t *testing.T) {
 	missing("get", keysOf(t, inner(getRec.Response.Body, "server")), keysOf(t, inner(raw("GET", "/server/"+uuid, nil), "server")), passwords...)
 
 	stopRec := loadRecording(t, "server.stop-2025.200.json")
-	stopBody := json.RawMessage(stopRec.Request.Body) // the recorded request, timeout as a string
+	stopBody := stopRec.Request.Body // the recorded request, timeout as a string
 	stopped := inner(raw("POST", "/server/"+uuid+"/stop", stopBody), "server")
 	missing("stop", keysOf(t, inner(stopRec.Response.Body, "server")), keysOf(t, stopped), passwords...)
 
 	// The recorded modify request, as sent: 202 with the server's details and its labels replaced.
 	modRec := loadRecording(t, "server.modify.202.json")
-	modResp, err := c.REST().Do(ctx, restclient.Request{Method: "PUT", Path: "/server/" + uuid, Body: json.RawMessage(modRec.Request.Body)})
+	modResp, err := c.REST().Do(ctx, restclient.Request{Method: "PUT", Path: "/server/" + uuid, Body: modRec.Request.Body})
 	if err != nil || modResp.Status != modRec.Response.Status {
 		t.Fatalf("modify: %+v %v", modResp, err)
 	}

@@ -76,9 +76,6 @@ func loadExchange(t *testing.T, name string) exchange {
 	return x
 }
 
-// handWritten reports whether a recording is unit-test data written by hand (values invented).
-func (x exchange) handWritten() bool { return strings.HasPrefix(x.Source.Kind, "hand-written") }
-
 // query is the recorded request's query: from its URL (which keeps repeated parameters), else from
 // the query object.
 func (x exchange) query() url.Values {

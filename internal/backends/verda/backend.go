@@ -124,9 +124,10 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if cfg.Image == "" {
 		cfg.Image = DefaultImage
 	}
-	if cfg.FallbackImage == "" {
+	switch cfg.FallbackImage {
+	case "":
 		cfg.FallbackImage = DefaultFallbackImage
-	} else if cfg.FallbackImage == "-" {
+	case "-":
 		cfg.FallbackImage = ""
 	}
 	if cfg.OSVolumeSizeGiB == 0 {

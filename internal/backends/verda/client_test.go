@@ -18,17 +18,17 @@ func TestTokenCachedRefreshedAndRenewed(t *testing.T) {
 	tests := []struct {
 		name string
 		// between runs something before the second call
-		between      func(f *fixture)
+		between      func(t *testing.T, f *fixture)
 		wantCC       int // client_credentials grants after both calls
 		wantRefresh  int // successful refresh grants
 		wantTokenReq int // POST /oauth2/token requests in all
 	}{
-		{"cached while valid", func(f *fixture) { f.clock.Advance(30 * time.Minute) }, 1, 0, 1},
-		{"refreshed shortly before expiry", func(f *fixture) { f.clock.Advance(59*time.Minute + 1*time.Second) }, 1, 1, 2},
-		{"refreshed after expiry", func(f *fixture) { f.clock.Advance(2 * time.Hour) }, 1, 1, 2},
-		{"new grant when the refresh token expired", func(f *fixture) { f.clock.Advance(25 * time.Hour) }, 2, 0, 3},
-		{"new grant when the server revoked every token", func(f *fixture) { f.srv.RevokeTokens() }, 2, 0, 3},
-		{"refresh when the server dropped the access token", func(f *fixture) { f.srv.ExpireAccessTokens() }, 1, 1, 2},
+		{"cached while valid", func(_ *testing.T, f *fixture) { f.clock.Advance(30 * time.Minute) }, 1, 0, 1},
+		{"refreshed shortly before expiry", func(_ *testing.T, f *fixture) { f.clock.Advance(59*time.Minute + 1*time.Second) }, 1, 1, 2},
+		{"refreshed after expiry", func(_ *testing.T, f *fixture) { f.clock.Advance(2 * time.Hour) }, 1, 1, 2},
+		{"new grant when the refresh token expired", func(_ *testing.T, f *fixture) { f.clock.Advance(25 * time.Hour) }, 2, 0, 3},
+		{"new grant when the server revoked every token", func(t *testing.T, f *fixture) { check(t, f.srv.RevokeTokens()) }, 2, 0, 3},
+		{"refresh when the server dropped the access token", func(t *testing.T, f *fixture) { check(t, f.srv.ExpireAccessTokens()) }, 1, 1, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,7 +37,7 @@ func TestTokenCachedRefreshedAndRenewed(t *testing.T) {
 			if _, err := c.Locations(ctx); err != nil {
 				t.Fatal(err)
 			}
-			tc.between(f)
+			tc.between(t, f)
 			if _, err := c.Locations(ctx); err != nil {
 				t.Fatalf("second call: %v", err)
 			}
@@ -359,5 +359,13 @@ func TestCreateInstanceRetries(t *testing.T) {
 			t.Errorf("%s: %d created, want %d", tc.name, got, tc.wantCreated)
 		}
 		f.setFaults(t, emukit.Faults{})
+	}
+}
+
+// check fails the test on an emulator admin call's error.
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

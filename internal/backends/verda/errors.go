@@ -91,14 +91,14 @@ func kindOf(re *ResponseError) controlplane.ErrorKind {
 	if k, ok := codeKinds[re.Code]; ok {
 		return k
 	}
-	switch {
-	case re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden:
+	switch re.Status {
+	case http.StatusUnauthorized, http.StatusForbidden:
 		return controlplane.ErrAuth
-	case re.Status == http.StatusPaymentRequired:
+	case http.StatusPaymentRequired:
 		return controlplane.ErrQuota
-	case re.Status == http.StatusNotFound:
+	case http.StatusNotFound:
 		return controlplane.ErrNotFound
-	case re.Status == http.StatusBadRequest || re.Status == http.StatusConflict || re.Status == http.StatusUnprocessableEntity:
+	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
 		return controlplane.ErrInvalid
 	}
 	// 429 after the client's retries, 5xx, anything else: the outcome is unknown.

@@ -532,7 +532,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, k := range b.SSHPublicKeys {
-		if f := strings.Fields(k); len(f) < 2 || !(strings.HasPrefix(f[0], "ssh-") || strings.HasPrefix(f[0], "ecdsa-") || strings.HasPrefix(f[0], "sk-")) {
+		if f := strings.Fields(k); len(f) < 2 || !strings.HasPrefix(f[0], "ssh-") && !strings.HasPrefix(f[0], "ecdsa-") && !strings.HasPrefix(f[0], "sk-") {
 			apiError(w, http.StatusBadRequest, "invalid", "ssh_public_keys: not an authorized_keys line")
 			return
 		}

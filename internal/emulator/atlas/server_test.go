@@ -176,9 +176,9 @@ func TestTerminatedCannotBeLabelled(t *testing.T) {
 
 func TestPriceCap(t *testing.T) {
 	s := New(Options{})
-	body := func(name string, max float64) string {
+	body := func(name string, maxPrice float64) string {
 		b, _ := json.Marshal(map[string]any{"name": name, "instance_type": "l40s.1x", "region": "ams1",
-			"ssh_public_keys": []string{"ssh-ed25519 AAAA"}, "max_price_per_hour": max})
+			"ssh_public_keys": []string{"ssh-ed25519 AAAA"}, "max_price_per_hour": maxPrice})
 		return string(b)
 	}
 	code, got := do(t, s, http.MethodPost, "/v1/instances", body("atlas-vm-c", 1.59))
@@ -232,7 +232,11 @@ func TestAdminOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop(context.Background())
+	defer func() {
+		if err := stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
 	if code, _ := do(t, s, http.MethodPost, "/v1/instances", createBody); code != 201 {
 		t.Fatal(code)
 	}

@@ -55,7 +55,7 @@ func (s *Store[S]) Update(init func() *S, fn func(st *S) (save bool, err error))
 	if err != nil {
 		return err
 	}
-	defer lf.Close()
+	defer func() { _ = lf.Close() }() // a lock file: nothing was written to it
 	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("locking emulator state: %w", err)
 	}
@@ -97,12 +97,12 @@ func (s *Store[S]) save(path string, st *S) error {
 		return err
 	}
 	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		_ = tmp.Close() // best-effort cleanup: the write already failed
+		_ = os.Remove(tmp.Name())
 		return err
 	}
 	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name()) // best-effort cleanup: the close already failed
 		return err
 	}
 	return os.Rename(tmp.Name(), path)

@@ -150,12 +150,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 type reply = emukit.Reply
 
 // dataReply is a successful answer: {"data": v}.
-func dataReply(status int, v any) reply {
+func dataReply(v any) reply {
 	b, err := json.Marshal(map[string]any{"data": v})
 	if err != nil {
 		return errReply(http.StatusInternalServerError, "global/unknown", err.Error(), "")
 	}
-	return reply{Status: status, ContentType: "application/json", Body: b}
+	return reply{Status: http.StatusOK, ContentType: "application/json", Body: b}
 }
 
 type apiError struct {
@@ -249,7 +249,7 @@ func (s *Server) route(st *state, method, path string, body []byte) reply {
 	case path == "/instance-types" && method == http.MethodGet:
 		return s.instanceTypes(st)
 	case path == "/regions" && method == http.MethodGet:
-		return dataReply(http.StatusOK, s.opts.Regions)
+		return dataReply(s.opts.Regions)
 	case path == "/instances" && method == http.MethodGet:
 		return s.listInstances(st)
 	case parts[0] == "instances" && len(parts) == 2 && method == http.MethodGet:
@@ -304,7 +304,7 @@ func (s *Server) instanceTypes(st *state) reply {
 		}
 		out[c.Name] = map[string]any{"instance_type": s.typeView(c), "regions_with_capacity_available": regions}
 	}
-	return dataReply(http.StatusOK, out)
+	return dataReply(out)
 }
 
 // ---- instances ----
@@ -382,7 +382,7 @@ func (s *Server) listInstances(st *state) reply {
 	for _, in := range sortedInstances(st) {
 		out = append(out, s.instanceView(in, now))
 	}
-	return dataReply(http.StatusOK, out)
+	return dataReply(out)
 }
 
 func (s *Server) getInstance(st *state, id string) reply {
@@ -390,7 +390,7 @@ func (s *Server) getInstance(st *state, id string) reply {
 	if !ok {
 		return notFound("Specified instance does not exist.")
 	}
-	return dataReply(http.StatusOK, s.instanceView(in, s.opts.Now()))
+	return dataReply(s.instanceView(in, s.opts.Now()))
 }
 
 func (s *Server) launch(st *state, body []byte) reply {
@@ -467,7 +467,7 @@ func (s *Server) launch(st *state, body []byte) reply {
 		return reply{Status: http.StatusBadGateway, ContentType: "text/html",
 			Body: []byte("<html><body><h1>502 Bad Gateway</h1></body></html>")}
 	}
-	return dataReply(http.StatusOK, map[string]any{"instance_ids": []string{in.ID}})
+	return dataReply(map[string]any{"instance_ids": []string{in.ID}})
 }
 
 func (s *Server) terminate(st *state, body []byte) reply {
@@ -501,7 +501,7 @@ func (s *Server) terminate(st *state, body []byte) reply {
 		in.Terminate = int64(s.opts.TerminateDuration)
 		out = append(out, s.instanceView(in, now))
 	}
-	return dataReply(http.StatusOK, map[string]any{"terminated_instances": out})
+	return dataReply(map[string]any{"terminated_instances": out})
 }
 
 // ---- SSH keys ----
@@ -515,7 +515,7 @@ func (s *Server) listKeys(st *state) reply {
 	for _, k := range sortedKeys(st) {
 		out = append(out, keyView(k))
 	}
-	return dataReply(http.StatusOK, out)
+	return dataReply(out)
 }
 
 func (s *Server) addKey(st *state, body []byte) reply {
@@ -540,7 +540,7 @@ func (s *Server) addKey(st *state, body []byte) reply {
 		}
 	}
 	k := &sshKey{ID: emukit.RandomHex(16), Name: req.Name, CreatedAt: s.opts.Now()}
-	view := map[string]any{}
+	var view map[string]any
 	if req.PublicKey != nil && strings.TrimSpace(*req.PublicKey) != "" {
 		pub := strings.TrimSpace(*req.PublicKey)
 		if len(pub) > 4096 {
@@ -561,7 +561,7 @@ func (s *Server) addKey(st *state, body []byte) reply {
 		view["private_key"] = priv
 	}
 	st.SSHKeys[k.ID] = k
-	return dataReply(http.StatusOK, view)
+	return dataReply(view)
 }
 
 // generateKey makes an ed25519 key pair: the public key as an authorized_keys line, the private key in
@@ -600,5 +600,5 @@ func (s *Server) deleteKey(st *state, id string) reply {
 		}
 	}
 	delete(st.SSHKeys, id)
-	return dataReply(http.StatusOK, map[string]any{})
+	return dataReply(map[string]any{})
 }

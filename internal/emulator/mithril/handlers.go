@@ -178,7 +178,7 @@ func stringField(m map[string]json.RawMessage, loc []any, key string, required b
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		*errs = append(*errs, validation{Type: "string_type", Loc: append(append([]any{}, loc...), key), Msg: "Input should be a valid string", Input: json.RawMessage(raw)})
+		*errs = append(*errs, validation{Type: "string_type", Loc: append(append([]any{}, loc...), key), Msg: "Input should be a valid string", Input: raw})
 	}
 	return s
 }
@@ -191,7 +191,7 @@ func listField(m map[string]json.RawMessage, loc []any, key string, errs *[]vali
 	}
 	var out []string
 	if err := json.Unmarshal(raw, &out); err != nil {
-		*errs = append(*errs, validation{Type: "list_type", Loc: append(append([]any{}, loc...), key), Msg: "Input should be a valid list", Input: json.RawMessage(raw)})
+		*errs = append(*errs, validation{Type: "list_type", Loc: append(append([]any{}, loc...), key), Msg: "Input should be a valid list", Input: raw})
 	}
 	if out == nil {
 		out = []string{}
@@ -217,7 +217,7 @@ func (s *Server) createBid(r *http.Request, st *state, now time.Time, user strin
 	} else {
 		var ls string
 		if err := json.Unmarshal(limitRaw, &ls); err != nil {
-			errs = append(errs, validation{Type: "string_type", Loc: []any{"body", "limit_price"}, Msg: "Input should be a valid string", Input: json.RawMessage(limitRaw)})
+			errs = append(errs, validation{Type: "string_type", Loc: []any{"body", "limit_price"}, Msg: "Input should be a valid string", Input: limitRaw})
 		} else if c, ok := parseDollars(ls); !ok {
 			errs = append(errs, validation{Type: "value_error", Loc: []any{"body", "limit_price"}, Msg: `Value error, limit_price must be a dollar amount such as "$12.50"`, Input: ls})
 		} else {
@@ -228,7 +228,7 @@ func (s *Server) createBid(r *http.Request, st *state, now time.Time, user strin
 	if raw, ok := m["instance_quantity"]; !ok {
 		errs = append(errs, missing("body", "instance_quantity"))
 	} else if err := json.Unmarshal(raw, &qty); err != nil {
-		errs = append(errs, validation{Type: "int_type", Loc: []any{"body", "instance_quantity"}, Msg: "Input should be a valid integer", Input: json.RawMessage(raw)})
+		errs = append(errs, validation{Type: "int_type", Loc: []any{"body", "instance_quantity"}, Msg: "Input should be a valid integer", Input: raw})
 	} else if qty < 1 || qty > 256 {
 		errs = append(errs, validation{Type: "greater_than_equal", Loc: []any{"body", "instance_quantity"}, Msg: "Input should be between 1 and 256", Input: qty})
 	}
@@ -239,7 +239,7 @@ func (s *Server) createBid(r *http.Request, st *state, now time.Time, user strin
 	} else {
 		var ls map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &ls); err != nil || ls == nil {
-			errs = append(errs, validation{Type: "model_type", Loc: []any{"body", "launch_specification"}, Msg: "Input should be a valid dictionary", Input: json.RawMessage(raw)})
+			errs = append(errs, validation{Type: "model_type", Loc: []any{"body", "launch_specification"}, Msg: "Input should be a valid dictionary", Input: raw})
 		} else {
 			loc := []any{"body", "launch_specification"}
 			volumes = listField(ls, loc, "volumes", &errs)
@@ -459,14 +459,14 @@ func (s *Server) patchBid(r *http.Request, st *state, now time.Time, user string
 			c, okp = parseDollars(ls)
 		}
 		if !okp {
-			return 0, nil, invalid(validation{Type: "value_error", Loc: []any{"body", "limit_price"}, Msg: `Value error, limit_price must be a dollar amount such as "$12.50"`, Input: json.RawMessage(raw)})
+			return 0, nil, invalid(validation{Type: "value_error", Loc: []any{"body", "limit_price"}, Msg: `Value error, limit_price must be a dollar amount such as "$12.50"`, Input: raw})
 		}
 		b.LimitCents = c
 	}
 	if raw, ok := m["paused"]; ok {
 		var p bool
 		if err := json.Unmarshal(raw, &p); err != nil {
-			return 0, nil, invalid(validation{Type: "bool_type", Loc: []any{"body", "paused"}, Msg: "Input should be a valid boolean", Input: json.RawMessage(raw)})
+			return 0, nil, invalid(validation{Type: "bool_type", Loc: []any{"body", "paused"}, Msg: "Input should be a valid boolean", Input: raw})
 		}
 		switch {
 		case p && b.Status != bidPaused:
@@ -594,7 +594,7 @@ func (s *Server) createKey(r *http.Request, st *state, now time.Time, user strin
 		return 0, nil, detail(http.StatusBadRequest, "Key generation is not supported by this emulator: send public_key")
 	}
 	f := strings.Fields(pub)
-	if len(f) < 2 || !(strings.HasPrefix(f[0], "ssh-") || strings.HasPrefix(f[0], "ecdsa-") || strings.HasPrefix(f[0], "sk-")) {
+	if len(f) < 2 || !strings.HasPrefix(f[0], "ssh-") && !strings.HasPrefix(f[0], "ecdsa-") && !strings.HasPrefix(f[0], "sk-") {
 		return 0, nil, detail(http.StatusBadRequest, "Invalid public key")
 	}
 	for _, k := range st.SSHKeys {

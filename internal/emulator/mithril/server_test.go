@@ -16,9 +16,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 )
 
-// clock is a manual clock for the emulator: tests move it instead of sleeping.
-type clock = backendtest.Clock
-
 func call(t *testing.T, base, method, path string, body any, out any) int {
 	t.Helper()
 	a := emutest.Fetch(t, base, method, path, body, "Authorization", "Bearer "+DefaultAPIKey)

@@ -319,13 +319,13 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimRight(r.URL.Path, "/")
 	switch {
 	case path == "/api/v1/availability/gpus":
-		s.must(w, r, http.MethodGet, s.availability)
+		s.mustGet(w, r, s.availability)
 	case path == "/api/v1/availability":
-		s.must(w, r, http.MethodGet, s.legacyAvailability)
+		s.mustGet(w, r, s.legacyAvailability)
 	case path == "/api/v1/availability/gpu-summary":
-		s.must(w, r, http.MethodGet, s.gpuSummary)
+		s.mustGet(w, r, s.gpuSummary)
 	case path == "/api/v1/availability/disks":
-		s.must(w, r, http.MethodGet, s.diskAvailability)
+		s.mustGet(w, r, s.diskAvailability)
 	case path == "/api/v1/pods":
 		switch r.Method {
 		case http.MethodGet:
@@ -336,7 +336,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
 		}
 	case path == "/api/v1/pods/status":
-		s.must(w, r, http.MethodGet, s.podStatus)
+		s.mustGet(w, r, s.podStatus)
 	case strings.HasPrefix(path, "/api/v1/pods/") && !strings.Contains(strings.TrimPrefix(path, "/api/v1/pods/"), "/"):
 		id := strings.TrimPrefix(path, "/api/v1/pods/")
 		switch r.Method {
@@ -363,8 +363,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) must(w http.ResponseWriter, r *http.Request, method string, h func(http.ResponseWriter, *http.Request)) {
-	if r.Method != method {
+// mustGet serves r with h if it is a GET, and answers 405 otherwise.
+func (s *Server) mustGet(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
+	if r.Method != http.MethodGet {
 		detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
 		return
 	}
@@ -891,7 +892,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := strings.Fields(b.PublicKey)
-	if len(f) < 2 || !(strings.HasPrefix(f[0], "ssh-") || strings.HasPrefix(f[0], "ecdsa-") || strings.HasPrefix(f[0], "sk-")) {
+	if len(f) < 2 || !strings.HasPrefix(f[0], "ssh-") && !strings.HasPrefix(f[0], "ecdsa-") && !strings.HasPrefix(f[0], "sk-") {
 		detail(w, http.StatusBadRequest, "Invalid SSH public key")
 		return
 	}

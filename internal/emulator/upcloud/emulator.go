@@ -381,7 +381,7 @@ func (s *Server) handle(st *state, r *http.Request) (response, bool) {
 	case r.Method == http.MethodGet && path == "/device/availability":
 		return s.availability(st, r), changed
 	case r.Method == http.MethodGet && path == "/account":
-		return s.account(st), changed
+		return s.account(), changed
 	case r.Method == http.MethodGet && (path == "/storage/template" || path == "/storage/public/template"):
 		return s.templates(st, path == "/storage/public/template"), changed
 	case parts[0] == "server" && len(parts) == 1:
@@ -535,7 +535,7 @@ func (s *Server) availability(st *state, r *http.Request) response {
 	return jsonResp(http.StatusOK, out)
 }
 
-func (s *Server) account(st *state) response {
+func (s *Server) account() response {
 	user := s.opts.Username
 	if user == "" {
 		user = "hydra-emulator"
@@ -626,7 +626,8 @@ func (s *Server) privateStorages(st *state) response {
 			list = append(list, s.templateJSON(t))
 		}
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i]["uuid"].(string) < list[j]["uuid"].(string) })
+	uuid := func(m map[string]any) string { u, _ := m["uuid"].(string); return u } // set by diskJSON and templateJSON
+	sort.Slice(list, func(i, j int) bool { return uuid(list[i]) < uuid(list[j]) })
 	out := make([]any, 0, len(list))
 	for _, m := range list {
 		out = append(out, m)

@@ -17,9 +17,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 )
 
-// clock is a manual clock for the emulator: tests move it instead of sleeping.
-type clock = backendtest.Clock
-
 type call struct {
 	status int
 	header http.Header

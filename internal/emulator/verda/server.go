@@ -609,7 +609,7 @@ func (s *Server) sshKeys(st *state, method, id string, nparts int, body []byte) 
 // fingerprint checks an OpenSSH public key line and returns its SHA256 fingerprint.
 func fingerprint(line string) (string, bool) {
 	f := strings.Fields(line)
-	if len(f) < 2 || !(strings.HasPrefix(f[0], "ssh-") || strings.HasPrefix(f[0], "ecdsa-") || strings.HasPrefix(f[0], "sk-")) {
+	if len(f) < 2 || !strings.HasPrefix(f[0], "ssh-") && !strings.HasPrefix(f[0], "ecdsa-") && !strings.HasPrefix(f[0], "sk-") {
 		return "", false
 	}
 	blob, err := base64.StdEncoding.DecodeString(f[1])

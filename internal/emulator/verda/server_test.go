@@ -348,7 +348,9 @@ func TestFaults(t *testing.T) {
 	}
 
 	// Sold out: Verda's own 503 while availability still lists the type.
-	s.SetFaults(emukit.Faults{SoldOut: true})
+	if err := s.SetFaults(emukit.Faults{SoldOut: true}); err != nil {
+		t.Fatal(err)
+	}
 	r = do(t, base, "POST", "/instances", tok, create)
 	if code, msg := errorBody(t, r); r.status != 503 || code != "service_unavailable" || !strings.HasPrefix(msg, "Not enough resources") {
 		t.Errorf("sold out: %d %s", r.status, r.body)
@@ -358,7 +360,9 @@ func TestFaults(t *testing.T) {
 	}
 
 	// A lost create answer: 502 (not JSON), but the instance exists.
-	s.SetFaults(emukit.Faults{LoseCreateResponses: 1})
+	if err := s.SetFaults(emukit.Faults{LoseCreateResponses: 1}); err != nil {
+		t.Fatal(err)
+	}
 	if r := do(t, base, "POST", "/instances", tok, create); r.status != 502 {
 		t.Errorf("lost create: %d %s", r.status, r.body)
 	}
@@ -367,7 +371,9 @@ func TestFaults(t *testing.T) {
 	}
 
 	// A boot failure ends in status error instead of running; the next machine boots.
-	s.SetFaults(emukit.Faults{BootFailures: 1})
+	if err := s.SetFaults(emukit.Faults{BootFailures: 1}); err != nil {
+		t.Fatal(err)
+	}
 	bad := string(do(t, base, "POST", "/instances", tok, create).body)
 	good := string(do(t, base, "POST", "/instances", tok, create).body)
 	c.Advance(time.Minute)
@@ -380,7 +386,9 @@ func TestFaults(t *testing.T) {
 	}
 
 	// Added latency (a lower bound only).
-	s.SetFaults(emukit.Faults{Latency: emukit.Duration(60 * time.Millisecond)})
+	if err := s.SetFaults(emukit.Faults{Latency: emukit.Duration(60 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	do(t, base, "GET", "/locations", tok, nil)
 	if time.Since(start) < 60*time.Millisecond {
@@ -480,7 +488,11 @@ func TestStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop(context.Background())
+	defer func() {
+		if err := stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
 	if !strings.HasSuffix(base, BasePath) {
 		t.Errorf("base URL %s", base)
 	}

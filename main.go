@@ -3,9 +3,11 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"flag"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -14,13 +16,22 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/provider"
 )
 
-// version is set at release time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is the provider's version, set at build time with -ldflags "-X main.version=..." (make build,
+// make install and goreleaser do). Without it: the VERSION file's with "-dev".
+var version string
+
+// versionFile is the next release's version.
+//
+//go:embed VERSION
+var versionFile string
 
 func main() {
 	var debug bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
 	flag.Parse()
+	if version == "" {
+		version = strings.TrimSpace(versionFile) + "-dev"
+	}
 	quietFrameworkLogs()
 	if !debug {
 		// Started by Terraform: exit (after cancelling what runs) within a second of Terraform dying.

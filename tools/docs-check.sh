@@ -8,7 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Generate into a copy so the check never touches the working tree.
 mkdir -p "$tmp/repo"
-(cd "$root" && tar --exclude=./.git --exclude=./bin --exclude=./.quickstart -cf - .) | (cd "$tmp/repo" && tar -xf -)
+(cd "$root" && tar --exclude=./.git --exclude=./bin --exclude=./dist --exclude=./.quickstart -cf - .) | (cd "$tmp/repo" && tar -xf -)
 cd "$tmp/repo/tools"
 PATH="$(dirname "$tf"):$PATH" CHECKPOINT_DISABLE=1 go tool tfplugindocs generate --provider-dir .. --provider-name hydra >/dev/null
 if ! diff -ru "$root/docs" "$tmp/repo/docs"; then

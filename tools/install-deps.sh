@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what hydra's quickstart and tests need on a Debian machine: ansible-core (provisioning),
-# openssh-server and openssh-client (the sandbox's machines are real sshd processes on loopback).
+# ansible-lint (the playbooks' lint in make test), openssh-server and openssh-client (the sandbox's
+# machines are real sshd processes on loopback).
 # Go and the Terraform CLI must already be there (this machine kind ships both).
 set -euo pipefail
 need=()
 command -v ansible-playbook >/dev/null || need+=(ansible-core)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh >/dev/null || need+=(openssh-client)
+command -v ansible-lint >/dev/null || need+=(ansible-lint)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "hydra needs: ${need[*]}. Install them with: sudo apt-get install -y ${need[*]}" >&2

@@ -307,7 +307,7 @@ func TestEmulatorsStartAndStop(t *testing.T) {
 			}
 			client := &http.Client{Timeout: 2 * time.Second}
 			if resp, err := client.Get(url); err == nil {
-				resp.Body.Close()
+				_ = resp.Body.Close()
 				t.Errorf("the emulator still answers after Stop")
 			}
 		})

@@ -98,10 +98,10 @@ type Range struct {
 }
 
 // AtLeast is a Range with only a lower bound.
-func AtLeast(min float64) *Range { return &Range{Min: min, Max: math.Inf(1)} }
+func AtLeast(lo float64) *Range { return &Range{Min: lo, Max: math.Inf(1)} }
 
 // Between is a Range with both bounds.
-func Between(min, max float64) *Range { return &Range{Min: min, Max: max} }
+func Between(lo, hi float64) *Range { return &Range{Min: lo, Max: hi} }
 
 // Names of the settings the registry adds to every driver.
 const (

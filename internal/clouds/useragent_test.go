@@ -43,9 +43,10 @@ func TestConfigureSendsUserAgent(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			defer func() { _ = emu.Stop(context.Background()) }()
-			target, err := url.Parse(emu.Settings["endpoint"].(string))
-			if err != nil {
-				t.Fatal(err)
+			endpoint, _ := emu.Settings["endpoint"].(string)
+			target, err := url.Parse(endpoint)
+			if err != nil || endpoint == "" {
+				t.Fatalf("the emulator's endpoint %q: %v", endpoint, err)
 			}
 			var mu sync.Mutex
 			var seen []string

@@ -100,7 +100,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || base.Scheme == "" || base.Host == "" {
 		return nil, fmt.Errorf("%s: invalid API base URL %q: want an absolute http(s) URL", cfg.Cloud, cfg.BaseURL)
 	}
-	cfg.Tuning = cfg.Tuning.withDefaults()
+	cfg.Tuning = cfg.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
@@ -113,7 +113,10 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, base: base, limiter: rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), cfg.Burst)}
 	transport := cfg.Transport
 	if transport == nil {
-		transport = http.DefaultTransport.(*http.Transport).Clone()
+		transport = http.DefaultTransport
+		if t, ok := transport.(*http.Transport); ok {
+			transport = t.Clone()
+		}
 	}
 	rc := retryablehttp.NewClient()
 	rc.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: &limitedTransport{next: transport, limiter: c.limiter}}
@@ -205,7 +208,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		}
 		return nil, fmt.Errorf("%s %s: %w", r.Method, r.Path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: reading response: %w", r.Method, r.Path, err)

@@ -56,9 +56,9 @@ func statuses(codes ...int) func(int, http.ResponseWriter, *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		if code < 300 {
-			fmt.Fprint(w, `{"ok":true}`)
+			_, _ = fmt.Fprint(w, `{"ok":true}`)
 		} else {
-			fmt.Fprintf(w, `{"error":"status %d"}`, code)
+			_, _ = fmt.Fprintf(w, `{"error":"status %d"}`, code)
 		}
 	}
 }
@@ -177,7 +177,7 @@ func TestRetryAfter(t *testing.T) {
 					w.WriteHeader(tt.status)
 					return
 				}
-				fmt.Fprint(w, `{"ok":true}`)
+				_, _ = fmt.Fprint(w, `{"ok":true}`)
 			})
 			c := newClient(t, srv.URL, Tuning{RequestsPerSecond: 1000, Burst: 1000}) // default waits: 250ms..8s
 			waits := recordBackoff(c, time.Millisecond)
@@ -203,7 +203,7 @@ func TestRetryAfterWaitedOut(t *testing.T) {
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}
-		fmt.Fprint(w, `{"ok":true}`)
+		_, _ = fmt.Fprint(w, `{"ok":true}`)
 	})
 	tuning := fastTuning()
 	tuning.RetryWaitMax = 20 * time.Millisecond
@@ -307,7 +307,7 @@ func TestAttemptTimeout(t *testing.T) {
 					<-r.Context().Done() // hang until the client gives up
 					return
 				}
-				fmt.Fprint(w, `{"ok":true}`)
+				_, _ = fmt.Fprint(w, `{"ok":true}`)
 			})
 			tuning := fastTuning()
 			tuning.Timeout = 200 * time.Millisecond

@@ -309,8 +309,17 @@ type leveled struct{ l hclog.Logger }
 
 func (l leveled) Error(msg string, kv ...any) { l.l.Warn(msg, kv...) }
 func (l leveled) Info(msg string, kv ...any)  { l.l.Debug(msg, kv...) }
-func (l leveled) Debug(msg string, kv ...any) { l.l.Trace(msg, kv...) }
-func (l leveled) Warn(msg string, kv ...any)  { l.l.Warn(msg, kv...) }
+
+// Debug is retryablehttp's detail, at TRACE; except its retries, which an operator must see: a retry
+// (after a 429's Retry-After wait, a 5xx or a lost connection) is a WARN line with the wait.
+func (l leveled) Debug(msg string, kv ...any) {
+	if msg == "retrying request" {
+		l.l.Warn("retrying a request to the cloud", kv...)
+		return
+	}
+	l.l.Trace(msg, kv...)
+}
+func (l leveled) Warn(msg string, kv ...any) { l.l.Warn(msg, kv...) }
 
 // CallJSON is DoJSON for a backend's client: the call's errors go through classify (with op), and a 2xx
 // answer that does not decode into out is ErrOther of the client's cloud ("unexpected answer"). An

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -442,3 +443,23 @@ func TestRateLimiter(t *testing.T) {
 		}
 	})
 }
+
+// A retry is a WARN line (operators see the clouds' 429s and 5xx); the rest of retryablehttp's detail
+// stays at TRACE.
+func TestRetriesLoggedAtWarn(t *testing.T) {
+	var got []string
+	l := hclog.NewInterceptLogger(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Trace})
+	l.RegisterSink(&recordingSink{f: func(level hclog.Level, msg string) { got = append(got, level.String()+" "+msg) }})
+	lv := leveled{l}
+	lv.Debug("retrying request", "request", "GET /x", "timeout", "2s", "remaining", 3)
+	lv.Debug("performing request", "method", "GET")
+	if len(got) != 2 || got[0] != "warn retrying a request to the cloud" || got[1] != "trace performing request" {
+		t.Fatalf("logged %q", got)
+	}
+}
+
+type recordingSink struct {
+	f func(level hclog.Level, msg string)
+}
+
+func (s *recordingSink) Accept(_ string, level hclog.Level, msg string, _ ...any) { s.f(level, msg) }

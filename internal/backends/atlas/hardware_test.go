@@ -70,21 +70,8 @@ func TestHardwareInstance(t *testing.T) {
 	if !ok {
 		t.Fatal("no h100.8x offer")
 	}
-	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "atlas-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048}
-	if inst.Hardware != want {
-		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
-	}
-	got, err := b.Get(ctx, inst.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Hardware != want {
-		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
-	}
+	inst := backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: "atlas-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}}, want)
 	// A backend that has not listed offers knows only what gpu_model says.
 	fresh, err := hardwareBackend(t, url).Get(ctx, inst.ID)
 	if err != nil {

@@ -203,3 +203,26 @@ func WantAuthError(t testing.TB, err error, secrets ...string) {
 		}
 	}
 }
+
+// CreateWithHardware creates req's instance and checks that Create and a Get both report want as its
+// hardware (what the offer, or the cloud's instance answer, says of the machine). It returns the
+// created instance.
+func CreateWithHardware(t *testing.T, b controlplane.InstanceManagerBackend, req controlplane.CreateRequest, want controlplane.Hardware) controlplane.Instance {
+	t.Helper()
+	ctx := context.Background()
+	inst, err := b.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Hardware != want {
+		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
+	}
+	got, err := b.Get(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hardware != want {
+		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
+	}
+	return inst
+}

@@ -1,7 +1,6 @@
 package lambda
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -56,7 +55,6 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: an instance carries its instance type object, specs included.
 func TestHardwareInstance(t *testing.T) {
-	ctx := context.Background()
 	b := hardwareBackend(t)
 	o, ok := findHWOffer(backendtest.Offers(t, b), "us-midwest-1", "gpu_1x_h100_pcie")
 	if !ok {
@@ -64,22 +62,9 @@ func TestHardwareInstance(t *testing.T) {
 	}
 	p, _ := backendtest.Inventory(t).PoolByName("lambda-vm-pool")
 	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
-	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: controlplane.CloudName(p, "hw", owner.Token), Pool: p, Offer: o,
-		Owner: owner, SSHPublicKeys: []string{backendtest.TestKey}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 200}
-	if inst.Hardware != want {
-		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
-	}
-	got, err := b.Get(ctx, inst.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Hardware != want {
-		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
-	}
+	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: controlplane.CloudName(p, "hw", owner.Token), Pool: p, Offer: o,
+		Owner: owner, SSHPublicKeys: []string{backendtest.TestKey}}, want)
 }
 
 // TestHardwareOlderShape: API versions without gpu_description (v1.4.0) are read from the description

@@ -1,7 +1,6 @@
 package primeintellect
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -66,27 +65,13 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: a pod says socket, gpuName ("H100_80GB": 80 GB a GPU) and resources.
 func TestHardwareInstance(t *testing.T) {
-	ctx := context.Background()
 	b := hardwareBackend(t)
 	o, ok := findHWOffer(backendtest.Offers(t, b), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x")
 	if !ok {
 		t.Fatal("no runpod H100 PCIe offer in CA-MTL-3")
 	}
-	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "pi-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}
-	if inst.Hardware != want {
-		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
-	}
-	got, err := b.Get(ctx, inst.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Hardware != want {
-		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
-	}
+	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: "pi-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}}, want)
 }
 
 // TestHardwareRecorded reads items of Prime's recorded availability answers, whose gpuMemory is the

@@ -1,7 +1,6 @@
 package upcloud
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -58,28 +57,14 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: a server's details add the memory of each GPU (devices[].metadata.memory).
 func TestHardwareInstance(t *testing.T) {
-	ctx := context.Background()
 	srv := emu.New(emu.Options{Username: "hw-user", Password: "hw-pass", BootDuration: time.Millisecond})
 	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
 	o := findOffer(backendtest.Offers(t, b), "fi-hel2", "GPU-16xCPU-192GB-2xL40S")
 	if o == nil {
 		t.Fatal("no GPU-16xCPU-192GB-2xL40S offer in fi-hel2")
 	}
-	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-hw", Offer: *o, SSHPublicKeys: []string{backendtest.TestKey}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 192}
-	if inst.Hardware != want {
-		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
-	}
-	got, err := b.Get(ctx, inst.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Hardware != want {
-		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
-	}
+	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: "upcloud-vm-hw", Offer: *o, SSHPublicKeys: []string{backendtest.TestKey}}, want)
 }
 
 // TestHardwareRecorded reads the go-api's GPU fixtures: a GPU plan and a server with two L40S devices.

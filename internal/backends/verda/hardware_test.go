@@ -1,7 +1,6 @@
 package verda
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -60,7 +59,6 @@ func TestHardwareOffers(t *testing.T) {
 
 func TestHardwareInstance(t *testing.T) {
 	b := hardwareBackend(t)
-	ctx := context.Background()
 	offers := backendtest.Offers(t, b)
 	o, ok := findHWOffer(offers, "FIN-01", "2H100.80S.80V", false)
 	if !ok {
@@ -68,24 +66,11 @@ func TestHardwareInstance(t *testing.T) {
 	}
 	pool, _ := b.inv.PoolByName("verda-vm-pool")
 	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
-	inst, err := b.Create(ctx, controlplane.CreateRequest{
+	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}
+	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{
 		Name: controlplane.CloudName(pool, "hw", owner.Token), Pool: pool, Offer: o, Owner: owner,
 		SSHPublicKeys: []string{backendtest.TestKey},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}
-	if inst.Hardware != want {
-		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
-	}
-	got, err := b.Get(ctx, inst.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Hardware != want {
-		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
-	}
+	}, want)
 }
 
 // TestHardwareRecorded reads the hardware of the instance types in the recorded catalog (gpuhunt's

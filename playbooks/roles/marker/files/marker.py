@@ -8,7 +8,8 @@
 #                                                   MACHINE (JSON) says what kind of machine it is and
 #                                                   how its exporters run
 #
-# Prints "unchanged", "removed" or "written". Needs nothing beyond Python 3.
+# Prints "unchanged", "removed", "written" or "refreshed" (the same provisioning, its health criteria
+# recorded anew, its time kept). Needs nothing beyond Python 3.
 import json
 import os
 import sys
@@ -29,8 +30,18 @@ def current():
 
 cur = current()
 machine = json.loads(sys.argv[6]) if action == "record" and len(sys.argv) > 6 and sys.argv[6] else None
+
+
+def without_health_spec(m):
+    """The machine record minus the health criteria, which a re-run may word differently."""
+    if not isinstance(m, dict):
+        return m
+    return {k: v for k, v in m.items() if k != "health_spec"}
+
+
 same = (isinstance(cur, dict) and cur.get("digest") == digest and cur.get("playbook") == playbook and
-        isinstance(cur.get("provisioned_at"), str) and (action != "record" or cur.get("machine") == machine))
+        isinstance(cur.get("provisioned_at"), str) and
+        (action != "record" or without_health_spec(cur.get("machine")) == without_health_spec(machine)))
 
 if action == "invalidate":
     if cur is None or same:
@@ -39,9 +50,12 @@ if action == "invalidate":
         os.remove(path)
         print("removed")
 elif action == "record":
-    if same:
+    if same and cur.get("machine") == machine:
         print("unchanged")
     else:
+        if same:
+            # The same provisioning, with health criteria worded anew: keep when it happened.
+            sys.argv[5] = cur["provisioned_at"]
         d = os.path.dirname(path)
         os.makedirs(d, mode=0o755, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".provisioned.")
@@ -57,6 +71,7 @@ elif action == "record":
         except BaseException:
             os.unlink(tmp)
             raise
-        print("written")
+        # "refreshed" is no change of the provisioning (the task reports changed only on "written").
+        print("refreshed" if same else "written")
 else:
     sys.exit("marker.py: unknown action %r" % action)

@@ -180,7 +180,7 @@ func TestAccGPUInstance_drainTimeout(t *testing.T) {
 			return s.checkDestroyed(st)
 		},
 		Steps: []resource.TestStep{{
-			Config: execletConfig(s, "stuck", `  drain_timeout = "15s"`),
+			Config: execletConfig(s, "stuck", `  drain_timeout = "60s"`),
 			Check: func(*terraform.State) error {
 				sawDrain = startJob(t, s.machineDir(), false) // the job never ends
 				return nil

@@ -4,7 +4,7 @@
 # files, the manifest's protocol version 6.0.
 #
 #   tools/release.sh snapshot  every platform into dist/, offline and unsigned (make release-snapshot)
-#   tools/release.sh check     `goreleaser check`, then a snapshot of two platforms only
+#   tools/release.sh check     `goreleaser check`, then a snapshot of three platforms only
 #                              (RELEASE_CHECK_TARGETS) in a temporary directory, its SHA256SUMS signed
 #                              with a throwaway key when gpg is installed (make release-check)
 #   tools/release.sh release   a release from the v<version> tag at HEAD, published to GitHub
@@ -19,7 +19,7 @@ mode=${1:-snapshot}
 go=${GO:-go}
 version=${VERSION:-$(tr -d '[:space:]' <"$root/VERSION")-dev}
 # The platforms the Terraform Registry's users need most; .goreleaser.yml builds more.
-required="linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 freebsd_amd64 freebsd_arm64"
+required="linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64 windows_arm64 freebsd_amd64 freebsd_arm64"
 export CHECKPOINT_DISABLE=1
 
 goreleaser=$(cd "$root/tools" && "$go" tool -n goreleaser)
@@ -58,7 +58,7 @@ snapshot)
   releasecheck -dist "$root/dist" -version "$version" -targets "$required"
   ;;
 check)
-  targets=${RELEASE_CHECK_TARGETS:-linux_amd64 darwin_arm64}
+  targets=${RELEASE_CHECK_TARGETS:-linux_amd64 darwin_arm64 windows_amd64}
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   copy_tree "$tmp/src"

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -150,19 +149,6 @@ func providerChild(t *testing.T, pid int) int {
 	}
 	t.Fatalf("terraform (pid %d) started no provider process", pid)
 	return 0
-}
-
-// alive reports whether a process exists (and is not a zombie).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	if i := strings.LastIndexByte(s, ')'); i > 0 && len(s) > i+2 && s[i+2] == 'Z' {
-		return false
-	}
-	return syscall.Kill(pid, 0) == nil
 }
 
 // destroyAll destroys everything the directory's state holds and checks that the sandbox is empty.

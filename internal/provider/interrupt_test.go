@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,8 +14,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 	"regexp"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 // serveForReattach serves the provider from the test binary the way `-debug` does and returns the
@@ -76,7 +76,7 @@ func TestAccGPUInstance_ctrlC(t *testing.T) {
 	s.setFaults(sandbox.Faults{})
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
-	if err := apply.Process.Signal(syscall.SIGINT); err != nil {
+	if err := apply.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	err := apply.Wait()
@@ -167,7 +167,7 @@ func TestAccGPUInstance_ctrlCResumes(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(time.Second)
-	if err := apply.Process.Signal(syscall.SIGINT); err != nil {
+	if err := apply.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	_ = apply.Wait()

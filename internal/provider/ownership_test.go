@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
@@ -164,13 +164,13 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("killed", "l4", ""))
 	tf, prov, _ := killedCreate(t, s, d, "killed")
 	machine := s.live()[0]
-	if err := syscall.Kill(tf, syscall.SIGKILL); err != nil {
+	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
 		t.Fatal(err)
 	}
 
 	// Terraform is gone: the provider notices, cancels what it was doing and exits.
 	start := time.Now()
-	for alive(prov) {
+	for osproc.Alive(prov) {
 		if time.Since(start) > 10*time.Second {
 			t.Fatalf("the provider (pid %d) still runs %s after terraform was killed", prov, time.Since(start))
 		}
@@ -205,10 +205,10 @@ func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
 	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("provkill", "l4", ""))
 	tf, prov, out := killedCreate(t, s, d, "provkill")
 	machine := s.live()[0]
-	if err := syscall.Kill(prov, syscall.SIGKILL); err != nil {
+	if err := osproc.SignalProcess(prov, osproc.Kill); err != nil {
 		t.Fatal(err)
 	}
-	for alive(tf) {
+	for osproc.Alive(tf) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if !strings.Contains(out.String(), "Error") {
@@ -227,17 +227,17 @@ func TestAccGPUInstance_providerExitsWithTerraform(t *testing.T) {
 	d := newCLIDirBinary(t, "")
 	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("parent", "l4", ""))
 	tf, prov, _ := killedCreate(t, s, d, "parent")
-	if err := syscall.Kill(tf, syscall.SIGKILL); err != nil {
+	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	for alive(prov) && time.Since(start) < 10*time.Second {
+	for osproc.Alive(prov) && time.Since(start) < 10*time.Second {
 		time.Sleep(20 * time.Millisecond)
 	}
 	took := time.Since(start)
 	t.Logf("provider exit after terraform's death: %s", took.Round(time.Millisecond))
-	if alive(prov) || took > 2*time.Second {
-		t.Fatalf("the provider must exit within 2 s of terraform's death; it took %s (alive: %v)", took, alive(prov))
+	if osproc.Alive(prov) || took > 2*time.Second {
+		t.Fatalf("the provider must exit within 2 s of terraform's death; it took %s (alive: %v)", took, osproc.Alive(prov))
 	}
 	d.mustRun("apply", "-auto-approve") // adopts
 	d.mustRun("destroy", "-auto-approve")

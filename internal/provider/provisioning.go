@@ -10,14 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
@@ -29,11 +30,26 @@ func provisioningEnabled(pc *provisioningModel) bool {
 	return pc == nil || pc.Enabled.IsNull() || pc.Enabled.ValueBool()
 }
 
+// provisioningUnsupported says why provisioning cannot run on the operating system goos, or "" when it
+// can. It runs ansible-playbook, whose control node needs a Unix-like system.
+func provisioningUnsupported(goos string) string {
+	if goos != "windows" {
+		return ""
+	}
+	return "hydra provisions machines by running ansible-playbook on the machine running Terraform, and " +
+		"Ansible does not run on Windows. Run Terraform under WSL (with hydra's linux build and ansible-core installed " +
+		"there), or set provisioning { enabled = false } to rent machines without hydra's setup."
+}
+
 // newProvisioner builds the Ansible runner and returns the public key to install on new machines.
 func newProvisioner(pc *provisioningModel, sb *sandbox.Backend, realClouds bool, logger hclog.Logger) (*provision.Runner, string, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	if pc == nil {
 		pc = &provisioningModel{}
+	}
+	if why := provisioningUnsupported(runtime.GOOS); why != "" {
+		diags.AddAttributeError(path.Root("provisioning"), "Provisioning is not available on "+runtime.GOOS, why)
+		return nil, "", diags
 	}
 	keyPath := path.Root("provisioning").AtName("ssh_private_key")
 	ansible := pc.AnsiblePlaybook.ValueString()
@@ -87,14 +103,11 @@ func newProvisioner(pc *provisioningModel, sb *sandbox.Backend, realClouds bool,
 // sandboxKey returns the sandbox's provisioning key, generating it once (0600) for all processes.
 func sandboxKey(dir string) ([]byte, error) {
 	p := filepath.Join(dir, sandboxKeyFile)
-	lock, err := os.OpenFile(p+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := filelock.Lock(p+".lock", 0o600)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = lock.Close() }() // a lock file: nothing was written to it
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return nil, err
-	}
+	defer unlock()
 	data, err := os.ReadFile(p)
 	if err == nil {
 		return data, nil

@@ -312,3 +312,19 @@ func TestAccGPUInstance_provisioningCancelled(t *testing.T) {
 		}},
 	})
 }
+
+// TestProvisioningUnsupported: provisioning is refused on Windows, where ansible-playbook cannot run,
+// with a message that names both ways out; every Unix-like system hydra is built for may provision.
+func TestProvisioningUnsupported(t *testing.T) {
+	for _, goos := range []string{"linux", "darwin", "freebsd"} {
+		if why := provisioningUnsupported(goos); why != "" {
+			t.Errorf("provisioningUnsupported(%q) = %q, want \"\"", goos, why)
+		}
+	}
+	why := provisioningUnsupported("windows")
+	for _, want := range []string{"WSL", "enabled = false", "ansible-playbook"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("the Windows reason does not mention %q: %q", want, why)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
 )
 
@@ -284,10 +285,10 @@ func TestHardKillLeavesNothingBehind(t *testing.T) {
 			if tc.noGuardian {
 				if runtime.GOOS == "linux" {
 					deadline := time.Now().Add(5 * time.Second)
-					for processAlive(leaders[0]) && time.Now().Before(deadline) {
+					for osproc.Alive(leaders[0]) && time.Now().Before(deadline) {
 						time.Sleep(20 * time.Millisecond)
 					}
-					if processAlive(leaders[0]) {
+					if osproc.Alive(leaders[0]) {
 						t.Errorf("ansible-playbook (%d) outlived its provider", leaders[0])
 					}
 				}

@@ -16,16 +16,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"reflect"
+
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
-	"reflect"
 )
 
 // TestContainerMachine: a container without systemd (its systemctl refuses to work) reaches ready:
@@ -112,7 +113,7 @@ func TestContainerMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		if syscall.Kill(pid, 0) == nil && !zombie(pid) {
+		if osproc.Alive(pid) {
 			t.Errorf("process %d outlived the machine", pid)
 		}
 	}
@@ -293,15 +294,6 @@ func pidFiles(t *testing.T, dir string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
-}
-
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 // tree lists every file and directory under root with its size and modification time.

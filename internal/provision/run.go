@@ -13,13 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
 // TaskError is a provisioning run that failed at a task (or could not reach the host).
@@ -284,13 +284,13 @@ func (r *Runner) execute(ctx context.Context, cmd *exec.Cmd, started func(pgid i
 		}
 		close(cancelling)
 		r.logger.Info("cancelling ansible-playbook", "pgid", pgid)
-		_ = syscall.Kill(-pgid, syscall.SIGINT)
+		_ = osproc.SignalGroup(pgid, osproc.Interrupt)
 		t := time.NewTimer(r.cfg.CancelGrace)
 		defer t.Stop()
 		select {
 		case <-done:
 		case <-t.C:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			_ = osproc.SignalGroup(pgid, osproc.Kill)
 		}
 	}()
 	waitErr := cmd.Wait()
@@ -299,7 +299,7 @@ func (r *Runner) execute(ctx context.Context, cmd *exec.Cmd, started func(pgid i
 	case <-cancelling:
 		cancelled = true
 		// Whatever is left of the group (workers, ssh children) goes too.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = osproc.SignalGroup(pgid, osproc.Kill)
 	default:
 	}
 	if cmd.ProcessState != nil {

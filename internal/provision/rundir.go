@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
 // A run directory is private to one provisioning run: <temp>/hydra-<owner pid>-<random>, mode 0700,
@@ -150,7 +152,7 @@ func startGuardian(dir string) (*guardian, error) {
 	cmd.Dir = "/"
 	cmd.Env = append(ansibleBaseEnv(), "HYDRA_RUN_DIR="+dir, "HYDRA_SSH="+sshBin)
 	// Its own process group: neither a signal to the provider's group nor the kill of ansible's reaches it.
-	cmd.SysProcAttr = guardianProcAttr()
+	cmd.SysProcAttr = osproc.NewGroup()
 	w, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

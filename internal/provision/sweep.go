@@ -3,7 +3,6 @@ package provision
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,10 +11,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
 // SweepStale cleans up after provisioning runs whose provider process is gone (killed hard: SIGKILL,
@@ -85,7 +85,7 @@ func SweepStale(logger hclog.Logger, tempDirs ...string) int {
 		}
 		fi, err := os.Lstat(dir)
 		exists := err == nil
-		if exists && !ownedByMe(fi) {
+		if exists && !osproc.OwnedByMe(fi) {
 			continue // another user's: not ours to judge, and not removable anyway
 		}
 		killed := killReferrers(dir)
@@ -122,7 +122,7 @@ func runDirStale(dir string) bool {
 	if pid <= 0 {
 		return false
 	}
-	if !processAlive(pid) {
+	if !osproc.Alive(pid) {
 		return true
 	}
 	// Alive: the owner, unless the pid was reused by a process that started at another time.
@@ -239,13 +239,13 @@ func killReferrers(dir string) []int {
 		if p.pid == self || p.uid != uid || !namesDir(p.args, dir) {
 			continue
 		}
-		if err := syscall.Kill(p.pid, syscall.SIGKILL); err == nil {
+		if err := osproc.SignalProcess(p.pid, osproc.Kill); err == nil {
 			pids = append(pids, p.pid)
 		}
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	for _, pid := range pids {
-		for processAlive(pid) && time.Now().Before(deadline) {
+		for osproc.Alive(pid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
@@ -269,17 +269,6 @@ func procUID(pid int) int {
 		}
 	}
 	return -1
-}
-
-// processAlive reports whether pid names a live process (a zombie is dead).
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	return procState(pid) != 'Z'
 }
 
 // procState is the state letter of /proc/<pid>/stat, or 0 when it cannot be read.
@@ -311,9 +300,4 @@ func processStart(pid int) string {
 		return "?"
 	}
 	return f[19]
-}
-
-func ownedByMe(fi os.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return !ok || int(st.Uid) == os.Geteuid()
 }

@@ -31,7 +31,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -39,6 +38,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
@@ -868,15 +868,11 @@ func (b *Backend) update(fn func(*state, *Faults) error) error {
 
 // locked runs fn holding an exclusive lock on the sandbox directory (across processes).
 func (b *Backend) locked(fn func() error) error {
-	f, err := os.OpenFile(filepath.Join(b.cfg.Dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := filelock.Lock(filepath.Join(b.cfg.Dir, lockFile), 0o644)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	defer func() { _ = f.Close() }() // closing also releases the lock; nothing to do on failure
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("sandbox: locking %s: %w", b.cfg.Dir, err)
-	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
+	defer unlock()
 	return fn()
 }
 

@@ -70,10 +70,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
 //go:embed standins
@@ -433,18 +435,11 @@ func HostPublicKey(dir string) (string, error) {
 
 // lockDir serialises Ensure, Stop and RotateHostKey on one machine across processes.
 func lockDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := filelock.Lock(filepath.Join(dir, ".lock"), 0o644)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sshhost: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		_ = f.Close() // a lock file: nothing was written to it
-		return nil, fmt.Errorf("sshhost: lock %s: %w", dir, err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		_ = f.Close() // a lock file: closing only releases the lock
-	}, nil
+	return unlock, nil
 }
 
 func loginUser(want string) (string, error) {
@@ -909,7 +904,7 @@ func startExporter(dir, kind string) (pid, port int, err error) {
 				return pid, port, nil
 			}
 		}
-		if !alive(pid) {
+		if !osproc.Alive(pid) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -931,7 +926,7 @@ func startDetached(logPath, name string, args ...string) (int, error) {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = osproc.NewSession()
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
@@ -965,7 +960,7 @@ func portFree(port int) bool {
 func waitBanner(pid, port int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		if !alive(pid) {
+		if !osproc.Alive(pid) {
 			return errors.New("sshd exited")
 		}
 		if banner(port) {
@@ -991,11 +986,11 @@ func banner(port int) bool {
 }
 
 func sshdAlive(dir string, pid, port int) bool {
-	return alive(pid) && ownedBy(pid, dir) && banner(port)
+	return osproc.Alive(pid) && ownedBy(pid, dir) && banner(port)
 }
 
 func exporterAlive(dir string, pid, port int) bool {
-	if !alive(pid) || !ownedBy(pid, dir) || port == 0 {
+	if !osproc.Alive(pid) || !ownedBy(pid, dir) || port == 0 {
 		return false
 	}
 	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
@@ -1003,19 +998,6 @@ func exporterAlive(dir string, pid, port int) bool {
 		return false
 	}
 	_ = c.Close() // a probe connection
-	return true
-}
-
-// alive reports whether pid names a live process (zombies count as dead).
-func alive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
-			return false
-		}
-	}
 	return true
 }
 
@@ -1033,20 +1015,20 @@ func ownedBy(pid int, dir string) bool {
 // killAndWait terminates pid (and the process group it leads), then waits until it is gone,
 // escalating to SIGKILL.
 func killAndWait(pid int) {
-	if !alive(pid) {
+	if !osproc.Alive(pid) {
 		return
 	}
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	_ = syscall.Kill(pid, syscall.SIGTERM)
+	_ = osproc.SignalGroup(pid, osproc.Terminate)
+	_ = osproc.SignalProcess(pid, osproc.Terminate)
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
+	for osproc.Alive(pid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if alive(pid) {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	if osproc.Alive(pid) {
+		_ = osproc.SignalGroup(pid, osproc.Kill)
+		_ = osproc.SignalProcess(pid, osproc.Kill)
 		deadline = time.Now().Add(5 * time.Second)
-		for alive(pid) && time.Now().Before(deadline) {
+		for osproc.Alive(pid) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
 func requireTools(t *testing.T) {
@@ -295,7 +297,7 @@ func TestMachine(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, pid := range []int{st.SSHDPid, st.NodeExporterPid, st.DCGMExporterPid} {
-			if alive(pid) {
+			if osproc.Alive(pid) {
 				t.Errorf("pid %d still alive", pid)
 			}
 		}
@@ -354,7 +356,7 @@ func TestContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if osproc.Alive(pid) {
 			t.Errorf("process %d outlived the machine", pid)
 		}
 	}

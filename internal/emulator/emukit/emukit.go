@@ -17,8 +17,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 )
 
 // Store holds an emulator's whole state S: in memory, or, when it has a directory, in the JSON file
@@ -51,15 +52,11 @@ func (s *Store[S]) Update(init func() *S, fn func(st *S) (save bool, err error))
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	lf, err := os.OpenFile(filepath.Join(s.dir, s.lock), os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := filelock.Lock(filepath.Join(s.dir, s.lock), 0o600)
 	if err != nil {
-		return err
+		return fmt.Errorf("emulator state: %w", err)
 	}
-	defer func() { _ = lf.Close() }() // a lock file: nothing was written to it
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("locking emulator state: %w", err)
-	}
-	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	defer unlock()
 	path := filepath.Join(s.dir, s.file)
 	var st *S
 	data, err := os.ReadFile(path)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -143,30 +144,18 @@ func startJob(t *testing.T, machineDir string, endOnDrain bool) *atomic.Bool {
 
 // Destroying an execlet drains it first: it stops taking work, and the delete waits for the running job.
 func TestAccGPUInstance_drainBeforeDestroy(t *testing.T) {
-	requireProvisioningTools(t)
-	s := newTestSandbox(t)
-	var sawDrain *atomic.Bool
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy: func(st *terraform.State) error {
-			if sawDrain == nil || !sawDrain.Load() {
-				t.Error("the execlet was deleted without being drained")
-			}
-			return s.checkDestroyed(st)
-		},
-		Steps: []resource.TestStep{{
-			Config: execletConfig(s, "drained", `  drain_timeout = "2m"`),
-			Check: func(*terraform.State) error {
-				sawDrain = startJob(t, s.machineDir(), true)
-				return nil
-			},
-		}},
-	})
+	testAccDestroyDrains(t, "drained", "2m", true)
 }
 
 // A drain that does not finish within drain_timeout never blocks the destroy.
 func TestAccGPUInstance_drainTimeout(t *testing.T) {
+	testAccDestroyDrains(t, "stuck", "60s", false)
+}
+
+// testAccDestroyDrains creates an execlet with the drain_timeout given, starts a job on it (which ends
+// when the drain asks it to, or never), and checks at destroy that the machine was asked to drain and is
+// gone.
+func testAccDestroyDrains(t *testing.T, name, drainTimeout string, jobEnds bool) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	var sawDrain *atomic.Bool
@@ -175,14 +164,14 @@ func TestAccGPUInstance_drainTimeout(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy: func(st *terraform.State) error {
 			if sawDrain == nil || !sawDrain.Load() {
-				t.Error("the execlet was not asked to drain")
+				t.Error("the execlet was deleted without being asked to drain")
 			}
 			return s.checkDestroyed(st)
 		},
 		Steps: []resource.TestStep{{
-			Config: execletConfig(s, "stuck", `  drain_timeout = "60s"`),
+			Config: execletConfig(s, name, fmt.Sprintf("  drain_timeout = %q", drainTimeout)),
 			Check: func(*terraform.State) error {
-				sawDrain = startJob(t, s.machineDir(), false) // the job never ends
+				sawDrain = startJob(t, s.machineDir(), jobEnds)
 				return nil
 			},
 		}},

@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -225,4 +226,52 @@ func CreateWithHardware(t *testing.T, b controlplane.InstanceManagerBackend, req
 		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
 	}
 	return inst
+}
+
+// BadGateway is an http.RoundTripper that answers the first N requests Match accepts with a 502 and an
+// HTML body, as a load balancer does. With Forward the request reaches Next first, so the cloud acts and
+// only its answer is lost; without, the cloud never sees it. Every other request goes to Next.
+type BadGateway struct {
+	Next    http.RoundTripper
+	Match   func(*http.Request) bool
+	Forward bool
+	N       int
+	mu      sync.Mutex
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *BadGateway) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	hit := t.N > 0 && t.Match(r)
+	if hit {
+		t.N--
+	}
+	t.mu.Unlock()
+	if !hit {
+		return t.Next.RoundTrip(r)
+	}
+	if t.Forward {
+		resp, err := t.Next.RoundTrip(r)
+		if err != nil {
+			return nil, err
+		}
+		_ = resp.Body.Close() // the answer is the one that gets lost
+	}
+	return &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{"Content-Type": {"text/html"}},
+		Body: io.NopCloser(strings.NewReader("<html>502 Bad Gateway</html>")), Request: r}, nil
+}
+
+// KeyAdds matches the POST that registers an SSH key at path's end (Lambda's and Verda's /ssh-keys) or
+// under it (Prime Intellect's /api/v1/ssh_keys/).
+func KeyAdds(path string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.Contains(r.URL.Path, path)
+	}
+}
+
+// Left is how many of the N failures have not fired yet.
+func (t *BadGateway) Left() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.N
 }

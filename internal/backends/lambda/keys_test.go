@@ -2,45 +2,13 @@ package lambda
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 )
-
-// failKeyAdds answers the first n POST /ssh-keys with 502, after passing the request on when forward
-// is set (the key is stored, the answer lost) or without (nothing stored).
-type failKeyAdds struct {
-	next    http.RoundTripper
-	forward bool
-	mu      sync.Mutex
-	n       int
-}
-
-func (t *failKeyAdds) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.mu.Lock()
-	hit := t.n > 0 && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/ssh-keys")
-	if hit {
-		t.n--
-	}
-	t.mu.Unlock()
-	if !hit {
-		return t.next.RoundTrip(r)
-	}
-	if t.forward {
-		resp, err := t.next.RoundTrip(r)
-		if err != nil {
-			return nil, err
-		}
-		resp.Body.Close()
-	}
-	return &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{"Content-Type": {"text/html"}},
-		Body: io.NopCloser(strings.NewReader("<html>502 Bad Gateway</html>")), Request: r}, nil
-}
 
 // TestSSHKeyAddSurvivesOne5xx: one 5xx on POST /ssh-keys, whether Lambda stored the key or not, does not
 // fail the create, for a user's key as for the generated no-login key, and the key is registered once;
@@ -64,7 +32,7 @@ func TestSSHKeyAddSurvivesOne5xx(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := startEmulator(t, emu.Options{})
-			tr := &failKeyAdds{next: http.DefaultTransport, forward: tt.forward, n: tt.fails}
+			tr := &backendtest.BadGateway{Next: http.DefaultTransport, Match: backendtest.KeyAdds("/ssh-keys"), Forward: tt.forward, N: tt.fails}
 			b := f.backend(t, func(c *Config) { c.Transport = tr })
 			_, err := b.Create(context.Background(), request(t, cheapestH100(t, b), "k", tt.keys...))
 			switch {

@@ -2,45 +2,13 @@ package primeintellect
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 )
-
-// failKeyAdds answers the first n POST /api/v1/ssh_keys/ with 502, after passing the request on
-// when forward is set (the key is stored, the answer lost) or without (nothing stored).
-type failKeyAdds struct {
-	next    http.RoundTripper
-	forward bool
-	mu      sync.Mutex
-	n       int
-}
-
-func (t *failKeyAdds) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.mu.Lock()
-	hit := t.n > 0 && r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/v1/ssh_keys")
-	if hit {
-		t.n--
-	}
-	t.mu.Unlock()
-	if !hit {
-		return t.next.RoundTrip(r)
-	}
-	if t.forward {
-		resp, err := t.next.RoundTrip(r)
-		if err != nil {
-			return nil, err
-		}
-		resp.Body.Close()
-	}
-	return &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{"Content-Type": {"text/html"}},
-		Body: io.NopCloser(strings.NewReader("<html>502 Bad Gateway</html>")), Request: r}, nil
-}
 
 // TestSSHKeyAddSurvivesOne5xx: one 5xx on POST /ssh_keys, whether Prime stored the key or not, does
 // not fail the create, and the key is registered once; a 5xx on every add still fails it.
@@ -60,7 +28,7 @@ func TestSSHKeyAddSurvivesOne5xx(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t, emu.Options{})
-			tr := &failKeyAdds{next: http.DefaultTransport, forward: tt.forward, n: tt.fails}
+			tr := &backendtest.BadGateway{Next: http.DefaultTransport, Match: backendtest.KeyAdds("/api/v1/ssh_keys"), Forward: tt.forward, N: tt.fails}
 			b := e.backend(t, func(c *Config) { c.Transport = tr })
 			offers, err := b.Offers(ctx)
 			if err != nil {

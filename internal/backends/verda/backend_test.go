@@ -3,10 +3,8 @@ package verda
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -343,47 +341,19 @@ func TestCreateRegistersAndReusesSSHKeys(t *testing.T) {
 	wantKind(t, err, controlplane.ErrInvalid)
 }
 
-// failFirstKeyAdd answers the first POST /ssh-keys with a 502, either before Verda sees it or after
-// Verda has stored the key (a lost answer).
-type failFirstKeyAdd struct {
-	next    http.RoundTripper
-	forward bool
-	mu      sync.Mutex
-	failed  bool
-}
-
-func (t *failFirstKeyAdd) RoundTrip(r *http.Request) (*http.Response, error) {
-	t.mu.Lock()
-	hit := !t.failed && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/ssh-keys")
-	t.failed = t.failed || hit
-	t.mu.Unlock()
-	if !hit {
-		return t.next.RoundTrip(r)
-	}
-	if t.forward {
-		resp, err := t.next.RoundTrip(r)
-		if err != nil {
-			return nil, err
-		}
-		resp.Body.Close()
-	}
-	return &http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{"Content-Type": {"text/html"}},
-		Body: io.NopCloser(strings.NewReader("<html>502 Bad Gateway</html>")), Request: r}, nil
-}
-
 // TestSSHKeyAddSurvivesOne5xx: one 5xx on POST /ssh-keys, whether Verda stored the key or not, does not
 // fail the create, and the key is registered once.
 func TestSSHKeyAddSurvivesOne5xx(t *testing.T) {
 	for _, forward := range []bool{false, true} {
 		t.Run(map[bool]string{false: "before acting", true: "answer lost"}[forward], func(t *testing.T) {
 			f := startEmulator(t, emu.Options{})
-			tr := &failFirstKeyAdd{next: http.DefaultTransport, forward: forward}
+			tr := &backendtest.BadGateway{Next: http.DefaultTransport, Match: backendtest.KeyAdds("/ssh-keys"), Forward: forward, N: 1}
 			b := f.backend(t, func(c *Config) { c.Transport = tr })
 			inst, err := b.Create(context.Background(), createRequest(t, b, "k", "FIN-01", "1A100.22V", false))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !tr.failed {
+			if tr.Left() != 0 {
 				t.Fatal("the fault never fired")
 			}
 			if got := f.srv.SSHKeyCount(); got != 1 {

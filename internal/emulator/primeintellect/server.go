@@ -428,22 +428,9 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	page, pageSize := 1, s.opts.MaxPageSize
-	if v := q.Get("page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			validation(w, []string{"query", "page"}, "Input should be greater than or equal to 1", "greater_than_equal")
-			return
-		}
-		page = n
-	}
-	if v := q.Get("page_size"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > s.opts.MaxPageSize {
-			validation(w, []string{"query", "page_size"}, fmt.Sprintf("Input should be less than or equal to %d", s.opts.MaxPageSize), "less_than_equal")
-			return
-		}
-		pageSize = n
+	page, pageSize, ok := s.paging(w, q)
+	if !ok {
+		return
 	}
 	if s.takeEmptyFault() {
 		writeJSON(w, http.StatusOK, map[string]any{"items": []any{}, "totalCount": 0})
@@ -451,12 +438,34 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
 	}
 	var items []Item
 	_ = s.store.With(false, func(st *state) error { items = filterItems(st.Catalog, q); return nil })
-	start := (page - 1) * pageSize
 	out := []any{}
-	for i := start; i < len(items) && i < start+pageSize; i++ {
+	for i := (page - 1) * pageSize; i < len(items) && i < page*pageSize; i++ {
 		out = append(out, items[i].render(false))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": out, "totalCount": len(items)})
+}
+
+// paging reads the page (from 1) and page_size (1 to MaxPageSize; default MaxPageSize) query
+// parameters of the availability listings, answering a bad one with Prime's 422 validation error.
+func (s *Server) paging(w http.ResponseWriter, q url.Values) (page, pageSize int, ok bool) {
+	page, pageSize = 1, s.opts.MaxPageSize
+	if v := q.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			validation(w, []string{"query", "page"}, "Input should be greater than or equal to 1", "greater_than_equal")
+			return 0, 0, false
+		}
+		page = n
+	}
+	if v := q.Get("page_size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > s.opts.MaxPageSize {
+			validation(w, []string{"query", "page_size"}, fmt.Sprintf("Input should be less than or equal to %d", s.opts.MaxPageSize), "less_than_equal")
+			return 0, 0, false
+		}
+		pageSize = n
+	}
+	return page, pageSize, true
 }
 
 func (s *Server) legacyAvailability(w http.ResponseWriter, r *http.Request) {
@@ -483,22 +492,9 @@ func (s *Server) gpuSummary(w http.ResponseWriter, _ *http.Request) {
 // catalog that prices its disk, paginated like /availability/gpus.
 func (s *Server) diskAvailability(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	page, pageSize := 1, s.opts.MaxPageSize
-	if v := q.Get("page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			validation(w, []string{"query", "page"}, "Input should be greater than or equal to 1", "greater_than_equal")
-			return
-		}
-		page = n
-	}
-	if v := q.Get("page_size"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > s.opts.MaxPageSize {
-			validation(w, []string{"query", "page_size"}, fmt.Sprintf("Input should be less than or equal to %d", s.opts.MaxPageSize), "less_than_equal")
-			return
-		}
-		pageSize = n
+	page, pageSize, ok := s.paging(w, q)
+	if !ok {
+		return
 	}
 	var items []Item
 	_ = s.store.With(false, func(st *state) error { items = sortedItems(st.Catalog); return nil })

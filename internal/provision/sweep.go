@@ -196,8 +196,8 @@ func procProcesses() []process {
 		if err != nil || len(b) == 0 {
 			continue // gone, or a kernel thread
 		}
-		if procState(pid) == 'Z' {
-			continue
+		if !osproc.Alive(pid) {
+			continue // a zombie
 		}
 		uid := procUID(pid)
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
@@ -269,18 +269,6 @@ func procUID(pid int) int {
 		}
 	}
 	return -1
-}
-
-// procState is the state letter of /proc/<pid>/stat, or 0 when it cannot be read.
-func procState(pid int) byte {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) {
-		return b[i+2]
-	}
-	return 0
 }
 
 // processStart returns pid's start time (field 22 of /proc/<pid>/stat: clock ticks since boot), or

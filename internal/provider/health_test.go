@@ -80,9 +80,29 @@ func TestAccGPUInstance_healthUnknownWhenUnreachable(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: healthConfig(s, "  replace_when_unhealthy = true"),
 		}, {
-			// The machine's provisioning record is gone (as on a machine reinstalled behind hydra's back):
-			// its health cannot be read.
+			// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
 			PreConfig: func() {
+				if err := sshhost.SetFault(s.machineDir(), sshhost.FaultSSHDown, "1"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: healthConfig(s, "  replace_when_unhealthy = true"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("unknown")),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health_reason"), knownvalue.StringRegexp(regexp.MustCompile(`(?i)connection refused`))),
+			},
+			Check: s.checkCreated(1),
+		}, {
+			// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
+			// hydra's back): its health cannot be read either.
+			PreConfig: func() {
+				if err := sshhost.ClearFaults(s.machineDir()); err != nil {
+					t.Fatal(err)
+				}
 				marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
 				if !ok {
 					t.Fatal("no provisioning marker on the machine")

@@ -47,6 +47,10 @@
 //	                                      the NVSwitch fabric state nvidia-smi reports (machine-wide)
 //	exporter_dead  node|dcgm ...          the named exporters answer 503
 //
+// One fault is of the machine, not its GPUs: while <dir>/faults/sshd_down exists (any content), Ensure
+// stops the machine's sshd and does not start it again, so the machine cannot be reached over SSH, as
+// one whose network or sshd died; ClearFaults (or SetFault with no content) and the next Ensure mend it.
+//
 // The loaded NVIDIA kernel module is <dir>/root/sys/module/nvidia/version (the installed driver's
 // version when Ensure first writes it): write another version there and nvidia-smi fails with
 // "Driver/library version mismatch" until the simulated reboot (the shutdown stand-in, which Ansible's
@@ -114,6 +118,8 @@ const (
 	FaultNVLinkDown   = "nvlink_down"
 	FaultFabric       = "fabric"
 	FaultExporterDead = "exporter_dead"
+	// FaultSSHDown keeps the machine's sshd stopped: the machine is unreachable.
+	FaultSSHDown = "sshd_down"
 )
 
 // SetFault writes the fault file name (one of the Fault constants) of the machine kept in dir; an empty
@@ -323,7 +329,13 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 		}
 		changed = true
 	}
-	if changed || st.SSHDPid == 0 || st.User != login || !configCurrent(dir, st) || !sshdAlive(dir, st.SSHDPid, st.Port) {
+	if _, err := os.Stat(filepath.Join(dir, "faults", FaultSSHDown)); err == nil {
+		// Unreachable on purpose: the endpoint keeps its port, where nothing answers.
+		if st.SSHDPid != 0 {
+			killAndWait(st.SSHDPid)
+			st.SSHDPid = 0
+		}
+	} else if changed || st.SSHDPid == 0 || st.User != login || !configCurrent(dir, st) || !sshdAlive(dir, st.SSHDPid, st.Port) {
 		if st.SSHDPid != 0 {
 			killAndWait(st.SSHDPid)
 		}

@@ -309,6 +309,49 @@ func TestMachine(t *testing.T) {
 
 // TestContainer: a machine without systemd refuses systemctl, runs no exporter until asked, and
 // stops the processes the playbooks started.
+// TestSSHDown: with the sshd_down fault a machine keeps its endpoint but nothing answers there, and
+// later Ensures do not start sshd again; once the fault is cleared, the next Ensure brings the machine
+// back with the same host key.
+func TestSSHDown(t *testing.T) {
+	requireTools(t)
+	signer, pub := clientSigner(t)
+	dir := t.TempDir()
+	spec := Spec{GPUModel: NVIDIAName("l4"), GPUCount: 1, AuthorizedKeys: []string{pub}}
+	ep, err := Ensure(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Stop(dir) })
+	if err := SetFault(dir, FaultSSHDown, "1"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		down, err := Ensure(dir, spec)
+		if err != nil {
+			t.Fatalf("Ensure of a machine whose sshd is down: %v", err)
+		}
+		if down.Port != ep.Port || down.HostKey != ep.HostKey {
+			t.Errorf("the unreachable machine's endpoint moved: %+v, was %+v", down, ep)
+		}
+		if banner(down.Port) {
+			t.Fatalf("Ensure %d: an SSH server answers on the machine's port while its sshd is down", i+1)
+		}
+	}
+	if err := ClearFaults(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Ensure(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.HostKey != ep.HostKey {
+		t.Errorf("the mended machine has another host key")
+	}
+	if out, err := run(t, back, signer, "echo up"); err != nil || out != "up\n" {
+		t.Errorf("the mended machine: %q, %v", out, err)
+	}
+}
+
 func TestContainer(t *testing.T) {
 	requireTools(t)
 	signer, pub := clientSigner(t)

@@ -563,7 +563,12 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 
-	// Create (or replace): choose the offer now.
+	// Create (or replace): every new machine is provisioned, which must be possible here.
+	if u := r.data.provisioningUnavailable; u != nil {
+		u.error(&resp.Diagnostics, "A new GPU instance")
+		return
+	}
+	// Choose the offer now.
 	offerReq, known, diags := r.offerRequest(ctx, &plan)
 	resp.Diagnostics.Append(diags...)
 	var configuredOffer types.String
@@ -873,6 +878,10 @@ func (r *gpuInstanceResource) modifyUpdatePlan(ctx context.Context, req resource
 	reprovision := plan.ProvisioningDigest.IsUnknown() ||
 		!plan.ProvisioningDigest.Equal(state.ProvisioningDigest) ||
 		state.Status.ValueString() != string(controlplane.StatusReady)
+	if reprovision && r.data.provisioningUnavailable != nil {
+		r.data.provisioningUnavailable.error(&resp.Diagnostics, fmt.Sprintf("hydra_gpu_instance %q (%s)", state.Name.ValueString(), state.ID.ValueString()))
+		return
+	}
 	if reprovision {
 		switch status := state.Status.ValueString(); {
 		case status == string(controlplane.StatusPending) || status == string(controlplane.StatusProvisioning):
@@ -918,6 +927,11 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	defer cancel()
 	name := plan.Name.ValueString()
 	summary := fmt.Sprintf("creating GPU instance (%s)", name)
+	if u := r.data.provisioningUnavailable; u != nil {
+		// The plan refuses this; a plan made where provisioning could run still must not create here.
+		u.error(&resp.Diagnostics, summary)
+		return
+	}
 
 	offerReq, _, diags := r.offerRequest(ctx, &plan)
 	resp.Diagnostics.Append(diags...)
@@ -1311,6 +1325,10 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 	if !m.Status.IsUnknown() {
 		// Only inputs that need no action changed (max price, fallback, timeouts).
 		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		return
+	}
+	if u := r.data.provisioningUnavailable; u != nil {
+		u.error(&resp.Diagnostics, summary)
 		return
 	}
 	vars, _, diags := provisioningVars(ctx, &plan)

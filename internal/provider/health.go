@@ -62,6 +62,10 @@ func (r *gpuInstanceResource) drain(ctx context.Context, state *gpuInstanceModel
 		return
 	}
 	name := state.ID.ValueString()
+	if u := r.data.provisioningUnavailable; u != nil {
+		tflog.Warn(hydraLog(), "execlet not drained: provisioning cannot run here", map[string]any{"name": name, "why": u.summary})
+		return
+	}
 	timeout := parseDuration(state.DrainTimeout, defaultDrainTimeout)
 	pm, err := r.data.cp.Manager().Route(name)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -102,6 +103,9 @@ type providerData struct {
 	runner *provision.Runner
 	// provisioning is false when provisioning is switched off (machines are ready once they run).
 	provisioning bool
+	// provisioningUnavailable, when set, is why provisioning is on but ansible-playbook cannot run where
+	// Terraform runs: plans that need it fail with it (runner still reads markers and health over SSH).
+	provisioningUnavailable *provisioningUnavailable
 	// sshPublicKeys are installed on every new machine so provisioning can log in.
 	sshPublicKeys []string
 	// sandbox is the sandbox backend when configured (tests reach into it).
@@ -299,7 +303,21 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		return
 	}
 	if data.provisioning {
-		runner, pubKey, diags := newProvisioner(cfg.Provisioning, data.sandbox, len(backends) > 1 || data.sandbox == nil, logger)
+		pc := cfg.Provisioning
+		if pc == nil {
+			pc = &provisioningModel{}
+		}
+		ansible, unavailable := locateAnsible(pc, runtime.GOOS)
+		if unavailable != nil {
+			// Where Terraform runs cannot run ansible-playbook: plans that need it fail, everything else
+			// (refresh with health checks, import, destroy) works, so that machines can still be read,
+			// adopted and destroyed from here.
+			data.provisioningUnavailable = unavailable
+			resp.Diagnostics.AddAttributeWarning(path.Root("provisioning"), unavailable.summary, unavailable.detail+
+				" Until then, plans that create, replace or provision a GPU instance fail; refresh, import and destroy work "+
+				"(execlets are destroyed without draining).")
+		}
+		runner, pubKey, diags := newProvisioner(pc, ansible, data.sandbox, len(backends) > 1 || data.sandbox == nil, logger)
 		resp.Diagnostics.Append(diags...)
 		if resp.Diagnostics.HasError() {
 			return

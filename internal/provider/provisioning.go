@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -41,31 +40,47 @@ func provisioningUnsupported(goos string) string {
 		"there), or set provisioning { enabled = false } to rent machines without hydra's setup."
 }
 
-// newProvisioner builds the Ansible runner and returns the public key to install on new machines.
-func newProvisioner(pc *provisioningModel, sb *sandbox.Backend, realClouds bool, logger hclog.Logger) (*provision.Runner, string, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	if pc == nil {
-		pc = &provisioningModel{}
+// provisioningUnavailable is why this machine cannot run provisioning: Windows, or no ansible-playbook.
+// It belongs to where Terraform runs, not to the configuration, so only what needs provisioning fails
+// on it (a plan that creates, replaces or provisions a machine); refresh, import and destroy still work.
+type provisioningUnavailable struct {
+	summary, detail string
+}
+
+// error adds the refusal to plan what needs provisioning, for the instance name.
+func (u *provisioningUnavailable) error(diags *diag.Diagnostics, name string) {
+	diags.AddError(u.summary, fmt.Sprintf("%s needs provisioning, which cannot run where Terraform runs now: %s", name, u.detail))
+}
+
+// locateAnsible finds ansible-playbook: the configured path, or the one on PATH. It says why provisioning
+// cannot run here when it cannot.
+func locateAnsible(pc *provisioningModel, goos string) (string, *provisioningUnavailable) {
+	if why := provisioningUnsupported(goos); why != "" {
+		return "", &provisioningUnavailable{"Provisioning is not available on " + goos, why}
 	}
-	if why := provisioningUnsupported(runtime.GOOS); why != "" {
-		diags.AddAttributeError(path.Root("provisioning"), "Provisioning is not available on "+runtime.GOOS, why)
-		return nil, "", diags
-	}
-	keyPath := path.Root("provisioning").AtName("ssh_private_key")
 	ansible := pc.AnsiblePlaybook.ValueString()
 	if ansible == "" {
 		if _, err := exec.LookPath("ansible-playbook"); err != nil {
-			diags.AddAttributeError(path.Root("provisioning").AtName("ansible_playbook"), "ansible-playbook not found",
-				"hydra provisions machines with Ansible, and ansible-playbook is not on PATH. Install ansible-core 2.14 or later "+
-					"on the machine running Terraform (`apt-get install ansible-core`, or `pipx install ansible-core`), set "+
-					"provisioning { ansible_playbook = \"/path/to/ansible-playbook\" }, or switch provisioning off with "+
-					"provisioning { enabled = false } for images that need no setup.")
-			return nil, "", diags
+			return "", &provisioningUnavailable{"ansible-playbook not found",
+				"hydra provisions machines with Ansible, and ansible-playbook is not on PATH. Install ansible-core 2.14 or later " +
+					"on the machine running Terraform (`apt-get install ansible-core`, or `pipx install ansible-core`), set " +
+					"provisioning { ansible_playbook = \"/path/to/ansible-playbook\" }, or switch provisioning off with " +
+					"provisioning { enabled = false } for images that need no setup."}
 		}
-	} else if _, err := os.Stat(ansible); err != nil {
-		diags.AddAttributeError(path.Root("provisioning").AtName("ansible_playbook"), "ansible-playbook not found", err.Error())
-		return nil, "", diags
+		return "", nil
 	}
+	if _, err := os.Stat(ansible); err != nil {
+		return "", &provisioningUnavailable{"ansible-playbook not found",
+			fmt.Sprintf("provisioning.ansible_playbook: %v. Install ansible-core there, point ansible_playbook at it, or set provisioning { enabled = false }.", err)}
+	}
+	return ansible, nil
+}
+
+// newProvisioner builds the Ansible runner (ansible: its path, "" for the one on PATH) and returns the
+// public key to install on new machines.
+func newProvisioner(pc *provisioningModel, ansible string, sb *sandbox.Backend, realClouds bool, logger hclog.Logger) (*provision.Runner, string, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	keyPath := path.Root("provisioning").AtName("ssh_private_key")
 	var key []byte
 	switch {
 	case pc.SSHPrivateKey.ValueString() != "":

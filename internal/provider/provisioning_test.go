@@ -328,3 +328,52 @@ func TestProvisioningUnsupported(t *testing.T) {
 		}
 	}
 }
+
+// Where Terraform runs without Ansible (or on Windows), what needs provisioning fails at plan and
+// nothing else does: a provisioned machine is still refreshed with an empty plan, new or re-provisioned
+// machines are refused before anything is created, and destroy works.
+func TestAccGPUInstance_provisioningUnavailableHere(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	withAnsible := s.provisionedConfig("")
+	without := strings.Replace(withAnsible, `    retry_delay = "1s"`, "    retry_delay = \"1s\"\n    ansible_playbook = \"/nonexistent/ansible-playbook\"", 1)
+	if without == withAnsible {
+		t.Fatal("could not set ansible_playbook in the provider block")
+	}
+	one := testAccGPUInstanceConfig_basic("here", "l4", "")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             s.checkDestroyed,
+		Steps: []resource.TestStep{{
+			Config: withAnsible + one,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+			},
+		}, {
+			// Refresh and plan of the provisioned machine work without Ansible.
+			Config: without + one,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+			},
+		}, {
+			// A new machine would need provisioning: refused at plan.
+			Config:      without + one + strings.Replace(testAccGPUInstanceConfig_basic("there", "l4", ""), `"test"`, `"other"`, 1),
+			ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*A new GPU instance needs provisioning`),
+		}, {
+			// So would re-provisioning the existing one (its variables change).
+			Config:      without + testAccGPUInstanceConfig_basic("here", "l4", fmt.Sprintf("  ssh_public_keys = [%q]", testSSHKey)),
+			ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*"here".*needs provisioning`),
+		}, {
+			// Nothing was created by the refused plans; the destroy that follows runs without Ansible too.
+			Config: without + one,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+			},
+			Check: s.checkCreated(1),
+		}},
+	})
+}

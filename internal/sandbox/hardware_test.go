@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -26,17 +27,6 @@ func hardwareBackend(t *testing.T, dir string) *Backend {
 	return b
 }
 
-func findHWOffer(t *testing.T, offers []controlplane.Offer, region, typ string, spot bool) controlplane.Offer {
-	t.Helper()
-	for _, o := range offers {
-		if o.Region == region && o.InstanceType == typ && o.Spot == spot {
-			return o
-		}
-	}
-	t.Fatalf("no offer %s %s spot=%v", region, typ, spot)
-	return controlplane.Offer{}
-}
-
 // TestHardwareOffers: the default catalog gives every offer its hardware.
 func TestHardwareOffers(t *testing.T) {
 	b := hardwareBackend(t, t.TempDir())
@@ -44,25 +34,15 @@ func TestHardwareOffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		region, typ string
-		spot        bool
-		want        controlplane.Hardware
-	}{
-		{"sbx-eu-1", "sbx.h100.1x", false, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
-		{"sbx-eu-1", "sbx.h100.1x", true, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
-		{"sbx-us-1", "sbx.h100.8x", false, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
-		{"sbx-ap-1", "sbx.b200.8x", false, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 208, MemoryGB: 2880}},
-		{"sbx-eu-1", "sbx.l40s.4x", false, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 32, MemoryGB: 256}},
-		{"sbx-eu-1", "sbx.l4.1x", false, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 32}},
-		{"sbx-eu-1", "sbx.rtxpro6000.2x", false, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 96, VCPUs: 60, MemoryGB: 240}},
-	}
-	for _, tc := range tests {
-		o := findHWOffer(t, offers, tc.region, tc.typ, tc.spot)
-		if o.Hardware != tc.want {
-			t.Errorf("%s %s spot=%v: hardware %+v, want %+v", tc.region, tc.typ, tc.spot, o.Hardware, tc.want)
-		}
-	}
+	backendtest.WantHardware(t, offers, []backendtest.HardwareCase{
+		{Region: "sbx-eu-1", InstanceType: "sbx.h100.1x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
+		{Region: "sbx-eu-1", InstanceType: "sbx.h100.1x", Spot: true, Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
+		{Region: "sbx-us-1", InstanceType: "sbx.h100.8x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{Region: "sbx-ap-1", InstanceType: "sbx.b200.8x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 208, MemoryGB: 2880}},
+		{Region: "sbx-eu-1", InstanceType: "sbx.l40s.4x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 32, MemoryGB: 256}},
+		{Region: "sbx-eu-1", InstanceType: "sbx.l4.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 32}},
+		{Region: "sbx-eu-1", InstanceType: "sbx.rtxpro6000.2x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 96, VCPUs: 60, MemoryGB: 240}},
+	})
 	for _, o := range offers {
 		if o.FormFactor == "" || o.GPUMemoryGB == 0 || o.VCPUs == 0 || o.MemoryGB == 0 {
 			t.Errorf("%s %s: the default catalog leaves hardware out: %+v", o.Region, o.InstanceType, o.Hardware)
@@ -105,8 +85,8 @@ func TestHardwareCatalogFile(t *testing.T) {
 		"odd":  {VCPUs: 8, MemoryGB: 64},
 	}
 	for _, typ := range []string{"bare", "sxm5", "odd"} {
-		if o := findHWOffer(t, offers, "r1", typ, false); o.Hardware != want[typ] {
-			t.Errorf("%s: hardware %+v, want %+v", typ, o.Hardware, want[typ])
+		if o, ok := backendtest.FindOffer(offers, "r1", typ, false); !ok || o.Hardware != want[typ] {
+			t.Errorf("%s: offer found %v, hardware %+v, want %+v", typ, ok, o.Hardware, want[typ])
 		}
 	}
 }
@@ -120,7 +100,10 @@ func TestHardwareInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := findHWOffer(t, offers, "sbx-eu-1", "sbx.l40s.2x", false)
+	o, ok := backendtest.FindOffer(offers, "sbx-eu-1", "sbx.l40s.2x", false)
+	if !ok {
+		t.Fatal("no sbx.l40s.2x offer in sbx-eu-1")
+	}
 	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-hw", Offer: o})
 	if err != nil {
 		t.Fatal(err)

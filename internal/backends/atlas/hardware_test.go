@@ -18,44 +18,24 @@ func hardwareBackend(t *testing.T, url string) *Backend {
 	}, backendtest.Inventory(t), nil))(t)
 }
 
-func findHWOffer(offers []controlplane.Offer, typ string) (controlplane.Offer, bool) {
-	for _, o := range offers {
-		if o.InstanceType == typ {
-			return o, true
-		}
-	}
-	return controlplane.Offer{}, false
-}
-
 // TestHardwareOffers: offers carry gpu_memory_gb, vcpus and memory_gb; gpu_model (nvidia-smi's name)
 // says the form factor where it can.
 func TestHardwareOffers(t *testing.T) {
 	url := backendtest.Serve(t, emu.New(emu.Options{}))
 	offers := backendtest.Offers(t, hardwareBackend(t, url))
-	tests := []struct {
-		typ  string
-		want controlplane.Hardware
-	}{
-		{"l40s.1x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 128}},
-		{"l40s.4x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 64, MemoryGB: 512}},
+	cases := []backendtest.HardwareCase{
+		{InstanceType: "l40s.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 128}},
+		{InstanceType: "l40s.4x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 64, MemoryGB: 512}},
 		// "NVIDIA H100 80GB HBM3" is the SXM5 module's name.
-		{"h100.8x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048}},
+		{InstanceType: "h100.8x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048}},
 		// "NVIDIA A100 80GB" does not say SXM4 or PCIe.
-		{"a100.1x", controlplane.Hardware{FormFactor: "", GPUMemoryGB: 80, VCPUs: 24, MemoryGB: 240}},
-		{"l4.1x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 64}},
+		{InstanceType: "a100.1x", Want: controlplane.Hardware{FormFactor: "", GPUMemoryGB: 80, VCPUs: 24, MemoryGB: 240}},
+		{InstanceType: "l4.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 64}},
 	}
-	for _, tc := range tests {
-		o, ok := findHWOffer(offers, tc.typ)
-		if !ok {
-			t.Errorf("%s: no offer", tc.typ)
-			continue
-		}
-		if o.Hardware != tc.want {
-			t.Errorf("%s: hardware %+v, want %+v", tc.typ, o.Hardware, tc.want)
-		}
+	for i, o := range backendtest.WantHardware(t, offers, cases) {
 		for _, k := range []string{"vcpus", "memory_gb"} {
 			if _, dup := o.Details[k]; dup {
-				t.Errorf("%s: detail %q duplicates Hardware", tc.typ, k)
+				t.Errorf("%s: detail %q duplicates Hardware", cases[i].InstanceType, k)
 			}
 		}
 	}
@@ -66,7 +46,7 @@ func TestHardwareInstance(t *testing.T) {
 	ctx := context.Background()
 	url := backendtest.Serve(t, emu.New(emu.Options{BootDuration: time.Millisecond}))
 	b := hardwareBackend(t, url)
-	o, ok := findHWOffer(backendtest.Offers(t, b), "h100.8x")
+	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "", "h100.8x", false)
 	if !ok {
 		t.Fatal("no h100.8x offer")
 	}

@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -274,4 +275,45 @@ func (t *BadGateway) Left() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.N
+}
+
+// HardwareCase is the hardware one offer must report: the offer of InstanceType in Region (in any region
+// when Region is empty), on demand, or spot when Spot is set.
+type HardwareCase struct {
+	Region, InstanceType string
+	Spot                 bool
+	Want                 controlplane.Hardware
+}
+
+func (c HardwareCase) String() string {
+	return fmt.Sprintf("%s %s spot=%v", c.Region, c.InstanceType, c.Spot)
+}
+
+// FindOffer returns the offer of typ in region (any region when region is empty), on demand or spot,
+// and whether there is one.
+func FindOffer(offers []controlplane.Offer, region, typ string, spot bool) (controlplane.Offer, bool) {
+	for _, o := range offers {
+		if (region == "" || o.Region == region) && o.InstanceType == typ && o.Spot == spot {
+			return o, true
+		}
+	}
+	return controlplane.Offer{}, false
+}
+
+// WantHardware checks the hardware of each case's offer (a missing offer is an error too) and returns
+// the offers in the cases' order, a zero Offer for one that is missing, for checks of their own.
+func WantHardware(t testing.TB, offers []controlplane.Offer, cases []HardwareCase) []controlplane.Offer {
+	t.Helper()
+	found := make([]controlplane.Offer, len(cases))
+	for i, c := range cases {
+		o, ok := FindOffer(offers, c.Region, c.InstanceType, c.Spot)
+		switch {
+		case !ok:
+			t.Errorf("%s: no offer", c)
+		case o.Hardware != c.Want:
+			t.Errorf("%s: hardware %+v, want %+v", c, o.Hardware, c.Want)
+		}
+		found[i] = o
+	}
+	return found
 }

@@ -18,45 +18,23 @@ func hardwareBackend(t *testing.T) *Backend {
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
-func findHWOffer(offers []controlplane.Offer, region, typ string) (controlplane.Offer, bool) {
-	for _, o := range offers {
-		if o.Region == region && o.InstanceType == typ {
-			return o, true
-		}
-	}
-	return controlplane.Offer{}, false
-}
-
 // TestHardwareOffers: gpu_description ("H100 (80 GB SXM5)") says form factor and GPU memory; specs say
 // vcpus and memory_gib.
 func TestHardwareOffers(t *testing.T) {
 	offers := backendtest.Offers(t, hardwareBackend(t))
-	tests := []struct {
-		region, typ string
-		want        controlplane.Hardware
-	}{
-		{"us-east-1", "gpu_1x_h100_sxm5", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
-		{"us-south-1", "gpu_8x_h100_sxm5", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
-		{"us-midwest-1", "gpu_1x_h100_pcie", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 200}},
-		{"us-east-1", "gpu_8x_a100_80gb_sxm4", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 240, MemoryGB: 1800}},
-		{"us-south-1", "gpu_1x_b200_sxm6", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 26, MemoryGB: 360}},
-	}
-	for _, tc := range tests {
-		o, ok := findHWOffer(offers, tc.region, tc.typ)
-		if !ok {
-			t.Errorf("%s %s: no offer", tc.region, tc.typ)
-			continue
-		}
-		if o.Hardware != tc.want {
-			t.Errorf("%s %s: hardware %+v, want %+v", tc.region, tc.typ, o.Hardware, tc.want)
-		}
-	}
+	backendtest.WantHardware(t, offers, []backendtest.HardwareCase{
+		{Region: "us-east-1", InstanceType: "gpu_1x_h100_sxm5", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
+		{Region: "us-south-1", InstanceType: "gpu_8x_h100_sxm5", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{Region: "us-midwest-1", InstanceType: "gpu_1x_h100_pcie", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 200}},
+		{Region: "us-east-1", InstanceType: "gpu_8x_a100_80gb_sxm4", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 240, MemoryGB: 1800}},
+		{Region: "us-south-1", InstanceType: "gpu_1x_b200_sxm6", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 26, MemoryGB: 360}},
+	})
 }
 
 // TestHardwareInstance: an instance carries its instance type object, specs included.
 func TestHardwareInstance(t *testing.T) {
 	b := hardwareBackend(t)
-	o, ok := findHWOffer(backendtest.Offers(t, b), "us-midwest-1", "gpu_1x_h100_pcie")
+	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "us-midwest-1", "gpu_1x_h100_pcie", false)
 	if !ok {
 		t.Fatal("no gpu_1x_h100_pcie offer in us-midwest-1")
 	}

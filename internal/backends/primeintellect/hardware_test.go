@@ -19,46 +19,26 @@ func hardwareBackend(t *testing.T) *Backend {
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
-func findHWOffer(offers []controlplane.Offer, region, typ string) (controlplane.Offer, bool) {
-	for _, o := range offers {
-		if o.Region == region && o.InstanceType == typ && !o.Spot {
-			return o, true
-		}
-	}
-	return controlplane.Offer{}, false
-}
-
 // TestHardwareOffers: socket says the form factor, gpuMemory (the box total, as Prime sends it) over
 // gpuCount the memory of one GPU, vcpu.defaultCount and memory.defaultCount the machine.
 func TestHardwareOffers(t *testing.T) {
 	offers := backendtest.Offers(t, hardwareBackend(t))
-	tests := []struct {
-		region, typ string
-		want        controlplane.Hardware
-	}{
-		{"CA-MTL-1", "runpod.H100_80GB.SXM5.1x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
-		{"CA-MTL-3", "runpod.H100_80GB.PCIe.1x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
-		{"US-KS-2", "runpod.A100_80GB.SXM4.2x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 32, MemoryGB: 250}},
-		{"FIN-01", "datacrunch.H100_80GB.SXM5.8x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
-		{"US-TX-3", "runpod.L40S_48GB.PCIe.1x", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 125}},
-		{"FIN-03", "datacrunch.B200_180GB.SXM6.1x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
+	cases := []backendtest.HardwareCase{
+		{Region: "CA-MTL-1", InstanceType: "runpod.H100_80GB.SXM5.1x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
+		{Region: "CA-MTL-3", InstanceType: "runpod.H100_80GB.PCIe.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
+		{Region: "US-KS-2", InstanceType: "runpod.A100_80GB.SXM4.2x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 32, MemoryGB: 250}},
+		{Region: "FIN-01", InstanceType: "datacrunch.H100_80GB.SXM5.8x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
+		{Region: "US-TX-3", InstanceType: "runpod.L40S_48GB.PCIe.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 125}},
+		{Region: "FIN-03", InstanceType: "datacrunch.B200_180GB.SXM6.1x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
 	}
-	for _, tc := range tests {
-		o, ok := findHWOffer(offers, tc.region, tc.typ)
-		if !ok {
-			t.Errorf("%s %s: no offer", tc.region, tc.typ)
-			continue
-		}
-		if o.Hardware != tc.want {
-			t.Errorf("%s %s: hardware %+v, want %+v", tc.region, tc.typ, o.Hardware, tc.want)
-		}
+	for i, o := range backendtest.WantHardware(t, offers, cases) {
 		for _, k := range []string{"vcpus", "memory_gb"} {
 			if _, dup := o.Details[k]; dup {
-				t.Errorf("%s %s: detail %q duplicates Hardware", tc.region, tc.typ, k)
+				t.Errorf("%s: detail %q duplicates Hardware", cases[i], k)
 			}
 		}
 		if o.Details[DetailSocket] == "" {
-			t.Errorf("%s %s: the socket detail, which Create needs, is gone", tc.region, tc.typ)
+			t.Errorf("%s: the socket detail, which Create needs, is gone", cases[i])
 		}
 	}
 }
@@ -66,7 +46,7 @@ func TestHardwareOffers(t *testing.T) {
 // TestHardwareInstance: a pod says socket, gpuName ("H100_80GB": 80 GB a GPU) and resources.
 func TestHardwareInstance(t *testing.T) {
 	b := hardwareBackend(t)
-	o, ok := findHWOffer(backendtest.Offers(t, b), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x")
+	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x", false)
 	if !ok {
 		t.Fatal("no runpod H100 PCIe offer in CA-MTL-3")
 	}

@@ -27,29 +27,18 @@ func TestHardwareOffers(t *testing.T) {
 	srv := emu.New(emu.Options{Username: "hw-user", Password: "hw-pass"})
 	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
 	offers := backendtest.Offers(t, b)
-	tests := []struct {
-		zone, plan string
-		want       controlplane.Hardware
-	}{
-		{"fi-hel2", "GPU-8xCPU-64GB-1xL40S", controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}},
-		{"fi-hel2", "GPU-32xCPU-384GB-3xL40S", controlplane.Hardware{FormFactor: "pcie", VCPUs: 32, MemoryGB: 384}},
-		{"de-fra1", "GPU-8xCPU-64GB-1xL4", controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}},
-		{"fi-hel2", "GPU-12xCPU-240GB-1xH100", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 12, MemoryGB: 240}},
-		{"fi-hel2", "GPU-96xCPU-1920GB-8xH100", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 96, MemoryGB: 1920}},
-		{"fi-hel2", "GPU-12xCPU-240GB-1xB200", controlplane.Hardware{FormFactor: "", VCPUs: 12, MemoryGB: 240}},
+	cases := []backendtest.HardwareCase{
+		{Region: "fi-hel2", InstanceType: "GPU-8xCPU-64GB-1xL40S", Want: controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}},
+		{Region: "fi-hel2", InstanceType: "GPU-32xCPU-384GB-3xL40S", Want: controlplane.Hardware{FormFactor: "pcie", VCPUs: 32, MemoryGB: 384}},
+		{Region: "de-fra1", InstanceType: "GPU-8xCPU-64GB-1xL4", Want: controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}},
+		{Region: "fi-hel2", InstanceType: "GPU-12xCPU-240GB-1xH100", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 12, MemoryGB: 240}},
+		{Region: "fi-hel2", InstanceType: "GPU-96xCPU-1920GB-8xH100", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 96, MemoryGB: 1920}},
+		{Region: "fi-hel2", InstanceType: "GPU-12xCPU-240GB-1xB200", Want: controlplane.Hardware{FormFactor: "", VCPUs: 12, MemoryGB: 240}},
 	}
-	for _, tc := range tests {
-		o := findOffer(offers, tc.zone, tc.plan)
-		if o == nil {
-			t.Errorf("%s %s: no offer", tc.zone, tc.plan)
-			continue
-		}
-		if o.Hardware != tc.want {
-			t.Errorf("%s %s: hardware %+v, want %+v", tc.zone, tc.plan, o.Hardware, tc.want)
-		}
+	for i, o := range backendtest.WantHardware(t, offers, cases) {
 		for _, k := range []string{"cores", "memory_mib"} {
 			if _, dup := o.Details[k]; dup {
-				t.Errorf("%s %s: detail %q duplicates Hardware", tc.zone, tc.plan, k)
+				t.Errorf("%s: detail %q duplicates Hardware", cases[i], k)
 			}
 		}
 	}

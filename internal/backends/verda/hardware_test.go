@@ -28,39 +28,25 @@ func hardwareBackend(t *testing.T) *Backend {
 func TestHardwareOffers(t *testing.T) {
 	b := hardwareBackend(t)
 	offers := backendtest.Offers(t, b)
-	tests := []struct {
-		region, typ string
-		spot        bool
-		want        controlplane.Hardware
-	}{
+	backendtest.WantHardware(t, offers, []backendtest.HardwareCase{
 		// gpu.description "1x H100 SXM5 80GB", gpu_memory 80, cpu 30 cores, memory 120.
-		{"FIN-01", "1H100.80S.30V", false, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120}},
+		{Region: "FIN-01", InstanceType: "1H100.80S.30V", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120}},
 		// gpu_memory.size_in_gigabytes is the total (160 for 2 GPUs): per GPU it is 80.
-		{"FIN-01", "2H100.80S.80V", true, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}},
-		{"FIN-03", "8H100.80S.176V", false, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
-		{"FIN-01", "1B200.30V", true, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
-		{"FIN-01", "1A100.22V", false, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 22, MemoryGB: 120}},
+		{Region: "FIN-01", InstanceType: "2H100.80S.80V", Spot: true, Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}},
+		{Region: "FIN-03", InstanceType: "8H100.80S.176V", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
+		{Region: "FIN-01", InstanceType: "1B200.30V", Spot: true, Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
+		{Region: "FIN-01", InstanceType: "1A100.22V", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 22, MemoryGB: 120}},
 		// L40S and RTX cards are PCIe; their descriptions carry no marker.
-		{"FIN-02", "1L40S.20V", false, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 20, MemoryGB: 60}},
-		{"FIN-01", "1RTX6000ADA.10V", false, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 10, MemoryGB: 60}},
-		{"FIN-03", "2RTXPRO6000.60V", false, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 96, VCPUs: 60, MemoryGB: 240}},
-	}
-	for _, tc := range tests {
-		o, ok := findHWOffer(offers, tc.region, tc.typ, tc.spot)
-		if !ok {
-			t.Errorf("%s %s spot=%v: no offer", tc.region, tc.typ, tc.spot)
-			continue
-		}
-		if o.Hardware != tc.want {
-			t.Errorf("%s %s spot=%v: hardware %+v, want %+v", tc.region, tc.typ, tc.spot, o.Hardware, tc.want)
-		}
-	}
+		{Region: "FIN-02", InstanceType: "1L40S.20V", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 20, MemoryGB: 60}},
+		{Region: "FIN-01", InstanceType: "1RTX6000ADA.10V", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 10, MemoryGB: 60}},
+		{Region: "FIN-03", InstanceType: "2RTXPRO6000.60V", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 96, VCPUs: 60, MemoryGB: 240}},
+	})
 }
 
 func TestHardwareInstance(t *testing.T) {
 	b := hardwareBackend(t)
 	offers := backendtest.Offers(t, b)
-	o, ok := findHWOffer(offers, "FIN-01", "2H100.80S.80V", false)
+	o, ok := backendtest.FindOffer(offers, "FIN-01", "2H100.80S.80V", false)
 	if !ok {
 		t.Fatal("no 2H100.80S.80V offer in FIN-01")
 	}
@@ -104,13 +90,4 @@ func TestHardwareRecorded(t *testing.T) {
 	if seen != len(want) {
 		t.Errorf("found %d of %d instance types in the recording", seen, len(want))
 	}
-}
-
-func findHWOffer(offers []controlplane.Offer, region, typ string, spot bool) (controlplane.Offer, bool) {
-	for _, o := range offers {
-		if o.Region == region && o.InstanceType == typ && o.Spot == spot {
-			return o, true
-		}
-	}
-	return controlplane.Offer{}, false
 }

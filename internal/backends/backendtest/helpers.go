@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,16 +139,36 @@ func (r *statusRecorder) WriteHeader(s int) { r.status = s; r.ResponseWriter.Wri
 // Recorded is one recorded (or hand-written) exchange with a cloud API, as the files under a backend's
 // testdata hold them.
 type Recorded struct {
+	Source struct {
+		// Kind says where the exchange comes from (a capture, the vendor's fixtures, written by hand).
+		Kind string `json:"kind"`
+	} `json:"source"`
 	Request struct {
-		Method string          `json:"method"`
-		Path   string          `json:"path"`
-		Body   json.RawMessage `json:"body"`
+		Method string `json:"method"`
+		// URL is the whole request URL, where the recording keeps it (repeated parameters included).
+		URL   string            `json:"url"`
+		Path  string            `json:"path"`
+		Query map[string]string `json:"query"`
+		Body  json.RawMessage   `json:"body"`
 	} `json:"request"`
 	Response struct {
 		Status      int             `json:"status"`
 		ContentType string          `json:"content_type"`
 		Body        json.RawMessage `json:"body"`
 	} `json:"response"`
+}
+
+// Query is the recorded request's query: from its URL (which keeps repeated parameters), else from its
+// query object.
+func (r Recorded) Query() url.Values {
+	if u, err := url.Parse(r.Request.URL); err == nil && r.Request.URL != "" {
+		return u.Query()
+	}
+	q := url.Values{}
+	for k, v := range r.Request.Query {
+		q.Set(k, v)
+	}
+	return q
 }
 
 // Testdata reads testdata/<elem...> of the package under test.

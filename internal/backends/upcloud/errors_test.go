@@ -24,7 +24,7 @@ func classicBody(code, msg string) string {
 // status decides only when it does not. The recorded bodies come first.
 func TestErrorKinds(t *testing.T) {
 	recorded := func(name string) (int, string) {
-		x := loadExchange(t, name)
+		x := loadRecording(t, name)
 		return x.Response.Status, string(x.Response.Body)
 	}
 	type tc struct {
@@ -101,7 +101,7 @@ func TestErrorKinds(t *testing.T) {
 // A create whose request names something missing (the template's STORAGE_NOT_FOUND) is an invalid
 // request, not a missing object.
 func TestCreateNotFoundIsInvalid(t *testing.T) {
-	rs := &replayServer{x: exchange{}}
+	rs := &replayServer{x: recording{}}
 	rs.x.Response.Status = http.StatusNotFound
 	rs.x.Response.ContentType = "application/json; charset=UTF-8"
 	rs.x.Response.Body = []byte(classicBody("STORAGE_NOT_FOUND", "The storage 01000000-0000-4000-8000-000099999999 does not exist."))

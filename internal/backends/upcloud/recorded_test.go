@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,26 +32,6 @@ func loadRecording(t *testing.T, name string) recording {
 	return backendtest.LoadRecorded(t, "recorded", name)
 }
 
-// exchange is one file of testdata/recorded with what the shared loader leaves out: the source's kind,
-// the request's URL and query, and the response's content type.
-type exchange struct {
-	Source struct {
-		Kind string `json:"kind"`
-	} `json:"source"`
-	Request struct {
-		Method string            `json:"method"`
-		URL    string            `json:"url"`
-		Path   string            `json:"path"`
-		Query  map[string]string `json:"query"`
-		Body   json.RawMessage   `json:"body"`
-	} `json:"request"`
-	Response struct {
-		Status      int             `json:"status"`
-		ContentType string          `json:"content_type"`
-		Body        json.RawMessage `json:"body"`
-	} `json:"response"`
-}
-
 // recordedFiles lists testdata/recorded; the test fails unless all 29 recorded exchanges are there.
 func recordedFiles(t *testing.T) []string {
 	t.Helper()
@@ -67,32 +46,10 @@ func recordedFiles(t *testing.T) []string {
 	return names
 }
 
-func loadExchange(t *testing.T, name string) exchange {
-	t.Helper()
-	var x exchange
-	if err := json.Unmarshal(backendtest.Testdata(t, "recorded", name), &x); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return x
-}
-
-// query is the recorded request's query: from its URL (which keeps repeated parameters), else from
-// the query object.
-func (x exchange) query() url.Values {
-	if u, err := url.Parse(x.Request.URL); err == nil && x.Request.URL != "" {
-		return u.Query()
-	}
-	q := url.Values{}
-	for k, v := range x.Request.Query {
-		q.Set(k, v)
-	}
-	return q
-}
-
 // replayServer answers every request with one recorded response, as UpCloud sent it, and keeps the
 // requests the client made.
 type replayServer struct {
-	x    exchange
+	x    recording
 	mu   sync.Mutex
 	reqs []*http.Request
 	body [][]byte
@@ -469,7 +426,7 @@ func createFromRecording(name string) func(ctx context.Context, c *Client, _ str
 		if err != nil {
 			return nil, err
 		}
-		var x exchange
+		var x recording
 		if err := json.Unmarshal(raw, &x); err != nil {
 			return nil, err
 		}
@@ -491,7 +448,7 @@ func TestRecordedReplay(t *testing.T) {
 			if !ok {
 				t.Fatalf("no replay for recorded file %s", name)
 			}
-			x := loadExchange(t, name)
+			x := loadRecording(t, name)
 			rs := &replayServer{x: x}
 			cfg := fastClientConfig(serveReplay(t, rs))
 			cfg.RetryMax = 1
@@ -512,7 +469,7 @@ func TestRecordedReplay(t *testing.T) {
 			if want := strings.Replace(x.Request.Path, "/1.2/", "/1.3/", 1); strings.HasPrefix(want, "/1.3/") && !strings.Contains(want, "{") && req.URL.Path != want {
 				t.Errorf("path %s, recorded %s", req.URL.Path, x.Request.Path)
 			}
-			for k, vs := range x.query() {
+			for k, vs := range x.Query() {
 				if got := req.URL.Query()[k]; strings.Join(got, "&") != strings.Join(vs, "&") {
 					t.Errorf("query %s = %v, recorded %v", k, got, vs)
 				}
@@ -921,10 +878,10 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return emuCall{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: b}
 	}
-	sendRecorded := func(x exchange) emuCall {
+	sendRecorded := func(x recording) emuCall {
 		t.Helper()
 		rawQuery := ""
-		if q := x.query(); len(q) > 0 {
+		if q := x.Query(); len(q) > 0 {
 			rawQuery = q.Encode()
 		}
 		path := x.Request.Path
@@ -942,7 +899,7 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 		}
 		return d.Server.UUID
 	}
-	recordedServer := func(x exchange) ServerDetails {
+	recordedServer := func(x recording) ServerDetails {
 		var d ServerDetails
 		_ = json.Unmarshal(x.Response.Body, &d)
 		return d
@@ -967,9 +924,9 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 			map[string]any{"key": "testName", "value": testName}}}
 		return []byte(mustJSON(t, m))
 	}
-	rec := map[string]exchange{}
+	rec := map[string]recording{}
 	for _, name := range recordedFiles(t) {
-		rec[name] = loadExchange(t, name)
+		rec[name] = loadRecording(t, name)
 	}
 
 	// Servers: the two recorded creates, and servers standing in for the recordings' other ones.

@@ -24,7 +24,7 @@ var UpCloud = &Driver{
 		{Key: "token", Env: "UPCLOUD_TOKEN", Sensitive: true, Doc: "API token (instead of username and password); it wins when both are set."},
 		endpointSetting("UpCloud", upcloud.DefaultBaseURL),
 		{Key: "eur_to_usd", Kind: KindFloat, Default: upcloud.DefaultEURToUSD, Range: AtLeast(0.01),
-			Doc: "Exchange rate for UpCloud's prices, which are euro cents per hour: hydra's prices are US dollars per hour."},
+			Doc: "Exchange rate for UpCloud's prices, which are euro cents per hour: hydra's prices are US dollars per hour. Each converted price is rounded up once to the cent, as a Verda account billed in euros is."},
 		{Key: "template",
 			Doc: "The storage template new machines are cloned from (UUID or exact title). Default: the newest public GPU-ready Ubuntu template."},
 	},

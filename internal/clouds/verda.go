@@ -20,7 +20,7 @@ var Verda = &Driver{
 		{Key: "client_secret", Env: "VERDA_CLIENT_SECRET", Sensitive: true, Doc: "OAuth2 client secret."},
 		endpointSetting("Verda", verda.DefaultBaseURL),
 		{Key: "eur_to_usd", Kind: KindFloat, Default: verda.DefaultEURToUSD, Range: AtLeast(0.01),
-			Doc: "Exchange rate for accounts billed in euros: hydra's prices are US dollars per hour."},
+			Doc: "Exchange rate for accounts billed in euros: hydra's prices are US dollars per hour. Each converted price is rounded up once to the cent, as UpCloud's are."},
 	},
 	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
 		if err := s.Require("client_id", "client_secret"); err != nil {

@@ -145,11 +145,14 @@ func TestOffersEUR(t *testing.T) {
 		rate float64
 		want money.USD
 	}{
-		{"default rate", 0, 2_862_000},      // 2.65 EUR * 1.08
-		{"configured rate", 1.5, 3_975_000}, // 2.65 EUR * 1.5
-		// 2.65 EUR * 1.083713 = 2.87183945 USD, rounded once to the micro-dollar: 2.871839. Rounding
-		// to four decimals first would give 2.8718, and rounding in two steps (2.8718395) 2.871840.
-		{"rate with six decimals", 1.083713, 2_871_839},
+		// Euro prices are converted and rounded up once to the cent (money.Converted), as UpCloud's are.
+		{"default rate", 0, 2_870_000},      // 2.65 EUR * 1.08 = 2.862, rounded up to 2.87
+		{"configured rate", 1.5, 3_980_000}, // 2.65 EUR * 1.5 = 3.975, rounded up to 3.98
+		// 2.65 EUR * 1.083713 = 2.87183945 USD exactly, rounded up once: 2.88. Converting through a
+		// float and rounding to the micro-dollar first would change nothing here, but never rounds down.
+		{"rate with six decimals", 1.083713, 2_880_000},
+		// An exact product is not rounded: 2.65 EUR * 1.2 = 3.18.
+		{"exact product", 1.2, 3_180_000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -446,11 +449,11 @@ func TestCreatePriceCap(t *testing.T) {
 
 // TestCreateEURPriceCap compares the cap with the catalog converted from EUR.
 func TestCreateEURPriceCap(t *testing.T) {
-	f := startEmulator(t, emu.Options{Currency: "eur"}) // 2.65 EUR/h = 2.862 USD/h at 1.08
+	f := startEmulator(t, emu.Options{Currency: "eur"}) // 2.65 EUR/h = 2.862 USD/h at 1.08, billed as 2.87
 	b := f.backend(t, nil)
 	o := controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: money.MustFromFloat(2.65)}
 	_, err := b.Create(context.Background(), controlplane.CreateRequest{Name: "verda-vm-eur", Offer: o, MaxPricePerHour: money.MustFromFloat(2.80)})
-	if want := "1H100.80S.30V now costs $2.862/h, above the maximum $2.80/h"; !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), want) {
+	if want := "1H100.80S.30V now costs $2.87/h, above the maximum $2.80/h"; !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), want) {
 		t.Errorf("%v, want a capacity error with %q", err, want)
 	}
 }

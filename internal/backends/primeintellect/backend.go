@@ -211,6 +211,16 @@ func namedGPUMemory(gpuType string) int {
 	return restclient.GPUMemoryGBInName(gpuType)
 }
 
+// available is an item's stock as hydra counts it: 0 for stockStatus "Unavailable" (sold out: the offer
+// is listed, priced, and the control plane shows it as not eligible, as for every cloud that can tell),
+// else -1 (Prime's "Low", "Medium", "High" and "Available" say there is some, not how many).
+func available(a GPUAvailability) int {
+	if strings.EqualFold(strings.TrimSpace(a.StockStatus), "Unavailable") {
+		return 0
+	}
+	return -1
+}
+
 // toOffer maps one availability item; ok is false when it is no offer (why says what it lacks). A GPU
 // type the inventory does not map is an offer with GPUType "" (reported, never ranked); every offer
 // carries the item's gpuType as CloudGPU, the name api_names.primeintellect lists.
@@ -225,9 +235,6 @@ func (b *Backend) toOffer(a GPUAvailability) (o controlplane.Offer, why string, 
 	}
 	if a.CloudID == "" || a.Provider == "" || a.Socket == "" {
 		return controlplane.Offer{}, "no cloudId, provider or socket", false
-	}
-	if strings.EqualFold(a.StockStatus, "Unavailable") {
-		return controlplane.Offer{}, "unavailable", false
 	}
 	if cur := strings.ToUpper(strings.TrimSpace(a.Prices.Currency)); cur != "" && cur != "USD" {
 		return controlplane.Offer{}, "priced in " + cur, false
@@ -267,7 +274,7 @@ func (b *Backend) toOffer(a GPUAvailability) (o controlplane.Offer, why string, 
 		Hardware:     itemHardware(a),
 		PricePerHour: price,
 		Spot:         a.Spot(),
-		Available:    -1,
+		Available:    available(a),
 		ResaleOf:     b.resale[strings.ToLower(a.Provider)],
 		Details:      d,
 	}, "", true
@@ -275,8 +282,10 @@ func (b *Backend) toOffer(a GPUAvailability) (o controlplane.Offer, why string, 
 
 // Offers lists what Prime can rent now. Every offer carries Prime's gpuType as CloudGPU; GPU types the
 // inventory does not map are offered with GPUType "" (the control plane reports them and never ranks
-// them). Unavailable or unpriced items, non-USD prices and counts above the inventory's limit are
-// skipped; when two items share region, shape and spot-ness the cheaper one wins. Spot offers are
+// them). A sold-out item (stockStatus "Unavailable") is listed with Available 0, so the plan shows it
+// as not eligible with its price. Unpriced items, non-USD prices and counts above the inventory's
+// limit are skipped; when two items share region, shape and spot-ness, one in stock beats a sold-out
+// one, then the cheaper one wins. Spot offers are
 // returned with Spot set (the control plane filters them).
 func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	items, err := b.client.Availability(ctx, AvailabilityFilter{})
@@ -295,7 +304,11 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			continue
 		}
 		k := o.Region + "|" + o.InstanceType + "|" + strconv.FormatBool(o.Spot)
-		if prev, dup := best[k]; !dup || o.PricePerHour < prev.PricePerHour {
+		prev, dup := best[k]
+		switch {
+		case !dup,
+			prev.Available == 0 && o.Available != 0, // an item in stock beats a sold-out one
+			(prev.Available == 0) == (o.Available == 0) && o.PricePerHour < prev.PricePerHour:
 			best[k] = o
 		}
 	}

@@ -33,8 +33,10 @@ func TestOffersMapping(t *testing.T) {
 	b := e.backend(t, nil)
 	offers := backendtest.Offers(t, b)
 	unmapped := 0
+	soldOutListed := false
 	for _, o := range offers {
-		if o.Cloud != "primeintellect" || o.ID != "" || o.Pool != "" || o.Available != -1 || o.CloudGPU != o.Details[DetailGPUType] {
+		soldOut := o.Details[DetailStock] == "Unavailable"
+		if o.Cloud != "primeintellect" || o.ID != "" || o.Pool != "" || o.Available != map[bool]int{true: 0, false: -1}[soldOut] || o.CloudGPU != o.Details[DetailGPUType] {
 			t.Errorf("bad offer %+v", o)
 		}
 		if o.GPUType == "" {
@@ -44,11 +46,18 @@ func TestOffersMapping(t *testing.T) {
 			}
 		}
 		if o.Details[DetailProvider] == "runpod" && o.Details[DetailGPUType] == "B200_180GB" {
-			t.Error("a sold-out (Unavailable) offer must be dropped")
+			// Sold out: listed with its price and Available 0, which the control plane shows as not eligible.
+			soldOutListed = true
+			if !soldOut || o.Available != 0 || o.PricePerHour <= 0 || o.GPUType != "b200" {
+				t.Errorf("sold-out B200 listed as %+v", o)
+			}
 		}
 		if strings.Contains(o.InstanceType, "/") {
 			t.Errorf("instance type %q must not contain a slash (offer ids use them)", o.InstanceType)
 		}
+	}
+	if !soldOutListed {
+		t.Error("the sold-out (Unavailable) runpod B200 is not listed")
 	}
 	tests := []struct {
 		name              string
@@ -488,5 +497,36 @@ func TestNullLocationOffers(t *testing.T) {
 	list, err := b.List(ctx, "pi-vm-")
 	if err != nil || len(list) != 2 {
 		t.Fatalf("list = %+v %v", list, err)
+	}
+}
+
+// TestSoldOutListedNotEligible: a plan lists Prime's sold-out items (stockStatus "Unavailable") as not
+// eligible, with their price, like every cloud that can tell; only the item in stock can win.
+func TestSoldOutListedNotEligible(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	cp := controlplane.New(backendtest.Inventory(t), []controlplane.InstanceManagerBackend{e.backend(t, nil)}, controlplane.Options{})
+	res, err := cp.Offers(context.Background(), controlplane.OfferRequest{GPUType: "b200", GPUCount: 1, Kind: "vm"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var soldOut bool
+	for _, o := range res.Ineligible {
+		if o.Details[DetailProvider] == "runpod" {
+			soldOut = true
+			if o.Available != 0 || o.PricePerHour != money.MustFromFloat(6.0068) /* 5.99 + 120 GB disk */ || !strings.Contains(o.Ineligible, "sold out") {
+				t.Errorf("sold-out offer listed as %s, %q", o.PricePerHour, o.Ineligible)
+			}
+		}
+	}
+	if !soldOut {
+		t.Errorf("the sold-out runpod B200 is not listed as not eligible: %+v", res.Ineligible)
+	}
+	for _, o := range res.Offers {
+		if o.Details[DetailProvider] == "runpod" {
+			t.Errorf("sold-out offer ranked: %+v", o)
+		}
+	}
+	if best, ok := res.Cheapest(); !ok || best.Details[DetailProvider] != "datacrunch" {
+		t.Errorf("cheapest %+v, want the datacrunch B200 in stock", best)
 	}
 }

@@ -94,8 +94,13 @@ func (it Item) render(legacy bool) map[string]any {
 		info = runpodDiskInfo
 	}
 	disk := resource(it.DiskGB, it.DiskGB, it.DiskGB*25, it.DiskPricePerUnit, 1, it.DiskIncluded, info)
-	if it.DiskGB == 0 {
+	switch {
+	case it.DiskGB == 0:
 		disk = nullResource()
+	case strings.EqualFold(it.Provider, "lambdalabs") && it.DiskPricePerUnit == 0:
+		// A fixed disk, as the legacy capture shows lambdalabs': its size and nothing else.
+		disk = nullResource()
+		disk["defaultCount"] = it.DiskGB
 	}
 	vcpu := nullResource()
 	if it.VCPUs > 0 {

@@ -116,9 +116,17 @@ func DefaultPlans() []Plan {
 		return map[string]ZoneOffer{"fi-hel2": {price, helStock}, "de-fra1": {price * 1.05, fraStock}}
 	}
 	return []Plan{
+		// The general-purpose plans of the recorded /plan and /price answers (2020), at de-fra1's prices.
 		{Name: "1xCPU-1GB", Cores: 1, MemoryMiB: 1024, StorageGB: 25, Zones: all(0.744)},
+		{Name: "1xCPU-2GB", Cores: 1, MemoryMiB: 2048, StorageGB: 50, Zones: all(1.488)},
 		{Name: "2xCPU-4GB", Cores: 2, MemoryMiB: 4096, StorageGB: 80, Zones: all(2.9761)},
+		{Name: "4xCPU-8GB", Cores: 4, MemoryMiB: 8192, StorageGB: 160, Zones: all(5.9523)},
+		{Name: "6xCPU-16GB", Cores: 6, MemoryMiB: 16384, StorageGB: 320, Zones: all(11.9047)},
 		{Name: "8xCPU-32GB", Cores: 8, MemoryMiB: 32768, StorageGB: 640, Zones: all(23.8095)},
+		{Name: "12xCPU-48GB", Cores: 12, MemoryMiB: 49152, StorageGB: 960, Zones: all(35.7142)},
+		{Name: "16xCPU-64GB", Cores: 16, MemoryMiB: 65536, StorageGB: 1280, Zones: all(47.619)},
+		{Name: "20xCPU-96GB", Cores: 20, MemoryMiB: 98304, StorageGB: 1920, Zones: all(71.4285)},
+		{Name: "20xCPU-128GB", Cores: 20, MemoryMiB: 131072, StorageGB: 2048, Zones: all(95.238)},
 		gpuPlan("GPU-8xCPU-64GB-1xL4", 8, 64, ModelL4, 1, 24, helFra(65.4761, 6, 2)),
 		gpuPlan("GPU-12xCPU-128GB-1xL4", 12, 128, ModelL4, 1, 24, hel(80.3571, 4)),
 		gpuPlan("GPU-16xCPU-192GB-2xL4", 16, 192, ModelL4, 2, 24, hel(141.0714, 2)),
@@ -139,4 +147,47 @@ func DefaultPlans() []Plan {
 		gpuPlan("GPU-SPOT-8xCPU-64GB-1xL40S", 8, 64, ModelL40S, 1, 48, hel(72.2222, 4)),
 		gpuPlan("GPU-SPOT-12xCPU-240GB-1xH100", 12, 240, ModelH100, 1, 80, hel(164.4345, 2)),
 	}
+}
+
+// zonePriceItems are the items every zone's price list carries besides its plans, in euro cents per
+// amount per hour, as UpCloud's recorded GET /1.3/price answers them for de-fra1 (price.list.200.json,
+// a go-vcr recording of 2020). storage_standard is the newer name of storage_hdd's tier.
+var zonePriceItems = map[string][2]float64{ // name -> {amount, price}
+	"firewall":                      {1, 0.56},
+	"io_request_backup":             {1000000, 0},
+	"io_request_hdd":                {1000000, 0},
+	"io_request_maxiops":            {1000000, 0},
+	"ipv4_address":                  {1, 0.336},
+	"ipv6_address":                  {1, 0},
+	"network_private_vlan":          {1, 0.694},
+	"public_ipv4_bandwidth_in":      {1, 0},
+	"public_ipv4_bandwidth_out":     {1, 1},
+	"public_ipv6_bandwidth_in":      {1, 0},
+	"public_ipv6_bandwidth_out":     {1, 1},
+	"server_core":                   {1, 1.12},
+	"server_memory":                 {256, 0.14},
+	"simple_backup_extra_dailies":   {1, 0.0069},
+	"simple_backup_extra_monthlies": {1, 0.0208},
+	"simple_backup_extra_weeklies":  {1, 0.0138},
+	"storage_backup":                {1, 0.0078},
+	"storage_hdd":                   {1, 0.0078},
+	"storage_maxiops":               {1, 0.031},
+	"storage_standard":              {1, 0.017},
+	"storage_template":              {1, 0.031},
+}
+
+// simpleBackupPrices are the recorded price list's simple backup items of the general-purpose plans
+// (simple_backup_dailies_<plan>, _weeklies_, _monthlies_; euro cents per hour, de-fra1, 2020). The
+// recording has none for GPU plans, so the emulator prices none.
+var simpleBackupPrices = map[string][3]float64{ // plan -> {dailies, weeklies, monthlies}
+	"1xCPU-1GB":    {0.1488, 0.2976, 0.4464},
+	"1xCPU-2GB":    {0.2976, 0.5952, 0.8928},
+	"2xCPU-4GB":    {0.5952, 1.1904, 1.7857},
+	"4xCPU-8GB":    {1.1905, 2.3809, 3.5714},
+	"6xCPU-16GB":   {2.3809, 4.7619, 7.1428},
+	"8xCPU-32GB":   {4.7619, 9.5238, 14.2857},
+	"12xCPU-48GB":  {7.1428, 14.2857, 21.4285},
+	"16xCPU-64GB":  {9.5238, 19.0476, 28.5714},
+	"20xCPU-96GB":  {14.2857, 28.5714, 42.8571},
+	"20xCPU-128GB": {19.0476, 38.0952, 57.1428},
 }

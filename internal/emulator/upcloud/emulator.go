@@ -495,21 +495,18 @@ func (s *Server) plans(st *state) response {
 func (s *Server) prices(st *state) response {
 	var zones []any
 	for _, z := range st.Zones {
-		m := map[string]any{
-			"name":                      z.ID,
-			"firewall":                  map[string]any{"amount": 1, "price": 0.56},
-			"ipv4_address":              map[string]any{"amount": 1, "price": 0.336},
-			"ipv6_address":              map[string]any{"amount": 1, "price": 0},
-			"public_ipv4_bandwidth_out": map[string]any{"amount": 1, "price": 1},
-			"server_core":               map[string]any{"amount": 1, "price": 1.3},
-			"server_memory":             map[string]any{"amount": 256, "price": 0.45},
-			"storage_maxiops":           map[string]any{"amount": 1, "price": 0.031},
-			"storage_standard":          map[string]any{"amount": 1, "price": 0.017},
-			"storage_hdd":               map[string]any{"amount": 1, "price": 0.0078},
+		m := map[string]any{"name": z.ID}
+		for name, item := range zonePriceItems {
+			m[name] = map[string]any{"amount": item[0], "price": item[1]}
 		}
 		for _, p := range st.Plans {
 			if zo, ok := p.Zones[z.ID]; ok {
 				m["server_plan_"+p.Name] = map[string]any{"amount": 1, "price": zo.PriceCents}
+				if b, ok := simpleBackupPrices[p.Name]; ok {
+					for i, kind := range []string{"dailies", "weeklies", "monthlies"} {
+						m["simple_backup_"+kind+"_"+p.Name] = map[string]any{"amount": 1, "price": b[i]}
+					}
+				}
 			}
 		}
 		zones = append(zones, m)
@@ -546,6 +543,8 @@ func (s *Server) account() response {
 		"resource_limits": map[string]any{
 			"cores": 200, "detached_floating_ips": 10, "gpus": 16, "memory": 1048576, "networks": 100,
 			"public_ipv4": 100, "public_ipv6": 100, "storage_hdd": 10240, "storage_maxiops": 10240, "storage_ssd": 10240,
+			// The newer limits, as upcloud-go-api's account fixture (TestUnmarshalAccount) shows them.
+			"load_balancers": 50, "managed_object_storages": 7, "network_peerings": 100, "ntp_excess_gib": 20000,
 		},
 	}})
 }

@@ -35,6 +35,9 @@ type CatalogEntry struct {
 	// Hidden types appear in availability answers but not in GET /instance-types (Verda's lists do not
 	// always agree; clients must join them on instance_type).
 	Hidden bool
+	// LocalStorageGB is the fixed local NVMe disk of older types (the recorded catalog shows 1V100.6V's
+	// as {"description": "225GB NVME", "size_in_gigabytes": 225}); 0 is Verda's "dynamic" storage.
+	LocalStorageGB int
 	// LegacyImagesOnly types refuse newer images with 400 "Operating system is not valid for this
 	// instance type" (as Verda does for V100 and A6000); only Ubuntu 22.04 images work.
 	LegacyImagesOnly bool
@@ -85,7 +88,7 @@ func DefaultCatalog() []CatalogEntry {
 		{InstanceType: "2A6000.20V", Name: "RTX A6000 48GB", Model: "RTX A6000", Manufacturer: "NVIDIA", GPUCount: 2, GPUMemoryGB: 48, CPUCores: 20, MemoryGB: 120,
 			PricePerHour: 1.98, SpotPrice: 0.70, OnDemand: map[string]int{"FIN-01": 2}, Spot: map[string]int{"FIN-01": 2}, LegacyImagesOnly: true},
 		{InstanceType: "1V100.6V", Name: "Tesla V100 16GB", Model: "Tesla V100", Manufacturer: "NVIDIA", GPUCount: 1, GPUMemoryGB: 16, CPUCores: 6, MemoryGB: 23,
-			PricePerHour: 0.39, SpotPrice: 0.14, OnDemand: map[string]int{"FIN-01": 4}, Spot: map[string]int{"FIN-01": 4}, LegacyImagesOnly: true},
+			PricePerHour: 0.39, SpotPrice: 0.14, OnDemand: map[string]int{"FIN-01": 4}, Spot: map[string]int{"FIN-01": 4}, LegacyImagesOnly: true, LocalStorageGB: 225},
 		{InstanceType: "CPU.4V.16G", Name: "AMD EPYC", Model: "CPU Node", Manufacturer: "AMD", CPUCores: 4, MemoryGB: 16,
 			PricePerHour: 0.10, SpotPrice: 0.05, OnDemand: map[string]int{"FIN-01": 10, "ICE-01": 10}, Spot: map[string]int{"FIN-01": 10}},
 	}

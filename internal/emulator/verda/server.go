@@ -393,6 +393,14 @@ func (s *Server) typeJSON(c CatalogEntry, currency string, factor float64) map[s
 	if c.GPUCount > 1 {
 		p2p = "50GB/s"
 	}
+	storage := map[string]any{"description": "dynamic"}
+	if c.LocalStorageGB > 0 {
+		storage = map[string]any{"description": fmt.Sprintf("%dGB NVME", c.LocalStorageGB), "size_in_gigabytes": c.LocalStorageGB}
+	}
+	var displayName any
+	if c.GPUCount == 0 {
+		displayName = "Rome/Milan" // as the recorded catalog names its CPU node's processors; GPU types have none
+	}
 	os := []string{"ubuntu-22.04", "ubuntu-24.04"}
 	if c.LegacyImagesOnly {
 		os = []string{"ubuntu-22.04"}
@@ -401,7 +409,7 @@ func (s *Server) typeJSON(c CatalogEntry, currency string, factor float64) map[s
 		"id":                    uuidFor(c.InstanceType),
 		"instance_type":         c.InstanceType,
 		"name":                  c.Name,
-		"display_name":          nil,
+		"display_name":          displayName,
 		"model":                 c.Model,
 		"manufacturer":          c.Manufacturer,
 		"description":           "Dedicated Hardware Instance",
@@ -410,7 +418,7 @@ func (s *Server) typeJSON(c CatalogEntry, currency string, factor float64) map[s
 		"gpu":                   map[string]any{"description": gpuDesc, "number_of_gpus": c.GPUCount},
 		"gpu_memory":            map[string]any{"description": memDesc, "size_in_gigabytes": c.GPUCount * c.GPUMemoryGB},
 		"memory":                map[string]any{"description": fmt.Sprintf("%dGB RAM", c.MemoryGB), "size_in_gigabytes": c.MemoryGB},
-		"storage":               map[string]any{"description": "dynamic"},
+		"storage":               storage,
 		"price_per_hour":        price(c.PricePerHour),
 		"spot_price":            price(c.SpotPrice),
 		"dynamic_price":         price(c.PricePerHour),

@@ -10,7 +10,9 @@ import (
 )
 
 // otherCloud is a second configured cloud with two spot offers of eight H100s, in two regions.
-type otherCloud struct{ controlplane.InstanceManagerBackend }
+type otherCloud struct {
+	controlplane.InstanceManagerBackend
+}
 
 func (otherCloud) Cloud() string { return "verda" }
 

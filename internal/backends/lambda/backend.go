@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,10 +25,18 @@ import (
 const (
 	DefaultSSHUser = "ubuntu"
 	DefaultSSHPort = 22
-	// DefaultLaunchInterval is Lambda's documented launch limit: "Requests to the
-	// /instance-operations/launch endpoint are limited to 1 request every 10 seconds" (some users report
-	// 12 s; not confirmed which holds today). It is kept per process.
-	DefaultLaunchInterval = 10 * time.Second
+	// DefaultLaunchInterval is Lambda's documented launch limit: requests to
+	// /instance-operations/launch are limited to five a minute, one every 12 seconds (older documents
+	// said one every 10 s). It is kept per process; a 429 from another process's launch is waited out
+	// (Config.RateLimitRetries).
+	DefaultLaunchInterval = 12 * time.Second
+	// DefaultRateLimitRetries is how many times a launch Lambda refused with 429 is tried again, each
+	// after a full launch interval (or the server's Retry-After when longer): about a minute in all.
+	DefaultRateLimitRetries = 4
+	// DefaultUnhealthyGrace is how long an instance Lambda reports as unhealthy is still taken as not
+	// yet up (pending) before it is an error. Other clients of the API (SkyPilot's maps unhealthy to
+	// its INIT state) keep waiting on unhealthy: a machine may report it briefly while it boots.
+	DefaultUnhealthyGrace = 5 * time.Minute
 )
 
 // MaxNameLength is the longest instance name Lambda accepts: "Must be 64 characters or fewer" (the
@@ -58,6 +67,18 @@ type Config struct {
 	restclient.Tuning
 	// LaunchInterval spaces launches in this process (default DefaultLaunchInterval; negative: none).
 	LaunchInterval time.Duration
+	// RateLimitRetries is how many times a launch refused with 429 (Lambda's edge answers a plain-text
+	// "error code: 1015" page) is tried again after waiting a launch interval (default
+	// DefaultRateLimitRetries; negative: never).
+	RateLimitRetries int
+	// UnhealthyGrace is how long an unhealthy instance is still pending, counted from when this
+	// process first saw it unhealthy (default DefaultUnhealthyGrace; negative: unhealthy is an error at
+	// once).
+	UnhealthyGrace time.Duration
+	// Now and Sleep are the clock and the wait the launch pacing and the unhealthy grace use (default
+	// time.Now and a timer bounded by the context); tests inject a fake clock so nobody waits 12 s.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Regions limits offers to these regions (default: every region).
 	Regions []string
 	// SSHUser and SSHPort describe how to reach a running instance (default ubuntu, 22: Lambda's images
@@ -80,6 +101,9 @@ type Backend struct {
 	log      hclog.Logger
 	launches *rate.Limiter
 
+	unhealthyMu    sync.Mutex
+	unhealthySince map[string]time.Time // instance id -> when this process first saw it unhealthy
+
 	creates createonce.Group // serialises creates of one name in this process
 	keysMu  sync.Mutex       // serialises SSH key registration, so two creates never add one key twice
 }
@@ -101,6 +125,18 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if cfg.LaunchInterval == 0 {
 		cfg.LaunchInterval = DefaultLaunchInterval
 	}
+	if cfg.RateLimitRetries == 0 {
+		cfg.RateLimitRetries = DefaultRateLimitRetries
+	}
+	if cfg.UnhealthyGrace == 0 {
+		cfg.UnhealthyGrace = DefaultUnhealthyGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
 	limit := rate.Inf
 	if cfg.LaunchInterval > 0 {
 		limit = rate.Every(cfg.LaunchInterval)
@@ -110,7 +146,41 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		return nil, err
 	}
 	return &Backend{cfg: cfg, client: client, inv: inv, log: logger.Named(CloudName),
-		launches: rate.NewLimiter(limit, 1)}, nil
+		launches: rate.NewLimiter(limit, 1), unhealthySince: map[string]time.Time{}}, nil
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waitLaunchTurn waits until this process may launch again: one launch per LaunchInterval.
+func (b *Backend) waitLaunchTurn(ctx context.Context) error {
+	r := b.launches.ReserveN(b.cfg.Now(), 1)
+	if d := r.DelayFrom(b.cfg.Now()); d > 0 {
+		if err := b.cfg.Sleep(ctx, d); err != nil {
+			r.CancelAt(b.cfg.Now())
+			return err
+		}
+	}
+	return nil
+}
+
+// rateLimitWait is how long to wait after Lambda refused a launch with 429: the launch interval (the
+// documented one when pacing is off here), or the server's Retry-After when longer.
+func (b *Backend) rateLimitWait(retryAfter time.Duration) time.Duration {
+	wait := b.cfg.LaunchInterval
+	if wait <= 0 {
+		wait = DefaultLaunchInterval
+	}
+	return max(wait, retryAfter)
 }
 
 // Cloud returns "lambda".
@@ -149,7 +219,7 @@ func (b *Backend) gpuTypeFor(t InstanceType) string {
 // else its name without the "gpu_<n>x_" count ("h100_sxm5"). It is "" for a type that is no GPU type:
 // one without specs.gpus, gpu_description or a "gpu_" name (a CPU type's "4x CPU" names no GPU).
 func cloudGPU(t InstanceType) string {
-	if t.Specs.GPUs <= 0 && strings.TrimSpace(t.GPUDescription) == "" && !strings.HasPrefix(t.Name, "gpu_") {
+	if cpuOnly(t) || (t.Specs.GPUs <= 0 && strings.TrimSpace(t.GPUDescription) == "" && !strings.HasPrefix(t.Name, "gpu_")) {
 		return ""
 	}
 	family := ""
@@ -164,9 +234,20 @@ func cloudGPU(t InstanceType) string {
 	return ""
 }
 
+// cpuOnly reports whether an instance type has no GPU although its name or description counts
+// something: Lambda's CPU types ("cpu_4x_general") have gpu_description "N/A" and specs.gpus 0, and the
+// "4x" of their name counts CPUs. They are never offers of GPUs.
+func cpuOnly(t InstanceType) bool {
+	desc := strings.TrimSpace(t.GPUDescription)
+	return strings.HasPrefix(t.Name, "cpu_") || strings.EqualFold(desc, "N/A") || strings.EqualFold(desc, "none")
+}
+
 // gpuCount is the number of GPUs of an instance type: specs.gpus, else the count in its name or its
 // description; 0 for CPU-only types.
 func gpuCount(t InstanceType) int {
+	if cpuOnly(t) {
+		return 0
+	}
 	if t.Specs.GPUs > 0 {
 		return t.Specs.GPUs
 	}
@@ -264,13 +345,16 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 // Create is idempotent by name: creates of one name in this process run one at a time, and each first
 // looks for a live instance with that name and returns it. Before launching it reads the catalog again:
 // an instance type whose price (as planned, or now) is above req.MaxPricePerHour, or whose region has
-// lost its capacity, is ErrCapacity and nothing is launched (Lambda allows one launch per 10 seconds, so
+// lost its capacity, is ErrCapacity and nothing is launched (Lambda allows one launch per 12 seconds, so
 // a launch is not spent on a region the catalog already says is full). Lambda takes exactly one SSH key
 // per launch: the first public key is registered as a Lambda SSH key (restclient.EnsureSSHKeys) and named
 // in the launch, the others are installed by cloud-init user data; without any key the machine gets
-// NoLoginKeyName. The launch is not retried after a 5xx or a lost answer; Create then looks for the
-// instance by name once and returns it if Lambda did launch it, else the unknown-outcome error
-// (ErrOther). Create returns as soon as Lambda has accepted the launch (booting: pending).
+// NoLoginKeyName. Launches in this process are spaced LaunchInterval (12 s) apart; a launch Lambda
+// refuses with 429 (its edge's plain-text "error code: 1015" page: nothing was launched) is tried again
+// after a launch interval, or the server's Retry-After when longer, up to RateLimitRetries times, so a
+// second launch in one apply succeeds. The launch is not retried after a 5xx or a lost answer; Create
+// then looks for the instance by name once and returns it if Lambda did launch it, else the
+// unknown-outcome error (ErrOther). Create returns as soon as Lambda has accepted the launch (booting: pending).
 func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
 	const op = "creating instance"
 	switch {
@@ -308,7 +392,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			if keyName, userData, err = b.sshAccess(ctx, keys); err != nil {
 				return err
 			}
-			if err := b.launches.Wait(ctx); err != nil {
+			if err := b.waitLaunchTurn(ctx); err != nil {
 				return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
 			}
 			return nil
@@ -323,14 +407,34 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 // launch launches the instance and returns it as Lambda answers it, or as launched when the read fails.
 func (b *Backend) launch(ctx context.Context, req controlplane.CreateRequest, instanceType, region, keyName, userData string) (controlplane.Instance, error) {
 	const op = "creating instance"
-	ids, err := b.client.Launch(ctx, LaunchRequest{
-		RegionName:       region,
-		InstanceTypeName: instanceType,
-		SSHKeyNames:      []string{keyName},
-		Quantity:         1,
-		Name:             req.Name,
-		UserData:         userData,
-	})
+	var (
+		ids []string
+		err error
+	)
+	for attempt := 0; ; attempt++ {
+		ids, err = b.client.Launch(ctx, LaunchRequest{
+			RegionName:       region,
+			InstanceTypeName: instanceType,
+			SSHKeyNames:      []string{keyName},
+			Quantity:         1,
+			Name:             req.Name,
+			UserData:         userData,
+		})
+		re, ok := asResponseError(err)
+		if !ok || !re.RateLimited() || attempt >= b.cfg.RateLimitRetries {
+			break
+		}
+		// 429: Lambda did not act on the launch. Wait a whole launch interval (the client's own retries
+		// are short) and launch again.
+		wait := b.rateLimitWait(re.RetryAfter)
+		b.log.Warn("Lambda rate-limited the launch; waiting before launching again", "name", req.Name,
+			"wait", wait.String(), "attempt", attempt+1, "of", b.cfg.RateLimitRetries)
+		if serr := b.cfg.Sleep(ctx, wait); serr != nil {
+			return controlplane.Instance{}, controlplane.NewError(controlplane.ErrOther, CloudName, op,
+				fmt.Errorf("waiting out Lambda's launch rate limit (nothing was launched): %w", serr))
+		}
+		b.launches.ReserveN(b.cfg.Now(), 1) // this process's next launch comes a full interval after this one
+	}
 	if controlplane.IsNotFound(err) {
 		// On a launch, object-does-not-exist names a missing SSH key, image or file system: the
 		// request is wrong, no instance is gone.
@@ -587,7 +691,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 // toInstance maps Lambda's instance object onto hydra's.
 func (b *Backend) toInstance(in Instance) controlplane.Instance {
 	ip := strings.TrimSpace(in.ip())
-	status, msg := mapStatus(in.Status, ip != "")
+	status, msg := b.graceUnhealthy(in.ID, in.Status, ip != "")
 	out := controlplane.Instance{
 		ID:           in.ID,
 		Name:         in.name(),
@@ -606,4 +710,32 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 		out.SSH = &controlplane.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}
 	}
 	return out
+}
+
+// graceUnhealthy maps a status like mapStatus, except that an instance Lambda reports as unhealthy is
+// pending (not yet up) for UnhealthyGrace from when this process first saw it so, as other clients of
+// the API treat it; only then is it an error. An instance seen in any other status starts afresh.
+func (b *Backend) graceUnhealthy(id, cloudStatus string, hasIP bool) (controlplane.Status, string) {
+	status, msg := mapStatus(cloudStatus, hasIP)
+	unhealthy := strings.EqualFold(strings.TrimSpace(cloudStatus), StatusUnhealthy)
+	b.unhealthyMu.Lock()
+	defer b.unhealthyMu.Unlock()
+	if !unhealthy || id == "" {
+		delete(b.unhealthySince, id)
+		return status, msg
+	}
+	if b.cfg.UnhealthyGrace < 0 {
+		return status, msg
+	}
+	now := b.cfg.Now()
+	since, seen := b.unhealthySince[id]
+	if !seen {
+		since = now
+		b.unhealthySince[id] = now
+	}
+	if left := b.cfg.UnhealthyGrace - now.Sub(since); left > 0 {
+		return controlplane.StatusPending, fmt.Sprintf("Lambda reports the instance as unhealthy; taken as not yet up for %s more (grace %s)",
+			left.Round(time.Second), b.cfg.UnhealthyGrace)
+	}
+	return status, fmt.Sprintf("%s; still unhealthy after %s", msg, b.cfg.UnhealthyGrace)
 }

@@ -124,7 +124,7 @@ func TestCapacityPerRegion(t *testing.T) {
 	_, err = b.Create(ctx, request(t, east, "second", testKey))
 	wantKind(t, err, controlplane.ErrCapacity)
 	if n := f.srv.RequestCount("POST /instance-operations/launch"); n != launches {
-		t.Errorf("a create into a full region spent a launch (Lambda allows one per 10 s)")
+		t.Errorf("a create into a full region spent a launch (Lambda allows one per 12 s)")
 	}
 	// The backend can be limited to some regions.
 	only := f.backend(t, func(c *Config) { c.Regions = []string{"US-WEST-1"} })
@@ -151,7 +151,10 @@ func TestGPUTypeMatching(t *testing.T) {
 		{InstanceType{Name: "gpu_1x_a100_sxm4", Description: "1x A100 (40 GB SXM4)", GPUDescription: "A100 (40 GB SXM4)"}, "", 1},
 		{InstanceType{Name: "gpu_1x_a100", Description: "1x A100 (40 GB PCIe)"}, "", 1},
 		{InstanceType{Name: "gpu_1x_gh200", GPUDescription: "GH200 (96 GB)"}, "", 1},
-		{InstanceType{Name: "cpu_4x_general", Description: "4x CPU"}, "", 4},
+		// CPU types: the "4x" counts CPUs; never an offer of GPUs.
+		{InstanceType{Name: "cpu_4x_general", Description: "4x CPU"}, "", 0},
+		{InstanceType{Name: "cpu_4x_general", Description: "4x CPU General", GPUDescription: "N/A"}, "", 0},
+		{InstanceType{Name: "general_4x", Description: "4x General", GPUDescription: "N/A"}, "", 0},
 		{InstanceType{Name: "custom", Description: "big box"}, "", 0},
 	} {
 		if got := b.gpuTypeFor(tc.t); got != tc.gpu {
@@ -395,7 +398,7 @@ func TestLaunchResourceNotFoundIsInvalid(t *testing.T) {
 	backendtest.WantError(t, err, controlplane.ErrInvalid, "SSH key mine does not exist")
 }
 
-// Launches are spaced by LaunchInterval in one process (Lambda allows one every 10 seconds).
+// Launches are spaced by LaunchInterval in one process (Lambda allows one every 12 seconds), on the real clock.
 func TestLaunchInterval(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, func(c *Config) { c.LaunchInterval = 300 * time.Millisecond })

@@ -20,11 +20,14 @@ func TestConformance(t *testing.T) {
 func startConformance(t *testing.T) (controlplane.InstanceManagerBackend, emukit.Admin) {
 	t.Helper()
 	// Machines boot in 400 ms and terminate in 200 ms on the real clock.
-	srv := emu.New(emu.Options{BootDuration: 400 * time.Millisecond, TerminateDuration: 200 * time.Millisecond})
+	srv := emu.New(emu.Options{BootDuration: 400 * time.Millisecond, TerminateDuration: 200 * time.Millisecond, LaunchInterval: -1})
 	return backendtest.Must(New(Config{
 		APIKey:         emu.DefaultAPIKey,
 		BaseURL:        backendtest.Serve(t, srv) + emu.BasePath,
 		Tuning:         backendtest.Tuning(time.Millisecond, 50*time.Millisecond),
 		LaunchInterval: -1,
+		// A failed boot is unhealthy, pending for the grace, then an error: a short grace on the real
+		// clock (TestUnhealthyGrace tests the default one on a fake clock).
+		UnhealthyGrace: 300 * time.Millisecond,
 	}, backendtest.Inventory(t), nil))(t), srv
 }

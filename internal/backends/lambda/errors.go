@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
@@ -68,7 +69,8 @@ func statusKind(status int) controlplane.ErrorKind {
 	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
 		return controlplane.ErrInvalid
 	}
-	// 429 after the client's retries, 5xx, anything else: the outcome is unknown.
+	// 429 after the client's retries (the launch waits it out: RateLimited), 5xx, anything else: the
+	// outcome is unknown.
 	return controlplane.ErrOther
 }
 
@@ -78,6 +80,18 @@ func statusKind(status int) controlplane.ErrorKind {
 type ResponseError struct {
 	restclient.APIError
 	Suggestion string
+	// RetryAfter is the server's Retry-After, if it sent one.
+	RetryAfter time.Duration
+}
+
+// CodeCloudflareRateLimited is the code hydra gives Lambda's plain-text 429 page ("error code: 1015",
+// Cloudflare's rate limiting in front of the API), which carries no JSON error.
+const CodeCloudflareRateLimited = "cloudflare/1015"
+
+// RateLimited reports whether Lambda refused the request for its rate: a 429, JSON or Cloudflare's
+// plain-text page. The request was not acted on, so it may be sent again after a wait.
+func (e *ResponseError) RateLimited() bool {
+	return e.Status == http.StatusTooManyRequests || e.Code == CodeCloudflareRateLimited
 }
 
 func (e *ResponseError) Error() string {
@@ -97,7 +111,12 @@ func (e *ResponseError) Kind() controlplane.ErrorKind {
 }
 
 func responseError(he *restclient.HTTPError) *ResponseError {
-	re := &ResponseError{APIError: *restclient.NewAPIError(he)}
+	re := &ResponseError{APIError: *restclient.NewAPIError(he), RetryAfter: he.RetryAfter}
+	if text := strings.TrimSpace(string(he.Body)); strings.Contains(text, "error code: 1015") {
+		re.Code = CodeCloudflareRateLimited
+		re.Message = "rate limited by Lambda's edge (Cloudflare error 1015: too many requests; launches are limited to one every 12 s)"
+		return re
+	}
 	var body ErrorBody
 	if err := json.Unmarshal(he.Body, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
 		re.Code = body.Error.Code

@@ -47,6 +47,8 @@ func TestErrorClassification(t *testing.T) {
 		{400, `{"error": {"message": "bad"}}`, controlplane.ErrInvalid},
 		{409, ``, controlplane.ErrInvalid},
 		{429, lambdaBody("global/too-many-requests", "Too many requests."), controlplane.ErrOther},
+		// Lambda's edge answers 429 with a plain-text page (RateLimited: the launch waits it out).
+		{429, `error code: 1015`, controlplane.ErrOther},
 		{500, ``, controlplane.ErrOther},
 		{502, `<html><body><h1>502 Bad Gateway</h1></body></html>`, controlplane.ErrOther},
 	} {
@@ -88,5 +90,33 @@ func TestErrorMessage(t *testing.T) {
 	}
 	if k := controlplane.KindOf(classify("x", errors.New("connection reset"))); k != controlplane.ErrOther {
 		t.Errorf("transport error: %v", k)
+	}
+}
+
+// A 429 is rate-limited whatever its body: Lambda's JSON, or the plain-text page of its edge
+// (Cloudflare's "error code: 1015"), which gets a code and a message that say what happened; the
+// server's Retry-After is kept.
+func TestRateLimitedClassification(t *testing.T) {
+	for _, tc := range []struct {
+		status  int
+		body    string
+		limited bool
+		code    string
+	}{
+		{429, "error code: 1015", true, CodeCloudflareRateLimited},
+		{429, "error code: 1015\n", true, CodeCloudflareRateLimited},
+		{429, lambdaBody("global/too-many-requests", "Too many requests."), true, "global/too-many-requests"},
+		{403, "error code: 1015", true, CodeCloudflareRateLimited}, // the page decides, whatever the status
+		{400, lambdaBody(CodeInvalidParameters, "bad"), false, CodeInvalidParameters},
+		{500, "error code: 1016", false, ""},
+	} {
+		he := &restclient.HTTPError{Method: "POST", Path: "/instance-operations/launch", Status: tc.status, Body: []byte(tc.body), RetryAfter: 7e9}
+		re, ok := asResponseError(classify("launching instance", he))
+		if !ok || re.RateLimited() != tc.limited || re.Code != tc.code || re.RetryAfter != 7e9 {
+			t.Errorf("HTTP %d %q: %+v", tc.status, tc.body, re)
+		}
+		if tc.code == CodeCloudflareRateLimited && !strings.Contains(re.Error(), "Cloudflare error 1015") {
+			t.Errorf("message %q does not say what the page means", re.Error())
+		}
 	}
 }

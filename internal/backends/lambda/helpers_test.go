@@ -30,6 +30,9 @@ func startEmulator(t *testing.T, opts emu.Options) *fixture {
 	if opts.BootDuration == 0 {
 		opts.BootDuration = bootTime
 	}
+	if opts.LaunchInterval == 0 {
+		opts.LaunchInterval = -1 // no pacing, except in the tests of it (pacing_test.go)
+	}
 	srv := emu.New(opts)
 	return &fixture{srv: srv, url: backendtest.Serve(t, srv) + emu.BasePath, clock: clock}
 }

@@ -42,7 +42,7 @@ func (s *Server) Instances() []InstanceInfo {
 		now := s.opts.Now()
 		for _, in := range sortedInstances(st) {
 			out = append(out, InstanceInfo{ID: in.ID, Name: in.name(), Region: in.Region, InstanceType: in.InstanceType,
-				Status: s.statusOf(in, now), SSHKeyNames: append([]string(nil), in.SSHKeyNames...), UserData: in.UserData})
+				Status: s.statusWord(in, now), SSHKeyNames: append([]string(nil), in.SSHKeyNames...), UserData: in.UserData})
 		}
 		return nil
 	})

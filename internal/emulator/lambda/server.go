@@ -4,22 +4,35 @@
 //
 //   - every successful answer is {"data": ...}; every error {"error": {"code", "message",
 //     "suggestion"}} with field_errors for invalid parameters;
+//
 //   - an API key as a bearer token (or as the user of HTTP basic auth); a missing or wrong key is 401
 //     global/invalid-api-key;
+//
 //   - GET /instance-types is an object keyed by type name with price_cents_per_hour, specs (vcpus,
 //     memory_gib, storage_gib, gpus), gpu_description and regions_with_capacity_available;
+//
 //   - POST /instance-operations/launch takes exactly one SSH key name, a name of at most 64 characters
 //     and quantity 1, and answers {"instance_ids": [...]}; no capacity is 400
 //     instance-operations/launch/insufficient-capacity; names need not be unique;
+//
 //   - instances move booting -> active (the ip appears half-way through booting), or to unhealthy when
 //     their boot fails; terminate moves them to terminating, then terminated, and after
 //     TerminatedRetention they are forgotten (404 global/object-does-not-exist);
+//
 //   - GET/POST/DELETE /ssh-keys; a POST without public_key generates a key pair and answers the private
 //     key.
 //
-// Where the real API's behaviour could not be confirmed the emulator picks one and says so: the status
-// and code of a 429 (429 global/too-many-requests here), terminating an instance that is already
-// terminating (400 global/invalid-parameters here), a duplicate SSH key name (400 global/duplicate).
+//   - launches are paced as Lambda documents (one every 12 s, Options.LaunchInterval): a launch request
+//     sooner than that is answered 429 with the plain-text page of Lambda's edge, "error code: 1015",
+//     not JSON; an armed rate-limit fault answers the same page;
+//
+//   - Preempt takes an instance back (status preempted), and SetAccountFaults makes launches fail with
+//     global/quota-exceeded (400) or global/account-inactive (403), in Lambda's error shape.
+//
+// Where the real API's behaviour could not be confirmed the emulator picks one and says so: whether
+// the 429 page carries a Retry-After (not here), terminating an instance that is already terminating
+// (400 global/invalid-parameters here), a duplicate SSH key name (400 global/duplicate), the messages
+// and statuses of the quota and inactive-account errors.
 //
 // Faults use the shared vocabulary (emukit.Faults); the Server is an emukit.Admin and serves
 // emukit.AdminHandler under emukit.AdminPath ("/_emulator/") next to the API.
@@ -80,7 +93,13 @@ type Options struct {
 	InstanceIP string
 	// Now is the clock (default time.Now); tests inject a fake one to move statuses along.
 	Now func() time.Time
+	// LaunchInterval is the least time between two launch requests (default DefaultLaunchInterval;
+	// negative: no pacing).
+	LaunchInterval time.Duration
 }
+
+// DefaultLaunchInterval is Lambda's documented launch pacing: five launches a minute, one every 12 s.
+const DefaultLaunchInterval = 12 * time.Second
 
 // Server is the emulated Lambda Cloud API, an http.Handler (the API under BasePath, the admin surface
 // under emukit.AdminPath).
@@ -115,6 +134,9 @@ func New(opts Options) *Server {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.LaunchInterval == 0 {
+		opts.LaunchInterval = DefaultLaunchInterval
 	}
 	s := &Server{opts: opts, catalog: map[string]CatalogEntry{}, regions: map[string]Region{},
 		store: emukit.NewStore[state](opts.StateDir, "lambda-state")}
@@ -192,6 +214,9 @@ func (s *Server) answer(r *http.Request, path string, body []byte) (rep reply, l
 		if rep, ok = fault(st); ok {
 			return nil
 		}
+		if rep, ok = s.pace(st, r.Method, path); ok {
+			return nil
+		}
 		if rep, ok = s.authenticate(r); !ok {
 			return nil
 		}
@@ -210,11 +235,10 @@ func routeKey(path string) string {
 	return "/" + strings.Join(parts, "/")
 }
 
-// fault answers the request with an armed 429 or 5xx, in Lambda's error shape, before it is acted on.
+// fault answers the request with an armed 429 (Lambda's edge's plain-text page) or 5xx (in Lambda's
+// error shape), before it is acted on.
 func fault(st *state) (reply, bool) {
-	// Not confirmed: the body of Lambda's 429 (clients check the status only).
-	return st.Faults.TakeReply(http.StatusInternalServerError,
-		errReply(http.StatusTooManyRequests, "global/too-many-requests", "Too many requests.", "Slow down and try again."),
+	return st.Faults.TakeReply(http.StatusInternalServerError, rateLimited(),
 		func(status int) reply {
 			return errReply(status, "global/unknown", "Something unexpected occurred.", "Try again later.")
 		})
@@ -326,6 +350,14 @@ func (s *Server) statusOf(in *instance, now time.Time) string {
 	return "active"
 }
 
+// statusWord is an instance's status as answered: preempted for an instance Lambda took back.
+func (s *Server) statusWord(in *instance, now time.Time) string {
+	if in.Preempted {
+		return StatusPreempted
+	}
+	return s.statusOf(in, now)
+}
+
 // gone reports whether a terminated instance is past its retention and no longer answered.
 func (s *Server) gone(in *instance, now time.Time) bool {
 	return in.TerminatedAt != nil &&
@@ -337,7 +369,7 @@ func unavailable(code, desc string) map[string]any {
 }
 
 func (s *Server) instanceView(in *instance, now time.Time) map[string]any {
-	status := s.statusOf(in, now)
+	status := s.statusWord(in, now)
 	c := s.catalog[in.InstanceType]
 	var ip, privateIP, hostname any
 	if in.TerminatedAt != nil || now.Sub(in.CreatedAt) >= time.Duration(in.Boot)/2 {
@@ -350,7 +382,7 @@ func (s *Server) instanceView(in *instance, now time.Time) map[string]any {
 	case "booting":
 		no := unavailable("vm-has-not-launched", "The instance has not launched yet.")
 		actions = map[string]any{"migrate": no, "rebuild": no, "restart": no, "cold_reboot": no, "terminate": yes}
-	case "terminating", "terminated":
+	case "terminating", "terminated", StatusPreempted:
 		no := unavailable("vm-is-terminating", "The instance is terminating.")
 		actions = map[string]any{"migrate": no, "rebuild": no, "restart": no, "cold_reboot": no, "terminate": no}
 	}
@@ -438,6 +470,9 @@ func (s *Server) launch(st *state, body []byte) reply {
 		return errReply(http.StatusBadRequest, "global/object-does-not-exist",
 			fmt.Sprintf("File system %q does not exist.", req.FileSystemNames[0]), "Check the file system's name.")
 	}
+	if rep, failed := accountFault(st); failed {
+		return rep
+	}
 	if st.Faults.SoldOut || s.free(st, c, req.RegionName) <= 0 {
 		return errReply(http.StatusBadRequest, "instance-operations/launch/insufficient-capacity",
 			"Not enough capacity to fulfill launch request.", "Choose an instance type with more availability, or try again later.")
@@ -490,7 +525,7 @@ func (s *Server) terminate(st *state, body []byte) reply {
 		if in.TerminatedAt != nil {
 			// Not confirmed: what Lambda answers for an instance that is already terminating.
 			return errReply(http.StatusBadRequest, "global/invalid-parameters",
-				fmt.Sprintf("Instance %s is already %s.", id, s.statusOf(in, now)), "")
+				fmt.Sprintf("Instance %s is already %s.", id, s.statusWord(in, now)), "")
 		}
 	}
 	out := []map[string]any{}

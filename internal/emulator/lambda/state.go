@@ -21,6 +21,8 @@ type instance struct {
 	FailBoot     bool       `json:"fail_boot"`
 	TerminatedAt *time.Time `json:"terminated_at,omitempty"`
 	Terminate    int64      `json:"terminate_ns"`
+	// Preempted instances were taken back by Lambda (Preempt): status preempted, capacity freed.
+	Preempted bool `json:"preempted,omitempty"`
 }
 
 type sshKey struct {
@@ -40,6 +42,11 @@ type state struct {
 	Created  int            `json:"created"`
 	Requests map[string]int `json:"requests"`
 	IPSeq    int            `json:"ip_seq"`
+	// LastLaunch is when the last launch request arrived (the launch pacing counts requests, as
+	// Lambda's edge does, whether or not they launched anything).
+	LastLaunch *time.Time `json:"last_launch,omitempty"`
+	// Account holds the account faults armed with SetAccountFaults.
+	Account AccountFaults `json:"account_faults"`
 }
 
 func newState() *state {

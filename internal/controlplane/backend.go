@@ -225,6 +225,19 @@ type SSHKeyRequirer interface {
 	RequiresSSHKey() bool
 }
 
+// PerMachineLister is implemented by backends whose List costs one API call per machine it lists (UpCloud
+// lists its servers, then reads each one's details). For them one shared List saves nothing over a Get
+// per machine, so the control plane's pollers read each waiting machine with a Get instead.
+type PerMachineLister interface {
+	ListReadsEachMachine() bool
+}
+
+// listReadsEachMachine says whether b declares that its List reads each machine (PerMachineLister).
+func listReadsEachMachine(b InstanceManagerBackend) bool {
+	l, ok := b.(PerMachineLister)
+	return ok && l.ListReadsEachMachine()
+}
+
 // Ownership labels: the key/value pairs a backend stores with a machine where its cloud has labels,
 // tags or a description ("hydra-owner=<token>,hydra-resource=<name>,hydra-confirmed=false").
 const (

@@ -104,6 +104,7 @@ type Backend struct {
 var (
 	_ controlplane.InstanceManagerBackend = (*Backend)(nil)
 	_ controlplane.OwnershipConfirmer     = (*Backend)(nil)
+	_ controlplane.PerMachineLister       = (*Backend)(nil)
 )
 
 // New builds the backend. It checks the configuration but calls no API.
@@ -891,3 +892,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 func (b *Backend) spotAllowed(gpuType string) bool {
 	return b.cfg.AllowSpotPlans || b.inv.SpotEnabled(gpuType, CloudName)
 }
+
+// ListReadsEachMachine is true: List reads each listed server's details, one call per machine
+// (controlplane.PerMachineLister), so the control plane polls waiting machines with a Get each.
+func (b *Backend) ListReadsEachMachine() bool { return true }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -81,7 +82,7 @@ type CatalogEntry struct {
 // is read the way the clouds' names are; one it cannot read is left out.
 func (e CatalogEntry) hardware() controlplane.Hardware {
 	return controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(e.FormFactor),
+		FormFactor:  gpuname.FormFactor(e.FormFactor),
 		GPUMemoryGB: max(e.GPUMemoryGB, 0),
 		VCPUs:       max(e.VCPUs, 0),
 		MemoryGB:    max(e.MemoryGB, 0),

@@ -13,8 +13,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/time/rate"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -88,7 +91,7 @@ var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the Lambda backend. inv maps Lambda's GPU names onto hydra's types.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	logger, err := backendkit.Check(CloudName, inv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -191,13 +194,13 @@ func hardware(t InstanceType) controlplane.Hardware {
 		family = t.Name[m[1]:]
 	}
 	hw := controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(t.GPUDescription, desc, family),
-		GPUMemoryGB: restclient.GPUMemoryGBInName(t.GPUDescription),
+		FormFactor:  gpuname.FormFactor(t.GPUDescription, desc, family),
+		GPUMemoryGB: gpuname.MemoryGB(t.GPUDescription),
 		VCPUs:       max(t.Specs.VCPUs, 0),
 		MemoryGB:    max(t.Specs.MemoryGiB, 0),
 	}
 	if hw.GPUMemoryGB == 0 {
-		hw.GPUMemoryGB = restclient.GPUMemoryGBInName(desc)
+		hw.GPUMemoryGB = gpuname.MemoryGB(desc)
 	}
 	return hw
 }
@@ -232,7 +235,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		}
 		seen := map[string]bool{}
 		for _, r := range it.RegionsWithCapacityAvailable {
-			if r.Name == "" || seen[r.Name] || !restclient.Allowed(b.cfg.Regions, r.Name) {
+			if r.Name == "" || seen[r.Name] || !backendkit.Allowed(b.cfg.Regions, r.Name) {
 				continue
 			}
 			seen[r.Name] = true
@@ -254,7 +257,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			})
 		}
 	}
-	restclient.SortOffers(offers)
+	backendkit.SortOffers(offers)
 	return offers, nil
 }
 
@@ -266,7 +269,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 // an instance type whose price (as planned, or now) is above req.MaxPricePerHour, or whose region has
 // lost its capacity, is ErrCapacity and nothing is launched (Lambda allows one launch per 10 seconds, so
 // a launch is not spent on a region the catalog already says is full). Lambda takes exactly one SSH key
-// per launch: the first public key is registered as a Lambda SSH key (restclient.EnsureSSHKeys) and named
+// per launch: the first public key is registered as a Lambda SSH key (sshkeys.Ensure) and named
 // in the launch, the others are installed by cloud-init user data; without any key the machine gets
 // NoLoginKeyName. The launch is not retried after a 5xx or a lost answer; Create then looks for the
 // instance by name once and returns it if Lambda did launch it, else the unknown-outcome error
@@ -416,13 +419,13 @@ func publicKeys(lines []string) ([]string, error) {
 		if strings.TrimSpace(k) == "" {
 			continue
 		}
-		norm := restclient.NormalizeKey(k)
+		norm := sshkeys.Normalize(k)
 		if norm == "" {
 			return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "registering SSH key", "not an authorized_keys line: %.40q", k)
 		}
 		if !seen[norm] {
 			seen[norm] = true
-			keys = append(keys, restclient.BareKey(k))
+			keys = append(keys, sshkeys.Bare(k))
 		}
 	}
 	return keys, nil
@@ -437,7 +440,7 @@ func (b *Backend) sshAccess(ctx context.Context, keys []string) (keyName, userDa
 		name, err := b.noLoginKey(ctx)
 		return name, "", err
 	}
-	names, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys[:1])
+	names, err := sshkeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys[:1])
 	if err != nil {
 		return "", "", err
 	}
@@ -468,9 +471,9 @@ func cloudInitKeys(keys []string) string {
 
 // accountKeys lists the account's keys for EnsureSSHKeys, with the key's name as its id: launches name
 // their keys.
-func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
-	return restclient.ListKeys(b.client.SSHKeys, func(k SSHKey) restclient.AccountKey {
-		return restclient.AccountKey{ID: k.Name, PublicKey: k.PublicKey}
+func (b *Backend) accountKeys(ctx context.Context) ([]sshkeys.AccountKey, error) {
+	return sshkeys.Lister(b.client.SSHKeys, func(k SSHKey) sshkeys.AccountKey {
+		return sshkeys.AccountKey{ID: k.Name, PublicKey: k.PublicKey}
 	})(ctx)
 }
 
@@ -544,7 +547,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	if err != nil {
 		return nil, err
 	}
-	return append([]controlplane.Instance{}, restclient.Live(all, prefix, Instance.name, b.toInstance)...), nil
+	return append([]controlplane.Instance{}, backendkit.Live(all, prefix, Instance.name, b.toInstance)...), nil
 }
 
 // Delete terminates an instance (POST /instance-operations/terminate). An instance that is already gone

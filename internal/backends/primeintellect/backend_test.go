@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -357,8 +357,8 @@ func TestCreateInstallsSSHKeysOnce(t *testing.T) {
 		t.Fatal("the first key should be named in the create body")
 	}
 	for _, k := range keys {
-		if k.Name != restclient.KeyName(k.PublicKey) {
-			t.Errorf("key %q registered as %q, want the shared name %q", k.PublicKey, k.Name, restclient.KeyName(k.PublicKey))
+		if k.Name != sshkeys.Name(k.PublicKey) {
+			t.Errorf("key %q registered as %q, want the shared name %q", k.PublicKey, k.Name, sshkeys.Name(k.PublicKey))
 		}
 	}
 }

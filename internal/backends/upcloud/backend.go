@@ -14,7 +14,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -109,7 +111,7 @@ var (
 
 // New builds the backend. It checks the configuration but calls no API.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	logger, err := backendkit.Check(CloudName, inv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -196,8 +198,8 @@ func gpuOfPlan(p Plan) (string, int) {
 // gpu_model names none, so GPUMemoryGB stays 0 unless the model names it.
 func planHardware(p Plan, model string) controlplane.Hardware {
 	return controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(model),
-		GPUMemoryGB: restclient.GPUMemoryGBInName(model),
+		FormFactor:  gpuname.FormFactor(model),
+		GPUMemoryGB: gpuname.MemoryGB(model),
 		VCPUs:       int(max(p.CoreNumber, 0)),
 		MemoryGB:    mibToGB(p.MemoryAmount),
 	}
@@ -287,7 +289,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		}
 		for _, z := range prices.Prices.Zone {
 			item, ok := z.Items[PlanPriceKey(p.Name)]
-			if !ok || !restclient.Allowed(b.cfg.Zones, z.Name) {
+			if !ok || !backendkit.Allowed(b.cfg.Zones, z.Name) {
 				continue
 			}
 			usd := centsToUSD(item.Price, rate)
@@ -585,7 +587,7 @@ func (b *Backend) createServer(ctx context.Context, req controlplane.CreateReque
 	if inst.GPUType == "" {
 		inst.GPUType, inst.GPUCount = req.Offer.GPUType, req.Offer.GPUCount
 	}
-	inst.Hardware = restclient.FillHardware(inst.Hardware, req.Offer.Hardware)
+	inst.Hardware = backendkit.FillHardware(inst.Hardware, req.Offer.Hardware)
 	return inst, nil
 }
 
@@ -722,7 +724,7 @@ func serverHardware(s *Server, p Plan, model string) controlplane.Hardware {
 			hw.GPUMemoryGB = int(d.Metadata.Memory)
 		}
 		if hw.FormFactor == "" {
-			hw.FormFactor = restclient.FormFactor(d.Model)
+			hw.FormFactor = gpuname.FormFactor(d.Model)
 		}
 		break
 	}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 )
 
 // quoteStore pins plan-time choices so the apply-time re-plan agrees with the plan.
@@ -91,18 +93,7 @@ func (s *quoteStore) put(key string, q quote) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("plan quote: %w", err)
 	}
-	tmp, err := os.CreateTemp(s.dir, key+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("plan quote: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("plan quote: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), s.path(key)); err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := atomicfile.Write(s.path(key), data, 0o600); err != nil {
 		return fmt.Errorf("plan quote: %w", err)
 	}
 	return nil

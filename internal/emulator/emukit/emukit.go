@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 )
 
@@ -89,20 +90,7 @@ func (s *Store[S]) save(path string, st *S) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.dir, s.file+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(out); err != nil {
-		_ = tmp.Close() // best-effort cleanup: the write already failed
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name()) // best-effort cleanup: the close already failed
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, out, 0o600)
 }
 
 // shutdownGrace bounds how long the stop function of Serve lets requests in flight finish before it

@@ -118,23 +118,31 @@ func Rank(offers []Offer) {
 		if pa, pb := a.RankingPrice(), b.RankingPrice(); pa != pb {
 			return pa < pb
 		}
-		if (a.ResaleOf == "") != (b.ResaleOf == "") {
-			return a.ResaleOf == ""
-		}
-		if a.Cloud != b.Cloud {
-			return a.Cloud < b.Cloud
-		}
-		if a.Pool != b.Pool {
-			return a.Pool < b.Pool
-		}
-		if a.Region != b.Region {
-			return a.Region < b.Region
-		}
-		if a.InstanceType != b.InstanceType {
-			return a.InstanceType < b.InstanceType
-		}
-		return a.ID < b.ID
+		return TieBreak(a, b)
 	})
+}
+
+// TieBreak orders two offers of equal price, the same way wherever hydra picks among offers (Rank, and
+// Mithril's choice of the offer its bid is based on): direct offers before resold ones (the same
+// hardware through an aggregator), then by cloud, pool, region, instance type and ID, each in byte
+// order. It reports whether a comes first.
+func TieBreak(a, b Offer) bool {
+	if (a.ResaleOf == "") != (b.ResaleOf == "") {
+		return a.ResaleOf == ""
+	}
+	if a.Cloud != b.Cloud {
+		return a.Cloud < b.Cloud
+	}
+	if a.Pool != b.Pool {
+		return a.Pool < b.Pool
+	}
+	if a.Region != b.Region {
+		return a.Region < b.Region
+	}
+	if a.InstanceType != b.InstanceType {
+		return a.InstanceType < b.InstanceType
+	}
+	return a.ID < b.ID
 }
 
 // Market words used in offer IDs.

@@ -45,8 +45,8 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("Names() = %v", got)
 	}
 	// The inventory knows exactly the registry's clouds.
-	if !slices.Equal(inventory.Clouds, Names()) {
-		t.Errorf("inventory.Clouds = %v, want the registry's %v", inventory.Clouds, Names())
+	if !slices.Equal(inventory.EmbeddedClouds(), Names()) {
+		t.Errorf("inventory.EmbeddedClouds() = %v, want the registry's %v", inventory.EmbeddedClouds(), Names())
 	}
 	// Prime Intellect keeps its three spellings: the registry holds the first two, pools.yml the third.
 	if d := ByBlock("primeintellect"); d == nil || d.Name != "primeintellect" {

@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
@@ -29,12 +28,6 @@ var registry = []*Driver{
 	PrimeIntellect,
 	UpCloud,
 	Verda,
-}
-
-// init hands the known cloud names to the inventory, which cannot import them (the backends that this
-// package imports import the inventory); see inventory.Clouds.
-func init() {
-	inventory.SetClouds(Names())
 }
 
 // All returns every driver, in the registry's order. The slice is a copy; the drivers are shared and

@@ -166,8 +166,8 @@ func (cp *ControlPlane) Validate(req OfferRequest) error {
 		return &RequestError{Field: "kind", Msg: fmt.Sprintf("unknown kind %q; expected one of %s", req.Kind, quoteList(inventory.Kinds, ", "))}
 	}
 	for _, c := range req.Clouds {
-		if !contains(inventory.Clouds, c) {
-			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("unknown cloud %q; expected any of %s", c, quoteList(inventory.Clouds, ", "))}
+		if !contains(cp.inv.KnownClouds(), c) {
+			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("unknown cloud %q; expected any of %s", c, quoteList(cp.inv.KnownClouds(), ", "))}
 		}
 		if _, ok := cp.backends[c]; !ok {
 			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("cloud %q is not configured in the provider; configured clouds: %s", c, quoteList(cp.Clouds(), ", "))}

@@ -227,7 +227,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	inv, err := inventory.Load(cfg.InventoryDir.ValueString())
+	inv, err := inventory.Load(cfg.InventoryDir.ValueString(), clouds.Names()...)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("inventory_dir"), "Invalid hydra inventory", err.Error())
 		return

@@ -179,7 +179,7 @@ func TestBuildWithoutCredentialsNamesThem(t *testing.T) {
 			}
 		}
 		// Configure, the provider's way in, fails the same way.
-		if _, err := d.Configure(Values{}, inv, nil); !errors.As(err, &missing) {
+		if _, err := d.Configure(Values{}, Env{Inventory: inv}); !errors.As(err, &missing) {
 			t.Errorf("%s: Configure without credentials: %v", d.Name, err)
 		}
 	}
@@ -322,10 +322,12 @@ func TestConfigureSharesEmulators(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	t.Cleanup(func() { _ = StopEmulators(context.Background()) })
+	emus := NewEmulators()
+	t.Cleanup(func() { _ = emus.Stop(context.Background()) })
+	env := Env{Inventory: inv, Emulators: emus}
 	before := runtime.NumGoroutine()
 	for i := range 5 {
-		c, err := Verda.Configure(Values{EmulatorDirKey: dir}, inv, nil)
+		c, err := Verda.Configure(Values{EmulatorDirKey: dir}, env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,17 +335,14 @@ func TestConfigureSharesEmulators(t *testing.T) {
 			t.Errorf("configure %d: %+v", i, c)
 		}
 		// An emulator needs no credentials, and ignores the ones configured.
-		if _, err := Atlas.Configure(Values{EmulatorDirKey: dir + "/atlas", "token": "real-token", "endpoint": "https://atlas.invalid"}, inv, nil); err != nil {
+		if _, err := Atlas.Configure(Values{EmulatorDirKey: dir + "/atlas", "token": "real-token", "endpoint": "https://atlas.invalid"}, env); err != nil {
 			t.Fatal(err)
 		}
 	}
-	emuMu.Lock()
-	n := len(running)
-	emuMu.Unlock()
-	if n != 2 {
+	if n := emus.Len(); n != 2 {
 		t.Errorf("%d emulators run after five configures of two clouds", n)
 	}
-	if err := StopEmulators(context.Background()); err != nil {
+	if err := emus.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -351,7 +350,7 @@ func TestConfigureSharesEmulators(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if g := runtime.NumGoroutine(); g > before {
-		t.Errorf("%d goroutines after StopEmulators, %d before the configures", g, before)
+		t.Errorf("%d goroutines after Stop, %d before the configures", g, before)
 	}
 }
 
@@ -362,10 +361,21 @@ func TestConfigureEmulatorFailure(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := PrimeIntellect.Configure(Values{EmulatorDirKey: file}, inv, nil)
+	_, err := PrimeIntellect.Configure(Values{EmulatorDirKey: file}, Env{Inventory: inv, Emulators: NewEmulators()})
 	var emu *EmulatorError
 	if !errors.As(err, &emu) || !strings.Contains(err.Error(), "Prime Intellect emulator") {
 		t.Errorf("an emulator_dir that is a file: %v", err)
+	}
+}
+
+// Without a set of emulators to run them in, a block that sets emulator_dir fails, naming the cloud.
+func TestConfigureWithoutEmulators(t *testing.T) {
+	clearEnv(t)
+	inv, _ := inventory.Default()
+	_, err := Lambda.Configure(Values{EmulatorDirKey: t.TempDir()}, Env{Inventory: inv})
+	var emu *EmulatorError
+	if !errors.As(err, &emu) || !strings.Contains(err.Error(), "Lambda emulator") {
+		t.Errorf("emulator_dir without Emulators: %v", err)
 	}
 }
 

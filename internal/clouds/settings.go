@@ -16,7 +16,7 @@ type Values map[string]any
 type Settings struct {
 	driver *Driver
 	values Values
-	// UserAgent is the User-Agent of the cloud's API requests (SetUserAgent; "" for restclient's
+	// UserAgent is the User-Agent of the cloud's API requests (Env.UserAgent; "" for restclient's
 	// default). Build passes it to the backend's client through restclient.Tuning (tuning).
 	UserAgent string
 }

@@ -629,7 +629,6 @@ func TestClouds_argumentsFromRegistry(t *testing.T) {
 // Every cloud configured on its emulator (emulator_dir, no credentials) comes up through Configure.
 func TestProviderConfigure_everyCloudEmulated(t *testing.T) {
 	clearCloudEnv(t)
-	t.Cleanup(func() { _ = clouds.StopEmulators(context.Background()) })
 	dir := t.TempDir()
 	blocks := map[string]map[string]tftypes.Value{"provisioning": {"enabled": tftypes.NewValue(tftypes.Bool, false)}}
 	var want []string

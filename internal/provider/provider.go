@@ -50,13 +50,21 @@ func (p *hydraProvider) ValidateConfig(ctx context.Context, req provider.Validat
 	}
 }
 
-// New returns the provider factory for providerserver.
+// New returns the provider factory for providerserver, with a set of emulators of its own (NewWith).
 func New(version string) func() provider.Provider {
-	return func() provider.Provider { return &hydraProvider{version: version} }
+	return NewWith(version, clouds.NewEmulators())
+}
+
+// NewWith returns the provider factory for providerserver. The emulators that blocks' emulator_dir
+// start run in emulators, shared by every provider the factory makes; the caller stops them when the
+// provider is done.
+func NewWith(version string, emulators *clouds.Emulators) func() provider.Provider {
+	return func() provider.Provider { return &hydraProvider{version: version, emulators: emulators} }
 }
 
 type hydraProvider struct {
-	version string
+	version   string
+	emulators *clouds.Emulators
 }
 
 type providerModel struct {
@@ -235,10 +243,10 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	// The backends log through tflog (with Configure's fields), so TF_LOG_PROVIDER shows their retries.
 	logger := backendLogger(ctx)
 	logger.Info("hydra provider configured", "version", p.version, "terraform_version", req.TerraformVersion)
-	clouds.SetUserAgent(clouds.UserAgent(p.version, req.TerraformVersion))
 
 	data := &providerData{provisioning: true, walk: newWalk(), fleet: controlplane.NewFleet(fleetQuiet)}
-	backends, emulated := cloudBackends(cloudBlockValues, inv, logger, &resp.Diagnostics)
+	env := clouds.Env{Inventory: inv, Logger: logger, UserAgent: clouds.UserAgent(p.version, req.TerraformVersion), Emulators: p.emulators}
+	backends, emulated := cloudBackends(cloudBlockValues, env, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}

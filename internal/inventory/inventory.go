@@ -465,13 +465,23 @@ func (inv *Inventory) PoolForInstance(instanceName string) (Pool, bool) {
 	return Pool{}, false
 }
 
-// TypeForAPIName maps a cloud's GPU name back to hydra's type ("" when hydra does not rent it).
-// Names are compared without regard to case.
-func (inv *Inventory) TypeForAPIName(cloud, apiName string) string {
-	for _, t := range inv.GPUTypes() {
-		for _, n := range inv.GPUs[t].APINames[cloud] {
-			if strings.EqualFold(n, apiName) {
-				return t
+// GPUType maps a cloud's name for a GPU to hydra's GPU type through api_names: the one place every
+// backend (and the sandbox) turns a cloud's GPU name into hydra's. names are the cloud's candidate
+// names, best first (a cloud that writes a GPU several ways passes each); the first one that api_names
+// lists for the cloud wins. Names are compared without regard to case, with surrounding white space
+// trimmed and inner runs of white space read as one space ("NVIDIA  H100 " is "NVIDIA H100"). It is ""
+// when no name maps: hydra does not rent that GPU, and the offer is reported with its CloudGPU.
+func (inv *Inventory) GPUType(cloud string, names ...string) string {
+	for _, name := range names {
+		name = strings.Join(strings.Fields(name), " ")
+		if name == "" {
+			continue
+		}
+		for _, t := range inv.GPUTypes() {
+			for _, n := range inv.GPUs[t].APINames[cloud] {
+				if strings.EqualFold(n, name) {
+					return t
+				}
 			}
 		}
 	}

@@ -30,8 +30,22 @@ func TestDefaultInventory(t *testing.T) {
 			t.Errorf("pool %q missing", pool)
 		}
 	}
-	if got := inv.TypeForAPIName("primeintellect", "l40s_48gb"); got != "l40s" {
-		t.Errorf("TypeForAPIName is case-insensitive: got %q", got)
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"l40s_48gb"}, "l40s"},             // case-insensitive
+		{[]string{"  L40S_48GB "}, "l40s"},          // trimmed
+		{[]string{"", "nope", "L40S_48GB"}, "l40s"}, // the first name that maps
+		{[]string{"nope"}, ""},
+		{nil, ""},
+	} {
+		if got := inv.GPUType("primeintellect", tc.names...); got != tc.want {
+			t.Errorf("GPUType(primeintellect, %q) = %q, want %q", tc.names, got, tc.want)
+		}
+	}
+	if got := inv.GPUType("upcloud", "NVIDIA  H100\t80GB HBM3"); got != "h100" {
+		t.Errorf("inner white space: got %q", got)
 	}
 	if p, ok := inv.PoolForInstance("sbx-ex-worker"); !ok || p.Name != "sandbox-execlet-pool" || p.Playbook != "execlet.yml" {
 		t.Errorf("PoolForInstance(sbx-ex-worker) = %+v, %v", p, ok)

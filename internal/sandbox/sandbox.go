@@ -373,7 +373,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			continue // no GPU product
 		}
 		// A GPU the inventory does not map is offered with GPUType "" (reported, never ranked).
-		t := b.inv.TypeForAPIName(CloudName, e.GPU)
+		t := b.inv.GPUType(CloudName, e.GPU)
 		if t != "" && e.GPUCount > b.inv.GPUs[t].MaxCount {
 			continue
 		}
@@ -571,7 +571,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		created := now.UTC()
 		rec = &Record{
 			ID: "sbx-" + randomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
-			GPUType: b.inv.TypeForAPIName(CloudName, entry.GPU), GPU: entry.GPU, GPUCount: entry.GPUCount, Spot: entry.Spot,
+			GPUType: b.inv.GPUType(CloudName, entry.GPU), GPU: entry.GPU, GPUCount: entry.GPUCount, Spot: entry.Spot,
 			PricePerHour: entry.PricePerHour, CreatedAt: created, RunningAt: created.Add(boot), FailBoot: f.TakeBootFailure(),
 			SSHKeys: req.SSHPublicKeys, Owner: Ownership{Token: req.Owner.Token, Resource: req.Owner.Resource},
 		}

@@ -99,7 +99,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	hw := map[string]controlplane.Hardware{}
 	for _, e := range entries {
 		hw[e.Region+"/"+e.InstanceType] = offerHardware(e)
-		gpuType := b.inv.TypeForAPIName(CloudName, e.GPUModel)
+		gpuType := b.inv.GPUType(CloudName, e.GPUModel)
 		if strings.TrimSpace(e.GPUModel) == "" || e.GPUCount < 1 || (gpuType != "" && e.GPUCount > b.inv.GPUs[gpuType].MaxCount) {
 			continue
 		}
@@ -222,7 +222,7 @@ func (b *Backend) toInstance(i Instance) controlplane.Instance {
 	st := mapStatus(i.Status, ssh)
 	inst := controlplane.Instance{
 		ID: i.ID, Name: i.Name, Cloud: CloudName, Region: i.Region, InstanceType: i.InstanceType,
-		GPUType: b.inv.TypeForAPIName(CloudName, i.GPUModel), GPUCount: i.GPUCount,
+		GPUType: b.inv.GPUType(CloudName, i.GPUModel), GPUCount: i.GPUCount,
 		Hardware:     b.instanceHardware(i),
 		PricePerHour: usd(i.PricePerHour),
 		Status:       st, CloudStatus: i.Status, SSH: ssh, HostKey: strings.TrimSpace(i.HostKey), CreatedAt: i.CreatedAt,

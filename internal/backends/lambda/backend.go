@@ -127,42 +127,39 @@ var (
 	descCount = regexp.MustCompile(`^\s*(\d+)\s*x\s+`) // "8x H100 (80 GB SXM5)"
 )
 
-// gpuTypeFor maps an instance type onto hydra's GPU type through the inventory's api_names for "lambda",
-// or "". It tries, in order, the type's gpu_description ("H100 (80 GB SXM5)"), its description without
-// the count ("1x H100 (80 GB SXM5)" -> "H100 (80 GB SXM5)"; older API versions have no gpu_description)
-// and its name without the "gpu_<n>x_" count ("gpu_8x_h100_sxm5" -> "h100_sxm5").
+// gpuTypeFor maps an instance type onto hydra's GPU type (inventory.GPUType), trying each of its GPU
+// names (gpuNames) in turn; "" when none maps.
 func (b *Backend) gpuTypeFor(t InstanceType) string {
+	return b.inv.GPUType(CloudName, gpuNames(t)...)
+}
+
+// gpuNames are Lambda's names for an instance type's GPU, best first: its gpu_description
+// ("H100 (80 GB SXM5)"), its description without the count ("1x H100 (80 GB SXM5)" -> "H100 (80 GB
+// SXM5)"; older API versions have no gpu_description) and its name without the "gpu_<n>x_" count
+// ("gpu_8x_h100_sxm5" -> "h100_sxm5"); empty ones left out.
+func gpuNames(t InstanceType) []string {
 	family := ""
 	if m := typeCount.FindStringIndex(t.Name); m != nil {
 		family = t.Name[m[1]:]
 	}
+	var out []string
 	for _, n := range []string{t.GPUDescription, descCount.ReplaceAllString(t.Description, ""), family} {
-		if n = strings.TrimSpace(n); n == "" {
-			continue
-		}
-		if gt := b.inv.TypeForAPIName(CloudName, n); gt != "" {
-			return gt
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
 		}
 	}
-	return ""
+	return out
 }
 
-// cloudGPU is Lambda's name for an instance type's GPU, the one api_names.lambda would list: its
-// gpu_description ("H100 (80 GB SXM5)"), else its description without the count (older API versions),
-// else its name without the "gpu_<n>x_" count ("h100_sxm5"). It is "" for a type that is no GPU type:
-// one without specs.gpus, gpu_description or a "gpu_" name (a CPU type's "4x CPU" names no GPU).
+// cloudGPU is Lambda's name for an instance type's GPU, the one api_names.lambda would list: the first
+// of gpuNames. It is "" for a type that is no GPU type: one without specs.gpus, gpu_description or a
+// "gpu_" name (a CPU type's "4x CPU" names no GPU).
 func cloudGPU(t InstanceType) string {
 	if t.Specs.GPUs <= 0 && strings.TrimSpace(t.GPUDescription) == "" && !strings.HasPrefix(t.Name, "gpu_") {
 		return ""
 	}
-	family := ""
-	if m := typeCount.FindStringIndex(t.Name); m != nil {
-		family = t.Name[m[1]:]
-	}
-	for _, n := range []string{t.GPUDescription, descCount.ReplaceAllString(t.Description, ""), family} {
-		if n = strings.TrimSpace(n); n != "" {
-			return n
-		}
+	if names := gpuNames(t); len(names) > 0 {
+		return names[0]
 	}
 	return ""
 }

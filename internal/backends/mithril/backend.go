@@ -230,11 +230,9 @@ func (b *Backend) mapType(it InstanceType) (string, int) {
 		if count <= 0 {
 			count, _ = strconv.Atoi(m[2])
 		}
-		if gpu := b.inv.TypeForAPIName(CloudName, m[1]); gpu != "" {
-			return gpu, count
-		}
+		return b.inv.GPUType(CloudName, m[1], name), count
 	}
-	return b.inv.TypeForAPIName(CloudName, name), count
+	return b.inv.GPUType(CloudName, name), count
 }
 
 // Offers lists the spot auctions, one offer per region and instance type, priced at the last clearing

@@ -221,7 +221,7 @@ func (b *Backend) toOffer(a GPUAvailability) (o controlplane.Offer, why string, 
 	if strings.TrimSpace(a.GPUType) == "" {
 		return controlplane.Offer{}, "no GPU type", false
 	}
-	gpuType := b.inv.TypeForAPIName(CloudName, a.GPUType)
+	gpuType := b.inv.GPUType(CloudName, a.GPUType)
 	count := a.GPUCount.Int()
 	if count < 1 || (gpuType != "" && count > b.inv.GPUs[gpuType].MaxCount) {
 		return controlplane.Offer{}, "GPU count outside the inventory's limits", false
@@ -626,7 +626,7 @@ func (b *Backend) toInstance(p Pod) controlplane.Instance {
 	}
 	inst.Hardware = podHardware(p)
 	if p.GPUName != "" {
-		inst.GPUType = b.inv.TypeForAPIName(CloudName, p.GPUName)
+		inst.GPUType = b.inv.GPUType(CloudName, p.GPUName)
 		if p.ProviderType != "" && p.Socket != "" && inst.GPUCount > 0 {
 			inst.InstanceType = instanceType(p.ProviderType, p.GPUName, p.Socket, inst.GPUCount)
 		}

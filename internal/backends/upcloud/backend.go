@@ -215,16 +215,9 @@ func mibToGB(mib FlexInt) int {
 }
 
 // gpuType maps UpCloud's name for a GPU (a plan's gpu_model, a device's model) to hydra's GPU type
-// through the inventory's api_names, "" when it maps none. The name is tried as UpCloud wrote it, then
-// with its runs of white space made single spaces ("NVIDIA  H100 " is "NVIDIA H100").
+// (inventory.GPUType), "" when it maps none.
 func (b *Backend) gpuType(model string) string {
-	if t := b.inv.TypeForAPIName(CloudName, model); t != "" {
-		return t
-	}
-	if norm := strings.Join(strings.Fields(model), " "); norm != model {
-		return b.inv.TypeForAPIName(CloudName, norm)
-	}
-	return ""
+	return b.inv.GPUType(CloudName, model)
 }
 
 // Offers lists the GPU plans UpCloud sells now, one offer per plan and zone with a price, mapped to

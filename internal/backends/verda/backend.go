@@ -172,19 +172,13 @@ func (b *Backend) Client() *Client { return b.client }
 
 var countPrefix = regexp.MustCompile(`^\s*\d+\s*x\s*`)
 
-// gpuTypeFor maps Verda's names for a GPU (the instance type's name, the gpu description without its
-// "<n>x " count, the model) onto hydra's GPU type, or "".
+// gpuTypeFor maps Verda's names for a GPU (the instance type's name, the gpu description, the model;
+// each without its "<n>x " count) onto hydra's GPU type (inventory.GPUType), or "".
 func (b *Backend) gpuTypeFor(names ...string) string {
-	for _, n := range names {
-		n = strings.TrimSpace(countPrefix.ReplaceAllString(n, ""))
-		if n == "" {
-			continue
-		}
-		if t := b.inv.TypeForAPIName(CloudName, n); t != "" {
-			return t
-		}
+	for i, n := range names {
+		names[i] = countPrefix.ReplaceAllString(n, "")
 	}
-	return ""
+	return b.inv.GPUType(CloudName, names...)
 }
 
 // cloudGPU is Verda's name for an instance type's GPU, the one api_names.verda lists: the type's name

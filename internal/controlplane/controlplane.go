@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
-	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Options tune a ControlPlane.
@@ -26,14 +25,24 @@ type Options struct {
 	MaxProvisionAttempts int
 	// ProvisionBackoff is the wait before the second attempt; it doubles after that (default 5s).
 	ProvisionBackoff time.Duration
-	// PollInterval is the first wait between status polls; it grows to PollMax (defaults 1s and 15s).
-	PollInterval, PollMax time.Duration
+	// PollInterval is the first pause between status polls of a waiting machine (default 1s); it grows
+	// to at most BootPollMax while the cloud answers (see PollSchedule).
+	PollInterval time.Duration
+	// PollMax (default 15s) caps the pause after failed status polls, and the pause between the polls
+	// of Terminate's wait; below BootPollMax it also caps the pause while the cloud answers.
+	PollMax time.Duration
 	// Logger is used when the context carries none (hclog.WithContext).
 	Logger hclog.Logger
 	// Journal records creates in flight (a zero Journal records nothing, and nothing is ever adopted).
 	Journal Journal
 	// OrphanGrace is how old an unconfirmed machine must be before Orphans names it (default 10m).
 	OrphanGrace time.Duration
+	// Inspector reads provisioned machines (health, provisioning marker) and drains execlets; nil with
+	// provisioning off.
+	Inspector Inspector
+	// FleetQuiet is how long instances planned together that compete for limited stock gather before
+	// they are served in name order (default 300ms; see Fleet).
+	FleetQuiet time.Duration
 }
 
 // ControlPlane gathers offers across pools and drives instances through their lifecycle.
@@ -42,6 +51,8 @@ type ControlPlane struct {
 	backends map[string]InstanceManagerBackend
 	manager  *MultiPoolInstManager
 	opts     Options
+	// fleet shares the known stock among the instances planned by this control plane (one walk).
+	fleet *Fleet
 
 	flight singleflight.Group
 	mu     sync.Mutex
@@ -84,7 +95,10 @@ func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Optio
 	if opts.OrphanGrace == 0 {
 		opts.OrphanGrace = 10 * time.Minute
 	}
-	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts,
+	if opts.FleetQuiet == 0 {
+		opts.FleetQuiet = 300 * time.Millisecond
+	}
+	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts, fleet: NewFleet(opts.FleetQuiet),
 		cache: map[string]cloudOffers{}, offerRequests: map[string]int{}, listings: map[string][]Instance{}}
 	var pools []*SinglePoolInstManager
 	for _, b := range backends {
@@ -176,8 +190,10 @@ func (cp *ControlPlane) Validate(req OfferRequest) error {
 	if req.FormFactor != "" && !contains(FormFactors, req.FormFactor) {
 		return &RequestError{Field: "form_factor", Msg: fmt.Sprintf("unknown form factor %q; expected one of %s", req.FormFactor, quoteList(FormFactors, ", "))}
 	}
-	if req.MaxPricePerHour < 0 || req.MaxPricePerHour > money.Max {
-		return &RequestError{Field: "max_price_per_hour", Msg: fmt.Sprintf("max_price_per_hour must be between 0 and %s, got %s", money.Max, req.MaxPricePerHour)}
+	if req.MaxPricePerHour != 0 {
+		if err := checkMaxPrice(req.MaxPricePerHour); err != nil {
+			return &RequestError{Field: "max_price_per_hour", Msg: err.Error()}
+		}
 	}
 	var kindPools, typePools []string
 	for _, p := range cp.manager.Pools() {

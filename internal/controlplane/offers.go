@@ -152,8 +152,10 @@ const (
 )
 
 // OfferID builds an offer's ID: "<pool>/<region>/<instance type>/<market>@<price>". The ID is a quote:
-// it carries everything the plan shows, so a plan made on one machine can be applied on another
-// without asking the cloud again and without the values moving.
+// it carries everything the plan shows (ParseOfferID reads it all back), so a plan made on one machine
+// can be applied on another without the values moving. Apply still asks the cloud once more
+// (LaunchOffers): for what the ID does not carry (the ids an auction or a reseller needs at create,
+// the hardware) and to refuse an offer whose price rose since; the ID's price is the most it pays.
 func OfferID(o Offer) string {
 	market := marketOnDemand
 	if o.Spot {

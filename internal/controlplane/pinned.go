@@ -6,12 +6,17 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
-// MismatchError says how a pinned offer does not fit the request it is pinned to. Field names the
-// request's part that disagrees ("kind", "clouds", "regions", "spot", "max_price_per_hour", "pool").
+// MismatchError says how a pinned offer does not fit the request it is pinned to.
 type MismatchError struct {
+	// OfferID is the pinned offer's ID.
 	OfferID string
-	Field   string
-	Msg     string
+	// Field names the request's part that disagrees, in the resource's attribute names: "kind",
+	// "clouds", "regions", "spot", "max_price_per_hour" (CheckPinned), "gpu_type", "gpu_count",
+	// "form_factor" (CheckPinnedHardware, LaunchOffers), or "pool" when the offer's pool is not
+	// configured at all.
+	Field string
+	// Msg says what disagrees, both sides named.
+	Msg string
 }
 
 func (e *MismatchError) Error() string { return fmt.Sprintf("offer %s: %s", e.OfferID, e.Msg) }

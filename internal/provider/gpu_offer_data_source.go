@@ -209,13 +209,13 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	sort.Strings(oreq.Regions)
 	res, err := d.data.cp.Offers(ctx, oreq, false)
 	if err != nil {
-		addRequestError(&resp.Diagnostics, err)
+		addPlanError(&resp.Diagnostics, err)
 		return
 	}
 	best, ok := res.Cheapest()
 	if !ok {
 		d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
-		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", noOfferDetail(oreq, res, d.data.cp.Closest(ctx, oreq)))
+		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", controlplane.NoOfferDetail(oreq, res, d.data.cp.Closest(ctx, oreq)))
 		return
 	}
 	m.ID = types.StringValue(best.ID)

@@ -93,22 +93,18 @@ type provisioningModel struct {
 	AnsiblePlaybook types.String `tfsdk:"ansible_playbook"`
 }
 
-// providerData is what resources and data sources get from Configure.
 // fleetQuiet is how long instances that compete for limited stock gather before they are served in
 // name order (Terraform plans up to -parallelism instances at once; they all join within this time).
 const fleetQuiet = 300 * time.Millisecond
 
+// providerData is what resources and data sources get from Configure.
 type providerData struct {
 	cp     *controlplane.ControlPlane
 	quotes *quoteStore
 	// walk is what this walk (plan or apply) has seen of the configuration.
 	walk *walk
-	// fleet shares the clouds' known stock among the instances planned in this walk.
-	fleet *controlplane.Fleet
 	// unmappedWarned holds the clouds whose unmapped GPUs this walk has warned about (once per cloud).
 	unmappedWarned sync.Map
-	// runner is the Ansible runner when provisioning is on (import reads its marker through it).
-	runner *provision.Runner
 	// provisioning is false when provisioning is switched off (machines are ready once they run).
 	provisioning bool
 	// provisioningUnavailable, when set, is why provisioning is on but ansible-playbook cannot run where
@@ -244,7 +240,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	logger := backendLogger(ctx)
 	logger.Info("hydra provider configured", "version", p.version, "terraform_version", req.TerraformVersion)
 
-	data := &providerData{provisioning: true, walk: newWalk(), fleet: controlplane.NewFleet(fleetQuiet)}
+	data := &providerData{provisioning: true, walk: newWalk()}
 	env := clouds.Env{Inventory: inv, Logger: logger, UserAgent: clouds.UserAgent(p.version, req.TerraformVersion), Emulators: p.emulators}
 	backends, emulated := cloudBackends(cloudBlockValues, env, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
@@ -298,6 +294,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	opts := controlplane.Options{
 		OfferTimeout: parseDuration(cfg.OfferTimeout, 20*time.Second),
 		Logger:       logger,
+		FleetQuiet:   fleetQuiet,
 	}
 	data.provisioning = provisioningEnabled(cfg.Provisioning)
 	if pc := cfg.Provisioning; pc != nil {
@@ -331,7 +328,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 			return
 		}
 		opts.Provisioner = runner
-		data.runner = runner
+		opts.Inspector = runnerInspector{runner}
 		data.sshPublicKeys = []string{pubKey}
 		// Run directories (keys, inventories) a hard-killed provider left behind are removed once per process.
 		sweepOnce.Do(func() { provision.SweepStale(logger) })

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -17,7 +18,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
@@ -143,4 +146,36 @@ func sandboxKey(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("writing %s: %w", p, err)
 	}
 	return data, nil
+}
+
+// runnerInspector lets the control plane read provisioned machines (health, marker) and drain
+// execlets through the Ansible runner.
+type runnerInspector struct{ r *provision.Runner }
+
+var _ controlplane.Inspector = runnerInspector{}
+
+// ProbeHealth is the runner's health probe; reasons is "" when the machine is healthy.
+func (ri runnerInspector) ProbeHealth(ctx context.Context, ep controlplane.SSHEndpoint, hostKey string) (string, error) {
+	h, err := ri.r.ProbeHealth(ctx, ep, hostKey)
+	if err != nil || h.Healthy {
+		return "", err
+	}
+	if reason := h.Reason(); reason != "" {
+		return reason, nil
+	}
+	if len(h.Failed) > 0 {
+		return strings.Join(h.Failed, ", "), nil
+	}
+	return "the health checks failed", nil
+}
+
+// ReadMarker is the runner's marker reader.
+func (ri runnerInspector) ReadMarker(ctx context.Context, ep controlplane.SSHEndpoint, hostKey string) (controlplane.Marker, string, error) {
+	m, key, err := ri.r.ReadMarker(ctx, ep, hostKey)
+	return controlplane.Marker{Digest: m.Digest, Playbook: m.Playbook, ProvisionedAt: m.ProvisionedAt}, key, err
+}
+
+// Drain is the runner's drain.
+func (ri runnerInspector) Drain(ctx context.Context, inst controlplane.Instance, pool inventory.Pool, gpuType string, gpuCount int, hostKey string) error {
+	return ri.r.Drain(ctx, inst, pool, gpuType, gpuCount, hostKey)
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,20 +32,8 @@ type quoteStore struct {
 	sweep sync.Once
 }
 
-type quote struct {
-	// OfferID is the chosen offer (it carries the quoted price).
-	OfferID string `json:"offer_id"`
-	// Estimate is the price shown when the offer itself is left to apply (allow_fallback).
-	Estimate money.USD `json:"estimate_micro_usd"`
-	// WhyNot says why each other cloud lost (shown in the plan as other_clouds).
-	WhyNot map[string]string `json:"why_not,omitempty"`
-	// Details are the chosen offer's details (shown in the plan as offer_details).
-	Details map[string]string `json:"details,omitempty"`
-	// Hardware is what the chosen offer's cloud said of the machine; Known says the quote has it.
-	Hardware controlplane.Hardware `json:"hardware"`
-	Known    bool                  `json:"hardware_known,omitempty"`
-	Expires  time.Time             `json:"expires"`
-}
+// quote is a plan's choice for one new machine (see controlplane.Quote).
+type quote = controlplane.Quote
 
 func defaultQuoteDir() string {
 	dir := os.Getenv("TF_DATA_DIR")

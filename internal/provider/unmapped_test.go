@@ -12,14 +12,14 @@ func TestShownDetails(t *testing.T) {
 		"cloud_id": "abc", "auction_fid": "auc_1", "region": "US-KS-2", "gpu_type": "H100_80GB", "provider": "hyperstack",
 		"security": "secure_cloud", "disk_price_per_hour": "0.0001", "empty": "",
 	}}
-	got := shownDetails(o)
+	got := controlplane.ShownDetails(o)
 	want := map[string]string{"provider": "hyperstack", "security": "secure_cloud", "disk_price_per_hour": "0.0001"}
 	if len(got) != len(want) {
-		t.Fatalf("shownDetails = %v, want %v", got, want)
+		t.Fatalf("ShownDetails = %v, want %v", got, want)
 	}
 	for k, v := range want {
 		if got[k] != v {
-			t.Errorf("shownDetails[%q] = %q, want %q", k, got[k], v)
+			t.Errorf("ShownDetails[%q] = %q, want %q", k, got[k], v)
 		}
 	}
 }

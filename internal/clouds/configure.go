@@ -31,6 +31,9 @@ type Env struct {
 	Logger hclog.Logger
 	// UserAgent is the User-Agent of the cloud's API requests (UserAgent; "" for restclient's default).
 	UserAgent string
+	// Tuning is the API client's tuning (retries, timeouts, rate limit, transport); its zero value is
+	// restclient's defaults. UserAgent, when set, replaces Tuning's.
+	Tuning restclient.Tuning
 	// Emulators are the running emulators a block's emulator_dir reuses or adds to; nil fails such a
 	// block (an *EmulatorError).
 	Emulators *Emulators
@@ -46,6 +49,7 @@ func (d *Driver) Configure(block Values, env Env) (Configured, error) {
 		return Configured{}, err
 	}
 	s.UserAgent = env.UserAgent
+	s.base = env.Tuning
 	var c Configured
 	if dir := s.String(EmulatorDirKey); dir != "" {
 		emu, err := env.Emulators.start(d, dir)
@@ -81,10 +85,14 @@ func UserAgent(providerVersion, terraformVersion string) string {
 // ProviderURL is the provider's page, named in the User-Agent.
 const ProviderURL = "https://registry.terraform.io/providers/hydragpu/hydra"
 
-// tuning is the client tuning every driver's Build passes to its backend: the defaults, with the
-// User-Agent.
+// tuning is the client tuning every driver's Build passes to its backend: Env.Tuning (the defaults
+// unless the caller tunes), with the User-Agent.
 func (s Settings) tuning() restclient.Tuning {
-	return restclient.Tuning{UserAgent: s.UserAgent}
+	t := s.base
+	if s.UserAgent != "" {
+		t.UserAgent = s.UserAgent
+	}
+	return t
 }
 
 // Emulators are the local emulators a process runs for emulator_dir, one per cloud and directory. Every

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 )
 
 // key is present only when the block sets it.
@@ -19,6 +21,8 @@ type Settings struct {
 	// UserAgent is the User-Agent of the cloud's API requests (Env.UserAgent; "" for restclient's
 	// default). Build passes it to the backend's client through restclient.Tuning (tuning).
 	UserAgent string
+	// base is the client tuning the caller handed in (Env.Tuning).
+	base restclient.Tuning
 }
 
 // String returns a KindString setting ("" when unset).

@@ -22,25 +22,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
-// Offer is one catalog entry: an instance type in a region with its list price and free capacity.
-type Offer struct {
-	InstanceType string  `json:"instance_type"`
-	Region       string  `json:"region"`
-	GPUModel     string  `json:"gpu_model"`
-	GPUCount     int     `json:"gpu_count"`
-	GPUMemoryGB  int     `json:"gpu_memory_gb"`
-	VCPUs        int     `json:"vcpus"`
-	MemoryGB     int     `json:"memory_gb"`
-	DiskGB       int     `json:"disk_gb"`
-	PricePerHour float64 `json:"price_per_hour"`
-	Currency     string  `json:"currency"`
-	// Available is how many more instances can start; created instances take one, terminated ones
-	// give it back.
-	Available int `json:"available"`
-}
+// Offer is one catalog entry: an instance type in a region with its list price and free capacity, as
+// GET /v1/offers answers it (the wire type hydra's client shares). Available is how many more
+// instances can start; created instances take one, terminated ones give it back.
+type Offer = atlasapi.Offer
 
 // DefaultCatalog is a small in-house fleet in two regions, with one sold-out type and one GPU hydra
 // does not rent (A10).

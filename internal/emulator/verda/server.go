@@ -531,7 +531,7 @@ func (s *Server) images(q url.Values) reply {
 	c, known := s.catalog[t]
 	out := []image{}
 	for _, im := range images {
-		if t != "" && known && c.LegacyImagesOnly && !im.legacy() {
+		if t != "" && known && c.LegacyImagesOnly && !legacyImage(im) {
 			continue
 		}
 		out = append(out, im)

@@ -116,12 +116,6 @@ func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Optio
 // Inventory returns the inventory the control plane uses.
 func (cp *ControlPlane) Inventory() *inventory.Inventory { return cp.inv }
 
-// Manager returns the instance manager that routes by name prefix.
-func (cp *ControlPlane) Manager() *MultiPoolInstManager { return cp.manager }
-
-// Provisioner returns the configured provisioner.
-func (cp *ControlPlane) Provisioner() Provisioner { return cp.opts.Provisioner }
-
 // Clouds returns the configured clouds, sorted.
 func (cp *ControlPlane) Clouds() []string {
 	out := make([]string, 0, len(cp.backends))

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 

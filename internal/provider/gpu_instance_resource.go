@@ -256,18 +256,14 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 }
 
 func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	ctx, done := operation(ctx)
-	defer done()
 	var plan gpuInstanceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	createStarted := time.Now()
-	timeout, d := plan.Timeouts.Create(ctx, defaultCreateTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	ctx, end := start(ctx, plan.Timeouts.Create, defaultCreateTimeout, &resp.Diagnostics)
+	defer end()
 	name := plan.Name.ValueString()
 	summary := fmt.Sprintf("creating GPU instance (%s)", name)
 	if u := r.data.provisioningUnavailable; u != nil {
@@ -430,6 +426,16 @@ func (r *gpuInstanceResource) settle(ctx context.Context, m *gpuInstanceModel, p
 	return !interrupted(ctx) && err == nil && !diags.HasError()
 }
 
+// start begins Create, Update or Delete: an operation tied to the provider's lifetime (operation),
+// bounded by the resource's timeout for it (timeout, def when unset). end must be called when it ends.
+func start(ctx context.Context, timeout func(context.Context, time.Duration) (time.Duration, diag.Diagnostics), def time.Duration, diags *diag.Diagnostics) (_ context.Context, end func()) {
+	ctx, done := operation(ctx)
+	d, ds := timeout(ctx, def)
+	diags.Append(ds...)
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, func() { cancel(); done() }
+}
+
 // interrupted reports whether ctx was cancelled (Ctrl-C: Terraform's StopProvider) rather than timed out.
 func interrupted(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.Canceled)
@@ -477,18 +483,14 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 }
 
 func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	ctx, done := operation(ctx)
-	defer done()
 	var plan, state gpuInstanceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := plan.Timeouts.Update(ctx, defaultUpdateTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	ctx, end := start(ctx, plan.Timeouts.Update, defaultUpdateTimeout, &resp.Diagnostics)
+	defer end()
 	summary := fmt.Sprintf("updating GPU instance (%s)", state.ID.ValueString())
 
 	m := plan
@@ -517,17 +519,13 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 }
 
 func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	ctx, done := operation(ctx)
-	defer done()
 	var state gpuInstanceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, d := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	ctx, end := start(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)
+	defer end()
 	rec := state.record()
 	if state.Kind.ValueString() == inventory.KindExeclet {
 		// Drained first (at most drain_timeout), deleted whatever happened.

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
 )
@@ -28,44 +27,35 @@ func healthConfig(s *testSandbox, extra string) string {
 func TestAccGPUInstance_healthDegraded(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: healthConfig(s, ""),
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("healthy")),
-			},
-		}, {
-			// A fatal Xid (the GPU fell off the bus) after ready: the refresh reads it, the plan is empty.
-			PreConfig: func() {
-				if err := sshhost.SetFault(s.machineDir(), sshhost.FaultXid, "0 79"); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config: healthConfig(s, ""),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("unhealthy")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health_reason"), knownvalue.StringRegexp(regexp.MustCompile(`(?i)xid`))),
-			},
-		}, {
-			// Asked to, the plan replaces it; the replacement is healthy.
-			Config: healthConfig(s, "  replace_when_unhealthy = true"),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("healthy")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: healthConfig(s, ""),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+			stateKnown("health", "healthy"),
+		},
+	}, {
+		// A fatal Xid (the GPU fell off the bus) after ready: the refresh reads it, the plan is empty.
+		PreConfig: func() {
+			if err := sshhost.SetFault(s.machineDir(), sshhost.FaultXid, "0 79"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:           healthConfig(s, ""),
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("health", "unhealthy"),
+			stateKnown("health_reason", knownvalue.StringRegexp(regexp.MustCompile(`(?i)xid`))),
+		},
+	}, {
+		// Asked to, the plan replaces it; the replacement is healthy.
+		Config:           healthConfig(s, "  replace_when_unhealthy = true"),
+		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("health", "healthy"),
+			stateKnown("status", "ready"),
+		},
+		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
+	}})
 }
 
 // A machine whose health cannot be read is "unknown", never "unhealthy": even with
@@ -73,55 +63,46 @@ func TestAccGPUInstance_healthDegraded(t *testing.T) {
 func TestAccGPUInstance_healthUnknownWhenUnreachable(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: healthConfig(s, "  replace_when_unhealthy = true"),
-		}, {
-			// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
-			PreConfig: func() {
-				if err := sshhost.SetFault(s.machineDir(), sshhost.FaultSSHDown, "1"); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config: healthConfig(s, "  replace_when_unhealthy = true"),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("unknown")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health_reason"), knownvalue.StringRegexp(regexp.MustCompile(`(?i)connection refused`))),
-			},
-			Check: s.checkCreated(1),
-		}, {
-			// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
-			// hydra's back): its health cannot be read either.
-			PreConfig: func() {
-				if err := sshhost.ClearFaults(s.machineDir()); err != nil {
-					t.Fatal(err)
-				}
-				marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
-				if !ok {
-					t.Fatal("no provisioning marker on the machine")
-				}
-				if err := os.Remove(marker); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config: healthConfig(s, "  replace_when_unhealthy = true"),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("unknown")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health_reason"), knownvalue.StringRegexp(regexp.MustCompile(`marker`))),
-			},
-			Check: s.checkCreated(1),
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: healthConfig(s, "  replace_when_unhealthy = true"),
+	}, {
+		// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
+		PreConfig: func() {
+			if err := sshhost.SetFault(s.machineDir(), sshhost.FaultSSHDown, "1"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:           healthConfig(s, "  replace_when_unhealthy = true"),
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+			stateKnown("health", "unknown"),
+			stateKnown("health_reason", knownvalue.StringRegexp(regexp.MustCompile(`(?i)connection refused`))),
+		},
+		Check: s.checkCreated(1),
+	}, {
+		// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
+		// hydra's back): its health cannot be read either.
+		PreConfig: func() {
+			if err := sshhost.ClearFaults(s.machineDir()); err != nil {
+				t.Fatal(err)
+			}
+			marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
+			if !ok {
+				t.Fatal("no provisioning marker on the machine")
+			}
+			if err := os.Remove(marker); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:           healthConfig(s, "  replace_when_unhealthy = true"),
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("health", "unknown"),
+			stateKnown("health_reason", knownvalue.StringRegexp(regexp.MustCompile(`marker`))),
+		},
+		Check: s.checkCreated(1),
+	}})
 }
 
 // execletConfig is one execlet with provisioning on.
@@ -179,23 +160,18 @@ func testAccDestroyDrains(t *testing.T, name, drainTimeout string, jobEnds bool)
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	var sawDrain *atomic.Bool
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy: func(st *terraform.State) error {
-			if sawDrain == nil || !sawDrain.Load() {
-				t.Error("the execlet was deleted without being asked to drain")
-			}
-			return s.checkDestroyed(st)
+	accTest(t, func(st *terraform.State) error {
+		if sawDrain == nil || !sawDrain.Load() {
+			t.Error("the execlet was deleted without being asked to drain")
+		}
+		return s.checkDestroyed(st)
+	}, []resource.TestStep{{
+		Config: execletConfig(s, name, fmt.Sprintf("  drain_timeout = %q", drainTimeout)),
+		Check: func(*terraform.State) error {
+			sawDrain = startJob(t, s.machineDir(), jobEnds)
+			return nil
 		},
-		Steps: []resource.TestStep{{
-			Config: execletConfig(s, name, fmt.Sprintf("  drain_timeout = %q", drainTimeout)),
-			Check: func(*terraform.State) error {
-				sawDrain = startJob(t, s.machineDir(), jobEnds)
-				return nil
-			},
-		}},
-	})
+	}})
 }
 
 // A replacement drains the old machine before deleting it.
@@ -203,27 +179,20 @@ func TestAccGPUInstance_replaceDrainsOldMachine(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	var sawDrain *atomic.Bool
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: execletConfig(s, "old", `  drain_timeout = "2m"`),
-			Check: func(*terraform.State) error {
-				sawDrain = startJob(t, s.machineDir(), true)
-				return nil
-			},
-		}, {
-			Config: execletConfig(s, "new", `  drain_timeout = "2m"`),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
-			},
-			Check: func(*terraform.State) error {
-				if !sawDrain.Load() {
-					t.Error("the replaced execlet was deleted without being drained")
-				}
-				return s.checkCreated(2)(nil)
-			},
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: execletConfig(s, "old", `  drain_timeout = "2m"`),
+		Check: func(*terraform.State) error {
+			sawDrain = startJob(t, s.machineDir(), true)
+			return nil
+		},
+	}, {
+		Config:           execletConfig(s, "new", `  drain_timeout = "2m"`),
+		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+		Check: func(*terraform.State) error {
+			if !sawDrain.Load() {
+				t.Error("the replaced execlet was deleted without being drained")
+			}
+			return s.checkCreated(2)(nil)
+		},
+	}})
 }

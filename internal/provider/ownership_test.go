@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,25 +13,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
-
-// providerConfigIn is the sandbox's provider block with its own local working directory (quotes and
-// the journal of creates in flight), as a second Terraform working directory on the same cloud has.
-func (s *testSandbox) providerConfigIn(work, extra string) string {
-	return fmt.Sprintf(`
-provider "hydra" {
-  plan_quote_dir = %[1]q
-  orphan_grace   = "1s"
-  sandbox {
-    dir       = %[2]q
-    boot_time = "1s"
-  }
-  provisioning {
-    enabled = false
-  }
-%[3]s
-}
-`, filepath.Join(work, "hydra"), s.sb.Dir(), extra)
-}
 
 func TestAccGPUInstance_sameNameOneConfig(t *testing.T) {
 	s := newTestSandbox(t)
@@ -47,15 +26,11 @@ resource "hydra_gpu_instance" "b" {
   gpu_type = "h100"
 }
 `
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:      cfg,
-			ExpectError: errorPattern("Two GPU instances share one name", `named "twin"`),
-			Check:       resource.ComposeTestCheckFunc(s.checkCreated(0)),
-		}},
-	})
+	accTest(t, nil, []resource.TestStep{{
+		Config:      cfg,
+		ExpectError: errorPattern("Two GPU instances share one name", `named "twin"`),
+		Check:       resource.ComposeTestCheckFunc(s.checkCreated(0)),
+	}})
 	if n := s.created(); n != 0 {
 		t.Fatalf("a configuration whose resources share a name created %d machines", n)
 	}
@@ -257,17 +232,12 @@ func TestAccGPUInstance_otherCloudDown(t *testing.T) {
     endpoint      = "http://127.0.0.1:9/v1"
   }`
 	cfg := s.providerConfig(down) + testAccGPUInstanceConfig_basic("island", "l4", `  clouds = ["sandbox"]`)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			Check: resource.ComposeTestCheckFunc(s.checkLive(1),
-				resource.TestCheckResourceAttr("hydra_gpu_instance.test", "status", "ready"),
-				resource.TestCheckResourceAttr("hydra_gpu_instance.test", "cloud", "sandbox")),
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: cfg,
+		Check: resource.ComposeTestCheckFunc(s.checkLive(1),
+			resource.TestCheckResourceAttr("hydra_gpu_instance.test", "status", "ready"),
+			resource.TestCheckResourceAttr("hydra_gpu_instance.test", "cloud", "sandbox")),
+	}})
 }
 
 func TestAccGPUInstancesDataSource_orphans(t *testing.T) {
@@ -300,24 +270,20 @@ data "hydra_gpu_instances" "all" {
   depends_on = [hydra_gpu_instance.test]
 }
 `
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			Check: resource.ComposeTestCheckFunc(
-				resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "instances.#", "2"),
-				resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.#", "1"),
-				resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.0", stray.Name),
-				resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
-					"id": stray.Name, "name": "stray", "ownership": "unconfirmed", "cloud": "sandbox",
-				}),
-				resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
-					"name": "kept", "ownership": "confirmed",
-				}),
-			),
-		}},
-	})
+	accTest(t, nil, []resource.TestStep{{
+		Config: cfg,
+		Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "instances.#", "2"),
+			resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.#", "1"),
+			resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.0", stray.Name),
+			resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
+				"id": stray.Name, "name": "stray", "ownership": "unconfirmed", "cloud": "sandbox",
+			}),
+			resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
+				"name": "kept", "ownership": "confirmed",
+			}),
+		),
+	}})
 	// Every plan names it, with the way out.
 	d := newCLIDirReattach(t, "")
 	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("planned", "l4", ""))

@@ -12,8 +12,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -27,6 +30,51 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 
 func TestMain(m *testing.M) {
 	resource.TestMain(m)
+}
+
+// accTest runs steps as one acceptance test, in parallel with the others, through the real Terraform
+// CLI against the provider served in this binary. checkDestroy (when not nil) checks, after the final
+// destroy, that nothing is left at the cloud.
+func accTest(t *testing.T, checkDestroy resource.TestCheckFunc, steps []resource.TestStep) {
+	t.Helper()
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkDestroy,
+		Steps:                    steps,
+	})
+}
+
+// preApply runs checks on the plan before it is applied.
+func preApply(checks ...plancheck.PlanCheck) resource.ConfigPlanChecks {
+	return resource.ConfigPlanChecks{PreApply: checks}
+}
+
+// known is the check for an exact value: a string, a float64, an int64 or a bool, or any check.
+func known(want any) knownvalue.Check {
+	switch w := want.(type) {
+	case string:
+		return knownvalue.StringExact(w)
+	case float64:
+		return knownvalue.Float64Exact(w)
+	case int64:
+		return knownvalue.Int64Exact(w)
+	case bool:
+		return knownvalue.Bool(w)
+	case knownvalue.Check:
+		return w
+	}
+	panic(fmt.Sprintf("known: unexpected %T", want))
+}
+
+// planKnown checks that the plan shows the test resource's attr as a known value.
+func planKnown(attr string, want any) plancheck.PlanCheck {
+	return plancheck.ExpectKnownValue(resourceName, tfjsonpath.New(attr), known(want))
+}
+
+// stateKnown checks the test resource's attr in the state.
+func stateKnown(attr string, want any) statecheck.StateCheck {
+	return statecheck.ExpectKnownValue(resourceName, tfjsonpath.New(attr), known(want))
 }
 
 // testAccPreCheck fails fast when the Terraform CLI is not where TF_ACC_TERRAFORM_PATH says.
@@ -71,21 +119,60 @@ func newTestSandbox(t *testing.T) *testSandbox {
 	return &testSandbox{t: t, dir: dir, sb: sb}
 }
 
-// providerConfig is the provider block for this sandbox; extra goes inside it.
-func (s *testSandbox) providerConfig(extra string) string {
+// providerBlock is the provider block for this sandbox: plan quotes and the journal in quoteDir, the
+// provisioning block's body, and extra arguments.
+func (s *testSandbox) providerBlock(quoteDir, provisioning, extra string) string {
 	return fmt.Sprintf(`
 provider "hydra" {
-  plan_quote_dir  = %[1]q
+  plan_quote_dir = %[1]q
   sandbox {
     dir       = %[2]q
     boot_time = "1s"
   }
   provisioning {
-    enabled = false
-  }
 %[3]s
+  }
+%[4]s
 }
-`, filepath.Join(s.dir, "quotes"), s.sb.Dir(), extra)
+`, quoteDir, s.sb.Dir(), provisioning, extra)
+}
+
+// provisioningOff is the provisioning block's body that switches it off.
+const provisioningOff = "    enabled = false"
+
+// providerConfig is the provider block for this sandbox, provisioning off; extra goes inside it.
+func (s *testSandbox) providerConfig(extra string) string {
+	return s.providerBlock(filepath.Join(s.dir, "quotes"), provisioningOff, extra)
+}
+
+// providerConfigIn is the sandbox's provider block with its own local working directory (quotes and
+// the journal of creates in flight), as a second Terraform working directory on the same cloud has.
+func (s *testSandbox) providerConfigIn(work, extra string) string {
+	return s.providerBlock(filepath.Join(work, "hydra"), provisioningOff, "  orphan_grace = \"1s\"\n"+extra)
+}
+
+// provisioningOn is the provisioning block's body with provisioning on, from playbookDir ("" = embedded).
+func provisioningOn(playbookDir string) string {
+	body := "    retry_delay = \"1s\""
+	if playbookDir != "" {
+		body += fmt.Sprintf("\n    playbook_dir = %q", playbookDir)
+	}
+	return body
+}
+
+// provisionedConfig is the provider block with provisioning on, from playbookDir ("" = embedded).
+func (s *testSandbox) provisionedConfig(playbookDir string) string {
+	return s.providerBlock(filepath.Join(s.dir, "quotes"), provisioningOn(playbookDir), "")
+}
+
+// provisionedConfigIn is provisionedConfig with the working directory's own plan quotes and journal.
+func (s *testSandbox) provisionedConfigIn(work, playbookDir string) string {
+	return s.providerBlock(filepath.Join(work, "hydra"), provisioningOn(playbookDir), "")
+}
+
+// instanceConfig is this sandbox's provider block and one hydra_gpu_instance "test".
+func (s *testSandbox) instanceConfig(name, gpuType, extra string) string {
+	return s.providerConfig("") + testAccGPUInstanceConfig_basic(name, gpuType, extra)
 }
 
 // setPrice changes the price of one catalog entry (region/instance type, on-demand).

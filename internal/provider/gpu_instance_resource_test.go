@@ -105,6 +105,7 @@ func TestAccGPUInstance_disappears(t *testing.T) {
 }
 
 func TestAccGPUInstance_impossibleRequests(t *testing.T) {
+	t.Parallel() // its cases run in parallel too, beside every other acceptance test
 	s := newTestSandbox(t)
 	onlyVM := t.TempDir()
 	if err := os.WriteFile(filepath.Join(onlyVM, "pools.yml"), []byte("pools:\n  - name: sandbox-vm-pool\n    cloud: sandbox\n    kind: vm\n    prefix: sbx-vm-\n"), 0o644); err != nil {

@@ -61,6 +61,7 @@ func TestAccGPUInstance_moneyExact(t *testing.T) {
 // Every number max_price_per_hour accepts is a price hydra can hold exactly; the rest fail at validate,
 // naming the attribute and what is accepted, before any cloud is asked.
 func TestAccGPUInstance_maxPriceBounds(t *testing.T) {
+	t.Parallel() // its cases run in parallel too, beside every other acceptance test
 	s := newTestSandbox(t)
 	for _, tc := range []struct{ value, want string }{
 		{"1e15", "max_price_per_hour is 1e+15; expected US dollars per hour from 0.01 to 1000000"},

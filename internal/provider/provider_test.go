@@ -2,10 +2,12 @@ package provider
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,7 +31,26 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	defaultParallel(acceptanceParallel)
 	resource.TestMain(m)
+}
+
+// acceptanceParallel is how many tests run at once when -parallel is not given. An acceptance test
+// spends most of its time waiting (Terraform starting, machines booting, SSH, a drain running out its
+// timeout), not computing, so on a machine of few cores more tests than cores finish sooner; make test
+// asks for the same.
+const acceptanceParallel = 4
+
+// defaultParallel raises -parallel to n when the command line does not set it.
+func defaultParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if p := flag.Lookup("test.parallel"); !set && p != nil {
+		if cur, err := strconv.Atoi(p.Value.String()); err == nil && cur < n {
+			_ = flag.Set("test.parallel", strconv.Itoa(n))
+		}
+	}
 }
 
 // accTest runs steps as one acceptance test, in parallel with the others, through the real Terraform

@@ -9,6 +9,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 func hardwareBackend(t *testing.T, url string) *Backend {
@@ -44,7 +45,7 @@ func TestHardwareOffers(t *testing.T) {
 // TestHardwareInstance: an instance names only its gpu_model; the rest comes from its offer.
 func TestHardwareInstance(t *testing.T) {
 	ctx := context.Background()
-	url := backendtest.Serve(t, emu.New(emu.Options{BootDuration: time.Millisecond}))
+	url := backendtest.Serve(t, emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}}))
 	b := hardwareBackend(t, url)
 	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "", "h100.8x", false)
 	if !ok {

@@ -62,8 +62,8 @@ const bootTime = 30 * time.Second
 func newEnv(t *testing.T, opts emu.Options, mutate ...func(*Config)) *env {
 	t.Helper()
 	clock := backendtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	if opts.Clock == nil {
-		opts.Clock = clock.Now
+	if opts.Now == nil {
+		opts.Now = clock.Now
 	}
 	if opts.BootDuration == 0 {
 		opts.BootDuration = bootTime

@@ -10,6 +10,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -152,7 +153,7 @@ func lastCreate(t *testing.T, e *env) map[string]any {
 }
 
 func TestCreateGetListDelete(t *testing.T) {
-	e := newEnv(t, emu.Options{SSHHost: "192.0.2.10", SSHPort: 40022, BootDuration: 40 * time.Second})
+	e := newEnv(t, emu.Options{Options: emukit.Options{BootDuration: 40 * time.Second}, SSHHost: "192.0.2.10", SSHPort: 40022})
 	b := e.backend(t, nil)
 	ctx := context.Background()
 	offers := backendtest.Offers(t, b)

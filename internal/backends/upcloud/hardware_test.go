@@ -8,6 +8,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 )
 
@@ -46,7 +47,7 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: a server's details add the memory of each GPU (devices[].metadata.memory).
 func TestHardwareInstance(t *testing.T) {
-	srv := emu.New(emu.Options{Username: "hw-user", Password: "hw-pass", BootDuration: time.Millisecond})
+	srv := emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}, Username: "hw-user", Password: "hw-pass"})
 	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
 	o := findOffer(backendtest.Offers(t, b), "fi-hel2", "GPU-16xCPU-192GB-2xL40S")
 	if o == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 )
 
@@ -15,7 +16,7 @@ import (
 func hardwareBackend(t *testing.T) *Backend {
 	t.Helper()
 	clock := backendtest.NewClock(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC))
-	srv := emu.New(emu.Options{Now: clock.Now, BootDuration: time.Second})
+	srv := emu.New(emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}})
 	url := backendtest.Serve(t, srv) + emu.BasePath
 	cfg := Config{
 		ClientID: emu.DefaultClientID, ClientSecret: emu.DefaultClientSecret, BaseURL: url,

@@ -1,9 +1,11 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -450,7 +452,7 @@ func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([
 	case spotOnly && !formSeen && len(formFactors) == 0:
 		return nil, fmt.Sprintf("only spot capacity for %s (set spot = true to allow it)", shape(req))
 	case !formSeen && len(formFactors) > 0:
-		return nil, fmt.Sprintf("no %s offer with form_factor %q (offered: %s)", shape(req), req.FormFactor, strings.Join(uniqueSorted(formFactors), ", "))
+		return nil, fmt.Sprintf("no %s offer with form_factor %q (offered: %s)", shape(req), req.FormFactor, strings.Join(sortedUnique(formFactors), ", "))
 	default:
 		return nil, fmt.Sprintf("no capacity for %s right now", shape(req))
 	}
@@ -525,15 +527,7 @@ func quoteList(list []string, sep string) string {
 }
 
 func intList(list []int) string {
-	seen := map[int]bool{}
-	var uniq []int
-	for _, n := range list {
-		if !seen[n] {
-			seen[n] = true
-			uniq = append(uniq, n)
-		}
-	}
-	sort.Ints(uniq)
+	uniq := sortedUnique(list)
 	s := make([]string, len(uniq))
 	for i, n := range uniq {
 		s[i] = fmt.Sprint(n)
@@ -558,17 +552,11 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func uniqueSorted(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
+// sortedUnique returns in sorted, each value once.
+func sortedUnique[T cmp.Ordered](in []T) []T {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // unmappedNames lists, sorted and once each, the cloud's GPU names that the inventory does not map.
@@ -582,5 +570,5 @@ func unmappedNames(offers []Offer) []string {
 	if len(names) == 0 {
 		return nil
 	}
-	return uniqueSorted(names)
+	return sortedUnique(names)
 }

@@ -450,7 +450,8 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	name := m.ID.ValueString()
-	found, err := true, error(nil)
+	var found bool
+	var err error
 	if m.CloudInstanceID.IsNull() {
 		// Import: everything the cloud knows, and what the machine says of its provisioning.
 		var imp controlplane.Imported

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -15,7 +14,7 @@ import (
 func hardwareBackend(t *testing.T, url string) *Backend {
 	t.Helper()
 	return backendtest.Must(New(Config{BaseURL: url, Token: emu.DefaultToken,
-		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond),
 	}, backendtest.Inventory(t), nil))(t)
 }
 

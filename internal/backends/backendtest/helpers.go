@@ -62,6 +62,16 @@ func Tuning(minWait, maxWait time.Duration) restclient.Tuning {
 	return restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryWaitMin: minWait, RetryWaitMax: maxWait}
 }
 
+// Retrying is Tuning with at most retries retries of a request (restclient's default when 0).
+func Retrying(retries int, minWait, maxWait time.Duration) restclient.Tuning {
+	t := Tuning(minWait, maxWait)
+	t.RetryMax = retries
+	return t
+}
+
+// Unlimited is a client tuning without a rate limit to speak of, and restclient's default retries.
+var Unlimited = restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}
+
 // Serve serves h on a loopback httptest server for the test's lifetime and returns its URL. (Close, at
 // cleanup, also drops connections a client dialled but never used.)
 func Serve(t testing.TB, h http.Handler) string {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
@@ -15,7 +14,7 @@ func hardwareBackend(t *testing.T) *Backend {
 	t.Helper()
 	srv := emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}})
 	cfg := Config{APIKey: emu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + emu.BasePath, LaunchInterval: -1,
-		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond}}
+		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond)}
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient/jsonshape"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
@@ -170,7 +169,7 @@ func TestRecordedReplay(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 8, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
+			c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 8, Tuning: backendtest.Unlimited})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +183,7 @@ func TestRecordedReplay(t *testing.T) {
 			if n := requests.Load(); n > 3 {
 				t.Fatalf("%d requests: the client should stop on a repeated page", n)
 			}
-			b, err := New(Config{APIKey: "k", BaseURL: srv.URL, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}}, inv, nil)
+			b, err := New(Config{APIKey: "k", BaseURL: srv.URL, Tuning: backendtest.Unlimited}, inv, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +231,7 @@ func TestRecordedSummaryAndDisksReplay(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 4, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
+	c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 4, Tuning: backendtest.Unlimited})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
@@ -24,7 +23,7 @@ func newTestBackend(t *testing.T, base string, mod func(*Config)) *Backend {
 		Username:      testUser,
 		Password:      testPass,
 		BaseURL:       base,
-		Tuning:        restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 20 * time.Millisecond},
+		Tuning:        backendtest.Retrying(4, time.Millisecond, 20*time.Millisecond),
 		PollInterval:  2 * time.Millisecond,
 		DeleteTimeout: 10 * time.Second,
 	}

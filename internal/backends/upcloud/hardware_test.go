@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
@@ -16,7 +15,7 @@ func hardwareBackend(t *testing.T, base string) *Backend {
 	t.Helper()
 	return backendtest.Must(New(Config{
 		Username: "hw-user", Password: "hw-pass", BaseURL: base,
-		Tuning:       restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Tuning:       backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond),
 		PollInterval: time.Millisecond, DeleteTimeout: 5 * time.Second,
 	}, backendtest.Inventory(t), nil))(t)
 }

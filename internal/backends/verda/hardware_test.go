@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
@@ -20,7 +19,7 @@ func hardwareBackend(t *testing.T) *Backend {
 	url := backendtest.Serve(t, srv) + emu.BasePath
 	cfg := Config{
 		ClientID: emu.DefaultClientID, ClientSecret: emu.DefaultClientSecret, BaseURL: url,
-		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond),
 		Now:    clock.Now,
 	}
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 )
@@ -42,7 +41,7 @@ func (f *fixture) clientConfig() ClientConfig {
 		BaseURL:      f.url,
 		ClientID:     emu.DefaultClientID,
 		ClientSecret: emu.DefaultClientSecret,
-		Tuning:       restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Tuning:       backendtest.Retrying(4, time.Millisecond, 5*time.Millisecond),
 		Now:          f.clock.Now,
 	}
 }

@@ -12,9 +12,6 @@ const (
 	MaxMaxPrice = 1_000_000 * money.Dollar
 )
 
-// MaxPriceAccepted says what max_price_per_hour accepts, for descriptions and messages.
-const MaxPriceAccepted = "US dollars per hour from 0.01 to 1000000, with at most six digits after the decimal point"
-
 // ParseMaxPrice reads max_price_per_hour given as a number (a Terraform number), exactly: the one
 // check of its bounds (MinMaxPrice to MaxMaxPrice) and precision (a millionth of a dollar), so that the
 // cap a plan shows is the cap applied. Validate applies the same bounds to an OfferRequest.

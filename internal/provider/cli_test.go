@@ -92,6 +92,13 @@ func (d *cliDir) write(config string) {
 	}
 }
 
+// writeInstance writes the configuration: the sandbox's provider block with this directory's own
+// quotes and journal, and one hydra_gpu_instance "test".
+func (d *cliDir) writeInstance(s *testSandbox, name, gpuType, extra string) {
+	d.t.Helper()
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic(name, gpuType, extra))
+}
+
 // run runs a Terraform command to its end.
 func (d *cliDir) run(args ...string) (string, error) {
 	cmd := exec.Command(d.tf, append(args, "-no-color")...)

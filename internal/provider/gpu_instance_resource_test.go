@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -47,13 +46,13 @@ func TestAccGPUInstance_basic(t *testing.T) {
 				planKnown("price_usd_per_hour", 2.49),
 				planKnown("offer_id", "sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49"),
 				// The cloud-side name carries an ownership token chosen at create.
-				plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("id")),
+				planUnknown("id"),
 			),
 			ConfigStateChecks: []statecheck.StateCheck{
 				stateKnown("status", "ready"),
-				stateKnown("id", knownvalue.StringRegexp(regexp.MustCompile(`^sbx-vm-basic--[a-z2-7]{8}$`))),
+				stateKnown("id", like(`^sbx-vm-basic--[a-z2-7]{8}$`)),
 				stateKnown("cloud_status", "running"),
-				stateKnown("cloud_instance_id", knownvalue.StringRegexp(regexp.MustCompile(`^sbx-[0-9a-f]{12}$`))),
+				stateKnown("cloud_instance_id", like(`^sbx-[0-9a-f]{12}$`)),
 				stateKnown("ready_at", knownvalue.NotNull()),
 				stateKnown("price_usd_per_hour", 2.49),
 				stateKnown("ssh_host", "127.0.0.1"),
@@ -183,7 +182,7 @@ func TestAccGPUInstance_priceRoseAfterPlan(t *testing.T) {
 		// another region's) and its apply succeeds, instead of failing on the stale quote for an hour.
 		Config: cfg,
 		ConfigPlanChecks: preApply(
-			planKnown("offer_id", knownvalue.StringRegexp(regexp.MustCompile(`^sandbox-vm-pool/sbx-(us|ap)-\d/sbx\.l40s\.1x/ondemand@`))),
+			planKnown("offer_id", like(`^sandbox-vm-pool/sbx-(us|ap)-\d/sbx\.l40s\.1x/ondemand@`)),
 		),
 		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
 	}})
@@ -195,7 +194,7 @@ func TestAccGPUInstance_staleQuoteWarns(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t)
 	d := newCLIDirReattach(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("stale", "l40s", ""))
+	d.writeInstance(s, "stale", "l40s", "")
 	first := d.mustRun("plan")
 	if strings.Contains(first, "reuses an earlier quote") {
 		t.Fatalf("a first plan has no earlier quote:\n%s", first)
@@ -229,8 +228,8 @@ func TestAccGPUInstance_fallback(t *testing.T) {
 		Config: cfg,
 		ConfigPlanChecks: preApply(
 			planKnown("estimated_price_usd_per_hour", 0.99),
-			plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("offer_id")),
-			plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("price_usd_per_hour")),
+			planUnknown("offer_id"),
+			planUnknown("price_usd_per_hour"),
 			// The cheapest offer runs out between plan and apply.
 			beforeApply(func() { s.setFaults(sandbox.Faults{OutOfStock: []string{"sbx-eu-1/sbx.l40s.1x"}}) }),
 		),
@@ -258,17 +257,9 @@ func TestAccGPUInstance_interruptedCreate(t *testing.T) {
 			Config:      slow,
 			ExpectError: errorPattern("waiting for instance sbx-vm-interrupted--", "to run (last status pending): context deadline exceeded", "kept in state (tainted)"),
 		},
-		{
-			// The billed machine was not forgotten: it is in state, tainted, and the next apply replaces
-			// it instead of creating a second one beside it.
-			PreConfig:        func() { s.setFaults(sandbox.Faults{}) },
-			Config:           normal,
-			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
-			ConfigStateChecks: []statecheck.StateCheck{
-				stateKnown("status", "ready"),
-			},
-			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-		},
+		// The billed machine was not forgotten: it is in state, tainted, and the next apply replaces
+		// it instead of creating a second one beside it.
+		s.replacedReady(normal),
 	})
 }
 
@@ -295,12 +286,7 @@ func TestAccGPUInstance_bootFailure(t *testing.T) {
 			Config:      cfg,
 			ExpectError: errorPattern("instance sbx-vm-broken--", "failed at the cloud: injected fault"),
 		},
-		{
-			PreConfig:        func() { s.setFaults(sandbox.Faults{}) },
-			Config:           cfg,
-			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
-			Check:            resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-		},
+		s.replacedReady(cfg),
 	})
 }
 
@@ -396,7 +382,7 @@ provider "hydra" {
 		t.Fatal("the sandbox was opened for a configuration that did not ask for it")
 	}
 
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("trial", "l4", ""))
+	d.writeInstance(s, "trial", "l4", "")
 	if out := d.mustRun("plan"); !errorPattern("Simulated cloud: nothing real will be rented", "a `sandbox` block is configured").MatchString(out) {
 		t.Fatalf("a plan on the sandbox must say that nothing real is rented:\n%s", out)
 	}

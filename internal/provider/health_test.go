@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -44,7 +42,7 @@ func TestAccGPUInstance_healthDegraded(t *testing.T) {
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("health", "unhealthy"),
-			stateKnown("health_reason", knownvalue.StringRegexp(regexp.MustCompile(`(?i)xid`))),
+			stateKnown("health_reason", like(`(?i)xid`)),
 		},
 	}, {
 		// Asked to, the plan replaces it; the replacement is healthy.
@@ -77,7 +75,7 @@ func TestAccGPUInstance_healthUnknownWhenUnreachable(t *testing.T) {
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("status", "ready"),
 			stateKnown("health", "unknown"),
-			stateKnown("health_reason", knownvalue.StringRegexp(regexp.MustCompile(`(?i)connection refused`))),
+			stateKnown("health_reason", like(`(?i)connection refused`)),
 		},
 		Check: s.checkCreated(1),
 	}, {
@@ -99,7 +97,7 @@ func TestAccGPUInstance_healthUnknownWhenUnreachable(t *testing.T) {
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("health", "unknown"),
-			stateKnown("health_reason", knownvalue.StringRegexp(regexp.MustCompile(`marker`))),
+			stateKnown("health_reason", like(`marker`)),
 		},
 		Check: s.checkCreated(1),
 	}})

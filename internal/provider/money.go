@@ -24,7 +24,7 @@ func maxPriceValidators() []validator.Float64 {
 type maxPrice struct{}
 
 func (maxPrice) Description(context.Context) string {
-	return "value must be " + controlplane.MaxPriceAccepted
+	return "value must be from 0.01 to 1000000 (US dollars per hour) with at most six digits after the decimal point"
 }
 
 func (v maxPrice) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }

@@ -40,7 +40,7 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t)
 	one := newCLIDirReattach(t, "")
-	one.write(s.providerConfigIn(one.dir, "") + testAccGPUInstanceConfig_basic("shared", "l4", ""))
+	one.writeInstance(s, "shared", "l4", "")
 	one.mustRun("apply", "-auto-approve")
 	if n := len(s.live()); n != 1 {
 		t.Fatalf("%d machines after the first directory's apply", n)
@@ -49,7 +49,7 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 
 	// A second working directory with the same name: refused at plan, naming the machine.
 	two := newCLIDirReattach(t, "")
-	two.write(s.providerConfigIn(two.dir, "") + testAccGPUInstanceConfig_basic("shared", "l4", ""))
+	two.writeInstance(s, "shared", "l4", "")
 	out, err := two.run("plan")
 	if err == nil || !errorPattern("GPU instance name already in use", first.Name, first.ID, "terraform import").MatchString(out) {
 		t.Fatalf("the second directory's plan must fail naming %s (err %v):\n%s", first.Name, err, out)
@@ -62,7 +62,7 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 	}
 
 	// With another name it gets its own machine; destroying it leaves the first directory's alone.
-	two.write(s.providerConfigIn(two.dir, "") + testAccGPUInstanceConfig_basic("shared-2", "l4", ""))
+	two.writeInstance(s, "shared-2", "l4", "")
 	two.mustRun("apply", "-auto-approve")
 	two.mustRun("destroy", "-auto-approve")
 	live := s.live()
@@ -79,10 +79,10 @@ func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t)
 	d := newCLIDirReattach(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("cbd", "l4", `
+	d.writeInstance(s, "cbd", "l4", `
   lifecycle {
     create_before_destroy = true
-  }`))
+  }`)
 	d.mustRun("apply", "-auto-approve")
 	old := s.live()
 	if len(old) != 1 {
@@ -103,10 +103,10 @@ func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
 	}
 
 	// A replacement forced by a change works the same way.
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("cbd", "h100", `
+	d.writeInstance(s, "cbd", "h100", `
   lifecycle {
     create_before_destroy = true
-  }`))
+  }`)
 	d.mustRun("apply", "-auto-approve")
 	if live := s.live(); len(live) != 1 || s.created() != 3 || live[0].GPUType != "h100" {
 		t.Fatalf("after the gpu_type change the cloud has %+v (%d created)", live, s.created())
@@ -136,7 +136,7 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t)
 	d := newCLIDirBinary(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("killed", "l4", ""))
+	d.writeInstance(s, "killed", "l4", "")
 	tf, prov, _ := killedCreate(t, s, d, "killed")
 	machine := s.live()[0]
 	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
@@ -177,7 +177,7 @@ func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t)
 	d := newCLIDirBinary(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("provkill", "l4", ""))
+	d.writeInstance(s, "provkill", "l4", "")
 	tf, prov, out := killedCreate(t, s, d, "provkill")
 	machine := s.live()[0]
 	if err := osproc.SignalProcess(prov, osproc.Kill); err != nil {
@@ -200,7 +200,7 @@ func TestAccGPUInstance_providerExitsWithTerraform(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t)
 	d := newCLIDirBinary(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("parent", "l4", ""))
+	d.writeInstance(s, "parent", "l4", "")
 	tf, prov, _ := killedCreate(t, s, d, "parent")
 	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
 		t.Fatal(err)
@@ -286,7 +286,7 @@ data "hydra_gpu_instances" "all" {
 	}})
 	// Every plan names it, with the way out.
 	d := newCLIDirReattach(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("planned", "l4", ""))
+	d.writeInstance(s, "planned", "l4", "")
 	plan := d.mustRun("plan")
 	if !errorPattern("may be billed with no Terraform state holding them", stray.Name, stray.ID, "terraform import").MatchString(plan) {
 		t.Fatalf("the plan must warn about %s:\n%s", stray.Name, plan)

@@ -93,6 +93,16 @@ func planKnown(attr string, want any) plancheck.PlanCheck {
 	return plancheck.ExpectKnownValue(resourceName, tfjsonpath.New(attr), known(want))
 }
 
+// planUnknown checks that the plan leaves the test resource's attr to apply.
+func planUnknown(attr string) plancheck.PlanCheck {
+	return plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New(attr))
+}
+
+// like checks a string against a regular expression.
+func like(pattern string) knownvalue.Check {
+	return knownvalue.StringRegexp(regexp.MustCompile(pattern))
+}
+
 // stateKnown checks the test resource's attr in the state.
 func stateKnown(attr string, want any) statecheck.StateCheck {
 	return statecheck.ExpectKnownValue(resourceName, tfjsonpath.New(attr), known(want))
@@ -260,6 +270,19 @@ func (s *testSandbox) checkCreated(want int) resource.TestCheckFunc {
 			return fmt.Errorf("sandbox created %d instances in all, want %d", got, want)
 		}
 		return nil
+	}
+}
+
+// replacedReady is the step after a failed create: with the sandbox's faults cleared, the tainted
+// machine is replaced (not repaired, not left beside another) by one that is ready; two were created
+// in all.
+func (s *testSandbox) replacedReady(config string) resource.TestStep {
+	return resource.TestStep{
+		PreConfig:         func() { s.setFaults(sandbox.Faults{}) },
+		Config:            config,
+		ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+		ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
+		Check:             resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
 	}
 }
 

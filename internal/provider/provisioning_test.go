@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
@@ -101,9 +100,9 @@ func TestAccGPUInstance_provisioned(t *testing.T) {
 			ConfigStateChecks: []statecheck.StateCheck{
 				stateKnown("status", "ready"),
 				stateKnown("provisioning_attempts", int64(1)),
-				stateKnown("provisioning_digest", knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{16}$`))),
+				stateKnown("provisioning_digest", like(`^sha256:[0-9a-f]{16}$`)),
 				// The sandbox reports no host key: it was trusted on first contact and recorded.
-				stateKnown("host_key", knownvalue.StringRegexp(regexp.MustCompile(`^ssh-ed25519 `))),
+				stateKnown("host_key", like(`^ssh-ed25519 `)),
 				stateKnown("provisioning_error", knownvalue.Null()),
 			},
 			Check: func(st *terraform.State) error {
@@ -134,7 +133,7 @@ func TestAccGPUInstance_provisioned(t *testing.T) {
 			Config: base,
 			ConfigPlanChecks: preApply(
 				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate),
-				plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("status")),
+				planUnknown("status"),
 			),
 			ConfigStateChecks: []statecheck.StateCheck{
 				stateKnown("status", "ready"),
@@ -201,16 +200,9 @@ func TestAccGPUInstance_provisioningFails(t *testing.T) {
 			Config:      failing,
 			ExpectError: errorPattern("provisioning failed after 2 attempt(s)", "sbx-vm-doomed--", `Fail on purpose`, "planned failure on attempt 2"),
 		},
-		{
-			// The machine was kept tainted: fixing the playbook's input replaces it (a plain input
-			// change would be an in-place update).
-			Config:           fixed,
-			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
-			ConfigStateChecks: []statecheck.StateCheck{
-				stateKnown("status", "ready"),
-			},
-			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-		},
+		// The machine was kept tainted: fixing the playbook's input replaces it (a plain input change
+		// would be an in-place update).
+		s.replacedReady(fixed),
 	})
 }
 

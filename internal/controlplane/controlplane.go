@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -119,14 +120,7 @@ func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Optio
 func (cp *ControlPlane) Inventory() *inventory.Inventory { return cp.inv }
 
 // Clouds returns the configured clouds, sorted.
-func (cp *ControlPlane) Clouds() []string {
-	out := make([]string, 0, len(cp.backends))
-	for c := range cp.backends {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
-}
+func (cp *ControlPlane) Clouds() []string { return slices.Sorted(maps.Keys(cp.backends)) }
 
 // OfferRequests returns how many offer requests each cloud has been sent by this process.
 func (cp *ControlPlane) OfferRequests() map[string]int {
@@ -172,18 +166,18 @@ func (cp *ControlPlane) Validate(req OfferRequest) error {
 	if req.GPUCount > gpu.MaxCount {
 		return &RequestError{Field: "gpu_count", Msg: fmt.Sprintf("gpu_count %d is more than any %s instance may have: at most %d %s GPUs per instance", req.GPUCount, req.GPUType, gpu.MaxCount, req.GPUType)}
 	}
-	if !contains(inventory.Kinds, req.Kind) {
+	if !slices.Contains(inventory.Kinds, req.Kind) {
 		return &RequestError{Field: "kind", Msg: fmt.Sprintf("unknown kind %q; expected one of %s", req.Kind, quoteList(inventory.Kinds, ", "))}
 	}
 	for _, c := range req.Clouds {
-		if !contains(cp.inv.KnownClouds(), c) {
+		if !slices.Contains(cp.inv.KnownClouds(), c) {
 			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("unknown cloud %q; expected any of %s", c, quoteList(cp.inv.KnownClouds(), ", "))}
 		}
 		if _, ok := cp.backends[c]; !ok {
 			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("cloud %q is not configured in the provider; configured clouds: %s", c, quoteList(cp.Clouds(), ", "))}
 		}
 	}
-	if req.FormFactor != "" && !contains(FormFactors, req.FormFactor) {
+	if req.FormFactor != "" && !slices.Contains(FormFactors, req.FormFactor) {
 		return &RequestError{Field: "form_factor", Msg: fmt.Sprintf("unknown form factor %q; expected one of %s", req.FormFactor, quoteList(FormFactors, ", "))}
 	}
 	if req.MaxPricePerHour != 0 {
@@ -400,7 +394,7 @@ func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([
 			continue
 		}
 		countSeen = true
-		if len(req.Regions) > 0 && !contains(req.Regions, o.Region) {
+		if len(req.Regions) > 0 && !slices.Contains(req.Regions, o.Region) {
 			continue
 		}
 		regionSeen = true
@@ -506,16 +500,7 @@ func (cp *ControlPlane) cloudOffers(ctx context.Context, cloud string, fresh boo
 }
 
 func cloudAllowed(allowed []string, cloud string) bool {
-	return len(allowed) == 0 || contains(allowed, cloud)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return len(allowed) == 0 || slices.Contains(allowed, cloud)
 }
 
 func quoteList(list []string, sep string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"slices"
 )
 
 // MismatchError says how a pinned offer does not fit the request it is pinned to.
@@ -33,7 +34,7 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 		return &MismatchError{id, "kind", fmt.Sprintf("it is from pool %s of kind %q, but the request's kind is %q", p.Pool, pm.Pool.Kind, req.Kind)}
 	case !cloudAllowed(req.Clouds, pm.Pool.Cloud):
 		return &MismatchError{id, "clouds", fmt.Sprintf("it is from cloud %q, which the request's clouds do not allow", pm.Pool.Cloud)}
-	case len(req.Regions) > 0 && !contains(req.Regions, p.Region):
+	case len(req.Regions) > 0 && !slices.Contains(req.Regions, p.Region):
 		return &MismatchError{id, "regions", fmt.Sprintf("it is in region %q, which the request's regions do not allow", p.Region)}
 	case p.Spot && !req.AllowSpot:
 		return &MismatchError{id, "spot", "it is a spot offer, but the request does not allow spot"}

@@ -221,12 +221,3 @@ func timeOf(v types.String) time.Time {
 	}
 	return t
 }
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

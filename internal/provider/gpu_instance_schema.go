@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -360,6 +361,6 @@ func replaceIfNotAllowed(attrName string) setplanmodifier.RequiresReplaceIfFunc 
 		if !ok || current.IsNull() {
 			return
 		}
-		resp.RequiresReplace = !containsString(allowed, current.ValueString())
+		resp.RequiresReplace = !slices.Contains(allowed, current.ValueString())
 	}
 }

@@ -3,8 +3,9 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"slices"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // MismatchError says how a pinned offer does not fit the request it is pinned to.

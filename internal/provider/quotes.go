@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
 // quoteStore pins plan-time choices so the apply-time re-plan agrees with the plan.

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -294,6 +295,47 @@ func TestMaxPriceOneCheck(t *testing.T) {
 		var re *RequestError
 		if err := cp.Validate(req); tc.ok != (err == nil) || err != nil && (!errors.As(err, &re) || re.Field != "max_price_per_hour") {
 			t.Errorf("Validate with a cap of %s: %v", tc.cap, err)
+		}
+	}
+}
+
+// offer_details keeps what a buyer weighs and leaves out what repeats the plan or only the cloud needs.
+func TestShownDetails(t *testing.T) {
+	o := Offer{Region: "US-KS-2", InstanceType: "H100_80GB.SXM5.1x", CloudGPU: "H100_80GB", Details: map[string]string{
+		"cloud_id": "abc", "auction_fid": "auc_1", "region": "US-KS-2", "gpu_type": "H100_80GB", "provider": "hyperstack",
+		"security": "secure_cloud", "disk_price_per_hour": "0.0001", "empty": "",
+	}}
+	got := ShownDetails(o)
+	want := map[string]string{"provider": "hyperstack", "security": "secure_cloud", "disk_price_per_hour": "0.0001"}
+	if !maps.Equal(got, want) {
+		t.Errorf("ShownDetails = %v, want %v", got, want)
+	}
+}
+
+// Observe follows the cloud, except that a running machine keeps the status the control plane gave it.
+func TestRecordObserve(t *testing.T) {
+	ep := &SSHEndpoint{Host: "10.0.0.1", Port: 22, User: "root"}
+	for _, tc := range []struct {
+		name   string
+		rec    Record
+		inst   Instance
+		want   Status
+		wantEP *SSHEndpoint
+	}{
+		{"new and booting", Record{}, Instance{Status: StatusPending}, StatusPending, nil},
+		{"runs", Record{Status: StatusPending}, Instance{Status: StatusRunning, SSH: ep}, StatusRunning, ep},
+		{"ready stays ready", Record{Status: StatusReady, SSH: ep}, Instance{Status: StatusRunning}, StatusReady, ep},
+		{"provisioning stays provisioning", Record{Status: StatusProvisioning}, Instance{Status: StatusRunning}, StatusProvisioning, nil},
+		{"failed provisioning stays error", Record{Status: StatusError, ProvisioningError: "task x"}, Instance{Status: StatusRunning}, StatusError, nil},
+		{"a cloud error that cleared runs again", Record{Status: StatusError}, Instance{Status: StatusRunning}, StatusRunning, nil},
+		{"ready, then stopped at the cloud", Record{Status: StatusReady}, Instance{Status: StatusPending}, StatusPending, nil},
+		{"ready, then failed at the cloud", Record{Status: StatusReady}, Instance{Status: StatusError}, StatusError, nil},
+		{"terminated", Record{Status: StatusReady}, Instance{Status: StatusTerminated}, StatusTerminated, nil},
+	} {
+		r := tc.rec
+		r.Observe(tc.inst)
+		if r.Status != tc.want || (r.SSH == nil) != (tc.wantEP == nil) || r.SSH != nil && *r.SSH != *tc.wantEP {
+			t.Errorf("%s: status %s, SSH %v; want %s, %v", tc.name, r.Status, r.SSH, tc.want, tc.wantEP)
 		}
 	}
 }

@@ -140,11 +140,7 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 			}})
 		})
 	}
-	t.Cleanup(func() {
-		if n := s.created(); n != 0 {
-			t.Errorf("impossible requests created %d machines at the cloud", n)
-		}
-	})
+	t.Cleanup(func() { s.noneCreated(t, "impossible requests") })
 }
 
 func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {
@@ -216,9 +212,7 @@ func TestAccGPUInstance_plannedOfferGone(t *testing.T) {
 		ConfigPlanChecks: preApply(beforeApply(func() { s.setFaults(sandbox.Faults{OutOfStock: []string{"sbx-eu-1/sbx.l40s.1x"}}) })),
 		ExpectError:      errorPattern("has no capacity any more", "set allow_fallback = true"),
 	}})
-	if n := s.created(); n != 0 {
-		t.Errorf("a failed apply created %d machines", n)
-	}
+	s.noneCreated(t, "a failed apply")
 }
 
 func TestAccGPUInstance_fallback(t *testing.T) {

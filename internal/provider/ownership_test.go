@@ -31,9 +31,7 @@ resource "hydra_gpu_instance" "b" {
 		ExpectError: errorPattern("Two GPU instances share one name", `named "twin"`),
 		Check:       resource.ComposeTestCheckFunc(s.checkCreated(0)),
 	}})
-	if n := s.created(); n != 0 {
-		t.Fatalf("a configuration whose resources share a name created %d machines", n)
-	}
+	s.noneCreated(t, "a configuration whose resources share a name")
 }
 
 func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {

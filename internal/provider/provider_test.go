@@ -253,6 +253,14 @@ func (s *testSandbox) created() int {
 	return n
 }
 
+// noneCreated checks that nothing was ever created at the sandbox cloud (by: what would have).
+func (s *testSandbox) noneCreated(t *testing.T, by string) {
+	t.Helper()
+	if n := s.created(); n != 0 {
+		t.Errorf("%s created %d machines at the cloud", by, n)
+	}
+}
+
 // checkLive asserts how many machines are alive at the sandbox cloud.
 func (s *testSandbox) checkLive(want int) resource.TestCheckFunc {
 	return func(*terraform.State) error {

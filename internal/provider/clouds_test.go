@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,7 +47,13 @@ type testClouds struct {
 	atlas   *emuatlas.Server
 	mithril *emumithril.Server
 	urls    map[string]string
+	// mithrilAhead is how far the Mithril emulator's clock runs ahead of the real one (see skipAhead).
+	mithrilAhead atomic.Int64
 }
+
+// skipAhead moves the Mithril emulator's clock forward by d: what it would do in d (a preemption
+// window ending) happens at its next request, without the test waiting for it.
+func (c *testClouds) skipAhead(d time.Duration) { c.mithrilAhead.Add(int64(d)) }
 
 func newTestClouds(t *testing.T, verdaCatalog []emuverda.CatalogEntry) *testClouds {
 	t.Helper()
@@ -60,7 +67,8 @@ func newTestClouds(t *testing.T, verdaCatalog []emuverda.CatalogEntry) *testClou
 	c.upcloud = emuupcloud.New(emuupcloud.Options{Options: emukit.Options{BootDuration: time.Second}, StopDuration: 500 * time.Millisecond})
 	c.prime = emuprime.New(emuprime.Options{Options: emukit.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
 	c.atlas = emuatlas.New(emuatlas.Options{Options: emukit.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
-	c.mithril = emumithril.New(emumithril.Options{Options: emukit.Options{BootDuration: time.Second}, PreemptionWindow: time.Second})
+	mithrilNow := func() time.Time { return time.Now().Add(time.Duration(c.mithrilAhead.Load())) }
+	c.mithril = emumithril.New(emumithril.Options{Options: emukit.Options{BootDuration: time.Second, Now: mithrilNow}, PreemptionWindow: time.Second})
 	serve("verda", c.verda, emuverda.BasePath)
 	serve("upcloud", c.upcloud, "/1.3")
 	serve("primeintellect", c.prime, "")
@@ -346,7 +354,7 @@ func TestAccGPUInstance_mithrilBidsUnderCheapestSpot(t *testing.T) {
 				if _, err := c.mithril.AddMarketBid(bid.Region, bid.InstanceType, 900); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(2500 * time.Millisecond) // the preemption window (1s in this test) passes
+				c.skipAhead(2 * time.Second) // the preemption window (1s in this test) passes
 			},
 			RefreshState:       true,
 			ExpectNonEmptyPlan: true,

@@ -26,7 +26,7 @@ func TestRegistry(t *testing.T) {
 		if !name.MatchString(d.Name) || !block.MatchString(d.Block) {
 			t.Errorf("%q (block %q): a name is lower-case letters and digits, a block also underscores", d.Name, d.Block)
 		}
-		if names[d.Name] || blocks[d.Block] || d.Name == Sandbox || d.Block == "sandbox" || d.Block == "provisioning" {
+		if names[d.Name] || blocks[d.Block] || d.Name == Sandbox.Name || d.Block == Sandbox.Block || d.Block == "provisioning" || d.Simulated {
 			t.Errorf("%s: name or block %q taken", d.Name, d.Block)
 		}
 		names[d.Name], blocks[d.Block] = true, true
@@ -41,8 +41,16 @@ func TestRegistry(t *testing.T) {
 	if !slices.IsSorted(order) {
 		t.Errorf("the registry is not in alphabetical order: %v", order)
 	}
-	if got := Names(); !slices.IsSorted(got) || !slices.Contains(got, Sandbox) || len(got) != len(All())+1 {
+	if got := Names(); !slices.IsSorted(got) || !slices.Contains(got, Sandbox.Name) || len(got) != len(All())+1 {
 		t.Errorf("Names() = %v", got)
+	}
+	// The sandbox is registered (ByName finds it) but simulated: no emulator, no emulator_dir, not among
+	// the real clouds' blocks.
+	if ByName(Sandbox.Name) != Sandbox || ByBlock(Sandbox.Block) != nil || !Sandbox.Simulated || Sandbox.StartEmulator != nil {
+		t.Errorf("the sandbox's registration: %+v", Sandbox)
+	}
+	if _, ok := Sandbox.Setting(EmulatorDirKey); ok {
+		t.Error("the sandbox has an emulator_dir setting")
 	}
 	// The inventory knows exactly the registry's clouds.
 	if !slices.Equal(inventory.EmbeddedClouds(), Names()) {
@@ -369,6 +377,31 @@ func TestConfigureEmulatorFailure(t *testing.T) {
 }
 
 // Without a set of emulators to run them in, a block that sets emulator_dir fails, naming the cloud.
+// The sandbox is configured through the registry like every cloud: its directory (default
+// .hydra-sandbox), a boot time that must be a positive duration, and SSH machines only when
+// provisioning is on.
+func TestConfigureSandbox(t *testing.T) {
+	inv, _ := inventory.Default()
+	dir := t.TempDir()
+	c, err := Sandbox.Configure(Values{"dir": dir, "boot_time": "90s"}, Env{Inventory: inv})
+	if err != nil || c.Backend.Cloud() != Sandbox.Name || c.StateDir != dir || c.Emulated {
+		t.Fatalf("configured %+v, %v", c, err)
+	}
+	for _, bad := range []string{"soon", "-1s", "0s"} {
+		if _, err := Sandbox.Configure(Values{"dir": dir, "boot_time": bad}, Env{Inventory: inv}); err == nil || !strings.Contains(err.Error(), "boot_time") {
+			t.Errorf("boot_time %q: %v", bad, err)
+		}
+	}
+	if _, err := Sandbox.Configure(Values{"emulator_dir": dir}, Env{Inventory: inv}); err == nil {
+		t.Error("the sandbox accepted emulator_dir")
+	}
+	t.Chdir(t.TempDir())
+	c, err = Sandbox.Configure(Values{}, Env{Inventory: inv, Provisioning: true})
+	if err != nil || c.StateDir != SandboxDefaultDir {
+		t.Errorf("the default directory: %+v, %v", c, err)
+	}
+}
+
 func TestConfigureWithoutEmulators(t *testing.T) {
 	clearEnv(t)
 	inv, _ := inventory.Default()

@@ -20,6 +20,8 @@ type Configured struct {
 	Backend controlplane.InstanceManagerBackend
 	// Emulated is true when the backend talks to the cloud's local emulator (emulator_dir).
 	Emulated bool
+	// StateDir is a simulated cloud's directory (the sandbox's dir), "" for a real cloud.
+	StateDir string
 }
 
 // Env is what Configure needs besides a block, handed in by its caller (the provider): nothing of it is
@@ -37,6 +39,9 @@ type Env struct {
 	// Emulators are the running emulators a block's emulator_dir reuses or adds to; nil fails such a
 	// block (an *EmulatorError).
 	Emulators *Emulators
+	// Provisioning says machines are provisioned over SSH: a simulated cloud then starts machines that
+	// provisioning can reach (the sandbox's sshd on loopback).
+	Provisioning bool
 }
 
 // Configure resolves a present, enabled block's settings, starts the cloud's emulator when the block
@@ -50,6 +55,7 @@ func (d *Driver) Configure(block Values, env Env) (Configured, error) {
 	}
 	s.UserAgent = env.UserAgent
 	s.base = env.Tuning
+	s.provisioning = env.Provisioning
 	var c Configured
 	if dir := s.String(EmulatorDirKey); dir != "" {
 		emu, err := env.Emulators.start(d, dir)
@@ -68,6 +74,9 @@ func (d *Driver) Configure(block Values, env Env) (Configured, error) {
 	c.Backend, err = d.Build(s, env.Inventory, logger)
 	if err != nil {
 		return Configured{}, err
+	}
+	if d.Simulated {
+		c.StateDir = sandboxDir(s)
 	}
 	return c, nil
 }

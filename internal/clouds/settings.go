@@ -23,6 +23,8 @@ type Settings struct {
 	UserAgent string
 	// base is the client tuning the caller handed in (Env.Tuning).
 	base restclient.Tuning
+	// provisioning is Env.Provisioning.
+	provisioning bool
 }
 
 // String returns a KindString setting ("" when unset).

@@ -743,7 +743,12 @@ func newHarness(t *testing.T) *harness {
 		h.blocks[d.Name] = block
 	}
 	t.Cleanup(transport.CloseIdleConnections) // before the servers close (cleanups run last first)
-	h.sbx = backendtest.Must(sandbox.New(sandbox.Config{Dir: t.TempDir()}, inv, nil))(t)
+	// The sandbox, simulated, is built through the registry too; its catalog is its catalog.json.
+	c, err := clouds.Sandbox.Configure(clouds.Values{"dir": t.TempDir()}, clouds.Env{Inventory: inv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sbx = c.Backend.(*sandbox.Backend)
 	return h
 }
 

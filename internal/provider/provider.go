@@ -24,7 +24,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 var (
@@ -112,8 +111,10 @@ type providerData struct {
 	provisioningUnavailable *provisioningUnavailable
 	// sshPublicKeys are installed on every new machine so provisioning can log in.
 	sshPublicKeys []string
-	// sandbox is the sandbox backend when configured (tests reach into it).
-	sandbox *sandbox.Backend
+	// sandbox is the sandbox's backend when configured (tests reach into it), and sandboxDir its
+	// directory (where its provisioning key lives).
+	sandbox    controlplane.InstanceManagerBackend
+	sandboxDir string
 }
 
 func (p *hydraProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -161,20 +162,13 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 			},
 		},
 		Blocks: mergeBlocks(cloudBlocks(), map[string]schema.Block{
-			"sandbox": schema.SingleNestedBlock{
-				MarkdownDescription: "The simulated cloud: offers, instances and faults kept in a directory on this machine. " +
-					"Used automatically when no cloud block is configured.",
+			// The sandbox's block, from its registration (clouds.Sandbox).
+			clouds.Sandbox.Block: schema.SingleNestedBlock{
+				MarkdownDescription: clouds.Sandbox.Description,
 				Attributes: map[string]schema.Attribute{
-					"dir": schema.StringAttribute{
-						MarkdownDescription: "Directory holding the sandbox's state (`catalog.json`, `faults.json`, `state.json`). " +
-							"Default `\".hydra-sandbox\"`.",
-						Optional: true,
-					},
-					"boot_time": schema.StringAttribute{
-						MarkdownDescription: "How long a new sandbox instance stays `pending`, as a Go duration. Default `\"2s\"`.",
-						Optional:            true,
-						Validators:          []validator.String{durationValidator{}},
-					},
+					"dir": schema.StringAttribute{MarkdownDescription: sandboxSetting("dir").Markdown(), Optional: true},
+					"boot_time": schema.StringAttribute{MarkdownDescription: sandboxSetting("boot_time").Markdown(), Optional: true,
+						Validators: []validator.String{durationValidator{}}},
 				},
 			},
 			"provisioning": schema.SingleNestedBlock{
@@ -261,26 +255,21 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 				"block to use the simulated cloud on purpose.")
 	}
 	if cfg.Sandbox != nil || !anyCloudBlock {
-		sb := cfg.Sandbox
-		if sb == nil {
-			sb = &sandboxModel{}
+		// The sandbox is built through the registry like every cloud (clouds.Sandbox).
+		vals := clouds.Values{}
+		if sb := cfg.Sandbox; sb != nil {
+			vals["dir"], vals["boot_time"] = sb.Dir.ValueString(), sb.BootTime.ValueString()
 		}
-		dir := sb.Dir.ValueString()
-		if dir == "" {
-			dir = ".hydra-sandbox"
-		}
-		boot := parseDuration(sb.BootTime, 2*time.Second)
-		sc := sandbox.Config{Dir: dir, BootTime: boot}
-		if provisioningEnabled(cfg.Provisioning) {
-			sc.Machines = sandbox.SSHMachines{}
-		}
-		b, err := sandbox.New(sc, inv, logger)
+		senv := env
+		senv.Provisioning = provisioningEnabled(cfg.Provisioning)
+		c, err := clouds.Sandbox.Configure(vals, senv)
 		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("sandbox").AtName("dir"), "Cannot open the sandbox", err.Error())
+			resp.Diagnostics.AddAttributeError(path.Root(clouds.Sandbox.Block).AtName("dir"), "Cannot open the sandbox", err.Error())
 			return
 		}
-		data.sandbox = b
-		backends = append(backends, b)
+		data.sandbox, data.sandboxDir = c.Backend, c.StateDir
+		dir := c.StateDir
+		backends = append(backends, c.Backend)
 		why := "a `sandbox` block is configured"
 		if cfg.Sandbox == nil {
 			why = "the provider block configures no cloud"
@@ -322,7 +311,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 				" Until then, plans that create, replace or provision a GPU instance fail; refresh, import and destroy work "+
 				"(execlets are destroyed without draining).")
 		}
-		runner, pubKey, diags := newProvisioner(pc, ansible, data.sandbox, len(backends) > 1 || data.sandbox == nil, logger)
+		runner, pubKey, diags := newProvisioner(pc, ansible, data.sandboxDir, len(backends) > 1 || data.sandbox == nil, logger)
 		resp.Diagnostics.Append(diags...)
 		if resp.Diagnostics.HasError() {
 			return
@@ -413,3 +402,9 @@ var sweepOnce sync.Once
 
 // Address is the provider's registry address; HCL names it `source = "hydragpu/hydra"`.
 const Address = "registry.terraform.io/hydragpu/hydra"
+
+// sandboxSetting is one of the sandbox's registered settings (clouds.Sandbox).
+func sandboxSetting(key string) clouds.Setting {
+	s, _ := clouds.Sandbox.Setting(key)
+	return s
+}

@@ -22,7 +22,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 // sandboxKeyFile is the provisioning key hydra generates for a sandbox-only configuration.
@@ -80,8 +79,8 @@ func locateAnsible(pc *provisioningModel, goos string) (string, *provisioningUna
 }
 
 // newProvisioner builds the Ansible runner (ansible: its path, "" for the one on PATH) and returns the
-// public key to install on new machines.
-func newProvisioner(pc *provisioningModel, ansible string, sb *sandbox.Backend, realClouds bool, logger hclog.Logger) (*provision.Runner, string, diag.Diagnostics) {
+// public key to install on new machines (with only the sandbox, a key kept in sandboxDir).
+func newProvisioner(pc *provisioningModel, ansible string, sandboxDir string, realClouds bool, logger hclog.Logger) (*provision.Runner, string, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	keyPath := path.Root("provisioning").AtName("ssh_private_key")
 	var key []byte
@@ -94,7 +93,7 @@ func newProvisioner(pc *provisioningModel, ansible string, sb *sandbox.Backend, 
 				"(a key without passphrase), or provisioning { enabled = false }.")
 		return nil, "", diags
 	default:
-		k, err := sandboxKey(sb.Dir())
+		k, err := sandboxKey(sandboxDir)
 		if err != nil {
 			diags.AddAttributeError(keyPath, "Cannot create the sandbox's provisioning key", err.Error())
 			return nil, "", diags

@@ -138,7 +138,7 @@ func New(opts Options) *Server {
 	if opts.Catalog == nil {
 		opts.Catalog = DefaultCatalog()
 	}
-	opts.Options = opts.Options.WithDefaults(20 * time.Second)
+	opts.Options = opts.WithDefaults(20 * time.Second)
 	if opts.DeleteDuration <= 0 {
 		opts.DeleteDuration = 3 * time.Second
 	}

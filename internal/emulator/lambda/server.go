@@ -95,7 +95,7 @@ func New(opts Options) *Server {
 	if opts.APIKey == "" {
 		opts.APIKey = DefaultAPIKey
 	}
-	opts.Options = opts.Options.WithDefaults(30 * time.Second)
+	opts.Options = opts.WithDefaults(30 * time.Second)
 	if opts.TerminateDuration <= 0 {
 		opts.TerminateDuration = 10 * time.Second
 	}

@@ -109,7 +109,7 @@ func New(opts Options) *Server {
 	if opts.Catalog == nil {
 		opts.Catalog = DefaultCatalog()
 	}
-	opts.Options = opts.Options.WithDefaults(20 * time.Second)
+	opts.Options = opts.WithDefaults(20 * time.Second)
 	if opts.PreemptionWindow == 0 {
 		opts.PreemptionWindow = 5 * time.Minute
 	}

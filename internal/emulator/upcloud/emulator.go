@@ -97,7 +97,7 @@ func New(opts Options) *Server {
 	if opts.Templates == nil {
 		opts.Templates = DefaultTemplates()
 	}
-	opts.Options = opts.Options.WithDefaults(20 * time.Second)
+	opts.Options = opts.WithDefaults(20 * time.Second)
 	if opts.StopDuration == 0 {
 		opts.StopDuration = 3 * time.Second
 	}

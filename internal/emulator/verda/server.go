@@ -105,7 +105,7 @@ func New(opts Options) *Server {
 	if opts.RefreshTokenLifetime <= 0 {
 		opts.RefreshTokenLifetime = 24 * time.Hour
 	}
-	opts.Options = opts.Options.WithDefaults(30 * time.Second)
+	opts.Options = opts.WithDefaults(30 * time.Second)
 	if opts.Catalog == nil {
 		opts.Catalog = DefaultCatalog()
 	}

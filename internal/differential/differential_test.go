@@ -277,6 +277,17 @@ func reference(inv *inventory.Inventory, w world, req controlplane.OfferRequest)
 	var others, auctions []refOffer
 	anyCloud := req
 	anyCloud.Clouds = nil
+	// list files a matching offer the cloud lists as eligible or not.
+	list := func(o refOffer) {
+		switch {
+		case !matches(inv, o.listing, req):
+		case o.Why != "":
+			exp.Ineligible = append(exp.Ineligible, o)
+		default:
+			exp.Eligible = append(exp.Eligible, o)
+			eligibleBy[o.Cloud]++
+		}
+	}
 	for _, l := range w.Listings {
 		o, listed := observe(inv, w, l)
 		if !matches(inv, l, anyCloud) {
@@ -301,27 +312,10 @@ func reference(inv *inventory.Inventory, w world, req controlplane.OfferRequest)
 		if o.Available != 0 {
 			others = append(others, o)
 		}
-		if !matches(inv, l, req) {
-			continue
-		}
-		if o.Why != "" {
-			exp.Ineligible = append(exp.Ineligible, o)
-			continue
-		}
-		exp.Eligible = append(exp.Eligible, o)
-		eligibleBy[o.Cloud]++
+		list(o)
 	}
 	for _, o := range auctions {
-		o = bid(o, others, req.MaxPricePerHour)
-		if !matches(inv, o.listing, req) {
-			continue
-		}
-		if o.Why != "" {
-			exp.Ineligible = append(exp.Ineligible, o)
-			continue
-		}
-		exp.Eligible = append(exp.Eligible, o)
-		eligibleBy[o.Cloud]++
+		list(bid(o, others, req.MaxPricePerHour))
 	}
 	sort.SliceStable(exp.Eligible, func(i, j int) bool { return refLess(exp.Eligible[i], exp.Eligible[j]) })
 	for _, c := range cloudNames {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -53,6 +54,17 @@ func WantKind(t testing.TB, err error, kind controlplane.ErrorKind) {
 	}
 	if got := controlplane.KindOf(err); got != kind {
 		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
+	}
+}
+
+// Clocked gives an emulator's options the test's clock, unless they have one, and boot as their boot
+// duration, unless they have one, so tests move time instead of waiting for machines to boot.
+func Clocked(o *emukit.Options, clock *Clock, boot time.Duration) {
+	if o.Now == nil {
+		o.Now = clock.Now
+	}
+	if o.BootDuration == 0 {
+		o.BootDuration = boot
 	}
 }
 

@@ -26,12 +26,7 @@ type fixture struct {
 func startEmulator(t *testing.T, opts emu.Options) *fixture {
 	t.Helper()
 	clock := newClock()
-	if opts.Now == nil {
-		opts.Now = clock.Now
-	}
-	if opts.BootDuration == 0 {
-		opts.BootDuration = bootTime
-	}
+	backendtest.Clocked(&opts.Options, clock, bootTime)
 	srv := emu.New(opts)
 	return &fixture{srv: srv, url: backendtest.Serve(t, srv) + emu.BasePath, clock: clock}
 }

@@ -1,7 +1,6 @@
 package upcloud
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -187,12 +186,7 @@ func TestListLabelFilters(t *testing.T) {
 }
 
 func TestStartServesTheAdmin(t *testing.T) {
-	s := New(Options{})
-	base, stop, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop(context.Background()) //nolint:errcheck
+	base := start(t)
 	resp, err := http.Get(strings.TrimSuffix(base, APIPrefix) + emukit.AdminPath + "stats")
 	if err != nil {
 		t.Fatal(err)

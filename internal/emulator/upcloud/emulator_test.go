@@ -186,13 +186,20 @@ func TestQuirks(t *testing.T) {
 	}
 }
 
-func TestStartServesTheAPI(t *testing.T) {
-	s := New(Options{})
-	base, stop, err := s.Start("127.0.0.1:0")
+// start serves a new emulator with Start on a loopback port for the test's lifetime and returns its
+// API's base URL.
+func start(t *testing.T) string {
+	t.Helper()
+	base, stop, err := New(Options{}).Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop(context.Background()) //nolint:errcheck
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	return base
+}
+
+func TestStartServesTheAPI(t *testing.T) {
+	base := start(t)
 	req, _ := http.NewRequest("GET", base+"/zone", nil)
 	req.SetBasicAuth("any", "thing")
 	resp, err := http.DefaultClient.Do(req)

@@ -7,7 +7,9 @@
 //
 // Adding a cloud: its backend and emulator packages, a file here declaring its Driver (see verda.go),
 // one line in registry below, and its names in inventory/supported_gpus.yml (api_names) and
-// inventory/pools.yml (its pools). The tests here then check its settings, credentials and emulator.
+// inventory/pools.yml (its pools). The tests here then check its settings, credentials and emulator;
+// the backend contract's suite (internal/backends/conformance) and the differential test of offer
+// ranking (internal/differential) fail until they have its harness and its catalog adapter.
 //
 // This package describes settings with plain Go values; it knows nothing about Terraform. It must not
 // import internal/provider.

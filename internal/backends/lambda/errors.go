@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
@@ -97,29 +96,20 @@ func (e *ResponseError) Kind() controlplane.ErrorKind {
 }
 
 func responseError(he *restclient.HTTPError) *ResponseError {
-	re := &ResponseError{APIError: *restclient.NewAPIError(he)}
-	var body ErrorBody
-	if err := json.Unmarshal(he.Body, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
-		re.Code = body.Error.Code
-		re.Message = body.Error.Message
-		re.Suggestion = body.Error.Suggestion
-		for field, fe := range body.FieldErrors {
-			re.Message += fmt.Sprintf("; %s: %s", field, fe.Message)
+	re := &ResponseError{}
+	re.APIError = *restclient.DecodeAPIError(he, func(b []byte) (string, string, bool) {
+		var body ErrorBody
+		if err := json.Unmarshal(b, &body); err != nil || (body.Error.Code == "" && body.Error.Message == "") {
+			return "", "", false
 		}
-	} else {
-		re.Message = truncate(strings.TrimSpace(string(he.Body)), 512)
-	}
-	if re.Message == "" {
-		re.Message = http.StatusText(he.Status)
-	}
+		re.Suggestion = body.Error.Suggestion
+		msg := body.Error.Message
+		for field, fe := range body.FieldErrors {
+			msg += fmt.Sprintf("; %s: %s", field, fe.Message)
+		}
+		return body.Error.Code, msg, true
+	})
 	return re
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // classify turns any error of a client call into a *controlplane.Error of the right kind. Errors that

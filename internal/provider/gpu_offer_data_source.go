@@ -25,9 +25,7 @@ var (
 // NewGPUOfferDataSource is the hydra_gpu_offer data source.
 func NewGPUOfferDataSource() datasource.DataSource { return &gpuOfferDataSource{} }
 
-type gpuOfferDataSource struct {
-	data *providerData
-}
+type gpuOfferDataSource struct{ dataSourceData }
 
 type gpuOfferModel struct {
 	GPUType         types.String  `tfsdk:"gpu_type"`
@@ -178,10 +176,6 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 			},
 		},
 	}
-}
-
-func (d *gpuOfferDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
 }
 
 func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

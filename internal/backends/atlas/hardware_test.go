@@ -46,12 +46,7 @@ func TestHardwareInstance(t *testing.T) {
 	ctx := context.Background()
 	url := backendtest.Serve(t, emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}}))
 	b := hardwareBackend(t, url)
-	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "", "h100.8x", false)
-	if !ok {
-		t.Fatal("no h100.8x offer")
-	}
-	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048}
-	inst := backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: "atlas-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}}, want)
+	inst := backendtest.InstanceHardware(t, b, "", "h100.8x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048})
 	// A backend that has not listed offers knows only what gpu_model says.
 	fresh, err := hardwareBackend(t, url).Get(ctx, inst.ID)
 	if err != nil {

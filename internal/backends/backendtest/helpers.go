@@ -272,6 +272,27 @@ func CreateWithHardware(t *testing.T, b controlplane.InstanceManagerBackend, req
 	return inst
 }
 
+// InstanceHardware creates a machine from the on-demand offer of instanceType in region ("": any
+// region), in the cloud's vm pool of the test inventory, named for the pool with a fresh owner token,
+// and checks its hardware is want, as Create answers it and as Get reads it (CreateWithHardware).
+func InstanceHardware(t *testing.T, b controlplane.InstanceManagerBackend, region, instanceType string, want controlplane.Hardware) controlplane.Instance {
+	t.Helper()
+	o, ok := FindOffer(Offers(t, b), region, instanceType, false)
+	if !ok {
+		t.Fatalf("no on-demand %s offer in region %q", instanceType, region)
+	}
+	var pool inventory.Pool
+	for _, p := range Inventory(t).Pools {
+		if p.Cloud == b.Cloud() && p.Kind == inventory.KindVM {
+			pool = p
+			break
+		}
+	}
+	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
+	return CreateWithHardware(t, b, controlplane.CreateRequest{Name: controlplane.CloudName(pool, "hw", owner.Token), Pool: pool,
+		Offer: o, Owner: owner, SSHPublicKeys: []string{TestKey}}, want)
+}
+
 // BadGateway is an http.RoundTripper that answers the first N requests Match accepts with a 502 and an
 // HTML body, as a load balancer does. With Forward the request reaches Next first, so the cloud acts and
 // only its answer is lost; without, the cloud never sees it. Every other request goes to Next.

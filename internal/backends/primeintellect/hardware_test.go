@@ -45,13 +45,8 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: a pod says socket, gpuName ("H100_80GB": 80 GB a GPU) and resources.
 func TestHardwareInstance(t *testing.T) {
-	b := hardwareBackend(t)
-	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x", false)
-	if !ok {
-		t.Fatal("no runpod H100 PCIe offer in CA-MTL-3")
-	}
-	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}
-	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: "pi-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}}, want)
+	backendtest.InstanceHardware(t, hardwareBackend(t), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x",
+		controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125})
 }
 
 // TestHardwareRecorded reads items of Prime's recorded availability answers, whose gpuMemory is the

@@ -48,12 +48,7 @@ func TestHardwareOffers(t *testing.T) {
 func TestHardwareInstance(t *testing.T) {
 	srv := emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}, Username: "hw-user", Password: "hw-pass"})
 	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
-	o := findOffer(backendtest.Offers(t, b), "fi-hel2", "GPU-16xCPU-192GB-2xL40S")
-	if o == nil {
-		t.Fatal("no GPU-16xCPU-192GB-2xL40S offer in fi-hel2")
-	}
-	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 192}
-	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: "upcloud-vm-hw", Offer: *o, SSHPublicKeys: []string{backendtest.TestKey}}, want)
+	backendtest.InstanceHardware(t, b, "fi-hel2", "GPU-16xCPU-192GB-2xL40S", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 192})
 }
 
 // TestHardwareRecorded reads the go-api's GPU fixtures: a GPU plan and a server with two L40S devices.

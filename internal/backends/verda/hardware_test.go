@@ -44,19 +44,8 @@ func TestHardwareOffers(t *testing.T) {
 }
 
 func TestHardwareInstance(t *testing.T) {
-	b := hardwareBackend(t)
-	offers := backendtest.Offers(t, b)
-	o, ok := backendtest.FindOffer(offers, "FIN-01", "2H100.80S.80V", false)
-	if !ok {
-		t.Fatal("no 2H100.80S.80V offer in FIN-01")
-	}
-	pool, _ := b.inv.PoolByName("verda-vm-pool")
-	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
-	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}
-	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{
-		Name: controlplane.CloudName(pool, "hw", owner.Token), Pool: pool, Offer: o, Owner: owner,
-		SSHPublicKeys: []string{backendtest.TestKey},
-	}, want)
+	backendtest.InstanceHardware(t, hardwareBackend(t), "FIN-01", "2H100.80S.80V",
+		controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370})
 }
 
 // TestHardwareRecorded reads the hardware of the instance types in the recorded catalog (gpuhunt's

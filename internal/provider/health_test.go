@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -141,20 +140,9 @@ func startJob(t *testing.T, machineDir string, endOnDrain bool) *atomic.Bool {
 	return &sawDrain
 }
 
-// Destroying an execlet drains it first: it stops taking work, and the delete waits for the running job.
-func TestAccGPUInstance_drainBeforeDestroy(t *testing.T) {
-	testAccDestroyDrains(t, "drained", "2m", true)
-}
-
-// A drain that does not finish within drain_timeout never blocks the destroy.
+// A drain that does not finish within drain_timeout never blocks the destroy: the job on the machine
+// never ends, and the destroy goes ahead once the drain has asked it to and the time is up.
 func TestAccGPUInstance_drainTimeout(t *testing.T) {
-	testAccDestroyDrains(t, "stuck", "60s", false)
-}
-
-// testAccDestroyDrains creates an execlet with the drain_timeout given, starts a job on it (which ends
-// when the drain asks it to, or never), and checks at destroy that the machine was asked to drain and is
-// gone.
-func testAccDestroyDrains(t *testing.T, name, drainTimeout string, jobEnds bool) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	var sawDrain *atomic.Bool
@@ -164,32 +152,40 @@ func testAccDestroyDrains(t *testing.T, name, drainTimeout string, jobEnds bool)
 		}
 		return s.checkDestroyed(st)
 	}, []resource.TestStep{{
-		Config: execletConfig(s, name, fmt.Sprintf("  drain_timeout = %q", drainTimeout)),
+		Config: execletConfig(s, "stuck", `  drain_timeout = "60s"`),
 		Check: func(*terraform.State) error {
-			sawDrain = startJob(t, s.machineDir(), jobEnds)
+			sawDrain = startJob(t, s.machineDir(), false)
 			return nil
 		},
 	}})
 }
 
-// A replacement drains the old machine before deleting it.
-func TestAccGPUInstance_replaceDrainsOldMachine(t *testing.T) {
+// Replacing or destroying an execlet drains it first: it stops taking work, and the delete waits for
+// the running job. The replacement drains the old machine before deleting it; the final destroy drains
+// the new one.
+func TestAccGPUInstance_drainBeforeDelete(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
-	var sawDrain *atomic.Bool
-	accTest(t, s.checkDestroyed, []resource.TestStep{{
+	var oldDrained, newDrained *atomic.Bool
+	accTest(t, func(st *terraform.State) error {
+		if newDrained == nil || !newDrained.Load() {
+			t.Error("the execlet was destroyed without being asked to drain")
+		}
+		return s.checkDestroyed(st)
+	}, []resource.TestStep{{
 		Config: execletConfig(s, "old", `  drain_timeout = "2m"`),
 		Check: func(*terraform.State) error {
-			sawDrain = startJob(t, s.machineDir(), true)
+			oldDrained = startJob(t, s.machineDir(), true)
 			return nil
 		},
 	}, {
 		Config:           execletConfig(s, "new", `  drain_timeout = "2m"`),
 		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
 		Check: func(*terraform.State) error {
-			if !sawDrain.Load() {
+			if !oldDrained.Load() {
 				t.Error("the replaced execlet was deleted without being drained")
 			}
+			newDrained = startJob(t, s.machineDir(), true)
 			return s.checkCreated(2)(nil)
 		},
 	}})

@@ -19,11 +19,15 @@ func healthConfig(s *testSandbox, extra string) string {
 	return s.provisionedConfig("") + testAccGPUInstanceConfig_basic("health", "l4", extra)
 }
 
-// A fault injected into a ready machine shows in the next refresh: unhealthy, with the reason; the
-// plan changes nothing until replace_when_unhealthy asks for a replacement, which is then healthy.
-func TestAccGPUInstance_healthDegraded(t *testing.T) {
+// Every refresh reads a ready machine's health. A fault injected into it shows in the next refresh:
+// unhealthy, with the reason; the plan changes nothing until replace_when_unhealthy asks for a
+// replacement, which is then healthy. A machine whose health cannot be read (sshd down, or its
+// provisioning record gone) is "unknown", never "unhealthy": even with replace_when_unhealthy, nothing
+// is replaced.
+func TestAccGPUInstance_health(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
+	replacing := healthConfig(s, "  replace_when_unhealthy = true")
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
 		Config: healthConfig(s, ""),
 		ConfigStateChecks: []statecheck.StateCheck{
@@ -45,38 +49,28 @@ func TestAccGPUInstance_healthDegraded(t *testing.T) {
 		},
 	}, {
 		// Asked to, the plan replaces it; the replacement is healthy.
-		Config:           healthConfig(s, "  replace_when_unhealthy = true"),
+		Config:           replacing,
 		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("health", "healthy"),
 			stateKnown("status", "ready"),
 		},
 		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-	}})
-}
-
-// A machine whose health cannot be read is "unknown", never "unhealthy": even with
-// replace_when_unhealthy, nothing is replaced.
-func TestAccGPUInstance_healthUnknownWhenUnreachable(t *testing.T) {
-	requireProvisioningTools(t)
-	s := newTestSandbox(t)
-	accTest(t, s.checkDestroyed, []resource.TestStep{{
-		Config: healthConfig(s, "  replace_when_unhealthy = true"),
 	}, {
-		// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
+		// The replacement's sshd is down (as when its network or sshd died): the refresh cannot reach it.
 		PreConfig: func() {
 			if err := sshhost.SetFault(s.machineDir(), sshhost.FaultSSHDown, "1"); err != nil {
 				t.Fatal(err)
 			}
 		},
-		Config:           healthConfig(s, "  replace_when_unhealthy = true"),
+		Config:           replacing,
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("status", "ready"),
 			stateKnown("health", "unknown"),
 			stateKnown("health_reason", like(`(?i)connection refused`)),
 		},
-		Check: s.checkCreated(1),
+		Check: s.checkCreated(2),
 	}, {
 		// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
 		// hydra's back): its health cannot be read either.
@@ -92,13 +86,13 @@ func TestAccGPUInstance_healthUnknownWhenUnreachable(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		Config:           healthConfig(s, "  replace_when_unhealthy = true"),
+		Config:           replacing,
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("health", "unknown"),
 			stateKnown("health_reason", like(`marker`)),
 		},
-		Check: s.checkCreated(1),
+		Check: s.checkCreated(2),
 	}})
 }
 

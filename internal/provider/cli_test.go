@@ -30,6 +30,14 @@ terraform {
 }
 `
 
+// cliTest starts a parallel test driven through the real Terraform CLI: a fresh sandbox, and a
+// working directory made by newDir (newCLIDirReattach or newCLIDirBinary).
+func cliTest(t *testing.T, newDir func(*testing.T, string) *cliDir) (*testSandbox, *cliDir) {
+	t.Helper()
+	t.Parallel()
+	return newTestSandbox(t), newDir(t, "")
+}
+
 // newCLIDirReattach makes a working directory whose Terraform talks to a provider served inside the
 // test binary (TF_REATTACH_PROVIDERS), so the provider outlives Terraform's commands.
 func newCLIDirReattach(t *testing.T, config string) *cliDir {

@@ -187,9 +187,7 @@ func TestAccGPUInstance_priceRoseAfterPlan(t *testing.T) {
 // A plan that reuses an earlier plan's quote says so when the market moved, with both figures and
 // the way to re-quote at once.
 func TestAccGPUInstance_staleQuoteWarns(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirReattach(t, "")
+	s, d := cliTest(t, newCLIDirReattach)
 	d.writeInstance(s, "stale", "l40s", "")
 	first := d.mustRun("plan")
 	if strings.Contains(first, "reuses an earlier quote") {
@@ -354,9 +352,7 @@ func TestAccGPUInstance_update(t *testing.T) {
 // simulated cloud, and a configuration that does use the sandbox is told, in every plan, that nothing
 // real is rented.
 func TestAccGPUInstance_sandboxOnlyOnPurpose(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirReattach(t, "")
+	s, d := cliTest(t, newCLIDirReattach)
 	d.write(fmt.Sprintf(`
 provider "hydra" {
   plan_quote_dir = %q

@@ -57,9 +57,7 @@ func serveForReattach(t *testing.T) string {
 // boots. One Ctrl-C costs nothing: the billed machine stays in state in a resumable status, not
 // tainted, and the next apply resumes it in place instead of buying another.
 func TestAccGPUInstance_ctrlC(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirReattach(t, "")
+	s, d := cliTest(t, newCLIDirReattach)
 	d.writeInstance(s, "ctrlc", "l4", "")
 
 	// The machine boots for 15 s; Ctrl-C arrives once it exists at the cloud.

@@ -74,9 +74,7 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 }
 
 func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirReattach(t, "")
+	s, d := cliTest(t, newCLIDirReattach)
 	d.writeInstance(s, "cbd", "l4", `
   lifecycle {
     create_before_destroy = true
@@ -131,9 +129,7 @@ func killedCreate(t *testing.T, s *testSandbox, d *cliDir, name string) (tf, pro
 }
 
 func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirBinary(t, "")
+	s, d := cliTest(t, newCLIDirBinary)
 	d.writeInstance(s, "killed", "l4", "")
 	tf, prov, _ := killedCreate(t, s, d, "killed")
 	machine := s.live()[0]
@@ -172,9 +168,7 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 }
 
 func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirBinary(t, "")
+	s, d := cliTest(t, newCLIDirBinary)
 	d.writeInstance(s, "provkill", "l4", "")
 	tf, prov, out := killedCreate(t, s, d, "provkill")
 	machine := s.live()[0]
@@ -195,9 +189,7 @@ func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
 }
 
 func TestAccGPUInstance_providerExitsWithTerraform(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirBinary(t, "")
+	s, d := cliTest(t, newCLIDirBinary)
 	d.writeInstance(s, "parent", "l4", "")
 	tf, prov, _ := killedCreate(t, s, d, "parent")
 	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {

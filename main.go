@@ -38,14 +38,15 @@ func main() {
 		go provider.WatchParent(500 * time.Millisecond)
 	}
 
-	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
+	// Emulators started for emulator_dir live as long as the provider process.
+	emulators := clouds.NewEmulators()
+	err := providerserver.Serve(context.Background(), provider.NewWith(version, emulators), providerserver.ServeOpts{
 		Address: provider.Address,
 		Debug:   debug,
 	})
-	// Emulators started for emulator_dir live as long as the provider process.
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = clouds.StopEmulators(stopCtx)
+	_ = emulators.Stop(stopCtx)
 	if err != nil {
 		log.Fatal(err.Error())
 	}

@@ -26,7 +26,7 @@ func TestRegistry(t *testing.T) {
 		if !name.MatchString(d.Name) || !block.MatchString(d.Block) {
 			t.Errorf("%q (block %q): a name is lower-case letters and digits, a block also underscores", d.Name, d.Block)
 		}
-		if names[d.Name] || blocks[d.Block] || d.Name == Sandbox || d.Block == "sandbox" || d.Block == "provisioning" {
+		if names[d.Name] || blocks[d.Block] || d.Name == Sandbox.Name || d.Block == Sandbox.Block || d.Block == "provisioning" || d.Simulated {
 			t.Errorf("%s: name or block %q taken", d.Name, d.Block)
 		}
 		names[d.Name], blocks[d.Block] = true, true
@@ -41,12 +41,20 @@ func TestRegistry(t *testing.T) {
 	if !slices.IsSorted(order) {
 		t.Errorf("the registry is not in alphabetical order: %v", order)
 	}
-	if got := Names(); !slices.IsSorted(got) || !slices.Contains(got, Sandbox) || len(got) != len(All())+1 {
+	if got := Names(); !slices.IsSorted(got) || !slices.Contains(got, Sandbox.Name) || len(got) != len(All())+1 {
 		t.Errorf("Names() = %v", got)
 	}
+	// The sandbox is registered (ByName finds it) but simulated: no emulator, no emulator_dir, not among
+	// the real clouds' blocks.
+	if ByName(Sandbox.Name) != Sandbox || ByBlock(Sandbox.Block) != nil || !Sandbox.Simulated || Sandbox.StartEmulator != nil {
+		t.Errorf("the sandbox's registration: %+v", Sandbox)
+	}
+	if _, ok := Sandbox.Setting(EmulatorDirKey); ok {
+		t.Error("the sandbox has an emulator_dir setting")
+	}
 	// The inventory knows exactly the registry's clouds.
-	if !slices.Equal(inventory.Clouds, Names()) {
-		t.Errorf("inventory.Clouds = %v, want the registry's %v", inventory.Clouds, Names())
+	if !slices.Equal(inventory.EmbeddedClouds(), Names()) {
+		t.Errorf("inventory.EmbeddedClouds() = %v, want the registry's %v", inventory.EmbeddedClouds(), Names())
 	}
 	// Prime Intellect keeps its three spellings: the registry holds the first two, pools.yml the third.
 	if d := ByBlock("primeintellect"); d == nil || d.Name != "primeintellect" {
@@ -179,7 +187,7 @@ func TestBuildWithoutCredentialsNamesThem(t *testing.T) {
 			}
 		}
 		// Configure, the provider's way in, fails the same way.
-		if _, err := d.Configure(Values{}, inv, nil); !errors.As(err, &missing) {
+		if _, err := d.Configure(Values{}, Env{Inventory: inv}); !errors.As(err, &missing) {
 			t.Errorf("%s: Configure without credentials: %v", d.Name, err)
 		}
 	}
@@ -322,10 +330,12 @@ func TestConfigureSharesEmulators(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	t.Cleanup(func() { _ = StopEmulators(context.Background()) })
+	emus := NewEmulators()
+	t.Cleanup(func() { _ = emus.Stop(context.Background()) })
+	env := Env{Inventory: inv, Emulators: emus}
 	before := runtime.NumGoroutine()
 	for i := range 5 {
-		c, err := Verda.Configure(Values{EmulatorDirKey: dir}, inv, nil)
+		c, err := Verda.Configure(Values{EmulatorDirKey: dir}, env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,17 +343,14 @@ func TestConfigureSharesEmulators(t *testing.T) {
 			t.Errorf("configure %d: %+v", i, c)
 		}
 		// An emulator needs no credentials, and ignores the ones configured.
-		if _, err := Atlas.Configure(Values{EmulatorDirKey: dir + "/atlas", "token": "real-token", "endpoint": "https://atlas.invalid"}, inv, nil); err != nil {
+		if _, err := Atlas.Configure(Values{EmulatorDirKey: dir + "/atlas", "token": "real-token", "endpoint": "https://atlas.invalid"}, env); err != nil {
 			t.Fatal(err)
 		}
 	}
-	emuMu.Lock()
-	n := len(running)
-	emuMu.Unlock()
-	if n != 2 {
+	if n := emus.Len(); n != 2 {
 		t.Errorf("%d emulators run after five configures of two clouds", n)
 	}
-	if err := StopEmulators(context.Background()); err != nil {
+	if err := emus.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -351,7 +358,7 @@ func TestConfigureSharesEmulators(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if g := runtime.NumGoroutine(); g > before {
-		t.Errorf("%d goroutines after StopEmulators, %d before the configures", g, before)
+		t.Errorf("%d goroutines after Stop, %d before the configures", g, before)
 	}
 }
 
@@ -362,10 +369,46 @@ func TestConfigureEmulatorFailure(t *testing.T) {
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := PrimeIntellect.Configure(Values{EmulatorDirKey: file}, inv, nil)
+	_, err := PrimeIntellect.Configure(Values{EmulatorDirKey: file}, Env{Inventory: inv, Emulators: NewEmulators()})
 	var emu *EmulatorError
 	if !errors.As(err, &emu) || !strings.Contains(err.Error(), "Prime Intellect emulator") {
 		t.Errorf("an emulator_dir that is a file: %v", err)
+	}
+}
+
+// Without a set of emulators to run them in, a block that sets emulator_dir fails, naming the cloud.
+// The sandbox is configured through the registry like every cloud: its directory (default
+// .hydra-sandbox), a boot time that must be a positive duration, and SSH machines only when
+// provisioning is on.
+func TestConfigureSandbox(t *testing.T) {
+	inv, _ := inventory.Default()
+	dir := t.TempDir()
+	c, err := Sandbox.Configure(Values{"dir": dir, "boot_time": "90s"}, Env{Inventory: inv})
+	if err != nil || c.Backend.Cloud() != Sandbox.Name || c.StateDir != dir || c.Emulated {
+		t.Fatalf("configured %+v, %v", c, err)
+	}
+	for _, bad := range []string{"soon", "-1s", "0s"} {
+		if _, err := Sandbox.Configure(Values{"dir": dir, "boot_time": bad}, Env{Inventory: inv}); err == nil || !strings.Contains(err.Error(), "boot_time") {
+			t.Errorf("boot_time %q: %v", bad, err)
+		}
+	}
+	if _, err := Sandbox.Configure(Values{"emulator_dir": dir}, Env{Inventory: inv}); err == nil {
+		t.Error("the sandbox accepted emulator_dir")
+	}
+	t.Chdir(t.TempDir())
+	c, err = Sandbox.Configure(Values{}, Env{Inventory: inv, Provisioning: true})
+	if err != nil || c.StateDir != SandboxDefaultDir {
+		t.Errorf("the default directory: %+v, %v", c, err)
+	}
+}
+
+func TestConfigureWithoutEmulators(t *testing.T) {
+	clearEnv(t)
+	inv, _ := inventory.Default()
+	_, err := Lambda.Configure(Values{EmulatorDirKey: t.TempDir()}, Env{Inventory: inv})
+	var emu *EmulatorError
+	if !errors.As(err, &emu) || !strings.Contains(err.Error(), "Lambda emulator") {
+		t.Errorf("emulator_dir without Emulators: %v", err)
 	}
 }
 

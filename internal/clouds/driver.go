@@ -32,6 +32,9 @@ type Driver struct {
 	// OffByDefault clouds are asked only when their block also sets `enabled = true` (Mithril, whose
 	// bids are commitments), not merely when the block is present.
 	OffByDefault bool
+	// Simulated clouds rent nothing real (the sandbox): they have no emulator (no emulator_dir, no
+	// StartEmulator), and the provider uses them only on purpose.
+	Simulated bool
 	// Build makes the backend from the block's resolved settings. It returns a *MissingError
 	// (Settings.Require, RequireOneOf) when credentials are missing.
 	Build func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error)
@@ -110,12 +113,15 @@ const (
 )
 
 // AllSettings returns the block's attributes: the driver's own, then enabled (OffByDefault drivers)
-// and emulator_dir.
+// and emulator_dir (real clouds).
 func (d *Driver) AllSettings() []Setting {
 	out := append([]Setting(nil), d.Settings...)
 	if d.OffByDefault {
 		out = append(out, Setting{Key: EnabledKey, Kind: KindBool, Default: false,
 			Doc: fmt.Sprintf("Turn %s on: ask it for offers and let them be chosen. Without `enabled = true` the block is ignored.", d.Title)})
+	}
+	if d.Simulated {
+		return out
 	}
 	out = append(out, Setting{Key: EmulatorDirKey, Kind: KindString,
 		Doc: fmt.Sprintf("Run hydra's local emulator of the %s API, with its state in this directory, and talk "+

@@ -7,7 +7,9 @@
 //
 // Adding a cloud: its backend and emulator packages, a file here declaring its Driver (see verda.go),
 // one line in registry below, and its names in inventory/supported_gpus.yml (api_names) and
-// inventory/pools.yml (its pools). The tests here then check its settings, credentials and emulator.
+// inventory/pools.yml (its pools). The tests here then check its settings, credentials and emulator;
+// the backend contract's suite (internal/backends/conformance) and the differential test of offer
+// ranking (internal/differential) fail until they have its harness and its catalog adapter.
 //
 // This package describes settings with plain Go values; it knows nothing about Terraform. It must not
 // import internal/provider.
@@ -16,12 +18,12 @@ package clouds
 import (
 	"sort"
 	"strings"
-
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
-// registry is the one list of clouds, in alphabetical order of their names.
+// registry is the one list of real clouds, in alphabetical order of their names; simulated are the
+// simulated ones (the sandbox).
+var simulated = []*Driver{Sandbox}
+
 var registry = []*Driver{
 	Atlas,
 	Lambda,
@@ -31,21 +33,22 @@ var registry = []*Driver{
 	Verda,
 }
 
-// init hands the known cloud names to the inventory, which cannot import them (the backends that this
-// package imports import the inventory); see inventory.Clouds.
-func init() {
-	inventory.SetClouds(Names())
-}
-
-// All returns every driver, in the registry's order. The slice is a copy; the drivers are shared and
-// must not be changed.
+// All returns every real cloud's driver, in the registry's order (the simulated sandbox is not among
+// them: Registered has it too). The slice is a copy; the drivers are shared and must not be changed.
 func All() []*Driver {
 	return append([]*Driver(nil), registry...)
 }
 
-// ByName returns the driver of a cloud name ("primeintellect"), or nil.
+// Registered returns every driver, real and simulated, in the order of their names.
+func Registered() []*Driver {
+	out := append(All(), simulated...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ByName returns the driver of a cloud name ("primeintellect", "sandbox"), or nil.
 func ByName(name string) *Driver {
-	for _, d := range registry {
+	for _, d := range Registered() {
 		if d.Name == name {
 			return d
 		}
@@ -53,7 +56,7 @@ func ByName(name string) *Driver {
 	return nil
 }
 
-// ByBlock returns the driver of a provider block name ("primeintellect"), or nil.
+// ByBlock returns the driver of a real cloud's provider block name ("primeintellect"), or nil.
 func ByBlock(block string) *Driver {
 	for _, d := range registry {
 		if d.Block == block {
@@ -63,18 +66,12 @@ func ByBlock(block string) *Driver {
 	return nil
 }
 
-// Sandbox is the name of the simulated cloud. It is not a Driver: the provider configures it through
-// its own `sandbox` block, and uses it when no cloud block is present. Its name is a known cloud all
-// the same.
-const Sandbox = sandbox.CloudName
-
-// Names returns every known cloud name, the registry's and the sandbox's, sorted.
+// Names returns every known cloud name, real and simulated, sorted.
 func Names() []string {
-	names := []string{Sandbox}
-	for _, d := range registry {
+	var names []string
+	for _, d := range Registered() {
 		names = append(names, d.Name)
 	}
-	sort.Strings(names)
 	return names
 }
 

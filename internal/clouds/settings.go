@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 )
 
 // key is present only when the block sets it.
@@ -16,9 +18,13 @@ type Values map[string]any
 type Settings struct {
 	driver *Driver
 	values Values
-	// UserAgent is the User-Agent of the cloud's API requests (SetUserAgent; "" for restclient's
+	// UserAgent is the User-Agent of the cloud's API requests (Env.UserAgent; "" for restclient's
 	// default). Build passes it to the backend's client through restclient.Tuning (tuning).
 	UserAgent string
+	// base is the client tuning the caller handed in (Env.Tuning).
+	base restclient.Tuning
+	// provisioning is Env.Provisioning.
+	provisioning bool
 }
 
 // String returns a KindString setting ("" when unset).

@@ -23,7 +23,7 @@ func TestUserAgentString(t *testing.T) {
 	}
 }
 
-// Every cloud's requests carry the User-Agent the provider set: each cloud is configured the provider's
+// Every cloud's requests carry the User-Agent the provider handed Configure (Env.UserAgent): each cloud is configured the provider's
 // way (Configure) against its emulator, behind a proxy that records the User-Agent of every request.
 func TestConfigureSendsUserAgent(t *testing.T) {
 	clearEnv(t)
@@ -32,8 +32,6 @@ func TestConfigureSendsUserAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ua := UserAgent("9.8.7-test", "1.11.4")
-	SetUserAgent(ua)
-	t.Cleanup(func() { SetUserAgent("") })
 	for _, d := range All() {
 		t.Run(d.Name, func(t *testing.T) {
 			emu, err := d.StartEmulator(t.TempDir())
@@ -65,7 +63,7 @@ func TestConfigureSendsUserAgent(t *testing.T) {
 				block[k] = v
 			}
 			block["endpoint"] = srv.URL
-			c, err := d.Configure(block, inv, nil)
+			c, err := d.Configure(block, Env{Inventory: inv, UserAgent: ua})
 			if err != nil {
 				t.Fatal(err)
 			}

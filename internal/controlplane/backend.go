@@ -1,6 +1,12 @@
-// Package controlplane is hydra's thin control plane: it gathers offers from every eligible pool, ranks
-// them by price, and drives an instance from pending to ready through the pool that owns it. It knows
-// nothing about Terraform; internal/provider translates between the two.
+// Package controlplane owns hydra's machines from the first offer to the last delete. It gathers
+// offers from every eligible pool (each cloud once per process), validates and ranks them, and makes
+// the plan's decisions with their reasons: which offer a new machine takes (PlanNew: a pinned offer, an
+// earlier plan's quote, or a fresh choice the fleet shares out), whether a name is already taken
+// (CheckName), and whether an existing machine is kept, provisioned again or replaced (PlanChange). It
+// runs the lifecycle: Launch (with the journal and adoption), BringUp and Resume (boot wait,
+// provisioning with retries, health), Refresh, Import, Drain and Terminate, keeping each machine's
+// Record. It imports no Terraform package: internal/provider maps its records and decisions to schema
+// values and diagnostics; its messages use the resource's attribute names.
 package controlplane
 
 import (
@@ -16,11 +22,12 @@ import (
 // Status is hydra's view of an instance, the same for every cloud.
 type Status string
 
-// The statuses an instance moves through. Backends report only pending, running, terminated and error;
-// provisioning and ready are the control plane's own.
+// The statuses a machine moves through: pending, running, provisioning, ready; or terminated, or
+// error. Backends report only pending, running, terminated and error (Instance.Status); provisioning
+// and ready are the control plane's own (Record.Status, set by BringUp, Refresh and Import).
 const (
 	StatusPending      Status = "pending"      // created at the cloud, not up yet
-	StatusRunning      Status = "running"      // the cloud says it is up and reachable
+	StatusRunning      Status = "running"      // the cloud says it is up (SSH may not answer yet)
 	StatusProvisioning Status = "provisioning" // our Ansible run is going
 	StatusReady        Status = "ready"        // provisioned, for customers
 	StatusTerminated   Status = "terminated"   // gone, also at the cloud
@@ -223,6 +230,19 @@ type OwnershipConfirmer interface {
 // a machine without any key (OfferRequest.WithoutSSHKey), instead of failing at apply.
 type SSHKeyRequirer interface {
 	RequiresSSHKey() bool
+}
+
+// PerMachineLister is implemented by backends whose List costs one API call per machine it lists (UpCloud
+// lists its servers, then reads each one's details). For them one shared List saves nothing over a Get
+// per machine, so the control plane's pollers read each waiting machine with a Get instead.
+type PerMachineLister interface {
+	ListReadsEachMachine() bool
+}
+
+// listReadsEachMachine says whether b declares that its List reads each machine (PerMachineLister).
+func listReadsEachMachine(b InstanceManagerBackend) bool {
+	l, ok := b.(PerMachineLister)
+	return ok && l.ListReadsEachMachine()
 }
 
 // Ownership labels: the key/value pairs a backend stores with a machine where its cloud has labels,

@@ -18,10 +18,11 @@ func (n Near) String() string {
 	return fmt.Sprintf("%s: %s at %s", n.Relaxed, n.Offer.ID, n.Offer.PricePerHour.PerHour())
 }
 
-// Closest answers the request with one constraint relaxed at a time, from the offers already read in
-// this process (it asks no cloud that Offers has not asked), and returns the cheapest offer of each
-// relaxation that has one: the hint a failed plan gives. At most one offer per relaxation, and at most
-// two other GPU counts.
+// Closest answers the request with one constraint relaxed at a time and returns the cheapest offer of
+// each relaxation that has one: the hint a failed plan gives. At most one offer per relaxation, and at
+// most two other GPU counts. Each cloud is asked at most once per process, as Offers asks: a cloud the
+// request already asked is answered from that answer, but relaxing clouds (or a request limited to some
+// clouds) asks every other configured cloud that offers the GPU type too, once.
 func (cp *ControlPlane) Closest(ctx context.Context, req OfferRequest) []Near {
 	var out []Near
 	try := func(relaxed string, r OfferRequest) {

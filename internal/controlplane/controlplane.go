@@ -1,9 +1,12 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -13,7 +16,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
-	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Options tune a ControlPlane.
@@ -26,14 +28,24 @@ type Options struct {
 	MaxProvisionAttempts int
 	// ProvisionBackoff is the wait before the second attempt; it doubles after that (default 5s).
 	ProvisionBackoff time.Duration
-	// PollInterval is the first wait between status polls; it grows to PollMax (defaults 1s and 15s).
-	PollInterval, PollMax time.Duration
+	// PollInterval is the first pause between status polls of a waiting machine (default 1s); it grows
+	// to at most BootPollMax while the cloud answers (see PollSchedule).
+	PollInterval time.Duration
+	// PollMax (default 15s) caps the pause after failed status polls, and the pause between the polls
+	// of Terminate's wait; below BootPollMax it also caps the pause while the cloud answers.
+	PollMax time.Duration
 	// Logger is used when the context carries none (hclog.WithContext).
 	Logger hclog.Logger
 	// Journal records creates in flight (a zero Journal records nothing, and nothing is ever adopted).
 	Journal Journal
 	// OrphanGrace is how old an unconfirmed machine must be before Orphans names it (default 10m).
 	OrphanGrace time.Duration
+	// Inspector reads provisioned machines (health, provisioning marker) and drains execlets; nil with
+	// provisioning off.
+	Inspector Inspector
+	// FleetQuiet is how long instances planned together that compete for limited stock gather before
+	// they are served in name order (default 300ms; see Fleet).
+	FleetQuiet time.Duration
 }
 
 // ControlPlane gathers offers across pools and drives instances through their lifecycle.
@@ -42,6 +54,8 @@ type ControlPlane struct {
 	backends map[string]InstanceManagerBackend
 	manager  *MultiPoolInstManager
 	opts     Options
+	// fleet shares the known stock among the instances planned by this control plane (one walk).
+	fleet *Fleet
 
 	flight singleflight.Group
 	mu     sync.Mutex
@@ -84,7 +98,10 @@ func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Optio
 	if opts.OrphanGrace == 0 {
 		opts.OrphanGrace = 10 * time.Minute
 	}
-	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts,
+	if opts.FleetQuiet == 0 {
+		opts.FleetQuiet = 300 * time.Millisecond
+	}
+	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts, fleet: NewFleet(opts.FleetQuiet),
 		cache: map[string]cloudOffers{}, offerRequests: map[string]int{}, listings: map[string][]Instance{}}
 	var pools []*SinglePoolInstManager
 	for _, b := range backends {
@@ -102,21 +119,8 @@ func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Optio
 // Inventory returns the inventory the control plane uses.
 func (cp *ControlPlane) Inventory() *inventory.Inventory { return cp.inv }
 
-// Manager returns the instance manager that routes by name prefix.
-func (cp *ControlPlane) Manager() *MultiPoolInstManager { return cp.manager }
-
-// Provisioner returns the configured provisioner.
-func (cp *ControlPlane) Provisioner() Provisioner { return cp.opts.Provisioner }
-
 // Clouds returns the configured clouds, sorted.
-func (cp *ControlPlane) Clouds() []string {
-	out := make([]string, 0, len(cp.backends))
-	for c := range cp.backends {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
-}
+func (cp *ControlPlane) Clouds() []string { return slices.Sorted(maps.Keys(cp.backends)) }
 
 // OfferRequests returns how many offer requests each cloud has been sent by this process.
 func (cp *ControlPlane) OfferRequests() map[string]int {
@@ -162,22 +166,24 @@ func (cp *ControlPlane) Validate(req OfferRequest) error {
 	if req.GPUCount > gpu.MaxCount {
 		return &RequestError{Field: "gpu_count", Msg: fmt.Sprintf("gpu_count %d is more than any %s instance may have: at most %d %s GPUs per instance", req.GPUCount, req.GPUType, gpu.MaxCount, req.GPUType)}
 	}
-	if !contains(inventory.Kinds, req.Kind) {
+	if !slices.Contains(inventory.Kinds, req.Kind) {
 		return &RequestError{Field: "kind", Msg: fmt.Sprintf("unknown kind %q; expected one of %s", req.Kind, quoteList(inventory.Kinds, ", "))}
 	}
 	for _, c := range req.Clouds {
-		if !contains(inventory.Clouds, c) {
-			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("unknown cloud %q; expected any of %s", c, quoteList(inventory.Clouds, ", "))}
+		if !slices.Contains(cp.inv.KnownClouds(), c) {
+			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("unknown cloud %q; expected any of %s", c, quoteList(cp.inv.KnownClouds(), ", "))}
 		}
 		if _, ok := cp.backends[c]; !ok {
 			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("cloud %q is not configured in the provider; configured clouds: %s", c, quoteList(cp.Clouds(), ", "))}
 		}
 	}
-	if req.FormFactor != "" && !contains(FormFactors, req.FormFactor) {
+	if req.FormFactor != "" && !slices.Contains(FormFactors, req.FormFactor) {
 		return &RequestError{Field: "form_factor", Msg: fmt.Sprintf("unknown form factor %q; expected one of %s", req.FormFactor, quoteList(FormFactors, ", "))}
 	}
-	if req.MaxPricePerHour < 0 || req.MaxPricePerHour > money.Max {
-		return &RequestError{Field: "max_price_per_hour", Msg: fmt.Sprintf("max_price_per_hour must be between 0 and %s, got %s", money.Max, req.MaxPricePerHour)}
+	if req.MaxPricePerHour != 0 {
+		if err := checkMaxPrice(req.MaxPricePerHour); err != nil {
+			return &RequestError{Field: "max_price_per_hour", Msg: err.Error()}
+		}
 	}
 	var kindPools, typePools []string
 	for _, p := range cp.manager.Pools() {
@@ -388,7 +394,7 @@ func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([
 			continue
 		}
 		countSeen = true
-		if len(req.Regions) > 0 && !contains(req.Regions, o.Region) {
+		if len(req.Regions) > 0 && !slices.Contains(req.Regions, o.Region) {
 			continue
 		}
 		regionSeen = true
@@ -440,7 +446,7 @@ func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([
 	case spotOnly && !formSeen && len(formFactors) == 0:
 		return nil, fmt.Sprintf("only spot capacity for %s (set spot = true to allow it)", shape(req))
 	case !formSeen && len(formFactors) > 0:
-		return nil, fmt.Sprintf("no %s offer with form_factor %q (offered: %s)", shape(req), req.FormFactor, strings.Join(uniqueSorted(formFactors), ", "))
+		return nil, fmt.Sprintf("no %s offer with form_factor %q (offered: %s)", shape(req), req.FormFactor, strings.Join(sortedUnique(formFactors), ", "))
 	default:
 		return nil, fmt.Sprintf("no capacity for %s right now", shape(req))
 	}
@@ -494,16 +500,7 @@ func (cp *ControlPlane) cloudOffers(ctx context.Context, cloud string, fresh boo
 }
 
 func cloudAllowed(allowed []string, cloud string) bool {
-	return len(allowed) == 0 || contains(allowed, cloud)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return len(allowed) == 0 || slices.Contains(allowed, cloud)
 }
 
 func quoteList(list []string, sep string) string {
@@ -515,15 +512,7 @@ func quoteList(list []string, sep string) string {
 }
 
 func intList(list []int) string {
-	seen := map[int]bool{}
-	var uniq []int
-	for _, n := range list {
-		if !seen[n] {
-			seen[n] = true
-			uniq = append(uniq, n)
-		}
-	}
-	sort.Ints(uniq)
+	uniq := sortedUnique(list)
 	s := make([]string, len(uniq))
 	for i, n := range uniq {
 		s[i] = fmt.Sprint(n)
@@ -548,17 +537,11 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func uniqueSorted(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
+// sortedUnique returns in sorted, each value once.
+func sortedUnique[T cmp.Ordered](in []T) []T {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // unmappedNames lists, sorted and once each, the cloud's GPU names that the inventory does not map.
@@ -572,5 +555,5 @@ func unmappedNames(offers []Offer) []string {
 	if len(names) == 0 {
 		return nil
 	}
-	return uniqueSorted(names)
+	return sortedUnique(names)
 }

@@ -193,24 +193,24 @@ func TestRouting(t *testing.T) {
 		"sbx-ex-a":         "sandbox-execlet-pool",
 	}
 	for name, pool := range cases {
-		p, err := cp.Manager().Route(name)
+		p, err := cp.manager.Route(name)
 		if err != nil || p.Pool.Name != pool {
 			t.Errorf("Route(%q) = %v, %v; want %s", name, p, err, pool)
 		}
 	}
 	// Pools of unconfigured clouds are not routable, and the error lists what is.
-	_, err := cp.Manager().Route("upcloud-vm-x")
+	_, err := cp.manager.Route("upcloud-vm-x")
 	if err == nil || !strings.Contains(err.Error(), `"sbx-vm-" (sandbox-vm-pool)`) {
 		t.Errorf("Route of an unconfigured pool: %v", err)
 	}
 	// Calls reach the right backend.
-	if _, err := cp.Manager().Create(context.Background(), CreateRequest{Name: "verda-vm-x", Offer: offer("FIN-01", "1H100", 1, 2)}); err != nil {
+	if _, err := cp.manager.Create(context.Background(), CreateRequest{Name: "verda-vm-x", Offer: offer("FIN-01", "1H100", 1, 2)}); err != nil {
 		t.Fatal(err)
 	}
 	if verda.created != 1 || sb.created != 0 {
 		t.Errorf("create went to the wrong cloud: verda %d sandbox %d", verda.created, sb.created)
 	}
-	inst, err := cp.Manager().Get(context.Background(), InstanceRef{Name: "verda-vm-x"})
+	inst, err := cp.manager.Get(context.Background(), InstanceRef{Name: "verda-vm-x"})
 	if err != nil || inst.Cloud != "verda" {
 		t.Errorf("Get by name = %+v, %v", inst, err)
 	}

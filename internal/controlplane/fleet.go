@@ -60,8 +60,9 @@ func stockKey(o Offer) string {
 }
 
 // Choose returns the offer for the instance name from offers (ranked best first, all eligible). It
-// returns ok false when every offer's stock was taken by other instances of this run. A name asked
-// again gets the same answer.
+// returns ok false when every offer's stock was taken by other instances of this run (the choice then
+// lists them in Passed). A name asked again gets the same answer, ok included, whatever offers it
+// brings the second time.
 func (f *Fleet) Choose(ctx context.Context, name string, offers []Offer) (FleetChoice, bool, error) {
 	if len(offers) == 0 {
 		return FleetChoice{}, false, nil
@@ -69,7 +70,7 @@ func (f *Fleet) Choose(ctx context.Context, name string, offers []Offer) (FleetC
 	f.mu.Lock()
 	if c, ok := f.chosen[name]; ok {
 		f.mu.Unlock()
-		return c, true, nil
+		return c, c.Offer.ID != "", nil
 	}
 	if offers[0].Available < 0 || offers[0].StockUnknown {
 		// No stock limit on the best offer: nobody can take it away.

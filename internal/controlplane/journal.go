@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 )
 
 // Intent is one create in flight, journaled before the create is sent and removed once the resource's
@@ -48,20 +50,10 @@ func (j Journal) Put(in Intent) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(j.Dir, ".intent-*")
-	if err != nil {
+	if err := atomicfile.Write(j.path(in.Resource), data, 0o600); err != nil {
 		return fmt.Errorf("journal of creates in flight: %w", err)
 	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close() // best-effort cleanup: the write already failed
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name()) // best-effort cleanup: the close already failed
-		return err
-	}
-	return os.Rename(tmp.Name(), j.path(in.Resource))
+	return nil
 }
 
 // Get returns the resource's intent, if one is journaled.

@@ -253,8 +253,10 @@ func (cp *ControlPlane) Confirm(ctx context.Context, inst Instance) {
 	}
 }
 
-// WaitRunning waits until the cloud says the instance runs (with an SSH endpoint when provisioning
-// needs one), until ctx ends. The instance is read through its cloud's shared status poller (see
+// WaitRunning waits until the cloud says the instance runs, until ctx ends. It does not wait for an
+// SSH endpoint: a running instance ends the wait with the endpoint the cloud reports, nil when none
+// (provisioning then waits for SSH itself). An instance that fails, is terminated or disappears at the
+// cloud ends it with an error. The instance is read through its cloud's shared status poller (see
 // poll.go): at most BootPollMax between reads while the cloud answers, one read per tick for every
 // machine waiting on that cloud. onChange sees every status change.
 func (cp *ControlPlane) WaitRunning(ctx context.Context, inst Instance, onChange func(Instance)) (Instance, error) {

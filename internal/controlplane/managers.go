@@ -15,27 +15,13 @@ type InstanceRef struct {
 	ID   string
 }
 
-// InstManager is how the control plane drives instances, whatever pool or cloud they live in.
-type InstManager interface {
-	// Create starts an instance; req.Name must already carry the pool's prefix.
-	Create(ctx context.Context, req CreateRequest) (Instance, error)
-	// Get finds an instance by id or, when the id is empty, by name. Missing: an ErrNotFound *Error.
-	Get(ctx context.Context, ref InstanceRef) (Instance, error)
-	// List returns the instances of every pool.
-	List(ctx context.Context) ([]Instance, error)
-	// Delete starts termination of the instance with ref.ID (required).
-	Delete(ctx context.Context, ref InstanceRef) error
-}
-
 // SinglePoolInstManager acts for one pool through its cloud's backend.
 type SinglePoolInstManager struct {
 	Pool    inventory.Pool
 	Backend InstanceManagerBackend
 }
 
-var _ InstManager = (*SinglePoolInstManager)(nil)
-
-// Create starts an instance in this pool.
+// Create starts an instance in this pool; req.Name must start with the pool's prefix.
 func (m *SinglePoolInstManager) Create(ctx context.Context, req CreateRequest) (Instance, error) {
 	if !strings.HasPrefix(req.Name, m.Pool.Prefix) {
 		return Instance{}, Errorf(ErrInvalid, m.Pool.Cloud, "creating instance", "name %q does not start with pool %s's prefix %q", req.Name, m.Pool.Name, m.Pool.Prefix)
@@ -45,7 +31,8 @@ func (m *SinglePoolInstManager) Create(ctx context.Context, req CreateRequest) (
 	return WithOwner(m.Pool, inst), err
 }
 
-// Get finds an instance of this pool.
+// Get finds an instance of this pool by its cloud id or, when ref.ID is empty, by its name (one live
+// instance at most may carry it). A missing instance is an ErrNotFound *Error.
 func (m *SinglePoolInstManager) Get(ctx context.Context, ref InstanceRef) (Instance, error) {
 	if ref.ID != "" {
 		inst, err := m.Backend.Get(ctx, ref.ID)
@@ -102,13 +89,10 @@ func (m *SinglePoolInstManager) Delete(ctx context.Context, ref InstanceRef) err
 	return err
 }
 
-// MultiPoolInstManager implements InstManager by routing each call to the pool whose prefix starts the
-// instance's name.
+// MultiPoolInstManager routes each call to the pool whose prefix starts the instance's name.
 type MultiPoolInstManager struct {
 	pools []*SinglePoolInstManager
 }
-
-var _ InstManager = (*MultiPoolInstManager)(nil)
 
 // NewMultiPoolInstManager routes over the given pools (prefixes must not overlap; the inventory checks).
 func NewMultiPoolInstManager(pools []*SinglePoolInstManager) *MultiPoolInstManager {

@@ -118,23 +118,31 @@ func Rank(offers []Offer) {
 		if pa, pb := a.RankingPrice(), b.RankingPrice(); pa != pb {
 			return pa < pb
 		}
-		if (a.ResaleOf == "") != (b.ResaleOf == "") {
-			return a.ResaleOf == ""
-		}
-		if a.Cloud != b.Cloud {
-			return a.Cloud < b.Cloud
-		}
-		if a.Pool != b.Pool {
-			return a.Pool < b.Pool
-		}
-		if a.Region != b.Region {
-			return a.Region < b.Region
-		}
-		if a.InstanceType != b.InstanceType {
-			return a.InstanceType < b.InstanceType
-		}
-		return a.ID < b.ID
+		return TieBreak(a, b)
 	})
+}
+
+// TieBreak orders two offers of equal price, the same way wherever hydra picks among offers (Rank, and
+// Mithril's choice of the offer its bid is based on): direct offers before resold ones (the same
+// hardware through an aggregator), then by cloud, pool, region, instance type and ID, each in byte
+// order. It reports whether a comes first.
+func TieBreak(a, b Offer) bool {
+	if (a.ResaleOf == "") != (b.ResaleOf == "") {
+		return a.ResaleOf == ""
+	}
+	if a.Cloud != b.Cloud {
+		return a.Cloud < b.Cloud
+	}
+	if a.Pool != b.Pool {
+		return a.Pool < b.Pool
+	}
+	if a.Region != b.Region {
+		return a.Region < b.Region
+	}
+	if a.InstanceType != b.InstanceType {
+		return a.InstanceType < b.InstanceType
+	}
+	return a.ID < b.ID
 }
 
 // Market words used in offer IDs.
@@ -144,8 +152,10 @@ const (
 )
 
 // OfferID builds an offer's ID: "<pool>/<region>/<instance type>/<market>@<price>". The ID is a quote:
-// it carries everything the plan shows, so a plan made on one machine can be applied on another
-// without asking the cloud again and without the values moving.
+// it carries everything the plan shows (ParseOfferID reads it all back), so a plan made on one machine
+// can be applied on another without the values moving. Apply still asks the cloud once more
+// (LaunchOffers): for what the ID does not carry (the ids an auction or a reseller needs at create,
+// the hardware) and to refuse an offer whose price rose since; the ID's price is the most it pays.
 func OfferID(o Offer) string {
 	market := marketOnDemand
 	if o.Spot {

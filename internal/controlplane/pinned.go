@@ -3,15 +3,22 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"slices"
+
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
-// MismatchError says how a pinned offer does not fit the request it is pinned to. Field names the
-// request's part that disagrees ("kind", "clouds", "regions", "spot", "max_price_per_hour", "pool").
+// MismatchError says how a pinned offer does not fit the request it is pinned to.
 type MismatchError struct {
+	// OfferID is the pinned offer's ID.
 	OfferID string
-	Field   string
-	Msg     string
+	// Field names the request's part that disagrees, in the resource's attribute names: "kind",
+	// "clouds", "regions", "spot", "max_price_per_hour" (CheckPinned), "gpu_type", "gpu_count",
+	// "form_factor" (CheckPinnedHardware, LaunchOffers), or "pool" when the offer's pool is not
+	// configured at all.
+	Field string
+	// Msg says what disagrees, both sides named.
+	Msg string
 }
 
 func (e *MismatchError) Error() string { return fmt.Sprintf("offer %s: %s", e.OfferID, e.Msg) }
@@ -28,7 +35,7 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 		return &MismatchError{id, "kind", fmt.Sprintf("it is from pool %s of kind %q, but the request's kind is %q", p.Pool, pm.Pool.Kind, req.Kind)}
 	case !cloudAllowed(req.Clouds, pm.Pool.Cloud):
 		return &MismatchError{id, "clouds", fmt.Sprintf("it is from cloud %q, which the request's clouds do not allow", pm.Pool.Cloud)}
-	case len(req.Regions) > 0 && !contains(req.Regions, p.Region):
+	case len(req.Regions) > 0 && !slices.Contains(req.Regions, p.Region):
 		return &MismatchError{id, "regions", fmt.Sprintf("it is in region %q, which the request's regions do not allow", p.Region)}
 	case p.Spot && !req.AllowSpot:
 		return &MismatchError{id, "spot", "it is a spot offer, but the request does not allow spot"}

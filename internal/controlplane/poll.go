@@ -45,11 +45,6 @@ const pollCallTimeout = time.Minute
 // pollGetConcurrency bounds the Gets one tick sends at once (clouds without a shared List).
 const pollGetConcurrency = 4
 
-// listReadsEachMachine names the clouds whose List costs one API call per machine listed (UpCloud lists
-// its servers, then reads each one's details): one shared List saves nothing over a Get per machine,
-// so their pollers send a Get per waiting machine per tick (still at most one tick at a time).
-var listReadsEachMachine = map[string]bool{"upcloud": true}
-
 // PollSchedule says when a cloud's poller reads the machines waiting on it.
 type PollSchedule struct {
 	// Answering is the interval after the n-th successful poll (n from 0 since the poller started),
@@ -247,7 +242,9 @@ func (p *cloudPoller) run(ctx context.Context, sched PollSchedule) {
 func (p *cloudPoller) poll(ctx context.Context, subs []*pollSub) bool {
 	ctx, cancel := context.WithTimeout(ctx, pollCallTimeout)
 	defer cancel()
-	if len(subs) > 1 && !listReadsEachMachine[p.key.cloud] {
+	// A cloud whose List reads each machine anyway (PerMachineLister) gets a Get per waiting machine per
+	// tick (still at most one tick at a time).
+	if len(subs) > 1 && !listReadsEachMachine(p.backend) {
 		return p.pollList(ctx, subs)
 	}
 	return p.pollEach(ctx, subs)

@@ -464,11 +464,18 @@ func TestWaitRunningSlowCloudOneReadInFlight(t *testing.T) {
 	}
 }
 
-// UpCloud's List reads every server: its machines are read with a Get each, a few at a time.
+// perMachineCloud is a cloud whose List reads every machine (as UpCloud's does), declared through
+// PerMachineLister.
+type perMachineCloud struct{ *bootCloud }
+
+func (perMachineCloud) ListReadsEachMachine() bool { return true }
+
+// A cloud whose List reads every machine (PerMachineLister) has its machines read with a Get each, a
+// few at a time; the same cloud without the declaration is read with one List.
 func TestWaitRunningPerMachineListCloudUsesGets(t *testing.T) {
 	c := newBootCloud("upcloud")
 	c.delay = 5 * time.Millisecond
-	cp := New(testInventory(t), []InstanceManagerBackend{c}, fast)
+	cp := New(testInventory(t), []InstanceManagerBackend{perMachineCloud{c}}, fast)
 	var insts []Instance
 	for i := range 10 {
 		insts = append(insts, c.add("upcloud-vm-", fmt.Sprint(i), 60*time.Millisecond))
@@ -484,6 +491,19 @@ func TestWaitRunningPerMachineListCloudUsesGets(t *testing.T) {
 	}
 	if m := c.maxFlight.Load(); m > pollGetConcurrency {
 		t.Errorf("%d Gets in flight at once, want at most %d", m, pollGetConcurrency)
+	}
+
+	plain := newBootCloud("upcloud")
+	cp = New(testInventory(t), []InstanceManagerBackend{plain}, fast)
+	insts = nil
+	for i := range 10 {
+		insts = append(insts, plain.add("upcloud-vm-", fmt.Sprint(i), 60*time.Millisecond))
+	}
+	if _, errs := waitAll(context.Background(), cp, insts); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+	if plain.lists.Load() == 0 {
+		t.Errorf("no List of a cloud that does not declare PerMachineLister: the capability, not the name, decides")
 	}
 }
 

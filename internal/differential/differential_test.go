@@ -3,9 +3,11 @@ package differential
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/big"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -15,16 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/upcloud"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	atlasemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	lambdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
+	mithrilemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
+	primeemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	upcloudemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	verdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -78,13 +79,16 @@ func params(t *testing.T) (seed uint64, cases int, only int) {
 const (
 	atlasCloud   = "atlas"
 	lambdaCloud  = "lambda"
+	mithrilCloud = "mithril"
+	primeCloud   = "primeintellect"
 	sandboxCloud = "sandbox"
 	upcloudCloud = "upcloud"
 	verdaCloud   = "verda"
 )
 
-// clouds are the clouds every case configures.
-var clouds = []string{atlasCloud, lambdaCloud, sandboxCloud, upcloudCloud, verdaCloud}
+// cloudNames are the clouds every case configures: the registry's (clouds.Names, the sandbox
+// included; TestDifferentialCoversTheRegistry checks it).
+var cloudNames = []string{atlasCloud, lambdaCloud, mithrilCloud, primeCloud, sandboxCloud, upcloudCloud, verdaCloud}
 
 // listing is one offer of a generated catalog as the cloud holds it, before any backend has read it.
 type listing struct {
@@ -204,6 +208,8 @@ type refOffer struct {
 	StockUnknown bool
 	// Available is the stock as hydra sees it (-1: the cloud does not say).
 	Available int
+	// ResaleOf names the cloud whose hardware a resold offer is ("" when direct).
+	ResaleOf string
 	// Why is "" for an eligible offer, else why it is not ("sold out", "above cap").
 	Why string
 }
@@ -211,18 +217,22 @@ type refOffer struct {
 // group is the part of an offer the documented ranking orders by. Two offers with the same group
 // (the spot and on-demand offer of one instance type at one price) may come in either order.
 func (o refOffer) group() string {
-	return fmt.Sprintf("stock_unknown=%t rank=%s resold=%t %s|%s|%s|%s", o.StockUnknown, o.Rank, false, o.Cloud, o.Pool, o.Region, o.Type)
+	return fmt.Sprintf("stock_unknown=%t rank=%s resold=%t %s|%s|%s|%s", o.StockUnknown, o.Rank, o.ResaleOf != "", o.Cloud, o.Pool, o.Region, o.Type)
 }
 
 // refLess is the documented order: known stock before stock that could not be read; then the ranking
-// price, exactly; then direct before resold offers (none of these clouds resells); then cloud, pool,
-// region and instance type in byte order. The ID breaks what the documentation leaves open.
+// price, exactly; then direct before resold offers (Prime Intellect resells Verda's hardware); then
+// cloud, pool, region and instance type in byte order. The ID breaks what the documentation leaves
+// open.
 func refLess(a, b refOffer) bool {
 	if a.StockUnknown != b.StockUnknown {
 		return !a.StockUnknown
 	}
 	if a.Rank != b.Rank {
 		return a.Rank < b.Rank
+	}
+	if (a.ResaleOf == "") != (b.ResaleOf == "") {
+		return a.ResaleOf == ""
 	}
 	for _, p := range [][2]string{{a.Cloud, b.Cloud}, {a.Pool, b.Pool}, {a.Region, b.Region}, {a.Type, b.Type}, {a.ID, b.ID}} {
 		if p[0] != p[1] {
@@ -262,13 +272,35 @@ type expectation struct {
 func reference(inv *inventory.Inventory, w world, req controlplane.OfferRequest) expectation {
 	var exp expectation
 	eligibleBy := map[string]int{}
+	// others are every other cloud's matching offers that can be bought now (listed, not sold out; above
+	// the cap or not), asked or not: what Mithril's bids are priced against.
+	var others, auctions []refOffer
+	anyCloud := req
+	anyCloud.Clouds = nil
+	// list files a matching offer the cloud lists as eligible or not.
+	list := func(o refOffer) {
+		switch {
+		case !matches(inv, o.listing, req):
+		case o.Why != "":
+			exp.Ineligible = append(exp.Ineligible, o)
+		default:
+			exp.Eligible = append(exp.Eligible, o)
+			eligibleBy[o.Cloud]++
+		}
+	}
 	for _, l := range w.Listings {
 		o, listed := observe(inv, w, l)
-		if !matches(inv, l, req) {
+		if !matches(inv, l, anyCloud) {
+			continue
+		}
+		if l.Cloud == mithrilCloud {
+			auctions = append(auctions, o)
 			continue
 		}
 		if !listed {
-			exp.Hidden = append(exp.Hidden, o)
+			if matches(inv, l, req) {
+				exp.Hidden = append(exp.Hidden, o)
+			}
 			continue
 		}
 		switch {
@@ -277,15 +309,16 @@ func reference(inv *inventory.Inventory, w world, req controlplane.OfferRequest)
 		case req.MaxPricePerHour > 0 && o.Billed > req.MaxPricePerHour:
 			o.Why = "above max_price_per_hour"
 		}
-		if o.Why != "" {
-			exp.Ineligible = append(exp.Ineligible, o)
-			continue
+		if o.Available != 0 {
+			others = append(others, o)
 		}
-		exp.Eligible = append(exp.Eligible, o)
-		eligibleBy[o.Cloud]++
+		list(o)
+	}
+	for _, o := range auctions {
+		list(bid(o, others, req.MaxPricePerHour))
 	}
 	sort.SliceStable(exp.Eligible, func(i, j int) bool { return refLess(exp.Eligible[i], exp.Eligible[j]) })
-	for _, c := range clouds {
+	for _, c := range cloudNames {
 		if len(inv.GPUs[req.GPUType].APINames[c]) == 0 || (len(req.Clouds) > 0 && !slices.Contains(req.Clouds, c)) {
 			continue // not asked
 		}
@@ -304,6 +337,9 @@ func reference(inv *inventory.Inventory, w world, req controlplane.OfferRequest)
 //     it bills the list price and ranks by list price × price_factor;
 //   - Verda and Lambda: an offer exists only where the availability lists say a type can start now;
 //     they say yes or no, so hydra's stock is -1;
+//   - Prime Intellect: every available item is an offer at its price, stock not said (-1); unavailable
+//     items are not listed; items of DataCrunch are Verda's hardware resold (direct offers rank first);
+//   - Mithril: every auction with capacity is an offer whose price is its bid (see bid);
 //   - UpCloud: every priced plan and zone is an offer whose stock comes from /device/availability (0:
 //     listed, not eligible); when that call fails the stock is unknown (StockUnknown, -1). The euro
 //     price is converted at the configured fixed rate.
@@ -321,6 +357,14 @@ func observe(inv *inventory.Inventory, w world, l listing) (refOffer, bool) {
 		if w.UpCloudStockFails {
 			o.StockUnknown, o.Available = true, -1
 		}
+	case primeCloud:
+		// An unavailable item is listed sold out (not eligible); the others do not say how many can start.
+		if l.Stock != 0 {
+			o.Available = -1
+		}
+		if strings.HasPrefix(l.Type, "datacrunch.") {
+			o.ResaleOf = verdaCloud // Prime resells Verda's hardware (DataCrunch is Verda's former name)
+		}
 	}
 	o.Rank = o.Billed
 	if l.Cloud == atlasCloud {
@@ -328,6 +372,44 @@ func observe(inv *inventory.Inventory, w world, l listing) (refOffer, bool) {
 	}
 	o.ID = fmt.Sprintf("%s/%s/%s/%s@%s", o.Pool, l.Region, l.Type, l.market(), o.Billed)
 	return o, listed
+}
+
+// bid prices a Mithril auction as its documentation says (mithril.Backend.PriceBids), for auctions
+// whose signals are all one price, the quote (reserve = last clearing price = the win price, no
+// allocated bids), with win_margin_percent 0: a bid needs the quote. Its basis is the cheapest
+// comparable spot offer of the others (same GPU count; all are of the requested type), else the cheapest
+// comparable on-demand one. With a basis the bid is min(basis - $0.01, cap) rounded down to the cent,
+// and it clears when it is at least the quote; without one the bid is the quote, and it clears when
+// it is within the cap.
+func bid(o refOffer, others []refOffer, limit money.USD) refOffer {
+	need := o.Quote
+	var basis *refOffer
+	for _, spot := range []bool{true, false} {
+		for i, x := range others {
+			if x.Spot == spot && x.Count == o.Count && (basis == nil || x.Billed < basis.Billed) {
+				basis = &others[i]
+			}
+		}
+		if basis != nil {
+			break
+		}
+	}
+	price := need
+	if basis != nil {
+		price = basis.Billed - money.Cent
+		if limit > 0 {
+			price = min(price, limit)
+		}
+		price = price / money.Cent * money.Cent
+		if price < need || price <= 0 {
+			o.Why = "does not clear"
+		}
+	} else if limit > 0 && need > limit {
+		price, o.Why = limit/money.Cent*money.Cent, "does not clear"
+	}
+	o.Billed, o.Rank = price, price
+	o.ID = fmt.Sprintf("%s/%s/%s/%s@%s", o.Pool, o.Region, o.Type, o.market(), o.Billed)
+	return o
 }
 
 func matches(inv *inventory.Inventory, l listing, req controlplane.OfferRequest) bool {
@@ -530,13 +612,85 @@ func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(w, r)
 }
 
-// harness holds what the cases share: the inventory, one server per emulated cloud, one HTTP
-// transport for every client, and the sandbox directory.
+// cloudAdapter loads a case's listings into one registered cloud: the emulator that holds them, and
+// the block settings of the case. Every cloud of the registry (internal/clouds) must have one: the
+// harness builds each cloud's backend through the registry, as the provider does.
+type cloudAdapter struct {
+	// emulator serves the listings (regions: every region of the case).
+	emulator func(w world, ls []listing, regions []string) (http.Handler, error)
+	// settings are the block settings the case sets besides the endpoint and credentials.
+	settings func(w world) clouds.Values
+}
+
+// adapters are the registered clouds' adapters, by cloud name.
+var adapters = map[string]cloudAdapter{
+	atlasCloud: {
+		emulator: func(_ world, ls []listing, _ []string) (http.Handler, error) {
+			return atlasemu.New(atlasemu.Options{Catalog: atlasCatalog(ls)}), nil
+		},
+		settings: func(w world) clouds.Values {
+			factor, _ := strconv.ParseFloat(w.AtlasFactor, 64)
+			return clouds.Values{"price_factor": factor}
+		},
+	},
+	verdaCloud: {emulator: func(_ world, ls []listing, regions []string) (http.Handler, error) {
+		var locations []verdaemu.Location
+		for _, r := range regions {
+			locations = append(locations, verdaemu.Location{Code: r, Name: r, CountryCode: "FI"})
+		}
+		cat, err := verdaCatalog(ls)
+		return verdaemu.New(verdaemu.Options{Catalog: cat, Locations: locations}), err
+	}},
+	lambdaCloud: {emulator: func(_ world, ls []listing, regions []string) (http.Handler, error) {
+		var lregions []lambdaemu.Region
+		for _, r := range regions {
+			lregions = append(lregions, lambdaemu.Region{Name: r, Description: r})
+		}
+		cat, err := lambdaCatalog(ls)
+		return lambdaemu.New(lambdaemu.Options{Catalog: cat, Regions: lregions}), err
+	}},
+	upcloudCloud: {
+		emulator: func(w world, ls []listing, regions []string) (http.Handler, error) {
+			var zones []upcloudemu.Zone
+			for _, r := range regions {
+				zones = append(zones, upcloudemu.Zone{ID: r, Description: r, Public: true})
+			}
+			plans, err := upcloudPlans(ls)
+			if err != nil {
+				return nil, err
+			}
+			us := upcloudemu.New(upcloudemu.Options{Zones: zones, Plans: plans, Username: upcloudUser, Password: upcloudPass})
+			if w.UpCloudStockFails {
+				err = us.SetCloudFaults(upcloudemu.Faults{Faults: emukit.Faults{ServerErrors: 1000}, Match: "GET /device/availability"})
+			}
+			return us, err
+		},
+		settings: func(w world) clouds.Values {
+			rate, _ := strconv.ParseFloat(w.UpCloudRate, 64)
+			return clouds.Values{"eur_to_usd": rate, "username": upcloudUser, "password": upcloudPass}
+		},
+	},
+	primeCloud: {emulator: func(_ world, ls []listing, _ []string) (http.Handler, error) {
+		return primeemu.New(primeemu.Options{Catalog: primeCatalog(ls)}), nil
+	}},
+	mithrilCloud: {
+		emulator: func(_ world, ls []listing, _ []string) (http.Handler, error) {
+			return mithrilemu.New(mithrilemu.Options{Catalog: mithrilCatalog(ls)}), nil
+		},
+		settings: func(world) clouds.Values { return clouds.Values{"win_margin_percent": 0.0} },
+	},
+}
+
+// harness holds what the cases share: the inventory, one server per registered cloud (its emulator
+// replaced every case), the block settings that reach each cloud's emulator, one HTTP client tuning
+// for every backend, and the sandbox directory.
 type harness struct {
-	inv                           *inventory.Inventory
-	tuning                        restclient.Tuning
-	sbx                           *sandbox.Backend
-	atlas, verda, lambda, upcloud *switchable
+	inv     *inventory.Inventory
+	tuning  restclient.Tuning
+	sbx     *sandbox.Backend
+	servers map[string]*switchable
+	// blocks are each cloud's block settings: its emulator's credentials, with the endpoint on servers.
+	blocks map[string]clouds.Values
 }
 
 const (
@@ -547,22 +701,54 @@ const (
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	inv := backendtest.Inventory(t)
-	h := &harness{inv: inv}
-	for _, s := range []**switchable{&h.atlas, &h.verda, &h.lambda, &h.upcloud} {
-		*s = &switchable{}
-		(*s).URL = backendtest.Serve(t, *s)
+	// UpCloud's spot plans of the requested types are offered (the inventory opens them per type).
+	for _, gt := range gpuTypes {
+		g := inv.GPUs[gt]
+		g.SpotClouds = append(slices.Clone(g.SpotClouds), upcloudCloud)
+		inv.GPUs[gt] = g
 	}
+	h := &harness{inv: inv, servers: map[string]*switchable{}, blocks: map[string]clouds.Values{}}
 	transport := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute}
-	t.Cleanup(transport.CloseIdleConnections) // before the servers close (cleanups run last first)
 	h.tuning = backendtest.Tuning(time.Millisecond, 5*time.Millisecond)
 	h.tuning.RetryMax = 1
 	h.tuning.Timeout = 10 * time.Second
 	h.tuning.Transport = transport
-	h.sbx = backendtest.Must(sandbox.New(sandbox.Config{Dir: t.TempDir()}, inv, nil))(t)
+	for _, d := range clouds.All() {
+		if _, ok := adapters[d.Name]; !ok {
+			t.Fatalf("the registry's cloud %q has no adapter here: the differential test covers every cloud", d.Name)
+		}
+		// The emulator the registry starts says which credentials and base path its clients use.
+		emu, err := d.StartEmulator(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = emu.Stop(context.Background())
+		endpoint, err := url.Parse(emu.Settings["endpoint"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &switchable{}
+		srv.URL = backendtest.Serve(t, srv)
+		h.servers[d.Name] = srv
+		block := clouds.Values{}
+		for k, v := range emu.Settings {
+			block[k] = v
+		}
+		block["endpoint"] = srv.URL + endpoint.Path
+		h.blocks[d.Name] = block
+	}
+	t.Cleanup(transport.CloseIdleConnections) // before the servers close (cleanups run last first)
+	// The sandbox, simulated, is built through the registry too; its catalog is its catalog.json.
+	c, err := clouds.Sandbox.Configure(clouds.Values{"dir": t.TempDir()}, clouds.Env{Inventory: inv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sbx = c.Backend.(*sandbox.Backend)
 	return h
 }
 
-// offers loads the world into the clouds and asks a new control plane for the request's offers.
+// offers loads the world into the clouds and asks a new control plane for the request's offers. Every
+// registered cloud's backend is built through the registry (clouds.Driver.Configure).
 func (h *harness) offers(w world, req controlplane.OfferRequest) (controlplane.OfferResult, error) {
 	by := map[string][]listing{}
 	regions := slices.Clone(regionPool)
@@ -572,88 +758,28 @@ func (h *harness) offers(w world, req controlplane.OfferRequest) (controlplane.O
 			regions = append(regions, l.Region)
 		}
 	}
-	var backends []controlplane.InstanceManagerBackend
-
 	// Sandbox: its catalog.json.
 	if err := h.sbx.SetCatalog(sandboxCatalog(by[sandboxCloud])); err != nil {
 		return controlplane.OfferResult{}, err
 	}
-	backends = append(backends, h.sbx)
-
-	// Atlas.
-	h.atlas.set(atlasemu.New(atlasemu.Options{Catalog: atlasCatalog(by[atlasCloud])}))
-	factor, err := strconv.ParseFloat(w.AtlasFactor, 64)
-	if err != nil {
-		return controlplane.OfferResult{}, err
-	}
-	ab, err := atlas.New(atlas.Config{BaseURL: h.atlas.URL, Token: atlasemu.DefaultToken, Tuning: h.tuning, PriceFactor: factor}, h.inv, nil)
-	if err != nil {
-		return controlplane.OfferResult{}, err
-	}
-	backends = append(backends, ab)
-
-	// Verda.
-	var locations []verdaemu.Location
-	for _, r := range regions {
-		locations = append(locations, verdaemu.Location{Code: r, Name: r, CountryCode: "FI"})
-	}
-	vcat, err := verdaCatalog(by[verdaCloud])
-	if err != nil {
-		return controlplane.OfferResult{}, err
-	}
-	h.verda.set(verdaemu.New(verdaemu.Options{Catalog: vcat, Locations: locations}))
-	vb, err := verda.New(verda.Config{ClientID: verdaemu.DefaultClientID, ClientSecret: verdaemu.DefaultClientSecret,
-		BaseURL: h.verda.URL + verdaemu.BasePath, Tuning: h.tuning}, h.inv, nil)
-	if err != nil {
-		return controlplane.OfferResult{}, err
-	}
-	backends = append(backends, vb)
-
-	// Lambda.
-	var lregions []lambdaemu.Region
-	for _, r := range regions {
-		lregions = append(lregions, lambdaemu.Region{Name: r, Description: r})
-	}
-	lcat, err := lambdaCatalog(by[lambdaCloud])
-	if err != nil {
-		return controlplane.OfferResult{}, err
-	}
-	h.lambda.set(lambdaemu.New(lambdaemu.Options{Catalog: lcat, Regions: lregions}))
-	lb, err := lambda.New(lambda.Config{APIKey: lambdaemu.DefaultAPIKey, BaseURL: h.lambda.URL + lambdaemu.BasePath,
-		Tuning: h.tuning, LaunchInterval: -1}, h.inv, nil)
-	if err != nil {
-		return controlplane.OfferResult{}, err
-	}
-	backends = append(backends, lb)
-
-	// UpCloud.
-	var zones []upcloudemu.Zone
-	for _, r := range regions {
-		zones = append(zones, upcloudemu.Zone{ID: r, Description: r, Public: true})
-	}
-	plans, err := upcloudPlans(by[upcloudCloud])
-	if err != nil {
-		return controlplane.OfferResult{}, err
-	}
-	us := upcloudemu.New(upcloudemu.Options{Zones: zones, Plans: plans, Username: upcloudUser, Password: upcloudPass})
-	if w.UpCloudStockFails {
-		err := us.SetCloudFaults(upcloudemu.Faults{Faults: emukit.Faults{ServerErrors: 1000}, Match: "GET /device/availability"})
+	backends := []controlplane.InstanceManagerBackend{h.sbx}
+	for _, d := range clouds.All() {
+		a := adapters[d.Name]
+		emu, err := a.emulator(w, by[d.Name], regions)
 		if err != nil {
 			return controlplane.OfferResult{}, err
 		}
+		h.servers[d.Name].set(emu)
+		block := maps.Clone(h.blocks[d.Name])
+		if a.settings != nil {
+			maps.Copy(block, a.settings(w))
+		}
+		c, err := d.Configure(block, clouds.Env{Inventory: h.inv, Tuning: h.tuning})
+		if err != nil {
+			return controlplane.OfferResult{}, fmt.Errorf("%s: %w", d.Name, err)
+		}
+		backends = append(backends, c.Backend)
 	}
-	h.upcloud.set(us)
-	rate, err := strconv.ParseFloat(w.UpCloudRate, 64)
-	if err != nil {
-		return controlplane.OfferResult{}, err
-	}
-	ub, err := upcloud.New(upcloud.Config{Username: upcloudUser, Password: upcloudPass, BaseURL: h.upcloud.URL + upcloudemu.APIPrefix,
-		Tuning: h.tuning, EURToUSD: rate, AllowSpotPlans: true}, h.inv, nil)
-	if err != nil {
-		return controlplane.OfferResult{}, err
-	}
-	backends = append(backends, ub)
-
 	cp := controlplane.New(h.inv, backends, controlplane.Options{OfferTimeout: 15 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -770,6 +896,35 @@ func upcloudPlans(ls []listing) ([]upcloudemu.Plan, error) {
 	return out, nil
 }
 
+// primeCatalog makes one availability item per listing; its type names provider, GPU, socket and count.
+// An unavailable item of a GPU hydra does not rent is always there: an availability list that answers
+// empty is asked again after a wait (Prime's is flaky), which would only slow the cases down.
+func primeCatalog(ls []listing) []primeemu.Item {
+	out := []primeemu.Item{{CloudID: "diff-filler", GPUType: "A10_24GB", Socket: "PCIe", Provider: "massedcompute",
+		DataCenter: "FIN-01", GPUCount: 1, GPUMemory: 24, Security: "secure_cloud", Price: 0.5, Currency: "USD",
+		DiskIncluded: true, Capacity: 0}}
+	for _, l := range ls {
+		f := strings.Split(l.Type, ".")
+		out = append(out, primeemu.Item{CloudID: "diff-" + l.Type + "-" + l.Region, GPUType: l.GPU, Socket: f[2], Provider: f[0],
+			DataCenter: l.Region, Country: "FI", GPUCount: l.Count, GPUMemory: 80, Security: "secure_cloud",
+			Price: dollars(l.Quote), Currency: "USD", Spot: l.Spot, DiskIncluded: true, VCPUs: 16 * l.Count,
+			MemoryGB: 128 * l.Count, Capacity: l.Stock})
+	}
+	return out
+}
+
+// mithrilCatalog makes one spot auction per listing, its reserve and last clearing price the quote.
+func mithrilCatalog(ls []listing) []mithrilemu.Offering {
+	out := []mithrilemu.Offering{}
+	for _, l := range ls {
+		model, _, _ := strings.Cut(l.GPU, "-")
+		out = append(out, mithrilemu.Offering{Name: l.Type, GPUType: strings.ToUpper(model), NumGPUs: l.Count, GPUMemoryGB: 80,
+			GPUSocket: "SXM5", NumCPUs: 26 * l.Count, RAMGB: 225 * l.Count, LocalStorageGB: 1000, Region: l.Region,
+			Capacity: l.Stock, MinimumCents: int64(l.Quote / money.Cent), LastPriceCents: int64(l.Quote / money.Cent)})
+	}
+	return out
+}
+
 // dollars is the float a cloud's JSON carries for an amount.
 func dollars(u money.USD) float64 { return float64(u) / float64(money.Dollar) }
 
@@ -797,6 +952,10 @@ var gpuNames = map[string]map[string][]string{
 		"": {"A10 (24 GB PCIe)", "GH200 (96 GB)"}},
 	upcloudCloud: {"h100": {"NVIDIA H100"}, "b200": {"NVIDIA B200"}, "l40s": {"NVIDIA L40S"},
 		"": {"NVIDIA A10", "NVIDIA H100 80GB HBM3"}},
+	primeCloud: {"h100": {"H100_80GB"}, "b200": {"B200_180GB"}, "l40s": {"L40S_48GB"}, "": {"A10_24GB", "RTX4090_24GB"}},
+	// Mithril's names are its instance types' names without the count (api_names.mithril).
+	mithrilCloud: {"h100": {"h100-80gb.sxm", "h100-80gb.pcie"}, "b200": {"b200", "b200-192gb"},
+		"": {"a10-24gb.pcie", "l40s-48gb.pcie"}},
 }
 
 // lambdaFamily is the part of a Lambda type name after "gpu_<n>x_", consistent with its GPU.
@@ -950,13 +1109,40 @@ func generate(inv *inventory.Inventory, seed uint64, n int) (world, controlplane
 		}
 	}
 
+	// Prime Intellect: items per provider, GPU, socket and data center, stock unlimited (-1), none (0:
+	// unavailable) or a few; DataCrunch's are Verda's hardware resold, Massed Compute's direct.
+	seen = map[string]bool{}
+	for range r.IntN(5) {
+		gpu, count := g.product(primeCloud)
+		l := listing{Cloud: primeCloud, Region: pick(r, regionPool...), GPU: gpu, Count: count, Spot: r.IntN(4) == 0,
+			Type: fmt.Sprintf("%s.%s.%s.%dx", pick(r, "datacrunch", "massedcompute"), gpu, pick(r, "SXM5", "PCIe"), count)}
+		if k := l.Region + "/" + l.Type + "/" + l.market(); !seen[k] {
+			seen[k] = true
+			l.Quote, l.Stock = g.price(1), pick(r, -1, -1, 0, 1, 3)
+			add(l)
+		}
+	}
+	// Mithril: spot auctions, one per instance type and region, each with one price signal in whole
+	// cents (reserve = last clearing price) and capacity.
+	seen = map[string]bool{}
+	for range r.IntN(4) {
+		gpu, count := g.product(mithrilCloud)
+		l := listing{Cloud: mithrilCloud, Region: pick(r, regionPool...), GPU: gpu, Count: count, Spot: true,
+			Type: fmt.Sprintf("%s.%dx", gpu, count)}
+		if k := l.Region + "/" + l.Type; !seen[k] {
+			seen[k] = true
+			l.Quote, l.Stock = g.price(money.Cent), pick(r, 1, 2, 3)
+			add(l)
+		}
+	}
+
 	req := controlplane.OfferRequest{GPUType: g.reqType, GPUCount: g.reqCount, Kind: inventory.KindVM, AllowSpot: r.IntN(2) == 0}
 	if r.IntN(3) > 0 {
 		req.Regions = subset(r, requestRegions)
 	}
 	if r.IntN(3) == 0 {
 		var asked []string
-		for _, c := range clouds {
+		for _, c := range cloudNames {
 			if len(inv.GPUs[req.GPUType].APINames[c]) > 0 {
 				asked = append(asked, c)
 			}
@@ -1276,6 +1462,21 @@ func TestDifferentialRandom(t *testing.T) {
 
 // TestGeneratorCoversTheEdges keeps the generator honest: over the default run it must produce the
 // situations the random cases are for, or the comparison proves little.
+// The cases configure every cloud of the registry, the sandbox included, each through an adapter.
+func TestDifferentialCoversTheRegistry(t *testing.T) {
+	if !slices.Equal(cloudNames, clouds.Names()) {
+		t.Errorf("the cases configure %q, the registry holds %q", cloudNames, clouds.Names())
+	}
+	for _, d := range clouds.All() {
+		if _, ok := adapters[d.Name]; !ok {
+			t.Errorf("no adapter loads catalogs into %s", d.Name)
+		}
+		if len(gpuNames[d.Name]) == 0 {
+			t.Errorf("the generator knows no GPU names of %s", d.Name)
+		}
+	}
+}
+
 func TestGeneratorCoversTheEdges(t *testing.T) {
 	inv := backendtest.Inventory(t)
 	seed, cases, _ := params(t)
@@ -1305,6 +1506,12 @@ func TestGeneratorCoversTheEdges(t *testing.T) {
 			if o.Billed%money.Cent != 0 {
 				seen["eligible price with micro-dollar digits"]++
 			}
+			if o.ResaleOf != "" {
+				seen["eligible resold offer"]++
+			}
+			if o.Cloud == mithrilCloud {
+				seen["eligible auction bid"]++
+			}
 		}
 		for _, cs := range ranks {
 			if len(cs) > 1 {
@@ -1318,6 +1525,9 @@ func TestGeneratorCoversTheEdges(t *testing.T) {
 		}
 		for _, o := range exp.Ineligible {
 			seen["listed ineligible: "+o.Why]++
+			if o.Cloud == mithrilCloud {
+				seen["auction bid that does not clear"]++
+			}
 			if o.Why == "above max_price_per_hour" && o.Billed == req.MaxPricePerHour+1 {
 				seen["one micro-dollar above the cap"]++
 			}
@@ -1354,7 +1564,8 @@ func TestGeneratorCoversTheEdges(t *testing.T) {
 		"exact tie across clouds", "ranking figures 1 to 50 micro-dollars apart", "listed ineligible: sold out",
 		"listed ineligible: above max_price_per_hour", "one micro-dollar above the cap", "exactly at the cap",
 		"sold out and unlisted", "no eligible offer", "regions given", "clouds given", "a GPU hydra does not map",
-		"the requested type with another count"} {
+		"the requested type with another count", "eligible resold offer", "eligible auction bid",
+		"auction bid that does not clear"} {
 		if seen[k] < atLeast {
 			t.Errorf("%d cases of seed %d: %q seen %d times, want at least %d", cases, seed, k, seen[k], atLeast)
 		}

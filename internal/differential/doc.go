@@ -1,12 +1,14 @@
 // Package differential holds hydra's differential test of offer ranking (issue 10), and nothing else:
 // the package has no code outside its test.
 //
-// The test generates random catalogs, loads them into real backends that talk real HTTP to the clouds'
-// emulators (Atlas, Verda, Lambda, UpCloud) or read the sandbox's catalog.json, asks a control plane
-// for offers, and compares the answer with a small reference ranking written in the test from the
-// documented rules (docs/index.md "Prices", docs/data-sources/gpu_offer.md, the comments on
-// controlplane.Offer and on each backend's Offers). The reference never calls the control plane's
-// filtering or ranking.
+// The test generates random catalogs, loads them into every cloud of the registry (internal/clouds):
+// real backends, built through the registry as the provider builds them, talk real HTTP to the clouds'
+// emulators (Atlas, Lambda, Mithril, Prime Intellect, UpCloud, Verda), and the sandbox reads its
+// catalog.json. It asks a control plane for offers and compares the answer with a small reference
+// ranking written in the test from the documented rules (docs/index.md "Prices",
+// docs/data-sources/gpu_offer.md, the comments on controlplane.Offer, on each backend's Offers and on
+// Mithril's PriceBids). The reference never calls the control plane's filtering or ranking, nor the
+// backends' pricing. A cloud added to the registry without an adapter in the test fails it.
 //
 // Runs are deterministic: case i of a run uses a generator seeded with (seed, i). Override the seed
 // and the number of random cases with HYDRA_DIFF_SEED and HYDRA_DIFF_CASES; run a single random case

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -35,21 +36,18 @@ const (
 // Kinds lists every valid kind, in the order docs and errors show them.
 var Kinds = []string{KindVM, KindExeclet}
 
-// Clouds lists every cloud hydra knows, sorted, as docs and errors show them: pools.yml and the
-// api_names of supported_gpus.yml may name only these. Treat it as read-only.
+// EmbeddedClouds returns the clouds the embedded pools.yml names, sorted: the clouds an inventory may
+// name when its loader is handed no list (Load, Parse and Default without known clouds).
 //
-// The one list of clouds is the registry in internal/clouds, which sets Clouds (SetClouds) when it is
-// initialised. The registry imports the backends, which import this package, so this package cannot
-// import the list; it is handed over instead, before main runs and before any inventory is parsed.
-// A program that does not link the registry (a backend's or the control plane's own tests) knows the
-// clouds that the embedded pools.yml names, which are the registry's too (the registry's tests check it).
-var Clouds = embeddedPoolClouds()
-
-// SetClouds replaces the known clouds. The registry (internal/clouds) calls it from its init; nothing
-// else should, and never while inventories are being parsed.
-func SetClouds(names []string) {
-	Clouds = sortedUnique(names)
+// The one list of clouds is the registry in internal/clouds. The registry imports the backends, which
+// import this package, so this package cannot import the list: the provider hands it to Load (known)
+// instead. The embedded pools.yml gives every registered cloud a pool, so this fallback equals the
+// registry's list (the registry's tests check it).
+func EmbeddedClouds() []string {
+	return slices.Clone(embeddedClouds())
 }
+
+var embeddedClouds = sync.OnceValue(embeddedPoolClouds)
 
 // embeddedPoolClouds returns the clouds the embedded pools.yml names.
 func embeddedPoolClouds() []string {
@@ -110,6 +108,9 @@ type Pool struct {
 type Inventory struct {
 	GPUs  map[string]GPU
 	Pools []Pool
+	// Clouds are the clouds the files were checked against, sorted: the only clouds pools.yml and
+	// api_names may name, and the clouds a request may ask for.
+	Clouds []string
 }
 
 // DefaultPlaybook returns the playbook a kind uses when its pool names none.
@@ -122,14 +123,24 @@ func DefaultPlaybook(kind string) string {
 
 // Default returns the inventory embedded in the provider (the repository's inventory/ directory).
 func Default() (*Inventory, error) {
-	return loadFS(inventoryfiles.FS, ".", "embedded ")
+	return loadFS(inventoryfiles.FS, ".", "embedded ", nil)
+}
+
+// KnownClouds are the clouds the inventory was checked against (Clouds), or EmbeddedClouds for an
+// inventory built by hand.
+func (inv *Inventory) KnownClouds() []string {
+	if len(inv.Clouds) == 0 {
+		return EmbeddedClouds()
+	}
+	return inv.Clouds
 }
 
 // Load reads an inventory directory. A file missing from dir is taken from the embedded defaults, so a
-// user can override only the GPUs or only the pools.
-func Load(dir string) (*Inventory, error) {
+// user can override only the GPUs or only the pools. known are the clouds the files may name (the
+// registry's, internal/clouds.Names); none: EmbeddedClouds.
+func Load(dir string, known ...string) (*Inventory, error) {
 	if dir == "" {
-		return Default()
+		return loadFS(inventoryfiles.FS, ".", "embedded ", known)
 	}
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -146,7 +157,7 @@ func Load(dir string) (*Inventory, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(gpuName, gpuData, poolName, poolData)
+	return Parse(gpuName, gpuData, poolName, poolData, known...)
 }
 
 func readWithFallback(dir, name string) ([]byte, string, error) {
@@ -162,7 +173,7 @@ func readWithFallback(dir, name string) ([]byte, string, error) {
 	return data, "embedded " + name, err
 }
 
-func loadFS(fsys fs.FS, dir, label string) (*Inventory, error) {
+func loadFS(fsys fs.FS, dir, label string, known []string) (*Inventory, error) {
 	g, err := fs.ReadFile(fsys, filepath.Join(dir, GPUsFile))
 	if err != nil {
 		return nil, err
@@ -171,20 +182,25 @@ func loadFS(fsys fs.FS, dir, label string) (*Inventory, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(label+GPUsFile, g, label+PoolsFile, p)
+	return Parse(label+GPUsFile, g, label+PoolsFile, p, known...)
 }
 
 // Parse validates the contents of supported_gpus.yml and pools.yml; the names are used in errors.
-func Parse(gpuFile string, gpuData []byte, poolFile string, poolData []byte) (*Inventory, error) {
-	gpus, err := parseGPUs(gpuFile, gpuData)
+// known are the clouds the files may name; none: EmbeddedClouds.
+func Parse(gpuFile string, gpuData []byte, poolFile string, poolData []byte, known ...string) (*Inventory, error) {
+	clouds := sortedUnique(known)
+	if len(clouds) == 0 {
+		clouds = EmbeddedClouds()
+	}
+	gpus, err := parseGPUs(gpuFile, gpuData, clouds)
 	if err != nil {
 		return nil, err
 	}
-	pools, err := parsePools(poolFile, poolData)
+	pools, err := parsePools(poolFile, poolData, clouds)
 	if err != nil {
 		return nil, err
 	}
-	return &Inventory{GPUs: gpus, Pools: pools}, nil
+	return &Inventory{GPUs: gpus, Pools: pools, Clouds: clouds}, nil
 }
 
 // FileError is a problem at one line of one inventory file.
@@ -247,7 +263,7 @@ func mapping(file string, n *yaml.Node, what string, allowed []string, fn func(k
 	return nil
 }
 
-func parseGPUs(file string, data []byte) (map[string]GPU, error) {
+func parseGPUs(file string, data []byte, clouds []string) (map[string]GPU, error) {
 	root, err := parseDoc(file, data)
 	if err != nil {
 		return nil, err
@@ -295,7 +311,7 @@ func parseGPUs(file string, data []byte) (map[string]GPU, error) {
 					return fileErr(file, val, "spot of %q must be a list of clouds, e.g. [upcloud]", typ)
 				}
 			case "api_names":
-				return mapping(file, val, "api_names of "+typ, Clouds, func(cloud string, _, names *yaml.Node) error {
+				return mapping(file, val, "api_names of "+typ, clouds, func(cloud string, _, names *yaml.Node) error {
 					var list []string
 					switch names.Kind {
 					case yaml.ScalarNode:
@@ -343,7 +359,7 @@ func parseGPUs(file string, data []byte) (map[string]GPU, error) {
 	return gpus, nil
 }
 
-func parsePools(file string, data []byte) ([]Pool, error) {
+func parsePools(file string, data []byte, clouds []string) ([]Pool, error) {
 	root, err := parseDoc(file, data)
 	if err != nil {
 		return nil, err
@@ -373,8 +389,8 @@ func parsePools(file string, data []byte) ([]Pool, error) {
 			case "name":
 				p.Name = v.Value
 			case "cloud":
-				if !contains(Clouds, v.Value) {
-					return fileErr(file, v, "unknown cloud %q (known: %s)", v.Value, strings.Join(Clouds, ", "))
+				if !contains(clouds, v.Value) {
+					return fileErr(file, v, "unknown cloud %q (known: %s)", v.Value, strings.Join(clouds, ", "))
 				}
 				p.Cloud = v.Value
 			case "kind":
@@ -449,13 +465,23 @@ func (inv *Inventory) PoolForInstance(instanceName string) (Pool, bool) {
 	return Pool{}, false
 }
 
-// TypeForAPIName maps a cloud's GPU name back to hydra's type ("" when hydra does not rent it).
-// Names are compared without regard to case.
-func (inv *Inventory) TypeForAPIName(cloud, apiName string) string {
-	for _, t := range inv.GPUTypes() {
-		for _, n := range inv.GPUs[t].APINames[cloud] {
-			if strings.EqualFold(n, apiName) {
-				return t
+// GPUType maps a cloud's name for a GPU to hydra's GPU type through api_names: the one place every
+// backend (and the sandbox) turns a cloud's GPU name into hydra's. names are the cloud's candidate
+// names, best first (a cloud that writes a GPU several ways passes each); the first one that api_names
+// lists for the cloud wins. Names are compared without regard to case, with surrounding white space
+// trimmed and inner runs of white space read as one space ("NVIDIA  H100 " is "NVIDIA H100"). It is ""
+// when no name maps: hydra does not rent that GPU, and the offer is reported with its CloudGPU.
+func (inv *Inventory) GPUType(cloud string, names ...string) string {
+	for _, name := range names {
+		name = strings.Join(strings.Fields(name), " ")
+		if name == "" {
+			continue
+		}
+		for _, t := range inv.GPUTypes() {
+			for _, n := range inv.GPUs[t].APINames[cloud] {
+				if strings.EqualFold(n, name) {
+					return t
+				}
 			}
 		}
 	}

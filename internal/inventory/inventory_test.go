@@ -30,8 +30,22 @@ func TestDefaultInventory(t *testing.T) {
 			t.Errorf("pool %q missing", pool)
 		}
 	}
-	if got := inv.TypeForAPIName("primeintellect", "l40s_48gb"); got != "l40s" {
-		t.Errorf("TypeForAPIName is case-insensitive: got %q", got)
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"l40s_48gb"}, "l40s"},             // case-insensitive
+		{[]string{"  L40S_48GB "}, "l40s"},          // trimmed
+		{[]string{"", "nope", "L40S_48GB"}, "l40s"}, // the first name that maps
+		{[]string{"nope"}, ""},
+		{nil, ""},
+	} {
+		if got := inv.GPUType("primeintellect", tc.names...); got != tc.want {
+			t.Errorf("GPUType(primeintellect, %q) = %q, want %q", tc.names, got, tc.want)
+		}
+	}
+	if got := inv.GPUType("upcloud", "NVIDIA  H100\t80GB HBM3"); got != "h100" {
+		t.Errorf("inner white space: got %q", got)
 	}
 	if p, ok := inv.PoolForInstance("sbx-ex-worker"); !ok || p.Name != "sandbox-execlet-pool" || p.Playbook != "execlet.yml" {
 		t.Errorf("PoolForInstance(sbx-ex-worker) = %+v, %v", p, ok)
@@ -120,8 +134,8 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
-// This package's tests do not link the cloud registry, so the known clouds are those of the embedded
-// pools.yml; the registry's tests check that they are the registry's.
+// Without a list of known clouds, an inventory may name the clouds of the embedded pools.yml (the
+// registry's tests check that they are the registry's); with one, only those.
 func TestKnownClouds(t *testing.T) {
 	inv, err := Default()
 	if err != nil {
@@ -134,23 +148,26 @@ func TestKnownClouds(t *testing.T) {
 		}
 	}
 	slices.Sort(want)
-	if !slices.Equal(Clouds, want) {
-		t.Errorf("Clouds = %v, want the embedded pools' %v", Clouds, want)
+	if !slices.Equal(EmbeddedClouds(), want) || !slices.Equal(inv.Clouds, want) {
+		t.Errorf("EmbeddedClouds() = %v, Default().Clouds = %v, want the embedded pools' %v", EmbeddedClouds(), inv.Clouds, want)
 	}
-	saved := Clouds
-	t.Cleanup(func() { Clouds = saved })
+	EmbeddedClouds()[0] = "changed"
+	if EmbeddedClouds()[0] == "changed" {
+		t.Error("EmbeddedClouds hands out its own slice")
+	}
 
-	SetClouds([]string{"verda", "sandbox", "verda"})
-	if !slices.Equal(Clouds, []string{"sandbox", "verda"}) {
-		t.Errorf("SetClouds: %v", Clouds)
+	known := []string{"verda", "sandbox", "verda"}
+	inv, err = Parse("g.yml", []byte("gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n"), "p.yml", []byte(goodPools), known...)
+	if err != nil || !slices.Equal(inv.Clouds, []string{"sandbox", "verda"}) {
+		t.Errorf("Parse with known clouds: %v, %v", inv, err)
 	}
 	gpus := "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100, atlas: NVIDIA H100}\n"
-	_, err = Parse("g.yml", []byte(gpus), "p.yml", []byte(goodPools))
+	_, err = Parse("g.yml", []byte(gpus), "p.yml", []byte(goodPools), known...)
 	if err == nil || !strings.Contains(err.Error(), `g.yml:4: unknown key "atlas" in api_names of h100 (allowed: sandbox, verda)`) {
 		t.Errorf("a cloud the registry does not know, in api_names: %v", err)
 	}
 	pools := goodPools + "  - name: atlas-vm-pool\n    cloud: atlas\n    kind: vm\n    prefix: atlas-vm-\n"
-	_, err = Parse("g.yml", []byte("gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n"), "p.yml", []byte(pools))
+	_, err = Parse("g.yml", []byte("gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n"), "p.yml", []byte(pools), known...)
 	if err == nil || !strings.Contains(err.Error(), `p.yml:7: unknown cloud "atlas" (known: sandbox, verda)`) {
 		t.Errorf("a cloud the registry does not know, in pools.yml: %v", err)
 	}

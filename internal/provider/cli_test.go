@@ -30,6 +30,14 @@ terraform {
 }
 `
 
+// cliTest starts a parallel test driven through the real Terraform CLI: a fresh sandbox, and a
+// working directory made by newDir (newCLIDirReattach or newCLIDirBinary).
+func cliTest(t *testing.T, newDir func(*testing.T, string) *cliDir) (*testSandbox, *cliDir) {
+	t.Helper()
+	t.Parallel()
+	return newTestSandbox(t), newDir(t, "")
+}
+
 // newCLIDirReattach makes a working directory whose Terraform talks to a provider served inside the
 // test binary (TF_REATTACH_PROVIDERS), so the provider outlives Terraform's commands.
 func newCLIDirReattach(t *testing.T, config string) *cliDir {
@@ -90,6 +98,13 @@ func (d *cliDir) write(config string) {
 	if err := os.WriteFile(filepath.Join(d.dir, "main.tf"), []byte(terraformBlock+config), 0o644); err != nil {
 		d.t.Fatal(err)
 	}
+}
+
+// writeInstance writes the configuration: the sandbox's provider block with this directory's own
+// quotes and journal, and one hydra_gpu_instance "test".
+func (d *cliDir) writeInstance(s *testSandbox, name, gpuType, extra string) {
+	d.t.Helper()
+	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic(name, gpuType, extra))
 }
 
 // run runs a Terraform command to its end.

@@ -7,7 +7,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // The clouds' provider blocks are derived from the registry (internal/clouds): one block per driver,
@@ -115,7 +113,7 @@ func blockValues(obj types.Object) clouds.Values {
 
 // cloudBackends builds the backend of every cloud whose block is present (and, for the off-by-default
 // ones, enabled). emulated is true when any of them runs on its local emulator.
-func cloudBackends(blocks map[string]types.Object, inv *inventory.Inventory, logger hclog.Logger, diags *diag.Diagnostics) (backends []controlplane.InstanceManagerBackend, emulated bool) {
+func cloudBackends(blocks map[string]types.Object, env clouds.Env, diags *diag.Diagnostics) (backends []controlplane.InstanceManagerBackend, emulated bool) {
 	for _, d := range clouds.All() {
 		obj, ok := blocks[d.Block]
 		if !ok || obj.IsNull() || obj.IsUnknown() {
@@ -125,7 +123,7 @@ func cloudBackends(blocks map[string]types.Object, inv *inventory.Inventory, log
 		if !d.Enabled(vals) {
 			continue
 		}
-		c, err := d.Configure(vals, inv, logger)
+		c, err := d.Configure(vals, env)
 		var missing *clouds.MissingError
 		var emu *clouds.EmulatorError
 		switch {

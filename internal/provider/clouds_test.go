@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,7 +35,6 @@ import (
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	emuverda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
-	"regexp"
 )
 
 // testClouds runs each cloud's emulator over real HTTP on loopback for one test. The provider (served
@@ -47,7 +47,13 @@ type testClouds struct {
 	atlas   *emuatlas.Server
 	mithril *emumithril.Server
 	urls    map[string]string
+	// mithrilAhead is how far the Mithril emulator's clock runs ahead of the real one (see skipAhead).
+	mithrilAhead atomic.Int64
 }
+
+// skipAhead moves the Mithril emulator's clock forward by d: what it would do in d (a preemption
+// window ending) happens at its next request, without the test waiting for it.
+func (c *testClouds) skipAhead(d time.Duration) { c.mithrilAhead.Add(int64(d)) }
 
 func newTestClouds(t *testing.T, verdaCatalog []emuverda.CatalogEntry) *testClouds {
 	t.Helper()
@@ -57,11 +63,12 @@ func newTestClouds(t *testing.T, verdaCatalog []emuverda.CatalogEntry) *testClou
 		t.Cleanup(srv.Close)
 		c.urls[name] = srv.URL + base
 	}
-	c.verda = emuverda.New(emuverda.Options{BootDuration: time.Second, Catalog: verdaCatalog})
-	c.upcloud = emuupcloud.New(emuupcloud.Options{BootDuration: time.Second, StopDuration: 500 * time.Millisecond})
-	c.prime = emuprime.New(emuprime.Options{BootDuration: time.Second, DeleteDuration: 500 * time.Millisecond})
-	c.atlas = emuatlas.New(emuatlas.Options{BootDuration: time.Second, DeleteDuration: 500 * time.Millisecond})
-	c.mithril = emumithril.New(emumithril.Options{BootDuration: time.Second, PreemptionWindow: time.Second})
+	c.verda = emuverda.New(emuverda.Options{Options: emukit.Options{BootDuration: time.Second}, Catalog: verdaCatalog})
+	c.upcloud = emuupcloud.New(emuupcloud.Options{Options: emukit.Options{BootDuration: time.Second}, StopDuration: 500 * time.Millisecond})
+	c.prime = emuprime.New(emuprime.Options{Options: emukit.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
+	c.atlas = emuatlas.New(emuatlas.Options{Options: emukit.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
+	mithrilNow := func() time.Time { return time.Now().Add(time.Duration(c.mithrilAhead.Load())) }
+	c.mithril = emumithril.New(emumithril.Options{Options: emukit.Options{BootDuration: time.Second, Now: mithrilNow}, PreemptionWindow: time.Second})
 	serve("verda", c.verda, emuverda.BasePath)
 	serve("upcloud", c.upcloud, "/1.3")
 	serve("primeintellect", c.prime, "")
@@ -153,32 +160,25 @@ func TestAccGPUInstance_verdaVersusUpCloud(t *testing.T) {
 	// Default catalogs: H100 costs $2.65/h at Verda and €2.53 (= $2.74, converted and rounded up to the cent) at UpCloud.
 	c := newTestClouds(t, nil)
 	dir := t.TempDir()
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkEmpty,
-		Steps: []resource.TestStep{{
-			Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("cheaper", "h100", ""),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.65)),
-					plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("id")),
-					// The plan says why the other cloud, and the winner's other region, lost, in prices a
-					// person can compare.
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("other_clouds"), knownvalue.MapExact(map[string]knownvalue.Check{
-						"upcloud":              knownvalue.StringExact("cheapest offer GPU-12xCPU-240GB-1xH100 in fi-hel2 costs $2.74/h, $0.09/h more than verda"),
-						"verda-vm-pool/FIN-03": knownvalue.StringRegexp(regexp.MustCompile(`^cheapest offer 1H100\.80S\.30V costs \$2\.65/h, \$0\.00/h more$`)),
-					})),
-				},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud_status"), knownvalue.StringExact("running")),
-			},
-			Check: c.checkCreates(map[string]int{"verda": 1, "upcloud": 0}),
-		}},
-	})
+	accTest(t, c.checkEmpty, []resource.TestStep{{
+		Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("cheaper", "h100", ""),
+		ConfigPlanChecks: preApply(
+			planKnown("cloud", "verda"),
+			planKnown("price_usd_per_hour", 2.65),
+			planUnknown("id"),
+			// The plan says why the other cloud, and the winner's other region, lost, in prices a
+			// person can compare.
+			planKnown("other_clouds", knownvalue.MapExact(map[string]knownvalue.Check{
+				"upcloud":              knownvalue.StringExact("cheapest offer GPU-12xCPU-240GB-1xH100 in fi-hel2 costs $2.74/h, $0.09/h more than verda"),
+				"verda-vm-pool/FIN-03": like(`^cheapest offer 1H100\.80S\.30V costs \$2\.65/h, \$0\.00/h more$`),
+			})),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+			stateKnown("cloud_status", "running"),
+		},
+		Check: c.checkCreates(map[string]int{"verda": 1, "upcloud": 0}),
+	}})
 }
 
 func TestAccGPUInstance_upcloudWinsWhenCheaper(t *testing.T) {
@@ -190,26 +190,19 @@ func TestAccGPUInstance_upcloudWinsWhenCheaper(t *testing.T) {
 	}
 	c := newTestClouds(t, catalog)
 	dir := t.TempDir()
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkEmpty,
-		Steps: []resource.TestStep{{
-			Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("cheaper", "h100", ""),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("upcloud")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("pool"), knownvalue.StringExact("upcloud-vm-pool")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("instance_type"), knownvalue.StringExact("GPU-12xCPU-240GB-1xH100")),
-					plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("id")),
-				},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-			Check: c.checkCreates(map[string]int{"verda": 0, "upcloud": 1}),
-		}},
-	})
+	accTest(t, c.checkEmpty, []resource.TestStep{{
+		Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("cheaper", "h100", ""),
+		ConfigPlanChecks: preApply(
+			planKnown("cloud", "upcloud"),
+			planKnown("pool", "upcloud-vm-pool"),
+			planKnown("instance_type", "GPU-12xCPU-240GB-1xH100"),
+			planUnknown("id"),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+		},
+		Check: c.checkCreates(map[string]int{"verda": 0, "upcloud": 1}),
+	}})
 }
 
 // Unknown stock never beats known stock silently: with UpCloud's availability call failing, its
@@ -226,109 +219,86 @@ func TestAccGPUInstance_unknownStockRanksBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkEmpty,
-		Steps: []resource.TestStep{{
-			Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("known", "h100", "") + `
+	accTest(t, c.checkEmpty, []resource.TestStep{{
+		Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("known", "h100", "") + `
 data "hydra_gpu_offer" "h100" {
   gpu_type = "h100"
 }
 `,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
-				},
-			},
-			Check: resource.ComposeTestCheckFunc(
-				c.checkCreates(map[string]int{"verda": 1, "upcloud": 0}),
-				resource.TestCheckResourceAttr("data.hydra_gpu_offer.h100", "cloud", "verda"),
-				resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_offer.h100", "offers.*", map[string]string{
-					"cloud": "upcloud", "stock_unknown": "true",
-				}),
-			),
-		}},
-	})
+		ConfigPlanChecks: preApply(
+			planKnown("cloud", "verda"),
+		),
+		Check: resource.ComposeTestCheckFunc(
+			c.checkCreates(map[string]int{"verda": 1, "upcloud": 0}),
+			resource.TestCheckResourceAttr("data.hydra_gpu_offer.h100", "cloud", "verda"),
+			resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_offer.h100", "offers.*", map[string]string{
+				"cloud": "upcloud", "stock_unknown": "true",
+			}),
+		),
+	}})
 }
 
 func TestAccGPUInstance_apiStormDuringApply(t *testing.T) {
 	c := newTestClouds(t, nil)
 	dir := t.TempDir()
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkEmpty,
-		Steps: []resource.TestStep{{
-			Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("storm", "h100", ""),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{beforeApply(func() {
-					// Between plan and apply Verda starts answering 429s, then 5xx, then loses the create's answer.
-					if err := c.verda.SetFaults(emukit.Faults{RateLimited: 4, RetryAfterSeconds: 1, ServerErrors: 3, LoseCreateResponses: 1}); err != nil {
-						t.Error(err)
-					}
-				})},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
-			},
-			Check: c.checkCreates(map[string]int{"verda": 1, "upcloud": 0}),
-		}},
-	})
+	accTest(t, c.checkEmpty, []resource.TestStep{{
+		Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("storm", "h100", ""),
+		ConfigPlanChecks: preApply(beforeApply(func() {
+			// Between plan and apply Verda starts answering 429s, then 5xx, then loses the create's answer.
+			if err := c.verda.SetFaults(emukit.Faults{RateLimited: 4, RetryAfterSeconds: 1, ServerErrors: 3, LoseCreateResponses: 1}); err != nil {
+				t.Error(err)
+			}
+		})),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+			stateKnown("cloud", "verda"),
+		},
+		Check: c.checkCreates(map[string]int{"verda": 1, "upcloud": 0}),
+	}})
 }
 
 func TestAccGPUInstance_atlasWinsWhileItHasCapacity(t *testing.T) {
 	c := newTestClouds(t, nil)
 	dir := t.TempDir()
 	all := c.providerConfig(dir, "verda", "upcloud", "primeintellect", "atlas", "mithril")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkEmpty,
-		Steps: []resource.TestStep{
-			{
-				// Atlas lists L40S at $1.60/h; its price factor (0.5) ranks it at $0.80/h, below every other
-				// cloud. The plan shows the price Atlas bills, $1.60/h, and the ranking figure beside it.
-				Config: all + cloudInstanceConfig("first", "l40s", ""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("atlas")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.60)),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("ranking_price_per_hour"), knownvalue.StringExact("0.80")),
-					},
-				},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-					// Atlas reports the host key, so it is pinned from the cloud, not trusted on first use.
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("host_key"), knownvalue.StringExact(emuatlas.DefaultHostKey)),
-				},
-				Check: c.checkCreates(map[string]int{"atlas": 1}),
+	accTest(t, c.checkEmpty, []resource.TestStep{
+		{
+			// Atlas lists L40S at $1.60/h; its price factor (0.5) ranks it at $0.80/h, below every other
+			// cloud. The plan shows the price Atlas bills, $1.60/h, and the ranking figure beside it.
+			Config: all + cloudInstanceConfig("first", "l40s", ""),
+			ConfigPlanChecks: preApply(
+				planKnown("cloud", "atlas"),
+				planKnown("price_usd_per_hour", 1.60),
+				plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("ranking_price_per_hour"), knownvalue.StringExact("0.80")),
+			),
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("status", "ready"),
+				// Atlas reports the host key, so it is pinned from the cloud, not trusted on first use.
+				stateKnown("host_key", emuatlas.DefaultHostKey),
 			},
-			{
-				// Atlas runs out of L40S: a second machine goes to the cheapest other cloud.
-				PreConfig: func() {
-					if err := c.atlas.SetAvailable("l40s.1x", "ams1", 0); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: all + cloudInstanceConfig("first", "l40s", "") + `
+			Check: c.checkCreates(map[string]int{"atlas": 1}),
+		},
+		{
+			// Atlas runs out of L40S: a second machine goes to the cheapest other cloud.
+			PreConfig: func() {
+				if err := c.atlas.SetAvailable("l40s.1x", "ams1", 0); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: all + cloudInstanceConfig("first", "l40s", "") + `
 resource "hydra_gpu_instance" "second" {
   name            = "second"
   gpu_type        = "l40s"
   ssh_public_keys = ["` + testSSHKey + `"]
 }
 `,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{
-						plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionNoop),
-						// Prime Intellect's cheapest L40S ($0.8768/h) beats Verda's ($0.91/h).
-						plancheck.ExpectKnownValue("hydra_gpu_instance.second", tfjsonpath.New("cloud"), knownvalue.StringExact("primeintellect")),
-						plancheck.ExpectKnownValue("hydra_gpu_instance.second", tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(0.8768)),
-					},
-				},
-				Check: c.checkCreates(map[string]int{"atlas": 1, "primeintellect": 1, "verda": 0}),
-			},
+			ConfigPlanChecks: preApply(
+				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionNoop),
+				// Prime Intellect's cheapest L40S ($0.8768/h) beats Verda's ($0.91/h).
+				plancheck.ExpectKnownValue("hydra_gpu_instance.second", tfjsonpath.New("cloud"), knownvalue.StringExact("primeintellect")),
+				plancheck.ExpectKnownValue("hydra_gpu_instance.second", tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(0.8768)),
+			),
+			Check: c.checkCreates(map[string]int{"atlas": 1, "primeintellect": 1, "verda": 0}),
 		},
 	})
 }
@@ -349,64 +319,57 @@ func TestAccGPUInstance_mithrilBidsUnderCheapestSpot(t *testing.T) {
 	dir := t.TempDir()
 	cfg := c.providerConfig(dir, "verda", "upcloud", "mithril") + cloudInstanceConfig("bidder", "h100", "  spot = true")
 	var bid emumithril.BidInfo
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkEmpty,
-		Steps: []resource.TestStep{
-			{
-				// The cheapest comparable spot offer elsewhere is Verda's H100 at $1.15/h: Mithril bids $1.14/h.
-				Config: cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("mithril")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.14)),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("is_spot"), knownvalue.Bool(true)),
-						// The plan shows the bid and the auction's last clearing price.
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("bid_price"), knownvalue.NotNull()),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("last_clearing_price"), knownvalue.NotNull()),
-					},
-				},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				},
-				Check: func(*terraform.State) error {
-					bids := c.mithrilBids()
-					if len(bids) != 1 || bids[0].LimitCents != 114 {
-						return fmt.Errorf("want one bid with a $1.14 limit, got %+v", bids)
-					}
-					bid = bids[0]
-					return nil
-				},
+	accTest(t, c.checkEmpty, []resource.TestStep{
+		{
+			// The cheapest comparable spot offer elsewhere is Verda's H100 at $1.15/h: Mithril bids $1.14/h.
+			Config: cfg,
+			ConfigPlanChecks: preApply(
+				planKnown("cloud", "mithril"),
+				planKnown("price_usd_per_hour", 1.14),
+				planKnown("is_spot", true),
+				// The plan shows the bid and the auction's last clearing price.
+				plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("bid_price"), knownvalue.NotNull()),
+				plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_details").AtMapKey("last_clearing_price"), knownvalue.NotNull()),
+			),
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("status", "ready"),
 			},
-			{
-				// Another customer outbids us: the machine is preempted. A refresh changes nothing at the
-				// cloud (reads have no side effects): the bid stays open, the machine shows as error, and
-				// the plan replaces it; the replacement's delete cancels the bid.
-				PreConfig: func() {
-					if err := c.mithril.SetCapacity(bid.Region, bid.InstanceType, 1); err != nil {
-						t.Fatal(err)
-					}
-					if _, err := c.mithril.AddMarketBid(bid.Region, bid.InstanceType, 900); err != nil {
-						t.Fatal(err)
-					}
-					time.Sleep(2500 * time.Millisecond) // the preemption window (1s in this test) passes
-				},
-				RefreshState:       true,
-				ExpectNonEmptyPlan: true,
-				Check: func(st *terraform.State) error {
-					for _, b := range c.mithrilBids() {
-						if b.FID == bid.FID && (strings.EqualFold(b.Status, "cancelled") || strings.EqualFold(b.Status, "canceled")) {
-							return fmt.Errorf("a refresh cancelled the preempted bid %s", b.FID)
-						}
-					}
-					if got := st.RootModule().Resources[resourceName].Primary.Attributes["status"]; got != "error" {
-						return fmt.Errorf("a preempted machine reads as %q, want error", got)
-					}
-					return nil
-				},
-				ConfigStateChecks: []statecheck.StateCheck{},
+			Check: func(*terraform.State) error {
+				bids := c.mithrilBids()
+				if len(bids) != 1 || bids[0].LimitCents != 114 {
+					return fmt.Errorf("want one bid with a $1.14 limit, got %+v", bids)
+				}
+				bid = bids[0]
+				return nil
 			},
+		},
+		{
+			// Another customer outbids us: the machine is preempted. A refresh changes nothing at the
+			// cloud (reads have no side effects): the bid stays open, the machine shows as error, and
+			// the plan replaces it; the replacement's delete cancels the bid.
+			PreConfig: func() {
+				if err := c.mithril.SetCapacity(bid.Region, bid.InstanceType, 1); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.mithril.AddMarketBid(bid.Region, bid.InstanceType, 900); err != nil {
+					t.Fatal(err)
+				}
+				c.skipAhead(2 * time.Second) // the preemption window (1s in this test) passes
+			},
+			RefreshState:       true,
+			ExpectNonEmptyPlan: true,
+			Check: func(st *terraform.State) error {
+				for _, b := range c.mithrilBids() {
+					if b.FID == bid.FID && (strings.EqualFold(b.Status, "cancelled") || strings.EqualFold(b.Status, "canceled")) {
+						return fmt.Errorf("a refresh cancelled the preempted bid %s", b.FID)
+					}
+				}
+				if got := st.RootModule().Resources[resourceName].Primary.Attributes["status"]; got != "error" {
+					return fmt.Errorf("a preempted machine reads as %q, want error", got)
+				}
+				return nil
+			},
+			ConfigStateChecks: []statecheck.StateCheck{},
 		},
 	})
 }
@@ -420,33 +383,29 @@ data "hydra_gpu_offer" "test" {
   spot     = true
 }
 `
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			ConfigStateChecks: []statecheck.StateCheck{
-				// The bid would not clear, so Verda's spot offer wins and Mithril says why it lost.
-				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
-				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("rejections").AtMapKey("mithril"), knownvalue.StringRegexp(errorPattern("bid $1.14/h does not clear", "400% margin"))),
-			},
-			Check: func(s *terraform.State) error {
-				ds := s.RootModule().Resources[dataSourceName].Primary.Attributes
-				for i := 0; ; i++ {
-					cloud, ok := ds[fmt.Sprintf("offers.%d.cloud", i)]
-					if !ok {
-						return fmt.Errorf("no mithril offer listed with its reason: %v", ds)
-					}
-					if cloud == "mithril" {
-						if ds[fmt.Sprintf("offers.%d.eligible", i)] != "false" || !strings.Contains(ds[fmt.Sprintf("offers.%d.ineligible_why", i)], "does not clear") {
-							return fmt.Errorf("mithril offer %d: eligible=%s why=%q", i, ds[fmt.Sprintf("offers.%d.eligible", i)], ds[fmt.Sprintf("offers.%d.ineligible_why", i)])
-						}
-						return nil
-					}
+	accTest(t, nil, []resource.TestStep{{
+		Config: cfg,
+		ConfigStateChecks: []statecheck.StateCheck{
+			// The bid would not clear, so Verda's spot offer wins and Mithril says why it lost.
+			statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
+			statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("rejections").AtMapKey("mithril"), knownvalue.StringRegexp(errorPattern("bid $1.14/h does not clear", "400% margin"))),
+		},
+		Check: func(s *terraform.State) error {
+			ds := s.RootModule().Resources[dataSourceName].Primary.Attributes
+			for i := 0; ; i++ {
+				cloud, ok := ds[fmt.Sprintf("offers.%d.cloud", i)]
+				if !ok {
+					return fmt.Errorf("no mithril offer listed with its reason: %v", ds)
 				}
-			},
-		}},
-	})
+				if cloud == "mithril" {
+					if ds[fmt.Sprintf("offers.%d.eligible", i)] != "false" || !strings.Contains(ds[fmt.Sprintf("offers.%d.ineligible_why", i)], "does not clear") {
+						return fmt.Errorf("mithril offer %d: eligible=%s why=%q", i, ds[fmt.Sprintf("offers.%d.eligible", i)], ds[fmt.Sprintf("offers.%d.ineligible_why", i)])
+					}
+					return nil
+				}
+			}
+		},
+	}})
 }
 
 func TestAccGPUOfferDataSource_emulatorDir(t *testing.T) {
@@ -461,19 +420,15 @@ func TestAccGPUOfferDataSource_emulatorDir(t *testing.T) {
 		fmt.Fprintf(&b, "    emulator_dir = %q\n  }\n", dir+"/"+d.Block)
 	}
 	b.WriteString("}\n")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			// Every cloud's emulator runs inside the provider with its state in a directory: the
-			// cheapest L40S of all five (Atlas, at half its list price) comes back through the real clients.
-			Config: b.String() + "data \"hydra_gpu_offer\" \"test\" {\n  gpu_type = \"l40s\"\n}\n",
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("atlas")),
-				statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("rejections"), knownvalue.MapSizeExact(0)),
-			},
-		}},
-	})
+	accTest(t, nil, []resource.TestStep{{
+		// Every cloud's emulator runs inside the provider with its state in a directory: the
+		// cheapest L40S of all five (Atlas, at half its list price) comes back through the real clients.
+		Config: b.String() + "data \"hydra_gpu_offer\" \"test\" {\n  gpu_type = \"l40s\"\n}\n",
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("atlas")),
+			statecheck.ExpectKnownValue(dataSourceName, tfjsonpath.New("rejections"), knownvalue.MapSizeExact(0)),
+		},
+	}})
 }
 
 // The unit tests below run without TF_ACC: they call the provider's Schema and Configure directly.
@@ -629,7 +584,6 @@ func TestClouds_argumentsFromRegistry(t *testing.T) {
 // Every cloud configured on its emulator (emulator_dir, no credentials) comes up through Configure.
 func TestProviderConfigure_everyCloudEmulated(t *testing.T) {
 	clearCloudEnv(t)
-	t.Cleanup(func() { _ = clouds.StopEmulators(context.Background()) })
 	dir := t.TempDir()
 	blocks := map[string]map[string]tftypes.Value{"provisioning": {"enabled": tftypes.NewValue(tftypes.Bool, false)}}
 	var want []string
@@ -732,25 +686,20 @@ func TestAccGPUInstance_mithrilBidTimeoutFallsBack(t *testing.T) {
 	}
 	cfg := c.providerConfig(dir, "verda", "mithril") + cloudInstanceConfig("outbid", "h100",
 		"  spot = true\n  allow_fallback = true\n  bid_timeout = \"3s\"")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkEmpty,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("verda")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-			Check: func(*terraform.State) error {
-				bids := c.mithrilBids()
-				if len(bids) != 1 || !strings.EqualFold(bids[0].Status, "Terminated") {
-					return fmt.Errorf("want the one lost bid cancelled, got %+v", bids)
-				}
-				return c.checkCreates(map[string]int{"mithril": 1, "verda": 1})(nil)
-			},
-		}},
-	})
+	accTest(t, c.checkEmpty, []resource.TestStep{{
+		Config: cfg,
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("cloud", "verda"),
+			stateKnown("status", "ready"),
+		},
+		Check: func(*terraform.State) error {
+			bids := c.mithrilBids()
+			if len(bids) != 1 || !strings.EqualFold(bids[0].Status, "Terminated") {
+				return fmt.Errorf("want the one lost bid cancelled, got %+v", bids)
+			}
+			return c.checkCreates(map[string]int{"mithril": 1, "verda": 1})(nil)
+		},
+	}})
 }
 
 // Without allow_fallback, a lost bid fails the apply with the reason, and nothing is left billing.
@@ -761,18 +710,11 @@ func TestAccGPUInstance_mithrilBidTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := c.providerConfig(dir, "verda", "mithril") + cloudInstanceConfig("lost", "h100", "  spot = true\n  bid_timeout = \"2s\"")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkEmpty,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("mithril"))},
-			},
-			ExpectError: errorPattern("the bid did not win within bid_timeout 2s and was cancelled; nothing is billed"),
-		}},
-	})
+	accTest(t, c.checkEmpty, []resource.TestStep{{
+		Config:           cfg,
+		ConfigPlanChecks: preApply(planKnown("cloud", "mithril")),
+		ExpectError:      errorPattern("the bid did not win within bid_timeout 2s and was cancelled; nothing is billed"),
+	}})
 	if live := c.mithril.LiveBids(); len(live) != 0 {
 		t.Errorf("a lost bid is still live: %+v", live)
 	}
@@ -786,21 +728,17 @@ func TestAccGPUInstance_mithrilBidComparesAllClouds(t *testing.T) {
 	dir := t.TempDir()
 	cfg := c.providerConfig(dir, "verda", "mithril") + cloudInstanceConfig("only-mithril", "h100",
 		"  spot = true\n  clouds = [\"mithril\"]\n  max_price_per_hour = 9")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:   cfg,
-			PlanOnly: true,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PostApplyPostRefresh: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("mithril")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.14)),
-				},
+	accTest(t, nil, []resource.TestStep{{
+		Config:   cfg,
+		PlanOnly: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{
+			PostApplyPostRefresh: []plancheck.PlanCheck{
+				planKnown("cloud", "mithril"),
+				planKnown("price_usd_per_hour", 1.14),
 			},
-			ExpectNonEmptyPlan: true,
-		}},
-	})
+		},
+		ExpectNonEmptyPlan: true,
+	}})
 	if n := c.mithril.CreateCount(); n != 0 {
 		t.Errorf("a plan placed %d bids", n)
 	}
@@ -811,15 +749,11 @@ func TestAccGPUInstance_mithrilBidComparesAllClouds(t *testing.T) {
 func TestAccGPUInstance_sshKeyRequiredAtPlan(t *testing.T) {
 	c := newTestClouds(t, nil)
 	dir := t.TempDir()
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:      c.providerConfig(dir, "atlas", "upcloud") + testAccGPUInstanceConfig_basic("keyless", "l40s", ""),
-			PlanOnly:    true,
-			ExpectError: errorPattern("atlas: creates machines only with an SSH public key", "set ssh_public_keys on the resource", "upcloud: creates machines only with an SSH public key"),
-		}},
-	})
+	accTest(t, nil, []resource.TestStep{{
+		Config:      c.providerConfig(dir, "atlas", "upcloud") + testAccGPUInstanceConfig_basic("keyless", "l40s", ""),
+		PlanOnly:    true,
+		ExpectError: errorPattern("atlas: creates machines only with an SSH public key", "set ssh_public_keys on the resource", "upcloud: creates machines only with an SSH public key"),
+	}})
 	if n := c.atlas.CreateCount() + c.upcloud.CreateCount(); n != 0 {
 		t.Errorf("a keyless request created %d machines", n)
 	}

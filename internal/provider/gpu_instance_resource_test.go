@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -33,94 +32,79 @@ resource "hydra_gpu_instance" "test" {
 
 func TestAccGPUInstance_basic(t *testing.T) {
 	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + testAccGPUInstanceConfig_basic("basic", "h100", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{
-			{
-				Config: cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{
-						plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionCreate),
-						// The cheapest H100 in the default catalog: sbx-eu-1 at $2.49/h.
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("sandbox")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("pool"), knownvalue.StringExact("sandbox-vm-pool")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-eu-1")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("instance_type"), knownvalue.StringExact("sbx.h100.1x")),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.49)),
-						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringExact("sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49")),
-						// The cloud-side name carries an ownership token chosen at create.
-						plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("id")),
-					},
-				},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile(`^sbx-vm-basic--[a-z2-7]{8}$`))),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud_status"), knownvalue.StringExact("running")),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud_instance_id"), knownvalue.StringRegexp(regexp.MustCompile(`^sbx-[0-9a-f]{12}$`))),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("ready_at"), knownvalue.NotNull()),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.49)),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("ssh_host"), knownvalue.StringExact("127.0.0.1")),
-				},
-				Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
+	cfg := s.instanceConfig("basic", "h100", "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{
+			Config: cfg,
+			ConfigPlanChecks: preApply(
+				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionCreate),
+				// The cheapest H100 in the default catalog: sbx-eu-1 at $2.49/h.
+				planKnown("cloud", "sandbox"),
+				planKnown("pool", "sandbox-vm-pool"),
+				planKnown("region", "sbx-eu-1"),
+				planKnown("instance_type", "sbx.h100.1x"),
+				planKnown("price_usd_per_hour", 2.49),
+				planKnown("offer_id", "sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49"),
+				// The cloud-side name carries an ownership token chosen at create.
+				planUnknown("id"),
+			),
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("status", "ready"),
+				stateKnown("id", like(`^sbx-vm-basic--[a-z2-7]{8}$`)),
+				stateKnown("cloud_status", "running"),
+				stateKnown("cloud_instance_id", like(`^sbx-[0-9a-f]{12}$`)),
+				stateKnown("ready_at", knownvalue.NotNull()),
+				stateKnown("price_usd_per_hour", 2.49),
+				stateKnown("ssh_host", "127.0.0.1"),
 			},
-			{
-				// A cheaper offer appearing later never moves the machine.
-				PreConfig: func() { s.setPrice("sbx-us-1", "sbx.h100.1x", 1.10) },
-				Config:    cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-				},
+			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
+		},
+		{
+			// A cheaper offer appearing later never moves the machine.
+			PreConfig:        func() { s.setPrice("sbx-us-1", "sbx.h100.1x", 1.10) },
+			Config:           cfg,
+			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		},
+		{
+			ResourceName: resourceName,
+			ImportState:  true,
+			ImportStateIdFunc: func(st *terraform.State) (string, error) {
+				return st.RootModule().Resources[resourceName].Primary.ID, nil
 			},
-			{
-				ResourceName: resourceName,
-				ImportState:  true,
-				ImportStateIdFunc: func(st *terraform.State) (string, error) {
-					return st.RootModule().Resources[resourceName].Primary.ID, nil
-				},
-				ImportStateVerify: true,
-				// Provisioning facts are hydra's own record, not the cloud's: import cannot know them.
-				ImportStateVerifyIgnore: []string{"status", "ready_at", "provisioning_attempts", "timeouts", "other_clouds", "offer_details"},
-			},
+			ImportStateVerify: true,
+			// Provisioning facts are hydra's own record, not the cloud's: import cannot know them.
+			ImportStateVerifyIgnore: []string{"status", "ready_at", "provisioning_attempts", "timeouts", "other_clouds", "offer_details"},
 		},
 	})
 }
 
 func TestAccGPUInstance_disappears(t *testing.T) {
 	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + testAccGPUInstanceConfig_basic("gone", "l4", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{
-			{
-				Config: cfg,
-				Check: func(*terraform.State) error {
-					// Deleted outside Terraform.
-					for _, r := range s.live() {
-						if err := s.sb.Vanish(r.ID); err != nil {
-							return err
-						}
+	cfg := s.instanceConfig("gone", "l4", "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{
+			Config: cfg,
+			Check: func(*terraform.State) error {
+				// Deleted outside Terraform.
+				for _, r := range s.live() {
+					if err := s.sb.Vanish(r.ID); err != nil {
+						return err
 					}
-					return nil
-				},
-				ExpectNonEmptyPlan: true,
+				}
+				return nil
 			},
-			{
-				Config: cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionCreate)},
-				},
-				Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-			},
+			ExpectNonEmptyPlan: true,
+		},
+		{
+			Config:           cfg,
+			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionCreate)),
+			Check:            resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
 		},
 	})
 }
 
 func TestAccGPUInstance_impossibleRequests(t *testing.T) {
+	t.Parallel() // its cases run in parallel too, beside every other acceptance test
 	s := newTestSandbox(t)
 	onlyVM := t.TempDir()
 	if err := os.WriteFile(filepath.Join(onlyVM, "pools.yml"), []byte("pools:\n  - name: sandbox-vm-pool\n    cloud: sandbox\n    kind: vm\n    prefix: sbx-vm-\n"), 0o644); err != nil {
@@ -149,88 +133,62 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 			if !regexp.MustCompile(`\bname\s*=`).MatchString(body) {
 				body = "name = \"impossible\"\n  " + body
 			}
-			resource.ParallelTest(t, resource.TestCase{
-				PreCheck:                 func() { testAccPreCheck(t) },
-				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-				Steps: []resource.TestStep{{
-					Config:      s.providerConfig(tc.provider) + fmt.Sprintf("resource \"hydra_gpu_instance\" \"test\" {\n  %s\n}\n", body),
-					PlanOnly:    true,
-					ExpectError: tc.want,
-				}},
-			})
+			accTest(t, nil, []resource.TestStep{{
+				Config:      s.providerConfig(tc.provider) + fmt.Sprintf("resource \"hydra_gpu_instance\" \"test\" {\n  %s\n}\n", body),
+				PlanOnly:    true,
+				ExpectError: tc.want,
+			}})
 		})
 	}
-	t.Cleanup(func() {
-		if n := s.created(); n != 0 {
-			t.Errorf("impossible requests created %d machines at the cloud", n)
-		}
-	})
+	t.Cleanup(func() { s.noneCreated(t, "impossible requests") })
 }
 
 func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {
 	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + testAccGPUInstanceConfig_basic("saved", "a100-80gb", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-eu-1")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.39)),
-					// The plan is saved; now a cheaper offer appears elsewhere and the planned one gets cheaper
-					// too. Terraform re-plans during apply and must get the same values back.
-					beforeApply(func() {
-						s.setPrice("sbx-us-1", "sbx.a100-80gb.1x", 0.99)
-						s.setPrice("sbx-eu-1", "sbx.a100-80gb.1x", 1.29)
-					}),
-				},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-eu-1")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.39)),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-		}},
-	})
+	cfg := s.instanceConfig("saved", "a100-80gb", "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: cfg,
+		ConfigPlanChecks: preApply(
+			planKnown("region", "sbx-eu-1"),
+			planKnown("price_usd_per_hour", 1.39),
+			// The plan is saved; now a cheaper offer appears elsewhere and the planned one gets cheaper
+			// too. Terraform re-plans during apply and must get the same values back.
+			beforeApply(func() {
+				s.setPrice("sbx-us-1", "sbx.a100-80gb.1x", 0.99)
+				s.setPrice("sbx-eu-1", "sbx.a100-80gb.1x", 1.29)
+			}),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("region", "sbx-eu-1"),
+			stateKnown("price_usd_per_hour", 1.39),
+			stateKnown("status", "ready"),
+		},
+	}})
 }
 
 func TestAccGPUInstance_priceRoseAfterPlan(t *testing.T) {
 	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + testAccGPUInstanceConfig_basic("rose", "l40s", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{beforeApply(func() { s.setPrice("sbx-eu-1", "sbx.l40s.1x", 1.50) })},
-			},
-			ExpectError: errorPattern("the price of offer sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99 rose from $0.99/h at plan time to $1.50/h"),
-		}, {
-			// The refused apply forgot its quote: the next plan quotes afresh (the cheapest L40S is now
-			// another region's) and its apply succeeds, instead of failing on the stale quote for an hour.
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringRegexp(regexp.MustCompile(`^sandbox-vm-pool/sbx-(us|ap)-\d/sbx\.l40s\.1x/ondemand@`))),
-				},
-			},
-			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
-		}},
-	})
+	cfg := s.instanceConfig("rose", "l40s", "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config:           cfg,
+		ConfigPlanChecks: preApply(beforeApply(func() { s.setPrice("sbx-eu-1", "sbx.l40s.1x", 1.50) })),
+		ExpectError:      errorPattern("the price of offer sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99 rose from $0.99/h at plan time to $1.50/h"),
+	}, {
+		// The refused apply forgot its quote: the next plan quotes afresh (the cheapest L40S is now
+		// another region's) and its apply succeeds, instead of failing on the stale quote for an hour.
+		Config: cfg,
+		ConfigPlanChecks: preApply(
+			planKnown("offer_id", like(`^sandbox-vm-pool/sbx-(us|ap)-\d/sbx\.l40s\.1x/ondemand@`)),
+		),
+		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
+	}})
 }
 
 // A plan that reuses an earlier plan's quote says so when the market moved, with both figures and
 // the way to re-quote at once.
 func TestAccGPUInstance_staleQuoteWarns(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirReattach(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("stale", "l40s", ""))
+	s, d := cliTest(t, newCLIDirReattach)
+	d.writeInstance(s, "stale", "l40s", "")
 	first := d.mustRun("plan")
 	if strings.Contains(first, "reuses an earlier quote") {
 		t.Fatalf("a first plan has no earlier quote:\n%s", first)
@@ -246,129 +204,81 @@ func TestAccGPUInstance_staleQuoteWarns(t *testing.T) {
 
 func TestAccGPUInstance_plannedOfferGone(t *testing.T) {
 	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + testAccGPUInstanceConfig_basic("gone-offer", "l40s", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{beforeApply(func() { s.setFaults(sandbox.Faults{OutOfStock: []string{"sbx-eu-1/sbx.l40s.1x"}}) })},
-			},
-			ExpectError: errorPattern("has no capacity any more", "set allow_fallback = true"),
-		}},
-	})
-	if n := s.created(); n != 0 {
-		t.Errorf("a failed apply created %d machines", n)
-	}
+	cfg := s.instanceConfig("gone-offer", "l40s", "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config:           cfg,
+		ConfigPlanChecks: preApply(beforeApply(func() { s.setFaults(sandbox.Faults{OutOfStock: []string{"sbx-eu-1/sbx.l40s.1x"}}) })),
+		ExpectError:      errorPattern("has no capacity any more", "set allow_fallback = true"),
+	}})
+	s.noneCreated(t, "a failed apply")
 }
 
 func TestAccGPUInstance_fallback(t *testing.T) {
 	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + testAccGPUInstanceConfig_basic("elastic", "l40s", "  allow_fallback = true\n  max_price_per_hour = 1.2")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("estimated_price_usd_per_hour"), knownvalue.Float64Exact(0.99)),
-					plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("offer_id")),
-					plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("price_usd_per_hour")),
-					// The cheapest offer runs out between plan and apply.
-					beforeApply(func() { s.setFaults(sandbox.Faults{OutOfStock: []string{"sbx-eu-1/sbx.l40s.1x"}}) }),
-				},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				// The next cheapest within the limits: sbx-us-1 at 0.99 * 1.06 = $1.05/h.
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.05)),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("estimated_price_usd_per_hour"), knownvalue.Float64Exact(0.99)),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringExact("sandbox-vm-pool/sbx-us-1/sbx.l40s.1x/ondemand@1.05")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-			Check: s.checkCreated(1),
-		}},
-	})
+	cfg := s.instanceConfig("elastic", "l40s", "  allow_fallback = true\n  max_price_per_hour = 1.2")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: cfg,
+		ConfigPlanChecks: preApply(
+			planKnown("estimated_price_usd_per_hour", 0.99),
+			planUnknown("offer_id"),
+			planUnknown("price_usd_per_hour"),
+			// The cheapest offer runs out between plan and apply.
+			beforeApply(func() { s.setFaults(sandbox.Faults{OutOfStock: []string{"sbx-eu-1/sbx.l40s.1x"}}) }),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			// The next cheapest within the limits: sbx-us-1 at 0.99 * 1.06 = $1.05/h.
+			stateKnown("region", "sbx-us-1"),
+			stateKnown("price_usd_per_hour", 1.05),
+			stateKnown("estimated_price_usd_per_hour", 0.99),
+			stateKnown("offer_id", "sandbox-vm-pool/sbx-us-1/sbx.l40s.1x/ondemand@1.05"),
+			stateKnown("status", "ready"),
+		},
+		Check: s.checkCreated(1),
+	}})
 }
 
 func TestAccGPUInstance_interruptedCreate(t *testing.T) {
 	s := newTestSandbox(t)
-	slow := s.providerConfig("") + testAccGPUInstanceConfig_basic("interrupted", "l4", "  timeouts = { create = \"2s\" }")
-	normal := s.providerConfig("") + testAccGPUInstanceConfig_basic("interrupted", "l4", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{
-			{
-				// The machine boots for a minute; the create is cut off after 2s (the same path as Ctrl-C:
-				// the RPC's context ends).
-				PreConfig:   func() { s.setFaults(sandbox.Faults{BootTime: "60s"}) },
-				Config:      slow,
-				ExpectError: errorPattern("waiting for instance sbx-vm-interrupted--", "to run (last status pending): context deadline exceeded", "kept in state (tainted)"),
-			},
-			{
-				// The billed machine was not forgotten: it is in state, tainted, and the next apply replaces
-				// it instead of creating a second one beside it.
-				PreConfig: func() { s.setFaults(sandbox.Faults{}) },
-				Config:    normal,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
-				},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				},
-				Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-			},
+	slow := s.instanceConfig("interrupted", "l4", "  timeouts = { create = \"2s\" }")
+	normal := s.instanceConfig("interrupted", "l4", "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{
+			// The machine boots for a minute; the create is cut off after 2s (the same path as Ctrl-C:
+			// the RPC's context ends).
+			PreConfig:   func() { s.setFaults(sandbox.Faults{BootTime: "60s"}) },
+			Config:      slow,
+			ExpectError: errorPattern("waiting for instance sbx-vm-interrupted--", "to run (last status pending): context deadline exceeded", "kept in state (tainted)"),
 		},
+		// The billed machine was not forgotten: it is in state, tainted, and the next apply replaces
+		// it instead of creating a second one beside it.
+		s.replacedReady(normal),
 	})
 }
 
 func TestAccGPUInstance_lostCreateResponse(t *testing.T) {
 	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + testAccGPUInstanceConfig_basic("lost", "l4", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			// The cloud creates the machine but its answer is lost: hydra finds it by name and adopts it.
-			PreConfig: func() { s.setFaults(sandbox.Faults{Faults: emukit.Faults{LoseCreateResponses: 1}}) },
-			Config:    cfg,
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
-		}},
-	})
+	cfg := s.instanceConfig("lost", "l4", "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		// The cloud creates the machine but its answer is lost: hydra finds it by name and adopts it.
+		PreConfig: func() { s.setFaults(sandbox.Faults{Faults: emukit.Faults{LoseCreateResponses: 1}}) },
+		Config:    cfg,
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+		},
+		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
+	}})
 }
 
 func TestAccGPUInstance_bootFailure(t *testing.T) {
 	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + testAccGPUInstanceConfig_basic("broken", "l4", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{
-			{
-				PreConfig:   func() { s.setFaults(sandbox.Faults{Faults: emukit.Faults{BootFailures: 1}}) },
-				Config:      cfg,
-				ExpectError: errorPattern("instance sbx-vm-broken--", "failed at the cloud: injected fault"),
-			},
-			{
-				PreConfig: func() { s.setFaults(sandbox.Faults{}) },
-				Config:    cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
-				},
-				Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-			},
+	cfg := s.instanceConfig("broken", "l4", "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{
+			PreConfig:   func() { s.setFaults(sandbox.Faults{Faults: emukit.Faults{BootFailures: 1}}) },
+			Config:      cfg,
+			ExpectError: errorPattern("instance sbx-vm-broken--", "failed at the cloud: injected fault"),
 		},
+		s.replacedReady(cfg),
 	})
 }
 
@@ -391,69 +301,49 @@ resource "hydra_gpu_instance" "test" {
   }
 }
 `
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(1.78)),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("cloud"), knownvalue.StringExact("sandbox")),
-					// Prices move before apply: the data source's answer is frozen in the saved plan.
-					beforeApply(func() { s.setPrice("sbx-us-1", "sbx.rtx6000ada.2x", 0.50) }),
-				},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringExact("sandbox-vm-pool/sbx-eu-1/sbx.rtx6000ada.2x/ondemand@1.78")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: cfg,
+		ConfigPlanChecks: preApply(
+			planKnown("price_usd_per_hour", 1.78),
+			planKnown("cloud", "sandbox"),
+			// Prices move before apply: the data source's answer is frozen in the saved plan.
+			beforeApply(func() { s.setPrice("sbx-us-1", "sbx.rtx6000ada.2x", 0.50) }),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("offer_id", "sandbox-vm-pool/sbx-eu-1/sbx.rtx6000ada.2x/ondemand@1.78"),
+			stateKnown("status", "ready"),
+		},
+	}})
 }
 
 func TestAccGPUInstance_slowCloudTimesOut(t *testing.T) {
 	s := newTestSandbox(t)
 	s.setFaults(sandbox.Faults{OffersDelay: "30s"})
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:      s.providerConfig(`  offer_timeout = "1s"`) + testAccGPUInstanceConfig_basic("slow", "h100", ""),
-			PlanOnly:    true,
-			ExpectError: errorPattern("sandbox: timed out after 1s waiting for offers"),
-		}},
-	})
+	accTest(t, nil, []resource.TestStep{{
+		Config:      s.providerConfig(`  offer_timeout = "1s"`) + testAccGPUInstanceConfig_basic("slow", "h100", ""),
+		PlanOnly:    true,
+		ExpectError: errorPattern("sandbox: timed out after 1s waiting for offers"),
+	}})
 }
 
 func TestAccGPUInstance_update(t *testing.T) {
 	s := newTestSandbox(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{
-			{Config: s.providerConfig("") + testAccGPUInstanceConfig_basic("upd", "l4", `  clouds = ["sandbox"]`)},
-			{
-				// Narrowing limits the machine still meets changes nothing at the cloud.
-				Config: s.providerConfig("") + testAccGPUInstanceConfig_basic("upd", "l4", "  clouds = [\"sandbox\"]\n  max_price_per_hour = 5\n  regions = [\"sbx-eu-1\", \"sbx-us-1\"]"),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)},
-				},
-				Check: s.checkCreated(1),
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{Config: s.instanceConfig("upd", "l4", `  clouds = ["sandbox"]`)},
+		{
+			// Narrowing limits the machine still meets changes nothing at the cloud.
+			Config:           s.instanceConfig("upd", "l4", "  clouds = [\"sandbox\"]\n  max_price_per_hour = 5\n  regions = [\"sbx-eu-1\", \"sbx-us-1\"]"),
+			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)),
+			Check:            s.checkCreated(1),
+		},
+		{
+			// A region that excludes the machine's own replaces it.
+			Config:           s.instanceConfig("upd", "l4", "  regions = [\"sbx-ap-1\"]"),
+			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("region", "sbx-ap-1"),
 			},
-			{
-				// A region that excludes the machine's own replaces it.
-				Config: s.providerConfig("") + testAccGPUInstanceConfig_basic("upd", "l4", "  regions = [\"sbx-ap-1\"]"),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
-				},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-ap-1")),
-				},
-				Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-			},
+			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
 		},
 	})
 }
@@ -462,9 +352,7 @@ func TestAccGPUInstance_update(t *testing.T) {
 // simulated cloud, and a configuration that does use the sandbox is told, in every plan, that nothing
 // real is rented.
 func TestAccGPUInstance_sandboxOnlyOnPurpose(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirReattach(t, "")
+	s, d := cliTest(t, newCLIDirReattach)
 	d.write(fmt.Sprintf(`
 provider "hydra" {
   plan_quote_dir = %q
@@ -484,7 +372,7 @@ provider "hydra" {
 		t.Fatal("the sandbox was opened for a configuration that did not ask for it")
 	}
 
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("trial", "l4", ""))
+	d.writeInstance(s, "trial", "l4", "")
 	if out := d.mustRun("plan"); !errorPattern("Simulated cloud: nothing real will be rented", "a `sandbox` block is configured").MatchString(out) {
 		t.Fatalf("a plan on the sandbox must say that nothing real is rented:\n%s", out)
 	}

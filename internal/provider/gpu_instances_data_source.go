@@ -21,8 +21,13 @@ var (
 // NewGPUInstancesDataSource is the hydra_gpu_instances data source.
 func NewGPUInstancesDataSource() datasource.DataSource { return &gpuInstancesDataSource{} }
 
-type gpuInstancesDataSource struct {
-	data *providerData
+type gpuInstancesDataSource struct{ dataSourceData }
+
+// dataSourceData is what every data source embeds: the provider's data, set by Configure.
+type dataSourceData struct{ data *providerData }
+
+func (d *dataSourceData) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
 }
 
 type gpuInstancesModel struct {
@@ -99,10 +104,6 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 			},
 		},
 	}
-}
-
-func (d *gpuInstancesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
 }
 
 func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

@@ -25,9 +25,7 @@ var (
 // NewGPUOfferDataSource is the hydra_gpu_offer data source.
 func NewGPUOfferDataSource() datasource.DataSource { return &gpuOfferDataSource{} }
 
-type gpuOfferDataSource struct {
-	data *providerData
-}
+type gpuOfferDataSource struct{ dataSourceData }
 
 type gpuOfferModel struct {
 	GPUType         types.String  `tfsdk:"gpu_type"`
@@ -107,7 +105,7 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 				MarkdownDescription: "Only these clouds. Default: every configured cloud.",
 				Optional:            true,
 				ElementType:         types.StringType,
-				Validators:          []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.OneOf(inventory.Clouds...))},
+				Validators:          knownCloudsValidators(),
 			},
 			"regions": schema.SetAttribute{
 				MarkdownDescription: "Only these regions. Default: any.",
@@ -180,10 +178,6 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 	}
 }
 
-func (d *gpuOfferDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
-}
-
 func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	ctx = withControlPlaneLogger(ctx)
 	var m gpuOfferModel
@@ -209,13 +203,13 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	sort.Strings(oreq.Regions)
 	res, err := d.data.cp.Offers(ctx, oreq, false)
 	if err != nil {
-		addRequestError(&resp.Diagnostics, err)
+		addPlanError(&resp.Diagnostics, err)
 		return
 	}
 	best, ok := res.Cheapest()
 	if !ok {
 		d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
-		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", noOfferDetail(oreq, res, d.data.cp.Closest(ctx, oreq)))
+		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", controlplane.NoOfferDetail(oreq, res, d.data.cp.Closest(ctx, oreq)))
 		return
 	}
 	m.ID = types.StringValue(best.ID)

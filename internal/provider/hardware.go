@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -76,44 +75,4 @@ func (v boundedDuration) ValidateString(ctx context.Context, req validator.Strin
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
 			fmt.Sprintf("%s is %q; expected %s.", req.Path, req.ConfigValue.ValueString(), v.Description(ctx)))
 	}
-}
-
-// fleetPassedDetail explains why an instance did not get the cheapest offer: instances planned before
-// it in this run (by name) took that offer's last stock.
-func fleetPassedDetail(name string, c controlplane.FleetChoice) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "hydra_gpu_instance %q takes %s at %s because cheaper offers have no stock left for it in this plan:\n", name, c.Offer.ID, c.Offer.PricePerHour.PerHour())
-	for _, p := range c.Passed {
-		fmt.Fprintf(&b, "  - %s at %s: %d in stock, taken by %s\n", p.Offer.ID, p.Offer.PricePerHour.PerHour(), p.Offer.Available, strings.Join(p.TakenBy, ", "))
-	}
-	b.WriteString("Instances planned together share the known stock in name order. The choice is pinned like any other.")
-	return b.String()
-}
-
-// fleetExhaustedDetail explains that every matching offer's stock went to other instances of the plan.
-func fleetExhaustedDetail(c controlplane.FleetChoice) string {
-	var b strings.Builder
-	b.WriteString("Every matching offer's known stock is taken by other instances planned in this run (they are served in name order):\n")
-	for _, p := range c.Passed {
-		fmt.Fprintf(&b, "  - %s at %s: %d in stock, taken by %s\n", p.Offer.ID, p.Offer.PricePerHour.PerHour(), p.Offer.Available, strings.Join(p.TakenBy, ", "))
-	}
-	b.WriteString("Plan fewer instances, allow more clouds, regions or spot, or raise max_price_per_hour. Nothing was created.")
-	return b.String()
-}
-
-// shownDetails is what offer_details shows of an offer's Details: what a buyer may weigh beyond the
-// first-class attributes. Values that repeat one (the region, the instance type, the cloud's GPU name)
-// and the clouds' internal identifiers (keys ending in _id or _fid) stay out of the plan's way; the
-// control plane keeps them all for the create.
-func shownDetails(o controlplane.Offer) map[string]string {
-	out := map[string]string{}
-	for k, v := range o.Details {
-		switch {
-		case strings.HasSuffix(k, "_id"), strings.HasSuffix(k, "_fid"),
-			v == "", v == o.Region, v == o.InstanceType, v == o.CloudGPU:
-			continue
-		}
-		out[k] = v
-	}
-	return out
 }

@@ -1,20 +1,16 @@
 package provider
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
 )
@@ -23,105 +19,81 @@ func healthConfig(s *testSandbox, extra string) string {
 	return s.provisionedConfig("") + testAccGPUInstanceConfig_basic("health", "l4", extra)
 }
 
-// A fault injected into a ready machine shows in the next refresh: unhealthy, with the reason; the
-// plan changes nothing until replace_when_unhealthy asks for a replacement, which is then healthy.
-func TestAccGPUInstance_healthDegraded(t *testing.T) {
+// Every refresh reads a ready machine's health. A fault injected into it shows in the next refresh:
+// unhealthy, with the reason; the plan changes nothing until replace_when_unhealthy asks for a
+// replacement, which is then healthy. A machine whose health cannot be read (sshd down, or its
+// provisioning record gone) is "unknown", never "unhealthy": even with replace_when_unhealthy, nothing
+// is replaced.
+func TestAccGPUInstance_health(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: healthConfig(s, ""),
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("healthy")),
-			},
-		}, {
-			// A fatal Xid (the GPU fell off the bus) after ready: the refresh reads it, the plan is empty.
-			PreConfig: func() {
-				if err := sshhost.SetFault(s.machineDir(), sshhost.FaultXid, "0 79"); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config: healthConfig(s, ""),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("unhealthy")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health_reason"), knownvalue.StringRegexp(regexp.MustCompile(`(?i)xid`))),
-			},
-		}, {
-			// Asked to, the plan replaces it; the replacement is healthy.
-			Config: healthConfig(s, "  replace_when_unhealthy = true"),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("healthy")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-		}},
-	})
-}
-
-// A machine whose health cannot be read is "unknown", never "unhealthy": even with
-// replace_when_unhealthy, nothing is replaced.
-func TestAccGPUInstance_healthUnknownWhenUnreachable(t *testing.T) {
-	requireProvisioningTools(t)
-	s := newTestSandbox(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: healthConfig(s, "  replace_when_unhealthy = true"),
-		}, {
-			// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
-			PreConfig: func() {
-				if err := sshhost.SetFault(s.machineDir(), sshhost.FaultSSHDown, "1"); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config: healthConfig(s, "  replace_when_unhealthy = true"),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("unknown")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health_reason"), knownvalue.StringRegexp(regexp.MustCompile(`(?i)connection refused`))),
-			},
-			Check: s.checkCreated(1),
-		}, {
-			// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
-			// hydra's back): its health cannot be read either.
-			PreConfig: func() {
-				if err := sshhost.ClearFaults(s.machineDir()); err != nil {
-					t.Fatal(err)
-				}
-				marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
-				if !ok {
-					t.Fatal("no provisioning marker on the machine")
-				}
-				if err := os.Remove(marker); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config: healthConfig(s, "  replace_when_unhealthy = true"),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health"), knownvalue.StringExact("unknown")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("health_reason"), knownvalue.StringRegexp(regexp.MustCompile(`marker`))),
-			},
-			Check: s.checkCreated(1),
-		}},
-	})
+	replacing := healthConfig(s, "  replace_when_unhealthy = true")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: healthConfig(s, ""),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+			stateKnown("health", "healthy"),
+		},
+	}, {
+		// A fatal Xid (the GPU fell off the bus) after ready: the refresh reads it, the plan is empty.
+		PreConfig: func() {
+			if err := sshhost.SetFault(s.machineDir(), sshhost.FaultXid, "0 79"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:           healthConfig(s, ""),
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("health", "unhealthy"),
+			stateKnown("health_reason", like(`(?i)xid`)),
+		},
+	}, {
+		// Asked to, the plan replaces it; the replacement is healthy.
+		Config:           replacing,
+		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("health", "healthy"),
+			stateKnown("status", "ready"),
+		},
+		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
+	}, {
+		// The replacement's sshd is down (as when its network or sshd died): the refresh cannot reach it.
+		PreConfig: func() {
+			if err := sshhost.SetFault(s.machineDir(), sshhost.FaultSSHDown, "1"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:           replacing,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+			stateKnown("health", "unknown"),
+			stateKnown("health_reason", like(`(?i)connection refused`)),
+		},
+		Check: s.checkCreated(2),
+	}, {
+		// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
+		// hydra's back): its health cannot be read either.
+		PreConfig: func() {
+			if err := sshhost.ClearFaults(s.machineDir()); err != nil {
+				t.Fatal(err)
+			}
+			marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
+			if !ok {
+				t.Fatal("no provisioning marker on the machine")
+			}
+			if err := os.Remove(marker); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:           replacing,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("health", "unknown"),
+			stateKnown("health_reason", like(`marker`)),
+		},
+		Check: s.checkCreated(2),
+	}})
 }
 
 // execletConfig is one execlet with provisioning on.
@@ -162,68 +134,53 @@ func startJob(t *testing.T, machineDir string, endOnDrain bool) *atomic.Bool {
 	return &sawDrain
 }
 
-// Destroying an execlet drains it first: it stops taking work, and the delete waits for the running job.
-func TestAccGPUInstance_drainBeforeDestroy(t *testing.T) {
-	testAccDestroyDrains(t, "drained", "2m", true)
-}
-
-// A drain that does not finish within drain_timeout never blocks the destroy.
+// A drain that does not finish within drain_timeout never blocks the destroy: the job on the machine
+// never ends, and the destroy goes ahead once the drain has asked it to and the time is up.
 func TestAccGPUInstance_drainTimeout(t *testing.T) {
-	testAccDestroyDrains(t, "stuck", "60s", false)
-}
-
-// testAccDestroyDrains creates an execlet with the drain_timeout given, starts a job on it (which ends
-// when the drain asks it to, or never), and checks at destroy that the machine was asked to drain and is
-// gone.
-func testAccDestroyDrains(t *testing.T, name, drainTimeout string, jobEnds bool) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	var sawDrain *atomic.Bool
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy: func(st *terraform.State) error {
-			if sawDrain == nil || !sawDrain.Load() {
-				t.Error("the execlet was deleted without being asked to drain")
-			}
-			return s.checkDestroyed(st)
+	accTest(t, func(st *terraform.State) error {
+		if sawDrain == nil || !sawDrain.Load() {
+			t.Error("the execlet was deleted without being asked to drain")
+		}
+		return s.checkDestroyed(st)
+	}, []resource.TestStep{{
+		Config: execletConfig(s, "stuck", `  drain_timeout = "60s"`),
+		Check: func(*terraform.State) error {
+			sawDrain = startJob(t, s.machineDir(), false)
+			return nil
 		},
-		Steps: []resource.TestStep{{
-			Config: execletConfig(s, name, fmt.Sprintf("  drain_timeout = %q", drainTimeout)),
-			Check: func(*terraform.State) error {
-				sawDrain = startJob(t, s.machineDir(), jobEnds)
-				return nil
-			},
-		}},
-	})
+	}})
 }
 
-// A replacement drains the old machine before deleting it.
-func TestAccGPUInstance_replaceDrainsOldMachine(t *testing.T) {
+// Replacing or destroying an execlet drains it first: it stops taking work, and the delete waits for
+// the running job. The replacement drains the old machine before deleting it; the final destroy drains
+// the new one.
+func TestAccGPUInstance_drainBeforeDelete(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
-	var sawDrain *atomic.Bool
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: execletConfig(s, "old", `  drain_timeout = "2m"`),
-			Check: func(*terraform.State) error {
-				sawDrain = startJob(t, s.machineDir(), true)
-				return nil
-			},
-		}, {
-			Config: execletConfig(s, "new", `  drain_timeout = "2m"`),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
-			},
-			Check: func(*terraform.State) error {
-				if !sawDrain.Load() {
-					t.Error("the replaced execlet was deleted without being drained")
-				}
-				return s.checkCreated(2)(nil)
-			},
-		}},
-	})
+	var oldDrained, newDrained *atomic.Bool
+	accTest(t, func(st *terraform.State) error {
+		if newDrained == nil || !newDrained.Load() {
+			t.Error("the execlet was destroyed without being asked to drain")
+		}
+		return s.checkDestroyed(st)
+	}, []resource.TestStep{{
+		Config: execletConfig(s, "old", `  drain_timeout = "2m"`),
+		Check: func(*terraform.State) error {
+			oldDrained = startJob(t, s.machineDir(), true)
+			return nil
+		},
+	}, {
+		Config:           execletConfig(s, "new", `  drain_timeout = "2m"`),
+		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+		Check: func(*terraform.State) error {
+			if !oldDrained.Load() {
+				t.Error("the replaced execlet was deleted without being drained")
+			}
+			newDrained = startJob(t, s.machineDir(), true)
+			return s.checkCreated(2)(nil)
+		},
+	}})
 }

@@ -1,31 +1,12 @@
 package provider
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
-
-// provisionedConfigIn is the provider block with provisioning on from playbookDir, with the working
-// directory's own plan quotes and journal.
-func (s *testSandbox) provisionedConfigIn(work, playbookDir string) string {
-	return fmt.Sprintf(`
-provider "hydra" {
-  plan_quote_dir = %[1]q
-  sandbox {
-    dir       = %[2]q
-    boot_time = "1s"
-  }
-  provisioning {
-    retry_delay  = "1s"
-    playbook_dir = %[3]q
-  }
-}
-`, filepath.Join(work, "hydra"), s.sb.Dir(), playbookDir)
-}
 
 // importInto adopts the machine another working directory made (and then forgot) into a fresh one.
 func importInto(t *testing.T, s *testSandbox, playbookDir, name, cloudName string) *cliDir {

@@ -57,10 +57,8 @@ func serveForReattach(t *testing.T) string {
 // boots. One Ctrl-C costs nothing: the billed machine stays in state in a resumable status, not
 // tainted, and the next apply resumes it in place instead of buying another.
 func TestAccGPUInstance_ctrlC(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirReattach(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("ctrlc", "l4", ""))
+	s, d := cliTest(t, newCLIDirReattach)
+	d.writeInstance(s, "ctrlc", "l4", "")
 
 	// The machine boots for 15 s; Ctrl-C arrives once it exists at the cloud.
 	s.setFaults(sandbox.Faults{BootTime: "15s"})
@@ -93,15 +91,7 @@ func TestAccGPUInstance_ctrlC(t *testing.T) {
 	if !strings.Contains(plan, "1 to change, 0 to destroy") {
 		t.Fatalf("the next plan must resume the machine in place:\n%s", plan)
 	}
-	d.mustRun("apply", "-auto-approve")
-	if live, created := len(s.live()), s.created(); live != 1 || created != 1 {
-		t.Fatalf("after the resuming apply: %d live, %d created; want 1 and 1", live, created)
-	}
-	show = d.mustRun("state", "show", "hydra_gpu_instance.test")
-	if !statusReady.MatchString(show) {
-		t.Fatalf("the resumed machine is not ready:\n%s", show)
-	}
-	d.destroyAll(s)
+	d.resumeToReady(s)
 }
 
 // orphanedRunProcesses lists processes (ansible-playbook, ssh) whose command line points into a
@@ -191,15 +181,7 @@ func TestAccGPUInstance_ctrlCResumes(t *testing.T) {
 
 	// The next apply resumes provisioning in place (a quick playbook this time).
 	d.write(s.provisionedConfig(playbooks) + testAccGPUInstanceConfig_basic("ctrlc-prov", "l4", "  provisioning_vars = { sleep_seconds = 0 }"))
-	d.mustRun("apply", "-auto-approve")
-	if live, created := len(s.live()), s.created(); live != 1 || created != 1 {
-		t.Fatalf("after the resuming apply: %d live, %d created; want 1 and 1", live, created)
-	}
-	show = d.mustRun("state", "show", "hydra_gpu_instance.test")
-	if !statusReady.MatchString(show) {
-		t.Fatalf("the resumed machine is not ready:\n%s", show)
-	}
-	d.destroyAll(s)
+	d.resumeToReady(s)
 }
 
 // statusReady matches `status = "ready"` in `terraform state show` output, however the attributes are
@@ -209,4 +191,18 @@ var statusReady = statusIs("ready")
 // statusIs matches `status = "<s>"` in `terraform state show` output, however it is aligned.
 func statusIs(s string) *regexp.Regexp {
 	return regexp.MustCompile(`(?m)^\s*status\s+= "` + regexp.QuoteMeta(s) + `"$`)
+}
+
+// resumeToReady runs the apply that resumes an interrupted one: the one machine created is ready, and
+// no other was bought; then everything is destroyed.
+func (d *cliDir) resumeToReady(s *testSandbox) {
+	d.t.Helper()
+	d.mustRun("apply", "-auto-approve")
+	if live, created := len(s.live()), s.created(); live != 1 || created != 1 {
+		d.t.Fatalf("after the resuming apply: %d live, %d created; want 1 and 1", live, created)
+	}
+	if show := d.mustRun("state", "show", "hydra_gpu_instance.test"); !statusReady.MatchString(show) {
+		d.t.Fatalf("the resumed machine is not ready:\n%s", show)
+	}
+	d.destroyAll(s)
 }

@@ -2,54 +2,39 @@ package provider
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
-)
-
-// Bounds of max_price_per_hour: from a cent to a million dollars an hour, to the micro-dollar.
-const (
-	minMaxPrice = 0.01
-	maxMaxPrice = 1_000_000
 )
 
 // maxPriceDescription is appended to every max_price_per_hour description.
 const maxPriceDescription = " Accepted: 0.01 to 1000000, with at most six digits after the point (a millionth of a dollar). " +
 	"Compared exactly with each offer's billed price: an offer one millionth of a dollar above it is not eligible."
 
-// maxPriceValidators check max_price_per_hour at validate time.
+// maxPriceValidators check max_price_per_hour at validate time, with the control plane's one check
+// (controlplane.ParseMaxPrice).
 func maxPriceValidators() []validator.Float64 {
-	return []validator.Float64{microDollars{}}
+	return []validator.Float64{maxPrice{}}
 }
 
-// microDollars accepts prices from minMaxPrice to maxMaxPrice with no more precision than hydra's money
-// type holds, so that the cap a plan shows is the cap applied.
-type microDollars struct{}
+// maxPrice accepts the caps controlplane.ParseMaxPrice accepts.
+type maxPrice struct{}
 
-func (microDollars) Description(context.Context) string {
+func (maxPrice) Description(context.Context) string {
 	return "value must be from 0.01 to 1000000 (US dollars per hour) with at most six digits after the decimal point"
 }
 
-func (v microDollars) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v maxPrice) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
-func (microDollars) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+func (maxPrice) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	f := req.ConfigValue.ValueFloat64()
-	u, err := money.FromFloat(f)
-	if err != nil || f < minMaxPrice || f > maxMaxPrice {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid price",
-			fmt.Sprintf("%s is %v; expected US dollars per hour from 0.01 to 1000000, such as 2.5.", req.Path, f))
-		return
-	}
-	if u.Float64() != f {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid price",
-			fmt.Sprintf("%s is %v, which has more than six digits after the decimal point; hydra prices are exact to a millionth of a dollar (for example %s).",
-				req.Path, f, u))
+	if _, err := controlplane.ParseMaxPrice(req.ConfigValue.ValueFloat64()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid price", err.Error()+".")
 	}
 }
 

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -38,36 +37,30 @@ func TestAccGPUInstance_moneyExact(t *testing.T) {
 	s.setPrice("sbx-us-1", "sbx.l4.1x", 0.70005)
 	s.setPrice("sbx-ap-1", "sbx.l4.1x", 0.8)
 	withCap := func(c string) string {
-		return s.providerConfig("") + testAccGPUInstanceConfig_basic("exact", "l4", "  max_price_per_hour = "+c)
+		return s.instanceConfig("exact", "l4", "  max_price_per_hour = "+c)
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config:      withCap("0.700049"),
-			PlanOnly:    true,
-			ExpectError: errorPattern("cheapest matching offer costs $0.70005/h", "above max_price_per_hour $0.700049/h", "Nothing was created"),
-		}, {
-			Config: withCap("0.70005"),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(0.70005)),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("offer_id"), knownvalue.StringExact("sandbox-vm-pool/sbx-us-1/sbx.l4.1x/ondemand@0.70005")),
-				},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(0.70005)),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config:      withCap("0.700049"),
+		PlanOnly:    true,
+		ExpectError: errorPattern("cheapest matching offer costs $0.70005/h", "above max_price_per_hour $0.700049/h", "Nothing was created"),
+	}, {
+		Config: withCap("0.70005"),
+		ConfigPlanChecks: preApply(
+			planKnown("region", "sbx-us-1"),
+			planKnown("price_usd_per_hour", 0.70005),
+			planKnown("offer_id", "sandbox-vm-pool/sbx-us-1/sbx.l4.1x/ondemand@0.70005"),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("price_usd_per_hour", 0.70005),
+			stateKnown("status", "ready"),
+		},
+	}})
 }
 
 // Every number max_price_per_hour accepts is a price hydra can hold exactly; the rest fail at validate,
 // naming the attribute and what is accepted, before any cloud is asked.
 func TestAccGPUInstance_maxPriceBounds(t *testing.T) {
+	t.Parallel() // its cases run in parallel too, beside every other acceptance test
 	s := newTestSandbox(t)
 	for _, tc := range []struct{ value, want string }{
 		{"1e15", "max_price_per_hour is 1e+15; expected US dollars per hour from 0.01 to 1000000"},
@@ -75,22 +68,14 @@ func TestAccGPUInstance_maxPriceBounds(t *testing.T) {
 		{"2.0000001", "max_price_per_hour is 2.0000001, which has more than six digits after the decimal point"},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
-			resource.ParallelTest(t, resource.TestCase{
-				PreCheck:                 func() { testAccPreCheck(t) },
-				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-				Steps: []resource.TestStep{{
-					Config:      s.providerConfig("") + testAccGPUInstanceConfig_basic("bounds", "l4", "  max_price_per_hour = "+tc.value),
-					PlanOnly:    true,
-					ExpectError: errorPattern(tc.want),
-				}},
-			})
+			accTest(t, nil, []resource.TestStep{{
+				Config:      s.instanceConfig("bounds", "l4", "  max_price_per_hour = "+tc.value),
+				PlanOnly:    true,
+				ExpectError: errorPattern(tc.want),
+			}})
 		})
 	}
-	t.Cleanup(func() {
-		if n := s.created(); n != 0 {
-			t.Errorf("refused caps created %d machines", n)
-		}
-	})
+	t.Cleanup(func() { s.noneCreated(t, "refused caps") })
 }
 
 // Instances planned in one run share the known stock: with one machine left in the cheapest region,
@@ -109,58 +94,47 @@ resource "hydra_gpu_instance" "fleet" {
 `
 	region := func(i int) tfjsonpath.Path { return tfjsonpath.New("region") }
 	addr := func(i int) string { return "hydra_gpu_instance.fleet[" + string(rune('0'+i)) + "]" }
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(addr(0), region(0), knownvalue.StringExact("sbx-eu-1")),
-					plancheck.ExpectKnownValue(addr(1), region(1), knownvalue.StringExact("sbx-us-1")),
-					plancheck.ExpectKnownValue(addr(2), region(2), knownvalue.StringExact("sbx-us-1")),
-					plancheck.ExpectKnownValue(addr(2), tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.64)),
-				},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(addr(0), tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				statecheck.ExpectKnownValue(addr(1), tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
-				statecheck.ExpectKnownValue(addr(2), tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-			Check: resource.ComposeTestCheckFunc(s.checkLive(3), s.checkCreated(3)),
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: cfg,
+		ConfigPlanChecks: preApply(
+			plancheck.ExpectKnownValue(addr(0), region(0), knownvalue.StringExact("sbx-eu-1")),
+			plancheck.ExpectKnownValue(addr(1), region(1), knownvalue.StringExact("sbx-us-1")),
+			plancheck.ExpectKnownValue(addr(2), region(2), knownvalue.StringExact("sbx-us-1")),
+			plancheck.ExpectKnownValue(addr(2), tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.64)),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr(0), tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+			statecheck.ExpectKnownValue(addr(1), tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
+			statecheck.ExpectKnownValue(addr(2), tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+		},
+		Check: resource.ComposeTestCheckFunc(s.checkLive(3), s.checkCreated(3)),
+	}})
 }
 
 // A sold-out offer is listed by the data source as not eligible, with its price, and never chosen.
 func TestAccGPUOfferDataSource_soldOutListed(t *testing.T) {
 	s := newTestSandbox(t)
 	s.setStock("sbx-eu-1", "sbx.l40s.1x", 0)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config: s.providerConfig("") + `
+	accTest(t, nil, []resource.TestStep{{
+		Config: s.providerConfig("") + `
 data "hydra_gpu_offer" "l40s" {
   gpu_type = "l40s"
 }
 `,
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue("data.hydra_gpu_offer.l40s", tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
-				statecheck.ExpectKnownValue("data.hydra_gpu_offer.l40s", tfjsonpath.New("offers"), knownvalue.ListPartial(map[int]knownvalue.Check{
-					// Two eligible regions first, then the sold-out one.
-					2: knownvalue.ObjectPartial(map[string]knownvalue.Check{
-						"region":             knownvalue.StringExact("sbx-eu-1"),
-						"eligible":           knownvalue.Bool(false),
-						"available":          knownvalue.Int64Exact(0),
-						"price_usd_per_hour": knownvalue.Float64Exact(0.99),
-						"ineligible_why":     knownvalue.StringRegexp(regexp.MustCompile(`sold out`)),
-					}),
-				})),
-			},
-		}},
-	})
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue("data.hydra_gpu_offer.l40s", tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
+			statecheck.ExpectKnownValue("data.hydra_gpu_offer.l40s", tfjsonpath.New("offers"), knownvalue.ListPartial(map[int]knownvalue.Check{
+				// Two eligible regions first, then the sold-out one.
+				2: knownvalue.ObjectPartial(map[string]knownvalue.Check{
+					"region":             knownvalue.StringExact("sbx-eu-1"),
+					"eligible":           knownvalue.Bool(false),
+					"available":          knownvalue.Int64Exact(0),
+					"price_usd_per_hour": knownvalue.Float64Exact(0.99),
+					"ineligible_why":     like(`sold out`),
+				}),
+			})),
+		},
+	}})
 }
 
 // addEntry adds one catalog entry to the sandbox.
@@ -183,49 +157,40 @@ func TestAccGPUInstance_formFactor(t *testing.T) {
 	s.addEntry(sandbox.CatalogEntry{Region: "sbx-us-1", InstanceType: "sbx.h100pcie.1x", GPU: "H100", GPUCount: 1, PricePerHour: 1.99,
 		Available: -1, FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 128})
 	withFF := func(extra string) string {
-		return s.providerConfig("") + testAccGPUInstanceConfig_basic("socket", "h100", extra)
+		return s.instanceConfig("socket", "h100", extra)
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			// Any form factor: the PCIe card is cheapest, and the plan says what it is.
-			Config: withFF(""),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("instance_type"), knownvalue.StringExact("sbx.h100pcie.1x")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_form_factor"), knownvalue.StringExact("pcie")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_memory_gb"), knownvalue.Int64Exact(80)),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("vcpus"), knownvalue.Int64Exact(16)),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("memory_gb"), knownvalue.Int64Exact(128)),
-				},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_form_factor"), knownvalue.StringExact("pcie")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("vcpus"), knownvalue.Int64Exact(16)),
-			},
-		}, {
-			// Requiring SXM of the PCIe machine replaces it with the SXM machine at $2.49/h, and the state
-			// keeps what the plan showed.
-			Config: withFF(`  form_factor = "sxm"`),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("instance_type"), knownvalue.StringExact("sbx.h100.1x")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_form_factor"), knownvalue.StringExact("sxm")),
-					plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(2.49)),
-				},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("gpu_form_factor"), knownvalue.StringExact("sxm")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-		}, {
-			// A pinned PCIe offer on an SXM request fails at plan, naming both sides.
-			Config:      withFF("  form_factor = \"sxm\"\n  offer_id = \"sandbox-vm-pool/sbx-us-1/sbx.h100pcie.1x/ondemand@1.99\""),
-			PlanOnly:    true,
-			ExpectError: errorPattern(`its instance type sbx.h100pcie.1x has pcie, but the request's form_factor is "sxm"`),
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		// Any form factor: the PCIe card is cheapest, and the plan says what it is.
+		Config: withFF(""),
+		ConfigPlanChecks: preApply(
+			planKnown("instance_type", "sbx.h100pcie.1x"),
+			planKnown("gpu_form_factor", "pcie"),
+			planKnown("gpu_memory_gb", int64(80)),
+			planKnown("vcpus", int64(16)),
+			planKnown("memory_gb", int64(128)),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("gpu_form_factor", "pcie"),
+			stateKnown("vcpus", int64(16)),
+		},
+	}, {
+		// Requiring SXM of the PCIe machine replaces it with the SXM machine at $2.49/h, and the state
+		// keeps what the plan showed.
+		Config: withFF(`  form_factor = "sxm"`),
+		ConfigPlanChecks: preApply(
+			plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
+			planKnown("instance_type", "sbx.h100.1x"),
+			planKnown("gpu_form_factor", "sxm"),
+			planKnown("price_usd_per_hour", 2.49),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("gpu_form_factor", "sxm"),
+			stateKnown("status", "ready"),
+		},
+	}, {
+		// A pinned PCIe offer on an SXM request fails at plan, naming both sides.
+		Config:      withFF("  form_factor = \"sxm\"\n  offer_id = \"sandbox-vm-pool/sbx-us-1/sbx.h100pcie.1x/ondemand@1.99\""),
+		PlanOnly:    true,
+		ExpectError: errorPattern(`its instance type sbx.h100pcie.1x has pcie, but the request's form_factor is "sxm"`),
+	}})
 }

@@ -1,14 +1,10 @@
 package provider
 
 import (
-	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -63,69 +59,6 @@ func sharedNameDetail(name string) string {
 		"(with count or for_each, include count.index or each.key in it).", name)
 }
 
-// describeMachine names a machine for a person: cloud, cloud-side name, id, age and price.
-func describeMachine(m controlplane.Machine) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s (id %s", m.Instance.Cloud, m.Instance.Name, m.Instance.ID)
-	if !m.Instance.CreatedAt.IsZero() {
-		fmt.Fprintf(&b, ", created %s, %s ago", m.Instance.CreatedAt.UTC().Format(time.RFC3339), m.Age.Round(time.Second))
-	}
-	if m.Instance.PricePerHour > 0 {
-		fmt.Fprintf(&b, ", %s", m.Instance.PricePerHour.PerHour())
-	}
-	b.WriteString(")")
-	return b.String()
-}
-
-// collisions checks, at plan, whether a machine another state holds already carries the name.
-// strict makes such a machine an error (else a warning: the caller cannot tell it from this
-// configuration's own machine, as in an apply-time re-plan on another machine).
-func (r *gpuInstanceResource) collisions(ctx context.Context, name, kind string, clouds []string, strict bool, diags *diag.Diagnostics) {
-	machines, unreachable := r.data.cp.Named(ctx, name, kind, clouds)
-	var foreign, adopt []string
-	for _, m := range machines {
-		switch {
-		case r.data.walk.holds(m.Instance.ID):
-			// This configuration's own machine (the predecessor of a replacement).
-		case m.Ownership == controlplane.OwnedInterrupted:
-			adopt = append(adopt, describeMachine(m))
-		case m.Ownership == controlplane.NotHydras:
-			// Created outside hydra with a hydra-like name: never touched, not in the way.
-		default:
-			foreign = append(foreign, describeMachine(m))
-		}
-	}
-	if len(adopt) > 0 {
-		diags.AddWarning("A create of this machine was cut short; apply adopts it",
-			fmt.Sprintf("An earlier create of hydra_gpu_instance %q in this working directory was interrupted before Terraform recorded "+
-				"the machine. The next apply takes it over instead of buying another (if it still matches the plan; otherwise "+
-				"apply deletes it and creates the planned one):\n  %s", name, strings.Join(adopt, "\n  ")))
-	}
-	if len(foreign) > 0 {
-		detail := fmt.Sprintf("A machine named %q already exists and belongs to another Terraform state (another working "+
-			"directory or workspace), or to a create still in flight elsewhere:\n  %s\n\nhydra never adopts, changes or deletes "+
-			"another resource's machine. Ways out: give this resource another name; or, if this configuration should manage that "+
-			"machine, adopt it with `terraform import <address> <cloud-side name>` (and remove it from the other state).",
-			name, strings.Join(foreign, "\n  "))
-		if strict {
-			diags.AddError("GPU instance name already in use", detail)
-		} else {
-			diags.AddWarning("GPU instance name may already be in use", detail+
-				"\n\n(This is a warning: during an apply hydra cannot tell another state's machine from this configuration's own "+
-				"predecessor in a create_before_destroy replacement.)")
-		}
-	}
-	if len(unreachable) > 0 {
-		var parts []string
-		for c, why := range unreachable {
-			parts = append(parts, c+": "+why)
-		}
-		sort.Strings(parts)
-		diags.AddWarning("Could not check every cloud for a machine of this name",
-			fmt.Sprintf("hydra looks for machines named %q before creating one; these clouds did not answer:\n  %s", name, strings.Join(parts, "\n  ")))
-	}
-}
-
 // orphanWarning names every machine that is probably billed with no state holding it, except those
 // this working directory's journal names (journalWarning reports them, in every command).
 func orphanWarning(res controlplane.ListResult, grace time.Duration) (summary, detail string, ok bool) {
@@ -142,7 +75,7 @@ func orphanWarning(res controlplane.ListResult, grace time.Duration) (summary, d
 	for _, m := range orphans {
 		how := fmt.Sprintf("adopt it with `terraform import <address> %s`, or delete it at the cloud", m.Instance.Name)
 		why := fmt.Sprintf("never confirmed by a completed create, refresh or import, %s old", m.Age.Round(time.Second))
-		lines = append(lines, fmt.Sprintf("- %s: %s; %s", describeMachine(m), why, how))
+		lines = append(lines, fmt.Sprintf("- %s: %s; %s", controlplane.DescribeMachine(m), why, how))
 	}
 	return fmt.Sprintf("%d GPU machine(s) may be billed with no Terraform state holding them", len(orphans)),
 		"hydra created these machines, but no Terraform state is known to hold them (a create cut short by a hard kill " +

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,25 +13,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
-
-// providerConfigIn is the sandbox's provider block with its own local working directory (quotes and
-// the journal of creates in flight), as a second Terraform working directory on the same cloud has.
-func (s *testSandbox) providerConfigIn(work, extra string) string {
-	return fmt.Sprintf(`
-provider "hydra" {
-  plan_quote_dir = %[1]q
-  orphan_grace   = "1s"
-  sandbox {
-    dir       = %[2]q
-    boot_time = "1s"
-  }
-  provisioning {
-    enabled = false
-  }
-%[3]s
-}
-`, filepath.Join(work, "hydra"), s.sb.Dir(), extra)
-}
 
 func TestAccGPUInstance_sameNameOneConfig(t *testing.T) {
 	s := newTestSandbox(t)
@@ -47,25 +26,19 @@ resource "hydra_gpu_instance" "b" {
   gpu_type = "h100"
 }
 `
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:      cfg,
-			ExpectError: errorPattern("Two GPU instances share one name", `named "twin"`),
-			Check:       resource.ComposeTestCheckFunc(s.checkCreated(0)),
-		}},
-	})
-	if n := s.created(); n != 0 {
-		t.Fatalf("a configuration whose resources share a name created %d machines", n)
-	}
+	accTest(t, nil, []resource.TestStep{{
+		Config:      cfg,
+		ExpectError: errorPattern("Two GPU instances share one name", `named "twin"`),
+		Check:       resource.ComposeTestCheckFunc(s.checkCreated(0)),
+	}})
+	s.noneCreated(t, "a configuration whose resources share a name")
 }
 
 func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t)
 	one := newCLIDirReattach(t, "")
-	one.write(s.providerConfigIn(one.dir, "") + testAccGPUInstanceConfig_basic("shared", "l4", ""))
+	one.writeInstance(s, "shared", "l4", "")
 	one.mustRun("apply", "-auto-approve")
 	if n := len(s.live()); n != 1 {
 		t.Fatalf("%d machines after the first directory's apply", n)
@@ -74,7 +47,7 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 
 	// A second working directory with the same name: refused at plan, naming the machine.
 	two := newCLIDirReattach(t, "")
-	two.write(s.providerConfigIn(two.dir, "") + testAccGPUInstanceConfig_basic("shared", "l4", ""))
+	two.writeInstance(s, "shared", "l4", "")
 	out, err := two.run("plan")
 	if err == nil || !errorPattern("GPU instance name already in use", first.Name, first.ID, "terraform import").MatchString(out) {
 		t.Fatalf("the second directory's plan must fail naming %s (err %v):\n%s", first.Name, err, out)
@@ -87,7 +60,7 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 	}
 
 	// With another name it gets its own machine; destroying it leaves the first directory's alone.
-	two.write(s.providerConfigIn(two.dir, "") + testAccGPUInstanceConfig_basic("shared-2", "l4", ""))
+	two.writeInstance(s, "shared-2", "l4", "")
 	two.mustRun("apply", "-auto-approve")
 	two.mustRun("destroy", "-auto-approve")
 	live := s.live()
@@ -101,13 +74,11 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 }
 
 func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirReattach(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("cbd", "l4", `
+	s, d := cliTest(t, newCLIDirReattach)
+	d.writeInstance(s, "cbd", "l4", `
   lifecycle {
     create_before_destroy = true
-  }`))
+  }`)
 	d.mustRun("apply", "-auto-approve")
 	old := s.live()
 	if len(old) != 1 {
@@ -128,10 +99,10 @@ func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
 	}
 
 	// A replacement forced by a change works the same way.
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("cbd", "h100", `
+	d.writeInstance(s, "cbd", "h100", `
   lifecycle {
     create_before_destroy = true
-  }`))
+  }`)
 	d.mustRun("apply", "-auto-approve")
 	if live := s.live(); len(live) != 1 || s.created() != 3 || live[0].GPUType != "h100" {
 		t.Fatalf("after the gpu_type change the cloud has %+v (%d created)", live, s.created())
@@ -158,10 +129,8 @@ func killedCreate(t *testing.T, s *testSandbox, d *cliDir, name string) (tf, pro
 }
 
 func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirBinary(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("killed", "l4", ""))
+	s, d := cliTest(t, newCLIDirBinary)
+	d.writeInstance(s, "killed", "l4", "")
 	tf, prov, _ := killedCreate(t, s, d, "killed")
 	machine := s.live()[0]
 	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
@@ -199,10 +168,8 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 }
 
 func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirBinary(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("provkill", "l4", ""))
+	s, d := cliTest(t, newCLIDirBinary)
+	d.writeInstance(s, "provkill", "l4", "")
 	tf, prov, out := killedCreate(t, s, d, "provkill")
 	machine := s.live()[0]
 	if err := osproc.SignalProcess(prov, osproc.Kill); err != nil {
@@ -222,10 +189,8 @@ func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
 }
 
 func TestAccGPUInstance_providerExitsWithTerraform(t *testing.T) {
-	t.Parallel()
-	s := newTestSandbox(t)
-	d := newCLIDirBinary(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("parent", "l4", ""))
+	s, d := cliTest(t, newCLIDirBinary)
+	d.writeInstance(s, "parent", "l4", "")
 	tf, prov, _ := killedCreate(t, s, d, "parent")
 	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
 		t.Fatal(err)
@@ -257,17 +222,12 @@ func TestAccGPUInstance_otherCloudDown(t *testing.T) {
     endpoint      = "http://127.0.0.1:9/v1"
   }`
 	cfg := s.providerConfig(down) + testAccGPUInstanceConfig_basic("island", "l4", `  clouds = ["sandbox"]`)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			Check: resource.ComposeTestCheckFunc(s.checkLive(1),
-				resource.TestCheckResourceAttr("hydra_gpu_instance.test", "status", "ready"),
-				resource.TestCheckResourceAttr("hydra_gpu_instance.test", "cloud", "sandbox")),
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: cfg,
+		Check: resource.ComposeTestCheckFunc(s.checkLive(1),
+			resource.TestCheckResourceAttr("hydra_gpu_instance.test", "status", "ready"),
+			resource.TestCheckResourceAttr("hydra_gpu_instance.test", "cloud", "sandbox")),
+	}})
 }
 
 func TestAccGPUInstancesDataSource_orphans(t *testing.T) {
@@ -300,27 +260,23 @@ data "hydra_gpu_instances" "all" {
   depends_on = [hydra_gpu_instance.test]
 }
 `
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config: cfg,
-			Check: resource.ComposeTestCheckFunc(
-				resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "instances.#", "2"),
-				resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.#", "1"),
-				resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.0", stray.Name),
-				resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
-					"id": stray.Name, "name": "stray", "ownership": "unconfirmed", "cloud": "sandbox",
-				}),
-				resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
-					"name": "kept", "ownership": "confirmed",
-				}),
-			),
-		}},
-	})
+	accTest(t, nil, []resource.TestStep{{
+		Config: cfg,
+		Check: resource.ComposeTestCheckFunc(
+			resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "instances.#", "2"),
+			resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.#", "1"),
+			resource.TestCheckResourceAttr("data.hydra_gpu_instances.all", "orphans.0", stray.Name),
+			resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
+				"id": stray.Name, "name": "stray", "ownership": "unconfirmed", "cloud": "sandbox",
+			}),
+			resource.TestCheckTypeSetElemNestedAttrs("data.hydra_gpu_instances.all", "instances.*", map[string]string{
+				"name": "kept", "ownership": "confirmed",
+			}),
+		),
+	}})
 	// Every plan names it, with the way out.
 	d := newCLIDirReattach(t, "")
-	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic("planned", "l4", ""))
+	d.writeInstance(s, "planned", "l4", "")
 	plan := d.mustRun("plan")
 	if !errorPattern("may be billed with no Terraform state holding them", stray.Name, stray.ID, "terraform import").MatchString(plan) {
 		t.Fatalf("the plan must warn about %s:\n%s", stray.Name, plan)

@@ -24,7 +24,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 var (
@@ -50,13 +49,21 @@ func (p *hydraProvider) ValidateConfig(ctx context.Context, req provider.Validat
 	}
 }
 
-// New returns the provider factory for providerserver.
+// New returns the provider factory for providerserver, with a set of emulators of its own (NewWith).
 func New(version string) func() provider.Provider {
-	return func() provider.Provider { return &hydraProvider{version: version} }
+	return NewWith(version, clouds.NewEmulators())
+}
+
+// NewWith returns the provider factory for providerserver. The emulators that blocks' emulator_dir
+// start run in emulators, shared by every provider the factory makes; the caller stops them when the
+// provider is done.
+func NewWith(version string, emulators *clouds.Emulators) func() provider.Provider {
+	return func() provider.Provider { return &hydraProvider{version: version, emulators: emulators} }
 }
 
 type hydraProvider struct {
-	version string
+	version   string
+	emulators *clouds.Emulators
 }
 
 type providerModel struct {
@@ -85,22 +92,18 @@ type provisioningModel struct {
 	AnsiblePlaybook types.String `tfsdk:"ansible_playbook"`
 }
 
-// providerData is what resources and data sources get from Configure.
 // fleetQuiet is how long instances that compete for limited stock gather before they are served in
 // name order (Terraform plans up to -parallelism instances at once; they all join within this time).
 const fleetQuiet = 300 * time.Millisecond
 
+// providerData is what resources and data sources get from Configure.
 type providerData struct {
 	cp     *controlplane.ControlPlane
 	quotes *quoteStore
 	// walk is what this walk (plan or apply) has seen of the configuration.
 	walk *walk
-	// fleet shares the clouds' known stock among the instances planned in this walk.
-	fleet *controlplane.Fleet
 	// unmappedWarned holds the clouds whose unmapped GPUs this walk has warned about (once per cloud).
 	unmappedWarned sync.Map
-	// runner is the Ansible runner when provisioning is on (import reads its marker through it).
-	runner *provision.Runner
 	// provisioning is false when provisioning is switched off (machines are ready once they run).
 	provisioning bool
 	// provisioningUnavailable, when set, is why provisioning is on but ansible-playbook cannot run where
@@ -108,8 +111,10 @@ type providerData struct {
 	provisioningUnavailable *provisioningUnavailable
 	// sshPublicKeys are installed on every new machine so provisioning can log in.
 	sshPublicKeys []string
-	// sandbox is the sandbox backend when configured (tests reach into it).
-	sandbox *sandbox.Backend
+	// sandbox is the sandbox's backend when configured (tests reach into it), and sandboxDir its
+	// directory (where its provisioning key lives).
+	sandbox    controlplane.InstanceManagerBackend
+	sandboxDir string
 }
 
 func (p *hydraProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -157,20 +162,13 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 			},
 		},
 		Blocks: mergeBlocks(cloudBlocks(), map[string]schema.Block{
-			"sandbox": schema.SingleNestedBlock{
-				MarkdownDescription: "The simulated cloud: offers, instances and faults kept in a directory on this machine. " +
-					"Used automatically when no cloud block is configured.",
+			// The sandbox's block, from its registration (clouds.Sandbox).
+			clouds.Sandbox.Block: schema.SingleNestedBlock{
+				MarkdownDescription: clouds.Sandbox.Description,
 				Attributes: map[string]schema.Attribute{
-					"dir": schema.StringAttribute{
-						MarkdownDescription: "Directory holding the sandbox's state (`catalog.json`, `faults.json`, `state.json`). " +
-							"Default `\".hydra-sandbox\"`.",
-						Optional: true,
-					},
-					"boot_time": schema.StringAttribute{
-						MarkdownDescription: "How long a new sandbox instance stays `pending`, as a Go duration. Default `\"2s\"`.",
-						Optional:            true,
-						Validators:          []validator.String{durationValidator{}},
-					},
+					"dir": schema.StringAttribute{MarkdownDescription: sandboxSetting("dir").Markdown(), Optional: true},
+					"boot_time": schema.StringAttribute{MarkdownDescription: sandboxSetting("boot_time").Markdown(), Optional: true,
+						Validators: []validator.String{durationValidator{}}},
 				},
 			},
 			"provisioning": schema.SingleNestedBlock{
@@ -227,7 +225,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	inv, err := inventory.Load(cfg.InventoryDir.ValueString())
+	inv, err := inventory.Load(cfg.InventoryDir.ValueString(), clouds.Names()...)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("inventory_dir"), "Invalid hydra inventory", err.Error())
 		return
@@ -235,10 +233,10 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	// The backends log through tflog (with Configure's fields), so TF_LOG_PROVIDER shows their retries.
 	logger := backendLogger(ctx)
 	logger.Info("hydra provider configured", "version", p.version, "terraform_version", req.TerraformVersion)
-	clouds.SetUserAgent(clouds.UserAgent(p.version, req.TerraformVersion))
 
-	data := &providerData{provisioning: true, walk: newWalk(), fleet: controlplane.NewFleet(fleetQuiet)}
-	backends, emulated := cloudBackends(cloudBlockValues, inv, logger, &resp.Diagnostics)
+	data := &providerData{provisioning: true, walk: newWalk()}
+	env := clouds.Env{Inventory: inv, Logger: logger, UserAgent: clouds.UserAgent(p.version, req.TerraformVersion), Emulators: p.emulators}
+	backends, emulated := cloudBackends(cloudBlockValues, env, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -257,26 +255,21 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 				"block to use the simulated cloud on purpose.")
 	}
 	if cfg.Sandbox != nil || !anyCloudBlock {
-		sb := cfg.Sandbox
-		if sb == nil {
-			sb = &sandboxModel{}
+		// The sandbox is built through the registry like every cloud (clouds.Sandbox).
+		vals := clouds.Values{}
+		if sb := cfg.Sandbox; sb != nil {
+			vals["dir"], vals["boot_time"] = sb.Dir.ValueString(), sb.BootTime.ValueString()
 		}
-		dir := sb.Dir.ValueString()
-		if dir == "" {
-			dir = ".hydra-sandbox"
-		}
-		boot := parseDuration(sb.BootTime, 2*time.Second)
-		sc := sandbox.Config{Dir: dir, BootTime: boot}
-		if provisioningEnabled(cfg.Provisioning) {
-			sc.Machines = sandbox.SSHMachines{}
-		}
-		b, err := sandbox.New(sc, inv, logger)
+		senv := env
+		senv.Provisioning = provisioningEnabled(cfg.Provisioning)
+		c, err := clouds.Sandbox.Configure(vals, senv)
 		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("sandbox").AtName("dir"), "Cannot open the sandbox", err.Error())
+			resp.Diagnostics.AddAttributeError(path.Root(clouds.Sandbox.Block).AtName("dir"), "Cannot open the sandbox", err.Error())
 			return
 		}
-		data.sandbox = b
-		backends = append(backends, b)
+		data.sandbox, data.sandboxDir = c.Backend, c.StateDir
+		dir := c.StateDir
+		backends = append(backends, c.Backend)
 		why := "a `sandbox` block is configured"
 		if cfg.Sandbox == nil {
 			why = "the provider block configures no cloud"
@@ -290,6 +283,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	opts := controlplane.Options{
 		OfferTimeout: parseDuration(cfg.OfferTimeout, 20*time.Second),
 		Logger:       logger,
+		FleetQuiet:   fleetQuiet,
 	}
 	data.provisioning = provisioningEnabled(cfg.Provisioning)
 	if pc := cfg.Provisioning; pc != nil {
@@ -317,13 +311,13 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 				" Until then, plans that create, replace or provision a GPU instance fail; refresh, import and destroy work "+
 				"(execlets are destroyed without draining).")
 		}
-		runner, pubKey, diags := newProvisioner(pc, ansible, data.sandbox, len(backends) > 1 || data.sandbox == nil, logger)
+		runner, pubKey, diags := newProvisioner(pc, ansible, data.sandboxDir, len(backends) > 1 || data.sandbox == nil, logger)
 		resp.Diagnostics.Append(diags...)
 		if resp.Diagnostics.HasError() {
 			return
 		}
 		opts.Provisioner = runner
-		data.runner = runner
+		opts.Inspector = runnerInspector{runner}
 		data.sshPublicKeys = []string{pubKey}
 		// Run directories (keys, inventories) a hard-killed provider left behind are removed once per process.
 		sweepOnce.Do(func() { provision.SweepStale(logger) })
@@ -408,3 +402,9 @@ var sweepOnce sync.Once
 
 // Address is the provider's registry address; HCL names it `source = "hydragpu/hydra"`.
 const Address = "registry.terraform.io/hydragpu/hydra"
+
+// sandboxSetting is one of the sandbox's registered settings (clouds.Sandbox).
+func sandboxSetting(key string) clouds.Setting {
+	s, _ := clouds.Sandbox.Setting(key)
+	return s
+}

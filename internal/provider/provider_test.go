@@ -2,18 +2,23 @@ package provider
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -26,7 +31,81 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	defaultParallel(acceptanceParallel)
 	resource.TestMain(m)
+}
+
+// acceptanceParallel is how many tests run at once when -parallel is not given. An acceptance test
+// spends most of its time waiting (Terraform starting, machines booting, SSH, a drain running out its
+// timeout), not computing, so on a machine of few cores more tests than cores finish sooner; make test
+// asks for the same.
+const acceptanceParallel = 4
+
+// defaultParallel raises -parallel to n when the command line does not set it.
+func defaultParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if p := flag.Lookup("test.parallel"); !set && p != nil {
+		if cur, err := strconv.Atoi(p.Value.String()); err == nil && cur < n {
+			_ = flag.Set("test.parallel", strconv.Itoa(n))
+		}
+	}
+}
+
+// accTest runs steps as one acceptance test, in parallel with the others, through the real Terraform
+// CLI against the provider served in this binary. checkDestroy (when not nil) checks, after the final
+// destroy, that nothing is left at the cloud.
+func accTest(t *testing.T, checkDestroy resource.TestCheckFunc, steps []resource.TestStep) {
+	t.Helper()
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkDestroy,
+		Steps:                    steps,
+	})
+}
+
+// preApply runs checks on the plan before it is applied.
+func preApply(checks ...plancheck.PlanCheck) resource.ConfigPlanChecks {
+	return resource.ConfigPlanChecks{PreApply: checks}
+}
+
+// known is the check for an exact value: a string, a float64, an int64 or a bool, or any check.
+func known(want any) knownvalue.Check {
+	switch w := want.(type) {
+	case string:
+		return knownvalue.StringExact(w)
+	case float64:
+		return knownvalue.Float64Exact(w)
+	case int64:
+		return knownvalue.Int64Exact(w)
+	case bool:
+		return knownvalue.Bool(w)
+	case knownvalue.Check:
+		return w
+	}
+	panic(fmt.Sprintf("known: unexpected %T", want))
+}
+
+// planKnown checks that the plan shows the test resource's attr as a known value.
+func planKnown(attr string, want any) plancheck.PlanCheck {
+	return plancheck.ExpectKnownValue(resourceName, tfjsonpath.New(attr), known(want))
+}
+
+// planUnknown checks that the plan leaves the test resource's attr to apply.
+func planUnknown(attr string) plancheck.PlanCheck {
+	return plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New(attr))
+}
+
+// like checks a string against a regular expression.
+func like(pattern string) knownvalue.Check {
+	return knownvalue.StringRegexp(regexp.MustCompile(pattern))
+}
+
+// stateKnown checks the test resource's attr in the state.
+func stateKnown(attr string, want any) statecheck.StateCheck {
+	return statecheck.ExpectKnownValue(resourceName, tfjsonpath.New(attr), known(want))
 }
 
 // testAccPreCheck fails fast when the Terraform CLI is not where TF_ACC_TERRAFORM_PATH says.
@@ -71,21 +150,60 @@ func newTestSandbox(t *testing.T) *testSandbox {
 	return &testSandbox{t: t, dir: dir, sb: sb}
 }
 
-// providerConfig is the provider block for this sandbox; extra goes inside it.
-func (s *testSandbox) providerConfig(extra string) string {
+// providerBlock is the provider block for this sandbox: plan quotes and the journal in quoteDir, the
+// provisioning block's body, and extra arguments.
+func (s *testSandbox) providerBlock(quoteDir, provisioning, extra string) string {
 	return fmt.Sprintf(`
 provider "hydra" {
-  plan_quote_dir  = %[1]q
+  plan_quote_dir = %[1]q
   sandbox {
     dir       = %[2]q
     boot_time = "1s"
   }
   provisioning {
-    enabled = false
-  }
 %[3]s
+  }
+%[4]s
 }
-`, filepath.Join(s.dir, "quotes"), s.sb.Dir(), extra)
+`, quoteDir, s.sb.Dir(), provisioning, extra)
+}
+
+// provisioningOff is the provisioning block's body that switches it off.
+const provisioningOff = "    enabled = false"
+
+// providerConfig is the provider block for this sandbox, provisioning off; extra goes inside it.
+func (s *testSandbox) providerConfig(extra string) string {
+	return s.providerBlock(filepath.Join(s.dir, "quotes"), provisioningOff, extra)
+}
+
+// providerConfigIn is the sandbox's provider block with its own local working directory (quotes and
+// the journal of creates in flight), as a second Terraform working directory on the same cloud has.
+func (s *testSandbox) providerConfigIn(work, extra string) string {
+	return s.providerBlock(filepath.Join(work, "hydra"), provisioningOff, "  orphan_grace = \"1s\"\n"+extra)
+}
+
+// provisioningOn is the provisioning block's body with provisioning on, from playbookDir ("" = embedded).
+func provisioningOn(playbookDir string) string {
+	body := "    retry_delay = \"1s\""
+	if playbookDir != "" {
+		body += fmt.Sprintf("\n    playbook_dir = %q", playbookDir)
+	}
+	return body
+}
+
+// provisionedConfig is the provider block with provisioning on, from playbookDir ("" = embedded).
+func (s *testSandbox) provisionedConfig(playbookDir string) string {
+	return s.providerBlock(filepath.Join(s.dir, "quotes"), provisioningOn(playbookDir), "")
+}
+
+// provisionedConfigIn is provisionedConfig with the working directory's own plan quotes and journal.
+func (s *testSandbox) provisionedConfigIn(work, playbookDir string) string {
+	return s.providerBlock(filepath.Join(work, "hydra"), provisioningOn(playbookDir), "")
+}
+
+// instanceConfig is this sandbox's provider block and one hydra_gpu_instance "test".
+func (s *testSandbox) instanceConfig(name, gpuType, extra string) string {
+	return s.providerConfig("") + testAccGPUInstanceConfig_basic(name, gpuType, extra)
 }
 
 // setPrice changes the price of one catalog entry (region/instance type, on-demand).
@@ -135,6 +253,14 @@ func (s *testSandbox) created() int {
 	return n
 }
 
+// noneCreated checks that nothing was ever created at the sandbox cloud (by: what would have).
+func (s *testSandbox) noneCreated(t *testing.T, by string) {
+	t.Helper()
+	if n := s.created(); n != 0 {
+		t.Errorf("%s created %d machines at the cloud", by, n)
+	}
+}
+
 // checkLive asserts how many machines are alive at the sandbox cloud.
 func (s *testSandbox) checkLive(want int) resource.TestCheckFunc {
 	return func(*terraform.State) error {
@@ -152,6 +278,19 @@ func (s *testSandbox) checkCreated(want int) resource.TestCheckFunc {
 			return fmt.Errorf("sandbox created %d instances in all, want %d", got, want)
 		}
 		return nil
+	}
+}
+
+// replacedReady is the step after a failed create: with the sandbox's faults cleared, the tainted
+// machine is replaced (not repaired, not left beside another) by one that is ready; two were created
+// in all.
+func (s *testSandbox) replacedReady(config string) resource.TestStep {
+	return resource.TestStep{
+		PreConfig:         func() { s.setFaults(sandbox.Faults{}) },
+		Config:            config,
+		ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+		ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
+		Check:             resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
 	}
 }
 

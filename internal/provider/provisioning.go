@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -17,9 +18,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 // sandboxKeyFile is the provisioning key hydra generates for a sandbox-only configuration.
@@ -77,8 +79,8 @@ func locateAnsible(pc *provisioningModel, goos string) (string, *provisioningUna
 }
 
 // newProvisioner builds the Ansible runner (ansible: its path, "" for the one on PATH) and returns the
-// public key to install on new machines.
-func newProvisioner(pc *provisioningModel, ansible string, sb *sandbox.Backend, realClouds bool, logger hclog.Logger) (*provision.Runner, string, diag.Diagnostics) {
+// public key to install on new machines (with only the sandbox, a key kept in sandboxDir).
+func newProvisioner(pc *provisioningModel, ansible string, sandboxDir string, realClouds bool, logger hclog.Logger) (*provision.Runner, string, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	keyPath := path.Root("provisioning").AtName("ssh_private_key")
 	var key []byte
@@ -91,7 +93,7 @@ func newProvisioner(pc *provisioningModel, ansible string, sb *sandbox.Backend, 
 				"(a key without passphrase), or provisioning { enabled = false }.")
 		return nil, "", diags
 	default:
-		k, err := sandboxKey(sb.Dir())
+		k, err := sandboxKey(sandboxDir)
 		if err != nil {
 			diags.AddAttributeError(keyPath, "Cannot create the sandbox's provisioning key", err.Error())
 			return nil, "", diags
@@ -143,4 +145,36 @@ func sandboxKey(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("writing %s: %w", p, err)
 	}
 	return data, nil
+}
+
+// runnerInspector lets the control plane read provisioned machines (health, marker) and drain
+// execlets through the Ansible runner.
+type runnerInspector struct{ r *provision.Runner }
+
+var _ controlplane.Inspector = runnerInspector{}
+
+// ProbeHealth is the runner's health probe; reasons is "" when the machine is healthy.
+func (ri runnerInspector) ProbeHealth(ctx context.Context, ep controlplane.SSHEndpoint, hostKey string) (string, error) {
+	h, err := ri.r.ProbeHealth(ctx, ep, hostKey)
+	if err != nil || h.Healthy {
+		return "", err
+	}
+	if reason := h.Reason(); reason != "" {
+		return reason, nil
+	}
+	if len(h.Failed) > 0 {
+		return strings.Join(h.Failed, ", "), nil
+	}
+	return "the health checks failed", nil
+}
+
+// ReadMarker is the runner's marker reader.
+func (ri runnerInspector) ReadMarker(ctx context.Context, ep controlplane.SSHEndpoint, hostKey string) (controlplane.Marker, string, error) {
+	m, key, err := ri.r.ReadMarker(ctx, ep, hostKey)
+	return controlplane.Marker{Digest: m.Digest, Playbook: m.Playbook, ProvisionedAt: m.ProvisionedAt}, key, err
+}
+
+// Drain is the runner's drain.
+func (ri runnerInspector) Drain(ctx context.Context, inst controlplane.Instance, pool inventory.Pool, gpuType string, gpuCount int, hostKey string) error {
+	return ri.r.Drain(ctx, inst, pool, gpuType, gpuCount, hostKey)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
@@ -34,26 +33,6 @@ func requireProvisioningTools(t *testing.T) {
 	if _, err := sshhost.FindSSHD(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// provisionedConfig is the provider block with provisioning on, from playbookDir ("" = embedded).
-func (s *testSandbox) provisionedConfig(playbookDir string) string {
-	extra := ""
-	if playbookDir != "" {
-		extra = fmt.Sprintf("    playbook_dir = %q\n", playbookDir)
-	}
-	return fmt.Sprintf(`
-provider "hydra" {
-  plan_quote_dir = %[1]q
-  sandbox {
-    dir       = %[2]q
-    boot_time = "1s"
-  }
-  provisioning {
-    retry_delay = "1s"
-%[3]s  }
-}
-`, filepath.Join(s.dir, "quotes"), s.sb.Dir(), extra)
 }
 
 // copyPlaybooks copies a playbook tree into a fresh directory the test may change.
@@ -114,82 +93,71 @@ func TestAccGPUInstance_provisioned(t *testing.T) {
 	base := s.provisionedConfig(dir) + testAccGPUInstanceConfig_basic("prov", "h100", "")
 	withKey := s.provisionedConfig(dir) + testAccGPUInstanceConfig_basic("prov", "h100", fmt.Sprintf("  ssh_public_keys = [%q]", tricky))
 	var firstDigest, firstReady string
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{
-			{
-				// Real ansible-playbook, real sshd: the embedded bare-vm playbook runs to ready.
-				Config: base,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("provisioning_attempts"), knownvalue.Int64Exact(1)),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("provisioning_digest"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{16}$`))),
-					// The sandbox reports no host key: it was trusted on first contact and recorded.
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("host_key"), knownvalue.StringRegexp(regexp.MustCompile(`^ssh-ed25519 `))),
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("provisioning_error"), knownvalue.Null()),
-				},
-				Check: func(st *terraform.State) error {
-					a := st.RootModule().Resources[resourceName].Primary.Attributes
-					firstDigest, firstReady = a["provisioning_digest"], a["ready_at"]
-					return nil
-				},
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{
+			// Real ansible-playbook, real sshd: the embedded bare-vm playbook runs to ready.
+			Config: base,
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("status", "ready"),
+				stateKnown("provisioning_attempts", int64(1)),
+				stateKnown("provisioning_digest", like(`^sha256:[0-9a-f]{16}$`)),
+				// The sandbox reports no host key: it was trusted on first contact and recorded.
+				stateKnown("host_key", like(`^ssh-ed25519 `)),
+				stateKnown("provisioning_error", knownvalue.Null()),
 			},
-			{
-				// Re-applying never re-runs a provisioning that succeeded.
-				Config: base,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-				},
+			Check: func(st *terraform.State) error {
+				a := st.RootModule().Resources[resourceName].Primary.Attributes
+				firstDigest, firstReady = a["provisioning_digest"], a["ready_at"]
+				return nil
 			},
-			{
-				// A playbook change is an in-place update that provisions again.
-				PreConfig: func() {
-					f, err := os.OpenFile(filepath.Join(dir, "bare-vm.yml"), os.O_APPEND|os.O_WRONLY, 0)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := fmt.Fprintln(f, "# changed by TestAccGPUInstance_provisioned"); err != nil {
-						t.Fatal(err)
-					}
-					if err := f.Close(); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: base,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{
-						plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate),
-						plancheck.ExpectUnknownValue(resourceName, tfjsonpath.New("status")),
-					},
-				},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				},
-				Check: func(st *terraform.State) error {
-					a := st.RootModule().Resources[resourceName].Primary.Attributes
-					if a["provisioning_digest"] == firstDigest || a["ready_at"] == "" {
-						return fmt.Errorf("digest %s (was %s), ready_at %s (was %s): provisioning did not run again", a["provisioning_digest"], firstDigest, a["ready_at"], firstReady)
-					}
-					return s.checkCreated(1)(st)
-				},
+		},
+		{
+			// Re-applying never re-runs a provisioning that succeeded.
+			Config:           base,
+			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		},
+		{
+			// A playbook change is an in-place update that provisions again.
+			PreConfig: func() {
+				f, err := os.OpenFile(filepath.Join(dir, "bare-vm.yml"), os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := fmt.Fprintln(f, "# changed by TestAccGPUInstance_provisioned"); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.Close(); err != nil {
+					t.Fatal(err)
+				}
 			},
-			{
-				// Changed variables too; and they arrive literally.
-				Config: withKey,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)},
-				},
-				Check: func(*terraform.State) error {
-					if _, ok := findFileContaining(s.machineDir(), tricky); !ok {
-						return fmt.Errorf("the customer key did not arrive literally in the machine's files")
-					}
-					if _, err := os.Stat("/tmp/hydra-acc-pwned"); err == nil {
-						return fmt.Errorf("$(...) in a variable was executed")
-					}
-					return nil
-				},
+			Config: base,
+			ConfigPlanChecks: preApply(
+				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate),
+				planUnknown("status"),
+			),
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("status", "ready"),
+			},
+			Check: func(st *terraform.State) error {
+				a := st.RootModule().Resources[resourceName].Primary.Attributes
+				if a["provisioning_digest"] == firstDigest || a["ready_at"] == "" {
+					return fmt.Errorf("digest %s (was %s), ready_at %s (was %s): provisioning did not run again", a["provisioning_digest"], firstDigest, a["ready_at"], firstReady)
+				}
+				return s.checkCreated(1)(st)
+			},
+		},
+		{
+			// Changed variables too; and they arrive literally.
+			Config:           withKey,
+			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)),
+			Check: func(*terraform.State) error {
+				if _, ok := findFileContaining(s.machineDir(), tricky); !ok {
+					return fmt.Errorf("the customer key did not arrive literally in the machine's files")
+				}
+				if _, err := os.Stat("/tmp/hydra-acc-pwned"); err == nil {
+					return fmt.Errorf("$(...) in a variable was executed")
+				}
+				return nil
 			},
 		},
 	})
@@ -203,26 +171,21 @@ func TestAccGPUInstance_provisioningRetries(t *testing.T) {
     fail_times = 2
     note       = "{{ 7*7 }} \"quotes\" and spaces $(id)"
   }`)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			// Fails twice, passes the third time: ready, with three attempts recorded.
-			Config: cfg,
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("provisioning_attempts"), knownvalue.Int64Exact(3)),
-			},
-			Check: func(*terraform.State) error {
-				p, ok := findFileContaining(s.machineDir(), `{{ 7*7 }} "quotes" and spaces $(id)`)
-				if !ok || filepath.Base(p) != "note" {
-					return fmt.Errorf("the note variable did not arrive literally (found %q)", p)
-				}
-				return nil
-			},
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		// Fails twice, passes the third time: ready, with three attempts recorded.
+		Config: cfg,
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+			stateKnown("provisioning_attempts", int64(3)),
+		},
+		Check: func(*terraform.State) error {
+			p, ok := findFileContaining(s.machineDir(), `{{ 7*7 }} "quotes" and spaces $(id)`)
+			if !ok || filepath.Base(p) != "note" {
+				return fmt.Errorf("the note variable did not arrive literally (found %q)", p)
+			}
+			return nil
+		},
+	}})
 }
 
 func TestAccGPUInstance_provisioningFails(t *testing.T) {
@@ -230,30 +193,16 @@ func TestAccGPUInstance_provisioningFails(t *testing.T) {
 	s := newTestSandbox(t)
 	failing := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("doomed", "l4", "  provisioning_vars = { fail_times = 99 }\n  max_provisioning_attempts = 2")
 	fixed := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("doomed", "l4", "  provisioning_vars = { fail_times = 0 }\n  max_provisioning_attempts = 2")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{
-			{
-				// Every attempt fails: the error names the host, the task and its message; the billed
-				// machine stays in state (tainted).
-				Config:      failing,
-				ExpectError: errorPattern("provisioning failed after 2 attempt(s)", "sbx-vm-doomed--", `Fail on purpose`, "planned failure on attempt 2"),
-			},
-			{
-				// The machine was kept tainted: fixing the playbook's input replaces it (a plain input
-				// change would be an in-place update).
-				Config: fixed,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)},
-				},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-				},
-				Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-			},
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{
+			// Every attempt fails: the error names the host, the task and its message; the billed
+			// machine stays in state (tainted).
+			Config:      failing,
+			ExpectError: errorPattern("provisioning failed after 2 attempt(s)", "sbx-vm-doomed--", `Fail on purpose`, "planned failure on attempt 2"),
 		},
+		// The machine was kept tainted: fixing the playbook's input replaces it (a plain input change
+		// would be an in-place update).
+		s.replacedReady(fixed),
 	})
 }
 
@@ -263,35 +212,30 @@ func TestAccGPUInstance_hostKeyChanged(t *testing.T) {
 	cfg := func(note string) string {
 		return s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("pinned-key", "l4", fmt.Sprintf("  provisioning_vars = { note = %q }", note))
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{
-			{Config: cfg("first")},
-			{
-				// The machine's host key changes; the next provisioning run must refuse it at once.
-				PreConfig: func() {
-					if err := sshhost.RotateHostKey(s.machineDir()); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:      cfg("second"),
-				ExpectError: errorPattern("host key"),
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{Config: cfg("first")},
+		{
+			// The machine's host key changes; the next provisioning run must refuse it at once.
+			PreConfig: func() {
+				if err := sshhost.RotateHostKey(s.machineDir()); err != nil {
+					t.Fatal(err)
+				}
 			},
-			{
-				// Ansible never started: the machine's attempt counter still says one run. The machine
-				// keeps asking to be provisioned (status error), with the same refusal until someone acts.
-				PreConfig: func() {
-					data, err := os.ReadFile(filepath.Join(s.machineDir(), "root", "attempts"))
-					if err != nil || strings.TrimSpace(string(data)) != "1" {
-						t.Errorf("attempt counter = %q, %v; want 1 (no run against the changed key)", data, err)
-					}
-				},
-				Config:             cfg("second"),
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
+			Config:      cfg("second"),
+			ExpectError: errorPattern("host key"),
+		},
+		{
+			// Ansible never started: the machine's attempt counter still says one run. The machine
+			// keeps asking to be provisioned (status error), with the same refusal until someone acts.
+			PreConfig: func() {
+				data, err := os.ReadFile(filepath.Join(s.machineDir(), "root", "attempts"))
+				if err != nil || strings.TrimSpace(string(data)) != "1" {
+					t.Errorf("attempt counter = %q, %v; want 1 (no run against the changed key)", data, err)
+				}
 			},
+			Config:             cfg("second"),
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
 		},
 	})
 }
@@ -300,17 +244,12 @@ func TestAccGPUInstance_provisioningCancelled(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	cfg := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("cancelled", "l4", "  provisioning_vars = { sleep_seconds = 120 }\n  timeouts = { create = \"12s\" }")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			// The create's deadline ends the run midway (the same path as Ctrl-C); the machine is kept.
-			Config:      cfg,
-			ExpectError: errorPattern("context deadline exceeded", "kept in state"),
-			Check:       s.checkLive(1),
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		// The create's deadline ends the run midway (the same path as Ctrl-C); the machine is kept.
+		Config:      cfg,
+		ExpectError: errorPattern("context deadline exceeded", "kept in state"),
+		Check:       s.checkLive(1),
+	}})
 }
 
 // TestProvisioningUnsupported: provisioning is refused on Windows, where ansible-playbook cannot run,
@@ -341,39 +280,30 @@ func TestAccGPUInstance_provisioningUnavailableHere(t *testing.T) {
 		t.Fatal("could not set ansible_playbook in the provider block")
 	}
 	one := testAccGPUInstanceConfig_basic("here", "l4", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			Config: withAnsible + one,
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-		}, {
-			// Refresh and plan of the provisioned machine work without Ansible.
-			Config: without + one,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-			},
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-			},
-		}, {
-			// A new machine would need provisioning: refused at plan.
-			Config:      without + one + strings.Replace(testAccGPUInstanceConfig_basic("there", "l4", ""), `"test"`, `"other"`, 1),
-			ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*A new GPU instance needs provisioning`),
-		}, {
-			// So would re-provisioning the existing one (its variables change).
-			Config:      without + testAccGPUInstanceConfig_basic("here", "l4", fmt.Sprintf("  ssh_public_keys = [%q]", testSSHKey)),
-			ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*"here".*needs provisioning`),
-		}, {
-			// Nothing was created by the refused plans; the destroy that follows runs without Ansible too.
-			Config: without + one,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-			},
-			Check: s.checkCreated(1),
-		}},
-	})
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: withAnsible + one,
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+		},
+	}, {
+		// Refresh and plan of the provisioned machine work without Ansible.
+		Config:           without + one,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("status", "ready"),
+		},
+	}, {
+		// A new machine would need provisioning: refused at plan.
+		Config:      without + one + strings.Replace(testAccGPUInstanceConfig_basic("there", "l4", ""), `"test"`, `"other"`, 1),
+		ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*A new GPU instance needs provisioning`),
+	}, {
+		// So would re-provisioning the existing one (its variables change).
+		Config:      without + testAccGPUInstanceConfig_basic("here", "l4", fmt.Sprintf("  ssh_public_keys = [%q]", testSSHKey)),
+		ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*"here".*needs provisioning`),
+	}, {
+		// Nothing was created by the refused plans; the destroy that follows runs without Ansible too.
+		Config:           without + one,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		Check:            s.checkCreated(1),
+	}})
 }

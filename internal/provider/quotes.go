@@ -6,14 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
 // quoteStore pins plan-time choices so the apply-time re-plan agrees with the plan.
@@ -31,20 +32,8 @@ type quoteStore struct {
 	sweep sync.Once
 }
 
-type quote struct {
-	// OfferID is the chosen offer (it carries the quoted price).
-	OfferID string `json:"offer_id"`
-	// Estimate is the price shown when the offer itself is left to apply (allow_fallback).
-	Estimate money.USD `json:"estimate_micro_usd"`
-	// WhyNot says why each other cloud lost (shown in the plan as other_clouds).
-	WhyNot map[string]string `json:"why_not,omitempty"`
-	// Details are the chosen offer's details (shown in the plan as offer_details).
-	Details map[string]string `json:"details,omitempty"`
-	// Hardware is what the chosen offer's cloud said of the machine; Known says the quote has it.
-	Hardware controlplane.Hardware `json:"hardware"`
-	Known    bool                  `json:"hardware_known,omitempty"`
-	Expires  time.Time             `json:"expires"`
-}
+// quote is a plan's choice for one new machine (see controlplane.Quote).
+type quote = controlplane.Quote
 
 func defaultQuoteDir() string {
 	dir := os.Getenv("TF_DATA_DIR")
@@ -91,18 +80,7 @@ func (s *quoteStore) put(key string, q quote) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("plan quote: %w", err)
 	}
-	tmp, err := os.CreateTemp(s.dir, key+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("plan quote: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("plan quote: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), s.path(key)); err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := atomicfile.Write(s.path(key), data, 0o600); err != nil {
 		return fmt.Errorf("plan quote: %w", err)
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -28,40 +27,33 @@ resource "hydra_gpu_instance" "fleet" {
 }
 `, machines)
 	var before sandbox.Counters
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             s.checkDestroyed,
-		Steps: []resource.TestStep{{
-			PreConfig: func() { s.setFaults(sandbox.Faults{BootTime: "9s"}) },
-			Config:    cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{beforeApply(func() {
-					var err error
-					if before, err = s.sb.Counters(); err != nil {
-						t.Fatal(err)
-					}
-				})},
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		PreConfig: func() { s.setFaults(sandbox.Faults{BootTime: "9s"}) },
+		Config:    cfg,
+		ConfigPlanChecks: preApply(beforeApply(func() {
+			var err error
+			if before, err = s.sb.Counters(); err != nil {
+				t.Fatal(err)
+			}
+		})),
+		Check: resource.ComposeTestCheckFunc(
+			s.checkCreated(machines),
+			func(st *terraform.State) error {
+				after, err := s.sb.Counters()
+				if err != nil {
+					return err
+				}
+				gets, lists := after.InstanceGets-before.InstanceGets, after.InstanceLists-before.InstanceLists
+				t.Logf("the apply of %d machines read the sandbox %d times (%d Gets, %d Lists)", machines, gets+lists, gets, lists)
+				// A Get per machine per tick would be about 7 reads per machine; shared, the whole apply
+				// reads about once per tick (plus the orphan scan's Lists of the configured pools).
+				if gets+lists > 3*machines {
+					return fmt.Errorf("%d reads (%d Gets, %d Lists) for %d machines: the status polls are not shared", gets+lists, gets, lists, machines)
+				}
+				return s.checkReadySoon(st, 3*time.Second)
 			},
-			Check: resource.ComposeTestCheckFunc(
-				s.checkCreated(machines),
-				func(st *terraform.State) error {
-					after, err := s.sb.Counters()
-					if err != nil {
-						return err
-					}
-					gets, lists := after.InstanceGets-before.InstanceGets, after.InstanceLists-before.InstanceLists
-					t.Logf("the apply of %d machines read the sandbox %d times (%d Gets, %d Lists)", machines, gets+lists, gets, lists)
-					// A Get per machine per tick would be about 7 reads per machine; shared, the whole apply
-					// reads about once per tick (plus the orphan scan's Lists of the configured pools).
-					if gets+lists > 3*machines {
-						return fmt.Errorf("%d reads (%d Gets, %d Lists) for %d machines: the status polls are not shared", gets+lists, gets, lists, machines)
-					}
-					return s.checkReadySoon(st, 3*time.Second)
-				},
-			),
-		}},
-	})
+		),
+	}})
 }
 
 // checkReadySoon asserts that every hydra_gpu_instance in st is ready within limit of its running_at

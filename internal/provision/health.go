@@ -35,8 +35,8 @@ func (h Health) Reason() string { return strings.Join(h.Reasons, "; ") }
 
 // ErrHealthUnknown is matched (errors.Is) by the error of ProbeHealth when the machine's health could
 // not be read: unreachable, no marker, or a probe that gave no verdict. Such a machine is "unknown",
-// never "unhealthy".
-var ErrHealthUnknown = errors.New("health unknown")
+// never "unhealthy". It is the control plane's (controlplane.ErrHealthUnknown), which decides health.
+var ErrHealthUnknown = controlplane.ErrHealthUnknown
 
 type unknownHealth struct{ err error }
 

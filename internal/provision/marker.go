@@ -53,7 +53,8 @@ type MarkerExporters struct {
 }
 
 // ErrNoMarker is matched (errors.Is) by the error of ReadMarker when the machine has no usable marker.
-var ErrNoMarker = errors.New("no provisioning marker")
+// It is the control plane's (controlplane.ErrNoMarker), which reads markers at import.
+var ErrNoMarker = controlplane.ErrNoMarker
 
 // NoMarkerError says the machine has no usable provisioning marker: none at all, or one that cannot
 // be read as a marker. errors.Is(err, ErrNoMarker) holds for it.

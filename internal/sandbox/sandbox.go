@@ -35,6 +35,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -81,7 +83,7 @@ type CatalogEntry struct {
 // is read the way the clouds' names are; one it cannot read is left out.
 func (e CatalogEntry) hardware() controlplane.Hardware {
 	return controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(e.FormFactor),
+		FormFactor:  gpuname.FormFactor(e.FormFactor),
 		GPUMemoryGB: max(e.GPUMemoryGB, 0),
 		VCPUs:       max(e.VCPUs, 0),
 		MemoryGB:    max(e.MemoryGB, 0),
@@ -371,7 +373,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			continue // no GPU product
 		}
 		// A GPU the inventory does not map is offered with GPUType "" (reported, never ranked).
-		t := b.inv.TypeForAPIName(CloudName, e.GPU)
+		t := b.inv.GPUType(CloudName, e.GPU)
 		if t != "" && e.GPUCount > b.inv.GPUs[t].MaxCount {
 			continue
 		}
@@ -569,7 +571,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		created := now.UTC()
 		rec = &Record{
 			ID: "sbx-" + randomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
-			GPUType: b.inv.TypeForAPIName(CloudName, entry.GPU), GPU: entry.GPU, GPUCount: entry.GPUCount, Spot: entry.Spot,
+			GPUType: b.inv.GPUType(CloudName, entry.GPU), GPU: entry.GPU, GPUCount: entry.GPUCount, Spot: entry.Spot,
 			PricePerHour: entry.PricePerHour, CreatedAt: created, RunningAt: created.Add(boot), FailBoot: f.TakeBootFailure(),
 			SSHKeys: req.SSHPublicKeys, Owner: Ownership{Token: req.Owner.Token, Resource: req.Owner.Resource},
 		}
@@ -890,11 +892,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, append(data, '\n'), 0o644)
 }
 
 func randomHex(n int) string {

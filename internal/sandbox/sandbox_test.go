@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -29,15 +29,7 @@ const attempts = restclient.DefaultRetryMax + 1
 
 func newBackendWith(t *testing.T, cfg Config) *Backend {
 	t.Helper()
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(cfg, inv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
 func offerFor(t *testing.T, b *Backend, gpuType string, count int) controlplane.Offer {

@@ -78,6 +78,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
@@ -138,7 +139,7 @@ func SetFault(dir, name, content string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(p, []byte(strings.TrimRight(content, "\n")+"\n"), 0o644)
+	return atomicfile.Write(p, []byte(strings.TrimRight(content, "\n")+"\n"), 0o644)
 }
 
 // ClearFaults removes every fault file of the machine kept in dir and loads the installed driver's
@@ -157,7 +158,7 @@ func ClearFaults(dir string) error {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, "root", "sys", "module", "nvidia", "version"), []byte(cfg.Driver+"\n"), 0o644)
+	return atomicfile.Write(filepath.Join(dir, "root", "sys", "module", "nvidia", "version"), []byte(cfg.Driver+"\n"), 0o644)
 }
 
 // SetLoadedDriver makes the machine's loaded NVIDIA kernel module report version (a module that no
@@ -167,7 +168,7 @@ func SetLoadedDriver(dir, version string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(p, []byte(version+"\n"), 0o644)
+	return atomicfile.Write(p, []byte(version+"\n"), 0o644)
 }
 
 // Endpoint is where a machine answers SSH.
@@ -501,7 +502,7 @@ func writeMachineFiles(dir string, spec Spec) error {
 		case "exporter.py":
 			target = filepath.Join(dir, e.Name())
 		}
-		if err := writeFileAtomic(target, b, 0o755); err != nil {
+		if err := atomicfile.Write(target, b, 0o755); err != nil {
 			return err
 		}
 	}
@@ -546,7 +547,7 @@ func writeMachineFiles(dir string, spec Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, gpusFile), append(cfg, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, gpusFile), append(cfg, '\n'), 0o644); err != nil {
 		return err
 	}
 	if err := writeRootLayout(root, spec.Container, driver); err != nil {
@@ -577,7 +578,7 @@ func writeMachineFiles(dir string, spec Spec) error {
 		}
 		keys.WriteString(k + "\n")
 	}
-	return writeFileAtomic(filepath.Join(dir, authKeysFile), keys.Bytes(), 0o600)
+	return atomicfile.Write(filepath.Join(dir, authKeysFile), keys.Bytes(), 0o600)
 }
 
 // cudaVersion is the newest CUDA version a driver supports, as nvidia-smi reports it.
@@ -745,35 +746,13 @@ func ensureHostKey(dir string, rotate bool) (string, error) {
 		return "", err
 	}
 	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
-	if err := writeFileAtomic(priv, pem.EncodeToMemory(block), 0o600); err != nil {
+	if err := atomicfile.Write(priv, pem.EncodeToMemory(block), 0o600); err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(priv+".pub", []byte(pub+" hydra-sandbox-host\n"), 0o644); err != nil {
+	if err := atomicfile.Write(priv+".pub", []byte(pub+" hydra-sandbox-host\n"), 0o644); err != nil {
 		return "", err
 	}
 	return pub, nil
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close() // best-effort cleanup: the write already failed
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		_ = tmp.Close() // best-effort cleanup: the chmod already failed
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name()) // best-effort cleanup: the close already failed
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func readState(dir string) (state, error) {
@@ -791,7 +770,7 @@ func writeState(dir string, st state) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o644)
+	return atomicfile.Write(filepath.Join(dir, stateFile), append(b, '\n'), 0o644)
 }
 
 // sshdQuote quotes one sshd_config argument.
@@ -801,7 +780,7 @@ func sshdQuote(s string) string {
 
 func writeSSHDConfig(dir string, st state) (string, error) {
 	path := filepath.Join(dir, sshdConfig)
-	return path, writeFileAtomic(path, []byte(renderSSHDConfig(dir, st)), 0o644)
+	return path, atomicfile.Write(path, []byte(renderSSHDConfig(dir, st)), 0o644)
 }
 
 // configCurrent reports whether the running sshd's configuration is what this version would write.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -47,7 +46,7 @@ func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
 	cfg := Config{
 		BaseURL: e.URL,
 		Token:   testToken,
-		Tuning:  restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond},
+		Tuning:  backendtest.Retrying(4, time.Millisecond, 10*time.Millisecond),
 	}
 	if mut != nil {
 		mut(&cfg)
@@ -391,7 +390,7 @@ func TestListPagination(t *testing.T) {
 	catalog := []emu.Offer{{InstanceType: "l4.1x", Region: "fra1", GPUModel: "NVIDIA L4", GPUCount: 1, PricePerHour: 0.7, Available: 100}}
 	e := newEnv(t, emu.Options{Catalog: catalog})
 	b := e.backend(t, nil)
-	c, err := NewClient(ClientConfig{BaseURL: e.URL, Token: testToken, PageSize: 3, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
+	c, err := NewClient(ClientConfig{BaseURL: e.URL, Token: testToken, PageSize: 3, Tuning: backendtest.Unlimited})
 	if err != nil {
 		t.Fatal(err)
 	}

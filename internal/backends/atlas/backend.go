@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -57,7 +59,7 @@ var (
 
 // New builds the backend.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	logger, err := backendkit.Check(CloudName, inv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +99,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	hw := map[string]controlplane.Hardware{}
 	for _, e := range entries {
 		hw[e.Region+"/"+e.InstanceType] = offerHardware(e)
-		gpuType := b.inv.TypeForAPIName(CloudName, e.GPUModel)
+		gpuType := b.inv.GPUType(CloudName, e.GPUModel)
 		if strings.TrimSpace(e.GPUModel) == "" || e.GPUCount < 1 || (gpuType != "" && e.GPUCount > b.inv.GPUs[gpuType].MaxCount) {
 			continue
 		}
@@ -150,13 +152,13 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 // L40S" is a PCIe card, "NVIDIA H100 80GB HBM3" the SXM5 module; "NVIDIA A100 80GB" does not say).
 func offerHardware(e OfferEntry) controlplane.Hardware {
 	hw := controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(e.GPUModel),
+		FormFactor:  gpuname.FormFactor(e.GPUModel),
 		GPUMemoryGB: max(e.GPUMemoryGB, 0),
 		VCPUs:       max(e.VCPUs, 0),
 		MemoryGB:    max(e.MemoryGB, 0),
 	}
 	if hw.GPUMemoryGB == 0 {
-		hw.GPUMemoryGB = restclient.GPUMemoryGBInName(e.GPUModel)
+		hw.GPUMemoryGB = gpuname.MemoryGB(e.GPUModel)
 	}
 	return hw
 }
@@ -201,7 +203,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	}
 	out := b.toInstance(inst)
 	if out.InstanceType == req.Offer.InstanceType && out.Region == req.Offer.Region {
-		out.Hardware = restclient.FillHardware(out.Hardware, req.Offer.Hardware)
+		out.Hardware = backendkit.FillHardware(out.Hardware, req.Offer.Hardware)
 	}
 	return out, nil
 }
@@ -220,7 +222,7 @@ func (b *Backend) toInstance(i Instance) controlplane.Instance {
 	st := mapStatus(i.Status, ssh)
 	inst := controlplane.Instance{
 		ID: i.ID, Name: i.Name, Cloud: CloudName, Region: i.Region, InstanceType: i.InstanceType,
-		GPUType: b.inv.TypeForAPIName(CloudName, i.GPUModel), GPUCount: i.GPUCount,
+		GPUType: b.inv.GPUType(CloudName, i.GPUModel), GPUCount: i.GPUCount,
 		Hardware:     b.instanceHardware(i),
 		PricePerHour: usd(i.PricePerHour),
 		Status:       st, CloudStatus: i.Status, SSH: ssh, HostKey: strings.TrimSpace(i.HostKey), CreatedAt: i.CreatedAt,
@@ -242,14 +244,14 @@ func (b *Backend) toInstance(i Instance) controlplane.Instance {
 // its instance type and region as the last Offers listed it (zero when Offers has not seen it).
 func (b *Backend) instanceHardware(i Instance) controlplane.Hardware {
 	hw := controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(i.GPUModel),
-		GPUMemoryGB: restclient.GPUMemoryGBInName(i.GPUModel),
+		FormFactor:  gpuname.FormFactor(i.GPUModel),
+		GPUMemoryGB: gpuname.MemoryGB(i.GPUModel),
 	}
 	b.mu.Lock()
 	from, ok := b.hardware[i.Region+"/"+i.InstanceType]
 	b.mu.Unlock()
 	if ok {
-		hw = restclient.FillHardware(from, hw)
+		hw = backendkit.FillHardware(from, hw)
 	}
 	return hw
 }
@@ -270,7 +272,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 		return nil, err
 	}
 	// The server filters too; check again rather than trust it.
-	return restclient.Live(list, prefix, func(i Instance) string { return i.Name }, b.toInstance), nil
+	return backendkit.Live(list, prefix, func(i Instance) string { return i.Name }, b.toInstance), nil
 }
 
 // Delete starts termination. An instance that is already terminating succeeds again (Atlas answers

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -64,20 +65,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // REST exposes the underlying restclient (tests inspect its rate limiter).
 func (c *Client) REST() *restclient.Client { return c.rc }
 
-// OfferEntry is one entry of GET /v1/offers.
-type OfferEntry struct {
-	InstanceType string  `json:"instance_type"`
-	Region       string  `json:"region"`
-	GPUModel     string  `json:"gpu_model"`
-	GPUCount     int     `json:"gpu_count"`
-	GPUMemoryGB  int     `json:"gpu_memory_gb"`
-	VCPUs        int     `json:"vcpus"`
-	MemoryGB     int     `json:"memory_gb"`
-	DiskGB       int     `json:"disk_gb"`
-	PricePerHour float64 `json:"price_per_hour"`
-	Currency     string  `json:"currency"`
-	Available    int     `json:"available"`
-}
+// OfferEntry is one entry of GET /v1/offers (the wire type the emulator shares).
+type OfferEntry = atlasapi.Offer
 
 // SSH is where an instance accepts SSH.
 type SSH struct {

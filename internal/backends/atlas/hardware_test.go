@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 func hardwareBackend(t *testing.T, url string) *Backend {
 	t.Helper()
 	return backendtest.Must(New(Config{BaseURL: url, Token: emu.DefaultToken,
-		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond),
 	}, backendtest.Inventory(t), nil))(t)
 }
 
@@ -44,14 +44,9 @@ func TestHardwareOffers(t *testing.T) {
 // TestHardwareInstance: an instance names only its gpu_model; the rest comes from its offer.
 func TestHardwareInstance(t *testing.T) {
 	ctx := context.Background()
-	url := backendtest.Serve(t, emu.New(emu.Options{BootDuration: time.Millisecond}))
+	url := backendtest.Serve(t, emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}}))
 	b := hardwareBackend(t, url)
-	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "", "h100.8x", false)
-	if !ok {
-		t.Fatal("no h100.8x offer")
-	}
-	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048}
-	inst := backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: "atlas-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}}, want)
+	inst := backendtest.InstanceHardware(t, b, "", "h100.8x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048})
 	// A backend that has not listed offers knows only what gpu_model says.
 	fresh, err := hardwareBackend(t, url).Get(ctx, inst.ID)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -56,11 +57,32 @@ func WantKind(t testing.TB, err error, kind controlplane.ErrorKind) {
 	}
 }
 
+// Clocked gives an emulator's options the test's clock, unless they have one, and boot as their boot
+// duration, unless they have one, so tests move time instead of waiting for machines to boot.
+func Clocked(o *emukit.Options, clock *Clock, boot time.Duration) {
+	if o.Now == nil {
+		o.Now = clock.Now
+	}
+	if o.BootDuration == 0 {
+		o.BootDuration = boot
+	}
+}
+
 // Tuning is a client tuning for tests against a local emulator: no rate limit to speak of, and retries
 // that wait between minWait and maxWait (a Retry-After is honoured up to maxWait).
 func Tuning(minWait, maxWait time.Duration) restclient.Tuning {
 	return restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryWaitMin: minWait, RetryWaitMax: maxWait}
 }
+
+// Retrying is Tuning with at most retries retries of a request (restclient's default when 0).
+func Retrying(retries int, minWait, maxWait time.Duration) restclient.Tuning {
+	t := Tuning(minWait, maxWait)
+	t.RetryMax = retries
+	return t
+}
+
+// Unlimited is a client tuning without a rate limit to speak of, and restclient's default retries.
+var Unlimited = restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}
 
 // Serve serves h on a loopback httptest server for the test's lifetime and returns its URL. (Close, at
 // cleanup, also drops connections a client dialled but never used.)
@@ -248,6 +270,27 @@ func CreateWithHardware(t *testing.T, b controlplane.InstanceManagerBackend, req
 		t.Errorf("get: hardware %+v, want %+v", got.Hardware, want)
 	}
 	return inst
+}
+
+// InstanceHardware creates a machine from the on-demand offer of instanceType in region ("": any
+// region), in the cloud's vm pool of the test inventory, named for the pool with a fresh owner token,
+// and checks its hardware is want, as Create answers it and as Get reads it (CreateWithHardware).
+func InstanceHardware(t *testing.T, b controlplane.InstanceManagerBackend, region, instanceType string, want controlplane.Hardware) controlplane.Instance {
+	t.Helper()
+	o, ok := FindOffer(Offers(t, b), region, instanceType, false)
+	if !ok {
+		t.Fatalf("no on-demand %s offer in region %q", instanceType, region)
+	}
+	var pool inventory.Pool
+	for _, p := range Inventory(t).Pools {
+		if p.Cloud == b.Cloud() && p.Kind == inventory.KindVM {
+			pool = p
+			break
+		}
+	}
+	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
+	return CreateWithHardware(t, b, controlplane.CreateRequest{Name: controlplane.CloudName(pool, "hw", owner.Token), Pool: pool,
+		Offer: o, Owner: owner, SSHPublicKeys: []string{TestKey}}, want)
 }
 
 // BadGateway is an http.RoundTripper that answers the first N requests Match accepts with a 502 and an

@@ -1,6 +1,7 @@
 // Package conformance is the backend contract (controlplane.InstanceManagerBackend) as one test suite.
-// Every cloud's backend runs it against its own emulator, so a rule of the contract is a rule of every
-// cloud: creates are idempotent by name, a lost create answer is recovered, a price above the cap is
+// Every cloud of the registry (internal/clouds) runs it against its own emulator (this package's
+// TestConformance, which fails for a registered cloud without a harness), so a rule of the contract is
+// a rule of every cloud: creates are idempotent by name, a lost create answer is recovered, a price above the cap is
 // a capacity error, Get and List change nothing at the cloud, a gone machine deletes cleanly, and the
 // ownership record survives the round trip through the cloud.
 //

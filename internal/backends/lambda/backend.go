@@ -14,8 +14,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/time/rate"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -112,7 +115,7 @@ var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the Lambda backend. inv maps Lambda's GPU names onto hydra's types.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	logger, err := backendkit.Check(CloudName, inv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -194,42 +197,39 @@ var (
 	descCount = regexp.MustCompile(`^\s*(\d+)\s*x\s+`) // "8x H100 (80 GB SXM5)"
 )
 
-// gpuTypeFor maps an instance type onto hydra's GPU type through the inventory's api_names for "lambda",
-// or "". It tries, in order, the type's gpu_description ("H100 (80 GB SXM5)"), its description without
-// the count ("1x H100 (80 GB SXM5)" -> "H100 (80 GB SXM5)"; older API versions have no gpu_description)
-// and its name without the "gpu_<n>x_" count ("gpu_8x_h100_sxm5" -> "h100_sxm5").
+// gpuTypeFor maps an instance type onto hydra's GPU type (inventory.GPUType), trying each of its GPU
+// names (gpuNames) in turn; "" when none maps.
 func (b *Backend) gpuTypeFor(t InstanceType) string {
+	return b.inv.GPUType(CloudName, gpuNames(t)...)
+}
+
+// gpuNames are Lambda's names for an instance type's GPU, best first: its gpu_description
+// ("H100 (80 GB SXM5)"), its description without the count ("1x H100 (80 GB SXM5)" -> "H100 (80 GB
+// SXM5)"; older API versions have no gpu_description) and its name without the "gpu_<n>x_" count
+// ("gpu_8x_h100_sxm5" -> "h100_sxm5"); empty ones left out.
+func gpuNames(t InstanceType) []string {
 	family := ""
 	if m := typeCount.FindStringIndex(t.Name); m != nil {
 		family = t.Name[m[1]:]
 	}
+	var out []string
 	for _, n := range []string{t.GPUDescription, descCount.ReplaceAllString(t.Description, ""), family} {
-		if n = strings.TrimSpace(n); n == "" {
-			continue
-		}
-		if gt := b.inv.TypeForAPIName(CloudName, n); gt != "" {
-			return gt
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
 		}
 	}
-	return ""
+	return out
 }
 
-// cloudGPU is Lambda's name for an instance type's GPU, the one api_names.lambda would list: its
-// gpu_description ("H100 (80 GB SXM5)"), else its description without the count (older API versions),
-// else its name without the "gpu_<n>x_" count ("h100_sxm5"). It is "" for a type that is no GPU type:
-// one without specs.gpus, gpu_description or a "gpu_" name (a CPU type's "4x CPU" names no GPU).
+// cloudGPU is Lambda's name for an instance type's GPU, the one api_names.lambda would list: the first
+// of gpuNames. It is "" for a type that is no GPU type: one without specs.gpus, gpu_description or a
+// "gpu_" name (a CPU type's "4x CPU" names no GPU).
 func cloudGPU(t InstanceType) string {
 	if cpuOnly(t) || (t.Specs.GPUs <= 0 && strings.TrimSpace(t.GPUDescription) == "" && !strings.HasPrefix(t.Name, "gpu_")) {
 		return ""
 	}
-	family := ""
-	if m := typeCount.FindStringIndex(t.Name); m != nil {
-		family = t.Name[m[1]:]
-	}
-	for _, n := range []string{t.GPUDescription, descCount.ReplaceAllString(t.Description, ""), family} {
-		if n = strings.TrimSpace(n); n != "" {
-			return n
-		}
+	if names := gpuNames(t); len(names) > 0 {
+		return names[0]
 	}
 	return ""
 }
@@ -272,13 +272,13 @@ func hardware(t InstanceType) controlplane.Hardware {
 		family = t.Name[m[1]:]
 	}
 	hw := controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(t.GPUDescription, desc, family),
-		GPUMemoryGB: restclient.GPUMemoryGBInName(t.GPUDescription),
+		FormFactor:  gpuname.FormFactor(t.GPUDescription, desc, family),
+		GPUMemoryGB: gpuname.MemoryGB(t.GPUDescription),
 		VCPUs:       max(t.Specs.VCPUs, 0),
 		MemoryGB:    max(t.Specs.MemoryGiB, 0),
 	}
 	if hw.GPUMemoryGB == 0 {
-		hw.GPUMemoryGB = restclient.GPUMemoryGBInName(desc)
+		hw.GPUMemoryGB = gpuname.MemoryGB(desc)
 	}
 	return hw
 }
@@ -313,7 +313,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		}
 		seen := map[string]bool{}
 		for _, r := range it.RegionsWithCapacityAvailable {
-			if r.Name == "" || seen[r.Name] || !restclient.Allowed(b.cfg.Regions, r.Name) {
+			if r.Name == "" || seen[r.Name] || !backendkit.Allowed(b.cfg.Regions, r.Name) {
 				continue
 			}
 			seen[r.Name] = true
@@ -335,7 +335,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			})
 		}
 	}
-	restclient.SortOffers(offers)
+	backendkit.SortOffers(offers)
 	return offers, nil
 }
 
@@ -347,7 +347,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 // an instance type whose price (as planned, or now) is above req.MaxPricePerHour, or whose region has
 // lost its capacity, is ErrCapacity and nothing is launched (Lambda allows one launch per 12 seconds, so
 // a launch is not spent on a region the catalog already says is full). Lambda takes exactly one SSH key
-// per launch: the first public key is registered as a Lambda SSH key (restclient.EnsureSSHKeys) and named
+// per launch: the first public key is registered as a Lambda SSH key (sshkeys.Ensure) and named
 // in the launch, the others are installed by cloud-init user data; without any key the machine gets
 // NoLoginKeyName. Launches in this process are spaced LaunchInterval (12 s) apart; a launch Lambda
 // refuses with 429 (its edge's plain-text "error code: 1015" page: nothing was launched) is tried again
@@ -520,13 +520,13 @@ func publicKeys(lines []string) ([]string, error) {
 		if strings.TrimSpace(k) == "" {
 			continue
 		}
-		norm := restclient.NormalizeKey(k)
+		norm := sshkeys.Normalize(k)
 		if norm == "" {
 			return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "registering SSH key", "not an authorized_keys line: %.40q", k)
 		}
 		if !seen[norm] {
 			seen[norm] = true
-			keys = append(keys, restclient.BareKey(k))
+			keys = append(keys, sshkeys.Bare(k))
 		}
 	}
 	return keys, nil
@@ -541,7 +541,7 @@ func (b *Backend) sshAccess(ctx context.Context, keys []string) (keyName, userDa
 		name, err := b.noLoginKey(ctx)
 		return name, "", err
 	}
-	names, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys[:1])
+	names, err := sshkeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys[:1])
 	if err != nil {
 		return "", "", err
 	}
@@ -572,9 +572,9 @@ func cloudInitKeys(keys []string) string {
 
 // accountKeys lists the account's keys for EnsureSSHKeys, with the key's name as its id: launches name
 // their keys.
-func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
-	return restclient.ListKeys(b.client.SSHKeys, func(k SSHKey) restclient.AccountKey {
-		return restclient.AccountKey{ID: k.Name, PublicKey: k.PublicKey}
+func (b *Backend) accountKeys(ctx context.Context) ([]sshkeys.AccountKey, error) {
+	return sshkeys.Lister(b.client.SSHKeys, func(k SSHKey) sshkeys.AccountKey {
+		return sshkeys.AccountKey{ID: k.Name, PublicKey: k.PublicKey}
 	})(ctx)
 }
 
@@ -648,7 +648,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	if err != nil {
 		return nil, err
 	}
-	return append([]controlplane.Instance{}, restclient.Live(all, prefix, Instance.name, b.toInstance)...), nil
+	return append([]controlplane.Instance{}, backendkit.Live(all, prefix, Instance.name, b.toInstance)...), nil
 }
 
 // Delete terminates an instance (POST /instance-operations/terminate). An instance that is already gone

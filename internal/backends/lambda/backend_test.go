@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
@@ -234,7 +234,7 @@ func TestCreateSSHKeys(t *testing.T) {
 		t.Errorf("a new instance: %+v", in)
 	}
 	got := f.srv.Instances()
-	if len(got) != 1 || !slices.Equal(got[0].SSHKeyNames, []string{restclient.KeyName(testKey)}) {
+	if len(got) != 1 || !slices.Equal(got[0].SSHKeyNames, []string{sshkeys.Name(testKey)}) {
 		t.Fatalf("instances: %+v", got)
 	}
 	ud := got[0].UserData
@@ -247,7 +247,7 @@ func TestCreateSSHKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, in := range f.srv.Instances() {
-		if in.ID == again.ID && (in.UserData != "" || !slices.Equal(in.SSHKeyNames, []string{restclient.KeyName(testKey)})) {
+		if in.ID == again.ID && (in.UserData != "" || !slices.Equal(in.SSHKeyNames, []string{sshkeys.Name(testKey)})) {
 			t.Errorf("instance: %+v", in)
 		}
 	}

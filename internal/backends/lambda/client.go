@@ -53,22 +53,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.APIKey == "" {
 		return nil, errors.New("lambda: api_key is required")
 	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	if cfg.RequestsPerSecond == 0 {
-		cfg.RequestsPerSecond = DefaultTuning.RequestsPerSecond
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = DefaultTuning.Burst
-	}
-	key := cfg.APIKey
 	rc, err := restclient.New(restclient.Config{
-		Cloud:     CloudName,
-		BaseURL:   cfg.BaseURL,
-		Tuning:    cfg.Tuning,
-		Logger:    cfg.Logger,
-		Authorize: restclient.Bearer(key, nil),
+		Cloud: CloudName, BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Tuning: cfg.Tuning, DefaultTuning: DefaultTuning,
+		Logger: cfg.Logger, Authorize: restclient.Bearer(cfg.APIKey, nil),
 	})
 	if err != nil {
 		return nil, err

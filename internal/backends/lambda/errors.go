@@ -111,34 +111,23 @@ func (e *ResponseError) Kind() controlplane.ErrorKind {
 }
 
 func responseError(he *restclient.HTTPError) *ResponseError {
-	re := &ResponseError{APIError: *restclient.NewAPIError(he), RetryAfter: he.RetryAfter}
-	if text := strings.TrimSpace(string(he.Body)); strings.Contains(text, "error code: 1015") {
-		re.Code = CodeCloudflareRateLimited
-		re.Message = "rate limited by Lambda's edge (Cloudflare error 1015: too many requests; launches are limited to one every 12 s)"
-		return re
-	}
-	var body ErrorBody
-	if err := json.Unmarshal(he.Body, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
-		re.Code = body.Error.Code
-		re.Message = body.Error.Message
-		re.Suggestion = body.Error.Suggestion
-		for field, fe := range body.FieldErrors {
-			re.Message += fmt.Sprintf("; %s: %s", field, fe.Message)
+	re := &ResponseError{RetryAfter: he.RetryAfter}
+	re.APIError = *restclient.DecodeAPIError(he, func(b []byte) (string, string, bool) {
+		if strings.Contains(strings.TrimSpace(string(b)), "error code: 1015") {
+			return CodeCloudflareRateLimited, "rate limited by Lambda's edge (Cloudflare error 1015: too many requests; launches are limited to one every 12 s)", true
 		}
-	} else {
-		re.Message = truncate(strings.TrimSpace(string(he.Body)), 512)
-	}
-	if re.Message == "" {
-		re.Message = http.StatusText(he.Status)
-	}
+		var body ErrorBody
+		if err := json.Unmarshal(b, &body); err != nil || (body.Error.Code == "" && body.Error.Message == "") {
+			return "", "", false
+		}
+		re.Suggestion = body.Error.Suggestion
+		msg := body.Error.Message
+		for field, fe := range body.FieldErrors {
+			msg += fmt.Sprintf("; %s: %s", field, fe.Message)
+		}
+		return body.Error.Code, msg, true
+	})
 	return re
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // classify turns any error of a client call into a *controlplane.Error of the right kind. Errors that

@@ -5,16 +5,16 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 )
 
 func hardwareBackend(t *testing.T) *Backend {
 	t.Helper()
-	srv := emu.New(emu.Options{BootDuration: time.Millisecond, LaunchInterval: -1})
+	srv := emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}, LaunchInterval: -1})
 	cfg := Config{APIKey: emu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + emu.BasePath, LaunchInterval: -1,
-		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond}}
+		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond)}
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
@@ -33,16 +33,8 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: an instance carries its instance type object, specs included.
 func TestHardwareInstance(t *testing.T) {
-	b := hardwareBackend(t)
-	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "us-midwest-1", "gpu_1x_h100_pcie", false)
-	if !ok {
-		t.Fatal("no gpu_1x_h100_pcie offer in us-midwest-1")
-	}
-	p, _ := backendtest.Inventory(t).PoolByName("lambda-vm-pool")
-	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
-	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 200}
-	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: controlplane.CloudName(p, "hw", owner.Token), Pool: p, Offer: o,
-		Owner: owner, SSHPublicKeys: []string{backendtest.TestKey}}, want)
+	backendtest.InstanceHardware(t, hardwareBackend(t), "us-midwest-1", "gpu_1x_h100_pcie",
+		controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 200})
 }
 
 // TestHardwareOlderShape: API versions without gpu_description (v1.4.0) are read from the description

@@ -24,12 +24,7 @@ type fixture struct {
 func startEmulator(t *testing.T, opts emu.Options) *fixture {
 	t.Helper()
 	clock := backendtest.NewClock(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC))
-	if opts.Now == nil {
-		opts.Now = clock.Now
-	}
-	if opts.BootDuration == 0 {
-		opts.BootDuration = bootTime
-	}
+	backendtest.Clocked(&opts.Options, clock, bootTime)
 	if opts.LaunchInterval == 0 {
 		opts.LaunchInterval = -1 // no pacing, except in the tests of it (pacing_test.go)
 	}

@@ -14,8 +14,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -68,7 +70,7 @@ type Backend struct {
 
 // New builds the backend. It does not call the API.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	logger, err := backendkit.Check(CloudName, inv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -228,11 +230,9 @@ func (b *Backend) mapType(it InstanceType) (string, int) {
 		if count <= 0 {
 			count, _ = strconv.Atoi(m[2])
 		}
-		if gpu := b.inv.TypeForAPIName(CloudName, m[1]); gpu != "" {
-			return gpu, count
-		}
+		return b.inv.GPUType(CloudName, m[1], name), count
 	}
-	return b.inv.TypeForAPIName(CloudName, name), count
+	return b.inv.GPUType(CloudName, name), count
 }
 
 // Offers lists the spot auctions, one offer per region and instance type, priced at the last clearing
@@ -369,7 +369,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			Details:      d,
 		})
 	}
-	restclient.SortOffers(offers)
+	backendkit.SortOffers(offers)
 	return offers, nil
 }
 
@@ -386,7 +386,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 //  3. Housekeeping (reapGoneBids): earlier bids of the same resource whose machine is gone for good
 //     are cancelled.
 //  4. Idempotency: a live bid named req.Name is returned as it is; nothing new is placed.
-//  5. The SSH keys are registered (restclient.EnsureSSHKeys) and the bid placed. Its create is never
+//  5. The SSH keys are registered (sshkeys.Ensure) and the bid placed. Its create is never
 //     retried after a 5xx; when the outcome is unknown (a 5xx, a lost answer, a timeout) Create looks
 //     for the name once more and returns the bid it finds, else the error (ErrOther: List(req.Name)
 //     finds the bid if it was placed after all).
@@ -426,7 +426,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 					return err
 				}
 			}
-			keys, err = restclient.EnsureSSHKeys(ctx, b.keyRegistry(project), req.SSHPublicKeys)
+			keys, err = sshkeys.Ensure(ctx, b.keyRegistry(project), req.SSHPublicKeys)
 			return err
 		},
 		Create: func(ctx context.Context) (controlplane.Instance, error) {
@@ -477,19 +477,19 @@ func (b *Backend) placeBid(ctx context.Context, project, fid string, price int64
 	if inst.GPUType == "" {
 		inst.GPUType, inst.GPUCount = o.GPUType, o.GPUCount
 	}
-	inst.Hardware = restclient.FillHardware(inst.Hardware, o.Hardware)
+	inst.Hardware = backendkit.FillHardware(inst.Hardware, o.Hardware)
 	if inst.Status == controlplane.StatusTerminated {
 		inst.Status = controlplane.StatusPending
 	}
 	return inst, nil
 }
 
-// keyRegistry is the project's SSH key API as restclient.EnsureSSHKeys uses it.
-func (b *Backend) keyRegistry(project string) restclient.KeyRegistry {
-	return restclient.KeyRegistry{
+// keyRegistry is the project's SSH key API as sshkeys.Ensure uses it.
+func (b *Backend) keyRegistry(project string) sshkeys.Registry {
+	return sshkeys.Registry{
 		Cloud: CloudName,
-		List: restclient.ListKeys(func(ctx context.Context) ([]SSHKey, error) { return b.client.SSHKeys(ctx, project) },
-			func(k SSHKey) restclient.AccountKey { return restclient.AccountKey{ID: k.FID, PublicKey: k.PublicKey} }),
+		List: sshkeys.Lister(func(ctx context.Context) ([]SSHKey, error) { return b.client.SSHKeys(ctx, project) },
+			func(k SSHKey) sshkeys.AccountKey { return sshkeys.AccountKey{ID: k.FID, PublicKey: k.PublicKey} }),
 		Add: func(ctx context.Context, name, publicKey string) (string, error) {
 			k, err := b.client.CreateSSHKey(ctx, CreateSSHKeyRequest{Project: project, Name: name, PublicKey: publicKey})
 			return k.FID, err

@@ -293,7 +293,8 @@ func strictest(reqs []requirement) (requirement, bool) {
 
 // cheapestComparable returns the basis of a bid: the cheapest comparable spot offer of another cloud
 // (same GPU type and count, eligible, priced, not sold out), else the cheapest comparable on-demand
-// one. Ties break on cloud, region and instance type so the answer is deterministic.
+// one. Ties break as everywhere hydra picks among offers (controlplane.TieBreak), so the answer is
+// deterministic.
 func cheapestComparable(o controlplane.Offer, others []controlplane.Offer) (controlplane.Offer, bool) {
 	var spot, onDemand []controlplane.Offer
 	for _, x := range others {
@@ -319,13 +320,7 @@ func cheapestComparable(o controlplane.Offer, others []controlplane.Offer) (cont
 		if a.PricePerHour != b.PricePerHour {
 			return a.PricePerHour < b.PricePerHour
 		}
-		if a.Cloud != b.Cloud {
-			return a.Cloud < b.Cloud
-		}
-		if a.Region != b.Region {
-			return a.Region < b.Region
-		}
-		return a.InstanceType < b.InstanceType
+		return controlplane.TieBreak(a, b)
 	})
 	return cands[0], true
 }

@@ -61,18 +61,12 @@ type Client struct {
 
 // NewClient builds a client.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
 	key := strings.TrimSpace(cfg.APIKey)
 	if key == "" {
 		return nil, controlplane.Errorf(controlplane.ErrAuth, CloudName, "configuring client", "no API key (set api_key or MITHRIL_API_KEY)")
 	}
 	rc, err := restclient.New(restclient.Config{
-		Cloud:     CloudName,
-		BaseURL:   cfg.BaseURL,
-		Tuning:    cfg.Tuning,
-		Logger:    cfg.Logger,
+		Cloud: CloudName, BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Tuning: cfg.Tuning, Logger: cfg.Logger,
 		Authorize: restclient.Bearer(key, nil),
 	})
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // fakeClock is the emulator's clock: tests move it instead of sleeping.
@@ -62,12 +61,7 @@ const bootTime = 30 * time.Second
 func newEnv(t *testing.T, opts emu.Options, mutate ...func(*Config)) *env {
 	t.Helper()
 	clock := backendtest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	if opts.Clock == nil {
-		opts.Clock = clock.Now
-	}
-	if opts.BootDuration == 0 {
-		opts.BootDuration = bootTime
-	}
+	backendtest.Clocked(&opts.Options, clock, bootTime)
 	e := emu.New(opts)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
@@ -81,13 +75,6 @@ func newEnv(t *testing.T, opts emu.Options, mutate ...func(*Config)) *env {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(cfg, inv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 	return &env{emu: e, srv: srv, clock: clock, counter: counter, backend: b, client: b.Client(), project: emu.ProjectFID(emu.DefaultProject)}
 }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
@@ -108,7 +108,7 @@ func describe(it InstanceType) []TypeName {
 	if it.GPUMemoryGB.Valid && it.GPUMemoryGB.Value > 0 {
 		api.MemoryGB = int(it.GPUMemoryGB.Value)
 	}
-	if ff := restclient.FormFactor(it.GPUSocket); ff != "" {
+	if ff := gpuname.FormFactor(it.GPUSocket); ff != "" {
 		api.FormFactor = ff
 	}
 	count := fromName.Count
@@ -178,7 +178,7 @@ func hardwareOf(it InstanceType) controlplane.Hardware {
 	fields := describe(it)[0]
 	hw := controlplane.Hardware{GPUMemoryGB: fields.MemoryGB, FormFactor: fields.FormFactor}
 	if hw.FormFactor == "" {
-		hw.FormFactor = restclient.FormFactor(it.GPUType)
+		hw.FormFactor = gpuname.FormFactor(it.GPUType)
 	}
 	if it.NumCPUs.Valid && it.NumCPUs.Value > 0 {
 		hw.VCPUs = int(it.NumCPUs.Value)

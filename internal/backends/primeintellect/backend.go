@@ -11,8 +11,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -91,7 +94,7 @@ var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the backend.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	logger, err := backendkit.Check(CloudName, inv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +178,7 @@ func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // defaultCount of vcpu and memory, the amounts a pod is created with.
 func itemHardware(a GPUAvailability) controlplane.Hardware {
 	return controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(a.Socket, a.GPUType),
+		FormFactor:  gpuname.FormFactor(a.Socket, a.GPUType),
 		GPUMemoryGB: perGPUMemory(a.GPUType, a.GPUMemory, a.GPUCount.Int()),
 		VCPUs:       max(a.VCPU.DefaultCount.Int(), 0),
 		MemoryGB:    max(a.Memory.DefaultCount.Int(), 0),
@@ -208,7 +211,7 @@ func namedGPUMemory(gpuType string) int {
 	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(gpuType)), "GH200") {
 		return 0
 	}
-	return restclient.GPUMemoryGBInName(gpuType)
+	return gpuname.MemoryGB(gpuType)
 }
 
 // available is an item's stock as hydra counts it: 0 for stockStatus "Unavailable" (sold out: the offer
@@ -228,7 +231,7 @@ func (b *Backend) toOffer(a GPUAvailability) (o controlplane.Offer, why string, 
 	if strings.TrimSpace(a.GPUType) == "" {
 		return controlplane.Offer{}, "no GPU type", false
 	}
-	gpuType := b.inv.TypeForAPIName(CloudName, a.GPUType)
+	gpuType := b.inv.GPUType(CloudName, a.GPUType)
 	count := a.GPUCount.Int()
 	if count < 1 || (gpuType != "" && count > b.inv.GPUs[gpuType].MaxCount) {
 		return controlplane.Offer{}, "GPU count outside the inventory's limits", false
@@ -539,7 +542,7 @@ func (b *Backend) createPod(ctx context.Context, req controlplane.CreateRequest,
 		inst.Name = req.Name
 	}
 	// What was ordered, where the pod's answer does not say it yet.
-	inst.Hardware = restclient.FillHardware(inst.Hardware, itemHardware(item))
+	inst.Hardware = backendkit.FillHardware(inst.Hardware, itemHardware(item))
 	return inst, nil
 }
 
@@ -557,7 +560,7 @@ func (b *Backend) fromOffer(inst controlplane.Instance, req controlplane.CreateR
 		inst.PricePerHour = req.Offer.PricePerHour
 	}
 	inst.Spot = inst.Spot || req.Offer.Spot
-	inst.Hardware = restclient.FillHardware(inst.Hardware, req.Offer.Hardware)
+	inst.Hardware = backendkit.FillHardware(inst.Hardware, req.Offer.Hardware)
 	return inst
 }
 
@@ -578,7 +581,7 @@ func (b *Backend) fillFromOffer(inst controlplane.Instance, req controlplane.Cre
 	if inst.PricePerHour == 0 {
 		inst.PricePerHour = req.Offer.PricePerHour
 	}
-	inst.Hardware = restclient.FillHardware(inst.Hardware, req.Offer.Hardware)
+	inst.Hardware = backendkit.FillHardware(inst.Hardware, req.Offer.Hardware)
 	return inst
 }
 
@@ -588,22 +591,22 @@ func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Ins
 	return createonce.FindByName(ctx, name, b.List, func(in controlplane.Instance) bool { return !strings.EqualFold(in.CloudStatus, "DELETING") }, nil)
 }
 
-// accountKeys and addKey are the SSH key API as restclient.EnsureSSHKeys uses it.
-func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
-	return restclient.ListKeys(b.client.SSHKeys, func(k SSHKey) restclient.AccountKey {
-		return restclient.AccountKey{ID: k.ID, PublicKey: k.PublicKey}
+// accountKeys and addKey are the SSH key API as sshkeys.Ensure uses it.
+func (b *Backend) accountKeys(ctx context.Context) ([]sshkeys.AccountKey, error) {
+	return sshkeys.Lister(b.client.SSHKeys, func(k SSHKey) sshkeys.AccountKey {
+		return sshkeys.AccountKey{ID: k.ID, PublicKey: k.PublicKey}
 	})(ctx)
 }
 
 // ensureSSHKeys registers the public keys the account lacks and returns the ids of all
-// (restclient.EnsureSSHKeys), one registration at a time in this process. POST /api/v1/ssh_keys/ is
+// (sshkeys.Ensure), one registration at a time in this process. POST /api/v1/ssh_keys/ is
 // not retried by the HTTP client (a lost answer may hide a stored key); after an unknown outcome
 // EnsureSSHKeys lists the keys again and adds a key still missing once more (AddAgain), so a single
 // 5xx never fails a create.
 func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, error) {
 	b.keysMu.Lock()
 	defer b.keysMu.Unlock()
-	return restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
+	return sshkeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
 }
 
 func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {
@@ -636,7 +639,7 @@ func (b *Backend) toInstance(p Pod) controlplane.Instance {
 	}
 	inst.Hardware = podHardware(p)
 	if p.GPUName != "" {
-		inst.GPUType = b.inv.TypeForAPIName(CloudName, p.GPUName)
+		inst.GPUType = b.inv.GPUType(CloudName, p.GPUName)
 		if p.ProviderType != "" && p.Socket != "" && inst.GPUCount > 0 {
 			inst.InstanceType = instanceType(p.ProviderType, p.GPUName, p.Socket, inst.GPUCount)
 		}
@@ -649,7 +652,7 @@ func (b *Backend) toInstance(p Pod) controlplane.Instance {
 // namedGPUMemory); vCPUs and RAM (GB) from resources.vcpus and resources.memory.
 func podHardware(p Pod) controlplane.Hardware {
 	return controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(p.Socket, p.GPUName),
+		FormFactor:  gpuname.FormFactor(p.Socket, p.GPUName),
 		GPUMemoryGB: namedGPUMemory(p.GPUName),
 		VCPUs:       max(p.Resources.VCPUs.Int(), 0),
 		MemoryGB:    max(p.Resources.Memory.Int(), 0),
@@ -671,7 +674,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	if err != nil {
 		return nil, err
 	}
-	out := restclient.Live(pods, prefix, func(p Pod) string { return p.Name }, b.toInstance)
+	out := backendkit.Live(pods, prefix, func(p Pod) string { return p.Name }, b.toInstance)
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID)
 	})

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -161,7 +162,7 @@ func lastCreate(t *testing.T, e *env) map[string]any {
 }
 
 func TestCreateGetListDelete(t *testing.T) {
-	e := newEnv(t, emu.Options{SSHHost: "192.0.2.10", SSHPort: 40022, BootDuration: 40 * time.Second})
+	e := newEnv(t, emu.Options{Options: emukit.Options{BootDuration: 40 * time.Second}, SSHHost: "192.0.2.10", SSHPort: 40022})
 	b := e.backend(t, nil)
 	ctx := context.Background()
 	offers := backendtest.Offers(t, b)
@@ -366,8 +367,8 @@ func TestCreateInstallsSSHKeysOnce(t *testing.T) {
 		t.Fatal("the first key should be named in the create body")
 	}
 	for _, k := range keys {
-		if k.Name != restclient.KeyName(k.PublicKey) {
-			t.Errorf("key %q registered as %q, want the shared name %q", k.PublicKey, k.Name, restclient.KeyName(k.PublicKey))
+		if k.Name != sshkeys.Name(k.PublicKey) {
+			t.Errorf("key %q registered as %q, want the shared name %q", k.PublicKey, k.Name, sshkeys.Name(k.PublicKey))
 		}
 	}
 }

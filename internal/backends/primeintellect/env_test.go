@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -43,7 +42,7 @@ func (e *env) config() Config {
 	return Config{
 		APIKey:                testKey,
 		BaseURL:               e.URL,
-		Tuning:                restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond},
+		Tuning:                backendtest.Retrying(4, time.Millisecond, 10*time.Millisecond),
 		EmptyAvailabilityWait: time.Millisecond,
 	}
 }
@@ -53,7 +52,7 @@ func (e *env) client(t *testing.T, mut func(*ClientConfig)) *Client {
 	cfg := ClientConfig{
 		APIKey:         testKey,
 		BaseURL:        e.URL,
-		Tuning:         restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond},
+		Tuning:         backendtest.Retrying(4, time.Millisecond, 10*time.Millisecond),
 		EmptyRetryWait: time.Millisecond,
 	}
 	if mut != nil {

@@ -6,16 +6,16 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 )
 
 func hardwareBackend(t *testing.T) *Backend {
 	t.Helper()
-	srv := emu.New(emu.Options{BootDuration: time.Millisecond})
+	srv := emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}})
 	cfg := Config{APIKey: emu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv), EmptyAvailabilityWait: time.Millisecond,
-		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond}}
+		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond)}
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
@@ -45,13 +45,8 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: a pod says socket, gpuName ("H100_80GB": 80 GB a GPU) and resources.
 func TestHardwareInstance(t *testing.T) {
-	b := hardwareBackend(t)
-	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x", false)
-	if !ok {
-		t.Fatal("no runpod H100 PCIe offer in CA-MTL-3")
-	}
-	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}
-	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: "pi-vm-hw", Offer: o, SSHPublicKeys: []string{backendtest.TestKey}}, want)
+	backendtest.InstanceHardware(t, hardwareBackend(t), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x",
+		controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125})
 }
 
 // TestHardwareRecorded reads items of Prime's recorded availability answers, whose gpuMemory is the

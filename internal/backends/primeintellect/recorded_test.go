@@ -3,7 +3,6 @@ package primeintellect
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient/jsonshape"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -170,7 +169,7 @@ func TestRecordedReplay(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 8, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
+			c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 8, Tuning: backendtest.Unlimited})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +183,7 @@ func TestRecordedReplay(t *testing.T) {
 			if n := requests.Load(); n > 3 {
 				t.Fatalf("%d requests: the client should stop on a repeated page", n)
 			}
-			b, err := New(Config{APIKey: "k", BaseURL: srv.URL, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}}, inv, nil)
+			b, err := New(Config{APIKey: "k", BaseURL: srv.URL, Tuning: backendtest.Unlimited}, inv, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +231,7 @@ func TestRecordedSummaryAndDisksReplay(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 4, Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}})
+	c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 4, Tuning: backendtest.Unlimited})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,22 +302,10 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			rec := loadRecorded(t, tt.file)
-			req, err := http.NewRequest(rec.Request.Method, e.URL+rec.Request.Path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+testKey)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != rec.Response.Status {
-				t.Fatalf("HTTP %d (%s), recorded %d", resp.StatusCode, body, rec.Response.Status)
+			a := emutest.Fetch(t, e.URL, rec.Request.Method, rec.Request.Path, nil, "Authorization", "Bearer "+testKey)
+			body := a.Raw
+			if a.Status != rec.Response.Status {
+				t.Fatalf("HTTP %d (%s), recorded %d", a.Status, body, rec.Response.Status)
 			}
 			recorded, err := jsonshape.Decode(rec.Response.Body)
 			if err != nil {

@@ -3,6 +3,7 @@ package restclient
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
@@ -41,6 +42,26 @@ type APIError struct {
 // NewAPIError starts the APIError of an HTTP error: its method, path and status.
 func NewAPIError(he *HTTPError) *APIError {
 	return &APIError{Method: he.Method, Path: he.Path, Status: he.Status}
+}
+
+// DecodeAPIError is the APIError of an HTTP error with the code and message that parse reads from the
+// cloud's error body (ok false: the body is not in the cloud's error shape, or says nothing). Without
+// them the message is the body itself, trimmed and cut to 512 bytes; with no message at all, the
+// status text ("Bad Gateway").
+func DecodeAPIError(he *HTTPError, parse func(body []byte) (code, message string, ok bool)) *APIError {
+	e := NewAPIError(he)
+	if code, msg, ok := parse(he.Body); ok {
+		e.Code, e.Message = code, msg
+	} else {
+		e.Message = strings.TrimSpace(string(he.Body))
+		if len(e.Message) > 512 {
+			e.Message = e.Message[:512] + "..."
+		}
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(he.Status)
+	}
+	return e
 }
 
 func (e *APIError) Error() string {

@@ -2,8 +2,10 @@ package restclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
@@ -61,5 +63,36 @@ func TestAPIError(t *testing.T) {
 	}
 	if !e.MessageHas("not enough resources") || e.MessageHas("quota") {
 		t.Error("MessageHas must match case-insensitively, and only what is there")
+	}
+}
+
+func TestDecodeAPIError(t *testing.T) {
+	parse := func(b []byte) (string, string, bool) {
+		var body struct{ Code, Message string }
+		if err := json.Unmarshal(b, &body); err != nil || (body.Code == "" && body.Message == "") {
+			return "", "", false
+		}
+		return body.Code, body.Message, true
+	}
+	long := strings.Repeat("x", 600)
+	tests := []struct {
+		name            string
+		status          int
+		body            string
+		wantCode, wantM string
+	}{
+		{"the cloud's error body", 400, `{"code":"bad","message":"no such image"}`, "bad", "no such image"},
+		{"a code without a message: the status text", 404, `{"code":"gone"}`, "gone", "Not Found"},
+		{"not the cloud's shape: the body", 502, "  upstream down \n", "", "upstream down"},
+		{"a long body is cut", 500, long, "", long[:512] + "..."},
+		{"no body: the status text", 503, "", "", "Service Unavailable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := DecodeAPIError(&HTTPError{Method: "GET", Path: "/x", Status: tt.status, Body: []byte(tt.body)}, parse)
+			if e.Code != tt.wantCode || e.Message != tt.wantM || e.Status != tt.status || e.Method != "GET" || e.Path != "/x" {
+				t.Errorf("got %+v, want code %q message %q", e, tt.wantCode, tt.wantM)
+			}
+		})
 	}
 }

@@ -2,22 +2,7 @@ package restclient
 
 import (
 	"net/url"
-	"strings"
 )
-
-// Allowed reports whether a configured filter lets v through: an empty filter allows everything, else v
-// must be one of its entries, ignoring case (region, location and zone lists of a backend's Config).
-func Allowed(filter []string, v string) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	for _, f := range filter {
-		if strings.EqualFold(f, v) {
-			return true
-		}
-	}
-	return false
-}
 
 // Query adds name, value pairs to q (a new one when nil) and returns it, leaving out the pairs whose
 // value is empty: optional query parameters.

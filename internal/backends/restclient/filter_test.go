@@ -5,23 +5,6 @@ import (
 	"testing"
 )
 
-func TestAllowed(t *testing.T) {
-	tests := []struct {
-		filter []string
-		v      string
-		want   bool
-	}{
-		{nil, "FIN-01", true},
-		{[]string{"fin-01", "ICE-01"}, "FIN-01", true},
-		{[]string{"fin-01"}, "ice-01", false},
-	}
-	for _, tt := range tests {
-		if got := Allowed(tt.filter, tt.v); got != tt.want {
-			t.Errorf("Allowed(%v, %q) = %v, want %v", tt.filter, tt.v, got, tt.want)
-		}
-	}
-}
-
 func TestQuery(t *testing.T) {
 	q := Query(nil, "a", "1", "b", "", "c", "x y")
 	if got := q.Encode(); got != "a=1&c=x+y" {

@@ -30,8 +30,13 @@ type Config struct {
 	Cloud string
 	// BaseURL is the API root, e.g. "https://api.verda.com/v1". Paths are joined to it.
 	BaseURL string
+	// DefaultBaseURL is the API root when BaseURL is empty: the cloud's public API.
+	DefaultBaseURL string
 	// Tuning sets timeouts, the rate limit, retries and the transport.
 	Tuning
+	// DefaultTuning is the cloud's own defaults: Tuning's zero fields take its values first, then
+	// restclient's defaults (a cloud with a documented rate limit sets RequestsPerSecond and Burst).
+	DefaultTuning Tuning
 	// Authorize adds credentials to each request (headers only; never the URL, so logs stay clean).
 	Authorize func(ctx context.Context, req *http.Request) error
 	// Logger receives retry and request logs (default: a null logger).
@@ -94,13 +99,16 @@ func (e *HTTPError) Error() string {
 // (every resource of one provider process) shares the limit.
 func New(cfg Config) (*Client, error) {
 	if cfg.BaseURL == "" {
+		cfg.BaseURL = cfg.DefaultBaseURL
+	}
+	if cfg.BaseURL == "" {
 		return nil, fmt.Errorf("%s: no API base URL", cfg.Cloud)
 	}
 	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil || base.Scheme == "" || base.Host == "" {
 		return nil, fmt.Errorf("%s: invalid API base URL %q: want an absolute http(s) URL", cfg.Cloud, cfg.BaseURL)
 	}
-	cfg.Tuning = cfg.withDefaults()
+	cfg.Tuning = cfg.Tuning.or(cfg.DefaultTuning).withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}

@@ -463,3 +463,40 @@ type recordingSink struct {
 }
 
 func (s *recordingSink) Accept(_ string, level hclog.Level, msg string, _ ...any) { s.f(level, msg) }
+
+// A cloud's own defaults (DefaultBaseURL, DefaultTuning) apply where the configuration leaves a value
+// out, and the configuration wins where it sets one.
+func TestCloudDefaults(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      Config
+		wantURL  string
+		wantRate float64
+		wantErr  bool
+	}{
+		{"cloud defaults", Config{DefaultBaseURL: "https://api.example/v1", DefaultTuning: Tuning{RequestsPerSecond: 1, Burst: 2}},
+			"https://api.example/v1", 1, false},
+		{"configuration wins", Config{BaseURL: "http://127.0.0.1:1/x", DefaultBaseURL: "https://api.example/v1",
+			Tuning: Tuning{RequestsPerSecond: 7}, DefaultTuning: Tuning{RequestsPerSecond: 1}}, "http://127.0.0.1:1/x", 7, false},
+		{"restclient's defaults last", Config{DefaultBaseURL: "https://api.example"}, "https://api.example", DefaultRequestsPerSecond, false},
+		{"no base URL at all", Config{}, "", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Cloud = "test"
+			c, err := New(tt.cfg)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("New: %v, want error %t", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if got := c.base.String(); got != tt.wantURL {
+				t.Errorf("base URL %q, want %q", got, tt.wantURL)
+			}
+			if got := float64(c.Limiter().Limit()); got != tt.wantRate {
+				t.Errorf("rate %v/s, want %v/s", got, tt.wantRate)
+			}
+		})
+	}
+}

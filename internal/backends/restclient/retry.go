@@ -20,6 +20,29 @@ const (
 	DefaultRetryWaitMax      = 8 * time.Second
 )
 
+// or returns t with every zero field of its rate limit, retries and timeout set to d's.
+func (t Tuning) or(d Tuning) Tuning {
+	if t.Timeout == 0 {
+		t.Timeout = d.Timeout
+	}
+	if t.RequestsPerSecond == 0 {
+		t.RequestsPerSecond = d.RequestsPerSecond
+	}
+	if t.Burst == 0 {
+		t.Burst = d.Burst
+	}
+	if t.RetryMax == 0 {
+		t.RetryMax = d.RetryMax
+	}
+	if t.RetryWaitMin == 0 {
+		t.RetryWaitMin = d.RetryWaitMin
+	}
+	if t.RetryWaitMax == 0 {
+		t.RetryWaitMax = d.RetryWaitMax
+	}
+	return t
+}
+
 // withDefaults returns t with every zero field set to its default.
 func (t Tuning) withDefaults() Tuning {
 	if t.Timeout == 0 {

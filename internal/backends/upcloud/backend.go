@@ -14,7 +14,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -104,11 +106,12 @@ type Backend struct {
 var (
 	_ controlplane.InstanceManagerBackend = (*Backend)(nil)
 	_ controlplane.OwnershipConfirmer     = (*Backend)(nil)
+	_ controlplane.PerMachineLister       = (*Backend)(nil)
 )
 
 // New builds the backend. It checks the configuration but calls no API.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	logger, err := backendkit.Check(CloudName, inv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -195,8 +198,8 @@ func gpuOfPlan(p Plan) (string, int) {
 // gpu_model names none, so GPUMemoryGB stays 0 unless the model names it.
 func planHardware(p Plan, model string) controlplane.Hardware {
 	return controlplane.Hardware{
-		FormFactor:  restclient.FormFactor(model),
-		GPUMemoryGB: restclient.GPUMemoryGBInName(model),
+		FormFactor:  gpuname.FormFactor(model),
+		GPUMemoryGB: gpuname.MemoryGB(model),
 		VCPUs:       int(max(p.CoreNumber, 0)),
 		MemoryGB:    mibToGB(p.MemoryAmount),
 	}
@@ -212,16 +215,9 @@ func mibToGB(mib FlexInt) int {
 }
 
 // gpuType maps UpCloud's name for a GPU (a plan's gpu_model, a device's model) to hydra's GPU type
-// through the inventory's api_names, "" when it maps none. The name is tried as UpCloud wrote it, then
-// with its runs of white space made single spaces ("NVIDIA  H100 " is "NVIDIA H100").
+// (inventory.GPUType), "" when it maps none.
 func (b *Backend) gpuType(model string) string {
-	if t := b.inv.TypeForAPIName(CloudName, model); t != "" {
-		return t
-	}
-	if norm := strings.Join(strings.Fields(model), " "); norm != model {
-		return b.inv.TypeForAPIName(CloudName, norm)
-	}
-	return ""
+	return b.inv.GPUType(CloudName, model)
 }
 
 // Offers lists the GPU plans UpCloud sells now, one offer per plan and zone with a price, mapped to
@@ -286,7 +282,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		}
 		for _, z := range prices.Prices.Zone {
 			item, ok := z.Items[PlanPriceKey(p.Name)]
-			if !ok || !restclient.Allowed(b.cfg.Zones, z.Name) {
+			if !ok || !backendkit.Allowed(b.cfg.Zones, z.Name) {
 				continue
 			}
 			usd := centsToUSD(item.Price, rate)
@@ -584,7 +580,7 @@ func (b *Backend) createServer(ctx context.Context, req controlplane.CreateReque
 	if inst.GPUType == "" {
 		inst.GPUType, inst.GPUCount = req.Offer.GPUType, req.Offer.GPUCount
 	}
-	inst.Hardware = restclient.FillHardware(inst.Hardware, req.Offer.Hardware)
+	inst.Hardware = backendkit.FillHardware(inst.Hardware, req.Offer.Hardware)
 	return inst, nil
 }
 
@@ -721,7 +717,7 @@ func serverHardware(s *Server, p Plan, model string) controlplane.Hardware {
 			hw.GPUMemoryGB = int(d.Metadata.Memory)
 		}
 		if hw.FormFactor == "" {
-			hw.FormFactor = restclient.FormFactor(d.Model)
+			hw.FormFactor = gpuname.FormFactor(d.Model)
 		}
 		break
 	}
@@ -891,3 +887,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 func (b *Backend) spotAllowed(gpuType string) bool {
 	return b.cfg.AllowSpotPlans || b.inv.SpotEnabled(gpuType, CloudName)
 }
+
+// ListReadsEachMachine is true: List reads each listed server's details, one call per machine
+// (controlplane.PerMachineLister), so the control plane polls waiting machines with a Get each.
+func (b *Backend) ListReadsEachMachine() bool { return true }

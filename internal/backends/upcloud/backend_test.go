@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
@@ -24,7 +23,7 @@ func newTestBackend(t *testing.T, base string, mod func(*Config)) *Backend {
 		Username:      testUser,
 		Password:      testPass,
 		BaseURL:       base,
-		Tuning:        restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 20 * time.Millisecond},
+		Tuning:        backendtest.Retrying(4, time.Millisecond, 20*time.Millisecond),
 		PollInterval:  2 * time.Millisecond,
 		DeleteTimeout: 10 * time.Second,
 	}
@@ -288,7 +287,7 @@ func offerFor(t *testing.T, b *Backend, zone, plan string) controlplane.Offer {
 
 func TestBackendLifecycle(t *testing.T) {
 	clock := newFakeClock()
-	srv, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: 40 * time.Second, StopDuration: 5 * time.Second})
+	srv, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: 40 * time.Second}, StopDuration: 5 * time.Second})
 	b := newTestBackend(t, base, nil)
 	ctx := context.Background()
 	offer := offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
@@ -384,7 +383,7 @@ wait:
 func TestBackendDeleteStates(t *testing.T) {
 	ctx := context.Background()
 	t.Run("during maintenance it waits for the boot", func(t *testing.T) {
-		_, base := startEmulator(t, emu.Options{BootDuration: 30 * time.Millisecond, StopDuration: 10 * time.Millisecond})
+		_, base := startEmulator(t, emu.Options{Options: emukit.Options{BootDuration: 30 * time.Millisecond}, StopDuration: 10 * time.Millisecond})
 		b := newTestBackend(t, base, nil)
 		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-m", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 		if err != nil {
@@ -399,7 +398,7 @@ func TestBackendDeleteStates(t *testing.T) {
 	})
 	t.Run("an already stopped server is deleted at once", func(t *testing.T) {
 		clock := newFakeClock()
-		_, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: time.Second, StopDuration: time.Second})
+		_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
 		b := newTestBackend(t, base, nil)
 		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-s", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 		if err != nil {
@@ -420,7 +419,7 @@ func TestBackendDeleteStates(t *testing.T) {
 	})
 	t.Run("the wait is bounded", func(t *testing.T) {
 		clock := newFakeClock()
-		_, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: time.Second, StopDuration: time.Hour})
+		_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Hour})
 		b := newTestBackend(t, base, func(c *Config) { c.DeleteTimeout = 50 * time.Millisecond })
 		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-t", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 		if err != nil {

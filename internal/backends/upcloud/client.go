@@ -62,9 +62,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	case basic && (cfg.Username == "" || cfg.Password == ""):
 		return nil, errors.New("upcloud: both username and password are required for basic authentication")
 	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
 	var authHeader string
 	if token {
 		authHeader = "Bearer " + cfg.Token
@@ -72,12 +69,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		authHeader = "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Username+":"+cfg.Password))
 	}
 	rc, err := restclient.New(restclient.Config{
-		Cloud:     CloudName,
-		BaseURL:   cfg.BaseURL,
-		Tuning:    cfg.Tuning,
-		Logger:    cfg.Logger,
-		UserAgent: cfg.UserAgent,
-		Authorize: restclient.Authorization(authHeader),
+		Cloud: CloudName, BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Tuning: cfg.Tuning, Logger: cfg.Logger,
+		UserAgent: cfg.UserAgent, Authorize: restclient.Authorization(authHeader),
 	})
 	if err != nil {
 		return nil, err

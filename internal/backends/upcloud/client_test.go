@@ -158,7 +158,7 @@ func TestClientCatalogEndpoints(t *testing.T) {
 
 func TestClientServerLifecycle(t *testing.T) {
 	clock := newFakeClock()
-	srv, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: 30 * time.Second, StopDuration: 5 * time.Second})
+	srv, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: 30 * time.Second}, StopDuration: 5 * time.Second})
 	c := newTestClient(t, fastClientConfig(base))
 	ctx := context.Background()
 
@@ -384,7 +384,7 @@ func keysOf(t *testing.T, raw json.RawMessage) []string {
 // numbers that UpCloud sends as strings are strings.
 func TestEmulatorAnswersInRecordedShapes(t *testing.T) {
 	clock := newFakeClock()
-	_, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: time.Second, StopDuration: time.Second})
+	_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
 	c := newTestClient(t, fastClientConfig(base))
 	ctx := context.Background()
 	raw := func(method, path string, body any) json.RawMessage {
@@ -646,7 +646,7 @@ func TestBackendListWhenPagingIsIgnored(t *testing.T) {
 // one 503 costs one more attempt, not the call. A create is retried on 429 only.
 func TestClientRetriesSafeCalls(t *testing.T) {
 	clock := newFakeClock()
-	srv, base := startEmulator(t, emu.Options{Now: clock.Now, BootDuration: time.Second, StopDuration: time.Second})
+	srv, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
 	cfg := fastClientConfig(base)
 	ct := &countingTransport{next: http.DefaultTransport}
 	cfg.Transport = ct

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 )
 
@@ -15,7 +15,7 @@ func hardwareBackend(t *testing.T, base string) *Backend {
 	t.Helper()
 	return backendtest.Must(New(Config{
 		Username: "hw-user", Password: "hw-pass", BaseURL: base,
-		Tuning:       restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Tuning:       backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond),
 		PollInterval: time.Millisecond, DeleteTimeout: 5 * time.Second,
 	}, backendtest.Inventory(t), nil))(t)
 }
@@ -46,14 +46,9 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: a server's details add the memory of each GPU (devices[].metadata.memory).
 func TestHardwareInstance(t *testing.T) {
-	srv := emu.New(emu.Options{Username: "hw-user", Password: "hw-pass", BootDuration: time.Millisecond})
+	srv := emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}, Username: "hw-user", Password: "hw-pass"})
 	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
-	o := findOffer(backendtest.Offers(t, b), "fi-hel2", "GPU-16xCPU-192GB-2xL40S")
-	if o == nil {
-		t.Fatal("no GPU-16xCPU-192GB-2xL40S offer in fi-hel2")
-	}
-	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 192}
-	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{Name: "upcloud-vm-hw", Offer: *o, SSHPublicKeys: []string{backendtest.TestKey}}, want)
+	backendtest.InstanceHardware(t, b, "fi-hel2", "GPU-16xCPU-192GB-2xL40S", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 192})
 }
 
 // TestHardwareRecorded reads the go-api's GPU fixtures: a GPU plan and a server with two L40S devices.

@@ -15,8 +15,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -108,7 +111,7 @@ var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the Verda backend. inv maps Verda's GPU names onto hydra's types.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
-	logger, err := restclient.CheckBackend(CloudName, inv, logger)
+	logger, err := backendkit.Check(CloudName, inv, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -170,19 +173,13 @@ func (b *Backend) Client() *Client { return b.client }
 
 var countPrefix = regexp.MustCompile(`^\s*\d+\s*x\s*`)
 
-// gpuTypeFor maps Verda's names for a GPU (the instance type's name, the gpu description without its
-// "<n>x " count, the model) onto hydra's GPU type, or "".
+// gpuTypeFor maps Verda's names for a GPU (the instance type's name, the gpu description, the model;
+// each without its "<n>x " count) onto hydra's GPU type (inventory.GPUType), or "".
 func (b *Backend) gpuTypeFor(names ...string) string {
-	for _, n := range names {
-		n = strings.TrimSpace(countPrefix.ReplaceAllString(n, ""))
-		if n == "" {
-			continue
-		}
-		if t := b.inv.TypeForAPIName(CloudName, n); t != "" {
-			return t
-		}
+	for i, n := range names {
+		names[i] = countPrefix.ReplaceAllString(n, "")
 	}
-	return ""
+	return b.inv.GPUType(CloudName, names...)
 }
 
 // cloudGPU is Verda's name for an instance type's GPU, the one api_names.verda lists: the type's name
@@ -204,15 +201,15 @@ func cloudGPU(t InstanceType) string {
 func hardware(name, model string, gpu GPU, gpuMemory Size, cpu CPU, memory Size) controlplane.Hardware {
 	desc := countPrefix.ReplaceAllString(gpu.Description, "")
 	hw := controlplane.Hardware{
-		FormFactor: restclient.FormFactor(desc, name, model),
+		FormFactor: gpuname.FormFactor(desc, name, model),
 		VCPUs:      max(cpu.NumberOfCores, 0),
 		MemoryGB:   max(memory.SizeInGigabytes, 0),
 	}
 	if gpu.NumberOfGPUs > 0 {
 		if gpuMemory.SizeInGigabytes > 0 {
 			hw.GPUMemoryGB = gpuMemory.SizeInGigabytes / gpu.NumberOfGPUs
-		} else if hw.GPUMemoryGB = restclient.GPUMemoryGBInName(desc); hw.GPUMemoryGB == 0 {
-			hw.GPUMemoryGB = restclient.GPUMemoryGBInName(name)
+		} else if hw.GPUMemoryGB = gpuname.MemoryGB(desc); hw.GPUMemoryGB == 0 {
+			hw.GPUMemoryGB = gpuname.MemoryGB(name)
 		}
 	}
 	return hw
@@ -284,7 +281,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	seen := map[string]bool{}
 	add := func(list []LocationAvailability, isSpot bool) {
 		for _, loc := range list {
-			if !restclient.Allowed(b.cfg.Locations, loc.LocationCode) {
+			if !backendkit.Allowed(b.cfg.Locations, loc.LocationCode) {
 				continue
 			}
 			for _, name := range loc.Availabilities {
@@ -336,7 +333,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	}
 	add(onDemand, false)
 	add(spot, true)
-	restclient.SortOffers(offers)
+	backendkit.SortOffers(offers)
 	return offers, nil
 }
 
@@ -347,7 +344,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 // Create is idempotent by name (createonce): creates of one name in this process run one at a time,
 // and each first looks for a live instance with that hostname and returns it. An offer whose price (as planned, or as
 // the catalog says now) is above req.MaxPricePerHour is ErrCapacity and creates nothing. The public keys
-// are registered as Verda SSH keys first (restclient.EnsureSSHKeys). The create call is not retried
+// are registered as Verda SSH keys first (sshkeys.Ensure). The create call is not retried
 // after a 5xx or a timeout; Create then looks for the instance by name once and returns it if Verda did
 // create it, else the unknown-outcome error (ErrOther). Create returns as soon as Verda has accepted the
 // order (status ordered: pending).
@@ -507,7 +504,7 @@ func (b *Backend) checkPrice(ctx context.Context, req controlplane.CreateRequest
 }
 
 // ensureSSHKeys returns the Verda SSH key ids for a new instance: the configured SSHKeyIDs, then the
-// ids of the request's public keys, registering the ones the account lacks (restclient.EnsureSSHKeys).
+// ids of the request's public keys, registering the ones the account lacks (sshkeys.Ensure).
 func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, error) {
 	ids := append([]string{}, b.cfg.SSHKeyIDs...)
 	if len(keys) == 0 {
@@ -515,7 +512,7 @@ func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, e
 	}
 	b.keysMu.Lock()
 	defer b.keysMu.Unlock()
-	got, err := restclient.EnsureSSHKeys(ctx, restclient.KeyRegistry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
+	got, err := sshkeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -527,9 +524,9 @@ func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, e
 	return ids, nil
 }
 
-func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, error) {
-	return restclient.ListKeys(b.client.SSHKeys, func(k SSHKey) restclient.AccountKey {
-		return restclient.AccountKey{ID: k.ID, PublicKey: k.Key}
+func (b *Backend) accountKeys(ctx context.Context) ([]sshkeys.AccountKey, error) {
+	return sshkeys.Lister(b.client.SSHKeys, func(k SSHKey) sshkeys.AccountKey {
+		return sshkeys.AccountKey{ID: k.ID, PublicKey: k.Key}
 	})(ctx)
 }
 
@@ -538,7 +535,7 @@ func (b *Backend) accountKeys(ctx context.Context) ([]restclient.AccountKey, err
 // key after an unknown outcome and adds it once more only when Verda does not have it (AddAgain): a
 // single 5xx never fails a create.
 func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {
-	return b.client.CreateSSHKey(ctx, name, restclient.BareKey(publicKey))
+	return b.client.CreateSSHKey(ctx, name, sshkeys.Bare(publicKey))
 }
 
 // Get reads one instance. An unknown id is an ErrNotFound error; a deleted one is returned with status
@@ -558,7 +555,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	if err != nil {
 		return nil, err
 	}
-	return restclient.Live(all, prefix, func(in Instance) string { return in.Hostname }, b.toInstance), nil
+	return backendkit.Live(all, prefix, func(in Instance) string { return in.Hostname }, b.toInstance), nil
 }
 
 // Delete starts deleting an instance through the action endpoint (PUT /instances, action "delete";

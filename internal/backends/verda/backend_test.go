@@ -10,6 +10,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -317,7 +318,7 @@ func TestCreateRegistersAndReusesSSHKeys(t *testing.T) {
 	if added.ID == pre {
 		added = keys[1]
 	}
-	if added.Key != otherKey || added.Name != restclient.KeyName(otherKey) {
+	if added.Key != otherKey || added.Name != sshkeys.Name(otherKey) {
 		t.Errorf("registered %+v", added)
 	}
 	raw, err := b.Client().Instance(ctx, a.ID)

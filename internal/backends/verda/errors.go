@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
@@ -38,18 +37,13 @@ const (
 type ResponseError = restclient.APIError
 
 func responseError(he *restclient.HTTPError) *ResponseError {
-	re := restclient.NewAPIError(he)
-	var body APIError
-	if err := json.Unmarshal(he.Body, &body); err == nil && (body.Code != "" || body.Message != "") {
-		re.Code = body.Code
-		re.Message = body.Message
-	} else {
-		re.Message = truncate(strings.TrimSpace(string(he.Body)), 512)
-	}
-	if re.Message == "" {
-		re.Message = http.StatusText(he.Status)
-	}
-	return re
+	return restclient.DecodeAPIError(he, func(b []byte) (string, string, bool) {
+		var body APIError
+		if err := json.Unmarshal(b, &body); err != nil || (body.Code == "" && body.Message == "") {
+			return "", "", false
+		}
+		return body.Code, body.Message, true
+	})
 }
 
 // classify turns any error of a client call into a *controlplane.Error of the right kind. Errors that

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 )
 
@@ -15,11 +15,11 @@ import (
 func hardwareBackend(t *testing.T) *Backend {
 	t.Helper()
 	clock := backendtest.NewClock(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC))
-	srv := emu.New(emu.Options{Now: clock.Now, BootDuration: time.Second})
+	srv := emu.New(emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}})
 	url := backendtest.Serve(t, srv) + emu.BasePath
 	cfg := Config{
 		ClientID: emu.DefaultClientID, ClientSecret: emu.DefaultClientSecret, BaseURL: url,
-		Tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond),
 		Now:    clock.Now,
 	}
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
@@ -44,19 +44,8 @@ func TestHardwareOffers(t *testing.T) {
 }
 
 func TestHardwareInstance(t *testing.T) {
-	b := hardwareBackend(t)
-	offers := backendtest.Offers(t, b)
-	o, ok := backendtest.FindOffer(offers, "FIN-01", "2H100.80S.80V", false)
-	if !ok {
-		t.Fatal("no 2H100.80S.80V offer in FIN-01")
-	}
-	pool, _ := b.inv.PoolByName("verda-vm-pool")
-	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
-	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}
-	backendtest.CreateWithHardware(t, b, controlplane.CreateRequest{
-		Name: controlplane.CloudName(pool, "hw", owner.Token), Pool: pool, Offer: o, Owner: owner,
-		SSHPublicKeys: []string{backendtest.TestKey},
-	}, want)
+	backendtest.InstanceHardware(t, hardwareBackend(t), "FIN-01", "2H100.80S.80V",
+		controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370})
 }
 
 // TestHardwareRecorded reads the hardware of the instance types in the recorded catalog (gpuhunt's

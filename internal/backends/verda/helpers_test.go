@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 )
@@ -27,12 +26,7 @@ type fixture struct {
 func startEmulator(t *testing.T, opts emu.Options) *fixture {
 	t.Helper()
 	clock := newClock()
-	if opts.Now == nil {
-		opts.Now = clock.Now
-	}
-	if opts.BootDuration == 0 {
-		opts.BootDuration = bootTime
-	}
+	backendtest.Clocked(&opts.Options, clock, bootTime)
 	srv := emu.New(opts)
 	return &fixture{srv: srv, url: backendtest.Serve(t, srv) + emu.BasePath, clock: clock}
 }
@@ -42,7 +36,7 @@ func (f *fixture) clientConfig() ClientConfig {
 		BaseURL:      f.url,
 		ClientID:     emu.DefaultClientID,
 		ClientSecret: emu.DefaultClientSecret,
-		Tuning:       restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 4, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond},
+		Tuning:       backendtest.Retrying(4, time.Millisecond, 5*time.Millisecond),
 		Now:          f.clock.Now,
 	}
 }

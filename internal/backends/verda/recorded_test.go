@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient/jsonshape"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 )
 
@@ -354,30 +354,16 @@ func emulatorToken(t *testing.T, root string) string {
 // nil) and returns the answer's status and body.
 func send(t *testing.T, method, url, tok string, body []byte) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	var header []string
 	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+		header = []string{"Authorization", "Bearer " + tok}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	var b any
+	if body != nil {
+		b = body
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, data
+	a := emutest.Fetch(t, url, method, "", b, header...)
+	return a.Status, a.Raw
 }
 
 func mustJSON(t *testing.T, v any) []byte {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
 )
 
 // FlexFloat is a number Verda sends either as a decimal string ("3.95") or as a JSON number (0.6).
@@ -108,12 +109,8 @@ type InstanceType struct {
 	SupportedOS         []string  `json:"supported_os"`
 }
 
-// Location is one datacenter of GET /locations.
-type Location struct {
-	Code        string `json:"code"`
-	Name        string `json:"name"`
-	CountryCode string `json:"country_code"`
-}
+// Location is one datacenter of GET /locations (the wire type the emulator shares).
+type Location = verdaapi.Location
 
 // LocationAvailability is one entry of GET /instance-availability: the instance types deployable now
 // in one location.
@@ -122,16 +119,8 @@ type LocationAvailability struct {
 	Availabilities []string `json:"availabilities"`
 }
 
-// Image is one OS image of GET /images.
-type Image struct {
-	ID        string   `json:"id"`
-	ImageType string   `json:"image_type"`
-	Name      string   `json:"name"`
-	IsDefault bool     `json:"is_default"`
-	IsCluster bool     `json:"is_cluster"`
-	Details   []string `json:"details"`
-	Category  string   `json:"category"`
-}
+// Image is one OS image of GET /images (the wire type the emulator shares).
+type Image = verdaapi.Image
 
 // SSHKey is one key of GET /ssh-keys.
 type SSHKey struct {
@@ -142,11 +131,8 @@ type SSHKey struct {
 	CreatedAt   string `json:"created_at,omitempty"`
 }
 
-// Tag is a key/value label on an instance.
-type Tag struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
+// Tag is a key/value label on an instance (the wire type the emulator shares).
+type Tag = verdaapi.Tag
 
 // Instance is the instance object of GET /instances and GET /instances/{id}. IP is nil until the
 // instance is provisioned; Location (not location_code) holds the location code.

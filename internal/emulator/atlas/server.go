@@ -22,25 +22,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
-// Offer is one catalog entry: an instance type in a region with its list price and free capacity.
-type Offer struct {
-	InstanceType string  `json:"instance_type"`
-	Region       string  `json:"region"`
-	GPUModel     string  `json:"gpu_model"`
-	GPUCount     int     `json:"gpu_count"`
-	GPUMemoryGB  int     `json:"gpu_memory_gb"`
-	VCPUs        int     `json:"vcpus"`
-	MemoryGB     int     `json:"memory_gb"`
-	DiskGB       int     `json:"disk_gb"`
-	PricePerHour float64 `json:"price_per_hour"`
-	Currency     string  `json:"currency"`
-	// Available is how many more instances can start; created instances take one, terminated ones
-	// give it back.
-	Available int `json:"available"`
-}
+// Offer is one catalog entry: an instance type in a region with its list price and free capacity, as
+// GET /v1/offers answers it (the wire type hydra's client shares). Available is how many more
+// instances can start; created instances take one, terminated ones give it back.
+type Offer = atlasapi.Offer
 
 // DefaultCatalog is a small in-house fleet in two regions, with one sold-out type and one GPU hydra
 // does not rent (A10).
@@ -64,16 +53,15 @@ const DefaultToken = "atlas-test-token"
 
 // Options configure an emulator.
 type Options struct {
-	// StateDir keeps the cloud's state in StateDir/state.json under an exclusive file lock ("" = memory).
-	StateDir string
+	// Options are the options every emulator has (state directory, boot duration, clock).
+	// Options.BootDuration is how long an instance takes from create to active (default 20s): provisioning for
+	// the first third, then booting (no ssh), then active.
+	emukit.Options
 	// Tokens are the accepted bearer tokens (default: "atlas-test-token").
 	Tokens []string
 	// Catalog is the initial fleet (default: DefaultCatalog()). A state dir that already holds a state
 	// keeps its own catalog.
 	Catalog []Offer
-	// BootDuration is how long an instance takes from create to active (default 20s): provisioning for
-	// the first third, then booting (no ssh), then active.
-	BootDuration time.Duration
 	// DeleteDuration is how long an instance stays terminating (default 3s).
 	DeleteDuration time.Duration
 	// TerminatedRetention is how long a terminated instance stays readable before GET answers 404
@@ -87,8 +75,6 @@ type Options struct {
 	HostKey string
 	// MaxLimit is the largest list page (default 500).
 	MaxLimit int
-	// Now is the clock (default time.Now).
-	Now func() time.Time
 }
 
 // Faults are the armed faults: the shared vocabulary every emulator understands (emukit.Faults) and
@@ -152,9 +138,7 @@ func New(opts Options) *Server {
 	if opts.Catalog == nil {
 		opts.Catalog = DefaultCatalog()
 	}
-	if opts.BootDuration <= 0 {
-		opts.BootDuration = 20 * time.Second
-	}
+	opts.Options = opts.WithDefaults(20 * time.Second)
 	if opts.DeleteDuration <= 0 {
 		opts.DeleteDuration = 3 * time.Second
 	}
@@ -175,9 +159,6 @@ func New(opts Options) *Server {
 	}
 	if opts.MaxLimit <= 0 {
 		opts.MaxLimit = 500
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	catalog := append([]Offer(nil), opts.Catalog...)
 	s := &Server{opts: opts, store: emukit.NewSeeded(opts.StateDir, "state", func() *state {

@@ -19,8 +19,36 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 )
+
+// Options are the options every emulator has; each emulator's Options embed them, and its New gives
+// them their defaults with WithDefaults.
+type Options struct {
+	// StateDir keeps the cloud's state in a JSON file in this directory, under an exclusive file lock,
+	// so that every emulator (and process) sharing the directory sees one cloud ("": in memory). A
+	// state file that exists wins over the options that seed a new state (catalog, durations).
+	StateDir string
+	// BootDuration is how long a new machine takes until it runs (the emulator's Options say what the
+	// machine goes through meanwhile, and the default).
+	BootDuration time.Duration
+	// Now is the clock (default time.Now); tests inject a fake one to move statuses along instead of
+	// sleeping.
+	Now func() time.Time
+}
+
+// WithDefaults returns o with boot as BootDuration when it is not positive, and time.Now as Now when it
+// is nil.
+func (o Options) WithDefaults(boot time.Duration) Options {
+	if o.BootDuration <= 0 {
+		o.BootDuration = boot
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
 
 // Store holds an emulator's whole state S: in memory, or, when it has a directory, in the JSON file
 // <name>.json there, read and written under an exclusive flock on <name>.lock so that several
@@ -89,20 +117,7 @@ func (s *Store[S]) save(path string, st *S) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(s.dir, s.file+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(out); err != nil {
-		_ = tmp.Close() // best-effort cleanup: the write already failed
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name()) // best-effort cleanup: the close already failed
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, out, 0o600)
 }
 
 // shutdownGrace bounds how long the stop function of Serve lets requests in flight finish before it

@@ -72,13 +72,12 @@ const MaxNameLength = 64
 
 // Options configure an emulator.
 type Options struct {
-	// StateDir holds the cloud's state as a JSON file ("" keeps it in memory).
-	StateDir string
+	// Options are the options every emulator has (state directory, boot duration, clock).
+	// Options.BootDuration is how long a new instance boots before it is active (default 30s; real machines take
+	// minutes). Its ip appears half-way through.
+	emukit.Options
 	// APIKey is the only key accepted (default DefaultAPIKey).
 	APIKey string
-	// BootDuration is how long a new instance boots before it is active (default 30s; real machines take
-	// minutes). Its ip appears half-way through.
-	BootDuration time.Duration
 	// TerminateDuration is how long a terminated instance stays terminating (default 10s).
 	TerminateDuration time.Duration
 	// TerminatedRetention is how long a terminated instance is still answered, with status terminated,
@@ -91,8 +90,6 @@ type Options struct {
 	// InstanceIP, when set, is the ip every instance reports (e.g. "127.0.0.1" to reach a local sshd);
 	// otherwise each instance gets its own address in 203.0.113.0/24 and 198.18.0.0/15.
 	InstanceIP string
-	// Now is the clock (default time.Now); tests inject a fake one to move statuses along.
-	Now func() time.Time
 	// LaunchInterval is the least time between two launch requests (default DefaultLaunchInterval;
 	// negative: no pacing).
 	LaunchInterval time.Duration
@@ -117,9 +114,7 @@ func New(opts Options) *Server {
 	if opts.APIKey == "" {
 		opts.APIKey = DefaultAPIKey
 	}
-	if opts.BootDuration <= 0 {
-		opts.BootDuration = 30 * time.Second
-	}
+	opts.Options = opts.WithDefaults(30 * time.Second)
 	if opts.TerminateDuration <= 0 {
 		opts.TerminateDuration = 10 * time.Second
 	}
@@ -131,9 +126,6 @@ func New(opts Options) *Server {
 	}
 	if opts.Regions == nil {
 		opts.Regions = DefaultRegions()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	if opts.LaunchInterval == 0 {
 		opts.LaunchInterval = DefaultLaunchInterval

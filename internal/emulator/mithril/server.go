@@ -48,15 +48,12 @@ const DefaultProject = "hydra"
 
 // Options configure an emulator.
 type Options struct {
-	// StateDir keeps the whole cloud in StateDir/state.json, shared by every Server on that dir under
-	// an exclusive file lock ("" keeps it in memory). The catalog, durations and projects are read only
-	// when the state is first created.
-	StateDir string
+	// Options are the options every emulator has (state directory, boot duration, clock).
+	// Options.BootDuration is how long an allocated instance stays STATUS_NEW/STATUS_STARTING before
+	// STATUS_RUNNING with an ssh_destination (default 20s).
+	emukit.Options
 	// Catalog is the spot market (nil: DefaultCatalog()).
 	Catalog []Offering
-	// BootDuration is how long an allocated instance stays STATUS_NEW/STATUS_STARTING before
-	// STATUS_RUNNING with an ssh_destination (default 20s).
-	BootDuration time.Duration
 	// StopDuration is how long a cancelled bid's instance stays STATUS_STOPPING (default 0: it is
 	// STATUS_TERMINATED at once).
 	StopDuration time.Duration
@@ -70,8 +67,6 @@ type Options struct {
 	// SSHDestination, when set, is the ssh_destination of every running instance (e.g. "127.0.0.1:2222"
 	// for a loopback sshd); otherwise each instance gets an address of 203.0.113.0/24.
 	SSHDestination string
-	// Clock returns the current time (default time.Now); tests move it forward instead of sleeping.
-	Clock func() time.Time
 }
 
 // OwnFaults are the misbehaviours only Mithril has, beside the shared fault vocabulary (emukit.Faults:
@@ -114,9 +109,7 @@ func New(opts Options) *Server {
 	if opts.Catalog == nil {
 		opts.Catalog = DefaultCatalog()
 	}
-	if opts.BootDuration == 0 {
-		opts.BootDuration = 20 * time.Second
-	}
+	opts.Options = opts.WithDefaults(20 * time.Second)
 	if opts.PreemptionWindow == 0 {
 		opts.PreemptionWindow = 5 * time.Minute
 	}
@@ -125,9 +118,6 @@ func New(opts Options) *Server {
 	}
 	if len(opts.Projects) == 0 {
 		opts.Projects = []string{DefaultProject}
-	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
 	}
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
 	s.admin = newAdmin(s)
@@ -152,7 +142,7 @@ func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) 
 	return emukit.Serve(addr, s)
 }
 
-func (s *Server) now() time.Time { return s.opts.Clock().UTC() }
+func (s *Server) now() time.Time { return s.opts.Now().UTC() }
 
 // update runs fn on the state, advanced to now, under the lock; the state is saved afterwards.
 func (s *Server) update(fn func(st *state, now time.Time) error) error {

@@ -42,9 +42,13 @@ func pricing(t *testing.T, base, fid, region string) map[string]any {
 
 func TestSecondPriceAuction(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second, PreemptionWindow: time.Minute, Catalog: []Offering{
-		{Name: "h100-80gb.sxm.8x", GPUType: "H100", NumGPUs: 8, Region: "r1", Capacity: 2, MinimumCents: 500, LastPriceCents: 900},
-	}})
+	s := New(Options{
+		Options:          emukit.Options{Now: c.Now, BootDuration: 10 * time.Second},
+		PreemptionWindow: time.Minute,
+		Catalog: []Offering{
+			{Name: "h100-80gb.sxm.8x", GPUType: "H100", NumGPUs: 8, Region: "r1", Capacity: 2, MinimumCents: 500, LastPriceCents: 900},
+		},
+	})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	fid := s.InstanceTypeFID("r1", "h100-80gb.sxm.8x")
@@ -151,7 +155,7 @@ func TestSecondPriceAuction(t *testing.T) {
 // its lowest winning bid, below which new bids wait.
 func TestAuctionAdminHoldsBidsOpen(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second, PreemptionWindow: time.Minute})
+	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}, PreemptionWindow: time.Minute})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
@@ -260,7 +264,7 @@ func TestDefaultCatalogMarket(t *testing.T) {
 
 func TestInstanceProgressionAndAuth(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Clock: c.Now, BootDuration: 30 * time.Second, SSHDestination: "127.0.0.1:2222"})
+	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 30 * time.Second}, SSHDestination: "127.0.0.1:2222"})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	var b map[string]any
@@ -308,8 +312,8 @@ func TestInstanceProgressionAndAuth(t *testing.T) {
 func TestStateDirSharedByTwoServers(t *testing.T) {
 	dir := t.TempDir()
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := New(Options{StateDir: dir, Clock: c.Now, BootDuration: 10 * time.Second})
-	b := New(Options{StateDir: dir, Clock: c.Now, BootDuration: 10 * time.Second})
+	a := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
+	b := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
 	sa, sb := httptest.NewServer(a), httptest.NewServer(b)
 	defer sa.Close()
 	defer sb.Close()
@@ -335,7 +339,7 @@ func TestStateDirSharedByTwoServers(t *testing.T) {
 	}
 	// A third server started later (a new terraform run) sees the same cloud.
 	c.Advance(10 * time.Second)
-	third := New(Options{StateDir: dir})
+	third := New(Options{Options: emukit.Options{StateDir: dir}})
 	bids := third.LiveBids()
 	if len(bids) != 1 || bids[0].InstanceStatuses[0] != "STATUS_RUNNING" {
 		t.Errorf("third server: %+v", bids)
@@ -404,7 +408,7 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 // a boot failure ends the instance in STATUS_ERROR.
 func TestSharedCreateFaults(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second})
+	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
@@ -448,7 +452,7 @@ func TestSharedCreateFaults(t *testing.T) {
 
 func TestPreemptionFault(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Clock: c.Now, BootDuration: 10 * time.Second, PreemptionWindow: time.Minute})
+	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}, PreemptionWindow: time.Minute})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")

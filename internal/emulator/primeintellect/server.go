@@ -34,17 +34,16 @@ const DefaultAPIKey = "pi-test-key"
 
 // Options configure an emulator.
 type Options struct {
-	// StateDir keeps the cloud's state in StateDir/state.json under an exclusive file lock ("" = memory).
-	StateDir string
+	// Options are the options every emulator has (state directory, boot duration, clock).
+	// Options.BootDuration is how long a pod takes from create to reachable (default 20s). The pod is
+	// PROVISIONING for the first quarter, ACTIVE with installation running and no sshConnection until
+	// half, ACTIVE/FINISHED with sshConnection [null] until the end, then ACTIVE with an SSH connection.
+	emukit.Options
 	// APIKeys are the accepted API keys (default: "pi-test-key").
 	APIKeys []string
 	// Catalog is the initial availability (default: DefaultCatalog()). A state dir that already
 	// holds a state keeps its own catalog.
 	Catalog []Item
-	// BootDuration is how long a pod takes from create to reachable (default 20s). The pod is
-	// PROVISIONING for the first quarter, ACTIVE with installation running and no sshConnection until
-	// half, ACTIVE/FINISHED with sshConnection [null] until the end, then ACTIVE with an SSH connection.
-	BootDuration time.Duration
 	// DeleteDuration is how long a pod stays DELETING (default 3s).
 	DeleteDuration time.Duration
 	// TerminatedRetention is how long a terminated pod still answers GET /pods/{id} with TERMINATED
@@ -64,8 +63,6 @@ type Options struct {
 	LegacyOnly bool
 	// MaxPageSize is the largest page_size accepted (default 100); larger ones get a 422.
 	MaxPageSize int
-	// Now is the clock (default time.Now).
-	Now func() time.Time
 }
 
 // CloudFaults are the failures only Prime Intellect has, switched on at runtime beside the shared
@@ -144,9 +141,7 @@ func New(opts Options) *Server {
 	if opts.Catalog == nil {
 		opts.Catalog = DefaultCatalog()
 	}
-	if opts.BootDuration <= 0 {
-		opts.BootDuration = 20 * time.Second
-	}
+	opts.Options = opts.WithDefaults(20 * time.Second)
 	if opts.DeleteDuration <= 0 {
 		opts.DeleteDuration = 3 * time.Second
 	}
@@ -164,9 +159,6 @@ func New(opts Options) *Server {
 	}
 	if opts.MaxPageSize <= 0 {
 		opts.MaxPageSize = 100
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	catalog := append([]Item(nil), opts.Catalog...)
 	s := &Server{opts: opts}

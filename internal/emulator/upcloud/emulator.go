@@ -49,15 +49,13 @@ const APIPrefix = "/1.3"
 
 // Options configure an emulator. Zero values take realistic defaults.
 type Options struct {
-	// StateDir keeps the whole cloud in StateDir/state.json, locked per request ("" = in memory). The
-	// catalog, templates and durations below seed a new state; an existing state file wins.
-	StateDir string
+	// Options are the options every emulator has (state directory, boot duration, clock).
+	// Options.BootDuration is how long a new server stays in "maintenance" (default 20s).
+	emukit.Options
 	// Zones, Plans and Templates seed the catalog (defaults: DefaultZones, DefaultPlans, DefaultTemplates).
 	Zones     []Zone
 	Plans     []Plan
 	Templates []Template
-	// BootDuration is how long a new server stays in "maintenance" (default 20s).
-	BootDuration time.Duration
 	// StopDuration is how long a stop takes before the server is "stopped" (default 3s).
 	StopDuration time.Duration
 	// Username/Password and Token are the credentials accepted (Basic or Bearer). When all are empty,
@@ -66,8 +64,6 @@ type Options struct {
 	// SSHHost, when set, is reported as every server's public IPv4 (e.g. "127.0.0.1" to reach a local
 	// sshd); otherwise addresses are invented.
 	SSHHost string
-	// Now is the clock (default time.Now).
-	Now func() time.Time
 	// IgnorePaging makes GET /server answer every server that matches its label filters, ignoring
 	// limit and offset, as an API that does not know them would (it seeds a new state; PUT
 	// /_emulator/paging and SetIgnorePaging change it later).
@@ -101,14 +97,9 @@ func New(opts Options) *Server {
 	if opts.Templates == nil {
 		opts.Templates = DefaultTemplates()
 	}
-	if opts.BootDuration == 0 {
-		opts.BootDuration = 20 * time.Second
-	}
+	opts.Options = opts.WithDefaults(20 * time.Second)
 	if opts.StopDuration == 0 {
 		opts.StopDuration = 3 * time.Second
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
 	s.admin = emukit.NewStateAdmin(func(write bool, fn func(st *state) error) error {

@@ -57,8 +57,8 @@ func serverOf(c call) map[string]any { m, _ := c.body["server"].(map[string]any)
 func TestStateDirSharedBetweenServers(t *testing.T) {
 	dir := t.TempDir()
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := New(Options{StateDir: dir, Now: clk.Now, BootDuration: 10 * time.Second})
-	b := New(Options{StateDir: dir, Now: clk.Now, BootDuration: time.Hour}) // the existing state's settings win
+	a := New(Options{Options: emukit.Options{StateDir: dir, Now: clk.Now, BootDuration: 10 * time.Second}})
+	b := New(Options{Options: emukit.Options{StateDir: dir, Now: clk.Now, BootDuration: time.Hour}}) // the existing state's settings win
 
 	c := do(t, a, "POST", "/1.3/server", testCreate("upcloud-vm-one"), "")
 	if c.status != 202 {
@@ -88,7 +88,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 		t.Error("the storm did not end after one answer")
 	}
 	// A third server value started later (a new process) still sees everything.
-	c3 := New(Options{StateDir: dir, Now: clk.Now})
+	c3 := New(Options{Options: emukit.Options{StateDir: dir, Now: clk.Now}})
 	if list := c3.Servers(); len(list) != 1 || list[0].State != "started" || list[0].Labels["hydra-name"] != "upcloud-vm-one" {
 		t.Errorf("servers: %+v", list)
 	}
@@ -122,7 +122,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 
 func TestQuirks(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second, StopDuration: 5 * time.Second, Username: "u", Password: "p", Token: "tok"})
+	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second, Username: "u", Password: "p", Token: "tok"})
 
 	if r := do(t, s, "GET", "/1.3/plan", nil, "none"); r.status != 401 || !strings.Contains(string(r.raw), "AUTHENTICATION_FAILED") {
 		t.Errorf("no auth: %d %s", r.status, r.raw)
@@ -186,13 +186,20 @@ func TestQuirks(t *testing.T) {
 	}
 }
 
-func TestStartServesTheAPI(t *testing.T) {
-	s := New(Options{})
-	base, stop, err := s.Start("127.0.0.1:0")
+// start serves a new emulator with Start on a loopback port for the test's lifetime and returns its
+// API's base URL.
+func start(t *testing.T) string {
+	t.Helper()
+	base, stop, err := New(Options{}).Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop(context.Background()) //nolint:errcheck
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	return base
+}
+
+func TestStartServesTheAPI(t *testing.T) {
+	base := start(t)
 	req, _ := http.NewRequest("GET", base+"/zone", nil)
 	req.SetBasicAuth("any", "thing")
 	resp, err := http.DefaultClient.Do(req)
@@ -241,7 +248,7 @@ func TestFaultsLatencyAndErrors(t *testing.T) {
 
 func TestSlowBoot(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second})
+	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
 	if err := s.SetCloudFaults(Faults{SlowBoot: emukit.Duration(5 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +328,7 @@ func TestCreateCustomServer(t *testing.T) {
 
 func TestStorages(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Now: clk.Now, BootDuration: 10 * time.Second})
+	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
 	srv := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-disk"), ""))
 	diskUUID := srv["storage_devices"].(map[string]any)["storage_device"].([]any)[0].(map[string]any)["storage"].(string)
 
@@ -388,7 +395,7 @@ func TestStorages(t *testing.T) {
 
 // The GPU plans name their GPUs as UpCloud writes them, and a GPU server's devices say the same.
 func TestCatalogGPUNames(t *testing.T) {
-	s := New(Options{BootDuration: time.Millisecond})
+	s := New(Options{Options: emukit.Options{BootDuration: time.Millisecond}})
 	pl := do(t, s, "GET", "/1.3/plan", nil, "")
 	models := map[string]bool{}
 	for _, p := range pl.body["plans"].(map[string]any)["plan"].([]any) {

@@ -1,11 +1,11 @@
 package verda
 
+import (
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
+)
+
 // Location is one datacenter the emulator serves (GET /locations).
-type Location struct {
-	Code        string `json:"code"`
-	Name        string `json:"name"`
-	CountryCode string `json:"country_code"`
-}
+type Location = verdaapi.Location
 
 // CatalogEntry is one instance type of the emulated catalog, with its prices and capacity.
 type CatalogEntry struct {
@@ -94,19 +94,11 @@ func DefaultCatalog() []CatalogEntry {
 	}
 }
 
-// image is one OS image of GET /images.
-type image struct {
-	ID        string   `json:"id"`
-	ImageType string   `json:"image_type"`
-	Name      string   `json:"name"`
-	IsDefault bool     `json:"is_default"`
-	IsCluster bool     `json:"is_cluster"`
-	Details   []string `json:"details"`
-	Category  string   `json:"category"`
-}
+// image is one OS image of GET /images (the wire type hydra's client shares).
+type image = verdaapi.Image
 
-// legacy reports whether the image works on LegacyImagesOnly types.
-func (i image) legacy() bool { return len(i.ImageType) >= 12 && i.ImageType[:12] == "ubuntu-22.04" }
+// legacyImage reports whether the image works on LegacyImagesOnly types.
+func legacyImage(i image) bool { return len(i.ImageType) >= 12 && i.ImageType[:12] == "ubuntu-22.04" }
 
 var images = []image{
 	{ID: "5a1b0c3e-7c5d-4d2b-9a0e-1f6e2c8b9d01", ImageType: "ubuntu-24.04-cuda-12.8-open-docker", Name: "Ubuntu 24.04 + CUDA 12.8 Open + Docker",

@@ -174,7 +174,7 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 	if img == nil {
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid image")
 	}
-	if c.LegacyImagesOnly && !img.legacy() {
+	if c.LegacyImagesOnly && !legacyImage(*img) {
 		return errReply(http.StatusBadRequest, "invalid_request", "Operating system is not valid for this instance type")
 	}
 	for _, k := range req.SSHKeyIDs {

@@ -53,8 +53,10 @@ const eurPerUSD = 1 / 1.08
 
 // Options configure an emulator.
 type Options struct {
-	// StateDir holds the cloud's state as a JSON file ("" keeps it in memory).
-	StateDir string
+	// Options are the options every emulator has (state directory, boot duration, clock).
+	// Options.BootDuration is how long a new instance takes to run: ordered for its first quarter, then
+	// provisioning, then running with an ip (default 30s).
+	emukit.Options
 	// ClientID and ClientSecret are the only credentials accepted (defaults DefaultClientID and
 	// DefaultClientSecret).
 	ClientID     string
@@ -63,9 +65,6 @@ type Options struct {
 	TokenLifetime time.Duration
 	// RefreshTokenLifetime bounds refresh tokens (default 24h). Refresh tokens are single use.
 	RefreshTokenLifetime time.Duration
-	// BootDuration is how long a new instance takes to run: ordered for its first quarter, then
-	// provisioning, then running with an ip (default 30s).
-	BootDuration time.Duration
 	// Catalog is the instance types with prices and capacity (default DefaultCatalog()).
 	Catalog []CatalogEntry
 	// Locations are the datacenters (default DefaultLocations()).
@@ -80,8 +79,6 @@ type Options struct {
 	// TokenFormOnly makes the token endpoint refuse JSON bodies with 400 "grant_type not specified",
 	// so clients must fall back to a form-encoded body.
 	TokenFormOnly bool
-	// Now is the clock (default time.Now); tests inject a fake one to move statuses and tokens along.
-	Now func() time.Time
 }
 
 // Server is the emulated Verda API, an http.Handler (the API under BasePath, the admin surface under
@@ -108,9 +105,7 @@ func New(opts Options) *Server {
 	if opts.RefreshTokenLifetime <= 0 {
 		opts.RefreshTokenLifetime = 24 * time.Hour
 	}
-	if opts.BootDuration <= 0 {
-		opts.BootDuration = 30 * time.Second
-	}
+	opts.Options = opts.WithDefaults(30 * time.Second)
 	if opts.Catalog == nil {
 		opts.Catalog = DefaultCatalog()
 	}
@@ -120,9 +115,6 @@ func New(opts Options) *Server {
 	opts.Currency = strings.ToLower(opts.Currency)
 	if opts.Currency == "" {
 		opts.Currency = "usd"
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	s := &Server{opts: opts, catalog: map[string]CatalogEntry{}, store: emukit.NewStore[state](opts.StateDir, "verda-state")}
 	for _, c := range opts.Catalog {
@@ -539,7 +531,7 @@ func (s *Server) images(q url.Values) reply {
 	c, known := s.catalog[t]
 	out := []image{}
 	for _, im := range images {
-		if t != "" && known && c.LegacyImagesOnly && !im.legacy() {
+		if t != "" && known && c.LegacyImagesOnly && !legacyImage(im) {
 			continue
 		}
 		out = append(out, im)

@@ -3,6 +3,7 @@ package verda
 import (
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
@@ -30,10 +31,8 @@ type instance struct {
 	Tags         []tag      `json:"tags,omitempty"` // kept and answered as given (at most 10)
 }
 
-type tag struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
+// tag is a key/value label on an instance (the wire type hydra's client shares).
+type tag = verdaapi.Tag
 
 type sshKey struct {
 	ID          string    `json:"id"`

@@ -1,4 +1,7 @@
-package restclient
+// Package gpuname reads what a cloud's GPU name says of the hardware: the form factor (SXM or PCIe) and
+// the memory of one GPU. Mapping a cloud's GPU name to hydra's GPU type is the inventory's
+// (inventory.Inventory.GPUType), driven by supported_gpus.yml's api_names.
+package gpuname
 
 import (
 	"regexp"
@@ -71,10 +74,10 @@ func formFactorOf(name string) string {
 	return ""
 }
 
-// GPUMemoryGBInName reads the memory of one GPU that a GPU name states ("H100 SXM5 80GB",
+// MemoryGB reads the memory of one GPU that a GPU name states ("H100 SXM5 80GB",
 // "H100 (80 GB SXM5)", "A100_80GB", "NVIDIA H100 80GB HBM3"), or 0. Pass a GPU name, never a plan
 // name: "GPU-8xCPU-64GB-1xL40S" names the machine's RAM.
-func GPUMemoryGBInName(name string) int {
+func MemoryGB(name string) int {
 	m := memoryInGB.FindStringSubmatch(name)
 	if m == nil {
 		return 0
@@ -84,22 +87,4 @@ func GPUMemoryGBInName(name string) int {
 		return 0
 	}
 	return n
-}
-
-// FillHardware returns have with every field the cloud left zero taken from from (typically the offer a
-// machine was created from, when the cloud's instance answer does not repeat the facts).
-func FillHardware(have, from controlplane.Hardware) controlplane.Hardware {
-	if have.FormFactor == "" {
-		have.FormFactor = from.FormFactor
-	}
-	if have.GPUMemoryGB == 0 {
-		have.GPUMemoryGB = from.GPUMemoryGB
-	}
-	if have.VCPUs == 0 {
-		have.VCPUs = from.VCPUs
-	}
-	if have.MemoryGB == 0 {
-		have.MemoryGB = from.MemoryGB
-	}
-	return have
 }

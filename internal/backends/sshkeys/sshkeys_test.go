@@ -1,4 +1,4 @@
-package restclient
+package sshkeys
 
 import (
 	"context"
@@ -41,13 +41,13 @@ func TestEnsureSSHKeys(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			have := append([]AccountKey(nil), tc.have...)
 			adds := 0
-			r := KeyRegistry{Cloud: "test", AddAgain: tc.addAgain,
+			r := Registry{Cloud: "test", AddAgain: tc.addAgain,
 				List: func(context.Context) ([]AccountKey, error) { return append([]AccountKey(nil), have...), nil },
 				Add: func(_ context.Context, name, pk string) (string, error) {
 					adds++
 					id := "k" + string(rune('0'+adds))
-					if name != KeyName(pk) {
-						t.Errorf("key added as %q, want %q", name, KeyName(pk))
+					if name != Name(pk) {
+						t.Errorf("key added as %q, want %q", name, Name(pk))
 					}
 					if adds <= tc.failAdds {
 						return "", controlplane.Errorf(tc.failKind, "test", "adding key", "HTTP 5xx or 4xx")
@@ -58,7 +58,7 @@ func TestEnsureSSHKeys(t *testing.T) {
 					}
 					return id, nil
 				}}
-			ids, err := EnsureSSHKeys(context.Background(), r, tc.keys)
+			ids, err := Ensure(context.Background(), r, tc.keys)
 			if tc.wantErrIs != controlplane.ErrOther || (tc.wantIDs == nil && tc.keys != nil) {
 				if err == nil || controlplane.KindOf(err) != tc.wantErrIs {
 					t.Fatalf("error %v, want kind %v", err, tc.wantErrIs)
@@ -84,7 +84,7 @@ func TestEnsureSSHKeys(t *testing.T) {
 			}
 		})
 	}
-	if KeyName(a) != KeyName(aOtherComment) {
+	if Name(a) != Name(aOtherComment) {
 		t.Error("the comment changed the key's name")
 	}
 }
@@ -98,18 +98,18 @@ func TestBareKey(t *testing.T) {
 		{"ssh-ed25519", "ssh-ed25519", ""},
 	}
 	for _, tt := range tests {
-		if got := BareKey(tt.in); got != tt.want {
-			t.Errorf("BareKey(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := Bare(tt.in); got != tt.want {
+			t.Errorf("Bare(%q) = %q, want %q", tt.in, got, tt.want)
 		}
-		if got := NormalizeKey(tt.in); got != tt.norm {
-			t.Errorf("NormalizeKey(%q) = %q, want %q", tt.in, got, tt.norm)
+		if got := Normalize(tt.in); got != tt.norm {
+			t.Errorf("Normalize(%q) = %q, want %q", tt.in, got, tt.norm)
 		}
 	}
 }
 
 func TestListKeys(t *testing.T) {
 	type cloudKey struct{ name, line string }
-	list := ListKeys(func(context.Context) ([]cloudKey, error) {
+	list := Lister(func(context.Context) ([]cloudKey, error) {
 		return []cloudKey{{"a", "ssh-ed25519 AAAA"}, {"b", "ssh-rsa BBBB"}}, nil
 	}, func(k cloudKey) AccountKey { return AccountKey{ID: k.name, PublicKey: k.line} })
 	got, err := list(context.Background())
@@ -117,7 +117,7 @@ func TestListKeys(t *testing.T) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 	boom := errors.New("boom")
-	failing := ListKeys(func(context.Context) ([]cloudKey, error) { return nil, boom },
+	failing := Lister(func(context.Context) ([]cloudKey, error) { return nil, boom },
 		func(k cloudKey) AccountKey { return AccountKey{} })
 	if _, err := failing(context.Background()); !errors.Is(err, boom) {
 		t.Fatalf("error %v, want the listing's", err)

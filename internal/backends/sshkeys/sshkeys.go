@@ -1,4 +1,7 @@
-package restclient
+// Package sshkeys registers SSH public keys on a cloud account for the backends whose cloud wants a key
+// id rather than the key itself: it looks before it adds, names keys the same on every cloud (Name), and
+// finds a key whose add answer was lost. Each backend hands it its cloud's key calls (Registry).
+package sshkeys
 
 import (
 	"context"
@@ -15,8 +18,8 @@ type AccountKey struct {
 	PublicKey string
 }
 
-// KeyRegistry is how EnsureSSHKeys reaches one cloud's SSH key API.
-type KeyRegistry struct {
+// Registry is how Ensure reaches one cloud's SSH key API.
+type Registry struct {
 	// Cloud names the cloud in errors.
 	Cloud string
 	// List returns the account's keys.
@@ -29,9 +32,9 @@ type KeyRegistry struct {
 	AddAgain bool
 }
 
-// NormalizeKey reduces an authorized_keys line to "<type> <base64 body>" (the comment and options do
+// Normalize reduces an authorized_keys line to "<type> <base64 body>" (the comment and options do
 // not make a key different); "" when the line holds no key.
-func NormalizeKey(line string) string {
+func Normalize(line string) string {
 	f := strings.Fields(line)
 	if i := keyType(f); i >= 0 {
 		return f[i] + " " + f[i+1]
@@ -39,9 +42,9 @@ func NormalizeKey(line string) string {
 	return ""
 }
 
-// BareKey drops the authorized_keys options of a line and keeps "<type> <base64> [comment]", for clouds
+// Bare drops the authorized_keys options of a line and keeps "<type> <base64> [comment]", for clouds
 // that refuse options; a line that holds no key comes back trimmed.
-func BareKey(line string) string {
+func Bare(line string) string {
 	f := strings.Fields(line)
 	if i := keyType(f); i >= 0 {
 		return strings.Join(f[i:], " ")
@@ -60,25 +63,25 @@ func keyType(f []string) int {
 	return -1
 }
 
-// KeyName is the account-side name hydra gives a public key: "hydra-" and 12 hex digits of the
+// Name is the account-side name hydra gives a public key: "hydra-" and 12 hex digits of the
 // normalised key's SHA-256, the same on every cloud.
-func KeyName(publicKey string) string {
-	sum := sha256.Sum256([]byte(NormalizeKey(publicKey)))
+func Name(publicKey string) string {
+	sum := sha256.Sum256([]byte(Normalize(publicKey)))
 	return "hydra-" + hex.EncodeToString(sum[:6])
 }
 
-// EnsureSSHKeys returns the ids of account keys holding each given public key (duplicates once, in
+// Ensure returns the ids of account keys holding each given public key (duplicates once, in
 // order), registering the ones the account lacks. It looks before it adds, so a retried or repeated
 // call never registers a key twice, and after a failed add it looks again (the answer may have been
 // lost after the key was stored; with r.AddAgain, a key still missing is added once more). A line that
 // holds no key is ErrInvalid.
-func EnsureSSHKeys(ctx context.Context, r KeyRegistry, publicKeys []string) ([]string, error) {
+func Ensure(ctx context.Context, r Registry, publicKeys []string) ([]string, error) {
 	ids := []string{}
 	var have []AccountKey
 	listed := false
 	find := func(norm string) string {
 		for _, k := range have {
-			if NormalizeKey(k.PublicKey) == norm {
+			if Normalize(k.PublicKey) == norm {
 				return k.ID
 			}
 		}
@@ -89,7 +92,7 @@ func EnsureSSHKeys(ctx context.Context, r KeyRegistry, publicKeys []string) ([]s
 		if strings.TrimSpace(pk) == "" {
 			continue
 		}
-		norm := NormalizeKey(pk)
+		norm := Normalize(pk)
 		if norm == "" {
 			return nil, controlplane.Errorf(controlplane.ErrInvalid, r.Cloud, "registering SSH key", "not an authorized_keys line: %.40q", pk)
 		}
@@ -109,7 +112,7 @@ func EnsureSSHKeys(ctx context.Context, r KeyRegistry, publicKeys []string) ([]s
 			continue
 		}
 		for attempt := 1; ; attempt++ {
-			id, err := r.Add(ctx, KeyName(pk), strings.TrimSpace(pk))
+			id, err := r.Add(ctx, Name(pk), strings.TrimSpace(pk))
 			if err == nil {
 				ids = append(ids, id)
 				have = append(have, AccountKey{ID: id, PublicKey: pk})
@@ -134,9 +137,9 @@ func EnsureSSHKeys(ctx context.Context, r KeyRegistry, publicKeys []string) ([]s
 	return ids, nil
 }
 
-// ListKeys adapts a cloud's own key listing to KeyRegistry.List: account turns each of the cloud's keys
+// Lister adapts a cloud's own key listing to Registry.List: account turns each of the cloud's keys
 // into an AccountKey.
-func ListKeys[K any](list func(ctx context.Context) ([]K, error), account func(K) AccountKey) func(ctx context.Context) ([]AccountKey, error) {
+func Lister[K any](list func(ctx context.Context) ([]K, error), account func(K) AccountKey) func(ctx context.Context) ([]AccountKey, error) {
 	return func(ctx context.Context) ([]AccountKey, error) {
 		keys, err := list(ctx)
 		if err != nil {

@@ -1,4 +1,7 @@
-package restclient
+// Package backendkit holds what every backend's code shares beyond HTTP (internal/backends/restclient):
+// the checks of a backend's New, List's filtering of a cloud's instances, the order offers are answered
+// in, region filters, and filling hardware facts a cloud leaves out.
+package backendkit
 
 import (
 	"fmt"
@@ -42,9 +45,9 @@ func SortOffers(offers []controlplane.Offer) {
 	})
 }
 
-// CheckBackend makes the checks every backend's New makes: an inventory is required ("<cloud>: no
+// Check makes the checks every backend's New makes: an inventory is required ("<cloud>: no
 // inventory"), and a nil logger becomes a null one, which it returns.
-func CheckBackend(cloud string, inv *inventory.Inventory, logger hclog.Logger) (hclog.Logger, error) {
+func Check(cloud string, inv *inventory.Inventory, logger hclog.Logger) (hclog.Logger, error) {
 	if inv == nil {
 		return nil, fmt.Errorf("%s: no inventory", cloud)
 	}
@@ -52,4 +55,36 @@ func CheckBackend(cloud string, inv *inventory.Inventory, logger hclog.Logger) (
 		logger = hclog.NewNullLogger()
 	}
 	return logger, nil
+}
+
+// Allowed reports whether a configured filter lets v through: an empty filter allows everything, else v
+// must be one of its entries, ignoring case (region, location and zone lists of a backend's Config).
+func Allowed(filter []string, v string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, f := range filter {
+		if strings.EqualFold(f, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// FillHardware returns have with every field the cloud left zero taken from from (typically the offer a
+// machine was created from, when the cloud's instance answer does not repeat the facts).
+func FillHardware(have, from controlplane.Hardware) controlplane.Hardware {
+	if have.FormFactor == "" {
+		have.FormFactor = from.FormFactor
+	}
+	if have.GPUMemoryGB == 0 {
+		have.GPUMemoryGB = from.GPUMemoryGB
+	}
+	if have.VCPUs == 0 {
+		have.VCPUs = from.VCPUs
+	}
+	if have.MemoryGB == 0 {
+		have.MemoryGB = from.MemoryGB
+	}
+	return have
 }

@@ -1,4 +1,4 @@
-package restclient
+package backendkit
 
 import (
 	"reflect"
@@ -43,11 +43,43 @@ func TestSortOffers(t *testing.T) {
 }
 
 func TestCheckBackend(t *testing.T) {
-	if _, err := CheckBackend("x", nil, nil); err == nil || err.Error() != "x: no inventory" {
+	if _, err := Check("x", nil, nil); err == nil || err.Error() != "x: no inventory" {
 		t.Fatalf("no inventory: %v", err)
 	}
-	log, err := CheckBackend("x", &inventory.Inventory{}, nil)
+	log, err := Check("x", &inventory.Inventory{}, nil)
 	if err != nil || log == nil {
 		t.Fatalf("got %v, %v; want a null logger", log, err)
+	}
+}
+
+func TestAllowed(t *testing.T) {
+	tests := []struct {
+		filter []string
+		v      string
+		want   bool
+	}{
+		{nil, "FIN-01", true},
+		{[]string{"fin-01", "ICE-01"}, "FIN-01", true},
+		{[]string{"fin-01"}, "ice-01", false},
+	}
+	for _, tt := range tests {
+		if got := Allowed(tt.filter, tt.v); got != tt.want {
+			t.Errorf("Allowed(%v, %q) = %v, want %v", tt.filter, tt.v, got, tt.want)
+		}
+	}
+}
+
+func TestFillHardware(t *testing.T) {
+	offer := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120}
+	if got := FillHardware(controlplane.Hardware{}, offer); got != offer {
+		t.Errorf("empty: %+v", got)
+	}
+	have := controlplane.Hardware{GPUMemoryGB: 48, VCPUs: 8}
+	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 48, VCPUs: 8, MemoryGB: 120}
+	if got := FillHardware(have, offer); got != want {
+		t.Errorf("partial: %+v, want %+v", got, want)
+	}
+	if got := FillHardware(have, controlplane.Hardware{}); got != have {
+		t.Errorf("nothing to fill from: %+v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package restclient
+package gpuname
 
 import (
 	"testing"
@@ -96,23 +96,8 @@ func TestGPUMemoryGBInName(t *testing.T) {
 		{"", 0},
 	}
 	for _, tt := range tests {
-		if got := GPUMemoryGBInName(tt.name); got != tt.want {
-			t.Errorf("GPUMemoryGBInName(%q) = %d, want %d", tt.name, got, tt.want)
+		if got := MemoryGB(tt.name); got != tt.want {
+			t.Errorf("MemoryGB(%q) = %d, want %d", tt.name, got, tt.want)
 		}
-	}
-}
-
-func TestFillHardware(t *testing.T) {
-	offer := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120}
-	if got := FillHardware(controlplane.Hardware{}, offer); got != offer {
-		t.Errorf("empty: %+v", got)
-	}
-	have := controlplane.Hardware{GPUMemoryGB: 48, VCPUs: 8}
-	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 48, VCPUs: 8, MemoryGB: 120}
-	if got := FillHardware(have, offer); got != want {
-		t.Errorf("partial: %+v, want %+v", got, want)
-	}
-	if got := FillHardware(have, controlplane.Hardware{}); got != have {
-		t.Errorf("nothing to fill from: %+v", got)
 	}
 }

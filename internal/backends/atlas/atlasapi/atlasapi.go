@@ -1,0 +1,21 @@
+// Package atlasapi holds the Atlas API's wire types that hydra's client (internal/backends/atlas) and
+// the Atlas emulator (internal/emulator/atlas) share: one definition of each JSON shape, so the two can
+// never drift apart.
+package atlasapi
+
+// Offer is one entry of GET /v1/offers: an instance type in a region with its list price and how many
+// instances can start now.
+type Offer struct {
+	InstanceType string  `json:"instance_type"`
+	Region       string  `json:"region"`
+	GPUModel     string  `json:"gpu_model"`
+	GPUCount     int     `json:"gpu_count"`
+	GPUMemoryGB  int     `json:"gpu_memory_gb"`
+	VCPUs        int     `json:"vcpus"`
+	MemoryGB     int     `json:"memory_gb"`
+	DiskGB       int     `json:"disk_gb"`
+	PricePerHour float64 `json:"price_per_hour"`
+	Currency     string  `json:"currency"`
+	// Available is how many more instances can start now (0: sold out).
+	Available int `json:"available"`
+}

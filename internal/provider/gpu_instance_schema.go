@@ -1,0 +1,366 @@
+package provider
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// namePattern: lower-case letters and digits in groups joined by single dashes. "--" is reserved: it
+// joins the name and the ownership token in the cloud-side name.
+var namePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+func (r *gpuInstanceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_gpu_instance"
+}
+
+func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	resp.Schema = schema.Schema{
+		// Version 1 names the prices' currency and unit (price_usd_per_hour); see UpgradeState.
+		Version: 1,
+		MarkdownDescription: "A GPU machine rented from the cheapest cloud that can serve it, provisioned and `ready`.\n\n" +
+			"During `terraform plan` hydra asks every eligible pool for offers and shows the cheapest as known values " +
+			"(`cloud`, `pool`, `region`, `instance_type`, `price_per_hour`, `offer_id`). `terraform apply` creates that " +
+			"machine and blocks until provisioning reaches `ready`. After creation nothing moves: a cheaper offer " +
+			"appearing later never produces a diff.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The machine's cloud-side name: the pool's prefix, `name`, `--` and the machine's ownership " +
+					"token (e.g. `sbx-vm-trainer--k3j9x2ab`). The token ties the machine to this resource alone, so no other " +
+					"resource ever adopts, changes or deletes it. Known once the machine is created. `terraform import` takes this name.",
+				Computed:      true,
+				PlanModifiers: keep,
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "The machine's name: lower case letters and digits with single dashes between them, at most 48 " +
+					"characters. It must be unique: two resources of one configuration with the same name fail at plan, and so does " +
+					"a name whose machine another Terraform state (another working directory) already holds at the cloud. The " +
+					"cloud-side name is the pool's prefix, this name, `--` and the machine's ownership token. Changing it replaces the machine.",
+				Required: true,
+				Validators: []validator.String{
+					stringvalidator.LengthBetween(1, 48),
+					stringvalidator.RegexMatches(namePattern, "must be lower case letters and digits, with single dashes between them (for example \"trainer-1\"); \"--\" is reserved"),
+				},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"gpu_type": schema.StringAttribute{
+				MarkdownDescription: "hydra's GPU type, from `supported_gpus.yml` (embedded default: `a100-80gb`, `b200`, `h100`, `h200`, " +
+					"`l4`, `l40s`, `rtx6000ada`, `rtxpro6000`). Changing it replaces the machine.",
+				Required:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"gpu_count": schema.Int64Attribute{
+				MarkdownDescription: "GPUs in the machine, at most the type's `max_count` in `supported_gpus.yml`. Default `1`. Changing it replaces the machine.",
+				Optional:            true,
+				Computed:            true,
+				Default:             int64default.StaticInt64(1),
+				Validators:          []validator.Int64{int64validator.AtLeast(1)},
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+			},
+			"kind": schema.StringAttribute{
+				MarkdownDescription: "`vm` (a bare VM handed to a customer) or `execlet` (a machine prepared to run customer workloads). " +
+					"The kind selects the pools and the provisioning playbook. Default `vm`. Changing it replaces the machine.",
+				Optional:      true,
+				Computed:      true,
+				Default:       stringdefault.StaticString(inventory.KindVM),
+				Validators:    []validator.String{stringvalidator.OneOf(inventory.Kinds...)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"spot": schema.BoolAttribute{
+				MarkdownDescription: "Allow spot (preemptible) capacity to compete with on-demand offers. Default `false`. " +
+					"Changing it replaces the machine.",
+				Optional:      true,
+				Computed:      true,
+				Default:       booldefault.StaticBool(false),
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+			},
+			"clouds": schema.SetAttribute{
+				MarkdownDescription: "Only these clouds may serve the machine (" + knownCloudsMarkdown() + "). " +
+					"Default: every configured cloud. Changing it replaces the machine only when its cloud is no longer allowed.",
+				Optional:      true,
+				ElementType:   types.StringType,
+				Validators:    knownCloudsValidators(),
+				PlanModifiers: []planmodifier.Set{setplanmodifier.RequiresReplaceIf(replaceIfNotAllowed("cloud"), "Replaces the machine when its cloud is no longer allowed.", "Replaces the machine when its cloud is no longer allowed.")},
+			},
+			"regions": schema.SetAttribute{
+				MarkdownDescription: "Only these regions (each cloud's own region or location codes) may serve the machine. Default: any. " +
+					"Changing it replaces the machine only when its region is no longer allowed.",
+				Optional:      true,
+				ElementType:   types.StringType,
+				Validators:    []validator.Set{setvalidator.SizeAtLeast(1)},
+				PlanModifiers: []planmodifier.Set{setplanmodifier.RequiresReplaceIf(replaceIfNotAllowed("region"), "Replaces the machine when its region is no longer allowed.", "Replaces the machine when its region is no longer allowed.")},
+			},
+			"max_price_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "The most you will pay for the whole machine, in US dollars per hour. Offers above it are never chosen, " +
+					"and a plan where every offer is above it fails. Default: no limit. Changing it later does not move the machine." + maxPriceDescription,
+				Optional:   true,
+				Validators: maxPriceValidators(),
+			},
+			"offer_id": schema.StringAttribute{
+				MarkdownDescription: "The chosen offer, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>`. Leave it unset to let hydra " +
+					"choose the cheapest at plan time, or set it from `data.hydra_gpu_offer.<name>.id` to pin the choice (the robust way " +
+					"for pipelines that plan and apply on different machines). It must fit this resource's request (`gpu_type`, `gpu_count`, " +
+					"`kind`, `spot`, `clouds`, `regions`, `max_price_per_hour`): a plan with one that does not fails, naming both sides. " +
+					"Changing a configured value replaces the machine.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplaceIfConfigured()},
+			},
+			"form_factor": schema.StringAttribute{
+				MarkdownDescription: "Require a GPU form factor: `sxm` (SXM modules, NVLink between the GPUs) or `pcie` (PCIe cards). " +
+					"Offers whose cloud does not say their form factor do not match a requirement. Default: any form factor " +
+					"(`gpu_form_factor` shows what was chosen). Setting it on an existing machine of another form factor replaces it.",
+				Optional:      true,
+				Validators:    []validator.String{stringvalidator.OneOf(controlplane.FormFactors...)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(replaceIfFormFactorDiffers, "Replaces the machine when it has another form factor.", "Replaces the machine when it has another form factor.")},
+			},
+			"bid_timeout": schema.StringAttribute{
+				MarkdownDescription: "For auction offers (Mithril): how long apply waits for the bid to win before it cancels the bid " +
+					"(nothing is billed for a bid that did not win). With `allow_fallback = true` apply then moves on to the next " +
+					"cheapest offer; otherwise it fails and the next plan quotes afresh. A Go duration such as `10m` or `90s`, " +
+					"from `1s` to `24h`. Default: `15m`. Counted within `timeouts.create`.",
+				Optional:   true,
+				Validators: []validator.String{durationBetween(time.Second, 24*time.Hour)},
+			},
+			"replace_when_unhealthy": schema.BoolAttribute{
+				MarkdownDescription: "Replace a `ready` machine whose health check (run on every refresh, see `health`) finds it " +
+					"unhealthy: the plan replaces it and says why. Default `false`: the plan shows the reason and changes nothing. A " +
+					"machine that cannot be reached is `unknown`, never replaced for that.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+			},
+			"drain_timeout": schema.StringAttribute{
+				MarkdownDescription: "For `kind = \"execlet\"`: before the machine is destroyed or replaced, hydra drains it (the agent " +
+					"stops taking work, then hydra waits for running work to finish) for at most this long, then deletes it whatever " +
+					"happened (drained, timed out, unreachable: each is logged). A Go duration from `1s` to `24h`. Default `\"10m\"`. " +
+					"With `create_before_destroy`, the replacement is ready before the old machine is drained and deleted: zero downtime.",
+				Optional:   true,
+				Validators: []validator.String{durationBetween(time.Second, 24*time.Hour)},
+			},
+			"health": schema.StringAttribute{
+				MarkdownDescription: "The machine's GPU health as last read: `healthy`, `unhealthy` or `unknown` (the machine could not " +
+					"be reached or read). Provisioning sets it; every refresh (`terraform plan`) checks a `ready` machine again, " +
+					"read-only and within a few seconds, with the same criteria provisioning applies (the promised GPUs visible, no " +
+					"uncorrectable or lifetime ECC errors, no pending row remapping, no fatal Xid event since boot, NVLink and fabric " +
+					"on SXM machines, exporters answering). Null with provisioning off.",
+				Computed:      true,
+				PlanModifiers: keep,
+			},
+			"health_checked_at": schema.StringAttribute{
+				MarkdownDescription: "When `health` was last read (RFC 3339, UTC).",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"health_reason": schema.StringAttribute{
+				MarkdownDescription: "Why the machine is `unhealthy` (every failed check) or `unknown`; null when healthy.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"allow_fallback": schema.BoolAttribute{
+				MarkdownDescription: "Leave the offer to apply time: the plan shows `estimated_price_usd_per_hour` and the offer fields as " +
+					"`(known after apply)`, and if the cheapest offer has run out when apply creates the machine, the next cheapest " +
+					"within the same limits (GPU type and count, kind, spot, clouds, regions, `max_price_per_hour`) is taken. Default `false`.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+			},
+			"ssh_public_keys": schema.ListAttribute{
+				MarkdownDescription: "SSH public keys (authorized_keys lines) of the people who will use the machine. They are installed " +
+					"for the login user at creation and by provisioning (`customer_ssh_keys`). Changing them re-runs provisioning in place.",
+				Optional:    true,
+				ElementType: types.StringType,
+			},
+			"provisioning_vars": schema.DynamicAttribute{
+				MarkdownDescription: "Extra variables for the provisioning playbook: any HCL value (strings, numbers, lists, maps). " +
+					"They reach Ansible through a JSON file, literally (never templated). Changing them re-runs provisioning in place.",
+				Optional: true,
+			},
+			"max_provisioning_attempts": schema.Int64Attribute{
+				MarkdownDescription: "Provisioning attempts for this machine, 1 to 20, overriding the provider's `provisioning.max_attempts` (default 3).",
+				Optional:            true,
+				Validators:          []validator.Int64{int64validator.Between(1, 20)},
+			},
+			"cloud_instance_id": schema.StringAttribute{
+				MarkdownDescription: "The cloud's own identifier of the machine.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"cloud": schema.StringAttribute{
+				MarkdownDescription: "The cloud that serves the machine, chosen at plan time.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"pool": schema.StringAttribute{
+				MarkdownDescription: "The pool that serves the machine (e.g. `verda-vm-pool`).",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"region": schema.StringAttribute{
+				MarkdownDescription: "The cloud's region or location of the machine.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"instance_type": schema.StringAttribute{
+				MarkdownDescription: "The cloud's own name for the machine's shape.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"price_usd_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "The price the cloud bills for the whole machine, in US dollars per hour, exact (cents, and further " +
+					"digits only where the cloud's price has them), quoted when the machine was planned; `max_price_per_hour` caps it. " +
+					"A cloud preferred in the ranking (Atlas) shows its billed price here and its ranking figure in `offer_details`. " +
+					"Kept for the machine's life: later price moves never produce a diff. Unknown until apply with `allow_fallback`.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+			},
+			"estimated_price_usd_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "Only with `allow_fallback = true`, where apply chooses the offer: the cheapest matching price at plan " +
+					"time, in US dollars per hour (the machine's own price is `price_usd_per_hour`, known after apply). Null otherwise.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+			},
+			"is_spot": schema.BoolAttribute{
+				MarkdownDescription: "Whether the machine is spot (preemptible) capacity.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+			},
+			"gpu_form_factor": schema.StringAttribute{
+				MarkdownDescription: "The form factor of the machine's GPUs as its cloud states it: `sxm` or `pcie`; null when the cloud does not say.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"gpu_memory_gb": schema.Int64Attribute{
+				MarkdownDescription: "Memory of one GPU, in GB; null when the cloud does not say.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"vcpus": schema.Int64Attribute{
+				MarkdownDescription: "Virtual CPUs of the whole machine; null when the cloud does not say.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"memory_gb": schema.Int64Attribute{
+				MarkdownDescription: "RAM of the whole machine, in GB; null when the cloud does not say.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"offer_details": schema.MapAttribute{
+				MarkdownDescription: "What the chosen offer's cloud says about it beyond the price: for Mithril the bid and the " +
+					"auction's last clearing price, for Atlas its list price before the in-house discount, for Prime Intellect the " +
+					"upstream provider and data center, and so on. Null when the offer was pinned through `offer_id`.",
+				Computed:      true,
+				ElementType:   types.StringType,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"other_clouds": schema.MapAttribute{
+				MarkdownDescription: "Why each other asked cloud lost when the machine was chosen: its cheapest matching offer and how much " +
+					"more it costs, or why it had none (no capacity, timed out, above the max price, a bid that would not clear). " +
+					"Null when the offer was pinned through `offer_id`.",
+				Computed:      true,
+				ElementType:   types.StringType,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"status": schema.StringAttribute{
+				MarkdownDescription: "hydra's status: `pending`, `running`, `provisioning`, `ready`, `terminated` or `error`.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"cloud_status": schema.StringAttribute{
+				MarkdownDescription: "The cloud's own word for the machine's status, as last read.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"ready_at": schema.StringAttribute{
+				MarkdownDescription: "When provisioning last succeeded (RFC 3339, UTC).",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"provisioning_attempts": schema.Int64Attribute{
+				MarkdownDescription: "Attempts the last provisioning run took.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"provisioning_digest": schema.StringAttribute{
+				MarkdownDescription: "Digest of the playbook files and variables the machine was provisioned with. A change re-runs " +
+					"provisioning in place; an unchanged digest means provisioning is never re-run.",
+				Computed:      true,
+				PlanModifiers: keep,
+			},
+			"provisioning_error": schema.StringAttribute{
+				MarkdownDescription: "Summary of the last failed provisioning (host, task and message), or null.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"host_key": schema.StringAttribute{
+				MarkdownDescription: "The machine's SSH host key, pinned: reported by the cloud, or trusted on first contact and checked on every later run.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"ssh_host": schema.StringAttribute{
+				MarkdownDescription: "Address to reach the machine over SSH.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"ssh_port": schema.Int64Attribute{
+				MarkdownDescription: "SSH port of the machine.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"ssh_user": schema.StringAttribute{
+				MarkdownDescription: "SSH login user of the machine.",
+				Computed:            true,
+				PlanModifiers:       keep,
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
+				CreateDescription: "How long apply may take to create the machine and provision it to `ready` (the wait for boot, an " +
+					"auction's `bid_timeout`, SSH and every provisioning attempt), as a Go duration. Default `\"60m\"`. A create that " +
+					"runs out keeps the machine in state, tainted, so it is replaced and never forgotten.",
+				UpdateDescription: "How long an in-place update (provisioning run again) may take, as a Go duration. Default `\"60m\"`.",
+				DeleteDescription: "How long destroy waits for the cloud to say the machine is gone, as a Go duration. Default `\"30m\"`.",
+			}),
+		},
+	}
+}
+
+// replaceIfNotAllowed replaces the machine when its current cloud or region leaves the allowed set.
+func replaceIfNotAllowed(attrName string) setplanmodifier.RequiresReplaceIfFunc {
+	return func(ctx context.Context, req planmodifier.SetRequest, resp *setplanmodifier.RequiresReplaceIfFuncResponse) {
+		if req.State.Raw.IsNull() || req.PlanValue.IsNull() || req.PlanValue.IsUnknown() {
+			return
+		}
+		var current types.String
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root(attrName), &current)...)
+		allowed, ok, diags := stringsOf(ctx, req.PlanValue)
+		resp.Diagnostics.Append(diags...)
+		if !ok || current.IsNull() {
+			return
+		}
+		resp.RequiresReplace = !slices.Contains(allowed, current.ValueString())
+	}
+}

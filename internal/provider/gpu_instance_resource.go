@@ -138,11 +138,8 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"characters. It must be unique: two resources of one configuration with the same name fail at plan, and so does " +
 					"a name whose machine another Terraform state (another working directory) already holds at the cloud. The " +
 					"cloud-side name is the pool's prefix, this name, `--` and the machine's ownership token. Changing it replaces the machine.",
-				Required: true,
-				Validators: []validator.String{
-					stringvalidator.LengthBetween(1, 48),
-					stringvalidator.RegexMatches(namePattern, "must be lower case letters and digits, with single dashes between them (for example \"trainer-1\"); \"--\" is reserved"),
-				},
+				Required:      true,
+				Validators:    nameValidators(),
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"gpu_type": schema.StringAttribute{
@@ -1404,6 +1401,10 @@ func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteReq
 // ImportState takes the instance's cloud-side name (pool prefix + name); the prefix routes it to its pool.
 func (r *gpuInstanceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	if r.data != nil {
+		if problem := importIDProblem(ctx, r.data.cp, req.ID); problem != "" {
+			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU instance (%s)", req.ID), problem)
+			return
+		}
 		if _, err := r.data.cp.Manager().Route(req.ID); err != nil {
 			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU instance (%s)", req.ID), err.Error())
 			return

@@ -107,7 +107,7 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 				MarkdownDescription: "Only these clouds. Default: every configured cloud.",
 				Optional:            true,
 				ElementType:         types.StringType,
-				Validators:          []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.OneOf(inventory.Clouds...))},
+				Validators:          knownCloudsValidators(),
 			},
 			"regions": schema.SetAttribute{
 				MarkdownDescription: "Only these regions. Default: any.",

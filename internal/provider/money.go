@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -43,14 +45,24 @@ func (microDollars) ValidateFloat64(_ context.Context, req validator.Float64Requ
 	u, err := money.FromFloat(f)
 	if err != nil || f < minMaxPrice || f > maxMaxPrice {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid price",
-			fmt.Sprintf("%s is %v; expected US dollars per hour from 0.01 to 1000000, such as 2.5.", req.Path, f))
+			fmt.Sprintf("%s is %s; expected US dollars per hour from 0.01 to 1000000, such as 2.5.", req.Path, asWritten(f)))
 		return
 	}
 	if u.Float64() != f {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid price",
-			fmt.Sprintf("%s is %v, which has more than six digits after the decimal point; hydra prices are exact to a millionth of a dollar (for example %s).",
-				req.Path, f, u))
+			fmt.Sprintf("%s is %s, which has more than six digits after the decimal point; hydra prices are exact to a millionth of a dollar (for example %s).",
+				req.Path, asWritten(f), u))
 	}
+}
+
+// asWritten prints a number from the configuration as its user most likely wrote it: the shortest
+// decimal that reads back as the same float64, without an exponent (1000000.000001, not
+// 1.000000000001e+06; 0.0000001, not 1e-07). Numbers beyond any price (1e21 and up) keep the exponent.
+func asWritten(f float64) string {
+	if math.Abs(f) >= 1e21 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // usdOf reads a price attribute (null and unknown read as 0: no cap). Values out of range were

@@ -122,7 +122,7 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 		Version: 1,
 		MarkdownDescription: "A GPU machine rented from the cheapest cloud that can serve it, provisioned and `ready`.\n\n" +
 			"During `terraform plan` hydra asks every eligible pool for offers and shows the cheapest as known values " +
-			"(`cloud`, `pool`, `region`, `instance_type`, `price_per_hour`, `offer_id`). `terraform apply` creates that " +
+			"(`cloud`, `pool`, `region`, `instance_type`, `price_usd_per_hour`, `offer_id`). `terraform apply` creates that " +
 			"machine and blocks until provisioning reaches `ready`. After creation nothing moves: a cheaper offer " +
 			"appearing later never produces a diff.",
 		Attributes: map[string]schema.Attribute{

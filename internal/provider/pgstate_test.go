@@ -289,6 +289,7 @@ func TestAccPipeline_concurrentAppliesLocked(t *testing.T) {
 	if err == nil || !errorPattern("Error acquiring the state lock").MatchString(out) {
 		t.Fatalf("an apply while another holds the lock must fail with the lock error (err %v):\n%s", err, out)
 	}
+	t.Logf("the apply that would not wait for the lock printed:\n%s", out)
 	s.checkMachines("after the refused apply", 2, 2)
 
 	// One that waits runs after the first and has nothing to do.
@@ -310,6 +311,64 @@ func TestAccPipeline_concurrentAppliesLocked(t *testing.T) {
 
 	second.mustRun("destroy", "-input=false", "-auto-approve")
 	s.checkMachines("after destroy", 0, 2)
+}
+
+// TestAccPipeline_savedPlanPriceDropOtherRunner applies a saved plan on a fresh runner after the planned
+// offer got cheaper: the plan showed $0.49/h, the cloud now asks $0.45/h. On the runner that planned,
+// the plan quote keeps the apply-time plan on the planned offer; on a fresh runner only what travels in
+// the plan file can. Today the quote lives in the planning runner's .terraform/, so the apply fails with
+// "Provider produced inconsistent final plan". Set HYDRA_TEST_ISSUE21_CORE=1 to run it anyway.
+func TestAccPipeline_savedPlanPriceDropOtherRunner(t *testing.T) {
+	if os.Getenv("HYDRA_TEST_ISSUE21_CORE") == "" {
+		t.Skip("issue 21: needs hydra's plan-time choice carried inside the plan (private plan data), not in the planning runner's .terraform/; set HYDRA_TEST_ISSUE21_CORE=1 to run")
+	}
+	t.Parallel()
+	pg := startPostgres(t)
+	s := newTestSandbox(t)
+	cfg := pipelineConfig(s, 1)
+	planner := newRunner(t, pg, "price_drop", cfg)
+	if out := planner.mustRun("plan", "-input=false", "-out=job.tfplan"); !strings.Contains(out, "ondemand@0.49") {
+		t.Fatalf("the plan must choose sbx-eu-1 at $0.49/h:\n%s", out)
+	}
+	plan, err := os.ReadFile(filepath.Join(planner.dir, "job.tfplan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.setPrice("sbx-eu-1", "sbx.l4.1x", 0.45)
+
+	applier := newRunner(t, pg, "price_drop", cfg)
+	applier.writeFile("job.tfplan", string(plan))
+	out, err := applier.run("apply", "-input=false", "job.tfplan")
+	t.Logf("apply of the saved plan on the fresh runner (err %v):\n%s", err, out)
+	if err != nil {
+		t.Errorf("the saved plan must apply on the fresh runner as planned: %v", err)
+	}
+	live := s.live()
+	if len(live) != 1 || live[0].Region != "sbx-eu-1" || live[0].InstanceType != "sbx.l4.1x" {
+		t.Errorf("the cloud has %+v; want the planned sbx-eu-1 sbx.l4.1x", live)
+	}
+	applier.mustRun("destroy", "-input=false", "-auto-approve")
+	s.checkMachines("after destroy", 0, len(live))
+}
+
+// TestAccPipeline_guideExample initialises the CI guide's example (examples/guides/ci-saved-plans) as a
+// runner does, with the pg backend's connection string in PG_CONN_STR, and validates it: the backend
+// block the guide shows works as written.
+func TestAccPipeline_guideExample(t *testing.T) {
+	t.Parallel()
+	pg := startPostgres(t)
+	example, err := os.ReadFile("../../examples/guides/ci-saved-plans/main.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newCLIDirMirror(t, "")
+	d.writeFile("main.tf", string(example))
+	d.env = append(d.env, "PG_CONN_STR="+pg.ConnStr())
+	d.mustRun("init", "-input=false")
+	d.mustRun("validate")
+	if n := pg.SQL(`select count(*) from information_schema.tables where table_schema = 'hydra_training' and table_name = 'states'`); n != "1" {
+		t.Fatalf("terraform init did not create the guide's schema (tables: %s)", n)
+	}
 }
 
 // TestAccPipeline_killedApplyRecoveredElsewhere kills `terraform apply` (SIGKILL, as a CI timeout does)

@@ -282,8 +282,8 @@ func TestAccPipeline_concurrentAppliesLocked(t *testing.T) {
 	// An apply that does not wait for the lock fails at once, naming the lock, and creates nothing.
 	out, err := second.run("apply", "-input=false", "-auto-approve", "-lock-timeout=0s")
 	select {
-	case <-firstDone:
-		t.Fatalf("the first apply ended before the second tried the lock; the test proves nothing:\n%s", firstOut.String())
+	case err := <-firstDone:
+		t.Fatalf("the first apply ended (%v) before the second tried the lock; the test proves nothing:\n%s", err, firstOut.String())
 	default:
 	}
 	if err == nil || !errorPattern("Error acquiring the state lock").MatchString(out) {

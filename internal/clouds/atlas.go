@@ -21,7 +21,7 @@ var Atlas = &Driver{
 		{Key: "endpoint", Env: "ATLAS_ENDPOINT", Doc: "Base URL of the Atlas API."},
 		{Key: "token", Env: "ATLAS_TOKEN", Sensitive: true, Doc: "Bearer token."},
 		{Key: "price_factor", Kind: KindFloat, Default: atlas.DefaultPriceFactor, Range: Between(0.01, 10),
-			Doc: "Factor applied to Atlas's list prices for ranking only: it makes in-house capacity win, but Atlas bills its list price, which the plan shows in `price_per_hour` (the ranking figure is in `offer_details`) and which `max_price_per_hour` caps."},
+			Doc: "Factor applied to Atlas's list prices for ranking only: it makes in-house capacity win, but Atlas bills its list price, which the plan shows in `price_usd_per_hour` (the ranking figure is in `offer_details`) and which `max_price_per_hour` caps."},
 	},
 	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
 		if err := s.Require("endpoint", "token"); err != nil {

@@ -153,11 +153,13 @@ func (e *RequestError) Error() string { return e.Msg }
 func (cp *ControlPlane) Validate(req OfferRequest) error {
 	gpu, ok := cp.inv.GPUs[req.GPUType]
 	if !ok {
-		msg := fmt.Sprintf("unknown GPU type %q", req.GPUType)
+		msg := fmt.Sprintf("unknown GPU type %q in gpu_type", req.GPUType)
 		if s := cp.inv.Suggest(req.GPUType); len(s) > 0 {
 			msg += fmt.Sprintf("; did you mean %s?", quoteList(s, " or "))
+		} else {
+			msg += "."
 		}
-		msg += fmt.Sprintf(" Known types: %s.", strings.Join(cp.inv.GPUTypes(), ", "))
+		msg += fmt.Sprintf(" Known types (the inventory's %s): %s.", inventory.GPUsFile, quoteList(cp.inv.GPUTypes(), ", "))
 		return &RequestError{Field: "gpu_type", Msg: msg}
 	}
 	if req.GPUCount < 1 {

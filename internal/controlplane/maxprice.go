@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
@@ -18,11 +20,11 @@ const (
 func ParseMaxPrice(f float64) (money.USD, error) {
 	u, err := money.FromFloat(f)
 	if err != nil || checkMaxPrice(u) != nil {
-		return 0, fmt.Errorf("max_price_per_hour is %v; expected US dollars per hour from 0.01 to 1000000, such as 2.5", f)
+		return 0, fmt.Errorf("max_price_per_hour is %s; expected US dollars per hour from 0.01 to 1000000, such as 2.5", AsWritten(f))
 	}
 	if u.Float64() != f {
-		return 0, fmt.Errorf("max_price_per_hour is %v, which has more than six digits after the decimal point; hydra prices "+
-			"are exact to a millionth of a dollar (for example %s)", f, u)
+		return 0, fmt.Errorf("max_price_per_hour is %s, which has more than six digits after the decimal point; hydra prices "+
+			"are exact to a millionth of a dollar (for example %s)", AsWritten(f), u)
 	}
 	return u, nil
 }
@@ -33,4 +35,14 @@ func checkMaxPrice(u money.USD) error {
 		return fmt.Errorf("max_price_per_hour must be from %s to %s US dollars per hour, got %s", MinMaxPrice, MaxMaxPrice, u)
 	}
 	return nil
+}
+
+// AsWritten prints a number from the configuration as its user most likely wrote it: the shortest
+// decimal that reads back as the same float64, without an exponent (1000000.000001, not
+// 1.000000000001e+06; 0.0000001, not 1e-07). Numbers beyond any price (1e21 and up) keep the exponent.
+func AsWritten(f float64) string {
+	if math.Abs(f) >= 1e21 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }

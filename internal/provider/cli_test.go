@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,18 @@ var (
 // child process (a dev_overrides CLI configuration), as in production: killing Terraform orphans it.
 func newCLIDirBinary(t *testing.T, config string) *cliDir {
 	t.Helper()
+	providerBinary(t)
+	rc := filepath.Join(t.TempDir(), "dev.tfrc")
+	tfrc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"hydragpu/hydra\" = %q\n  }\n  direct {}\n}\n", providerBinDir)
+	if err := os.WriteFile(rc, []byte(tfrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return newCLIDir(t, config, "TF_CLI_CONFIG_FILE="+rc)
+}
+
+// providerBinary builds the provider binary once per test process and returns its directory.
+func providerBinary(t *testing.T) string {
+	t.Helper()
 	providerBinOnce.Do(func() {
 		// Built once and shared by every test of the process: a t.TempDir would go with the first test.
 		providerBinDir, providerBinErr = os.MkdirTemp("", "hydra-provider-bin-") //nolint:usetesting // see above
@@ -71,13 +84,42 @@ func newCLIDirBinary(t *testing.T, config string) *cliDir {
 	if providerBinErr != nil {
 		t.Fatal(providerBinErr)
 	}
-	rc := filepath.Join(t.TempDir(), "dev.tfrc")
-	tfrc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"hydragpu/hydra\" = %q\n  }\n  direct {}\n}\n", providerBinDir)
+	return providerBinDir
+}
+
+// mirrorVersion is the version the test mirror offers the provider binary as.
+const mirrorVersion = "0.0.1"
+
+// newCLIDirMirror makes a working directory whose `terraform init` installs the real provider binary
+// from a local filesystem mirror, as a CI runner installs it from the registry: init works offline
+// (dev_overrides cannot init, hashicorp/terraform#27459), so backends, lock files and saved plans work
+// as in production, and Terraform runs the provider as its child process.
+func newCLIDirMirror(t *testing.T, config string) *cliDir {
+	t.Helper()
+	bin := filepath.Join(providerBinary(t), "terraform-provider-hydra")
+	mirror := filepath.Join(providerBinDir, "mirror")
+	pkg := filepath.Join(mirror, "registry.terraform.io", "hydragpu", "hydra", mirrorVersion, runtime.GOOS+"_"+runtime.GOARCH)
+	exe := filepath.Join(pkg, "terraform-provider-hydra_v"+mirrorVersion)
+	mirrorOnce.Do(func() {
+		if mirrorErr = os.MkdirAll(pkg, 0o755); mirrorErr == nil {
+			mirrorErr = os.Link(bin, exe)
+		}
+	})
+	if mirrorErr != nil {
+		t.Fatal(mirrorErr)
+	}
+	rc := filepath.Join(t.TempDir(), "mirror.tfrc")
+	tfrc := fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"hydragpu/hydra\"]\n  }\n  direct {\n    exclude = [\"hydragpu/hydra\"]\n  }\n}\n", mirror)
 	if err := os.WriteFile(rc, []byte(tfrc), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return newCLIDir(t, config, "TF_CLI_CONFIG_FILE="+rc)
 }
+
+var (
+	mirrorOnce sync.Once
+	mirrorErr  error
+)
 
 func newCLIDir(t *testing.T, config string, env ...string) *cliDir {
 	t.Helper()
@@ -105,6 +147,14 @@ func (d *cliDir) write(config string) {
 func (d *cliDir) writeInstance(s *testSandbox, name, gpuType, extra string) {
 	d.t.Helper()
 	d.write(s.providerConfigIn(d.dir, "") + testAccGPUInstanceConfig_basic(name, gpuType, extra))
+}
+
+// writeFile writes another file of the working directory (a backend block, a saved plan).
+func (d *cliDir) writeFile(name, content string) {
+	d.t.Helper()
+	if err := os.WriteFile(filepath.Join(d.dir, name), []byte(content), 0o644); err != nil {
+		d.t.Fatal(err)
+	}
 }
 
 // run runs a Terraform command to its end.

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -143,11 +141,6 @@ func cloudBackends(blocks map[string]types.Object, env clouds.Env, diags *diag.D
 
 // knownCloudsMarkdown lists every cloud name a `clouds` argument accepts, as markdown.
 func knownCloudsMarkdown() string { return clouds.NamesMarkdown() }
-
-// knownCloudsValidators check a `clouds` argument: at least one, each a known cloud.
-func knownCloudsValidators() []validator.Set {
-	return []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.OneOf(clouds.Names()...))}
-}
 
 // cloudBlockList names the real clouds' provider blocks, for messages: "`atlas`, `lambda`, ...".
 func cloudBlockList() string {

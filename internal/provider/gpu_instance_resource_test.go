@@ -125,7 +125,10 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 			errorPattern("does not fit this resource's `gpu_type`", "sbx.l40s.1x holds l40s GPUs, but the request's gpu_type is \"h100\"")},
 		{"offer_id of another count", "", "gpu_type = \"l40s\"\n  gpu_count = 2\n  offer_id = \"sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99\"",
 			errorPattern("does not fit this resource's `gpu_count`", "holds 1 GPUs, but the request's gpu_count is 2")},
-		{"bad name", "", "gpu_type = \"h100\"\n  name = \"Bad_Name\"", errorPattern("lower case letters and digits, with single dashes between them")},
+		{"bad name", "", "gpu_type = \"h100\"\n  name = \"Bad_Name\"", errorPattern("Invalid name", `name: "Bad_Name" has upper case letters, "_"`, `for example "bad-name"`)},
+		{"empty name", "", "gpu_type = \"h100\"\n  name = \"\"", errorPattern("Invalid name", "name: the name is empty", `for example "trainer-1"`)},
+		{"unknown GPU type", "", `gpu_type = "tpu-v5"`, errorPattern(`unknown GPU type "tpu-v5" in gpu_type.`, `Known types (the inventory's supported_gpus.yml): "a100-80gb", "b200", "h100"`)},
+		{"unknown cloud", "", "gpu_type = \"h100\"\n  clouds = [\"aws\"]", errorPattern("Unknown cloud", `clouds: "aws" is not a cloud hydra knows. Accepted values: "atlas", "lambda", "mithril", "primeintellect", "sandbox", "upcloud", "verda".`)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

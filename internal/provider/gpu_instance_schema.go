@@ -45,7 +45,7 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 		Version: 1,
 		MarkdownDescription: "A GPU machine rented from the cheapest cloud that can serve it, provisioned and `ready`.\n\n" +
 			"During `terraform plan` hydra asks every eligible pool for offers and shows the cheapest as known values " +
-			"(`cloud`, `pool`, `region`, `instance_type`, `price_per_hour`, `offer_id`). `terraform apply` creates that " +
+			"(`cloud`, `pool`, `region`, `instance_type`, `price_usd_per_hour`, `offer_id`). `terraform apply` creates that " +
 			"machine and blocks until provisioning reaches `ready`. After creation nothing moves: a cheaper offer " +
 			"appearing later never produces a diff.",
 		Attributes: map[string]schema.Attribute{
@@ -61,11 +61,8 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"characters. It must be unique: two resources of one configuration with the same name fail at plan, and so does " +
 					"a name whose machine another Terraform state (another working directory) already holds at the cloud. The " +
 					"cloud-side name is the pool's prefix, this name, `--` and the machine's ownership token. Changing it replaces the machine.",
-				Required: true,
-				Validators: []validator.String{
-					stringvalidator.LengthBetween(1, 48),
-					stringvalidator.RegexMatches(namePattern, "must be lower case letters and digits, with single dashes between them (for example \"trainer-1\"); \"--\" is reserved"),
-				},
+				Required:      true,
+				Validators:    nameValidators(),
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"gpu_type": schema.StringAttribute{

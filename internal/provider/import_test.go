@@ -96,3 +96,31 @@ func stateAttr(show, name string) string {
 	}
 	return ""
 }
+
+// With the real CLI: importing a machine by its name, or by the pool's prefix and its name, fails naming
+// the whole cloud-side name to import; that name imports.
+func TestAccGPUInstance_importWithoutToken(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	one := newCLIDirReattach(t, "")
+	one.write(s.providerConfigIn(one.dir, "") + testAccGPUInstanceConfig_basic("notoken", "l4", ""))
+	one.mustRun("apply", "-auto-approve")
+	cloudName := stateAttr(one.mustRun("state", "show", "hydra_gpu_instance.test"), "id")
+	one.mustRun("state", "rm", "hydra_gpu_instance.test")
+
+	two := newCLIDirReattach(t, "")
+	two.write(s.providerConfigIn(two.dir, "") + testAccGPUInstanceConfig_basic("notoken", "l4", ""))
+	for _, id := range []string{"sbx-vm-notoken", "notoken"} {
+		out, err := two.run("import", "hydra_gpu_instance.test", id)
+		if err == nil || !errorPattern(id+`" has no "--<token>" suffix`, "Machines whose names start with it", cloudName, "terraform import <resource address> "+cloudName).MatchString(out) {
+			t.Fatalf("importing %q must fail naming %s (err %v):\n%s", id, cloudName, err, out)
+		}
+		if strings.Contains(out, "Cannot import non-existent remote object") {
+			t.Fatalf("importing %q still says only that the object does not exist:\n%s", id, out)
+		}
+	}
+	if out := two.mustRun("import", "hydra_gpu_instance.test", cloudName); !strings.Contains(out, "Import successful") {
+		t.Fatalf("import of %s:\n%s", cloudName, out)
+	}
+	two.destroyAll(s)
+}

@@ -63,7 +63,8 @@ func TestAccGPUInstance_maxPriceBounds(t *testing.T) {
 	t.Parallel() // its cases run in parallel too, beside every other acceptance test
 	s := newTestSandbox(t)
 	for _, tc := range []struct{ value, want string }{
-		{"1e15", "max_price_per_hour is 1e+15; expected US dollars per hour from 0.01 to 1000000"},
+		{"1e15", "max_price_per_hour is 1000000000000000; expected US dollars per hour from 0.01 to 1000000"},
+		{"1000000.000001", "max_price_per_hour is 1000000.000001; expected US dollars per hour from 0.01 to 1000000"},
 		{"0.001", "max_price_per_hour is 0.001; expected US dollars per hour from 0.01 to 1000000"},
 		{"2.0000001", "max_price_per_hour is 2.0000001, which has more than six digits after the decimal point"},
 	} {

@@ -1,14 +1,20 @@
-# A configuration planned by one CI job and applied by another, on a different worker: the offer is
-# pinned through the data source, which Terraform reads once during plan and freezes into the saved
-# plan file, so the apply job creates exactly what the plan job showed.
+# A configuration planned by one CI job and applied by another, on a different runner that keeps
+# nothing but the remote state: the offer is pinned through the data source, which Terraform reads once
+# during plan and freezes into the saved plan file, so the apply job creates exactly what the plan job
+# showed.
 terraform {
   required_providers {
     hydra = { source = "hydragpu/hydra" }
   }
+
+  # Remote state in PostgreSQL, with its lock; conn_str comes from the PG_CONN_STR environment variable.
+  backend "pg" {
+    schema_name = "hydra_training"
+  }
 }
 
 variable "plan_quote_dir" {
-  description = "hydra's working directory (quotes, and the journal of creates in creates/), kept between CI jobs"
+  description = "hydra's working directory (quotes, and the journal of creates in creates/), kept between CI jobs until the journal leaves the runner's disk"
   type        = string
   default     = "hydra-work"
 }
@@ -24,8 +30,9 @@ provider "hydra" {
   verda {}
   upcloud {}
 
-  # Restore this directory before every job and save it after every job, failed ones included: its
-  # creates/ journal is how the next apply finds a machine whose create was cut short.
+  # Until hydra keeps its journal of creates off the runner's disk, restore this directory before every
+  # job and save it after every job, failed ones included: its creates/ journal is how the next apply
+  # finds a machine whose create a killed job cut short.
   plan_quote_dir = var.plan_quote_dir
 
   provisioning {

@@ -1,0 +1,123 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// Every bad name gets exactly one error that names the attribute, quotes the value, says what is wrong
+// and what is accepted, with an accepted name to copy where one can be made from it.
+func TestNameValidator(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want []string // parts of the one error, in order; nil: valid
+	}{
+		{"trainer-1", nil},
+		{"a", nil},
+		{strings.Repeat("a", 48), nil},
+		{"", []string{"name: the name is empty", "lower case letters and digits", "at most 48 characters", `"trainer-1"`}},
+		{strings.Repeat("a", 49), []string{`is 49 characters, more than 48`, `for example "` + strings.Repeat("a", 48) + `"`}},
+		{"Trainer-1", []string{`name: "Trainer-1" has upper case letters, which a name may not contain`, `for example "trainer-1"`}},
+		{"Bad_Name", []string{`"Bad_Name" has upper case letters, "_", which`, `for example "bad-name"`}},
+		{"trainer--1", []string{`"trainer--1" contains "--"`, "ownership token", `for example "trainer-1"`, "import its cloud-side name"}},
+		{"-trainer", []string{`"-trainer" starts or ends with a dash`, `for example "trainer"`}},
+		{"trainer-", []string{`starts or ends with a dash`, `for example "trainer"`}},
+		{"my_trainer.1", []string{`"my_trainer.1" has "_", ".", which a name may not contain`, `for example "my-trainer-1"`}},
+		{"gpu box", []string{`has " "`, `for example "gpu-box"`}},
+		{"___", []string{`has "_"`, `for example "trainer-1"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var resp validator.StringResponse
+			instanceName{}.ValidateString(context.Background(), validator.StringRequest{
+				Path: path.Root("name"), ConfigValue: types.StringValue(tc.name),
+			}, &resp)
+			if tc.want == nil {
+				if resp.Diagnostics.HasError() {
+					t.Fatalf("%q refused: %v", tc.name, resp.Diagnostics)
+				}
+				return
+			}
+			if n := resp.Diagnostics.ErrorsCount(); n != 1 {
+				t.Fatalf("%q: %d errors, want exactly one: %v", tc.name, n, resp.Diagnostics)
+			}
+			d := resp.Diagnostics.Errors()[0]
+			if d.Summary() != "Invalid name" || !errorPattern(tc.want...).MatchString(d.Detail()) {
+				t.Fatalf("%q: got %q: %s\nwant the parts %q", tc.name, d.Summary(), d.Detail(), tc.want)
+			}
+		})
+	}
+}
+
+// A clouds value the registry does not know is named with every accepted value; an empty set says to
+// leave the argument out.
+func TestKnownCloudsValidator(t *testing.T) {
+	all := `"atlas", "lambda", "mithril", "primeintellect", "sandbox", "upcloud", "verda"`
+	for _, tc := range []struct {
+		name   string
+		values []string
+		want   []string // one part list per expected error
+	}{
+		{"known", []string{"lambda", "sandbox"}, nil},
+		{"aws", []string{"aws"}, []string{`clouds: "aws" is not a cloud hydra knows. Accepted values: ` + all + "."}},
+		{"spelling", []string{"prime_intellect"}, []string{`"prime_intellect" is not a cloud hydra knows; did you mean "primeintellect"? Accepted values: ` + all}},
+		{"case", []string{"Lambda"}, []string{`did you mean "lambda"?`}},
+		{"two bad", []string{"aws", "gcp", "verda"}, []string{`"aws"`, `"gcp"`}},
+		{"empty", []string{}, []string{"clouds is empty; leave it out to use every configured cloud, or name at least one of: " + all}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			elems := make([]attr.Value, len(tc.values))
+			for i, v := range tc.values {
+				elems[i] = types.StringValue(v)
+			}
+			var resp validator.SetResponse
+			knownClouds{}.ValidateSet(context.Background(), validator.SetRequest{
+				Path: path.Root("clouds"), ConfigValue: types.SetValueMust(types.StringType, elems),
+			}, &resp)
+			errs := resp.Diagnostics.Errors()
+			if len(errs) != len(tc.want) {
+				t.Fatalf("%d errors, want %d: %v", len(errs), len(tc.want), resp.Diagnostics)
+			}
+			var details []string
+			for _, d := range errs {
+				details = append(details, d.Detail())
+			}
+			joined := strings.Join(details, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(joined, w) {
+					t.Errorf("the errors lack %q:\n%s", w, joined)
+				}
+			}
+			if strings.Contains(joined, "Value(") {
+				t.Errorf("the errors show the framework's path syntax:\n%s", joined)
+			}
+		})
+	}
+}
+
+// Numbers in messages read as the user wrote them, never in exponent form.
+func TestAsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		f    float64
+		want string
+	}{
+		{1000000.000001, "1000000.000001"},
+		{1e15, "1000000000000000"},
+		{1e-07, "0.0000001"},
+		{0.001, "0.001"},
+		{2.5, "2.5"},
+		{2.0000001, "2.0000001"},
+		{1e300, "1e+300"},
+	} {
+		if got := controlplane.AsWritten(tc.f); got != tc.want {
+			t.Errorf("AsWritten(%v) = %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}

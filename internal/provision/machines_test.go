@@ -91,7 +91,7 @@ func TestContainerMachine(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 	for _, want := range []string{
-		"unhealthy (nvlink, fabric, exporters)",
+		"unhealthy (fabric, nvlink, exporters)",
 		"nvlink: GPU 3 has NVLink(s) down: 0, 1",
 		"fabric: the NVSwitch fabric has not finished initialising on GPU(s) 0, 1, 2, 3, 4, 5, 6, 7 (state In Progress)",
 		fmt.Sprintf("exporters: dcgm-exporter: http://127.0.0.1:%d/metrics does not answer: HTTP Error 503", f.ep.DCGMExporterPort),

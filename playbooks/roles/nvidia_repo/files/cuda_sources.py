@@ -30,16 +30,17 @@ for path in files:
             os.replace(path, path + ".hydra-disabled")
             changed = True
         continue
-    out = []
+    out, here = [], False
     for line in text.splitlines(True):
         s = line.strip()
         if s.startswith("deb") and REPO in s:
             m = re.search(r"signed-by=([^\s\]]+)", s)
             if not m or m.group(1) != keyring:
                 line = "# disabled by hydra (NVIDIA's CUDA repository with another keyring): " + line
-                changed = True
+                here = True
         out.append(line)
-    if changed:
+    if here:
+        changed = True
         tmp = path + ".hydra-tmp"
         with open(tmp, "w") as f:
             f.write("".join(out))

@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -39,6 +41,11 @@ type realOSFixture struct {
 
 func newRealOS(t *testing.T, systemd bool, gpu sshhost.Spec) realOSFixture {
 	t.Helper()
+	return newRealOSWith(t, realos.Options{Systemd: systemd, GPU: gpu})
+}
+
+func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
+	t.Helper()
 	if err := realos.Available(); err != nil {
 		if os.Getenv("HYDRA_REALOS_REQUIRED") == "1" {
 			t.Fatalf("the real-OS test cannot run here, and HYDRA_REALOS_REQUIRED=1: %v", err)
@@ -57,7 +64,8 @@ func newRealOS(t *testing.T, systemd bool, gpu sshhost.Spec) realOSFixture {
 		t.Logf("substituted: %s -> %s (why: %s)", s.Step, s.Instead, s.Why)
 	}
 	key, pub := clientKey(t)
-	m, err := realos.Boot(ctx, img, key, realos.Options{Systemd: systemd, AuthorizedKey: pub, GPU: gpu, Logf: t.Logf})
+	opts.AuthorizedKey, opts.Logf = pub, t.Logf
+	m, err := realos.Boot(ctx, img, key, opts)
 	if err != nil {
 		t.Fatalf("real-OS machine: %v", err)
 	}
@@ -102,7 +110,7 @@ func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]
 
 // provisionTwice provisions the machine to ready, then again, and checks the second run changed
 // nothing (every task's changed flag, from the JSON-lines callback's events).
-func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars map[string]any) {
+func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars map[string]any) Marker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -126,6 +134,9 @@ func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars
 		if run == 1 && len(changed) == 0 {
 			t.Errorf("the first run changed nothing on a fresh machine\nlog:\n%s", rec)
 		}
+		if run == 1 {
+			t.Logf("run 1 changed:\n  %s", strings.Join(changed, "\n  "))
+		}
 		if run == 2 && len(changed) > 0 {
 			sort.Strings(changed)
 			t.Errorf("the second run changed %d task(s), want none:\n  %s", len(changed), strings.Join(changed, "\n  "))
@@ -136,8 +147,9 @@ func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars
 		t.Fatalf("the machine has no usable marker after reaching ready: %v", err)
 	}
 	if marker.Playbook != inventory.DefaultPlaybook(kind) || marker.Machine == nil || marker.Machine.Driver != realos.DriverVersion {
-		t.Errorf("marker %+v (machine %+v): want playbook %s and driver %s", marker, marker.Machine, inventory.DefaultPlaybook(kind), realos.DriverVersion)
+		t.Fatalf("marker %+v (machine %+v): want playbook %s and driver %s", marker, marker.Machine, inventory.DefaultPlaybook(kind), realos.DriverVersion)
 	}
+	return marker
 }
 
 // run runs a command on the machine and fails the test when it fails.
@@ -150,31 +162,33 @@ func (f realOSFixture) run(t *testing.T, command string) string {
 	return strings.TrimSpace(out)
 }
 
-// checkNodeExporter checks the real node_exporter, installed by apt from Debian, answers on loopback
-// only.
-func (f realOSFixture) checkNodeExporter(t *testing.T, unit bool) {
+// checkExporter checks an exporter answers on loopback only, with a metric only the real one (or,
+// for dcgm-exporter, the stand-in) has.
+func (f realOSFixture) checkExporter(t *testing.T, port int, metric string) {
 	t.Helper()
-	if st := f.run(t, "dpkg-query -W -f '${db:Status-Abbrev}${Version}' prometheus-node-exporter"); !strings.HasPrefix(st, "ii") {
-		t.Errorf("prometheus-node-exporter is not installed from Debian: %q", st)
+	listen := f.run(t, fmt.Sprintf("ss -Hltn 'sport = :%d' | awk '{print $4}'", port))
+	if want := fmt.Sprintf("127.0.0.1:%d", port); listen != want {
+		t.Errorf("port %d: listening on %q, want only %s", port, listen, want)
 	}
-	if unit {
-		if st := f.run(t, "systemctl is-active prometheus-node-exporter.service || true"); st != "active" {
-			t.Errorf("prometheus-node-exporter.service is %q, want active", st)
-		}
-	}
-	listen := f.run(t, "ss -Hltn 'sport = :9100' | awk '{print $4}'")
-	if listen != "127.0.0.1:9100" {
-		t.Errorf("node_exporter listens on %q, want only 127.0.0.1:9100", listen)
-	}
-	resp, err := http.Get("http://127.0.0.1:9100/metrics")
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	if err != nil {
-		t.Fatalf("node_exporter: %v", err)
+		t.Fatalf("exporter on %d: %v", port, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "node_exporter_build_info") {
-		t.Errorf("node_exporter answers HTTP %d without node_exporter_build_info (not Debian's node_exporter?)", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), metric) {
+		t.Errorf("the exporter on %d answers HTTP %d without %s", port, resp.StatusCode, metric)
 	}
+}
+
+// checkDebianPackage checks a package is installed (dpkg says so) and returns its version.
+func (f realOSFixture) checkDebianPackage(t *testing.T, name string) string {
+	t.Helper()
+	st := f.run(t, "dpkg-query -W -f '${db:Status-Abbrev}${Version}' "+name)
+	if !strings.HasPrefix(st, "ii") {
+		t.Errorf("%s is not installed: %q", name, st)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(st, "ii"))
 }
 
 func tailString(s string, n int) string {
@@ -192,14 +206,21 @@ func gpuSpec() sshhost.Spec {
 }
 
 // TestRealOS_BareVM: bare-vm.yml reaches ready on a real Debian 12 booted with systemd, installs
-// Debian's node_exporter with apt and runs it as a unit on loopback; a second run changes nothing.
+// Debian's node_exporter with apt and runs it as a unit on loopback, DCGM and dcgm-exporter as units;
+// a second run changes nothing.
 func TestRealOS_BareVM(t *testing.T) {
 	f := newRealOS(t, true, gpuSpec())
-	f.provisionTwice(t, inventory.KindVM, 2, nil)
-	f.checkNodeExporter(t, true)
-	if st := f.run(t, "systemctl is-active nvidia-dcgm.service hydra-dcgm-exporter.service || true"); st != "active\nactive" {
-		t.Errorf("DCGM and dcgm-exporter units: %q, want both active", st)
+	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
+	t.Logf("prometheus-node-exporter %s installed by the playbooks with apt", f.checkDebianPackage(t, "prometheus-node-exporter"))
+	want := MarkerExporters{Address: "127.0.0.1", NodeExporter: "systemd", DCGMExporter: "systemd"}
+	if marker.Machine.Exporters != want || !marker.Machine.Systemd {
+		t.Errorf("marker's machine %+v: want systemd and exporters %+v", marker.Machine, want)
 	}
+	if st := f.run(t, "systemctl is-active prometheus-node-exporter.service nvidia-dcgm.service hydra-dcgm-exporter.service || true"); st != "active\nactive\nactive" {
+		t.Errorf("node_exporter, DCGM and dcgm-exporter units: %q, want all active", st)
+	}
+	f.checkExporter(t, 9100, "node_exporter_build_info")
+	f.checkExporter(t, 9400, "DCGM_FI_DEV_GPU_TEMP")
 	if st := f.run(t, "systemctl is-system-running || true"); st != "running" {
 		failed, _ := f.m.Run(context.Background(), "systemctl --failed --no-legend --no-pager")
 		t.Errorf("the machine is %q after provisioning, want running; failed units:\n%s", st, failed)
@@ -220,20 +241,92 @@ func TestRealOS_Execlet(t *testing.T) {
 		"hydra_execlet_sha256": hex.EncodeToString(sum[:]),
 	}
 	f.provisionTwice(t, inventory.KindExeclet, 2, vars)
-	f.checkNodeExporter(t, true)
-	if st := f.run(t, "systemctl is-active hydra-execlet.service || true"); st != "active" {
-		t.Errorf("hydra-execlet.service is %q, want active", st)
+	f.checkDebianPackage(t, "prometheus-node-exporter")
+	if st := f.run(t, "systemctl is-active hydra-execlet.service prometheus-node-exporter.service || true"); st != "active\nactive" {
+		t.Errorf("hydra-execlet and node_exporter units: %q, want both active", st)
 	}
+	f.checkExporter(t, 9100, "node_exporter_build_info")
 }
 
 // TestRealOS_Pod: the same tree run without systemd (sshd is the container's only service, as in a
-// pod) reaches ready with bare-vm.yml: the exporters run as processes, nothing calls systemctl; a
-// second run changes nothing.
+// pod whose image has Debian's node_exporter, installed here with apt before provisioning) reaches
+// ready with bare-vm.yml: the exporters the image has run as processes on loopback, DCGM's host
+// engine is started, nothing needs systemctl; a second run changes nothing.
 func TestRealOS_Pod(t *testing.T) {
 	f := newRealOS(t, false, gpuSpec())
 	if f.run(t, "test -d /run/systemd/system && echo systemd || echo none") != "none" {
 		t.Fatal("the pod runs systemd")
 	}
-	f.provisionTwice(t, inventory.KindVM, 2, nil)
-	f.checkNodeExporter(t, false)
+	f.run(t, "apt-get -q update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null")
+	if out, _ := f.m.Run(context.Background(), "ss -Hltn 'sport = :9100'"); strings.TrimSpace(out) != "" {
+		t.Fatalf("node_exporter started on its own in the pod: %s", out)
+	}
+	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
+	want := MarkerExporters{Address: "127.0.0.1", NodeExporter: "process", DCGMExporter: "process"}
+	if marker.Machine.Exporters != want || marker.Machine.Systemd {
+		t.Errorf("marker's machine %+v: want no systemd and exporters %+v", marker.Machine, want)
+	}
+	f.checkExporter(t, 9100, "node_exporter_build_info")
+	f.checkExporter(t, 9400, "DCGM_FI_DEV_GPU_TEMP")
+	if out := f.run(t, "ps -eo args | grep -c '^/usr/bin/prometheus-node-exporter --web.listen-address=127.0.0.1:9100' || true"); out != "1" {
+		t.Errorf("Debian's node_exporter runs %s time(s) as a process, want once", out)
+	}
+}
+
+// TestRealOS_ExporterFirewall: exporters on the machine's private address with allowed sources get
+// hydra's nftables rules, loaded by their unit, in a network namespace of the machine's own (never the
+// host's): an allowed source reaches node_exporter, another is dropped, the host sees nothing. The
+// machine's image has Debian's node_exporter (installed with apt before boot: its network has no route
+// to the mirror), whose packaged unit starts it on every interface of that network, as such an image
+// does until hydra configures it; a second run changes nothing.
+func TestRealOS_ExporterFirewall(t *testing.T) {
+	f := newRealOSWith(t, realos.Options{Systemd: true, GPU: gpuSpec(), PrivateNetwork: true, Prepare: []string{
+		"apt-get -q update >/dev/null && apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null",
+	}})
+	// The machine's private interface, and a peer in a second namespace of the machine's with an
+	// allowed source (10.89.0.3, in 10.89.0.0/30) and one that is not (10.89.0.9).
+	peer := f.run(t, `ip link add hydra0 type veth peer name hydra1 && ip addr add 10.89.0.2/24 dev hydra0 && ip link set hydra0 up &&
+nohup unshare -n sleep infinity >/dev/null 2>&1 </dev/null & pid=$!; sleep 0.2; ip link set hydra1 netns $pid &&
+nsenter -t $pid -n sh -c 'ip addr add 10.89.0.3/24 dev hydra1 && ip addr add 10.89.0.9/24 dev hydra1 && ip link set hydra1 up && ip link set lo up' && echo $pid`)
+	vars := map[string]any{"hydra_exporter_listen": "private", "hydra_exporter_allowed_sources": []string{"10.89.0.0/30"}}
+	marker := f.provisionTwice(t, inventory.KindVM, 2, vars)
+	if marker.Machine.Exporters.Address != "10.89.0.2" {
+		t.Errorf("exporters' address %q, want the private 10.89.0.2", marker.Machine.Exporters.Address)
+	}
+	rules := f.run(t, "nft list table inet hydra_exporters")
+	for _, want := range []string{"ip saddr 10.89.0.0/30 accept", "tcp dport { 9100, 9400 } drop"} {
+		if !strings.Contains(rules, want) {
+			t.Errorf("hydra's nftables table lacks %q:\n%s", want, rules)
+		}
+	}
+	if st := f.run(t, "systemctl is-active hydra-exporter-firewall.service prometheus-node-exporter.service || true"); st != "active\nactive" {
+		t.Errorf("the firewall and node_exporter units: %q, want both active", st)
+	}
+	if listen := f.run(t, "ss -Hltn 'sport = :9100' | awk '{print $4}'"); listen != "10.89.0.2:9100" {
+		t.Errorf("node_exporter listens on %q, want only 10.89.0.2:9100", listen)
+	}
+	probe := func(source string) string {
+		return f.run(t, "nsenter -t "+peer+` -n python3 -c 'import socket, sys
+s = socket.socket(); s.bind((sys.argv[1], 0)); s.settimeout(3)
+try:
+    s.connect(("10.89.0.2", 9100)); s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n"); print("open" if b"node_exporter_build_info" in s.makefile("rb").read() else "no metrics")
+except socket.timeout:
+    print("dropped")
+except OSError as e:
+    print("error %s" % e)' `+source)
+	}
+	if got := probe("10.89.0.3"); got != "open" {
+		t.Errorf("an allowed source (10.89.0.3) reaching node_exporter: %s, want open", got)
+	}
+	if got := probe("10.89.0.9"); got != "dropped" {
+		t.Errorf("a source not allowed (10.89.0.9) reaching node_exporter: %s, want dropped", got)
+	}
+	// The host's network saw none of it.
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:9100", time.Second); err == nil {
+		_ = c.Close()
+		t.Error("something listens on the host's 127.0.0.1:9100: the machine's network was not its own")
+	}
+	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err == nil && strings.Contains(string(out), "hydra_exporters") {
+		t.Errorf("the host's nftables has hydra's table:\n%s", out)
+	}
 }

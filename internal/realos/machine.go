@@ -31,6 +31,15 @@ type Options struct {
 	// GPU describes the simulated GPUs (sshhost.Spec: model, count; AuthorizedKeys and User are not
 	// used). Container is set from Systemd.
 	GPU sshhost.Spec
+	// PrivateNetwork gives the container a network namespace of its own (systemd-nspawn
+	// --private-network: only its loopback, no route out), for tests that load firewall rules: those
+	// then never touch the host's. Its sshd is reached through a forwarder on a loopback port of the
+	// host (Port). apt cannot reach the mirror from there: install what the machine needs with Prepare.
+	PrivateNetwork bool
+	// Prepare are shell commands run in the machine's copy of the image before it boots, on the host's
+	// network, without booting it (systemd-nspawn running /bin/sh): installing Debian packages the
+	// machine's image should have, say.
+	Prepare []string
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
 }
@@ -46,6 +55,8 @@ type Machine struct {
 	Port    int
 	HostKey string
 	Systemd bool
+	// PrivateNetwork says the container has a network namespace of its own (Options.PrivateNetwork).
+	PrivateNetwork bool
 	// BootLog is the file the container's console output goes to.
 	BootLog string
 
@@ -56,6 +67,7 @@ type Machine struct {
 	signer ssh.Signer
 	logf   func(string, ...any)
 
+	fwd      net.Listener
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -105,7 +117,7 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 		}
 	}
 
-	m := &Machine{Systemd: opts.Systemd, exited: make(chan struct{}), unlock: unlock, signer: signer, logf: logf}
+	m := &Machine{Systemd: opts.Systemd, PrivateNetwork: opts.PrivateNetwork, exited: make(chan struct{}), unlock: unlock, signer: signer, logf: logf}
 	m.dir, err = os.MkdirTemp(runs, "m-")
 	if err != nil {
 		return nil, err
@@ -127,11 +139,27 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 		_ = os.RemoveAll(m.dir)
 		return nil, err
 	}
+	for _, c := range opts.Prepare {
+		cmd := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-users=no",
+			"--resolv-conf=copy-host", "--directory="+m.Root, "/bin/sh", "-c", c)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			_ = os.RemoveAll(m.dir)
+			return nil, fmt.Errorf("realos: preparing the machine (%s): %v: %s", c, err, tail(out, 2000))
+		}
+		logf("real-OS machine %s prepared: %s", m.Name, c)
+	}
 	if err := m.start(); err != nil {
 		_ = os.RemoveAll(m.dir)
 		return nil, err
 	}
 	ok = true
+	if m.PrivateNetwork {
+		if err := m.forward(); err != nil {
+			_ = m.Stop()
+			return nil, err
+		}
+	}
 	if err := m.waitReady(ctx); err != nil {
 		console, _ := os.ReadFile(m.BootLog)
 		_ = m.Stop()
@@ -147,8 +175,8 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 func (m *Machine) configure(opts Options) error {
 	r := m.Root
 	files := map[string]string{
-		"/etc/ssh/sshd_config.d/hydra-realos.conf": fmt.Sprintf("# hydra real-OS test: sshd on a loopback port of the host's network.\n"+
-			"Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n", m.Port),
+		"/etc/ssh/sshd_config.d/hydra-realos.conf": fmt.Sprintf("# hydra real-OS test: sshd on a loopback port of the host's network (or of its own).\n"+
+			"Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n", m.innerPort()),
 		"/root/.ssh/authorized_keys": strings.TrimSpace(opts.AuthorizedKey) + "\n",
 		"/etc/hostname":              m.Name + "\n",
 	}
@@ -188,6 +216,9 @@ func (m *Machine) configure(opts Options) error {
 func (m *Machine) start() error {
 	args := []string{"--quiet", "--register=no", "--keep-unit", "--private-users=no", "--resolv-conf=copy-host",
 		"--console=read-only", "--machine=" + m.Name, "--directory=" + m.Root}
+	if m.PrivateNetwork {
+		args = append(args, "--private-network")
+	}
 	if m.Systemd {
 		args = append(args, "--boot")
 	} else {
@@ -283,6 +314,9 @@ func (m *Machine) Stop() error {
 	m.stopOnce.Do(func() {
 		defer m.unlock()
 		started := time.Now()
+		if m.fwd != nil {
+			_ = m.fwd.Close()
+		}
 		if m.cmd != nil && m.cmd.Process != nil {
 			init := containerInit(m.cmd.Process.Pid)
 			_ = osproc.SignalProcess(m.cmd.Process.Pid, osproc.Terminate)

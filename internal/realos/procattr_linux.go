@@ -3,7 +3,10 @@
 package realos
 
 import (
+	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
@@ -16,4 +19,9 @@ func nspawnProcAttr() *syscall.SysProcAttr {
 	attr := osproc.NewGroup()
 	attr.Pdeathsig = syscall.SIGTERM
 	return attr
+}
+
+// setns moves the calling thread into the network namespace open as f.
+func setns(f *os.File) error {
+	return unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
 }

@@ -33,6 +33,10 @@ import (
 // They need root, systemd-nspawn and debootstrap. Where those cannot exist they skip, saying so,
 // unless HYDRA_REALOS_REQUIRED=1 (make test and CI set it), where a missing tool fails them.
 
+// realOSTimeNeeded is what one real-OS case may need (a cold image build, the wait for another
+// machine, two runs).
+const realOSTimeNeeded = 15 * time.Minute
+
 // realOSFixture is a booted real-OS machine and a Runner logging in to it.
 type realOSFixture struct {
 	m      *realos.Machine
@@ -53,6 +57,12 @@ func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 		t.Skipf("no real-OS machine here: %v", err)
 	}
 	requireTools(t)
+	// A real-OS case takes minutes, and machines run one at a time on a host: under go test's default
+	// 10-minute timeout a whole-package run could not finish. Where they are not required, cases skip
+	// when less than realOSTimeNeeded is left (make test and CI require them, with a 40-minute timeout).
+	if dl, ok := t.Deadline(); ok && time.Until(dl) < realOSTimeNeeded && os.Getenv("HYDRA_REALOS_REQUIRED") != "1" {
+		t.Skipf("less than %s left before go test's -timeout: run the real-OS tests with -timeout 40m (make realos) or HYDRA_REALOS_REQUIRED=1", realOSTimeNeeded)
+	}
 	ctx := context.Background()
 	started := time.Now()
 	img, err := realos.EnsureImage(ctx, t.Logf)
@@ -285,9 +295,16 @@ func TestRealOS_ExporterFirewall(t *testing.T) {
 	}})
 	// The machine's private interface, and a peer in a second namespace of the machine's with an
 	// allowed source (10.89.0.3, in 10.89.0.0/30) and one that is not (10.89.0.9).
-	peer := f.run(t, `ip link add hydra0 type veth peer name hydra1 && ip addr add 10.89.0.2/24 dev hydra0 && ip link set hydra0 up &&
-nohup unshare -n sleep infinity >/dev/null 2>&1 </dev/null & pid=$!; sleep 0.2; ip link set hydra1 netns $pid &&
-nsenter -t $pid -n sh -c 'ip addr add 10.89.0.3/24 dev hydra1 && ip addr add 10.89.0.9/24 dev hydra1 && ip link set hydra1 up && ip link set lo up' && echo $pid`)
+	peer := f.run(t, `set -e
+ip link add hydra0 type veth peer name hydra1
+ip addr add 10.89.0.2/24 dev hydra0
+ip link set hydra0 up
+nohup unshare -n sleep infinity >/dev/null 2>&1 </dev/null &
+pid=$!
+until [ "$(readlink /proc/$pid/ns/net)" != "$(readlink /proc/self/ns/net)" ]; do sleep 0.05; done
+ip link set hydra1 netns $pid
+nsenter -t $pid -n sh -c 'ip addr add 10.89.0.3/24 dev hydra1 && ip addr add 10.89.0.9/24 dev hydra1 && ip link set hydra1 up && ip link set lo up'
+echo $pid`)
 	vars := map[string]any{"hydra_exporter_listen": "private", "hydra_exporter_allowed_sources": []string{"10.89.0.0/30"}}
 	marker := f.provisionTwice(t, inventory.KindVM, 2, vars)
 	if marker.Machine.Exporters.Address != "10.89.0.2" {

@@ -126,17 +126,18 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 	m.Root = filepath.Join(m.dir, "rootfs")
 	m.BootLog = filepath.Join(m.dir, "console.log")
 	started := time.Now()
-	if out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", img.Root, m.Root).CombinedOutput(); err != nil {
-		_ = os.RemoveAll(m.dir)
-		return nil, fmt.Errorf("realos: copying the image: %v: %s", err, tail(out, 1000))
+	how, err := layer(ctx, img.Root, m.dir)
+	if err != nil {
+		_ = removeRun(m.dir)
+		return nil, err
 	}
-	logf("real-OS machine %s: image %s copied in %s", m.Name, img.Key[:12], time.Since(started).Round(time.Millisecond))
+	logf("real-OS machine %s: image %s %s in %s", m.Name, img.Key[:12], how, time.Since(started).Round(time.Millisecond))
 	if m.Port, err = freePort(); err != nil {
-		_ = os.RemoveAll(m.dir)
+		_ = removeRun(m.dir)
 		return nil, err
 	}
 	if err := m.configure(opts); err != nil {
-		_ = os.RemoveAll(m.dir)
+		_ = removeRun(m.dir)
 		return nil, err
 	}
 	for _, c := range opts.Prepare {
@@ -144,13 +145,13 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 			"--resolv-conf=copy-host", "--directory="+m.Root, "/bin/sh", "-c", c)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			_ = os.RemoveAll(m.dir)
+			_ = removeRun(m.dir)
 			return nil, fmt.Errorf("realos: preparing the machine (%s): %v: %s", c, err, tail(out, 2000))
 		}
 		logf("real-OS machine %s prepared: %s", m.Name, c)
 	}
 	if err := m.start(); err != nil {
-		_ = os.RemoveAll(m.dir)
+		_ = removeRun(m.dir)
 		return nil, err
 	}
 	ok = true
@@ -340,7 +341,7 @@ func (m *Machine) Stop() error {
 			}
 		}
 		_ = os.RemoveAll(filepath.Join("/run/systemd/nspawn/propagate", m.Name))
-		if err := os.RemoveAll(m.dir); err != nil && m.stopErr == nil {
+		if err := removeRun(m.dir); err != nil && m.stopErr == nil {
 			m.stopErr = fmt.Errorf("realos: removing %s: %w", m.dir, err)
 		}
 		m.logf("real-OS machine %s stopped and removed in %s", m.Name, time.Since(started).Round(time.Millisecond))
@@ -363,7 +364,7 @@ func sweep(runs string, logf func(string, ...any)) {
 		for _, pid := range processesIn(root) {
 			_ = osproc.SignalProcess(pid, osproc.Kill)
 		}
-		_ = os.RemoveAll(dir)
+		_ = removeRun(dir)
 		logf("real-OS: removed %s, left by an earlier test", dir)
 	}
 }
@@ -437,4 +438,58 @@ func banner(port int) bool {
 	buf := make([]byte, 4)
 	n, _ := c.Read(buf)
 	return n == 4 && string(buf) == "SSH-"
+}
+
+// layer makes dir/rootfs the machine's root: an overlay (the image read-only below, dir/upper taking
+// every write) where the kernel has overlayfs, else a copy of the image. It says which.
+func layer(ctx context.Context, image, dir string) (string, error) {
+	root := filepath.Join(dir, "rootfs")
+	for _, d := range []string{"upper", "work", "rootfs"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return "", err
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", image, filepath.Join(dir, "upper"), filepath.Join(dir, "work"))
+	if !strings.ContainsAny(image+dir, ",:") {
+		if err := exec.CommandContext(ctx, "mount", "-t", "overlay", "overlay", "-o", opts, root).Run(); err == nil {
+			return "mounted as an overlay (writes go to the run directory)", nil
+		}
+	}
+	if err := os.Remove(root); err != nil {
+		return "", err
+	}
+	if out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", image, root).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("realos: copying the image: %v: %s", err, tail(out, 1000))
+	}
+	return "copied", nil
+}
+
+// removeRun unmounts a run directory's overlay (when mounted) and removes the directory.
+func removeRun(dir string) error {
+	root := filepath.Join(dir, "rootfs")
+	if mounted(root) {
+		if out, err := exec.Command("umount", root).CombinedOutput(); err != nil {
+			if out2, err2 := exec.Command("umount", "--lazy", root).CombinedOutput(); err2 != nil {
+				return fmt.Errorf("realos: unmounting %s: %v: %s %s", root, err, out, out2)
+			}
+		}
+	}
+	if mounted(root) {
+		return fmt.Errorf("realos: %s is still mounted", root)
+	}
+	return os.RemoveAll(dir)
+}
+
+// mounted reports whether path is a mount point (from /proc/self/mountinfo).
+func mounted(path string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
+			return true
+		}
+	}
+	return false
 }

@@ -79,6 +79,12 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 					t.Errorf("%s: %q (%v), want %q", cmd, got, err, w)
 				}
 			}
+			if out, err := m.Run(ctx, "echo written > /etc/hydra-realos-test"); err != nil {
+				t.Fatalf("writing in the machine: %v: %s", err, out)
+			}
+			if _, err := os.Stat(img.Root + "/etc/hydra-realos-test"); !os.IsNotExist(err) {
+				t.Errorf("a file written in the machine reached the cached image (%v)", err)
+			}
 			init := containerInit(m.cmd.Process.Pid)
 			if err := m.Stop(); err != nil {
 				t.Error(err)
@@ -88,6 +94,9 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 			}
 			if left := processesIn(m.Root); len(left) > 0 {
 				t.Errorf("processes %v outlived Stop", left)
+			}
+			if mounted(m.Root) {
+				t.Errorf("%s is still mounted after Stop", m.Root)
 			}
 			if _, err := os.Stat(m.Root); !os.IsNotExist(err) {
 				t.Errorf("the run directory %s is still there: %v", m.Root, err)

@@ -133,7 +133,14 @@ func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars
 			}
 		}
 		started := time.Now()
+		stopWatch := func() []string { return nil }
+		if !f.m.PrivateNetwork {
+			stopWatch = watchExposure()
+		}
 		res, err := f.runner.Provision(ctx, f.request(kind, "h100", count, vars, rec))
+		if exposed := stopWatch(); len(exposed) > 0 {
+			t.Errorf("run %d: an exporter listened beyond loopback on the shared network during the run: %s", run, strings.Join(exposed, ", "))
+		}
 		t.Logf("run %d of %s on the real OS: %s, %d task(s) changed", run, inventory.DefaultPlaybook(kind), time.Since(started).Round(time.Second), len(changed))
 		if err != nil {
 			t.Fatalf("run %d: %v (failed task %q: %s)\nlog:\n%s", run, err, res.FailedTask, res.Message, rec)
@@ -199,6 +206,49 @@ func (f realOSFixture) checkDebianPackage(t *testing.T, name string) string {
 		t.Errorf("%s is not installed: %q", name, st)
 	}
 	return strings.TrimSpace(strings.TrimPrefix(st, "ii"))
+}
+
+// watchExposure watches, until the returned function is called, for a listening TCP socket on an
+// exporter's port (9100, 9400) bound to any address but loopback, in the host's network namespace (which
+// the machine shares): an exporter reachable from outside, even for a moment. It samples the kernel's
+// socket tables every 10 ms, so it can miss a very short exposure but never reports a false one.
+func watchExposure() func() []string {
+	done := make(chan struct{})
+	found := map[string]bool{}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+				b, _ := os.ReadFile(file)
+				for _, line := range strings.Split(string(b), "\n")[1:] {
+					f := strings.Fields(line)
+					if len(f) < 4 || f[3] != "0A" {
+						continue
+					}
+					addr, port, _ := strings.Cut(f[1], ":")
+					if (port == "238C" || port == "24C8") && addr != "0100007F" && addr != "00000000000000000000000001000000" {
+						found[file+" "+f[1]] = true
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		<-finished
+		var out []string
+		for k := range found {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
 }
 
 func tailString(s string, n int) string {
@@ -293,7 +343,7 @@ func TestRealOS_ExporterFirewall(t *testing.T) {
 	f := newRealOSWith(t, realos.Options{Systemd: true, GPU: gpuSpec(), PrivateNetwork: true, Prepare: []string{
 		"apt-get -q update >/dev/null && apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null",
 	}})
-	// The machine's private interface, and a peer in a second namespace of the machine's with an
+	// The machine's private interface, and a peer in a second namespace of the machine's own with an
 	// allowed source (10.89.0.3, in 10.89.0.0/30) and one that is not (10.89.0.9).
 	peer := f.run(t, `set -e
 ip link add hydra0 type veth peer name hydra1
@@ -326,7 +376,8 @@ echo $pid`)
 		return f.run(t, "nsenter -t "+peer+` -n python3 -c 'import socket, sys
 s = socket.socket(); s.bind((sys.argv[1], 0)); s.settimeout(3)
 try:
-    s.connect(("10.89.0.2", 9100)); s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n"); print("open" if b"node_exporter_build_info" in s.makefile("rb").read() else "no metrics")
+    s.connect(("10.89.0.2", 9100)); s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    print("open" if b"node_exporter_build_info" in s.makefile("rb").read() else "no metrics")
 except socket.timeout:
     print("dropped")
 except OSError as e:

@@ -12,16 +12,18 @@
 //
 // # A machine
 //
-// Boot copies the cached tree (reflinked where the file system can) into a run directory of its own,
-// so every run starts from the same clean image and the cache is never written, then starts it with
+// Boot mounts the cached tree as the lower layer of an overlay in a run directory of its own (a copy
+// where the kernel has no overlayfs), so every run starts from the same clean image and the cache is
+// never written, then starts it with
 // systemd-nspawn from Debian's systemd-container: `--boot` runs the image's systemd as PID 1; a pod
 // runs only its sshd (`--as-pid2 sshd -D`), as a container image without an init system does. The
 // container shares the host's network namespace (no --private-network): its sshd listens on a free
 // loopback port (written into the copy's sshd_config.d before boot), and nothing touches the host's
-// firewall or addresses. Boot returns when sshd answers and, with systemd, when `systemctl
+// firewall or addresses. Options.PrivateNetwork gives a machine a network namespace of its own instead
+// (for firewall rules), its sshd reached through a forwarder on a loopback port of the host. Boot returns when sshd answers and, with systemd, when `systemctl
 // is-system-running --wait` says the boot finished: signals, not sleeps. Stop powers the container off
-// (SIGTERM to systemd-nspawn, which asks systemd for an orderly shutdown), kills whatever is left and
-// removes the run directory; a run directory a killed test left behind is swept at the next Boot.
+// (SIGTERM to systemd-nspawn, which asks systemd for an orderly shutdown), kills whatever is left,
+// unmounts and removes the run directory; a run directory a killed test left behind is swept at the next Boot.
 //
 // Because the container shares the host's ports, the exporters the playbooks run (node_exporter on
 // 9100, dcgm-exporter on 9400, their defaults) would collide between two machines: one machine at a

@@ -65,6 +65,8 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 			verdict: "unhealthy", failed: []string{"remapped_rows"}, reason: "a row remapping failed, the GPU needs repair"},
 		{name: "Xid 95 uncontained ECC", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "5 95"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 95 on 0000:68:00 since boot"},
+		{name: "Xid 46 GPU stopped processing", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "1 46"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 46 on 0000:28:00 since boot"},
 		{name: "Xid 79 fallen off the bus", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "0 79"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 79 on 0000:18:00 since boot (GPU has fallen off the bus)"},
 		{name: "Xid 154 recovery action", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "3 154"}},

@@ -39,7 +39,7 @@ ALL = ["nvidia_smi", "gpu_lost", "gpu_count", "gpu_model", "ecc_volatile", "ecc_
 # Xid codes whose recommended immediate action in NVIDIA's Xid catalog is a GPU reset, a reboot or a
 # repair (not "restart the application" or "ignore"): see playbooks/README.md. 144-150 (NVLink 5) count
 # only when logged Fatal; 154 only when the recovery action it announces is not None.
-DEFAULT_FATAL_XIDS = [48, 61, 62, 64, 74, 79, 95, 119, 120, 140, 143, 144, 145, 146, 147, 148, 149, 150, 154]
+DEFAULT_FATAL_XIDS = [46, 48, 61, 62, 64, 74, 79, 95, 119, 120, 140, 143, 144, 145, 146, 147, 148, 149, 150, 154]
 NVLINK5_XIDS = set(range(144, 151))
 DIAG_TIMEOUT = {1: 300, 2: 900, 3: 3600, 4: 10800}
 NA = ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]")

@@ -84,6 +84,7 @@ def loaded_module_version(cfg):
 # (recordings/PROVENANCE.md, "kernel log").
 XID_CATALOG_TEXT = {
     "31": "MMU Fault",
+    "46": "GPU stopped processing",
     "48": "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer",
     "64": "Row Remapper: Failed to record a remapped row",
     "74": "NVLink: fatal error detected on link 3",

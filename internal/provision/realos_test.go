@@ -70,6 +70,7 @@ func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 		t.Fatalf("real-OS image: %v", err)
 	}
 	t.Logf("real-OS image %s ready in %s (%s)", img.Key[:12], time.Since(started).Round(time.Millisecond), img.Root)
+	t.Cleanup(func() { t.Logf("%s: %s from the image's check to the end of its cleanup", t.Name(), time.Since(started).Round(time.Second)) })
 	for _, s := range realos.Substitutions {
 		t.Logf("substituted: %s -> %s (why: %s)", s.Step, s.Instead, s.Why)
 	}
@@ -159,6 +160,8 @@ func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars
 			t.Errorf("the second run changed %d task(s), want none:\n  %s", len(changed), strings.Join(changed, "\n  "))
 		}
 	}
+	markerStarted := time.Now()
+	defer func() { t.Logf("marker read in %s", time.Since(markerStarted).Round(time.Millisecond)) }()
 	marker, _, err := f.runner.ReadMarker(ctx, controlplane.SSHEndpoint{Host: "127.0.0.1", Port: f.m.Port, User: "root"}, f.m.HostKey)
 	if err != nil {
 		t.Fatalf("the machine has no usable marker after reaching ready: %v", err)
@@ -301,6 +304,8 @@ func TestRealOS_Execlet(t *testing.T) {
 		"hydra_execlet_sha256": hex.EncodeToString(sum[:]),
 	}
 	f.provisionTwice(t, inventory.KindExeclet, 2, vars)
+	checksStarted := time.Now()
+	defer func() { t.Logf("checks after the runs took %s", time.Since(checksStarted).Round(time.Millisecond)) }()
 	f.checkDebianPackage(t, "prometheus-node-exporter")
 	if st := f.run(t, "systemctl is-active hydra-execlet.service prometheus-node-exporter.service || true"); st != "active\nactive" {
 		t.Errorf("hydra-execlet and node_exporter units: %q, want both active", st)

@@ -70,7 +70,9 @@ func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 		t.Fatalf("real-OS image: %v", err)
 	}
 	t.Logf("real-OS image %s ready in %s (%s)", img.Key[:12], time.Since(started).Round(time.Millisecond), img.Root)
-	t.Cleanup(func() { t.Logf("%s: %s from the image's check to the end of its cleanup", t.Name(), time.Since(started).Round(time.Second)) })
+	t.Cleanup(func() {
+		t.Logf("%s: %s from the image's check to the end of its cleanup", t.Name(), time.Since(started).Round(time.Second))
+	})
 	for _, s := range realos.Substitutions {
 		t.Logf("substituted: %s -> %s (why: %s)", s.Step, s.Instead, s.Why)
 	}

@@ -2,7 +2,9 @@
 # Installs what hydra's quickstart and tests need on a Debian machine: ansible-core (provisioning),
 # ansible-lint (the playbooks' lint in make test), openssh-server and openssh-client (the sandbox's
 # machines are real sshd processes on loopback), postgresql (the pipeline tests keep Terraform state in
-# the `pg` backend on a private PostgreSQL server each test starts and stops; no system service is used).
+# the `pg` backend on a private PostgreSQL server each test starts and stops; no system service is used),
+# systemd-container and debootstrap (the real-OS tests boot a Debian 12 system container with
+# systemd-nspawn from a debootstrap tree; internal/realos).
 # Go and the Terraform CLI must already be there (this machine kind ships both).
 set -euo pipefail
 need=()
@@ -11,6 +13,8 @@ command -v ansible-playbook >/dev/null || need+=(ansible-core)
 command -v ssh >/dev/null || need+=(openssh-client)
 command -v ansible-lint >/dev/null || need+=(ansible-lint)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || need+=(postgresql)
+command -v systemd-nspawn >/dev/null || need+=(systemd-container)
+command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "hydra needs: ${need[*]}. Install them with: sudo apt-get install -y ${need[*]}" >&2

@@ -91,7 +91,7 @@ func TestContainerMachine(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 	for _, want := range []string{
-		"unhealthy (nvlink, fabric, exporters)",
+		"unhealthy (fabric, nvlink, exporters)",
 		"nvlink: GPU 3 has NVLink(s) down: 0, 1",
 		"fabric: the NVSwitch fabric has not finished initialising on GPU(s) 0, 1, 2, 3, 4, 5, 6, 7 (state In Progress)",
 		fmt.Sprintf("exporters: dcgm-exporter: http://127.0.0.1:%d/metrics does not answer: HTTP Error 503", f.ep.DCGMExporterPort),
@@ -153,7 +153,7 @@ func TestHealthProbeNamesEachFault(t *testing.T) {
 	spec, _ := json.Marshal(map[string]any{
 		"checks": []string{"all"}, "expect_count": 8, "expect_model": `\bH100\b`, "gpu_type": "h100",
 		"nvswitch": true, "persistence": true, "units": []string{"nvidia-fabricmanager.service", "nvidia-dcgm.service"},
-		"dcgm_diag_level": 2, "fabric_wait": 0, "exporters_wait": 0,
+		"dcgm_diag_level": 2, "fabric_wait": 0, "exporters_wait": 0, "smi_timeout": 3,
 		"exporters": []map[string]any{
 			{"name": "node_exporter", "port": f.ep.NodeExporterPort, "need": "node_"},
 			{"name": "dcgm-exporter", "port": f.ep.DCGMExporterPort, "need": "DCGM_FI_DEV_GPU_TEMP"},
@@ -174,7 +174,7 @@ func TestHealthProbeNamesEachFault(t *testing.T) {
 		}
 		return v
 	}
-	if v := probe(t); v.Verdict != "healthy" || len(v.Checks) != 14 {
+	if v := probe(t); v.Verdict != "healthy" || len(v.Checks) != 16 {
 		t.Fatalf("a healthy machine: %+v", v)
 	}
 	tests := []struct {
@@ -182,10 +182,17 @@ func TestHealthProbeNamesEachFault(t *testing.T) {
 		check, want    string
 	}{
 		{sshhost.FaultGPULost, "2", "gpu_lost", "GPU 00000000:38:00.0 fell off the bus"},
-		{sshhost.FaultECCVolatile, "1 2", "ecc_volatile", "GPU 1 (00000000:28:00.0): 2 uncorrectable ECC error(s) since the driver loaded"},
-		{sshhost.FaultECCAggregate, "3", "ecc_aggregate", "GPU 3 (00000000:48:00.0): 1 uncorrectable ECC error(s) over its life"},
+		// H100s remap rows: NVIDIA's memory-error guide judges them on remapped_rows, not the ECC counters.
+		{sshhost.FaultECCVolatile, "1 2", "", ""},
+		{sshhost.FaultECCAggregate, "3", "", ""},
 		{sshhost.FaultXid, "4 79", "xid", "Xid 79 on 0000:58:00 since boot (GPU has fallen off the bus)"},
-		{sshhost.FaultXid, "4 13", "", ""}, // an application's error (Graphics Engine Exception): healthy
+		{sshhost.FaultXid, "4 13", "", ""}, // an application's error (catalog: restart the application): healthy
+		{sshhost.FaultXid, "4 94", "", ""}, // a contained ECC error (catalog: restart the application): healthy
+		{sshhost.FaultXid, "4 95", "xid", "Xid 95 on 0000:58:00 since boot (Uncontained: FBHUB"},
+		{sshhost.FaultXidForeign, "0000:e1:00.0 79", "", ""}, // another tenant's GPU
+		{sshhost.FaultRecoveryAction, "2 Reset", "recovery_action", "GPU 2 (00000000:38:00.0): the driver asks for a recovery action: Reset"},
+		{sshhost.FaultPCIeWidth, "3 8", "pcie", "GPU 3 (00000000:48:00.0): its PCIe link runs at x8 of x16"},
+		{sshhost.FaultSMIHang, "1", "nvidia_smi", "nvidia-smi did not answer within 3 s"},
 		{sshhost.FaultRemappedRows, "5 pending", "remapped_rows", "GPU 5 (00000000:68:00.0): a row remapping is pending"},
 		{sshhost.FaultRemappedRows, "5 failure", "remapped_rows", "GPU 5 (00000000:68:00.0): a row remapping failed"},
 		{sshhost.FaultNVLinkDown, "6 2", "nvlink", "GPU 6 has NVLink(s) down: 2"},
@@ -221,6 +228,20 @@ func TestHealthProbeNamesEachFault(t *testing.T) {
 			}
 		})
 	}
+	t.Run("kernel log unreadable", func(t *testing.T) {
+		if err := sshhost.SetFault(f.ep.Dir, sshhost.FaultKernelLogUnreadable, "1"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := sshhost.ClearFaults(f.ep.Dir); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		// Never healthy when the Xids cannot be read: unknown, naming what could not be read.
+		if v := probe(t); v.Verdict != "unknown" || !strings.HasPrefix(v.Checks["xid"], "unknown: the kernel log could not be read") {
+			t.Errorf("want unknown (xid), got %+v", v)
+		}
+	})
 	if v := probe(t); v.Verdict != "healthy" {
 		t.Errorf("the mended machine: %+v", v)
 	}

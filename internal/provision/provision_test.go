@@ -286,9 +286,9 @@ func TestProvisionReachesReady(t *testing.T) {
 				if err := json.Unmarshal(b, &cfg); err != nil {
 					t.Fatal(err)
 				}
-				// gpu_count is a number; the smoke test image is the one for the driver's CUDA (12.8).
+				// gpu_count is a number; the smoke test image is the one for the driver's CUDA (12.8), pinned by digest.
 				if cfg["instance"] != "sandbox-execlet-test" || cfg["gpu_type"] != "l40s" || cfg["gpu_count"] != float64(2) ||
-					cfg["cuda_image"] != "nvidia/cuda:12.8.1-base-ubuntu24.04" {
+					cfg["cuda_image"] != "nvidia/cuda:12.8.1-base-ubuntu24.04@sha256:133c78a0575303be34164d0b90137a042172bdf60696af01a3c424ab402d86e2" {
 					t.Errorf("execlet configuration: %s", b)
 				}
 				if _, err := os.Stat(filepath.Join(ep.Root, "etc", "systemd", "system", "hydra-execlet.service")); err != nil {
@@ -361,15 +361,15 @@ func TestFailedTaskIsNamed(t *testing.T) {
 	}{
 		{
 			// One run covers every check of the task: too few GPUs, the wrong model, one fallen off the
-			// bus, ECC errors (volatile and persistent), a hardware Xid, rows to remap (pending, failed).
+			// bus, a hardware Xid, rows to remap (pending, failed). The L40S remaps rows: its ECC counters
+			// are not judged (NVIDIA's memory-error guide; GPUs without row remapping: the sshhost
+			// package's TestHealthVerdictsOnRecordings).
 			"wrong GPUs", sshhost.Spec{GPUModel: "NVIDIA L40S", GPUCount: 4, UncorrectableECC: 3}, "l4", 4,
 			[]string{
-				"unhealthy (gpu_lost, gpu_count, gpu_model, ecc_volatile, ecc_aggregate, remapped_rows, xid)",
+				"unhealthy (gpu_lost, gpu_count, gpu_model, remapped_rows, xid)",
 				"gpu_lost: GPU 00000000:18:00.0 fell off the bus (nvidia-smi: GPU is lost)",
 				"gpu_count: expected 4 GPU(s) of type l4 as the offer promised, but nvidia-smi lists 3: 3x NVIDIA L40S",
 				"gpu_model: expected every GPU to be a l4 (name matching /\\bL4\\b/), but nvidia-smi reports 3x NVIDIA L40S",
-				"ecc_volatile: GPU 3 (00000000:48:00.0): 3 uncorrectable ECC error(s) since the driver loaded",
-				"ecc_aggregate: GPU 1 (00000000:28:00.0): 5 uncorrectable ECC error(s) over its life",
 				"remapped_rows: GPU 1 (00000000:28:00.0): a row remapping is pending, the GPU needs a reset",
 				"remapped_rows: GPU 2 (00000000:38:00.0): a row remapping failed, the GPU needs repair",
 				"xid: Xid 48 on 0000:38:00 since boot (An uncorrectable double bit error",

@@ -405,8 +405,8 @@ func failureMessage(res map[string]any) string {
 	if msg != "" {
 		parts = append(parts, msg)
 	}
-	if im := str("item_msg"); im != "" {
-		parts = append(parts, im)
+	if item := itemFailure(str); item != "" {
+		parts = append(parts, item)
 	}
 	if se := str("stderr"); se != "" && (msg == "" || strings.Contains(msg, "non-zero return code") || strings.Contains(msg, "MODULE FAILURE")) {
 		parts = append(parts, se)
@@ -425,6 +425,33 @@ func failureMessage(res map[string]any) string {
 		return "the task failed without a message"
 	}
 	return strings.Join(parts, ": ")
+}
+
+// itemFailure is what the failed item of a loop said ("" when the task was no loop): its label, its
+// message (with its exit code) and what its command printed on stderr, so that a loop's failure reads
+// more than "One or more items failed".
+func itemFailure(str func(string) string) string {
+	msg, stderr := str("item_msg"), str("item_stderr")
+	if stderr == "" && strings.Contains(msg, "MODULE FAILURE") {
+		stderr = str("item_module_stderr")
+	}
+	if msg == "" && stderr == "" {
+		return ""
+	}
+	if rc := str("item_rc"); rc != "" && rc != "0" && msg == "non-zero return code" {
+		msg += " " + rc
+	}
+	text := msg
+	if stderr != "" && stderr != msg {
+		if text != "" {
+			text += ": "
+		}
+		text += stderr
+	}
+	if label := str("item"); label != "" {
+		text = "item " + label + ": " + text
+	}
+	return text
 }
 
 func isHostKeyFailure(msg string) bool {

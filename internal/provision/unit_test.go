@@ -163,6 +163,12 @@ func TestFailureMessage(t *testing.T) {
 		{map[string]any{"msg": "expected 4 GPU(s)"}, "expected 4 GPU(s)"},
 		{map[string]any{"msg": "non-zero return code", "rc": float64(2), "stderr": "nvidia-smi: not found"}, "non-zero return code 2: nvidia-smi: not found"},
 		{map[string]any{"msg": "One or more items failed", "item_msg": "bad item"}, "One or more items failed: bad item"},
+		// A loop's failed item: its label, exit code and stderr reach the message, not only "One or more items failed".
+		{map[string]any{"msg": "One or more items failed", "item_msg": "non-zero return code", "item_rc": float64(1),
+			"item_stderr": "/usr/bin/prometheus-node-exporter exited at once; see /var/log/hydra/node-exporter.log", "item": "node-exporter"},
+			"One or more items failed: item node-exporter: non-zero return code 1: /usr/bin/prometheus-node-exporter exited at once; see /var/log/hydra/node-exporter.log"},
+		{map[string]any{"msg": "One or more items failed", "item_msg": "MODULE FAILURE", "item_module_stderr": "Traceback: boom", "item": "x"},
+			"One or more items failed: item x: MODULE FAILURE: Traceback: boom"},
 		{map[string]any{"stdout": "only stdout"}, "only stdout"},
 		{map[string]any{}, "the task failed without a message"},
 	}

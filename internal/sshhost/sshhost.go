@@ -46,6 +46,16 @@
 //	fabric         not_started|in_progress|failure
 //	                                      the NVSwitch fabric state nvidia-smi reports (machine-wide)
 //	exporter_dead  node|dcgm ...          the named exporters answer 503
+//	recovery_action INDEX ACTION          NVML's recovery action (gpu_recovery_action) is ACTION
+//	                                      (Reset, Reboot, Drain P2P, Drain and Reset)
+//	pcie_width     INDEX WIDTH            the GPU's PCIe link runs at xWIDTH (a downgraded link)
+//	xid_foreign    BUS CODE               an Xid of a GPU that is not this machine's (a pod reading its
+//	                                      host's kernel log)
+//	kernel_log_unreadable (any content)   dmesg and journalctl cannot read the kernel log (no privileges)
+//	smi_hang       (any content)          every nvidia-smi call hangs (a GPU that no longer answers)
+//
+// The stand-ins replay real recorded output (standins/recordings, each file's source in its
+// PROVENANCE.md); the faults are minimal edits of those recordings.
 //
 // One fault is of the machine, not its GPUs: while <dir>/faults/sshd_down exists (any content), Ensure
 // stops the machine's sshd and does not start it again, so the machine cannot be reached over SSH, as
@@ -71,6 +81,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -119,6 +130,16 @@ const (
 	FaultNVLinkDown   = "nvlink_down"
 	FaultFabric       = "fabric"
 	FaultExporterDead = "exporter_dead"
+	// FaultRecoveryAction sets NVML's recovery action of a GPU ("INDEX ACTION").
+	FaultRecoveryAction = "recovery_action"
+	// FaultPCIeWidth downgrades a GPU's PCIe link ("INDEX WIDTH").
+	FaultPCIeWidth = "pcie_width"
+	// FaultXidForeign logs an Xid of another machine's GPU ("BUS CODE").
+	FaultXidForeign = "xid_foreign"
+	// FaultKernelLogUnreadable makes the kernel log unreadable.
+	FaultKernelLogUnreadable = "kernel_log_unreadable"
+	// FaultSMIHang makes every nvidia-smi call hang.
+	FaultSMIHang = "smi_hang"
 	// FaultSSHDown keeps the machine's sshd stopped: the machine is unreachable.
 	FaultSSHDown = "sshd_down"
 )
@@ -491,6 +512,13 @@ func writeMachineFiles(dir string, spec Spec) error {
 		return err
 	}
 	for _, e := range entries {
+		if e.IsDir() {
+			// recordings/: the real GPU output the stand-ins replay, next to them in bin/.
+			if err := copyEmbeddedDir("standins/"+e.Name(), filepath.Join(dir, "bin", e.Name())); err != nil {
+				return err
+			}
+			continue
+		}
 		b, err := standins.ReadFile("standins/" + e.Name())
 		if err != nil {
 			return err
@@ -554,7 +582,25 @@ func writeMachineFiles(dir string, spec Spec) error {
 		return err
 	}
 	nvsDir := filepath.Join(root, "proc", "driver", "nvidia-nvswitch", "devices")
-	if nvswitch {
+	// NVLink 5 boards (B200, B300): the NVSwitches are InfiniBand devices whose VPD names them SW_MNG (as
+	// NVIDIA's driver container detects them), not /proc/driver/nvidia-nvswitch devices.
+	nvlink5 := nvswitch && regexp.MustCompile(`B200|B300`).MatchString(strings.ToUpper(spec.GPUModel))
+	ibDir := filepath.Join(root, "sys", "class", "infiniband")
+	if err := os.RemoveAll(ibDir); err != nil {
+		return err
+	}
+	if nvlink5 {
+		for i := 0; i < 2; i++ {
+			d := filepath.Join(ibDir, fmt.Sprintf("mlx5_%d", i), "device")
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(d, "vpd"), []byte("PN SW_MNG hydra sandbox NVLink 5 switch tray\n"), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if nvswitch && !nvlink5 {
 		if err := os.MkdirAll(nvsDir, 0o755); err != nil {
 			return err
 		}
@@ -579,6 +625,30 @@ func writeMachineFiles(dir string, spec Spec) error {
 		keys.WriteString(k + "\n")
 	}
 	return atomicfile.Write(filepath.Join(dir, authKeysFile), keys.Bytes(), 0o600)
+}
+
+// copyEmbeddedDir copies the embedded directory src (one level of files) to dst.
+func copyEmbeddedDir(src, dst string) error {
+	entries, err := standins.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := standins.ReadFile(src + "/" + e.Name())
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cudaVersion is the newest CUDA version a driver supports, as nvidia-smi reports it.
@@ -643,8 +713,9 @@ func machinePackages(driver, model string, nvswitch bool) map[string]string {
 		"nvidia-kernel-source-" + branch + "-open": deb,
 	}
 	if nvswitch {
+		// NVIDIA's repository names Fabric Manager and its libraries without the branch from 580 on.
 		suffix := "-" + branch
-		if n, _ := strconv.Atoi(branch); n >= 590 {
+		if n, _ := strconv.Atoi(branch); n >= 580 {
 			suffix = ""
 		}
 		pkgs["nvidia-fabricmanager"+suffix] = deb
@@ -652,6 +723,7 @@ func machinePackages(driver, model string, nvswitch bool) map[string]string {
 		if strings.Contains(strings.ToUpper(model), "B200") {
 			pkgs["libnvsdm"+suffix] = deb
 			pkgs["nvlsm"] = "2025.06.0-1"
+			pkgs["infiniband-diags"] = "44.0-2"
 		}
 	}
 	return pkgs

@@ -208,9 +208,9 @@ func TestMachine(t *testing.T) {
 			{"nvidia-smi -L; echo rc=$?", "GPU 0: NVIDIA H100 80GB HBM3"},
 			{"nvidia-smi -L", "Unable to determine the device handle for GPU00000000:28:00.0: GPU is lost"},
 			{"nvidia-smi --query-gpu=index,ecc.errors.uncorrected.aggregate.total,fabric.state --format=csv,noheader", "0, 4, In Progress"},
-			{"nvidia-smi --query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure --format=csv,noheader", "00000000:18:00.0, 1, 0"},
+			{"nvidia-smi --query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure --format=csv,noheader", "00000000:18:00.0, Yes, No"}, // as the recorded drivers print it
 			{"nvidia-smi nvlink -s | sed -n 5p", "Link 3: <inactive>"},
-			{"dmesg", "NVRM: Xid (PCI:0000:18:00): 48, pid=1234"},
+			{"dmesg", "NVRM: Xid (PCI:0000:18:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error"},
 			{"journalctl -k -b", "NVRM: Xid (PCI:0000:28:00): 79,"},
 			{"dcgmi diag -r 2; echo rc=$?", "GPU 1: GPU is lost"},
 		}

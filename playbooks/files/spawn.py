@@ -28,7 +28,7 @@ if running():
     print("running")
     sys.exit(0)
 for d in (os.path.dirname(pidfile), os.path.dirname(logfile)):
-    os.makedirs(d, mode=0o755, exist_ok=True)
+    os.makedirs(d, mode=0o750, exist_ok=True)
 r, w = os.pipe()
 if os.fork() == 0:
     os.close(r)
@@ -38,7 +38,7 @@ if os.fork() == 0:
     with open(pidfile + ".tmp", "w") as f:
         f.write("%d\n" % os.getpid())
     os.replace(pidfile + ".tmp", pidfile)
-    fd = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(fd, 1)

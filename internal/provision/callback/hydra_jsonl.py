@@ -75,9 +75,14 @@ class CallbackModule(CallbackBase):
         if isinstance(items, list):
             for item in items:
                 if isinstance(item, dict) and (item.get('failed') or item.get('unreachable')):
+                    # The failed item's own words: its message, and what its command printed.
                     out['item_msg'] = _cut(item.get('msg') or item.get('stderr') or '')
-                    if 'item' in item:
-                        out['item'] = _cut(str(item['item']))
+                    for k in ('stderr', 'module_stderr', 'rc'):
+                        if item.get(k) not in (None, '', []):
+                            out['item_' + k] = _cut(item[k])
+                    label = item.get('_ansible_item_label', item.get('item'))
+                    if label is not None:
+                        out['item'] = _cut(str(label))
                     break
         return out
 

@@ -3,6 +3,7 @@
 # see the package documentation of internal/sshhost for their names and formats).
 import json
 import os
+import re
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 DIR = os.path.dirname(HERE)
@@ -12,6 +13,14 @@ FAULTS = os.path.join(DIR, "faults")
 def config():
     with open(os.path.join(DIR, "gpus.json")) as f:
         return json.load(f)
+
+
+def recordings_dir():
+    """Where the recordings of real GPUs are: next to the stand-ins (bin/recordings) or beside them."""
+    for d in (os.path.join(HERE, "recordings"), os.path.join(DIR, "recordings")):
+        if os.path.isdir(d):
+            return d
+    return os.path.join(HERE, "recordings")
 
 
 def root():
@@ -70,36 +79,76 @@ def loaded_module_version(cfg):
         return cfg["driver_version"]
 
 
-XID_TEXT = {
-    "13": "Graphics Engine Exception",
+# Xid codes without a public recorded line of their own: the catalog's description (NVIDIA's Xid
+# catalog, "Analyzing Xid Errors with the Xid Catalog"), written into the format of a recorded line
+# (recordings/PROVENANCE.md, "kernel log").
+XID_CATALOG_TEXT = {
     "31": "MMU Fault",
+    "46": "GPU stopped processing",
     "48": "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer",
-    "63": "Row Remapper: New row marked for remapping, reset gpu to activate.",
     "64": "Row Remapper: Failed to record a remapped row",
     "74": "NVLink: fatal error detected on link 3",
-    "79": "GPU has fallen off the bus.",
+    "92": "High single-bit ECC error rate",
     "94": "Contained: SM (0x1). RST: No, D-RST: No",
     "95": "Uncontained: FBHUB. RST: Yes, D-RST: No",
+    "119": "Timeout after 6s of waiting for RPC response from GPU0 GSP!",
+    "120": "GSP task exception",
+    "140": "An unrecovered ECC error has been detected",
+    "154": "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
 }
+# The driver's module-load line (recorded, NVIDIA/NVSentinel issue 155), its version made the machine's.
+MODULE_LOAD = "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  %s  Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025"
+
+
+def recorded_xids():
+    """{code: the recorded line} from recordings/kernel-xid.log."""
+    out = {}
+    try:
+        with open(os.path.join(recordings_dir(), "kernel-xid.log")) as f:
+            for line in f:
+                if line.startswith("#") or "\t" not in line:
+                    continue
+                code, _, text = line.rstrip("\n").split("\t", 2)
+                out.setdefault(code, text)
+    except OSError:
+        pass
+    return out
+
+
+def xid_line(code, pci):
+    """The kernel log line of Xid code on the GPU at pci (0000:38:00): a recorded line of that code with
+    its PCI address made this GPU's, or the catalog's text in the recorded format."""
+    rec = recorded_xids().get(code)
+    if rec:
+        return re.sub(r"\(PCI:[0-9A-Fa-f:]+\)", "(PCI:%s)" % pci, rec, count=1)
+    return "NVRM: Xid (PCI:%s): %s, pid='<unknown>', name=<unknown>, %s" % (pci, code, XID_CATALOG_TEXT.get(code, "Xid event"))
 
 
 def kernel_log():
-    """The simulated kernel log: a boot line, then an Xid for every injected Xid and lost GPU."""
+    """The simulated kernel log of this boot: the driver loading, then the Xid of every injected Xid
+    fault and lost GPU. Lines of other GPUs (xid_foreign: "BUS CODE", a bus id that is not this
+    machine's, as a pod sees its host's other tenants) are there too."""
     cfg = config()
-    lines = ["[    0.000000] Linux version 6.8.0-hydra-sandbox (hydra sandbox stand-in)",
-             "[    4.210000] nvidia: loading out-of-tree module taints kernel.",
-             "[    4.380000] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  %s" % loaded_module_version(cfg)]
-    events = [(w[0], w[1] if len(w) > 1 else "79") for w in fault_lines("xid")]
-    events += [(str(i), "79") for i in sorted(lost_gpus())]
-    t = 120.0
-    for idx, code in events:
+    lines = ["[    4.380000] " + MODULE_LOAD % loaded_module_version(cfg)]
+    events = []
+    for w in fault_lines("xid"):
         try:
-            bus = cfg["gpus"][int(idx)]["bus_id"]
+            bus = cfg["gpus"][int(w[0])]["bus_id"]
         except (ValueError, IndexError):
             continue
+        events.append((bus, w[1] if len(w) > 1 else "79"))
+    events += [(cfg["gpus"][i]["bus_id"], "79") for i in sorted(lost_gpus()) if i < len(cfg["gpus"])]
+    events += [(w[0], w[1]) for w in fault_lines("xid_foreign") if len(w) > 1]
+    t = 120.0
+    for bus, code in events:
         parts = bus.split(":")  # 00000000:38:00.0 -> 0000:38:00, as the kernel log has it
         pci = "%s:%s:%s" % (parts[0][-4:], parts[1], parts[2].split(".")[0]) if len(parts) == 3 else bus
         t += 7.5
-        lines.append("[%12.6f] NVRM: Xid (PCI:%s): %s, pid=1234, name=python3, %s" % (
-            t, pci, code, XID_TEXT.get(code, "Xid event")))
+        lines.append("[%12.6f] %s" % (t, xid_line(code, pci.lower())))
     return lines
+
+
+def kernel_log_unreadable():
+    """True while the fault kernel_log_unreadable exists: the kernel log cannot be read (dmesg_restrict,
+    a user outside the journal's groups)."""
+    return os.path.exists(os.path.join(FAULTS, "kernel_log_unreadable"))

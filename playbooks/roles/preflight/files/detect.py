@@ -25,9 +25,13 @@ sandbox = os.environ.get("HYDRA_SANDBOX") == "1"
 UNIT_PATTERN = re.compile(r"^(nvidia-|dcgm|docker|containerd|prometheus-node-exporter|hydra-|apt-daily|"
                           r"unattended-upgrades|nvlsm|nftables)")
 # The Debian packages hydra looks for.
-PACKAGES = ["nvidia-*", "libnvidia-*", "libnvsdm*", "nvlsm", "datacenter-gpu-manager*", "prometheus-node-exporter",
-            "cuda-keyring", "dkms", "linux-headers-*", "linux-modules-nvidia-*", "docker.io", "docker-ce", "nftables",
+PACKAGES = ["nvidia-*", "libnvidia-*", "libnvsdm*", "nvlsm", "infiniband-diags", "datacenter-gpu-manager*",
+            "prometheus-node-exporter", "cuda-keyring", "cuda-drivers*", "dkms", "linux-headers-*", "linux-image-*",
+            "linux-modules-*", "linux-generic*", "linux-virtual*", "linux-aws", "linux-azure", "linux-gcp", "linux-oracle",
+            "linux-kvm", "docker.io", "docker-ce", "containerd.io", "containerd", "moby-engine", "nftables",
             "unattended-upgrades"]
+# Where a NVIDIA CUDA repository may be listed (a conflicting Signed-By breaks apt update).
+CUDA_REPO = "developer.download.nvidia.com/compute/cuda/repos"
 
 
 def run(argv, timeout=60):
@@ -152,16 +156,59 @@ def secure_boot():
 
 
 def private_ipv4():
-    """The first private (RFC 1918 or CGNAT) IPv4 address of the machine, "" when it has none."""
+    """The first private (RFC 1918) IPv4 address of the machine, "" when it has none. Carrier-grade NAT
+    addresses (100.64.0.0/10) are shared with other customers of the provider: not private."""
     rc, so, _ = run(["hostname", "-I"], 10)
     for word in so.split():
         try:
             a = ipaddress.ip_address(word)
         except ValueError:
             continue
-        if a.version == 4 and (a.is_private or a in ipaddress.ip_network("100.64.0.0/10")) and not a.is_loopback:
+        if a.version == 4 and any(a in ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")):
             return str(a)
     return ""
+
+
+def nvlink5():
+    """NVLink 5 switches (B200, B300 boards) are InfiniBand devices whose VPD holds SW_MNG (NVIDIA's
+    driver container: _assert_nvlink5_system)."""
+    d = prefix + "/sys/class/infiniband"
+    try:
+        devices = os.listdir(d)
+    except OSError:
+        return False
+    for dev in devices:
+        try:
+            with open(os.path.join(d, dev, "device", "vpd"), "rb") as f:
+                if b"SW_MNG" in f.read():
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def cuda_sources():
+    """Every APT source entry of NVIDIA's CUDA repository: [{path, signed_by}] (signed_by "" when none)."""
+    out = []
+    files = [prefix + "/etc/apt/sources.list"]
+    d = prefix + "/etc/apt/sources.list.d"
+    try:
+        files += sorted(os.path.join(d, n) for n in os.listdir(d) if n.endswith((".list", ".sources")))
+    except OSError:
+        pass
+    for path in files:
+        text = read(path[len(prefix):] if prefix else path)
+        if CUDA_REPO not in text:
+            continue
+        if path.endswith(".sources"):
+            m = re.search(r"^Signed-By:\s*(\S+)", text, re.M | re.I)
+            out.append({"path": path, "signed_by": m.group(1) if m else ""})
+            continue
+        for line in text.splitlines():
+            if line.strip().startswith("deb") and CUDA_REPO in line:
+                m = re.search(r"signed-by=([^\s\]]+)", line)
+                out.append({"path": path, "signed_by": m.group(1) if m else ""})
+    return out
 
 
 pw = pwd.getpwuid(os.getuid())
@@ -185,6 +232,13 @@ out = {
     "dpkg": os.path.exists(prefix + "/var/lib/dpkg/lock-frontend"),
     "apt": os.path.isdir(prefix + "/etc/apt/apt.conf.d"),
     "nvswitch_count": 0,
+    "nvlink5": nvlink5(),
+    # A driver installed by a run that was interrupted before its reboot (roles/nvidia_driver).
+    # (it names the boot it was written in: a machine rebooted since then has nothing pending).
+    "boot_id": read("/proc/sys/kernel/random/boot_id").strip(),
+    "reboot_pending": bool(read("/var/lib/hydra/reboot-pending").strip()) and
+    read("/var/lib/hydra/reboot-pending").split()[0] == read("/proc/sys/kernel/random/boot_id").strip(),
+    "cuda_sources": cuda_sources(),
     "execlet_present": os.path.exists(prefix + execlet_bin),
     "secure_boot": secure_boot(),
     "private_ipv4": private_ipv4(),
@@ -223,6 +277,8 @@ out["tools"] = {t: shutil.which(t) is not None for t in (
     "dcgm-exporter", "prometheus-node-exporter")}
 out["binaries"] = {t: shutil.which(t) or "" for t in ("dcgm-exporter", "prometheus-node-exporter", "nvidia-persistenced", "nft")}
 
+# Docker's socket usually needs root: the execlet role asks Docker again with privileges. What is
+# installed decides whether Docker must be installed at all (docker-ce with containerd.io is kept).
 rc, so, _ = run(["docker", "info", "--format", "{" + "{json .Runtimes}" + "}"], 60) if out["tools"]["docker"] else (127, "", "")
 out["docker"] = {"ok": rc == 0, "nvidia_runtime": rc == 0 and '"nvidia"' in so}
 
@@ -230,6 +286,8 @@ out["units"] = systemd_units() if out["systemd"] else {}
 # Kept for playbooks of your own that read it: the state of the units hydra knows by name.
 out["services"] = {u[:-len(".service")]: v for u, v in out["units"].items() if u.endswith(".service")}
 out["packages"] = packages()
+out["docker"]["installed"] = out["tools"]["docker"] or any(
+    p in out["packages"] for p in ("docker-ce", "docker.io", "moby-engine"))
 
 ports = {
     "node_exporter": int(os.environ.get("HYDRA_NODE_EXPORTER_PORT") or 9100),

@@ -1,0 +1,407 @@
+//go:build linux
+
+package provision
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/realos"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+)
+
+// The real-OS tests run hydra's playbooks, through this package's Runner (the real ansible-playbook,
+// the host key pinned), against a real Debian 12 system container (internal/realos): real apt against
+// Debian's mirror, real systemd units, real Debian packages. Only the GPU layer is simulated; each test
+// logs realos.Substitutions, the steps a container cannot do and what stands in for them.
+//
+// They need root, systemd-nspawn and debootstrap. Where those cannot exist they skip, saying so,
+// unless HYDRA_REALOS_REQUIRED=1 (make test and CI set it), where a missing tool fails them.
+
+// realOSTimeNeeded is what one real-OS case may need (a cold image build, the wait for another
+// machine, two runs).
+const realOSTimeNeeded = 15 * time.Minute
+
+// realOSFixture is a booted real-OS machine and a Runner logging in to it.
+type realOSFixture struct {
+	m      *realos.Machine
+	runner *Runner
+}
+
+func newRealOS(t *testing.T, systemd bool, gpu sshhost.Spec) realOSFixture {
+	t.Helper()
+	return newRealOSWith(t, realos.Options{Systemd: systemd, GPU: gpu})
+}
+
+func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
+	t.Helper()
+	if err := realos.Available(); err != nil {
+		if os.Getenv("HYDRA_REALOS_REQUIRED") == "1" {
+			t.Fatalf("the real-OS test cannot run here, and HYDRA_REALOS_REQUIRED=1: %v", err)
+		}
+		t.Skipf("no real-OS machine here: %v", err)
+	}
+	requireTools(t)
+	// A real-OS case takes minutes, and machines run one at a time on a host: under go test's default
+	// 10-minute timeout a whole-package run could not finish. Where they are not required, cases skip
+	// when less than realOSTimeNeeded is left (make test and CI require them, with a 40-minute timeout).
+	if dl, ok := t.Deadline(); ok && time.Until(dl) < realOSTimeNeeded && os.Getenv("HYDRA_REALOS_REQUIRED") != "1" {
+		t.Skipf("less than %s left before go test's -timeout: run the real-OS tests with -timeout 40m (make realos) or HYDRA_REALOS_REQUIRED=1", realOSTimeNeeded)
+	}
+	ctx := context.Background()
+	started := time.Now()
+	img, err := realos.EnsureImage(ctx, t.Logf)
+	if err != nil {
+		t.Fatalf("real-OS image: %v", err)
+	}
+	t.Logf("real-OS image %s ready in %s (%s)", img.Key[:12], time.Since(started).Round(time.Millisecond), img.Root)
+	t.Cleanup(func() {
+		t.Logf("%s: %s from the image's check to the end of its cleanup", t.Name(), time.Since(started).Round(time.Second))
+	})
+	for _, s := range realos.Substitutions {
+		t.Logf("substituted: %s -> %s (why: %s)", s.Step, s.Instead, s.Why)
+	}
+	key, pub := clientKey(t)
+	opts.AuthorizedKey, opts.Logf = pub, t.Logf
+	m, err := realos.Boot(ctx, img, key, opts)
+	if err != nil {
+		t.Fatalf("real-OS machine: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(m.BootLog); err == nil {
+				t.Logf("console of %s:\n%s", m.Name, tailString(string(b), 4000))
+			}
+		}
+		if err := m.Stop(); err != nil {
+			t.Errorf("stopping the real-OS machine: %v", err)
+		}
+	})
+	cfg := Config{PrivateKey: key, TempDir: shortTemp(t), SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond}
+	if os.Getenv("HYDRA_TEST_ANSIBLE_LOG") != "" {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Debug, Output: os.Stderr})
+	}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return realOSFixture{m: m, runner: r}
+}
+
+func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]any, rec *logRecorder) controlplane.ProvisionRequest {
+	name := "realos-" + kind
+	return controlplane.ProvisionRequest{
+		Instance: controlplane.Instance{
+			ID: "i-realos", Name: name, Cloud: "sandbox", GPUType: gpuType, GPUCount: count,
+			Status: controlplane.StatusRunning,
+			SSH:    &controlplane.SSHEndpoint{Host: "127.0.0.1", Port: f.m.Port, User: "root"},
+		},
+		Pool:     inventory.Pool{Name: name + "-pool", Cloud: "sandbox", Kind: kind},
+		GPUType:  gpuType,
+		GPUCount: count,
+		HostKey:  f.m.HostKey,
+		Vars:     vars,
+		Attempt:  1,
+		Log:      rec.log,
+	}
+}
+
+// provisionTwice provisions the machine to ready, then again, and checks the second run changed
+// nothing (every task's changed flag, from the JSON-lines callback's events).
+func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars map[string]any) Marker {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	for run := 1; run <= 2; run++ {
+		rec := &logRecorder{}
+		var changed []string
+		rec.hook = func(msg string, fields map[string]any) {
+			if msg == "task ok" && fields["changed"] == true {
+				changed = append(changed, fmt.Sprintf("%v: %v", fields["role"], fields["task"]))
+			}
+		}
+		started := time.Now()
+		stopWatch := func() []string { return nil }
+		if !f.m.PrivateNetwork {
+			stopWatch = watchExposure()
+		}
+		res, err := f.runner.Provision(ctx, f.request(kind, "h100", count, vars, rec))
+		if exposed := stopWatch(); len(exposed) > 0 {
+			t.Errorf("run %d: an exporter listened beyond loopback on the shared network during the run: %s", run, strings.Join(exposed, ", "))
+		}
+		t.Logf("run %d of %s on the real OS: %s, %d task(s) changed", run, inventory.DefaultPlaybook(kind), time.Since(started).Round(time.Second), len(changed))
+		if err != nil {
+			t.Fatalf("run %d: %v (failed task %q: %s)\nlog:\n%s", run, err, res.FailedTask, res.Message, rec)
+		}
+		if res.HostKey != f.m.HostKey {
+			t.Errorf("run %d used host key %q, pinned %q", run, res.HostKey, f.m.HostKey)
+		}
+		if run == 1 && len(changed) == 0 {
+			t.Errorf("the first run changed nothing on a fresh machine\nlog:\n%s", rec)
+		}
+		if run == 1 {
+			t.Logf("run 1 changed:\n  %s", strings.Join(changed, "\n  "))
+		}
+		if run == 2 && len(changed) > 0 {
+			sort.Strings(changed)
+			t.Errorf("the second run changed %d task(s), want none:\n  %s", len(changed), strings.Join(changed, "\n  "))
+		}
+	}
+	markerStarted := time.Now()
+	defer func() { t.Logf("marker read in %s", time.Since(markerStarted).Round(time.Millisecond)) }()
+	marker, _, err := f.runner.ReadMarker(ctx, controlplane.SSHEndpoint{Host: "127.0.0.1", Port: f.m.Port, User: "root"}, f.m.HostKey)
+	if err != nil {
+		t.Fatalf("the machine has no usable marker after reaching ready: %v", err)
+	}
+	if marker.Playbook != inventory.DefaultPlaybook(kind) || marker.Machine == nil || marker.Machine.Driver != realos.DriverVersion {
+		t.Fatalf("marker %+v (machine %+v): want playbook %s and driver %s", marker, marker.Machine, inventory.DefaultPlaybook(kind), realos.DriverVersion)
+	}
+	return marker
+}
+
+// run runs a command on the machine and fails the test when it fails.
+func (f realOSFixture) run(t *testing.T, command string) string {
+	t.Helper()
+	out, err := f.m.Run(context.Background(), command)
+	if err != nil {
+		t.Fatalf("%s on the real OS: %v: %s", command, err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// checkExporter checks an exporter answers on loopback only, with a metric only the real one (or,
+// for dcgm-exporter, the stand-in) has.
+func (f realOSFixture) checkExporter(t *testing.T, port int, metric string) {
+	t.Helper()
+	listen := f.run(t, fmt.Sprintf("ss -Hltn 'sport = :%d' | awk '{print $4}'", port))
+	if want := fmt.Sprintf("127.0.0.1:%d", port); listen != want {
+		t.Errorf("port %d: listening on %q, want only %s", port, listen, want)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		t.Fatalf("exporter on %d: %v", port, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), metric) {
+		t.Errorf("the exporter on %d answers HTTP %d without %s", port, resp.StatusCode, metric)
+	}
+}
+
+// checkDebianPackage checks a package is installed (dpkg says so) and returns its version.
+func (f realOSFixture) checkDebianPackage(t *testing.T, name string) string {
+	t.Helper()
+	st := f.run(t, "dpkg-query -W -f '${db:Status-Abbrev}${Version}' "+name)
+	if !strings.HasPrefix(st, "ii") {
+		t.Errorf("%s is not installed: %q", name, st)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(st, "ii"))
+}
+
+// watchExposure watches, until the returned function is called, for a listening TCP socket on an
+// exporter's port (9100, 9400) bound to any address but loopback, in the host's network namespace (which
+// the machine shares): an exporter reachable from outside, even for a moment. It samples the kernel's
+// socket tables every 10 ms, so it can miss a very short exposure but never reports a false one.
+func watchExposure() func() []string {
+	done := make(chan struct{})
+	found := map[string]bool{}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+				b, _ := os.ReadFile(file)
+				for _, line := range strings.Split(string(b), "\n")[1:] {
+					f := strings.Fields(line)
+					if len(f) < 4 || f[3] != "0A" {
+						continue
+					}
+					addr, port, _ := strings.Cut(f[1], ":")
+					if (port == "238C" || port == "24C8") && addr != "0100007F" && addr != "00000000000000000000000001000000" {
+						found[file+" "+f[1]] = true
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		<-finished
+		var out []string
+		for k := range found {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// gpuSpec is the simulated GPU layer of the real-OS machines: two H100s without NVSwitches (see
+// realos.Substitutions for why no NVSwitch).
+func gpuSpec() sshhost.Spec {
+	no := false
+	return sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 2, NVSwitch: &no}
+}
+
+// TestRealOS_BareVM: bare-vm.yml reaches ready on a real Debian 12 booted with systemd, installs
+// Debian's node_exporter with apt and runs it as a unit on loopback, DCGM and dcgm-exporter as units;
+// a second run changes nothing.
+func TestRealOS_BareVM(t *testing.T) {
+	f := newRealOS(t, true, gpuSpec())
+	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
+	t.Logf("prometheus-node-exporter %s installed by the playbooks with apt", f.checkDebianPackage(t, "prometheus-node-exporter"))
+	want := MarkerExporters{Address: "127.0.0.1", NodeExporter: "systemd", DCGMExporter: "systemd"}
+	if marker.Machine.Exporters != want || !marker.Machine.Systemd {
+		t.Errorf("marker's machine %+v: want systemd and exporters %+v", marker.Machine, want)
+	}
+	if st := f.run(t, "systemctl is-active prometheus-node-exporter.service nvidia-dcgm.service hydra-dcgm-exporter.service || true"); st != "active\nactive\nactive" {
+		t.Errorf("node_exporter, DCGM and dcgm-exporter units: %q, want all active", st)
+	}
+	f.checkExporter(t, 9100, "node_exporter_build_info")
+	f.checkExporter(t, 9400, "DCGM_FI_DEV_GPU_TEMP")
+	if st := f.run(t, "systemctl is-system-running || true"); st != "running" {
+		failed, _ := f.m.Run(context.Background(), "systemctl --failed --no-legend --no-pager")
+		t.Errorf("the machine is %q after provisioning, want running; failed units:\n%s", st, failed)
+	}
+}
+
+// TestRealOS_Execlet: execlet.yml reaches ready on the same real OS (the agent downloaded with
+// get_url and checked against its SHA-256, run as a unit); a second run changes nothing.
+func TestRealOS_Execlet(t *testing.T) {
+	f := newRealOS(t, true, gpuSpec())
+	agent, err := os.ReadFile(f.m.Root + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(agent)
+	vars := map[string]any{
+		"hydra_execlet_url":    "file://" + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet",
+		"hydra_execlet_sha256": hex.EncodeToString(sum[:]),
+	}
+	f.provisionTwice(t, inventory.KindExeclet, 2, vars)
+	checksStarted := time.Now()
+	defer func() { t.Logf("checks after the runs took %s", time.Since(checksStarted).Round(time.Millisecond)) }()
+	f.checkDebianPackage(t, "prometheus-node-exporter")
+	if st := f.run(t, "systemctl is-active hydra-execlet.service prometheus-node-exporter.service || true"); st != "active\nactive" {
+		t.Errorf("hydra-execlet and node_exporter units: %q, want both active", st)
+	}
+	f.checkExporter(t, 9100, "node_exporter_build_info")
+}
+
+// TestRealOS_Pod: the same tree run without systemd (sshd is the container's only service, as in a
+// pod whose image has Debian's node_exporter, installed here with apt before provisioning) reaches
+// ready with bare-vm.yml: the exporters the image has run as processes on loopback, DCGM's host
+// engine is started, nothing needs systemctl; a second run changes nothing.
+func TestRealOS_Pod(t *testing.T) {
+	f := newRealOS(t, false, gpuSpec())
+	if f.run(t, "test -d /run/systemd/system && echo systemd || echo none") != "none" {
+		t.Fatal("the pod runs systemd")
+	}
+	f.run(t, "apt-get -q update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null")
+	if out, _ := f.m.Run(context.Background(), "ss -Hltn 'sport = :9100'"); strings.TrimSpace(out) != "" {
+		t.Fatalf("node_exporter started on its own in the pod: %s", out)
+	}
+	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
+	want := MarkerExporters{Address: "127.0.0.1", NodeExporter: "process", DCGMExporter: "process"}
+	if marker.Machine.Exporters != want || marker.Machine.Systemd {
+		t.Errorf("marker's machine %+v: want no systemd and exporters %+v", marker.Machine, want)
+	}
+	f.checkExporter(t, 9100, "node_exporter_build_info")
+	f.checkExporter(t, 9400, "DCGM_FI_DEV_GPU_TEMP")
+	if out := f.run(t, "ps -eo args | grep -c '^/usr/bin/prometheus-node-exporter --web.listen-address=127.0.0.1:9100' || true"); out != "1" {
+		t.Errorf("Debian's node_exporter runs %s time(s) as a process, want once", out)
+	}
+}
+
+// TestRealOS_ExporterFirewall: exporters on the machine's private address with allowed sources get
+// hydra's nftables rules, loaded by their unit, in a network namespace of the machine's own (never the
+// host's): an allowed source reaches node_exporter, another is dropped, the host sees nothing. The
+// machine's image has Debian's node_exporter (installed with apt before boot: its network has no route
+// to the mirror), whose packaged unit starts it on every interface of that network, as such an image
+// does until hydra configures it; a second run changes nothing.
+func TestRealOS_ExporterFirewall(t *testing.T) {
+	f := newRealOSWith(t, realos.Options{Systemd: true, GPU: gpuSpec(), PrivateNetwork: true, Prepare: []string{
+		"apt-get -q update >/dev/null && apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null",
+	}})
+	// The machine's private interface, and a peer in a second namespace of the machine's own with an
+	// allowed source (10.89.0.3, in 10.89.0.0/30) and one that is not (10.89.0.9).
+	peer := f.run(t, `set -e
+ip link add hydra0 type veth peer name hydra1
+ip addr add 10.89.0.2/24 dev hydra0
+ip link set hydra0 up
+nohup unshare -n sleep infinity >/dev/null 2>&1 </dev/null &
+pid=$!
+until [ "$(readlink /proc/$pid/ns/net)" != "$(readlink /proc/self/ns/net)" ]; do sleep 0.05; done
+ip link set hydra1 netns $pid
+nsenter -t $pid -n sh -c 'ip addr add 10.89.0.3/24 dev hydra1 && ip addr add 10.89.0.9/24 dev hydra1 && ip link set hydra1 up && ip link set lo up'
+echo $pid`)
+	vars := map[string]any{"hydra_exporter_listen": "private", "hydra_exporter_allowed_sources": []string{"10.89.0.0/30"}}
+	marker := f.provisionTwice(t, inventory.KindVM, 2, vars)
+	if marker.Machine.Exporters.Address != "10.89.0.2" {
+		t.Errorf("exporters' address %q, want the private 10.89.0.2", marker.Machine.Exporters.Address)
+	}
+	rules := f.run(t, "nft list table inet hydra_exporters")
+	for _, want := range []string{"ip saddr 10.89.0.0/30 accept", "tcp dport { 9100, 9400 } drop"} {
+		if !strings.Contains(rules, want) {
+			t.Errorf("hydra's nftables table lacks %q:\n%s", want, rules)
+		}
+	}
+	if st := f.run(t, "systemctl is-active hydra-exporter-firewall.service prometheus-node-exporter.service || true"); st != "active\nactive" {
+		t.Errorf("the firewall and node_exporter units: %q, want both active", st)
+	}
+	if listen := f.run(t, "ss -Hltn 'sport = :9100' | awk '{print $4}'"); listen != "10.89.0.2:9100" {
+		t.Errorf("node_exporter listens on %q, want only 10.89.0.2:9100", listen)
+	}
+	probe := func(source string) string {
+		return f.run(t, "nsenter -t "+peer+` -n python3 -c 'import socket, sys
+s = socket.socket(); s.bind((sys.argv[1], 0)); s.settimeout(3)
+try:
+    s.connect(("10.89.0.2", 9100)); s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    print("open" if b"node_exporter_build_info" in s.makefile("rb").read() else "no metrics")
+except socket.timeout:
+    print("dropped")
+except OSError as e:
+    print("error %s" % e)' `+source)
+	}
+	if got := probe("10.89.0.3"); got != "open" {
+		t.Errorf("an allowed source (10.89.0.3) reaching node_exporter: %s, want open", got)
+	}
+	if got := probe("10.89.0.9"); got != "dropped" {
+		t.Errorf("a source not allowed (10.89.0.9) reaching node_exporter: %s, want dropped", got)
+	}
+	// The host's network saw none of it.
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:9100", time.Second); err == nil {
+		_ = c.Close()
+		t.Error("something listens on the host's 127.0.0.1:9100: the machine's network was not its own")
+	}
+	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err == nil && strings.Contains(string(out), "hydra_exporters") {
+		t.Errorf("the host's nftables has hydra's table:\n%s", out)
+	}
+}

@@ -1,0 +1,495 @@
+package realos
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+)
+
+// Options describe a machine.
+type Options struct {
+	// Systemd boots the image's systemd as PID 1 (a VM-like machine); without it the container runs
+	// only sshd, as a pod does.
+	Systemd bool
+	// AuthorizedKey is the authorized_keys line root logs in with.
+	AuthorizedKey string
+	// GPU describes the simulated GPUs (sshhost.Spec: model, count; AuthorizedKeys and User are not
+	// used). Container is set from Systemd.
+	GPU sshhost.Spec
+	// PrivateNetwork gives the container a network namespace of its own (systemd-nspawn
+	// --private-network: only its loopback, no route out), for tests that load firewall rules: those
+	// then never touch the host's. Its sshd is reached through a forwarder on a loopback port of the
+	// host (Port). apt cannot reach the mirror from there: install what the machine needs with Prepare.
+	PrivateNetwork bool
+	// Prepare are shell commands run in the machine's copy of the image before it boots, on the host's
+	// network, without booting it (systemd-nspawn running /bin/sh): installing Debian packages the
+	// machine's image should have, say.
+	Prepare []string
+	// Logf receives progress lines (default: none).
+	Logf func(format string, args ...any)
+}
+
+// Machine is a running system container.
+type Machine struct {
+	// Name is the container's machine name (and host name).
+	Name string
+	// Root is the copy of the image the container runs on (its "/" seen from the host).
+	Root string
+	// Port is the loopback port its sshd listens on; HostKey its ed25519 host key (authorized_keys
+	// form), to pin.
+	Port    int
+	HostKey string
+	Systemd bool
+	// PrivateNetwork says the container has a network namespace of its own (Options.PrivateNetwork).
+	PrivateNetwork bool
+	// BootLog is the file the container's console output goes to.
+	BootLog string
+
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	unlock func()
+	signer ssh.Signer
+	logf   func(string, ...any)
+
+	fwd      net.Listener
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// pidsFile, in a run directory, records systemd-nspawn's pid so a later Boot can end a container
+// whose test was killed.
+const pidsFile = "nspawn.pid"
+
+// Boot starts a machine on a fresh copy of img and waits until it is ready for Ansible. key is the
+// private key (PEM) matching opts.AuthorizedKey, used only by Run. Only one machine runs at a time on
+// a host (see the package documentation); Boot waits for the previous one's Stop.
+func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	signer, err := ssh.ParsePrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("realos: client key: %w", err)
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return nil, err
+	}
+	runs := filepath.Join(cache, "runs")
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := filelock.Lock(filepath.Join(cache, "machine.lock"), 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("realos: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unlock()
+		}
+	}()
+	// Holding the lock, no other machine runs: whatever is in runs/ was left by a killed test.
+	sweep(runs, logf)
+	for _, port := range []int{9100, 9400} {
+		if !portFree(port) {
+			return nil, fmt.Errorf("realos: port %d (an exporter's default) is in use on this host: the container shares the host's network, so its exporters need it free", port)
+		}
+	}
+
+	m := &Machine{Systemd: opts.Systemd, PrivateNetwork: opts.PrivateNetwork, exited: make(chan struct{}), unlock: unlock, signer: signer, logf: logf}
+	m.dir, err = os.MkdirTemp(runs, "m-")
+	if err != nil {
+		return nil, err
+	}
+	m.Name = "hydra-realos-" + strings.TrimPrefix(filepath.Base(m.dir), "m-")
+	m.Root = filepath.Join(m.dir, "rootfs")
+	m.BootLog = filepath.Join(m.dir, "console.log")
+	started := time.Now()
+	how, err := layer(ctx, img.Root, m.dir)
+	if err != nil {
+		_ = removeRun(m.dir)
+		return nil, err
+	}
+	logf("real-OS machine %s: image %s %s in %s", m.Name, img.Key[:12], how, time.Since(started).Round(time.Millisecond))
+	if m.Port, err = freePort(); err != nil {
+		_ = removeRun(m.dir)
+		return nil, err
+	}
+	if err := m.configure(opts); err != nil {
+		_ = removeRun(m.dir)
+		return nil, err
+	}
+	for _, c := range opts.Prepare {
+		cmd := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-users=no",
+			"--resolv-conf=copy-host", "--directory="+m.Root, "/bin/sh", "-c", c)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			_ = removeRun(m.dir)
+			return nil, fmt.Errorf("realos: preparing the machine (%s): %v: %s", c, err, tail(out, 2000))
+		}
+		logf("real-OS machine %s prepared: %s", m.Name, c)
+	}
+	if err := m.start(); err != nil {
+		_ = removeRun(m.dir)
+		return nil, err
+	}
+	ok = true
+	if m.PrivateNetwork {
+		if err := m.forward(); err != nil {
+			_ = m.Stop()
+			return nil, err
+		}
+	}
+	if err := m.waitReady(ctx); err != nil {
+		console, _ := os.ReadFile(m.BootLog)
+		_ = m.Stop()
+		return nil, fmt.Errorf("%w\nconsole:\n%s", err, tail(console, 3000))
+	}
+	logf("real-OS machine %s ready (%s, sshd on 127.0.0.1:%d) %s after Boot", m.Name,
+		map[bool]string{true: "systemd as PID 1", false: "no systemd: a pod"}[m.Systemd], m.Port, time.Since(started).Round(time.Millisecond))
+	return m, nil
+}
+
+// configure writes what this run needs into the copy: sshd's port and root's key, the host name, and
+// the simulated GPU layer.
+func (m *Machine) configure(opts Options) error {
+	r := m.Root
+	files := map[string]string{
+		"/etc/ssh/sshd_config.d/hydra-realos.conf": fmt.Sprintf("# hydra real-OS test: sshd on a loopback port of the host's network (or of its own).\n"+
+			"Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n", m.innerPort()),
+		"/root/.ssh/authorized_keys": strings.TrimSpace(opts.AuthorizedKey) + "\n",
+		"/etc/hostname":              m.Name + "\n",
+	}
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Join(r, filepath.Dir(p)), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(r, p), []byte(c), 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(filepath.Join(r, "etc/ssh/sshd_config.d/hydra-realos.conf"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Chmod(filepath.Join(r, "etc/hostname"), 0o644); err != nil {
+		return err
+	}
+	pub, err := os.ReadFile(filepath.Join(r, "etc/ssh/ssh_host_ed25519_key.pub"))
+	if err != nil {
+		return fmt.Errorf("realos: the image has no ed25519 host key: %w", err)
+	}
+	k, _, _, _, err := ssh.ParseAuthorizedKey(pub)
+	if err != nil {
+		return fmt.Errorf("realos: host key: %w", err)
+	}
+	m.HostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))
+	gpu := opts.GPU
+	gpu.Container = !opts.Systemd
+	gpu.AuthorizedKeys, gpu.User = nil, ""
+	if gpu.DriverVersion == "" {
+		gpu.DriverVersion = DriverVersion
+	}
+	return sshhost.WriteGPULayer(filepath.Join(r, GPULayerDir), gpu)
+}
+
+// start runs systemd-nspawn in its own process group, its console to BootLog.
+func (m *Machine) start() error {
+	args := []string{"--quiet", "--register=no", "--keep-unit", "--private-users=no", "--resolv-conf=copy-host",
+		"--console=read-only", "--machine=" + m.Name, "--directory=" + m.Root}
+	if m.PrivateNetwork {
+		args = append(args, "--private-network")
+	}
+	if m.Systemd {
+		args = append(args, "--boot")
+	} else {
+		// A pod: no init system, sshd run by nspawn's minimal PID 1 stub (which reaps orphans).
+		args = append(args, "--as-pid2", "/bin/sh", "-c", "mkdir -p /run/sshd && exec /usr/sbin/sshd -D -e")
+	}
+	logFile, err := os.OpenFile(m.BootLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logFile.Close() }() // the child has its own descriptor
+	m.cmd = exec.Command("systemd-nspawn", args...)
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	m.cmd.SysProcAttr = nspawnProcAttr()
+	if err := m.cmd.Start(); err != nil {
+		return fmt.Errorf("realos: start systemd-nspawn: %w", err)
+	}
+	_ = os.WriteFile(filepath.Join(m.dir, pidsFile), []byte(strconv.Itoa(m.cmd.Process.Pid)+"\n"), 0o644)
+	go func() {
+		_ = m.cmd.Wait()
+		close(m.exited)
+	}()
+	return nil
+}
+
+// waitReady waits for sshd's banner on the port (or the container's exit), then, with systemd, for
+// the boot to finish (systemctl is-system-running --wait).
+func (m *Machine) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !banner(m.Port) {
+		select {
+		case <-m.exited:
+			return fmt.Errorf("realos: the container %s exited before its sshd answered", m.Name)
+		case <-ctx.Done():
+			return fmt.Errorf("realos: the container %s's sshd did not answer on port %d: %w", m.Name, m.Port, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	if !m.Systemd {
+		return nil
+	}
+	out, err := m.Run(ctx, "systemctl is-system-running --wait")
+	if state := strings.TrimSpace(out); state != "running" {
+		failed, _ := m.Run(ctx, "systemctl --failed --no-legend --no-pager")
+		return fmt.Errorf("realos: the container %s booted %q (%v), failed units: %s", m.Name, state, err, strings.TrimSpace(failed))
+	}
+	return nil
+}
+
+// Run runs a shell command on the machine as root over SSH (the host key pinned) and returns its
+// combined output.
+func (m *Machine) Run(ctx context.Context, command string) (string, error) {
+	hk, _, _, _, err := ssh.ParseAuthorizedKey([]byte(m.HostKey))
+	if err != nil {
+		return "", err
+	}
+	cfg := &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(m.signer)},
+		HostKeyCallback: ssh.FixedHostKey(hk), HostKeyAlgorithms: []string{hk.Type()}, Timeout: 10 * time.Second}
+	c, err := ssh.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(m.Port)), cfg)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = c.Close() }()
+	s, err := c.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = s.Close() }()
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := s.CombinedOutput(command)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return string(r.out), r.err
+	case <-ctx.Done():
+		_ = c.Close()
+		return "", ctx.Err()
+	}
+}
+
+// Stop powers the machine off (an orderly shutdown, at most 30 s), kills whatever is left of it,
+// removes its run directory and lets the next machine boot. It is safe to call more than once.
+func (m *Machine) Stop() error {
+	m.stopOnce.Do(func() {
+		defer m.unlock()
+		started := time.Now()
+		if m.fwd != nil {
+			_ = m.fwd.Close()
+		}
+		if m.cmd != nil && m.cmd.Process != nil {
+			init := containerInit(m.cmd.Process.Pid)
+			_ = osproc.SignalProcess(m.cmd.Process.Pid, osproc.Terminate)
+			select {
+			case <-m.exited:
+			case <-time.After(30 * time.Second):
+				m.logf("real-OS machine %s: no orderly shutdown within 30 s; killing it", m.Name)
+				_ = osproc.SignalGroup(m.cmd.Process.Pid, osproc.Kill)
+				<-m.exited
+			}
+			// The container's PID 1 ends its whole PID namespace; it is gone once nspawn is, unless
+			// nspawn was killed first.
+			if init > 0 && osproc.Alive(init) && inRoot(init, m.Root) {
+				_ = osproc.SignalProcess(init, osproc.Kill)
+			}
+		}
+		if left := processesIn(m.Root); len(left) > 0 {
+			m.stopErr = fmt.Errorf("realos: processes %v of %s outlived it", left, m.Name)
+			for _, pid := range left {
+				_ = osproc.SignalProcess(pid, osproc.Kill)
+			}
+		}
+		_ = os.RemoveAll(filepath.Join("/run/systemd/nspawn/propagate", m.Name))
+		if err := removeRun(m.dir); err != nil && m.stopErr == nil {
+			m.stopErr = fmt.Errorf("realos: removing %s: %w", m.dir, err)
+		}
+		m.logf("real-OS machine %s stopped and removed in %s", m.Name, time.Since(started).Round(time.Millisecond))
+	})
+	return m.stopErr
+}
+
+// sweep ends the containers of run directories a killed test left (the caller holds the machine lock,
+// so none of them is in use) and removes the directories.
+func sweep(runs string, logf func(string, ...any)) {
+	entries, _ := os.ReadDir(runs)
+	for _, e := range entries {
+		dir := filepath.Join(runs, e.Name())
+		root := filepath.Join(dir, "rootfs")
+		if b, err := os.ReadFile(filepath.Join(dir, pidsFile)); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && cmdlineHas(pid, root) {
+				_ = osproc.SignalGroup(pid, osproc.Kill)
+			}
+		}
+		for _, pid := range processesIn(root) {
+			_ = osproc.SignalProcess(pid, osproc.Kill)
+		}
+		_ = removeRun(dir)
+		logf("real-OS: removed %s, left by an earlier test", dir)
+	}
+}
+
+// containerInit is the pid of the container's PID 1 (systemd-nspawn's child), 0 when not found.
+func containerInit(nspawn int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", nspawn, nspawn))
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	pid, _ := strconv.Atoi(f[0])
+	return pid
+}
+
+// processesIn lists the processes whose root directory is root (the container's).
+func processesIn(root string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if inRoot(pid, root) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func inRoot(pid int, root string) bool {
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
+	return err == nil && (l == root || strings.HasPrefix(l, root+"/"))
+}
+
+func cmdlineHas(pid int, s string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && bytes.Contains(b, []byte(s))
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }() // only the number was wanted
+	a, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("realos: listener address is not TCP")
+	}
+	return a.Port, nil
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	_ = l.Close() // a probe
+	return true
+}
+
+func banner(port int) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = c.Close() }() // a probe
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 4)
+	n, _ := c.Read(buf)
+	return n == 4 && string(buf) == "SSH-"
+}
+
+// layer makes dir/rootfs the machine's root: an overlay (the image read-only below, dir/upper taking
+// every write) where the kernel has overlayfs, else a copy of the image. It says which.
+func layer(ctx context.Context, image, dir string) (string, error) {
+	root := filepath.Join(dir, "rootfs")
+	for _, d := range []string{"upper", "work", "rootfs"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return "", err
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", image, filepath.Join(dir, "upper"), filepath.Join(dir, "work"))
+	if !strings.ContainsAny(image+dir, ",:") {
+		if err := exec.CommandContext(ctx, "mount", "-t", "overlay", "overlay", "-o", opts, root).Run(); err == nil {
+			return "mounted as an overlay (writes go to the run directory)", nil
+		}
+	}
+	if err := os.Remove(root); err != nil {
+		return "", err
+	}
+	if out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", image, root).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("realos: copying the image: %v: %s", err, tail(out, 1000))
+	}
+	return "copied", nil
+}
+
+// removeRun unmounts a run directory's overlay (when mounted) and removes the directory.
+func removeRun(dir string) error {
+	root := filepath.Join(dir, "rootfs")
+	if mounted(root) {
+		if out, err := exec.Command("umount", root).CombinedOutput(); err != nil {
+			if out2, err2 := exec.Command("umount", "--lazy", root).CombinedOutput(); err2 != nil {
+				return fmt.Errorf("realos: unmounting %s: %v: %s %s", root, err, out, out2)
+			}
+		}
+	}
+	if mounted(root) {
+		return fmt.Errorf("realos: %s is still mounted", root)
+	}
+	return os.RemoveAll(dir)
+}
+
+// mounted reports whether path is a mount point (from /proc/self/mountinfo).
+func mounted(path string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
+			return true
+		}
+	}
+	return false
+}

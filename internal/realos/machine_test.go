@@ -1,0 +1,106 @@
+package realos
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+)
+
+func requireRealOS(t *testing.T) Image {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("HYDRA_REALOS_REQUIRED") == "1" {
+			t.Fatalf("the real-OS test cannot run here, and HYDRA_REALOS_REQUIRED=1: %v", err)
+		}
+		t.Skipf("no real-OS machine here: %v", err)
+	}
+	img, err := EnsureImage(context.Background(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func testKey(t *testing.T) ([]byte, string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "realos-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(block), strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+}
+
+// TestRealOS_MachineLifecycle: a machine boots with systemd as PID 1 (or, as a pod, without it),
+// answers over SSH with its pinned host key, runs the GPU stand-ins from the image's packages and the
+// real systemctl and dpkg-query, and leaves no process or file behind when stopped.
+func TestRealOS_MachineLifecycle(t *testing.T) {
+	img := requireRealOS(t)
+	for _, systemd := range []bool{true, false} {
+		name := map[bool]string{true: "systemd", false: "pod"}[systemd]
+		t.Run(name, func(t *testing.T) {
+			key, pub := testKey(t)
+			m, err := Boot(context.Background(), img, key, Options{Systemd: systemd, AuthorizedKey: pub, Logf: t.Logf,
+				GPU: sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = m.Stop() })
+			ctx := context.Background()
+			want := map[string]string{
+				"cat /proc/1/comm":                                  map[bool]string{true: "systemd", false: "(sd-stubinit)"}[systemd],
+				"systemd-detect-virt --container":                   "systemd-nspawn",
+				"nvidia-smi --query-gpu=name --format=csv,noheader": "NVIDIA L4",
+				"dpkg-query -W -f '${db:Status-Abbrev}' nvidia-utils-570 datacenter-gpu-manager-4-core": "ii ii",
+				"readlink -f $(command -v systemctl)":                                                   "/usr/bin/systemctl",
+			}
+			if systemd {
+				want["systemctl is-system-running"] = "running"
+			}
+			for cmd, w := range want {
+				out, err := m.Run(ctx, cmd)
+				if got := strings.Join(strings.Fields(out), " "); err != nil || got != w {
+					t.Errorf("%s: %q (%v), want %q", cmd, got, err, w)
+				}
+			}
+			if out, err := m.Run(ctx, "echo written > /etc/hydra-realos-test"); err != nil {
+				t.Fatalf("writing in the machine: %v: %s", err, out)
+			}
+			if _, err := os.Stat(img.Root + "/etc/hydra-realos-test"); !os.IsNotExist(err) {
+				t.Errorf("a file written in the machine reached the cached image (%v)", err)
+			}
+			init := containerInit(m.cmd.Process.Pid)
+			if err := m.Stop(); err != nil {
+				t.Error(err)
+			}
+			if init == 0 || osproc.Alive(init) {
+				t.Errorf("the container's PID 1 (%d) outlived Stop", init)
+			}
+			if left := processesIn(m.Root); len(left) > 0 {
+				t.Errorf("processes %v outlived Stop", left)
+			}
+			if mounted(m.Root) {
+				t.Errorf("%s is still mounted after Stop", m.Root)
+			}
+			if _, err := os.Stat(m.Root); !os.IsNotExist(err) {
+				t.Errorf("the run directory %s is still there: %v", m.Root, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,323 @@
+// Package realos boots a real Debian 12 system container for tests of hydra's playbooks: systemd as
+// PID 1 (or, for a pod, no systemd at all), real apt against Debian's mirror, real units, real Debian
+// packages, reachable over SSH on a loopback port. Only the GPU layer is simulated.
+//
+// # The root file system
+//
+// EnsureImage builds the root file system once with debootstrap (Debian's bookworm, variant minbase,
+// plus systemd, openssh-server, python3 and the few packages below) and keeps it outside the
+// repository, in CacheDir()/<key>, where key is the SHA-256 of every input (suite, mirror, package
+// list, the stand-in packages and this package's build version): later runs reuse it, a changed input
+// builds another. A file lock keeps concurrent builds (several test processes) from colliding.
+//
+// # A machine
+//
+// Boot mounts the cached tree as the lower layer of an overlay in a run directory of its own (a copy
+// where the kernel has no overlayfs), so every run starts from the same clean image and the cache is
+// never written, then starts it with
+// systemd-nspawn from Debian's systemd-container: `--boot` runs the image's systemd as PID 1; a pod
+// runs only its sshd (`--as-pid2 sshd -D`), as a container image without an init system does. The
+// container shares the host's network namespace (no --private-network): its sshd listens on a free
+// loopback port (written into the copy's sshd_config.d before boot), and nothing touches the host's
+// firewall or addresses. Options.PrivateNetwork gives a machine a network namespace of its own instead
+// (for firewall rules), its sshd reached through a forwarder on a loopback port of the host. Boot returns when sshd answers and, with systemd, when `systemctl
+// is-system-running --wait` says the boot finished: signals, not sleeps. Stop powers the container off
+// (SIGTERM to systemd-nspawn, which asks systemd for an orderly shutdown), kills whatever is left,
+// unmounts and removes the run directory; a run directory a killed test left behind is swept at the next Boot.
+//
+// Because the container shares the host's ports, the exporters the playbooks run (node_exporter on
+// 9100, dcgm-exporter on 9400, their defaults) would collide between two machines: one machine at a
+// time runs on a host (a lock in the cache directory, held from Boot to Stop).
+//
+// # What is substituted, and why
+//
+// Substitutions lists every step a container cannot do as a real GPU machine would, and what stands in
+// for it. In short: there is no GPU and no NVIDIA kernel module in a container, so the image ships
+// packages named as NVIDIA's repository names them whose commands are hydra's GPU stand-ins
+// (internal/sshhost, linked from /opt/hydra-gpu), as a cloud's GPU image ships the NVIDIA stack
+// preinstalled; NVIDIA's repositories are not reachable from here (only Debian's mirror is), so
+// nothing is installed from them; Docker's daemon cannot run in the container, so the docker client is
+// the stand-in and docker.service a unit that only stands for it. Everything else is real.
+package realos
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
+)
+
+// Suite is the Debian release the image is built from.
+const Suite = "bookworm"
+
+// DefaultMirror is the Debian mirror debootstrap and the container's apt use (HYDRA_REALOS_MIRROR
+// overrides it).
+const DefaultMirror = "http://deb.debian.org/debian"
+
+// buildVersion changes whenever the way the image is built changes (it is part of the cache key).
+const buildVersion = "1"
+
+// DriverVersion is the NVIDIA driver version the image's stand-in packages carry and nvidia-smi reports.
+const DriverVersion = "570.133.20"
+
+// Packages are the Debian packages debootstrap adds to the minimal base: systemd as init, sshd for
+// Ansible, python3 for its modules, and what the playbooks call on a machine of this kind (sudo for a
+// non-root login, iproute2's ss, procps, kmod's modinfo, nftables for the exporters' firewall).
+// prometheus-node-exporter is not among them: the playbooks install it with apt from Debian's mirror.
+var Packages = []string{
+	"systemd", "systemd-sysv", "dbus", "openssh-server", "python3", "sudo", "ca-certificates", "gnupg",
+	"apt-transport-https", "iproute2", "procps", "kmod", "nftables",
+}
+
+// Substitution is one step of provisioning a real GPU machine that the container cannot do, and what
+// stands in for it.
+type Substitution struct {
+	// Step is what a real machine does.
+	Step string
+	// Instead is what the test machine does.
+	Instead string
+	// Why the container cannot do the real step.
+	Why string
+}
+
+// Substitutions are every step the real-OS machines replace (the test logs them, README.md shows them).
+var Substitutions = []Substitution{
+	{
+		Step:    "the NVIDIA driver from NVIDIA's CUDA repository (nvidia-dkms-570-open, nvidia-utils-570, libnvidia-compute-570), its kernel module built by DKMS and loaded after a reboot",
+		Instead: "packages of those names, installed in the image with dpkg, whose nvidia-smi is hydra's stand-in answering for simulated GPUs; no kernel module, so modinfo finds none and no reboot is needed",
+		Why:     "a container has no GPU, cannot load a kernel module and cannot reboot its host; NVIDIA's repository is not reachable from the test machine",
+	},
+	{
+		Step:    "DCGM (datacenter-gpu-manager-4-core, -cuda12) and its nvidia-dcgm.service, dcgm-exporter (datacenter-gpu-manager-exporter)",
+		Instead: "packages of those names with the dcgmi, nv-hostengine and dcgm-exporter stand-ins; nvidia-dcgm.service is a real unit of the image's systemd, run by it",
+		Why:     "DCGM needs GPUs and the driver; NVIDIA's repository is not reachable",
+	},
+	{
+		Step:    "the NVIDIA Container Toolkit (nvidia-container-toolkit) from NVIDIA's libnvidia-container repository",
+		Instead: "a package of that name with the nvidia-ctk stand-in",
+		Why:     "NVIDIA's repository is not reachable",
+	},
+	{
+		Step:    "Docker's daemon (docker-ce with docker.service) running GPU containers",
+		Instead: "a docker-ce package whose docker client is the stand-in (docker run runs the command on the machine itself) and whose docker.service is a oneshot unit standing for the daemon",
+		Why:     "Docker's daemon cannot run inside this container, and registries are not reachable",
+	},
+	{
+		Step:    "the execlet agent downloaded from hydra_execlet_url",
+		Instead: "the same download through get_url, from a file:// URL inside the container, checked against its SHA-256",
+		Why:     "no release server is reachable",
+	},
+	{
+		Step:    "NVSwitch fabric (Fabric Manager), InfiniBand and GPU kernel log (Xid) events",
+		Instead: "none: the machines have no NVSwitch, so the Fabric Manager role is skipped as on a PCIe machine; the kernel log is the container's, with no Xid",
+		Why:     "/proc/driver and /sys are the host's in a container",
+	},
+}
+
+// Available says why real-OS machines cannot run here (nil when they can): they need Linux, root, and
+// systemd-nspawn and debootstrap on PATH.
+func Available() error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("real-OS machines need Linux (systemd-nspawn), not %s", runtime.GOOS)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("real-OS machines need root (systemd-nspawn and debootstrap run as root)")
+	}
+	for _, tool := range []string{"systemd-nspawn", "debootstrap"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is not installed (apt-get install systemd-container debootstrap; tools/install-deps.sh does)", tool)
+		}
+	}
+	return nil
+}
+
+// CacheDir is where images and run directories are kept: $HYDRA_REALOS_CACHE, else
+// $XDG_CACHE_HOME/hydra/realos, else ~/.cache/hydra/realos. It is never inside the repository.
+func CacheDir() (string, error) {
+	if d := os.Getenv("HYDRA_REALOS_CACHE"); d != "" {
+		return filepath.Abs(d)
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("realos: no cache directory (set HYDRA_REALOS_CACHE): %w", err)
+	}
+	return filepath.Join(base, "hydra", "realos"), nil
+}
+
+// Image is a built root file system in the cache.
+type Image struct {
+	// Key is the SHA-256 (hex) of the image's inputs; Root its root file system (never written by a
+	// machine: Boot works on a copy).
+	Key  string
+	Root string
+}
+
+func mirror() string {
+	if m := os.Getenv("HYDRA_REALOS_MIRROR"); m != "" {
+		return m
+	}
+	return DefaultMirror
+}
+
+// baseKey is the SHA-256 over the inputs of debootstrap's tree (the base image).
+func baseKey(mirror string) string {
+	h := sha256.New()
+	pkgs := append([]string(nil), Packages...)
+	sort.Strings(pkgs)
+	_, _ = fmt.Fprintf(h, "build %s\x00suite %s\x00mirror %s\x00packages %s\x00", buildVersion, Suite, mirror, strings.Join(pkgs, ","))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// imageKey is the SHA-256 over every input of the image: the base's and the stand-in packages.
+func imageKey(mirror string) string {
+	h := sha256.New()
+	_, _ = fmt.Fprintf(h, "base %s\x00", baseKey(mirror))
+	for _, p := range standinPackages() {
+		_, _ = fmt.Fprintf(h, "deb %s %s %s %s\x00", p.Name, p.Version, p.Depends, p.Description)
+		for _, l := range p.Links {
+			_, _ = fmt.Fprintf(h, "link %s %s\x00", l[0], l[1])
+		}
+		for _, f := range p.Files {
+			_, _ = fmt.Fprintf(h, "file %s %d %s\x00", f.Path, len(f.Content), f.Content)
+		}
+		_, _ = fmt.Fprintf(h, "enable %s\x00", strings.Join(p.Enable, ","))
+	}
+	_, _ = fmt.Fprintf(h, "script %s\x00", installScript)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// completeMark is written into an image's directory when its build finished.
+const completeMark = "complete"
+
+// EnsureImage returns the cached image, building it first when it is missing: debootstrap's tree
+// (the base, cached on its own: a few minutes, about 100 MB from the mirror), then a copy of it with the
+// stand-in packages installed (seconds). logf receives progress lines.
+func EnsureImage(ctx context.Context, logf func(format string, args ...any)) (Image, error) {
+	if err := Available(); err != nil {
+		return Image{}, err
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return Image{}, err
+	}
+	m := mirror()
+	key := imageKey(m)
+	img := Image{Key: key, Root: filepath.Join(cache, "images", key, "rootfs")}
+	err = cached(filepath.Join(cache, "images", key), logf, func(root string) error {
+		base, err := cachedBase(ctx, cache, m, logf)
+		if err != nil {
+			return err
+		}
+		if out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", base, root).CombinedOutput(); err != nil {
+			return fmt.Errorf("realos: copying the base image: %v: %s", err, tail(out, 1000))
+		}
+		return installStandins(ctx, root)
+	})
+	return img, err
+}
+
+// cachedBase returns debootstrap's tree, building it when it is missing.
+func cachedBase(ctx context.Context, cache, mirror string, logf func(string, ...any)) (string, error) {
+	dir := filepath.Join(cache, "images", "base-"+baseKey(mirror))
+	err := cached(dir, logf, func(root string) error {
+		logf("building the real-OS base image: debootstrap --variant=minbase %s from %s (once; cached in %s)", Suite, mirror, dir)
+		args := []string{"--variant=minbase", "--include=" + strings.Join(Packages, ","), Suite, root, mirror}
+		if out, err := exec.CommandContext(ctx, "debootstrap", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("realos: debootstrap %s: %v: %s", strings.Join(args, " "), err, tail(out, 3000))
+		}
+		return nil
+	})
+	return filepath.Join(dir, "rootfs"), err
+}
+
+// cached makes dir/rootfs with build unless dir is complete, under a lock (dir.lock) so that
+// concurrent processes build it once; a failed build leaves nothing.
+func cached(dir string, logf func(string, ...any), build func(root string) error) error {
+	if _, err := os.Stat(filepath.Join(dir, completeMark)); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	unlock, err := filelock.Lock(dir+".lock", 0o644)
+	if err != nil {
+		return fmt.Errorf("realos: %w", err)
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(dir, completeMark)); err == nil {
+		return nil // another process built it while this one waited
+	}
+	tmp := dir + ".building"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }() // left only by a failed build
+	started := time.Now()
+	if err := build(filepath.Join(tmp, "rootfs")); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, completeMark), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return err
+	}
+	logf("real-OS: %s built in %s", dir, time.Since(started).Round(time.Second))
+	return nil
+}
+
+// installStandins builds and installs the stand-in packages inside root.
+func installStandins(ctx context.Context, root string) error {
+	if err := writeStandinPackages(filepath.Join(root, standinBuildDir)); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-users=no",
+		"--resolv-conf=off", "--directory="+root, "/bin/sh", "-c", installScript)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("realos: installing the stand-in packages in the image: %v: %s", err, tail(out, 3000))
+	}
+	return nil
+}
+
+// standinBuildDir is where the stand-in packages' trees are written in the image (not /tmp:
+// systemd-nspawn mounts a tmpfs there).
+const standinBuildDir = "/var/tmp/hydra-debs"
+
+// installScript runs inside the new image (systemd-nspawn, without booting): it builds the stand-in
+// packages with dpkg-deb, installs them with dpkg as an image ships them, enables their units and
+// cleans up.
+const installScript = `set -eu
+cd /var/tmp/hydra-debs
+for d in */; do
+  d=${d%/}
+  dpkg-deb --root-owner-group --build "$d" "$d.deb" >/dev/null
+done
+dpkg -i ./*.deb
+for u in $(cat enable); do systemctl enable "$u"; done
+cd / && rm -rf /var/tmp/hydra-debs
+apt-get clean
+`
+
+func tail(b []byte, n int) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
+}

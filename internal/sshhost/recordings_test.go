@@ -1,0 +1,166 @@
+package sshhost
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/playbooks"
+)
+
+// probeVerdict is the health probe's JSON verdict (playbooks/files/health_probe.py).
+type probeVerdict struct {
+	Verdict string            `json:"verdict"`
+	Failed  []string          `json:"failed"`
+	Reasons []string          `json:"reasons"`
+	Unknown []string          `json:"unknown"`
+	Checks  map[string]string `json:"checks"`
+}
+
+// TestHealthVerdictsOnRecordings runs the health probe (the one place hydra's health criteria live)
+// against the stand-ins replaying real recorded GPUs (standins/recordings), case by case, with the
+// verdict NVIDIA's documents give for each: the Xid catalog's recommended action, the memory-error
+// guide's row-remapping flags, NVML's recovery action.
+func TestHealthVerdictsOnRecordings(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is missing")
+	}
+	probe, err := playbooks.FS.ReadFile("files/health_probe.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type fault struct{ name, content string }
+	tests := []struct {
+		name       string
+		model      string
+		count      int
+		recording  string // gpus.json "recording": "" chooses by the model
+		container  bool
+		faults     []fault
+		spec       map[string]any
+		verdict    string
+		failed     []string // every failed check, in the probe's order
+		reason     string   // a substring of the reasons (or of the unknown list)
+		checkState map[string]string
+	}{
+		{name: "H100 HGX as recorded", model: "NVIDIA H100 80GB HBM3", count: 8, verdict: "healthy"},
+		{name: "H200 as recorded", model: "NVIDIA H200", count: 8, verdict: "healthy"},
+		{name: "L40S as recorded", model: "NVIDIA L40S", count: 4, verdict: "healthy",
+			checkState: map[string]string{"fabric": "skipped: no NVSwitch on this machine", "nvlink": "skipped: no NVSwitch on this machine"}},
+		// Xid catalog: 94 (contained ECC) and 13 (graphics engine exception) ask to restart the
+		// application; 45 is a consequence of another Xid; 109 restarts the application.
+		{name: "Xid 94 contained ECC", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 94"}}, verdict: "healthy"},
+		{name: "Xid 13 application", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 13"}}, verdict: "healthy"},
+		{name: "Xid 45 and 109", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 45\n3 109"}}, verdict: "healthy"},
+		// 63 records a row remapping: the machine is judged on remapped_rows (pending: reset).
+		{name: "Xid 63 alone", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "1 63"}}, verdict: "healthy"},
+		{name: "Xid 63 with the remapping pending", model: "NVIDIA H100 80GB HBM3", count: 8,
+			faults:  []fault{{FaultXid, "1 63"}, {FaultRemappedRows, "1 pending"}},
+			verdict: "unhealthy", failed: []string{"remapped_rows"}, reason: "GPU 1 (00000000:28:00.0): a row remapping is pending, the GPU needs a reset"},
+		{name: "row remapping failed", model: "NVIDIA H200", count: 8, faults: []fault{{FaultRemappedRows, "4 failure"}},
+			verdict: "unhealthy", failed: []string{"remapped_rows"}, reason: "a row remapping failed, the GPU needs repair"},
+		{name: "Xid 95 uncontained ECC", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "5 95"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 95 on 0000:68:00 since boot"},
+		{name: "Xid 46 GPU stopped processing", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "1 46"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 46 on 0000:28:00 since boot"},
+		{name: "Xid 79 fallen off the bus", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "0 79"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 79 on 0000:18:00 since boot (GPU has fallen off the bus)"},
+		{name: "Xid 154 recovery action", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "3 154"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 154 on 0000:48:00"},
+		{name: "Xid 145 NVLink 5 non-fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 145"}}, verdict: "healthy"},
+		{name: "Xid 149 NVLink 5 fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 149"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 149 on 0000:48:00 since boot (NETIR_LINK_EVT Fatal"},
+		// Memory-error guide: GPUs that remap rows are not judged on the lifetime ECC counters.
+		{name: "H100 lifetime ECC repaired by remapping", model: "NVIDIA H100 80GB HBM3", count: 8,
+			faults: []fault{{FaultECCAggregate, "2 7"}, {FaultECCVolatile, "3 1"}}, verdict: "healthy"},
+		{name: "recovery action", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultRecoveryAction, "6 Drain and Reset"}},
+			verdict: "unhealthy", failed: []string{"recovery_action"}, reason: "GPU 6 (00000000:78:00.0): the driver asks for a recovery action: Drain and Reset"},
+		{name: "PCIe link downgraded", model: "NVIDIA L40S", count: 2, faults: []fault{{FaultPCIeWidth, "1 8"}},
+			verdict: "unhealthy", failed: []string{"pcie"}, reason: "its PCIe link runs at x8 of x16"},
+		{name: "fabric still initialising, NVLink down", model: "NVIDIA H100 80GB HBM3", count: 8,
+			faults:  []fault{{FaultFabric, "in_progress"}, {FaultNVLinkDown, "2 5"}},
+			verdict: "unhealthy", failed: []string{"fabric", "nvlink"}, reason: "state In Progress"},
+		{name: "B200 fabric failed", model: "NVIDIA B200", count: 8, faults: []fault{{FaultFabric, "failure"}},
+			verdict: "unhealthy", failed: []string{"fabric"}, reason: "(status Failure)"},
+		{name: "GPU lost", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultGPULost, "7"}},
+			verdict: "unhealthy", failed: []string{"gpu_lost", "gpu_count", "xid"}, reason: "GPU 00000000:88:00.0 fell off the bus"},
+		{name: "nvidia-smi hangs", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultSMIHang, "1"}},
+			spec: map[string]any{"smi_timeout": 2}, verdict: "unhealthy", failed: []string{"nvidia_smi"}, reason: "did not answer within 2 s"},
+		// A pod reads its host's whole kernel log: another tenant's Xid is not this machine's.
+		{name: "another tenant's Xid", model: "NVIDIA H100 80GB HBM3", count: 2, container: true,
+			faults: []fault{{FaultXidForeign, "0000:c1:00.0 79"}}, verdict: "healthy"},
+		{name: "kernel log unreadable", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultKernelLogUnreadable, "1"}},
+			verdict: "unknown", reason: "xid: the kernel log could not be read"},
+		{name: "kernel log unreadable in a pod", model: "NVIDIA H100 80GB HBM3", count: 2, container: true,
+			faults: []fault{{FaultKernelLogUnreadable, "1"}}, verdict: "healthy",
+			checkState: map[string]string{"xid": "skipped: the kernel log cannot be read in this container (journalctl -k -b: no entries; dmesg: dmesg: read kernel buffer failed: Operation not permitted)"}},
+		// Older recordings (nvidia-smi -q -x of driver 510.47.03): a P100 without row remapping is judged
+		// on its ECC counters; the A100 under MIG reports no remapping and no fabric fields.
+		{name: "P100 as recorded", model: "Tesla P100-PCIE-16GB", count: 1, verdict: "healthy",
+			checkState: map[string]string{"recovery_action": "skipped: not reported by this driver", "remapped_rows": "skipped: not reported by these GPUs or this driver (no row remapping, or MIG)"}},
+		{name: "P100 uncorrectable ECC", model: "Tesla P100-PCIE-16GB", count: 1, faults: []fault{{FaultECCVolatile, "0 2"}},
+			verdict: "unhealthy", failed: []string{"ecc_volatile"}, reason: "GPU 0 (00000000:18:00.0): 2 uncorrectable ECC error(s) since the driver loaded"},
+		{name: "P100 lifetime ECC", model: "Tesla P100-PCIE-16GB", count: 1, faults: []fault{{FaultECCAggregate, "0 3"}},
+			verdict: "unhealthy", failed: []string{"ecc_aggregate"}, reason: "3 uncorrectable ECC error(s) over its life"},
+		{name: "A100 MIG, fabric from Fabric Manager's unit", model: "NVIDIA A100-SXM4-40GB", count: 8, recording: "netdata-a100-sxm4-mig.xml", verdict: "healthy"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := writeMachineFiles(dir, Spec{GPUModel: tc.model, GPUCount: tc.count, Container: tc.container}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.recording != "" {
+				cfgPath := filepath.Join(dir, gpusFile)
+				var cfg map[string]any
+				b, err := os.ReadFile(cfgPath)
+				if err == nil {
+					err = json.Unmarshal(b, &cfg)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg["recording"] = tc.recording
+				b, _ = json.Marshal(cfg)
+				if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range tc.faults {
+				if err := SetFault(dir, f.name, f.content); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spec := map[string]any{"checks": []string{"all"}, "expect_count": tc.count, "nvswitch": DefaultNVSwitch(tc.model, tc.count),
+				"persistence": !tc.container, "container": tc.container, "fabric_wait": 0, "exporters_wait": 0, "dcgm_diag_level": 0}
+			for k, v := range tc.spec {
+				spec[k] = v
+			}
+			js, _ := json.Marshal(spec)
+			cmd := exec.Command("python3", "-", string(js))
+			cmd.Stdin = strings.NewReader(string(probe))
+			cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"))
+			out, err := cmd.Output()
+			var v probeVerdict
+			if jerr := json.Unmarshal(out, &v); jerr != nil {
+				t.Fatalf("probe output %q (%v): %v", out, err, jerr)
+			}
+			if v.Verdict != tc.verdict || !slices.Equal(v.Failed, tc.failed) && !(len(tc.failed) == 0 && len(v.Failed) == 0) {
+				t.Fatalf("verdict %s %v, want %s %v\nreasons: %v\nunknown: %v\nchecks: %v", v.Verdict, v.Failed, tc.verdict, tc.failed, v.Reasons, v.Unknown, v.Checks)
+			}
+			if text := strings.Join(append(v.Reasons, v.Unknown...), "\n"); !strings.Contains(text, tc.reason) {
+				t.Errorf("reasons %q lack %q", text, tc.reason)
+			}
+			for check, want := range tc.checkState {
+				if v.Checks[check] != want {
+					t.Errorf("check %s: %q, want %q", check, v.Checks[check], want)
+				}
+			}
+		})
+	}
+}

@@ -1,11 +1,15 @@
 package realos
 
 import (
+	"bufio"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -102,5 +106,67 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 				t.Errorf("the run directory %s is still there: %v", m.Root, err)
 			}
 		})
+	}
+}
+
+// TestRealOS_SweepAfterKill: a test process killed while its machine runs (SIGKILL: no cleanup runs)
+// leaves nothing running, and the next Boot unmounts and removes what it left.
+func TestRealOS_SweepAfterKill(t *testing.T) {
+	if os.Getenv("HYDRA_REALOS_HELPER") == "boot" {
+		// The helper process: boot a machine, say where it is, and wait to be killed.
+		img, err := EnsureImage(context.Background(), func(string, ...any) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, pub := testKey(t)
+		m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub,
+			GPU: sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("ROOT %s\n", m.Root)
+		select {}
+	}
+	img := requireRealOS(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRealOS_SweepAfterKill$", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), "HYDRA_REALOS_HELPER=boot")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var root string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if r, ok := strings.CutPrefix(sc.Text(), "ROOT "); ok {
+			root = r
+			break
+		}
+	}
+	if root == "" {
+		t.Fatal("the helper process did not boot a machine")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	key, pub := testKey(t)
+	m, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
+		GPU: sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Stop() }()
+	if left := processesIn(root); len(left) > 0 {
+		t.Errorf("processes %v of the killed test's machine still run", left)
+	}
+	if mounted(root) {
+		t.Errorf("the killed test's machine %s is still mounted", root)
+	}
+	if _, err := os.Stat(filepath.Dir(root)); !os.IsNotExist(err) {
+		t.Errorf("the killed test's run directory %s is still there (%v)", filepath.Dir(root), err)
 	}
 }

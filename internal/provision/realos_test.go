@@ -364,13 +364,6 @@ until [ "$(readlink /proc/$pid/ns/net)" != "$(readlink /proc/self/ns/net)" ]; do
 ip link set hydra1 netns $pid
 nsenter -t $pid -n sh -c 'ip addr add 10.89.0.3/24 dev hydra1 && ip addr add 10.89.0.9/24 dev hydra1 && ip link set hydra1 up && ip link set lo up'
 echo $pid`)
-	// TEMPORARY (finding F5 of the real-OS tests, for internal/sshhost/standins): the exporter stand-in
-	// binds 127.0.0.1 whatever address it is asked for (a rule of the sandbox, whose machines share the
-	// host's network); this machine's network is its own, so its copy binds the asked address.
-	if b, err := os.ReadFile(f.m.Root + realos.GPULayerDir + "/exporter.py"); err == nil && strings.Contains(string(b), `ThreadingHTTPServer(("127.0.0.1", port)`) {
-		f.run(t, `sed -i 's/ThreadingHTTPServer(("127.0.0.1", port)/ThreadingHTTPServer((listen.rsplit(":", 1)[0], port)/' `+realos.GPULayerDir+`/exporter.py`)
-		t.Log("harness workaround (finding F5): the exporter stand-in's copy in this machine binds the address it is asked for")
-	}
 	// A container loads hydra's firewall only when told its network is its own (it may be its host's):
 	// first refused, naming the variable; then allowed.
 	vars := map[string]any{"hydra_exporter_listen": "private", "hydra_exporter_allowed_sources": []string{"10.89.0.0/30"}}

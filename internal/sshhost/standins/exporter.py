@@ -8,8 +8,9 @@
 #                                                 port of --web.listen-address= / --address=; the
 #                                                 arguments are recorded in run/<kind>-exporter.args
 #
-# It only ever binds 127.0.0.1, whatever address it is asked for (the address asked is recorded). It
-# answers 503 while ../faults/exporter_dead names its kind ("node" or "dcgm").
+# In the sandbox (HYDRA_SANDBOX=1: machines that share the host's network) it only ever binds 127.0.0.1,
+# whatever address it is asked for (the address asked is recorded); elsewhere (the real-OS tests' machines,
+# whose network may be their own) it binds the address asked, as the real exporters do. It answers 503 while ../faults/exporter_dead names its kind ("node" or "dcgm").
 import http.server
 import json
 import os
@@ -80,7 +81,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+host = "127.0.0.1"
+if listen and os.environ.get("HYDRA_SANDBOX") != "1":
+    host = listen.rsplit(":", 1)[0].strip("[]") or "0.0.0.0"
+srv = http.server.ThreadingHTTPServer((host, port), Handler)
 if portfile:
     tmp = portfile + ".tmp"
     with open(tmp, "w") as f:

@@ -164,6 +164,14 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		addPlanError(&resp.Diagnostics, err)
 		return
 	}
+	if np.AllowFallback {
+		r.countBudget(&resp.Diagnostics, np.Name, "cheapest offer now, chosen at apply", decided.Estimate)
+	} else {
+		r.countBudget(&resp.Diagnostics, np.Name, decided.OfferID, decided.Offer.PricePerHour)
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	if decided.NewQuote != nil {
 		if err := r.data.quotes.put(key, *decided.NewQuote); err != nil {
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
@@ -222,6 +230,13 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 	decided := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
 		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), Digest: digest.ValueString(), DigestKnown: !digest.IsUnknown()})
 	addNotices(&resp.Diagnostics, decided.Notices)
+	if decided.Change != controlplane.Replace {
+		// Kept or provisioned in place: it bills its price in state (a replacement counts at its new price).
+		r.countBudget(&resp.Diagnostics, state.Name.ValueString(), "in state, "+state.ID.ValueString(), usdOf(state.PricePerHour))
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	switch decided.Change {
 	case controlplane.Replace:
 		if decided.ReplaceBecause == "health" {

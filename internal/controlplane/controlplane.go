@@ -50,6 +50,8 @@ type Options struct {
 	// MaxTotalPricePerHour caps what the machines of one plan cost per hour together (0: no budget;
 	// see Budget and CountBudget).
 	MaxTotalPricePerHour money.USD
+	// Now is the clock of cost figures and the capacity memory (default time.Now); tests inject one.
+	Now func() time.Time
 }
 
 // ControlPlane gathers offers across pools and drives instances through their lifecycle.

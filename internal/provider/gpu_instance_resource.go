@@ -355,6 +355,9 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	}
 	planned := m.ProvisioningDigest
 	rec := controlplane.NewRecord(launched.Instance)
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = r.data.cp.Now() // the cloud does not say: the bill started about now
+	}
 	save := r.saver(ctx, &m, &resp.State, &resp.Diagnostics)
 	save(rec)
 	defer func() {

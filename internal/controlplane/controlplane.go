@@ -52,6 +52,9 @@ type Options struct {
 	MaxTotalPricePerHour money.USD
 	// Now is the clock of cost figures and the capacity memory (default time.Now); tests inject one.
 	Now func() time.Time
+	// CapacityMemory is how long an offer that failed for lack of capacity is skipped by plans (0: not
+	// at all; see CapacityMemory).
+	CapacityMemory time.Duration
 }
 
 // ControlPlane gathers offers across pools and drives instances through their lifecycle.
@@ -64,6 +67,8 @@ type ControlPlane struct {
 	fleet *Fleet
 	// budget adds up the hourly prices of the instances planned by this control plane (one walk).
 	budget *Budget
+	// capacity holds the offers that recently failed for lack of capacity (RememberCapacity).
+	capacity capacityMemory
 
 	flight singleflight.Group
 	mu     sync.Mutex

@@ -105,6 +105,9 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("cloud_instance_id"), &held)...)
 		r.data.walk.hold(held.ValueString())
 	}
+	// A create that failed for lack of capacity left its misses in the private state (Terraform passes
+	// it also when it plans the tainted record's replacement as a create): skip those offers.
+	r.rememberCapacity(ctx, req.Private)
 	if req.Plan.Raw.IsNull() {
 		return // destroy
 	}
@@ -313,10 +316,16 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
+	var misses []controlplane.CapacityMiss
 	launched, err := r.data.cp.Launch(ctx, controlplane.LaunchRequest{
 		Name: name, Offers: offers, MaxPricePerHour: offerReq.MaxPricePerHour, BidTimeout: bidTimeout(plan.BidTimeout),
 		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
+		NoCapacity:    func(o controlplane.Offer, why string) { misses = append(misses, r.data.cp.NewCapacityMiss(o, why)) },
 	})
+	if controlplane.IsCapacity(err) {
+		// Nothing was created (an unknown outcome is not a capacity error): remember the offers.
+		r.saveCapacityMisses(ctx, req.Plan, &resp.State, resp.Private, misses, &resp.Diagnostics)
+	}
 	var soldOut *controlplane.SoldOutError
 	if errors.As(err, &soldOut) {
 		forgetQuote()
@@ -468,6 +477,13 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	name := m.ID.ValueString()
+	if capacityRecord(&m) {
+		// A create that failed for lack of capacity: no machine to read. Terraform plans the tainted
+		// record's replacement without its state, right after this refresh: hand the control plane
+		// the offers to skip now.
+		r.rememberCapacity(ctx, req.Private)
+		return
+	}
 	var found bool
 	var err error
 	if m.CloudInstanceID.IsNull() {
@@ -546,6 +562,9 @@ func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteReq
 	ctx, end := start(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)
 	defer end()
 	rec := state.record()
+	if capacityRecord(&state) {
+		return // a create that failed for lack of capacity: no machine was created
+	}
 	if state.Kind.ValueString() == inventory.KindExeclet {
 		// Drained first (at most drain_timeout), deleted whatever happened.
 		if u := r.data.provisioningUnavailable; u != nil {

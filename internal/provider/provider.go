@@ -292,6 +292,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		FleetQuiet:   fleetQuiet,
 	}
 	opts.MaxTotalPricePerHour = budgetOf(cfg.MaxTotalPricePerHour)
+	opts.CapacityMemory = parseDuration(cfg.CapacityMemory, defaultCapacityMemory)
 	data.provisioning = provisioningEnabled(cfg.Provisioning)
 	if pc := cfg.Provisioning; pc != nil {
 		opts.MaxProvisionAttempts = int(pc.MaxAttempts.ValueInt64())

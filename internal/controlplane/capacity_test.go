@@ -1,0 +1,78 @@
+package controlplane
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A remembered capacity miss makes PlanNew skip the offer, with a notice naming it, why and until
+// when; after capacity_memory it is chosen again; capacity_memory 0 remembers nothing; when every
+// offer is remembered the plan is refused with the way out.
+func TestPlanNewSkipsRememberedCapacity(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cheap := "verda-vm-pool/FIN-01/1H100/ondemand@2.49"
+	dear := "verda-vm-pool/FIN-02/1H100/ondemand@2.99"
+	miss := func(id string, at time.Time) CapacityMiss {
+		return CapacityMiss{OfferID: id, Cloud: "verda", Reason: "verda: no capacity", At: at}
+	}
+	cases := []struct {
+		name      string
+		memory    time.Duration
+		now       time.Time
+		misses    []CapacityMiss
+		wantOffer string
+		wantIn    []string // in the skip notice ("" offer: in the refusal)
+	}{
+		{name: "remembered: the next cheapest, and why", memory: 30 * time.Minute, now: t0.Add(10 * time.Minute),
+			misses: []CapacityMiss{miss(cheap, t0)}, wantOffer: dear,
+			wantIn: []string{cheap, "at 2026-12-01T12:00:00Z", "verda: no capacity", "skipped until 2026-12-01T12:30:00Z", "capacity_memory (30m0s)"}},
+		{name: "a miss at another price of the same offer", memory: 30 * time.Minute, now: t0,
+			misses: []CapacityMiss{miss("verda-vm-pool/FIN-01/1H100/ondemand@2.10", t0)}, wantOffer: dear, wantIn: []string{cheap}},
+		{name: "expired", memory: 30 * time.Minute, now: t0.Add(31 * time.Minute), misses: []CapacityMiss{miss(cheap, t0)}, wantOffer: cheap},
+		{name: "memory off", memory: 0, now: t0, misses: []CapacityMiss{miss(cheap, t0)}, wantOffer: cheap},
+		{name: "every offer remembered: refused", memory: time.Hour, now: t0,
+			misses: []CapacityMiss{miss(cheap, t0), miss(dear, t0)}, wantIn: []string{"No GPU offer left", cheap, dear, "capacity_memory = \"0\""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cp, _ := planCloud(t)
+			cp.opts.CapacityMemory = tc.memory
+			cp.opts.Now = func() time.Time { return tc.now }
+			cp.RememberCapacity(tc.misses)
+			p, err := cp.PlanNew(context.Background(), NewPlanRequest{Name: "a", Request: h100Request()})
+			if tc.wantOffer == "" {
+				if err == nil {
+					t.Fatalf("planned %s, want a refusal", p.OfferID)
+				}
+				for _, w := range tc.wantIn {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("refusal lacks %q: %v", w, err)
+					}
+				}
+				return
+			}
+			if err != nil || p.OfferID != tc.wantOffer {
+				t.Fatalf("planned %q (%v), want %q", p.OfferID, err, tc.wantOffer)
+			}
+			var notice string
+			for _, n := range p.Notices {
+				if n.Summary == "Skipping offers that recently ran out of capacity" {
+					notice = n.Detail
+				}
+			}
+			if (notice != "") != (len(tc.wantIn) > 0) {
+				t.Fatalf("skip notice %q, want one: %v", notice, len(tc.wantIn) > 0)
+			}
+			for _, w := range tc.wantIn {
+				if !strings.Contains(notice, w) {
+					t.Errorf("notice lacks %q: %s", w, notice)
+				}
+			}
+			if len(tc.wantIn) > 0 && (p.NewQuote == nil || len(p.NewQuote.Skipped) == 0) {
+				t.Errorf("the quote must record the skipped offers: %+v", p.NewQuote)
+			}
+		})
+	}
+}

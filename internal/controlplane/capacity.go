@@ -108,7 +108,7 @@ func (cp *ControlPlane) skipRemembered(offers []Offer) ([]Offer, *Notice, []stri
 	sort.Strings(lines)
 	return kept, &Notice{Summary: "Skipping offers that recently ran out of capacity",
 		Detail: fmt.Sprintf("These offers are still listed, but a create of this resource failed on them for lack of capacity, so "+
-			"plans skip them for the provider's capacity_memory (%s):\n%s\n", cp.opts.CapacityMemory, strings.Join(lines, "\n"))}, ids
+			"plans skip them for the provider's capacity_memory (%s):\n%s", cp.opts.CapacityMemory, strings.Join(lines, "\n"))}, ids
 }
 
 // cheapestNotSkipped is the first (best-ranked) of offers whose ID is not in skipped.

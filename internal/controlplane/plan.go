@@ -124,7 +124,7 @@ func (cp *ControlPlane) PlanNew(ctx context.Context, req NewPlanRequest) (NewPla
 			plan.Notices = append(plan.Notices, *skipped)
 		}
 		if len(offers) == 0 {
-			return plan, refuse("", "No GPU offer left for hydra_gpu_instance "+req.Name, skipped.Detail+" No other offer matches; "+
+			return plan, refuse("", "No GPU offer left for hydra_gpu_instance "+req.Name, skipped.Detail+"\nNo other offer matches; "+
 				"wait until then, widen clouds or regions, or set the provider's capacity_memory = \"0\" to try them again now.")
 		}
 		// Instances planned in this run share the known stock (deterministically, by name).

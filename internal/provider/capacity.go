@@ -36,8 +36,9 @@ func capacityMemorySchema() schema.StringAttribute {
 			"duration; `\"0\"` turns the memory off. The plan warns which offers it skipped, why and until when. The memory is " +
 			"kept in the Terraform state, where every run reads it (a CI runner that keeps nothing else has it): the failed " +
 			"create leaves the resource in state with `status = \"error\"`, no cloud machine and nothing billed (tainted, so the " +
-			"next plan replaces it; destroying it deletes nothing). Only that resource's plans are sure to read it; other " +
-			"resources of the configuration may still choose the offer. Default `\"30m\"` (Karpenter's 3 minutes suit a " +
+			"next plan replaces it; destroying it deletes nothing). The plan reads it while refreshing that resource, so " +
+			"`-refresh=false` plans do not see it, and only that resource's plan is sure to skip the offer: other resources " +
+			"of the configuration skip it only when Terraform plans them after that refresh (no order is promised). Default `\"30m\"` (Karpenter's 3 minutes suit a " +
 			"controller retrying every few seconds; pipelines retry minutes to an hour apart).",
 		Optional:   true,
 		Validators: []validator.String{capacityMemoryValidator{}},

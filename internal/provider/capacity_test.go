@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -66,4 +68,26 @@ func TestAccGPUInstance_capacityMemoryOff(t *testing.T) {
 			Check:       s.checkCreated(0),
 		},
 	})
+}
+
+// The record a sold-out create leaves (status error, no machine) stays in state: with the one
+// offer remembered, the next plan is refused with the way out. Destroying it calls no cloud and fails
+// nothing; nothing was ever created.
+func TestAccGPUInstance_capacityRecordDestroyed(t *testing.T) {
+	s := newTestSandbox(t)
+	accTest(t, func(st *terraform.State) error {
+		if n := s.created(); n != 0 {
+			return fmt.Errorf("%d machines created", n)
+		}
+		return s.checkDestroyed(st)
+	}, []resource.TestStep{{
+		PreConfig:   func() { s.setFaults(sandbox.Faults{OutOfStock: []string{"sbx-eu-1/sbx.h100.1x"}}) },
+		Config:      s.instanceConfig("cap", "h100", `regions = ["sbx-eu-1"]`),
+		ExpectError: errorPattern("no capacity"),
+	}, {
+		// The record is in state: its one offer is remembered, so the plan is refused with the way out.
+		Config: s.instanceConfig("cap", "h100", `regions = ["sbx-eu-1"]`),
+		ExpectError: errorPattern("No GPU offer left for hydra_gpu_instance cap", "These offers are still listed", "sandbox-vm-pool/sbx-eu-1/sbx.h100.1x",
+			"skipped until", `capacity_memory = "0"`),
+	}})
 }

@@ -76,3 +76,62 @@ func TestPlanNewSkipsRememberedCapacity(t *testing.T) {
 		})
 	}
 }
+
+// Launch tells its caller of every offer that failed for lack of capacity, and of nothing else.
+func TestLaunchReportsNoCapacity(t *testing.T) {
+	inv := testInventory(t)
+	ctx := context.Background()
+	o1 := Offer{ID: "verda-vm-pool/FIN-01/1H100/ondemand@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2)}
+	o2 := Offer{ID: "verda-vm-pool/FIN-02/1H100/ondemand@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", PricePerHour: usd(2.1)}
+	cases := []struct {
+		name      string
+		errs      []error
+		offers    []Offer
+		wantMiss  []string
+		wantError bool
+	}{
+		{name: "the first runs out, the second is bought", errs: []error{Errorf(ErrCapacity, "verda", "create", "503 Not enough resources")},
+			offers: []Offer{o1, o2}, wantMiss: []string{o1.ID}},
+		{name: "both run out", errs: []error{Errorf(ErrCapacity, "verda", "create", "503"), Errorf(ErrCapacity, "verda", "create", "503")},
+			offers: []Offer{o1, o2}, wantMiss: []string{o1.ID, o2.ID}, wantError: true},
+		{name: "a lost answer is no capacity miss", errs: []error{Errorf(ErrOther, "verda", "create", "HTTP 502")}, offers: []Offer{o1}},
+		{name: "a refusal is no capacity miss", errs: []error{Errorf(ErrAuth, "verda", "create", "401")}, offers: []Offer{o1}, wantError: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &fakeBackend{cloud: "verda", createErr: tc.errs}
+			cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+			var got []string
+			_, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: tc.offers, NoCapacity: func(o Offer, why string) {
+				if why == "" {
+					t.Error("a miss without a reason")
+				}
+				got = append(got, o.ID)
+			}})
+			if (err != nil) != tc.wantError {
+				t.Fatalf("err = %v, want error %v", err, tc.wantError)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.wantMiss, ",") {
+				t.Errorf("misses %v, want %v", got, tc.wantMiss)
+			}
+		})
+	}
+}
+
+// A re-plan that reuses a quote does not call the offers the quote skipped (capacity memory) cheaper
+// offers missed: the apply-time re-plan runs in a process that has not read the memory.
+func TestStaleQuoteIgnoresSkippedOffers(t *testing.T) {
+	cheap := "verda-vm-pool/FIN-01/1H100/ondemand@2.49"
+	for _, skipped := range [][]string{nil, {cheap}} {
+		cp, _ := planCloud(t)
+		q := &Quote{OfferID: "verda-vm-pool/FIN-02/1H100/ondemand@2.99", Estimate: usd(2.99), Expires: time.Now().Add(time.Hour), Skipped: skipped}
+		p, err := cp.PlanNew(context.Background(), NewPlanRequest{Name: "a", Request: h100Request(), Quote: q, QuotePath: "/q/a.json"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := len(p.Notices) > 0 && strings.Contains(p.Notices[0].Detail, "a cheaper offer exists now")
+		if warned != (skipped == nil) {
+			t.Errorf("skipped %v: warned of a cheaper offer %v (%+v)", skipped, warned, p.Notices)
+		}
+	}
+}

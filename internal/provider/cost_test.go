@@ -1,11 +1,14 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
+	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 )
@@ -93,4 +96,27 @@ check "gpu_budget" {
 		{Config: machines},
 		{Config: withData, Check: figures},
 	})
+}
+
+// created_at was added to schema version 1 without a version bump: a version 1 state written before
+// it reads under the current schema, created_at null (the next refresh fills it from the cloud).
+func TestCreatedAtNeedsNoStateUpgrade(t *testing.T) {
+	ctx := context.Background()
+	var sresp fwresource.SchemaResponse
+	(&gpuInstanceResource{}).Schema(ctx, fwresource.SchemaRequest{}, &sresp)
+	if sresp.Schema.Version != 1 {
+		t.Fatalf("schema version %d: check whether created_at now needs an upgrader", sresp.Schema.Version)
+	}
+	v1 := `{"id":"sbx-vm-a--k3j9x2ab","name":"a","gpu_type":"h100","price_usd_per_hour":2.49,"status":"ready","ready_at":"2026-12-01T10:00:00Z"}`
+	v, err := tftypes.ValueFromJSONWithOpts([]byte(v1), sresp.Schema.Type().TerraformType(ctx), tftypes.ValueFromJSONOpts{})
+	if err != nil {
+		t.Fatalf("a version 1 state without created_at does not read: %v", err)
+	}
+	var attrs map[string]tftypes.Value
+	if err := v.As(&attrs); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := attrs["created_at"]; !ok || !c.IsNull() {
+		t.Errorf("created_at = %v (present %v), want null", c, ok)
+	}
 }

@@ -63,7 +63,8 @@ type Record struct {
 // provisioning); otherwise the cloud's status is the record's.
 func (r *Record) Observe(inst Instance) {
 	r.CloudStatus = inst.CloudStatus
-	if !inst.CreatedAt.IsZero() {
+	if r.CreatedAt.IsZero() && !inst.CreatedAt.IsZero() {
+		// Set once: a later reading never moves a recorded creation (the plan keeps it).
 		r.CreatedAt = inst.CreatedAt
 	}
 	switch inst.Status {

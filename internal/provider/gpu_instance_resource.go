@@ -257,6 +257,9 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 		plan.Status, plan.CloudStatus, plan.ReadyAt = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 		plan.ProvisioningAttempts, plan.ProvisioningError = types.Int64Unknown(), types.StringUnknown()
 		plan.HostKey = types.StringUnknown()
+		if state.CreatedAt.IsNull() {
+			plan.CreatedAt = types.StringUnknown() // a state from before created_at: the apply reads it
+		}
 		// Provisioning ends with the health checks: health is known after apply.
 		plan.Health, plan.HealthCheckedAt, plan.HealthReason = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 		if !r.data.cp.Provisioning() {

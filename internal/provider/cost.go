@@ -42,7 +42,8 @@ func accruedSchema() schema.Float64Attribute {
 
 func totalPerHourSchema() schema.Float64Attribute {
 	return schema.Float64Attribute{MarkdownDescription: "What the listed machines cost together, in US dollars per hour " +
-		"(the sum of their `price_usd_per_hour`). Compare it with a budget in a `check` block to fail a pipeline.", Computed: true}
+		"(the sum of their `price_usd_per_hour`). Compare it with a budget in a `check` block (a warning in every plan and " +
+		"apply) or a `lifecycle { postcondition }` of this data source (an error that stops the run).", Computed: true}
 }
 
 func totalAccruedSchema() schema.Float64Attribute {

@@ -105,8 +105,9 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("cloud_instance_id"), &held)...)
 		r.data.walk.hold(held.ValueString())
 	}
-	// A create that failed for lack of capacity left its misses in the private state (Terraform passes
-	// it also when it plans the tainted record's replacement as a create): skip those offers.
+	// A create that failed for lack of capacity left its misses in the private state: skip those
+	// offers. Terraform plans a tainted record's replacement as a create without its state or private
+	// data (it passes them only to the destroy half, planned after), so Read hands them over as well.
 	r.rememberCapacity(ctx, req.Private)
 	if req.Plan.Raw.IsNull() {
 		return // destroy

@@ -135,3 +135,44 @@ func TestStaleQuoteIgnoresSkippedOffers(t *testing.T) {
 		}
 	}
 }
+
+// auctionBackend is a fakeBackend whose creates in the losing regions are bids that never win.
+type auctionBackend struct {
+	*fakeBackend
+	losing map[string]bool
+}
+
+func (a auctionBackend) Create(ctx context.Context, req CreateRequest) (Instance, error) {
+	inst, err := a.fakeBackend.Create(ctx, req)
+	if err != nil || !a.losing[req.Offer.Region] {
+		return inst, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	inst.AwaitingAllocation, inst.Status, inst.SSH = true, StatusPending, nil
+	a.instances[inst.ID] = inst
+	return inst, nil
+}
+
+// A bid that cannot win within bid_timeout is a capacity miss too: cancelled, reported, and the next
+// offer bought.
+func TestLaunchReportsLostAuction(t *testing.T) {
+	o1 := Offer{ID: "verda-vm-pool/FIN-01/1H100/spot@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", Spot: true, PricePerHour: usd(2)}
+	o2 := Offer{ID: "verda-vm-pool/FIN-02/1H100/spot@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", Spot: true, PricePerHour: usd(2.1)}
+	b := auctionBackend{fakeBackend: &fakeBackend{cloud: "verda"}, losing: map[string]bool{"FIN-01": true}}
+	opts := fast
+	opts.Journal = Journal{Dir: t.TempDir()}
+	cp := New(testInventory(t), []InstanceManagerBackend{b}, opts)
+	var misses []string
+	got, err := cp.Launch(context.Background(), LaunchRequest{Name: "x", Offers: []Offer{o1, o2}, BidTimeout: 50 * time.Millisecond,
+		NoCapacity: func(o Offer, why string) { misses = append(misses, o.ID+": "+why) }})
+	if err != nil || got.Offer.ID != o2.ID {
+		t.Fatalf("Launch = %+v, %v; want the second offer", got.Offer, err)
+	}
+	if len(misses) != 1 || !strings.HasPrefix(misses[0], o1.ID+": its auction could not be won") {
+		t.Errorf("misses %q, want the lost auction of %s", misses, o1.ID)
+	}
+	if n := len(b.instances); n != 1 {
+		t.Errorf("%d instances at the cloud, want the won one only (the lost bid cancelled)", n)
+	}
+}

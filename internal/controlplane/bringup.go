@@ -52,6 +52,9 @@ type Record struct {
 	ProvisioningDigest string
 	// Health is the machine's health as last read.
 	Health Health
+	// CreatedAt is when the cloud created the machine (or, when the cloud does not say, when hydra's
+	// create returned); the start of its bill.
+	CreatedAt time.Time
 }
 
 // Observe copies what the cloud reports of inst into the record: the cloud's status word, the SSH
@@ -60,6 +63,10 @@ type Record struct {
 // provisioning); otherwise the cloud's status is the record's.
 func (r *Record) Observe(inst Instance) {
 	r.CloudStatus = inst.CloudStatus
+	if r.CreatedAt.IsZero() && !inst.CreatedAt.IsZero() {
+		// Set once: a later reading never moves a recorded creation (the plan keeps it).
+		r.CreatedAt = inst.CreatedAt
+	}
 	switch inst.Status {
 	case StatusPending, StatusError, StatusTerminated:
 		r.Status = inst.Status

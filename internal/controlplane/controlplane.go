@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Options tune a ControlPlane.
@@ -46,6 +47,14 @@ type Options struct {
 	// FleetQuiet is how long instances planned together that compete for limited stock gather before
 	// they are served in name order (default 300ms; see Fleet).
 	FleetQuiet time.Duration
+	// MaxTotalPricePerHour caps what the machines of one plan cost per hour together (0: no budget;
+	// see Budget and CountBudget).
+	MaxTotalPricePerHour money.USD
+	// Now is the clock of cost figures and the capacity memory (default time.Now); tests inject one.
+	Now func() time.Time
+	// CapacityMemory is how long an offer that failed for lack of capacity is skipped by plans (0: not
+	// at all; see CapacityMemory).
+	CapacityMemory time.Duration
 }
 
 // ControlPlane gathers offers across pools and drives instances through their lifecycle.
@@ -56,6 +65,10 @@ type ControlPlane struct {
 	opts     Options
 	// fleet shares the known stock among the instances planned by this control plane (one walk).
 	fleet *Fleet
+	// budget adds up the hourly prices of the instances planned by this control plane (one walk).
+	budget *Budget
+	// capacity holds the offers that recently failed for lack of capacity (RememberCapacity).
+	capacity capacityMemory
 
 	flight singleflight.Group
 	mu     sync.Mutex
@@ -101,7 +114,7 @@ func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Optio
 	if opts.FleetQuiet == 0 {
 		opts.FleetQuiet = 300 * time.Millisecond
 	}
-	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts, fleet: NewFleet(opts.FleetQuiet),
+	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts, fleet: NewFleet(opts.FleetQuiet), budget: NewBudget(opts.MaxTotalPricePerHour),
 		cache: map[string]cloudOffers{}, offerRequests: map[string]int{}, listings: map[string][]Instance{}}
 	var pools []*SinglePoolInstManager
 	for _, b := range backends {

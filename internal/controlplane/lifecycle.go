@@ -23,6 +23,9 @@ type LaunchRequest struct {
 	// BidTimeout bounds how long Launch waits for an auction bid to win (Instance.AwaitingAllocation)
 	// before it cancels the bid and moves on to the next offer (0: no bound; wait as for any boot).
 	BidTimeout time.Duration
+	// NoCapacity, when set, is told of every offer that failed for lack of capacity (a capacity error,
+	// or a bid that did not win in time), so the caller can remember it (see CapacityMemory).
+	NoCapacity func(o Offer, why string)
 }
 
 // Launched is the outcome of Launch.
@@ -82,6 +85,7 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 				_ = cp.opts.Journal.Remove(req.Name)
 				log.Warn("bid not won in time; cancelled it", "name", name, "offer", o.ID, "bid_timeout", req.BidTimeout.String())
 				tried = append(tried, fmt.Sprintf("%s: %s", o.ID, why))
+				req.noCapacity(o, "its auction could not be won: "+why)
 				continue
 			}
 		}
@@ -107,6 +111,7 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 			return Launched{}, err
 		}
 		tried = append(tried, fmt.Sprintf("%s: %v", o.ID, err))
+		req.noCapacity(o, err.Error())
 		log.Warn("no capacity for offer; trying the next", "offer", o.ID, "error", err)
 	}
 	if len(req.Offers) == 1 {

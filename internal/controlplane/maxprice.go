@@ -18,13 +18,18 @@ const (
 // check of its bounds (MinMaxPrice to MaxMaxPrice) and precision (a millionth of a dollar), so that the
 // cap a plan shows is the cap applied. Validate applies the same bounds to an OfferRequest.
 func ParseMaxPrice(f float64) (money.USD, error) {
+	return parsePriceCap("max_price_per_hour", f)
+}
+
+// parsePriceCap is ParseMaxPrice's check for any price cap attribute, named attr in the messages.
+func parsePriceCap(attr string, f float64) (money.USD, error) {
 	u, err := money.FromFloat(f)
 	if err != nil || checkMaxPrice(u) != nil {
-		return 0, fmt.Errorf("max_price_per_hour is %s; expected US dollars per hour from 0.01 to 1000000, such as 2.5", AsWritten(f))
+		return 0, fmt.Errorf("%s is %s; expected US dollars per hour from 0.01 to 1000000, such as 2.5", attr, AsWritten(f))
 	}
 	if u.Float64() != f {
-		return 0, fmt.Errorf("max_price_per_hour is %s, which has more than six digits after the decimal point; hydra prices "+
-			"are exact to a millionth of a dollar (for example %s)", AsWritten(f), u)
+		return 0, fmt.Errorf("%s is %s, which has more than six digits after the decimal point; hydra prices "+
+			"are exact to a millionth of a dollar (for example %s)", attr, AsWritten(f), u)
 	}
 	return u, nil
 }

@@ -41,6 +41,9 @@ type Quote struct {
 	Hardware Hardware  `json:"hardware"`
 	Known    bool      `json:"hardware_known,omitempty"`
 	Expires  time.Time `json:"expires"`
+	// Skipped are the offers the plan skipped because their creates recently failed for lack of
+	// capacity (capacity_memory), so a re-plan does not call them cheaper offers missed.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // NewPlanRequest asks how a new machine (a create, or a replacement) is planned.
@@ -115,8 +118,17 @@ func (cp *ControlPlane) PlanNew(ctx context.Context, req NewPlanRequest) (NewPla
 		if _, ok := res.Cheapest(); !ok {
 			return plan, refuse("", "No GPU offer matches hydra_gpu_instance "+req.Name, NoOfferDetail(req.Request, res, cp.Closest(ctx, req.Request)))
 		}
+		// Offers that recently failed for lack of capacity are skipped (capacity_memory).
+		offers, skipped, skippedIDs := cp.skipRemembered(res.Offers)
+		if skipped != nil {
+			plan.Notices = append(plan.Notices, *skipped)
+		}
+		if len(offers) == 0 {
+			return plan, refuse("", "No GPU offer left for hydra_gpu_instance "+req.Name, skipped.Detail+"\nNo other offer matches; "+
+				"wait until then, widen clouds or regions, or set the provider's capacity_memory = \"0\" to try them again now.")
+		}
 		// Instances planned in this run share the known stock (deterministically, by name).
-		choice, ok, err := cp.fleet.Choose(ctx, req.Name, res.Offers)
+		choice, ok, err := cp.fleet.Choose(ctx, req.Name, offers)
 		if err != nil {
 			return plan, refuse("", "Planning hydra_gpu_instance "+req.Name, err.Error())
 		}
@@ -127,7 +139,8 @@ func (cp *ControlPlane) PlanNew(ctx context.Context, req NewPlanRequest) (NewPla
 		if len(choice.Passed) > 0 {
 			plan.Notices = append(plan.Notices, Notice{Summary: "Cheaper stock taken by other instances of this plan", Detail: fleetPassedDetail(req.Name, choice)})
 		}
-		q = Quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best), Details: ShownDetails(best), Hardware: best.Hardware, Known: true}
+		q = Quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best), Details: ShownDetails(best), Hardware: best.Hardware, Known: true,
+			Skipped: skippedIDs}
 		plan.NewQuote = &q
 		cp.logger(ctx).Info("offer chosen", "name", req.Name, "offer", best.ID, "price", best.PricePerHour.PerHour(), "eligible", len(res.Offers))
 		for _, rej := range res.Rejections {
@@ -209,7 +222,7 @@ func (cp *ControlPlane) staleQuote(ctx context.Context, q Quote, req NewPlanRequ
 			notes = append(notes, fmt.Sprintf("the quoted offer now costs %s (quoted %s)", o.PricePerHour.PerHour(), quoted.PricePerHour.PerHour()))
 		}
 	}
-	if best, ok := res.Cheapest(); ok && best.ID != q.OfferID && best.PricePerHour < quoted.PricePerHour {
+	if best, ok := cheapestNotSkipped(res.Offers, q.Skipped); ok && best.ID != q.OfferID && best.PricePerHour < quoted.PricePerHour {
 		notes = append(notes, fmt.Sprintf("a cheaper offer exists now: %s at %s", best.ID, best.PricePerHour.PerHour()))
 	}
 	if len(notes) == 0 {

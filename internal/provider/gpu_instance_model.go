@@ -55,6 +55,7 @@ type gpuInstanceModel struct {
 	Status                  types.String   `tfsdk:"status"`
 	CloudStatus             types.String   `tfsdk:"cloud_status"`
 	ReadyAt                 types.String   `tfsdk:"ready_at"`
+	CreatedAt               types.String   `tfsdk:"created_at"`
 	ProvisioningAttempts    types.Int64    `tfsdk:"provisioning_attempts"`
 	ProvisioningDigest      types.String   `tfsdk:"provisioning_digest"`
 	ProvisioningError       types.String   `tfsdk:"provisioning_error"`
@@ -71,7 +72,7 @@ func (m *gpuInstanceModel) record() controlplane.Record {
 	rec := controlplane.Record{
 		Name: m.ID.ValueString(), ID: m.CloudInstanceID.ValueString(),
 		Status: controlplane.Status(m.Status.ValueString()), CloudStatus: m.CloudStatus.ValueString(),
-		HostKey: m.HostKey.ValueString(), ReadyAt: timeOf(m.ReadyAt),
+		HostKey: m.HostKey.ValueString(), ReadyAt: timeOf(m.ReadyAt), CreatedAt: timeOf(m.CreatedAt),
 		ProvisioningAttempts: int(m.ProvisioningAttempts.ValueInt64()), ProvisioningError: m.ProvisioningError.ValueString(),
 		ProvisioningDigest: m.ProvisioningDigest.ValueString(),
 		Health:             controlplane.Health{Status: m.Health.ValueString(), CheckedAt: timeOf(m.HealthCheckedAt), Reason: m.HealthReason.ValueString()},
@@ -86,7 +87,7 @@ func (m *gpuInstanceModel) record() controlplane.Record {
 func (m *gpuInstanceModel) setRecord(rec controlplane.Record) {
 	m.ID, m.CloudInstanceID = types.StringValue(rec.Name), types.StringValue(rec.ID)
 	m.Status, m.CloudStatus = types.StringValue(string(rec.Status)), types.StringValue(rec.CloudStatus)
-	m.HostKey, m.ReadyAt = stringOrNull(rec.HostKey), timeOrNull(rec.ReadyAt)
+	m.HostKey, m.ReadyAt, m.CreatedAt = stringOrNull(rec.HostKey), timeOrNull(rec.ReadyAt), timeOrNull(rec.CreatedAt)
 	m.ProvisioningAttempts = types.Int64Value(int64(rec.ProvisioningAttempts))
 	m.ProvisioningError, m.ProvisioningDigest = stringOrNull(rec.ProvisioningError), stringOrNull(rec.ProvisioningDigest)
 	m.Health, m.HealthCheckedAt, m.HealthReason = stringOrNull(rec.Health.Status), timeOrNull(rec.Health.CheckedAt), stringOrNull(rec.Health.Reason)

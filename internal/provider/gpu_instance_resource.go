@@ -105,6 +105,10 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("cloud_instance_id"), &held)...)
 		r.data.walk.hold(held.ValueString())
 	}
+	// A create that failed for lack of capacity left its misses in the private state: skip those
+	// offers. Terraform plans a tainted record's replacement as a create without its state or private
+	// data (it passes them only to the destroy half, planned after), so Read hands them over as well.
+	r.rememberCapacity(ctx, req.Private)
 	if req.Plan.Raw.IsNull() {
 		return // destroy
 	}
@@ -162,6 +166,14 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	addNotices(&resp.Diagnostics, decided.Notices)
 	if err != nil {
 		addPlanError(&resp.Diagnostics, err)
+		return
+	}
+	if np.AllowFallback {
+		r.countBudget(&resp.Diagnostics, np.Name, "cheapest offer now, chosen at apply", decided.Estimate)
+	} else {
+		r.countBudget(&resp.Diagnostics, np.Name, decided.OfferID, decided.Offer.PricePerHour)
+	}
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	if decided.NewQuote != nil {
@@ -222,6 +234,13 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 	decided := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
 		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), Digest: digest.ValueString(), DigestKnown: !digest.IsUnknown()})
 	addNotices(&resp.Diagnostics, decided.Notices)
+	if decided.Change != controlplane.Replace {
+		// Kept or provisioned in place: it bills its price in state (a replacement counts at its new price).
+		r.countBudget(&resp.Diagnostics, state.Name.ValueString(), "in state, "+state.ID.ValueString(), usdOf(state.PricePerHour))
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	switch decided.Change {
 	case controlplane.Replace:
 		if decided.ReplaceBecause == "health" {
@@ -239,6 +258,9 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 		plan.Status, plan.CloudStatus, plan.ReadyAt = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 		plan.ProvisioningAttempts, plan.ProvisioningError = types.Int64Unknown(), types.StringUnknown()
 		plan.HostKey = types.StringUnknown()
+		if state.CreatedAt.IsNull() {
+			plan.CreatedAt = types.StringUnknown() // a state from before created_at: the apply reads it
+		}
 		// Provisioning ends with the health checks: health is known after apply.
 		plan.Health, plan.HealthCheckedAt, plan.HealthReason = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 		if !r.data.cp.Provisioning() {
@@ -298,10 +320,16 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
+	var misses []controlplane.CapacityMiss
 	launched, err := r.data.cp.Launch(ctx, controlplane.LaunchRequest{
 		Name: name, Offers: offers, MaxPricePerHour: offerReq.MaxPricePerHour, BidTimeout: bidTimeout(plan.BidTimeout),
 		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
+		NoCapacity:    func(o controlplane.Offer, why string) { misses = append(misses, r.data.cp.NewCapacityMiss(o, why)) },
 	})
+	if controlplane.IsCapacity(err) {
+		// Nothing was created (an unknown outcome is not a capacity error): remember the offers.
+		r.saveCapacityMisses(ctx, req.Plan, &resp.State, resp.Private, misses, &resp.Diagnostics)
+	}
 	var soldOut *controlplane.SoldOutError
 	if errors.As(err, &soldOut) {
 		forgetQuote()
@@ -340,6 +368,9 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	}
 	planned := m.ProvisioningDigest
 	rec := controlplane.NewRecord(launched.Instance)
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = r.data.cp.Now() // the cloud does not say: the bill started about now
+	}
 	save := r.saver(ctx, &m, &resp.State, &resp.Diagnostics)
 	save(rec)
 	defer func() {
@@ -450,6 +481,13 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	name := m.ID.ValueString()
+	if capacityRecord(&m) {
+		// A create that failed for lack of capacity: no machine to read. Terraform plans the tainted
+		// record's replacement without its state, right after this refresh: hand the control plane
+		// the offers to skip now.
+		r.rememberCapacity(ctx, req.Private)
+		return
+	}
 	var found bool
 	var err error
 	if m.CloudInstanceID.IsNull() {
@@ -528,6 +566,9 @@ func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteReq
 	ctx, end := start(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)
 	defer end()
 	rec := state.record()
+	if capacityRecord(&state) {
+		return // a create that failed for lack of capacity: no machine was created
+	}
 	if state.Kind.ValueString() == inventory.KindExeclet {
 		// Drained first (at most drain_timeout), deleted whatever happened.
 		if u := r.data.provisioningUnavailable; u != nil {

@@ -293,6 +293,12 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Computed:            true,
 				PlanModifiers:       keep,
 			},
+			"created_at": schema.StringAttribute{
+				MarkdownDescription: "When the cloud created the machine (RFC 3339, UTC), where its bill starts; when the cloud " +
+					"does not say, when hydra's create returned. `hydra_gpu_instances` shows what it has cost since (`accrued_usd`).",
+				Computed:      true,
+				PlanModifiers: keep,
+			},
 			"ready_at": schema.StringAttribute{
 				MarkdownDescription: "When provisioning last succeeded (RFC 3339, UTC).",
 				Computed:            true,

@@ -36,6 +36,9 @@ type gpuInstancesModel struct {
 	Instances   types.List   `tfsdk:"instances"`
 	Orphans     types.List   `tfsdk:"orphans"`
 	Unreachable types.Map    `tfsdk:"unreachable"`
+	// TotalPerHour and TotalAccrued add up the machines' figures (cost.go).
+	TotalPerHour types.Float64 `tfsdk:"total_usd_per_hour"`
+	TotalAccrued types.Float64 `tfsdk:"total_accrued_usd"`
 }
 
 var machineAttrTypes = map[string]attr.Type{
@@ -50,6 +53,7 @@ var machineAttrTypes = map[string]attr.Type{
 	"ownership":          types.StringType,
 	"created_at":         types.StringType,
 	"price_usd_per_hour": types.Float64Type,
+	"accrued_usd":        types.Float64Type,
 }
 
 func (d *gpuInstancesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -88,7 +92,8 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 						"journal names it: a create cut short; the next apply adopts it), `unrecorded` (the cloud cannot record confirmation; " +
 						"only a state knows), or `foreign` (no hydra ownership record).", Computed: true},
 					"created_at":         schema.StringAttribute{MarkdownDescription: "When the cloud created it (RFC 3339), when it says.", Computed: true},
-					"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "Its price in US dollars per hour, when the cloud reports it.", Computed: true},
+					"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "Its billed price in US dollars per hour, when the cloud reports it.", Computed: true},
+					"accrued_usd":        accruedSchema(),
 				}},
 			},
 			"orphans": schema.ListAttribute{
@@ -97,6 +102,8 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 				Computed:    true,
 				ElementType: types.StringType,
 			},
+			"total_usd_per_hour": totalPerHourSchema(),
+			"total_accrued_usd":  totalAccruedSchema(),
 			"unreachable": schema.MapAttribute{
 				MarkdownDescription: "Clouds that could not be listed, with the reason.",
 				Computed:            true,
@@ -118,7 +125,10 @@ func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRe
 	resp.Diagnostics.Append(diags...)
 	res := d.data.cp.Machines(ctx, clouds)
 	var rows []attr.Value
+	var cost costTotals
+	now := d.data.cp.Now()
 	for _, mc := range res.Machines {
+		accrued := cost.add(mc, now)
 		created := types.StringNull()
 		if !mc.Instance.CreatedAt.IsZero() {
 			created = types.StringValue(mc.Instance.CreatedAt.UTC().Format(time.RFC3339))
@@ -135,6 +145,7 @@ func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRe
 			"ownership":          types.StringValue(string(mc.Ownership)),
 			"created_at":         created,
 			"price_usd_per_hour": usdValue(mc.Instance.PricePerHour),
+			"accrued_usd":        accrued,
 		})
 		resp.Diagnostics.Append(dd...)
 		rows = append(rows, obj)
@@ -154,6 +165,7 @@ func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRe
 	}
 	m.Orphans = ol
 	m.Unreachable = stringMap(ctx, res.Unreachable, &resp.Diagnostics)
+	m.TotalPerHour, m.TotalAccrued = usdValue(cost.perHour), usdValue(cost.accrued)
 	clouds = append([]string(nil), clouds...)
 	sort.Strings(clouds)
 	m.ID = types.StringValue(fmt.Sprintf("%s:%d machines:%d orphans", strings.Join(clouds, ","), len(rows), len(orphans)))

@@ -67,13 +67,17 @@ type hydraProvider struct {
 }
 
 type providerModel struct {
-	InventoryDir types.String       `tfsdk:"inventory_dir"`
-	PlanQuoteDir types.String       `tfsdk:"plan_quote_dir"`
-	PlanQuoteTTL types.String       `tfsdk:"plan_quote_ttl"`
-	OfferTimeout types.String       `tfsdk:"offer_timeout"`
-	OrphanGrace  types.String       `tfsdk:"orphan_grace"`
-	Sandbox      *sandboxModel      `tfsdk:"sandbox"`
-	Provisioning *provisioningModel `tfsdk:"provisioning"`
+	InventoryDir types.String `tfsdk:"inventory_dir"`
+	PlanQuoteDir types.String `tfsdk:"plan_quote_dir"`
+	PlanQuoteTTL types.String `tfsdk:"plan_quote_ttl"`
+	OfferTimeout types.String `tfsdk:"offer_timeout"`
+	OrphanGrace  types.String `tfsdk:"orphan_grace"`
+	// MaxTotalPricePerHour is the budget of the whole configuration (budget.go).
+	MaxTotalPricePerHour types.Float64 `tfsdk:"max_total_price_per_hour"`
+	// CapacityMemory is how long an offer that failed for capacity is skipped (capacity.go).
+	CapacityMemory types.String       `tfsdk:"capacity_memory"`
+	Sandbox        *sandboxModel      `tfsdk:"sandbox"`
+	Provisioning   *provisioningModel `tfsdk:"provisioning"`
 	// The clouds' blocks are not here: they are derived from the registry (internal/clouds) and read
 	// by readConfig.
 }
@@ -147,6 +151,8 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Optional:            true,
 				Validators:          []validator.String{durationValidator{}},
 			},
+			"max_total_price_per_hour": budgetSchema(),
+			"capacity_memory":          capacityMemorySchema(),
 			"orphan_grace": schema.StringAttribute{
 				MarkdownDescription: "How old a machine that hydra created, but that no completed create, refresh or import " +
 					"has confirmed, must be before every plan warns about it as a possible orphan (a create cut short by a hard " +
@@ -285,6 +291,8 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		Logger:       logger,
 		FleetQuiet:   fleetQuiet,
 	}
+	opts.MaxTotalPricePerHour = budgetOf(cfg.MaxTotalPricePerHour)
+	opts.CapacityMemory = parseDuration(cfg.CapacityMemory, defaultCapacityMemory)
 	data.provisioning = provisioningEnabled(cfg.Provisioning)
 	if pc := cfg.Provisioning; pc != nil {
 		opts.MaxProvisionAttempts = int(pc.MaxAttempts.ValueInt64())

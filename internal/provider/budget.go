@@ -1,0 +1,66 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+)
+
+// budgetSchema is the provider's max_total_price_per_hour.
+func budgetSchema() schema.Float64Attribute {
+	return schema.Float64Attribute{
+		MarkdownDescription: "A budget for the whole configuration, in US dollars per hour: a plan whose GPU machines would " +
+			"together cost more per hour fails at plan, before anything is created, naming the total, the budget and the " +
+			"largest machines. The total counts every `hydra_gpu_instance` of this provider configuration that the plan " +
+			"keeps (its billed `price_usd_per_hour` in state) or creates (its planned offer's price, or " +
+			"`estimated_price_usd_per_hour` with `allow_fallback`), `count` and `for_each` instances included; a machine " +
+			"being replaced counts once, at its new price. Instances whose price is not known at plan count nothing. " +
+			"From 0.01 to 1000000 with at most six digits after the decimal point, like `max_price_per_hour`. Default: no budget.",
+		Optional:   true,
+		Validators: []validator.Float64{budgetValidator{}},
+	}
+}
+
+// budgetValidator accepts what controlplane.ParseBudget accepts.
+type budgetValidator struct{}
+
+func (budgetValidator) Description(context.Context) string {
+	return "value must be from 0.01 to 1000000 (US dollars per hour) with at most six digits after the decimal point"
+}
+
+func (v budgetValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (budgetValidator) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := controlplane.ParseBudget(req.ConfigValue.ValueFloat64()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid budget", err.Error()+".")
+	}
+}
+
+// budgetOf reads max_total_price_per_hour (0: no budget; values out of range were refused by the
+// validator).
+func budgetOf(v types.Float64) money.USD {
+	if v.IsNull() || v.IsUnknown() {
+		return 0
+	}
+	u, err := controlplane.ParseBudget(v.ValueFloat64())
+	if err != nil {
+		return 0
+	}
+	return u
+}
+
+// countBudget counts an instance's hourly price in the plan's budget; over it, the plan fails.
+func (r *gpuInstanceResource) countBudget(diags *diag.Diagnostics, name, what string, price money.USD) {
+	if err := r.data.cp.CountBudget(name, what, price); err != nil {
+		addPlanError(diags, err)
+	}
+}

@@ -9,7 +9,7 @@
 package atlas
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,83 +120,47 @@ type Server struct {
 	// The Server is an emukit.Admin: SetFaults and Faults replace and read the faults of the shared
 	// vocabulary (Atlas's own, QuotaExceeded and SlowBoot, stay as they are); Stats counts the
 	// instances ever created and lists the live ones, neither terminating nor terminated.
-	admin
-	opts    Options
-	store   *emukit.Seeded[state]
-	handler http.Handler
+	*emukit.SeededServer[state]
+	opts Options
 }
-
-type admin = emukit.StateAdmin[state]
 
 var _ emukit.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
-	if len(opts.Tokens) == 0 {
-		opts.Tokens = []string{DefaultToken}
-	}
-	if opts.Catalog == nil {
-		opts.Catalog = DefaultCatalog()
-	}
+	opts.Tokens = emukit.Keys(opts.Tokens, DefaultToken)
+	opts.Catalog = emukit.Seed(opts.Catalog, DefaultCatalog)
 	opts.Options = opts.WithDefaults(20 * time.Second)
-	if opts.DeleteDuration <= 0 {
-		opts.DeleteDuration = 3 * time.Second
-	}
-	if opts.TerminatedRetention <= 0 {
-		opts.TerminatedRetention = time.Hour
-	}
-	if opts.SSHHost == "" {
-		opts.SSHHost = "127.0.0.1"
-	}
-	if opts.SSHPort == 0 {
-		opts.SSHPort = 22
-	}
-	if opts.SSHUser == "" {
-		opts.SSHUser = "ubuntu"
-	}
-	if opts.HostKey == "" {
-		opts.HostKey = DefaultHostKey
-	}
-	if opts.MaxLimit <= 0 {
-		opts.MaxLimit = 500
-	}
+	opts.DeleteDuration = emukit.Positive(opts.DeleteDuration, 3*time.Second)
+	opts.TerminatedRetention = emukit.Positive(opts.TerminatedRetention, time.Hour)
+	opts.SSHHost = cmp.Or(opts.SSHHost, "127.0.0.1")
+	opts.SSHPort = cmp.Or(opts.SSHPort, 22)
+	opts.SSHUser = cmp.Or(opts.SSHUser, "ubuntu")
+	opts.HostKey = cmp.Or(opts.HostKey, DefaultHostKey)
+	opts.MaxLimit = emukit.Positive(opts.MaxLimit, 500)
 	catalog := append([]Offer(nil), opts.Catalog...)
-	s := &Server{opts: opts, store: emukit.NewSeeded(opts.StateDir, "state", func() *state {
+	s := &Server{opts: opts}
+	s.SeededServer = emukit.NewSeededServer(opts.StateDir, func() *state {
 		return &state{Catalog: append([]Offer(nil), catalog...)}
-	})}
-	s.admin = emukit.NewStateAdmin(s.store.With, func(st *state) *emukit.Faults { return &st.Faults.Faults },
+	}, func(st *state) *emukit.Faults { return &st.Faults.Faults },
 		func(st *state) (int, []emukit.Machine) {
 			return st.CreateCount, emukit.LiveMachines(st.Instances, func(in *instRec) (emukit.Machine, bool) {
 				return emukit.Machine{ID: in.ID, Name: in.Name}, in.DeletedAt == nil
 			})
-		})
-	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
+		}, s.serveAPI)
 	return s
-}
-
-// Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
-// function that stops it.
-func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
-	return emukit.Serve(addr, s)
 }
 
 // SetAllFaults replaces every armed fault, Atlas's own included.
 func (s *Server) SetAllFaults(f Faults) error {
-	return s.store.With(true, func(st *state) error { st.Faults = f; return nil })
+	return s.Store.With(true, func(st *state) error { st.Faults = f; return nil })
 }
 
 // AllFaults returns every armed fault, Atlas's own included.
 func (s *Server) AllFaults() (Faults, error) {
 	var f Faults
-	err := s.store.With(false, func(st *state) error { f = st.Faults; return nil })
+	err := s.Store.With(false, func(st *state) error { f = st.Faults; return nil })
 	return f, err
-}
-
-// CreateCount is how many instances were ever created (409 answers do not count).
-func (s *Server) CreateCount() int {
-	n := 0
-	_ = s.store.With(false, func(st *state) error { n = st.CreateCount; return nil })
-	return n
 }
 
 // InstanceInfo is an admin view of one instance.
@@ -210,7 +174,7 @@ type InstanceInfo struct {
 func (s *Server) Instances() []InstanceInfo {
 	var out []InstanceInfo
 	now := s.opts.Now()
-	_ = s.store.With(false, func(st *state) error {
+	_ = s.Store.With(false, func(st *state) error {
 		for _, in := range st.Instances {
 			if v := s.status(in, now); v != "terminated" {
 				out = append(out, InstanceInfo{ID: in.ID, Name: in.Name, InstanceType: in.InstanceType, Region: in.Region, Status: v,
@@ -224,7 +188,7 @@ func (s *Server) Instances() []InstanceInfo {
 
 // SetAvailable sets the free capacity of one instance type in one region.
 func (s *Server) SetAvailable(instanceType, region string, n int) error {
-	return s.store.With(true, func(st *state) error {
+	return s.Store.With(true, func(st *state) error {
 		for i := range st.Catalog {
 			if st.Catalog[i].InstanceType == instanceType && st.Catalog[i].Region == region {
 				st.Catalog[i].Available = n
@@ -238,7 +202,7 @@ func (s *Server) SetAvailable(instanceType, region string, n int) error {
 // Catalog returns the current fleet.
 func (s *Server) Catalog() []Offer {
 	var out []Offer
-	_ = s.store.With(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
+	_ = s.Store.With(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
 	return out
 }
 
@@ -247,10 +211,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) { emukit.WriteJSON(w, s
 func apiError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
-
-// ServeHTTP answers one request: the admin surface under emukit.AdminPath (no credentials, no
-// faults), the API everywhere else.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // serveAPI answers one API request.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
@@ -300,7 +260,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 func (s *Server) offers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	out := []Offer{}
-	_ = s.store.With(false, func(st *state) error {
+	_ = s.Store.With(false, func(st *state) error {
 		for _, o := range st.Catalog {
 			if v := q.Get("region"); v != "" && v != o.Region {
 				continue
@@ -383,7 +343,7 @@ func (s *Server) find(st *state, id string) *instRec {
 func (s *Server) get(w http.ResponseWriter, id string) {
 	now := s.opts.Now()
 	var out map[string]any
-	_ = s.store.With(false, func(st *state) error {
+	_ = s.Store.With(false, func(st *state) error {
 		if in := s.find(st, id); in != nil && !s.purged(in, now) {
 			out = s.render(in, now)
 		}
@@ -419,7 +379,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	prefix, withTerminated := q.Get("name_prefix"), q.Get("include_terminated") == "true"
 	now := s.opts.Now()
 	var recs []*instRec
-	_ = s.store.With(false, func(st *state) error {
+	_ = s.Store.With(false, func(st *state) error {
 		for _, in := range st.Instances {
 			if !strings.HasPrefix(in.Name, prefix) || s.purged(in, now) {
 				continue
@@ -526,7 +486,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		rec       *instRec
 		lost      bool
 	)
-	err = s.store.With(true, func(st *state) error {
+	err = s.Store.With(true, func(st *state) error {
 		for _, in := range st.Instances {
 			if in.Name == b.Name && s.status(in, now) != "terminated" {
 				status, code, msg = http.StatusConflict, "already_exists", "an instance named "+b.Name+" already exists"
@@ -599,7 +559,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, id string) {
 		out     map[string]any
 		invalid string
 	)
-	err := s.store.With(true, func(st *state) error {
+	err := s.Store.With(true, func(st *state) error {
 		in := s.find(st, id)
 		if in == nil || s.status(in, now) == "terminated" {
 			return nil
@@ -643,7 +603,7 @@ var errInvalid = errors.New("invalid")
 func (s *Server) delete(w http.ResponseWriter, id string) {
 	now := s.opts.Now()
 	var out map[string]any
-	_ = s.store.With(true, func(st *state) error {
+	_ = s.Store.With(true, func(st *state) error {
 		in := s.find(st, id)
 		if in == nil {
 			return nil

@@ -50,6 +50,33 @@ func (o Options) WithDefaults(boot time.Duration) Options {
 	return o
 }
 
+// Positive is v when it is above zero, else def: the default of an emulator option (a duration, a
+// count, a page size) for which zero and negative values both mean "not set".
+func Positive[T ~int | ~int64 | ~float64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Keys is keys when it holds at least one, else the one key def: the default of an emulator's accepted
+// API keys or tokens.
+func Keys(keys []string, def string) []string {
+	if len(keys) == 0 {
+		return []string{def}
+	}
+	return keys
+}
+
+// Seed is v when it is not nil, else def(): the default of a catalog-like option, where an empty but
+// non-nil value is a deliberate choice (an empty catalog) and only nil takes the default.
+func Seed[T any](v []T, def func() []T) []T {
+	if v == nil {
+		return def()
+	}
+	return v
+}
+
 // Store holds an emulator's whole state S: in memory, or, when it has a directory, in the JSON file
 // <name>.json there, read and written under an exclusive flock on <name>.lock so that several
 // processes sharing the directory see one cloud.

@@ -43,6 +43,7 @@
 package lambda
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -111,25 +112,13 @@ type Server struct {
 
 // New builds an emulator.
 func New(opts Options) *Server {
-	if opts.APIKey == "" {
-		opts.APIKey = DefaultAPIKey
-	}
+	opts.APIKey = cmp.Or(opts.APIKey, DefaultAPIKey)
 	opts.Options = opts.WithDefaults(30 * time.Second)
-	if opts.TerminateDuration <= 0 {
-		opts.TerminateDuration = 10 * time.Second
-	}
-	if opts.TerminatedRetention <= 0 {
-		opts.TerminatedRetention = 5 * time.Minute
-	}
-	if opts.Catalog == nil {
-		opts.Catalog = DefaultCatalog()
-	}
-	if opts.Regions == nil {
-		opts.Regions = DefaultRegions()
-	}
-	if opts.LaunchInterval == 0 {
-		opts.LaunchInterval = DefaultLaunchInterval
-	}
+	opts.TerminateDuration = emukit.Positive(opts.TerminateDuration, 10*time.Second)
+	opts.TerminatedRetention = emukit.Positive(opts.TerminatedRetention, 5*time.Minute)
+	opts.Catalog = emukit.Seed(opts.Catalog, DefaultCatalog)
+	opts.Regions = emukit.Seed(opts.Regions, DefaultRegions)
+	opts.LaunchInterval = cmp.Or(opts.LaunchInterval, DefaultLaunchInterval)
 	s := &Server{opts: opts, catalog: map[string]CatalogEntry{}, regions: map[string]Region{},
 		store: emukit.NewStore[state](opts.StateDir, "lambda-state")}
 	for _, c := range opts.Catalog {

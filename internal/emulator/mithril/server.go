@@ -106,19 +106,11 @@ var _ emukit.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
-	if opts.Catalog == nil {
-		opts.Catalog = DefaultCatalog()
-	}
+	opts.Catalog = emukit.Seed(opts.Catalog, DefaultCatalog)
 	opts.Options = opts.WithDefaults(20 * time.Second)
-	if opts.PreemptionWindow == 0 {
-		opts.PreemptionWindow = 5 * time.Minute
-	}
-	if len(opts.APIKeys) == 0 {
-		opts.APIKeys = []string{DefaultAPIKey}
-	}
-	if len(opts.Projects) == 0 {
-		opts.Projects = []string{DefaultProject}
-	}
+	opts.PreemptionWindow = cmp.Or(opts.PreemptionWindow, 5*time.Minute)
+	opts.APIKeys = emukit.Keys(opts.APIKeys, DefaultAPIKey)
+	opts.Projects = emukit.Keys(opts.Projects, DefaultProject)
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
 	s.admin = newAdmin(s)
 	s.routes()

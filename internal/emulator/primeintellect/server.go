@@ -15,7 +15,7 @@
 package primeintellect
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -123,83 +123,48 @@ type state struct {
 type Server struct {
 	// The Server is an emukit.Admin: SetFaults and Faults replace and read the armed shared faults;
 	// Stats counts the pods ever created and lists the live ones, neither DELETING nor TERMINATED.
-	admin
-	opts    Options
-	store   *emukit.Seeded[state]
-	handler http.Handler
+	*emukit.SeededServer[state]
+	opts Options
 }
-
-type admin = emukit.StateAdmin[state]
 
 var _ emukit.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
-	if len(opts.APIKeys) == 0 {
-		opts.APIKeys = []string{DefaultAPIKey}
-	}
-	if opts.Catalog == nil {
-		opts.Catalog = DefaultCatalog()
-	}
+	opts.APIKeys = emukit.Keys(opts.APIKeys, DefaultAPIKey)
+	opts.Catalog = emukit.Seed(opts.Catalog, DefaultCatalog)
 	opts.Options = opts.WithDefaults(20 * time.Second)
-	if opts.DeleteDuration <= 0 {
-		opts.DeleteDuration = 3 * time.Second
-	}
-	if opts.TerminatedRetention <= 0 {
-		opts.TerminatedRetention = time.Minute
-	}
-	if opts.SSHHost == "" {
-		opts.SSHHost = "127.0.0.1"
-	}
-	if opts.SSHPort == 0 {
-		opts.SSHPort = 22
-	}
-	if opts.SSHUser == "" {
-		opts.SSHUser = "root"
-	}
-	if opts.MaxPageSize <= 0 {
-		opts.MaxPageSize = 100
-	}
+	opts.DeleteDuration = emukit.Positive(opts.DeleteDuration, 3*time.Second)
+	opts.TerminatedRetention = emukit.Positive(opts.TerminatedRetention, time.Minute)
+	opts.SSHHost = cmp.Or(opts.SSHHost, "127.0.0.1")
+	opts.SSHPort = cmp.Or(opts.SSHPort, 22)
+	opts.SSHUser = cmp.Or(opts.SSHUser, "root")
+	opts.MaxPageSize = emukit.Positive(opts.MaxPageSize, 100)
 	catalog := append([]Item(nil), opts.Catalog...)
 	s := &Server{opts: opts}
-	s.store = emukit.NewSeeded(opts.StateDir, "state", func() *state {
+	s.SeededServer = emukit.NewSeededServer(opts.StateDir, func() *state {
 		return &state{Catalog: append([]Item(nil), catalog...)}
-	})
-	s.admin = emukit.NewStateAdmin(s.store.With, func(st *state) *emukit.Faults { return &st.Faults },
+	}, func(st *state) *emukit.Faults { return &st.Faults },
 		func(st *state) (int, []emukit.Machine) {
 			now := s.opts.Now()
 			return st.CreateCount, emukit.LiveMachines(st.Pods, func(p *podRec) (emukit.Machine, bool) {
 				v := s.view(p, now)
 				return emukit.Machine{ID: p.ID, Name: p.Name}, v.status != "TERMINATED" && v.status != "DELETING"
 			})
-		})
-	s.handler = emukit.WithAdmin(http.HandlerFunc(s.serveAPI), s)
+		}, s.serveAPI)
 	return s
-}
-
-// Start serves the emulator on addr ("127.0.0.1:0" picks a port) and returns its base URL and a
-// function that stops it.
-func (s *Server) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
-	return emukit.Serve(addr, s)
 }
 
 // SetCloudFaults replaces the armed Prime-only faults.
 func (s *Server) SetCloudFaults(f CloudFaults) error {
-	return s.store.With(true, func(st *state) error { st.CloudFaults = f; return nil })
+	return s.Store.With(true, func(st *state) error { st.CloudFaults = f; return nil })
 }
 
 // CloudFaults returns the Prime-only faults still armed.
 func (s *Server) CloudFaults() CloudFaults {
 	var f CloudFaults
-	_ = s.store.With(false, func(st *state) error { f = st.CloudFaults; return nil })
+	_ = s.Store.With(false, func(st *state) error { f = st.CloudFaults; return nil })
 	return f
-}
-
-// CreateCount is how many pods were ever created.
-func (s *Server) CreateCount() int {
-	n := 0
-	_ = s.store.With(false, func(st *state) error { n = st.CreateCount; return nil })
-	return n
 }
 
 // PodInfo is an admin view of one pod.
@@ -212,7 +177,7 @@ type PodInfo struct {
 func (s *Server) Pods() []PodInfo {
 	var out []PodInfo
 	now := s.opts.Now()
-	_ = s.store.With(false, func(st *state) error {
+	_ = s.Store.With(false, func(st *state) error {
 		for _, p := range st.Pods {
 			v := s.view(p, now)
 			if v.status != "TERMINATED" {
@@ -227,13 +192,13 @@ func (s *Server) Pods() []PodInfo {
 // CreateRequests returns the bodies of the last create requests (at most 50), oldest first.
 func (s *Server) CreateRequests() []json.RawMessage {
 	var out []json.RawMessage
-	_ = s.store.With(false, func(st *state) error { out = append(out, st.Creates...); return nil })
+	_ = s.Store.With(false, func(st *state) error { out = append(out, st.Creates...); return nil })
 	return out
 }
 
 // FlipCloudIDs gives every catalog item a new cloudId, as upstream plan tokens change within minutes.
 func (s *Server) FlipCloudIDs() error {
-	return s.store.With(true, func(st *state) error {
+	return s.Store.With(true, func(st *state) error {
 		st.Flips++
 		for i := range st.Catalog {
 			base, _, _ := strings.Cut(st.Catalog[i].CloudID, "#")
@@ -245,7 +210,7 @@ func (s *Server) FlipCloudIDs() error {
 
 // SetCapacity sets the capacity of every catalog item of a Prime GPU type (e.g. "H100_80GB").
 func (s *Server) SetCapacity(gpuType string, capacity int) error {
-	return s.store.With(true, func(st *state) error {
+	return s.Store.With(true, func(st *state) error {
 		for i := range st.Catalog {
 			if st.Catalog[i].GPUType == gpuType {
 				st.Catalog[i].Capacity = capacity
@@ -257,13 +222,13 @@ func (s *Server) SetCapacity(gpuType string, capacity int) error {
 
 // SetCatalog replaces the catalog.
 func (s *Server) SetCatalog(items []Item) error {
-	return s.store.With(true, func(st *state) error { st.Catalog = append([]Item(nil), items...); return nil })
+	return s.Store.With(true, func(st *state) error { st.Catalog = append([]Item(nil), items...); return nil })
 }
 
 // Catalog returns the current catalog.
 func (s *Server) Catalog() []Item {
 	var out []Item
-	_ = s.store.With(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
+	_ = s.Store.With(false, func(st *state) error { out = append(out, st.Catalog...); return nil })
 	return out
 }
 
@@ -285,9 +250,6 @@ func validation(w http.ResponseWriter, loc []string, msg, typ string) {
 func newID() string {
 	return emukit.RandomHex(16)
 }
-
-// ServeHTTP answers one request: the admin surface under emukit.AdminPath, the API everywhere else.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // serveAPI answers one API request.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
@@ -404,7 +366,7 @@ func filterItems(items []Item, q url.Values) []Item {
 // takeEmptyFault consumes one EmptyAvailability fault.
 func (s *Server) takeEmptyFault() bool {
 	empty := false
-	_ = s.store.With(true, func(st *state) error {
+	_ = s.Store.With(true, func(st *state) error {
 		if st.CloudFaults.EmptyAvailability > 0 {
 			st.CloudFaults.EmptyAvailability--
 			empty = true
@@ -429,7 +391,7 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var items []Item
-	_ = s.store.With(false, func(st *state) error { items = filterItems(st.Catalog, q); return nil })
+	_ = s.Store.With(false, func(st *state) error { items = filterItems(st.Catalog, q); return nil })
 	out := []any{}
 	for i := (page - 1) * pageSize; i < len(items) && i < page*pageSize; i++ {
 		out = append(out, items[i].render(false))
@@ -466,7 +428,7 @@ func (s *Server) legacyAvailability(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var items []Item
-	_ = s.store.With(false, func(st *state) error { items = filterItems(st.Catalog, r.URL.Query()); return nil })
+	_ = s.Store.With(false, func(st *state) error { items = filterItems(st.Catalog, r.URL.Query()); return nil })
 	out := map[string][]any{}
 	for _, it := range items {
 		out[it.GPUType] = append(out[it.GPUType], it.render(true))
@@ -476,7 +438,7 @@ func (s *Server) legacyAvailability(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) gpuSummary(w http.ResponseWriter, _ *http.Request) {
 	var items []Item
-	_ = s.store.With(false, func(st *state) error { items = append(items, st.Catalog...); return nil })
+	_ = s.Store.With(false, func(st *state) error { items = append(items, st.Catalog...); return nil })
 	writeJSON(w, http.StatusOK, summary(items))
 }
 
@@ -489,7 +451,7 @@ func (s *Server) diskAvailability(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var items []Item
-	_ = s.store.With(false, func(st *state) error { items = sortedItems(st.Catalog); return nil })
+	_ = s.Store.With(false, func(st *state) error { items = sortedItems(st.Catalog); return nil })
 	all := disks(items)
 	out := []any{}
 	for i := (page - 1) * pageSize; i < len(all) && i < page*pageSize; i++ {
@@ -560,7 +522,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		rec    *podRec
 		lost   bool
 	)
-	err = s.store.With(true, func(st *state) error {
+	err = s.Store.With(true, func(st *state) error {
 		f, cf := &st.Faults, &st.CloudFaults
 		if cf.PaymentRequired {
 			status, msg = http.StatusPaymentRequired, "Insufficient balance. Please add funds to your wallet."
@@ -751,7 +713,7 @@ func (s *Server) findPod(st *state, id string) *podRec {
 func (s *Server) getPod(w http.ResponseWriter, id string) {
 	now := s.opts.Now().UTC()
 	var out map[string]any
-	_ = s.store.With(false, func(st *state) error {
+	_ = s.Store.With(false, func(st *state) error {
 		if p := s.findPod(st, id); p != nil && !s.view(p, now).gone {
 			out = s.render(p, now)
 		}
@@ -776,7 +738,7 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.opts.Now().UTC()
 	var live []*podRec
-	_ = s.store.With(false, func(st *state) error {
+	_ = s.Store.With(false, func(st *state) error {
 		for _, p := range st.Pods {
 			if s.view(p, now).status != "TERMINATED" {
 				live = append(live, p)
@@ -797,7 +759,7 @@ func (s *Server) podStatus(w http.ResponseWriter, r *http.Request) {
 	ids := r.URL.Query()["pod_ids"]
 	now := s.opts.Now().UTC()
 	data := []any{}
-	_ = s.store.With(false, func(st *state) error {
+	_ = s.Store.With(false, func(st *state) error {
 		for _, id := range ids {
 			p := s.findPod(st, id)
 			if p == nil {
@@ -823,7 +785,7 @@ func (s *Server) podStatus(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deletePod(w http.ResponseWriter, id string) {
 	now := s.opts.Now().UTC()
 	status := ""
-	_ = s.store.With(true, func(st *state) error {
+	_ = s.Store.With(true, func(st *state) error {
 		p := s.findPod(st, id)
 		if p == nil {
 			return nil
@@ -861,7 +823,7 @@ func (s *Server) renderKey(k keyRec) map[string]any {
 
 func (s *Server) listKeys(w http.ResponseWriter) {
 	data := []any{}
-	_ = s.store.With(false, func(st *state) error {
+	_ = s.Store.With(false, func(st *state) error {
 		for _, k := range st.Keys {
 			data = append(data, s.renderKey(k))
 		}
@@ -886,7 +848,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	var out map[string]any
 	dup := false
-	_ = s.store.With(true, func(st *state) error {
+	_ = s.Store.With(true, func(st *state) error {
 		for _, k := range st.Keys {
 			if kf := strings.Fields(k.PublicKey); len(kf) >= 2 && kf[1] == f[1] {
 				dup = true
@@ -907,7 +869,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deleteKey(w http.ResponseWriter, id string) {
 	found := false
-	_ = s.store.With(true, func(st *state) error {
+	_ = s.Store.With(true, func(st *state) error {
 		for i, k := range st.Keys {
 			if k.ID == id {
 				st.Keys = append(st.Keys[:i], st.Keys[i+1:]...)

@@ -88,19 +88,11 @@ var _ emukit.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
-	if opts.Zones == nil {
-		opts.Zones = DefaultZones()
-	}
-	if opts.Plans == nil {
-		opts.Plans = DefaultPlans()
-	}
-	if opts.Templates == nil {
-		opts.Templates = DefaultTemplates()
-	}
+	opts.Zones = emukit.Seed(opts.Zones, DefaultZones)
+	opts.Plans = emukit.Seed(opts.Plans, DefaultPlans)
+	opts.Templates = emukit.Seed(opts.Templates, DefaultTemplates)
 	opts.Options = opts.WithDefaults(20 * time.Second)
-	if opts.StopDuration == 0 {
-		opts.StopDuration = 3 * time.Second
-	}
+	opts.StopDuration = cmp.Or(opts.StopDuration, 3*time.Second)
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
 	s.admin = emukit.NewStateAdmin(func(write bool, fn func(st *state) error) error {
 		var err error

@@ -20,6 +20,7 @@
 package verda
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -93,25 +94,13 @@ type Server struct {
 
 // New builds an emulator.
 func New(opts Options) *Server {
-	if opts.ClientID == "" {
-		opts.ClientID = DefaultClientID
-	}
-	if opts.ClientSecret == "" {
-		opts.ClientSecret = DefaultClientSecret
-	}
-	if opts.TokenLifetime <= 0 {
-		opts.TokenLifetime = time.Hour
-	}
-	if opts.RefreshTokenLifetime <= 0 {
-		opts.RefreshTokenLifetime = 24 * time.Hour
-	}
+	opts.ClientID = cmp.Or(opts.ClientID, DefaultClientID)
+	opts.ClientSecret = cmp.Or(opts.ClientSecret, DefaultClientSecret)
+	opts.TokenLifetime = emukit.Positive(opts.TokenLifetime, time.Hour)
+	opts.RefreshTokenLifetime = emukit.Positive(opts.RefreshTokenLifetime, 24*time.Hour)
 	opts.Options = opts.WithDefaults(30 * time.Second)
-	if opts.Catalog == nil {
-		opts.Catalog = DefaultCatalog()
-	}
-	if opts.Locations == nil {
-		opts.Locations = DefaultLocations()
-	}
+	opts.Catalog = emukit.Seed(opts.Catalog, DefaultCatalog)
+	opts.Locations = emukit.Seed(opts.Locations, DefaultLocations)
 	opts.Currency = strings.ToLower(opts.Currency)
 	if opts.Currency == "" {
 		opts.Currency = "usd"

@@ -1,6 +1,7 @@
 package atlas
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -63,9 +64,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err != nil {
 		return nil, err
 	}
-	if cfg.PriceFactor == 0 {
-		cfg.PriceFactor = DefaultPriceFactor
-	}
+	cfg.PriceFactor = cmp.Or(cfg.PriceFactor, DefaultPriceFactor)
 	if cfg.PriceFactor < 0 {
 		return nil, fmt.Errorf("%s: price factor %v must be positive", CloudName, cfg.PriceFactor)
 	}
@@ -258,21 +257,14 @@ func (b *Backend) instanceHardware(i Instance) controlplane.Hardware {
 
 // Get returns one instance.
 func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
-	i, err := b.client.Instance(ctx, id)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
-	return b.toInstance(i), nil
+	return backendkit.Get(ctx, id, b.client.Instance, b.toInstance)
 }
 
 // List returns the live instances whose name starts with prefix.
 func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
-	list, err := b.client.Instances(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
 	// The server filters too; check again rather than trust it.
-	return backendkit.Live(list, prefix, func(i Instance) string { return i.Name }, b.toInstance), nil
+	read := func(ctx context.Context) ([]Instance, error) { return b.client.Instances(ctx, prefix) }
+	return backendkit.List(ctx, prefix, read, func(i Instance) string { return i.Name }, b.toInstance)
 }
 
 // Delete starts termination. An instance that is already terminating succeeds again (Atlas answers

@@ -4,6 +4,7 @@
 package backendkit
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -28,6 +29,29 @@ func Live[T any](all []T, prefix string, name func(T) string, convert func(T) co
 		}
 	}
 	return out
+}
+
+// Get is the body of Get for clouds whose answer for one machine maps straight onto hydra's: read asks
+// the cloud for the machine id, convert maps it; read's error is returned as it is.
+func Get[T any](ctx context.Context, id string, read func(context.Context, string) (T, error),
+	convert func(T) controlplane.Instance) (controlplane.Instance, error) {
+	in, err := read(ctx, id)
+	if err != nil {
+		return controlplane.Instance{}, err
+	}
+	return convert(in), nil
+}
+
+// List is the body of List for clouds that answer every instance at once: read asks the cloud for them
+// (its error is returned as it is), and Live keeps those whose name starts with prefix and are not
+// terminated.
+func List[T any](ctx context.Context, prefix string, read func(context.Context) ([]T, error), name func(T) string,
+	convert func(T) controlplane.Instance) ([]controlplane.Instance, error) {
+	all, err := read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Live(all, prefix, name, convert), nil
 }
 
 // SortOffers puts offers in the order backends answer them: by region, then instance type, on-demand

@@ -1,6 +1,7 @@
 package lambda
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,21 +120,11 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err != nil {
 		return nil, err
 	}
-	if cfg.SSHUser == "" {
-		cfg.SSHUser = DefaultSSHUser
-	}
-	if cfg.SSHPort == 0 {
-		cfg.SSHPort = DefaultSSHPort
-	}
-	if cfg.LaunchInterval == 0 {
-		cfg.LaunchInterval = DefaultLaunchInterval
-	}
-	if cfg.RateLimitRetries == 0 {
-		cfg.RateLimitRetries = DefaultRateLimitRetries
-	}
-	if cfg.UnhealthyGrace == 0 {
-		cfg.UnhealthyGrace = DefaultUnhealthyGrace
-	}
+	cfg.SSHUser = cmp.Or(cfg.SSHUser, DefaultSSHUser)
+	cfg.SSHPort = cmp.Or(cfg.SSHPort, DefaultSSHPort)
+	cfg.LaunchInterval = cmp.Or(cfg.LaunchInterval, DefaultLaunchInterval)
+	cfg.RateLimitRetries = cmp.Or(cfg.RateLimitRetries, DefaultRateLimitRetries)
+	cfg.UnhealthyGrace = cmp.Or(cfg.UnhealthyGrace, DefaultUnhealthyGrace)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -635,20 +626,16 @@ func (b *Backend) noLoginKey(ctx context.Context) (string, error) {
 // Get reads one instance. An unknown id is ErrNotFound; a terminating or terminated one that Lambda still
 // reports is returned with status terminated.
 func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
-	in, err := b.client.Instance(ctx, id)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
-	return b.toInstance(in), nil
+	return backendkit.Get(ctx, id, b.client.Instance, b.toInstance)
 }
 
 // List returns the instances whose name starts with prefix. Terminating and terminated ones are left out.
 func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
-	all, err := b.client.Instances(ctx)
+	live, err := backendkit.List(ctx, prefix, b.client.Instances, Instance.name, b.toInstance)
 	if err != nil {
 		return nil, err
 	}
-	return append([]controlplane.Instance{}, backendkit.Live(all, prefix, Instance.name, b.toInstance)...), nil
+	return append([]controlplane.Instance{}, live...), nil
 }
 
 // Delete terminates an instance (POST /instance-operations/terminate). An instance that is already gone

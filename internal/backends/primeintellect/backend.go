@@ -1,6 +1,7 @@
 package primeintellect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -98,9 +99,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Image == "" {
-		cfg.Image = DefaultImage
-	}
+	cfg.Image = cmp.Or(cfg.Image, DefaultImage)
 	margin := cfg.MaxPriceMarginPercent
 	switch {
 	case margin == 0:
@@ -661,20 +660,15 @@ func podHardware(p Pod) controlplane.Hardware {
 
 // Get returns one pod.
 func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
-	p, err := b.client.Pod(ctx, id)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
-	return b.toInstance(p), nil
+	return backendkit.Get(ctx, id, b.client.Pod, b.toInstance)
 }
 
 // List returns the pods whose name starts with prefix; terminated pods are left out.
 func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
-	pods, err := b.client.Pods(ctx)
+	out, err := backendkit.List(ctx, prefix, b.client.Pods, func(p Pod) string { return p.Name }, b.toInstance)
 	if err != nil {
 		return nil, err
 	}
-	out := backendkit.Live(pods, prefix, func(p Pod) string { return p.Name }, b.toInstance)
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID)
 	})

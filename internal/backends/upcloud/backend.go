@@ -1,6 +1,7 @@
 package upcloud
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,24 +116,16 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err != nil {
 		return nil, err
 	}
-	if cfg.EURToUSD == 0 {
-		cfg.EURToUSD = DefaultEURToUSD
-	}
+	cfg.EURToUSD = cmp.Or(cfg.EURToUSD, DefaultEURToUSD)
 	if cfg.EURToUSD < 0 || math.IsNaN(cfg.EURToUSD) || math.IsInf(cfg.EURToUSD, 0) {
 		return nil, fmt.Errorf("upcloud: invalid EUR->USD rate %v", cfg.EURToUSD)
 	}
-	if cfg.DiskSizeGB == 0 {
-		cfg.DiskSizeGB = DefaultDiskSizeGB
-	}
+	cfg.DiskSizeGB = cmp.Or(cfg.DiskSizeGB, DefaultDiskSizeGB)
 	if cfg.DiskSizeGB < 0 {
 		return nil, fmt.Errorf("upcloud: invalid disk size %d GB", cfg.DiskSizeGB)
 	}
-	if cfg.StorageTier == "" {
-		cfg.StorageTier = DefaultStorageTier
-	}
-	if cfg.LoginUser == "" {
-		cfg.LoginUser = DefaultLoginUser
-	}
+	cfg.StorageTier = cmp.Or(cfg.StorageTier, DefaultStorageTier)
+	cfg.LoginUser = cmp.Or(cfg.LoginUser, DefaultLoginUser)
 	if cfg.SSHPort <= 0 {
 		cfg.SSHPort = 22
 	}

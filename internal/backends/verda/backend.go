@@ -1,6 +1,7 @@
 package verda
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,40 +116,24 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Currency == "" {
-		cfg.Currency = DefaultCurrency
-	}
+	cfg.Currency = cmp.Or(cfg.Currency, DefaultCurrency)
 	cfg.Currency = strings.ToLower(cfg.Currency)
-	if cfg.EURToUSD == 0 {
-		cfg.EURToUSD = DefaultEURToUSD
-	}
+	cfg.EURToUSD = cmp.Or(cfg.EURToUSD, DefaultEURToUSD)
 	if cfg.EURToUSD < 0 {
 		return nil, fmt.Errorf("verda: eur_to_usd must be positive, got %v", cfg.EURToUSD)
 	}
-	if cfg.Image == "" {
-		cfg.Image = DefaultImage
-	}
+	cfg.Image = cmp.Or(cfg.Image, DefaultImage)
 	switch cfg.FallbackImage {
 	case "":
 		cfg.FallbackImage = DefaultFallbackImage
 	case "-":
 		cfg.FallbackImage = ""
 	}
-	if cfg.OSVolumeSizeGiB == 0 {
-		cfg.OSVolumeSizeGiB = DefaultOSVolumeSizeGiB
-	}
-	if cfg.SSHUser == "" {
-		cfg.SSHUser = DefaultSSHUser
-	}
-	if cfg.SSHPort == 0 {
-		cfg.SSHPort = 22
-	}
-	if cfg.DeleteRetryWait == 0 {
-		cfg.DeleteRetryWait = DefaultDeleteRetryWait
-	}
-	if cfg.DeleteRetryMax == 0 {
-		cfg.DeleteRetryMax = DefaultDeleteRetryMax
-	}
+	cfg.OSVolumeSizeGiB = cmp.Or(cfg.OSVolumeSizeGiB, DefaultOSVolumeSizeGiB)
+	cfg.SSHUser = cmp.Or(cfg.SSHUser, DefaultSSHUser)
+	cfg.SSHPort = cmp.Or(cfg.SSHPort, 22)
+	cfg.DeleteRetryWait = cmp.Or(cfg.DeleteRetryWait, DefaultDeleteRetryWait)
+	cfg.DeleteRetryMax = cmp.Or(cfg.DeleteRetryMax, DefaultDeleteRetryMax)
 	log := logger.Named(CloudName)
 	client, err := NewClient(ClientConfig{
 		BaseURL:      cfg.BaseURL,
@@ -541,21 +526,14 @@ func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, e
 // Get reads one instance. An unknown id is an ErrNotFound error; a deleted one is returned with status
 // terminated (Verda keeps discontinued instances readable).
 func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
-	in, err := b.client.Instance(ctx, id)
-	if err != nil {
-		return controlplane.Instance{}, err
-	}
-	return b.toInstance(in), nil
+	return backendkit.Get(ctx, id, b.client.Instance, b.toInstance)
 }
 
 // List returns the instances whose hostname starts with prefix. Terminated ones (deleting,
 // discontinued) are left out.
 func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
-	all, err := b.client.Instances(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	return backendkit.Live(all, prefix, func(in Instance) string { return in.Hostname }, b.toInstance), nil
+	read := func(ctx context.Context) ([]Instance, error) { return b.client.Instances(ctx, "") }
+	return backendkit.List(ctx, prefix, read, func(in Instance) string { return in.Hostname }, b.toInstance)
 }
 
 // Delete starts deleting an instance through the action endpoint (PUT /instances, action "delete";

@@ -1,0 +1,38 @@
+package backendkit
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+func TestGetAndList(t *testing.T) {
+	boom := controlplane.NewError(controlplane.ErrNotFound, "cloud", "get", errors.New("no such machine"))
+	vms := map[string]string{"a1": "web-a", "b2": "db-b", "c3": "web-c"}
+	read := func(_ context.Context, id string) (string, error) {
+		if n, ok := vms[id]; ok {
+			return n, nil
+		}
+		return "", boom
+	}
+	convert := func(n string) controlplane.Instance {
+		return controlplane.Instance{Name: n, Status: controlplane.StatusRunning}
+	}
+	if in, err := Get(t.Context(), "a1", read, convert); err != nil || in.Name != "web-a" {
+		t.Fatalf("Get(a1) = %+v, %v; want web-a", in, err)
+	}
+	if in, err := Get(t.Context(), "zz", read, convert); !errors.Is(err, boom) || in != (controlplane.Instance{}) {
+		t.Fatalf("Get(zz) = %+v, %v; want the read error as it is and a zero instance", in, err)
+	}
+	all := func(context.Context) ([]string, error) { return []string{"web-a", "db-b", "web-c"}, nil }
+	self := func(n string) string { return n }
+	if got, err := List(t.Context(), "web-", all, self, convert); err != nil || len(got) != 2 || got[0].Name != "web-a" || got[1].Name != "web-c" {
+		t.Fatalf("List(web-) = %+v, %v; want web-a and web-c", got, err)
+	}
+	fail := func(context.Context) ([]string, error) { return nil, boom }
+	if got, err := List(t.Context(), "web-", fail, self, convert); !errors.Is(err, boom) || got != nil {
+		t.Fatalf("List with a failing read = %+v, %v; want nil and the read error", got, err)
+	}
+}

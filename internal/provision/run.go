@@ -256,7 +256,10 @@ func buildCommand(spec runSpec, dir *runDir) *exec.Cmd {
 		"ANSIBLE_NOCOLOR=1",
 		"ANSIBLE_FORCE_COLOR=0",
 	)
-	cmd.SysProcAttr = ansibleProcAttr()
+	// ansible-playbook leads its own process group, so cancellation stops it with every worker and ssh
+	// client it forked, and (on Linux) the kernel SIGKILLs it when the provider dies, however it dies;
+	// elsewhere the run's guardian stops the group. This package never uses runtime.LockOSThread.
+	cmd.SysProcAttr = osproc.NewGroupDyingWith(osproc.Kill)
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }

@@ -233,7 +233,9 @@ func (m *Machine) start() error {
 	defer func() { _ = logFile.Close() }() // the child has its own descriptor
 	m.cmd = exec.Command("systemd-nspawn", args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	m.cmd.SysProcAttr = nspawnProcAttr()
+	// systemd-nspawn leads its own process group and (on Linux, the only system Available accepts) the
+	// kernel sends it SIGTERM, an orderly poweroff of the container, when the test process dies.
+	m.cmd.SysProcAttr = osproc.NewGroupDyingWith(osproc.Terminate)
 	if err := m.cmd.Start(); err != nil {
 		return fmt.Errorf("realos: start systemd-nspawn: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient/jsonshape"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	emuverda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
@@ -251,15 +251,6 @@ func urlOf(root string, rec backendtest.Recorded) string {
 	return u
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func bearer(tok string) func(*http.Request) {
 	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
 }
@@ -281,7 +272,7 @@ func verdaAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string
 	clock := backendtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	srv := httptest.NewServer(emuverda.New(emuverda.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Minute}}))
 	t.Cleanup(srv.Close)
-	creds := mustJSON(t, map[string]string{"grant_type": "client_credentials", "client_id": emuverda.DefaultClientID, "client_secret": emuverda.DefaultClientSecret})
+	creds := emutest.JSON(t, map[string]string{"grant_type": "client_credentials", "client_id": emuverda.DefaultClientID, "client_secret": emuverda.DefaultClientSecret})
 	tok := send(t, http.MethodPost, srv.URL+emuverda.BasePath+"/oauth2/token", creds, nil)
 	var tr struct {
 		AccessToken string `json:"access_token"`
@@ -290,7 +281,7 @@ func verdaAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string
 		t.Fatalf("token: %d %s", tok.status, tok.body)
 	}
 	create := func(typ, loc string) []byte {
-		return mustJSON(t, map[string]any{"instance_type": typ, "image": "ubuntu-24.04-cuda-12.8-open-docker", "hostname": "verda-vm-fidelity",
+		return emutest.JSON(t, map[string]any{"instance_type": typ, "image": "ubuntu-24.04-cuda-12.8-open-docker", "hostname": "verda-vm-fidelity",
 			"description": "verda-vm-fidelity", "location_code": loc})
 	}
 	created := send(t, http.MethodPost, srv.URL+emuverda.BasePath+"/instances", create("1H100.80S.30V", "FIN-01"), bearer(tr.AccessToken))
@@ -314,7 +305,7 @@ func verdaAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string
 				t.Fatal(err)
 			}
 			req["id"] = []string{id}
-			body = mustJSON(t, req)
+			body = emutest.JSON(t, req)
 		}
 		out[name] = send(t, rec.Request.Method, urlOf(srv.URL, rec), body, auth)
 	}
@@ -337,8 +328,6 @@ func verdaAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string
 	return out
 }
 
-var recordedUUID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-
 // upcloudAnswers replays UpCloud's recordings in their order (create, boot, read, modify, stop, start,
 // delete, templatize), each recorded uuid mapped onto an emulator object made for it.
 func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string]answer {
@@ -351,18 +340,7 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 	ids := map[string]string{} // recorded uuid -> the emulator's
 	sendPath := func(method, path, rawQuery string, body []byte) answer {
 		t.Helper()
-		path = recordedUUID.ReplaceAllStringFunc(path, func(u string) string {
-			if v, ok := ids[u]; ok {
-				return v
-			}
-			return u
-		})
-		path = strings.Replace(path, "/1.2/", "/1.3/", 1) // the same body shape in 1.3
-		u := srv.URL + path
-		if rawQuery != "" {
-			u += "?" + rawQuery
-		}
-		return send(t, method, u, body, auth)
+		return send(t, method, emuupcloud.ReplayURL(srv.URL, path, rawQuery, ids), body, auth)
 	}
 	type server struct {
 		Server struct {
@@ -404,7 +382,7 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 		m["server"]["labels"] = map[string]any{"label": []any{
 			map[string]any{"key": "managedBy", "value": "upcloud-sdk-integration-test"},
 			map[string]any{"key": "testName", "value": testName}}}
-		return mustJSON(t, m)
+		return emutest.JSON(t, m)
 	}
 
 	out := map[string]answer{}
@@ -422,7 +400,7 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 			"ssh_keys": map[string]any{"ssh_key": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraTestKey hydra@test"}}},
 		"storage_devices": map[string]any{"storage_device": []any{map[string]any{"action": "clone", "storage": emuupcloud.GPUTemplateUUID,
 			"title": "server1-disk", "size": 50, "tier": "maxiops"}}}}}
-	create(uuidOf(recs["handwritten.server-details-gpu.json"].Response.Body), mustJSON(t, gpu))
+	create(uuidOf(recs["handwritten.server-details-gpu.json"].Response.Body), emutest.JSON(t, gpu))
 	clock.Advance(11 * time.Second) // every server started
 
 	for _, name := range []string{"server.get.200.json", "server.modify.202.json", "server.list-label-filter.200.json",
@@ -445,7 +423,7 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 	if len(stopped.Server.StorageDevices.StorageDevice) == 0 {
 		t.Fatal("the stopped 2025 server has no disk")
 	}
-	ids[recordedUUID.FindString(recs["storage.templatize.201.json"].Request.Path)] = stopped.Server.StorageDevices.StorageDevice[0].Storage
+	ids[emuupcloud.PathUUID(recs["storage.templatize.201.json"].Request.Path)] = stopped.Server.StorageDevices.StorageDevice[0].Storage
 	create("cloning", withLabel(createBody, "TestCreateDeleteServerAndStorage")) // as recorded: one disk still cloning
 	clock.Advance(5 * time.Second)
 	out["storage.private-list.200.json"] = sendRecorded("storage.private-list.200.json")
@@ -457,7 +435,7 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 		} `json:"storage"`
 	}
 	_ = json.Unmarshal(a.body, &tmpl)
-	ids[recordedUUID.FindString(recs["storage.template-get.200.json"].Request.Path)] = tmpl.Storage.UUID
+	ids[emuupcloud.PathUUID(recs["storage.template-get.200.json"].Request.Path)] = tmpl.Storage.UUID
 	clock.Advance(20 * time.Second)
 
 	for name, rec := range recs {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -78,9 +77,6 @@ func serveReplay(t *testing.T, rs *replayServer) string {
 	t.Helper()
 	return backendtest.Serve(t, rs) + "/1.3"
 }
-
-// recordedUUID is the uuid in a recorded path ("/1.3/server/<uuid>/stop").
-var recordedUUID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // replayCase is how the client makes one recorded request, and what it must make of the answer.
 type replayCase struct {
@@ -454,7 +450,7 @@ func TestRecordedReplay(t *testing.T) {
 			cfg := fastClientConfig(serveReplay(t, rs))
 			cfg.RetryMax = 1
 			c := newTestClient(t, cfg)
-			id := recordedUUID.FindString(x.Request.Path)
+			id := emu.PathUUID(x.Request.Path)
 			got, err := rc.call(context.Background(), c, id)
 			rc.check(t, got, err)
 
@@ -847,17 +843,7 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 	ids := map[string]string{} // recorded uuid -> the emulator's
 	send := func(method, path, rawQuery string, body []byte) emuCall {
 		t.Helper()
-		path = recordedUUID.ReplaceAllStringFunc(path, func(u string) string {
-			if v, ok := ids[u]; ok {
-				return v
-			}
-			return u
-		})
-		path = strings.Replace(path, "/1.2/", "/1.3/", 1) // same body shape in 1.3 (README of the recordings)
-		u := root + path
-		if rawQuery != "" {
-			u += "?" + rawQuery
-		}
+		u := emu.ReplayURL(root, path, rawQuery, ids)
 		var rdr io.Reader
 		if len(bytes.TrimSpace(body)) > 0 && string(bytes.TrimSpace(body)) != "null" {
 			rdr = bytes.NewReader(body)
@@ -963,7 +949,7 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 	// Storages: the disk of the 2025 server becomes a template, which is read once it is ready.
 	var stopped ServerDetails
 	_ = json.Unmarshal(send(http.MethodGet, rec["server.get-stopped-2025.200.json"].Request.Path, "", nil).body, &stopped)
-	ids[recordedUUID.FindString(rec["storage.templatize.201.json"].Request.Path)] = stopped.Server.StorageDevices.StorageDevice[0].Storage
+	ids[emu.PathUUID(rec["storage.templatize.201.json"].Request.Path)] = stopped.Server.StorageDevices.StorageDevice[0].Storage
 	// As recorded, right after a create: one disk is still being cloned.
 	create("cloning", withLabel(createBody, "TestCreateDeleteServerAndStorage"))
 	clock.Advance(5 * time.Second)
@@ -972,7 +958,7 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 	answers["storage.templatize.201.json"] = c
 	var tmpl StorageDetails
 	_ = json.Unmarshal(c.body, &tmpl)
-	ids[recordedUUID.FindString(rec["storage.template-get.200.json"].Request.Path)] = tmpl.Storage.UUID
+	ids[emu.PathUUID(rec["storage.template-get.200.json"].Request.Path)] = tmpl.Storage.UUID
 	clock.Advance(20 * time.Second)
 
 	// Everything else as recorded.

@@ -264,7 +264,7 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 		{file: "handwritten.instances.list.json", allowed: []string{ // reference 1.5
 			"[].os_name", "[].contract", "[].pricing", "[].startup_script_id", "[].volume_ids", "[].jupyter_token", "[].tags"}},
 		{file: "handwritten.instances.create.json", body: func([]byte) []byte {
-			return mustJSON(t, createReq("1L40S.20V", "FIN-02"))
+			return emutest.JSON(t, createReq("1L40S.20V", "FIN-02"))
 		}},
 		{file: "handwritten.instances.action-delete.202.json", body: func(recorded []byte) []byte {
 			var req map[string]any
@@ -272,11 +272,11 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 			req["id"] = []string{id}
-			return mustJSON(t, req)
+			return emutest.JSON(t, req)
 		}},
 		{file: "handwritten.error.invalid-request.400.json"},
 		{file: "handwritten.oauth2-token.json", body: func([]byte) []byte {
-			return mustJSON(t, map[string]string{"grant_type": "client_credentials", "client_id": emu.DefaultClientID, "client_secret": emu.DefaultClientSecret})
+			return emutest.JSON(t, map[string]string{"grant_type": "client_credentials", "client_id": emu.DefaultClientID, "client_secret": emu.DefaultClientSecret})
 		}},
 		{file: "reconstructed.error.sshkey-invalid-id.400.json"},
 	}
@@ -342,7 +342,7 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 func emulatorToken(t *testing.T, root string) string {
 	t.Helper()
 	status, body := send(t, http.MethodPost, root+emu.BasePath+"/oauth2/token", "",
-		mustJSON(t, map[string]string{"grant_type": "client_credentials", "client_id": emu.DefaultClientID, "client_secret": emu.DefaultClientSecret}))
+		emutest.JSON(t, map[string]string{"grant_type": "client_credentials", "client_id": emu.DefaultClientID, "client_secret": emu.DefaultClientSecret}))
 	var tr TokenResponse
 	if err := json.Unmarshal(body, &tr); status != http.StatusOK || err != nil || tr.AccessToken == "" {
 		t.Fatalf("token: HTTP %d %s", status, body)
@@ -364,13 +364,4 @@ func send(t *testing.T, method, url, tok string, body []byte) (int, []byte) {
 	}
 	a := emutest.Fetch(t, url, method, "", b, header...)
 	return a.Status, a.Raw
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

@@ -57,6 +57,16 @@ func Fetch(t testing.TB, base, method, path string, body any, header ...string) 
 	return answer(resp.StatusCode, resp.Header, data)
 }
 
+// JSON encodes v as JSON (a request body to send), failing the test when it does not encode.
+func JSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // Decode decodes Raw into v, failing the test when it does not decode.
 func (a Answer) Decode(t testing.TB, v any) {
 	t.Helper()

@@ -38,3 +38,9 @@ func TestDoAndFetch(t *testing.T) {
 		t.Fatalf("decoded %+v", v)
 	}
 }
+
+func TestJSON(t *testing.T) {
+	if got := string(JSON(t, map[string]any{"a": 1, "b": []string{"x"}})); got != `{"a":1,"b":["x"]}` {
+		t.Fatalf("JSON = %s, want the value encoded as JSON", got)
+	}
+}

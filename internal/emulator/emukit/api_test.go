@@ -60,6 +60,9 @@ func TestSeededAndStateAdmin(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(stats, want) {
 			t.Fatalf("dir %q: stats %+v %v, want %+v", dir, stats, err, want)
 		}
+		if n := a.CreateCount(); n != 3 {
+			t.Fatalf("dir %q: CreateCount = %d, want Stats' 3", dir, n)
+		}
 		_ = st.With(true, func(s *adminState) error { s.Names = nil; return nil })
 		if stats, _ := a.Stats(); stats.Live == nil {
 			t.Fatal("Stats.Live must be an empty list, not null")

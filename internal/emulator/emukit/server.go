@@ -8,7 +8,7 @@ import (
 // SeededServer is the frame of an emulator whose whole cloud lives in one Seeded state S: its Admin,
 // the store, and the handler that serves the API with the admin surface (AdminHandler) beside it. An
 // emulator's Server embeds a *SeededServer and so is an http.Handler and an Admin, with Start and
-// CreateCount; it keeps only its API and its own faults.
+// CreateCount (StateAdmin's); it keeps only its API and its own faults.
 type SeededServer[S any] struct {
 	StateAdmin[S]
 	// Store holds the state; the emulator's API reads and changes it with Store.With.
@@ -36,12 +36,4 @@ func (s *SeededServer[S]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // function that stops it.
 func (s *SeededServer[S]) Start(addr string) (baseURL string, stop func(context.Context) error, err error) {
 	return Serve(addr, s)
-}
-
-// CreateCount is how many machines were ever created, as the Admin's Stats count them (0 when the
-// state cannot be read).
-func (s *SeededServer[S]) CreateCount() int {
-	n := 0
-	_ = s.update(false, func(st *S) error { n, _ = s.machines(st); return nil })
-	return n
 }

@@ -60,6 +60,13 @@ func (a StateAdmin[S]) WithFaults(fn func(f *Faults)) error {
 	return a.update(true, func(st *S) error { fn(a.faults(st)); return nil })
 }
 
+// CreateCount is how many machines were ever created, as Stats counts them (0 when the state cannot be
+// read).
+func (a StateAdmin[S]) CreateCount() int {
+	st, _ := a.Stats()
+	return st.Created
+}
+
 // Stats counts the machines ever created and lists the live ones.
 func (a StateAdmin[S]) Stats() (Stats, error) {
 	out := Stats{Live: []Machine{}}

@@ -144,13 +144,6 @@ func (s *Server) CloudFaults() (Faults, error) {
 	return f, err
 }
 
-// CreateCount is how many servers were ever created (lost creates included).
-func (s *Server) CreateCount() int {
-	n := 0
-	_ = s.withState(func(st *state) bool { n = st.CreateCount; return false })
-	return n
-}
-
 // ServerInfo is an admin view of one live server.
 type ServerInfo struct {
 	UUID, Title, Hostname, Zone, Plan, State string

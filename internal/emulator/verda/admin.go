@@ -25,12 +25,6 @@ func newAdmin(s *Server) admin {
 		})
 }
 
-// CreateCount is how many instances were ever created (lost responses included); Stats().Created.
-func (s *Server) CreateCount() int {
-	st, _ := s.Stats()
-	return st.Created
-}
-
 // InstanceInfo is an emulator-side summary of one instance.
 type InstanceInfo struct {
 	ID           string

@@ -248,3 +248,15 @@ func TestLiveMachines(t *testing.T) {
 		t.Fatalf("AlwaysSaved: %v, %d calls", err, calls)
 	}
 }
+
+func TestRead(t *testing.T) {
+	st := &adminState{Created: 4, Names: []string{"a"}}
+	update := func(fn func(s *adminState) error) error { return fn(st) }
+	if n := Read(update, func(s *adminState) int { return s.Created }); n != 4 {
+		t.Fatalf("Read = %d, want the state's 4", n)
+	}
+	broken := func(func(s *adminState) error) error { return errors.New("state unreadable") }
+	if names := Read(broken, func(s *adminState) []string { return s.Names }); names != nil {
+		t.Fatalf("Read of an unreadable state = %v, want the zero value", names)
+	}
+}

@@ -107,24 +107,25 @@ type Admin interface {
 // AdminPath+"faults". It needs no credentials; emulators listen on loopback only.
 const AdminPath = "/_emulator/"
 
+// writeOr500 answers v as JSON with 200, or err as {"error": ...} with 500 when it is not nil.
+func writeOr500(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()}, nil)
+		return
+	}
+	WriteJSON(w, http.StatusOK, v, nil)
+}
+
 // AdminHandler serves an Admin over HTTP under AdminPath.
 func AdminHandler(a Admin) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+AdminPath+"stats", func(w http.ResponseWriter, _ *http.Request) {
 		st, err := a.Stats()
-		if err != nil {
-			WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()}, nil)
-			return
-		}
-		WriteJSON(w, http.StatusOK, st, nil)
+		writeOr500(w, st, err)
 	})
 	mux.HandleFunc("GET "+AdminPath+"faults", func(w http.ResponseWriter, _ *http.Request) {
 		f, err := a.Faults()
-		if err != nil {
-			WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()}, nil)
-			return
-		}
-		WriteJSON(w, http.StatusOK, f, nil)
+		writeOr500(w, f, err)
 	})
 	mux.HandleFunc("PUT "+AdminPath+"faults", func(w http.ResponseWriter, r *http.Request) {
 		var f Faults
@@ -132,11 +133,7 @@ func AdminHandler(a Admin) http.Handler {
 			WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()}, nil)
 			return
 		}
-		if err := a.SetFaults(f); err != nil {
-			WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()}, nil)
-			return
-		}
-		WriteJSON(w, http.StatusOK, f, nil)
+		writeOr500(w, f, a.SetFaults(f))
 	})
 	return mux
 }

@@ -79,6 +79,15 @@ func (a StateAdmin[S]) Stats() (Stats, error) {
 	return out, err
 }
 
+// Read returns what get reads from an emulator's state, run through update (which holds the state's
+// lock, and may save it): for the emulator's admin counters. It is get's zero value when the state cannot
+// be read.
+func Read[S, T any](update func(fn func(st *S) error) error, get func(st *S) T) T {
+	var v T
+	_ = update(func(st *S) error { v = get(st); return nil })
+	return v
+}
+
 // ByAge lists the records of a map oldest first (by created, then by id).
 func ByAge[T any](m map[string]*T, created func(*T) time.Time, id func(*T) string) []*T {
 	out := make([]*T, 0, len(m))

@@ -53,12 +53,7 @@ func (s *Server) Instances() []InstanceInfo {
 // {id}, e.g. "POST /instance-operations/launch", "GET /instances/{id}". Faulted and refused answers
 // count; admin requests do not.
 func (s *Server) RequestCount(key string) int {
-	n := 0
-	_ = s.update(func(st *state) error {
-		n = st.Requests[key]
-		return nil
-	})
-	return n
+	return emukit.Read(s.update, func(st *state) int { return st.Requests[key] })
 }
 
 // SSHKeyNames lists the names of the account's SSH keys, oldest first.

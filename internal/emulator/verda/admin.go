@@ -73,32 +73,17 @@ func (s *Server) ExpireAccessTokens() error {
 
 // GrantCount is how many tokens were issued with a grant type ("client_credentials", "refresh_token").
 func (s *Server) GrantCount(grantType string) int {
-	n := 0
-	_ = s.update(func(st *state) error {
-		n = st.Grants[grantType]
-		return nil
-	})
-	return n
+	return emukit.Read(s.update, func(st *state) int { return st.Grants[grantType] })
 }
 
 // RequestCount is how many requests reached an endpoint, keyed "METHOD /path" with ids replaced by
 // {id}, e.g. "POST /instances", "GET /instances/{id}", "POST /oauth2/token". Faulted answers count;
 // admin requests do not.
 func (s *Server) RequestCount(key string) int {
-	n := 0
-	_ = s.update(func(st *state) error {
-		n = st.Requests[key]
-		return nil
-	})
-	return n
+	return emukit.Read(s.update, func(st *state) int { return st.Requests[key] })
 }
 
 // SSHKeyCount is how many SSH keys the account holds.
 func (s *Server) SSHKeyCount() int {
-	n := 0
-	_ = s.update(func(st *state) error {
-		n = len(st.SSHKeys)
-		return nil
-	})
-	return n
+	return emukit.Read(s.update, func(st *state) int { return len(st.SSHKeys) })
 }

@@ -50,12 +50,19 @@ func TestMachinesAndOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// "cut" was never settled: the journal names it. Another working directory's unconfirmed create:
+	// "cut" was never settled: the journal names it. A create cut short on another runner (no journal
+	// here) is recognised by its derived token:
 	other := New(inv, []InstanceManagerBackend{atlas, verda}, Options{Journal: Journal{Dir: t.TempDir()}})
-	stray, err := other.Launch(ctx, LaunchRequest{Name: "stray", Offers: []Offer{o}})
+	fresh, err := other.Launch(ctx, LaunchRequest{Name: "fresh", Offers: []Offer{o}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A machine with a random token (made before derived tokens), never confirmed:
+	pool := inv.Pools[0]
+	if pool.Name != o.Pool {
+		t.Fatalf("the test inventory's first pool is %s", pool.Name)
+	}
+	stray := Launched{Instance: atlas.store(CreateRequest{Name: CloudName(pool, "stray", NewOwnerToken()), Offer: o})}
 	onVerda, err := other.Launch(ctx, LaunchRequest{Name: "elsewhere", Offers: []Offer{v}})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +72,7 @@ func TestMachinesAndOrphans(t *testing.T) {
 	res := cp.Machines(ctx, nil)
 	want := map[string]OwnershipState{
 		held.Instance.Name: OwnedConfirmed, cut.Instance.Name: OwnedInterrupted, stray.Instance.Name: OwnedUnconfirmed,
+		fresh.Instance.Name:   OwnedInterrupted,
 		onVerda.Instance.Name: OwnedUnrecorded, "verda-vm-handmade": NotHydras,
 	}
 	if len(res.Machines) != len(want) {
@@ -76,11 +84,11 @@ func TestMachinesAndOrphans(t *testing.T) {
 		}
 	}
 	orphans := res.Orphans(time.Nanosecond)
-	if len(orphans) != 2 || orphans[0].Instance.Name != cut.Instance.Name || orphans[1].Instance.Name != stray.Instance.Name {
-		t.Errorf("Orphans = %+v, want %s and %s", orphans, cut.Instance.Name, stray.Instance.Name)
+	if len(orphans) != 3 || orphans[0].Instance.Name != cut.Instance.Name || orphans[1].Instance.Name != fresh.Instance.Name || orphans[2].Instance.Name != stray.Instance.Name {
+		t.Errorf("Orphans = %+v, want %s, %s and %s", orphans, cut.Instance.Name, fresh.Instance.Name, stray.Instance.Name)
 	}
-	if young := res.Orphans(time.Hour); len(young) != 1 || young[0].Ownership != OwnedInterrupted {
-		t.Errorf("with a long grace only the journaled leftover is an orphan: %+v", young)
+	if young := res.Orphans(time.Hour); len(young) != 2 || young[0].Ownership != OwnedInterrupted || young[1].Ownership != OwnedInterrupted {
+		t.Errorf("with a long grace only the interrupted creates (journaled, or recognised by their token) are orphans: %+v", young)
 	}
 
 	named, unreachable := cp.Named(ctx, "cut", "vm", []string{"atlas"})

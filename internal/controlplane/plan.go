@@ -223,19 +223,23 @@ func (cp *ControlPlane) staleQuote(ctx context.Context, q Quote, req NewPlanRequ
 
 // CheckName looks, at plan, for machines that already carry the resource's name. A machine another
 // state holds is in the way: with strict a *Refusal, else a notice (the caller cannot tell it from its
-// own machine, as in an apply-time re-plan on another machine). A machine this working directory's
-// interrupted create left is adopted by the next apply (a notice); held machines (this
+// own machine, as in an apply-time re-plan on another machine). A machine an interrupted create of
+// this resource left (OwnedInterrupted: journaled here, or recognised at the cloud by its derived
+// token) is adopted by the next apply (a notice); held machines (this
 // configuration's own) and machines hydra did not create are not in the way. Clouds that could not be
 // asked are named in a notice.
 func (cp *ControlPlane) CheckName(ctx context.Context, name, kind string, clouds []string, held func(id string) bool, strict bool) ([]Notice, error) {
 	machines, unreachable := cp.Named(ctx, name, kind, clouds)
-	var foreign, adopt []string
+	var foreign, adopt, unrecorded []string
 	for _, m := range machines {
 		switch {
 		case held != nil && held(m.Instance.ID):
 			// This configuration's own machine (the predecessor of a replacement).
 		case m.Ownership == OwnedInterrupted:
 			adopt = append(adopt, DescribeMachine(m))
+		case m.Ownership == OwnedUnrecorded && DerivedToken(name, m.Instance.Owner.Token):
+			unrecorded = append(unrecorded, fmt.Sprintf("%s\n    if it is this configuration's: terraform import <address of the hydra_gpu_instance named %q> %s",
+				DescribeMachine(m), name, m.Instance.Name))
 		case m.Ownership == NotHydras:
 			// Created outside hydra with a hydra-like name: never touched, not in the way.
 		default:
@@ -246,9 +250,21 @@ func (cp *ControlPlane) CheckName(ctx context.Context, name, kind string, clouds
 	var refusal error
 	if len(adopt) > 0 {
 		notes = append(notes, Notice{Summary: "A create of this machine was cut short; apply adopts it",
-			Detail: fmt.Sprintf("An earlier create of hydra_gpu_instance %q in this working directory was interrupted before Terraform recorded "+
-				"the machine. The next apply takes it over instead of buying another (if it still matches the plan; otherwise "+
-				"apply deletes it and creates the planned one):\n  %s", name, strings.Join(adopt, "\n  "))})
+			Detail: fmt.Sprintf("An earlier create of hydra_gpu_instance %q was interrupted (for example a killed `terraform apply`) before "+
+				"Terraform recorded the machine, and no state holds it: it carries this resource name's ownership token and was never "+
+				"confirmed by a state. The next apply, on any runner, takes it over instead of buying another (if it still matches "+
+				"the plan; otherwise apply deletes it and creates the planned one):\n  %s", name, strings.Join(adopt, "\n  "))})
+	}
+	if len(unrecorded) > 0 {
+		detail := fmt.Sprintf("A machine named for hydra_gpu_instance %q exists, and its cloud cannot record whether a Terraform state "+
+			"holds it, while this state holds nothing of it: it is either left by this configuration's interrupted create, or "+
+			"another state's machine of the same name. hydra cannot tell which, so it touches neither:\n  %s\n\nIf it is this "+
+			"configuration's, adopt it with the command shown; otherwise give this resource another name.", name, strings.Join(unrecorded, "\n  "))
+		if strict {
+			refusal = refuse("", "GPU instance name already in use", detail)
+		} else {
+			notes = append(notes, Notice{Summary: "GPU instance name may already be in use", Detail: detail})
+		}
 	}
 	if len(foreign) > 0 {
 		detail := fmt.Sprintf("A machine named %q already exists and belongs to another Terraform state (another working "+

@@ -397,9 +397,6 @@ func killApplyDuringCreate(t *testing.T, s *testSandbox, runner *cliDir) sandbox
 // running. Today it prints "Destroy complete! Resources: 0 destroyed." and exits 0 while the machine
 // runs on. Set HYDRA_TEST_ISSUE21_CORE=1 to run it anyway.
 func TestAccPipeline_killedApplyThenDestroyElsewhere(t *testing.T) {
-	if os.Getenv("HYDRA_TEST_ISSUE21_CORE") == "" {
-		t.Skip("issue 21: needs destroy to know of this configuration's interrupted creates without the killed runner's journal; set HYDRA_TEST_ISSUE21_CORE=1 to run")
-	}
 	t.Parallel()
 	pg := startPostgres(t)
 	s := newTestSandbox(t)
@@ -433,9 +430,6 @@ func TestAccPipeline_killedApplyThenDestroyElsewhere(t *testing.T) {
 // runner's plan fails with "GPU instance name already in use" blaming another Terraform state, and so
 // do its apply and destroy. Set HYDRA_TEST_ISSUE21_CORE=1 to run it anyway.
 func TestAccPipeline_killedApplyRecoveredElsewhere(t *testing.T) {
-	if os.Getenv("HYDRA_TEST_ISSUE21_CORE") == "" {
-		t.Skip("issue 21: needs the journal off the runner's disk (recovery of an interrupted create from the state and the cloud's ownership record); set HYDRA_TEST_ISSUE21_CORE=1 to run")
-	}
 	t.Parallel()
 	pg := startPostgres(t)
 	s := newTestSandbox(t)

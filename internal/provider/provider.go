@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 )
 
@@ -46,6 +48,18 @@ func (p *hydraProvider) ValidateConfig(ctx context.Context, req provider.Validat
 	}
 	if summary, detail, ok := journalWarning(controlplane.Journal{Dir: filepath.Join(quoteDir, "creates")}); ok {
 		resp.Diagnostics.AddWarning(summary, detail)
+	}
+	if destroying(osproc.ParentArgs()) && req.Config.Raw.IsFullyKnown() {
+		// A destroy of a state that holds nothing never configures the provider: here is the one place
+		// it can refuse to report success while creates cut short bill outside the state. Only that
+		// refusal is taken from the configure (its other errors would have failed no destroy before).
+		var cresp provider.ConfigureResponse
+		p.Configure(ctx, provider.ConfigureRequest{Config: req.Config}, &cresp)
+		for _, d := range cresp.Diagnostics.Errors() {
+			if strings.HasSuffix(d.Summary(), leftoversSummarySuffix) {
+				resp.Diagnostics.Append(d)
+			}
+		}
 	}
 }
 
@@ -336,7 +350,20 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	defer done()
 	machines := data.cp.Machines(scanCtx, nil)
 	data.cp.PruneJournal(machines)
-	if summary, detail, ok := orphanWarning(machines, opts.OrphanGrace); ok {
+	if destroying(osproc.ParentArgs()) {
+		// A destroy never reports success while creates cut short bill outside the state.
+		if summary, detail, ok := leftoversError(machines); ok {
+			resp.Diagnostics.AddError(summary, detail)
+			return
+		}
+	}
+	journaled := map[string]bool{}
+	if intents, err := opts.Journal.All(); err == nil {
+		for _, in := range intents {
+			journaled[in.CloudName] = true
+		}
+	}
+	if summary, detail, ok := orphanWarning(machines, opts.OrphanGrace, journaled); ok {
 		resp.Diagnostics.AddWarning(summary, detail)
 	}
 

@@ -124,7 +124,12 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 
-	// Create (or replace): every new machine is provisioned, which must be possible here.
+	// Create (or replace). A destroy's refresh plans the creates too, and throws that plan away: no
+	// offer, name or ownership check may fail it (the destroy of what the state holds goes ahead).
+	if r.data.destroying {
+		return
+	}
+	// Every new machine is provisioned, which must be possible here.
 	if u := r.data.provisioningUnavailable; u != nil {
 		u.error(&resp.Diagnostics, "A new GPU instance")
 		return

@@ -114,6 +114,9 @@ const fleetQuiet = 300 * time.Millisecond
 type providerData struct {
 	cp     *controlplane.ControlPlane
 	quotes *quoteStore
+	// destroying is set when the terraform command that started the provider destroys (`terraform
+	// destroy`, `-destroy`): its refresh's plans of creates are thrown away, so none is checked.
+	destroying bool
 	// walk is what this walk (plan or apply) has seen of the configuration.
 	walk *walk
 	// unmappedWarned holds the clouds whose unmapped GPUs this walk has warned about (once per cloud).
@@ -350,7 +353,8 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	defer done()
 	machines := data.cp.Machines(scanCtx, nil)
 	data.cp.PruneJournal(machines)
-	if destroying(osproc.ParentArgs()) {
+	data.destroying = destroying(osproc.ParentArgs())
+	if data.destroying {
 		// A destroy never reports success while creates cut short bill outside the state.
 		if summary, detail, ok := leftoversError(machines); ok {
 			resp.Diagnostics.AddError(summary, detail)

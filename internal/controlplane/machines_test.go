@@ -121,3 +121,51 @@ func (l *listDelay) List(ctx context.Context, prefix string) ([]Instance, error)
 	}
 	return l.fakeBackend.List(ctx, prefix)
 }
+
+// TestLaunchRecoversCutShortCreateWithoutJournal: a create cut short on one runner is recovered by a
+// control plane with no journal (a fresh runner), from the derived token at the cloud alone: adopted
+// when it matches the offer, deleted and bought anew when the plan changed; a confirmed machine of the
+// name (a create_before_destroy predecessor) is never adopted, and the new one takes the next token.
+func TestLaunchRecoversCutShortCreateWithoutJournal(t *testing.T) {
+	inv := testInventory(t)
+	ctx := context.Background()
+	l4 := Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: usd(0.7)}
+	h100 := Offer{ID: "atlas-vm-pool/ams1/h100.1x/ondemand@2.00", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "h100.1x", PricePerHour: usd(2)}
+	atlas := &confirmingBackend{fakeBackend: &fakeBackend{cloud: "atlas"}, confirmed: map[string]bool{}}
+	runner := func() *ControlPlane { return New(inv, []InstanceManagerBackend{atlas}, Options{}) }
+
+	killed, err := New(inv, []InstanceManagerBackend{atlas}, Options{Journal: Journal{Dir: t.TempDir()}}).Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{l4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, token, _ := ParseCloudName(inv.Pools[0], killed.Instance.Name); token != OwnerToken("w", 0) {
+		t.Fatalf("the first create of w is named %s, want the token %s", killed.Instance.Name, OwnerToken("w", 0))
+	}
+	adopted, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{l4}})
+	if err != nil || !adopted.Adopted || adopted.Instance.ID != killed.Instance.ID || atlas.created != 1 {
+		t.Fatalf("a fresh runner must adopt %s: %+v, %v, %d created", killed.Instance.ID, adopted, err, atlas.created)
+	}
+
+	// The plan changed (h100 now): the leftover is deleted and the planned machine bought.
+	cut, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []Offer{l4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []Offer{h100}})
+	if err != nil || changed.Adopted || changed.Instance.InstanceType != "h100.1x" {
+		t.Fatalf("a changed plan must buy the planned machine: %+v, %v", changed, err)
+	}
+	if _, err := atlas.Get(ctx, cut.Instance.ID); !IsNotFound(err) {
+		t.Fatalf("the leftover %s that no longer matches the plan must be deleted: %v", cut.Instance.ID, err)
+	}
+
+	// Confirmed (a state holds it): a second create of w takes the next token, never adopts it.
+	runner().Settle(ctx, "w", adopted.Instance)
+	next, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{l4}})
+	if err != nil || next.Adopted || next.Instance.ID == adopted.Instance.ID {
+		t.Fatalf("a confirmed machine must not be adopted: %+v, %v", next, err)
+	}
+	if _, token, _ := ParseCloudName(inv.Pools[0], next.Instance.Name); token != OwnerToken("w", 1) {
+		t.Fatalf("the second machine of w is named %s, want the token %s", next.Instance.Name, OwnerToken("w", 1))
+	}
+}

@@ -48,7 +48,7 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 // CheckPinnedHardware checks what a pinned offer's ID does not carry, the GPU type and count and the
 // form factor, against the cloud's offers (the process's cached answer), and returns the live offer.
 // It returns a *MismatchError on "gpu_type", "gpu_count" or "form_factor" when the instance type holds
-// other GPUs, and found = false when the cloud does not list the instance type now (or could not be
+// other GPUs, on "price" when the cloud asks more for it than the ID says, and found = false when the cloud does not list the instance type now (or could not be
 // asked): the create then stands or falls at the cloud.
 func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID, req OfferRequest) (live Offer, found bool, err error) {
 	id := OfferID(Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
@@ -75,6 +75,12 @@ func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID
 				has = "an unknown form factor (the cloud does not say)"
 			}
 			return o, true, &MismatchError{id, "form_factor", fmt.Sprintf("its instance type %s has %s, but the request's form_factor is %q", p.InstanceType, has, req.FormFactor)}
+		case o.PricePerHour > p.PricePerHour:
+			// A price below the cloud's (a typo, a made-up or an old price) would fail every apply.
+			current := o
+			current.Pool = p.Pool
+			return o, true, &MismatchError{id, "price", fmt.Sprintf("its price, %s, does not match the cloud's: the cloud asks %s for it now (the current offer is %s)",
+				p.PricePerHour.PerHour(), o.PricePerHour.PerHour(), OfferID(current))}
 		}
 		return o, true, nil
 	}
@@ -89,7 +95,8 @@ type PriceRoseError struct {
 }
 
 func (e *PriceRoseError) Error() string {
-	return fmt.Sprintf("the price of offer %s rose from %s at plan time to %s", e.OfferID, e.Planned.PerHour(), e.Now.PerHour())
+	return fmt.Sprintf("offer_id %s says %s, but the cloud asks %s for that offer now, and hydra never pays more than the plan showed",
+		e.OfferID, e.Planned.PerHour(), e.Now.PerHour())
 }
 
 // NoOfferError says no offer matches a request now; Result says why each cloud said no.

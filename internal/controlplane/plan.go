@@ -55,7 +55,8 @@ type NewPlanRequest struct {
 	// Quote is the quote an earlier plan of this create recorded (nil: none): it is reused, so that
 	// plan and apply agree.
 	Quote *Quote
-	// QuotePath is where that quote is kept, named in the warning that the market moved since.
+	// QuotePath is where that quote is kept on this runner, named in the warning that the market moved
+	// since ("" when it came with the plan itself).
 	QuotePath string
 	// Held reports whether this configuration's state holds the machine with a cloud id (such a
 	// machine of the same name is the predecessor of a replacement, not a collision).
@@ -215,10 +216,14 @@ func (cp *ControlPlane) staleQuote(ctx context.Context, q Quote, req NewPlanRequ
 	if len(notes) == 0 {
 		return nil
 	}
+	how := "To re-quote, run `terraform plan` again (a saved plan applies as it was planned)."
+	if req.QuotePath != "" {
+		how = fmt.Sprintf("To re-quote now, delete %s and plan again (quotes otherwise expire at %s, after plan_quote_ttl).",
+			req.QuotePath, q.Expires.Format(time.RFC3339))
+	}
 	return []Notice{{Summary: "This plan reuses an earlier quote",
-		Detail: fmt.Sprintf("The offer %s was quoted by an earlier plan and is reused so that plan and apply agree, but %s. To re-quote now, "+
-			"delete %s and plan again (quotes otherwise expire at %s, after plan_quote_ttl).",
-			q.OfferID, strings.Join(notes, "; "), req.QuotePath, q.Expires.Format(time.RFC3339))}}
+		Detail: fmt.Sprintf("The offer %s was quoted by an earlier plan and is reused so that plan and apply agree, but %s. %s",
+			q.OfferID, strings.Join(notes, "; "), how)}}
 }
 
 // CheckName looks, at plan, for machines that already carry the resource's name. A machine another
@@ -424,6 +429,10 @@ func MismatchDetail(err error) string {
 	var me *MismatchError
 	if !errors.As(err, &me) {
 		return err.Error()
+	}
+	if me.Field == "price" {
+		return fmt.Sprintf("offer_id %s does not match the cloud's current offer: %s. Pin the current offer (for example from a "+
+			"hydra_gpu_offer data source), or leave offer_id unset to let hydra choose. Nothing was created.", me.OfferID, me.Msg)
 	}
 	if me.Field == "pool" {
 		return fmt.Sprintf("offer_id %s does not fit: %s. Pin an offer of a configured pool (for example from a hydra_gpu_offer "+

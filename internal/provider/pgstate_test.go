@@ -319,9 +319,6 @@ func TestAccPipeline_concurrentAppliesLocked(t *testing.T) {
 // the plan file can. Today the quote lives in the planning runner's .terraform/, so the apply fails with
 // "Provider produced inconsistent final plan". Set HYDRA_TEST_ISSUE21_CORE=1 to run it anyway.
 func TestAccPipeline_savedPlanPriceDropOtherRunner(t *testing.T) {
-	if os.Getenv("HYDRA_TEST_ISSUE21_CORE") == "" {
-		t.Skip("issue 21: needs hydra's plan-time choice carried inside the plan (private plan data), not in the planning runner's .terraform/; set HYDRA_TEST_ISSUE21_CORE=1 to run")
-	}
 	t.Parallel()
 	pg := startPostgres(t)
 	s := newTestSandbox(t)

@@ -185,10 +185,13 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 	}
 	t.Logf("the provider exited %s after terraform was killed", time.Since(start).Round(time.Millisecond))
 
-	// Nothing holds the machine in state; destroy destroys nothing but names it.
-	out := d.mustRun("destroy", "-auto-approve")
-	if !errorPattern("create(s) in this working directory were cut short", machine.Name, "next `terraform apply`", "adopts the machine").MatchString(out) {
-		t.Fatalf("destroy must warn about %s:\n%s", machine.Name, out)
+	// Nothing holds the machine in state: destroy cannot reach it, so it fails, naming it and what
+	// removes it (never "Destroy complete" while it bills).
+	out, err := d.run("destroy", "-auto-approve")
+	if err == nil || strings.Contains(out, "Destroy complete") ||
+		!errorPattern("create(s) in this working directory were cut short", machine.Name, "next `terraform apply`", "adopts the machine").MatchString(out) ||
+		!errorPattern("billed outside this state; destroy would leave them running", machine.Name, "terraform import").MatchString(out) {
+		t.Fatalf("destroy must fail naming %s (err %v):\n%s", machine.Name, err, out)
 	}
 	if live := s.live(); len(live) != 1 {
 		t.Fatalf("%d machines after destroy, want the orphan still there (destroy acts on state only)", len(live))

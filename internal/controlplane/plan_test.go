@@ -339,3 +339,22 @@ func TestRecordObserve(t *testing.T) {
 		}
 	}
 }
+
+// On a cloud that cannot record confirmation, a machine with this name's derived token that the state
+// does not hold may be this configuration's cut-short create or another state's: the plan refuses,
+// saying so, with the exact import command; a pinned plan only warns.
+func TestPlanNewUnrecordedLeftover(t *testing.T) {
+	cp, b := planCloud(t)
+	name := "verda-vm-mine" + TokenSeparator + OwnerToken("mine", 0)
+	b.put(Instance{Name: name, Status: StatusRunning, CreatedAt: time.Now()})
+	_, err := cp.PlanNew(context.Background(), NewPlanRequest{Name: "mine", Request: h100Request()})
+	var rf *Refusal
+	if !errors.As(err, &rf) || !strings.Contains(rf.Detail, "cannot record whether a Terraform state holds it") ||
+		!strings.Contains(rf.Detail, `terraform import <address of the hydra_gpu_instance named "mine"> `+name) {
+		t.Fatalf("PlanNew = %v, want a refusal naming the import command for %s", err, name)
+	}
+	p, err := cp.PlanNew(context.Background(), NewPlanRequest{Name: "mine", Request: h100Request(), OfferID: "verda-vm-pool/FIN-01/1H100/ondemand@2.49"})
+	if err != nil || len(p.Notices) == 0 || !strings.Contains(p.Notices[0].Detail, name) {
+		t.Fatalf("a pinned plan must only warn, naming %s: %+v, %v", name, p.Notices, err)
+	}
+}

@@ -109,6 +109,11 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if req.Plan.Raw.IsNull() {
 		return // destroy
 	}
+	if r.data.destroying {
+		// A destroy's refresh plans every resource too, and throws that plan away: no offer, name or
+		// ownership check may fail it (the destroy of what the state holds goes ahead).
+		return
+	}
 	ctx, done := operation(ctx)
 	defer done()
 	var plan gpuInstanceModel
@@ -125,12 +130,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 
-	// Create (or replace). A destroy's refresh plans the creates too, and throws that plan away: no
-	// offer, name or ownership check may fail it (the destroy of what the state holds goes ahead).
-	if r.data.destroying {
-		return
-	}
-	// Every new machine is provisioned, which must be possible here.
+	// Create (or replace): every new machine is provisioned, which must be possible here.
 	if u := r.data.provisioningUnavailable; u != nil {
 		u.error(&resp.Diagnostics, "A new GPU instance")
 		return

@@ -151,12 +151,12 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Optional: true,
 			},
 			"plan_quote_dir": schema.StringAttribute{
-				MarkdownDescription: "hydra's local working directory. A plan's chosen offers are pinned here so that the " +
-					"apply-time re-plan agrees with the plan even when prices move, and every create in flight is journaled " +
-					"here (in `creates/`) so that a create cut short by a hard kill is found and adopted by the next apply " +
-					"in the same working directory. Default: `hydra-plan-quotes` in Terraform's data directory " +
-					"(`TF_DATA_DIR`, else `.terraform`). Plans applied on another machine should pin through " +
-					"`offer_id = data.hydra_gpu_offer.x.id` instead.",
+				MarkdownDescription: "hydra's local working directory, a local optimisation that no runner needs to keep: " +
+					"a plain `terraform apply` pins its plan's chosen offers here (a saved plan carries them in the plan " +
+					"file), and every create in flight is journaled here (in `creates/`), so that the same working directory " +
+					"adopts a create cut short by a hard kill on every cloud (any runner recognises one at the cloud where " +
+					"the cloud records confirmation). Default: `hydra-plan-quotes` in Terraform's data directory " +
+					"(`TF_DATA_DIR`, else `.terraform`).",
 				Optional: true,
 			},
 			"plan_quote_ttl": schema.StringAttribute{
@@ -167,7 +167,8 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 			"orphan_grace": schema.StringAttribute{
 				MarkdownDescription: "How old a machine that hydra created, but that no completed create, refresh or import " +
 					"has confirmed, must be before every plan warns about it as a possible orphan (a create cut short by a hard " +
-					"kill), as a Go duration. Younger ones may still be in flight in another run. Default `\"10m\"`.",
+					"kill), as a Go duration. Younger ones may still be in flight in another run. A machine left by a cut-short " +
+					"create of a resource (it carries that resource name's ownership token) is named at once. Default `\"10m\"`.",
 				Optional:   true,
 				Validators: []validator.String{durationValidator{}},
 			},

@@ -3,6 +3,9 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
+
 	"slices"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -48,7 +51,8 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 // CheckPinnedHardware checks what a pinned offer's ID does not carry, the GPU type and count and the
 // form factor, against the cloud's offers (the process's cached answer), and returns the live offer.
 // It returns a *MismatchError on "gpu_type", "gpu_count" or "form_factor" when the instance type holds
-// other GPUs, on "price" when the cloud asks more for it than the ID says, and found = false when the cloud does not list the instance type now (or could not be
+// other GPUs, on "price" when the cloud asks more for it than the ID says, on "region" when the cloud
+// lists the instance type only in other regions, and found = false when the cloud does not list the instance type now (or could not be
 // asked): the create then stands or falls at the cloud.
 func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID, req OfferRequest) (live Offer, found bool, err error) {
 	id := OfferID(Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
@@ -83,6 +87,21 @@ func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID
 				p.PricePerHour.PerHour(), o.PricePerHour.PerHour(), OfferID(current))}
 		}
 		return o, true, nil
+	}
+	// Not listed in its region: when the cloud lists the same instance type elsewhere, the region is
+	// what differs (a typed or an old offer_id), and the current offers say what to pin instead.
+	var elsewhere []string
+	for _, o := range co.offers {
+		if o.InstanceType == p.InstanceType && o.Spot == p.Spot {
+			current := o
+			current.Pool = p.Pool
+			elsewhere = append(elsewhere, OfferID(current))
+		}
+	}
+	if len(elsewhere) > 0 {
+		sort.Strings(elsewhere)
+		return Offer{}, false, &MismatchError{id, "region", fmt.Sprintf("the cloud does not offer %s in region %q now; its current offers of it are %s",
+			p.InstanceType, p.Region, strings.Join(elsewhere, ", "))}
 	}
 	return Offer{}, false, nil
 }

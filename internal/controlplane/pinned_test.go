@@ -105,6 +105,12 @@ func TestCheckPinnedHardware(t *testing.T) {
 		!strings.Contains(me.Msg, "$0.01/h") || !strings.Contains(me.Msg, "$2.49/h") || !strings.Contains(me.Msg, "1H100") {
 		t.Errorf("a made-up $0.01/h: %v, want a price mismatch naming both prices and the current offer", err)
 	}
+	// Listed only in other regions: the region differs, and the current offers are named.
+	away := ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-09", InstanceType: "1H100", PricePerHour: usd(2.49)}
+	if _, found, err := cp.CheckPinnedHardware(ctx, away, OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); found || !errors.As(err, &me) || me.Field != "region" ||
+		!strings.Contains(me.Msg, `region "FIN-09"`) || !strings.Contains(me.Msg, "verda-vm-pool/FIN-01/1H100/ondemand@2.49") {
+		t.Errorf("an offer in a region the cloud does not offer it in: found %v, %v; want a region mismatch naming the current offer", found, err)
+	}
 	high := ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(3)}
 	if _, found, err := cp.CheckPinnedHardware(ctx, high, OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !found || err != nil {
 		t.Errorf("a pin above the current price: found %v, %v; want no mismatch", found, err)

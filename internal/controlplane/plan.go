@@ -430,7 +430,7 @@ func MismatchDetail(err error) string {
 	if !errors.As(err, &me) {
 		return err.Error()
 	}
-	if me.Field == "price" {
+	if me.Field == "price" || me.Field == "region" {
 		return fmt.Sprintf("offer_id %s does not match the cloud's current offer: %s. Pin the current offer (for example from a "+
 			"hydra_gpu_offer data source), or leave offer_id unset to let hydra choose. Nothing was created.", me.OfferID, me.Msg)
 	}

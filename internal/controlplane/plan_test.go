@@ -71,8 +71,11 @@ func TestPlanNew(t *testing.T) {
 		name: "pinned in a pool not configured", req: NewPlanRequest{Name: "a", Request: h100Request(), OfferID: "nowhere-pool/FIN-02/1H100/ondemand@2.99"},
 		wantRefusal: "Offer does not match the request", wantField: "offer_id",
 	}, {
-		name: "pinned, not listed now: a warning on offer_id", req: NewPlanRequest{Name: "a", Request: h100Request(), OfferID: "verda-vm-pool/FIN-09/1H100/ondemand@2.99"},
-		wantOffer: "verda-vm-pool/FIN-09/1H100/ondemand@2.99", wantNotice: "Pinned offer not listed now",
+		name: "pinned, not listed now: a warning on offer_id", req: NewPlanRequest{Name: "a", Request: h100Request(), OfferID: "verda-vm-pool/FIN-09/9H100/ondemand@2.99"},
+		wantOffer: "verda-vm-pool/FIN-09/9H100/ondemand@2.99", wantNotice: "Pinned offer not listed now",
+	}, {
+		name: "pinned in a region the cloud does not offer it in", req: NewPlanRequest{Name: "a", Request: h100Request(), OfferID: "verda-vm-pool/FIN-09/1H100/ondemand@2.99"},
+		wantRefusal: "Offer does not match the request", wantField: "offer_id",
 	}, {
 		name: "nothing under the cap", req: NewPlanRequest{Name: "a", Request: OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: usd(1)}},
 		wantRefusal: "No GPU offer matches hydra_gpu_instance a",

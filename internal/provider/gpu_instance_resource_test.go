@@ -127,6 +127,8 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 			errorPattern("does not fit this resource's `gpu_count`", "holds 1 GPUs, but the request's gpu_count is 2")},
 		{"offer_id with a made-up price", "", "gpu_type = \"h100\"\n  offer_id = \"sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@0.01\"",
 			errorPattern("does not match the cloud's current offer", `its price, $0.01/h, does not match the cloud's: the cloud asks $2.49/h`, "sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49")},
+		{"offer_id in a region the cloud does not offer it in", "", "gpu_type = \"h100\"\n  offer_id = \"sandbox-vm-pool/sbx-mars-1/sbx.h100.1x/ondemand@2.49\"",
+			errorPattern("does not match the cloud's current offer", `the cloud does not offer sbx.h100.1x in region "sbx-mars-1" now`, "sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49")},
 		{"bad name", "", "gpu_type = \"h100\"\n  name = \"Bad_Name\"", errorPattern("Invalid name", `name: "Bad_Name" has upper case letters, "_"`, `for example "bad-name"`)},
 		{"empty name", "", "gpu_type = \"h100\"\n  name = \"\"", errorPattern("Invalid name", "name: the name is empty", `for example "trainer-1"`)},
 		{"unknown GPU type", "", `gpu_type = "tpu-v5"`, errorPattern(`unknown GPU type "tpu-v5" in gpu_type.`, `Known types (the inventory's supported_gpus.yml): "a100-80gb", "b200", "h100"`)},

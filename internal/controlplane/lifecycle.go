@@ -52,13 +52,20 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 		return l, err
 	}
 
+	if l, ok, err := cp.resumeLeftover(ctx, req); err != nil || ok {
+		return l, err
+	}
+
 	defer cp.forgetListings()
-	token := NewOwnerToken()
 	var tried []string
 	for i, o := range req.Offers {
 		pm, ok := cp.manager.Pool(o.Pool)
 		if !ok {
 			return Launched{}, Errorf(ErrInvalid, o.Cloud, "creating instance", "pool %q of offer %s is not configured", o.Pool, o.ID)
+		}
+		token, err := cp.freeToken(ctx, pm, req.Name)
+		if err != nil {
+			return Launched{}, err
 		}
 		name := CloudName(pm.Pool, req.Name, token)
 		intent := Intent{Resource: req.Name, Token: token, Pool: pm.Pool.Name, CloudName: name, OfferID: o.ID, StartedAt: time.Now().UTC()}
@@ -192,6 +199,68 @@ func (cp *ControlPlane) resumeIntent(ctx context.Context, req LaunchRequest) (La
 		return Launched{}, false, fmt.Errorf("deleting %s (id %s), left by an interrupted create of this resource and no longer matching the plan: %w", inst.Name, inst.ID, err)
 	}
 	return Launched{}, false, cp.opts.Journal.Remove(req.Name)
+}
+
+// resumeLeftover looks at the cloud, in the pools of the acceptable offers, for a machine a cut-short
+// create of this resource left: never confirmed (on a cloud that records confirmation) and named with
+// one of the resource name's derived tokens (OwnerToken), so that any runner of the configuration,
+// a fresh one with only the state included, recovers it. A leftover that matches an offer is adopted;
+// one that no longer does (the plan changed since) is deleted by its cloud id, so it does not bill on.
+func (cp *ControlPlane) resumeLeftover(ctx context.Context, req LaunchRequest) (Launched, bool, error) {
+	log := cp.logger(ctx)
+	seen := map[string]bool{}
+	for _, o := range req.Offers {
+		pm, ok := cp.manager.Pool(o.Pool)
+		if !ok || seen[o.Pool] {
+			continue
+		}
+		seen[o.Pool] = true
+		if _, confirmable := pm.Backend.(OwnershipConfirmer); !confirmable {
+			continue // the cloud cannot tell a held machine from a leftover: the plan names such machines
+		}
+		list, err := cp.listPool(ctx, pm)
+		if err != nil {
+			return Launched{}, false, fmt.Errorf("looking in %s for a machine an interrupted create of %q left (nothing was created): %w", pm.Pool.Name, req.Name, err)
+		}
+		for _, inst := range list {
+			inst = WithOwner(pm.Pool, inst)
+			name, token, ok := ParseCloudName(pm.Pool, inst.Name)
+			if !ok || name != req.Name || inst.Status == StatusTerminated || inst.Owner.Confirmed || !DerivedToken(req.Name, token) {
+				continue
+			}
+			for _, c := range req.Offers {
+				if c.Pool == pm.Pool.Name && (inst.Region == "" || c.Region == inst.Region) && c.InstanceType == inst.InstanceType && c.Spot == inst.Spot {
+					log.Info("adopting the machine an interrupted create of this resource left", "name", inst.Name, "id", inst.ID, "created_at", inst.CreatedAt)
+					return Launched{Instance: inst, Offer: c, Pool: pm.Pool, Adopted: true}, true, nil
+				}
+			}
+			log.Warn("the machine an interrupted create of this resource left does not match the planned offer; deleting it",
+				"name", inst.Name, "id", inst.ID, "instance_type", inst.InstanceType, "region", inst.Region)
+			if err := pm.Backend.Delete(ctx, inst.ID); err != nil && !IsNotFound(err) {
+				return Launched{}, false, fmt.Errorf("deleting %s (id %s), left by an interrupted create of this resource and no longer matching the plan: %w", inst.Name, inst.ID, err)
+			}
+		}
+	}
+	return Launched{}, false, nil
+}
+
+// freeToken is the first of the resource name's derived tokens whose cloud-side name no machine of the
+// pool carries (a create_before_destroy replacement's predecessor holds the first, for one).
+func (cp *ControlPlane) freeToken(ctx context.Context, pm *SinglePoolInstManager, resource string) (string, error) {
+	list, err := cp.listPool(ctx, pm)
+	if err != nil {
+		return "", fmt.Errorf("listing %s before creating %q there (nothing was created): %w", pm.Pool.Name, resource, err)
+	}
+	used := map[string]bool{}
+	for _, inst := range list {
+		used[inst.Name] = true
+	}
+	for gen := 0; gen < ownGenerations; gen++ {
+		if t := OwnerToken(resource, gen); !used[CloudName(pm.Pool, resource, t)] {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("every cloud-side name of %q in %s is taken by a machine (%d of them); delete the ones no state holds, then apply again (nothing was created)", resource, pm.Pool.Name, ownGenerations)
 }
 
 // Settle is called once the resource's create has returned the machine to Terraform: it records the

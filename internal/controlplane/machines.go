@@ -22,7 +22,9 @@ const (
 	// OwnedUnrecorded: created by hydra on a cloud that cannot record confirmation; only a state (or
 	// this working directory's journal) knows whether it is held.
 	OwnedUnrecorded OwnershipState = "unrecorded"
-	// OwnedInterrupted: named by this working directory's journal: its create was cut short.
+	// OwnedInterrupted: left by a create cut short: named by this working directory's journal, or, on a
+	// cloud that records confirmation, never confirmed and carrying its resource name's derived token
+	// (OwnerToken), which every runner of the configuration recognises, a fresh one included.
 	OwnedInterrupted OwnershipState = "interrupted"
 	// NotHydras: in a hydra pool's name space but carrying no ownership record.
 	NotHydras OwnershipState = "foreign"
@@ -105,6 +107,8 @@ func (cp *ControlPlane) machine(pool inventory.Pool, inst Instance, confirmable 
 		m.Ownership = OwnedInterrupted
 	case inst.Owner.Token == "":
 		m.Ownership = NotHydras
+	case confirmable && !inst.Owner.Confirmed && DerivedToken(m.Resource, inst.Owner.Token):
+		m.Ownership = OwnedInterrupted
 	case inst.Owner.Confirmed:
 		m.Ownership = OwnedConfirmed
 	case confirmable:

@@ -50,12 +50,19 @@ func TestMachinesAndOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// "cut" was never settled: the journal names it. Another working directory's unconfirmed create:
+	// "cut" was never settled: the journal names it. A create cut short on another runner (no journal
+	// here) is recognised by its derived token:
 	other := New(inv, []InstanceManagerBackend{atlas, verda}, Options{Journal: Journal{Dir: t.TempDir()}})
-	stray, err := other.Launch(ctx, LaunchRequest{Name: "stray", Offers: []Offer{o}})
+	fresh, err := other.Launch(ctx, LaunchRequest{Name: "fresh", Offers: []Offer{o}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A machine with a random token (made before derived tokens), never confirmed:
+	pool := inv.Pools[0]
+	if pool.Name != o.Pool {
+		t.Fatalf("the test inventory's first pool is %s", pool.Name)
+	}
+	stray := Launched{Instance: atlas.store(CreateRequest{Name: CloudName(pool, "stray", NewOwnerToken()), Offer: o})}
 	onVerda, err := other.Launch(ctx, LaunchRequest{Name: "elsewhere", Offers: []Offer{v}})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +72,7 @@ func TestMachinesAndOrphans(t *testing.T) {
 	res := cp.Machines(ctx, nil)
 	want := map[string]OwnershipState{
 		held.Instance.Name: OwnedConfirmed, cut.Instance.Name: OwnedInterrupted, stray.Instance.Name: OwnedUnconfirmed,
+		fresh.Instance.Name:   OwnedInterrupted,
 		onVerda.Instance.Name: OwnedUnrecorded, "verda-vm-handmade": NotHydras,
 	}
 	if len(res.Machines) != len(want) {
@@ -76,11 +84,11 @@ func TestMachinesAndOrphans(t *testing.T) {
 		}
 	}
 	orphans := res.Orphans(time.Nanosecond)
-	if len(orphans) != 2 || orphans[0].Instance.Name != cut.Instance.Name || orphans[1].Instance.Name != stray.Instance.Name {
-		t.Errorf("Orphans = %+v, want %s and %s", orphans, cut.Instance.Name, stray.Instance.Name)
+	if len(orphans) != 3 || orphans[0].Instance.Name != cut.Instance.Name || orphans[1].Instance.Name != fresh.Instance.Name || orphans[2].Instance.Name != stray.Instance.Name {
+		t.Errorf("Orphans = %+v, want %s, %s and %s", orphans, cut.Instance.Name, fresh.Instance.Name, stray.Instance.Name)
 	}
-	if young := res.Orphans(time.Hour); len(young) != 1 || young[0].Ownership != OwnedInterrupted {
-		t.Errorf("with a long grace only the journaled leftover is an orphan: %+v", young)
+	if young := res.Orphans(time.Hour); len(young) != 2 || young[0].Ownership != OwnedInterrupted || young[1].Ownership != OwnedInterrupted {
+		t.Errorf("with a long grace only the interrupted creates (journaled, or recognised by their token) are orphans: %+v", young)
 	}
 
 	named, unreachable := cp.Named(ctx, "cut", "vm", []string{"atlas"})
@@ -112,4 +120,52 @@ func (l *listDelay) List(ctx context.Context, prefix string) ([]Instance, error)
 		return nil, ctx.Err()
 	}
 	return l.fakeBackend.List(ctx, prefix)
+}
+
+// TestLaunchRecoversCutShortCreateWithoutJournal: a create cut short on one runner is recovered by a
+// control plane with no journal (a fresh runner), from the derived token at the cloud alone: adopted
+// when it matches the offer, deleted and bought anew when the plan changed; a confirmed machine of the
+// name (a create_before_destroy predecessor) is never adopted, and the new one takes the next token.
+func TestLaunchRecoversCutShortCreateWithoutJournal(t *testing.T) {
+	inv := testInventory(t)
+	ctx := context.Background()
+	l4 := Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: usd(0.7)}
+	h100 := Offer{ID: "atlas-vm-pool/ams1/h100.1x/ondemand@2.00", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "h100.1x", PricePerHour: usd(2)}
+	atlas := &confirmingBackend{fakeBackend: &fakeBackend{cloud: "atlas"}, confirmed: map[string]bool{}}
+	runner := func() *ControlPlane { return New(inv, []InstanceManagerBackend{atlas}, Options{}) }
+
+	killed, err := New(inv, []InstanceManagerBackend{atlas}, Options{Journal: Journal{Dir: t.TempDir()}}).Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{l4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, token, _ := ParseCloudName(inv.Pools[0], killed.Instance.Name); token != OwnerToken("w", 0) {
+		t.Fatalf("the first create of w is named %s, want the token %s", killed.Instance.Name, OwnerToken("w", 0))
+	}
+	adopted, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{l4}})
+	if err != nil || !adopted.Adopted || adopted.Instance.ID != killed.Instance.ID || atlas.created != 1 {
+		t.Fatalf("a fresh runner must adopt %s: %+v, %v, %d created", killed.Instance.ID, adopted, err, atlas.created)
+	}
+
+	// The plan changed (h100 now): the leftover is deleted and the planned machine bought.
+	cut, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []Offer{l4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []Offer{h100}})
+	if err != nil || changed.Adopted || changed.Instance.InstanceType != "h100.1x" {
+		t.Fatalf("a changed plan must buy the planned machine: %+v, %v", changed, err)
+	}
+	if _, err := atlas.Get(ctx, cut.Instance.ID); !IsNotFound(err) {
+		t.Fatalf("the leftover %s that no longer matches the plan must be deleted: %v", cut.Instance.ID, err)
+	}
+
+	// Confirmed (a state holds it): a second create of w takes the next token, never adopts it.
+	runner().Settle(ctx, "w", adopted.Instance)
+	next, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{l4}})
+	if err != nil || next.Adopted || next.Instance.ID == adopted.Instance.ID {
+		t.Fatalf("a confirmed machine must not be adopted: %+v, %v", next, err)
+	}
+	if _, token, _ := ParseCloudName(inv.Pools[0], next.Instance.Name); token != OwnerToken("w", 1) {
+		t.Fatalf("the second machine of w is named %s, want the token %s", next.Instance.Name, OwnerToken("w", 1))
+	}
 }

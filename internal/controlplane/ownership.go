@@ -2,7 +2,9 @@ package controlplane
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
+	"strconv"
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -24,6 +26,34 @@ func NewOwnerToken() string {
 		panic(err) // crypto/rand does not fail on Linux
 	}
 	return tokenEncoding.EncodeToString(b[:])
+}
+
+// ownGenerations is how many derived tokens one resource name has: a create takes the first whose
+// cloud-side name is free, so a create_before_destroy replacement (its predecessor still running)
+// gets the next one.
+const ownGenerations = 4
+
+// OwnerToken returns the ownership token a create of resource takes in generation gen (0 first). It
+// is derived from the resource's name alone, so every runner of a configuration (a fresh CI runner
+// with only the .tf files and the state included) computes the same tokens and can tell a machine its
+// configuration's cut-short create left (a derived token, never confirmed at the cloud) from one a
+// state holds (confirmed). Machines made before derived tokens carry random ones (NewOwnerToken).
+func OwnerToken(resource string, gen int) string {
+	sum := sha256.Sum256([]byte("hydra ownership token v1\x00" + resource + "\x00" + strconv.Itoa(gen)))
+	return tokenEncoding.EncodeToString(sum[:5])
+}
+
+// DerivedToken reports whether token is one of OwnerToken(resource, gen)'s.
+func DerivedToken(resource, token string) bool {
+	if token == "" {
+		return false
+	}
+	for gen := 0; gen < ownGenerations; gen++ {
+		if OwnerToken(resource, gen) == token {
+			return true
+		}
+	}
+	return false
 }
 
 // CloudName returns the cloud-side name of a resource's machine in a pool:

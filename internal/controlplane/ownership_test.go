@@ -58,3 +58,25 @@ func TestOwnerLabelsRoundTrip(t *testing.T) {
 		t.Fatal("a description without a record parsed as one")
 	}
 }
+
+func TestOwnerToken(t *testing.T) {
+	if OwnerToken("a", 0) != OwnerToken("a", 0) {
+		t.Fatal("OwnerToken is not deterministic")
+	}
+	seen := map[string]bool{}
+	for _, name := range []string{"a", "b", "pipe-0", "pipe-1"} {
+		for gen := 0; gen < ownGenerations; gen++ {
+			tok := OwnerToken(name, gen)
+			if seen[tok] || len(tok) != tokenLen {
+				t.Fatalf("OwnerToken(%q, %d) = %q: repeated or not %d characters", name, gen, tok, tokenLen)
+			}
+			seen[tok] = true
+			if !DerivedToken(name, tok) || DerivedToken(name+"x", tok) {
+				t.Fatalf("DerivedToken does not recognise exactly %q's token %q", name, tok)
+			}
+		}
+	}
+	if DerivedToken("a", "") || DerivedToken("a", OwnerToken("a", ownGenerations)) {
+		t.Fatal("DerivedToken accepts the empty token or one beyond the generations")
+	}
+}

@@ -3,6 +3,9 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
+
 	"slices"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -48,7 +51,8 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 // CheckPinnedHardware checks what a pinned offer's ID does not carry, the GPU type and count and the
 // form factor, against the cloud's offers (the process's cached answer), and returns the live offer.
 // It returns a *MismatchError on "gpu_type", "gpu_count" or "form_factor" when the instance type holds
-// other GPUs, and found = false when the cloud does not list the instance type now (or could not be
+// other GPUs, on "price" when the cloud asks more for it than the ID says, on "region" when the cloud
+// lists the instance type only in other regions, and found = false when the cloud does not list the instance type now (or could not be
 // asked): the create then stands or falls at the cloud.
 func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID, req OfferRequest) (live Offer, found bool, err error) {
 	id := OfferID(Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
@@ -75,8 +79,29 @@ func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID
 				has = "an unknown form factor (the cloud does not say)"
 			}
 			return o, true, &MismatchError{id, "form_factor", fmt.Sprintf("its instance type %s has %s, but the request's form_factor is %q", p.InstanceType, has, req.FormFactor)}
+		case o.PricePerHour > p.PricePerHour:
+			// A price below the cloud's (a typo, a made-up or an old price) would fail every apply.
+			current := o
+			current.Pool = p.Pool
+			return o, true, &MismatchError{id, "price", fmt.Sprintf("its price, %s, does not match the cloud's: the cloud asks %s for it now (the current offer is %s)",
+				p.PricePerHour.PerHour(), o.PricePerHour.PerHour(), OfferID(current))}
 		}
 		return o, true, nil
+	}
+	// Not listed in its region: when the cloud lists the same instance type elsewhere, the region is
+	// what differs (a typed or an old offer_id), and the current offers say what to pin instead.
+	var elsewhere []string
+	for _, o := range co.offers {
+		if o.InstanceType == p.InstanceType && o.Spot == p.Spot {
+			current := o
+			current.Pool = p.Pool
+			elsewhere = append(elsewhere, OfferID(current))
+		}
+	}
+	if len(elsewhere) > 0 {
+		sort.Strings(elsewhere)
+		return Offer{}, false, &MismatchError{id, "region", fmt.Sprintf("the cloud does not offer %s in region %q now; its current offers of it are %s",
+			p.InstanceType, p.Region, strings.Join(elsewhere, ", "))}
 	}
 	return Offer{}, false, nil
 }
@@ -89,7 +114,8 @@ type PriceRoseError struct {
 }
 
 func (e *PriceRoseError) Error() string {
-	return fmt.Sprintf("the price of offer %s rose from %s at plan time to %s", e.OfferID, e.Planned.PerHour(), e.Now.PerHour())
+	return fmt.Sprintf("offer_id %s says %s, but the cloud asks %s for that offer now, and hydra never pays more than the plan showed",
+		e.OfferID, e.Planned.PerHour(), e.Now.PerHour())
 }
 
 // NoOfferError says no offer matches a request now; Result says why each cloud said no.

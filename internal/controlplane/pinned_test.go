@@ -80,7 +80,7 @@ func TestCheckPinnedHardware(t *testing.T) {
 	pcie.FormFactor = FormFactorPCIe
 	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49), l40s, pcie}}}, Options{})
 	pinned := func(it string) ParsedOfferID {
-		return ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: it, PricePerHour: usd(1)}
+		return ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: it, PricePerHour: usd(9)}
 	}
 	var me *MismatchError
 	if _, found, err := cp.CheckPinnedHardware(ctx, pinned("1H100"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !found || err != nil {
@@ -97,5 +97,22 @@ func TestCheckPinnedHardware(t *testing.T) {
 	}
 	if _, _, err := cp.CheckPinnedHardware(ctx, pinned("1H100P"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", FormFactor: FormFactorSXM}); !errors.As(err, &me) || me.Field != "form_factor" || !strings.Contains(me.Msg, `"pcie"`) && !strings.Contains(me.Msg, "pcie") {
 		t.Errorf("a PCIe card pinned on form_factor sxm: %v, want a form_factor mismatch naming pcie", err)
+	}
+	// A price below the cloud's fails at plan, naming the current offer; a price above it (the cloud
+	// got cheaper) is no mismatch: apply never pays more than the ID says.
+	low := ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(0.01)}
+	if _, _, err := cp.CheckPinnedHardware(ctx, low, OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !errors.As(err, &me) || me.Field != "price" ||
+		!strings.Contains(me.Msg, "$0.01/h") || !strings.Contains(me.Msg, "$2.49/h") || !strings.Contains(me.Msg, "1H100") {
+		t.Errorf("a made-up $0.01/h: %v, want a price mismatch naming both prices and the current offer", err)
+	}
+	// Listed only in other regions: the region differs, and the current offers are named.
+	away := ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-09", InstanceType: "1H100", PricePerHour: usd(2.49)}
+	if _, found, err := cp.CheckPinnedHardware(ctx, away, OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); found || !errors.As(err, &me) || me.Field != "region" ||
+		!strings.Contains(me.Msg, `region "FIN-09"`) || !strings.Contains(me.Msg, "verda-vm-pool/FIN-01/1H100/ondemand@2.49") {
+		t.Errorf("an offer in a region the cloud does not offer it in: found %v, %v; want a region mismatch naming the current offer", found, err)
+	}
+	high := ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(3)}
+	if _, found, err := cp.CheckPinnedHardware(ctx, high, OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); !found || err != nil {
+		t.Errorf("a pin above the current price: found %v, %v; want no mismatch", found, err)
 	}
 }

@@ -58,7 +58,8 @@ type NewPlanRequest struct {
 	// Quote is the quote an earlier plan of this create recorded (nil: none): it is reused, so that
 	// plan and apply agree.
 	Quote *Quote
-	// QuotePath is where that quote is kept, named in the warning that the market moved since.
+	// QuotePath is where that quote is kept on this runner, named in the warning that the market moved
+	// since ("" when it came with the plan itself).
 	QuotePath string
 	// Held reports whether this configuration's state holds the machine with a cloud id (such a
 	// machine of the same name is the predecessor of a replacement, not a collision).
@@ -228,27 +229,35 @@ func (cp *ControlPlane) staleQuote(ctx context.Context, q Quote, req NewPlanRequ
 	if len(notes) == 0 {
 		return nil
 	}
+	how := "To re-quote, run `terraform plan` again (a saved plan applies as it was planned)."
+	if req.QuotePath != "" {
+		how = fmt.Sprintf("To re-quote now, delete %s and plan again (quotes otherwise expire at %s, after plan_quote_ttl).",
+			req.QuotePath, q.Expires.Format(time.RFC3339))
+	}
 	return []Notice{{Summary: "This plan reuses an earlier quote",
-		Detail: fmt.Sprintf("The offer %s was quoted by an earlier plan and is reused so that plan and apply agree, but %s. To re-quote now, "+
-			"delete %s and plan again (quotes otherwise expire at %s, after plan_quote_ttl).",
-			q.OfferID, strings.Join(notes, "; "), req.QuotePath, q.Expires.Format(time.RFC3339))}}
+		Detail: fmt.Sprintf("The offer %s was quoted by an earlier plan and is reused so that plan and apply agree, but %s. %s",
+			q.OfferID, strings.Join(notes, "; "), how)}}
 }
 
 // CheckName looks, at plan, for machines that already carry the resource's name. A machine another
 // state holds is in the way: with strict a *Refusal, else a notice (the caller cannot tell it from its
-// own machine, as in an apply-time re-plan on another machine). A machine this working directory's
-// interrupted create left is adopted by the next apply (a notice); held machines (this
+// own machine, as in an apply-time re-plan on another machine). A machine an interrupted create of
+// this resource left (OwnedInterrupted: journaled here, or recognised at the cloud by its derived
+// token) is adopted by the next apply (a notice); held machines (this
 // configuration's own) and machines hydra did not create are not in the way. Clouds that could not be
 // asked are named in a notice.
 func (cp *ControlPlane) CheckName(ctx context.Context, name, kind string, clouds []string, held func(id string) bool, strict bool) ([]Notice, error) {
 	machines, unreachable := cp.Named(ctx, name, kind, clouds)
-	var foreign, adopt []string
+	var foreign, adopt, unrecorded []string
 	for _, m := range machines {
 		switch {
 		case held != nil && held(m.Instance.ID):
 			// This configuration's own machine (the predecessor of a replacement).
 		case m.Ownership == OwnedInterrupted:
 			adopt = append(adopt, DescribeMachine(m))
+		case m.Ownership == OwnedUnrecorded && DerivedToken(name, m.Instance.Owner.Token):
+			unrecorded = append(unrecorded, fmt.Sprintf("%s\n    if it is this configuration's: terraform import <address of the hydra_gpu_instance named %q> %s",
+				DescribeMachine(m), name, m.Instance.Name))
 		case m.Ownership == NotHydras:
 			// Created outside hydra with a hydra-like name: never touched, not in the way.
 		default:
@@ -259,9 +268,21 @@ func (cp *ControlPlane) CheckName(ctx context.Context, name, kind string, clouds
 	var refusal error
 	if len(adopt) > 0 {
 		notes = append(notes, Notice{Summary: "A create of this machine was cut short; apply adopts it",
-			Detail: fmt.Sprintf("An earlier create of hydra_gpu_instance %q in this working directory was interrupted before Terraform recorded "+
-				"the machine. The next apply takes it over instead of buying another (if it still matches the plan; otherwise "+
-				"apply deletes it and creates the planned one):\n  %s", name, strings.Join(adopt, "\n  "))})
+			Detail: fmt.Sprintf("An earlier create of hydra_gpu_instance %q was interrupted (for example a killed `terraform apply`) before "+
+				"Terraform recorded the machine, and no state holds it: it carries this resource name's ownership token and was never "+
+				"confirmed by a state. The next apply, on any runner, takes it over instead of buying another (if it still matches "+
+				"the plan; otherwise apply deletes it and creates the planned one):\n  %s", name, strings.Join(adopt, "\n  "))})
+	}
+	if len(unrecorded) > 0 {
+		detail := fmt.Sprintf("A machine named for hydra_gpu_instance %q exists, and its cloud cannot record whether a Terraform state "+
+			"holds it, while this state holds nothing of it: it is either left by this configuration's interrupted create, or "+
+			"another state's machine of the same name. hydra cannot tell which, so it touches neither:\n  %s\n\nIf it is this "+
+			"configuration's, adopt it with the command shown; otherwise give this resource another name.", name, strings.Join(unrecorded, "\n  "))
+		if strict {
+			refusal = refuse("", "GPU instance name already in use", detail)
+		} else {
+			notes = append(notes, Notice{Summary: "GPU instance name may already be in use", Detail: detail})
+		}
 	}
 	if len(foreign) > 0 {
 		detail := fmt.Sprintf("A machine named %q already exists and belongs to another Terraform state (another working "+
@@ -421,6 +442,10 @@ func MismatchDetail(err error) string {
 	var me *MismatchError
 	if !errors.As(err, &me) {
 		return err.Error()
+	}
+	if me.Field == "price" || me.Field == "region" {
+		return fmt.Sprintf("offer_id %s does not match the cloud's current offer: %s. Pin the current offer (for example from a "+
+			"hydra_gpu_offer data source), or leave offer_id unset to let hydra choose. Nothing was created.", me.OfferID, me.Msg)
 	}
 	if me.Field == "pool" {
 		return fmt.Sprintf("offer_id %s does not fit: %s. Pin an offer of a configured pool (for example from a hydra_gpu_offer "+

@@ -71,8 +71,11 @@ func TestPlanNew(t *testing.T) {
 		name: "pinned in a pool not configured", req: NewPlanRequest{Name: "a", Request: h100Request(), OfferID: "nowhere-pool/FIN-02/1H100/ondemand@2.99"},
 		wantRefusal: "Offer does not match the request", wantField: "offer_id",
 	}, {
-		name: "pinned, not listed now: a warning on offer_id", req: NewPlanRequest{Name: "a", Request: h100Request(), OfferID: "verda-vm-pool/FIN-09/1H100/ondemand@2.99"},
-		wantOffer: "verda-vm-pool/FIN-09/1H100/ondemand@2.99", wantNotice: "Pinned offer not listed now",
+		name: "pinned, not listed now: a warning on offer_id", req: NewPlanRequest{Name: "a", Request: h100Request(), OfferID: "verda-vm-pool/FIN-09/9H100/ondemand@2.99"},
+		wantOffer: "verda-vm-pool/FIN-09/9H100/ondemand@2.99", wantNotice: "Pinned offer not listed now",
+	}, {
+		name: "pinned in a region the cloud does not offer it in", req: NewPlanRequest{Name: "a", Request: h100Request(), OfferID: "verda-vm-pool/FIN-09/1H100/ondemand@2.99"},
+		wantRefusal: "Offer does not match the request", wantField: "offer_id",
 	}, {
 		name: "nothing under the cap", req: NewPlanRequest{Name: "a", Request: OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: usd(1)}},
 		wantRefusal: "No GPU offer matches hydra_gpu_instance a",
@@ -337,5 +340,24 @@ func TestRecordObserve(t *testing.T) {
 		if r.Status != tc.want || (r.SSH == nil) != (tc.wantEP == nil) || r.SSH != nil && *r.SSH != *tc.wantEP {
 			t.Errorf("%s: status %s, SSH %v; want %s, %v", tc.name, r.Status, r.SSH, tc.want, tc.wantEP)
 		}
+	}
+}
+
+// On a cloud that cannot record confirmation, a machine with this name's derived token that the state
+// does not hold may be this configuration's cut-short create or another state's: the plan refuses,
+// saying so, with the exact import command; a pinned plan only warns.
+func TestPlanNewUnrecordedLeftover(t *testing.T) {
+	cp, b := planCloud(t)
+	name := "verda-vm-mine" + TokenSeparator + OwnerToken("mine", 0)
+	b.put(Instance{Name: name, Status: StatusRunning, CreatedAt: time.Now()})
+	_, err := cp.PlanNew(context.Background(), NewPlanRequest{Name: "mine", Request: h100Request()})
+	var rf *Refusal
+	if !errors.As(err, &rf) || !strings.Contains(rf.Detail, "cannot record whether a Terraform state holds it") ||
+		!strings.Contains(rf.Detail, `terraform import <address of the hydra_gpu_instance named "mine"> `+name) {
+		t.Fatalf("PlanNew = %v, want a refusal naming the import command for %s", err, name)
+	}
+	p, err := cp.PlanNew(context.Background(), NewPlanRequest{Name: "mine", Request: h100Request(), OfferID: "verda-vm-pool/FIN-01/1H100/ondemand@2.49"})
+	if err != nil || len(p.Notices) == 0 || !strings.Contains(p.Notices[0].Detail, name) {
+		t.Fatalf("a pinned plan must only warn, naming %s: %+v, %v", name, p.Notices, err)
 	}
 }

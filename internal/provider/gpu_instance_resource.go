@@ -14,6 +14,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
 // The resource maps hydra_gpu_instance's schema to the control plane's requests and records, and the
@@ -112,6 +113,11 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if req.Plan.Raw.IsNull() {
 		return // destroy
 	}
+	if r.data.destroying {
+		// A destroy's refresh plans every resource too, and throws that plan away: no offer, name or
+		// ownership check may fail it (the destroy of what the state holds goes ahead).
+		return
+	}
 	ctx, done := operation(ctx)
 	defer done()
 	var plan gpuInstanceModel
@@ -152,14 +158,26 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if pinned {
 		np.OfferID = plan.OfferID.ValueString()
 	} else {
-		q, found, err := r.data.quotes.get(key)
-		if err != nil {
-			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
+		// The quote of an earlier plan of this create: in the plan's own private data (a replacement's
+		// second planning call), in the saved plan being applied (any runner), or in this runner's
+		// quote directory (a plain `terraform apply`, planned and applied here).
+		q, found := fromPrivate(ctx, req.Private, key)
+		if !found {
+			q, found = savedPlanQuote(osproc.ParentArgs(), key)
+		}
+		if !found {
+			var err error
+			q, found, err = r.data.quotes.get(key)
+			if err != nil {
+				resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
+			}
+			if found {
+				np.QuotePath = r.data.quotes.path(key)
+			}
 		}
 		if found {
 			np.Quote = &q
 		}
-		np.QuotePath = r.data.quotes.path(key)
 	}
 	decided, err := r.data.cp.PlanNew(ctx, np)
 	r.data.warnUnmapped(decided.Unmapped, &resp.Diagnostics)
@@ -177,9 +195,15 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 	if decided.NewQuote != nil {
+		decided.NewQuote.Expires = time.Now().Add(r.data.quotes.ttl).UTC().Truncate(time.Second)
 		if err := r.data.quotes.put(key, *decided.NewQuote); err != nil {
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
 		}
+		np.Quote = decided.NewQuote
+	}
+	if np.Quote != nil {
+		// The quote travels inside the plan: a saved plan applies as planned on any runner.
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, planQuoteKey, encodePlanned(key, *np.Quote))...)
 	}
 	plan.EstimatedPricePerHour = types.Float64Null()
 	switch {
@@ -384,6 +408,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		tflog.Warn(hydraLog(), "adopted the machine an interrupted create of this resource left, instead of buying another", map[string]any{"id": launched.Instance.ID, "name": launched.Instance.Name})
 	}
 	err = r.data.cp.BringUp(ctx, &rec, launched.Instance, r.bringUpSpec(launched.Pool, &m, vars), save)
+	err = timedOut(ctx, err, "create", plan.Timeouts.Create, defaultCreateTimeout)
 	if r.settle(ctx, &m, planned, err, summary, &resp.State, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": launched.Instance.Name, "took": time.Since(createStarted).Round(time.Second).String()})
 	}
@@ -465,6 +490,18 @@ func start(ctx context.Context, timeout func(context.Context, time.Duration) (ti
 	diags.Append(ds...)
 	ctx, cancel := context.WithTimeout(ctx, d)
 	return ctx, func() { cancel(); done() }
+}
+
+// timedOut adds to an error that ended because the operation's timeout passed which setting that is
+// (timeouts.<op>) and its value, so that the user knows what to raise. Other errors are returned as
+// they are.
+func timedOut(ctx context.Context, err error, op string, timeout func(context.Context, time.Duration) (time.Duration, diag.Diagnostics), def time.Duration) error {
+	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	d, _ := timeout(context.WithoutCancel(ctx), def)
+	return fmt.Errorf("%w\n\nThe %s did not finish within timeouts.%s (%s). If the machine only needs longer, raise it in this resource: "+
+		"timeouts { %s = \"%s\" }", err, op, op, d, op, 2*d)
 }
 
 // interrupted reports whether ctx was cancelled (Ctrl-C: Terraform's StopProvider) rather than timed out.
@@ -552,6 +589,7 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 	rec := state.record()
 	m.setRecord(rec)
 	err := r.data.cp.Resume(ctx, &rec, r.bringUpSpec(inventory.Pool{}, &m, vars), r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
+	err = timedOut(ctx, err, "update", plan.Timeouts.Update, defaultUpdateTimeout)
 	if r.settle(ctx, &m, planned, err, summary, &resp.State, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": rec.Name})
 	}

@@ -125,6 +125,10 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 			errorPattern("does not fit this resource's `gpu_type`", "sbx.l40s.1x holds l40s GPUs, but the request's gpu_type is \"h100\"")},
 		{"offer_id of another count", "", "gpu_type = \"l40s\"\n  gpu_count = 2\n  offer_id = \"sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99\"",
 			errorPattern("does not fit this resource's `gpu_count`", "holds 1 GPUs, but the request's gpu_count is 2")},
+		{"offer_id with a made-up price", "", "gpu_type = \"h100\"\n  offer_id = \"sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@0.01\"",
+			errorPattern("does not match the cloud's current offer", `its price, $0.01/h, does not match the cloud's: the cloud asks $2.49/h`, "sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49")},
+		{"offer_id in a region the cloud does not offer it in", "", "gpu_type = \"h100\"\n  offer_id = \"sandbox-vm-pool/sbx-mars-1/sbx.h100.1x/ondemand@2.49\"",
+			errorPattern("does not match the cloud's current offer", `the cloud does not offer sbx.h100.1x in region "sbx-mars-1" now`, "sandbox-vm-pool/sbx-eu-1/sbx.h100.1x/ondemand@2.49")},
 		{"bad name", "", "gpu_type = \"h100\"\n  name = \"Bad_Name\"", errorPattern("Invalid name", `name: "Bad_Name" has upper case letters, "_"`, `for example "bad-name"`)},
 		{"empty name", "", "gpu_type = \"h100\"\n  name = \"\"", errorPattern("Invalid name", "name: the name is empty", `for example "trainer-1"`)},
 		{"unknown GPU type", "", `gpu_type = "tpu-v5"`, errorPattern(`unknown GPU type "tpu-v5" in gpu_type.`, `Known types (the inventory's supported_gpus.yml): "a100-80gb", "b200", "h100"`)},
@@ -175,7 +179,7 @@ func TestAccGPUInstance_priceRoseAfterPlan(t *testing.T) {
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
 		Config:           cfg,
 		ConfigPlanChecks: preApply(beforeApply(func() { s.setPrice("sbx-eu-1", "sbx.l40s.1x", 1.50) })),
-		ExpectError:      errorPattern("the price of offer sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99 rose from $0.99/h at plan time to $1.50/h"),
+		ExpectError:      errorPattern("offer_id sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99 says $0.99/h, but the cloud asks $1.50/h for that offer now"),
 	}, {
 		// The refused apply forgot its quote: the next plan quotes afresh (the cheapest L40S is now
 		// another region's) and its apply succeeds, instead of failing on the stale quote for an hour.
@@ -250,7 +254,7 @@ func TestAccGPUInstance_interruptedCreate(t *testing.T) {
 			// the RPC's context ends).
 			PreConfig:   func() { s.setFaults(sandbox.Faults{BootTime: "60s"}) },
 			Config:      slow,
-			ExpectError: errorPattern("waiting for instance sbx-vm-interrupted--", "to run (last status pending): context deadline exceeded", "kept in state (tainted)"),
+			ExpectError: errorPattern("waiting for instance sbx-vm-interrupted--", "to run (last status pending): context deadline exceeded", "did not finish within timeouts.create (2s)", "kept in state (tainted)"),
 		},
 		// The billed machine was not forgotten: it is in state, tainted, and the next apply replaces
 		// it instead of creating a second one beside it.

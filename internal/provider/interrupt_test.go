@@ -181,6 +181,10 @@ func TestAccGPUInstance_ctrlCResumes(t *testing.T) {
 
 	// The next apply resumes provisioning in place (a quick playbook this time).
 	d.write(s.provisionedConfig(playbooks) + testAccGPUInstanceConfig_basic("ctrlc-prov", "l4", "  provisioning_vars = { sleep_seconds = 0 }"))
+	// The plan says why the machine is updated in place (a warning), not silently.
+	if plan := d.mustRun("plan"); !errorPattern("Warning: GPU instance will be resumed", "was left provisioning by an interrupted apply", "resumes it in place").MatchString(plan) {
+		t.Errorf("the plan must say why the machine is resumed:\n%s", plan)
+	}
 	d.resumeToReady(s)
 }
 

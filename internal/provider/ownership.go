@@ -60,11 +60,13 @@ func sharedNameDetail(name string) string {
 }
 
 // orphanWarning names every machine that is probably billed with no state holding it, except those
-// this working directory's journal names (journalWarning reports them, in every command).
-func orphanWarning(res controlplane.ListResult, grace time.Duration) (summary, detail string, ok bool) {
+// this working directory's journal names (journalWarning reports them, in every command): creates cut
+// short (recognised at once, on any runner, by their derived ownership token) and, after grace,
+// machines never confirmed.
+func orphanWarning(res controlplane.ListResult, grace time.Duration, journaled map[string]bool) (summary, detail string, ok bool) {
 	var orphans []controlplane.Machine
 	for _, m := range res.Orphans(grace) {
-		if m.Ownership != controlplane.OwnedInterrupted {
+		if !journaled[m.Instance.Name] {
 			orphans = append(orphans, m)
 		}
 	}
@@ -73,6 +75,11 @@ func orphanWarning(res controlplane.ListResult, grace time.Duration) (summary, d
 	}
 	var lines []string
 	for _, m := range orphans {
+		if m.Ownership == controlplane.OwnedInterrupted {
+			lines = append(lines, fmt.Sprintf("- %s: left by an interrupted create of hydra_gpu_instance %q (it carries that name's ownership "+
+				"token and no state ever confirmed it); %s", controlplane.DescribeMachine(m), m.Resource, leftoverRemedy(m)))
+			continue
+		}
 		how := fmt.Sprintf("adopt it with `terraform import <address> %s`, or delete it at the cloud", m.Instance.Name)
 		why := fmt.Sprintf("never confirmed by a completed create, refresh or import, %s old", m.Age.Round(time.Second))
 		lines = append(lines, fmt.Sprintf("- %s: %s; %s", controlplane.DescribeMachine(m), why, how))
@@ -106,4 +113,58 @@ func journalWarning(j controlplane.Journal) (summary, detail string, ok bool) {
 			"adopts the machine instead of buying another. If that resource is no longer in the configuration, adopt the " +
 			"machine with `terraform import <address> <cloud-side name>` and destroy it, or delete it at the cloud; hydra " +
 			"forgets the entry once the machine is gone.", true
+}
+
+// leftoverRemedy says what removes or keeps a machine an interrupted create left.
+func leftoverRemedy(m controlplane.Machine) string {
+	return fmt.Sprintf("the next `terraform apply` of a configuration with a hydra_gpu_instance named %q adopts it (or deletes it "+
+		"when the plan changed); to remove it now, run `terraform import <address of that resource> %s` and then `terraform "+
+		"destroy` (or delete it at the cloud)", m.Resource, m.Instance.Name)
+}
+
+// leftoversSummarySuffix ends the summary of leftoversError.
+const leftoversSummarySuffix = "; destroy would leave them running"
+
+// leftoversError is the error a destroy ends with while machines that interrupted creates left are
+// billed outside the state: each named, with what removes it. ok is false when there are none.
+func leftoversError(res controlplane.ListResult) (summary, detail string, ok bool) {
+	var lines []string
+	for _, m := range res.Machines {
+		if m.Ownership == controlplane.OwnedInterrupted {
+			lines = append(lines, fmt.Sprintf("- %s, left by an interrupted create of hydra_gpu_instance %q: %s",
+				controlplane.DescribeMachine(m), m.Resource, leftoverRemedy(m)))
+		}
+	}
+	if len(lines) == 0 {
+		return "", "", false
+	}
+	return fmt.Sprintf("%d GPU machine(s) are billed outside this state%s", len(lines), leftoversSummarySuffix),
+		"hydra created these machines, but their creates were cut short (for example a killed `terraform apply`) before " +
+			"Terraform recorded them, so no state holds them and `terraform destroy` cannot see them:\n" + strings.Join(lines, "\n") +
+			"\n\nNothing was destroyed. Adopt each one into this state with the import command shown (the resource must be in the " +
+			"configuration), then run `terraform destroy` again; or delete it at the cloud.", true
+}
+
+// destroying reports whether the terraform command that started this provider (args: its command
+// line) destroys: `terraform destroy`, or `terraform apply -destroy` / `plan -destroy`.
+func destroying(args []string) bool {
+	sub := ""
+	for i, a := range args {
+		if i == 0 {
+			continue
+		}
+		if sub == "" {
+			if !strings.HasPrefix(a, "-") {
+				sub = a
+				if sub == "destroy" {
+					return true
+				}
+			}
+			continue
+		}
+		if a == "-destroy" || a == "--destroy" || a == "-destroy=true" {
+			return sub == "apply" || sub == "plan"
+		}
+	}
+	return false
 }

@@ -73,6 +73,44 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 	one.destroyAll(s)
 }
 
+// TestAccGPUInstance_sameNameDestroyWorks: a state whose configuration also uses a name another state
+// holds is refused at plan for that create only; its destroy (and refresh) of the machines it holds
+// is never blocked by the name check, and leaves the other state's machine alone.
+func TestAccGPUInstance_sameNameDestroyWorks(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	one := newCLIDirReattach(t, "")
+	one.writeInstance(s, "taken", "l4", "")
+	one.mustRun("apply", "-auto-approve")
+	first := s.live()[0]
+
+	// The real binary, as in production: the provider reads the terraform command that started it.
+	two := newCLIDirBinary(t, "")
+	two.write(s.providerConfigIn(two.dir, "") + `
+resource "hydra_gpu_instance" "mine" {
+  name     = "mine"
+  gpu_type = "l4"
+}
+resource "hydra_gpu_instance" "clash" {
+  name     = "taken"
+  gpu_type = "l4"
+}
+`)
+	two.mustRun("apply", "-auto-approve", "-target=hydra_gpu_instance.mine")
+	if out, err := two.run("plan"); err == nil || !errorPattern("GPU instance name already in use", first.Name).MatchString(out) {
+		t.Fatalf("the clashing create must be refused at plan, naming %s (err %v):\n%s", first.Name, err, out)
+	}
+	two.mustRun("apply", "-refresh-only", "-auto-approve")
+	out := two.mustRun("destroy", "-auto-approve")
+	if !strings.Contains(out, "Resources: 1 destroyed") {
+		t.Fatalf("the destroy must remove this state's machine despite the name clash:\n%s", out)
+	}
+	if live := s.live(); len(live) != 1 || live[0].ID != first.ID {
+		t.Fatalf("after the destroy the cloud has %+v, want only the other state's %s", live, first.ID)
+	}
+	one.destroyAll(s)
+}
+
 func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
 	s, d := cliTest(t, newCLIDirReattach)
 	d.writeInstance(s, "cbd", "l4", `
@@ -147,10 +185,13 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 	}
 	t.Logf("the provider exited %s after terraform was killed", time.Since(start).Round(time.Millisecond))
 
-	// Nothing holds the machine in state; destroy destroys nothing but names it.
-	out := d.mustRun("destroy", "-auto-approve")
-	if !errorPattern("create(s) in this working directory were cut short", machine.Name, "next `terraform apply`", "adopts the machine").MatchString(out) {
-		t.Fatalf("destroy must warn about %s:\n%s", machine.Name, out)
+	// Nothing holds the machine in state: destroy cannot reach it, so it fails, naming it and what
+	// removes it (never "Destroy complete" while it bills).
+	out, err := d.run("destroy", "-auto-approve")
+	if err == nil || strings.Contains(out, "Destroy complete") ||
+		!errorPattern("create(s) in this working directory were cut short", machine.Name, "next `terraform apply`", "adopts the machine").MatchString(out) ||
+		!errorPattern("billed outside this state; destroy would leave them running", machine.Name, "terraform import").MatchString(out) {
+		t.Fatalf("destroy must fail naming %s (err %v):\n%s", machine.Name, err, out)
 	}
 	if live := s.live(); len(live) != 1 {
 		t.Fatalf("%d machines after destroy, want the orphan still there (destroy acts on state only)", len(live))
@@ -286,4 +327,25 @@ data "hydra_gpu_instances" "all" {
 		t.Fatalf("the orphan was touched: %v", err)
 	}
 	_ = s.sb.Delete(context.Background(), stray.ID)
+}
+
+func TestDestroying(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"terraform", "destroy", "-auto-approve"}, true},
+		{[]string{"/usr/local/bin/terraform", "-chdir=env/prod", "destroy"}, true},
+		{[]string{"terraform", "apply", "-destroy", "-auto-approve"}, true},
+		{[]string{"terraform", "plan", "-destroy", "-out=x"}, true},
+		{[]string{"terraform", "apply", "-auto-approve"}, false},
+		{[]string{"terraform", "plan"}, false},
+		{[]string{"terraform", "import", "hydra_gpu_instance.a", "destroy"}, false},
+		{[]string{"terraform", "validate", "-destroy"}, false},
+		{nil, false},
+	} {
+		if got := destroying(tc.args); got != tc.want {
+			t.Errorf("destroying(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
 }

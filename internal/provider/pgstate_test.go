@@ -314,14 +314,9 @@ func TestAccPipeline_concurrentAppliesLocked(t *testing.T) {
 }
 
 // TestAccPipeline_savedPlanPriceDropOtherRunner applies a saved plan on a fresh runner after the planned
-// offer got cheaper: the plan showed $0.49/h, the cloud now asks $0.45/h. On the runner that planned,
-// the plan quote keeps the apply-time plan on the planned offer; on a fresh runner only what travels in
-// the plan file can. Today the quote lives in the planning runner's .terraform/, so the apply fails with
-// "Provider produced inconsistent final plan". Set HYDRA_TEST_ISSUE21_CORE=1 to run it anyway.
+// offer got cheaper: the plan showed $0.49/h, the cloud now asks $0.45/h. Only what travels in the plan
+// file can keep the apply-time plan on the planned offer: hydra's quote, in the plan's private data.
 func TestAccPipeline_savedPlanPriceDropOtherRunner(t *testing.T) {
-	if os.Getenv("HYDRA_TEST_ISSUE21_CORE") == "" {
-		t.Skip("issue 21: needs hydra's plan-time choice carried inside the plan (private plan data), not in the planning runner's .terraform/; set HYDRA_TEST_ISSUE21_CORE=1 to run")
-	}
 	t.Parallel()
 	pg := startPostgres(t)
 	s := newTestSandbox(t)
@@ -394,12 +389,8 @@ func killApplyDuringCreate(t *testing.T, s *testSandbox, runner *cliDir) sandbox
 // TestAccPipeline_killedApplyThenDestroyElsewhere kills an apply during a create and runs `terraform
 // destroy` on a fresh runner (only the .tf files and the pg state): the destroy must remove the machine
 // (it is provably this configuration's own) or exit non-zero naming it; never "Destroy complete" with it
-// running. Today it prints "Destroy complete! Resources: 0 destroyed." and exits 0 while the machine
-// runs on. Set HYDRA_TEST_ISSUE21_CORE=1 to run it anyway.
+// running.
 func TestAccPipeline_killedApplyThenDestroyElsewhere(t *testing.T) {
-	if os.Getenv("HYDRA_TEST_ISSUE21_CORE") == "" {
-		t.Skip("issue 21: needs destroy to know of this configuration's interrupted creates without the killed runner's journal; set HYDRA_TEST_ISSUE21_CORE=1 to run")
-	}
 	t.Parallel()
 	pg := startPostgres(t)
 	s := newTestSandbox(t)
@@ -427,15 +418,9 @@ func TestAccPipeline_killedApplyThenDestroyElsewhere(t *testing.T) {
 // that has only the .tf files and the pg state. The pg backend's lock goes with the killed process's
 // connection, so the fresh runner is not blocked by it; what must follow is issue 21's core: the fresh
 // runner recognises the interrupted create as this configuration's own, its apply adopts the machine
-// (no second machine bought) and its destroy removes it.
-//
-// Today this fails: the journal of creates lives in the killed runner's .terraform/, so the fresh
-// runner's plan fails with "GPU instance name already in use" blaming another Terraform state, and so
-// do its apply and destroy. Set HYDRA_TEST_ISSUE21_CORE=1 to run it anyway.
+// (no second machine bought) and its destroy removes it. The proof comes from the cloud: the machine
+// carries the ownership token derived from its resource's name, and no state ever confirmed it.
 func TestAccPipeline_killedApplyRecoveredElsewhere(t *testing.T) {
-	if os.Getenv("HYDRA_TEST_ISSUE21_CORE") == "" {
-		t.Skip("issue 21: needs the journal off the runner's disk (recovery of an interrupted create from the state and the cloud's ownership record); set HYDRA_TEST_ISSUE21_CORE=1 to run")
-	}
 	t.Parallel()
 	pg := startPostgres(t)
 	s := newTestSandbox(t)

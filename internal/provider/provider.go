@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 )
 
@@ -46,6 +48,18 @@ func (p *hydraProvider) ValidateConfig(ctx context.Context, req provider.Validat
 	}
 	if summary, detail, ok := journalWarning(controlplane.Journal{Dir: filepath.Join(quoteDir, "creates")}); ok {
 		resp.Diagnostics.AddWarning(summary, detail)
+	}
+	if destroying(osproc.ParentArgs()) && req.Config.Raw.IsFullyKnown() {
+		// A destroy of a state that holds nothing never configures the provider: here is the one place
+		// it can refuse to report success while creates cut short bill outside the state. Only that
+		// refusal is taken from the configure (its other errors would have failed no destroy before).
+		var cresp provider.ConfigureResponse
+		p.Configure(ctx, provider.ConfigureRequest{Config: req.Config}, &cresp)
+		for _, d := range cresp.Diagnostics.Errors() {
+			if strings.HasSuffix(d.Summary(), leftoversSummarySuffix) {
+				resp.Diagnostics.Append(d)
+			}
+		}
 	}
 }
 
@@ -104,6 +118,9 @@ const fleetQuiet = 300 * time.Millisecond
 type providerData struct {
 	cp     *controlplane.ControlPlane
 	quotes *quoteStore
+	// destroying is set when the terraform command that started the provider destroys (`terraform
+	// destroy`, `-destroy`): its refresh's plans of creates are thrown away, so none is checked.
+	destroying bool
 	// walk is what this walk (plan or apply) has seen of the configuration.
 	walk *walk
 	// unmappedWarned holds the clouds whose unmapped GPUs this walk has warned about (once per cloud).
@@ -138,12 +155,12 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Optional: true,
 			},
 			"plan_quote_dir": schema.StringAttribute{
-				MarkdownDescription: "hydra's local working directory. A plan's chosen offers are pinned here so that the " +
-					"apply-time re-plan agrees with the plan even when prices move, and every create in flight is journaled " +
-					"here (in `creates/`) so that a create cut short by a hard kill is found and adopted by the next apply " +
-					"in the same working directory. Default: `hydra-plan-quotes` in Terraform's data directory " +
-					"(`TF_DATA_DIR`, else `.terraform`). Plans applied on another machine should pin through " +
-					"`offer_id = data.hydra_gpu_offer.x.id` instead.",
+				MarkdownDescription: "hydra's local working directory, a local optimisation that no runner needs to keep: " +
+					"a plain `terraform apply` pins its plan's chosen offers here (a saved plan carries them in the plan " +
+					"file), and every create in flight is journaled here (in `creates/`), so that the same working directory " +
+					"adopts a create cut short by a hard kill on every cloud (any runner recognises one at the cloud where " +
+					"the cloud records confirmation). Default: `hydra-plan-quotes` in Terraform's data directory " +
+					"(`TF_DATA_DIR`, else `.terraform`).",
 				Optional: true,
 			},
 			"plan_quote_ttl": schema.StringAttribute{
@@ -156,7 +173,8 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 			"orphan_grace": schema.StringAttribute{
 				MarkdownDescription: "How old a machine that hydra created, but that no completed create, refresh or import " +
 					"has confirmed, must be before every plan warns about it as a possible orphan (a create cut short by a hard " +
-					"kill), as a Go duration. Younger ones may still be in flight in another run. Default `\"10m\"`.",
+					"kill), as a Go duration. Younger ones may still be in flight in another run. A machine left by a cut-short " +
+					"create of a resource (it carries that resource name's ownership token) is named at once. Default `\"10m\"`.",
 				Optional:   true,
 				Validators: []validator.String{durationValidator{}},
 			},
@@ -344,7 +362,21 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	defer done()
 	machines := data.cp.Machines(scanCtx, nil)
 	data.cp.PruneJournal(machines)
-	if summary, detail, ok := orphanWarning(machines, opts.OrphanGrace); ok {
+	data.destroying = destroying(osproc.ParentArgs())
+	if data.destroying {
+		// A destroy never reports success while creates cut short bill outside the state.
+		if summary, detail, ok := leftoversError(machines); ok {
+			resp.Diagnostics.AddError(summary, detail)
+			return
+		}
+	}
+	journaled := map[string]bool{}
+	if intents, err := opts.Journal.All(); err == nil {
+		for _, in := range intents {
+			journaled[in.CloudName] = true
+		}
+	}
+	if summary, detail, ok := orphanWarning(machines, opts.OrphanGrace, journaled); ok {
 		resp.Diagnostics.AddWarning(summary, detail)
 	}
 

@@ -1,17 +1,24 @@
 package provider
 
 import (
+	"archive/zip"
+	"bytes"
+	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
@@ -110,4 +117,128 @@ func (s *quoteStore) removeExpired() {
 			_ = os.Remove(s.path(key))
 		}
 	}
+}
+
+// planQuoteKey is the key of a create's quote in its private plan data.
+const planQuoteKey = "hydra_plan_quote"
+
+// plannedQuote is a create's quote as it travels in the plan's private data: with its key, so that the
+// apply finds the quote of its own inputs.
+type plannedQuote struct {
+	Key   string `json:"key"`
+	Quote quote  `json:"quote"`
+}
+
+// privateGetter is the private data of ModifyPlan's request.
+type privateGetter interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
+}
+
+// fromPrivate returns the quote of key from private plan data (Terraform hands a replacement's own plan
+// data back to its second planning call).
+func fromPrivate(ctx context.Context, p privateGetter, key string) (quote, bool) {
+	if p == nil {
+		return quote{}, false
+	}
+	data, diags := p.GetKey(ctx, planQuoteKey)
+	if diags.HasError() || len(data) == 0 {
+		return quote{}, false
+	}
+	var pq plannedQuote
+	if json.Unmarshal(data, &pq) != nil || pq.Key != key {
+		return quote{}, false
+	}
+	return pq.Quote, true
+}
+
+// encodePlanned is a quote as private plan data.
+func encodePlanned(key string, q quote) []byte {
+	data, _ := json.Marshal(plannedQuote{Key: key, Quote: q})
+	return data
+}
+
+// savedPlanQuote finds the quote of key in the saved plan that the running `terraform apply <planfile>`
+// (args: its command line) applies. Terraform's apply-time re-plan of a create is not handed the
+// plan's private data, but the plan file carries it (hydra's quote, as plannedQuote JSON, base64 in the
+// framework's private-data JSON): so a saved plan applies as planned on any runner, with nothing of
+// the planning runner's disk. Found is false when no plan file is being applied or it has no quote of
+// key.
+func savedPlanQuote(args []string, key string) (quote, bool) {
+	// A flag's value may stand apart from it (-lock-timeout 5m): every argument after apply is tried.
+	for _, file := range planFileArgs(args) {
+		if q, ok := fileQuote(file, key); ok {
+			return q, true
+		}
+	}
+	return quote{}, false
+}
+
+// fileQuote reads key's quote from the plan file file (a zip with a tfplan entry).
+func fileQuote(file, key string) (quote, bool) {
+	zr, err := zip.OpenReader(file)
+	if err != nil {
+		return quote{}, false
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		if f.Name != "tfplan" {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return quote{}, false
+		}
+		data, err := io.ReadAll(io.LimitReader(rc, 256<<20))
+		_ = rc.Close()
+		if err != nil {
+			return quote{}, false
+		}
+		return quoteInPlan(data, key)
+	}
+	return quote{}, false
+}
+
+// quoteInPlan scans a plan's bytes for the private-data entries of hydra's quotes and returns key's.
+func quoteInPlan(data []byte, key string) (quote, bool) {
+	marker := []byte(`"` + planQuoteKey + `":"`)
+	for {
+		i := bytes.Index(data, marker)
+		if i < 0 {
+			return quote{}, false
+		}
+		data = data[i+len(marker):]
+		end := bytes.IndexByte(data, '"')
+		if end < 0 {
+			return quote{}, false
+		}
+		raw, err := base64.StdEncoding.DecodeString(string(data[:end]))
+		data = data[end:]
+		if err != nil {
+			continue
+		}
+		var pq plannedQuote
+		if json.Unmarshal(raw, &pq) == nil && pq.Key == key {
+			return pq.Quote, true
+		}
+	}
+}
+
+// planFileArgs are the arguments of `terraform apply` (args: terraform's command line) that may name
+// its plan file: those that are not flags; none for any other command.
+func planFileArgs(args []string) []string {
+	sub := ""
+	var out []string
+	for i, a := range args {
+		switch {
+		case i == 0, strings.HasPrefix(a, "-"):
+		case sub == "":
+			sub = a
+			if sub != "apply" {
+				return nil
+			}
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }

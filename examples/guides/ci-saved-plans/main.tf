@@ -13,12 +13,6 @@ terraform {
   }
 }
 
-variable "plan_quote_dir" {
-  description = "hydra's working directory (quotes, and the journal of creates in creates/), kept between CI jobs until the journal leaves the runner's disk"
-  type        = string
-  default     = "hydra-work"
-}
-
 variable "ssh_private_key" {
   description = "hydra's provisioning key, from a CI secret (TF_VAR_ssh_private_key)"
   type        = string
@@ -30,10 +24,8 @@ provider "hydra" {
   verda {}
   upcloud {}
 
-  # Until hydra keeps its journal of creates off the runner's disk, restore this directory before every
-  # job and save it after every job, failed ones included: its creates/ journal is how the next apply
-  # finds a machine whose create a killed job cut short.
-  plan_quote_dir = var.plan_quote_dir
+  # Nothing of hydra's is kept on the runner between jobs: the choice travels in the plan file, and a
+  # machine whose create a killed job cut short is recognised at the cloud by any later job.
 
   provisioning {
     ssh_private_key = var.ssh_private_key

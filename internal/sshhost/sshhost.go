@@ -651,24 +651,22 @@ func copyEmbeddedDir(src, dst string) error {
 	return nil
 }
 
-// cudaVersion is the newest CUDA version a driver supports, as nvidia-smi reports it.
+// cudaByDriver is the newest CUDA version each driver branch supports, newest branch first, as
+// nvidia-smi reports it.
+var cudaByDriver = []struct {
+	branch int
+	cuda   string
+}{{590, "13.1"}, {580, "13.0"}, {575, "12.9"}, {570, "12.8"}, {560, "12.6"}, {550, "12.4"}, {535, "12.2"}}
+
+// cudaVersion is the newest CUDA version a driver supports, as nvidia-smi reports it ("12.0" below
+// the oldest branch cudaByDriver knows).
 func cudaVersion(driver string) string {
 	branch, _, _ := strings.Cut(driver, ".")
-	switch n, _ := strconv.Atoi(branch); {
-	case n >= 590:
-		return "13.1"
-	case n >= 580:
-		return "13.0"
-	case n >= 575:
-		return "12.9"
-	case n >= 570:
-		return "12.8"
-	case n >= 560:
-		return "12.6"
-	case n >= 550:
-		return "12.4"
-	case n >= 535:
-		return "12.2"
+	n, _ := strconv.Atoi(branch)
+	for _, b := range cudaByDriver {
+		if n >= b.branch {
+			return b.cuda
+		}
 	}
 	return "12.0"
 }

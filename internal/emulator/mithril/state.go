@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"time"
 
@@ -216,40 +217,28 @@ func (st *state) nextSeq() int64 {
 	return st.Seq
 }
 
-func (st *state) auctionFor(typeFID, region string) *auction {
-	for _, a := range st.Auctions {
-		if a.TypeFID == typeFID && (region == "" || a.Region == region) {
-			return a
-		}
+// first is the first of list that match accepts (nil when none does).
+func first[T any](list []*T, match func(*T) bool) *T {
+	if i := slices.IndexFunc(list, match); i >= 0 {
+		return list[i]
 	}
 	return nil
+}
+
+func (st *state) auctionFor(typeFID, region string) *auction {
+	return first(st.Auctions, func(a *auction) bool { return a.TypeFID == typeFID && (region == "" || a.Region == region) })
 }
 
 func (st *state) bidByFID(fid string) *bid {
-	for _, b := range st.Bids {
-		if b.FID == fid {
-			return b
-		}
-	}
-	return nil
+	return first(st.Bids, func(b *bid) bool { return b.FID == fid })
 }
 
 func (st *state) instanceByFID(fid string) *instance {
-	for _, in := range st.Instances {
-		if in.FID == fid {
-			return in
-		}
-	}
-	return nil
+	return first(st.Instances, func(in *instance) bool { return in.FID == fid })
 }
 
 func (st *state) project(fid string) *project {
-	for _, p := range st.Projects {
-		if p.FID == fid {
-			return p
-		}
-	}
-	return nil
+	return first(st.Projects, func(p *project) bool { return p.FID == fid })
 }
 
 // placeBid adds an open bid and runs its auction. A new bid must beat the lowest winning bid to be

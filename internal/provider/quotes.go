@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/diag"
-
 	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -127,11 +125,6 @@ const planQuoteKey = "hydra_plan_quote"
 type plannedQuote struct {
 	Key   string `json:"key"`
 	Quote quote  `json:"quote"`
-}
-
-// privateGetter is the private data of ModifyPlan's request.
-type privateGetter interface {
-	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
 }
 
 // fromPrivate returns the quote of key from private plan data (Terraform hands a replacement's own plan

@@ -77,6 +77,21 @@ func Seed[T any](v []T, def func() []T) []T {
 	return v
 }
 
+// Repaired runs fn on the store's state and always saves it afterwards (Update with save true), after
+// repair has made what a state file may lack (its maps, say); a new state is a zero S that repair has
+// run on.
+func (s *Store[S]) Repaired(repair func(st *S), fn func(st *S) error) error {
+	fresh := func() *S {
+		st := new(S)
+		repair(st)
+		return st
+	}
+	return s.Update(fresh, func(st *S) (bool, error) {
+		repair(st)
+		return true, fn(st)
+	})
+}
+
 // Store holds an emulator's whole state S: in memory, or, when it has a directory, in the JSON file
 // <name>.json there, read and written under an exclusive flock on <name>.lock so that several
 // processes sharing the directory see one cloud.

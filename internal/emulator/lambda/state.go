@@ -49,12 +49,6 @@ type state struct {
 	Account AccountFaults `json:"account_faults"`
 }
 
-func newState() *state {
-	s := &state{}
-	s.init()
-	return s
-}
-
 // init makes the maps a state file may lack.
 func (s *state) init() {
 	emukit.MakeMaps(&s.Instances)
@@ -66,15 +60,14 @@ func (s *state) init() {
 // back afterwards, so several processes sharing the directory see one cloud. Instances terminated longer
 // ago than TerminatedRetention are forgotten first, as Lambda forgets them.
 func (s *Server) update(fn func(st *state) error) error {
-	return s.store.Update(newState, func(st *state) (bool, error) {
-		st.init()
+	return s.store.Repaired((*state).init, func(st *state) error {
 		now := s.opts.Now()
 		for id, in := range st.Instances {
 			if s.gone(in, now) {
 				delete(st.Instances, id)
 			}
 		}
-		return true, fn(st)
+		return fn(st)
 	})
 }
 

@@ -57,12 +57,6 @@ type state struct {
 	IPSeq    int            `json:"ip_seq"`
 }
 
-func newState() *state {
-	s := &state{}
-	s.init()
-	return s
-}
-
 // init makes the maps a state file may lack.
 func (s *state) init() {
 	emukit.MakeMaps(&s.Instances)
@@ -74,8 +68,5 @@ func (s *state) init() {
 // update runs fn on the state: in memory, or loaded from StateDir under an exclusive flock and saved
 // back afterwards, so several processes sharing the directory see one cloud.
 func (s *Server) update(fn func(st *state) error) error {
-	return s.store.Update(newState, func(st *state) (bool, error) {
-		st.init()
-		return true, fn(st)
-	})
+	return s.store.Repaired((*state).init, fn)
 }

@@ -3,10 +3,7 @@ package provision
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +17,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/crypto/ssh"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -52,19 +48,11 @@ func requireTools(t *testing.T) {
 
 func clientKey(t *testing.T) (pemBytes []byte, authorized string) {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	pemBytes, authorized, err := sshhost.NewKeyPair("hydra-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, err := ssh.MarshalPrivateKey(priv, "hydra-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(block), strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+	return pemBytes, authorized
 }
 
 // shortTemp is a short directory (ssh control sockets need short paths), removed after the test.

@@ -3,17 +3,12 @@ package realos
 import (
 	"bufio"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"golang.org/x/crypto/ssh"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
@@ -36,19 +31,11 @@ func requireRealOS(t *testing.T) Image {
 
 func testKey(t *testing.T) ([]byte, string) {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	key, pub, err := sshhost.NewKeyPair("realos-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, err := ssh.MarshalPrivateKey(priv, "realos-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(block), strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+	return key, pub
 }
 
 // TestRealOS_MachineLifecycle: a machine boots with systemd as PID 1 (or, as a pod, without it),

@@ -792,6 +792,24 @@ func hash32(s string) uint32 {
 	return h
 }
 
+// NewKeyPair makes a new ed25519 SSH key pair: the private key in OpenSSH PEM form with comment, and the
+// public key as an authorized_keys line (without a comment).
+func NewKeyPair(comment string) (privatePEM []byte, authorized string, err error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, "", err
+	}
+	block, err := ssh.MarshalPrivateKey(key, comment)
+	if err != nil {
+		return nil, "", err
+	}
+	signer, err := ssh.NewSignerFromKey(key)
+	if err != nil {
+		return nil, "", err
+	}
+	return pem.EncodeToMemory(block), strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))), nil
+}
+
 // ensureHostKey returns the machine's host public key, generating the key pair when it is missing (or
 // always, when rotate is set).
 func ensureHostKey(dir string, rotate bool) (string, error) {
@@ -803,20 +821,11 @@ func ensureHostKey(dir string, rotate bool) (string, error) {
 			}
 		}
 	}
-	_, key, err := ed25519.GenerateKey(rand.Reader)
+	key, pub, err := NewKeyPair("hydra-sandbox-host")
 	if err != nil {
 		return "", err
 	}
-	block, err := ssh.MarshalPrivateKey(key, "hydra-sandbox-host")
-	if err != nil {
-		return "", err
-	}
-	signer, err := ssh.NewSignerFromKey(key)
-	if err != nil {
-		return "", err
-	}
-	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
-	if err := atomicfile.Write(priv, pem.EncodeToMemory(block), 0o600); err != nil {
+	if err := atomicfile.Write(priv, key, 0o600); err != nil {
 		return "", err
 	}
 	if err := atomicfile.Write(priv+".pub", []byte(pub+" hydra-sandbox-host\n"), 0o644); err != nil {

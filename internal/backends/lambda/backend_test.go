@@ -18,15 +18,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
-func findOffer(offers []controlplane.Offer, region, typ string) (controlplane.Offer, bool) {
-	for _, o := range offers {
-		if o.Region == region && o.InstanceType == typ {
-			return o, true
-		}
-	}
-	return controlplane.Offer{}, false
-}
-
 // One offer per instance type and region with capacity; the price is the whole machine's, in dollars.
 // GPUs the inventory does not map (the emulator's default catalog has three) are offered with GPUType ""
 // and Lambda's name for them as CloudGPU, which every offer carries.
@@ -59,7 +50,7 @@ func TestOffersFromInstanceTypes(t *testing.T) {
 		{"us-west-1", "gpu_1x_a10", true, "", "A10 (24 GB PCIe)", 1, money.MustFromFloat(0.75)},
 	}
 	for _, tc := range tests {
-		o, ok := findOffer(offers, tc.region, tc.typ)
+		o, ok := backendtest.FindOffer(offers, tc.region, tc.typ, false)
 		if ok != tc.present {
 			t.Errorf("%s %s: present=%v, want %v", tc.region, tc.typ, ok, tc.present)
 			continue
@@ -112,12 +103,12 @@ func TestCapacityPerRegion(t *testing.T) {
 	if err != nil || len(offers) != 2 {
 		t.Fatalf("offers: %+v, %v", offers, err)
 	}
-	east, _ := findOffer(offers, "us-east-1", "gpu_1x_h100_sxm5")
+	east, _ := backendtest.FindOffer(offers, "us-east-1", "gpu_1x_h100_sxm5", false)
 	if _, err := b.Create(ctx, request(t, east, "first", testKey)); err != nil {
 		t.Fatal(err)
 	}
 	offers, _ = b.Offers(ctx)
-	if _, ok := findOffer(offers, "us-east-1", "gpu_1x_h100_sxm5"); ok || len(offers) != 1 {
+	if _, ok := backendtest.FindOffer(offers, "us-east-1", "gpu_1x_h100_sxm5", false); ok || len(offers) != 1 {
 		t.Errorf("after the last machine in us-east-1 was taken: %+v", offers)
 	}
 	launches := f.srv.RequestCount("POST /instance-operations/launch")
@@ -188,7 +179,7 @@ func TestCloudGPU(t *testing.T) {
 func cheapestH100(t *testing.T, b *Backend) controlplane.Offer {
 	t.Helper()
 	offers := backendtest.Offers(t, b)
-	o, ok := findOffer(offers, "us-midwest-1", "gpu_1x_h100_pcie")
+	o, ok := backendtest.FindOffer(offers, "us-midwest-1", "gpu_1x_h100_pcie", false)
 	if !ok {
 		t.Fatal("no H100 PCIe offer in us-midwest-1")
 	}

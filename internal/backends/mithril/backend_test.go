@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -14,13 +15,11 @@ const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraTestKeyHydraTestKeyHy
 
 func findOffer(t *testing.T, offers []controlplane.Offer, region, typ string) controlplane.Offer {
 	t.Helper()
-	for _, o := range offers {
-		if o.Region == region && o.InstanceType == typ {
-			return o
-		}
+	o, ok := backendtest.FindOffer(offers, region, typ, true) // every Mithril offer is a spot bid
+	if !ok {
+		t.Fatalf("no offer %s %s in %+v", region, typ, offers)
 	}
-	t.Fatalf("no offer %s %s in %+v", region, typ, offers)
-	return controlplane.Offer{}
+	return o
 }
 
 func TestOffers(t *testing.T) {

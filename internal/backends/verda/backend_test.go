@@ -17,15 +17,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
-func findOffer(offers []controlplane.Offer, region, typ string, spot bool) (controlplane.Offer, bool) {
-	for _, o := range offers {
-		if o.Region == region && o.InstanceType == typ && o.Spot == spot {
-			return o, true
-		}
-	}
-	return controlplane.Offer{}, false
-}
-
 // TestOffersMapping: the emulator's default catalog mapped onto offers. Its V100 and A6000 are GPUs the
 // inventory does not map: they are offered with GPUType "" and Verda's name for them as CloudGPU, which
 // every offer carries.
@@ -60,7 +51,7 @@ func TestOffersMapping(t *testing.T) {
 		{"FIN-01", "1V100.6V", true, true, "", "Tesla V100 16GB", 1, money.MustFromFloat(0.14)},
 	}
 	for _, tc := range tests {
-		o, ok := findOffer(offers, tc.region, tc.typ, tc.spot)
+		o, ok := backendtest.FindOffer(offers, tc.region, tc.typ, tc.spot)
 		if ok != tc.present {
 			t.Errorf("%s %s spot=%v: present=%v, want %v", tc.region, tc.typ, tc.spot, ok, tc.present)
 			continue
@@ -132,7 +123,7 @@ func TestOffersMaxCountLocationsAndSpotSwitch(t *testing.T) {
 			t.Errorf("unexpected offer %+v", o)
 		}
 	}
-	if _, ok := findOffer(offers, "FIN-01", "2H100.80S.80V", false); !ok {
+	if _, ok := backendtest.FindOffer(offers, "FIN-01", "2H100.80S.80V", false); !ok {
 		t.Error("2x H100 within max_count missing")
 	}
 	if got := f.srv.RequestCount("GET /instance-availability"); got != 1 {
@@ -160,7 +151,7 @@ func TestOffersEUR(t *testing.T) {
 			f := startEmulator(t, emu.Options{Currency: "eur"})
 			b := f.backend(t, func(c *Config) { c.EURToUSD = tc.rate })
 			offers := backendtest.Offers(t, b)
-			o, ok := findOffer(offers, "FIN-01", "1H100.80S.30V", false)
+			o, ok := backendtest.FindOffer(offers, "FIN-01", "1H100.80S.30V", false)
 			if !ok || o.PricePerHour != tc.want || o.Details[DetailCatalogCurrency] != "eur" || o.Details[DetailCatalogPrice] != "2.65" {
 				t.Errorf("got %+v", o)
 			}
@@ -171,7 +162,7 @@ func TestOffersEUR(t *testing.T) {
 func createRequest(t *testing.T, b *Backend, name, region, typ string, spot bool) controlplane.CreateRequest {
 	t.Helper()
 	offers := backendtest.Offers(t, b)
-	o, ok := findOffer(offers, region, typ, spot)
+	o, ok := backendtest.FindOffer(offers, region, typ, spot)
 	if !ok {
 		t.Fatalf("no offer %s %s spot=%v", region, typ, spot)
 	}

@@ -95,7 +95,7 @@ func TestEuroAccountBesideDollarCloud(t *testing.T) {
 	}
 
 	// The same rule at create: the catalog read again converts to 2.93, above a cap of 2.925.
-	o, ok := findOffer(backendtest.Offers(t, b), "FIN-01", "1H100.80S.30V", false)
+	o, ok := backendtest.FindOffer(backendtest.Offers(t, b), "FIN-01", "1H100.80S.30V", false)
 	if !ok || o.PricePerHour != verdaPrice {
 		t.Fatalf("offer %+v, want %s", o, verdaPrice)
 	}

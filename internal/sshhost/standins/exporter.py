@@ -36,7 +36,7 @@ if sys.argv[1] == "serve":
         f.write(" ".join(args) + "\n")
 else:
     kind, portfile, gpus_path = sys.argv[1], sys.argv[2], sys.argv[3]
-    port = 0
+    port, listen = 0, None
 FAULT = os.path.join(os.path.dirname(gpus_path), "faults", "exporter_dead")
 
 

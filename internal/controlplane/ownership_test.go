@@ -60,7 +60,7 @@ func TestOwnerLabelsRoundTrip(t *testing.T) {
 }
 
 func TestOwnerToken(t *testing.T) {
-	if OwnerToken("a", 0) != OwnerToken("a", 0) {
+	if first, again := OwnerToken("a", 0), OwnerToken("a", 0); first != again {
 		t.Fatal("OwnerToken is not deterministic")
 	}
 	seen := map[string]bool{}

@@ -172,7 +172,7 @@ func fileQuote(file, key string) (quote, bool) {
 	if err != nil {
 		return quote{}, false
 	}
-	defer zr.Close()
+	defer func() { _ = zr.Close() }()
 	for _, f := range zr.File {
 		if f.Name != "tfplan" {
 			continue

@@ -150,7 +150,7 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 			if jerr := json.Unmarshal(out, &v); jerr != nil {
 				t.Fatalf("probe output %q (%v): %v", out, err, jerr)
 			}
-			if v.Verdict != tc.verdict || !slices.Equal(v.Failed, tc.failed) && !(len(tc.failed) == 0 && len(v.Failed) == 0) {
+			if v.Verdict != tc.verdict || !slices.Equal(v.Failed, tc.failed) && (len(tc.failed) != 0 || len(v.Failed) != 0) {
 				t.Fatalf("verdict %s %v, want %s %v\nreasons: %v\nunknown: %v\nchecks: %v", v.Verdict, v.Failed, tc.verdict, tc.failed, v.Reasons, v.Unknown, v.Checks)
 			}
 			if text := strings.Join(append(v.Reasons, v.Unknown...), "\n"); !strings.Contains(text, tc.reason) {

@@ -223,7 +223,7 @@ func parsePlainID(body []byte) (string, error) {
 	case '"':
 		var id string
 		if err := json.Unmarshal([]byte(s), &id); err != nil {
-			return "", fmt.Errorf("unreadable id %q", truncate(s, 80))
+			return "", fmt.Errorf("unreadable id %q", shortened(s))
 		}
 		return strings.TrimSpace(id), nil
 	case '{':
@@ -232,7 +232,7 @@ func parsePlainID(body []byte) (string, error) {
 			InstanceID string `json:"instance_id"`
 		}
 		if err := json.Unmarshal([]byte(s), &obj); err != nil {
-			return "", fmt.Errorf("unreadable id %q", truncate(s, 80))
+			return "", fmt.Errorf("unreadable id %q", shortened(s))
 		}
 		if obj.ID != "" {
 			return obj.ID, nil
@@ -240,15 +240,17 @@ func parsePlainID(body []byte) (string, error) {
 		if obj.InstanceID != "" {
 			return obj.InstanceID, nil
 		}
-		return "", fmt.Errorf("no id in response %q", truncate(s, 80))
+		return "", fmt.Errorf("no id in response %q", shortened(s))
 	}
 	if strings.ContainsAny(s, " \t\n<>") {
-		return "", fmt.Errorf("unexpected response %q instead of an id", truncate(s, 80))
+		return "", fmt.Errorf("unexpected response %q instead of an id", shortened(s))
 	}
 	return s, nil
 }
 
-func truncate(s string, n int) string {
+// shortened cuts an unexpected answer to 80 bytes for an error message.
+func shortened(s string) string {
+	const n = 80
 	if len(s) <= n {
 		return s
 	}

@@ -369,6 +369,25 @@ func sweep(runs string, logf func(string, ...any)) {
 		_ = removeRun(dir)
 		logf("real-OS: removed %s, left by an earlier test", dir)
 	}
+	// A container whose systemd-nspawn was killed outlives it, and its run directory may be gone: any
+	// process whose root mount comes from a run directory here is such a leftover (the caller holds the
+	// machine lock, so no container of this cache is in use).
+	for _, pid := range processesFrom(runs + "/") {
+		_ = osproc.SignalProcess(pid, osproc.Kill)
+		logf("real-OS: killed process %d of a container an earlier test left", pid)
+	}
+}
+
+// processesFrom lists the processes whose root mount names dir.
+func processesFrom(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() && rootMountFrom(pid, dir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // containerInit is the pid of the container's PID 1 (systemd-nspawn's child), 0 when not found.
@@ -398,9 +417,30 @@ func processesIn(root string) []int {
 	return pids
 }
 
+// inRoot says whether pid runs in the container whose root directory is root: its root directory is
+// root, or (a process that pivoted into it, the container's init and everything under it, whose root
+// reads "/") the mount at its "/" comes from root's run directory.
 func inRoot(pid int, root string) bool {
 	l, err := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
-	return err == nil && (l == root || strings.HasPrefix(l, root+"/"))
+	if err == nil && (l == root || strings.HasPrefix(l, root+"/")) {
+		return true
+	}
+	return rootMountFrom(pid, filepath.Dir(root)+"/")
+}
+
+// rootMountFrom says whether the mount at pid's "/" names dir: the overlay's upper or lower directory,
+// or the directory bound there.
+func rootMountFrom(pid int, dir string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == "/" && strings.Contains(line, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 func cmdlineHas(pid int, s string) bool {

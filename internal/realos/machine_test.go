@@ -157,3 +157,32 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 		t.Errorf("the killed test's run directory %s is still there (%v)", filepath.Dir(root), err)
 	}
 }
+
+// TestRealOS_NspawnKilledFirst: when systemd-nspawn dies before its container (SIGKILL: the container's
+// systemd is left with no parent but PID 1), Stop still ends every process of the container, found by
+// the mount at its "/" since its root reads "/" from the host.
+func TestRealOS_NspawnKilledFirst(t *testing.T) {
+	img := requireRealOS(t)
+	key, pub := testKey(t)
+	m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,
+		GPU: sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Stop() }()
+	init := containerInit(m.cmd.Process.Pid)
+	if init == 0 || !inRoot(init, m.Root) {
+		t.Fatalf("the container's init (pid %d) is not found in %s", init, m.Root)
+	}
+	if err := m.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-m.exited
+	if !osproc.Alive(init) {
+		t.Skip("the container's init ended with systemd-nspawn: nothing outlived it")
+	}
+	_ = m.Stop()
+	if left := processesFrom(filepath.Dir(m.Root) + "/"); len(left) > 0 {
+		t.Errorf("processes %v of the container outlived systemd-nspawn and Stop", left)
+	}
+}

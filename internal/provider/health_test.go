@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 func healthConfig(s *testSandbox, extra string) string {
@@ -37,7 +37,7 @@ func TestAccGPUInstance_health(t *testing.T) {
 	}, {
 		// A fatal Xid (the GPU fell off the bus) after ready: the refresh reads it, the plan is empty.
 		PreConfig: func() {
-			if err := sshhost.SetFault(s.machineDir(), sshhost.FaultXid, "0 79"); err != nil {
+			if err := simhost.SetFault(s.machineDir(), simhost.FaultXid, "0 79"); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -59,7 +59,7 @@ func TestAccGPUInstance_health(t *testing.T) {
 	}, {
 		// The replacement's sshd is down (as when its network or sshd died): the refresh cannot reach it.
 		PreConfig: func() {
-			if err := sshhost.SetFault(s.machineDir(), sshhost.FaultSSHDown, "1"); err != nil {
+			if err := simhost.SetFault(s.machineDir(), simhost.FaultSSHDown, "1"); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -75,7 +75,7 @@ func TestAccGPUInstance_health(t *testing.T) {
 		// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
 		// hydra's back): its health cannot be read either.
 		PreConfig: func() {
-			if err := sshhost.ClearFaults(s.machineDir()); err != nil {
+			if err := simhost.ClearFaults(s.machineDir()); err != nil {
 				t.Fatal(err)
 			}
 			marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)

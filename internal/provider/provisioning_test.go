@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
@@ -30,7 +30,7 @@ func requireProvisioningTools(t *testing.T) {
 	if _, err := exec.LookPath("ansible-playbook"); err != nil {
 		t.Fatal("ansible-playbook is not installed (apt-get install ansible-core); the provisioning tests need it")
 	}
-	if _, err := sshhost.FindSSHD(); err != nil {
+	if _, err := simhost.FindSSHD(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -217,7 +217,7 @@ func TestAccGPUInstance_hostKeyChanged(t *testing.T) {
 		{
 			// The machine's host key changes; the next provisioning run must refuse it at once.
 			PreConfig: func() {
-				if err := sshhost.RotateHostKey(s.machineDir()); err != nil {
+				if err := simhost.RotateHostKey(s.machineDir()); err != nil {
 					t.Fatal(err)
 				}
 			},

@@ -20,7 +20,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 // TestHelperProcess is no test: the tests below run the test binary through it as a child process,
@@ -240,7 +240,7 @@ func TestHardKillLeavesNothingBehind(t *testing.T) {
 	}{{"guardian", false}, {"sweep", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 1}, Config{})
+			f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 1}, Config{})
 			spec, _ := json.Marshal(helperSpec{
 				Key: f.runner.cfg.PrivateKey, TempDir: f.tmpBase, HostKey: f.ep.HostKey, NoGuardian: tc.noGuardian,
 				Endpoint: controlplane.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User},

@@ -25,7 +25,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
@@ -35,7 +35,7 @@ import (
 // the fabric not initialised, a dead exporter), which must fail the run, each one named.
 func TestContainerMachine(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 8, Container: true}, Config{})
+	f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 8, Container: true}, Config{})
 	ctx := context.Background()
 	rec := &logRecorder{}
 	started := time.Now()
@@ -45,7 +45,7 @@ func TestContainerMachine(t *testing.T) {
 	}
 	t.Log(rec.String())
 	m := checkMarker(t, f, inventory.KindVM, nil, res.HostKey, started)
-	want := MarkerMachine{Virtualization: "container", Systemd: false, Driver: sshhost.DefaultDriverVersion,
+	want := MarkerMachine{Virtualization: "container", Systemd: false, Driver: simhost.DefaultDriverVersion,
 		Exporters: MarkerExporters{Address: "127.0.0.1", NodeExporter: "process", DCGMExporter: "process"}}
 	got := *m.Machine
 	if got.HealthSpec["expect_count"] != float64(8) || got.HealthSpec["dcgm_diag_level"] != float64(0) {
@@ -76,9 +76,9 @@ func TestContainerMachine(t *testing.T) {
 
 	// Faults the early GPU check cannot see, all in one run.
 	for name, content := range map[string]string{
-		sshhost.FaultNVLinkDown: "3 0 1", sshhost.FaultFabric: "in_progress", sshhost.FaultExporterDead: "dcgm",
+		simhost.FaultNVLinkDown: "3 0 1", simhost.FaultFabric: "in_progress", simhost.FaultExporterDead: "dcgm",
 	} {
-		if err := sshhost.SetFault(f.ep.Dir, name, content); err != nil {
+		if err := simhost.SetFault(f.ep.Dir, name, content); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,7 +109,7 @@ func TestContainerMachine(t *testing.T) {
 	if len(pids) != 2 {
 		t.Fatalf("pid files of the exporters: %v", pids)
 	}
-	if err := sshhost.Stop(f.ep.Dir); err != nil {
+	if err := simhost.Stop(f.ep.Dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
@@ -123,7 +123,7 @@ func TestContainerMachine(t *testing.T) {
 // Fabric Manager included) and change nothing on it.
 func TestCheckModeChangesNothing(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 8}, Config{})
+	f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 8}, Config{})
 	before := tree(t, f.ep.Root)
 	f.runner.checkMode = true
 	rec := &logRecorder{}
@@ -144,7 +144,7 @@ func TestCheckModeChangesNothing(t *testing.T) {
 // criteria live) alone over SSH, as a read-only probe of a ready machine would, once per fault.
 func TestHealthProbeNamesEachFault(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 8}, Config{})
+	f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 8}, Config{})
 	script, err := fs.ReadFile(playbooks.FS, "files/health_probe.py")
 	if err != nil {
 		t.Fatal(err)
@@ -181,38 +181,38 @@ func TestHealthProbeNamesEachFault(t *testing.T) {
 		fault, content string
 		check, want    string
 	}{
-		{sshhost.FaultGPULost, "2", "gpu_lost", "GPU 00000000:38:00.0 fell off the bus"},
+		{simhost.FaultGPULost, "2", "gpu_lost", "GPU 00000000:38:00.0 fell off the bus"},
 		// H100s remap rows: NVIDIA's memory-error guide judges them on remapped_rows, not the ECC counters.
-		{sshhost.FaultECCVolatile, "1 2", "", ""},
-		{sshhost.FaultECCAggregate, "3", "", ""},
-		{sshhost.FaultXid, "4 79", "xid", "Xid 79 on 0000:58:00 since boot (GPU has fallen off the bus)"},
-		{sshhost.FaultXid, "4 13", "", ""}, // an application's error (catalog: restart the application): healthy
-		{sshhost.FaultXid, "4 94", "", ""}, // a contained ECC error (catalog: restart the application): healthy
-		{sshhost.FaultXid, "4 95", "xid", "Xid 95 on 0000:58:00 since boot (Uncontained: FBHUB"},
-		{sshhost.FaultXidForeign, "0000:e1:00.0 79", "", ""}, // another tenant's GPU
-		{sshhost.FaultRecoveryAction, "2 Reset", "recovery_action", "GPU 2 (00000000:38:00.0): the driver asks for a recovery action: Reset"},
-		{sshhost.FaultPCIeWidth, "3 8", "pcie", "GPU 3 (00000000:48:00.0): its PCIe link runs at x8 of x16"},
-		{sshhost.FaultSMIHang, "1", "nvidia_smi", "nvidia-smi did not answer within 3 s"},
-		{sshhost.FaultRemappedRows, "5 pending", "remapped_rows", "GPU 5 (00000000:68:00.0): a row remapping is pending"},
-		{sshhost.FaultRemappedRows, "5 failure", "remapped_rows", "GPU 5 (00000000:68:00.0): a row remapping failed"},
-		{sshhost.FaultNVLinkDown, "6 2", "nvlink", "GPU 6 has NVLink(s) down: 2"},
-		{sshhost.FaultFabric, "not_started", "fabric", "the NVSwitch fabric has not finished initialising on GPU(s) 0, 1, 2, 3, 4, 5, 6, 7 (state Not Started)"},
-		{sshhost.FaultFabric, "failure", "fabric", "the NVSwitch fabric failed to initialise on GPU(s) 0, 1, 2, 3, 4, 5, 6, 7 (status Failure)"},
-		{sshhost.FaultExporterDead, "node", "exporters", "node_exporter: http://127.0.0.1:" + strconv.Itoa(f.ep.NodeExporterPort) + "/metrics does not answer"},
+		{simhost.FaultECCVolatile, "1 2", "", ""},
+		{simhost.FaultECCAggregate, "3", "", ""},
+		{simhost.FaultXid, "4 79", "xid", "Xid 79 on 0000:58:00 since boot (GPU has fallen off the bus)"},
+		{simhost.FaultXid, "4 13", "", ""}, // an application's error (catalog: restart the application): healthy
+		{simhost.FaultXid, "4 94", "", ""}, // a contained ECC error (catalog: restart the application): healthy
+		{simhost.FaultXid, "4 95", "xid", "Xid 95 on 0000:58:00 since boot (Uncontained: FBHUB"},
+		{simhost.FaultXidForeign, "0000:e1:00.0 79", "", ""}, // another tenant's GPU
+		{simhost.FaultRecoveryAction, "2 Reset", "recovery_action", "GPU 2 (00000000:38:00.0): the driver asks for a recovery action: Reset"},
+		{simhost.FaultPCIeWidth, "3 8", "pcie", "GPU 3 (00000000:48:00.0): its PCIe link runs at x8 of x16"},
+		{simhost.FaultSMIHang, "1", "nvidia_smi", "nvidia-smi did not answer within 3 s"},
+		{simhost.FaultRemappedRows, "5 pending", "remapped_rows", "GPU 5 (00000000:68:00.0): a row remapping is pending"},
+		{simhost.FaultRemappedRows, "5 failure", "remapped_rows", "GPU 5 (00000000:68:00.0): a row remapping failed"},
+		{simhost.FaultNVLinkDown, "6 2", "nvlink", "GPU 6 has NVLink(s) down: 2"},
+		{simhost.FaultFabric, "not_started", "fabric", "the NVSwitch fabric has not finished initialising on GPU(s) 0, 1, 2, 3, 4, 5, 6, 7 (state Not Started)"},
+		{simhost.FaultFabric, "failure", "fabric", "the NVSwitch fabric failed to initialise on GPU(s) 0, 1, 2, 3, 4, 5, 6, 7 (status Failure)"},
+		{simhost.FaultExporterDead, "node", "exporters", "node_exporter: http://127.0.0.1:" + strconv.Itoa(f.ep.NodeExporterPort) + "/metrics does not answer"},
 		{"", "565.57.01", "nvidia_smi", "nvidia-smi does not work (exit code 18): Failed to initialize NVML: Driver/library version mismatch"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fault+"/"+tc.content, func(t *testing.T) {
 			if tc.fault == "" {
-				err = sshhost.SetLoadedDriver(f.ep.Dir, tc.content)
+				err = simhost.SetLoadedDriver(f.ep.Dir, tc.content)
 			} else {
-				err = sshhost.SetFault(f.ep.Dir, tc.fault, tc.content)
+				err = simhost.SetFault(f.ep.Dir, tc.fault, tc.content)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func() {
-				if err := sshhost.ClearFaults(f.ep.Dir); err != nil {
+				if err := simhost.ClearFaults(f.ep.Dir); err != nil {
 					t.Fatal(err)
 				}
 			}()
@@ -229,11 +229,11 @@ func TestHealthProbeNamesEachFault(t *testing.T) {
 		})
 	}
 	t.Run("kernel log unreadable", func(t *testing.T) {
-		if err := sshhost.SetFault(f.ep.Dir, sshhost.FaultKernelLogUnreadable, "1"); err != nil {
+		if err := simhost.SetFault(f.ep.Dir, simhost.FaultKernelLogUnreadable, "1"); err != nil {
 			t.Fatal(err)
 		}
 		defer func() {
-			if err := sshhost.ClearFaults(f.ep.Dir); err != nil {
+			if err := simhost.ClearFaults(f.ep.Dir); err != nil {
 				t.Fatal(err)
 			}
 		}()

@@ -20,7 +20,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 // requireTools skips the test when the real tools are missing (CI installs them).
@@ -30,7 +30,7 @@ func requireTools(t *testing.T) {
 	if _, err := exec.LookPath("ansible-playbook"); err != nil {
 		missing = append(missing, "ansible-playbook (apt-get install ansible-core)")
 	}
-	if _, err := sshhost.FindSSHD(); err != nil {
+	if _, err := simhost.FindSSHD(); err != nil {
 		missing = append(missing, "sshd (apt-get install openssh-server)")
 	}
 	if _, err := exec.LookPath("ssh"); err != nil {
@@ -48,7 +48,7 @@ func requireTools(t *testing.T) {
 
 func clientKey(t *testing.T) (pemBytes []byte, authorized string) {
 	t.Helper()
-	pemBytes, authorized, err := sshhost.NewKeyPair("hydra-test")
+	pemBytes, authorized, err := simhost.NewKeyPair("hydra-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,23 +68,23 @@ func shortTemp(t *testing.T) string {
 
 type fixture struct {
 	runner  *Runner
-	ep      sshhost.Endpoint
+	ep      simhost.Endpoint
 	tmpBase string
 }
 
-func newFixture(t *testing.T, spec sshhost.Spec, cfg Config) fixture {
+func newFixture(t *testing.T, spec simhost.Spec, cfg Config) fixture {
 	t.Helper()
 	requireTools(t)
 	key, pub := clientKey(t)
 	spec.AuthorizedKeys = append(spec.AuthorizedKeys, pub)
 	dir := t.TempDir()
-	ep, err := sshhost.Ensure(dir, spec)
+	ep, err := simhost.Ensure(dir, spec)
 	if err != nil {
-		t.Fatalf("sshhost.Ensure: %v", err)
+		t.Fatalf("simhost.Ensure: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := sshhost.Stop(dir); err != nil {
-			t.Errorf("sshhost.Stop: %v", err)
+		if err := simhost.Stop(dir); err != nil {
+			t.Errorf("simhost.Stop: %v", err)
 		}
 	})
 	cfg.PrivateKey = key
@@ -201,7 +201,7 @@ func checkMarker(t *testing.T, f fixture, kind string, vars map[string]any, host
 	if err := json.Unmarshal(b, &raw); err != nil || len(raw) != 4 || raw["machine"] == nil {
 		t.Errorf("marker file: %s (%v)", b, err)
 	}
-	if m.Machine == nil || m.Machine.Driver != sshhost.DefaultDriverVersion {
+	if m.Machine == nil || m.Machine.Driver != simhost.DefaultDriverVersion {
 		t.Errorf("marker's machine record: %+v", m.Machine)
 	}
 	return m
@@ -218,13 +218,13 @@ func TestProvisionReachesReady(t *testing.T) {
 		count int
 		vars  map[string]any
 		// prepare breaks the fresh machine before the first run.
-		prepare func(t *testing.T, ep sshhost.Endpoint)
-		check   func(t *testing.T, ep sshhost.Endpoint)
+		prepare func(t *testing.T, ep simhost.Endpoint)
+		check   func(t *testing.T, ep simhost.Endpoint)
 	}{
 		{
 			kind: inventory.KindVM, gpu: "h100", count: 8,
 			vars: map[string]any{"customer_ssh_keys": []any{nastyKey}, "labels": map[string]any{"team": nastyValue}},
-			check: func(t *testing.T, ep sshhost.Endpoint) {
+			check: func(t *testing.T, ep simhost.Endpoint) {
 				u, err := user.Lookup(ep.User)
 				if err != nil {
 					t.Fatal(err)
@@ -254,16 +254,16 @@ func TestProvisionReachesReady(t *testing.T) {
 			kind: inventory.KindExeclet, gpu: "l40s", count: 2,
 			// The kernel module loaded is not the installed driver (an update without a reboot): the
 			// run must reboot (simulated) instead of failing the same way on every retry.
-			prepare: func(t *testing.T, ep sshhost.Endpoint) {
-				if err := sshhost.SetLoadedDriver(ep.Dir, "565.57.01"); err != nil {
+			prepare: func(t *testing.T, ep simhost.Endpoint) {
+				if err := simhost.SetLoadedDriver(ep.Dir, "565.57.01"); err != nil {
 					t.Fatal(err)
 				}
 			},
-			check: func(t *testing.T, ep sshhost.Endpoint) {
+			check: func(t *testing.T, ep simhost.Endpoint) {
 				if b, err := os.ReadFile(filepath.Join(ep.Dir, "run", "reboots.log")); err != nil || !strings.Contains(string(b), "shutdown -r") {
 					t.Errorf("the loaded-module mismatch did not reboot the machine: %q, %v", b, err)
 				}
-				if v, _ := os.ReadFile(filepath.Join(ep.Root, "sys", "module", "nvidia", "version")); strings.TrimSpace(string(v)) != sshhost.DefaultDriverVersion {
+				if v, _ := os.ReadFile(filepath.Join(ep.Root, "sys", "module", "nvidia", "version")); strings.TrimSpace(string(v)) != simhost.DefaultDriverVersion {
 					t.Errorf("after the reboot the loaded module is %q", v)
 				}
 				b, err := os.ReadFile(filepath.Join(ep.Root, "etc", "hydra", "execlet.json"))
@@ -288,7 +288,7 @@ func TestProvisionReachesReady(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.kind, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName(tc.gpu), GPUCount: tc.count}, Config{})
+			f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName(tc.gpu), GPUCount: tc.count}, Config{})
 			if tc.prepare != nil {
 				tc.prepare(t, f.ep)
 			}
@@ -342,7 +342,7 @@ func TestProvisionReachesReady(t *testing.T) {
 func TestFailedTaskIsNamed(t *testing.T) {
 	tests := []struct {
 		name    string
-		machine sshhost.Spec
+		machine simhost.Spec
 		gpu     string
 		count   int
 		want    []string
@@ -350,9 +350,9 @@ func TestFailedTaskIsNamed(t *testing.T) {
 		{
 			// One run covers every check of the task: too few GPUs, the wrong model, one fallen off the
 			// bus, a hardware Xid, rows to remap (pending, failed). The L40S remaps rows: its ECC counters
-			// are not judged (NVIDIA's memory-error guide; GPUs without row remapping: the sshhost
+			// are not judged (NVIDIA's memory-error guide; GPUs without row remapping: the simhost
 			// package's TestHealthVerdictsOnRecordings).
-			"wrong GPUs", sshhost.Spec{GPUModel: "NVIDIA L40S", GPUCount: 4, UncorrectableECC: 3}, "l4", 4,
+			"wrong GPUs", simhost.Spec{GPUModel: "NVIDIA L40S", GPUCount: 4, UncorrectableECC: 3}, "l4", 4,
 			[]string{
 				"unhealthy (gpu_lost, gpu_count, gpu_model, remapped_rows, xid)",
 				"gpu_lost: GPU 00000000:18:00.0 fell off the bus (nvidia-smi: GPU is lost)",
@@ -370,10 +370,10 @@ func TestFailedTaskIsNamed(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, tc.machine, Config{})
 			for name, content := range map[string]string{
-				sshhost.FaultGPULost: "0", sshhost.FaultECCAggregate: "1 5", sshhost.FaultXid: "2 48",
-				sshhost.FaultRemappedRows: "1 pending\n2 failure",
+				simhost.FaultGPULost: "0", simhost.FaultECCAggregate: "1 5", simhost.FaultXid: "2 48",
+				simhost.FaultRemappedRows: "1 pending\n2 failure",
 			} {
-				if err := sshhost.SetFault(f.ep.Dir, name, content); err != nil {
+				if err := simhost.SetFault(f.ep.Dir, name, content); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -415,11 +415,11 @@ func TestFailedTaskIsNamed(t *testing.T) {
 
 func TestUnreachableHostIsNamed(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, sshhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})
+	f := newFixture(t, simhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})
 	rec := &logRecorder{}
 	rec.hook = func(msg string, _ map[string]any) {
 		if msg == "running playbook" { // SSH answered; now the machine goes away
-			if err := sshhost.Stop(f.ep.Dir); err != nil {
+			if err := simhost.Stop(f.ep.Dir); err != nil {
 				t.Error(err)
 			}
 		}
@@ -442,9 +442,9 @@ func TestUnreachableHostIsNamed(t *testing.T) {
 
 func TestChangedHostKeyIsRefused(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, sshhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{SSHWaitTimeout: 10 * time.Minute})
+	f := newFixture(t, simhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{SSHWaitTimeout: 10 * time.Minute})
 	pinned := f.ep.HostKey
-	if err := sshhost.RotateHostKey(f.ep.Dir); err != nil {
+	if err := simhost.RotateHostKey(f.ep.Dir); err != nil {
 		t.Fatal(err)
 	}
 	rec := &logRecorder{}
@@ -463,7 +463,7 @@ func TestChangedHostKeyIsRefused(t *testing.T) {
 
 func TestCancelLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 1}, Config{CancelGrace: 5 * time.Second})
+	f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 1}, Config{CancelGrace: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rec := &logRecorder{}
@@ -504,7 +504,7 @@ func TestBrokenPlaybookIsPermanent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "bare-vm.yml"), []byte("- name: broken\n  hosts: all\n  tasks: [\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, sshhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{PlaybookDir: dir})
+	f := newFixture(t, simhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{PlaybookDir: dir})
 	rec := &logRecorder{}
 	res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, "l4", 1, "", nil, rec))
 	var perm *controlplane.PermanentError
@@ -536,7 +536,7 @@ func checkRecorded(t *testing.T, path, want string) {
 	}
 }
 
-func writeMarker(t *testing.T, ep sshhost.Endpoint, content string) {
+func writeMarker(t *testing.T, ep simhost.Endpoint, content string) {
 	t.Helper()
 	p := filepath.Join(ep.Root, filepath.FromSlash(DefaultMarkerPath))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -551,7 +551,7 @@ func writeMarker(t *testing.T, ep sshhost.Endpoint, content string) {
 // and the host key checks. (TestProvisionReachesReady reads the marker runs write.)
 func TestReadMarker(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, sshhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})
+	f := newFixture(t, simhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})
 	ep := controlplane.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User}
 	ctx := context.Background()
 
@@ -588,7 +588,7 @@ func TestReadMarker(t *testing.T) {
 	}
 
 	// A machine that does not answer: an error within the bound, not ErrNoMarker.
-	if err := sshhost.Stop(f.ep.Dir); err != nil {
+	if err := simhost.Stop(f.ep.Dir); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

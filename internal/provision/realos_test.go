@@ -23,7 +23,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/realos"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 // The real-OS tests run hydra's playbooks, through this package's Runner (the real ansible-playbook,
@@ -44,7 +44,7 @@ type realOSFixture struct {
 	runner *Runner
 }
 
-func newRealOS(t *testing.T, systemd bool, gpu sshhost.Spec) realOSFixture {
+func newRealOS(t *testing.T, systemd bool, gpu simhost.Spec) realOSFixture {
 	t.Helper()
 	return newRealOSWith(t, realos.Options{Systemd: systemd, GPU: gpu})
 }
@@ -266,9 +266,9 @@ func tailString(s string, n int) string {
 
 // gpuSpec is the simulated GPU layer of the real-OS machines: two H100s without NVSwitches (see
 // realos.Substitutions for why no NVSwitch).
-func gpuSpec() sshhost.Spec {
+func gpuSpec() simhost.Spec {
 	no := false
-	return sshhost.Spec{GPUModel: sshhost.NVIDIAName("h100"), GPUCount: 2, NVSwitch: &no}
+	return simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 2, NVSwitch: &no}
 }
 
 // TestRealOS_BareVM: bare-vm.yml reaches ready on a real Debian 12 booted with systemd, installs

@@ -8,7 +8,7 @@ import (
 )
 
 // GPULayerDir is where a machine's simulated GPU layer lives inside the container (written by Boot
-// with sshhost.WriteGPULayer): the stand-in packages' commands are links into GPULayerDir/bin.
+// with simhost.WriteGPULayer): the stand-in packages' commands are links into GPULayerDir/bin.
 const GPULayerDir = "/opt/hydra-gpu"
 
 // standinPackage is a Debian package named as NVIDIA's (or Docker's) whose commands are hydra's
@@ -93,7 +93,7 @@ func writeStandinPackages(dir string) error {
 		if p.Depends != "" {
 			control += "Depends: " + p.Depends + "\n"
 		}
-		control += fmt.Sprintf("Description: hydra real-OS stand-in for NVIDIA's %s\n %s: hydra's GPU stand-ins (internal/sshhost), for tests on a machine without GPUs.\n", p.Name, p.Description)
+		control += fmt.Sprintf("Description: hydra real-OS stand-in for NVIDIA's %s\n %s: hydra's GPU stand-ins (internal/sandbox/simhost), for tests on a machine without GPUs.\n", p.Name, p.Description)
 		if err := os.WriteFile(filepath.Join(root, "DEBIAN", "control"), []byte(control), 0o644); err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 // Options describe a machine.
@@ -28,9 +28,9 @@ type Options struct {
 	Systemd bool
 	// AuthorizedKey is the authorized_keys line root logs in with.
 	AuthorizedKey string
-	// GPU describes the simulated GPUs (sshhost.Spec: model, count; AuthorizedKeys and User are not
+	// GPU describes the simulated GPUs (simhost.Spec: model, count; AuthorizedKeys and User are not
 	// used). Container is set from Systemd.
-	GPU sshhost.Spec
+	GPU simhost.Spec
 	// PrivateNetwork gives the container a network namespace of its own (systemd-nspawn
 	// --private-network: only its loopback, no route out), for tests that load firewall rules: those
 	// then never touch the host's. Its sshd is reached through a forwarder on a loopback port of the
@@ -210,7 +210,7 @@ func (m *Machine) configure(opts Options) error {
 	if gpu.DriverVersion == "" {
 		gpu.DriverVersion = DriverVersion
 	}
-	return sshhost.WriteGPULayer(filepath.Join(r, GPULayerDir), gpu)
+	return simhost.WriteGPULayer(filepath.Join(r, GPULayerDir), gpu)
 }
 
 // start runs systemd-nspawn in its own process group, its console to BootLog.

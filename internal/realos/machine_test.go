@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 func requireRealOS(t *testing.T) Image {
@@ -31,7 +31,7 @@ func requireRealOS(t *testing.T) Image {
 
 func testKey(t *testing.T) ([]byte, string) {
 	t.Helper()
-	key, pub, err := sshhost.NewKeyPair("realos-test")
+	key, pub, err := simhost.NewKeyPair("realos-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			key, pub := testKey(t)
 			m, err := Boot(context.Background(), img, key, Options{Systemd: systemd, AuthorizedKey: pub, Logf: t.Logf,
-				GPU: sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1}})
+				GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 		}
 		key, pub := testKey(t)
 		m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub,
-			GPU: sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1}})
+			GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 	_ = cmd.Wait()
 	key, pub := testKey(t)
 	m, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
-		GPU: sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1}})
+		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestRealOS_NspawnKilledFirst(t *testing.T) {
 	img := requireRealOS(t)
 	key, pub := testKey(t)
 	m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,
-		GPU: sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1}})
+		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@
 // Substitutions lists every step a container cannot do as a real GPU machine would, and what stands in
 // for it. In short: there is no GPU and no NVIDIA kernel module in a container, so the image ships
 // packages named as NVIDIA's repository names them whose commands are hydra's GPU stand-ins
-// (internal/sshhost, linked from /opt/hydra-gpu), as a cloud's GPU image ships the NVIDIA stack
+// (internal/sandbox/simhost, linked from /opt/hydra-gpu), as a cloud's GPU image ships the NVIDIA stack
 // preinstalled; NVIDIA's repositories are not reachable from here (only Debian's mirror is), so
 // nothing is installed from them; Docker's daemon cannot run in the container, so the docker client is
 // the stand-in and docker.service a unit that only stands for it. Everything else is real.

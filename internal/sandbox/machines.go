@@ -5,10 +5,10 @@ import (
 	"os"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
-// SSHMachines makes sandbox instances real SSH servers on loopback (internal/sshhost) whose GPU layer
+// SSHMachines makes sandbox instances real SSH servers on loopback (internal/sandbox/simhost) whose GPU layer
 // is simulated, so hydra's playbooks and health checks run on them unchanged. An instance of a catalog
 // entry with "machine": "container" is a container without systemd; every other one a virtual machine.
 type SSHMachines struct{}
@@ -18,9 +18,9 @@ var _ Machines = SSHMachines{}
 // Start starts (or finds running) the machine of one instance. The sandbox does not report host keys,
 // so provisioning trusts the key it first sees and pins it.
 func (SSHMachines) Start(dir string, rec Record) (controlplane.SSHEndpoint, error) {
-	// sshhost locks the machine's directory itself, across processes.
-	ep, err := sshhost.Ensure(dir, sshhost.Spec{
-		GPUModel:       sshhost.NVIDIAName(rec.GPUType),
+	// simhost locks the machine's directory itself, across processes.
+	ep, err := simhost.Ensure(dir, simhost.Spec{
+		GPUModel:       simhost.NVIDIAName(rec.GPUType),
 		GPUCount:       rec.GPUCount,
 		AuthorizedKeys: rec.SSHKeys,
 		// A catalog entry with "machine": "container" rents containers without systemd.
@@ -37,5 +37,5 @@ func (SSHMachines) Stop(dir string) error {
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
 		return nil
 	}
-	return sshhost.Stop(dir)
+	return simhost.Stop(dir)
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # hydra sandbox stand-in for node_exporter and dcgm-exporter: serves /metrics on a loopback port.
 #
-#   exporter.py node|dcgm PORTFILE GPUS_JSON     started by internal/sshhost (the image's exporters,
+#   exporter.py node|dcgm PORTFILE GPUS_JSON     started by internal/sandbox/simhost (the image's exporters,
 #                                                 run by systemd): any free port, written to PORTFILE
 #   exporter.py serve node|dcgm ARGS...          run by the playbooks (bin/prometheus-node-exporter,
 #                                                 bin/dcgm-exporter) on a machine without systemd: the

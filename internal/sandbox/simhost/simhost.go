@@ -1,4 +1,4 @@
-// Package sshhost runs simulated GPU machines reachable over real SSH, for hydra's sandbox cloud and for
+// Package simhost runs simulated GPU machines reachable over real SSH, for hydra's sandbox cloud and for
 // tests of the provisioning playbooks.
 //
 // A machine lives in a directory of its own. Ensure starts a real OpenSSH sshd on a free loopback port,
@@ -65,7 +65,7 @@
 // version when Ensure first writes it): write another version there and nvidia-smi fails with
 // "Driver/library version mismatch" until the simulated reboot (the shutdown stand-in, which Ansible's
 // reboot module finds through its search_paths) loads the installed one again.
-package sshhost
+package simhost
 
 import (
 	"bytes"
@@ -148,7 +148,7 @@ const (
 // content removes it. The stand-ins read it on their next call.
 func SetFault(dir, name, content string) error {
 	if strings.ContainsAny(name, "/\\") || name == "" || name[0] == '.' {
-		return fmt.Errorf("sshhost: bad fault name %q", name)
+		return fmt.Errorf("simhost: bad fault name %q", name)
 	}
 	p := filepath.Join(dir, "faults", name)
 	if content == "" {
@@ -289,10 +289,10 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	if spec.GPUCount < 0 {
-		return Endpoint{}, fmt.Errorf("sshhost: negative GPU count %d", spec.GPUCount)
+		return Endpoint{}, fmt.Errorf("simhost: negative GPU count %d", spec.GPUCount)
 	}
 	if spec.GPUModel == "" && spec.GPUCount > 0 {
-		return Endpoint{}, errors.New("sshhost: GPU model missing")
+		return Endpoint{}, errors.New("simhost: GPU model missing")
 	}
 	login, err := loginUser(spec.User)
 	if err != nil {
@@ -462,7 +462,7 @@ func HostPublicKey(dir string) (string, error) {
 	}
 	key, _, _, _, err := ssh.ParseAuthorizedKey(b)
 	if err != nil {
-		return "", fmt.Errorf("sshhost: host key in %s: %w", dir, err)
+		return "", fmt.Errorf("simhost: host key in %s: %w", dir, err)
 	}
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key))), nil
 }
@@ -471,7 +471,7 @@ func HostPublicKey(dir string) (string, error) {
 func lockDir(dir string) (func(), error) {
 	unlock, err := filelock.Lock(filepath.Join(dir, ".lock"), 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("sshhost: %w", err)
+		return nil, fmt.Errorf("simhost: %w", err)
 	}
 	return unlock, nil
 }
@@ -479,16 +479,16 @@ func lockDir(dir string) (func(), error) {
 func loginUser(want string) (string, error) {
 	u, err := user.Current()
 	if err != nil {
-		return "", fmt.Errorf("sshhost: current user: %w", err)
+		return "", fmt.Errorf("simhost: current user: %w", err)
 	}
 	if want == "" || want == u.Username {
 		return u.Username, nil
 	}
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("sshhost: a machine started by the non-root user %q can only log in %q, not %q", u.Username, u.Username, want)
+		return "", fmt.Errorf("simhost: a machine started by the non-root user %q can only log in %q, not %q", u.Username, u.Username, want)
 	}
 	if _, err := user.Lookup(want); err != nil {
-		return "", fmt.Errorf("sshhost: login user %q: %w", want, err)
+		return "", fmt.Errorf("simhost: login user %q: %w", want, err)
 	}
 	return want, nil
 }
@@ -620,7 +620,7 @@ func writeMachineFiles(dir string, spec Spec) error {
 			continue
 		}
 		if strings.ContainsAny(k, "\r\n") {
-			return errors.New("sshhost: an authorized key holds a line break")
+			return errors.New("simhost: an authorized key holds a line break")
 		}
 		keys.WriteString(k + "\n")
 	}
@@ -873,7 +873,7 @@ func renderSSHDConfig(dir string, st state) string {
 	pathEnv := filepath.Join(dir, "bin") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	tokenSafe := func(p string) string { return strings.ReplaceAll(p, "%", "%%") }
 	lines := []string{
-		"# hydra sandbox machine: written by internal/sshhost, do not edit",
+		"# hydra sandbox machine: written by internal/sandbox/simhost, do not edit",
 		"Port " + strconv.Itoa(st.Port),
 		"ListenAddress 127.0.0.1",
 		"HostKey " + sshdQuote(filepath.Join(dir, hostKeyFile)),
@@ -938,15 +938,15 @@ func startSSHD(dir string, st *state) error {
 			return err
 		}
 		if out, err := exec.Command(sshd, "-t", "-f", cfg).CombinedOutput(); err != nil {
-			return fmt.Errorf("sshhost: sshd rejects its configuration: %v: %s", err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("simhost: sshd rejects its configuration: %v: %s", err, strings.TrimSpace(string(out)))
 		}
 		pid, err := startDetached(filepath.Join(dir, sshdLog), sshd, "-D", "-e", "-f", cfg)
 		if err != nil {
-			return fmt.Errorf("sshhost: start sshd: %w", err)
+			return fmt.Errorf("simhost: start sshd: %w", err)
 		}
 		if err := waitBanner(pid, st.Port, 10*time.Second); err != nil {
 			killAndWait(pid)
-			lastErr = fmt.Errorf("sshhost: sshd on port %d: %w (see %s)", st.Port, err, filepath.Join(dir, sshdLog))
+			lastErr = fmt.Errorf("simhost: sshd on port %d: %w (see %s)", st.Port, err, filepath.Join(dir, sshdLog))
 			continue
 		}
 		st.SSHDPid = pid
@@ -958,14 +958,14 @@ func startSSHD(dir string, st *state) error {
 func startExporter(dir, kind string) (pid, port int, err error) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		return 0, 0, errors.New("sshhost: python3 is needed for the simulated exporters (and by Ansible on the machine)")
+		return 0, 0, errors.New("simhost: python3 is needed for the simulated exporters (and by Ansible on the machine)")
 	}
 	portFile := filepath.Join(dir, "run", kind+"-exporter.port")
 	_ = os.Remove(portFile)
 	pid, err = startDetached(filepath.Join(dir, "run", kind+"-exporter.log"), python,
 		filepath.Join(dir, "exporter.py"), kind, portFile, filepath.Join(dir, gpusFile))
 	if err != nil {
-		return 0, 0, fmt.Errorf("sshhost: start %s exporter: %w", kind, err)
+		return 0, 0, fmt.Errorf("simhost: start %s exporter: %w", kind, err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
@@ -980,7 +980,7 @@ func startExporter(dir, kind string) (pid, port int, err error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	killAndWait(pid)
-	return 0, 0, fmt.Errorf("sshhost: the %s exporter stand-in did not start (see %s)", kind, filepath.Join(dir, "run", kind+"-exporter.log"))
+	return 0, 0, fmt.Errorf("simhost: the %s exporter stand-in did not start (see %s)", kind, filepath.Join(dir, "run", kind+"-exporter.log"))
 }
 
 // startDetached starts a process in its own session (so it outlives this process and is not hit by
@@ -1012,7 +1012,7 @@ func freePort() (int, error) {
 	defer func() { _ = l.Close() }() // only the port number was wanted
 	a, ok := l.Addr().(*net.TCPAddr)
 	if !ok {
-		return 0, fmt.Errorf("sshhost: listener address %v is not TCP", l.Addr())
+		return 0, fmt.Errorf("simhost: listener address %v is not TCP", l.Addr())
 	}
 	return a.Port, nil
 }

@@ -1,4 +1,4 @@
-package sshhost
+package simhost
 
 import "fmt"
 
@@ -13,7 +13,7 @@ import "fmt"
 // to it; the container's own systemctl, dpkg-query, shutdown and systemd-detect-virt are the real ones.
 func WriteGPULayer(dir string, spec Spec) error {
 	if spec.GPUCount < 0 || spec.GPUModel == "" && spec.GPUCount > 0 {
-		return fmt.Errorf("sshhost: a GPU layer needs a GPU model and a count of at least 0 (got %q, %d)", spec.GPUModel, spec.GPUCount)
+		return fmt.Errorf("simhost: a GPU layer needs a GPU model and a count of at least 0 (got %q, %d)", spec.GPUModel, spec.GPUCount)
 	}
 	return writeMachineFiles(dir, spec)
 }

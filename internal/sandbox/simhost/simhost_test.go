@@ -1,4 +1,4 @@
-package sshhost
+package simhost
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 # hydra sandbox: what the stand-ins share. The machine is described by ../gpus.json (written by
-# internal/sshhost) and broken by the fault files in ../faults/ (written by tests; read on every call,
-# see the package documentation of internal/sshhost for their names and formats).
+# internal/sandbox/simhost) and broken by the fault files in ../faults/ (written by tests; read on every call,
+# see the package documentation of internal/sandbox/simhost for their names and formats).
 import json
 import os
 import re

@@ -4,6 +4,7 @@
 package backendkit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -98,17 +99,9 @@ func Allowed(filter []string, v string) bool {
 // FillHardware returns have with every field the cloud left zero taken from from (typically the offer a
 // machine was created from, when the cloud's instance answer does not repeat the facts).
 func FillHardware(have, from controlplane.Hardware) controlplane.Hardware {
-	if have.FormFactor == "" {
-		have.FormFactor = from.FormFactor
-	}
-	if have.GPUMemoryGB == 0 {
-		have.GPUMemoryGB = from.GPUMemoryGB
-	}
-	if have.VCPUs == 0 {
-		have.VCPUs = from.VCPUs
-	}
-	if have.MemoryGB == 0 {
-		have.MemoryGB = from.MemoryGB
-	}
+	have.FormFactor = cmp.Or(have.FormFactor, from.FormFactor)
+	have.GPUMemoryGB = cmp.Or(have.GPUMemoryGB, from.GPUMemoryGB)
+	have.VCPUs = cmp.Or(have.VCPUs, from.VCPUs)
+	have.MemoryGB = cmp.Or(have.MemoryGB, from.MemoryGB)
 	return have
 }

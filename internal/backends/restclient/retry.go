@@ -1,6 +1,7 @@
 package restclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,24 +23,12 @@ const (
 
 // or returns t with every zero field of its rate limit, retries and timeout set to d's.
 func (t Tuning) or(d Tuning) Tuning {
-	if t.Timeout == 0 {
-		t.Timeout = d.Timeout
-	}
-	if t.RequestsPerSecond == 0 {
-		t.RequestsPerSecond = d.RequestsPerSecond
-	}
-	if t.Burst == 0 {
-		t.Burst = d.Burst
-	}
-	if t.RetryMax == 0 {
-		t.RetryMax = d.RetryMax
-	}
-	if t.RetryWaitMin == 0 {
-		t.RetryWaitMin = d.RetryWaitMin
-	}
-	if t.RetryWaitMax == 0 {
-		t.RetryWaitMax = d.RetryWaitMax
-	}
+	t.Timeout = cmp.Or(t.Timeout, d.Timeout)
+	t.RequestsPerSecond = cmp.Or(t.RequestsPerSecond, d.RequestsPerSecond)
+	t.Burst = cmp.Or(t.Burst, d.Burst)
+	t.RetryMax = cmp.Or(t.RetryMax, d.RetryMax)
+	t.RetryWaitMin = cmp.Or(t.RetryWaitMin, d.RetryWaitMin)
+	t.RetryWaitMax = cmp.Or(t.RetryWaitMax, d.RetryWaitMax)
 	return t
 }
 

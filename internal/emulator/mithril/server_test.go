@@ -2,7 +2,6 @@ package mithril
 
 import (
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
@@ -25,6 +24,17 @@ func call(t *testing.T, base, method, path string, body any, out any) int {
 		}
 	}
 	return a.Status
+}
+
+// auctionServer serves an emulator on a fake clock (machines boot in 10 s, a minute's preemption
+// window) over HTTP, with the FID of the instance type its tests bid on in us-central1-a.
+func auctionServer(t *testing.T) (*backendtest.Clock, *Server, *httptest.Server, string) {
+	t.Helper()
+	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}, PreemptionWindow: time.Minute})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return c, s, srv, s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
 }
 
 func bidBody(name, typeFID, region, price string) map[string]any {
@@ -154,22 +164,13 @@ func TestSecondPriceAuction(t *testing.T) {
 // The admin knob holds bids Open: an auction without capacity allocates nothing, and market bids set
 // its lowest winning bid, below which new bids wait.
 func TestAuctionAdminHoldsBidsOpen(t *testing.T) {
-	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}, PreemptionWindow: time.Minute})
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
+	c, s, srv, fid := auctionServer(t)
 	put := func(body string) (int, AuctionInfo) {
 		t.Helper()
-		req, _ := http.NewRequest("PUT", srv.URL+AuctionsPath, strings.NewReader(body))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		a := emutest.Fetch(t, srv.URL, "PUT", AuctionsPath, body)
 		var info AuctionInfo
-		_ = json.NewDecoder(resp.Body).Decode(&info)
-		return resp.StatusCode, info
+		_ = json.Unmarshal(a.Raw, &info)
+		return a.Status, info
 	}
 
 	// Capacity 0 over HTTP: the market's allocated bid is preempted, and hydra's new bid waits Open.
@@ -216,15 +217,11 @@ func TestAuctionAdminHoldsBidsOpen(t *testing.T) {
 	}
 
 	// Listing, and errors.
-	resp, err := http.Get(srv.URL + AuctionsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := emutest.Fetch(t, srv.URL, "GET", AuctionsPath, nil)
 	var all []AuctionInfo
-	_ = json.NewDecoder(resp.Body).Decode(&all)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || len(all) != len(DefaultCatalog()) || all[1].OpenBids != 1 {
-		t.Errorf("GET auctions: %d %+v", resp.StatusCode, all)
+	_ = json.Unmarshal(a.Raw, &all)
+	if a.Status != 200 || len(all) != len(DefaultCatalog()) || all[1].OpenBids != 1 {
+		t.Errorf("GET auctions: %d %+v", a.Status, all)
 	}
 	if code, _ := put(`{"region":"nowhere","instance_type":"a100-80gb.sxm.1x","capacity":0}`); code != 404 {
 		t.Errorf("unknown auction: %d", code)
@@ -287,15 +284,8 @@ func TestInstanceProgressionAndAuth(t *testing.T) {
 	if insts.Data[0]["ssh_destination"] != "127.0.0.1:2222" {
 		t.Errorf("ssh_destination: %v", insts.Data[0])
 	}
-	req, _ := http.NewRequest("GET", srv.URL+"/v2/spot/availability", nil)
-	req.Header.Set("Authorization", "Bearer fkey_nope")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 401 {
-		t.Errorf("bad key: %d", resp.StatusCode)
+	if a := emutest.Fetch(t, srv.URL, "GET", "/v2/spot/availability", nil, "Authorization", "Bearer fkey_nope"); a.Status != 401 {
+		t.Errorf("bad key: %d", a.Status)
 	}
 	var nf map[string]any
 	if code := call(t, srv.URL, "GET", "/v2/nothing", nil, &nf); code != 404 || nf["detail"] != "Not Found" {
@@ -389,15 +379,8 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, nil); code != 200 {
 		t.Errorf("a path outside OnlyPath: %d", code)
 	}
-	req, _ := http.NewRequest("GET", srv.URL+"/v2/spot/availability", nil)
-	req.Header.Set("Authorization", "Bearer "+DefaultAPIKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "3" {
-		t.Errorf("429 first: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	if a := emutest.Fetch(t, srv.URL, "GET", "/v2/spot/availability", nil, "Authorization", "Bearer "+DefaultAPIKey); a.Status != 429 || a.Header.Get("Retry-After") != "3" {
+		t.Errorf("429 first: %d %q", a.Status, a.Header.Get("Retry-After"))
 	}
 	if code := call(t, srv.URL, "GET", "/v2/spot/availability", nil, nil); code != 503 {
 		t.Errorf("then the 5xx in Mithril's status: %d", code)
@@ -451,11 +434,7 @@ func TestSharedCreateFaults(t *testing.T) {
 }
 
 func TestPreemptionFault(t *testing.T) {
-	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}, PreemptionWindow: time.Minute})
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
+	c, s, srv, fid := auctionServer(t)
 	var b map[string]any
 	call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("pre", fid, "us-central1-a", "$2.00"), &b)
 	c.Advance(10 * time.Second)
@@ -482,28 +461,18 @@ func TestAdminOverHTTP(t *testing.T) {
 	s := New(Options{})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	req, _ := http.NewRequest("PUT", srv.URL+emukit.AdminPath+"faults", strings.NewReader(`{"rate_limited":2,"lose_create_responses":1}`))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("PUT faults: %d", resp.StatusCode)
+	if a := emutest.Fetch(t, srv.URL, "PUT", emukit.AdminPath+"faults", `{"rate_limited":2,"lose_create_responses":1}`); a.Status != 200 {
+		t.Fatalf("PUT faults: %d", a.Status)
 	}
 	if f, _ := s.Faults(); f.RateLimited != 2 || f.LoseCreateResponses != 1 {
 		t.Errorf("faults %+v", f)
 	}
 	// The admin surface needs no key and is not hit by the faults it arms.
-	resp, err = http.Get(srv.URL + emukit.AdminPath + "stats")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := emutest.Fetch(t, srv.URL, "GET", emukit.AdminPath+"stats", nil)
 	var st emukit.Stats
-	_ = json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || st.Created != 0 || st.Live == nil || len(st.Live) != 0 {
-		t.Errorf("stats: %d %+v", resp.StatusCode, st)
+	_ = json.Unmarshal(a.Raw, &st)
+	if a.Status != 200 || st.Created != 0 || st.Live == nil || len(st.Live) != 0 {
+		t.Errorf("stats: %d %+v", a.Status, st)
 	}
 	if f, _ := s.Faults(); f.RateLimited != 2 {
 		t.Errorf("the admin call used a fault: %+v", f)

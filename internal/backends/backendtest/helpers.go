@@ -94,14 +94,18 @@ func Serve(t testing.TB, h http.Handler) string {
 }
 
 // Start starts an emulator with its own Start method on a free loopback port for the test's lifetime
-// and returns the base URL it answers.
+// and returns the base URL it answers. A stop that fails at the test's end fails the test.
 func Start(t testing.TB, start func(addr string) (baseURL string, stop func(context.Context) error, err error)) string {
 	t.Helper()
 	url, stop, err := start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = stop(context.Background()) })
+	t.Cleanup(func() {
+		if err := stop(context.Background()); err != nil {
+			t.Errorf("stopping the emulator at %s: %v", url, err)
+		}
+	})
 	return url
 }
 

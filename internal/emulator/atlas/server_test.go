@@ -1,7 +1,6 @@
 package atlas
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -228,34 +227,17 @@ func TestSharedFaults(t *testing.T) {
 // TestAdminOverHTTP: the admin surface is served beside the API, without credentials or faults.
 func TestAdminOverHTTP(t *testing.T) {
 	s := New(Options{})
-	url, stop, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	url := backendtest.Start(t, s.Start)
 	if code, _ := do(t, s, http.MethodPost, "/v1/instances", createBody); code != 201 {
 		t.Fatal(code)
 	}
-	req, _ := http.NewRequest(http.MethodPut, url+emukit.AdminPath+"faults", strings.NewReader(`{"server_errors":5,"sold_out":true}`))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	a := emutest.Fetch(t, url, http.MethodPut, emukit.AdminPath+"faults", `{"server_errors":5,"sold_out":true}`)
+	if f, _ := s.Faults(); a.Status != 200 || f.ServerErrors != 5 || !f.SoldOut {
+		t.Fatalf("PUT faults: %d, faults %+v", a.Status, f)
 	}
-	resp.Body.Close()
-	if f, _ := s.Faults(); resp.StatusCode != 200 || f.ServerErrors != 5 || !f.SoldOut {
-		t.Fatalf("PUT faults: %s, faults %+v", resp.Status, f)
-	}
-	resp, err = http.Get(url + emukit.AdminPath + "stats")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a = emutest.Fetch(t, url, http.MethodGet, emukit.AdminPath+"stats", nil)
 	var st emukit.Stats
-	err = json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
+	err := json.Unmarshal(a.Raw, &st)
 	if err != nil || st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "atlas-vm-a" {
 		t.Fatalf("stats: %+v, %v", st, err)
 	}

@@ -2,7 +2,6 @@ package lambda
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -423,42 +422,22 @@ func TestStateDirShared(t *testing.T) {
 // The emulator serves on loopback, with the admin surface next to the API, until stopped.
 func TestStartAndAdmin(t *testing.T) {
 	s := New(Options{})
-	url, stop, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop(context.Background()) //nolint:errcheck
+	url := backendtest.Start(t, s.Start)
 	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, BasePath) {
 		t.Fatalf("url %q", url)
 	}
 	root := strings.TrimSuffix(url, BasePath)
-	req, _ := http.NewRequest(http.MethodPut, root+emukit.AdminPath+"faults", strings.NewReader(`{"server_errors": 2}`))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	a := emutest.Fetch(t, root, http.MethodPut, emukit.AdminPath+"faults", `{"server_errors": 2}`)
+	if f, _ := s.Faults(); a.Status != 200 || f.ServerErrors != 2 {
+		t.Errorf("PUT faults: %d %+v", a.Status, f)
 	}
-	resp.Body.Close()
-	if f, _ := s.Faults(); resp.StatusCode != 200 || f.ServerErrors != 2 {
-		t.Errorf("PUT faults: %d %+v", resp.StatusCode, f)
+	if a := emutest.Fetch(t, url, http.MethodGet, "/instance-types", nil, "Authorization", "Bearer "+DefaultAPIKey); a.Status != 500 {
+		t.Errorf("a fault armed over HTTP: %d", a.Status)
 	}
-	req, _ = http.NewRequest(http.MethodGet, url+"/instance-types", nil)
-	req.Header.Set("Authorization", "Bearer "+DefaultAPIKey)
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 500 {
-		t.Errorf("a fault armed over HTTP: %d", resp.StatusCode)
-	}
-	resp, err = http.Get(root + emukit.AdminPath + "stats")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a = emutest.Fetch(t, root, http.MethodGet, emukit.AdminPath+"stats", nil)
 	var st emukit.Stats
-	_ = json.NewDecoder(resp.Body).Decode(&st)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || st.Live == nil {
-		t.Errorf("GET stats: %d %+v", resp.StatusCode, st)
+	_ = json.Unmarshal(a.Raw, &st)
+	if a.Status != 200 || st.Live == nil {
+		t.Errorf("GET stats: %d %+v", a.Status, st)
 	}
 }

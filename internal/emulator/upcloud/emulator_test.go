@@ -1,7 +1,6 @@
 package upcloud
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -190,12 +189,7 @@ func TestQuirks(t *testing.T) {
 // API's base URL.
 func start(t *testing.T) string {
 	t.Helper()
-	base, stop, err := New(Options{}).Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop(context.Background()) })
-	return base
+	return backendtest.Start(t, New(Options{}).Start)
 }
 
 func TestStartServesTheAPI(t *testing.T) {

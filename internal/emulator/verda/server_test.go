@@ -2,7 +2,6 @@ package verda
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -484,15 +483,7 @@ func TestSharedStateDir(t *testing.T) {
 
 func TestStart(t *testing.T) {
 	s := New(Options{})
-	base, stop, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	base := backendtest.Start(t, s.Start)
 	if !strings.HasSuffix(base, BasePath) {
 		t.Errorf("base URL %s", base)
 	}

@@ -30,12 +30,7 @@ type env struct {
 func newEnv(t *testing.T, opts emu.Options) *env {
 	t.Helper()
 	e := &env{clock: backendtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
-	if opts.Now == nil {
-		opts.Now = e.clock.Now
-	}
-	if opts.BootDuration == 0 {
-		opts.BootDuration = 30 * time.Second
-	}
+	backendtest.Clocked(&opts.Options, e.clock, 30*time.Second)
 	e.emu = emu.New(opts)
 	e.RequestLog = backendtest.NewRequestLog(t, e.emu)
 	return e

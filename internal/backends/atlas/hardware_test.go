@@ -3,26 +3,16 @@ package atlas
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
-
-func hardwareBackend(t *testing.T, url string) *Backend {
-	t.Helper()
-	return backendtest.Must(New(Config{BaseURL: url, Token: emu.DefaultToken,
-		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond),
-	}, backendtest.Inventory(t), nil))(t)
-}
 
 // TestHardwareOffers: offers carry gpu_memory_gb, vcpus and memory_gb; gpu_model (nvidia-smi's name)
 // says the form factor where it can.
 func TestHardwareOffers(t *testing.T) {
-	url := backendtest.Serve(t, emu.New(emu.Options{}))
-	offers := backendtest.Offers(t, hardwareBackend(t, url))
+	offers := backendtest.Offers(t, newEnv(t, emu.Options{}).backend(t, nil))
 	cases := []backendtest.HardwareCase{
 		{InstanceType: "l40s.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 128}},
 		{InstanceType: "l40s.4x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 64, MemoryGB: 512}},
@@ -44,11 +34,11 @@ func TestHardwareOffers(t *testing.T) {
 // TestHardwareInstance: an instance names only its gpu_model; the rest comes from its offer.
 func TestHardwareInstance(t *testing.T) {
 	ctx := context.Background()
-	url := backendtest.Serve(t, emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}}))
-	b := hardwareBackend(t, url)
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
 	inst := backendtest.InstanceHardware(t, b, "", "h100.8x", controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048})
 	// A backend that has not listed offers knows only what gpu_model says.
-	fresh, err := hardwareBackend(t, url).Get(ctx, inst.ID)
+	fresh, err := e.backend(t, nil).Get(ctx, inst.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

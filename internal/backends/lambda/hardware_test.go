@@ -2,26 +2,16 @@ package lambda
 
 import (
 	"testing"
-	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 )
-
-func hardwareBackend(t *testing.T) *Backend {
-	t.Helper()
-	srv := emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}, LaunchInterval: -1})
-	cfg := Config{APIKey: emu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + emu.BasePath, LaunchInterval: -1,
-		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond)}
-	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
-}
 
 // TestHardwareOffers: gpu_description ("H100 (80 GB SXM5)") says form factor and GPU memory; specs say
 // vcpus and memory_gib.
 func TestHardwareOffers(t *testing.T) {
-	offers := backendtest.Offers(t, hardwareBackend(t))
+	offers := backendtest.Offers(t, startEmulator(t, emu.Options{}).backend(t, nil))
 	backendtest.WantHardware(t, offers, []backendtest.HardwareCase{
 		{Region: "us-east-1", InstanceType: "gpu_1x_h100_sxm5", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
 		{Region: "us-south-1", InstanceType: "gpu_8x_h100_sxm5", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
@@ -33,7 +23,7 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: an instance carries its instance type object, specs included.
 func TestHardwareInstance(t *testing.T) {
-	backendtest.InstanceHardware(t, hardwareBackend(t), "us-midwest-1", "gpu_1x_h100_pcie",
+	backendtest.InstanceHardware(t, startEmulator(t, emu.Options{}).backend(t, nil), "us-midwest-1", "gpu_1x_h100_pcie",
 		controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 200})
 }
 

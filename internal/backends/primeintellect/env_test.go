@@ -26,12 +26,7 @@ type env struct {
 func newEnv(t *testing.T, opts emu.Options) *env {
 	t.Helper()
 	e := &env{clock: newClock()}
-	if opts.Now == nil {
-		opts.Now = e.clock.Now
-	}
-	if opts.BootDuration == 0 {
-		opts.BootDuration = 40 * time.Second
-	}
+	backendtest.Clocked(&opts.Options, e.clock, 40*time.Second)
 	e.emu = emu.New(opts)
 	e.RequestLog = backendtest.NewRequestLog(t, e.emu)
 	return e

@@ -3,26 +3,16 @@ package primeintellect
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 )
-
-func hardwareBackend(t *testing.T) *Backend {
-	t.Helper()
-	srv := emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}})
-	cfg := Config{APIKey: emu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv), EmptyAvailabilityWait: time.Millisecond,
-		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond)}
-	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
-}
 
 // TestHardwareOffers: socket says the form factor, gpuMemory (the box total, as Prime sends it) over
 // gpuCount the memory of one GPU, vcpu.defaultCount and memory.defaultCount the machine.
 func TestHardwareOffers(t *testing.T) {
-	offers := backendtest.Offers(t, hardwareBackend(t))
+	offers := backendtest.Offers(t, newEnv(t, emu.Options{}).backend(t, nil))
 	cases := []backendtest.HardwareCase{
 		{Region: "CA-MTL-1", InstanceType: "runpod.H100_80GB.SXM5.1x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
 		{Region: "CA-MTL-3", InstanceType: "runpod.H100_80GB.PCIe.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
@@ -45,7 +35,7 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: a pod says socket, gpuName ("H100_80GB": 80 GB a GPU) and resources.
 func TestHardwareInstance(t *testing.T) {
-	backendtest.InstanceHardware(t, hardwareBackend(t), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x",
+	backendtest.InstanceHardware(t, newEnv(t, emu.Options{}).backend(t, nil), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x",
 		controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125})
 }
 

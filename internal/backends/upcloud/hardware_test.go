@@ -3,29 +3,18 @@ package upcloud
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 )
-
-func hardwareBackend(t *testing.T, base string) *Backend {
-	t.Helper()
-	return backendtest.Must(New(Config{
-		Username: "hw-user", Password: "hw-pass", BaseURL: base,
-		Tuning:       backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond),
-		PollInterval: time.Millisecond, DeleteTimeout: 5 * time.Second,
-	}, backendtest.Inventory(t), nil))(t)
-}
 
 // TestHardwareOffers: UpCloud's /plan says core_number and memory_amount (MiB); gpu_model names the GPU
 // ("NVIDIA L40S" is a PCIe card; "NVIDIA H100 80GB HBM3" is the SXM H100 with 80 GB; "NVIDIA B200" says
 // neither), and no other field gives GPU memory.
 func TestHardwareOffers(t *testing.T) {
-	srv := emu.New(emu.Options{Username: "hw-user", Password: "hw-pass"})
-	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
+	_, base := startEmulator(t, emu.Options{})
+	b := newTestBackend(t, base, nil)
 	offers := backendtest.Offers(t, b)
 	cases := []backendtest.HardwareCase{
 		{Region: "fi-hel2", InstanceType: "GPU-8xCPU-64GB-1xL40S", Want: controlplane.Hardware{FormFactor: "pcie", VCPUs: 8, MemoryGB: 64}},
@@ -46,8 +35,8 @@ func TestHardwareOffers(t *testing.T) {
 
 // TestHardwareInstance: a server's details add the memory of each GPU (devices[].metadata.memory).
 func TestHardwareInstance(t *testing.T) {
-	srv := emu.New(emu.Options{Options: emukit.Options{BootDuration: time.Millisecond}, Username: "hw-user", Password: "hw-pass"})
-	b := hardwareBackend(t, backendtest.Serve(t, srv)+emu.APIPrefix)
+	_, base := startEmulator(t, emu.Options{})
+	b := newTestBackend(t, base, nil)
 	backendtest.InstanceHardware(t, b, "fi-hel2", "GPU-16xCPU-192GB-2xL40S", controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 192})
 }
 
@@ -77,7 +66,7 @@ func TestHardwareRecorded(t *testing.T) {
 	if err := json.Unmarshal(loadRecording(t, "handwritten.server-details-gpu.json").Response.Body, &d); err != nil {
 		t.Fatal(err)
 	}
-	b := hardwareBackend(t, "http://127.0.0.1:1")
+	b := newTestBackend(t, "http://127.0.0.1:1", nil)
 	inst := b.instance(&d.Server)
 	// core_number "0" and memory_amount "2048" (MiB) as the fixture has them; two NVIDIA L40S of 48 GB.
 	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 0, MemoryGB: 2}

@@ -3,30 +3,14 @@ package verda
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 )
 
-// hardwareBackend runs a default emulator and a backend against it.
-func hardwareBackend(t *testing.T) *Backend {
-	t.Helper()
-	clock := backendtest.NewClock(time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC))
-	srv := emu.New(emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}})
-	url := backendtest.Serve(t, srv) + emu.BasePath
-	cfg := Config{
-		ClientID: emu.DefaultClientID, ClientSecret: emu.DefaultClientSecret, BaseURL: url,
-		Tuning: backendtest.Retrying(2, time.Millisecond, 5*time.Millisecond),
-		Now:    clock.Now,
-	}
-	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
-}
-
 func TestHardwareOffers(t *testing.T) {
-	b := hardwareBackend(t)
+	b := startEmulator(t, emu.Options{}).backend(t, nil)
 	offers := backendtest.Offers(t, b)
 	backendtest.WantHardware(t, offers, []backendtest.HardwareCase{
 		// gpu.description "1x H100 SXM5 80GB", gpu_memory 80, cpu 30 cores, memory 120.
@@ -44,7 +28,7 @@ func TestHardwareOffers(t *testing.T) {
 }
 
 func TestHardwareInstance(t *testing.T) {
-	backendtest.InstanceHardware(t, hardwareBackend(t), "FIN-01", "2H100.80S.80V",
+	backendtest.InstanceHardware(t, startEmulator(t, emu.Options{}).backend(t, nil), "FIN-01", "2H100.80S.80V",
 		controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370})
 }
 

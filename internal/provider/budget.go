@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"context"
-
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -23,25 +21,7 @@ func budgetSchema() schema.Float64Attribute {
 			"being replaced counts once, at its new price. Instances whose price is not known at plan count nothing. " +
 			"From 0.01 to 1000000 with at most six digits after the decimal point, like `max_price_per_hour`. Default: no budget.",
 		Optional:   true,
-		Validators: []validator.Float64{budgetValidator{}},
-	}
-}
-
-// budgetValidator accepts what controlplane.ParseBudget accepts.
-type budgetValidator struct{}
-
-func (budgetValidator) Description(context.Context) string {
-	return "value must be from 0.01 to 1000000 (US dollars per hour) with at most six digits after the decimal point"
-}
-
-func (v budgetValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (budgetValidator) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := controlplane.ParseBudget(req.ConfigValue.ValueFloat64()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid budget", err.Error()+".")
+		Validators: []validator.Float64{priceCap{summary: "Invalid budget", parse: controlplane.ParseBudget}},
 	}
 }
 

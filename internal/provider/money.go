@@ -17,24 +17,28 @@ const maxPriceDescription = " Accepted: 0.01 to 1000000, with at most six digits
 // maxPriceValidators check max_price_per_hour at validate time, with the control plane's one check
 // (controlplane.ParseMaxPrice).
 func maxPriceValidators() []validator.Float64 {
-	return []validator.Float64{maxPrice{}}
+	return []validator.Float64{priceCap{summary: "Invalid price", parse: controlplane.ParseMaxPrice}}
 }
 
-// maxPrice accepts the caps controlplane.ParseMaxPrice accepts.
-type maxPrice struct{}
+// priceCap accepts the price caps (US dollars per hour) that parse, the control plane's check of the
+// attribute, accepts; summary heads the error it reports.
+type priceCap struct {
+	summary string
+	parse   func(float64) (money.USD, error)
+}
 
-func (maxPrice) Description(context.Context) string {
+func (priceCap) Description(context.Context) string {
 	return "value must be from 0.01 to 1000000 (US dollars per hour) with at most six digits after the decimal point"
 }
 
-func (v maxPrice) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v priceCap) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
-func (maxPrice) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+func (v priceCap) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if _, err := controlplane.ParseMaxPrice(req.ConfigValue.ValueFloat64()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid price", err.Error()+".")
+	if _, err := v.parse(req.ConfigValue.ValueFloat64()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, v.summary, err.Error()+".")
 	}
 }
 

@@ -52,15 +52,7 @@ var mapPaths = map[string][]string{
 // prices, fixed disks).
 var learnWith = map[string]func(t *testing.T, recs map[string]backendtest.Recorded) any{
 	"primeintellect/capture.availability-gpus.200.json": func(t *testing.T, recs map[string]backendtest.Recorded) any {
-		v, err := jsonshape.Decode(recs["capture.availability-legacy.200.json"].Response.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var items []any
-		for _, list := range v.(map[string]any) {
-			items = append(items, list.([]any)...)
-		}
-		return map[string]any{"items": items, "totalCount": float64(len(items))}
+		return emuprime.LegacyAvailabilityItems(backendtest.Must(jsonshape.Decode(recs["capture.availability-legacy.200.json"].Response.Body))(t))
 	},
 }
 
@@ -376,24 +368,16 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 		ids[recorded] = uuidOf(a.body)
 		return a
 	}
-	withLabel := func(body json.RawMessage, testName string) []byte {
-		var m map[string]map[string]any
-		_ = json.Unmarshal(body, &m)
-		m["server"]["labels"] = map[string]any{"label": []any{
-			map[string]any{"key": "managedBy", "value": "upcloud-sdk-integration-test"},
-			map[string]any{"key": "testName", "value": testName}}}
-		return emutest.JSON(t, m)
-	}
 
 	out := map[string]answer{}
 	for _, name := range []string{"server.create.202.json", "server.create-2025.202.json"} {
 		out[name] = create(uuidOf(recs[name].Response.Body), recs[name].Request.Body)
 	}
 	createBody := recs["server.create.202.json"].Request.Body
-	create(uuidOf(recs["server.get-stopped.200.json"].Response.Body), withLabel(createBody, "TestCreateStartStopServer"))
-	create(uuidOf(recs["server.modify.202.json"].Response.Body), withLabel(createBody, "TestCreateModifyDeleteServer"))
+	create(uuidOf(recs["server.get-stopped.200.json"].Response.Body), backendtest.Must(emuupcloud.WithSDKTestLabels(createBody, "TestCreateStartStopServer"))(t))
+	create(uuidOf(recs["server.modify.202.json"].Response.Body), backendtest.Must(emuupcloud.WithSDKTestLabels(createBody, "TestCreateModifyDeleteServer"))(t))
 	for i := range 2 {
-		create(fmt.Sprintf("listed-%d", i), withLabel(createBody, "getserverswithfilters"))
+		create(fmt.Sprintf("listed-%d", i), backendtest.Must(emuupcloud.WithSDKTestLabels(createBody, "getserverswithfilters"))(t))
 	}
 	gpu := map[string]any{"server": map[string]any{"zone": "fi-hel2", "title": "server1", "hostname": "server1", "plan": "GPU-16xCPU-192GB-2xL40S",
 		"metadata": "yes", "password_delivery": "none", "login_user": map[string]any{"username": "root",
@@ -424,7 +408,7 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 		t.Fatal("the stopped 2025 server has no disk")
 	}
 	ids[emuupcloud.PathUUID(recs["storage.templatize.201.json"].Request.Path)] = stopped.Server.StorageDevices.StorageDevice[0].Storage
-	create("cloning", withLabel(createBody, "TestCreateDeleteServerAndStorage")) // as recorded: one disk still cloning
+	create("cloning", backendtest.Must(emuupcloud.WithSDKTestLabels(createBody, "TestCreateDeleteServerAndStorage"))(t)) // as recorded: one disk still cloning
 	clock.Advance(5 * time.Second)
 	out["storage.private-list.200.json"] = sendRecorded("storage.private-list.200.json")
 	a := sendRecorded("storage.templatize.201.json")

@@ -279,15 +279,7 @@ func TestRecordedSummaryAndDisksReplay(t *testing.T) {
 func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	legacyItems := func(t *testing.T) any {
-		v, err := jsonshape.Decode(loadRecorded(t, "capture.availability-legacy.200.json").Response.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var items []any
-		for _, list := range v.(map[string]any) {
-			items = append(items, list.([]any)...)
-		}
-		return map[string]any{"items": items, "totalCount": float64(len(items))}
+		return emu.LegacyAvailabilityItems(backendtest.Must(jsonshape.Decode(loadRecorded(t, "capture.availability-legacy.200.json").Response.Body))(t))
 	}
 	tests := []struct {
 		file    string

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -713,12 +714,12 @@ func compareShape(t *testing.T, path string, rec, emu, fam *shape, rules shapeRu
 	}
 	for typ := range rec.types {
 		if !emu.types[typ] && !rules.allows("types", rules.types, path+" "+typ) {
-			t.Errorf("%s: recorded as %s, the emulator sends %v", label(path), typ, keys(emu.types))
+			t.Errorf("%s: recorded as %s, the emulator sends %v", label(path), typ, slices.Sorted(maps.Keys(emu.types)))
 		}
 	}
 	for typ := range emu.types {
 		if !fam.types[typ] && !rec.types[typ] {
-			t.Errorf("%s: the emulator sends %s, no recording does (%v)", label(path), typ, keys(fam.types))
+			t.Errorf("%s: the emulator sends %s, no recording does (%v)", label(path), typ, slices.Sorted(maps.Keys(fam.types)))
 		}
 	}
 	for k, rf := range rec.fields {
@@ -766,15 +767,6 @@ func label(path string) string {
 		return "(body)"
 	}
 	return path
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // shapeFamilies groups the recordings whose bodies have one shape: a key or type the emulator sends is
@@ -903,14 +895,6 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 		ids[recorded] = serverUUID(c)
 		return c
 	}
-	withLabel := func(body json.RawMessage, testName string) []byte {
-		var m map[string]map[string]any
-		_ = json.Unmarshal(body, &m)
-		m["server"]["labels"] = map[string]any{"label": []any{
-			map[string]any{"key": "managedBy", "value": "upcloud-sdk-integration-test"},
-			map[string]any{"key": "testName", "value": testName}}}
-		return []byte(mustJSON(t, m))
-	}
 	rec := map[string]recording{}
 	for _, name := range recordedFiles(t) {
 		rec[name] = loadRecording(t, name)
@@ -922,10 +906,10 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 		answers[name] = create(recordedServer(x).Server.UUID, x.Request.Body)
 	}
 	createBody := rec["server.create.202.json"].Request.Body
-	create(recordedServer(rec["server.get-stopped.200.json"]).Server.UUID, withLabel(createBody, "TestCreateStartStopServer"))
-	create(recordedServer(rec["server.modify.202.json"]).Server.UUID, withLabel(createBody, "TestCreateModifyDeleteServer"))
+	create(recordedServer(rec["server.get-stopped.200.json"]).Server.UUID, backendtest.Must(emu.WithSDKTestLabels(createBody, "TestCreateStartStopServer"))(t))
+	create(recordedServer(rec["server.modify.202.json"]).Server.UUID, backendtest.Must(emu.WithSDKTestLabels(createBody, "TestCreateModifyDeleteServer"))(t))
 	for i := range 2 {
-		create(fmt.Sprintf("listed-%d", i), withLabel(createBody, "getserverswithfilters"))
+		create(fmt.Sprintf("listed-%d", i), backendtest.Must(emu.WithSDKTestLabels(createBody, "getserverswithfilters"))(t))
 	}
 	gpu := map[string]any{"server": testCreateBody("server1", "GPU-16xCPU-192GB-2xL40S", "fi-hel2")}
 	create(recordedServer(rec["handwritten.server-details-gpu.json"]).Server.UUID, []byte(mustJSON(t, gpu)))
@@ -951,7 +935,7 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 	_ = json.Unmarshal(send(http.MethodGet, rec["server.get-stopped-2025.200.json"].Request.Path, "", nil).body, &stopped)
 	ids[emu.PathUUID(rec["storage.templatize.201.json"].Request.Path)] = stopped.Server.StorageDevices.StorageDevice[0].Storage
 	// As recorded, right after a create: one disk is still being cloned.
-	create("cloning", withLabel(createBody, "TestCreateDeleteServerAndStorage"))
+	create("cloning", backendtest.Must(emu.WithSDKTestLabels(createBody, "TestCreateDeleteServerAndStorage"))(t))
 	clock.Advance(5 * time.Second)
 	answers["storage.private-list.200.json"] = sendRecorded(rec["storage.private-list.200.json"])
 	c := sendRecorded(rec["storage.templatize.201.json"])

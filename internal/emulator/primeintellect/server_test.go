@@ -2,11 +2,12 @@ package primeintellect
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +21,6 @@ func do(t *testing.T, h http.Handler, method, path, body string) (int, map[strin
 	t.Helper()
 	a := emutest.Do(t, h, method, path, body, "Authorization", "Bearer pi-test-key")
 	return a.Status, a.Body, a.Raw
-}
-
-func keys(m map[string]any) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // TestShapesMatchRecorded compares the emulator's availability items with the real captures, key by key.
@@ -67,12 +59,12 @@ func TestShapesMatchRecorded(t *testing.T) {
 			if got["isSpot"] == true {
 				t.Fatal("the first item should be on-demand")
 			}
-			if strings.Join(keys(got), ",") != strings.Join(keys(want), ",") {
-				t.Fatalf("item keys differ:\n got %v\nwant %v", keys(got), keys(want))
+			if strings.Join(slices.Sorted(maps.Keys(got)), ",") != strings.Join(slices.Sorted(maps.Keys(want)), ",") {
+				t.Fatalf("item keys differ:\n got %v\nwant %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 			}
 			for _, k := range []string{"disk", "vcpu", "memory", "prices"} {
-				if strings.Join(keys(got[k].(map[string]any)), ",") != strings.Join(keys(want[k].(map[string]any)), ",") {
-					t.Errorf("%s keys differ: %v vs %v", k, keys(got[k].(map[string]any)), keys(want[k].(map[string]any)))
+				if strings.Join(slices.Sorted(maps.Keys(got[k].(map[string]any))), ",") != strings.Join(slices.Sorted(maps.Keys(want[k].(map[string]any))), ",") {
+					t.Errorf("%s keys differ: %v vs %v", k, slices.Sorted(maps.Keys(got[k].(map[string]any))), slices.Sorted(maps.Keys(want[k].(map[string]any))))
 				}
 			}
 			if got["isSpot"] != nil {

@@ -1,6 +1,8 @@
 package upcloud
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -28,4 +30,18 @@ func ReplayURL(root, path, rawQuery string, ids map[string]string) string {
 		u += "?" + rawQuery
 	}
 	return u
+}
+
+// WithSDKTestLabels is a recorded create request body ({"server":{...}}) with the labels UpCloud's SDK
+// integration tests give the servers they create (managedBy and testName): a test replaying recordings
+// creates with it the servers that stand in for the recordings' other servers, which were created so.
+func WithSDKTestLabels(body []byte, testName string) ([]byte, error) {
+	var m map[string]map[string]any
+	if err := json.Unmarshal(body, &m); err != nil || m["server"] == nil {
+		return nil, fmt.Errorf("not a create request body {\"server\":{...}}: %q", body)
+	}
+	m["server"]["labels"] = map[string]any{"label": []any{
+		map[string]any{"key": "managedBy", "value": "upcloud-sdk-integration-test"},
+		map[string]any{"key": "testName", "value": testName}}}
+	return json.Marshal(m)
 }

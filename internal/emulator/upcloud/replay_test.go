@@ -1,6 +1,9 @@
 package upcloud
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestReplayURL(t *testing.T) {
 	const rec, other = "00aa1a2b-0000-4000-8000-000000000001", "00bb1a2b-0000-4000-8000-000000000002"
@@ -14,4 +17,34 @@ func TestReplayURL(t *testing.T) {
 			t.Errorf("%s: ReplayURL(%q, %q) = %q, want %q", tc[3], tc[0], tc[1], got, tc[2])
 		}
 	}
+}
+
+// WithSDKTestLabels keeps the body's other fields, sets the SDK tests' two labels, and refuses a body
+// that is not a create request.
+func TestWithSDKTestLabels(t *testing.T) {
+	got, err := WithSDKTestLabels([]byte(`{"server":{"zone":"fi-hel2","labels":{"label":[]}}}`), "TestX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"server":{"labels":{"label":[{"key":"managedBy","value":"upcloud-sdk-integration-test"},{"key":"testName","value":"TestX"}]},"zone":"fi-hel2"}}`
+	var g, w any
+	_ = json.Unmarshal(got, &g)
+	_ = json.Unmarshal([]byte(want), &w)
+	if gb, wb := mustMarshal(t, g), mustMarshal(t, w); gb != wb {
+		t.Errorf("got %s, want %s", gb, wb)
+	}
+	for _, bad := range []string{`[]`, `{"storage":{}}`, `not json`} {
+		if _, err := WithSDKTestLabels([]byte(bad), "TestX"); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+func mustMarshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

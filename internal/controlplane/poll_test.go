@@ -233,6 +233,19 @@ func (c *bootCloud) List(_ context.Context, prefix string) ([]Instance, error) {
 var fast = Options{PollInterval: 10 * time.Millisecond, PollMax: 40 * time.Millisecond}
 
 // waitAll runs WaitRunning for every machine at once and returns what each returned.
+// waitBooted adds n machines of c, named prefix0 to prefix<n-1>, that boot in boot, and waits for all of
+// them through cp at once, failing the test on any error.
+func waitBooted(t *testing.T, cp *ControlPlane, c *bootCloud, prefix string, n int, boot time.Duration) {
+	t.Helper()
+	insts := make([]Instance, 0, n)
+	for i := range n {
+		insts = append(insts, c.add(prefix, fmt.Sprint(i), boot))
+	}
+	if _, errs := waitAll(context.Background(), cp, insts); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+}
+
 func waitAll(ctx context.Context, cp *ControlPlane, insts []Instance) ([]Instance, []error) {
 	got := make([]Instance, len(insts))
 	errs := make([]error, len(insts))
@@ -449,16 +462,7 @@ func TestWaitRunningSlowCloudOneReadInFlight(t *testing.T) {
 	c := newBootCloud("verda")
 	c.delay = 30 * time.Millisecond
 	cp := New(testInventory(t), []InstanceManagerBackend{c}, fast)
-	var insts []Instance
-	for i := range 10 {
-		insts = append(insts, c.add("verda-vm-", fmt.Sprint(i), 100*time.Millisecond))
-	}
-	_, errs := waitAll(context.Background(), cp, insts)
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitBooted(t, cp, c, "verda-vm-", 10, 100*time.Millisecond)
 	if m := c.maxFlight.Load(); m != 1 {
 		t.Errorf("%d reads in flight at once, want 1", m)
 	}
@@ -476,16 +480,7 @@ func TestWaitRunningPerMachineListCloudUsesGets(t *testing.T) {
 	c := newBootCloud("upcloud")
 	c.delay = 5 * time.Millisecond
 	cp := New(testInventory(t), []InstanceManagerBackend{perMachineCloud{c}}, fast)
-	var insts []Instance
-	for i := range 10 {
-		insts = append(insts, c.add("upcloud-vm-", fmt.Sprint(i), 60*time.Millisecond))
-	}
-	_, errs := waitAll(context.Background(), cp, insts)
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitBooted(t, cp, c, "upcloud-vm-", 10, 60*time.Millisecond)
 	if l := c.lists.Load(); l != 0 {
 		t.Errorf("%d Lists of UpCloud, want Gets only", l)
 	}
@@ -495,13 +490,7 @@ func TestWaitRunningPerMachineListCloudUsesGets(t *testing.T) {
 
 	plain := newBootCloud("upcloud")
 	cp = New(testInventory(t), []InstanceManagerBackend{plain}, fast)
-	insts = nil
-	for i := range 10 {
-		insts = append(insts, plain.add("upcloud-vm-", fmt.Sprint(i), 60*time.Millisecond))
-	}
-	if _, errs := waitAll(context.Background(), cp, insts); errors.Join(errs...) != nil {
-		t.Fatal(errors.Join(errs...))
-	}
+	waitBooted(t, cp, plain, "upcloud-vm-", 10, 60*time.Millisecond)
 	if plain.lists.Load() == 0 {
 		t.Errorf("no List of a cloud that does not declare PerMachineLister: the capability, not the name, decides")
 	}

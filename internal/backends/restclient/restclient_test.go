@@ -231,6 +231,18 @@ func TestRetryAfterWaitedOut(t *testing.T) {
 	}
 }
 
+// wantStopped calls c, which the context ctx stops, and wants the call to fail with wantErr after the
+// server saw wantRequests requests.
+func wantStopped(ctx context.Context, t *testing.T, c *Client, srv *server, wantErr error, wantRequests int) {
+	t.Helper()
+	if _, err := c.Do(ctx, Request{Method: "GET", Path: "/x"}); !errors.Is(err, wantErr) {
+		t.Errorf("err = %v, want %v", err, wantErr)
+	}
+	if got := srv.requests(); got != wantRequests {
+		t.Errorf("server saw %d requests, want %d", got, wantRequests)
+	}
+}
+
 func TestCancelStopsRetries(t *testing.T) {
 	slow := Tuning{RequestsPerSecond: 1000, Burst: 1000, RetryMax: 10, RetryWaitMin: time.Hour, RetryWaitMax: time.Hour}
 
@@ -246,13 +258,7 @@ func TestCancelStopsRetries(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() { <-backingOff; cancel() }()
-		_, err := c.Do(ctx, Request{Method: "GET", Path: "/x"})
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-		if got := srv.requests(); got != 1 {
-			t.Errorf("server saw %d requests, want 1", got)
-		}
+		wantStopped(ctx, t, c, srv, context.Canceled, 1)
 	})
 	t.Run("cancelled while the request is in flight", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -262,39 +268,21 @@ func TestCancelStopsRetries(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		})
 		c := newClient(t, srv.URL, fastTuning())
-		_, err := c.Do(ctx, Request{Method: "GET", Path: "/x"})
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-		if got := srv.requests(); got != 1 {
-			t.Errorf("server saw %d requests, want 1", got)
-		}
+		wantStopped(ctx, t, c, srv, context.Canceled, 1)
 	})
 	t.Run("deadline during the backoff", func(t *testing.T) {
 		srv := newServer(t, statuses(500))
 		c := newClient(t, srv.URL, slow)
 		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
 		defer cancel()
-		_, err := c.Do(ctx, Request{Method: "GET", Path: "/x"})
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("err = %v, want context.DeadlineExceeded", err)
-		}
-		if got := srv.requests(); got != 1 {
-			t.Errorf("server saw %d requests, want 1", got)
-		}
+		wantStopped(ctx, t, c, srv, context.DeadlineExceeded, 1)
 	})
 	t.Run("already cancelled", func(t *testing.T) {
 		srv := newServer(t, statuses(200))
 		c := newClient(t, srv.URL, slow)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := c.Do(ctx, Request{Method: "GET", Path: "/x"})
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-		if got := srv.requests(); got != 0 {
-			t.Errorf("server saw %d requests, want 0", got)
-		}
+		wantStopped(ctx, t, c, srv, context.Canceled, 0)
 	})
 }
 

@@ -34,25 +34,8 @@ func (t Tuning) or(d Tuning) Tuning {
 
 // withDefaults returns t with every zero field set to its default.
 func (t Tuning) withDefaults() Tuning {
-	if t.Timeout == 0 {
-		t.Timeout = DefaultTimeout
-	}
-	if t.RequestsPerSecond == 0 {
-		t.RequestsPerSecond = DefaultRequestsPerSecond
-	}
-	if t.Burst == 0 {
-		t.Burst = DefaultBurst
-	}
-	if t.RetryMax == 0 {
-		t.RetryMax = DefaultRetryMax
-	}
-	if t.RetryWaitMin == 0 {
-		t.RetryWaitMin = DefaultRetryWaitMin
-	}
-	if t.RetryWaitMax == 0 {
-		t.RetryWaitMax = DefaultRetryWaitMax
-	}
-	return t
+	return t.or(Tuning{Timeout: DefaultTimeout, RequestsPerSecond: DefaultRequestsPerSecond, Burst: DefaultBurst,
+		RetryMax: DefaultRetryMax, RetryWaitMin: DefaultRetryWaitMin, RetryWaitMax: DefaultRetryWaitMax})
 }
 
 // retryableStatus is the retry policy for an answer's status: 429 always (the server has not acted on

@@ -33,6 +33,23 @@ func requireTools(t *testing.T) {
 	}
 }
 
+// startMachine starts a machine of spec, reachable with a fresh client key, in a directory of its own
+// that is stopped when the test ends. It returns the directory, spec with the key authorized, the
+// machine's endpoint and the key.
+func startMachine(t *testing.T, spec Spec) (string, Spec, Endpoint, ssh.Signer) {
+	t.Helper()
+	requireTools(t)
+	signer, pub := clientSigner(t)
+	dir := t.TempDir()
+	spec.AuthorizedKeys = []string{pub}
+	ep, err := Ensure(dir, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Stop(dir) })
+	return dir, spec, ep, signer
+}
+
 func clientSigner(t *testing.T) (ssh.Signer, string) {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -75,15 +92,7 @@ func run(t *testing.T, ep Endpoint, signer ssh.Signer, cmd string) (string, erro
 }
 
 func TestMachine(t *testing.T) {
-	requireTools(t)
-	signer, pub := clientSigner(t)
-	dir := t.TempDir()
-	spec := Spec{GPUModel: NVIDIAName("h100"), GPUCount: 8, AuthorizedKeys: []string{pub}}
-	ep, err := Ensure(dir, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = Stop(dir) })
+	dir, spec, ep, signer := startMachine(t, Spec{GPUModel: NVIDIAName("h100"), GPUCount: 8})
 	st, err := readState(ep.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -313,15 +322,7 @@ func TestMachine(t *testing.T) {
 // later Ensures do not start sshd again; once the fault is cleared, the next Ensure brings the machine
 // back with the same host key.
 func TestSSHDown(t *testing.T) {
-	requireTools(t)
-	signer, pub := clientSigner(t)
-	dir := t.TempDir()
-	spec := Spec{GPUModel: NVIDIAName("l4"), GPUCount: 1, AuthorizedKeys: []string{pub}}
-	ep, err := Ensure(dir, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = Stop(dir) })
+	dir, spec, ep, signer := startMachine(t, Spec{GPUModel: NVIDIAName("l4"), GPUCount: 1})
 	if err := SetFault(dir, FaultSSHDown, "1"); err != nil {
 		t.Fatal(err)
 	}
@@ -353,14 +354,7 @@ func TestSSHDown(t *testing.T) {
 }
 
 func TestContainer(t *testing.T) {
-	requireTools(t)
-	signer, pub := clientSigner(t)
-	dir := t.TempDir()
-	ep, err := Ensure(dir, Spec{GPUModel: NVIDIAName("l4"), GPUCount: 1, AuthorizedKeys: []string{pub}, Container: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = Stop(dir) })
+	dir, _, ep, signer := startMachine(t, Spec{GPUModel: NVIDIAName("l4"), GPUCount: 1, Container: true})
 	if out, err := run(t, ep, signer, "systemctl is-active docker"); err == nil || !strings.Contains(err.Error(), "has not been booted with systemd") {
 		t.Errorf("systemctl in a container: %q, %v", out, err)
 	}

@@ -405,21 +405,23 @@ func TestWaitRunningContextEndsOneWait(t *testing.T) {
 			t.Errorf("%s: %+v, %v", got[i].Name, got[i], errs[i])
 		}
 	}
-	timedOut := <-results["slow"]
-	if want := "waiting for instance " + slow.Name + " to run (last status pending): context deadline exceeded"; timedOut.err == nil || timedOut.err.Error() != want ||
-		!errors.Is(timedOut.err, context.DeadlineExceeded) {
-		t.Errorf("timed out: %v, want %q", timedOut.err, want)
-	}
-	if timedOut.took > 60*time.Millisecond+30*time.Millisecond {
-		t.Errorf("the timed-out wait returned %v after start, want right at its 60ms deadline", timedOut.took)
-	}
-	cut := <-results["interrupted"]
-	if want := "waiting for instance " + interrupted.Name + " to run (last status pending): context canceled"; cut.err == nil || cut.err.Error() != want ||
-		!errors.Is(cut.err, context.Canceled) {
-		t.Errorf("interrupted: %v, want %q", cut.err, want)
-	}
-	if cut.took > 80*time.Millisecond+30*time.Millisecond {
-		t.Errorf("the interrupted wait returned %v after start, want right at its 80ms Ctrl-C", cut.took)
+	for _, w := range []struct {
+		result string
+		inst   Instance
+		want   error
+		at     time.Duration // when its context ends: the deadline, the Ctrl-C
+	}{
+		{"slow", slow, context.DeadlineExceeded, 60 * time.Millisecond},
+		{"interrupted", interrupted, context.Canceled, 80 * time.Millisecond},
+	} {
+		r := <-results[w.result]
+		if want := "waiting for instance " + w.inst.Name + " to run (last status pending): " + w.want.Error(); r.err == nil || r.err.Error() != want ||
+			!errors.Is(r.err, w.want) {
+			t.Errorf("%s: %v, want %q", w.result, r.err, want)
+		}
+		if r.took > w.at+30*time.Millisecond {
+			t.Errorf("the %s wait returned %v after start, want right at its context's end (%v)", w.result, r.took, w.at)
+		}
 	}
 	eventually(t, "the poller stops with its last wait", func() bool { return pollerCount(cp) == 0 })
 	reads := c.gets.Load() + c.lists.Load()

@@ -186,6 +186,17 @@ func (cp *ControlPlane) resumeIntent(ctx context.Context, req LaunchRequest) (La
 	if err != nil {
 		return Launched{}, false, fmt.Errorf("looking for %s, left by an interrupted create of this resource: %w", intent.CloudName, err)
 	}
+	if l, adopted, err := cp.adoptOrDelete(ctx, req, pm, inst); adopted || err != nil {
+		return l, adopted, err
+	}
+	return Launched{}, false, cp.opts.Journal.Remove(req.Name)
+}
+
+// adoptOrDelete adopts inst, a machine an interrupted create of req's resource left in pm, when it
+// matches one of req's offers, and otherwise deletes it by its cloud id, so that it does not bill on
+// (a machine already gone counts as deleted). It reports whether it adopted the machine.
+func (cp *ControlPlane) adoptOrDelete(ctx context.Context, req LaunchRequest, pm *SinglePoolInstManager, inst Instance) (Launched, bool, error) {
+	log := cp.logger(ctx)
 	for _, o := range req.Offers {
 		// Some clouds do not report an instance's region (Prime Intellect pods): unknown matches.
 		if o.Pool == pm.Pool.Name && (inst.Region == "" || o.Region == inst.Region) && o.InstanceType == inst.InstanceType && o.Spot == inst.Spot {
@@ -195,10 +206,10 @@ func (cp *ControlPlane) resumeIntent(ctx context.Context, req LaunchRequest) (La
 	}
 	log.Warn("the machine an interrupted create of this resource left does not match the planned offer; deleting it",
 		"name", inst.Name, "id", inst.ID, "instance_type", inst.InstanceType, "region", inst.Region)
-	if err := pm.Backend.Delete(ctx, inst.ID); err != nil {
+	if err := pm.Backend.Delete(ctx, inst.ID); err != nil && !IsNotFound(err) {
 		return Launched{}, false, fmt.Errorf("deleting %s (id %s), left by an interrupted create of this resource and no longer matching the plan: %w", inst.Name, inst.ID, err)
 	}
-	return Launched{}, false, cp.opts.Journal.Remove(req.Name)
+	return Launched{}, false, nil
 }
 
 // resumeLeftover looks at the cloud, in the pools of the acceptable offers, for a machine a cut-short
@@ -207,7 +218,6 @@ func (cp *ControlPlane) resumeIntent(ctx context.Context, req LaunchRequest) (La
 // a fresh one with only the state included, recovers it. A leftover that matches an offer is adopted;
 // one that no longer does (the plan changed since) is deleted by its cloud id, so it does not bill on.
 func (cp *ControlPlane) resumeLeftover(ctx context.Context, req LaunchRequest) (Launched, bool, error) {
-	log := cp.logger(ctx)
 	seen := map[string]bool{}
 	for _, o := range req.Offers {
 		pm, ok := cp.manager.Pool(o.Pool)
@@ -228,16 +238,8 @@ func (cp *ControlPlane) resumeLeftover(ctx context.Context, req LaunchRequest) (
 			if !ok || name != req.Name || inst.Status == StatusTerminated || inst.Owner.Confirmed || !DerivedToken(req.Name, token) {
 				continue
 			}
-			for _, c := range req.Offers {
-				if c.Pool == pm.Pool.Name && (inst.Region == "" || c.Region == inst.Region) && c.InstanceType == inst.InstanceType && c.Spot == inst.Spot {
-					log.Info("adopting the machine an interrupted create of this resource left", "name", inst.Name, "id", inst.ID, "created_at", inst.CreatedAt)
-					return Launched{Instance: inst, Offer: c, Pool: pm.Pool, Adopted: true}, true, nil
-				}
-			}
-			log.Warn("the machine an interrupted create of this resource left does not match the planned offer; deleting it",
-				"name", inst.Name, "id", inst.ID, "instance_type", inst.InstanceType, "region", inst.Region)
-			if err := pm.Backend.Delete(ctx, inst.ID); err != nil && !IsNotFound(err) {
-				return Launched{}, false, fmt.Errorf("deleting %s (id %s), left by an interrupted create of this resource and no longer matching the plan: %w", inst.Name, inst.ID, err)
+			if l, adopted, err := cp.adoptOrDelete(ctx, req, pm, inst); adopted || err != nil {
+				return l, adopted, err
 			}
 		}
 	}

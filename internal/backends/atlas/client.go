@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -167,17 +168,10 @@ func kindOf(ae *APIError) controlplane.ErrorKind {
 	case CodeInvalid, CodeAlreadyExists:
 		return controlplane.ErrInvalid
 	}
-	switch ae.Status {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return controlplane.ErrAuth
-	case http.StatusNotFound:
-		return controlplane.ErrNotFound
-	case http.StatusUnprocessableEntity:
+	if ae.Status == http.StatusUnprocessableEntity { // Atlas's 422 is a refused launch: sold out or above the price cap
 		return controlplane.ErrCapacity
-	case http.StatusBadRequest, http.StatusConflict:
-		return controlplane.ErrInvalid
 	}
-	return controlplane.ErrOther
+	return backendkit.StatusKind(ae.Status)
 }
 
 // classify turns a client error into a *controlplane.Error keeping the API's message.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -35,7 +36,7 @@ const (
 )
 
 // codeKinds maps Lambda's error codes onto hydra's error kinds. The code decides whenever Lambda sends
-// one this table knows; the HTTP status is consulted only when it does not (statusKind).
+// one this table knows; the HTTP status is consulted only when it does not (backendkit.StatusKind).
 //
 // global/account-inactive ("verify your email address and have a valid payment method") and
 // global/invalid-address (billing address) are account standing, not credentials: ErrQuota, like an
@@ -55,23 +56,6 @@ var codeKinds = map[string]controlplane.ErrorKind{
 	CodeSSHKeyInUse:             controlplane.ErrInvalid,
 	CodeDuplicate:               controlplane.ErrInvalid,
 	CodeFilesystemInUse:         controlplane.ErrInvalid,
-}
-
-// statusKind classifies an answer whose body carries no code this backend knows.
-func statusKind(status int) controlplane.ErrorKind {
-	switch status {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return controlplane.ErrAuth
-	case http.StatusPaymentRequired:
-		return controlplane.ErrQuota
-	case http.StatusNotFound, http.StatusGone:
-		return controlplane.ErrNotFound
-	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
-		return controlplane.ErrInvalid
-	}
-	// 429 after the client's retries (the launch waits it out: RateLimited), 5xx, anything else: the
-	// outcome is unknown.
-	return controlplane.ErrOther
 }
 
 // ResponseError is a non-2xx answer from Lambda with the fields of its error body (or the raw body when
@@ -107,7 +91,8 @@ func (e *ResponseError) Kind() controlplane.ErrorKind {
 	if k, ok := codeKinds[e.Code]; ok {
 		return k
 	}
-	return statusKind(e.Status)
+	// 429 after the client's retries (the launch waits it out: RateLimited), 5xx: the outcome is unknown.
+	return backendkit.StatusKind(e.Status)
 }
 
 func responseError(he *restclient.HTTPError) *ResponseError {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -195,17 +196,10 @@ func kindFor(status int, e errorInfo) controlplane.ErrorKind {
 	case refusal && containsAny(msg, authWords):
 		return controlplane.ErrAuth
 	}
-	switch status {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return controlplane.ErrAuth
-	case http.StatusPaymentRequired:
-		return controlplane.ErrQuota
-	case http.StatusNotFound, http.StatusGone:
-		return controlplane.ErrNotFound
-	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusConflict, http.StatusMethodNotAllowed:
+	if status == http.StatusMethodNotAllowed {
 		return controlplane.ErrInvalid
 	}
-	return controlplane.ErrOther
+	return backendkit.StatusKind(status)
 }
 
 // classify turns a client error into a *controlplane.Error. The message of the cloud's error body is

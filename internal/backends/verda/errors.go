@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -85,18 +86,8 @@ func kindOf(re *ResponseError) controlplane.ErrorKind {
 	if k, ok := codeKinds[re.Code]; ok {
 		return k
 	}
-	switch re.Status {
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return controlplane.ErrAuth
-	case http.StatusPaymentRequired:
-		return controlplane.ErrQuota
-	case http.StatusNotFound:
-		return controlplane.ErrNotFound
-	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
-		return controlplane.ErrInvalid
-	}
 	// 429 after the client's retries, 5xx, anything else: the outcome is unknown.
-	return controlplane.ErrOther
+	return backendkit.StatusKind(re.Status)
 }
 
 // asResponseError returns the Verda error inside err, if any.

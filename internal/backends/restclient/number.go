@@ -35,3 +35,17 @@ func DecodeNumber(b []byte) (v float64, ok bool, err error) {
 	}
 	return v, true, nil
 }
+
+// FlexFloat is a decimal a cloud sends either as a JSON number (0.6) or as a numeric string ("3.95");
+// null and "" decode to 0.
+type FlexFloat float64
+
+// UnmarshalJSON accepts a number, a numeric string, an empty string or null (DecodeNumber).
+func (f *FlexFloat) UnmarshalJSON(b []byte) error {
+	v, _, err := DecodeNumber(b)
+	if err != nil {
+		return err
+	}
+	*f = FlexFloat(v)
+	return nil
+}

@@ -1,6 +1,9 @@
 package restclient
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestDecodeNumber(t *testing.T) {
 	tests := []struct {
@@ -21,5 +24,23 @@ func TestDecodeNumber(t *testing.T) {
 		if v != tt.want || ok != tt.wantOK || (err != nil) != tt.wantErr {
 			t.Errorf("DecodeNumber(%s) = %v, %v, %v; want %v, %v, error %v", tt.in, v, ok, err, tt.want, tt.wantOK, tt.wantErr)
 		}
+	}
+}
+
+// FlexFloat decodes what DecodeNumber reads, in a struct field; null and "" are 0.
+func TestFlexFloat(t *testing.T) {
+	for in, want := range map[string]FlexFloat{`{"p":0.6}`: 0.6, `{"p":"3.95"}`: 3.95, `{"p":null}`: 0, `{"p":""}`: 0} {
+		var v struct {
+			P FlexFloat `json:"p"`
+		}
+		if err := json.Unmarshal([]byte(in), &v); err != nil || v.P != want {
+			t.Errorf("%s: %v, %v; want %v", in, v.P, err, want)
+		}
+	}
+	var v struct {
+		P FlexFloat `json:"p"`
+	}
+	if err := json.Unmarshal([]byte(`{"p":"abc"}`), &v); err == nil {
+		t.Error(`"abc" decoded`)
 	}
 }

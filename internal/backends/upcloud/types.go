@@ -90,17 +90,7 @@ func (n *FlexInt) UnmarshalJSON(data []byte) error {
 }
 
 // FlexFloat is a decimal that may arrive as a JSON number or a string ("111.1607"). Null and "" read as 0.
-type FlexFloat float64
-
-// UnmarshalJSON reads a number or a numeric string.
-func (f *FlexFloat) UnmarshalJSON(data []byte) error {
-	v, _, err := restclient.DecodeNumber(data)
-	if err != nil {
-		return fmt.Errorf("upcloud: %w", err)
-	}
-	*f = FlexFloat(v)
-	return nil
-}
+type FlexFloat = restclient.FlexFloat
 
 // Zone is one entry of GET /zone.
 type Zone struct {

@@ -13,17 +13,7 @@ import (
 
 // FlexFloat is a number Verda sends either as a decimal string ("3.95") or as a JSON number (0.6).
 // null and "" decode to 0.
-type FlexFloat float64
-
-// UnmarshalJSON accepts a number, a numeric string, an empty string or null.
-func (f *FlexFloat) UnmarshalJSON(b []byte) error {
-	v, _, err := restclient.DecodeNumber(b)
-	if err != nil {
-		return fmt.Errorf("verda: price: %w", err)
-	}
-	*f = FlexFloat(v)
-	return nil
-}
+type FlexFloat = restclient.FlexFloat
 
 // FlexBool is a boolean Verda may send as true/false or as the strings "true"/"false".
 type FlexBool bool

@@ -1,9 +1,6 @@
 package restclient
 
-import (
-	"encoding/json"
-	"testing"
-)
+import "testing"
 
 func TestDecodeNumber(t *testing.T) {
 	tests := []struct {
@@ -27,20 +24,16 @@ func TestDecodeNumber(t *testing.T) {
 	}
 }
 
-// FlexFloat decodes what DecodeNumber reads, in a struct field; null and "" are 0.
+// FlexFloat decodes what DecodeNumber reads; null and "" are 0, and what is no number is an error.
 func TestFlexFloat(t *testing.T) {
-	for in, want := range map[string]FlexFloat{`{"p":0.6}`: 0.6, `{"p":"3.95"}`: 3.95, `{"p":null}`: 0, `{"p":""}`: 0} {
-		var v struct {
-			P FlexFloat `json:"p"`
-		}
-		if err := json.Unmarshal([]byte(in), &v); err != nil || v.P != want {
-			t.Errorf("%s: %v, %v; want %v", in, v.P, err, want)
+	for in, want := range map[string]FlexFloat{`0.6`: 0.6, `"3.95"`: 3.95, `null`: 0, `""`: 0} {
+		var f FlexFloat
+		if err := f.UnmarshalJSON([]byte(in)); err != nil || f != want {
+			t.Errorf("%s: %v, %v; want %v", in, f, err, want)
 		}
 	}
-	var v struct {
-		P FlexFloat `json:"p"`
-	}
-	if err := json.Unmarshal([]byte(`{"p":"abc"}`), &v); err == nil {
+	var f FlexFloat
+	if err := f.UnmarshalJSON([]byte(`"abc"`)); err == nil {
 		t.Error(`"abc" decoded`)
 	}
 }

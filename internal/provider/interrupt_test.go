@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,6 +54,25 @@ func serveForReattach(t *testing.T) string {
 	return string(value)
 }
 
+// applyUntilCreated starts `terraform apply` with machines that boot for boot and returns once one exists
+// at the cloud (within a minute), with the apply and its output so far; later machines boot at the
+// sandbox's default pace.
+func (d *cliDir) applyUntilCreated(s *testSandbox, boot string) (*exec.Cmd, *strings.Builder) {
+	d.t.Helper()
+	s.setFaults(sandbox.Faults{BootTime: boot})
+	out := &strings.Builder{}
+	cmd := d.start(out, "apply", "-auto-approve")
+	deadline := time.Now().Add(60 * time.Second)
+	for len(s.live()) == 0 {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("no machine was created:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.setFaults(sandbox.Faults{})
+	return cmd, out
+}
+
 // TestAccGPUInstance_ctrlC interrupts a real `terraform apply` with SIGINT (Ctrl-C) while the machine
 // boots. One Ctrl-C costs nothing: the billed machine stays in state in a resumable status, not
 // tainted, and the next apply resumes it in place instead of buying another.
@@ -61,17 +81,7 @@ func TestAccGPUInstance_ctrlC(t *testing.T) {
 	d.writeInstance(s, "ctrlc", "l4", "")
 
 	// The machine boots for 15 s; Ctrl-C arrives once it exists at the cloud.
-	s.setFaults(sandbox.Faults{BootTime: "15s"})
-	var out strings.Builder
-	apply := d.start(&out, "apply", "-auto-approve")
-	deadline := time.Now().Add(60 * time.Second)
-	for len(s.live()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no machine was created:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	s.setFaults(sandbox.Faults{})
+	apply, out := d.applyUntilCreated(s, "15s")
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
 	if err := apply.Process.Signal(os.Interrupt); err != nil {

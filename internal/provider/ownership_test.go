@@ -11,7 +11,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 func TestAccGPUInstance_sameNameOneConfig(t *testing.T) {
@@ -152,17 +151,7 @@ func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
 // returns once the machine exists at the cloud, with terraform's and the provider's pids.
 func killedCreate(t *testing.T, s *testSandbox, d *cliDir, name string) (tf, prov int, out *strings.Builder) {
 	t.Helper()
-	s.setFaults(sandbox.Faults{BootTime: "20s"})
-	out = &strings.Builder{}
-	cmd := d.start(out, "apply", "-auto-approve")
-	deadline := time.Now().Add(60 * time.Second)
-	for len(s.live()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no machine was created:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.setFaults(sandbox.Faults{})
+	cmd, out := d.applyUntilCreated(s, "20s")
 	return cmd.Process.Pid, providerChild(t, cmd.Process.Pid), out
 }
 

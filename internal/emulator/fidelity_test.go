@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"encoding/base64"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient/jsonshape"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -205,34 +205,15 @@ func loadDir(t *testing.T, dir string) map[string]backendtest.Recorded {
 	return out
 }
 
-// send makes one request and returns the answer; auth sets the credentials.
-func send(t *testing.T, method, url string, body []byte, auth func(*http.Request)) answer {
+// send makes one request and returns the answer; auth is the credentials' header, as name, value.
+func send(t *testing.T, method, url string, body []byte, auth []string) answer {
 	t.Helper()
-	var rd io.Reader
+	var payload any // no body for a recorded request without one
 	if b := bytes.TrimSpace(body); len(b) > 0 && string(b) != "null" {
-		rd = bytes.NewReader(body)
+		payload = body
 	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if auth != nil {
-		auth(req)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return answer{status: resp.StatusCode, body: data}
+	a := emutest.Fetch(t, url, method, "", payload, append([]string{"Accept", "application/json"}, auth...)...)
+	return answer{status: a.Status, body: a.Raw}
 }
 
 func urlOf(root string, rec backendtest.Recorded) string {
@@ -243,9 +224,7 @@ func urlOf(root string, rec backendtest.Recorded) string {
 	return u
 }
 
-func bearer(tok string) func(*http.Request) {
-	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
-}
+func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
 // primeAnswers: Prime's recordings are all reads of availability.
 func primeAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string]answer {
@@ -328,7 +307,7 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 	srv := httptest.NewServer(emuupcloud.New(emuupcloud.Options{Username: user, Password: pass,
 		Options: emukit.Options{Now: clock.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second}))
 	t.Cleanup(srv.Close)
-	auth := func(r *http.Request) { r.SetBasicAuth(user, pass) }
+	auth := []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))}
 	ids := map[string]string{} // recorded uuid -> the emulator's
 	sendPath := func(method, path, rawQuery string, body []byte) answer {
 		t.Helper()

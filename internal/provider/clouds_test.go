@@ -181,14 +181,20 @@ func TestAccGPUInstance_verdaVersusUpCloud(t *testing.T) {
 	}})
 }
 
-func TestAccGPUInstance_upcloudWinsWhenCheaper(t *testing.T) {
+// verdaH100sAt is Verda's default catalog with every H100 type at price (US dollars per hour), so that
+// UpCloud's H100 at $2.74/h is the cheaper one.
+func verdaH100sAt(price float64) []emuverda.CatalogEntry {
 	catalog := emuverda.DefaultCatalog()
 	for i := range catalog {
 		if strings.Contains(catalog[i].InstanceType, "H100") {
-			catalog[i].PricePerHour = 3.90
+			catalog[i].PricePerHour = price
 		}
 	}
-	c := newTestClouds(t, catalog)
+	return catalog
+}
+
+func TestAccGPUInstance_upcloudWinsWhenCheaper(t *testing.T) {
+	c := newTestClouds(t, verdaH100sAt(3.90))
 	dir := t.TempDir()
 	accTest(t, c.checkEmpty, []resource.TestStep{{
 		Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("cheaper", "h100", ""),
@@ -208,13 +214,7 @@ func TestAccGPUInstance_upcloudWinsWhenCheaper(t *testing.T) {
 // Unknown stock never beats known stock silently: with UpCloud's availability call failing, its
 // cheaper H100 ranks behind Verda's in-stock one, and the data source marks it.
 func TestAccGPUInstance_unknownStockRanksBehind(t *testing.T) {
-	catalog := emuverda.DefaultCatalog()
-	for i := range catalog {
-		if strings.Contains(catalog[i].InstanceType, "H100") {
-			catalog[i].PricePerHour = 3.90
-		}
-	}
-	c := newTestClouds(t, catalog)
+	c := newTestClouds(t, verdaH100sAt(3.90))
 	if err := c.upcloud.SetCloudFaults(emuupcloud.Faults{Faults: emukit.Faults{ServerErrors: 1000}, Match: "GET /device/availability"}); err != nil {
 		t.Fatal(err)
 	}

@@ -166,6 +166,15 @@ func newRunner(t *testing.T, pg *pgState, schema, config string) *cliDir {
 	return d
 }
 
+// startPipeline is what every pipeline test starts from: a private PostgreSQL server for the state, a
+// sandbox, and a configuration of n machines in it.
+func startPipeline(t *testing.T, n int) (*pgState, *testSandbox, string) {
+	t.Helper()
+	pg := startPostgres(t)
+	s := newTestSandbox(t)
+	return pg, s, pipelineConfig(s, n)
+}
+
 // pipelineConfig is the configuration every runner of a pipeline test has: count L4 machines on the
 // test's sandbox cloud, booting in a second, not provisioned, everything else at its default (plan
 // quotes and the journal under .terraform/, as on a real runner).
@@ -203,9 +212,7 @@ func (s *testSandbox) checkMachines(step string, live, created int) {
 // destroys.
 func TestAccPipeline_savedPlanOtherRunner(t *testing.T) {
 	t.Parallel()
-	pg := startPostgres(t)
-	s := newTestSandbox(t)
-	cfg := pipelineConfig(s, 2)
+	pg, s, cfg := startPipeline(t, 2)
 
 	planner := newRunner(t, pg, "saved_plan", cfg)
 	start := time.Now()
@@ -258,9 +265,7 @@ func TestAccPipeline_savedPlanOtherRunner(t *testing.T) {
 // after it and finds nothing to do: machines created are exactly what the configuration asks for.
 func TestAccPipeline_concurrentAppliesLocked(t *testing.T) {
 	t.Parallel()
-	pg := startPostgres(t)
-	s := newTestSandbox(t)
-	cfg := pipelineConfig(s, 2)
+	pg, s, cfg := startPipeline(t, 2)
 	first := newRunner(t, pg, "locked", cfg)
 	second := newRunner(t, pg, "locked", cfg)
 
@@ -318,9 +323,7 @@ func TestAccPipeline_concurrentAppliesLocked(t *testing.T) {
 // file can keep the apply-time plan on the planned offer: hydra's quote, in the plan's private data.
 func TestAccPipeline_savedPlanPriceDropOtherRunner(t *testing.T) {
 	t.Parallel()
-	pg := startPostgres(t)
-	s := newTestSandbox(t)
-	cfg := pipelineConfig(s, 1)
+	pg, s, cfg := startPipeline(t, 1)
 	planner := newRunner(t, pg, "price_drop", cfg)
 	if out := planner.mustRun("plan", "-input=false", "-out=job.tfplan"); !strings.Contains(out, "ondemand@0.49") {
 		t.Fatalf("the plan must choose sbx-eu-1 at $0.49/h:\n%s", out)
@@ -392,9 +395,7 @@ func killApplyDuringCreate(t *testing.T, s *testSandbox, runner *cliDir) sandbox
 // running.
 func TestAccPipeline_killedApplyThenDestroyElsewhere(t *testing.T) {
 	t.Parallel()
-	pg := startPostgres(t)
-	s := newTestSandbox(t)
-	cfg := pipelineConfig(s, 1)
+	pg, s, cfg := startPipeline(t, 1)
 	machine := killApplyDuringCreate(t, s, newRunner(t, pg, "killed_destroy", cfg))
 
 	fresh := newRunner(t, pg, "killed_destroy", cfg)
@@ -422,9 +423,7 @@ func TestAccPipeline_killedApplyThenDestroyElsewhere(t *testing.T) {
 // carries the ownership token derived from its resource's name, and no state ever confirmed it.
 func TestAccPipeline_killedApplyRecoveredElsewhere(t *testing.T) {
 	t.Parallel()
-	pg := startPostgres(t)
-	s := newTestSandbox(t)
-	cfg := pipelineConfig(s, 1)
+	pg, s, cfg := startPipeline(t, 1)
 	machine := killApplyDuringCreate(t, s, newRunner(t, pg, "killed", cfg))
 
 	// The fresh runner: only the .tf files and the state.

@@ -11,6 +11,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 func TestAccGPUInstance_sameNameOneConfig(t *testing.T) {
@@ -33,16 +34,24 @@ resource "hydra_gpu_instance" "b" {
 	s.noneCreated(t, "a configuration whose resources share a name")
 }
 
-func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
-	t.Parallel()
+// applyOneInFirstDir applies one L4 machine named name in a first working directory on a fresh sandbox
+// and returns the sandbox, the directory and the machine, the only one the cloud then holds.
+func applyOneInFirstDir(t *testing.T, name string) (*testSandbox, *cliDir, sandbox.Record) {
+	t.Helper()
 	s := newTestSandbox(t)
 	one := newCLIDirReattach(t, "")
-	one.writeInstance(s, "shared", "l4", "")
+	one.writeInstance(s, name, "l4", "")
 	one.mustRun("apply", "-auto-approve")
-	if n := len(s.live()); n != 1 {
-		t.Fatalf("%d machines after the first directory's apply", n)
+	live := s.live()
+	if len(live) != 1 {
+		t.Fatalf("%d machines after the first directory's apply", len(live))
 	}
-	first := s.live()[0]
+	return s, one, live[0]
+}
+
+func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
+	t.Parallel()
+	s, one, first := applyOneInFirstDir(t, "shared")
 
 	// A second working directory with the same name: refused at plan, naming the machine.
 	two := newCLIDirReattach(t, "")
@@ -77,11 +86,7 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 // is never blocked by the name check, and leaves the other state's machine alone.
 func TestAccGPUInstance_sameNameDestroyWorks(t *testing.T) {
 	t.Parallel()
-	s := newTestSandbox(t)
-	one := newCLIDirReattach(t, "")
-	one.writeInstance(s, "taken", "l4", "")
-	one.mustRun("apply", "-auto-approve")
-	first := s.live()[0]
+	s, one, first := applyOneInFirstDir(t, "taken")
 
 	// The real binary, as in production: the provider reads the terraform command that started it.
 	two := newCLIDirBinary(t, "")
@@ -155,10 +160,18 @@ func killedCreate(t *testing.T, s *testSandbox, d *cliDir, name string) (tf, pro
 	return cmd.Process.Pid, providerChild(t, cmd.Process.Pid), out
 }
 
+// killedCreateOf is killedCreate of one L4 machine named name, in a fresh working directory that runs
+// the real provider binary.
+func killedCreateOf(t *testing.T, name string) (s *testSandbox, d *cliDir, tf, prov int, out *strings.Builder) {
+	t.Helper()
+	s, d = cliTest(t, newCLIDirBinary)
+	d.writeInstance(s, name, "l4", "")
+	tf, prov, out = killedCreate(t, s, d, name)
+	return s, d, tf, prov, out
+}
+
 func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
-	s, d := cliTest(t, newCLIDirBinary)
-	d.writeInstance(s, "killed", "l4", "")
-	tf, prov, _ := killedCreate(t, s, d, "killed")
+	s, d, tf, prov, _ := killedCreateOf(t, "killed")
 	machine := s.live()[0]
 	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
 		t.Fatal(err)
@@ -198,9 +211,7 @@ func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 }
 
 func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
-	s, d := cliTest(t, newCLIDirBinary)
-	d.writeInstance(s, "provkill", "l4", "")
-	tf, prov, out := killedCreate(t, s, d, "provkill")
+	s, d, tf, prov, out := killedCreateOf(t, "provkill")
 	machine := s.live()[0]
 	if err := osproc.SignalProcess(prov, osproc.Kill); err != nil {
 		t.Fatal(err)
@@ -219,9 +230,7 @@ func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
 }
 
 func TestAccGPUInstance_providerExitsWithTerraform(t *testing.T) {
-	s, d := cliTest(t, newCLIDirBinary)
-	d.writeInstance(s, "parent", "l4", "")
-	tf, prov, _ := killedCreate(t, s, d, "parent")
+	s, d, tf, prov, _ := killedCreateOf(t, "parent")
 	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
 		t.Fatal(err)
 	}

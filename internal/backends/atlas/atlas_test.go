@@ -138,7 +138,7 @@ func TestNoCapacityAllSoldOut(t *testing.T) {
 // active is running with the endpoint and the host key Atlas reports, terminating stays pending,
 // terminated leaves List and is purged (404) after the retention; the name is free again then.
 func TestStatusesAndHostKey(t *testing.T) {
-	e := newEnv(t, emu.Options{SSHHost: "10.20.0.15", SSHPort: 2222, HostKey: "ssh-ed25519 AAAAhostkey"})
+	e := newEnv(t, emu.Options{SSH: emukit.SSH{Host: "10.20.0.15", Port: 2222}, HostKey: "ssh-ed25519 AAAAhostkey"})
 	b := e.backend(t, nil)
 	ctx := context.Background()
 	offers := backendtest.Offers(t, b)

@@ -162,7 +162,7 @@ func lastCreate(t *testing.T, e *env) map[string]any {
 }
 
 func TestCreateGetListDelete(t *testing.T) {
-	e := newEnv(t, emu.Options{Options: emukit.Options{BootDuration: 40 * time.Second}, SSHHost: "192.0.2.10", SSHPort: 40022})
+	e := newEnv(t, emu.Options{Options: emukit.Options{BootDuration: 40 * time.Second}, SSH: emukit.SSH{Host: "192.0.2.10", Port: 40022}})
 	b := e.backend(t, nil)
 	ctx := context.Background()
 	offers := backendtest.Offers(t, b)

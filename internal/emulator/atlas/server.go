@@ -67,10 +67,8 @@ type Options struct {
 	// TerminatedRetention is how long a terminated instance stays readable before GET answers 404
 	// (default 1h).
 	TerminatedRetention time.Duration
-	// SSHHost, SSHPort and SSHUser are reported for active instances (default 127.0.0.1, 22, ubuntu).
-	SSHHost string
-	SSHPort int
-	SSHUser string
+	// SSH is reported for active instances (default 127.0.0.1, port 22, user ubuntu).
+	SSH emukit.SSH
 	// HostKey is the host key active instances report (default DefaultHostKey).
 	HostKey string
 	// MaxLimit is the largest list page (default 500).
@@ -133,9 +131,7 @@ func New(opts Options) *Server {
 	opts.Options = opts.WithDefaults(20 * time.Second)
 	opts.DeleteDuration = emukit.Positive(opts.DeleteDuration, 3*time.Second)
 	opts.TerminatedRetention = emukit.Positive(opts.TerminatedRetention, time.Hour)
-	opts.SSHHost = cmp.Or(opts.SSHHost, "127.0.0.1")
-	opts.SSHPort = cmp.Or(opts.SSHPort, 22)
-	opts.SSHUser = cmp.Or(opts.SSHUser, "ubuntu")
+	opts.SSH = opts.SSH.WithDefaults("ubuntu")
 	opts.HostKey = cmp.Or(opts.HostKey, DefaultHostKey)
 	opts.MaxLimit = emukit.Positive(opts.MaxLimit, 500)
 	catalog := append([]Offer(nil), opts.Catalog...)
@@ -309,7 +305,7 @@ func (s *Server) render(in *instRec, now time.Time) map[string]any {
 	case "failed":
 		msg = "hardware check failed: GPU did not initialise"
 	case "active":
-		ssh = map[string]any{"host": s.opts.SSHHost, "port": s.opts.SSHPort, "user": s.opts.SSHUser}
+		ssh = map[string]any{"host": s.opts.SSH.Host, "port": s.opts.SSH.Port, "user": s.opts.SSH.User}
 		hostKey = s.opts.HostKey
 	}
 	updated := in.CreatedAt

@@ -21,4 +21,10 @@ func TestOptionDefaults(t *testing.T) {
 	if got := Seed([]int{}, seed); got == nil || len(got) != 0 {
 		t.Errorf("Seed(empty) = %#v, want the empty value kept (a deliberate empty catalog)", got)
 	}
+	if got := (SSH{}).WithDefaults("root"); got != (SSH{Host: "127.0.0.1", Port: 22, User: "root"}) {
+		t.Errorf("SSH{}.WithDefaults(root) = %+v, want 127.0.0.1, 22, root", got)
+	}
+	if set := (SSH{Host: "10.0.0.1", Port: 2222, User: "ubuntu"}); set.WithDefaults("root") != set {
+		t.Errorf("SSH.WithDefaults changed set values: %+v", set.WithDefaults("root"))
+	}
 }

@@ -4,6 +4,7 @@
 package emukit
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -48,6 +49,21 @@ func (o Options) WithDefaults(boot time.Duration) Options {
 		o.Now = time.Now
 	}
 	return o
+}
+
+// SSH is where an emulator reports that its running machines answer SSH.
+type SSH struct {
+	Host string
+	Port int
+	User string
+}
+
+// WithDefaults returns s with 127.0.0.1 as Host, 22 as Port and user as User where they are not set.
+func (s SSH) WithDefaults(user string) SSH {
+	s.Host = cmp.Or(s.Host, "127.0.0.1")
+	s.Port = cmp.Or(s.Port, 22)
+	s.User = cmp.Or(s.User, user)
+	return s
 }
 
 // Positive is v when it is above zero, else def: the default of an emulator option (a duration, a

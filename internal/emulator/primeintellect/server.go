@@ -15,7 +15,6 @@
 package primeintellect
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,10 +48,8 @@ type Options struct {
 	// TerminatedRetention is how long a terminated pod still answers GET /pods/{id} with TERMINATED
 	// before it answers 404 (default 1 minute).
 	TerminatedRetention time.Duration
-	// SSHHost, SSHPort and SSHUser make up sshConnection (default 127.0.0.1, 22, root).
-	SSHHost string
-	SSHPort int
-	SSHUser string
+	// SSH makes up sshConnection (default 127.0.0.1, port 22, user root).
+	SSH emukit.SSH
 	// SSHAsList sends sshConnection as a one-element list instead of a string.
 	SSHAsList bool
 	// AllowNullMaxPrice accepts creates without a numeric maxPrice (by default they get a 400, as some
@@ -136,9 +133,7 @@ func New(opts Options) *Server {
 	opts.Options = opts.WithDefaults(20 * time.Second)
 	opts.DeleteDuration = emukit.Positive(opts.DeleteDuration, 3*time.Second)
 	opts.TerminatedRetention = emukit.Positive(opts.TerminatedRetention, time.Minute)
-	opts.SSHHost = cmp.Or(opts.SSHHost, "127.0.0.1")
-	opts.SSHPort = cmp.Or(opts.SSHPort, 22)
-	opts.SSHUser = cmp.Or(opts.SSHUser, "root")
+	opts.SSH = opts.SSH.WithDefaults("root")
 	opts.MaxPageSize = emukit.Positive(opts.MaxPageSize, 100)
 	catalog := append([]Item(nil), opts.Catalog...)
 	s := &Server{opts: opts}
@@ -646,7 +641,7 @@ type podView struct {
 func (s *Server) view(p *podRec, now time.Time) podView {
 	boot := time.Duration(p.Boot)
 	age := now.Sub(p.CreatedAt)
-	host := s.opts.SSHHost
+	host := s.opts.SSH.Host
 	if p.DeletedAt != nil {
 		since := now.Sub(*p.DeletedAt)
 		if since < s.opts.DeleteDuration {
@@ -668,7 +663,7 @@ func (s *Server) view(p *podRec, now time.Time) podView {
 		// Installation finished, but sshConnection is still [null].
 		return podView{status: "ACTIVE", install: "FINISHED", progress: 100, ssh: []any{nil}, ip: []any{host}}
 	}
-	conn := fmt.Sprintf("%s@%s -p %d", s.opts.SSHUser, host, s.opts.SSHPort)
+	conn := fmt.Sprintf("%s@%s -p %d", s.opts.SSH.User, host, s.opts.SSH.Port)
 	var ssh any = conn
 	if s.opts.SSHAsList {
 		ssh = []any{conn}
@@ -694,7 +689,7 @@ func (s *Server) render(p *podRec, now time.Time) map[string]any {
 		"gpuName": p.GPUType, "gpuCount": p.GPUCount, "socket": p.Socket,
 		"priceHr": p.Price, "stoppedPriceHr": nil, "provisioningPriceHr": p.Price,
 		"environmentType": p.Image, "customTemplateId": nil, "clusterId": nil,
-		"primePortMapping": []any{map[string]any{"internal": 22, "external": s.opts.SSHPort, "protocol": "TCP", "usedBy": "SSH", "description": "SSH"}},
+		"primePortMapping": []any{map[string]any{"internal": 22, "external": s.opts.SSH.Port, "protocol": "TCP", "usedBy": "SSH", "description": "SSH"}},
 		"sshConnection":    v.ssh, "ip": v.ip,
 		"resources":         map[string]any{"memory": p.MemoryGB, "disk": p.DiskGB, "vcpus": p.VCPUs, "shared_disk": nil},
 		"attachedResources": []any{}, "isSpot": spot, "autoRestart": false,

@@ -23,6 +23,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
 // Defaults of Config.
@@ -129,7 +130,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = wait.Sleep
 	}
 	limit := rate.Inf
 	if cfg.LaunchInterval > 0 {
@@ -141,18 +142,6 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	}
 	return &Backend{cfg: cfg, client: client, inv: inv, log: logger.Named(CloudName),
 		launches: rate.NewLimiter(limit, 1), unhealthySince: map[string]time.Time{}}, nil
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // waitLaunchTurn waits until this process may launch again: one launch per LaunchInterval.
@@ -417,10 +406,10 @@ func (b *Backend) launch(ctx context.Context, req controlplane.CreateRequest, in
 		}
 		// 429: Lambda did not act on the launch. Wait a whole launch interval (the client's own retries
 		// are short) and launch again.
-		wait := b.rateLimitWait(re.RetryAfter)
+		pause := b.rateLimitWait(re.RetryAfter)
 		b.log.Warn("Lambda rate-limited the launch; waiting before launching again", "name", req.Name,
-			"wait", wait.String(), "attempt", attempt+1, "of", b.cfg.RateLimitRetries)
-		if serr := b.cfg.Sleep(ctx, wait); serr != nil {
+			"wait", pause.String(), "attempt", attempt+1, "of", b.cfg.RateLimitRetries)
+		if serr := b.cfg.Sleep(ctx, pause); serr != nil {
 			return controlplane.Instance{}, controlplane.NewError(controlplane.ErrOther, CloudName, op,
 				fmt.Errorf("waiting out Lambda's launch rate limit (nothing was launched): %w", serr))
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
 // CloudName is the backend's name in pools.yml and api_names.
@@ -136,21 +137,17 @@ const opAvailability = "listing availability"
 // 200 {items:[], totalCount:0}. When /availability/gpus does not exist (404), the legacy keyed form at
 // /availability/ is read instead.
 func (c *Client) Availability(ctx context.Context, f AvailabilityFilter) ([]GPUAvailability, error) {
-	wait := c.cfg.EmptyRetryWait
+	pause := c.cfg.EmptyRetryWait
 	for attempt := 0; ; attempt++ {
 		items, err := c.availabilityOnce(ctx, f)
 		if err != nil || len(items) > 0 || attempt >= c.cfg.EmptyRetries {
 			return items, err
 		}
-		c.log.Debug("availability answered empty; asking again", "attempt", attempt+1, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, controlplane.NewError(controlplane.ErrOther, CloudName, opAvailability, ctx.Err())
-		case <-t.C:
+		c.log.Debug("availability answered empty; asking again", "attempt", attempt+1, "wait", pause)
+		if err := wait.Sleep(ctx, pause); err != nil {
+			return nil, controlplane.NewError(controlplane.ErrOther, CloudName, opAvailability, err)
 		}
-		wait *= 2
+		pause *= 2
 	}
 }
 

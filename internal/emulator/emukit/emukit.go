@@ -22,6 +22,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
+	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
 // Options are the options every emulator has; each emulator's Options embed them, and its New gives
@@ -212,17 +213,7 @@ func Serve(addr string, h http.Handler) (baseURL string, stop func(context.Conte
 // Delay waits d (nothing when d <= 0). It returns false, early, when ctx ends first: the client is
 // gone and the request needs no answer.
 func Delay(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return d <= 0 || wait.Sleep(ctx, d) == nil
 }
 
 // TakeFault fires one armed fault and uses up one of its count: while *tooMany > 0 a 429 with a

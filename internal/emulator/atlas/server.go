@@ -336,6 +336,16 @@ func (s *Server) find(st *state, id string) *instRec {
 	return nil
 }
 
+// answerInstance answers out, an instance as rendered, with status, or Atlas's 404 for id when there is
+// none.
+func answerInstance(w http.ResponseWriter, id string, status int, out map[string]any) {
+	if out == nil {
+		apiError(w, http.StatusNotFound, "not_found", "no instance "+id)
+		return
+	}
+	writeJSON(w, status, out)
+}
+
 func (s *Server) get(w http.ResponseWriter, id string) {
 	now := s.opts.Now()
 	var out map[string]any
@@ -345,11 +355,7 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 		}
 		return nil
 	})
-	if out == nil {
-		apiError(w, http.StatusNotFound, "not_found", "no instance "+id)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	answerInstance(w, id, http.StatusOK, out)
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -621,9 +627,5 @@ func (s *Server) delete(w http.ResponseWriter, id string) {
 		out = s.render(in, now)
 		return nil
 	})
-	if out == nil {
-		apiError(w, http.StatusNotFound, "not_found", "no instance "+id)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, out)
+	answerInstance(w, id, http.StatusAccepted, out)
 }

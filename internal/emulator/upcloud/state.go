@@ -1,6 +1,7 @@
 package upcloud
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
@@ -110,13 +111,17 @@ func newState(o Options) *state {
 	return st
 }
 
-func (st *state) plan(name string) (Plan, bool) {
-	for _, p := range st.Plans {
-		if p.Name == name {
-			return p, true
-		}
+// find is the first element of list that match accepts.
+func find[T any](list []T, match func(T) bool) (T, bool) {
+	if i := slices.IndexFunc(list, match); i >= 0 {
+		return list[i], true
 	}
-	return Plan{}, false
+	var none T
+	return none, false
+}
+
+func (st *state) plan(name string) (Plan, bool) {
+	return find(st.Plans, func(p Plan) bool { return p.Name == name })
 }
 
 // serverPlan is the plan a server runs: its catalog plan, or for "custom" servers (created without a
@@ -136,21 +141,11 @@ func (st *state) serverPlan(v *server) Plan {
 }
 
 func (st *state) zone(id string) (Zone, bool) {
-	for _, z := range st.Zones {
-		if z.ID == id {
-			return z, true
-		}
-	}
-	return Zone{}, false
+	return find(st.Zones, func(z Zone) bool { return z.ID == id })
 }
 
 func (st *state) template(uuid string) (Template, bool) {
-	for _, t := range st.Templates {
-		if t.UUID == uuid {
-			return t, true
-		}
-	}
-	return Template{}, false
+	return find(st.Templates, func(t Template) bool { return t.UUID == uuid })
 }
 
 // serverState computes a server's state and progress from wall-clock timestamps only.

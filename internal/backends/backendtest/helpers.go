@@ -34,6 +34,18 @@ func Inventory(t testing.TB) *inventory.Inventory {
 	return Must(inventory.Default())(t)
 }
 
+// Pool is the cloud's first pool in the embedded inventory, failing the test when it has none.
+func Pool(t testing.TB, cloud string) inventory.Pool {
+	t.Helper()
+	for _, p := range Inventory(t).Pools {
+		if p.Cloud == cloud {
+			return p
+		}
+	}
+	t.Fatalf("no pool of cloud %q in the embedded inventory", cloud)
+	return inventory.Pool{}
+}
+
 // Must takes a value and an error and returns a function of the test that returns the value, failing
 // the test when the error is not nil: b := Must(New(cfg, inv, nil))(t).
 func Must[T any](v T, err error) func(t testing.TB) T {
@@ -222,17 +234,21 @@ func WantError(t testing.TB, err error, kind controlplane.ErrorKind, text string
 	}
 }
 
-// Concurrently runs fn n times at once and returns how long they took together (a shared rate limit
-// makes them wait for each other).
-func Concurrently(n int, fn func()) time.Duration {
+// WantSharedLimit makes 11 calls at once, through a client tuned to 20 requests per second with a
+// burst of 1, and fails the test unless they took at least 0.45 s together (0.5 s at that rate): every
+// call waits for the client's one limiter.
+func WantSharedLimit(t testing.TB, call func()) {
+	t.Helper()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range n {
+	for range 11 {
 		wg.Add(1)
-		go func() { defer wg.Done(); fn() }()
+		go func() { defer wg.Done(); call() }()
 	}
 	wg.Wait()
-	return time.Since(start)
+	if d := time.Since(start); d < 450*time.Millisecond {
+		t.Fatalf("11 requests took %v: the shared limit of 20/s was not applied", d)
+	}
 }
 
 // Offers returns the backend's offers, failing the test when it cannot list them.

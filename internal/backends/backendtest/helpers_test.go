@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,9 +60,26 @@ func TestWantHelpers(t *testing.T) {
 	if got := Must(42, nil)(t); got != 42 {
 		t.Fatalf("Must = %d", got)
 	}
+	// Calls that wait for each other (here for a mutex, 45 ms each) pass; calls that do not, fail.
 	var n atomic.Int32
-	d := Concurrently(5, func() { n.Add(1); time.Sleep(20 * time.Millisecond) })
-	if n.Load() != 5 || d > time.Second {
-		t.Fatalf("%d calls in %v: want 5, at once", n.Load(), d)
+	var mu sync.Mutex
+	WantSharedLimit(t, func() { mu.Lock(); defer mu.Unlock(); n.Add(1); time.Sleep(45 * time.Millisecond) })
+	if n.Load() != 11 {
+		t.Fatalf("%d calls, want 11", n.Load())
+	}
+	ft := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() { defer close(done); WantSharedLimit(ft, func() {}) }()
+	<-done
+	if !ft.failed {
+		t.Error("WantSharedLimit passed calls that did not wait for each other")
 	}
 }
+
+// fatalTB records a Fatalf instead of failing the test, and stops its goroutine as Fatalf does.
+type fatalTB struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fatalTB) Fatalf(string, ...any) { f.failed = true; runtime.Goexit() }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -68,22 +69,6 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-// vmPool is the cloud's first pool in the embedded inventory.
-func vmPool(t *testing.T, cloud string) inventory.Pool {
-	t.Helper()
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range inv.Pools {
-		if p.Cloud == cloud {
-			return p
-		}
-	}
-	t.Fatalf("no pool of cloud %q in the embedded inventory", cloud)
-	return inventory.Pool{}
-}
-
 func pickOffer(t *testing.T, h Harness, b controlplane.InstanceManagerBackend) controlplane.Offer {
 	t.Helper()
 	offers, err := b.Offers(ctxFor(t))
@@ -108,7 +93,7 @@ func pickOffer(t *testing.T, h Harness, b controlplane.InstanceManagerBackend) c
 
 // request builds a create request for resource name in the cloud's pool with a fresh token.
 func request(t *testing.T, h Harness, offer controlplane.Offer, name string) controlplane.CreateRequest {
-	pool := vmPool(t, h.Cloud)
+	pool := backendtest.Pool(t, h.Cloud)
 	offer.Pool = pool.Name
 	owner := controlplane.Ownership{Resource: name, Token: controlplane.NewOwnerToken()}
 	return controlplane.CreateRequest{
@@ -191,7 +176,7 @@ func testOffers(t *testing.T, h Harness) {
 
 func testLifecycle(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
-	pool := vmPool(t, h.Cloud)
+	pool := backendtest.Pool(t, h.Cloud)
 	req := request(t, h, pickOffer(t, h, b), "lifecycle")
 	inst, err := b.Create(ctxFor(t), req)
 	if err != nil {
@@ -305,7 +290,7 @@ func testStorm(t *testing.T, h Harness) {
 
 func testLostCreate(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
-	pool := vmPool(t, h.Cloud)
+	pool := backendtest.Pool(t, h.Cloud)
 	req := request(t, h, pickOffer(t, h, b), "lost")
 	setFaults(t, admin, emukit.Faults{LoseCreateResponses: 1})
 	inst, err := b.Create(ctxFor(t), req)

@@ -365,22 +365,6 @@ func TestProjectResolution(t *testing.T) {
 	}
 }
 
-// mithrilPool is the Mithril pool of the embedded inventory (prefix "mithril-vm-").
-func mithrilPool(t *testing.T) inventory.Pool {
-	t.Helper()
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range inv.Pools {
-		if p.Cloud == CloudName {
-			return p
-		}
-	}
-	t.Fatal("no mithril pool in the embedded inventory")
-	return inventory.Pool{}
-}
-
 // writes are the calls among calls that are not GETs.
 func writes(calls []string) []string {
 	var out []string
@@ -415,7 +399,7 @@ func TestPreemptedBid(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
 			ctx := t.Context()
-			pool := mithrilPool(t)
+			pool := backendtest.Pool(t, CloudName)
 			// a100-80gb.sxm.8x in us-central1-a: capacity 2, no other bids, last price $7.80.
 			o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.8x", "9.00")
 			if o.Ineligible != "" || o.PricePerHour != usd("8.99") {
@@ -492,7 +476,7 @@ func TestPreemptedBid(t *testing.T) {
 func TestCreateReapsGoneBidsOfTheResource(t *testing.T) {
 	e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
 	ctx := t.Context()
-	pool := mithrilPool(t)
+	pool := backendtest.Pool(t, CloudName)
 	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
 	if o.Ineligible != "" {
 		t.Fatalf("offer %+v", o)
@@ -539,7 +523,7 @@ func TestOwnershipIsTheName(t *testing.T) {
 	if _, ok := any(e.backend).(controlplane.OwnershipConfirmer); ok {
 		t.Error("Mithril cannot record a confirmation; the backend must not claim to")
 	}
-	pool := mithrilPool(t)
+	pool := backendtest.Pool(t, CloudName)
 	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
 	owner := controlplane.Ownership{Resource: "train", Token: controlplane.NewOwnerToken()}
 	req := controlplane.CreateRequest{Name: controlplane.CloudName(pool, "train", owner.Token), Pool: pool, Offer: o, Owner: owner}

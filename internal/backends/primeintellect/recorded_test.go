@@ -151,28 +151,12 @@ func TestRecordedReplay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var requests atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				requests.Add(1)
-				w.Header().Set("Content-Type", "application/json")
-				switch strings.TrimRight(r.URL.Path, "/") {
-				case "/api/v1/availability/gpus":
-					if tt.legacyOnly {
-						w.WriteHeader(http.StatusNotFound)
-						_, _ = w.Write([]byte(`{"detail":"Not Found"}`))
-						return
-					}
-					_, _ = w.Write(gpus.Response.Body)
-				case "/api/v1/availability":
-					_, _ = w.Write(legacy.Response.Body)
-				default:
-					w.WriteHeader(http.StatusNotFound)
-				}
-			}))
-			defer srv.Close()
-			c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 8, Tuning: backendtest.Unlimited})
-			if err != nil {
-				t.Fatal(err)
+			bodies := map[string][]byte{"/api/v1/availability": legacy.Response.Body}
+			if !tt.legacyOnly {
+				bodies["/api/v1/availability/gpus"] = gpus.Response.Body
 			}
+			url := serveRecorded(t, &requests, bodies)
+			c := backendtest.Must(NewClient(ClientConfig{APIKey: "k", BaseURL: url, PageSize: 8, Tuning: backendtest.Unlimited}))(t)
 			items, err := c.Availability(context.Background(), AvailabilityFilter{})
 			if err != nil {
 				t.Fatal(err)
@@ -183,10 +167,7 @@ func TestRecordedReplay(t *testing.T) {
 			if n := requests.Load(); n > 3 {
 				t.Fatalf("%d requests: the client should stop on a repeated page", n)
 			}
-			b, err := New(Config{APIKey: "k", BaseURL: srv.URL, Tuning: backendtest.Unlimited}, inv, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := backendtest.Must(New(Config{APIKey: "k", BaseURL: url, Tuning: backendtest.Unlimited}, inv, nil))(t)
 			offers := backendtest.Offers(t, b)
 			if len(offers) == 0 {
 				t.Fatal("no offers mapped from the capture")
@@ -211,6 +192,24 @@ func TestRecordedReplay(t *testing.T) {
 	}
 }
 
+// serveRecorded serves recorded bodies by path (a trailing slash ignored), counting the requests in n;
+// any other path answers Prime's 404.
+func serveRecorded(t *testing.T, n *atomic.Int32, bodies map[string][]byte) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		body, ok := bodies[strings.TrimRight(r.URL.Path, "/")]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			body = []byte(`{"detail":"Not Found"}`)
+		}
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // TestRecordedSummaryAndDisksReplay serves the captured GPU summary and disk availability over HTTP
 // and checks what the client makes of them.
 func TestRecordedSummaryAndDisksReplay(t *testing.T) {
@@ -218,23 +217,9 @@ func TestRecordedSummaryAndDisksReplay(t *testing.T) {
 	summary := loadRecorded(t, "capture.availability-gpu-summary.200.json")
 	disks := loadRecorded(t, "capture.availability-disks.200.json")
 	var requests atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		switch strings.TrimRight(r.URL.Path, "/") {
-		case summary.Request.Path:
-			_, _ = w.Write(summary.Response.Body)
-		case disks.Request.Path:
-			_, _ = w.Write(disks.Response.Body) // every page: the capture holds 4 of its 23 items
-		default:
-			w.WriteHeader(http.StatusNotFound)
-		}
-	}))
-	defer srv.Close()
-	c, err := NewClient(ClientConfig{APIKey: "k", BaseURL: srv.URL, PageSize: 4, Tuning: backendtest.Unlimited})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The disks capture answers every page: it holds 4 of its 23 items.
+	url := serveRecorded(t, &requests, map[string][]byte{summary.Request.Path: summary.Response.Body, disks.Request.Path: disks.Response.Body})
+	c := backendtest.Must(NewClient(ClientConfig{APIKey: "k", BaseURL: url, PageSize: 4, Tuning: backendtest.Unlimited}))(t)
 	sum, err := c.GPUSummary(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -358,10 +358,23 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 	ctx := context.Background()
 	o1 := Offer{ID: "verda-vm-pool/FIN-01/1H100/ondemand@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2)}
 	o2 := Offer{ID: "verda-vm-pool/FIN-02/1H100/ondemand@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", PricePerHour: usd(2.1)}
+	// journaled is a control plane over b with a journal of its own.
+	journaled := func(t *testing.T, b *fakeBackend) *ControlPlane {
+		return New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+	}
+	// launched launches resource x from o1, failing the test on an error.
+	launched := func(t *testing.T, cp *ControlPlane) Launched {
+		t.Helper()
+		l, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
 
 	t.Run("capacity moves to the next offer", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrCapacity, "verda", "create", "503 Not enough resources")}}
-		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+		cp := journaled(t, b)
 		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1, o2}})
 		if err != nil || got.Offer.ID != o2.ID || got.Instance.Owner.Resource != "x" || got.Instance.Owner.Token == "" ||
 			got.Instance.Name != "verda-vm-x--"+got.Instance.Owner.Token {
@@ -383,7 +396,7 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 	})
 	t.Run("lost create answer is kept, not repeated", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrOther, "verda", "create", "HTTP 502")}}
-		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+		cp := journaled(t, b)
 		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1, o2}})
 		if err != nil || !got.Adopted || b.created != 1 {
 			t.Fatalf("Launch = %+v, %v; created %d", got, err, b.created)
@@ -393,10 +406,7 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 		b := &fakeBackend{cloud: "verda"}
 		j := Journal{Dir: t.TempDir()}
 		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: j})
-		first, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		first := launched(t, cp)
 		// The process died here: Settle never ran, the intent is still journaled.
 		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
 		if err != nil || !got.Adopted || got.Instance.ID != first.Instance.ID || b.created != 1 {
@@ -414,11 +424,8 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 	})
 	t.Run("a leftover that no longer matches the plan is deleted, not adopted or duplicated", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda"}
-		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
-		first, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cp := journaled(t, b)
+		first := launched(t, cp)
 		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o2}})
 		if err != nil || got.Adopted || got.Offer.ID != o2.ID {
 			t.Fatalf("Launch = %+v, %v", got, err)
@@ -429,12 +436,8 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 	})
 	t.Run("a machine of the same name that no intent names is never touched", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda"}
-		other := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
-		theirs, err := other.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mine := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+		theirs := launched(t, journaled(t, b))
+		mine := journaled(t, b)
 		got, err := mine.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o2}})
 		if err != nil || got.Adopted || got.Instance.ID == theirs.Instance.ID || b.created != 2 {
 			t.Fatalf("Launch = %+v, %v; created %d", got, err, b.created)

@@ -12,6 +12,14 @@ type confirmingBackend struct {
 	confirmed map[string]bool
 }
 
+// atlasL4 is an on-demand L4 offer of the Atlas pool of the test inventory.
+var atlasL4 = Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: usd(0.7)}
+
+// newConfirmingBackend is a fake backend of cloud that records ownership confirmations.
+func newConfirmingBackend(cloud string) *confirmingBackend {
+	return &confirmingBackend{fakeBackend: &fakeBackend{cloud: cloud}, confirmed: map[string]bool{}}
+}
+
 func (c *confirmingBackend) ConfirmOwnership(_ context.Context, id string) error {
 	c.confirmed[id] = true
 	return nil
@@ -34,35 +42,34 @@ func (c *confirmingBackend) List(ctx context.Context, prefix string) ([]Instance
 func TestMachinesAndOrphans(t *testing.T) {
 	inv := testInventory(t)
 	ctx := context.Background()
-	o := Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: usd(0.7)}
 	v := Offer{ID: "verda-vm-pool/FIN-01/1L4/ondemand@0.80", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1L4", PricePerHour: usd(0.8)}
-	atlas := &confirmingBackend{fakeBackend: &fakeBackend{cloud: "atlas"}, confirmed: map[string]bool{}}
+	atlas := newConfirmingBackend("atlas")
 	verda := &fakeBackend{cloud: "verda"}
 	j := Journal{Dir: t.TempDir()}
 	cp := New(inv, []InstanceManagerBackend{atlas, verda}, Options{Journal: j, OrphanGrace: time.Nanosecond})
 
-	held, err := cp.Launch(ctx, LaunchRequest{Name: "held", Offers: []Offer{o}})
+	held, err := cp.Launch(ctx, LaunchRequest{Name: "held", Offers: []Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp.Settle(ctx, "held", held.Instance) // Terraform holds it: confirmed, journal cleared
-	cut, err := cp.Launch(ctx, LaunchRequest{Name: "cut", Offers: []Offer{o}})
+	cut, err := cp.Launch(ctx, LaunchRequest{Name: "cut", Offers: []Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// "cut" was never settled: the journal names it. A create cut short on another runner (no journal
 	// here) is recognised by its derived token:
 	other := New(inv, []InstanceManagerBackend{atlas, verda}, Options{Journal: Journal{Dir: t.TempDir()}})
-	fresh, err := other.Launch(ctx, LaunchRequest{Name: "fresh", Offers: []Offer{o}})
+	fresh, err := other.Launch(ctx, LaunchRequest{Name: "fresh", Offers: []Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A machine with a random token (made before derived tokens), never confirmed:
 	pool := inv.Pools[0]
-	if pool.Name != o.Pool {
+	if pool.Name != atlasL4.Pool {
 		t.Fatalf("the test inventory's first pool is %s", pool.Name)
 	}
-	stray := Launched{Instance: atlas.store(CreateRequest{Name: CloudName(pool, "stray", NewOwnerToken()), Offer: o})}
+	stray := Launched{Instance: atlas.store(CreateRequest{Name: CloudName(pool, "stray", NewOwnerToken()), Offer: atlasL4})}
 	onVerda, err := other.Launch(ctx, LaunchRequest{Name: "elsewhere", Offers: []Offer{v}})
 	if err != nil {
 		t.Fatal(err)
@@ -129,25 +136,24 @@ func (l *listDelay) List(ctx context.Context, prefix string) ([]Instance, error)
 func TestLaunchRecoversCutShortCreateWithoutJournal(t *testing.T) {
 	inv := testInventory(t)
 	ctx := context.Background()
-	l4 := Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: usd(0.7)}
 	h100 := Offer{ID: "atlas-vm-pool/ams1/h100.1x/ondemand@2.00", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "h100.1x", PricePerHour: usd(2)}
-	atlas := &confirmingBackend{fakeBackend: &fakeBackend{cloud: "atlas"}, confirmed: map[string]bool{}}
+	atlas := newConfirmingBackend("atlas")
 	runner := func() *ControlPlane { return New(inv, []InstanceManagerBackend{atlas}, Options{}) }
 
-	killed, err := New(inv, []InstanceManagerBackend{atlas}, Options{Journal: Journal{Dir: t.TempDir()}}).Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{l4}})
+	killed, err := New(inv, []InstanceManagerBackend{atlas}, Options{Journal: Journal{Dir: t.TempDir()}}).Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, token, _ := ParseCloudName(inv.Pools[0], killed.Instance.Name); token != OwnerToken("w", 0) {
 		t.Fatalf("the first create of w is named %s, want the token %s", killed.Instance.Name, OwnerToken("w", 0))
 	}
-	adopted, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{l4}})
+	adopted, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{atlasL4}})
 	if err != nil || !adopted.Adopted || adopted.Instance.ID != killed.Instance.ID || atlas.created != 1 {
 		t.Fatalf("a fresh runner must adopt %s: %+v, %v, %d created", killed.Instance.ID, adopted, err, atlas.created)
 	}
 
 	// The plan changed (h100 now): the leftover is deleted and the planned machine bought.
-	cut, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []Offer{l4}})
+	cut, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +167,7 @@ func TestLaunchRecoversCutShortCreateWithoutJournal(t *testing.T) {
 
 	// Confirmed (a state holds it): a second create of w takes the next token, never adopts it.
 	runner().Settle(ctx, "w", adopted.Instance)
-	next, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{l4}})
+	next, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{atlasL4}})
 	if err != nil || next.Adopted || next.Instance.ID == adopted.Instance.ID {
 		t.Fatalf("a confirmed machine must not be adopted: %+v, %v", next, err)
 	}

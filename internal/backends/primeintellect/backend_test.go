@@ -31,8 +31,7 @@ func findOffer(t *testing.T, offers []controlplane.Offer, provider, gpuType stri
 // does not map: it is offered with GPUType "" and Prime's gpuType as CloudGPU, which every offer carries.
 func TestOffersMapping(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	b := e.backend(t, nil)
-	offers := backendtest.Offers(t, b)
+	_, offers := e.backendOffers(t, nil)
 	unmapped := 0
 	soldOutListed := false
 	for _, o := range offers {
@@ -126,8 +125,7 @@ func TestOffersSkipsCountsAboveMax(t *testing.T) {
 
 func TestResaleConfigurable(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	b := e.backend(t, func(c *Config) { c.ResaleClouds = map[string]string{"RunPod": "runpod-direct"} })
-	offers := backendtest.Offers(t, b)
+	_, offers := e.backendOffers(t, func(c *Config) { c.ResaleClouds = map[string]string{"RunPod": "runpod-direct"} })
 	for _, o := range offers {
 		want := ""
 		if o.Details[DetailProvider] == "runpod" {
@@ -163,9 +161,8 @@ func lastCreate(t *testing.T, e *env) map[string]any {
 
 func TestCreateGetListDelete(t *testing.T) {
 	e := newEnv(t, emu.Options{Options: emukit.Options{BootDuration: 40 * time.Second}, SSH: emukit.SSH{Host: "192.0.2.10", Port: 40022}})
-	b := e.backend(t, nil)
 	ctx := context.Background()
-	offers := backendtest.Offers(t, b)
+	b, offers := e.backendOffers(t, nil)
 	o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
 	inst, err := b.Create(ctx, createReq(o, "pi-vm-web1"))
 	if err != nil {
@@ -231,9 +228,8 @@ func TestCreateGetListDelete(t *testing.T) {
 
 func TestCreateReResolvesFlippedCloudID(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	b := e.backend(t, nil)
 	ctx := context.Background()
-	offers := backendtest.Offers(t, b)
+	b, offers := e.backendOffers(t, nil)
 	o := findOffer(t, offers, "datacrunch", "H100_80GB", 1, false)
 	if err := e.emu.FlipCloudIDs(); err != nil {
 		t.Fatal(err)
@@ -268,8 +264,7 @@ func TestCreateMaxPriceAlwaysNumeric(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{}) // rejects null maxPrice
-			b := e.backend(t, func(c *Config) { c.MaxPriceMarginPercent = tt.marginPct })
-			offers := backendtest.Offers(t, b)
+			b, offers := e.backendOffers(t, func(c *Config) { c.MaxPriceMarginPercent = tt.marginPct })
 			req := createReq(findOffer(t, offers, "runpod", "L4_24GB", 1, false), "pi-vm-price")
 			req.MaxPricePerHour = tt.userMax
 			if _, err := b.Create(context.Background(), req); err != nil {
@@ -307,8 +302,7 @@ func TestCreateCapacityErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{})
-			b := e.backend(t, nil)
-			offers := backendtest.Offers(t, b)
+			b, offers := e.backendOffers(t, nil)
 			o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
 			tt.setup(e)
 			_, err := b.Create(context.Background(), createReq(o, "pi-vm-cap"))
@@ -420,9 +414,8 @@ func TestInstanceTypeRoundTrip(t *testing.T) {
 // after the cloudId changed; the instance found by name then matches the offer's instance type.
 func TestCreateFromOfferID(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	b := e.backend(t, nil)
 	ctx := context.Background()
-	offers := backendtest.Offers(t, b)
+	b, offers := e.backendOffers(t, nil)
 	full := findOffer(t, offers, "upcloud", "L40S_48GB", 1, false)
 	rebuilt := controlplane.Offer{Cloud: CloudName, Pool: "prime-intellect-vm-pool", Region: full.Region, InstanceType: full.InstanceType,
 		GPUType: full.GPUType, GPUCount: full.GPUCount, PricePerHour: full.PricePerHour, Available: -1}
@@ -451,9 +444,8 @@ func TestCreateFromOfferID(t *testing.T) {
 // that very item rather than on one of the same cloudId elsewhere.
 func TestNullLocationOffers(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	b := e.backend(t, nil)
 	ctx := context.Background()
-	offers := backendtest.Offers(t, b)
+	b, offers := e.backendOffers(t, nil)
 	var global, cz, kansas controlplane.Offer
 	for _, o := range offers {
 		switch {

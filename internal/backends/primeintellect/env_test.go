@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -75,6 +76,13 @@ func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// backendOffers is e.backend with its offers, failing the test when it cannot list them.
+func (e *env) backendOffers(t *testing.T, mut func(*Config)) (*Backend, []controlplane.Offer) {
+	t.Helper()
+	b := e.backend(t, mut)
+	return b, backendtest.Offers(t, b)
 }
 
 // wantKind fails the test unless err is a controlplane error of kind.

@@ -1,6 +1,7 @@
 package restclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -231,12 +232,12 @@ func TestRetryAfterWaitedOut(t *testing.T) {
 	}
 }
 
-// wantStopped calls c, which the context ctx stops, and wants the call to fail with wantErr after the
-// server saw wantRequests requests.
+// wantStopped calls c, which the context ctx stops, and wants the call to fail (with wantErr, unless
+// it is nil) after the server saw wantRequests requests.
 func wantStopped(ctx context.Context, t *testing.T, c *Client, srv *server, wantErr error, wantRequests int) {
 	t.Helper()
-	if _, err := c.Do(ctx, Request{Method: "GET", Path: "/x"}); !errors.Is(err, wantErr) {
-		t.Errorf("err = %v, want %v", err, wantErr)
+	if _, err := c.Do(ctx, Request{Method: "GET", Path: "/x"}); err == nil || wantErr != nil && !errors.Is(err, wantErr) {
+		t.Errorf("err = %v, want %v", err, cmp.Or(wantErr, errors.New("an error")))
 	}
 	if got := srv.requests(); got != wantRequests {
 		t.Errorf("server saw %d requests, want %d", got, wantRequests)
@@ -396,12 +397,7 @@ func TestRateLimiter(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		if _, err := c.Do(ctx, Request{Method: "GET", Path: "/x"}); err == nil {
-			t.Error("a request an hour away from its turn succeeded")
-		}
-		if got := srv.requests(); got != 0 {
-			t.Errorf("server saw %d requests, want 0", got)
-		}
+		wantStopped(ctx, t, c, srv, nil, 0) // a request an hour away from its turn
 	})
 	t.Run("cancelled context never reaches the server", func(t *testing.T) {
 		srv := newServer(t, statuses(200))
@@ -411,24 +407,14 @@ func TestRateLimiter(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, err := c.Do(ctx, Request{Method: "GET", Path: "/x"}); !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-		if got := srv.requests(); got != 0 {
-			t.Errorf("server saw %d requests, want 0", got)
-		}
+		wantStopped(ctx, t, c, srv, context.Canceled, 0)
 	})
 	t.Run("retries wait for the limiter too", func(t *testing.T) {
 		srv := newServer(t, statuses(503, 200))
 		c := newClient(t, srv.URL, tiny) // the first attempt takes the one token
 		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
 		defer cancel()
-		if _, err := c.Do(ctx, Request{Method: "GET", Path: "/x"}); err == nil {
-			t.Error("the retry did not wait for the limiter")
-		}
-		if got := srv.requests(); got != 1 {
-			t.Errorf("server saw %d requests, want 1", got)
-		}
+		wantStopped(ctx, t, c, srv, nil, 1) // the retry waits for the limiter past the deadline
 	})
 }
 

@@ -46,25 +46,38 @@ func findOffer(offers []controlplane.Offer, zone, plan string) *controlplane.Off
 	return nil
 }
 
+// New, and NewClient for the credentials, accept exactly one of Username with Password, or Token;
+// New also refuses negative settings and fills in the defaults. A refusal never quotes a credential.
 func TestNewValidatesConfig(t *testing.T) {
 	inv := backendtest.Inventory(t)
 	cases := []struct {
-		name string
-		cfg  Config
-		ok   bool
+		name     string
+		cfg      Config
+		clientOK bool // NewClient accepts the credentials
+		ok       bool
 	}{
-		{"basic", Config{Username: "u", Password: "p"}, true},
-		{"token", Config{Token: "t"}, true},
-		{"both", Config{Username: "u", Password: "p", Token: "t"}, false},
-		{"none", Config{}, false},
-		{"negative rate", Config{Token: "t", EURToUSD: -1}, false},
-		{"negative disk", Config{Token: "t", DiskSizeGB: -5}, false},
+		{"basic", Config{Username: "u", Password: "p"}, true, true},
+		{"token", Config{Token: "t"}, true, true},
+		{"both", Config{Username: "u", Password: "p", Token: "t"}, false, false},
+		{"none", Config{}, false, false},
+		{"user without password", Config{Username: "u"}, false, false},
+		{"negative rate", Config{Token: "t", EURToUSD: -1}, true, false},
+		{"negative disk", Config{Token: "t", DiskSizeGB: -5}, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			_, cerr := NewClient(ClientConfig{Username: tc.cfg.Username, Password: tc.cfg.Password, Token: tc.cfg.Token})
+			if (cerr == nil) != tc.clientOK {
+				t.Fatalf("NewClient: err = %v", cerr)
+			}
 			b, err := New(tc.cfg, inv, nil)
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v", err)
+			}
+			for _, err := range []error{cerr, err} {
+				if err != nil && (strings.Contains(err.Error(), "\"p\"") || strings.Contains(err.Error(), "\"t\"")) {
+					t.Errorf("error leaks a credential: %v", err)
+				}
 			}
 			if err == nil && (b.cfg.EURToUSD != DefaultEURToUSD || b.cfg.DiskSizeGB != DefaultDiskSizeGB || b.Cloud() != "upcloud") {
 				t.Errorf("defaults not applied: %+v", b.cfg)

@@ -32,31 +32,6 @@ func testCreateBody(name, plan, zone string) CreateServer {
 	return cs
 }
 
-func TestNewClientCredentials(t *testing.T) {
-	cases := []struct {
-		name    string
-		cfg     ClientConfig
-		wantErr bool
-	}{
-		{"basic", ClientConfig{Username: "u", Password: "p"}, false},
-		{"token", ClientConfig{Token: "t"}, false},
-		{"both", ClientConfig{Username: "u", Password: "p", Token: "t"}, true},
-		{"none", ClientConfig{}, true},
-		{"user without password", ClientConfig{Username: "u"}, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewClient(tc.cfg)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
-			}
-			if err != nil && (strings.Contains(err.Error(), "\"p\"") || strings.Contains(err.Error(), "\"t\"")) {
-				t.Errorf("error leaks a credential: %v", err)
-			}
-		})
-	}
-}
-
 func TestClientAuth(t *testing.T) {
 	_, base := startEmulator(t, emu.Options{})
 	ctx := context.Background()

@@ -6,11 +6,9 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
@@ -30,7 +28,7 @@ func TestAccGPUInstance_capacityMemory(t *testing.T) {
 			PreConfig: func() { s.setFaults(sandbox.Faults{OutOfStock: []string{"sbx-eu-1/sbx.h100.1x"}}) },
 			Config:    cfg("run1"),
 			ConfigPlanChecks: preApply(
-				plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-eu-1")),
+				planKnown("region", "sbx-eu-1"),
 			),
 			ExpectError: errorPattern("no capacity"),
 		},
@@ -44,7 +42,7 @@ func TestAccGPUInstance_capacityMemory(t *testing.T) {
 			Config: cfg("run2"),
 			ConfigPlanChecks: preApply(
 				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
-				plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
+				planKnown("region", "sbx-us-1"),
 			),
 			ConfigStateChecks: []statecheck.StateCheck{stateKnown("region", "sbx-us-1"), stateKnown("status", "ready")},
 			Check:             resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),

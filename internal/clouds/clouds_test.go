@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -140,10 +141,7 @@ func clearEnv(t *testing.T) {
 
 func TestBuildWithoutCredentialsNamesThem(t *testing.T) {
 	clearEnv(t)
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	// The exact wording of some clouds' messages; every cloud is also checked generically below.
 	want := map[string][]string{
 		"atlas":          {"endpoint", "token", "ATLAS_ENDPOINT", "ATLAS_TOKEN"},
@@ -261,10 +259,7 @@ func TestMarkdown(t *testing.T) {
 // Every emulator starts on loopback, answers the real client with the credentials it hands out, and stops.
 func TestEmulatorsStartAndStop(t *testing.T) {
 	clearEnv(t)
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	for _, d := range All() {
 		t.Run(d.Name, func(t *testing.T) {
 			emu, err := d.StartEmulator(t.TempDir())
@@ -315,10 +310,7 @@ func TestEmulatorsStartAndStop(t *testing.T) {
 // Configuring the same emulated cloud again (every Terraform command does) reuses its emulator.
 func TestConfigureSharesEmulators(t *testing.T) {
 	clearEnv(t)
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	dir := t.TempDir()
 	emus := NewEmulators()
 	t.Cleanup(func() { _ = emus.Stop(context.Background()) })
@@ -354,7 +346,7 @@ func TestConfigureSharesEmulators(t *testing.T) {
 
 func TestConfigureEmulatorFailure(t *testing.T) {
 	clearEnv(t)
-	inv, _ := inventory.Default()
+	inv := backendtest.Inventory(t)
 	file := t.TempDir() + "/file"
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -371,7 +363,7 @@ func TestConfigureEmulatorFailure(t *testing.T) {
 // .hydra-sandbox), a boot time that must be a positive duration, and SSH machines only when
 // provisioning is on.
 func TestConfigureSandbox(t *testing.T) {
-	inv, _ := inventory.Default()
+	inv := backendtest.Inventory(t)
 	dir := t.TempDir()
 	c, err := Sandbox.Configure(Values{"dir": dir, "boot_time": "90s"}, Env{Inventory: inv})
 	if err != nil || c.Backend.Cloud() != Sandbox.Name || c.StateDir != dir || c.Emulated {
@@ -394,7 +386,7 @@ func TestConfigureSandbox(t *testing.T) {
 
 func TestConfigureWithoutEmulators(t *testing.T) {
 	clearEnv(t)
-	inv, _ := inventory.Default()
+	inv := backendtest.Inventory(t)
 	_, err := Lambda.Configure(Values{EmulatorDirKey: t.TempDir()}, Env{Inventory: inv})
 	var emu *EmulatorError
 	if !errors.As(err, &emu) || !strings.Contains(err.Error(), "Lambda emulator") {
@@ -405,10 +397,7 @@ func TestConfigureWithoutEmulators(t *testing.T) {
 // One spelling per cloud everywhere: the provider block is the cloud's name, and its pools' names start
 // with it.
 func TestOneSpellingPerCloud(t *testing.T) {
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	for _, d := range All() {
 		if d.Block != d.Name {
 			t.Errorf("cloud %q has provider block %q: use one spelling", d.Name, d.Block)

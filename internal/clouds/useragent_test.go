@@ -2,6 +2,7 @@ package clouds
 
 import (
 	"context"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -9,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 func TestUserAgentString(t *testing.T) {
@@ -27,10 +26,7 @@ func TestUserAgentString(t *testing.T) {
 // way (Configure) against its emulator, behind a proxy that records the User-Agent of every request.
 func TestConfigureSendsUserAgent(t *testing.T) {
 	clearEnv(t)
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	ua := UserAgent("9.8.7-test", "1.11.4")
 	for _, d := range All() {
 		t.Run(d.Name, func(t *testing.T) {

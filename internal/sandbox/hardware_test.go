@@ -11,15 +11,11 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 func hardwareBackend(t *testing.T, dir string) *Backend {
 	t.Helper()
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	b, err := New(Config{Dir: dir, BootTime: time.Millisecond, DeleteTime: time.Millisecond}, inv, nil)
 	if err != nil {
 		t.Fatal(err)

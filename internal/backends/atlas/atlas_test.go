@@ -12,7 +12,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -111,7 +110,7 @@ func TestOffers(t *testing.T) {
 		})
 	}
 	e := newEnv(t, emu.Options{})
-	inv, _ := inventory.Default()
+	inv := backendtest.Inventory(t)
 	if _, err := New(Config{BaseURL: e.URL, Token: testToken, PriceFactor: -1}, inv, nil); err == nil {
 		t.Fatal("a negative price factor must be refused")
 	}

@@ -332,7 +332,7 @@ func TestListByPrefix(t *testing.T) {
 
 func TestProjectResolution(t *testing.T) {
 	e := newEnv(t, emu.Options{Projects: []string{"alpha", "beta"}})
-	inv, _ := inventory.Default()
+	inv := backendtest.Inventory(t)
 	for _, tt := range []struct {
 		project string
 		want    string

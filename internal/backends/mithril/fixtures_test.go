@@ -9,7 +9,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // readFixture reads testdata/<name>.
@@ -76,10 +75,7 @@ func TestFixturesParse(t *testing.T) {
 	if len(insts.Data) != 2 || insts.NextCursor != nil || insts.Data[0].SSHDestination != "" || insts.Data[1].SSHDestination != "34.121.8.17" || insts.Data[0].CreatedAt.IsZero() {
 		t.Errorf("instances page: %+v", insts)
 	}
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	b := &Backend{inv: inv, types: map[string]InstanceType{}}
 	for _, it := range types {
 		b.types[it.FID] = it

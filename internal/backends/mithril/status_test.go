@@ -4,15 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 func TestEvaluateStatusTable(t *testing.T) {
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	b := &Backend{inv: inv, types: map[string]InstanceType{"it_a": {FID: "it_a", Name: "h100-80gb.sxm.8x", NumGPUs: OptInt{8, true}}}}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	inst := func(status, dest string, age time.Duration) Instance {

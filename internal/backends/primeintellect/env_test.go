@@ -7,7 +7,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 const testKey = "pi-test-key"
@@ -63,10 +62,7 @@ func (e *env) client(t *testing.T, mut func(*ClientConfig)) *Client {
 
 func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
 	t.Helper()
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	cfg := e.config()
 	if mut != nil {
 		mut(&cfg)

@@ -13,7 +13,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -98,10 +97,7 @@ func TestCloudGPU(t *testing.T) {
 
 func TestOffersMaxCountLocationsAndSpotSwitch(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := backendtest.Inventory(t)
 	h := inv.GPUs["h100"]
 	h.MaxCount = 2
 	inv.GPUs["h100"] = h

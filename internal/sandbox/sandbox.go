@@ -18,8 +18,6 @@ package sandbox
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -570,7 +568,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		}
 		created := now.UTC()
 		rec = &Record{
-			ID: "sbx-" + randomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
+			ID: "sbx-" + emukit.RandomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
 			GPUType: b.inv.GPUType(CloudName, entry.GPU), GPU: entry.GPU, GPUCount: entry.GPUCount, Spot: entry.Spot,
 			PricePerHour: entry.PricePerHour, CreatedAt: created, RunningAt: created.Add(boot), FailBoot: f.TakeBootFailure(),
 			SSHKeys: req.SSHPublicKeys, Owner: Ownership{Token: req.Owner.Token, Resource: req.Owner.Resource},
@@ -893,12 +891,6 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return atomicfile.Write(path, append(data, '\n'), 0o644)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // recordPrice reads a machine record's price; a value no create writes (a hand-edited file) reads as 0.

@@ -2,6 +2,7 @@ package backendkit
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -23,4 +24,16 @@ func StatusKind(status int) controlplane.ErrorKind {
 		return controlplane.ErrInvalid
 	}
 	return controlplane.ErrOther
+}
+
+// TableStatus maps a cloud's status word onto hydra's status with the cloud's table (its keys in lower
+// case). A word the table does not know is pending, so that polling goes on (bounded by the caller's
+// timeout) rather than failing on a new status name, and a running machine is pending until it is
+// reachable (the cloud has given it an address).
+func TableStatus(table map[string]controlplane.Status, word string, reachable bool) controlplane.Status {
+	s, ok := table[strings.ToLower(strings.TrimSpace(word))]
+	if !ok || s == controlplane.StatusRunning && !reachable {
+		return controlplane.StatusPending
+	}
+	return s
 }

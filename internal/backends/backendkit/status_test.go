@@ -17,3 +17,19 @@ func TestStatusKind(t *testing.T) {
 		}
 	}
 }
+
+// An unknown word is pending, a known one is found whatever its case and spaces, and a running machine
+// is pending until it is reachable.
+func TestTableStatus(t *testing.T) {
+	table := map[string]controlplane.Status{"booting": controlplane.StatusPending, "active": controlplane.StatusRunning,
+		"unhealthy": controlplane.StatusError, "gone": controlplane.StatusTerminated}
+	for word, want := range map[string]controlplane.Status{"booting": controlplane.StatusPending, " ACTIVE ": controlplane.StatusRunning,
+		"Unhealthy": controlplane.StatusError, "gone": controlplane.StatusTerminated, "something-new": controlplane.StatusPending} {
+		if got := TableStatus(table, word, true); got != want {
+			t.Errorf("TableStatus(%q) = %v, want %v", word, got, want)
+		}
+	}
+	if got := TableStatus(table, "active", false); got != controlplane.StatusPending {
+		t.Errorf("TableStatus(active) without an address = %v, want pending", got)
+	}
+}

@@ -1,8 +1,7 @@
 package lambda
 
 import (
-	"strings"
-
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
@@ -36,13 +35,8 @@ var statusTable = map[string]controlplane.Status{
 // before that it is pending. A word the table does not know is pending, so polling goes on (bounded by
 // the caller's timeout) rather than failing on a new status name.
 func mapStatus(status string, hasIP bool) (controlplane.Status, string) {
-	s, ok := statusTable[strings.ToLower(strings.TrimSpace(status))]
-	switch {
-	case !ok:
-		return controlplane.StatusPending, ""
-	case s == controlplane.StatusRunning && !hasIP:
-		return controlplane.StatusPending, ""
-	case s == controlplane.StatusError:
+	s := backendkit.TableStatus(statusTable, status, hasIP)
+	if s == controlplane.StatusError {
 		return s, "Lambda reports the instance as " + status + " (it failed to boot or a health check; Lambda support can say why)"
 	}
 	return s, ""

@@ -3,6 +3,7 @@ package upcloud
 import (
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
@@ -21,13 +22,10 @@ var stateTable = map[string]controlplane.Status{
 // mapState returns hydra's status for a server state, and a message for error statuses. Unknown states
 // are pending (the control plane's create timeout bounds the wait).
 func mapState(state string, publicIPv4 string) (controlplane.Status, string) {
-	st, ok := stateTable[strings.ToLower(state)]
-	if !ok {
-		return controlplane.StatusPending, ""
-	}
+	st := backendkit.TableStatus(stateTable, state, publicIPv4 != "")
 	switch {
-	case st == controlplane.StatusRunning && publicIPv4 == "":
-		return controlplane.StatusPending, ""
+	case st == controlplane.StatusPending:
+		return st, ""
 	case strings.EqualFold(state, "stopped"):
 		return st, "the server is stopped (spot preemption, or stopped outside hydra)"
 	case st == controlplane.StatusError:

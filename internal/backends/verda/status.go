@@ -3,6 +3,7 @@ package verda
 import (
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
@@ -56,13 +57,7 @@ var statusTable = map[string]controlplane.Status{
 // before that it is still pending. A word the table does not know is treated as pending, so polling
 // goes on (bounded by the caller's timeout) rather than failing on a new status name.
 func mapStatus(status string, hasIP bool) (controlplane.Status, string) {
-	s, ok := statusTable[strings.ToLower(strings.TrimSpace(status))]
-	if !ok {
-		return controlplane.StatusPending, ""
-	}
-	if s == controlplane.StatusRunning && !hasIP {
-		return controlplane.StatusPending, ""
-	}
+	s := backendkit.TableStatus(statusTable, status, hasIP)
 	msg := ""
 	if s == controlplane.StatusError {
 		switch strings.ToLower(status) {

@@ -185,6 +185,26 @@ func TestQuirks(t *testing.T) {
 	}
 }
 
+// refusal is a request the emulator refuses: to the object uuid, with body, answered with status and
+// the error code.
+type refusal struct {
+	name   string
+	uuid   string
+	body   any
+	status int
+	code   string
+}
+
+// wantRefused sends each refusal as method to path(uuid) and wants its status and error code.
+func wantRefused(t *testing.T, s *Server, method string, path func(uuid string) string, refusals []refusal) {
+	t.Helper()
+	for _, tc := range refusals {
+		if r := do(t, s, method, path(tc.uuid), tc.body, ""); r.status != tc.status || !strings.Contains(string(r.raw), tc.code) {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, r.status, r.raw, tc.status, tc.code)
+		}
+	}
+}
+
 // start serves a new emulator with Start on a loopback port for the test's lifetime and returns its
 // API's base URL.
 func start(t *testing.T) string {
@@ -347,22 +367,11 @@ func TestStorages(t *testing.T) {
 		t.Errorf("GET disk: %d %s", g.status, g.raw)
 	}
 
-	cases := []struct {
-		name   string
-		uuid   string
-		body   any
-		status int
-		code   string
-	}{
+	wantRefused(t, s, "POST", func(uuid string) string { return "/1.3/storage/" + uuid + "/templatize" }, []refusal{
 		{"unknown storage", "01000000-0000-4000-a000-000000000000", map[string]any{"storage": map[string]any{"title": "t"}}, 404, "STORAGE_NOT_FOUND"},
 		{"no title", diskUUID, map[string]any{"storage": map[string]any{}}, 400, "TITLE_INVALID"},
 		{"no storage object", diskUUID, map[string]any{"title": "t"}, 400, "STORAGE_INVALID"},
-	}
-	for _, tc := range cases {
-		if r := do(t, s, "POST", "/1.3/storage/"+tc.uuid+"/templatize", tc.body, ""); r.status != tc.status || !strings.Contains(string(r.raw), tc.code) {
-			t.Errorf("%s: %d %s", tc.name, r.status, r.raw)
-		}
-	}
+	})
 	r := do(t, s, "POST", "/1.3/storage/"+diskUUID+"/templatize", map[string]any{"storage": map[string]any{"title": "Templatized storage"}}, "")
 	tmpl := r.body["storage"].(map[string]any)
 	if r.status != 201 || tmpl["state"] != "maintenance" || tmpl["type"] != "template" || tmpl["access"] != "private" || tmpl["zone"] != "fi-hel2" || tmpl["size"] != float64(50) {

@@ -81,10 +81,7 @@ func TestRecordedResponsesParse(t *testing.T) {
 		check func(t *testing.T, c *Client)
 	}{
 		{"edited-capture.instance-types.json", func(t *testing.T, c *Client) {
-			types, err := c.InstanceTypes(ctx, "usd")
-			if err != nil {
-				t.Fatal(err)
-			}
+			types := backendtest.Must(c.InstanceTypes(ctx, "usd"))(t)
 			if len(types) != 4 {
 				t.Fatalf("got %d types", len(types))
 			}
@@ -103,28 +100,19 @@ func TestRecordedResponsesParse(t *testing.T) {
 			}
 		}},
 		{"handwritten.instance-types.eur.json", func(t *testing.T, c *Client) {
-			types, err := c.InstanceTypes(ctx, "eur")
-			if err != nil {
-				t.Fatal(err)
-			}
+			types := backendtest.Must(c.InstanceTypes(ctx, "eur"))(t)
 			if len(types) != 1 || types[0].Currency != "eur" || types[0].PricePerHour != 5 || types[0].ServerlessSpotPrice != 0.75 {
 				t.Errorf("got %+v", types)
 			}
 		}},
 		{"edited-capture.instance-availability-spot.json", func(t *testing.T, c *Client) {
-			av, err := c.Availability(ctx, true, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			av := backendtest.Must(c.Availability(ctx, true, ""))(t)
 			if len(av) != 2 || av[0].LocationCode != "FIN-01" || av[0].Availabilities[0] != "1A100.22V" {
 				t.Errorf("got %+v", av)
 			}
 		}},
 		{"edited-capture.locations.json", func(t *testing.T, c *Client) {
-			locs, err := c.Locations(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			locs := backendtest.Must(c.Locations(ctx))(t)
 			if len(locs) != 3 || locs[2] != (Location{Code: "ICE-01", Name: "Iceland 1", CountryCode: "IS"}) {
 				t.Errorf("got %+v", locs)
 			}
@@ -136,19 +124,13 @@ func TestRecordedResponsesParse(t *testing.T) {
 			}
 		}},
 		{"handwritten.images.json", func(t *testing.T, c *Client) {
-			imgs, err := c.Images(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			imgs := backendtest.Must(c.Images(ctx, ""))(t)
 			if len(imgs) != 1 || imgs[0].ImageType != "ubuntu-20.04-cuda-11.0" || len(imgs[0].Details) != 2 {
 				t.Errorf("got %+v", imgs)
 			}
 		}},
 		{"handwritten.instances.list.json", func(t *testing.T, c *Client) {
-			list, err := c.Instances(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			list := backendtest.Must(c.Instances(ctx, ""))(t)
 			if len(list) != 1 {
 				t.Fatalf("got %d", len(list))
 			}

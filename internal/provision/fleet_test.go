@@ -1,0 +1,171 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sshhost"
+)
+
+// fleetMachine is one machine of a fleet test: its own sshd, served by the fleet's shared Runner.
+type fleetMachine struct {
+	f   fixture
+	rec *logRecorder
+	res controlplane.ProvisionResult
+	err error
+}
+
+// newFleet starts n machines that trust the same provisioning key and one Runner (cfg) for them all.
+func newFleet(t *testing.T, n int, cfg Config) (*Runner, []*fleetMachine) {
+	t.Helper()
+	first := newFixture(t, sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1}, cfg)
+	ms := []*fleetMachine{{f: first, rec: &logRecorder{}}}
+	pub := first.runner.PublicKey()
+	for i := 1; i < n; i++ {
+		dir := t.TempDir()
+		ep, err := sshhost.Ensure(dir, sshhost.Spec{GPUModel: sshhost.NVIDIAName("l4"), GPUCount: 1, AuthorizedKeys: []string{pub}})
+		if err != nil {
+			t.Fatalf("sshhost.Ensure: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := sshhost.Stop(dir); err != nil {
+				t.Errorf("sshhost.Stop: %v", err)
+			}
+		})
+		ms = append(ms, &fleetMachine{f: fixture{runner: first.runner, ep: ep, tmpBase: first.tmpBase}, rec: &logRecorder{}})
+	}
+	return first.runner, ms
+}
+
+// request is the machine's provisioning request, named after its index so every machine differs.
+func (m *fleetMachine) request(i int, ctx context.Context) controlplane.ProvisionRequest {
+	req := m.f.request(inventory.KindVM, "l4", 1, m.f.ep.HostKey, nil, m.rec)
+	req.Instance.Name = fmt.Sprintf("fleet-%d", i)
+	req.Instance.ID = fmt.Sprintf("i-%d", i)
+	return req
+}
+
+// provisionAll provisions every machine at once (as Terraform does with -parallelism) with its context.
+func provisionAll(ms []*fleetMachine, ctxs []context.Context) {
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.res, m.err = m.f.runner.Provision(ctxs[i], m.request(i, ctxs[i]))
+		}()
+	}
+	wg.Wait()
+}
+
+// TestFleetOneMachineFails: three machines provisioned by one ansible-playbook run (the batch is full
+// at three, so it starts without waiting on a clock), one of them with a GPU fallen off the bus. That
+// machine alone fails, at its own task and with its own message; the other two reach ready with their
+// own provisioning markers, and nothing of the run is left behind.
+func TestFleetOneMachineFails(t *testing.T) {
+	t.Parallel()
+	r, ms := newFleet(t, 3, Config{BatchMax: 3, BatchWindow: 10 * time.Minute})
+	const bad = 1
+	if err := sshhost.SetFault(ms[bad].f.ep.Dir, sshhost.FaultGPULost, "0"); err != nil {
+		t.Fatal(err)
+	}
+	ctxs := []context.Context{context.Background(), context.Background(), context.Background()}
+	provisionAll(ms, ctxs)
+	for i, m := range ms {
+		if !strings.Contains(m.rec.String(), "running playbook map[batch:3 playbook:bare-vm.yml]") {
+			t.Errorf("machine %d was not provisioned by the one run of three:\n%s", i, m.rec)
+		}
+		if i == bad {
+			continue
+		}
+		if m.err != nil || m.res.FailedTask != "" || m.res.Message != "" {
+			t.Errorf("machine %d failed with the other: %v %+v\nlog:\n%s", i, m.err, m.res, m.rec)
+			continue
+		}
+		if strings.Contains(m.rec.String(), "gpu_lost") || strings.Contains(m.rec.String(), "task failed") {
+			t.Errorf("machine %d was told of the other's failure:\n%s", i, m.rec)
+		}
+		req := m.request(i, context.Background())
+		marker, _, err := r.ReadMarker(context.Background(), *req.Instance.SSH, m.f.ep.HostKey)
+		if err != nil {
+			t.Errorf("machine %d has no marker: %v", i, err)
+		} else if want, _ := r.Digest(req.Pool, nil); marker.Digest != want {
+			t.Errorf("machine %d marker %+v, want digest %s", i, marker, want)
+		}
+	}
+	m := ms[bad]
+	var te *TaskError
+	if !errors.As(m.err, &te) {
+		t.Fatalf("the broken machine: want a *TaskError, got %v\nlog:\n%s", m.err, m.rec)
+	}
+	t.Logf("error of the broken machine: %v", m.err)
+	if te.Instance != "fleet-1" || te.Host != "fleet-1" || te.Task != "gpu_check : Check the promised GPUs" || m.res.FailedTask != te.Task {
+		t.Errorf("failure: instance %q host %q task %q, result task %q", te.Instance, te.Host, te.Task, m.res.FailedTask)
+	}
+	if !strings.Contains(m.res.Message, "gpu_lost: GPU 00000000:18:00.0 fell off the bus") {
+		t.Errorf("message %q does not name the lost GPU", m.res.Message)
+	}
+	req := m.request(bad, context.Background())
+	if _, _, err := r.ReadMarker(context.Background(), *req.Instance.SSH, m.f.ep.HostKey); !errors.Is(err, ErrNoMarker) {
+		t.Errorf("the broken machine has a marker: %v", err)
+	}
+	if left := processesMentioning(ms[0].f.tmpBase); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
+	assertEmptyDir(t, ms[0].f.tmpBase)
+}
+
+// TestFleetCancelOneMachine: two machines in one run; cancelling one (its create timed out, say) while
+// its GPUs are probed ends that machine alone, at once, as cancelled; the other goes on to ready.
+func TestFleetCancelOneMachine(t *testing.T) {
+	t.Parallel()
+	r, ms := newFleet(t, 2, Config{BatchMax: 2, BatchWindow: 10 * time.Minute})
+	ctx0, cancel0 := context.WithCancel(context.Background())
+	defer cancel0()
+	var once sync.Once
+	var after []string // tasks the cancelled machine was told of after its cancellation
+	ms[0].rec.hook = func(msg string, fields map[string]any) {
+		task, _ := fields["task"].(string)
+		if ctx0.Err() != nil && msg == "task started" {
+			after = append(after, task)
+		}
+		if msg == "task started" && strings.HasSuffix(task, "gpu_check : Probe the GPUs") {
+			once.Do(cancel0)
+		}
+	}
+	provisionAll(ms, []context.Context{ctx0, context.Background()})
+	if !errors.Is(ms[0].err, context.Canceled) || !strings.Contains(ms[0].err.Error(), "cancelled") {
+		t.Fatalf("the cancelled machine: want a cancellation, got %v\nlog:\n%s", ms[0].err, ms[0].rec)
+	}
+	t.Logf("error of the cancelled machine: %v", ms[0].err)
+	if ms[1].err != nil {
+		t.Fatalf("the other machine failed: %v\nlog:\n%s", ms[1].err, ms[1].rec)
+	}
+	if !strings.Contains(ms[1].rec.String(), "running playbook map[batch:2 playbook:bare-vm.yml]") {
+		t.Errorf("the machines did not share a run:\n%s", ms[1].rec)
+	}
+	for i, m := range ms {
+		req := m.request(i, context.Background())
+		_, _, err := r.ReadMarker(context.Background(), *req.Instance.SSH, m.f.ep.HostKey)
+		if i == 0 && !errors.Is(err, ErrNoMarker) {
+			t.Errorf("the cancelled machine was provisioned to the end: %v", err)
+		}
+		if i == 1 && err != nil {
+			t.Errorf("the other machine has no marker: %v", err)
+		}
+	}
+	if len(after) > 0 {
+		t.Errorf("the cancelled machine went on with %q:\n%s", after, ms[0].rec)
+	}
+	if left := processesMentioning(ms[0].f.tmpBase); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
+	assertEmptyDir(t, ms[0].f.tmpBase)
+}

@@ -169,3 +169,39 @@ func TestFleetCancelOneMachine(t *testing.T) {
 	}
 	assertEmptyDir(t, ms[0].f.tmpBase)
 }
+
+// TestFleetCancelAll: Ctrl-C cancels every machine of a run: the whole run stops (its process group
+// interrupted, then killed) and every machine says it was cancelled; nothing of the run is left.
+func TestFleetCancelAll(t *testing.T) {
+	t.Parallel()
+	_, ms := newFleet(t, 2, Config{BatchMax: 2, BatchWindow: 10 * time.Minute, CancelGrace: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var once sync.Once
+	var during []string
+	ms[1].rec.hook = func(msg string, fields map[string]any) {
+		if task, _ := fields["task"].(string); msg == "task started" && strings.HasSuffix(task, "gpu_check : Probe the GPUs") {
+			once.Do(func() {
+				during = processesMentioning(ms[0].f.tmpBase)
+				cancel()
+			})
+		}
+	}
+	provisionAll(ms, []context.Context{ctx, ctx})
+	for i, m := range ms {
+		if !errors.Is(m.err, context.Canceled) || !strings.Contains(m.err.Error(), "cancelled") {
+			t.Errorf("machine %d: want a cancellation, got %v\nlog:\n%s", i, m.err, m.rec)
+		}
+	}
+	sawAnsible := false
+	for _, p := range during {
+		sawAnsible = sawAnsible || strings.Contains(p, "ansible-playbook")
+	}
+	if !sawAnsible {
+		t.Errorf("did not see ansible-playbook while the run was going (the check below would prove less)")
+	}
+	if left := processesMentioning(ms[0].f.tmpBase); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
+	assertEmptyDir(t, ms[0].f.tmpBase)
+}

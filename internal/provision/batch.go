@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -63,6 +64,11 @@ type member struct {
 	// cancelled is set (under batch.mu) when the machine's context ended; gone once it stopped listening.
 	cancelled bool
 	gone      atomic.Bool
+
+	// playSeq is the router's number of the last play the machine was told of; reachedEnd is set when
+	// its host ran hydra's end-of-batch task (it was not stopped by another host's failure).
+	playSeq    int
+	reachedEnd atomic.Bool
 }
 
 // left says the machine no longer follows the run (its context ended): its events are not logged.
@@ -253,7 +259,6 @@ func (b *batch) run() {
 		}
 	}
 	names := map[string]bool{}
-	byHost := map[string]*member{}
 	for _, m := range hosts {
 		name := m.spec.hostName
 		for i := 2; names[name]; i++ {
@@ -261,7 +266,6 @@ func (b *batch) run() {
 		}
 		names[name] = true
 		m.host = name
-		byHost[name] = m
 		if dl, ok := m.ctx.Deadline(); ok {
 			// The playbooks share what is left of the create timeout among their waits (cloud-init, the
 			// dpkg lock, reboots, DCGM's diagnostic) and say which one ran out.
@@ -288,8 +292,9 @@ func (b *batch) run() {
 
 	cmd := buildCommand(b.ansible, b.key.checkMode, dir)
 	stderr := &tailBuffer{n: 8 << 10, fn: func(s string) { r.logger.Debug("ansible-playbook stderr", "line", cut(s, 2000)) }}
+	rt := newRouter(hosts)
 	cmd.Stdout = &eventWriter{
-		handle: func(ev event) { dispatch(ev, hosts, byHost) },
+		handle: rt.dispatch,
 		raw:    func(s string) { r.logger.Debug("ansible-playbook output", "line", cut(s, 2000)) },
 	}
 	cmd.Stderr = stderr
@@ -320,6 +325,9 @@ func (b *batch) run() {
 			res.CtxErr = b.ctx.Err()
 		}
 		v := classify(res)
+		if v.Kind == outcomeSuccess && !m.reachedEnd.Load() {
+			v = stoppedByAnother(res)
+		}
 		if v.Kind == outcomeSuccess && !m.left() {
 			m.spec.log("playbook succeeded", map[string]any{"playbook": b.key.playbook})
 		}
@@ -331,34 +339,77 @@ func (b *batch) run() {
 	}
 }
 
-// dispatch hands one event of the batch's run to the machines it concerns: a host's event to that
-// host's machine, the recap split per host, and the run's own events (play and task starts) to every
-// machine still in the run.
-func dispatch(ev event, hosts []*member, byHost map[string]*member) {
-	if ev.Host != "" {
-		if m := byHost[ev.Host]; m != nil && !m.left() {
-			m.events.handle(ev)
-		}
-		return
-	}
+// router hands the events of a batch's run to the machines they concern. Only what the callback
+// says of a host reaches that host's machine: its results, and its own task starts (host_task_start,
+// sent when the task is queued for that host). The play's task_start is no machine's: it comes once
+// per task whichever hosts run it, so a task of a file that one host included (include_tasks,
+// include_role under a condition that holds for it alone), a handler only one host notified, or the
+// rescue of one host's block would read, in every other machine's log, as a task of its own (and be
+// named as the task a cancellation interrupted). A play's start is told to a machine with its first
+// task in that play. The recap is split per host. Events of hydra's own end-of-batch task only note
+// that the host got there (see batchPlaybook).
+//
+// Its methods are called one event at a time (eventWriter holds its lock).
+type router struct {
+	byHost map[string]*member
+	hosts  []*member
+	// play is the play last started, playSeq its number; member.playSeq says which the machine was
+	// told of.
+	play    string
+	playSeq int
+}
+
+func newRouter(hosts []*member) *router {
+	rt := &router{byHost: map[string]*member{}, hosts: hosts}
 	for _, m := range hosts {
-		if m.left() {
-			continue
-		}
-		e := ev
-		switch ev.Event {
-		case "stats":
+		rt.byHost[m.host] = m
+	}
+	return rt
+}
+
+func (rt *router) dispatch(ev event) {
+	switch ev.Event {
+	case "play_start":
+		rt.play, rt.playSeq = ev.Play, rt.playSeq+1
+		return
+	case "stats":
+		for _, m := range rt.hosts {
+			if m.left() {
+				continue
+			}
+			e := ev
 			e.Stats = map[string]hostStats{}
 			if s, ok := ev.Stats[m.host]; ok {
 				e.Stats[m.host] = s
 			}
-		case "task_start":
-			if f := m.events.facts(); f.Unreachable != nil || f.Failure != nil {
-				continue // the host has left the play
-			}
+			m.events.handle(e)
 		}
-		m.events.handle(e)
+		return
 	}
+	if ev.Host == "" {
+		return // the play's own (task_start, playbook_start, no_hosts): see host_task_start
+	}
+	m := rt.byHost[ev.Host]
+	if m == nil {
+		return
+	}
+	if ev.Task == batchDoneTask {
+		if ev.Event == "ok" {
+			m.reachedEnd.Store(true)
+		}
+		return
+	}
+	if m.left() {
+		return
+	}
+	if ev.Event == "host_task_start" {
+		if m.playSeq != rt.playSeq {
+			m.playSeq = rt.playSeq
+			m.events.handle(event{Event: "play_start", Play: rt.play})
+		}
+		ev.Event = "task_start"
+	}
+	m.events.handle(ev)
 }
 
 // hostExitCode is the exit code a run of the host's own would have had: ansible-playbook exits 2 (a
@@ -369,4 +420,18 @@ func hostExitCode(rc int, stats map[string]hostStats, host string) int {
 		return 0
 	}
 	return rc
+}
+
+// stoppedByAnother is the outcome of a machine whose own tasks all passed but whose host never reached
+// the batch's end: the playbook stopped every host of its run on another host's failure
+// (any_errors_fatal, a failed run_once task, max_fail_percentage). Alone, the machine would have run
+// to the end, so it is a failure to retry, not a success.
+func stoppedByAnother(res runResult) verdict {
+	msg := "another machine of the same ansible-playbook run failed and the playbook stops every host on one host's failure (any_errors_fatal, run_once or max_fail_percentage)"
+	return verdict{
+		Kind:    outcomeFailedTask,
+		Outcome: runOutcome{failedTask: res.Events.LastTask, message: msg},
+		Err: fmt.Errorf("provisioning %q stopped after task %q before the end of %s: %s; provisioning it again is safe",
+			res.Instance, res.Events.LastTask, res.Playbook, msg),
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -22,15 +23,17 @@ type fleetMachine struct {
 	err error
 }
 
-// newFleet starts n machines that trust the same provisioning key and one Runner (cfg) for them all.
-func newFleet(t *testing.T, n int, cfg Config) (*Runner, []*fleetMachine) {
+// newFleet starts a machine per spec, all trusting the same provisioning key, and one Runner (cfg) for
+// them all.
+func newFleet(t *testing.T, specs []simhost.Spec, cfg Config) (*Runner, []*fleetMachine) {
 	t.Helper()
-	first := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}, cfg)
+	first := newFixture(t, specs[0], cfg)
 	ms := []*fleetMachine{{f: first, rec: &logRecorder{}}}
 	pub := first.runner.PublicKey()
-	for i := 1; i < n; i++ {
+	for _, spec := range specs[1:] {
 		dir := t.TempDir()
-		ep, err := simhost.Ensure(dir, simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1, AuthorizedKeys: []string{pub}})
+		spec.AuthorizedKeys = append(spec.AuthorizedKeys, pub)
+		ep, err := simhost.Ensure(dir, spec)
 		if err != nil {
 			t.Fatalf("simhost.Ensure: %v", err)
 		}
@@ -42,6 +45,46 @@ func newFleet(t *testing.T, n int, cfg Config) (*Runner, []*fleetMachine) {
 		ms = append(ms, &fleetMachine{f: fixture{runner: first.runner, ep: ep, tmpBase: first.tmpBase}, rec: &logRecorder{}})
 	}
 	return first.runner, ms
+}
+
+// l4VMs is the spec of n sandbox VMs with one L4 each.
+func l4VMs(n int) []simhost.Spec {
+	specs := make([]simhost.Spec, n)
+	for i := range specs {
+		specs[i] = simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}
+	}
+	return specs
+}
+
+// orphanTaskStarts lists the tasks the log says started but that never ended (no result, no skip):
+// tasks of other machines told to this one. Retries end with the task's final result.
+func orphanTaskStarts(log string) []string {
+	var open string
+	var orphans []string
+	for _, line := range strings.Split(log, "\n") {
+		i := strings.Index(line, "task:")
+		if i < 0 {
+			continue
+		}
+		task := strings.TrimSuffix(line[i+len("task:"):], "]")
+		switch {
+		case strings.Contains(line, " task started "):
+			if open != "" {
+				orphans = append(orphans, open)
+			}
+			open = task
+		case strings.Contains(line, " task ok "), strings.Contains(line, " task skipped "),
+			strings.Contains(line, " task failed "), strings.Contains(line, " task failed (ignored) "),
+			strings.Contains(line, " host unreachable "):
+			if task == open {
+				open = ""
+			}
+		}
+	}
+	if open != "" {
+		orphans = append(orphans, open)
+	}
+	return orphans
 }
 
 // request is the machine's provisioning request, named after its index so every machine differs.
@@ -66,18 +109,35 @@ func provisionAll(ms []*fleetMachine, ctxs []context.Context) {
 }
 
 // TestFleetOneMachineFails: three machines provisioned by one ansible-playbook run (the batch is full
-// at three, so it starts without waiting on a clock), one of them with a GPU fallen off the bus. That
-// machine alone fails, at its own task and with its own message; the other two reach ready with their
-// own provisioning markers, and nothing of the run is left behind.
+// at three, so it starts without waiting on a clock): two VMs, one of them with a GPU fallen off the
+// bus, and a container (whose playbook includes other task files: exporters as processes, no units).
+// The broken machine alone fails, at its own task and with its own message; the other two reach ready
+// with their own provisioning markers; each machine's log holds only its own tasks (every task it was
+// told started has its own result); nothing of the run is left behind.
 func TestFleetOneMachineFails(t *testing.T) {
 	t.Parallel()
-	r, ms := newFleet(t, 3, Config{BatchMax: 3, BatchWindow: 10 * time.Minute})
+	specs := l4VMs(3)
+	specs[2].Container = true
+	r, ms := newFleet(t, specs, Config{BatchMax: 3, BatchWindow: 10 * time.Minute})
 	const bad = 1
 	if err := simhost.SetFault(ms[bad].f.ep.Dir, simhost.FaultGPULost, "0"); err != nil {
 		t.Fatal(err)
 	}
 	ctxs := []context.Context{context.Background(), context.Background(), context.Background()}
 	provisionAll(ms, ctxs)
+	for i, m := range ms {
+		if orphans := orphanTaskStarts(m.rec.String()); len(orphans) > 0 {
+			t.Errorf("machine %d was told of tasks it did not run: %q\nlog:\n%s", i, orphans, m.rec)
+		}
+	}
+	// The VMs include the exporters' systemd tasks, the container does not: it runs them as processes.
+	const unitTask = "monitoring : Install hydra's dcgm-exporter unit]"
+	if log := ms[2].rec.String(); !regexp.MustCompile(`task ok map\[changed:\w+ role:monitoring task:monitoring : Run the exporters as processes\]`).MatchString(log) || strings.Contains(log, unitTask) {
+		t.Errorf("the container's log is not a container's (it must run the exporters as processes, and have no unit task):\n%s", log)
+	}
+	if log := ms[0].rec.String(); !strings.Contains(log, "task ok map[changed:true role:monitoring task:"+unitTask) {
+		t.Errorf("the VM's log does not show its exporter unit installed:\n%s", log)
+	}
 	for i, m := range ms {
 		if !strings.Contains(m.rec.String(), "running playbook map[batch:3 playbook:bare-vm.yml]") {
 			t.Errorf("machine %d was not provisioned by the one run of three:\n%s", i, m.rec)
@@ -130,7 +190,7 @@ func TestFleetOneMachineFails(t *testing.T) {
 // its GPUs are probed ends that machine alone, at once, as cancelled; the other goes on to ready.
 func TestFleetCancelOneMachine(t *testing.T) {
 	t.Parallel()
-	r, ms := newFleet(t, 2, Config{BatchMax: 2, BatchWindow: 10 * time.Minute})
+	r, ms := newFleet(t, l4VMs(2), Config{BatchMax: 2, BatchWindow: 10 * time.Minute})
 	ctx0, cancel0 := context.WithCancel(context.Background())
 	defer cancel0()
 	var once sync.Once
@@ -178,7 +238,7 @@ func TestFleetCancelOneMachine(t *testing.T) {
 // interrupted, then killed) and every machine says it was cancelled; nothing of the run is left.
 func TestFleetCancelAll(t *testing.T) {
 	t.Parallel()
-	_, ms := newFleet(t, 2, Config{BatchMax: 2, BatchWindow: 10 * time.Minute, CancelGrace: 5 * time.Second})
+	_, ms := newFleet(t, l4VMs(2), Config{BatchMax: 2, BatchWindow: 10 * time.Minute, CancelGrace: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var once sync.Once

@@ -482,10 +482,16 @@ const controlPersist = "15s"
 // batchPlayName names the batch playbook's first play, which loads each host's variables.
 const batchPlayName = "hydra: load each machine's variables"
 
+// batchDoneTask names the batch playbook's last task: a host that runs it reached the end of the
+// pool's playbook (hosts that failed or were lost are out of later plays, and so is every host that
+// a playbook stopped on another host's failure).
+const batchDoneTask = "hydra: the machine reached the end of the playbook"
+
 // batchPlaybook is the playbook a batch runs: a first play (on the controller only, no connection)
-// loads each host's own variables file, then the pool's playbook is imported. Variables loaded by
-// include_vars stay with the host for the rest of the run, above the playbook's vars_files, play and
-// role variables (as extra variables were when every machine had its own run).
+// loads each host's own variables file, then the pool's playbook is imported, then a last play (on
+// the controller only) notes which hosts reached the end. Variables loaded by include_vars stay with
+// the host for the rest of the run, above the playbook's vars_files, play and role variables (as
+// extra variables were when every machine had its own run).
 const batchPlaybook = `# written by hydra for one provisioning batch
 - name: "` + batchPlayName + `"
   hosts: all
@@ -495,6 +501,13 @@ const batchPlaybook = `# written by hydra for one provisioning batch
       ansible.builtin.include_vars:
         file: "{{ hydra_batch_vars_file }}"
 - import_playbook: %s
+- name: "hydra: note the machines that reached the end"
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: "` + batchDoneTask + `"
+      ansible.builtin.set_fact:
+        hydra_batch_done: true
 `
 
 // writeRunFiles writes a batch's files into dir: the callback, the private key, per host a

@@ -22,8 +22,10 @@ import (
 // machine waits at most BatchWindow for the machines of its fleet.
 //
 // Every property of a run of its own is kept per machine:
-//   - its outcome: the callback's events are routed by host, so each machine gets its own failed task,
-//     message, recap line and exit code (another host's failure is not its failure);
+//   - its outcome: the callback's events are routed by host (see router), so each machine gets its own
+//     task starts, failed task, message, recap line and exit code (another host's failure is not its
+//     failure), and a machine whose host did not reach the batch playbook's last play (a playbook that
+//     stops every host on one host's failure) is failed, never ready;
 //   - its variables: a variables file per host, loaded by the batch playbook's first play
 //     (include_vars, which ranks above the playbook's vars_files, play and role variables, as the
 //     extra variables of a run of its own did), every string still marked unsafe;

@@ -11,7 +11,11 @@
 #     at most 2s, whatever the boot time) and sandbox API reads per machine.
 #  6. The same with provisioning on, 3 machines (Ansible and sshd needed; BENCH_PROVISIONING=0 skips
 #     it): cloud running -> first SSH attempt, and playbook end -> apply returns.
-# BENCH_READY=0 skips 5 and 6; BENCH_FLEET (20), BENCH_BOOTS ("10s 60s") and BENCH_PROVISIONED (3) size them.
+#  7. Fleet provisioning (issue 23): applies of 1, 20, 5 and 10 machines with provisioning on (boot 2s):
+#     wall time, ratio to one machine, CPU, peak memory of the provisioning processes, ansible-playbook runs.
+# BENCH_PLAN=0 skips 1 to 4; BENCH_READY=0 skips 5 and 6; BENCH_FLEET (20), BENCH_BOOTS ("10s 60s") and
+# BENCH_PROVISIONED (3) size them; BENCH_FLEET_PROVISIONING=0 skips 7, BENCH_FLEETS ("1 20 5 10") sizes it.
+# Only the fleet table: BENCH_PLAN=0 BENCH_READY=0 make bench
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tf=${TERRAFORM:-$(command -v terraform || echo /usr/local/bin/terraform)}
@@ -81,6 +85,7 @@ measure() { # dir -> prints "seconds maxrss_kb" of the best of $runs plans
   echo "$best_s $best_kb"
 }
 
+if [ "${BENCH_PLAN:-1}" != 0 ]; then
 mk "$work/peers" no
 mk "$work/hydra" yes 20s
 # The provider's own peak memory: the plugin is a separate process; sample it while planning.
@@ -150,6 +155,8 @@ else
   echo "== plan share: could not build the build whose ModifyPlan returns at once (see below); skipped"
   tail -5 "$work/noop/build.log" | sed 's/^/   /'
 fi
+
+fi # BENCH_PLAN
 
 # 5. and 6. Time to ready (issue 12). Applies of fleet machines on the sandbox, -parallelism=fleet so
 #    that Terraform creates them all at once (its default of 10 would start the second ten only when
@@ -312,4 +319,119 @@ if [ "${BENCH_READY:-1}" != 0 ]; then
   else
     echo "== time to ready with provisioning on: skipped (BENCH_PROVISIONING=0, or ansible-playbook or sshd missing)"
   fi
+fi
+
+# 7. Fleet provisioning (issue 23): `terraform apply` of 1, 5, 10 and 20 hydra_gpu_instance on the
+#    sandbox (boot 2s, provisioning on, the embedded playbooks), -parallelism = the fleet's size (so
+#    Terraform creates them all at once). The 1-machine and 20-machine applies run back to back, first,
+#    so that their ratio is measured under the same load. Peak memory: the provisioning processes
+#    (ansible-playbook, its workers and their ssh clients: every process whose command line names a
+#    run directory of this apply's provider, /hydra-<provider pid>-…), sampled every 0.1s from /proc;
+#    RSS counts the pages the forked workers share with their parent once per process, PSS shares them
+#    out (what the processes really take). CPU: user+system seconds of the apply's process tree
+#    (terraform, the provider, Ansible on the controller; not the sandbox machines' own sshd and
+#    remote module runs, which run detached on this machine too). BENCH_FLEETS ("1 20 5 10") picks the
+#    sizes; BENCH_FLEET_PROVISIONING=0 skips it.
+fleet_sampler() { # provider-binary, out-file, stop-file
+  python3 - "$1" "$2" "$3" <<'PY'
+import os, sys, time
+binary, out, stop = sys.argv[1:4]
+peak_rss = peak_pss = peak_n = 0
+def cmdline(p):
+    try:
+        with open('/proc/%s/cmdline' % p, 'rb') as f:
+            return f.read().replace(b'\0', b' ').decode('utf-8', 'replace')
+    except OSError:
+        return ''
+def field(path, key):
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+while not os.path.exists(stop):
+    pids = [p for p in os.listdir('/proc') if p.isdigit()]
+    providers = [p for p in pids if cmdline(p).startswith(binary)]
+    marks = ['/hydra-%s-' % p for p in providers]
+    rss = pss = n = 0
+    if marks:
+        for p in pids:
+            c = cmdline(p)
+            if any(m in c for m in marks) and 'hydra-run-guardian' not in c:
+                rss += field('/proc/%s/status' % p, 'VmRSS:')
+                pss += field('/proc/%s/smaps_rollup' % p, 'Pss:')
+                n += 1
+    peak_rss, peak_pss, peak_n = max(peak_rss, rss), max(peak_pss, pss), max(peak_n, n)
+    time.sleep(0.1)
+with open(out, 'w') as f:
+    f.write('%d %d %d\n' % (peak_rss, peak_pss, peak_n))
+PY
+}
+
+fleet_apply() { # dir, count -> "wall cpu peak_rss_kb peak_pss_kb peak_procs runs" in dir/fleet
+  local dir=$1 count=$2 start end
+  mkapply "$dir" "$count" 2s on
+  rm -f "$dir/stop"
+  fleet_sampler "$root/bin/terraform-provider-hydra" "$dir/peak" "$dir/stop" &
+  local sampler=$!
+  start=$(date +%s.%N)
+  ( cd "$dir" && TF_LOG_PROVIDER=INFO TF_LOG_PATH="$dir/provider.log" /usr/bin/time -f '%U %S' -o "$dir/cpu" \
+      "$tf" apply -auto-approve -no-color -parallelism="$count" >"$dir/apply.log" 2>&1 ) || { tail -30 "$dir/apply.log" >&2; touch "$dir/stop"; wait "$sampler"; return 1; }
+  end=$(date +%s.%N)
+  touch "$dir/stop"
+  wait "$sampler"
+  # The sandbox machines' side: CPU of their sshd and everything it ran (sessions, remote modules,
+  # stand-ins), read before destroy stops them.
+  python3 - "$dir/sandbox/machines" > "$dir/mcpu" <<'PY'
+import glob, json, sys
+t = 0
+for f in glob.glob(sys.argv[1] + '/*/machine.json'):
+    try:
+        pid = json.load(open(f))['sshd_pid']
+        st = open('/proc/%d/stat' % pid).read()
+        v = st[st.rindex(')') + 2:].split()
+        t += sum(int(x) for x in v[11:15])
+    except (OSError, KeyError, ValueError):
+        pass
+print('%.1f' % (t / 100))
+PY
+  read -r u s < "$dir/cpu"
+  read -r prss ppss pn < "$dir/peak"
+  # ansible-playbook runs (batches) and their sizes, from the runner's log.
+  runs=$(grep -o 'provisioning batch started: .*machines=[0-9]*' "$dir/provider.log" | grep -o 'machines=[0-9]*' | cut -d= -f2 |
+    awk '{n++; s = s (s ? "+" : "") $1} END {printf "%d (%s)", n, s}')
+  awk -v a="$start" -v b="$end" -v u="$u" -v s="$s" -v r="$prss" -v p="$ppss" -v n="$pn" -v k=- \
+    'BEGIN{printf "%.1f %.1f %d %d %d %s\n", b-a, u+s, r, p, n, k}' > "$dir/fleet"
+  echo "$runs" > "$dir/runs"
+  cat "$dir/mcpu" >> "$dir/runs"
+  ( cd "$dir" && "$tf" destroy -auto-approve -no-color -parallelism="$count" >"$dir/destroy.log" 2>&1 ) || tail -20 "$dir/destroy.log" >&2
+}
+
+if [ "${BENCH_FLEET_PROVISIONING:-1}" != 0 ] && command -v ansible-playbook >/dev/null && { command -v sshd >/dev/null || [ -x /usr/sbin/sshd ]; }; then
+  echo "== fleet provisioning: terraform apply of N hydra_gpu_instance on the sandbox, boot 2s, provisioning on, -parallelism=N"
+  echo "   (target: 20 machines within 2.5x the wall time of one; the provisioning processes' peak at most 1 GiB for 20)"
+  echo "   this machine has $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) before the first apply (other work on it inflates the times)"
+  frow='   %-8s %9s %7s %12s %13s %14s %14s %9s %s\n'
+  printf "$frow" machines wall "vs one" "apply CPU-s" "machines CPU-s" "peak RSS (MiB)" "peak PSS (MiB)" processes "ansible-playbook runs (sizes)"
+  one=""
+  for n in ${BENCH_FLEETS:-1 20 5 10}; do
+    if fleet_apply "$work/fleet-$n" "$n"; then
+      read -r w c r p k _ < "$work/fleet-$n/fleet"
+      runs=$(head -1 "$work/fleet-$n/runs")
+      mc=$(sed -n 2p "$work/fleet-$n/runs")
+      [ "$n" = 1 ] && one=$w
+      ratio=$( [ -n "$one" ] && awk -v w="$w" -v o="$one" 'BEGIN{printf "%.1fx", w/o}' || echo "?")
+      printf "$frow" "$n" "${w}s" "$ratio" "$c" "$mc" "$((r / 1024))" "$((p / 1024))" "$k" "$runs"
+    else
+      printf "$frow" "$n" failed - - - - - - -
+    fi
+  done
+  echo "   apply CPU-s: terraform, the provider and Ansible's controller; machines CPU-s: the sandbox machines' sshd and all"
+  echo "   it ran (the remote side, on this machine too). RSS sums each process's resident pages (the forked workers'"
+  echo "   shared pages once per worker); PSS shares them out: what the provisioning processes really take."
+else
+  echo "== fleet provisioning: skipped (BENCH_FLEET_PROVISIONING=0, or ansible-playbook or sshd missing)"
 fi

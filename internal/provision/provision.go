@@ -3,10 +3,13 @@
 //
 // One Provision call is one attempt (the control plane retries with backoff). It waits for SSH natively
 // in Go, checking the host key (pinned, or trusted on first contact and returned), then runs the pool's
-// playbook from a private temporary directory holding the inventory (JSON), a known_hosts file with only
-// that key, the private key, the variables (JSON, every string marked unsafe) and an embedded callback
-// plugin whose JSON lines are streamed as events. Connection reuse is confined to a per-run ControlPath
-// directory whose masters are closed afterwards, and cancellation stops the whole process group.
+// playbook. Machines that become reachable within a short window of one another (Config.BatchWindow)
+// share one ansible-playbook run, a host each (see batch.go); each still gets its own outcome. A run
+// works from a private temporary directory holding the inventory (JSON), per host a known_hosts file
+// with only that host's key and its variables (JSON, every string marked unsafe), the private key and
+// an embedded callback plugin whose JSON lines are streamed as events. Connection reuse is confined to
+// a per-run ControlPath directory whose masters are closed afterwards; cancelling one machine cuts its
+// host off, cancelling every machine of a run stops its whole process group.
 //
 // Nothing of a run outlives it, even when the provider is killed hard: the run directory is named
 // after the provider's pid, ansible-playbook dies with the provider (Pdeathsig on Linux), a guardian
@@ -86,6 +89,12 @@ type Config struct {
 	// marker, see ReadMarker), passed to them as hydra_marker_path (default DefaultMarkerPath). On
 	// hydra's sandbox machines it lies under the machine's own root directory.
 	MarkerPath string
+	// BatchWindow is how long a machine whose SSH answered waits for others to be provisioned by the
+	// same ansible-playbook run (default DefaultBatchWindow; negative: no wait, a run per machine unless
+	// machines arrive at the same instant). See batch.go.
+	BatchWindow time.Duration
+	// BatchMax is the most machines one ansible-playbook run provisions (default DefaultBatchMax).
+	BatchMax int
 	// GPUModels overrides, per GPU type, the regular expression (case-insensitive) the health checks
 	// match against the GPU names nvidia-smi reports (see ExpectedGPUModel for the defaults).
 	GPUModels map[string]string
@@ -101,6 +110,10 @@ type Runner struct {
 
 	mu      sync.Mutex
 	ansible string // resolved ansible-playbook, once checked
+
+	// batchMu guards forming: per playbook, the batch that machines still join (see batch.go).
+	batchMu sync.Mutex
+	forming map[batchKey]*batch
 
 	// checkMode runs the playbooks with --check (nothing changes on the machine; tests).
 	checkMode bool
@@ -153,6 +166,12 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if r.cfg.CancelGrace <= 0 {
 		r.cfg.CancelGrace = DefaultCancelGrace
+	}
+	if r.cfg.BatchWindow == 0 {
+		r.cfg.BatchWindow = DefaultBatchWindow
+	}
+	if r.cfg.BatchMax <= 0 {
+		r.cfg.BatchMax = DefaultBatchMax
 	}
 	if r.cfg.MarkerPath == "" {
 		r.cfg.MarkerPath = DefaultMarkerPath
@@ -363,16 +382,10 @@ func (r *Runner) Provision(ctx context.Context, req controlplane.ProvisionReques
 	res.HostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
 	logf("SSH ready", map[string]any{"host_key_fingerprint": ssh.FingerprintSHA256(key)})
 
-	if dl, ok := ctx.Deadline(); ok {
-		// The playbooks share what is left of the create timeout among their waits (cloud-init, the
-		// dpkg lock, reboots, DCGM's diagnostic) and say which one ran out.
-		vars["hydra_time_budget_seconds"] = max(int(time.Until(dl).Seconds()), 60)
-	}
-	out, err := r.run(ctx, runSpec{
-		ansible: ansible, endpoint: ep, hostKey: key, playbook: pb, vars: vars,
-		hostName: inventoryHostName(name), instance: name, key: r.cfg.PrivateKey, log: logf,
-		checkMode: r.checkMode,
+	b, m := r.join(ctx, batchKey{playbook: pb, checkMode: r.checkMode}, ansible, runSpec{
+		endpoint: ep, hostKey: key, vars: vars, hostName: inventoryHostName(name), instance: name, log: logf,
 	})
+	out, err := b.wait(m)
 	res.FailedTask, res.Message = out.failedTask, out.message
 	return finish(err)
 }

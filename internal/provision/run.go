@@ -53,18 +53,14 @@ func (e *PlaybookError) Error() string {
 	return fmt.Sprintf("ansible-playbook rejected %s (exit code %d): %s", e.Playbook, e.ExitCode, e.Message)
 }
 
+// runSpec is one machine's part of a batch.
 type runSpec struct {
-	ansible  string
 	endpoint controlplane.SSHEndpoint
 	hostKey  ssh.PublicKey
-	playbook string
 	vars     map[string]any
 	hostName string
 	instance string
-	key      []byte
 	log      func(string, map[string]any)
-	// checkMode adds --check: the playbooks report what they would change and change nothing.
-	checkMode bool
 }
 
 type runOutcome struct {
@@ -197,51 +193,15 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }
 
-// run provisions with one ansible-playbook run: it prepares the run directory, runs the command while
-// streaming its events, classifies the outcome and removes everything of the run.
-func (r *Runner) run(ctx context.Context, spec runSpec) (runOutcome, error) {
-	dir, err := r.prepareRunDir(spec)
-	if err != nil {
-		return runOutcome{}, err
-	}
-	defer dir.remove(r.logger)
-
-	cmd := buildCommand(spec, dir)
-	events := &eventLog{log: spec.log}
-	stderr := &tailBuffer{n: 8 << 10, fn: func(s string) { r.logger.Debug("ansible-playbook stderr", "line", cut(s, 2000)) }}
-	cmd.Stdout = &eventWriter{handle: events.handle, raw: func(s string) { r.logger.Debug("ansible-playbook output", "line", cut(s, 2000)) }}
-	cmd.Stderr = stderr
-
-	spec.log("running playbook", map[string]any{"playbook": spec.playbook})
-	rc, cancelled, err := r.execute(ctx, cmd, dir.guard.processGroup)
-	if err != nil {
-		return runOutcome{}, err
-	}
-	res := runResult{
-		Instance:   spec.instance,
-		Playbook:   spec.playbook,
-		ExitCode:   rc,
-		Events:     events.facts(),
-		StderrTail: stderr.String(),
-	}
-	if cancelled {
-		res.CtxErr = ctx.Err()
-	}
-	v := classify(res)
-	if v.Kind == outcomeSuccess {
-		spec.log("playbook succeeded", map[string]any{"playbook": spec.playbook})
-	}
-	return v.Outcome, v.Err
-}
-
-// buildCommand returns the ansible-playbook command of a run: the run's inventory, variables and
-// configuration, an environment free of the caller's ANSIBLE_* settings, and its own process group.
-func buildCommand(spec runSpec, dir *runDir) *exec.Cmd {
-	args := []string{"-i", dir.files.inventory, "-e", "@" + dir.files.vars}
-	if spec.checkMode {
+// buildCommand returns the ansible-playbook command of a batch: the run's inventory and configuration
+// (every host's variables are loaded by the batch playbook), an environment free of the caller's
+// ANSIBLE_* settings, and its own process group.
+func buildCommand(ansible string, checkMode bool, dir *runDir) *exec.Cmd {
+	args := []string{"-i", dir.files.inventory}
+	if checkMode {
 		args = append(args, "--check")
 	}
-	cmd := exec.Command(spec.ansible, append(args, filepath.Join(dir.pb, filepath.FromSlash(spec.playbook)))...)
+	cmd := exec.Command(ansible, append(args, dir.files.playbook)...)
 	cmd.Dir = dir.path
 	cmd.Env = append(ansibleBaseEnv(),
 		"ANSIBLE_CONFIG="+dir.files.config,
@@ -484,7 +444,7 @@ func ansibleErrorText(stderr string) string {
 }
 
 type runFiles struct {
-	config, inventory, vars string
+	config, inventory, playbook string
 }
 
 // stagePlaybooks returns the directory holding the playbooks: the user's own directory as it is, or
@@ -519,9 +479,43 @@ func (r *Runner) stagePlaybooks(dir string) (string, error) {
 // longer than the pause between two tasks.
 const controlPersist = "15s"
 
-func writeRunFiles(dir, pbDir string, spec runSpec) (runFiles, error) {
+// batchPlayName names the batch playbook's first play, which loads each host's variables.
+const batchPlayName = "hydra: load each machine's variables"
+
+// batchDoneTask names the batch playbook's last task: a host that runs it reached the end of the
+// pool's playbook (hosts that failed or were lost are out of later plays, and so is every host that
+// a playbook stopped on another host's failure).
+const batchDoneTask = "hydra: the machine reached the end of the playbook"
+
+// batchPlaybook is the playbook a batch runs: a first play (on the controller only, no connection)
+// loads each host's own variables file, then the pool's playbook is imported, then a last play (on
+// the controller only) notes which hosts reached the end. Variables loaded by include_vars stay with
+// the host for the rest of the run, above the playbook's vars_files, play and role variables (as
+// extra variables were when every machine had its own run).
+const batchPlaybook = `# written by hydra for one provisioning batch
+- name: "` + batchPlayName + `"
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Load this machine's variables
+      ansible.builtin.include_vars:
+        file: "{{ hydra_batch_vars_file }}"
+- import_playbook: %s
+- name: "hydra: note the machines that reached the end"
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: "` + batchDoneTask + `"
+      ansible.builtin.set_fact:
+        hydra_batch_done: true
+`
+
+// writeRunFiles writes a batch's files into dir: the callback, the private key, per host a
+// known_hosts file holding only that host's pinned key and a variables file, the inventory (each host
+// with its own known_hosts and ssh control socket), the batch playbook and ansible.cfg.
+func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*member) (runFiles, error) {
 	var f runFiles
-	for _, d := range []string{"cp", "cb", "tmp", "home"} {
+	for _, d := range []string{"cp", "cb", "tmp", "home", "hosts"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return f, err
 		}
@@ -529,45 +523,55 @@ func writeRunFiles(dir, pbDir string, spec runSpec) (runFiles, error) {
 	if err := os.WriteFile(filepath.Join(dir, "cb", "hydra_jsonl.py"), callbackPlugin, 0o600); err != nil {
 		return f, err
 	}
-	key := filepath.Join(dir, "id")
-	pem := append([]byte(nil), spec.key...)
+	keyFile := filepath.Join(dir, "id")
+	pem := append([]byte(nil), key...)
 	if len(pem) > 0 && pem[len(pem)-1] != '\n' {
 		pem = append(pem, '\n') // OpenSSH rejects a key file without its final newline
 	}
-	if err := os.WriteFile(key, pem, 0o600); err != nil {
+	if err := os.WriteFile(keyFile, pem, 0o600); err != nil {
 		return f, err
 	}
-	ep := spec.endpoint
-	known := filepath.Join(dir, "known_hosts")
-	// "host" for port 22, "[host]:port" otherwise: what ssh looks up.
-	line := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)))}, spec.hostKey)
-	if err := os.WriteFile(known, []byte(line+"\n"), 0o600); err != nil {
-		return f, err
+	invHosts := map[string]any{}
+	for i, m := range hosts {
+		ep := m.spec.endpoint
+		m.knownHosts = filepath.Join(dir, "hosts", strconv.Itoa(i)+".known_hosts")
+		m.controlPath = filepath.Join(dir, "cp", strconv.Itoa(i))
+		// "host" for port 22, "[host]:port" otherwise: what ssh looks up.
+		line := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)))}, m.spec.hostKey)
+		if err := os.WriteFile(m.knownHosts, []byte(line+"\n"), 0o600); err != nil {
+			return f, err
+		}
+		varsFile := filepath.Join(dir, "hosts", strconv.Itoa(i)+".vars.json")
+		if err := writeJSON(varsFile, m.spec.vars); err != nil {
+			return f, err
+		}
+		sshArgs := strings.Join([]string{
+			"-o", "UserKnownHostsFile=" + shellQuote(m.knownHosts),
+			"-o", "GlobalKnownHostsFile=/dev/null",
+			"-o", "StrictHostKeyChecking=yes",
+			"-o", "HostKeyAlgorithms=" + strings.Join(hostKeyAlgorithms(m.spec.hostKey.Type()), ","),
+			"-o", "CheckHostIP=no",
+			"-o", "UpdateHostKeys=no",
+			"-o", "IdentitiesOnly=yes",
+			"-o", "IdentityAgent=none",
+			"-o", "BatchMode=yes",
+			"-o", "ServerAliveInterval=15",
+			"-o", "ServerAliveCountMax=4",
+		}, " ")
+		invHosts[m.host] = map[string]any{
+			"ansible_host":                 ep.Host,
+			"ansible_port":                 ep.Port,
+			"ansible_user":                 ep.User,
+			"ansible_ssh_private_key_file": keyFile,
+			"ansible_ssh_common_args":      sshArgs,
+			// One control socket per host, so that one host can be cut off alone (cutOff).
+			"ansible_control_path":  m.controlPath,
+			"hydra_batch_vars_file": varsFile,
+		}
 	}
-	sshArgs := strings.Join([]string{
-		"-o", "UserKnownHostsFile=" + shellQuote(known),
-		"-o", "GlobalKnownHostsFile=/dev/null",
-		"-o", "StrictHostKeyChecking=yes",
-		"-o", "HostKeyAlgorithms=" + strings.Join(hostKeyAlgorithms(spec.hostKey.Type()), ","),
-		"-o", "CheckHostIP=no",
-		"-o", "UpdateHostKeys=no",
-		"-o", "IdentitiesOnly=yes",
-		"-o", "IdentityAgent=none",
-		"-o", "BatchMode=yes",
-		"-o", "ServerAliveInterval=15",
-		"-o", "ServerAliveCountMax=4",
-	}, " ")
 	inv := map[string]any{
 		"all": map[string]any{
-			"hosts": map[string]any{
-				spec.hostName: map[string]any{
-					"ansible_host":                 ep.Host,
-					"ansible_port":                 ep.Port,
-					"ansible_user":                 ep.User,
-					"ansible_ssh_private_key_file": key,
-					"ansible_ssh_common_args":      sshArgs,
-				},
-			},
+			"hosts": invHosts,
 			"vars": map[string]any{
 				"ansible_python_interpreter": "auto_silent",
 				"ansible_connection":         "ssh",
@@ -578,12 +582,16 @@ func writeRunFiles(dir, pbDir string, spec runSpec) (runFiles, error) {
 	if err := writeJSON(f.inventory, inv); err != nil {
 		return f, err
 	}
-	f.vars = filepath.Join(dir, "vars.json")
-	if err := writeJSON(f.vars, spec.vars); err != nil {
+	f.playbook = filepath.Join(dir, "batch.yml")
+	target, err := json.Marshal(filepath.Join(pbDir, filepath.FromSlash(playbook)))
+	if err != nil {
+		return f, err
+	}
+	if err := os.WriteFile(f.playbook, []byte(fmt.Sprintf(batchPlaybook, target)), 0o600); err != nil {
 		return f, err
 	}
 	cfg := strings.Join([]string{
-		"# written by hydra for one provisioning run",
+		"# written by hydra for one provisioning batch",
 		"[defaults]",
 		"stdout_callback = hydra_jsonl",
 		"callback_plugins = " + filepath.Join(dir, "cb"),
@@ -591,7 +599,8 @@ func writeRunFiles(dir, pbDir string, spec runSpec) (runFiles, error) {
 		"retry_files_enabled = False",
 		"nocolor = True",
 		"timeout = 30",
-		"forks = 5",
+		// Every host of the batch runs each task at the same time.
+		"forks = " + strconv.Itoa(max(len(hosts), 1)),
 		"interpreter_python = auto_silent",
 		"local_tmp = " + filepath.Join(dir, "tmp"),
 		"roles_path = " + filepath.Join(pbDir, "roles"),

@@ -18,7 +18,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
-// A run directory is private to one provisioning run: <temp>/hydra-<owner pid>-<random>, mode 0700,
+// A run directory is private to one provisioning run (a batch of machines, see batch.go): <temp>/hydra-<owner pid>-<random>, mode 0700,
 // holding the private key, known_hosts, inventory, variables, the staged playbooks and the ssh control
 // sockets. Its name and its owner file (ownerFile: "<pid> <start time>") say which provider process
 // owns it, so SweepStale can tell the runs of a dead provider from those of a live one.
@@ -47,9 +47,9 @@ type runDir struct {
 	guard *guardian
 }
 
-// prepareRunDir creates the run directory, stages the playbooks and writes the run's files. On error
-// nothing is left behind.
-func (r *Runner) prepareRunDir(spec runSpec) (*runDir, error) {
+// prepareRunDir creates a batch's run directory, stages the playbooks and writes the run's files. On
+// error nothing is left behind.
+func (r *Runner) prepareRunDir(playbook string, hosts []*member) (*runDir, error) {
 	d, err := newRunDir(r.tempBase(), r.logger)
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (r *Runner) prepareRunDir(spec runSpec) (*runDir, error) {
 	if d.pb, err = r.stagePlaybooks(d.path); err != nil {
 		return nil, err
 	}
-	if d.files, err = writeRunFiles(d.path, d.pb, spec); err != nil {
+	if d.files, err = writeRunFiles(d.path, d.pb, r.cfg.PrivateKey, playbook, hosts); err != nil {
 		return nil, err
 	}
 	ok = true

@@ -1,5 +1,7 @@
 # hydra_jsonl: an Ansible stdout callback that prints one JSON object per line for every event hydra
-# follows (play_start, task_start, ok, changed results, failed, unreachable, skipped, retry, stats).
+# follows (play_start, task_start, host_task_start, ok, changed results, failed, unreachable, skipped,
+# retry, stats). Every event about one host carries its inventory name as "host"; task_start is the
+# play's (once per task, whichever hosts run it), host_task_start the task queued for one host.
 # Embedded in the hydra provider and written next to each run; it needs nothing beyond ansible-core.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -93,10 +95,29 @@ class CallbackModule(CallbackBase):
         self._emit('play_start', play=play.get_name().strip())
 
     def v2_playbook_on_task_start(self, task, is_conditional):
-        self._emit('task_start', **self._task_fields(task))
+        self._started(task, False)
 
     def v2_playbook_on_handler_task_start(self, task):
-        self._emit('task_start', handler=True, **self._task_fields(task))
+        self._started(task, True)
+
+    def _started(self, task, handler):
+        fields = self._task_fields(task)
+        if handler:
+            fields['handler'] = True
+        # The strategy templates the task's name only for this call: remembered for the task's
+        # host_task_start events, which come next.
+        self._current = (getattr(task, '_uuid', None), fields)
+        self._emit('task_start', **fields)
+
+    def v2_runner_on_start(self, host, task):
+        # The task queued for one host: a batch's hosts hear only of the tasks they run (a task of a
+        # file one host included is no other host's task).
+        current = getattr(self, '_current', None)
+        if current is not None and current[0] == getattr(task, '_uuid', None):
+            fields = dict(current[1])
+        else:
+            fields = self._task_fields(task)
+        self._emit('host_task_start', host=host.get_name(), **fields)
 
     def v2_playbook_on_no_hosts_matched(self):
         self._emit('no_hosts')

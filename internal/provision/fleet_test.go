@@ -1,0 +1,271 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+)
+
+// fleetMachine is one machine of a fleet test: its own sshd, served by the fleet's shared Runner.
+type fleetMachine struct {
+	f   fixture
+	rec *logRecorder
+	res controlplane.ProvisionResult
+	err error
+}
+
+// newFleet starts a machine per spec, all trusting the same provisioning key, and one Runner (cfg) for
+// them all.
+func newFleet(t *testing.T, specs []simhost.Spec, cfg Config) (*Runner, []*fleetMachine) {
+	t.Helper()
+	first := newFixture(t, specs[0], cfg)
+	ms := []*fleetMachine{{f: first, rec: &logRecorder{}}}
+	pub := first.runner.PublicKey()
+	for _, spec := range specs[1:] {
+		dir := t.TempDir()
+		spec.AuthorizedKeys = append(spec.AuthorizedKeys, pub)
+		ep, err := simhost.Ensure(dir, spec)
+		if err != nil {
+			t.Fatalf("simhost.Ensure: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := simhost.Stop(dir); err != nil {
+				t.Errorf("simhost.Stop: %v", err)
+			}
+		})
+		ms = append(ms, &fleetMachine{f: fixture{runner: first.runner, ep: ep, tmpBase: first.tmpBase}, rec: &logRecorder{}})
+	}
+	return first.runner, ms
+}
+
+// l4VMs is the spec of n sandbox VMs with one L4 each.
+func l4VMs(n int) []simhost.Spec {
+	specs := make([]simhost.Spec, n)
+	for i := range specs {
+		specs[i] = simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}
+	}
+	return specs
+}
+
+// orphanTaskStarts lists the tasks the log says started but that never ended (no result, no skip):
+// tasks of other machines told to this one. Retries end with the task's final result.
+func orphanTaskStarts(log string) []string {
+	var open string
+	var orphans []string
+	for _, line := range strings.Split(log, "\n") {
+		i := strings.Index(line, "task:")
+		if i < 0 {
+			continue
+		}
+		task := strings.TrimSuffix(line[i+len("task:"):], "]")
+		switch {
+		case strings.Contains(line, " task started "):
+			if open != "" {
+				orphans = append(orphans, open)
+			}
+			open = task
+		case strings.Contains(line, " task ok "), strings.Contains(line, " task skipped "),
+			strings.Contains(line, " task failed "), strings.Contains(line, " task failed (ignored) "),
+			strings.Contains(line, " host unreachable "):
+			if task == open {
+				open = ""
+			}
+		}
+	}
+	if open != "" {
+		orphans = append(orphans, open)
+	}
+	return orphans
+}
+
+// request is the machine's provisioning request, named after its index so every machine differs.
+func (m *fleetMachine) request(i int, ctx context.Context) controlplane.ProvisionRequest {
+	req := m.f.request(inventory.KindVM, "l4", 1, m.f.ep.HostKey, nil, m.rec)
+	req.Instance.Name = fmt.Sprintf("fleet-%d", i)
+	req.Instance.ID = fmt.Sprintf("i-%d", i)
+	return req
+}
+
+// provisionAll provisions every machine at once (as Terraform does with -parallelism) with its context.
+func provisionAll(ms []*fleetMachine, ctxs []context.Context) {
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.res, m.err = m.f.runner.Provision(ctxs[i], m.request(i, ctxs[i]))
+		}()
+	}
+	wg.Wait()
+}
+
+// TestFleetOneMachineFails: three machines provisioned by one ansible-playbook run (the batch is full
+// at three, so it starts without waiting on a clock): two VMs, one of them with a GPU fallen off the
+// bus, and a container (whose playbook includes other task files: exporters as processes, no units).
+// The broken machine alone fails, at its own task and with its own message; the other two reach ready
+// with their own provisioning markers; each machine's log holds only its own tasks (every task it was
+// told started has its own result); nothing of the run is left behind.
+func TestFleetOneMachineFails(t *testing.T) {
+	t.Parallel()
+	specs := l4VMs(3)
+	specs[2].Container = true
+	r, ms := newFleet(t, specs, Config{BatchMax: 3, BatchWindow: 10 * time.Minute})
+	const bad = 1
+	if err := simhost.SetFault(ms[bad].f.ep.Dir, simhost.FaultGPULost, "0"); err != nil {
+		t.Fatal(err)
+	}
+	ctxs := []context.Context{context.Background(), context.Background(), context.Background()}
+	provisionAll(ms, ctxs)
+	for i, m := range ms {
+		if orphans := orphanTaskStarts(m.rec.String()); len(orphans) > 0 {
+			t.Errorf("machine %d was told of tasks it did not run: %q\nlog:\n%s", i, orphans, m.rec)
+		}
+	}
+	// The VMs include the exporters' systemd tasks, the container does not: it runs them as processes.
+	const unitTask = "monitoring : Install hydra's dcgm-exporter unit]"
+	if log := ms[2].rec.String(); !regexp.MustCompile(`task ok map\[changed:\w+ role:monitoring task:monitoring : Run the exporters as processes\]`).MatchString(log) || strings.Contains(log, unitTask) {
+		t.Errorf("the container's log is not a container's (it must run the exporters as processes, and have no unit task):\n%s", log)
+	}
+	if log := ms[0].rec.String(); !strings.Contains(log, "task ok map[changed:true role:monitoring task:"+unitTask) {
+		t.Errorf("the VM's log does not show its exporter unit installed:\n%s", log)
+	}
+	for i, m := range ms {
+		if !strings.Contains(m.rec.String(), "running playbook map[batch:3 playbook:bare-vm.yml]") {
+			t.Errorf("machine %d was not provisioned by the one run of three:\n%s", i, m.rec)
+		}
+		if i == bad {
+			continue
+		}
+		if m.err != nil || m.res.FailedTask != "" || m.res.Message != "" {
+			t.Errorf("machine %d failed with the other: %v %+v\nlog:\n%s", i, m.err, m.res, m.rec)
+			continue
+		}
+		// The machine's own health summary names every check ("gpu_lost ok"); what must not reach it is
+		// the other machine's failure: a failed task, or the lost GPU's words.
+		if log := m.rec.String(); strings.Contains(log, "task failed") || strings.Contains(log, "fell off the bus") {
+			t.Errorf("machine %d was told of the other's failure:\n%s", i, m.rec)
+		} else if !strings.Contains(log, "gpu_lost ok") {
+			t.Errorf("machine %d did not log its own health verdict:\n%s", i, m.rec)
+		}
+		req := m.request(i, context.Background())
+		marker, _, err := r.ReadMarker(context.Background(), *req.Instance.SSH, m.f.ep.HostKey)
+		if err != nil {
+			t.Errorf("machine %d has no marker: %v", i, err)
+		} else if want, _ := r.Digest(req.Pool, nil); marker.Digest != want {
+			t.Errorf("machine %d marker %+v, want digest %s", i, marker, want)
+		}
+	}
+	m := ms[bad]
+	var te *TaskError
+	if !errors.As(m.err, &te) {
+		t.Fatalf("the broken machine: want a *TaskError, got %v\nlog:\n%s", m.err, m.rec)
+	}
+	t.Logf("error of the broken machine: %v", m.err)
+	if te.Instance != "fleet-1" || te.Host != "fleet-1" || te.Task != "gpu_check : Check the promised GPUs" || m.res.FailedTask != te.Task {
+		t.Errorf("failure: instance %q host %q task %q, result task %q", te.Instance, te.Host, te.Task, m.res.FailedTask)
+	}
+	if !strings.Contains(m.res.Message, "gpu_lost: GPU 00000000:18:00.0 fell off the bus") {
+		t.Errorf("message %q does not name the lost GPU", m.res.Message)
+	}
+	req := m.request(bad, context.Background())
+	if _, _, err := r.ReadMarker(context.Background(), *req.Instance.SSH, m.f.ep.HostKey); !errors.Is(err, ErrNoMarker) {
+		t.Errorf("the broken machine has a marker: %v", err)
+	}
+	if left := processesMentioning(ms[0].f.tmpBase); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
+	assertEmptyDir(t, ms[0].f.tmpBase)
+}
+
+// TestFleetCancelOneMachine: two machines in one run; cancelling one (its create timed out, say) while
+// its GPUs are probed ends that machine alone, at once, as cancelled; the other goes on to ready.
+func TestFleetCancelOneMachine(t *testing.T) {
+	t.Parallel()
+	r, ms := newFleet(t, l4VMs(2), Config{BatchMax: 2, BatchWindow: 10 * time.Minute})
+	ctx0, cancel0 := context.WithCancel(context.Background())
+	defer cancel0()
+	var once sync.Once
+	var after []string // tasks the cancelled machine was told of after its cancellation
+	ms[0].rec.hook = func(msg string, fields map[string]any) {
+		task, _ := fields["task"].(string)
+		if ctx0.Err() != nil && msg == "task started" {
+			after = append(after, task)
+		}
+		if msg == "task started" && strings.HasSuffix(task, "gpu_check : Probe the GPUs") {
+			once.Do(cancel0)
+		}
+	}
+	provisionAll(ms, []context.Context{ctx0, context.Background()})
+	if !errors.Is(ms[0].err, context.Canceled) || !strings.Contains(ms[0].err.Error(), "cancelled") {
+		t.Fatalf("the cancelled machine: want a cancellation, got %v\nlog:\n%s", ms[0].err, ms[0].rec)
+	}
+	t.Logf("error of the cancelled machine: %v", ms[0].err)
+	if ms[1].err != nil {
+		t.Fatalf("the other machine failed: %v\nlog:\n%s", ms[1].err, ms[1].rec)
+	}
+	if !strings.Contains(ms[1].rec.String(), "running playbook map[batch:2 playbook:bare-vm.yml]") {
+		t.Errorf("the machines did not share a run:\n%s", ms[1].rec)
+	}
+	for i, m := range ms {
+		req := m.request(i, context.Background())
+		_, _, err := r.ReadMarker(context.Background(), *req.Instance.SSH, m.f.ep.HostKey)
+		if i == 0 && !errors.Is(err, ErrNoMarker) {
+			t.Errorf("the cancelled machine was provisioned to the end: %v", err)
+		}
+		if i == 1 && err != nil {
+			t.Errorf("the other machine has no marker: %v", err)
+		}
+	}
+	if len(after) > 0 {
+		t.Errorf("the cancelled machine went on with %q:\n%s", after, ms[0].rec)
+	}
+	if left := processesMentioning(ms[0].f.tmpBase); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
+	assertEmptyDir(t, ms[0].f.tmpBase)
+}
+
+// TestFleetCancelAll: Ctrl-C cancels every machine of a run: the whole run stops (its process group
+// interrupted, then killed) and every machine says it was cancelled; nothing of the run is left.
+func TestFleetCancelAll(t *testing.T) {
+	t.Parallel()
+	_, ms := newFleet(t, l4VMs(2), Config{BatchMax: 2, BatchWindow: 10 * time.Minute, CancelGrace: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var once sync.Once
+	var during []string
+	ms[1].rec.hook = func(msg string, fields map[string]any) {
+		if task, _ := fields["task"].(string); msg == "task started" && strings.HasSuffix(task, "gpu_check : Probe the GPUs") {
+			once.Do(func() {
+				during = processesMentioning(ms[0].f.tmpBase)
+				cancel()
+			})
+		}
+	}
+	provisionAll(ms, []context.Context{ctx, ctx})
+	for i, m := range ms {
+		if !errors.Is(m.err, context.Canceled) || !strings.Contains(m.err.Error(), "cancelled") {
+			t.Errorf("machine %d: want a cancellation, got %v\nlog:\n%s", i, m.err, m.rec)
+		}
+	}
+	sawAnsible := false
+	for _, p := range during {
+		sawAnsible = sawAnsible || strings.Contains(p, "ansible-playbook")
+	}
+	if !sawAnsible {
+		t.Errorf("did not see ansible-playbook while the run was going (the check below would prove less)")
+	}
+	if left := processesMentioning(ms[0].f.tmpBase); len(left) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
+	assertEmptyDir(t, ms[0].f.tmpBase)
+}

@@ -197,14 +197,18 @@ if units:
     p = systemctl("show", "--property=Id,LoadState,ActiveState,UnitFileState", "--", *names)
     if p.returncode != 0:
         fail("systemctl show: %s" % (p.stderr.strip() or p.stdout.strip()))
-    # One block of properties per unit, in the order asked (each block begins with Id=).
-    blocks = []
+    # One block of properties per unit, in the order asked: blocks are separated by a blank line (a
+    # block that begins with Id= while the last one has it begins a new one too).
+    blocks = [{}]
     for line in p.stdout.splitlines():
         k, _, v = line.partition("=")
-        if k == "Id":
-            blocks.append({})
-        if blocks and k:
-            blocks[-1][k] = v
+        if not line.strip() or (k == "Id" and "Id" in blocks[-1]):
+            if blocks[-1]:
+                blocks.append({})
+            if not line.strip():
+                continue
+        blocks[-1][k] = v
+    blocks = [b for b in blocks if b]
     if len(blocks) != len(names):
         fail("systemctl show answered for %d of %d units" % (len(blocks), len(names)))
     for u, name, props in zip(units, names, blocks):

@@ -131,15 +131,25 @@ def systemd_units():
         if not words or not UNIT_PATTERN.match(words[0]):
             continue
         units[words[0]] = {"active": False, "enabled": len(words) > 1 and words[1] in ("enabled", "enabled-runtime", "static")}
-    if units:
-        rc, so, _ = run(["systemctl", "show", "--property=Id,ActiveState", "--"] + sorted(units), 60)
-        name = None
+    # Templates (name@.service) never run themselves, and systemctl show refuses them.
+    names = sorted(u for u in units if "@." not in u)
+    if names:
+        rc, so, _ = run(["systemctl", "show", "--property=Id,ActiveState", "--"] + names, 60)
+        # One block per unit, in the order asked, separated by a blank line (a block that begins with
+        # Id= while the last one has it begins a new one too).
+        blocks = [{}]
         for line in so.splitlines():
             k, _, v = line.partition("=")
-            if k == "Id":
-                name = v
-            elif k == "ActiveState" and name in units:
-                units[name]["active"] = v in ("active", "reloading")
+            if not line.strip() or (k == "Id" and "Id" in blocks[-1]):
+                if blocks[-1]:
+                    blocks.append({})
+                if not line.strip():
+                    continue
+            blocks[-1][k] = v
+        blocks = [b for b in blocks if b]
+        if len(blocks) == len(names):
+            for name, b in zip(names, blocks):
+                units[name]["active"] = b.get("ActiveState") in ("active", "reloading")
     return units
 
 

@@ -2,7 +2,10 @@
 # skip what is present without probing again. Reads only (safe in --check); needs nothing beyond
 # Python 3; every command it runs has a timeout.
 #
-#   detect.py EXECLET_BIN [MARKER_PATH]
+#   detect.py EXECLET_BIN [MARKER_PATH [RUN_STARTED]]
+#
+# RUN_STARTED (the controller's clock when the run started, as the preflight passes it) is echoed back
+# as "run_started", so that the preflight notes it without a task of its own.
 #
 # The preflight runs it right after its waits (files/waits.py), in the same command.
 import ipaddress
@@ -18,6 +21,7 @@ import urllib.request
 
 execlet_bin = sys.argv[1] if len(sys.argv) > 1 else "/usr/local/bin/hydra-execlet"
 marker_path = sys.argv[2] if len(sys.argv) > 2 else "/var/lib/hydra/provisioned.json"
+run_started = sys.argv[3] if len(sys.argv) > 3 else ""
 
 # hydra's sandbox machines keep the files hydra manages under HYDRA_ROOT; real machines use "/".
 root = os.environ.get("HYDRA_ROOT") or "/"
@@ -275,6 +279,7 @@ out = {
     # A switch-off of APT's periodic runs that earlier hydra versions wrote (the preflight removes it).
     "apt_no_auto_upgrades": os.path.exists(prefix + "/etc/apt/apt.conf.d/99hydra-no-auto-upgrades"),
     "marker": marker(),
+    "run_started": run_started,
     "apt": os.path.isdir(prefix + "/etc/apt/apt.conf.d"),
     "nvswitch_count": 0,
     "nvlink5": nvlink5(),

@@ -2,7 +2,12 @@
 # skip what is present without probing again. Reads only (safe in --check); needs nothing beyond
 # Python 3; every command it runs has a timeout.
 #
-#   detect.py EXECLET_BIN
+#   detect.py EXECLET_BIN [MARKER_PATH [RUN_STARTED]]
+#
+# RUN_STARTED (the controller's clock when the run started, as the preflight passes it) is echoed back
+# as "run_started", so that the preflight notes it without a task of its own.
+#
+# The preflight runs it right after its waits (files/waits.py), in the same command.
 import ipaddress
 import json
 import os
@@ -15,6 +20,8 @@ import sys
 import urllib.request
 
 execlet_bin = sys.argv[1] if len(sys.argv) > 1 else "/usr/local/bin/hydra-execlet"
+marker_path = sys.argv[2] if len(sys.argv) > 2 else "/var/lib/hydra/provisioned.json"
+run_started = sys.argv[3] if len(sys.argv) > 3 else ""
 
 # hydra's sandbox machines keep the files hydra manages under HYDRA_ROOT; real machines use "/".
 root = os.environ.get("HYDRA_ROOT") or "/"
@@ -74,16 +81,22 @@ def answers(port):
         return False
 
 
+# What systemd-detect-virt prints for a container (systemd-detect-virt(1)); anything else is a VM.
+CONTAINERS = ("openvz", "lxc", "lxc-libvirt", "systemd-nspawn", "docker", "podman", "rkt", "wsl", "proot", "pouch",
+              "container-other")
+
+
 def virtualization():
     """container or vm (or none: bare metal; unknown), and of which type."""
     container, vm = "", ""
     if shutil.which("systemd-detect-virt"):
-        rc, so, _ = run(["systemd-detect-virt", "--container"], 10)
+        # One call: it names a container when in one (the innermost virtualization), else the VM.
+        rc, so, _ = run(["systemd-detect-virt"], 10)
         if rc == 0 and so and so != "none":
-            container = so
-        rc, so, _ = run(["systemd-detect-virt", "--vm"], 10)
-        if rc == 0 and so and so != "none":
-            vm = so
+            if so in CONTAINERS:
+                container = so
+            else:
+                vm = so
     if not container:
         # Without systemd-detect-virt (most containers lack it): the marks container engines leave.
         if os.path.exists(prefix + "/.dockerenv"):
@@ -111,7 +124,8 @@ def virtualization():
 
 
 def systemd_units():
-    """The units hydra may touch: {name: {"active", "enabled"}}."""
+    """The units hydra may touch: {name: {"active", "enabled"}}. Two systemctl calls, whatever the number
+    of units."""
     rc, so, _ = run(["systemctl", "list-unit-files", "--no-legend", "--no-pager", "--plain"], 60)
     units = {}
     if rc not in (0, 1):
@@ -120,9 +134,26 @@ def systemd_units():
         words = line.split()
         if not words or not UNIT_PATTERN.match(words[0]):
             continue
-        name = words[0]
-        rc_a, _, _ = run(["systemctl", "is-active", "--quiet", name], 30)
-        units[name] = {"active": rc_a == 0, "enabled": len(words) > 1 and words[1] in ("enabled", "enabled-runtime", "static")}
+        units[words[0]] = {"active": False, "enabled": len(words) > 1 and words[1] in ("enabled", "enabled-runtime", "static")}
+    # Templates (name@.service) never run themselves, and systemctl show refuses them.
+    names = sorted(u for u in units if "@." not in u)
+    if names:
+        rc, so, _ = run(["systemctl", "show", "--property=Id,ActiveState", "--"] + names, 60)
+        # One block per unit, in the order asked, separated by a blank line (a block that begins with
+        # Id= while the last one has it begins a new one too).
+        blocks = [{}]
+        for line in so.splitlines():
+            k, _, v = line.partition("=")
+            if not line.strip() or (k == "Id" and "Id" in blocks[-1]):
+                if blocks[-1]:
+                    blocks.append({})
+                if not line.strip():
+                    continue
+            blocks[-1][k] = v
+        blocks = [b for b in blocks if b]
+        if len(blocks) == len(names):
+            for name, b in zip(names, blocks):
+                units[name]["active"] = b.get("ActiveState") in ("active", "reloading")
     return units
 
 
@@ -211,6 +242,21 @@ def cuda_sources():
     return out
 
 
+def marker():
+    """The provisioning marker as the marker role reads it: None when there is none, else whether it is
+    a well-formed one ("ok") with its digest and playbook."""
+    try:
+        with open(prefix + marker_path) as f:
+            m = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"ok": False, "digest": "", "playbook": ""}
+    if not isinstance(m, dict):
+        return {"ok": False, "digest": "", "playbook": ""}
+    return {"ok": isinstance(m.get("provisioned_at"), str), "digest": m.get("digest"), "playbook": m.get("playbook")}
+
+
 pw = pwd.getpwuid(os.getuid())
 rel = os_release()
 virt = virtualization()
@@ -230,6 +276,10 @@ out = {
     "systemd": os.path.isdir(prefix + "/run/systemd/system") and shutil.which("systemctl") is not None,
     "cloud_init": os.access(prefix + "/usr/bin/cloud-init", os.X_OK),
     "dpkg": os.path.exists(prefix + "/var/lib/dpkg/lock-frontend"),
+    # A switch-off of APT's periodic runs that earlier hydra versions wrote (the preflight removes it).
+    "apt_no_auto_upgrades": os.path.exists(prefix + "/etc/apt/apt.conf.d/99hydra-no-auto-upgrades"),
+    "marker": marker(),
+    "run_started": run_started,
     "apt": os.path.isdir(prefix + "/etc/apt/apt.conf.d"),
     "nvswitch_count": 0,
     "nvlink5": nvlink5(),

@@ -1,50 +1,105 @@
-# hydra preflight waits, each bounded by its share of the create timeout. When a wait runs out, the
-# message names it and the variable that bounds it. Reads only.
+# hydra preflight waits, in one run before the machine is looked at: cloud-init finished, a running
+# automatic upgrade stopped for the run, the dpkg lock free. Each wait is bounded by its share of the
+# create timeout; when one runs out, the message names it and the variable that bounds it. Finds for
+# itself what is needed (a machine that needs no wait waits for nothing) and says on stderr what it
+# stopped ("hydra: stopping UNIT for this run"); prints nothing on stdout (the probe's output follows).
 #
-#   waits.py cloud-init SECONDS           wait for cloud-init to finish (cloud-init status --wait)
-#   waits.py dpkg-lock SECONDS PATH...    wait until nothing holds the dpkg locks
+#   waits.py SPEC
+#
+# SPEC (JSON): {"cloud_init": SECONDS, "dpkg": SECONDS (stopping the upgrade and the dpkg lock's wait),
+# "time_left": SECONDS (what was left of the budget when the waits began), "units": [UNIT...] (the
+# services of an automatic upgrade), "check": BOOL}. In check mode nothing is stopped (the waits still
+# run: they change nothing).
 import fcntl
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 
-what, limit = sys.argv[1], int(sys.argv[2])
-deadline = time.time() + limit
+spec = json.loads(sys.argv[1])
+started = time.time()
+prefix = (os.environ.get("HYDRA_ROOT") or "/").rstrip("/")
 
 
-def ran_out(name, var, detail=""):
+def ran_out(name, var, limit, detail=""):
     sys.exit("the wait for %s ran out after %d s (%s, from the create timeout's budget)%s" % (
         name, limit, var, ": " + detail if detail else ""))
 
 
-if what == "cloud-init":
+# cloud-init: still running when it is installed and has not written its result for this boot.
+if os.access(prefix + "/usr/bin/cloud-init", os.X_OK) and not os.path.exists(prefix + "/run/cloud-init/result.json"):
+    limit = int(spec["cloud_init"])
     try:
         p = subprocess.run(["cloud-init", "status", "--wait"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            universal_newlines=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        ran_out("cloud-init", "hydra_wait_cloud_init_seconds")
+        ran_out("cloud-init", "hydra_wait_cloud_init_seconds", limit)
     # 0: done; 2: done with recoverable errors (cloud-init 23.4 and later)
     if p.returncode not in (0, 2):
         sys.exit("cloud-init failed (exit code %d): %s" % (p.returncode, p.stdout.strip()[-500:]))
-    print(p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "done")
-elif what == "dpkg-lock":
-    for path in sys.argv[3:]:
-        while True:
-            try:
-                fd = os.open(path, os.O_RDWR)
-            except FileNotFoundError:
+
+# The dpkg lock's wait (with stopping a running upgrade) gets its share of what is left once cloud-init
+# is done: the share computed when the waits began, shrunk in proportion to the time cloud-init took.
+limit = int(spec["dpkg"])
+left = int(spec.get("time_left") or 0)
+if left > 0:
+    limit = max(1, int(limit * max(0, left - (time.time() - started)) / left))
+deadline = time.time() + limit
+
+# A running automatic upgrade: stopping apt-daily-upgrade.service asks unattended-upgrade to stop after
+# its current package. The timers stay enabled (security updates stay on). Only where systemd runs.
+units = spec.get("units") or []
+if units and os.path.isdir(prefix + "/run/systemd/system") and shutil.which("systemctl"):
+    try:
+        p = subprocess.run(["systemctl", "is-active", "--"] + units, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=max(1, deadline - time.time()))
+    except subprocess.TimeoutExpired:
+        ran_out("the dpkg lock", "hydra_wait_dpkg_lock_seconds", limit, "systemctl is-active did not answer")
+    states = p.stdout.split()
+    for unit, state in zip(units, states):
+        if state not in ("active", "activating", "reloading"):
+            continue
+        sys.stderr.write("hydra: stopping %s for this run%s\n" % (unit, " (check mode: not stopped)" if spec.get("check") else ""))
+        if spec.get("check"):
+            continue
+        try:
+            p = subprocess.run(["systemctl", "stop", unit], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True, timeout=max(1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            ran_out("the dpkg lock", "hydra_wait_dpkg_lock_seconds", limit, "stopping %s took too long" % unit)
+        if p.returncode != 0:
+            sys.exit("systemctl stop %s failed: %s" % (unit, p.stdout.strip()[-500:]))
+
+def held_elsewhere(path):
+    """Whether a process holds a lock on path, from /proc/locks (for a lock file this user cannot open)."""
+    st = os.stat(path)
+    ident = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    with open("/proc/locks") as f:
+        return any(ident in line.split() and "->" not in line for line in f)
+
+
+for path in (prefix + "/var/lib/dpkg/lock-frontend", prefix + "/var/lib/dpkg/lock"):
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            break
+        except PermissionError:
+            if not held_elsewhere(path):
                 break
-            try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.lockf(fd, fcntl.LOCK_UN)
-                os.close(fd)
-                break
-            except OSError:
-                os.close(fd)
-                if time.time() > deadline:
-                    ran_out("the dpkg lock", "hydra_wait_dpkg_lock_seconds", "%s is still held" % path)
-                time.sleep(3)
-    print("free")
-else:
-    sys.exit("waits.py: unknown wait %r" % what)
+            if time.time() > deadline:
+                ran_out("the dpkg lock", "hydra_wait_dpkg_lock_seconds", limit, "%s is still held" % path)
+            time.sleep(3)
+            continue
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            break
+        except OSError:
+            os.close(fd)
+            if time.time() > deadline:
+                ran_out("the dpkg lock", "hydra_wait_dpkg_lock_seconds", limit, "%s is still held" % path)
+            time.sleep(3)

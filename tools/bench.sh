@@ -414,8 +414,8 @@ if [ "${BENCH_FLEET_PROVISIONING:-1}" != 0 ] && command -v ansible-playbook >/de
   echo "== fleet provisioning: terraform apply of N hydra_gpu_instance on the sandbox, boot 2s, provisioning on, -parallelism=N"
   echo "   (target: 20 machines within 2.5x the wall time of one; the provisioning processes' peak at most 1 GiB for 20)"
   echo "   this machine has $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) before the first apply (other work on it inflates the times)"
-  frow='   %-8s %9s %7s %12s %13s %14s %14s %9s %s\n'
-  printf "$frow" machines wall "vs one" "apply CPU-s" "machines CPU-s" "peak RSS (MiB)" "peak PSS (MiB)" processes "ansible-playbook runs (sizes)"
+  frow='   %-8s %9s %7s %12s %13s %14s %14s %9s %-30s %s\n'
+  printf "$frow" machines wall "vs one" "apply CPU-s" "machines CPU-s" "peak RSS (MiB)" "peak PSS (MiB)" processes "ansible-playbook runs (sizes)" "load after"
   one=""
   for n in ${BENCH_FLEETS:-1 20 5 10}; do
     if fleet_apply "$work/fleet-$n" "$n"; then
@@ -424,14 +424,15 @@ if [ "${BENCH_FLEET_PROVISIONING:-1}" != 0 ] && command -v ansible-playbook >/de
       mc=$(sed -n 2p "$work/fleet-$n/runs")
       [ "$n" = 1 ] && one=$w
       ratio=$( [ -n "$one" ] && awk -v w="$w" -v o="$one" 'BEGIN{printf "%.1fx", w/o}' || echo "?")
-      printf "$frow" "$n" "${w}s" "$ratio" "$c" "$mc" "$((r / 1024))" "$((p / 1024))" "$k" "$runs"
+      printf "$frow" "$n" "${w}s" "$ratio" "$c" "$mc" "$((r / 1024))" "$((p / 1024))" "$k" "$runs" "$(cut -d' ' -f1-3 /proc/loadavg)"
     else
-      printf "$frow" "$n" failed - - - - - - -
+      printf "$frow" "$n" failed - - - - - - - -
     fi
   done
   echo "   apply CPU-s: terraform, the provider and Ansible's controller; machines CPU-s: the sandbox machines' sshd and all"
   echo "   it ran (the remote side, on this machine too). RSS sums each process's resident pages (the forked workers'"
-  echo "   shared pages once per worker); PSS shares them out: what the provisioning processes really take."
+  echo "   shared pages once per worker); PSS shares them out: what the provisioning processes really take. Load after:"
+  echo "   the load average (1, 5, 15 min) when the apply ended; on a shared machine, compare rows of similar load only."
 else
   echo "== fleet provisioning: skipped (BENCH_FLEET_PROVISIONING=0, or ansible-playbook or sshd missing)"
 fi

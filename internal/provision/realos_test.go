@@ -34,8 +34,8 @@ import (
 // They need root, systemd-nspawn and debootstrap. Where those cannot exist they skip, saying so,
 // unless HYDRA_REALOS_REQUIRED=1 (make test and CI set it), where a missing tool fails them.
 
-// realOSTimeNeeded is what one real-OS case may need (a cold image build, the wait for another
-// machine, two runs).
+// realOSTimeNeeded is what one real-OS case may need (a cold image build, two runs beside the other
+// cases).
 const realOSTimeNeeded = 15 * time.Minute
 
 // realOSFixture is a booted real-OS machine and a Runner logging in to it.
@@ -58,8 +58,8 @@ func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 		t.Skipf("no real-OS machine here: %v", err)
 	}
 	requireTools(t)
-	// A real-OS case takes minutes, and machines run one at a time on a host: under go test's default
-	// 10-minute timeout a whole-package run could not finish. Where they are not required, cases skip
+	// A real-OS case takes minutes: under go test's default 10-minute timeout a whole-package run
+	// could not finish. Where they are not required, cases skip
 	// when less than realOSTimeNeeded is left (make test and CI require them, with a 40-minute timeout).
 	if dl, ok := t.Deadline(); ok && time.Until(dl) < realOSTimeNeeded && os.Getenv("HYDRA_REALOS_REQUIRED") != "1" {
 		t.Skipf("less than %s left before go test's -timeout: run the real-OS tests with -timeout 40m (make realos) or HYDRA_REALOS_REQUIRED=1", realOSTimeNeeded)
@@ -138,12 +138,12 @@ func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars
 		}
 		started := time.Now()
 		stopWatch := func() []string { return nil }
-		if !f.m.PrivateNetwork {
-			stopWatch = watchExposure()
+		if vars["hydra_exporter_listen"] != "private" {
+			stopWatch = watchExposure(t, f.m)
 		}
 		res, err := f.runner.Provision(ctx, f.request(kind, "h100", count, vars, rec))
 		if exposed := stopWatch(); len(exposed) > 0 {
-			t.Errorf("run %d: an exporter listened beyond loopback on the shared network during the run: %s", run, strings.Join(exposed, ", "))
+			t.Errorf("run %d: an exporter listened beyond loopback during the run: %s", run, strings.Join(exposed, ", "))
 		}
 		t.Logf("run %d of %s on the real OS: %s, %d task(s) changed", run, inventory.DefaultPlaybook(kind), time.Since(started).Round(time.Second), len(changed))
 		if err != nil {
@@ -193,7 +193,7 @@ func (f realOSFixture) checkExporter(t *testing.T, port int, metric string) {
 	if want := fmt.Sprintf("127.0.0.1:%d", port); listen != want {
 		t.Errorf("port %d: listening on %q, want only %s", port, listen, want)
 	}
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	resp, err := f.m.HTTPClient().Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	if err != nil {
 		t.Fatalf("exporter on %d: %v", port, err)
 	}
@@ -215,17 +215,22 @@ func (f realOSFixture) checkDebianPackage(t *testing.T, name string) string {
 }
 
 // watchExposure watches, until the returned function is called, for a listening TCP socket on an
-// exporter's port (9100, 9400) bound to any address but loopback, in the host's network namespace (which
-// the machine shares): an exporter reachable from outside, even for a moment. It samples the kernel's
-// socket tables every 10 ms, so it can miss a very short exposure but never reports a false one.
-func watchExposure() func() []string {
+// exporter's port (9100, 9400) bound to any address but loopback, in the machine's network namespace:
+// an exporter reachable from outside, even for a moment. It samples the kernel's socket tables every
+// 10 ms, so it can miss a very short exposure but never reports a false one.
+func watchExposure(t *testing.T, m *realos.Machine) func() []string {
+	t.Helper()
+	procNet, err := m.ProcNet()
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	found := map[string]bool{}
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
 		for {
-			for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			for _, file := range []string{procNet + "/tcp", procNet + "/tcp6"} {
 				b, _ := os.ReadFile(file)
 				for _, line := range strings.Split(string(b), "\n")[1:] {
 					f := strings.Fields(line)
@@ -275,6 +280,7 @@ func gpuSpec() simhost.Spec {
 // Debian's node_exporter with apt and runs it as a unit on loopback, DCGM and dcgm-exporter as units;
 // a second run changes nothing.
 func TestRealOS_BareVM(t *testing.T) {
+	t.Parallel()
 	f := newRealOS(t, true, gpuSpec())
 	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
 	t.Logf("prometheus-node-exporter %s installed by the playbooks with apt", f.checkDebianPackage(t, "prometheus-node-exporter"))
@@ -296,6 +302,7 @@ func TestRealOS_BareVM(t *testing.T) {
 // TestRealOS_Execlet: execlet.yml reaches ready on the same real OS (the agent downloaded with
 // get_url and checked against its SHA-256, run as a unit); a second run changes nothing.
 func TestRealOS_Execlet(t *testing.T) {
+	t.Parallel()
 	f := newRealOS(t, true, gpuSpec())
 	agent, err := os.ReadFile(f.m.Root + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet")
 	if err != nil {
@@ -321,6 +328,7 @@ func TestRealOS_Execlet(t *testing.T) {
 // ready with bare-vm.yml: the exporters the image has run as processes on loopback, DCGM's host
 // engine is started, nothing needs systemctl; a second run changes nothing.
 func TestRealOS_Pod(t *testing.T) {
+	t.Parallel()
 	f := newRealOS(t, false, gpuSpec())
 	if f.run(t, "test -d /run/systemd/system && echo systemd || echo none") != "none" {
 		t.Fatal("the pod runs systemd")
@@ -349,7 +357,8 @@ func TestRealOS_Pod(t *testing.T) {
 // to the mirror), whose packaged unit starts it on every interface of that network, as such an image
 // does until hydra configures it; a second run changes nothing.
 func TestRealOS_ExporterFirewall(t *testing.T) {
-	f := newRealOSWith(t, realos.Options{Systemd: true, GPU: gpuSpec(), PrivateNetwork: true, Prepare: []string{
+	t.Parallel()
+	f := newRealOSWith(t, realos.Options{Systemd: true, GPU: gpuSpec(), Prepare: []string{
 		"apt-get -q update >/dev/null && apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null",
 	}})
 	// The machine's private interface, and a peer in a second namespace of the machine's own with an

@@ -42,10 +42,12 @@ func testKey(t *testing.T) ([]byte, string) {
 // answers over SSH with its pinned host key, runs the GPU stand-ins from the image's packages and the
 // real systemctl and dpkg-query, and leaves no process or file behind when stopped.
 func TestRealOS_MachineLifecycle(t *testing.T) {
+	t.Parallel()
 	img := requireRealOS(t)
 	for _, systemd := range []bool{true, false} {
 		name := map[bool]string{true: "systemd", false: "pod"}[systemd]
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			key, pub := testKey(t)
 			m, err := Boot(context.Background(), img, key, Options{Systemd: systemd, AuthorizedKey: pub, Logf: t.Logf,
 				GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
@@ -114,6 +116,7 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 		fmt.Printf("ROOT %s\n", m.Root)
 		select {}
 	}
+	t.Parallel()
 	img := requireRealOS(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRealOS_SweepAfterKill$", "-test.timeout=10m")
 	cmd.Env = append(os.Environ(), "HYDRA_REALOS_HELPER=boot")
@@ -162,6 +165,7 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 // systemd is left with no parent but PID 1), Stop still ends every process of the container, found by
 // the mount at its "/" since its root reads "/" from the host.
 func TestRealOS_NspawnKilledFirst(t *testing.T) {
+	t.Parallel()
 	img := requireRealOS(t)
 	key, pub := testKey(t)
 	m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,

@@ -216,12 +216,12 @@ func (f realOSFixture) checkDebianPackage(t *testing.T, name string) string {
 
 // watchExposure watches, until the returned function is called, for a listening TCP socket on an
 // exporter's port (9100, 9400) bound to any address but loopback, in the machine's network namespace:
-// an exporter reachable from outside, even for a moment. It samples the kernel's socket tables every
-// 10 ms, so it can miss a very short exposure but never reports a false one.
+// an exporter reachable from outside, even for a moment. It samples the kernel's table of listening
+// sockets every 10 ms (sock_diag, realos.Machine.ListeningTCP), so it can miss a very short exposure
+// but never reports a false one.
 func watchExposure(t *testing.T, m *realos.Machine) func() []string {
 	t.Helper()
-	procNet, err := m.ProcNet()
-	if err != nil {
+	if _, err := m.ListeningTCP(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
@@ -229,24 +229,19 @@ func watchExposure(t *testing.T, m *realos.Machine) func() []string {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
 		for {
-			for _, file := range []string{procNet + "/tcp", procNet + "/tcp6"} {
-				b, _ := os.ReadFile(file)
-				for _, line := range strings.Split(string(b), "\n")[1:] {
-					f := strings.Fields(line)
-					if len(f) < 4 || f[3] != "0A" {
-						continue
-					}
-					addr, port, _ := strings.Cut(f[1], ":")
-					if (port == "238C" || port == "24C8") && addr != "0100007F" && addr != "00000000000000000000000001000000" {
-						found[file+" "+f[1]] = true
-					}
+			ls, _ := m.ListeningTCP()
+			for _, l := range ls {
+				if (l.Port() == 9100 || l.Port() == 9400) && !l.Addr().IsLoopback() {
+					found[l.String()] = true
 				}
 			}
 			select {
 			case <-done:
 				return
-			case <-time.After(10 * time.Millisecond):
+			case <-tick.C:
 			}
 		}
 	}()

@@ -21,6 +21,9 @@ import (
 // test's apt proxy listens there, inside the machine's network namespace.
 const aptProxyPort = 3142
 
+// aptProxyFile is where a machine's apt configuration for the proxy is written.
+const aptProxyFile = "etc/apt/apt.conf.d/00hydra-realos-proxy"
+
 // aptProxyConf is the apt configuration a machine gets before it boots: its network is its own, with
 // no route out, so apt reaches Debian's mirror through the test's proxy on the machine's loopback.
 var aptProxyConf = fmt.Sprintf("// hydra real-OS test: this machine's network is its own (no route out); apt reaches Debian's\n"+

@@ -139,6 +139,11 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 		}
 		m.closeProxy()
 	}
+	// Booted, its network is its own: apt reaches the mirror through the proxy on its loopback (written
+	// after Prepare, whose apt reaches it through http_proxy).
+	if err := os.WriteFile(filepath.Join(m.Root, aptProxyFile), []byte(aptProxyConf), 0o644); err != nil {
+		return nil, err
+	}
 	if err := m.start(); err != nil {
 		return nil, err
 	}
@@ -182,9 +187,8 @@ func (m *Machine) configure(opts Options) error {
 		"/etc/ssh/sshd_config.d/hydra-realos.conf": fmt.Sprintf("# hydra real-OS test: sshd on the loopback of the machine's own network (the test reaches it\n"+
 			"# through a forwarder).\n"+
 			"Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n", innerSSHPort),
-		"/etc/apt/apt.conf.d/00hydra-realos-proxy": aptProxyConf,
-		"/root/.ssh/authorized_keys":               strings.TrimSpace(opts.AuthorizedKey) + "\n",
-		"/etc/hostname":                            m.Name + "\n",
+		"/root/.ssh/authorized_keys": strings.TrimSpace(opts.AuthorizedKey) + "\n",
+		"/etc/hostname":              m.Name + "\n",
 	}
 	for p, c := range files {
 		if err := os.MkdirAll(filepath.Join(r, filepath.Dir(p)), 0o700); err != nil {
@@ -197,10 +201,8 @@ func (m *Machine) configure(opts Options) error {
 	if err := os.Chmod(filepath.Join(r, "etc/ssh/sshd_config.d/hydra-realos.conf"), 0o644); err != nil {
 		return err
 	}
-	for _, p := range []string{"etc/hostname", "etc/apt/apt.conf.d/00hydra-realos-proxy"} {
-		if err := os.Chmod(filepath.Join(r, p), 0o644); err != nil {
-			return err
-		}
+	if err := os.Chmod(filepath.Join(r, "etc/hostname"), 0o644); err != nil {
+		return err
 	}
 	pub, err := os.ReadFile(filepath.Join(r, "etc/ssh/ssh_host_ed25519_key.pub"))
 	if err != nil {

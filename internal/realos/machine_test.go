@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +73,14 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 				if got := strings.Join(strings.Fields(out), " "); err != nil || got != w {
 					t.Errorf("%s: %q (%v), want %q", cmd, got, err, w)
 				}
+			}
+			// The machine's network is its own: its sshd listens on its loopback's port 22, which
+			// ListeningTCP sees and the host's sockets do not.
+			if ls, err := m.ListeningTCP(); err != nil || !slices.Contains(ls, netip.MustParseAddrPort("127.0.0.1:22")) {
+				t.Errorf("listening in the machine: %v (%v), want 127.0.0.1:22 among them", ls, err)
+			}
+			if ls, err := listeningTCP(); err != nil || slices.Contains(ls, netip.MustParseAddrPort("127.0.0.1:22")) {
+				t.Errorf("listening on the host: %v (%v), want no 127.0.0.1:22 (the machine's)", ls, err)
 			}
 			if out, err := m.Run(ctx, "echo written > /etc/hydra-realos-test"); err != nil {
 				t.Fatalf("writing in the machine: %v: %s", err, out)

@@ -4,6 +4,7 @@ package realos
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"time"
 )
@@ -19,3 +20,6 @@ func gettid() int { return 0 }
 
 // waitExited is Linux's; Available refuses other systems first.
 func waitExited([]int, time.Duration) {}
+
+// listeningTCP is Linux's (sock_diag); Available refuses other systems first.
+func listeningTCP() ([]netip.AddrPort, error) { return nil, errors.New("realos: Linux only") }

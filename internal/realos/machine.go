@@ -152,7 +152,9 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 		_ = m.Stop()
 		return nil, err
 	}
-	m.Port = m.fwd.Addr().(*net.TCPAddr).Port
+	if a, isTCP := m.fwd.Addr().(*net.TCPAddr); isTCP {
+		m.Port = a.Port
+	}
 	if err := m.waitReady(ctx); err != nil {
 		console, _ := os.ReadFile(m.BootLog)
 		_ = m.Stop()

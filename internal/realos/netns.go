@@ -17,10 +17,10 @@ import (
 // innerSSHPort is the port sshd listens on inside a container with a network of its own.
 const innerSSHPort = 22
 
-// forward accepts connections on 127.0.0.1:m.Port of the host and joins each to the container's sshd,
-// dialled from inside the container's network namespace.
+// forward accepts connections on a free loopback port of the host (m.Port once Boot has it) and
+// joins each to the container's sshd, dialled from inside the container's network namespace.
 func (m *Machine) forward() error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(m.Port)))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("realos: forwarder for %s: %w", m.Name, err)
 	}

@@ -109,7 +109,8 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 }
 
 // TestRealOS_SweepAfterKill: a test process killed while its machine runs (SIGKILL: no cleanup runs)
-// leaves nothing running, and the next Boot unmounts and removes what it left.
+// leaves nothing running, and the next Boot unmounts and removes what it left, never a machine that
+// still runs.
 func TestRealOS_SweepAfterKill(t *testing.T) {
 	if os.Getenv("HYDRA_REALOS_HELPER") == "boot" {
 		// The helper process: boot a machine, say where it is, and wait to be killed.
@@ -149,11 +150,19 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 	if root == "" {
 		t.Fatal("the helper process did not boot a machine")
 	}
+	// A machine of this process runs while the next Boot sweeps: its run directory's lock is held, so
+	// the sweep leaves it alone.
+	key, pub := testKey(t)
+	live, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
+		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = live.Stop() }()
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	key, pub := testKey(t)
 	m, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
 		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
 	if err != nil {
@@ -168,6 +177,9 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(root)); !os.IsNotExist(err) {
 		t.Errorf("the killed test's run directory %s is still there (%v)", filepath.Dir(root), err)
+	}
+	if out, err := live.Run(context.Background(), "echo alive"); err != nil || strings.TrimSpace(out) != "alive" {
+		t.Errorf("the machine running beside the sweep: %q (%v), want it alive", out, err)
 	}
 }
 

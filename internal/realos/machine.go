@@ -3,7 +3,6 @@ package realos
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -31,14 +30,9 @@ type Options struct {
 	// GPU describes the simulated GPUs (simhost.Spec: model, count; AuthorizedKeys and User are not
 	// used). Container is set from Systemd.
 	GPU simhost.Spec
-	// PrivateNetwork gives the container a network namespace of its own (systemd-nspawn
-	// --private-network: only its loopback, no route out), for tests that load firewall rules: those
-	// then never touch the host's. Its sshd is reached through a forwarder on a loopback port of the
-	// host (Port). apt cannot reach the mirror from there: install what the machine needs with Prepare.
-	PrivateNetwork bool
-	// Prepare are shell commands run in the machine's copy of the image before it boots, on the host's
-	// network, without booting it (systemd-nspawn running /bin/sh): installing Debian packages the
-	// machine's image should have, say.
+	// Prepare are shell commands run in the machine's copy of the image before it boots, without
+	// booting it (systemd-nspawn running /bin/sh), apt reaching Debian's mirror through the machine's
+	// apt proxy: installing Debian packages the machine's image should have, say.
 	Prepare []string
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
@@ -50,13 +44,11 @@ type Machine struct {
 	Name string
 	// Root is the copy of the image the container runs on (its "/" seen from the host).
 	Root string
-	// Port is the loopback port its sshd listens on; HostKey its ed25519 host key (authorized_keys
-	// form), to pin.
+	// Port is the host's loopback port that reaches its sshd (a forwarder: the machine's network is
+	// its own); HostKey its ed25519 host key (authorized_keys form), to pin.
 	Port    int
 	HostKey string
 	Systemd bool
-	// PrivateNetwork says the container has a network namespace of its own (Options.PrivateNetwork).
-	PrivateNetwork bool
 	// BootLog is the file the container's console output goes to.
 	BootLog string
 
@@ -68,6 +60,8 @@ type Machine struct {
 	logf   func(string, ...any)
 
 	fwd      net.Listener
+	proxy    *aptProxy
+	proxyLs  []net.Listener
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -77,8 +71,8 @@ type Machine struct {
 const pidsFile = "nspawn.pid"
 
 // Boot starts a machine on a fresh copy of img and waits until it is ready for Ansible. key is the
-// private key (PEM) matching opts.AuthorizedKey, used only by Run. Only one machine runs at a time on
-// a host (see the package documentation); Boot waits for the previous one's Stop.
+// private key (PEM) matching opts.AuthorizedKey, used only by Run. Every machine has a network
+// namespace of its own, so machines run side by side, each with its exporters on their default ports.
 func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, error) {
 	if err := Available(); err != nil {
 		return nil, err
@@ -95,76 +89,92 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 	if err != nil {
 		return nil, err
 	}
-	runs := filepath.Join(cache, "runs")
-	if err := os.MkdirAll(runs, 0o755); err != nil {
+	proxy, err := newAptProxy(cache, mirror())
+	if err != nil {
 		return nil, err
 	}
-	unlock, err := filelock.Lock(filepath.Join(cache, "machine.lock"), 0o644)
+	m := &Machine{Systemd: opts.Systemd, exited: make(chan struct{}), signer: signer, logf: logf, proxy: proxy}
+	m.dir, m.unlock, err = newRun(filepath.Join(cache, machinesDir), logf)
 	if err != nil {
-		return nil, fmt.Errorf("realos: %w", err)
+		return nil, err
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			unlock()
+			_ = removeRun(m.dir)
+			m.unlock()
 		}
 	}()
-	// Holding the lock, no other machine runs: whatever is in runs/ was left by a killed test.
-	sweep(runs, logf)
-	for _, port := range []int{9100, 9400} {
-		if !portFree(port) {
-			return nil, fmt.Errorf("realos: port %d (an exporter's default) is in use on this host: the container shares the host's network, so its exporters need it free", port)
-		}
-	}
-
-	m := &Machine{Systemd: opts.Systemd, PrivateNetwork: opts.PrivateNetwork, exited: make(chan struct{}), unlock: unlock, signer: signer, logf: logf}
-	m.dir, err = os.MkdirTemp(runs, "m-")
-	if err != nil {
-		return nil, err
-	}
 	m.Name = "hydra-realos-" + strings.TrimPrefix(filepath.Base(m.dir), "m-")
 	m.Root = filepath.Join(m.dir, "rootfs")
 	m.BootLog = filepath.Join(m.dir, "console.log")
 	started := time.Now()
 	how, err := layer(ctx, img.Root, m.dir)
 	if err != nil {
-		_ = removeRun(m.dir)
 		return nil, err
 	}
 	logf("real-OS machine %s: image %s %s in %s", m.Name, img.Key[:12], how, time.Since(started).Round(time.Millisecond))
-	if m.Port, err = freePort(); err != nil {
-		_ = removeRun(m.dir)
-		return nil, err
-	}
 	if err := m.configure(opts); err != nil {
-		_ = removeRun(m.dir)
 		return nil, err
 	}
-	for _, c := range opts.Prepare {
-		cmd := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-users=no",
-			"--resolv-conf=copy-host", "--directory="+m.Root, "/bin/sh", "-c", c)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			_ = removeRun(m.dir)
-			return nil, fmt.Errorf("realos: preparing the machine (%s): %v: %s", c, err, tail(out, 2000))
+	if len(opts.Prepare) > 0 {
+		// Before boot there is no namespace of the machine's yet: apt reaches the proxy on a loopback
+		// port of the host.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
 		}
-		logf("real-OS machine %s prepared: %s", m.Name, c)
+		m.proxyLs = append(m.proxyLs, l)
+		proxy.serve(l)
+		env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "http_proxy=http://"+l.Addr().String()+"/")
+		for _, c := range opts.Prepare {
+			cmd := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-users=no",
+				"--resolv-conf=off", "--directory="+m.Root, "/bin/sh", "-c", c)
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				m.closeProxy()
+				return nil, fmt.Errorf("realos: preparing the machine (%s): %v: %s", c, err, tail(out, 2000))
+			}
+			logf("real-OS machine %s prepared: %s", m.Name, c)
+		}
+		m.closeProxy()
+	}
+	// Booted, its network is its own: apt reaches the mirror through the proxy on its loopback (written
+	// after Prepare, whose apt reaches it through http_proxy).
+	if err := os.WriteFile(filepath.Join(m.Root, aptProxyFile), []byte(aptProxyConf), 0o644); err != nil {
+		return nil, err
 	}
 	if err := m.start(); err != nil {
-		_ = removeRun(m.dir)
 		return nil, err
 	}
 	ok = true
-	if m.PrivateNetwork {
-		if err := m.forward(); err != nil {
-			_ = m.Stop()
-			return nil, err
-		}
+	if err := m.forward(); err != nil {
+		_ = m.Stop()
+		return nil, err
+	}
+	if a, isTCP := m.fwd.Addr().(*net.TCPAddr); isTCP {
+		m.Port = a.Port
 	}
 	if err := m.waitReady(ctx); err != nil {
 		console, _ := os.ReadFile(m.BootLog)
 		_ = m.Stop()
 		return nil, fmt.Errorf("%w\nconsole:\n%s", err, tail(console, 3000))
+	}
+	// sshd answering means the machine's loopback is up: its apt proxy can listen there.
+	ns, err := m.netns()
+	if err == nil {
+		var l net.Listener
+		l, err = inNetns(ns, func() (net.Listener, error) {
+			return net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(aptProxyPort)))
+		})
+		if err == nil {
+			m.proxyLs = append(m.proxyLs, l)
+			proxy.serve(l)
+		}
+	}
+	if err != nil {
+		_ = m.Stop()
+		return nil, fmt.Errorf("realos: the apt proxy of %s: %w", m.Name, err)
 	}
 	logf("real-OS machine %s ready (%s, sshd on 127.0.0.1:%d) %s after Boot", m.Name,
 		map[bool]string{true: "systemd as PID 1", false: "no systemd: a pod"}[m.Systemd], m.Port, time.Since(started).Round(time.Millisecond))
@@ -176,8 +186,9 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 func (m *Machine) configure(opts Options) error {
 	r := m.Root
 	files := map[string]string{
-		"/etc/ssh/sshd_config.d/hydra-realos.conf": fmt.Sprintf("# hydra real-OS test: sshd on a loopback port of the host's network (or of its own).\n"+
-			"Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n", m.innerPort()),
+		"/etc/ssh/sshd_config.d/hydra-realos.conf": fmt.Sprintf("# hydra real-OS test: sshd on the loopback of the machine's own network (the test reaches it\n"+
+			"# through a forwarder).\n"+
+			"Port %d\nListenAddress 127.0.0.1\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n", innerSSHPort),
 		"/root/.ssh/authorized_keys": strings.TrimSpace(opts.AuthorizedKey) + "\n",
 		"/etc/hostname":              m.Name + "\n",
 	}
@@ -216,10 +227,7 @@ func (m *Machine) configure(opts Options) error {
 // start runs systemd-nspawn in its own process group, its console to BootLog.
 func (m *Machine) start() error {
 	args := []string{"--quiet", "--register=no", "--keep-unit", "--private-users=no", "--resolv-conf=copy-host",
-		"--console=read-only", "--machine=" + m.Name, "--directory=" + m.Root}
-	if m.PrivateNetwork {
-		args = append(args, "--private-network")
-	}
+		"--console=read-only", "--machine=" + m.Name, "--directory=" + m.Root, "--private-network"}
 	if m.Systemd {
 		args = append(args, "--boot")
 	} else {
@@ -320,6 +328,7 @@ func (m *Machine) Stop() error {
 		if m.fwd != nil {
 			_ = m.fwd.Close()
 		}
+		m.closeProxy()
 		if m.cmd != nil && m.cmd.Process != nil {
 			init := containerInit(m.cmd.Process.Pid)
 			_ = osproc.SignalProcess(m.cmd.Process.Pid, osproc.Terminate)
@@ -334,6 +343,7 @@ func (m *Machine) Stop() error {
 			// nspawn was killed first.
 			if init > 0 && osproc.Alive(init) && inRoot(init, m.Root) {
 				_ = osproc.SignalProcess(init, osproc.Kill)
+				waitExited([]int{init}, 10*time.Second)
 			}
 		}
 		if left := processesIn(m.Root); len(left) > 0 {
@@ -341,6 +351,7 @@ func (m *Machine) Stop() error {
 			for _, pid := range left {
 				_ = osproc.SignalProcess(pid, osproc.Kill)
 			}
+			waitExited(left, 10*time.Second)
 		}
 		_ = os.RemoveAll(filepath.Join("/run/systemd/nspawn/propagate", m.Name))
 		if err := removeRun(m.dir); err != nil && m.stopErr == nil {
@@ -351,14 +362,51 @@ func (m *Machine) Stop() error {
 	return m.stopErr
 }
 
-// sweep ends the containers of run directories a killed test left (the caller holds the machine lock,
-// so none of them is in use) and removes the directories.
-func sweep(runs string, logf func(string, ...any)) {
-	entries, _ := os.ReadDir(runs)
+// machinesDir, in the cache directory, holds the machines' run directories: m-XXXX (the machine's
+// overlay, console log and systemd-nspawn's pid) beside m-XXXX.lock, held by the process the machine
+// belongs to from Boot to Stop (a process that dies releases it).
+const machinesDir = "machines"
+
+// newRun makes a run directory in dir, locked by this process, after sweeping what killed tests left
+// there. dir.lock is held only while a run directory is made or swept, so that a sweep never takes a
+// run directory whose lock is not yet held for one being made.
+func newRun(dir string, logf func(string, ...any)) (run string, unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	unlockDir, err := filelock.Lock(dir+".lock", 0o644)
+	if err != nil {
+		return "", nil, fmt.Errorf("realos: %w", err)
+	}
+	defer unlockDir()
+	sweep(dir, logf)
+	run, err = os.MkdirTemp(dir, "m-")
+	if err != nil {
+		return "", nil, err
+	}
+	unlockRun, err := tryLock(run + ".lock")
+	if err != nil {
+		_ = os.Remove(run)
+		return "", nil, fmt.Errorf("realos: locking %s: %w", run, err)
+	}
+	return run, func() { _ = os.Remove(run + ".lock"); unlockRun() }, nil
+}
+
+// sweep ends the containers of run directories in dir whose lock no process holds (their test was
+// killed) and removes the directories. The caller holds dir.lock.
+func sweep(dir string, logf func(string, ...any)) {
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		dir := filepath.Join(runs, e.Name())
-		root := filepath.Join(dir, "rootfs")
-		if b, err := os.ReadFile(filepath.Join(dir, pidsFile)); err == nil {
+		if !e.IsDir() {
+			continue
+		}
+		run := filepath.Join(dir, e.Name())
+		unlock, err := tryLock(run + ".lock")
+		if err != nil {
+			continue // its machine runs
+		}
+		root := filepath.Join(run, "rootfs")
+		if b, err := os.ReadFile(filepath.Join(run, pidsFile)); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && cmdlineHas(pid, root) {
 				_ = osproc.SignalGroup(pid, osproc.Kill)
 			}
@@ -366,16 +414,56 @@ func sweep(runs string, logf func(string, ...any)) {
 		for _, pid := range processesIn(root) {
 			_ = osproc.SignalProcess(pid, osproc.Kill)
 		}
-		_ = removeRun(dir)
-		logf("real-OS: removed %s, left by an earlier test", dir)
+		_ = removeRun(run)
+		_ = os.Remove(run + ".lock")
+		unlock()
+		logf("real-OS: removed %s, left by an earlier test", run)
 	}
 	// A container whose systemd-nspawn was killed outlives it, and its run directory may be gone: any
-	// process whose root mount comes from a run directory here is such a leftover (the caller holds the
-	// machine lock, so no container of this cache is in use).
-	for _, pid := range processesFrom(runs + "/") {
+	// process whose root mount comes from a run directory here that no process holds is such a leftover.
+	for _, pid := range processesFrom(dir + "/") {
+		run := rootMountRun(pid, dir+"/")
+		if run == "" {
+			continue
+		}
+		unlock, err := tryLock(run + ".lock")
+		if err != nil {
+			continue // its machine runs
+		}
 		_ = osproc.SignalProcess(pid, osproc.Kill)
+		if _, err := os.Stat(run); os.IsNotExist(err) {
+			_ = os.Remove(run + ".lock")
+		}
+		unlock()
 		logf("real-OS: killed process %d of a container an earlier test left", pid)
 	}
+}
+
+// rootMountRun is the run directory (dir/m-XXXX) the mount at pid's "/" comes from, "" when none.
+func rootMountRun(pid int, dir string) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == "/" {
+			if _, rest, ok := strings.Cut(line, dir); ok {
+				name, _, _ := strings.Cut(rest, "/")
+				if strings.HasPrefix(name, "m-") && !strings.ContainsAny(name, " ,:") {
+					return filepath.Join(dir, name)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// closeProxy closes the apt proxy's listeners.
+func (m *Machine) closeProxy() {
+	for _, l := range m.proxyLs {
+		_ = l.Close()
+	}
+	m.proxyLs = nil
 }
 
 // processesFrom lists the processes whose root mount names dir.
@@ -446,28 +534,6 @@ func rootMountFrom(pid int, dir string) bool {
 func cmdlineHas(pid int, s string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return err == nil && bytes.Contains(b, []byte(s))
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }() // only the number was wanted
-	a, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("realos: listener address is not TCP")
-	}
-	return a.Port, nil
-}
-
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
-	if err != nil {
-		return false
-	}
-	_ = l.Close() // a probe
-	return true
 }
 
 func banner(port int) bool {

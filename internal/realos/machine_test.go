@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,10 +44,12 @@ func testKey(t *testing.T) ([]byte, string) {
 // answers over SSH with its pinned host key, runs the GPU stand-ins from the image's packages and the
 // real systemctl and dpkg-query, and leaves no process or file behind when stopped.
 func TestRealOS_MachineLifecycle(t *testing.T) {
+	t.Parallel()
 	img := requireRealOS(t)
 	for _, systemd := range []bool{true, false} {
 		name := map[bool]string{true: "systemd", false: "pod"}[systemd]
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			key, pub := testKey(t)
 			m, err := Boot(context.Background(), img, key, Options{Systemd: systemd, AuthorizedKey: pub, Logf: t.Logf,
 				GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
@@ -69,6 +73,14 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 				if got := strings.Join(strings.Fields(out), " "); err != nil || got != w {
 					t.Errorf("%s: %q (%v), want %q", cmd, got, err, w)
 				}
+			}
+			// The machine's network is its own: its sshd listens on its loopback's port 22, which
+			// ListeningTCP sees and the host's sockets do not.
+			if ls, err := m.ListeningTCP(); err != nil || !slices.Contains(ls, netip.MustParseAddrPort("127.0.0.1:22")) {
+				t.Errorf("listening in the machine: %v (%v), want 127.0.0.1:22 among them", ls, err)
+			}
+			if ls, err := listeningTCP(); err != nil || slices.Contains(ls, netip.MustParseAddrPort("127.0.0.1:22")) {
+				t.Errorf("listening on the host: %v (%v), want no 127.0.0.1:22 (the machine's)", ls, err)
 			}
 			if out, err := m.Run(ctx, "echo written > /etc/hydra-realos-test"); err != nil {
 				t.Fatalf("writing in the machine: %v: %s", err, out)
@@ -97,7 +109,8 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 }
 
 // TestRealOS_SweepAfterKill: a test process killed while its machine runs (SIGKILL: no cleanup runs)
-// leaves nothing running, and the next Boot unmounts and removes what it left.
+// leaves nothing running, and the next Boot unmounts and removes what it left, never a machine that
+// still runs.
 func TestRealOS_SweepAfterKill(t *testing.T) {
 	if os.Getenv("HYDRA_REALOS_HELPER") == "boot" {
 		// The helper process: boot a machine, say where it is, and wait to be killed.
@@ -114,6 +127,7 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 		fmt.Printf("ROOT %s\n", m.Root)
 		select {}
 	}
+	t.Parallel()
 	img := requireRealOS(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRealOS_SweepAfterKill$", "-test.timeout=10m")
 	cmd.Env = append(os.Environ(), "HYDRA_REALOS_HELPER=boot")
@@ -136,11 +150,19 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 	if root == "" {
 		t.Fatal("the helper process did not boot a machine")
 	}
+	// A machine of this process runs while the next Boot sweeps: its run directory's lock is held, so
+	// the sweep leaves it alone.
+	key, pub := testKey(t)
+	live, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
+		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = live.Stop() }()
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	key, pub := testKey(t)
 	m, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
 		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
 	if err != nil {
@@ -156,12 +178,16 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(root)); !os.IsNotExist(err) {
 		t.Errorf("the killed test's run directory %s is still there (%v)", filepath.Dir(root), err)
 	}
+	if out, err := live.Run(context.Background(), "echo alive"); err != nil || strings.TrimSpace(out) != "alive" {
+		t.Errorf("the machine running beside the sweep: %q (%v), want it alive", out, err)
+	}
 }
 
 // TestRealOS_NspawnKilledFirst: when systemd-nspawn dies before its container (SIGKILL: the container's
 // systemd is left with no parent but PID 1), Stop still ends every process of the container, found by
 // the mount at its "/" since its root reads "/" from the host.
 func TestRealOS_NspawnKilledFirst(t *testing.T) {
+	t.Parallel()
 	img := requireRealOS(t)
 	key, pub := testKey(t)
 	m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,

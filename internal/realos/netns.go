@@ -1,9 +1,12 @@
 package realos
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
@@ -14,18 +17,10 @@ import (
 // innerSSHPort is the port sshd listens on inside a container with a network of its own.
 const innerSSHPort = 22
 
-// innerPort is the port sshd listens on in the container's network namespace.
-func (m *Machine) innerPort() int {
-	if m.PrivateNetwork {
-		return innerSSHPort
-	}
-	return m.Port
-}
-
-// forward accepts connections on 127.0.0.1:m.Port of the host and joins each to the container's sshd,
-// dialled from inside the container's network namespace.
+// forward accepts connections on a free loopback port of the host (m.Port once Boot has it) and
+// joins each to the container's sshd, dialled from inside the container's network namespace.
 func (m *Machine) forward() error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(m.Port)))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("realos: forwarder for %s: %w", m.Name, err)
 	}
@@ -44,16 +39,13 @@ func (m *Machine) forward() error {
 
 func (m *Machine) join(c net.Conn) {
 	defer func() { _ = c.Close() }()
-	init := 0
-	for deadline := time.Now().Add(30 * time.Second); init == 0 && time.Now().Before(deadline); {
-		if init = containerInit(m.cmd.Process.Pid); init == 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	if init == 0 {
+	ns, err := m.netns()
+	if err != nil {
 		return
 	}
-	inner, err := dialInNetns(fmt.Sprintf("/proc/%d/ns/net", init), net.JoinHostPort("127.0.0.1", strconv.Itoa(innerSSHPort)))
+	inner, err := inNetns(ns, func() (net.Conn, error) {
+		return net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(innerSSHPort)), 10*time.Second)
+	})
 	if err != nil {
 		return
 	}
@@ -71,30 +63,101 @@ func closeWrite(c net.Conn) {
 	}
 }
 
-// dialInNetns dials addr from the network namespace at nsPath. The socket is made by a goroutine
-// locked to its own OS thread that enters the namespace; the goroutine ends locked, so the Go runtime
-// discards that thread and no other code ever runs in the namespace.
-func dialInNetns(nsPath, addr string) (net.Conn, error) {
+// netns is the path of the container's network namespace: its init's, the child of systemd-nspawn
+// that runs in a PID namespace of its own (systemd-nspawn's first child only prepares it), waiting up
+// to 30 s for it.
+func (m *Machine) netns() (string, error) {
+	self, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "", err
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(30 * time.Second)
+	for {
+		if init := containerInit(m.cmd.Process.Pid); init > 0 {
+			if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init)); err == nil && ns != self {
+				return fmt.Sprintf("/proc/%d/ns/net", init), nil
+			}
+		}
+		select {
+		case <-m.exited:
+			return "", fmt.Errorf("realos: the container %s exited", m.Name)
+		case <-timeout:
+			return "", fmt.Errorf("realos: the container %s has no init process", m.Name)
+		case <-tick.C:
+		}
+	}
+}
+
+// DialContext connects to addr inside the machine's network namespace (its own loopback, say): the
+// machine's network is not the host's.
+func (m *Machine) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	ns, err := m.netns()
+	if err != nil {
+		return nil, err
+	}
+	return inNetns(ns, func() (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	})
+}
+
+// HTTPClient is an HTTP client whose connections are made inside the machine's network namespace:
+// http://127.0.0.1:9100/ is the machine's loopback.
+func (m *Machine) HTTPClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: m.DialContext, DisableKeepAlives: true}}
+}
+
+// ListeningTCP lists the TCP sockets listening in the machine's network namespace (address and
+// port), from the kernel's table of listening sockets (sock_diag): cheap enough to sample often.
+func (m *Machine) ListeningTCP() ([]netip.AddrPort, error) {
+	ns, err := m.netns()
+	if err != nil {
+		return nil, err
+	}
+	return inNetns(ns, listeningTCP)
+}
+
+// inNetns runs f (which makes a socket) in the network namespace at nsPath: on a goroutine locked to
+// its OS thread, which enters the namespace, runs f and goes back to its own namespace before it is
+// unlocked. A thread that cannot go back is never unlocked (the runtime discards it with the
+// goroutine), so no other code ever runs in the namespace. A socket stays in the namespace it was made
+// in. The thread is not discarded when all goes well: a child process started from it (systemd-nspawn,
+// whose parent-death signal is its parent thread's) would be signalled.
+func inNetns[T any](nsPath string, f func() (T, error)) (T, error) {
 	type result struct {
-		c   net.Conn
+		v   T
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		f, err := os.Open(nsPath)
+		runtime.LockOSThread()
+		var zero T
+		home, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", gettid()))
 		if err != nil {
-			ch <- result{nil, err}
+			runtime.UnlockOSThread()
+			ch <- result{zero, err}
 			return
 		}
-		defer func() { _ = f.Close() }()
-		if err := setns(f); err != nil {
-			ch <- result{nil, fmt.Errorf("realos: entering %s: %w", nsPath, err)}
+		defer func() { _ = home.Close() }()
+		nf, err := os.Open(nsPath)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{zero, err}
 			return
 		}
-		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-		ch <- result{c, err}
+		defer func() { _ = nf.Close() }()
+		if err := setns(nf); err != nil {
+			ch <- result{zero, fmt.Errorf("realos: entering %s: %w", nsPath, err)}
+			return // the thread stays locked: the runtime discards it
+		}
+		v, err := f()
+		if setns(home) == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- result{v, err}
 	}()
 	r := <-ch
-	return r.c, r.err
+	return r.v, r.err
 }

@@ -16,18 +16,21 @@
 // where the kernel has no overlayfs), so every run starts from the same clean image and the cache is
 // never written, then starts it with
 // systemd-nspawn from Debian's systemd-container: `--boot` runs the image's systemd as PID 1; a pod
-// runs only its sshd (`--as-pid2 sshd -D`), as a container image without an init system does. The
-// container shares the host's network namespace (no --private-network): its sshd listens on a free
-// loopback port (written into the copy's sshd_config.d before boot), and nothing touches the host's
-// firewall or addresses. Options.PrivateNetwork gives a machine a network namespace of its own instead
-// (for firewall rules), its sshd reached through a forwarder on a loopback port of the host. Boot returns when sshd answers and, with systemd, when `systemctl
-// is-system-running --wait` says the boot finished: signals, not sleeps. Stop powers the container off
-// (SIGTERM to systemd-nspawn, which asks systemd for an orderly shutdown), kills whatever is left,
-// unmounts and removes the run directory; a run directory a killed test left behind is swept at the next Boot.
-//
-// Because the container shares the host's ports, the exporters the playbooks run (node_exporter on
-// 9100, dcgm-exporter on 9400, their defaults) would collide between two machines: one machine at a
-// time runs on a host (a lock in the cache directory, held from Boot to Stop).
+// runs only its sshd (`--as-pid2 sshd -D`), as a container image without an init system does. Every
+// machine has a network namespace of its own (--private-network: only its loopback, no route out), so
+// nothing touches the host's firewall, addresses or ports, and machines run side by side, each with its
+// exporters on their default ports (9100, 9400). Its sshd listens on the machine's loopback and is
+// reached through a forwarder on a free loopback port of the host (Machine.Port) that dials from inside
+// the machine's namespace (Machine.DialContext, Machine.HTTPClient reach the machine's loopback the same
+// way). apt reaches Debian's mirror through the test's proxy listening on the machine's loopback
+// (127.0.0.1:3142, set in the machine's apt configuration), which keeps the files that never change
+// under their URL (packages, indexes named by their hash) in CacheDir()/apt for later machines; apt
+// checks them against the signed InRelease as always. Boot returns when sshd answers and, with
+// systemd, when `systemctl is-system-running --wait` says the boot finished: signals, not sleeps. Stop
+// powers the container off (SIGTERM to systemd-nspawn, which asks systemd for an orderly shutdown),
+// kills whatever is left, unmounts and removes the run directory. Each run directory
+// (CacheDir()/machines/m-XXXX) has a lock its process holds from Boot to Stop: a Boot sweeps the run
+// directories no process holds (their test was killed), never another machine's.
 //
 // # What is substituted, and why
 //
@@ -111,6 +114,11 @@ var Substitutions = []Substitution{
 		Step:    "Docker's daemon (docker-ce with docker.service) running GPU containers",
 		Instead: "a docker-ce package whose docker client is the stand-in (docker run runs the command on the machine itself) and whose docker.service is a oneshot unit standing for the daemon",
 		Why:     "Docker's daemon cannot run inside this container, and registries are not reachable",
+	},
+	{
+		Step:    "apt fetching from Debian's mirror over the machine's network",
+		Instead: "apt fetches from Debian's mirror through the test's proxy on the machine's own loopback, which keeps the packages and the indexes named by their hash between machines (InRelease is fetched each time; apt checks everything against it)",
+		Why:     "the machine's network namespace is its own, with no route out, so that machines run side by side and nothing touches the host's network",
 	},
 	{
 		Step:    "the execlet agent downloaded from hydra_execlet_url",

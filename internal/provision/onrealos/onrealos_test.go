@@ -1,6 +1,6 @@
 //go:build linux
 
-package provision
+package onrealos
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,11 +23,12 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 	"github.com/hydragpu/terraform-provider-hydra/internal/realos"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
-// The real-OS tests run hydra's playbooks, through this package's Runner (the real ansible-playbook,
+// The real-OS tests run hydra's playbooks, through internal/provision's Runner (the real ansible-playbook,
 // the host key pinned), against a real Debian 12 system container (internal/realos): real apt against
 // Debian's mirror, real systemd units, real Debian packages. Only the GPU layer is simulated; each test
 // logs realos.Substitutions, the steps a container cannot do and what stands in for them.
@@ -34,14 +36,14 @@ import (
 // They need root, systemd-nspawn and debootstrap. Where those cannot exist they skip, saying so,
 // unless HYDRA_REALOS_REQUIRED=1 (make test and CI set it), where a missing tool fails them.
 
-// realOSTimeNeeded is what one real-OS case may need (a cold image build, the wait for another
-// machine, two runs).
+// realOSTimeNeeded is what one real-OS case may need (a cold image build, two runs beside the other
+// cases).
 const realOSTimeNeeded = 15 * time.Minute
 
-// realOSFixture is a booted real-OS machine and a Runner logging in to it.
+// realOSFixture is a booted real-OS machine and a provision.Runner logging in to it.
 type realOSFixture struct {
 	m      *realos.Machine
-	runner *Runner
+	runner *provision.Runner
 }
 
 func newRealOS(t *testing.T, systemd bool, gpu simhost.Spec) realOSFixture {
@@ -57,9 +59,17 @@ func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 		}
 		t.Skipf("no real-OS machine here: %v", err)
 	}
-	requireTools(t)
-	// A real-OS case takes minutes, and machines run one at a time on a host: under go test's default
-	// 10-minute timeout a whole-package run could not finish. Where they are not required, cases skip
+	for _, tool := range []string{"ansible-playbook", "ssh"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			msg := fmt.Sprintf("the real-OS tests provision with %s: %v (apt-get install ansible-core openssh-client; tools/install-deps.sh does)", tool, err)
+			if os.Getenv("HYDRA_REALOS_REQUIRED") == "1" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+	// A real-OS case takes minutes: under go test's default 10-minute timeout a whole-package run
+	// could not finish. Where they are not required, cases skip
 	// when less than realOSTimeNeeded is left (make test and CI require them, with a 40-minute timeout).
 	if dl, ok := t.Deadline(); ok && time.Until(dl) < realOSTimeNeeded && os.Getenv("HYDRA_REALOS_REQUIRED") != "1" {
 		t.Skipf("less than %s left before go test's -timeout: run the real-OS tests with -timeout 40m (make realos) or HYDRA_REALOS_REQUIRED=1", realOSTimeNeeded)
@@ -77,7 +87,10 @@ func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 	for _, s := range realos.Substitutions {
 		t.Logf("substituted: %s -> %s (why: %s)", s.Step, s.Instead, s.Why)
 	}
-	key, pub := clientKey(t)
+	key, pub, err := simhost.NewKeyPair("hydra-realos-test")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts.AuthorizedKey, opts.Logf = pub, t.Logf
 	m, err := realos.Boot(ctx, img, key, opts)
 	if err != nil {
@@ -93,18 +106,24 @@ func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 			t.Errorf("stopping the real-OS machine: %v", err)
 		}
 	})
-	cfg := Config{PrivateKey: key, TempDir: shortTemp(t), SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond}
+	// ssh's control sockets need a short path: t.TempDir's holds the test's name.
+	tmp, err := os.MkdirTemp("/tmp", "hro") //nolint:usetesting // t.TempDir's path is too long for ssh control sockets
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) }) // best-effort, as the test is over
+	cfg := provision.Config{PrivateKey: key, TempDir: tmp, SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond}
 	if os.Getenv("HYDRA_TEST_ANSIBLE_LOG") != "" {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Debug, Output: os.Stderr})
 	}
-	r, err := New(cfg)
+	r, err := provision.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return realOSFixture{m: m, runner: r}
 }
 
-func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]any, rec *logRecorder) controlplane.ProvisionRequest {
+func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]any, rec *runLog) controlplane.ProvisionRequest {
 	name := "realos-" + kind
 	return controlplane.ProvisionRequest{
 		Instance: controlplane.Instance{
@@ -124,27 +143,22 @@ func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]
 
 // provisionTwice provisions the machine to ready, then again, and checks the second run changed
 // nothing (every task's changed flag, from the JSON-lines callback's events).
-func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars map[string]any) Marker {
+func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars map[string]any) provision.Marker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	for run := 1; run <= 2; run++ {
-		rec := &logRecorder{}
-		var changed []string
-		rec.hook = func(msg string, fields map[string]any) {
-			if msg == "task ok" && fields["changed"] == true {
-				changed = append(changed, fmt.Sprintf("%v: %v", fields["role"], fields["task"]))
-			}
-		}
+		rec := &runLog{}
 		started := time.Now()
 		stopWatch := func() []string { return nil }
-		if !f.m.PrivateNetwork {
-			stopWatch = watchExposure()
+		if vars["hydra_exporter_listen"] != "private" {
+			stopWatch = watchExposure(t, f.m)
 		}
 		res, err := f.runner.Provision(ctx, f.request(kind, "h100", count, vars, rec))
 		if exposed := stopWatch(); len(exposed) > 0 {
-			t.Errorf("run %d: an exporter listened beyond loopback on the shared network during the run: %s", run, strings.Join(exposed, ", "))
+			t.Errorf("run %d: an exporter listened beyond loopback during the run: %s", run, strings.Join(exposed, ", "))
 		}
+		changed := rec.changedTasks()
 		t.Logf("run %d of %s on the real OS: %s, %d task(s) changed", run, inventory.DefaultPlaybook(kind), time.Since(started).Round(time.Second), len(changed))
 		if err != nil {
 			t.Fatalf("run %d: %v (failed task %q: %s)\nlog:\n%s", run, err, res.FailedTask, res.Message, rec)
@@ -193,7 +207,7 @@ func (f realOSFixture) checkExporter(t *testing.T, port int, metric string) {
 	if want := fmt.Sprintf("127.0.0.1:%d", port); listen != want {
 		t.Errorf("port %d: listening on %q, want only %s", port, listen, want)
 	}
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	resp, err := f.m.HTTPClient().Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	if err != nil {
 		t.Fatalf("exporter on %d: %v", port, err)
 	}
@@ -215,33 +229,33 @@ func (f realOSFixture) checkDebianPackage(t *testing.T, name string) string {
 }
 
 // watchExposure watches, until the returned function is called, for a listening TCP socket on an
-// exporter's port (9100, 9400) bound to any address but loopback, in the host's network namespace (which
-// the machine shares): an exporter reachable from outside, even for a moment. It samples the kernel's
-// socket tables every 10 ms, so it can miss a very short exposure but never reports a false one.
-func watchExposure() func() []string {
+// exporter's port (9100, 9400) bound to any address but loopback, in the machine's network namespace:
+// an exporter reachable from outside, even for a moment. It samples the kernel's table of listening
+// sockets every 10 ms (sock_diag, realos.Machine.ListeningTCP), so it can miss a very short exposure
+// but never reports a false one.
+func watchExposure(t *testing.T, m *realos.Machine) func() []string {
+	t.Helper()
+	if _, err := m.ListeningTCP(); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	found := map[string]bool{}
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
 		for {
-			for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-				b, _ := os.ReadFile(file)
-				for _, line := range strings.Split(string(b), "\n")[1:] {
-					f := strings.Fields(line)
-					if len(f) < 4 || f[3] != "0A" {
-						continue
-					}
-					addr, port, _ := strings.Cut(f[1], ":")
-					if (port == "238C" || port == "24C8") && addr != "0100007F" && addr != "00000000000000000000000001000000" {
-						found[file+" "+f[1]] = true
-					}
+			ls, _ := m.ListeningTCP()
+			for _, l := range ls {
+				if (l.Port() == 9100 || l.Port() == 9400) && !l.Addr().IsLoopback() {
+					found[l.String()] = true
 				}
 			}
 			select {
 			case <-done:
 				return
-			case <-time.After(10 * time.Millisecond):
+			case <-tick.C:
 			}
 		}
 	}()
@@ -255,6 +269,35 @@ func watchExposure() func() []string {
 		sort.Strings(out)
 		return out
 	}
+}
+
+// runLog keeps a provisioning run's log lines (the Runner's events) and the tasks that reported a
+// change.
+type runLog struct {
+	mu      sync.Mutex
+	lines   []string
+	changed []string
+}
+
+func (l *runLog) log(msg string, fields map[string]any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf("%s %s %v", time.Now().Format("05.000"), msg, fields))
+	if msg == "task ok" && fields["changed"] == true {
+		l.changed = append(l.changed, fmt.Sprintf("%v: %v", fields["role"], fields["task"]))
+	}
+}
+
+func (l *runLog) changedTasks() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.changed...)
+}
+
+func (l *runLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
 
 func tailString(s string, n int) string {
@@ -275,10 +318,11 @@ func gpuSpec() simhost.Spec {
 // Debian's node_exporter with apt and runs it as a unit on loopback, DCGM and dcgm-exporter as units;
 // a second run changes nothing.
 func TestRealOS_BareVM(t *testing.T) {
+	t.Parallel()
 	f := newRealOS(t, true, gpuSpec())
 	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
 	t.Logf("prometheus-node-exporter %s installed by the playbooks with apt", f.checkDebianPackage(t, "prometheus-node-exporter"))
-	want := MarkerExporters{Address: "127.0.0.1", NodeExporter: "systemd", DCGMExporter: "systemd"}
+	want := provision.MarkerExporters{Address: "127.0.0.1", NodeExporter: "systemd", DCGMExporter: "systemd"}
 	if marker.Machine.Exporters != want || !marker.Machine.Systemd {
 		t.Errorf("marker's machine %+v: want systemd and exporters %+v", marker.Machine, want)
 	}
@@ -296,6 +340,7 @@ func TestRealOS_BareVM(t *testing.T) {
 // TestRealOS_Execlet: execlet.yml reaches ready on the same real OS (the agent downloaded with
 // get_url and checked against its SHA-256, run as a unit); a second run changes nothing.
 func TestRealOS_Execlet(t *testing.T) {
+	t.Parallel()
 	f := newRealOS(t, true, gpuSpec())
 	agent, err := os.ReadFile(f.m.Root + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet")
 	if err != nil {
@@ -321,6 +366,7 @@ func TestRealOS_Execlet(t *testing.T) {
 // ready with bare-vm.yml: the exporters the image has run as processes on loopback, DCGM's host
 // engine is started, nothing needs systemctl; a second run changes nothing.
 func TestRealOS_Pod(t *testing.T) {
+	t.Parallel()
 	f := newRealOS(t, false, gpuSpec())
 	if f.run(t, "test -d /run/systemd/system && echo systemd || echo none") != "none" {
 		t.Fatal("the pod runs systemd")
@@ -330,7 +376,7 @@ func TestRealOS_Pod(t *testing.T) {
 		t.Fatalf("node_exporter started on its own in the pod: %s", out)
 	}
 	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
-	want := MarkerExporters{Address: "127.0.0.1", NodeExporter: "process", DCGMExporter: "process"}
+	want := provision.MarkerExporters{Address: "127.0.0.1", NodeExporter: "process", DCGMExporter: "process"}
 	if marker.Machine.Exporters != want || marker.Machine.Systemd {
 		t.Errorf("marker's machine %+v: want no systemd and exporters %+v", marker.Machine, want)
 	}
@@ -349,7 +395,8 @@ func TestRealOS_Pod(t *testing.T) {
 // to the mirror), whose packaged unit starts it on every interface of that network, as such an image
 // does until hydra configures it; a second run changes nothing.
 func TestRealOS_ExporterFirewall(t *testing.T) {
-	f := newRealOSWith(t, realos.Options{Systemd: true, GPU: gpuSpec(), PrivateNetwork: true, Prepare: []string{
+	t.Parallel()
+	f := newRealOSWith(t, realos.Options{Systemd: true, GPU: gpuSpec(), Prepare: []string{
 		"apt-get -q update >/dev/null && apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null",
 	}})
 	// The machine's private interface, and a peer in a second namespace of the machine's own with an
@@ -369,9 +416,9 @@ echo $pid`)
 	vars := map[string]any{"hydra_exporter_listen": "private", "hydra_exporter_allowed_sources": []string{"10.89.0.0/30"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	rec := &logRecorder{}
+	rec := &runLog{}
 	res, err := f.runner.Provision(ctx, f.request(inventory.KindVM, "h100", 2, vars, rec))
-	var te *TaskError
+	var te *provision.TaskError
 	if !errors.As(err, &te) || !strings.Contains(res.Message, "hydra_exporter_firewall_in_container") {
 		t.Fatalf("a container's exporters on a private address without hydra_exporter_firewall_in_container: want a refusal naming it, got %v\nlog:\n%s", err, rec)
 	}

@@ -1,0 +1,153 @@
+package realos
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// aptProxyPort is the port of the machine's own loopback its apt is pointed at (aptProxyConf): the
+// test's apt proxy listens there, inside the machine's network namespace.
+const aptProxyPort = 3142
+
+// aptProxyFile is where a machine's apt configuration for the proxy is written.
+const aptProxyFile = "etc/apt/apt.conf.d/00hydra-realos-proxy"
+
+// aptProxyConf is the apt configuration a machine gets before it boots: its network is its own, with
+// no route out, so apt reaches Debian's mirror through the test's proxy on the machine's loopback.
+var aptProxyConf = fmt.Sprintf("// hydra real-OS test: this machine's network is its own (no route out); apt reaches Debian's\n"+
+	"// mirror through the test's proxy on the machine's loopback, which keeps downloaded packages.\n"+
+	"Acquire::http::Proxy \"http://127.0.0.1:%d/\";\n", aptProxyPort)
+
+// aptProxy is a forward HTTP proxy for apt, to Debian's mirror only. Files that never change under
+// their URL (packages under /pool/, indexes under /by-hash/) are kept in dir and served from there to
+// later machines, as apt-cacher does; everything else (InRelease, which says what is current) is
+// fetched from the mirror each time. apt checks every file against the signed InRelease as usual.
+type aptProxy struct {
+	dir    string
+	mirror *url.URL
+	client *http.Client
+}
+
+func newAptProxy(cache, mirror string) (*aptProxy, error) {
+	u, err := url.Parse(mirror)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("realos: mirror %q is not a URL", mirror)
+	}
+	dir := filepath.Join(cache, "apt")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &aptProxy{dir: dir, mirror: u, client: &http.Client{Timeout: 10 * time.Minute}}, nil
+}
+
+// immutable says whether the file at path never changes: a package in the pool, or an index named by
+// its hash.
+func immutable(path string) bool {
+	return strings.Contains(path, "/pool/") || strings.Contains(path, "/by-hash/")
+}
+
+func (p *aptProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u := r.URL
+	if u.Host != p.mirror.Host || (u.Scheme != "" && u.Scheme != p.mirror.Scheme) || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		http.Error(w, "hydra real-OS apt proxy: only GET and HEAD to "+p.mirror.Host, http.StatusForbidden)
+		return
+	}
+	if immutable(u.Path) && r.Method == http.MethodGet {
+		p.serveCached(w, r)
+		return
+	}
+	resp, err := p.fetch(r.Context(), r.Method, u.String(), r.Header)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	for _, h := range []string{"Content-Type", "Content-Length", "Last-Modified", "ETag"} {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+func (p *aptProxy) fetch(ctx context.Context, method, u string, h http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"If-Modified-Since", "If-None-Match", "Range", "If-Range"} {
+		if v := h.Get(k); v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	return p.client.Do(req)
+}
+
+// serveCached serves an immutable file from the cache, fetching it into the cache first when missing
+// (a complete download only: written to a temporary file, its length checked, then renamed).
+func (p *aptProxy) serveCached(w http.ResponseWriter, r *http.Request) {
+	sum := sha256.Sum256([]byte(r.URL.Host + r.URL.Path))
+	file := filepath.Join(p.dir, hex.EncodeToString(sum[:])+"-"+filepath.Base(r.URL.Path))
+	if _, err := os.Stat(file); err != nil {
+		if err := p.download(r.Context(), r.URL.String(), file); err != nil {
+			var st statusError
+			if errors.As(err, &st) {
+				http.Error(w, err.Error(), int(st))
+				return
+			}
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+	}
+	http.ServeFile(w, r, file)
+}
+
+type statusError int
+
+func (s statusError) Error() string { return "mirror answered HTTP " + strconv.Itoa(int(s)) }
+
+func (p *aptProxy) download(ctx context.Context, u, file string) error {
+	resp, err := p.fetch(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return statusError(resp.StatusCode)
+	}
+	tmp, err := os.CreateTemp(p.dir, ".part-*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }() // left only by a failed download
+	n, err := io.Copy(tmp, resp.Body)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return fmt.Errorf("realos: %s: %d of %d bytes", u, n, resp.ContentLength)
+	}
+	return os.Rename(tmp.Name(), file)
+}
+
+// serve runs the proxy on l until l is closed.
+func (p *aptProxy) serve(l net.Listener) {
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: time.Minute}
+	go func() { _ = srv.Serve(l) }()
+}

@@ -146,7 +146,8 @@ func TestAccGPUInstance_drainTimeout(t *testing.T) {
 		}
 		return s.checkDestroyed(st)
 	}, []resource.TestStep{{
-		Config: execletConfig(s, "stuck", `  drain_timeout = "60s"`),
+		// 25s: time for the drain to ask the agent to stop (a probe and one write) on a loaded machine.
+		Config: execletConfig(s, "stuck", `  drain_timeout = "25s"`),
 		Check: func(*terraform.State) error {
 			sawDrain = startJob(t, s.machineDir(), false)
 			return nil

@@ -147,6 +147,9 @@ func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst Instance,
 		}
 	}
 	rec.Observe(inst)
+	if p, ok := cp.opts.Provisioner.(Preparer); ok {
+		p.Prepare()
+	}
 	if inst.Status != StatusRunning {
 		var err error
 		inst, err = cp.WaitRunning(ctx, inst, func(i Instance) { rec.Observe(i); put() })

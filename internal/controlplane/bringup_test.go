@@ -363,3 +363,41 @@ func TestPlannedDigest(t *testing.T) {
 		t.Errorf("with provisioning off: %q, %v (provisioning %v)", d, err, off.Provisioning())
 	}
 }
+
+// preparingProvisioner records, with the statuses BringUp saves, when it was asked to prepare and to
+// provision.
+type preparingProvisioner struct {
+	poolProvisioner
+	events *[]string
+}
+
+func (p *preparingProvisioner) Prepare() { *p.events = append(*p.events, "prepare") }
+
+func (p *preparingProvisioner) Provision(ctx context.Context, req ProvisionRequest) (ProvisionResult, error) {
+	*p.events = append(*p.events, "provision")
+	return p.poolProvisioner.Provision(ctx, req)
+}
+
+// A Provisioner that can prepare is asked to once, before BringUp waits for the machine to run (the
+// check of its tools overlaps with the boot); one that cannot is simply not asked.
+func TestBringUpPreparesBeforeTheWait(t *testing.T) {
+	var events []string
+	b := &fakeBackend{cloud: "verda"}
+	inst := Instance{Name: "verda-vm-x--abcdefgh", Status: StatusPending, CloudStatus: "booting"}
+	inst.ID = b.put(Instance{Name: inst.Name, Status: StatusRunning, CloudStatus: "running", SSH: testSSH}).ID
+	opts := fast
+	opts.Provisioner = &preparingProvisioner{events: &events}
+	cp := New(testInventory(t), []InstanceManagerBackend{b}, opts)
+	rec := NewRecord(inst)
+	err := cp.BringUp(context.Background(), &rec, inst, BringUpSpec{Pool: inventory.Pool{Name: "verda-vm-pool"}}, func(r Record) {
+		if len(events) == 0 || events[len(events)-1] != string(r.Status) {
+			events = append(events, string(r.Status))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(events, " "), "prepare running provisioning provision ready"; got != want {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}

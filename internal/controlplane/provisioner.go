@@ -44,6 +44,13 @@ type Provisioner interface {
 	Provision(ctx context.Context, req ProvisionRequest) (ProvisionResult, error)
 }
 
+// Preparer is what a Provisioner may also do: get ready to provision (find its tools, say) without
+// waiting, so that the work overlaps with a machine's boot. BringUp calls Prepare before it waits for a
+// machine to run; a Provisioner that needs nothing ahead of its first Provision does not implement it.
+type Preparer interface {
+	Prepare()
+}
+
 // PermanentError marks a provisioning failure that retrying cannot fix (a changed host key, a
 // malformed playbook).
 type PermanentError struct{ Err error }

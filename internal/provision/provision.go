@@ -110,6 +110,7 @@ type Runner struct {
 
 	mu      sync.Mutex
 	ansible string // resolved ansible-playbook, once checked
+	prepare sync.Once
 
 	// batchMu guards forming: per playbook, the batch that machines still join (see batch.go).
 	batchMu sync.Mutex
@@ -123,7 +124,10 @@ type Runner struct {
 // CreateRequest.SSHPublicKeys: clouds must install it for the login user.
 func (r *Runner) PublicKey() string { return r.publicKey }
 
-var _ controlplane.Provisioner = (*Runner)(nil)
+var (
+	_ controlplane.Provisioner = (*Runner)(nil)
+	_ controlplane.Preparer    = (*Runner)(nil)
+)
 
 // New returns a Runner. It checks the private key parses; whether ansible-playbook is installed is
 // checked by CheckAnsible and again by every Provision.
@@ -185,10 +189,15 @@ func New(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("GPU model pattern for %q: %w", typ, err)
 		}
 	}
-	// Find ansible-playbook (it runs `ansible-playbook --version`) while the first machine boots, not
-	// after it runs: the first provisioning then starts as soon as SSH answers.
-	go func() { _, _ = r.ansiblePath() }()
 	return r, nil
+}
+
+// Prepare finds and checks ansible-playbook (it runs `ansible-playbook --version`, about half a second
+// of CPU) in the background, once: the control plane calls it when a machine starts to come up, so the
+// check overlaps with the boot and the first provisioning starts as soon as SSH answers. A Terraform
+// run that provisions nothing (a plan, a refresh, a destroy) never pays for it.
+func (r *Runner) Prepare() {
+	r.prepare.Do(func() { go func() { _, _ = r.ansiblePath() }() })
 }
 
 // CheckAnsible verifies that ansible-playbook (path, or the one on PATH when path is empty) runs, and

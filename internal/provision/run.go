@@ -210,6 +210,8 @@ func buildCommand(ansible string, checkMode bool, dir *runDir) *exec.Cmd {
 		"ANSIBLE_SSH_CONTROL_PATH_DIR="+dir.cp,
 		"ANSIBLE_STDOUT_CALLBACK=hydra_jsonl",
 		"ANSIBLE_CALLBACK_PLUGINS="+filepath.Join(dir.path, "cb"),
+		// The callback compiles each template once per run (see hydra_jsonl.py), kept here.
+		"HYDRA_TEMPLATE_CACHE="+filepath.Join(dir.path, "jinja"),
 		"ANSIBLE_HOST_KEY_CHECKING=True",
 		"ANSIBLE_PIPELINING=True",
 		"ANSIBLE_RETRY_FILES_ENABLED=False",

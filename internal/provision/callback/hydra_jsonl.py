@@ -15,6 +15,7 @@ DOCUMENTATION = '''
 '''
 
 import json
+import os
 import sys
 import time
 
@@ -34,6 +35,97 @@ def _cut(value):
     if isinstance(value, str) and len(value) > LIMIT:
         return value[:LIMIT // 2] + ' ...[cut]... ' + value[-LIMIT // 2:]
     return value
+
+
+# The plugins every task of hydra's playbooks needs. Ansible forks a worker per task and host, and a
+# worker loads what its process has not: without this, every worker that evaluates a template with a
+# filter or a test reads and compiles every filter and test plugin file anew (ansible.builtin's filter
+# plugins import the crypt module, which tries each hashing method at import), about 15 ms of CPU per
+# task and host. Loaded once here, in the controller before its first fork, every worker inherits them.
+PRELOAD = (
+    ('action_loader', ('raw', 'assert', 'fail', 'set_fact', 'include_vars', 'normal')),
+    ('connection_loader', ('ssh',)),
+    ('shell_loader', ('sh',)),
+    ('become_loader', ('sudo',)),
+    ('lookup_loader', ('file',)),
+)
+
+
+def _preload_plugins():
+    try:
+        from ansible.plugins import loader
+        # Jinja2 plugins: loading one name loads them all (the playbook and its roles are parsed by
+        # now, so the roles' own plugin directories are on the path).
+        for jinja in (loader.filter_loader, loader.test_loader):
+            for _ in jinja.all():
+                pass
+        for name, plugins in PRELOAD:
+            for plugin in plugins:
+                getattr(loader, name).get(plugin, class_only=True)
+    except Exception:  # pragma: no cover - a speed-up only: the workers load what they need
+        pass
+
+
+def _cache_templates(directory):
+    """Compiles each Jinja2 template source once per run instead of once per worker.
+
+    Ansible compiles every template it evaluates (the play's become, a role's variables, a task's
+    arguments) in the worker forked for that task and host, and throws the result away with the
+    worker: one machine's run compiled about 400 templates, most of them the same few dozen, at
+    about 5 ms each. Installed here, in the controller before its first fork, every worker looks a
+    source up first in its own memory, then in Jinja2's own bytecode cache in the run's directory
+    (written atomically, checked against the source's checksum and the Python version), and compiles
+    only what no earlier worker of the run has. The environment's settings are part of the key.
+    """
+    try:
+        import hashlib
+        import os
+        import jinja2
+        from jinja2.bccache import FileSystemBytecodeCache
+        os.makedirs(directory, exist_ok=True)
+        cache = FileSystemBytecodeCache(directory)
+    except Exception:  # pragma: no cover - a speed-up only
+        return
+    compile_ = jinja2.Environment.compile
+    seen = {}
+
+    def settings(env):
+        return repr((type(env).__module__, type(env).__qualname__, jinja2.__version__, env.block_start_string,
+                     env.block_end_string, env.variable_start_string, env.variable_end_string,
+                     env.comment_start_string, env.comment_end_string, env.line_statement_prefix,
+                     env.line_comment_prefix, env.trim_blocks, env.lstrip_blocks, env.newline_sequence,
+                     env.keep_trailing_newline, env.optimized, env.is_async, repr(env.autoescape),
+                     getattr(env.finalize, '__qualname__', repr(env.finalize)), sorted(env.extensions)))
+
+    def compile(self, source, name=None, filename=None, raw=False, defer_init=False):
+        if raw or defer_init or name is not None or filename is not None or not isinstance(source, str):
+            return compile_(self, source, name, filename, raw, defer_init)
+        key = hashlib.sha256((settings(self) + '\0' + source).encode('utf-8', 'surrogatepass')).hexdigest()
+        code = seen.get(key)
+        if code is not None:
+            return code
+        try:
+            bucket = cache.get_bucket(self, key, None, source)
+        except Exception:
+            bucket = None
+        if bucket is not None and bucket.code is not None:
+            code = bucket.code
+        else:
+            code = compile_(self, source)
+            if bucket is not None:
+                bucket.code = code
+                try:
+                    cache.set_bucket(bucket)
+                except Exception:
+                    pass
+        seen[key] = code
+        return code
+
+    jinja2.Environment.compile = compile
+
+
+if os.environ.get('HYDRA_TEMPLATE_CACHE'):
+    _cache_templates(os.environ['HYDRA_TEMPLATE_CACHE'])
 
 
 class CallbackModule(CallbackBase):
@@ -93,6 +185,9 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_play_start(self, play):
         self._emit('play_start', play=play.get_name().strip())
+        if not getattr(self, '_preloaded', False):
+            self._preloaded = True
+            _preload_plugins()
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self._started(task, False)

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
@@ -631,15 +632,28 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	}
 	var out []controlplane.Instance
 	err := b.read(func(st *state, now time.Time) error {
-		for _, r := range st.Instances {
+		// The machines that have finished booting since the last read come up side by side, as a
+		// cloud's do: one after another, twenty machines took ten seconds to answer SSH.
+		var g errgroup.Group
+		g.SetLimit(bringUpAtOnce)
+		insts := make([]*controlplane.Instance, len(st.Instances))
+		for i, r := range st.Instances {
 			if !strings.HasPrefix(r.Name, prefix) || r.gone(now) {
 				continue
 			}
-			inst, err := b.toInstance(r, now)
-			if err != nil {
+			g.Go(func() error {
+				inst, err := b.toInstance(r, now)
+				insts[i] = &inst
 				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for _, inst := range insts {
+			if inst != nil {
+				out = append(out, *inst)
 			}
-			out = append(out, inst)
 		}
 		return nil
 	})
@@ -765,6 +779,9 @@ func (b *Backend) Vanish(id string) error {
 		return fmt.Errorf("sandbox: no instance %s", id)
 	})
 }
+
+// bringUpAtOnce bounds how many simulated machines one read brings up at the same time.
+const bringUpAtOnce = 16
 
 func (b *Backend) machineDir(id string) string { return filepath.Join(b.cfg.Dir, "machines", id) }
 

@@ -46,10 +46,14 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 		failed     []string // every failed check, in the probe's order
 		reason     string   // a substring of the reasons (or of the unknown list)
 		checkState map[string]string
+		// smiCalls, when set, is how many times the probe may start nvidia-smi (each start initialises
+		// NVML again: on a real machine with 8 GPUs a fraction of a second).
+		smiCalls int
 	}{
-		{name: "H100 HGX as recorded", model: "NVIDIA H100 80GB HBM3", count: 8, verdict: "healthy"},
+		// The basic query, the checks' fields in one query, the fabric, NVLink.
+		{name: "H100 HGX as recorded", model: "NVIDIA H100 80GB HBM3", count: 8, verdict: "healthy", smiCalls: 4},
 		{name: "H200 as recorded", model: "NVIDIA H200", count: 8, verdict: "healthy"},
-		{name: "L40S as recorded", model: "NVIDIA L40S", count: 4, verdict: "healthy",
+		{name: "L40S as recorded", model: "NVIDIA L40S", count: 4, verdict: "healthy", smiCalls: 2,
 			checkState: map[string]string{"fabric": "skipped: no NVSwitch on this machine", "nvlink": "skipped: no NVSwitch on this machine"}},
 		// Xid catalog: 94 (contained ECC) and 13 (graphics engine exception) ask to restart the
 		// application; 45 is a consequence of another Xid; 109 restarts the application.
@@ -142,10 +146,25 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 				spec[k] = v
 			}
 			js, _ := json.Marshal(spec)
+			// nvidia-smi is counted on its way to the stand-in.
+			counting, calls := filepath.Join(dir, "counting"), filepath.Join(dir, "smi-calls")
+			if err := os.MkdirAll(counting, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			wrapper := "#!/bin/sh\necho \"$*\" >> '" + calls + "'\nexec '" + filepath.Join(dir, "bin", "nvidia-smi") + "' \"$@\"\n"
+			if err := os.WriteFile(filepath.Join(counting, "nvidia-smi"), []byte(wrapper), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			cmd := exec.Command("python3", "-", string(js))
 			cmd.Stdin = strings.NewReader(string(probe))
-			cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"))
+			cmd.Env = append(os.Environ(), "PATH="+counting+":"+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"))
 			out, err := cmd.Output()
+			if tc.smiCalls > 0 {
+				b, _ := os.ReadFile(calls)
+				if n := strings.Count(string(b), "\n"); n > tc.smiCalls {
+					t.Errorf("the probe started nvidia-smi %d times, want at most %d:\n%s", n, tc.smiCalls, b)
+				}
+			}
 			var v probeVerdict
 			if jerr := json.Unmarshal(out, &v); jerr != nil {
 				t.Fatalf("probe output %q (%v): %v", out, err, jerr)

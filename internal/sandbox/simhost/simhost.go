@@ -870,7 +870,7 @@ func configCurrent(dir string, st state) bool {
 
 func renderSSHDConfig(dir string, st state) string {
 	root := filepath.Join(dir, "root")
-	pathEnv := filepath.Join(dir, "bin") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	pathEnv := filepath.Join(dir, "bin") + ":" + systemPath
 	tokenSafe := func(p string) string { return strings.ReplaceAll(p, "%", "%%") }
 	lines := []string{
 		"# hydra sandbox machine: written by internal/sandbox/simhost, do not edit",
@@ -955,10 +955,26 @@ func startSSHD(dir string, st *state) error {
 	return lastErr
 }
 
+// systemPath is the machine's own PATH after its stand-ins (<dir>/bin): a Debian system's.
+const systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// machinePython is the python3 the machine's sessions run (the first on systemPath), not the one on
+// the PATH of the process that starts the machine: a version manager's shim there would cost every
+// start of a stand-in a shell script's worth of CPU.
+func machinePython() (string, error) {
+	for _, d := range filepath.SplitList(systemPath) {
+		p := filepath.Join(d, "python3")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("simhost: python3 is needed for the simulated exporters (and by Ansible on the machine), in one of " + systemPath)
+}
+
 func startExporter(dir, kind string) (pid, port int, err error) {
-	python, err := exec.LookPath("python3")
+	python, err := machinePython()
 	if err != nil {
-		return 0, 0, errors.New("simhost: python3 is needed for the simulated exporters (and by Ansible on the machine)")
+		return 0, 0, err
 	}
 	portFile := filepath.Join(dir, "run", kind+"-exporter.port")
 	_ = os.Remove(portFile)

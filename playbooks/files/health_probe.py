@@ -129,14 +129,36 @@ def short_bus(bus):
     return "%s:%s:%s" % (parts[0][-4:].rjust(4, "0"), parts[1], parts[2].split(".")[0])
 
 
-def optional_query(fields):
-    """{bus_id: [values]} of a query of fields beyond the basic ones, None when this driver or GPU does not
-    know a field ("is not a valid field to query") or nvidia-smi fails."""
-    rc, out, err = run(["nvidia-smi", "--query-gpu=pci.bus_id," + fields, "--format=csv,noheader,nounits"], SMI_TIMEOUT)
+def query(fields):
+    """{bus_id: [values]} of one nvidia-smi query of fields, None when this driver or GPU does not know a
+    field ("is not a valid field to query") or nvidia-smi fails."""
+    rc, out, err = run(["nvidia-smi", "--query-gpu=pci.bus_id," + ",".join(fields), "--format=csv,noheader,nounits"],
+                       SMI_TIMEOUT)
     if "not a valid field" in out + err:
         return None
-    rows = {r[0]: r[1:] for r in csv_rows(out) if len(r) == len(fields.split(",")) + 1}
+    rows = {r[0]: r[1:] for r in csv_rows(out) if len(r) == len(fields) + 1}
     return rows if rows else None
+
+
+# The fields of the checks below that are read once: every nvidia-smi call starts NVML again (a fraction
+# of a second on a machine with 8 GPUs), so they are asked in one query, and one by one only when this
+# driver does not know one of them (each field's query then fails or answers as it would alone).
+TOGETHER = ["remapped_rows.pending", "remapped_rows.failure", "remapped_rows.uncorrectable",
+            "ecc.errors.uncorrected.aggregate.sram.thresholdExceeded", "retired_pages.pending",
+            "gpu_recovery_action", "pcie.link.width.current", "pcie.link.width.max"]
+together = []  # [the TOGETHER query's answer], once asked
+
+
+def optional_query(fields):
+    """{bus_id: [values]} of fields beyond the basic ones, None when this driver or GPU does not know a
+    field or nvidia-smi fails: from the one query of TOGETHER when every field is in it and it answered."""
+    names = fields.split(",")
+    if all(n in TOGETHER for n in names):
+        if not together:
+            together.append(query(TOGETHER))
+        if together[0] is not None:
+            return {bus: [v[TOGETHER.index(n)] for n in names] for bus, v in together[0].items()}
+    return query(names)
 
 
 LOST = re.compile(r"Unable to determine the device handle for GPU ?([0-9A-Fa-f:.]+)|GPU is lost|fallen off the bus")

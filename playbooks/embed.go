@@ -12,5 +12,5 @@ import "embed"
 
 // FS holds every playbook, role and file under this directory.
 //
-//go:embed *.yml vars roles files
+//go:embed *.yml roles files
 var FS embed.FS

@@ -601,8 +601,14 @@ func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*memb
 		"retry_files_enabled = False",
 		"nocolor = True",
 		"timeout = 30",
-		// Every host of the batch runs each task at the same time.
+		// Every host of the batch has a worker of its own, and goes through the playbook at its own
+		// pace (the free strategy): no machine waits at each task for the slowest of the batch, and the
+		// controller keeps both the runner's cores busy instead of stopping at each task's end.
 		"forks = " + strconv.Itoa(max(len(hosts), 1)),
+		"strategy = free",
+		// hydra's own inventory and playbook directories have no host_vars or group_vars: the plugin
+		// that looks for them would search the disk again for every task and host.
+		"vars_plugins_enabled = ",
 		"interpreter_python = auto_silent",
 		// How often the controller checks on its workers: Ansible's default (1 ms) keeps a core
 		// busy polling while a batch waits on its machines; 10 ms costs a task at most that much.

@@ -978,7 +978,7 @@ func startExporter(dir, kind string) (pid, port int, err error) {
 	}
 	portFile := filepath.Join(dir, "run", kind+"-exporter.port")
 	_ = os.Remove(portFile)
-	pid, err = startDetached(filepath.Join(dir, "run", kind+"-exporter.log"), python,
+	pid, err = startDetached(filepath.Join(dir, "run", kind+"-exporter.log"), python, "-S",
 		filepath.Join(dir, "exporter.py"), kind, portFile, filepath.Join(dir, gpusFile))
 	if err != nil {
 		return 0, 0, fmt.Errorf("simhost: start %s exporter: %w", kind, err)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env -S python3 -S
 # hydra sandbox stand-in for node_exporter and dcgm-exporter: serves /metrics on a loopback port.
 #
 #   exporter.py node|dcgm PORTFILE GPUS_JSON     started by internal/sandbox/simhost (the image's exporters,

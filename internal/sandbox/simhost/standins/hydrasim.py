@@ -1,6 +1,10 @@
 # hydra sandbox: what the stand-ins share. The machine is described by ../gpus.json (written by
 # internal/sandbox/simhost) and broken by the fault files in ../faults/ (written by tests; read on every call,
 # see the package documentation of internal/sandbox/simhost for their names and formats).
+#
+# Every stand-in starts Python with -S (no site-packages: they need only the standard library) and
+# imports what a call needs when it needs it: a fleet's machines run them hundreds of times on the one
+# computer that simulates them all.
 import json
 import os
 import re

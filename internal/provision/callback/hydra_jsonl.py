@@ -62,8 +62,42 @@ def _preload_plugins():
         for name, plugins in PRELOAD:
             for plugin in plugins:
                 getattr(loader, name).get(plugin, class_only=True)
+        # Jinja2's own filters and tests (default, int, join, select, ...) are not Ansible plugins: every
+        # template environment (one per template, about 300 per machine) asks the plugin loader for
+        # them again and the loader searches the collections each time before Jinja2's are used. The
+        # answers, found or not, are kept for the run and found once here.
+        import jinja2.filters
+        import jinja2.tests
+        for jinja, builtin in ((loader.filter_loader, jinja2.filters.FILTERS), (loader.test_loader, jinja2.tests.TESTS)):
+            _remember_lookups(jinja)
+            for name in builtin:
+                try:
+                    jinja.get(name)
+                except Exception:
+                    pass
     except Exception:  # pragma: no cover - a speed-up only: the workers load what they need
         pass
+
+
+def _remember_lookups(jinja):
+    """Makes jinja.get (a filter or test name, nothing else) answer each name once per process."""
+    get = jinja.get
+    answers = {}
+
+    def remembered(name, *args, **kwargs):
+        if args or kwargs:
+            return get(name, *args, **kwargs)
+        if name not in answers:
+            try:
+                answers[name] = (get(name), None)
+            except Exception as e:
+                answers[name] = (None, e)
+        plugin, err = answers[name]
+        if err is not None:
+            raise err.with_traceback(None)
+        return plugin
+
+    jinja.get = remembered
 
 
 def _cache_templates(directory):

@@ -31,17 +31,8 @@ func newFleet(t *testing.T, specs []simhost.Spec, cfg Config) (*Runner, []*fleet
 	ms := []*fleetMachine{{f: first, rec: &logRecorder{}}}
 	pub := first.runner.PublicKey()
 	for _, spec := range specs[1:] {
-		dir := t.TempDir()
 		spec.AuthorizedKeys = append(spec.AuthorizedKeys, pub)
-		ep, err := simhost.Ensure(dir, spec)
-		if err != nil {
-			t.Fatalf("simhost.Ensure: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := simhost.Stop(dir); err != nil {
-				t.Errorf("simhost.Stop: %v", err)
-			}
-		})
+		ep := startMachine(t, spec)
 		ms = append(ms, &fleetMachine{f: fixture{runner: first.runner, ep: ep, tmpBase: first.tmpBase}, rec: &logRecorder{}})
 	}
 	return first.runner, ms

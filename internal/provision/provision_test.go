@@ -72,11 +72,9 @@ type fixture struct {
 	tmpBase string
 }
 
-func newFixture(t *testing.T, spec simhost.Spec, cfg Config) fixture {
+// startMachine starts a sandbox machine of spec in a directory of the test's, stopped when the test ends.
+func startMachine(t *testing.T, spec simhost.Spec) simhost.Endpoint {
 	t.Helper()
-	requireTools(t)
-	key, pub := clientKey(t)
-	spec.AuthorizedKeys = append(spec.AuthorizedKeys, pub)
 	dir := t.TempDir()
 	ep, err := simhost.Ensure(dir, spec)
 	if err != nil {
@@ -87,6 +85,15 @@ func newFixture(t *testing.T, spec simhost.Spec, cfg Config) fixture {
 			t.Errorf("simhost.Stop: %v", err)
 		}
 	})
+	return ep
+}
+
+func newFixture(t *testing.T, spec simhost.Spec, cfg Config) fixture {
+	t.Helper()
+	requireTools(t)
+	key, pub := clientKey(t)
+	spec.AuthorizedKeys = append(spec.AuthorizedKeys, pub)
+	ep := startMachine(t, spec)
 	cfg.PrivateKey = key
 	cfg.TempDir = shortTemp(t)
 	if os.Getenv("HYDRA_TEST_ANSIBLE_LOG") != "" {

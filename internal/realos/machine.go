@@ -52,12 +52,14 @@ type Machine struct {
 	// BootLog is the file the container's console output goes to.
 	BootLog string
 
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	unlock func()
-	signer ssh.Signer
-	logf   func(string, ...any)
+	dir string
+	// cgroups are the cgroup.procs files of the machine's own cgroups (see makeCgroups).
+	cgroups []string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	unlock  func()
+	signer  ssh.Signer
+	logf    func(string, ...any)
 
 	fwd      net.Listener
 	proxy    *aptProxy
@@ -102,10 +104,14 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 	defer func() {
 		if !ok {
 			_ = removeRun(m.dir)
+			removeCgroups(m.Name)
 			m.unlock()
 		}
 	}()
-	m.Name = "hydra-realos-" + strings.TrimPrefix(filepath.Base(m.dir), "m-")
+	m.Name = machineName(m.dir)
+	if m.cgroups, err = makeCgroups(m.Name); err != nil {
+		return nil, fmt.Errorf("realos: a cgroup for %s: %w", m.Name, err)
+	}
 	m.Root = filepath.Join(m.dir, "rootfs")
 	m.BootLog = filepath.Join(m.dir, "console.log")
 	started := time.Now()
@@ -128,7 +134,7 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 		proxy.serve(l)
 		env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "http_proxy=http://"+l.Addr().String()+"/")
 		for _, c := range opts.Prepare {
-			cmd := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-users=no",
+			cmd := nspawn(ctx, m.cgroups, "--quiet", "--register=no", "--keep-unit", "--private-users=no",
 				"--resolv-conf=off", "--directory="+m.Root, "/bin/sh", "-c", c)
 			cmd.Env = env
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -239,7 +245,7 @@ func (m *Machine) start() error {
 		return err
 	}
 	defer func() { _ = logFile.Close() }() // the child has its own descriptor
-	m.cmd = exec.Command("systemd-nspawn", args...)
+	m.cmd = nspawn(context.Background(), m.cgroups, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	// systemd-nspawn leads its own process group and (on Linux, the only system Available accepts) the
 	// kernel sends it SIGTERM, an orderly poweroff of the container, when the test process dies.
@@ -277,7 +283,10 @@ func (m *Machine) waitReady(ctx context.Context) error {
 	out, err := m.Run(ctx, "systemctl is-system-running --wait")
 	if state := strings.TrimSpace(out); state != "running" {
 		failed, _ := m.Run(ctx, "systemctl --failed --no-legend --no-pager")
-		return fmt.Errorf("realos: the container %s booted %q (%v), failed units: %s", m.Name, state, err, strings.TrimSpace(failed))
+		// What each failed unit said, so that a boot that failed once in CI can be understood from its log.
+		why, _ := m.Run(ctx, "for u in $(systemctl --failed --no-legend --plain | cut -d' ' -f1); do "+
+			"systemctl status --no-pager --full --lines=0 \"$u\"; journalctl --no-pager -b -o short-monotonic -u \"$u\"; done")
+		return fmt.Errorf("realos: the container %s booted %q (%v), failed units: %s\n%s", m.Name, state, err, strings.TrimSpace(failed), tail([]byte(why), 3000))
 	}
 	return nil
 }
@@ -357,6 +366,9 @@ func (m *Machine) Stop() error {
 		if err := removeRun(m.dir); err != nil && m.stopErr == nil {
 			m.stopErr = fmt.Errorf("realos: removing %s: %w", m.dir, err)
 		}
+		if !removeCgroups(m.Name) && m.stopErr == nil {
+			m.stopErr = fmt.Errorf("realos: the cgroups of %s are still there", m.Name)
+		}
 		m.logf("real-OS machine %s stopped and removed in %s", m.Name, time.Since(started).Round(time.Millisecond))
 	})
 	return m.stopErr
@@ -411,9 +423,12 @@ func sweep(dir string, logf func(string, ...any)) {
 				_ = osproc.SignalGroup(pid, osproc.Kill)
 			}
 		}
-		for _, pid := range processesIn(root) {
+		left := processesIn(root)
+		for _, pid := range left {
 			_ = osproc.SignalProcess(pid, osproc.Kill)
 		}
+		waitExited(left, 10*time.Second)
+		endCgroups(machineName(run))
 		_ = removeRun(run)
 		_ = os.Remove(run + ".lock")
 		unlock()
@@ -437,6 +452,27 @@ func sweep(dir string, logf func(string, ...any)) {
 		unlock()
 		logf("real-OS: killed process %d of a container an earlier test left", pid)
 	}
+	// The cgroups of machines whose run directory is gone.
+	for _, name := range machineCgroups() {
+		run := filepath.Join(dir, "m-"+strings.TrimPrefix(name, cgroupPrefix))
+		unlock, err := tryLock(run + ".lock")
+		if err != nil {
+			continue // its machine runs
+		}
+		if endCgroups(name) {
+			logf("real-OS: removed the cgroups of %s, left by an earlier test", name)
+		}
+		if _, err := os.Stat(run); os.IsNotExist(err) {
+			_ = os.Remove(run + ".lock")
+		}
+		unlock()
+	}
+}
+
+// machineName is the name of the machine of a run directory (dir/m-XXXX): hydra-realos-XXXX, its
+// container's and its cgroups' name.
+func machineName(run string) string {
+	return cgroupPrefix + strings.TrimPrefix(filepath.Base(run), "m-")
 }
 
 // rootMountRun is the run directory (dir/m-XXXX) the mount at pid's "/" comes from, "" when none.

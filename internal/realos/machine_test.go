@@ -42,7 +42,8 @@ func testKey(t *testing.T) ([]byte, string) {
 
 // TestRealOS_MachineLifecycle: a machine boots with systemd as PID 1 (or, as a pod, without it),
 // answers over SSH with its pinned host key, runs the GPU stand-ins from the image's packages and the
-// real systemctl and dpkg-query, and leaves no process or file behind when stopped.
+// real systemctl and dpkg-query, in cgroups of its own (the two run side by side), and leaves no
+// process, file or cgroup behind when stopped.
 func TestRealOS_MachineLifecycle(t *testing.T) {
 	t.Parallel()
 	img := requireRealOS(t)
@@ -89,6 +90,10 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 				t.Errorf("a file written in the machine reached the cached image (%v)", err)
 			}
 			init := containerInit(m.cmd.Process.Pid)
+			// The container is in a cgroup of its own machine's, never in one another container shares.
+			if cg := cgroupOf(init); !strings.Contains(cg, "/"+m.Name+"/") {
+				t.Errorf("the container's PID 1 is in the cgroup %q, want one below %s", cg, m.Name)
+			}
 			if err := m.Stop(); err != nil {
 				t.Error(err)
 			}
@@ -100,6 +105,9 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 			}
 			if mounted(m.Root) {
 				t.Errorf("%s is still mounted after Stop", m.Root)
+			}
+			if slices.Contains(machineCgroups(), m.Name) {
+				t.Errorf("the cgroups of %s are still there after Stop", m.Name)
 			}
 			if _, err := os.Stat(m.Root); !os.IsNotExist(err) {
 				t.Errorf("the run directory %s is still there: %v", m.Root, err)
@@ -177,6 +185,9 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(root)); !os.IsNotExist(err) {
 		t.Errorf("the killed test's run directory %s is still there (%v)", filepath.Dir(root), err)
+	}
+	if name := machineName(filepath.Dir(root)); slices.Contains(machineCgroups(), name) {
+		t.Errorf("the cgroups of the killed test's machine %s are still there", name)
 	}
 	if out, err := live.Run(context.Background(), "echo alive"); err != nil || strings.TrimSpace(out) != "alive" {
 		t.Errorf("the machine running beside the sweep: %q (%v), want it alive", out, err)

@@ -30,7 +30,8 @@
 // powers the container off (SIGTERM to systemd-nspawn, which asks systemd for an orderly shutdown),
 // kills whatever is left, unmounts and removes the run directory. Each run directory
 // (CacheDir()/machines/m-XXXX) has a lock its process holds from Boot to Stop: a Boot sweeps the run
-// directories no process holds (their test was killed), never another machine's.
+// directories no process holds (their test was killed), never another machine's. Each machine runs in
+// cgroups of its own (see makeCgroups), so that no two containers' systemd share a cgroup tree.
 //
 // # What is substituted, and why
 //

@@ -117,16 +117,15 @@ func endCgroups(name string) bool {
 	var pids []int
 	for _, p := range cgroupParents() {
 		_ = filepath.WalkDir(filepath.Join(p, name), func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-				return nil
-			}
-			b, _ := os.ReadFile(path)
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil && pid > 1 && pid != os.Getpid() && !slices.Contains(pids, pid) {
-					pids = append(pids, pid)
+			if err == nil && !d.IsDir() && d.Name() == "cgroup.procs" {
+				b, _ := os.ReadFile(path)
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil && pid > 1 && pid != os.Getpid() && !slices.Contains(pids, pid) {
+						pids = append(pids, pid)
+					}
 				}
 			}
-			return nil
+			return nil // a cgroup gone meanwhile has no process to end
 		})
 	}
 	for _, pid := range pids {

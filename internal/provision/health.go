@@ -80,7 +80,7 @@ func (r *Runner) ProbeHealth(ctx context.Context, ep controlplane.SSHEndpoint, h
 	}
 	stdout := &cappedBuffer{max: 256 << 10}
 	stderr := &cappedBuffer{max: 4 << 10}
-	runErr := remoteRun(ctx, check.addr, config, "python3 -c "+shellQuote(string(script))+" "+shellQuote(string(spec)), stdout, stderr)
+	runErr := remoteRun(ctx, check.addr, config, "python3 -S -c "+shellQuote(string(script))+" "+shellQuote(string(spec)), stdout, stderr)
 	if _, mismatch := check.result(); mismatch != nil {
 		return unknown("%v", mismatch)
 	}

@@ -32,7 +32,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 
 ALL = ["nvidia_smi", "gpu_lost", "gpu_count", "gpu_model", "ecc_volatile", "ecc_aggregate", "remapped_rows",
        "recovery_action", "pcie", "xid", "fabric", "nvlink", "persistence", "units", "dcgm_diag", "exporters"]
@@ -428,6 +427,7 @@ if "exporters" in enabled:
             host = e.get("address") or "127.0.0.1"
             url = e.get("url") or "http://%s:%s/metrics" % ("[%s]" % host if ":" in host else host, e.get("port"))
             try:
+                import urllib.request  # only where exporters are scraped: a large import
                 with urllib.request.urlopen(url, timeout=5) as r:
                     body = r.read().decode("utf-8", "replace")
                 if e.get("need") and e["need"] not in body:

@@ -17,7 +17,7 @@
 // # Two kinds of machine
 //
 // A virtual machine (the default) boots with systemd: <dir>/root/run/systemd/system exists, the
-// systemctl stand-in keeps the state of the machine's units (<dir>/run/systemd-units.json) and records
+// systemctl stand-in keeps the state of the machine's units (<dir>/run/systemd-units.marshal) and records
 // the command line of every unit it starts, environment files expanded, in <dir>/run/units/UNIT.exec
 // (prometheus-node-exporter.service.exec and hydra-dcgm-exporter.service.exec hold the exporters'
 // listen addresses). Its two exporters run from the start, as the image's systemd would run them.

@@ -4,19 +4,52 @@
 #
 # Every stand-in starts Python with -S (no site-packages: they need only the standard library) and
 # imports what a call needs when it needs it: a fleet's machines run them hundreds of times on the one
-# computer that simulates them all.
-import json
+# computer that simulates them all. Most of a stand-in's start is Python's own; the json module (and the
+# re module it imports) is the larger part of the rest, so what a stand-in parses on every call (gpus.json,
+# the recording it replays) is read from a marshal copy (marshal is built into the interpreter; see
+# cached), and json and re are imported only to make that copy.
+import marshal
 import os
-import re
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 DIR = os.path.dirname(HERE)
 FAULTS = os.path.join(DIR, "faults")
 
 
-def config():
-    with open(os.path.join(DIR, "gpus.json")) as f:
+def cached(source, parse):
+    """parse(source), a value of plain data, from its marshal copy in ../run (SOURCE_NAME.marshal) when
+    that copy was made from this very file (its inode, size and modification time), else parsed and
+    copied again."""
+    st = os.stat(source)
+    key = [st.st_ino, st.st_size, st.st_mtime_ns]
+    copy = os.path.join(DIR, "run", os.path.basename(source) + ".marshal")
+    try:
+        with open(copy, "rb") as f:
+            made_from, value = marshal.load(f)
+        if made_from == key:
+            return value
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    value = parse(source)
+    tmp = "%s.%d" % (copy, os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            marshal.dump([key, value], f)
+        os.replace(tmp, copy)
+    except OSError:
+        pass  # a read-only machine directory: parsed on every call
+    return value
+
+
+def _json_file(path):
+    import json
+    with open(path) as f:
         return json.load(f)
+
+
+def config():
+    """The machine's description (../gpus.json)."""
+    return cached(os.path.join(DIR, "gpus.json"), _json_file)
 
 
 def recordings_dir():
@@ -124,6 +157,7 @@ def xid_line(code, pci):
     its PCI address made this GPU's, or the catalog's text in the recorded format."""
     rec = recorded_xids().get(code)
     if rec:
+        import re
         return re.sub(r"\(PCI:[0-9A-Fa-f:]+\)", "(PCI:%s)" % pci, rec, count=1)
     return "NVRM: Xid (PCI:%s): %s, pid='<unknown>', name=<unknown>, %s" % (pci, code, XID_CATALOG_TEXT.get(code, "Xid event"))
 

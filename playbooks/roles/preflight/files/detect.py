@@ -17,7 +17,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import urllib.request
 
 execlet_bin = sys.argv[1] if len(sys.argv) > 1 else "/usr/local/bin/hydra-execlet"
 marker_path = sys.argv[2] if len(sys.argv) > 2 else "/var/lib/hydra/provisioned.json"
@@ -75,6 +74,7 @@ def os_release():
 
 def answers(port):
     try:
+        import urllib.request  # only when an exporter's port is asked: a large import
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
             return r.status == 200
     except Exception:

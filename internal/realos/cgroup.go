@@ -158,7 +158,7 @@ func machineCgroups() []string {
 // nspawn is the command that runs systemd-nspawn with args in the cgroups whose cgroup.procs files are
 // procs (see makeCgroups): a shell moves itself into them, then becomes systemd-nspawn.
 func nspawn(ctx context.Context, procs []string, args ...string) *exec.Cmd {
-	const shim = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec systemd-nspawn "$@"`
+	const shim = `while [ "$1" != -- ]; do echo $$ 2>/dev/null > "$1" || echo "hydra: could not move into $1; the container shares its parent's cgroup" >&2; shift; done; shift; exec systemd-nspawn "$@"`
 	a := append([]string{"-c", shim, "sh"}, procs...)
 	a = append(append(a, "--"), args...)
 	return exec.CommandContext(ctx, "/bin/sh", a...)

@@ -11,9 +11,12 @@
 # In the sandbox (HYDRA_SANDBOX=1: machines that share the host's network) it only ever binds 127.0.0.1,
 # whatever address it is asked for (the address asked is recorded); elsewhere (the real-OS tests' machines,
 # whose network may be their own) it binds the address asked, as the real exporters do. It answers 503 while ../faults/exporter_dead names its kind ("node" or "dcgm").
-import http.server
-import json
+#
+# It answers with socketserver and an HTTP/1.0 reply of its own, not http.server: a fleet's machines
+# start two exporters each on the one computer that simulates them all, and http.server's imports (the
+# email package among them) took two thirds of an exporter's start.
 import os
+import socketserver
 import sys
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -52,6 +55,7 @@ def metrics():
     if kind == "node":
         return ('# HELP node_exporter_build_info hydra sandbox stand-in\n'
                 'node_exporter_build_info{version="1.8.2"} 1\nnode_load1 0.01\n')
+    import json
     with open(gpus_path) as f:
         cfg = json.load(f)
     out = ["# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).", "# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
@@ -62,29 +66,37 @@ def metrics():
     return "\n".join(out) + "\n"
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        if self.path.split("?")[0] != "/metrics":
-            self.send_error(404)
-            return
-        if dead():
-            self.send_error(503, "exporter dead (hydra sandbox fault)")
-            return
-        body = metrics().encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+class Handler(socketserver.StreamRequestHandler):
+    """One request (its line and headers read), one HTTP/1.0 reply, and the connection closed."""
 
-    def log_message(self, *args):
-        pass
+    def handle(self):
+        words = self.rfile.readline(65537).decode("latin-1").split()
+        while self.rfile.readline(65537).strip():
+            pass  # the request's headers: nothing in them changes the answer
+        if len(words) < 2 or words[0] not in ("GET", "HEAD"):
+            self.reply(400, "Bad Request", "bad request\n")
+        elif words[1].split("?")[0] != "/metrics":
+            self.reply(404, "Not Found", "not found\n")
+        elif dead():
+            self.reply(503, "Service Unavailable", "exporter dead (hydra sandbox fault)\n")
+        else:
+            self.reply(200, "OK", metrics(), words[0] == "HEAD")
+
+    def reply(self, code, reason, text, head_only=False):
+        body = text.encode()
+        self.wfile.write(("HTTP/1.0 %d %s\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n\r\n"
+                          % (code, reason, len(body))).encode("latin-1") + (b"" if head_only else body))
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
 
 
 host = "127.0.0.1"
 if listen and os.environ.get("HYDRA_SANDBOX") != "1":
     host = listen.rsplit(":", 1)[0].strip("[]") or "0.0.0.0"
-srv = http.server.ThreadingHTTPServer((host, port), Handler)
+srv = Server((host, port), Handler)
 if portfile:
     tmp = portfile + ".tmp"
     with open(tmp, "w") as f:

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
-	"strings"
 )
 
 // A machine's cgroups. systemd-nspawn, run with --keep-unit where the host has no systemd to ask for a

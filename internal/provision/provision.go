@@ -50,6 +50,12 @@ import (
 //go:embed callback/hydra_jsonl.py
 var callbackPlugin []byte
 
+// strategyPlugin is the batch's strategy: Ansible's free strategy, with tasks skipped by their
+// condition reported by the controller instead of a worker forked for each (see hydra_free.py).
+//
+//go:embed strategy/hydra_free.py
+var strategyPlugin []byte
+
 // Defaults for Config fields left zero.
 const (
 	DefaultSSHWaitTimeout  = 10 * time.Minute

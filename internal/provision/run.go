@@ -517,12 +517,15 @@ const batchPlaybook = `# written by hydra for one provisioning batch
 // with its own known_hosts and ssh control socket), the batch playbook and ansible.cfg.
 func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*member) (runFiles, error) {
 	var f runFiles
-	for _, d := range []string{"cp", "cb", "tmp", "home", "hosts"} {
+	for _, d := range []string{"cp", "cb", "strategy", "tmp", "home", "hosts"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return f, err
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cb", "hydra_jsonl.py"), callbackPlugin, 0o600); err != nil {
+		return f, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "strategy", "hydra_free.py"), strategyPlugin, 0o600); err != nil {
 		return f, err
 	}
 	keyFile := filepath.Join(dir, "id")
@@ -605,7 +608,10 @@ func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*memb
 		// pace (the free strategy): no machine waits at each task for the slowest of the batch, and the
 		// controller keeps both the runner's cores busy instead of stopping at each task's end.
 		"forks = " + strconv.Itoa(max(len(hosts), 1)),
-		"strategy = free",
+		// hydra_free is the free strategy, except that a task skipped by its condition costs no
+		// worker: the controller evaluates the condition and reports the skip (see hydra_free.py).
+		"strategy_plugins = " + filepath.Join(dir, "strategy"),
+		"strategy = hydra_free",
 		// hydra's own inventory and playbook directories have no host_vars or group_vars: the plugin
 		// that looks for them would search the disk again for every task and host.
 		"vars_plugins_enabled = ",

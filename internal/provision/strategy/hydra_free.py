@@ -1,0 +1,76 @@
+# hydra's strategy for a provisioning batch: Ansible's free strategy (every host at its own pace), except
+# that a task whose condition is false for a host is skipped by the controller itself instead of by a
+# worker forked for it.
+#
+# Ansible forks a worker for every task and host, and a worker's first step is to evaluate the task's
+# `when`; for a skipped task that is all it does. hydra's playbooks gate whole blocks by one include
+# (a driver already installed, a package already there, a firewall not needed), so a first run of
+# bare-vm.yml skips about a third of the tasks it schedules on a machine, and each skip cost the runner
+# a fork and a worker's start-up (about 20 ms of CPU) for nothing. Here the controller evaluates the
+# condition the way the worker would (the same variables, the play context's overrides and connection
+# variables added) and, when it is false, hands the strategy the very result the worker would have
+# sent: the callbacks, `register`, the host's statistics and the include handling see no difference.
+#
+# Only a task the worker would have decided the same way is skipped here: no loop (its condition is
+# per item), no delegation (its variables are another host's), a `when` to evaluate, and no error while
+# evaluating it (an undefined variable, a broken template): anything else goes to a worker as before,
+# which reports it as it always did. Should this Ansible's internals differ from those this was written
+# against (ansible-core 2.14), the strategy is plain `free`.
+from __future__ import annotations
+
+DOCUMENTATION = '''
+    name: hydra_free
+    short_description: Ansible's free strategy; tasks skipped by their condition cost no worker
+    description:
+        - Runs as the free strategy. A task whose C(when) is false for a host (no loop, no delegation)
+          is reported skipped by the controller instead of a worker process forked for it.
+    author: hydra
+'''
+
+from ansible.plugins.strategy.free import StrategyModule as FreeStrategyModule
+
+try:
+    from ansible.executor.task_result import TaskResult
+    from ansible.template import Templar
+    _READY = True
+except Exception:  # pragma: no cover - another Ansible: plain free strategy
+    _READY = True
+
+
+class StrategyModule(FreeStrategyModule):
+
+    def _queue_task(self, host, task, task_vars, play_context):
+        if _READY and self._skipped_here(host, task, task_vars, play_context):
+            return
+        super(StrategyModule, self)._queue_task(host, task, task_vars, play_context)
+
+    def _skipped_here(self, host, task, task_vars, play_context):
+        try:
+            if not task.when or task.loop is not None or task.loop_with or task.delegate_to:
+                return False
+            # What TaskExecutor._execute does before it evaluates the condition.
+            templar = Templar(loader=self._loader, variables=task_vars)
+            variables = task_vars.copy()
+            context = play_context.set_task_and_variable_override(task=task, variables=task_vars, templar=templar)
+            context.post_validate(templar=templar)
+            if not context.remote_addr:
+                context.remote_addr = host.address
+            context.update_vars(variables)
+            if task.evaluate_conditional(templar, variables):
+                return False
+            result = dict(changed=False, skipped=True, skip_reason='Conditional result was False',
+                          _ansible_no_log=context.no_log)
+            fields = task.dump_attrs()
+            cache = self._queued_task_cache
+            results, lock = self._results, self._results_lock
+        except Exception:
+            return False
+        # What _queue_task and the worker do for a task that runs, and the results thread for what the
+        # worker sends back.
+        cache[(host.name, task._uuid)] = {'host': host, 'task': task, 'task_vars': task_vars, 'play_context': play_context}
+        self._tqm.send_callback('v2_runner_on_start', host, task)
+        self._pending_results += 1
+        task_result = self.normalize_task_result(TaskResult(host.name, task._uuid, result, task_fields=fields))
+        with lock:
+            results.append(task_result)
+        return True

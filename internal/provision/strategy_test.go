@@ -1,0 +1,185 @@
+package provision
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// strategyPlaybook has, on two hosts, every kind of task whose condition decides it: skipped with a
+// register that a later task reads, a skipped include of a file that does not exist (an include the
+// strategy mishandled would load it and fail), a loop whose condition is per item, a delegated task, a
+// condition that cannot be evaluated (the worker's error, as before), and a skip whose condition
+// writes down which process evaluated it.
+const strategyPlaybook = `- name: Conditions
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Skipped on h1, with a register
+      ansible.builtin.set_fact:
+        ran: true
+      register: gated
+      when: inventory_hostname == 'h2'
+    - name: The register of a skip is a skip
+      ansible.builtin.assert:
+        that: (gated is skipped) == (inventory_hostname == 'h1')
+    - name: A skipped include of a file that is not there
+      ansible.builtin.include_tasks: not-there.yml
+      when: inventory_hostname == 'nobody'
+    - name: A loop decides per item
+      ansible.builtin.set_fact:
+        kept: "{{ (kept | default([])) + [item] }}"
+      loop: [1, 2, 3]
+      when: item > 1
+    - name: The loop kept two items
+      ansible.builtin.assert:
+        that: kept == [2, 3]
+    - name: A delegated skip
+      ansible.builtin.set_fact:
+        delegated: true
+      delegate_to: localhost
+      when: false
+    - name: A condition that cannot be evaluated
+      ansible.builtin.set_fact:
+        never: true
+      when: not_defined_anywhere.attribute
+      ignore_errors: true
+    - name: Where the condition was evaluated
+      ansible.builtin.set_fact:
+        never: true
+      when: lookup('ansible.builtin.pipe', 'echo $PPID >> ' ~ pid_file) is none
+    - name: The end
+      ansible.builtin.set_fact:
+        done: true
+`
+
+// strategyEvent is what a run's callback said of one host and task.
+type strategyEvent struct{ Event, Host, Task, Msg string }
+
+// runStrategyPlaybook runs strategyPlaybook with the given strategy and hydra's callback and returns
+// its events (the task starts and results, sorted: hosts run at their own pace), its stats, the pids
+// that evaluated the last condition and the pid of ansible-playbook.
+func runStrategyPlaybook(t *testing.T, ansible, strategy string) (events []strategyEvent, stats string, pids []int, controller int) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"cb", "strategy", "home", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pidFile := filepath.Join(dir, "pids")
+	files := map[string]string{
+		"cb/hydra_jsonl.py":      string(callbackPlugin),
+		"strategy/hydra_free.py": string(strategyPlugin),
+		"inventory":              "h1 ansible_connection=local\nh2 ansible_connection=local\nlocalhost ansible_connection=local\n",
+		"play.yml":               strings.Replace(strategyPlaybook, "hosts: all", "hosts: h1:h2", 1),
+		"ansible.cfg":            "[defaults]\nvars_plugins_enabled = \nforks = 2\nstrategy_plugins = " + filepath.Join(dir, "strategy") + "\nstrategy = " + strategy + "\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(ansible, "-i", filepath.Join(dir, "inventory"), "-e", "pid_file="+pidFile, filepath.Join(dir, "play.yml"))
+	cmd.Env = append(ansibleBaseEnv(), "ANSIBLE_CONFIG="+filepath.Join(dir, "ansible.cfg"),
+		"ANSIBLE_HOME="+filepath.Join(dir, "home"), "ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "tmp"),
+		"ANSIBLE_STDOUT_CALLBACK=hydra_jsonl", "ANSIBLE_CALLBACK_PLUGINS="+filepath.Join(dir, "cb"))
+	var out strings.Builder
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	controller = cmd.Process.Pid
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("ansible-playbook with strategy %s: %v\n%s", strategy, err, out.String())
+	}
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Event, Host, Task string
+			Result            map[string]any
+			Stats             map[string]any
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		switch ev.Event {
+		case "host_task_start", "ok", "skipped", "failed", "unreachable":
+			// The message names the playbook's file, in this run's own directory.
+			msg := strings.ReplaceAll(toString(ev.Result["msg"]), dir, "DIR")
+			events = append(events, strategyEvent{ev.Event, ev.Host, ev.Task, msg})
+		case "stats":
+			b, _ := json.Marshal(ev.Stats)
+			stats = string(b)
+		}
+	}
+	sort.Slice(events, func(i, j int) bool {
+		return fmt.Sprint(events[i]) < fmt.Sprint(events[j])
+	})
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("strategy %s: the last condition was never evaluated: %v\n%s", strategy, err, out.String())
+	}
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	return events, stats, pids, controller
+}
+
+// hydra_free skips a task whose condition is false in the controller, without forking a worker for
+// it, and everything the run reports (each host's task starts, results, messages, registers, stats)
+// is what Ansible's free strategy reports for the same playbook.
+func TestStrategySkipsWithoutWorker(t *testing.T) {
+	ansible, err := exec.LookPath("ansible-playbook")
+	if err != nil {
+		t.Skip("SKIPPING: ansible-playbook is not installed (apt-get install ansible-core)")
+	}
+	freeEvents, freeStats, freePids, freeController := runStrategyPlaybook(t, ansible, "free")
+	events, stats, pids, controller := runStrategyPlaybook(t, ansible, "hydra_free")
+
+	if !reflect.DeepEqual(events, freeEvents) {
+		t.Errorf("hydra_free reported\n%v\nthe free strategy\n%v", events, freeEvents)
+	}
+	if stats != freeStats {
+		t.Errorf("hydra_free's stats %s, the free strategy's %s", stats, freeStats)
+	}
+	// The run went through every kind of task (a sanity check of the comparison above).
+	var skipped, failedUndefined, ended int
+	for _, ev := range events {
+		switch {
+		case ev.Event == "skipped":
+			skipped++
+		case ev.Event == "failed" && strings.Contains(ev.Msg, "not_defined_anywhere"):
+			failedUndefined++
+		case ev.Event == "ok" && ev.Task == "The end":
+			ended++
+		}
+	}
+	if skipped != 7 || failedUndefined != 2 || ended != 2 {
+		t.Errorf("hydra_free: %d skips (want 7), %d failures naming the undefined variable (want 2), %d hosts at the end (want 2): %v",
+			skipped, failedUndefined, ended, events)
+	}
+	// Who evaluated the last condition: the controller itself with hydra_free, a worker with free.
+	if len(pids) != 2 || pids[0] != controller || pids[1] != controller {
+		t.Errorf("hydra_free: the last condition was evaluated by processes %v, want the controller %d twice", pids, controller)
+	}
+	for _, pid := range freePids {
+		if pid == freeController {
+			t.Errorf("free: the controller %d evaluated a condition itself (%v): the comparison proves nothing", freeController, freePids)
+		}
+	}
+}

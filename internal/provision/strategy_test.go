@@ -18,7 +18,9 @@ import (
 // register that a later task reads, a skipped include of a file that does not exist (an include the
 // strategy mishandled would load it and fail), a loop whose condition is per item, a delegated task, a
 // condition that cannot be evaluated (the worker's error, as before), and a skip whose condition
-// writes down which process evaluated it.
+// writes down which process evaluated it. Then the tasks that run nothing on the host: an include that
+// runs (its task reads a variable of the play), a failing assert and a failing fail (their messages), a
+// set_fact read by a later assert, and a set_fact whose value writes down which process templated it.
 const strategyPlaybook = `- name: Conditions
   hosts: all
   gather_facts: false
@@ -56,9 +58,33 @@ const strategyPlaybook = `- name: Conditions
       ansible.builtin.set_fact:
         never: true
       when: lookup('ansible.builtin.pipe', 'echo $PPID >> ' ~ pid_file) is none
+    - name: An include that runs
+      ansible.builtin.include_tasks: included.yml
+    - name: The included task ran
+      ansible.builtin.assert:
+        that: included == 'h-' ~ inventory_hostname
+    - name: A failing assert
+      ansible.builtin.assert:
+        that: inventory_hostname == 'nobody'
+        fail_msg: "{{ inventory_hostname }} is not nobody"
+      ignore_errors: true
+    - name: A failing fail
+      ansible.builtin.fail:
+        msg: "{{ inventory_hostname }} failed on purpose"
+      when: inventory_hostname == 'h2'
+      ignore_errors: true
+    - name: Where a set_fact was templated
+      ansible.builtin.set_fact:
+        templated_by: "{{ lookup('ansible.builtin.pipe', 'echo $PPID >> ' ~ pid_file) }}"
     - name: The end
       ansible.builtin.set_fact:
         done: true
+`
+
+// strategyIncluded is the file strategyPlaybook includes.
+const strategyIncluded = `- name: The included task
+  ansible.builtin.set_fact:
+    included: "h-{{ inventory_hostname }}"
 `
 
 // strategyEvent is what a run's callback said of one host and task.
@@ -81,6 +107,7 @@ func runStrategyPlaybook(t *testing.T, ansible, strategy string) (events []strat
 		"strategy/hydra_free.py": string(strategyPlugin),
 		"inventory":              "h1 ansible_connection=local\nh2 ansible_connection=local\nlocalhost ansible_connection=local\n",
 		"play.yml":               strings.Replace(strategyPlaybook, "hosts: all", "hosts: h1:h2", 1),
+		"included.yml":           strategyIncluded,
 		"ansible.cfg":            "[defaults]\nvars_plugins_enabled = \nforks = 2\nstrategy_plugins = " + filepath.Join(dir, "strategy") + "\nstrategy = " + strategy + "\n",
 	}
 	for name, content := range files {
@@ -158,24 +185,33 @@ func TestStrategySkipsWithoutWorker(t *testing.T) {
 		t.Errorf("hydra_free's stats %s, the free strategy's %s", stats, freeStats)
 	}
 	// The run went through every kind of task (a sanity check of the comparison above).
-	var skipped, failedUndefined, ended int
+	var skipped, failedUndefined, failedOnPurpose, ended int
 	for _, ev := range events {
 		switch {
 		case ev.Event == "skipped":
 			skipped++
 		case ev.Event == "failed" && strings.Contains(ev.Msg, "not_defined_anywhere"):
 			failedUndefined++
+		case ev.Event == "failed" && (ev.Msg == "h1 is not nobody" || ev.Msg == "h2 is not nobody" || ev.Msg == "h2 failed on purpose"):
+			failedOnPurpose++
 		case ev.Event == "ok" && ev.Task == "The end":
 			ended++
 		}
 	}
-	if skipped != 7 || failedUndefined != 2 || ended != 2 {
-		t.Errorf("hydra_free: %d skips (want 7), %d failures naming the undefined variable (want 2), %d hosts at the end (want 2): %v",
-			skipped, failedUndefined, ended, events)
+	if skipped != 8 || failedUndefined != 2 || failedOnPurpose != 3 || ended != 2 {
+		t.Errorf("hydra_free: %d skips (want 8), %d failures naming the undefined variable (want 2), %d failures on purpose (want 3), %d hosts at the end (want 2): %v",
+			skipped, failedUndefined, failedOnPurpose, ended, events)
 	}
-	// Who evaluated the last condition: the controller itself with hydra_free, a worker with free.
-	if len(pids) != 2 || pids[0] != controller || pids[1] != controller {
-		t.Errorf("hydra_free: the last condition was evaluated by processes %v, want the controller %d twice", pids, controller)
+	// Who evaluated the skip's condition and templated the set_fact: the controller itself with
+	// hydra_free (both hosts, twice each), workers with free.
+	if len(pids) != 4 {
+		t.Errorf("hydra_free: %d evaluations written down, want 4: %v", len(pids), pids)
+	}
+	for _, pid := range pids {
+		if pid != controller {
+			t.Errorf("hydra_free: processes %v evaluated, want only the controller %d", pids, controller)
+			break
+		}
 	}
 	for _, pid := range freePids {
 		if pid == freeController {

@@ -1,6 +1,7 @@
 # hydra's strategy for a provisioning batch: Ansible's free strategy (every host at its own pace), except
-# that a task whose condition is false for a host is skipped by the controller itself instead of by a
-# worker forked for it.
+# that the controller itself does, without forking a worker, what a worker would only evaluate there:
+# a task whose condition is false for a host, and a task that runs nothing on the host (set_fact,
+# assert, fail, debug, include_vars, include_tasks).
 #
 # Ansible forks a worker for every task and host, and a worker's first step is to evaluate the task's
 # `when`; for a skipped task that is all it does. hydra's playbooks gate whole blocks by one include
@@ -14,35 +15,81 @@
 # Only a task the worker would have decided the same way is skipped here: no loop (its condition is
 # per item), no delegation (its variables are another host's), a `when` to evaluate, and no error while
 # evaluating it (an undefined variable, a broken template): anything else goes to a worker as before,
-# which reports it as it always did. Should this Ansible's internals differ from those this was written
-# against (ansible-core 2.14), the strategy is plain `free`.
+# which reports it as it always did.
+#
+# A task of one of those actions that runs (no loop, no retries, no delegation, no async) is run by the
+# controller with Ansible's own TaskExecutor, exactly as the worker runs it, on a copy of the task (the
+# executor templates and squashes its task, which the worker does on the copy fork gave it), and its
+# result goes where the worker's would. These actions only template and compare variables on the
+# controller, a few milliseconds each: the fork and the worker's start-up cost several times that.
+#
+# Should this Ansible's internals differ from those this was written against (ansible-core 2.14), the
+# strategy is plain `free`.
 from __future__ import annotations
 
 DOCUMENTATION = '''
     name: hydra_free
-    short_description: Ansible's free strategy; tasks skipped by their condition cost no worker
+    short_description: Ansible's free strategy; skipped tasks and tasks that run nothing on the host cost no worker
     description:
         - Runs as the free strategy. A task whose C(when) is false for a host (no loop, no delegation)
-          is reported skipped by the controller instead of a worker process forked for it.
+          is reported skipped by the controller instead of a worker process forked for it, and a task of
+          set_fact, assert, fail, debug, include_vars or include_tasks is run by the controller itself.
     author: hydra
 '''
 
 from ansible.plugins.strategy.free import StrategyModule as FreeStrategyModule
 
+import traceback
+
 try:
+    from ansible.errors import AnsibleConnectionFailure
+    from ansible.executor.task_executor import TaskExecutor
     from ansible.executor.task_result import TaskResult
+    from ansible.module_utils._text import to_text
+    from ansible.plugins import loader as plugin_loader
     from ansible.template import Templar
     _READY = True
 except Exception:  # pragma: no cover - another Ansible: plain free strategy
-    _READY = True
+    _READY = False
+
+# The actions that run nothing on the host: they template, compare and set variables on the controller.
+_LOCAL_ACTIONS = frozenset(prefix + name for prefix in ('', 'ansible.builtin.', 'ansible.legacy.')
+                           for name in ('set_fact', 'assert', 'fail', 'debug', 'include_vars', 'include_tasks'))
 
 
 class StrategyModule(FreeStrategyModule):
 
     def _queue_task(self, host, task, task_vars, play_context):
-        if _READY and self._skipped_here(host, task, task_vars, play_context):
+        if _READY and (self._skipped_here(host, task, task_vars, play_context) or
+                       self._ran_here(host, task, task_vars, play_context)):
             return
         super(StrategyModule, self)._queue_task(host, task, task_vars, play_context)
+
+    def _ran_here(self, host, task, task_vars, play_context):
+        try:
+            if (task.action not in _LOCAL_ACTIONS or task.loop is not None or task.loop_with or task.delegate_to
+                    or task.until or task.async_val or task.debugger):
+                return False
+            local = task.copy(exclude_tasks=True)
+            cache = self._queued_task_cache
+            results, lock = self._results, self._results_lock
+        except Exception:
+            return False
+        # What _queue_task and the worker (WorkerProcess._run) do, then the results thread.
+        cache[(host.name, task._uuid)] = {'host': host, 'task': task, 'task_vars': task_vars, 'play_context': play_context}
+        self._tqm.send_callback('v2_runner_on_start', host, task)
+        self._pending_results += 1
+        try:
+            result = TaskExecutor(host, local, task_vars.copy(), play_context, None, self._loader, plugin_loader,
+                                  self._final_q).run()
+        except AnsibleConnectionFailure:
+            result = dict(unreachable=True)
+        except Exception:
+            result = dict(failed=True, exception=to_text(traceback.format_exc()), stdout='')
+        task_result = self.normalize_task_result(TaskResult(host.name, task._uuid, result, task_fields=local.dump_attrs()))
+        with lock:
+            results.append(task_result)
+        return True
 
     def _skipped_here(self, host, task, task_vars, play_context):
         try:

@@ -60,8 +60,10 @@ _LOCAL_ACTIONS = frozenset(prefix + name for prefix in ('', 'ansible.builtin.', 
 class StrategyModule(FreeStrategyModule):
 
     def _queue_task(self, host, task, task_vars, play_context):
-        if _READY and (self._skipped_here(host, task, task_vars, play_context) or
-                       self._ran_here(host, task, task_vars, play_context)):
+        # A task that runs nothing on the host is run here whatever its condition (the executor
+        # evaluates it once, as a worker would); another is skipped here when its condition is false.
+        if _READY and (self._ran_here(host, task, task_vars, play_context) or
+                       self._skipped_here(host, task, task_vars, play_context)):
             return
         super(StrategyModule, self)._queue_task(host, task, task_vars, play_context)
 

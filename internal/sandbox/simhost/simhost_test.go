@@ -418,3 +418,42 @@ func TestNVIDIAName(t *testing.T) {
 		t.Error("DefaultNVSwitch")
 	}
 }
+
+// A machine's Python stand-ins name the machine's python3 itself (no env and PATH search on every
+// call), and still run: each answers as the embedded one does.
+func TestStandinsNameTheMachinesPython(t *testing.T) {
+	python, err := machinePython()
+	if err != nil {
+		t.Skip("SKIPPING: " + err.Error())
+	}
+	dir := t.TempDir()
+	if err := writeMachineFiles(dir, Spec{GPUModel: "NVIDIA L4", GPUCount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := standins.ReadDir("standins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten := 0
+	for _, e := range entries {
+		embedded, err := standins.ReadFile("standins/" + e.Name())
+		if e.IsDir() || err != nil || !bytes.HasPrefix(embedded, []byte(envPythonShebang)) || e.Name() == "exporter.py" {
+			continue
+		}
+		written, err := os.ReadFile(filepath.Join(dir, "bin", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "#!" + python + " -S\n"; !bytes.HasPrefix(written, []byte(want)) || !bytes.HasSuffix(written, embedded[len(envPythonShebang):]) {
+			t.Errorf("bin/%s starts %q, want %q and the embedded stand-in after it", e.Name(), bytes.SplitN(written, []byte("\n"), 2)[0], want)
+		}
+		rewritten++
+	}
+	if rewritten < 5 {
+		t.Errorf("%d Python stand-ins rewritten, want the 5 or more embedded (systemctl, nvidia-smi, ...)", rewritten)
+	}
+	out, err := exec.Command(filepath.Join(dir, "bin", "systemd-detect-virt")).CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Errorf("bin/systemd-detect-virt: %v: %q", err, out)
+	}
+}

@@ -389,10 +389,12 @@ if "units" in enabled:
     units = spec.get("units") or []
     if not units:
         skip("units", "none required")
-    for u in units:
-        rc, out, _ = run(["systemctl", "is-active", u], 30)
-        if rc != 0:
-            fail("units", "%s is %s" % (u, out.strip() or "not active"))
+    # One call for all: systemctl is-active prints each unit's state on a line of its own, in order.
+    states = run(["systemctl", "is-active"] + list(units), 30)[1].split() if units else []
+    for i, u in enumerate(units):
+        state = states[i] if i < len(states) else ""
+        if state != "active":
+            fail("units", "%s is %s" % (u, state or "not active"))
     ok("units")
 
 # --- DCGM's diagnostic (provisioning only: the refresh of a machine in use runs none) -----------------

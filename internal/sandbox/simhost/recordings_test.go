@@ -110,6 +110,13 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 			verdict: "unhealthy", failed: []string{"ecc_volatile"}, reason: "GPU 0 (00000000:18:00.0): 2 uncorrectable ECC error(s) since the driver loaded"},
 		{name: "P100 lifetime ECC", model: "Tesla P100-PCIE-16GB", count: 1, faults: []fault{{FaultECCAggregate, "0 3"}},
 			verdict: "unhealthy", failed: []string{"ecc_aggregate"}, reason: "3 uncorrectable ECC error(s) over its life"},
+		// The units hydra runs, asked of systemctl in one call: each named by its own state.
+		{name: "units running", model: "NVIDIA L40S", count: 4, verdict: "healthy",
+			spec:       map[string]any{"units": []string{"nvidia-persistenced.service", "nvidia-dcgm.service"}},
+			checkState: map[string]string{"units": "ok"}},
+		{name: "a unit not running among running ones", model: "NVIDIA L40S", count: 4, verdict: "unhealthy", failed: []string{"units"},
+			spec:   map[string]any{"units": []string{"nvidia-persistenced.service", "apt-daily.service", "nvidia-dcgm.service", "hydra-execlet.service"}},
+			reason: "units: apt-daily.service is inactive\nunits: hydra-execlet.service is inactive"},
 		{name: "A100 MIG, fabric from Fabric Manager's unit", model: "NVIDIA A100-SXM4-40GB", count: 8, recording: "netdata-a100-sxm4-mig.xml", verdict: "healthy"},
 	}
 	for _, tc := range tests {

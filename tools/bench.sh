@@ -326,15 +326,16 @@ fi
 #    Terraform creates them all at once). The 1-machine and 20-machine applies run back to back, first,
 #    so that their ratio is measured under the same load. Peak memory: the provisioning processes
 #    (ansible-playbook, its workers and their ssh clients: every process whose command line names a
-#    run directory of this apply's provider, /hydra-<provider pid>-…), sampled every 0.1s from /proc;
+#    run directory of this apply's provider, /hydra-<provider pid>-…), sampled every 0.2s from /proc;
 #    RSS counts the pages the forked workers share with their parent once per process, PSS shares them
 #    out (what the processes really take). CPU: user+system seconds of the apply's process tree
 #    (terraform, the provider, Ansible on the controller; not the sandbox machines' own sshd and
-#    remote module runs, which run detached on this machine too). BENCH_FLEETS ("1 20 5 10") picks the
+#    remote module runs, which run detached on this machine too). No TF_LOG (see fleet_apply); the
+#    batches and their sizes are the inventories the sampler saw. BENCH_FLEETS ("1 20 5 10") picks the
 #    sizes; BENCH_FLEET_PROVISIONING=0 skips it.
 fleet_sampler() { # provider-binary, out-file, stop-file
   python3 - "$1" "$2" "$3" <<'PY'
-import os, sys, time
+import json, os, sys, time
 binary, out, stop = sys.argv[1:4]
 peak_rss = peak_pss = peak_n = 0
 def cmdline(p):
@@ -355,6 +356,7 @@ def field(path, key):
 # A process's command line is read once (a fleet of 20 runs some 700 processes; reading every one's
 # at every sample took a tenth of a core from the run it measures), and a sample is taken every 0.2 s.
 seen = {}
+runs = {}  # each ansible-playbook run (its inventory) and how many machines it held
 while not os.path.exists(stop):
     pids = [p for p in os.listdir('/proc') if p.isdigit()]
     seen = {p: seen[p] if p in seen and seen[p] else cmdline(p) for p in pids}
@@ -365,6 +367,14 @@ while not os.path.exists(stop):
         for p in pids:
             c = seen[p]
             if any(m in c for m in marks) and 'hydra-run-guardian' not in c:
+                args = c.split()
+                if 'ansible-playbook' in c and '-i' in args[:-1]:
+                    inventory = args[args.index('-i') + 1]
+                    if inventory not in runs:
+                        try:
+                            runs[inventory] = len(json.load(open(inventory))['all']['hosts'])
+                        except (OSError, ValueError, KeyError):
+                            pass
                 rss += field('/proc/%s/status' % p, 'VmRSS:')
                 pss += field('/proc/%s/smaps_rollup' % p, 'Pss:')
                 n += 1
@@ -372,6 +382,8 @@ while not os.path.exists(stop):
     time.sleep(0.2)
 with open(out, 'w') as f:
     f.write('%d %d %d\n' % (peak_rss, peak_pss, peak_n))
+with open(out + '-runs', 'w') as f:
+    f.write('%d (%s)\n' % (len(runs), '+'.join(str(n) for n in runs.values())))
 PY
 }
 
@@ -382,7 +394,9 @@ fleet_apply() { # dir, count -> "wall cpu peak_rss_kb peak_pss_kb peak_procs run
   fleet_sampler "$root/bin/terraform-provider-hydra" "$dir/peak" "$dir/stop" &
   local sampler=$!
   start=$(date +%s.%N)
-  ( cd "$dir" && TF_LOG_PROVIDER=INFO TF_LOG_PATH="$dir/provider.log" /usr/bin/time -f '%U %S' -o "$dir/cpu" \
+  # No TF_LOG: a provider logging every task of every machine at INFO costs a 20-machine apply 1 to 2
+  # seconds (Terraform parses and writes each line), and a CI runner does not log.
+  ( cd "$dir" && /usr/bin/time -f '%U %S' -o "$dir/cpu" \
       "$tf" apply -auto-approve -no-color -parallelism="$count" >"$dir/apply.log" 2>&1 ) || { tail -30 "$dir/apply.log" >&2; touch "$dir/stop"; wait "$sampler"; return 1; }
   end=$(date +%s.%N)
   touch "$dir/stop"
@@ -405,8 +419,8 @@ PY
   read -r u s < "$dir/cpu"
   read -r prss ppss pn < "$dir/peak"
   # ansible-playbook runs (batches) and their sizes, from the runner's log.
-  runs=$(grep -o 'provisioning batch started: .*machines=[0-9]*' "$dir/provider.log" | grep -o 'machines=[0-9]*' | cut -d= -f2 |
-    awk '{n++; s = s (s ? "+" : "") $1} END {printf "%d (%s)", n, s}')
+  # ansible-playbook runs (batches) and their sizes, as the sampler saw them.
+  runs=$(cat "$dir/peak-runs")
   awk -v a="$start" -v b="$end" -v u="$u" -v s="$s" -v r="$prss" -v p="$ppss" -v n="$pn" -v k=- \
     'BEGIN{printf "%.1f %.1f %d %d %d %s\n", b-a, u+s, r, p, n, k}' > "$dir/fleet"
   echo "$runs" > "$dir/runs"

@@ -62,36 +62,49 @@ class StrategyModule(FreeStrategyModule):
     def _queue_task(self, host, task, task_vars, play_context):
         # A task that runs nothing on the host is run here whatever its condition (the executor
         # evaluates it once, as a worker would); another is skipped here when its condition is false.
-        if _READY and (self._ran_here(host, task, task_vars, play_context) or
-                       self._skipped_here(host, task, task_vars, play_context)):
+        if _READY and self._internals_known() and (self._ran_here(host, task, task_vars, play_context) or
+                                                   self._skipped_here(host, task, task_vars, play_context)):
             return
         super(StrategyModule, self)._queue_task(host, task, task_vars, play_context)
+
+    def _internals_known(self):
+        """Whether this strategy has the free strategy's internals _handled_here relies on."""
+        return all(hasattr(self, name) for name in (
+            '_queued_task_cache', '_results', '_results_lock', '_pending_results', '_tqm', 'normalize_task_result'))
+
+    def _handled_here(self, host, task, task_vars, play_context, outcome):
+        """Does what _queue_task, the worker (WorkerProcess._run) and the results thread do for a task and
+        host, with outcome() (the result and the task's fields) in place of the worker's."""
+        self._queued_task_cache[(host.name, task._uuid)] = {
+            'host': host, 'task': task, 'task_vars': task_vars, 'play_context': play_context}
+        self._tqm.send_callback('v2_runner_on_start', host, task)
+        self._pending_results += 1
+        result, fields = outcome()
+        task_result = self.normalize_task_result(TaskResult(host.name, task._uuid, result, task_fields=fields))
+        with self._results_lock:
+            self._results.append(task_result)
+        return True
 
     def _ran_here(self, host, task, task_vars, play_context):
         try:
             if (task.action not in _LOCAL_ACTIONS or task.loop is not None or task.loop_with or task.delegate_to
                     or task.until or task.async_val or task.debugger):
                 return False
+            # The executor templates and squashes its task: a copy, as the worker's is.
             local = task.copy(exclude_tasks=True)
-            cache = self._queued_task_cache
-            results, lock = self._results, self._results_lock
         except Exception:
             return False
-        # What _queue_task and the worker (WorkerProcess._run) do, then the results thread.
-        cache[(host.name, task._uuid)] = {'host': host, 'task': task, 'task_vars': task_vars, 'play_context': play_context}
-        self._tqm.send_callback('v2_runner_on_start', host, task)
-        self._pending_results += 1
-        try:
-            result = TaskExecutor(host, local, task_vars.copy(), play_context, None, self._loader, plugin_loader,
-                                  self._final_q).run()
-        except AnsibleConnectionFailure:
-            result = dict(unreachable=True)
-        except Exception:
-            result = dict(failed=True, exception=to_text(traceback.format_exc()), stdout='')
-        task_result = self.normalize_task_result(TaskResult(host.name, task._uuid, result, task_fields=local.dump_attrs()))
-        with lock:
-            results.append(task_result)
-        return True
+
+        def outcome():
+            try:
+                result = TaskExecutor(host, local, task_vars.copy(), play_context, None, self._loader, plugin_loader,
+                                      self._final_q).run()
+            except AnsibleConnectionFailure:
+                result = dict(unreachable=True)
+            except Exception:
+                result = dict(failed=True, exception=to_text(traceback.format_exc()), stdout='')
+            return result, local.dump_attrs()
+        return self._handled_here(host, task, task_vars, play_context, outcome)
 
     def _skipped_here(self, host, task, task_vars, play_context):
         try:
@@ -110,16 +123,6 @@ class StrategyModule(FreeStrategyModule):
             result = dict(changed=False, skipped=True, skip_reason='Conditional result was False',
                           _ansible_no_log=context.no_log)
             fields = task.dump_attrs()
-            cache = self._queued_task_cache
-            results, lock = self._results, self._results_lock
         except Exception:
             return False
-        # What _queue_task and the worker do for a task that runs, and the results thread for what the
-        # worker sends back.
-        cache[(host.name, task._uuid)] = {'host': host, 'task': task, 'task_vars': task_vars, 'play_context': play_context}
-        self._tqm.send_callback('v2_runner_on_start', host, task)
-        self._pending_results += 1
-        task_result = self.normalize_task_result(TaskResult(host.name, task._uuid, result, task_fields=fields))
-        with lock:
-            results.append(task_result)
-        return True
+        return self._handled_here(host, task, task_vars, play_context, lambda: (result, fields))

@@ -33,7 +33,13 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 func TestMain(m *testing.M) {
 	flag.Parse()
 	defaultParallel(acceptanceParallel)
-	resource.TestMain(m)
+	// resource.TestMain would only add the sweepers' -sweep (hydra registers none) and exit at once;
+	// the provider binary the tests built (providerBinary) must go with the process instead.
+	code := m.Run()
+	if providerBinDir != "" {
+		_ = os.RemoveAll(providerBinDir)
+	}
+	os.Exit(code)
 }
 
 // acceptanceParallel is how many tests run at once when -parallel is not given. An acceptance test

@@ -75,7 +75,9 @@ func providerBinary(t *testing.T) string {
 			return
 		}
 		root, _ := filepath.Abs("../..")
-		cmd := exec.Command("go", "build", "-o", filepath.Join(providerBinDir, "terraform-provider-hydra"), ".")
+		// -trimpath as make test's own builds: the checkout's path stays out of the build cache's keys,
+		// so a fresh clone reuses what an earlier run compiled instead of compiling the module again.
+		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(providerBinDir, "terraform-provider-hydra"), ".")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			providerBinErr = fmt.Errorf("building the provider: %v\n%s", err, out)

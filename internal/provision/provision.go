@@ -50,8 +50,9 @@ import (
 //go:embed callback/hydra_jsonl.py
 var callbackPlugin []byte
 
-// strategyPlugin is the batch's strategy: Ansible's free strategy, with tasks skipped by their
-// condition reported by the controller instead of a worker forked for each (see hydra_free.py).
+// strategyPlugin is the batch's strategy: Ansible's free strategy, except that the controller itself
+// reports the tasks skipped by their condition and runs the tasks that run nothing on the machine, where
+// Ansible would fork a worker for each (see hydra_free.py).
 //
 //go:embed strategy/hydra_free.py
 var strategyPlugin []byte

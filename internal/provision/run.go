@@ -608,8 +608,9 @@ func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*memb
 		// pace (the free strategy): no machine waits at each task for the slowest of the batch, and the
 		// controller keeps both the runner's cores busy instead of stopping at each task's end.
 		"forks = " + strconv.Itoa(max(len(hosts), 1)),
-		// hydra_free is the free strategy, except that a task skipped by its condition costs no
-		// worker: the controller evaluates the condition and reports the skip (see hydra_free.py).
+		// hydra_free is the free strategy, except that a task skipped by its condition or one that
+		// runs nothing on the machine (set_fact, assert, ...) costs no worker: the controller does
+		// it itself (see hydra_free.py).
 		"strategy_plugins = " + filepath.Join(dir, "strategy"),
 		"strategy = hydra_free",
 		// hydra's own inventory and playbook directories have no host_vars or group_vars: the plugin

@@ -418,7 +418,6 @@ print('%.1f' % (t / 100))
 PY
   read -r u s < "$dir/cpu"
   read -r prss ppss pn < "$dir/peak"
-  # ansible-playbook runs (batches) and their sizes, from the runner's log.
   # ansible-playbook runs (batches) and their sizes, as the sampler saw them.
   runs=$(cat "$dir/peak-runs")
   awk -v a="$start" -v b="$end" -v u="$u" -v s="$s" -v r="$prss" -v p="$ppss" -v n="$pn" -v k=- \

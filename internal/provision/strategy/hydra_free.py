@@ -37,9 +37,9 @@ DOCUMENTATION = '''
     author: hydra
 '''
 
-from ansible.plugins.strategy.free import StrategyModule as FreeStrategyModule
-
 import traceback
+
+from ansible.plugins.strategy.free import StrategyModule as FreeStrategyModule
 
 try:
     from ansible.errors import AnsibleConnectionFailure

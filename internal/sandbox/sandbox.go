@@ -29,6 +29,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -188,6 +189,9 @@ type Backend struct {
 	cfg Config
 	inv *inventory.Inventory
 	log hclog.Logger
+	// bootSlots bounds how many machines the creates bring up at the same time; booting counts them.
+	bootSlots chan struct{}
+	booting   sync.WaitGroup
 }
 
 var (
@@ -213,7 +217,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox: creating %s: %w", cfg.Dir, err)
 	}
-	b := &Backend{cfg: cfg, inv: inv, log: logger.Named("sandbox")}
+	b := &Backend{cfg: cfg, inv: inv, log: logger.Named("sandbox"), bootSlots: make(chan struct{}, bringUpAtOnce)}
 	err := b.locked(func() error {
 		p := filepath.Join(cfg.Dir, CatalogFile)
 		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
@@ -594,6 +598,13 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected fault: the response was lost (HTTP 502)")
 	}
 	b.log.Info("instance created", "id", rec.ID, "name", rec.Name, "region", rec.Region, "instance_type", rec.InstanceType)
+	if b.cfg.Machines != nil && !rec.FailBoot {
+		b.booting.Add(1)
+		go func(r Record) {
+			defer b.booting.Done()
+			b.bootMachine(r)
+		}(*rec)
+	}
 	return inst, nil
 }
 
@@ -714,6 +725,42 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 	})
 }
 
+// bootMachine brings up the simulated machine of an instance just created (in the background of
+// Create), while the clock says it boots: a real machine's sshd and exporters start during its boot
+// too, and a fleet's machines come up while they boot instead of after it, when the reads would find
+// them all running at once. The sandbox is not locked meanwhile (the machine's directory is), so the
+// creates of a fleet go on. The read that finds the instance running waits for this, and brings the
+// machine up itself when this could not (the error is then that read's); an instance deleted while its
+// machine came up has it stopped here. A process killed meanwhile can leave processes its state does not
+// record: the machine's Stop finds them by their command lines.
+func (b *Backend) bootMachine(r Record) {
+	b.bootSlots <- struct{}{}
+	_, err := b.cfg.Machines.Start(b.machineDir(r.ID), r)
+	<-b.bootSlots
+	if err != nil {
+		b.log.Warn("bringing up the simulated machine failed; the first read of the running instance tries again", "id", r.ID, "error", err)
+		return
+	}
+	deleted := false
+	if err := b.read(func(st *state, _ time.Time) error {
+		for _, x := range st.Instances {
+			if x.ID == r.ID && !x.DeletedAt.IsZero() {
+				deleted = true
+			}
+		}
+		return nil
+	}); err != nil {
+		b.log.Warn("reading the sandbox after bringing up a machine failed", "id", r.ID, "error", err)
+	}
+	if deleted {
+		b.stopMachine(r.ID)
+	}
+}
+
+// WaitBooting waits until the machines that creates are bringing up in the background are up (or
+// failed to come up).
+func (b *Backend) WaitBooting() { b.booting.Wait() }
+
 // stopMachine stops the simulated machine of an instance, if the sandbox runs machines.
 func (b *Backend) stopMachine(id string) {
 	if b.cfg.Machines == nil {
@@ -790,7 +837,7 @@ func (b *Backend) MachineDir(id string) string { return b.machineDir(id) }
 
 // toInstance reports what time has made of an instance: booting until RunningAt, then running (or
 // failed), stopping once deleted and terminated from GoneAt. A running instance's simulated machine is
-// brought up here, when the sandbox runs machines: that is the boot the clock says has happened, and
+// made sure of here, when the sandbox runs machines (Create brought it up; see bootMachine), and it is
 // the only thing a read does at the cloud. Callers hold the sandbox lock, so a machine is never
 // brought up for an instance a concurrent Delete has just stopped.
 func (b *Backend) toInstance(r *Record, now time.Time) (controlplane.Instance, error) {

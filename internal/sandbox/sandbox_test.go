@@ -98,9 +98,14 @@ type fakeMachines struct {
 	mu      sync.Mutex
 	running map[string]bool
 	starts  int
+	// gate, when set, holds every Start until it is closed.
+	gate chan struct{}
 }
 
 func (m *fakeMachines) Start(dir string, _ Record) (controlplane.SSHEndpoint, error) {
+	if m.gate != nil {
+		<-m.gate
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.running[dir] = true
@@ -115,9 +120,11 @@ func (m *fakeMachines) Stop(dir string) error {
 	return nil
 }
 
-// TestReadsDoNotStartDeletedMachines: a read brings a machine up only when the clock says it has
-// booted and it is not deleted, and never after a concurrent Delete has stopped it.
-func TestReadsDoNotStartDeletedMachines(t *testing.T) {
+// TestDeletedInstancesKeepNoMachine: a machine comes up while its instance boots (Create brings it up
+// in the background), a read of a booting instance reports no SSH endpoint, a machine that fails to
+// boot never comes up, and the machine of a deleted instance never stays up, whatever the order of
+// the create's bring-up, the reads and the Delete.
+func TestDeletedInstancesKeepNoMachine(t *testing.T) {
 	m := &fakeMachines{running: map[string]bool{}}
 	b := newBackendWith(t, Config{Dir: t.TempDir(), BootTime: time.Hour, DeleteTime: time.Hour, Machines: m})
 	ctx := context.Background()
@@ -126,8 +133,47 @@ func TestReadsDoNotStartDeletedMachines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Get(ctx, slow.ID); err != nil || m.starts != 0 {
-		t.Fatalf("a read of a booting instance started its machine (%d starts, %v)", m.starts, err)
+	b.WaitBooting()
+	if got, err := b.Get(ctx, slow.ID); err != nil || got.SSH != nil || got.Status != controlplane.StatusPending {
+		t.Fatalf("a booting instance: %+v, %v; want pending without an SSH endpoint", got, err)
+	}
+	m.mu.Lock()
+	up := m.running[b.MachineDir(slow.ID)]
+	m.mu.Unlock()
+	if !up {
+		t.Fatal("the machine of a booting instance was not brought up")
+	}
+	if err := b.SetAllFaults(Faults{Faults: emukit.Faults{BootFailures: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	failed, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-fails", Offer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.WaitBooting()
+	m.mu.Lock()
+	up = m.running[b.MachineDir(failed.ID)]
+	m.mu.Unlock()
+	if up {
+		t.Fatal("the machine of an instance that fails to boot was brought up")
+	}
+	// A Delete that stops the machine before the create's bring-up has started it.
+	m.gate = make(chan struct{})
+	late, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-late", Offer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, late.ID); err != nil {
+		t.Fatal(err)
+	}
+	close(m.gate)
+	b.WaitBooting()
+	m.gate = nil
+	m.mu.Lock()
+	up = m.running[b.MachineDir(late.ID)]
+	m.mu.Unlock()
+	if up {
+		t.Fatal("the machine of an instance deleted while it came up is running")
 	}
 	if err := b.SetAllFaults(Faults{BootTime: "1ms"}); err != nil {
 		t.Fatal(err)
@@ -147,6 +193,7 @@ func TestReadsDoNotStartDeletedMachines(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
+		b.WaitBooting()
 		if _, err := b.Get(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +204,7 @@ func TestReadsDoNotStartDeletedMachines(t *testing.T) {
 			t.Fatalf("round %d: the machine of a deleted instance is running", i)
 		}
 	}
-	if st, _ := b.Stats(); st.Created != 21 || len(st.Live) != 1 || st.Live[0].ID != slow.ID {
+	if st, _ := b.Stats(); st.Created != 23 || len(st.Live) != 2 || st.Live[0].ID != slow.ID {
 		t.Fatalf("stats %+v", st)
 	}
 }

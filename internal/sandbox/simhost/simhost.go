@@ -71,11 +71,14 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -85,6 +88,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -230,6 +234,9 @@ type state struct {
 	NodeExporterPort int    `json:"node_exporter_port"`
 	DCGMExporterPid  int    `json:"dcgm_exporter_pid"`
 	DCGMExporterPort int    `json:"dcgm_exporter_port"`
+	StandinServerPid int    `json:"standin_server_pid,omitempty"`
+	// StandinsDigest is the digest of the stand-ins the server runs (see standinsDigest).
+	StandinsDigest string `json:"standins_digest,omitempty"`
 }
 
 // NVIDIAName returns the name nvidia-smi reports for one of hydra's GPU types (inventory types such
@@ -351,6 +358,17 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 		}
 		changed = true
 	}
+	if digest := standinsDigest(); st.StandinServerPid == 0 || st.StandinsDigest != digest ||
+		!osproc.Alive(st.StandinServerPid) || !ownedBy(st.StandinServerPid, dir) {
+		// A server of other stand-ins (an earlier hydra's) runs their code: replaced.
+		if st.StandinServerPid > 0 && ownedBy(st.StandinServerPid, dir) {
+			killAndWait(st.StandinServerPid)
+		}
+		if st.StandinServerPid, err = startStandinServer(dir); err != nil {
+			return Endpoint{}, err
+		}
+		st.StandinsDigest = digest
+	}
 	if _, err := os.Stat(filepath.Join(dir, "faults", FaultSSHDown)); err == nil {
 		// Unreachable on purpose: the endpoint keeps its port, where nothing answers.
 		if st.SSHDPid != 0 {
@@ -376,8 +394,9 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 	}, nil
 }
 
-// Stop stops the machine kept in dir (its sshd and exporters). Stopping a machine that is not
-// running is not an error. The directory and its host key are kept.
+// Stop stops the machine kept in dir: its sshd, exporters and stand-in server, what its playbooks
+// started, and any other process whose command line names the directory. Stopping a machine that is
+// not running is not an error. The directory and its host key are kept.
 func Stop(dir string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -392,16 +411,19 @@ func Stop(dir string) error {
 	}
 	defer unlock()
 	st, err := readState(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	for _, pid := range append([]int{st.SSHDPid, st.NodeExporterPid, st.DCGMExporterPid}, playbookProcesses(dir)...) {
+	for _, pid := range append([]int{st.SSHDPid, st.NodeExporterPid, st.DCGMExporterPid, st.StandinServerPid}, playbookProcesses(dir)...) {
 		if pid > 0 && ownedBy(pid, dir) {
 			killAndWait(pid)
 		}
+	}
+	for _, pid := range strayProcesses(dir) {
+		killAndWait(pid)
+	}
+	if err := os.Remove(filepath.Join(dir, standinsPortFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
 	if err := os.Remove(filepath.Join(dir, stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -532,11 +554,17 @@ func writeMachineFiles(dir string, spec Spec) error {
 			b = append([]byte("#!"+python+" -S\n"), rest...)
 		}
 		target := filepath.Join(dir, "bin", e.Name())
-		switch e.Name() {
-		case "hydra-execlet":
+		switch {
+		case e.Name() == "hydra-execlet":
 			target = filepath.Join(root, "usr", "local", "bin", e.Name())
-		case "exporter.py":
+		case e.Name() == "exporter.py":
 			target = filepath.Join(dir, e.Name())
+		case served(e.Name(), b) && pyErr == nil:
+			// The stand-in is bin/NAME.py; bin/NAME hands the call to the machine's stand-in server.
+			if err := atomicfile.Write(target, []byte(fmt.Sprintf(servedClient, python)), 0o755); err != nil {
+				return err
+			}
+			target += ".py"
 		}
 		if err := atomicfile.Write(target, b, 0o755); err != nil {
 			return err
@@ -963,6 +991,44 @@ func startSSHD(dir string, st *state) error {
 	return lastErr
 }
 
+// served reports whether the embedded stand-in name (its content b, shebang already rewritten) is a
+// Python program that the machine's stand-in server runs (standins/serve.py): every Python stand-in
+// but the server itself and the exporters, which are processes of their own.
+func served(name string, b []byte) bool {
+	return !strings.HasSuffix(name, ".py") && bytes.HasPrefix(b, []byte("#!")) &&
+		bytes.Contains(bytes.SplitN(b, []byte("\n"), 2)[0], []byte("python3"))
+}
+
+// servedClient is what a machine's PATH finds under a served stand-in's name: it sends the call to
+// the machine's stand-in server (standins/serve.py, whose port is in run/standins.port) and writes out
+// the answer, or runs the stand-in (bin/NAME.py) with the machine's python3 (the template's only
+// argument) when no server answers. A call the server took is never run again: a lost answer is an error.
+const servedClient = `#!/bin/bash
+# hydra sandbox: the stand-in ${0##*/}.py, run by the machine's stand-in server (serve.py: Python
+# started once, not for every call) or, without one, on its own. Written by internal/sandbox/simhost.
+LC_ALL=C
+case $0 in */*) here=${0%%/*} ;; *) here=. ;; esac
+case $here in /*) ;; *) here=$PWD/$here ;; esac
+name=${0##*/}
+if IFS= read -r port 2>/dev/null <"$here/../run/standins.port" && { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null; then
+	printf '%%s\0' "$here" "$name" "$#" "$@" >&3
+	if ! IFS=' ' read -r status nout nerr <&3; then
+		echo "hydra sandbox: the stand-in server gave no answer for $name" >&2
+		exit 1
+	fi
+	if [ "$status" != fallback ]; then
+		out= err=
+		[ "$nout" = 0 ] || IFS= read -r -d '' -N "$nout" out <&3
+		[ "$nerr" = 0 ] || IFS= read -r -d '' -N "$nerr" err <&3
+		printf '%%s' "$out"
+		[ -z "$err" ] || printf '%%s' "$err" >&2
+		exit "$status"
+	fi
+	exec 3<&-
+fi
+exec %[1]s -S "$here/$name.py" "$@"
+`
+
 // envPythonShebang is the first line of the Python stand-ins as they are embedded.
 const envPythonShebang = "#!/usr/bin/env -S python3 -S\n"
 
@@ -1009,6 +1075,46 @@ func startExporter(dir, kind string) (pid, port int, err error) {
 	killAndWait(pid)
 	return 0, 0, fmt.Errorf("simhost: the %s exporter stand-in did not start (see %s)", kind, filepath.Join(dir, "run", kind+"-exporter.log"))
 }
+
+// standinsPortFile is where the machine's stand-in server writes its port (run/standins.port).
+var standinsPortFile = filepath.Join("run", "standins.port")
+
+// startStandinServer starts the machine's stand-in server (standins/serve.py) without waiting for it:
+// until it has written its port, the stand-ins run on their own.
+func startStandinServer(dir string) (int, error) {
+	python, err := machinePython()
+	if err != nil {
+		return 0, err
+	}
+	portFile := filepath.Join(dir, standinsPortFile)
+	if err := os.Remove(portFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	pid, err := startDetached(filepath.Join(dir, "run", "standins.log"), python, "-S", filepath.Join(dir, "bin", "serve.py"), portFile)
+	if err != nil {
+		return 0, fmt.Errorf("simhost: start the stand-in server: %w", err)
+	}
+	return pid, nil
+}
+
+// standinsDigest is a digest of the embedded stand-ins: a machine whose stand-in server was started
+// with other ones (by another version of hydra) gets a new server.
+var standinsDigest = sync.OnceValue(func() string {
+	h := sha256.New()
+	_ = fs.WalkDir(standins, "standins", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := standins.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)[:8])
+})
 
 // startDetached starts a process in its own session (so it outlives this process and is not hit by
 // signals to this process's group), with stdout and stderr appended to logPath. The child is reaped in
@@ -1106,7 +1212,43 @@ func ownedBy(pid int, dir string) bool {
 		_, statErr := os.Stat("/proc/self")
 		return statErr != nil
 	}
-	return bytes.Contains(b, []byte(dir))
+	return mentions(b, dir)
+}
+
+// mentions reports whether a command line (NUL-separated arguments) names dir or a path under it: dir
+// followed by a slash, a NUL or the end (the machine sbx-1 is not the machine sbx-10).
+func mentions(cmdline []byte, dir string) bool {
+	for rest := cmdline; ; {
+		i := bytes.Index(rest, []byte(dir))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(dir):]
+		if len(rest) == 0 || rest[0] == '/' || rest[0] == 0 {
+			return true
+		}
+	}
+}
+
+// strayProcesses returns the processes, other than this one, whose command lines name dir: a machine's
+// processes that its state does not record (a process that brought the machine up and was killed
+// before it wrote the state). None where there is no /proc.
+func strayProcesses(dir string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && mentions(b, dir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // killAndWait terminates pid (and the process group it leads), then waits until it is gone,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -440,12 +441,16 @@ func TestStandinsNameTheMachinesPython(t *testing.T) {
 		if e.IsDir() || err != nil || !bytes.HasPrefix(embedded, []byte(envPythonShebang)) || e.Name() == "exporter.py" {
 			continue
 		}
-		written, err := os.ReadFile(filepath.Join(dir, "bin", e.Name()))
+		name := e.Name()
+		if served(name, embedded) {
+			name += ".py" // bin/NAME is the stand-in server's client (TestStandinServer)
+		}
+		written, err := os.ReadFile(filepath.Join(dir, "bin", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := "#!" + python + " -S\n"; !bytes.HasPrefix(written, []byte(want)) || !bytes.HasSuffix(written, embedded[len(envPythonShebang):]) {
-			t.Errorf("bin/%s starts %q, want %q and the embedded stand-in after it", e.Name(), bytes.SplitN(written, []byte("\n"), 2)[0], want)
+			t.Errorf("bin/%s starts %q, want %q and the embedded stand-in after it", name, bytes.SplitN(written, []byte("\n"), 2)[0], want)
 		}
 		rewritten++
 	}
@@ -455,5 +460,93 @@ func TestStandinsNameTheMachinesPython(t *testing.T) {
 	out, err := exec.Command(filepath.Join(dir, "bin", "systemd-detect-virt")).CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) == 0 {
 		t.Errorf("bin/systemd-detect-virt: %v: %q", err, out)
+	}
+}
+
+// A served stand-in (bin/NAME, the client of the machine's stand-in server) answers every call as the
+// stand-in run on its own does (bin/NAME.py): the same stdout, stderr and exit status, state kept
+// across calls; it is the server that answers (the stand-ins' files are gone by then); and without
+// a server the stand-in runs on its own.
+func TestStandinServer(t *testing.T) {
+	python, err := machinePython()
+	if err != nil {
+		t.Skip("SKIPPING: " + err.Error())
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("SKIPPING: the stand-ins' clients need /bin/bash")
+	}
+	calls := [][]string{
+		{"nvidia-smi"},
+		{"nvidia-smi", "--query-gpu=index,name,pci.bus_id,driver_version", "--format=csv,noheader"},
+		{"nvidia-smi", "--bogus"},
+		{"systemctl", "is-active", "nvidia-persistenced.service", "no-such.service"},
+		{"systemctl", "stop", "nvidia-persistenced.service"},
+		{"systemctl", "is-active", "nvidia-persistenced.service"},
+		{"systemctl", "start", "no-such.service"},
+		{"systemctl", "list-unit-files", "--no-legend", "nvidia-*"},
+		{"journalctl", "-k", "-b", "-q", "--no-pager"},
+		{"dpkg-query", "-W", "-f", "${binary:Package}\t${Version}\n", "nvidia-*"},
+		{"modinfo", "-F", "version", "nvidia"},
+		{"modinfo", "no-such-module"},
+		{"systemd-detect-virt"},
+		{"dcgmi", "diag", "-r", "1"},
+		{"dmesg"},
+		{"systemctl", "show", "--property=Id,ActiveState", "--", "nvidia-persistenced.service", "it's \"quoted\" \\ and spaced"},
+	}
+	type result struct {
+		stdout, stderr string
+		status         int
+	}
+	run := func(dir string, served bool, argv []string) result {
+		t.Helper()
+		path := filepath.Join(dir, "bin", argv[0])
+		cmd := exec.Command(path, argv[1:]...)
+		if !served {
+			cmd = exec.Command(python, append([]string{"-S", path + ".py"}, argv[1:]...)...)
+		}
+		cmd.Env = append(os.Environ(), "HYDRA_SANDBOX=1", "HYDRA_ROOT="+filepath.Join(dir, "root"))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("%v: %v", argv, err)
+		}
+		return result{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}
+	}
+	alone, withServer := t.TempDir(), t.TempDir()
+	for _, dir := range []string{alone, withServer} {
+		if err := writeMachineFiles(dir, Spec{GPUModel: "NVIDIA H100 80GB HBM3", GPUCount: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pid, err := startStandinServer(withServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killAndWait(pid) })
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if _, err := os.Stat(filepath.Join(withServer, standinsPortFile)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) || !osproc.Alive(pid) {
+			log, _ := os.ReadFile(filepath.Join(withServer, "run", "standins.log"))
+			t.Fatalf("the stand-in server did not start: %s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The server compiled the stand-ins when it started: only it can answer from now on.
+	for _, c := range calls {
+		_ = os.Remove(filepath.Join(withServer, "bin", c[0]+".py"))
+	}
+	for _, c := range calls {
+		want := run(alone, false, c)
+		if got := run(withServer, true, c); got != want {
+			t.Errorf("%q: served %+v, run on its own %+v", c, got, want)
+		}
+	}
+	// Without a server, a client runs its stand-in itself.
+	if got, want := run(alone, true, calls[1]), run(alone, false, calls[1]); got != want || got.stdout == "" {
+		t.Errorf("without a server: %+v, want %+v", got, want)
 	}
 }

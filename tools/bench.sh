@@ -326,7 +326,8 @@ fi
 #    Terraform creates them all at once). The 1-machine and 20-machine applies run back to back, first,
 #    so that their ratio is measured under the same load. Peak memory: the provisioning processes
 #    (ansible-playbook, its workers and their ssh clients: every process whose command line names a
-#    run directory of this apply's provider, /hydra-<provider pid>-…), sampled every 0.2s from /proc;
+#    run directory of this apply's provider, /hydra-<provider pid>-…), from /proc: RSS every 0.2 s, PSS
+#    every second;
 #    RSS counts the pages the forked workers share with their parent once per process, PSS shares them
 #    out (what the processes really take). CPU: user+system seconds of the apply's process tree
 #    (terraform, the provider, Ansible on the controller; not the sandbox machines' own sshd and
@@ -355,6 +356,10 @@ def field(path, key):
     return 0
 # A process's command line is read once (a fleet of 20 runs some 700 processes; reading every one's
 # at every sample took a tenth of a core from the run it measures), and a sample is taken every 0.2 s.
+# PSS is read every fifth sample (each second): the kernel walks a process's whole memory map for it
+# (half a millisecond for one of Ansible's forked workers, some 50 of them at a fleet's peak), which
+# took another tenth of a core from the run; RSS is read at every sample.
+tick = 0
 seen = {}
 runs = {}  # each ansible-playbook run (its inventory) and how many machines it held
 while not os.path.exists(stop):
@@ -376,9 +381,11 @@ while not os.path.exists(stop):
                         except (OSError, ValueError, KeyError):
                             pass
                 rss += field('/proc/%s/status' % p, 'VmRSS:')
-                pss += field('/proc/%s/smaps_rollup' % p, 'Pss:')
+                if tick % 5 == 0:
+                    pss += field('/proc/%s/smaps_rollup' % p, 'Pss:')
                 n += 1
     peak_rss, peak_pss, peak_n = max(peak_rss, rss), max(peak_pss, pss), max(peak_n, n)
+    tick += 1
     time.sleep(0.2)
 with open(out, 'w') as f:
     f.write('%d %d %d\n' % (peak_rss, peak_pss, peak_n))
@@ -401,19 +408,24 @@ fleet_apply() { # dir, count -> "wall cpu peak_rss_kb peak_pss_kb peak_procs run
   end=$(date +%s.%N)
   touch "$dir/stop"
   wait "$sampler"
-  # The sandbox machines' side: CPU of their sshd and everything it ran (sessions, remote modules,
-  # stand-ins), read before destroy stops them.
+  # The sandbox machines' side: CPU of their sshd and everything it ran (sessions, remote modules),
+  # of their stand-in server and the calls it ran, and of their exporters, read before destroy stops
+  # them.
   python3 - "$dir/sandbox/machines" > "$dir/mcpu" <<'PY'
 import glob, json, sys
 t = 0
 for f in glob.glob(sys.argv[1] + '/*/machine.json'):
     try:
-        pid = json.load(open(f))['sshd_pid']
-        st = open('/proc/%d/stat' % pid).read()
-        v = st[st.rindex(')') + 2:].split()
-        t += sum(int(x) for x in v[11:15])
-    except (OSError, KeyError, ValueError):
-        pass
+        m = json.load(open(f))
+    except (OSError, ValueError):
+        continue
+    for key in ('sshd_pid', 'standin_server_pid', 'node_exporter_pid', 'dcgm_exporter_pid'):
+        try:
+            st = open('/proc/%d/stat' % m[key]).read()
+            v = st[st.rindex(')') + 2:].split()
+            t += sum(int(x) for x in v[11:15])
+        except (OSError, KeyError, ValueError, TypeError):
+            pass
 print('%.1f' % (t / 100))
 PY
   read -r u s < "$dir/cpu"
@@ -447,7 +459,7 @@ if [ "${BENCH_FLEET_PROVISIONING:-1}" != 0 ] && command -v ansible-playbook >/de
     fi
   done
   echo "   apply CPU-s: terraform, the provider and Ansible's controller; machines CPU-s: the sandbox machines' sshd and all"
-  echo "   it ran (the remote side, on this machine too). RSS sums each process's resident pages (the forked workers'"
+  echo "   it ran, their stand-in servers and exporters (the remote side, on this machine too). RSS sums each process's resident pages (the forked workers'"
   echo "   shared pages once per worker); PSS shares them out: what the provisioning processes really take. Load after:"
   echo "   the load average (1, 5, 15 min) when the apply ended; on a shared machine, compare rows of similar load only."
 else

@@ -1004,12 +1004,15 @@ func served(name string, b []byte) bool {
 // the answer, or runs the stand-in (bin/NAME.py) with the machine's python3 (the template's only
 // argument) when no server answers. A call the server took is never run again: a lost answer is an error.
 const servedClient = `#!/bin/bash
-# hydra sandbox: the stand-in ${0##*/}.py, run by the machine's stand-in server (serve.py: Python
+# hydra sandbox: the stand-in NAME.py (this file's name), run by the machine's stand-in server (serve.py: Python
 # started once, not for every call) or, without one, on its own. Written by internal/sandbox/simhost.
 LC_ALL=C
-case $0 in */*) here=${0%%/*} ;; *) here=. ;; esac
+self=$0
+# A link to the stand-in (a real-OS machine's /usr/bin/nvidia-smi) answers for the machine it links to.
+[ -L "$self" ] && self=$(readlink -f -- "$self")
+case $self in */*) here=${self%%/*} ;; *) here=. ;; esac
 case $here in /*) ;; *) here=$PWD/$here ;; esac
-name=${0##*/}
+name=${self##*/}
 if IFS= read -r port 2>/dev/null <"$here/../run/standins.port" && { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null; then
 	printf '%%s\0' "$here" "$name" "$#" "$@" >&3
 	if ! IFS=' ' read -r status nout nerr <&3; then
@@ -1109,7 +1112,7 @@ var standinsDigest = sync.OnceValue(func() string {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
 		h.Write(b)
 		return nil
 	})

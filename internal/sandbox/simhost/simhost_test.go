@@ -549,4 +549,19 @@ func TestStandinServer(t *testing.T) {
 	if got, want := run(alone, true, calls[1]), run(alone, false, calls[1]); got != want || got.stdout == "" {
 		t.Errorf("without a server: %+v, want %+v", got, want)
 	}
+	// A link to a client (a real-OS machine's /usr/bin/nvidia-smi) answers for the machine it links to,
+	// with a server or without.
+	links := t.TempDir()
+	for _, dir := range []string{alone, withServer} {
+		link := filepath.Join(links, "bin", filepath.Base(dir))
+		if err := os.MkdirAll(link, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(dir, "bin", "nvidia-smi"), filepath.Join(link, "nvidia-smi")); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := run(links, true, []string{filepath.Base(dir) + "/nvidia-smi"}), run(alone, false, calls[0]); got != want {
+			t.Errorf("through a link to %s: %+v, want %+v", dir, got, want)
+		}
+	}
 }

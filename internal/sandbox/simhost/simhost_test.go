@@ -545,6 +545,30 @@ func TestStandinServer(t *testing.T) {
 			t.Errorf("%q: served %+v, run on its own %+v", c, got, want)
 		}
 	}
+	// A call whose caller is killed (a timeout around an nvidia-smi that hangs) ends with it.
+	if err := SetFault(withServer, "smi_hang", "1"); err != nil {
+		t.Fatal(err)
+	}
+	hung := exec.Command(filepath.Join(withServer, "bin", "nvidia-smi"))
+	if err := hung.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The server, the client and the call's process.
+	for deadline := time.Now().Add(20 * time.Second); len(strayProcesses(withServer)) < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hanging nvidia-smi call never reached the server")
+		}
+	}
+	_ = hung.Process.Kill()
+	_ = hung.Wait()
+	for deadline := time.Now().Add(20 * time.Second); len(strayProcesses(withServer)) > 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the call of a killed caller still runs: %v", strayProcesses(withServer))
+		}
+	}
+	if err := ClearFaults(withServer); err != nil {
+		t.Fatal(err)
+	}
 	// Without a server, a client runs its stand-in itself.
 	if got, want := run(alone, true, calls[1]), run(alone, false, calls[1]); got != want || got.stdout == "" {
 		t.Errorf("without a server: %+v, want %+v", got, want)

@@ -8,7 +8,11 @@
 // The GPU layer is simulated: every SSH session gets a PATH whose first entry (<dir>/bin) holds
 // stand-ins for nvidia-smi, dcgmi, nv-hostengine, nvidia-ctk, nv-fabricmanager, docker, systemctl,
 // systemd-detect-virt, dmesg, journalctl, modinfo, dpkg-query, shutdown and the two exporters, which
-// report the machine described in <dir>/gpus.json. Files the playbooks write land under the machine's
+// report the machine described in <dir>/gpus.json. The Python stand-ins (<dir>/bin/NAME.py) are called
+// through a small client (<dir>/bin/NAME) that hands the call to the machine's stand-in server
+// (standins/serve.py, started by Ensure): Python starts once per machine instead of once per call, and
+// each call still runs in a process of its own, forked from the server, with the stand-in's own
+// output and exit status. Without the server the client runs the stand-in itself. Files the playbooks write land under the machine's
 // own root directory (<dir>/root), announced to the playbooks through the session environment
 // (HYDRA_ROOT, HYDRA_SANDBOX, HYDRA_SANDBOX_BIN, HYDRA_NODE_EXPORTER_PORT, HYDRA_DCGM_EXPORTER_PORT).
 // The same playbooks that provision real machines therefore run unchanged on a sandbox machine, find

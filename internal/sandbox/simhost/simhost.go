@@ -12,8 +12,9 @@
 // through a small client (<dir>/bin/NAME) that hands the call to the machine's stand-in server
 // (standins/serve.py, started by Ensure): Python starts once per machine instead of once per call, and
 // each call still runs in a process of its own, forked from the server, with the stand-in's own
-// output and exit status. Without the server the client runs the stand-in itself. Files the playbooks write land under the machine's
-// own root directory (<dir>/root), announced to the playbooks through the session environment
+// output and exit status. Without the server the client runs the stand-in itself. Files the
+// playbooks write land under the machine's own root directory (<dir>/root), announced to the
+// playbooks through the session environment
 // (HYDRA_ROOT, HYDRA_SANDBOX, HYDRA_SANDBOX_BIN, HYDRA_NODE_EXPORTER_PORT, HYDRA_DCGM_EXPORTER_PORT).
 // The same playbooks that provision real machines therefore run unchanged on a sandbox machine, find
 // every component present, and pass their health checks.
@@ -1008,8 +1009,9 @@ func served(name string, b []byte) bool {
 // the answer, or runs the stand-in (bin/NAME.py) with the machine's python3 (the template's only
 // argument) when no server answers. A call the server took is never run again: a lost answer is an error.
 const servedClient = `#!/bin/bash
-# hydra sandbox: the stand-in NAME.py (this file's name), run by the machine's stand-in server (serve.py: Python
-# started once, not for every call) or, without one, on its own. Written by internal/sandbox/simhost.
+# hydra sandbox: the stand-in NAME.py (NAME: this file's name), run by the machine's stand-in server
+# (serve.py: Python started once, not for every call) or, without one, on its own. Written by
+# internal/sandbox/simhost.
 LC_ALL=C
 self=$0
 # A link to the stand-in (a real-OS machine's /usr/bin/nvidia-smi) answers for the machine it links to.

@@ -101,7 +101,7 @@ func newRunDir(base string, logger hclog.Logger) (*runDir, error) {
 // directory itself; then releases the guardian.
 func (d *runDir) remove(logger hclog.Logger) {
 	closeMasters(d.cp)
-	if pids := killReferrers(d.path); len(pids) > 0 {
+	if pids := osproc.KillReferrers(d.path); len(pids) > 0 {
 		logger.Warn("killed processes left over by a provisioning run", "pids", fmt.Sprint(pids))
 	}
 	if err := os.RemoveAll(d.path); err != nil {

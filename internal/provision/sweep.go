@@ -2,16 +2,13 @@ package provision
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -64,10 +61,10 @@ func SweepStale(logger hclog.Logger, tempDirs ...string) int {
 			}
 		}
 	}
-	procs := listProcesses()
+	procs := osproc.List()
 	for _, p := range procs {
 		for _, base := range bases {
-			for _, d := range runDirsNamed(p.args, base) {
+			for _, d := range runDirsNamed(p.Args, base) {
 				candidates[d] = true
 			}
 		}
@@ -88,7 +85,7 @@ func SweepStale(logger hclog.Logger, tempDirs ...string) int {
 		if exists && !osproc.OwnedByMe(fi) {
 			continue // another user's: not ours to judge, and not removable anyway
 		}
-		killed := killReferrers(dir)
+		killed := osproc.KillReferrers(dir)
 		if !exists {
 			if len(killed) > 0 {
 				logger.Warn("killed processes of a provisioning run whose provider died", "dir", dir, "pids", fmt.Sprint(killed))
@@ -135,140 +132,12 @@ func runDirsNamed(args []string, base string) []string {
 	var out []string
 	for _, a := range args {
 		for _, m := range re.FindAllStringSubmatchIndex(a, -1) {
-			if m[1] == len(a) || !isNameByte(a[m[1]]) {
+			if m[1] == len(a) || !osproc.IsNameByte(a[m[1]]) {
 				out = append(out, filepath.Join(base, a[m[2]:m[3]]))
 			}
 		}
 	}
 	return out
-}
-
-// namesDir reports whether one of args names dir or a path inside it (not merely a longer name that
-// starts the same).
-func namesDir(args []string, dir string) bool {
-	for _, a := range args {
-		for off := 0; ; {
-			i := strings.Index(a[off:], dir)
-			if i < 0 {
-				break
-			}
-			end := off + i + len(dir)
-			if end == len(a) || !isNameByte(a[end]) {
-				return true
-			}
-			off = end
-		}
-	}
-	return false
-}
-
-func isNameByte(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == '.'
-}
-
-// process is one live process: its pid, the uid it runs as, and its command line.
-type process struct {
-	pid  int
-	uid  int
-	args []string
-}
-
-// listProcesses lists the live (not zombie) processes, from /proc, or from ps where there is no /proc.
-func listProcesses() []process {
-	if _, err := os.Stat("/proc/self/cmdline"); err == nil {
-		return procProcesses()
-	}
-	return psProcesses()
-}
-
-func procProcesses() []process {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []process
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(b) == 0 {
-			continue // gone, or a kernel thread
-		}
-		if !osproc.Alive(pid) {
-			continue // a zombie
-		}
-		uid := procUID(pid)
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		out = append(out, process{pid: pid, uid: uid, args: args})
-	}
-	return out
-}
-
-func psProcesses() []process {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	b, err := exec.CommandContext(ctx, "ps", "-A", "-ww", "-o", "pid=", "-o", "uid=", "-o", "state=", "-o", "command=").Output()
-	if err != nil {
-		return nil
-	}
-	var out []process
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 4 {
-			continue
-		}
-		pid, err1 := strconv.Atoi(f[0])
-		uid, err2 := strconv.Atoi(f[1])
-		if err1 != nil || err2 != nil || strings.HasPrefix(f[2], "Z") {
-			continue
-		}
-		// One string for the whole command line: matching only needs substrings.
-		out = append(out, process{pid: pid, uid: uid, args: []string{strings.Join(f[3:], " ")}})
-	}
-	return out
-}
-
-// killReferrers SIGKILLs every process of this user (other than this one) whose command line names
-// dir, waits (briefly) for them to be gone, and returns their pids.
-func killReferrers(dir string) []int {
-	self, uid := os.Getpid(), os.Geteuid()
-	var pids []int
-	for _, p := range listProcesses() {
-		if p.pid == self || p.uid != uid || !namesDir(p.args, dir) {
-			continue
-		}
-		if err := osproc.SignalProcess(p.pid, osproc.Kill); err == nil {
-			pids = append(pids, p.pid)
-		}
-	}
-	deadline := time.Now().Add(3 * time.Second)
-	for _, pid := range pids {
-		for osproc.Alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	return pids
-}
-
-// procUID is the effective uid of pid (from /proc/<pid>/status, which, unlike the owner of
-// /proc/<pid>, is right for processes that made themselves non-dumpable), or -1.
-func procUID(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
-			if f := strings.Fields(rest); len(f) >= 2 {
-				if uid, err := strconv.Atoi(f[1]); err == nil {
-					return uid
-				}
-			}
-		}
-	}
-	return -1
 }
 
 // processStart returns pid's start time (field 22 of /proc/<pid>/stat: clock ticks since boot), or

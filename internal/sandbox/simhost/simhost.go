@@ -424,9 +424,8 @@ func Stop(dir string) error {
 			killAndWait(pid)
 		}
 	}
-	for _, pid := range strayProcesses(dir) {
-		killAndWait(pid)
-	}
+	// A process killed while it brought the machine up can leave processes the state does not record.
+	osproc.KillReferrers(dir)
 	if err := os.Remove(filepath.Join(dir, standinsPortFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -1221,43 +1220,7 @@ func ownedBy(pid int, dir string) bool {
 		_, statErr := os.Stat("/proc/self")
 		return statErr != nil
 	}
-	return mentions(b, dir)
-}
-
-// mentions reports whether a command line (NUL-separated arguments) names dir or a path under it: dir
-// followed by a slash, a NUL or the end (the machine sbx-1 is not the machine sbx-10).
-func mentions(cmdline []byte, dir string) bool {
-	for rest := cmdline; ; {
-		i := bytes.Index(rest, []byte(dir))
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+len(dir):]
-		if len(rest) == 0 || rest[0] == '/' || rest[0] == 0 {
-			return true
-		}
-	}
-}
-
-// strayProcesses returns the processes, other than this one, whose command lines name dir: a machine's
-// processes that its state does not record (a process that brought the machine up and was killed
-// before it wrote the state). None where there is no /proc.
-func strayProcesses(dir string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && mentions(b, dir) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return osproc.NamesDir(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), dir)
 }
 
 // killAndWait terminates pid (and the process group it leads), then waits until it is gone,

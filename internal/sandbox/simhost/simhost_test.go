@@ -554,16 +554,16 @@ func TestStandinServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The server, the client and the call's process.
-	for deadline := time.Now().Add(20 * time.Second); len(strayProcesses(withServer)) < 3; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); len(machineProcesses(withServer)) < 3; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the hanging nvidia-smi call never reached the server")
 		}
 	}
 	_ = hung.Process.Kill()
 	_ = hung.Wait()
-	for deadline := time.Now().Add(20 * time.Second); len(strayProcesses(withServer)) > 1; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); len(machineProcesses(withServer)) > 1; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the call of a killed caller still runs: %v", strayProcesses(withServer))
+			t.Fatalf("the call of a killed caller still runs: %v", machineProcesses(withServer))
 		}
 	}
 	if err := ClearFaults(withServer); err != nil {
@@ -588,4 +588,15 @@ func TestStandinServer(t *testing.T) {
 			t.Errorf("through a link to %s: %+v, want %+v", dir, got, want)
 		}
 	}
+}
+
+// machineProcesses returns the pids of the processes whose command lines name dir.
+func machineProcesses(dir string) []int {
+	var pids []int
+	for _, p := range osproc.List() {
+		if osproc.NamesDir(p.Args, dir) {
+			pids = append(pids, p.PID)
+		}
+	}
+	return pids
 }

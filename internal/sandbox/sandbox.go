@@ -729,12 +729,13 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 // Create), in the second half of its boot (at most a second into it: a machine's services start once
 // its kernel has): a real machine's sshd and exporters start during its boot too, and a fleet's
 // machines come up while they boot instead of after it, when the reads would find them all running at
-// once. Not sooner: the creates of a fleet, still going on, would wait for the CPU the machines take
-// to come up, and a fleet created over a longer time is running over a longer time. The sandbox is not locked meanwhile (the machine's directory is), so the
-// creates of a fleet go on. The read that finds the instance running waits for this, and brings the
-// machine up itself when this could not (the error is then that read's); an instance deleted while its
-// machine came up has it stopped here. A process killed meanwhile can leave processes its state does not
-// record: the machine's Stop finds them by their command lines.
+// once. Not sooner: the creates of a fleet, still going on, would wait for the CPU the machines take to
+// come up, and a fleet created over a longer time is running over a longer time. The sandbox is not
+// locked meanwhile (the machine's directory is), so the creates of a fleet go on. The read that finds
+// the instance running waits for this, and brings the machine up itself when this could not (the
+// error is then that read's); an instance deleted while its machine came up has it stopped here. A
+// process killed meanwhile can leave processes its state does not record: the machine's Stop finds
+// them by their command lines.
 func (b *Backend) bootMachine(r Record) {
 	time.Sleep(min(r.RunningAt.Sub(r.CreatedAt)/2, time.Second))
 	b.bootSlots <- struct{}{}

@@ -4,6 +4,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -31,4 +32,16 @@ func Write(path string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	return nil
+}
+
+// Update is Write for a file that is mostly already as wanted: it reads the file first and writes it
+// only when its content or permissions differ, so that rewriting a whole set of files to the same
+// content (a machine's files refreshed on every read) costs reads, not a create and rename each.
+func Update(path string, data []byte, perm fs.FileMode) error {
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Mode().Perm() == perm && st.Size() == int64(len(data)) {
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+			return nil
+		}
+	}
+	return Write(path, data, perm)
 }

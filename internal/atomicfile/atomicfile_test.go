@@ -64,3 +64,46 @@ func TestWriteFailureLeavesNothing(t *testing.T) {
 		t.Error("a write into a missing directory succeeded")
 	}
 }
+
+// Update leaves a file that already holds the content and permissions alone (the same file: no
+// rename), and replaces one whose content or permissions differ.
+func TestUpdate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	stat := func() os.FileInfo {
+		t.Helper()
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if err := Update(path, []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := stat()
+	if err := Update(path, []byte("one"), 0o644); err != nil || !os.SameFile(first, stat()) {
+		t.Errorf("the same content and permissions: %v, replaced: %v; want no error and the file left alone", err, !os.SameFile(first, stat()))
+	}
+	for _, c := range []struct {
+		name string
+		data string
+		perm os.FileMode
+	}{
+		{"other content, same size", "two", 0o644},
+		{"other permissions", "two", 0o600},
+		{"longer content", "three", 0o600},
+	} {
+		if c.perm != 0o644 && runtime.GOOS == "windows" {
+			continue // no permission bits to compare
+		}
+		before := stat()
+		if err := Update(path, []byte(c.data), c.perm); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got, _ := os.ReadFile(path)
+		after := stat()
+		if string(got) != c.data || after.Mode().Perm() != c.perm || os.SameFile(before, after) {
+			t.Errorf("%s: file holds %q with %v (replaced: %v); want %q with %v, replaced", c.name, got, after.Mode().Perm(), !os.SameFile(before, after), c.data, c.perm)
+		}
+	}
+}

@@ -76,9 +76,26 @@ const strategyPlaybook = `- name: Conditions
     - name: Where a set_fact was templated
       ansible.builtin.set_fact:
         templated_by: "{{ lookup('ansible.builtin.pipe', 'echo $PPID >> ' ~ pid_file) }}"
+    - name: Notify a handler
+      ansible.builtin.set_fact:
+        notified: true
+      changed_when: true
+      notify: The handler
+    - name: Run the handlers now
+      ansible.builtin.meta: flush_handlers
+    - name: The handler ran
+      ansible.builtin.assert:
+        that: handled == inventory_hostname
+    - name: A conditional end that does not end
+      ansible.builtin.meta: end_host
+      when: inventory_hostname == 'nobody'
     - name: The end
       ansible.builtin.set_fact:
         done: true
+  handlers:
+    - name: The handler
+      ansible.builtin.set_fact:
+        handled: "{{ inventory_hostname }}"
 `
 
 // strategyIncluded is the file strategyPlaybook includes.
@@ -185,7 +202,7 @@ func TestStrategySkipsWithoutWorker(t *testing.T) {
 		t.Errorf("hydra_free's stats %s, the free strategy's %s", stats, freeStats)
 	}
 	// The run went through every kind of task (a sanity check of the comparison above).
-	var skipped, failedUndefined, failedOnPurpose, ended int
+	var skipped, failedUndefined, failedOnPurpose, handled, ended int
 	for _, ev := range events {
 		switch {
 		case ev.Event == "skipped":
@@ -194,13 +211,15 @@ func TestStrategySkipsWithoutWorker(t *testing.T) {
 			failedUndefined++
 		case ev.Event == "failed" && (ev.Msg == "h1 is not nobody" || ev.Msg == "h2 is not nobody" || ev.Msg == "h2 failed on purpose"):
 			failedOnPurpose++
+		case ev.Event == "ok" && ev.Task == "The handler ran":
+			handled++ // the handler ran at the flush_handlers meta task, before this
 		case ev.Event == "ok" && ev.Task == "The end":
 			ended++
 		}
 	}
-	if skipped != 8 || failedUndefined != 2 || failedOnPurpose != 3 || ended != 2 {
-		t.Errorf("hydra_free: %d skips (want 8), %d failures naming the undefined variable (want 2), %d failures on purpose (want 3), %d hosts at the end (want 2): %v",
-			skipped, failedUndefined, failedOnPurpose, ended, events)
+	if skipped != 10 || failedUndefined != 2 || failedOnPurpose != 3 || handled != 2 || ended != 2 {
+		t.Errorf("hydra_free: %d skips (want 10), %d failures naming the undefined variable (want 2), %d failures on purpose (want 3), %d hosts whose handler ran at the flush (want 2), %d hosts at the end (want 2): %v",
+			skipped, failedUndefined, failedOnPurpose, handled, ended, events)
 	}
 	// Who evaluated the skip's condition and templated the set_fact: the controller itself with
 	// hydra_free (both hosts, twice each), workers with free.

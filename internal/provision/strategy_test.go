@@ -24,7 +24,12 @@ import (
 const strategyPlaybook = `- name: Conditions
   hosts: all
   gather_facts: false
+  roles:
+    - a_role
   tasks:
+    - name: The role ran
+      ansible.builtin.assert:
+        that: role_ran == inventory_hostname
     - name: Skipped on h1, with a register
       ansible.builtin.set_fact:
         ran: true
@@ -113,19 +118,20 @@ type strategyEvent struct{ Event, Host, Task, Msg string }
 func runStrategyPlaybook(t *testing.T, ansible, strategy string) (events []strategyEvent, stats string, pids []int, controller int) {
 	t.Helper()
 	dir := t.TempDir()
-	for _, d := range []string{"cb", "strategy", "home", "tmp"} {
+	for _, d := range []string{"cb", "strategy", "home", "tmp", "roles/a_role/tasks"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	pidFile := filepath.Join(dir, "pids")
 	files := map[string]string{
-		"cb/hydra_jsonl.py":      string(callbackPlugin),
-		"strategy/hydra_free.py": string(strategyPlugin),
-		"inventory":              "h1 ansible_connection=local\nh2 ansible_connection=local\nlocalhost ansible_connection=local\n",
-		"play.yml":               strings.Replace(strategyPlaybook, "hosts: all", "hosts: h1:h2", 1),
-		"included.yml":           strategyIncluded,
-		"ansible.cfg":            "[defaults]\nvars_plugins_enabled = \nforks = 2\nstrategy_plugins = " + filepath.Join(dir, "strategy") + "\nstrategy = " + strategy + "\n",
+		"cb/hydra_jsonl.py":           string(callbackPlugin),
+		"strategy/hydra_free.py":      string(strategyPlugin),
+		"inventory":                   "h1 ansible_connection=local\nh2 ansible_connection=local\nlocalhost ansible_connection=local\n",
+		"play.yml":                    strings.Replace(strategyPlaybook, "hosts: all", "hosts: h1:h2", 1),
+		"included.yml":                strategyIncluded,
+		"roles/a_role/tasks/main.yml": "- name: The role's task\n  ansible.builtin.set_fact:\n    role_ran: \"{{ inventory_hostname }}\"\n",
+		"ansible.cfg":                 "[defaults]\nvars_plugins_enabled = \nforks = 2\nstrategy_plugins = " + filepath.Join(dir, "strategy") + "\nstrategy = " + strategy + "\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
@@ -202,7 +208,7 @@ func TestStrategySkipsWithoutWorker(t *testing.T) {
 		t.Errorf("hydra_free's stats %s, the free strategy's %s", stats, freeStats)
 	}
 	// The run went through every kind of task (a sanity check of the comparison above).
-	var skipped, failedUndefined, failedOnPurpose, handled, ended int
+	var roleRan, skipped, failedUndefined, failedOnPurpose, handled, ended int
 	for _, ev := range events {
 		switch {
 		case ev.Event == "skipped":
@@ -211,15 +217,17 @@ func TestStrategySkipsWithoutWorker(t *testing.T) {
 			failedUndefined++
 		case ev.Event == "failed" && (ev.Msg == "h1 is not nobody" || ev.Msg == "h2 is not nobody" || ev.Msg == "h2 failed on purpose"):
 			failedOnPurpose++
+		case ev.Event == "ok" && ev.Task == "The role ran":
+			roleRan++
 		case ev.Event == "ok" && ev.Task == "The handler ran":
 			handled++ // the handler ran at the flush_handlers meta task, before this
 		case ev.Event == "ok" && ev.Task == "The end":
 			ended++
 		}
 	}
-	if skipped != 10 || failedUndefined != 2 || failedOnPurpose != 3 || handled != 2 || ended != 2 {
-		t.Errorf("hydra_free: %d skips (want 10), %d failures naming the undefined variable (want 2), %d failures on purpose (want 3), %d hosts whose handler ran at the flush (want 2), %d hosts at the end (want 2): %v",
-			skipped, failedUndefined, failedOnPurpose, handled, ended, events)
+	if roleRan != 2 || skipped != 10 || failedUndefined != 2 || failedOnPurpose != 3 || handled != 2 || ended != 2 {
+		t.Errorf("hydra_free: %d hosts ran the role (want 2), %d skips (want 10), %d failures naming the undefined variable (want 2), %d failures on purpose (want 3), %d hosts whose handler ran at the flush (want 2), %d hosts at the end (want 2): %v",
+			roleRan, skipped, failedUndefined, failedOnPurpose, handled, ended, events)
 	}
 	// Who evaluated the skip's condition and templated the set_fact: the controller itself with
 	// hydra_free (both hosts, twice each), workers with free.

@@ -73,11 +73,14 @@ def os_release():
 
 
 def answers(port):
+    """Whether GET /metrics on the port answers 200. Plain HTTP/1.0 on a socket: importing urllib.request
+    alone costs some 30 ms of CPU, more than the rest of this probe's Python."""
     try:
-        import urllib.request  # only when an exporter's port is asked: a large import
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
-            return r.status == 200
-    except Exception:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
+            status = s.makefile("rb").readline().split()
+        return len(status) > 1 and status[1] == b"200"
+    except (OSError, ValueError):
         return False
 
 

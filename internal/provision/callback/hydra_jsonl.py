@@ -106,6 +106,32 @@ def _remember_lookups(jinja):
     jinja.get = remembered
 
 
+class _compile_lock(object):
+    """An exclusive lock on one template's compilation, shared by the run's processes (flock on a file
+    next to its bytecode); nothing when there is no key or the file cannot be made."""
+
+    def __init__(self, directory, key):
+        self.fd = None
+        if key is None:
+            return
+        try:
+            import fcntl
+            self.fd = os.open(os.path.join(directory, key + '.lock'), os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except Exception:
+            if self.fd is not None:
+                os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)  # releases the lock
+        return False
+
+
 def _cache_templates(directory):
     """Compiles each Jinja2 template source once per run instead of once per worker.
 
@@ -151,13 +177,26 @@ def _cache_templates(directory):
         if bucket is not None and bucket.code is not None:
             code = bucket.code
         else:
-            code = compile_(self, source)
-            if bucket is not None:
-                bucket.code = code
-                try:
-                    cache.set_bucket(bucket)
-                except Exception:
-                    pass
+            # The hosts of a batch reach a task together, so its workers all miss the same templates at
+            # once: the first to take the template's lock compiles it, the others wait and read its
+            # bytecode instead of compiling it again (a batch of 20 compiled some 230 templates in
+            # its workers, most of them many times over).
+            with _compile_lock(directory, bucket.key if bucket is not None else None):
+                if bucket is not None:
+                    try:
+                        bucket = cache.get_bucket(self, key, None, source)
+                    except Exception:
+                        bucket = None
+                if bucket is not None and bucket.code is not None:
+                    code = bucket.code
+                else:
+                    code = compile_(self, source)
+                    if bucket is not None:
+                        bucket.code = code
+                        try:
+                            cache.set_bucket(bucket)
+                        except Exception:
+                            pass
         seen[key] = code
         return code
 

@@ -94,6 +94,24 @@ const strategyPlaybook = `- name: Conditions
     - name: A conditional end that does not end
       ansible.builtin.meta: end_host
       when: inventory_hostname == 'nobody'
+    - name: A command's JSON output
+      ansible.builtin.command: "echo '{\"a\": {\"b\": [1, \"two\", true, null]}, \"t\": \"{{ '{{' }} 1 + 1 }}\"}'"
+      register: out
+      changed_when: false
+    - name: A mapping made of it
+      ansible.builtin.set_fact:
+        made: "{{ out.stdout | from_json }}"
+    - name: The mapping reads, combines and dumps as it always did, its strings never templated
+      ansible.builtin.assert:
+        that:
+          - made is mapping
+          - made.a.b[1] == 'two' and made.a.b[2] and made.a.b[3] is none
+          - (made | combine({'c': 1})).c == 1
+          - made | to_json == out.stdout | from_json | to_json
+          - (made | to_nice_yaml) is search('- two')
+          - (made | dict2items | map(attribute='key') | sort) == ['a', 't']
+          - made.t == '{' ~ '{ 1 + 1 }}'
+          - hostvars[inventory_hostname].made.t == made.t
     - name: The end
       ansible.builtin.set_fact:
         done: true
@@ -208,7 +226,7 @@ func TestStrategySkipsWithoutWorker(t *testing.T) {
 		t.Errorf("hydra_free's stats %s, the free strategy's %s", stats, freeStats)
 	}
 	// The run went through every kind of task (a sanity check of the comparison above).
-	var roleRan, skipped, failedUndefined, failedOnPurpose, handled, ended int
+	var roleRan, skipped, failedUndefined, failedOnPurpose, handled, madeRead, ended int
 	for _, ev := range events {
 		switch {
 		case ev.Event == "skipped":
@@ -221,13 +239,15 @@ func TestStrategySkipsWithoutWorker(t *testing.T) {
 			roleRan++
 		case ev.Event == "ok" && ev.Task == "The handler ran":
 			handled++ // the handler ran at the flush_handlers meta task, before this
+		case ev.Event == "ok" && ev.Task == "The mapping reads, combines and dumps as it always did, its strings never templated":
+			madeRead++
 		case ev.Event == "ok" && ev.Task == "The end":
 			ended++
 		}
 	}
-	if roleRan != 2 || skipped != 10 || failedUndefined != 2 || failedOnPurpose != 3 || handled != 2 || ended != 2 {
-		t.Errorf("hydra_free: %d hosts ran the role (want 2), %d skips (want 10), %d failures naming the undefined variable (want 2), %d failures on purpose (want 3), %d hosts whose handler ran at the flush (want 2), %d hosts at the end (want 2): %v",
-			roleRan, skipped, failedUndefined, failedOnPurpose, handled, ended, events)
+	if roleRan != 2 || skipped != 10 || failedUndefined != 2 || failedOnPurpose != 3 || handled != 2 || madeRead != 2 || ended != 2 {
+		t.Errorf("hydra_free: %d hosts ran the role (want 2), %d skips (want 10), %d failures naming the undefined variable (want 2), %d failures on purpose (want 3), %d hosts whose handler ran at the flush (want 2), %d hosts that read the mapping made of a command's output (want 2), %d hosts at the end (want 2): %v",
+			roleRan, skipped, failedUndefined, failedOnPurpose, handled, madeRead, ended, events)
 	}
 	// Who evaluated the skip's condition and templated the set_fact: the controller itself with
 	// hydra_free (both hosts, twice each), workers with free.

@@ -30,6 +30,13 @@
 # literal true role_complete carries) and no template in its name uses none of them, so the strategy
 # gets an empty dict for it.
 #
+# A mapping that set_fact makes of data already marked unsafe (hydra_machine: the probe's JSON, about
+# 150 values) can only template to itself, yet Ansible walks it value by value at every reference of it,
+# and hydra's variables refer to hydra_machine a few hundred times a machine: in a 20-machine batch
+# that was 96% of all the templar's calls (some 500,000, in the controller and its workers). Such a
+# fact is kept as a mapping marked unsafe as a whole, which the templar hands over as it is; it reads,
+# filters, compares and dumps as the plain mapping it holds (TestStrategySkipsWithoutWorker).
+#
 # Should this Ansible's internals differ from those this was written against (ansible-core 2.14), the
 # strategy is plain `free`.
 from __future__ import annotations
@@ -41,6 +48,7 @@ DOCUMENTATION = '''
         - Runs as the free strategy. A task whose C(when) is false for a host (no loop, no delegation)
           is reported skipped by the controller instead of a worker process forked for it, and a task of
           set_fact, assert, fail, debug, include_vars or include_tasks is run by the controller itself.
+          A mapping set_fact makes of values all marked unsafe is kept marked unsafe as a whole.
     author: hydra
 '''
 
@@ -56,6 +64,7 @@ try:
     from ansible.module_utils._text import to_text
     from ansible.plugins import loader as plugin_loader
     from ansible.template import Templar
+    from ansible.utils.unsafe_proxy import AnsibleUnsafe
     _READY = True
 except Exception:  # pragma: no cover - another Ansible: plain free strategy
     _READY = False
@@ -63,6 +72,45 @@ except Exception:  # pragma: no cover - another Ansible: plain free strategy
 # The actions that run nothing on the host: they template, compare and set variables on the controller.
 _LOCAL_ACTIONS = frozenset(prefix + name for prefix in ('', 'ansible.builtin.', 'ansible.legacy.')
                            for name in ('set_fact', 'assert', 'fail', 'debug', 'include_vars', 'include_tasks'))
+
+
+if _READY:
+    class _Resolved(dict, AnsibleUnsafe):
+        """A fact that set_fact made a mapping whose every string is marked unsafe: templating it can only
+        give it back, so it is marked unsafe as a whole and the templar returns it as it is instead of
+        walking it at every reference. Pickled and dumped as the plain dict it holds."""
+
+        def __reduce__(self):
+            return dict, (dict(self),)
+
+    try:
+        import yaml
+        from ansible.parsing.yaml.dumper import AnsibleDumper
+        AnsibleDumper.add_representer(_Resolved, yaml.representer.SafeRepresenter.represent_dict)
+    except Exception:  # pragma: no cover - to_yaml of such a fact would fail; the facts stay as they are
+        _READY = False
+
+
+def _inert(value):
+    """Whether templating value can only give it back: every string in it is marked unsafe, and it
+    holds nothing but mappings, lists, strings and plain scalars."""
+    if isinstance(value, AnsibleUnsafe):
+        return True
+    if isinstance(value, dict):
+        return all(_inert(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_inert(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float))
+
+
+def _resolve_facts(result):
+    """set_fact's mappings that templating can only give back, as _Resolved (see above)."""
+    facts = result.get('ansible_facts') if isinstance(result, dict) else None
+    if not isinstance(facts, dict) or result.get('_ansible_facts_cacheable'):
+        return
+    for name, value in list(facts.items()):
+        if type(value) is dict and _inert(value):
+            facts[name] = _Resolved(value)
 
 
 class _MetaTasksNeedNoVars(object):
@@ -141,6 +189,8 @@ class StrategyModule(FreeStrategyModule):
                 result = dict(unreachable=True)
             except Exception:
                 result = dict(failed=True, exception=to_text(traceback.format_exc()), stdout='')
+            if task.action in C._ACTION_SET_FACT:
+                _resolve_facts(result)
             return result, local.dump_attrs()
         return self._handled_here(host, task, task_vars, play_context, outcome)
 

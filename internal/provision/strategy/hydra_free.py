@@ -74,6 +74,7 @@ _LOCAL_ACTIONS = frozenset(prefix + name for prefix in ('', 'ansible.builtin.', 
                            for name in ('set_fact', 'assert', 'fail', 'debug', 'include_vars', 'include_tasks'))
 
 
+_RESOLVE = _READY
 if _READY:
     class _Resolved(dict, AnsibleUnsafe):
         """A fact that set_fact made a mapping whose every string is marked unsafe: templating it can only
@@ -87,8 +88,8 @@ if _READY:
         import yaml
         from ansible.parsing.yaml.dumper import AnsibleDumper
         AnsibleDumper.add_representer(_Resolved, yaml.representer.SafeRepresenter.represent_dict)
-    except Exception:  # pragma: no cover - to_yaml of such a fact would fail; the facts stay as they are
-        _READY = False
+    except Exception:  # pragma: no cover - to_yaml of such a fact would fail: the facts stay as they are
+        _RESOLVE = False
 
 
 def _inert(value):
@@ -189,7 +190,7 @@ class StrategyModule(FreeStrategyModule):
                 result = dict(unreachable=True)
             except Exception:
                 result = dict(failed=True, exception=to_text(traceback.format_exc()), stdout='')
-            if task.action in C._ACTION_SET_FACT:
+            if _RESOLVE and task.action in C._ACTION_SET_FACT:
                 _resolve_facts(result)
             return result, local.dump_attrs()
         return self._handled_here(host, task, task_vars, play_context, outcome)

@@ -163,6 +163,15 @@ def _cache_templates(directory):
                      env.keep_trailing_newline, env.optimized, env.is_async, repr(env.autoescape),
                      getattr(env.finalize, '__qualname__', repr(env.finalize)), sorted(env.extensions)))
 
+    def cached(env, key, source):
+        """The template's bucket in the bytecode cache (None when the cache cannot be read) and the code
+        compiled earlier for it (None when there is none)."""
+        try:
+            bucket = cache.get_bucket(env, key, None, source)
+        except Exception:
+            return None, None
+        return bucket, bucket.code
+
     def compile(self, source, name=None, filename=None, raw=False, defer_init=False):
         if raw or defer_init or name is not None or filename is not None or not isinstance(source, str):
             return compile_(self, source, name, filename, raw, defer_init)
@@ -170,26 +179,16 @@ def _cache_templates(directory):
         code = seen.get(key)
         if code is not None:
             return code
-        try:
-            bucket = cache.get_bucket(self, key, None, source)
-        except Exception:
-            bucket = None
-        if bucket is not None and bucket.code is not None:
-            code = bucket.code
-        else:
+        bucket, code = cached(self, key, source)
+        if code is None:
             # The hosts of a batch reach a task together, so its workers all miss the same templates at
             # once: the first to take the template's lock compiles it, the others wait and read its
             # bytecode instead of compiling it again (a batch of 20 compiled some 230 templates in
             # its workers, most of them many times over).
             with _compile_lock(directory, bucket.key if bucket is not None else None):
                 if bucket is not None:
-                    try:
-                        bucket = cache.get_bucket(self, key, None, source)
-                    except Exception:
-                        bucket = None
-                if bucket is not None and bucket.code is not None:
-                    code = bucket.code
-                else:
+                    bucket, code = cached(self, key, source)
+                if code is None:
                     code = compile_(self, source)
                     if bucket is not None:
                         bucket.code = code

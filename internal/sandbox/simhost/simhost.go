@@ -351,22 +351,21 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 			}
 			changed = true
 		}
-	} else if st.NodeExporterPid == 0 || !exporterAlive(dir, st.NodeExporterPid, st.NodeExporterPort) {
+	} else if st.NodeExporterPort == 0 || !running(dir, st.NodeExporterPid) {
 		st.NodeExporterPid, st.NodeExporterPort, err = startExporter(dir, "node")
 		if err != nil {
 			return Endpoint{}, err
 		}
 		changed = true
 	}
-	if !spec.Container && (st.DCGMExporterPid == 0 || !exporterAlive(dir, st.DCGMExporterPid, st.DCGMExporterPort)) {
+	if !spec.Container && (st.DCGMExporterPort == 0 || !running(dir, st.DCGMExporterPid)) {
 		st.DCGMExporterPid, st.DCGMExporterPort, err = startExporter(dir, "dcgm")
 		if err != nil {
 			return Endpoint{}, err
 		}
 		changed = true
 	}
-	if digest := standinsDigest(); st.StandinServerPid == 0 || st.StandinsDigest != digest ||
-		!osproc.Alive(st.StandinServerPid) || !ownedBy(st.StandinServerPid, dir) {
+	if digest := standinsDigest(); st.StandinsDigest != digest || !running(dir, st.StandinServerPid) {
 		// A server of other stand-ins (an earlier hydra's) runs their code: replaced.
 		if st.StandinServerPid > 0 && ownedBy(st.StandinServerPid, dir) {
 			killAndWait(st.StandinServerPid)
@@ -382,7 +381,7 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 			killAndWait(st.SSHDPid)
 			st.SSHDPid = 0
 		}
-	} else if changed || st.SSHDPid == 0 || st.User != login || !configCurrent(dir, st) || !sshdAlive(dir, st.SSHDPid) {
+	} else if changed || st.User != login || !configCurrent(dir, st) || !running(dir, st.SSHDPid) {
 		if st.SSHDPid != 0 {
 			killAndWait(st.SSHDPid)
 		}
@@ -1198,18 +1197,13 @@ func banner(port int) bool {
 	return n == 4 && string(buf) == "SSH-"
 }
 
-// sshdAlive reports whether the machine's sshd runs: its recorded pid is alive and names the machine's
-// directory. An sshd that runs listens (it exits when it cannot, and waitBanner saw it answer when it
-// started). Every read of a running sandbox instance asks (Ensure), and a probe connection would cost
-// sshd what serving one does: a fork and a re-execution, about 10 ms of CPU, some 200 times in a
-// 20-machine apply.
-func sshdAlive(dir string, pid int) bool {
-	return osproc.Alive(pid) && ownedBy(pid, dir)
-}
-
-// exporterAlive is sshdAlive for an exporter, which has a port to listen on once started.
-func exporterAlive(dir string, pid, port int) bool {
-	return port != 0 && osproc.Alive(pid) && ownedBy(pid, dir)
+// running reports whether the machine's process pid (its sshd, an exporter, its stand-in server) runs:
+// the pid is set, alive and names the machine's directory. A process that runs serves: sshd and the
+// exporters exit when they cannot listen, and were seen answering when they started. Every read of a
+// running sandbox instance asks (Ensure), and a probe connection would cost sshd what serving one
+// does: a fork and a re-execution, about 10 ms of CPU, some 200 times in a 20-machine apply.
+func running(dir string, pid int) bool {
+	return pid > 0 && osproc.Alive(pid) && ownedBy(pid, dir)
 }
 
 // ownedBy reports whether pid's command line mentions dir, so a recycled pid is never killed. Where

@@ -36,10 +36,12 @@ import time
 
 ALL = ["nvidia_smi", "gpu_lost", "gpu_count", "gpu_model", "ecc_volatile", "ecc_aggregate", "remapped_rows",
        "recovery_action", "pcie", "xid", "fabric", "nvlink", "persistence", "units", "dcgm_diag", "exporters"]
-# Xid codes whose recommended immediate action in NVIDIA's Xid catalog is a GPU reset, a reboot or a
-# repair (not "restart the application" or "ignore"): see playbooks/README.md. 144-150 (NVLink 5) count
-# only when logged Fatal; 154 only when the recovery action it announces is not None.
-DEFAULT_FATAL_XIDS = [46, 48, 61, 62, 64, 74, 79, 95, 119, 120, 140, 143, 144, 145, 146, 147, 148, 149, 150, 154]
+# Xid codes whose immediate action in NVIDIA's Xid catalog is a GPU reset (RESET_GPU, WORKFLOW_XID_48,
+# WORKFLOW_NVLINK_ERR), a reboot (RESTART_BM, RESTART_VM) or a repair (CHECK_MECHANICALS), not RESTART_APP
+# or IGNORE: see playbooks/README.md. 144-150 (NVLink 5, WORKFLOW_NVLINK5_ERR) count only when logged
+# Fatal; 154 (XID_154) only when the recovery action it announces is not None.
+DEFAULT_FATAL_XIDS = [46, 48, 54, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 144, 145, 146, 147, 148, 149,
+                      150, 151, 154, 155, 156, 158]
 NVLINK5_XIDS = set(range(144, 151))
 DIAG_TIMEOUT = {1: 300, 2: 900, 3: 3600, 4: 10800}
 NA = ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]")
@@ -179,6 +181,9 @@ def optional_query(fields):
     return query(names)
 
 
+# nvidia-smi nvlink -s, for a GPU whose links are all down: "NVML: Unable to retrieve NVLink information as
+# all links are inActive" (recorded on a B200: leptonai/gpud issue 1085).
+ALL_LINKS_DOWN = re.compile(r"Unable to retrieve NVLink information as all links are inactive", re.I)
 LOST = re.compile(r"Unable to determine the device handle for GPU ?([0-9A-Fa-f:.]+)|GPU is lost|fallen off the bus")
 GPU_CHECKS = ["gpu_count", "gpu_model", "ecc_volatile", "ecc_aggregate", "remapped_rows", "recovery_action", "pcie",
               "fabric", "nvlink", "persistence"]
@@ -380,7 +385,7 @@ if "nvlink" in enabled:
         skip("nvlink", "no NVSwitch on this machine")
     elif gpus:
         rc, out, err = run(["nvidia-smi", "nvlink", "-s"], SMI_TIMEOUT)
-        current, down = None, {}
+        current, down, all_down = None, {}, []
         for line in out.splitlines():
             m = re.match(r"GPU (\d+):", line)
             if m:
@@ -388,8 +393,13 @@ if "nvlink" in enabled:
             m = re.match(r"\s*Link (\d+): <inactive>", line)
             if m and current is not None:
                 down.setdefault(current, []).append(m.group(1))
+            # NVML's line for a GPU whose every link is down (no per-link lines follow it).
+            if current is not None and ALL_LINKS_DOWN.search(line) and current not in all_down:
+                all_down.append(current)
         if rc != 0 and not out.strip():
             fail("nvlink", "nvidia-smi nvlink -s failed: %s" % (err.strip()[:200]))
+        for idx in all_down:
+            fail("nvlink", "GPU %s has every NVLink down (NVML: all links are inActive)" % idx)
         for idx, links in sorted(down.items()):
             fail("nvlink", "GPU %s has NVLink(s) down: %s" % (idx, ", ".join(links)))
         ok("nvlink")

@@ -55,11 +55,32 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 		{name: "H200 as recorded", model: "NVIDIA H200", count: 8, verdict: "healthy"},
 		{name: "L40S as recorded", model: "NVIDIA L40S", count: 4, verdict: "healthy", smiCalls: 2,
 			checkState: map[string]string{"fabric": "skipped: no NVSwitch on this machine", "nvlink": "skipped: no NVSwitch on this machine"}},
-		// Xid catalog: 94 (contained ECC) and 13 (graphics engine exception) ask to restart the
-		// application; 45 is a consequence of another Xid; 109 restarts the application.
+		// Xid catalog (Resolution Bucket, Immediate Action): 94 (contained ECC) and 13 (graphics engine
+		// exception) are RESTART_APP; 45 follows another Xid (IGNORE when not solo); 92 (high single-bit
+		// ECC rate) and 157 (resource retirement failure) are IGNORE.
 		{name: "Xid 94 contained ECC", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 94"}}, verdict: "healthy"},
 		{name: "Xid 13 application", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 13"}}, verdict: "healthy"},
-		{name: "Xid 45 and 109", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 45\n3 109"}}, verdict: "healthy"},
+		{name: "Xid 45 and 92 and 157", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 45\n3 92\n4 157"}}, verdict: "healthy"},
+		// RESET_GPU in the catalog: unhealthy, each on its own GPU (109 is a recorded line, gpud-46).
+		{name: "Xid 109 context switch timeout", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 45\n3 109"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 109 on 0000:48:00 since boot (Ch 00000008, errorString CTX SWITCH TIMEOUT"},
+		{name: "Xid 110 security fault", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "1 110"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 110 on 0000:28:00 since boot (Security Fault Error)"},
+		{name: "Xid 136 link training", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 136"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 136 on 0000:38:00 since boot (Link Training Failed)"},
+		{name: "Xid 143 GPU initialization", model: "NVIDIA H200", count: 8, faults: []fault{{FaultXid, "4 143"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 143 on 0000:58:00 since boot (GPU Initialization Error)"},
+		{name: "Xid 155 NVLink SW defined", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "5 155"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 155 on 0000:68:00 since boot (NVLINK: SW Defined Error)"},
+		{name: "Xid 156 resource retirement", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "6 156"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 156 on 0000:78:00 since boot (Resource Retirement Event)"},
+		{name: "Xid 158 GPU fatal timeout", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "7 158"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 158 on 0000:88:00 since boot (GPU Fatal Timeout)"},
+		// CHECK_MECHANICALS (a repair) and RESTART_VM (a reboot of the VM).
+		{name: "Xid 54 auxiliary power", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "0 54"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 54 on 0000:18:00 since boot (Auxiliary power is not connected"},
+		{name: "Xid 151 key rotation", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "0 151"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 151 on 0000:18:00 since boot (Key rotation Error)"},
 		// 63 records a row remapping: the machine is judged on remapped_rows (pending: reset).
 		{name: "Xid 63 alone", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "1 63"}}, verdict: "healthy"},
 		{name: "Xid 63 with the remapping pending", model: "NVIDIA H100 80GB HBM3", count: 8,
@@ -88,6 +109,9 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 		{name: "fabric still initialising, NVLink down", model: "NVIDIA H100 80GB HBM3", count: 8,
 			faults:  []fault{{FaultFabric, "in_progress"}, {FaultNVLinkDown, "2 5"}},
 			verdict: "unhealthy", failed: []string{"fabric", "nvlink"}, reason: "state In Progress"},
+		// NVML's own line for a GPU whose every link is down (recorded on a B200, gpud issue 1085).
+		{name: "B200 with every NVLink of a GPU down", model: "NVIDIA B200", count: 8, faults: []fault{{FaultNVLinkDown, "2 all"}},
+			verdict: "unhealthy", failed: []string{"nvlink"}, reason: "nvlink: GPU 2 has every NVLink down (NVML: all links are inActive)"},
 		{name: "B200 fabric failed", model: "NVIDIA B200", count: 8, faults: []fault{{FaultFabric, "failure"}},
 			verdict: "unhealthy", failed: []string{"fabric"}, reason: "(status Failure)"},
 		{name: "GPU lost", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultGPULost, "7"}},

@@ -623,9 +623,10 @@ func writeMachineFiles(dir string, spec Spec) error {
 		return err
 	}
 	nvsDir := filepath.Join(root, "proc", "driver", "nvidia-nvswitch", "devices")
-	// NVLink 5 boards (B200, B300): the NVSwitches are InfiniBand devices whose VPD names them SW_MNG (as
-	// NVIDIA's driver container detects them), not /proc/driver/nvidia-nvswitch devices.
-	nvlink5 := nvswitch && regexp.MustCompile(`B200|B300`).MatchString(strings.ToUpper(spec.GPUModel))
+	// NVLink 5 boards (B200, B300; never a GB200 or GB300 compute tray, whose switches are in other
+	// trays): the NVSwitches are InfiniBand devices whose VPD names them SW_MNG (as NVIDIA's driver
+	// container detects them), not /proc/driver/nvidia-nvswitch devices.
+	nvlink5 := nvswitch && regexp.MustCompile(`^NVIDIA B(200|300)\b`).MatchString(spec.GPUModel)
 	ibDir := filepath.Join(root, "sys", "class", "infiniband")
 	if err := os.RemoveAll(ibDir); err != nil {
 		return err
@@ -636,7 +637,9 @@ func writeMachineFiles(dir string, spec Spec) error {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(d, "vpd"), []byte("PN SW_MNG hydra sandbox NVLink 5 switch tray\n"), 0o644); err != nil {
+			// Root-only, as the kernel creates a PCI device's vpd file (drivers/pci/vpd.c); the machine's
+			// login user owns it here.
+			if err := os.WriteFile(filepath.Join(d, "vpd"), []byte("PN SW_MNG hydra sandbox NVLink 5 switch tray\n"), 0o600); err != nil {
 				return err
 			}
 		}

@@ -205,20 +205,38 @@ def private_ipv4():
 
 def nvlink5():
     """NVLink 5 switches (B200, B300 boards) are InfiniBand devices whose VPD holds SW_MNG (NVIDIA's
-    driver container: _assert_nvlink5_system)."""
+    driver container: _assert_nvlink5_system): (found, error). The kernel makes a PCI device's vpd file
+    readable by root only (drivers/pci/vpd.c, 0600): as another user the files are read with sudo -n, and
+    a VPD that cannot be read is an error (never "no switches")."""
     d = prefix + "/sys/class/infiniband"
     try:
-        devices = os.listdir(d)
+        devices = sorted(os.listdir(d))
     except OSError:
-        return False
+        return False, ""
+    denied = []
     for dev in devices:
+        path = os.path.join(d, dev, "device", "vpd")
         try:
-            with open(os.path.join(d, dev, "device", "vpd"), "rb") as f:
+            with open(path, "rb") as f:
                 if b"SW_MNG" in f.read():
-                    return True
-        except OSError:
-            pass
-    return False
+                    return True, ""
+        except FileNotFoundError:
+            continue  # a device without VPD
+        except PermissionError:
+            denied.append(path)
+        except OSError as e:
+            return False, "%s: %s" % (path, e.strerror)
+    if not denied:
+        return False, ""
+    if os.geteuid() == 0 or not shutil.which("sudo"):
+        return False, "%s: permission denied (root only) and no sudo to read it" % denied[0]
+    # grep -l: exit 0 when a file holds SW_MNG, 1 when none does, 2 when one could not be read.
+    rc, so, se = run(["sudo", "-n", "grep", "-l", "-a", "-F", "SW_MNG", "--"] + denied, 60)
+    if so.strip():
+        return True, ""
+    if rc == 1 and not se:
+        return False, ""
+    return False, "sudo -n grep SW_MNG %s: %s" % (" ".join(denied), (se or "exit code %d" % rc)[:300])
 
 
 def cuda_sources():
@@ -285,7 +303,6 @@ out = {
     "run_started": run_started,
     "apt": os.path.isdir(prefix + "/etc/apt/apt.conf.d"),
     "nvswitch_count": 0,
-    "nvlink5": nvlink5(),
     # A driver installed by a run that was interrupted before its reboot (roles/nvidia_driver).
     # (it names the boot it was written in: a machine rebooted since then has nothing pending).
     "boot_id": read("/proc/sys/kernel/random/boot_id").strip(),
@@ -296,6 +313,7 @@ out = {
     "secure_boot": secure_boot(),
     "private_ipv4": private_ipv4(),
 }
+out["nvlink5"], out["nvlink5_error"] = nvlink5()
 nvs = prefix + "/proc/driver/nvidia-nvswitch/devices"
 if os.path.isdir(nvs):
     out["nvswitch_count"] = len(os.listdir(nvs))

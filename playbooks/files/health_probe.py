@@ -14,8 +14,9 @@
 #
 # Spec keys (all optional): checks (names below, or "all"), expect_count, expect_model (a regular
 # expression, case-insensitive), gpu_type (for messages), nvswitch (bool: NVLink and fabric checks; NVSwitch
-# and NVLink 5 machines), units (systemd units that must be active), persistence (bool: persistence mode
-# must be Enabled), dcgm_diag_level (0: no diagnostic), dcgm_diag_timeout (seconds), max_aggregate_ecc
+# and NVLink 5 machines), nvlink_domain (bool: a GB200/GB300 compute tray, judged on its GPUs' fabric
+# state), units (systemd units that must be active), persistence (bool: persistence mode must be
+# Enabled), dcgm_diag_level (0: no diagnostic), dcgm_diag_timeout (seconds), max_aggregate_ecc
 # (persistent uncorrectable ECC errors allowed per GPU without row remapping), fatal_xids (Xid codes that
 # make a machine unhealthy), fabric_wait (seconds to wait for a fabric still initialising), exporters
 # ([{name, address, port, need}]: /metrics must answer holding need), exporters_wait (seconds for exporters
@@ -344,41 +345,55 @@ if "xid" in enabled:
         fail("xid", "Xid %d on %s since boot (%s)" % (code, bus, what[:60].rstrip(". ")))
     ok("xid")
 
-# --- The NVSwitch fabric (NVSwitch and NVLink 5 machines), then NVLink once the fabric is up ----------
-nvswitch = flag(spec.get("nvswitch"))
+# --- The fabric (NVSwitch and NVLink 5 machines, GB200/GB300 compute trays), then NVLink once it is up --
+# The GPUs report it (NVML's fabric info: nvidia-smi -q's Fabric section, the query fields fabric.*): the
+# state must be Completed, the status Success, and the health summary (drivers that report it) not
+# Unhealthy. A GB200/GB300 tray (nvlink_domain) has no NVSwitch of its own: its GPUs' report is all there is.
+nvlink_domain = flag(spec.get("nvlink_domain"))
+nvswitch = flag(spec.get("nvswitch")) or nvlink_domain
 if "fabric" in enabled:
     if not nvswitch:
         skip("fabric", "no NVSwitch on this machine")
     elif gpus:
         deadline = time.time() + int(spec.get("fabric_wait") or 0)
         while True:
-            fab = optional_query("fabric.state,fabric.status")
+            fab = optional_query("fabric.state,fabric.status,fabric.health.summary")
+            if fab is None:
+                fab = optional_query("fabric.state,fabric.status")
             waiting = [b for b, v in (fab or {}).items() if v[0] in ("In Progress", "Not Started")]
             if not waiting or time.time() >= deadline:
                 break
             time.sleep(5)
         reported = {b: v for b, v in (fab or {}).items() if v[0] not in NA}
         if not reported:
+            if nvlink_domain:
+                fail("fabric", "the GPUs do not report their fabric state: this GB200/GB300 tray's NVLink domain cannot be judged")
             # Drivers and GPUs that do not report the fabric (A100): Fabric Manager must run.
-            if not flag(spec.get("container")) and shutil.which("systemctl"):
+            elif not flag(spec.get("container")) and shutil.which("systemctl"):
                 rc2, _, _ = run(["systemctl", "is-active", "--quiet", "nvidia-fabricmanager"], 30)
                 if rc2 != 0:
                     fail("fabric", "the GPUs do not report the fabric state and nvidia-fabricmanager is not active")
             else:
                 skip("fabric", "the GPUs do not report the fabric state")
         by_bus = {g["bus_id"]: g for g in gpus}
-        pending, broken = {}, {}
-        for bus, (state, status) in sorted(reported.items(), key=lambda kv: int(by_bus.get(kv[0], {"index": "0"})["index"])):
+        pending, broken, unhealthy = {}, {}, []
+        for bus, v in sorted(reported.items(), key=lambda kv: int(by_bus.get(kv[0], {"index": "0"})["index"])):
+            state, status = v[0], v[1]
             idx = by_bus[bus]["index"] if bus in by_bus else bus
             if state != "Completed":
                 pending.setdefault(state, []).append(idx)
             elif status not in ("Success",) + NA:
                 broken.setdefault(status, []).append(idx)
+            elif len(v) > 2 and v[2].strip().lower() == "unhealthy":
+                unhealthy.append(idx)
+        what = "NVLink fabric" if nvlink_domain else "NVSwitch fabric"
         for state, idxs in sorted(pending.items()):
-            fail("fabric", "the NVSwitch fabric has not finished initialising on GPU(s) %s (state %s); is Fabric Manager running?"
-                 % (", ".join(idxs), state))
+            fail("fabric", "the %s has not finished initialising on GPU(s) %s (state %s); is %s running?"
+                 % (what, ", ".join(idxs), state, "the rack's Fabric Manager" if nvlink_domain else "Fabric Manager"))
         for status, idxs in sorted(broken.items()):
-            fail("fabric", "the NVSwitch fabric failed to initialise on GPU(s) %s (status %s)" % (", ".join(idxs), status))
+            fail("fabric", "the %s failed to initialise on GPU(s) %s (status %s)" % (what, ", ".join(idxs), status))
+        if unhealthy:
+            fail("fabric", "the %s reports GPU(s) %s unhealthy (fabric health summary Unhealthy)" % (what, ", ".join(unhealthy)))
         ok("fabric")
 if "nvlink" in enabled:
     if not nvswitch:

@@ -112,6 +112,19 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 		// NVML's own line for a GPU whose every link is down (recorded on a B200, gpud issue 1085).
 		{name: "B200 with every NVLink of a GPU down", model: "NVIDIA B200", count: 8, faults: []fault{{FaultNVLinkDown, "2 all"}},
 			verdict: "unhealthy", failed: []string{"nvlink"}, reason: "nvlink: GPU 2 has every NVLink down (NVML: all links are inActive)"},
+		// GB200/GB300 compute trays: no NVSwitch of their own, judged on their GPUs' fabric state (the H100
+		// recording's fabric fields, as a GB200 machine replays it; faults as recorded on GB200 trays).
+		{name: "GB200 tray as recorded", model: "NVIDIA GB200", count: 4, spec: map[string]any{"nvlink_domain": true},
+			verdict: "healthy", checkState: map[string]string{"fabric": "ok", "nvlink": "ok"}},
+		{name: "GB200 tray, fabric health unhealthy", model: "NVIDIA GB200", count: 4, spec: map[string]any{"nvlink_domain": true},
+			faults:  []fault{{FaultFabric, "unhealthy"}},
+			verdict: "unhealthy", failed: []string{"fabric"}, reason: "fabric: the NVLink fabric reports GPU(s) 0, 1, 2, 3 unhealthy"},
+		{name: "GB200 tray, insufficient resources", model: "NVIDIA GB200", count: 4, spec: map[string]any{"nvlink_domain": true},
+			faults:  []fault{{FaultFabric, "insufficient_resources"}},
+			verdict: "unhealthy", failed: []string{"fabric"}, reason: "(status Insufficient Resources)"},
+		{name: "GB300 tray, fabric not started", model: "NVIDIA GB300", count: 4, spec: map[string]any{"nvlink_domain": true},
+			faults:  []fault{{FaultFabric, "not_started"}},
+			verdict: "unhealthy", failed: []string{"fabric"}, reason: "state Not Started); is the rack's Fabric Manager running?"},
 		{name: "B200 fabric failed", model: "NVIDIA B200", count: 8, faults: []fault{{FaultFabric, "failure"}},
 			verdict: "unhealthy", failed: []string{"fabric"}, reason: "(status Failure)"},
 		{name: "GPU lost", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultGPULost, "7"}},

@@ -188,6 +188,34 @@ func (d *Driver) BlockMarkdown() string {
 	return doc
 }
 
+// HowToConfigure says how a provider configuration turns the cloud on: its block, the settings that
+// have no default (with the environment variables read in their place) and, for clouds off by
+// default, enabled = true.
+func (d *Driver) HowToConfigure() string {
+	if d.Simulated {
+		return fmt.Sprintf("add a `%s {}` block to the provider", d.Block)
+	}
+	var keys []string
+	for _, s := range d.Settings {
+		if s.Default != nil {
+			continue
+		}
+		k := "`" + s.Key + "`"
+		if s.Env != "" {
+			k += " (or " + s.Env + ")"
+		}
+		keys = append(keys, k)
+	}
+	msg := fmt.Sprintf("add a `%s { ... }` block to the provider", d.Block)
+	if len(keys) > 0 {
+		msg += " (settings: " + strings.Join(keys, ", ") + ")"
+	}
+	if d.OffByDefault {
+		msg += " and `enabled = true`"
+	}
+	return msg
+}
+
 var embeddedInventory = sync.OnceValues(inventory.Default)
 
 func joinAnd(items []string) string {

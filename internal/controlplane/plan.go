@@ -427,6 +427,10 @@ func NoOfferDetail(req OfferRequest, res OfferResult, closest []Near) string {
 	what += ")"
 	var b strings.Builder
 	fmt.Fprintf(&b, "No cloud can rent %s right now. Why each cloud said no:\n%s", what, res.Explain())
+	if len(res.UnknownRegions) > 0 {
+		fmt.Fprintf(&b, "\n\nregions names %s, which no configured cloud has (a typo, or a cloud that is not configured?). "+
+			"Regions of the configured clouds: %s.", quoteList(res.UnknownRegions, ", "), quoteList(res.KnownRegions, ", "))
+	}
 	if len(closest) > 0 {
 		b.WriteString("\n\nClosest offers, each with one setting relaxed:")
 		for _, n := range closest {

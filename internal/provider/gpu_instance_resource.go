@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
@@ -74,7 +76,15 @@ func (r *gpuInstanceResource) ValidateConfig(ctx context.Context, req resource.V
 func addPlanError(diags *diag.Diagnostics, err error) {
 	var re *controlplane.RequestError
 	var rf *controlplane.Refusal
+	var uc *controlplane.UnconfiguredError
 	switch {
+	case errors.As(err, &uc):
+		detail := fmt.Sprintf("clouds names %q, which this provider configuration does not set up, so hydra cannot ask it for offers.", uc.Cloud)
+		if d := clouds.ByName(uc.Cloud); d != nil {
+			detail += fmt.Sprintf(" To rent from %s, %s.", d.Title, d.HowToConfigure())
+		}
+		detail += fmt.Sprintf(" Otherwise remove %q from clouds. Configured now: %s.", uc.Cloud, quoteAll(uc.Configured))
+		diags.AddAttributeError(path.Root("clouds"), "Cloud not configured", detail)
 	case errors.As(err, &re):
 		diags.AddAttributeError(path.Root(re.Field), "Impossible GPU request", re.Msg)
 	case errors.As(err, &rf) && rf.Field != "":
@@ -492,16 +502,45 @@ func start(ctx context.Context, timeout func(context.Context, time.Duration) (ti
 	return ctx, func() { cancel(); done() }
 }
 
-// timedOut adds to an error that ended because the operation's timeout passed which setting that is
-// (timeouts.<op>) and its value, so that the user knows what to raise. Other errors are returned as
-// they are.
+// timedOut rewords an error that ended because the operation's timeout passed: what was going on, which
+// setting bounds it (timeouts.<op>) and its value, and a value that fits the operation (its default,
+// or twice a value already above it), in the attribute syntax the schema takes. Other errors are
+// returned as they are.
 func timedOut(ctx context.Context, err error, op string, timeout func(context.Context, time.Duration) (time.Duration, diag.Diagnostics), def time.Duration) error {
 	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return err
 	}
 	d, _ := timeout(context.WithoutCancel(ctx), def)
-	return fmt.Errorf("%w\n\nThe %s did not finish within timeouts.%s (%s). If the machine only needs longer, raise it in this resource: "+
-		"timeouts { %s = \"%s\" }", err, op, op, d, op, 2*d)
+	what := strings.TrimSuffix(strings.TrimSuffix(err.Error(), context.DeadlineExceeded.Error()), ": ")
+	suggest := def
+	if d >= def {
+		suggest = 2 * d
+	}
+	return &reworded{err: err, msg: fmt.Sprintf("%s: stopped when timeouts.%s ran out.\n\nThe %s did not finish within timeouts.%s = %q. "+
+		"If the machine only needs longer, give it more time in this resource: timeouts = { %s = %q }",
+		what, op, op, op, durationString(d), op, durationString(suggest))}
+}
+
+// reworded is an error shown in other words, still matched by errors.Is and errors.As as the original.
+type reworded struct {
+	err error
+	msg string
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }
+
+// durationString writes a duration as the timeouts attributes take it, without zero units ("1h30m",
+// "2s").
+func durationString(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // interrupted reports whether ctx was cancelled (Ctrl-C: Terraform's StopProvider) rather than timed out.

@@ -264,11 +264,17 @@ func NVIDIAName(gpuType string) string {
 }
 
 // DefaultNVSwitch says whether a machine with count GPUs of this model has NVSwitches (8-GPU SXM boards).
+// nvlinkDomainModel matches GB200 and GB300 compute trays by nvidia-smi's name (never a B200 or B300).
+var nvlinkDomainModel = regexp.MustCompile(`^NVIDIA GB(200|300)\b`)
+
 func DefaultNVSwitch(model string, count int) bool {
 	if count != 8 {
 		return false
 	}
 	m := strings.ToUpper(model)
+	if nvlinkDomainModel.MatchString(model) {
+		return false // a GB200/GB300 compute tray: its NVSwitches are in the rack's switch trays
+	}
 	for _, s := range []string{"H100", "H200", "B200", "A100"} {
 		if strings.Contains(m, s) {
 			return true
@@ -601,8 +607,8 @@ func writeMachineFiles(dir string, spec Spec) error {
 			BusID:     fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10),
 			MemoryMiB: memoryMiB(spec.GPUModel),
 		}
-		if nvswitch {
-			gpus[i].NVLinks = 18 // H100, H200 and B200 SXM boards: 18 NVLinks a GPU
+		if nvswitch || nvlinkDomainModel.MatchString(spec.GPUModel) {
+			gpus[i].NVLinks = 18 // H100, H200, B200 SXM boards and GB200 trays: 18 NVLinks a GPU
 		}
 	}
 	if spec.UncorrectableECC > 0 && len(gpus) > 0 {
@@ -611,7 +617,8 @@ func writeMachineFiles(dir string, spec Spec) error {
 	cfg, err := json.MarshalIndent(map[string]any{
 		"gpus": gpus, "driver_version": driver, "cuda_version": cudaVersion(driver), "nvswitch": nvswitch,
 		"persistence_mode": "Enabled", "container": spec.Container,
-		"units": machineUnits(spec.Container, nvswitch), "packages": machinePackages(driver, spec.GPUModel, nvswitch),
+		"units":    machineUnits(spec.Container, nvswitch, nvlinkDomainModel.MatchString(spec.GPUModel)),
+		"packages": machinePackages(driver, spec.GPUModel, nvswitch),
 	}, "", "  ")
 	if err != nil {
 		return err
@@ -717,7 +724,7 @@ func cudaVersion(driver string) string {
 
 // machineUnits are the systemd units the machine's image has, all running and enabled (none in a
 // container).
-func machineUnits(container, nvswitch bool) map[string]any {
+func machineUnits(container, nvswitch, imex bool) map[string]any {
 	units := map[string]any{}
 	if container {
 		return units
@@ -731,6 +738,9 @@ func machineUnits(container, nvswitch bool) map[string]any {
 	units["apt-daily.service"] = map[string]bool{"active": false, "enabled": false}
 	if nvswitch {
 		units["nvidia-fabricmanager.service"] = on
+	}
+	if imex {
+		units["nvidia-imex.service"] = on
 	}
 	return units
 }
@@ -762,11 +772,19 @@ func machinePackages(driver, model string, nvswitch bool) map[string]string {
 		}
 		pkgs["nvidia-fabricmanager"+suffix] = deb
 		pkgs["libnvidia-nscq"+suffix] = deb
-		if strings.Contains(strings.ToUpper(model), "B200") {
+		if regexp.MustCompile(`^NVIDIA B(200|300)\b`).MatchString(model) {
 			pkgs["libnvsdm"+suffix] = deb
 			pkgs["nvlsm"] = "2025.06.0-1"
 			pkgs["infiniband-diags"] = "44.0-2"
 		}
+	}
+	if nvlinkDomainModel.MatchString(model) {
+		// IMEX on GB200/GB300 trays, named as NVIDIA's repository names it (the branch up to 570).
+		name := "nvidia-imex-" + branch
+		if n, _ := strconv.Atoi(branch); n >= 580 {
+			name = "nvidia-imex"
+		}
+		pkgs[name] = deb
 	}
 	return pkgs
 }

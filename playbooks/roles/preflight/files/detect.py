@@ -318,6 +318,71 @@ nvs = prefix + "/proc/driver/nvidia-nvswitch/devices"
 if os.path.isdir(nvs):
     out["nvswitch_count"] = len(os.listdir(nvs))
 
+
+
+def boot_kernel():
+    """The kernel the machine boots into: the newest in /boot with its modules (the boot loader's default
+    entry: grub-mkconfig lists kernels newest first), the running one when /boot has none (a container, a
+    kernel booted otherwise). (release, why)."""
+    found = []
+    try:
+        names = os.listdir(prefix + "/boot")
+    except OSError:
+        names = []
+    for n in names:
+        if n.startswith("vmlinuz-") and os.path.isdir(prefix + "/lib/modules/" + n[len("vmlinuz-"):]):
+            found.append(n[len("vmlinuz-"):])
+    if not found:
+        return os.uname().release, "the running kernel (no kernel with its modules in /boot)"
+    key = lambda r: [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.+~-]", r)]
+    newest = max(found, key=key)
+    return newest, "/boot/vmlinuz-%s, the newest installed kernel (the boot loader's default)" % newest
+
+
+def gpu_pci():
+    """NVIDIA GPUs on the PCI bus (display or 3D controllers of vendor 0x10de): their device ids, and
+    whether each is older than Turing (a device id below 0x1e00: Pascal, Volta), which NVIDIA's open
+    kernel modules cannot drive."""
+    d = prefix + "/sys/bus/pci/devices"
+    out = []
+    try:
+        addrs = sorted(os.listdir(d))
+    except OSError:
+        return out
+    for a in addrs:
+        vendor = read("/sys/bus/pci/devices/%s/vendor" % a).strip()
+        cls = read("/sys/bus/pci/devices/%s/class" % a).strip()
+        if vendor != "0x10de" or not (cls.startswith("0x0300") or cls.startswith("0x0302")):
+            continue
+        dev = read("/sys/bus/pci/devices/%s/device" % a).strip().lower()
+        try:
+            pre = int(dev, 16) < 0x1e00
+        except ValueError:
+            continue
+        out.append({"address": a, "device": dev, "pre_turing": pre})
+    return out
+
+
+def smi_reason(rc, text):
+    """What a failing nvidia-smi means, in words (its real messages)."""
+    if rc == 127:
+        return "no nvidia-smi on the machine"
+    if rc == 124:
+        return "nvidia-smi did not answer within 60 s (a hung GPU or driver)"
+    if "version mismatch" in text:
+        return "the NVIDIA kernel module and the driver's libraries are of different versions (%s)" % text.splitlines()[0]
+    if "couldn't communicate with the NVIDIA driver" in text:
+        return "no NVIDIA kernel module is loaded (nvidia-smi: %s)" % " ".join(text.split())[:300]
+    if "No devices were found" in text:
+        return "the driver finds no GPU (nvidia-smi: No devices were found)"
+    if "GSP" in text:
+        return "the GPU's GSP firmware failed (nvidia-smi: %s)" % " ".join(text.split())[:300]
+    return "nvidia-smi failed (exit code %d): %s" % (rc, " ".join(text.split())[:300] or "no output")
+
+
+out["boot_kernel"], out["boot_kernel_from"] = boot_kernel()
+out["gpu_pci"] = gpu_pci()
+
 # The driver: what nvidia-smi says, the loaded kernel module, and the installed one.
 rc, so, se = run(["nvidia-smi", "--query-gpu=driver_version,persistence_mode,name", "--format=csv,noheader"], 60)
 # A GPU fallen off the bus makes nvidia-smi fail while the driver works for the others: the driver is
@@ -342,6 +407,7 @@ out["driver"] = {
     "loaded_version": loaded,
     "installed_version": installed,
     "mismatch": "version mismatch" in text or bool(loaded and installed and loaded != installed),
+    "reason": "" if first or lost else smi_reason(rc, text),
 }
 out["tools"] = {t: shutil.which(t) is not None for t in (
     "nvidia-ctk", "dcgmi", "nv-hostengine", "nv-fabricmanager", "docker", "nvidia-persistenced", "nft",
@@ -357,6 +423,15 @@ out["units"] = systemd_units() if out["systemd"] else {}
 # Kept for playbooks of your own that read it: the state of the units hydra knows by name.
 out["services"] = {u[:-len(".service")]: v for u, v in out["units"].items() if u.endswith(".service")}
 out["packages"] = packages()
+# A driver the machine has, working or not: nvidia-smi, a driver package, an installed or loaded module.
+# One that fails is never installed over (roles/nvidia_driver).
+DRIVER_PACKAGES = ("nvidia-utils", "nvidia-driver", "nvidia-headless", "nvidia-dkms", "nvidia-kernel-source",
+                   "libnvidia-compute", "cuda-drivers", "linux-modules-nvidia", "linux-objects-nvidia")
+out["driver"]["present_as"] = sorted(
+    [p for p in out["packages"] if p.startswith(DRIVER_PACKAGES)]
+    + (["nvidia-smi (%s)" % shutil.which("nvidia-smi")] if shutil.which("nvidia-smi") else [])
+    + (["kernel module %s" % (loaded or installed)] if loaded or installed else []))
+out["driver"]["present"] = bool(out["driver"]["present_as"])
 out["docker"]["installed"] = out["tools"]["docker"] or any(
     p in out["packages"] for p in ("docker-ce", "docker.io", "moby-engine"))
 

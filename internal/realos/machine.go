@@ -91,7 +91,10 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 	if err != nil {
 		return nil, err
 	}
-	proxy, err := newAptProxy(cache, mirror())
+	if img.OS.Name == "" {
+		img.OS = Debian12
+	}
+	proxy, err := newAptProxy(cache, append([]string{img.OS.Mirror()}, img.OS.securityMirrors()...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -93,9 +93,9 @@ func TestDetectDriver(t *testing.T) {
 	t.Run("GPUs and the boot kernel", func(t *testing.T) {
 		root := t.TempDir()
 		files := map[string]string{
-			"boot/vmlinuz-6.8.0-90-generic":            "",
-			"boot/vmlinuz-6.8.0-151-generic":           "",
-			"boot/vmlinuz-6.8.0-160-generic":           "", // no modules: a removed kernel's leftover
+			"boot/vmlinuz-6.8.0-90-generic":             "",
+			"boot/vmlinuz-6.8.0-151-generic":            "",
+			"boot/vmlinuz-6.8.0-160-generic":            "", // no modules: a removed kernel's leftover
 			"lib/modules/6.8.0-90-generic/modules.dep":  "",
 			"lib/modules/6.8.0-151-generic/modules.dep": "",
 		}

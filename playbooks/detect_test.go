@@ -36,16 +36,23 @@ func TestDetectNVLink5VPD(t *testing.T) {
 	// VPD does not.
 	const switchVPD, nicVPD = "\x82\x10PN SW_MNG\x90\x00", "\x82\x10ConnectX-7 VPI\x90\x00"
 	tests := []struct {
-		name      string
-		vpd       string
-		mode      os.FileMode
-		asNobody  bool
+		name     string
+		vpd      string
+		mode     os.FileMode
+		asNobody bool
+		// sudo: the login may run grep as root without a password (sudo's own rules, in a mount
+		// namespace of the test's: "" no sudo at all, "none" sudo without a rule for the login).
+		sudo      string
 		want      bool
 		wantError string
 	}{
 		{name: "root reads a root-only switch VPD", vpd: switchVPD, mode: 0o600, want: true},
 		{name: "a login without sudo cannot read it: an error, not absent", vpd: switchVPD, mode: 0o600, asNobody: true,
 			wantError: "vpd: permission denied"},
+		{name: "a login with sudo reads it with sudo -n", vpd: switchVPD, mode: 0o600, asNobody: true, sudo: "grep", want: true},
+		{name: "a login with sudo reads a root-only NIC VPD", vpd: nicVPD, mode: 0o600, asNobody: true, sudo: "grep"},
+		{name: "a login whose sudo asks a password: an error", vpd: switchVPD, mode: 0o600, asNobody: true, sudo: "none",
+			wantError: "sudo -n grep SW_MNG"},
 		{name: "a readable switch VPD", vpd: switchVPD, mode: 0o644, asNobody: true, want: true},
 		{name: "a NIC's VPD", vpd: nicVPD, mode: 0o644, asNobody: true},
 		{name: "a root-only NIC VPD read by root", vpd: nicVPD, mode: 0o600},
@@ -72,7 +79,6 @@ func TestDetectNVLink5VPD(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// PATH holds python3 alone: the login has no sudo, no way to root.
 			bin := filepath.Join(root, "bin")
 			if err := os.Mkdir(bin, 0o755); err != nil {
 				t.Fatal(err)
@@ -84,9 +90,36 @@ func TestDetectNVLink5VPD(t *testing.T) {
 			if tc.asNobody {
 				argv = append([]string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"}, argv...)
 			}
+			if tc.sudo != "" {
+				// The machine's real sudo, with rules of the test's own bind-mounted over /etc/sudoers in
+				// a private mount namespace (the host's sudoers stays as it is).
+				sudo, unshare := "/usr/bin/sudo", "/usr/bin/unshare"
+				for _, p := range []string{sudo, unshare} {
+					if _, err := os.Stat(p); err != nil {
+						t.Skipf("%s is missing (tools/install-deps.sh installs sudo)", p)
+					}
+				}
+				if err := os.Symlink(sudo, filepath.Join(bin, "sudo")); err != nil {
+					t.Fatal(err)
+				}
+				rules := "Defaults secure_path=\"/usr/sbin:/usr/bin:/sbin:/bin\"\nroot ALL=(ALL:ALL) ALL\n"
+				if tc.sudo == "grep" {
+					rules += "nobody ALL=(root) NOPASSWD: /usr/bin/grep, /bin/grep\n"
+				}
+				sudoers := filepath.Join(root, "sudoers")
+				if err := os.WriteFile(sudoers, []byte(rules), 0o440); err != nil {
+					t.Fatal(err)
+				}
+				argv = append([]string{unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
+					`mount --bind "$0" /etc/sudoers && exec "$@"`, sudoers}, argv...)
+			}
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Dir = "/"
-			cmd.Env = []string{"HYDRA_ROOT=" + root, "PATH=" + bin}
+			cmd.Env = []string{"HYDRA_ROOT=" + root, "PATH=" + bin + ":/usr/bin:/bin"}
+			if tc.sudo == "" {
+				// PATH holds python3 alone: the login has no sudo, no way to root.
+				cmd.Env = []string{"HYDRA_ROOT=" + root, "PATH=" + bin}
+			}
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()

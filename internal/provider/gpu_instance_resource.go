@@ -16,7 +16,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
-	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
 // The resource maps hydra_gpu_instance's schema to the control plane's requests and records, and the
@@ -121,9 +120,11 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	// data (it passes them only to the destroy half, planned after), so Read hands them over as well.
 	r.rememberCapacity(ctx, req.Private)
 	if req.Plan.Raw.IsNull() {
-		return // destroy
+		// Destroy: where the command is unknown, a destroy plan is where the leftovers guard runs.
+		r.leftoversGuard(ctx, req, resp)
+		return
 	}
-	if r.data.destroying {
+	if r.data.command == commandDestroys {
 		// A destroy's refresh plans every resource too, and throws that plan away: no offer, name or
 		// ownership check may fail it (the destroy of what the state holds goes ahead).
 		return
@@ -136,8 +137,13 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 	if !plan.Name.IsUnknown() && r.data.walk.sharedName(plan.Name.ValueString()) {
-		resp.Diagnostics.AddAttributeError(path.Root("name"), "Two GPU instances share one name", sharedNameDetail(plan.Name.ValueString()))
-		return
+		if r.data.command.refusesNamesAtPlan() {
+			resp.Diagnostics.AddAttributeError(path.Root("name"), "Two GPU instances share one name", sharedNameDetail(plan.Name.ValueString()))
+			return
+		}
+		// Perhaps the refresh a destroy plans first, which must not fail: the create refuses.
+		resp.Diagnostics.AddAttributeWarning(path.Root("name"), "Two GPU instances share one name; apply refuses their creates",
+			sharedNameDetail(plan.Name.ValueString()))
 	}
 	if !req.State.Raw.IsNull() {
 		r.planChange(ctx, req, resp, &plan)
@@ -162,7 +168,8 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	plan.ProvisioningDigest = r.plannedDigest(ctx, &plan, offerReq.Kind, &resp.Diagnostics)
 
-	np := controlplane.NewPlanRequest{Name: plan.Name.ValueString(), Request: offerReq, AllowFallback: plan.AllowFallback.ValueBool(), Held: r.data.walk.holds}
+	np := controlplane.NewPlanRequest{Name: plan.Name.ValueString(), Request: offerReq, AllowFallback: plan.AllowFallback.ValueBool(), Held: r.data.walk.holds,
+		NameRefusedAtApply: !r.data.command.refusesNamesAtPlan()}
 	key := quoteKey(np.Name, offerReq, np.AllowFallback)
 	pinned := !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull()
 	if pinned {
@@ -173,7 +180,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		// quote directory (a plain `terraform apply`, planned and applied here).
 		q, found := fromPrivate(ctx, req.Private, key)
 		if !found {
-			q, found = savedPlanQuote(osproc.ParentArgs(), key)
+			q, found = savedPlanQuote(currentArgs(), key)
 		}
 		if !found {
 			var err error
@@ -339,6 +346,9 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	}
 
 	qkey := quoteKey(name, offerReq, plan.AllowFallback.ValueBool())
+	if refused := r.nameRefusedAtApply(ctx, resp, name, offerReq, qkey); refused {
+		return
+	}
 	// An apply that refuses the planned offer forgets its quote, so the next plan quotes afresh.
 	forgetQuote := func() {
 		if err := r.data.quotes.remove(qkey); err != nil {
@@ -557,6 +567,9 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	name := m.ID.ValueString()
+	if r.data != nil {
+		r.data.walk.refreshed(name)
+	}
 	if capacityRecord(&m) {
 		// A create that failed for lack of capacity: no machine to read. Terraform plans the tainted
 		// record's replacement without its state, right after this refresh: hand the control plane

@@ -326,24 +326,3 @@ data "hydra_gpu_instances" "all" {
 	}
 	_ = s.sb.Delete(context.Background(), stray.ID)
 }
-
-func TestDestroying(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want bool
-	}{
-		{[]string{"terraform", "destroy", "-auto-approve"}, true},
-		{[]string{"/usr/local/bin/terraform", "-chdir=env/prod", "destroy"}, true},
-		{[]string{"terraform", "apply", "-destroy", "-auto-approve"}, true},
-		{[]string{"terraform", "plan", "-destroy", "-out=x"}, true},
-		{[]string{"terraform", "apply", "-auto-approve"}, false},
-		{[]string{"terraform", "plan"}, false},
-		{[]string{"terraform", "import", "hydra_gpu_instance.a", "destroy"}, false},
-		{[]string{"terraform", "validate", "-destroy"}, false},
-		{nil, false},
-	} {
-		if got := destroying(tc.args); got != tc.want {
-			t.Errorf("destroying(%q) = %v, want %v", tc.args, got, tc.want)
-		}
-	}
-}

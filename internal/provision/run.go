@@ -199,7 +199,8 @@ func shellQuote(s string) string {
 func buildCommand(ansible string, checkMode bool, dir *runDir) *exec.Cmd {
 	args := []string{"-i", dir.files.inventory}
 	if checkMode {
-		args = append(args, "--check")
+		// --diff: the modules say what they would change (the events carry the paths, never content).
+		args = append(args, "--check", "--diff")
 	}
 	cmd := exec.Command(ansible, append(args, dir.files.playbook)...)
 	cmd.Dir = dir.path
@@ -320,6 +321,9 @@ func (l *eventLog) handle(ev event) {
 		fields["changed"] = ev.Result["changed"] == true
 		if m, ok := ev.Result["msg"]; ok {
 			fields["msg"] = cut(fmt.Sprint(m), 300)
+		}
+		if d, ok := ev.Result["diff"]; ok {
+			fields["diff"] = d
 		}
 		l.log("task ok", fields)
 	case "skipped":

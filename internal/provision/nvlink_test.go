@@ -20,24 +20,27 @@ func TestNVLinkMachinesReachReady(t *testing.T) {
 	tests := []struct {
 		gpu, model   string
 		count        int
-		want, absent []string // task names the run must report ok / must not run
-		files        []string // files the run writes under the machine's root
+		want, absent []string          // task names the run must report ok / must not run
+		files        map[string]string // files the run writes under the machine's root: what they hold
+		vars         map[string]any
 	}{
 		{gpu: "b200", model: "NVIDIA B200", count: 8,
 			want:   []string{"Enable and start Fabric Manager"},
 			absent: []string{"Enable and start IMEX"},
-			files:  []string{"etc/modules-load.d/hydra-nvlink5.conf"}},
+			files:  map[string]string{"etc/modules-load.d/hydra-nvlink5.conf": "ib_umad"}},
 		{gpu: "gb200", model: "NVIDIA GB200", count: 4,
 			want:   []string{"Enable and start IMEX"},
 			absent: []string{"Enable and start Fabric Manager", "Load the NVLink 5 kernel modules at every boot"},
-			files:  []string{"etc/nvidia-imex/nodes_config.cfg"}},
+			// The domain's trays as the user lists them (by default the tray's private address).
+			vars:  map[string]any{"hydra_imex_nodes": []any{"10.0.7.21", "10.0.7.22"}},
+			files: map[string]string{"etc/nvidia-imex/nodes_config.cfg": "10.0.7.21\n10.0.7.22\n"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.gpu, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, simhost.Spec{GPUModel: tc.model, GPUCount: tc.count}, Config{})
 			rec := &logRecorder{}
-			res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, tc.gpu, tc.count, "", nil, rec))
+			res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, tc.gpu, tc.count, "", tc.vars, rec))
 			if err != nil {
 				t.Fatalf("Provision: %v\nlog:\n%s", err, rec)
 			}
@@ -55,9 +58,9 @@ func TestNVLinkMachinesReachReady(t *testing.T) {
 					t.Errorf("%s: %q ran:\n%s", tc.model, name, log)
 				}
 			}
-			for _, p := range tc.files {
-				if _, err := os.Stat(filepath.Join(f.ep.Root, p)); err != nil {
-					t.Errorf("%s: %v", tc.model, err)
+			for p, want := range tc.files {
+				if b, err := os.ReadFile(filepath.Join(f.ep.Root, p)); err != nil || !strings.Contains(string(b), want) {
+					t.Errorf("%s: %s holds %q (%v), want %q", tc.model, p, b, err, want)
 				}
 			}
 			// The health check judged the fabric (and IMEX's unit on the tray).

@@ -5,14 +5,15 @@
 #   tools/ansible-core.sh debian-12|ubuntu-24.04|debian-13|ubuntu-25.10|ubuntu-26.04
 #   tools/ansible-core.sh <archive URL> <suite>[,<suite>...] <component> <arch>   (any other release)
 #
-# The suites' InRelease files name the SHA256 of their Packages.xz; the index is read only when that
-# changed, and the newest ansible-core among the suites is taken. The .deb is downloaded once, checked
+# The suites' InRelease files name the SHA256 of their Packages.xz; the index is fetched (by hash where
+# the archive offers it) only when that changed, and the newest ansible-core among the suites is taken. The .deb is downloaded once, checked
 # against the SHA256 the index gives, unpacked with `dpkg-deb -x` and kept by version under
 # ${XDG_CACHE_HOME:-~/.cache}/hydra/ansible-core/<version>/. Its Python dependencies (jinja2, yaml,
 # cryptography, packaging, resolvelib) are the system's python3 packages; nothing comes from pip.
 # HYDRA_ANSIBLE_OFFLINE=1 uses what the cache resolved last and fails when it holds nothing.
-# InRelease's signature is not checked (the mirrors are reached over plain HTTP, as apt does before
-# it checks them with its keyrings).
+# Not checked: InRelease's signature (no distribution's keyring is assumed here), and an index that does
+# not match its InRelease (a cache between here and the mirror serving an older InRelease) is used with
+# a warning; the .deb is always checked against the index it came from.
 set -euo pipefail
 case "${1:-}" in
   debian-12) set -- http://deb.debian.org/debian bookworm,bookworm-updates main all ;;

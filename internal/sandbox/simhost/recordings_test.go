@@ -74,6 +74,8 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 155 on 0000:68:00 since boot (NVLINK: SW Defined Error)"},
 		{name: "Xid 156 resource retirement", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "6 156"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 156 on 0000:78:00 since boot (Resource Retirement Event)"},
+		{name: "Xid 120 GSP error", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "3 120"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 120 on 0000:48:00 since boot (GSP task exception: store access page fault"},
 		{name: "Xid 158 GPU fatal timeout", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "7 158"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 158 on 0000:88:00 since boot (GPU Fatal Timeout)"},
 		// CHECK_MECHANICALS (a repair) and RESTART_VM (a reboot of the VM).
@@ -97,6 +99,7 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 		{name: "Xid 154 recovery action", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "3 154"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 154 on 0000:48:00"},
 		{name: "Xid 145 NVLink 5 non-fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 145"}}, verdict: "healthy"},
+		{name: "Xid 144 NVLink 5 non-fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "1 144"}}, verdict: "healthy"},
 		{name: "Xid 149 NVLink 5 fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 149"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 149 on 0000:48:00 since boot (NETIR_LINK_EVT Fatal"},
 		// Memory-error guide: GPUs that remap rows are not judged on the lifetime ECC counters.

@@ -131,7 +131,6 @@ XID_CATALOG_TEXT = {
     "95": "Uncontained: FBHUB. RST: Yes, D-RST: No",
     "110": "Security Fault Error",
     "119": "Timeout after 6s of waiting for RPC response from GPU0 GSP!",
-    "120": "GSP task exception",
     "136": "Link Training Failed",
     "140": "An unrecovered ECC error has been detected",
     "143": "GPU Initialization Error",

@@ -84,7 +84,7 @@ func ubuntu(version, suite string) OS {
 	return OS{Name: "ubuntu-" + version, ID: "ubuntu", VersionID: version, Suite: suite,
 		DefaultMirror: "http://archive.ubuntu.com/ubuntu", MirrorEnv: "HYDRA_REALOS_UBUNTU_MIRROR",
 		Security:   "http://security.ubuntu.com/ubuntu",
-		Components: []string{"main", "restricted", "universe"}, Pockets: []string{suite + "-updates"},
+		Components: []string{"main", "restricted", "universe", "multiverse"}, Pockets: []string{suite + "-updates"},
 		Packages: ubuntuPackages, keyring: ubuntuKeyring}
 }
 
@@ -197,4 +197,26 @@ func fetchChecked(ctx context.Context, u, file, sum string) error {
 		return fmt.Errorf("realos: %s has SHA-256 %x, want %s", u, got, sum)
 	}
 	return os.WriteFile(file, b, 0o644)
+}
+
+// SubstitutionsOf are the substitutions of a machine of o's image (plain: without the stand-in
+// packages): Substitutions, with o's archive, and for a plain image the driver's real install path.
+func SubstitutionsOf(o OS, plain bool) []Substitution {
+	var out []Substitution
+	for _, s := range Substitutions {
+		if o.ID != "debian" {
+			s.Step = strings.ReplaceAll(s.Step, "Debian's mirror", o.Name+"'s archive")
+			s.Instead = strings.ReplaceAll(s.Instead, "Debian's mirror", o.Name+"'s archive")
+		}
+		if plain && strings.HasPrefix(s.Step, "the NVIDIA driver") {
+			s = Substitution{
+				Step: "the NVIDIA driver's packages from the distribution's archive (modules precompiled for the kernel the machine boots), a reboot, the module loaded",
+				Instead: "the same packages, installed by the playbooks from the archive; the reboot is real (systemd-nspawn starts the container again); " +
+					"the image's newest kernel in /boot stands for the booted one; no module loads, so the real nvidia-smi fails as on a machine whose module did not load",
+				Why: "a container runs its host's kernel and cannot load a module",
+			}
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -68,7 +68,7 @@ func TestRealOS_Images(t *testing.T) {
 			if c.o.ID == "ubuntu" {
 				src, err := m.Run(ctx, "cat /etc/apt/sources.list")
 				for _, p := range []string{c.o.Suite + " ", c.o.Suite + "-updates ", c.o.Suite + "-security "} {
-					if err != nil || !strings.Contains(src, " "+p+"main restricted universe") {
+					if err != nil || !strings.Contains(src, " "+p+"main restricted universe multiverse") {
 						t.Errorf("sources.list lacks the %s pocket (%v):\n%s", p, err, src)
 					}
 				}

@@ -1,14 +1,18 @@
-// Package realos boots a real Debian 12 system container for tests of hydra's playbooks: systemd as
-// PID 1 (or, for a pod, no systemd at all), real apt against Debian's mirror, real units, real Debian
-// packages, reachable over SSH on a loopback port. Only the GPU layer is simulated.
+// Package realos boots real system containers of the operating systems GPU clouds boot (Debian 12,
+// Ubuntu 22.04 and 24.04: OSes) for tests of hydra's playbooks: systemd as PID 1 (or, for a pod, no
+// systemd at all), real apt against the distribution's archive, real units, real packages, reachable
+// over SSH on a loopback port. Only the GPU layer is simulated, except in a plain image, which has no
+// NVIDIA package at all (for the driver's install path, with the distribution's real packages).
 //
 // # The root file system
 //
-// EnsureImage builds the root file system once with debootstrap (Debian's bookworm, variant minbase,
-// plus systemd, openssh-server, python3 and the few packages below) and keeps it outside the
-// repository, in CacheDir()/<key>, where key is the SHA-256 of every input (suite, mirror, package
-// list, the stand-in packages and this package's build version): later runs reuse it, a changed input
-// builds another. A file lock keeps concurrent builds (several test processes) from colliding.
+// EnsureImageOf builds an OS's root file system once with debootstrap (variant minbase, from the OS's
+// own archive, Ubuntu's with Ubuntu's keyring package checked by SHA-256 and key fingerprint, plus
+// systemd, openssh-server, python3 and the few packages of OS.Packages) and keeps it outside the
+// repository, in CacheDir()/<key>, where key is the SHA-256 of every input (suite, archive, package
+// list, sources, the stand-in packages and this package's build version): later runs reuse it, a
+// changed input builds another. A file lock keeps concurrent builds (several test processes) from
+// colliding.
 //
 // # A machine
 //

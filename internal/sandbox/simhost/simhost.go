@@ -47,9 +47,10 @@
 //	ecc_aggregate  INDEX [COUNT]          uncorrectable ECC errors over the GPU's life (persistent)
 //	xid            INDEX CODE             an Xid event in the kernel log since boot (dmesg, journalctl -k)
 //	remapped_rows  INDEX pending|failure  a row remapping waiting for a GPU reset, or one that failed
-//	nvlink_down    INDEX [LINK...]        NVLinks reported <inactive> (all of the GPU's without LINK)
-//	fabric         not_started|in_progress|failure
-//	                                      the NVSwitch fabric state nvidia-smi reports (machine-wide)
+//	nvlink_down    INDEX [LINK...|all]    NVLinks reported <inactive> (all of the GPU's without LINK);
+//	                                      all: NVML's line for a GPU whose links are all down
+//	fabric         not_started|in_progress|failure|unhealthy|insufficient_resources
+//	                                      the fabric state nvidia-smi reports (machine-wide)
 //	exporter_dead  node|dcgm ...          the named exporters answer 503
 //	recovery_action INDEX ACTION          NVML's recovery action (gpu_recovery_action) is ACTION
 //	                                      (Reset, Reboot, Drain P2P, Drain and Reset)

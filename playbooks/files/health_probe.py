@@ -44,6 +44,9 @@ ALL = ["nvidia_smi", "gpu_lost", "gpu_count", "gpu_model", "ecc_volatile", "ecc_
 DEFAULT_FATAL_XIDS = [46, 48, 54, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 144, 145, 146, 147, 148, 149,
                       150, 151, 154, 155, 156, 158]
 NVLINK5_XIDS = set(range(144, 151))
+# Lines of 144-150 logged Fatal whose immediate action in the catalog's "XID 144-150 Decode" is IGNORE:
+# (code, line's subcode, sub-component code: intrInfo bits 25:20, as the catalog's masks place it).
+NVLINK5_FATAL_IGNORED = {(149, "NETIR_LINK_EVT", 38), (149, "NETIR_LINK_EVT", 40)}
 DIAG_TIMEOUT = {1: 300, 2: 900, 3: 3600, 4: 10800}
 NA = ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]")
 
@@ -335,8 +338,12 @@ if "xid" in enabled:
             continue  # another tenant's GPU (a pod reads its host's log)
         if code not in fatal:
             continue
-        if code in NVLINK5_XIDS and not re.search(r"\bFatal\b", what):
-            continue
+        if code in NVLINK5_XIDS:
+            if not re.search(r"\bFatal\b", what):
+                continue
+            m5 = re.match(r"(\w+)\b.*?\((0x[0-9A-Fa-f]+)", what)
+            if m5 and (code, m5.group(1), (int(m5.group(2), 16) >> 20) & 0x3f) in NVLINK5_FATAL_IGNORED:
+                continue
         if code == 154 and re.search(r"to 0x0\b", what):
             continue
         what = re.sub(r"^pid=[^,]*, name=[^,]*,\s*", "", what)

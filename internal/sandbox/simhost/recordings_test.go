@@ -99,6 +99,9 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 		{name: "Xid 154 recovery action", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "3 154"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 154 on 0000:48:00"},
 		{name: "Xid 145 NVLink 5 non-fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 145"}}, verdict: "healthy"},
+		// XID 144-150 Decode: NETIR_LINK_EVT subcode 38 is logged Fatal, its immediate action IGNORE
+		// (recorded, gpud-1160); subcode 37 (gpud-1174, the case above) is RESET_GPU.
+		{name: "Xid 149 Fatal whose catalog action is IGNORE", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 149 gpud-1160"}}, verdict: "healthy"},
 		{name: "Xid 144 NVLink 5 non-fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "1 144"}}, verdict: "healthy"},
 		{name: "Xid 149 NVLink 5 fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 149"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 149 on 0000:48:00 since boot (NETIR_LINK_EVT Fatal"},

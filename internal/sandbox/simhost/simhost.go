@@ -45,7 +45,8 @@
 //	                                      lost"), dcgmi does not see it, the kernel log has an Xid 79
 //	ecc_volatile   INDEX [COUNT]          uncorrectable ECC errors since the driver loaded (volatile)
 //	ecc_aggregate  INDEX [COUNT]          uncorrectable ECC errors over the GPU's life (persistent)
-//	xid            INDEX CODE             an Xid event in the kernel log since boot (dmesg, journalctl -k)
+//	xid            INDEX CODE [ID]        an Xid event in the kernel log since boot (dmesg, journalctl -k);
+//	                                      ID picks a recorded line of the code by its source id
 //	remapped_rows  INDEX pending|failure  a row remapping waiting for a GPU reset, or one that failed
 //	nvlink_down    INDEX [LINK...|all]    NVLinks reported <inactive> (all of the GPU's without LINK);
 //	                                      all: NVML's line for a GPU whose links are all down

@@ -331,7 +331,8 @@ func onEachOS(t *testing.T, systemd bool, test func(t *testing.T, f realOSFixtur
 	}
 }
 
-// TestRealOS_BareVM: bare-vm.yml reaches ready on each real OS booted with systemd, installs the
+// TestRealOS_BareVM: bare-vm.yml reaches ready on each real OS booted with systemd, keeps the image's
+// driver (another branch than the one asked for: never a second driver on top), installs the
 // distribution's node_exporter with apt and runs it as a unit on loopback, DCGM and dcgm-exporter as
 // units; a second run changes nothing.
 func TestRealOS_BareVM(t *testing.T) {
@@ -340,7 +341,11 @@ func TestRealOS_BareVM(t *testing.T) {
 }
 
 func testBareVM(t *testing.T, f realOSFixture) {
-	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
+	// Asking for Ubuntu's 580 branch: the image's driver (570) works, so it is kept, and nothing is
+	// installed on top of it.
+	before := f.run(t, nvidiaPackages)
+	marker := f.provisionTwice(t, inventory.KindVM, 2, map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580"})
+	f.noInstall(t, before)
 	t.Logf("prometheus-node-exporter %s installed by the playbooks with apt", f.checkDebianPackage(t, "prometheus-node-exporter"))
 	want := provision.MarkerExporters{Address: "127.0.0.1", NodeExporter: "systemd", DCGMExporter: "systemd"}
 	if marker.Machine.Exporters != want || !marker.Machine.Systemd {

@@ -224,14 +224,16 @@ func (f realOSFixture) checkExporter(t *testing.T, port int, metric string) {
 	}
 }
 
-// checkDebianPackage checks a package is installed (dpkg says so) and returns its version.
+// checkDebianPackage checks a package is installed (dpkg says so: "ii", or "hi" when held) and returns
+// its version.
 func (f realOSFixture) checkDebianPackage(t *testing.T, name string) string {
 	t.Helper()
 	st := f.run(t, "dpkg-query -W -f '${db:Status-Abbrev}${Version}' "+name)
-	if !strings.HasPrefix(st, "ii") {
+	if len(st) < 2 || st[1] != 'i' {
 		t.Errorf("%s is not installed: %q", name, st)
+		return ""
 	}
-	return strings.TrimSpace(strings.TrimPrefix(st, "ii"))
+	return strings.TrimSpace(st[2:])
 }
 
 // watchExposure watches, until the returned function is called, for a listening TCP socket on an

@@ -167,7 +167,8 @@ def packages():
     out = {}
     for line in so.splitlines():
         parts = line.split("\t")
-        if len(parts) >= 3 and parts[2].startswith("ii"):
+        # Installed: the status's second letter is "i" ("ii", or "hi" when held: hydra holds the GPU stack).
+        if len(parts) >= 3 and parts[2][1:2] == "i":
             out[parts[0].split(":")[0]] = parts[1]
     return out
 

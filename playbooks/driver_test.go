@@ -47,9 +47,11 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-// The messages a failing nvidia-smi prints, as the real binary does: they are strings of nvidia-smi
-// 580.95.05 (nvidia-utils-580-server 580.95.05-0ubuntu0.24.04.2, Ubuntu's archive), found there with
-// `strings`, and the NVML mismatch line as recorded in internal/sandbox/simhost (PROVENANCE.md).
+// The messages a failing nvidia-smi prints, as the real binary does: the first two are strings of
+// nvidia-smi 550.54.15 (nvidia-utils-550-server 550.54.15-0ubuntu2, Ubuntu noble's multiverse), found
+// there with `strings`, the first also printed by it with no kernel module (TestRealOS_DriverInstall);
+// the mismatch line as recorded in internal/sandbox/simhost (PROVENANCE.md). The exit codes are not
+// asserted.
 const (
 	smiNoModule   = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
 	smiNoDevices  = "No devices were found"

@@ -208,6 +208,9 @@ func SubstitutionsOf(o OS, plain bool) []Substitution {
 			s.Step = strings.ReplaceAll(s.Step, "Debian's mirror", o.Name+"'s archive")
 			s.Instead = strings.ReplaceAll(s.Instead, "Debian's mirror", o.Name+"'s archive")
 		}
+		if plain && (strings.HasPrefix(s.Step, "DCGM") || strings.HasPrefix(s.Step, "the NVIDIA Container Toolkit") || strings.HasPrefix(s.Step, "Docker's daemon")) {
+			continue // a plain image has none of the stand-ins
+		}
 		if plain && strings.HasPrefix(s.Step, "the NVIDIA driver") {
 			s = Substitution{
 				Step: "the NVIDIA driver's packages from the distribution's archive (modules precompiled for the kernel the machine boots), a reboot, the module loaded",

@@ -106,7 +106,7 @@ func TestRealOS_DriverKept(t *testing.T) {
 }
 
 // TestRealOS_DriverInstall: a plain Ubuntu 24.04 machine (no NVIDIA package, as a cloud's plain
-// image; its kernel package installed as such an image has one) provisioned with
+// image, with a kernel package as such an image has: realos.Ubuntu2404.PlainKernel) provisioned with
 // hydra_nvidia_driver_source "ubuntu" gets Canonical's real driver packages from Ubuntu's archive:
 //   - branch 570, which noble's archive carries only as a transitional package to 580, is refused,
 //     naming 580, and nothing is installed;
@@ -125,9 +125,10 @@ func TestRealOS_DriverKept(t *testing.T) {
 func TestRealOS_DriverInstall(t *testing.T) {
 	t.Parallel()
 	const kernel, branch = "6.8.0-31-generic", "550"
+	if realos.Ubuntu2404.PlainKernel != "linux-image-"+kernel {
+		t.Fatalf("the plain image's kernel is %s, not the test's %s", realos.Ubuntu2404.PlainKernel, kernel)
+	}
 	f := newRealOSOn(t, realos.Ubuntu2404, true, realos.Options{Systemd: true, GPU: gpuSpec(), Prepare: []string{
-		// The kernel a cloud's image carries.
-		"apt-get -q update >/dev/null && apt-get install -y -q --no-install-recommends linux-image-" + kernel + " >/dev/null",
 		// A hold on one of the driver's packages, as an earlier run's (or the image's) would be.
 		"apt-mark hold nvidia-utils-" + branch + "-server",
 	}})

@@ -71,7 +71,7 @@ func TestKnownCloudsValidator(t *testing.T) {
 		{"spelling", []string{"prime_intellect"}, []string{`"prime_intellect" is not a cloud hydra knows; did you mean "primeintellect"? Accepted values: ` + all}},
 		{"case", []string{"Lambda"}, []string{`did you mean "lambda"?`}},
 		{"two bad", []string{"aws", "gcp", "verda"}, []string{`"aws"`, `"gcp"`}},
-		{"empty", []string{}, []string{"clouds is empty; leave it out to use every configured cloud, or name at least one of: " + all}},
+		{"empty", []string{}, []string{"clouds is empty; leave it out to use every cloud the provider configures, or name at least one of them. A cloud is configured by its block in the provider (`atlas { ... }`, `lambda { ... }`, `mithril { ... }`, `primeintellect { ... }`, `upcloud { ... }`, `verda { ... }`); with none, hydra uses the sandbox."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			elems := make([]attr.Value, len(tc.values))

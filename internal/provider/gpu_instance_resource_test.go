@@ -256,8 +256,8 @@ func TestAccGPUInstance_interruptedCreate(t *testing.T) {
 		{
 			// The machine boots for a minute; the create is cut off after 2s (the same path as Ctrl-C:
 			// the RPC's context ends).
-			PreConfig:   func() { s.setFaults(sandbox.Faults{BootTime: "60s"}) },
-			Config:      slow,
+			PreConfig: func() { s.setFaults(sandbox.Faults{BootTime: "60s"}) },
+			Config:    slow,
 			ExpectError: errorPattern("waiting for instance sbx-vm-interrupted--", "to run (last status pending): stopped when timeouts.create ran out",
 				`did not finish within timeouts.create = "2s"`, `timeouts = { create = "1h" }`, "kept in state (tainted)"),
 		},

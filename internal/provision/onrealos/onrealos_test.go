@@ -323,9 +323,24 @@ func gpuSpec() simhost.Spec {
 }
 
 // onEachOS runs test on a machine of each OS the clouds boot (realos.OSes: Debian 12, Ubuntu 22.04
-// and 24.04), side by side.
+// and 24.04), side by side; HYDRA_REALOS_OSES (names, comma-separated) runs only those.
 func onEachOS(t *testing.T, systemd bool, test func(t *testing.T, f realOSFixture)) {
-	for _, o := range realos.OSes() {
+	oses := realos.OSes()
+	if only := os.Getenv("HYDRA_REALOS_OSES"); only != "" {
+		byName := map[string]realos.OS{}
+		for _, o := range oses {
+			byName[o.Name] = o
+		}
+		oses = nil
+		for _, n := range strings.Split(only, ",") {
+			o, ok := byName[strings.TrimSpace(n)]
+			if !ok {
+				t.Fatalf("HYDRA_REALOS_OSES names %q, not one of debian-12, ubuntu-22.04, ubuntu-24.04", n)
+			}
+			oses = append(oses, o)
+		}
+	}
+	for _, o := range oses {
 		t.Run(o.Name, func(t *testing.T) {
 			t.Parallel()
 			test(t, newRealOSOn(t, o, false, realos.Options{Systemd: systemd, GPU: gpuSpec()}))

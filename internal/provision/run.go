@@ -413,9 +413,20 @@ func failureMessage(res map[string]any) string {
 	return strings.Join(parts, ": ")
 }
 
-// exceptionLine is the last line of a Python traceback: the exception's type and message.
+// exceptionLine is the line of a Python traceback that gives the exception's type and message: of a
+// chain of exceptions ("The above exception was the direct cause ...", as ansible-core 2.19's
+// AnsibleTaskError wraps the error), the first, the cause. Text that is no traceback is given whole.
 func exceptionLine(traceback string) string {
-	lines := strings.Split(strings.TrimSpace(traceback), "\n")
+	traceback = strings.TrimSpace(traceback)
+	for _, line := range strings.Split(traceback, "\n") {
+		if line == "" || line[0] == ' ' || line[0] == '\t' || strings.HasPrefix(line, "Traceback ") {
+			continue
+		}
+		if typ, _ := splitException(strings.TrimSpace(line)); typ != "" {
+			return strings.TrimSpace(line)
+		}
+	}
+	lines := strings.Split(traceback, "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 

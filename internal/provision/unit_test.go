@@ -180,6 +180,10 @@ func TestFailureMessage(t *testing.T) {
 		// ansible-core 2.19: the message has the exception's message, the traceback its type.
 		{map[string]any{"msg": "Task failed: missing 1 argument", "exception": "Traceback:\n  File \"x\"\nTypeError: missing 1 argument\n"}, "Task failed: missing 1 argument (TypeError)"},
 		{map[string]any{"msg": "Task failed: boom", "exception": "(traceback unavailable)"}, "Task failed: boom"},
+		// ansible-core 2.19.0: a chain, whose cause comes first.
+		{map[string]any{"msg": "Task failed: boom", "exception": "Traceback (most recent call last):\n  File \"x\", line 1, in f\n    raise TypeError('boom')\nTypeError: boom\n\n" +
+			"The above exception was the direct cause of the following exception:\n\nTraceback (most recent call last):\n  File \"y\"\nansible.errors.AnsibleTaskError: Task failed: boom\n"},
+			"Task failed: boom (TypeError)"},
 		{map[string]any{"exception": "(traceback unavailable)"}, "(traceback unavailable)"},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,193 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+)
+
+// matrixDistributions are the distributions whose ansible-core TestAnsibleCoreMatrix runs (the
+// names tools/ansible-core.sh knows); HYDRA_ANSIBLE_MATRIX replaces them (space-separated; an entry
+// may also be "<archive URL>,<suite>,<component>,<arch>" for any other release).
+var matrixDistributions = []string{"debian-12", "ubuntu-24.04", "debian-13", "ubuntu-25.10", "ubuntu-26.04"}
+
+// fetchAnsibleCore runs tools/ansible-core.sh for one distribution: the .deb from its archive, checked
+// and unpacked once into the cache. It returns ansible-core's version and its ansible-playbook.
+func fetchAnsibleCore(t *testing.T, dist string) (version, playbook string) {
+	t.Helper()
+	_, self, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(self), "..", "..", "tools", "ansible-core.sh")
+	args := append([]string{script}, strings.Split(dist, ",")...)
+	cmd := exec.Command("bash", args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil && os.Getenv("HYDRA_ANSIBLE_OFFLINE") == "1" {
+		msg := "SKIPPING: HYDRA_ANSIBLE_OFFLINE=1 and " + dist + "'s ansible-core is not in the cache: " + strings.TrimSpace(stderr.String())
+		fmt.Fprintln(os.Stderr, msg)
+		t.Skip(msg)
+	}
+	if err != nil {
+		t.Fatalf("fetching %s's ansible-core (offline, HYDRA_ANSIBLE_OFFLINE=1 uses only the cache): %v\n%s", dist, err, stderr.String())
+	}
+	if s := strings.TrimSpace(stderr.String()); s != "" {
+		t.Log(s)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		t.Fatalf("tools/ansible-core.sh %s printed %q", dist, out)
+	}
+	return f[0], f[1]
+}
+
+// needsNewerPython matches what ansible-core says when the system Python is older than it supports.
+var needsNewerPython = regexp.MustCompile(`Ansible requires Python (\d+\.\d+) or newer on the controller`)
+
+// TestAnsibleCoreMatrix provisions a VM and an execlet of the sandbox to ready, then provisions both
+// again and sees nothing change, with each distribution's own ansible-core (its .deb, run by the system
+// Python with the system's python3 packages). A version that cannot run on the system Python must be
+// refused by hydra's check with ansible-core's own reason, which the test asserts instead.
+func TestAnsibleCoreMatrix(t *testing.T) {
+	requireTools(t)
+	dists := matrixDistributions
+	if s := os.Getenv("HYDRA_ANSIBLE_MATRIX"); s != "" {
+		dists = strings.Fields(s)
+	}
+	for _, dist := range dists {
+		t.Run(dist, func(t *testing.T) {
+			t.Parallel()
+			version, playbook := fetchAnsibleCore(t, dist)
+			t.Logf("%s: ansible-core %s (%s)", dist, version, playbook)
+			if out, err := exec.Command(playbook, "--version").CombinedOutput(); err != nil {
+				m := needsNewerPython.FindStringSubmatch(string(out))
+				if m == nil {
+					t.Fatalf("ansible-core %s does not run: %v\n%s", version, err, out)
+				}
+				err := CheckAnsible(playbook)
+				if err == nil || !strings.Contains(err.Error(), m[0]) {
+					t.Fatalf("hydra's check of ansible-core %s, which needs Python %s: %v", version, m[1], err)
+				}
+				t.Logf("ansible-core %s needs Python %s on the controller; hydra refuses it saying so: %v", version, m[1], err)
+				return
+			}
+			if err := CheckAnsible(playbook); err != nil {
+				t.Fatalf("CheckAnsible(%s): %v", playbook, err)
+			}
+			key, pub := clientKey(t)
+			tmp := shortTemp(t)
+			r, err := New(Config{
+				AnsiblePlaybook: playbook, PrivateKey: key, TempDir: tmp,
+				SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			machines := []struct {
+				kind, gpu string
+				count     int
+			}{{inventory.KindVM, "h100", 8}, {inventory.KindExeclet, "l40s", 2}}
+			var wg sync.WaitGroup
+			for _, m := range machines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ep := startMachine(t, simhost.Spec{GPUModel: simhost.NVIDIAName(m.gpu), GPUCount: m.count, AuthorizedKeys: []string{pub}})
+					f := fixture{runner: r, ep: ep, tmpBase: tmp}
+					rec := &logRecorder{}
+					started := time.Now()
+					res, err := r.Provision(context.Background(), f.request(m.kind, m.gpu, m.count, "", nil, rec))
+					if err != nil {
+						t.Errorf("%s with ansible-core %s: %v\nlog:\n%s", m.kind, version, err, rec)
+						return
+					}
+					marker := checkMarker(t, f, m.kind, nil, res.HostKey, started)
+					again := &logRecorder{}
+					req := f.request(m.kind, m.gpu, m.count, res.HostKey, nil, again)
+					req.Attempt = 2
+					if _, err := r.Provision(context.Background(), req); err != nil {
+						t.Errorf("%s with ansible-core %s, second run: %v\nlog:\n%s", m.kind, version, err, again)
+						return
+					}
+					if strings.Contains(again.String(), "changed:true") {
+						t.Errorf("%s with ansible-core %s: the second run changed something:\n%s", m.kind, version, again)
+					}
+					if !strings.Contains(again.String(), "playbook succeeded") {
+						t.Errorf("%s with ansible-core %s: the second run's log lacks its success:\n%s", m.kind, version, again)
+					}
+					if m2 := checkMarker(t, f, m.kind, nil, res.HostKey, started); !m2.ProvisionedAt.Equal(marker.ProvisionedAt) {
+						t.Errorf("%s with ansible-core %s: the second run rewrote the marker", m.kind, version)
+					}
+				}()
+			}
+			wg.Wait()
+			assertEmptyDir(t, tmp)
+			if !t.Failed() {
+				taskExceptionIsNamed(t, playbook, version)
+			}
+		})
+	}
+}
+
+// machineryFault is a sitecustomize.py that makes Ansible's own final validation of the task that loads
+// a machine's variables raise a TypeError (not an Ansible error), wherever the task runs (a worker, or
+// hydra_free in the controller): on 2.14 to 2.18 Ansible reports such a task failed with the traceback
+// and no message.
+const machineryFault = `try:
+    from ansible.playbook.task import Task
+    _post_validate = Task.post_validate
+
+    def _faulty(self, *args, **kwargs):
+        if "Load this machine's variables" in str(self.name):
+            raise TypeError("missing 1 required positional argument: 'variable_manager' (injected)")
+        return _post_validate(self, *args, **kwargs)
+    Task.post_validate = _faulty
+except ImportError:
+    pass
+`
+
+// taskExceptionIsNamed provisions a machine with an ansible-playbook whose TaskExecutor raises on the
+// first task, and checks that the failure names the exception (its type and message), not "the task
+// failed without a message".
+func taskExceptionIsNamed(t *testing.T, ansible, version string) {
+	dir := t.TempDir()
+	site := filepath.Join(dir, "site")
+	if err := os.MkdirAll(site, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(site, "sitecustomize.py"), []byte(machineryFault), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(dir, "ansible-playbook")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nPYTHONPATH="+site+" exec "+ansible+" \"$@\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key, pub := clientKey(t)
+	r, err := New(Config{AnsiblePlaybook: wrapper, PrivateKey: key, TempDir: shortTemp(t),
+		SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := startMachine(t, simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1, AuthorizedKeys: []string{pub}})
+	f := fixture{runner: r, ep: ep}
+	rec := &logRecorder{}
+	res, err := r.Provision(context.Background(), f.request(inventory.KindVM, "l4", 1, "", nil, rec))
+	// "TypeError: <message>" (2.14 to 2.18), or "Task failed: <message> (TypeError)" (2.19 and later).
+	want := regexp.MustCompile(`TypeError: missing 1 required positional argument: 'variable_manager' \(injected\)|` +
+		`missing 1 required positional argument: 'variable_manager' \(injected\) \(TypeError\)`)
+	if err == nil || !want.MatchString(err.Error()) || !want.MatchString(res.Message) ||
+		res.FailedTask != "Load this machine's variables" {
+		t.Errorf("ansible-core %s, a task whose validation raised: error %v, result %+v; want the exception named (%s)\nlog:\n%s",
+			version, err, res, want, rec)
+	}
+}

@@ -2,10 +2,15 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
@@ -83,11 +88,60 @@ func WatchParent(interval time.Duration, cleanup func()) {
 	os.Exit(1)
 }
 
+// pluginDirPrefix starts the name of a provider's plugin socket directory.
+const pluginDirPrefix = "hydra-plugin-"
+
+// sweepPluginDirs removes the plugin socket directories in base that providers killed themselves (SIGKILL:
+// no cleanup ran) left: older than minAge (a provider starting now may not listen yet), this user's,
+// holding nothing but sockets, none of which accepts a connection.
+func sweepPluginDirs(base string, minAge time.Duration) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), pluginDirPrefix) {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		fi, err := os.Lstat(dir)
+		if err != nil || time.Since(fi.ModTime()) < minAge || !osproc.OwnedByMe(fi) {
+			continue
+		}
+		if stalePluginDir(dir) {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
+// stalePluginDir reports whether dir holds only sockets that refuse connections.
+func stalePluginDir(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Type()&fs.ModeSocket == 0 {
+			return false
+		}
+		c, err := net.DialTimeout("unix", filepath.Join(dir, e.Name()), time.Second)
+		if err == nil {
+			_ = c.Close()
+			return false // a provider listens there
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return false
+		}
+	}
+	return true
+}
+
 // PluginSocketDir has go-plugin create the provider's Unix socket in a directory of this process's own
 // (PLUGIN_UNIX_SOCKET_DIR, inside the one Terraform named or the temporary directory), so that a
 // provider that exits because Terraform died, which cannot stop its server gracefully, removes the
 // socket with it: the returned func removes the directory. Nothing changes on Windows (go-plugin
-// listens on TCP there) or when the socket must be group-writable (PLUGIN_UNIX_SOCKET_GROUP).
+// listens on TCP there) or when the socket must be group-writable (PLUGIN_UNIX_SOCKET_GROUP). Directories
+// that providers killed themselves left are removed first (sweepPluginDirs).
 func PluginSocketDir() (cleanup func()) {
 	if runtime.GOOS == "windows" || os.Getenv("PLUGIN_UNIX_SOCKET_GROUP") != "" {
 		return func() {}
@@ -96,7 +150,8 @@ func PluginSocketDir() (cleanup func()) {
 	if base == "" {
 		base = os.TempDir()
 	}
-	dir, err := os.MkdirTemp(base, "hydra-plugin-")
+	sweepPluginDirs(base, time.Minute)
+	dir, err := os.MkdirTemp(base, pluginDirPrefix)
 	if err != nil {
 		return func() {} // go-plugin makes the socket where it would have
 	}

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,5 +89,65 @@ func TestAccProviderExitRemovesSocket(t *testing.T) {
 	}
 	if len(names) > 0 {
 		t.Fatalf("the provider exited because its parent died and left %q in the temporary directory", names)
+	}
+}
+
+// TestSweepPluginDirs: of the plugin socket directories in a temporary directory, only the one a
+// killed provider left (old, its socket refusing connections) is removed; a provider's that listens,
+// one too young to tell, one holding anything else and other directories stay.
+func TestSweepPluginDirs(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("go-plugin listens on TCP on Windows")
+	}
+	base := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	mk := func(name string, age time.Time, listen bool) *net.UnixListener {
+		dir := filepath.Join(base, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "plugin1"), Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !listen {
+			l.SetUnlinkOnClose(false)
+			_ = l.Close()
+			l = nil
+		} else {
+			t.Cleanup(func() { _ = l.Close() })
+		}
+		if err := os.Chtimes(dir, age, age); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	mk(pluginDirPrefix+"1", old, false)        // killed provider's
+	mk(pluginDirPrefix+"2", old, true)         // a live provider's
+	mk(pluginDirPrefix+"3", time.Now(), false) // too young
+	mk("other-4", old, false)                  // not a plugin directory
+	other := filepath.Join(base, pluginDirPrefix+"5")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "notes"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(other, old, old); err != nil {
+		t.Fatal(err)
+	}
+
+	sweepPluginDirs(base, time.Minute)
+	var left []string
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := []string{pluginDirPrefix + "2", pluginDirPrefix + "3", pluginDirPrefix + "5", "other-4"}
+	if strings.Join(left, " ") != strings.Join(want, " ") {
+		t.Fatalf("left %q, want %q", left, want)
 	}
 }

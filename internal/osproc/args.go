@@ -11,18 +11,6 @@ import (
 // macOS; nil where neither can be read (Windows, a Linux without /proc) or the parent is gone.
 func ParentArgs() []string { return processArgs(os.Getppid()) }
 
-// nulArgs splits a NUL-separated, NUL-terminated argument vector (Linux's /proc/<pid>/cmdline).
-func nulArgs(data []byte) []string {
-	if len(data) == 0 {
-		return nil
-	}
-	var args []string
-	for _, a := range bytes.Split(bytes.TrimRight(data, "\x00"), []byte{0}) {
-		args = append(args, string(a))
-	}
-	return args
-}
-
 // procArgs2Args reads the argument vector out of macOS's kern.procargs2 buffer: argc as a 32-bit
 // integer in host order, the executable's path, NUL padding, then argc NUL-terminated arguments (the
 // environment follows them). nil when the buffer is shorter than it says.

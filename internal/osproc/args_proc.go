@@ -3,6 +3,7 @@
 package osproc
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 )
@@ -14,4 +15,16 @@ func processArgs(pid int) []string {
 		return nil
 	}
 	return nulArgs(data)
+}
+
+// nulArgs splits a NUL-separated, NUL-terminated argument vector (Linux's /proc/<pid>/cmdline).
+func nulArgs(data []byte) []string {
+	if len(data) == 0 {
+		return nil
+	}
+	var args []string
+	for _, a := range bytes.Split(bytes.TrimRight(data, "\x00"), []byte{0}) {
+		args = append(args, string(a))
+	}
+	return args
 }

@@ -12,10 +12,8 @@ import (
 // pid never changes, it waits on a handle to the parent process opened at the first call.
 type Parent struct {
 	pid int
-	// handle is the parent's process handle (Windows); 0 elsewhere, or when it could not be opened.
-	handle uintptr
-	// lost is set when the parent was already gone at the first call.
-	lost bool
+	// sys is what the system needs to watch it (parent_<os>.go).
+	sys parentSys
 }
 
 var (

@@ -8,6 +8,13 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// parentSys is the parent's process handle (0 when it could not be opened), and whether the parent was
+// already gone at the first call.
+type parentSys struct {
+	handle windows.Handle
+	lost   bool
+}
+
 // openParent opens a handle to the parent process that lets this process wait for its end. The handle
 // keeps the parent's process object, so a pid reused after the parent's death cannot be mistaken for
 // it; a process with the parent's pid that started after this one is not the parent (it died first).
@@ -16,15 +23,15 @@ func openParent(pid int) *Parent {
 	h, err := windows.OpenProcess(windows.SYNCHRONIZE|windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
 	if err != nil {
 		// No such process: the parent is gone already. Access denied: it cannot be watched.
-		p.lost = errors.Is(err, windows.ERROR_INVALID_PARAMETER)
+		p.sys.lost = errors.Is(err, windows.ERROR_INVALID_PARAMETER)
 		return p
 	}
 	if startedAfterMe(h) {
 		_ = windows.CloseHandle(h)
-		p.lost = true
+		p.sys.lost = true
 		return p
 	}
-	p.handle = uintptr(h)
+	p.sys.handle = h
 	return p
 }
 
@@ -40,24 +47,24 @@ func startedAfterMe(h windows.Handle) bool {
 
 // Gone reports whether the parent process has exited (its handle is signalled).
 func (p *Parent) Gone() bool {
-	if p.lost {
+	if p.sys.lost {
 		return true
 	}
-	if p.handle == 0 {
+	if p.sys.handle == 0 {
 		return false
 	}
-	ev, err := windows.WaitForSingleObject(windows.Handle(p.handle), 0)
+	ev, err := windows.WaitForSingleObject(p.sys.handle, 0)
 	return err == nil && ev == windows.WAIT_OBJECT_0
 }
 
 // wait blocks until the parent exits; false when it cannot be watched (no handle).
 func (p *Parent) wait() bool {
-	if p.lost {
+	if p.sys.lost {
 		return true
 	}
-	if p.handle == 0 {
+	if p.sys.handle == 0 {
 		return false
 	}
-	ev, err := windows.WaitForSingleObject(windows.Handle(p.handle), windows.INFINITE)
+	ev, err := windows.WaitForSingleObject(p.sys.handle, windows.INFINITE)
 	return err == nil && ev == windows.WAIT_OBJECT_0
 }

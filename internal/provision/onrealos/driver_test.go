@@ -218,8 +218,10 @@ func TestRealOS_DriverInstallDKMS(t *testing.T) {
 	t.Parallel()
 	const kernel, branch = "6.8.0-31-generic", "550"
 	f := newRealOSOn(t, realos.Ubuntu2404, true, realos.Options{Systemd: true, GPU: gpuSpec()})
+	// Without a module to name the version, noble's newest 550-server build is a transitional package to
+	// 570 (refused); the release pocket's 550.54.15 is a real one, set here.
 	vars := asVM(map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": branch,
-		"hydra_nvidia_driver_kernel_modules": "dkms"})
+		"hydra_nvidia_driver_kernel_modules": "dkms", "hydra_nvidia_driver_version": "550.54.15"})
 	task, msg, rec := f.provisionFails(t, vars)
 	if !strings.HasSuffix(task, "Check the driver answers") || !strings.Contains(msg, "after installing "+branch+".") ||
 		!strings.Contains(msg, "no NVIDIA kernel module is loaded") {

@@ -15,6 +15,8 @@
 #     wall time, ratio to one machine, CPU, peak memory of the provisioning processes, ansible-playbook runs.
 # BENCH_PLAN=0 skips 1 to 4; BENCH_READY=0 skips 5 and 6; BENCH_FLEET (20), BENCH_BOOTS ("10s 60s") and
 # BENCH_PROVISIONED (3) size them; BENCH_FLEET_PROVISIONING=0 skips 7, BENCH_FLEETS ("1 20 5 10") sizes it.
+# BENCH_ANSIBLE_PLAYBOOK runs another ansible-playbook (tools/ansible-core.sh fetches a distribution's;
+# a wrapper that sets ANSIBLE_STRATEGY=free and execs it measures Ansible's own free strategy instead of hydra_free).
 # Only the fleet table: BENCH_PLAN=0 BENCH_READY=0 make bench
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -187,7 +189,8 @@ mkapply() { # dir, count, boot_time, provisioning (on|off)
     enabled = false
   }'
   if [ "$4" = on ]; then prov='provisioning {
-    retry_delay = "1s"
+    retry_delay = "1s"'"${BENCH_ANSIBLE_PLAYBOOK:+
+    ansible_playbook = \"$BENCH_ANSIBLE_PLAYBOOK\"}"'
   }'; fi
   cat > "$1/main.tf" <<TF
 terraform {

@@ -52,7 +52,8 @@ var callbackPlugin []byte
 
 // strategyPlugin is the batch's strategy: Ansible's free strategy, except that the controller itself
 // reports the tasks skipped by their condition and runs the tasks that run nothing on the machine, where
-// Ansible would fork a worker for each (see hydra_free.py).
+// Ansible would fork a worker for each (see hydra_free.py); on ansible-core 2.14 only, plain free on any
+// other.
 //
 //go:embed strategy/hydra_free.py
 var strategyPlugin []byte

@@ -661,7 +661,7 @@ func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*memb
 		"forks = " + strconv.Itoa(max(len(hosts), 1)),
 		// hydra_free is the free strategy, except that a task skipped by its condition or one that
 		// runs nothing on the machine (set_fact, assert, ...) costs no worker: the controller does
-		// it itself (see hydra_free.py).
+		// it itself (see hydra_free.py); on ansible-core 2.14 only, the free strategy on any other.
 		"strategy_plugins = " + filepath.Join(dir, "strategy"),
 		"strategy = hydra_free",
 		// ansible-core 2.19 and later keep a failed task's traceback (its exception's type) only when

@@ -7,7 +7,9 @@
 # systemd-nspawn from a debootstrap tree; internal/realos), sudo (the preflight's probe reads root-only
 # files with sudo -n as a login user; playbooks/detect_test.go), curl and xz-utils (tools/ansible-core.sh
 # fetches the distributions' ansible-core .debs for TestAnsibleCoreMatrix; they run on the system's
-# python3-jinja2, -yaml, -cryptography, -packaging and -resolvelib, which ansible-core brings).
+# python3-jinja2, -yaml, -cryptography, -packaging and -resolvelib, which ansible-core brings), gcc,
+# make, pkg-config and libssl-dev, libffi-dev, zlib1g-dev, libbz2-dev, liblzma-dev (tools/python.sh
+# builds Debian 13's CPython with them, for the ansible-core releases Debian 12's Python is too old for).
 # Go and the Terraform CLI must already be there (this machine kind ships both).
 set -euo pipefail
 need=()
@@ -23,6 +25,12 @@ command -v curl >/dev/null || need+=(curl)
 command -v xz >/dev/null || need+=(xz-utils)
 for m in jinja2 yaml cryptography packaging resolvelib; do
   [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $m" 2>/dev/null || need+=("python3-$m")
+done
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
+command -v make >/dev/null || need+=(make)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+for p in libssl-dev libffi-dev zlib1g-dev libbz2-dev liblzma-dev; do
+  dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

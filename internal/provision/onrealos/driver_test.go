@@ -31,7 +31,13 @@ func asVM(vars map[string]any) map[string]any {
 // provisionFails runs kind's playbook once, wants it to fail, and returns the failed task and message.
 func (f realOSFixture) provisionFails(t *testing.T, vars map[string]any) (string, string, *runLog) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	return f.provisionFailsWithin(t, vars, 20*time.Minute)
+}
+
+// provisionFailsWithin is provisionFails with a time budget of d.
+func (f realOSFixture) provisionFailsWithin(t *testing.T, vars map[string]any, d time.Duration) (string, string, *runLog) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	rec := &runLog{}
 	started := time.Now()
@@ -221,8 +227,10 @@ func TestRealOS_DriverInstallDKMS(t *testing.T) {
 	// Without a module to name the version, noble's newest 550-server build is a transitional package to
 	// 570 (refused); the release pocket's 550.54.15 is a real one, set here.
 	vars := asVM(map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": branch,
-		"hydra_nvidia_driver_kernel_modules": "dkms", "hydra_nvidia_driver_version": "550.54.15"})
-	task, msg, rec := f.provisionFails(t, vars)
+		"hydra_nvidia_driver_kernel_modules": "dkms", "hydra_nvidia_driver_version": "550.54.15",
+		// The module's build inside the install takes longer here than a quarter of the run's budget.
+		"hydra_apt_timeout_seconds": 2400})
+	task, msg, rec := f.provisionFailsWithin(t, vars, 45*time.Minute)
 	if !strings.HasSuffix(task, "Check the driver answers") || !strings.Contains(msg, "after installing "+branch+".") ||
 		!strings.Contains(msg, "no NVIDIA kernel module is loaded") {
 		t.Errorf("the install failed at %q: %s\nlog:\n%s", task, msg, rec)

@@ -2,7 +2,7 @@
 # Fetches the ansible-core a distribution ships, as its own .deb from its archive, and prints
 # "<version> <path of an ansible-playbook that runs it with /usr/bin/python3>".
 #
-#   tools/ansible-core.sh debian-12|ubuntu-24.04|debian-13|ubuntu-25.10|ubuntu-26.04
+#   tools/ansible-core.sh debian-12|ubuntu-24.04|ubuntu-25.04|debian-13|ubuntu-25.10|ubuntu-26.04
 #   tools/ansible-core.sh <archive URL> <suite>[,<suite>...] <component> <arch>   (any other release)
 #
 # The suites' InRelease files name the SHA256 of their Packages.xz; the index is fetched (by hash where
@@ -19,6 +19,7 @@ case "${1:-}" in
   debian-12) set -- http://deb.debian.org/debian bookworm,bookworm-updates main all ;;
   debian-13) set -- http://deb.debian.org/debian trixie,trixie-updates main all ;;
   ubuntu-24.04) set -- http://archive.ubuntu.com/ubuntu noble,noble-updates,noble-security universe amd64 ;;
+  ubuntu-25.04) set -- http://archive.ubuntu.com/ubuntu plucky,plucky-updates,plucky-security universe amd64 ;;
   ubuntu-25.10) set -- http://archive.ubuntu.com/ubuntu questing,questing-updates,questing-security universe amd64 ;;
   ubuntu-26.04) set -- http://archive.ubuntu.com/ubuntu resolute,resolute-updates,resolute-security universe amd64 ;;
 esac

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -37,7 +37,7 @@ type Driver struct {
 	Simulated bool
 	// Build makes the backend from the block's resolved settings. It returns a *MissingError
 	// (Settings.Require, RequireOneOf) when credentials are missing.
-	Build func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error)
+	Build func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error)
 	// StartEmulator serves the cloud's local emulator on a loopback port with its state in dir, and
 	// returns the settings (endpoint, credentials) that point Build at it.
 	StartEmulator func(dir string) (Emulator, error)

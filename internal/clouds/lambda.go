@@ -4,7 +4,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emulambda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -20,7 +20,7 @@ var Lambda = &Driver{
 		{Key: "api_key", Env: "LAMBDA_API_KEY", Sensitive: true, Doc: "Cloud API key."},
 		endpointSetting("Lambda Cloud", lambda.DefaultBaseURL),
 	},
-	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		if err := s.Require("api_key"); err != nil {
 			return nil, err
 		}

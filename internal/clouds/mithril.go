@@ -4,7 +4,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/mithril"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -25,7 +25,7 @@ var Mithril = &Driver{
 			Doc: "A bid is placed only when it beats the auction's recent winning price by this much (and the " +
 				"auction's own signals agree); otherwise the offer is shown as not eligible with both prices."},
 	},
-	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		if err := s.Require("api_key"); err != nil {
 			return nil, err
 		}

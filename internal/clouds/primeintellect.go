@@ -4,7 +4,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/primeintellect"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -21,7 +21,7 @@ var PrimeIntellect = &Driver{
 		{Key: "api_key", Env: "PRIME_API_KEY", Sensitive: true, Doc: "API key."},
 		endpointSetting("Prime Intellect", primeintellect.DefaultBaseURL),
 	},
-	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		if err := s.Require("api_key"); err != nil {
 			return nil, err
 		}

@@ -4,7 +4,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/upcloud"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -29,7 +29,7 @@ var UpCloud = &Driver{
 		{Key: "template",
 			Doc: "The storage template new machines are cloned from (UUID or exact title). Default: the newest public GPU-ready Ubuntu template."},
 	},
-	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		if err := s.RequireOneOf([]string{"username", "password"}, []string{"token"}); err != nil {
 			return nil, err
 		}

@@ -4,7 +4,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emuverda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -23,7 +23,7 @@ var Verda = &Driver{
 		{Key: "eur_to_usd", Kind: KindFloat, Default: verda.DefaultEURToUSD, Range: AtLeast(0.01),
 			Doc: "Exchange rate for accounts billed in euros: hydra's prices are US dollars per hour. Each converted price is rounded up once to the cent, as UpCloud's are."},
 	},
-	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		if err := s.Require("client_id", "client_secret"); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -31,7 +32,7 @@ func (cp *ControlPlane) ImportIDProblem(ctx context.Context, id string) string {
 // prefix routes it to, or it routes to no pool at all.
 func needsCandidates(pools []inventory.Pool, id string) bool {
 	for _, p := range pools {
-		if _, token, ok := ParseCloudName(p, id); ok {
+		if _, token, ok := cloudprovider.ParseCloudName(p, id); ok {
 			return token == ""
 		}
 	}
@@ -47,7 +48,7 @@ func importHint(id string, pools []inventory.Pool, machines []Machine, unreachab
 		if m.Instance.Name == id {
 			return ""
 		}
-		if strings.HasPrefix(m.Instance.Name, id) || strings.HasPrefix(m.Instance.Name, m.Pool.Prefix+id+TokenSeparator) {
+		if strings.HasPrefix(m.Instance.Name, id) || strings.HasPrefix(m.Instance.Name, m.Pool.Prefix+id+cloudprovider.TokenSeparator) {
 			candidates = append(candidates, m)
 		}
 	}
@@ -62,7 +63,7 @@ func importHint(id string, pools []inventory.Pool, machines []Machine, unreachab
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%q has no %q suffix. hydra names every machine it creates <pool prefix><name>%s<ownership token> "+
-		"(for example sbx-vm-trainer-1--k3j5x7qa), and import takes that whole cloud-side name.", id, TokenSeparator+"<token>", TokenSeparator)
+		"(for example sbx-vm-trainer-1--k3j5x7qa), and import takes that whole cloud-side name.", id, cloudprovider.TokenSeparator+"<token>", cloudprovider.TokenSeparator)
 	if len(candidates) == 0 {
 		fmt.Fprintf(&b, "\n\nNo machine at the configured clouds has a name that starts with %q. "+
 			"The hydra_gpu_instances data source lists every machine with its cloud-side name (its id).", id)

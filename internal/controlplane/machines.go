@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -32,7 +33,7 @@ const (
 
 // Machine is one machine in a configured pool with its ownership.
 type Machine struct {
-	Instance Instance
+	Instance cloudprovider.Instance
 	Pool     inventory.Pool
 	// Resource is the resource name the machine was created for.
 	Resource  string
@@ -74,9 +75,9 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 				res.Unreachable[pm.Pool.Cloud] = err.Error()
 				return
 			}
-			_, confirmable := pm.Backend.(OwnershipConfirmer)
+			_, confirmable := pm.Backend.(cloudprovider.OwnershipConfirmer)
 			for _, inst := range list {
-				if inst.Status == StatusTerminated {
+				if inst.Status == cloudprovider.StatusTerminated {
 					continue
 				}
 				res.Machines = append(res.Machines, cp.machine(pm.Pool, inst, confirmable, intents))
@@ -94,10 +95,10 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 	return res
 }
 
-func (cp *ControlPlane) machine(pool inventory.Pool, inst Instance, confirmable bool, intents map[string]Intent) Machine {
+func (cp *ControlPlane) machine(pool inventory.Pool, inst cloudprovider.Instance, confirmable bool, intents map[string]Intent) Machine {
 	m := Machine{Instance: inst, Pool: pool, Resource: inst.Owner.Resource}
 	if m.Resource == "" {
-		m.Resource, _, _ = ParseCloudName(pool, inst.Name)
+		m.Resource, _, _ = cloudprovider.ParseCloudName(pool, inst.Name)
 	}
 	if !inst.CreatedAt.IsZero() {
 		m.Age = time.Since(inst.CreatedAt)
@@ -107,7 +108,7 @@ func (cp *ControlPlane) machine(pool inventory.Pool, inst Instance, confirmable 
 		m.Ownership = OwnedInterrupted
 	case inst.Owner.Token == "":
 		m.Ownership = NotHydras
-	case confirmable && !inst.Owner.Confirmed && DerivedToken(m.Resource, inst.Owner.Token):
+	case confirmable && !inst.Owner.Confirmed && cloudprovider.DerivedToken(m.Resource, inst.Owner.Token):
 		m.Ownership = OwnedInterrupted
 	case inst.Owner.Confirmed:
 		m.Ownership = OwnedConfirmed
@@ -155,12 +156,12 @@ func (cp *ControlPlane) Named(ctx context.Context, name, kind string, clouds []s
 			unreachable[pm.Pool.Cloud] = err.Error()
 			continue
 		}
-		_, confirmable := pm.Backend.(OwnershipConfirmer)
+		_, confirmable := pm.Backend.(cloudprovider.OwnershipConfirmer)
 		for _, inst := range list {
-			if inst.Status == StatusTerminated {
+			if inst.Status == cloudprovider.StatusTerminated {
 				continue
 			}
-			if n, _, ok := ParseCloudName(pm.Pool, inst.Name); ok && n == name {
+			if n, _, ok := cloudprovider.ParseCloudName(pm.Pool, inst.Name); ok && n == name {
 				out = append(out, cp.machine(pm.Pool, inst, confirmable, intents))
 			}
 		}
@@ -171,7 +172,7 @@ func (cp *ControlPlane) Named(ctx context.Context, name, kind string, clouds []s
 // listPool lists a pool's machines once per control plane (one Terraform walk) and shares the answer:
 // the orphan scan at configure time and every plan-time name check read the same listing. A failed
 // listing is not kept, so a later caller asks again.
-func (cp *ControlPlane) listPool(ctx context.Context, pm *SinglePoolInstManager) ([]Instance, error) {
+func (cp *ControlPlane) listPool(ctx context.Context, pm *SinglePoolInstManager) ([]cloudprovider.Instance, error) {
 	cp.mu.Lock()
 	if list, ok := cp.listings[pm.Pool.Name]; ok {
 		cp.mu.Unlock()
@@ -196,7 +197,7 @@ func (cp *ControlPlane) listPool(ctx context.Context, pm *SinglePoolInstManager)
 	if err != nil {
 		return nil, err
 	}
-	list, _ := v.([]Instance) // the function above returns a []Instance with a nil error
+	list, _ := v.([]cloudprovider.Instance) // the function above returns a []Instance with a nil error
 	return list, nil
 }
 

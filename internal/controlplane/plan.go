@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -38,9 +39,9 @@ type Quote struct {
 	// Details are the chosen offer's details (shown in the plan as offer_details).
 	Details map[string]string `json:"details,omitempty"`
 	// Hardware is what the chosen offer's cloud said of the machine; Known says the quote has it.
-	Hardware Hardware  `json:"hardware"`
-	Known    bool      `json:"hardware_known,omitempty"`
-	Expires  time.Time `json:"expires"`
+	Hardware cloudprovider.Hardware `json:"hardware"`
+	Known    bool                   `json:"hardware_known,omitempty"`
+	Expires  time.Time              `json:"expires"`
 	// Skipped are the offers the plan skipped because their creates recently failed for lack of
 	// capacity (capacity_memory), so a re-plan does not call them cheaper offers missed.
 	Skipped []string `json:"skipped,omitempty"`
@@ -79,7 +80,7 @@ type NewPlan struct {
 	WhyNot, Details map[string]string
 	// Hardware is the planned offer's hardware when HardwareKnown (not with a pinned offer or with
 	// AllowFallback: the launched offer tells it at apply).
-	Hardware      Hardware
+	Hardware      cloudprovider.Hardware
 	HardwareKnown bool
 	// NewQuote, when not nil, is a fresh choice the caller keeps for the next plan of this create.
 	NewQuote *Quote
@@ -255,7 +256,7 @@ func (cp *ControlPlane) CheckName(ctx context.Context, name, kind string, clouds
 			// This configuration's own machine (the predecessor of a replacement).
 		case m.Ownership == OwnedInterrupted:
 			adopt = append(adopt, DescribeMachine(m))
-		case m.Ownership == OwnedUnrecorded && DerivedToken(name, m.Instance.Owner.Token):
+		case m.Ownership == OwnedUnrecorded && cloudprovider.DerivedToken(name, m.Instance.Owner.Token):
 			unrecorded = append(unrecorded, fmt.Sprintf("%s\n    if it is this configuration's: terraform import <address of the hydra_gpu_instance named %q> %s",
 				DescribeMachine(m), name, m.Instance.Name))
 		case m.Ownership == NotHydras:
@@ -370,7 +371,7 @@ type ChangePlan struct {
 func (cp *ControlPlane) PlanChange(req ChangeRequest) ChangePlan {
 	var plan ChangePlan
 	rec := req.Record
-	if rec.Health.Status == HealthUnhealthy && rec.Status == StatusReady {
+	if rec.Health.Status == HealthUnhealthy && rec.Status == cloudprovider.StatusReady {
 		if req.ReplaceWhenUnhealthy {
 			plan.Notices = append(plan.Notices, Notice{Summary: "Replacing an unhealthy GPU machine",
 				Detail: fmt.Sprintf("hydra_gpu_instance %q (%s) is unhealthy: %s. replace_when_unhealthy is set, so this plan replaces it.",
@@ -382,20 +383,20 @@ func (cp *ControlPlane) PlanChange(req ChangeRequest) ChangePlan {
 			Detail: fmt.Sprintf("hydra_gpu_instance %q (%s) is unhealthy: %s (checked %s). Nothing changes; set replace_when_unhealthy = true "+
 				"to replace it, or `terraform apply -replace` it.", req.Name, rec.Name, rec.Health.Reason, formatTime(rec.Health.CheckedAt))})
 	}
-	if rec.Status == StatusError && rec.ProvisioningError == "" {
+	if rec.Status == cloudprovider.StatusError && rec.ProvisioningError == "" {
 		// Failed at the cloud: cannot be repaired in place.
 		plan.Change, plan.ReplaceBecause = Replace, "status"
 		return plan
 	}
-	if req.DigestKnown && req.Digest == rec.ProvisioningDigest && rec.Status == StatusReady {
+	if req.DigestKnown && req.Digest == rec.ProvisioningDigest && rec.Status == cloudprovider.StatusReady {
 		return plan
 	}
 	plan.Change = Reprovision
 	switch {
-	case rec.Status == StatusPending || rec.Status == StatusProvisioning:
+	case rec.Status == cloudprovider.StatusPending || rec.Status == cloudprovider.StatusProvisioning:
 		plan.Notices = append(plan.Notices, Notice{Summary: "GPU instance will be resumed",
 			Detail: fmt.Sprintf("%s was left %s by an interrupted apply; apply resumes it in place (waits for it and provisions it).", rec.Name, rec.Status)})
-	case rec.Status == StatusRunning && rec.ProvisioningDigest == "" && cp.Provisioning():
+	case rec.Status == cloudprovider.StatusRunning && rec.ProvisioningDigest == "" && cp.Provisioning():
 		plan.Notices = append(plan.Notices, Notice{Summary: "GPU instance will be provisioned",
 			Detail: fmt.Sprintf("%s carries no record of a provisioning with the current playbooks and variables (for example it was "+
 				"imported, or provisioned by other means); apply provisions it in place.", rec.Name)})
@@ -484,7 +485,7 @@ func writePassed(b *strings.Builder, passed []PassedOffer) {
 // first-class attributes. Values that repeat one (the region, the instance type, the cloud's GPU name)
 // and the clouds' internal identifiers (keys ending in _id or _fid) stay out of the plan's way; the
 // control plane keeps them all for the create.
-func ShownDetails(o Offer) map[string]string {
+func ShownDetails(o cloudprovider.Offer) map[string]string {
 	out := map[string]string{}
 	for k, v := range o.Details {
 		switch {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	atlasemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
@@ -534,7 +535,7 @@ func compare(exp expectation, res controlplane.OfferResult) []string {
 }
 
 // checkOffer compares the fields of one offer with the reference's.
-func checkOffer(where string, got controlplane.Offer, ref refOffer) []string {
+func checkOffer(where string, got cloudprovider.Offer, ref refOffer) []string {
 	var bad []string
 	if got.Cloud != ref.Cloud || got.Pool != ref.Pool || got.Region != ref.Region || got.InstanceType != ref.Type ||
 		got.Spot != ref.Spot || got.GPUCount != ref.Count {
@@ -762,7 +763,7 @@ func (h *harness) offers(w world, req controlplane.OfferRequest) (controlplane.O
 	if err := h.sbx.SetCatalog(sandboxCatalog(by[sandboxCloud])); err != nil {
 		return controlplane.OfferResult{}, err
 	}
-	backends := []controlplane.InstanceManagerBackend{h.sbx}
+	backends := []cloudprovider.InstanceManagerBackend{h.sbx}
 	for _, d := range clouds.All() {
 		a := adapters[d.Name]
 		emu, err := a.emulator(w, by[d.Name], regions)

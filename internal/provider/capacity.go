@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
@@ -47,7 +48,7 @@ func capacityMemorySchema() schema.StringAttribute {
 
 // capacityRecord says whether the state is a failed create's capacity record: no cloud machine.
 func capacityRecord(m *gpuInstanceModel) bool {
-	return !m.CloudInstanceID.IsNull() && m.CloudInstanceID.ValueString() == "" && m.Status.ValueString() == string(controlplane.StatusError)
+	return !m.CloudInstanceID.IsNull() && m.CloudInstanceID.ValueString() == "" && m.Status.ValueString() == string(cloudprovider.StatusError)
 }
 
 // privateGetter and privateSetter are the framework's private state, as requests and responses carry it.
@@ -93,7 +94,7 @@ func (r *gpuInstanceResource) saveCapacityMisses(ctx context.Context, plan tfsdk
 		return
 	}
 	state.Raw = raw
-	for attr, v := range map[string]string{"id": "", "cloud_instance_id": "", "status": string(controlplane.StatusError), "cloud_status": "no capacity"} {
+	for attr, v := range map[string]string{"id": "", "cloud_instance_id": "", "status": string(cloudprovider.StatusError), "cloud_status": "no capacity"} {
 		diags.Append(state.SetAttribute(ctx, path.Root(attr), types.StringValue(v))...)
 	}
 	b, err := json.Marshal(misses)

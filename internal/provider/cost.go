@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
@@ -17,7 +18,7 @@ type costTotals struct{ perHour, accrued money.USD }
 // not known).
 func (c *costTotals) add(mc controlplane.Machine, now time.Time) types.Float64 {
 	inst := mc.Instance
-	if inst.Status == controlplane.StatusTerminated {
+	if inst.Status == cloudprovider.StatusTerminated {
 		return types.Float64Value(0)
 	}
 	c.perHour += inst.PricePerHour

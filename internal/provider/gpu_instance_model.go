@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
@@ -71,14 +72,14 @@ type gpuInstanceModel struct {
 func (m *gpuInstanceModel) record() controlplane.Record {
 	rec := controlplane.Record{
 		Name: m.ID.ValueString(), ID: m.CloudInstanceID.ValueString(),
-		Status: controlplane.Status(m.Status.ValueString()), CloudStatus: m.CloudStatus.ValueString(),
+		Status: cloudprovider.Status(m.Status.ValueString()), CloudStatus: m.CloudStatus.ValueString(),
 		HostKey: m.HostKey.ValueString(), ReadyAt: timeOf(m.ReadyAt), CreatedAt: timeOf(m.CreatedAt),
 		ProvisioningAttempts: int(m.ProvisioningAttempts.ValueInt64()), ProvisioningError: m.ProvisioningError.ValueString(),
 		ProvisioningDigest: m.ProvisioningDigest.ValueString(),
 		Health:             controlplane.Health{Status: m.Health.ValueString(), CheckedAt: timeOf(m.HealthCheckedAt), Reason: m.HealthReason.ValueString()},
 	}
 	if !m.SSHHost.IsNull() && !m.SSHHost.IsUnknown() {
-		rec.SSH = &controlplane.SSHEndpoint{Host: m.SSHHost.ValueString(), Port: int(m.SSHPort.ValueInt64()), User: m.SSHUser.ValueString()}
+		rec.SSH = &cloudprovider.SSHEndpoint{Host: m.SSHHost.ValueString(), Port: int(m.SSHPort.ValueInt64()), User: m.SSHUser.ValueString()}
 	}
 	return rec
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
@@ -348,9 +349,9 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	launched, err := r.data.cp.Launch(ctx, controlplane.LaunchRequest{
 		Name: name, Offers: offers, MaxPricePerHour: offerReq.MaxPricePerHour, BidTimeout: bidTimeout(plan.BidTimeout),
 		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
-		NoCapacity:    func(o controlplane.Offer, why string) { misses = append(misses, r.data.cp.NewCapacityMiss(o, why)) },
+		NoCapacity:    func(o cloudprovider.Offer, why string) { misses = append(misses, r.data.cp.NewCapacityMiss(o, why)) },
 	})
-	if controlplane.IsCapacity(err) {
+	if cloudprovider.IsCapacity(err) {
 		// Nothing was created (an unknown outcome is not a capacity error): remember the offers.
 		r.saveCapacityMisses(ctx, req.Plan, &resp.State, resp.Private, misses, &resp.Diagnostics)
 	}
@@ -417,7 +418,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 // candidateOffers returns the offers Create may launch, best first: the planned one, or with
 // allow_fallback every acceptable offer right now. The rules live in the control plane; this adds
 // what a Terraform user does next.
-func (r *gpuInstanceResource) candidateOffers(ctx context.Context, plan *gpuInstanceModel, req controlplane.OfferRequest) ([]controlplane.Offer, error) {
+func (r *gpuInstanceResource) candidateOffers(ctx context.Context, plan *gpuInstanceModel, req controlplane.OfferRequest) ([]cloudprovider.Offer, error) {
 	pinned := ""
 	if !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull() {
 		pinned = plan.OfferID.ValueString()

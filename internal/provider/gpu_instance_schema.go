@@ -26,7 +26,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -133,7 +133,7 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"Offers whose cloud does not say their form factor do not match a requirement. Default: any form factor " +
 					"(`gpu_form_factor` shows what was chosen). Setting it on an existing machine of another form factor replaces it.",
 				Optional:      true,
-				Validators:    []validator.String{stringvalidator.OneOf(controlplane.FormFactors...)},
+				Validators:    []validator.String{stringvalidator.OneOf(cloudprovider.FormFactors...)},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(replaceIfFormFactorDiffers, "Replaces the machine when it has another form factor.", "Replaces the machine when it has another form factor.")},
 			},
 			"bid_timeout": schema.StringAttribute{

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -131,7 +132,7 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 			"form_factor": schema.StringAttribute{
 				MarkdownDescription: "Require a GPU form factor: `sxm` or `pcie`. Offers whose cloud does not say their form factor do not match it. Default: any.",
 				Optional:            true,
-				Validators:          []validator.String{stringvalidator.OneOf(controlplane.FormFactors...)},
+				Validators:          []validator.String{stringvalidator.OneOf(cloudprovider.FormFactors...)},
 			},
 			"gpu_form_factor": schema.StringAttribute{MarkdownDescription: "The cheapest offer's GPU form factor (`sxm` or `pcie`); null when its cloud does not say.", Computed: true},
 			"gpu_memory_gb":   schema.Int64Attribute{MarkdownDescription: "The cheapest offer's memory per GPU, in GB; null when its cloud does not say.", Computed: true},
@@ -224,7 +225,7 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 
 	objType := types.ObjectType{AttrTypes: offerAttrTypes}
 	var elems []attr.Value
-	for _, o := range append(append([]controlplane.Offer{}, res.Offers...), res.Ineligible...) {
+	for _, o := range append(append([]cloudprovider.Offer{}, res.Offers...), res.Ineligible...) {
 		obj, diags := types.ObjectValue(offerAttrTypes, map[string]attr.Value{
 			"id": types.StringValue(o.ID), "cloud": types.StringValue(o.Cloud), "pool": types.StringValue(o.Pool),
 			"region": types.StringValue(o.Region), "instance_type": types.StringValue(o.InstanceType),

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -288,8 +288,8 @@ func TestAccGPUInstancesDataSource_orphans(t *testing.T) {
 	}
 	offer := offers[0]
 	offer.Pool = pool.Name
-	owner := controlplane.Ownership{Resource: "stray", Token: controlplane.NewOwnerToken()}
-	stray, err := s.sb.Create(context.Background(), controlplane.CreateRequest{Name: controlplane.CloudName(pool, "stray", owner.Token), Pool: pool, Offer: offer, Owner: owner})
+	owner := cloudprovider.Ownership{Resource: "stray", Token: cloudprovider.NewOwnerToken()}
+	stray, err := s.sb.Create(context.Background(), cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, "stray", owner.Token), Pool: pool, Offer: offer, Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}

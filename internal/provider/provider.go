@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -134,7 +135,7 @@ type providerData struct {
 	sshPublicKeys []string
 	// sandbox is the sandbox's backend when configured (tests reach into it), and sandboxDir its
 	// directory (where its provisioning key lives).
-	sandbox    controlplane.InstanceManagerBackend
+	sandbox    cloudprovider.InstanceManagerBackend
 	sandboxDir string
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
@@ -19,15 +19,15 @@ func TestInjectedErrorsAreRetriedLikeACloud(t *testing.T) {
 	ctx := context.Background()
 	calls := []struct {
 		name string
-		call func(b *Backend, id string, o controlplane.Offer) error
+		call func(b *Backend, id string, o cloudprovider.Offer) error
 	}{
-		{"Get", func(b *Backend, id string, _ controlplane.Offer) error { _, err := b.Get(ctx, id); return err }},
-		{"List", func(b *Backend, _ string, _ controlplane.Offer) error { _, err := b.List(ctx, "sbx-"); return err }},
-		{"Offers", func(b *Backend, _ string, _ controlplane.Offer) error { _, err := b.Offers(ctx); return err }},
-		{"ConfirmOwnership", func(b *Backend, id string, _ controlplane.Offer) error { return b.ConfirmOwnership(ctx, id) }},
-		{"Delete", func(b *Backend, id string, _ controlplane.Offer) error { return b.Delete(ctx, id) }},
-		{"Create", func(b *Backend, _ string, o controlplane.Offer) error {
-			_, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-new", Offer: o})
+		{"Get", func(b *Backend, id string, _ cloudprovider.Offer) error { _, err := b.Get(ctx, id); return err }},
+		{"List", func(b *Backend, _ string, _ cloudprovider.Offer) error { _, err := b.List(ctx, "sbx-"); return err }},
+		{"Offers", func(b *Backend, _ string, _ cloudprovider.Offer) error { _, err := b.Offers(ctx); return err }},
+		{"ConfirmOwnership", func(b *Backend, id string, _ cloudprovider.Offer) error { return b.ConfirmOwnership(ctx, id) }},
+		{"Delete", func(b *Backend, id string, _ cloudprovider.Offer) error { return b.Delete(ctx, id) }},
+		{"Create", func(b *Backend, _ string, o cloudprovider.Offer) error {
+			_, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-new", Offer: o})
 			return err
 		}},
 	}
@@ -50,7 +50,7 @@ func TestInjectedErrorsAreRetriedLikeACloud(t *testing.T) {
 				t.Parallel()
 				b := newBackend(t, t.TempDir(), time.Hour)
 				o := offerFor(t, b, "l4", 1)
-				inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o})
+				inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: o})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -61,7 +61,7 @@ func TestInjectedErrorsAreRetriedLikeACloud(t *testing.T) {
 				switch {
 				case f.wantErr == "" && err != nil:
 					t.Fatalf("%s through %s: %v", c.name, f.name, err)
-				case f.wantErr != "" && (controlplane.KindOf(err) != controlplane.ErrOther || err == nil || !strings.Contains(err.Error(), f.wantErr)):
+				case f.wantErr != "" && (cloudprovider.KindOf(err) != cloudprovider.ErrOther || err == nil || !strings.Contains(err.Error(), f.wantErr)):
 					t.Fatalf("%s through %s: %v, want an unclassified error %q", c.name, f.name, err, f.wantErr)
 				}
 				if left, _ := b.Faults(); left != f.wantFault {

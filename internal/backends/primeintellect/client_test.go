@@ -8,7 +8,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 )
@@ -72,7 +72,7 @@ func TestAvailabilityPageSizeTooLarge(t *testing.T) {
 	e := newEnv(t, emu.Options{MaxPageSize: 10})
 	c := e.client(t, func(c *ClientConfig) { c.PageSize = 50 })
 	_, err := c.Availability(context.Background(), AvailabilityFilter{})
-	backendtest.WantError(t, err, controlplane.ErrInvalid, "page_size")
+	backendtest.WantError(t, err, cloudprovider.ErrInvalid, "page_size")
 }
 
 func TestEmptyAvailabilityRetried(t *testing.T) {
@@ -132,13 +132,13 @@ func TestRetries(t *testing.T) {
 		faults   emukit.Faults
 		call     func(*Client) error
 		wantErr  bool
-		wantKind controlplane.ErrorKind
+		wantKind cloudprovider.ErrorKind
 		wantReqs int
 	}{
 		{"5xx storm longer than the retries", emukit.Faults{ServerErrors: 10},
-			func(c *Client) error { _, err := c.Pods(context.Background()); return err }, true, controlplane.ErrOther, 5},
+			func(c *Client) error { _, err := c.Pods(context.Background()); return err }, true, cloudprovider.ErrOther, 5},
 		{"404 not retried", emukit.Faults{},
-			func(c *Client) error { _, err := c.Pod(context.Background(), "nope"); return err }, true, controlplane.ErrNotFound, 1},
+			func(c *Client) error { _, err := c.Pod(context.Background(), "nope"); return err }, true, cloudprovider.ErrNotFound, 1},
 		{"create retried on 429", emukit.Faults{RateLimited: 2},
 			func(c *Client) error { _, err := c.CreatePod(context.Background(), validCreate()); return err }, false, 0, 3},
 	}
@@ -179,7 +179,7 @@ func TestAuthFailure(t *testing.T) {
 	}
 	c = e.client(t, func(c *ClientConfig) { c.APIKey = "" })
 	_, err = c.Pods(context.Background())
-	wantKind(t, err, controlplane.ErrAuth)
+	wantKind(t, err, cloudprovider.ErrAuth)
 }
 
 func TestSharedRateLimit(t *testing.T) {
@@ -241,10 +241,10 @@ func TestPodLifecycleAndSSHForms(t *testing.T) {
 				t.Fatalf("after delete: %+v %v", got.Status, err)
 			}
 			_, err = c.DeletePod(ctx, p.ID)
-			wantKind(t, err, controlplane.ErrNotFound)
+			wantKind(t, err, cloudprovider.ErrNotFound)
 			e.clock.Advance(2 * time.Minute)
 			_, err = c.Pod(ctx, p.ID)
-			wantKind(t, err, controlplane.ErrNotFound)
+			wantKind(t, err, cloudprovider.ErrNotFound)
 		})
 	}
 }
@@ -255,14 +255,14 @@ func TestCreateErrors(t *testing.T) {
 		faults emukit.Faults
 		cloud  emu.CloudFaults
 		mut    func(*CreatePodRequest)
-		want   controlplane.ErrorKind
+		want   cloudprovider.ErrorKind
 		text   string
 	}{
-		{"capacity gone", emukit.Faults{SoldOut: true}, emu.CloudFaults{}, nil, controlplane.ErrCapacity, "No capacity"},
-		{"stale cloudId", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.CloudID = "old-token" }, controlplane.ErrCapacity, "no longer available"},
-		{"price above max", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.MaxPrice = 0.1 }, controlplane.ErrCapacity, "exceeds max price"},
-		{"no balance", emukit.Faults{}, emu.CloudFaults{PaymentRequired: true}, nil, controlplane.ErrQuota, "Insufficient balance"},
-		{"missing field", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.Socket = "" }, controlplane.ErrInvalid, "socket"},
+		{"capacity gone", emukit.Faults{SoldOut: true}, emu.CloudFaults{}, nil, cloudprovider.ErrCapacity, "No capacity"},
+		{"stale cloudId", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.CloudID = "old-token" }, cloudprovider.ErrCapacity, "no longer available"},
+		{"price above max", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.MaxPrice = 0.1 }, cloudprovider.ErrCapacity, "exceeds max price"},
+		{"no balance", emukit.Faults{}, emu.CloudFaults{PaymentRequired: true}, nil, cloudprovider.ErrQuota, "Insufficient balance"},
+		{"missing field", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.Socket = "" }, cloudprovider.ErrInvalid, "socket"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,7 +289,7 @@ func TestNullMaxPriceRejected(t *testing.T) {
 		"provider": map[string]any{"type": "runpod"}}
 	_, err := c.REST().Do(context.Background(), restclient.Request{Method: http.MethodPost, Path: "/api/v1/pods/", Body: body, NotIdempotent: true})
 	err = classify("creating pod", err)
-	backendtest.WantError(t, err, controlplane.ErrInvalid, "max_price not specified")
+	backendtest.WantError(t, err, cloudprovider.ErrInvalid, "max_price not specified")
 }
 
 func TestSSHKeys(t *testing.T) {
@@ -305,7 +305,7 @@ func TestSSHKeys(t *testing.T) {
 		t.Fatalf("keys = %+v %v", keys, err)
 	}
 	_, err = c.CreateSSHKey(ctx, "bad", "not a key")
-	wantKind(t, err, controlplane.ErrInvalid)
+	wantKind(t, err, cloudprovider.ErrInvalid)
 }
 
 func TestTrailingSlashPaths(t *testing.T) {

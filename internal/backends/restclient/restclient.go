@@ -21,7 +21,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/time/rate"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // Config configures one cloud's client.
@@ -341,7 +341,7 @@ func (c *Client) CallJSON(ctx context.Context, op string, r Request, out any, cl
 		return nil
 	}
 	if err := json.Unmarshal(resp.Body, out); err != nil {
-		return controlplane.Errorf(controlplane.ErrOther, c.cfg.Cloud, op, "%s %s: unexpected answer: %v", r.Method, r.Path, err)
+		return cloudprovider.Errorf(cloudprovider.ErrOther, c.cfg.Cloud, op, "%s %s: unexpected answer: %v", r.Method, r.Path, err)
 	}
 	return nil
 }

@@ -1,13 +1,4 @@
-// Package controlplane owns hydra's machines from the first offer to the last delete. It gathers
-// offers from every eligible pool (each cloud once per process), validates and ranks them, and makes
-// the plan's decisions with their reasons: which offer a new machine takes (PlanNew: a pinned offer, an
-// earlier plan's quote, or a fresh choice the fleet shares out), whether a name is already taken
-// (CheckName), and whether an existing machine is kept, provisioned again or replaced (PlanChange). It
-// runs the lifecycle: Launch (with the journal and adoption), BringUp and Resume (boot wait,
-// provisioning with retries, health), Refresh, Import, Drain and Terminate, keeping each machine's
-// Record. It imports no Terraform package: internal/provider maps its records and decisions to schema
-// values and diagnostics; its messages use the resource's attribute names.
-package controlplane
+package cloudprovider
 
 import (
 	"context"
@@ -239,12 +230,6 @@ type PerMachineLister interface {
 	ListReadsEachMachine() bool
 }
 
-// listReadsEachMachine says whether b declares that its List reads each machine (PerMachineLister).
-func listReadsEachMachine(b InstanceManagerBackend) bool {
-	l, ok := b.(PerMachineLister)
-	return ok && l.ListReadsEachMachine()
-}
-
 // Ownership labels: the key/value pairs a backend stores with a machine where its cloud has labels,
 // tags or a description ("hydra-owner=<token>,hydra-resource=<name>,hydra-confirmed=false").
 const (
@@ -314,4 +299,27 @@ func (o Offer) RankingPrice() money.USD {
 		return o.RankPrice
 	}
 	return o.PricePerHour
+}
+
+// TieBreak orders two offers of equal price, the same way wherever hydra picks among offers (Rank, and
+// Mithril's choice of the offer its bid is based on): direct offers before resold ones (the same
+// hardware through an aggregator), then by cloud, pool, region, instance type and ID, each in byte
+// order. It reports whether a comes first.
+func TieBreak(a, b Offer) bool {
+	if (a.ResaleOf == "") != (b.ResaleOf == "") {
+		return a.ResaleOf == ""
+	}
+	if a.Cloud != b.Cloud {
+		return a.Cloud < b.Cloud
+	}
+	if a.Pool != b.Pool {
+		return a.Pool < b.Pool
+	}
+	if a.Region != b.Region {
+		return a.Region < b.Region
+	}
+	if a.InstanceType != b.InstanceType {
+		return a.InstanceType < b.InstanceType
+	}
+	return a.ID < b.ID
 }

@@ -53,8 +53,7 @@ type Offer struct {
 	// (max_price_per_hour) applies to it, and plans show it.
 	PricePerHour money.USD
 	// RankPrice, when above 0, is the figure the offer is ranked by instead of PricePerHour: a
-	// preference, not a discount (Atlas is preferred through an artificially low figure, but bills its
-	// list price).
+	// preference, not a discount: a preferred cloud is ranked by a lower figure but bills its list price.
 	RankPrice money.USD
 	// Spot is true for preemptible capacity.
 	Spot bool
@@ -180,7 +179,7 @@ type CreateRequest struct {
 // the object is gone; ErrOther: unknown outcome, look before retrying). The conformance suite
 // (internal/backends/conformance) checks every rule below against each cloud's emulator.
 type InstanceManagerBackend interface {
-	// Cloud names the backend ("verda", "upcloud", ...), as used in pools.yml and api_names.
+	// Cloud names the backend: its cloud's lower-case name, as used in pools.yml and api_names.
 	Cloud() string
 	// Offers lists what the cloud can rent now, with GPUType filled in for every GPU the inventory maps
 	// for this cloud. A GPU product the inventory cannot map is not dropped: it is returned with GPUType
@@ -223,8 +222,8 @@ type SSHKeyRequirer interface {
 	RequiresSSHKey() bool
 }
 
-// PerMachineLister is implemented by backends whose List costs one API call per machine it lists (UpCloud
-// lists its servers, then reads each one's details). For them one shared List saves nothing over a Get
+// PerMachineLister is implemented by backends whose List costs one API call per machine it lists (it
+// lists the servers, then reads each one's details). For them one shared List saves nothing over a Get
 // per machine, so the control plane's pollers read each waiting machine with a Get instead.
 type PerMachineLister interface {
 	ListReadsEachMachine() bool
@@ -283,7 +282,7 @@ func OwnerFromDescription(desc string) (Ownership, bool) {
 	return OwnerFromLabels(func(k string) (string, bool) { v, ok := kv[k]; return v, ok })
 }
 
-// AuctionBackend is implemented by backends that sell capacity by auction (Mithril). Once every cloud
+// AuctionBackend is implemented by backends that sell capacity by auction. Once every cloud
 // has answered, the control plane hands it the other clouds' offers so it can set each of its offers'
 // bid price (PricePerHour) and mark the ones it does not expect to win as Ineligible.
 type AuctionBackend interface {
@@ -301,8 +300,8 @@ func (o Offer) RankingPrice() money.USD {
 	return o.PricePerHour
 }
 
-// TieBreak orders two offers of equal price, the same way wherever hydra picks among offers (Rank, and
-// Mithril's choice of the offer its bid is based on): direct offers before resold ones (the same
+// TieBreak orders two offers of equal price, the same way wherever hydra picks among offers (the control
+// plane's ranking, and an auction backend's choice of the offer its bid is based on): direct offers before resold ones (the same
 // hardware through an aggregator), then by cloud, pool, region, instance type and ID, each in byte
 // order. It reports whether a comes first.
 func TieBreak(a, b Offer) bool {

@@ -409,3 +409,20 @@ func TestOneSpellingPerCloud(t *testing.T) {
 		}
 	}
 }
+
+// TestBillingMarkdown: the docs' billing sentence comes from what the clouds state, every cloud named once.
+func TestBillingMarkdown(t *testing.T) {
+	got := BillingMarkdown()
+	for _, d := range Registered() {
+		name := d.Title
+		if d.Facts.BillingUnit > 0 {
+			name = d.Facts.Billing
+		}
+		if d.Simulated {
+			name = strings.ToLower(d.Title)
+		}
+		if strings.Count(got, name) != 1 {
+			t.Errorf("BillingMarkdown() = %q: %q is not named exactly once", got, name)
+		}
+	}
+}

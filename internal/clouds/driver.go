@@ -38,6 +38,9 @@ type Driver struct {
 	// Build makes the backend from the block's resolved settings. It returns a *MissingError
 	// (Settings.Require, RequireOneOf) when credentials are missing.
 	Build func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error)
+	// Facts are what the cloud states about itself: its backend package's, the same its backend
+	// returns (cloudprovider.FactStater), here for the docs, which are written before any backend is built.
+	Facts cloudprovider.Facts
 	// StartEmulator serves the cloud's local emulator on a loopback port with its state in dir, and
 	// returns the settings (endpoint, credentials) that point Build at it.
 	StartEmulator func(dir string) (Emulator, error)

@@ -29,6 +29,7 @@ var UpCloud = &Driver{
 		{Key: "template",
 			Doc: "The storage template new machines are cloned from (UUID or exact title). Default: the newest public GPU-ready Ubuntu template."},
 	},
+	Facts: upcloud.Facts,
 	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		if err := s.RequireOneOf([]string{"username", "password"}, []string{"token"}); err != nil {
 			return nil, err

@@ -582,3 +582,12 @@ func unmappedNames(offers []cloudprovider.Offer) []string {
 	}
 	return sortedUnique(names)
 }
+
+// Now is the control plane's clock (Options.Now; time.Now by default), which cost figures are
+// computed against.
+func (cp *ControlPlane) Now() time.Time {
+	if cp.opts.Now != nil {
+		return cp.opts.Now()
+	}
+	return time.Now()
+}

@@ -199,7 +199,7 @@ func (cp *ControlPlane) resumeIntent(ctx context.Context, req LaunchRequest) (La
 func (cp *ControlPlane) adoptOrDelete(ctx context.Context, req LaunchRequest, pm *SinglePoolInstManager, inst cloudprovider.Instance) (Launched, bool, error) {
 	log := cp.logger(ctx)
 	for _, o := range req.Offers {
-		// Some clouds do not report an instance's region (Prime Intellect pods): unknown matches.
+		// Some clouds do not report an instance's region: unknown matches.
 		if o.Pool == pm.Pool.Name && (inst.Region == "" || o.Region == inst.Region) && o.InstanceType == inst.InstanceType && o.Spot == inst.Spot {
 			log.Info("adopting the machine an interrupted create of this resource left", "name", inst.Name, "id", inst.ID, "created_at", inst.CreatedAt)
 			return Launched{Instance: inst, Offer: o, Pool: pm.Pool, Adopted: true}, true, nil

@@ -40,6 +40,8 @@ type Machine struct {
 	Ownership OwnershipState
 	// Age is how long ago the cloud created it (0 when the cloud does not say).
 	Age time.Duration
+	// Facts are what its cloud states about itself (billing granularity).
+	Facts cloudprovider.Facts
 }
 
 // ListResult is every machine hydra can see, and the clouds that could not be listed.
@@ -80,7 +82,7 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 				if inst.Status == cloudprovider.StatusTerminated {
 					continue
 				}
-				res.Machines = append(res.Machines, cp.machine(pm.Pool, inst, confirmable, intents))
+				res.Machines = append(res.Machines, cp.machine(pm, inst, confirmable, intents))
 			}
 		}()
 	}
@@ -95,8 +97,9 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 	return res
 }
 
-func (cp *ControlPlane) machine(pool inventory.Pool, inst cloudprovider.Instance, confirmable bool, intents map[string]Intent) Machine {
-	m := Machine{Instance: inst, Pool: pool, Resource: inst.Owner.Resource}
+func (cp *ControlPlane) machine(pm *SinglePoolInstManager, inst cloudprovider.Instance, confirmable bool, intents map[string]Intent) Machine {
+	pool := pm.Pool
+	m := Machine{Instance: inst, Pool: pool, Resource: inst.Owner.Resource, Facts: cloudprovider.FactsOf(pm.Backend)}
 	if m.Resource == "" {
 		m.Resource, _, _ = cloudprovider.ParseCloudName(pool, inst.Name)
 	}
@@ -162,7 +165,7 @@ func (cp *ControlPlane) Named(ctx context.Context, name, kind string, clouds []s
 				continue
 			}
 			if n, _, ok := cloudprovider.ParseCloudName(pm.Pool, inst.Name); ok && n == name {
-				out = append(out, cp.machine(pm.Pool, inst, confirmable, intents))
+				out = append(out, cp.machine(pm, inst, confirmable, intents))
 			}
 		}
 	}

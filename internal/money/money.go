@@ -129,7 +129,7 @@ func (u USD) PerHour() string { return "$" + u.String() + "/h" }
 // error.
 func Converted(amount, rate float64) (USD, error) { return converted(amount, rate, 100) }
 
-// ConvertedCents is Converted for an amount given in hundredths (euro cents, as UpCloud's price list
+// ConvertedCents is Converted for an amount given in hundredths (euro cents, as some price lists
 // quotes them): cents times rate, rounded up once to the cent.
 func ConvertedCents(cents, rate float64) (USD, error) { return converted(cents, rate, 1) }
 

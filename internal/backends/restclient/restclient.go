@@ -28,7 +28,7 @@ import (
 type Config struct {
 	// Cloud names the cloud in logs and errors.
 	Cloud string
-	// BaseURL is the API root, e.g. "https://api.verda.com/v1". Paths are joined to it.
+	// BaseURL is the API root, e.g. "https://api.example.com/v1". Paths are joined to it.
 	BaseURL string
 	// DefaultBaseURL is the API root when BaseURL is empty: the cloud's public API.
 	DefaultBaseURL string

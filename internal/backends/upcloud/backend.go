@@ -884,3 +884,13 @@ func (b *Backend) spotAllowed(gpuType string) bool {
 // ListReadsEachMachine is true: List reads each listed server's details, one call per machine
 // (cloudprovider.PerMachineLister), so the control plane polls waiting machines with a Get each.
 func (b *Backend) ListReadsEachMachine() bool { return true }
+
+// Facts: UpCloud documents hourly billing, capped at the monthly price (672 hours a month), which
+// hydra's accrued figures do not apply.
+var Facts = cloudprovider.Facts{
+	BillingUnit: time.Hour,
+	Billing:     "UpCloud bills by the started hour (its monthly cap, 672 hours a month, is not applied)",
+}
+
+// Facts states UpCloud's billing (cloudprovider.FactStater).
+func (b *Backend) Facts() cloudprovider.Facts { return Facts }

@@ -9,7 +9,7 @@ import (
 
 // Faults is the one fault vocabulary every emulator understands. Counters run down as faults fire;
 // each emulator keeps its Faults with its state, so every process sharing a state directory sees them.
-// Cloud-specific faults (UpCloud ignoring paging, say) live beside it in that emulator's own options.
+// Cloud-specific faults (a cloud ignoring paging, say) live beside it in that emulator's own options.
 type Faults struct {
 	// RateLimited answers the next N requests with 429 and a Retry-After of RetryAfterSeconds.
 	RateLimited int `json:"rate_limited,omitempty"`

@@ -125,7 +125,7 @@ type world struct {
 	Listings []listing
 	// AtlasFactor is the Atlas backend's price_factor, as a decimal ("0.5").
 	AtlasFactor string
-	// UpCloudRate is the UpCloud backend's EUR->USD rate, as a decimal ("1": the quote is billed as is).
+	// UpCloudRate is the UpCloud backend's EUR->USD rate, as a decimal.
 	UpCloudRate string
 	// UpCloudStockFails makes UpCloud's device availability call fail: its stock cannot be read.
 	UpCloudStockFails bool
@@ -175,12 +175,9 @@ func times(u money.USD, factor string) money.USD {
 	return roundHalfUp(new(big.Rat).Mul(new(big.Rat).SetInt64(int64(u)), decimal(factor)))
 }
 
-// convertedUp is a quote converted at rate: u × rate rounded up once to the cent; a rate of "1" is no
-// conversion (the quote is the bill, to the micro-dollar).
+// convertedUp is a euro quote converted at rate: u × rate rounded up once to the cent, at every rate
+// (1 included: a euro price list is never taken for a dollar one).
 func convertedUp(u money.USD, rate string) money.USD {
-	if rate == "1" {
-		return u
-	}
 	p := new(big.Rat).Mul(new(big.Rat).SetInt64(int64(u)), decimal(rate))
 	p.Quo(p, new(big.Rat).SetInt64(int64(money.Cent)))
 	q, m := new(big.Int).QuoRem(p.Num(), p.Denom(), new(big.Int))
@@ -267,7 +264,7 @@ type expectation struct {
 //     rounded once to the micro-dollar; elsewhere the billed price); direct before resold; cloud, pool,
 //     region, instance type in byte order.
 //   - The billed price is the list price (Atlas too); UpCloud's euro quote is converted at its fixed rate
-//     and rounded up once to the cent (a quote in US dollars, rate 1, is taken as it is).
+//     and rounded up once to the cent, whatever the rate.
 //
 // What each cloud shows of its stock is the cloud's documented behaviour (see observe).
 func reference(inv *inventory.Inventory, w world, req controlplane.OfferRequest) expectation {

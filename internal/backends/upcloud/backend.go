@@ -55,8 +55,8 @@ type Config struct {
 	restclient.Tuning
 
 	// EURToUSD converts UpCloud's euro prices to US dollars: GET /price quotes euro cents per hour, and
-	// an offer's PricePerHour is cents / 100 * EURToUSD. Default DefaultEURToUSD (1.08). If the price
-	// list states a currency of "USD", no conversion is applied.
+	// an offer's PricePerHour is cents / 100 * EURToUSD, rounded up once to the cent (money.Exchange).
+	// Default DefaultEURToUSD (1.08). A price list that states a currency of "USD" is taken as written.
 	EURToUSD float64
 	// AllowSpotPlans offers the spot GPU plans ("GPU-SPOT-...", Offer.Spot = true) of every GPU type.
 	// Off by default: spot plans are offered only for the types whose `spot` in supported_gpus.yml lists
@@ -250,7 +250,7 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 		b.log.Warn("GPU stock unknown; offering with availability -1", "error", avErr)
 		avail = nil
 	}
-	rate := b.rate(prices)
+	cur := currency(prices)
 
 	newPlans := map[string]Plan{}
 	newPrices := map[string]money.USD{}
@@ -278,7 +278,7 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 			if !ok || !backendkit.Allowed(b.cfg.Zones, z.Name) {
 				continue
 			}
-			usd := centsToUSD(item.Price, rate)
+			usd := b.centsToUSD(item.Price, cur)
 			newPrices[z.Name+"/"+p.Name] = usd
 			o := cloudprovider.Offer{
 				Cloud:        CloudName,
@@ -296,8 +296,10 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 					"zone":                     z.Name,
 					"gpu_model":                model,
 					"price_eur_cents_per_hour": strconv.FormatFloat(float64(item.Price), 'f', -1, 64),
-					"eur_to_usd":               strconv.FormatFloat(rate, 'f', -1, 64),
 				},
+			}
+			if strings.EqualFold(cur, "EUR") {
+				o.Details["eur_to_usd"] = strconv.FormatFloat(b.cfg.EURToUSD, 'f', -1, 64)
 			}
 			if avail == nil {
 				o.StockUnknown = true
@@ -339,28 +341,16 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	return offers, nil
 }
 
-// rate is the factor from the price list's cents to US dollar cents: EURToUSD, or 1 when the list
-// says its currency is USD.
-func (b *Backend) rate(prices *PriceList) float64 {
-	if strings.EqualFold(prices.Prices.Currency, "USD") {
-		return 1
-	}
-	return b.cfg.EURToUSD
+// currency is the price list's currency: the one it states, else euros, UpCloud's.
+func currency(prices *PriceList) string {
+	return cmp.Or(prices.Prices.Currency, "EUR")
 }
 
-// centsToUSD turns a price in cents per hour into US dollars per hour. A price list in US dollars
-// (rate 1) is taken exactly, to the micro-dollar: its digits are the cloud's own. A euro price list is
-// converted at rate and rounded up once to the cent (money.ConvertedCents): the plan shows no digits
-// the conversion invented, and never a price below the exact product. A price no cloud would ask
-// (negative, not a number) reads as 0, which is no offer.
-func centsToUSD(cents FlexFloat, rate float64) money.USD {
-	var u money.USD
-	var err error
-	if rate == 1 {
-		u, err = money.FromFloat(float64(cents) / 100)
-	} else {
-		u, err = money.ConvertedCents(float64(cents), rate)
-	}
+// centsToUSD turns a price list's cents per hour into US dollars per hour (money.Exchange: dollars as
+// written, euros converted and rounded up once to the cent). A price no cloud would ask (negative, not
+// a number) or in another currency reads as 0, which is no offer.
+func (b *Backend) centsToUSD(cents FlexFloat, currency string) money.USD {
+	u, err := money.Exchange{EURToUSD: b.cfg.EURToUSD}.ToUSD(float64(cents), currency, true)
 	if err != nil {
 		return 0
 	}
@@ -369,13 +359,13 @@ func centsToUSD(cents FlexFloat, rate float64) money.USD {
 
 // planPrice returns the price of a plan in a zone in US dollars per hour; ok is false when the zone
 // does not sell the plan (no server_plan_<plan> item there).
-func planPrice(prices *PriceList, zone, plan string, rate float64) (usd money.USD, ok bool) {
+func (b *Backend) planPrice(prices *PriceList, zone, plan string) (usd money.USD, ok bool) {
 	for _, z := range prices.Prices.Zone {
 		if z.Name != zone {
 			continue
 		}
 		if item, ok := z.Items[PlanPriceKey(plan)]; ok {
-			return centsToUSD(item.Price, rate), true
+			return b.centsToUSD(item.Price, currency(prices)), true
 		}
 	}
 	return 0, false
@@ -615,7 +605,7 @@ func (b *Backend) checkPrice(ctx context.Context, zone, plan string, maxUSD mone
 	if err != nil {
 		return err
 	}
-	usd, ok := planPrice(prices, zone, plan, b.rate(prices))
+	usd, ok := b.planPrice(prices, zone, plan)
 	if !ok {
 		return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "zone %s no longer sells plan %s", zone, plan)
 	}

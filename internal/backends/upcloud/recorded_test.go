@@ -200,7 +200,7 @@ var replayCases = map[string]replayCase{
 			if _, ok := z.Items["name"]; ok {
 				t.Error("the zone name was read as a price item")
 			}
-			if usd, ok := planPrice(l, "fi-hel1", "1xCPU-1GB", 1); !ok || usd <= 0 {
+			if usd, ok := (&Backend{cfg: Config{EURToUSD: 1}}).planPrice(l, "fi-hel1", "1xCPU-1GB"); !ok || usd <= 0 {
 				t.Errorf("planPrice = %v, %v", usd, ok)
 			}
 		},

@@ -60,7 +60,7 @@ type Config struct {
 	// whatever is asked; every entry's own currency field decides the conversion.
 	Currency string
 	// EURToUSD converts catalog prices Verda answers in EUR into US dollars (default 1.08 USD per EUR),
-	// rounded up once to the cent like UpCloud's euro prices (money.Converted). It is a fixed rate, not
+	// rounded up once to the cent (money.Exchange). It is a fixed rate, not
 	// a live one: set it when the exchange rate moves.
 	EURToUSD float64
 	// Image is the OS image for new instances (an image_type or image id; default
@@ -200,28 +200,15 @@ func hardware(name, model string, gpu GPU, gpuMemory Size, cpu CPU, memory Size)
 	return hw
 }
 
-// toUSD converts a catalog price into US dollars. A dollar price is taken exactly, to the micro-dollar
-// (its digits are the cloud's own). A euro price is converted at EURToUSD and rounded up once to the
-// cent with money.Converted, the rule UpCloud's euro prices follow (money.ConvertedCents): a converted
-// price never shows digits the conversion invented and is never below the exact product, so a euro
-// offer converting to 2.925 is 2.93, loses to a dollar offer at 2.929 and is above a cap of 2.925. An
-// entry without a currency is in the currency asked. ok is false for an unknown currency or a price no
-// cloud would ask.
+// toUSD converts a catalog price into US dollars (money.Exchange: dollars as written, euros converted
+// at EURToUSD and rounded up once to the cent, so a euro offer converting to 2.925 is 2.93). An entry
+// without a currency is in the currency asked. ok is false for an unknown currency or a price no cloud
+// would ask.
 func (b *Backend) toUSD(price float64, currency string) (money.USD, bool) {
-	var (
-		u   money.USD
-		err error
-	)
-	switch strings.ToLower(strings.TrimSpace(currency)) {
-	case "":
-		return b.toUSD(price, b.cfg.Currency)
-	case "usd":
-		u, err = money.FromFloat(price)
-	case "eur":
-		u, err = money.Converted(price, b.cfg.EURToUSD)
-	default:
-		return 0, false
+	if strings.TrimSpace(currency) == "" {
+		currency = b.cfg.Currency
 	}
+	u, err := money.Exchange{EURToUSD: b.cfg.EURToUSD}.ToUSD(price, currency, false)
 	return u, err == nil
 }
 

@@ -346,7 +346,7 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 	for _, c := range clouds {
 		var eligible int
 		for _, o := range perCloud[c] {
-			if o.Ineligible == "" && req.MaxPricePerHour > 0 && o.PricePerHour > req.MaxPricePerHour {
+			if o.Ineligible == "" && cloudprovider.AboveCap(o.PricePerHour, req.MaxPricePerHour) {
 				o.Ineligible = fmt.Sprintf("%s is above max_price_per_hour %s", o.PricePerHour.PerHour(), req.MaxPricePerHour.PerHour())
 			}
 			o.ID = OfferID(o)
@@ -387,7 +387,7 @@ func summarizeIneligible(offers []cloudprovider.Offer, req OfferRequest) string 
 	if soldOut {
 		return fmt.Sprintf("no capacity for %s right now (%d matching %s sold out)", shape(req), len(offers), plural(len(offers), "offer", "offers"))
 	}
-	if req.MaxPricePerHour > 0 && cheapest.PricePerHour > req.MaxPricePerHour {
+	if cloudprovider.AboveCap(cheapest.PricePerHour, req.MaxPricePerHour) {
 		return fmt.Sprintf("cheapest matching offer costs %s (%s in %s), above max_price_per_hour %s",
 			cheapest.PricePerHour.PerHour(), cheapest.InstanceType, cheapest.Region, req.MaxPricePerHour.PerHour())
 	}

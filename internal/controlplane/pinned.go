@@ -43,7 +43,7 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 		return &MismatchError{id, "regions", fmt.Sprintf("it is in region %q, which the request's regions do not allow", p.Region)}
 	case p.Spot && !req.AllowSpot:
 		return &MismatchError{id, "spot", "it is a spot offer, but the request does not allow spot"}
-	case req.MaxPricePerHour > 0 && p.PricePerHour > req.MaxPricePerHour:
+	case cloudprovider.AboveCap(p.PricePerHour, req.MaxPricePerHour):
 		return &MismatchError{id, "max_price_per_hour", fmt.Sprintf("it costs %s, above the request's maximum of %s", p.PricePerHour.PerHour(), req.MaxPricePerHour.PerHour())}
 	}
 	return nil

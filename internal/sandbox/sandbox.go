@@ -554,8 +554,8 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 		if err != nil {
 			return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "offer %s/%s has no valid price: %v", entry.Region, entry.InstanceType, err)
 		}
-		if req.MaxPricePerHour > 0 && price > req.MaxPricePerHour {
-			return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "price %s is above the maximum %s", price.PerHour(), req.MaxPricePerHour.PerHour())
+		if err := cloudprovider.CheckPriceCap(CloudName, op, entry.InstanceType+" in "+entry.Region, price, req.MaxPricePerHour); err != nil {
+			return err
 		}
 		boot := b.cfg.BootTime
 		if f.BootTime != "" {

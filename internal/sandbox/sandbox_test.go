@@ -342,7 +342,7 @@ func TestCatalogEdits(t *testing.T) {
 		t.Fatalf("offer %+v", o)
 	}
 	ctx := context.Background()
-	if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-c", Offer: o, MaxPricePerHour: money.MustFromFloat(0.10)}); !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), "price $0.11/h is above the maximum $0.10/h") {
+	if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-c", Offer: o, MaxPricePerHour: money.MustFromFloat(0.10)}); !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), "now costs $0.11/h, above the maximum $0.10/h") {
 		t.Fatalf("above the max price: %v, want a capacity error", err)
 	}
 	if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: o, MaxPricePerHour: money.MustFromFloat(0.11)}); err != nil {

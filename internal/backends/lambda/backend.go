@@ -454,16 +454,11 @@ func (b *Backend) launch(ctx context.Context, req cloudprovider.CreateRequest, i
 	}, nil
 }
 
-// checkOffer refuses (ErrCapacity) an offer whose price is above req.MaxPricePerHour, as planned or as
-// the catalog says now, an instance type Lambda no longer offers, and a region that has no capacity for
+// checkOffer refuses (ErrCapacity) an offer whose price the catalog now says is above
+// req.MaxPricePerHour (cloudprovider.CheckPriceCap), an instance type Lambda no longer offers, and a region that has no capacity for
 // the type now.
 func (b *Backend) checkOffer(ctx context.Context, req cloudprovider.CreateRequest, instanceType, region string) error {
 	const op = "creating instance"
-	ceiling := req.MaxPricePerHour
-	if ceiling > 0 && req.Offer.PricePerHour > ceiling {
-		return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op,
-			"offer price %s is above the maximum %s", req.Offer.PricePerHour.PerHour(), ceiling.PerHour())
-	}
 	items, err := b.client.InstanceTypes(ctx)
 	if err != nil {
 		return err
@@ -472,9 +467,8 @@ func (b *Backend) checkOffer(ctx context.Context, req cloudprovider.CreateReques
 	if !ok {
 		return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "Lambda no longer offers instance type %s", instanceType)
 	}
-	if price := usd(it.InstanceType.PriceCentsPerHour); ceiling > 0 && price > ceiling {
-		return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op,
-			"%s now costs %s, above the maximum %s", instanceType, price.PerHour(), ceiling.PerHour())
+	if err := cloudprovider.CheckPriceCap(CloudName, op, instanceType, usd(it.InstanceType.PriceCentsPerHour), req.MaxPricePerHour); err != nil {
+		return err
 	}
 	for _, r := range it.RegionsWithCapacityAvailable {
 		if r.Name == region {

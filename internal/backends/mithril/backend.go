@@ -20,6 +20,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 var _ cloudprovider.AuctionBackend = (*Backend)(nil)
@@ -406,8 +407,8 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 	if price <= 0 {
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no bid price for offer %s/%s", o.Region, o.InstanceType)
 	}
-	if req.MaxPricePerHour > 0 && price > usdToCentsFloor(req.MaxPricePerHour) {
-		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "bid %s/h for %s in %s is above max_price_per_hour %s", FormatDollars(price), o.InstanceType, o.Region, req.MaxPricePerHour.PerHour())
+	if err := cloudprovider.CheckPriceCap(CloudName, op, "a bid for "+o.InstanceType+" in "+o.Region, money.USD(price)*money.Cent, req.MaxPricePerHour); err != nil {
+		return cloudprovider.Instance{}, err
 	}
 	project, err := b.projectFID(ctx)
 	if err != nil {

@@ -626,7 +626,7 @@ func TestCreateCapsInWholeCents(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "3.00") // bid $2.99
 	if _, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-cap", Offer: o, MaxPricePerHour: usd("2.989999")}); !cloudprovider.IsCapacity(err) ||
-		!strings.Contains(err.Error(), "above max_price_per_hour $2.989999/h") {
+		!strings.Contains(err.Error(), "now costs $2.99/h, above the maximum $2.989999/h") {
 		t.Errorf("bid above the cap: %v", err)
 	}
 	inst, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-cap", Offer: o, MaxPricePerHour: usd("2.999999")})

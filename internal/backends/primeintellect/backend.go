@@ -409,7 +409,7 @@ func (b *Backend) resolve(ctx context.Context, o cloudprovider.Offer, limit mone
 	sort.SliceStable(cands, func(i, j int) bool {
 		pi, pj := totalUSD(cands[i]), totalUSD(cands[j])
 		if limit > 0 {
-			if wi, wj := pi <= limit, pj <= limit; wi != wj {
+			if wi, wj := !cloudprovider.AboveCap(pi, limit), !cloudprovider.AboveCap(pj, limit); wi != wj {
 				return wi
 			}
 		}
@@ -478,9 +478,8 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 			}
 			current = totalUSD(item)
 			maxPrice = b.maxPrice(req, current)
-			if current > maxPrice {
-				return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op,
-					"offer %s now costs %s, above the maximum %s", req.Offer.InstanceType, current.PerHour(), maxPrice.PerHour())
+			if err := cloudprovider.CheckPriceCap(CloudName, op, "offer "+req.Offer.InstanceType, current, maxPrice); err != nil {
+				return err
 			}
 			keyIDs, err = b.ensureSSHKeys(ctx, req.SSHPublicKeys)
 			return err

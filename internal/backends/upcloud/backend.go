@@ -612,11 +612,7 @@ func (b *Backend) checkPrice(ctx context.Context, zone, plan string, maxUSD mone
 	b.mu.Lock()
 	b.prices[zone+"/"+plan] = usd
 	b.mu.Unlock()
-	if usd > maxUSD {
-		return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op,
-			"plan %s in %s now costs %s, above the maximum price of %s", plan, zone, usd.PerHour(), maxUSD.PerHour())
-	}
-	return nil
+	return cloudprovider.CheckPriceCap(CloudName, op, "plan "+plan+" in "+zone, usd, maxUSD)
 }
 
 // instance maps a server onto hydra's Instance.

@@ -136,7 +136,7 @@ func TestCreatePriceCap(t *testing.T) {
 		return cloudprovider.CreateRequest{Name: name, Offer: offer, MaxPricePerHour: maxPrice, SSHPublicKeys: []string{testKey}}
 	}
 	_, err := b.Create(ctx, req("upcloud-vm-cheap", exact-money.Micro))
-	const want = "plan GPU-8xCPU-64GB-1xL40S in fi-hel2 now costs $1.21/h, above the maximum price of $1.209999/h"
+	const want = "plan GPU-8xCPU-64GB-1xL40S in fi-hel2 now costs $1.21/h, above the maximum $1.209999/h"
 	if !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("create capped one micro-dollar below the price: %v, want %q", err, want)
 	}

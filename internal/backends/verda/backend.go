@@ -443,17 +443,13 @@ func (b *Backend) findByName(ctx context.Context, name string) (cloudprovider.In
 	return createonce.FindByName(ctx, name, b.List, nil, nil)
 }
 
-// checkPrice refuses (ErrCapacity) an offer whose price is above req.MaxPricePerHour: the price the
-// offer was planned at, or the catalog's price now, which Verda may have changed since.
+// checkPrice refuses (ErrCapacity) an offer whose price in the catalog now, which Verda may have
+// changed since the plan, is above req.MaxPricePerHour (cloudprovider.CheckPriceCap).
 func (b *Backend) checkPrice(ctx context.Context, req cloudprovider.CreateRequest, instanceType string) error {
 	const op = "creating instance"
 	ceiling := req.MaxPricePerHour
 	if ceiling <= 0 {
 		return nil
-	}
-	if req.Offer.PricePerHour > ceiling {
-		return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op,
-			"offer price %s is above the maximum %s", req.Offer.PricePerHour.PerHour(), ceiling.PerHour())
 	}
 	types, err := b.client.InstanceTypes(ctx, b.cfg.Currency)
 	if err != nil {
@@ -467,9 +463,10 @@ func (b *Backend) checkPrice(ctx context.Context, req cloudprovider.CreateReques
 		if req.Offer.Spot {
 			price = float64(t.SpotPrice)
 		}
-		if usd, ok := b.toUSD(price, t.Currency); ok && usd > ceiling {
-			return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op,
-				"%s now costs %s, above the maximum %s", instanceType, usd.PerHour(), ceiling.PerHour())
+		if usd, ok := b.toUSD(price, t.Currency); ok {
+			if err := cloudprovider.CheckPriceCap(CloudName, op, instanceType, usd, ceiling); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

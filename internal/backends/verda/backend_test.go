@@ -394,8 +394,8 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 	}
 }
 
-// TestCreatePriceCap: a price above the cap, as planned or as Verda's catalog says now, is a capacity
-// error and creates nothing.
+// TestCreatePriceCap: a price above the cap in Verda's catalog now is a capacity error and creates
+// nothing, whatever price the offer was planned at (the plan's is the control plane's to check).
 func TestCreatePriceCap(t *testing.T) {
 	f := startEmulator(t, emu.Options{}) // 1H100.80S.30V: 2.65 USD/h on demand, 1.15 spot
 	b := f.backend(t, nil)
@@ -408,11 +408,11 @@ func TestCreatePriceCap(t *testing.T) {
 		max     money.USD
 		wantErr string // "" for no error
 	}{
-		{"planned above the cap", 2_650_000, false, 2 * money.Dollar, "offer price $2.65/h is above the maximum $2.00/h"},
+		{"planned above the cap", 2_650_000, false, 2 * money.Dollar, "1H100.80S.30V now costs $2.65/h, above the maximum $2.00/h"},
 		{"planned below, now above", 1_500_000, false, 2 * money.Dollar, "1H100.80S.30V now costs $2.65/h, above the maximum $2.00/h"},
 		{"spot below the cap", 1_150_000, true, 2 * money.Dollar, ""},
 		{"on demand at the cap", 2_650_000, false, 2_650_000, ""},
-		{"one micro-dollar below the price", 2_650_000, false, 2_649_999, "offer price $2.65/h is above the maximum $2.649999/h"},
+		{"one micro-dollar below the price", 2_650_000, false, 2_649_999, "1H100.80S.30V now costs $2.65/h, above the maximum $2.649999/h"},
 	}
 	created := 0
 	for i, tc := range tests {

@@ -23,7 +23,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	atlasemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	lambdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	mithrilemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	primeemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
@@ -32,6 +31,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // ---------------------------------------------------------------------------------------------------
@@ -659,7 +659,7 @@ var adapters = map[string]cloudAdapter{
 			}
 			us := upcloudemu.New(upcloudemu.Options{Zones: zones, Plans: plans, Username: upcloudUser, Password: upcloudPass})
 			if w.UpCloudStockFails {
-				err = us.SetCloudFaults(upcloudemu.Faults{Faults: emukit.Faults{ServerErrors: 1000}, Match: "GET /device/availability"})
+				err = us.SetCloudFaults(upcloudemu.Faults{Faults: simulation.Faults{ServerErrors: 1000}, Match: "GET /device/availability"})
 			}
 			return us, err
 		},

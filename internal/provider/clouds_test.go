@@ -35,6 +35,7 @@ import (
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	emuverda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // testClouds runs each cloud's emulator over real HTTP on loopback for one test. The provider (served
@@ -215,7 +216,7 @@ func TestAccGPUInstance_upcloudWinsWhenCheaper(t *testing.T) {
 // cheaper H100 ranks behind Verda's in-stock one, and the data source marks it.
 func TestAccGPUInstance_unknownStockRanksBehind(t *testing.T) {
 	c := newTestClouds(t, verdaH100sAt(3.90))
-	if err := c.upcloud.SetCloudFaults(emuupcloud.Faults{Faults: emukit.Faults{ServerErrors: 1000}, Match: "GET /device/availability"}); err != nil {
+	if err := c.upcloud.SetCloudFaults(emuupcloud.Faults{Faults: simulation.Faults{ServerErrors: 1000}, Match: "GET /device/availability"}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -245,7 +246,7 @@ func TestAccGPUInstance_apiStormDuringApply(t *testing.T) {
 		Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("storm", "h100", ""),
 		ConfigPlanChecks: preApply(beforeApply(func() {
 			// Between plan and apply Verda starts answering 429s, then 5xx, then loses the create's answer.
-			if err := c.verda.SetFaults(emukit.Faults{RateLimited: 4, RetryAfterSeconds: 1, ServerErrors: 3, LoseCreateResponses: 1}); err != nil {
+			if err := c.verda.SetFaults(simulation.Faults{RateLimited: 4, RetryAfterSeconds: 1, ServerErrors: 3, LoseCreateResponses: 1}); err != nil {
 				t.Error(err)
 			}
 		})),

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // TestInjectedErrorsAreRetriedLikeACloud: one injected server error no longer fails a read (a refresh
@@ -33,16 +33,16 @@ func TestInjectedErrorsAreRetriedLikeACloud(t *testing.T) {
 	}
 	faults := []struct {
 		name      string
-		faults    emukit.Faults
+		faults    simulation.Faults
 		wantErr   string // "" : the call succeeds
-		wantFault emukit.Faults
+		wantFault simulation.Faults
 	}{
-		{"one server error", emukit.Faults{ServerErrors: 1}, "", emukit.Faults{}},
-		{"a persistent server error", emukit.Faults{ServerErrors: 100},
-			fmt.Sprintf("injected API error (HTTP 503), %d attempts", attempts), emukit.Faults{ServerErrors: 100 - attempts}},
-		{"two rate limits", emukit.Faults{RateLimited: 2, RetryAfterSeconds: 1}, "", emukit.Faults{RetryAfterSeconds: 1}},
-		{"a persistent rate limit", emukit.Faults{RateLimited: 100, RetryAfterSeconds: 1},
-			fmt.Sprintf("injected rate limit (HTTP 429), %d attempts", attempts), emukit.Faults{RateLimited: 100 - attempts, RetryAfterSeconds: 1}},
+		{"one server error", simulation.Faults{ServerErrors: 1}, "", simulation.Faults{}},
+		{"a persistent server error", simulation.Faults{ServerErrors: 100},
+			fmt.Sprintf("injected API error (HTTP 503), %d attempts", attempts), simulation.Faults{ServerErrors: 100 - attempts}},
+		{"two rate limits", simulation.Faults{RateLimited: 2, RetryAfterSeconds: 1}, "", simulation.Faults{RetryAfterSeconds: 1}},
+		{"a persistent rate limit", simulation.Faults{RateLimited: 100, RetryAfterSeconds: 1},
+			fmt.Sprintf("injected rate limit (HTTP 429), %d attempts", attempts), simulation.Faults{RateLimited: 100 - attempts, RetryAfterSeconds: 1}},
 	}
 	for _, c := range calls {
 		for _, f := range faults {
@@ -76,7 +76,7 @@ func TestInjectedErrorsAreRetriedLikeACloud(t *testing.T) {
 // (its default RetryWaitMin, give or take a quarter).
 func TestRetriesUseRestclientsDefaults(t *testing.T) {
 	b := newBackendWith(t, Config{Dir: t.TempDir(), BootTime: time.Hour})
-	if err := b.SetFaults(emukit.Faults{ServerErrors: 1}); err != nil {
+	if err := b.SetFaults(simulation.Faults{ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

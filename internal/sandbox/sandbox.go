@@ -6,7 +6,7 @@
 // The sandbox is not an HTTP API: it is the cloud and its client in one, in process. It keeps the
 // backend contract (cloudprovider.InstanceManagerBackend) like every other cloud, keeps the ownership
 // record with each instance (cloudprovider.OwnershipConfirmer), and offers the admin surface every
-// emulator offers (emukit.Admin) over the same directory.
+// emulator offers (simulation.Admin) over the same directory.
 //
 // Files in the directory (all JSON, all optional except what the sandbox writes itself):
 //
@@ -39,10 +39,10 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // CloudName is the sandbox's cloud name in pools.yml and api_names.
@@ -91,7 +91,7 @@ func (e CatalogEntry) hardware() cloudprovider.Hardware {
 }
 
 // Faults switch on misbehaviour, read from faults.json on every call: the shared vocabulary every
-// emulator understands (emukit.Faults: rate_limited, retry_after_seconds, server_errors,
+// emulator understands (simulation.Faults: rate_limited, retry_after_seconds, server_errors,
 // lose_create_responses, boot_failures, sold_out, latency) and the sandbox's own. Counters run down as
 // faults fire, in faults.json, so every process sharing the directory sees them.
 //
@@ -105,7 +105,7 @@ func (e CatalogEntry) hardware() cloudprovider.Hardware {
 // before it acts. A call whose retries run out fails with an unclassified error ("injected API
 // error"). LoseCreateResponses, BootFailures and SoldOut act on creates.
 type Faults struct {
-	emukit.Faults
+	simulation.Faults
 	// OutOfStock lists "region/instance_type" offers that are still listed but fail at create with a
 	// capacity error (capacity gone between plan and apply for one offer; SoldOut is every offer).
 	OutOfStock []string `json:"out_of_stock,omitempty"`
@@ -197,7 +197,7 @@ type Backend struct {
 var (
 	_ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
 	_ cloudprovider.OwnershipConfirmer     = (*Backend)(nil)
-	_ emukit.Admin                         = (*Backend)(nil)
+	_ simulation.Admin                     = (*Backend)(nil)
 )
 
 // New opens (and if needed creates) a sandbox directory.
@@ -317,9 +317,9 @@ func (b *Backend) Counters() (Counters, error) {
 	return c, err
 }
 
-// Stats counts the instances ever created and lists the live ones, those not deleted (emukit.Admin).
-func (b *Backend) Stats() (emukit.Stats, error) {
-	out := emukit.Stats{Live: []emukit.Machine{}}
+// Stats counts the instances ever created and lists the live ones, those not deleted (simulation.Admin).
+func (b *Backend) Stats() (simulation.Stats, error) {
+	out := simulation.Stats{Live: []simulation.Machine{}}
 	st, err := b.load()
 	if err != nil {
 		return out, err
@@ -327,7 +327,7 @@ func (b *Backend) Stats() (emukit.Stats, error) {
 	out.Created = st.Created
 	for _, r := range st.Instances {
 		if r.DeletedAt.IsZero() {
-			out.Live = append(out.Live, emukit.Machine{ID: r.ID, Name: r.Name})
+			out.Live = append(out.Live, simulation.Machine{ID: r.ID, Name: r.Name})
 		}
 	}
 	return out, nil
@@ -424,9 +424,9 @@ func (b *Backend) AllFaults() (Faults, error) {
 	return f, err
 }
 
-// SetFaults replaces the armed faults of the shared vocabulary (emukit.Admin); the sandbox's own
+// SetFaults replaces the armed faults of the shared vocabulary (simulation.Admin); the sandbox's own
 // (out_of_stock, offers_delay, boot_time) stay as they are.
-func (b *Backend) SetFaults(shared emukit.Faults) error {
+func (b *Backend) SetFaults(shared simulation.Faults) error {
 	return b.locked(func() error {
 		f, err := b.faults()
 		if err != nil {
@@ -438,8 +438,8 @@ func (b *Backend) SetFaults(shared emukit.Faults) error {
 }
 
 // Faults returns the armed faults of the shared vocabulary, counters as far as they have run down
-// (emukit.Admin).
-func (b *Backend) Faults() (emukit.Faults, error) {
+// (simulation.Admin).
+func (b *Backend) Faults() (simulation.Faults, error) {
 	f, err := b.AllFaults()
 	return f.Faults, err
 }
@@ -483,7 +483,7 @@ func (b *Backend) call(ctx context.Context, op string) error {
 		if err != nil {
 			return err
 		}
-		if !emukit.Delay(ctx, latency) {
+		if !simulation.Delay(ctx, latency) {
 			return ctx.Err()
 		}
 		if status == 0 {
@@ -573,7 +573,7 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 		}
 		created := now.UTC()
 		rec = &Record{
-			ID: "sbx-" + emukit.RandomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
+			ID: "sbx-" + simulation.RandomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
 			GPUType: b.inv.GPUType(CloudName, entry.GPU), GPU: entry.GPU, GPUCount: entry.GPUCount, Spot: entry.Spot,
 			PricePerHour: entry.PricePerHour, CreatedAt: created, RunningAt: created.Add(boot), FailBoot: f.TakeBootFailure(),
 			SSHKeys: req.SSHPublicKeys, Owner: Ownership{Token: req.Owner.Token, Resource: req.Owner.Resource},

@@ -12,8 +12,8 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func newBackend(t *testing.T, dir string, boot time.Duration) *Backend {
@@ -143,7 +143,7 @@ func TestDeletedInstancesKeepNoMachine(t *testing.T) {
 	if !up {
 		t.Fatal("the machine of a booting instance was not brought up")
 	}
-	if err := b.SetAllFaults(Faults{Faults: emukit.Faults{BootFailures: 1}}); err != nil {
+	if err := b.SetAllFaults(Faults{Faults: simulation.Faults{BootFailures: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	failed, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-fails", Offer: o})
@@ -226,7 +226,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("another region: %v", err)
 			}
 		}},
-		{"server errors are retried and used up", Faults{Faults: emukit.Faults{ServerErrors: 2}}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
+		{"server errors are retried and used up", Faults{Faults: simulation.Faults{ServerErrors: 2}}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
 			if _, err := b.List(ctx, ""); err != nil {
 				t.Fatalf("List through 2 server errors: %v", err)
 			}
@@ -234,7 +234,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("faults left %+v", f)
 			}
 		}},
-		{"a server error storm fails the call", Faults{Faults: emukit.Faults{ServerErrors: 100}}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
+		{"a server error storm fails the call", Faults{Faults: simulation.Faults{ServerErrors: 100}}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
 			_, err := b.Offers(ctx)
 			if cloudprovider.KindOf(err) != cloudprovider.ErrOther || !strings.Contains(err.Error(), "sandbox: listing offers: injected API error") {
 				t.Fatalf("want an unclassified injected API error, got %v", err)
@@ -243,7 +243,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("%d server errors left, want %d", f.ServerErrors, 100-attempts)
 			}
 		}},
-		{"boot failures are counted", Faults{Faults: emukit.Faults{BootFailures: 1}, BootTime: "1ms"}, func(t *testing.T, b *Backend, o cloudprovider.Offer) {
+		{"boot failures are counted", Faults{Faults: simulation.Faults{BootFailures: 1}, BootTime: "1ms"}, func(t *testing.T, b *Backend, o cloudprovider.Offer) {
 			bad, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: o})
 			if err != nil {
 				t.Fatal(err)
@@ -277,7 +277,7 @@ func TestFaults(t *testing.T) {
 				t.Fatal("Offers ignored the context")
 			}
 		}},
-		{"latency respects the context", Faults{Faults: emukit.Faults{Latency: emukit.Duration(time.Minute)}}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
+		{"latency respects the context", Faults{Faults: simulation.Faults{Latency: simulation.Duration(time.Minute)}}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
 			c, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 			defer cancel()
 			if _, err := b.List(c, ""); err == nil {
@@ -311,14 +311,14 @@ func TestFaultsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := emukit.Faults{RateLimited: 1, RetryAfterSeconds: 2, ServerErrors: 3, LoseCreateResponses: 4, BootFailures: 5, SoldOut: true, Latency: emukit.Duration(time.Millisecond)}
+	want := simulation.Faults{RateLimited: 1, RetryAfterSeconds: 2, ServerErrors: 3, LoseCreateResponses: 4, BootFailures: 5, SoldOut: true, Latency: simulation.Duration(time.Millisecond)}
 	if f.Faults != want || len(f.OutOfStock) != 1 || f.OffersDelay != "2s" || f.BootTime != "3s" {
 		t.Fatalf("read %+v", f)
 	}
-	if err := b.SetFaults(emukit.Faults{ServerErrors: 1}); err != nil {
+	if err := b.SetFaults(simulation.Faults{ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := b.AllFaults(); f.Faults != (emukit.Faults{ServerErrors: 1}) || len(f.OutOfStock) != 1 || f.BootTime != "3s" {
+	if f, _ := b.AllFaults(); f.Faults != (simulation.Faults{ServerErrors: 1}) || len(f.OutOfStock) != 1 || f.BootTime != "3s" {
 		t.Fatalf("after SetFaults: %+v", f)
 	}
 }

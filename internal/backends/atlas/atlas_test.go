@@ -13,6 +13,7 @@ import (
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 const testToken = "atlas-test-token"
@@ -210,10 +211,10 @@ func TestStatusesAndHostKey(t *testing.T) {
 func TestCreateRetried(t *testing.T) {
 	tests := []struct {
 		name   string
-		faults emukit.Faults
+		faults simulation.Faults
 	}{
-		{"500 storm during create", emukit.Faults{ServerErrors: 3}},
-		{"429 storm during create", emukit.Faults{RateLimited: 3, RetryAfterSeconds: 1}},
+		{"500 storm during create", simulation.Faults{ServerErrors: 3}},
+		{"429 storm during create", simulation.Faults{RateLimited: 3, RetryAfterSeconds: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -360,14 +361,14 @@ func TestAuthAndRetries(t *testing.T) {
 		t.Fatal("404 must not be retried")
 	}
 	e.Count.Store(0)
-	_ = e.emu.SetFaults(emukit.Faults{ServerErrors: 2, RateLimited: 1})
+	_ = e.emu.SetFaults(simulation.Faults{ServerErrors: 2, RateLimited: 1})
 	if _, err := b.Offers(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if e.Count.Load() != 4 {
 		t.Fatalf("%d requests, want 4 (429, 500, 500, ok)", e.Count.Load())
 	}
-	_ = e.emu.SetFaults(emukit.Faults{ServerErrors: 20})
+	_ = e.emu.SetFaults(simulation.Faults{ServerErrors: 20})
 	_, err = b.Offers(context.Background())
 	wantKind(t, err, cloudprovider.ErrOther)
 }

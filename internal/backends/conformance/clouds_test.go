@@ -23,6 +23,7 @@ import (
 	upcloudemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	verdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // TestConformance runs the backend contract against every cloud of the registry (internal/clouds), the
@@ -53,13 +54,13 @@ func fast() restclient.Tuning {
 
 // harnesses start each cloud's emulator and backend, by cloud name.
 var harnesses = map[string]conformance.Harness{
-	atlas.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, emukit.Admin) {
+	atlas.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
 		srv := atlasemu.New(atlasemu.Options{Options: emukit.Options{BootDuration: 300 * time.Millisecond}, DeleteDuration: 200 * time.Millisecond})
 		cfg := atlas.Config{BaseURL: backendtest.Start(t, srv.Start), Token: atlasemu.DefaultToken, Tuning: fast()}
 		return backendtest.Must(atlas.New(cfg, backendtest.Inventory(t), nil))(t), srv
 	}},
 	// Lambda has no labels, so ownership is carried by the name alone (the confirmation case is skipped).
-	lambda.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, emukit.Admin) {
+	lambda.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
 		srv := lambdaemu.New(lambdaemu.Options{Options: emukit.Options{BootDuration: 400 * time.Millisecond}, TerminateDuration: 200 * time.Millisecond, LaunchInterval: -1})
 		cfg := lambda.Config{APIKey: lambdaemu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + lambdaemu.BasePath,
 			Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond), LaunchInterval: -1,
@@ -71,7 +72,7 @@ var harnesses = map[string]conformance.Harness{
 	// Mithril's bids are allocated at once (the default catalog has free capacity), its machines boot
 	// in 300 ms and its cancelled bids' machines terminate at once.
 	mithril.CloudName: {
-		Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, emukit.Admin) {
+		Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
 			srv := mithrilemu.New(mithrilemu.Options{Options: emukit.Options{BootDuration: 300 * time.Millisecond}, PreemptionWindow: time.Second})
 			cfg := mithril.Config{APIKey: mithrilemu.DefaultAPIKey, Project: mithrilemu.DefaultProject,
 				BaseURL: backendtest.Start(t, srv.Start), Tuning: fast()}
@@ -81,7 +82,7 @@ var harnesses = map[string]conformance.Harness{
 	},
 	// The default offer (the cheapest eligible on-demand one) fits Prime: its offers report no stock
 	// count (Available -1).
-	primeintellect.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, emukit.Admin) {
+	primeintellect.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
 		srv := primeemu.New(primeemu.Options{Options: emukit.Options{BootDuration: 800 * time.Millisecond}, DeleteDuration: 300 * time.Millisecond})
 		cfg := primeintellect.Config{APIKey: primeemu.DefaultAPIKey, BaseURL: backendtest.Start(t, srv.Start),
 			Tuning: backendtest.Tuning(10*time.Millisecond, 2*time.Second), EmptyAvailabilityWait: 10 * time.Millisecond}
@@ -89,7 +90,7 @@ var harnesses = map[string]conformance.Harness{
 	}},
 	// The sandbox is in process: the backend is its own emulator and admin, over a directory of its own,
 	// without SSH machines.
-	sandbox.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, emukit.Admin) {
+	sandbox.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
 		cfg := sandbox.Config{Dir: t.TempDir(), BootTime: 300 * time.Millisecond, DeleteTime: 200 * time.Millisecond,
 			Tuning: restclient.Tuning{RetryWaitMin: 10 * time.Millisecond, RetryWaitMax: 200 * time.Millisecond}}
 		b := backendtest.Must(sandbox.New(cfg, backendtest.Inventory(t), nil))(t)
@@ -97,7 +98,7 @@ var harnesses = map[string]conformance.Harness{
 	}},
 	// UpCloud's servers boot in 300 ms and stop in 200 ms; deletes are polled quickly. httptest listens
 	// on loopback, and its Close also drops connections the client dialled but never used.
-	upcloud.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, emukit.Admin) {
+	upcloud.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
 		const user, pass = "hydra-sub", "s3cret-Pass!"
 		srv := upcloudemu.New(upcloudemu.Options{
 			Options:      emukit.Options{BootDuration: 300 * time.Millisecond},
@@ -111,7 +112,7 @@ var harnesses = map[string]conformance.Harness{
 	}},
 	// Verda's machines boot in 400 ms (ordered, provisioning, running); delete is immediate. Verda
 	// accepts a create without SSH keys (ssh_key_ids may be empty).
-	verda.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, emukit.Admin) {
+	verda.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
 		srv := verdaemu.New(verdaemu.Options{Options: emukit.Options{BootDuration: 400 * time.Millisecond}})
 		cfg := verda.Config{ClientID: verdaemu.DefaultClientID, ClientSecret: verdaemu.DefaultClientSecret,
 			BaseURL: backendtest.Serve(t, srv) + verdaemu.BasePath, Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond),

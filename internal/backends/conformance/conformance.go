@@ -17,9 +17,9 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Harness is what a cloud's test hands the suite.
@@ -29,7 +29,7 @@ type Harness struct {
 	// Start starts a fresh emulator with its own empty state, machines that boot and terminate within
 	// a second or two, and returns a backend talking to it over real HTTP, and the emulator's admin.
 	// It registers its own cleanup with t.
-	Start func(t *testing.T) (cloudprovider.InstanceManagerBackend, emukit.Admin)
+	Start func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin)
 	// Offer picks the offer the suite creates from (default: the cheapest eligible offer with stock).
 	// Auction clouds use it to price a bid.
 	Offer func(t *testing.T, b cloudprovider.InstanceManagerBackend, offers []cloudprovider.Offer) cloudprovider.Offer
@@ -102,7 +102,7 @@ func request(t *testing.T, h Harness, offer cloudprovider.Offer, name string) cl
 	}
 }
 
-func stats(t *testing.T, a emukit.Admin) emukit.Stats {
+func stats(t *testing.T, a simulation.Admin) simulation.Stats {
 	t.Helper()
 	st, err := a.Stats()
 	if err != nil {
@@ -111,7 +111,7 @@ func stats(t *testing.T, a emukit.Admin) emukit.Stats {
 	return st
 }
 
-func setFaults(t *testing.T, a emukit.Admin, f emukit.Faults) {
+func setFaults(t *testing.T, a simulation.Admin, f simulation.Faults) {
 	t.Helper()
 	if err := a.SetFaults(f); err != nil {
 		t.Fatalf("setting faults: %v", err)
@@ -292,7 +292,7 @@ func testLostCreate(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
 	pool := backendtest.Pool(t, h.Cloud)
 	req := request(t, h, pickOffer(t, h, b), "lost")
-	setFaults(t, admin, emukit.Faults{LoseCreateResponses: 1})
+	setFaults(t, admin, simulation.Faults{LoseCreateResponses: 1})
 	inst, err := b.Create(ctxFor(t), req)
 	if err != nil && cloudprovider.KindOf(err) != cloudprovider.ErrOther {
 		t.Fatalf("a lost create answer is %v (kind %v), want an unknown outcome (ErrOther) or the instance", err, cloudprovider.KindOf(err))
@@ -320,7 +320,7 @@ func testLostCreate(t *testing.T, h Harness) {
 func testBootFailure(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
 	req := request(t, h, pickOffer(t, h, b), "bootfail")
-	setFaults(t, admin, emukit.Faults{BootFailures: 1})
+	setFaults(t, admin, simulation.Faults{BootFailures: 1})
 	inst, err := b.Create(ctxFor(t), req)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
@@ -354,7 +354,7 @@ func testPriceCap(t *testing.T, h Harness) {
 func testSoldOut(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
 	req := request(t, h, pickOffer(t, h, b), "soldout")
-	setFaults(t, admin, emukit.Faults{SoldOut: true})
+	setFaults(t, admin, simulation.Faults{SoldOut: true})
 	_, err := b.Create(ctxFor(t), req)
 	if !cloudprovider.IsCapacity(err) {
 		t.Fatalf("create while sold out: %v (kind %v), want a capacity error", err, cloudprovider.KindOf(err))
@@ -366,11 +366,11 @@ func testSoldOut(t *testing.T, h Harness) {
 
 func testRetries(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
-	setFaults(t, admin, emukit.Faults{RateLimited: 2, RetryAfterSeconds: 1})
+	setFaults(t, admin, simulation.Faults{RateLimited: 2, RetryAfterSeconds: 1})
 	if _, err := b.Offers(ctxFor(t)); err != nil {
 		t.Fatalf("Offers after two 429s: %v; rate limits are waited out", err)
 	}
-	setFaults(t, admin, emukit.Faults{ServerErrors: 1})
+	setFaults(t, admin, simulation.Faults{ServerErrors: 1})
 	if _, err := b.List(ctxFor(t), "x-"); err != nil {
 		t.Fatalf("List after one 5xx: %v; safe calls are retried", err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // sleeps is the backend's injected wait: it moves the shared fake clock instead of sleeping and
@@ -135,7 +135,7 @@ func TestRateLimitedLaunchWaitsAndSucceeds(t *testing.T) {
 func TestUnhealthyGrace(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, func(c *Config) { c.Now = f.clock.Now })
-	setFaults(t, f.srv, emukit.Faults{BootFailures: 1})
+	setFaults(t, f.srv, simulation.Faults{BootFailures: 1})
 	inst, err := b.Create(context.Background(), request(t, cheapestH100(t, b), "sick", testKey))
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestLaunchErrorsTaxonomy(t *testing.T) {
 		kind cloudprovider.ErrorKind
 		text string
 	}{
-		{name: "insufficient capacity", arm: func(f *fixture) { setFaults(t, f.srv, emukit.Faults{SoldOut: true}) },
+		{name: "insufficient capacity", arm: func(f *fixture) { setFaults(t, f.srv, simulation.Faults{SoldOut: true}) },
 			kind: cloudprovider.ErrCapacity, text: CodeInsufficientCapacity},
 		{name: "quota exceeded", arm: func(f *fixture) { _ = f.srv.SetAccountFaults(emu.AccountFaults{QuotaExceeded: 1}) },
 			kind: cloudprovider.ErrQuota, text: CodeQuotaExceeded},
@@ -242,7 +242,7 @@ func TestLaunchErrorsTaxonomy(t *testing.T) {
 	backendtest.WantKind(t, err, cloudprovider.ErrNotFound)
 }
 
-func setFaults(t *testing.T, srv *emu.Server, fl emukit.Faults) {
+func setFaults(t *testing.T, srv *emu.Server, fl simulation.Faults) {
 	t.Helper()
 	if err := srv.SetFaults(fl); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func TestAvailabilityPagination(t *testing.T) {
@@ -129,17 +130,17 @@ func TestEmptyAvailabilityStopsOnCancel(t *testing.T) {
 func TestRetries(t *testing.T) {
 	tests := []struct {
 		name     string
-		faults   emukit.Faults
+		faults   simulation.Faults
 		call     func(*Client) error
 		wantErr  bool
 		wantKind cloudprovider.ErrorKind
 		wantReqs int
 	}{
-		{"5xx storm longer than the retries", emukit.Faults{ServerErrors: 10},
+		{"5xx storm longer than the retries", simulation.Faults{ServerErrors: 10},
 			func(c *Client) error { _, err := c.Pods(context.Background()); return err }, true, cloudprovider.ErrOther, 5},
-		{"404 not retried", emukit.Faults{},
+		{"404 not retried", simulation.Faults{},
 			func(c *Client) error { _, err := c.Pod(context.Background(), "nope"); return err }, true, cloudprovider.ErrNotFound, 1},
-		{"create retried on 429", emukit.Faults{RateLimited: 2},
+		{"create retried on 429", simulation.Faults{RateLimited: 2},
 			func(c *Client) error { _, err := c.CreatePod(context.Background(), validCreate()); return err }, false, 0, 3},
 	}
 	for _, tt := range tests {
@@ -252,17 +253,17 @@ func TestPodLifecycleAndSSHForms(t *testing.T) {
 func TestCreateErrors(t *testing.T) {
 	tests := []struct {
 		name   string
-		faults emukit.Faults
+		faults simulation.Faults
 		cloud  emu.CloudFaults
 		mut    func(*CreatePodRequest)
 		want   cloudprovider.ErrorKind
 		text   string
 	}{
-		{"capacity gone", emukit.Faults{SoldOut: true}, emu.CloudFaults{}, nil, cloudprovider.ErrCapacity, "No capacity"},
-		{"stale cloudId", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.CloudID = "old-token" }, cloudprovider.ErrCapacity, "no longer available"},
-		{"price above max", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.MaxPrice = 0.1 }, cloudprovider.ErrCapacity, "exceeds max price"},
-		{"no balance", emukit.Faults{}, emu.CloudFaults{PaymentRequired: true}, nil, cloudprovider.ErrQuota, "Insufficient balance"},
-		{"missing field", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.Socket = "" }, cloudprovider.ErrInvalid, "socket"},
+		{"capacity gone", simulation.Faults{SoldOut: true}, emu.CloudFaults{}, nil, cloudprovider.ErrCapacity, "No capacity"},
+		{"stale cloudId", simulation.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.CloudID = "old-token" }, cloudprovider.ErrCapacity, "no longer available"},
+		{"price above max", simulation.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.MaxPrice = 0.1 }, cloudprovider.ErrCapacity, "exceeds max price"},
+		{"no balance", simulation.Faults{}, emu.CloudFaults{PaymentRequired: true}, nil, cloudprovider.ErrQuota, "Insufficient balance"},
+		{"missing field", simulation.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.Socket = "" }, cloudprovider.ErrInvalid, "socket"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraBackendKey hydra@test"
@@ -532,7 +533,7 @@ func TestBackendSpotCreate(t *testing.T) {
 // behind every offer with known stock) instead of looking as good as in-stock ones.
 func TestOffersStockUnknownWhenAvailabilityFails(t *testing.T) {
 	srv, base := startEmulator(t, emu.Options{})
-	if err := srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 100}, Match: "GET /device/availability"}); err != nil {
+	if err := srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{ServerErrors: 100}, Match: "GET /device/availability"}); err != nil {
 		t.Fatal(err)
 	}
 	b := newTestBackend(t, base, nil)

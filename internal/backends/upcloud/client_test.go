@@ -19,6 +19,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func testCreateBody(name, plan, zone string) CreateServer {
@@ -297,7 +298,7 @@ func TestClientGivesUpInUpCloudsShape(t *testing.T) {
 	ct := &countingTransport{next: http.DefaultTransport}
 	cfg.Transport = ct
 	c := newTestClient(t, cfg)
-	_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 100}, ServerErrorStatus: 502})
+	_ = srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{ServerErrors: 100}, ServerErrorStatus: 502})
 	_, err := c.ListPrices(context.Background())
 	var ae *APIError
 	if cloudprovider.KindOf(err) != cloudprovider.ErrOther || !errors.As(err, &ae) || ae.Status != 502 || ae.Code != "SERVICE_UNAVAILABLE" {
@@ -658,7 +659,7 @@ func TestClientRetriesSafeCalls(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 1}, Match: tc.match}); err != nil {
+			if err := srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{ServerErrors: 1}, Match: tc.match}); err != nil {
 				t.Fatal(err)
 			}
 			before := ct.n.Load()
@@ -678,12 +679,12 @@ func TestClientRetriesSafeCalls(t *testing.T) {
 	}
 	t.Run("create", func(t *testing.T) {
 		cs := testCreateBody("upcloud-vm-retry2", "GPU-8xCPU-64GB-1xL4", "fi-hel2")
-		_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 1}, Match: "POST /server"})
+		_ = srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{ServerErrors: 1}, Match: "POST /server"})
 		before := ct.n.Load()
 		if _, err := c.CreateServerRequest(ctx, cs); cloudprovider.KindOf(err) != cloudprovider.ErrOther || ct.n.Load()-before != 1 {
 			t.Errorf("a 503 on create: %v after %d attempts, want ErrOther after 1", err, ct.n.Load()-before)
 		}
-		_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{RateLimited: 1}, Match: "POST /server"})
+		_ = srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{RateLimited: 1}, Match: "POST /server"})
 		before = ct.n.Load()
 		if _, err := c.CreateServerRequest(ctx, cs); err != nil || ct.n.Load()-before != 2 {
 			t.Errorf("a 429 on create: %v after %d attempts, want success after 2", err, ct.n.Load()-before)

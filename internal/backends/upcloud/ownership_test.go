@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // TestConfirmOwnershipKeepsOtherLabels: the confirmation is a modify that resends every label, so a
@@ -99,7 +99,7 @@ func TestCreateIsIdempotentByName(t *testing.T) {
 	}
 
 	// A lost answer: Create looks again and returns the server the cloud made.
-	if err := srv.SetFaults(emukit.Faults{LoseCreateResponses: 1}); err != nil {
+	if err := srv.SetFaults(simulation.Faults{LoseCreateResponses: 1}); err != nil {
 		t.Fatal(err)
 	}
 	req.Name, req.Owner = "upcloud-vm-lost--bcdefghi", cloudprovider.Ownership{Resource: "lost", Token: "bcdefghi"}
@@ -111,7 +111,7 @@ func TestCreateIsIdempotentByName(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	// A 5xx on the create that hides nothing stays an unknown outcome, and creates nothing.
-	_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 1}, Match: "POST /server"})
+	_ = srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{ServerErrors: 1}, Match: "POST /server"})
 	req.Name = "upcloud-vm-fail--cdefghij"
 	if _, err := first.Create(ctx, req); cloudprovider.KindOf(err) != cloudprovider.ErrOther || !strings.Contains(err.Error(), "SERVICE_UNAVAILABLE") {
 		t.Fatalf("create answered 503: %v", err)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func TestTokenCachedRefreshedAndRenewed(t *testing.T) {
@@ -315,7 +315,7 @@ func TestCreateCapacity503(t *testing.T) {
 // TestTokenCallRetriedOn5xx: the OAuth token request is a read as far as retries go.
 func TestTokenCallRetriedOn5xx(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
-	f.setFaults(t, emukit.Faults{ServerErrors: 2}) // the fresh client's first requests are token requests
+	f.setFaults(t, simulation.Faults{ServerErrors: 2}) // the fresh client's first requests are token requests
 	if _, err := f.client(t).Locations(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -335,14 +335,14 @@ func TestCreateInstanceRetries(t *testing.T) {
 	}
 	tests := []struct {
 		name        string
-		faults      emukit.Faults
+		faults      simulation.Faults
 		wantReqs    int
 		wantErr     bool
 		wantCreated int
 	}{
-		{"retried on 429", emukit.Faults{RateLimited: 2}, 3, false, 1},
-		{"not retried on 5xx", emukit.Faults{ServerErrors: 3}, 1, true, 1},
-		{"a lost answer is not retried", emukit.Faults{LoseCreateResponses: 1}, 1, true, 2},
+		{"retried on 429", simulation.Faults{RateLimited: 2}, 3, false, 1},
+		{"not retried on 5xx", simulation.Faults{ServerErrors: 3}, 1, true, 1},
+		{"a lost answer is not retried", simulation.Faults{LoseCreateResponses: 1}, 1, true, 2},
 	}
 	for _, tc := range tests {
 		before := f.srv.RequestCount("POST /instances")
@@ -359,7 +359,7 @@ func TestCreateInstanceRetries(t *testing.T) {
 		if got := f.srv.CreateCount(); got != tc.wantCreated {
 			t.Errorf("%s: %d created, want %d", tc.name, got, tc.wantCreated)
 		}
-		f.setFaults(t, emukit.Faults{})
+		f.setFaults(t, simulation.Faults{})
 	}
 }
 

@@ -1,13 +1,11 @@
 // Package emukit is the plumbing the cloud emulators share: a JSON state kept in memory or in a
-// directory under an exclusive flock, serving on a local address, and fault injection (latency,
-// 429 storms with Retry-After, 5xx answers).
+// directory under an exclusive flock, serving on a local address, and the faults of the shared
+// vocabulary (internal/simulation) answered the way an HTTP API answers them.
 package emukit
 
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,13 +14,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
-	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
 // Options are the options every emulator has; each emulator's Options embed them, and its New gives
@@ -210,30 +206,6 @@ func Serve(addr string, h http.Handler) (baseURL string, stop func(context.Conte
 	return "http://" + ln.Addr().String(), stop, nil
 }
 
-// Delay waits d (nothing when d <= 0). It returns false, early, when ctx ends first: the client is
-// gone and the request needs no answer.
-func Delay(ctx context.Context, d time.Duration) bool {
-	return d <= 0 || wait.Sleep(ctx, d) == nil
-}
-
-// TakeFault fires one armed fault and uses up one of its count: while *tooMany > 0 a 429 with a
-// Retry-After header of retryAfter seconds (1 when not positive), else while *serverErrors > 0 a
-// serverStatus answer. status is 0 when neither is armed.
-func TakeFault(tooMany *int, retryAfter int, serverErrors *int, serverStatus int) (status int, header http.Header) {
-	switch {
-	case *tooMany > 0:
-		*tooMany--
-		if retryAfter <= 0 {
-			retryAfter = 1
-		}
-		return http.StatusTooManyRequests, http.Header{"Retry-After": {strconv.Itoa(retryAfter)}}
-	case *serverErrors > 0:
-		*serverErrors--
-		return serverStatus, nil
-	}
-	return 0, nil
-}
-
 // WriteJSON answers status with v as JSON, after the headers in header.
 func WriteJSON(w http.ResponseWriter, status int, v any, header http.Header) {
 	for k, vs := range header {
@@ -244,11 +216,4 @@ func WriteJSON(w http.ResponseWriter, status int, v any, header http.Header) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// RandomHex is n random bytes in lower-case hex.
-func RandomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func call(t *testing.T, base, method, path string, body any, out any) int {
@@ -321,7 +322,7 @@ func TestStateDirSharedByTwoServers(t *testing.T) {
 		t.Errorf("create count via b: %d", b.CreateCount())
 	}
 	// Faults set through one server apply to the other.
-	if err := a.SetFaults(emukit.Faults{RateLimited: 1}); err != nil {
+	if err := a.SetFaults(simulation.Faults{RateLimited: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if code := call(t, sb.URL, "GET", "/v2/spot/availability", nil, nil); code != 429 {
@@ -357,7 +358,7 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 	s := New(Options{})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	_ = s.SetFaults(emukit.Faults{Latency: emukit.Duration(50 * time.Millisecond), ServerErrors: 1})
+	_ = s.SetFaults(simulation.Faults{Latency: simulation.Duration(50 * time.Millisecond), ServerErrors: 1})
 	start := time.Now()
 	var body map[string]any
 	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, &body); code != 502 || body["detail"] != "Upstream service failure" {
@@ -374,7 +375,7 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 		t.Errorf("faults %+v", f)
 	}
 	// Mithril's own status for server errors, and faults limited to one path.
-	_ = s.SetFaults(emukit.Faults{ServerErrors: 1, RateLimited: 1, RetryAfterSeconds: 3})
+	_ = s.SetFaults(simulation.Faults{ServerErrors: 1, RateLimited: 1, RetryAfterSeconds: 3})
 	_ = s.SetOwnFaults(OwnFaults{ServerErrorStatus: 503, OnlyPath: "GET /v2/spot/"})
 	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, nil); code != 200 {
 		t.Errorf("a path outside OnlyPath: %d", code)
@@ -396,7 +397,7 @@ func TestSharedCreateFaults(t *testing.T) {
 	defer srv.Close()
 	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
 
-	_ = s.SetFaults(emukit.Faults{SoldOut: true})
+	_ = s.SetFaults(simulation.Faults{SoldOut: true})
 	var e map[string]any
 	if code := call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("sold", fid, "us-central1-a", "$2.00"), &e); code != 400 || !strings.Contains(e["detail"].(string), "Insufficient capacity") {
 		t.Errorf("sold out: %d %v", code, e)
@@ -405,7 +406,7 @@ func TestSharedCreateFaults(t *testing.T) {
 		t.Errorf("a sold-out create placed a bid")
 	}
 
-	_ = s.SetFaults(emukit.Faults{LoseCreateResponses: 1, BootFailures: 1})
+	_ = s.SetFaults(simulation.Faults{LoseCreateResponses: 1, BootFailures: 1})
 	if code := call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("lost", fid, "us-central1-a", "$2.00"), &e); code != 502 {
 		t.Errorf("lost answer: %d %v", code, e)
 	}
@@ -469,7 +470,7 @@ func TestAdminOverHTTP(t *testing.T) {
 	}
 	// The admin surface needs no key and is not hit by the faults it arms.
 	a := emutest.Fetch(t, srv.URL, "GET", emukit.AdminPath+"stats", nil)
-	var st emukit.Stats
+	var st simulation.Stats
 	_ = json.Unmarshal(a.Raw, &st)
 	if a.Status != 200 || st.Created != 0 || st.Live == nil || len(st.Live) != 0 {
 		t.Errorf("stats: %d %+v", a.Status, st)

@@ -14,6 +14,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 type call struct {
@@ -76,7 +77,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 		t.Errorf("counts: %d %d stock %d", a.CreateCount(), b.CreateCount(), b.Stock("fi-hel2", "GPU-8xCPU-64GB-1xL4"))
 	}
 	// Faults set through one are seen by the other, and persist.
-	if err := a.SetFaults(emukit.Faults{RateLimited: 1, RetryAfterSeconds: 2}); err != nil {
+	if err := a.SetFaults(simulation.Faults{RateLimited: 1, RetryAfterSeconds: 2}); err != nil {
 		t.Fatal(err)
 	}
 	r := do(t, b, "GET", "/1.3/zone", nil, "")
@@ -228,7 +229,7 @@ func TestStartServesTheAPI(t *testing.T) {
 
 func TestFaultsLatencyAndErrors(t *testing.T) {
 	s := New(Options{})
-	f := Faults{Faults: emukit.Faults{Latency: emukit.Duration(30 * time.Millisecond), ServerErrors: 1}, ServerErrorStatus: 502, Match: "GET /plan"}
+	f := Faults{Faults: simulation.Faults{Latency: simulation.Duration(30 * time.Millisecond), ServerErrors: 1}, ServerErrorStatus: 502, Match: "GET /plan"}
 	if err := s.SetCloudFaults(f); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestFaultsLatencyAndErrors(t *testing.T) {
 		t.Errorf("faults %+v %v", f, err)
 	}
 	// SetFaults (the shared vocabulary) replaces everything, UpCloud's extras included.
-	if err := s.SetFaults(emukit.Faults{ServerErrors: 1}); err != nil {
+	if err := s.SetFaults(simulation.Faults{ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if f, _ := s.CloudFaults(); f.Match != "" || f.ServerErrorStatus != 0 || f.ServerErrors != 1 {
@@ -263,7 +264,7 @@ func TestFaultsLatencyAndErrors(t *testing.T) {
 func TestSlowBoot(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
-	if err := s.SetCloudFaults(Faults{SlowBoot: emukit.Duration(5 * time.Second)}); err != nil {
+	if err := s.SetCloudFaults(Faults{SlowBoot: simulation.Duration(5 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	uuid := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-slow"), ""))["uuid"].(string)

@@ -15,6 +15,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
@@ -325,7 +326,7 @@ func TestFaults(t *testing.T) {
 		"description": "d", "location_code": "FIN-01"}
 
 	// Request faults answer in Verda's shapes before anything is done, and run down.
-	if err := s.SetFaults(emukit.Faults{RateLimited: 1, RetryAfterSeconds: 7, ServerErrors: 1}); err != nil {
+	if err := s.SetFaults(simulation.Faults{RateLimited: 1, RetryAfterSeconds: 7, ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
 	r := do(t, base, "GET", "/locations", tok, nil)
@@ -347,7 +348,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// Sold out: Verda's own 503 while availability still lists the type.
-	if err := s.SetFaults(emukit.Faults{SoldOut: true}); err != nil {
+	if err := s.SetFaults(simulation.Faults{SoldOut: true}); err != nil {
 		t.Fatal(err)
 	}
 	r = do(t, base, "POST", "/instances", tok, create)
@@ -359,7 +360,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// A lost create answer: 502 (not JSON), but the instance exists.
-	if err := s.SetFaults(emukit.Faults{LoseCreateResponses: 1}); err != nil {
+	if err := s.SetFaults(simulation.Faults{LoseCreateResponses: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(t, base, "POST", "/instances", tok, create); r.status != 502 {
@@ -370,7 +371,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// A boot failure ends in status error instead of running; the next machine boots.
-	if err := s.SetFaults(emukit.Faults{BootFailures: 1}); err != nil {
+	if err := s.SetFaults(simulation.Faults{BootFailures: 1}); err != nil {
 		t.Fatal(err)
 	}
 	bad := string(do(t, base, "POST", "/instances", tok, create).body)
@@ -385,7 +386,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// Added latency (a lower bound only).
-	if err := s.SetFaults(emukit.Faults{Latency: emukit.Duration(60 * time.Millisecond)}); err != nil {
+	if err := s.SetFaults(simulation.Faults{Latency: simulation.Duration(60 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -410,12 +411,12 @@ func TestAdminHTTP(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("PUT faults: %d %s", r.status, r.body)
 	}
-	var f emukit.Faults
+	var f simulation.Faults
 	do(t, hs.URL, "GET", emukit.AdminPath+"faults", "", nil).json(t, &f)
 	if f.RateLimited != 1 || f.RetryAfterSeconds != 2 {
 		t.Errorf("GET faults: %+v", f)
 	}
-	var st emukit.Stats
+	var st simulation.Stats
 	do(t, hs.URL, "GET", emukit.AdminPath+"stats", "", nil).json(t, &st)
 	if st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "verda-vm-admin" {
 		t.Errorf("GET stats: %+v", st)
@@ -453,7 +454,7 @@ func TestSharedStateDir(t *testing.T) {
 		t.Errorf("B counts %d created, %d live", b.CreateCount(), len(b.LiveInstances()))
 	}
 	// Faults set through one are seen by the other, and persist.
-	if err := a.SetFaults(emukit.Faults{RateLimited: 1}); err != nil {
+	if err := a.SetFaults(simulation.Faults{RateLimited: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(t, baseB, "GET", "/locations", tok, nil); r.status != 429 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
@@ -190,7 +191,7 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 			labels[kv[0]] = kv[1]
 		}
 	}
-	inst, existed, err := b.client.CreateInstance(ctx, CreateRequest{
+	inst, existed, err := b.client.CreateInstance(ctx, atlasapi.CreateRequest{
 		Name: req.Name, InstanceType: req.Offer.InstanceType, Region: req.Offer.Region, SSHPublicKeys: keys,
 		Labels: labels, MaxPricePerHour: req.MaxPricePerHour.Float64(),
 	})

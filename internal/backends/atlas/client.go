@@ -95,18 +95,6 @@ type Instance struct {
 	UpdatedAt time.Time         `json:"updated_at"`
 }
 
-// CreateRequest is the body of POST /v1/instances.
-type CreateRequest struct {
-	Name          string            `json:"name"`
-	InstanceType  string            `json:"instance_type"`
-	Region        string            `json:"region"`
-	SSHPublicKeys []string          `json:"ssh_public_keys"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	// MaxPricePerHour caps the list price (0: no cap); above it Atlas answers 422 price_above_max and
-	// creates nothing.
-	MaxPricePerHour float64 `json:"max_price_per_hour,omitempty"`
-}
-
 // ErrorBody is every error answer: {"error":{"code","message"}}, plus the existing instance on a 409.
 type ErrorBody struct {
 	Error struct {
@@ -197,7 +185,7 @@ func (c *Client) Offers(ctx context.Context) ([]OfferEntry, error) {
 
 // CreateInstance creates an instance. Create is idempotent by name on Atlas, so it is retried like a
 // read (5xx, timeouts), and a 409 already_exists returns the existing instance with existed = true.
-func (c *Client) CreateInstance(ctx context.Context, req CreateRequest) (inst Instance, existed bool, err error) {
+func (c *Client) CreateInstance(ctx context.Context, req atlasapi.CreateRequest) (inst Instance, existed bool, err error) {
 	const op = "creating instance"
 	resp, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodPost, Path: "/v1/instances", Body: req})
 	if err != nil {

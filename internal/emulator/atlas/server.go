@@ -448,14 +448,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "invalid", "cannot read body")
 		return
 	}
-	var b struct {
-		Name            string            `json:"name"`
-		InstanceType    string            `json:"instance_type"`
-		Region          string            `json:"region"`
-		SSHPublicKeys   []string          `json:"ssh_public_keys"`
-		Labels          map[string]string `json:"labels"`
-		MaxPricePerHour float64           `json:"max_price_per_hour"`
-	}
+	var b atlasapi.CreateRequest
 	if err := json.Unmarshal(raw, &b); err != nil {
 		apiError(w, http.StatusBadRequest, "invalid", "malformed JSON: "+err.Error())
 		return

@@ -139,8 +139,9 @@ func (cp *ControlPlane) Provisioning() bool {
 // recorded in rec and handed to save, so the caller's record of the machine is never behind what
 // happened. A wait that fails returns a *BootError; a provisioning that fails leaves rec in status
 // error and returns a *ProvisioningFailedError. When ctx is cancelled, rec keeps the status reached
-// (pending, running or provisioning), so a later Resume continues from there, and the context's
-// error is returned.
+// (pending, running or provisioning) so that Resume continues from there, and the error matches
+// context.Canceled (errors.Is): a *BootError when it came during the wait. A ctx that times out
+// instead is a failure like any other.
 func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst cloudprovider.Instance, spec BringUpSpec, save func(Record)) error {
 	put := func() {
 		if save != nil {

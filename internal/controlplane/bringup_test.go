@@ -108,6 +108,8 @@ func TestBringUp(t *testing.T) {
 		want        Record
 		// wantSteps are the statuses saved, in order (repeats collapsed).
 		wantSteps []cloudprovider.Status
+		// cancelFirst cancels the context before BringUp starts (an interrupt during the boot wait).
+		cancelFirst bool
 	}{{
 		name: "provisioning off: ready once it runs", cloud: running, inst: running,
 		want:      Record{Status: cloudprovider.StatusReady, CloudStatus: "running", SSH: testSSH},
@@ -152,6 +154,18 @@ func TestBringUp(t *testing.T) {
 		wantErr:   func(err error) bool { return errors.Is(err, context.Canceled) },
 		want:      Record{Status: cloudprovider.StatusProvisioning, CloudStatus: "running", SSH: testSSH, ProvisioningAttempts: 1},
 		wantSteps: []cloudprovider.Status{cloudprovider.StatusProvisioning},
+	}, {
+		name:  "interrupted while booting: still pending, resumable, a BootError matching context.Canceled",
+		cloud: cloudprovider.Instance{Name: running.Name, Status: cloudprovider.StatusPending, CloudStatus: "booting"},
+		inst:  cloudprovider.Instance{Name: running.Name, Status: cloudprovider.StatusPending, CloudStatus: "booting"},
+		prov:  func(context.CancelFunc) cloudprovider.Provisioner { return &poolProvisioner{} },
+		wantErr: func(err error) bool {
+			var be *BootError
+			return errors.As(err, &be) && errors.Is(err, context.Canceled)
+		},
+		want:        Record{Status: cloudprovider.StatusPending, CloudStatus: "booting"},
+		wantSteps:   []cloudprovider.Status{cloudprovider.StatusPending},
+		cancelFirst: true,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,6 +181,9 @@ func TestBringUp(t *testing.T) {
 			}
 			cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, opts)
 			rec := NewRecord(inst)
+			if tc.cancelFirst {
+				cancel()
+			}
 			var steps []cloudprovider.Status
 			err := cp.BringUp(ctx, &rec, inst, BringUpSpec{Pool: inventory.Pool{Name: "verda-vm-pool"}}, func(r Record) {
 				if len(steps) == 0 || steps[len(steps)-1] != r.Status {

@@ -34,16 +34,16 @@ type Launched struct {
 	Instance cloudprovider.Instance
 	Offer    cloudprovider.Offer
 	Pool     inventory.Pool
-	// Adopted is true when the machine was left by this working directory's interrupted create of the
-	// same resource (its journaled intent proves it) and was taken over instead of buying another.
+	// Adopted is true when the machine was not created by this call but taken over (see Launch).
 	Adopted bool
 }
 
-// Launch creates the instance. It never touches a machine of another resource: every machine it
-// creates carries a fresh ownership token in its name, and the only machine it adopts is the one a
-// journaled intent of this same resource names (a create cut short by a hard kill, or a create whose
-// answer was lost). Only the intent's own pool is asked, so an outage of an unrelated cloud cannot
-// fail the create. A capacity error moves on to the next offer.
+// Launch creates the instance from the first offer that has capacity, trying req.Offers in order. It
+// first adopts, instead of buying another, a machine an earlier create of the same resource left: the
+// one its journaled intent names, or one never confirmed that carries a token derived from its name
+// (a leftover that no longer matches the offers is deleted). A create whose answer was lost is looked
+// for by name. It never touches a machine of another resource. One offer that ran out of capacity is
+// a *SoldOutError; several, a capacity error.
 func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched, error) {
 	log := cp.logger(ctx)
 	if len(req.Offers) == 0 {

@@ -123,9 +123,10 @@ func (cp *ControlPlane) machine(pm *SinglePoolInstManager, inst cloudprovider.In
 	return m
 }
 
-// Orphans returns the machines that are probably billed with no Terraform state holding them: those
-// this working directory's journal names (creates cut short), and, where the cloud records
-// confirmation, those never confirmed and older than the orphan grace period.
+// Orphans returns the machines probably billed with no Terraform state holding them: every machine a
+// cut-short create left (OwnedInterrupted: named by this working directory's journal, or never
+// confirmed and carrying its resource name's derived token), whatever its age, and every other
+// never-confirmed machine (OwnedUnconfirmed) older than grace or of unknown age.
 func (r ListResult) Orphans(grace time.Duration) []Machine {
 	var out []Machine
 	for _, m := range r.Machines {

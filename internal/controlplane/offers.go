@@ -129,11 +129,9 @@ const (
 	marketSpot     = "spot"
 )
 
-// OfferID builds an offer's ID: "<pool>/<region>/<instance type>/<market>@<price>". The ID is a quote:
-// it carries everything the plan shows (ParseOfferID reads it all back), so a plan made on one machine
-// can be applied on another without the values moving. Apply still asks the cloud once more
-// (LaunchOffers): for what the ID does not carry (the ids an auction or a reseller needs at create,
-// the hardware) and to refuse an offer whose price rose since; the ID's price is the most it pays.
+// OfferID builds an offer's ID, "<pool>/<region>/<instance type>/<ondemand|spot>@<price>", which
+// ParseOfferID reads back. The price is the one quoted: LaunchOffers refuses a pinned ID whose offer
+// costs more now (*PriceRoseError).
 func OfferID(o cloudprovider.Offer) string {
 	market := marketOnDemand
 	if o.Spot {

@@ -6,8 +6,8 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emuatlas "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Atlas is the in-house cloud.
@@ -31,7 +31,7 @@ var Atlas = &Driver{
 			PriceFactor: s.Float("price_factor"), Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
-		return serve(emuatlas.New(emuatlas.Options{Options: emukit.Options{StateDir: dir}}).Start, func(url string) Values {
+		return serve(emuatlas.New(emuatlas.Options{Options: simulation.Options{StateDir: dir}}).Start, func(url string) Values {
 			return Values{"endpoint": url, "token": emuatlas.DefaultToken}
 		})
 	},

@@ -5,9 +5,9 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emulambda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Lambda is Lambda's on-demand GPU cloud, reached with a Cloud API key.
@@ -27,7 +27,7 @@ var Lambda = &Driver{
 		return asBackend(lambda.New(lambda.Config{APIKey: s.String("api_key"), BaseURL: s.String("endpoint"), Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
-		return serve(emulambda.New(emulambda.Options{Options: emukit.Options{StateDir: dir}}).Start, func(url string) Values {
+		return serve(emulambda.New(emulambda.Options{Options: simulation.Options{StateDir: dir}}).Start, func(url string) Values {
 			return Values{"endpoint": url, "api_key": emulambda.DefaultAPIKey}
 		})
 	},

@@ -5,9 +5,9 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Mithril sells spot capacity by auction. Its bids are commitments, so it is off by default.
@@ -34,7 +34,7 @@ var Mithril = &Driver{
 			BaseURL: s.String("endpoint"), WinMarginPercent: &margin, Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
-		return serve(emumithril.New(emumithril.Options{Options: emukit.Options{StateDir: dir}}).Start, func(url string) Values {
+		return serve(emumithril.New(emumithril.Options{Options: simulation.Options{StateDir: dir}}).Start, func(url string) Values {
 			return Values{"endpoint": url, "api_key": emumithril.DefaultAPIKey, "project": emumithril.DefaultProject}
 		})
 	},

@@ -5,9 +5,9 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // PrimeIntellect is an aggregator. One spelling everywhere: "primeintellect" is its cloud name (in
@@ -28,7 +28,7 @@ var PrimeIntellect = &Driver{
 		return asBackend(primeintellect.New(primeintellect.Config{APIKey: s.String("api_key"), BaseURL: s.String("endpoint"), Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
-		return serve(emuprime.New(emuprime.Options{Options: emukit.Options{StateDir: dir}}).Start, func(url string) Values {
+		return serve(emuprime.New(emuprime.Options{Options: simulation.Options{StateDir: dir}}).Start, func(url string) Values {
 			return Values{"endpoint": url, "api_key": emuprime.DefaultAPIKey}
 		})
 	},

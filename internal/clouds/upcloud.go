@@ -5,9 +5,9 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // upcloudEmulatorLogin is the sub-account the UpCloud emulator started by emulator_dir accepts.
@@ -42,7 +42,7 @@ var UpCloud = &Driver{
 		return asBackend(upcloud.New(cfg, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
-		srv := emuupcloud.New(emuupcloud.Options{Options: emukit.Options{StateDir: dir}, Username: upcloudEmulatorLogin, Password: upcloudEmulatorLogin})
+		srv := emuupcloud.New(emuupcloud.Options{Options: simulation.Options{StateDir: dir}, Username: upcloudEmulatorLogin, Password: upcloudEmulatorLogin})
 		return serve(srv.Start, func(url string) Values {
 			return Values{"endpoint": url, "username": upcloudEmulatorLogin, "password": upcloudEmulatorLogin, "token": ""}
 		})

@@ -5,9 +5,9 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emuverda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Verda (formerly DataCrunch) uses OAuth2 client credentials.
@@ -31,7 +31,7 @@ var Verda = &Driver{
 			BaseURL: s.String("endpoint"), EURToUSD: s.Float("eur_to_usd"), Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
-		return serve(emuverda.New(emuverda.Options{Options: emukit.Options{StateDir: dir}}).Start, func(url string) Values {
+		return serve(emuverda.New(emuverda.Options{Options: simulation.Options{StateDir: dir}}).Start, func(url string) Values {
 			return Values{"endpoint": url, "client_id": emuverda.DefaultClientID, "client_secret": emuverda.DefaultClientSecret}
 		})
 	},

@@ -30,7 +30,6 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	emuatlas "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
@@ -64,12 +63,12 @@ func newTestClouds(t *testing.T, verdaCatalog []emuverda.CatalogEntry) *testClou
 		t.Cleanup(srv.Close)
 		c.urls[name] = srv.URL + base
 	}
-	c.verda = emuverda.New(emuverda.Options{Options: emukit.Options{BootDuration: time.Second}, Catalog: verdaCatalog})
-	c.upcloud = emuupcloud.New(emuupcloud.Options{Options: emukit.Options{BootDuration: time.Second}, StopDuration: 500 * time.Millisecond})
-	c.prime = emuprime.New(emuprime.Options{Options: emukit.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
-	c.atlas = emuatlas.New(emuatlas.Options{Options: emukit.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
+	c.verda = emuverda.New(emuverda.Options{Options: simulation.Options{BootDuration: time.Second}, Catalog: verdaCatalog})
+	c.upcloud = emuupcloud.New(emuupcloud.Options{Options: simulation.Options{BootDuration: time.Second}, StopDuration: 500 * time.Millisecond})
+	c.prime = emuprime.New(emuprime.Options{Options: simulation.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
+	c.atlas = emuatlas.New(emuatlas.Options{Options: simulation.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
 	mithrilNow := func() time.Time { return time.Now().Add(time.Duration(c.mithrilAhead.Load())) }
-	c.mithril = emumithril.New(emumithril.Options{Options: emukit.Options{BootDuration: time.Second, Now: mithrilNow}, PreemptionWindow: time.Second})
+	c.mithril = emumithril.New(emumithril.Options{Options: simulation.Options{BootDuration: time.Second, Now: mithrilNow}, PreemptionWindow: time.Second})
 	serve("verda", c.verda, emuverda.BasePath)
 	serve("upcloud", c.upcloud, "/1.3")
 	serve("primeintellect", c.prime, "")

@@ -18,8 +18,8 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Test SSH public keys (throwaway keys; nothing logs in with them).
@@ -71,7 +71,7 @@ func WantKind(t testing.TB, err error, kind cloudprovider.ErrorKind) {
 
 // Clocked gives an emulator's options the test's clock, unless they have one, and boot as their boot
 // duration, unless they have one, so tests move time instead of waiting for machines to boot.
-func Clocked(o *emukit.Options, clock *Clock, boot time.Duration) {
+func Clocked(o *simulation.Options, clock *Clock, boot time.Duration) {
 	if o.Now == nil {
 		o.Now = clock.Now
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	atlasemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	lambdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	mithrilemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	primeemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
@@ -55,13 +54,13 @@ func fast() restclient.Tuning {
 // harnesses start each cloud's emulator and backend, by cloud name.
 var harnesses = map[string]conformance.Harness{
 	atlas.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		srv := atlasemu.New(atlasemu.Options{Options: emukit.Options{BootDuration: 300 * time.Millisecond}, DeleteDuration: 200 * time.Millisecond})
+		srv := atlasemu.New(atlasemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, DeleteDuration: 200 * time.Millisecond})
 		cfg := atlas.Config{BaseURL: backendtest.Start(t, srv.Start), Token: atlasemu.DefaultToken, Tuning: fast()}
 		return backendtest.Must(atlas.New(cfg, backendtest.Inventory(t), nil))(t), srv
 	}},
 	// Lambda has no labels, so ownership is carried by the name alone (the confirmation case is skipped).
 	lambda.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		srv := lambdaemu.New(lambdaemu.Options{Options: emukit.Options{BootDuration: 400 * time.Millisecond}, TerminateDuration: 200 * time.Millisecond, LaunchInterval: -1})
+		srv := lambdaemu.New(lambdaemu.Options{Options: simulation.Options{BootDuration: 400 * time.Millisecond}, TerminateDuration: 200 * time.Millisecond, LaunchInterval: -1})
 		cfg := lambda.Config{APIKey: lambdaemu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + lambdaemu.BasePath,
 			Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond), LaunchInterval: -1,
 			// A failed boot is unhealthy, pending for the grace, then an error: a short grace on the real
@@ -73,7 +72,7 @@ var harnesses = map[string]conformance.Harness{
 	// in 300 ms and its cancelled bids' machines terminate at once.
 	mithril.CloudName: {
 		Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-			srv := mithrilemu.New(mithrilemu.Options{Options: emukit.Options{BootDuration: 300 * time.Millisecond}, PreemptionWindow: time.Second})
+			srv := mithrilemu.New(mithrilemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, PreemptionWindow: time.Second})
 			cfg := mithril.Config{APIKey: mithrilemu.DefaultAPIKey, Project: mithrilemu.DefaultProject,
 				BaseURL: backendtest.Start(t, srv.Start), Tuning: fast()}
 			return backendtest.Must(mithril.New(cfg, backendtest.Inventory(t), nil))(t), srv
@@ -83,7 +82,7 @@ var harnesses = map[string]conformance.Harness{
 	// The default offer (the cheapest eligible on-demand one) fits Prime: its offers report no stock
 	// count (Available -1).
 	primeintellect.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		srv := primeemu.New(primeemu.Options{Options: emukit.Options{BootDuration: 800 * time.Millisecond}, DeleteDuration: 300 * time.Millisecond})
+		srv := primeemu.New(primeemu.Options{Options: simulation.Options{BootDuration: 800 * time.Millisecond}, DeleteDuration: 300 * time.Millisecond})
 		cfg := primeintellect.Config{APIKey: primeemu.DefaultAPIKey, BaseURL: backendtest.Start(t, srv.Start),
 			Tuning: backendtest.Tuning(10*time.Millisecond, 2*time.Second), EmptyAvailabilityWait: 10 * time.Millisecond}
 		return backendtest.Must(primeintellect.New(cfg, backendtest.Inventory(t), nil))(t), srv
@@ -101,7 +100,7 @@ var harnesses = map[string]conformance.Harness{
 	upcloud.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
 		const user, pass = "hydra-sub", "s3cret-Pass!"
 		srv := upcloudemu.New(upcloudemu.Options{
-			Options:      emukit.Options{BootDuration: 300 * time.Millisecond},
+			Options:      simulation.Options{BootDuration: 300 * time.Millisecond},
 			StopDuration: 200 * time.Millisecond,
 			Username:     user,
 			Password:     pass,
@@ -113,7 +112,7 @@ var harnesses = map[string]conformance.Harness{
 	// Verda's machines boot in 400 ms (ordered, provisioning, running); delete is immediate. Verda
 	// accepts a create without SSH keys (ssh_key_ids may be empty).
 	verda.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		srv := verdaemu.New(verdaemu.Options{Options: emukit.Options{BootDuration: 400 * time.Millisecond}})
+		srv := verdaemu.New(verdaemu.Options{Options: simulation.Options{BootDuration: 400 * time.Millisecond}})
 		cfg := verda.Config{ClientID: verdaemu.DefaultClientID, ClientSecret: verdaemu.DefaultClientSecret,
 			BaseURL: backendtest.Serve(t, srv) + verdaemu.BasePath, Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond),
 			DeleteRetryWait: 50 * time.Millisecond}

@@ -15,6 +15,7 @@ import (
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func findOffer(t *testing.T, offers []cloudprovider.Offer, provider, gpuType string, count int, spot bool) cloudprovider.Offer {
@@ -161,7 +162,7 @@ func lastCreate(t *testing.T, e *env) map[string]any {
 }
 
 func TestCreateGetListDelete(t *testing.T) {
-	e := newEnv(t, emu.Options{Options: emukit.Options{BootDuration: 40 * time.Second}, SSH: emukit.SSH{Host: "192.0.2.10", Port: 40022}})
+	e := newEnv(t, emu.Options{Options: simulation.Options{BootDuration: 40 * time.Second}, SSH: emukit.SSH{Host: "192.0.2.10", Port: 40022}})
 	ctx := context.Background()
 	b, offers := e.backendOffers(t, nil)
 	o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)

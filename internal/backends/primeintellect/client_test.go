@@ -192,7 +192,7 @@ func TestSharedRateLimit(t *testing.T) {
 func TestPodLifecycleAndSSHForms(t *testing.T) {
 	for _, asList := range []bool{false, true} {
 		t.Run(map[bool]string{false: "string", true: "list"}[asList], func(t *testing.T) {
-			e := newEnv(t, emu.Options{Options: emukit.Options{BootDuration: 40 * time.Second}, SSHAsList: asList, SSH: emukit.SSH{Host: "10.1.2.3", Port: 2222}})
+			e := newEnv(t, emu.Options{Options: simulation.Options{BootDuration: 40 * time.Second}, SSHAsList: asList, SSH: emukit.SSH{Host: "10.1.2.3", Port: 2222}})
 			c := e.client(t, nil)
 			ctx := context.Background()
 			p, err := c.CreatePod(ctx, validCreate())

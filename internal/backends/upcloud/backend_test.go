@@ -10,7 +10,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -302,7 +301,7 @@ func offerFor(t *testing.T, b *Backend, zone, plan string) cloudprovider.Offer {
 
 func TestBackendLifecycle(t *testing.T) {
 	clock := newFakeClock()
-	srv, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: 40 * time.Second}, StopDuration: 5 * time.Second})
+	srv, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: 40 * time.Second}, StopDuration: 5 * time.Second})
 	b := newTestBackend(t, base, nil)
 	ctx := context.Background()
 	offer := offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
@@ -398,7 +397,7 @@ wait:
 func TestBackendDeleteStates(t *testing.T) {
 	ctx := context.Background()
 	t.Run("during maintenance it waits for the boot", func(t *testing.T) {
-		_, base := startEmulator(t, emu.Options{Options: emukit.Options{BootDuration: 30 * time.Millisecond}, StopDuration: 10 * time.Millisecond})
+		_, base := startEmulator(t, emu.Options{Options: simulation.Options{BootDuration: 30 * time.Millisecond}, StopDuration: 10 * time.Millisecond})
 		b := newTestBackend(t, base, nil)
 		inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "upcloud-vm-m", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 		if err != nil {
@@ -413,7 +412,7 @@ func TestBackendDeleteStates(t *testing.T) {
 	})
 	t.Run("an already stopped server is deleted at once", func(t *testing.T) {
 		clock := newFakeClock()
-		_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
+		_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
 		b := newTestBackend(t, base, nil)
 		inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "upcloud-vm-s", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 		if err != nil {
@@ -434,7 +433,7 @@ func TestBackendDeleteStates(t *testing.T) {
 	})
 	t.Run("the wait is bounded", func(t *testing.T) {
 		clock := newFakeClock()
-		_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Hour})
+		_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Hour})
 		b := newTestBackend(t, base, func(c *Config) { c.DeleteTimeout = 50 * time.Millisecond })
 		inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "upcloud-vm-t", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 		if err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
@@ -135,7 +134,7 @@ func TestClientCatalogEndpoints(t *testing.T) {
 
 func TestClientServerLifecycle(t *testing.T) {
 	clock := newFakeClock()
-	srv, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: 30 * time.Second}, StopDuration: 5 * time.Second})
+	srv, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: 30 * time.Second}, StopDuration: 5 * time.Second})
 	c := newTestClient(t, fastClientConfig(base))
 	ctx := context.Background()
 
@@ -356,7 +355,7 @@ func keysOf(t *testing.T, raw json.RawMessage) []string {
 // numbers that UpCloud sends as strings are strings.
 func TestEmulatorAnswersInRecordedShapes(t *testing.T) {
 	clock := newFakeClock()
-	_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
+	_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
 	c := newTestClient(t, fastClientConfig(base))
 	ctx := context.Background()
 	raw := func(method, path string, body any) json.RawMessage {
@@ -618,7 +617,7 @@ func TestBackendListWhenPagingIsIgnored(t *testing.T) {
 // one 503 costs one more attempt, not the call. A create is retried on 429 only.
 func TestClientRetriesSafeCalls(t *testing.T) {
 	clock := newFakeClock()
-	srv, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
+	srv, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
 	cfg := fastClientConfig(base)
 	ct := &countingTransport{next: http.DefaultTransport}
 	cfg.Transport = ct

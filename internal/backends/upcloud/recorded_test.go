@@ -21,8 +21,8 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // recording is one file of testdata/recorded (copied from the shared reference recordings).
@@ -830,7 +830,7 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 			"TestRecordedReplay and TestErrorKinds read it with the client",
 	}
 	clock := newFakeClock()
-	_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second})
+	_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second})
 	root := strings.TrimSuffix(base, emu.APIPrefix)
 	ids := map[string]string{} // recorded uuid -> the emulator's
 	send := func(method, path, rawQuery string, body []byte) emuCall {

@@ -57,7 +57,7 @@ type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long an instance takes from create to active (default 20s): provisioning for
 	// the first third, then booting (no ssh), then active.
-	emukit.Options
+	simulation.Options
 	// Tokens are the accepted bearer tokens (default: "atlas-test-token").
 	Tokens []string
 	// Catalog is the initial fleet (default: DefaultCatalog()). A state dir that already holds a state

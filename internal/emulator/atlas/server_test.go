@@ -71,8 +71,8 @@ func TestStateDirShared(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}, Catalog: []Offer{}})
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}, Catalog: []Offer{}})
 	code, inst := do(t, a, http.MethodPost, "/v1/instances", createBody)
 	if code != 201 {
 		t.Fatal(code)
@@ -161,7 +161,7 @@ func TestLabels(t *testing.T) {
 
 func TestTerminatedCannotBeLabelled(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := New(Options{Options: emukit.Options{Now: func() time.Time { return now }}})
+	s := New(Options{Options: simulation.Options{Now: func() time.Time { return now }}})
 	_, inst := do(t, s, http.MethodPost, "/v1/instances", createBody)
 	id := inst["id"].(string)
 	do(t, s, http.MethodDelete, "/v1/instances/"+id, "")
@@ -198,7 +198,7 @@ func TestPriceCap(t *testing.T) {
 
 func TestSharedFaults(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := New(Options{Options: emukit.Options{Now: func() time.Time { return now }, BootDuration: time.Minute}})
+	s := New(Options{Options: simulation.Options{Now: func() time.Time { return now }, BootDuration: time.Minute}})
 	_ = s.SetFaults(simulation.Faults{SoldOut: true})
 	if code, _ := do(t, s, http.MethodPost, "/v1/instances", createBody); code != 422 {
 		t.Fatalf("sold out: %d", code)

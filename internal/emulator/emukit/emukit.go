@@ -21,33 +21,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 )
 
-// Options are the options every emulator has; each emulator's Options embed them, and its New gives
-// them their defaults with WithDefaults.
-type Options struct {
-	// StateDir keeps the cloud's state in a JSON file in this directory, under an exclusive file lock,
-	// so that every emulator (and process) sharing the directory sees one cloud ("": in memory). A
-	// state file that exists wins over the options that seed a new state (catalog, durations).
-	StateDir string
-	// BootDuration is how long a new machine takes until it runs (the emulator's Options say what the
-	// machine goes through meanwhile, and the default).
-	BootDuration time.Duration
-	// Now is the clock (default time.Now); tests inject a fake one to move statuses along instead of
-	// sleeping.
-	Now func() time.Time
-}
-
-// WithDefaults returns o with boot as BootDuration when it is not positive, and time.Now as Now when it
-// is nil.
-func (o Options) WithDefaults(boot time.Duration) Options {
-	if o.BootDuration <= 0 {
-		o.BootDuration = boot
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return o
-}
-
 // SSH is where an emulator reports that its running machines answer SSH.
 type SSH struct {
 	Host string

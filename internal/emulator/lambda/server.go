@@ -77,7 +77,7 @@ type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long a new instance boots before it is active (default 30s; real machines take
 	// minutes). Its ip appears half-way through.
-	emukit.Options
+	simulation.Options
 	// APIKey is the only key accepted (default DefaultAPIKey).
 	APIKey string
 	// TerminateDuration is how long a terminated instance stays terminating (default 10s).

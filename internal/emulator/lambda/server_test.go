@@ -402,8 +402,8 @@ func TestSSHKeys(t *testing.T) {
 // Processes sharing a StateDir see one cloud: instances, keys and faults.
 func TestStateDirShared(t *testing.T) {
 	dir := t.TempDir()
-	a := New(Options{Options: emukit.Options{StateDir: dir}})
-	b := New(Options{Options: emukit.Options{StateDir: dir}})
+	a := New(Options{Options: simulation.Options{StateDir: dir}})
+	b := New(Options{Options: simulation.Options{StateDir: dir}})
 	addKey(t, a, "k")
 	id := launchedID(t, launch(t, a, nil))
 	if got := call(t, b, "GET", BasePath+"/instances/"+id, nil); got.status != 200 {

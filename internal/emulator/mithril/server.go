@@ -52,7 +52,7 @@ type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long an allocated instance stays STATUS_NEW/STATUS_STARTING before
 	// STATUS_RUNNING with an ssh_destination (default 20s).
-	emukit.Options
+	simulation.Options
 	// Catalog is the spot market (nil: DefaultCatalog()).
 	Catalog []Offering
 	// StopDuration is how long a cancelled bid's instance stays STATUS_STOPPING (default 0: it is

@@ -32,7 +32,7 @@ func call(t *testing.T, base, method, path string, body any, out any) int {
 func auctionServer(t *testing.T) (*backendtest.Clock, *Server, *httptest.Server, string) {
 	t.Helper()
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}, PreemptionWindow: time.Minute})
+	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 10 * time.Second}, PreemptionWindow: time.Minute})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return c, s, srv, s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
@@ -54,7 +54,7 @@ func pricing(t *testing.T, base, fid, region string) map[string]any {
 func TestSecondPriceAuction(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{
-		Options:          emukit.Options{Now: c.Now, BootDuration: 10 * time.Second},
+		Options:          simulation.Options{Now: c.Now, BootDuration: 10 * time.Second},
 		PreemptionWindow: time.Minute,
 		Catalog: []Offering{
 			{Name: "h100-80gb.sxm.8x", GPUType: "H100", NumGPUs: 8, Region: "r1", Capacity: 2, MinimumCents: 500, LastPriceCents: 900},
@@ -262,7 +262,7 @@ func TestDefaultCatalogMarket(t *testing.T) {
 
 func TestInstanceProgressionAndAuth(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 30 * time.Second}, SSHDestination: "127.0.0.1:2222"})
+	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 30 * time.Second}, SSHDestination: "127.0.0.1:2222"})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	var b map[string]any
@@ -303,8 +303,8 @@ func TestInstanceProgressionAndAuth(t *testing.T) {
 func TestStateDirSharedByTwoServers(t *testing.T) {
 	dir := t.TempDir()
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
 	sa, sb := httptest.NewServer(a), httptest.NewServer(b)
 	defer sa.Close()
 	defer sb.Close()
@@ -330,7 +330,7 @@ func TestStateDirSharedByTwoServers(t *testing.T) {
 	}
 	// A third server started later (a new terraform run) sees the same cloud.
 	c.Advance(10 * time.Second)
-	third := New(Options{Options: emukit.Options{StateDir: dir}})
+	third := New(Options{Options: simulation.Options{StateDir: dir}})
 	bids := third.LiveBids()
 	if len(bids) != 1 || bids[0].InstanceStatuses[0] != "STATUS_RUNNING" {
 		t.Errorf("third server: %+v", bids)
@@ -392,7 +392,7 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 // a boot failure ends the instance in STATUS_ERROR.
 func TestSharedCreateFaults(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 10 * time.Second}})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")

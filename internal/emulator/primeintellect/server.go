@@ -38,7 +38,7 @@ type Options struct {
 	// Options.BootDuration is how long a pod takes from create to reachable (default 20s). The pod is
 	// PROVISIONING for the first quarter, ACTIVE with installation running and no sshConnection until
 	// half, ACTIVE/FINISHED with sshConnection [null] until the end, then ACTIVE with an SSH connection.
-	emukit.Options
+	simulation.Options
 	// APIKeys are the accepted API keys (default: "pi-test-key").
 	APIKeys []string
 	// Catalog is the initial availability (default: DefaultCatalog()). A state dir that already

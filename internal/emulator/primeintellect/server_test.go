@@ -148,7 +148,7 @@ const createL4 = `{"pod":{"name":"pi-vm-x","cloudId":"NVIDIA L4","gpuType":"L4_2
 // TestSharedFaults checks the shared fault vocabulary in Prime's own answers.
 func TestSharedFaults(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := New(Options{Options: emukit.Options{Now: func() time.Time { return now }, BootDuration: time.Minute}})
+	s := New(Options{Options: simulation.Options{Now: func() time.Time { return now }, BootDuration: time.Minute}})
 
 	_ = s.SetFaults(simulation.Faults{ServerErrors: 1})
 	if code, body, _ := do(t, s, http.MethodGet, "/api/v1/pods/", ""); code != 500 || body["detail"] == nil {
@@ -277,8 +277,8 @@ func TestStateDirShared(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}, Catalog: []Item{}})
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}, Catalog: []Item{}})
 	code, pod, raw := do(t, a, http.MethodPost, "/api/v1/pods/", `{"pod":{"name":"pi-vm-shared","cloudId":"NVIDIA L4","gpuType":"L4_24GB","socket":"PCIe","gpuCount":1,"maxPrice":1},"provider":{"type":"runpod"}}`)
 	if code != 200 {
 		t.Fatalf("%d %s", code, raw)
@@ -313,7 +313,7 @@ func TestStateDirShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new process on the same dir after a restart sees the deletion.
-	c := New(Options{Options: emukit.Options{StateDir: dir, Now: func() time.Time { return now.Add(time.Hour) }}})
+	c := New(Options{Options: simulation.Options{StateDir: dir, Now: func() time.Time { return now.Add(time.Hour) }}})
 	if len(c.Pods()) != 0 {
 		t.Fatalf("pods after delete: %v", c.Pods())
 	}

@@ -47,7 +47,7 @@ func TestAdminOverHTTP(t *testing.T) {
 
 func TestAdminFaultsOfTheSharedVocabulary(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
 
 	// A lost create answer: the server exists, the answer is a 5xx in UpCloud's shape.
 	_ = s.SetFaults(simulation.Faults{LoseCreateResponses: 1, BootFailures: 1})
@@ -88,7 +88,7 @@ func TestAdminFaultsOfTheSharedVocabulary(t *testing.T) {
 
 func TestModifyServerLabels(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
 	uuid := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-mod"), ""))["uuid"].(string)
 
 	labels := func(kv ...string) map[string]any {
@@ -248,8 +248,8 @@ func TestPagingKnob(t *testing.T) {
 // The knob lives in the state: processes sharing a StateDir see it.
 func TestPagingKnobSharedThroughStateDir(t *testing.T) {
 	dir := t.TempDir()
-	a := New(Options{Options: emukit.Options{StateDir: dir}})
-	b := New(Options{Options: emukit.Options{StateDir: dir}})
+	a := New(Options{Options: simulation.Options{StateDir: dir}})
+	b := New(Options{Options: simulation.Options{StateDir: dir}})
 	if err := a.SetIgnorePaging(true); err != nil {
 		t.Fatal(err)
 	}

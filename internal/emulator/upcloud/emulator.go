@@ -52,7 +52,7 @@ const APIPrefix = "/1.3"
 type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long a new server stays in "maintenance" (default 20s).
-	emukit.Options
+	simulation.Options
 	// Zones, Plans and Templates seed the catalog (defaults: DefaultZones, DefaultPlans, DefaultTemplates).
 	Zones     []Zone
 	Plans     []Plan

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
@@ -57,8 +56,8 @@ func serverOf(c call) map[string]any { m, _ := c.body["server"].(map[string]any)
 func TestStateDirSharedBetweenServers(t *testing.T) {
 	dir := t.TempDir()
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: clk.Now, BootDuration: 10 * time.Second}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: clk.Now, BootDuration: time.Hour}}) // the existing state's settings win
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: clk.Now, BootDuration: 10 * time.Second}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: clk.Now, BootDuration: time.Hour}}) // the existing state's settings win
 
 	c := do(t, a, "POST", "/1.3/server", testCreate("upcloud-vm-one"), "")
 	if c.status != 202 {
@@ -88,7 +87,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 		t.Error("the storm did not end after one answer")
 	}
 	// A third server value started later (a new process) still sees everything.
-	c3 := New(Options{Options: emukit.Options{StateDir: dir, Now: clk.Now}})
+	c3 := New(Options{Options: simulation.Options{StateDir: dir, Now: clk.Now}})
 	if list := c3.Servers(); len(list) != 1 || list[0].State != "started" || list[0].Labels["hydra-name"] != "upcloud-vm-one" {
 		t.Errorf("servers: %+v", list)
 	}
@@ -122,7 +121,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 
 func TestQuirks(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second, Username: "u", Password: "p", Token: "tok"})
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second, Username: "u", Password: "p", Token: "tok"})
 
 	if r := do(t, s, "GET", "/1.3/plan", nil, "none"); r.status != 401 || !strings.Contains(string(r.raw), "AUTHENTICATION_FAILED") {
 		t.Errorf("no auth: %d %s", r.status, r.raw)
@@ -263,7 +262,7 @@ func TestFaultsLatencyAndErrors(t *testing.T) {
 
 func TestSlowBoot(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
 	if err := s.SetCloudFaults(Faults{SlowBoot: simulation.Duration(5 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +342,7 @@ func TestCreateCustomServer(t *testing.T) {
 
 func TestStorages(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
 	srv := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-disk"), ""))
 	diskUUID := srv["storage_devices"].(map[string]any)["storage_device"].([]any)[0].(map[string]any)["storage"].(string)
 
@@ -399,7 +398,7 @@ func TestStorages(t *testing.T) {
 
 // The GPU plans name their GPUs as UpCloud writes them, and a GPU server's devices say the same.
 func TestCatalogGPUNames(t *testing.T) {
-	s := New(Options{Options: emukit.Options{BootDuration: time.Millisecond}})
+	s := New(Options{Options: simulation.Options{BootDuration: time.Millisecond}})
 	pl := do(t, s, "GET", "/1.3/plan", nil, "")
 	models := map[string]bool{}
 	for _, p := range pl.body["plans"].(map[string]any)["plan"].([]any) {

@@ -58,7 +58,7 @@ type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long a new instance takes to run: ordered for its first quarter, then
 	// provisioning, then running with an ip (default 30s).
-	emukit.Options
+	simulation.Options
 	// ClientID and ClientSecret are the only credentials accepted (defaults DefaultClientID and
 	// DefaultClientSecret).
 	ClientID     string

@@ -83,7 +83,7 @@ func errorBody(t *testing.T, r resp) (string, string) {
 
 func TestTokenEndpoint(t *testing.T) {
 	c := newClock()
-	base := serve(t, New(Options{Options: emukit.Options{Now: c.Now}, TokenLifetime: time.Hour, RefreshTokenLifetime: 2 * time.Hour}))
+	base := serve(t, New(Options{Options: simulation.Options{Now: c.Now}, TokenLifetime: time.Hour, RefreshTokenLifetime: 2 * time.Hour}))
 	tok := login(t, base)
 	if tok.ExpiresIn != 3600 || tok.TokenType != "Bearer" || tok.Scope != "cloud-api-v1" || strings.Count(tok.AccessToken, ".") != 2 || tok.RefreshToken == "" {
 		t.Fatalf("token answer %+v", tok)
@@ -151,7 +151,7 @@ func TestFormOnlyTokenEndpoint(t *testing.T) {
 
 func TestQuirks(t *testing.T) {
 	c := newClock()
-	base := serve(t, New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 40 * time.Second}}))
+	base := serve(t, New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}}))
 	tok := login(t, base).AccessToken
 
 	// String prices.
@@ -319,7 +319,7 @@ func TestDescriptionAndTagsKept(t *testing.T) {
 
 func TestFaults(t *testing.T) {
 	c := newClock()
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 40 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}})
 	base := serve(t, s)
 	tok := login(t, base).AccessToken
 	create := map[string]any{"instance_type": "1A100.22V", "image": "ubuntu-24.04", "hostname": "verda-vm-f",
@@ -433,8 +433,8 @@ func TestAdminHTTP(t *testing.T) {
 func TestSharedStateDir(t *testing.T) {
 	dir := t.TempDir()
 	c := newClock()
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
 	baseA, baseB := serve(t, a), serve(t, b)
 
 	tok := login(t, baseA).AccessToken // a token from one process works on the other
@@ -476,7 +476,7 @@ func TestSharedStateDir(t *testing.T) {
 		t.Errorf("created %d, want 1 + 3 (capacity 3)", got)
 	}
 	// A new emulator on the same directory (a restart) sees everything.
-	c2 := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
+	c2 := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
 	if n := len(c2.LiveInstances()); n != 4 {
 		t.Errorf("restarted emulator sees %d live instances", n)
 	}

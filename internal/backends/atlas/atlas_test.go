@@ -49,7 +49,7 @@ func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
-// wantKind fails the test unless err is a controlplane error of kind.
+// wantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
 var wantKind = backendtest.WantKind
 
 func offer(t *testing.T, offers []cloudprovider.Offer, instanceType string) cloudprovider.Offer {

@@ -58,7 +58,7 @@ func Must[T any](v T, err error) func(t testing.TB) T {
 	}
 }
 
-// WantKind fails the test unless err is a controlplane error of kind.
+// WantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
 func WantKind(t testing.TB, err error, kind cloudprovider.ErrorKind) {
 	t.Helper()
 	if err == nil {
@@ -225,7 +225,7 @@ func LoadRecorded(t testing.TB, elem ...string) Recorded {
 	return r
 }
 
-// WantError fails the test unless err is a controlplane error of kind whose message contains text.
+// WantError fails the test unless err is a classified cloud error (cloudprovider.Error) of kind whose message contains text.
 func WantError(t testing.TB, err error, kind cloudprovider.ErrorKind, text string) {
 	t.Helper()
 	WantKind(t, err, kind)

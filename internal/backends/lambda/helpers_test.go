@@ -65,7 +65,7 @@ func request(t *testing.T, offer cloudprovider.Offer, name string, keys ...strin
 		Owner: owner, SSHPublicKeys: keys}
 }
 
-// wantKind fails the test unless err is a controlplane error of kind.
+// wantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
 var wantKind = backendtest.WantKind
 
 const (

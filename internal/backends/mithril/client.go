@@ -279,7 +279,7 @@ func checkFID(fid string) error {
 	return nil
 }
 
-// classify turns a restclient error into a controlplane error of the right kind, keeping the message
+// classify turns a restclient error into a classified cloud error (cloudprovider.Error) of the right kind, keeping the message
 // of Mithril's error body.
 func classify(op string, err error) error {
 	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (cloudprovider.ErrorKind, error) {

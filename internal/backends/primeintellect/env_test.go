@@ -81,5 +81,5 @@ func (e *env) backendOffers(t *testing.T, mut func(*Config)) (*Backend, []cloudp
 	return b, backendtest.Offers(t, b)
 }
 
-// wantKind fails the test unless err is a controlplane error of kind.
+// wantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
 var wantKind = backendtest.WantKind

@@ -75,7 +75,7 @@ func (f *fixture) setFaults(t *testing.T, fl simulation.Faults) {
 	}
 }
 
-// wantKind fails the test unless err is a controlplane error of kind.
+// wantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
 var wantKind = backendtest.WantKind
 
 const (

@@ -116,7 +116,7 @@ type state struct {
 // Server is the emulator; it is an http.Handler serving the API and, under emukit.AdminPath, the
 // admin surface.
 type Server struct {
-	// The Server is an simulation.Admin: SetFaults and Faults replace and read the faults of the shared
+	// The Server is a simulation.Admin: SetFaults and Faults replace and read the faults of the shared
 	// vocabulary (Atlas's own, QuotaExceeded and SlowBoot, stay as they are); Stats counts the
 	// instances ever created and lists the live ones, neither terminating nor terminated.
 	*emukit.SeededServer[state]

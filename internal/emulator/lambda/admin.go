@@ -5,7 +5,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
-// The Server is an simulation.Admin: the shared fault vocabulary and machine counts, in Go and over HTTP
+// The Server is a simulation.Admin: the shared fault vocabulary and machine counts, in Go and over HTTP
 // under emukit.AdminPath (served by ServeHTTP next to the API).
 var _ simulation.Admin = (*Server)(nil)
 

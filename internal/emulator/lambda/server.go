@@ -34,7 +34,7 @@
 // (400 global/invalid-parameters here), a duplicate SSH key name (400 global/duplicate), the messages
 // and statuses of the quota and inactive-account errors.
 //
-// Faults use the shared vocabulary (simulation.Faults); the Server is an simulation.Admin and serves
+// Faults use the shared vocabulary (simulation.Faults); the Server is a simulation.Admin and serves
 // emukit.AdminHandler under emukit.AdminPath ("/_emulator/") next to the API.
 //
 // State is in memory, or in a JSON file under Options.StateDir shared (under flock) by every emulator

@@ -119,7 +119,7 @@ type state struct {
 // Server is the emulator; it is an http.Handler serving the API and, under emukit.AdminPath, the
 // shared admin surface.
 type Server struct {
-	// The Server is an simulation.Admin: SetFaults and Faults replace and read the armed shared faults;
+	// The Server is a simulation.Admin: SetFaults and Faults replace and read the armed shared faults;
 	// Stats counts the pods ever created and lists the live ones, neither DELETING nor TERMINATED.
 	*emukit.SeededServer[state]
 	opts Options

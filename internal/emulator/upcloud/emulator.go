@@ -73,7 +73,7 @@ type Options struct {
 
 // Server is the emulator, an http.Handler serving the API and the admin surface.
 type Server struct {
-	// The Server is an simulation.Admin: Faults returns the armed shared faults with their counters as far
+	// The Server is a simulation.Admin: Faults returns the armed shared faults with their counters as far
 	// as they have run down; Stats counts the servers ever created (lost creates included) and lists
 	// the ones that exist, by uuid, named by their title (a server exists until DELETE removes it,
 	// whatever its state). SetFaults is the Server's own.

@@ -11,7 +11,7 @@
 // (not 404), as the real API answers unknown ids. Instances keep the description and tags they were
 // created with and answer them back.
 //
-// Faults use the shared vocabulary (simulation.Faults); the Server is an simulation.Admin and serves
+// Faults use the shared vocabulary (simulation.Faults); the Server is a simulation.Admin and serves
 // emukit.AdminHandler under emukit.AdminPath ("/_emulator/") next to the API.
 //
 // State is in memory, or in a JSON file under Options.StateDir shared (under flock) by every emulator

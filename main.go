@@ -33,9 +33,12 @@ func main() {
 		version = strings.TrimSpace(versionFile) + "-dev"
 	}
 	quietFrameworkLogs()
+	cleanup := func() {}
 	if !debug {
-		// Started by Terraform: exit (after cancelling what runs) within a second of Terraform dying.
-		go provider.WatchParent(500 * time.Millisecond)
+		// Started by Terraform: exit (after cancelling what runs, and removing the plugin socket) within
+		// a second of Terraform dying.
+		cleanup = provider.PluginSocketDir()
+		go provider.WatchParent(500*time.Millisecond, cleanup)
 	}
 
 	// Emulators started for emulator_dir live as long as the provider process.
@@ -47,6 +50,7 @@ func main() {
 	stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = emulators.Stop(stopCtx)
+	cleanup()
 	if err != nil {
 		log.Fatal(err.Error())
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -164,149 +163,52 @@ func TestCUDASources(t *testing.T) {
 	}
 }
 
-// fakeSystemctl is a systemctl for converge.py's tests: it logs every call to $FAKE_SYSTEMCTL_LOG and
-// answers show from $FAKE_SYSTEMCTL_UNITS (JSON: unit -> [LoadState, ActiveState, UnitFileState]),
-// separating units by a blank line as systemctl does.
-const fakeSystemctl = `#!/usr/bin/env python3
-import json, os, sys
-with open(os.environ["FAKE_SYSTEMCTL_LOG"], "a") as f:
-    f.write(" ".join(sys.argv[1:]) + "\n")
-if sys.argv[1] == "show":
-    units = json.loads(os.environ["FAKE_SYSTEMCTL_UNITS"])
-    names = sys.argv[sys.argv.index("--") + 1:]
-    for i, n in enumerate(names):
-        load, active, state = units.get(n, ["not-found", "inactive", ""])
-        print("%sId=%s\nLoadState=%s\nActiveState=%s\nUnitFileState=%s" % ("\n" if i else "", n, load, active, state))
-`
-
-// converge runs files/converge.py with spec on stdin and the fake systemctl first on PATH; it returns
-// what the script reported changed and the systemctl calls it made.
-func converge(t *testing.T, spec map[string]any, units string) ([]string, []string, error) {
-	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is missing")
-	}
-	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte(fakeSystemctl), 0o755); err != nil {
+// TestSpawnEnvFile: spawn.py --env-file gives the program the file's variables in its environment (a
+// quoted value read as a JSON string), never on its command line, which every user can read.
+func TestSpawnEnvFile(t *testing.T) {
+	dir := t.TempDir()
+	secret := `--token s3cr3t-"quoted" value`
+	q, _ := json.Marshal(secret)
+	env := filepath.Join(dir, "execlet.env")
+	if err := os.WriteFile(env, []byte("# a comment\nHYDRA_EXECLET_ARGS="+string(q)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, err := FS.ReadFile("files/converge.py")
+	prog := filepath.Join(dir, "agent")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\nprintf '%s' \"$HYDRA_EXECLET_ARGS\" > \"$1\"\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidfile, got := filepath.Join(dir, "run/agent.pid"), filepath.Join(dir, "got")
+	out, err := python(t, "files/spawn.py", "--env-file", env, pidfile, filepath.Join(dir, "log/agent.log"), prog, got)
+	if err != nil || out != "started" {
+		t.Fatalf("spawn.py: %q (%v), want started", out, err)
+	}
+	b, err := os.ReadFile(pidfile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(spec)
-	log := filepath.Join(bin, "calls")
-	cmd := exec.Command("python3", "-c", string(code), "-")
-	cmd.Stdin = strings.NewReader(string(b))
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "FAKE_SYSTEMCTL_LOG="+log, "FAKE_SYSTEMCTL_UNITS="+units)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, nil, fmt.Errorf("%v: %s", err, stderr.String())
-	}
-	var out struct{ Changed []string }
-	if err := json.Unmarshal([]byte(stdout.String()), &out); err != nil {
-		t.Fatalf("converge.py printed %q: %v", stdout.String(), err)
-	}
-	calls, _ := os.ReadFile(log)
-	return out.Changed, strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(calls)), " ", "_")), nil
-}
-
-// TestConvergeFiles: files, directories, links and managed blocks are written where they differ, with
-// their mode, and a second run changes nothing; in check mode nothing is written but the changes are
-// reported; a managed block is replaced in place and removed when empty, the lines around it kept.
-func TestConvergeFiles(t *testing.T) {
-	dir := t.TempDir()
-	keys := filepath.Join(dir, "home/.ssh/authorized_keys")
-	if err := os.MkdirAll(filepath.Dir(keys), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keys, []byte("ssh-ed25519 AAAA hydra"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	files := func(block string) []any {
-		return []any{
-			map[string]any{"path": filepath.Join(dir, "etc/hydra"), "state": "directory", "mode": "0755"},
-			map[string]any{"path": filepath.Join(dir, "etc/hydra/execlet.env"), "mode": "0600", "content": "SECRET=x\n"},
-			map[string]any{"paths": []string{filepath.Join(dir, "etc/systemd/system/a.service")}, "state": "link", "src": "/dev/null"},
-			map[string]any{"path": keys, "block": block, "marker": "# {mark} hydra: customer keys", "mode": "0600"},
+	pid := strings.TrimSpace(string(b))
+	t.Cleanup(func() {
+		if p, err := os.FindProcess(atoi(t, pid)); err == nil {
+			_ = p.Kill()
 		}
+	})
+	if b, err := os.ReadFile(got); err != nil || string(b) != secret {
+		t.Errorf("the program's HYDRA_EXECLET_ARGS: %q (%v), want %q", b, err, secret)
 	}
-	tests := []struct {
-		name    string
-		check   bool
-		block   string
-		changed int
-		keys    string
-	}{
-		{"check mode writes nothing", true, "ssh-ed25519 BBBB one", 4, "ssh-ed25519 AAAA hydra"},
-		{"first run", false, "ssh-ed25519 BBBB one", 4,
-			"ssh-ed25519 AAAA hydra\n# BEGIN hydra: customer keys\nssh-ed25519 BBBB one\n# END hydra: customer keys\n"},
-		{"second run changes nothing", false, "ssh-ed25519 BBBB one", 0,
-			"ssh-ed25519 AAAA hydra\n# BEGIN hydra: customer keys\nssh-ed25519 BBBB one\n# END hydra: customer keys\n"},
-		{"other keys replace the block in place", false, "ssh-ed25519 CCCC two\nssh-ed25519 DDDD three", 1,
-			"ssh-ed25519 AAAA hydra\n# BEGIN hydra: customer keys\nssh-ed25519 CCCC two\nssh-ed25519 DDDD three\n# END hydra: customer keys\n"},
-		{"no keys remove the block", false, "", 1, "ssh-ed25519 AAAA hydra\n"},
+	cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
 	}
-	for _, tc := range tests {
-		changed, calls, err := converge(t, map[string]any{"check": tc.check, "files": files(tc.block)}, "{}")
-		if err != nil || len(changed) != tc.changed || len(calls) != 0 {
-			t.Errorf("%s: changed %q, systemctl %q (%v), want %d change(s) and no systemctl", tc.name, changed, calls, err, tc.changed)
-		}
-		if b, _ := os.ReadFile(keys); string(b) != tc.keys {
-			t.Errorf("%s: authorized_keys %q, want %q", tc.name, b, tc.keys)
-		}
-		st, err := os.Stat(filepath.Join(dir, "etc/hydra/execlet.env"))
-		if tc.check != (err != nil) || (err == nil && st.Mode().Perm() != 0o600) {
-			t.Errorf("%s: execlet.env %v (%v)", tc.name, st, err)
-		}
-		if l, err := os.Readlink(filepath.Join(dir, "etc/systemd/system/a.service")); tc.check != (err != nil) || (err == nil && l != "/dev/null") {
-			t.Errorf("%s: mask link %q (%v)", tc.name, l, err)
-		}
+	if strings.Contains(string(cmdline), "s3cr3t") {
+		t.Errorf("the secret is on the program's command line: %q", cmdline)
 	}
 }
 
-// TestConvergeUnits: systemd is reloaded when a unit file changed, a unit reading a changed file is
-// restarted, a stopped one enabled and started, a running one left alone, units in the order given; in
-// check mode only show is asked; a unit that does not exist cannot be started.
-func TestConvergeUnits(t *testing.T) {
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "etc/systemd/system/a.service.d/hydra.conf")
-	units := `{"a.service": ["loaded", "active", "enabled"], "b.service": ["loaded", "inactive", "disabled"],
-		"c.service": ["loaded", "active", "static"], "d.service": ["loaded", "active", "enabled"]}`
-	spec := func(check bool, extra ...any) map[string]any {
-		u := []any{
-			map[string]any{"name": "a.service", "enabled": true, "state": "started", "restart_if": []string{conf}},
-			map[string]any{"name": "b", "enabled": true, "state": "started"},
-			map[string]any{"names": []string{"c.service"}, "enabled": true, "state": "started"},
-			map[string]any{"name": "d.service", "state": "stopped"},
-		}
-		return map[string]any{"check": check, "files": []any{map[string]any{"path": conf, "content": "[Service]\n", "mode": "0644"}},
-			"units": append(u, extra...)}
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatal(err)
 	}
-	tests := []struct {
-		name  string
-		check bool
-		extra []any
-		calls []string
-		fails string
-	}{
-		{"check mode", true, nil, []string{"show_--property=Id,LoadState,ActiveState,UnitFileState_--_a.service_b.service_c.service_d.service"}, ""},
-		{"a missing unit", false, []any{map[string]any{"name": "e.service", "state": "started"}}, nil, "e.service: the unit is not-found"},
-		{"apply", false, nil, []string{"daemon-reload", "show_--property=Id,LoadState,ActiveState,UnitFileState_--_a.service_b.service_c.service_d.service",
-			"restart_a.service", "enable_b.service", "start_b.service", "stop_d.service"}, ""},
-	}
-	for _, tc := range tests {
-		_ = os.RemoveAll(filepath.Join(dir, "etc"))
-		_, calls, err := converge(t, spec(tc.check, tc.extra...), units)
-		if tc.fails != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.fails) {
-				t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.fails)
-			}
-			continue
-		}
-		if err != nil || !slices.Equal(calls, tc.calls) {
-			t.Errorf("%s: systemctl %q (%v), want %q", tc.name, calls, err, tc.calls)
-		}
-	}
+	return n
 }

@@ -4,7 +4,10 @@
 # machines are real sshd processes on loopback), postgresql (the pipeline tests keep Terraform state in
 # the `pg` backend on a private PostgreSQL server each test starts and stops; no system service is used),
 # systemd-container and debootstrap (the real-OS tests boot a Debian 12 system container with
-# systemd-nspawn from a debootstrap tree; internal/realos).
+# systemd-nspawn from a debootstrap tree; internal/realos), sudo (the preflight's probe reads root-only
+# files with sudo -n as a login user; playbooks/detect_test.go), curl and xz-utils (tools/ansible-core.sh
+# fetches the distributions' ansible-core .debs for TestAnsibleCoreMatrix; they run on the system's
+# python3-jinja2, -yaml, -cryptography, -packaging and -resolvelib, which ansible-core brings).
 # Go and the Terraform CLI must already be there (this machine kind ships both).
 set -euo pipefail
 need=()
@@ -15,6 +18,12 @@ command -v ansible-lint >/dev/null || need+=(ansible-lint)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null || need+=(postgresql)
 command -v systemd-nspawn >/dev/null || need+=(systemd-container)
 command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
+[ -x /usr/bin/sudo ] || need+=(sudo)
+command -v curl >/dev/null || need+=(curl)
+command -v xz >/dev/null || need+=(xz-utils)
+for m in jinja2 yaml cryptography packaging resolvelib; do
+  [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $m" 2>/dev/null || need+=("python3-$m")
+done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "hydra needs: ${need[*]}. Install them with: sudo apt-get install -y ${need[*]}" >&2

@@ -3,11 +3,24 @@
 # local filesystem mirror, a CLI configuration that installs hydragpu/hydra from that mirror, the lock
 # file, terraform init; then plan, apply (blocks until the machine is ready), show, destroy. No registry
 # and no credentials are needed. Fails when Terraform warns about anything but the sandbox itself. Run
-# through `make quickstart`.
+# through `make quickstart`. TERRAFORM=/path/to/tofu runs it with OpenTofu, whose CLI configuration then
+# includes hydragpu/hydra from the mirror under OpenTofu's registry host; QUICKSTART_DIR moves the
+# working directory (default .quickstart).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tf=${TERRAFORM:-$(command -v terraform || echo /usr/local/bin/terraform)}
-work="$root/.quickstart"
+work=${QUICKSTART_DIR:-$root/.quickstart}
+# The CLI ("Terraform" or "OpenTofu") and the registry host it gives `source = "hydragpu/hydra"`.
+cli=$("$tf" version | awk 'NR == 1 { print $1 }')
+case $cli in
+Terraform) host=registry.terraform.io ;;
+OpenTofu) host=registry.opentofu.org ;;
+*)
+  echo "$tf is neither Terraform nor OpenTofu ($tf version says: $cli)" >&2
+  exit 1
+  ;;
+esac
+cmd=$(basename "$tf")
 mirror="$work/mirror"
 rm -rf "$work"
 mkdir -p "$work"
@@ -30,10 +43,10 @@ cat >"$work/terraform.tfrc" <<TFRC
 provider_installation {
   filesystem_mirror {
     path    = "$mirror"
-    include = ["registry.terraform.io/hydragpu/hydra"]
+    include = ["$host/hydragpu/hydra"]
   }
   direct {
-    exclude = ["registry.terraform.io/hydragpu/hydra"]
+    exclude = ["$host/hydragpu/hydra"]
   }
 }
 TFRC
@@ -63,7 +76,7 @@ no_warnings() {
   fi
 }
 
-step "terraform providers lock and terraform init (from the mirror, like any provider)"
+step "$cmd providers lock and $cmd init (from the mirror, like any provider)"
 # The lock file first: computed from the mirror for this platform, so that init has nothing to warn about
 # (Terraform warns when init itself has to compute the checksums of a mirror's package).
 "$tf" providers lock -no-color -fs-mirror="$mirror" -platform="$platform" >lock.out 2>&1 || { cat lock.out; exit 1; }
@@ -73,12 +86,12 @@ no_warnings lock.out
 no_warnings init.out
 grep -F "version     = \"$version\"" .terraform.lock.hcl
 
-step "terraform plan (hydra chooses the cheapest offer)"
+step "$cmd plan (hydra chooses the cheapest offer)"
 "$tf" plan -no-color -out=quickstart.tfplan >plan.out 2>&1 || { cat plan.out; exit 1; }
 sed -n '/Terraform will perform/,$p' plan.out
 no_warnings plan.out
 
-step "terraform apply (creates the machine and waits until it is ready)"
+step "$cmd apply (creates the machine and waits until it is ready)"
 SECONDS=0
 "$tf" apply -no-color -auto-approve quickstart.tfplan >apply.out 2>&1 || { cat apply.out; exit 1; }
 grep -v -e '^$' apply.out
@@ -96,7 +109,7 @@ if ! grep -q "hydra provider configured.*version=$version" provider.log; then
   exit 1
 fi
 
-step "terraform state show"
+step "$cmd state show"
 "$tf" state show -no-color hydra_gpu_instance.trainer
 
 ready=$("$tf" state show -no-color hydra_gpu_instance.trainer | awk -F'"' '/^ *status *=/{print $2}')
@@ -105,8 +118,8 @@ if [ "$ready" != "ready" ]; then
   exit 1
 fi
 
-step "terraform destroy"
+step "$cmd destroy"
 "$tf" destroy -no-color -auto-approve >destroy.out 2>&1 || { cat destroy.out; exit 1; }
 grep -E 'Destroy|destroyed|Destruction' destroy.out
 no_warnings destroy.out
-step "quickstart finished: hydra $version installed from a mirror; a ready machine was created, shown and destroyed"
+step "quickstart finished ($cli): hydra $version installed from a mirror; a ready machine was created, shown and destroyed"

@@ -29,8 +29,8 @@ type Driver struct {
 	// Settings are the block's attributes, besides the ones every driver gets (emulator_dir, and enabled
 	// when OffByDefault).
 	Settings []Setting
-	// OffByDefault clouds are asked only when their block also sets `enabled = true` (Mithril, whose
-	// bids are commitments), not merely when the block is present.
+	// OffByDefault clouds are asked only when their block also sets `enabled = true` (a cloud whose
+	// orders are commitments, such as auction bids), not merely when the block is present.
 	OffByDefault bool
 	// Simulated clouds rent nothing real (the sandbox): they have no emulator (no emulator_dir, no
 	// StartEmulator), and the provider uses them only on purpose.
@@ -189,6 +189,34 @@ func (d *Driver) BlockMarkdown() string {
 		}
 	}
 	return doc
+}
+
+// HowToConfigure says how a provider configuration turns the cloud on: its block, the settings that
+// have no default (with the environment variables read in their place) and, for clouds off by
+// default, enabled = true.
+func (d *Driver) HowToConfigure() string {
+	if d.Simulated {
+		return fmt.Sprintf("add a `%s {}` block to the provider", d.Block)
+	}
+	var keys []string
+	for _, s := range d.Settings {
+		if s.Default != nil {
+			continue
+		}
+		k := "`" + s.Key + "`"
+		if s.Env != "" {
+			k += " (or " + s.Env + ")"
+		}
+		keys = append(keys, k)
+	}
+	msg := fmt.Sprintf("add a `%s { ... }` block to the provider", d.Block)
+	if len(keys) > 0 {
+		msg += " (settings: " + strings.Join(keys, ", ") + ")"
+	}
+	if d.OffByDefault {
+		msg += " and `enabled = true`"
+	}
+	return msg
 }
 
 var embeddedInventory = sync.OnceValues(inventory.Default)

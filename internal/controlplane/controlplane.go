@@ -172,6 +172,16 @@ type RequestError struct {
 
 func (e *RequestError) Error() string { return e.Msg }
 
+// UnconfiguredError is a request that names, in clouds, a cloud the provider has no block for.
+type UnconfiguredError struct {
+	Cloud      string
+	Configured []string
+}
+
+func (e *UnconfiguredError) Error() string {
+	return fmt.Sprintf("cloud %q is not configured in the provider; configured clouds: %s", e.Cloud, quoteList(e.Configured, ", "))
+}
+
 // Validate checks a request against the inventory and the configured clouds, touching no cloud.
 func (cp *ControlPlane) Validate(req OfferRequest) error {
 	gpu, ok := cp.inv.GPUs[req.GPUType]
@@ -199,7 +209,7 @@ func (cp *ControlPlane) Validate(req OfferRequest) error {
 			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("unknown cloud %q; expected any of %s", c, quoteList(cp.inv.KnownClouds(), ", "))}
 		}
 		if _, ok := cp.backends[c]; !ok {
-			return &RequestError{Field: "clouds", Msg: fmt.Sprintf("cloud %q is not configured in the provider; configured clouds: %s", c, quoteList(cp.Clouds(), ", "))}
+			return &UnconfiguredError{Cloud: c, Configured: cp.Clouds()}
 		}
 	}
 	if req.FormFactor != "" && !slices.Contains(cloudprovider.FormFactors, req.FormFactor) {
@@ -283,12 +293,16 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 	perCloud := map[string][]cloudprovider.Offer{}
 	matching := map[string][]cloudprovider.Offer{} // every asked cloud's matching offers, for auctions' bids
 	hints := map[string]string{}                   // why a cloud whose matching offers are all sold out has no other
+	known := map[string]bool{}                     // every region in the asked clouds' catalogs, for UnknownRegions
 	for i, c := range clouds {
 		allowed := cloudAllowed(req.Clouds, c)
 		if !allowed && !auctionAsked {
 			continue
 		}
 		a := answers[i]
+		for _, o := range a.offers {
+			known[o.Region] = true
+		}
 		if r, ok := cp.backends[c].(cloudprovider.SSHKeyRequirer); ok && req.WithoutSSHKey && r.RequiresSSHKey() {
 			if allowed {
 				res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: "creates machines only with an SSH public key, and none is " +
@@ -365,6 +379,14 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 			res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: reason})
 		}
 	}
+	for _, r := range req.Regions {
+		if !known[r] {
+			res.UnknownRegions = append(res.UnknownRegions, r)
+		}
+	}
+	if len(res.UnknownRegions) > 0 {
+		res.KnownRegions = sortedUnique(slices.Collect(maps.Keys(known)))
+	}
 	Rank(res.Offers)
 	Rank(res.Ineligible)
 	sort.SliceStable(res.Rejections, func(i, j int) bool { return res.Rejections[i].Cloud < res.Rejections[j].Cloud })
@@ -406,7 +428,7 @@ func (cp *ControlPlane) hasPool(cloud, kind string) bool {
 // match filters one cloud's catalog and expands it into the cloud's pools of the requested kind.
 func (cp *ControlPlane) match(cloud string, offers []cloudprovider.Offer, req OfferRequest) ([]cloudprovider.Offer, string) {
 	var typeSeen, countSeen, regionSeen, spotOnly, formSeen bool
-	var formFactors []string
+	var formFactors, regions []string
 	var counts []int
 	var out []cloudprovider.Offer
 	for _, o := range offers {
@@ -420,6 +442,7 @@ func (cp *ControlPlane) match(cloud string, offers []cloudprovider.Offer, req Of
 		}
 		countSeen = true
 		if len(req.Regions) > 0 && !slices.Contains(req.Regions, o.Region) {
+			regions = append(regions, o.Region)
 			continue
 		}
 		regionSeen = true
@@ -467,7 +490,8 @@ func (cp *ControlPlane) match(cloud string, offers []cloudprovider.Offer, req Of
 	case !countSeen:
 		return nil, fmt.Sprintf("no %s offer with %d %s (offered counts: %s)", req.GPUType, req.GPUCount, plural(req.GPUCount, "GPU", "GPUs"), intList(counts))
 	case !regionSeen:
-		return nil, fmt.Sprintf("no %dx %s offer in regions %s", req.GPUCount, req.GPUType, quoteList(req.Regions, ", "))
+		return nil, fmt.Sprintf("no %dx %s offer in regions %s (it offers %dx %s in %s)", req.GPUCount, req.GPUType, quoteList(req.Regions, ", "),
+			req.GPUCount, req.GPUType, quoteList(sortedUnique(regions), ", "))
 	case spotOnly && !formSeen && len(formFactors) == 0:
 		return nil, fmt.Sprintf("only spot capacity for %s (set spot = true to allow it)", shape(req))
 	case !formSeen && len(formFactors) > 0:

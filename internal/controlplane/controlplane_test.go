@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -312,7 +313,7 @@ func TestOffersFiltersAndReasons(t *testing.T) {
 	}{
 		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}, "verda: only spot capacity for 1x h100 (set spot = true to allow it)"},
 		{OfferRequest{GPUType: "h100", GPUCount: 4, Kind: "vm"}, "verda: no h100 offer with 4 GPUs (offered counts: 1, 2)"},
-		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Regions: []string{"FIN-03"}}, `verda: no 1x h100 offer in regions "FIN-03"`},
+		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Regions: []string{"FIN-03"}}, `verda: no 1x h100 offer in regions "FIN-03" (it offers 1x h100 in "FIN-01", "FIN-02")`},
 		{OfferRequest{GPUType: "h200", GPUCount: 1, Kind: "vm"}, "verda: no h200 offers right now"},
 	}
 	for _, tc := range cases {
@@ -328,6 +329,15 @@ func TestOffersFiltersAndReasons(t *testing.T) {
 	if best, ok := res.Cheapest(); !ok || !best.Spot {
 		t.Errorf("spot allowed: %+v", res)
 	}
+	// A region no catalog has is named as unknown, with the regions there are; a known one is not.
+	res, _ = cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Regions: []string{"FIN-02"}}, false)
+	if len(res.UnknownRegions) != 0 {
+		t.Errorf("known region named unknown: %v", res.UnknownRegions)
+	}
+	res, _ = cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Regions: []string{"mars-1"}}, false)
+	if !slices.Equal(res.UnknownRegions, []string{"mars-1"}) || !slices.Equal(res.KnownRegions, []string{"FIN-01", "FIN-02"}) {
+		t.Errorf("unknown regions %v, known %v; want [mars-1], [FIN-01 FIN-02]", res.UnknownRegions, res.KnownRegions)
+	}
 }
 
 func TestValidate(t *testing.T) {
@@ -342,7 +352,6 @@ func TestValidate(t *testing.T) {
 		{OfferRequest{GPUType: "h100", GPUCount: 9, Kind: "vm"}, "gpu_count", "at most 8 h100 GPUs per instance"},
 		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "execlet"}, "kind", `no configured pool serves kind "execlet"`},
 		{OfferRequest{GPUType: "h200", GPUCount: 1, Kind: "vm"}, "gpu_type", `no configured vm pool offers h200`},
-		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Clouds: []string{"verda"}}, "clouds", `cloud "verda" is not configured`},
 		{OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Clouds: []string{"aws"}}, "clouds", `unknown cloud "aws"`},
 	}
 	for _, tc := range cases {
@@ -351,6 +360,11 @@ func TestValidate(t *testing.T) {
 		if !errors.As(err, &re) || re.Field != tc.field || !strings.Contains(re.Msg, tc.want) {
 			t.Errorf("Validate(%+v) = %v; want field %s containing %q", tc.req, err, tc.field, tc.want)
 		}
+	}
+	var uc *UnconfiguredError
+	err := cp.Validate(OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Clouds: []string{"verda"}})
+	if !errors.As(err, &uc) || uc.Cloud != "verda" || !slices.Equal(uc.Configured, []string{"upcloud"}) {
+		t.Errorf("Validate(clouds = [verda]) = %#v; want an UnconfiguredError for verda, upcloud configured", err)
 	}
 }
 

@@ -47,6 +47,9 @@ type OfferResult struct {
 	// Unmapped lists, per asked cloud, the GPU names it offers that the inventory does not map (the
 	// names to add under api_names in supported_gpus.yml to rent them).
 	Unmapped map[string][]string
+	// UnknownRegions are the requested regions that no asked cloud's catalog has, whatever the GPU;
+	// KnownRegions, set with them, are the regions those catalogs do have, sorted.
+	UnknownRegions, KnownRegions []string
 }
 
 // Cheapest returns the best offer, if any.

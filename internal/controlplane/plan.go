@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,6 +46,16 @@ type Quote struct {
 	// Skipped are the offers the plan skipped because their creates recently failed for lack of
 	// capacity (capacity_memory), so a re-plan does not call them cheaper offers missed.
 	Skipped []string `json:"skipped,omitempty"`
+	// NameInUse is the name check the plan could not refuse (NewPlanRequest.NameRefusedAtApply): the
+	// create refuses while one of its machines is still there (NameStillInUse).
+	NameInUse *NameInUse `json:"name_in_use,omitempty"`
+}
+
+// NameInUse is a refusal of a name in use, left to the create: the machines in the way and why.
+type NameInUse struct {
+	IDs     []string `json:"ids"`
+	Summary string   `json:"summary"`
+	Detail  string   `json:"detail"`
 }
 
 // NewPlanRequest asks how a new machine (a create, or a replacement) is planned.
@@ -65,6 +76,10 @@ type NewPlanRequest struct {
 	// Held reports whether this configuration's state holds the machine with a cloud id (such a
 	// machine of the same name is the predecessor of a replacement, not a collision).
 	Held func(id string) bool
+	// NameRefusedAtApply is set where the plan must not fail for a name in use (it may be the refresh
+	// `terraform destroy` plans first): the refusal is a notice, and the quote carries it to the
+	// create (Quote.NameInUse).
+	NameRefusedAtApply bool
 }
 
 // NewPlan is how a new machine is planned, and why.
@@ -105,12 +120,21 @@ func (cp *ControlPlane) PlanNew(ctx context.Context, req NewPlanRequest) (NewPla
 	}
 	var plan NewPlan
 	var q Quote
+	var inUse *NameInUse
 	if req.Quote == nil {
 		// The first plan of this create (a re-plan reuses the quote): is the name free?
-		notes, err := cp.CheckName(ctx, req.Name, req.Request.Kind, req.Request.Clouds, req.Held, true)
+		notes, inTheWay, err := cp.checkName(ctx, req.Name, req.Request.Kind, req.Request.Clouds, req.Held, true)
 		plan.Notices = append(plan.Notices, notes...)
-		if err != nil {
+		var rf *Refusal
+		if err != nil && (!req.NameRefusedAtApply || !errors.As(err, &rf)) {
 			return plan, err
+		}
+		if rf != nil {
+			inUse = &NameInUse{IDs: inTheWay, Summary: rf.Summary, Detail: rf.Detail}
+			plan.Notices = append(plan.Notices, Notice{Summary: rf.Summary + "; apply refuses this create",
+				Detail: rf.Detail + "\n\nThis is a warning at plan because hydra cannot tell here whether this plan is the refresh that " +
+					"`terraform destroy` runs first (a name check must never fail a destroy); the apply refuses the create while " +
+					"that machine is there."})
 		}
 		res, err := cp.Offers(ctx, req.Request, false)
 		if err != nil {
@@ -142,7 +166,7 @@ func (cp *ControlPlane) PlanNew(ctx context.Context, req NewPlanRequest) (NewPla
 			plan.Notices = append(plan.Notices, Notice{Summary: "Cheaper stock taken by other instances of this plan", Detail: fleetPassedDetail(req.Name, choice)})
 		}
 		q = Quote{OfferID: best.ID, Estimate: best.PricePerHour, WhyNot: res.WhyNot(best), Details: ShownDetails(best), Hardware: best.Hardware, Known: true,
-			Skipped: skippedIDs}
+			Skipped: skippedIDs, NameInUse: inUse}
 		plan.NewQuote = &q
 		cp.logger(ctx).Info("offer chosen", "name", req.Name, "offer", best.ID, "price", best.PricePerHour.PerHour(), "eligible", len(res.Offers))
 		for _, rej := range res.Rejections {
@@ -248,8 +272,14 @@ func (cp *ControlPlane) staleQuote(ctx context.Context, q Quote, req NewPlanRequ
 // configuration's own) and machines hydra did not create are not in the way. Clouds that could not be
 // asked are named in a notice.
 func (cp *ControlPlane) CheckName(ctx context.Context, name, kind string, clouds []string, held func(id string) bool, strict bool) ([]Notice, error) {
+	notes, _, err := cp.checkName(ctx, name, kind, clouds, held, strict)
+	return notes, err
+}
+
+// checkName is CheckName, which also returns the cloud ids of the machines in the way.
+func (cp *ControlPlane) checkName(ctx context.Context, name, kind string, clouds []string, held func(id string) bool, strict bool) ([]Notice, []string, error) {
 	machines, unreachable := cp.Named(ctx, name, kind, clouds)
-	var foreign, adopt, unrecorded []string
+	var foreign, adopt, unrecorded, inTheWay []string
 	for _, m := range machines {
 		switch {
 		case held != nil && held(m.Instance.ID):
@@ -257,11 +287,13 @@ func (cp *ControlPlane) CheckName(ctx context.Context, name, kind string, clouds
 		case m.Ownership == OwnedInterrupted:
 			adopt = append(adopt, DescribeMachine(m))
 		case m.Ownership == OwnedUnrecorded && cloudprovider.DerivedToken(name, m.Instance.Owner.Token):
+			inTheWay = append(inTheWay, m.Instance.ID)
 			unrecorded = append(unrecorded, fmt.Sprintf("%s\n    if it is this configuration's: terraform import <address of the hydra_gpu_instance named %q> %s",
 				DescribeMachine(m), name, m.Instance.Name))
 		case m.Ownership == NotHydras:
 			// Created outside hydra with a hydra-like name: never touched, not in the way.
 		default:
+			inTheWay = append(inTheWay, m.Instance.ID)
 			foreign = append(foreign, DescribeMachine(m))
 		}
 	}
@@ -308,7 +340,25 @@ func (cp *ControlPlane) CheckName(ctx context.Context, name, kind string, clouds
 		notes = append(notes, Notice{Summary: "Could not check every cloud for a machine of this name",
 			Detail: fmt.Sprintf("hydra looks for machines named %q before creating one; these clouds did not answer:\n  %s", name, strings.Join(parts, "\n  "))})
 	}
-	return notes, refusal
+	return notes, inTheWay, refusal
+}
+
+// NameStillInUse reports whether a machine a plan found in the way of the name (in) is still there, or
+// whether that cannot be told (a cloud did not answer).
+func (cp *ControlPlane) NameStillInUse(ctx context.Context, name, kind string, clouds []string, in *NameInUse) bool {
+	if in == nil {
+		return false
+	}
+	machines, unreachable := cp.Named(ctx, name, kind, clouds)
+	if len(unreachable) > 0 {
+		return true
+	}
+	for _, m := range machines {
+		if slices.Contains(in.IDs, m.Instance.ID) {
+			return true
+		}
+	}
+	return false
 }
 
 // DescribeMachine names a machine for a person: cloud, cloud-side name, id, age and price.
@@ -428,6 +478,10 @@ func NoOfferDetail(req OfferRequest, res OfferResult, closest []Near) string {
 	what += ")"
 	var b strings.Builder
 	fmt.Fprintf(&b, "No cloud can rent %s right now. Why each cloud said no:\n%s", what, res.Explain())
+	if len(res.UnknownRegions) > 0 {
+		fmt.Fprintf(&b, "\n\nregions names %s, which no configured cloud has (a typo, or a cloud that is not configured?). "+
+			"Regions of the configured clouds: %s.", quoteList(res.UnknownRegions, ", "), quoteList(res.KnownRegions, ", "))
+	}
 	if len(closest) > 0 {
 		b.WriteString("\n\nClosest offers, each with one setting relaxed:")
 		for _, n := range closest {

@@ -75,17 +75,3 @@ func OwnedByMe(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return !ok || int(st.Uid) == os.Geteuid()
 }
-
-// ParentArgs returns the command line of this process's parent (for a provider: the terraform command
-// that started it), read from /proc; nil where /proc is not available (macOS) or unreadable.
-func ParentArgs() []string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(os.Getppid()) + "/cmdline")
-	if err != nil || len(data) == 0 {
-		return nil
-	}
-	var args []string
-	for _, a := range bytes.Split(bytes.TrimRight(data, "\x00"), []byte{0}) {
-		args = append(args, string(a))
-	}
-	return args
-}

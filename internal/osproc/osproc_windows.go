@@ -70,6 +70,3 @@ func Alive(pid int) bool {
 // OwnedByMe reports whether the file fi describes belongs to this process's user; Windows files carry
 // no uid that os.FileInfo shows, so every file counts as this user's.
 func OwnedByMe(os.FileInfo) bool { return true }
-
-// ParentArgs returns the command line of this process's parent; nil on Windows (not read).
-func ParentArgs() []string { return nil }

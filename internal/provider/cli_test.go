@@ -95,12 +95,13 @@ const mirrorVersion = "0.0.1"
 // newCLIDirMirror makes a working directory whose `terraform init` installs the real provider binary
 // from a local filesystem mirror, as a CI runner installs it from the registry: init works offline
 // (dev_overrides cannot init, hashicorp/terraform#27459), so backends, lock files and saved plans work
-// as in production, and Terraform runs the provider as its child process.
+// as in production, and Terraform runs the provider as its child process. The mirror lays it out under
+// the registry host of the CLI in use (registryHost), as make install does under both.
 func newCLIDirMirror(t *testing.T, config string) *cliDir {
 	t.Helper()
 	bin := filepath.Join(providerBinary(t), "terraform-provider-hydra")
 	mirror := filepath.Join(providerBinDir, "mirror")
-	pkg := filepath.Join(mirror, "registry.terraform.io", "hydragpu", "hydra", mirrorVersion, runtime.GOOS+"_"+runtime.GOARCH)
+	pkg := filepath.Join(mirror, registryHost(), "hydragpu", "hydra", mirrorVersion, runtime.GOOS+"_"+runtime.GOARCH)
 	exe := filepath.Join(pkg, "terraform-provider-hydra_v"+mirrorVersion)
 	mirrorOnce.Do(func() {
 		if mirrorErr = os.MkdirAll(pkg, 0o755); mirrorErr == nil {

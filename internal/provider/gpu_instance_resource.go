@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -13,9 +14,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
-	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
 // The resource maps hydra_gpu_instance's schema to the control plane's requests and records, and the
@@ -75,7 +76,15 @@ func (r *gpuInstanceResource) ValidateConfig(ctx context.Context, req resource.V
 func addPlanError(diags *diag.Diagnostics, err error) {
 	var re *controlplane.RequestError
 	var rf *controlplane.Refusal
+	var uc *controlplane.UnconfiguredError
 	switch {
+	case errors.As(err, &uc):
+		detail := fmt.Sprintf("clouds names %q, which this provider configuration does not set up, so hydra cannot ask it for offers.", uc.Cloud)
+		if d := clouds.ByName(uc.Cloud); d != nil {
+			detail += fmt.Sprintf(" To rent from %s, %s.", d.Title, d.HowToConfigure())
+		}
+		detail += fmt.Sprintf(" Otherwise remove %q from clouds. Configured now: %s.", uc.Cloud, quoteAll(uc.Configured))
+		diags.AddAttributeError(path.Root("clouds"), "Cloud not configured", detail)
 	case errors.As(err, &re):
 		diags.AddAttributeError(path.Root(re.Field), "Impossible GPU request", re.Msg)
 	case errors.As(err, &rf) && rf.Field != "":
@@ -112,9 +121,11 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	// data (it passes them only to the destroy half, planned after), so Read hands them over as well.
 	r.rememberCapacity(ctx, req.Private)
 	if req.Plan.Raw.IsNull() {
-		return // destroy
+		// Destroy: where the command is unknown, a destroy plan is where the leftovers guard runs.
+		r.leftoversGuard(ctx, req, resp)
+		return
 	}
-	if r.data.destroying {
+	if r.data.command == commandDestroys {
 		// A destroy's refresh plans every resource too, and throws that plan away: no offer, name or
 		// ownership check may fail it (the destroy of what the state holds goes ahead).
 		return
@@ -127,8 +138,13 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 	if !plan.Name.IsUnknown() && r.data.walk.sharedName(plan.Name.ValueString()) {
-		resp.Diagnostics.AddAttributeError(path.Root("name"), "Two GPU instances share one name", sharedNameDetail(plan.Name.ValueString()))
-		return
+		if r.data.command.refusesNamesAtPlan() {
+			resp.Diagnostics.AddAttributeError(path.Root("name"), "Two GPU instances share one name", sharedNameDetail(plan.Name.ValueString()))
+			return
+		}
+		// Perhaps the refresh a destroy plans first, which must not fail: the create refuses.
+		resp.Diagnostics.AddAttributeWarning(path.Root("name"), "Two GPU instances share one name; apply refuses their creates",
+			sharedNameDetail(plan.Name.ValueString()))
 	}
 	if !req.State.Raw.IsNull() {
 		r.planChange(ctx, req, resp, &plan)
@@ -153,7 +169,8 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	plan.ProvisioningDigest = r.plannedDigest(ctx, &plan, offerReq.Kind, &resp.Diagnostics)
 
-	np := controlplane.NewPlanRequest{Name: plan.Name.ValueString(), Request: offerReq, AllowFallback: plan.AllowFallback.ValueBool(), Held: r.data.walk.holds}
+	np := controlplane.NewPlanRequest{Name: plan.Name.ValueString(), Request: offerReq, AllowFallback: plan.AllowFallback.ValueBool(), Held: r.data.walk.holds,
+		NameRefusedAtApply: !r.data.command.refusesNamesAtPlan()}
 	key := quoteKey(np.Name, offerReq, np.AllowFallback)
 	pinned := !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull()
 	if pinned {
@@ -164,7 +181,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		// quote directory (a plain `terraform apply`, planned and applied here).
 		q, found := fromPrivate(ctx, req.Private, key)
 		if !found {
-			q, found = savedPlanQuote(osproc.ParentArgs(), key)
+			q, found = savedPlanQuote(currentArgs(), key)
 		}
 		if !found {
 			var err error
@@ -330,6 +347,9 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	}
 
 	qkey := quoteKey(name, offerReq, plan.AllowFallback.ValueBool())
+	if refused := r.nameRefusedAtApply(ctx, resp, name, offerReq, qkey); refused {
+		return
+	}
 	// An apply that refuses the planned offer forgets its quote, so the next plan quotes afresh.
 	forgetQuote := func() {
 		if err := r.data.quotes.remove(qkey); err != nil {
@@ -493,16 +513,45 @@ func start(ctx context.Context, timeout func(context.Context, time.Duration) (ti
 	return ctx, func() { cancel(); done() }
 }
 
-// timedOut adds to an error that ended because the operation's timeout passed which setting that is
-// (timeouts.<op>) and its value, so that the user knows what to raise. Other errors are returned as
-// they are.
+// timedOut rewords an error that ended because the operation's timeout passed: what was going on, which
+// setting bounds it (timeouts.<op>) and its value, and a value that fits the operation (its default,
+// or twice a value already above it), in the attribute syntax the schema takes. Other errors are
+// returned as they are.
 func timedOut(ctx context.Context, err error, op string, timeout func(context.Context, time.Duration) (time.Duration, diag.Diagnostics), def time.Duration) error {
 	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return err
 	}
 	d, _ := timeout(context.WithoutCancel(ctx), def)
-	return fmt.Errorf("%w\n\nThe %s did not finish within timeouts.%s (%s). If the machine only needs longer, raise it in this resource: "+
-		"timeouts { %s = \"%s\" }", err, op, op, d, op, 2*d)
+	what := strings.TrimSuffix(strings.TrimSuffix(err.Error(), context.DeadlineExceeded.Error()), ": ")
+	suggest := def
+	if d >= def {
+		suggest = 2 * d
+	}
+	return &reworded{err: err, msg: fmt.Sprintf("%s: stopped when timeouts.%s ran out.\n\nThe %s did not finish within timeouts.%s = %q. "+
+		"If the machine only needs longer, give it more time in this resource: timeouts = { %s = %q }",
+		what, op, op, op, durationString(d), op, durationString(suggest))}
+}
+
+// reworded is an error shown in other words, still matched by errors.Is and errors.As as the original.
+type reworded struct {
+	err error
+	msg string
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }
+
+// durationString writes a duration as the timeouts attributes take it, without zero units ("1h30m",
+// "2s").
+func durationString(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // interrupted reports whether ctx was cancelled (Ctrl-C: Terraform's StopProvider) rather than timed out.
@@ -519,6 +568,9 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	name := m.ID.ValueString()
+	if r.data != nil {
+		r.data.walk.refreshed(name)
+	}
 	if capacityRecord(&m) {
 		// A create that failed for lack of capacity: no machine to read. Terraform plans the tainted
 		// record's replacement without its state, right after this refresh: hand the control plane

@@ -118,9 +118,13 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 		{"too many GPUs", "", "gpu_type = \"h100\"\n  gpu_count = 16", errorPattern("gpu_count 16 is more than any h100", "at most 8 h100 GPUs per instance")},
 		{"no count offered", "", "gpu_type = \"h100\"\n  gpu_count = 3", errorPattern("sandbox: no h100 offer with 3 GPUs (offered counts: 1, 2, 4, 8)")},
 		{"max price below every offer", "", "gpu_type = \"h100\"\n  max_price_per_hour = 1.5", errorPattern("No cloud can rent 1x h100", "cheapest matching offer costs $2.49/h", "above max_price_per_hour $1.50/h", "Nothing was created")},
-		{"region not served", "", "gpu_type = \"h100\"\n  regions = [\"mars-1\"]", errorPattern(`no 1x h100 offer in regions "mars-1"`)},
+		{"region not served", "", "gpu_type = \"h100\"\n  regions = [\"mars-1\"]", errorPattern(`no 1x h100 offer in regions "mars-1" (it offers 1x h100 in "sbx-ap-1", "sbx-eu-1", "sbx-us-1")`,
+			`regions names "mars-1", which no configured cloud has`, `Regions of the configured clouds: "sbx-ap-1", "sbx-eu-1", "sbx-us-1".`)},
 		{"kind no pool serves", fmt.Sprintf("inventory_dir = %q", onlyVM), "gpu_type = \"h100\"\n  kind = \"execlet\"", errorPattern(`no configured pool serves kind "execlet"`)},
-		{"cloud not configured", "", "gpu_type = \"h100\"\n  clouds = [\"verda\"]", errorPattern(`cloud "verda" is not configured in the provider`)},
+		{"cloud not configured", "", "gpu_type = \"h100\"\n  clouds = [\"verda\"]", errorPattern("Cloud not configured", `clouds names "verda", which this provider configuration does not set up`,
+			"To rent from Verda, add a `verda { ... }` block to the provider (settings: `client_id` (or VERDA_CLIENT_ID)", `Configured now: "sandbox"`)},
+		{"no clouds", "", "gpu_type = \"h100\"\n  clouds = []", errorPattern("No clouds named", "clouds is empty; leave it out to use every cloud the provider configures",
+			"A cloud is configured by its block in the provider (`atlas { ... }`", "with none, hydra uses the sandbox")},
 		{"offer_id of another GPU", "", "gpu_type = \"h100\"\n  offer_id = \"sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99\"",
 			errorPattern("does not fit this resource's `gpu_type`", "sbx.l40s.1x holds l40s GPUs, but the request's gpu_type is \"h100\"")},
 		{"offer_id of another count", "", "gpu_type = \"l40s\"\n  gpu_count = 2\n  offer_id = \"sandbox-vm-pool/sbx-eu-1/sbx.l40s.1x/ondemand@0.99\"",
@@ -252,9 +256,10 @@ func TestAccGPUInstance_interruptedCreate(t *testing.T) {
 		{
 			// The machine boots for a minute; the create is cut off after 2s (the same path as Ctrl-C:
 			// the RPC's context ends).
-			PreConfig:   func() { s.setFaults(sandbox.Faults{BootTime: "60s"}) },
-			Config:      slow,
-			ExpectError: errorPattern("waiting for instance sbx-vm-interrupted--", "to run (last status pending): context deadline exceeded", "did not finish within timeouts.create (2s)", "kept in state (tainted)"),
+			PreConfig: func() { s.setFaults(sandbox.Faults{BootTime: "60s"}) },
+			Config:    slow,
+			ExpectError: errorPattern("waiting for instance sbx-vm-interrupted--", "to run (last status pending): stopped when timeouts.create ran out",
+				`did not finish within timeouts.create = "2s"`, `timeouts = { create = "1h" }`, "kept in state (tainted)"),
 		},
 		// The billed machine was not forgotten: it is in state, tainted, and the next apply replaces
 		// it instead of creating a second one beside it.

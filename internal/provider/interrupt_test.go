@@ -21,7 +21,8 @@ import (
 )
 
 // serveForReattach serves the provider from the test binary the way `-debug` does and returns the
-// TF_REATTACH_PROVIDERS value that points the real Terraform CLI at it.
+// TF_REATTACH_PROVIDERS value that points the real CLI at it (keyed by the CLI's own address of
+// hydragpu/hydra, testProviderAddress).
 func serveForReattach(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -44,7 +45,7 @@ func serveForReattach(t *testing.T) string {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the provider did not start")
 	}
-	value, err := json.Marshal(map[string]any{Address: map[string]any{
+	value, err := json.Marshal(map[string]any{testProviderAddress(): map[string]any{
 		"Protocol": string(rc.Protocol), "ProtocolVersion": rc.ProtocolVersion, "Pid": rc.Pid, "Test": true,
 		"Addr": map[string]string{"Network": rc.Addr.Network(), "String": rc.Addr.String()},
 	}})

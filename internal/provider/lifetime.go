@@ -3,8 +3,12 @@ package provider
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
 // The provider process's lifetime. Terraform starts the provider as its child and, on a normal exit,
@@ -17,12 +21,12 @@ var lifetime = struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ops    sync.WaitGroup
-	parent int
+	parent *osproc.Parent
 }{}
 
 func init() {
 	lifetime.ctx, lifetime.cancel = context.WithCancel(context.Background())
-	lifetime.parent = os.Getppid()
+	lifetime.parent = osproc.StartingParent()
 }
 
 // terraformGone reports whether Terraform, which will record what an operation returns, is gone.
@@ -35,7 +39,7 @@ func terraformGone(cancelled bool) bool {
 		deadline = deadline.Add(500 * time.Millisecond)
 	}
 	for {
-		if lifetime.ctx.Err() != nil || os.Getppid() != lifetime.parent {
+		if lifetime.ctx.Err() != nil || lifetime.parent.Gone() {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -69,15 +73,36 @@ func Shutdown(grace time.Duration) {
 	}
 }
 
-// WatchParent polls the parent process every interval; when the provider has been orphaned (its
-// parent, Terraform, is gone and it was re-parented), it shuts down and exits. It never returns.
-func WatchParent(interval time.Duration) {
-	parent := os.Getppid()
-	for {
-		time.Sleep(interval)
-		if os.Getppid() != parent {
-			Shutdown(5 * time.Second)
-			os.Exit(1)
-		}
+// WatchParent waits for the parent process (Terraform) to die, noticed every interval on Unix-like
+// systems (the provider is re-parented) and at once on Windows (the parent's process handle); then it
+// shuts down, runs cleanup (the plugin socket's removal) and exits. It never returns.
+func WatchParent(interval time.Duration, cleanup func()) {
+	lifetime.parent.Wait(interval)
+	Shutdown(5 * time.Second)
+	cleanup()
+	os.Exit(1)
+}
+
+// PluginSocketDir has go-plugin create the provider's Unix socket in a directory of this process's own
+// (PLUGIN_UNIX_SOCKET_DIR, inside the one Terraform named or the temporary directory), so that a
+// provider that exits because Terraform died, which cannot stop its server gracefully, removes the
+// socket with it: the returned func removes the directory. Nothing changes on Windows (go-plugin
+// listens on TCP there) or when the socket must be group-writable (PLUGIN_UNIX_SOCKET_GROUP).
+func PluginSocketDir() (cleanup func()) {
+	if runtime.GOOS == "windows" || os.Getenv("PLUGIN_UNIX_SOCKET_GROUP") != "" {
+		return func() {}
 	}
+	base := os.Getenv("PLUGIN_UNIX_SOCKET_DIR")
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(base, "hydra-")
+	if err != nil {
+		return func() {} // go-plugin makes the socket where it would have
+	}
+	if err := os.Setenv("PLUGIN_UNIX_SOCKET_DIR", dir); err != nil {
+		_ = os.Remove(dir)
+		return func() {}
+	}
+	return func() { _ = os.RemoveAll(filepath.Clean(dir)) }
 }

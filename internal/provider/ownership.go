@@ -18,9 +18,15 @@ type walk struct {
 	mu    sync.Mutex
 	names map[string]int
 	held  map[string]bool
+	// read holds the cloud ids of the machines this walk read (refreshed).
+	read map[string]bool
+	// guarded is set once the leftovers guard ran in this walk.
+	guarded bool
 }
 
-func newWalk() *walk { return &walk{names: map[string]int{}, held: map[string]bool{}} }
+func newWalk() *walk {
+	return &walk{names: map[string]int{}, held: map[string]bool{}, read: map[string]bool{}}
+}
 
 // validated counts a resource instance named name.
 func (w *walk) validated(name string) {
@@ -44,6 +50,29 @@ func (w *walk) hold(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.held[id] = true
+}
+
+// refreshed records that this walk read the machine with the cloud id (Terraform refreshed it).
+func (w *walk) refreshed(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.read[id] = true
+}
+
+// destroyPlanned reports whether the destroy plan of the machine id, now, runs the leftovers guard under
+// command c (see command.guardsOnDestroyPlan); true at most once per walk.
+func (w *walk) destroyPlanned(c command, id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	validated := 0
+	for _, n := range w.names {
+		validated += n
+	}
+	if w.guarded || !c.guardsOnDestroyPlan(validated, w.read[id]) {
+		return false
+	}
+	w.guarded = true
+	return true
 }
 
 func (w *walk) holds(id string) bool {
@@ -143,28 +172,4 @@ func leftoversError(res controlplane.ListResult) (summary, detail string, ok boo
 			"Terraform recorded them, so no state holds them and `terraform destroy` cannot see them:\n" + strings.Join(lines, "\n") +
 			"\n\nNothing was destroyed. Adopt each one into this state with the import command shown (the resource must be in the " +
 			"configuration), then run `terraform destroy` again; or delete it at the cloud.", true
-}
-
-// destroying reports whether the terraform command that started this provider (args: its command
-// line) destroys: `terraform destroy`, or `terraform apply -destroy` / `plan -destroy`.
-func destroying(args []string) bool {
-	sub := ""
-	for i, a := range args {
-		if i == 0 {
-			continue
-		}
-		if sub == "" {
-			if !strings.HasPrefix(a, "-") {
-				sub = a
-				if sub == "destroy" {
-					return true
-				}
-			}
-			continue
-		}
-		if a == "-destroy" || a == "--destroy" || a == "-destroy=true" {
-			return sub == "apply" || sub == "plan"
-		}
-	}
-	return false
 }

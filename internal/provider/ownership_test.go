@@ -53,8 +53,10 @@ func TestAccGPUInstance_sameNameTwoWorkingDirs(t *testing.T) {
 	t.Parallel()
 	s, one, first := applyOneInFirstDir(t, "shared")
 
-	// A second working directory with the same name: refused at plan, naming the machine.
-	two := newCLIDirReattach(t, "")
+	// A second working directory with the same name: refused at plan, naming the machine (the real
+	// binary: the provider reads the terraform command that started it, so it knows the plan is no
+	// destroy's; see TestAccGPUInstance_unknownCommand for where it cannot).
+	two := newCLIDirBinary(t, "")
 	two.writeInstance(s, "shared", "l4", "")
 	out, err := two.run("plan")
 	if err == nil || !errorPattern("GPU instance name already in use", first.Name, first.ID, "terraform import").MatchString(out) {
@@ -105,7 +107,20 @@ resource "hydra_gpu_instance" "clash" {
 		t.Fatalf("the clashing create must be refused at plan, naming %s (err %v):\n%s", first.Name, err, out)
 	}
 	two.mustRun("apply", "-refresh-only", "-auto-approve")
-	out := two.mustRun("destroy", "-auto-approve")
+
+	// TF_CLI_ARGS_apply=-destroy makes `terraform apply` a destroy: the guard refuses it while an
+	// interrupted create's machine bills outside the state.
+	lost := leaveInterruptedCreate(t, s, "lost")
+	n := len(two.env)
+	two.env = append(two.env, "TF_CLI_ARGS_apply=-destroy")
+	out, err := two.run("apply", "-auto-approve")
+	two.env = two.env[:n]
+	if err == nil || !errorPattern("billed outside this state; destroy would leave them running", lost.Name).MatchString(out) {
+		t.Fatalf("apply with TF_CLI_ARGS_apply=-destroy must be refused as a destroy, naming %s (err %v):\n%s", lost.Name, err, out)
+	}
+	deleteAtCloud(t, s, lost.ID)
+
+	out = two.mustRun("destroy", "-auto-approve")
 	if !strings.Contains(out, "Resources: 1 destroyed") {
 		t.Fatalf("the destroy must remove this state's machine despite the name clash:\n%s", out)
 	}
@@ -327,23 +342,106 @@ data "hydra_gpu_instances" "all" {
 	_ = s.sb.Delete(context.Background(), stray.ID)
 }
 
-func TestDestroying(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want bool
-	}{
-		{[]string{"terraform", "destroy", "-auto-approve"}, true},
-		{[]string{"/usr/local/bin/terraform", "-chdir=env/prod", "destroy"}, true},
-		{[]string{"terraform", "apply", "-destroy", "-auto-approve"}, true},
-		{[]string{"terraform", "plan", "-destroy", "-out=x"}, true},
-		{[]string{"terraform", "apply", "-auto-approve"}, false},
-		{[]string{"terraform", "plan"}, false},
-		{[]string{"terraform", "import", "hydra_gpu_instance.a", "destroy"}, false},
-		{[]string{"terraform", "validate", "-destroy"}, false},
-		{nil, false},
-	} {
-		if got := destroying(tc.args); got != tc.want {
-			t.Errorf("destroying(%q) = %v, want %v", tc.args, got, tc.want)
+// leaveInterruptedCreate makes at the sandbox the machine a create of the resource named name leaves
+// when Terraform is killed during it: the create's request as Launch sends it (the name's derived
+// ownership token), never confirmed by a state.
+func leaveInterruptedCreate(t *testing.T, s *testSandbox, name string) cloudprovider.Instance {
+	t.Helper()
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pool inventory.Pool
+	for _, p := range inv.Pools {
+		if p.Cloud == "sandbox" && p.Kind == "vm" {
+			pool = p
 		}
 	}
+	offers, err := s.sb.Offers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	offer := offers[0]
+	offer.Pool = pool.Name
+	owner := cloudprovider.Ownership{Resource: name, Token: cloudprovider.OwnerToken(name, 0)}
+	inst, err := s.sb.Create(context.Background(), cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, name, owner.Token),
+		Pool: pool, Offer: offer, Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// TestAccGPUInstance_unknownCommand: where the provider cannot know the terraform command (served for
+// TF_REATTACH_PROVIDERS, as on Windows or a Linux without /proc, where nothing reads it), a name in use
+// only warns at plan and the apply refuses the create; a destroy is never blocked by the name check,
+// and its destroy plan still refuses while an interrupted create's machine bills outside the state.
+func TestAccGPUInstance_unknownCommand(t *testing.T) {
+	t.Parallel()
+	s, one, first := applyOneInFirstDir(t, "taken")
+
+	two := newCLIDirReattach(t, "")
+	two.write(s.providerConfigIn(two.dir, "") + `
+resource "hydra_gpu_instance" "mine" {
+  name     = "mine"
+  gpu_type = "l4"
+}
+resource "hydra_gpu_instance" "clash" {
+  name     = "taken"
+  gpu_type = "l4"
+}
+`)
+	two.mustRun("apply", "-auto-approve", "-target=hydra_gpu_instance.mine")
+	mine := s.live()
+	if len(mine) != 2 {
+		t.Fatalf("%d machines after the targeted apply, want 2", len(mine))
+	}
+	plan := two.mustRun("plan")
+	if !errorPattern("GPU instance name already in use; apply refuses this create", first.Name, "terraform destroy").MatchString(plan) {
+		t.Fatalf("the plan must warn that apply refuses the clashing create, naming %s:\n%s", first.Name, plan)
+	}
+	out, err := two.run("apply", "-auto-approve")
+	if err == nil || !errorPattern("GPU instance name already in use", first.Name).MatchString(out) {
+		t.Fatalf("the apply must refuse the clashing create, naming %s (err %v):\n%s", first.Name, err, out)
+	}
+	if n := s.created(); n != 2 {
+		t.Fatalf("the refused create made a machine: %d created in all, want 2", n)
+	}
+
+	// A create cut short left a machine: the destroy refuses (nothing destroyed) and names it.
+	lost := leaveInterruptedCreate(t, s, "lost")
+	out, err = two.run("destroy", "-auto-approve")
+	if err == nil || strings.Contains(out, "Destroy complete") ||
+		!errorPattern("billed outside this state; destroy would leave them running", lost.Name, "terraform import").MatchString(out) {
+		t.Fatalf("destroy must fail naming %s (err %v):\n%s", lost.Name, err, out)
+	}
+	if n := len(s.live()); n != 3 {
+		t.Fatalf("%d machines after the refused destroy, want 3 (nothing destroyed)", n)
+	}
+
+	// Once it is gone, the destroy goes ahead despite the name clash, and leaves the other state's machine.
+	deleteAtCloud(t, s, lost.ID)
+	out = two.mustRun("destroy", "-auto-approve")
+	if !strings.Contains(out, "Resources: 1 destroyed") {
+		t.Fatalf("the destroy must remove this state's machine despite the name clash:\n%s", out)
+	}
+	if live := s.live(); len(live) != 1 || live[0].ID != first.ID {
+		t.Fatalf("after the destroy the cloud has %+v, want only the other state's %s", live, first.ID)
+	}
+	one.destroyAll(s)
+}
+
+// deleteAtCloud deletes the sandbox machine id as a person would at the cloud, and waits until the
+// cloud reports it terminated.
+func deleteAtCloud(t *testing.T, s *testSandbox, id string) {
+	t.Helper()
+	if err := s.sb.Delete(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if inst, err := s.sb.Get(context.Background(), id); cloudprovider.IsNotFound(err) || err == nil && inst.Status == cloudprovider.StatusTerminated {
+			return
+		}
+	}
+	t.Fatalf("the sandbox still lists %s a minute after its deletion", id)
 }

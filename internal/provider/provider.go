@@ -25,7 +25,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
-	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 )
 
@@ -50,10 +49,12 @@ func (p *hydraProvider) ValidateConfig(ctx context.Context, req provider.Validat
 	if summary, detail, ok := journalWarning(controlplane.Journal{Dir: filepath.Join(quoteDir, "creates")}); ok {
 		resp.Diagnostics.AddWarning(summary, detail)
 	}
-	if destroying(osproc.ParentArgs()) && req.Config.Raw.IsFullyKnown() {
+	if currentCommand() == commandDestroys && req.Config.Raw.IsFullyKnown() {
 		// A destroy of a state that holds nothing never configures the provider: here is the one place
 		// it can refuse to report success while creates cut short bill outside the state. Only that
 		// refusal is taken from the configure (its other errors would have failed no destroy before).
+		// Nothing in the protocol shows such a destroy: where the command line cannot be read, only the
+		// journal's warning above is given.
 		var cresp provider.ConfigureResponse
 		p.Configure(ctx, provider.ConfigureRequest{Config: req.Config}, &cresp)
 		for _, d := range cresp.Diagnostics.Errors() {
@@ -119,9 +120,11 @@ const fleetQuiet = 300 * time.Millisecond
 type providerData struct {
 	cp     *controlplane.ControlPlane
 	quotes *quoteStore
-	// destroying is set when the terraform command that started the provider destroys (`terraform
-	// destroy`, `-destroy`): its refresh's plans of creates are thrown away, so none is checked.
-	destroying bool
+	// command is what the provider knows of the terraform command (mode.go): under a known destroy,
+	// the plans of its first walk are thrown away, so none is checked.
+	command command
+	// machines is what Configure listed of hydra's machines, for the leftovers guard of a destroy plan.
+	machines controlplane.ListResult
 	// walk is what this walk (plan or apply) has seen of the configuration.
 	walk *walk
 	// unmappedWarned holds the clouds whose unmapped GPUs this walk has warned about (once per cloud).
@@ -363,9 +366,10 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	defer done()
 	machines := data.cp.Machines(scanCtx, nil)
 	data.cp.PruneJournal(machines)
-	data.destroying = destroying(osproc.ParentArgs())
-	if data.destroying {
-		// A destroy never reports success while creates cut short bill outside the state.
+	data.command, data.machines = currentCommand(), machines
+	if data.command == commandDestroys {
+		// A destroy never reports success while creates cut short bill outside the state (where the
+		// command is unknown, the destroy plan of a resource runs this guard: leftoversGuard).
 		if summary, detail, ok := leftoversError(machines); ok {
 			resp.Diagnostics.AddError(summary, detail)
 			return

@@ -33,6 +33,10 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 func TestMain(m *testing.M) {
 	flag.Parse()
 	defaultParallel(acceptanceParallel)
+	if err := useTestCLI(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// resource.TestMain would only add the sweepers' -sweep (hydra registers none) and exit at once;
 	// the provider binary the tests built (providerBinary) must go with the process instead.
 	code := m.Run()

@@ -1,8 +1,13 @@
 package provider
 
 import (
+	"unicode"
+
 	"context"
 	"fmt"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -79,12 +84,16 @@ func nameProblem(name string) string {
 	}
 }
 
-// suggestName turns a name into an accepted one if it can: lower case, every run of other characters
-// a single dash, no dash at either end, cut to maxNameLength.
+// suggestName turns a name into an accepted one if it can: lower case, accents dropped ("ä" is "a"),
+// every run of other characters a single dash, no dash at either end, cut to maxNameLength.
 func suggestName(name string) string {
 	var b strings.Builder
 	dash := false
-	for _, r := range strings.ToLower(name) {
+	plain, _, err := transform.String(transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn))), name)
+	if err != nil {
+		plain = name
+	}
+	for _, r := range strings.ToLower(plain) {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
 			if dash && b.Len() > 0 {
 				b.WriteByte('-')
@@ -121,7 +130,8 @@ func (knownClouds) ValidateSet(ctx context.Context, req validator.SetRequest, re
 	}
 	if len(req.ConfigValue.Elements()) == 0 {
 		resp.Diagnostics.AddAttributeError(req.Path, "No clouds named",
-			fmt.Sprintf("%s is empty; leave it out to use every configured cloud, or name at least one of: %s.", req.Path, quotedCloudNames()))
+			fmt.Sprintf("%s is empty; leave it out to use every cloud the provider configures, or name at least one of them. "+
+				"A cloud is configured by its block in the provider (%s); with none, hydra uses the sandbox.", req.Path, quotedCloudBlocks()))
 		return
 	}
 	for _, e := range req.ConfigValue.Elements() {
@@ -158,6 +168,26 @@ func cloudProblem(name string) string {
 		}
 	}
 	return msg + ". Accepted values: " + quotedCloudNames() + "."
+}
+
+// quotedCloudBlocks lists the real clouds' provider blocks: "`atlas { ... }`, ...".
+func quotedCloudBlocks() string {
+	var blocks []string
+	for _, d := range clouds.All() {
+		if !d.Simulated {
+			blocks = append(blocks, "`"+d.Block+" { ... }`")
+		}
+	}
+	return strings.Join(blocks, ", ")
+}
+
+// quoteAll quotes each item and joins them with commas.
+func quoteAll(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
 }
 
 // quotedCloudNames lists the registry's cloud names, quoted: `"atlas", "lambda", ...`.

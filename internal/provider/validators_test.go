@@ -33,6 +33,7 @@ func TestNameValidator(t *testing.T) {
 		{"my_trainer.1", []string{`"my_trainer.1" has "_", ".", which a name may not contain`, `for example "my-trainer-1"`}},
 		{"gpu box", []string{`has " "`, `for example "gpu-box"`}},
 		{"___", []string{`has "_"`, `for example "trainer-1"`}},
+		{"träiner-ü", []string{`has "ä", "ü", which a name may not contain`, `for example "trainer-u"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var resp validator.StringResponse

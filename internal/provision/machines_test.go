@@ -133,10 +133,19 @@ func TestCheckModeChangesNothing(t *testing.T) {
 	if after := tree(t, f.ep.Root); !slices.Equal(before, after) {
 		t.Errorf("--check changed the machine:\nbefore %v\nafter  %v", before, after)
 	}
-	for _, want := range []string{"changed:true role:monitoring task:monitoring : Set node_exporter's listen address", "task ok map[changed:false msg:healthy"} {
+	for _, want := range []string{
+		// --diff: the modules say what they would change.
+		"changed:true diff:[new file] role:monitoring task:monitoring : Set node_exporter's listen address",
+		"changed:true diff:[" + filepath.Join(f.ep.Root, "etc/hydra") + "] role:execlet task:execlet : Make hydra's configuration directory",
+		"task ok map[changed:false msg:healthy",
+	} {
 		if !strings.Contains(rec.String(), want) {
 			t.Errorf("--check events lack %q:\n%s", want, rec)
 		}
+	}
+	// The agent's arguments may be secret: their file is never diffed.
+	if strings.Contains(rec.String(), "execlet.env") {
+		t.Errorf("--check --diff events name the agent's arguments file:\n%s", rec)
 	}
 }
 

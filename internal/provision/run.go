@@ -199,7 +199,8 @@ func shellQuote(s string) string {
 func buildCommand(ansible string, checkMode bool, dir *runDir) *exec.Cmd {
 	args := []string{"-i", dir.files.inventory}
 	if checkMode {
-		args = append(args, "--check")
+		// --diff: the modules say what they would change (the events carry the paths, never content).
+		args = append(args, "--check", "--diff")
 	}
 	cmd := exec.Command(ansible, append(args, dir.files.playbook)...)
 	cmd.Dir = dir.path
@@ -321,6 +322,9 @@ func (l *eventLog) handle(ev event) {
 		if m, ok := ev.Result["msg"]; ok {
 			fields["msg"] = cut(fmt.Sprint(m), 300)
 		}
+		if d, ok := ev.Result["diff"]; ok {
+			fields["diff"] = d
+		}
 		l.log("task ok", fields)
 	case "skipped":
 		l.log("task skipped", fields)
@@ -370,6 +374,11 @@ func failureMessage(res map[string]any) string {
 	if msg != "" {
 		parts = append(parts, msg)
 	}
+	// An exception (a traceback) whose last line the message does not already carry: a task that
+	// failed inside Ansible's own machinery has nothing else to say what went wrong.
+	if exc := exceptionLine(str("exception")); exc != "" && !strings.Contains(msg, exceptionMessage(exc)) {
+		parts = append(parts, exc)
+	}
 	if item := itemFailure(str); item != "" {
 		parts = append(parts, item)
 	}
@@ -390,6 +399,20 @@ func failureMessage(res map[string]any) string {
 		return "the task failed without a message"
 	}
 	return strings.Join(parts, ": ")
+}
+
+// exceptionLine is the last line of a Python traceback: the exception's type and message.
+func exceptionLine(traceback string) string {
+	lines := strings.Split(strings.TrimSpace(traceback), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// exceptionMessage is an exception line's message without its type ("x" of "TypeError: x").
+func exceptionMessage(line string) string {
+	if i := strings.Index(line, ": "); i > 0 && !strings.ContainsAny(line[:i], " \t") {
+		return line[i+2:]
+	}
+	return line
 }
 
 // itemFailure is what the failed item of a loop said ("" when the task was no loop): its label, its

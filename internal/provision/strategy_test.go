@@ -266,3 +266,71 @@ func TestStrategySkipsWithoutWorker(t *testing.T) {
 		}
 	}
 }
+
+// faultInjector is a sitecustomize.py that makes TaskExecutor's constructor raise in the controller
+// (the process that imported it first; its forked workers are left alone), as 2.14's positional
+// arguments do on a later ansible-core, and writes down each time it did.
+const faultInjector = `import os
+_controller = os.getpid()
+try:
+    from ansible.executor import task_executor
+    _init = task_executor.TaskExecutor.__init__
+
+    def _faulty(self, *args, **kwargs):
+        if os.getpid() == _controller:
+            with open(%q, 'a') as f:
+                f.write('fault\n')
+            raise TypeError("TaskExecutor.__init__() missing 1 required positional argument: 'variable_manager' (injected)")
+        _init(self, *args, **kwargs)
+    task_executor.TaskExecutor.__init__ = _faulty
+except Exception as e:
+    with open(%q, 'a') as f:
+        f.write('not injected: %%r\n' %% e)
+`
+
+// An error inside hydra_free's own machinery (here TaskExecutor refusing its arguments in the
+// controller) hands the task to a worker, as plain free would have: the run reports exactly what free
+// reports, and the tasks the controller would have run itself ran in workers.
+func TestStrategyFaultGoesToWorker(t *testing.T) {
+	ansible, err := exec.LookPath("ansible-playbook")
+	if err != nil {
+		t.Skip("SKIPPING: ansible-playbook is not installed (apt-get install ansible-core)")
+	}
+	dir := t.TempDir()
+	faults := filepath.Join(dir, "faults")
+	site := filepath.Join(dir, "site")
+	wrapper := filepath.Join(dir, "ansible-playbook")
+	if err := os.MkdirAll(site, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(site, "sitecustomize.py"), []byte(fmt.Sprintf(faultInjector, faults, faults)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nPYTHONPATH="+site+" exec "+ansible+" \"$@\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	freeEvents, freeStats, _, _ := runStrategyPlaybook(t, ansible, "free")
+	events, stats, pids, controller := runStrategyPlaybook(t, wrapper, "hydra_free")
+	b, _ := os.ReadFile(faults)
+	// (Python processes other than Ansible's, such as the modules' own, have no ansible to patch.)
+	if n := strings.Count(string(b), "fault\n"); n < 2 {
+		t.Fatalf("the fault was injected %d times (want at least once per host): %q", n, b)
+	}
+	if !reflect.DeepEqual(events, freeEvents) {
+		t.Errorf("hydra_free with a fault reported\n%v\nthe free strategy\n%v", events, freeEvents)
+	}
+	if stats != freeStats {
+		t.Errorf("hydra_free with a fault: stats %s, the free strategy's %s", stats, freeStats)
+	}
+	// The skip's condition is still evaluated by the controller (no TaskExecutor there); the set_fact
+	// it could not run went to workers.
+	inController := 0
+	for _, pid := range pids {
+		if pid == controller {
+			inController++
+		}
+	}
+	if len(pids) != 4 || inController != 2 {
+		t.Errorf("with a fault, %d of the evaluations %v were the controller's (%d), want 2 of 4", inController, pids, controller)
+	}
+}

@@ -171,6 +171,12 @@ func TestFailureMessage(t *testing.T) {
 			"One or more items failed: item x: MODULE FAILURE: Traceback: boom"},
 		{map[string]any{"stdout": "only stdout"}, "only stdout"},
 		{map[string]any{}, "the task failed without a message"},
+		// A task that failed inside Ansible's machinery (a worker's exception): its type and message.
+		{map[string]any{"failed": true, "stdout": "", "exception": "Traceback (most recent call last):\n  File \"/usr/lib/python3/dist-packages/ansible/executor/process/worker.py\", line 158, in _run\n    executor_result = TaskExecutor(\nTypeError: TaskExecutor.__init__() missing 1 required positional argument: 'variable_manager'\n"},
+			"TypeError: TaskExecutor.__init__() missing 1 required positional argument: 'variable_manager'"},
+		// A message that already says the exception's message is not repeated; one that does not gets it.
+		{map[string]any{"msg": "Unexpected failure during module execution: boom", "exception": "Traceback:\nValueError: boom"}, "Unexpected failure during module execution: boom"},
+		{map[string]any{"msg": "MODULE FAILURE", "exception": "Traceback:\nKeyError: 'x'\n"}, "MODULE FAILURE: KeyError: 'x'"},
 	}
 	for _, tc := range tests {
 		if got := failureMessage(tc.res); got != tc.want {

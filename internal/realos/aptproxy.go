@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,26 +31,30 @@ var aptProxyConf = fmt.Sprintf("// hydra real-OS test: this machine's network is
 	"// mirror through the test's proxy on the machine's loopback, which keeps downloaded packages.\n"+
 	"Acquire::http::Proxy \"http://127.0.0.1:%d/\";\n", aptProxyPort)
 
-// aptProxy is a forward HTTP proxy for apt, to Debian's mirror only. Files that never change under
+// aptProxy is a forward HTTP proxy for apt, to the image's archive hosts only. Files that never change under
 // their URL (packages under /pool/, indexes under /by-hash/) are kept in dir and served from there to
 // later machines, as apt-cacher does; everything else (InRelease, which says what is current) is
 // fetched from the mirror each time. apt checks every file against the signed InRelease as usual.
 type aptProxy struct {
 	dir    string
-	mirror *url.URL
+	hosts  []string
 	client *http.Client
 }
 
-func newAptProxy(cache, mirror string) (*aptProxy, error) {
-	u, err := url.Parse(mirror)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("realos: mirror %q is not a URL", mirror)
+// newAptProxy makes a proxy to the archives at mirrors (http:// URLs).
+func newAptProxy(cache string, mirrors ...string) (*aptProxy, error) {
+	p := &aptProxy{dir: filepath.Join(cache, "apt"), client: &http.Client{Timeout: 10 * time.Minute}}
+	for _, m := range mirrors {
+		u, err := url.Parse(m)
+		if err != nil || u.Host == "" || u.Scheme != "http" {
+			return nil, fmt.Errorf("realos: mirror %q is not an http:// URL", m)
+		}
+		p.hosts = append(p.hosts, u.Host)
 	}
-	dir := filepath.Join(cache, "apt")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &aptProxy{dir: dir, mirror: u, client: &http.Client{Timeout: 10 * time.Minute}}, nil
+	return p, nil
 }
 
 // immutable says whether the file at path never changes: a package in the pool, or an index named by
@@ -60,8 +65,8 @@ func immutable(path string) bool {
 
 func (p *aptProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u := r.URL
-	if u.Host != p.mirror.Host || (u.Scheme != "" && u.Scheme != p.mirror.Scheme) || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
-		http.Error(w, "hydra real-OS apt proxy: only GET and HEAD to "+p.mirror.Host, http.StatusForbidden)
+	if !slices.Contains(p.hosts, u.Host) || (u.Scheme != "" && u.Scheme != "http") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		http.Error(w, "hydra real-OS apt proxy: only GET and HEAD to "+strings.Join(p.hosts, ", "), http.StatusForbidden)
 		return
 	}
 	if immutable(u.Path) && r.Method == http.MethodGet {

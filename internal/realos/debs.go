@@ -29,9 +29,10 @@ func gpuTool(name string) [2]string {
 	return [2]string{"/usr/bin/" + name, GPULayerDir + "/bin/" + name}
 }
 
-// standinPackages are the packages the image has, named as NVIDIA's CUDA repository names them for
-// driver branch 570 (the versions the stand-ins report).
-func standinPackages() []standinPackage {
+// standinPackages are the packages the image of o has, named as NVIDIA's CUDA repository names them
+// for driver branch 570 (the versions the stand-ins report), and Docker's as Docker's repository
+// versions it for o.
+func standinPackages(o OS) []standinPackage {
 	branch, _, _ := strings.Cut(DriverVersion, ".")
 	drv := DriverVersion + "-1"
 	return []standinPackage{
@@ -61,7 +62,7 @@ WantedBy=multi-user.target
 			Links: [][2]string{gpuTool("dcgm-exporter")}},
 		{Name: "nvidia-container-toolkit", Version: "1.17.8-1", Description: "nvidia-ctk",
 			Links: [][2]string{gpuTool("nvidia-ctk")}},
-		{Name: "docker-ce", Version: "5:27.5.1-1~debian.12~bookworm", Description: "the docker client, and docker.service standing for the daemon",
+		{Name: "docker-ce", Version: "5:27.5.1-1~" + o.ID + "." + o.VersionID + "~" + o.Suite, Description: "the docker client, and docker.service standing for the daemon",
 			Links: [][2]string{gpuTool("docker")},
 			Files: []standinFile{{Path: "/lib/systemd/system/docker.service", Content: `# hydra real-OS test: stands for Docker's daemon, which cannot run in this container; the docker
 # client is hydra's stand-in (docker run runs the command on the machine itself).
@@ -82,9 +83,9 @@ WantedBy=multi-user.target
 
 // writeStandinPackages writes each package's tree (DEBIAN/control, links, files) under dir, and the
 // units to enable in dir/enable, for installScript.
-func writeStandinPackages(dir string) error {
+func writeStandinPackages(o OS, dir string) error {
 	var enable []string
-	for _, p := range standinPackages() {
+	for _, p := range standinPackages(o) {
 		root := filepath.Join(dir, p.Name)
 		if err := os.MkdirAll(filepath.Join(root, "DEBIAN"), 0o755); err != nil {
 			return err

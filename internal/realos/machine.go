@@ -3,6 +3,7 @@ package realos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -61,9 +62,13 @@ type Machine struct {
 	signer  ssh.Signer
 	logf    func(string, ...any)
 
-	fwd      net.Listener
-	proxy    *aptProxy
+	fwd   net.Listener
+	proxy *aptProxy
+	// mu guards cmd (replaced at each reboot), proxyLs, stopping and reboots.
+	mu       sync.Mutex
 	proxyLs  []net.Listener
+	stopping bool
+	reboots  int
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -91,7 +96,10 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 	if err != nil {
 		return nil, err
 	}
-	proxy, err := newAptProxy(cache, mirror())
+	if img.OS.Name == "" {
+		img.OS = Debian12
+	}
+	proxy, err := newAptProxy(cache, append([]string{img.OS.Mirror()}, img.OS.securityMirrors()...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -169,18 +177,7 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 		return nil, fmt.Errorf("%w\nconsole:\n%s", err, tail(console, 3000))
 	}
 	// sshd answering means the machine's loopback is up: its apt proxy can listen there.
-	ns, err := m.netns()
-	if err == nil {
-		var l net.Listener
-		l, err = inNetns(ns, func() (net.Listener, error) {
-			return net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(aptProxyPort)))
-		})
-		if err == nil {
-			m.proxyLs = append(m.proxyLs, l)
-			proxy.serve(l)
-		}
-	}
-	if err != nil {
+	if err := m.listenProxy(0); err != nil {
 		_ = m.Stop()
 		return nil, fmt.Errorf("realos: the apt proxy of %s: %w", m.Name, err)
 	}
@@ -232,8 +229,24 @@ func (m *Machine) configure(opts Options) error {
 	return simhost.WriteGPULayer(filepath.Join(r, GPULayerDir), gpu)
 }
 
-// start runs systemd-nspawn in its own process group, its console to BootLog.
+// start runs systemd-nspawn in its own process group, its console to BootLog, and runs it again
+// whenever the container's systemd reboots (systemd-nspawn exits with 133 then, which
+// systemd-nspawn@.service's RestartForceExitStatus=133 answers the same way): the machine reboots as a
+// VM does, into a new boot (systemd-nspawn gives each a new boot id) on the same disk.
 func (m *Machine) start() error {
+	cmd, err := m.spawn()
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.cmd = cmd
+	m.mu.Unlock()
+	go m.supervise(cmd)
+	return nil
+}
+
+// spawn starts systemd-nspawn once.
+func (m *Machine) spawn() (*exec.Cmd, error) {
 	args := []string{"--quiet", "--register=no", "--keep-unit", "--private-users=no", "--resolv-conf=copy-host",
 		"--console=read-only", "--machine=" + m.Name, "--directory=" + m.Root, "--private-network"}
 	if m.Systemd {
@@ -244,23 +257,97 @@ func (m *Machine) start() error {
 	}
 	logFile, err := os.OpenFile(m.BootLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = logFile.Close() }() // the child has its own descriptor
-	m.cmd = nspawn(context.Background(), m.cgroups, args...)
-	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	cmd := nspawn(context.Background(), m.cgroups, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// systemd-nspawn leads its own process group and (on Linux, the only system Available accepts) the
 	// kernel sends it SIGTERM, an orderly poweroff of the container, when the test process dies.
-	m.cmd.SysProcAttr = osproc.NewGroupDyingWith(osproc.Terminate)
-	if err := m.cmd.Start(); err != nil {
-		return fmt.Errorf("realos: start systemd-nspawn: %w", err)
+	cmd.SysProcAttr = osproc.NewGroupDyingWith(osproc.Terminate)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("realos: start systemd-nspawn: %w", err)
 	}
-	_ = os.WriteFile(filepath.Join(m.dir, pidsFile), []byte(strconv.Itoa(m.cmd.Process.Pid)+"\n"), 0o644)
-	go func() {
-		_ = m.cmd.Wait()
+	_ = os.WriteFile(filepath.Join(m.dir, pidsFile), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+	return cmd, nil
+}
+
+// rebootExit is systemd-nspawn's exit code when the container rebooted.
+const rebootExit = 133
+
+// supervise waits for systemd-nspawn, starts it again after a reboot (unless the machine is being
+// stopped), and closes m.exited when the container is gone for good.
+func (m *Machine) supervise(cmd *exec.Cmd) {
+	for {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		m.mu.Lock()
+		if m.Systemd && !m.stopping && errors.As(err, &ee) && ee.ExitCode() == rebootExit {
+			next, serr := m.spawn()
+			if serr == nil {
+				m.cmd, cmd = next, next
+				m.reboots++
+				m.mu.Unlock()
+				m.logf("real-OS machine %s rebooted (systemd-nspawn started again)", m.Name)
+				go func() {
+					if err := m.listenProxy(time.Minute); err != nil {
+						m.logf("real-OS machine %s: no apt proxy after its reboot: %v", m.Name, err)
+					}
+				}()
+				continue
+			}
+			m.logf("real-OS machine %s: systemd-nspawn could not start again after a reboot: %v", m.Name, serr)
+		}
+		m.mu.Unlock()
 		close(m.exited)
-	}()
-	return nil
+		return
+	}
+}
+
+// pid is systemd-nspawn's pid (the current one, after reboots).
+func (m *Machine) pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil || m.cmd.Process == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+// Reboots is how many times the machine rebooted.
+func (m *Machine) Reboots() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reboots
+}
+
+// listenProxy makes the apt proxy listen on the machine's loopback (once it is up, within wait).
+func (m *Machine) listenProxy(wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		ns, err := m.netns()
+		if err != nil {
+			return err
+		}
+		l, err := inNetns(ns, func() (net.Listener, error) {
+			return net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(aptProxyPort)))
+		})
+		if err == nil {
+			m.mu.Lock()
+			m.proxyLs = append(m.proxyLs, l)
+			m.mu.Unlock()
+			m.proxy.serve(l)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-m.exited:
+			return fmt.Errorf("realos: the container %s exited", m.Name)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // waitReady waits for sshd's banner on the port (or the container's exit), then, with systemd, for
@@ -340,14 +427,21 @@ func (m *Machine) Stop() error {
 			_ = m.fwd.Close()
 		}
 		m.closeProxy()
+		m.mu.Lock()
+		m.stopping = true
+		pid := 0
 		if m.cmd != nil && m.cmd.Process != nil {
-			init := containerInit(m.cmd.Process.Pid)
-			_ = osproc.SignalProcess(m.cmd.Process.Pid, osproc.Terminate)
+			pid = m.cmd.Process.Pid
+		}
+		m.mu.Unlock()
+		if pid > 0 {
+			init := containerInit(pid)
+			_ = osproc.SignalProcess(pid, osproc.Terminate)
 			select {
 			case <-m.exited:
 			case <-time.After(30 * time.Second):
 				m.logf("real-OS machine %s: no orderly shutdown within 30 s; killing it", m.Name)
-				_ = osproc.SignalGroup(m.cmd.Process.Pid, osproc.Kill)
+				_ = osproc.SignalGroup(pid, osproc.Kill)
 				<-m.exited
 			}
 			// The container's PID 1 ends its whole PID namespace; it is gone once nspawn is, unless
@@ -498,6 +592,8 @@ func rootMountRun(pid int, dir string) string {
 
 // closeProxy closes the apt proxy's listeners.
 func (m *Machine) closeProxy() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, l := range m.proxyLs {
 		_ = l.Close()
 	}

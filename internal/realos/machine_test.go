@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
@@ -89,7 +90,7 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 			if _, err := os.Stat(img.Root + "/etc/hydra-realos-test"); !os.IsNotExist(err) {
 				t.Errorf("a file written in the machine reached the cached image (%v)", err)
 			}
-			init := containerInit(m.cmd.Process.Pid)
+			init := containerInit(m.pid())
 			// The container is in a cgroup of its own machine's, never in one another container shares.
 			if cg := cgroupOf(init); !strings.Contains(cg, "/"+m.Name+"/") {
 				t.Errorf("the container's PID 1 is in the cgroup %q, want one below %s", cg, m.Name)
@@ -207,7 +208,7 @@ func TestRealOS_NspawnKilledFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = m.Stop() }()
-	init := containerInit(m.cmd.Process.Pid)
+	init := containerInit(m.pid())
 	if init == 0 || !inRoot(init, m.Root) {
 		t.Fatalf("the container's init (pid %d) is not found in %s", init, m.Root)
 	}
@@ -221,5 +222,43 @@ func TestRealOS_NspawnKilledFirst(t *testing.T) {
 	_ = m.Stop()
 	if left := processesFrom(filepath.Dir(m.Root) + "/"); len(left) > 0 {
 		t.Errorf("processes %v of the container outlived systemd-nspawn and Stop", left)
+	}
+}
+
+// TestRealOS_Reboot: a machine whose systemd reboots comes back as a VM does: a new boot id, the same
+// disk, sshd with the same host key, its apt proxy on its loopback again.
+func TestRealOS_Reboot(t *testing.T) {
+	t.Parallel()
+	img := requireRealOS(t)
+	key, pub := testKey(t)
+	m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,
+		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	before, err := m.Run(ctx, "cat /proc/sys/kernel/random/boot_id && echo kept > /var/tmp/disk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = m.Run(ctx, "systemctl reboot")
+	var after string
+	for ctx.Err() == nil {
+		out, err := m.Run(ctx, "cat /proc/sys/kernel/random/boot_id /var/tmp/disk && systemctl is-system-running --wait >/dev/null; "+
+			`python3 -c 'import socket; socket.create_connection(("127.0.0.1", 3142), 5); print("proxy")'`)
+		if err == nil && strings.Fields(out)[0] != strings.TrimSpace(before) {
+			after = out
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if f := strings.Fields(after); len(f) != 3 || f[1] != "kept" || f[2] != "proxy" || m.Reboots() != 1 {
+		t.Errorf("after the reboot: %q, %d reboot(s); want a new boot id, the disk kept, the apt proxy, one reboot", after, m.Reboots())
 	}
 }

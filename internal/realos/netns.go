@@ -75,7 +75,7 @@ func (m *Machine) netns() (string, error) {
 	defer tick.Stop()
 	timeout := time.After(30 * time.Second)
 	for {
-		if init := containerInit(m.cmd.Process.Pid); init > 0 {
+		if init := containerInit(m.pid()); init > 0 {
 			if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init)); err == nil && ns != self {
 				return fmt.Sprintf("/proc/%d/ns/net", init), nil
 			}

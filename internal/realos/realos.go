@@ -1,14 +1,18 @@
-// Package realos boots a real Debian 12 system container for tests of hydra's playbooks: systemd as
-// PID 1 (or, for a pod, no systemd at all), real apt against Debian's mirror, real units, real Debian
-// packages, reachable over SSH on a loopback port. Only the GPU layer is simulated.
+// Package realos boots real system containers of the operating systems GPU clouds boot (Debian 12,
+// Ubuntu 22.04 and 24.04: OSes) for tests of hydra's playbooks: systemd as PID 1 (or, for a pod, no
+// systemd at all), real apt against the distribution's archive, real units, real packages, reachable
+// over SSH on a loopback port. Only the GPU layer is simulated, except in a plain image, which has no
+// NVIDIA package at all (for the driver's install path, with the distribution's real packages).
 //
 // # The root file system
 //
-// EnsureImage builds the root file system once with debootstrap (Debian's bookworm, variant minbase,
-// plus systemd, openssh-server, python3 and the few packages below) and keeps it outside the
-// repository, in CacheDir()/<key>, where key is the SHA-256 of every input (suite, mirror, package
-// list, the stand-in packages and this package's build version): later runs reuse it, a changed input
-// builds another. A file lock keeps concurrent builds (several test processes) from colliding.
+// EnsureImageOf builds an OS's root file system once with debootstrap (variant minbase, from the OS's
+// own archive, Ubuntu's with Ubuntu's keyring package checked by SHA-256 and key fingerprint, plus
+// systemd, openssh-server, python3 and the few packages of OS.Packages) and keeps it outside the
+// repository, in CacheDir()/<key>, where key is the SHA-256 of every input (suite, archive, package
+// list, sources, the stand-in packages and this package's build version): later runs reuse it, a
+// changed input builds another. A file lock keeps concurrent builds (several test processes) from
+// colliding.
 //
 // # A machine
 //
@@ -61,11 +65,8 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 )
 
-// Suite is the Debian release the image is built from.
-const Suite = "bookworm"
-
 // DefaultMirror is the Debian mirror debootstrap and the container's apt use (HYDRA_REALOS_MIRROR
-// overrides it).
+// overrides it; HYDRA_REALOS_UBUNTU_MIRROR Ubuntu's archive).
 const DefaultMirror = "http://deb.debian.org/debian"
 
 // buildVersion changes whenever the way the image is built changes (it is part of the cache key).
@@ -73,15 +74,6 @@ const buildVersion = "1"
 
 // DriverVersion is the NVIDIA driver version the image's stand-in packages carry and nvidia-smi reports.
 const DriverVersion = "570.133.20"
-
-// Packages are the Debian packages debootstrap adds to the minimal base: systemd as init, sshd for
-// Ansible, python3 for its modules, and what the playbooks call on a machine of this kind (sudo for a
-// non-root login, iproute2's ss, procps, kmod's modinfo, nftables for the exporters' firewall).
-// prometheus-node-exporter is not among them: the playbooks install it with apt from Debian's mirror.
-var Packages = []string{
-	"systemd", "systemd-sysv", "dbus", "openssh-server", "python3", "sudo", "ca-certificates", "gnupg",
-	"apt-transport-https", "iproute2", "procps", "kmod", "nftables",
-}
 
 // Substitution is one step of provisioning a real GPU machine that the container cannot do, and what
 // stands in for it.
@@ -169,29 +161,38 @@ type Image struct {
 	// machine: Boot works on a copy).
 	Key  string
 	Root string
+	// OS is what it was built from.
+	OS OS
+	// Plain images have none of the stand-in packages: no NVIDIA driver, no DCGM, no Docker.
+	Plain bool
 }
 
-func mirror() string {
-	if m := os.Getenv("HYDRA_REALOS_MIRROR"); m != "" {
-		return m
-	}
-	return DefaultMirror
-}
-
-// baseKey is the SHA-256 over the inputs of debootstrap's tree (the base image).
-func baseKey(mirror string) string {
+// baseKey is the SHA-256 over the inputs of debootstrap's tree (the base image). Debian 12's inputs
+// hash as they did before images of other systems were built.
+func baseKey(o OS, mirror string) string {
 	h := sha256.New()
-	pkgs := append([]string(nil), Packages...)
+	pkgs := append([]string(nil), o.Packages...)
 	sort.Strings(pkgs)
-	_, _ = fmt.Fprintf(h, "build %s\x00suite %s\x00mirror %s\x00packages %s\x00", buildVersion, Suite, mirror, strings.Join(pkgs, ","))
+	_, _ = fmt.Fprintf(h, "build %s\x00suite %s\x00mirror %s\x00packages %s\x00", buildVersion, o.Suite, mirror, strings.Join(pkgs, ","))
+	if o.Name != Debian12.Name {
+		_, _ = fmt.Fprintf(h, "os %s\x00components %s\x00sources %s\x00", o.Name, strings.Join(o.Components, ","), o.sourcesList())
+		if o.keyring != nil {
+			_, _ = fmt.Fprintf(h, "keyring %s %s\x00", o.keyring.SHA256, o.keyring.Fingerprint)
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// imageKey is the SHA-256 over every input of the image: the base's and the stand-in packages.
-func imageKey(mirror string) string {
+// imageKey is the SHA-256 over every input of the image: the base's and the stand-in packages (none
+// in a plain image).
+func imageKey(o OS, mirror string, plain bool) string {
 	h := sha256.New()
-	_, _ = fmt.Fprintf(h, "base %s\x00", baseKey(mirror))
-	for _, p := range standinPackages() {
+	_, _ = fmt.Fprintf(h, "base %s\x00", baseKey(o, mirror))
+	if plain {
+		_, _ = fmt.Fprintf(h, "plain\x00script %s\x00", plainScript)
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	for _, p := range standinPackages(o) {
 		_, _ = fmt.Fprintf(h, "deb %s %s %s %s\x00", p.Name, p.Version, p.Depends, p.Description)
 		for _, l := range p.Links {
 			_, _ = fmt.Fprintf(h, "link %s %s\x00", l[0], l[1])
@@ -208,10 +209,16 @@ func imageKey(mirror string) string {
 // completeMark is written into an image's directory when its build finished.
 const completeMark = "complete"
 
-// EnsureImage returns the cached image, building it first when it is missing: debootstrap's tree
-// (the base, cached on its own: a few minutes, about 100 MB from the mirror), then a copy of it with the
-// stand-in packages installed (seconds). logf receives progress lines.
+// EnsureImage returns the cached Debian 12 image with the stand-in packages (EnsureImageOf).
 func EnsureImage(ctx context.Context, logf func(format string, args ...any)) (Image, error) {
+	return EnsureImageOf(ctx, Debian12, false, logf)
+}
+
+// EnsureImageOf returns the cached image of o, building it first when it is missing: debootstrap's
+// tree from o's archive (the base, cached on its own: a few minutes, about 100 MB from the archive),
+// then a copy of it with the stand-in packages installed (seconds), or none (plain: an image without
+// any NVIDIA driver, for the driver's install path). logf receives progress lines.
+func EnsureImageOf(ctx context.Context, o OS, plain bool, logf func(format string, args ...any)) (Image, error) {
 	if err := Available(); err != nil {
 		return Image{}, err
 	}
@@ -219,30 +226,54 @@ func EnsureImage(ctx context.Context, logf func(format string, args ...any)) (Im
 	if err != nil {
 		return Image{}, err
 	}
-	m := mirror()
-	key := imageKey(m)
-	img := Image{Key: key, Root: filepath.Join(cache, "images", key, "rootfs")}
+	m := o.Mirror()
+	key := imageKey(o, m, plain)
+	img := Image{Key: key, Root: filepath.Join(cache, "images", key, "rootfs"), OS: o, Plain: plain}
 	err = cached(filepath.Join(cache, "images", key), logf, func(root string) error {
-		base, err := cachedBase(ctx, cache, m, logf)
+		base, err := cachedBase(ctx, cache, o, m, logf)
 		if err != nil {
 			return err
 		}
 		if out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", base, root).CombinedOutput(); err != nil {
 			return fmt.Errorf("realos: copying the base image: %v: %s", err, tail(out, 1000))
 		}
-		return installStandins(ctx, root)
+		if plain {
+			return inImage(ctx, root, plainScript, "cleaning the plain image")
+		}
+		return installStandins(ctx, o, root)
 	})
 	return img, err
 }
 
 // cachedBase returns debootstrap's tree, building it when it is missing.
-func cachedBase(ctx context.Context, cache, mirror string, logf func(string, ...any)) (string, error) {
-	dir := filepath.Join(cache, "images", "base-"+baseKey(mirror))
+func cachedBase(ctx context.Context, cache string, o OS, mirror string, logf func(string, ...any)) (string, error) {
+	dir := filepath.Join(cache, "images", "base-"+baseKey(o, mirror))
 	err := cached(dir, logf, func(root string) error {
-		logf("building the real-OS base image: debootstrap --variant=minbase %s from %s (once; cached in %s)", Suite, mirror, dir)
-		args := []string{"--variant=minbase", "--include=" + strings.Join(Packages, ","), Suite, root, mirror}
+		logf("building the real-OS base image of %s: debootstrap --variant=minbase %s from %s (once; cached in %s)", o.Name, o.Suite, mirror, dir)
+		args := []string{"--variant=minbase", "--include=" + strings.Join(o.Packages, ",")}
+		if len(o.Components) > 1 {
+			args = append(args, "--components="+strings.Join(o.Components, ","))
+		}
+		kr, err := o.keyringFile(ctx, cache)
+		if err != nil {
+			return err
+		}
+		if kr != "" {
+			args = append(args, "--keyring="+kr)
+		}
+		args = append(args, o.Suite, root, mirror)
+		if o.ID == "ubuntu" {
+			// debootstrap's script for every Ubuntu release since 7.10 (jammy and noble are links to it;
+			// Debian 12's debootstrap predates noble).
+			args = append(args, "/usr/share/debootstrap/scripts/gutsy")
+		}
 		if out, err := exec.CommandContext(ctx, "debootstrap", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("realos: debootstrap %s: %v: %s", strings.Join(args, " "), err, tail(out, 3000))
+		}
+		if src := o.sourcesList(); src != "" {
+			if err := os.WriteFile(filepath.Join(root, "etc/apt/sources.list"), []byte(src), 0o644); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -292,17 +323,27 @@ func cached(dir string, logf func(string, ...any), build func(root string) error
 }
 
 // installStandins builds and installs the stand-in packages inside root.
-func installStandins(ctx context.Context, root string) error {
-	if err := writeStandinPackages(filepath.Join(root, standinBuildDir)); err != nil {
+func installStandins(ctx context.Context, o OS, root string) error {
+	if err := writeStandinPackages(o, filepath.Join(root, standinBuildDir)); err != nil {
 		return err
 	}
+	return inImage(ctx, root, installScript, "installing the stand-in packages in the image")
+}
+
+// inImage runs script in the image at root (systemd-nspawn, without booting).
+func inImage(ctx context.Context, root, script, what string) error {
 	cmd := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-users=no",
-		"--resolv-conf=off", "--directory="+root, "/bin/sh", "-c", installScript)
+		"--resolv-conf=off", "--directory="+root, "/bin/sh", "-c", script)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("realos: installing the stand-in packages in the image: %v: %s", err, tail(out, 3000))
+		return fmt.Errorf("realos: %s: %v: %s", what, err, tail(out, 3000))
 	}
 	return nil
 }
+
+// plainScript runs inside a plain image: it only cleans apt's cache, as installScript does.
+const plainScript = `set -eu
+apt-get clean
+`
 
 // standinBuildDir is where the stand-in packages' trees are written in the image (not /tmp:
 // systemd-nspawn mounts a tmpfs there).

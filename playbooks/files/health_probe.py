@@ -14,8 +14,9 @@
 #
 # Spec keys (all optional): checks (names below, or "all"), expect_count, expect_model (a regular
 # expression, case-insensitive), gpu_type (for messages), nvswitch (bool: NVLink and fabric checks; NVSwitch
-# and NVLink 5 machines), units (systemd units that must be active), persistence (bool: persistence mode
-# must be Enabled), dcgm_diag_level (0: no diagnostic), dcgm_diag_timeout (seconds), max_aggregate_ecc
+# and NVLink 5 machines), nvlink_domain (bool: a GB200/GB300 compute tray, judged on its GPUs' fabric
+# state), units (systemd units that must be active), persistence (bool: persistence mode must be
+# Enabled), dcgm_diag_level (0: no diagnostic), dcgm_diag_timeout (seconds), max_aggregate_ecc
 # (persistent uncorrectable ECC errors allowed per GPU without row remapping), fatal_xids (Xid codes that
 # make a machine unhealthy), fabric_wait (seconds to wait for a fabric still initialising), exporters
 # ([{name, address, port, need}]: /metrics must answer holding need), exporters_wait (seconds for exporters
@@ -36,11 +37,16 @@ import time
 
 ALL = ["nvidia_smi", "gpu_lost", "gpu_count", "gpu_model", "ecc_volatile", "ecc_aggregate", "remapped_rows",
        "recovery_action", "pcie", "xid", "fabric", "nvlink", "persistence", "units", "dcgm_diag", "exporters"]
-# Xid codes whose recommended immediate action in NVIDIA's Xid catalog is a GPU reset, a reboot or a
-# repair (not "restart the application" or "ignore"): see playbooks/README.md. 144-150 (NVLink 5) count
-# only when logged Fatal; 154 only when the recovery action it announces is not None.
-DEFAULT_FATAL_XIDS = [46, 48, 61, 62, 64, 74, 79, 95, 119, 120, 140, 143, 144, 145, 146, 147, 148, 149, 150, 154]
+# Xid codes whose immediate action in NVIDIA's Xid catalog is a GPU reset (RESET_GPU, WORKFLOW_XID_48,
+# WORKFLOW_NVLINK_ERR), a reboot (RESTART_BM, RESTART_VM) or a repair (CHECK_MECHANICALS), not RESTART_APP
+# or IGNORE: see playbooks/README.md. 144-150 (NVLink 5, WORKFLOW_NVLINK5_ERR) count only when logged
+# Fatal; 154 (XID_154) only when the recovery action it announces is not None.
+DEFAULT_FATAL_XIDS = [46, 48, 54, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 144, 145, 146, 147, 148, 149,
+                      150, 151, 154, 155, 156, 158]
 NVLINK5_XIDS = set(range(144, 151))
+# Lines of 144-150 logged Fatal whose immediate action in the catalog's "XID 144-150 Decode" is IGNORE:
+# (code, line's subcode, sub-component code: intrInfo bits 25:20, as the catalog's masks place it).
+NVLINK5_FATAL_IGNORED = {(149, "NETIR_LINK_EVT", 38), (149, "NETIR_LINK_EVT", 40)}
 DIAG_TIMEOUT = {1: 300, 2: 900, 3: 3600, 4: 10800}
 NA = ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]")
 
@@ -179,6 +185,9 @@ def optional_query(fields):
     return query(names)
 
 
+# nvidia-smi nvlink -s, for a GPU whose links are all down: "NVML: Unable to retrieve NVLink information as
+# all links are inActive" (recorded on a B200: leptonai/gpud issue 1085).
+ALL_LINKS_DOWN = re.compile(r"Unable to retrieve NVLink information as all links are inactive", re.I)
 LOST = re.compile(r"Unable to determine the device handle for GPU ?([0-9A-Fa-f:.]+)|GPU is lost|fallen off the bus")
 GPU_CHECKS = ["gpu_count", "gpu_model", "ecc_volatile", "ecc_aggregate", "remapped_rows", "recovery_action", "pcie",
               "fabric", "nvlink", "persistence"]
@@ -329,8 +338,12 @@ if "xid" in enabled:
             continue  # another tenant's GPU (a pod reads its host's log)
         if code not in fatal:
             continue
-        if code in NVLINK5_XIDS and not re.search(r"\bFatal\b", what):
-            continue
+        if code in NVLINK5_XIDS:
+            if not re.search(r"\bFatal\b", what):
+                continue
+            m5 = re.match(r"(\w+)\b.*?\((0x[0-9A-Fa-f]+)", what)
+            if m5 and (code, m5.group(1), (int(m5.group(2), 16) >> 20) & 0x3f) in NVLINK5_FATAL_IGNORED:
+                continue
         if code == 154 and re.search(r"to 0x0\b", what):
             continue
         what = re.sub(r"^pid=[^,]*, name=[^,]*,\s*", "", what)
@@ -339,48 +352,62 @@ if "xid" in enabled:
         fail("xid", "Xid %d on %s since boot (%s)" % (code, bus, what[:60].rstrip(". ")))
     ok("xid")
 
-# --- The NVSwitch fabric (NVSwitch and NVLink 5 machines), then NVLink once the fabric is up ----------
-nvswitch = flag(spec.get("nvswitch"))
+# --- The fabric (NVSwitch and NVLink 5 machines, GB200/GB300 compute trays), then NVLink once it is up --
+# The GPUs report it (NVML's fabric info: nvidia-smi -q's Fabric section, the query fields fabric.*): the
+# state must be Completed, the status Success, and the health summary (drivers that report it) not
+# Unhealthy. A GB200/GB300 tray (nvlink_domain) has no NVSwitch of its own: its GPUs' report is all there is.
+nvlink_domain = flag(spec.get("nvlink_domain"))
+nvswitch = flag(spec.get("nvswitch")) or nvlink_domain
 if "fabric" in enabled:
     if not nvswitch:
         skip("fabric", "no NVSwitch on this machine")
     elif gpus:
         deadline = time.time() + int(spec.get("fabric_wait") or 0)
         while True:
-            fab = optional_query("fabric.state,fabric.status")
+            fab = optional_query("fabric.state,fabric.status,fabric.health.summary")
+            if fab is None:
+                fab = optional_query("fabric.state,fabric.status")
             waiting = [b for b, v in (fab or {}).items() if v[0] in ("In Progress", "Not Started")]
             if not waiting or time.time() >= deadline:
                 break
             time.sleep(5)
         reported = {b: v for b, v in (fab or {}).items() if v[0] not in NA}
         if not reported:
+            if nvlink_domain:
+                fail("fabric", "the GPUs do not report their fabric state: this GB200/GB300 tray's NVLink domain cannot be judged")
             # Drivers and GPUs that do not report the fabric (A100): Fabric Manager must run.
-            if not flag(spec.get("container")) and shutil.which("systemctl"):
+            elif not flag(spec.get("container")) and shutil.which("systemctl"):
                 rc2, _, _ = run(["systemctl", "is-active", "--quiet", "nvidia-fabricmanager"], 30)
                 if rc2 != 0:
                     fail("fabric", "the GPUs do not report the fabric state and nvidia-fabricmanager is not active")
             else:
                 skip("fabric", "the GPUs do not report the fabric state")
         by_bus = {g["bus_id"]: g for g in gpus}
-        pending, broken = {}, {}
-        for bus, (state, status) in sorted(reported.items(), key=lambda kv: int(by_bus.get(kv[0], {"index": "0"})["index"])):
+        pending, broken, unhealthy = {}, {}, []
+        for bus, v in sorted(reported.items(), key=lambda kv: int(by_bus.get(kv[0], {"index": "0"})["index"])):
+            state, status = v[0], v[1]
             idx = by_bus[bus]["index"] if bus in by_bus else bus
             if state != "Completed":
                 pending.setdefault(state, []).append(idx)
             elif status not in ("Success",) + NA:
                 broken.setdefault(status, []).append(idx)
+            elif len(v) > 2 and v[2].strip().lower() == "unhealthy":
+                unhealthy.append(idx)
+        what = "NVLink fabric" if nvlink_domain else "NVSwitch fabric"
         for state, idxs in sorted(pending.items()):
-            fail("fabric", "the NVSwitch fabric has not finished initialising on GPU(s) %s (state %s); is Fabric Manager running?"
-                 % (", ".join(idxs), state))
+            fail("fabric", "the %s has not finished initialising on GPU(s) %s (state %s); is %s running?"
+                 % (what, ", ".join(idxs), state, "the rack's Fabric Manager" if nvlink_domain else "Fabric Manager"))
         for status, idxs in sorted(broken.items()):
-            fail("fabric", "the NVSwitch fabric failed to initialise on GPU(s) %s (status %s)" % (", ".join(idxs), status))
+            fail("fabric", "the %s failed to initialise on GPU(s) %s (status %s)" % (what, ", ".join(idxs), status))
+        if unhealthy:
+            fail("fabric", "the %s reports GPU(s) %s unhealthy (fabric health summary Unhealthy)" % (what, ", ".join(unhealthy)))
         ok("fabric")
 if "nvlink" in enabled:
     if not nvswitch:
         skip("nvlink", "no NVSwitch on this machine")
     elif gpus:
         rc, out, err = run(["nvidia-smi", "nvlink", "-s"], SMI_TIMEOUT)
-        current, down = None, {}
+        current, down, all_down = None, {}, []
         for line in out.splitlines():
             m = re.match(r"GPU (\d+):", line)
             if m:
@@ -388,8 +415,13 @@ if "nvlink" in enabled:
             m = re.match(r"\s*Link (\d+): <inactive>", line)
             if m and current is not None:
                 down.setdefault(current, []).append(m.group(1))
+            # NVML's line for a GPU whose every link is down (no per-link lines follow it).
+            if current is not None and ALL_LINKS_DOWN.search(line) and current not in all_down:
+                all_down.append(current)
         if rc != 0 and not out.strip():
             fail("nvlink", "nvidia-smi nvlink -s failed: %s" % (err.strip()[:200]))
+        for idx in all_down:
+            fail("nvlink", "GPU %s has every NVLink down (NVML: all links are inActive)" % idx)
         for idx, links in sorted(down.items()):
             fail("nvlink", "GPU %s has NVLink(s) down: %s" % (idx, ", ".join(links)))
         ok("nvlink")

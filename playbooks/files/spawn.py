@@ -1,13 +1,26 @@
 # hydra: run a program as a background process on a machine without systemd (a container): detached
 # in its own session, output to LOGFILE, its pid in PIDFILE. Does nothing while the process of PIDFILE
-# still runs. Prints "started" or "running".
+# still runs. Prints "started" or "running". With --env-file, the program's environment also gets the
+# NAME=VALUE lines of ENVFILE (a value in double quotes is read as a JSON string), as systemd's
+# EnvironmentFile= would give it: what may be secret stays off every command line.
 #
-#   spawn.py PIDFILE LOGFILE PROGRAM [ARG...]
+#   spawn.py [--env-file ENVFILE] PIDFILE LOGFILE PROGRAM [ARG...]
+import json
 import os
 import sys
 import time
 
-pidfile, logfile, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+args = sys.argv[1:]
+env = dict(os.environ)
+if args[:1] == ["--env-file"]:
+    with open(args[1]) as f:
+        for line in f:
+            name, eq, value = line.strip().partition("=")
+            if not eq or name.startswith("#"):
+                continue
+            env[name] = json.loads(value) if value.startswith('"') else value
+    args = args[2:]
+pidfile, logfile, argv = args[0], args[1], args[2:]
 
 
 def running():
@@ -46,7 +59,7 @@ if os.fork() == 0:
     os.write(w, b"ok")
     os.close(w)
     try:
-        os.execvp(argv[0], argv)
+        os.execvpe(argv[0], argv, env)
     except OSError as e:
         os.write(2, ("spawn.py: %s: %s\n" % (argv[0], e.strerror)).encode())
         os._exit(127)

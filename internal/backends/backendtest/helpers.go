@@ -346,8 +346,8 @@ func (t *BadGateway) RoundTrip(r *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(strings.NewReader("<html>502 Bad Gateway</html>")), Request: r}, nil
 }
 
-// KeyAdds matches the POST that registers an SSH key at path's end (Lambda's and Verda's /ssh-keys) or
-// under it (Prime Intellect's /api/v1/ssh_keys/).
+// KeyAdds matches the POST that registers an SSH key at path's end ("/ssh-keys") or under it
+// ("/api/v1/ssh_keys/").
 func KeyAdds(path string) func(*http.Request) bool {
 	return func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.Contains(r.URL.Path, path)

@@ -31,6 +31,25 @@ KEYS = ('msg', 'rc', 'stderr', 'stdout', 'reason', 'exception', 'module_stderr',
         'assertion', 'evaluated_to', 'attempts', 'status', 'url', 'censored')
 
 
+def _diff_paths(r):
+    """What a result's diffs (--diff) say changed, by the file's path, never its content (a file may hold
+    secrets); the items' diffs of a loop too. At most 20."""
+    out = []
+    for x in [r] + [i for i in (r.get('results') or []) if isinstance(i, dict)]:
+        d = x.get('diff')
+        for d in d if isinstance(d, list) else ([d] if isinstance(d, dict) else []):
+            if not isinstance(d, dict) or d.get('before') == d.get('after'):
+                continue
+            # The file's path: the result's, else the diff's header (copy's diff of a file it would
+            # create names only the controller's temporary copy: "new file").
+            h = x.get('dest') or x.get('path') or d.get('before_header') or d.get('after_header')
+            if isinstance(h, str) and '/ansible-local-' in h:
+                h = 'new file'
+            if isinstance(h, str) and h not in out:
+                out.append(h)
+    return out[:20]
+
+
 def _cut(value):
     if isinstance(value, str) and len(value) > LIMIT:
         return value[:LIMIT // 2] + ' ...[cut]... ' + value[-LIMIT // 2:]
@@ -236,6 +255,9 @@ class CallbackModule(CallbackBase):
             return {}
         out = {'changed': bool(r.get('changed', False))}
         if not failed:
+            paths = _diff_paths(r)
+            if paths:
+                out['diff'] = paths
             if 'msg' in r and result._task.action in ('debug', 'ansible.builtin.debug', 'assert',
                                                        'ansible.builtin.assert', 'fail', 'ansible.builtin.fail'):
                 out['msg'] = _cut(r['msg'])

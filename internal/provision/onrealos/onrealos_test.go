@@ -53,6 +53,12 @@ func newRealOS(t *testing.T, systemd bool, gpu simhost.Spec) realOSFixture {
 
 func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 	t.Helper()
+	return newRealOSOn(t, realos.Debian12, false, opts)
+}
+
+// newRealOSOn boots a machine of o's image (plain: without the stand-in packages, no NVIDIA driver).
+func newRealOSOn(t *testing.T, o realos.OS, plain bool, opts realos.Options) realOSFixture {
+	t.Helper()
 	if err := realos.Available(); err != nil {
 		if os.Getenv("HYDRA_REALOS_REQUIRED") == "1" {
 			t.Fatalf("the real-OS test cannot run here, and HYDRA_REALOS_REQUIRED=1: %v", err)
@@ -76,15 +82,15 @@ func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 	}
 	ctx := context.Background()
 	started := time.Now()
-	img, err := realos.EnsureImage(ctx, t.Logf)
+	img, err := realos.EnsureImageOf(ctx, o, plain, t.Logf)
 	if err != nil {
 		t.Fatalf("real-OS image: %v", err)
 	}
-	t.Logf("real-OS image %s ready in %s (%s)", img.Key[:12], time.Since(started).Round(time.Millisecond), img.Root)
+	t.Logf("real-OS image %s of %s ready in %s (%s)", img.Key[:12], o.Name, time.Since(started).Round(time.Millisecond), img.Root)
 	t.Cleanup(func() {
 		t.Logf("%s: %s from the image's check to the end of its cleanup", t.Name(), time.Since(started).Round(time.Second))
 	})
-	for _, s := range realos.Substitutions {
+	for _, s := range realos.SubstitutionsOf(o, plain) {
 		t.Logf("substituted: %s -> %s (why: %s)", s.Step, s.Instead, s.Why)
 	}
 	key, pub, err := simhost.NewKeyPair("hydra-realos-test")
@@ -218,14 +224,16 @@ func (f realOSFixture) checkExporter(t *testing.T, port int, metric string) {
 	}
 }
 
-// checkDebianPackage checks a package is installed (dpkg says so) and returns its version.
+// checkDebianPackage checks a package is installed (dpkg says so: "ii", or "hi" when held) and returns
+// its version.
 func (f realOSFixture) checkDebianPackage(t *testing.T, name string) string {
 	t.Helper()
 	st := f.run(t, "dpkg-query -W -f '${db:Status-Abbrev}${Version}' "+name)
-	if !strings.HasPrefix(st, "ii") {
+	if len(st) < 2 || st[1] != 'i' {
 		t.Errorf("%s is not installed: %q", name, st)
+		return ""
 	}
-	return strings.TrimSpace(strings.TrimPrefix(st, "ii"))
+	return strings.TrimSpace(st[2:])
 }
 
 // watchExposure watches, until the returned function is called, for a listening TCP socket on an
@@ -314,13 +322,32 @@ func gpuSpec() simhost.Spec {
 	return simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 2, NVSwitch: &no}
 }
 
-// TestRealOS_BareVM: bare-vm.yml reaches ready on a real Debian 12 booted with systemd, installs
-// Debian's node_exporter with apt and runs it as a unit on loopback, DCGM and dcgm-exporter as units;
-// a second run changes nothing.
+// onEachOS runs test on a machine of each OS the clouds boot (realos.OSes: Debian 12, Ubuntu 22.04
+// and 24.04), side by side.
+func onEachOS(t *testing.T, systemd bool, test func(t *testing.T, f realOSFixture)) {
+	for _, o := range realos.OSes() {
+		t.Run(o.Name, func(t *testing.T) {
+			t.Parallel()
+			test(t, newRealOSOn(t, o, false, realos.Options{Systemd: systemd, GPU: gpuSpec()}))
+		})
+	}
+}
+
+// TestRealOS_BareVM: bare-vm.yml reaches ready on each real OS booted with systemd, keeps the image's
+// driver (another branch than the one asked for: never a second driver on top), installs the
+// distribution's node_exporter with apt and runs it as a unit on loopback, DCGM and dcgm-exporter as
+// units; a second run changes nothing.
 func TestRealOS_BareVM(t *testing.T) {
 	t.Parallel()
-	f := newRealOS(t, true, gpuSpec())
-	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
+	onEachOS(t, true, testBareVM)
+}
+
+func testBareVM(t *testing.T, f realOSFixture) {
+	// Asking for Ubuntu's 580 branch: the image's driver (570) works, so it is kept, and nothing is
+	// installed on top of it.
+	before := f.run(t, nvidiaPackages)
+	marker := f.provisionTwice(t, inventory.KindVM, 2, map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580"})
+	f.noInstall(t, before)
 	t.Logf("prometheus-node-exporter %s installed by the playbooks with apt", f.checkDebianPackage(t, "prometheus-node-exporter"))
 	want := provision.MarkerExporters{Address: "127.0.0.1", NodeExporter: "systemd", DCGMExporter: "systemd"}
 	if marker.Machine.Exporters != want || !marker.Machine.Systemd {
@@ -337,11 +364,14 @@ func TestRealOS_BareVM(t *testing.T) {
 	}
 }
 
-// TestRealOS_Execlet: execlet.yml reaches ready on the same real OS (the agent downloaded with
-// get_url and checked against its SHA-256, run as a unit); a second run changes nothing.
+// TestRealOS_Execlet: execlet.yml reaches ready on each real OS (the agent downloaded with get_url and
+// checked against its SHA-256, run as a unit); a second run changes nothing.
 func TestRealOS_Execlet(t *testing.T) {
 	t.Parallel()
-	f := newRealOS(t, true, gpuSpec())
+	onEachOS(t, true, testExeclet)
+}
+
+func testExeclet(t *testing.T, f realOSFixture) {
 	agent, err := os.ReadFile(f.m.Root + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet")
 	if err != nil {
 		t.Fatal(err)
@@ -361,13 +391,16 @@ func TestRealOS_Execlet(t *testing.T) {
 	f.checkExporter(t, 9100, "node_exporter_build_info")
 }
 
-// TestRealOS_Pod: the same tree run without systemd (sshd is the container's only service, as in a
-// pod whose image has Debian's node_exporter, installed here with apt before provisioning) reaches
-// ready with bare-vm.yml: the exporters the image has run as processes on loopback, DCGM's host
-// engine is started, nothing needs systemctl; a second run changes nothing.
+// TestRealOS_Pod: each OS's tree run without systemd (sshd is the container's only service, as in a
+// pod whose image has the distribution's node_exporter, installed here with apt before provisioning)
+// reaches ready with bare-vm.yml: the exporters the image has run as processes on loopback, DCGM's
+// host engine is started, nothing needs systemctl; a second run changes nothing.
 func TestRealOS_Pod(t *testing.T) {
 	t.Parallel()
-	f := newRealOS(t, false, gpuSpec())
+	onEachOS(t, false, testPod)
+}
+
+func testPod(t *testing.T, f realOSFixture) {
 	if f.run(t, "test -d /run/systemd/system && echo systemd || echo none") != "none" {
 		t.Fatal("the pod runs systemd")
 	}
@@ -383,7 +416,7 @@ func TestRealOS_Pod(t *testing.T) {
 	f.checkExporter(t, 9100, "node_exporter_build_info")
 	f.checkExporter(t, 9400, "DCGM_FI_DEV_GPU_TEMP")
 	if out := f.run(t, "ps -eo args | grep -c '^/usr/bin/prometheus-node-exporter --web.listen-address=127.0.0.1:9100' || true"); out != "1" {
-		t.Errorf("Debian's node_exporter runs %s time(s) as a process, want once", out)
+		t.Errorf("the distribution's node_exporter runs %s time(s) as a process, want once", out)
 	}
 }
 

@@ -37,8 +37,11 @@
 # fact is kept as a mapping marked unsafe as a whole, which the templar hands over as it is; it reads,
 # filters, compares and dumps as the plain mapping it holds (TestStrategySkipsWithoutWorker).
 #
-# Should this Ansible's internals differ from those this was written against (ansible-core 2.14), the
-# strategy is plain `free`.
+# It relies on Ansible's internals as ansible-core 2.14 has them (TaskExecutor's arguments, the free
+# strategy's result queue), and runs only on the minors TestAnsibleCoreMatrix proves it on (_PROVEN);
+# on any other ansible-core it is plain `free`. Whatever goes wrong inside it (an exception of its own
+# or of those internals) hands the task to a worker, as plain `free` would have
+# (TestStrategyFaultGoesToWorker injects one).
 from __future__ import annotations
 
 DOCUMENTATION = '''
@@ -56,17 +59,22 @@ import traceback
 
 from ansible.plugins.strategy.free import StrategyModule as FreeStrategyModule
 
+# The ansible-core minors this strategy is proven on; on any other it is plain free.
+_PROVEN = ((2, 14),)
+
 try:
+    from ansible.release import __version__ as _version
+    if tuple(int(x) for x in _version.split('.')[:2]) not in _PROVEN:
+        raise ImportError('ansible-core %s: hydra_free runs as plain free' % _version)
     from ansible.errors import AnsibleConnectionFailure
     from ansible import constants as C
     from ansible.executor.task_executor import TaskExecutor
     from ansible.executor.task_result import TaskResult
-    from ansible.module_utils._text import to_text
     from ansible.plugins import loader as plugin_loader
     from ansible.template import Templar
     from ansible.utils.unsafe_proxy import AnsibleUnsafe
     _READY = True
-except Exception:  # pragma: no cover - another Ansible: plain free strategy
+except Exception:  # another Ansible: plain free strategy
     _READY = False
 
 # The actions that run nothing on the host: they template, compare and set variables on the controller.
@@ -90,6 +98,15 @@ if _READY:
         AnsibleDumper.add_representer(_Resolved, yaml.representer.SafeRepresenter.represent_dict)
     except Exception:  # pragma: no cover - to_yaml of such a fact would fail: the facts stay as they are
         _RESOLVE = False
+
+
+def _display_fallback(task):
+    """Says, at -vvv, that a task went to a worker because this strategy could not run it."""
+    try:
+        from ansible.utils.display import Display
+        Display().vvv('hydra_free: %s goes to a worker: %s' % (task, traceback.format_exc().strip().splitlines()[-1]))
+    except Exception:
+        pass
 
 
 def _inert(value):
@@ -149,6 +166,7 @@ class StrategyModule(FreeStrategyModule):
     def _queue_task(self, host, task, task_vars, play_context):
         # A task that runs nothing on the host is run here whatever its condition (the executor
         # evaluates it once, as a worker would); another is skipped here when its condition is false.
+        # Each returns False, having reported nothing, when it cannot: the task then goes to a worker.
         if _READY and self._internals_known() and (self._ran_here(host, task, task_vars, play_context) or
                                                    self._skipped_here(host, task, task_vars, play_context)):
             return
@@ -159,15 +177,23 @@ class StrategyModule(FreeStrategyModule):
         return all(hasattr(self, name) for name in (
             '_queued_task_cache', '_results', '_results_lock', '_pending_results', '_tqm', 'normalize_task_result'))
 
-    def _handled_here(self, host, task, task_vars, play_context, outcome):
+    def _handled_here(self, host, task, task_vars, play_context, result, fields):
         """Does what _queue_task, the worker (WorkerProcess._run) and the results thread do for a task and
-        host, with outcome() (the result and the task's fields) in place of the worker's."""
-        self._queued_task_cache[(host.name, task._uuid)] = {
-            'host': host, 'task': task, 'task_vars': task_vars, 'play_context': play_context}
+        host, with result and fields (the task's) in place of the worker's; False, having done nothing,
+        when the result cannot be made."""
+        key = (host.name, task._uuid)
+        try:
+            self._queued_task_cache[key] = {'host': host, 'task': task, 'task_vars': task_vars, 'play_context': play_context}
+            task_result = self.normalize_task_result(TaskResult(host.name, task._uuid, result, task_fields=fields))
+        except Exception:
+            _display_fallback(task)
+            try:
+                self._queued_task_cache.pop(key, None)
+            except Exception:
+                pass
+            return False
         self._tqm.send_callback('v2_runner_on_start', host, task)
         self._pending_results += 1
-        result, fields = outcome()
-        task_result = self.normalize_task_result(TaskResult(host.name, task._uuid, result, task_fields=fields))
         with self._results_lock:
             self._results.append(task_result)
         return True
@@ -179,21 +205,20 @@ class StrategyModule(FreeStrategyModule):
                 return False
             # The executor templates and squashes its task: a copy, as the worker's is.
             local = task.copy(exclude_tasks=True)
-        except Exception:
-            return False
-
-        def outcome():
+            executor = TaskExecutor(host, local, task_vars.copy(), play_context, None, self._loader, plugin_loader,
+                                    self._final_q)
             try:
-                result = TaskExecutor(host, local, task_vars.copy(), play_context, None, self._loader, plugin_loader,
-                                      self._final_q).run()
+                result = executor.run()
             except AnsibleConnectionFailure:
                 result = dict(unreachable=True)
-            except Exception:
-                result = dict(failed=True, exception=to_text(traceback.format_exc()), stdout='')
+            # The executor reports the task's own errors as its result; one it raises is the machinery's.
             if _RESOLVE and task.action in C._ACTION_SET_FACT:
                 _resolve_facts(result)
-            return result, local.dump_attrs()
-        return self._handled_here(host, task, task_vars, play_context, outcome)
+            fields = local.dump_attrs()
+        except Exception:
+            _display_fallback(task)
+            return False
+        return self._handled_here(host, task, task_vars, play_context, result, fields)
 
     def _skipped_here(self, host, task, task_vars, play_context):
         try:
@@ -214,4 +239,4 @@ class StrategyModule(FreeStrategyModule):
             fields = task.dump_attrs()
         except Exception:
             return False
-        return self._handled_here(host, task, task_vars, play_context, lambda: (result, fields))
+        return self._handled_here(host, task, task_vars, play_context, result, fields)

@@ -55,11 +55,34 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 		{name: "H200 as recorded", model: "NVIDIA H200", count: 8, verdict: "healthy"},
 		{name: "L40S as recorded", model: "NVIDIA L40S", count: 4, verdict: "healthy", smiCalls: 2,
 			checkState: map[string]string{"fabric": "skipped: no NVSwitch on this machine", "nvlink": "skipped: no NVSwitch on this machine"}},
-		// Xid catalog: 94 (contained ECC) and 13 (graphics engine exception) ask to restart the
-		// application; 45 is a consequence of another Xid; 109 restarts the application.
+		// Xid catalog (Resolution Bucket, Immediate Action): 94 (contained ECC) and 13 (graphics engine
+		// exception) are RESTART_APP; 45 follows another Xid (IGNORE when not solo); 92 (high single-bit
+		// ECC rate) and 157 (resource retirement failure) are IGNORE.
 		{name: "Xid 94 contained ECC", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 94"}}, verdict: "healthy"},
 		{name: "Xid 13 application", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 13"}}, verdict: "healthy"},
-		{name: "Xid 45 and 109", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 45\n3 109"}}, verdict: "healthy"},
+		{name: "Xid 45 and 92 and 157", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 45\n3 92\n4 157"}}, verdict: "healthy"},
+		// RESET_GPU in the catalog: unhealthy, each on its own GPU (109 is a recorded line, gpud-46).
+		{name: "Xid 109 context switch timeout", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 45\n3 109"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 109 on 0000:48:00 since boot (Ch 00000008, errorString CTX SWITCH TIMEOUT"},
+		{name: "Xid 110 security fault", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "1 110"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 110 on 0000:28:00 since boot (Security Fault Error)"},
+		{name: "Xid 136 link training", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "2 136"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 136 on 0000:38:00 since boot (Link Training Failed)"},
+		{name: "Xid 143 GPU initialization", model: "NVIDIA H200", count: 8, faults: []fault{{FaultXid, "4 143"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 143 on 0000:58:00 since boot (GPU Initialization Error)"},
+		{name: "Xid 155 NVLink SW defined", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "5 155"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 155 on 0000:68:00 since boot (NVLINK: SW Defined Error)"},
+		{name: "Xid 156 resource retirement", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "6 156"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 156 on 0000:78:00 since boot (Resource Retirement Event)"},
+		{name: "Xid 120 GSP error", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "3 120"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 120 on 0000:48:00 since boot (GSP task exception: store access page fault"},
+		{name: "Xid 158 GPU fatal timeout", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "7 158"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 158 on 0000:88:00 since boot (GPU Fatal Timeout)"},
+		// CHECK_MECHANICALS (a repair) and RESTART_VM (a reboot of the VM).
+		{name: "Xid 54 auxiliary power", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "0 54"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 54 on 0000:18:00 since boot (Auxiliary power is not connected"},
+		{name: "Xid 151 key rotation", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "0 151"}},
+			verdict: "unhealthy", failed: []string{"xid"}, reason: "xid: Xid 151 on 0000:18:00 since boot (Key rotation Error)"},
 		// 63 records a row remapping: the machine is judged on remapped_rows (pending: reset).
 		{name: "Xid 63 alone", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "1 63"}}, verdict: "healthy"},
 		{name: "Xid 63 with the remapping pending", model: "NVIDIA H100 80GB HBM3", count: 8,
@@ -76,6 +99,10 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 		{name: "Xid 154 recovery action", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultXid, "3 154"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 154 on 0000:48:00"},
 		{name: "Xid 145 NVLink 5 non-fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 145"}}, verdict: "healthy"},
+		// XID 144-150 Decode: NETIR_LINK_EVT subcode 38 is logged Fatal, its immediate action IGNORE
+		// (recorded, gpud-1160); subcode 37 (gpud-1174, the case above) is RESET_GPU.
+		{name: "Xid 149 Fatal whose catalog action is IGNORE", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 149 gpud-1160"}}, verdict: "healthy"},
+		{name: "Xid 144 NVLink 5 non-fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "1 144"}}, verdict: "healthy"},
 		{name: "Xid 149 NVLink 5 fatal", model: "NVIDIA B200", count: 8, faults: []fault{{FaultXid, "3 149"}},
 			verdict: "unhealthy", failed: []string{"xid"}, reason: "Xid 149 on 0000:48:00 since boot (NETIR_LINK_EVT Fatal"},
 		// Memory-error guide: GPUs that remap rows are not judged on the lifetime ECC counters.
@@ -88,6 +115,22 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 		{name: "fabric still initialising, NVLink down", model: "NVIDIA H100 80GB HBM3", count: 8,
 			faults:  []fault{{FaultFabric, "in_progress"}, {FaultNVLinkDown, "2 5"}},
 			verdict: "unhealthy", failed: []string{"fabric", "nvlink"}, reason: "state In Progress"},
+		// NVML's own line for a GPU whose every link is down (recorded on a B200, gpud issue 1085).
+		{name: "B200 with every NVLink of a GPU down", model: "NVIDIA B200", count: 8, faults: []fault{{FaultNVLinkDown, "2 all"}},
+			verdict: "unhealthy", failed: []string{"nvlink"}, reason: "nvlink: GPU 2 has every NVLink down (NVML: all links are inActive)"},
+		// GB200/GB300 compute trays: no NVSwitch of their own, judged on their GPUs' fabric state (the H100
+		// recording's fabric fields, as a GB200 machine replays it; faults as recorded on GB200 trays).
+		{name: "GB200 tray as recorded", model: "NVIDIA GB200", count: 4, spec: map[string]any{"nvlink_domain": true},
+			verdict: "healthy", checkState: map[string]string{"fabric": "ok", "nvlink": "ok"}},
+		{name: "GB200 tray, fabric health unhealthy", model: "NVIDIA GB200", count: 4, spec: map[string]any{"nvlink_domain": true},
+			faults:  []fault{{FaultFabric, "unhealthy"}},
+			verdict: "unhealthy", failed: []string{"fabric"}, reason: "fabric: the NVLink fabric reports GPU(s) 0, 1, 2, 3 unhealthy"},
+		{name: "GB200 tray, insufficient resources", model: "NVIDIA GB200", count: 4, spec: map[string]any{"nvlink_domain": true},
+			faults:  []fault{{FaultFabric, "insufficient_resources"}},
+			verdict: "unhealthy", failed: []string{"fabric"}, reason: "(status Insufficient Resources)"},
+		{name: "GB300 tray, fabric not started", model: "NVIDIA GB300", count: 4, spec: map[string]any{"nvlink_domain": true},
+			faults:  []fault{{FaultFabric, "not_started"}},
+			verdict: "unhealthy", failed: []string{"fabric"}, reason: "state Not Started); is the rack's Fabric Manager running?"},
 		{name: "B200 fabric failed", model: "NVIDIA B200", count: 8, faults: []fault{{FaultFabric, "failure"}},
 			verdict: "unhealthy", failed: []string{"fabric"}, reason: "(status Failure)"},
 		{name: "GPU lost", model: "NVIDIA H100 80GB HBM3", count: 8, faults: []fault{{FaultGPULost, "7"}},

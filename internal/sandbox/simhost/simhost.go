@@ -45,11 +45,13 @@
 //	                                      lost"), dcgmi does not see it, the kernel log has an Xid 79
 //	ecc_volatile   INDEX [COUNT]          uncorrectable ECC errors since the driver loaded (volatile)
 //	ecc_aggregate  INDEX [COUNT]          uncorrectable ECC errors over the GPU's life (persistent)
-//	xid            INDEX CODE             an Xid event in the kernel log since boot (dmesg, journalctl -k)
+//	xid            INDEX CODE [ID]        an Xid event in the kernel log since boot (dmesg, journalctl -k);
+//	                                      ID picks a recorded line of the code by its source id
 //	remapped_rows  INDEX pending|failure  a row remapping waiting for a GPU reset, or one that failed
-//	nvlink_down    INDEX [LINK...]        NVLinks reported <inactive> (all of the GPU's without LINK)
-//	fabric         not_started|in_progress|failure
-//	                                      the NVSwitch fabric state nvidia-smi reports (machine-wide)
+//	nvlink_down    INDEX [LINK...|all]    NVLinks reported <inactive> (all of the GPU's without LINK);
+//	                                      all: NVML's line for a GPU whose links are all down
+//	fabric         not_started|in_progress|failure|unhealthy|insufficient_resources
+//	                                      the fabric state nvidia-smi reports (machine-wide)
 //	exporter_dead  node|dcgm ...          the named exporters answer 503
 //	recovery_action INDEX ACTION          NVML's recovery action (gpu_recovery_action) is ACTION
 //	                                      (Reset, Reboot, Drain P2P, Drain and Reset)
@@ -264,11 +266,17 @@ func NVIDIAName(gpuType string) string {
 }
 
 // DefaultNVSwitch says whether a machine with count GPUs of this model has NVSwitches (8-GPU SXM boards).
+// nvlinkDomainModel matches GB200 and GB300 compute trays by nvidia-smi's name (never a B200 or B300).
+var nvlinkDomainModel = regexp.MustCompile(`^NVIDIA GB(200|300)\b`)
+
 func DefaultNVSwitch(model string, count int) bool {
 	if count != 8 {
 		return false
 	}
 	m := strings.ToUpper(model)
+	if nvlinkDomainModel.MatchString(model) {
+		return false // a GB200/GB300 compute tray: its NVSwitches are in the rack's switch trays
+	}
 	for _, s := range []string{"H100", "H200", "B200", "A100"} {
 		if strings.Contains(m, s) {
 			return true
@@ -601,8 +609,8 @@ func writeMachineFiles(dir string, spec Spec) error {
 			BusID:     fmt.Sprintf("00000000:%02X:00.0", 0x18+i*0x10),
 			MemoryMiB: memoryMiB(spec.GPUModel),
 		}
-		if nvswitch {
-			gpus[i].NVLinks = 18 // H100, H200 and B200 SXM boards: 18 NVLinks a GPU
+		if nvswitch || nvlinkDomainModel.MatchString(spec.GPUModel) {
+			gpus[i].NVLinks = 18 // H100, H200, B200 SXM boards and GB200 trays: 18 NVLinks a GPU
 		}
 	}
 	if spec.UncorrectableECC > 0 && len(gpus) > 0 {
@@ -611,7 +619,8 @@ func writeMachineFiles(dir string, spec Spec) error {
 	cfg, err := json.MarshalIndent(map[string]any{
 		"gpus": gpus, "driver_version": driver, "cuda_version": cudaVersion(driver), "nvswitch": nvswitch,
 		"persistence_mode": "Enabled", "container": spec.Container,
-		"units": machineUnits(spec.Container, nvswitch), "packages": machinePackages(driver, spec.GPUModel, nvswitch),
+		"units":    machineUnits(spec.Container, nvswitch, nvlinkDomainModel.MatchString(spec.GPUModel)),
+		"packages": machinePackages(driver, spec.GPUModel, nvswitch),
 	}, "", "  ")
 	if err != nil {
 		return err
@@ -623,9 +632,10 @@ func writeMachineFiles(dir string, spec Spec) error {
 		return err
 	}
 	nvsDir := filepath.Join(root, "proc", "driver", "nvidia-nvswitch", "devices")
-	// NVLink 5 boards (B200, B300): the NVSwitches are InfiniBand devices whose VPD names them SW_MNG (as
-	// NVIDIA's driver container detects them), not /proc/driver/nvidia-nvswitch devices.
-	nvlink5 := nvswitch && regexp.MustCompile(`B200|B300`).MatchString(strings.ToUpper(spec.GPUModel))
+	// NVLink 5 boards (B200, B300; never a GB200 or GB300 compute tray, whose switches are in other
+	// trays): the NVSwitches are InfiniBand devices whose VPD names them SW_MNG (as NVIDIA's driver
+	// container detects them), not /proc/driver/nvidia-nvswitch devices.
+	nvlink5 := nvswitch && regexp.MustCompile(`^NVIDIA B(200|300)\b`).MatchString(spec.GPUModel)
 	ibDir := filepath.Join(root, "sys", "class", "infiniband")
 	if err := os.RemoveAll(ibDir); err != nil {
 		return err
@@ -636,7 +646,9 @@ func writeMachineFiles(dir string, spec Spec) error {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(d, "vpd"), []byte("PN SW_MNG hydra sandbox NVLink 5 switch tray\n"), 0o644); err != nil {
+			// Root-only, as the kernel creates a PCI device's vpd file (drivers/pci/vpd.c); the machine's
+			// login user owns it here.
+			if err := os.WriteFile(filepath.Join(d, "vpd"), []byte("PN SW_MNG hydra sandbox NVLink 5 switch tray\n"), 0o600); err != nil {
 				return err
 			}
 		}
@@ -714,7 +726,7 @@ func cudaVersion(driver string) string {
 
 // machineUnits are the systemd units the machine's image has, all running and enabled (none in a
 // container).
-func machineUnits(container, nvswitch bool) map[string]any {
+func machineUnits(container, nvswitch, imex bool) map[string]any {
 	units := map[string]any{}
 	if container {
 		return units
@@ -728,6 +740,9 @@ func machineUnits(container, nvswitch bool) map[string]any {
 	units["apt-daily.service"] = map[string]bool{"active": false, "enabled": false}
 	if nvswitch {
 		units["nvidia-fabricmanager.service"] = on
+	}
+	if imex {
+		units["nvidia-imex.service"] = on
 	}
 	return units
 }
@@ -759,11 +774,19 @@ func machinePackages(driver, model string, nvswitch bool) map[string]string {
 		}
 		pkgs["nvidia-fabricmanager"+suffix] = deb
 		pkgs["libnvidia-nscq"+suffix] = deb
-		if strings.Contains(strings.ToUpper(model), "B200") {
+		if regexp.MustCompile(`^NVIDIA B(200|300)\b`).MatchString(model) {
 			pkgs["libnvsdm"+suffix] = deb
 			pkgs["nvlsm"] = "2025.06.0-1"
 			pkgs["infiniband-diags"] = "44.0-2"
 		}
+	}
+	if nvlinkDomainModel.MatchString(model) {
+		// IMEX on GB200/GB300 trays, named as NVIDIA's repository names it (the branch up to 570).
+		name := "nvidia-imex-" + branch
+		if n, _ := strconv.Atoi(branch); n >= 580 {
+			name = "nvidia-imex"
+		}
+		pkgs[name] = deb
 	}
 	return pkgs
 }

@@ -123,39 +123,50 @@ XID_CATALOG_TEXT = {
     "31": "MMU Fault",
     "46": "GPU stopped processing",
     "48": "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer",
+    "54": "Auxiliary power is not connected to the GPU board",
     "64": "Row Remapper: Failed to record a remapped row",
     "74": "NVLink: fatal error detected on link 3",
     "92": "High single-bit ECC error rate",
     "94": "Contained: SM (0x1). RST: No, D-RST: No",
     "95": "Uncontained: FBHUB. RST: Yes, D-RST: No",
+    "110": "Security Fault Error",
     "119": "Timeout after 6s of waiting for RPC response from GPU0 GSP!",
-    "120": "GSP task exception",
+    "136": "Link Training Failed",
     "140": "An unrecovered ECC error has been detected",
+    "143": "GPU Initialization Error",
+    "151": "Key rotation Error",
     "154": "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
+    "155": "NVLINK: SW Defined Error",
+    "156": "Resource Retirement Event",
+    "157": "Resource Retirement Failure",
+    "158": "GPU Fatal Timeout",
 }
 # The driver's module-load line (recorded, NVIDIA/NVSentinel issue 155), its version made the machine's.
 MODULE_LOAD = "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  %s  Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025"
 
 
 def recorded_xids():
-    """{code: the recorded line} from recordings/kernel-xid.log."""
+    """{code: the first recorded line of the code, "code id": the line of that source id} from
+    recordings/kernel-xid.log."""
     out = {}
     try:
         with open(os.path.join(recordings_dir(), "kernel-xid.log")) as f:
             for line in f:
                 if line.startswith("#") or "\t" not in line:
                     continue
-                code, _, text = line.rstrip("\n").split("\t", 2)
+                code, source, text = line.rstrip("\n").split("\t", 2)
                 out.setdefault(code, text)
+                out.setdefault(code + " " + source, text)
     except OSError:
         pass
     return out
 
 
-def xid_line(code, pci):
-    """The kernel log line of Xid code on the GPU at pci (0000:38:00): a recorded line of that code with
-    its PCI address made this GPU's, or the catalog's text in the recorded format."""
-    rec = recorded_xids().get(code)
+def xid_line(code, pci, source=""):
+    """The kernel log line of Xid code on the GPU at pci (0000:38:00): a recorded line of that code (of
+    that source id, when given) with its PCI address made this GPU's, or the catalog's text in the
+    recorded format."""
+    rec = recorded_xids().get(code + " " + source if source else code)
     if rec:
         import re
         return re.sub(r"\(PCI:[0-9A-Fa-f:]+\)", "(PCI:%s)" % pci, rec, count=1)
@@ -174,15 +185,15 @@ def kernel_log():
             bus = cfg["gpus"][int(w[0])]["bus_id"]
         except (ValueError, IndexError):
             continue
-        events.append((bus, w[1] if len(w) > 1 else "79"))
-    events += [(cfg["gpus"][i]["bus_id"], "79") for i in sorted(lost_gpus()) if i < len(cfg["gpus"])]
-    events += [(w[0], w[1]) for w in fault_lines("xid_foreign") if len(w) > 1]
+        events.append((bus, w[1] if len(w) > 1 else "79", w[2] if len(w) > 2 else ""))
+    events += [(cfg["gpus"][i]["bus_id"], "79", "") for i in sorted(lost_gpus()) if i < len(cfg["gpus"])]
+    events += [(w[0], w[1], "") for w in fault_lines("xid_foreign") if len(w) > 1]
     t = 120.0
-    for bus, code in events:
+    for bus, code, source in events:
         parts = bus.split(":")  # 00000000:38:00.0 -> 0000:38:00, as the kernel log has it
         pci = "%s:%s:%s" % (parts[0][-4:], parts[1], parts[2].split(".")[0]) if len(parts) == 3 else bus
         t += 7.5
-        lines.append("[%12.6f] %s" % (t, xid_line(code, pci.lower())))
+        lines.append("[%12.6f] %s" % (t, xid_line(code, pci.lower(), source)))
     return lines
 
 

@@ -167,7 +167,8 @@ def packages():
     out = {}
     for line in so.splitlines():
         parts = line.split("\t")
-        if len(parts) >= 3 and parts[2].startswith("ii"):
+        # Installed: the status's second letter is "i" ("ii", or "hi" when held: hydra holds the GPU stack).
+        if len(parts) >= 3 and parts[2][1:2] == "i":
             out[parts[0].split(":")[0]] = parts[1]
     return out
 
@@ -205,20 +206,38 @@ def private_ipv4():
 
 def nvlink5():
     """NVLink 5 switches (B200, B300 boards) are InfiniBand devices whose VPD holds SW_MNG (NVIDIA's
-    driver container: _assert_nvlink5_system)."""
+    driver container: _assert_nvlink5_system): (found, error). The kernel makes a PCI device's vpd file
+    readable by root only (drivers/pci/vpd.c, 0600): as another user the files are read with sudo -n, and
+    a VPD that cannot be read is an error (never "no switches")."""
     d = prefix + "/sys/class/infiniband"
     try:
-        devices = os.listdir(d)
+        devices = sorted(os.listdir(d))
     except OSError:
-        return False
+        return False, ""
+    denied = []
     for dev in devices:
+        path = os.path.join(d, dev, "device", "vpd")
         try:
-            with open(os.path.join(d, dev, "device", "vpd"), "rb") as f:
+            with open(path, "rb") as f:
                 if b"SW_MNG" in f.read():
-                    return True
-        except OSError:
-            pass
-    return False
+                    return True, ""
+        except FileNotFoundError:
+            continue  # a device without VPD
+        except PermissionError:
+            denied.append(path)
+        except OSError as e:
+            return False, "%s: %s" % (path, e.strerror)
+    if not denied:
+        return False, ""
+    if os.geteuid() == 0 or not shutil.which("sudo"):
+        return False, "%s: permission denied (root only) and no sudo to read it" % denied[0]
+    # grep -l: exit 0 when a file holds SW_MNG, 1 when none does, 2 when one could not be read.
+    rc, so, se = run(["sudo", "-n", "grep", "-l", "-a", "-F", "SW_MNG", "--"] + denied, 60)
+    if so.strip():
+        return True, ""
+    if rc == 1 and not se:
+        return False, ""
+    return False, "sudo -n grep SW_MNG %s: %s" % (" ".join(denied), (se or "exit code %d" % rc)[:300])
 
 
 def cuda_sources():
@@ -285,7 +304,6 @@ out = {
     "run_started": run_started,
     "apt": os.path.isdir(prefix + "/etc/apt/apt.conf.d"),
     "nvswitch_count": 0,
-    "nvlink5": nvlink5(),
     # A driver installed by a run that was interrupted before its reboot (roles/nvidia_driver).
     # (it names the boot it was written in: a machine rebooted since then has nothing pending).
     "boot_id": read("/proc/sys/kernel/random/boot_id").strip(),
@@ -296,9 +314,75 @@ out = {
     "secure_boot": secure_boot(),
     "private_ipv4": private_ipv4(),
 }
+out["nvlink5"], out["nvlink5_error"] = nvlink5()
 nvs = prefix + "/proc/driver/nvidia-nvswitch/devices"
 if os.path.isdir(nvs):
     out["nvswitch_count"] = len(os.listdir(nvs))
+
+
+
+def boot_kernel():
+    """The kernel the machine boots into: the newest in /boot with its modules (the boot loader's default
+    entry: grub-mkconfig lists kernels newest first), the running one when /boot has none (a container, a
+    kernel booted otherwise). (release, why)."""
+    found = []
+    try:
+        names = os.listdir(prefix + "/boot")
+    except OSError:
+        names = []
+    for n in names:
+        if n.startswith("vmlinuz-") and os.path.isdir(prefix + "/lib/modules/" + n[len("vmlinuz-"):]):
+            found.append(n[len("vmlinuz-"):])
+    if not found:
+        return os.uname().release, "the running kernel (no kernel with its modules in /boot)"
+    key = lambda r: [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.+~-]", r)]
+    newest = max(found, key=key)
+    return newest, "/boot/vmlinuz-%s, the newest installed kernel (the boot loader's default)" % newest
+
+
+def gpu_pci():
+    """NVIDIA GPUs on the PCI bus (display or 3D controllers of vendor 0x10de): their device ids, and
+    whether each is older than Turing (a device id below 0x1e00: Pascal, Volta), which NVIDIA's open
+    kernel modules cannot drive."""
+    d = prefix + "/sys/bus/pci/devices"
+    out = []
+    try:
+        addrs = sorted(os.listdir(d))
+    except OSError:
+        return out
+    for a in addrs:
+        vendor = read("/sys/bus/pci/devices/%s/vendor" % a).strip()
+        cls = read("/sys/bus/pci/devices/%s/class" % a).strip()
+        if vendor != "0x10de" or not (cls.startswith("0x0300") or cls.startswith("0x0302")):
+            continue
+        dev = read("/sys/bus/pci/devices/%s/device" % a).strip().lower()
+        try:
+            pre = int(dev, 16) < 0x1e00
+        except ValueError:
+            continue
+        out.append({"address": a, "device": dev, "pre_turing": pre})
+    return out
+
+
+def smi_reason(rc, text):
+    """What a failing nvidia-smi means, in words (its real messages)."""
+    if rc == 127:
+        return "no nvidia-smi on the machine"
+    if rc == 124:
+        return "nvidia-smi did not answer within 60 s (a hung GPU or driver)"
+    if "version mismatch" in text:
+        return "the NVIDIA kernel module and the driver's libraries are of different versions (%s)" % text.splitlines()[0]
+    if "couldn't communicate with the NVIDIA driver" in text:
+        return "no NVIDIA kernel module is loaded (nvidia-smi: %s)" % " ".join(text.split())[:300]
+    if "No devices were found" in text:
+        return "the driver finds no GPU (nvidia-smi: No devices were found)"
+    if "GSP" in text:
+        return "the GPU's GSP firmware failed (nvidia-smi: %s)" % " ".join(text.split())[:300]
+    return "nvidia-smi failed (exit code %d): %s" % (rc, " ".join(text.split())[:300] or "no output")
+
+
+out["boot_kernel"], out["boot_kernel_from"] = boot_kernel()
+out["gpu_pci"] = gpu_pci()
 
 # The driver: what nvidia-smi says, the loaded kernel module, and the installed one.
 rc, so, se = run(["nvidia-smi", "--query-gpu=driver_version,persistence_mode,name", "--format=csv,noheader"], 60)
@@ -324,6 +408,7 @@ out["driver"] = {
     "loaded_version": loaded,
     "installed_version": installed,
     "mismatch": "version mismatch" in text or bool(loaded and installed and loaded != installed),
+    "reason": "" if first or lost else smi_reason(rc, text),
 }
 out["tools"] = {t: shutil.which(t) is not None for t in (
     "nvidia-ctk", "dcgmi", "nv-hostengine", "nv-fabricmanager", "docker", "nvidia-persistenced", "nft",
@@ -339,6 +424,15 @@ out["units"] = systemd_units() if out["systemd"] else {}
 # Kept for playbooks of your own that read it: the state of the units hydra knows by name.
 out["services"] = {u[:-len(".service")]: v for u, v in out["units"].items() if u.endswith(".service")}
 out["packages"] = packages()
+# A driver the machine has, working or not: nvidia-smi, a driver package, an installed or loaded module.
+# One that fails is never installed over (roles/nvidia_driver).
+DRIVER_PACKAGES = ("nvidia-utils", "nvidia-driver", "nvidia-headless", "nvidia-dkms", "nvidia-kernel-source",
+                   "libnvidia-compute", "cuda-drivers", "linux-modules-nvidia", "linux-objects-nvidia")
+out["driver"]["present_as"] = sorted(
+    [p for p in out["packages"] if p.startswith(DRIVER_PACKAGES)]
+    + (["nvidia-smi (%s)" % shutil.which("nvidia-smi")] if shutil.which("nvidia-smi") else [])
+    + (["kernel module %s" % (loaded or installed)] if loaded or installed else []))
+out["driver"]["present"] = bool(out["driver"]["present_as"])
 out["docker"]["installed"] = out["tools"]["docker"] or any(
     p in out["packages"] for p in ("docker-ce", "docker.io", "moby-engine"))
 

@@ -8,8 +8,17 @@
 #
 # SPEC (JSON): {"cloud_init": SECONDS, "dpkg": SECONDS (stopping the upgrade and the dpkg lock's wait),
 # "time_left": SECONDS (what was left of the budget when the waits began), "units": [UNIT...] (the
-# services of an automatic upgrade), "check": BOOL}. In check mode nothing is stopped (the waits still
-# run: they change nothing).
+# services of an automatic upgrade), "timers": [TIMER...] (the timers that start them), "check": BOOL}.
+# In check mode nothing is stopped (the waits still run: they change nothing).
+#
+# Automatic upgrades are paused for the run, so that none starts while hydra installs (Canonical
+# publishes driver updates in the security pocket: an upgrade mid-run could leave a library that does
+# not match the loaded module, or hold the dpkg lock): the running timers are stopped and the services
+# masked with --runtime (under /run: gone at the next boot), the paused timers recorded in
+# /run/hydra/upgrades-paused, and a transient timer (hydra-resume-upgrades) set to undo it all once the
+# run's budget is spent, should the run never reach its end. The package_holds role resumes them at the
+# end of the run, once the NVIDIA packages are held. Pausing and resuming leave the machine as it was:
+# neither counts as a change.
 import fcntl
 import json
 import os
@@ -48,10 +57,50 @@ if left > 0:
     limit = max(1, int(limit * max(0, left - (time.time() - started)) / left))
 deadline = time.time() + limit
 
-# A running automatic upgrade: stopping apt-daily-upgrade.service asks unattended-upgrade to stop after
-# its current package. The timers stay enabled (security updates stay on). Only where systemd runs.
+# Automatic upgrades paused for the run (see above). Only where systemd runs.
 units = spec.get("units") or []
-if units and os.path.isdir(prefix + "/run/systemd/system") and shutil.which("systemctl"):
+timers = spec.get("timers") or []
+systemd = os.path.isdir(prefix + "/run/systemd/system") and shutil.which("systemctl")
+PAUSED = prefix + "/run/hydra/upgrades-paused"
+if systemd and timers and not spec.get("check"):
+    p = subprocess.run(["systemctl", "is-active", "--"] + timers, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=60)
+    running = [t for t, state in zip(timers, p.stdout.split()) if state in ("active", "activating")]
+    try:
+        with open(PAUSED) as f:
+            earlier = f.read().split()  # paused by a run that did not reach its end
+    except OSError:
+        earlier = []
+    paused = sorted(set(running + earlier))
+    if paused:
+        os.makedirs(os.path.dirname(PAUSED), mode=0o755, exist_ok=True)
+        with open(PAUSED + ".tmp", "w") as f:
+            f.write("\n".join(paused) + "\n")
+        os.replace(PAUSED + ".tmp", PAUSED)
+        sys.stderr.write("hydra: pausing automatic upgrades for this run (%s)\n" % " ".join(paused))
+        for args in (["mask", "--runtime", "--"] + units, ["stop", "--"] + running):
+            if args[-1] == "--":
+                continue
+            p = subprocess.run(["systemctl"] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True, timeout=120)
+            if p.returncode != 0:
+                sys.exit("systemctl %s failed: %s" % (" ".join(args), p.stdout.strip()[-500:]))
+        # The safety net: resumed when the run's budget is spent, whatever became of the run.
+        resume = "systemctl unmask --runtime -- %s; systemctl start -- $(cat %s); rm -f %s" % (
+            " ".join(units), PAUSED, PAUSED)
+        subprocess.run(["systemctl", "stop", "hydra-resume-upgrades.timer"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60)
+        subprocess.run(["systemctl", "reset-failed", "hydra-resume-upgrades.service"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60)
+        p = subprocess.run(["systemd-run", "--quiet", "--unit=hydra-resume-upgrades",
+                            "--on-active=%ds" % max(600, int(spec.get("time_left") or 0)), "/bin/sh", "-c", resume],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=60)
+        if p.returncode != 0:
+            sys.stderr.write("hydra: no timer to resume automatic upgrades should the run stop early: %s\n" % p.stdout.strip()[-300:])
+
+# A running automatic upgrade: stopping apt-daily-upgrade.service asks unattended-upgrade to stop after
+# its current package.
+if units and systemd:
     try:
         p = subprocess.run(["systemctl", "is-active", "--"] + units, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, timeout=max(1, deadline - time.time()))

@@ -1,0 +1,230 @@
+package playbooks
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// detect runs the preflight's detect.py with root as its HYDRA_ROOT and bin first on PATH (an
+// nvidia-smi of the test's), and returns what it reports.
+func detect(t *testing.T, root, bin string) map[string]any {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is missing")
+	}
+	code, err := FS.ReadFile("roles/preflight/files/detect.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", "-S", "-c", string(code), "/nonexistent/hydra-execlet", filepath.Join(root, "marker.json"))
+	cmd.Env = append(os.Environ(), "HYDRA_ROOT="+root, "PATH="+bin+":/usr/sbin:/usr/bin:/sbin:/bin")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("detect.py: %v: %s", err, out)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatalf("detect.py printed %q: %v", out, err)
+	}
+	return m
+}
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The messages a failing nvidia-smi prints, as the real binary does: the first two are strings of
+// nvidia-smi 550.54.15 (nvidia-utils-550-server 550.54.15-0ubuntu2, Ubuntu noble's multiverse), found
+// there with `strings`, the first also printed by it with no kernel module (TestRealOS_DriverInstall);
+// the mismatch line as recorded in internal/sandbox/simhost (PROVENANCE.md). The exit codes are not
+// asserted.
+const (
+	smiNoModule   = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
+	smiNoDevices  = "No devices were found"
+	smiMismatch   = "Failed to initialize NVML: Driver/library version mismatch"
+	smiNoDevExit  = 6
+	smiModuleExit = 9
+	smiMismatchEx = 18
+)
+
+// TestDetectDriver: detect.py tells "no driver installed" (no nvidia-smi, no package) from "a driver
+// present but failing" (nvidia-smi there and failing: no kernel module, no device, a version mismatch),
+// names each failure, lists NVIDIA GPUs on the PCI bus with those older than Turing (V100 10de:1db4,
+// P100 10de:15f8), and takes the kernel the machine boots into from /boot (the newest), not the running one.
+func TestDetectDriver(t *testing.T) {
+	t.Run("no driver", func(t *testing.T) {
+		m := detect(t, t.TempDir(), t.TempDir())
+		d := m["driver"].(map[string]any)
+		if d["ok"] != false || d["present"] != false || d["reason"] != "no nvidia-smi on the machine" {
+			t.Errorf("a machine without a driver: %v", d)
+		}
+	})
+	for _, tc := range []struct {
+		name, out string
+		code      int
+		want      string
+	}{
+		{"no kernel module", smiNoModule, smiModuleExit, "no NVIDIA kernel module is loaded (nvidia-smi: " + smiNoModule + ")"},
+		{"no devices", smiNoDevices, smiNoDevExit, "the driver finds no GPU (nvidia-smi: No devices were found)"},
+		{"version mismatch", smiMismatch, smiMismatchEx, "the NVIDIA kernel module and the driver's libraries are of different versions (" + smiMismatch + ")"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := t.TempDir()
+			writeFiles(t, bin, map[string]string{"out": tc.out + "\n", "nvidia-smi": "#!/bin/sh\ncat " + bin + "/out\nexit " + strconv.Itoa(tc.code) + "\n"})
+			m := detect(t, t.TempDir(), bin)
+			d := m["driver"].(map[string]any)
+			if d["ok"] != false || d["present"] != true || d["reason"] != tc.want {
+				t.Errorf("nvidia-smi printing %q: %v, want present, failing, reason %q", tc.out, d, tc.want)
+			}
+		})
+	}
+	t.Run("GPUs and the boot kernel", func(t *testing.T) {
+		root := t.TempDir()
+		files := map[string]string{
+			"boot/vmlinuz-6.8.0-90-generic":             "",
+			"boot/vmlinuz-6.8.0-151-generic":            "",
+			"boot/vmlinuz-6.8.0-160-generic":            "", // no modules: a removed kernel's leftover
+			"lib/modules/6.8.0-90-generic/modules.dep":  "",
+			"lib/modules/6.8.0-151-generic/modules.dep": "",
+		}
+		for addr, dev := range map[string]string{"0000:18:00.0": "0x1db4", "0000:3b:00.0": "0x15f8", "0000:5d:00.0": "0x2330"} {
+			files["sys/bus/pci/devices/"+addr+"/vendor"] = "0x10de\n"
+			files["sys/bus/pci/devices/"+addr+"/class"] = "0x030200\n"
+			files["sys/bus/pci/devices/"+addr+"/device"] = dev + "\n"
+		}
+		// An NVSwitch (a bridge, not a GPU) is no GPU.
+		files["sys/bus/pci/devices/0000:07:00.0/vendor"] = "0x10de\n"
+		files["sys/bus/pci/devices/0000:07:00.0/class"] = "0x068000\n"
+		files["sys/bus/pci/devices/0000:07:00.0/device"] = "0x22a3\n"
+		writeFiles(t, root, files)
+		m := detect(t, root, t.TempDir())
+		if m["boot_kernel"] != "6.8.0-151-generic" || !strings.Contains(m["boot_kernel_from"].(string), "newest installed") {
+			t.Errorf("boot kernel %v (%v), want 6.8.0-151-generic from /boot", m["boot_kernel"], m["boot_kernel_from"])
+		}
+		b, _ := json.Marshal(m["gpu_pci"])
+		want := `[{"address":"0000:18:00.0","device":"0x1db4","pre_turing":true},{"address":"0000:3b:00.0","device":"0x15f8","pre_turing":true},{"address":"0000:5d:00.0","device":"0x2330","pre_turing":false}]`
+		if string(b) != want {
+			t.Errorf("gpu_pci %s, want %s", b, want)
+		}
+	})
+}
+
+// driverVars evaluates the nvidia_driver role's defaults and vars (the real files, in a role of the
+// test's that has them and only writes what they give, with ansible-playbook on this host) once per
+// case: a machine (hydra_machine) and the variables set; it returns the named variables per case.
+func driverVars(t *testing.T, cases []map[string]any, names ...string) []map[string]any {
+	t.Helper()
+	if _, err := exec.LookPath("ansible-playbook"); err != nil {
+		t.Skip("ansible-playbook is missing")
+	}
+	dir := t.TempDir()
+	abs, err := filepath.Abs("roles/nvidia_driver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := filepath.Join(dir, "roles", "probe")
+	for _, d := range []string{"defaults", "vars"} {
+		if err := os.MkdirAll(filepath.Join(role, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(abs, d, "main.yml"), filepath.Join(role, d, "main.yml")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var show []string
+	for _, n := range names {
+		show = append(show, `'`+n+`': `+n)
+	}
+	writeFiles(t, role, map[string]string{"tasks/main.yml": "- ansible.builtin.copy:\n    dest: \"{{ probe_out }}\"\n" +
+		"    content: \"{{ {" + strings.Join(show, ", ") + "} | to_json }}\"\n    mode: '0644'\n"})
+	var play strings.Builder
+	for i, c := range cases {
+		c["probe_out"] = filepath.Join(dir, strconv.Itoa(i)+".json")
+		vars, _ := json.Marshal(c)
+		play.WriteString("- hosts: localhost\n  connection: local\n  gather_facts: false\n  vars: " + string(vars) + "\n  roles: [probe]\n")
+	}
+	writeFiles(t, dir, map[string]string{"play.yml": play.String()})
+	cmd := exec.Command("ansible-playbook", "-i", "localhost,", filepath.Join(dir, "play.yml"))
+	cmd.Env = append(os.Environ(), "ANSIBLE_HOME="+filepath.Join(dir, "ansible"), "ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "tmp"),
+		"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_ROLES_PATH="+filepath.Join(dir, "roles"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ansible-playbook: %v\n%s", err, out)
+	}
+	var res []map[string]any
+	for i := range cases {
+		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(i)+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		res = append(res, m)
+	}
+	return res
+}
+
+// TestDriverPackages: the driver's packages as the role asks apt for them: the proprietary kernel
+// modules on a GPU older than Turing (V100, P100), the open ones otherwise; Ubuntu's precompiled
+// modules and DKMS headers for the kernel the machine boots into, not the running one (a container's
+// is its host's); Ubuntu's version left to the archive, not a stale pin.
+func TestDriverPackages(t *testing.T) {
+	machine := func(dev string, preTuring bool) map[string]any {
+		return map[string]any{"distribution": "ubuntu", "kernel": "6.1.0-host", "boot_kernel": "6.8.0-151-generic",
+			"gpu_pci": []map[string]any{{"address": "0000:18:00.0", "device": dev, "pre_turing": preTuring}}}
+	}
+	names := []string{"hydra_nvidia_driver_packages", "hydra_driver_headers", "hydra_driver_version"}
+	tests := []struct {
+		name     string
+		machine  map[string]any
+		vars     map[string]any
+		packages string
+		headers  string
+		version  string
+	}{
+		{"V100, NVIDIA's repository", machine("0x1db4", true), nil,
+			`["nvidia-dkms-570","libnvidia-compute-570","nvidia-utils-570","nvidia-compute-utils-570"]`, `["linux-headers-6.8.0-151-generic","dkms"]`, "570.133.20"},
+		{"H100, NVIDIA's repository", machine("0x2330", false), nil,
+			`["nvidia-dkms-570-open","libnvidia-compute-570","nvidia-utils-570","nvidia-compute-utils-570"]`, `["linux-headers-6.8.0-151-generic","dkms"]`, "570.133.20"},
+		{"P100, Ubuntu's precompiled", machine("0x15f8", true), map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580"},
+			`["nvidia-headless-no-dkms-580-server","nvidia-utils-580-server","linux-modules-nvidia-580-server-6.8.0-151-generic"]`, `[]`, ""},
+		{"H100, Ubuntu's precompiled", machine("0x2330", false), map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580"},
+			`["nvidia-headless-no-dkms-580-server-open","nvidia-utils-580-server","linux-modules-nvidia-580-server-open-6.8.0-151-generic"]`, `[]`, ""},
+		{"H100, Ubuntu's DKMS", machine("0x2330", false), map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580", "hydra_nvidia_driver_kernel_modules": "dkms"},
+			`["nvidia-headless-580-server-open","nvidia-utils-580-server"]`, `["linux-headers-6.8.0-151-generic","dkms"]`, ""},
+		{"H100 with the open modules off", machine("0x2330", false), map[string]any{"hydra_nvidia_driver_open": false},
+			`["nvidia-dkms-570","libnvidia-compute-570","nvidia-utils-570","nvidia-compute-utils-570"]`, `["linux-headers-6.8.0-151-generic","dkms"]`, "570.133.20"},
+	}
+	var cases []map[string]any
+	for _, tc := range tests {
+		c := map[string]any{"hydra_machine": tc.machine}
+		for k, v := range tc.vars {
+			c[k] = v
+		}
+		cases = append(cases, c)
+	}
+	res := driverVars(t, cases, names...)
+	for i, tc := range tests {
+		got := res[i]
+		p, _ := json.Marshal(got["hydra_nvidia_driver_packages"])
+		h, _ := json.Marshal(got["hydra_driver_headers"])
+		if string(p) != tc.packages || string(h) != tc.headers || got["hydra_driver_version"] != tc.version {
+			t.Errorf("%s: packages %s, headers %s, version %q; want %s, %s, %q", tc.name, p, h, got["hydra_driver_version"], tc.packages, tc.headers, tc.version)
+		}
+	}
+}

@@ -148,7 +148,7 @@ func offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferR
 	sort.Strings(regions)
 	return controlplane.OfferRequest{
 		GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()), Kind: m.Kind.ValueString(),
-		AllowSpot: m.Spot.ValueBool(), Clouds: clouds, Regions: regions, MaxPricePerHour: usdOf(m.MaxPricePerHour),
+		AllowSpot: m.Spot.ValueBool(), Clouds: clouds, Regions: regions, MaxPricePerHour: capOf(m.MaxPricePerHour),
 		FormFactor: m.FormFactor.ValueString(),
 	}, ok1 && ok2, diags
 }

@@ -192,7 +192,7 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	resp.Diagnostics.Append(diags...)
 	oreq := controlplane.OfferRequest{
 		GPUType: m.GPUType.ValueString(), GPUCount: 1, Kind: inventory.KindVM, AllowSpot: m.Spot.ValueBool(),
-		Clouds: clouds, Regions: regions, MaxPricePerHour: usdOf(m.MaxPricePerHour), FormFactor: m.FormFactor.ValueString(),
+		Clouds: clouds, Regions: regions, MaxPricePerHour: capOf(m.MaxPricePerHour), FormFactor: m.FormFactor.ValueString(),
 	}
 	if !m.GPUCount.IsNull() {
 		oreq.GPUCount = int(m.GPUCount.ValueInt64())

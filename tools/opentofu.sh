@@ -49,7 +49,11 @@ if [ -z "$src" ] || [ ! -f "$src/cmd/tofu/main.go" ]; then
 fi
 tmp=$(mktemp "$dir/tofu.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
-(cd "$src" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 "$go" build -trimpath -o "$tmp" ./cmd/tofu)
+trap 'exit 130' INT TERM
+# As OpenTofu's own release builds (its .goreleaser.yaml): no cgo, and version.dev=no, without which the
+# binary calls itself v<version>-dev.
+(cd "$src" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 "$go" build -mod=readonly -trimpath \
+  -ldflags "-s -w -X 'github.com/opentofu/opentofu/version.dev=no'" -o "$tmp" ./cmd/tofu)
 if ! ok "$tmp"; then
   echo "opentofu.sh: the built binary does not say OpenTofu v$version:" >&2
   "$tmp" version >&2 || true

@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tf=${TERRAFORM:-$(command -v terraform || echo /usr/local/bin/terraform)}
 work=${QUICKSTART_DIR:-$root/.quickstart}
 # The CLI ("Terraform" or "OpenTofu") and the registry host it gives `source = "hydragpu/hydra"`.
-cli=$("$tf" version | awk 'NR == 1 { print $1 }')
+cli=$("$tf" version 2>/dev/null | awk 'NR == 1 { print $1 }')
 case $cli in
 Terraform) host=registry.terraform.io ;;
 OpenTofu) host=registry.opentofu.org ;;

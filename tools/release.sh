@@ -10,6 +10,12 @@
 #   tools/release.sh release   a release from the v<version> tag at HEAD, published to GitHub
 #                              (GITHUB_TOKEN); signed when GPG_FINGERPRINT names a key, else unsigned
 #
+# After snapshot and check, this machine's zip (when built) is installed from a packed filesystem mirror
+# under both registry hosts, as a user or the OpenTofu registry's mirror would serve it:
+# <mirror>/registry.terraform.io/hydragpu/hydra/<zip> with `terraform init`, and
+# <mirror>/registry.opentofu.org/hydragpu/hydra/<zip> with `tofu init` when TOFU names OpenTofu's CLI
+# (make release-check and make release-snapshot build it: tools/opentofu.sh).
+#
 # Snapshots are built from a copy of the working tree without .git: goreleaser then neither writes into
 # the tree nor runs git on it, and builds one consistent state of files that others may be editing.
 # Their version is VERSION (default: the VERSION file's with -dev), as for make build and make install.
@@ -30,6 +36,41 @@ copy_tree() {
   mkdir -p "$1"
   (cd "$root" && tar --exclude=./.git --exclude=./bin --exclude=./dist --exclude=./.quickstart \
     --exclude=./terraform-provider-hydra --exclude=.terraform --exclude=.hydra-sandbox -cf - .) | (cd "$1" && tar -xf -)
+}
+
+# mirror_init installs the zip of this machine's platform in dist $1 (version $2) from a packed filesystem
+# mirror with each CLI: Terraform under registry.terraform.io, OpenTofu (TOFU) under registry.opentofu.org.
+mirror_init() {
+  local dist=$1 version=$2 platform zip tmp cli host out
+  platform=$("$go" env GOOS)_$("$go" env GOARCH)
+  zip="terraform-provider-hydra_${version}_${platform}.zip"
+  if [ ! -f "$dist/$zip" ]; then
+    echo "release.sh: no $zip in this build: the mirror install is not checked" >&2
+    return 0
+  fi
+  tmp=$(mktemp -d)
+  for cli in "${TERRAFORM:-$(command -v terraform || echo /usr/local/bin/terraform)}" ${TOFU:+"$TOFU"}; do
+    case $("$cli" version 2>/dev/null | awk 'NR == 1 { print $1 }') in
+    Terraform) host=registry.terraform.io ;;
+    OpenTofu) host=registry.opentofu.org ;;
+    *) echo "release.sh: $cli is neither Terraform nor OpenTofu" >&2; rm -rf "$tmp"; return 1 ;;
+    esac
+    rm -rf "$tmp/work" && mkdir -p "$tmp/mirror/$host/hydragpu/hydra" "$tmp/work"
+    cp "$dist/$zip" "$tmp/mirror/$host/hydragpu/hydra/"
+    printf 'provider_installation {\n  filesystem_mirror {\n    path    = "%s"\n    include = ["%s/hydragpu/hydra"]\n  }\n}\n' \
+      "$tmp/mirror" "$host" >"$tmp/cli.tfrc"
+    printf 'terraform {\n  required_providers {\n    hydra = { source = "hydragpu/hydra", version = "%s" }\n  }\n}\n' \
+      "$version" >"$tmp/work/main.tf"
+    if ! out=$(cd "$tmp/work" && TF_CLI_CONFIG_FILE="$tmp/cli.tfrc" "$cli" init -no-color -input=false 2>&1) ||
+      ! grep -q "^provider \"$host/hydragpu/hydra\"" "$tmp/work/.terraform.lock.hcl"; then
+      echo "$out" >&2
+      echo "release.sh: $(basename "$cli") init did not install $zip from a mirror under $host" >&2
+      rm -rf "$tmp"
+      return 1
+    fi
+    echo "release.sh: $(basename "$cli") init installs $zip from a filesystem mirror under $host"
+  done
+  rm -rf "$tmp"
 }
 
 # manifest copies the registry manifest into dist under the name a release uploads it with.
@@ -56,6 +97,7 @@ snapshot)
   mv "$tmp/src/dist" "$root/dist"
   manifest "$root/dist" "$version"
   releasecheck -dist "$root/dist" -version "$version" -targets "$required"
+  mirror_init "$root/dist" "$version"
   ;;
 check)
   targets=${RELEASE_CHECK_TARGETS:-linux_amd64 darwin_arm64 windows_amd64}
@@ -98,6 +140,7 @@ check)
   if [ ${#signed[@]} -gt 0 ]; then
     verify_signature "$tmp/src/dist" "$version"
   fi
+  mirror_init "$tmp/src/dist" "$version"
   ;;
 release)
   cd "$root"

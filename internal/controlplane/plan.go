@@ -343,8 +343,8 @@ func (cp *ControlPlane) checkName(ctx context.Context, name, kind string, clouds
 	return notes, inTheWay, refusal
 }
 
-// NameStillInUse reports whether a machine a plan found in the way of the name (in) is still there, or
-// whether that cannot be told (a cloud did not answer).
+// NameStillInUse reports whether a machine a plan found in the way of the name (in) is still there (as
+// this control plane's shared listing shows it), or whether that cannot be told (a cloud did not answer).
 func (cp *ControlPlane) NameStillInUse(ctx context.Context, name, kind string, clouds []string, in *NameInUse) bool {
 	if in == nil {
 		return false

@@ -362,3 +362,38 @@ func TestPlanNewUnrecordedLeftover(t *testing.T) {
 		t.Fatalf("a pinned plan must only warn, naming %s: %+v, %v", name, p.Notices, err)
 	}
 }
+
+// Where the plan must not refuse a name in use (NameRefusedAtApply: it may be a destroy's refresh), it
+// warns and its quote carries the refusal to the create, which refuses while the machine is there.
+func TestPlanNewNameRefusedAtApply(t *testing.T) {
+	cp, b := planCloud(t)
+	p, err := cp.PlanNew(context.Background(), NewPlanRequest{Name: "taken", Request: h100Request(), NameRefusedAtApply: true})
+	if err != nil {
+		t.Fatalf("PlanNew = %v, want a warning only", err)
+	}
+	if len(p.Notices) == 0 || !strings.Contains(p.Notices[0].Summary, "GPU instance name already in use; apply refuses this create") ||
+		!strings.Contains(p.Notices[0].Detail, "verda-vm-taken--abcdefgh") {
+		t.Fatalf("notices %+v, want the refusal as a warning naming the machine", p.Notices)
+	}
+	if p.NewQuote == nil || p.NewQuote.NameInUse == nil {
+		t.Fatalf("the quote must carry the refusal: %+v", p.NewQuote)
+	}
+	in := p.NewQuote.NameInUse
+	if len(in.IDs) != 1 || in.Summary != "GPU instance name already in use" {
+		t.Fatalf("the quote carries %+v, want the one machine's refusal", in)
+	}
+	if !cp.NameStillInUse(context.Background(), "taken", "vm", nil, in) {
+		t.Fatal("NameStillInUse = false while the machine is there")
+	}
+	if err := b.Delete(context.Background(), in.IDs[0]); err != nil {
+		t.Fatal(err)
+	}
+	// A later walk (its own control plane: listings are shared within one) sees it gone.
+	later := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, Options{})
+	if later.NameStillInUse(context.Background(), "taken", "vm", nil, in) {
+		t.Fatal("NameStillInUse = true once the machine is gone")
+	}
+	if cp.NameStillInUse(context.Background(), "a", "vm", nil, nil) {
+		t.Fatal("NameStillInUse(nil) = true")
+	}
+}

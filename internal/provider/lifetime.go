@@ -96,7 +96,7 @@ func PluginSocketDir() (cleanup func()) {
 	if base == "" {
 		base = os.TempDir()
 	}
-	dir, err := os.MkdirTemp(base, "hydra-")
+	dir, err := os.MkdirTemp(base, "hydra-plugin-")
 	if err != nil {
 		return func() {} // go-plugin makes the socket where it would have
 	}

@@ -115,7 +115,7 @@ resource "hydra_gpu_instance" "clash" {
 	two.env = append(two.env, "TF_CLI_ARGS_apply=-destroy")
 	out, err := two.run("apply", "-auto-approve")
 	two.env = two.env[:n]
-	if err == nil || !errorPattern("billed outside this state; destroy would leave them running", lost.Name).MatchString(out) {
+	if err == nil || !errorPattern(`run "up"... pass`, "billed outside this state; destroy would leave them running", lost.Name).MatchString(out) {
 		t.Fatalf("apply with TF_CLI_ARGS_apply=-destroy must be refused as a destroy, naming %s (err %v):\n%s", lost.Name, err, out)
 	}
 	deleteAtCloud(t, s, lost.ID)
@@ -444,4 +444,24 @@ func deleteAtCloud(t *testing.T, s *testSandbox, id string) {
 		}
 	}
 	t.Fatalf("the sandbox still lists %s a minute after its deletion", id)
+}
+
+// TestAccGPUInstance_terraformTestCleanup: `terraform test` applies and, at its end, destroys in one
+// command, so its command line says neither; its cleanup's destroy plan still runs the leftovers guard
+// (the real binary, started by Terraform as in production).
+func TestAccGPUInstance_terraformTestCleanup(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	d := newCLIDirBinary(t, "")
+	d.writeInstance(s, "tested", "l4", "")
+	d.writeFile("hydra.tftest.hcl", "run \"up\" {\n  command = apply\n}\n")
+	lost := leaveInterruptedCreate(t, s, "lost")
+	out, err := d.run("test")
+	if err == nil || !errorPattern("billed outside this state; destroy would leave them running", lost.Name).MatchString(out) {
+		t.Fatalf("terraform test's cleanup must be refused while %s bills outside the state (err %v):\n%s", lost.Name, err, out)
+	}
+	// The refused cleanup left the test's machine: nothing holds it now but the sandbox.
+	for _, r := range s.live() {
+		deleteAtCloud(t, s, r.ID)
+	}
 }

@@ -122,7 +122,7 @@ func TestFleetOneMachineFails(t *testing.T) {
 		}
 	}
 	// The VMs run the exporters' systemd task, the container skips it: it runs them as processes.
-	const unitTask = "monitoring : Set node_exporter's listen address, run node_exporter and dcgm-exporter]"
+	const unitTask = "monitoring : Write hydra's dcgm-exporter unit]"
 	if log := ms[2].rec.String(); !regexp.MustCompile(`task ok map\[changed:\w+ role:monitoring task:monitoring : Run the exporters as processes\]`).MatchString(log) ||
 		regexp.MustCompile(`task ok map\[changed:\w+ role:monitoring task:`+regexp.QuoteMeta(unitTask)).MatchString(log) {
 		t.Errorf("the container's log is not a container's (it must run the exporters as processes, and not the units' task):\n%s", log)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -374,10 +375,21 @@ func failureMessage(res map[string]any) string {
 	if msg != "" {
 		parts = append(parts, msg)
 	}
-	// An exception (a traceback) whose last line the message does not already carry: a task that
-	// failed inside Ansible's own machinery has nothing else to say what went wrong.
-	if exc := exceptionLine(str("exception")); exc != "" && !strings.Contains(msg, exceptionMessage(exc)) {
-		parts = append(parts, exc)
+	// A task that failed inside Ansible's own machinery says what went wrong only in its exception (a
+	// traceback: its last line is the type and message): that line, or the type alone when the message
+	// already says the rest (ansible-core 2.19's "Task failed: <message>").
+	if exc := exceptionLine(str("exception")); exc != "" && !strings.Contains(msg, exc) {
+		typ, text := splitException(exc)
+		switch {
+		case typ == "":
+			if msg == "" { // not a traceback ("(traceback unavailable)"), yet all there is
+				parts = append(parts, exc)
+			}
+		case text != "" && strings.Contains(msg, text):
+			parts[0] = msg + " (" + typ + ")"
+		default:
+			parts = append(parts, exc)
+		}
 	}
 	if item := itemFailure(str); item != "" {
 		parts = append(parts, item)
@@ -407,12 +419,17 @@ func exceptionLine(traceback string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// exceptionMessage is an exception line's message without its type ("x" of "TypeError: x").
-func exceptionMessage(line string) string {
-	if i := strings.Index(line, ": "); i > 0 && !strings.ContainsAny(line[:i], " \t") {
-		return line[i+2:]
+// exceptionType matches a Python exception's (qualified) type name.
+var exceptionType = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
+
+// splitException splits an exception line into its type and message ("TypeError", "x" of
+// "TypeError: x"); the type is "" when the line is not an exception's.
+func splitException(line string) (typ, text string) {
+	typ, text, _ = strings.Cut(line, ": ")
+	if !exceptionType.MatchString(typ) {
+		return "", line
 	}
-	return line
+	return typ, text
 }
 
 // itemFailure is what the failed item of a loop said ("" when the task was no loop): its label, its
@@ -636,6 +653,9 @@ func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*memb
 		// it itself (see hydra_free.py).
 		"strategy_plugins = " + filepath.Join(dir, "strategy"),
 		"strategy = hydra_free",
+		// ansible-core 2.19 and later keep a failed task's traceback (its exception's type) only when
+		// asked; hydra's messages name the exception (failureMessage). Earlier versions ignore it.
+		"display_traceback = error",
 		// hydra's own inventory and playbook directories have no host_vars or group_vars: the plugin
 		// that looks for them would search the disk again for every task and host.
 		"vars_plugins_enabled = ",

@@ -174,9 +174,13 @@ func TestFailureMessage(t *testing.T) {
 		// A task that failed inside Ansible's machinery (a worker's exception): its type and message.
 		{map[string]any{"failed": true, "stdout": "", "exception": "Traceback (most recent call last):\n  File \"/usr/lib/python3/dist-packages/ansible/executor/process/worker.py\", line 158, in _run\n    executor_result = TaskExecutor(\nTypeError: TaskExecutor.__init__() missing 1 required positional argument: 'variable_manager'\n"},
 			"TypeError: TaskExecutor.__init__() missing 1 required positional argument: 'variable_manager'"},
-		// A message that already says the exception's message is not repeated; one that does not gets it.
-		{map[string]any{"msg": "Unexpected failure during module execution: boom", "exception": "Traceback:\nValueError: boom"}, "Unexpected failure during module execution: boom"},
+		// A message that already says the exception's message gets its type only; one that does not gets both.
+		{map[string]any{"msg": "Unexpected failure during module execution: boom", "exception": "Traceback:\nValueError: boom"}, "Unexpected failure during module execution: boom (ValueError)"},
 		{map[string]any{"msg": "MODULE FAILURE", "exception": "Traceback:\nKeyError: 'x'\n"}, "MODULE FAILURE: KeyError: 'x'"},
+		// ansible-core 2.19: the message has the exception's message, the traceback its type.
+		{map[string]any{"msg": "Task failed: missing 1 argument", "exception": "Traceback:\n  File \"x\"\nTypeError: missing 1 argument\n"}, "Task failed: missing 1 argument (TypeError)"},
+		{map[string]any{"msg": "Task failed: boom", "exception": "(traceback unavailable)"}, "Task failed: boom"},
+		{map[string]any{"exception": "(traceback unavailable)"}, "(traceback unavailable)"},
 	}
 	for _, tc := range tests {
 		if got := failureMessage(tc.res); got != tc.want {

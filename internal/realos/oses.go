@@ -33,6 +33,8 @@ type OS struct {
 	Pockets []string
 	// Packages are what debootstrap adds to the minimal base.
 	Packages []string
+	// PlainKernel is the kernel package a plain image has, as a cloud's image has one ("": none).
+	PlainKernel string
 	// keyring, when set, is the archive's keyring package fetched for debootstrap (the host has
 	// Debian's keyring only).
 	keyring *keyringDeb
@@ -76,9 +78,16 @@ var (
 		DefaultMirror: DefaultMirror, MirrorEnv: "HYDRA_REALOS_MIRROR", Components: []string{"main"}, Packages: debianPackages}
 	// Ubuntu2204 is Ubuntu 22.04 LTS (jammy), as Lambda's and Verda's images are.
 	Ubuntu2204 = ubuntu("22.04", "jammy")
-	// Ubuntu2404 is Ubuntu 24.04 LTS (noble), as Lambda's, Verda's and UpCloud's GPU images are.
-	Ubuntu2404 = ubuntu("24.04", "noble")
+	// Ubuntu2404 is Ubuntu 24.04 LTS (noble), as Lambda's, Verda's and UpCloud's GPU images are. Its
+	// plain image has noble's release kernel, whose NVIDIA packages (branch 550) the archive here serves
+	// (README.md: the newest builds answer 404).
+	Ubuntu2404 = withPlainKernel(ubuntu("24.04", "noble"), "linux-image-6.8.0-31-generic")
 )
+
+func withPlainKernel(o OS, pkg string) OS {
+	o.PlainKernel = pkg
+	return o
+}
 
 func ubuntu(version, suite string) OS {
 	return OS{Name: "ubuntu-" + version, ID: "ubuntu", VersionID: version, Suite: suite,

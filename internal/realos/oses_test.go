@@ -55,6 +55,7 @@ func TestRealOS_Images(t *testing.T) {
 			}
 			if c.plain {
 				want["dpkg-query -W 'nvidia-*' 'libnvidia-*' 2>/dev/null | wc -l; command -v nvidia-smi || echo none"] = "0 none"
+				want["dpkg-query -W -f '${db:Status-Abbrev}' "+c.o.PlainKernel] = "ii"
 			} else {
 				want["nvidia-smi --query-gpu=name --format=csv,noheader"] = "NVIDIA L4"
 				want["dpkg-query -W -f '${Version}' docker-ce"] = "5:27.5.1-1~" + c.o.ID + "." + c.o.VersionID + "~" + c.o.Suite

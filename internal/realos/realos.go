@@ -54,6 +54,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,7 +190,7 @@ func imageKey(o OS, mirror string, plain bool) string {
 	h := sha256.New()
 	_, _ = fmt.Fprintf(h, "base %s\x00", baseKey(o, mirror))
 	if plain {
-		_, _ = fmt.Fprintf(h, "plain\x00script %s\x00", plainScript)
+		_, _ = fmt.Fprintf(h, "plain\x00script %s\x00", plainScript(o))
 		return hex.EncodeToString(h.Sum(nil))
 	}
 	for _, p := range standinPackages(o) {
@@ -238,7 +239,19 @@ func EnsureImageOf(ctx context.Context, o OS, plain bool, logf func(format strin
 			return fmt.Errorf("realos: copying the base image: %v: %s", err, tail(out, 1000))
 		}
 		if plain {
-			return inImage(ctx, root, plainScript, "cleaning the plain image")
+			// apt reaches the archive through the apt proxy (which keeps the packages for the next build).
+			proxy, err := newAptProxy(cache, append([]string{m}, o.securityMirrors()...)...)
+			if err != nil {
+				return err
+			}
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			defer func() { _ = l.Close() }()
+			proxy.serve(l)
+			return inImage(ctx, root, plainScript(o), "installing the plain image's kernel",
+				"http_proxy=http://"+l.Addr().String()+"/", "DEBIAN_FRONTEND=noninteractive")
 		}
 		return installStandins(ctx, o, root)
 	})
@@ -330,20 +343,29 @@ func installStandins(ctx context.Context, o OS, root string) error {
 	return inImage(ctx, root, installScript, "installing the stand-in packages in the image")
 }
 
-// inImage runs script in the image at root (systemd-nspawn, without booting).
-func inImage(ctx context.Context, root, script, what string) error {
-	cmd := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--private-users=no",
-		"--resolv-conf=off", "--directory="+root, "/bin/sh", "-c", script)
+// inImage runs script in the image at root (systemd-nspawn, without booting), with env added to its
+// environment.
+func inImage(ctx context.Context, root, script, what string, env ...string) error {
+	args := []string{"--quiet", "--register=no", "--keep-unit", "--private-users=no", "--resolv-conf=off", "--directory=" + root}
+	for _, e := range env {
+		args = append(args, "--setenv="+e)
+	}
+	cmd := exec.CommandContext(ctx, "systemd-nspawn", append(args, "/bin/sh", "-c", script)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("realos: %s: %v: %s", what, err, tail(out, 3000))
 	}
 	return nil
 }
 
-// plainScript runs inside a plain image: it only cleans apt's cache, as installScript does.
-const plainScript = `set -eu
-apt-get clean
-`
+// plainScript runs inside a plain image (with the host's network): it installs the OS's kernel
+// package, as a cloud's image has one, and cleans apt's cache, as installScript does.
+func plainScript(o OS) string {
+	s := "set -eu\n"
+	if o.PlainKernel != "" {
+		s += "apt-get -q update >/dev/null\nDEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends " + o.PlainKernel + " >/dev/null\n"
+	}
+	return s + "apt-get clean\n"
+}
 
 // standinBuildDir is where the stand-in packages' trees are written in the image (not /tmp:
 // systemd-nspawn mounts a tmpfs there).

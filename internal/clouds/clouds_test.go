@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -288,6 +289,9 @@ func TestEmulatorsStartAndStop(t *testing.T) {
 			}
 			if b.Cloud() != d.Name {
 				t.Errorf("the backend calls itself %q", b.Cloud())
+			}
+			if got := cloudprovider.FactsOf(b); got != (d.Facts) {
+				t.Errorf("the backend states %+v, its driver %+v (the docs are written from the driver's)", got, d.Facts)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

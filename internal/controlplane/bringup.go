@@ -8,6 +8,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // The values of Health.Status.
@@ -56,6 +57,8 @@ type Record struct {
 	// CreatedAt is when the cloud created the machine (or, when the cloud does not say, when hydra's
 	// create returned); the start of its bill.
 	CreatedAt time.Time
+	// PricePerHour is what the cloud bills for the machine, as it last reported it (0: not reported).
+	PricePerHour money.USD
 }
 
 // Observe copies what the cloud reports of inst into the record: the cloud's status word, the SSH
@@ -64,6 +67,9 @@ type Record struct {
 // provisioning); otherwise the cloud's status is the record's.
 func (r *Record) Observe(inst cloudprovider.Instance) {
 	r.CloudStatus = inst.CloudStatus
+	if inst.PricePerHour > 0 {
+		r.PricePerHour = inst.PricePerHour
+	}
 	if r.CreatedAt.IsZero() && !inst.CreatedAt.IsZero() {
 		// Set once: a later reading never moves a recorded creation (the plan keeps it).
 		r.CreatedAt = inst.CreatedAt

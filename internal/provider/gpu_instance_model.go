@@ -77,6 +77,7 @@ func (m *gpuInstanceModel) record() controlplane.Record {
 		ProvisioningAttempts: int(m.ProvisioningAttempts.ValueInt64()), ProvisioningError: m.ProvisioningError.ValueString(),
 		ProvisioningDigest: m.ProvisioningDigest.ValueString(),
 		Health:             controlplane.Health{Status: m.Health.ValueString(), CheckedAt: timeOf(m.HealthCheckedAt), Reason: m.HealthReason.ValueString()},
+		PricePerHour:       usdOf(m.PricePerHour),
 	}
 	if !m.SSHHost.IsNull() && !m.SSHHost.IsUnknown() {
 		rec.SSH = &cloudprovider.SSHEndpoint{Host: m.SSHHost.ValueString(), Port: int(m.SSHPort.ValueInt64()), User: m.SSHUser.ValueString()}
@@ -92,6 +93,9 @@ func (m *gpuInstanceModel) setRecord(rec controlplane.Record) {
 	m.ProvisioningAttempts = types.Int64Value(int64(rec.ProvisioningAttempts))
 	m.ProvisioningError, m.ProvisioningDigest = stringOrNull(rec.ProvisioningError), stringOrNull(rec.ProvisioningDigest)
 	m.Health, m.HealthCheckedAt, m.HealthReason = stringOrNull(rec.Health.Status), timeOrNull(rec.Health.CheckedAt), stringOrNull(rec.Health.Reason)
+	if rec.PricePerHour > 0 {
+		m.PricePerHour = usdValue(rec.PricePerHour) // what the cloud bills
+	}
 	m.SSHHost, m.SSHPort, m.SSHUser = types.StringNull(), types.Int64Null(), types.StringNull()
 	if rec.SSH != nil {
 		m.SSHHost, m.SSHPort, m.SSHUser = types.StringValue(rec.SSH.Host), types.Int64Value(int64(rec.SSH.Port)), types.StringValue(rec.SSH.User)

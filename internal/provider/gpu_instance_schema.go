@@ -230,9 +230,11 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 			},
 			"price_usd_per_hour": schema.Float64Attribute{
 				MarkdownDescription: "The price the cloud bills for the whole machine, in US dollars per hour, exact (cents, and further " +
-					"digits only where the cloud's price has them), quoted when the machine was planned; `max_price_per_hour` caps it. " +
+					"digits only where the cloud's price has them); `max_price_per_hour` caps it. The plan shows the quoted price; where " +
+					"the cloud bills another one at create (the price dropped after the plan), apply warns with both and the next " +
+					"refresh records the billed one, as it does whenever the cloud reports a new price for the machine (never a diff). " +
 					"A cloud preferred in the ranking (Atlas) shows its billed price here and its ranking figure in `offer_details`. " +
-					"Kept for the machine's life: later price moves never produce a diff. Unknown until apply with `allow_fallback`.",
+					"Unknown until apply with `allow_fallback`.",
 				Computed:      true,
 				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
 			},

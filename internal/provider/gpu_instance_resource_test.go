@@ -171,8 +171,15 @@ func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {
 		),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("region", "sbx-eu-1"),
-			stateKnown("price_usd_per_hour", 1.39),
+			stateKnown("price_usd_per_hour", 1.39), // Terraform keeps the planned value at apply (apply warns)
 			stateKnown("status", "ready"),
+		},
+	}, {
+		// The cloud bills $1.29/h (its price at create): the next refresh records it, without a diff.
+		Config: cfg,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("price_usd_per_hour", 1.29),
 		},
 	}})
 }

@@ -14,20 +14,14 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // gpuInstanceModel is hydra_gpu_instance's schema as Go values.
 type gpuInstanceModel struct {
-	ID                      types.String   `tfsdk:"id"`
-	Name                    types.String   `tfsdk:"name"`
-	GPUType                 types.String   `tfsdk:"gpu_type"`
-	GPUCount                types.Int64    `tfsdk:"gpu_count"`
-	Kind                    types.String   `tfsdk:"kind"`
-	Spot                    types.Bool     `tfsdk:"spot"`
-	Clouds                  types.Set      `tfsdk:"clouds"`
-	Regions                 types.Set      `tfsdk:"regions"`
-	MaxPricePerHour         types.Float64  `tfsdk:"max_price_per_hour"`
-	FormFactor              types.String   `tfsdk:"form_factor"`
+	ID   types.String `tfsdk:"id"`
+	Name types.String `tfsdk:"name"`
+	offerRequestModel
 	OfferID                 types.String   `tfsdk:"offer_id"`
 	AllowFallback           types.Bool     `tfsdk:"allow_fallback"`
 	BidTimeout              types.String   `tfsdk:"bid_timeout"`
@@ -123,10 +117,10 @@ func setOfferFields(m *gpuInstanceModel, cloud string, p controlplane.ParsedOffe
 	m.InstanceType, m.PricePerHour, m.IsSpot = types.StringValue(p.InstanceType), usdValue(p.PricePerHour), types.BoolValue(p.Spot)
 }
 
-// offerRequest is offerRequest with what the provider adds: whether the machine would be created
+// offerRequest is the request with what the resource adds: whether the machine would be created
 // without any SSH key (no ssh_public_keys and provisioning off), which some clouds refuse.
 func (r *gpuInstanceResource) offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
-	req, ok, diags := offerRequest(ctx, m)
+	req, ok, diags := m.request(ctx)
 	if m.SSHPublicKeys.IsUnknown() {
 		return req, false, diags
 	}
@@ -136,8 +130,21 @@ func (r *gpuInstanceResource) offerRequest(ctx context.Context, m *gpuInstanceMo
 	return req, ok, diags
 }
 
-// offerRequest builds the control plane's request from the model; ok is false while inputs are unknown.
-func offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
+// offerRequestModel is the request attributes hydra_gpu_instance and hydra_gpu_offer share.
+type offerRequestModel struct {
+	GPUType         types.String  `tfsdk:"gpu_type"`
+	GPUCount        types.Int64   `tfsdk:"gpu_count"`
+	Kind            types.String  `tfsdk:"kind"`
+	Spot            types.Bool    `tfsdk:"spot"`
+	Clouds          types.Set     `tfsdk:"clouds"`
+	Regions         types.Set     `tfsdk:"regions"`
+	MaxPricePerHour types.Float64 `tfsdk:"max_price_per_hour"`
+	FormFactor      types.String  `tfsdk:"form_factor"`
+}
+
+// request builds the control plane's request (gpu_count 1 and kind vm when null); ok is false while
+// inputs are unknown.
+func (m *offerRequestModel) request(ctx context.Context) (controlplane.OfferRequest, bool, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	for _, v := range []attr.Value{m.GPUType, m.GPUCount, m.Kind, m.Spot, m.Clouds, m.Regions, m.MaxPricePerHour, m.FormFactor} {
 		if v.IsUnknown() {
@@ -150,11 +157,18 @@ func offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferR
 	diags.Append(d2...)
 	sort.Strings(clouds)
 	sort.Strings(regions)
-	return controlplane.OfferRequest{
-		GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()), Kind: m.Kind.ValueString(),
+	req := controlplane.OfferRequest{
+		GPUType: m.GPUType.ValueString(), GPUCount: 1, Kind: inventory.KindVM,
 		AllowSpot: m.Spot.ValueBool(), Clouds: clouds, Regions: regions, MaxPricePerHour: capOf(m.MaxPricePerHour),
 		FormFactor: m.FormFactor.ValueString(),
-	}, ok1 && ok2, diags
+	}
+	if !m.GPUCount.IsNull() {
+		req.GPUCount = int(m.GPUCount.ValueInt64())
+	}
+	if !m.Kind.IsNull() {
+		req.Kind = m.Kind.ValueString()
+	}
+	return req, ok1 && ok2, diags
 }
 
 // provisioningVars collects the variables handed to the playbook; ok is false while any is unknown.

@@ -176,7 +176,7 @@ func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {
 		},
 	}, {
 		// The cloud bills $1.29/h (its price at create): the next refresh records it, without a diff.
-		Config: cfg,
+		Config:           cfg,
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("price_usd_per_hour", 1.29),

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"sort"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -29,28 +28,21 @@ func NewGPUOfferDataSource() datasource.DataSource { return &gpuOfferDataSource{
 type gpuOfferDataSource struct{ dataSourceData }
 
 type gpuOfferModel struct {
-	GPUType         types.String  `tfsdk:"gpu_type"`
-	GPUCount        types.Int64   `tfsdk:"gpu_count"`
-	Kind            types.String  `tfsdk:"kind"`
-	Spot            types.Bool    `tfsdk:"spot"`
-	Clouds          types.Set     `tfsdk:"clouds"`
-	Regions         types.Set     `tfsdk:"regions"`
-	MaxPricePerHour types.Float64 `tfsdk:"max_price_per_hour"`
-	FormFactor      types.String  `tfsdk:"form_factor"`
-	ID              types.String  `tfsdk:"id"`
-	Cloud           types.String  `tfsdk:"cloud"`
-	Pool            types.String  `tfsdk:"pool"`
-	Region          types.String  `tfsdk:"region"`
-	InstanceType    types.String  `tfsdk:"instance_type"`
-	PricePerHour    types.Float64 `tfsdk:"price_usd_per_hour"`
-	IsSpot          types.Bool    `tfsdk:"is_spot"`
-	GPUFormFactor   types.String  `tfsdk:"gpu_form_factor"`
-	GPUMemoryGB     types.Int64   `tfsdk:"gpu_memory_gb"`
-	VCPUs           types.Int64   `tfsdk:"vcpus"`
-	MemoryGB        types.Int64   `tfsdk:"memory_gb"`
-	Offers          types.List    `tfsdk:"offers"`
-	Rejections      types.Map     `tfsdk:"rejections"`
-	Unmapped        types.Map     `tfsdk:"unmapped"`
+	offerRequestModel
+	ID            types.String  `tfsdk:"id"`
+	Cloud         types.String  `tfsdk:"cloud"`
+	Pool          types.String  `tfsdk:"pool"`
+	Region        types.String  `tfsdk:"region"`
+	InstanceType  types.String  `tfsdk:"instance_type"`
+	PricePerHour  types.Float64 `tfsdk:"price_usd_per_hour"`
+	IsSpot        types.Bool    `tfsdk:"is_spot"`
+	GPUFormFactor types.String  `tfsdk:"gpu_form_factor"`
+	GPUMemoryGB   types.Int64   `tfsdk:"gpu_memory_gb"`
+	VCPUs         types.Int64   `tfsdk:"vcpus"`
+	MemoryGB      types.Int64   `tfsdk:"memory_gb"`
+	Offers        types.List    `tfsdk:"offers"`
+	Rejections    types.Map     `tfsdk:"rejections"`
+	Unmapped      types.Map     `tfsdk:"unmapped"`
 }
 
 var offerAttrTypes = map[string]attr.Type{
@@ -186,22 +178,8 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	clouds, _, diags := stringsOf(ctx, m.Clouds)
+	oreq, _, diags := m.request(ctx)
 	resp.Diagnostics.Append(diags...)
-	regions, _, diags := stringsOf(ctx, m.Regions)
-	resp.Diagnostics.Append(diags...)
-	oreq := controlplane.OfferRequest{
-		GPUType: m.GPUType.ValueString(), GPUCount: 1, Kind: inventory.KindVM, AllowSpot: m.Spot.ValueBool(),
-		Clouds: clouds, Regions: regions, MaxPricePerHour: capOf(m.MaxPricePerHour), FormFactor: m.FormFactor.ValueString(),
-	}
-	if !m.GPUCount.IsNull() {
-		oreq.GPUCount = int(m.GPUCount.ValueInt64())
-	}
-	if !m.Kind.IsNull() {
-		oreq.Kind = m.Kind.ValueString()
-	}
-	sort.Strings(oreq.Clouds)
-	sort.Strings(oreq.Regions)
 	res, err := d.data.cp.Offers(ctx, oreq, false)
 	if err != nil {
 		addPlanError(&resp.Diagnostics, err)

@@ -165,3 +165,30 @@ func BilledPrice(planned, billed money.USD) string {
 	}
 	return fmt.Sprintf("The plan showed %s; the cloud bills %s.", planned.PerHour(), billed.PerHour())
 }
+
+// Startup is what the control plane finds when it starts: every pool's machines with their
+// ownership, and those that may be billed with no state holding them (Orphans, after OrphanGrace)
+// apart from the ones this working directory's journal names (its own report).
+type Startup struct {
+	Machines ListResult
+	Orphans  []Machine
+}
+
+// Open lists every pool's machines once, forgets the journaled intents whose machine does not exist
+// (PruneJournal), and finds the orphans.
+func (cp *ControlPlane) Open(ctx context.Context) Startup {
+	st := Startup{Machines: cp.Machines(ctx, nil)}
+	cp.PruneJournal(st.Machines)
+	journaled := map[string]bool{}
+	if intents, err := cp.opts.Journal.All(); err == nil {
+		for _, in := range intents {
+			journaled[in.CloudName] = true
+		}
+	}
+	for _, m := range st.Machines.Orphans(cp.opts.OrphanGrace) {
+		if !journaled[m.Instance.Name] {
+			st.Orphans = append(st.Orphans, m)
+		}
+	}
+	return st
+}

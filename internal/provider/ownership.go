@@ -88,17 +88,10 @@ func sharedNameDetail(name string) string {
 		"(with count or for_each, include count.index or each.key in it).", name)
 }
 
-// orphanWarning names every machine that is probably billed with no state holding it, except those
-// this working directory's journal names (journalWarning reports them, in every command): creates cut
-// short (recognised at once, on any runner, by their derived ownership token) and, after grace,
-// machines never confirmed.
-func orphanWarning(res controlplane.ListResult, grace time.Duration, journaled map[string]bool) (summary, detail string, ok bool) {
-	var orphans []controlplane.Machine
-	for _, m := range res.Orphans(grace) {
-		if !journaled[m.Instance.Name] {
-			orphans = append(orphans, m)
-		}
-	}
+// orphanWarning names every machine that is probably billed with no state holding it (the control
+// plane's Startup.Orphans): creates cut short (recognised at once, on any runner, by their derived
+// ownership token) and, after orphan_grace, machines never confirmed.
+func orphanWarning(orphans []controlplane.Machine) (summary, detail string, ok bool) {
 	if len(orphans) == 0 {
 		return "", "", false
 	}

@@ -144,9 +144,6 @@ func leftoverRemedy(m controlplane.Machine) string {
 		"destroy` (or delete it at the cloud)", m.Resource, m.Instance.Name)
 }
 
-// leftoversSummarySuffix ends the summary of leftoversError.
-const leftoversSummarySuffix = "; destroy would leave them running"
-
 // leftoversError is the error a destroy ends with while machines that interrupted creates left are
 // billed outside the state: each named, with what removes it. ok is false when there are none.
 func leftoversError(res controlplane.ListResult) (summary, detail string, ok bool) {
@@ -160,7 +157,7 @@ func leftoversError(res controlplane.ListResult) (summary, detail string, ok boo
 	if len(lines) == 0 {
 		return "", "", false
 	}
-	return fmt.Sprintf("%d GPU machine(s) are billed outside this state%s", len(lines), leftoversSummarySuffix),
+	return fmt.Sprintf("%d GPU machine(s) are billed outside this state; destroy would leave them running", len(lines)),
 		"hydra created these machines, but their creates were cut short (for example a killed `terraform apply`) before " +
 			"Terraform recorded them, so no state holds them and `terraform destroy` cannot see them:\n" + strings.Join(lines, "\n") +
 			"\n\nNothing was destroyed. Adopt each one into this state with the import command shown (the resource must be in the " +

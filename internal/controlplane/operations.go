@@ -192,3 +192,27 @@ func (cp *ControlPlane) Open(ctx context.Context) Startup {
 	}
 	return st
 }
+
+// PlannedProvisioning is what a plan's provisioning digest needs: the machine's pool (or, when none
+// is known yet, its kind) and the playbook's variables (VarsKnown false while any is unknown).
+type PlannedProvisioning struct {
+	Pool, Kind string
+	Vars       map[string]any
+	VarsKnown  bool
+}
+
+// plannedDigest is the digest a plan shows: "" with provisioning off, not known while the variables
+// are not. An error is a *Refusal.
+func (cp *ControlPlane) plannedDigest(p PlannedProvisioning) (digest string, known bool, err error) {
+	if !cp.Provisioning() {
+		return "", true, nil
+	}
+	if !p.VarsKnown {
+		return "", false, nil
+	}
+	d, err := cp.PlannedDigest(p.Pool, p.Kind, p.Vars)
+	if err != nil {
+		return "", false, refuse("", "Cannot compute the provisioning digest", err.Error())
+	}
+	return d, true, nil
+}

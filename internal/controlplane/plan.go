@@ -80,6 +80,8 @@ type NewPlanRequest struct {
 	// `terraform destroy` plans first): the refusal is a notice, and the quote carries it to the
 	// create (Quote.NameInUse).
 	NameRefusedAtApply bool
+	// Provisioning is what the planned provisioning digest needs.
+	Provisioning PlannedProvisioning
 }
 
 // NewPlan is how a new machine is planned, and why.
@@ -103,6 +105,10 @@ type NewPlan struct {
 	Unmapped map[string][]string
 	// Notices are the warnings that go with the plan.
 	Notices []Notice
+	// Digest is the planned provisioning digest ("" with provisioning off); DigestKnown is false
+	// while the playbook's variables are unknown.
+	Digest      string
+	DigestKnown bool
 }
 
 // PlanNew decides a new machine's offer. With an offer_id it checks the pinned offer against the
@@ -112,6 +118,20 @@ type NewPlan struct {
 // and returns the choice as a NewQuote. Errors are *RequestError (an impossible request), *Refusal, or
 // the context's.
 func (cp *ControlPlane) PlanNew(ctx context.Context, req NewPlanRequest) (NewPlan, error) {
+	plan, err := cp.planNew(ctx, req)
+	if err != nil {
+		return plan, err
+	}
+	if plan.Digest, plan.DigestKnown, err = cp.plannedDigest(req.Provisioning); err != nil {
+		return plan, err
+	}
+	if req.AllowFallback {
+		return plan, cp.CountBudget(req.Name, "cheapest offer now, chosen at apply", plan.Estimate)
+	}
+	return plan, cp.CountBudget(req.Name, plan.OfferID, plan.Offer.PricePerHour)
+}
+
+func (cp *ControlPlane) planNew(ctx context.Context, req NewPlanRequest) (NewPlan, error) {
 	if err := cp.Validate(req.Request); err != nil {
 		return NewPlan{}, err
 	}
@@ -387,6 +407,8 @@ type ChangeRequest struct {
 	// the variables are unknown.
 	Digest      string
 	DigestKnown bool
+	// Provisioning, when set, computes Digest and DigestKnown from the playbook's variables.
+	Provisioning *PlannedProvisioning
 }
 
 // Change is what a plan does to an existing machine.
@@ -411,6 +433,12 @@ type ChangePlan struct {
 	ReplaceBecause string
 	// Notices say why, where the user should hear it.
 	Notices []Notice
+	// Digest is the planned provisioning digest when the request gave Provisioning (see NewPlan).
+	Digest      string
+	DigestKnown bool
+	// Provisioning says whether provisioning is on: a re-provisioned machine's host key and health
+	// are known only after apply.
+	Provisioning bool
 }
 
 // PlanChange decides what a plan does to a machine a state holds: replace it when it is unhealthy
@@ -418,7 +446,23 @@ type ChangePlan struct {
 // repaired in place); provision it again when the planned digest differs from the one it was
 // provisioned with (or is not known yet), or when it is not ready (an interrupted or failed apply:
 // resumed in place); otherwise keep it.
-func (cp *ControlPlane) PlanChange(req ChangeRequest) ChangePlan {
+func (cp *ControlPlane) PlanChange(req ChangeRequest) (ChangePlan, error) {
+	if req.Provisioning != nil {
+		var err error
+		if req.Digest, req.DigestKnown, err = cp.plannedDigest(*req.Provisioning); err != nil {
+			return ChangePlan{}, err
+		}
+	}
+	plan := cp.planChange(req)
+	plan.Digest, plan.DigestKnown, plan.Provisioning = req.Digest, req.DigestKnown, cp.Provisioning()
+	if plan.Change == Replace {
+		return plan, nil // a replacement counts at its new price
+	}
+	// Kept or provisioned in place: it bills its price in state.
+	return plan, cp.CountBudget(req.Name, "in state, "+req.Record.Name, req.Record.PricePerHour)
+}
+
+func (cp *ControlPlane) planChange(req ChangeRequest) ChangePlan {
 	var plan ChangePlan
 	rec := req.Record
 	if rec.Health.Status == HealthUnhealthy && rec.Status == cloudprovider.StatusReady {

@@ -152,7 +152,7 @@ func TestPlanChange(t *testing.T) {
 	cp := New(testInventory(t), nil, Options{Provisioner: &scriptedProvisioner{}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := cp.PlanChange(tc.req)
+			p, _ := cp.PlanChange(tc.req)
 			var summaries []string
 			for _, n := range p.Notices {
 				summaries = append(summaries, n.Summary)

@@ -159,14 +159,8 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if !known || plan.Name.IsUnknown() || configuredOffer.IsUnknown() {
 		return // decided once the inputs are known
 	}
-	if err := r.data.cp.Validate(offerReq); err != nil {
-		addPlanError(&resp.Diagnostics, err)
-		return
-	}
-	plan.ProvisioningDigest = r.plannedDigest(ctx, &plan, offerReq.Kind, &resp.Diagnostics)
-
 	np := controlplane.NewPlanRequest{Name: plan.Name.ValueString(), Request: offerReq, AllowFallback: plan.AllowFallback.ValueBool(), Held: r.data.walk.holds,
-		NameRefusedAtApply: !r.data.command.refusesNamesAtPlan()}
+		NameRefusedAtApply: !r.data.command.refusesNamesAtPlan(), Provisioning: plannedProvisioning(ctx, &plan, offerReq.Kind, &resp.Diagnostics)}
 	key := quoteKey(np.Name, offerReq, np.AllowFallback)
 	pinned := !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull()
 	if pinned {
@@ -200,14 +194,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		addPlanError(&resp.Diagnostics, err)
 		return
 	}
-	if np.AllowFallback {
-		r.countBudget(&resp.Diagnostics, np.Name, "cheapest offer now, chosen at apply", decided.Estimate)
-	} else {
-		r.countBudget(&resp.Diagnostics, np.Name, decided.OfferID, decided.Offer.PricePerHour)
-	}
-	if resp.Diagnostics.HasError() {
-		return
-	}
+	plan.ProvisioningDigest = digestValue(decided.Digest, decided.DigestKnown)
 	if decided.NewQuote != nil {
 		decided.NewQuote.Expires = time.Now().Add(r.data.quotes.ttl).UTC().Truncate(time.Second)
 		if err := r.data.quotes.put(key, *decided.NewQuote); err != nil {
@@ -241,21 +228,18 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// plannedDigest is the planned provisioning digest: unknown while the variables are, null with
-// provisioning off.
-func (r *gpuInstanceResource) plannedDigest(ctx context.Context, m *gpuInstanceModel, kind string, diags *diag.Diagnostics) types.String {
-	if !r.data.cp.Provisioning() {
-		return types.StringNull()
-	}
+// plannedProvisioning is what the planned provisioning digest needs from the model.
+func plannedProvisioning(ctx context.Context, m *gpuInstanceModel, kind string, diags *diag.Diagnostics) controlplane.PlannedProvisioning {
 	vars, ok, d := provisioningVars(ctx, m)
 	diags.Append(d...)
-	if !ok {
+	return controlplane.PlannedProvisioning{Pool: m.Pool.ValueString(), Kind: kind, Vars: vars, VarsKnown: ok}
+}
+
+// digestValue is a planned provisioning digest: unknown while the variables are, null with
+// provisioning off.
+func digestValue(digest string, known bool) types.String {
+	if !known {
 		return types.StringUnknown()
-	}
-	digest, err := r.data.cp.PlannedDigest(m.Pool.ValueString(), kind, vars)
-	if err != nil {
-		diags.AddError("Cannot compute the provisioning digest", err.Error())
-		return m.ProvisioningDigest
 	}
 	return stringOrNull(digest)
 }
@@ -268,17 +252,15 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	digest := r.plannedDigest(ctx, plan, state.Kind.ValueString(), &resp.Diagnostics)
-	decided := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
-		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), Digest: digest.ValueString(), DigestKnown: !digest.IsUnknown()})
+	pp := plannedProvisioning(ctx, plan, state.Kind.ValueString(), &resp.Diagnostics)
+	decided, err := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
+		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), Provisioning: &pp})
 	addNotices(&resp.Diagnostics, decided.Notices)
-	if decided.Change != controlplane.Replace {
-		// Kept or provisioned in place: it bills its price in state (a replacement counts at its new price).
-		r.countBudget(&resp.Diagnostics, state.Name.ValueString(), "in state, "+state.ID.ValueString(), usdOf(state.PricePerHour))
-		if resp.Diagnostics.HasError() {
-			return
-		}
+	if err != nil {
+		addPlanError(&resp.Diagnostics, err)
+		return
 	}
+	digest := digestValue(decided.Digest, decided.DigestKnown)
 	switch decided.Change {
 	case controlplane.Replace:
 		if decided.ReplaceBecause == "health" {
@@ -301,7 +283,7 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 		}
 		// Provisioning ends with the health checks: health is known after apply.
 		plan.Health, plan.HealthCheckedAt, plan.HealthReason = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
-		if !r.data.cp.Provisioning() {
+		if !decided.Provisioning {
 			plan.HostKey = state.HostKey
 			plan.Health, plan.HealthCheckedAt, plan.HealthReason = state.Health, state.HealthCheckedAt, state.HealthReason
 		}

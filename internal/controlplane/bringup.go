@@ -289,11 +289,6 @@ func (cp *ControlPlane) Import(ctx context.Context, name string) (imp Imported, 
 	return imp, true, nil
 }
 
-// CheckImportName says whether name can be imported: it must start with a configured pool's prefix.
-func (cp *ControlPlane) CheckImportName(name string) error {
-	_, err := cp.manager.Route(name)
-	return err
-}
 
 // readMarker sets an imported machine's record from the marker hydra's playbooks leave on every
 // machine they provisioned: with a marker the machine is ready with that digest; without one it stays

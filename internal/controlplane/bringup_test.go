@@ -340,8 +340,8 @@ func TestImport(t *testing.T) {
 	if _, found, err := cp.Import(context.Background(), "verda-vm-none"); found || err != nil {
 		t.Errorf("Import of a machine that does not exist = %v, %v; want not found", found, err)
 	}
-	if err := cp.CheckImportName("nowhere-x"); err == nil {
-		t.Error("CheckImportName accepted a name of no configured pool")
+	if err := cp.CheckImportID(context.Background(), "nowhere-x"); err == nil {
+		t.Error("CheckImportID accepted a name of no configured pool")
 	}
 }
 

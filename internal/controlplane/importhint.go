@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,22 +11,25 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
-// ImportIDProblem checks an import ID before the import reads it: an ID without its "--<token>" suffix
-// (the resource's name, or the pool's prefix and the name) names no machine hydra made, and Terraform
-// would only say "Cannot import non-existent remote object". It lists the configured clouds' machines
-// and returns what is wrong with the ID and the machines it probably means, or "" to go on with the
-// import (a full cloud-side name, or a machine that really has that name, made before ownership
-// tokens).
-func (cp *ControlPlane) ImportIDProblem(ctx context.Context, id string) string {
+// CheckImportID checks an import ID before the import reads it: it must route to a configured pool
+// by its prefix, and an ID without its "--<token>" suffix (the resource's name, or the pool's prefix
+// and the name) names no machine hydra made, where Terraform would only say "Cannot import
+// non-existent remote object": the error then says what is wrong and lists the machines it probably
+// means. nil goes on with the import (a full cloud-side name, or a machine that really has that name,
+// made before ownership tokens).
+func (cp *ControlPlane) CheckImportID(ctx context.Context, id string) error {
 	var pools []inventory.Pool
 	for _, pm := range cp.manager.Pools() {
 		pools = append(pools, pm.Pool)
 	}
-	if !needsCandidates(pools, id) {
-		return ""
+	if needsCandidates(pools, id) {
+		res := cp.Machines(ctx, nil)
+		if problem := importHint(id, pools, res.Machines, res.Unreachable); problem != "" {
+			return errors.New(problem)
+		}
 	}
-	res := cp.Machines(ctx, nil)
-	return importHint(id, pools, res.Machines, res.Unreachable)
+	_, err := cp.manager.Route(id)
+	return err
 }
 
 // needsCandidates says whether an import ID might lack its token: it carries none in the pool its

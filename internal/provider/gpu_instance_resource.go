@@ -627,11 +627,7 @@ func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteReq
 // ImportState takes the instance's cloud-side name (pool prefix + name); the prefix routes it to its pool.
 func (r *gpuInstanceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	if r.data != nil {
-		if problem := r.data.cp.ImportIDProblem(ctx, req.ID); problem != "" {
-			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU instance (%s)", req.ID), problem)
-			return
-		}
-		if err := r.data.cp.CheckImportName(req.ID); err != nil {
+		if err := r.data.cp.CheckImportID(ctx, req.ID); err != nil {
 			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU instance (%s)", req.ID), err.Error())
 			return
 		}

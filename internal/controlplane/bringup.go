@@ -289,7 +289,6 @@ func (cp *ControlPlane) Import(ctx context.Context, name string) (imp Imported, 
 	return imp, true, nil
 }
 
-
 // readMarker sets an imported machine's record from the marker hydra's playbooks leave on every
 // machine they provisioned: with a marker the machine is ready with that digest; without one it stays
 // running. With provisioning off, a running machine is ready. It returns why the marker could not be

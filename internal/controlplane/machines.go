@@ -49,6 +49,9 @@ type ListResult struct {
 	Machines []Machine
 	// Unreachable maps a cloud to why it could not be listed.
 	Unreachable map[string]string
+	// At is when the machines were listed; Grace is the configured orphan grace (see Orphans).
+	At    time.Time
+	Grace time.Duration
 }
 
 // Machines lists the machines of every configured pool (of the given clouds only when clouds is not
@@ -60,7 +63,7 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 			intents[in.CloudName] = in
 		}
 	}
-	res := ListResult{Unreachable: map[string]string{}}
+	res := ListResult{Unreachable: map[string]string{}, At: cp.Now(), Grace: cp.opts.OrphanGrace}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, pm := range cp.manager.Pools() {
@@ -138,9 +141,6 @@ func (r ListResult) Orphans(grace time.Duration) []Machine {
 	}
 	return out
 }
-
-// OrphanGrace is the configured orphan grace period.
-func (cp *ControlPlane) OrphanGrace() time.Duration { return cp.opts.OrphanGrace }
 
 // Named returns the live machines created for resource name in the pools of kind on the given clouds
 // (every configured cloud when clouds is empty), and the clouds that could not be asked.

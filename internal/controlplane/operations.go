@@ -64,14 +64,8 @@ func (cp *ControlPlane) Create(ctx context.Context, req CreateRequest, save func
 	}
 	offers, err := cp.LaunchOffers(ctx, req.Request, req.OfferID)
 	var rose *PriceRoseError
-	var none *NoOfferError
-	switch {
-	case errors.As(err, &rose):
-		out.ForgetQuote = true
-		return out, err
-	case errors.As(err, &none):
-		return out, errors.New(NoOfferDetail(none.Request, none.Result, cp.Closest(ctx, none.Request)))
-	case err != nil:
+	if err != nil {
+		out.ForgetQuote = errors.As(err, &rose)
 		return out, err
 	}
 	var misses []CapacityMiss

@@ -119,13 +119,28 @@ func (e *PriceRoseError) Error() string {
 		e.OfferID, e.Planned.PerHour(), e.Now.PerHour())
 }
 
-// NoOfferError says no offer matches a request now; Result says why each cloud said no.
+// NoOfferError says no offer matches a request now: Result says why each cloud said no, Closest what
+// would match with one requirement relaxed.
 type NoOfferError struct {
 	Request OfferRequest
 	Result  OfferResult
+	Closest []Near
 }
 
-func (e *NoOfferError) Error() string { return "no offer matches the request: " + e.Result.Explain() }
+func (e *NoOfferError) Error() string { return NoOfferDetail(e.Request, e.Result, e.Closest) }
+
+// FindOffers returns the offers matching req now (listings may be cached), or, when none is eligible,
+// the result with a *NoOfferError.
+func (cp *ControlPlane) FindOffers(ctx context.Context, req OfferRequest) (OfferResult, error) {
+	res, err := cp.Offers(ctx, req, false)
+	if err != nil {
+		return res, err
+	}
+	if _, ok := res.Cheapest(); !ok {
+		return res, &NoOfferError{Request: req, Result: res, Closest: cp.Closest(ctx, req)}
+	}
+	return res, nil
+}
 
 // LaunchOffers returns the offers a create may launch, best first. With a pinned offer ID: that offer
 // alone, with the details the cloud needs again at create (upstream ids, auction ids), or a
@@ -138,7 +153,7 @@ func (cp *ControlPlane) LaunchOffers(ctx context.Context, req OfferRequest, pinn
 			return nil, err
 		}
 		if len(res.Offers) == 0 {
-			return nil, &NoOfferError{Request: req, Result: res}
+			return nil, &NoOfferError{Request: req, Result: res, Closest: cp.Closest(ctx, req)}
 		}
 		return res.Offers, nil
 	}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -180,17 +181,18 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	}
 	oreq, _, diags := m.request(ctx)
 	resp.Diagnostics.Append(diags...)
-	res, err := d.data.cp.Offers(ctx, oreq, false)
+	res, err := d.data.cp.FindOffers(ctx, oreq)
+	var none *controlplane.NoOfferError
+	if errors.As(err, &none) {
+		d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
+		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", none.Error())
+		return
+	}
 	if err != nil {
 		addPlanError(&resp.Diagnostics, err)
 		return
 	}
-	best, ok := res.Cheapest()
-	if !ok {
-		d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
-		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", controlplane.NoOfferDetail(oreq, res, d.data.cp.Closest(ctx, oreq)))
-		return
-	}
+	best, _ := res.Cheapest()
 	m.ID = types.StringValue(best.ID)
 	m.Cloud = types.StringValue(best.Cloud)
 	m.Pool = types.StringValue(best.Pool)

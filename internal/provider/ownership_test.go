@@ -92,17 +92,7 @@ func TestAccGPUInstance_sameNameDestroyWorks(t *testing.T) {
 
 	// The real binary, as in production: the provider reads the terraform command that started it.
 	two := newCLIDirBinary(t, "")
-	two.write(s.providerConfigIn(two.dir, "") + `
-resource "hydra_gpu_instance" "mine" {
-  name     = "mine"
-  gpu_type = "l4"
-}
-resource "hydra_gpu_instance" "clash" {
-  name     = "taken"
-  gpu_type = "l4"
-}
-`)
-	two.mustRun("apply", "-auto-approve", "-target=hydra_gpu_instance.mine")
+	mineAndClash(s, two)
 	if out, err := two.run("plan"); err == nil || !errorPattern("GPU instance name already in use", first.Name).MatchString(out) {
 		t.Fatalf("the clashing create must be refused at plan, naming %s (err %v):\n%s", first.Name, err, out)
 	}
@@ -381,17 +371,7 @@ func TestAccGPUInstance_unknownCommand(t *testing.T) {
 	s, one, first := applyOneInFirstDir(t, "taken")
 
 	two := newCLIDirReattach(t, "")
-	two.write(s.providerConfigIn(two.dir, "") + `
-resource "hydra_gpu_instance" "mine" {
-  name     = "mine"
-  gpu_type = "l4"
-}
-resource "hydra_gpu_instance" "clash" {
-  name     = "taken"
-  gpu_type = "l4"
-}
-`)
-	two.mustRun("apply", "-auto-approve", "-target=hydra_gpu_instance.mine")
+	mineAndClash(s, two)
 	mine := s.live()
 	if len(mine) != 2 {
 		t.Fatalf("%d machines after the targeted apply, want 2", len(mine))
@@ -464,4 +444,20 @@ func TestAccGPUInstance_terraformTestCleanup(t *testing.T) {
 	for _, r := range s.live() {
 		deleteAtCloud(t, s, r.ID)
 	}
+}
+
+// mineAndClash configures two with a machine of its own, applied, and one named as the other
+// directory's ("taken"), not applied.
+func mineAndClash(s *testSandbox, two *cliDir) {
+	two.write(s.providerConfigIn(two.dir, "") + `
+resource "hydra_gpu_instance" "mine" {
+  name     = "mine"
+  gpu_type = "l4"
+}
+resource "hydra_gpu_instance" "clash" {
+  name     = "taken"
+  gpu_type = "l4"
+}
+`)
+	two.mustRun("apply", "-auto-approve", "-target=hydra_gpu_instance.mine")
 }

@@ -22,40 +22,43 @@ type gpuInstanceModel struct {
 	ID   types.String `tfsdk:"id"`
 	Name types.String `tfsdk:"name"`
 	offerRequestModel
-	OfferID                 types.String  `tfsdk:"offer_id"`
-	AllowFallback           types.Bool    `tfsdk:"allow_fallback"`
-	BidTimeout              types.String  `tfsdk:"bid_timeout"`
-	ReplaceWhenUnhealthy    types.Bool    `tfsdk:"replace_when_unhealthy"`
-	DrainTimeout            types.String  `tfsdk:"drain_timeout"`
-	Health                  types.String  `tfsdk:"health"`
-	HealthCheckedAt         types.String  `tfsdk:"health_checked_at"`
-	HealthReason            types.String  `tfsdk:"health_reason"`
-	SSHPublicKeys           types.List    `tfsdk:"ssh_public_keys"`
-	ProvisioningVars        types.Dynamic `tfsdk:"provisioning_vars"`
-	MaxProvisioningAttempts types.Int64   `tfsdk:"max_provisioning_attempts"`
-	CloudInstanceID         types.String  `tfsdk:"cloud_instance_id"`
-	Cloud                   types.String  `tfsdk:"cloud"`
-	Pool                    types.String  `tfsdk:"pool"`
-	Region                  types.String  `tfsdk:"region"`
-	InstanceType            types.String  `tfsdk:"instance_type"`
-	PricePerHour            types.Float64 `tfsdk:"price_usd_per_hour"`
-	EstimatedPricePerHour   types.Float64 `tfsdk:"estimated_price_usd_per_hour"`
-	IsSpot                  types.Bool    `tfsdk:"is_spot"`
-	hardwareModel
-	OtherClouds          types.Map      `tfsdk:"other_clouds"`
-	OfferDetails         types.Map      `tfsdk:"offer_details"`
-	Status               types.String   `tfsdk:"status"`
-	CloudStatus          types.String   `tfsdk:"cloud_status"`
-	ReadyAt              types.String   `tfsdk:"ready_at"`
-	CreatedAt            types.String   `tfsdk:"created_at"`
-	ProvisioningAttempts types.Int64    `tfsdk:"provisioning_attempts"`
-	ProvisioningDigest   types.String   `tfsdk:"provisioning_digest"`
-	ProvisioningError    types.String   `tfsdk:"provisioning_error"`
-	HostKey              types.String   `tfsdk:"host_key"`
-	SSHHost              types.String   `tfsdk:"ssh_host"`
-	SSHPort              types.Int64    `tfsdk:"ssh_port"`
-	SSHUser              types.String   `tfsdk:"ssh_user"`
-	Timeouts             timeouts.Value `tfsdk:"timeouts"`
+	OfferID                 types.String   `tfsdk:"offer_id"`
+	AllowFallback           types.Bool     `tfsdk:"allow_fallback"`
+	BidTimeout              types.String   `tfsdk:"bid_timeout"`
+	ReplaceWhenUnhealthy    types.Bool     `tfsdk:"replace_when_unhealthy"`
+	DrainTimeout            types.String   `tfsdk:"drain_timeout"`
+	Health                  types.String   `tfsdk:"health"`
+	HealthCheckedAt         types.String   `tfsdk:"health_checked_at"`
+	HealthReason            types.String   `tfsdk:"health_reason"`
+	SSHPublicKeys           types.List     `tfsdk:"ssh_public_keys"`
+	ProvisioningVars        types.Dynamic  `tfsdk:"provisioning_vars"`
+	MaxProvisioningAttempts types.Int64    `tfsdk:"max_provisioning_attempts"`
+	CloudInstanceID         types.String   `tfsdk:"cloud_instance_id"`
+	Cloud                   types.String   `tfsdk:"cloud"`
+	Pool                    types.String   `tfsdk:"pool"`
+	Region                  types.String   `tfsdk:"region"`
+	InstanceType            types.String   `tfsdk:"instance_type"`
+	PricePerHour            types.Float64  `tfsdk:"price_usd_per_hour"`
+	EstimatedPricePerHour   types.Float64  `tfsdk:"estimated_price_usd_per_hour"`
+	IsSpot                  types.Bool     `tfsdk:"is_spot"`
+	GPUFormFactor           types.String   `tfsdk:"gpu_form_factor"`
+	GPUMemoryGB             types.Int64    `tfsdk:"gpu_memory_gb"`
+	VCPUs                   types.Int64    `tfsdk:"vcpus"`
+	MemoryGB                types.Int64    `tfsdk:"memory_gb"`
+	OtherClouds             types.Map      `tfsdk:"other_clouds"`
+	OfferDetails            types.Map      `tfsdk:"offer_details"`
+	Status                  types.String   `tfsdk:"status"`
+	CloudStatus             types.String   `tfsdk:"cloud_status"`
+	ReadyAt                 types.String   `tfsdk:"ready_at"`
+	CreatedAt               types.String   `tfsdk:"created_at"`
+	ProvisioningAttempts    types.Int64    `tfsdk:"provisioning_attempts"`
+	ProvisioningDigest      types.String   `tfsdk:"provisioning_digest"`
+	ProvisioningError       types.String   `tfsdk:"provisioning_error"`
+	HostKey                 types.String   `tfsdk:"host_key"`
+	SSHHost                 types.String   `tfsdk:"ssh_host"`
+	SSHPort                 types.Int64    `tfsdk:"ssh_port"`
+	SSHUser                 types.String   `tfsdk:"ssh_user"`
+	Timeouts                timeouts.Value `tfsdk:"timeouts"`
 }
 
 // record is the control plane's record of the machine, read from the model (null and unknown read
@@ -102,7 +105,7 @@ func (m *gpuInstanceModel) setImported(imp controlplane.Imported) {
 	m.OfferID, m.Cloud, m.Pool = types.StringValue(imp.OfferID), types.StringValue(imp.Pool.Cloud), types.StringValue(imp.Pool.Name)
 	m.Region, m.InstanceType = types.StringValue(inst.Region), types.StringValue(inst.InstanceType)
 	m.PricePerHour, m.EstimatedPricePerHour = usdValue(inst.PricePerHour), types.Float64Null()
-	m.setHardware(inst.Hardware)
+	setHardware(m, inst.Hardware)
 	m.OtherClouds, m.OfferDetails = types.MapNull(types.StringType), types.MapNull(types.StringType)
 	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
 	m.setRecord(imp.Record)

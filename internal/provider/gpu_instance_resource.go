@@ -218,7 +218,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.OtherClouds = stringMap(ctx, decided.WhyNot, &resp.Diagnostics)
 	default:
 		if decided.HardwareKnown {
-			plan.setHardware(decided.Hardware)
+			setHardware(&plan, decided.Hardware)
 		}
 		plan.OtherClouds = stringMap(ctx, decided.WhyNot, &resp.Diagnostics)
 		plan.OfferID = types.StringValue(decided.OfferID)
@@ -404,7 +404,7 @@ func (r *gpuInstanceResource) setLaunched(ctx context.Context, m *gpuInstanceMod
 	}
 	if m.GPUFormFactor.IsUnknown() {
 		// Left to apply (a pinned offer, or allow_fallback): what the launched offer's cloud said.
-		m.setHardware(l.Offer.Hardware)
+		setHardware(m, l.Offer.Hardware)
 	}
 }
 

@@ -30,17 +30,20 @@ type gpuOfferDataSource struct{ dataSourceData }
 
 type gpuOfferModel struct {
 	offerRequestModel
-	ID           types.String  `tfsdk:"id"`
-	Cloud        types.String  `tfsdk:"cloud"`
-	Pool         types.String  `tfsdk:"pool"`
-	Region       types.String  `tfsdk:"region"`
-	InstanceType types.String  `tfsdk:"instance_type"`
-	PricePerHour types.Float64 `tfsdk:"price_usd_per_hour"`
-	IsSpot       types.Bool    `tfsdk:"is_spot"`
-	hardwareModel
-	Offers     types.List `tfsdk:"offers"`
-	Rejections types.Map  `tfsdk:"rejections"`
-	Unmapped   types.Map  `tfsdk:"unmapped"`
+	ID            types.String  `tfsdk:"id"`
+	Cloud         types.String  `tfsdk:"cloud"`
+	Pool          types.String  `tfsdk:"pool"`
+	Region        types.String  `tfsdk:"region"`
+	InstanceType  types.String  `tfsdk:"instance_type"`
+	PricePerHour  types.Float64 `tfsdk:"price_usd_per_hour"`
+	IsSpot        types.Bool    `tfsdk:"is_spot"`
+	GPUFormFactor types.String  `tfsdk:"gpu_form_factor"`
+	GPUMemoryGB   types.Int64   `tfsdk:"gpu_memory_gb"`
+	VCPUs         types.Int64   `tfsdk:"vcpus"`
+	MemoryGB      types.Int64   `tfsdk:"memory_gb"`
+	Offers        types.List    `tfsdk:"offers"`
+	Rejections    types.Map     `tfsdk:"rejections"`
+	Unmapped      types.Map     `tfsdk:"unmapped"`
 }
 
 var offerAttrTypes = map[string]attr.Type{
@@ -197,7 +200,8 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	m.InstanceType = types.StringValue(best.InstanceType)
 	m.PricePerHour = usdValue(best.PricePerHour)
 	m.IsSpot = types.BoolValue(best.Spot)
-	m.setHardware(best.Hardware)
+	m.GPUFormFactor = stringOrNull(best.FormFactor)
+	m.GPUMemoryGB, m.VCPUs, m.MemoryGB = intOrNull(best.GPUMemoryGB), intOrNull(best.VCPUs), intOrNull(best.MemoryGB)
 
 	objType := types.ObjectType{AttrTypes: offerAttrTypes}
 	var elems []attr.Value

@@ -14,16 +14,8 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
-// hardwareModel is the hardware attributes hydra_gpu_instance and hydra_gpu_offer share.
-type hardwareModel struct {
-	GPUFormFactor types.String `tfsdk:"gpu_form_factor"`
-	GPUMemoryGB   types.Int64  `tfsdk:"gpu_memory_gb"`
-	VCPUs         types.Int64  `tfsdk:"vcpus"`
-	MemoryGB      types.Int64  `tfsdk:"memory_gb"`
-}
-
 // setHardware shows what a cloud said of a machine; what it did not say is null.
-func (m *hardwareModel) setHardware(h cloudprovider.Hardware) {
+func setHardware(m *gpuInstanceModel, h cloudprovider.Hardware) {
 	m.GPUFormFactor = stringOrNull(h.FormFactor)
 	m.GPUMemoryGB = intOrNull(h.GPUMemoryGB)
 	m.VCPUs = intOrNull(h.VCPUs)

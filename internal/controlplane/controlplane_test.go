@@ -68,6 +68,11 @@ func (f *fakeBackend) store(req cloudprovider.CreateRequest) cloudprovider.Insta
 	inst := cloudprovider.Instance{ID: fmt.Sprintf("%s-%d", f.cloud, f.created), Name: req.Name, Cloud: f.cloud, Region: req.Offer.Region,
 		InstanceType: req.Offer.InstanceType, Status: cloudprovider.StatusRunning, SSH: &cloudprovider.SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"},
 		CreatedAt: time.Now()}
+	for _, o := range f.offers {
+		if o.Region == req.Offer.Region && o.InstanceType == req.Offer.InstanceType && o.Spot == req.Offer.Spot {
+			inst.PricePerHour = o.PricePerHour // billed at its price now, as a cloud does
+		}
+	}
 	f.instances[inst.ID] = inst
 	return inst
 }

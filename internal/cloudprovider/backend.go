@@ -134,7 +134,9 @@ type Instance struct {
 	GPUCount     int
 	// Hardware is filled where the cloud reports it for a machine (zero values otherwise).
 	Hardware
-	Spot         bool
+	Spot bool
+	// PricePerHour is what the cloud bills for the machine per hour, as it reports it (0: not
+	// reported); a refresh records it as the machine's price.
 	PricePerHour money.USD
 	// Status is the cloud's status mapped onto hydra's (pending, running, terminated or error).
 	Status Status

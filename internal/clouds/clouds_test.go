@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -289,6 +290,9 @@ func TestEmulatorsStartAndStop(t *testing.T) {
 			if b.Cloud() != d.Name {
 				t.Errorf("the backend calls itself %q", b.Cloud())
 			}
+			if got := cloudprovider.FactsOf(b); got != (d.Facts) {
+				t.Errorf("the backend states %+v, its driver %+v (the docs are written from the driver's)", got, d.Facts)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			offers, err := b.Offers(ctx)
@@ -406,6 +410,23 @@ func TestOneSpellingPerCloud(t *testing.T) {
 	for _, p := range inv.Pools {
 		if !strings.HasPrefix(p.Name, p.Cloud+"-") {
 			t.Errorf("pool %q of cloud %q does not start with the cloud's name", p.Name, p.Cloud)
+		}
+	}
+}
+
+// TestBillingMarkdown: the docs' billing sentence comes from what the clouds state, every cloud named once.
+func TestBillingMarkdown(t *testing.T) {
+	got := BillingMarkdown()
+	for _, d := range Registered() {
+		name := d.Title
+		if d.Facts.BillingUnit > 0 {
+			name = d.Facts.Billing
+		}
+		if d.Simulated {
+			name = strings.ToLower(d.Title)
+		}
+		if strings.Count(got, name) != 1 {
+			t.Errorf("BillingMarkdown() = %q: %q is not named exactly once", got, name)
 		}
 	}
 }

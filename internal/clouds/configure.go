@@ -11,13 +11,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // Configured is a cloud ready for the control plane.
 type Configured struct {
-	Backend controlplane.InstanceManagerBackend
+	Backend cloudprovider.InstanceManagerBackend
 	// Emulated is true when the backend talks to the cloud's local emulator (emulator_dir).
 	Emulated bool
 	// StateDir is a simulated cloud's directory (the sandbox's dir), "" for a real cloud.
@@ -169,7 +169,7 @@ func (e *Emulators) Stop(ctx context.Context) error {
 
 // asBackend turns a backend constructor's answer into the interface, without a non-nil interface
 // holding a nil pointer when it failed.
-func asBackend[B controlplane.InstanceManagerBackend](b B, err error) (controlplane.InstanceManagerBackend, error) {
+func asBackend[B cloudprovider.InstanceManagerBackend](b B, err error) (cloudprovider.InstanceManagerBackend, error) {
 	if err != nil {
 		return nil, err
 	}

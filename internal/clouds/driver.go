@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -29,15 +29,18 @@ type Driver struct {
 	// Settings are the block's attributes, besides the ones every driver gets (emulator_dir, and enabled
 	// when OffByDefault).
 	Settings []Setting
-	// OffByDefault clouds are asked only when their block also sets `enabled = true` (Mithril, whose
-	// bids are commitments), not merely when the block is present.
+	// OffByDefault clouds are asked only when their block also sets `enabled = true` (a cloud whose
+	// orders are commitments, such as auction bids), not merely when the block is present.
 	OffByDefault bool
 	// Simulated clouds rent nothing real (the sandbox): they have no emulator (no emulator_dir, no
 	// StartEmulator), and the provider uses them only on purpose.
 	Simulated bool
 	// Build makes the backend from the block's resolved settings. It returns a *MissingError
 	// (Settings.Require, RequireOneOf) when credentials are missing.
-	Build func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error)
+	Build func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error)
+	// Facts are what the cloud states about itself: its backend package's, the same its backend
+	// returns (cloudprovider.FactStater), here for the docs, which are written before any backend is built.
+	Facts cloudprovider.Facts
 	// StartEmulator serves the cloud's local emulator on a loopback port with its state in dir, and
 	// returns the settings (endpoint, credentials) that point Build at it.
 	StartEmulator func(dir string) (Emulator, error)

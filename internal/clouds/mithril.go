@@ -4,10 +4,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/mithril"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Mithril sells spot capacity by auction. Its bids are commitments, so it is off by default.
@@ -25,7 +25,7 @@ var Mithril = &Driver{
 			Doc: "A bid is placed only when it beats the auction's recent winning price by this much (and the " +
 				"auction's own signals agree); otherwise the offer is shown as not eligible with both prices."},
 	},
-	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		if err := s.Require("api_key"); err != nil {
 			return nil, err
 		}
@@ -34,7 +34,7 @@ var Mithril = &Driver{
 			BaseURL: s.String("endpoint"), WinMarginPercent: &margin, Tuning: s.tuning()}, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
-		return serve(emumithril.New(emumithril.Options{Options: emukit.Options{StateDir: dir}}).Start, func(url string) Values {
+		return serve(emumithril.New(emumithril.Options{Options: simulation.Options{StateDir: dir}}).Start, func(url string) Values {
 			return Values{"endpoint": url, "api_key": emumithril.DefaultAPIKey, "project": emumithril.DefaultProject}
 		})
 	},

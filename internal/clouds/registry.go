@@ -24,14 +24,7 @@ import (
 // simulated ones (the sandbox).
 var simulated = []*Driver{Sandbox}
 
-var registry = []*Driver{
-	Atlas,
-	Lambda,
-	Mithril,
-	PrimeIntellect,
-	UpCloud,
-	Verda,
-}
+var registry = []*Driver{Atlas, Lambda, Mithril, PrimeIntellect, UpCloud, Verda}
 
 // All returns every real cloud's driver, in the registry's order (the simulated sandbox is not among
 // them: Registered has it too). The slice is a copy; the drivers are shared and must not be changed.
@@ -82,4 +75,25 @@ func NamesMarkdown() string {
 		names[i] = "`" + n + "`"
 	}
 	return strings.Join(names, ", ")
+}
+
+// BillingMarkdown says how the registered clouds bill, from what each states (Driver.Facts): the
+// clouds with a documented billing unit in their own words, then the others, which accrue to the second.
+func BillingMarkdown() string {
+	var stated, silent []string
+	for _, d := range Registered() {
+		switch {
+		case d.Facts.BillingUnit > 0:
+			stated = append(stated, d.Facts.Billing)
+		case d.Simulated:
+			silent = append(silent, "the "+strings.ToLower(d.Title))
+		default:
+			silent = append(silent, d.Title)
+		}
+	}
+	note := ""
+	if len(stated) > 0 {
+		note = strings.Join(stated, "; ") + "; "
+	}
+	return note + joinAnd(silent) + " document none hydra found, so their machines accrue to the second."
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
@@ -31,7 +31,7 @@ var Sandbox = &Driver{
 		{Key: "dir", Doc: "Directory holding the sandbox's state (`catalog.json`, `faults.json`, `state.json`). Default `\".hydra-sandbox\"`."},
 		{Key: "boot_time", Doc: "How long a new sandbox instance stays `pending`, as a Go duration. Default `\"2s\"`."},
 	},
-	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		cfg := sandbox.Config{Dir: sandboxDir(s), BootTime: SandboxDefaultBootTime}
 		if v := s.String("boot_time"); v != "" {
 			d, err := time.ParseDuration(v)

@@ -86,8 +86,8 @@ func (s Settings) RequireOneOf(alternatives ...[]string) error {
 
 // MissingError says which settings (and environment variables) a cloud needs but was not given.
 type MissingError struct {
-	Cloud string // Title ("Verda")
-	Block string // provider block ("verda")
+	Cloud string // the cloud's Title
+	Block string // its provider block's name
 	// Need are the alternatives: each is a set of settings that together would do.
 	Need [][]Setting
 }

@@ -4,10 +4,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/upcloud"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // upcloudEmulatorLogin is the sub-account the UpCloud emulator started by emulator_dir accepts.
@@ -29,7 +29,8 @@ var UpCloud = &Driver{
 		{Key: "template",
 			Doc: "The storage template new machines are cloned from (UUID or exact title). Default: the newest public GPU-ready Ubuntu template."},
 	},
-	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (controlplane.InstanceManagerBackend, error) {
+	Facts: upcloud.Facts,
+	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		if err := s.RequireOneOf([]string{"username", "password"}, []string{"token"}); err != nil {
 			return nil, err
 		}
@@ -41,7 +42,7 @@ var UpCloud = &Driver{
 		return asBackend(upcloud.New(cfg, inv, logger))
 	},
 	StartEmulator: func(dir string) (Emulator, error) {
-		srv := emuupcloud.New(emuupcloud.Options{Options: emukit.Options{StateDir: dir}, Username: upcloudEmulatorLogin, Password: upcloudEmulatorLogin})
+		srv := emuupcloud.New(emuupcloud.Options{Options: simulation.Options{StateDir: dir}, Username: upcloudEmulatorLogin, Password: upcloudEmulatorLogin})
 		return serve(srv.Start, func(url string) Values {
 			return Values{"endpoint": url, "username": upcloudEmulatorLogin, "password": upcloudEmulatorLogin, "token": ""}
 		})

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // The values of Health.Status.
@@ -35,11 +37,11 @@ type Record struct {
 	// Name is the cloud-side name; ID the cloud's id.
 	Name, ID string
 	// Status is hydra's status: pending, running, provisioning, ready, terminated or error.
-	Status Status
+	Status cloudprovider.Status
 	// CloudStatus is the cloud's own word for the status, as last read.
 	CloudStatus string
 	// SSH is where the machine is reached (nil until the cloud has reported it).
-	SSH *SSHEndpoint
+	SSH *cloudprovider.SSHEndpoint
 	// HostKey is the pinned SSH host key.
 	HostKey string
 	// ReadyAt is when provisioning last succeeded (or, with provisioning off, when the machine ran).
@@ -55,30 +57,35 @@ type Record struct {
 	// CreatedAt is when the cloud created the machine (or, when the cloud does not say, when hydra's
 	// create returned); the start of its bill.
 	CreatedAt time.Time
+	// PricePerHour is what the cloud bills for the machine, as it last reported it (0: not reported).
+	PricePerHour money.USD
 }
 
 // Observe copies what the cloud reports of inst into the record: the cloud's status word, the SSH
 // endpoint when the cloud reports one (a known endpoint is kept otherwise), and the status. A running
 // machine keeps the status the control plane gave it (provisioning, ready, or error after a failed
 // provisioning); otherwise the cloud's status is the record's.
-func (r *Record) Observe(inst Instance) {
+func (r *Record) Observe(inst cloudprovider.Instance) {
 	r.CloudStatus = inst.CloudStatus
+	if inst.PricePerHour > 0 {
+		r.PricePerHour = inst.PricePerHour
+	}
 	if r.CreatedAt.IsZero() && !inst.CreatedAt.IsZero() {
 		// Set once: a later reading never moves a recorded creation (the plan keeps it).
 		r.CreatedAt = inst.CreatedAt
 	}
 	switch inst.Status {
-	case StatusPending, StatusError, StatusTerminated:
+	case cloudprovider.StatusPending, cloudprovider.StatusError, cloudprovider.StatusTerminated:
 		r.Status = inst.Status
-	case StatusRunning:
+	case cloudprovider.StatusRunning:
 		switch r.Status {
-		case StatusReady, StatusProvisioning:
-		case StatusError:
+		case cloudprovider.StatusReady, cloudprovider.StatusProvisioning:
+		case cloudprovider.StatusError:
 			if r.ProvisioningError == "" {
-				r.Status = StatusRunning
+				r.Status = cloudprovider.StatusRunning
 			}
 		default:
-			r.Status = StatusRunning
+			r.Status = cloudprovider.StatusRunning
 		}
 	}
 	if inst.SSH != nil {
@@ -89,7 +96,7 @@ func (r *Record) Observe(inst Instance) {
 
 // NewRecord is the record of a machine the cloud has just accepted: nothing ready, nothing
 // provisioned, its host key as the cloud reports it.
-func NewRecord(inst Instance) Record {
+func NewRecord(inst cloudprovider.Instance) Record {
 	r := Record{Name: inst.Name, ID: inst.ID, HostKey: inst.HostKey}
 	r.Observe(inst)
 	return r
@@ -129,7 +136,7 @@ func (e *ProvisioningFailedError) Unwrap() error { return e.Err }
 
 // Provisioning reports whether provisioning is on (a Provisioner other than NoProvisioning).
 func (cp *ControlPlane) Provisioning() bool {
-	_, off := cp.opts.Provisioner.(NoProvisioning)
+	_, off := cp.opts.Provisioner.(cloudprovider.NoProvisioning)
 	return !off
 }
 
@@ -138,21 +145,22 @@ func (cp *ControlPlane) Provisioning() bool {
 // recorded in rec and handed to save, so the caller's record of the machine is never behind what
 // happened. A wait that fails returns a *BootError; a provisioning that fails leaves rec in status
 // error and returns a *ProvisioningFailedError. When ctx is cancelled, rec keeps the status reached
-// (pending, running or provisioning), so a later Resume continues from there, and the context's
-// error is returned.
-func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst Instance, spec BringUpSpec, save func(Record)) error {
+// (pending, running or provisioning) so that Resume continues from there, and the error matches
+// context.Canceled (errors.Is): a *BootError when it came during the wait. A ctx that times out
+// instead is a failure like any other.
+func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst cloudprovider.Instance, spec BringUpSpec, save func(Record)) error {
 	put := func() {
 		if save != nil {
 			save(*rec)
 		}
 	}
 	rec.Observe(inst)
-	if p, ok := cp.opts.Provisioner.(Preparer); ok {
+	if p, ok := cp.opts.Provisioner.(cloudprovider.Preparer); ok {
 		p.Prepare()
 	}
-	if inst.Status != StatusRunning {
+	if inst.Status != cloudprovider.StatusRunning {
 		var err error
-		inst, err = cp.WaitRunning(ctx, inst, func(i Instance) { rec.Observe(i); put() })
+		inst, err = cp.WaitRunning(ctx, inst, func(i cloudprovider.Instance) { rec.Observe(i); put() })
 		rec.Observe(inst)
 		if err != nil {
 			put()
@@ -163,7 +171,7 @@ func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst Instance,
 		}
 	}
 	if !cp.Provisioning() {
-		rec.Status = StatusReady
+		rec.Status = cloudprovider.StatusReady
 		rec.ReadyAt = time.Now().UTC()
 		rec.Health = Health{}
 		rec.ProvisioningAttempts = 0
@@ -171,7 +179,7 @@ func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst Instance,
 		put()
 		return nil
 	}
-	rec.Status = StatusProvisioning
+	rec.Status = cloudprovider.StatusProvisioning
 	put()
 	ps := ProvisionSpec{Pool: spec.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount, HostKey: rec.HostKey, Vars: spec.Vars, MaxAttempts: spec.MaxAttempts}
 	out, err := cp.Provision(ctx, inst, ps, func(attempt int) {
@@ -185,7 +193,7 @@ func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst Instance,
 		return err
 	}
 	if err != nil {
-		rec.Status = StatusError
+		rec.Status = cloudprovider.StatusError
 		msg := err.Error()
 		if out.FailedTask != "" {
 			msg = fmt.Sprintf("host %s, task %q: %s", inst.Name, out.FailedTask, out.Message)
@@ -194,7 +202,7 @@ func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst Instance,
 		put()
 		return &ProvisioningFailedError{Attempts: out.Attempts, Err: err}
 	}
-	rec.Status = StatusReady
+	rec.Status = cloudprovider.StatusReady
 	rec.ReadyAt = out.ReadyAt
 	// Provisioning ends with the health checks: the machine is healthy as of now.
 	rec.Health = Health{Status: HealthHealthy, CheckedAt: out.ReadyAt}
@@ -226,7 +234,7 @@ func (cp *ControlPlane) Resume(ctx context.Context, rec *Record, spec BringUpSpe
 // from the cloud (Observe) and, for a ready machine, reads its health (see checkHealth).
 func (cp *ControlPlane) Refresh(ctx context.Context, rec *Record) (found bool, err error) {
 	inst, err := cp.manager.Get(ctx, InstanceRef{Name: rec.Name, ID: rec.ID})
-	if IsNotFound(err) || err == nil && inst.Status == StatusTerminated {
+	if cloudprovider.IsNotFound(err) || err == nil && inst.Status == cloudprovider.StatusTerminated {
 		return false, nil
 	}
 	if err != nil {
@@ -244,7 +252,7 @@ type Imported struct {
 	Resource string
 	// Pool is the machine's pool, routed by its name's prefix.
 	Pool     inventory.Pool
-	Instance Instance
+	Instance cloudprovider.Instance
 	// OfferID is the offer the machine matches, at the price the cloud reports for it.
 	OfferID string
 	// Record is the machine's lifecycle: ready with the marker's digest when hydra's provisioning
@@ -260,7 +268,7 @@ type Imported struct {
 // state holds the machine, and reads a ready machine's health.
 func (cp *ControlPlane) Import(ctx context.Context, name string) (imp Imported, found bool, err error) {
 	inst, err := cp.manager.Get(ctx, InstanceRef{Name: name})
-	if IsNotFound(err) || err == nil && inst.Status == StatusTerminated {
+	if cloudprovider.IsNotFound(err) || err == nil && inst.Status == cloudprovider.StatusTerminated {
 		return Imported{}, false, nil
 	}
 	if err != nil {
@@ -270,10 +278,10 @@ func (cp *ControlPlane) Import(ctx context.Context, name string) (imp Imported, 
 	if err != nil {
 		return Imported{}, false, err
 	}
-	resource, _, _ := ParseCloudName(pm.Pool, inst.Name)
+	resource, _, _ := cloudprovider.ParseCloudName(pm.Pool, inst.Name)
 	imp = Imported{Resource: resource, Pool: pm.Pool, Instance: inst,
-		OfferID: OfferID(Offer{Pool: pm.Pool.Name, Region: inst.Region, InstanceType: inst.InstanceType, Spot: inst.Spot, PricePerHour: inst.PricePerHour})}
-	imp.Record = Record{Name: inst.Name, ID: inst.ID, Status: StatusRunning, HostKey: inst.HostKey}
+		OfferID: OfferID(cloudprovider.Offer{Pool: pm.Pool.Name, Region: inst.Region, InstanceType: inst.InstanceType, Spot: inst.Spot, PricePerHour: inst.PricePerHour})}
+	imp.Record = Record{Name: inst.Name, ID: inst.ID, Status: cloudprovider.StatusRunning, HostKey: inst.HostKey}
 	imp.MarkerUnread = cp.readMarker(ctx, &imp.Record, inst)
 	cp.Held(ctx, inst)
 	imp.Record.Observe(inst)
@@ -281,22 +289,16 @@ func (cp *ControlPlane) Import(ctx context.Context, name string) (imp Imported, 
 	return imp, true, nil
 }
 
-// CheckImportName says whether name can be imported: it must start with a configured pool's prefix.
-func (cp *ControlPlane) CheckImportName(name string) error {
-	_, err := cp.manager.Route(name)
-	return err
-}
-
 // readMarker sets an imported machine's record from the marker hydra's playbooks leave on every
 // machine they provisioned: with a marker the machine is ready with that digest; without one it stays
 // running. With provisioning off, a running machine is ready. It returns why the marker could not be
 // read, when it could not (a machine without a marker is not an error).
-func (cp *ControlPlane) readMarker(ctx context.Context, rec *Record, inst Instance) error {
-	if inst.Status != StatusRunning {
+func (cp *ControlPlane) readMarker(ctx context.Context, rec *Record, inst cloudprovider.Instance) error {
+	if inst.Status != cloudprovider.StatusRunning {
 		return nil
 	}
 	if !cp.Provisioning() {
-		rec.Status = StatusReady
+		rec.Status = cloudprovider.StatusReady
 		rec.ReadyAt = time.Now().UTC()
 		return nil
 	}
@@ -309,12 +311,12 @@ func (cp *ControlPlane) readMarker(ctx context.Context, rec *Record, inst Instan
 	}
 	switch {
 	case err == nil:
-		rec.Status = StatusReady
+		rec.Status = cloudprovider.StatusReady
 		rec.ProvisioningDigest = marker.Digest
 		rec.ReadyAt = marker.ProvisionedAt.UTC()
 		cp.logger(ctx).Info("imported machine carries hydra's provisioning marker", "digest", marker.Digest, "playbook", marker.Playbook)
 		return nil
-	case errors.Is(err, ErrNoMarker):
+	case errors.Is(err, cloudprovider.ErrNoMarker):
 		cp.logger(ctx).Info("imported machine carries no provisioning marker: the next apply provisions it", "id", inst.Name)
 		return nil
 	default:
@@ -325,8 +327,8 @@ func (cp *ControlPlane) readMarker(ctx context.Context, rec *Record, inst Instan
 // checkHealth reads a ready machine's health during a refresh: read-only, with the pinned host key. A
 // machine that cannot be reached or read is unknown, never unhealthy. With provisioning off (or no
 // Inspector) there is nothing to check and the health is left as it is.
-func (cp *ControlPlane) checkHealth(ctx context.Context, rec *Record, inst Instance) {
-	if !cp.Provisioning() || cp.opts.Inspector == nil || rec.Status != StatusReady {
+func (cp *ControlPlane) checkHealth(ctx context.Context, rec *Record, inst cloudprovider.Instance) {
+	if !cp.Provisioning() || cp.opts.Inspector == nil || rec.Status != cloudprovider.StatusReady {
 		return
 	}
 	log := cp.logger(ctx)
@@ -339,7 +341,7 @@ func (cp *ControlPlane) checkHealth(ctx context.Context, rec *Record, inst Insta
 	switch {
 	case err != nil:
 		rec.Health = Health{Status: HealthUnknown, CheckedAt: now, Reason: truncate(err.Error(), 1024)}
-		if errors.Is(err, ErrHealthUnknown) {
+		if errors.Is(err, cloudprovider.ErrHealthUnknown) {
 			log.Warn("machine health unknown", "name", inst.Name, "why", err.Error())
 		} else {
 			log.Error("machine health unknown", "name", inst.Name, "why", err.Error())
@@ -370,7 +372,7 @@ func (cp *ControlPlane) Drain(ctx context.Context, rec Record, gpuType string, g
 	if pm.Pool.Kind != inventory.KindExeclet {
 		return
 	}
-	inst := Instance{Name: rec.Name, ID: rec.ID, SSH: rec.SSH}
+	inst := cloudprovider.Instance{Name: rec.Name, ID: rec.ID, SSH: rec.SSH}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	started := time.Now()
@@ -387,14 +389,6 @@ func (cp *ControlPlane) Drain(ctx context.Context, rec Record, gpuType string, g
 	}
 }
 
-// ErrNoMarker is matched (errors.Is) by Inspector.ReadMarker's error when the machine carries no
-// usable provisioning marker.
-var ErrNoMarker = errors.New("no provisioning marker")
-
-// ErrHealthUnknown is matched (errors.Is) by Inspector.ProbeHealth's error when the machine's health
-// could not be read: unreachable, no marker, or a probe that gave no verdict.
-var ErrHealthUnknown = errors.New("health unknown")
-
 // Marker is what hydra's provisioning leaves on a machine it provisioned.
 type Marker struct {
 	Digest        string
@@ -407,12 +401,12 @@ type Marker struct {
 type Inspector interface {
 	// ProbeHealth checks a machine's health: reasons is "" when it is healthy, else every failed
 	// check. An error (wrapping ErrHealthUnknown when the machine could not be read) means no verdict.
-	ProbeHealth(ctx context.Context, ep SSHEndpoint, hostKey string) (reasons string, err error)
+	ProbeHealth(ctx context.Context, ep cloudprovider.SSHEndpoint, hostKey string) (reasons string, err error)
 	// ReadMarker reads the provisioning marker, returning the host key the machine presented; an
 	// error wrapping ErrNoMarker means the machine carries none.
-	ReadMarker(ctx context.Context, ep SSHEndpoint, hostKey string) (Marker, string, error)
+	ReadMarker(ctx context.Context, ep cloudprovider.SSHEndpoint, hostKey string) (Marker, string, error)
 	// Drain stops an execlet's agent from taking work and waits for running work to end (until ctx ends).
-	Drain(ctx context.Context, inst Instance, pool inventory.Pool, gpuType string, gpuCount int, hostKey string) error
+	Drain(ctx context.Context, inst cloudprovider.Instance, pool inventory.Pool, gpuType string, gpuCount int, hostKey string) error
 }
 
 // PlannedDigest is the provisioning digest a plan shows for a machine of the pool named pool (or, when

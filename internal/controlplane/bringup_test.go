@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -22,15 +23,15 @@ type fakeInspector struct {
 	drainBlocks bool
 }
 
-func (f *fakeInspector) ProbeHealth(context.Context, SSHEndpoint, string) (string, error) {
+func (f *fakeInspector) ProbeHealth(context.Context, cloudprovider.SSHEndpoint, string) (string, error) {
 	return f.reasons, f.healthErr
 }
 
-func (f *fakeInspector) ReadMarker(context.Context, SSHEndpoint, string) (Marker, string, error) {
+func (f *fakeInspector) ReadMarker(context.Context, cloudprovider.SSHEndpoint, string) (Marker, string, error) {
 	return f.marker, "ssh-ed25519 SEEN", f.markerErr
 }
 
-func (f *fakeInspector) Drain(ctx context.Context, inst Instance, pool inventory.Pool, _ string, _ int, _ string) error {
+func (f *fakeInspector) Drain(ctx context.Context, inst cloudprovider.Instance, pool inventory.Pool, _ string, _ int, _ string) error {
 	f.drained = append(f.drained, inst.Name+"@"+pool.Name)
 	if f.drainBlocks {
 		<-ctx.Done()
@@ -44,9 +45,9 @@ type cancellingProvisioner struct{ cancel context.CancelFunc }
 
 func (cancellingProvisioner) Digest(inventory.Pool, map[string]any) (string, error) { return "d1", nil }
 
-func (p cancellingProvisioner) Provision(ctx context.Context, _ ProvisionRequest) (ProvisionResult, error) {
+func (p cancellingProvisioner) Provision(ctx context.Context, _ cloudprovider.ProvisionRequest) (cloudprovider.ProvisionResult, error) {
 	p.cancel()
-	return ProvisionResult{}, ctx.Err()
+	return cloudprovider.ProvisionResult{}, ctx.Err()
 }
 
 // poolProvisioner records the pools it provisioned for.
@@ -54,17 +55,17 @@ type poolProvisioner struct{ pools []string }
 
 func (p *poolProvisioner) Digest(inventory.Pool, map[string]any) (string, error) { return "d2", nil }
 
-func (p *poolProvisioner) Provision(_ context.Context, req ProvisionRequest) (ProvisionResult, error) {
+func (p *poolProvisioner) Provision(_ context.Context, req cloudprovider.ProvisionRequest) (cloudprovider.ProvisionResult, error) {
 	p.pools = append(p.pools, req.Pool.Name)
-	return ProvisionResult{HostKey: req.HostKey}, nil
+	return cloudprovider.ProvisionResult{HostKey: req.HostKey}, nil
 }
 
 // put stores a machine at the fake cloud as its Get will report it.
-func (f *fakeBackend) put(inst Instance) Instance {
+func (f *fakeBackend) put(inst cloudprovider.Instance) cloudprovider.Instance {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.instances == nil {
-		f.instances = map[string]Instance{}
+		f.instances = map[string]cloudprovider.Instance{}
 	}
 	if inst.ID == "" {
 		f.created++
@@ -75,7 +76,7 @@ func (f *fakeBackend) put(inst Instance) Instance {
 	return inst
 }
 
-var testSSH = &SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"}
+var testSSH = &cloudprovider.SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"}
 
 // checkRecord compares a record with the one wanted, leaving out its name, id and health's time.
 func checkRecord(t *testing.T, got, want Record) {
@@ -97,60 +98,74 @@ func checkRecord(t *testing.T, got, want Record) {
 // BringUp takes a machine from created to ready, recording every step; each way it can end leaves a
 // record a later apply can act on.
 func TestBringUp(t *testing.T) {
-	running := Instance{Name: "verda-vm-x--abcdefgh", Status: StatusRunning, CloudStatus: "running", SSH: testSSH}
+	running := cloudprovider.Instance{Name: "verda-vm-x--abcdefgh", Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH}
 	cases := []struct {
 		name string
 		// cloud is what the cloud reports when read; inst what BringUp is handed.
-		cloud, inst Instance
-		prov        func(cancel context.CancelFunc) Provisioner
+		cloud, inst cloudprovider.Instance
+		prov        func(cancel context.CancelFunc) cloudprovider.Provisioner
 		wantErr     func(error) bool
 		want        Record
 		// wantSteps are the statuses saved, in order (repeats collapsed).
-		wantSteps []Status
+		wantSteps []cloudprovider.Status
+		// cancelFirst cancels the context before BringUp starts (an interrupt during the boot wait).
+		cancelFirst bool
 	}{{
 		name: "provisioning off: ready once it runs", cloud: running, inst: running,
-		want:      Record{Status: StatusReady, CloudStatus: "running", SSH: testSSH},
-		wantSteps: []Status{StatusReady},
+		want:      Record{Status: cloudprovider.StatusReady, CloudStatus: "running", SSH: testSSH},
+		wantSteps: []cloudprovider.Status{cloudprovider.StatusReady},
 	}, {
 		name:  "boots, then provisions (the cloud's host key is pinned)",
-		cloud: Instance{Name: running.Name, Status: StatusRunning, CloudStatus: "running", SSH: testSSH, HostKey: "ssh-ed25519 CLOUD"},
-		inst:  Instance{Name: running.Name, Status: StatusPending, CloudStatus: "booting"},
-		prov:  func(context.CancelFunc) Provisioner { return &poolProvisioner{} },
-		want: Record{Status: StatusReady, CloudStatus: "running", SSH: testSSH, HostKey: "ssh-ed25519 CLOUD", ProvisioningAttempts: 1,
+		cloud: cloudprovider.Instance{Name: running.Name, Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH, HostKey: "ssh-ed25519 CLOUD"},
+		inst:  cloudprovider.Instance{Name: running.Name, Status: cloudprovider.StatusPending, CloudStatus: "booting"},
+		prov:  func(context.CancelFunc) cloudprovider.Provisioner { return &poolProvisioner{} },
+		want: Record{Status: cloudprovider.StatusReady, CloudStatus: "running", SSH: testSSH, HostKey: "ssh-ed25519 CLOUD", ProvisioningAttempts: 1,
 			ProvisioningDigest: "d2", Health: Health{Status: HealthHealthy}},
-		wantSteps: []Status{StatusRunning, StatusProvisioning, StatusReady},
+		wantSteps: []cloudprovider.Status{cloudprovider.StatusRunning, cloudprovider.StatusProvisioning, cloudprovider.StatusReady},
 	}, {
 		name: "provisioning passes at the second attempt", cloud: running, inst: running,
-		prov: func(context.CancelFunc) Provisioner { return &scriptedProvisioner{failures: 1} },
-		want: Record{Status: StatusReady, CloudStatus: "running", SSH: testSSH, HostKey: "ssh-ed25519 AAAA", ProvisioningAttempts: 2,
+		prov: func(context.CancelFunc) cloudprovider.Provisioner { return &scriptedProvisioner{failures: 1} },
+		want: Record{Status: cloudprovider.StatusReady, CloudStatus: "running", SSH: testSSH, HostKey: "ssh-ed25519 AAAA", ProvisioningAttempts: 2,
 			ProvisioningDigest: "d1", Health: Health{Status: HealthHealthy}},
-		wantSteps: []Status{StatusProvisioning, StatusReady},
+		wantSteps: []cloudprovider.Status{cloudprovider.StatusProvisioning, cloudprovider.StatusReady},
 	}, {
 		name: "provisioning fails for good: error, with the failed task", cloud: running, inst: running,
-		prov: func(context.CancelFunc) Provisioner { return &scriptedProvisioner{failures: 99} },
+		prov: func(context.CancelFunc) cloudprovider.Provisioner { return &scriptedProvisioner{failures: 99} },
 		wantErr: func(err error) bool {
 			var pf *ProvisioningFailedError
 			return errors.As(err, &pf) && pf.Attempts == 3
 		},
-		want: Record{Status: StatusError, CloudStatus: "running", SSH: testSSH, HostKey: "ssh-ed25519 AAAA", ProvisioningAttempts: 3,
+		want: Record{Status: cloudprovider.StatusError, CloudStatus: "running", SSH: testSSH, HostKey: "ssh-ed25519 AAAA", ProvisioningAttempts: 3,
 			ProvisioningError: `host verda-vm-x--abcdefgh, task "check gpus": 2 GPUs, want 8`},
-		wantSteps: []Status{StatusProvisioning, StatusError},
+		wantSteps: []cloudprovider.Status{cloudprovider.StatusProvisioning, cloudprovider.StatusError},
 	}, {
 		name:  "fails at the cloud while booting",
-		cloud: Instance{Name: running.Name, Status: StatusError, CloudStatus: "failed", Message: "injected fault"},
-		inst:  Instance{Name: running.Name, Status: StatusPending, CloudStatus: "booting"},
+		cloud: cloudprovider.Instance{Name: running.Name, Status: cloudprovider.StatusError, CloudStatus: "failed", Message: "injected fault"},
+		inst:  cloudprovider.Instance{Name: running.Name, Status: cloudprovider.StatusPending, CloudStatus: "booting"},
 		wantErr: func(err error) bool {
 			var be *BootError
 			return errors.As(err, &be) && strings.Contains(err.Error(), "failed at the cloud: injected fault")
 		},
-		want:      Record{Status: StatusError, CloudStatus: "failed"},
-		wantSteps: []Status{StatusError},
+		want:      Record{Status: cloudprovider.StatusError, CloudStatus: "failed"},
+		wantSteps: []cloudprovider.Status{cloudprovider.StatusError},
 	}, {
 		name: "interrupted while provisioning: still provisioning, resumable", cloud: running, inst: running,
-		prov:      func(cancel context.CancelFunc) Provisioner { return cancellingProvisioner{cancel} },
+		prov:      func(cancel context.CancelFunc) cloudprovider.Provisioner { return cancellingProvisioner{cancel} },
 		wantErr:   func(err error) bool { return errors.Is(err, context.Canceled) },
-		want:      Record{Status: StatusProvisioning, CloudStatus: "running", SSH: testSSH, ProvisioningAttempts: 1},
-		wantSteps: []Status{StatusProvisioning},
+		want:      Record{Status: cloudprovider.StatusProvisioning, CloudStatus: "running", SSH: testSSH, ProvisioningAttempts: 1},
+		wantSteps: []cloudprovider.Status{cloudprovider.StatusProvisioning},
+	}, {
+		name:  "interrupted while booting: still pending, resumable, a BootError matching context.Canceled",
+		cloud: cloudprovider.Instance{Name: running.Name, Status: cloudprovider.StatusPending, CloudStatus: "booting"},
+		inst:  cloudprovider.Instance{Name: running.Name, Status: cloudprovider.StatusPending, CloudStatus: "booting"},
+		prov:  func(context.CancelFunc) cloudprovider.Provisioner { return &poolProvisioner{} },
+		wantErr: func(err error) bool {
+			var be *BootError
+			return errors.As(err, &be) && errors.Is(err, context.Canceled)
+		},
+		want:        Record{Status: cloudprovider.StatusPending, CloudStatus: "booting"},
+		wantSteps:   []cloudprovider.Status{cloudprovider.StatusPending},
+		cancelFirst: true,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,9 +179,12 @@ func TestBringUp(t *testing.T) {
 			if tc.prov != nil {
 				opts.Provisioner = tc.prov(cancel)
 			}
-			cp := New(testInventory(t), []InstanceManagerBackend{b}, opts)
+			cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, opts)
 			rec := NewRecord(inst)
-			var steps []Status
+			if tc.cancelFirst {
+				cancel()
+			}
+			var steps []cloudprovider.Status
 			err := cp.BringUp(ctx, &rec, inst, BringUpSpec{Pool: inventory.Pool{Name: "verda-vm-pool"}}, func(r Record) {
 				if len(steps) == 0 || steps[len(steps)-1] != r.Status {
 					steps = append(steps, r.Status)
@@ -178,7 +196,7 @@ func TestBringUp(t *testing.T) {
 			if fmt.Sprint(steps) != fmt.Sprint(tc.wantSteps) {
 				t.Errorf("saved statuses %v, want %v", steps, tc.wantSteps)
 			}
-			if rec.Status == StatusReady && rec.ReadyAt.IsZero() {
+			if rec.Status == cloudprovider.StatusReady && rec.ReadyAt.IsZero() {
 				t.Error("a ready machine has no ready_at")
 			}
 			if rec.Health.Status == HealthHealthy && !rec.Health.CheckedAt.Equal(rec.ReadyAt) {
@@ -196,18 +214,18 @@ func TestBringUp(t *testing.T) {
 func TestResume(t *testing.T) {
 	ctx := context.Background()
 	b := &fakeBackend{cloud: "sandbox"}
-	inst := b.put(Instance{Name: "sbx-ex-job--abcdefgh", Status: StatusRunning, CloudStatus: "running", SSH: testSSH})
+	inst := b.put(cloudprovider.Instance{Name: "sbx-ex-job--abcdefgh", Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH})
 	prov := &poolProvisioner{}
-	cp := New(testInventory(t), []InstanceManagerBackend{b}, Options{Provisioner: prov})
-	rec := Record{Name: inst.Name, ID: inst.ID, Status: StatusProvisioning, ProvisioningDigest: "old"}
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, Options{Provisioner: prov})
+	rec := Record{Name: inst.Name, ID: inst.ID, Status: cloudprovider.StatusProvisioning, ProvisioningDigest: "old"}
 	if err := cp.Resume(ctx, &rec, BringUpSpec{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != StatusReady || rec.ProvisioningDigest != "d2" || fmt.Sprint(prov.pools) != "[sandbox-execlet-pool]" {
+	if rec.Status != cloudprovider.StatusReady || rec.ProvisioningDigest != "d2" || fmt.Sprint(prov.pools) != "[sandbox-execlet-pool]" {
 		t.Errorf("resumed %+v, provisioned in %v; want ready with the new digest, in the machine's own pool", rec, prov.pools)
 	}
 	gone := Record{Name: "sbx-vm-gone--abcdefgh", ID: "sandbox-404"}
-	if err := cp.Resume(ctx, &gone, BringUpSpec{}, nil); !IsNotFound(err) {
+	if err := cp.Resume(ctx, &gone, BringUpSpec{}, nil); !cloudprovider.IsNotFound(err) {
 		t.Errorf("Resume of a gone machine: %v, want not found", err)
 	}
 }
@@ -215,34 +233,34 @@ func TestResume(t *testing.T) {
 // Refresh follows the cloud and reads a ready machine's health; a machine that cannot be read is
 // unknown, never unhealthy; with provisioning off nothing is probed.
 func TestRefresh(t *testing.T) {
-	unknown := fmt.Errorf("ssh: connection refused: %w", ErrHealthUnknown)
+	unknown := fmt.Errorf("ssh: connection refused: %w", cloudprovider.ErrHealthUnknown)
 	cases := []struct {
 		name      string
-		cloud     *Instance // nil: gone
-		status    Status
+		cloud     *cloudprovider.Instance // nil: gone
+		status    cloudprovider.Status
 		inspector *fakeInspector
 		off       bool
 		wantFound bool
 		want      Record
 	}{
-		{name: "gone at the cloud", status: StatusReady, inspector: &fakeInspector{}},
-		{name: "terminated at the cloud", cloud: &Instance{Status: StatusTerminated}, status: StatusReady, inspector: &fakeInspector{}},
-		{name: "healthy", cloud: &Instance{Status: StatusRunning, CloudStatus: "running", SSH: testSSH}, status: StatusReady, inspector: &fakeInspector{},
-			wantFound: true, want: Record{Status: StatusReady, CloudStatus: "running", SSH: testSSH, Health: Health{Status: HealthHealthy}}},
-		{name: "unhealthy, with the reasons", cloud: &Instance{Status: StatusRunning, CloudStatus: "running", SSH: testSSH}, status: StatusReady,
+		{name: "gone at the cloud", status: cloudprovider.StatusReady, inspector: &fakeInspector{}},
+		{name: "terminated at the cloud", cloud: &cloudprovider.Instance{Status: cloudprovider.StatusTerminated}, status: cloudprovider.StatusReady, inspector: &fakeInspector{}},
+		{name: "healthy", cloud: &cloudprovider.Instance{Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH}, status: cloudprovider.StatusReady, inspector: &fakeInspector{},
+			wantFound: true, want: Record{Status: cloudprovider.StatusReady, CloudStatus: "running", SSH: testSSH, Health: Health{Status: HealthHealthy}}},
+		{name: "unhealthy, with the reasons", cloud: &cloudprovider.Instance{Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH}, status: cloudprovider.StatusReady,
 			inspector: &fakeInspector{reasons: "Xid 79 since boot"}, wantFound: true,
-			want: Record{Status: StatusReady, CloudStatus: "running", SSH: testSSH, Health: Health{Status: HealthUnhealthy, Reason: "Xid 79 since boot"}}},
-		{name: "unreachable: unknown", cloud: &Instance{Status: StatusRunning, CloudStatus: "running", SSH: testSSH}, status: StatusReady,
+			want: Record{Status: cloudprovider.StatusReady, CloudStatus: "running", SSH: testSSH, Health: Health{Status: HealthUnhealthy, Reason: "Xid 79 since boot"}}},
+		{name: "unreachable: unknown", cloud: &cloudprovider.Instance{Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH}, status: cloudprovider.StatusReady,
 			inspector: &fakeInspector{healthErr: unknown}, wantFound: true,
-			want: Record{Status: StatusReady, CloudStatus: "running", SSH: testSSH, Health: Health{Status: HealthUnknown, Reason: unknown.Error()}}},
-		{name: "no SSH address: unknown", cloud: &Instance{Status: StatusRunning, CloudStatus: "running"}, status: StatusReady, inspector: &fakeInspector{},
-			wantFound: true, want: Record{Status: StatusReady, CloudStatus: "running", Health: Health{Status: HealthUnknown, Reason: "the cloud reports no SSH address"}}},
-		{name: "not ready: not probed", cloud: &Instance{Status: StatusRunning, CloudStatus: "running", SSH: testSSH}, status: StatusRunning,
-			inspector: &fakeInspector{reasons: "never asked"}, wantFound: true, want: Record{Status: StatusRunning, CloudStatus: "running", SSH: testSSH}},
-		{name: "provisioning off: not probed", cloud: &Instance{Status: StatusRunning, CloudStatus: "running", SSH: testSSH}, status: StatusReady, off: true,
-			inspector: &fakeInspector{reasons: "never asked"}, wantFound: true, want: Record{Status: StatusReady, CloudStatus: "running", SSH: testSSH}},
-		{name: "stopped at the cloud: pending again", cloud: &Instance{Status: StatusPending, CloudStatus: "starting"}, status: StatusReady,
-			inspector: &fakeInspector{}, wantFound: true, want: Record{Status: StatusPending, CloudStatus: "starting"}},
+			want: Record{Status: cloudprovider.StatusReady, CloudStatus: "running", SSH: testSSH, Health: Health{Status: HealthUnknown, Reason: unknown.Error()}}},
+		{name: "no SSH address: unknown", cloud: &cloudprovider.Instance{Status: cloudprovider.StatusRunning, CloudStatus: "running"}, status: cloudprovider.StatusReady, inspector: &fakeInspector{},
+			wantFound: true, want: Record{Status: cloudprovider.StatusReady, CloudStatus: "running", Health: Health{Status: HealthUnknown, Reason: "the cloud reports no SSH address"}}},
+		{name: "not ready: not probed", cloud: &cloudprovider.Instance{Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH}, status: cloudprovider.StatusRunning,
+			inspector: &fakeInspector{reasons: "never asked"}, wantFound: true, want: Record{Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH}},
+		{name: "provisioning off: not probed", cloud: &cloudprovider.Instance{Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH}, status: cloudprovider.StatusReady, off: true,
+			inspector: &fakeInspector{reasons: "never asked"}, wantFound: true, want: Record{Status: cloudprovider.StatusReady, CloudStatus: "running", SSH: testSSH}},
+		{name: "stopped at the cloud: pending again", cloud: &cloudprovider.Instance{Status: cloudprovider.StatusPending, CloudStatus: "starting"}, status: cloudprovider.StatusReady,
+			inspector: &fakeInspector{}, wantFound: true, want: Record{Status: cloudprovider.StatusPending, CloudStatus: "starting"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -257,7 +275,7 @@ func TestRefresh(t *testing.T) {
 			if tc.off {
 				opts.Provisioner = nil
 			}
-			cp := New(testInventory(t), []InstanceManagerBackend{b}, opts)
+			cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, opts)
 			found, err := cp.Refresh(context.Background(), &rec)
 			if err != nil || found != tc.wantFound {
 				t.Fatalf("Refresh = %v, %v; want found %v", found, err, tc.wantFound)
@@ -280,20 +298,20 @@ func TestImport(t *testing.T) {
 		name       string
 		inspector  *fakeInspector
 		off        bool
-		wantStatus Status
+		wantStatus cloudprovider.Status
 		wantDigest string
 		wantUnread bool
 	}{
-		{"marker: ready with its digest", &fakeInspector{marker: Marker{Digest: "d9", ProvisionedAt: provisioned}}, false, StatusReady, "d9", false},
-		{"no marker: running, provisioned by the next apply", &fakeInspector{markerErr: fmt.Errorf("cat: %w", ErrNoMarker)}, false, StatusRunning, "", false},
-		{"marker unreadable: running, and why", &fakeInspector{markerErr: errors.New("ssh: handshake failed")}, false, StatusRunning, "", true},
-		{"provisioning off: ready once it runs", nil, true, StatusReady, "", false},
+		{"marker: ready with its digest", &fakeInspector{marker: Marker{Digest: "d9", ProvisionedAt: provisioned}}, false, cloudprovider.StatusReady, "d9", false},
+		{"no marker: running, provisioned by the next apply", &fakeInspector{markerErr: fmt.Errorf("cat: %w", cloudprovider.ErrNoMarker)}, false, cloudprovider.StatusRunning, "", false},
+		{"marker unreadable: running, and why", &fakeInspector{markerErr: errors.New("ssh: handshake failed")}, false, cloudprovider.StatusRunning, "", true},
+		{"provisioning off: ready once it runs", nil, true, cloudprovider.StatusReady, "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &fakeBackend{cloud: "verda"}
-			inst := b.put(Instance{Name: "verda-vm-trainer--abcdefgh", Region: "FIN-01", InstanceType: "1H100", GPUType: "h100", GPUCount: 1,
-				PricePerHour: usd(2.49), Status: StatusRunning, CloudStatus: "running", SSH: testSSH})
+			inst := b.put(cloudprovider.Instance{Name: "verda-vm-trainer--abcdefgh", Region: "FIN-01", InstanceType: "1H100", GPUType: "h100", GPUCount: 1,
+				PricePerHour: usd(2.49), Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH})
 			opts := Options{Provisioner: &poolProvisioner{}}
 			if tc.inspector != nil {
 				opts.Inspector = tc.inspector
@@ -301,7 +319,7 @@ func TestImport(t *testing.T) {
 			if tc.off {
 				opts.Provisioner = nil
 			}
-			cp := New(testInventory(t), []InstanceManagerBackend{b}, opts)
+			cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, opts)
 			imp, found, err := cp.Import(context.Background(), inst.Name)
 			if err != nil || !found {
 				t.Fatalf("Import = %v, %v", found, err)
@@ -318,12 +336,12 @@ func TestImport(t *testing.T) {
 			}
 		})
 	}
-	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda"}}, Options{})
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{&fakeBackend{cloud: "verda"}}, Options{})
 	if _, found, err := cp.Import(context.Background(), "verda-vm-none"); found || err != nil {
 		t.Errorf("Import of a machine that does not exist = %v, %v; want not found", found, err)
 	}
-	if err := cp.CheckImportName("nowhere-x"); err == nil {
-		t.Error("CheckImportName accepted a name of no configured pool")
+	if err := cp.CheckImportID(context.Background(), "nowhere-x"); err == nil {
+		t.Error("CheckImportID accepted a name of no configured pool")
 	}
 }
 
@@ -331,7 +349,7 @@ func TestImport(t *testing.T) {
 func TestDrain(t *testing.T) {
 	b := &fakeBackend{cloud: "sandbox"}
 	in := &fakeInspector{drainBlocks: true}
-	cp := New(testInventory(t), []InstanceManagerBackend{b}, Options{Provisioner: &poolProvisioner{}, Inspector: in})
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, Options{Provisioner: &poolProvisioner{}, Inspector: in})
 	ctx := context.Background()
 	cp.Drain(ctx, Record{Name: "sbx-vm-a--abcdefgh", SSH: testSSH}, "h100", 1, time.Hour)
 	cp.Drain(ctx, Record{Name: "sbx-ex-b--abcdefgh"}, "h100", 1, time.Hour) // never reached: no address
@@ -354,11 +372,11 @@ func TestDrain(t *testing.T) {
 // provisioning off.
 func TestPlannedDigest(t *testing.T) {
 	b := &fakeBackend{cloud: "sandbox"}
-	on := New(testInventory(t), []InstanceManagerBackend{b}, Options{Provisioner: &scriptedProvisioner{}})
+	on := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, Options{Provisioner: &scriptedProvisioner{}})
 	if d, err := on.PlannedDigest("", "execlet", nil); d != "d1" || err != nil {
 		t.Errorf("PlannedDigest = %q, %v", d, err)
 	}
-	off := New(testInventory(t), []InstanceManagerBackend{b}, Options{})
+	off := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, Options{})
 	if d, err := off.PlannedDigest("sandbox-vm-pool", "vm", nil); d != "" || err != nil || off.Provisioning() {
 		t.Errorf("with provisioning off: %q, %v (provisioning %v)", d, err, off.Provisioning())
 	}
@@ -373,7 +391,7 @@ type preparingProvisioner struct {
 
 func (p *preparingProvisioner) Prepare() { *p.events = append(*p.events, "prepare") }
 
-func (p *preparingProvisioner) Provision(ctx context.Context, req ProvisionRequest) (ProvisionResult, error) {
+func (p *preparingProvisioner) Provision(ctx context.Context, req cloudprovider.ProvisionRequest) (cloudprovider.ProvisionResult, error) {
 	*p.events = append(*p.events, "provision")
 	return p.poolProvisioner.Provision(ctx, req)
 }
@@ -383,11 +401,11 @@ func (p *preparingProvisioner) Provision(ctx context.Context, req ProvisionReque
 func TestBringUpPreparesBeforeTheWait(t *testing.T) {
 	var events []string
 	b := &fakeBackend{cloud: "verda"}
-	inst := Instance{Name: "verda-vm-x--abcdefgh", Status: StatusPending, CloudStatus: "booting"}
-	inst.ID = b.put(Instance{Name: inst.Name, Status: StatusRunning, CloudStatus: "running", SSH: testSSH}).ID
+	inst := cloudprovider.Instance{Name: "verda-vm-x--abcdefgh", Status: cloudprovider.StatusPending, CloudStatus: "booting"}
+	inst.ID = b.put(cloudprovider.Instance{Name: inst.Name, Status: cloudprovider.StatusRunning, CloudStatus: "running", SSH: testSSH}).ID
 	opts := fast
 	opts.Provisioner = &preparingProvisioner{events: &events}
-	cp := New(testInventory(t), []InstanceManagerBackend{b}, opts)
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, opts)
 	rec := NewRecord(inst)
 	err := cp.BringUp(context.Background(), &rec, inst, BringUpSpec{Pool: inventory.Pool{Name: "verda-vm-pool"}}, func(r Record) {
 		if len(events) == 0 || events[len(events)-1] != string(r.Status) {

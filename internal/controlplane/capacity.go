@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // CapacityMiss is an offer whose create failed for lack of capacity: the cloud answered "no
@@ -39,7 +41,7 @@ func missKey(offerID string) string {
 }
 
 // offerMissKey is missKey of an offer.
-func offerMissKey(o Offer) string {
+func offerMissKey(o cloudprovider.Offer) string {
 	return fmt.Sprintf("%s/%s/%s/%t", o.Pool, o.Region, o.InstanceType, o.Spot)
 }
 
@@ -47,7 +49,7 @@ func offerMissKey(o Offer) string {
 func (cp *ControlPlane) CapacityMemory() time.Duration { return cp.opts.CapacityMemory }
 
 // NewCapacityMiss is the miss of offer o now, for why.
-func (cp *ControlPlane) NewCapacityMiss(o Offer, why string) CapacityMiss {
+func (cp *ControlPlane) NewCapacityMiss(o cloudprovider.Offer, why string) CapacityMiss {
 	return CapacityMiss{OfferID: o.ID, Cloud: o.Cloud, Reason: why, At: cp.Now().UTC()}
 }
 
@@ -79,7 +81,7 @@ func (cp *ControlPlane) RememberCapacity(misses []CapacityMiss) {
 // skipRemembered drops from offers (ranked) those whose create recently failed for lack of capacity,
 // keeping the order, and returns a notice naming each one skipped, why and until when (nil when none
 // was).
-func (cp *ControlPlane) skipRemembered(offers []Offer) ([]Offer, *Notice, []string) {
+func (cp *ControlPlane) skipRemembered(offers []cloudprovider.Offer) ([]cloudprovider.Offer, *Notice, []string) {
 	if cp.opts.CapacityMemory <= 0 {
 		return offers, nil, nil
 	}
@@ -89,7 +91,7 @@ func (cp *ControlPlane) skipRemembered(offers []Offer) ([]Offer, *Notice, []stri
 	if len(cp.capacity.misses) == 0 {
 		return offers, nil, nil
 	}
-	var kept []Offer
+	var kept []cloudprovider.Offer
 	var lines, ids []string
 	for _, o := range offers {
 		m, ok := cp.capacity.misses[offerMissKey(o)]
@@ -112,17 +114,17 @@ func (cp *ControlPlane) skipRemembered(offers []Offer) ([]Offer, *Notice, []stri
 }
 
 // cheapestNotSkipped is the first (best-ranked) of offers whose ID is not in skipped.
-func cheapestNotSkipped(offers []Offer, skipped []string) (Offer, bool) {
+func cheapestNotSkipped(offers []cloudprovider.Offer, skipped []string) (cloudprovider.Offer, bool) {
 	for _, o := range offers {
 		if !slices.Contains(skipped, o.ID) {
 			return o, true
 		}
 	}
-	return Offer{}, false
+	return cloudprovider.Offer{}, false
 }
 
 // noCapacity tells the caller of Launch of an offer that failed for lack of capacity.
-func (r LaunchRequest) noCapacity(o Offer, why string) {
+func (r LaunchRequest) noCapacity(o cloudprovider.Offer, why string) {
 	if r.NoCapacity != nil {
 		r.NoCapacity(o, why)
 	}

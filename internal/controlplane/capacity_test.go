@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // A remembered capacity miss makes PlanNew skip the offer, with a notice naming it, why and until
@@ -81,28 +83,28 @@ func TestPlanNewSkipsRememberedCapacity(t *testing.T) {
 func TestLaunchReportsNoCapacity(t *testing.T) {
 	inv := testInventory(t)
 	ctx := context.Background()
-	o1 := Offer{ID: "verda-vm-pool/FIN-01/1H100/ondemand@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2)}
-	o2 := Offer{ID: "verda-vm-pool/FIN-02/1H100/ondemand@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", PricePerHour: usd(2.1)}
+	o1 := cloudprovider.Offer{ID: "verda-vm-pool/FIN-01/1H100/ondemand@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2)}
+	o2 := cloudprovider.Offer{ID: "verda-vm-pool/FIN-02/1H100/ondemand@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", PricePerHour: usd(2.1)}
 	cases := []struct {
 		name      string
 		errs      []error
-		offers    []Offer
+		offers    []cloudprovider.Offer
 		wantMiss  []string
 		wantError bool
 	}{
-		{name: "the first runs out, the second is bought", errs: []error{Errorf(ErrCapacity, "verda", "create", "503 Not enough resources")},
-			offers: []Offer{o1, o2}, wantMiss: []string{o1.ID}},
-		{name: "both run out", errs: []error{Errorf(ErrCapacity, "verda", "create", "503"), Errorf(ErrCapacity, "verda", "create", "503")},
-			offers: []Offer{o1, o2}, wantMiss: []string{o1.ID, o2.ID}, wantError: true},
-		{name: "a lost answer is no capacity miss", errs: []error{Errorf(ErrOther, "verda", "create", "HTTP 502")}, offers: []Offer{o1}},
-		{name: "a refusal is no capacity miss", errs: []error{Errorf(ErrAuth, "verda", "create", "401")}, offers: []Offer{o1}, wantError: true},
+		{name: "the first runs out, the second is bought", errs: []error{cloudprovider.Errorf(cloudprovider.ErrCapacity, "verda", "create", "503 Not enough resources")},
+			offers: []cloudprovider.Offer{o1, o2}, wantMiss: []string{o1.ID}},
+		{name: "both run out", errs: []error{cloudprovider.Errorf(cloudprovider.ErrCapacity, "verda", "create", "503"), cloudprovider.Errorf(cloudprovider.ErrCapacity, "verda", "create", "503")},
+			offers: []cloudprovider.Offer{o1, o2}, wantMiss: []string{o1.ID, o2.ID}, wantError: true},
+		{name: "a lost answer is no capacity miss", errs: []error{cloudprovider.Errorf(cloudprovider.ErrOther, "verda", "create", "HTTP 502")}, offers: []cloudprovider.Offer{o1}},
+		{name: "a refusal is no capacity miss", errs: []error{cloudprovider.Errorf(cloudprovider.ErrAuth, "verda", "create", "401")}, offers: []cloudprovider.Offer{o1}, wantError: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &fakeBackend{cloud: "verda", createErr: tc.errs}
-			cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+			cp := New(inv, []cloudprovider.InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
 			var got []string
-			_, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: tc.offers, NoCapacity: func(o Offer, why string) {
+			_, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: tc.offers, NoCapacity: func(o cloudprovider.Offer, why string) {
 				if why == "" {
 					t.Error("a miss without a reason")
 				}
@@ -142,14 +144,14 @@ type auctionBackend struct {
 	losing map[string]bool
 }
 
-func (a auctionBackend) Create(ctx context.Context, req CreateRequest) (Instance, error) {
+func (a auctionBackend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	inst, err := a.fakeBackend.Create(ctx, req)
 	if err != nil || !a.losing[req.Offer.Region] {
 		return inst, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	inst.AwaitingAllocation, inst.Status, inst.SSH = true, StatusPending, nil
+	inst.AwaitingAllocation, inst.Status, inst.SSH = true, cloudprovider.StatusPending, nil
 	a.instances[inst.ID] = inst
 	return inst, nil
 }
@@ -157,15 +159,15 @@ func (a auctionBackend) Create(ctx context.Context, req CreateRequest) (Instance
 // A bid that cannot win within bid_timeout is a capacity miss too: cancelled, reported, and the next
 // offer bought.
 func TestLaunchReportsLostAuction(t *testing.T) {
-	o1 := Offer{ID: "verda-vm-pool/FIN-01/1H100/spot@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", Spot: true, PricePerHour: usd(2)}
-	o2 := Offer{ID: "verda-vm-pool/FIN-02/1H100/spot@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", Spot: true, PricePerHour: usd(2.1)}
+	o1 := cloudprovider.Offer{ID: "verda-vm-pool/FIN-01/1H100/spot@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", Spot: true, PricePerHour: usd(2)}
+	o2 := cloudprovider.Offer{ID: "verda-vm-pool/FIN-02/1H100/spot@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", Spot: true, PricePerHour: usd(2.1)}
 	b := auctionBackend{fakeBackend: &fakeBackend{cloud: "verda"}, losing: map[string]bool{"FIN-01": true}}
 	opts := fast
 	opts.Journal = Journal{Dir: t.TempDir()}
-	cp := New(testInventory(t), []InstanceManagerBackend{b}, opts)
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, opts)
 	var misses []string
-	got, err := cp.Launch(context.Background(), LaunchRequest{Name: "x", Offers: []Offer{o1, o2}, BidTimeout: 50 * time.Millisecond,
-		NoCapacity: func(o Offer, why string) { misses = append(misses, o.ID+": "+why) }})
+	got, err := cp.Launch(context.Background(), LaunchRequest{Name: "x", Offers: []cloudprovider.Offer{o1, o2}, BidTimeout: 50 * time.Millisecond,
+		NoCapacity: func(o cloudprovider.Offer, why string) { misses = append(misses, o.ID+": "+why) }})
 	if err != nil || got.Offer.ID != o2.ID {
 		t.Fatalf("Launch = %+v, %v; want the second offer", got.Offer, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // Near is an offer that almost matched a request: it would match if one constraint were relaxed.
@@ -11,7 +13,7 @@ type Near struct {
 	// Relaxed says which constraint, in the request's words ("without max_price_per_hour",
 	// "with gpu_count = 2", "in any region", "with spot = true", "in any form factor").
 	Relaxed string
-	Offer   Offer
+	Offer   cloudprovider.Offer
 }
 
 func (n Near) String() string {

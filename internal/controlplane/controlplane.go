@@ -1,3 +1,12 @@
+// Package controlplane owns hydra's machines from the first offer to the last delete. It gathers
+// offers from every eligible pool (each cloud once per process), validates and ranks them, and makes
+// the plan's decisions with their reasons: which offer a new machine takes (PlanNew: a pinned offer, an
+// earlier plan's quote, or a fresh choice the fleet shares out), whether a name is already taken
+// (CheckName), and whether an existing machine is kept, provisioned again or replaced (PlanChange). It
+// runs the lifecycle: Launch (with the journal and adoption), BringUp and Resume (boot wait,
+// provisioning with retries, health), Refresh, Import, Drain and Terminate, keeping each machine's
+// Record. It imports no Terraform package: internal/provider maps its records and decisions to schema
+// values and diagnostics; its messages use the resource's attribute names.
 package controlplane
 
 import (
@@ -15,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
@@ -24,7 +34,7 @@ type Options struct {
 	// OfferTimeout bounds each cloud's offer request (default 20s), so one slow cloud cannot stall a plan.
 	OfferTimeout time.Duration
 	// Provisioner runs provisioning (default: NoProvisioning).
-	Provisioner Provisioner
+	Provisioner cloudprovider.Provisioner
 	// MaxProvisionAttempts is how many provisioning attempts a machine gets (default 3).
 	MaxProvisionAttempts int
 	// ProvisionBackoff is the wait before the second attempt; it doubles after that (default 5s).
@@ -60,7 +70,7 @@ type Options struct {
 // ControlPlane gathers offers across pools and drives instances through their lifecycle.
 type ControlPlane struct {
 	inv      *inventory.Inventory
-	backends map[string]InstanceManagerBackend
+	backends map[string]cloudprovider.InstanceManagerBackend
 	manager  *MultiPoolInstManager
 	opts     Options
 	// fleet shares the known stock among the instances planned by this control plane (one walk).
@@ -74,24 +84,24 @@ type ControlPlane struct {
 	mu     sync.Mutex
 	cache  map[string]cloudOffers
 	// listings holds each pool's machines as listed once in this walk (see listPool).
-	listings map[string][]Instance
+	listings map[string][]cloudprovider.Instance
 	// offerRequests counts the offer requests sent to each cloud (benchmarks and tests read it).
 	offerRequests map[string]int
 }
 
 type cloudOffers struct {
-	offers []Offer
+	offers []cloudprovider.Offer
 	err    error
 }
 
 // New builds a control plane over the configured backends. Pools of clouds with no backend are left
 // out: a cloud whose configuration is absent is simply not asked.
-func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Options) *ControlPlane {
+func New(inv *inventory.Inventory, backends []cloudprovider.InstanceManagerBackend, opts Options) *ControlPlane {
 	if opts.OfferTimeout == 0 {
 		opts.OfferTimeout = 20 * time.Second
 	}
 	if opts.Provisioner == nil {
-		opts.Provisioner = NoProvisioning{}
+		opts.Provisioner = cloudprovider.NoProvisioning{}
 	}
 	if opts.MaxProvisionAttempts == 0 {
 		opts.MaxProvisionAttempts = 3
@@ -114,8 +124,8 @@ func New(inv *inventory.Inventory, backends []InstanceManagerBackend, opts Optio
 	if opts.FleetQuiet == 0 {
 		opts.FleetQuiet = 300 * time.Millisecond
 	}
-	cp := &ControlPlane{inv: inv, backends: map[string]InstanceManagerBackend{}, opts: opts, fleet: NewFleet(opts.FleetQuiet), budget: NewBudget(opts.MaxTotalPricePerHour),
-		cache: map[string]cloudOffers{}, offerRequests: map[string]int{}, listings: map[string][]Instance{}}
+	cp := &ControlPlane{inv: inv, backends: map[string]cloudprovider.InstanceManagerBackend{}, opts: opts, fleet: NewFleet(opts.FleetQuiet), budget: NewBudget(opts.MaxTotalPricePerHour),
+		cache: map[string]cloudOffers{}, offerRequests: map[string]int{}, listings: map[string][]cloudprovider.Instance{}}
 	var pools []*SinglePoolInstManager
 	for _, b := range backends {
 		cp.backends[b.Cloud()] = b
@@ -202,8 +212,8 @@ func (cp *ControlPlane) Validate(req OfferRequest) error {
 			return &UnconfiguredError{Cloud: c, Configured: cp.Clouds()}
 		}
 	}
-	if req.FormFactor != "" && !slices.Contains(FormFactors, req.FormFactor) {
-		return &RequestError{Field: "form_factor", Msg: fmt.Sprintf("unknown form factor %q; expected one of %s", req.FormFactor, quoteList(FormFactors, ", "))}
+	if req.FormFactor != "" && !slices.Contains(cloudprovider.FormFactors, req.FormFactor) {
+		return &RequestError{Field: "form_factor", Msg: fmt.Sprintf("unknown form factor %q; expected one of %s", req.FormFactor, quoteList(cloudprovider.FormFactors, ", "))}
 	}
 	if req.MaxPricePerHour != 0 {
 		if err := checkMaxPrice(req.MaxPricePerHour); err != nil {
@@ -259,7 +269,7 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 		if len(gpu.APINames[c]) == 0 || !cp.hasPool(c, req.Kind) {
 			continue
 		}
-		if _, ok := cp.backends[c].(AuctionBackend); ok && cloudAllowed(req.Clouds, c) {
+		if _, ok := cp.backends[c].(cloudprovider.AuctionBackend); ok && cloudAllowed(req.Clouds, c) {
 			auctionAsked = true
 		}
 		clouds = append(clouds, c)
@@ -280,10 +290,10 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 
 	var res OfferResult
 	var auctions []string
-	perCloud := map[string][]Offer{}
-	matching := map[string][]Offer{} // every asked cloud's matching offers, for auctions' bids
-	hints := map[string]string{}     // why a cloud whose matching offers are all sold out has no other
-	known := map[string]bool{}       // every region in the asked clouds' catalogs, for UnknownRegions
+	perCloud := map[string][]cloudprovider.Offer{}
+	matching := map[string][]cloudprovider.Offer{} // every asked cloud's matching offers, for auctions' bids
+	hints := map[string]string{}                   // why a cloud whose matching offers are all sold out has no other
+	known := map[string]bool{}                     // every region in the asked clouds' catalogs, for UnknownRegions
 	for i, c := range clouds {
 		allowed := cloudAllowed(req.Clouds, c)
 		if !allowed && !auctionAsked {
@@ -293,7 +303,7 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 		for _, o := range a.offers {
 			known[o.Region] = true
 		}
-		if r, ok := cp.backends[c].(SSHKeyRequirer); ok && req.WithoutSSHKey && r.RequiresSSHKey() {
+		if r, ok := cp.backends[c].(cloudprovider.SSHKeyRequirer); ok && req.WithoutSSHKey && r.RequiresSSHKey() {
 			if allowed {
 				res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: "creates machines only with an SSH public key, and none is " +
 					"configured: set ssh_public_keys on the resource, or turn provisioning on (it installs its own key)"})
@@ -325,13 +335,13 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 			continue
 		}
 		perCloud[c] = matched
-		if _, ok := cp.backends[c].(AuctionBackend); ok {
+		if _, ok := cp.backends[c].(cloudprovider.AuctionBackend); ok {
 			auctions = append(auctions, c)
 		}
 	}
 	// Auctions price their bids against every other cloud's offers that could be bought now.
 	for _, c := range auctions {
-		var others []Offer
+		var others []cloudprovider.Offer
 		for oc, os := range matching {
 			if oc == c {
 				continue
@@ -343,14 +353,14 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 			}
 		}
 		Rank(others)
-		if ab, ok := cp.backends[c].(AuctionBackend); ok { // always: auctions holds only auction backends
+		if ab, ok := cp.backends[c].(cloudprovider.AuctionBackend); ok { // always: auctions holds only auction backends
 			perCloud[c] = ab.PriceBids(perCloud[c], others, req.MaxPricePerHour)
 		}
 	}
 	for _, c := range clouds {
 		var eligible int
 		for _, o := range perCloud[c] {
-			if o.Ineligible == "" && req.MaxPricePerHour > 0 && o.PricePerHour > req.MaxPricePerHour {
+			if o.Ineligible == "" && cloudprovider.AboveCap(o.PricePerHour, req.MaxPricePerHour) {
 				o.Ineligible = fmt.Sprintf("%s is above max_price_per_hour %s", o.PricePerHour.PerHour(), req.MaxPricePerHour.PerHour())
 			}
 			o.ID = OfferID(o)
@@ -385,7 +395,7 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 	return res, nil
 }
 
-func summarizeIneligible(offers []Offer, req OfferRequest) string {
+func summarizeIneligible(offers []cloudprovider.Offer, req OfferRequest) string {
 	cheapest := offers[0]
 	for _, o := range offers {
 		if o.PricePerHour < cheapest.PricePerHour {
@@ -399,7 +409,7 @@ func summarizeIneligible(offers []Offer, req OfferRequest) string {
 	if soldOut {
 		return fmt.Sprintf("no capacity for %s right now (%d matching %s sold out)", shape(req), len(offers), plural(len(offers), "offer", "offers"))
 	}
-	if req.MaxPricePerHour > 0 && cheapest.PricePerHour > req.MaxPricePerHour {
+	if cloudprovider.AboveCap(cheapest.PricePerHour, req.MaxPricePerHour) {
 		return fmt.Sprintf("cheapest matching offer costs %s (%s in %s), above max_price_per_hour %s",
 			cheapest.PricePerHour.PerHour(), cheapest.InstanceType, cheapest.Region, req.MaxPricePerHour.PerHour())
 	}
@@ -416,11 +426,11 @@ func (cp *ControlPlane) hasPool(cloud, kind string) bool {
 }
 
 // match filters one cloud's catalog and expands it into the cloud's pools of the requested kind.
-func (cp *ControlPlane) match(cloud string, offers []Offer, req OfferRequest) ([]Offer, string) {
+func (cp *ControlPlane) match(cloud string, offers []cloudprovider.Offer, req OfferRequest) ([]cloudprovider.Offer, string) {
 	var typeSeen, countSeen, regionSeen, spotOnly, formSeen bool
 	var formFactors, regions []string
 	var counts []int
-	var out []Offer
+	var out []cloudprovider.Offer
 	for _, o := range offers {
 		if o.GPUType != req.GPUType {
 			continue
@@ -584,7 +594,7 @@ func sortedUnique[T cmp.Ordered](in []T) []T {
 }
 
 // unmappedNames lists, sorted and once each, the cloud's GPU names that the inventory does not map.
-func unmappedNames(offers []Offer) []string {
+func unmappedNames(offers []cloudprovider.Offer) []string {
 	var names []string
 	for _, o := range offers {
 		if o.GPUType == "" && o.CloudGPU != "" {
@@ -595,4 +605,13 @@ func unmappedNames(offers []Offer) []string {
 		return nil
 	}
 	return sortedUnique(names)
+}
+
+// Now is the control plane's clock (Options.Now; time.Now by default), which cost figures are
+// computed against.
+func (cp *ControlPlane) Now() time.Time {
+	if cp.opts.Now != nil {
+		return cp.opts.Now()
+	}
+	return time.Now()
 }

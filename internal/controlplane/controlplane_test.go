@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
@@ -18,20 +19,20 @@ import (
 // fakeBackend is an in-memory cloud for control-plane unit tests.
 type fakeBackend struct {
 	cloud    string
-	offers   []Offer
+	offers   []cloudprovider.Offer
 	offerErr error
 	delay    time.Duration
 	calls    atomic.Int32
 
 	mu        sync.Mutex
-	instances map[string]Instance
+	instances map[string]cloudprovider.Instance
 	createErr []error // returned by successive creates (then success)
 	created   int
 }
 
 func (f *fakeBackend) Cloud() string { return f.cloud }
 
-func (f *fakeBackend) Offers(ctx context.Context) ([]Offer, error) {
+func (f *fakeBackend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	f.calls.Add(1)
 	if f.delay > 0 {
 		select {
@@ -40,50 +41,55 @@ func (f *fakeBackend) Offers(ctx context.Context) ([]Offer, error) {
 			return nil, ctx.Err()
 		}
 	}
-	return append([]Offer(nil), f.offers...), f.offerErr
+	return append([]cloudprovider.Offer(nil), f.offers...), f.offerErr
 }
 
-func (f *fakeBackend) Create(_ context.Context, req CreateRequest) (Instance, error) {
+func (f *fakeBackend) Create(_ context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.createErr) > 0 {
 		err := f.createErr[0]
 		f.createErr = f.createErr[1:]
-		if KindOf(err) != ErrOther {
-			return Instance{}, err
+		if cloudprovider.KindOf(err) != cloudprovider.ErrOther {
+			return cloudprovider.Instance{}, err
 		}
 		// A lost answer: the machine exists all the same.
 		f.store(req)
-		return Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	return f.store(req), nil
 }
 
-func (f *fakeBackend) store(req CreateRequest) Instance {
+func (f *fakeBackend) store(req cloudprovider.CreateRequest) cloudprovider.Instance {
 	if f.instances == nil {
-		f.instances = map[string]Instance{}
+		f.instances = map[string]cloudprovider.Instance{}
 	}
 	f.created++
-	inst := Instance{ID: fmt.Sprintf("%s-%d", f.cloud, f.created), Name: req.Name, Cloud: f.cloud, Region: req.Offer.Region,
-		InstanceType: req.Offer.InstanceType, Status: StatusRunning, SSH: &SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"},
+	inst := cloudprovider.Instance{ID: fmt.Sprintf("%s-%d", f.cloud, f.created), Name: req.Name, Cloud: f.cloud, Region: req.Offer.Region,
+		InstanceType: req.Offer.InstanceType, Status: cloudprovider.StatusRunning, SSH: &cloudprovider.SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"},
 		CreatedAt: time.Now()}
+	for _, o := range f.offers {
+		if o.Region == req.Offer.Region && o.InstanceType == req.Offer.InstanceType && o.Spot == req.Offer.Spot {
+			inst.PricePerHour = o.PricePerHour // billed at its price now, as a cloud does
+		}
+	}
 	f.instances[inst.ID] = inst
 	return inst
 }
 
-func (f *fakeBackend) Get(_ context.Context, id string) (Instance, error) {
+func (f *fakeBackend) Get(_ context.Context, id string) (cloudprovider.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if inst, ok := f.instances[id]; ok {
 		return inst, nil
 	}
-	return Instance{}, Errorf(ErrNotFound, f.cloud, "get", "no %s", id)
+	return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrNotFound, f.cloud, "get", "no %s", id)
 }
 
-func (f *fakeBackend) List(_ context.Context, prefix string) ([]Instance, error) {
+func (f *fakeBackend) List(_ context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []Instance
+	var out []cloudprovider.Instance
 	for _, inst := range f.instances {
 		if strings.HasPrefix(inst.Name, prefix) {
 			out = append(out, inst)
@@ -96,7 +102,7 @@ func (f *fakeBackend) Delete(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.instances[id]; !ok {
-		return Errorf(ErrNotFound, f.cloud, "delete", "no %s", id)
+		return cloudprovider.Errorf(cloudprovider.ErrNotFound, f.cloud, "delete", "no %s", id)
 	}
 	delete(f.instances, id)
 	return nil
@@ -111,12 +117,12 @@ func testInventory(t *testing.T) *inventory.Inventory {
 	return inv
 }
 
-func offer(region, it string, count int, price float64) Offer {
-	return Offer{Region: region, InstanceType: it, GPUType: "h100", GPUCount: count, PricePerHour: usd(price), Available: -1}
+func offer(region, it string, count int, price float64) cloudprovider.Offer {
+	return cloudprovider.Offer{Region: region, InstanceType: it, GPUType: "h100", GPUCount: count, PricePerHour: usd(price), Available: -1}
 }
 
 func TestRank(t *testing.T) {
-	offers := []Offer{
+	offers := []cloudprovider.Offer{
 		{ID: "d", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", PricePerHour: usd(2.00)},
 		{ID: "c", Cloud: "primeintellect", Pool: "primeintellect-vm-pool", Region: "us", PricePerHour: usd(2.00), ResaleOf: "verda"},
 		{ID: "b", Cloud: "upcloud", Pool: "upcloud-vm-pool", Region: "fi-hel2", PricePerHour: usd(1.99)},
@@ -136,7 +142,7 @@ func TestRank(t *testing.T) {
 	}
 
 	// An offer whose stock could not be read never beats one with known stock, however cheap.
-	offers = []Offer{
+	offers = []cloudprovider.Offer{
 		{ID: "cheap-unknown", Cloud: "upcloud", PricePerHour: usd(0.50), StockUnknown: true},
 		{ID: "dear-known", Cloud: "verda", PricePerHour: usd(3.00)},
 		{ID: "mid-unknown", Cloud: "upcloud", PricePerHour: usd(1.00), StockUnknown: true},
@@ -148,7 +154,7 @@ func TestRank(t *testing.T) {
 }
 
 func TestOfferIDRoundTrip(t *testing.T) {
-	cases := []Offer{
+	cases := []cloudprovider.Offer{
 		{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: usd(2.49)},
 		{Pool: "primeintellect-vm-pool", Region: "US-KS-2", InstanceType: "NVIDIA H100 80GB HBM3", PricePerHour: usd(0.0415), Spot: true},
 		{Pool: "upcloud-vm-pool", Region: "fi-hel2", InstanceType: "GPU-8xCPU-64GB-1xL40S", PricePerHour: usd(2)},
@@ -176,7 +182,7 @@ func TestOfferIDRoundTrip(t *testing.T) {
 
 func TestOfferIDKeepsTheExactPrice(t *testing.T) {
 	for in, want := range map[float64]string{2.49: "2.49", 2: "2.00", 0.0415: "0.0415", 0.70005: "0.70005", 2.00005: "2.00005", 1.5: "1.50"} {
-		id := OfferID(Offer{Pool: "p", Region: "r", InstanceType: "t", PricePerHour: usd(in)})
+		id := OfferID(cloudprovider.Offer{Pool: "p", Region: "r", InstanceType: "t", PricePerHour: usd(in)})
 		if got := id[strings.IndexByte(id, '@')+1:]; got != want {
 			t.Errorf("OfferID price of %v = %q, want %q", in, got, want)
 		}
@@ -187,7 +193,7 @@ func TestRouting(t *testing.T) {
 	inv := testInventory(t)
 	verda := &fakeBackend{cloud: "verda"}
 	sb := &fakeBackend{cloud: "sandbox"}
-	cp := New(inv, []InstanceManagerBackend{verda, sb}, Options{})
+	cp := New(inv, []cloudprovider.InstanceManagerBackend{verda, sb}, Options{})
 	cases := map[string]string{
 		"verda-vm-trainer": "verda-vm-pool",
 		"sbx-vm-a":         "sandbox-vm-pool",
@@ -205,7 +211,7 @@ func TestRouting(t *testing.T) {
 		t.Errorf("Route of an unconfigured pool: %v", err)
 	}
 	// Calls reach the right backend.
-	if _, err := cp.manager.Create(context.Background(), CreateRequest{Name: "verda-vm-x", Offer: offer("FIN-01", "1H100", 1, 2)}); err != nil {
+	if _, err := cp.manager.Create(context.Background(), cloudprovider.CreateRequest{Name: "verda-vm-x", Offer: offer("FIN-01", "1H100", 1, 2)}); err != nil {
 		t.Fatal(err)
 	}
 	if verda.created != 1 || sb.created != 0 {
@@ -219,11 +225,11 @@ func TestRouting(t *testing.T) {
 
 func TestOffersRankAcrossCloudsAndExplain(t *testing.T) {
 	inv := testInventory(t)
-	verda := &fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49), offer("FIN-01", "8H100", 8, 19)}}
-	atlas := &fakeBackend{cloud: "atlas", offers: []Offer{offer("atl-1", "h100.1", 1, 1.20)}}
-	up := &fakeBackend{cloud: "upcloud", offers: []Offer{offer("fi-hel2", "GPU-1xH100", 1, 3.10)}}
+	verda := &fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{offer("FIN-01", "1H100", 1, 2.49), offer("FIN-01", "8H100", 8, 19)}}
+	atlas := &fakeBackend{cloud: "atlas", offers: []cloudprovider.Offer{offer("atl-1", "h100.1", 1, 1.20)}}
+	up := &fakeBackend{cloud: "upcloud", offers: []cloudprovider.Offer{offer("fi-hel2", "GPU-1xH100", 1, 3.10)}}
 	pi := &fakeBackend{cloud: "primeintellect", offerErr: errors.New("HTTP 503")}
-	cp := New(inv, []InstanceManagerBackend{verda, atlas, up, pi}, Options{})
+	cp := New(inv, []cloudprovider.InstanceManagerBackend{verda, atlas, up, pi}, Options{})
 
 	res, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", MaxPricePerHour: usd(3)}, false)
 	if err != nil {
@@ -256,8 +262,8 @@ func TestOffersRankAcrossCloudsAndExplain(t *testing.T) {
 
 func TestOffersConcurrentAskersShareOneRequest(t *testing.T) {
 	inv := testInventory(t)
-	slow := &fakeBackend{cloud: "verda", delay: 50 * time.Millisecond, offers: []Offer{offer("FIN-01", "1H100", 1, 2.49)}}
-	cp := New(inv, []InstanceManagerBackend{slow}, Options{})
+	slow := &fakeBackend{cloud: "verda", delay: 50 * time.Millisecond, offers: []cloudprovider.Offer{offer("FIN-01", "1H100", 1, 2.49)}}
+	cp := New(inv, []cloudprovider.InstanceManagerBackend{slow}, Options{})
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Add(1)
@@ -280,8 +286,8 @@ func TestOffersConcurrentAskersShareOneRequest(t *testing.T) {
 func TestOffersSlowCloudIsBoundedAndNamed(t *testing.T) {
 	inv := testInventory(t)
 	slow := &fakeBackend{cloud: "upcloud", delay: time.Minute}
-	fast := &fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49)}}
-	cp := New(inv, []InstanceManagerBackend{slow, fast}, Options{OfferTimeout: 100 * time.Millisecond})
+	fast := &fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{offer("FIN-01", "1H100", 1, 2.49)}}
+	cp := New(inv, []cloudprovider.InstanceManagerBackend{slow, fast}, Options{OfferTimeout: 100 * time.Millisecond})
 	start := time.Now()
 	res, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}, false)
 	if err != nil {
@@ -304,8 +310,8 @@ func TestOffersFiltersAndReasons(t *testing.T) {
 	sp.Spot = true
 	none := offer("FIN-02", "1H100", 1, 2.0)
 	none.Available = 0
-	verda := &fakeBackend{cloud: "verda", offers: []Offer{sp, none, offer("FIN-01", "2H100", 2, 5)}}
-	cp := New(inv, []InstanceManagerBackend{verda}, Options{})
+	verda := &fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{sp, none, offer("FIN-01", "2H100", 2, 5)}}
+	cp := New(inv, []cloudprovider.InstanceManagerBackend{verda}, Options{})
 	cases := []struct {
 		req  OfferRequest
 		want string
@@ -341,7 +347,7 @@ func TestOffersFiltersAndReasons(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	inv := testInventory(t)
-	cp := New(inv, []InstanceManagerBackend{&fakeBackend{cloud: "upcloud"}}, Options{})
+	cp := New(inv, []cloudprovider.InstanceManagerBackend{&fakeBackend{cloud: "upcloud"}}, Options{})
 	cases := []struct {
 		req   OfferRequest
 		field string
@@ -370,16 +376,16 @@ func TestValidate(t *testing.T) {
 func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 	inv := testInventory(t)
 	ctx := context.Background()
-	o1 := Offer{ID: "verda-vm-pool/FIN-01/1H100/ondemand@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2)}
-	o2 := Offer{ID: "verda-vm-pool/FIN-02/1H100/ondemand@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", PricePerHour: usd(2.1)}
+	o1 := cloudprovider.Offer{ID: "verda-vm-pool/FIN-01/1H100/ondemand@2.00", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2)}
+	o2 := cloudprovider.Offer{ID: "verda-vm-pool/FIN-02/1H100/ondemand@2.10", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-02", InstanceType: "1H100", PricePerHour: usd(2.1)}
 	// journaled is a control plane over b with a journal of its own.
 	journaled := func(t *testing.T, b *fakeBackend) *ControlPlane {
-		return New(inv, []InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
+		return New(inv, []cloudprovider.InstanceManagerBackend{b}, Options{Journal: Journal{Dir: t.TempDir()}})
 	}
 	// launched launches resource x from o1, failing the test on an error.
 	launched := func(t *testing.T, cp *ControlPlane) Launched {
 		t.Helper()
-		l, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		l, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []cloudprovider.Offer{o1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,21 +393,21 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 	}
 
 	t.Run("capacity moves to the next offer", func(t *testing.T) {
-		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrCapacity, "verda", "create", "503 Not enough resources")}}
+		b := &fakeBackend{cloud: "verda", createErr: []error{cloudprovider.Errorf(cloudprovider.ErrCapacity, "verda", "create", "503 Not enough resources")}}
 		cp := journaled(t, b)
-		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1, o2}})
+		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []cloudprovider.Offer{o1, o2}})
 		if err != nil || got.Offer.ID != o2.ID || got.Instance.Owner.Resource != "x" || got.Instance.Owner.Token == "" ||
 			got.Instance.Name != "verda-vm-x--"+got.Instance.Owner.Token {
 			t.Fatalf("Launch = %+v, %v", got, err)
 		}
 	})
 	t.Run("one offer: capacity error says what to do", func(t *testing.T) {
-		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrCapacity, "verda", "create", "503")}}
+		b := &fakeBackend{cloud: "verda", createErr: []error{cloudprovider.Errorf(cloudprovider.ErrCapacity, "verda", "create", "503")}}
 		j := Journal{Dir: t.TempDir()}
-		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: j})
-		_, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		cp := New(inv, []cloudprovider.InstanceManagerBackend{b}, Options{Journal: j})
+		_, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []cloudprovider.Offer{o1}})
 		var soldOut *SoldOutError
-		if !IsCapacity(err) || !errors.As(err, &soldOut) || soldOut.OfferID != o1.ID {
+		if !cloudprovider.IsCapacity(err) || !errors.As(err, &soldOut) || soldOut.OfferID != o1.ID {
 			t.Fatalf("err = %v, want a capacity error naming the planned offer", err)
 		}
 		if _, ok, _ := j.Get("x"); ok {
@@ -409,9 +415,9 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 		}
 	})
 	t.Run("lost create answer is kept, not repeated", func(t *testing.T) {
-		b := &fakeBackend{cloud: "verda", createErr: []error{Errorf(ErrOther, "verda", "create", "HTTP 502")}}
+		b := &fakeBackend{cloud: "verda", createErr: []error{cloudprovider.Errorf(cloudprovider.ErrOther, "verda", "create", "HTTP 502")}}
 		cp := journaled(t, b)
-		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1, o2}})
+		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []cloudprovider.Offer{o1, o2}})
 		if err != nil || !got.Adopted || b.created != 1 {
 			t.Fatalf("Launch = %+v, %v; created %d", got, err, b.created)
 		}
@@ -419,10 +425,10 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 	t.Run("a create cut short is adopted by the next launch of the same resource", func(t *testing.T) {
 		b := &fakeBackend{cloud: "verda"}
 		j := Journal{Dir: t.TempDir()}
-		cp := New(inv, []InstanceManagerBackend{b}, Options{Journal: j})
+		cp := New(inv, []cloudprovider.InstanceManagerBackend{b}, Options{Journal: j})
 		first := launched(t, cp)
 		// The process died here: Settle never ran, the intent is still journaled.
-		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []cloudprovider.Offer{o1}})
 		if err != nil || !got.Adopted || got.Instance.ID != first.Instance.ID || b.created != 1 {
 			t.Fatalf("second Launch = %+v, %v; created %d", got, err, b.created)
 		}
@@ -431,7 +437,7 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 			t.Error("Settle left the journal entry")
 		}
 		// Settled: a later create of the same name (another resource, or a replacement) buys its own.
-		again, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o1}})
+		again, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []cloudprovider.Offer{o1}})
 		if err != nil || again.Adopted || again.Instance.ID == first.Instance.ID || b.created != 2 {
 			t.Fatalf("launch after settle = %+v, %v; created %d", again, err, b.created)
 		}
@@ -440,11 +446,11 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 		b := &fakeBackend{cloud: "verda"}
 		cp := journaled(t, b)
 		first := launched(t, cp)
-		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o2}})
+		got, err := cp.Launch(ctx, LaunchRequest{Name: "x", Offers: []cloudprovider.Offer{o2}})
 		if err != nil || got.Adopted || got.Offer.ID != o2.ID {
 			t.Fatalf("Launch = %+v, %v", got, err)
 		}
-		if _, err := b.Get(ctx, first.Instance.ID); !IsNotFound(err) {
+		if _, err := b.Get(ctx, first.Instance.ID); !cloudprovider.IsNotFound(err) {
 			t.Errorf("the mismatched leftover %s still exists", first.Instance.ID)
 		}
 	})
@@ -452,7 +458,7 @@ func TestLaunchAdoptsAndFallsBack(t *testing.T) {
 		b := &fakeBackend{cloud: "verda"}
 		theirs := launched(t, journaled(t, b))
 		mine := journaled(t, b)
-		got, err := mine.Launch(ctx, LaunchRequest{Name: "x", Offers: []Offer{o2}})
+		got, err := mine.Launch(ctx, LaunchRequest{Name: "x", Offers: []cloudprovider.Offer{o2}})
 		if err != nil || got.Adopted || got.Instance.ID == theirs.Instance.ID || b.created != 2 {
 			t.Fatalf("Launch = %+v, %v; created %d", got, err, b.created)
 		}
@@ -473,21 +479,21 @@ func (p *scriptedProvisioner) Digest(inventory.Pool, map[string]any) (string, er
 	return "d1", nil
 }
 
-func (p *scriptedProvisioner) Provision(_ context.Context, req ProvisionRequest) (ProvisionResult, error) {
+func (p *scriptedProvisioner) Provision(_ context.Context, req cloudprovider.ProvisionRequest) (cloudprovider.ProvisionResult, error) {
 	p.attempts++
 	if p.attempts <= p.failures {
 		err := errors.New("task failed")
 		if p.permanent {
-			err = &PermanentError{Err: errors.New("host key mismatch")}
+			err = &cloudprovider.PermanentError{Err: errors.New("host key mismatch")}
 		}
-		return ProvisionResult{HostKey: "ssh-ed25519 AAAA", FailedTask: "check gpus", Message: "2 GPUs, want 8"}, err
+		return cloudprovider.ProvisionResult{HostKey: "ssh-ed25519 AAAA", FailedTask: "check gpus", Message: "2 GPUs, want 8"}, err
 	}
-	return ProvisionResult{HostKey: "ssh-ed25519 AAAA"}, nil
+	return cloudprovider.ProvisionResult{HostKey: "ssh-ed25519 AAAA"}, nil
 }
 
 func TestProvisionRetries(t *testing.T) {
 	inv := testInventory(t)
-	inst := Instance{Name: "sbx-vm-x"}
+	inst := cloudprovider.Instance{Name: "sbx-vm-x"}
 	cases := []struct {
 		name         string
 		prov         *scriptedProvisioner
@@ -524,10 +530,10 @@ func usd(f float64) money.USD { return money.MustFromFloat(f) }
 // A GPU product the inventory cannot map is reported with the cloud's exact name, never ranked.
 func TestOffersReportUnmapped(t *testing.T) {
 	h100 := offer("FIN-01", "1H100", 1, 2.49)
-	odd := Offer{Region: "FIN-01", InstanceType: "1X9", CloudGPU: "NVIDIA X9 96GB", GPUCount: 1, PricePerHour: usd(0.5), Available: -1}
+	odd := cloudprovider.Offer{Region: "FIN-01", InstanceType: "1X9", CloudGPU: "NVIDIA X9 96GB", GPUCount: 1, PricePerHour: usd(0.5), Available: -1}
 	odd2 := odd
 	odd2.Region = "FIN-02"
-	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{h100, odd, odd2}}}, Options{})
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{h100, odd, odd2}}}, Options{})
 	res, err := cp.Offers(context.Background(), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -546,7 +552,7 @@ func TestClosest(t *testing.T) {
 	two := offer("FIN-01", "2H100", 2, 1.15)
 	sp := offer("FIN-02", "1H100-spot", 1, 1.10)
 	sp.Spot = true
-	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{eu, two, sp}}}, Options{})
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{eu, two, sp}}}, Options{})
 	names := func(req OfferRequest) []string {
 		if res, _ := cp.Offers(context.Background(), req, false); len(res.Offers) != 0 {
 			t.Fatalf("the request should fail: %+v", res.Offers)

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // Fleet shares the clouds' known stock among the instances planned in one run, so that three
@@ -29,14 +31,14 @@ type Fleet struct {
 }
 
 type fleetEntry struct {
-	offers []Offer
+	offers []cloudprovider.Offer
 	joined time.Time
 }
 
 // FleetChoice is what Choose decided for one instance.
 type FleetChoice struct {
 	// Offer is the chosen offer.
-	Offer Offer
+	Offer cloudprovider.Offer
 	// Passed lists the better-ranked offers the instance did not get because instances planned before
 	// it in this run took their last stock, each with those instances' names.
 	Passed []PassedOffer
@@ -44,7 +46,7 @@ type FleetChoice struct {
 
 // PassedOffer is a better offer an instance did not get.
 type PassedOffer struct {
-	Offer Offer
+	Offer cloudprovider.Offer
 	// TakenBy are the instances of this run that took its stock, in name order.
 	TakenBy []string
 }
@@ -55,7 +57,7 @@ func NewFleet(quiet time.Duration) *Fleet {
 		taken: map[string][]string{}, chosen: map[string]FleetChoice{}}
 }
 
-func stockKey(o Offer) string {
+func stockKey(o cloudprovider.Offer) string {
 	return fmt.Sprintf("%s/%s/%s/%t", o.Cloud, o.Region, o.InstanceType, o.Spot)
 }
 
@@ -63,7 +65,7 @@ func stockKey(o Offer) string {
 // returns ok false when every offer's stock was taken by other instances of this run (the choice then
 // lists them in Passed). A name asked again gets the same answer, ok included, whatever offers it
 // brings the second time.
-func (f *Fleet) Choose(ctx context.Context, name string, offers []Offer) (FleetChoice, bool, error) {
+func (f *Fleet) Choose(ctx context.Context, name string, offers []cloudprovider.Offer) (FleetChoice, bool, error) {
 	if len(offers) == 0 {
 		return FleetChoice{}, false, nil
 	}

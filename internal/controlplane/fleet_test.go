@@ -7,13 +7,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
-func fleetOffers() []Offer {
-	a := Offer{ID: "one-left", Cloud: "verda", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2), Available: 1}
-	b := Offer{ID: "two-left", Cloud: "upcloud", Region: "fi-hel2", InstanceType: "GPU-1xH100", PricePerHour: usd(2.5), Available: 2}
-	c := Offer{ID: "unlimited", Cloud: "sandbox", Region: "sbx-eu-1", InstanceType: "sbx.h100.1x", PricePerHour: usd(3), Available: -1}
-	return []Offer{a, b, c}
+func fleetOffers() []cloudprovider.Offer {
+	a := cloudprovider.Offer{ID: "one-left", Cloud: "verda", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2), Available: 1}
+	b := cloudprovider.Offer{ID: "two-left", Cloud: "upcloud", Region: "fi-hel2", InstanceType: "GPU-1xH100", PricePerHour: usd(2.5), Available: 2}
+	c := cloudprovider.Offer{ID: "unlimited", Cloud: "sandbox", Region: "sbx-eu-1", InstanceType: "sbx.h100.1x", PricePerHour: usd(3), Available: -1}
+	return []cloudprovider.Offer{a, b, c}
 }
 
 // Instances planned together share the stock by name, whatever order Terraform plans them in.
@@ -62,7 +64,7 @@ func TestFleetSharesStockByName(t *testing.T) {
 // An instance that joins after a round was served takes what is left; when nothing is left it is told so.
 func TestFleetLateJoinerAndNothingLeft(t *testing.T) {
 	f := NewFleet(time.Millisecond)
-	only := []Offer{{ID: "one-left", Cloud: "verda", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2), Available: 1}}
+	only := []cloudprovider.Offer{{ID: "one-left", Cloud: "verda", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2), Available: 1}}
 	if c, ok, err := f.Choose(context.Background(), "b", only); !ok || err != nil || c.Offer.ID != "one-left" {
 		t.Fatalf("first: %+v %v %v", c, ok, err)
 	}

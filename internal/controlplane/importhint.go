@@ -2,36 +2,41 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
-// ImportIDProblem checks an import ID before the import reads it: an ID without its "--<token>" suffix
-// (the resource's name, or the pool's prefix and the name) names no machine hydra made, and Terraform
-// would only say "Cannot import non-existent remote object". It lists the configured clouds' machines
-// and returns what is wrong with the ID and the machines it probably means, or "" to go on with the
-// import (a full cloud-side name, or a machine that really has that name, made before ownership
-// tokens).
-func (cp *ControlPlane) ImportIDProblem(ctx context.Context, id string) string {
+// CheckImportID checks an import ID before the import reads it: it must route to a configured pool
+// by its prefix, and an ID without its "--<token>" suffix (the resource's name, or the pool's prefix
+// and the name) names no machine hydra made, where Terraform would only say "Cannot import
+// non-existent remote object": the error then says what is wrong and lists the machines it probably
+// means. nil goes on with the import (a full cloud-side name, or a machine that really has that name,
+// made before ownership tokens).
+func (cp *ControlPlane) CheckImportID(ctx context.Context, id string) error {
 	var pools []inventory.Pool
 	for _, pm := range cp.manager.Pools() {
 		pools = append(pools, pm.Pool)
 	}
-	if !needsCandidates(pools, id) {
-		return ""
+	if needsCandidates(pools, id) {
+		res := cp.Machines(ctx, nil)
+		if problem := importHint(id, pools, res.Machines, res.Unreachable); problem != "" {
+			return errors.New(problem)
+		}
 	}
-	res := cp.Machines(ctx, nil)
-	return importHint(id, pools, res.Machines, res.Unreachable)
+	_, err := cp.manager.Route(id)
+	return err
 }
 
 // needsCandidates says whether an import ID might lack its token: it carries none in the pool its
 // prefix routes it to, or it routes to no pool at all.
 func needsCandidates(pools []inventory.Pool, id string) bool {
 	for _, p := range pools {
-		if _, token, ok := ParseCloudName(p, id); ok {
+		if _, token, ok := cloudprovider.ParseCloudName(p, id); ok {
 			return token == ""
 		}
 	}
@@ -47,7 +52,7 @@ func importHint(id string, pools []inventory.Pool, machines []Machine, unreachab
 		if m.Instance.Name == id {
 			return ""
 		}
-		if strings.HasPrefix(m.Instance.Name, id) || strings.HasPrefix(m.Instance.Name, m.Pool.Prefix+id+TokenSeparator) {
+		if strings.HasPrefix(m.Instance.Name, id) || strings.HasPrefix(m.Instance.Name, m.Pool.Prefix+id+cloudprovider.TokenSeparator) {
 			candidates = append(candidates, m)
 		}
 	}
@@ -62,7 +67,7 @@ func importHint(id string, pools []inventory.Pool, machines []Machine, unreachab
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%q has no %q suffix. hydra names every machine it creates <pool prefix><name>%s<ownership token> "+
-		"(for example sbx-vm-trainer-1--k3j5x7qa), and import takes that whole cloud-side name.", id, TokenSeparator+"<token>", TokenSeparator)
+		"(for example sbx-vm-trainer-1--k3j5x7qa), and import takes that whole cloud-side name.", id, cloudprovider.TokenSeparator+"<token>", cloudprovider.TokenSeparator)
 	if len(candidates) == 0 {
 		fmt.Fprintf(&b, "\n\nNo machine at the configured clouds has a name that starts with %q. "+
 			"The hydra_gpu_instances data source lists every machine with its cloud-side name (its id).", id)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -12,8 +13,8 @@ import (
 func TestImportHint(t *testing.T) {
 	pools := []inventory.Pool{{Name: "sandbox-vm-pool", Cloud: "sandbox", Prefix: "sbx-vm-"}, {Name: "verda-vm-pool", Cloud: "verda", Prefix: "verda-vm-"}}
 	machine := func(pool int, name string) Machine {
-		return Machine{Pool: pools[pool], Ownership: OwnedConfirmed, Instance: Instance{
-			Name: name, ID: "id-" + name, Region: "eu-1", Status: StatusRunning}}
+		return Machine{Pool: pools[pool], Ownership: OwnedConfirmed, Instance: cloudprovider.Instance{
+			Name: name, ID: "id-" + name, Region: "eu-1", Status: cloudprovider.StatusRunning}}
 	}
 	machines := []Machine{
 		machine(0, "sbx-vm-trainer--abcdefgh"), machine(0, "sbx-vm-trainer-2--bcdefghi"),

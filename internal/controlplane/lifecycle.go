@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
-	"sort"
 )
 
 // LaunchRequest asks for one instance from a list of acceptable offers, best first.
@@ -17,7 +18,7 @@ type LaunchRequest struct {
 	// Name is the resource's name; each pool prepends its prefix and the ownership token follows it.
 	Name string
 	// Offers are tried in order while a cloud answers "no capacity". One offer: no fallback.
-	Offers          []Offer
+	Offers          []cloudprovider.Offer
 	MaxPricePerHour money.USD
 	SSHPublicKeys   []string
 	// BidTimeout bounds how long Launch waits for an auction bid to win (Instance.AwaitingAllocation)
@@ -25,24 +26,24 @@ type LaunchRequest struct {
 	BidTimeout time.Duration
 	// NoCapacity, when set, is told of every offer that failed for lack of capacity (a capacity error,
 	// or a bid that did not win in time), so the caller can remember it (see CapacityMemory).
-	NoCapacity func(o Offer, why string)
+	NoCapacity func(o cloudprovider.Offer, why string)
 }
 
 // Launched is the outcome of Launch.
 type Launched struct {
-	Instance Instance
-	Offer    Offer
+	Instance cloudprovider.Instance
+	Offer    cloudprovider.Offer
 	Pool     inventory.Pool
-	// Adopted is true when the machine was left by this working directory's interrupted create of the
-	// same resource (its journaled intent proves it) and was taken over instead of buying another.
+	// Adopted is true when the machine was not created by this call but taken over (see Launch).
 	Adopted bool
 }
 
-// Launch creates the instance. It never touches a machine of another resource: every machine it
-// creates carries a fresh ownership token in its name, and the only machine it adopts is the one a
-// journaled intent of this same resource names (a create cut short by a hard kill, or a create whose
-// answer was lost). Only the intent's own pool is asked, so an outage of an unrelated cloud cannot
-// fail the create. A capacity error moves on to the next offer.
+// Launch creates the instance from the first offer that has capacity, trying req.Offers in order. It
+// first adopts, instead of buying another, a machine an earlier create of the same resource left: the
+// one its journaled intent names, or one never confirmed that carries a token derived from its name
+// (a leftover that no longer matches the offers is deleted). A create whose answer was lost is looked
+// for by name. It never touches a machine of another resource. One offer that ran out of capacity is
+// a *SoldOutError; several, a capacity error.
 func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched, error) {
 	log := cp.logger(ctx)
 	if len(req.Offers) == 0 {
@@ -61,20 +62,20 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 	for i, o := range req.Offers {
 		pm, ok := cp.manager.Pool(o.Pool)
 		if !ok {
-			return Launched{}, Errorf(ErrInvalid, o.Cloud, "creating instance", "pool %q of offer %s is not configured", o.Pool, o.ID)
+			return Launched{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, o.Cloud, "creating instance", "pool %q of offer %s is not configured", o.Pool, o.ID)
 		}
 		token, err := cp.freeToken(ctx, pm, req.Name)
 		if err != nil {
 			return Launched{}, err
 		}
-		name := CloudName(pm.Pool, req.Name, token)
+		name := cloudprovider.CloudName(pm.Pool, req.Name, token)
 		intent := Intent{Resource: req.Name, Token: token, Pool: pm.Pool.Name, CloudName: name, OfferID: o.ID, StartedAt: time.Now().UTC()}
 		if err := cp.opts.Journal.Put(intent); err != nil {
 			return Launched{}, fmt.Errorf("journaling the create before sending it (nothing was created): %w", err)
 		}
 		log.Info("creating instance", "name", name, "offer", o.ID, "attempt", i+1)
-		inst, err := pm.Create(ctx, CreateRequest{Name: name, Offer: o, MaxPricePerHour: req.MaxPricePerHour,
-			SSHPublicKeys: req.SSHPublicKeys, Owner: Ownership{Resource: req.Name, Token: token}})
+		inst, err := pm.Create(ctx, cloudprovider.CreateRequest{Name: name, Offer: o, MaxPricePerHour: req.MaxPricePerHour,
+			SSHPublicKeys: req.SSHPublicKeys, Owner: cloudprovider.Ownership{Resource: req.Name, Token: token}})
 		if err == nil && inst.AwaitingAllocation && req.BidTimeout > 0 {
 			var won bool
 			inst, won, err = cp.awaitAllocation(ctx, pm, inst, req.BidTimeout)
@@ -100,7 +101,7 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 			return Launched{Instance: inst, Offer: o, Pool: pm.Pool}, nil
 		}
 		// A create whose outcome is unknown may have succeeded: look (by its unique name) first.
-		if k := KindOf(err); k == ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		if k := cloudprovider.KindOf(err); k == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			inst, gerr := pm.Get(lookCtx, InstanceRef{Name: name})
 			cancel()
@@ -108,13 +109,13 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 				log.Warn("create reported an error but the instance exists; keeping it", "name", name, "error", err)
 				return Launched{Instance: inst, Offer: o, Pool: pm.Pool, Adopted: true}, nil
 			}
-			if !IsNotFound(gerr) {
+			if !cloudprovider.IsNotFound(gerr) {
 				// The outcome stays unknown: keep the intent so the next apply looks again.
 				return Launched{}, fmt.Errorf("%w (whether %s was created is unknown: %v; the next apply looks for it again)", err, name, gerr)
 			}
 		}
 		_ = cp.opts.Journal.Remove(req.Name) // nothing was created
-		if !IsCapacity(err) || ctx.Err() != nil {
+		if !cloudprovider.IsCapacity(err) || ctx.Err() != nil {
 			return Launched{}, err
 		}
 		tried = append(tried, fmt.Sprintf("%s: %v", o.ID, err))
@@ -124,17 +125,17 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 	if len(req.Offers) == 1 {
 		return Launched{}, &SoldOutError{OfferID: req.Offers[0].ID, Cloud: req.Offers[0].Cloud, Reason: tried[0]}
 	}
-	return Launched{}, Errorf(ErrCapacity, "hydra", "creating instance", "every acceptable offer ran out of capacity: %v", tried)
+	return Launched{}, cloudprovider.Errorf(cloudprovider.ErrCapacity, "hydra", "creating instance", "every acceptable offer ran out of capacity: %v", tried)
 }
 
 // awaitAllocation waits for an instance awaiting allocation, read through its cloud's shared status
 // poller (see poll.go), until the cloud allocates it (won) or timeout passes (not won). An error is
 // returned only when ctx ends.
-func (cp *ControlPlane) awaitAllocation(ctx context.Context, pm *SinglePoolInstManager, inst Instance, timeout time.Duration) (Instance, bool, error) {
+func (cp *ControlPlane) awaitAllocation(ctx context.Context, pm *SinglePoolInstManager, inst cloudprovider.Instance, timeout time.Duration) (cloudprovider.Instance, bool, error) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cp.logger(ctx).Info("waiting for the bid to win", "name", inst.Name, "bid_timeout", timeout.String())
-	err := cp.watch(wctx, pm, InstanceRef{Name: inst.Name, ID: inst.ID}, func(next Instance, err error) (bool, error) {
+	err := cp.watch(wctx, pm, InstanceRef{Name: inst.Name, ID: inst.ID}, func(next cloudprovider.Instance, err error) (bool, error) {
 		if err != nil {
 			return false, nil //nolint:nilerr // a failed read is retried at the next tick, as any failed poll
 		}
@@ -162,7 +163,7 @@ func (e *SoldOutError) Error() string {
 
 // Unwrap makes a SoldOutError a capacity error for KindOf and IsCapacity.
 func (e *SoldOutError) Unwrap() error {
-	return &Error{Kind: ErrCapacity, Cloud: e.Cloud, Err: errors.New(e.Reason)}
+	return &cloudprovider.Error{Kind: cloudprovider.ErrCapacity, Cloud: e.Cloud, Err: errors.New(e.Reason)}
 }
 
 // resumeIntent adopts the machine a journaled intent of this resource names, when it exists and
@@ -180,7 +181,7 @@ func (cp *ControlPlane) resumeIntent(ctx context.Context, req LaunchRequest) (La
 		return Launched{}, false, cp.opts.Journal.Remove(req.Name)
 	}
 	inst, err := pm.Get(ctx, InstanceRef{Name: intent.CloudName})
-	if IsNotFound(err) {
+	if cloudprovider.IsNotFound(err) {
 		return Launched{}, false, cp.opts.Journal.Remove(req.Name) // the cut-short create never reached the cloud
 	}
 	if err != nil {
@@ -195,10 +196,10 @@ func (cp *ControlPlane) resumeIntent(ctx context.Context, req LaunchRequest) (La
 // adoptOrDelete adopts inst, a machine an interrupted create of req's resource left in pm, when it
 // matches one of req's offers, and otherwise deletes it by its cloud id, so that it does not bill on
 // (a machine already gone counts as deleted). It reports whether it adopted the machine.
-func (cp *ControlPlane) adoptOrDelete(ctx context.Context, req LaunchRequest, pm *SinglePoolInstManager, inst Instance) (Launched, bool, error) {
+func (cp *ControlPlane) adoptOrDelete(ctx context.Context, req LaunchRequest, pm *SinglePoolInstManager, inst cloudprovider.Instance) (Launched, bool, error) {
 	log := cp.logger(ctx)
 	for _, o := range req.Offers {
-		// Some clouds do not report an instance's region (Prime Intellect pods): unknown matches.
+		// Some clouds do not report an instance's region: unknown matches.
 		if o.Pool == pm.Pool.Name && (inst.Region == "" || o.Region == inst.Region) && o.InstanceType == inst.InstanceType && o.Spot == inst.Spot {
 			log.Info("adopting the machine an interrupted create of this resource left", "name", inst.Name, "id", inst.ID, "created_at", inst.CreatedAt)
 			return Launched{Instance: inst, Offer: o, Pool: pm.Pool, Adopted: true}, true, nil
@@ -206,7 +207,7 @@ func (cp *ControlPlane) adoptOrDelete(ctx context.Context, req LaunchRequest, pm
 	}
 	log.Warn("the machine an interrupted create of this resource left does not match the planned offer; deleting it",
 		"name", inst.Name, "id", inst.ID, "instance_type", inst.InstanceType, "region", inst.Region)
-	if err := pm.Backend.Delete(ctx, inst.ID); err != nil && !IsNotFound(err) {
+	if err := pm.Backend.Delete(ctx, inst.ID); err != nil && !cloudprovider.IsNotFound(err) {
 		return Launched{}, false, fmt.Errorf("deleting %s (id %s), left by an interrupted create of this resource and no longer matching the plan: %w", inst.Name, inst.ID, err)
 	}
 	return Launched{}, false, nil
@@ -225,7 +226,7 @@ func (cp *ControlPlane) resumeLeftover(ctx context.Context, req LaunchRequest) (
 			continue
 		}
 		seen[o.Pool] = true
-		if _, confirmable := pm.Backend.(OwnershipConfirmer); !confirmable {
+		if _, confirmable := pm.Backend.(cloudprovider.OwnershipConfirmer); !confirmable {
 			continue // the cloud cannot tell a held machine from a leftover: the plan names such machines
 		}
 		list, err := cp.listPool(ctx, pm)
@@ -233,9 +234,9 @@ func (cp *ControlPlane) resumeLeftover(ctx context.Context, req LaunchRequest) (
 			return Launched{}, false, fmt.Errorf("looking in %s for a machine an interrupted create of %q left (nothing was created): %w", pm.Pool.Name, req.Name, err)
 		}
 		for _, inst := range list {
-			inst = WithOwner(pm.Pool, inst)
-			name, token, ok := ParseCloudName(pm.Pool, inst.Name)
-			if !ok || name != req.Name || inst.Status == StatusTerminated || inst.Owner.Confirmed || !DerivedToken(req.Name, token) {
+			inst = cloudprovider.WithOwner(pm.Pool, inst)
+			name, token, ok := cloudprovider.ParseCloudName(pm.Pool, inst.Name)
+			if !ok || name != req.Name || inst.Status == cloudprovider.StatusTerminated || inst.Owner.Confirmed || !cloudprovider.DerivedToken(req.Name, token) {
 				continue
 			}
 			if l, adopted, err := cp.adoptOrDelete(ctx, req, pm, inst); adopted || err != nil {
@@ -257,18 +258,18 @@ func (cp *ControlPlane) freeToken(ctx context.Context, pm *SinglePoolInstManager
 	for _, inst := range list {
 		used[inst.Name] = true
 	}
-	for gen := 0; gen < ownGenerations; gen++ {
-		if t := OwnerToken(resource, gen); !used[CloudName(pm.Pool, resource, t)] {
+	for gen := 0; gen < cloudprovider.OwnerGenerations; gen++ {
+		if t := cloudprovider.OwnerToken(resource, gen); !used[cloudprovider.CloudName(pm.Pool, resource, t)] {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("every cloud-side name of %q in %s is taken by a machine (%d of them); delete the ones no state holds, then apply again (nothing was created)", resource, pm.Pool.Name, ownGenerations)
+	return "", fmt.Errorf("every cloud-side name of %q in %s is taken by a machine (%d of them); delete the ones no state holds, then apply again (nothing was created)", resource, pm.Pool.Name, cloudprovider.OwnerGenerations)
 }
 
 // Settle is called once the resource's create has returned the machine to Terraform: it records the
 // ownership as confirmed at the cloud (where the cloud can) and forgets the journaled intent. It is
 // best effort: a failure is logged and the next refresh confirms again.
-func (cp *ControlPlane) Settle(ctx context.Context, resource string, inst Instance) {
+func (cp *ControlPlane) Settle(ctx context.Context, resource string, inst cloudprovider.Instance) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	cp.Confirm(ctx, inst)
@@ -279,7 +280,7 @@ func (cp *ControlPlane) Settle(ctx context.Context, resource string, inst Instan
 
 // Held is called when a refresh or an import finds inst in a Terraform state: it confirms the
 // ownership at the cloud and forgets a journaled intent that names the machine (an imported leftover).
-func (cp *ControlPlane) Held(ctx context.Context, inst Instance) {
+func (cp *ControlPlane) Held(ctx context.Context, inst cloudprovider.Instance) {
 	cp.Confirm(ctx, inst)
 	if in, ok, err := cp.opts.Journal.Get(inst.Owner.Resource); err == nil && ok && in.CloudName == inst.Name {
 		_ = cp.opts.Journal.Remove(in.Resource)
@@ -312,7 +313,7 @@ func (cp *ControlPlane) PruneJournal(res ListResult) {
 
 // Confirm records at the cloud that a Terraform state holds inst (a no-op where it is confirmed
 // already or the cloud cannot record it). Errors are logged, not returned.
-func (cp *ControlPlane) Confirm(ctx context.Context, inst Instance) {
+func (cp *ControlPlane) Confirm(ctx context.Context, inst cloudprovider.Instance) {
 	if inst.ID == "" || inst.Owner.Confirmed {
 		return
 	}
@@ -320,11 +321,11 @@ func (cp *ControlPlane) Confirm(ctx context.Context, inst Instance) {
 	if err != nil {
 		return
 	}
-	c, ok := pm.Backend.(OwnershipConfirmer)
+	c, ok := pm.Backend.(cloudprovider.OwnershipConfirmer)
 	if !ok {
 		return
 	}
-	if err := c.ConfirmOwnership(ctx, inst.ID); err != nil && !IsNotFound(err) {
+	if err := c.ConfirmOwnership(ctx, inst.ID); err != nil && !cloudprovider.IsNotFound(err) {
 		cp.logger(ctx).Warn("could not record the machine's ownership as confirmed; the next refresh tries again", "name", inst.Name, "id", inst.ID, "error", err)
 	}
 }
@@ -335,22 +336,22 @@ func (cp *ControlPlane) Confirm(ctx context.Context, inst Instance) {
 // cloud ends it with an error. The instance is read through its cloud's shared status poller (see
 // poll.go): at most BootPollMax between reads while the cloud answers, one read per tick for every
 // machine waiting on that cloud. onChange sees every status change.
-func (cp *ControlPlane) WaitRunning(ctx context.Context, inst Instance, onChange func(Instance)) (Instance, error) {
+func (cp *ControlPlane) WaitRunning(ctx context.Context, inst cloudprovider.Instance, onChange func(cloudprovider.Instance)) (cloudprovider.Instance, error) {
 	log := cp.logger(ctx)
 	started := time.Now()
 	lastLog := started
 	// settled reports whether inst ends the wait: running (done), or an error or terminated (failed).
 	settled := func() (bool, error) {
 		switch inst.Status {
-		case StatusRunning:
+		case cloudprovider.StatusRunning:
 			return true, nil
-		case StatusError:
+		case cloudprovider.StatusError:
 			msg := inst.Message
 			if msg == "" {
 				msg = "the cloud reports status " + inst.CloudStatus
 			}
 			return false, fmt.Errorf("instance %s failed at the cloud: %s", inst.Name, msg)
-		case StatusTerminated:
+		case cloudprovider.StatusTerminated:
 			return false, fmt.Errorf("instance %s was terminated at the cloud (%s) before it became ready", inst.Name, inst.CloudStatus)
 		}
 		return false, nil
@@ -372,8 +373,8 @@ func (cp *ControlPlane) WaitRunning(ctx context.Context, inst Instance, onChange
 		return inst, err
 	}
 	log.Info("waiting for the machine to boot", "name", inst.Name, "status", inst.CloudStatus)
-	err = cp.watch(ctx, pm, InstanceRef{Name: inst.Name, ID: inst.ID}, func(next Instance, err error) (bool, error) {
-		if IsNotFound(err) {
+	err = cp.watch(ctx, pm, InstanceRef{Name: inst.Name, ID: inst.ID}, func(next cloudprovider.Instance, err error) (bool, error) {
+		if cloudprovider.IsNotFound(err) {
 			return false, fmt.Errorf("instance %s disappeared at the cloud while starting: %w", inst.Name, err)
 		}
 		if err != nil {
@@ -424,7 +425,7 @@ type Provisioned struct {
 
 // Provision runs the provisioner on a running instance, retrying failed attempts with backoff; a
 // *PermanentError stops at once. onAttempt is told before each attempt starts.
-func (cp *ControlPlane) Provision(ctx context.Context, inst Instance, spec ProvisionSpec, onAttempt func(attempt int)) (Provisioned, error) {
+func (cp *ControlPlane) Provision(ctx context.Context, inst cloudprovider.Instance, spec ProvisionSpec, onAttempt func(attempt int)) (Provisioned, error) {
 	log := cp.logger(ctx)
 	digest, err := cp.opts.Provisioner.Digest(spec.Pool, spec.Vars)
 	if err != nil {
@@ -445,7 +446,7 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst Instance, spec Provi
 				onAttempt(attempt)
 			}
 			log.Info("provisioning", "name", inst.Name, "attempt", attempt, "max_attempts", maxAttempts, "playbook", spec.Pool.Playbook)
-			res, err := cp.opts.Provisioner.Provision(ctx, ProvisionRequest{
+			res, err := cp.opts.Provisioner.Provision(ctx, cloudprovider.ProvisionRequest{
 				Instance: inst, Pool: spec.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount,
 				HostKey: out.HostKey, Vars: spec.Vars, Attempt: attempt,
 				Log: func(msg string, fields map[string]any) {
@@ -477,7 +478,7 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst Instance, spec Provi
 			}
 			out.FailedTask, out.Message = res.FailedTask, res.Message
 			lastErr = err
-			var perm *PermanentError
+			var perm *cloudprovider.PermanentError
 			if errors.As(err, &perm) || ctx.Err() != nil {
 				return false, err
 			}
@@ -512,7 +513,7 @@ func (cp *ControlPlane) Terminate(ctx context.Context, ref InstanceRef) error {
 	err := wait.Until(ctx, "instance "+ref.Name+" to terminate", wait.Backoff{First: cp.opts.PollInterval, Max: cp.opts.PollMax, Factor: 1.5, WaitFirst: true},
 		func(ctx context.Context) (bool, error) {
 			inst, err := cp.manager.Get(ctx, ref)
-			if IsNotFound(err) || (err == nil && inst.Status == StatusTerminated) {
+			if cloudprovider.IsNotFound(err) || (err == nil && inst.Status == cloudprovider.StatusTerminated) {
 				return true, nil
 			}
 			if err != nil {
@@ -530,4 +531,204 @@ func (cp *ControlPlane) Terminate(ctx context.Context, ref InstanceRef) error {
 	}
 	log.Info("machine deleted", "name", ref.Name, "id", ref.ID, "took", time.Since(started).Round(time.Second).String())
 	return nil
+}
+
+// CreateRequest is one resource's create: the request it was planned with, the planned offer (or
+// none when apply chooses), and what bringing the machine up needs.
+type CreateRequest struct {
+	// Name is the resource's name.
+	Name    string
+	Request OfferRequest
+	// OfferID is the planned offer; "" lets the create take the cheapest acceptable offer now.
+	OfferID string
+	// NameInUse is the name check the plan left to the create (Quote.NameInUse).
+	NameInUse     *NameInUse
+	SSHPublicKeys []string
+	BidTimeout    time.Duration
+	// BringUp is what provisioning needs; its Pool is the launched offer's.
+	BringUp BringUpSpec
+	// Launched, when set, is told of the launched machine before its record is first saved.
+	Launched func(Launched)
+	// Gone, when set, is asked once the create ends whether Terraform is gone (true): the journaled
+	// intent then stays so the next apply adopts the machine instead of buying another.
+	Gone func(cancelled bool) bool
+}
+
+// Created is the outcome of Create.
+type Created struct {
+	Launched Launched
+	Record   Record
+	// ForgetQuote says the plan's quote is spent (launched) or wrong (the price rose, the offer sold
+	// out): the next plan quotes afresh.
+	ForgetQuote bool
+	// Capacity is set when nothing was created for lack of capacity and capacity_memory is on: the
+	// offers the next plans skip.
+	Capacity *CapacityRecord
+}
+
+// CapacityRecord is what a create that failed for lack of capacity leaves for the next plans.
+type CapacityRecord struct {
+	Misses []CapacityMiss
+	// Until is when the last miss is forgotten; Memory is capacity_memory.
+	Until  time.Time
+	Memory time.Duration
+}
+
+// Create is one resource's create, end to end: the name check the plan left to it, the offers it may
+// launch (the planned one, or every acceptable one now), the launch (adopting what an interrupted
+// create of the resource left), the record saved before any wait, bring-up to ready, and the ownership
+// settled once the create ends. save sees every step of the record. An error after the launch leaves
+// Created.Record holding the machine; before it, nothing was created.
+func (cp *ControlPlane) Create(ctx context.Context, req CreateRequest, save func(Record)) (Created, error) {
+	var out Created
+	if cp.NameStillInUse(ctx, req.Name, req.Request.Kind, req.Request.Clouds, req.NameInUse) {
+		return out, &Refusal{Notice{Field: "name", Summary: req.NameInUse.Summary, Detail: req.NameInUse.Detail}}
+	}
+	offers, err := cp.LaunchOffers(ctx, req.Request, req.OfferID)
+	var rose *PriceRoseError
+	if err != nil {
+		out.ForgetQuote = errors.As(err, &rose)
+		return out, err
+	}
+	var misses []CapacityMiss
+	launched, err := cp.Launch(ctx, LaunchRequest{
+		Name: req.Name, Offers: offers, MaxPricePerHour: req.Request.MaxPricePerHour, BidTimeout: req.BidTimeout,
+		SSHPublicKeys: req.SSHPublicKeys,
+		NoCapacity:    func(o cloudprovider.Offer, why string) { misses = append(misses, cp.NewCapacityMiss(o, why)) },
+	})
+	if cloudprovider.IsCapacity(err) && cp.opts.CapacityMemory > 0 && len(misses) > 0 {
+		// Nothing was created (an unknown outcome is not a capacity error).
+		out.Capacity = &CapacityRecord{Misses: misses, Until: misses[len(misses)-1].At.Add(cp.opts.CapacityMemory), Memory: cp.opts.CapacityMemory}
+	}
+	var soldOut *SoldOutError
+	out.ForgetQuote = err == nil || errors.As(err, &soldOut)
+	if err != nil {
+		return out, err
+	}
+	out.Launched = launched
+	if req.Launched != nil {
+		req.Launched(launched)
+	}
+	// The machine exists and is billed: recorded before any wait, so no error or interrupt loses it.
+	rec := NewRecord(launched.Instance)
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = cp.Now() // the cloud does not say: the bill started about now
+	}
+	if rec.PricePerHour == 0 {
+		rec.PricePerHour = launched.Offer.PricePerHour
+	}
+	if save != nil {
+		save(rec)
+	}
+	defer func() {
+		// Terraform holds the machine once the create returns, unless Terraform itself is gone.
+		if req.Gone == nil || !req.Gone(ctx.Err() != nil) {
+			cp.Settle(ctx, req.Name, launched.Instance)
+		}
+	}()
+	if launched.Adopted {
+		cp.logger(ctx).Warn("adopted the machine an interrupted create of this resource left, instead of buying another", "id", launched.Instance.ID, "name", launched.Instance.Name)
+	}
+	spec := req.BringUp
+	spec.Pool = launched.Pool
+	err = cp.BringUp(ctx, &rec, launched.Instance, spec, save)
+	out.Record = rec
+	return out, err
+}
+
+// DefaultDrainTimeout bounds an execlet's drain when the resource sets none.
+const DefaultDrainTimeout = 10 * time.Minute
+
+// DeleteRequest is one resource's delete.
+type DeleteRequest struct {
+	Record   Record
+	GPUType  string
+	GPUCount int
+	// DrainTimeout bounds an execlet's drain (0: DefaultDrainTimeout).
+	DrainTimeout time.Duration
+	// NoDrain, when set, is why an execlet cannot be drained from here (it is deleted undrained).
+	NoDrain string
+}
+
+// Delete deletes a resource's machine: an execlet is drained first (at most its drain timeout, and
+// deleted whatever happened), then the machine is terminated and awaited. A record without a cloud
+// machine (a create that failed for lack of capacity) deletes nothing.
+func (cp *ControlPlane) Delete(ctx context.Context, req DeleteRequest) error {
+	rec := req.Record
+	if rec.ID == "" {
+		return nil
+	}
+	switch {
+	case req.NoDrain != "":
+		if pm, err := cp.manager.Route(rec.Name); err == nil && pm.Pool.Kind == inventory.KindExeclet {
+			cp.logger(ctx).Warn("execlet not drained", "name", rec.Name, "why", req.NoDrain)
+		}
+	default:
+		timeout := req.DrainTimeout
+		if timeout <= 0 {
+			timeout = DefaultDrainTimeout
+		}
+		cp.Drain(ctx, rec, req.GPUType, req.GPUCount, timeout)
+	}
+	return cp.Terminate(ctx, InstanceRef{Name: rec.Name, ID: rec.ID})
+}
+
+// BilledPrice says how the price a machine is billed compares with the one its plan showed: "" when
+// they agree (or either is unknown), else a sentence with both.
+func BilledPrice(planned, billed money.USD) string {
+	if planned == 0 || billed == 0 || planned == billed {
+		return ""
+	}
+	return fmt.Sprintf("The plan showed %s; the cloud bills %s.", planned.PerHour(), billed.PerHour())
+}
+
+// Startup is what the control plane finds when it starts: every pool's machines with their
+// ownership, and those that may be billed with no state holding them (Orphans, after OrphanGrace)
+// apart from the ones this working directory's journal names (its own report).
+type Startup struct {
+	Machines ListResult
+	Orphans  []Machine
+}
+
+// Open lists every pool's machines once, forgets the journaled intents whose machine does not exist
+// (PruneJournal), and finds the orphans.
+func (cp *ControlPlane) Open(ctx context.Context) Startup {
+	st := Startup{Machines: cp.Machines(ctx, nil)}
+	cp.PruneJournal(st.Machines)
+	journaled := map[string]bool{}
+	if intents, err := cp.opts.Journal.All(); err == nil {
+		for _, in := range intents {
+			journaled[in.CloudName] = true
+		}
+	}
+	for _, m := range st.Machines.Orphans(cp.opts.OrphanGrace) {
+		if !journaled[m.Instance.Name] {
+			st.Orphans = append(st.Orphans, m)
+		}
+	}
+	return st
+}
+
+// PlannedProvisioning is what a plan's provisioning digest needs: the machine's pool (or, when none
+// is known yet, its kind) and the playbook's variables (VarsKnown false while any is unknown).
+type PlannedProvisioning struct {
+	Pool, Kind string
+	Vars       map[string]any
+	VarsKnown  bool
+}
+
+// plannedDigest is the digest a plan shows: "" with provisioning off, not known while the variables
+// are not. An error is a *Refusal.
+func (cp *ControlPlane) plannedDigest(p PlannedProvisioning) (digest string, known bool, err error) {
+	if !cp.Provisioning() {
+		return "", true, nil
+	}
+	if !p.VarsKnown {
+		return "", false, nil
+	}
+	d, err := cp.PlannedDigest(p.Pool, p.Kind, p.Vars)
+	if err != nil {
+		return "", false, refuse("", "Cannot compute the provisioning digest", err.Error())
+	}
+	return d, true, nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -32,13 +33,15 @@ const (
 
 // Machine is one machine in a configured pool with its ownership.
 type Machine struct {
-	Instance Instance
+	Instance cloudprovider.Instance
 	Pool     inventory.Pool
 	// Resource is the resource name the machine was created for.
 	Resource  string
 	Ownership OwnershipState
 	// Age is how long ago the cloud created it (0 when the cloud does not say).
 	Age time.Duration
+	// Facts are what its cloud states about itself (billing granularity).
+	Facts cloudprovider.Facts
 }
 
 // ListResult is every machine hydra can see, and the clouds that could not be listed.
@@ -46,6 +49,9 @@ type ListResult struct {
 	Machines []Machine
 	// Unreachable maps a cloud to why it could not be listed.
 	Unreachable map[string]string
+	// At is when the machines were listed; Grace is the configured orphan grace (see Orphans).
+	At    time.Time
+	Grace time.Duration
 }
 
 // Machines lists the machines of every configured pool (of the given clouds only when clouds is not
@@ -57,7 +63,7 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 			intents[in.CloudName] = in
 		}
 	}
-	res := ListResult{Unreachable: map[string]string{}}
+	res := ListResult{Unreachable: map[string]string{}, At: cp.Now(), Grace: cp.opts.OrphanGrace}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, pm := range cp.manager.Pools() {
@@ -74,12 +80,12 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 				res.Unreachable[pm.Pool.Cloud] = err.Error()
 				return
 			}
-			_, confirmable := pm.Backend.(OwnershipConfirmer)
+			_, confirmable := pm.Backend.(cloudprovider.OwnershipConfirmer)
 			for _, inst := range list {
-				if inst.Status == StatusTerminated {
+				if inst.Status == cloudprovider.StatusTerminated {
 					continue
 				}
-				res.Machines = append(res.Machines, cp.machine(pm.Pool, inst, confirmable, intents))
+				res.Machines = append(res.Machines, cp.machine(pm, inst, confirmable, intents))
 			}
 		}()
 	}
@@ -94,10 +100,11 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 	return res
 }
 
-func (cp *ControlPlane) machine(pool inventory.Pool, inst Instance, confirmable bool, intents map[string]Intent) Machine {
-	m := Machine{Instance: inst, Pool: pool, Resource: inst.Owner.Resource}
+func (cp *ControlPlane) machine(pm *SinglePoolInstManager, inst cloudprovider.Instance, confirmable bool, intents map[string]Intent) Machine {
+	pool := pm.Pool
+	m := Machine{Instance: inst, Pool: pool, Resource: inst.Owner.Resource, Facts: cloudprovider.FactsOf(pm.Backend)}
 	if m.Resource == "" {
-		m.Resource, _, _ = ParseCloudName(pool, inst.Name)
+		m.Resource, _, _ = cloudprovider.ParseCloudName(pool, inst.Name)
 	}
 	if !inst.CreatedAt.IsZero() {
 		m.Age = time.Since(inst.CreatedAt)
@@ -107,7 +114,7 @@ func (cp *ControlPlane) machine(pool inventory.Pool, inst Instance, confirmable 
 		m.Ownership = OwnedInterrupted
 	case inst.Owner.Token == "":
 		m.Ownership = NotHydras
-	case confirmable && !inst.Owner.Confirmed && DerivedToken(m.Resource, inst.Owner.Token):
+	case confirmable && !inst.Owner.Confirmed && cloudprovider.DerivedToken(m.Resource, inst.Owner.Token):
 		m.Ownership = OwnedInterrupted
 	case inst.Owner.Confirmed:
 		m.Ownership = OwnedConfirmed
@@ -119,9 +126,10 @@ func (cp *ControlPlane) machine(pool inventory.Pool, inst Instance, confirmable 
 	return m
 }
 
-// Orphans returns the machines that are probably billed with no Terraform state holding them: those
-// this working directory's journal names (creates cut short), and, where the cloud records
-// confirmation, those never confirmed and older than the orphan grace period.
+// Orphans returns the machines probably billed with no Terraform state holding them: every machine a
+// cut-short create left (OwnedInterrupted: named by this working directory's journal, or never
+// confirmed and carrying its resource name's derived token), whatever its age, and every other
+// never-confirmed machine (OwnedUnconfirmed) older than grace or of unknown age.
 func (r ListResult) Orphans(grace time.Duration) []Machine {
 	var out []Machine
 	for _, m := range r.Machines {
@@ -133,9 +141,6 @@ func (r ListResult) Orphans(grace time.Duration) []Machine {
 	}
 	return out
 }
-
-// OrphanGrace is the configured orphan grace period.
-func (cp *ControlPlane) OrphanGrace() time.Duration { return cp.opts.OrphanGrace }
 
 // Named returns the live machines created for resource name in the pools of kind on the given clouds
 // (every configured cloud when clouds is empty), and the clouds that could not be asked.
@@ -155,13 +160,13 @@ func (cp *ControlPlane) Named(ctx context.Context, name, kind string, clouds []s
 			unreachable[pm.Pool.Cloud] = err.Error()
 			continue
 		}
-		_, confirmable := pm.Backend.(OwnershipConfirmer)
+		_, confirmable := pm.Backend.(cloudprovider.OwnershipConfirmer)
 		for _, inst := range list {
-			if inst.Status == StatusTerminated {
+			if inst.Status == cloudprovider.StatusTerminated {
 				continue
 			}
-			if n, _, ok := ParseCloudName(pm.Pool, inst.Name); ok && n == name {
-				out = append(out, cp.machine(pm.Pool, inst, confirmable, intents))
+			if n, _, ok := cloudprovider.ParseCloudName(pm.Pool, inst.Name); ok && n == name {
+				out = append(out, cp.machine(pm, inst, confirmable, intents))
 			}
 		}
 	}
@@ -171,7 +176,7 @@ func (cp *ControlPlane) Named(ctx context.Context, name, kind string, clouds []s
 // listPool lists a pool's machines once per control plane (one Terraform walk) and shares the answer:
 // the orphan scan at configure time and every plan-time name check read the same listing. A failed
 // listing is not kept, so a later caller asks again.
-func (cp *ControlPlane) listPool(ctx context.Context, pm *SinglePoolInstManager) ([]Instance, error) {
+func (cp *ControlPlane) listPool(ctx context.Context, pm *SinglePoolInstManager) ([]cloudprovider.Instance, error) {
 	cp.mu.Lock()
 	if list, ok := cp.listings[pm.Pool.Name]; ok {
 		cp.mu.Unlock()
@@ -196,7 +201,7 @@ func (cp *ControlPlane) listPool(ctx context.Context, pm *SinglePoolInstManager)
 	if err != nil {
 		return nil, err
 	}
-	list, _ := v.([]Instance) // the function above returns a []Instance with a nil error
+	list, _ := v.([]cloudprovider.Instance) // the function above returns a []Instance with a nil error
 	return list, nil
 }
 

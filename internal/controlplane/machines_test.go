@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // confirmingBackend is a fakeBackend whose cloud records confirmation.
@@ -13,7 +15,7 @@ type confirmingBackend struct {
 }
 
 // atlasL4 is an on-demand L4 offer of the Atlas pool of the test inventory.
-var atlasL4 = Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: usd(0.7)}
+var atlasL4 = cloudprovider.Offer{ID: "atlas-vm-pool/ams1/l4.1x/ondemand@0.70", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "l4.1x", PricePerHour: usd(0.7)}
 
 // newConfirmingBackend is a fake backend of cloud that records ownership confirmations.
 func newConfirmingBackend(cloud string) *confirmingBackend {
@@ -25,13 +27,13 @@ func (c *confirmingBackend) ConfirmOwnership(_ context.Context, id string) error
 	return nil
 }
 
-func (c *confirmingBackend) Get(ctx context.Context, id string) (Instance, error) {
+func (c *confirmingBackend) Get(ctx context.Context, id string) (cloudprovider.Instance, error) {
 	inst, err := c.fakeBackend.Get(ctx, id)
 	inst.Owner.Confirmed = c.confirmed[id]
 	return inst, err
 }
 
-func (c *confirmingBackend) List(ctx context.Context, prefix string) ([]Instance, error) {
+func (c *confirmingBackend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	list, err := c.fakeBackend.List(ctx, prefix)
 	for i := range list {
 		list[i].Owner.Confirmed = c.confirmed[list[i].ID]
@@ -42,25 +44,25 @@ func (c *confirmingBackend) List(ctx context.Context, prefix string) ([]Instance
 func TestMachinesAndOrphans(t *testing.T) {
 	inv := testInventory(t)
 	ctx := context.Background()
-	v := Offer{ID: "verda-vm-pool/FIN-01/1L4/ondemand@0.80", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1L4", PricePerHour: usd(0.8)}
+	v := cloudprovider.Offer{ID: "verda-vm-pool/FIN-01/1L4/ondemand@0.80", Cloud: "verda", Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1L4", PricePerHour: usd(0.8)}
 	atlas := newConfirmingBackend("atlas")
 	verda := &fakeBackend{cloud: "verda"}
 	j := Journal{Dir: t.TempDir()}
-	cp := New(inv, []InstanceManagerBackend{atlas, verda}, Options{Journal: j, OrphanGrace: time.Nanosecond})
+	cp := New(inv, []cloudprovider.InstanceManagerBackend{atlas, verda}, Options{Journal: j, OrphanGrace: time.Nanosecond})
 
-	held, err := cp.Launch(ctx, LaunchRequest{Name: "held", Offers: []Offer{atlasL4}})
+	held, err := cp.Launch(ctx, LaunchRequest{Name: "held", Offers: []cloudprovider.Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp.Settle(ctx, "held", held.Instance) // Terraform holds it: confirmed, journal cleared
-	cut, err := cp.Launch(ctx, LaunchRequest{Name: "cut", Offers: []Offer{atlasL4}})
+	cut, err := cp.Launch(ctx, LaunchRequest{Name: "cut", Offers: []cloudprovider.Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// "cut" was never settled: the journal names it. A create cut short on another runner (no journal
 	// here) is recognised by its derived token:
-	other := New(inv, []InstanceManagerBackend{atlas, verda}, Options{Journal: Journal{Dir: t.TempDir()}})
-	fresh, err := other.Launch(ctx, LaunchRequest{Name: "fresh", Offers: []Offer{atlasL4}})
+	other := New(inv, []cloudprovider.InstanceManagerBackend{atlas, verda}, Options{Journal: Journal{Dir: t.TempDir()}})
+	fresh, err := other.Launch(ctx, LaunchRequest{Name: "fresh", Offers: []cloudprovider.Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +71,12 @@ func TestMachinesAndOrphans(t *testing.T) {
 	if pool.Name != atlasL4.Pool {
 		t.Fatalf("the test inventory's first pool is %s", pool.Name)
 	}
-	stray := Launched{Instance: atlas.store(CreateRequest{Name: CloudName(pool, "stray", NewOwnerToken()), Offer: atlasL4})}
-	onVerda, err := other.Launch(ctx, LaunchRequest{Name: "elsewhere", Offers: []Offer{v}})
+	stray := Launched{Instance: atlas.store(cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, "stray", cloudprovider.NewOwnerToken()), Offer: atlasL4})}
+	onVerda, err := other.Launch(ctx, LaunchRequest{Name: "elsewhere", Offers: []cloudprovider.Offer{v}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	verda.store(CreateRequest{Name: "verda-vm-handmade", Offer: v}) // not hydra's
+	verda.store(cloudprovider.CreateRequest{Name: "verda-vm-handmade", Offer: v}) // not hydra's
 
 	res := cp.Machines(ctx, nil)
 	want := map[string]OwnershipState{
@@ -110,7 +112,7 @@ func TestMachinesAndOrphans(t *testing.T) {
 func TestMachinesUnreachableCloudIsNamed(t *testing.T) {
 	inv := testInventory(t)
 	slow := &fakeBackend{cloud: "verda", delay: time.Minute}
-	cp := New(inv, []InstanceManagerBackend{&fakeBackend{cloud: "atlas"}, &listDelay{slow}}, Options{OfferTimeout: 50 * time.Millisecond})
+	cp := New(inv, []cloudprovider.InstanceManagerBackend{&fakeBackend{cloud: "atlas"}, &listDelay{slow}}, Options{OfferTimeout: 50 * time.Millisecond})
 	res := cp.Machines(context.Background(), nil)
 	if _, ok := res.Unreachable["verda"]; !ok || len(res.Unreachable) != 1 {
 		t.Fatalf("Unreachable = %v, want verda timed out", res.Unreachable)
@@ -120,7 +122,7 @@ func TestMachinesUnreachableCloudIsNamed(t *testing.T) {
 // listDelay makes List as slow as the backend's offers.
 type listDelay struct{ *fakeBackend }
 
-func (l *listDelay) List(ctx context.Context, prefix string) ([]Instance, error) {
+func (l *listDelay) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	select {
 	case <-time.After(l.delay):
 	case <-ctx.Done():
@@ -136,42 +138,42 @@ func (l *listDelay) List(ctx context.Context, prefix string) ([]Instance, error)
 func TestLaunchRecoversCutShortCreateWithoutJournal(t *testing.T) {
 	inv := testInventory(t)
 	ctx := context.Background()
-	h100 := Offer{ID: "atlas-vm-pool/ams1/h100.1x/ondemand@2.00", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "h100.1x", PricePerHour: usd(2)}
+	h100 := cloudprovider.Offer{ID: "atlas-vm-pool/ams1/h100.1x/ondemand@2.00", Cloud: "atlas", Pool: "atlas-vm-pool", Region: "ams1", InstanceType: "h100.1x", PricePerHour: usd(2)}
 	atlas := newConfirmingBackend("atlas")
-	runner := func() *ControlPlane { return New(inv, []InstanceManagerBackend{atlas}, Options{}) }
+	runner := func() *ControlPlane { return New(inv, []cloudprovider.InstanceManagerBackend{atlas}, Options{}) }
 
-	killed, err := New(inv, []InstanceManagerBackend{atlas}, Options{Journal: Journal{Dir: t.TempDir()}}).Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{atlasL4}})
+	killed, err := New(inv, []cloudprovider.InstanceManagerBackend{atlas}, Options{Journal: Journal{Dir: t.TempDir()}}).Launch(ctx, LaunchRequest{Name: "w", Offers: []cloudprovider.Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, token, _ := ParseCloudName(inv.Pools[0], killed.Instance.Name); token != OwnerToken("w", 0) {
-		t.Fatalf("the first create of w is named %s, want the token %s", killed.Instance.Name, OwnerToken("w", 0))
+	if _, token, _ := cloudprovider.ParseCloudName(inv.Pools[0], killed.Instance.Name); token != cloudprovider.OwnerToken("w", 0) {
+		t.Fatalf("the first create of w is named %s, want the token %s", killed.Instance.Name, cloudprovider.OwnerToken("w", 0))
 	}
-	adopted, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{atlasL4}})
+	adopted, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []cloudprovider.Offer{atlasL4}})
 	if err != nil || !adopted.Adopted || adopted.Instance.ID != killed.Instance.ID || atlas.created != 1 {
 		t.Fatalf("a fresh runner must adopt %s: %+v, %v, %d created", killed.Instance.ID, adopted, err, atlas.created)
 	}
 
 	// The plan changed (h100 now): the leftover is deleted and the planned machine bought.
-	cut, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []Offer{atlasL4}})
+	cut, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []cloudprovider.Offer{atlasL4}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []Offer{h100}})
+	changed, err := runner().Launch(ctx, LaunchRequest{Name: "v", Offers: []cloudprovider.Offer{h100}})
 	if err != nil || changed.Adopted || changed.Instance.InstanceType != "h100.1x" {
 		t.Fatalf("a changed plan must buy the planned machine: %+v, %v", changed, err)
 	}
-	if _, err := atlas.Get(ctx, cut.Instance.ID); !IsNotFound(err) {
+	if _, err := atlas.Get(ctx, cut.Instance.ID); !cloudprovider.IsNotFound(err) {
 		t.Fatalf("the leftover %s that no longer matches the plan must be deleted: %v", cut.Instance.ID, err)
 	}
 
 	// Confirmed (a state holds it): a second create of w takes the next token, never adopts it.
 	runner().Settle(ctx, "w", adopted.Instance)
-	next, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []Offer{atlasL4}})
+	next, err := runner().Launch(ctx, LaunchRequest{Name: "w", Offers: []cloudprovider.Offer{atlasL4}})
 	if err != nil || next.Adopted || next.Instance.ID == adopted.Instance.ID {
 		t.Fatalf("a confirmed machine must not be adopted: %+v, %v", next, err)
 	}
-	if _, token, _ := ParseCloudName(inv.Pools[0], next.Instance.Name); token != OwnerToken("w", 1) {
-		t.Fatalf("the second machine of w is named %s, want the token %s", next.Instance.Name, OwnerToken("w", 1))
+	if _, token, _ := cloudprovider.ParseCloudName(inv.Pools[0], next.Instance.Name); token != cloudprovider.OwnerToken("w", 1) {
+		t.Fatalf("the second machine of w is named %s, want the token %s", next.Instance.Name, cloudprovider.OwnerToken("w", 1))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -18,39 +19,39 @@ type InstanceRef struct {
 // SinglePoolInstManager acts for one pool through its cloud's backend.
 type SinglePoolInstManager struct {
 	Pool    inventory.Pool
-	Backend InstanceManagerBackend
+	Backend cloudprovider.InstanceManagerBackend
 }
 
 // Create starts an instance in this pool; req.Name must start with the pool's prefix.
-func (m *SinglePoolInstManager) Create(ctx context.Context, req CreateRequest) (Instance, error) {
+func (m *SinglePoolInstManager) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	if !strings.HasPrefix(req.Name, m.Pool.Prefix) {
-		return Instance{}, Errorf(ErrInvalid, m.Pool.Cloud, "creating instance", "name %q does not start with pool %s's prefix %q", req.Name, m.Pool.Name, m.Pool.Prefix)
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, m.Pool.Cloud, "creating instance", "name %q does not start with pool %s's prefix %q", req.Name, m.Pool.Name, m.Pool.Prefix)
 	}
 	req.Pool = m.Pool
 	inst, err := m.Backend.Create(ctx, req)
-	return WithOwner(m.Pool, inst), err
+	return cloudprovider.WithOwner(m.Pool, inst), err
 }
 
 // Get finds an instance of this pool by its cloud id or, when ref.ID is empty, by its name (one live
 // instance at most may carry it). A missing instance is an ErrNotFound *Error.
-func (m *SinglePoolInstManager) Get(ctx context.Context, ref InstanceRef) (Instance, error) {
+func (m *SinglePoolInstManager) Get(ctx context.Context, ref InstanceRef) (cloudprovider.Instance, error) {
 	if ref.ID != "" {
 		inst, err := m.Backend.Get(ctx, ref.ID)
-		return WithOwner(m.Pool, inst), err
+		return cloudprovider.WithOwner(m.Pool, inst), err
 	}
 	list, err := m.ListPrefix(ctx, ref.Name)
 	if err != nil {
-		return Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
-	var found []Instance
+	var found []cloudprovider.Instance
 	for _, inst := range list {
-		if inst.Name == ref.Name && inst.Status != StatusTerminated {
+		if inst.Name == ref.Name && inst.Status != cloudprovider.StatusTerminated {
 			found = append(found, inst)
 		}
 	}
 	switch len(found) {
 	case 0:
-		return Instance{}, Errorf(ErrNotFound, m.Pool.Cloud, "finding instance", "no instance named %q", ref.Name)
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrNotFound, m.Pool.Cloud, "finding instance", "no instance named %q", ref.Name)
 	case 1:
 		return found[0], nil
 	default:
@@ -58,20 +59,20 @@ func (m *SinglePoolInstManager) Get(ctx context.Context, ref InstanceRef) (Insta
 		for i, f := range found {
 			ids[i] = f.ID
 		}
-		return Instance{}, Errorf(ErrInvalid, m.Pool.Cloud, "finding instance", "%d instances are named %q (ids %s); delete the extra ones at the cloud", len(found), ref.Name, strings.Join(ids, ", "))
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, m.Pool.Cloud, "finding instance", "%d instances are named %q (ids %s); delete the extra ones at the cloud", len(found), ref.Name, strings.Join(ids, ", "))
 	}
 }
 
 // List returns this pool's instances, with their ownership records.
-func (m *SinglePoolInstManager) List(ctx context.Context) ([]Instance, error) {
+func (m *SinglePoolInstManager) List(ctx context.Context) ([]cloudprovider.Instance, error) {
 	return m.ListPrefix(ctx, m.Pool.Prefix)
 }
 
 // ListPrefix returns this pool's instances whose name starts with prefix, with their ownership records.
-func (m *SinglePoolInstManager) ListPrefix(ctx context.Context, prefix string) ([]Instance, error) {
+func (m *SinglePoolInstManager) ListPrefix(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	list, err := m.Backend.List(ctx, prefix)
 	for i := range list {
-		list[i] = WithOwner(m.Pool, list[i])
+		list[i] = cloudprovider.WithOwner(m.Pool, list[i])
 	}
 	return list, err
 }
@@ -80,10 +81,10 @@ func (m *SinglePoolInstManager) ListPrefix(ctx context.Context, prefix string) (
 // another resource's machine could carry. A gone instance is success.
 func (m *SinglePoolInstManager) Delete(ctx context.Context, ref InstanceRef) error {
 	if ref.ID == "" {
-		return Errorf(ErrInvalid, m.Pool.Cloud, "deleting instance", "instance %q has no cloud id; hydra deletes machines by id only", ref.Name)
+		return cloudprovider.Errorf(cloudprovider.ErrInvalid, m.Pool.Cloud, "deleting instance", "instance %q has no cloud id; hydra deletes machines by id only", ref.Name)
 	}
 	err := m.Backend.Delete(ctx, ref.ID)
-	if IsNotFound(err) {
+	if cloudprovider.IsNotFound(err) {
 		return nil
 	}
 	return err
@@ -114,7 +115,7 @@ func (m *MultiPoolInstManager) Route(name string) (*SinglePoolInstManager, error
 		prefixes = append(prefixes, fmt.Sprintf("%q (%s)", p.Pool.Prefix, p.Pool.Name))
 	}
 	sort.Strings(prefixes)
-	return nil, Errorf(ErrInvalid, "hydra", "routing instance", "instance name %q starts with no configured pool's prefix; configured prefixes: %s", name, strings.Join(prefixes, ", "))
+	return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, "hydra", "routing instance", "instance name %q starts with no configured pool's prefix; configured prefixes: %s", name, strings.Join(prefixes, ", "))
 }
 
 // Pool returns the manager of the named pool.
@@ -131,26 +132,26 @@ func (m *MultiPoolInstManager) Pool(name string) (*SinglePoolInstManager, bool) 
 func (m *MultiPoolInstManager) Pools() []*SinglePoolInstManager { return m.pools }
 
 // Create routes by req.Name.
-func (m *MultiPoolInstManager) Create(ctx context.Context, req CreateRequest) (Instance, error) {
+func (m *MultiPoolInstManager) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	p, err := m.Route(req.Name)
 	if err != nil {
-		return Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	return p.Create(ctx, req)
 }
 
 // Get routes by ref.Name.
-func (m *MultiPoolInstManager) Get(ctx context.Context, ref InstanceRef) (Instance, error) {
+func (m *MultiPoolInstManager) Get(ctx context.Context, ref InstanceRef) (cloudprovider.Instance, error) {
 	p, err := m.Route(ref.Name)
 	if err != nil {
-		return Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	return p.Get(ctx, ref)
 }
 
 // List returns the instances of every pool.
-func (m *MultiPoolInstManager) List(ctx context.Context) ([]Instance, error) {
-	var all []Instance
+func (m *MultiPoolInstManager) List(ctx context.Context) ([]cloudprovider.Instance, error) {
+	var all []cloudprovider.Instance
 	for _, p := range m.pools {
 		list, err := p.List(ctx)
 		if err != nil {

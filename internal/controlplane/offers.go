@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -38,9 +39,9 @@ type Rejection struct {
 // OfferResult is the answer to an OfferRequest.
 type OfferResult struct {
 	// Offers are the eligible matching offers, cheapest first (see Rank).
-	Offers []Offer
+	Offers []cloudprovider.Offer
 	// Ineligible are matching offers a cloud would not win or honour (Offer.Ineligible says why).
-	Ineligible []Offer
+	Ineligible []cloudprovider.Offer
 	// Rejections name every asked cloud that has no eligible offer, with the reason, sorted by cloud.
 	Rejections []Rejection
 	// Unmapped lists, per asked cloud, the GPU names it offers that the inventory does not map (the
@@ -52,9 +53,9 @@ type OfferResult struct {
 }
 
 // Cheapest returns the best offer, if any.
-func (r OfferResult) Cheapest() (Offer, bool) {
+func (r OfferResult) Cheapest() (cloudprovider.Offer, bool) {
 	if len(r.Offers) == 0 {
-		return Offer{}, false
+		return cloudprovider.Offer{}, false
 	}
 	return r.Offers[0], true
 }
@@ -62,7 +63,7 @@ func (r OfferResult) Cheapest() (Offer, bool) {
 // WhyNot says, for every asked cloud other than the winner's, why it lost: its cheapest eligible offer
 // and how much more it costs, or why it had none. The winner's own cloud's other pools and regions are
 // there too, keyed "<pool>/<region>", each with its cheapest offer and how much more it costs.
-func (r OfferResult) WhyNot(winner Offer) map[string]string {
+func (r OfferResult) WhyNot(winner cloudprovider.Offer) map[string]string {
 	out := map[string]string{}
 	for _, o := range r.Offers {
 		if o.Cloud != winner.Cloud || (o.Pool == winner.Pool && o.Region == winner.Region) {
@@ -112,7 +113,7 @@ func (r OfferResult) Explain() string {
 // by ranking price (RankingPrice), compared exactly to the micro-dollar. Equal prices break
 // deterministically: direct offers before resold ones (the same hardware through an aggregator), then
 // by cloud, pool, region, instance type and ID, each in byte order.
-func Rank(offers []Offer) {
+func Rank(offers []cloudprovider.Offer) {
 	sort.SliceStable(offers, func(i, j int) bool {
 		a, b := offers[i], offers[j]
 		if a.StockUnknown != b.StockUnknown {
@@ -121,31 +122,8 @@ func Rank(offers []Offer) {
 		if pa, pb := a.RankingPrice(), b.RankingPrice(); pa != pb {
 			return pa < pb
 		}
-		return TieBreak(a, b)
+		return cloudprovider.TieBreak(a, b)
 	})
-}
-
-// TieBreak orders two offers of equal price, the same way wherever hydra picks among offers (Rank, and
-// Mithril's choice of the offer its bid is based on): direct offers before resold ones (the same
-// hardware through an aggregator), then by cloud, pool, region, instance type and ID, each in byte
-// order. It reports whether a comes first.
-func TieBreak(a, b Offer) bool {
-	if (a.ResaleOf == "") != (b.ResaleOf == "") {
-		return a.ResaleOf == ""
-	}
-	if a.Cloud != b.Cloud {
-		return a.Cloud < b.Cloud
-	}
-	if a.Pool != b.Pool {
-		return a.Pool < b.Pool
-	}
-	if a.Region != b.Region {
-		return a.Region < b.Region
-	}
-	if a.InstanceType != b.InstanceType {
-		return a.InstanceType < b.InstanceType
-	}
-	return a.ID < b.ID
 }
 
 // Market words used in offer IDs.
@@ -154,12 +132,10 @@ const (
 	marketSpot     = "spot"
 )
 
-// OfferID builds an offer's ID: "<pool>/<region>/<instance type>/<market>@<price>". The ID is a quote:
-// it carries everything the plan shows (ParseOfferID reads it all back), so a plan made on one machine
-// can be applied on another without the values moving. Apply still asks the cloud once more
-// (LaunchOffers): for what the ID does not carry (the ids an auction or a reseller needs at create,
-// the hardware) and to refuse an offer whose price rose since; the ID's price is the most it pays.
-func OfferID(o Offer) string {
+// OfferID builds an offer's ID, "<pool>/<region>/<instance type>/<ondemand|spot>@<price>", which
+// ParseOfferID reads back. The price is the one quoted: LaunchOffers refuses a pinned ID whose offer
+// costs more now (*PriceRoseError).
+func OfferID(o cloudprovider.Offer) string {
 	market := marketOnDemand
 	if o.Spot {
 		market = marketSpot

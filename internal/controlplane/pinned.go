@@ -8,6 +8,7 @@ import (
 
 	"slices"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -28,7 +29,7 @@ func (e *MismatchError) Error() string { return fmt.Sprintf("offer %s: %s", e.Of
 
 // CheckPinned checks a pinned offer against the request it is pinned to, touching no cloud.
 func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
-	id := OfferID(Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
+	id := OfferID(cloudprovider.Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
 	pm, ok := cp.manager.Pool(p.Pool)
 	if !ok {
 		return &MismatchError{id, "pool", fmt.Sprintf("it names pool %q, which is not configured", p.Pool)}
@@ -42,7 +43,7 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 		return &MismatchError{id, "regions", fmt.Sprintf("it is in region %q, which the request's regions do not allow", p.Region)}
 	case p.Spot && !req.AllowSpot:
 		return &MismatchError{id, "spot", "it is a spot offer, but the request does not allow spot"}
-	case req.MaxPricePerHour > 0 && p.PricePerHour > req.MaxPricePerHour:
+	case cloudprovider.AboveCap(p.PricePerHour, req.MaxPricePerHour):
 		return &MismatchError{id, "max_price_per_hour", fmt.Sprintf("it costs %s, above the request's maximum of %s", p.PricePerHour.PerHour(), req.MaxPricePerHour.PerHour())}
 	}
 	return nil
@@ -54,15 +55,15 @@ func (cp *ControlPlane) CheckPinned(p ParsedOfferID, req OfferRequest) error {
 // other GPUs, on "price" when the cloud asks more for it than the ID says, on "region" when the cloud
 // lists the instance type only in other regions, and found = false when the cloud does not list the instance type now (or could not be
 // asked): the create then stands or falls at the cloud.
-func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID, req OfferRequest) (live Offer, found bool, err error) {
-	id := OfferID(Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
+func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID, req OfferRequest) (live cloudprovider.Offer, found bool, err error) {
+	id := OfferID(cloudprovider.Offer{Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType, Spot: p.Spot, PricePerHour: p.PricePerHour})
 	pm, ok := cp.manager.Pool(p.Pool)
 	if !ok {
-		return Offer{}, false, &MismatchError{id, "pool", fmt.Sprintf("it names pool %q, which is not configured", p.Pool)}
+		return cloudprovider.Offer{}, false, &MismatchError{id, "pool", fmt.Sprintf("it names pool %q, which is not configured", p.Pool)}
 	}
 	co := cp.cloudOffers(ctx, pm.Pool.Cloud, false)
 	if co.err != nil {
-		return Offer{}, false, nil //nolint:nilerr // as documented: the cloud could not be asked, so found = false
+		return cloudprovider.Offer{}, false, nil //nolint:nilerr // as documented: the cloud could not be asked, so found = false
 	}
 	for _, o := range co.offers {
 		if o.InstanceType != p.InstanceType || o.Region != p.Region || o.Spot != p.Spot {
@@ -100,10 +101,10 @@ func (cp *ControlPlane) CheckPinnedHardware(ctx context.Context, p ParsedOfferID
 	}
 	if len(elsewhere) > 0 {
 		sort.Strings(elsewhere)
-		return Offer{}, false, &MismatchError{id, "region", fmt.Sprintf("the cloud does not offer %s in region %q now; its current offers of it are %s",
+		return cloudprovider.Offer{}, false, &MismatchError{id, "region", fmt.Sprintf("the cloud does not offer %s in region %q now; its current offers of it are %s",
 			p.InstanceType, p.Region, strings.Join(elsewhere, ", "))}
 	}
-	return Offer{}, false, nil
+	return cloudprovider.Offer{}, false, nil
 }
 
 // PriceRoseError says a pinned offer costs more now than when it was planned: hydra never charges
@@ -118,26 +119,41 @@ func (e *PriceRoseError) Error() string {
 		e.OfferID, e.Planned.PerHour(), e.Now.PerHour())
 }
 
-// NoOfferError says no offer matches a request now; Result says why each cloud said no.
+// NoOfferError says no offer matches a request now: Result says why each cloud said no, Closest what
+// would match with one requirement relaxed.
 type NoOfferError struct {
 	Request OfferRequest
 	Result  OfferResult
+	Closest []Near
 }
 
-func (e *NoOfferError) Error() string { return "no offer matches the request: " + e.Result.Explain() }
+func (e *NoOfferError) Error() string { return NoOfferDetail(e.Request, e.Result, e.Closest) }
+
+// FindOffers returns the offers matching req now (listings may be cached), or, when none is eligible,
+// the result with a *NoOfferError.
+func (cp *ControlPlane) FindOffers(ctx context.Context, req OfferRequest) (OfferResult, error) {
+	res, err := cp.Offers(ctx, req, false)
+	if err != nil {
+		return res, err
+	}
+	if _, ok := res.Cheapest(); !ok {
+		return res, &NoOfferError{Request: req, Result: res, Closest: cp.Closest(ctx, req)}
+	}
+	return res, nil
+}
 
 // LaunchOffers returns the offers a create may launch, best first. With a pinned offer ID: that offer
 // alone, with the details the cloud needs again at create (upstream ids, auction ids), or a
 // *PriceRoseError when it costs more now than planned. Without one (the choice left to apply): every
 // acceptable offer now, or a *NoOfferError.
-func (cp *ControlPlane) LaunchOffers(ctx context.Context, req OfferRequest, pinnedID string) ([]Offer, error) {
+func (cp *ControlPlane) LaunchOffers(ctx context.Context, req OfferRequest, pinnedID string) ([]cloudprovider.Offer, error) {
 	if pinnedID == "" {
 		res, err := cp.Offers(ctx, req, true)
 		if err != nil {
 			return nil, err
 		}
 		if len(res.Offers) == 0 {
-			return nil, &NoOfferError{Request: req, Result: res}
+			return nil, &NoOfferError{Request: req, Result: res, Closest: cp.Closest(ctx, req)}
 		}
 		return res.Offers, nil
 	}
@@ -149,14 +165,14 @@ func (cp *ControlPlane) LaunchOffers(ctx context.Context, req OfferRequest, pinn
 	if !ok {
 		return nil, &MismatchError{pinnedID, "pool", fmt.Sprintf("it names pool %q, which is not configured", p.Pool)}
 	}
-	planned := Offer{
+	planned := cloudprovider.Offer{
 		ID: pinnedID, Cloud: pm.Pool.Cloud, Pool: p.Pool, Region: p.Region, InstanceType: p.InstanceType,
 		GPUType: req.GPUType, GPUCount: req.GPUCount, PricePerHour: p.PricePerHour, Spot: p.Spot, Available: -1,
 	}
 	res, err := cp.Offers(ctx, req, true)
 	if err != nil {
 		// The offers could not be read again: create what was planned; the cloud refuses what it cannot do.
-		return []Offer{planned}, nil //nolint:nilerr // deliberate fallback, explained above
+		return []cloudprovider.Offer{planned}, nil //nolint:nilerr // deliberate fallback, explained above
 	}
 	listed := false
 	for _, o := range append(res.Offers, res.Ineligible...) {
@@ -172,5 +188,5 @@ func (cp *ControlPlane) LaunchOffers(ctx context.Context, req OfferRequest, pinn
 		// The form factor is not in the ID: buy only what can be seen to have it.
 		return nil, &MismatchError{pinnedID, "form_factor", fmt.Sprintf("the cloud does not list it with form factor %q now, so the requirement cannot be checked; nothing was created", req.FormFactor)}
 	}
-	return []Offer{planned}, nil
+	return []cloudprovider.Offer{planned}, nil
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestCheckPinned(t *testing.T) {
-	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda"}}, Options{})
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{&fakeBackend{cloud: "verda"}}, Options{})
 	base := OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}
 	p := ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2.49)}
 	spot := p
@@ -48,7 +50,7 @@ func TestLaunchOffers(t *testing.T) {
 	newCP := func(price float64) *ControlPlane {
 		o := offer("FIN-01", "1H100", 1, price)
 		o.Details = map[string]string{"upstream": "u-1"}
-		return New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{o}}}, Options{})
+		return New(testInventory(t), []cloudprovider.InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{o}}}, Options{})
 	}
 	const pinned = "verda-vm-pool/FIN-01/1H100/ondemand@2.49"
 
@@ -77,8 +79,8 @@ func TestCheckPinnedHardware(t *testing.T) {
 	l40s := offer("FIN-01", "1L40S", 1, 0.99)
 	l40s.GPUType = "l40s"
 	pcie := offer("FIN-01", "1H100P", 1, 1.99)
-	pcie.FormFactor = FormFactorPCIe
-	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49), l40s, pcie}}}, Options{})
+	pcie.FormFactor = cloudprovider.FormFactorPCIe
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{&fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{offer("FIN-01", "1H100", 1, 2.49), l40s, pcie}}}, Options{})
 	pinned := func(it string) ParsedOfferID {
 		return ParsedOfferID{Pool: "verda-vm-pool", Region: "FIN-01", InstanceType: it, PricePerHour: usd(9)}
 	}
@@ -95,7 +97,7 @@ func TestCheckPinnedHardware(t *testing.T) {
 	if _, found, err := cp.CheckPinnedHardware(ctx, pinned("9X"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"}); found || err != nil {
 		t.Errorf("an unlisted instance type: found %v, %v; want not found, no error", found, err)
 	}
-	if _, _, err := cp.CheckPinnedHardware(ctx, pinned("1H100P"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", FormFactor: FormFactorSXM}); !errors.As(err, &me) || me.Field != "form_factor" || !strings.Contains(me.Msg, `"pcie"`) && !strings.Contains(me.Msg, "pcie") {
+	if _, _, err := cp.CheckPinnedHardware(ctx, pinned("1H100P"), OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", FormFactor: cloudprovider.FormFactorSXM}); !errors.As(err, &me) || me.Field != "form_factor" || !strings.Contains(me.Msg, `"pcie"`) && !strings.Contains(me.Msg, "pcie") {
 		t.Errorf("a PCIe card pinned on form_factor sxm: %v, want a form_factor mismatch naming pcie", err)
 	}
 	// A price below the cloud's fails at plan, naming the current offer; a price above it (the cloud

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -39,9 +40,9 @@ type Quote struct {
 	// Details are the chosen offer's details (shown in the plan as offer_details).
 	Details map[string]string `json:"details,omitempty"`
 	// Hardware is what the chosen offer's cloud said of the machine; Known says the quote has it.
-	Hardware Hardware  `json:"hardware"`
-	Known    bool      `json:"hardware_known,omitempty"`
-	Expires  time.Time `json:"expires"`
+	Hardware cloudprovider.Hardware `json:"hardware"`
+	Known    bool                   `json:"hardware_known,omitempty"`
+	Expires  time.Time              `json:"expires"`
 	// Skipped are the offers the plan skipped because their creates recently failed for lack of
 	// capacity (capacity_memory), so a re-plan does not call them cheaper offers missed.
 	Skipped []string `json:"skipped,omitempty"`
@@ -79,6 +80,8 @@ type NewPlanRequest struct {
 	// `terraform destroy` plans first): the refusal is a notice, and the quote carries it to the
 	// create (Quote.NameInUse).
 	NameRefusedAtApply bool
+	// Provisioning is what the planned provisioning digest needs.
+	Provisioning PlannedProvisioning
 }
 
 // NewPlan is how a new machine is planned, and why.
@@ -94,7 +97,7 @@ type NewPlan struct {
 	WhyNot, Details map[string]string
 	// Hardware is the planned offer's hardware when HardwareKnown (not with a pinned offer or with
 	// AllowFallback: the launched offer tells it at apply).
-	Hardware      Hardware
+	Hardware      cloudprovider.Hardware
 	HardwareKnown bool
 	// NewQuote, when not nil, is a fresh choice the caller keeps for the next plan of this create.
 	NewQuote *Quote
@@ -102,6 +105,10 @@ type NewPlan struct {
 	Unmapped map[string][]string
 	// Notices are the warnings that go with the plan.
 	Notices []Notice
+	// Digest is the planned provisioning digest ("" with provisioning off); DigestKnown is false
+	// while the playbook's variables are unknown.
+	Digest      string
+	DigestKnown bool
 }
 
 // PlanNew decides a new machine's offer. With an offer_id it checks the pinned offer against the
@@ -111,6 +118,20 @@ type NewPlan struct {
 // and returns the choice as a NewQuote. Errors are *RequestError (an impossible request), *Refusal, or
 // the context's.
 func (cp *ControlPlane) PlanNew(ctx context.Context, req NewPlanRequest) (NewPlan, error) {
+	plan, err := cp.planNew(ctx, req)
+	if err != nil {
+		return plan, err
+	}
+	if plan.Digest, plan.DigestKnown, err = cp.plannedDigest(req.Provisioning); err != nil {
+		return plan, err
+	}
+	if req.AllowFallback {
+		return plan, cp.CountBudget(req.Name, "cheapest offer now, chosen at apply", plan.Estimate)
+	}
+	return plan, cp.CountBudget(req.Name, plan.OfferID, plan.Offer.PricePerHour)
+}
+
+func (cp *ControlPlane) planNew(ctx context.Context, req NewPlanRequest) (NewPlan, error) {
 	if err := cp.Validate(req.Request); err != nil {
 		return NewPlan{}, err
 	}
@@ -285,7 +306,7 @@ func (cp *ControlPlane) checkName(ctx context.Context, name, kind string, clouds
 			// This configuration's own machine (the predecessor of a replacement).
 		case m.Ownership == OwnedInterrupted:
 			adopt = append(adopt, DescribeMachine(m))
-		case m.Ownership == OwnedUnrecorded && DerivedToken(name, m.Instance.Owner.Token):
+		case m.Ownership == OwnedUnrecorded && cloudprovider.DerivedToken(name, m.Instance.Owner.Token):
 			inTheWay = append(inTheWay, m.Instance.ID)
 			unrecorded = append(unrecorded, fmt.Sprintf("%s\n    if it is this configuration's: terraform import <address of the hydra_gpu_instance named %q> %s",
 				DescribeMachine(m), name, m.Instance.Name))
@@ -386,6 +407,8 @@ type ChangeRequest struct {
 	// the variables are unknown.
 	Digest      string
 	DigestKnown bool
+	// Provisioning, when set, computes Digest and DigestKnown from the playbook's variables.
+	Provisioning *PlannedProvisioning
 }
 
 // Change is what a plan does to an existing machine.
@@ -410,6 +433,12 @@ type ChangePlan struct {
 	ReplaceBecause string
 	// Notices say why, where the user should hear it.
 	Notices []Notice
+	// Digest is the planned provisioning digest when the request gave Provisioning (see NewPlan).
+	Digest      string
+	DigestKnown bool
+	// Provisioning says whether provisioning is on: a re-provisioned machine's host key and health
+	// are known only after apply.
+	Provisioning bool
 }
 
 // PlanChange decides what a plan does to a machine a state holds: replace it when it is unhealthy
@@ -417,10 +446,26 @@ type ChangePlan struct {
 // repaired in place); provision it again when the planned digest differs from the one it was
 // provisioned with (or is not known yet), or when it is not ready (an interrupted or failed apply:
 // resumed in place); otherwise keep it.
-func (cp *ControlPlane) PlanChange(req ChangeRequest) ChangePlan {
+func (cp *ControlPlane) PlanChange(req ChangeRequest) (ChangePlan, error) {
+	if req.Provisioning != nil {
+		var err error
+		if req.Digest, req.DigestKnown, err = cp.plannedDigest(*req.Provisioning); err != nil {
+			return ChangePlan{}, err
+		}
+	}
+	plan := cp.planChange(req)
+	plan.Digest, plan.DigestKnown, plan.Provisioning = req.Digest, req.DigestKnown, cp.Provisioning()
+	if plan.Change == Replace {
+		return plan, nil // a replacement counts at its new price
+	}
+	// Kept or provisioned in place: it bills its price in state.
+	return plan, cp.CountBudget(req.Name, "in state, "+req.Record.Name, req.Record.PricePerHour)
+}
+
+func (cp *ControlPlane) planChange(req ChangeRequest) ChangePlan {
 	var plan ChangePlan
 	rec := req.Record
-	if rec.Health.Status == HealthUnhealthy && rec.Status == StatusReady {
+	if rec.Health.Status == HealthUnhealthy && rec.Status == cloudprovider.StatusReady {
 		if req.ReplaceWhenUnhealthy {
 			plan.Notices = append(plan.Notices, Notice{Summary: "Replacing an unhealthy GPU machine",
 				Detail: fmt.Sprintf("hydra_gpu_instance %q (%s) is unhealthy: %s. replace_when_unhealthy is set, so this plan replaces it.",
@@ -432,20 +477,20 @@ func (cp *ControlPlane) PlanChange(req ChangeRequest) ChangePlan {
 			Detail: fmt.Sprintf("hydra_gpu_instance %q (%s) is unhealthy: %s (checked %s). Nothing changes; set replace_when_unhealthy = true "+
 				"to replace it, or `terraform apply -replace` it.", req.Name, rec.Name, rec.Health.Reason, formatTime(rec.Health.CheckedAt))})
 	}
-	if rec.Status == StatusError && rec.ProvisioningError == "" {
+	if rec.Status == cloudprovider.StatusError && rec.ProvisioningError == "" {
 		// Failed at the cloud: cannot be repaired in place.
 		plan.Change, plan.ReplaceBecause = Replace, "status"
 		return plan
 	}
-	if req.DigestKnown && req.Digest == rec.ProvisioningDigest && rec.Status == StatusReady {
+	if req.DigestKnown && req.Digest == rec.ProvisioningDigest && rec.Status == cloudprovider.StatusReady {
 		return plan
 	}
 	plan.Change = Reprovision
 	switch {
-	case rec.Status == StatusPending || rec.Status == StatusProvisioning:
+	case rec.Status == cloudprovider.StatusPending || rec.Status == cloudprovider.StatusProvisioning:
 		plan.Notices = append(plan.Notices, Notice{Summary: "GPU instance will be resumed",
 			Detail: fmt.Sprintf("%s was left %s by an interrupted apply; apply resumes it in place (waits for it and provisions it).", rec.Name, rec.Status)})
-	case rec.Status == StatusRunning && rec.ProvisioningDigest == "" && cp.Provisioning():
+	case rec.Status == cloudprovider.StatusRunning && rec.ProvisioningDigest == "" && cp.Provisioning():
 		plan.Notices = append(plan.Notices, Notice{Summary: "GPU instance will be provisioned",
 			Detail: fmt.Sprintf("%s carries no record of a provisioning with the current playbooks and variables (for example it was "+
 				"imported, or provisioned by other means); apply provisions it in place.", rec.Name)})
@@ -538,7 +583,7 @@ func writePassed(b *strings.Builder, passed []PassedOffer) {
 // first-class attributes. Values that repeat one (the region, the instance type, the cloud's GPU name)
 // and the clouds' internal identifiers (keys ending in _id or _fid) stay out of the plan's way; the
 // control plane keeps them all for the create.
-func ShownDetails(o Offer) map[string]string {
+func ShownDetails(o cloudprovider.Offer) map[string]string {
 	out := map[string]string{}
 	for k, v := range o.Details {
 		switch {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -16,9 +17,9 @@ func planCloud(t *testing.T) (*ControlPlane, *fakeBackend) {
 	t.Helper()
 	cheap := offer("FIN-01", "1H100", 1, 2.49)
 	cheap.Details = map[string]string{"cloud_id": "internal", "note": "shown"}
-	b := &fakeBackend{cloud: "verda", offers: []Offer{cheap, offer("FIN-02", "1H100", 1, 2.99)}}
-	b.put(Instance{Name: "verda-vm-taken--abcdefgh", Status: StatusRunning, CreatedAt: time.Now()})
-	return New(testInventory(t), []InstanceManagerBackend{b}, Options{}), b
+	b := &fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{cheap, offer("FIN-02", "1H100", 1, 2.99)}}
+	b.put(cloudprovider.Instance{Name: "verda-vm-taken--abcdefgh", Status: cloudprovider.StatusRunning, CreatedAt: time.Now()})
+	return New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, Options{}), b
 }
 
 func h100Request() OfferRequest { return OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm"} }
@@ -127,7 +128,7 @@ func TestPlanNew(t *testing.T) {
 
 // PlanChange keeps, re-provisions or replaces a machine a state holds, and says why.
 func TestPlanChange(t *testing.T) {
-	ready := Record{Name: "verda-vm-a--abcdefgh", Status: StatusReady, ProvisioningDigest: "d1"}
+	ready := Record{Name: "verda-vm-a--abcdefgh", Status: cloudprovider.StatusReady, ProvisioningDigest: "d1"}
 	unhealthy := ready
 	unhealthy.Health = Health{Status: HealthUnhealthy, Reason: "Xid 79", CheckedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	with := func(r Record, f func(*Record)) Record { f(&r); return r }
@@ -143,15 +144,15 @@ func TestPlanChange(t *testing.T) {
 		{"variables not known yet", ChangeRequest{Record: ready}, Reprovision, "", ""},
 		{"unhealthy: said, kept", ChangeRequest{Record: unhealthy, Digest: "d1", DigestKnown: true}, Keep, "", "Unhealthy GPU machine"},
 		{"unhealthy, replace_when_unhealthy", ChangeRequest{Record: unhealthy, ReplaceWhenUnhealthy: true, Digest: "d1", DigestKnown: true}, Replace, "health", "Replacing an unhealthy GPU machine"},
-		{"failed at the cloud", ChangeRequest{Record: with(ready, func(r *Record) { r.Status = StatusError }), Digest: "d1", DigestKnown: true}, Replace, "status", ""},
-		{"provisioning failed: provisioned again", ChangeRequest{Record: with(ready, func(r *Record) { r.Status, r.ProvisioningError = StatusError, "task x" }), Digest: "d1", DigestKnown: true}, Reprovision, "", ""},
-		{"interrupted while booting", ChangeRequest{Record: with(ready, func(r *Record) { r.Status = StatusPending }), Digest: "d1", DigestKnown: true}, Reprovision, "", "GPU instance will be resumed"},
-		{"imported without a marker", ChangeRequest{Record: with(ready, func(r *Record) { r.Status, r.ProvisioningDigest = StatusRunning, "" }), Digest: "d1", DigestKnown: true}, Reprovision, "", "GPU instance will be provisioned"},
+		{"failed at the cloud", ChangeRequest{Record: with(ready, func(r *Record) { r.Status = cloudprovider.StatusError }), Digest: "d1", DigestKnown: true}, Replace, "status", ""},
+		{"provisioning failed: provisioned again", ChangeRequest{Record: with(ready, func(r *Record) { r.Status, r.ProvisioningError = cloudprovider.StatusError, "task x" }), Digest: "d1", DigestKnown: true}, Reprovision, "", ""},
+		{"interrupted while booting", ChangeRequest{Record: with(ready, func(r *Record) { r.Status = cloudprovider.StatusPending }), Digest: "d1", DigestKnown: true}, Reprovision, "", "GPU instance will be resumed"},
+		{"imported without a marker", ChangeRequest{Record: with(ready, func(r *Record) { r.Status, r.ProvisioningDigest = cloudprovider.StatusRunning, "" }), Digest: "d1", DigestKnown: true}, Reprovision, "", "GPU instance will be provisioned"},
 	}
 	cp := New(testInventory(t), nil, Options{Provisioner: &scriptedProvisioner{}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := cp.PlanChange(tc.req)
+			p, _ := cp.PlanChange(tc.req)
 			var summaries []string
 			for _, n := range p.Notices {
 				summaries = append(summaries, n.Summary)
@@ -168,8 +169,8 @@ func TestPlanChange(t *testing.T) {
 func TestFleetChooseAskedAgain(t *testing.T) {
 	f := NewFleet(time.Millisecond)
 	ctx := context.Background()
-	only := []Offer{{ID: "one-left", Cloud: "verda", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2), Available: 1}}
-	other := []Offer{{ID: "elsewhere", Cloud: "verda", Region: "FIN-02", InstanceType: "1H100", PricePerHour: usd(3), Available: -1}}
+	only := []cloudprovider.Offer{{ID: "one-left", Cloud: "verda", Region: "FIN-01", InstanceType: "1H100", PricePerHour: usd(2), Available: 1}}
+	other := []cloudprovider.Offer{{ID: "elsewhere", Cloud: "verda", Region: "FIN-02", InstanceType: "1H100", PricePerHour: usd(3), Available: -1}}
 	for _, name := range []string{"a", "b"} {
 		first, ok1, err1 := f.Choose(ctx, name, only)
 		again, ok2, err2 := f.Choose(ctx, name, other)
@@ -185,9 +186,9 @@ func TestFleetChooseAskedAgain(t *testing.T) {
 // Closest's promise: each cloud is asked at most once per process; relaxing clouds asks a cloud the
 // request left out, once.
 func TestClosestAsksEachCloudOnce(t *testing.T) {
-	verda := &fakeBackend{cloud: "verda", offers: []Offer{offer("FIN-01", "1H100", 1, 2.49)}}
-	atlas := &fakeBackend{cloud: "atlas", offers: []Offer{offer("atl-1", "h100.1", 1, 1.20)}}
-	cp := New(testInventory(t), []InstanceManagerBackend{verda, atlas}, Options{})
+	verda := &fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{offer("FIN-01", "1H100", 1, 2.49)}}
+	atlas := &fakeBackend{cloud: "atlas", offers: []cloudprovider.Offer{offer("atl-1", "h100.1", 1, 1.20)}}
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{verda, atlas}, Options{})
 	req := OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Clouds: []string{"verda"}, MaxPricePerHour: usd(2)}
 	if _, err := cp.Offers(context.Background(), req, false); err != nil {
 		t.Fatal(err)
@@ -212,13 +213,13 @@ func TestClosestAsksEachCloudOnce(t *testing.T) {
 // WaitRunning's promise: the wait ends when the cloud says running, with or without an SSH endpoint.
 func TestWaitRunningDoesNotWaitForSSH(t *testing.T) {
 	b := &fakeBackend{cloud: "verda"}
-	inst := b.put(Instance{Name: "verda-vm-x--abcdefgh", Status: StatusRunning, CloudStatus: "running"})
-	cp := New(testInventory(t), []InstanceManagerBackend{b}, fast)
+	inst := b.put(cloudprovider.Instance{Name: "verda-vm-x--abcdefgh", Status: cloudprovider.StatusRunning, CloudStatus: "running"})
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, fast)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	inst.Status = StatusPending
+	inst.Status = cloudprovider.StatusPending
 	got, err := cp.WaitRunning(ctx, inst, nil)
-	if err != nil || got.Status != StatusRunning || got.SSH != nil {
+	if err != nil || got.Status != cloudprovider.StatusRunning || got.SSH != nil {
 		t.Fatalf("WaitRunning = %+v, %v; want running, no endpoint", got, err)
 	}
 }
@@ -234,8 +235,8 @@ func TestOfferIDIsAQuoteThatApplyChecks(t *testing.T) {
 	}
 	listed := offer("FIN-01", "1H100", 1, 2.49)
 	listed.Details = map[string]string{"upstream_id": "u-1"}
-	b := &fakeBackend{cloud: "verda", offers: []Offer{listed}}
-	cp := New(testInventory(t), []InstanceManagerBackend{b}, Options{})
+	b := &fakeBackend{cloud: "verda", offers: []cloudprovider.Offer{listed}}
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, Options{})
 	req := h100Request()
 	if _, err := cp.Offers(context.Background(), req, false); err != nil {
 		t.Fatal(err)
@@ -288,7 +289,7 @@ func TestMaxPriceOneCheck(t *testing.T) {
 			t.Errorf("ParseMaxPrice(%v) = %s, %v; want %s, %q", tc.f, got, err, tc.want, tc.err)
 		}
 	}
-	cp := New(testInventory(t), []InstanceManagerBackend{&fakeBackend{cloud: "verda"}}, Options{})
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{&fakeBackend{cloud: "verda"}}, Options{})
 	for _, tc := range []struct {
 		cap money.USD
 		ok  bool
@@ -304,7 +305,7 @@ func TestMaxPriceOneCheck(t *testing.T) {
 
 // offer_details keeps what a buyer weighs and leaves out what repeats the plan or only the cloud needs.
 func TestShownDetails(t *testing.T) {
-	o := Offer{Region: "US-KS-2", InstanceType: "H100_80GB.SXM5.1x", CloudGPU: "H100_80GB", Details: map[string]string{
+	o := cloudprovider.Offer{Region: "US-KS-2", InstanceType: "H100_80GB.SXM5.1x", CloudGPU: "H100_80GB", Details: map[string]string{
 		"cloud_id": "abc", "auction_fid": "auc_1", "region": "US-KS-2", "gpu_type": "H100_80GB", "provider": "hyperstack",
 		"security": "secure_cloud", "disk_price_per_hour": "0.0001", "empty": "",
 	}}
@@ -317,23 +318,23 @@ func TestShownDetails(t *testing.T) {
 
 // Observe follows the cloud, except that a running machine keeps the status the control plane gave it.
 func TestRecordObserve(t *testing.T) {
-	ep := &SSHEndpoint{Host: "10.0.0.1", Port: 22, User: "root"}
+	ep := &cloudprovider.SSHEndpoint{Host: "10.0.0.1", Port: 22, User: "root"}
 	for _, tc := range []struct {
 		name   string
 		rec    Record
-		inst   Instance
-		want   Status
-		wantEP *SSHEndpoint
+		inst   cloudprovider.Instance
+		want   cloudprovider.Status
+		wantEP *cloudprovider.SSHEndpoint
 	}{
-		{"new and booting", Record{}, Instance{Status: StatusPending}, StatusPending, nil},
-		{"runs", Record{Status: StatusPending}, Instance{Status: StatusRunning, SSH: ep}, StatusRunning, ep},
-		{"ready stays ready", Record{Status: StatusReady, SSH: ep}, Instance{Status: StatusRunning}, StatusReady, ep},
-		{"provisioning stays provisioning", Record{Status: StatusProvisioning}, Instance{Status: StatusRunning}, StatusProvisioning, nil},
-		{"failed provisioning stays error", Record{Status: StatusError, ProvisioningError: "task x"}, Instance{Status: StatusRunning}, StatusError, nil},
-		{"a cloud error that cleared runs again", Record{Status: StatusError}, Instance{Status: StatusRunning}, StatusRunning, nil},
-		{"ready, then stopped at the cloud", Record{Status: StatusReady}, Instance{Status: StatusPending}, StatusPending, nil},
-		{"ready, then failed at the cloud", Record{Status: StatusReady}, Instance{Status: StatusError}, StatusError, nil},
-		{"terminated", Record{Status: StatusReady}, Instance{Status: StatusTerminated}, StatusTerminated, nil},
+		{"new and booting", Record{}, cloudprovider.Instance{Status: cloudprovider.StatusPending}, cloudprovider.StatusPending, nil},
+		{"runs", Record{Status: cloudprovider.StatusPending}, cloudprovider.Instance{Status: cloudprovider.StatusRunning, SSH: ep}, cloudprovider.StatusRunning, ep},
+		{"ready stays ready", Record{Status: cloudprovider.StatusReady, SSH: ep}, cloudprovider.Instance{Status: cloudprovider.StatusRunning}, cloudprovider.StatusReady, ep},
+		{"provisioning stays provisioning", Record{Status: cloudprovider.StatusProvisioning}, cloudprovider.Instance{Status: cloudprovider.StatusRunning}, cloudprovider.StatusProvisioning, nil},
+		{"failed provisioning stays error", Record{Status: cloudprovider.StatusError, ProvisioningError: "task x"}, cloudprovider.Instance{Status: cloudprovider.StatusRunning}, cloudprovider.StatusError, nil},
+		{"a cloud error that cleared runs again", Record{Status: cloudprovider.StatusError}, cloudprovider.Instance{Status: cloudprovider.StatusRunning}, cloudprovider.StatusRunning, nil},
+		{"ready, then stopped at the cloud", Record{Status: cloudprovider.StatusReady}, cloudprovider.Instance{Status: cloudprovider.StatusPending}, cloudprovider.StatusPending, nil},
+		{"ready, then failed at the cloud", Record{Status: cloudprovider.StatusReady}, cloudprovider.Instance{Status: cloudprovider.StatusError}, cloudprovider.StatusError, nil},
+		{"terminated", Record{Status: cloudprovider.StatusReady}, cloudprovider.Instance{Status: cloudprovider.StatusTerminated}, cloudprovider.StatusTerminated, nil},
 	} {
 		r := tc.rec
 		r.Observe(tc.inst)
@@ -348,8 +349,8 @@ func TestRecordObserve(t *testing.T) {
 // saying so, with the exact import command; a pinned plan only warns.
 func TestPlanNewUnrecordedLeftover(t *testing.T) {
 	cp, b := planCloud(t)
-	name := "verda-vm-mine" + TokenSeparator + OwnerToken("mine", 0)
-	b.put(Instance{Name: name, Status: StatusRunning, CreatedAt: time.Now()})
+	name := "verda-vm-mine" + cloudprovider.TokenSeparator + cloudprovider.OwnerToken("mine", 0)
+	b.put(cloudprovider.Instance{Name: name, Status: cloudprovider.StatusRunning, CreatedAt: time.Now()})
 	_, err := cp.PlanNew(context.Background(), NewPlanRequest{Name: "mine", Request: h100Request()})
 	var rf *Refusal
 	if !errors.As(err, &rf) || !strings.Contains(rf.Detail, "cannot record whether a Terraform state holds it") ||
@@ -388,7 +389,7 @@ func TestPlanNewNameRefusedAtApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A later walk (its own control plane: listings are shared within one) sees it gone.
-	later := New(testInventory(t), []InstanceManagerBackend{b}, Options{})
+	later := New(testInventory(t), []cloudprovider.InstanceManagerBackend{b}, Options{})
 	if later.NameStillInUse(context.Background(), "taken", "vm", nil, in) {
 		t.Fatal("NameStillInUse = true once the machine is gone")
 	}

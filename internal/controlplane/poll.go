@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
@@ -102,7 +103,7 @@ func (cp *ControlPlane) pollSchedule() PollSchedule {
 // the read's error) to cond, until cond is done (nil), cond fails (its error) or ctx ends (ctx's
 // error). The first read of a poller that was idle is made at once; a wait that joins a busy poller
 // is read at its next tick.
-func (cp *ControlPlane) watch(ctx context.Context, pm *SinglePoolInstManager, ref InstanceRef, cond func(Instance, error) (bool, error)) error {
+func (cp *ControlPlane) watch(ctx context.Context, pm *SinglePoolInstManager, ref InstanceRef, cond func(cloudprovider.Instance, error) (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ var pollers = struct {
 // cloudPoller reads one cloud's waiting machines, one tick at a time.
 type cloudPoller struct {
 	key     pollerKey
-	backend InstanceManagerBackend
+	backend cloudprovider.InstanceManagerBackend
 	stop    context.CancelFunc
 	// subs are the waits subscribed (guarded by pollers' lock).
 	subs map[*pollSub]struct{}
@@ -155,7 +156,7 @@ type pollSub struct {
 }
 
 type pollAnswer struct {
-	inst Instance
+	inst cloudprovider.Instance
 	err  error
 }
 
@@ -193,7 +194,7 @@ func (s *pollSub) unsubscribe() {
 
 // deliver hands an answer to the wait, replacing one it has not taken yet. Only the poller's goroutine
 // (and, within one tick, one read per wait) delivers, so the send never blocks.
-func (s *pollSub) deliver(inst Instance, err error) {
+func (s *pollSub) deliver(inst cloudprovider.Instance, err error) {
 	select {
 	case <-s.answers:
 	default:
@@ -256,7 +257,7 @@ func (p *cloudPoller) pollEach(ctx context.Context, subs []*pollSub) bool {
 	var answered atomic.Bool
 	get := func(s *pollSub) {
 		inst, err := s.pm.Get(ctx, s.ref)
-		if err == nil || IsNotFound(err) {
+		if err == nil || cloudprovider.IsNotFound(err) {
 			answered.Store(true)
 		}
 		s.deliver(inst, err)
@@ -289,23 +290,23 @@ func (p *cloudPoller) pollList(ctx context.Context, subs []*pollSub) bool {
 	list, err := p.backend.List(ctx, commonPrefix(names))
 	if err != nil {
 		for _, s := range subs {
-			s.deliver(Instance{}, err)
+			s.deliver(cloudprovider.Instance{}, err)
 		}
 		return false
 	}
-	byID := make(map[string]Instance, len(list))
-	byName := make(map[string][]Instance, len(list))
+	byID := make(map[string]cloudprovider.Instance, len(list))
+	byName := make(map[string][]cloudprovider.Instance, len(list))
 	for _, inst := range list {
 		if inst.ID != "" {
 			byID[inst.ID] = inst
 		}
-		if inst.Status != StatusTerminated {
+		if inst.Status != cloudprovider.StatusTerminated {
 			byName[inst.Name] = append(byName[inst.Name], inst)
 		}
 	}
 	var unsettled []*pollSub
 	for _, s := range subs {
-		var inst Instance
+		var inst cloudprovider.Instance
 		found := false
 		if s.ref.ID != "" {
 			inst, found = byID[s.ref.ID]
@@ -316,7 +317,7 @@ func (p *cloudPoller) pollList(ctx context.Context, subs []*pollSub) bool {
 			unsettled = append(unsettled, s)
 			continue
 		}
-		s.deliver(WithOwner(s.pm.Pool, inst), nil)
+		s.deliver(cloudprovider.WithOwner(s.pm.Pool, inst), nil)
 	}
 	if len(unsettled) > 0 {
 		p.pollEach(ctx, unsettled)
@@ -327,11 +328,11 @@ func (p *cloudPoller) pollList(ctx context.Context, subs []*pollSub) bool {
 // settledByList says whether a machine as a List shows it may end or continue a wait as it is: a
 // machine that still waits does, and a running one with its SSH endpoint. Any other state ends the wait
 // on what a Get says (the error message, whether it is really gone, the endpoint).
-func settledByList(inst Instance) bool {
+func settledByList(inst cloudprovider.Instance) bool {
 	switch inst.Status {
-	case StatusPending:
+	case cloudprovider.StatusPending:
 		return true
-	case StatusRunning:
+	case cloudprovider.StatusRunning:
 		return inst.SSH != nil && inst.SSH.Host != ""
 	default:
 		return false
@@ -352,4 +353,10 @@ func commonPrefix(names []string) string {
 		prefix = prefix[:i]
 	}
 	return strings.Clone(prefix)
+}
+
+// listReadsEachMachine says whether b declares that its List reads each machine (PerMachineLister).
+func listReadsEachMachine(b cloudprovider.InstanceManagerBackend) bool {
+	l, ok := b.(cloudprovider.PerMachineLister)
+	return ok && l.ListReadsEachMachine()
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestPollScheduleDefaults(t *testing.T) {
@@ -156,16 +158,16 @@ func newBootCloud(cloud string) *bootCloud {
 	return &bootCloud{fakeBackend: fakeBackend{cloud: cloud}, machines: map[string]*bootMachine{}}
 }
 
-var errCloudDown = Errorf(ErrOther, "verda", "reading instance", "HTTP 503 after retries")
+var errCloudDown = cloudprovider.Errorf(cloudprovider.ErrOther, "verda", "reading instance", "HTTP 503 after retries")
 
 // add makes a machine of the pool with prefix that runs after boot and returns it as Create would.
-func (c *bootCloud) add(prefix, name string, boot time.Duration) Instance {
+func (c *bootCloud) add(prefix, name string, boot time.Duration) cloudprovider.Instance {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	id := fmt.Sprintf("%s-%d", c.cloud, len(c.machines)+1)
-	m := &bootMachine{name: prefix + name + TokenSeparator + "abcdefgh", runningAt: time.Now().Add(boot)}
+	m := &bootMachine{name: prefix + name + cloudprovider.TokenSeparator + "abcdefgh", runningAt: time.Now().Add(boot)}
 	c.machines[id] = m
-	return Instance{ID: id, Name: m.name, Cloud: c.cloud, Status: StatusPending, CloudStatus: "booting"}
+	return cloudprovider.Instance{ID: id, Name: m.name, Cloud: c.cloud, Status: cloudprovider.StatusPending, CloudStatus: "booting"}
 }
 
 func (c *bootCloud) set(id string, f func(*bootMachine)) {
@@ -175,13 +177,13 @@ func (c *bootCloud) set(id string, f func(*bootMachine)) {
 }
 
 // instance is what the cloud says of one machine now; the caller holds c.mu.
-func (c *bootCloud) instance(id string, m *bootMachine, forList bool) Instance {
+func (c *bootCloud) instance(id string, m *bootMachine, forList bool) cloudprovider.Instance {
 	now := time.Now()
-	inst := Instance{ID: id, Name: m.name, Cloud: c.cloud, Status: StatusPending, CloudStatus: "booting", AwaitingAllocation: now.Before(m.wonAt)}
+	inst := cloudprovider.Instance{ID: id, Name: m.name, Cloud: c.cloud, Status: cloudprovider.StatusPending, CloudStatus: "booting", AwaitingAllocation: now.Before(m.wonAt)}
 	if !now.Before(m.runningAt) {
-		inst.Status, inst.CloudStatus = StatusRunning, "running"
+		inst.Status, inst.CloudStatus = cloudprovider.StatusRunning, "running"
 		if !forList || !c.listWithoutEndpoints {
-			inst.SSH = &SSHEndpoint{Host: "10.0.0.1", Port: 22, User: "root"}
+			inst.SSH = &cloudprovider.SSHEndpoint{Host: "10.0.0.1", Port: 22, User: "root"}
 		}
 	}
 	return inst
@@ -196,22 +198,22 @@ func (c *bootCloud) read() func() {
 	return func() { c.inFlight.Add(-1) }
 }
 
-func (c *bootCloud) Get(_ context.Context, id string) (Instance, error) {
+func (c *bootCloud) Get(_ context.Context, id string) (cloudprovider.Instance, error) {
 	c.gets.Add(1)
 	defer c.read()()
 	if c.failing.Load() {
-		return Instance{}, errCloudDown
+		return cloudprovider.Instance{}, errCloudDown
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m, ok := c.machines[id]
 	if !ok || m.gone {
-		return Instance{}, Errorf(ErrNotFound, c.cloud, "reading instance", "no instance %s", id)
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrNotFound, c.cloud, "reading instance", "no instance %s", id)
 	}
 	return c.instance(id, m, false), nil
 }
 
-func (c *bootCloud) List(_ context.Context, prefix string) ([]Instance, error) {
+func (c *bootCloud) List(_ context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	c.lists.Add(1)
 	defer c.read()()
 	if c.failing.Load() {
@@ -220,7 +222,7 @@ func (c *bootCloud) List(_ context.Context, prefix string) ([]Instance, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.prefixes = append(c.prefixes, prefix)
-	var out []Instance
+	var out []cloudprovider.Instance
 	for id, m := range c.machines {
 		if !m.hidden && !m.gone && strings.HasPrefix(m.name, prefix) {
 			out = append(out, c.instance(id, m, true))
@@ -237,7 +239,7 @@ var fast = Options{PollInterval: 10 * time.Millisecond, PollMax: 40 * time.Milli
 // them through cp at once, failing the test on any error.
 func waitBooted(t *testing.T, cp *ControlPlane, c *bootCloud, prefix string, n int, boot time.Duration) {
 	t.Helper()
-	insts := make([]Instance, 0, n)
+	insts := make([]cloudprovider.Instance, 0, n)
 	for i := range n {
 		insts = append(insts, c.add(prefix, fmt.Sprint(i), boot))
 	}
@@ -246,8 +248,8 @@ func waitBooted(t *testing.T, cp *ControlPlane, c *bootCloud, prefix string, n i
 	}
 }
 
-func waitAll(ctx context.Context, cp *ControlPlane, insts []Instance) ([]Instance, []error) {
-	got := make([]Instance, len(insts))
+func waitAll(ctx context.Context, cp *ControlPlane, insts []cloudprovider.Instance) ([]cloudprovider.Instance, []error) {
+	got := make([]cloudprovider.Instance, len(insts))
 	errs := make([]error, len(insts))
 	var wg sync.WaitGroup
 	for i, inst := range insts {
@@ -286,9 +288,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestWaitRunningFleetSharesOneReadPerTick(t *testing.T) {
 	c := newBootCloud("verda")
-	cp := New(testInventory(t), []InstanceManagerBackend{c}, fast)
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{c}, fast)
 	const n, boot = 20, 200 * time.Millisecond
-	insts := make([]Instance, n)
+	insts := make([]cloudprovider.Instance, n)
 	for i := range insts {
 		insts[i] = c.add("verda-vm-", fmt.Sprintf("bench-%d", i), boot)
 	}
@@ -296,7 +298,7 @@ func TestWaitRunningFleetSharesOneReadPerTick(t *testing.T) {
 	got, errs := waitAll(context.Background(), cp, insts)
 	took := time.Since(start)
 	for i := range got {
-		if errs[i] != nil || got[i].Status != StatusRunning || got[i].SSH == nil || got[i].Owner.Token != "abcdefgh" {
+		if errs[i] != nil || got[i].Status != cloudprovider.StatusRunning || got[i].SSH == nil || got[i].Owner.Token != "abcdefgh" {
 			t.Fatalf("machine %d: %+v, %v", i, got[i], errs[i])
 		}
 	}
@@ -328,22 +330,22 @@ func TestWaitRunningFleetSharesOneReadPerTick(t *testing.T) {
 
 func TestWaitRunningOneMachineUsesGet(t *testing.T) {
 	c := newBootCloud("verda")
-	cp := New(testInventory(t), []InstanceManagerBackend{c}, fast)
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{c}, fast)
 	inst := c.add("verda-vm-", "solo", 80*time.Millisecond)
-	var changes []Status
-	got, err := cp.WaitRunning(context.Background(), inst, func(i Instance) { changes = append(changes, i.Status) })
-	if err != nil || got.Status != StatusRunning || got.SSH == nil {
+	var changes []cloudprovider.Status
+	got, err := cp.WaitRunning(context.Background(), inst, func(i cloudprovider.Instance) { changes = append(changes, i.Status) })
+	if err != nil || got.Status != cloudprovider.StatusRunning || got.SSH == nil {
 		t.Fatalf("WaitRunning = %+v, %v", got, err)
 	}
 	if l := c.lists.Load(); l != 0 {
 		t.Errorf("%d Lists for one machine, want Gets only", l)
 	}
-	if len(changes) != 1 || changes[0] != StatusRunning {
+	if len(changes) != 1 || changes[0] != cloudprovider.StatusRunning {
 		t.Errorf("onChange saw %v, want [running]", changes)
 	}
 	// A machine that runs already is not read at all.
 	before := c.gets.Load()
-	if got, err := cp.WaitRunning(context.Background(), got, nil); err != nil || got.Status != StatusRunning || c.gets.Load() != before {
+	if got, err := cp.WaitRunning(context.Background(), got, nil); err != nil || got.Status != cloudprovider.StatusRunning || c.gets.Load() != before {
 		t.Errorf("WaitRunning of a running machine = %+v, %v after %d reads", got, err, c.gets.Load()-before)
 	}
 }
@@ -353,19 +355,19 @@ func TestWaitRunningOneMachineUsesGet(t *testing.T) {
 func TestWaitRunningListGapsAreReadWithGet(t *testing.T) {
 	c := newBootCloud("verda")
 	c.listWithoutEndpoints = true
-	cp := New(testInventory(t), []InstanceManagerBackend{c}, fast)
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{c}, fast)
 	listed := c.add("verda-vm-", "listed", 50*time.Millisecond)
 	unlisted := c.add("verda-vm-", "unlisted", 50*time.Millisecond)
 	vanished := c.add("verda-vm-", "vanished", time.Hour)
 	c.set(unlisted.ID, func(m *bootMachine) { m.hidden = true })
 	c.set(vanished.ID, func(m *bootMachine) { m.gone = true })
-	got, errs := waitAll(context.Background(), cp, []Instance{listed, unlisted, vanished})
+	got, errs := waitAll(context.Background(), cp, []cloudprovider.Instance{listed, unlisted, vanished})
 	for i := range 2 {
-		if errs[i] != nil || got[i].Status != StatusRunning || got[i].SSH == nil {
+		if errs[i] != nil || got[i].Status != cloudprovider.StatusRunning || got[i].SSH == nil {
 			t.Errorf("%s: %+v, %v; want running with its endpoint", got[i].Name, got[i], errs[i])
 		}
 	}
-	if errs[2] == nil || !strings.Contains(errs[2].Error(), "disappeared at the cloud while starting") || !IsNotFound(errs[2]) {
+	if errs[2] == nil || !strings.Contains(errs[2].Error(), "disappeared at the cloud while starting") || !cloudprovider.IsNotFound(errs[2]) {
 		t.Errorf("vanished machine: %v, want it reported gone", errs[2])
 	}
 	if c.lists.Load() == 0 {
@@ -381,7 +383,7 @@ func TestWaitRunningContextEndsOneWait(t *testing.T) {
 	// below is half that, so a loaded machine does not fail the test.
 	c := newBootCloud("verda")
 	c.delay = time.Second
-	cp := New(testInventory(t), []InstanceManagerBackend{c}, Options{PollInterval: time.Second, PollMax: time.Second})
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{c}, Options{PollInterval: time.Second, PollMax: time.Second})
 	a := c.add("verda-vm-", "a", 300*time.Millisecond)
 	b := c.add("verda-vm-", "b", 300*time.Millisecond)
 	slow := c.add("verda-vm-", "slow", time.Hour)
@@ -402,15 +404,15 @@ func TestWaitRunningContextEndsOneWait(t *testing.T) {
 		results["interrupted"] <- result{err, time.Since(start)}
 	}()
 	time.AfterFunc(80*time.Millisecond, cancel)
-	got, errs := waitAll(context.Background(), cp, []Instance{a, b})
+	got, errs := waitAll(context.Background(), cp, []cloudprovider.Instance{a, b})
 	for i := range got {
-		if errs[i] != nil || got[i].Status != StatusRunning {
+		if errs[i] != nil || got[i].Status != cloudprovider.StatusRunning {
 			t.Errorf("%s: %+v, %v", got[i].Name, got[i], errs[i])
 		}
 	}
 	for _, w := range []struct {
 		result string
-		inst   Instance
+		inst   cloudprovider.Instance
 		want   error
 		at     time.Duration // when its context ends: the deadline, the Ctrl-C
 	}{
@@ -445,13 +447,13 @@ func TestWaitRunningContextEndsOneWait(t *testing.T) {
 func TestWaitRunningFailingCloudBacksOff(t *testing.T) {
 	c := newBootCloud("verda")
 	c.failing.Store(true)
-	cp := New(testInventory(t), []InstanceManagerBackend{c}, Options{PollInterval: 10 * time.Millisecond, PollMax: 200 * time.Millisecond})
-	insts := []Instance{c.add("verda-vm-", "a", 0), c.add("verda-vm-", "b", 0)}
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{c}, Options{PollInterval: 10 * time.Millisecond, PollMax: 200 * time.Millisecond})
+	insts := []cloudprovider.Instance{c.add("verda-vm-", "a", 0), c.add("verda-vm-", "b", 0)}
 	time.AfterFunc(500*time.Millisecond, func() { c.failing.Store(false) })
 	start := time.Now()
 	got, errs := waitAll(context.Background(), cp, insts)
 	for i := range got {
-		if errs[i] != nil || got[i].Status != StatusRunning {
+		if errs[i] != nil || got[i].Status != cloudprovider.StatusRunning {
 			t.Errorf("%s: %+v, %v", got[i].Name, got[i], errs[i])
 		}
 	}
@@ -466,7 +468,7 @@ func TestWaitRunningFailingCloudBacksOff(t *testing.T) {
 func TestWaitRunningSlowCloudOneReadInFlight(t *testing.T) {
 	c := newBootCloud("verda")
 	c.delay = 30 * time.Millisecond
-	cp := New(testInventory(t), []InstanceManagerBackend{c}, fast)
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{c}, fast)
 	waitBooted(t, cp, c, "verda-vm-", 10, 100*time.Millisecond)
 	if m := c.maxFlight.Load(); m != 1 {
 		t.Errorf("%d reads in flight at once, want 1", m)
@@ -484,7 +486,7 @@ func (perMachineCloud) ListReadsEachMachine() bool { return true }
 func TestWaitRunningPerMachineListCloudUsesGets(t *testing.T) {
 	c := newBootCloud("upcloud")
 	c.delay = 5 * time.Millisecond
-	cp := New(testInventory(t), []InstanceManagerBackend{perMachineCloud{c}}, fast)
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{perMachineCloud{c}}, fast)
 	waitBooted(t, cp, c, "upcloud-vm-", 10, 60*time.Millisecond)
 	if l := c.lists.Load(); l != 0 {
 		t.Errorf("%d Lists of UpCloud, want Gets only", l)
@@ -494,7 +496,7 @@ func TestWaitRunningPerMachineListCloudUsesGets(t *testing.T) {
 	}
 
 	plain := newBootCloud("upcloud")
-	cp = New(testInventory(t), []InstanceManagerBackend{plain}, fast)
+	cp = New(testInventory(t), []cloudprovider.InstanceManagerBackend{plain}, fast)
 	waitBooted(t, cp, plain, "upcloud-vm-", 10, 60*time.Millisecond)
 	if plain.lists.Load() == 0 {
 		t.Errorf("no List of a cloud that does not declare PerMachineLister: the capability, not the name, decides")
@@ -504,9 +506,9 @@ func TestWaitRunningPerMachineListCloudUsesGets(t *testing.T) {
 // Launch's wait for a bid reads through the same poller: won, not won within the bid timeout, cut short.
 func TestAwaitAllocation(t *testing.T) {
 	c := newBootCloud("verda")
-	cp := New(testInventory(t), []InstanceManagerBackend{c}, fast)
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{c}, fast)
 	pm, _ := cp.manager.Pool("verda-vm-pool")
-	bid := func(name string, wins time.Duration) Instance {
+	bid := func(name string, wins time.Duration) cloudprovider.Instance {
 		inst := c.add("verda-vm-", name, time.Hour)
 		c.set(inst.ID, func(m *bootMachine) { m.wonAt = time.Now().Add(wins) })
 		inst.AwaitingAllocation = true

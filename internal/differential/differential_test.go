@@ -19,10 +19,10 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	atlasemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	lambdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	mithrilemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	primeemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
@@ -31,6 +31,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // ---------------------------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ type world struct {
 	Listings []listing
 	// AtlasFactor is the Atlas backend's price_factor, as a decimal ("0.5").
 	AtlasFactor string
-	// UpCloudRate is the UpCloud backend's EUR->USD rate, as a decimal ("1": the quote is billed as is).
+	// UpCloudRate is the UpCloud backend's EUR->USD rate, as a decimal.
 	UpCloudRate string
 	// UpCloudStockFails makes UpCloud's device availability call fail: its stock cannot be read.
 	UpCloudStockFails bool
@@ -174,12 +175,9 @@ func times(u money.USD, factor string) money.USD {
 	return roundHalfUp(new(big.Rat).Mul(new(big.Rat).SetInt64(int64(u)), decimal(factor)))
 }
 
-// convertedUp is a quote converted at rate: u × rate rounded up once to the cent; a rate of "1" is no
-// conversion (the quote is the bill, to the micro-dollar).
+// convertedUp is a euro quote converted at rate: u × rate rounded up once to the cent, at every rate
+// (1 included: a euro price list is never taken for a dollar one).
 func convertedUp(u money.USD, rate string) money.USD {
-	if rate == "1" {
-		return u
-	}
 	p := new(big.Rat).Mul(new(big.Rat).SetInt64(int64(u)), decimal(rate))
 	p.Quo(p, new(big.Rat).SetInt64(int64(money.Cent)))
 	q, m := new(big.Int).QuoRem(p.Num(), p.Denom(), new(big.Int))
@@ -266,7 +264,7 @@ type expectation struct {
 //     rounded once to the micro-dollar; elsewhere the billed price); direct before resold; cloud, pool,
 //     region, instance type in byte order.
 //   - The billed price is the list price (Atlas too); UpCloud's euro quote is converted at its fixed rate
-//     and rounded up once to the cent (a quote in US dollars, rate 1, is taken as it is).
+//     and rounded up once to the cent, whatever the rate.
 //
 // What each cloud shows of its stock is the cloud's documented behaviour (see observe).
 func reference(inv *inventory.Inventory, w world, req controlplane.OfferRequest) expectation {
@@ -534,7 +532,7 @@ func compare(exp expectation, res controlplane.OfferResult) []string {
 }
 
 // checkOffer compares the fields of one offer with the reference's.
-func checkOffer(where string, got controlplane.Offer, ref refOffer) []string {
+func checkOffer(where string, got cloudprovider.Offer, ref refOffer) []string {
 	var bad []string
 	if got.Cloud != ref.Cloud || got.Pool != ref.Pool || got.Region != ref.Region || got.InstanceType != ref.Type ||
 		got.Spot != ref.Spot || got.GPUCount != ref.Count {
@@ -661,7 +659,7 @@ var adapters = map[string]cloudAdapter{
 			}
 			us := upcloudemu.New(upcloudemu.Options{Zones: zones, Plans: plans, Username: upcloudUser, Password: upcloudPass})
 			if w.UpCloudStockFails {
-				err = us.SetCloudFaults(upcloudemu.Faults{Faults: emukit.Faults{ServerErrors: 1000}, Match: "GET /device/availability"})
+				err = us.SetCloudFaults(upcloudemu.Faults{Faults: simulation.Faults{ServerErrors: 1000}, Match: "GET /device/availability"})
 			}
 			return us, err
 		},
@@ -762,7 +760,7 @@ func (h *harness) offers(w world, req controlplane.OfferRequest) (controlplane.O
 	if err := h.sbx.SetCatalog(sandboxCatalog(by[sandboxCloud])); err != nil {
 		return controlplane.OfferResult{}, err
 	}
-	backends := []controlplane.InstanceManagerBackend{h.sbx}
+	backends := []cloudprovider.InstanceManagerBackend{h.sbx}
 	for _, d := range clouds.All() {
 		a := adapters[d.Name]
 		emu, err := a.emulator(w, by[d.Name], regions)

@@ -6,7 +6,7 @@
 // emulators (Atlas, Lambda, Mithril, Prime Intellect, UpCloud, Verda), and the sandbox reads its
 // catalog.json. It asks a control plane for offers and compares the answer with a small reference
 // ranking written in the test from the documented rules (docs/index.md "Prices",
-// docs/data-sources/gpu_offer.md, the comments on controlplane.Offer, on each backend's Offers and on
+// docs/data-sources/gpu_offer.md, the comments on cloudprovider.Offer, on each backend's Offers and on
 // Mithril's PriceBids). The reference never calls the control plane's filtering or ranking, nor the
 // backends' pricing. A cloud added to the registry without an adapter in the test fails it.
 //

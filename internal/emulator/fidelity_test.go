@@ -19,11 +19,11 @@ import (
 	"encoding/base64"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient/jsonshape"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	emuverda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // knownFile lists the known differences between the emulators' answers and the recordings, one a
@@ -241,7 +241,7 @@ func primeAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string
 // credentials, an instance it runs, an instance type and location it sells).
 func verdaAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string]answer {
 	clock := backendtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	srv := httptest.NewServer(emuverda.New(emuverda.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Minute}}))
+	srv := httptest.NewServer(emuverda.New(emuverda.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Minute}}))
 	t.Cleanup(srv.Close)
 	creds := emutest.JSON(t, map[string]string{"grant_type": "client_credentials", "client_id": emuverda.DefaultClientID, "client_secret": emuverda.DefaultClientSecret})
 	tok := send(t, http.MethodPost, srv.URL+emuverda.BasePath+"/oauth2/token", creds, nil)
@@ -305,7 +305,7 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 	const user, pass = "hydra-sub", "s3cret-Pass!"
 	clock := backendtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	srv := httptest.NewServer(emuupcloud.New(emuupcloud.Options{Username: user, Password: pass,
-		Options: emukit.Options{Now: clock.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second}))
+		Options: simulation.Options{Now: clock.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second}))
 	t.Cleanup(srv.Close)
 	auth := []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))}
 	ids := map[string]string{} // recorded uuid -> the emulator's

@@ -122,16 +122,43 @@ func (u USD) String() string {
 // PerHour prints a price per hour: "$2.39/h".
 func (u USD) PerHour() string { return "$" + u.String() + "/h" }
 
-// Converted is an amount of another currency (dollars' worth given as a float, e.g. euros) times an
-// exchange rate, rounded up once to the cent: a converted price is an estimate of the bill, never
-// shown with digits the bill does not have, and never cheaper than the exact product. Both numbers
-// are taken as the decimals they print as. Out of range (negative, not a number, above Max) is an
-// error.
-func Converted(amount, rate float64) (USD, error) { return converted(amount, rate, 100) }
+// Exchange is hydra's one conversion of the prices a cloud quotes into US dollars.
+type Exchange struct {
+	// EURToUSD is how many US dollars a euro is (a block's eur_to_usd).
+	EURToUSD float64
+}
 
-// ConvertedCents is Converted for an amount given in hundredths (euro cents, as UpCloud's price list
-// quotes them): cents times rate, rounded up once to the cent.
-func ConvertedCents(cents, rate float64) (USD, error) { return converted(cents, rate, 1) }
+// ToUSD converts a price a cloud quotes: amount of currency ("USD" or "EUR", in any case), in
+// hundredths (cents) when cents is true. A dollar price is taken as written, to the micro-dollar. A
+// euro price is converted at EURToUSD and rounded up once to the cent, whatever the rate,
+// 1 included: a converted price is an estimate of the bill, never shown with digits the bill does not
+// have, and never cheaper than the exact product. Both numbers are taken as the decimals they print as.
+// Another currency, or an amount out of range, is an error.
+func (x Exchange) ToUSD(amount float64, currency string, cents bool) (USD, error) {
+	toCents := int64(100)
+	if cents {
+		toCents = 1
+	}
+	switch strings.ToUpper(strings.TrimSpace(currency)) {
+	case "USD":
+		a, ok := new(big.Rat).SetString(strconv.FormatFloat(amount, 'g', -1, 64))
+		if !ok || a.Sign() < 0 {
+			return 0, fmt.Errorf("%w: %v", ErrRange, amount)
+		}
+		// dollars x 10^6 micro-dollars, or cents x 10^4; rounded once, halves up.
+		a.Mul(a, big.NewRat(int64(Dollar)/100*toCents, 1))
+		a.Add(a, big.NewRat(1, 2))
+		q := new(big.Int).Quo(a.Num(), a.Denom())
+		if !q.IsInt64() || q.Int64() > int64(Max) {
+			return 0, fmt.Errorf("%w: %v (expected at most %s)", ErrRange, amount, Max)
+		}
+		return USD(q.Int64()), nil
+	case "EUR":
+		return converted(amount, x.EURToUSD, toCents)
+	default:
+		return 0, fmt.Errorf("price in %q: hydra converts only US dollars and euros", currency)
+	}
+}
 
 // converted is amount x rate x toCents, rounded up to a whole number of cents.
 func converted(amount, rate float64, toCents int64) (USD, error) {

@@ -116,34 +116,49 @@ func TestTimes(t *testing.T) {
 	}
 }
 
-func TestConverted(t *testing.T) {
+// TestExchange: the one conversion. Dollars are taken as written; euros are converted and rounded up
+// once to the cent, whatever the rate (1 included), whether quoted in euros or in euro cents.
+func TestExchange(t *testing.T) {
 	for _, tc := range []struct {
-		amount, rate float64
-		want         USD
+		name     string
+		amount   float64
+		currency string
+		cents    bool
+		rate     float64
+		want     USD
 	}{
-		{2.53, 1.08, 2_740_000},     // 2.7324 rounds up to 2.74
-		{2.50, 1.08, 2_700_000},     // exactly 2.70: no rounding
-		{1.111607, 1.08, 1_210_000}, // 1.20053556 -> 1.21
-		{0, 1.08, 0},
+		{"euros, rounded up", 2.53, "EUR", false, 1.08, 2_740_000}, // 2.7324 -> 2.74
+		{"euros, exact", 2.50, "eur", false, 1.08, 2_700_000},
+		{"euros, many digits", 1.111607, "EUR", false, 1.08, 1_210_000}, // 1.20053556 -> 1.21
+		{"euro cents, rounded up", 253, "EUR", true, 1.08, 2_740_000},   // 273.24 cents -> 2.74
+		{"euro cents at rate 1 are still rounded up", 132.6889, "EUR", true, 1, 1_330_000},
+		{"euro cents at rate 1, whole cents", 250, "EUR", true, 1, 2_500_000},
+		{"dollars as written", 1.326889, "USD", false, 0, 1_326_889},
+		{"dollar cents as written", 132.6889, "usd", true, 0, 1_326_889},
+		{"dollar cents, beyond the micro-dollar: rounded once", 0.00005, "USD", true, 0, 1},
+		{"zero", 0, "EUR", false, 1.08, 0},
 	} {
-		got, err := Converted(tc.amount, tc.rate)
-		if err != nil || got != tc.want {
-			t.Errorf("Converted(%v, %v) = %s, %v; want %s", tc.amount, tc.rate, got, err, tc.want)
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Exchange{EURToUSD: tc.rate}.ToUSD(tc.amount, tc.currency, tc.cents)
+			if err != nil || got != tc.want {
+				t.Errorf("ToUSD(%v %s, cents %v) at %v = %s, %v; want %s", tc.amount, tc.currency, tc.cents, tc.rate, got, err, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name     string
+		amount   float64
+		currency string
+	}{
+		{"negative euros", -1, "EUR"},
+		{"negative dollars", -1, "USD"},
+		{"euros above Max", 1e12, "EUR"},
+		{"dollars above Max", 1e12, "USD"},
+		{"another currency", 1, "GBP"},
+		{"no currency", 1, ""},
+	} {
+		if got, err := (Exchange{EURToUSD: 1.08}).ToUSD(tc.amount, tc.currency, false); err == nil {
+			t.Errorf("%s: ToUSD(%v, %q) = %s, want an error", tc.name, tc.amount, tc.currency, got)
 		}
-	}
-	if got, err := ConvertedCents(273.21, 1); err != nil || got != 2_740_000 {
-		t.Errorf("ConvertedCents(273.21, 1) = %s, %v; want 2.74", got, err)
-	}
-	if got, err := ConvertedCents(253, 1.08); err != nil || got != 2_740_000 {
-		t.Errorf("ConvertedCents(253, 1.08) = %s, %v; want 2.74 (273.24 cents, up)", got, err)
-	}
-	if got, err := ConvertedCents(250, 1); err != nil || got != 2_500_000 {
-		t.Errorf("ConvertedCents(250, 1) = %s, %v", got, err)
-	}
-	if _, err := Converted(-1, 1.08); err == nil {
-		t.Error("a negative amount converted")
-	}
-	if _, err := Converted(1e12, 1.08); err == nil {
-		t.Error("an amount above Max converted")
 	}
 }

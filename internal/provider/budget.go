@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -36,11 +35,4 @@ func budgetOf(v types.Float64) money.USD {
 		return 0
 	}
 	return u
-}
-
-// countBudget counts an instance's hourly price in the plan's budget; over it, the plan fails.
-func (r *gpuInstanceResource) countBudget(diags *diag.Diagnostics, name, what string, price money.USD) {
-	if err := r.data.cp.CountBudget(name, what, price); err != nil {
-		addPlanError(diags, err)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
@@ -47,7 +48,7 @@ func capacityMemorySchema() schema.StringAttribute {
 
 // capacityRecord says whether the state is a failed create's capacity record: no cloud machine.
 func capacityRecord(m *gpuInstanceModel) bool {
-	return !m.CloudInstanceID.IsNull() && m.CloudInstanceID.ValueString() == "" && m.Status.ValueString() == string(controlplane.StatusError)
+	return !m.CloudInstanceID.IsNull() && m.CloudInstanceID.ValueString() == "" && m.Status.ValueString() == string(cloudprovider.StatusError)
 }
 
 // privateGetter and privateSetter are the framework's private state, as requests and responses carry it.
@@ -79,10 +80,7 @@ func (r *gpuInstanceResource) rememberCapacity(ctx context.Context, priv private
 // saveCapacityMisses ends a create that failed for lack of capacity: the resource is saved with
 // status "error" and no cloud machine (Terraform taints it: the next plan replaces it, destroy deletes
 // nothing), with the misses in its private state for the next plans. Nothing is billed.
-func (r *gpuInstanceResource) saveCapacityMisses(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, priv privateSetter, misses []controlplane.CapacityMiss, diags *diag.Diagnostics) {
-	if r.data.cp.CapacityMemory() <= 0 || len(misses) == 0 {
-		return
-	}
+func (r *gpuInstanceResource) saveCapacityMisses(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, priv privateSetter, rec controlplane.CapacityRecord, diags *diag.Diagnostics) {
 	raw, err := tftypes.Transform(plan.Raw, func(_ *tftypes.AttributePath, v tftypes.Value) (tftypes.Value, error) {
 		if !v.IsKnown() {
 			return tftypes.NewValue(v.Type(), nil), nil
@@ -93,23 +91,22 @@ func (r *gpuInstanceResource) saveCapacityMisses(ctx context.Context, plan tfsdk
 		return
 	}
 	state.Raw = raw
-	for attr, v := range map[string]string{"id": "", "cloud_instance_id": "", "status": string(controlplane.StatusError), "cloud_status": "no capacity"} {
+	for attr, v := range map[string]string{"id": "", "cloud_instance_id": "", "status": string(cloudprovider.StatusError), "cloud_status": "no capacity"} {
 		diags.Append(state.SetAttribute(ctx, path.Root(attr), types.StringValue(v))...)
 	}
-	b, err := json.Marshal(misses)
+	b, err := json.Marshal(rec.Misses)
 	if err == nil {
 		diags.Append(priv.SetKey(ctx, capacityKey, b)...)
 	}
 	var offers []string
-	for _, m := range misses {
+	for _, m := range rec.Misses {
 		offers = append(offers, m.OfferID)
 	}
-	until := misses[len(misses)-1].At.Add(r.data.cp.CapacityMemory())
 	diags.AddWarning("Offers without capacity remembered",
 		fmt.Sprintf("No machine was created and nothing is billed. The resource is kept in state with status \"error\" and no cloud "+
 			"machine, recording %s, so that the next plans skip %s until %s (the provider's capacity_memory, %s) and choose "+
 			"another offer. The next apply replaces it; destroying it deletes nothing.",
-			strings.Join(offers, ", "), map[bool]string{true: "it", false: "them"}[len(offers) == 1], until.UTC().Format(time.RFC3339), r.data.cp.CapacityMemory()))
+			strings.Join(offers, ", "), map[bool]string{true: "it", false: "them"}[len(offers) == 1], rec.Until.UTC().Format(time.RFC3339), rec.Memory))
 }
 
 // capacityMemoryValidator accepts "0" (memory off) or a positive Go duration.

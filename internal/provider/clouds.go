@@ -17,8 +17,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
 // The clouds' provider blocks are derived from the registry (internal/clouds): one block per driver,
@@ -111,7 +111,7 @@ func blockValues(obj types.Object) clouds.Values {
 
 // cloudBackends builds the backend of every cloud whose block is present (and, for the off-by-default
 // ones, enabled). emulated is true when any of them runs on its local emulator.
-func cloudBackends(blocks map[string]types.Object, env clouds.Env, diags *diag.Diagnostics) (backends []controlplane.InstanceManagerBackend, emulated bool) {
+func cloudBackends(blocks map[string]types.Object, env clouds.Env, diags *diag.Diagnostics) (backends []cloudprovider.InstanceManagerBackend, emulated bool) {
 	for _, d := range clouds.All() {
 		obj, ok := blocks[d.Block]
 		if !ok || obj.IsNull() || obj.IsUnknown() {

@@ -30,11 +30,11 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	emuatlas "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	emuprime "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	emuupcloud "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	emuverda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // testClouds runs each cloud's emulator over real HTTP on loopback for one test. The provider (served
@@ -63,12 +63,12 @@ func newTestClouds(t *testing.T, verdaCatalog []emuverda.CatalogEntry) *testClou
 		t.Cleanup(srv.Close)
 		c.urls[name] = srv.URL + base
 	}
-	c.verda = emuverda.New(emuverda.Options{Options: emukit.Options{BootDuration: time.Second}, Catalog: verdaCatalog})
-	c.upcloud = emuupcloud.New(emuupcloud.Options{Options: emukit.Options{BootDuration: time.Second}, StopDuration: 500 * time.Millisecond})
-	c.prime = emuprime.New(emuprime.Options{Options: emukit.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
-	c.atlas = emuatlas.New(emuatlas.Options{Options: emukit.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
+	c.verda = emuverda.New(emuverda.Options{Options: simulation.Options{BootDuration: time.Second}, Catalog: verdaCatalog})
+	c.upcloud = emuupcloud.New(emuupcloud.Options{Options: simulation.Options{BootDuration: time.Second}, StopDuration: 500 * time.Millisecond})
+	c.prime = emuprime.New(emuprime.Options{Options: simulation.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
+	c.atlas = emuatlas.New(emuatlas.Options{Options: simulation.Options{BootDuration: time.Second}, DeleteDuration: 500 * time.Millisecond})
 	mithrilNow := func() time.Time { return time.Now().Add(time.Duration(c.mithrilAhead.Load())) }
-	c.mithril = emumithril.New(emumithril.Options{Options: emukit.Options{BootDuration: time.Second, Now: mithrilNow}, PreemptionWindow: time.Second})
+	c.mithril = emumithril.New(emumithril.Options{Options: simulation.Options{BootDuration: time.Second, Now: mithrilNow}, PreemptionWindow: time.Second})
 	serve("verda", c.verda, emuverda.BasePath)
 	serve("upcloud", c.upcloud, "/1.3")
 	serve("primeintellect", c.prime, "")
@@ -215,7 +215,7 @@ func TestAccGPUInstance_upcloudWinsWhenCheaper(t *testing.T) {
 // cheaper H100 ranks behind Verda's in-stock one, and the data source marks it.
 func TestAccGPUInstance_unknownStockRanksBehind(t *testing.T) {
 	c := newTestClouds(t, verdaH100sAt(3.90))
-	if err := c.upcloud.SetCloudFaults(emuupcloud.Faults{Faults: emukit.Faults{ServerErrors: 1000}, Match: "GET /device/availability"}); err != nil {
+	if err := c.upcloud.SetCloudFaults(emuupcloud.Faults{Faults: simulation.Faults{ServerErrors: 1000}, Match: "GET /device/availability"}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -245,7 +245,7 @@ func TestAccGPUInstance_apiStormDuringApply(t *testing.T) {
 		Config: c.providerConfig(dir, "verda", "upcloud") + cloudInstanceConfig("storm", "h100", ""),
 		ConfigPlanChecks: preApply(beforeApply(func() {
 			// Between plan and apply Verda starts answering 429s, then 5xx, then loses the create's answer.
-			if err := c.verda.SetFaults(emukit.Faults{RateLimited: 4, RetryAfterSeconds: 1, ServerErrors: 3, LoseCreateResponses: 1}); err != nil {
+			if err := c.verda.SetFaults(simulation.Faults{RateLimited: 4, RetryAfterSeconds: 1, ServerErrors: 3, LoseCreateResponses: 1}); err != nil {
 				t.Error(err)
 			}
 		})),

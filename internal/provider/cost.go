@@ -6,6 +6,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
@@ -17,27 +19,23 @@ type costTotals struct{ perHour, accrued money.USD }
 // not known).
 func (c *costTotals) add(mc controlplane.Machine, now time.Time) types.Float64 {
 	inst := mc.Instance
-	if inst.Status == controlplane.StatusTerminated {
+	if inst.Status == cloudprovider.StatusTerminated {
 		return types.Float64Value(0)
 	}
 	c.perHour += inst.PricePerHour
 	if inst.PricePerHour <= 0 || inst.CreatedAt.IsZero() {
 		return types.Float64Null()
 	}
-	a := controlplane.Accrued(mc.Pool.Cloud, inst.PricePerHour, inst.CreatedAt, now)
+	a := mc.Facts.Accrued(inst.PricePerHour, inst.CreatedAt, now)
 	c.accrued += a
 	return usdValue(a)
 }
 
-// billingNote is what the docs say of each cloud's billing granularity (controlplane.BillingUnit).
-const billingNote = "Hours since `created_at` times the billed price, rounded up to the cloud's documented billing " +
-	"granularity: UpCloud bills by the started hour (its monthly cap, 672 hours a month, is not applied); Verda, Prime " +
-	"Intellect, Lambda, Mithril, Atlas and the sandbox document none hydra found, so their machines accrue to the second. " +
-	"An estimate from the listed price: the cloud's invoice (taxes, storage, credits, Mithril's unbilled start-up) is the record."
-
 func accruedSchema() schema.Float64Attribute {
 	return schema.Float64Attribute{MarkdownDescription: "What the machine has cost so far, in US dollars (null when the cloud " +
-		"reports no price or creation time). " + billingNote, Computed: true}
+		"reports no price or creation time). Hours since `created_at` times the billed price, rounded up to the " +
+		"cloud's documented billing granularity: " + clouds.BillingMarkdown() + " An estimate from the listed price: the cloud's " +
+		"invoice (taxes, storage, credits, start-up time a cloud does not bill) is the record.", Computed: true}
 }
 
 func totalPerHourSchema() schema.Float64Attribute {

@@ -12,21 +12,16 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // gpuInstanceModel is hydra_gpu_instance's schema as Go values.
 type gpuInstanceModel struct {
-	ID                      types.String   `tfsdk:"id"`
-	Name                    types.String   `tfsdk:"name"`
-	GPUType                 types.String   `tfsdk:"gpu_type"`
-	GPUCount                types.Int64    `tfsdk:"gpu_count"`
-	Kind                    types.String   `tfsdk:"kind"`
-	Spot                    types.Bool     `tfsdk:"spot"`
-	Clouds                  types.Set      `tfsdk:"clouds"`
-	Regions                 types.Set      `tfsdk:"regions"`
-	MaxPricePerHour         types.Float64  `tfsdk:"max_price_per_hour"`
-	FormFactor              types.String   `tfsdk:"form_factor"`
+	ID   types.String `tfsdk:"id"`
+	Name types.String `tfsdk:"name"`
+	offerRequestModel
 	OfferID                 types.String   `tfsdk:"offer_id"`
 	AllowFallback           types.Bool     `tfsdk:"allow_fallback"`
 	BidTimeout              types.String   `tfsdk:"bid_timeout"`
@@ -71,14 +66,15 @@ type gpuInstanceModel struct {
 func (m *gpuInstanceModel) record() controlplane.Record {
 	rec := controlplane.Record{
 		Name: m.ID.ValueString(), ID: m.CloudInstanceID.ValueString(),
-		Status: controlplane.Status(m.Status.ValueString()), CloudStatus: m.CloudStatus.ValueString(),
+		Status: cloudprovider.Status(m.Status.ValueString()), CloudStatus: m.CloudStatus.ValueString(),
 		HostKey: m.HostKey.ValueString(), ReadyAt: timeOf(m.ReadyAt), CreatedAt: timeOf(m.CreatedAt),
 		ProvisioningAttempts: int(m.ProvisioningAttempts.ValueInt64()), ProvisioningError: m.ProvisioningError.ValueString(),
 		ProvisioningDigest: m.ProvisioningDigest.ValueString(),
 		Health:             controlplane.Health{Status: m.Health.ValueString(), CheckedAt: timeOf(m.HealthCheckedAt), Reason: m.HealthReason.ValueString()},
+		PricePerHour:       usdOf(m.PricePerHour),
 	}
 	if !m.SSHHost.IsNull() && !m.SSHHost.IsUnknown() {
-		rec.SSH = &controlplane.SSHEndpoint{Host: m.SSHHost.ValueString(), Port: int(m.SSHPort.ValueInt64()), User: m.SSHUser.ValueString()}
+		rec.SSH = &cloudprovider.SSHEndpoint{Host: m.SSHHost.ValueString(), Port: int(m.SSHPort.ValueInt64()), User: m.SSHUser.ValueString()}
 	}
 	return rec
 }
@@ -91,6 +87,9 @@ func (m *gpuInstanceModel) setRecord(rec controlplane.Record) {
 	m.ProvisioningAttempts = types.Int64Value(int64(rec.ProvisioningAttempts))
 	m.ProvisioningError, m.ProvisioningDigest = stringOrNull(rec.ProvisioningError), stringOrNull(rec.ProvisioningDigest)
 	m.Health, m.HealthCheckedAt, m.HealthReason = stringOrNull(rec.Health.Status), timeOrNull(rec.Health.CheckedAt), stringOrNull(rec.Health.Reason)
+	if rec.PricePerHour > 0 {
+		m.PricePerHour = usdValue(rec.PricePerHour) // what the cloud bills
+	}
 	m.SSHHost, m.SSHPort, m.SSHUser = types.StringNull(), types.Int64Null(), types.StringNull()
 	if rec.SSH != nil {
 		m.SSHHost, m.SSHPort, m.SSHUser = types.StringValue(rec.SSH.Host), types.Int64Value(int64(rec.SSH.Port)), types.StringValue(rec.SSH.User)
@@ -118,10 +117,10 @@ func setOfferFields(m *gpuInstanceModel, cloud string, p controlplane.ParsedOffe
 	m.InstanceType, m.PricePerHour, m.IsSpot = types.StringValue(p.InstanceType), usdValue(p.PricePerHour), types.BoolValue(p.Spot)
 }
 
-// offerRequest is offerRequest with what the provider adds: whether the machine would be created
+// offerRequest is the request with what the resource adds: whether the machine would be created
 // without any SSH key (no ssh_public_keys and provisioning off), which some clouds refuse.
 func (r *gpuInstanceResource) offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
-	req, ok, diags := offerRequest(ctx, m)
+	req, ok, diags := m.request(ctx)
 	if m.SSHPublicKeys.IsUnknown() {
 		return req, false, diags
 	}
@@ -131,8 +130,21 @@ func (r *gpuInstanceResource) offerRequest(ctx context.Context, m *gpuInstanceMo
 	return req, ok, diags
 }
 
-// offerRequest builds the control plane's request from the model; ok is false while inputs are unknown.
-func offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
+// offerRequestModel is the request attributes hydra_gpu_instance and hydra_gpu_offer share.
+type offerRequestModel struct {
+	GPUType         types.String  `tfsdk:"gpu_type"`
+	GPUCount        types.Int64   `tfsdk:"gpu_count"`
+	Kind            types.String  `tfsdk:"kind"`
+	Spot            types.Bool    `tfsdk:"spot"`
+	Clouds          types.Set     `tfsdk:"clouds"`
+	Regions         types.Set     `tfsdk:"regions"`
+	MaxPricePerHour types.Float64 `tfsdk:"max_price_per_hour"`
+	FormFactor      types.String  `tfsdk:"form_factor"`
+}
+
+// request builds the control plane's request (gpu_count 1 and kind vm when null); ok is false while
+// inputs are unknown.
+func (m *offerRequestModel) request(ctx context.Context) (controlplane.OfferRequest, bool, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	for _, v := range []attr.Value{m.GPUType, m.GPUCount, m.Kind, m.Spot, m.Clouds, m.Regions, m.MaxPricePerHour, m.FormFactor} {
 		if v.IsUnknown() {
@@ -145,11 +157,18 @@ func offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferR
 	diags.Append(d2...)
 	sort.Strings(clouds)
 	sort.Strings(regions)
-	return controlplane.OfferRequest{
-		GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()), Kind: m.Kind.ValueString(),
-		AllowSpot: m.Spot.ValueBool(), Clouds: clouds, Regions: regions, MaxPricePerHour: usdOf(m.MaxPricePerHour),
+	req := controlplane.OfferRequest{
+		GPUType: m.GPUType.ValueString(), GPUCount: 1, Kind: inventory.KindVM,
+		AllowSpot: m.Spot.ValueBool(), Clouds: clouds, Regions: regions, MaxPricePerHour: capOf(m.MaxPricePerHour),
 		FormFactor: m.FormFactor.ValueString(),
-	}, ok1 && ok2, diags
+	}
+	if !m.GPUCount.IsNull() {
+		req.GPUCount = int(m.GPUCount.ValueInt64())
+	}
+	if !m.Kind.IsNull() {
+		req.Kind = m.Kind.ValueString()
+	}
+	return req, ok1 && ok2, diags
 }
 
 // provisioningVars collects the variables handed to the playbook; ok is false while any is unknown.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // The resource maps hydra_gpu_instance's schema to the control plane's requests and records, and the
@@ -35,8 +34,6 @@ const (
 	defaultCreateTimeout = 60 * time.Minute
 	defaultUpdateTimeout = 60 * time.Minute
 	defaultDeleteTimeout = 30 * time.Minute
-	// defaultDrainTimeout bounds an execlet's drain when drain_timeout is not set.
-	defaultDrainTimeout = 10 * time.Minute
 )
 
 // NewGPUInstanceResource is the hydra_gpu_instance resource.
@@ -162,14 +159,8 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if !known || plan.Name.IsUnknown() || configuredOffer.IsUnknown() {
 		return // decided once the inputs are known
 	}
-	if err := r.data.cp.Validate(offerReq); err != nil {
-		addPlanError(&resp.Diagnostics, err)
-		return
-	}
-	plan.ProvisioningDigest = r.plannedDigest(ctx, &plan, offerReq.Kind, &resp.Diagnostics)
-
 	np := controlplane.NewPlanRequest{Name: plan.Name.ValueString(), Request: offerReq, AllowFallback: plan.AllowFallback.ValueBool(), Held: r.data.walk.holds,
-		NameRefusedAtApply: !r.data.command.refusesNamesAtPlan()}
+		NameRefusedAtApply: !r.data.command.refusesNamesAtPlan(), Provisioning: plannedProvisioning(ctx, &plan, offerReq.Kind, &resp.Diagnostics)}
 	key := quoteKey(np.Name, offerReq, np.AllowFallback)
 	pinned := !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull()
 	if pinned {
@@ -203,14 +194,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		addPlanError(&resp.Diagnostics, err)
 		return
 	}
-	if np.AllowFallback {
-		r.countBudget(&resp.Diagnostics, np.Name, "cheapest offer now, chosen at apply", decided.Estimate)
-	} else {
-		r.countBudget(&resp.Diagnostics, np.Name, decided.OfferID, decided.Offer.PricePerHour)
-	}
-	if resp.Diagnostics.HasError() {
-		return
-	}
+	plan.ProvisioningDigest = digestValue(decided.Digest, decided.DigestKnown)
 	if decided.NewQuote != nil {
 		decided.NewQuote.Expires = time.Now().Add(r.data.quotes.ttl).UTC().Truncate(time.Second)
 		if err := r.data.quotes.put(key, *decided.NewQuote); err != nil {
@@ -244,21 +228,18 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// plannedDigest is the planned provisioning digest: unknown while the variables are, null with
-// provisioning off.
-func (r *gpuInstanceResource) plannedDigest(ctx context.Context, m *gpuInstanceModel, kind string, diags *diag.Diagnostics) types.String {
-	if !r.data.cp.Provisioning() {
-		return types.StringNull()
-	}
+// plannedProvisioning is what the planned provisioning digest needs from the model.
+func plannedProvisioning(ctx context.Context, m *gpuInstanceModel, kind string, diags *diag.Diagnostics) controlplane.PlannedProvisioning {
 	vars, ok, d := provisioningVars(ctx, m)
 	diags.Append(d...)
-	if !ok {
+	return controlplane.PlannedProvisioning{Pool: m.Pool.ValueString(), Kind: kind, Vars: vars, VarsKnown: ok}
+}
+
+// digestValue is a planned provisioning digest: unknown while the variables are, null with
+// provisioning off.
+func digestValue(digest string, known bool) types.String {
+	if !known {
 		return types.StringUnknown()
-	}
-	digest, err := r.data.cp.PlannedDigest(m.Pool.ValueString(), kind, vars)
-	if err != nil {
-		diags.AddError("Cannot compute the provisioning digest", err.Error())
-		return m.ProvisioningDigest
 	}
 	return stringOrNull(digest)
 }
@@ -271,17 +252,15 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	digest := r.plannedDigest(ctx, plan, state.Kind.ValueString(), &resp.Diagnostics)
-	decided := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
-		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), Digest: digest.ValueString(), DigestKnown: !digest.IsUnknown()})
+	pp := plannedProvisioning(ctx, plan, state.Kind.ValueString(), &resp.Diagnostics)
+	decided, err := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
+		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), Provisioning: &pp})
 	addNotices(&resp.Diagnostics, decided.Notices)
-	if decided.Change != controlplane.Replace {
-		// Kept or provisioned in place: it bills its price in state (a replacement counts at its new price).
-		r.countBudget(&resp.Diagnostics, state.Name.ValueString(), "in state, "+state.ID.ValueString(), usdOf(state.PricePerHour))
-		if resp.Diagnostics.HasError() {
-			return
-		}
+	if err != nil {
+		addPlanError(&resp.Diagnostics, err)
+		return
 	}
+	digest := digestValue(decided.Digest, decided.DigestKnown)
 	switch decided.Change {
 	case controlplane.Replace:
 		if decided.ReplaceBecause == "health" {
@@ -304,7 +283,7 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 		}
 		// Provisioning ends with the health checks: health is known after apply.
 		plan.Health, plan.HealthCheckedAt, plan.HealthReason = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
-		if !r.data.cp.Provisioning() {
+		if !decided.Provisioning {
 			plan.HostKey = state.HostKey
 			plan.Health, plan.HealthCheckedAt, plan.HealthReason = state.Health, state.HealthCheckedAt, state.HealthReason
 		}
@@ -346,54 +325,71 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	}
 
 	qkey := quoteKey(name, offerReq, plan.AllowFallback.ValueBool())
-	if refused := r.nameRefusedAtApply(ctx, resp, name, offerReq, qkey); refused {
+	if r.data.walk.sharedName(name) {
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Two GPU instances share one name", sharedNameDetail(name))
 		return
 	}
-	// An apply that refuses the planned offer forgets its quote, so the next plan quotes afresh.
-	forgetQuote := func() {
-		if err := r.data.quotes.remove(qkey); err != nil {
-			tflog.Warn(hydraLog(), "could not remove the plan quote", map[string]any{"error": err.Error()})
+	creq := controlplane.CreateRequest{Name: name, Request: offerReq, BidTimeout: bidTimeout(plan.BidTimeout),
+		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
+		BringUp:       r.bringUpSpec(&plan, vars), Gone: terraformGone}
+	if !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull() {
+		creq.OfferID = plan.OfferID.ValueString()
+	}
+	if q, found := r.quote(ctx, resp.Private, qkey); found {
+		creq.NameInUse = q.NameInUse
+	}
+	m := plan
+	plannedPrice := plan.PricePerHour
+	creq.Launched = func(l controlplane.Launched) { r.setLaunched(ctx, &m, l, &resp.Diagnostics) }
+	save := r.saver(ctx, &m, &resp.State, &resp.Diagnostics)
+	planned := m.ProvisioningDigest
+	created, err := r.data.cp.Create(ctx, creq, save)
+	if created.ForgetQuote {
+		if ferr := r.data.quotes.remove(qkey); ferr != nil {
+			tflog.Warn(hydraLog(), "could not remove the plan quote", map[string]any{"error": ferr.Error()})
 		}
 	}
-	offers, err := r.candidateOffers(ctx, &plan, offerReq)
+	if created.Capacity != nil {
+		r.saveCapacityMisses(ctx, req.Plan, &resp.State, resp.Private, *created.Capacity, &resp.Diagnostics)
+	}
 	var rose *controlplane.PriceRoseError
-	if errors.As(err, &rose) {
-		forgetQuote()
-	}
-	if err != nil {
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
-	}
-	var misses []controlplane.CapacityMiss
-	launched, err := r.data.cp.Launch(ctx, controlplane.LaunchRequest{
-		Name: name, Offers: offers, MaxPricePerHour: offerReq.MaxPricePerHour, BidTimeout: bidTimeout(plan.BidTimeout),
-		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
-		NoCapacity:    func(o controlplane.Offer, why string) { misses = append(misses, r.data.cp.NewCapacityMiss(o, why)) },
-	})
-	if controlplane.IsCapacity(err) {
-		// Nothing was created (an unknown outcome is not a capacity error): remember the offers.
-		r.saveCapacityMisses(ctx, req.Plan, &resp.State, resp.Private, misses, &resp.Diagnostics)
-	}
 	var soldOut *controlplane.SoldOutError
-	if errors.As(err, &soldOut) {
-		forgetQuote()
+	var refused *controlplane.Refusal
+	switch {
+	case created.Launched.Instance.Name != "": // launched: the machine is in state
+	case errors.As(err, &refused):
+		resp.Diagnostics.AddError(refused.Summary, refused.Detail)
+		return
+	case errors.As(err, &rose):
+		resp.Diagnostics.AddError(summary, err.Error()+"; run `terraform plan` again to see the new price")
+		return
+	case errors.As(err, &soldOut):
 		resp.Diagnostics.AddError(summary, err.Error()+"; run `terraform plan` again to choose another offer, or set "+
 			"allow_fallback = true to let apply take the next cheapest one. Nothing was created.")
 		return
-	}
-	if err != nil {
+	case err != nil:
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
 	}
-	forgetQuote()
+	if why := controlplane.BilledPrice(usdOf(plannedPrice), created.Record.PricePerHour); why != "" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("price_usd_per_hour"), "The cloud bills another price than the plan showed",
+			why+" The state keeps the planned price until the next refresh (`terraform plan` or `terraform apply -refresh-only`) records the billed one.")
+	}
+	err = timedOut(ctx, err, "create", plan.Timeouts.Create, defaultCreateTimeout)
+	if r.settle(ctx, &m, planned, err, summary, &resp.State, &resp.Diagnostics) {
+		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": created.Launched.Instance.Name, "took": time.Since(createStarted).Round(time.Second).String()})
+	}
+}
 
-	// The machine exists and is billed: record it before any wait, so no error or interrupt can make
-	// Terraform forget it. Once Create returns, Terraform holds it: confirm the ownership at the cloud
-	// and forget the journaled intent.
-	m := plan
-	parsed, _ := controlplane.ParseOfferID(launched.Offer.ID)
-	m.OfferID = types.StringValue(launched.Offer.ID)
-	setOfferFields(&m, launched.Pool.Cloud, parsed)
+// setLaunched fills what the plan left to apply from the launched offer.
+func (r *gpuInstanceResource) setLaunched(ctx context.Context, m *gpuInstanceModel, l controlplane.Launched, diags *diag.Diagnostics) {
+	parsed, _ := controlplane.ParseOfferID(l.Offer.ID)
+	price := m.PricePerHour
+	m.OfferID = types.StringValue(l.Offer.ID)
+	setOfferFields(m, l.Pool.Cloud, parsed)
+	if !price.IsUnknown() {
+		m.PricePerHour = price
+	}
 	if m.EstimatedPricePerHour.IsUnknown() {
 		m.EstimatedPricePerHour = types.Float64Null()
 		if m.AllowFallback.ValueBool() {
@@ -404,59 +400,17 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		m.OtherClouds = types.MapNull(types.StringType)
 	}
 	if m.OfferDetails.IsUnknown() {
-		m.OfferDetails = stringMap(ctx, controlplane.ShownDetails(launched.Offer), &resp.Diagnostics)
+		m.OfferDetails = stringMap(ctx, controlplane.ShownDetails(l.Offer), diags)
 	}
 	if m.GPUFormFactor.IsUnknown() {
 		// Left to apply (a pinned offer, or allow_fallback): what the launched offer's cloud said.
-		setHardware(&m, launched.Offer.Hardware)
+		setHardware(m, l.Offer.Hardware)
 	}
-	planned := m.ProvisioningDigest
-	rec := controlplane.NewRecord(launched.Instance)
-	if rec.CreatedAt.IsZero() {
-		rec.CreatedAt = r.data.cp.Now() // the cloud does not say: the bill started about now
-	}
-	save := r.saver(ctx, &m, &resp.State, &resp.Diagnostics)
-	save(rec)
-	defer func() {
-		// Terraform holds the machine once Create returns, unless Terraform itself is gone (then the
-		// journaled intent stays: the next plan names the machine and the next apply adopts it).
-		if !terraformGone(ctx.Err() != nil) {
-			r.data.cp.Settle(ctx, name, launched.Instance)
-		}
-	}()
-	if launched.Adopted {
-		tflog.Warn(hydraLog(), "adopted the machine an interrupted create of this resource left, instead of buying another", map[string]any{"id": launched.Instance.ID, "name": launched.Instance.Name})
-	}
-	err = r.data.cp.BringUp(ctx, &rec, launched.Instance, r.bringUpSpec(launched.Pool, &m, vars), save)
-	err = timedOut(ctx, err, "create", plan.Timeouts.Create, defaultCreateTimeout)
-	if r.settle(ctx, &m, planned, err, summary, &resp.State, &resp.Diagnostics) {
-		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": launched.Instance.Name, "took": time.Since(createStarted).Round(time.Second).String()})
-	}
-}
-
-// candidateOffers returns the offers Create may launch, best first: the planned one, or with
-// allow_fallback every acceptable offer right now. The rules live in the control plane; this adds
-// what a Terraform user does next.
-func (r *gpuInstanceResource) candidateOffers(ctx context.Context, plan *gpuInstanceModel, req controlplane.OfferRequest) ([]controlplane.Offer, error) {
-	pinned := ""
-	if !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull() {
-		pinned = plan.OfferID.ValueString()
-	}
-	offers, err := r.data.cp.LaunchOffers(ctx, req, pinned)
-	var rose *controlplane.PriceRoseError
-	var none *controlplane.NoOfferError
-	switch {
-	case errors.As(err, &rose):
-		return nil, fmt.Errorf("%w; run `terraform plan` again to see the new price", err)
-	case errors.As(err, &none):
-		return nil, errors.New(controlplane.NoOfferDetail(none.Request, none.Result, r.data.cp.Closest(ctx, none.Request)))
-	}
-	return offers, err
 }
 
 // bringUpSpec is what provisioning the machine needs.
-func (r *gpuInstanceResource) bringUpSpec(pool inventory.Pool, m *gpuInstanceModel, vars map[string]any) controlplane.BringUpSpec {
-	return controlplane.BringUpSpec{Pool: pool, GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()),
+func (r *gpuInstanceResource) bringUpSpec(m *gpuInstanceModel, vars map[string]any) controlplane.BringUpSpec {
+	return controlplane.BringUpSpec{GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()),
 		Vars: vars, MaxAttempts: int(m.MaxProvisioningAttempts.ValueInt64())}
 }
 
@@ -466,10 +420,15 @@ type stateSetter interface {
 }
 
 // saver records each step of the machine's lifecycle in the resource's state, so the state keeps the
-// machine whatever happens next.
+// machine whatever happens next. A price the plan knows stays (Terraform forbids an apply to change a
+// known planned value): the next refresh records the billed one.
 func (r *gpuInstanceResource) saver(ctx context.Context, m *gpuInstanceModel, state stateSetter, diags *diag.Diagnostics) func(controlplane.Record) {
+	planned := m.PricePerHour
 	return func(rec controlplane.Record) {
 		m.setRecord(rec)
+		if !planned.IsUnknown() {
+			m.PricePerHour = planned
+		}
 		diags.Append(state.Set(ctx, m)...)
 	}
 }
@@ -640,7 +599,7 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 	planned := m.ProvisioningDigest
 	rec := state.record()
 	m.setRecord(rec)
-	err := r.data.cp.Resume(ctx, &rec, r.bringUpSpec(inventory.Pool{}, &m, vars), r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
+	err := r.data.cp.Resume(ctx, &rec, r.bringUpSpec(&m, vars), r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
 	err = timedOut(ctx, err, "update", plan.Timeouts.Update, defaultUpdateTimeout)
 	if r.settle(ctx, &m, planned, err, summary, &resp.State, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": rec.Name})
@@ -655,31 +614,20 @@ func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteReq
 	}
 	ctx, end := start(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)
 	defer end()
-	rec := state.record()
-	if capacityRecord(&state) {
-		return // a create that failed for lack of capacity: no machine was created
+	dr := controlplane.DeleteRequest{Record: state.record(), GPUType: state.GPUType.ValueString(), GPUCount: int(state.GPUCount.ValueInt64()),
+		DrainTimeout: parseDuration(state.DrainTimeout, 0)}
+	if u := r.data.provisioningUnavailable; u != nil {
+		dr.NoDrain = "provisioning cannot run here: " + u.summary
 	}
-	if state.Kind.ValueString() == inventory.KindExeclet {
-		// Drained first (at most drain_timeout), deleted whatever happened.
-		if u := r.data.provisioningUnavailable; u != nil {
-			tflog.Warn(hydraLog(), "execlet not drained: provisioning cannot run here", map[string]any{"name": rec.Name, "why": u.summary})
-		} else {
-			r.data.cp.Drain(ctx, rec, state.GPUType.ValueString(), int(state.GPUCount.ValueInt64()), parseDuration(state.DrainTimeout, defaultDrainTimeout))
-		}
-	}
-	if err := r.data.cp.Terminate(ctx, controlplane.InstanceRef{Name: rec.Name, ID: rec.ID}); err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("deleting GPU instance (%s)", rec.Name), err.Error())
+	if err := r.data.cp.Delete(ctx, dr); err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("deleting GPU instance (%s)", dr.Record.Name), err.Error())
 	}
 }
 
 // ImportState takes the instance's cloud-side name (pool prefix + name); the prefix routes it to its pool.
 func (r *gpuInstanceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	if r.data != nil {
-		if problem := r.data.cp.ImportIDProblem(ctx, req.ID); problem != "" {
-			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU instance (%s)", req.ID), problem)
-			return
-		}
-		if err := r.data.cp.CheckImportName(req.ID); err != nil {
+		if err := r.data.cp.CheckImportID(ctx, req.ID); err != nil {
 			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU instance (%s)", req.ID), err.Error())
 			return
 		}

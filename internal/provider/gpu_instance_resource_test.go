@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 const resourceName = "hydra_gpu_instance.test"
@@ -171,8 +171,15 @@ func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {
 		),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("region", "sbx-eu-1"),
-			stateKnown("price_usd_per_hour", 1.39),
+			stateKnown("price_usd_per_hour", 1.39), // Terraform keeps the planned value at apply (apply warns)
 			stateKnown("status", "ready"),
+		},
+	}, {
+		// The cloud bills $1.29/h (its price at create): the next refresh records it, without a diff.
+		Config:           cfg,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("price_usd_per_hour", 1.29),
 		},
 	}})
 }
@@ -272,7 +279,7 @@ func TestAccGPUInstance_lostCreateResponse(t *testing.T) {
 	cfg := s.instanceConfig("lost", "l4", "")
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
 		// The cloud creates the machine but its answer is lost: hydra finds it by name and adopts it.
-		PreConfig: func() { s.setFaults(sandbox.Faults{Faults: emukit.Faults{LoseCreateResponses: 1}}) },
+		PreConfig: func() { s.setFaults(sandbox.Faults{Faults: simulation.Faults{LoseCreateResponses: 1}}) },
 		Config:    cfg,
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("status", "ready"),
@@ -286,7 +293,7 @@ func TestAccGPUInstance_bootFailure(t *testing.T) {
 	cfg := s.instanceConfig("broken", "l4", "")
 	accTest(t, s.checkDestroyed, []resource.TestStep{
 		{
-			PreConfig:   func() { s.setFaults(sandbox.Faults{Faults: emukit.Faults{BootFailures: 1}}) },
+			PreConfig:   func() { s.setFaults(sandbox.Faults{Faults: simulation.Faults{BootFailures: 1}}) },
 			Config:      cfg,
 			ExpectError: errorPattern("instance sbx-vm-broken--", "failed at the cloud: injected fault"),
 		},

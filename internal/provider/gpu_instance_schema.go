@@ -26,7 +26,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -133,7 +133,7 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 					"Offers whose cloud does not say their form factor do not match a requirement. Default: any form factor " +
 					"(`gpu_form_factor` shows what was chosen). Setting it on an existing machine of another form factor replaces it.",
 				Optional:      true,
-				Validators:    []validator.String{stringvalidator.OneOf(controlplane.FormFactors...)},
+				Validators:    []validator.String{stringvalidator.OneOf(cloudprovider.FormFactors...)},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplaceIf(replaceIfFormFactorDiffers, "Replaces the machine when it has another form factor.", "Replaces the machine when it has another form factor.")},
 			},
 			"bid_timeout": schema.StringAttribute{
@@ -230,9 +230,11 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 			},
 			"price_usd_per_hour": schema.Float64Attribute{
 				MarkdownDescription: "The price the cloud bills for the whole machine, in US dollars per hour, exact (cents, and further " +
-					"digits only where the cloud's price has them), quoted when the machine was planned; `max_price_per_hour` caps it. " +
+					"digits only where the cloud's price has them); `max_price_per_hour` caps it. The plan shows the quoted price; where " +
+					"the cloud bills another one at create (the price dropped after the plan), apply warns with both and the next " +
+					"refresh records the billed one, as it does whenever the cloud reports a new price for the machine (never a diff). " +
 					"A cloud preferred in the ranking (Atlas) shows its billed price here and its ranking figure in `offer_details`. " +
-					"Kept for the machine's life: later price moves never produce a diff. Unknown until apply with `allow_fallback`.",
+					"Unknown until apply with `allow_fallback`.",
 				Computed:      true,
 				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
 			},

@@ -126,7 +126,7 @@ func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRe
 	res := d.data.cp.Machines(ctx, clouds)
 	var rows []attr.Value
 	var cost costTotals
-	now := d.data.cp.Now()
+	now := res.At
 	for _, mc := range res.Machines {
 		accrued := cost.add(mc, now)
 		created := types.StringNull()
@@ -154,7 +154,7 @@ func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRe
 	resp.Diagnostics.Append(dd...)
 	m.Instances = list
 	var orphans []string
-	for _, o := range res.Orphans(d.data.cp.OrphanGrace()) {
+	for _, o := range res.Orphans(res.Grace) {
 		orphans = append(orphans, o.Instance.Name)
 	}
 	sort.Strings(orphans)

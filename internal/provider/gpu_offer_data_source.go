@@ -2,7 +2,7 @@ package provider
 
 import (
 	"context"
-	"sort"
+	"errors"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -28,28 +29,21 @@ func NewGPUOfferDataSource() datasource.DataSource { return &gpuOfferDataSource{
 type gpuOfferDataSource struct{ dataSourceData }
 
 type gpuOfferModel struct {
-	GPUType         types.String  `tfsdk:"gpu_type"`
-	GPUCount        types.Int64   `tfsdk:"gpu_count"`
-	Kind            types.String  `tfsdk:"kind"`
-	Spot            types.Bool    `tfsdk:"spot"`
-	Clouds          types.Set     `tfsdk:"clouds"`
-	Regions         types.Set     `tfsdk:"regions"`
-	MaxPricePerHour types.Float64 `tfsdk:"max_price_per_hour"`
-	FormFactor      types.String  `tfsdk:"form_factor"`
-	ID              types.String  `tfsdk:"id"`
-	Cloud           types.String  `tfsdk:"cloud"`
-	Pool            types.String  `tfsdk:"pool"`
-	Region          types.String  `tfsdk:"region"`
-	InstanceType    types.String  `tfsdk:"instance_type"`
-	PricePerHour    types.Float64 `tfsdk:"price_usd_per_hour"`
-	IsSpot          types.Bool    `tfsdk:"is_spot"`
-	GPUFormFactor   types.String  `tfsdk:"gpu_form_factor"`
-	GPUMemoryGB     types.Int64   `tfsdk:"gpu_memory_gb"`
-	VCPUs           types.Int64   `tfsdk:"vcpus"`
-	MemoryGB        types.Int64   `tfsdk:"memory_gb"`
-	Offers          types.List    `tfsdk:"offers"`
-	Rejections      types.Map     `tfsdk:"rejections"`
-	Unmapped        types.Map     `tfsdk:"unmapped"`
+	offerRequestModel
+	ID            types.String  `tfsdk:"id"`
+	Cloud         types.String  `tfsdk:"cloud"`
+	Pool          types.String  `tfsdk:"pool"`
+	Region        types.String  `tfsdk:"region"`
+	InstanceType  types.String  `tfsdk:"instance_type"`
+	PricePerHour  types.Float64 `tfsdk:"price_usd_per_hour"`
+	IsSpot        types.Bool    `tfsdk:"is_spot"`
+	GPUFormFactor types.String  `tfsdk:"gpu_form_factor"`
+	GPUMemoryGB   types.Int64   `tfsdk:"gpu_memory_gb"`
+	VCPUs         types.Int64   `tfsdk:"vcpus"`
+	MemoryGB      types.Int64   `tfsdk:"memory_gb"`
+	Offers        types.List    `tfsdk:"offers"`
+	Rejections    types.Map     `tfsdk:"rejections"`
+	Unmapped      types.Map     `tfsdk:"unmapped"`
 }
 
 var offerAttrTypes = map[string]attr.Type{
@@ -131,7 +125,7 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 			"form_factor": schema.StringAttribute{
 				MarkdownDescription: "Require a GPU form factor: `sxm` or `pcie`. Offers whose cloud does not say their form factor do not match it. Default: any.",
 				Optional:            true,
-				Validators:          []validator.String{stringvalidator.OneOf(controlplane.FormFactors...)},
+				Validators:          []validator.String{stringvalidator.OneOf(cloudprovider.FormFactors...)},
 			},
 			"gpu_form_factor": schema.StringAttribute{MarkdownDescription: "The cheapest offer's GPU form factor (`sxm` or `pcie`); null when its cloud does not say.", Computed: true},
 			"gpu_memory_gb":   schema.Int64Attribute{MarkdownDescription: "The cheapest offer's memory per GPU, in GB; null when its cloud does not say.", Computed: true},
@@ -185,33 +179,20 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	clouds, _, diags := stringsOf(ctx, m.Clouds)
+	oreq, _, diags := m.request(ctx)
 	resp.Diagnostics.Append(diags...)
-	regions, _, diags := stringsOf(ctx, m.Regions)
-	resp.Diagnostics.Append(diags...)
-	oreq := controlplane.OfferRequest{
-		GPUType: m.GPUType.ValueString(), GPUCount: 1, Kind: inventory.KindVM, AllowSpot: m.Spot.ValueBool(),
-		Clouds: clouds, Regions: regions, MaxPricePerHour: usdOf(m.MaxPricePerHour), FormFactor: m.FormFactor.ValueString(),
+	res, err := d.data.cp.FindOffers(ctx, oreq)
+	var none *controlplane.NoOfferError
+	if errors.As(err, &none) {
+		d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
+		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", none.Error())
+		return
 	}
-	if !m.GPUCount.IsNull() {
-		oreq.GPUCount = int(m.GPUCount.ValueInt64())
-	}
-	if !m.Kind.IsNull() {
-		oreq.Kind = m.Kind.ValueString()
-	}
-	sort.Strings(oreq.Clouds)
-	sort.Strings(oreq.Regions)
-	res, err := d.data.cp.Offers(ctx, oreq, false)
 	if err != nil {
 		addPlanError(&resp.Diagnostics, err)
 		return
 	}
-	best, ok := res.Cheapest()
-	if !ok {
-		d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
-		resp.Diagnostics.AddError("No GPU offer matches hydra_gpu_offer", controlplane.NoOfferDetail(oreq, res, d.data.cp.Closest(ctx, oreq)))
-		return
-	}
+	best, _ := res.Cheapest()
 	m.ID = types.StringValue(best.ID)
 	m.Cloud = types.StringValue(best.Cloud)
 	m.Pool = types.StringValue(best.Pool)
@@ -224,7 +205,7 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 
 	objType := types.ObjectType{AttrTypes: offerAttrTypes}
 	var elems []attr.Value
-	for _, o := range append(append([]controlplane.Offer{}, res.Offers...), res.Ineligible...) {
+	for _, o := range append(append([]cloudprovider.Offer{}, res.Offers...), res.Ineligible...) {
 		obj, diags := types.ObjectValue(offerAttrTypes, map[string]attr.Value{
 			"id": types.StringValue(o.ID), "cloud": types.StringValue(o.Cloud), "pool": types.StringValue(o.Pool),
 			"region": types.StringValue(o.Region), "instance_type": types.StringValue(o.InstanceType),

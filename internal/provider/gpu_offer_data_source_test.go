@@ -8,8 +8,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 const dataSourceName = "data.hydra_gpu_offer.test"
@@ -67,7 +67,7 @@ data "hydra_gpu_offer" "test" {
 
 func TestAccGPUOfferDataSource_unavailableCloudNamed(t *testing.T) {
 	s := newTestSandbox(t)
-	s.setFaults(sandbox.Faults{Faults: emukit.Faults{ServerErrors: 100}})
+	s.setFaults(sandbox.Faults{Faults: simulation.Faults{ServerErrors: 100}})
 	accTest(t, nil, []resource.TestStep{{
 		Config:      s.providerConfig("") + "data \"hydra_gpu_offer\" \"test\" {\n  gpu_type = \"l4\"\n}\n",
 		ExpectError: errorPattern("sandbox: listing offers: injected API error"),

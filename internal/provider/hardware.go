@@ -11,11 +11,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // setHardware shows what a cloud said of a machine; what it did not say is null.
-func setHardware(m *gpuInstanceModel, h controlplane.Hardware) {
+func setHardware(m *gpuInstanceModel, h cloudprovider.Hardware) {
 	m.GPUFormFactor = stringOrNull(h.FormFactor)
 	m.GPUMemoryGB = intOrNull(h.GPUMemoryGB)
 	m.VCPUs = intOrNull(h.VCPUs)

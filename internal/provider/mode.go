@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
@@ -197,23 +196,4 @@ func (r *gpuInstanceResource) leftoversGuard(ctx context.Context, req resource.M
 	if summary, detail, ok := leftoversError(r.data.machines); ok {
 		resp.Diagnostics.AddError(summary, detail)
 	}
-}
-
-// nameRefusedAtApply refuses a create whose name check its plan could only warn about (the command was
-// unknown): two resources of this configuration share the name, or the machine the plan found in the
-// way (its quote says which) is still there. Nothing has been created.
-func (r *gpuInstanceResource) nameRefusedAtApply(ctx context.Context, resp *resource.CreateResponse, name string, req controlplane.OfferRequest, qkey string) bool {
-	if r.data.walk.sharedName(name) {
-		resp.Diagnostics.AddAttributeError(path.Root("name"), "Two GPU instances share one name", sharedNameDetail(name))
-		return true
-	}
-	q, found := fromPrivate(ctx, resp.Private, qkey)
-	if !found {
-		q, found, _ = r.data.quotes.get(qkey)
-	}
-	if found && q.NameInUse != nil && r.data.cp.NameStillInUse(ctx, name, req.Kind, req.Clouds, q.NameInUse) {
-		resp.Diagnostics.AddError(q.NameInUse.Summary, q.NameInUse.Detail)
-		return true
-	}
-	return false
 }

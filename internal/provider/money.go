@@ -42,6 +42,20 @@ func (v priceCap) ValidateFloat64(_ context.Context, req validator.Float64Reques
 	}
 }
 
+// capOf reads max_price_per_hour with the parse that validated it (controlplane.ParseMaxPrice), so
+// the cap applied is the cap the validator accepted. Null and unknown read as 0 (no cap); a value the
+// validators refused (it never gets here) reads as the largest amount, never below the user's figure.
+func capOf(v types.Float64) money.USD {
+	if v.IsNull() || v.IsUnknown() {
+		return 0
+	}
+	u, err := controlplane.ParseMaxPrice(v.ValueFloat64())
+	if err != nil {
+		return money.Max
+	}
+	return u
+}
+
 // usdOf reads a price attribute (null and unknown read as 0: no cap). Values out of range were
 // refused by the validators; should one get here, it reads as the largest amount, never as a
 // negative or wrapped one.

@@ -3,11 +3,14 @@ package provider
 import (
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
@@ -194,4 +197,24 @@ func TestAccGPUInstance_formFactor(t *testing.T) {
 		PlanOnly:    true,
 		ExpectError: errorPattern(`its instance type sbx.h100pcie.1x has pcie, but the request's form_factor is "sxm"`),
 	}})
+}
+
+// TestCapOf: the cap a request carries is the one ParseMaxPrice accepted; null and unknown are no cap,
+// and a refused value never becomes a lower cap.
+func TestCapOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    types.Float64
+		want money.USD
+	}{
+		{"null", types.Float64Null(), 0},
+		{"unknown", types.Float64Unknown(), 0},
+		{"exact", types.Float64Value(2.000005), 2*money.Dollar + 5},
+		{"below the bounds", types.Float64Value(0.001), money.Max},
+		{"more than six digits", types.Float64Value(1.0000001), money.Max},
+	} {
+		if got := capOf(tc.v); got != tc.want {
+			t.Errorf("%s: capOf(%v) = %s, want %s", tc.name, tc.v, got, tc.want)
+		}
+	}
 }

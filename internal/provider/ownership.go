@@ -88,17 +88,10 @@ func sharedNameDetail(name string) string {
 		"(with count or for_each, include count.index or each.key in it).", name)
 }
 
-// orphanWarning names every machine that is probably billed with no state holding it, except those
-// this working directory's journal names (journalWarning reports them, in every command): creates cut
-// short (recognised at once, on any runner, by their derived ownership token) and, after grace,
-// machines never confirmed.
-func orphanWarning(res controlplane.ListResult, grace time.Duration, journaled map[string]bool) (summary, detail string, ok bool) {
-	var orphans []controlplane.Machine
-	for _, m := range res.Orphans(grace) {
-		if !journaled[m.Instance.Name] {
-			orphans = append(orphans, m)
-		}
-	}
+// orphanWarning names every machine that is probably billed with no state holding it (the control
+// plane's Startup.Orphans): creates cut short (recognised at once, on any runner, by their derived
+// ownership token) and, after orphan_grace, machines never confirmed.
+func orphanWarning(orphans []controlplane.Machine) (summary, detail string, ok bool) {
 	if len(orphans) == 0 {
 		return "", "", false
 	}
@@ -151,9 +144,6 @@ func leftoverRemedy(m controlplane.Machine) string {
 		"destroy` (or delete it at the cloud)", m.Resource, m.Instance.Name)
 }
 
-// leftoversSummarySuffix ends the summary of leftoversError.
-const leftoversSummarySuffix = "; destroy would leave them running"
-
 // leftoversError is the error a destroy ends with while machines that interrupted creates left are
 // billed outside the state: each named, with what removes it. ok is false when there are none.
 func leftoversError(res controlplane.ListResult) (summary, detail string, ok bool) {
@@ -167,7 +157,7 @@ func leftoversError(res controlplane.ListResult) (summary, detail string, ok boo
 	if len(lines) == 0 {
 		return "", "", false
 	}
-	return fmt.Sprintf("%d GPU machine(s) are billed outside this state%s", len(lines), leftoversSummarySuffix),
+	return fmt.Sprintf("%d GPU machine(s) are billed outside this state; destroy would leave them running", len(lines)),
 		"hydra created these machines, but their creates were cut short (for example a killed `terraform apply`) before " +
 			"Terraform recorded them, so no state holds them and `terraform destroy` cannot see them:\n" + strings.Join(lines, "\n") +
 			"\n\nNothing was destroyed. Adopt each one into this state with the import command shown (the resource must be in the " +

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -92,17 +92,7 @@ func TestAccGPUInstance_sameNameDestroyWorks(t *testing.T) {
 
 	// The real binary, as in production: the provider reads the terraform command that started it.
 	two := newCLIDirBinary(t, "")
-	two.write(s.providerConfigIn(two.dir, "") + `
-resource "hydra_gpu_instance" "mine" {
-  name     = "mine"
-  gpu_type = "l4"
-}
-resource "hydra_gpu_instance" "clash" {
-  name     = "taken"
-  gpu_type = "l4"
-}
-`)
-	two.mustRun("apply", "-auto-approve", "-target=hydra_gpu_instance.mine")
+	mineAndClash(s, two)
 	if out, err := two.run("plan"); err == nil || !errorPattern("GPU instance name already in use", first.Name).MatchString(out) {
 		t.Fatalf("the clashing create must be refused at plan, naming %s (err %v):\n%s", first.Name, err, out)
 	}
@@ -303,8 +293,8 @@ func TestAccGPUInstancesDataSource_orphans(t *testing.T) {
 	}
 	offer := offers[0]
 	offer.Pool = pool.Name
-	owner := controlplane.Ownership{Resource: "stray", Token: controlplane.NewOwnerToken()}
-	stray, err := s.sb.Create(context.Background(), controlplane.CreateRequest{Name: controlplane.CloudName(pool, "stray", owner.Token), Pool: pool, Offer: offer, Owner: owner})
+	owner := cloudprovider.Ownership{Resource: "stray", Token: cloudprovider.NewOwnerToken()}
+	stray, err := s.sb.Create(context.Background(), cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, "stray", owner.Token), Pool: pool, Offer: offer, Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +335,7 @@ data "hydra_gpu_instances" "all" {
 // leaveInterruptedCreate makes at the sandbox the machine a create of the resource named name leaves
 // when Terraform is killed during it: the create's request as Launch sends it (the name's derived
 // ownership token), never confirmed by a state.
-func leaveInterruptedCreate(t *testing.T, s *testSandbox, name string) controlplane.Instance {
+func leaveInterruptedCreate(t *testing.T, s *testSandbox, name string) cloudprovider.Instance {
 	t.Helper()
 	inv, err := inventory.Default()
 	if err != nil {
@@ -363,8 +353,8 @@ func leaveInterruptedCreate(t *testing.T, s *testSandbox, name string) controlpl
 	}
 	offer := offers[0]
 	offer.Pool = pool.Name
-	owner := controlplane.Ownership{Resource: name, Token: controlplane.OwnerToken(name, 0)}
-	inst, err := s.sb.Create(context.Background(), controlplane.CreateRequest{Name: controlplane.CloudName(pool, name, owner.Token),
+	owner := cloudprovider.Ownership{Resource: name, Token: cloudprovider.OwnerToken(name, 0)}
+	inst, err := s.sb.Create(context.Background(), cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, name, owner.Token),
 		Pool: pool, Offer: offer, Owner: owner})
 	if err != nil {
 		t.Fatal(err)
@@ -381,17 +371,7 @@ func TestAccGPUInstance_unknownCommand(t *testing.T) {
 	s, one, first := applyOneInFirstDir(t, "taken")
 
 	two := newCLIDirReattach(t, "")
-	two.write(s.providerConfigIn(two.dir, "") + `
-resource "hydra_gpu_instance" "mine" {
-  name     = "mine"
-  gpu_type = "l4"
-}
-resource "hydra_gpu_instance" "clash" {
-  name     = "taken"
-  gpu_type = "l4"
-}
-`)
-	two.mustRun("apply", "-auto-approve", "-target=hydra_gpu_instance.mine")
+	mineAndClash(s, two)
 	mine := s.live()
 	if len(mine) != 2 {
 		t.Fatalf("%d machines after the targeted apply, want 2", len(mine))
@@ -439,7 +419,7 @@ func deleteAtCloud(t *testing.T, s *testSandbox, id string) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if inst, err := s.sb.Get(context.Background(), id); controlplane.IsNotFound(err) || err == nil && inst.Status == controlplane.StatusTerminated {
+		if inst, err := s.sb.Get(context.Background(), id); cloudprovider.IsNotFound(err) || err == nil && inst.Status == cloudprovider.StatusTerminated {
 			return
 		}
 	}
@@ -464,4 +444,20 @@ func TestAccGPUInstance_terraformTestCleanup(t *testing.T) {
 	for _, r := range s.live() {
 		deleteAtCloud(t, s, r.ID)
 	}
+}
+
+// mineAndClash configures two with a machine of its own, applied, and one named as the other
+// directory's ("taken"), not applied.
+func mineAndClash(s *testSandbox, two *cliDir) {
+	two.write(s.providerConfigIn(two.dir, "") + `
+resource "hydra_gpu_instance" "mine" {
+  name     = "mine"
+  gpu_type = "l4"
+}
+resource "hydra_gpu_instance" "clash" {
+  name     = "taken"
+  gpu_type = "l4"
+}
+`)
+	two.mustRun("apply", "-auto-approve", "-target=hydra_gpu_instance.mine")
 }

@@ -8,19 +8,21 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -50,16 +52,19 @@ func (p *hydraProvider) ValidateConfig(ctx context.Context, req provider.Validat
 	}
 	if currentCommand() == commandDestroys && req.Config.Raw.IsFullyKnown() {
 		// A destroy of a state that holds nothing never configures the provider: here is the one place
-		// it can refuse to report success while creates cut short bill outside the state. Only that
-		// refusal is taken from the configure (its other errors would have failed no destroy before).
+		// it can refuse to report success while creates cut short bill outside the state.
 		// Nothing in the protocol shows such a destroy: where the command line cannot be read, only the
 		// journal's warning above is given.
 		var cresp provider.ConfigureResponse
-		p.Configure(ctx, provider.ConfigureRequest{Config: req.Config}, &cresp)
-		for _, d := range cresp.Diagnostics.Errors() {
-			if strings.HasSuffix(d.Summary(), leftoversSummarySuffix) {
-				resp.Diagnostics.Append(d)
-			}
+		data := p.open(ctx, provider.ConfigureRequest{Config: req.Config}, &cresp)
+		if data == nil || cresp.Diagnostics.HasError() {
+			return // its errors would have failed no destroy before
+		}
+		octx, done := operation(ctx)
+		defer done()
+		p.started = &started{config: req.Config.Raw, data: data, diags: cresp.Diagnostics, startup: data.cp.Open(octx)}
+		if summary, detail, ok := leftoversError(p.started.startup.Machines); ok {
+			resp.Diagnostics.AddError(summary, detail)
 		}
 	}
 }
@@ -79,6 +84,17 @@ func NewWith(version string, emulators *clouds.Emulators) func() provider.Provid
 type hydraProvider struct {
 	version   string
 	emulators *clouds.Emulators
+	// started is the configuration a destroy's ValidateConfig opened, with what the control plane
+	// found: Configure of the same configuration takes it instead of listing every cloud again.
+	started *started
+}
+
+// started is one opened configuration.
+type started struct {
+	config  tftypes.Value
+	data    *providerData
+	diags   diag.Diagnostics
+	startup controlplane.Startup
 }
 
 type providerModel struct {
@@ -137,7 +153,7 @@ type providerData struct {
 	sshPublicKeys []string
 	// sandbox is the sandbox's backend when configured (tests reach into it), and sandboxDir its
 	// directory (where its provisioning key lives).
-	sandbox    controlplane.InstanceManagerBackend
+	sandbox    cloudprovider.InstanceManagerBackend
 	sandboxDir string
 }
 
@@ -246,16 +262,50 @@ func mergeBlocks(a, b map[string]schema.Block) map[string]schema.Block {
 }
 
 func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var data *providerData
+	var st controlplane.Startup
+	if was := p.started; was != nil && was.config.Equal(req.Config.Raw) {
+		p.started = nil
+		data, st = was.data, was.startup
+		resp.Diagnostics.Append(was.diags...)
+	} else {
+		if data = p.open(ctx, req, resp); data == nil || resp.Diagnostics.HasError() {
+			return
+		}
+		// Every plan, destroy plans included, names the machines that may be billed with no state.
+		scanCtx, done := operation(ctx)
+		defer done()
+		st = data.cp.Open(scanCtx)
+	}
+	data.command, data.machines = currentCommand(), st.Machines
+	if data.command == commandDestroys {
+		// A destroy never reports success while creates cut short bill outside the state (where the
+		// command is unknown, the destroy plan of a resource runs this guard: leftoversGuard).
+		if summary, detail, ok := leftoversError(st.Machines); ok {
+			resp.Diagnostics.AddError(summary, detail)
+			return
+		}
+	}
+	if summary, detail, ok := orphanWarning(st.Orphans); ok {
+		resp.Diagnostics.AddWarning(summary, detail)
+	}
+	resp.DataSourceData = data
+	resp.ResourceData = data
+}
+
+// open reads the provider's configuration into its data and control plane (nil on an error): the
+// clouds configured, the sandbox only on purpose, provisioning, quotes and journal.
+func (p *hydraProvider) open(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) *providerData {
 	var cfg providerModel
 	cloudBlockValues, diags := readConfig(ctx, req.Config, &cfg)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
-		return
+		return nil
 	}
 	inv, err := inventory.Load(cfg.InventoryDir.ValueString(), clouds.Names()...)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("inventory_dir"), "Invalid hydra inventory", err.Error())
-		return
+		return nil
 	}
 	// The backends log through tflog (with Configure's fields), so TF_LOG_PROVIDER shows their retries.
 	logger := backendLogger(ctx)
@@ -265,7 +315,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	env := clouds.Env{Inventory: inv, Logger: logger, UserAgent: clouds.UserAgent(p.version, req.TerraformVersion), Emulators: p.emulators}
 	backends, emulated := cloudBackends(cloudBlockValues, env, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
-		return
+		return nil
 	}
 
 	// The sandbox only on purpose: when its block is configured, or when the provider block names no
@@ -292,7 +342,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		c, err := clouds.Sandbox.Configure(vals, senv)
 		if err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root(clouds.Sandbox.Block).AtName("dir"), "Cannot open the sandbox", err.Error())
-			return
+			return nil
 		}
 		data.sandbox, data.sandboxDir = c.Backend, c.StateDir
 		dir := c.StateDir
@@ -323,7 +373,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		resp.Diagnostics.AddAttributeError(path.Root("provisioning").AtName("enabled"), "Emulated clouds cannot be provisioned",
 			"A cloud block sets emulator_dir: its machines are simulated by a local API emulator and cannot be reached over SSH. "+
 				"Set provisioning { enabled = false } to run the whole lifecycle against the emulators.")
-		return
+		return nil
 	}
 	if data.provisioning {
 		pc := cfg.Provisioning
@@ -343,7 +393,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		runner, pubKey, diags := newProvisioner(pc, ansible, data.sandboxDir, len(backends) > 1 || data.sandbox == nil, logger)
 		resp.Diagnostics.Append(diags...)
 		if resp.Diagnostics.HasError() {
-			return
+			return nil
 		}
 		opts.Provisioner = runner
 		opts.Inspector = runnerInspector{runner}
@@ -359,33 +409,7 @@ func (p *hydraProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	opts.Journal = controlplane.Journal{Dir: filepath.Join(quoteDir, "creates")}
 	opts.OrphanGrace = parseDuration(cfg.OrphanGrace, 10*time.Minute)
 	data.cp = controlplane.New(inv, backends, opts)
-
-	// Every plan, destroy plans included, names the machines that may be billed with no state.
-	scanCtx, done := operation(ctx)
-	defer done()
-	machines := data.cp.Machines(scanCtx, nil)
-	data.cp.PruneJournal(machines)
-	data.command, data.machines = currentCommand(), machines
-	if data.command == commandDestroys {
-		// A destroy never reports success while creates cut short bill outside the state (where the
-		// command is unknown, the destroy plan of a resource runs this guard: leftoversGuard).
-		if summary, detail, ok := leftoversError(machines); ok {
-			resp.Diagnostics.AddError(summary, detail)
-			return
-		}
-	}
-	journaled := map[string]bool{}
-	if intents, err := opts.Journal.All(); err == nil {
-		for _, in := range intents {
-			journaled[in.CloudName] = true
-		}
-	}
-	if summary, detail, ok := orphanWarning(machines, opts.OrphanGrace, journaled); ok {
-		resp.Diagnostics.AddWarning(summary, detail)
-	}
-
-	resp.DataSourceData = data
-	resp.ResourceData = data
+	return data
 }
 
 func (p *hydraProvider) Resources(_ context.Context) []func() resource.Resource {

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -154,7 +155,7 @@ type runnerInspector struct{ r *provision.Runner }
 var _ controlplane.Inspector = runnerInspector{}
 
 // ProbeHealth is the runner's health probe; reasons is "" when the machine is healthy.
-func (ri runnerInspector) ProbeHealth(ctx context.Context, ep controlplane.SSHEndpoint, hostKey string) (string, error) {
+func (ri runnerInspector) ProbeHealth(ctx context.Context, ep cloudprovider.SSHEndpoint, hostKey string) (string, error) {
 	h, err := ri.r.ProbeHealth(ctx, ep, hostKey)
 	if err != nil || h.Healthy {
 		return "", err
@@ -169,12 +170,12 @@ func (ri runnerInspector) ProbeHealth(ctx context.Context, ep controlplane.SSHEn
 }
 
 // ReadMarker is the runner's marker reader.
-func (ri runnerInspector) ReadMarker(ctx context.Context, ep controlplane.SSHEndpoint, hostKey string) (controlplane.Marker, string, error) {
+func (ri runnerInspector) ReadMarker(ctx context.Context, ep cloudprovider.SSHEndpoint, hostKey string) (controlplane.Marker, string, error) {
 	m, key, err := ri.r.ReadMarker(ctx, ep, hostKey)
 	return controlplane.Marker{Digest: m.Digest, Playbook: m.Playbook, ProvisionedAt: m.ProvisionedAt}, key, err
 }
 
 // Drain is the runner's drain.
-func (ri runnerInspector) Drain(ctx context.Context, inst controlplane.Instance, pool inventory.Pool, gpuType string, gpuCount int, hostKey string) error {
+func (ri runnerInspector) Drain(ctx context.Context, inst cloudprovider.Instance, pool inventory.Pool, gpuType string, gpuCount int, hostKey string) error {
 	return ri.r.Drain(ctx, inst, pool, gpuType, gpuCount, hostKey)
 }

@@ -247,7 +247,7 @@ func TestAccGPUInstance_provisioningCancelled(t *testing.T) {
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
 		// The create's deadline ends the run midway (the same path as Ctrl-C); the machine is kept.
 		Config:      cfg,
-		ExpectError: errorPattern("context deadline exceeded", "kept in state"),
+		ExpectError: errorPattern("stopped when timeouts.create ran out", "kept in state"),
 		Check:       s.checkLive(1),
 	}})
 }

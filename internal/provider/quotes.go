@@ -235,3 +235,13 @@ func planFileArgs(args []string) []string {
 	}
 	return out
 }
+
+// quote is the quote a create was planned with: in the plan's private data, else in this runner's
+// quote directory.
+func (r *gpuInstanceResource) quote(ctx context.Context, p privateGetter, key string) (quote, bool) {
+	q, found := fromPrivate(ctx, p, key)
+	if !found {
+		q, found, _ = r.data.quotes.get(key)
+	}
+	return q, found
+}

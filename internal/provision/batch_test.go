@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestHostExitCode(t *testing.T) {
@@ -144,7 +144,7 @@ func TestStoppedByAnother(t *testing.T) {
 			t.Errorf("error %q does not say %q", v.Err, want)
 		}
 	}
-	var pe *controlplane.PermanentError
+	var pe *cloudprovider.PermanentError
 	if errors.As(v.Err, &pe) {
 		t.Errorf("a machine stopped by another's failure must be retried: %v", v.Err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
@@ -19,7 +19,7 @@ import (
 type fleetMachine struct {
 	f   fixture
 	rec *logRecorder
-	res controlplane.ProvisionResult
+	res cloudprovider.ProvisionResult
 	err error
 }
 
@@ -79,7 +79,7 @@ func orphanTaskStarts(log string) []string {
 }
 
 // request is the machine's provisioning request, named after its index so every machine differs.
-func (m *fleetMachine) request(i int, ctx context.Context) controlplane.ProvisionRequest {
+func (m *fleetMachine) request(i int, ctx context.Context) cloudprovider.ProvisionRequest {
 	req := m.f.request(inventory.KindVM, "l4", 1, m.f.ep.HostKey, nil, m.rec)
 	req.Instance.Name = fmt.Sprintf("fleet-%d", i)
 	req.Instance.ID = fmt.Sprintf("i-%d", i)

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // HealthProbeTimeout bounds one health probe of a ready machine (reading its marker and running the
@@ -35,8 +35,8 @@ func (h Health) Reason() string { return strings.Join(h.Reasons, "; ") }
 
 // ErrHealthUnknown is matched (errors.Is) by the error of ProbeHealth when the machine's health could
 // not be read: unreachable, no marker, or a probe that gave no verdict. Such a machine is "unknown",
-// never "unhealthy". It is the control plane's (controlplane.ErrHealthUnknown), which decides health.
-var ErrHealthUnknown = controlplane.ErrHealthUnknown
+// never "unhealthy". It is the control plane's (cloudprovider.ErrHealthUnknown), which decides health.
+var ErrHealthUnknown = cloudprovider.ErrHealthUnknown
 
 type unknownHealth struct{ err error }
 
@@ -47,7 +47,7 @@ func (e *unknownHealth) Is(target error) bool { return target == ErrHealthUnknow
 // ProbeHealth runs the health probe on a provisioned machine, reading only, with the pinned host
 // key, within HealthProbeTimeout: the same criteria provisioning applied (the spec its marker
 // records), without the DCGM diagnostic. A machine that cannot be reached or read is ErrHealthUnknown.
-func (r *Runner) ProbeHealth(ctx context.Context, ep controlplane.SSHEndpoint, hostKey string) (Health, error) {
+func (r *Runner) ProbeHealth(ctx context.Context, ep cloudprovider.SSHEndpoint, hostKey string) (Health, error) {
 	ctx, cancel := context.WithTimeout(ctx, HealthProbeTimeout)
 	defer cancel()
 	unknown := func(format string, args ...any) (Health, error) {

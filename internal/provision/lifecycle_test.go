@@ -17,7 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
@@ -41,7 +41,7 @@ func TestHelperProcess(t *testing.T) {
 type helperSpec struct {
 	Key        []byte
 	TempDir    string
-	Endpoint   controlplane.SSHEndpoint
+	Endpoint   cloudprovider.SSHEndpoint
 	HostKey    string
 	NoGuardian bool
 }
@@ -59,8 +59,8 @@ func helperProvider() {
 		return
 	}
 	ep := spec.Endpoint
-	_, err = r.Provision(context.Background(), controlplane.ProvisionRequest{
-		Instance: controlplane.Instance{ID: "i-1", Name: "sandbox-vm-test", Cloud: "sandbox", Status: controlplane.StatusRunning, SSH: &ep},
+	_, err = r.Provision(context.Background(), cloudprovider.ProvisionRequest{
+		Instance: cloudprovider.Instance{ID: "i-1", Name: "sandbox-vm-test", Cloud: "sandbox", Status: cloudprovider.StatusRunning, SSH: &ep},
 		Pool:     inventory.Pool{Name: "sandbox-vm-pool", Cloud: "sandbox", Kind: inventory.KindVM},
 		GPUType:  "h100", GPUCount: 1, HostKey: spec.HostKey, Attempt: 1,
 		Log: func(msg string, fields map[string]any) {
@@ -235,7 +235,7 @@ func TestHardKillLeavesNothingBehind(t *testing.T) {
 			f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 1}, Config{})
 			spec, _ := json.Marshal(helperSpec{
 				Key: f.runner.cfg.PrivateKey, TempDir: f.tmpBase, HostKey: f.ep.HostKey, NoGuardian: tc.noGuardian,
-				Endpoint: controlplane.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User},
+				Endpoint: cloudprovider.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User},
 			})
 			helper := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 			helper.Env = append(os.Environ(), "HYDRA_TEST_HELPER=provider", "HYDRA_TEST_PROVIDER="+string(spec))

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // Marker is the record a successful provisioning run leaves on the machine (the playbooks' marker
@@ -53,8 +53,8 @@ type MarkerExporters struct {
 }
 
 // ErrNoMarker is matched (errors.Is) by the error of ReadMarker when the machine has no usable marker.
-// It is the control plane's (controlplane.ErrNoMarker), which reads markers at import.
-var ErrNoMarker = controlplane.ErrNoMarker
+// It is the control plane's (cloudprovider.ErrNoMarker), which reads markers at import.
+var ErrNoMarker = cloudprovider.ErrNoMarker
 
 // NoMarkerError says the machine has no usable provisioning marker: none at all, or one that cannot
 // be read as a marker. errors.Is(err, ErrNoMarker) holds for it.
@@ -89,11 +89,11 @@ const markerAbsent = 3
 // trusted on first use when hostKey is empty. It returns the marker and the host key the machine
 // presented (authorized_keys form; also returned with ErrNoMarker, empty on a mismatch). A missing or
 // unusable marker is a *NoMarkerError (errors.Is(err, ErrNoMarker)); a host key mismatch is a
-// *controlplane.PermanentError wrapping a *HostKeyMismatchError. It gives up after MarkerReadTimeout.
+// *cloudprovider.PermanentError wrapping a *HostKeyMismatchError. It gives up after MarkerReadTimeout.
 //
 // On hydra's sandbox machines the marker lies under the machine's root directory (HYDRA_ROOT in their
 // SSH sessions), where the playbooks write it.
-func (r *Runner) ReadMarker(ctx context.Context, ep controlplane.SSHEndpoint, hostKey string) (Marker, string, error) {
+func (r *Runner) ReadMarker(ctx context.Context, ep cloudprovider.SSHEndpoint, hostKey string) (Marker, string, error) {
 	if ep.Port == 0 {
 		ep.Port = 22
 	}
@@ -101,7 +101,7 @@ func (r *Runner) ReadMarker(ctx context.Context, ep controlplane.SSHEndpoint, ho
 		ep.User = "root"
 	}
 	if err := validateEndpoint(ep); err != nil {
-		return Marker{}, "", &controlplane.PermanentError{Err: err}
+		return Marker{}, "", &cloudprovider.PermanentError{Err: err}
 	}
 	config, check, err := r.clientConfig(ep, strings.TrimSpace(hostKey))
 	if err != nil {
@@ -116,7 +116,7 @@ func (r *Runner) ReadMarker(ctx context.Context, ep controlplane.SSHEndpoint, ho
 	runErr := remoteRun(ctx, check.addr, config, "/bin/sh -c "+shellQuote(script), stdout, stderr)
 	key, mismatch := check.result()
 	if mismatch != nil {
-		return Marker{}, "", &controlplane.PermanentError{Err: mismatch}
+		return Marker{}, "", &cloudprovider.PermanentError{Err: mismatch}
 	}
 	seen := ""
 	if key != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // outcomeKind is how a run ended.
@@ -104,7 +104,7 @@ func classify(in runResult) verdict {
 		te.Instance = name
 		out := runOutcome{failedTask: te.Task, message: te.Message}
 		if isHostKeyFailure(te.Message) {
-			return verdict{Kind: outcomeHostKeyMismatch, Outcome: out, Err: &controlplane.PermanentError{Err: &te}}
+			return verdict{Kind: outcomeHostKeyMismatch, Outcome: out, Err: &cloudprovider.PermanentError{Err: &te}}
 		}
 		return verdict{Kind: outcomeUnreachable, Outcome: out, Err: &te}
 	case ev.Failure != nil:
@@ -116,7 +116,7 @@ func classify(in runResult) verdict {
 		return verdict{
 			Kind:    outcomeSyntaxError,
 			Outcome: runOutcome{message: msg},
-			Err:     &controlplane.PermanentError{Err: &PlaybookError{Playbook: in.Playbook, ExitCode: in.ExitCode, Message: msg}},
+			Err:     &cloudprovider.PermanentError{Err: &PlaybookError{Playbook: in.Playbook, ExitCode: in.ExitCode, Message: msg}},
 		}
 	case ev.Stats == nil:
 		msg := cut(ansibleErrorText(stderr), summaryLimit)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestClassify(t *testing.T) {
@@ -144,7 +144,7 @@ func TestClassify(t *testing.T) {
 					t.Errorf("error %q lacks %q", v.Err, s)
 				}
 			}
-			var perm *controlplane.PermanentError
+			var perm *cloudprovider.PermanentError
 			if errors.As(v.Err, &perm) != tc.want.permanent {
 				t.Errorf("permanent = %v, want %v: %v", !tc.want.permanent, tc.want.permanent, v.Err)
 			}

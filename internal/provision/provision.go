@@ -42,7 +42,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
@@ -133,8 +133,8 @@ type Runner struct {
 func (r *Runner) PublicKey() string { return r.publicKey }
 
 var (
-	_ controlplane.Provisioner = (*Runner)(nil)
-	_ controlplane.Preparer    = (*Runner)(nil)
+	_ cloudprovider.Provisioner = (*Runner)(nil)
+	_ cloudprovider.Preparer    = (*Runner)(nil)
 )
 
 // New returns a Runner. It checks the private key parses; whether ansible-playbook is installed is
@@ -326,17 +326,17 @@ func (r *Runner) Digest(pool inventory.Pool, vars map[string]any) (string, error
 func checkPlaybookName(name string) error {
 	if name == "" || path.IsAbs(name) || strings.Contains(name, "\\") || !fs.ValidPath(name) ||
 		!strings.HasSuffix(name, ".yml") && !strings.HasSuffix(name, ".yaml") {
-		return &controlplane.PermanentError{Err: fmt.Errorf("invalid playbook name %q (a .yml file inside the playbook directory)", name)}
+		return &cloudprovider.PermanentError{Err: fmt.Errorf("invalid playbook name %q (a .yml file inside the playbook directory)", name)}
 	}
 	return nil
 }
 
 // Provision makes one provisioning attempt: wait for SSH with the host key checked, then run the
-// pool's playbook. A host key mismatch or a malformed playbook is a *controlplane.PermanentError.
-func (r *Runner) Provision(ctx context.Context, req controlplane.ProvisionRequest) (controlplane.ProvisionResult, error) {
+// pool's playbook. A host key mismatch or a malformed playbook is a *cloudprovider.PermanentError.
+func (r *Runner) Provision(ctx context.Context, req cloudprovider.ProvisionRequest) (cloudprovider.ProvisionResult, error) {
 	start := time.Now()
-	res := controlplane.ProvisionResult{HostKey: strings.TrimSpace(req.HostKey)}
-	finish := func(err error) (controlplane.ProvisionResult, error) {
+	res := cloudprovider.ProvisionResult{HostKey: strings.TrimSpace(req.HostKey)}
+	finish := func(err error) (cloudprovider.ProvisionResult, error) {
 		res.Duration = time.Since(start)
 		return res, err
 	}
@@ -352,23 +352,23 @@ func (r *Runner) Provision(ctx context.Context, req controlplane.ProvisionReques
 		ep.User = "root"
 	}
 	if err := validateEndpoint(ep); err != nil {
-		return finish(&controlplane.PermanentError{Err: err})
+		return finish(&cloudprovider.PermanentError{Err: err})
 	}
 	pb := playbookName(req.Pool)
 	if err := checkPlaybookName(pb); err != nil {
 		return finish(err)
 	}
 	if _, err := fs.Stat(r.fsys, pb); err != nil {
-		return finish(&controlplane.PermanentError{Err: fmt.Errorf("playbook %q of pool %q: %w", pb, req.Pool.Name, err)})
+		return finish(&cloudprovider.PermanentError{Err: fmt.Errorf("playbook %q of pool %q: %w", pb, req.Pool.Name, err)})
 	}
 	vars, err := r.playbookVars(req)
 	if err != nil {
-		return finish(&controlplane.PermanentError{Err: err})
+		return finish(&cloudprovider.PermanentError{Err: err})
 	}
 
 	ansible, err := r.ansiblePath()
 	if err != nil {
-		return finish(&controlplane.PermanentError{Err: err})
+		return finish(&cloudprovider.PermanentError{Err: err})
 	}
 	logf := func(msg string, fields map[string]any) {
 		if req.Log != nil {
@@ -408,7 +408,7 @@ func (r *Runner) Provision(ctx context.Context, req controlplane.ProvisionReques
 }
 
 // playbookVars builds the variables file's content: the user's variables, then hydra's own (which win).
-func (r *Runner) playbookVars(req controlplane.ProvisionRequest) (map[string]any, error) {
+func (r *Runner) playbookVars(req cloudprovider.ProvisionRequest) (map[string]any, error) {
 	vars := map[string]any{}
 	if len(req.Vars) > 0 {
 		norm, err := normalize(req.Vars)
@@ -487,7 +487,7 @@ var (
 	hostName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]*$`)
 )
 
-func validateEndpoint(ep controlplane.SSHEndpoint) error {
+func validateEndpoint(ep cloudprovider.SSHEndpoint) error {
 	if !hostPattern.MatchString(ep.Host) || len(ep.Host) > 253 {
 		return fmt.Errorf("SSH host %q is not an IP address or host name", ep.Host)
 	}

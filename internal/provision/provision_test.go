@@ -18,7 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
@@ -132,12 +132,12 @@ func (l *logRecorder) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
-func (f fixture) request(kind, gpuType string, count int, hostKey string, vars map[string]any, rec *logRecorder) controlplane.ProvisionRequest {
-	return controlplane.ProvisionRequest{
-		Instance: controlplane.Instance{
+func (f fixture) request(kind, gpuType string, count int, hostKey string, vars map[string]any, rec *logRecorder) cloudprovider.ProvisionRequest {
+	return cloudprovider.ProvisionRequest{
+		Instance: cloudprovider.Instance{
 			ID: "i-1", Name: "sandbox-" + kind + "-test", Cloud: "sandbox", GPUType: gpuType, GPUCount: count,
-			Status: controlplane.StatusRunning,
-			SSH:    &controlplane.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User},
+			Status: cloudprovider.StatusRunning,
+			SSH:    &cloudprovider.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User},
 		},
 		Pool:     inventory.Pool{Name: "sandbox-" + kind + "-pool", Cloud: "sandbox", Kind: kind},
 		GPUType:  gpuType,
@@ -393,7 +393,7 @@ func TestFailedTaskIsNamed(t *testing.T) {
 				t.Fatalf("want a *TaskError, got %v\nlog:\n%s", err, rec)
 			}
 			t.Logf("error: %v", err)
-			var perm *controlplane.PermanentError
+			var perm *cloudprovider.PermanentError
 			if errors.As(err, &perm) {
 				t.Errorf("a failed task must stay retryable: %v", err)
 			}
@@ -412,7 +412,7 @@ func TestFailedTaskIsNamed(t *testing.T) {
 				t.Errorf("the run went on after the failed health check:\n%s", rec)
 			}
 			assertEmptyDir(t, f.tmpBase)
-			ep := controlplane.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User}
+			ep := cloudprovider.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User}
 			if m, _, err := f.runner.ReadMarker(context.Background(), ep, f.ep.HostKey); !errors.Is(err, ErrNoMarker) {
 				t.Errorf("a failed run with another digest left a marker: %+v, %v", m, err)
 			}
@@ -437,7 +437,7 @@ func TestUnreachableHostIsNamed(t *testing.T) {
 		t.Fatalf("want an unreachable *TaskError, got %v\nlog:\n%s", err, rec)
 	}
 	t.Logf("error: %v", err)
-	var perm *controlplane.PermanentError
+	var perm *cloudprovider.PermanentError
 	if errors.As(err, &perm) {
 		t.Errorf("an unreachable host must stay retryable: %v", err)
 	}
@@ -456,7 +456,7 @@ func TestChangedHostKeyIsRefused(t *testing.T) {
 	}
 	rec := &logRecorder{}
 	_, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, "l4", 1, pinned, nil, rec))
-	var perm *controlplane.PermanentError
+	var perm *cloudprovider.PermanentError
 	var mm *HostKeyMismatchError
 	if !errors.As(err, &perm) || !errors.As(err, &mm) {
 		t.Fatalf("want a permanent host key mismatch, got %v", err)
@@ -514,7 +514,7 @@ func TestBrokenPlaybookIsPermanent(t *testing.T) {
 	f := newFixture(t, simhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{PlaybookDir: dir})
 	rec := &logRecorder{}
 	res, err := f.runner.Provision(context.Background(), f.request(inventory.KindVM, "l4", 1, "", nil, rec))
-	var perm *controlplane.PermanentError
+	var perm *cloudprovider.PermanentError
 	var pe *PlaybookError
 	if !errors.As(err, &perm) || !errors.As(err, &pe) {
 		t.Fatalf("want a permanent playbook error, got %v", err)
@@ -559,7 +559,7 @@ func writeMarker(t *testing.T, ep simhost.Endpoint, content string) {
 func TestReadMarker(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, simhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})
-	ep := controlplane.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User}
+	ep := cloudprovider.SSHEndpoint{Host: f.ep.Host, Port: f.ep.Port, User: f.ep.User}
 	ctx := context.Background()
 
 	// A fresh machine, trusted on first use: no marker, and the key it presented.
@@ -589,7 +589,7 @@ func TestReadMarker(t *testing.T) {
 	_, other := clientKey(t)
 	_, seen, err = f.runner.ReadMarker(ctx, ep, other)
 	var mm *HostKeyMismatchError
-	var perm *controlplane.PermanentError
+	var perm *cloudprovider.PermanentError
 	if !errors.As(err, &mm) || !errors.As(err, &perm) || seen != "" {
 		t.Errorf("want a permanent host key mismatch, got %q, %v", seen, err)
 	}

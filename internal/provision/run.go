@@ -19,7 +19,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 )
 
@@ -56,7 +56,7 @@ func (e *PlaybookError) Error() string {
 
 // runSpec is one machine's part of a batch.
 type runSpec struct {
-	endpoint controlplane.SSHEndpoint
+	endpoint cloudprovider.SSHEndpoint
 	hostKey  ssh.PublicKey
 	vars     map[string]any
 	hostName string

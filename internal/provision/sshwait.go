@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // HostKeyMismatchError says the machine presented another SSH host key than the pinned one.
@@ -76,16 +76,16 @@ func (c *hostKeyCheck) result() (ssh.PublicKey, *HostKeyMismatchError) {
 
 // clientConfig returns the SSH client configuration logging in to ep with the provisioning key,
 // checking the host key against pinned (an authorized_keys line; empty: trust on first use).
-func (r *Runner) clientConfig(ep controlplane.SSHEndpoint, pinned string) (*ssh.ClientConfig, *hostKeyCheck, error) {
+func (r *Runner) clientConfig(ep cloudprovider.SSHEndpoint, pinned string) (*ssh.ClientConfig, *hostKeyCheck, error) {
 	signer, err := ssh.ParsePrivateKey(r.cfg.PrivateKey)
 	if err != nil {
-		return nil, nil, &controlplane.PermanentError{Err: errors.New("the SSH private key for provisioning could not be parsed")}
+		return nil, nil, &cloudprovider.PermanentError{Err: errors.New("the SSH private key for provisioning could not be parsed")}
 	}
 	check := &hostKeyCheck{addr: net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))}
 	if pinned != "" {
 		check.want, _, _, _, err = ssh.ParseAuthorizedKey([]byte(pinned))
 		if err != nil {
-			return nil, nil, &controlplane.PermanentError{Err: fmt.Errorf("the pinned host key of %s cannot be parsed: %w", check.addr, err)}
+			return nil, nil, &cloudprovider.PermanentError{Err: fmt.Errorf("the pinned host key of %s cannot be parsed: %w", check.addr, err)}
 		}
 	}
 	algos := tofuAlgorithms
@@ -103,8 +103,8 @@ func (r *Runner) clientConfig(ep controlplane.SSHEndpoint, pinned string) (*ssh.
 
 // waitSSH polls until an SSH session runs on the machine, checking its host key against pinned (an
 // authorized_keys line), or trusting and returning the first key seen when pinned is empty. A host key
-// mismatch returns at once as a *controlplane.PermanentError.
-func (r *Runner) waitSSH(ctx context.Context, ep controlplane.SSHEndpoint, pinned string) (ssh.PublicKey, error) {
+// mismatch returns at once as a *cloudprovider.PermanentError.
+func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinned string) (ssh.PublicKey, error) {
 	config, check, err := r.clientConfig(ep, pinned)
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (r *Runner) waitSSH(ctx context.Context, ep controlplane.SSHEndpoint, pinne
 		err := probe(ctx, addr, config)
 		key, mm := check.result()
 		if mm != nil {
-			return nil, &controlplane.PermanentError{Err: mm}
+			return nil, &cloudprovider.PermanentError{Err: mm}
 		}
 		if err == nil {
 			return key, nil

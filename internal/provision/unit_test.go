@@ -12,7 +12,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
@@ -114,8 +114,8 @@ func TestMarkUnsafe(t *testing.T) {
 
 func TestPlaybookVars(t *testing.T) {
 	r := testRunner(t, nil)
-	req := controlplane.ProvisionRequest{
-		Instance: controlplane.Instance{Name: "pi-vm-a", Cloud: "primeintellect"},
+	req := cloudprovider.ProvisionRequest{
+		Instance: cloudprovider.Instance{Name: "pi-vm-a", Cloud: "primeintellect"},
 		Pool:     inventory.Pool{Name: "prime-intellect-vm-pool", Kind: "vm"},
 		GPUType:  "h100", GPUCount: 8,
 		Vars: map[string]any{"customer_ssh_keys": []string{"k"}, "hydra_gpu_count": 1},
@@ -305,7 +305,7 @@ func TestExpectedGPUModel(t *testing.T) {
 			t.Errorf("ExpectedGPUModel(%q) = %q, want %q", typ, got, want)
 		}
 	}
-	var perm *controlplane.PermanentError
+	var perm *cloudprovider.PermanentError
 	if err := checkPlaybookName("../etc/passwd.yml"); !errors.As(err, &perm) {
 		t.Errorf("a playbook outside the directory must be refused: %v", err)
 	}

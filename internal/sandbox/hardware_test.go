@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func hardwareBackend(t *testing.T, dir string) *Backend {
@@ -31,13 +31,13 @@ func TestHardwareOffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	backendtest.WantHardware(t, offers, []backendtest.HardwareCase{
-		{Region: "sbx-eu-1", InstanceType: "sbx.h100.1x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
-		{Region: "sbx-eu-1", InstanceType: "sbx.h100.1x", Spot: true, Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
-		{Region: "sbx-us-1", InstanceType: "sbx.h100.8x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
-		{Region: "sbx-ap-1", InstanceType: "sbx.b200.8x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 208, MemoryGB: 2880}},
-		{Region: "sbx-eu-1", InstanceType: "sbx.l40s.4x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 32, MemoryGB: 256}},
-		{Region: "sbx-eu-1", InstanceType: "sbx.l4.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 32}},
-		{Region: "sbx-eu-1", InstanceType: "sbx.rtxpro6000.2x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 96, VCPUs: 60, MemoryGB: 240}},
+		{Region: "sbx-eu-1", InstanceType: "sbx.h100.1x", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
+		{Region: "sbx-eu-1", InstanceType: "sbx.h100.1x", Spot: true, Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
+		{Region: "sbx-us-1", InstanceType: "sbx.h100.8x", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{Region: "sbx-ap-1", InstanceType: "sbx.b200.8x", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 208, MemoryGB: 2880}},
+		{Region: "sbx-eu-1", InstanceType: "sbx.l40s.4x", Want: cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 32, MemoryGB: 256}},
+		{Region: "sbx-eu-1", InstanceType: "sbx.l4.1x", Want: cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 32}},
+		{Region: "sbx-eu-1", InstanceType: "sbx.rtxpro6000.2x", Want: cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 96, VCPUs: 60, MemoryGB: 240}},
 	})
 	for _, o := range offers {
 		if o.FormFactor == "" || o.GPUMemoryGB == 0 || o.VCPUs == 0 || o.MemoryGB == 0 {
@@ -75,7 +75,7 @@ func TestHardwareCatalogFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]controlplane.Hardware{
+	want := map[string]cloudprovider.Hardware{
 		"bare": {},
 		"sxm5": {FormFactor: "sxm", GPUMemoryGB: 80},
 		"odd":  {VCPUs: 8, MemoryGB: 64},
@@ -100,11 +100,11 @@ func TestHardwareInstance(t *testing.T) {
 	if !ok {
 		t.Fatal("no sbx.l40s.2x offer in sbx-eu-1")
 	}
-	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-hw", Offer: o})
+	inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-hw", Offer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 128}
+	want := cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 128}
 	if inst.Hardware != want {
 		t.Errorf("created: hardware %+v, want %+v", inst.Hardware, want)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
@@ -17,7 +17,7 @@ var _ Machines = SSHMachines{}
 
 // Start starts (or finds running) the machine of one instance. The sandbox does not report host keys,
 // so provisioning trusts the key it first sees and pins it.
-func (SSHMachines) Start(dir string, rec Record) (controlplane.SSHEndpoint, error) {
+func (SSHMachines) Start(dir string, rec Record) (cloudprovider.SSHEndpoint, error) {
 	// simhost locks the machine's directory itself, across processes.
 	ep, err := simhost.Ensure(dir, simhost.Spec{
 		GPUModel:       simhost.NVIDIAName(rec.GPUType),
@@ -27,9 +27,9 @@ func (SSHMachines) Start(dir string, rec Record) (controlplane.SSHEndpoint, erro
 		Container: rec.Machine == "container",
 	})
 	if err != nil {
-		return controlplane.SSHEndpoint{}, fmt.Errorf("starting the machine of %s: %w", rec.Name, err)
+		return cloudprovider.SSHEndpoint{}, fmt.Errorf("starting the machine of %s: %w", rec.Name, err)
 	}
-	return controlplane.SSHEndpoint{Host: ep.Host, Port: ep.Port, User: ep.User}, nil
+	return cloudprovider.SSHEndpoint{Host: ep.Host, Port: ep.Port, User: ep.User}, nil
 }
 
 // Stop ends the machine's processes.

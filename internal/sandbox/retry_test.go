@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // TestInjectedErrorsAreRetriedLikeACloud: one injected server error no longer fails a read (a refresh
@@ -19,30 +19,30 @@ func TestInjectedErrorsAreRetriedLikeACloud(t *testing.T) {
 	ctx := context.Background()
 	calls := []struct {
 		name string
-		call func(b *Backend, id string, o controlplane.Offer) error
+		call func(b *Backend, id string, o cloudprovider.Offer) error
 	}{
-		{"Get", func(b *Backend, id string, _ controlplane.Offer) error { _, err := b.Get(ctx, id); return err }},
-		{"List", func(b *Backend, _ string, _ controlplane.Offer) error { _, err := b.List(ctx, "sbx-"); return err }},
-		{"Offers", func(b *Backend, _ string, _ controlplane.Offer) error { _, err := b.Offers(ctx); return err }},
-		{"ConfirmOwnership", func(b *Backend, id string, _ controlplane.Offer) error { return b.ConfirmOwnership(ctx, id) }},
-		{"Delete", func(b *Backend, id string, _ controlplane.Offer) error { return b.Delete(ctx, id) }},
-		{"Create", func(b *Backend, _ string, o controlplane.Offer) error {
-			_, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-new", Offer: o})
+		{"Get", func(b *Backend, id string, _ cloudprovider.Offer) error { _, err := b.Get(ctx, id); return err }},
+		{"List", func(b *Backend, _ string, _ cloudprovider.Offer) error { _, err := b.List(ctx, "sbx-"); return err }},
+		{"Offers", func(b *Backend, _ string, _ cloudprovider.Offer) error { _, err := b.Offers(ctx); return err }},
+		{"ConfirmOwnership", func(b *Backend, id string, _ cloudprovider.Offer) error { return b.ConfirmOwnership(ctx, id) }},
+		{"Delete", func(b *Backend, id string, _ cloudprovider.Offer) error { return b.Delete(ctx, id) }},
+		{"Create", func(b *Backend, _ string, o cloudprovider.Offer) error {
+			_, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-new", Offer: o})
 			return err
 		}},
 	}
 	faults := []struct {
 		name      string
-		faults    emukit.Faults
+		faults    simulation.Faults
 		wantErr   string // "" : the call succeeds
-		wantFault emukit.Faults
+		wantFault simulation.Faults
 	}{
-		{"one server error", emukit.Faults{ServerErrors: 1}, "", emukit.Faults{}},
-		{"a persistent server error", emukit.Faults{ServerErrors: 100},
-			fmt.Sprintf("injected API error (HTTP 503), %d attempts", attempts), emukit.Faults{ServerErrors: 100 - attempts}},
-		{"two rate limits", emukit.Faults{RateLimited: 2, RetryAfterSeconds: 1}, "", emukit.Faults{RetryAfterSeconds: 1}},
-		{"a persistent rate limit", emukit.Faults{RateLimited: 100, RetryAfterSeconds: 1},
-			fmt.Sprintf("injected rate limit (HTTP 429), %d attempts", attempts), emukit.Faults{RateLimited: 100 - attempts, RetryAfterSeconds: 1}},
+		{"one server error", simulation.Faults{ServerErrors: 1}, "", simulation.Faults{}},
+		{"a persistent server error", simulation.Faults{ServerErrors: 100},
+			fmt.Sprintf("injected API error (HTTP 503), %d attempts", attempts), simulation.Faults{ServerErrors: 100 - attempts}},
+		{"two rate limits", simulation.Faults{RateLimited: 2, RetryAfterSeconds: 1}, "", simulation.Faults{RetryAfterSeconds: 1}},
+		{"a persistent rate limit", simulation.Faults{RateLimited: 100, RetryAfterSeconds: 1},
+			fmt.Sprintf("injected rate limit (HTTP 429), %d attempts", attempts), simulation.Faults{RateLimited: 100 - attempts, RetryAfterSeconds: 1}},
 	}
 	for _, c := range calls {
 		for _, f := range faults {
@@ -50,7 +50,7 @@ func TestInjectedErrorsAreRetriedLikeACloud(t *testing.T) {
 				t.Parallel()
 				b := newBackend(t, t.TempDir(), time.Hour)
 				o := offerFor(t, b, "l4", 1)
-				inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o})
+				inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: o})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -61,7 +61,7 @@ func TestInjectedErrorsAreRetriedLikeACloud(t *testing.T) {
 				switch {
 				case f.wantErr == "" && err != nil:
 					t.Fatalf("%s through %s: %v", c.name, f.name, err)
-				case f.wantErr != "" && (controlplane.KindOf(err) != controlplane.ErrOther || err == nil || !strings.Contains(err.Error(), f.wantErr)):
+				case f.wantErr != "" && (cloudprovider.KindOf(err) != cloudprovider.ErrOther || err == nil || !strings.Contains(err.Error(), f.wantErr)):
 					t.Fatalf("%s through %s: %v, want an unclassified error %q", c.name, f.name, err, f.wantErr)
 				}
 				if left, _ := b.Faults(); left != f.wantFault {
@@ -76,7 +76,7 @@ func TestInjectedErrorsAreRetriedLikeACloud(t *testing.T) {
 // (its default RetryWaitMin, give or take a quarter).
 func TestRetriesUseRestclientsDefaults(t *testing.T) {
 	b := newBackendWith(t, Config{Dir: t.TempDir(), BootTime: time.Hour})
-	if err := b.SetFaults(emukit.Faults{ServerErrors: 1}); err != nil {
+	if err := b.SetFaults(simulation.Faults{ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

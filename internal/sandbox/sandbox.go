@@ -4,9 +4,9 @@
 // provider processes (terraform plan, apply, destroy) see the same instances.
 //
 // The sandbox is not an HTTP API: it is the cloud and its client in one, in process. It keeps the
-// backend contract (controlplane.InstanceManagerBackend) like every other cloud, keeps the ownership
-// record with each instance (controlplane.OwnershipConfirmer), and offers the admin surface every
-// emulator offers (emukit.Admin) over the same directory.
+// backend contract (cloudprovider.InstanceManagerBackend) like every other cloud, keeps the ownership
+// record with each instance (cloudprovider.OwnershipConfirmer), and offers the admin surface every
+// emulator offers (simulation.Admin) over the same directory.
 //
 // Files in the directory (all JSON, all optional except what the sandbox writes itself):
 //
@@ -38,11 +38,11 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // CloudName is the sandbox's cloud name in pools.yml and api_names.
@@ -81,8 +81,8 @@ type CatalogEntry struct {
 
 // hardware is what the entry says of its machines. A form factor other than sxm or pcie (say "SXM5")
 // is read the way the clouds' names are; one it cannot read is left out.
-func (e CatalogEntry) hardware() controlplane.Hardware {
-	return controlplane.Hardware{
+func (e CatalogEntry) hardware() cloudprovider.Hardware {
+	return cloudprovider.Hardware{
 		FormFactor:  gpuname.FormFactor(e.FormFactor),
 		GPUMemoryGB: max(e.GPUMemoryGB, 0),
 		VCPUs:       max(e.VCPUs, 0),
@@ -91,7 +91,7 @@ func (e CatalogEntry) hardware() controlplane.Hardware {
 }
 
 // Faults switch on misbehaviour, read from faults.json on every call: the shared vocabulary every
-// emulator understands (emukit.Faults: rate_limited, retry_after_seconds, server_errors,
+// emulator understands (simulation.Faults: rate_limited, retry_after_seconds, server_errors,
 // lose_create_responses, boot_failures, sold_out, latency) and the sandbox's own. Counters run down as
 // faults fire, in faults.json, so every process sharing the directory sees them.
 //
@@ -105,7 +105,7 @@ func (e CatalogEntry) hardware() controlplane.Hardware {
 // before it acts. A call whose retries run out fails with an unclassified error ("injected API
 // error"). LoseCreateResponses, BootFailures and SoldOut act on creates.
 type Faults struct {
-	emukit.Faults
+	simulation.Faults
 	// OutOfStock lists "region/instance_type" offers that are still listed but fail at create with a
 	// capacity error (capacity gone between plan and apply for one offer; SoldOut is every offer).
 	OutOfStock []string `json:"out_of_stock,omitempty"`
@@ -115,7 +115,7 @@ type Faults struct {
 	BootTime string `json:"boot_time,omitempty"`
 }
 
-// Ownership is the ownership record the sandbox keeps with an instance (controlplane.Ownership).
+// Ownership is the ownership record the sandbox keeps with an instance (cloudprovider.Ownership).
 type Ownership struct {
 	Token     string `json:"token,omitempty"`
 	Resource  string `json:"resource,omitempty"`
@@ -163,7 +163,7 @@ type state struct {
 // sandbox is asked to make its instances reachable over SSH.
 type Machines interface {
 	// Start makes the machine in dir reachable and returns its endpoint (idempotent).
-	Start(dir string, rec Record) (controlplane.SSHEndpoint, error)
+	Start(dir string, rec Record) (cloudprovider.SSHEndpoint, error)
 	// Stop ends the machine in dir (idempotent).
 	Stop(dir string) error
 }
@@ -195,9 +195,9 @@ type Backend struct {
 }
 
 var (
-	_ controlplane.InstanceManagerBackend = (*Backend)(nil)
-	_ controlplane.OwnershipConfirmer     = (*Backend)(nil)
-	_ emukit.Admin                        = (*Backend)(nil)
+	_ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
+	_ cloudprovider.OwnershipConfirmer     = (*Backend)(nil)
+	_ simulation.Admin                     = (*Backend)(nil)
 )
 
 // New opens (and if needed creates) a sandbox directory.
@@ -252,7 +252,7 @@ func DefaultCatalog() []CatalogEntry {
 		vcpus  int // per GPU
 		ram    int // GB per GPU
 	}
-	const sxm, pcie = controlplane.FormFactorSXM, controlplane.FormFactorPCIe
+	const sxm, pcie = cloudprovider.FormFactorSXM, cloudprovider.FormFactorPCIe
 	shapes := []shape{
 		{"H100", []int{1, 2, 4, 8}, 2.49, sxm, 80, 26, 225},
 		{"H200", []int{1, 8}, 3.59, sxm, 141, 24, 200},
@@ -317,9 +317,9 @@ func (b *Backend) Counters() (Counters, error) {
 	return c, err
 }
 
-// Stats counts the instances ever created and lists the live ones, those not deleted (emukit.Admin).
-func (b *Backend) Stats() (emukit.Stats, error) {
-	out := emukit.Stats{Live: []emukit.Machine{}}
+// Stats counts the instances ever created and lists the live ones, those not deleted (simulation.Admin).
+func (b *Backend) Stats() (simulation.Stats, error) {
+	out := simulation.Stats{Live: []simulation.Machine{}}
 	st, err := b.load()
 	if err != nil {
 		return out, err
@@ -327,7 +327,7 @@ func (b *Backend) Stats() (emukit.Stats, error) {
 	out.Created = st.Created
 	for _, r := range st.Instances {
 		if r.DeletedAt.IsZero() {
-			out.Live = append(out.Live, emukit.Machine{ID: r.ID, Name: r.Name})
+			out.Live = append(out.Live, simulation.Machine{ID: r.ID, Name: r.Name})
 		}
 	}
 	return out, nil
@@ -337,7 +337,7 @@ func (b *Backend) Stats() (emukit.Stats, error) {
 // the catalog's GPU name as CloudGPU; a GPU the inventory does not map is offered with GPUType "" (the
 // control plane reports it and never ranks it), and entries without a GPU are left out, as are counts
 // above the type's max_count.
-func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	if err := b.locked(func() error {
 		c, err := b.Counters()
 		if err != nil {
@@ -359,7 +359,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, controlplane.NewError(controlplane.ErrOther, CloudName, "listing offers", ctx.Err())
+			return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, "listing offers", ctx.Err())
 		case <-time.After(d):
 		}
 	}
@@ -370,7 +370,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []controlplane.Offer
+	var out []cloudprovider.Offer
 	for _, e := range catalog {
 		if strings.TrimSpace(e.GPU) == "" || e.GPUCount < 1 {
 			continue // no GPU product
@@ -384,7 +384,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		if err != nil {
 			continue // a price no cloud would ask: not an offer
 		}
-		out = append(out, controlplane.Offer{
+		out = append(out, cloudprovider.Offer{
 			Cloud: CloudName, Region: e.Region, InstanceType: e.InstanceType, GPUType: t, CloudGPU: e.GPU, GPUCount: e.GPUCount,
 			Hardware:     e.hardware(),
 			PricePerHour: price, Spot: e.Spot, Available: e.Available,
@@ -424,9 +424,9 @@ func (b *Backend) AllFaults() (Faults, error) {
 	return f, err
 }
 
-// SetFaults replaces the armed faults of the shared vocabulary (emukit.Admin); the sandbox's own
+// SetFaults replaces the armed faults of the shared vocabulary (simulation.Admin); the sandbox's own
 // (out_of_stock, offers_delay, boot_time) stay as they are.
-func (b *Backend) SetFaults(shared emukit.Faults) error {
+func (b *Backend) SetFaults(shared simulation.Faults) error {
 	return b.locked(func() error {
 		f, err := b.faults()
 		if err != nil {
@@ -438,8 +438,8 @@ func (b *Backend) SetFaults(shared emukit.Faults) error {
 }
 
 // Faults returns the armed faults of the shared vocabulary, counters as far as they have run down
-// (emukit.Admin).
-func (b *Backend) Faults() (emukit.Faults, error) {
+// (simulation.Admin).
+func (b *Backend) Faults() (simulation.Faults, error) {
 	f, err := b.AllFaults()
 	return f.Faults, err
 }
@@ -483,7 +483,7 @@ func (b *Backend) call(ctx context.Context, op string) error {
 		if err != nil {
 			return err
 		}
-		if !emukit.Delay(ctx, latency) {
+		if !simulation.Delay(ctx, latency) {
 			return ctx.Err()
 		}
 		if status == 0 {
@@ -497,11 +497,11 @@ func (b *Backend) call(ctx context.Context, op string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &he) && he.Status == http.StatusTooManyRequests:
-		return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected rate limit (HTTP 429), %d attempts", attempts)
+		return cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "injected rate limit (HTTP 429), %d attempts", attempts)
 	case errors.As(err, &he):
-		return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected API error (HTTP %d), %d attempts", he.Status, attempts)
+		return cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "injected API error (HTTP %d), %d attempts", he.Status, attempts)
 	case ctx.Err() != nil:
-		return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+		return cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op, err)
 	}
 	return err
 }
@@ -510,16 +510,16 @@ func (b *Backend) call(ctx context.Context, op string) error {
 // name: while an instance of that name is not deleted, Create returns it and starts nothing. A price
 // above req.MaxPricePerHour is a capacity error, as is an offer sold out, out of stock or gone from the
 // catalog; nothing is created then.
-func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	if req.MaxPricePerHour < 0 {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "max price %s must not be negative", req.MaxPricePerHour)
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "max price %s must not be negative", req.MaxPricePerHour)
 	}
 	if err := b.call(ctx, op); err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	var (
-		inst     controlplane.Instance
+		inst     cloudprovider.Instance
 		rec      *Record
 		existing bool
 		lost     bool
@@ -545,17 +545,17 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			}
 		}
 		if entry == nil {
-			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "offer %s/%s is no longer in the catalog", req.Offer.Region, req.Offer.InstanceType)
+			return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "offer %s/%s is no longer in the catalog", req.Offer.Region, req.Offer.InstanceType)
 		}
 		if f.SoldOut || entry.Available == 0 || slices.Contains(f.OutOfStock, entry.Region+"/"+entry.InstanceType) {
-			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "no capacity left for %s in %s", entry.InstanceType, entry.Region)
+			return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "no capacity left for %s in %s", entry.InstanceType, entry.Region)
 		}
 		price, err := money.FromFloat(entry.PricePerHour)
 		if err != nil {
-			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "offer %s/%s has no valid price: %v", entry.Region, entry.InstanceType, err)
+			return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "offer %s/%s has no valid price: %v", entry.Region, entry.InstanceType, err)
 		}
-		if req.MaxPricePerHour > 0 && price > req.MaxPricePerHour {
-			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "price %s is above the maximum %s", price.PerHour(), req.MaxPricePerHour.PerHour())
+		if err := cloudprovider.CheckPriceCap(CloudName, op, entry.InstanceType+" in "+entry.Region, price, req.MaxPricePerHour); err != nil {
+			return err
 		}
 		boot := b.cfg.BootTime
 		if f.BootTime != "" {
@@ -573,7 +573,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		}
 		created := now.UTC()
 		rec = &Record{
-			ID: "sbx-" + emukit.RandomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
+			ID: "sbx-" + simulation.RandomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
 			GPUType: b.inv.GPUType(CloudName, entry.GPU), GPU: entry.GPU, GPUCount: entry.GPUCount, Spot: entry.Spot,
 			PricePerHour: entry.PricePerHour, CreatedAt: created, RunningAt: created.Add(boot), FailBoot: f.TakeBootFailure(),
 			SSHKeys: req.SSHPublicKeys, Owner: Ownership{Token: req.Owner.Token, Resource: req.Owner.Resource},
@@ -588,14 +588,14 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		return err
 	})
 	if err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	if existing {
 		b.log.Debug("an instance with this name already exists; returning it", "name", req.Name, "id", inst.ID)
 		return inst, nil
 	}
 	if lost {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrOther, CloudName, op, "injected fault: the response was lost (HTTP 502)")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "injected fault: the response was lost (HTTP 502)")
 	}
 	b.log.Info("instance created", "id", rec.ID, "name", rec.Name, "region", rec.Region, "instance_type", rec.InstanceType)
 	if b.cfg.Machines != nil && !rec.FailBoot {
@@ -610,15 +610,15 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 
 // Get returns one instance. It changes nothing at the cloud: it only reports what time has made of the
 // instance (see toInstance).
-func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, error) {
 	const op = "reading instance"
 	if err := b.count(func(c *Counters) { c.InstanceGets++ }); err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	if err := b.call(ctx, op); err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
-	var inst controlplane.Instance
+	var inst cloudprovider.Instance
 	err := b.read(func(st *state, now time.Time) error {
 		for _, r := range st.Instances {
 			if r.ID == id {
@@ -627,27 +627,27 @@ func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, er
 				return err
 			}
 		}
-		return controlplane.Errorf(controlplane.ErrNotFound, CloudName, op, "instance %s not found", id)
+		return cloudprovider.Errorf(cloudprovider.ErrNotFound, CloudName, op, "instance %s not found", id)
 	})
 	return inst, err
 }
 
 // List returns the instances whose names start with prefix, terminated ones left out. Like Get it
 // changes nothing at the cloud.
-func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	if err := b.count(func(c *Counters) { c.InstanceLists++ }); err != nil {
 		return nil, err
 	}
 	if err := b.call(ctx, "listing instances"); err != nil {
 		return nil, err
 	}
-	var out []controlplane.Instance
+	var out []cloudprovider.Instance
 	err := b.read(func(st *state, now time.Time) error {
 		// The machines that have finished booting since the last read come up side by side, as a
 		// cloud's do: one after another, twenty machines took ten seconds to answer SSH.
 		var g errgroup.Group
 		g.SetLimit(bringUpAtOnce)
-		insts := make([]*controlplane.Instance, len(st.Instances))
+		insts := make([]*cloudprovider.Instance, len(st.Instances))
 		for i, r := range st.Instances {
 			if !strings.HasPrefix(r.Name, prefix) || r.gone(now) {
 				continue
@@ -721,7 +721,7 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 				return nil
 			}
 		}
-		return controlplane.Errorf(controlplane.ErrNotFound, CloudName, op, "instance %s not found", id)
+		return cloudprovider.Errorf(cloudprovider.ErrNotFound, CloudName, op, "instance %s not found", id)
 	})
 }
 
@@ -844,32 +844,32 @@ func (b *Backend) MachineDir(id string) string { return b.machineDir(id) }
 // made sure of here, when the sandbox runs machines (Create brought it up; see bootMachine), and it is
 // the only thing a read does at the cloud. Callers hold the sandbox lock, so a machine is never
 // brought up for an instance a concurrent Delete has just stopped.
-func (b *Backend) toInstance(r *Record, now time.Time) (controlplane.Instance, error) {
-	inst := controlplane.Instance{
+func (b *Backend) toInstance(r *Record, now time.Time) (cloudprovider.Instance, error) {
+	inst := cloudprovider.Instance{
 		ID: r.ID, Name: r.Name, Cloud: CloudName, Region: r.Region, InstanceType: r.InstanceType,
 		GPUType: r.GPUType, GPUCount: r.GPUCount, Spot: r.Spot, PricePerHour: recordPrice(r.PricePerHour), CreatedAt: r.CreatedAt,
-		Owner:    controlplane.Ownership{Resource: r.Owner.Resource, Token: r.Owner.Token, Confirmed: r.Owner.Confirmed},
-		Hardware: controlplane.Hardware{FormFactor: r.FormFactor, GPUMemoryGB: r.GPUMemoryGB, VCPUs: r.VCPUs, MemoryGB: r.MemoryGB},
+		Owner:    cloudprovider.Ownership{Resource: r.Owner.Resource, Token: r.Owner.Token, Confirmed: r.Owner.Confirmed},
+		Hardware: cloudprovider.Hardware{FormFactor: r.FormFactor, GPUMemoryGB: r.GPUMemoryGB, VCPUs: r.VCPUs, MemoryGB: r.MemoryGB},
 	}
 	switch {
 	case r.gone(now):
-		inst.Status, inst.CloudStatus = controlplane.StatusTerminated, "terminated"
+		inst.Status, inst.CloudStatus = cloudprovider.StatusTerminated, "terminated"
 	case !r.DeletedAt.IsZero():
-		inst.Status, inst.CloudStatus = controlplane.StatusRunning, "stopping"
+		inst.Status, inst.CloudStatus = cloudprovider.StatusRunning, "stopping"
 	case now.Before(r.RunningAt):
-		inst.Status, inst.CloudStatus = controlplane.StatusPending, "booting"
+		inst.Status, inst.CloudStatus = cloudprovider.StatusPending, "booting"
 	case r.FailBoot:
-		inst.Status, inst.CloudStatus, inst.Message = controlplane.StatusError, "failed", "injected fault: the machine failed to boot"
+		inst.Status, inst.CloudStatus, inst.Message = cloudprovider.StatusError, "failed", "injected fault: the machine failed to boot"
 	default:
-		inst.Status, inst.CloudStatus = controlplane.StatusRunning, "running"
+		inst.Status, inst.CloudStatus = cloudprovider.StatusRunning, "running"
 		if b.cfg.Machines != nil {
 			ep, err := b.cfg.Machines.Start(b.machineDir(r.ID), *r)
 			if err != nil {
-				return inst, controlplane.NewError(controlplane.ErrOther, CloudName, "starting the simulated machine", err)
+				return inst, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, "starting the simulated machine", err)
 			}
 			inst.SSH = &ep
 		} else {
-			inst.SSH = &controlplane.SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"}
+			inst.SSH = &cloudprovider.SSHEndpoint{Host: "127.0.0.1", Port: 22, User: "root"}
 		}
 	}
 	return inst, nil

@@ -11,9 +11,9 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func newBackend(t *testing.T, dir string, boot time.Duration) *Backend {
@@ -32,7 +32,7 @@ func newBackendWith(t *testing.T, cfg Config) *Backend {
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
-func offerFor(t *testing.T, b *Backend, gpuType string, count int) controlplane.Offer {
+func offerFor(t *testing.T, b *Backend, gpuType string, count int) cloudprovider.Offer {
 	t.Helper()
 	offers, err := b.Offers(context.Background())
 	if err != nil {
@@ -44,7 +44,7 @@ func offerFor(t *testing.T, b *Backend, gpuType string, count int) controlplane.
 		}
 	}
 	t.Fatalf("no %dx %s offer", count, gpuType)
-	return controlplane.Offer{}
+	return cloudprovider.Offer{}
 }
 
 // TestLifecycleSharedAcrossProcesses: two handles on one directory stand for two provider processes
@@ -57,12 +57,12 @@ func TestLifecycleSharedAcrossProcesses(t *testing.T) {
 	if o.PricePerHour != money.MustFromFloat(2.49) || o.InstanceType != "sbx.h100.1x" {
 		t.Fatalf("default catalog changed: %+v", o)
 	}
-	owner := controlplane.Ownership{Resource: "x", Token: "k3j5q2xa"}
-	inst, err := a.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-x--k3j5q2xa", Offer: o, Owner: owner})
-	if err != nil || inst.Status != controlplane.StatusPending || inst.Owner != owner {
+	owner := cloudprovider.Ownership{Resource: "x", Token: "k3j5q2xa"}
+	inst, err := a.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-x--k3j5q2xa", Offer: o, Owner: owner})
+	if err != nil || inst.Status != cloudprovider.StatusPending || inst.Owner != owner {
 		t.Fatalf("Create = %+v, %v", inst, err)
 	}
-	again, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-x--k3j5q2xa", Offer: o, Owner: owner})
+	again, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-x--k3j5q2xa", Offer: o, Owner: owner})
 	if err != nil || again.ID != inst.ID {
 		t.Fatalf("a create of the same name in another process = %+v, %v; want the first instance", again, err)
 	}
@@ -71,7 +71,7 @@ func TestLifecycleSharedAcrossProcesses(t *testing.T) {
 	}
 	time.Sleep(80 * time.Millisecond)
 	got, err := a.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusRunning || got.SSH == nil || !got.Owner.Confirmed {
+	if err != nil || got.Status != cloudprovider.StatusRunning || got.SSH == nil || !got.Owner.Confirmed {
 		t.Fatalf("after boot: %+v, %v", got, err)
 	}
 	list, err := b.List(ctx, "sbx-vm-")
@@ -82,7 +82,7 @@ func TestLifecycleSharedAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond)
-	if got, err := a.Get(ctx, inst.ID); err != nil || got.Status != controlplane.StatusTerminated {
+	if got, err := a.Get(ctx, inst.ID); err != nil || got.Status != cloudprovider.StatusTerminated {
 		t.Fatalf("after delete: %+v, %v", got, err)
 	}
 	if n, _ := a.CreatedCount(); n != 1 {
@@ -102,7 +102,7 @@ type fakeMachines struct {
 	gate chan struct{}
 }
 
-func (m *fakeMachines) Start(dir string, _ Record) (controlplane.SSHEndpoint, error) {
+func (m *fakeMachines) Start(dir string, _ Record) (cloudprovider.SSHEndpoint, error) {
 	if m.gate != nil {
 		<-m.gate
 	}
@@ -110,7 +110,7 @@ func (m *fakeMachines) Start(dir string, _ Record) (controlplane.SSHEndpoint, er
 	defer m.mu.Unlock()
 	m.running[dir] = true
 	m.starts++
-	return controlplane.SSHEndpoint{Host: "127.0.0.1", Port: 2222, User: "root"}, nil
+	return cloudprovider.SSHEndpoint{Host: "127.0.0.1", Port: 2222, User: "root"}, nil
 }
 
 func (m *fakeMachines) Stop(dir string) error {
@@ -129,12 +129,12 @@ func TestDeletedInstancesKeepNoMachine(t *testing.T) {
 	b := newBackendWith(t, Config{Dir: t.TempDir(), BootTime: time.Hour, DeleteTime: time.Hour, Machines: m})
 	ctx := context.Background()
 	o := offerFor(t, b, "l4", 1)
-	slow, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-slow", Offer: o})
+	slow, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-slow", Offer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.WaitBooting()
-	if got, err := b.Get(ctx, slow.ID); err != nil || got.SSH != nil || got.Status != controlplane.StatusPending {
+	if got, err := b.Get(ctx, slow.ID); err != nil || got.SSH != nil || got.Status != cloudprovider.StatusPending {
 		t.Fatalf("a booting instance: %+v, %v; want pending without an SSH endpoint", got, err)
 	}
 	m.mu.Lock()
@@ -143,10 +143,10 @@ func TestDeletedInstancesKeepNoMachine(t *testing.T) {
 	if !up {
 		t.Fatal("the machine of a booting instance was not brought up")
 	}
-	if err := b.SetAllFaults(Faults{Faults: emukit.Faults{BootFailures: 1}}); err != nil {
+	if err := b.SetAllFaults(Faults{Faults: simulation.Faults{BootFailures: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	failed, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-fails", Offer: o})
+	failed, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-fails", Offer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestDeletedInstancesKeepNoMachine(t *testing.T) {
 	}
 	// A Delete that stops the machine before the create's bring-up has started it.
 	m.gate = make(chan struct{})
-	late, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-late", Offer: o})
+	late, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-late", Offer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestDeletedInstancesKeepNoMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 20 {
-		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-r" + strings.Repeat("x", i), Offer: o})
+		inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-r" + strings.Repeat("x", i), Offer: o})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,19 +214,19 @@ func TestFaults(t *testing.T) {
 	cases := []struct {
 		name   string
 		faults Faults
-		check  func(t *testing.T, b *Backend, o controlplane.Offer)
+		check  func(t *testing.T, b *Backend, o cloudprovider.Offer)
 	}{
-		{"out of stock at create", Faults{OutOfStock: []string{"sbx-eu-1/sbx.l4.1x"}}, func(t *testing.T, b *Backend, o controlplane.Offer) {
-			if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o}); !controlplane.IsCapacity(err) {
+		{"out of stock at create", Faults{OutOfStock: []string{"sbx-eu-1/sbx.l4.1x"}}, func(t *testing.T, b *Backend, o cloudprovider.Offer) {
+			if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: o}); !cloudprovider.IsCapacity(err) {
 				t.Fatalf("want a capacity error, got %v", err)
 			}
 			other := o
 			other.Region = "sbx-us-1"
-			if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: other}); err != nil {
+			if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: other}); err != nil {
 				t.Fatalf("another region: %v", err)
 			}
 		}},
-		{"server errors are retried and used up", Faults{Faults: emukit.Faults{ServerErrors: 2}}, func(t *testing.T, b *Backend, _ controlplane.Offer) {
+		{"server errors are retried and used up", Faults{Faults: simulation.Faults{ServerErrors: 2}}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
 			if _, err := b.List(ctx, ""); err != nil {
 				t.Fatalf("List through 2 server errors: %v", err)
 			}
@@ -234,50 +234,50 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("faults left %+v", f)
 			}
 		}},
-		{"a server error storm fails the call", Faults{Faults: emukit.Faults{ServerErrors: 100}}, func(t *testing.T, b *Backend, _ controlplane.Offer) {
+		{"a server error storm fails the call", Faults{Faults: simulation.Faults{ServerErrors: 100}}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
 			_, err := b.Offers(ctx)
-			if controlplane.KindOf(err) != controlplane.ErrOther || !strings.Contains(err.Error(), "sandbox: listing offers: injected API error") {
+			if cloudprovider.KindOf(err) != cloudprovider.ErrOther || !strings.Contains(err.Error(), "sandbox: listing offers: injected API error") {
 				t.Fatalf("want an unclassified injected API error, got %v", err)
 			}
 			if f, _ := b.Faults(); f.ServerErrors != 100-attempts {
 				t.Fatalf("%d server errors left, want %d", f.ServerErrors, 100-attempts)
 			}
 		}},
-		{"boot failures are counted", Faults{Faults: emukit.Faults{BootFailures: 1}, BootTime: "1ms"}, func(t *testing.T, b *Backend, o controlplane.Offer) {
-			bad, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o})
+		{"boot failures are counted", Faults{Faults: simulation.Faults{BootFailures: 1}, BootTime: "1ms"}, func(t *testing.T, b *Backend, o cloudprovider.Offer) {
+			bad, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: o})
 			if err != nil {
 				t.Fatal(err)
 			}
-			good, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-b", Offer: o})
+			good, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-b", Offer: o})
 			if err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(5 * time.Millisecond)
-			if got, _ := b.Get(ctx, bad.ID); got.Status != controlplane.StatusError || got.Message == "" {
+			if got, _ := b.Get(ctx, bad.ID); got.Status != cloudprovider.StatusError || got.Message == "" {
 				t.Fatalf("want error status with a message, got %+v", got)
 			}
-			if got, _ := b.Get(ctx, good.ID); got.Status != controlplane.StatusRunning {
+			if got, _ := b.Get(ctx, good.ID); got.Status != cloudprovider.StatusRunning {
 				t.Fatalf("the second machine must boot: %+v", got)
 			}
 		}},
-		{"slow boot", Faults{BootTime: "1h"}, func(t *testing.T, b *Backend, o controlplane.Offer) {
-			inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o})
+		{"slow boot", Faults{BootTime: "1h"}, func(t *testing.T, b *Backend, o cloudprovider.Offer) {
+			inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: o})
 			if err != nil || !inst.CreatedAt.Add(time.Hour).After(time.Now().Add(50*time.Minute)) {
 				t.Fatalf("Create = %+v, %v", inst, err)
 			}
 			time.Sleep(5 * time.Millisecond)
-			if got, _ := b.Get(ctx, inst.ID); got.Status != controlplane.StatusPending {
+			if got, _ := b.Get(ctx, inst.ID); got.Status != cloudprovider.StatusPending {
 				t.Fatalf("want pending, got %+v", got)
 			}
 		}},
-		{"slow offers respect the context", Faults{OffersDelay: "1m"}, func(t *testing.T, b *Backend, _ controlplane.Offer) {
+		{"slow offers respect the context", Faults{OffersDelay: "1m"}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
 			c, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 			defer cancel()
 			if _, err := b.Offers(c); err == nil {
 				t.Fatal("Offers ignored the context")
 			}
 		}},
-		{"latency respects the context", Faults{Faults: emukit.Faults{Latency: emukit.Duration(time.Minute)}}, func(t *testing.T, b *Backend, _ controlplane.Offer) {
+		{"latency respects the context", Faults{Faults: simulation.Faults{Latency: simulation.Duration(time.Minute)}}, func(t *testing.T, b *Backend, _ cloudprovider.Offer) {
 			c, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 			defer cancel()
 			if _, err := b.List(c, ""); err == nil {
@@ -311,14 +311,14 @@ func TestFaultsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := emukit.Faults{RateLimited: 1, RetryAfterSeconds: 2, ServerErrors: 3, LoseCreateResponses: 4, BootFailures: 5, SoldOut: true, Latency: emukit.Duration(time.Millisecond)}
+	want := simulation.Faults{RateLimited: 1, RetryAfterSeconds: 2, ServerErrors: 3, LoseCreateResponses: 4, BootFailures: 5, SoldOut: true, Latency: simulation.Duration(time.Millisecond)}
 	if f.Faults != want || len(f.OutOfStock) != 1 || f.OffersDelay != "2s" || f.BootTime != "3s" {
 		t.Fatalf("read %+v", f)
 	}
-	if err := b.SetFaults(emukit.Faults{ServerErrors: 1}); err != nil {
+	if err := b.SetFaults(simulation.Faults{ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := b.AllFaults(); f.Faults != (emukit.Faults{ServerErrors: 1}) || len(f.OutOfStock) != 1 || f.BootTime != "3s" {
+	if f, _ := b.AllFaults(); f.Faults != (simulation.Faults{ServerErrors: 1}) || len(f.OutOfStock) != 1 || f.BootTime != "3s" {
 		t.Fatalf("after SetFaults: %+v", f)
 	}
 }
@@ -342,17 +342,17 @@ func TestCatalogEdits(t *testing.T) {
 		t.Fatalf("offer %+v", o)
 	}
 	ctx := context.Background()
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-c", Offer: o, MaxPricePerHour: money.MustFromFloat(0.10)}); !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "price $0.11/h is above the maximum $0.10/h") {
+	if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-c", Offer: o, MaxPricePerHour: money.MustFromFloat(0.10)}); !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), "now costs $0.11/h, above the maximum $0.10/h") {
 		t.Fatalf("above the max price: %v, want a capacity error", err)
 	}
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-a", Offer: o, MaxPricePerHour: money.MustFromFloat(0.11)}); err != nil {
+	if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: o, MaxPricePerHour: money.MustFromFloat(0.11)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-b", Offer: o}); err != nil {
+	if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-b", Offer: o}); err != nil {
 		t.Fatal(err)
 	}
 	// The last unit was taken.
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-d", Offer: o}); !controlplane.IsCapacity(err) {
+	if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-d", Offer: o}); !cloudprovider.IsCapacity(err) {
 		t.Fatalf("want capacity error, got %v", err)
 	}
 	// The price moved after the plan: the create pays the catalog's price now.
@@ -364,7 +364,7 @@ func TestCatalogEdits(t *testing.T) {
 	if err := b.SetCatalog(c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Create(ctx, controlplane.CreateRequest{Name: "sbx-vm-e", Offer: o, MaxPricePerHour: money.MustFromFloat(0.2)}); !controlplane.IsCapacity(err) {
+	if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-e", Offer: o, MaxPricePerHour: money.MustFromFloat(0.2)}); !cloudprovider.IsCapacity(err) {
 		t.Fatalf("a price raised above the cap after the plan: %v, want a capacity error", err)
 	}
 	if n, _ := b.CreatedCount(); n != 2 {

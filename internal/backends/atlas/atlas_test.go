@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 const testToken = "atlas-test-token"
@@ -48,10 +49,10 @@ func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
-// wantKind fails the test unless err is a controlplane error of kind.
+// wantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
 var wantKind = backendtest.WantKind
 
-func offer(t *testing.T, offers []controlplane.Offer, instanceType string) controlplane.Offer {
+func offer(t *testing.T, offers []cloudprovider.Offer, instanceType string) cloudprovider.Offer {
 	t.Helper()
 	for _, o := range offers {
 		if o.InstanceType == instanceType {
@@ -59,11 +60,11 @@ func offer(t *testing.T, offers []controlplane.Offer, instanceType string) contr
 		}
 	}
 	t.Fatalf("no offer %s in %+v", instanceType, offers)
-	return controlplane.Offer{}
+	return cloudprovider.Offer{}
 }
 
-func req(o controlplane.Offer, name string) controlplane.CreateRequest {
-	return controlplane.CreateRequest{Name: name, Offer: o, SSHPublicKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydra user@host"}}
+func req(o cloudprovider.Offer, name string) cloudprovider.CreateRequest {
+	return cloudprovider.CreateRequest{Name: name, Offer: o, SSHPublicKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydra user@host"}}
 }
 
 // TestOffers: the emulator's default catalog mapped onto offers. Its sold-out rtx6000ada.2x is listed
@@ -146,7 +147,7 @@ func TestStatusesAndHostKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "provisioning" || inst.GPUType != "l40s" ||
+	if inst.Status != cloudprovider.StatusPending || inst.CloudStatus != "provisioning" || inst.GPUType != "l40s" ||
 		inst.PricePerHour != money.MustFromFloat(1.6) || inst.SSH != nil || inst.HostKey != "" || inst.Region != "ams1" {
 		t.Fatalf("created %+v", inst)
 	}
@@ -156,10 +157,10 @@ func TestStatusesAndHostKey(t *testing.T) {
 	steps := []struct {
 		advance time.Duration
 		cloud   string
-		want    controlplane.Status
+		want    cloudprovider.Status
 	}{
-		{15 * time.Second, "booting", controlplane.StatusPending},
-		{20 * time.Second, "active", controlplane.StatusRunning},
+		{15 * time.Second, "booting", cloudprovider.StatusPending},
+		{20 * time.Second, "active", cloudprovider.StatusRunning},
 	}
 	for _, s := range steps {
 		e.clock.Advance(s.advance)
@@ -170,8 +171,8 @@ func TestStatusesAndHostKey(t *testing.T) {
 		if got.CloudStatus != s.cloud || got.Status != s.want {
 			t.Fatalf("after %v: %s/%s", s.advance, got.CloudStatus, got.Status)
 		}
-		if s.want == controlplane.StatusRunning {
-			if got.SSH == nil || *got.SSH != (controlplane.SSHEndpoint{Host: "10.20.0.15", Port: 2222, User: "ubuntu"}) || got.HostKey != "ssh-ed25519 AAAAhostkey" {
+		if s.want == cloudprovider.StatusRunning {
+			if got.SSH == nil || *got.SSH != (cloudprovider.SSHEndpoint{Host: "10.20.0.15", Port: 2222, User: "ubuntu"}) || got.HostKey != "ssh-ed25519 AAAAhostkey" {
 				t.Fatalf("running without endpoint or host key: %+v %q", got.SSH, got.HostKey)
 			}
 		}
@@ -180,14 +181,14 @@ func TestStatusesAndHostKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := b.Get(ctx, inst.ID)
-	if got.CloudStatus != "terminating" || got.Status != controlplane.StatusPending || got.SSH != nil {
+	if got.CloudStatus != "terminating" || got.Status != cloudprovider.StatusPending || got.SSH != nil {
 		t.Fatalf("deleting: %+v", got)
 	}
 	if err := b.Delete(ctx, inst.ID); err != nil {
 		t.Fatalf("deleting a terminating instance again: %v", err)
 	}
 	e.clock.Advance(10 * time.Second)
-	if got, _ = b.Get(ctx, inst.ID); got.Status != controlplane.StatusTerminated {
+	if got, _ = b.Get(ctx, inst.ID); got.Status != cloudprovider.StatusTerminated {
 		t.Fatalf("terminated: %+v", got)
 	}
 	if list, _ := b.List(ctx, "atlas-vm-"); len(list) != 0 {
@@ -195,7 +196,7 @@ func TestStatusesAndHostKey(t *testing.T) {
 	}
 	e.clock.Advance(2 * time.Hour)
 	_, err = b.Get(ctx, inst.ID)
-	wantKind(t, err, controlplane.ErrNotFound)
+	wantKind(t, err, cloudprovider.ErrNotFound)
 	if err := b.Delete(ctx, inst.ID); err != nil {
 		t.Fatalf("deleting a purged instance: %v, want success", err)
 	}
@@ -210,10 +211,10 @@ func TestStatusesAndHostKey(t *testing.T) {
 func TestCreateRetried(t *testing.T) {
 	tests := []struct {
 		name   string
-		faults emukit.Faults
+		faults simulation.Faults
 	}{
-		{"500 storm during create", emukit.Faults{ServerErrors: 3}},
-		{"429 storm during create", emukit.Faults{RateLimited: 3, RetryAfterSeconds: 1}},
+		{"500 storm during create", simulation.Faults{ServerErrors: 3}},
+		{"429 storm during create", simulation.Faults{RateLimited: 3, RetryAfterSeconds: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,19 +238,19 @@ func TestCreateErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(*env)
-		mut   func(*controlplane.CreateRequest)
-		want  controlplane.ErrorKind
+		mut   func(*cloudprovider.CreateRequest)
+		want  cloudprovider.ErrorKind
 		text  string
 	}{
-		{"type sold out", func(e *env) { _ = e.emu.SetAvailable("l40s.1x", "ams1", 0) }, nil, controlplane.ErrCapacity, "no_capacity"},
-		{"quota", func(e *env) { _ = e.emu.SetAllFaults(emu.Faults{QuotaExceeded: true}) }, nil, controlplane.ErrQuota, "quota"},
-		{"bad name", func(*env) {}, func(r *controlplane.CreateRequest) { r.Name = "Atlas_VM" }, controlplane.ErrInvalid, "name must be"},
-		{"no keys", func(*env) {}, func(r *controlplane.CreateRequest) { r.SSHPublicKeys = nil }, controlplane.ErrInvalid, "ssh_public_keys"},
-		{"bad label", func(*env) {}, func(r *controlplane.CreateRequest) {
-			r.Owner = controlplane.Ownership{Resource: strings.Repeat("x", 300), Token: "abcdefgh"}
-		}, controlplane.ErrInvalid, "labels"},
+		{"type sold out", func(e *env) { _ = e.emu.SetAvailable("l40s.1x", "ams1", 0) }, nil, cloudprovider.ErrCapacity, "no_capacity"},
+		{"quota", func(e *env) { _ = e.emu.SetAllFaults(emu.Faults{QuotaExceeded: true}) }, nil, cloudprovider.ErrQuota, "quota"},
+		{"bad name", func(*env) {}, func(r *cloudprovider.CreateRequest) { r.Name = "Atlas_VM" }, cloudprovider.ErrInvalid, "name must be"},
+		{"no keys", func(*env) {}, func(r *cloudprovider.CreateRequest) { r.SSHPublicKeys = nil }, cloudprovider.ErrInvalid, "ssh_public_keys"},
+		{"bad label", func(*env) {}, func(r *cloudprovider.CreateRequest) {
+			r.Owner = cloudprovider.Ownership{Resource: strings.Repeat("x", 300), Token: "abcdefgh"}
+		}, cloudprovider.ErrInvalid, "labels"},
 		// The cap applies to the list price Atlas bills ($1.60), not to the ranking price ($0.80).
-		{"cap below the list price", func(*env) {}, func(r *controlplane.CreateRequest) { r.MaxPricePerHour = money.MustFromFloat(1.5) }, controlplane.ErrCapacity, "price_above_max"},
+		{"cap below the list price", func(*env) {}, func(r *cloudprovider.CreateRequest) { r.MaxPricePerHour = money.MustFromFloat(1.5) }, cloudprovider.ErrCapacity, "price_above_max"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,7 +287,7 @@ func TestPriceCapIsTheListPrice(t *testing.T) {
 		r = req(o, "atlas-vm-capped2")
 		r.MaxPricePerHour = money.MustFromFloat(1.59)
 		_, err := b.Create(context.Background(), r)
-		wantKind(t, err, controlplane.ErrCapacity)
+		wantKind(t, err, cloudprovider.ErrCapacity)
 		if n := e.emu.CreateCount(); n != 1 {
 			t.Fatalf("factor %v: %d created, want 1", factor, n)
 		}
@@ -301,7 +302,7 @@ func TestOwnershipLabels(t *testing.T) {
 	ctx := context.Background()
 	offers, _ := b.Offers(ctx)
 	r := req(offer(t, offers, "l4.1x"), "atlas-vm-web--k3j5q2xa")
-	r.Owner = controlplane.Ownership{Resource: "web", Token: "k3j5q2xa"}
+	r.Owner = cloudprovider.Ownership{Resource: "web", Token: "k3j5q2xa"}
 	inst, err := b.Create(ctx, r)
 	if err != nil {
 		t.Fatal(err)
@@ -326,16 +327,16 @@ func TestOwnershipLabels(t *testing.T) {
 		t.Fatalf("labels after confirmation %v, want %v", got, want)
 	}
 	list, err := b.List(ctx, "atlas-vm-web--")
-	if err != nil || len(list) != 1 || list[0].Owner != (controlplane.Ownership{Resource: "web", Token: "k3j5q2xa", Confirmed: true}) {
+	if err != nil || len(list) != 1 || list[0].Owner != (cloudprovider.Ownership{Resource: "web", Token: "k3j5q2xa", Confirmed: true}) {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
 	// A create without a record stores no labels; its owner stays empty.
 	plain, err := b.Create(ctx, req(offer(t, offers, "l4.1x"), "atlas-vm-plain"))
-	if err != nil || plain.Owner != (controlplane.Ownership{}) {
+	if err != nil || plain.Owner != (cloudprovider.Ownership{}) {
 		t.Fatalf("plain create = %+v, %v", plain, err)
 	}
 	err = b.ConfirmOwnership(ctx, "i-missing")
-	wantKind(t, err, controlplane.ErrNotFound)
+	wantKind(t, err, cloudprovider.ErrNotFound)
 }
 
 func TestAuthAndRetries(t *testing.T) {
@@ -350,26 +351,26 @@ func TestAuthAndRetries(t *testing.T) {
 		t.Fatal("401 must not be retried")
 	}
 	_, err = e.backend(t, func(c *Config) { c.Token = "" }).Offers(context.Background())
-	wantKind(t, err, controlplane.ErrAuth)
+	wantKind(t, err, cloudprovider.ErrAuth)
 
 	b := e.backend(t, nil)
 	e.Count.Store(0)
 	_, err = b.Get(context.Background(), "i-missing")
-	wantKind(t, err, controlplane.ErrNotFound)
+	wantKind(t, err, cloudprovider.ErrNotFound)
 	if e.Count.Load() != 1 {
 		t.Fatal("404 must not be retried")
 	}
 	e.Count.Store(0)
-	_ = e.emu.SetFaults(emukit.Faults{ServerErrors: 2, RateLimited: 1})
+	_ = e.emu.SetFaults(simulation.Faults{ServerErrors: 2, RateLimited: 1})
 	if _, err := b.Offers(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if e.Count.Load() != 4 {
 		t.Fatalf("%d requests, want 4 (429, 500, 500, ok)", e.Count.Load())
 	}
-	_ = e.emu.SetFaults(emukit.Faults{ServerErrors: 20})
+	_ = e.emu.SetFaults(simulation.Faults{ServerErrors: 20})
 	_, err = b.Offers(context.Background())
-	wantKind(t, err, controlplane.ErrOther)
+	wantKind(t, err, cloudprovider.ErrOther)
 }
 
 func TestSharedRateLimit(t *testing.T) {
@@ -405,21 +406,21 @@ func TestListPagination(t *testing.T) {
 }
 
 func TestMapStatus(t *testing.T) {
-	ssh := &controlplane.SSHEndpoint{Host: "h", Port: 22, User: "u"}
+	ssh := &cloudprovider.SSHEndpoint{Host: "h", Port: 22, User: "u"}
 	tests := []struct {
 		status string
-		ssh    *controlplane.SSHEndpoint
-		want   controlplane.Status
+		ssh    *cloudprovider.SSHEndpoint
+		want   cloudprovider.Status
 	}{
-		{"provisioning", nil, controlplane.StatusPending},
-		{"booting", nil, controlplane.StatusPending},
-		{"active", nil, controlplane.StatusPending},
-		{"active", ssh, controlplane.StatusRunning},
-		{"ACTIVE", ssh, controlplane.StatusRunning},
-		{"failed", nil, controlplane.StatusError},
-		{"terminating", nil, controlplane.StatusPending},
-		{"terminated", nil, controlplane.StatusTerminated},
-		{"rebooting", ssh, controlplane.StatusPending},
+		{"provisioning", nil, cloudprovider.StatusPending},
+		{"booting", nil, cloudprovider.StatusPending},
+		{"active", nil, cloudprovider.StatusPending},
+		{"active", ssh, cloudprovider.StatusRunning},
+		{"ACTIVE", ssh, cloudprovider.StatusRunning},
+		{"failed", nil, cloudprovider.StatusError},
+		{"terminating", nil, cloudprovider.StatusPending},
+		{"terminated", nil, cloudprovider.StatusTerminated},
+		{"rebooting", ssh, cloudprovider.StatusPending},
 	}
 	for _, tt := range tests {
 		if got := mapStatus(tt.status, tt.ssh); got != tt.want {

@@ -12,10 +12,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
@@ -50,12 +51,12 @@ type Backend struct {
 	factor float64
 
 	mu       sync.Mutex
-	hardware map[string]controlplane.Hardware // "region/instance type" -> hardware, from the last Offers
+	hardware map[string]cloudprovider.Hardware // "region/instance type" -> hardware, from the last Offers
 }
 
 var (
-	_ controlplane.InstanceManagerBackend = (*Backend)(nil)
-	_ controlplane.OwnershipConfirmer     = (*Backend)(nil)
+	_ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
+	_ cloudprovider.OwnershipConfirmer     = (*Backend)(nil)
 )
 
 // New builds the backend.
@@ -74,7 +75,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{client: c, inv: inv, log: logger.Named(CloudName), factor: cfg.PriceFactor, hardware: map[string]controlplane.Hardware{}}, nil
+	return &Backend{client: c, inv: inv, log: logger.Named(CloudName), factor: cfg.PriceFactor, hardware: map[string]cloudprovider.Hardware{}}, nil
 }
 
 // Client returns the backend's REST client.
@@ -89,13 +90,13 @@ func (b *Backend) Cloud() string { return CloudName }
 // reports it and never ranks it). A sold-out entry (available 0) is listed with Available 0: the control
 // plane shows it as not eligible, with its price. Entries without a GPU and counts above the type's
 // maximum are dropped.
-func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	entries, err := b.client.Offers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []controlplane.Offer
-	hw := map[string]controlplane.Hardware{}
+	var out []cloudprovider.Offer
+	hw := map[string]cloudprovider.Hardware{}
 	for _, e := range entries {
 		hw[e.Region+"/"+e.InstanceType] = offerHardware(e)
 		gpuType := b.inv.GPUType(CloudName, e.GPUModel)
@@ -113,7 +114,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			continue
 		}
 		rank := price.Times(b.factor)
-		out = append(out, controlplane.Offer{
+		out = append(out, cloudprovider.Offer{
 			Cloud:        CloudName,
 			Region:       e.Region,
 			InstanceType: e.InstanceType,
@@ -149,8 +150,8 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 // offerHardware is what an offer says of its machines: gpu_memory_gb (one GPU; else as gpu_model names
 // it), vcpus and memory_gb, and the form factor as gpu_model, nvidia-smi's name, states it ("NVIDIA
 // L40S" is a PCIe card, "NVIDIA H100 80GB HBM3" the SXM5 module; "NVIDIA A100 80GB" does not say).
-func offerHardware(e OfferEntry) controlplane.Hardware {
-	hw := controlplane.Hardware{
+func offerHardware(e OfferEntry) cloudprovider.Hardware {
+	hw := cloudprovider.Hardware{
 		FormFactor:  gpuname.FormFactor(e.GPUModel),
 		GPUMemoryGB: max(e.GPUMemoryGB, 0),
 		VCPUs:       max(e.VCPUs, 0),
@@ -169,13 +170,13 @@ func offerHardware(e OfferEntry) controlplane.Hardware {
 // A cap (req.MaxPricePerHour) is sent with the create and enforced by Atlas against the list price at
 // that moment, the price Atlas bills: PriceFactor only ranks offers and never discounts the cap. Above
 // it Atlas answers 422 price_above_max, creates nothing, and Create returns ErrCapacity.
-func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	if req.Name == "" || req.Offer.InstanceType == "" || req.Offer.Region == "" {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "name, instance type and region are required")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "name, instance type and region are required")
 	}
 	if req.MaxPricePerHour < 0 {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "max price %v must not be negative", req.MaxPricePerHour)
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "max price %v must not be negative", req.MaxPricePerHour)
 	}
 	var keys []string
 	for _, k := range req.SSHPublicKeys {
@@ -186,16 +187,16 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	var labels map[string]string
 	if req.Owner.Token != "" {
 		labels = map[string]string{}
-		for _, kv := range controlplane.OwnerLabels(req.Owner) {
+		for _, kv := range cloudprovider.OwnerLabels(req.Owner) {
 			labels[kv[0]] = kv[1]
 		}
 	}
-	inst, existed, err := b.client.CreateInstance(ctx, CreateRequest{
+	inst, existed, err := b.client.CreateInstance(ctx, atlasapi.CreateRequest{
 		Name: req.Name, InstanceType: req.Offer.InstanceType, Region: req.Offer.Region, SSHPublicKeys: keys,
 		Labels: labels, MaxPricePerHour: req.MaxPricePerHour.Float64(),
 	})
 	if err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	if existed {
 		b.log.Debug("an instance with this name already existed; returning it", "name", req.Name, "id", inst.ID)
@@ -207,10 +208,10 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	return out, nil
 }
 
-func (b *Backend) toInstance(i Instance) controlplane.Instance {
-	var ssh *controlplane.SSHEndpoint
+func (b *Backend) toInstance(i Instance) cloudprovider.Instance {
+	var ssh *cloudprovider.SSHEndpoint
 	if i.SSH != nil && i.SSH.Host != "" {
-		ssh = &controlplane.SSHEndpoint{Host: i.SSH.Host, Port: i.SSH.Port, User: i.SSH.User}
+		ssh = &cloudprovider.SSHEndpoint{Host: i.SSH.Host, Port: i.SSH.Port, User: i.SSH.User}
 		if ssh.Port == 0 {
 			ssh.Port = 22
 		}
@@ -219,20 +220,20 @@ func (b *Backend) toInstance(i Instance) controlplane.Instance {
 		}
 	}
 	st := mapStatus(i.Status, ssh)
-	inst := controlplane.Instance{
+	inst := cloudprovider.Instance{
 		ID: i.ID, Name: i.Name, Cloud: CloudName, Region: i.Region, InstanceType: i.InstanceType,
 		GPUType: b.inv.GPUType(CloudName, i.GPUModel), GPUCount: i.GPUCount,
 		Hardware:     b.instanceHardware(i),
 		PricePerHour: usd(i.PricePerHour),
 		Status:       st, CloudStatus: i.Status, SSH: ssh, HostKey: strings.TrimSpace(i.HostKey), CreatedAt: i.CreatedAt,
 	}
-	if st == controlplane.StatusError {
+	if st == cloudprovider.StatusError {
 		inst.Message = i.StatusMessage
 		if inst.Message == "" {
 			inst.Message = "the instance failed"
 		}
 	}
-	if o, ok := controlplane.OwnerFromLabels(func(k string) (string, bool) { v, ok := i.Labels[k]; return v, ok }); ok {
+	if o, ok := cloudprovider.OwnerFromLabels(func(k string) (string, bool) { v, ok := i.Labels[k]; return v, ok }); ok {
 		inst.Owner = o
 	}
 	return inst
@@ -241,8 +242,8 @@ func (b *Backend) toInstance(i Instance) controlplane.Instance {
 // instanceHardware is what Atlas says of an instance's machine. The instance answer names only its
 // gpu_model (form factor, and GPU memory where the name states it); the rest comes from the offer of
 // its instance type and region as the last Offers listed it (zero when Offers has not seen it).
-func (b *Backend) instanceHardware(i Instance) controlplane.Hardware {
-	hw := controlplane.Hardware{
+func (b *Backend) instanceHardware(i Instance) cloudprovider.Hardware {
+	hw := cloudprovider.Hardware{
 		FormFactor:  gpuname.FormFactor(i.GPUModel),
 		GPUMemoryGB: gpuname.MemoryGB(i.GPUModel),
 	}
@@ -256,12 +257,12 @@ func (b *Backend) instanceHardware(i Instance) controlplane.Hardware {
 }
 
 // Get returns one instance.
-func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, error) {
 	return backendkit.Get(ctx, id, b.client.Instance, b.toInstance)
 }
 
 // List returns the live instances whose name starts with prefix.
-func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	// The server filters too; check again rather than trust it.
 	read := func(ctx context.Context) ([]Instance, error) { return b.client.Instances(ctx, prefix) }
 	return backendkit.List(ctx, prefix, read, func(i Instance) string { return i.Name }, b.toInstance)
@@ -271,7 +272,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 // 202); one that is terminated or unknown (Atlas answers 404) is gone, which is success too.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	_, err := b.client.DeleteInstance(ctx, id)
-	if controlplane.IsNotFound(err) {
+	if cloudprovider.IsNotFound(err) {
 		b.log.Debug("instance already gone", "id", id)
 		return nil
 	}
@@ -283,7 +284,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 // instance is ErrNotFound.
 func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 	confirmed := "true"
-	_, err := b.client.UpdateLabels(ctx, id, map[string]*string{controlplane.LabelConfirmed: &confirmed})
+	_, err := b.client.UpdateLabels(ctx, id, map[string]*string{cloudprovider.LabelConfirmed: &confirmed})
 	return err
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // CloudName is the backend's name in pools.yml and api_names.
@@ -55,7 +55,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	rc, err := restclient.New(restclient.Config{
 		Cloud: CloudName, BaseURL: cfg.BaseURL, Tuning: cfg.Tuning, Logger: cfg.Logger,
-		Authorize: restclient.Bearer(cfg.Token, controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no Atlas token configured")),
+		Authorize: restclient.Bearer(cfg.Token, cloudprovider.Errorf(cloudprovider.ErrAuth, CloudName, "", "no Atlas token configured")),
 	})
 	if err != nil {
 		return nil, err
@@ -93,18 +93,6 @@ type Instance struct {
 	HostKey   string            `json:"host_key"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
-}
-
-// CreateRequest is the body of POST /v1/instances.
-type CreateRequest struct {
-	Name          string            `json:"name"`
-	InstanceType  string            `json:"instance_type"`
-	Region        string            `json:"region"`
-	SSHPublicKeys []string          `json:"ssh_public_keys"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	// MaxPricePerHour caps the list price (0: no cap); above it Atlas answers 422 price_above_max and
-	// creates nothing.
-	MaxPricePerHour float64 `json:"max_price_per_hour,omitempty"`
 }
 
 // ErrorBody is every error answer: {"error":{"code","message"}}, plus the existing instance on a 409.
@@ -153,30 +141,30 @@ func parseError(he *restclient.HTTPError) (*APIError, *Instance) {
 // fall back to the status"), by the HTTP status only when the body names no code this client knows.
 // rate_limited, internal and unavailable are outcomes unknown (ErrOther) whatever the status;
 // already_exists is ErrInvalid here (CreateInstance adopts the instance such a 409 carries before).
-func kindOf(ae *APIError) controlplane.ErrorKind {
+func kindOf(ae *APIError) cloudprovider.ErrorKind {
 	switch ae.Code {
 	case CodeRateLimited, CodeInternal, CodeUnavailable:
-		return controlplane.ErrOther
+		return cloudprovider.ErrOther
 	case CodeNoCapacity, CodePriceAboveMax:
-		return controlplane.ErrCapacity
+		return cloudprovider.ErrCapacity
 	case CodeQuotaExceeded:
-		return controlplane.ErrQuota
+		return cloudprovider.ErrQuota
 	case CodeUnauthorized, CodeForbidden:
-		return controlplane.ErrAuth
+		return cloudprovider.ErrAuth
 	case CodeNotFound:
-		return controlplane.ErrNotFound
+		return cloudprovider.ErrNotFound
 	case CodeInvalid, CodeAlreadyExists:
-		return controlplane.ErrInvalid
+		return cloudprovider.ErrInvalid
 	}
 	if ae.Status == http.StatusUnprocessableEntity { // Atlas's 422 is a refused launch: sold out or above the price cap
-		return controlplane.ErrCapacity
+		return cloudprovider.ErrCapacity
 	}
 	return backendkit.StatusKind(ae.Status)
 }
 
-// classify turns a client error into a *controlplane.Error keeping the API's message.
+// classify turns a client error into a *cloudprovider.Error keeping the API's message.
 func classify(op string, err error) error {
-	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (cloudprovider.ErrorKind, error) {
 		ae, _ := parseError(he)
 		return kindOf(ae), ae
 	})
@@ -197,7 +185,7 @@ func (c *Client) Offers(ctx context.Context) ([]OfferEntry, error) {
 
 // CreateInstance creates an instance. Create is idempotent by name on Atlas, so it is retried like a
 // read (5xx, timeouts), and a 409 already_exists returns the existing instance with existed = true.
-func (c *Client) CreateInstance(ctx context.Context, req CreateRequest) (inst Instance, existed bool, err error) {
+func (c *Client) CreateInstance(ctx context.Context, req atlasapi.CreateRequest) (inst Instance, existed bool, err error) {
 	const op = "creating instance"
 	resp, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodPost, Path: "/v1/instances", Body: req})
 	if err != nil {
@@ -211,7 +199,7 @@ func (c *Client) CreateInstance(ctx context.Context, req CreateRequest) (inst In
 		return Instance{}, false, classify(op, err)
 	}
 	if err := json.Unmarshal(resp.Body, &inst); err != nil || inst.ID == "" {
-		return Instance{}, false, controlplane.Errorf(controlplane.ErrOther, CloudName, op, "unexpected answer: %.200s", resp.Body)
+		return Instance{}, false, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "unexpected answer: %.200s", resp.Body)
 	}
 	return inst, false, nil
 }
@@ -242,7 +230,7 @@ func (c *Client) Instances(ctx context.Context, prefix string) ([]Instance, erro
 		}
 		token = out.NextPageToken
 	}
-	return nil, controlplane.Errorf(controlplane.ErrOther, CloudName, "listing instances", "too many pages")
+	return nil, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, "listing instances", "too many pages")
 }
 
 // UpdateLabels merges labels into the instance's (PATCH /v1/instances/{id}): a nil value removes the

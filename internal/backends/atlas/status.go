@@ -3,28 +3,28 @@ package atlas
 import (
 	"strings"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // statuses maps Atlas statuses (API.md) onto hydra's. active is running only with an SSH endpoint;
 // terminating stays pending so a caller waiting for termination keeps polling. Unknown words are
 // pending.
-var statuses = map[string]controlplane.Status{
-	"provisioning": controlplane.StatusPending,
-	"booting":      controlplane.StatusPending,
-	"active":       controlplane.StatusRunning,
-	"failed":       controlplane.StatusError,
-	"terminating":  controlplane.StatusPending,
-	"terminated":   controlplane.StatusTerminated,
+var statuses = map[string]cloudprovider.Status{
+	"provisioning": cloudprovider.StatusPending,
+	"booting":      cloudprovider.StatusPending,
+	"active":       cloudprovider.StatusRunning,
+	"failed":       cloudprovider.StatusError,
+	"terminating":  cloudprovider.StatusPending,
+	"terminated":   cloudprovider.StatusTerminated,
 }
 
-func mapStatus(status string, ssh *controlplane.SSHEndpoint) controlplane.Status {
+func mapStatus(status string, ssh *cloudprovider.SSHEndpoint) cloudprovider.Status {
 	st, ok := statuses[strings.ToLower(strings.TrimSpace(status))]
 	if !ok {
-		return controlplane.StatusPending
+		return cloudprovider.StatusPending
 	}
-	if st == controlplane.StatusRunning && ssh == nil {
-		return controlplane.StatusPending
+	if st == cloudprovider.StatusRunning && ssh == nil {
+		return cloudprovider.StatusPending
 	}
 	return st
 }

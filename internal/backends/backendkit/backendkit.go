@@ -12,20 +12,20 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // Live is the body of List for clouds that answer every instance at once: the cloud's instances whose
 // name starts with prefix, mapped onto hydra's by convert, without the terminated ones (nil when none
 // is left).
-func Live[T any](all []T, prefix string, name func(T) string, convert func(T) controlplane.Instance) []controlplane.Instance {
-	var out []controlplane.Instance
+func Live[T any](all []T, prefix string, name func(T) string, convert func(T) cloudprovider.Instance) []cloudprovider.Instance {
+	var out []cloudprovider.Instance
 	for _, in := range all {
 		if !strings.HasPrefix(name(in), prefix) {
 			continue
 		}
-		if inst := convert(in); inst.Status != controlplane.StatusTerminated {
+		if inst := convert(in); inst.Status != cloudprovider.StatusTerminated {
 			out = append(out, inst)
 		}
 	}
@@ -35,10 +35,10 @@ func Live[T any](all []T, prefix string, name func(T) string, convert func(T) co
 // Get is the body of Get for clouds whose answer for one machine maps straight onto hydra's: read asks
 // the cloud for the machine id, convert maps it; read's error is returned as it is.
 func Get[T any](ctx context.Context, id string, read func(context.Context, string) (T, error),
-	convert func(T) controlplane.Instance) (controlplane.Instance, error) {
+	convert func(T) cloudprovider.Instance) (cloudprovider.Instance, error) {
 	in, err := read(ctx, id)
 	if err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	return convert(in), nil
 }
@@ -47,7 +47,7 @@ func Get[T any](ctx context.Context, id string, read func(context.Context, strin
 // (its error is returned as it is), and Live keeps those whose name starts with prefix and are not
 // terminated.
 func List[T any](ctx context.Context, prefix string, read func(context.Context) ([]T, error), name func(T) string,
-	convert func(T) controlplane.Instance) ([]controlplane.Instance, error) {
+	convert func(T) cloudprovider.Instance) ([]cloudprovider.Instance, error) {
 	all, err := read(ctx)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func List[T any](ctx context.Context, prefix string, read func(context.Context) 
 
 // SortOffers puts offers in the order backends answer them: by region, then instance type, on-demand
 // before spot; the sort is stable.
-func SortOffers(offers []controlplane.Offer) {
+func SortOffers(offers []cloudprovider.Offer) {
 	sort.SliceStable(offers, func(i, j int) bool {
 		a, c := offers[i], offers[j]
 		if a.Region != c.Region {
@@ -98,7 +98,7 @@ func Allowed(filter []string, v string) bool {
 
 // FillHardware returns have with every field the cloud left zero taken from from (typically the offer a
 // machine was created from, when the cloud's instance answer does not repeat the facts).
-func FillHardware(have, from controlplane.Hardware) controlplane.Hardware {
+func FillHardware(have, from cloudprovider.Hardware) cloudprovider.Hardware {
 	have.FormFactor = cmp.Or(have.FormFactor, from.FormFactor)
 	have.GPUMemoryGB = cmp.Or(have.GPUMemoryGB, from.GPUMemoryGB)
 	have.VCPUs = cmp.Or(have.VCPUs, from.VCPUs)

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -13,12 +13,12 @@ func TestLive(t *testing.T) {
 		name, state string
 	}
 	all := []cloudVM{{"web-1", "up"}, {"db-1", "up"}, {"web-2", "gone"}, {"web-3", "booting"}}
-	convert := func(v cloudVM) controlplane.Instance {
-		st := controlplane.StatusRunning
+	convert := func(v cloudVM) cloudprovider.Instance {
+		st := cloudprovider.StatusRunning
 		if v.state == "gone" {
-			st = controlplane.StatusTerminated
+			st = cloudprovider.StatusTerminated
 		}
-		return controlplane.Instance{Name: v.name, Status: st}
+		return cloudprovider.Instance{Name: v.name, Status: st}
 	}
 	name := func(v cloudVM) string { return v.name }
 	got := Live(all, "web-", name, convert)
@@ -31,12 +31,12 @@ func TestLive(t *testing.T) {
 }
 
 func TestSortOffers(t *testing.T) {
-	o := func(region, typ string, spot bool) controlplane.Offer {
-		return controlplane.Offer{Region: region, InstanceType: typ, Spot: spot}
+	o := func(region, typ string, spot bool) cloudprovider.Offer {
+		return cloudprovider.Offer{Region: region, InstanceType: typ, Spot: spot}
 	}
-	offers := []controlplane.Offer{o("b", "x", false), o("a", "y", true), o("a", "y", false), o("a", "x", true)}
+	offers := []cloudprovider.Offer{o("b", "x", false), o("a", "y", true), o("a", "y", false), o("a", "x", true)}
 	SortOffers(offers)
-	want := []controlplane.Offer{o("a", "x", true), o("a", "y", false), o("a", "y", true), o("b", "x", false)}
+	want := []cloudprovider.Offer{o("a", "x", true), o("a", "y", false), o("a", "y", true), o("b", "x", false)}
 	if !reflect.DeepEqual(offers, want) {
 		t.Fatalf("got %+v, want %+v", offers, want)
 	}
@@ -70,16 +70,16 @@ func TestAllowed(t *testing.T) {
 }
 
 func TestFillHardware(t *testing.T) {
-	offer := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120}
-	if got := FillHardware(controlplane.Hardware{}, offer); got != offer {
+	offer := cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120}
+	if got := FillHardware(cloudprovider.Hardware{}, offer); got != offer {
 		t.Errorf("empty: %+v", got)
 	}
-	have := controlplane.Hardware{GPUMemoryGB: 48, VCPUs: 8}
-	want := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 48, VCPUs: 8, MemoryGB: 120}
+	have := cloudprovider.Hardware{GPUMemoryGB: 48, VCPUs: 8}
+	want := cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 48, VCPUs: 8, MemoryGB: 120}
 	if got := FillHardware(have, offer); got != want {
 		t.Errorf("partial: %+v, want %+v", got, want)
 	}
-	if got := FillHardware(have, controlplane.Hardware{}); got != have {
+	if got := FillHardware(have, cloudprovider.Hardware{}); got != have {
 		t.Errorf("nothing to fill from: %+v", got)
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestGetAndList(t *testing.T) {
-	boom := controlplane.NewError(controlplane.ErrNotFound, "cloud", "get", errors.New("no such machine"))
+	boom := cloudprovider.NewError(cloudprovider.ErrNotFound, "cloud", "get", errors.New("no such machine"))
 	vms := map[string]string{"a1": "web-a", "b2": "db-b", "c3": "web-c"}
 	read := func(_ context.Context, id string) (string, error) {
 		if n, ok := vms[id]; ok {
@@ -17,13 +17,13 @@ func TestGetAndList(t *testing.T) {
 		}
 		return "", boom
 	}
-	convert := func(n string) controlplane.Instance {
-		return controlplane.Instance{Name: n, Status: controlplane.StatusRunning}
+	convert := func(n string) cloudprovider.Instance {
+		return cloudprovider.Instance{Name: n, Status: cloudprovider.StatusRunning}
 	}
 	if in, err := Get(t.Context(), "a1", read, convert); err != nil || in.Name != "web-a" {
 		t.Fatalf("Get(a1) = %+v, %v; want web-a", in, err)
 	}
-	if in, err := Get(t.Context(), "zz", read, convert); !errors.Is(err, boom) || in != (controlplane.Instance{}) {
+	if in, err := Get(t.Context(), "zz", read, convert); !errors.Is(err, boom) || in != (cloudprovider.Instance{}) {
 		t.Fatalf("Get(zz) = %+v, %v; want the read error as it is and a zero instance", in, err)
 	}
 	all := func(context.Context) ([]string, error) { return []string{"web-a", "db-b", "web-c"}, nil }

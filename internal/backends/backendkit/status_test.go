@@ -3,14 +3,14 @@ package backendkit
 import (
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestStatusKind(t *testing.T) {
-	for status, want := range map[int]controlplane.ErrorKind{
-		400: controlplane.ErrInvalid, 401: controlplane.ErrAuth, 402: controlplane.ErrQuota, 403: controlplane.ErrAuth,
-		404: controlplane.ErrNotFound, 405: controlplane.ErrOther, 409: controlplane.ErrInvalid, 410: controlplane.ErrNotFound,
-		422: controlplane.ErrInvalid, 429: controlplane.ErrOther, 500: controlplane.ErrOther, 503: controlplane.ErrOther,
+	for status, want := range map[int]cloudprovider.ErrorKind{
+		400: cloudprovider.ErrInvalid, 401: cloudprovider.ErrAuth, 402: cloudprovider.ErrQuota, 403: cloudprovider.ErrAuth,
+		404: cloudprovider.ErrNotFound, 405: cloudprovider.ErrOther, 409: cloudprovider.ErrInvalid, 410: cloudprovider.ErrNotFound,
+		422: cloudprovider.ErrInvalid, 429: cloudprovider.ErrOther, 500: cloudprovider.ErrOther, 503: cloudprovider.ErrOther,
 	} {
 		if got := StatusKind(status); got != want {
 			t.Errorf("StatusKind(%d) = %v, want %v", status, got, want)
@@ -21,15 +21,15 @@ func TestStatusKind(t *testing.T) {
 // An unknown word is pending, a known one is found whatever its case and spaces, and a running machine
 // is pending until it is reachable.
 func TestTableStatus(t *testing.T) {
-	table := map[string]controlplane.Status{"booting": controlplane.StatusPending, "active": controlplane.StatusRunning,
-		"unhealthy": controlplane.StatusError, "gone": controlplane.StatusTerminated}
-	for word, want := range map[string]controlplane.Status{"booting": controlplane.StatusPending, " ACTIVE ": controlplane.StatusRunning,
-		"Unhealthy": controlplane.StatusError, "gone": controlplane.StatusTerminated, "something-new": controlplane.StatusPending} {
+	table := map[string]cloudprovider.Status{"booting": cloudprovider.StatusPending, "active": cloudprovider.StatusRunning,
+		"unhealthy": cloudprovider.StatusError, "gone": cloudprovider.StatusTerminated}
+	for word, want := range map[string]cloudprovider.Status{"booting": cloudprovider.StatusPending, " ACTIVE ": cloudprovider.StatusRunning,
+		"Unhealthy": cloudprovider.StatusError, "gone": cloudprovider.StatusTerminated, "something-new": cloudprovider.StatusPending} {
 		if got := TableStatus(table, word, true); got != want {
 			t.Errorf("TableStatus(%q) = %v, want %v", word, got, want)
 		}
 	}
-	if got := TableStatus(table, "active", false); got != controlplane.StatusPending {
+	if got := TableStatus(table, "active", false); got != cloudprovider.StatusPending {
 		t.Errorf("TableStatus(active) without an address = %v, want pending", got)
 	}
 }

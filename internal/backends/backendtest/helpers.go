@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Test SSH public keys (throwaway keys; nothing logs in with them).
@@ -58,20 +58,20 @@ func Must[T any](v T, err error) func(t testing.TB) T {
 	}
 }
 
-// WantKind fails the test unless err is a controlplane error of kind.
-func WantKind(t testing.TB, err error, kind controlplane.ErrorKind) {
+// WantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
+func WantKind(t testing.TB, err error, kind cloudprovider.ErrorKind) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("want a %v error, got nil", kind)
 	}
-	if got := controlplane.KindOf(err); got != kind {
+	if got := cloudprovider.KindOf(err); got != kind {
 		t.Fatalf("want a %v error, got %v: %v", kind, got, err)
 	}
 }
 
 // Clocked gives an emulator's options the test's clock, unless they have one, and boot as their boot
 // duration, unless they have one, so tests move time instead of waiting for machines to boot.
-func Clocked(o *emukit.Options, clock *Clock, boot time.Duration) {
+func Clocked(o *simulation.Options, clock *Clock, boot time.Duration) {
 	if o.Now == nil {
 		o.Now = clock.Now
 	}
@@ -225,8 +225,8 @@ func LoadRecorded(t testing.TB, elem ...string) Recorded {
 	return r
 }
 
-// WantError fails the test unless err is a controlplane error of kind whose message contains text.
-func WantError(t testing.TB, err error, kind controlplane.ErrorKind, text string) {
+// WantError fails the test unless err is a classified cloud error (cloudprovider.Error) of kind whose message contains text.
+func WantError(t testing.TB, err error, kind cloudprovider.ErrorKind, text string) {
 	t.Helper()
 	WantKind(t, err, kind)
 	if !strings.Contains(err.Error(), text) {
@@ -252,7 +252,7 @@ func WantSharedLimit(t testing.TB, call func()) {
 }
 
 // Offers returns the backend's offers, failing the test when it cannot list them.
-func Offers(t testing.TB, b controlplane.InstanceManagerBackend) []controlplane.Offer {
+func Offers(t testing.TB, b cloudprovider.InstanceManagerBackend) []cloudprovider.Offer {
 	t.Helper()
 	return Must(b.Offers(context.Background()))(t)
 }
@@ -261,7 +261,7 @@ func Offers(t testing.TB, b controlplane.InstanceManagerBackend) []controlplane.
 // credential must never reach an error, which users see and logs keep).
 func WantAuthError(t testing.TB, err error, secrets ...string) {
 	t.Helper()
-	WantKind(t, err, controlplane.ErrAuth)
+	WantKind(t, err, cloudprovider.ErrAuth)
 	for _, s := range secrets {
 		if strings.Contains(err.Error(), s) {
 			t.Fatalf("a credential leaked into the error: %v", err)
@@ -272,7 +272,7 @@ func WantAuthError(t testing.TB, err error, secrets ...string) {
 // CreateWithHardware creates req's instance and checks that Create and a Get both report want as its
 // hardware (what the offer, or the cloud's instance answer, says of the machine). It returns the
 // created instance.
-func CreateWithHardware(t *testing.T, b controlplane.InstanceManagerBackend, req controlplane.CreateRequest, want controlplane.Hardware) controlplane.Instance {
+func CreateWithHardware(t *testing.T, b cloudprovider.InstanceManagerBackend, req cloudprovider.CreateRequest, want cloudprovider.Hardware) cloudprovider.Instance {
 	t.Helper()
 	ctx := context.Background()
 	inst, err := b.Create(ctx, req)
@@ -295,7 +295,7 @@ func CreateWithHardware(t *testing.T, b controlplane.InstanceManagerBackend, req
 // InstanceHardware creates a machine from the on-demand offer of instanceType in region ("": any
 // region), in the cloud's vm pool of the test inventory, named for the pool with a fresh owner token,
 // and checks its hardware is want, as Create answers it and as Get reads it (CreateWithHardware).
-func InstanceHardware(t *testing.T, b controlplane.InstanceManagerBackend, region, instanceType string, want controlplane.Hardware) controlplane.Instance {
+func InstanceHardware(t *testing.T, b cloudprovider.InstanceManagerBackend, region, instanceType string, want cloudprovider.Hardware) cloudprovider.Instance {
 	t.Helper()
 	o, ok := FindOffer(Offers(t, b), region, instanceType, false)
 	if !ok {
@@ -308,8 +308,8 @@ func InstanceHardware(t *testing.T, b controlplane.InstanceManagerBackend, regio
 			break
 		}
 	}
-	owner := controlplane.Ownership{Resource: "hw", Token: controlplane.NewOwnerToken()}
-	return CreateWithHardware(t, b, controlplane.CreateRequest{Name: controlplane.CloudName(pool, "hw", owner.Token), Pool: pool,
+	owner := cloudprovider.Ownership{Resource: "hw", Token: cloudprovider.NewOwnerToken()}
+	return CreateWithHardware(t, b, cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, "hw", owner.Token), Pool: pool,
 		Offer: o, Owner: owner, SSHPublicKeys: []string{TestKey}}, want)
 }
 
@@ -346,8 +346,8 @@ func (t *BadGateway) RoundTrip(r *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(strings.NewReader("<html>502 Bad Gateway</html>")), Request: r}, nil
 }
 
-// KeyAdds matches the POST that registers an SSH key at path's end (Lambda's and Verda's /ssh-keys) or
-// under it (Prime Intellect's /api/v1/ssh_keys/).
+// KeyAdds matches the POST that registers an SSH key at path's end ("/ssh-keys") or under it
+// ("/api/v1/ssh_keys/").
 func KeyAdds(path string) func(*http.Request) bool {
 	return func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.Contains(r.URL.Path, path)
@@ -366,7 +366,7 @@ func (t *BadGateway) Left() int {
 type HardwareCase struct {
 	Region, InstanceType string
 	Spot                 bool
-	Want                 controlplane.Hardware
+	Want                 cloudprovider.Hardware
 }
 
 func (c HardwareCase) String() string {
@@ -375,20 +375,20 @@ func (c HardwareCase) String() string {
 
 // FindOffer returns the offer of typ in region (any region when region is empty), on demand or spot,
 // and whether there is one.
-func FindOffer(offers []controlplane.Offer, region, typ string, spot bool) (controlplane.Offer, bool) {
+func FindOffer(offers []cloudprovider.Offer, region, typ string, spot bool) (cloudprovider.Offer, bool) {
 	for _, o := range offers {
 		if (region == "" || o.Region == region) && o.InstanceType == typ && o.Spot == spot {
 			return o, true
 		}
 	}
-	return controlplane.Offer{}, false
+	return cloudprovider.Offer{}, false
 }
 
 // WantHardware checks the hardware of each case's offer (a missing offer is an error too) and returns
 // the offers in the cases' order, a zero Offer for one that is missing, for checks of their own.
-func WantHardware(t testing.TB, offers []controlplane.Offer, cases []HardwareCase) []controlplane.Offer {
+func WantHardware(t testing.TB, offers []cloudprovider.Offer, cases []HardwareCase) []cloudprovider.Offer {
 	t.Helper()
-	found := make([]controlplane.Offer, len(cases))
+	found := make([]cloudprovider.Offer, len(cases))
 	for i, c := range cases {
 		o, ok := FindOffer(offers, c.Region, c.InstanceType, c.Spot)
 		switch {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestRequestLog(t *testing.T) {
@@ -53,9 +53,9 @@ func TestLoadRecorded(t *testing.T) {
 }
 
 func TestWantHelpers(t *testing.T) {
-	err := controlplane.Errorf(controlplane.ErrAuth, "c", "listing", "bad key")
-	WantKind(t, err, controlplane.ErrAuth)
-	WantError(t, err, controlplane.ErrAuth, "bad key")
+	err := cloudprovider.Errorf(cloudprovider.ErrAuth, "c", "listing", "bad key")
+	WantKind(t, err, cloudprovider.ErrAuth)
+	WantError(t, err, cloudprovider.ErrAuth, "bad key")
 	WantAuthError(t, err, "the-secret")
 	if got := Must(42, nil)(t); got != 42 {
 		t.Fatalf("Must = %d", got)

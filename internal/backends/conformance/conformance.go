@@ -1,4 +1,4 @@
-// Package conformance is the backend contract (controlplane.InstanceManagerBackend) as one test suite.
+// Package conformance is the backend contract (cloudprovider.InstanceManagerBackend) as one test suite.
 // Every cloud of the registry (internal/clouds) runs it against its own emulator (this package's
 // TestConformance, which fails for a registered cloud without a harness), so a rule of the contract is
 // a rule of every cloud: creates are idempotent by name, a lost create answer is recovered, a price above the cap is
@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Harness is what a cloud's test hands the suite.
@@ -29,10 +29,10 @@ type Harness struct {
 	// Start starts a fresh emulator with its own empty state, machines that boot and terminate within
 	// a second or two, and returns a backend talking to it over real HTTP, and the emulator's admin.
 	// It registers its own cleanup with t.
-	Start func(t *testing.T) (controlplane.InstanceManagerBackend, emukit.Admin)
+	Start func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin)
 	// Offer picks the offer the suite creates from (default: the cheapest eligible offer with stock).
 	// Auction clouds use it to price a bid.
-	Offer func(t *testing.T, b controlplane.InstanceManagerBackend, offers []controlplane.Offer) controlplane.Offer
+	Offer func(t *testing.T, b cloudprovider.InstanceManagerBackend, offers []cloudprovider.Offer) cloudprovider.Offer
 }
 
 // testKey is an authorized_keys line for creates (a throwaway key; nothing logs in with it).
@@ -69,7 +69,7 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-func pickOffer(t *testing.T, h Harness, b controlplane.InstanceManagerBackend) controlplane.Offer {
+func pickOffer(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend) cloudprovider.Offer {
 	t.Helper()
 	offers, err := b.Offers(ctxFor(t))
 	if err != nil {
@@ -78,7 +78,7 @@ func pickOffer(t *testing.T, h Harness, b controlplane.InstanceManagerBackend) c
 	if h.Offer != nil {
 		return h.Offer(t, b, offers)
 	}
-	var ok []controlplane.Offer
+	var ok []cloudprovider.Offer
 	for _, o := range offers {
 		if o.Ineligible == "" && o.Available != 0 && !o.Spot && o.GPUType != "" {
 			ok = append(ok, o)
@@ -92,17 +92,17 @@ func pickOffer(t *testing.T, h Harness, b controlplane.InstanceManagerBackend) c
 }
 
 // request builds a create request for resource name in the cloud's pool with a fresh token.
-func request(t *testing.T, h Harness, offer controlplane.Offer, name string) controlplane.CreateRequest {
+func request(t *testing.T, h Harness, offer cloudprovider.Offer, name string) cloudprovider.CreateRequest {
 	pool := backendtest.Pool(t, h.Cloud)
 	offer.Pool = pool.Name
-	owner := controlplane.Ownership{Resource: name, Token: controlplane.NewOwnerToken()}
-	return controlplane.CreateRequest{
-		Name: controlplane.CloudName(pool, name, owner.Token), Pool: pool, Offer: offer, Owner: owner,
+	owner := cloudprovider.Ownership{Resource: name, Token: cloudprovider.NewOwnerToken()}
+	return cloudprovider.CreateRequest{
+		Name: cloudprovider.CloudName(pool, name, owner.Token), Pool: pool, Offer: offer, Owner: owner,
 		SSHPublicKeys: []string{testKey},
 	}
 }
 
-func stats(t *testing.T, a emukit.Admin) emukit.Stats {
+func stats(t *testing.T, a simulation.Admin) simulation.Stats {
 	t.Helper()
 	st, err := a.Stats()
 	if err != nil {
@@ -111,7 +111,7 @@ func stats(t *testing.T, a emukit.Admin) emukit.Stats {
 	return st
 }
 
-func setFaults(t *testing.T, a emukit.Admin, f emukit.Faults) {
+func setFaults(t *testing.T, a simulation.Admin, f simulation.Faults) {
 	t.Helper()
 	if err := a.SetFaults(f); err != nil {
 		t.Fatalf("setting faults: %v", err)
@@ -119,7 +119,7 @@ func setFaults(t *testing.T, a emukit.Admin, f emukit.Faults) {
 }
 
 // waitFor polls get until done says so, for at most 30 s.
-func waitFor(t *testing.T, b controlplane.InstanceManagerBackend, id string, what string, done func(controlplane.Instance, error) bool) controlplane.Instance {
+func waitFor(t *testing.T, b cloudprovider.InstanceManagerBackend, id string, what string, done func(cloudprovider.Instance, error) bool) cloudprovider.Instance {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -134,7 +134,7 @@ func waitFor(t *testing.T, b controlplane.InstanceManagerBackend, id string, wha
 	}
 }
 
-func checkOwner(t *testing.T, pool inventory.Pool, req controlplane.CreateRequest, inst controlplane.Instance) {
+func checkOwner(t *testing.T, pool inventory.Pool, req cloudprovider.CreateRequest, inst cloudprovider.Instance) {
 	t.Helper()
 	if inst.Name != req.Name {
 		t.Errorf("instance name %q, want the requested name %q verbatim", inst.Name, req.Name)
@@ -142,7 +142,7 @@ func checkOwner(t *testing.T, pool inventory.Pool, req controlplane.CreateReques
 	if inst.Owner.Token != "" && (inst.Owner.Token != req.Owner.Token || inst.Owner.Resource != req.Owner.Resource) {
 		t.Errorf("the cloud's ownership record is %+v, want %+v", inst.Owner, req.Owner)
 	}
-	got := controlplane.WithOwner(pool, inst).Owner
+	got := cloudprovider.WithOwner(pool, inst).Owner
 	if got.Token != req.Owner.Token || got.Resource != req.Owner.Resource {
 		t.Errorf("ownership record %+v does not survive the round trip (want resource %q, token %q)", got, req.Owner.Resource, req.Owner.Token)
 	}
@@ -217,8 +217,8 @@ func testLifecycle(t *testing.T, h Harness) {
 		t.Errorf("Get and List changed the cloud: before %+v, after %+v", before, after)
 	}
 
-	running := waitFor(t, b, inst.ID, "running", func(i controlplane.Instance, err error) bool {
-		return err == nil && i.Status == controlplane.StatusRunning
+	running := waitFor(t, b, inst.ID, "running", func(i cloudprovider.Instance, err error) bool {
+		return err == nil && i.Status == cloudprovider.StatusRunning
 	})
 	if running.SSH == nil || running.SSH.Host == "" || running.SSH.Port == 0 {
 		t.Errorf("a running instance reports no SSH endpoint: %+v", running.SSH)
@@ -230,13 +230,13 @@ func testLifecycle(t *testing.T, h Harness) {
 	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	waitFor(t, b, inst.ID, "terminated", func(i controlplane.Instance, err error) bool {
-		return controlplane.IsNotFound(err) || (err == nil && i.Status == controlplane.StatusTerminated)
+	waitFor(t, b, inst.ID, "terminated", func(i cloudprovider.Instance, err error) bool {
+		return cloudprovider.IsNotFound(err) || (err == nil && i.Status == cloudprovider.StatusTerminated)
 	})
 	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
 		t.Errorf("Delete of a gone instance: %v, want success", err)
 	}
-	if _, err := b.Get(ctxFor(t), "no-such-instance-id"); err != nil && !controlplane.IsNotFound(err) {
+	if _, err := b.Get(ctxFor(t), "no-such-instance-id"); err != nil && !cloudprovider.IsNotFound(err) {
 		t.Errorf("Get of an unknown id: %v, want a not-found error", err)
 	} else if err == nil {
 		t.Error("Get of an unknown id succeeded")
@@ -246,10 +246,10 @@ func testLifecycle(t *testing.T, h Harness) {
 	}
 }
 
-func countNamed(list []controlplane.Instance, name string) int {
+func countNamed(list []cloudprovider.Instance, name string) int {
 	n := 0
 	for _, i := range list {
-		if i.Name == name && i.Status != controlplane.StatusTerminated {
+		if i.Name == name && i.Status != cloudprovider.StatusTerminated {
 			n++
 		}
 	}
@@ -273,8 +273,8 @@ func testStorm(t *testing.T, h Harness) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if err != nil && controlplane.KindOf(err) != controlplane.ErrOther {
-			t.Errorf("create %d of a storm: %v (kind %v); a create of an existing name returns that instance", i, err, controlplane.KindOf(err))
+		if err != nil && cloudprovider.KindOf(err) != cloudprovider.ErrOther {
+			t.Errorf("create %d of a storm: %v (kind %v); a create of an existing name returns that instance", i, err, cloudprovider.KindOf(err))
 		}
 	}
 	st := stats(t, admin)
@@ -292,10 +292,10 @@ func testLostCreate(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
 	pool := backendtest.Pool(t, h.Cloud)
 	req := request(t, h, pickOffer(t, h, b), "lost")
-	setFaults(t, admin, emukit.Faults{LoseCreateResponses: 1})
+	setFaults(t, admin, simulation.Faults{LoseCreateResponses: 1})
 	inst, err := b.Create(ctxFor(t), req)
-	if err != nil && controlplane.KindOf(err) != controlplane.ErrOther {
-		t.Fatalf("a lost create answer is %v (kind %v), want an unknown outcome (ErrOther) or the instance", err, controlplane.KindOf(err))
+	if err != nil && cloudprovider.KindOf(err) != cloudprovider.ErrOther {
+		t.Fatalf("a lost create answer is %v (kind %v), want an unknown outcome (ErrOther) or the instance", err, cloudprovider.KindOf(err))
 	}
 	list, lerr := b.List(ctxFor(t), req.Name)
 	if lerr != nil {
@@ -320,16 +320,16 @@ func testLostCreate(t *testing.T, h Harness) {
 func testBootFailure(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
 	req := request(t, h, pickOffer(t, h, b), "bootfail")
-	setFaults(t, admin, emukit.Faults{BootFailures: 1})
+	setFaults(t, admin, simulation.Faults{BootFailures: 1})
 	inst, err := b.Create(ctxFor(t), req)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	waitFor(t, b, inst.ID, "the error status", func(i controlplane.Instance, err error) bool {
-		if err == nil && i.Status == controlplane.StatusRunning {
+	waitFor(t, b, inst.ID, "the error status", func(i cloudprovider.Instance, err error) bool {
+		if err == nil && i.Status == cloudprovider.StatusRunning {
 			t.Fatalf("a machine whose boot fails reached running")
 		}
-		return err == nil && i.Status == controlplane.StatusError
+		return err == nil && i.Status == cloudprovider.StatusError
 	})
 }
 
@@ -343,8 +343,8 @@ func testPriceCap(t *testing.T, h Harness) {
 	// One micro-dollar below the price: caps are exact, so this is above the cap.
 	req.MaxPricePerHour = offer.PricePerHour - money.Micro
 	_, err := b.Create(ctxFor(t), req)
-	if !controlplane.IsCapacity(err) {
-		t.Fatalf("create with max price %s below the offer's %s: %v (kind %v), want a capacity error", req.MaxPricePerHour, offer.PricePerHour, err, controlplane.KindOf(err))
+	if !cloudprovider.IsCapacity(err) {
+		t.Fatalf("create with max price %s below the offer's %s: %v (kind %v), want a capacity error", req.MaxPricePerHour, offer.PricePerHour, err, cloudprovider.KindOf(err))
 	}
 	if st := stats(t, admin); st.Created != 0 {
 		t.Errorf("a create above the cap made %d machines", st.Created)
@@ -354,10 +354,10 @@ func testPriceCap(t *testing.T, h Harness) {
 func testSoldOut(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
 	req := request(t, h, pickOffer(t, h, b), "soldout")
-	setFaults(t, admin, emukit.Faults{SoldOut: true})
+	setFaults(t, admin, simulation.Faults{SoldOut: true})
 	_, err := b.Create(ctxFor(t), req)
-	if !controlplane.IsCapacity(err) {
-		t.Fatalf("create while sold out: %v (kind %v), want a capacity error", err, controlplane.KindOf(err))
+	if !cloudprovider.IsCapacity(err) {
+		t.Fatalf("create while sold out: %v (kind %v), want a capacity error", err, cloudprovider.KindOf(err))
 	}
 	if st := stats(t, admin); st.Created != 0 {
 		t.Errorf("a sold-out create made %d machines", st.Created)
@@ -366,11 +366,11 @@ func testSoldOut(t *testing.T, h Harness) {
 
 func testRetries(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
-	setFaults(t, admin, emukit.Faults{RateLimited: 2, RetryAfterSeconds: 1})
+	setFaults(t, admin, simulation.Faults{RateLimited: 2, RetryAfterSeconds: 1})
 	if _, err := b.Offers(ctxFor(t)); err != nil {
 		t.Fatalf("Offers after two 429s: %v; rate limits are waited out", err)
 	}
-	setFaults(t, admin, emukit.Faults{ServerErrors: 1})
+	setFaults(t, admin, simulation.Faults{ServerErrors: 1})
 	if _, err := b.List(ctxFor(t), "x-"); err != nil {
 		t.Fatalf("List after one 5xx: %v; safe calls are retried", err)
 	}
@@ -385,7 +385,7 @@ func testRetries(t *testing.T, h Harness) {
 
 func testConfirm(t *testing.T, h Harness) {
 	b, _ := h.Start(t)
-	c, ok := b.(controlplane.OwnershipConfirmer)
+	c, ok := b.(cloudprovider.OwnershipConfirmer)
 	if !ok {
 		t.Skipf("%s cannot change a machine's metadata after creation; ownership is carried by the name alone", h.Cloud)
 	}
@@ -419,10 +419,10 @@ func testConfirm(t *testing.T, h Harness) {
 	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, b, inst.ID, "terminated", func(i controlplane.Instance, err error) bool {
-		return controlplane.IsNotFound(err) || (err == nil && i.Status == controlplane.StatusTerminated)
+	waitFor(t, b, inst.ID, "terminated", func(i cloudprovider.Instance, err error) bool {
+		return cloudprovider.IsNotFound(err) || (err == nil && i.Status == cloudprovider.StatusTerminated)
 	})
-	if err := c.ConfirmOwnership(ctxFor(t), inst.ID); !controlplane.IsNotFound(err) {
+	if err := c.ConfirmOwnership(ctxFor(t), inst.ID); !cloudprovider.IsNotFound(err) {
 		t.Errorf("ConfirmOwnership of a gone machine: %v, want a not-found error", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // Group holds the per-name locks of one backend. The zero Group is ready to use; it must not be copied
@@ -67,18 +67,18 @@ type Steps struct {
 	Name string
 	// Find looks for a live instance of the name (ok false: there is none). Its error is returned as
 	// it is.
-	Find func(ctx context.Context) (inst controlplane.Instance, ok bool, err error)
+	Find func(ctx context.Context) (inst cloudprovider.Instance, ok bool, err error)
 	// Prepare, when set, runs after Find found nothing and before Create: checks and set-up (prices,
 	// SSH keys, a launch rate limit) that create nothing. Its error is returned as it is.
 	Prepare func(ctx context.Context) error
 	// Create makes the instance.
-	Create func(ctx context.Context) (controlplane.Instance, error)
+	Create func(ctx context.Context) (cloudprovider.Instance, error)
 	// Unknown reports whether Create's error leaves the outcome unknown, so that the instance may exist
 	// (default UnknownOutcome).
 	Unknown func(ctx context.Context, err error) bool
 	// Refind looks for the name after an unknown outcome (default Find). Its error is dropped: Do then
 	// returns Create's.
-	Refind func(ctx context.Context) (inst controlplane.Instance, ok bool, err error)
+	Refind func(ctx context.Context) (inst cloudprovider.Instance, ok bool, err error)
 	// Log, when set, hears of an instance found instead of created.
 	Log hclog.Logger
 }
@@ -98,16 +98,16 @@ const (
 // UnknownOutcome is the default Steps.Unknown: the error is ErrOther (a 5xx, a lost answer, a transport
 // failure) and ctx has not ended.
 func UnknownOutcome(ctx context.Context, err error) bool {
-	return controlplane.KindOf(err) == controlplane.ErrOther && ctx.Err() == nil
+	return cloudprovider.KindOf(err) == cloudprovider.ErrOther && ctx.Err() == nil
 }
 
 // Do runs one idempotent create of s.Name: under the name's lock it returns the live instance Find
 // finds (Existed), or runs Prepare and Create (Created); when Create fails with an unknown outcome it
 // looks once more and returns the instance Refind finds (Recovered), else Create's error.
-func (g *Group) Do(ctx context.Context, s Steps) (controlplane.Instance, Outcome, error) {
+func (g *Group) Do(ctx context.Context, s Steps) (cloudprovider.Instance, Outcome, error) {
 	unlock, err := g.Lock(ctx, s.Name)
 	if err != nil {
-		return controlplane.Instance{}, Created, controlplane.NewError(controlplane.ErrOther, s.Cloud, s.Op, err)
+		return cloudprovider.Instance{}, Created, cloudprovider.NewError(cloudprovider.ErrOther, s.Cloud, s.Op, err)
 	}
 	defer unlock()
 	log := s.Log
@@ -115,14 +115,14 @@ func (g *Group) Do(ctx context.Context, s Steps) (controlplane.Instance, Outcome
 		log = hclog.NewNullLogger()
 	}
 	if inst, ok, err := s.Find(ctx); err != nil {
-		return controlplane.Instance{}, Created, err
+		return cloudprovider.Instance{}, Created, err
 	} else if ok {
 		log.Info("an instance of this name exists; not creating another", "name", s.Name, "id", inst.ID)
 		return inst, Existed, nil
 	}
 	if s.Prepare != nil {
 		if err := s.Prepare(ctx); err != nil {
-			return controlplane.Instance{}, Created, err
+			return cloudprovider.Instance{}, Created, err
 		}
 	}
 	inst, err := s.Create(ctx)
@@ -142,29 +142,29 @@ func (g *Group) Do(ctx context.Context, s Steps) (controlplane.Instance, Outcome
 			return found, Recovered, nil
 		}
 	}
-	return controlplane.Instance{}, Created, err
+	return cloudprovider.Instance{}, Created, err
 }
 
 // FindByName is a Steps.Find for clouds whose List(prefix) finds a name: the instance listed under
 // exactly name that keep accepts (nil: any). When there are several (made outside hydra), it returns the
 // first by less (nil: the oldest by CreatedAt).
-func FindByName(ctx context.Context, name string, list func(ctx context.Context, prefix string) ([]controlplane.Instance, error),
-	keep func(controlplane.Instance) bool, less func(a, b controlplane.Instance) bool) (controlplane.Instance, bool, error) {
+func FindByName(ctx context.Context, name string, list func(ctx context.Context, prefix string) ([]cloudprovider.Instance, error),
+	keep func(cloudprovider.Instance) bool, less func(a, b cloudprovider.Instance) bool) (cloudprovider.Instance, bool, error) {
 	all, err := list(ctx, name)
 	if err != nil {
-		return controlplane.Instance{}, false, err
+		return cloudprovider.Instance{}, false, err
 	}
 	if less == nil {
-		less = func(a, b controlplane.Instance) bool { return a.CreatedAt.Before(b.CreatedAt) }
+		less = func(a, b cloudprovider.Instance) bool { return a.CreatedAt.Before(b.CreatedAt) }
 	}
-	var found []controlplane.Instance
+	var found []cloudprovider.Instance
 	for _, in := range all {
 		if in.Name == name && (keep == nil || keep(in)) {
 			found = append(found, in)
 		}
 	}
 	if len(found) == 0 {
-		return controlplane.Instance{}, false, nil
+		return cloudprovider.Instance{}, false, nil
 	}
 	sort.SliceStable(found, func(i, j int) bool { return less(found[i], found[j]) })
 	return found[0], true, nil

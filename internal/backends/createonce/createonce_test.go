@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestDo(t *testing.T) {
-	existing := controlplane.Instance{ID: "old", Name: "n"}
-	made := controlplane.Instance{ID: "new", Name: "n"}
-	otherErr := controlplane.Errorf(controlplane.ErrOther, "c", "creating", "HTTP 503")
-	capErr := controlplane.Errorf(controlplane.ErrCapacity, "c", "creating", "sold out")
-	listErr := controlplane.Errorf(controlplane.ErrAuth, "c", "listing", "bad key")
+	existing := cloudprovider.Instance{ID: "old", Name: "n"}
+	made := cloudprovider.Instance{ID: "new", Name: "n"}
+	otherErr := cloudprovider.Errorf(cloudprovider.ErrOther, "c", "creating", "HTTP 503")
+	capErr := cloudprovider.Errorf(cloudprovider.ErrCapacity, "c", "creating", "sold out")
+	listErr := cloudprovider.Errorf(cloudprovider.ErrAuth, "c", "listing", "bad key")
 	tests := []struct {
 		name string
 		// finds are Find's answers in turn (then Refind's, when refind is nil): ok, error.
@@ -25,7 +25,7 @@ func TestDo(t *testing.T) {
 		unknown    func(context.Context, error) bool
 		refind     []any // Refind's answers, when set
 		cancelled  bool
-		wantInst   controlplane.Instance
+		wantInst   cloudprovider.Instance
 		wantHow    Outcome
 		wantErr    error
 		wantCalls  string // the steps run, in order: f(ind), p(repare), c(reate), r(efind)
@@ -44,15 +44,15 @@ func TestDo(t *testing.T) {
 		{name: "own unknown says known", finds: []any{false}, createErr: otherErr, unknown: func(context.Context, error) bool { return false },
 			wantErr: otherErr, wantCalls: "fpc"},
 	}
-	answer := func(a any) (controlplane.Instance, bool, error) {
+	answer := func(a any) (cloudprovider.Instance, bool, error) {
 		switch v := a.(type) {
 		case bool:
 			if v {
 				return existing, true, nil
 			}
-			return controlplane.Instance{}, false, nil
+			return cloudprovider.Instance{}, false, nil
 		case error:
-			return controlplane.Instance{}, false, v
+			return cloudprovider.Instance{}, false, v
 		}
 		panic("bad answer")
 	}
@@ -64,27 +64,27 @@ func TestDo(t *testing.T) {
 			finds, refinds := tt.finds, tt.refind
 			s := Steps{
 				Cloud: "c", Op: "creating", Name: "n",
-				Find: func(context.Context) (controlplane.Instance, bool, error) {
+				Find: func(context.Context) (cloudprovider.Instance, bool, error) {
 					calls += "f"
 					a := finds[0]
 					finds = finds[1:]
 					return answer(a)
 				},
 				Prepare: func(context.Context) error { calls += "p"; return tt.prepareErr },
-				Create: func(context.Context) (controlplane.Instance, error) {
+				Create: func(context.Context) (cloudprovider.Instance, error) {
 					calls += "c"
 					if tt.cancelled {
 						cancel()
 					}
 					if tt.createErr != nil {
-						return controlplane.Instance{}, tt.createErr
+						return cloudprovider.Instance{}, tt.createErr
 					}
 					return made, nil
 				},
 				Unknown: tt.unknown,
 			}
 			if refinds != nil {
-				s.Refind = func(context.Context) (controlplane.Instance, bool, error) {
+				s.Refind = func(context.Context) (cloudprovider.Instance, bool, error) {
 					calls += "r"
 					a := refinds[0]
 					refinds = refinds[1:]
@@ -113,24 +113,24 @@ func TestDo(t *testing.T) {
 func TestDoStorm(t *testing.T) {
 	var g Group
 	var mu sync.Mutex
-	var live []controlplane.Instance
+	var live []cloudprovider.Instance
 	created := 0
 	steps := Steps{
 		Name: "storm",
-		Find: func(context.Context) (controlplane.Instance, bool, error) {
+		Find: func(context.Context) (cloudprovider.Instance, bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if len(live) > 0 {
 				return live[0], true, nil
 			}
-			return controlplane.Instance{}, false, nil
+			return cloudprovider.Instance{}, false, nil
 		},
-		Create: func(context.Context) (controlplane.Instance, error) {
+		Create: func(context.Context) (cloudprovider.Instance, error) {
 			time.Sleep(5 * time.Millisecond)
 			mu.Lock()
 			defer mu.Unlock()
 			created++
-			in := controlplane.Instance{ID: "i1", Name: "storm"}
+			in := cloudprovider.Instance{ID: "i1", Name: "storm"}
 			live = append(live, in)
 			return in, nil
 		},
@@ -175,7 +175,7 @@ func TestLock(t *testing.T) {
 	}
 	// ... and a create that gives up waiting is ErrOther of the cloud.
 	_, _, err = g.Do(ctx, Steps{Cloud: "c", Op: "creating", Name: "a"})
-	if controlplane.KindOf(err) != controlplane.ErrOther {
+	if cloudprovider.KindOf(err) != cloudprovider.ErrOther {
 		t.Fatalf("Do while the name is held and ctx is over: %v, want ErrOther", err)
 	}
 	done := make(chan struct{})
@@ -200,21 +200,21 @@ func TestLock(t *testing.T) {
 
 func TestFindByName(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	listed := []controlplane.Instance{
+	listed := []cloudprovider.Instance{
 		{ID: "3", Name: "web-1", CreatedAt: t0.Add(time.Minute)},
 		{ID: "9", Name: "web-10", CreatedAt: t0},
 		{ID: "2", Name: "web-1", CreatedAt: t0.Add(2 * time.Minute)},
 		{ID: "1", Name: "web-1", CreatedAt: t0.Add(3 * time.Minute), CloudStatus: "DELETING"},
 	}
 	var prefix string
-	list := func(_ context.Context, p string) ([]controlplane.Instance, error) { prefix = p; return listed, nil }
-	notDeleting := func(in controlplane.Instance) bool { return in.CloudStatus != "DELETING" }
-	byID := func(a, b controlplane.Instance) bool { return a.ID < b.ID }
+	list := func(_ context.Context, p string) ([]cloudprovider.Instance, error) { prefix = p; return listed, nil }
+	notDeleting := func(in cloudprovider.Instance) bool { return in.CloudStatus != "DELETING" }
+	byID := func(a, b cloudprovider.Instance) bool { return a.ID < b.ID }
 	tests := []struct {
 		name   string
 		find   string
-		keep   func(controlplane.Instance) bool
-		less   func(a, b controlplane.Instance) bool
+		keep   func(cloudprovider.Instance) bool
+		less   func(a, b cloudprovider.Instance) bool
 		wantID string
 	}{
 		{"oldest of the exact name", "web-1", nil, nil, "3"},
@@ -234,7 +234,7 @@ func TestFindByName(t *testing.T) {
 		})
 	}
 	boom := errors.New("boom")
-	if _, _, err := FindByName(context.Background(), "x", func(context.Context, string) ([]controlplane.Instance, error) { return nil, boom }, nil, nil); !errors.Is(err, boom) {
+	if _, _, err := FindByName(context.Background(), "x", func(context.Context, string) ([]cloudprovider.Instance, error) { return nil, boom }, nil, nil); !errors.Is(err, boom) {
 		t.Fatalf("error %v, want the listing's", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // exactFormFactor holds GPU names that say their form factor without a marker word. They are the names
@@ -16,7 +16,7 @@ import (
 // Prime Intellect's availability (reference/recorded/primeintellect/capture.availability-gpus.200.json)
 // lists cloudId "NVIDIA H100 80GB HBM3" with socket SXM5 and "NVIDIA H100 PCIe" with socket PCIe.
 var exactFormFactor = map[string]string{
-	"NVIDIA H100 80GB HBM3": controlplane.FormFactorSXM,
+	"NVIDIA H100 80GB HBM3": cloudprovider.FormFactorSXM,
 }
 
 var (
@@ -26,8 +26,8 @@ var (
 	memoryInGB  = regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])([0-9]+)\s?GB(?:[^A-Za-z0-9]|$)`)
 )
 
-// FormFactor reads the form factor a cloud's GPU name states: controlplane.FormFactorSXM for "SXM",
-// "SXM2".."SXM6" and "HGX"; controlplane.FormFactorPCIe for "PCIe" and "NVL" (H100 NVL is a PCIe card)
+// FormFactor reads the form factor a cloud's GPU name states: cloudprovider.FormFactorSXM for "SXM",
+// "SXM2".."SXM6" and "HGX"; cloudprovider.FormFactorPCIe for "PCIe" and "NVL" (H100 NVL is a PCIe card)
 // and for GPUs that only exist as PCIe cards (L4, L40, L40S, the RTX cards including the RTX A6000);
 // "" when the name does not say. Names are tried in order and the first that states a form factor wins;
 // within a name an explicit marker (SXM, HGX, PCIe, NVL) wins over the model rule.
@@ -60,15 +60,15 @@ func formFactorOf(name string) string {
 	for _, t := range tokens {
 		switch {
 		case sxmToken.MatchString(t), t == "HGX":
-			return controlplane.FormFactorSXM
+			return cloudprovider.FormFactorSXM
 		case t == "PCIE", t == "NVL":
-			return controlplane.FormFactorPCIe
+			return cloudprovider.FormFactorPCIe
 		}
 	}
 	for _, t := range tokens {
 		switch {
 		case t == "L4", t == "L40", t == "L40S", t == "A6000", strings.HasPrefix(t, "RTX"):
-			return controlplane.FormFactorPCIe
+			return cloudprovider.FormFactorPCIe
 		}
 	}
 	return ""

@@ -3,11 +3,11 @@ package gpuname
 import (
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestFormFactor(t *testing.T) {
-	const sxm, pcie = controlplane.FormFactorSXM, controlplane.FormFactorPCIe
+	const sxm, pcie = cloudprovider.FormFactorSXM, cloudprovider.FormFactorPCIe
 	tests := []struct {
 		names []string
 		want  string

@@ -20,7 +20,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
@@ -94,10 +94,10 @@ type Config struct {
 
 // Backend is the Lambda InstanceManagerBackend.
 //
-// The ownership record is the cloud-side name alone (controlplane.CloudName): Get and List leave
+// The ownership record is the cloud-side name alone (cloudprovider.CloudName): Get and List leave
 // Instance.Owner empty and the pool manager reads it from the name. The backend does not implement
-// controlplane.OwnershipConfirmer. (The v1.4.0 API has no labels at all; the newest OpenAPI document adds
-// "tags" to the launch request, which could carry controlplane.OwnerLabels too. Not used: not confirmed
+// cloudprovider.OwnershipConfirmer. (The v1.4.0 API has no labels at all; the newest OpenAPI document adds
+// "tags" to the launch request, which could carry cloudprovider.OwnerLabels too. Not used: not confirmed
 // that instances answer their tags back, or that tags can be changed after launch.)
 type Backend struct {
 	cfg      Config
@@ -113,7 +113,7 @@ type Backend struct {
 	keysMu  sync.Mutex       // serialises SSH key registration, so two creates never add one key twice
 }
 
-var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+var _ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the Lambda backend. inv maps Lambda's GPU names onto hydra's types.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
@@ -245,13 +245,13 @@ func gpuCount(t InstanceType) int {
 // its gpu_description states them ("H100 (80 GB SXM5)"), else its description without the count
 // ("1x H100 (80 GB SXM5)"; older API versions), else its name ("gpu_1x_h100_sxm5", form factor only);
 // vCPUs from specs.vcpus and RAM from specs.memory_gib.
-func hardware(t InstanceType) controlplane.Hardware {
+func hardware(t InstanceType) cloudprovider.Hardware {
 	desc := descCount.ReplaceAllString(t.Description, "")
 	family := ""
 	if m := typeCount.FindStringIndex(t.Name); m != nil {
 		family = t.Name[m[1]:]
 	}
-	hw := controlplane.Hardware{
+	hw := cloudprovider.Hardware{
 		FormFactor:  gpuname.FormFactor(t.GPUDescription, desc, family),
 		GPUMemoryGB: gpuname.MemoryGB(t.GPUDescription),
 		VCPUs:       max(t.Specs.VCPUs, 0),
@@ -274,12 +274,12 @@ func usd(cents int64) money.USD {
 // reports it and never ranks it). CPU-only types, types with more GPUs than the inventory allows and
 // types without a price are left out. Lambda only says whether a region has capacity, not how much, so
 // Available is -1. Lambda sells no spot capacity.
-func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	items, err := b.client.InstanceTypes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	offers := []controlplane.Offer{}
+	offers := []cloudprovider.Offer{}
 	for name, it := range items {
 		t := it.InstanceType
 		if t.Name == "" {
@@ -297,7 +297,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 				continue
 			}
 			seen[r.Name] = true
-			offers = append(offers, controlplane.Offer{
+			offers = append(offers, cloudprovider.Offer{
 				Cloud:        CloudName,
 				Region:       r.Name,
 				InstanceType: name,
@@ -335,16 +335,16 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 // second launch in one apply succeeds. The launch is not retried after a 5xx or a lost answer; Create
 // then looks for the instance by name once and returns it if Lambda did launch it, else the
 // unknown-outcome error (ErrOther). Create returns as soon as Lambda has accepted the launch (booting: pending).
-func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	switch {
 	case req.Name == "":
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
 	case len(req.Name) > MaxNameLength:
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op,
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 			"instance name %q is %d characters long; Lambda allows at most %d (shorten the resource's name)", req.Name, len(req.Name), MaxNameLength)
 	case req.Offer.Spot:
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "Lambda sells no spot capacity")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "Lambda sells no spot capacity")
 	}
 	instanceType := req.Offer.Details[DetailInstanceTypeName]
 	if instanceType == "" {
@@ -355,16 +355,16 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		region = req.Offer.Region
 	}
 	if instanceType == "" || region == "" {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "the offer names no instance type or region")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "the offer names no instance type or region")
 	}
 	keys, err := publicKeys(req.SSHPublicKeys)
 	if err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	var keyName, userData string
 	inst, _, err := b.creates.Do(ctx, createonce.Steps{
 		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
-		Find: func(ctx context.Context) (controlplane.Instance, bool, error) { return b.findByName(ctx, req.Name) },
+		Find: func(ctx context.Context) (cloudprovider.Instance, bool, error) { return b.findByName(ctx, req.Name) },
 		Prepare: func(ctx context.Context) (err error) {
 			if err := b.checkOffer(ctx, req, instanceType, region); err != nil {
 				return err
@@ -373,11 +373,11 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 				return err
 			}
 			if err := b.waitLaunchTurn(ctx); err != nil {
-				return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+				return cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op, err)
 			}
 			return nil
 		},
-		Create: func(ctx context.Context) (controlplane.Instance, error) {
+		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
 			return b.launch(ctx, req, instanceType, region, keyName, userData)
 		},
 	})
@@ -385,7 +385,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 }
 
 // launch launches the instance and returns it as Lambda answers it, or as launched when the read fails.
-func (b *Backend) launch(ctx context.Context, req controlplane.CreateRequest, instanceType, region, keyName, userData string) (controlplane.Instance, error) {
+func (b *Backend) launch(ctx context.Context, req cloudprovider.CreateRequest, instanceType, region, keyName, userData string) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	var (
 		ids []string
@@ -410,26 +410,26 @@ func (b *Backend) launch(ctx context.Context, req controlplane.CreateRequest, in
 		b.log.Warn("Lambda rate-limited the launch; waiting before launching again", "name", req.Name,
 			"wait", pause.String(), "attempt", attempt+1, "of", b.cfg.RateLimitRetries)
 		if serr := b.cfg.Sleep(ctx, pause); serr != nil {
-			return controlplane.Instance{}, controlplane.NewError(controlplane.ErrOther, CloudName, op,
+			return cloudprovider.Instance{}, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op,
 				fmt.Errorf("waiting out Lambda's launch rate limit (nothing was launched): %w", serr))
 		}
 		b.launches.ReserveN(b.cfg.Now(), 1) // this process's next launch comes a full interval after this one
 	}
-	if controlplane.IsNotFound(err) {
+	if cloudprovider.IsNotFound(err) {
 		// On a launch, object-does-not-exist names a missing SSH key, image or file system: the
 		// request is wrong, no instance is gone.
-		return controlplane.Instance{}, controlplane.NewError(controlplane.ErrInvalid, CloudName, op, errors.Unwrap(err))
+		return cloudprovider.Instance{}, cloudprovider.NewError(cloudprovider.ErrInvalid, CloudName, op, errors.Unwrap(err))
 	}
 	if err != nil {
 		// An unknown outcome (a 5xx or a lost answer) is looked for by name: Lambda may have launched it.
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	if len(ids) == 0 {
 		// Lambda may launch fewer instances than asked; none means nothing was created.
 		if inst, ok, ferr := b.findByName(ctx, req.Name); ferr == nil && ok {
 			return inst, nil
 		}
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op,
 			"Lambda accepted the launch of %s in %s but started no instance", instanceType, region)
 	}
 	if len(ids) > 1 {
@@ -439,7 +439,7 @@ func (b *Backend) launch(ctx context.Context, req controlplane.CreateRequest, in
 	if in, err := b.client.Instance(ctx, ids[0]); err == nil {
 		return b.toInstance(in), nil
 	}
-	return controlplane.Instance{
+	return cloudprovider.Instance{
 		ID:           ids[0],
 		Name:         req.Name,
 		Cloud:        CloudName,
@@ -449,46 +449,40 @@ func (b *Backend) launch(ctx context.Context, req controlplane.CreateRequest, in
 		GPUCount:     req.Offer.GPUCount,
 		Hardware:     req.Offer.Hardware,
 		PricePerHour: req.Offer.PricePerHour,
-		Status:       controlplane.StatusPending,
+		Status:       cloudprovider.StatusPending,
 		CloudStatus:  StatusBooting,
 	}, nil
 }
 
-// checkOffer refuses (ErrCapacity) an offer whose price is above req.MaxPricePerHour, as planned or as
-// the catalog says now, an instance type Lambda no longer offers, and a region that has no capacity for
+// checkOffer refuses (ErrCapacity) an offer whose price the catalog now says is above
+// req.MaxPricePerHour (cloudprovider.CheckPriceCap), an instance type Lambda no longer offers, and a region that has no capacity for
 // the type now.
-func (b *Backend) checkOffer(ctx context.Context, req controlplane.CreateRequest, instanceType, region string) error {
+func (b *Backend) checkOffer(ctx context.Context, req cloudprovider.CreateRequest, instanceType, region string) error {
 	const op = "creating instance"
-	ceiling := req.MaxPricePerHour
-	if ceiling > 0 && req.Offer.PricePerHour > ceiling {
-		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"offer price %s is above the maximum %s", req.Offer.PricePerHour.PerHour(), ceiling.PerHour())
-	}
 	items, err := b.client.InstanceTypes(ctx)
 	if err != nil {
 		return err
 	}
 	it, ok := items[instanceType]
 	if !ok {
-		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "Lambda no longer offers instance type %s", instanceType)
+		return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "Lambda no longer offers instance type %s", instanceType)
 	}
-	if price := usd(it.InstanceType.PriceCentsPerHour); ceiling > 0 && price > ceiling {
-		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"%s now costs %s, above the maximum %s", instanceType, price.PerHour(), ceiling.PerHour())
+	if err := cloudprovider.CheckPriceCap(CloudName, op, instanceType, usd(it.InstanceType.PriceCentsPerHour), req.MaxPricePerHour); err != nil {
+		return err
 	}
 	for _, r := range it.RegionsWithCapacityAvailable {
 		if r.Name == region {
 			return nil
 		}
 	}
-	return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "Lambda has no capacity for %s in %s now", instanceType, region)
+	return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "Lambda has no capacity for %s in %s now", instanceType, region)
 }
 
 // findByName returns the live (not terminating or terminated) instance named name, if there is one. When
 // several are (made outside hydra), the one with the smallest id is returned: Lambda reports no creation
 // time to order them by.
-func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
-	return createonce.FindByName(ctx, name, b.List, nil, func(a, c controlplane.Instance) bool { return a.ID < c.ID })
+func (b *Backend) findByName(ctx context.Context, name string) (cloudprovider.Instance, bool, error) {
+	return createonce.FindByName(ctx, name, b.List, nil, func(a, c cloudprovider.Instance) bool { return a.ID < c.ID })
 }
 
 // publicKeys checks the request's authorized_keys lines and returns them without options, blanks and
@@ -502,7 +496,7 @@ func publicKeys(lines []string) ([]string, error) {
 		}
 		norm := sshkeys.Normalize(k)
 		if norm == "" {
-			return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "registering SSH key", "not an authorized_keys line: %.40q", k)
+			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, "registering SSH key", "not an authorized_keys line: %.40q", k)
 		}
 		if !seen[norm] {
 			seen[norm] = true
@@ -526,7 +520,7 @@ func (b *Backend) sshAccess(ctx context.Context, keys []string) (keyName, userDa
 		return "", "", err
 	}
 	if len(names) != 1 {
-		return "", "", controlplane.Errorf(controlplane.ErrOther, CloudName, "registering SSH key", "no Lambda key for %.40q", keys[0])
+		return "", "", cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, "registering SSH key", "no Lambda key for %.40q", keys[0])
 	}
 	return names[0], cloudInitKeys(keys[1:]), nil
 }
@@ -599,14 +593,14 @@ func (b *Backend) noLoginKey(ctx context.Context) (string, error) {
 			b.log.Info("registered a key pair nobody holds, for launches without SSH keys", "name", NoLoginKeyName)
 			return NoLoginKeyName, nil
 		}
-		if controlplane.KindOf(err) == controlplane.ErrAuth || ctx.Err() != nil {
+		if cloudprovider.KindOf(err) == cloudprovider.ErrAuth || ctx.Err() != nil {
 			return "", err
 		}
 		ok, lerr := has()
 		switch {
 		case lerr == nil && ok:
 			return NoLoginKeyName, nil
-		case attempt > 1 || lerr != nil || controlplane.KindOf(err) != controlplane.ErrOther:
+		case attempt > 1 || lerr != nil || cloudprovider.KindOf(err) != cloudprovider.ErrOther:
 			return "", err
 		}
 	}
@@ -614,17 +608,17 @@ func (b *Backend) noLoginKey(ctx context.Context) (string, error) {
 
 // Get reads one instance. An unknown id is ErrNotFound; a terminating or terminated one that Lambda still
 // reports is returned with status terminated.
-func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, error) {
 	return backendkit.Get(ctx, id, b.client.Instance, b.toInstance)
 }
 
 // List returns the instances whose name starts with prefix. Terminating and terminated ones are left out.
-func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	live, err := backendkit.List(ctx, prefix, b.client.Instances, Instance.name, b.toInstance)
 	if err != nil {
 		return nil, err
 	}
-	return append([]controlplane.Instance{}, live...), nil
+	return append([]cloudprovider.Instance{}, live...), nil
 }
 
 // Delete terminates an instance (POST /instance-operations/terminate). An instance that is already gone
@@ -635,10 +629,10 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 	const op = "deleting instance"
 	done, err := b.client.Terminate(ctx, id)
 	switch {
-	case controlplane.IsNotFound(err):
+	case cloudprovider.IsNotFound(err):
 		b.log.Debug("instance already gone", "id", id)
 		return nil
-	case err != nil && controlplane.KindOf(err) != controlplane.ErrInvalid:
+	case err != nil && cloudprovider.KindOf(err) != cloudprovider.ErrInvalid:
 		return err
 	case err == nil:
 		for _, in := range done {
@@ -650,10 +644,10 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 	}
 	in, gerr := b.client.Instance(ctx, id)
 	switch {
-	case controlplane.IsNotFound(gerr):
+	case cloudprovider.IsNotFound(gerr):
 		return nil
 	case gerr == nil:
-		if s, _ := mapStatus(in.Status, in.ip() != ""); s == controlplane.StatusTerminated {
+		if s, _ := mapStatus(in.Status, in.ip() != ""); s == cloudprovider.StatusTerminated {
 			b.log.Debug("instance already terminating", "id", id, "status", in.Status)
 			return nil
 		}
@@ -661,14 +655,14 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return controlplane.Errorf(controlplane.ErrOther, CloudName, op, "Lambda did not terminate instance %s", id)
+	return cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "Lambda did not terminate instance %s", id)
 }
 
 // toInstance maps Lambda's instance object onto hydra's.
-func (b *Backend) toInstance(in Instance) controlplane.Instance {
+func (b *Backend) toInstance(in Instance) cloudprovider.Instance {
 	ip := strings.TrimSpace(in.ip())
 	status, msg := b.graceUnhealthy(in.ID, in.Status, ip != "")
-	out := controlplane.Instance{
+	out := cloudprovider.Instance{
 		ID:           in.ID,
 		Name:         in.name(),
 		Cloud:        CloudName,
@@ -682,8 +676,8 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 		CloudStatus:  in.Status,
 		Message:      msg,
 	}
-	if ip != "" && status == controlplane.StatusRunning {
-		out.SSH = &controlplane.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}
+	if ip != "" && status == cloudprovider.StatusRunning {
+		out.SSH = &cloudprovider.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}
 	}
 	return out
 }
@@ -691,7 +685,7 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 // graceUnhealthy maps a status like mapStatus, except that an instance Lambda reports as unhealthy is
 // pending (not yet up) for UnhealthyGrace from when this process first saw it so, as other clients of
 // the API treat it; only then is it an error. An instance seen in any other status starts afresh.
-func (b *Backend) graceUnhealthy(id, cloudStatus string, hasIP bool) (controlplane.Status, string) {
+func (b *Backend) graceUnhealthy(id, cloudStatus string, hasIP bool) (cloudprovider.Status, string) {
 	status, msg := mapStatus(cloudStatus, hasIP)
 	unhealthy := strings.EqualFold(strings.TrimSpace(cloudStatus), StatusUnhealthy)
 	b.unhealthyMu.Lock()
@@ -710,7 +704,7 @@ func (b *Backend) graceUnhealthy(id, cloudStatus string, hasIP bool) (controlpla
 		b.unhealthySince[id] = now
 	}
 	if left := b.cfg.UnhealthyGrace - now.Sub(since); left > 0 {
-		return controlplane.StatusPending, fmt.Sprintf("Lambda reports the instance as unhealthy; taken as not yet up for %s more (grace %s)",
+		return cloudprovider.StatusPending, fmt.Sprintf("Lambda reports the instance as unhealthy; taken as not yet up for %s more (grace %s)",
 			left.Round(time.Second), b.cfg.UnhealthyGrace)
 	}
 	return status, fmt.Sprintf("%s; still unhealthy after %s", msg, b.cfg.UnhealthyGrace)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -70,7 +70,7 @@ func TestOffersFromInstanceTypes(t *testing.T) {
 	if len(offers) != 12 {
 		t.Errorf("%d offers, want 12: %+v", len(offers), offers)
 	}
-	if !slices.IsSortedFunc(offers, func(a, c controlplane.Offer) int {
+	if !slices.IsSortedFunc(offers, func(a, c cloudprovider.Offer) int {
 		return strings.Compare(a.Region+"/"+a.InstanceType, c.Region+"/"+c.InstanceType)
 	}) {
 		t.Error("offers are not sorted by region and type")
@@ -113,7 +113,7 @@ func TestCapacityPerRegion(t *testing.T) {
 	}
 	launches := f.srv.RequestCount("POST /instance-operations/launch")
 	_, err = b.Create(ctx, request(t, east, "second", testKey))
-	wantKind(t, err, controlplane.ErrCapacity)
+	wantKind(t, err, cloudprovider.ErrCapacity)
 	if n := f.srv.RequestCount("POST /instance-operations/launch"); n != launches {
 		t.Errorf("a create into a full region spent a launch (Lambda allows one per 12 s)")
 	}
@@ -176,7 +176,7 @@ func TestCloudGPU(t *testing.T) {
 	}
 }
 
-func cheapestH100(t *testing.T, b *Backend) controlplane.Offer {
+func cheapestH100(t *testing.T, b *Backend) cloudprovider.Offer {
 	t.Helper()
 	offers := backendtest.Offers(t, b)
 	o, ok := backendtest.FindOffer(offers, "us-midwest-1", "gpu_1x_h100_pcie", false)
@@ -196,7 +196,7 @@ func TestCreateNameTooLong(t *testing.T) {
 		t.Fatalf("name %q is %d long", req.Name, len(req.Name))
 	}
 	_, err := b.Create(context.Background(), req)
-	backendtest.WantError(t, err, controlplane.ErrInvalid, "at most 64")
+	backendtest.WantError(t, err, cloudprovider.ErrInvalid, "at most 64")
 	if n := f.srv.RequestCount("POST /instance-operations/launch"); n != 0 {
 		t.Errorf("%d launches for a name that is too long", n)
 	}
@@ -221,7 +221,7 @@ func TestCreateSSHKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Status != controlplane.StatusPending || in.CloudStatus != StatusBooting || in.SSH != nil {
+	if in.Status != cloudprovider.StatusPending || in.CloudStatus != StatusBooting || in.SSH != nil {
 		t.Errorf("a new instance: %+v", in)
 	}
 	got := f.srv.Instances()
@@ -247,7 +247,7 @@ func TestCreateSSHKeys(t *testing.T) {
 	}
 	// A line that holds no key is refused before anything is launched.
 	_, err = b.Create(ctx, request(t, offer, "bad", "not a key"))
-	wantKind(t, err, controlplane.ErrInvalid)
+	wantKind(t, err, cloudprovider.ErrInvalid)
 }
 
 // A create without keys launches with a key pair Lambda generated and hydra threw away: Lambda requires
@@ -286,19 +286,19 @@ func TestStatusAndSSHEndpoint(t *testing.T) {
 	}
 	f.clock.Advance(bootTime / 2)
 	got, err := b.Get(ctx, in.ID)
-	if err != nil || got.Status != controlplane.StatusPending || got.SSH != nil || got.CloudStatus != StatusBooting {
+	if err != nil || got.Status != cloudprovider.StatusPending || got.SSH != nil || got.CloudStatus != StatusBooting {
 		t.Errorf("half-way through booting: %+v, %v", got, err)
 	}
 	f.clock.Advance(bootTime / 2)
 	got, err = b.Get(ctx, in.ID)
-	if err != nil || got.Status != controlplane.StatusRunning || got.SSH == nil {
+	if err != nil || got.Status != cloudprovider.StatusRunning || got.SSH == nil {
 		t.Fatalf("booted: %+v, %v", got, err)
 	}
 	if got.SSH.Port != 22 || got.SSH.User != "ubuntu" || !strings.HasPrefix(got.SSH.Host, "203.0.113.") {
 		t.Errorf("SSH endpoint %+v", got.SSH)
 	}
 	// Lambda keeps no labels: the ownership record is the name's, which the pool manager reads.
-	if got.Owner != (controlplane.Ownership{}) || controlplane.WithOwner(pool(t), got).Owner.Resource != "ssh" {
+	if got.Owner != (cloudprovider.Ownership{}) || cloudprovider.WithOwner(pool(t), got).Owner.Resource != "ssh" {
 		t.Errorf("owner %+v", got.Owner)
 	}
 }
@@ -317,7 +317,7 @@ func TestDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := b.Get(ctx, in.ID)
-	if err != nil || got.Status != controlplane.StatusTerminated || got.CloudStatus != StatusTerminating {
+	if err != nil || got.Status != cloudprovider.StatusTerminated || got.CloudStatus != StatusTerminating {
 		t.Errorf("after Delete: %+v, %v", got, err)
 	}
 	if list, _ := b.List(ctx, pool(t).Prefix); len(list) != 0 {
@@ -331,7 +331,7 @@ func TestDelete(t *testing.T) {
 		t.Errorf("Delete of a terminated instance: %v", err)
 	}
 	f.clock.Advance(2 * time.Minute)
-	if _, err := b.Get(ctx, in.ID); !controlplane.IsNotFound(err) {
+	if _, err := b.Get(ctx, in.ID); !cloudprovider.IsNotFound(err) {
 		t.Errorf("Get of a forgotten instance: %v", err)
 	}
 	if err := b.Delete(ctx, in.ID); err != nil {
@@ -350,7 +350,7 @@ func TestWrongAPIKey(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, func(c *Config) { c.APIKey = "wrong" })
 	_, err := b.Offers(context.Background())
-	backendtest.WantError(t, err, controlplane.ErrAuth, "global/invalid-api-key")
+	backendtest.WantError(t, err, cloudprovider.ErrAuth, "global/invalid-api-key")
 	if n := f.srv.RequestCount("GET /instance-types"); n != 1 {
 		t.Errorf("%d requests, want 1", n)
 	}
@@ -384,9 +384,9 @@ func TestLaunchResourceNotFoundIsInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	offer := controlplane.Offer{Cloud: CloudName, Region: "us-west-1", InstanceType: "gpu_1x_h100_pcie", GPUType: "h100", GPUCount: 1, PricePerHour: money.MustFromFloat(2.49)}
+	offer := cloudprovider.Offer{Cloud: CloudName, Region: "us-west-1", InstanceType: "gpu_1x_h100_pcie", GPUType: "h100", GPUCount: 1, PricePerHour: money.MustFromFloat(2.49)}
 	_, err = b.Create(context.Background(), request(t, offer, "x", testKey))
-	backendtest.WantError(t, err, controlplane.ErrInvalid, "SSH key mine does not exist")
+	backendtest.WantError(t, err, cloudprovider.ErrInvalid, "SSH key mine does not exist")
 }
 
 // Launches are spaced by LaunchInterval in one process (Lambda allows one every 12 seconds), on the real clock.
@@ -422,5 +422,5 @@ func TestCreateRefusesSpot(t *testing.T) {
 	offer := cheapestH100(t, b)
 	offer.Spot = true
 	_, err := b.Create(context.Background(), request(t, offer, "spot", testKey))
-	wantKind(t, err, controlplane.ErrInvalid)
+	wantKind(t, err, cloudprovider.ErrInvalid)
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // CloudName is the backend's name in pools.yml and api_names.
@@ -42,20 +42,20 @@ const (
 // global/invalid-address (billing address) are account standing, not credentials: ErrQuota, like an
 // exhausted balance on other clouds. global/object-does-not-exist is ErrNotFound; on a launch it names a
 // missing SSH key, image or file system instead, which Create reports as ErrInvalid.
-var codeKinds = map[string]controlplane.ErrorKind{
-	CodeUnknown:                 controlplane.ErrOther,
-	CodeInvalidAPIKey:           controlplane.ErrAuth,
-	CodeAccountInactive:         controlplane.ErrQuota,
-	CodeInvalidAddress:          controlplane.ErrQuota,
-	CodeQuotaExceeded:           controlplane.ErrQuota,
-	CodeInvalidParameters:       controlplane.ErrInvalid,
-	CodeObjectDoesNotExist:      controlplane.ErrNotFound,
-	CodeInsufficientCapacity:    controlplane.ErrCapacity,
-	CodeFileSystemInWrongRegion: controlplane.ErrInvalid,
-	CodeFileSystemsNotSupported: controlplane.ErrInvalid,
-	CodeSSHKeyInUse:             controlplane.ErrInvalid,
-	CodeDuplicate:               controlplane.ErrInvalid,
-	CodeFilesystemInUse:         controlplane.ErrInvalid,
+var codeKinds = map[string]cloudprovider.ErrorKind{
+	CodeUnknown:                 cloudprovider.ErrOther,
+	CodeInvalidAPIKey:           cloudprovider.ErrAuth,
+	CodeAccountInactive:         cloudprovider.ErrQuota,
+	CodeInvalidAddress:          cloudprovider.ErrQuota,
+	CodeQuotaExceeded:           cloudprovider.ErrQuota,
+	CodeInvalidParameters:       cloudprovider.ErrInvalid,
+	CodeObjectDoesNotExist:      cloudprovider.ErrNotFound,
+	CodeInsufficientCapacity:    cloudprovider.ErrCapacity,
+	CodeFileSystemInWrongRegion: cloudprovider.ErrInvalid,
+	CodeFileSystemsNotSupported: cloudprovider.ErrInvalid,
+	CodeSSHKeyInUse:             cloudprovider.ErrInvalid,
+	CodeDuplicate:               cloudprovider.ErrInvalid,
+	CodeFilesystemInUse:         cloudprovider.ErrInvalid,
 }
 
 // ResponseError is a non-2xx answer from Lambda with the fields of its error body (or the raw body when
@@ -87,7 +87,7 @@ func (e *ResponseError) Error() string {
 }
 
 // Kind is the error's kind: by its code when Lambda sent a known one, else by the HTTP status.
-func (e *ResponseError) Kind() controlplane.ErrorKind {
+func (e *ResponseError) Kind() cloudprovider.ErrorKind {
 	if k, ok := codeKinds[e.Code]; ok {
 		return k
 	}
@@ -115,10 +115,10 @@ func responseError(he *restclient.HTTPError) *ResponseError {
 	return re
 }
 
-// classify turns any error of a client call into a *controlplane.Error of the right kind. Errors that
+// classify turns any error of a client call into a *cloudprovider.Error of the right kind. Errors that
 // are already classified pass through.
 func classify(op string, err error) error {
-	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (cloudprovider.ErrorKind, error) {
 		re := responseError(he)
 		return re.Kind(), re
 	})

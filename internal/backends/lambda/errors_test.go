@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func lambdaBody(code, msg string) string {
@@ -20,46 +20,46 @@ func TestErrorClassification(t *testing.T) {
 	for _, tc := range []struct {
 		status int
 		body   string
-		want   controlplane.ErrorKind
+		want   cloudprovider.ErrorKind
 	}{
 		// The codes Lambda documents, with the statuses it sends them with.
-		{400, lambdaBody(CodeInsufficientCapacity, "Not enough capacity to fulfill launch request."), controlplane.ErrCapacity},
-		{401, lambdaBody(CodeInvalidAPIKey, "API key was invalid, expired, or deleted."), controlplane.ErrAuth},
-		{403, lambdaBody(CodeAccountInactive, "Your account is inactive."), controlplane.ErrQuota},
-		{400, lambdaBody(CodeQuotaExceeded, "Quota exceeded."), controlplane.ErrQuota},
-		{400, lambdaBody(CodeInvalidAddress, "Your billing address is invalid."), controlplane.ErrQuota},
-		{404, lambdaBody(CodeObjectDoesNotExist, "Specified instance does not exist."), controlplane.ErrNotFound},
-		{400, lambdaBody(CodeInvalidParameters, "Invalid request data."), controlplane.ErrInvalid},
-		{400, lambdaBody(CodeDuplicate, "duplicate"), controlplane.ErrInvalid},
-		{400, lambdaBody(CodeFileSystemInWrongRegion, "wrong region"), controlplane.ErrInvalid},
-		{400, lambdaBody(CodeSSHKeyInUse, "in use"), controlplane.ErrInvalid},
-		{500, lambdaBody(CodeUnknown, "Something unexpected occurred."), controlplane.ErrOther},
+		{400, lambdaBody(CodeInsufficientCapacity, "Not enough capacity to fulfill launch request."), cloudprovider.ErrCapacity},
+		{401, lambdaBody(CodeInvalidAPIKey, "API key was invalid, expired, or deleted."), cloudprovider.ErrAuth},
+		{403, lambdaBody(CodeAccountInactive, "Your account is inactive."), cloudprovider.ErrQuota},
+		{400, lambdaBody(CodeQuotaExceeded, "Quota exceeded."), cloudprovider.ErrQuota},
+		{400, lambdaBody(CodeInvalidAddress, "Your billing address is invalid."), cloudprovider.ErrQuota},
+		{404, lambdaBody(CodeObjectDoesNotExist, "Specified instance does not exist."), cloudprovider.ErrNotFound},
+		{400, lambdaBody(CodeInvalidParameters, "Invalid request data."), cloudprovider.ErrInvalid},
+		{400, lambdaBody(CodeDuplicate, "duplicate"), cloudprovider.ErrInvalid},
+		{400, lambdaBody(CodeFileSystemInWrongRegion, "wrong region"), cloudprovider.ErrInvalid},
+		{400, lambdaBody(CodeSSHKeyInUse, "in use"), cloudprovider.ErrInvalid},
+		{500, lambdaBody(CodeUnknown, "Something unexpected occurred."), cloudprovider.ErrOther},
 		// The code wins over the status.
-		{503, lambdaBody(CodeInsufficientCapacity, "no capacity"), controlplane.ErrCapacity},
-		{400, lambdaBody(CodeUnknown, "odd"), controlplane.ErrOther},
-		{404, lambdaBody(CodeInvalidAPIKey, "odd"), controlplane.ErrAuth},
-		{400, lambdaBody(CodeObjectDoesNotExist, "SSH key \"x\" does not exist."), controlplane.ErrNotFound},
+		{503, lambdaBody(CodeInsufficientCapacity, "no capacity"), cloudprovider.ErrCapacity},
+		{400, lambdaBody(CodeUnknown, "odd"), cloudprovider.ErrOther},
+		{404, lambdaBody(CodeInvalidAPIKey, "odd"), cloudprovider.ErrAuth},
+		{400, lambdaBody(CodeObjectDoesNotExist, "SSH key \"x\" does not exist."), cloudprovider.ErrNotFound},
 		// No code (or one this backend does not know): the status decides.
-		{401, `Unauthorized`, controlplane.ErrAuth},
-		{403, lambdaBody("global/some-new-code", "forbidden"), controlplane.ErrAuth},
-		{402, `{}`, controlplane.ErrQuota},
-		{404, `<html>not found</html>`, controlplane.ErrNotFound},
-		{400, `{"error": {"message": "bad"}}`, controlplane.ErrInvalid},
-		{409, ``, controlplane.ErrInvalid},
-		{429, lambdaBody("global/too-many-requests", "Too many requests."), controlplane.ErrOther},
+		{401, `Unauthorized`, cloudprovider.ErrAuth},
+		{403, lambdaBody("global/some-new-code", "forbidden"), cloudprovider.ErrAuth},
+		{402, `{}`, cloudprovider.ErrQuota},
+		{404, `<html>not found</html>`, cloudprovider.ErrNotFound},
+		{400, `{"error": {"message": "bad"}}`, cloudprovider.ErrInvalid},
+		{409, ``, cloudprovider.ErrInvalid},
+		{429, lambdaBody("global/too-many-requests", "Too many requests."), cloudprovider.ErrOther},
 		// Lambda's edge answers 429 with a plain-text page (RateLimited: the launch waits it out).
-		{429, `error code: 1015`, controlplane.ErrOther},
-		{500, ``, controlplane.ErrOther},
-		{502, `<html><body><h1>502 Bad Gateway</h1></body></html>`, controlplane.ErrOther},
+		{429, `error code: 1015`, cloudprovider.ErrOther},
+		{500, ``, cloudprovider.ErrOther},
+		{502, `<html><body><h1>502 Bad Gateway</h1></body></html>`, cloudprovider.ErrOther},
 	} {
 		he := &restclient.HTTPError{Method: "POST", Path: "/instance-operations/launch", Status: tc.status, Body: []byte(tc.body)}
 		err := classify("launching instance", fmt.Errorf("wrapped: %w", he))
-		if got := controlplane.KindOf(err); got != tc.want {
+		if got := cloudprovider.KindOf(err); got != tc.want {
 			t.Errorf("HTTP %d %s: kind %v, want %v (%v)", tc.status, tc.body, got, tc.want, err)
 		}
-		var ce *controlplane.Error
+		var ce *cloudprovider.Error
 		if !errors.As(err, &ce) || ce.Cloud != CloudName || ce.Op != "launching instance" {
-			t.Errorf("HTTP %d: not a lambda *controlplane.Error: %#v", tc.status, err)
+			t.Errorf("HTTP %d: not a lambda *cloudprovider.Error: %#v", tc.status, err)
 		}
 	}
 }
@@ -88,7 +88,7 @@ func TestErrorMessage(t *testing.T) {
 	if classify("x", nil) != nil {
 		t.Error("nil is not nil")
 	}
-	if k := controlplane.KindOf(classify("x", errors.New("connection reset"))); k != controlplane.ErrOther {
+	if k := cloudprovider.KindOf(classify("x", errors.New("connection reset"))); k != cloudprovider.ErrOther {
 		t.Errorf("transport error: %v", k)
 	}
 }

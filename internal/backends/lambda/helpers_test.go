@@ -6,7 +6,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
@@ -56,16 +56,16 @@ func pool(t *testing.T) inventory.Pool {
 }
 
 // request is a create request for resource name from offer, with a fresh ownership token.
-func request(t *testing.T, offer controlplane.Offer, name string, keys ...string) controlplane.CreateRequest {
+func request(t *testing.T, offer cloudprovider.Offer, name string, keys ...string) cloudprovider.CreateRequest {
 	t.Helper()
 	p := pool(t)
 	offer.Pool = p.Name
-	owner := controlplane.Ownership{Resource: name, Token: controlplane.NewOwnerToken()}
-	return controlplane.CreateRequest{Name: controlplane.CloudName(p, name, owner.Token), Pool: p, Offer: offer,
+	owner := cloudprovider.Ownership{Resource: name, Token: cloudprovider.NewOwnerToken()}
+	return cloudprovider.CreateRequest{Name: cloudprovider.CloudName(p, name, owner.Token), Pool: p, Offer: offer,
 		Owner: owner, SSHPublicKeys: keys}
 }
 
-// wantKind fails the test unless err is a controlplane error of kind.
+// wantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
 var wantKind = backendtest.WantKind
 
 const (

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 )
 
@@ -36,7 +36,7 @@ func TestSSHKeyAddSurvivesOne5xx(t *testing.T) {
 			b := f.backend(t, func(c *Config) { c.Transport = tr })
 			_, err := b.Create(context.Background(), request(t, cheapestH100(t, b), "k", tt.keys...))
 			switch {
-			case tt.wantErr && controlplane.KindOf(err) != controlplane.ErrOther:
+			case tt.wantErr && cloudprovider.KindOf(err) != cloudprovider.ErrOther:
 				t.Fatalf("create through failing key adds: %v, want an unknown outcome (ErrOther)", err)
 			case !tt.wantErr && err != nil:
 				t.Fatalf("create through %d failed key add: %v", tt.fails, err)

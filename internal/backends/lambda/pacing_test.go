@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // sleeps is the backend's injected wait: it moves the shared fake clock instead of sleeping and
@@ -116,7 +116,7 @@ func TestRateLimitedLaunchWaitsAndSucceeds(t *testing.T) {
 		f, b, sl := pacedFixtureBehind(t, func(c *Config) { c.RateLimitRetries = 2 }, refuseLaunches(1000, ""))
 		offer := cheapestH100(t, b)
 		_, err := b.Create(context.Background(), request(t, offer, "one", testKey))
-		backendtest.WantError(t, err, controlplane.ErrOther, "Cloudflare error 1015")
+		backendtest.WantError(t, err, cloudprovider.ErrOther, "Cloudflare error 1015")
 		re, ok := asResponseError(err)
 		if !ok || !re.RateLimited() || re.Code != CodeCloudflareRateLimited {
 			t.Errorf("not a rate-limited Lambda error: %#v", err)
@@ -135,7 +135,7 @@ func TestRateLimitedLaunchWaitsAndSucceeds(t *testing.T) {
 func TestUnhealthyGrace(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, func(c *Config) { c.Now = f.clock.Now })
-	setFaults(t, f.srv, emukit.Faults{BootFailures: 1})
+	setFaults(t, f.srv, simulation.Faults{BootFailures: 1})
 	inst, err := b.Create(context.Background(), request(t, cheapestH100(t, b), "sick", testKey))
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +143,12 @@ func TestUnhealthyGrace(t *testing.T) {
 	f.clock.Advance(bootTime) // booted: unhealthy
 	for _, step := range []struct {
 		advance time.Duration
-		want    controlplane.Status
+		want    cloudprovider.Status
 		msg     string
 	}{
-		{0, controlplane.StatusPending, "taken as not yet up for 5m0s more"},
-		{4 * time.Minute, controlplane.StatusPending, "for 1m0s more"},
-		{time.Minute, controlplane.StatusError, "still unhealthy after 5m0s"},
+		{0, cloudprovider.StatusPending, "taken as not yet up for 5m0s more"},
+		{4 * time.Minute, cloudprovider.StatusPending, "for 1m0s more"},
+		{time.Minute, cloudprovider.StatusError, "still unhealthy after 5m0s"},
 	} {
 		f.clock.Advance(step.advance)
 		got, err := b.Get(context.Background(), inst.ID)
@@ -161,7 +161,7 @@ func TestUnhealthyGrace(t *testing.T) {
 	}
 	// Without a grace, unhealthy is an error at once.
 	nograce := f.backend(t, func(c *Config) { c.UnhealthyGrace = -1 })
-	if got, _ := nograce.Get(context.Background(), inst.ID); got.Status != controlplane.StatusError {
+	if got, _ := nograce.Get(context.Background(), inst.ID); got.Status != cloudprovider.StatusError {
 		t.Errorf("without grace: %s", got.Status)
 	}
 }
@@ -193,7 +193,7 @@ func TestPreemptedInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := b.Get(context.Background(), inst.ID)
-	if err != nil || got.Status != controlplane.StatusTerminated || got.CloudStatus != StatusPreempted {
+	if err != nil || got.Status != cloudprovider.StatusTerminated || got.CloudStatus != StatusPreempted {
 		t.Errorf("preempted: %+v %v", got, err)
 	}
 	if err := b.Delete(context.Background(), inst.ID); err != nil {
@@ -207,16 +207,16 @@ func TestLaunchErrorsTaxonomy(t *testing.T) {
 		name string
 		arm  func(f *fixture)
 		mod  func(*Config)
-		kind controlplane.ErrorKind
+		kind cloudprovider.ErrorKind
 		text string
 	}{
-		{name: "insufficient capacity", arm: func(f *fixture) { setFaults(t, f.srv, emukit.Faults{SoldOut: true}) },
-			kind: controlplane.ErrCapacity, text: CodeInsufficientCapacity},
+		{name: "insufficient capacity", arm: func(f *fixture) { setFaults(t, f.srv, simulation.Faults{SoldOut: true}) },
+			kind: cloudprovider.ErrCapacity, text: CodeInsufficientCapacity},
 		{name: "quota exceeded", arm: func(f *fixture) { _ = f.srv.SetAccountFaults(emu.AccountFaults{QuotaExceeded: 1}) },
-			kind: controlplane.ErrQuota, text: CodeQuotaExceeded},
+			kind: cloudprovider.ErrQuota, text: CodeQuotaExceeded},
 		{name: "account inactive", arm: func(f *fixture) { _ = f.srv.SetAccountFaults(emu.AccountFaults{AccountInactive: true}) },
-			kind: controlplane.ErrQuota, text: CodeAccountInactive},
-		{name: "invalid API key", mod: func(c *Config) { c.APIKey = "wrong" }, kind: controlplane.ErrAuth, text: CodeInvalidAPIKey},
+			kind: cloudprovider.ErrQuota, text: CodeAccountInactive},
+		{name: "invalid API key", mod: func(c *Config) { c.APIKey = "wrong" }, kind: cloudprovider.ErrAuth, text: CodeInvalidAPIKey},
 		// Invalid parameters: Lambda's field errors (global/invalid-parameters) and, on a launch, a missing
 		// SSH key (global/object-does-not-exist) are ErrInvalid: TestErrorClassification and
 		// TestLaunchResourceNotFoundIsInvalid.
@@ -239,10 +239,10 @@ func TestLaunchErrorsTaxonomy(t *testing.T) {
 	// Not found: an instance Lambda does not know.
 	f := startEmulator(t, emu.Options{})
 	_, err := f.backend(t, nil).Get(context.Background(), "0123456789abcdef0123456789abcdef")
-	backendtest.WantKind(t, err, controlplane.ErrNotFound)
+	backendtest.WantKind(t, err, cloudprovider.ErrNotFound)
 }
 
-func setFaults(t *testing.T, srv *emu.Server, fl emukit.Faults) {
+func setFaults(t *testing.T, srv *emu.Server, fl simulation.Faults) {
 	t.Helper()
 	if err := srv.SetFaults(fl); err != nil {
 		t.Fatal(err)

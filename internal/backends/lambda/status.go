@@ -2,7 +2,7 @@ package lambda
 
 import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // Lambda's instance status words: the InstanceStatus enum of its OpenAPI document (the v1.4.0 document
@@ -21,22 +21,22 @@ const (
 // statusTable maps Lambda's status words onto hydra's. unhealthy is an error: Lambda uses it for a
 // machine that failed its boot or a health check, and only a restart (which hydra does not do) brings it
 // back. terminating is already terminated for hydra: billing stops and the machine will not come back.
-var statusTable = map[string]controlplane.Status{
-	StatusBooting:     controlplane.StatusPending,
-	StatusActive:      controlplane.StatusRunning,
-	StatusUnhealthy:   controlplane.StatusError,
-	StatusTerminating: controlplane.StatusTerminated,
-	StatusTerminated:  controlplane.StatusTerminated,
-	StatusPreempted:   controlplane.StatusTerminated,
+var statusTable = map[string]cloudprovider.Status{
+	StatusBooting:     cloudprovider.StatusPending,
+	StatusActive:      cloudprovider.StatusRunning,
+	StatusUnhealthy:   cloudprovider.StatusError,
+	StatusTerminating: cloudprovider.StatusTerminated,
+	StatusTerminated:  cloudprovider.StatusTerminated,
+	StatusPreempted:   cloudprovider.StatusTerminated,
 }
 
 // mapStatus maps a Lambda status onto hydra's, with a message for an error. An active instance is
 // running only once it also has an IP (Lambda may report active before the address is filled in);
 // before that it is pending. A word the table does not know is pending, so polling goes on (bounded by
 // the caller's timeout) rather than failing on a new status name.
-func mapStatus(status string, hasIP bool) (controlplane.Status, string) {
+func mapStatus(status string, hasIP bool) (cloudprovider.Status, string) {
 	s := backendkit.TableStatus(statusTable, status, hasIP)
-	if s == controlplane.StatusError {
+	if s == cloudprovider.StatusError {
 		return s, "Lambda reports the instance as " + status + " (it failed to boot or a health check; Lambda support can say why)"
 	}
 	return s, ""

@@ -4,28 +4,28 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestStatusTable(t *testing.T) {
 	for _, tc := range []struct {
 		status string
 		hasIP  bool
-		want   controlplane.Status
+		want   cloudprovider.Status
 		msg    bool
 	}{
-		{"booting", false, controlplane.StatusPending, false},
-		{"booting", true, controlplane.StatusPending, false}, // the ip appears before the machine is up
-		{"active", true, controlplane.StatusRunning, false},
-		{"active", false, controlplane.StatusPending, false}, // running needs an address
-		{"ACTIVE", true, controlplane.StatusRunning, false},
-		{"unhealthy", true, controlplane.StatusError, true},
-		{"unhealthy", false, controlplane.StatusError, true},
-		{"terminating", true, controlplane.StatusTerminated, false},
-		{"terminated", false, controlplane.StatusTerminated, false},
-		{"preempted", false, controlplane.StatusTerminated, false},
-		{"", false, controlplane.StatusPending, false},
-		{"rebooting", true, controlplane.StatusPending, false}, // unknown words keep polling
+		{"booting", false, cloudprovider.StatusPending, false},
+		{"booting", true, cloudprovider.StatusPending, false}, // the ip appears before the machine is up
+		{"active", true, cloudprovider.StatusRunning, false},
+		{"active", false, cloudprovider.StatusPending, false}, // running needs an address
+		{"ACTIVE", true, cloudprovider.StatusRunning, false},
+		{"unhealthy", true, cloudprovider.StatusError, true},
+		{"unhealthy", false, cloudprovider.StatusError, true},
+		{"terminating", true, cloudprovider.StatusTerminated, false},
+		{"terminated", false, cloudprovider.StatusTerminated, false},
+		{"preempted", false, cloudprovider.StatusTerminated, false},
+		{"", false, cloudprovider.StatusPending, false},
+		{"rebooting", true, cloudprovider.StatusPending, false}, // unknown words keep polling
 	} {
 		got, msg := mapStatus(tc.status, tc.hasIP)
 		if got != tc.want || (msg != "") != tc.msg {

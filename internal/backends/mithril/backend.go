@@ -18,11 +18,12 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
-var _ controlplane.AuctionBackend = (*Backend)(nil)
+var _ cloudprovider.AuctionBackend = (*Backend)(nil)
 
 // Config configures the Mithril backend.
 type Config struct {
@@ -42,14 +43,14 @@ type Config struct {
 	PricingConcurrency int
 }
 
-// Backend is the controlplane.AuctionBackend of Mithril. Instance.ID is the bid FID, the stable handle
+// Backend is the cloudprovider.AuctionBackend of Mithril. Instance.ID is the bid FID, the stable handle
 // of a spot machine: one bid for one instance, named with the cloud-side name.
 //
 // Ownership: a bid keeps a name and nothing else hydra could write (no labels, tags or description),
 // and the name cannot change after the bid is placed. The ownership record is therefore the name alone
 // ("<pool prefix><resource>--<token>"): the backend leaves Instance.Owner empty for the pool manager to
-// read from the name (controlplane.WithOwner), and it does not implement
-// controlplane.OwnershipConfirmer, since there is nothing at Mithril to record a confirmation in.
+// read from the name (cloudprovider.WithOwner), and it does not implement
+// cloudprovider.OwnershipConfirmer, since there is nothing at Mithril to record a confirmation in.
 type Backend struct {
 	client      *Client
 	inv         *inventory.Inventory
@@ -79,7 +80,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		margin = *cfg.WinMarginPercent
 	}
 	if margin < 0 || math.IsNaN(margin) || math.IsInf(margin, 0) {
-		return nil, controlplane.Errorf(controlplane.ErrInvalid, CloudName, "configuring backend", "win_margin_percent must be zero or more, got %v", margin)
+		return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, "configuring backend", "win_margin_percent must be zero or more, got %v", margin)
 	}
 	client, err := NewClient(ClientConfig{
 		APIKey:  cfg.APIKey,
@@ -133,9 +134,9 @@ func (b *Backend) projectFID(ctx context.Context) (string, error) {
 	case len(found) == 1:
 		p = found[0].FID
 	case b.projectCfg == "":
-		return "", controlplane.Errorf(controlplane.ErrInvalid, CloudName, "choosing project", "the API key sees %d projects: set project (or MITHRIL_PROJECT)", len(projects))
+		return "", cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, "choosing project", "the API key sees %d projects: set project (or MITHRIL_PROJECT)", len(projects))
 	default:
-		return "", controlplane.Errorf(controlplane.ErrInvalid, CloudName, "choosing project", "no project named %q (or it is ambiguous) among %d projects", b.projectCfg, len(projects))
+		return "", cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, "choosing project", "no project named %q (or it is ambiguous) among %d projects", b.projectCfg, len(projects))
 	}
 	b.mu.Lock()
 	b.project = p
@@ -247,7 +248,7 @@ func (b *Backend) mapType(it InstanceType) (string, int) {
 // clearing price only (no /v2/pricing/current call), for the control plane to report; PriceBids marks
 // it ineligible. Only counts above the GPU type's max_count, and auctions of an instance type missing
 // from the catalog, are left out (logged).
-func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	var cat map[string]InstanceType
 	var auctions []Auction
 	g, gctx := errgroup.WithContext(ctx)
@@ -298,7 +299,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		pg.Go(func() error {
 			p, err := b.client.CurrentPricing(pctx, x.a.InstanceType, x.a.Region)
 			if err != nil {
-				if k := controlplane.KindOf(err); k == controlplane.ErrAuth || pctx.Err() != nil {
+				if k := cloudprovider.KindOf(err); k == cloudprovider.ErrAuth || pctx.Err() != nil {
 					return err
 				}
 				b.log.Warn("no current prices for an auction; using availability only", "auction", x.a.FID, "error", err)
@@ -311,7 +312,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	if err := pg.Wait(); err != nil {
 		return nil, err
 	}
-	offers := make([]controlplane.Offer, 0, len(items))
+	offers := make([]cloudprovider.Offer, 0, len(items))
 	for _, x := range items {
 		d := map[string]string{DetailInstanceTypeFID: x.a.InstanceType}
 		if x.a.FID != "" {
@@ -354,7 +355,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 				why = reasonNoCapacity(last, lowest)
 			}
 		}
-		offers = append(offers, controlplane.Offer{
+		offers = append(offers, cloudprovider.Offer{
 			Cloud:        CloudName,
 			Region:       x.a.Region,
 			InstanceType: x.it.Name,
@@ -390,34 +391,34 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 //     retried after a 5xx; when the outcome is unknown (a 5xx, a lost answer, a timeout) Create looks
 //     for the name once more and returns the bid it finds, else the error (ErrOther: List(req.Name)
 //     finds the bid if it was placed after all).
-func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	const op = "placing bid"
 	o := req.Offer
 	if req.Name == "" {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
 	}
 	if o.Ineligible != "" {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "offer %s/%s is not eligible: %s", o.Region, o.InstanceType, o.Ineligible)
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "offer %s/%s is not eligible: %s", o.Region, o.InstanceType, o.Ineligible)
 	}
 	if o.GPUType == "" {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "offer %s/%s: %s", o.Region, o.InstanceType, reasonUnmapped(o))
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "offer %s/%s: %s", o.Region, o.InstanceType, reasonUnmapped(o))
 	}
 	price := usdToCentsFloor(o.PricePerHour)
 	if price <= 0 {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no bid price for offer %s/%s", o.Region, o.InstanceType)
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no bid price for offer %s/%s", o.Region, o.InstanceType)
 	}
-	if req.MaxPricePerHour > 0 && price > usdToCentsFloor(req.MaxPricePerHour) {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "bid %s/h for %s in %s is above max_price_per_hour %s", FormatDollars(price), o.InstanceType, o.Region, req.MaxPricePerHour.PerHour())
+	if err := cloudprovider.CheckPriceCap(CloudName, op, "a bid for "+o.InstanceType+" in "+o.Region, money.USD(price)*money.Cent, req.MaxPricePerHour); err != nil {
+		return cloudprovider.Instance{}, err
 	}
 	project, err := b.projectFID(ctx)
 	if err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	var keys []string
 	fid := o.Details[DetailInstanceTypeFID]
 	inst, _, err := b.creates.Do(ctx, createonce.Steps{
 		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
-		Find: func(ctx context.Context) (controlplane.Instance, bool, error) {
+		Find: func(ctx context.Context) (cloudprovider.Instance, bool, error) {
 			return b.reapGoneBids(ctx, project, req)
 		},
 		Prepare: func(ctx context.Context) (err error) {
@@ -429,15 +430,15 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			keys, err = sshkeys.Ensure(ctx, b.keyRegistry(project), req.SSHPublicKeys)
 			return err
 		},
-		Create: func(ctx context.Context) (controlplane.Instance, error) {
+		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
 			return b.placeBid(ctx, project, fid, price, keys, req)
 		},
 		// The bid may have been placed when the answer is lost, also when ctx ended meanwhile.
 		Unknown: func(_ context.Context, err error) bool {
-			return controlplane.KindOf(err) == controlplane.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+			return cloudprovider.KindOf(err) == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 		},
 		// Under the name lock nobody else placed it: look for it, even when ctx has ended.
-		Refind: func(ctx context.Context) (controlplane.Instance, bool, error) {
+		Refind: func(ctx context.Context) (cloudprovider.Instance, bool, error) {
 			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			return b.findLive(lookCtx, project, req.Name)
@@ -447,7 +448,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 }
 
 // placeBid places the bid for one instance and returns it, pending.
-func (b *Backend) placeBid(ctx context.Context, project, fid string, price int64, keys []string, req controlplane.CreateRequest) (controlplane.Instance, error) {
+func (b *Backend) placeBid(ctx context.Context, project, fid string, price int64, keys []string, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	o := req.Offer
 	bid, err := b.client.CreateBid(ctx, CreateBidRequest{
 		Project:          project,
@@ -462,7 +463,7 @@ func (b *Backend) placeBid(ctx context.Context, project, fid string, price int64
 		},
 	})
 	if err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	if bid.Name == "" {
 		bid.Name = req.Name
@@ -478,8 +479,8 @@ func (b *Backend) placeBid(ctx context.Context, project, fid string, price int64
 		inst.GPUType, inst.GPUCount = o.GPUType, o.GPUCount
 	}
 	inst.Hardware = backendkit.FillHardware(inst.Hardware, o.Hardware)
-	if inst.Status == controlplane.StatusTerminated {
-		inst.Status = controlplane.StatusPending
+	if inst.Status == cloudprovider.StatusTerminated {
+		inst.Status = cloudprovider.StatusPending
 	}
 	return inst, nil
 }
@@ -513,26 +514,26 @@ func (b *Backend) resolveFID(ctx context.Context, region, name string) (string, 
 			return a.InstanceType, nil
 		}
 	}
-	return "", controlplane.Errorf(controlplane.ErrCapacity, CloudName, "placing bid", "no spot auction for %s in %s", name, region)
+	return "", cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, "placing bid", "no spot auction for %s in %s", name, region)
 }
 
 // Get reads the bid with that FID and its instances. It has no side effects: a bid whose machine is
 // gone for good (preempted) is reported as an error and left as it is; Delete cancels it (see
 // housekeeping.go).
-func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, error) {
 	bid, err := b.client.GetBid(ctx, id)
 	if err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	project := bid.Project
 	if project == "" {
 		if project, err = b.projectFID(ctx); err != nil {
-			return controlplane.Instance{}, err
+			return cloudprovider.Instance{}, err
 		}
 	}
 	insts, err := b.client.ListInstances(ctx, project, InstanceFilter{BidFIDs: []string{bid.FID}})
 	if err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	inst, _ := b.evaluate(ctx, bid, insts)
 	return inst, nil
@@ -541,7 +542,7 @@ func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, er
 // cancelBid cancels a bid; a bid already gone (404) is fine.
 func (b *Backend) cancelBid(ctx context.Context, fid string) error {
 	err := b.client.CancelBid(ctx, fid)
-	if err != nil && controlplane.IsNotFound(err) {
+	if err != nil && cloudprovider.IsNotFound(err) {
 		return nil
 	}
 	return err
@@ -560,8 +561,8 @@ func (b *Backend) cancelBid(ctx context.Context, fid string) error {
 // Terminated would make the provider drop the instance from state on refresh, leaving the bid behind;
 // an error keeps it in state, so the next apply replaces it (or destroy deletes it), and that Delete
 // cancels the bid. Get and List never cancel it themselves (see housekeeping.go).
-func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (controlplane.Instance, bool) {
-	out := controlplane.Instance{
+func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (cloudprovider.Instance, bool) {
+	out := cloudprovider.Instance{
 		ID:           bid.FID,
 		Name:         bid.Name,
 		Cloud:        CloudName,
@@ -588,18 +589,18 @@ func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (cont
 	switch {
 	case bidStatus == BidTerminated:
 		if !preempted && cur != nil && instanceAlive(cur.Status) && !strings.EqualFold(cur.Status, InstError) {
-			out.Status, out.Message = controlplane.StatusPending, "bid cancelled: instance stopping"
+			out.Status, out.Message = cloudprovider.StatusPending, "bid cancelled: instance stopping"
 			return out, false
 		}
-		out.Status, out.Message = controlplane.StatusTerminated, "bid cancelled"
+		out.Status, out.Message = cloudprovider.StatusTerminated, "bid cancelled"
 		return out, false
 	case preempted:
-		out.Status, out.Message = controlplane.StatusError, "preempted: outbid in the spot auction"+reasonBidOpen
+		out.Status, out.Message = cloudprovider.StatusError, "preempted: outbid in the spot auction"+reasonBidOpen
 		return out, true
 	case cur != nil:
 		m, ok := instanceStatuses[strings.ToUpper(cur.Status)]
 		if !ok {
-			out.Status, out.Message = controlplane.StatusPending, "unknown instance status "+cur.Status
+			out.Status, out.Message = cloudprovider.StatusPending, "unknown instance status "+cur.Status
 			return out, false
 		}
 		out.Status, out.Message = m.status, m.note
@@ -607,17 +608,17 @@ func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (cont
 			out.Message += reasonBidOpen
 			return out, true
 		}
-		if m.status == controlplane.StatusRunning {
+		if m.status == cloudprovider.StatusRunning {
 			out.SSH = parseSSHDestination(cur.SSHDestination)
 			if out.SSH == nil {
-				out.Status, out.Message = controlplane.StatusPending, "running: waiting for ssh_destination"
+				out.Status, out.Message = cloudprovider.StatusPending, "running: waiting for ssh_destination"
 			}
 		}
 		return out, m.gone
 	default:
 		m, ok := bidStatuses[bidStatus]
 		if !ok {
-			out.Status, out.Message = controlplane.StatusPending, "unknown bid status "+bid.Status
+			out.Status, out.Message = cloudprovider.StatusPending, "unknown bid status "+bid.Status
 			return out, false
 		}
 		out.Status, out.Message = m.status, m.note
@@ -677,7 +678,7 @@ func currentInstance(bid Bid, insts []Instance) *Instance {
 
 // List returns the bids whose name starts with prefix, cancelled ones left out, reading every page. It
 // has no side effects: a bid whose machine is gone for good is listed as an error and left as it is.
-func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	project, err := b.projectFID(ctx)
 	if err != nil {
 		return nil, err
@@ -686,7 +687,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 	if err != nil {
 		return nil, err
 	}
-	out := make([]controlplane.Instance, len(bids))
+	out := make([]cloudprovider.Instance, len(bids))
 	for i, s := range bids {
 		out[i] = s.inst
 	}
@@ -699,12 +700,12 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 // machine was preempted.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	err := b.client.CancelBid(ctx, id)
-	if err == nil || controlplane.IsNotFound(err) {
+	if err == nil || cloudprovider.IsNotFound(err) {
 		return nil
 	}
 	if s := StatusOf(err); s == http.StatusConflict || s == http.StatusBadRequest {
 		bid, gerr := b.client.GetBid(ctx, id)
-		if controlplane.IsNotFound(gerr) || (gerr == nil && canonicalBidStatus(bid.Status) == BidTerminated) {
+		if cloudprovider.IsNotFound(gerr) || (gerr == nil && canonicalBidStatus(bid.Status) == BidTerminated) {
 			return nil
 		}
 	}

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraTestKeyHydraTestKeyHydraTestKey0001 hydra@test"
 
-func findOffer(t *testing.T, offers []controlplane.Offer, region, typ string) controlplane.Offer {
+func findOffer(t *testing.T, offers []cloudprovider.Offer, region, typ string) cloudprovider.Offer {
 	t.Helper()
 	o, ok := backendtest.FindOffer(offers, region, typ, true) // every Mithril offer is a spot bid
 	if !ok {
@@ -48,10 +48,10 @@ func TestOffers(t *testing.T) {
 	// bid: no /v2/pricing/current signals, and PriceBids marks it ineligible and leaves the rest alone.
 	a10 := findOffer(t, offers, "us-central5-a", "a10-24gb.pcie.1x")
 	if a10.GPUType != "" || a10.CloudGPU != "a10-24gb.pcie.1x" || a10.GPUCount != 1 || a10.PricePerHour != usd("0.60") || a10.Ineligible != "" ||
-		a10.Hardware != (controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 30, MemoryGB: 200}) || a10.Details[DetailSpotPrice] != "" {
+		a10.Hardware != (cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 30, MemoryGB: 200}) || a10.Details[DetailSpotPrice] != "" {
 		t.Errorf("unmapped A10: %+v", a10)
 	}
-	priced := e.backend.PriceBids([]controlplane.Offer{a10}, []controlplane.Offer{{Cloud: "verda", GPUCount: 1, PricePerHour: usd("0.50"), Spot: true, Available: -1}}, 0)[0]
+	priced := e.backend.PriceBids([]cloudprovider.Offer{a10}, []cloudprovider.Offer{{Cloud: "verda", GPUCount: 1, PricePerHour: usd("0.50"), Spot: true, Available: -1}}, 0)[0]
 	if want := `GPU not in the inventory: supported_gpus.yml maps no GPU type to Mithril's "a10-24gb.pcie.1x"`; priced.Ineligible != want ||
 		priced.PricePerHour != a10.PricePerHour || priced.Details[DetailBidPrice] != "" || priced.Details[DetailUndercuts] != "" || len(priced.Details) != len(a10.Details) {
 		t.Errorf("PriceBids on the unmapped A10: %+v", priced)
@@ -60,17 +60,17 @@ func TestOffers(t *testing.T) {
 	for _, tc := range []struct {
 		region, typ, gpu string
 		count            int
-		hw               controlplane.Hardware
+		hw               cloudprovider.Hardware
 	}{
-		{"us-central1-a", "h100-80gb.sxm.8x", "h100", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
-		{"us-central5-a", "h100-80gb.sxm.1x", "h100", 1, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
-		{"us-central3-a", "h100.80gb.sxm", "h100", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
-		{"us-central1-a", "h100-80gb.pcie.8x", "h100", 8, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 1500}},
-		{"us-central1-a", "a100-80gb.sxm.1x", "a100-80gb", 1, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 240}},
-		{"us-central1-a", "a100-80gb.sxm.8x", "a100-80gb", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 240, MemoryGB: 1920}},
-		{"us-central3-a", "h200-141gb.sxm.8x", "h200", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 141, VCPUs: 208, MemoryGB: 2000}},
-		{"us-central3-a", "b200.8x", "b200", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 224, MemoryGB: 2900}},
-		{"us-central5-a", "b200-192gb.8x", "b200", 8, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 192, VCPUs: 224, MemoryGB: 2900}},
+		{"us-central1-a", "h100-80gb.sxm.8x", "h100", 8, cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{"us-central5-a", "h100-80gb.sxm.1x", "h100", 1, cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 26, MemoryGB: 225}},
+		{"us-central3-a", "h100.80gb.sxm", "h100", 8, cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{"us-central1-a", "h100-80gb.pcie.8x", "h100", 8, cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 1500}},
+		{"us-central1-a", "a100-80gb.sxm.1x", "a100-80gb", 1, cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 240}},
+		{"us-central1-a", "a100-80gb.sxm.8x", "a100-80gb", 8, cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 240, MemoryGB: 1920}},
+		{"us-central3-a", "h200-141gb.sxm.8x", "h200", 8, cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 141, VCPUs: 208, MemoryGB: 2000}},
+		{"us-central3-a", "b200.8x", "b200", 8, cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 224, MemoryGB: 2900}},
+		{"us-central5-a", "b200-192gb.8x", "b200", 8, cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 192, VCPUs: 224, MemoryGB: 2900}},
 	} {
 		o := findOffer(t, offers, tc.region, tc.typ)
 		if o.GPUType != tc.gpu || o.GPUCount != tc.count || o.Hardware != tc.hw {
@@ -99,7 +99,7 @@ func TestOffers(t *testing.T) {
 		b.Details[DetailLastClearing] != "11.50" || b.Details[DetailLowestAllocated] != "12.00" || b.PricePerHour != usd("11.50") {
 		t.Errorf("full auction: %+v", b)
 	}
-	if p := e.backend.PriceBids([]controlplane.Offer{b}, nil, 0)[0]; p.Ineligible != full {
+	if p := e.backend.PriceBids([]cloudprovider.Offer{b}, nil, 0)[0]; p.Ineligible != full {
 		t.Errorf("PriceBids on the full auction: %q", p.Ineligible)
 	}
 
@@ -133,14 +133,14 @@ func TestOffers(t *testing.T) {
 }
 
 // pricedOffer prices the region's offer against another cloud's comparable spot offer.
-func pricedOffer(t *testing.T, e *env, region, typ string, otherPrice string) controlplane.Offer {
+func pricedOffer(t *testing.T, e *env, region, typ string, otherPrice string) cloudprovider.Offer {
 	t.Helper()
 	offers, err := e.backend.Offers(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := findOffer(t, offers, region, typ)
-	priced := e.backend.PriceBids([]controlplane.Offer{o}, []controlplane.Offer{{Cloud: "verda", Region: "fin-01", GPUType: o.GPUType, GPUCount: o.GPUCount, PricePerHour: usd(otherPrice), Spot: true, Available: -1}}, 0)
+	priced := e.backend.PriceBids([]cloudprovider.Offer{o}, []cloudprovider.Offer{{Cloud: "verda", Region: "fin-01", GPUType: o.GPUType, GPUCount: o.GPUCount, PricePerHour: usd(otherPrice), Spot: true, Available: -1}}, 0)
 	return priced[0]
 }
 
@@ -152,16 +152,16 @@ func TestCreateGetDelete(t *testing.T) {
 	if o.Ineligible != "" || o.PricePerHour != usd("13.99") || o.Details[DetailRequiredPrice] != "13.24" || o.Details[DetailLastClearing] != "12.03" {
 		t.Fatalf("priced offer: %+v", o)
 	}
-	inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-train", Offer: o, SSHPublicKeys: []string{testKey}})
+	inst, err := e.backend.Create(ctx, cloudprovider.CreateRequest{Name: "mithril-vm-train", Offer: o, SSHPublicKeys: []string{testKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(inst.ID, "bid_") || inst.Name != "mithril-vm-train" || inst.Status != controlplane.StatusPending || inst.PricePerHour != usd("13.99") ||
+	if !strings.HasPrefix(inst.ID, "bid_") || inst.Name != "mithril-vm-train" || inst.Status != cloudprovider.StatusPending || inst.PricePerHour != usd("13.99") ||
 		inst.GPUType != "h100" || inst.InstanceType != "h100-80gb.sxm.8x" || inst.Region != "us-central1-a" || !inst.Spot {
 		t.Errorf("created: %+v", inst)
 	}
 	// The machine's hardware is its instance type's, from the catalog.
-	hw := controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}
+	hw := cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}
 	if inst.Hardware != hw || inst.GPUCount != 8 {
 		t.Errorf("created: hardware %+v x%d, want %+v x8", inst.Hardware, inst.GPUCount, hw)
 	}
@@ -173,7 +173,7 @@ func TestCreateGetDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != controlplane.StatusPending || got.SSH != nil || !strings.HasPrefix(got.CloudStatus, "Allocated/STATUS_") || got.Hardware != hw {
+	if got.Status != cloudprovider.StatusPending || got.SSH != nil || !strings.HasPrefix(got.CloudStatus, "Allocated/STATUS_") || got.Hardware != hw {
 		t.Errorf("booting: %+v", got)
 	}
 	e.clock.Advance(bootTime)
@@ -181,13 +181,13 @@ func TestCreateGetDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != controlplane.StatusRunning || got.SSH == nil || !strings.HasPrefix(got.SSH.Host, "203.0.113.") || got.SSH.Port != 22 || got.SSH.User != "ubuntu" ||
+	if got.Status != cloudprovider.StatusRunning || got.SSH == nil || !strings.HasPrefix(got.SSH.Host, "203.0.113.") || got.SSH.Port != 22 || got.SSH.User != "ubuntu" ||
 		got.CloudStatus != "Allocated/STATUS_RUNNING" {
 		t.Errorf("running: %+v ssh %+v", got, got.SSH)
 	}
 
 	// A second machine reuses the registered SSH key.
-	inst2, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-other", Offer: o, SSHPublicKeys: []string{testKey + " (same key, other comment)"}})
+	inst2, err := e.backend.Create(ctx, cloudprovider.CreateRequest{Name: "mithril-vm-other", Offer: o, SSHPublicKeys: []string{testKey + " (same key, other comment)"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,12 +208,12 @@ func TestCreateGetDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != controlplane.StatusPending || got.CloudStatus != "Terminated/STATUS_STOPPING" {
+	if got.Status != cloudprovider.StatusPending || got.CloudStatus != "Terminated/STATUS_STOPPING" {
 		t.Errorf("stopping: %+v", got)
 	}
 	e.clock.Advance(10 * time.Second)
 	got, err = e.backend.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusTerminated {
+	if err != nil || got.Status != cloudprovider.StatusTerminated {
 		t.Errorf("terminated: %+v %v", got, err)
 	}
 	if err := e.backend.Delete(ctx, inst.ID); err != nil {
@@ -227,16 +227,16 @@ func TestCreateRefusesBadOffers(t *testing.T) {
 	if o.Ineligible == "" {
 		t.Fatal("expected ineligible")
 	}
-	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o}); controlplane.KindOf(err) != controlplane.ErrInvalid {
+	if _, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-x", Offer: o}); cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
 		t.Errorf("ineligible offer: %v", err)
 	}
 	o = pricedOffer(t, e, "us-central1-a", "h100-80gb.sxm.8x", "14.00")
 	// $13.99 above a $13.50 cap: a capacity error, as if the offer had sold out.
-	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: usd("13.50")}); !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), "$13.99/h") || !strings.Contains(err.Error(), "$13.50/h") {
+	if _, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: usd("13.50")}); !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), "$13.99/h") || !strings.Contains(err.Error(), "$13.50/h") {
 		t.Errorf("above max price: %v", err)
 	}
 	mark := e.counter.mark()
-	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: usd("13.989999")}); !controlplane.IsCapacity(err) {
+	if _, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-x", Offer: o, MaxPricePerHour: usd("13.989999")}); !cloudprovider.IsCapacity(err) {
 		t.Errorf("a cap a fraction of a cent below the bid: %v", err)
 	}
 	if calls := e.counter.since(mark); len(calls) != 0 {
@@ -249,7 +249,7 @@ func TestCreateRefusesBadOffers(t *testing.T) {
 	}
 	mark = e.counter.mark()
 	a10 := findOffer(t, offers, "us-central5-a", "a10-24gb.pcie.1x")
-	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-x", Offer: a10}); controlplane.KindOf(err) != controlplane.ErrInvalid || !strings.Contains(err.Error(), "GPU not in the inventory") {
+	if _, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-x", Offer: a10}); cloudprovider.KindOf(err) != cloudprovider.ErrInvalid || !strings.Contains(err.Error(), "GPU not in the inventory") {
 		t.Errorf("unmapped offer: %v", err)
 	}
 	if calls := e.counter.since(mark); len(calls) != 0 {
@@ -265,7 +265,7 @@ func TestCreateResolvesFIDWithoutDetails(t *testing.T) {
 	o := pricedOffer(t, e, "us-central1-b", "h100-80gb.sxm.8x", "20.00")
 	delete(o.Details, DetailInstanceTypeFID)
 	o.Ineligible = ""
-	inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-b", Offer: o})
+	inst, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-b", Offer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,13 +283,13 @@ func TestBidWaitsWhenAuctionFull(t *testing.T) {
 		t.Errorf("expected ineligible for capacity: %q", o.Ineligible)
 	}
 	o.Ineligible = ""
-	inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-wait", Offer: o})
+	inst, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-wait", Offer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(bootTime)
 	got, err := e.backend.Get(t.Context(), inst.ID)
-	if err != nil || got.Status != controlplane.StatusPending || got.CloudStatus != "Open" {
+	if err != nil || got.Status != cloudprovider.StatusPending || got.CloudStatus != "Open" {
 		t.Errorf("open bid: %+v %v", got, err)
 	}
 }
@@ -303,7 +303,7 @@ func TestListByPrefix(t *testing.T) {
 	}
 	var ids []string
 	for _, n := range []string{"mithril-vm-a", "mithril-vm-b", "other-c"} {
-		inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: n, Offer: o})
+		inst, err := e.backend.Create(ctx, cloudprovider.CreateRequest{Name: n, Offer: o})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func TestListByPrefix(t *testing.T) {
 		t.Fatalf("list: %+v", list)
 	}
 	for _, in := range list {
-		if !strings.HasPrefix(in.Name, "mithril-vm-") || in.Status != controlplane.StatusPending || in.GPUType != "a100-80gb" {
+		if !strings.HasPrefix(in.Name, "mithril-vm-") || in.Status != cloudprovider.StatusPending || in.GPUType != "a100-80gb" {
 			t.Errorf("listed %+v", in)
 		}
 	}
@@ -351,8 +351,8 @@ func TestProjectResolution(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("project %q: %q %v", tt.project, got, err)
 		}
-		if err != nil && controlplane.KindOf(err) != controlplane.ErrInvalid {
-			t.Errorf("project %q: kind %v", tt.project, controlplane.KindOf(err))
+		if err != nil && cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
+			t.Errorf("project %q: kind %v", tt.project, cloudprovider.KindOf(err))
 		}
 	}
 	neg := -1.0
@@ -405,12 +405,12 @@ func TestPreemptedBid(t *testing.T) {
 			if o.Ineligible != "" || o.PricePerHour != usd("8.99") {
 				t.Fatalf("offer %+v", o)
 			}
-			inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-pre--aaaaaaaa", Pool: pool, Offer: o})
+			inst, err := e.backend.Create(ctx, cloudprovider.CreateRequest{Name: "mithril-vm-pre--aaaaaaaa", Pool: pool, Offer: o})
 			if err != nil {
 				t.Fatal(err)
 			}
 			e.clock.Advance(bootTime)
-			if got, _ := e.backend.Get(ctx, inst.ID); got.Status != controlplane.StatusRunning {
+			if got, _ := e.backend.Get(ctx, inst.ID); got.Status != cloudprovider.StatusRunning {
 				t.Fatalf("not running: %+v", got)
 			}
 			// Two newer, higher bids for two slots: ours is outbid.
@@ -439,14 +439,14 @@ func TestPreemptedBid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.Status != controlplane.StatusError || !strings.Contains(got.Message, "preempted") || !strings.Contains(got.Message, "bid is still open") || got.SSH != nil {
+				if got.Status != cloudprovider.StatusError || !strings.Contains(got.Message, "preempted") || !strings.Contains(got.Message, "bid is still open") || got.SSH != nil {
 					t.Errorf("Get of a preempted bid: %+v", got)
 				}
 				list, err := e.backend.List(ctx, pool.Prefix)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(list) != 1 || list[0].ID != inst.ID || list[0].Status != controlplane.StatusError {
+				if len(list) != 1 || list[0].ID != inst.ID || list[0].Status != cloudprovider.StatusError {
 					t.Errorf("List: %+v", list)
 				}
 			}
@@ -464,7 +464,7 @@ func TestPreemptedBid(t *testing.T) {
 			if b := bidOf(t, e, inst.ID); b.Status != "Terminated" {
 				t.Errorf("Delete left the bid %s", b.Status)
 			}
-			if got, err := e.backend.Get(ctx, inst.ID); err != nil || got.Status != controlplane.StatusTerminated {
+			if got, err := e.backend.Get(ctx, inst.ID); err != nil || got.Status != cloudprovider.StatusTerminated {
 				t.Errorf("after Delete: %+v %v", got, err)
 			}
 		})
@@ -481,9 +481,9 @@ func TestCreateReapsGoneBidsOfTheResource(t *testing.T) {
 	if o.Ineligible != "" {
 		t.Fatalf("offer %+v", o)
 	}
-	create := func(name string, o controlplane.Offer) string {
+	create := func(name string, o cloudprovider.Offer) string {
 		t.Helper()
-		inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: name, Pool: pool, Offer: o})
+		inst, err := e.backend.Create(ctx, cloudprovider.CreateRequest{Name: name, Pool: pool, Offer: o})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -520,13 +520,13 @@ func TestCreateReapsGoneBidsOfTheResource(t *testing.T) {
 // Mithril keeps only a name on a bid: the ownership record is the name, and there is nothing to confirm.
 func TestOwnershipIsTheName(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	if _, ok := any(e.backend).(controlplane.OwnershipConfirmer); ok {
+	if _, ok := any(e.backend).(cloudprovider.OwnershipConfirmer); ok {
 		t.Error("Mithril cannot record a confirmation; the backend must not claim to")
 	}
 	pool := backendtest.Pool(t, CloudName)
 	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
-	owner := controlplane.Ownership{Resource: "train", Token: controlplane.NewOwnerToken()}
-	req := controlplane.CreateRequest{Name: controlplane.CloudName(pool, "train", owner.Token), Pool: pool, Offer: o, Owner: owner}
+	owner := cloudprovider.Ownership{Resource: "train", Token: cloudprovider.NewOwnerToken()}
+	req := cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, "train", owner.Token), Pool: pool, Offer: o, Owner: owner}
 	inst, err := e.backend.Create(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -538,7 +538,7 @@ func TestOwnershipIsTheName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := controlplane.WithOwner(pool, got).Owner; rec.Resource != "train" || rec.Token != owner.Token || rec.Confirmed {
+	if rec := cloudprovider.WithOwner(pool, got).Owner; rec.Resource != "train" || rec.Token != owner.Token || rec.Confirmed {
 		t.Errorf("record from the name: %+v", rec)
 	}
 	// A second create of the name returns the bid (idempotent by name) and places nothing.
@@ -557,11 +557,11 @@ func TestPriceBidsWithoutComparableOffer(t *testing.T) {
 	}
 	o := findOffer(t, offers, "us-central1-a", "h100-80gb.sxm.8x")
 	// Required: max($12.03 + 10% = $13.24, $12.50 + $0.01, win $12.50, minimum $8.00) = $13.24.
-	p := e.backend.PriceBids([]controlplane.Offer{o}, nil, usd("20"))[0]
+	p := e.backend.PriceBids([]cloudprovider.Offer{o}, nil, usd("20"))[0]
 	if p.Ineligible != "" || p.PricePerHour != usd("13.24") || p.Details[DetailBidPrice] != "13.24" || p.Details[DetailUndercuts] != "" {
 		t.Errorf("bid without a comparable offer: %+v", p)
 	}
-	p = e.backend.PriceBids([]controlplane.Offer{o}, nil, usd("13.239999"))[0]
+	p = e.backend.PriceBids([]cloudprovider.Offer{o}, nil, usd("13.239999"))[0]
 	if p.PricePerHour != usd("13.23") || p.Ineligible != "bid $13.23/h does not clear: needs at least $13.24/h (last winning $12.03/h + 10% margin), above max_price_per_hour $13.239999/h" {
 		t.Errorf("need above the max: %+v", p)
 	}
@@ -589,14 +589,14 @@ func TestBidNotWonInTime(t *testing.T) {
 		f.Ineligible != "auction has no capacity now (last clearing price $0.95/h, lowest winning bid none)" {
 		t.Errorf("emptied auction: %+v", f)
 	}
-	inst, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-late", Offer: o, MaxPricePerHour: usd("2.00")})
+	inst, err := e.backend.Create(ctx, cloudprovider.CreateRequest{Name: "mithril-vm-late", Offer: o, MaxPricePerHour: usd("2.00")})
 	if err != nil || !inst.AwaitingAllocation {
 		t.Fatalf("create: %+v %v", inst, err)
 	}
 	for range 3 {
 		e.clock.Advance(time.Hour)
 		got, err := e.backend.Get(ctx, inst.ID)
-		if err != nil || got.Status != controlplane.StatusPending || got.CloudStatus != "Open" || got.PricePerHour != usd("1.99") || !got.AwaitingAllocation {
+		if err != nil || got.Status != cloudprovider.StatusPending || got.CloudStatus != "Open" || got.PricePerHour != usd("1.99") || !got.AwaitingAllocation {
 			t.Fatalf("held bid: %+v %v", got, err)
 		}
 	}
@@ -611,12 +611,12 @@ func TestBidNotWonInTime(t *testing.T) {
 	// capacity free, although it is above the auction's $0.60 minimum.
 	cheap := o
 	cheap.PricePerHour = usd("0.90")
-	below, err := e.backend.Create(ctx, controlplane.CreateRequest{Name: "mithril-vm-below", Offer: cheap})
-	if err != nil || !below.AwaitingAllocation || below.Status != controlplane.StatusPending {
+	below, err := e.backend.Create(ctx, cloudprovider.CreateRequest{Name: "mithril-vm-below", Offer: cheap})
+	if err != nil || !below.AwaitingAllocation || below.Status != cloudprovider.StatusPending {
 		t.Fatalf("create below the lowest winning bid: %+v %v", below, err)
 	}
 	e.clock.Advance(bootTime)
-	if got, _ := e.backend.Get(ctx, below.ID); got.Status != controlplane.StatusPending || got.CloudStatus != "Open" || !got.AwaitingAllocation {
+	if got, _ := e.backend.Get(ctx, below.ID); got.Status != cloudprovider.StatusPending || got.CloudStatus != "Open" || !got.AwaitingAllocation {
 		t.Errorf("a bid below the lowest winning bid: %+v", got)
 	}
 }
@@ -625,11 +625,11 @@ func TestBidNotWonInTime(t *testing.T) {
 func TestCreateCapsInWholeCents(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "3.00") // bid $2.99
-	if _, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-cap", Offer: o, MaxPricePerHour: usd("2.989999")}); !controlplane.IsCapacity(err) ||
-		!strings.Contains(err.Error(), "above max_price_per_hour $2.989999/h") {
+	if _, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-cap", Offer: o, MaxPricePerHour: usd("2.989999")}); !cloudprovider.IsCapacity(err) ||
+		!strings.Contains(err.Error(), "now costs $2.99/h, above the maximum $2.989999/h") {
 		t.Errorf("bid above the cap: %v", err)
 	}
-	inst, err := e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-cap", Offer: o, MaxPricePerHour: usd("2.999999")})
+	inst, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-cap", Offer: o, MaxPricePerHour: usd("2.999999")})
 	if err != nil || inst.PricePerHour != usd("2.99") {
 		t.Fatalf("bid within the cap: %+v %v", inst, err)
 	}
@@ -639,7 +639,7 @@ func TestCreateCapsInWholeCents(t *testing.T) {
 	// An offer price between cents is bid rounded down.
 	odd := o
 	odd.PricePerHour = usd("2.995")
-	inst, err = e.backend.Create(t.Context(), controlplane.CreateRequest{Name: "mithril-vm-odd", Offer: odd, MaxPricePerHour: usd("2.999999")})
+	inst, err = e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-odd", Offer: odd, MaxPricePerHour: usd("2.999999")})
 	if err != nil || bidOf(t, e, inst.ID).LimitCents != 299 {
 		t.Errorf("odd price: %+v %v", inst, err)
 	}

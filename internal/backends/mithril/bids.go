@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -65,7 +65,7 @@ func reasonNoCapacity(last, lowest Cents) string {
 }
 
 // reasonUnmapped is the ineligibility reason of an offer whose GPU the inventory does not map.
-func reasonUnmapped(o controlplane.Offer) string {
+func reasonUnmapped(o cloudprovider.Offer) string {
 	name := o.CloudGPU
 	if name == "" {
 		name = o.InstanceType
@@ -79,7 +79,7 @@ type auctionSignals struct {
 	capacity                                               OptInt
 }
 
-func signalsOf(o controlplane.Offer) auctionSignals {
+func signalsOf(o cloudprovider.Offer) auctionSignals {
 	get := func(key string) Cents {
 		v, ok := o.Details[key]
 		if !ok || v == "" {
@@ -191,12 +191,12 @@ func ceilDiv(a, b int64) int64 {
 // The bid is in Offer.PricePerHour and Details["bid_price"]; the auction's last clearing price stays in
 // Details["last_clearing_price"] and its lowest winning bid in Details["lowest_allocated_price"]. All
 // arithmetic is in integer cents; prices become money.USD exactly (one cent is money.Cent).
-func (b *Backend) PriceBids(own, others []controlplane.Offer, maxPricePerHour money.USD) []controlplane.Offer {
+func (b *Backend) PriceBids(own, others []cloudprovider.Offer, maxPricePerHour money.USD) []cloudprovider.Offer {
 	return priceBids(own, others, maxPricePerHour, b.margin)
 }
 
-func priceBids(own, others []controlplane.Offer, maxPricePerHour money.USD, marginPercent float64) []controlplane.Offer {
-	out := make([]controlplane.Offer, len(own))
+func priceBids(own, others []cloudprovider.Offer, maxPricePerHour money.USD, marginPercent float64) []cloudprovider.Offer {
+	out := make([]cloudprovider.Offer, len(own))
 	for i, o := range own {
 		out[i] = priceBid(o, others, maxPricePerHour, marginPercent)
 	}
@@ -206,7 +206,7 @@ func priceBids(own, others []controlplane.Offer, maxPricePerHour money.USD, marg
 // derivedDetails are the Details keys PriceBids sets; it starts each offer without them.
 var derivedDetails = []string{DetailUndercuts, DetailBidPrice, DetailRequiredPrice, DetailRequiredBy}
 
-func priceBid(o controlplane.Offer, others []controlplane.Offer, maxPricePerHour money.USD, marginPercent float64) controlplane.Offer {
+func priceBid(o cloudprovider.Offer, others []cloudprovider.Offer, maxPricePerHour money.USD, marginPercent float64) cloudprovider.Offer {
 	o.Details = cloneDetails(o.Details)
 	if o.GPUType == "" {
 		// Not hydra's GPU: nothing to bid on and nothing to compare with. Left as Offers listed it.
@@ -293,10 +293,10 @@ func strictest(reqs []requirement) (requirement, bool) {
 
 // cheapestComparable returns the basis of a bid: the cheapest comparable spot offer of another cloud
 // (same GPU type and count, eligible, priced, not sold out), else the cheapest comparable on-demand
-// one. Ties break as everywhere hydra picks among offers (controlplane.TieBreak), so the answer is
+// one. Ties break as everywhere hydra picks among offers (cloudprovider.TieBreak), so the answer is
 // deterministic.
-func cheapestComparable(o controlplane.Offer, others []controlplane.Offer) (controlplane.Offer, bool) {
-	var spot, onDemand []controlplane.Offer
+func cheapestComparable(o cloudprovider.Offer, others []cloudprovider.Offer) (cloudprovider.Offer, bool) {
+	var spot, onDemand []cloudprovider.Offer
 	for _, x := range others {
 		if x.Cloud == CloudName || x.Ineligible != "" || x.PricePerHour <= 0 || x.Available == 0 || x.GPUType == "" ||
 			x.GPUType != o.GPUType || x.GPUCount != o.GPUCount {
@@ -313,20 +313,20 @@ func cheapestComparable(o controlplane.Offer, others []controlplane.Offer) (cont
 		cands = onDemand
 	}
 	if len(cands) == 0 {
-		return controlplane.Offer{}, false
+		return cloudprovider.Offer{}, false
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if a.PricePerHour != b.PricePerHour {
 			return a.PricePerHour < b.PricePerHour
 		}
-		return controlplane.TieBreak(a, b)
+		return cloudprovider.TieBreak(a, b)
 	})
 	return cands[0], true
 }
 
 // describeOffer names another cloud's offer: "verda fin-01 8H100 spot $2.40/h".
-func describeOffer(x controlplane.Offer) string {
+func describeOffer(x cloudprovider.Offer) string {
 	kind := "on-demand"
 	if x.Spot {
 		kind = "spot"

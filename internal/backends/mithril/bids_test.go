@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
@@ -18,16 +18,16 @@ func usd(s string) money.USD {
 	return u
 }
 
-func own(details map[string]string) controlplane.Offer {
-	return controlplane.Offer{Cloud: CloudName, Region: "us-central1-a", InstanceType: "h100-80gb.sxm.8x", GPUType: "h100", GPUCount: 8,
+func own(details map[string]string) cloudprovider.Offer {
+	return cloudprovider.Offer{Cloud: CloudName, Region: "us-central1-a", InstanceType: "h100-80gb.sxm.8x", GPUType: "h100", GPUCount: 8,
 		PricePerHour: usd("1.90"), Spot: true, Available: -1, Details: details}
 }
 
-func other(cloud, price string) controlplane.Offer {
-	return controlplane.Offer{Cloud: cloud, Region: "fin-01", InstanceType: "8H100", GPUType: "h100", GPUCount: 8, PricePerHour: usd(price), Spot: true, Available: -1}
+func other(cloud, price string) cloudprovider.Offer {
+	return cloudprovider.Offer{Cloud: cloud, Region: "fin-01", InstanceType: "8H100", GPUType: "h100", GPUCount: 8, PricePerHour: usd(price), Spot: true, Available: -1}
 }
 
-func onDemand(cloud, price string) controlplane.Offer {
+func onDemand(cloud, price string) cloudprovider.Offer {
 	o := other(cloud, price)
 	o.Spot = false
 	return o
@@ -46,20 +46,20 @@ func sig(kv ...string) map[string]string {
 	return m
 }
 
-func offers(o ...controlplane.Offer) []controlplane.Offer { return o }
+func offers(o ...cloudprovider.Offer) []cloudprovider.Offer { return o }
 
 func TestPriceBids(t *testing.T) {
-	verda := func(p string) controlplane.Offer { return other("verda", p) }
+	verda := func(p string) cloudprovider.Offer { return other("verda", p) }
 	const margin = "last winning $1.90/h + 10% margin"
-	noSignal := func() controlplane.Offer {
+	noSignal := func() cloudprovider.Offer {
 		o := own(map[string]string{})
 		o.PricePerHour = 0
 		return o
 	}
 	tests := []struct {
 		name       string
-		offer      controlplane.Offer
-		others     []controlplane.Offer
+		offer      cloudprovider.Offer
+		others     []cloudprovider.Offer
 		max        money.USD
 		margin     float64
 		wantPrice  money.USD // the bid; 0: no bid is set
@@ -119,13 +119,13 @@ func TestPriceBids(t *testing.T) {
 		{name: "no comparable offer: need above the max", offer: own(sig()), max: usd("2.08"), margin: 10, wantPrice: usd("2.08"),
 			wantReason: "bid $2.08/h does not clear: needs at least $2.09/h (" + margin + "), above max_price_per_hour $2.08/h"},
 		{name: "non-comparable offers are ignored", offer: own(sig()), margin: 10, wantPrice: usd("2.09"), others: offers(
-			controlplane.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 4, PricePerHour: usd("1"), Spot: true, Available: -1},
-			controlplane.Offer{Cloud: "verda", GPUType: "h200", GPUCount: 8, PricePerHour: usd("1"), Spot: true, Available: -1},
-			controlplane.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 4, PricePerHour: usd("1"), Spot: false, Available: -1},
-			controlplane.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 8, PricePerHour: usd("1"), Spot: true, Available: -1, Ineligible: "no"},
-			controlplane.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 8, PricePerHour: usd("1"), Spot: true, Available: 0},
-			controlplane.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 8, PricePerHour: 0, Spot: true, Available: -1},
-			controlplane.Offer{Cloud: CloudName, GPUType: "h100", GPUCount: 8, PricePerHour: usd("1"), Spot: true, Available: -1},
+			cloudprovider.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 4, PricePerHour: usd("1"), Spot: true, Available: -1},
+			cloudprovider.Offer{Cloud: "verda", GPUType: "h200", GPUCount: 8, PricePerHour: usd("1"), Spot: true, Available: -1},
+			cloudprovider.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 4, PricePerHour: usd("1"), Spot: false, Available: -1},
+			cloudprovider.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 8, PricePerHour: usd("1"), Spot: true, Available: -1, Ineligible: "no"},
+			cloudprovider.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 8, PricePerHour: usd("1"), Spot: true, Available: 0},
+			cloudprovider.Offer{Cloud: "verda", GPUType: "h100", GPUCount: 8, PricePerHour: 0, Spot: true, Available: -1},
+			cloudprovider.Offer{Cloud: CloudName, GPUType: "h100", GPUCount: 8, PricePerHour: usd("1"), Spot: true, Available: -1},
 		)},
 		{name: "no price signal and nothing compares", offer: noSignal(), margin: 10, wantReason: reasonNoSignal},
 		{name: "no price signal and nothing compares, with a max", offer: noSignal(), max: usd("5"), margin: 10, wantReason: reasonNoSignal},
@@ -137,13 +137,13 @@ func TestPriceBids(t *testing.T) {
 			wantReason: "auction has no capacity now (last clearing price $1.90/h, lowest winning bid none)", wantBasis: "verda fin-01 8H100 spot $3.00/h"},
 		{name: "zero capacity with a lowest winning bid", offer: own(sig(DetailAvailableCapacity, "0", DetailLowestAllocated, "2.50")), margin: 10, wantPrice: usd("2.51"),
 			wantReason: "auction has no capacity now (last clearing price $1.90/h, lowest winning bid $2.50/h)"},
-		{name: "zero capacity from Offer.Available", offer: func() controlplane.Offer {
+		{name: "zero capacity from Offer.Available", offer: func() cloudprovider.Offer {
 			o := own(sig(DetailAvailableCapacity, ""))
 			o.Available = 0
 			return o
 		}(), others: offers(verda("3")), margin: 10, wantPrice: usd("2.99"),
 			wantReason: "auction has no capacity now (last clearing price $1.90/h, lowest winning bid none)", wantBasis: "verda fin-01 8H100 spot $3.00/h"},
-		{name: "zero capacity without any price", offer: func() controlplane.Offer {
+		{name: "zero capacity without any price", offer: func() cloudprovider.Offer {
 			o := noSignal()
 			o.Details[DetailAvailableCapacity] = "0"
 			return o
@@ -173,7 +173,7 @@ func TestPriceBids(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := tt.offer
 			before := cloneDetails(in.Details)
-			got := priceBids([]controlplane.Offer{in}, tt.others, tt.max, tt.margin)
+			got := priceBids([]cloudprovider.Offer{in}, tt.others, tt.max, tt.margin)
 			if len(got) != 1 {
 				t.Fatalf("got %d offers", len(got))
 			}
@@ -226,7 +226,7 @@ func TestPriceBids(t *testing.T) {
 func TestPriceBidsKeepsOrderAndTies(t *testing.T) {
 	a, b := own(sig()), own(sig(DetailAvailableCapacity, "0"))
 	b.Region = "us-central1-b"
-	got := priceBids([]controlplane.Offer{a, b}, offers(other("verda", "2.40"), other("primeintellect", "2.40")), 0, 10)
+	got := priceBids([]cloudprovider.Offer{a, b}, offers(other("verda", "2.40"), other("primeintellect", "2.40")), 0, 10)
 	if got[0].Region != "us-central1-a" || got[1].Region != "us-central1-b" {
 		t.Fatalf("order changed")
 	}

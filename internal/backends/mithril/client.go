@@ -1,7 +1,7 @@
 // Package mithril is hydra's backend for Mithril (formerly ML Foundry), whose GPU capacity is sold as
 // spot instances through a sealed second-price auction. It holds a typed client of the v2 REST API
 // (client.go), the status mapping (status.go), the bid pricing rules (bids.go) and the
-// controlplane.AuctionBackend (backend.go).
+// cloudprovider.AuctionBackend (backend.go).
 //
 // Money: Mithril writes prices as "$X.XX" strings and integer cents; the package keeps them as whole
 // cents (Cents) and converts them to hydra's money.USD exactly (one cent is money.Cent). Bids are
@@ -33,7 +33,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // CloudName is the backend's name in pools.yml and api_names.
@@ -63,14 +63,14 @@ type Client struct {
 func NewClient(cfg ClientConfig) (*Client, error) {
 	key := strings.TrimSpace(cfg.APIKey)
 	if key == "" {
-		return nil, controlplane.Errorf(controlplane.ErrAuth, CloudName, "configuring client", "no API key (set api_key or MITHRIL_API_KEY)")
+		return nil, cloudprovider.Errorf(cloudprovider.ErrAuth, CloudName, "configuring client", "no API key (set api_key or MITHRIL_API_KEY)")
 	}
 	rc, err := restclient.New(restclient.Config{
 		Cloud: CloudName, BaseURL: cfg.BaseURL, DefaultBaseURL: DefaultBaseURL, Tuning: cfg.Tuning, Logger: cfg.Logger,
 		Authorize: restclient.Bearer(key, nil),
 	})
 	if err != nil {
-		return nil, controlplane.NewError(controlplane.ErrInvalid, CloudName, "configuring client", err)
+		return nil, cloudprovider.NewError(cloudprovider.ErrInvalid, CloudName, "configuring client", err)
 	}
 	return &Client{rc: rc}, nil
 }
@@ -106,7 +106,7 @@ func (c *Client) SpotAvailability(ctx context.Context) ([]Auction, error) {
 	// The spec answers a bare array; tolerate the {data:[...]} envelope too.
 	out, err := decodeList[Auction](raw)
 	if err != nil {
-		return nil, controlplane.NewError(controlplane.ErrOther, CloudName, "listing spot auctions", err)
+		return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, "listing spot auctions", err)
 	}
 	return out, nil
 }
@@ -131,7 +131,7 @@ func (c *Client) CreateBid(ctx context.Context, req CreateBidRequest) (Bid, erro
 // GetBid returns one bid (GET /v2/spot/bids/{fid}); an unknown bid is an ErrNotFound error.
 func (c *Client) GetBid(ctx context.Context, fid string) (Bid, error) {
 	if err := checkFID(fid); err != nil {
-		return Bid{}, controlplane.NewError(controlplane.ErrNotFound, CloudName, "reading bid", err)
+		return Bid{}, cloudprovider.NewError(cloudprovider.ErrNotFound, CloudName, "reading bid", err)
 	}
 	var out Bid
 	err := c.get(ctx, "reading bid "+fid, "/v2/spot/bids/"+url.PathEscape(fid), nil, &out)
@@ -142,7 +142,7 @@ func (c *Client) GetBid(ctx context.Context, fid string) (Bid, error) {
 // an ErrNotFound error; callers that only want the bid gone treat that as done.
 func (c *Client) CancelBid(ctx context.Context, fid string) error {
 	if err := checkFID(fid); err != nil {
-		return controlplane.NewError(controlplane.ErrNotFound, CloudName, "cancelling bid", err)
+		return cloudprovider.NewError(cloudprovider.ErrNotFound, CloudName, "cancelling bid", err)
 	}
 	_, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodDelete, Path: "/v2/spot/bids/" + url.PathEscape(fid)})
 	return classify("cancelling bid "+fid, err)
@@ -200,7 +200,7 @@ func (c *Client) SSHKeys(ctx context.Context, project string) ([]SSHKey, error) 
 	}
 	out, err := decodeList[SSHKey](raw)
 	if err != nil {
-		return nil, controlplane.NewError(controlplane.ErrOther, CloudName, "listing SSH keys", err)
+		return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, "listing SSH keys", err)
 	}
 	return out, nil
 }
@@ -232,22 +232,22 @@ func paginate[T any](ctx context.Context, c *Client, op, path string, q url.Valu
 		if strings.HasPrefix(trimmed, "[") {
 			// A bare array: no pagination.
 			if err := json.Unmarshal(raw, &p.Data); err != nil {
-				return nil, controlplane.NewError(controlplane.ErrOther, CloudName, op, fmt.Errorf("decoding response: %w", err))
+				return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op, fmt.Errorf("decoding response: %w", err))
 			}
 		} else if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, controlplane.NewError(controlplane.ErrOther, CloudName, op, fmt.Errorf("decoding response: %w", err))
+			return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op, fmt.Errorf("decoding response: %w", err))
 		}
 		all = append(all, p.Data...)
 		if p.NextCursor == nil || *p.NextCursor == "" || len(p.Data) == 0 {
 			return all, nil
 		}
 		if seen[*p.NextCursor] {
-			return nil, controlplane.Errorf(controlplane.ErrOther, CloudName, op, "the API repeated cursor %q", *p.NextCursor)
+			return nil, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "the API repeated cursor %q", *p.NextCursor)
 		}
 		seen[*p.NextCursor] = true
 		q.Set("next_cursor", *p.NextCursor)
 	}
-	return nil, controlplane.Errorf(controlplane.ErrOther, CloudName, op, "more than %d pages", maxPages)
+	return nil, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "more than %d pages", maxPages)
 }
 
 // decodeList decodes a bare array or a {data:[...]} envelope.
@@ -279,10 +279,10 @@ func checkFID(fid string) error {
 	return nil
 }
 
-// classify turns a restclient error into a controlplane error of the right kind, keeping the message
+// classify turns a restclient error into a classified cloud error (cloudprovider.Error) of the right kind, keeping the message
 // of Mithril's error body.
 func classify(op string, err error) error {
-	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (cloudprovider.ErrorKind, error) {
 		msg := errorMessage(he.Body)
 		text := fmt.Sprintf("HTTP %d", he.Status)
 		if msg != "" {
@@ -310,7 +310,7 @@ func StatusOf(err error) int {
 	return 0
 }
 
-func kindFor(status int, msg string) controlplane.ErrorKind {
+func kindFor(status int, msg string) cloudprovider.ErrorKind {
 	low := strings.ToLower(msg)
 	has := func(words ...string) bool {
 		for _, w := range words {
@@ -322,19 +322,19 @@ func kindFor(status int, msg string) controlplane.ErrorKind {
 	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return controlplane.ErrAuth
+		return cloudprovider.ErrAuth
 	case status == http.StatusNotFound:
-		return controlplane.ErrNotFound
+		return cloudprovider.ErrNotFound
 	case status == http.StatusPaymentRequired:
-		return controlplane.ErrQuota
+		return cloudprovider.ErrQuota
 	case has("capacity", "insufficient", "not enough", "no available", "sold out"):
-		return controlplane.ErrCapacity
+		return cloudprovider.ErrCapacity
 	case has("quota", "limit exceeded", "balance", "billing", "payment", "credit"):
-		return controlplane.ErrQuota
+		return cloudprovider.ErrQuota
 	case status == http.StatusUnprocessableEntity || status == http.StatusBadRequest || status == http.StatusConflict || status == http.StatusNotImplemented:
-		return controlplane.ErrInvalid
+		return cloudprovider.ErrInvalid
 	}
-	return controlplane.ErrOther
+	return cloudprovider.ErrOther
 }
 
 // errorMessage extracts the message of an error body: FastAPI's {"detail": "..."} or

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 )
 
@@ -54,7 +54,7 @@ func TestClientCatalogAndPricing(t *testing.T) {
 		p.AvailableCapacity.Value != 2 || p.TotalCapacity.Value != 4 || p.DynamicWinPriceCents.Amount != 1250 || p.ReservedPriceCents.Valid {
 		t.Errorf("pricing %+v", p)
 	}
-	if _, err := e.client.CurrentPricing(ctx, "", ""); controlplane.KindOf(err) != controlplane.ErrInvalid || !strings.Contains(err.Error(), "query.instance_type: Field required") {
+	if _, err := e.client.CurrentPricing(ctx, "", ""); cloudprovider.KindOf(err) != cloudprovider.ErrInvalid || !strings.Contains(err.Error(), "query.instance_type: Field required") {
 		t.Errorf("missing instance_type: %v", err)
 	}
 	projects, err := e.client.Projects(ctx)
@@ -75,14 +75,14 @@ func TestClientAuthFailure(t *testing.T) {
 	}
 	for name, call := range calls {
 		err := call()
-		if controlplane.KindOf(err) != controlplane.ErrAuth {
+		if cloudprovider.KindOf(err) != cloudprovider.ErrAuth {
 			t.Errorf("%s: %v, want auth error", name, err)
 		}
 		if err != nil && strings.Contains(err.Error(), "fkey_wrong_secret_value") {
 			t.Errorf("%s: the key leaks into the error: %v", name, err)
 		}
 	}
-	if _, err := NewClient(ClientConfig{BaseURL: "http://x"}); controlplane.KindOf(err) != controlplane.ErrAuth {
+	if _, err := NewClient(ClientConfig{BaseURL: "http://x"}); cloudprovider.KindOf(err) != cloudprovider.ErrAuth {
 		t.Errorf("no key: %v", err)
 	}
 }
@@ -96,7 +96,7 @@ func TestClientValidationErrors(t *testing.T) {
 	bad := base
 	bad.LimitPrice = "13.00" // the API wants the dollar sign
 	_, err := e.client.CreateBid(ctx, bad)
-	if controlplane.KindOf(err) != controlplane.ErrInvalid || !strings.Contains(err.Error(), "body.limit_price") || StatusOf(err) != 422 {
+	if cloudprovider.KindOf(err) != cloudprovider.ErrInvalid || !strings.Contains(err.Error(), "body.limit_price") || StatusOf(err) != 422 {
 		t.Errorf("limit price without $: %v", err)
 	}
 	bad = base
@@ -106,7 +106,7 @@ func TestClientValidationErrors(t *testing.T) {
 	}
 	bad = base
 	bad.Region = "us-central1-b" // FIDs are per region
-	if _, err := e.client.CreateBid(ctx, bad); controlplane.KindOf(err) != controlplane.ErrInvalid || !strings.Contains(err.Error(), "not available in region us-central1-b") {
+	if _, err := e.client.CreateBid(ctx, bad); cloudprovider.KindOf(err) != cloudprovider.ErrInvalid || !strings.Contains(err.Error(), "not available in region us-central1-b") {
 		t.Errorf("FID of another region: %v", err)
 	}
 	// limit outside 1..100 and a missing project: FastAPI 422 with the query location.
@@ -127,13 +127,13 @@ func TestClientUnknownBid404(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	ctx := t.Context()
 	before := e.counter.n.Load()
-	if _, err := e.client.GetBid(ctx, "bid_doesnotexist0000"); !controlplane.IsNotFound(err) || !strings.Contains(err.Error(), "Bid not found") {
+	if _, err := e.client.GetBid(ctx, "bid_doesnotexist0000"); !cloudprovider.IsNotFound(err) || !strings.Contains(err.Error(), "Bid not found") {
 		t.Errorf("get: %v", err)
 	}
 	if n := e.counter.n.Load() - before; n != 1 {
 		t.Errorf("a 404 was retried: %d attempts", n)
 	}
-	if err := e.client.CancelBid(ctx, "bid_doesnotexist0000"); !controlplane.IsNotFound(err) {
+	if err := e.client.CancelBid(ctx, "bid_doesnotexist0000"); !cloudprovider.IsNotFound(err) {
 		t.Errorf("cancel: %v", err)
 	}
 	// Cancelling a bid that is already gone counts as done.
@@ -143,7 +143,7 @@ func TestClientUnknownBid404(t *testing.T) {
 	if err := e.backend.Delete(ctx, "bid_doesnotexist0000"); err != nil {
 		t.Errorf("Delete on 404 is done: %v", err)
 	}
-	if _, err := e.backend.Get(ctx, "bid_doesnotexist0000"); !controlplane.IsNotFound(err) {
+	if _, err := e.backend.Get(ctx, "bid_doesnotexist0000"); !cloudprovider.IsNotFound(err) {
 		t.Errorf("Get on 404: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // readFixture reads testdata/<name>.
@@ -81,17 +81,17 @@ func TestFixturesParse(t *testing.T) {
 		b.types[it.FID] = it
 	}
 	got, cancel := b.evaluate(t.Context(), bids.Data[0], insts.Data)
-	if got.Status != controlplane.StatusPending || got.SSH != nil || cancel || got.GPUType != "h100" || got.GPUCount != 8 || got.InstanceType != "h100-80gb.sxm.8x" {
+	if got.Status != cloudprovider.StatusPending || got.SSH != nil || cancel || got.GPUType != "h100" || got.GPUCount != 8 || got.InstanceType != "h100-80gb.sxm.8x" {
 		t.Errorf("starting instance: %+v", got)
 	}
 	got, cancel = b.evaluate(t.Context(), bids.Data[1], insts.Data)
-	if got.Status != controlplane.StatusError || !cancel || !strings.Contains(got.Message, "preempted") {
+	if got.Status != cloudprovider.StatusError || !cancel || !strings.Contains(got.Message, "preempted") {
 		t.Errorf("preempting bid: %+v gone=%v", got, cancel)
 	}
 	running := bids.Data[1]
 	running.Status = BidAllocated
 	got, _ = b.evaluate(t.Context(), running, insts.Data)
-	if got.Status != controlplane.StatusRunning || got.SSH == nil || got.SSH.Host != "34.121.8.17" || got.SSH.User != "ubuntu" || got.SSH.Port != 22 || got.PricePerHour != usd("12.60") {
+	if got.Status != cloudprovider.StatusRunning || got.SSH == nil || got.SSH.Host != "34.121.8.17" || got.SSH.User != "ubuntu" || got.SSH.Port != 22 || got.PricePerHour != usd("12.60") {
 		t.Errorf("running instance: %+v", got)
 	}
 
@@ -105,25 +105,25 @@ func TestErrorClassification(t *testing.T) {
 	tests := []struct {
 		status  int
 		body    string
-		kind    controlplane.ErrorKind
+		kind    cloudprovider.ErrorKind
 		message string
 	}{
-		{422, string(readFixture(t, "handwritten.error.422.json")), controlplane.ErrInvalid, "body.limit_price: Field required; query.limit: Input should be less than or equal to 100"},
-		{404, string(readFixture(t, "handwritten.error.404.json")), controlplane.ErrNotFound, "Bid not found"},
-		{401, `{"detail":"Invalid API key"}`, controlplane.ErrAuth, "Invalid API key"},
-		{403, `{"detail":"Forbidden"}`, controlplane.ErrAuth, "Forbidden"},
-		{400, `{"detail":"Insufficient capacity for h100-80gb.sxm.8x in us-central1-a"}`, controlplane.ErrCapacity, "Insufficient capacity"},
-		{400, `{"error":"Project quota exceeded"}`, controlplane.ErrQuota, "Project quota exceeded"},
-		{402, `{"message":"payment required"}`, controlplane.ErrQuota, "payment required"},
-		{400, `{"detail":"Instance type it_x is not available in region us-central1-b"}`, controlplane.ErrInvalid, "not available in region"},
-		{409, `{"detail":{"message":"Bid is terminated"}}`, controlplane.ErrInvalid, "Bid is terminated"},
-		{501, `{"detail":"Pause not supported for spot"}`, controlplane.ErrInvalid, "not supported"},
-		{502, `{"detail":"Upstream service failure"}`, controlplane.ErrOther, "Upstream"},
-		{503, `Service Unavailable`, controlplane.ErrOther, "Service Unavailable"},
+		{422, string(readFixture(t, "handwritten.error.422.json")), cloudprovider.ErrInvalid, "body.limit_price: Field required; query.limit: Input should be less than or equal to 100"},
+		{404, string(readFixture(t, "handwritten.error.404.json")), cloudprovider.ErrNotFound, "Bid not found"},
+		{401, `{"detail":"Invalid API key"}`, cloudprovider.ErrAuth, "Invalid API key"},
+		{403, `{"detail":"Forbidden"}`, cloudprovider.ErrAuth, "Forbidden"},
+		{400, `{"detail":"Insufficient capacity for h100-80gb.sxm.8x in us-central1-a"}`, cloudprovider.ErrCapacity, "Insufficient capacity"},
+		{400, `{"error":"Project quota exceeded"}`, cloudprovider.ErrQuota, "Project quota exceeded"},
+		{402, `{"message":"payment required"}`, cloudprovider.ErrQuota, "payment required"},
+		{400, `{"detail":"Instance type it_x is not available in region us-central1-b"}`, cloudprovider.ErrInvalid, "not available in region"},
+		{409, `{"detail":{"message":"Bid is terminated"}}`, cloudprovider.ErrInvalid, "Bid is terminated"},
+		{501, `{"detail":"Pause not supported for spot"}`, cloudprovider.ErrInvalid, "not supported"},
+		{502, `{"detail":"Upstream service failure"}`, cloudprovider.ErrOther, "Upstream"},
+		{503, `Service Unavailable`, cloudprovider.ErrOther, "Service Unavailable"},
 	}
 	for _, tt := range tests {
 		err := classify("op", &restclient.HTTPError{Method: http.MethodGet, Path: "/x", Status: tt.status, Body: []byte(tt.body)})
-		if k := controlplane.KindOf(err); k != tt.kind {
+		if k := cloudprovider.KindOf(err); k != tt.kind {
 			t.Errorf("%d %s: kind %v, want %v", tt.status, tt.body, k, tt.kind)
 		}
 		if !strings.Contains(err.Error(), tt.message) || StatusOf(err) != tt.status {

@@ -3,7 +3,7 @@ package mithril
 import (
 	"context"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // Housekeeping: bids whose machine is gone for good.
@@ -24,7 +24,7 @@ import (
 // scanned is one bid, read with its instances and evaluated.
 type scanned struct {
 	bid  Bid
-	inst controlplane.Instance
+	inst cloudprovider.Instance
 	// gone says the bid's machine is gone for good while the bid is not cancelled (evaluate).
 	gone bool
 }
@@ -64,26 +64,26 @@ func (b *Backend) scan(ctx context.Context, project string, f BidFilter, keep fu
 }
 
 // live returns the newest bid named name whose machine is not gone, if any.
-func live(bids []scanned, name string) (controlplane.Instance, bool) {
+func live(bids []scanned, name string) (cloudprovider.Instance, bool) {
 	var best *scanned
 	for i := range bids {
 		s := &bids[i]
-		if s.bid.Name == name && !s.gone && s.inst.Status != controlplane.StatusTerminated &&
+		if s.bid.Name == name && !s.gone && s.inst.Status != cloudprovider.StatusTerminated &&
 			(best == nil || s.bid.CreatedAt.After(best.bid.CreatedAt.Time)) {
 			best = s
 		}
 	}
 	if best == nil {
-		return controlplane.Instance{}, false
+		return cloudprovider.Instance{}, false
 	}
 	return best.inst, true
 }
 
 // findLive looks for a live bid named name.
-func (b *Backend) findLive(ctx context.Context, project, name string) (controlplane.Instance, bool, error) {
+func (b *Backend) findLive(ctx context.Context, project, name string) (cloudprovider.Instance, bool, error) {
 	bids, err := b.scan(ctx, project, BidFilter{Name: name}, func(n string) bool { return n == name })
 	if err != nil {
-		return controlplane.Instance{}, false, err
+		return cloudprovider.Instance{}, false, err
 	}
 	inst, ok := live(bids, name)
 	return inst, ok, nil
@@ -91,27 +91,27 @@ func (b *Backend) findLive(ctx context.Context, project, name string) (controlpl
 
 // reapGoneBids is Create's housekeeping step. It reads the bids of the request's resource in its pool
 // (named req.Name, or named after the same resource with another ownership token or none, see
-// controlplane.ParseCloudName) and cancels the ones whose machine is gone for good: preempted, or
+// cloudprovider.ParseCloudName) and cancels the ones whose machine is gone for good: preempted, or
 // terminated or replaced while the bid is still open. It never touches a bid waiting for its first
 // machine, booting, running, paused or in error at the cloud, nor another resource's bid. A failed
 // cancel is logged, not returned (Delete, or the next Create, tries again).
 //
 // It also returns the live bid named req.Name, when there is one (Create's idempotency by name).
-func (b *Backend) reapGoneBids(ctx context.Context, project string, req controlplane.CreateRequest) (controlplane.Instance, bool, error) {
+func (b *Backend) reapGoneBids(ctx context.Context, project string, req cloudprovider.CreateRequest) (cloudprovider.Instance, bool, error) {
 	resource := req.Owner.Resource
 	if resource == "" {
-		resource, _, _ = controlplane.ParseCloudName(req.Pool, req.Name)
+		resource, _, _ = cloudprovider.ParseCloudName(req.Pool, req.Name)
 	}
 	sameResource := func(name string) bool {
 		if name == req.Name {
 			return true
 		}
-		r, _, ok := controlplane.ParseCloudName(req.Pool, name)
+		r, _, ok := cloudprovider.ParseCloudName(req.Pool, name)
 		return ok && resource != "" && r == resource
 	}
 	bids, err := b.scan(ctx, project, BidFilter{}, sameResource)
 	if err != nil {
-		return controlplane.Instance{}, false, err
+		return cloudprovider.Instance{}, false, err
 	}
 	for _, s := range bids {
 		if !s.gone {
@@ -119,7 +119,7 @@ func (b *Backend) reapGoneBids(ctx context.Context, project string, req controlp
 		}
 		if err := b.cancelBid(ctx, s.bid.FID); err != nil {
 			if ctx.Err() != nil {
-				return controlplane.Instance{}, false, err
+				return cloudprovider.Instance{}, false, err
 			}
 			b.log.Warn("could not cancel an earlier bid of the resource whose machine is gone", "bid", s.bid.FID, "name", s.bid.Name, "error", err)
 			continue

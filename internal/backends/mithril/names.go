@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // TypeName is what a Mithril instance type name says of its GPUs. Mithril writes the names in several
@@ -17,7 +17,7 @@ type TypeName struct {
 	Model string
 	// MemoryGB is the memory of one GPU (0: the name does not say).
 	MemoryGB int
-	// FormFactor is controlplane.FormFactorSXM or controlplane.FormFactorPCIe ("" when not said).
+	// FormFactor is cloudprovider.FormFactorSXM or cloudprovider.FormFactorPCIe ("" when not said).
 	FormFactor string
 	// Count is the number of GPUs from the "<n>x" suffix (0: the name does not say).
 	Count int
@@ -79,9 +79,9 @@ func ParseTypeName(name string) (TypeName, bool) {
 			if n.FormFactor != "" {
 				return TypeName{}, false
 			}
-			n.FormFactor, attrs = controlplane.FormFactorSXM, true
+			n.FormFactor, attrs = cloudprovider.FormFactorSXM, true
 			if w == "pcie" {
-				n.FormFactor = controlplane.FormFactorPCIe
+				n.FormFactor = cloudprovider.FormFactorPCIe
 			}
 		case attrs:
 			return TypeName{}, false
@@ -174,9 +174,9 @@ func matches(pattern TypeName, f TypeName) (int, bool) {
 // hardwareOf is what the catalog says of an instance type's machines: gpu_memory_gb (one GPU; else the
 // memory the name states), num_cpus, ram_gb, and the form factor from gpu_socket ("SXM5" is sxm,
 // "PCIe" is pcie), else from the name ("h100-80gb.pcie.8x"), else from gpu_type; "" when none says.
-func hardwareOf(it InstanceType) controlplane.Hardware {
+func hardwareOf(it InstanceType) cloudprovider.Hardware {
 	fields := describe(it)[0]
-	hw := controlplane.Hardware{GPUMemoryGB: fields.MemoryGB, FormFactor: fields.FormFactor}
+	hw := cloudprovider.Hardware{GPUMemoryGB: fields.MemoryGB, FormFactor: fields.FormFactor}
 	if hw.FormFactor == "" {
 		hw.FormFactor = gpuname.FormFactor(it.GPUType)
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
@@ -172,18 +172,18 @@ func TestHardwareOf(t *testing.T) {
 	tests := []struct {
 		desc string
 		it   InstanceType
-		want controlplane.Hardware
+		want cloudprovider.Hardware
 	}{
-		{"SXM5", catalogType("h100-80gb.sxm.8x", "H100", 8, 80, "SXM5", 208, 1800), controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
-		{"SXM4", catalogType("a100-80gb.sxm.1x", "A100", 1, 80, "SXM4", 30, 240), controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 240}},
-		{"PCIe", catalogType("h100-80gb.pcie.8x", "H100", 8, 80, "PCIe", 192, 1500), controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 1500}},
-		{"socket over name", catalogType("h100-80gb.sxm.8x", "H100", 8, 80, "PCIe", 192, 1500), controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 1500}},
-		{"gpu_memory_gb over name", catalogType("b200-192gb.8x", "B200", 8, 180, "SXM6", 224, 2900), controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 224, MemoryGB: 2900}},
-		{"no socket: the name says", catalogType("b200-192gb.8x", "B200", 8, 192, "", 224, 2900), controlplane.Hardware{FormFactor: "", GPUMemoryGB: 192, VCPUs: 224, MemoryGB: 2900}},
-		{"name alone", InstanceType{Name: "h100-80gb.pcie.8x"}, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80}},
-		{"name without memory", InstanceType{Name: "b200.8x"}, controlplane.Hardware{}},
-		{"gpu_type that only exists as PCIe", InstanceType{Name: "l40s.1x", GPUType: "L40S", NumCPUs: opt(16)}, controlplane.Hardware{FormFactor: "pcie", VCPUs: 16}},
-		{"nulls", InstanceType{Name: "x.1x", GPUMemoryGB: OptInt{}, NumCPUs: OptInt{}, RAMGB: OptInt{}}, controlplane.Hardware{}},
+		{"SXM5", catalogType("h100-80gb.sxm.8x", "H100", 8, 80, "SXM5", 208, 1800), cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 208, MemoryGB: 1800}},
+		{"SXM4", catalogType("a100-80gb.sxm.1x", "A100", 1, 80, "SXM4", 30, 240), cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 240}},
+		{"PCIe", catalogType("h100-80gb.pcie.8x", "H100", 8, 80, "PCIe", 192, 1500), cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 1500}},
+		{"socket over name", catalogType("h100-80gb.sxm.8x", "H100", 8, 80, "PCIe", 192, 1500), cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 1500}},
+		{"gpu_memory_gb over name", catalogType("b200-192gb.8x", "B200", 8, 180, "SXM6", 224, 2900), cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 224, MemoryGB: 2900}},
+		{"no socket: the name says", catalogType("b200-192gb.8x", "B200", 8, 192, "", 224, 2900), cloudprovider.Hardware{FormFactor: "", GPUMemoryGB: 192, VCPUs: 224, MemoryGB: 2900}},
+		{"name alone", InstanceType{Name: "h100-80gb.pcie.8x"}, cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 80}},
+		{"name without memory", InstanceType{Name: "b200.8x"}, cloudprovider.Hardware{}},
+		{"gpu_type that only exists as PCIe", InstanceType{Name: "l40s.1x", GPUType: "L40S", NumCPUs: opt(16)}, cloudprovider.Hardware{FormFactor: "pcie", VCPUs: 16}},
+		{"nulls", InstanceType{Name: "x.1x", GPUMemoryGB: OptInt{}, NumCPUs: OptInt{}, RAMGB: OptInt{}}, cloudprovider.Hardware{}},
 	}
 	for _, tc := range tests {
 		if got := hardwareOf(tc.it); got != tc.want {

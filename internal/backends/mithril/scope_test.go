@@ -5,23 +5,24 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 )
 
 // otherCloud is a second configured cloud with two spot offers of eight H100s, in two regions.
 type otherCloud struct {
-	controlplane.InstanceManagerBackend
+	cloudprovider.InstanceManagerBackend
 }
 
 func (otherCloud) Cloud() string { return "verda" }
 
-func (otherCloud) Offers(context.Context) ([]controlplane.Offer, error) {
-	offer := func(region, price string) controlplane.Offer {
-		return controlplane.Offer{Cloud: "verda", Region: region, InstanceType: "8H100.80S.176V", GPUType: "h100", CloudGPU: "H100 SXM5 80GB",
+func (otherCloud) Offers(context.Context) ([]cloudprovider.Offer, error) {
+	offer := func(region, price string) cloudprovider.Offer {
+		return cloudprovider.Offer{Cloud: "verda", Region: region, InstanceType: "8H100.80S.176V", GPUType: "h100", CloudGPU: "H100 SXM5 80GB",
 			GPUCount: 8, PricePerHour: usd(price), Spot: true, Available: -1}
 	}
-	return []controlplane.Offer{offer("FIN-01", "15"), offer("FIN-03", "20")}, nil
+	return []cloudprovider.Offer{offer("FIN-01", "15"), offer("FIN-03", "20")}, nil
 }
 
 // TestBidBasisScope pins which offers a Mithril bid is compared with (the control plane gathers them,
@@ -31,7 +32,7 @@ func (otherCloud) Offers(context.Context) ([]controlplane.Offer, error) {
 // $20 in FIN-03.
 func TestBidBasisScope(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	cp := controlplane.New(backendtest.Inventory(t), []controlplane.InstanceManagerBackend{e.backend, otherCloud{}}, controlplane.Options{})
+	cp := controlplane.New(backendtest.Inventory(t), []cloudprovider.InstanceManagerBackend{e.backend, otherCloud{}}, controlplane.Options{})
 	tests := []struct {
 		name          string
 		clouds        []string
@@ -54,7 +55,7 @@ func TestBidBasisScope(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var bid *controlplane.Offer
+			var bid *cloudprovider.Offer
 			for i, o := range append(res.Offers, res.Ineligible...) {
 				if o.Cloud == CloudName && o.Region == "us-central1-a" && o.InstanceType == "h100-80gb.sxm.8x" {
 					bid = &append(res.Offers, res.Ineligible...)[i]

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestEvaluateStatusTable(t *testing.T) {
@@ -15,11 +15,11 @@ func TestEvaluateStatusTable(t *testing.T) {
 	inst := func(status, dest string, age time.Duration) Instance {
 		return Instance{FID: "inst_" + status, Bid: "bid_x", Status: status, SSHDestination: dest, CreatedAt: APITime{t0.Add(age)}}
 	}
-	P, R, T, E := controlplane.StatusPending, controlplane.StatusRunning, controlplane.StatusTerminated, controlplane.StatusError
+	P, R, T, E := cloudprovider.StatusPending, cloudprovider.StatusRunning, cloudprovider.StatusTerminated, cloudprovider.StatusError
 	tests := []struct {
 		bid    string
 		insts  []Instance
-		want   controlplane.Status
+		want   cloudprovider.Status
 		cancel bool
 	}{
 		{BidOpen, nil, P, false},

@@ -17,7 +17,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
@@ -76,8 +76,8 @@ const (
 //
 // Ownership: a Prime pod keeps only its name. The API has no labels, tags or description, and a pod's
 // metadata cannot be changed after creation, so the ownership record is the cloud-side name alone
-// ("<pool prefix><resource>--<token>", read back by controlplane.WithOwner). The backend therefore
-// leaves Instance.Owner empty and does not implement controlplane.OwnershipConfirmer.
+// ("<pool prefix><resource>--<token>", read back by cloudprovider.WithOwner). The backend therefore
+// leaves Instance.Owner empty and does not implement cloudprovider.OwnershipConfirmer.
 type Backend struct {
 	client *Client
 	inv    *inventory.Inventory
@@ -91,7 +91,7 @@ type Backend struct {
 	keysMu  sync.Mutex // serialises SSH key registration, so two creates never add one key twice
 }
 
-var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+var _ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the backend.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
@@ -175,8 +175,8 @@ func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // itemHardware is what an availability item says of its machine: the form factor from socket ("SXM5",
 // "PCIe"), else as gpuType states it; the memory of one GPU (perGPUMemory); vCPUs and RAM (GB) from the
 // defaultCount of vcpu and memory, the amounts a pod is created with.
-func itemHardware(a GPUAvailability) controlplane.Hardware {
-	return controlplane.Hardware{
+func itemHardware(a GPUAvailability) cloudprovider.Hardware {
+	return cloudprovider.Hardware{
 		FormFactor:  gpuname.FormFactor(a.Socket, a.GPUType),
 		GPUMemoryGB: perGPUMemory(a.GPUType, a.GPUMemory, a.GPUCount.Int()),
 		VCPUs:       max(a.VCPU.DefaultCount.Int(), 0),
@@ -226,25 +226,25 @@ func available(a GPUAvailability) int {
 // toOffer maps one availability item; ok is false when it is no offer (why says what it lacks). A GPU
 // type the inventory does not map is an offer with GPUType "" (reported, never ranked); every offer
 // carries the item's gpuType as CloudGPU, the name api_names.primeintellect lists.
-func (b *Backend) toOffer(a GPUAvailability) (o controlplane.Offer, why string, ok bool) {
+func (b *Backend) toOffer(a GPUAvailability) (o cloudprovider.Offer, why string, ok bool) {
 	if strings.TrimSpace(a.GPUType) == "" {
-		return controlplane.Offer{}, "no GPU type", false
+		return cloudprovider.Offer{}, "no GPU type", false
 	}
 	gpuType := b.inv.GPUType(CloudName, a.GPUType)
 	count := a.GPUCount.Int()
 	if count < 1 || (gpuType != "" && count > b.inv.GPUs[gpuType].MaxCount) {
-		return controlplane.Offer{}, "GPU count outside the inventory's limits", false
+		return cloudprovider.Offer{}, "GPU count outside the inventory's limits", false
 	}
 	if a.CloudID == "" || a.Provider == "" || a.Socket == "" {
-		return controlplane.Offer{}, "no cloudId, provider or socket", false
+		return cloudprovider.Offer{}, "no cloudId, provider or socket", false
 	}
 	if cur := strings.ToUpper(strings.TrimSpace(a.Prices.Currency)); cur != "" && cur != "USD" {
-		return controlplane.Offer{}, "priced in " + cur, false
+		return cloudprovider.Offer{}, "priced in " + cur, false
 	}
 	total, ok := a.TotalPrice()
 	price, err := money.FromFloat(total)
 	if !ok || err != nil || price <= 0 {
-		return controlplane.Offer{}, "no price", false
+		return cloudprovider.Offer{}, "no price", false
 	}
 	base, _ := a.BasePrice()
 	d := map[string]string{
@@ -266,7 +266,7 @@ func (b *Backend) toOffer(a GPUAvailability) (o controlplane.Offer, why string, 
 	if a.PrepaidTime.Set && a.PrepaidTime.V > 0 {
 		d[DetailPrepaid] = fmtFloat(a.PrepaidTime.V)
 	}
-	return controlplane.Offer{
+	return cloudprovider.Offer{
 		Cloud:        CloudName,
 		Region:       regionOf(a),
 		InstanceType: instanceType(a.Provider, a.GPUType, a.Socket, count),
@@ -289,7 +289,7 @@ func (b *Backend) toOffer(a GPUAvailability) (o controlplane.Offer, why string, 
 // limit are skipped; when two items share region, shape and spot-ness, one in stock beats a sold-out
 // one, then the cheaper one wins. Spot offers are
 // returned with Spot set (the control plane filters them).
-func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	items, err := b.client.Availability(ctx, AvailabilityFilter{})
 	if err != nil {
 		return nil, err
@@ -297,7 +297,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	if len(items) == 0 {
 		b.crossCheckEmpty(ctx)
 	}
-	best := map[string]controlplane.Offer{}
+	best := map[string]cloudprovider.Offer{}
 	skipped := map[string]int{}
 	for _, it := range items {
 		o, why, ok := b.toOffer(it)
@@ -317,7 +317,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	if len(skipped) > 0 {
 		b.log.Debug("availability items skipped", "reasons", skipped)
 	}
-	out := make([]controlplane.Offer, 0, len(best))
+	out := make([]cloudprovider.Offer, 0, len(best))
 	for _, o := range best {
 		out = append(out, o)
 	}
@@ -354,7 +354,7 @@ func (b *Backend) crossCheckEmpty(ctx context.Context) {
 // carry no Details (an offer rebuilt from its ID on another machine): then the instance type and
 // region say what to look for. An offer without dataCenter (null in many real answers) is matched by
 // its region or country, and the create leaves the placement to the upstream.
-func (b *Backend) resolve(ctx context.Context, o controlplane.Offer, limit money.USD) (GPUAvailability, error) {
+func (b *Backend) resolve(ctx context.Context, o cloudprovider.Offer, limit money.USD) (GPUAvailability, error) {
 	const op = "creating pod"
 	d := o.Details
 	if d == nil {
@@ -381,7 +381,7 @@ func (b *Backend) resolve(ctx context.Context, o controlplane.Offer, limit money
 		}
 	}
 	if want.gpuType == "" || want.count < 1 {
-		return GPUAvailability{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "offer %q names no Prime GPU type or count", o.InstanceType)
+		return GPUAvailability{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "offer %q names no Prime GPU type or count", o.InstanceType)
 	}
 	items, err := b.client.Availability(ctx, AvailabilityFilter{GPUType: want.gpuType, GPUCount: want.count, DataCenter: d[DetailDataCenter]})
 	if err != nil {
@@ -403,13 +403,13 @@ func (b *Backend) resolve(ctx context.Context, o controlplane.Offer, limit money
 		cands = append(cands, it)
 	}
 	if len(cands) == 0 {
-		return GPUAvailability{}, controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
+		return GPUAvailability{}, cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op,
 			"offer %s in %s is no longer available", o.InstanceType, o.Region)
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		pi, pj := totalUSD(cands[i]), totalUSD(cands[j])
 		if limit > 0 {
-			if wi, wj := pi <= limit, pj <= limit; wi != wj {
+			if wi, wj := !cloudprovider.AboveCap(pi, limit), !cloudprovider.AboveCap(pj, limit); wi != wj {
 				return wi
 			}
 		}
@@ -423,7 +423,7 @@ func (b *Backend) resolve(ctx context.Context, o controlplane.Offer, limit money
 }
 
 // maxPrice is the numeric maxPrice sent on create: the user's ceiling, or the quote plus the margin.
-func (b *Backend) maxPrice(req controlplane.CreateRequest, current money.USD) money.USD {
+func (b *Backend) maxPrice(req cloudprovider.CreateRequest, current money.USD) money.USD {
 	if req.MaxPricePerHour > 0 {
 		return req.MaxPricePerHour
 	}
@@ -455,10 +455,10 @@ func totalUSD(a GPUAvailability) money.USD {
 // above the user's ceiling (or above the quote plus the margin when there is none), registers the SSH
 // keys on the account and creates the pod with a numeric maxPrice, so the API refuses a price that
 // moved up meanwhile. A create whose answer is lost is looked for by name before giving up.
-func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	const op = "creating pod"
 	if req.Name == "" {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
 	}
 	var (
 		item              GPUAvailability
@@ -467,7 +467,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	)
 	inst, how, err := b.creates.Do(ctx, createonce.Steps{
 		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
-		Find: func(ctx context.Context) (controlplane.Instance, bool, error) { return b.findByName(ctx, req.Name) },
+		Find: func(ctx context.Context) (cloudprovider.Instance, bool, error) { return b.findByName(ctx, req.Name) },
 		Prepare: func(ctx context.Context) (err error) {
 			limit := req.MaxPricePerHour
 			if limit <= 0 && req.Offer.PricePerHour > 0 {
@@ -478,20 +478,19 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			}
 			current = totalUSD(item)
 			maxPrice = b.maxPrice(req, current)
-			if current > maxPrice {
-				return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-					"offer %s now costs %s, above the maximum %s", req.Offer.InstanceType, current.PerHour(), maxPrice.PerHour())
+			if err := cloudprovider.CheckPriceCap(CloudName, op, "offer "+req.Offer.InstanceType, current, maxPrice); err != nil {
+				return err
 			}
 			keyIDs, err = b.ensureSSHKeys(ctx, req.SSHPublicKeys)
 			return err
 		},
-		Create: func(ctx context.Context) (controlplane.Instance, error) {
+		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
 			return b.createPod(ctx, req, item, maxPrice, keyIDs)
 		},
 	})
 	switch {
 	case err != nil:
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	case how == createonce.Existed:
 		return b.fillFromOffer(inst, req), nil
 	}
@@ -500,7 +499,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 }
 
 // createPod creates the pod of a resolved offer with a numeric maxPrice.
-func (b *Backend) createPod(ctx context.Context, req controlplane.CreateRequest, item GPUAvailability, maxPrice money.USD, keyIDs []string) (controlplane.Instance, error) {
+func (b *Backend) createPod(ctx context.Context, req cloudprovider.CreateRequest, item GPUAvailability, maxPrice money.USD, keyIDs []string) (cloudprovider.Instance, error) {
 	spec := PodSpec{
 		Name:         req.Name,
 		CloudID:      item.CloudID,
@@ -534,7 +533,7 @@ func (b *Backend) createPod(ctx context.Context, req controlplane.CreateRequest,
 	pod, err := b.client.CreatePod(ctx, body)
 	if err != nil {
 		// The outcome may be unknown: the pod may exist although the answer was lost.
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	inst := b.toInstance(pod)
 	if inst.Name == "" {
@@ -547,7 +546,7 @@ func (b *Backend) createPod(ctx context.Context, req controlplane.CreateRequest,
 
 // fromOffer completes a just-created pod with what the offer described, whatever the pod's fields
 // say this early.
-func (b *Backend) fromOffer(inst controlplane.Instance, req controlplane.CreateRequest, price money.USD) controlplane.Instance {
+func (b *Backend) fromOffer(inst cloudprovider.Instance, req cloudprovider.CreateRequest, price money.USD) cloudprovider.Instance {
 	if inst.Region == "" {
 		inst.Region = req.Offer.Region
 	}
@@ -564,7 +563,7 @@ func (b *Backend) fromOffer(inst controlplane.Instance, req controlplane.CreateR
 }
 
 // fillFromOffer fills what an existing pod does not report from the offer.
-func (b *Backend) fillFromOffer(inst controlplane.Instance, req controlplane.CreateRequest) controlplane.Instance {
+func (b *Backend) fillFromOffer(inst cloudprovider.Instance, req cloudprovider.CreateRequest) cloudprovider.Instance {
 	if inst.Region == "" {
 		inst.Region = req.Offer.Region
 	}
@@ -586,8 +585,8 @@ func (b *Backend) fillFromOffer(inst controlplane.Instance, req controlplane.Cre
 
 // findByName returns the live pod named exactly name: neither terminated nor being deleted. When
 // there are several (made outside hydra), the oldest wins.
-func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
-	return createonce.FindByName(ctx, name, b.List, func(in controlplane.Instance) bool { return !strings.EqualFold(in.CloudStatus, "DELETING") }, nil)
+func (b *Backend) findByName(ctx context.Context, name string) (cloudprovider.Instance, bool, error) {
+	return createonce.FindByName(ctx, name, b.List, func(in cloudprovider.Instance) bool { return !strings.EqualFold(in.CloudStatus, "DELETING") }, nil)
 }
 
 // accountKeys and addKey are the SSH key API as sshkeys.Ensure uses it.
@@ -614,10 +613,10 @@ func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, e
 }
 
 // toInstance maps a pod.
-func (b *Backend) toInstance(p Pod) controlplane.Instance {
+func (b *Backend) toInstance(p Pod) cloudprovider.Instance {
 	ssh := parseSSH(p.SSHConnection)
 	st, msg := mapStatus(p.Status, p.InstallationStatus, p.InstallationFailure, p.InstallationProgress, ssh)
-	inst := controlplane.Instance{
+	inst := cloudprovider.Instance{
 		ID:          p.ID,
 		Name:        p.Name,
 		Cloud:       CloudName,
@@ -649,8 +648,8 @@ func (b *Backend) toInstance(p Pod) controlplane.Instance {
 // podHardware is what a pod says of its machine: the form factor from socket, else as gpuName states
 // it; the memory of one GPU as gpuName states it ("H100_80GB"; a pod has no gpuMemory; see
 // namedGPUMemory); vCPUs and RAM (GB) from resources.vcpus and resources.memory.
-func podHardware(p Pod) controlplane.Hardware {
-	return controlplane.Hardware{
+func podHardware(p Pod) cloudprovider.Hardware {
+	return cloudprovider.Hardware{
 		FormFactor:  gpuname.FormFactor(p.Socket, p.GPUName),
 		GPUMemoryGB: namedGPUMemory(p.GPUName),
 		VCPUs:       max(p.Resources.VCPUs.Int(), 0),
@@ -659,12 +658,12 @@ func podHardware(p Pod) controlplane.Hardware {
 }
 
 // Get returns one pod.
-func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, error) {
 	return backendkit.Get(ctx, id, b.client.Pod, b.toInstance)
 }
 
 // List returns the pods whose name starts with prefix; terminated pods are left out.
-func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	out, err := backendkit.List(ctx, prefix, b.client.Pods, func(p Pod) string { return p.Name }, b.toInstance)
 	if err != nil {
 		return nil, err
@@ -679,15 +678,15 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 // API answers 404 for it, and any other refusal is checked against the pod's status.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	_, err := b.client.DeletePod(ctx, id)
-	switch kind := controlplane.KindOf(err); {
-	case err == nil, kind == controlplane.ErrNotFound:
+	switch kind := cloudprovider.KindOf(err); {
+	case err == nil, kind == cloudprovider.ErrNotFound:
 		return nil
-	case kind == controlplane.ErrAuth || kind == controlplane.ErrQuota || ctx.Err() != nil:
+	case kind == cloudprovider.ErrAuth || kind == cloudprovider.ErrQuota || ctx.Err() != nil:
 		return err
 	}
 	p, gerr := b.client.Pod(ctx, id)
 	switch {
-	case controlplane.IsNotFound(gerr):
+	case cloudprovider.IsNotFound(gerr):
 		return nil
 	case gerr == nil && (strings.EqualFold(p.Status, "TERMINATED") || strings.EqualFold(p.Status, "DELETING")):
 		return nil

@@ -9,14 +9,16 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
-func findOffer(t *testing.T, offers []controlplane.Offer, provider, gpuType string, count int, spot bool) controlplane.Offer {
+func findOffer(t *testing.T, offers []cloudprovider.Offer, provider, gpuType string, count int, spot bool) cloudprovider.Offer {
 	t.Helper()
 	for _, o := range offers {
 		if o.Details[DetailProvider] == provider && o.Details[DetailGPUType] == gpuType && o.GPUCount == count && o.Spot == spot {
@@ -24,7 +26,7 @@ func findOffer(t *testing.T, offers []controlplane.Offer, provider, gpuType stri
 		}
 	}
 	t.Fatalf("no offer %s %dx%s spot=%v in %d offers", provider, count, gpuType, spot, len(offers))
-	return controlplane.Offer{}
+	return cloudprovider.Offer{}
 }
 
 // TestOffersMapping: the emulator's default catalog mapped onto offers. Its A40 is a GPU the inventory
@@ -83,7 +85,7 @@ func TestOffersMapping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var o controlplane.Offer
+			var o cloudprovider.Offer
 			for _, c := range offers {
 				if c.InstanceType == tt.wantInstanceType && c.Spot == tt.spot {
 					o = c
@@ -137,9 +139,9 @@ func TestResaleConfigurable(t *testing.T) {
 	}
 }
 
-func createReq(o controlplane.Offer, name string) controlplane.CreateRequest {
+func createReq(o cloudprovider.Offer, name string) cloudprovider.CreateRequest {
 	pool := inventory.Pool{Name: "prime-intellect-vm-pool", Cloud: CloudName, Kind: "vm", Prefix: "pi-vm-"}
-	return controlplane.CreateRequest{Name: name, Pool: pool, Offer: o, SSHPublicKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydra user@host"}}
+	return cloudprovider.CreateRequest{Name: name, Pool: pool, Offer: o, SSHPublicKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydra user@host"}}
 }
 
 func lastCreate(t *testing.T, e *env) map[string]any {
@@ -160,7 +162,7 @@ func lastCreate(t *testing.T, e *env) map[string]any {
 }
 
 func TestCreateGetListDelete(t *testing.T) {
-	e := newEnv(t, emu.Options{Options: emukit.Options{BootDuration: 40 * time.Second}, SSH: emukit.SSH{Host: "192.0.2.10", Port: 40022}})
+	e := newEnv(t, emu.Options{Options: simulation.Options{BootDuration: 40 * time.Second}, SSH: emukit.SSH{Host: "192.0.2.10", Port: 40022}})
 	ctx := context.Background()
 	b, offers := e.backendOffers(t, nil)
 	o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
@@ -168,7 +170,7 @@ func TestCreateGetListDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.ID == "" || inst.Name != "pi-vm-web1" || inst.Status != controlplane.StatusPending || inst.SSH != nil ||
+	if inst.ID == "" || inst.Name != "pi-vm-web1" || inst.Status != cloudprovider.StatusPending || inst.SSH != nil ||
 		inst.InstanceType != o.InstanceType || inst.GPUType != "l40s" || inst.GPUCount != 1 || inst.Region != o.Region {
 		t.Fatalf("created = %+v", inst)
 	}
@@ -177,14 +179,14 @@ func TestCreateGetListDelete(t *testing.T) {
 		body["provider.type"] != "runpod" || body["security"] != "secure_cloud" || body["name"] != "pi-vm-web1" || body["sshKeyId"] == nil {
 		t.Fatalf("create body = %v", body)
 	}
-	var seen []controlplane.Status
+	var seen []cloudprovider.Status
 	for i := 0; i < 6; i++ {
 		got, err := b.Get(ctx, inst.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen = append(seen, got.Status)
-		if got.Status == controlplane.StatusRunning {
+		if got.Status == cloudprovider.StatusRunning {
 			if got.SSH == nil || got.SSH.Host != "192.0.2.10" || got.SSH.Port != 40022 || got.SSH.User != "root" {
 				t.Fatalf("running without the SSH endpoint: %+v", got.SSH)
 			}
@@ -192,7 +194,7 @@ func TestCreateGetListDelete(t *testing.T) {
 		}
 		e.clock.Advance(10 * time.Second)
 	}
-	if seen[len(seen)-1] != controlplane.StatusRunning || len(seen) < 4 {
+	if seen[len(seen)-1] != cloudprovider.StatusRunning || len(seen) < 4 {
 		t.Fatalf("statuses %v: want pending (PROVISIONING, ACTIVE without ssh, [null] ssh) then running", seen)
 	}
 	// A second instance in another pool; List filters by prefix.
@@ -203,19 +205,19 @@ func TestCreateGetListDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 || list[0].ID != inst.ID || list[0].Status != controlplane.StatusRunning {
+	if len(list) != 1 || list[0].ID != inst.ID || list[0].Status != cloudprovider.StatusRunning {
 		t.Fatalf("list = %+v", list)
 	}
 	if err := b.Delete(ctx, inst.ID); err != nil {
 		t.Fatal(err)
 	}
 	got, err := b.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusPending || got.CloudStatus != "DELETING" {
+	if err != nil || got.Status != cloudprovider.StatusPending || got.CloudStatus != "DELETING" {
 		t.Fatalf("deleting = %+v %v", got, err)
 	}
 	e.clock.Advance(10 * time.Second)
 	got, err = b.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusTerminated {
+	if err != nil || got.Status != cloudprovider.StatusTerminated {
 		t.Fatalf("terminated = %+v %v", got, err)
 	}
 	if list, _ := b.List(ctx, "pi-vm-"); len(list) != 0 {
@@ -223,7 +225,7 @@ func TestCreateGetListDelete(t *testing.T) {
 	}
 	e.clock.Advance(5 * time.Minute)
 	_, err = b.Get(ctx, inst.ID)
-	wantKind(t, err, controlplane.ErrNotFound)
+	wantKind(t, err, cloudprovider.ErrNotFound)
 }
 
 func TestCreateReResolvesFlippedCloudID(t *testing.T) {
@@ -306,7 +308,7 @@ func TestCreateCapacityErrors(t *testing.T) {
 			o := findOffer(t, offers, "runpod", "L40S_48GB", 1, false)
 			tt.setup(e)
 			_, err := b.Create(context.Background(), createReq(o, "pi-vm-cap"))
-			backendtest.WantError(t, err, controlplane.ErrCapacity, tt.text)
+			backendtest.WantError(t, err, cloudprovider.ErrCapacity, tt.text)
 			if e.emu.CreateCount() != 0 || e.Requests("POST /api/v1/pods") != 0 {
 				t.Fatal("no pod may be created")
 			}
@@ -417,7 +419,7 @@ func TestCreateFromOfferID(t *testing.T) {
 	ctx := context.Background()
 	b, offers := e.backendOffers(t, nil)
 	full := findOffer(t, offers, "upcloud", "L40S_48GB", 1, false)
-	rebuilt := controlplane.Offer{Cloud: CloudName, Pool: "prime-intellect-vm-pool", Region: full.Region, InstanceType: full.InstanceType,
+	rebuilt := cloudprovider.Offer{Cloud: CloudName, Pool: "prime-intellect-vm-pool", Region: full.Region, InstanceType: full.InstanceType,
 		GPUType: full.GPUType, GPUCount: full.GPUCount, PricePerHour: full.PricePerHour, Available: -1}
 	_ = e.emu.FlipCloudIDs()
 	if _, err := b.Create(ctx, createReq(rebuilt, "pi-vm-fromid")); err != nil {
@@ -435,7 +437,7 @@ func TestCreateFromOfferID(t *testing.T) {
 	spot := rebuilt
 	spot.Spot = true
 	_, err = b.Create(ctx, createReq(spot, "pi-vm-spot"))
-	wantKind(t, err, controlplane.ErrCapacity)
+	wantKind(t, err, cloudprovider.ErrCapacity)
 }
 
 // TestNullLocationOffers: many real offers carry null dataCenter (runpod also null country and
@@ -446,7 +448,7 @@ func TestNullLocationOffers(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	ctx := context.Background()
 	b, offers := e.backendOffers(t, nil)
-	var global, cz, kansas controlplane.Offer
+	var global, cz, kansas cloudprovider.Offer
 	for _, o := range offers {
 		switch {
 		case o.InstanceType == "runpod.A100_80GB.PCIe.1x" && o.Region == "global":
@@ -479,7 +481,7 @@ func TestNullLocationOffers(t *testing.T) {
 	}
 	// Rebuilt from its ID (no Details) after the cloudIds changed.
 	_ = e.emu.FlipCloudIDs()
-	rebuilt := controlplane.Offer{Cloud: CloudName, Region: cz.Region, InstanceType: cz.InstanceType, GPUType: cz.GPUType, GPUCount: cz.GPUCount, PricePerHour: cz.PricePerHour, Available: -1}
+	rebuilt := cloudprovider.Offer{Cloud: CloudName, Region: cz.Region, InstanceType: cz.InstanceType, GPUType: cz.GPUType, GPUCount: cz.GPUCount, PricePerHour: cz.PricePerHour, Available: -1}
 	if _, err := b.Create(ctx, createReq(rebuilt, "pi-vm-cz")); err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +499,7 @@ func TestNullLocationOffers(t *testing.T) {
 // eligible, with their price, like every cloud that can tell; only the item in stock can win.
 func TestSoldOutListedNotEligible(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	cp := controlplane.New(backendtest.Inventory(t), []controlplane.InstanceManagerBackend{e.backend(t, nil)}, controlplane.Options{})
+	cp := controlplane.New(backendtest.Inventory(t), []cloudprovider.InstanceManagerBackend{e.backend(t, nil)}, controlplane.Options{})
 	res, err := cp.Offers(context.Background(), controlplane.OfferRequest{GPUType: "b200", GPUCount: 1, Kind: "vm"}, true)
 	if err != nil {
 		t.Fatal(err)

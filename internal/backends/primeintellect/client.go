@@ -22,7 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
@@ -81,7 +81,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		BaseURL:   cfg.BaseURL,
 		Tuning:    cfg.Tuning,
 		Logger:    cfg.Logger,
-		Authorize: restclient.Bearer(cfg.APIKey, controlplane.Errorf(controlplane.ErrAuth, CloudName, "", "no API key configured (set api_key or PRIME_API_KEY)")),
+		Authorize: restclient.Bearer(cfg.APIKey, cloudprovider.Errorf(cloudprovider.ErrAuth, CloudName, "", "no API key configured (set api_key or PRIME_API_KEY)")),
 	})
 	if err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func (c *Client) Availability(ctx context.Context, f AvailabilityFilter) ([]GPUA
 		}
 		c.log.Debug("availability answered empty; asking again", "attempt", attempt+1, "wait", pause)
 		if err := wait.Sleep(ctx, pause); err != nil {
-			return nil, controlplane.NewError(controlplane.ErrOther, CloudName, opAvailability, err)
+			return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, opAvailability, err)
 		}
 		pause *= 2
 	}
@@ -156,7 +156,7 @@ func (c *Client) availabilityOnce(ctx context.Context, f AvailabilityFilter) ([]
 	seen := map[string]bool{}
 	for page := 1; ; page++ {
 		if page > maxPages {
-			return nil, controlplane.Errorf(controlplane.ErrOther, CloudName, opAvailability, "more than %d pages of availability; giving up", maxPages)
+			return nil, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, opAvailability, "more than %d pages of availability; giving up", maxPages)
 		}
 		q := f.query()
 		q.Set("page", strconv.Itoa(page))
@@ -171,7 +171,7 @@ func (c *Client) availabilityOnce(ctx context.Context, f AvailabilityFilter) ([]
 		}
 		items, total, paginated, err := parseAvailability(resp.Body, c.log)
 		if err != nil {
-			return nil, controlplane.NewError(controlplane.ErrOther, CloudName, opAvailability, err)
+			return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, opAvailability, err)
 		}
 		fresh := 0
 		for _, it := range items {
@@ -205,7 +205,7 @@ func (c *Client) legacyAvailability(ctx context.Context, f AvailabilityFilter) (
 	}
 	items, _, _, err := parseAvailability(resp.Body, c.log)
 	if err != nil {
-		return nil, controlplane.NewError(controlplane.ErrOther, CloudName, opAvailability, err)
+		return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, opAvailability, err)
 	}
 	var out []GPUAvailability
 	for _, it := range items {

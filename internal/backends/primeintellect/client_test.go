@@ -8,9 +8,10 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func TestAvailabilityPagination(t *testing.T) {
@@ -72,7 +73,7 @@ func TestAvailabilityPageSizeTooLarge(t *testing.T) {
 	e := newEnv(t, emu.Options{MaxPageSize: 10})
 	c := e.client(t, func(c *ClientConfig) { c.PageSize = 50 })
 	_, err := c.Availability(context.Background(), AvailabilityFilter{})
-	backendtest.WantError(t, err, controlplane.ErrInvalid, "page_size")
+	backendtest.WantError(t, err, cloudprovider.ErrInvalid, "page_size")
 }
 
 func TestEmptyAvailabilityRetried(t *testing.T) {
@@ -129,17 +130,17 @@ func TestEmptyAvailabilityStopsOnCancel(t *testing.T) {
 func TestRetries(t *testing.T) {
 	tests := []struct {
 		name     string
-		faults   emukit.Faults
+		faults   simulation.Faults
 		call     func(*Client) error
 		wantErr  bool
-		wantKind controlplane.ErrorKind
+		wantKind cloudprovider.ErrorKind
 		wantReqs int
 	}{
-		{"5xx storm longer than the retries", emukit.Faults{ServerErrors: 10},
-			func(c *Client) error { _, err := c.Pods(context.Background()); return err }, true, controlplane.ErrOther, 5},
-		{"404 not retried", emukit.Faults{},
-			func(c *Client) error { _, err := c.Pod(context.Background(), "nope"); return err }, true, controlplane.ErrNotFound, 1},
-		{"create retried on 429", emukit.Faults{RateLimited: 2},
+		{"5xx storm longer than the retries", simulation.Faults{ServerErrors: 10},
+			func(c *Client) error { _, err := c.Pods(context.Background()); return err }, true, cloudprovider.ErrOther, 5},
+		{"404 not retried", simulation.Faults{},
+			func(c *Client) error { _, err := c.Pod(context.Background(), "nope"); return err }, true, cloudprovider.ErrNotFound, 1},
+		{"create retried on 429", simulation.Faults{RateLimited: 2},
 			func(c *Client) error { _, err := c.CreatePod(context.Background(), validCreate()); return err }, false, 0, 3},
 	}
 	for _, tt := range tests {
@@ -179,7 +180,7 @@ func TestAuthFailure(t *testing.T) {
 	}
 	c = e.client(t, func(c *ClientConfig) { c.APIKey = "" })
 	_, err = c.Pods(context.Background())
-	wantKind(t, err, controlplane.ErrAuth)
+	wantKind(t, err, cloudprovider.ErrAuth)
 }
 
 func TestSharedRateLimit(t *testing.T) {
@@ -191,7 +192,7 @@ func TestSharedRateLimit(t *testing.T) {
 func TestPodLifecycleAndSSHForms(t *testing.T) {
 	for _, asList := range []bool{false, true} {
 		t.Run(map[bool]string{false: "string", true: "list"}[asList], func(t *testing.T) {
-			e := newEnv(t, emu.Options{Options: emukit.Options{BootDuration: 40 * time.Second}, SSHAsList: asList, SSH: emukit.SSH{Host: "10.1.2.3", Port: 2222}})
+			e := newEnv(t, emu.Options{Options: simulation.Options{BootDuration: 40 * time.Second}, SSHAsList: asList, SSH: emukit.SSH{Host: "10.1.2.3", Port: 2222}})
 			c := e.client(t, nil)
 			ctx := context.Background()
 			p, err := c.CreatePod(ctx, validCreate())
@@ -241,10 +242,10 @@ func TestPodLifecycleAndSSHForms(t *testing.T) {
 				t.Fatalf("after delete: %+v %v", got.Status, err)
 			}
 			_, err = c.DeletePod(ctx, p.ID)
-			wantKind(t, err, controlplane.ErrNotFound)
+			wantKind(t, err, cloudprovider.ErrNotFound)
 			e.clock.Advance(2 * time.Minute)
 			_, err = c.Pod(ctx, p.ID)
-			wantKind(t, err, controlplane.ErrNotFound)
+			wantKind(t, err, cloudprovider.ErrNotFound)
 		})
 	}
 }
@@ -252,17 +253,17 @@ func TestPodLifecycleAndSSHForms(t *testing.T) {
 func TestCreateErrors(t *testing.T) {
 	tests := []struct {
 		name   string
-		faults emukit.Faults
+		faults simulation.Faults
 		cloud  emu.CloudFaults
 		mut    func(*CreatePodRequest)
-		want   controlplane.ErrorKind
+		want   cloudprovider.ErrorKind
 		text   string
 	}{
-		{"capacity gone", emukit.Faults{SoldOut: true}, emu.CloudFaults{}, nil, controlplane.ErrCapacity, "No capacity"},
-		{"stale cloudId", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.CloudID = "old-token" }, controlplane.ErrCapacity, "no longer available"},
-		{"price above max", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.MaxPrice = 0.1 }, controlplane.ErrCapacity, "exceeds max price"},
-		{"no balance", emukit.Faults{}, emu.CloudFaults{PaymentRequired: true}, nil, controlplane.ErrQuota, "Insufficient balance"},
-		{"missing field", emukit.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.Socket = "" }, controlplane.ErrInvalid, "socket"},
+		{"capacity gone", simulation.Faults{SoldOut: true}, emu.CloudFaults{}, nil, cloudprovider.ErrCapacity, "No capacity"},
+		{"stale cloudId", simulation.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.CloudID = "old-token" }, cloudprovider.ErrCapacity, "no longer available"},
+		{"price above max", simulation.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.MaxPrice = 0.1 }, cloudprovider.ErrCapacity, "exceeds max price"},
+		{"no balance", simulation.Faults{}, emu.CloudFaults{PaymentRequired: true}, nil, cloudprovider.ErrQuota, "Insufficient balance"},
+		{"missing field", simulation.Faults{}, emu.CloudFaults{}, func(r *CreatePodRequest) { r.Pod.Socket = "" }, cloudprovider.ErrInvalid, "socket"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,7 +290,7 @@ func TestNullMaxPriceRejected(t *testing.T) {
 		"provider": map[string]any{"type": "runpod"}}
 	_, err := c.REST().Do(context.Background(), restclient.Request{Method: http.MethodPost, Path: "/api/v1/pods/", Body: body, NotIdempotent: true})
 	err = classify("creating pod", err)
-	backendtest.WantError(t, err, controlplane.ErrInvalid, "max_price not specified")
+	backendtest.WantError(t, err, cloudprovider.ErrInvalid, "max_price not specified")
 }
 
 func TestSSHKeys(t *testing.T) {
@@ -305,7 +306,7 @@ func TestSSHKeys(t *testing.T) {
 		t.Fatalf("keys = %+v %v", keys, err)
 	}
 	_, err = c.CreateSSHKey(ctx, "bad", "not a key")
-	wantKind(t, err, controlplane.ErrInvalid)
+	wantKind(t, err, cloudprovider.ErrInvalid)
 }
 
 func TestTrailingSlashPaths(t *testing.T) {

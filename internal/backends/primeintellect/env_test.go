@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 )
 
@@ -75,11 +75,11 @@ func (e *env) backend(t *testing.T, mut func(*Config)) *Backend {
 }
 
 // backendOffers is e.backend with its offers, failing the test when it cannot list them.
-func (e *env) backendOffers(t *testing.T, mut func(*Config)) (*Backend, []controlplane.Offer) {
+func (e *env) backendOffers(t *testing.T, mut func(*Config)) (*Backend, []cloudprovider.Offer) {
 	t.Helper()
 	b := e.backend(t, mut)
 	return b, backendtest.Offers(t, b)
 }
 
-// wantKind fails the test unless err is a controlplane error of kind.
+// wantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
 var wantKind = backendtest.WantKind

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // APIError is a non-2xx answer from Prime Intellect with the message of its error body: detail (a
@@ -115,30 +115,30 @@ func parseError(body []byte) errorInfo {
 }
 
 // codeKinds maps the codes an error body may name onto hydra's error kinds (lower case).
-var codeKinds = map[string]controlplane.ErrorKind{
-	"not_found":             controlplane.ErrNotFound,
-	"unauthorized":          controlplane.ErrAuth,
-	"invalid_api_key":       controlplane.ErrAuth,
-	"authentication_error":  controlplane.ErrAuth,
-	"permission_denied":     controlplane.ErrAuth,
-	"forbidden":             controlplane.ErrAuth,
-	"insufficient_quota":    controlplane.ErrQuota,
-	"insufficient_funds":    controlplane.ErrQuota,
-	"insufficient_balance":  controlplane.ErrQuota,
-	"payment_required":      controlplane.ErrQuota,
-	"quota_exceeded":        controlplane.ErrQuota,
-	"invalid_request":       controlplane.ErrInvalid,
-	"invalid_request_error": controlplane.ErrInvalid,
-	"validation_error":      controlplane.ErrInvalid,
-	"bad_request":           controlplane.ErrInvalid,
-	"no_capacity":           controlplane.ErrCapacity,
-	"insufficient_capacity": controlplane.ErrCapacity,
-	"out_of_stock":          controlplane.ErrCapacity,
-	"rate_limit_exceeded":   controlplane.ErrOther,
-	"rate_limited":          controlplane.ErrOther,
-	"internal_error":        controlplane.ErrOther,
-	"server_error":          controlplane.ErrOther,
-	"service_unavailable":   controlplane.ErrOther,
+var codeKinds = map[string]cloudprovider.ErrorKind{
+	"not_found":             cloudprovider.ErrNotFound,
+	"unauthorized":          cloudprovider.ErrAuth,
+	"invalid_api_key":       cloudprovider.ErrAuth,
+	"authentication_error":  cloudprovider.ErrAuth,
+	"permission_denied":     cloudprovider.ErrAuth,
+	"forbidden":             cloudprovider.ErrAuth,
+	"insufficient_quota":    cloudprovider.ErrQuota,
+	"insufficient_funds":    cloudprovider.ErrQuota,
+	"insufficient_balance":  cloudprovider.ErrQuota,
+	"payment_required":      cloudprovider.ErrQuota,
+	"quota_exceeded":        cloudprovider.ErrQuota,
+	"invalid_request":       cloudprovider.ErrInvalid,
+	"invalid_request_error": cloudprovider.ErrInvalid,
+	"validation_error":      cloudprovider.ErrInvalid,
+	"bad_request":           cloudprovider.ErrInvalid,
+	"no_capacity":           cloudprovider.ErrCapacity,
+	"insufficient_capacity": cloudprovider.ErrCapacity,
+	"out_of_stock":          cloudprovider.ErrCapacity,
+	"rate_limit_exceeded":   cloudprovider.ErrOther,
+	"rate_limited":          cloudprovider.ErrOther,
+	"internal_error":        cloudprovider.ErrOther,
+	"server_error":          cloudprovider.ErrOther,
+	"service_unavailable":   cloudprovider.ErrOther,
 }
 
 var (
@@ -177,35 +177,35 @@ func priceAboveMax(s string) bool {
 // above the maximum and no capacity, a balance or quota, a key; a 404 that is "not available" is still
 // not found); the HTTP status only when the body says none of these (401 and 403 auth, 402 quota, 404
 // not found, other 4xx invalid, the rest unknown).
-func kindFor(status int, e errorInfo) controlplane.ErrorKind {
+func kindFor(status int, e errorInfo) cloudprovider.ErrorKind {
 	refusal := status >= 400 && status < 500 && status != http.StatusTooManyRequests
 	msg := e.Message
 	if e.Validation {
-		return controlplane.ErrInvalid
+		return cloudprovider.ErrInvalid
 	}
 	if k, ok := codeKinds[strings.ToLower(e.Code)]; ok {
 		return k
 	}
 	switch {
 	case priceAboveMax(msg):
-		return controlplane.ErrCapacity
+		return cloudprovider.ErrCapacity
 	case containsAny(msg, strongCapacityWords), refusal && status != http.StatusNotFound && containsAny(msg, capacityWords):
-		return controlplane.ErrCapacity
+		return cloudprovider.ErrCapacity
 	case refusal && containsAny(msg, quotaWords):
-		return controlplane.ErrQuota
+		return cloudprovider.ErrQuota
 	case refusal && containsAny(msg, authWords):
-		return controlplane.ErrAuth
+		return cloudprovider.ErrAuth
 	}
 	if status == http.StatusMethodNotAllowed {
-		return controlplane.ErrInvalid
+		return cloudprovider.ErrInvalid
 	}
 	return backendkit.StatusKind(status)
 }
 
-// classify turns a client error into a *controlplane.Error. The message of the cloud's error body is
+// classify turns a client error into a *cloudprovider.Error. The message of the cloud's error body is
 // kept; credentials never reach it (they travel only in the Authorization header).
 func classify(op string, err error) error {
-	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (cloudprovider.ErrorKind, error) {
 		info := parseError(he.Body)
 		ae := restclient.NewAPIError(he)
 		ae.Message, ae.Code = info.Message, info.Code

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 )
 
@@ -14,12 +14,12 @@ import (
 func TestHardwareOffers(t *testing.T) {
 	offers := backendtest.Offers(t, newEnv(t, emu.Options{}).backend(t, nil))
 	cases := []backendtest.HardwareCase{
-		{Region: "CA-MTL-1", InstanceType: "runpod.H100_80GB.SXM5.1x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
-		{Region: "CA-MTL-3", InstanceType: "runpod.H100_80GB.PCIe.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
-		{Region: "US-KS-2", InstanceType: "runpod.A100_80GB.SXM4.2x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 32, MemoryGB: 250}},
-		{Region: "FIN-01", InstanceType: "datacrunch.H100_80GB.SXM5.8x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
-		{Region: "US-TX-3", InstanceType: "runpod.L40S_48GB.PCIe.1x", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 125}},
-		{Region: "FIN-03", InstanceType: "datacrunch.B200_180GB.SXM6.1x", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
+		{Region: "CA-MTL-1", InstanceType: "runpod.H100_80GB.SXM5.1x", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
+		{Region: "CA-MTL-3", InstanceType: "runpod.H100_80GB.PCIe.1x", Want: cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125}},
+		{Region: "US-KS-2", InstanceType: "runpod.A100_80GB.SXM4.2x", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 32, MemoryGB: 250}},
+		{Region: "FIN-01", InstanceType: "datacrunch.H100_80GB.SXM5.8x", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
+		{Region: "US-TX-3", InstanceType: "runpod.L40S_48GB.PCIe.1x", Want: cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 125}},
+		{Region: "FIN-03", InstanceType: "datacrunch.B200_180GB.SXM6.1x", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
 	}
 	for i, o := range backendtest.WantHardware(t, offers, cases) {
 		for _, k := range []string{"vcpus", "memory_gb"} {
@@ -36,7 +36,7 @@ func TestHardwareOffers(t *testing.T) {
 // TestHardwareInstance: a pod says socket, gpuName ("H100_80GB": 80 GB a GPU) and resources.
 func TestHardwareInstance(t *testing.T) {
 	backendtest.InstanceHardware(t, newEnv(t, emu.Options{}).backend(t, nil), "CA-MTL-3", "runpod.H100_80GB.PCIe.1x",
-		controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125})
+		cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 125})
 }
 
 // TestHardwareRecorded reads items of Prime's recorded availability answers, whose gpuMemory is the
@@ -54,7 +54,7 @@ func TestHardwareRecorded(t *testing.T) {
 	}
 	items := append(page.Items, legacy["A100_80GB"]...)
 	items = append(items, legacy["A40_48GB"]...)
-	want := map[string]controlplane.Hardware{
+	want := map[string]cloudprovider.Hardware{
 		"lambdalabs/gpu_8x_a100_80gb_sxm4/us-east-1":  {FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 240, MemoryGB: 1800},
 		"crusoecloud/a100-80gb.2x/us-northcentral1-a": {FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 24, MemoryGB: 240},
 		"crusoecloud/a40.8x/us-northcentral1-a":       {FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 48, MemoryGB: 480},
@@ -107,12 +107,12 @@ func TestPerGPUMemory(t *testing.T) {
 func TestPodResourcesLenient(t *testing.T) {
 	tests := []struct {
 		in   string
-		want controlplane.Hardware
+		want cloudprovider.Hardware
 	}{
-		{`{"gpuName":"H100_80GB","socket":"SXM5","resources":{"memory":251,"disk":100,"vcpus":28}}`, controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 28, MemoryGB: 251}},
-		{`{"gpuName":"L40S_48GB","socket":"PCIe","resources":{"memory":"64","vcpus":"8"}}`, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 8, MemoryGB: 64}},
-		{`{"gpuName":"A100_80GB","resources":null}`, controlplane.Hardware{GPUMemoryGB: 80}},
-		{`{"gpuName":"A100_80GB","socket":"PCIe","resources":{"memory":{"size":1},"vcpus":true}}`, controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 80}},
+		{`{"gpuName":"H100_80GB","socket":"SXM5","resources":{"memory":251,"disk":100,"vcpus":28}}`, cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 28, MemoryGB: 251}},
+		{`{"gpuName":"L40S_48GB","socket":"PCIe","resources":{"memory":"64","vcpus":"8"}}`, cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 8, MemoryGB: 64}},
+		{`{"gpuName":"A100_80GB","resources":null}`, cloudprovider.Hardware{GPUMemoryGB: 80}},
+		{`{"gpuName":"A100_80GB","socket":"PCIe","resources":{"memory":{"size":1},"vcpus":true}}`, cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 80}},
 	}
 	for _, tt := range tests {
 		var p Pod

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // podStatuses maps Prime's PodStatusEnum onto hydra's statuses (reference §3.4). ACTIVE is only a
@@ -12,15 +12,15 @@ import (
 // DELETING stays pending so a caller waiting for termination keeps polling; STOPPED is an error
 // because hydra never stops pods and a stopped pod is not usable. Words not listed are pending: the
 // API adds statuses without notice.
-var podStatuses = map[string]controlplane.Status{
-	"PROVISIONING": controlplane.StatusPending,
-	"PENDING":      controlplane.StatusPending,
-	"ACTIVE":       controlplane.StatusRunning,
-	"STOPPED":      controlplane.StatusError,
-	"ERROR":        controlplane.StatusError,
-	"DELETING":     controlplane.StatusPending,
-	"UNKNOWN":      controlplane.StatusPending,
-	"TERMINATED":   controlplane.StatusTerminated,
+var podStatuses = map[string]cloudprovider.Status{
+	"PROVISIONING": cloudprovider.StatusPending,
+	"PENDING":      cloudprovider.StatusPending,
+	"ACTIVE":       cloudprovider.StatusRunning,
+	"STOPPED":      cloudprovider.StatusError,
+	"ERROR":        cloudprovider.StatusError,
+	"DELETING":     cloudprovider.StatusPending,
+	"UNKNOWN":      cloudprovider.StatusPending,
+	"TERMINATED":   cloudprovider.StatusTerminated,
 }
 
 // installationFinished reports whether the pod's installation is done: installationStatus FINISHED,
@@ -34,23 +34,23 @@ func installationFinished(status string, progress Number) bool {
 }
 
 // mapStatus returns hydra's status and a message for a pod's status fields.
-func mapStatus(status, installStatus, installFailure string, progress Number, ssh *controlplane.SSHEndpoint) (controlplane.Status, string) {
+func mapStatus(status, installStatus, installFailure string, progress Number, ssh *cloudprovider.SSHEndpoint) (cloudprovider.Status, string) {
 	word := strings.ToUpper(strings.TrimSpace(status))
 	st, ok := podStatuses[word]
 	if !ok {
-		st = controlplane.StatusPending
+		st = cloudprovider.StatusPending
 	}
-	if strings.EqualFold(strings.TrimSpace(installStatus), "ERROR") && st != controlplane.StatusTerminated {
+	if strings.EqualFold(strings.TrimSpace(installStatus), "ERROR") && st != cloudprovider.StatusTerminated {
 		msg := installFailure
 		if msg == "" {
 			msg = "installation failed"
 		}
-		return controlplane.StatusError, msg
+		return cloudprovider.StatusError, msg
 	}
 	switch word {
 	case "ACTIVE":
 		if !installationFinished(installStatus, progress) || ssh == nil {
-			return controlplane.StatusPending, ""
+			return cloudprovider.StatusPending, ""
 		}
 	case "STOPPED":
 		return st, "the pod is stopped"
@@ -67,7 +67,7 @@ func mapStatus(status, installStatus, installFailure string, progress Number, ss
 // parseSSH reads an sshConnection such as "root@1.2.3.4 -p 22" (also "ssh root@host -p 22",
 // "root@host:2222", "-p 22 root@host" or a bare host) into an endpoint. It returns nil when there is
 // nothing usable.
-func parseSSH(conns StringList) *controlplane.SSHEndpoint {
+func parseSSH(conns StringList) *cloudprovider.SSHEndpoint {
 	for _, conn := range conns {
 		if ep := parseSSHOne(conn); ep != nil {
 			return ep
@@ -76,9 +76,9 @@ func parseSSH(conns StringList) *controlplane.SSHEndpoint {
 	return nil
 }
 
-func parseSSHOne(conn string) *controlplane.SSHEndpoint {
+func parseSSHOne(conn string) *cloudprovider.SSHEndpoint {
 	fields := strings.Fields(conn)
-	ep := controlplane.SSHEndpoint{User: "root", Port: 22}
+	ep := cloudprovider.SSHEndpoint{User: "root", Port: 22}
 	for i := 0; i < len(fields); i++ {
 		f := fields[i]
 		switch {

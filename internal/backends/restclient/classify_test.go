@@ -8,29 +8,29 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestClassify(t *testing.T) {
 	cloudErr := errors.New("the cloud's own error")
-	answer := func(he *HTTPError) (controlplane.ErrorKind, error) {
+	answer := func(he *HTTPError) (cloudprovider.ErrorKind, error) {
 		if he.Status == 404 {
-			return controlplane.ErrNotFound, cloudErr
+			return cloudprovider.ErrNotFound, cloudErr
 		}
-		return controlplane.ErrInvalid, cloudErr
+		return cloudprovider.ErrInvalid, cloudErr
 	}
-	already := controlplane.NewError(controlplane.ErrQuota, "x", "before", errors.New("no money"))
+	already := cloudprovider.NewError(cloudprovider.ErrQuota, "x", "before", errors.New("no money"))
 	tests := []struct {
 		name     string
 		err      error
 		wantNil  bool
-		wantKind controlplane.ErrorKind
+		wantKind cloudprovider.ErrorKind
 		wantIs   error
 	}{
 		{name: "nil", err: nil, wantNil: true},
-		{name: "already classified", err: fmt.Errorf("wrapped: %w", already), wantKind: controlplane.ErrQuota},
-		{name: "http answer", err: fmt.Errorf("call: %w", &HTTPError{Status: 404}), wantKind: controlplane.ErrNotFound, wantIs: cloudErr},
-		{name: "transport", err: fmt.Errorf("call: %w", context.DeadlineExceeded), wantKind: controlplane.ErrOther, wantIs: context.DeadlineExceeded},
+		{name: "already classified", err: fmt.Errorf("wrapped: %w", already), wantKind: cloudprovider.ErrQuota},
+		{name: "http answer", err: fmt.Errorf("call: %w", &HTTPError{Status: 404}), wantKind: cloudprovider.ErrNotFound, wantIs: cloudErr},
+		{name: "transport", err: fmt.Errorf("call: %w", context.DeadlineExceeded), wantKind: cloudprovider.ErrOther, wantIs: context.DeadlineExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestClassify(t *testing.T) {
 				}
 				return
 			}
-			if k := controlplane.KindOf(got); k != tt.wantKind {
+			if k := cloudprovider.KindOf(got); k != tt.wantKind {
 				t.Errorf("kind %v, want %v (%v)", k, tt.wantKind, got)
 			}
 			if tt.wantIs != nil && !errors.Is(got, tt.wantIs) {

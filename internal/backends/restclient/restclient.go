@@ -21,14 +21,14 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/time/rate"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // Config configures one cloud's client.
 type Config struct {
 	// Cloud names the cloud in logs and errors.
 	Cloud string
-	// BaseURL is the API root, e.g. "https://api.verda.com/v1". Paths are joined to it.
+	// BaseURL is the API root, e.g. "https://api.example.com/v1". Paths are joined to it.
 	BaseURL string
 	// DefaultBaseURL is the API root when BaseURL is empty: the cloud's public API.
 	DefaultBaseURL string
@@ -341,7 +341,7 @@ func (c *Client) CallJSON(ctx context.Context, op string, r Request, out any, cl
 		return nil
 	}
 	if err := json.Unmarshal(resp.Body, out); err != nil {
-		return controlplane.Errorf(controlplane.ErrOther, c.cfg.Cloud, op, "%s %s: unexpected answer: %v", r.Method, r.Path, err)
+		return cloudprovider.Errorf(cloudprovider.ErrOther, c.cfg.Cloud, op, "%s %s: unexpected answer: %v", r.Method, r.Path, err)
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // AccountKey is an SSH public key registered on a cloud account.
@@ -94,7 +94,7 @@ func Ensure(ctx context.Context, r Registry, publicKeys []string) ([]string, err
 		}
 		norm := Normalize(pk)
 		if norm == "" {
-			return nil, controlplane.Errorf(controlplane.ErrInvalid, r.Cloud, "registering SSH key", "not an authorized_keys line: %.40q", pk)
+			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, r.Cloud, "registering SSH key", "not an authorized_keys line: %.40q", pk)
 		}
 		if seen[norm] {
 			continue
@@ -118,7 +118,7 @@ func Ensure(ctx context.Context, r Registry, publicKeys []string) ([]string, err
 				have = append(have, AccountKey{ID: id, PublicKey: pk})
 				break
 			}
-			if controlplane.KindOf(err) == controlplane.ErrAuth || ctx.Err() != nil {
+			if cloudprovider.KindOf(err) == cloudprovider.ErrAuth || ctx.Err() != nil {
 				return nil, err
 			}
 			again, lerr := r.List(ctx)
@@ -129,7 +129,7 @@ func Ensure(ctx context.Context, r Registry, publicKeys []string) ([]string, err
 					break
 				}
 			}
-			if !r.AddAgain || attempt > 1 || lerr != nil || controlplane.KindOf(err) != controlplane.ErrOther {
+			if !r.AddAgain || attempt > 1 || lerr != nil || cloudprovider.KindOf(err) != cloudprovider.ErrOther {
 				return nil, err
 			}
 		}

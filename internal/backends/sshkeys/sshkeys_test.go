@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestEnsureSSHKeys(t *testing.T) {
@@ -19,22 +19,22 @@ func TestEnsureSSHKeys(t *testing.T) {
 		loseAdd bool
 		// failAdds fails that many adds with failKind (ErrOther when 0), storing nothing.
 		failAdds  int
-		failKind  controlplane.ErrorKind
+		failKind  cloudprovider.ErrorKind
 		addAgain  bool
 		wantIDs   []string
 		wantAdds  int
-		wantErrIs controlplane.ErrorKind
+		wantErrIs cloudprovider.ErrorKind
 	}{
 		{name: "registers missing keys once", keys: []string{a, b, aOtherComment}, wantIDs: []string{"k1", "k2"}, wantAdds: 2},
 		{name: "reuses a key with another comment", have: []AccountKey{{ID: "old", PublicKey: aOtherComment}}, keys: []string{a}, wantIDs: []string{"old"}},
 		{name: "a lost add answer is found again", keys: []string{a}, loseAdd: true, wantIDs: []string{"k1"}, wantAdds: 1},
 		{name: "no keys, no calls", keys: nil, wantIDs: []string{}},
-		{name: "garbage is invalid", keys: []string{"not a key"}, wantErrIs: controlplane.ErrInvalid},
-		{name: "a failed add is not repeated by default", keys: []string{a}, failAdds: 1, wantErrIs: controlplane.ErrOther, wantAdds: 1},
+		{name: "garbage is invalid", keys: []string{"not a key"}, wantErrIs: cloudprovider.ErrInvalid},
+		{name: "a failed add is not repeated by default", keys: []string{a}, failAdds: 1, wantErrIs: cloudprovider.ErrOther, wantAdds: 1},
 		{name: "AddAgain adds a missing key once more", keys: []string{a}, failAdds: 1, addAgain: true, wantIDs: []string{"k2"}, wantAdds: 2},
-		{name: "AddAgain adds once more only", keys: []string{a}, failAdds: 2, addAgain: true, wantErrIs: controlplane.ErrOther, wantAdds: 2},
-		{name: "AddAgain does not repeat a refused add", keys: []string{a}, failAdds: 1, failKind: controlplane.ErrInvalid, addAgain: true,
-			wantErrIs: controlplane.ErrInvalid, wantAdds: 1},
+		{name: "AddAgain adds once more only", keys: []string{a}, failAdds: 2, addAgain: true, wantErrIs: cloudprovider.ErrOther, wantAdds: 2},
+		{name: "AddAgain does not repeat a refused add", keys: []string{a}, failAdds: 1, failKind: cloudprovider.ErrInvalid, addAgain: true,
+			wantErrIs: cloudprovider.ErrInvalid, wantAdds: 1},
 		{name: "AddAgain finds a lost add answer", keys: []string{a}, loseAdd: true, addAgain: true, wantIDs: []string{"k1"}, wantAdds: 1},
 	}
 	for _, tc := range tests {
@@ -50,7 +50,7 @@ func TestEnsureSSHKeys(t *testing.T) {
 						t.Errorf("key added as %q, want %q", name, Name(pk))
 					}
 					if adds <= tc.failAdds {
-						return "", controlplane.Errorf(tc.failKind, "test", "adding key", "HTTP 5xx or 4xx")
+						return "", cloudprovider.Errorf(tc.failKind, "test", "adding key", "HTTP 5xx or 4xx")
 					}
 					have = append(have, AccountKey{ID: id, PublicKey: pk})
 					if tc.loseAdd {
@@ -59,8 +59,8 @@ func TestEnsureSSHKeys(t *testing.T) {
 					return id, nil
 				}}
 			ids, err := Ensure(context.Background(), r, tc.keys)
-			if tc.wantErrIs != controlplane.ErrOther || (tc.wantIDs == nil && tc.keys != nil) {
-				if err == nil || controlplane.KindOf(err) != tc.wantErrIs {
+			if tc.wantErrIs != cloudprovider.ErrOther || (tc.wantIDs == nil && tc.keys != nil) {
+				if err == nil || cloudprovider.KindOf(err) != tc.wantErrIs {
 					t.Fatalf("error %v, want kind %v", err, tc.wantErrIs)
 				}
 				if adds != tc.wantAdds {

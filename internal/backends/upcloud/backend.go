@@ -19,7 +19,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
@@ -27,7 +27,7 @@ import (
 
 // NameLabel is the label hydra puts on every server it creates; its value is the instance name (the
 // full cloud-side name, "<pool prefix><resource>--<token>"). Beside it every server carries the
-// ownership record as labels (controlplane.OwnerLabels: hydra-managed-by, hydra-owner, hydra-resource,
+// ownership record as labels (cloudprovider.OwnerLabels: hydra-managed-by, hydra-owner, hydra-resource,
 // hydra-confirmed).
 const NameLabel = "hydra-name"
 
@@ -55,8 +55,8 @@ type Config struct {
 	restclient.Tuning
 
 	// EURToUSD converts UpCloud's euro prices to US dollars: GET /price quotes euro cents per hour, and
-	// an offer's PricePerHour is cents / 100 * EURToUSD. Default DefaultEURToUSD (1.08). If the price
-	// list states a currency of "USD", no conversion is applied.
+	// an offer's PricePerHour is cents / 100 * EURToUSD, rounded up once to the cent (money.Exchange).
+	// Default DefaultEURToUSD (1.08). A price list that states a currency of "USD" is taken as written.
 	EURToUSD float64
 	// AllowSpotPlans offers the spot GPU plans ("GPU-SPOT-...", Offer.Spot = true) of every GPU type.
 	// Off by default: spot plans are offered only for the types whose `spot` in supported_gpus.yml lists
@@ -105,9 +105,9 @@ type Backend struct {
 }
 
 var (
-	_ controlplane.InstanceManagerBackend = (*Backend)(nil)
-	_ controlplane.OwnershipConfirmer     = (*Backend)(nil)
-	_ controlplane.PerMachineLister       = (*Backend)(nil)
+	_ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
+	_ cloudprovider.OwnershipConfirmer     = (*Backend)(nil)
+	_ cloudprovider.PerMachineLister       = (*Backend)(nil)
 )
 
 // New builds the backend. It checks the configuration but calls no API.
@@ -145,7 +145,7 @@ func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, e
 		UserAgent: cfg.UserAgent,
 	})
 	if err != nil {
-		return nil, controlplane.NewError(controlplane.ErrAuth, CloudName, "configuring", err)
+		return nil, cloudprovider.NewError(cloudprovider.ErrAuth, CloudName, "configuring", err)
 	}
 	return &Backend{cfg: cfg, client: client, inv: inv, log: logger.Named(CloudName),
 		plans: map[string]Plan{}, prices: map[string]money.USD{}}, nil
@@ -189,8 +189,8 @@ func gpuOfPlan(p Plan) (string, int) {
 // (MiB), and the form factor as the GPU model states it ("NVIDIA L40S" and "NVIDIA L4" are PCIe cards;
 // "NVIDIA H100" does not say, and neither does the plan). /plan gives no GPU memory, and UpCloud's
 // gpu_model names none, so GPUMemoryGB stays 0 unless the model names it.
-func planHardware(p Plan, model string) controlplane.Hardware {
-	return controlplane.Hardware{
+func planHardware(p Plan, model string) cloudprovider.Hardware {
+	return cloudprovider.Hardware{
 		FormFactor:  gpuname.FormFactor(model),
 		GPUMemoryGB: gpuname.MemoryGB(model),
 		VCPUs:       int(max(p.CoreNumber, 0)),
@@ -224,7 +224,7 @@ func (b *Backend) gpuType(model string) string {
 //
 // Retired plans (current_offering "no") are not sold and are left out, as are spot plans of a mapped
 // type whose spot the inventory does not enable. Stock comes from /device/availability.
-func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	var (
 		wg                       sync.WaitGroup
 		plans                    []Plan
@@ -250,11 +250,11 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 		b.log.Warn("GPU stock unknown; offering with availability -1", "error", avErr)
 		avail = nil
 	}
-	rate := b.rate(prices)
+	cur := currency(prices)
 
 	newPlans := map[string]Plan{}
 	newPrices := map[string]money.USD{}
-	var offers []controlplane.Offer
+	var offers []cloudprovider.Offer
 	for _, p := range plans {
 		model, count := gpuOfPlan(p)
 		if model == "" || count <= 0 {
@@ -278,9 +278,9 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 			if !ok || !backendkit.Allowed(b.cfg.Zones, z.Name) {
 				continue
 			}
-			usd := centsToUSD(item.Price, rate)
+			usd := b.centsToUSD(item.Price, cur)
 			newPrices[z.Name+"/"+p.Name] = usd
-			o := controlplane.Offer{
+			o := cloudprovider.Offer{
 				Cloud:        CloudName,
 				Region:       z.Name,
 				InstanceType: p.Name,
@@ -296,8 +296,10 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 					"zone":                     z.Name,
 					"gpu_model":                model,
 					"price_eur_cents_per_hour": strconv.FormatFloat(float64(item.Price), 'f', -1, 64),
-					"eur_to_usd":               strconv.FormatFloat(rate, 'f', -1, 64),
 				},
+			}
+			if strings.EqualFold(cur, "EUR") {
+				o.Details["eur_to_usd"] = strconv.FormatFloat(b.cfg.EURToUSD, 'f', -1, 64)
 			}
 			if avail == nil {
 				o.StockUnknown = true
@@ -339,28 +341,16 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	return offers, nil
 }
 
-// rate is the factor from the price list's cents to US dollar cents: EURToUSD, or 1 when the list
-// says its currency is USD.
-func (b *Backend) rate(prices *PriceList) float64 {
-	if strings.EqualFold(prices.Prices.Currency, "USD") {
-		return 1
-	}
-	return b.cfg.EURToUSD
+// currency is the price list's currency: the one it states, else euros, UpCloud's.
+func currency(prices *PriceList) string {
+	return cmp.Or(prices.Prices.Currency, "EUR")
 }
 
-// centsToUSD turns a price in cents per hour into US dollars per hour. A price list in US dollars
-// (rate 1) is taken exactly, to the micro-dollar: its digits are the cloud's own. A euro price list is
-// converted at rate and rounded up once to the cent (money.ConvertedCents): the plan shows no digits
-// the conversion invented, and never a price below the exact product. A price no cloud would ask
-// (negative, not a number) reads as 0, which is no offer.
-func centsToUSD(cents FlexFloat, rate float64) money.USD {
-	var u money.USD
-	var err error
-	if rate == 1 {
-		u, err = money.FromFloat(float64(cents) / 100)
-	} else {
-		u, err = money.ConvertedCents(float64(cents), rate)
-	}
+// centsToUSD turns a price list's cents per hour into US dollars per hour (money.Exchange: dollars as
+// written, euros converted and rounded up once to the cent). A price no cloud would ask (negative, not
+// a number) or in another currency reads as 0, which is no offer.
+func (b *Backend) centsToUSD(cents FlexFloat, currency string) money.USD {
+	u, err := money.Exchange{EURToUSD: b.cfg.EURToUSD}.ToUSD(float64(cents), currency, true)
 	if err != nil {
 		return 0
 	}
@@ -369,13 +359,13 @@ func centsToUSD(cents FlexFloat, rate float64) money.USD {
 
 // planPrice returns the price of a plan in a zone in US dollars per hour; ok is false when the zone
 // does not sell the plan (no server_plan_<plan> item there).
-func planPrice(prices *PriceList, zone, plan string, rate float64) (usd money.USD, ok bool) {
+func (b *Backend) planPrice(prices *PriceList, zone, plan string) (usd money.USD, ok bool) {
 	for _, z := range prices.Prices.Zone {
 		if z.Name != zone {
 			continue
 		}
 		if item, ok := z.Items[PlanPriceKey(plan)]; ok {
-			return centsToUSD(item.Price, rate), true
+			return b.centsToUSD(item.Price, currency(prices)), true
 		}
 	}
 	return 0, false
@@ -396,7 +386,7 @@ func (b *Backend) template(ctx context.Context) (Storage, error) {
 	}
 	t, err := pickTemplate(list, b.cfg.Template)
 	if err != nil {
-		return Storage{}, controlplane.NewError(controlplane.ErrInvalid, CloudName, "choosing template", err)
+		return Storage{}, cloudprovider.NewError(cloudprovider.ErrInvalid, CloudName, "choosing template", err)
 	}
 	if !templateIsGPU(t) && b.cfg.Template == "" {
 		b.log.Warn("no GPU-ready Ubuntu template found; cloning a plain Ubuntu template", "template", t.Title, "uuid", t.UUID)
@@ -464,7 +454,7 @@ func pickTemplate(list []Storage, want string) (Storage, error) {
 
 // Create clones the template onto a new server of the offer's plan in the offer's zone, with req.Name as
 // its title, hostname and hydra-name label, the ownership record req.Owner as labels
-// (controlplane.OwnerLabels), and req.SSHPublicKeys for the login user (UpCloud takes the keys in the
+// (cloudprovider.OwnerLabels), and req.SSHPublicKeys for the login user (UpCloud takes the keys in the
 // create request; it needs no key registration). It returns at once with the server pending (state
 // maintenance).
 //
@@ -475,7 +465,7 @@ func pickTemplate(list []Storage, want string) (Storage, error) {
 //   - POST /server is retried on 429 only. After a 5xx or a lost answer Create looks for the name once
 //     more and returns the server if the cloud made it; otherwise the ErrOther stands, and List(req.Name)
 //     finds the server if it appears later.
-func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	const op = "creating server"
 	plan := req.Offer.InstanceType
 	if plan == "" {
@@ -487,19 +477,19 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 	}
 	switch {
 	case req.Name == "":
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
 	case plan == "" || zone == "":
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "the offer names no plan or zone")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "the offer names no plan or zone")
 	case IsSpotPlan(plan) && !b.spotAllowed(req.Offer.GPUType):
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op,
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 			"spot plan %s is not enabled for %s (spot: [upcloud] in supported_gpus.yml)", plan, req.Offer.GPUType)
 	case len(req.SSHPublicKeys) == 0:
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no SSH public key to install")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no SSH public key to install")
 	}
 	var tmpl Storage
 	inst, _, err := b.creates.Do(ctx, createonce.Steps{
 		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
-		Find: func(ctx context.Context) (controlplane.Instance, bool, error) { return b.findByName(ctx, req.Name) },
+		Find: func(ctx context.Context) (cloudprovider.Instance, bool, error) { return b.findByName(ctx, req.Name) },
 		Prepare: func(ctx context.Context) (err error) {
 			if req.MaxPricePerHour > 0 {
 				if err := b.checkPrice(ctx, zone, plan, req.MaxPricePerHour); err != nil {
@@ -509,7 +499,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			tmpl, err = b.template(ctx)
 			return err
 		},
-		Create: func(ctx context.Context) (controlplane.Instance, error) {
+		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
 			return b.createServer(ctx, req, zone, plan, tmpl)
 		},
 	})
@@ -517,14 +507,14 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 }
 
 // createServer clones the template onto a new server and returns it.
-func (b *Backend) createServer(ctx context.Context, req controlplane.CreateRequest, zone, plan string, tmpl Storage) (controlplane.Instance, error) {
+func (b *Backend) createServer(ctx context.Context, req cloudprovider.CreateRequest, zone, plan string, tmpl Storage) (cloudprovider.Instance, error) {
 	size := b.cfg.DiskSizeGB
 	if int(tmpl.Size) > size {
 		size = int(tmpl.Size)
 	}
 	labels := Labels{{Key: NameLabel, Value: req.Name}}
 	if req.Owner.Token != "" {
-		for _, kv := range controlplane.OwnerLabels(req.Owner) {
+		for _, kv := range cloudprovider.OwnerLabels(req.Owner) {
 			labels = append(labels, Label{Key: kv[0], Value: kv[1]})
 		}
 	}
@@ -557,7 +547,7 @@ func (b *Backend) createServer(ctx context.Context, req controlplane.CreateReque
 	srv, err := b.client.CreateServerRequest(ctx, cs)
 	if err != nil {
 		// The answer may be lost after the cloud made the server: Create looks once more.
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	inst := b.instance(srv)
 	if inst.Name == "" {
@@ -579,10 +569,10 @@ func (b *Backend) createServer(ctx context.Context, req controlplane.CreateReque
 
 // findByName returns the server labelled hydra-name=<name> (the oldest, should there be several),
 // with its details; ok is false when there is none.
-func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
+func (b *Backend) findByName(ctx context.Context, name string) (cloudprovider.Instance, bool, error) {
 	list, err := b.client.ListServers(ctx, NameLabel+"="+name)
 	if err != nil {
-		return controlplane.Instance{}, false, err
+		return cloudprovider.Instance{}, false, err
 	}
 	var found *Server
 	for i := range list {
@@ -595,14 +585,14 @@ func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Ins
 		}
 	}
 	if found == nil {
-		return controlplane.Instance{}, false, nil
+		return cloudprovider.Instance{}, false, nil
 	}
 	d, err := b.client.GetServer(ctx, found.UUID)
-	if controlplane.IsNotFound(err) {
-		return controlplane.Instance{}, false, nil
+	if cloudprovider.IsNotFound(err) {
+		return cloudprovider.Instance{}, false, nil
 	}
 	if err != nil {
-		return controlplane.Instance{}, false, err
+		return cloudprovider.Instance{}, false, err
 	}
 	return b.instance(d), true, nil
 }
@@ -615,22 +605,18 @@ func (b *Backend) checkPrice(ctx context.Context, zone, plan string, maxUSD mone
 	if err != nil {
 		return err
 	}
-	usd, ok := planPrice(prices, zone, plan, b.rate(prices))
+	usd, ok := b.planPrice(prices, zone, plan)
 	if !ok {
-		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op, "zone %s no longer sells plan %s", zone, plan)
+		return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "zone %s no longer sells plan %s", zone, plan)
 	}
 	b.mu.Lock()
 	b.prices[zone+"/"+plan] = usd
 	b.mu.Unlock()
-	if usd > maxUSD {
-		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"plan %s in %s now costs %s, above the maximum price of %s", plan, zone, usd.PerHour(), maxUSD.PerHour())
-	}
-	return nil
+	return cloudprovider.CheckPriceCap(CloudName, op, "plan "+plan+" in "+zone, usd, maxUSD)
 }
 
 // instance maps a server onto hydra's Instance.
-func (b *Backend) instance(s *Server) controlplane.Instance {
+func (b *Backend) instance(s *Server) cloudprovider.Instance {
 	name, ok := s.Labels.Get(NameLabel)
 	if !ok || name == "" {
 		name = s.Title
@@ -640,7 +626,7 @@ func (b *Backend) instance(s *Server) controlplane.Instance {
 	}
 	ip := s.PublicIPv4()
 	status, msg := mapState(s.State, ip)
-	inst := controlplane.Instance{
+	inst := cloudprovider.Instance{
 		ID:           s.UUID,
 		Name:         name,
 		Cloud:        CloudName,
@@ -654,14 +640,14 @@ func (b *Backend) instance(s *Server) controlplane.Instance {
 	if s.Created > 0 {
 		inst.CreatedAt = time.Unix(int64(s.Created), 0).UTC()
 	}
-	if o, ok := controlplane.OwnerFromLabels(s.Labels.Get); ok {
+	if o, ok := cloudprovider.OwnerFromLabels(s.Labels.Get); ok {
 		inst.Owner = o
-	} else if v, _ := s.Labels.Get(controlplane.LabelConfirmed); v == "true" {
+	} else if v, _ := s.Labels.Get(cloudprovider.LabelConfirmed); v == "true" {
 		// A machine without a token (made before ownership records, or imported) that a state holds.
 		inst.Owner.Confirmed = true
 	}
 	if ip != "" {
-		inst.SSH = &controlplane.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.LoginUser}
+		inst.SSH = &cloudprovider.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.LoginUser}
 	}
 	b.mu.Lock()
 	p, known := b.plans[s.Plan]
@@ -694,7 +680,7 @@ func (b *Backend) instance(s *Server) controlplane.Instance {
 // memory_amount (MiB), the memory of one GPU from its devices' metadata.memory (GB), and the form
 // factor as the GPU model states it. A server answer without cores or memory (a summary) falls back
 // on its plan's.
-func serverHardware(s *Server, p Plan, model string) controlplane.Hardware {
+func serverHardware(s *Server, p Plan, model string) cloudprovider.Hardware {
 	hw := planHardware(p, model)
 	if s.CoreNumber > 0 {
 		hw.VCPUs = int(s.CoreNumber)
@@ -718,10 +704,10 @@ func serverHardware(s *Server, p Plan, model string) controlplane.Hardware {
 }
 
 // Get returns the server with that uuid; a missing one is an ErrNotFound error.
-func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, error) {
 	s, err := b.getServer(ctx, id)
 	if err != nil {
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	return b.instance(s), nil
 }
@@ -732,7 +718,7 @@ func (b *Backend) getServer(ctx context.Context, id string) (*Server, error) {
 	s, err := b.client.GetServer(ctx, id)
 	var ae *APIError
 	if err != nil && errors.As(err, &ae) && ae.Code == "SERVER_INVALID" {
-		return nil, controlplane.NewError(controlplane.ErrNotFound, CloudName, "reading server", err)
+		return nil, cloudprovider.NewError(cloudprovider.ErrNotFound, CloudName, "reading server", err)
 	}
 	return s, err
 }
@@ -747,19 +733,19 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if v, _ := s.Labels.Get(controlplane.LabelConfirmed); v == "true" {
+	if v, _ := s.Labels.Get(cloudprovider.LabelConfirmed); v == "true" {
 		return nil
 	}
 	labels := make(Labels, 0, len(s.Labels)+1)
 	set := false
 	for _, l := range s.Labels {
-		if l.Key == controlplane.LabelConfirmed {
+		if l.Key == cloudprovider.LabelConfirmed {
 			l.Value, set = "true", true
 		}
 		labels = append(labels, l)
 	}
 	if !set {
-		labels = append(labels, Label{Key: controlplane.LabelConfirmed, Value: "true"})
+		labels = append(labels, Label{Key: cloudprovider.LabelConfirmed, Value: "true"})
 	}
 	_, err = b.client.ModifyServer(ctx, id, ModifyServer{Labels: &labels})
 	var ae *APIError
@@ -769,7 +755,7 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 		return nil
 	case errors.As(err, &ae) && ae.Code == "SERVER_STATE_ILLEGAL":
 		// The server's state does not allow a change now; a later refresh confirms again.
-		return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+		return cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op, err)
 	}
 	return err
 }
@@ -779,19 +765,19 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 // hydra-name label (GET /server/?label=hydra-name: UpCloud filters, so an account with many other
 // servers costs one page), which every server hydra creates has from its create request on; a server
 // whose hydra-name label was removed by hand is not found.
-func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	all, err := b.client.ListServers(ctx, NameLabel)
 	if err != nil {
 		return nil, err
 	}
-	var out []controlplane.Instance
+	var out []cloudprovider.Instance
 	for _, s := range all {
 		label, _ := s.Labels.Get(NameLabel)
 		if (!strings.HasPrefix(label, prefix) || label == "") && !strings.HasPrefix(s.Title, prefix) && !strings.HasPrefix(s.Hostname, prefix) {
 			continue
 		}
 		d, err := b.client.GetServer(ctx, s.UUID)
-		if controlplane.IsNotFound(err) {
+		if cloudprovider.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
@@ -810,7 +796,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Insta
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	const op = "deleting server"
 	s, err := b.getServer(ctx, id)
-	if controlplane.IsNotFound(err) {
+	if cloudprovider.IsNotFound(err) {
 		b.log.Debug("server already gone", "id", id)
 		return nil
 	}
@@ -824,7 +810,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 		if ctx.Err() == nil {
 			return err
 		}
-		return controlplane.Errorf(controlplane.ErrOther, CloudName, op,
+		return cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op,
 			"server %s did not stop and delete in time (last state %q): %v", id, s.State, ctx.Err())
 	}
 	var lastStop time.Time
@@ -832,7 +818,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 	err = wait.Until(ctx, "server "+id+" to stop and be deleted", wait.Backoff{First: b.cfg.PollInterval}, func(ctx context.Context) (bool, error) {
 		if polled {
 			next, err := b.client.GetServer(ctx, id)
-			if controlplane.IsNotFound(err) {
+			if cloudprovider.IsNotFound(err) {
 				return true, nil
 			}
 			if err != nil {
@@ -844,7 +830,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 		switch strings.ToLower(s.State) {
 		case "stopped", "error":
 			err := b.client.DeleteServer(ctx, id)
-			if err == nil || controlplane.IsNotFound(err) {
+			if err == nil || cloudprovider.IsNotFound(err) {
 				b.log.Info("server deleted", "id", id)
 				return true, nil
 			}
@@ -857,7 +843,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 			if lastStop.IsZero() || time.Since(lastStop) > 30*time.Second {
 				_, err := b.client.StopServer(ctx, id, "hard", time.Minute)
 				lastStop = time.Now()
-				if controlplane.IsNotFound(err) {
+				if cloudprovider.IsNotFound(err) {
 					return true, nil
 				}
 				var ae *APIError
@@ -882,5 +868,15 @@ func (b *Backend) spotAllowed(gpuType string) bool {
 }
 
 // ListReadsEachMachine is true: List reads each listed server's details, one call per machine
-// (controlplane.PerMachineLister), so the control plane polls waiting machines with a Get each.
+// (cloudprovider.PerMachineLister), so the control plane polls waiting machines with a Get each.
 func (b *Backend) ListReadsEachMachine() bool { return true }
+
+// Facts: UpCloud documents hourly billing, capped at the monthly price (672 hours a month), which
+// hydra's accrued figures do not apply.
+var Facts = cloudprovider.Facts{
+	BillingUnit: time.Hour,
+	Billing:     "UpCloud bills by the started hour (its monthly cap, 672 hours a month, is not applied)",
+}
+
+// Facts states UpCloud's billing (cloudprovider.FactStater).
+func (b *Backend) Facts() cloudprovider.Facts { return Facts }

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraBackendKey hydra@test"
@@ -37,7 +38,7 @@ func newTestBackend(t *testing.T, base string, mod func(*Config)) *Backend {
 	return b
 }
 
-func findOffer(offers []controlplane.Offer, zone, plan string) *controlplane.Offer {
+func findOffer(offers []cloudprovider.Offer, zone, plan string) *cloudprovider.Offer {
 	for i := range offers {
 		if offers[i].Region == zone && offers[i].InstanceType == plan {
 			return &offers[i]
@@ -91,9 +92,9 @@ func TestOffers(t *testing.T) {
 	cases := []struct {
 		name  string
 		mod   func(*Config)
-		check func(t *testing.T, offers []controlplane.Offer)
+		check func(t *testing.T, offers []cloudprovider.Offer)
 	}{
-		{"on-demand GPU plans mapped and priced", nil, func(t *testing.T, offers []controlplane.Offer) {
+		{"on-demand GPU plans mapped and priced", nil, func(t *testing.T, offers []cloudprovider.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
 			if o == nil {
 				t.Fatal("L40S offer missing")
@@ -130,7 +131,7 @@ func TestOffers(t *testing.T) {
 				}
 			}
 		}},
-		{"out of stock is ineligible", nil, func(t *testing.T, offers []controlplane.Offer) {
+		{"out of stock is ineligible", nil, func(t *testing.T, offers []cloudprovider.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-48xCPU-960GB-4xH100")
 			if o == nil || o.Available != 0 || !strings.Contains(o.Ineligible, "no stock") {
 				t.Errorf("offer %+v", o)
@@ -139,13 +140,13 @@ func TestOffers(t *testing.T) {
 				t.Errorf("offer %+v", o)
 			}
 		}},
-		{"spot plans when allowed", func(c *Config) { c.AllowSpotPlans = true }, func(t *testing.T, offers []controlplane.Offer) {
+		{"spot plans when allowed", func(c *Config) { c.AllowSpotPlans = true }, func(t *testing.T, offers []cloudprovider.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-SPOT-8xCPU-64GB-1xL4")
 			if o == nil || !o.Spot || o.GPUType != "l4" || o.PricePerHour != 620_000 { // 57 cents * 1.08 = 61.56 cents, up to 62
 				t.Errorf("spot offer %+v", o)
 			}
 		}},
-		{"custom exchange rate", func(c *Config) { c.EURToUSD = 1.25 }, func(t *testing.T, offers []controlplane.Offer) {
+		{"custom exchange rate", func(c *Config) { c.EURToUSD = 1.25 }, func(t *testing.T, offers []cloudprovider.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-12xCPU-240GB-1xH100")
 			// 252.9761 cents * 1.25 = 3.16220125 USD
 			if o == nil || o.PricePerHour != 3_170_000 || o.Details["eur_to_usd"] != "1.25" {
@@ -154,13 +155,13 @@ func TestOffers(t *testing.T) {
 		}},
 		// 111.1607 cents * 1.080026 = 120.0564461782 US cents, rounded up once to the cent: $1.21, never
 		// below the exact product and with no digits the conversion invented.
-		{"conversion rounded up once to the cent", func(c *Config) { c.EURToUSD = 1.080026 }, func(t *testing.T, offers []controlplane.Offer) {
+		{"conversion rounded up once to the cent", func(c *Config) { c.EURToUSD = 1.080026 }, func(t *testing.T, offers []cloudprovider.Offer) {
 			o := findOffer(offers, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
 			if o == nil || o.PricePerHour != 1_210_000 || o.PricePerHour.String() != "1.21" {
 				t.Errorf("offer %+v", o)
 			}
 		}},
-		{"zone filter", func(c *Config) { c.Zones = []string{"de-fra1"} }, func(t *testing.T, offers []controlplane.Offer) {
+		{"zone filter", func(c *Config) { c.Zones = []string{"de-fra1"} }, func(t *testing.T, offers []cloudprovider.Offer) {
 			if len(offers) == 0 {
 				t.Fatal("no offers")
 			}
@@ -233,7 +234,7 @@ func TestOffersReportUnmappedAndTooLarge(t *testing.T) {
 	}
 
 	// The control plane names the unmapped GPU once and ranks only the mapped offer.
-	cp := controlplane.New(backendtest.Inventory(t), []controlplane.InstanceManagerBackend{b}, controlplane.Options{})
+	cp := controlplane.New(backendtest.Inventory(t), []cloudprovider.InstanceManagerBackend{b}, controlplane.Options{})
 	res, err := cp.Offers(context.Background(), controlplane.OfferRequest{GPUType: "l40s", GPUCount: 1, Kind: "vm"}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +289,7 @@ func TestOffersAuthError(t *testing.T) {
 	backendtest.WantAuthError(t, err, "not-the-password")
 }
 
-func offerFor(t *testing.T, b *Backend, zone, plan string) controlplane.Offer {
+func offerFor(t *testing.T, b *Backend, zone, plan string) cloudprovider.Offer {
 	t.Helper()
 	offers := backendtest.Offers(t, b)
 	o := findOffer(offers, zone, plan)
@@ -300,18 +301,18 @@ func offerFor(t *testing.T, b *Backend, zone, plan string) controlplane.Offer {
 
 func TestBackendLifecycle(t *testing.T) {
 	clock := newFakeClock()
-	srv, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: 40 * time.Second}, StopDuration: 5 * time.Second})
+	srv, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: 40 * time.Second}, StopDuration: 5 * time.Second})
 	b := newTestBackend(t, base, nil)
 	ctx := context.Background()
 	offer := offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL40S")
-	owner := controlplane.Ownership{Resource: "train1", Token: "abcdefgh"}
+	owner := cloudprovider.Ownership{Resource: "train1", Token: "abcdefgh"}
 	name := "upcloud-vm-train1--abcdefgh"
 
-	inst, err := b.Create(ctx, controlplane.CreateRequest{Name: name, Offer: offer, Owner: owner, SSHPublicKeys: []string{testKey, " "}})
+	inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: name, Offer: offer, Owner: owner, SSHPublicKeys: []string{testKey, " "}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.ID == "" || inst.Name != name || inst.Status != controlplane.StatusPending || inst.CloudStatus != "maintenance" ||
+	if inst.ID == "" || inst.Name != name || inst.Status != cloudprovider.StatusPending || inst.CloudStatus != "maintenance" ||
 		inst.GPUType != "l40s" || inst.GPUCount != 1 || inst.Region != "fi-hel2" || inst.PricePerHour != offer.PricePerHour || inst.Owner != owner {
 		t.Fatalf("created %+v", inst)
 	}
@@ -324,8 +325,8 @@ func TestBackendLifecycle(t *testing.T) {
 		s.StorageSizeGB != DefaultDiskSizeGB || !s.Metadata || len(s.SSHKeys) != 1 || s.SSHKeys[0] != testKey {
 		t.Errorf("server at the cloud %+v", s)
 	}
-	wantLabels := map[string]string{NameLabel: name, controlplane.LabelManagedBy: "hydra", controlplane.LabelOwner: "abcdefgh",
-		controlplane.LabelResource: "train1", controlplane.LabelConfirmed: "false"}
+	wantLabels := map[string]string{NameLabel: name, cloudprovider.LabelManagedBy: "hydra", cloudprovider.LabelOwner: "abcdefgh",
+		cloudprovider.LabelResource: "train1", cloudprovider.LabelConfirmed: "false"}
 	if len(s.Labels) != len(wantLabels) {
 		t.Errorf("labels at the cloud %v, want %v", s.Labels, wantLabels)
 	}
@@ -336,13 +337,13 @@ func TestBackendLifecycle(t *testing.T) {
 	}
 
 	got, err := b.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusPending || got.SSH == nil {
+	if err != nil || got.Status != cloudprovider.StatusPending || got.SSH == nil {
 		// The address is known during maintenance, but the server is not started yet.
 		t.Fatalf("get during boot %+v %v", got, err)
 	}
 	clock.Advance(41 * time.Second)
 	got, err = b.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusRunning || got.CloudStatus != "started" {
+	if err != nil || got.Status != cloudprovider.StatusRunning || got.CloudStatus != "started" {
 		t.Fatalf("after boot %+v %v", got, err)
 	}
 	if got.SSH == nil || got.SSH.Host == "" || got.SSH.Port != 22 || got.SSH.User != "root" || got.CreatedAt.IsZero() {
@@ -353,7 +354,7 @@ func TestBackendLifecycle(t *testing.T) {
 	}
 
 	list, err := b.List(ctx, "upcloud-vm-")
-	if err != nil || len(list) != 1 || list[0].ID != inst.ID || list[0].Status != controlplane.StatusRunning {
+	if err != nil || len(list) != 1 || list[0].ID != inst.ID || list[0].Status != cloudprovider.StatusRunning {
 		t.Fatalf("list %+v %v", list, err)
 	}
 	if list, err := b.List(ctx, "upcloud-vm-other"); err != nil || len(list) != 0 {
@@ -376,7 +377,7 @@ wait:
 	if derr != nil {
 		t.Fatal(derr)
 	}
-	if _, err := b.Get(ctx, inst.ID); !controlplane.IsNotFound(err) {
+	if _, err := b.Get(ctx, inst.ID); !cloudprovider.IsNotFound(err) {
 		t.Fatalf("get after delete: %v", err)
 	}
 	if n := srv.StorageCount(); n != 0 {
@@ -396,24 +397,24 @@ wait:
 func TestBackendDeleteStates(t *testing.T) {
 	ctx := context.Background()
 	t.Run("during maintenance it waits for the boot", func(t *testing.T) {
-		_, base := startEmulator(t, emu.Options{Options: emukit.Options{BootDuration: 30 * time.Millisecond}, StopDuration: 10 * time.Millisecond})
+		_, base := startEmulator(t, emu.Options{Options: simulation.Options{BootDuration: 30 * time.Millisecond}, StopDuration: 10 * time.Millisecond})
 		b := newTestBackend(t, base, nil)
-		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-m", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
+		inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "upcloud-vm-m", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Delete(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Get(ctx, inst.ID); !controlplane.IsNotFound(err) {
+		if _, err := b.Get(ctx, inst.ID); !cloudprovider.IsNotFound(err) {
 			t.Fatalf("get: %v", err)
 		}
 	})
 	t.Run("an already stopped server is deleted at once", func(t *testing.T) {
 		clock := newFakeClock()
-		_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
+		_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
 		b := newTestBackend(t, base, nil)
-		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-s", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
+		inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "upcloud-vm-s", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,7 +424,7 @@ func TestBackendDeleteStates(t *testing.T) {
 		}
 		clock.Advance(2 * time.Second)
 		got, err := b.Get(ctx, inst.ID)
-		if err != nil || got.Status != controlplane.StatusError || !strings.Contains(got.Message, "stopped") {
+		if err != nil || got.Status != cloudprovider.StatusError || !strings.Contains(got.Message, "stopped") {
 			t.Fatalf("a server stopped outside hydra: %+v %v", got, err)
 		}
 		if err := b.Delete(ctx, inst.ID); err != nil {
@@ -432,15 +433,15 @@ func TestBackendDeleteStates(t *testing.T) {
 	})
 	t.Run("the wait is bounded", func(t *testing.T) {
 		clock := newFakeClock()
-		_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Hour})
+		_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Hour})
 		b := newTestBackend(t, base, func(c *Config) { c.DeleteTimeout = 50 * time.Millisecond })
-		inst, err := b.Create(ctx, controlplane.CreateRequest{Name: "upcloud-vm-t", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
+		inst, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "upcloud-vm-t", Offer: offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(2 * time.Second)
 		err = b.Delete(ctx, inst.ID)
-		if err == nil || controlplane.KindOf(err) != controlplane.ErrOther || !strings.Contains(err.Error(), "did not stop and delete in time") {
+		if err == nil || cloudprovider.KindOf(err) != cloudprovider.ErrOther || !strings.Contains(err.Error(), "did not stop and delete in time") {
 			t.Fatalf("err = %v", err)
 		}
 		cctx, cancel := context.WithCancel(ctx)
@@ -458,11 +459,11 @@ func TestBackendCreateErrors(t *testing.T) {
 		b := newTestBackend(t, base, nil)
 		offer := offerFor(t, b, "fi-hel2", "GPU-24xCPU-480GB-2xH100") // stock 1
 		for i, name := range []string{"upcloud-vm-1", "upcloud-vm-2"} {
-			_, err := b.Create(ctx, controlplane.CreateRequest{Name: name, Offer: offer, SSHPublicKeys: []string{testKey}})
+			_, err := b.Create(ctx, cloudprovider.CreateRequest{Name: name, Offer: offer, SSHPublicKeys: []string{testKey}})
 			if i == 0 && err != nil {
 				t.Fatal(err)
 			}
-			if i == 1 && !controlplane.IsCapacity(err) {
+			if i == 1 && !cloudprovider.IsCapacity(err) {
 				t.Fatalf("second create: %v", err)
 			}
 		}
@@ -473,23 +474,23 @@ func TestBackendCreateErrors(t *testing.T) {
 	invalid := []struct {
 		name string
 		mod  func(*Config)
-		req  func(o controlplane.Offer) controlplane.CreateRequest
+		req  func(o cloudprovider.Offer) cloudprovider.CreateRequest
 	}{
-		{"spot plan not enabled", nil, func(o controlplane.Offer) controlplane.CreateRequest {
+		{"spot plan not enabled", nil, func(o cloudprovider.Offer) cloudprovider.CreateRequest {
 			o.InstanceType = "GPU-SPOT-8xCPU-64GB-1xL4"
-			return controlplane.CreateRequest{Name: "upcloud-vm-x", Offer: o, SSHPublicKeys: []string{testKey}}
+			return cloudprovider.CreateRequest{Name: "upcloud-vm-x", Offer: o, SSHPublicKeys: []string{testKey}}
 		}},
-		{"no ssh key", nil, func(o controlplane.Offer) controlplane.CreateRequest {
-			return controlplane.CreateRequest{Name: "upcloud-vm-x", Offer: o}
+		{"no ssh key", nil, func(o cloudprovider.Offer) cloudprovider.CreateRequest {
+			return cloudprovider.CreateRequest{Name: "upcloud-vm-x", Offer: o}
 		}},
-		{"no name", nil, func(o controlplane.Offer) controlplane.CreateRequest {
-			return controlplane.CreateRequest{Offer: o, SSHPublicKeys: []string{testKey}}
+		{"no name", nil, func(o cloudprovider.Offer) cloudprovider.CreateRequest {
+			return cloudprovider.CreateRequest{Offer: o, SSHPublicKeys: []string{testKey}}
 		}},
-		{"unknown template", func(c *Config) { c.Template = "No Such Template" }, func(o controlplane.Offer) controlplane.CreateRequest {
-			return controlplane.CreateRequest{Name: "upcloud-vm-x", Offer: o, SSHPublicKeys: []string{testKey}}
+		{"unknown template", func(c *Config) { c.Template = "No Such Template" }, func(o cloudprovider.Offer) cloudprovider.CreateRequest {
+			return cloudprovider.CreateRequest{Name: "upcloud-vm-x", Offer: o, SSHPublicKeys: []string{testKey}}
 		}},
-		{"invalid hostname", nil, func(o controlplane.Offer) controlplane.CreateRequest {
-			return controlplane.CreateRequest{Name: "upcloud_vm_x", Offer: o, SSHPublicKeys: []string{testKey}}
+		{"invalid hostname", nil, func(o cloudprovider.Offer) cloudprovider.CreateRequest {
+			return cloudprovider.CreateRequest{Name: "upcloud_vm_x", Offer: o, SSHPublicKeys: []string{testKey}}
 		}},
 	}
 	for _, tc := range invalid {
@@ -497,7 +498,7 @@ func TestBackendCreateErrors(t *testing.T) {
 			srv, base := startEmulator(t, emu.Options{})
 			b := newTestBackend(t, base, tc.mod)
 			_, err := b.Create(ctx, tc.req(offerFor(t, b, "fi-hel2", "GPU-8xCPU-64GB-1xL4")))
-			if controlplane.KindOf(err) != controlplane.ErrInvalid {
+			if cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
 				t.Fatalf("err = %v", err)
 			}
 			if srv.CreateCount() != 0 {
@@ -514,7 +515,7 @@ func TestBackendSpotCreate(t *testing.T) {
 		c.Template = "Ubuntu Server 24.04 LTS (Noble Numbat)"
 		c.DiskSizeGB = 40
 	})
-	inst, err := b.Create(context.Background(), controlplane.CreateRequest{Name: "upcloud-vm-spot", Offer: offerFor(t, b, "fi-hel2", "GPU-SPOT-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
+	inst, err := b.Create(context.Background(), cloudprovider.CreateRequest{Name: "upcloud-vm-spot", Offer: offerFor(t, b, "fi-hel2", "GPU-SPOT-8xCPU-64GB-1xL4"), SSHPublicKeys: []string{testKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +532,7 @@ func TestBackendSpotCreate(t *testing.T) {
 // behind every offer with known stock) instead of looking as good as in-stock ones.
 func TestOffersStockUnknownWhenAvailabilityFails(t *testing.T) {
 	srv, base := startEmulator(t, emu.Options{})
-	if err := srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 100}, Match: "GET /device/availability"}); err != nil {
+	if err := srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{ServerErrors: 100}, Match: "GET /device/availability"}); err != nil {
 		t.Fatal(err)
 	}
 	b := newTestBackend(t, base, nil)

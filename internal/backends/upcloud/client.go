@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // CloudName is the backend's name in pools.yml and api_names.
@@ -155,10 +155,10 @@ func (c *Client) CreateServerRequest(ctx context.Context, req CreateServer) (*Se
 	}{req}
 	var out ServerDetails
 	err := c.call(ctx, "creating server", restclient.Request{Method: http.MethodPost, Path: "/server", Body: body, NotIdempotent: true}, &out)
-	if controlplane.IsNotFound(err) {
+	if cloudprovider.IsNotFound(err) {
 		// A create cannot miss the server it makes: a *_NOT_FOUND names something the request refers to
 		// (the template's STORAGE_NOT_FOUND, a network), so the request is invalid.
-		return nil, controlplane.NewError(controlplane.ErrInvalid, CloudName, "creating server", errors.Unwrap(err))
+		return nil, cloudprovider.NewError(cloudprovider.ErrInvalid, CloudName, "creating server", errors.Unwrap(err))
 	}
 	if err != nil {
 		return nil, err

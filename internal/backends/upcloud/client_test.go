@@ -16,9 +16,9 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func testCreateBody(name, plan, zone string) CreateServer {
@@ -59,7 +59,7 @@ func TestClientAuth(t *testing.T) {
 				}
 				return
 			}
-			if controlplane.KindOf(err) != controlplane.ErrAuth {
+			if cloudprovider.KindOf(err) != cloudprovider.ErrAuth {
 				t.Fatalf("err = %v, want kind auth", err)
 			}
 			if !strings.Contains(err.Error(), "AUTHENTICATION_FAILED") {
@@ -134,7 +134,7 @@ func TestClientCatalogEndpoints(t *testing.T) {
 
 func TestClientServerLifecycle(t *testing.T) {
 	clock := newFakeClock()
-	srv, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: 30 * time.Second}, StopDuration: 5 * time.Second})
+	srv, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: 30 * time.Second}, StopDuration: 5 * time.Second})
 	c := newTestClient(t, fastClientConfig(base))
 	ctx := context.Background()
 
@@ -162,7 +162,7 @@ func TestClientServerLifecycle(t *testing.T) {
 	// Delete of a started server is refused.
 	err = c.DeleteServer(ctx, created.UUID)
 	var ae *APIError
-	if !errors.As(err, &ae) || ae.Code != "SERVER_STATE_ILLEGAL" || controlplane.KindOf(err) != controlplane.ErrInvalid {
+	if !errors.As(err, &ae) || ae.Code != "SERVER_STATE_ILLEGAL" || cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
 		t.Fatalf("delete while started: %v", err)
 	}
 	// Stop answers with the old state.
@@ -175,7 +175,7 @@ func TestClientServerLifecycle(t *testing.T) {
 	if err != nil || got.State != "stopped" {
 		t.Fatalf("after stop: %+v %v", got, err)
 	}
-	if _, err := c.StopServer(ctx, created.UUID, "hard", time.Minute); controlplane.KindOf(err) != controlplane.ErrInvalid {
+	if _, err := c.StopServer(ctx, created.UUID, "hard", time.Minute); cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
 		t.Errorf("stop of a stopped server: %v", err)
 	}
 	// Start and stop again work as in the recorded traffic.
@@ -197,13 +197,13 @@ func TestClientServerLifecycle(t *testing.T) {
 		t.Errorf("?storages=1 left %d disks", n)
 	}
 	_, err = c.GetServer(ctx, created.UUID)
-	if !errors.As(err, &ae) || ae.Code != "SERVER_NOT_FOUND" || !controlplane.IsNotFound(err) {
+	if !errors.As(err, &ae) || ae.Code != "SERVER_NOT_FOUND" || !cloudprovider.IsNotFound(err) {
 		t.Fatalf("get after delete: %v", err)
 	}
-	if err := c.DeleteServer(ctx, created.UUID); !controlplane.IsNotFound(err) {
+	if err := c.DeleteServer(ctx, created.UUID); !cloudprovider.IsNotFound(err) {
 		t.Errorf("second delete: %v", err)
 	}
-	if _, err := c.GetServer(ctx, "invalid"); controlplane.KindOf(err) != controlplane.ErrInvalid {
+	if _, err := c.GetServer(ctx, "invalid"); cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
 		t.Errorf("invalid uuid: %v", err)
 	}
 }
@@ -216,18 +216,18 @@ func TestClientCreateErrors(t *testing.T) {
 		name string
 		mod  func(*CreateServer)
 		code string
-		kind controlplane.ErrorKind
+		kind cloudprovider.ErrorKind
 	}{
-		{"no disk size for a GPU plan", func(cs *CreateServer) { cs.StorageDevices.StorageDevice[0].Size = 0 }, "SIZE_MISSING", controlplane.ErrInvalid},
-		{"disk smaller than template", func(cs *CreateServer) { cs.StorageDevices.StorageDevice[0].Size = 10 }, "SIZE_INVALID", controlplane.ErrInvalid},
+		{"no disk size for a GPU plan", func(cs *CreateServer) { cs.StorageDevices.StorageDevice[0].Size = 0 }, "SIZE_MISSING", cloudprovider.ErrInvalid},
+		{"disk smaller than template", func(cs *CreateServer) { cs.StorageDevices.StorageDevice[0].Size = 10 }, "SIZE_INVALID", cloudprovider.ErrInvalid},
 		{"unknown template", func(cs *CreateServer) {
 			cs.StorageDevices.StorageDevice[0].Storage = "01000000-0000-4000-8000-000099999999"
-		}, "STORAGE_NOT_FOUND", controlplane.ErrInvalid},
-		{"cloud-init without metadata", func(cs *CreateServer) { cs.Metadata = false }, "METADATA_DISABLED_ON_CLOUD-INIT", controlplane.ErrInvalid},
-		{"unknown zone", func(cs *CreateServer) { cs.Zone = "xx-nowhere1" }, "ZONE_NOT_FOUND", controlplane.ErrInvalid},
-		{"plan not sold in zone", func(cs *CreateServer) { cs.Zone = "nl-ams1" }, "PLAN_INVALID", controlplane.ErrInvalid},
-		{"no ssh keys", func(cs *CreateServer) { cs.LoginUser.SSHKeys.SSHKey = nil }, "LOGIN_USER_INVALID", controlplane.ErrInvalid},
-		{"no stock", func(cs *CreateServer) { cs.Plan = "GPU-48xCPU-960GB-4xH100" }, "SERVER_RESOURCES_UNAVAILABLE", controlplane.ErrCapacity},
+		}, "STORAGE_NOT_FOUND", cloudprovider.ErrInvalid},
+		{"cloud-init without metadata", func(cs *CreateServer) { cs.Metadata = false }, "METADATA_DISABLED_ON_CLOUD-INIT", cloudprovider.ErrInvalid},
+		{"unknown zone", func(cs *CreateServer) { cs.Zone = "xx-nowhere1" }, "ZONE_NOT_FOUND", cloudprovider.ErrInvalid},
+		{"plan not sold in zone", func(cs *CreateServer) { cs.Zone = "nl-ams1" }, "PLAN_INVALID", cloudprovider.ErrInvalid},
+		{"no ssh keys", func(cs *CreateServer) { cs.LoginUser.SSHKeys.SSHKey = nil }, "LOGIN_USER_INVALID", cloudprovider.ErrInvalid},
+		{"no stock", func(cs *CreateServer) { cs.Plan = "GPU-48xCPU-960GB-4xH100" }, "SERVER_RESOURCES_UNAVAILABLE", cloudprovider.ErrCapacity},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,7 +238,7 @@ func TestClientCreateErrors(t *testing.T) {
 			if !errors.As(err, &ae) || ae.Code != tc.code || ae.Message == "" {
 				t.Fatalf("err = %v, want code %s", err, tc.code)
 			}
-			if k := controlplane.KindOf(err); k != tc.kind {
+			if k := cloudprovider.KindOf(err); k != tc.kind {
 				t.Errorf("kind %v, want %v", k, tc.kind)
 			}
 		})
@@ -297,10 +297,10 @@ func TestClientGivesUpInUpCloudsShape(t *testing.T) {
 	ct := &countingTransport{next: http.DefaultTransport}
 	cfg.Transport = ct
 	c := newTestClient(t, cfg)
-	_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 100}, ServerErrorStatus: 502})
+	_ = srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{ServerErrors: 100}, ServerErrorStatus: 502})
 	_, err := c.ListPrices(context.Background())
 	var ae *APIError
-	if controlplane.KindOf(err) != controlplane.ErrOther || !errors.As(err, &ae) || ae.Status != 502 || ae.Code != "SERVICE_UNAVAILABLE" {
+	if cloudprovider.KindOf(err) != cloudprovider.ErrOther || !errors.As(err, &ae) || ae.Status != 502 || ae.Code != "SERVICE_UNAVAILABLE" {
 		t.Fatalf("err = %v", err)
 	}
 	if n := ct.n.Load(); n != 5 {
@@ -355,7 +355,7 @@ func keysOf(t *testing.T, raw json.RawMessage) []string {
 // numbers that UpCloud sends as strings are strings.
 func TestEmulatorAnswersInRecordedShapes(t *testing.T) {
 	clock := newFakeClock()
-	_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
+	_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
 	c := newTestClient(t, fastClientConfig(base))
 	ctx := context.Background()
 	raw := func(method, path string, body any) json.RawMessage {
@@ -617,7 +617,7 @@ func TestBackendListWhenPagingIsIgnored(t *testing.T) {
 // one 503 costs one more attempt, not the call. A create is retried on 429 only.
 func TestClientRetriesSafeCalls(t *testing.T) {
 	clock := newFakeClock()
-	srv, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
+	srv, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
 	cfg := fastClientConfig(base)
 	ct := &countingTransport{next: http.DefaultTransport}
 	cfg.Transport = ct
@@ -658,7 +658,7 @@ func TestClientRetriesSafeCalls(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 1}, Match: tc.match}); err != nil {
+			if err := srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{ServerErrors: 1}, Match: tc.match}); err != nil {
 				t.Fatal(err)
 			}
 			before := ct.n.Load()
@@ -678,12 +678,12 @@ func TestClientRetriesSafeCalls(t *testing.T) {
 	}
 	t.Run("create", func(t *testing.T) {
 		cs := testCreateBody("upcloud-vm-retry2", "GPU-8xCPU-64GB-1xL4", "fi-hel2")
-		_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{ServerErrors: 1}, Match: "POST /server"})
+		_ = srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{ServerErrors: 1}, Match: "POST /server"})
 		before := ct.n.Load()
-		if _, err := c.CreateServerRequest(ctx, cs); controlplane.KindOf(err) != controlplane.ErrOther || ct.n.Load()-before != 1 {
+		if _, err := c.CreateServerRequest(ctx, cs); cloudprovider.KindOf(err) != cloudprovider.ErrOther || ct.n.Load()-before != 1 {
 			t.Errorf("a 503 on create: %v after %d attempts, want ErrOther after 1", err, ct.n.Load()-before)
 		}
-		_ = srv.SetCloudFaults(emu.Faults{Faults: emukit.Faults{RateLimited: 1}, Match: "POST /server"})
+		_ = srv.SetCloudFaults(emu.Faults{Faults: simulation.Faults{RateLimited: 1}, Match: "POST /server"})
 		before = ct.n.Load()
 		if _, err := c.CreateServerRequest(ctx, cs); err != nil || ct.n.Load()-before != 2 {
 			t.Errorf("a 429 on create: %v after %d attempts, want success after 2", err, ct.n.Load()-before)

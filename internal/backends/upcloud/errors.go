@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // APIError is an error answer from UpCloud: the HTTP status plus the code and message of either error
@@ -74,88 +74,88 @@ func parseAPIError(h *restclient.HTTPError) *APIError {
 // codeKinds are the error codes whose kind is not told by their suffix (see codeKind). Codes are
 // compared without problem+json's "ERROR_" prefix: "ERROR_SERVICE_ERROR" is SERVICE_ERROR here. The
 // codes come from reference 2.9, the recordings, and the SDK's list of problem types.
-var codeKinds = map[string]controlplane.ErrorKind{
+var codeKinds = map[string]cloudprovider.ErrorKind{
 	// Credentials or permissions.
-	"AUTHENTICATION_FAILED":    controlplane.ErrAuth,
-	"ACCESS_DENIED":            controlplane.ErrAuth,
-	"ACCOUNT_INACTIVE":         controlplane.ErrAuth,
-	"ACCOUNT_FORBIDDEN":        controlplane.ErrAuth,
-	"INSUFFICIENT_PERMISSIONS": controlplane.ErrAuth,
-	"UNAUTHORIZED":             controlplane.ErrAuth,
+	"AUTHENTICATION_FAILED":    cloudprovider.ErrAuth,
+	"ACCESS_DENIED":            cloudprovider.ErrAuth,
+	"ACCOUNT_INACTIVE":         cloudprovider.ErrAuth,
+	"ACCOUNT_FORBIDDEN":        cloudprovider.ErrAuth,
+	"INSUFFICIENT_PERMISSIONS": cloudprovider.ErrAuth,
+	"UNAUTHORIZED":             cloudprovider.ErrAuth,
 	// Money and account limits (the *_LIMIT_REACHED codes by suffix).
-	"INSUFFICIENT_CREDITS": controlplane.ErrQuota,
-	"TRIAL_PLAN":           controlplane.ErrQuota,
+	"INSUFFICIENT_CREDITS": cloudprovider.ErrQuota,
+	"TRIAL_PLAN":           cloudprovider.ErrQuota,
 	// A request that names a zone that does not exist is malformed, not a missing object.
-	"ZONE_NOT_FOUND":                  controlplane.ErrInvalid,
-	"METADATA_DISABLED_ON_CLOUD-INIT": controlplane.ErrInvalid,
-	"VALIDATION_ERROR":                controlplane.ErrInvalid,
-	"DUPLICATE_LABEL_KEYS":            controlplane.ErrInvalid,
-	"UNKNOWN_ATTRIBUTE":               controlplane.ErrInvalid,
-	"MULTIPLE_TEMPLATES":              controlplane.ErrInvalid,
-	"TOO_MANY_BOOT_DISKS":             controlplane.ErrInvalid,
-	"ZONE_MISMATCH":                   controlplane.ErrInvalid,
-	"PUBLIC_STORAGE_ATTACH":           controlplane.ErrInvalid,
-	"WINDOWS_NOT_AVAILABLE":           controlplane.ErrInvalid,
-	"METHOD_NOT_ALLOWED":              controlplane.ErrInvalid,
+	"ZONE_NOT_FOUND":                  cloudprovider.ErrInvalid,
+	"METADATA_DISABLED_ON_CLOUD-INIT": cloudprovider.ErrInvalid,
+	"VALIDATION_ERROR":                cloudprovider.ErrInvalid,
+	"DUPLICATE_LABEL_KEYS":            cloudprovider.ErrInvalid,
+	"UNKNOWN_ATTRIBUTE":               cloudprovider.ErrInvalid,
+	"MULTIPLE_TEMPLATES":              cloudprovider.ErrInvalid,
+	"TOO_MANY_BOOT_DISKS":             cloudprovider.ErrInvalid,
+	"ZONE_MISMATCH":                   cloudprovider.ErrInvalid,
+	"PUBLIC_STORAGE_ATTACH":           cloudprovider.ErrInvalid,
+	"WINDOWS_NOT_AVAILABLE":           cloudprovider.ErrInvalid,
+	"METHOD_NOT_ALLOWED":              cloudprovider.ErrInvalid,
 	// The service failed (a 403 SERVICE_ERROR "cannot be deleted" is no credential problem).
-	"SERVICE_ERROR":         controlplane.ErrOther,
-	"INTERNAL_ERROR":        controlplane.ErrOther,
-	"INTERNAL_SERVER_ERROR": controlplane.ErrOther,
-	"SERVICE_UNAVAILABLE":   controlplane.ErrOther,
-	"TOO_MANY_REQUESTS":     controlplane.ErrOther,
+	"SERVICE_ERROR":         cloudprovider.ErrOther,
+	"INTERNAL_ERROR":        cloudprovider.ErrOther,
+	"INTERNAL_SERVER_ERROR": cloudprovider.ErrOther,
+	"SERVICE_UNAVAILABLE":   cloudprovider.ErrOther,
+	"TOO_MANY_REQUESTS":     cloudprovider.ErrOther,
 }
 
 // codeKind is the kind an UpCloud error code names; ok is false for a code that names none (or no
 // code), whose kind the HTTP status decides. After codeKinds, the suffix decides: *_NOT_FOUND is not
 // found, *_LIMIT_REACHED quota, *_RESOURCES_UNAVAILABLE capacity, and INVALID_*, *_INVALID,
 // *_ILLEGAL, *_MISSING an invalid request.
-func codeKind(code string) (kind controlplane.ErrorKind, ok bool) {
+func codeKind(code string) (kind cloudprovider.ErrorKind, ok bool) {
 	c := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(code)), "ERROR_")
 	if c == "" {
-		return controlplane.ErrOther, false
+		return cloudprovider.ErrOther, false
 	}
 	if k, ok := codeKinds[c]; ok {
 		return k, true
 	}
 	switch {
 	case c == "NOT_FOUND" || strings.HasSuffix(c, "_NOT_FOUND"):
-		return controlplane.ErrNotFound, true
+		return cloudprovider.ErrNotFound, true
 	case strings.HasSuffix(c, "_LIMIT_REACHED"):
-		return controlplane.ErrQuota, true
+		return cloudprovider.ErrQuota, true
 	case strings.HasSuffix(c, "_RESOURCES_UNAVAILABLE"):
-		return controlplane.ErrCapacity, true
+		return cloudprovider.ErrCapacity, true
 	case strings.HasPrefix(c, "INVALID_"), strings.HasSuffix(c, "_INVALID"), strings.HasSuffix(c, "_ILLEGAL"),
 		strings.HasSuffix(c, "_MISSING"):
-		return controlplane.ErrInvalid, true
+		return cloudprovider.ErrInvalid, true
 	}
-	return controlplane.ErrOther, false
+	return cloudprovider.ErrOther, false
 }
 
 // kindOf classifies an UpCloud error answer: the error code decides when it names a kind (codeKind),
 // the HTTP status only when it does not.
-func kindOf(e *APIError) controlplane.ErrorKind {
+func kindOf(e *APIError) cloudprovider.ErrorKind {
 	if k, ok := codeKind(e.Code); ok {
 		return k
 	}
 	switch {
 	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
-		return controlplane.ErrAuth
+		return cloudprovider.ErrAuth
 	case e.Status == http.StatusPaymentRequired:
-		return controlplane.ErrQuota
+		return cloudprovider.ErrQuota
 	case e.Status == http.StatusNotFound:
-		return controlplane.ErrNotFound
+		return cloudprovider.ErrNotFound
 	case e.Status == http.StatusTooManyRequests || e.Status >= 500:
-		return controlplane.ErrOther
+		return cloudprovider.ErrOther
 	case e.Status >= 400:
-		return controlplane.ErrInvalid
+		return cloudprovider.ErrInvalid
 	}
-	return controlplane.ErrOther
+	return cloudprovider.ErrOther
 }
 
-// classify turns any client error into a *controlplane.Error; HTTP answers become *APIError inside it
+// classify turns any client error into a *cloudprovider.Error; HTTP answers become *APIError inside it
 // (UpCloud's message is kept; credentials never appear in it, as they travel only in a header).
 func classify(op string, err error) error {
-	return restclient.Classify(CloudName, op, err, func(h *restclient.HTTPError) (controlplane.ErrorKind, error) {
+	return restclient.Classify(CloudName, op, err, func(h *restclient.HTTPError) (cloudprovider.ErrorKind, error) {
 		ae := parseAPIError(h)
 		return kindOf(ae), ae
 	})

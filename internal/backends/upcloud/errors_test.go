@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // problemBody is an RFC 7807 answer as UpCloud's newer endpoints send it.
@@ -32,54 +32,54 @@ func TestErrorKinds(t *testing.T) {
 		status int
 		body   string
 		code   string
-		kind   controlplane.ErrorKind
+		kind   cloudprovider.ErrorKind
 	}
 	var cases []tc
 	for _, r := range []struct {
 		file string
 		code string
-		kind controlplane.ErrorKind
+		kind cloudprovider.ErrorKind
 	}{
-		{"error.server-invalid.400.json", "SERVER_INVALID", controlplane.ErrInvalid},
-		{"error.storage-not-found.404.json", "STORAGE_NOT_FOUND", controlplane.ErrNotFound},
-		{"error.tag-not-found.404.json", "TAG_NOT_FOUND", controlplane.ErrNotFound},
-		{"error.problem-json-not-found.404.json", "ERROR_RESOURCE_NOT_FOUND", controlplane.ErrNotFound},
-		{"handwritten.error.problem-validation.json", "ERROR_INVALID_REQUEST", controlplane.ErrInvalid},
+		{"error.server-invalid.400.json", "SERVER_INVALID", cloudprovider.ErrInvalid},
+		{"error.storage-not-found.404.json", "STORAGE_NOT_FOUND", cloudprovider.ErrNotFound},
+		{"error.tag-not-found.404.json", "TAG_NOT_FOUND", cloudprovider.ErrNotFound},
+		{"error.problem-json-not-found.404.json", "ERROR_RESOURCE_NOT_FOUND", cloudprovider.ErrNotFound},
+		{"handwritten.error.problem-validation.json", "ERROR_INVALID_REQUEST", cloudprovider.ErrInvalid},
 	} {
 		status, body := recorded(r.file)
 		cases = append(cases, tc{"recorded " + r.file, status, body, r.code, r.kind})
 	}
 	cases = append(cases, []tc{
 		// The issue's case: a 403 that is no credential problem.
-		{"403 problem+json service error", 403, problemBody("ERROR_SERVICE_ERROR", "Server cannot be deleted.", 403), "ERROR_SERVICE_ERROR", controlplane.ErrOther},
-		{"403 classic service error", 403, classicBody("SERVICE_ERROR", "The server cannot be deleted."), "SERVICE_ERROR", controlplane.ErrOther},
-		{"401 authentication failed", 401, classicBody("AUTHENTICATION_FAILED", "Authentication failed using the given username and password."), "AUTHENTICATION_FAILED", controlplane.ErrAuth},
-		{"403 access denied", 403, classicBody("ACCESS_DENIED", "Access denied."), "ACCESS_DENIED", controlplane.ErrAuth},
-		{"401 problem+json authentication failed", 401, problemBody("ERROR_AUTHENTICATION_FAILED", "Authentication failed.", 401), "ERROR_AUTHENTICATION_FAILED", controlplane.ErrAuth},
-		{"404 server not found", 404, classicBody("SERVER_NOT_FOUND", "The server 00aa does not exist."), "SERVER_NOT_FOUND", controlplane.ErrNotFound},
-		{"400 zone not found names the request's zone", 404, classicBody("ZONE_NOT_FOUND", "The zone xx-nowhere1 does not exist."), "ZONE_NOT_FOUND", controlplane.ErrInvalid},
-		{"402 insufficient credits", 402, classicBody("INSUFFICIENT_CREDITS", "Not enough credits."), "INSUFFICIENT_CREDITS", controlplane.ErrQuota},
-		{"403 insufficient credits", 403, classicBody("INSUFFICIENT_CREDITS", "Not enough credits."), "INSUFFICIENT_CREDITS", controlplane.ErrQuota},
-		{"403 trial plan", 403, classicBody("TRIAL_PLAN", "Trial accounts cannot use this plan."), "TRIAL_PLAN", controlplane.ErrQuota},
-		{"409 creating limit", 409, classicBody("SERVER_CREATING_LIMIT_REACHED", "Too many servers being created."), "SERVER_CREATING_LIMIT_REACHED", controlplane.ErrQuota},
-		{"403 core limit", 403, classicBody("SERVER_CORE_LIMIT_REACHED", "Core limit reached."), "SERVER_CORE_LIMIT_REACHED", controlplane.ErrQuota},
-		{"409 no capacity", 409, classicBody("SERVER_RESOURCES_UNAVAILABLE", "Not enough resources."), "SERVER_RESOURCES_UNAVAILABLE", controlplane.ErrCapacity},
-		{"409 storage capacity", 409, classicBody("STORAGE_RESOURCES_UNAVAILABLE", "Not enough storage."), "STORAGE_RESOURCES_UNAVAILABLE", controlplane.ErrCapacity},
-		{"409 state illegal", 409, classicBody("SERVER_STATE_ILLEGAL", "The server is started."), "SERVER_STATE_ILLEGAL", controlplane.ErrInvalid},
-		{"400 plan core number illegal", 400, classicBody("PLAN_CORE_NUMBER_ILLEGAL", "Plan and core_number together."), "PLAN_CORE_NUMBER_ILLEGAL", controlplane.ErrInvalid},
-		{"403 invalid label key", 403, problemBody("ERROR_INVALID_LABEL_KEY", "Invalid label key.", 403), "ERROR_INVALID_LABEL_KEY", controlplane.ErrInvalid},
-		{"400 size missing", 400, classicBody("SIZE_MISSING", "The size is missing."), "SIZE_MISSING", controlplane.ErrInvalid},
-		{"400 metadata on cloud-init", 400, classicBody("METADATA_DISABLED_ON_CLOUD-INIT", "Metadata is required."), "METADATA_DISABLED_ON_CLOUD-INIT", controlplane.ErrInvalid},
-		{"503 in UpCloud's shape", 503, classicBody("SERVICE_UNAVAILABLE", "Try again."), "SERVICE_UNAVAILABLE", controlplane.ErrOther},
+		{"403 problem+json service error", 403, problemBody("ERROR_SERVICE_ERROR", "Server cannot be deleted.", 403), "ERROR_SERVICE_ERROR", cloudprovider.ErrOther},
+		{"403 classic service error", 403, classicBody("SERVICE_ERROR", "The server cannot be deleted."), "SERVICE_ERROR", cloudprovider.ErrOther},
+		{"401 authentication failed", 401, classicBody("AUTHENTICATION_FAILED", "Authentication failed using the given username and password."), "AUTHENTICATION_FAILED", cloudprovider.ErrAuth},
+		{"403 access denied", 403, classicBody("ACCESS_DENIED", "Access denied."), "ACCESS_DENIED", cloudprovider.ErrAuth},
+		{"401 problem+json authentication failed", 401, problemBody("ERROR_AUTHENTICATION_FAILED", "Authentication failed.", 401), "ERROR_AUTHENTICATION_FAILED", cloudprovider.ErrAuth},
+		{"404 server not found", 404, classicBody("SERVER_NOT_FOUND", "The server 00aa does not exist."), "SERVER_NOT_FOUND", cloudprovider.ErrNotFound},
+		{"400 zone not found names the request's zone", 404, classicBody("ZONE_NOT_FOUND", "The zone xx-nowhere1 does not exist."), "ZONE_NOT_FOUND", cloudprovider.ErrInvalid},
+		{"402 insufficient credits", 402, classicBody("INSUFFICIENT_CREDITS", "Not enough credits."), "INSUFFICIENT_CREDITS", cloudprovider.ErrQuota},
+		{"403 insufficient credits", 403, classicBody("INSUFFICIENT_CREDITS", "Not enough credits."), "INSUFFICIENT_CREDITS", cloudprovider.ErrQuota},
+		{"403 trial plan", 403, classicBody("TRIAL_PLAN", "Trial accounts cannot use this plan."), "TRIAL_PLAN", cloudprovider.ErrQuota},
+		{"409 creating limit", 409, classicBody("SERVER_CREATING_LIMIT_REACHED", "Too many servers being created."), "SERVER_CREATING_LIMIT_REACHED", cloudprovider.ErrQuota},
+		{"403 core limit", 403, classicBody("SERVER_CORE_LIMIT_REACHED", "Core limit reached."), "SERVER_CORE_LIMIT_REACHED", cloudprovider.ErrQuota},
+		{"409 no capacity", 409, classicBody("SERVER_RESOURCES_UNAVAILABLE", "Not enough resources."), "SERVER_RESOURCES_UNAVAILABLE", cloudprovider.ErrCapacity},
+		{"409 storage capacity", 409, classicBody("STORAGE_RESOURCES_UNAVAILABLE", "Not enough storage."), "STORAGE_RESOURCES_UNAVAILABLE", cloudprovider.ErrCapacity},
+		{"409 state illegal", 409, classicBody("SERVER_STATE_ILLEGAL", "The server is started."), "SERVER_STATE_ILLEGAL", cloudprovider.ErrInvalid},
+		{"400 plan core number illegal", 400, classicBody("PLAN_CORE_NUMBER_ILLEGAL", "Plan and core_number together."), "PLAN_CORE_NUMBER_ILLEGAL", cloudprovider.ErrInvalid},
+		{"403 invalid label key", 403, problemBody("ERROR_INVALID_LABEL_KEY", "Invalid label key.", 403), "ERROR_INVALID_LABEL_KEY", cloudprovider.ErrInvalid},
+		{"400 size missing", 400, classicBody("SIZE_MISSING", "The size is missing."), "SIZE_MISSING", cloudprovider.ErrInvalid},
+		{"400 metadata on cloud-init", 400, classicBody("METADATA_DISABLED_ON_CLOUD-INIT", "Metadata is required."), "METADATA_DISABLED_ON_CLOUD-INIT", cloudprovider.ErrInvalid},
+		{"503 in UpCloud's shape", 503, classicBody("SERVICE_UNAVAILABLE", "Try again."), "SERVICE_UNAVAILABLE", cloudprovider.ErrOther},
 		// No code that names a kind: the status decides.
-		{"403 unknown code", 403, classicBody("SOMETHING_NEW", "Forbidden."), "SOMETHING_NEW", controlplane.ErrAuth},
-		{"403 forbidden server", 403, classicBody("SERVER_FORBIDDEN", "No access to this server."), "SERVER_FORBIDDEN", controlplane.ErrAuth},
-		{"401 no body", 401, "", "", controlplane.ErrAuth},
-		{"404 html", 404, "<html>not found</html>", "", controlplane.ErrNotFound},
-		{"429 no body", 429, "", "", controlplane.ErrOther},
-		{"502 text", 502, "bad gateway", "", controlplane.ErrOther},
-		{"400 problem without fragment", 400, `{"type":"VALIDATION_ERROR","title":"Validation failed.","status":400}`, "VALIDATION_ERROR", controlplane.ErrInvalid},
-		{"409 problem with an about:blank type", 409, `{"type":"about:blank","title":"Conflict","status":409}`, "", controlplane.ErrInvalid},
+		{"403 unknown code", 403, classicBody("SOMETHING_NEW", "Forbidden."), "SOMETHING_NEW", cloudprovider.ErrAuth},
+		{"403 forbidden server", 403, classicBody("SERVER_FORBIDDEN", "No access to this server."), "SERVER_FORBIDDEN", cloudprovider.ErrAuth},
+		{"401 no body", 401, "", "", cloudprovider.ErrAuth},
+		{"404 html", 404, "<html>not found</html>", "", cloudprovider.ErrNotFound},
+		{"429 no body", 429, "", "", cloudprovider.ErrOther},
+		{"502 text", 502, "bad gateway", "", cloudprovider.ErrOther},
+		{"400 problem without fragment", 400, `{"type":"VALIDATION_ERROR","title":"Validation failed.","status":400}`, "VALIDATION_ERROR", cloudprovider.ErrInvalid},
+		{"409 problem with an about:blank type", 409, `{"type":"about:blank","title":"Conflict","status":409}`, "", cloudprovider.ErrInvalid},
 	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,7 +91,7 @@ func TestErrorKinds(t *testing.T) {
 			if c.body != "" && ae.Message == "" {
 				t.Errorf("message lost: %v", err)
 			}
-			if k := controlplane.KindOf(err); k != c.kind {
+			if k := cloudprovider.KindOf(err); k != c.kind {
 				t.Errorf("kind %v, want %v (%v)", k, c.kind, err)
 			}
 		})
@@ -108,7 +108,7 @@ func TestCreateNotFoundIsInvalid(t *testing.T) {
 	c := newTestClient(t, fastClientConfig(serveReplay(t, rs)))
 	_, err := c.CreateServerRequest(t.Context(), testCreateBody("upcloud-vm-x", "GPU-8xCPU-64GB-1xL40S", "fi-hel2"))
 	var ae *APIError
-	if controlplane.KindOf(err) != controlplane.ErrInvalid || !errors.As(err, &ae) || ae.Code != "STORAGE_NOT_FOUND" {
+	if cloudprovider.KindOf(err) != cloudprovider.ErrInvalid || !errors.As(err, &ae) || ae.Code != "STORAGE_NOT_FOUND" {
 		t.Fatalf("err = %v, want an invalid request keeping STORAGE_NOT_FOUND", err)
 	}
 }

@@ -20,9 +20,9 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // recording is one file of testdata/recorded (copied from the shared reference recordings).
@@ -97,14 +97,14 @@ func wantNoErr(t *testing.T, err error) {
 }
 
 // wantAPIError checks a recorded error answer: its code, its message and the kind the code decides.
-func wantAPIError(code string, kind controlplane.ErrorKind) func(t *testing.T, _ any, err error) {
+func wantAPIError(code string, kind cloudprovider.ErrorKind) func(t *testing.T, _ any, err error) {
 	return func(t *testing.T, _ any, err error) {
 		t.Helper()
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.Code != code || ae.Message == "" {
 			t.Fatalf("err = %v, want UpCloud's %s with its message", err, code)
 		}
-		if k := controlplane.KindOf(err); k != kind {
+		if k := cloudprovider.KindOf(err); k != kind {
 			t.Errorf("kind %v, want %v", k, kind)
 		}
 	}
@@ -200,7 +200,7 @@ var replayCases = map[string]replayCase{
 			if _, ok := z.Items["name"]; ok {
 				t.Error("the zone name was read as a price item")
 			}
-			if usd, ok := planPrice(l, "fi-hel1", "1xCPU-1GB", 1); !ok || usd <= 0 {
+			if usd, ok := (&Backend{cfg: Config{EURToUSD: 1}}).planPrice(l, "fi-hel1", "1xCPU-1GB"); !ok || usd <= 0 {
 				t.Errorf("planPrice = %v, %v", usd, ok)
 			}
 		},
@@ -379,26 +379,26 @@ var replayCases = map[string]replayCase{
 	},
 	"error.server-invalid.400.json": {
 		call:     func(ctx context.Context, c *Client, _ string) (any, error) { return c.StartServer(ctx, "invalid") },
-		check:    wantAPIError("SERVER_INVALID", controlplane.ErrInvalid),
+		check:    wantAPIError("SERVER_INVALID", cloudprovider.ErrInvalid),
 		sameBody: true,
 	},
 	"error.storage-not-found.404.json": {
 		call: func(ctx context.Context, c *Client, id string) (any, error) {
 			return nil, c.call(ctx, "reading storage", restclient.Request{Method: http.MethodGet, Path: "/storage/" + id}, &StorageDetails{})
 		},
-		check: wantAPIError("STORAGE_NOT_FOUND", controlplane.ErrNotFound),
+		check: wantAPIError("STORAGE_NOT_FOUND", cloudprovider.ErrNotFound),
 	},
 	"error.tag-not-found.404.json": {
 		call: func(ctx context.Context, c *Client, _ string) (any, error) {
 			return nil, c.call(ctx, "deleting tag", restclient.Request{Method: http.MethodDelete, Path: "/tag/testTag"}, nil)
 		},
-		check: wantAPIError("TAG_NOT_FOUND", controlplane.ErrNotFound),
+		check: wantAPIError("TAG_NOT_FOUND", cloudprovider.ErrNotFound),
 	},
 	"error.problem-json-not-found.404.json": {
 		call: func(ctx context.Context, c *Client, id string) (any, error) {
 			return nil, c.call(ctx, "reading file storage", restclient.Request{Method: http.MethodGet, Path: "/file-storage/" + id}, nil)
 		},
-		check: wantAPIError("ERROR_RESOURCE_NOT_FOUND", controlplane.ErrNotFound),
+		check: wantAPIError("ERROR_RESOURCE_NOT_FOUND", cloudprovider.ErrNotFound),
 	},
 	// Recorded for "any 1.3 endpoint": a create is where a validation problem would meet hydra.
 	"handwritten.error.problem-validation.json": {
@@ -406,7 +406,7 @@ var replayCases = map[string]replayCase{
 			return c.CreateServerRequest(ctx, testCreateBody("upcloud-vm-x", "GPU-8xCPU-64GB-1xL40S", "fi-hel2"))
 		},
 		check: func(t *testing.T, got any, err error) {
-			wantAPIError("ERROR_INVALID_REQUEST", controlplane.ErrInvalid)(t, got, err)
+			wantAPIError("ERROR_INVALID_REQUEST", cloudprovider.ErrInvalid)(t, got, err)
 			if !strings.Contains(err.Error(), "default_backend: Backend doesn't exist.") {
 				t.Errorf("invalid_params lost: %v", err)
 			}
@@ -830,7 +830,7 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 			"TestRecordedReplay and TestErrorKinds read it with the client",
 	}
 	clock := newFakeClock()
-	_, base := startEmulator(t, emu.Options{Options: emukit.Options{Now: clock.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second})
+	_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second})
 	root := strings.TrimSuffix(base, emu.APIPrefix)
 	ids := map[string]string{} // recorded uuid -> the emulator's
 	send := func(method, path, rawQuery string, body []byte) emuCall {

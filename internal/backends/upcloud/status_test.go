@@ -3,24 +3,24 @@ package upcloud
 import (
 	"testing"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestMapState(t *testing.T) {
 	cases := []struct {
 		state   string
 		ip      string
-		want    controlplane.Status
+		want    cloudprovider.Status
 		wantMsg bool
 	}{
-		{"maintenance", "", controlplane.StatusPending, false},
-		{"maintenance", "94.237.1.2", controlplane.StatusPending, false},
-		{"started", "", controlplane.StatusPending, false},
-		{"started", "94.237.1.2", controlplane.StatusRunning, false},
-		{"STARTED", "94.237.1.2", controlplane.StatusRunning, false},
-		{"stopped", "94.237.1.2", controlplane.StatusError, true},
-		{"error", "", controlplane.StatusError, true},
-		{"something-new", "94.237.1.2", controlplane.StatusPending, false},
+		{"maintenance", "", cloudprovider.StatusPending, false},
+		{"maintenance", "94.237.1.2", cloudprovider.StatusPending, false},
+		{"started", "", cloudprovider.StatusPending, false},
+		{"started", "94.237.1.2", cloudprovider.StatusRunning, false},
+		{"STARTED", "94.237.1.2", cloudprovider.StatusRunning, false},
+		{"stopped", "94.237.1.2", cloudprovider.StatusError, true},
+		{"error", "", cloudprovider.StatusError, true},
+		{"something-new", "94.237.1.2", cloudprovider.StatusPending, false},
 	}
 	for _, tc := range cases {
 		got, msg := mapState(tc.state, tc.ip)

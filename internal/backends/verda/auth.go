@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 const tokenPath = "/oauth2/token"
@@ -155,10 +155,10 @@ func wantsForm(body []byte) bool {
 // classifyAuth classifies a failed client-credentials grant: any 4xx means the credentials are wrong.
 func classifyAuth(op string, err error) error {
 	err = classify(op, err)
-	var ce *controlplane.Error
+	var ce *cloudprovider.Error
 	if errors.As(err, &ce) {
 		if re, ok := asResponseError(err); ok && re.Status >= 400 && re.Status < 500 && re.Status != http.StatusTooManyRequests {
-			ce.Kind = controlplane.ErrAuth
+			ce.Kind = cloudprovider.ErrAuth
 		}
 	}
 	return err

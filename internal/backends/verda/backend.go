@@ -21,7 +21,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/gpuname"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
@@ -60,7 +60,7 @@ type Config struct {
 	// whatever is asked; every entry's own currency field decides the conversion.
 	Currency string
 	// EURToUSD converts catalog prices Verda answers in EUR into US dollars (default 1.08 USD per EUR),
-	// rounded up once to the cent like UpCloud's euro prices (money.Converted). It is a fixed rate, not
+	// rounded up once to the cent (money.Exchange). It is a fixed rate, not
 	// a live one: set it when the exchange rate moves.
 	EURToUSD float64
 	// Image is the OS image for new instances (an image_type or image id; default
@@ -104,11 +104,11 @@ type Backend struct {
 	keysMu  sync.Mutex       // serialises SSH key registration, so two creates never add one key twice
 }
 
-// The Verda backend does not implement controlplane.OwnershipConfirmer: Verda's API has no documented
+// The Verda backend does not implement cloudprovider.OwnershipConfirmer: Verda's API has no documented
 // call that changes an instance's description or tags after creation, so the ownership record is
 // written once at create (description and tags, Owner.Confirmed false) and the cloud-side name carries
 // it as well.
-var _ controlplane.InstanceManagerBackend = (*Backend)(nil)
+var _ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
 
 // New builds the Verda backend. inv maps Verda's GPU names onto hydra's types.
 func New(cfg Config, inv *inventory.Inventory, logger hclog.Logger) (*Backend, error) {
@@ -183,9 +183,9 @@ func cloudGPU(t InstanceType) string {
 // gpu_memory.size_in_gigabytes (Verda's total for all GPUs) divided by gpu.number_of_gpus, else as the
 // gpu description or name states it; vCPUs from cpu.number_of_cores and RAM from
 // memory.size_in_gigabytes. An instance object has no name or model (pass ""): its gpu description says it.
-func hardware(name, model string, gpu GPU, gpuMemory Size, cpu CPU, memory Size) controlplane.Hardware {
+func hardware(name, model string, gpu GPU, gpuMemory Size, cpu CPU, memory Size) cloudprovider.Hardware {
 	desc := countPrefix.ReplaceAllString(gpu.Description, "")
-	hw := controlplane.Hardware{
+	hw := cloudprovider.Hardware{
 		FormFactor: gpuname.FormFactor(desc, name, model),
 		VCPUs:      max(cpu.NumberOfCores, 0),
 		MemoryGB:   max(memory.SizeInGigabytes, 0),
@@ -200,28 +200,15 @@ func hardware(name, model string, gpu GPU, gpuMemory Size, cpu CPU, memory Size)
 	return hw
 }
 
-// toUSD converts a catalog price into US dollars. A dollar price is taken exactly, to the micro-dollar
-// (its digits are the cloud's own). A euro price is converted at EURToUSD and rounded up once to the
-// cent with money.Converted, the rule UpCloud's euro prices follow (money.ConvertedCents): a converted
-// price never shows digits the conversion invented and is never below the exact product, so a euro
-// offer converting to 2.925 is 2.93, loses to a dollar offer at 2.929 and is above a cap of 2.925. An
-// entry without a currency is in the currency asked. ok is false for an unknown currency or a price no
-// cloud would ask.
+// toUSD converts a catalog price into US dollars (money.Exchange: dollars as written, euros converted
+// at EURToUSD and rounded up once to the cent, so a euro offer converting to 2.925 is 2.93). An entry
+// without a currency is in the currency asked. ok is false for an unknown currency or a price no cloud
+// would ask.
 func (b *Backend) toUSD(price float64, currency string) (money.USD, bool) {
-	var (
-		u   money.USD
-		err error
-	)
-	switch strings.ToLower(strings.TrimSpace(currency)) {
-	case "":
-		return b.toUSD(price, b.cfg.Currency)
-	case "usd":
-		u, err = money.FromFloat(price)
-	case "eur":
-		u, err = money.Converted(price, b.cfg.EURToUSD)
-	default:
-		return 0, false
+	if strings.TrimSpace(currency) == "" {
+		currency = b.cfg.Currency
 	}
+	u, err := money.Exchange{EURToUSD: b.cfg.EURToUSD}.ToUSD(price, currency, false)
 	return u, err == nil
 }
 
@@ -231,7 +218,7 @@ func (b *Backend) toUSD(price float64, currency string) (money.USD, bool) {
 // GPUType "" (the control plane reports it and never ranks it). CPU-only types, types missing from the
 // catalog, types with more GPUs than the inventory allows and types without a price are left out.
 // Verda only says yes or no, so Available is -1.
-func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
+func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	var (
 		types          []InstanceType
 		onDemand, spot []LocationAvailability
@@ -262,7 +249,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 	b.typeGPU, b.typeCurr = gpuOf, currOf
 	b.mu.Unlock()
 
-	var offers []controlplane.Offer
+	var offers []cloudprovider.Offer
 	seen := map[string]bool{}
 	add := func(list []LocationAvailability, isSpot bool) {
 		for _, loc := range list {
@@ -295,7 +282,7 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 				if currency == "" {
 					currency = b.cfg.Currency
 				}
-				offers = append(offers, controlplane.Offer{
+				offers = append(offers, cloudprovider.Offer{
 					Cloud:        CloudName,
 					Region:       loc.LocationCode,
 					InstanceType: name,
@@ -323,8 +310,8 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 }
 
 // Create deploys one instance from an offer, with req.Name as its hostname so List finds it again,
-// and the ownership record as its description (controlplane.OwnerDescription; Verda requires a
-// non-empty one) and its tags (controlplane.OwnerLabels as {key, value}).
+// and the ownership record as its description (cloudprovider.OwnerDescription; Verda requires a
+// non-empty one) and its tags (cloudprovider.OwnerLabels as {key, value}).
 //
 // Create is idempotent by name (createonce): creates of one name in this process run one at a time,
 // and each first looks for a live instance with that hostname and returns it. An offer whose price (as planned, or as
@@ -333,10 +320,10 @@ func (b *Backend) Offers(ctx context.Context) ([]controlplane.Offer, error) {
 // after a 5xx or a timeout; Create then looks for the instance by name once and returns it if Verda did
 // create it, else the unknown-outcome error (ErrOther). Create returns as soon as Verda has accepted the
 // order (status ordered: pending).
-func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (controlplane.Instance, error) {
+func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	if req.Name == "" {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op, "no instance name")
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
 	}
 	instanceType := req.Offer.Details[DetailInstanceType]
 	if instanceType == "" {
@@ -347,13 +334,13 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 		location = req.Offer.Region
 	}
 	if instanceType == "" || location == "" {
-		return controlplane.Instance{}, controlplane.Errorf(controlplane.ErrInvalid, CloudName, op,
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 			"the offer names no instance type or location code")
 	}
 	var keyIDs []string
 	inst, _, err := b.creates.Do(ctx, createonce.Steps{
 		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
-		Find: func(ctx context.Context) (controlplane.Instance, bool, error) { return b.findByName(ctx, req.Name) },
+		Find: func(ctx context.Context) (cloudprovider.Instance, bool, error) { return b.findByName(ctx, req.Name) },
 		Prepare: func(ctx context.Context) (err error) {
 			if err := b.checkPrice(ctx, req, instanceType); err != nil {
 				return err
@@ -361,7 +348,7 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 			keyIDs, err = b.ensureSSHKeys(ctx, req.SSHPublicKeys)
 			return err
 		},
-		Create: func(ctx context.Context) (controlplane.Instance, error) {
+		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
 			return b.createInstance(ctx, req, instanceType, location, keyIDs)
 		},
 	})
@@ -370,12 +357,12 @@ func (b *Backend) Create(ctx context.Context, req controlplane.CreateRequest) (c
 
 // createInstance orders the instance (once more with the fallback image when Verda refuses the image
 // for the instance type) and returns it as Verda answers it, or as ordered when the read fails.
-func (b *Backend) createInstance(ctx context.Context, req controlplane.CreateRequest, instanceType, location string, keyIDs []string) (controlplane.Instance, error) {
+func (b *Backend) createInstance(ctx context.Context, req cloudprovider.CreateRequest, instanceType, location string, keyIDs []string) (cloudprovider.Instance, error) {
 	body := CreateInstanceRequest{
 		InstanceType: instanceType,
 		Image:        b.cfg.Image,
 		Hostname:     req.Name,
-		Description:  controlplane.OwnerDescription(req.Owner),
+		Description:  cloudprovider.OwnerDescription(req.Owner),
 		LocationCode: location,
 		SSHKeyIDs:    keyIDs,
 		OSVolume:     &OSVolume{Name: "OS volume", Size: b.cfg.OSVolumeSizeGiB},
@@ -396,13 +383,13 @@ func (b *Backend) createInstance(ctx context.Context, req controlplane.CreateReq
 	}
 	if err != nil {
 		// An unknown outcome (a 5xx or a lost answer) is looked for by name: Verda may have created it.
-		return controlplane.Instance{}, err
+		return cloudprovider.Instance{}, err
 	}
 	b.log.Info("instance ordered", "name", req.Name, "id", id, "instance_type", instanceType, "location", location, "spot", req.Offer.Spot)
 	if in, err := b.client.Instance(ctx, id); err == nil {
 		return b.toInstance(in), nil
 	}
-	return controlplane.Instance{
+	return cloudprovider.Instance{
 		ID:           id,
 		Name:         req.Name,
 		Cloud:        CloudName,
@@ -413,7 +400,7 @@ func (b *Backend) createInstance(ctx context.Context, req controlplane.CreateReq
 		Hardware:     req.Offer.Hardware,
 		Spot:         req.Offer.Spot,
 		PricePerHour: req.Offer.PricePerHour,
-		Status:       controlplane.StatusPending,
+		Status:       cloudprovider.StatusPending,
 		CloudStatus:  StatusOrdered,
 		Owner:        req.Owner,
 	}, nil
@@ -424,9 +411,9 @@ const maxTags = 10
 
 // ownerTags is the ownership record as Verda tags. Labels without a value (a request without an
 // ownership record) are left out.
-func ownerTags(o controlplane.Ownership) []Tag {
+func ownerTags(o cloudprovider.Ownership) []Tag {
 	var tags []Tag
-	for _, kv := range controlplane.OwnerLabels(o) {
+	for _, kv := range cloudprovider.OwnerLabels(o) {
 		if kv[1] != "" && len(tags) < maxTags {
 			tags = append(tags, Tag{Key: kv[0], Value: kv[1]})
 		}
@@ -435,8 +422,8 @@ func ownerTags(o controlplane.Ownership) []Tag {
 }
 
 // ownerOf reads the ownership record back: from the tags, else from the description.
-func ownerOf(in Instance) controlplane.Ownership {
-	if o, ok := controlplane.OwnerFromLabels(func(key string) (string, bool) {
+func ownerOf(in Instance) cloudprovider.Ownership {
+	if o, ok := cloudprovider.OwnerFromLabels(func(key string) (string, bool) {
 		for _, t := range in.Tags {
 			if t.Key == key {
 				return t.Value, true
@@ -446,27 +433,23 @@ func ownerOf(in Instance) controlplane.Ownership {
 	}); ok {
 		return o
 	}
-	o, _ := controlplane.OwnerFromDescription(in.Description)
+	o, _ := cloudprovider.OwnerFromDescription(in.Description)
 	return o
 }
 
 // findByName returns the live (not terminated) instance whose hostname is name, if there is one. When
 // several are (made outside hydra), the oldest is returned.
-func (b *Backend) findByName(ctx context.Context, name string) (controlplane.Instance, bool, error) {
+func (b *Backend) findByName(ctx context.Context, name string) (cloudprovider.Instance, bool, error) {
 	return createonce.FindByName(ctx, name, b.List, nil, nil)
 }
 
-// checkPrice refuses (ErrCapacity) an offer whose price is above req.MaxPricePerHour: the price the
-// offer was planned at, or the catalog's price now, which Verda may have changed since.
-func (b *Backend) checkPrice(ctx context.Context, req controlplane.CreateRequest, instanceType string) error {
+// checkPrice refuses (ErrCapacity) an offer whose price in the catalog now, which Verda may have
+// changed since the plan, is above req.MaxPricePerHour (cloudprovider.CheckPriceCap).
+func (b *Backend) checkPrice(ctx context.Context, req cloudprovider.CreateRequest, instanceType string) error {
 	const op = "creating instance"
 	ceiling := req.MaxPricePerHour
 	if ceiling <= 0 {
 		return nil
-	}
-	if req.Offer.PricePerHour > ceiling {
-		return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-			"offer price %s is above the maximum %s", req.Offer.PricePerHour.PerHour(), ceiling.PerHour())
 	}
 	types, err := b.client.InstanceTypes(ctx, b.cfg.Currency)
 	if err != nil {
@@ -480,9 +463,10 @@ func (b *Backend) checkPrice(ctx context.Context, req controlplane.CreateRequest
 		if req.Offer.Spot {
 			price = float64(t.SpotPrice)
 		}
-		if usd, ok := b.toUSD(price, t.Currency); ok && usd > ceiling {
-			return controlplane.Errorf(controlplane.ErrCapacity, CloudName, op,
-				"%s now costs %s, above the maximum %s", instanceType, usd.PerHour(), ceiling.PerHour())
+		if usd, ok := b.toUSD(price, t.Currency); ok {
+			if err := cloudprovider.CheckPriceCap(CloudName, op, instanceType, usd, ceiling); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -525,13 +509,13 @@ func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, e
 
 // Get reads one instance. An unknown id is an ErrNotFound error; a deleted one is returned with status
 // terminated (Verda keeps discontinued instances readable).
-func (b *Backend) Get(ctx context.Context, id string) (controlplane.Instance, error) {
+func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, error) {
 	return backendkit.Get(ctx, id, b.client.Instance, b.toInstance)
 }
 
 // List returns the instances whose hostname starts with prefix. Terminated ones (deleting,
 // discontinued) are left out.
-func (b *Backend) List(ctx context.Context, prefix string) ([]controlplane.Instance, error) {
+func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	read := func(ctx context.Context) ([]Instance, error) { return b.client.Instances(ctx, "") }
 	return backendkit.List(ctx, prefix, read, func(in Instance) string { return in.Hostname }, b.toInstance)
 }
@@ -548,7 +532,7 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 	err := wait.Until(ctx, "Verda to delete instance "+id, retry, func(ctx context.Context) (bool, error) {
 		attempt++
 		err := b.deleteOnce(ctx, id)
-		if controlplane.IsNotFound(err) {
+		if cloudprovider.IsNotFound(err) {
 			b.log.Debug("instance already gone", "id", id)
 			return true, nil
 		}
@@ -571,10 +555,10 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 	case !errors.As(err, &we):
 		return err
 	case errors.Is(we.Err, wait.ErrExhausted):
-		return controlplane.Errorf(controlplane.ErrOther, CloudName, op,
+		return cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op,
 			"instance %s is still provisioning after %d attempts: %w", id, we.Polls, we.Last)
 	}
-	return controlplane.NewError(controlplane.ErrOther, CloudName, op, err)
+	return cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op, err)
 }
 
 func (b *Backend) deleteOnce(ctx context.Context, id string) error {
@@ -602,13 +586,13 @@ func (b *Backend) deleteOnce(ctx context.Context, id string) error {
 		if re.MessageHas(msgAlreadyDiscontinued) || re.MessageHas(msgProvisioning) {
 			re.Code = CodeForbiddenAction
 		}
-		return controlplane.NewError(kindOf(re), CloudName, op, re)
+		return cloudprovider.NewError(kindOf(re), CloudName, op, re)
 	}
 	return nil
 }
 
 // toInstance maps Verda's instance object onto hydra's.
-func (b *Backend) toInstance(in Instance) controlplane.Instance {
+func (b *Backend) toInstance(in Instance) cloudprovider.Instance {
 	ip := ""
 	if in.IP != nil {
 		ip = strings.TrimSpace(*in.IP)
@@ -629,7 +613,7 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 	if region == "" {
 		region = in.LocationCode
 	}
-	out := controlplane.Instance{
+	out := cloudprovider.Instance{
 		ID:           in.ID,
 		Name:         in.Hostname,
 		Cloud:        CloudName,
@@ -645,8 +629,8 @@ func (b *Backend) toInstance(in Instance) controlplane.Instance {
 		Message:      msg,
 		Owner:        ownerOf(in),
 	}
-	if ip != "" && status == controlplane.StatusRunning {
-		out.SSH = &controlplane.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}
+	if ip != "" && status == cloudprovider.StatusRunning {
+		out.SSH = &cloudprovider.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}
 	}
 	if t, err := time.Parse(time.RFC3339Nano, in.CreatedAt); err == nil {
 		out.CreatedAt = t

@@ -11,7 +11,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/sshkeys"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
@@ -155,7 +155,7 @@ func TestOffersEUR(t *testing.T) {
 	}
 }
 
-func createRequest(t *testing.T, b *Backend, name, region, typ string, spot bool) controlplane.CreateRequest {
+func createRequest(t *testing.T, b *Backend, name, region, typ string, spot bool) cloudprovider.CreateRequest {
 	t.Helper()
 	offers := backendtest.Offers(t, b)
 	o, ok := backendtest.FindOffer(offers, region, typ, spot)
@@ -163,8 +163,8 @@ func createRequest(t *testing.T, b *Backend, name, region, typ string, spot bool
 		t.Fatalf("no offer %s %s spot=%v", region, typ, spot)
 	}
 	pool, _ := b.inv.PoolByName("verda-vm-pool")
-	owner := controlplane.Ownership{Resource: name, Token: controlplane.NewOwnerToken()}
-	return controlplane.CreateRequest{Name: controlplane.CloudName(pool, name, owner.Token), Pool: pool, Offer: o,
+	owner := cloudprovider.Ownership{Resource: name, Token: cloudprovider.NewOwnerToken()}
+	return cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, name, owner.Token), Pool: pool, Offer: o,
 		Owner: owner, SSHPublicKeys: []string{testKey}}
 }
 
@@ -179,7 +179,7 @@ func TestCreateKeepsOwnershipAndStatuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.Status != controlplane.StatusPending || inst.CloudStatus != "ordered" || inst.SSH != nil || inst.Name != req.Name ||
+	if inst.Status != cloudprovider.StatusPending || inst.CloudStatus != "ordered" || inst.SSH != nil || inst.Name != req.Name ||
 		inst.GPUType != "h100" || inst.GPUCount != 1 || !inst.Spot || inst.PricePerHour != money.MustFromFloat(1.15) || inst.Region != "FIN-01" ||
 		inst.CreatedAt.IsZero() || inst.Owner != req.Owner {
 		t.Fatalf("created: %+v", inst)
@@ -188,10 +188,10 @@ func TestCreateKeepsOwnershipAndStatuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raw.Description != controlplane.OwnerDescription(req.Owner) {
+	if raw.Description != cloudprovider.OwnerDescription(req.Owner) {
 		t.Errorf("description %q", raw.Description)
 	}
-	labels := controlplane.OwnerLabels(req.Owner)
+	labels := cloudprovider.OwnerLabels(req.Owner)
 	if len(raw.Tags) != len(labels) {
 		t.Fatalf("tags %+v, want %v", raw.Tags, labels)
 	}
@@ -202,12 +202,12 @@ func TestCreateKeepsOwnershipAndStatuses(t *testing.T) {
 	}
 	steps := []struct {
 		advance time.Duration
-		status  controlplane.Status
+		status  cloudprovider.Status
 		cloud   string
 		ssh     bool
 	}{
-		{bootTime / 2, controlplane.StatusPending, "provisioning", false},
-		{bootTime, controlplane.StatusRunning, "running", true},
+		{bootTime / 2, cloudprovider.StatusPending, "provisioning", false},
+		{bootTime, cloudprovider.StatusRunning, "running", true},
 	}
 	for _, s := range steps {
 		f.clock.Advance(s.advance)
@@ -227,7 +227,7 @@ func TestCreateKeepsOwnershipAndStatuses(t *testing.T) {
 	}
 	// Verda keeps a deleted instance readable by id, as discontinued.
 	got, err := b.Get(ctx, inst.ID)
-	if err != nil || got.Status != controlplane.StatusTerminated || got.CloudStatus != "discontinued" || got.SSH != nil {
+	if err != nil || got.Status != cloudprovider.StatusTerminated || got.CloudStatus != "discontinued" || got.SSH != nil {
 		t.Errorf("after delete: %+v %v", got, err)
 	}
 	// Deleting again ("Can't discontinue a discontinued instance") and deleting an id Verda does not
@@ -247,20 +247,20 @@ func TestCreateKeepsOwnershipAndStatuses(t *testing.T) {
 func TestOwnerReadBack(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, nil)
-	o := controlplane.Ownership{Resource: "web", Token: "abcdefgh"}
+	o := cloudprovider.Ownership{Resource: "web", Token: "abcdefgh"}
 	var tags []Tag
-	for _, kv := range controlplane.OwnerLabels(controlplane.Ownership{Resource: "tagged", Token: "tttttttt"}) {
+	for _, kv := range cloudprovider.OwnerLabels(cloudprovider.Ownership{Resource: "tagged", Token: "tttttttt"}) {
 		tags = append(tags, Tag{Key: kv[0], Value: kv[1]})
 	}
 	tests := []struct {
 		name string
 		in   Instance
-		want controlplane.Ownership
+		want cloudprovider.Ownership
 	}{
-		{"tags win", Instance{Tags: tags, Description: controlplane.OwnerDescription(o)}, controlplane.Ownership{Resource: "tagged", Token: "tttttttt"}},
-		{"description", Instance{Description: "made by hydra: " + controlplane.OwnerDescription(o)}, o},
-		{"tags without a token", Instance{Tags: []Tag{{Key: "team", Value: "ml"}}, Description: controlplane.OwnerDescription(o)}, o},
-		{"none", Instance{Description: "hope you enjoy your GPU"}, controlplane.Ownership{}},
+		{"tags win", Instance{Tags: tags, Description: cloudprovider.OwnerDescription(o)}, cloudprovider.Ownership{Resource: "tagged", Token: "tttttttt"}},
+		{"description", Instance{Description: "made by hydra: " + cloudprovider.OwnerDescription(o)}, o},
+		{"tags without a token", Instance{Tags: []Tag{{Key: "team", Value: "ml"}}, Description: cloudprovider.OwnerDescription(o)}, o},
+		{"none", Instance{Description: "hope you enjoy your GPU"}, cloudprovider.Ownership{}},
 	}
 	for _, tc := range tests {
 		if got := b.toInstance(tc.in).Owner; got != tc.want {
@@ -269,10 +269,10 @@ func TestOwnerReadBack(t *testing.T) {
 	}
 	// A create without an ownership record still sends a description (Verda requires one) and no tags
 	// with empty values.
-	if tags := ownerTags(controlplane.Ownership{}); len(tags) != 2 {
+	if tags := ownerTags(cloudprovider.Ownership{}); len(tags) != 2 {
 		t.Errorf("tags of an empty record: %+v", tags)
 	}
-	if controlplane.OwnerDescription(controlplane.Ownership{}) == "" {
+	if cloudprovider.OwnerDescription(cloudprovider.Ownership{}) == "" {
 		t.Error("empty description")
 	}
 }
@@ -329,7 +329,7 @@ func TestCreateRegistersAndReusesSSHKeys(t *testing.T) {
 	req.Name = "verda-vm-c"
 	req.SSHPublicKeys = []string{"garbage"}
 	_, err = b.Create(ctx, req)
-	wantKind(t, err, controlplane.ErrInvalid)
+	wantKind(t, err, cloudprovider.ErrInvalid)
 }
 
 // TestSSHKeyAddSurvivesOne5xx: one 5xx on POST /ssh-keys, whether Verda stored the key or not, does not
@@ -361,7 +361,7 @@ func TestCreateFallsBackToLegacyImage(t *testing.T) {
 	ctx := context.Background()
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, nil)
-	req := controlplane.CreateRequest{Name: "verda-vm-v100", Offer: controlplane.Offer{Region: "FIN-01", InstanceType: "1V100.6V"}}
+	req := cloudprovider.CreateRequest{Name: "verda-vm-v100", Offer: cloudprovider.Offer{Region: "FIN-01", InstanceType: "1V100.6V"}}
 	inst, err := b.Create(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -374,33 +374,33 @@ func TestCreateFallsBackToLegacyImage(t *testing.T) {
 		t.Errorf("creates = %d, want 2", got)
 	}
 	b2 := f.backend(t, func(c *Config) { c.FallbackImage = "-" })
-	_, err = b2.Create(ctx, controlplane.CreateRequest{Name: "verda-vm-v100b", Offer: req.Offer})
-	wantKind(t, err, controlplane.ErrInvalid)
+	_, err = b2.Create(ctx, cloudprovider.CreateRequest{Name: "verda-vm-v100b", Offer: req.Offer})
+	wantKind(t, err, cloudprovider.ErrInvalid)
 }
 
 func TestCreateRejectsBadRequests(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, nil)
 	ctx := context.Background()
-	for _, req := range []controlplane.CreateRequest{
-		{Name: "", Offer: controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V"}},
-		{Name: "verda-vm-x", Offer: controlplane.Offer{InstanceType: "1H100.80S.30V"}},
+	for _, req := range []cloudprovider.CreateRequest{
+		{Name: "", Offer: cloudprovider.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V"}},
+		{Name: "verda-vm-x", Offer: cloudprovider.Offer{InstanceType: "1H100.80S.30V"}},
 	} {
 		_, err := b.Create(ctx, req)
-		wantKind(t, err, controlplane.ErrInvalid)
+		wantKind(t, err, cloudprovider.ErrInvalid)
 	}
 	if f.srv.CreateCount() != 0 {
 		t.Error("an invalid request created an instance")
 	}
 }
 
-// TestCreatePriceCap: a price above the cap, as planned or as Verda's catalog says now, is a capacity
-// error and creates nothing.
+// TestCreatePriceCap: a price above the cap in Verda's catalog now is a capacity error and creates
+// nothing, whatever price the offer was planned at (the plan's is the control plane's to check).
 func TestCreatePriceCap(t *testing.T) {
 	f := startEmulator(t, emu.Options{}) // 1H100.80S.30V: 2.65 USD/h on demand, 1.15 spot
 	b := f.backend(t, nil)
 	ctx := context.Background()
-	offer := controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V"}
+	offer := cloudprovider.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V"}
 	tests := []struct {
 		name    string
 		planned money.USD
@@ -408,19 +408,19 @@ func TestCreatePriceCap(t *testing.T) {
 		max     money.USD
 		wantErr string // "" for no error
 	}{
-		{"planned above the cap", 2_650_000, false, 2 * money.Dollar, "offer price $2.65/h is above the maximum $2.00/h"},
+		{"planned above the cap", 2_650_000, false, 2 * money.Dollar, "1H100.80S.30V now costs $2.65/h, above the maximum $2.00/h"},
 		{"planned below, now above", 1_500_000, false, 2 * money.Dollar, "1H100.80S.30V now costs $2.65/h, above the maximum $2.00/h"},
 		{"spot below the cap", 1_150_000, true, 2 * money.Dollar, ""},
 		{"on demand at the cap", 2_650_000, false, 2_650_000, ""},
-		{"one micro-dollar below the price", 2_650_000, false, 2_649_999, "offer price $2.65/h is above the maximum $2.649999/h"},
+		{"one micro-dollar below the price", 2_650_000, false, 2_649_999, "1H100.80S.30V now costs $2.65/h, above the maximum $2.649999/h"},
 	}
 	created := 0
 	for i, tc := range tests {
 		o := offer
 		o.PricePerHour, o.Spot = tc.planned, tc.spot
-		_, err := b.Create(ctx, controlplane.CreateRequest{Name: "verda-vm-cap" + string(rune('a'+i)), Offer: o, MaxPricePerHour: tc.max})
+		_, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "verda-vm-cap" + string(rune('a'+i)), Offer: o, MaxPricePerHour: tc.max})
 		if tc.wantErr != "" {
-			if !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), tc.wantErr) {
+			if !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%s: %v, want a capacity error with %q", tc.name, err, tc.wantErr)
 			}
 			continue
@@ -439,9 +439,9 @@ func TestCreatePriceCap(t *testing.T) {
 func TestCreateEURPriceCap(t *testing.T) {
 	f := startEmulator(t, emu.Options{Currency: "eur"}) // 2.65 EUR/h = 2.862 USD/h at 1.08, billed as 2.87
 	b := f.backend(t, nil)
-	o := controlplane.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: money.MustFromFloat(2.65)}
-	_, err := b.Create(context.Background(), controlplane.CreateRequest{Name: "verda-vm-eur", Offer: o, MaxPricePerHour: money.MustFromFloat(2.80)})
-	if want := "1H100.80S.30V now costs $2.87/h, above the maximum $2.80/h"; !controlplane.IsCapacity(err) || !strings.Contains(err.Error(), want) {
+	o := cloudprovider.Offer{Region: "FIN-01", InstanceType: "1H100.80S.30V", PricePerHour: money.MustFromFloat(2.65)}
+	_, err := b.Create(context.Background(), cloudprovider.CreateRequest{Name: "verda-vm-eur", Offer: o, MaxPricePerHour: money.MustFromFloat(2.80)})
+	if want := "1H100.80S.30V now costs $2.87/h, above the maximum $2.80/h"; !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), want) {
 		t.Errorf("%v, want a capacity error with %q", err, want)
 	}
 }
@@ -467,7 +467,7 @@ func TestDeleteWhileProvisioning(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := b.Get(ctx, inst.ID); got.Status != controlplane.StatusTerminated {
+		if got, _ := b.Get(ctx, inst.ID); got.Status != cloudprovider.StatusTerminated {
 			t.Errorf("status %s", got.Status)
 		}
 	})
@@ -480,7 +480,7 @@ func TestDeleteWhileProvisioning(t *testing.T) {
 		f.clock.Advance(bootTime / 2)
 		before := f.srv.RequestCount("PUT /instances")
 		err = b.Delete(ctx, inst.ID)
-		backendtest.WantError(t, err, controlplane.ErrOther, "provisioning")
+		backendtest.WantError(t, err, cloudprovider.ErrOther, "provisioning")
 		if got := f.srv.RequestCount("PUT /instances") - before; got != 3 {
 			t.Errorf("delete attempts = %d, want 3", got)
 		}
@@ -512,34 +512,34 @@ func TestStatusTable(t *testing.T) {
 	tests := []struct {
 		status string
 		ip     bool
-		want   controlplane.Status
+		want   cloudprovider.Status
 	}{
-		{"new", false, controlplane.StatusPending},
-		{"ordered", false, controlplane.StatusPending},
-		{"validating", false, controlplane.StatusPending},
-		{"pending", false, controlplane.StatusPending},
-		{"provisioning", false, controlplane.StatusPending},
-		{"running", false, controlplane.StatusPending},
-		{"running", true, controlplane.StatusRunning},
-		{"RUNNING", true, controlplane.StatusRunning},
-		{"offline", true, controlplane.StatusError},
-		{"hibernating", false, controlplane.StatusError},
-		{"restoring", false, controlplane.StatusPending},
-		{"deleting", false, controlplane.StatusTerminated},
-		{"discontinued", false, controlplane.StatusTerminated},
-		{"notfound", false, controlplane.StatusTerminated},
-		{"no_capacity", false, controlplane.StatusError},
-		{"installation_failed", false, controlplane.StatusError},
-		{"error", false, controlplane.StatusError},
-		{"unknown", false, controlplane.StatusError},
-		{"brand_new_word", false, controlplane.StatusPending},
+		{"new", false, cloudprovider.StatusPending},
+		{"ordered", false, cloudprovider.StatusPending},
+		{"validating", false, cloudprovider.StatusPending},
+		{"pending", false, cloudprovider.StatusPending},
+		{"provisioning", false, cloudprovider.StatusPending},
+		{"running", false, cloudprovider.StatusPending},
+		{"running", true, cloudprovider.StatusRunning},
+		{"RUNNING", true, cloudprovider.StatusRunning},
+		{"offline", true, cloudprovider.StatusError},
+		{"hibernating", false, cloudprovider.StatusError},
+		{"restoring", false, cloudprovider.StatusPending},
+		{"deleting", false, cloudprovider.StatusTerminated},
+		{"discontinued", false, cloudprovider.StatusTerminated},
+		{"notfound", false, cloudprovider.StatusTerminated},
+		{"no_capacity", false, cloudprovider.StatusError},
+		{"installation_failed", false, cloudprovider.StatusError},
+		{"error", false, cloudprovider.StatusError},
+		{"unknown", false, cloudprovider.StatusError},
+		{"brand_new_word", false, cloudprovider.StatusPending},
 	}
 	for _, tc := range tests {
 		got, msg := mapStatus(tc.status, tc.ip)
 		if got != tc.want {
 			t.Errorf("%s (ip %v) = %s, want %s", tc.status, tc.ip, got, tc.want)
 		}
-		if (got == controlplane.StatusError) != (msg != "") {
+		if (got == cloudprovider.StatusError) != (msg != "") {
 			t.Errorf("%s: message %q", tc.status, msg)
 		}
 	}
@@ -551,36 +551,36 @@ func TestClassify(t *testing.T) {
 	tests := []struct {
 		status    int
 		code, msg string
-		want      controlplane.ErrorKind
+		want      cloudprovider.ErrorKind
 	}{
-		{503, "service_unavailable", "Not enough resources to deploy a 1 GPU instance type 1V100.6V in FIN-03", controlplane.ErrCapacity},
-		{400, "invalid_request", "Not enough resources to deploy", controlplane.ErrCapacity},
-		{401, "unauthorized_request", "Invalid token", controlplane.ErrAuth},
-		{403, "", "Forbidden", controlplane.ErrAuth},
-		{402, "insufficient_funds", "Not enough balance", controlplane.ErrQuota},
-		{400, "insufficient_funds", "Not enough balance", controlplane.ErrQuota},
-		{404, "not_found", "Invalid instance id", controlplane.ErrNotFound},
-		{400, "invalid_request", "Invalid instance id", controlplane.ErrNotFound},
-		{400, "forbidden_action", "Can't discontinue a provisioning instance", controlplane.ErrInvalid},
-		{403, "forbidden_action", "Can't discontinue a discontinued instance", controlplane.ErrInvalid},
-		{409, "", "Tag key already exists", controlplane.ErrInvalid},
-		{400, "invalid_request", "Operating system is not valid for this instance type", controlplane.ErrInvalid},
-		{500, "server_error", "boom", controlplane.ErrOther},
-		{429, "", "slow down", controlplane.ErrOther},
-		{429, "too_many_requests", "Rate limit exceeded", controlplane.ErrOther},
-		{400, "invalid_request", "Instance limit reached for this project", controlplane.ErrQuota},
+		{503, "service_unavailable", "Not enough resources to deploy a 1 GPU instance type 1V100.6V in FIN-03", cloudprovider.ErrCapacity},
+		{400, "invalid_request", "Not enough resources to deploy", cloudprovider.ErrCapacity},
+		{401, "unauthorized_request", "Invalid token", cloudprovider.ErrAuth},
+		{403, "", "Forbidden", cloudprovider.ErrAuth},
+		{402, "insufficient_funds", "Not enough balance", cloudprovider.ErrQuota},
+		{400, "insufficient_funds", "Not enough balance", cloudprovider.ErrQuota},
+		{404, "not_found", "Invalid instance id", cloudprovider.ErrNotFound},
+		{400, "invalid_request", "Invalid instance id", cloudprovider.ErrNotFound},
+		{400, "forbidden_action", "Can't discontinue a provisioning instance", cloudprovider.ErrInvalid},
+		{403, "forbidden_action", "Can't discontinue a discontinued instance", cloudprovider.ErrInvalid},
+		{409, "", "Tag key already exists", cloudprovider.ErrInvalid},
+		{400, "invalid_request", "Operating system is not valid for this instance type", cloudprovider.ErrInvalid},
+		{500, "server_error", "boom", cloudprovider.ErrOther},
+		{429, "", "slow down", cloudprovider.ErrOther},
+		{429, "too_many_requests", "Rate limit exceeded", cloudprovider.ErrOther},
+		{400, "invalid_request", "Instance limit reached for this project", cloudprovider.ErrQuota},
 		// The code wins over the status.
-		{404, "invalid_request", "Invalid ssh-key ID", controlplane.ErrInvalid},
-		{400, "not_found", "No such volume", controlplane.ErrNotFound},
-		{403, "insufficient_funds", "Add funds", controlplane.ErrQuota},
-		{401, "invalid_request", "grant_type not specified", controlplane.ErrInvalid},
-		{500, "unauthorized_request", "Token revoked", controlplane.ErrAuth},
-		{503, "service_unavailable", "Maintenance", controlplane.ErrOther},
+		{404, "invalid_request", "Invalid ssh-key ID", cloudprovider.ErrInvalid},
+		{400, "not_found", "No such volume", cloudprovider.ErrNotFound},
+		{403, "insufficient_funds", "Add funds", cloudprovider.ErrQuota},
+		{401, "invalid_request", "grant_type not specified", cloudprovider.ErrInvalid},
+		{500, "unauthorized_request", "Token revoked", cloudprovider.ErrAuth},
+		{503, "service_unavailable", "Maintenance", cloudprovider.ErrOther},
 		// No known code: the status.
-		{404, "", "Not Found", controlplane.ErrNotFound},
-		{402, "payment_required", "Pay", controlplane.ErrQuota},
-		{422, "", "Unprocessable", controlplane.ErrInvalid},
-		{502, "", "<html>Bad Gateway</html>", controlplane.ErrOther},
+		{404, "", "Not Found", cloudprovider.ErrNotFound},
+		{402, "payment_required", "Pay", cloudprovider.ErrQuota},
+		{422, "", "Unprocessable", cloudprovider.ErrInvalid},
+		{502, "", "<html>Bad Gateway</html>", cloudprovider.ErrOther},
 	}
 	for _, tc := range tests {
 		re := &ResponseError{Status: tc.status, Code: tc.code, Message: tc.msg}
@@ -594,11 +594,11 @@ func TestClassify(t *testing.T) {
 func TestClassifyRecordedErrors(t *testing.T) {
 	tests := []struct {
 		file string
-		want controlplane.ErrorKind
+		want cloudprovider.ErrorKind
 		code string
 	}{
-		{"handwritten.error.invalid-request.400.json", controlplane.ErrInvalid, CodeInvalidRequest},
-		{"reconstructed.error.sshkey-invalid-id.400.json", controlplane.ErrInvalid, CodeInvalidRequest},
+		{"handwritten.error.invalid-request.400.json", cloudprovider.ErrInvalid, CodeInvalidRequest},
+		{"reconstructed.error.sshkey-invalid-id.400.json", cloudprovider.ErrInvalid, CodeInvalidRequest},
 	}
 	for _, tc := range tests {
 		rec := loadRecorded(t, tc.file)

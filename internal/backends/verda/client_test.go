@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func TestTokenCachedRefreshedAndRenewed(t *testing.T) {
@@ -177,12 +177,12 @@ func TestSSHKeys(t *testing.T) {
 	}
 	// An unknown key id is Verda's 400 invalid_request "Invalid ssh-key ID", not retried.
 	_, err = c.SSHKey(ctx, "77fe26ba-e58d-4420-aab2-75e967b181b01")
-	wantKind(t, err, controlplane.ErrInvalid)
+	wantKind(t, err, cloudprovider.ErrInvalid)
 	if got := f.srv.RequestCount("GET /ssh-keys/{id}"); got != 2 {
 		t.Errorf("GET /ssh-keys/{id} requests = %d, want 2 (a 400 is not retried)", got)
 	}
 	_, err = c.CreateSSHKey(ctx, "bad", "not a key")
-	wantKind(t, err, controlplane.ErrInvalid)
+	wantKind(t, err, cloudprovider.ErrInvalid)
 	if err := c.DeleteSSHKey(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -202,15 +202,15 @@ func TestInstanceLifecycleContract(t *testing.T) {
 
 	// location_code is required.
 	_, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", ""))
-	backendtest.WantError(t, err, controlplane.ErrInvalid, "location_code")
+	backendtest.WantError(t, err, cloudprovider.ErrInvalid, "location_code")
 	// Older GPUs refuse new images.
 	_, err = c.CreateInstance(ctx, createReq("1V100.6V", "FIN-01"))
-	backendtest.WantError(t, err, controlplane.ErrInvalid, "Operating system is not valid")
+	backendtest.WantError(t, err, cloudprovider.ErrInvalid, "Operating system is not valid")
 	// Unknown key ids are refused.
 	r := createReq("1H100.80S.30V", "FIN-01")
 	r.SSHKeyIDs = []string{"00000000-0000-4000-8000-000000000000"}
 	_, err = c.CreateInstance(ctx, r)
-	wantKind(t, err, controlplane.ErrInvalid)
+	wantKind(t, err, cloudprovider.ErrInvalid)
 
 	id, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01"))
 	if err != nil {
@@ -258,16 +258,16 @@ func TestInstanceLifecycleContract(t *testing.T) {
 	}
 	// Deleting again: forbidden_action.
 	_, err = c.InstanceAction(ctx, InstanceActionRequest{ID: []string{id}, Action: "delete"})
-	wantKind(t, err, controlplane.ErrInvalid)
+	wantKind(t, err, cloudprovider.ErrInvalid)
 	if re, ok := asResponseError(err); !ok || re.Code != CodeForbiddenAction || !re.MessageHas(msgAlreadyDiscontinued) {
 		t.Errorf("want forbidden_action, got %v", err)
 	}
 	// Unknown instance: Verda answers 400 invalid_request "Invalid instance id", which is not found,
 	// for reads and actions.
 	_, err = c.Instance(ctx, "00000000-0000-4000-8000-000000000000")
-	wantKind(t, err, controlplane.ErrNotFound)
+	wantKind(t, err, cloudprovider.ErrNotFound)
 	_, err = c.InstanceAction(ctx, InstanceActionRequest{ID: []string{"00000000-0000-4000-8000-000000000000"}, Action: "delete"})
-	wantKind(t, err, controlplane.ErrNotFound)
+	wantKind(t, err, cloudprovider.ErrNotFound)
 }
 
 func TestDeleteProvisioningForbiddenAndPartial(t *testing.T) {
@@ -303,7 +303,7 @@ func TestCreateCapacity503(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.CreateInstance(ctx, createReq("8H100.80S.176V", "FIN-03"))
-	wantKind(t, err, controlplane.ErrCapacity)
+	wantKind(t, err, cloudprovider.ErrCapacity)
 	if !strings.Contains(err.Error(), "Not enough resources to deploy a 8 GPU instance type 8H100.80S.176V in FIN-03") || !strings.Contains(err.Error(), "503") {
 		t.Errorf("message: %v", err)
 	}
@@ -315,7 +315,7 @@ func TestCreateCapacity503(t *testing.T) {
 // TestTokenCallRetriedOn5xx: the OAuth token request is a read as far as retries go.
 func TestTokenCallRetriedOn5xx(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
-	f.setFaults(t, emukit.Faults{ServerErrors: 2}) // the fresh client's first requests are token requests
+	f.setFaults(t, simulation.Faults{ServerErrors: 2}) // the fresh client's first requests are token requests
 	if _, err := f.client(t).Locations(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -335,21 +335,21 @@ func TestCreateInstanceRetries(t *testing.T) {
 	}
 	tests := []struct {
 		name        string
-		faults      emukit.Faults
+		faults      simulation.Faults
 		wantReqs    int
 		wantErr     bool
 		wantCreated int
 	}{
-		{"retried on 429", emukit.Faults{RateLimited: 2}, 3, false, 1},
-		{"not retried on 5xx", emukit.Faults{ServerErrors: 3}, 1, true, 1},
-		{"a lost answer is not retried", emukit.Faults{LoseCreateResponses: 1}, 1, true, 2},
+		{"retried on 429", simulation.Faults{RateLimited: 2}, 3, false, 1},
+		{"not retried on 5xx", simulation.Faults{ServerErrors: 3}, 1, true, 1},
+		{"a lost answer is not retried", simulation.Faults{LoseCreateResponses: 1}, 1, true, 2},
 	}
 	for _, tc := range tests {
 		before := f.srv.RequestCount("POST /instances")
 		f.setFaults(t, tc.faults)
 		id, err := c.CreateInstance(ctx, createReq("1H100.80S.30V", "FIN-01"))
 		if tc.wantErr {
-			wantKind(t, err, controlplane.ErrOther)
+			wantKind(t, err, cloudprovider.ErrOther)
 		} else if err != nil || id == "" {
 			t.Fatalf("%s: %q, %v", tc.name, id, err)
 		}
@@ -359,7 +359,7 @@ func TestCreateInstanceRetries(t *testing.T) {
 		if got := f.srv.CreateCount(); got != tc.wantCreated {
 			t.Errorf("%s: %d created, want %d", tc.name, got, tc.wantCreated)
 		}
-		f.setFaults(t, emukit.Faults{})
+		f.setFaults(t, simulation.Faults{})
 	}
 }
 

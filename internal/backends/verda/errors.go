@@ -7,7 +7,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // CloudName is the backend's name in pools.yml and api_names.
@@ -47,10 +47,10 @@ func responseError(he *restclient.HTTPError) *ResponseError {
 	})
 }
 
-// classify turns any error of a client call into a *controlplane.Error of the right kind. Errors that
+// classify turns any error of a client call into a *cloudprovider.Error of the right kind. Errors that
 // are already classified pass through.
 func classify(op string, err error) error {
-	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (controlplane.ErrorKind, error) {
+	return restclient.Classify(CloudName, op, err, func(he *restclient.HTTPError) (cloudprovider.ErrorKind, error) {
 		re := responseError(he)
 		return kindOf(re), re
 	})
@@ -58,14 +58,14 @@ func classify(op string, err error) error {
 
 // codeKinds maps the codes of Verda's error body onto hydra's error kinds. server_error and
 // service_unavailable are outcomes unknown (ErrOther) unless the message says more.
-var codeKinds = map[string]controlplane.ErrorKind{
-	CodeInvalidRequest:      controlplane.ErrInvalid,
-	CodeUnauthorizedRequest: controlplane.ErrAuth,
-	CodeInsufficientFunds:   controlplane.ErrQuota,
-	CodeForbiddenAction:     controlplane.ErrInvalid,
-	CodeNotFound:            controlplane.ErrNotFound,
-	CodeServerError:         controlplane.ErrOther,
-	CodeServiceUnavailable:  controlplane.ErrOther,
+var codeKinds = map[string]cloudprovider.ErrorKind{
+	CodeInvalidRequest:      cloudprovider.ErrInvalid,
+	CodeUnauthorizedRequest: cloudprovider.ErrAuth,
+	CodeInsufficientFunds:   cloudprovider.ErrQuota,
+	CodeForbiddenAction:     cloudprovider.ErrInvalid,
+	CodeNotFound:            cloudprovider.ErrNotFound,
+	CodeServerError:         cloudprovider.ErrOther,
+	CodeServiceUnavailable:  cloudprovider.ErrOther,
 }
 
 // kindOf maps a Verda error onto hydra's error kinds. The body decides when it says: first the
@@ -73,15 +73,15 @@ var codeKinds = map[string]controlplane.ErrorKind{
 // status; "Invalid instance id", which Verda answers 400 invalid_request for an unknown instance, is
 // not found), then a quota wording on a refusal (a 4xx but 429), then the body's code. The HTTP status decides only for a body
 // without a known code (a proxy's page, an error of the emulator's gateway).
-func kindOf(re *ResponseError) controlplane.ErrorKind {
+func kindOf(re *ResponseError) cloudprovider.ErrorKind {
 	switch {
 	case re.MessageHas(msgNotEnoughResources):
-		return controlplane.ErrCapacity
+		return cloudprovider.ErrCapacity
 	case re.MessageHas(msgInvalidInstanceID):
-		return controlplane.ErrNotFound
+		return cloudprovider.ErrNotFound
 	case re.Status >= 400 && re.Status < 500 && re.Status != http.StatusTooManyRequests &&
 		(re.MessageHas("quota") || re.MessageHas("limit reached") || re.MessageHas("limit exceeded")):
-		return controlplane.ErrQuota
+		return cloudprovider.ErrQuota
 	}
 	if k, ok := codeKinds[re.Code]; ok {
 		return k

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 )
 
@@ -14,22 +14,22 @@ func TestHardwareOffers(t *testing.T) {
 	offers := backendtest.Offers(t, b)
 	backendtest.WantHardware(t, offers, []backendtest.HardwareCase{
 		// gpu.description "1x H100 SXM5 80GB", gpu_memory 80, cpu 30 cores, memory 120.
-		{Region: "FIN-01", InstanceType: "1H100.80S.30V", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120}},
+		{Region: "FIN-01", InstanceType: "1H100.80S.30V", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120}},
 		// gpu_memory.size_in_gigabytes is the total (160 for 2 GPUs): per GPU it is 80.
-		{Region: "FIN-01", InstanceType: "2H100.80S.80V", Spot: true, Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}},
-		{Region: "FIN-03", InstanceType: "8H100.80S.176V", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
-		{Region: "FIN-01", InstanceType: "1B200.30V", Spot: true, Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
-		{Region: "FIN-01", InstanceType: "1A100.22V", Want: controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 22, MemoryGB: 120}},
+		{Region: "FIN-01", InstanceType: "2H100.80S.80V", Spot: true, Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370}},
+		{Region: "FIN-03", InstanceType: "8H100.80S.176V", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 176, MemoryGB: 1480}},
+		{Region: "FIN-01", InstanceType: "1B200.30V", Spot: true, Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 180, VCPUs: 30, MemoryGB: 184}},
+		{Region: "FIN-01", InstanceType: "1A100.22V", Want: cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 22, MemoryGB: 120}},
 		// L40S and RTX cards are PCIe; their descriptions carry no marker.
-		{Region: "FIN-02", InstanceType: "1L40S.20V", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 20, MemoryGB: 60}},
-		{Region: "FIN-01", InstanceType: "1RTX6000ADA.10V", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 10, MemoryGB: 60}},
-		{Region: "FIN-03", InstanceType: "2RTXPRO6000.60V", Want: controlplane.Hardware{FormFactor: "pcie", GPUMemoryGB: 96, VCPUs: 60, MemoryGB: 240}},
+		{Region: "FIN-02", InstanceType: "1L40S.20V", Want: cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 20, MemoryGB: 60}},
+		{Region: "FIN-01", InstanceType: "1RTX6000ADA.10V", Want: cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 10, MemoryGB: 60}},
+		{Region: "FIN-03", InstanceType: "2RTXPRO6000.60V", Want: cloudprovider.Hardware{FormFactor: "pcie", GPUMemoryGB: 96, VCPUs: 60, MemoryGB: 240}},
 	})
 }
 
 func TestHardwareInstance(t *testing.T) {
 	backendtest.InstanceHardware(t, startEmulator(t, emu.Options{}).backend(t, nil), "FIN-01", "2H100.80S.80V",
-		controlplane.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370})
+		cloudprovider.Hardware{FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 80, MemoryGB: 370})
 }
 
 // TestHardwareRecorded reads the hardware of the instance types in the recorded catalog (gpuhunt's
@@ -40,7 +40,7 @@ func TestHardwareRecorded(t *testing.T) {
 	if err := json.Unmarshal(rec.Response.Body, &types); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]controlplane.Hardware{
+	want := map[string]cloudprovider.Hardware{
 		"1H100.80S.30V": {FormFactor: "sxm", GPUMemoryGB: 80, VCPUs: 30, MemoryGB: 120},
 		// "2x RTX A6000 48GB" with gpu_memory 96: PCIe, 48 GB each.
 		"2A6000.20V": {FormFactor: "pcie", GPUMemoryGB: 48, VCPUs: 20, MemoryGB: 120},

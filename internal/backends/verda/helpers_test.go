@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // fakeClock is shared by the emulator and the client so tests move time instead of waiting.
@@ -68,14 +68,14 @@ func (f *fixture) backend(t *testing.T, mod func(*Config)) *Backend {
 	return backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
 }
 
-func (f *fixture) setFaults(t *testing.T, fl emukit.Faults) {
+func (f *fixture) setFaults(t *testing.T, fl simulation.Faults) {
 	t.Helper()
 	if err := f.srv.SetFaults(fl); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// wantKind fails the test unless err is a controlplane error of kind.
+// wantKind fails the test unless err is a classified cloud error (cloudprovider.Error) of kind.
 var wantKind = backendtest.WantKind
 
 const (

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -14,14 +15,14 @@ import (
 // dollarCloud is a cloud billed in US dollars beside Verda: it offers one H100 at a fixed price and
 // creates nothing (the control plane only ranks here).
 type dollarCloud struct {
-	controlplane.InstanceManagerBackend
+	cloudprovider.InstanceManagerBackend
 	price money.USD
 }
 
 func (d dollarCloud) Cloud() string { return "lambda" }
 
-func (d dollarCloud) Offers(context.Context) ([]controlplane.Offer, error) {
-	return []controlplane.Offer{{Cloud: "lambda", Region: "us-east-1", InstanceType: "gpu_1x_h100_sxm5", GPUType: "h100",
+func (d dollarCloud) Offers(context.Context) ([]cloudprovider.Offer, error) {
+	return []cloudprovider.Offer{{Cloud: "lambda", Region: "us-east-1", InstanceType: "gpu_1x_h100_sxm5", GPUType: "h100",
 		CloudGPU: "h100_sxm5", GPUCount: 1, PricePerHour: d.price, Available: 1}}, nil
 }
 
@@ -58,7 +59,7 @@ func TestEuroAccountBesideDollarCloud(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cp := controlplane.New(backendtest.Inventory(t), []controlplane.InstanceManagerBackend{b, dollarCloud{price: money.MustFromFloat(tc.dollar)}}, controlplane.Options{})
+			cp := controlplane.New(backendtest.Inventory(t), []cloudprovider.InstanceManagerBackend{b, dollarCloud{price: money.MustFromFloat(tc.dollar)}}, controlplane.Options{})
 			req := controlplane.OfferRequest{GPUType: "h100", GPUCount: 1, Kind: "vm", Regions: []string{"FIN-01", "us-east-1"}}
 			if tc.cap > 0 {
 				req.MaxPricePerHour = money.MustFromFloat(tc.cap)
@@ -100,8 +101,8 @@ func TestEuroAccountBesideDollarCloud(t *testing.T) {
 		t.Fatalf("offer %+v, want %s", o, verdaPrice)
 	}
 	o.PricePerHour = money.MustFromFloat(2.925) // a quote made before the rule: create must still refuse
-	_, err := b.Create(context.Background(), controlplane.CreateRequest{Name: "verda-vm-cap", Offer: o, MaxPricePerHour: money.MustFromFloat(2.925)})
-	backendtest.WantError(t, err, controlplane.ErrCapacity, "1H100.80S.30V now costs $2.93/h, above the maximum $2.925/h")
+	_, err := b.Create(context.Background(), cloudprovider.CreateRequest{Name: "verda-vm-cap", Offer: o, MaxPricePerHour: money.MustFromFloat(2.925)})
+	backendtest.WantError(t, err, cloudprovider.ErrCapacity, "1H100.80S.30V now costs $2.93/h, above the maximum $2.925/h")
 	if n := f.srv.CreateCount(); n != 0 {
 		t.Errorf("created %d instances above the cap", n)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient/jsonshape"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 )
@@ -154,14 +154,14 @@ func TestRecordedResponsesParse(t *testing.T) {
 		}},
 		{"handwritten.error.invalid-request.400.json", func(t *testing.T, c *Client) {
 			_, err := c.CreateInstance(ctx, CreateInstanceRequest{})
-			wantKind(t, err, controlplane.ErrInvalid)
+			wantKind(t, err, cloudprovider.ErrInvalid)
 			if !strings.Contains(err.Error(), "Your existence is invalid") || !strings.Contains(err.Error(), "invalid_request") {
 				t.Errorf("message lost: %v", err)
 			}
 		}},
 		{"reconstructed.error.sshkey-invalid-id.400.json", func(t *testing.T, c *Client) {
 			_, err := c.SSHKey(ctx, "77fe26ba-e58d-4420-aab2-75e967b181b01")
-			backendtest.WantError(t, err, controlplane.ErrInvalid, "Invalid ssh-key ID")
+			backendtest.WantError(t, err, cloudprovider.ErrInvalid, "Invalid ssh-key ID")
 		}},
 	}
 	for _, tc := range tests {

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 // Verda's instance status words (the union of the SDK enums and the OpenAPI enum).
@@ -32,34 +32,34 @@ const (
 // hydra has no "stopped": an instance hydra never stopped that is offline or hibernating is reported as
 // an error (it cannot be provisioned or used); restoring is on its way back, so it is pending. deleting
 // and discontinued are both terminated: billing has stopped and the machine will not come back.
-var statusTable = map[string]controlplane.Status{
-	StatusNew:                 controlplane.StatusPending,
-	StatusOrdered:             controlplane.StatusPending,
-	StatusValidating:          controlplane.StatusPending,
-	StatusPending:             controlplane.StatusPending,
-	StatusProvisioning:        controlplane.StatusPending,
-	StatusRestoring:           controlplane.StatusPending,
-	StatusRunning:             controlplane.StatusRunning,
-	StatusOffline:             controlplane.StatusError,
-	StatusStartingHibernation: controlplane.StatusError,
-	StatusHibernating:         controlplane.StatusError,
-	StatusDeleting:            controlplane.StatusTerminated,
-	StatusDiscontinued:        controlplane.StatusTerminated,
-	StatusNotFound:            controlplane.StatusTerminated,
-	"not_found":               controlplane.StatusTerminated,
-	StatusNoCapacity:          controlplane.StatusError,
-	StatusInstallationFailed:  controlplane.StatusError,
-	StatusError:               controlplane.StatusError,
-	StatusUnknown:             controlplane.StatusError,
+var statusTable = map[string]cloudprovider.Status{
+	StatusNew:                 cloudprovider.StatusPending,
+	StatusOrdered:             cloudprovider.StatusPending,
+	StatusValidating:          cloudprovider.StatusPending,
+	StatusPending:             cloudprovider.StatusPending,
+	StatusProvisioning:        cloudprovider.StatusPending,
+	StatusRestoring:           cloudprovider.StatusPending,
+	StatusRunning:             cloudprovider.StatusRunning,
+	StatusOffline:             cloudprovider.StatusError,
+	StatusStartingHibernation: cloudprovider.StatusError,
+	StatusHibernating:         cloudprovider.StatusError,
+	StatusDeleting:            cloudprovider.StatusTerminated,
+	StatusDiscontinued:        cloudprovider.StatusTerminated,
+	StatusNotFound:            cloudprovider.StatusTerminated,
+	"not_found":               cloudprovider.StatusTerminated,
+	StatusNoCapacity:          cloudprovider.StatusError,
+	StatusInstallationFailed:  cloudprovider.StatusError,
+	StatusError:               cloudprovider.StatusError,
+	StatusUnknown:             cloudprovider.StatusError,
 }
 
 // mapStatus maps a Verda status onto hydra's. An instance is running only once it also has an IP;
 // before that it is still pending. A word the table does not know is treated as pending, so polling
 // goes on (bounded by the caller's timeout) rather than failing on a new status name.
-func mapStatus(status string, hasIP bool) (controlplane.Status, string) {
+func mapStatus(status string, hasIP bool) (cloudprovider.Status, string) {
 	s := backendkit.TableStatus(statusTable, status, hasIP)
 	msg := ""
-	if s == controlplane.StatusError {
+	if s == cloudprovider.StatusError {
 		switch strings.ToLower(status) {
 		case StatusOffline, StatusStartingHibernation, StatusHibernating:
 			msg = "the instance is stopped at Verda (" + status + ")"

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Offer is one catalog entry: an instance type in a region with its list price and free capacity, as
@@ -56,7 +57,7 @@ type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long an instance takes from create to active (default 20s): provisioning for
 	// the first third, then booting (no ssh), then active.
-	emukit.Options
+	simulation.Options
 	// Tokens are the accepted bearer tokens (default: "atlas-test-token").
 	Tokens []string
 	// Catalog is the initial fleet (default: DefaultCatalog()). A state dir that already holds a state
@@ -75,17 +76,17 @@ type Options struct {
 	MaxLimit int
 }
 
-// Faults are the armed faults: the shared vocabulary every emulator understands (emukit.Faults) and
+// Faults are the armed faults: the shared vocabulary every emulator understands (simulation.Faults) and
 // Atlas's own. They live in the state, so with a StateDir every process sharing the directory sees
 // them; counters go down as they fire. On Atlas the shared ones answer as follows: RateLimited with
 // 429 rate_limited, ServerErrors with 500 internal, LoseCreateResponses with 503 unavailable after the
 // create, BootFailures with status failed, SoldOut with 422 no_capacity on every create.
 type Faults struct {
-	emukit.Faults
+	simulation.Faults
 	// QuotaExceeded answers creates with 403 quota_exceeded while set.
 	QuotaExceeded bool `json:"quota_exceeded,omitempty"`
 	// SlowBoot is added to the boot duration of instances created while it is set.
-	SlowBoot emukit.Duration `json:"slow_boot,omitempty"`
+	SlowBoot simulation.Duration `json:"slow_boot,omitempty"`
 }
 
 type instRec struct {
@@ -115,14 +116,14 @@ type state struct {
 // Server is the emulator; it is an http.Handler serving the API and, under emukit.AdminPath, the
 // admin surface.
 type Server struct {
-	// The Server is an emukit.Admin: SetFaults and Faults replace and read the faults of the shared
+	// The Server is a simulation.Admin: SetFaults and Faults replace and read the faults of the shared
 	// vocabulary (Atlas's own, QuotaExceeded and SlowBoot, stay as they are); Stats counts the
 	// instances ever created and lists the live ones, neither terminating nor terminated.
 	*emukit.SeededServer[state]
 	opts Options
 }
 
-var _ emukit.Admin = (*Server)(nil)
+var _ simulation.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
@@ -138,10 +139,10 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts}
 	s.SeededServer = emukit.NewSeededServer(opts.StateDir, func() *state {
 		return &state{Catalog: append([]Offer(nil), catalog...)}
-	}, func(st *state) *emukit.Faults { return &st.Faults.Faults },
-		func(st *state) (int, []emukit.Machine) {
-			return st.CreateCount, emukit.LiveMachines(st.Instances, func(in *instRec) (emukit.Machine, bool) {
-				return emukit.Machine{ID: in.ID, Name: in.Name}, in.DeletedAt == nil
+	}, func(st *state) *simulation.Faults { return &st.Faults.Faults },
+		func(st *state) (int, []simulation.Machine) {
+			return st.CreateCount, emukit.LiveMachines(st.Instances, func(in *instRec) (simulation.Machine, bool) {
+				return simulation.Machine{ID: in.ID, Name: in.Name}, in.DeletedAt == nil
 			})
 		}, s.serveAPI)
 	return s
@@ -438,7 +439,7 @@ func checkLabels(labels map[string]string) string {
 }
 
 func newID() string {
-	return "i-" + emukit.RandomHex(6)
+	return "i-" + simulation.RandomHex(6)
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
@@ -447,14 +448,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "invalid", "cannot read body")
 		return
 	}
-	var b struct {
-		Name            string            `json:"name"`
-		InstanceType    string            `json:"instance_type"`
-		Region          string            `json:"region"`
-		SSHPublicKeys   []string          `json:"ssh_public_keys"`
-		Labels          map[string]string `json:"labels"`
-		MaxPricePerHour float64           `json:"max_price_per_hour"`
-	}
+	var b atlasapi.CreateRequest
 	if err := json.Unmarshal(raw, &b); err != nil {
 		apiError(w, http.StatusBadRequest, "invalid", "malformed JSON: "+err.Error())
 		return

@@ -11,6 +11,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func do(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any) {
@@ -70,8 +71,8 @@ func TestStateDirShared(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}, Catalog: []Offer{}})
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}, Catalog: []Offer{}})
 	code, inst := do(t, a, http.MethodPost, "/v1/instances", createBody)
 	if code != 201 {
 		t.Fatal(code)
@@ -85,12 +86,12 @@ func TestStateDirShared(t *testing.T) {
 	if code, _ := do(t, b, http.MethodPost, "/v1/instances", createBody); code != 409 {
 		t.Fatalf("second process create: %d", code)
 	}
-	_ = b.SetAllFaults(Faults{QuotaExceeded: true, Faults: emukit.Faults{ServerErrors: 2}})
+	_ = b.SetAllFaults(Faults{QuotaExceeded: true, Faults: simulation.Faults{ServerErrors: 2}})
 	if f, _ := a.AllFaults(); !f.QuotaExceeded || f.ServerErrors != 2 || a.CreateCount() != 1 || len(b.Instances()) != 1 {
 		t.Fatal("faults and counters are not shared")
 	}
 	// The shared vocabulary is replaced through the admin; Atlas's own faults stay.
-	_ = a.SetFaults(emukit.Faults{})
+	_ = a.SetFaults(simulation.Faults{})
 	if f, _ := b.AllFaults(); !f.QuotaExceeded || f.ServerErrors != 0 {
 		t.Fatalf("after SetFaults: %+v", f)
 	}
@@ -160,7 +161,7 @@ func TestLabels(t *testing.T) {
 
 func TestTerminatedCannotBeLabelled(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := New(Options{Options: emukit.Options{Now: func() time.Time { return now }}})
+	s := New(Options{Options: simulation.Options{Now: func() time.Time { return now }}})
 	_, inst := do(t, s, http.MethodPost, "/v1/instances", createBody)
 	id := inst["id"].(string)
 	do(t, s, http.MethodDelete, "/v1/instances/"+id, "")
@@ -197,15 +198,15 @@ func TestPriceCap(t *testing.T) {
 
 func TestSharedFaults(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := New(Options{Options: emukit.Options{Now: func() time.Time { return now }, BootDuration: time.Minute}})
-	_ = s.SetFaults(emukit.Faults{SoldOut: true})
+	s := New(Options{Options: simulation.Options{Now: func() time.Time { return now }, BootDuration: time.Minute}})
+	_ = s.SetFaults(simulation.Faults{SoldOut: true})
 	if code, _ := do(t, s, http.MethodPost, "/v1/instances", createBody); code != 422 {
 		t.Fatalf("sold out: %d", code)
 	}
 	if _, off := do(t, s, http.MethodGet, "/v1/offers", ""); len(off["offers"].([]any)) == 0 {
 		t.Fatal("sold out must keep the offers listed")
 	}
-	_ = s.SetFaults(emukit.Faults{LoseCreateResponses: 1, BootFailures: 1})
+	_ = s.SetFaults(simulation.Faults{LoseCreateResponses: 1, BootFailures: 1})
 	code, got := do(t, s, http.MethodPost, "/v1/instances", createBody)
 	if e, _ := got["error"].(map[string]any); code != 503 || e["code"] != "unavailable" || s.CreateCount() != 1 {
 		t.Fatalf("lost create: %d %v, %d created", code, got, s.CreateCount())
@@ -215,10 +216,10 @@ func TestSharedFaults(t *testing.T) {
 	if items := listed["instances"].([]any); len(items) != 1 || items[0].(map[string]any)["status"] != "failed" {
 		t.Fatalf("boot failure: %v", listed)
 	}
-	if f, _ := s.Faults(); f != (emukit.Faults{}) {
+	if f, _ := s.Faults(); f != (simulation.Faults{}) {
 		t.Fatalf("faults not used up: %+v", f)
 	}
-	_ = s.SetFaults(emukit.Faults{ServerErrors: 1})
+	_ = s.SetFaults(simulation.Faults{ServerErrors: 1})
 	if code, body := do(t, s, http.MethodGet, "/v1/offers", ""); code != 500 || body["error"].(map[string]any)["code"] != "internal" {
 		t.Fatalf("server error: %d %v", code, body)
 	}
@@ -236,7 +237,7 @@ func TestAdminOverHTTP(t *testing.T) {
 		t.Fatalf("PUT faults: %d, faults %+v", a.Status, f)
 	}
 	a = emutest.Fetch(t, url, http.MethodGet, emukit.AdminPath+"stats", nil)
-	var st emukit.Stats
+	var st simulation.Stats
 	err := json.Unmarshal(a.Raw, &st)
 	if err != nil || st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "atlas-vm-a" {
 		t.Fatalf("stats: %+v, %v", st, err)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // ServeAt is Serve for an API below a path prefix ("/v1"): the base URL it returns ends in prefix, as
@@ -47,7 +49,7 @@ func (rep Reply) Write(w http.ResponseWriter) {
 // TakeReply fires one armed request fault (rate limit first, then server error) as the API's own
 // answer: tooMany for a 429, with the Retry-After header added, and serverError(status) for a 5xx of
 // serverStatus. ok is false when none is armed.
-func (f *Faults) TakeReply(serverStatus int, tooMany Reply, serverError func(status int) Reply) (rep Reply, ok bool) {
+func TakeReply(f *simulation.Faults, serverStatus int, tooMany Reply, serverError func(status int) Reply) (rep Reply, ok bool) {
 	status, header := f.Take(serverStatus)
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -91,7 +93,7 @@ func (a LockedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		rep = a.StateError(err)
 	}
-	if !Delay(r.Context(), latency) {
+	if !simulation.Delay(r.Context(), latency) {
 		return
 	}
 	rep.Write(w)
@@ -102,19 +104,19 @@ func (a LockedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // that could not be read (stateErr not nil, status 500), with fail in the API's own error shape. It
 // reports whether the request goes on to the API; false means it has been answered, or the client has
 // gone.
-func Gate(w http.ResponseWriter, r *http.Request, withFaults func(fn func(f *Faults)) error, serverStatus int,
+func Gate(w http.ResponseWriter, r *http.Request, withFaults func(fn func(f *simulation.Faults)) error, serverStatus int,
 	fail func(w http.ResponseWriter, status int, stateErr error)) bool {
 	var status int
 	var header http.Header
 	var latency time.Duration
-	if err := withFaults(func(f *Faults) {
+	if err := withFaults(func(f *simulation.Faults) {
 		latency = time.Duration(f.Latency)
 		status, header = f.Take(serverStatus)
 	}); err != nil {
 		fail(w, http.StatusInternalServerError, err)
 		return false
 	}
-	if !Delay(r.Context(), latency) {
+	if !simulation.Delay(r.Context(), latency) {
 		return false
 	}
 	if status != 0 {

@@ -10,10 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 type adminState struct {
-	Faults  Faults
+	Faults  simulation.Faults
 	Own     int
 	Created int
 	Names   []string
@@ -22,15 +24,15 @@ type adminState struct {
 func TestSeededAndStateAdmin(t *testing.T) {
 	for _, dir := range []string{"", t.TempDir()} {
 		st := NewSeeded(dir, "state", func() *adminState { return &adminState{Own: 7} })
-		a := NewStateAdmin(st.With, func(s *adminState) *Faults { return &s.Faults },
-			func(s *adminState) (int, []Machine) {
-				var live []Machine
+		a := NewStateAdmin(st.With, func(s *adminState) *simulation.Faults { return &s.Faults },
+			func(s *adminState) (int, []simulation.Machine) {
+				var live []simulation.Machine
 				for _, n := range s.Names {
-					live = append(live, Machine{ID: "id-" + n, Name: n})
+					live = append(live, simulation.Machine{ID: "id-" + n, Name: n})
 				}
 				return s.Created, live
 			})
-		if err := a.SetFaults(Faults{ServerErrors: 2, Latency: Duration(time.Millisecond)}); err != nil {
+		if err := a.SetFaults(simulation.Faults{ServerErrors: 2, Latency: simulation.Duration(time.Millisecond)}); err != nil {
 			t.Fatal(err)
 		}
 		var own int
@@ -38,7 +40,7 @@ func TestSeededAndStateAdmin(t *testing.T) {
 		if f, err := a.Faults(); err != nil || f.ServerErrors != 2 || own != 7 {
 			t.Fatalf("dir %q: faults %+v %v, own %d: the shared faults are replaced, the rest kept", dir, f, err, own)
 		}
-		if err := a.WithFaults(func(f *Faults) { f.ServerErrors-- }); err != nil {
+		if err := a.WithFaults(func(f *simulation.Faults) { f.ServerErrors-- }); err != nil {
 			t.Fatal(err)
 		}
 		if f, _ := a.Faults(); f.ServerErrors != 1 {
@@ -56,7 +58,7 @@ func TestSeededAndStateAdmin(t *testing.T) {
 		}
 		_ = st.With(true, func(s *adminState) error { s.Created, s.Names = 3, []string{"a", "b"}; return nil })
 		stats, err := a.Stats()
-		want := Stats{Created: 3, Live: []Machine{{ID: "id-a", Name: "a"}, {ID: "id-b", Name: "b"}}}
+		want := simulation.Stats{Created: 3, Live: []simulation.Machine{{ID: "id-a", Name: "a"}, {ID: "id-b", Name: "b"}}}
 		if err != nil || !reflect.DeepEqual(stats, want) {
 			t.Fatalf("dir %q: stats %+v %v, want %+v", dir, stats, err, want)
 		}
@@ -71,17 +73,17 @@ func TestSeededAndStateAdmin(t *testing.T) {
 }
 
 func TestTakeReply(t *testing.T) {
-	f := Faults{RateLimited: 1, RetryAfterSeconds: 3, ServerErrors: 1}
+	f := simulation.Faults{RateLimited: 1, RetryAfterSeconds: 3, ServerErrors: 1}
 	tooMany := Reply{Status: http.StatusTooManyRequests, Body: []byte("slow")}
 	serverErr := func(status int) Reply { return Reply{Status: status, Body: []byte("oops")} }
-	rep, ok := f.TakeReply(http.StatusBadGateway, tooMany, serverErr)
+	rep, ok := TakeReply(&f, http.StatusBadGateway, tooMany, serverErr)
 	if !ok || rep.Status != 429 || rep.Header.Get("Retry-After") != "3" || string(rep.Body) != "slow" {
 		t.Fatalf("first: %+v %v", rep, ok)
 	}
-	if rep, ok = f.TakeReply(http.StatusBadGateway, tooMany, serverErr); !ok || rep.Status != 502 || string(rep.Body) != "oops" {
+	if rep, ok = TakeReply(&f, http.StatusBadGateway, tooMany, serverErr); !ok || rep.Status != 502 || string(rep.Body) != "oops" {
 		t.Fatalf("second: %+v %v", rep, ok)
 	}
-	if _, ok = f.TakeReply(http.StatusBadGateway, tooMany, serverErr); ok {
+	if _, ok = TakeReply(&f, http.StatusBadGateway, tooMany, serverErr); ok {
 		t.Fatal("no fault is armed any more")
 	}
 }
@@ -130,9 +132,9 @@ func TestLockedAPI(t *testing.T) {
 }
 
 func TestGate(t *testing.T) {
-	f := Faults{RateLimited: 1, ServerErrors: 1}
+	f := simulation.Faults{RateLimited: 1, ServerErrors: 1}
 	var stateErr error
-	withFaults := func(fn func(*Faults)) error {
+	withFaults := func(fn func(*simulation.Faults)) error {
 		if stateErr != nil {
 			return stateErr
 		}
@@ -236,10 +238,10 @@ func TestLiveMachines(t *testing.T) {
 		id   string
 		gone bool
 	}
-	got := LiveMachines([]vm{{"a", false}, {"b", true}, {"c", false}}, func(v vm) (Machine, bool) {
-		return Machine{ID: v.id, Name: "n-" + v.id}, !v.gone
+	got := LiveMachines([]vm{{"a", false}, {"b", true}, {"c", false}}, func(v vm) (simulation.Machine, bool) {
+		return simulation.Machine{ID: v.id, Name: "n-" + v.id}, !v.gone
 	})
-	if !reflect.DeepEqual(got, []Machine{{ID: "a", Name: "n-a"}, {ID: "c", Name: "n-c"}}) {
+	if !reflect.DeepEqual(got, []simulation.Machine{{ID: "a", Name: "n-a"}, {ID: "c", Name: "n-c"}}) {
 		t.Fatalf("got %+v", got)
 	}
 	calls := 0

@@ -1,13 +1,11 @@
 // Package emukit is the plumbing the cloud emulators share: a JSON state kept in memory or in a
-// directory under an exclusive flock, serving on a local address, and fault injection (latency,
-// 429 storms with Retry-After, 5xx answers).
+// directory under an exclusive flock, serving on a local address, and the faults of the shared
+// vocabulary (internal/simulation) answered the way an HTTP API answers them.
 package emukit
 
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,41 +14,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
-	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
-
-// Options are the options every emulator has; each emulator's Options embed them, and its New gives
-// them their defaults with WithDefaults.
-type Options struct {
-	// StateDir keeps the cloud's state in a JSON file in this directory, under an exclusive file lock,
-	// so that every emulator (and process) sharing the directory sees one cloud ("": in memory). A
-	// state file that exists wins over the options that seed a new state (catalog, durations).
-	StateDir string
-	// BootDuration is how long a new machine takes until it runs (the emulator's Options say what the
-	// machine goes through meanwhile, and the default).
-	BootDuration time.Duration
-	// Now is the clock (default time.Now); tests inject a fake one to move statuses along instead of
-	// sleeping.
-	Now func() time.Time
-}
-
-// WithDefaults returns o with boot as BootDuration when it is not positive, and time.Now as Now when it
-// is nil.
-func (o Options) WithDefaults(boot time.Duration) Options {
-	if o.BootDuration <= 0 {
-		o.BootDuration = boot
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return o
-}
 
 // SSH is where an emulator reports that its running machines answer SSH.
 type SSH struct {
@@ -210,30 +179,6 @@ func Serve(addr string, h http.Handler) (baseURL string, stop func(context.Conte
 	return "http://" + ln.Addr().String(), stop, nil
 }
 
-// Delay waits d (nothing when d <= 0). It returns false, early, when ctx ends first: the client is
-// gone and the request needs no answer.
-func Delay(ctx context.Context, d time.Duration) bool {
-	return d <= 0 || wait.Sleep(ctx, d) == nil
-}
-
-// TakeFault fires one armed fault and uses up one of its count: while *tooMany > 0 a 429 with a
-// Retry-After header of retryAfter seconds (1 when not positive), else while *serverErrors > 0 a
-// serverStatus answer. status is 0 when neither is armed.
-func TakeFault(tooMany *int, retryAfter int, serverErrors *int, serverStatus int) (status int, header http.Header) {
-	switch {
-	case *tooMany > 0:
-		*tooMany--
-		if retryAfter <= 0 {
-			retryAfter = 1
-		}
-		return http.StatusTooManyRequests, http.Header{"Retry-After": {strconv.Itoa(retryAfter)}}
-	case *serverErrors > 0:
-		*serverErrors--
-		return serverStatus, nil
-	}
-	return 0, nil
-}
-
 // WriteJSON answers status with v as JSON, after the headers in header.
 func WriteJSON(w http.ResponseWriter, status int, v any, header http.Header) {
 	for k, vs := range header {
@@ -244,11 +189,4 @@ func WriteJSON(w http.ResponseWriter, status int, v any, header http.Header) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// RandomHex is n random bytes in lower-case hex.
-func RandomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

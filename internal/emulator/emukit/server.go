@@ -3,6 +3,8 @@ package emukit
 import (
 	"context"
 	"net/http"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // SeededServer is the frame of an emulator whose whole cloud lives in one Seeded state S: its Admin,
@@ -18,8 +20,8 @@ type SeededServer[S any] struct {
 
 // NewSeededServer builds the frame: the state lives in dir (empty: in memory) as state.json, seeded by
 // seed; faults and machines are NewStateAdmin's; api answers every request outside AdminPath.
-func NewSeededServer[S any](dir string, seed func() *S, faults func(st *S) *Faults,
-	machines func(st *S) (created int, live []Machine), api http.HandlerFunc) *SeededServer[S] {
+func NewSeededServer[S any](dir string, seed func() *S, faults func(st *S) *simulation.Faults,
+	machines func(st *S) (created int, live []simulation.Machine), api http.HandlerFunc) *SeededServer[S] {
 	s := &SeededServer[S]{Store: NewSeeded(dir, "state", seed)}
 	s.StateAdmin = NewStateAdmin(s.Store.With, faults, machines)
 	s.handler = WithAdmin(api, s.StateAdmin)

@@ -4,16 +4,20 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func TestSeededServer(t *testing.T) {
 	type st struct {
-		Faults  Faults
+		Faults  simulation.Faults
 		Created int
 	}
 	s := NewSeededServer(t.TempDir(), func() *st { return &st{Created: 2} },
-		func(s *st) *Faults { return &s.Faults },
-		func(s *st) (int, []Machine) { return s.Created, []Machine{{ID: "m1", Name: "one"}} },
+		func(s *st) *simulation.Faults { return &s.Faults },
+		func(s *st) (int, []simulation.Machine) {
+			return s.Created, []simulation.Machine{{ID: "m1", Name: "one"}}
+		},
 		func(w http.ResponseWriter, r *http.Request) {
 			WriteJSON(w, http.StatusTeapot, map[string]string{"api": r.URL.Path}, nil)
 		})
@@ -42,7 +46,7 @@ func TestSeededServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var stats Stats
+	var stats simulation.Stats
 	if err := json.NewDecoder(resp.Body).Decode(&stats); err != nil || stats.Created != 3 || len(stats.Live) != 1 {
 		t.Fatalf("admin stats %+v (%v), want Created 3 and one live machine", stats, err)
 	}

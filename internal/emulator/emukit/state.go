@@ -3,6 +3,8 @@ package emukit
 import (
 	"sort"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Seeded is a Store that knows how to make its first state.
@@ -29,34 +31,34 @@ func (s *Seeded[S]) With(write bool, fn func(st *S) error) error {
 // embeds it, so that its Server is an Admin.
 type StateAdmin[S any] struct {
 	update   func(write bool, fn func(st *S) error) error
-	faults   func(st *S) *Faults
-	machines func(st *S) (created int, live []Machine)
+	faults   func(st *S) *simulation.Faults
+	machines func(st *S) (created int, live []simulation.Machine)
 }
 
 // NewStateAdmin builds the Admin: update runs fn on the state under the store's lock (saving it
 // afterwards when write is true; an emulator may save always), faults says where the shared faults
 // live in a state, and machines counts the machines ever created and lists the live ones.
-func NewStateAdmin[S any](update func(write bool, fn func(st *S) error) error, faults func(st *S) *Faults,
-	machines func(st *S) (created int, live []Machine)) StateAdmin[S] {
+func NewStateAdmin[S any](update func(write bool, fn func(st *S) error) error, faults func(st *S) *simulation.Faults,
+	machines func(st *S) (created int, live []simulation.Machine)) StateAdmin[S] {
 	return StateAdmin[S]{update: update, faults: faults, machines: machines}
 }
 
 // SetFaults replaces the armed faults of the shared vocabulary; an emulator's own faults stay as they
 // are (persisted with the state, so every process sharing a StateDir sees them).
-func (a StateAdmin[S]) SetFaults(f Faults) error {
+func (a StateAdmin[S]) SetFaults(f simulation.Faults) error {
 	return a.update(true, func(st *S) error { *a.faults(st) = f; return nil })
 }
 
 // Faults returns the armed faults of the shared vocabulary, with counters as far as they have run down.
-func (a StateAdmin[S]) Faults() (Faults, error) {
-	var f Faults
+func (a StateAdmin[S]) Faults() (simulation.Faults, error) {
+	var f simulation.Faults
 	err := a.update(false, func(st *S) error { f = *a.faults(st); return nil })
 	return f, err
 }
 
 // WithFaults runs fn on the armed faults under the state lock and saves them: for an API that takes a
 // fault (or the latency) of a request.
-func (a StateAdmin[S]) WithFaults(fn func(f *Faults)) error {
+func (a StateAdmin[S]) WithFaults(fn func(f *simulation.Faults)) error {
 	return a.update(true, func(st *S) error { fn(a.faults(st)); return nil })
 }
 
@@ -68,8 +70,8 @@ func (a StateAdmin[S]) CreateCount() int {
 }
 
 // Stats counts the machines ever created and lists the live ones.
-func (a StateAdmin[S]) Stats() (Stats, error) {
-	out := Stats{Live: []Machine{}}
+func (a StateAdmin[S]) Stats() (simulation.Stats, error) {
+	out := simulation.Stats{Live: []simulation.Machine{}}
 	err := a.update(false, func(st *S) error {
 		created, live := a.machines(st)
 		out.Created = created
@@ -120,8 +122,8 @@ func AlwaysSaved[S any](update func(fn func(st *S) error) error) func(write bool
 
 // LiveMachines lists the machines of records that live reports alive, in order: the live half of an
 // Admin's Stats.
-func LiveMachines[T any](records []T, live func(T) (Machine, bool)) []Machine {
-	var out []Machine
+func LiveMachines[T any](records []T, live func(T) (simulation.Machine, bool)) []simulation.Machine {
+	var out []simulation.Machine
 	for _, r := range records {
 		if m, ok := live(r); ok {
 			out = append(out, m)

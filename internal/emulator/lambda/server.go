@@ -34,7 +34,7 @@
 // (400 global/invalid-parameters here), a duplicate SSH key name (400 global/duplicate), the messages
 // and statuses of the quota and inactive-account errors.
 //
-// Faults use the shared vocabulary (emukit.Faults); the Server is an emukit.Admin and serves
+// Faults use the shared vocabulary (simulation.Faults); the Server is a simulation.Admin and serves
 // emukit.AdminHandler under emukit.AdminPath ("/_emulator/") next to the API.
 //
 // State is in memory, or in a JSON file under Options.StateDir shared (under flock) by every emulator
@@ -60,6 +60,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // BasePath is the path prefix of every endpoint; a client's base URL is the server's URL + BasePath.
@@ -76,7 +77,7 @@ type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long a new instance boots before it is active (default 30s; real machines take
 	// minutes). Its ip appears half-way through.
-	emukit.Options
+	simulation.Options
 	// APIKey is the only key accepted (default DefaultAPIKey).
 	APIKey string
 	// TerminateDuration is how long a terminated instance stays terminating (default 10s).
@@ -219,7 +220,7 @@ func routeKey(path string) string {
 // fault answers the request with an armed 429 (Lambda's edge's plain-text page) or 5xx (in Lambda's
 // error shape), before it is acted on.
 func fault(st *state) (reply, bool) {
-	return st.Faults.TakeReply(http.StatusInternalServerError, rateLimited(),
+	return emukit.TakeReply(&st.Faults, http.StatusInternalServerError, rateLimited(),
 		func(status int) reply {
 			return errReply(status, "global/unknown", "Something unexpected occurred.", "Try again later.")
 		})
@@ -464,7 +465,7 @@ func (s *Server) launch(st *state, body []byte) reply {
 		ip = fmt.Sprintf("203.0.113.%d", 1+st.IPSeq%254)
 	}
 	in := &instance{
-		ID:           emukit.RandomHex(16),
+		ID:           simulation.RandomHex(16),
 		Name:         req.Name,
 		Region:       req.RegionName,
 		InstanceType: c.Name,
@@ -472,7 +473,7 @@ func (s *Server) launch(st *state, body []byte) reply {
 		UserData:     req.UserData,
 		IP:           ip,
 		PrivateIP:    fmt.Sprintf("10.19.%d.%d", (st.IPSeq/254)%254, 1+st.IPSeq%254),
-		JupyterToken: emukit.RandomHex(16),
+		JupyterToken: simulation.RandomHex(16),
 		CreatedAt:    s.opts.Now(),
 		Boot:         int64(s.opts.BootDuration),
 		FailBoot:     st.Faults.TakeBootFailure(),
@@ -555,7 +556,7 @@ func (s *Server) addKey(st *state, body []byte) reply {
 				fmt.Sprintf("An SSH key named %q already exists.", req.Name), "Use a different name.")
 		}
 	}
-	k := &sshKey{ID: emukit.RandomHex(16), Name: req.Name, CreatedAt: s.opts.Now()}
+	k := &sshKey{ID: simulation.RandomHex(16), Name: req.Name, CreatedAt: s.opts.Now()}
 	var view map[string]any
 	if req.PublicKey != nil && strings.TrimSpace(*req.PublicKey) != "" {
 		pub := strings.TrimSpace(*req.PublicKey)

@@ -14,6 +14,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // clock is a manual clock for the emulator: tests move it instead of sleeping.
@@ -309,7 +310,7 @@ func TestCapacity(t *testing.T) {
 func TestFaults(t *testing.T) {
 	s, c := newServer(t, Options{})
 	addKey(t, s, "k")
-	if err := s.SetFaults(emukit.Faults{RateLimited: 1, RetryAfterSeconds: 3, ServerErrors: 1}); err != nil {
+	if err := s.SetFaults(simulation.Faults{RateLimited: 1, RetryAfterSeconds: 3, ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
 	a := call(t, s, "GET", BasePath+"/instances", nil)
@@ -329,7 +330,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// A lost answer: the instance exists, the client saw a 502 from a proxy.
-	_ = s.SetFaults(emukit.Faults{LoseCreateResponses: 1, BootFailures: 1})
+	_ = s.SetFaults(simulation.Faults{LoseCreateResponses: 1, BootFailures: 1})
 	a = launch(t, s, nil)
 	if a.status != 502 || !strings.Contains(string(a.raw), "Bad Gateway") {
 		t.Errorf("lost answer: %d %s", a.status, a.raw)
@@ -345,7 +346,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// Sold out: the catalog still lists capacity, the launch is refused with Lambda's own error.
-	_ = s.SetFaults(emukit.Faults{SoldOut: true})
+	_ = s.SetFaults(simulation.Faults{SoldOut: true})
 	if item := call(t, s, "GET", BasePath+"/instance-types", nil).dataMap()["gpu_1x_h100_sxm5"].(map[string]any); len(item["regions_with_capacity_available"].([]any)) == 0 {
 		t.Error("sold out hides the capacity")
 	}
@@ -401,14 +402,14 @@ func TestSSHKeys(t *testing.T) {
 // Processes sharing a StateDir see one cloud: instances, keys and faults.
 func TestStateDirShared(t *testing.T) {
 	dir := t.TempDir()
-	a := New(Options{Options: emukit.Options{StateDir: dir}})
-	b := New(Options{Options: emukit.Options{StateDir: dir}})
+	a := New(Options{Options: simulation.Options{StateDir: dir}})
+	b := New(Options{Options: simulation.Options{StateDir: dir}})
 	addKey(t, a, "k")
 	id := launchedID(t, launch(t, a, nil))
 	if got := call(t, b, "GET", BasePath+"/instances/"+id, nil); got.status != 200 {
 		t.Errorf("the other process does not see the instance: %d %s", got.status, got.raw)
 	}
-	if err := b.SetFaults(emukit.Faults{ServerErrors: 1}); err != nil {
+	if err := b.SetFaults(simulation.Faults{ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got := call(t, a, "GET", BasePath+"/instances", nil); got.status != 500 {
@@ -435,7 +436,7 @@ func TestStartAndAdmin(t *testing.T) {
 		t.Errorf("a fault armed over HTTP: %d", a.Status)
 	}
 	a = emutest.Fetch(t, root, http.MethodGet, emukit.AdminPath+"stats", nil)
-	var st emukit.Stats
+	var st simulation.Stats
 	_ = json.Unmarshal(a.Raw, &st)
 	if a.Status != 200 || st.Live == nil {
 		t.Errorf("GET stats: %d %+v", a.Status, st)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 type instance struct {
@@ -38,10 +39,10 @@ type state struct {
 	SSHKeys   map[string]*sshKey   `json:"ssh_keys"`
 	// Faults are the armed faults (the shared vocabulary). They live in the state, so with a StateDir
 	// every process sharing it sees them.
-	Faults   emukit.Faults  `json:"faults"`
-	Created  int            `json:"created"`
-	Requests map[string]int `json:"requests"`
-	IPSeq    int            `json:"ip_seq"`
+	Faults   simulation.Faults `json:"faults"`
+	Created  int               `json:"created"`
+	Requests map[string]int    `json:"requests"`
+	IPSeq    int               `json:"ip_seq"`
 	// LastLaunch is when the last launch request arrived (the launch pacing counts requests, as
 	// Lambda's edge does, whether or not they launched anything).
 	LastLaunch *time.Time `json:"last_launch,omitempty"`

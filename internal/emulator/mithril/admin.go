@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // Emulator-only helpers for tests and the sandbox. They act on the same state as the API (the state
@@ -16,7 +17,7 @@ import (
 
 type admin = emukit.StateAdmin[state]
 
-// newAdmin is the Server's emukit.Admin.
+// newAdmin is the Server's simulation.Admin.
 //
 // SetFaults replaces the armed shared faults. LoseCreateResponses loses the answers of bid creates
 // (POST /v2/spot/bids); SoldOut makes them fail with Mithril's 400 "Insufficient capacity";
@@ -30,10 +31,10 @@ type admin = emukit.StateAdmin[state]
 func newAdmin(s *Server) admin {
 	return emukit.NewStateAdmin(func(_ bool, fn func(st *state) error) error {
 		return s.update(func(st *state, _ time.Time) error { return fn(st) })
-	}, func(st *state) *emukit.Faults { return &st.Faults },
-		func(st *state) (int, []emukit.Machine) {
-			return st.Created, emukit.LiveMachines(st.Bids, func(b *bid) (emukit.Machine, bool) {
-				return emukit.Machine{ID: b.FID, Name: b.Name}, b.Project != marketProject && b.Status != bidTerminated
+	}, func(st *state) *simulation.Faults { return &st.Faults },
+		func(st *state) (int, []simulation.Machine) {
+			return st.Created, emukit.LiveMachines(st.Bids, func(b *bid) (simulation.Machine, bool) {
+				return simulation.Machine{ID: b.FID, Name: b.Name}, b.Project != marketProject && b.Status != bidTerminated
 			})
 		})
 }

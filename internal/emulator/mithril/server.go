@@ -4,7 +4,7 @@
 // "$X.XX" price strings, integer cents on /v2/pricing/current, cursor pagination, FastAPI 422 errors,
 // {"detail": ...} error bodies and 404 on unknown bids.
 //
-// Faults are the shared vocabulary (emukit.Faults, armed through SetFaults or PUT /_emulator/faults)
+// Faults are the shared vocabulary (simulation.Faults, armed through SetFaults or PUT /_emulator/faults)
 // plus Mithril's own (OwnFaults: preemptions, slow boots, the 5xx status, faults limited to one path);
 // the spot market's moves are AddMarketBid, SetCapacity and SetAuction. Stats counts hydra's bids (a
 // hydra instance is one bid): GET /_emulator/stats.
@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // DefaultAPIKey is the key the emulator accepts when Options.APIKeys is empty.
@@ -51,7 +52,7 @@ type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long an allocated instance stays STATUS_NEW/STATUS_STARTING before
 	// STATUS_RUNNING with an ssh_destination (default 20s).
-	emukit.Options
+	simulation.Options
 	// Catalog is the spot market (nil: DefaultCatalog()).
 	Catalog []Offering
 	// StopDuration is how long a cancelled bid's instance stays STATUS_STOPPING (default 0: it is
@@ -69,7 +70,7 @@ type Options struct {
 	SSHDestination string
 }
 
-// OwnFaults are the misbehaviours only Mithril has, beside the shared fault vocabulary (emukit.Faults:
+// OwnFaults are the misbehaviours only Mithril has, beside the shared fault vocabulary (simulation.Faults:
 // 429 storms, 5xx answers, lost bid creates, boot failures, sold-out auctions, latency). Like those,
 // they persist in the state dir, and counters go down as they fire. The spot market's own moves (another
 // customer outbidding hydra, an auction's capacity changing) are AddMarketBid and SetCapacity.
@@ -83,7 +84,7 @@ type OwnFaults struct {
 	// win in time).
 	OutbidOnArrival int `json:"outbid_on_arrival,omitempty"`
 	// SlowBoot is added to the boot of instances allocated while it is set.
-	SlowBoot emukit.Duration `json:"slow_boot,omitempty"`
+	SlowBoot simulation.Duration `json:"slow_boot,omitempty"`
 	// ServerErrorStatus is the status of the shared ServerErrors and LoseCreateResponses answers
 	// (default 502, Mithril's "Upstream service failure").
 	ServerErrorStatus int `json:"server_error_status,omitempty"`
@@ -102,7 +103,7 @@ type Server struct {
 	handler http.Handler
 }
 
-var _ emukit.Admin = (*Server)(nil)
+var _ simulation.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
@@ -214,7 +215,7 @@ func (s *Server) wrap(fn handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var latency time.Duration
 		_ = s.update(func(st *state, _ time.Time) error { latency = time.Duration(st.Faults.Latency); return nil })
-		if !emukit.Delay(r.Context(), latency) {
+		if !simulation.Delay(r.Context(), latency) {
 			return
 		}
 		var status int

@@ -13,6 +13,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func call(t *testing.T, base, method, path string, body any, out any) int {
@@ -31,7 +32,7 @@ func call(t *testing.T, base, method, path string, body any, out any) int {
 func auctionServer(t *testing.T) (*backendtest.Clock, *Server, *httptest.Server, string) {
 	t.Helper()
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}, PreemptionWindow: time.Minute})
+	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 10 * time.Second}, PreemptionWindow: time.Minute})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return c, s, srv, s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
@@ -53,7 +54,7 @@ func pricing(t *testing.T, base, fid, region string) map[string]any {
 func TestSecondPriceAuction(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := New(Options{
-		Options:          emukit.Options{Now: c.Now, BootDuration: 10 * time.Second},
+		Options:          simulation.Options{Now: c.Now, BootDuration: 10 * time.Second},
 		PreemptionWindow: time.Minute,
 		Catalog: []Offering{
 			{Name: "h100-80gb.sxm.8x", GPUType: "H100", NumGPUs: 8, Region: "r1", Capacity: 2, MinimumCents: 500, LastPriceCents: 900},
@@ -261,7 +262,7 @@ func TestDefaultCatalogMarket(t *testing.T) {
 
 func TestInstanceProgressionAndAuth(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 30 * time.Second}, SSHDestination: "127.0.0.1:2222"})
+	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 30 * time.Second}, SSHDestination: "127.0.0.1:2222"})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	var b map[string]any
@@ -302,8 +303,8 @@ func TestInstanceProgressionAndAuth(t *testing.T) {
 func TestStateDirSharedByTwoServers(t *testing.T) {
 	dir := t.TempDir()
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 10 * time.Second}})
 	sa, sb := httptest.NewServer(a), httptest.NewServer(b)
 	defer sa.Close()
 	defer sb.Close()
@@ -321,7 +322,7 @@ func TestStateDirSharedByTwoServers(t *testing.T) {
 		t.Errorf("create count via b: %d", b.CreateCount())
 	}
 	// Faults set through one server apply to the other.
-	if err := a.SetFaults(emukit.Faults{RateLimited: 1}); err != nil {
+	if err := a.SetFaults(simulation.Faults{RateLimited: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if code := call(t, sb.URL, "GET", "/v2/spot/availability", nil, nil); code != 429 {
@@ -329,7 +330,7 @@ func TestStateDirSharedByTwoServers(t *testing.T) {
 	}
 	// A third server started later (a new terraform run) sees the same cloud.
 	c.Advance(10 * time.Second)
-	third := New(Options{Options: emukit.Options{StateDir: dir}})
+	third := New(Options{Options: simulation.Options{StateDir: dir}})
 	bids := third.LiveBids()
 	if len(bids) != 1 || bids[0].InstanceStatuses[0] != "STATUS_RUNNING" {
 		t.Errorf("third server: %+v", bids)
@@ -357,7 +358,7 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 	s := New(Options{})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	_ = s.SetFaults(emukit.Faults{Latency: emukit.Duration(50 * time.Millisecond), ServerErrors: 1})
+	_ = s.SetFaults(simulation.Faults{Latency: simulation.Duration(50 * time.Millisecond), ServerErrors: 1})
 	start := time.Now()
 	var body map[string]any
 	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, &body); code != 502 || body["detail"] != "Upstream service failure" {
@@ -374,7 +375,7 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 		t.Errorf("faults %+v", f)
 	}
 	// Mithril's own status for server errors, and faults limited to one path.
-	_ = s.SetFaults(emukit.Faults{ServerErrors: 1, RateLimited: 1, RetryAfterSeconds: 3})
+	_ = s.SetFaults(simulation.Faults{ServerErrors: 1, RateLimited: 1, RetryAfterSeconds: 3})
 	_ = s.SetOwnFaults(OwnFaults{ServerErrorStatus: 503, OnlyPath: "GET /v2/spot/"})
 	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, nil); code != 200 {
 		t.Errorf("a path outside OnlyPath: %d", code)
@@ -391,12 +392,12 @@ func TestLatencyAndServerErrorFaults(t *testing.T) {
 // a boot failure ends the instance in STATUS_ERROR.
 func TestSharedCreateFaults(t *testing.T) {
 	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 10 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 10 * time.Second}})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	fid := s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
 
-	_ = s.SetFaults(emukit.Faults{SoldOut: true})
+	_ = s.SetFaults(simulation.Faults{SoldOut: true})
 	var e map[string]any
 	if code := call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("sold", fid, "us-central1-a", "$2.00"), &e); code != 400 || !strings.Contains(e["detail"].(string), "Insufficient capacity") {
 		t.Errorf("sold out: %d %v", code, e)
@@ -405,7 +406,7 @@ func TestSharedCreateFaults(t *testing.T) {
 		t.Errorf("a sold-out create placed a bid")
 	}
 
-	_ = s.SetFaults(emukit.Faults{LoseCreateResponses: 1, BootFailures: 1})
+	_ = s.SetFaults(simulation.Faults{LoseCreateResponses: 1, BootFailures: 1})
 	if code := call(t, srv.URL, "POST", "/v2/spot/bids", bidBody("lost", fid, "us-central1-a", "$2.00"), &e); code != 502 {
 		t.Errorf("lost answer: %d %v", code, e)
 	}
@@ -469,7 +470,7 @@ func TestAdminOverHTTP(t *testing.T) {
 	}
 	// The admin surface needs no key and is not hit by the faults it arms.
 	a := emutest.Fetch(t, srv.URL, "GET", emukit.AdminPath+"stats", nil)
-	var st emukit.Stats
+	var st simulation.Stats
 	_ = json.Unmarshal(a.Raw, &st)
 	if a.Status != 200 || st.Created != 0 || st.Live == nil || len(st.Live) != 0 {
 		t.Errorf("stats: %d %+v", a.Status, st)

@@ -9,24 +9,24 @@ import (
 	"sort"
 	"time"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // state is the whole emulated cloud. With a state dir it lives in state.json and every request loads
 // and saves it under an exclusive file lock. Every status progression is computed from timestamps
 // stored here, never from timers, so it survives process restarts.
 type state struct {
-	Projects  []*project    `json:"projects"`
-	Auctions  []*auction    `json:"auctions"`
-	Bids      []*bid        `json:"bids"`
-	Instances []*instance   `json:"instances"`
-	SSHKeys   []*sshKey     `json:"ssh_keys"`
-	Faults    emukit.Faults `json:"faults"`
-	Own       OwnFaults     `json:"mithril_faults"`
-	Seq       int64         `json:"seq"`
-	Created   int           `json:"bids_created"`
-	Hosts     int           `json:"hosts"`
-	Settings  settings      `json:"settings"`
+	Projects  []*project        `json:"projects"`
+	Auctions  []*auction        `json:"auctions"`
+	Bids      []*bid            `json:"bids"`
+	Instances []*instance       `json:"instances"`
+	SSHKeys   []*sshKey         `json:"ssh_keys"`
+	Faults    simulation.Faults `json:"faults"`
+	Own       OwnFaults         `json:"mithril_faults"`
+	Seq       int64             `json:"seq"`
+	Created   int               `json:"bids_created"`
+	Hosts     int               `json:"hosts"`
+	Settings  settings          `json:"settings"`
 }
 
 // settings copy the Options that must agree between processes sharing a state dir.

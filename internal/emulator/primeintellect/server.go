@@ -10,7 +10,7 @@
 // Pod status follows wall-clock timestamps kept in the state (created_at + boot duration), so it
 // survives restarts; with Options.StateDir the whole cloud lives in a JSON file shared by processes.
 //
-// Faults use the shared vocabulary (emukit.Faults) and the shared admin surface (emukit.Admin, served
+// Faults use the shared vocabulary (simulation.Faults) and the shared admin surface (simulation.Admin, served
 // over HTTP under emukit.AdminPath); the faults only Prime has are CloudFaults.
 package primeintellect
 
@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // DefaultAPIKey is the API key the emulator accepts when Options.APIKeys is empty.
@@ -37,7 +38,7 @@ type Options struct {
 	// Options.BootDuration is how long a pod takes from create to reachable (default 20s). The pod is
 	// PROVISIONING for the first quarter, ACTIVE with installation running and no sshConnection until
 	// half, ACTIVE/FINISHED with sshConnection [null] until the end, then ACTIVE with an SSH connection.
-	emukit.Options
+	simulation.Options
 	// APIKeys are the accepted API keys (default: "pi-test-key").
 	APIKeys []string
 	// Catalog is the initial availability (default: DefaultCatalog()). A state dir that already
@@ -63,12 +64,12 @@ type Options struct {
 }
 
 // CloudFaults are the failures only Prime Intellect has, switched on at runtime beside the shared
-// emukit.Faults; counters go down as they fire. They persist in the state.
+// simulation.Faults; counters go down as they fire. They persist in the state.
 type CloudFaults struct {
 	// EmptyAvailability answers that many availability requests with an empty list (a flaky replica).
 	EmptyAvailability int `json:"empty_availability,omitempty"`
 	// SlowBoot is added to the boot duration of pods created while it is set.
-	SlowBoot emukit.Duration `json:"slow_boot,omitempty"`
+	SlowBoot simulation.Duration `json:"slow_boot,omitempty"`
 	// PaymentRequired answers creates with 402 (no balance) while set.
 	PaymentRequired bool `json:"payment_required,omitempty"`
 }
@@ -108,7 +109,7 @@ type state struct {
 	Catalog     []Item            `json:"catalog"`
 	Pods        []*podRec         `json:"pods"`
 	Keys        []keyRec          `json:"ssh_keys"`
-	Faults      emukit.Faults     `json:"faults"`
+	Faults      simulation.Faults `json:"faults"`
 	CloudFaults CloudFaults       `json:"cloud_faults"`
 	CreateCount int               `json:"create_count"`
 	Flips       int               `json:"flips"`
@@ -118,13 +119,13 @@ type state struct {
 // Server is the emulator; it is an http.Handler serving the API and, under emukit.AdminPath, the
 // shared admin surface.
 type Server struct {
-	// The Server is an emukit.Admin: SetFaults and Faults replace and read the armed shared faults;
+	// The Server is a simulation.Admin: SetFaults and Faults replace and read the armed shared faults;
 	// Stats counts the pods ever created and lists the live ones, neither DELETING nor TERMINATED.
 	*emukit.SeededServer[state]
 	opts Options
 }
 
-var _ emukit.Admin = (*Server)(nil)
+var _ simulation.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
@@ -139,12 +140,12 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts}
 	s.SeededServer = emukit.NewSeededServer(opts.StateDir, func() *state {
 		return &state{Catalog: append([]Item(nil), catalog...)}
-	}, func(st *state) *emukit.Faults { return &st.Faults },
-		func(st *state) (int, []emukit.Machine) {
+	}, func(st *state) *simulation.Faults { return &st.Faults },
+		func(st *state) (int, []simulation.Machine) {
 			now := s.opts.Now()
-			return st.CreateCount, emukit.LiveMachines(st.Pods, func(p *podRec) (emukit.Machine, bool) {
+			return st.CreateCount, emukit.LiveMachines(st.Pods, func(p *podRec) (simulation.Machine, bool) {
 				v := s.view(p, now)
-				return emukit.Machine{ID: p.ID, Name: p.Name}, v.status != "TERMINATED" && v.status != "DELETING"
+				return simulation.Machine{ID: p.ID, Name: p.Name}, v.status != "TERMINATED" && v.status != "DELETING"
 			})
 		}, s.serveAPI)
 	return s
@@ -243,7 +244,7 @@ func validation(w http.ResponseWriter, loc []string, msg, typ string) {
 }
 
 func newID() string {
-	return emukit.RandomHex(16)
+	return simulation.RandomHex(16)
 }
 
 // serveAPI answers one API request.

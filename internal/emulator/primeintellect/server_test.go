@@ -15,6 +15,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func do(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any, []byte) {
@@ -130,7 +131,7 @@ func TestAuthAndErrors(t *testing.T) {
 
 func TestTooManyRequestsHasRetryAfter(t *testing.T) {
 	s := New(Options{})
-	_ = s.SetFaults(emukit.Faults{RateLimited: 1, RetryAfterSeconds: 7})
+	_ = s.SetFaults(simulation.Faults{RateLimited: 1, RetryAfterSeconds: 7})
 	r := httptest.NewRequest(http.MethodGet, "/api/v1/pods/", nil)
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, r)
@@ -147,14 +148,14 @@ const createL4 = `{"pod":{"name":"pi-vm-x","cloudId":"NVIDIA L4","gpuType":"L4_2
 // TestSharedFaults checks the shared fault vocabulary in Prime's own answers.
 func TestSharedFaults(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := New(Options{Options: emukit.Options{Now: func() time.Time { return now }, BootDuration: time.Minute}})
+	s := New(Options{Options: simulation.Options{Now: func() time.Time { return now }, BootDuration: time.Minute}})
 
-	_ = s.SetFaults(emukit.Faults{ServerErrors: 1})
+	_ = s.SetFaults(simulation.Faults{ServerErrors: 1})
 	if code, body, _ := do(t, s, http.MethodGet, "/api/v1/pods/", ""); code != 500 || body["detail"] == nil {
 		t.Fatalf("server error: %d %v", code, body)
 	}
 
-	_ = s.SetFaults(emukit.Faults{SoldOut: true})
+	_ = s.SetFaults(simulation.Faults{SoldOut: true})
 	code, body, _ := do(t, s, http.MethodPost, "/api/v1/pods/", createL4)
 	if code != 400 || !strings.Contains(body["detail"].(string), "No capacity") {
 		t.Fatalf("sold out: %d %v", code, body)
@@ -163,7 +164,7 @@ func TestSharedFaults(t *testing.T) {
 		t.Fatal("offers stay listed while sold out")
 	}
 
-	_ = s.SetFaults(emukit.Faults{LoseCreateResponses: 1, BootFailures: 1})
+	_ = s.SetFaults(simulation.Faults{LoseCreateResponses: 1, BootFailures: 1})
 	if code, _, raw := do(t, s, http.MethodPost, "/api/v1/pods/", createL4); code != 502 {
 		t.Fatalf("lost create answer: %d %s", code, raw)
 	}
@@ -176,7 +177,7 @@ func TestSharedFaults(t *testing.T) {
 	if code != 200 || body["status"] != "ERROR" || body["installationStatus"] != "ERROR" {
 		t.Fatalf("boot failure: %d %v", code, body)
 	}
-	if f, _ := s.Faults(); f != (emukit.Faults{}) {
+	if f, _ := s.Faults(); f != (simulation.Faults{}) {
 		t.Fatalf("faults not used up: %+v", f)
 	}
 	// A pod being deleted is no longer live.
@@ -197,7 +198,7 @@ func TestAdminHTTP(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("PUT faults: %d %s", w.Code, w.Body)
 	}
-	if f, _ := s.Faults(); f.RateLimited != 2 || f.Latency != emukit.Duration(time.Millisecond) {
+	if f, _ := s.Faults(); f.RateLimited != 2 || f.Latency != simulation.Duration(time.Millisecond) {
 		t.Fatalf("faults = %+v", f)
 	}
 	// Admin requests do not use up faults.
@@ -208,7 +209,7 @@ func TestAdminHTTP(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", path, w.Code, w.Body)
 		}
 	}
-	var st emukit.Stats
+	var st simulation.Stats
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Created != 0 || st.Live == nil {
 		t.Fatalf("stats = %s (%v)", w.Body, err)
 	}
@@ -276,8 +277,8 @@ func TestStateDirShared(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}, Catalog: []Item{}})
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: clock, BootDuration: time.Minute}, Catalog: []Item{}})
 	code, pod, raw := do(t, a, http.MethodPost, "/api/v1/pods/", `{"pod":{"name":"pi-vm-shared","cloudId":"NVIDIA L4","gpuType":"L4_24GB","socket":"PCIe","gpuCount":1,"maxPrice":1},"provider":{"type":"runpod"}}`)
 	if code != 200 {
 		t.Fatalf("%d %s", code, raw)
@@ -293,7 +294,7 @@ func TestStateDirShared(t *testing.T) {
 		t.Fatal("b should share a's catalog")
 	}
 	// Faults set through one are seen by the other; capacity used by one is used for both.
-	_ = b.SetFaults(emukit.Faults{SoldOut: true})
+	_ = b.SetFaults(simulation.Faults{SoldOut: true})
 	_ = b.SetCloudFaults(CloudFaults{EmptyAvailability: 2})
 	if f, err := a.Faults(); err != nil || !f.SoldOut || a.CloudFaults().EmptyAvailability != 2 {
 		t.Fatal("faults are not shared")
@@ -312,7 +313,7 @@ func TestStateDirShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new process on the same dir after a restart sees the deletion.
-	c := New(Options{Options: emukit.Options{StateDir: dir, Now: func() time.Time { return now.Add(time.Hour) }}})
+	c := New(Options{Options: simulation.Options{StateDir: dir, Now: func() time.Time { return now.Add(time.Hour) }}})
 	if len(c.Pods()) != 0 {
 		t.Fatalf("pods after delete: %v", c.Pods())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 func TestAdminOverHTTP(t *testing.T) {
@@ -20,19 +21,19 @@ func TestAdminOverHTTP(t *testing.T) {
 	}
 	// The admin surface needs no credentials, is not hit by the faults it arms, and is served at the
 	// root and below the API prefix.
-	put := do(t, s, "PUT", "/_emulator/faults", emukit.Faults{ServerErrors: 2, Latency: emukit.Duration(time.Millisecond)}, "none")
+	put := do(t, s, "PUT", "/_emulator/faults", simulation.Faults{ServerErrors: 2, Latency: simulation.Duration(time.Millisecond)}, "none")
 	if put.status != 200 {
 		t.Fatalf("PUT faults: %d %s", put.status, put.raw)
 	}
 	for _, path := range []string{"/_emulator/faults", "/1.3/_emulator/faults"} {
 		g := do(t, s, "GET", path, nil, "none")
-		var f emukit.Faults
-		if err := json.Unmarshal(g.raw, &f); g.status != 200 || err != nil || f.ServerErrors != 2 || f.Latency != emukit.Duration(time.Millisecond) {
+		var f simulation.Faults
+		if err := json.Unmarshal(g.raw, &f); g.status != 200 || err != nil || f.ServerErrors != 2 || f.Latency != simulation.Duration(time.Millisecond) {
 			t.Errorf("GET %s: %d %s", path, g.status, g.raw)
 		}
 	}
 	st := do(t, s, "GET", "/1.3/_emulator/stats", nil, "none")
-	var stats emukit.Stats
+	var stats simulation.Stats
 	if err := json.Unmarshal(st.raw, &stats); st.status != 200 || err != nil || stats.Created != 1 || len(stats.Live) != 1 || stats.Live[0].Name != "upcloud-vm-admin" {
 		t.Fatalf("stats: %d %s", st.status, st.raw)
 	}
@@ -46,10 +47,10 @@ func TestAdminOverHTTP(t *testing.T) {
 
 func TestAdminFaultsOfTheSharedVocabulary(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
 
 	// A lost create answer: the server exists, the answer is a 5xx in UpCloud's shape.
-	_ = s.SetFaults(emukit.Faults{LoseCreateResponses: 1, BootFailures: 1})
+	_ = s.SetFaults(simulation.Faults{LoseCreateResponses: 1, BootFailures: 1})
 	c := do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-lost"), "")
 	if c.status != 500 || !strings.Contains(string(c.raw), `"error_code":"INTERNAL_ERROR"`) {
 		t.Fatalf("lost create: %d %s", c.status, c.raw)
@@ -69,7 +70,7 @@ func TestAdminFaultsOfTheSharedVocabulary(t *testing.T) {
 
 	// Sold out: every create fails with UpCloud's no-capacity error, GPU and general plans alike,
 	// while stock is still listed.
-	_ = s.SetFaults(emukit.Faults{SoldOut: true})
+	_ = s.SetFaults(simulation.Faults{SoldOut: true})
 	for _, plan := range []string{"GPU-8xCPU-64GB-1xL4", "2xCPU-4GB"} {
 		body := testCreate("upcloud-vm-soldout")
 		body["server"].(map[string]any)["plan"] = plan
@@ -87,7 +88,7 @@ func TestAdminFaultsOfTheSharedVocabulary(t *testing.T) {
 
 func TestModifyServerLabels(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
 	uuid := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-mod"), ""))["uuid"].(string)
 
 	labels := func(kv ...string) map[string]any {
@@ -180,7 +181,7 @@ func TestStartServesTheAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st emukit.Stats
+	var st simulation.Stats
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != 200 || st.Created != 0 || st.Live == nil {
 		t.Fatalf("stats: %d %+v %v", resp.StatusCode, st, err)
 	}
@@ -247,8 +248,8 @@ func TestPagingKnob(t *testing.T) {
 // The knob lives in the state: processes sharing a StateDir see it.
 func TestPagingKnobSharedThroughStateDir(t *testing.T) {
 	dir := t.TempDir()
-	a := New(Options{Options: emukit.Options{StateDir: dir}})
-	b := New(Options{Options: emukit.Options{StateDir: dir}})
+	a := New(Options{Options: simulation.Options{StateDir: dir}})
+	b := New(Options{Options: simulation.Options{StateDir: dir}})
 	if err := a.SetIgnorePaging(true); err != nil {
 		t.Fatal(err)
 	}

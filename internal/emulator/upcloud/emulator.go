@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // APIPrefix is the path prefix of the API (the real base URL is https://api.upcloud.com/1.3).
@@ -51,7 +52,7 @@ const APIPrefix = "/1.3"
 type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long a new server stays in "maintenance" (default 20s).
-	emukit.Options
+	simulation.Options
 	// Zones, Plans and Templates seed the catalog (defaults: DefaultZones, DefaultPlans, DefaultTemplates).
 	Zones     []Zone
 	Plans     []Plan
@@ -72,7 +73,7 @@ type Options struct {
 
 // Server is the emulator, an http.Handler serving the API and the admin surface.
 type Server struct {
-	// The Server is an emukit.Admin: Faults returns the armed shared faults with their counters as far
+	// The Server is a simulation.Admin: Faults returns the armed shared faults with their counters as far
 	// as they have run down; Stats counts the servers ever created (lost creates included) and lists
 	// the ones that exist, by uuid, named by their title (a server exists until DELETE removes it,
 	// whatever its state). SetFaults is the Server's own.
@@ -84,7 +85,7 @@ type Server struct {
 
 type admin = emukit.StateAdmin[state]
 
-var _ emukit.Admin = (*Server)(nil)
+var _ simulation.Admin = (*Server)(nil)
 
 // New builds an emulator.
 func New(opts Options) *Server {
@@ -100,11 +101,11 @@ func New(opts Options) *Server {
 			return serr
 		}
 		return err
-	}, func(st *state) *emukit.Faults { return &st.Faults.Faults },
-		func(st *state) (int, []emukit.Machine) {
-			live := make([]emukit.Machine, 0, len(st.Servers))
+	}, func(st *state) *simulation.Faults { return &st.Faults.Faults },
+		func(st *state) (int, []simulation.Machine) {
+			live := make([]simulation.Machine, 0, len(st.Servers))
 			for _, v := range st.Servers {
-				live = append(live, emukit.Machine{ID: v.UUID, Name: v.Title})
+				live = append(live, simulation.Machine{ID: v.UUID, Name: v.Title})
 			}
 			sort.Slice(live, func(i, j int) bool { return live[i].ID < live[j].ID })
 			return st.CreateCount, live
@@ -127,8 +128,8 @@ func (s *Server) withState(fn func(st *state) bool) error {
 	})
 }
 
-// SetFaults replaces the armed faults with f (emukit.Admin). UpCloud's extras (see Faults) are cleared.
-func (s *Server) SetFaults(f emukit.Faults) error {
+// SetFaults replaces the armed faults with f (simulation.Admin). UpCloud's extras (see Faults) are cleared.
+func (s *Server) SetFaults(f simulation.Faults) error {
 	return s.SetCloudFaults(Faults{Faults: f})
 }
 
@@ -301,7 +302,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		resp, changed = s.handle(st, r)
 		return changed
 	})
-	if !emukit.Delay(r.Context(), latency) {
+	if !simulation.Delay(r.Context(), latency) {
 		return
 	}
 	if err != nil {

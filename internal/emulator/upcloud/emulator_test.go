@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 type call struct {
@@ -56,8 +56,8 @@ func serverOf(c call) map[string]any { m, _ := c.body["server"].(map[string]any)
 func TestStateDirSharedBetweenServers(t *testing.T) {
 	dir := t.TempDir()
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: clk.Now, BootDuration: 10 * time.Second}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: clk.Now, BootDuration: time.Hour}}) // the existing state's settings win
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: clk.Now, BootDuration: 10 * time.Second}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: clk.Now, BootDuration: time.Hour}}) // the existing state's settings win
 
 	c := do(t, a, "POST", "/1.3/server", testCreate("upcloud-vm-one"), "")
 	if c.status != 202 {
@@ -76,7 +76,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 		t.Errorf("counts: %d %d stock %d", a.CreateCount(), b.CreateCount(), b.Stock("fi-hel2", "GPU-8xCPU-64GB-1xL4"))
 	}
 	// Faults set through one are seen by the other, and persist.
-	if err := a.SetFaults(emukit.Faults{RateLimited: 1, RetryAfterSeconds: 2}); err != nil {
+	if err := a.SetFaults(simulation.Faults{RateLimited: 1, RetryAfterSeconds: 2}); err != nil {
 		t.Fatal(err)
 	}
 	r := do(t, b, "GET", "/1.3/zone", nil, "")
@@ -87,7 +87,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 		t.Error("the storm did not end after one answer")
 	}
 	// A third server value started later (a new process) still sees everything.
-	c3 := New(Options{Options: emukit.Options{StateDir: dir, Now: clk.Now}})
+	c3 := New(Options{Options: simulation.Options{StateDir: dir, Now: clk.Now}})
 	if list := c3.Servers(); len(list) != 1 || list[0].State != "started" || list[0].Labels["hydra-name"] != "upcloud-vm-one" {
 		t.Errorf("servers: %+v", list)
 	}
@@ -121,7 +121,7 @@ func TestStateDirSharedBetweenServers(t *testing.T) {
 
 func TestQuirks(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second, Username: "u", Password: "p", Token: "tok"})
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second, Username: "u", Password: "p", Token: "tok"})
 
 	if r := do(t, s, "GET", "/1.3/plan", nil, "none"); r.status != 401 || !strings.Contains(string(r.raw), "AUTHENTICATION_FAILED") {
 		t.Errorf("no auth: %d %s", r.status, r.raw)
@@ -228,7 +228,7 @@ func TestStartServesTheAPI(t *testing.T) {
 
 func TestFaultsLatencyAndErrors(t *testing.T) {
 	s := New(Options{})
-	f := Faults{Faults: emukit.Faults{Latency: emukit.Duration(30 * time.Millisecond), ServerErrors: 1}, ServerErrorStatus: 502, Match: "GET /plan"}
+	f := Faults{Faults: simulation.Faults{Latency: simulation.Duration(30 * time.Millisecond), ServerErrors: 1}, ServerErrorStatus: 502, Match: "GET /plan"}
 	if err := s.SetCloudFaults(f); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestFaultsLatencyAndErrors(t *testing.T) {
 		t.Errorf("faults %+v %v", f, err)
 	}
 	// SetFaults (the shared vocabulary) replaces everything, UpCloud's extras included.
-	if err := s.SetFaults(emukit.Faults{ServerErrors: 1}); err != nil {
+	if err := s.SetFaults(simulation.Faults{ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if f, _ := s.CloudFaults(); f.Match != "" || f.ServerErrorStatus != 0 || f.ServerErrors != 1 {
@@ -262,8 +262,8 @@ func TestFaultsLatencyAndErrors(t *testing.T) {
 
 func TestSlowBoot(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
-	if err := s.SetCloudFaults(Faults{SlowBoot: emukit.Duration(5 * time.Second)}); err != nil {
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
+	if err := s.SetCloudFaults(Faults{SlowBoot: simulation.Duration(5 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	uuid := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-slow"), ""))["uuid"].(string)
@@ -342,7 +342,7 @@ func TestCreateCustomServer(t *testing.T) {
 
 func TestStorages(t *testing.T) {
 	clk := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := New(Options{Options: emukit.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: clk.Now, BootDuration: 10 * time.Second}})
 	srv := serverOf(do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-disk"), ""))
 	diskUUID := srv["storage_devices"].(map[string]any)["storage_device"].([]any)[0].(map[string]any)["storage"].(string)
 
@@ -398,7 +398,7 @@ func TestStorages(t *testing.T) {
 
 // The GPU plans name their GPUs as UpCloud writes them, and a GPU server's devices say the same.
 func TestCatalogGPUNames(t *testing.T) {
-	s := New(Options{Options: emukit.Options{BootDuration: time.Millisecond}})
+	s := New(Options{Options: simulation.Options{BootDuration: time.Millisecond}})
 	pl := do(t, s, "GET", "/1.3/plan", nil, "")
 	models := map[string]bool{}
 	for _, p := range pl.body["plans"].(map[string]any)["plan"].([]any) {

@@ -5,21 +5,22 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
-// Faults are the armed faults: the shared vocabulary every emulator understands (emukit.Faults:
+// Faults are the armed faults: the shared vocabulary every emulator understands (simulation.Faults:
 // 429 storms, 5xx answers, lost create answers, boot failures, sold out, latency) and UpCloud's own
 // extras. They live in the state, so with a StateDir every process sharing the directory sees them.
 // Counters count down as they fire.
 type Faults struct {
-	emukit.Faults
+	simulation.Faults
 	// Match limits RateLimited and ServerErrors to requests whose "METHOD /path" (path without the
 	// /1.3 prefix) starts with it, e.g. "POST /server". Empty: every request.
 	Match string `json:"match,omitempty"`
 	// ServerErrorStatus is the status ServerErrors answer with (default 503).
 	ServerErrorStatus int `json:"server_error_status,omitempty"`
 	// SlowBoot adds to the boot duration of servers created while it is set.
-	SlowBoot emukit.Duration `json:"slow_boot,omitempty"`
+	SlowBoot simulation.Duration `json:"slow_boot,omitempty"`
 }
 
 type label struct {

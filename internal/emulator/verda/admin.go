@@ -4,23 +4,24 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
-// The Server is an emukit.Admin: the shared fault vocabulary and machine counts, in Go and over HTTP
+// The Server is a simulation.Admin: the shared fault vocabulary and machine counts, in Go and over HTTP
 // under emukit.AdminPath (served by ServeHTTP next to the API).
-var _ emukit.Admin = (*Server)(nil)
+var _ simulation.Admin = (*Server)(nil)
 
 type admin = emukit.StateAdmin[state]
 
-// newAdmin is the Server's emukit.Admin: SetFaults replaces the armed faults (persisted with the state,
+// newAdmin is the Server's simulation.Admin: SetFaults replaces the armed faults (persisted with the state,
 // so every process sharing a StateDir sees them), Faults returns them with counters as far as they have
 // run down, and Stats counts the instances ever created (lost create answers included) and lists the
 // live ones (not discontinued), oldest first, with their hostnames as names.
 func newAdmin(s *Server) admin {
-	return emukit.NewStateAdmin(emukit.AlwaysSaved(s.update), func(st *state) *emukit.Faults { return &st.Faults },
-		func(st *state) (int, []emukit.Machine) {
-			return st.Created, emukit.LiveMachines(sortedInstances(st), func(in *instance) (emukit.Machine, bool) {
-				return emukit.Machine{ID: in.ID, Name: in.Hostname}, in.DeletedAt == nil
+	return emukit.NewStateAdmin(emukit.AlwaysSaved(s.update), func(st *state) *simulation.Faults { return &st.Faults },
+		func(st *state) (int, []simulation.Machine) {
+			return st.Created, emukit.LiveMachines(sortedInstances(st), func(in *instance) (simulation.Machine, bool) {
+				return simulation.Machine{ID: in.ID, Name: in.Hostname}, in.DeletedAt == nil
 			})
 		})
 }

@@ -11,7 +11,7 @@
 // (not 404), as the real API answers unknown ids. Instances keep the description and tags they were
 // created with and answer them back.
 //
-// Faults use the shared vocabulary (emukit.Faults); the Server is an emukit.Admin and serves
+// Faults use the shared vocabulary (simulation.Faults); the Server is a simulation.Admin and serves
 // emukit.AdminHandler under emukit.AdminPath ("/_emulator/") next to the API.
 //
 // State is in memory, or in a JSON file under Options.StateDir shared (under flock) by every emulator
@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // BasePath is the path prefix of every endpoint; a client's base URL is the server's URL + BasePath.
@@ -57,7 +58,7 @@ type Options struct {
 	// Options are the options every emulator has (state directory, boot duration, clock).
 	// Options.BootDuration is how long a new instance takes to run: ordered for its first quarter, then
 	// provisioning, then running with an ip (default 30s).
-	emukit.Options
+	simulation.Options
 	// ClientID and ClientSecret are the only credentials accepted (defaults DefaultClientID and
 	// DefaultClientSecret).
 	ClientID     string
@@ -176,7 +177,7 @@ func routeKey(path string) string {
 
 // fault answers the request with an armed 429 or 5xx, in Verda's error shape, before it is acted on.
 func fault(st *state) (reply, bool) {
-	return st.Faults.TakeReply(http.StatusInternalServerError,
+	return emukit.TakeReply(&st.Faults, http.StatusInternalServerError,
 		errReply(http.StatusTooManyRequests, "too_many_requests", "Too many requests, slow down"),
 		func(status int) reply { return errReply(status, "server_error", "Something went wrong on our side") })
 }
@@ -249,8 +250,8 @@ func newUUID() string {
 func (s *Server) newJWT(exp time.Time) string {
 	enc := base64.RawURLEncoding
 	head := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
-	payload, _ := json.Marshal(map[string]any{"sub": "emulated-user", "scope": "cloud-api-v1", "exp": exp.Unix(), "jti": emukit.RandomHex(8)})
-	return head + "." + enc.EncodeToString(payload) + "." + enc.EncodeToString([]byte(emukit.RandomHex(16)))
+	payload, _ := json.Marshal(map[string]any{"sub": "emulated-user", "scope": "cloud-api-v1", "exp": exp.Unix(), "jti": simulation.RandomHex(8)})
+	return head + "." + enc.EncodeToString(payload) + "." + enc.EncodeToString([]byte(simulation.RandomHex(16)))
 }
 
 func (s *Server) token(st *state, r *http.Request, body []byte) reply {
@@ -309,7 +310,7 @@ func (s *Server) token(st *state, r *http.Request, body []byte) reply {
 	st.Grants[fields["grant_type"]]++
 	exp := now.Add(s.opts.TokenLifetime)
 	access := s.newJWT(exp)
-	refresh := emukit.RandomHex(24)
+	refresh := simulation.RandomHex(24)
 	st.AccessTokens[access] = exp
 	st.RefreshTokens[refresh] = now.Add(s.opts.RefreshTokenLifetime)
 	return jsonReply(http.StatusOK, map[string]any{

@@ -15,6 +15,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
@@ -82,7 +83,7 @@ func errorBody(t *testing.T, r resp) (string, string) {
 
 func TestTokenEndpoint(t *testing.T) {
 	c := newClock()
-	base := serve(t, New(Options{Options: emukit.Options{Now: c.Now}, TokenLifetime: time.Hour, RefreshTokenLifetime: 2 * time.Hour}))
+	base := serve(t, New(Options{Options: simulation.Options{Now: c.Now}, TokenLifetime: time.Hour, RefreshTokenLifetime: 2 * time.Hour}))
 	tok := login(t, base)
 	if tok.ExpiresIn != 3600 || tok.TokenType != "Bearer" || tok.Scope != "cloud-api-v1" || strings.Count(tok.AccessToken, ".") != 2 || tok.RefreshToken == "" {
 		t.Fatalf("token answer %+v", tok)
@@ -150,7 +151,7 @@ func TestFormOnlyTokenEndpoint(t *testing.T) {
 
 func TestQuirks(t *testing.T) {
 	c := newClock()
-	base := serve(t, New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 40 * time.Second}}))
+	base := serve(t, New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}}))
 	tok := login(t, base).AccessToken
 
 	// String prices.
@@ -318,14 +319,14 @@ func TestDescriptionAndTagsKept(t *testing.T) {
 
 func TestFaults(t *testing.T) {
 	c := newClock()
-	s := New(Options{Options: emukit.Options{Now: c.Now, BootDuration: 40 * time.Second}})
+	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}})
 	base := serve(t, s)
 	tok := login(t, base).AccessToken
 	create := map[string]any{"instance_type": "1A100.22V", "image": "ubuntu-24.04", "hostname": "verda-vm-f",
 		"description": "d", "location_code": "FIN-01"}
 
 	// Request faults answer in Verda's shapes before anything is done, and run down.
-	if err := s.SetFaults(emukit.Faults{RateLimited: 1, RetryAfterSeconds: 7, ServerErrors: 1}); err != nil {
+	if err := s.SetFaults(simulation.Faults{RateLimited: 1, RetryAfterSeconds: 7, ServerErrors: 1}); err != nil {
 		t.Fatal(err)
 	}
 	r := do(t, base, "GET", "/locations", tok, nil)
@@ -347,7 +348,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// Sold out: Verda's own 503 while availability still lists the type.
-	if err := s.SetFaults(emukit.Faults{SoldOut: true}); err != nil {
+	if err := s.SetFaults(simulation.Faults{SoldOut: true}); err != nil {
 		t.Fatal(err)
 	}
 	r = do(t, base, "POST", "/instances", tok, create)
@@ -359,7 +360,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// A lost create answer: 502 (not JSON), but the instance exists.
-	if err := s.SetFaults(emukit.Faults{LoseCreateResponses: 1}); err != nil {
+	if err := s.SetFaults(simulation.Faults{LoseCreateResponses: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(t, base, "POST", "/instances", tok, create); r.status != 502 {
@@ -370,7 +371,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// A boot failure ends in status error instead of running; the next machine boots.
-	if err := s.SetFaults(emukit.Faults{BootFailures: 1}); err != nil {
+	if err := s.SetFaults(simulation.Faults{BootFailures: 1}); err != nil {
 		t.Fatal(err)
 	}
 	bad := string(do(t, base, "POST", "/instances", tok, create).body)
@@ -385,7 +386,7 @@ func TestFaults(t *testing.T) {
 	}
 
 	// Added latency (a lower bound only).
-	if err := s.SetFaults(emukit.Faults{Latency: emukit.Duration(60 * time.Millisecond)}); err != nil {
+	if err := s.SetFaults(simulation.Faults{Latency: simulation.Duration(60 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -410,12 +411,12 @@ func TestAdminHTTP(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("PUT faults: %d %s", r.status, r.body)
 	}
-	var f emukit.Faults
+	var f simulation.Faults
 	do(t, hs.URL, "GET", emukit.AdminPath+"faults", "", nil).json(t, &f)
 	if f.RateLimited != 1 || f.RetryAfterSeconds != 2 {
 		t.Errorf("GET faults: %+v", f)
 	}
-	var st emukit.Stats
+	var st simulation.Stats
 	do(t, hs.URL, "GET", emukit.AdminPath+"stats", "", nil).json(t, &st)
 	if st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "verda-vm-admin" {
 		t.Errorf("GET stats: %+v", st)
@@ -432,8 +433,8 @@ func TestAdminHTTP(t *testing.T) {
 func TestSharedStateDir(t *testing.T) {
 	dir := t.TempDir()
 	c := newClock()
-	a := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
-	b := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
+	a := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
+	b := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
 	baseA, baseB := serve(t, a), serve(t, b)
 
 	tok := login(t, baseA).AccessToken // a token from one process works on the other
@@ -453,7 +454,7 @@ func TestSharedStateDir(t *testing.T) {
 		t.Errorf("B counts %d created, %d live", b.CreateCount(), len(b.LiveInstances()))
 	}
 	// Faults set through one are seen by the other, and persist.
-	if err := a.SetFaults(emukit.Faults{RateLimited: 1}); err != nil {
+	if err := a.SetFaults(simulation.Faults{RateLimited: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(t, baseB, "GET", "/locations", tok, nil); r.status != 429 {
@@ -475,7 +476,7 @@ func TestSharedStateDir(t *testing.T) {
 		t.Errorf("created %d, want 1 + 3 (capacity 3)", got)
 	}
 	// A new emulator on the same directory (a restart) sees everything.
-	c2 := New(Options{Options: emukit.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
+	c2 := New(Options{Options: simulation.Options{StateDir: dir, Now: c.Now, BootDuration: 40 * time.Second}})
 	if n := len(c2.LiveInstances()); n != 4 {
 		t.Errorf("restarted emulator sees %d live instances", n)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 type instance struct {
@@ -50,11 +51,11 @@ type state struct {
 	RefreshTokens map[string]time.Time `json:"refresh_tokens"`
 	// Faults are the armed faults (the shared vocabulary; Verda needs no faults of its own). They live
 	// in the state, so with a StateDir every process sharing it sees them.
-	Faults   emukit.Faults  `json:"faults"`
-	Created  int            `json:"created"`
-	Grants   map[string]int `json:"grants"`
-	Requests map[string]int `json:"requests"`
-	IPSeq    int            `json:"ip_seq"`
+	Faults   simulation.Faults `json:"faults"`
+	Created  int               `json:"created"`
+	Grants   map[string]int    `json:"grants"`
+	Requests map[string]int    `json:"requests"`
+	IPSeq    int               `json:"ip_seq"`
 }
 
 // init makes the maps a state file may lack.

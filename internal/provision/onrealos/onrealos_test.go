@@ -21,7 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 	"github.com/hydragpu/terraform-provider-hydra/internal/realos"
@@ -129,13 +129,13 @@ func newRealOSOn(t *testing.T, o realos.OS, plain bool, opts realos.Options) rea
 	return realOSFixture{m: m, runner: r}
 }
 
-func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]any, rec *runLog) controlplane.ProvisionRequest {
+func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]any, rec *runLog) cloudprovider.ProvisionRequest {
 	name := "realos-" + kind
-	return controlplane.ProvisionRequest{
-		Instance: controlplane.Instance{
+	return cloudprovider.ProvisionRequest{
+		Instance: cloudprovider.Instance{
 			ID: "i-realos", Name: name, Cloud: "sandbox", GPUType: gpuType, GPUCount: count,
-			Status: controlplane.StatusRunning,
-			SSH:    &controlplane.SSHEndpoint{Host: "127.0.0.1", Port: f.m.Port, User: "root"},
+			Status: cloudprovider.StatusRunning,
+			SSH:    &cloudprovider.SSHEndpoint{Host: "127.0.0.1", Port: f.m.Port, User: "root"},
 		},
 		Pool:     inventory.Pool{Name: name + "-pool", Cloud: "sandbox", Kind: kind},
 		GPUType:  gpuType,
@@ -185,7 +185,7 @@ func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars
 	}
 	markerStarted := time.Now()
 	defer func() { t.Logf("marker read in %s", time.Since(markerStarted).Round(time.Millisecond)) }()
-	marker, _, err := f.runner.ReadMarker(ctx, controlplane.SSHEndpoint{Host: "127.0.0.1", Port: f.m.Port, User: "root"}, f.m.HostKey)
+	marker, _, err := f.runner.ReadMarker(ctx, cloudprovider.SSHEndpoint{Host: "127.0.0.1", Port: f.m.Port, User: "root"}, f.m.HostKey)
 	if err != nil {
 		t.Fatalf("the machine has no usable marker after reaching ready: %v", err)
 	}

@@ -19,3 +19,15 @@ type Offer struct {
 	// Available is how many more instances can start now (0: sold out).
 	Available int `json:"available"`
 }
+
+// CreateRequest is the body of POST /v1/instances.
+type CreateRequest struct {
+	Name          string            `json:"name"`
+	InstanceType  string            `json:"instance_type"`
+	Region        string            `json:"region"`
+	SSHPublicKeys []string          `json:"ssh_public_keys"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	// MaxPricePerHour caps the list price (0: no cap); above it Atlas answers 422 price_above_max and
+	// creates nothing.
+	MaxPricePerHour float64 `json:"max_price_per_hour,omitempty"`
+}

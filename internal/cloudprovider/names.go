@@ -1,4 +1,4 @@
-package controlplane
+package cloudprovider
 
 import (
 	"crypto/rand"
@@ -28,10 +28,10 @@ func NewOwnerToken() string {
 	return tokenEncoding.EncodeToString(b[:])
 }
 
-// ownGenerations is how many derived tokens one resource name has: a create takes the first whose
+// OwnerGenerations is how many derived tokens one resource name has: a create takes the first whose
 // cloud-side name is free, so a create_before_destroy replacement (its predecessor still running)
 // gets the next one.
-const ownGenerations = 4
+const OwnerGenerations = 4
 
 // OwnerToken returns the ownership token a create of resource takes in generation gen (0 first). It
 // is derived from the resource's name alone, so every runner of a configuration (a fresh CI runner
@@ -48,7 +48,7 @@ func DerivedToken(resource, token string) bool {
 	if token == "" {
 		return false
 	}
-	for gen := 0; gen < ownGenerations; gen++ {
+	for gen := 0; gen < OwnerGenerations; gen++ {
 		if OwnerToken(resource, gen) == token {
 			return true
 		}

@@ -1,4 +1,4 @@
-package controlplane
+package cloudprovider
 
 import (
 	"testing"
@@ -65,7 +65,7 @@ func TestOwnerToken(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, name := range []string{"a", "b", "pipe-0", "pipe-1"} {
-		for gen := 0; gen < ownGenerations; gen++ {
+		for gen := 0; gen < OwnerGenerations; gen++ {
 			tok := OwnerToken(name, gen)
 			if seen[tok] || len(tok) != tokenLen {
 				t.Fatalf("OwnerToken(%q, %d) = %q: repeated or not %d characters", name, gen, tok, tokenLen)
@@ -76,7 +76,7 @@ func TestOwnerToken(t *testing.T) {
 			}
 		}
 	}
-	if DerivedToken("a", "") || DerivedToken("a", OwnerToken("a", ownGenerations)) {
+	if DerivedToken("a", "") || DerivedToken("a", OwnerToken("a", OwnerGenerations)) {
 		t.Fatal("DerivedToken accepts the empty token or one beyond the generations")
 	}
 }

@@ -1,7 +1,8 @@
-package controlplane
+package cloudprovider
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -69,3 +70,11 @@ func (NoProvisioning) Digest(inventory.Pool, map[string]any) (string, error) { r
 func (NoProvisioning) Provision(_ context.Context, req ProvisionRequest) (ProvisionResult, error) {
 	return ProvisionResult{HostKey: req.HostKey}, nil
 }
+
+// ErrNoMarker is matched (errors.Is) by Inspector.ReadMarker's error when the machine carries no
+// usable provisioning marker.
+var ErrNoMarker = errors.New("no provisioning marker")
+
+// ErrHealthUnknown is matched (errors.Is) by Inspector.ProbeHealth's error when the machine's health
+// could not be read: unreachable, no marker, or a probe that gave no verdict.
+var ErrHealthUnknown = errors.New("health unknown")

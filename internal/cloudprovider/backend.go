@@ -1,13 +1,4 @@
-// Package controlplane owns hydra's machines from the first offer to the last delete. It gathers
-// offers from every eligible pool (each cloud once per process), validates and ranks them, and makes
-// the plan's decisions with their reasons: which offer a new machine takes (PlanNew: a pinned offer, an
-// earlier plan's quote, or a fresh choice the fleet shares out), whether a name is already taken
-// (CheckName), and whether an existing machine is kept, provisioned again or replaced (PlanChange). It
-// runs the lifecycle: Launch (with the journal and adoption), BringUp and Resume (boot wait,
-// provisioning with retries, health), Refresh, Import, Drain and Terminate, keeping each machine's
-// Record. It imports no Terraform package: internal/provider maps its records and decisions to schema
-// values and diagnostics; its messages use the resource's attribute names.
-package controlplane
+package cloudprovider
 
 import (
 	"context"
@@ -62,8 +53,7 @@ type Offer struct {
 	// (max_price_per_hour) applies to it, and plans show it.
 	PricePerHour money.USD
 	// RankPrice, when above 0, is the figure the offer is ranked by instead of PricePerHour: a
-	// preference, not a discount (Atlas is preferred through an artificially low figure, but bills its
-	// list price).
+	// preference, not a discount: a preferred cloud is ranked by a lower figure but bills its list price.
 	RankPrice money.USD
 	// Spot is true for preemptible capacity.
 	Spot bool
@@ -144,7 +134,9 @@ type Instance struct {
 	GPUCount     int
 	// Hardware is filled where the cloud reports it for a machine (zero values otherwise).
 	Hardware
-	Spot         bool
+	Spot bool
+	// PricePerHour is what the cloud bills for the machine per hour, as it reports it (0: not
+	// reported); a refresh records it as the machine's price.
 	PricePerHour money.USD
 	// Status is the cloud's status mapped onto hydra's (pending, running, terminated or error).
 	Status Status
@@ -189,7 +181,7 @@ type CreateRequest struct {
 // the object is gone; ErrOther: unknown outcome, look before retrying). The conformance suite
 // (internal/backends/conformance) checks every rule below against each cloud's emulator.
 type InstanceManagerBackend interface {
-	// Cloud names the backend ("verda", "upcloud", ...), as used in pools.yml and api_names.
+	// Cloud names the backend: its cloud's lower-case name, as used in pools.yml and api_names.
 	Cloud() string
 	// Offers lists what the cloud can rent now, with GPUType filled in for every GPU the inventory maps
 	// for this cloud. A GPU product the inventory cannot map is not dropped: it is returned with GPUType
@@ -215,34 +207,6 @@ type InstanceManagerBackend interface {
 	// Delete starts termination of the instance with the cloud's id. An instance that is already gone
 	// (or terminating) is success: Delete returns nil.
 	Delete(ctx context.Context, id string) error
-}
-
-// OwnershipConfirmer is implemented by backends whose cloud can change a machine's metadata after
-// creation (labels, tags). ConfirmOwnership records that a Terraform state holds the instance, so that
-// Get and List report Owner.Confirmed = true from then on. It is idempotent; a gone instance is
-// ErrNotFound.
-type OwnershipConfirmer interface {
-	ConfirmOwnership(ctx context.Context, id string) error
-}
-
-// SSHKeyRequirer is implemented by backends whose cloud refuses to create a machine without at least
-// one SSH public key. The control plane rejects such a cloud at plan for a request that would create
-// a machine without any key (OfferRequest.WithoutSSHKey), instead of failing at apply.
-type SSHKeyRequirer interface {
-	RequiresSSHKey() bool
-}
-
-// PerMachineLister is implemented by backends whose List costs one API call per machine it lists (UpCloud
-// lists its servers, then reads each one's details). For them one shared List saves nothing over a Get
-// per machine, so the control plane's pollers read each waiting machine with a Get instead.
-type PerMachineLister interface {
-	ListReadsEachMachine() bool
-}
-
-// listReadsEachMachine says whether b declares that its List reads each machine (PerMachineLister).
-func listReadsEachMachine(b InstanceManagerBackend) bool {
-	l, ok := b.(PerMachineLister)
-	return ok && l.ListReadsEachMachine()
 }
 
 // Ownership labels: the key/value pairs a backend stores with a machine where its cloud has labels,
@@ -298,20 +262,33 @@ func OwnerFromDescription(desc string) (Ownership, bool) {
 	return OwnerFromLabels(func(k string) (string, bool) { v, ok := kv[k]; return v, ok })
 }
 
-// AuctionBackend is implemented by backends that sell capacity by auction (Mithril). Once every cloud
-// has answered, the control plane hands it the other clouds' offers so it can set each of its offers'
-// bid price (PricePerHour) and mark the ones it does not expect to win as Ineligible.
-type AuctionBackend interface {
-	InstanceManagerBackend
-	// PriceBids returns own with prices and eligibility set. others are the other clouds' offers for
-	// the same request; maxPricePerHour is the user's ceiling (0: none).
-	PriceBids(own, others []Offer, maxPricePerHour money.USD) []Offer
-}
-
 // RankingPrice is the figure an offer is ranked by: RankPrice when set, else the billed price.
 func (o Offer) RankingPrice() money.USD {
 	if o.RankPrice > 0 {
 		return o.RankPrice
 	}
 	return o.PricePerHour
+}
+
+// TieBreak orders two offers of equal price, the same way wherever hydra picks among offers (the control
+// plane's ranking, and an auction backend's choice of the offer its bid is based on): direct offers before resold ones (the same
+// hardware through an aggregator), then by cloud, pool, region, instance type and ID, each in byte
+// order. It reports whether a comes first.
+func TieBreak(a, b Offer) bool {
+	if (a.ResaleOf == "") != (b.ResaleOf == "") {
+		return a.ResaleOf == ""
+	}
+	if a.Cloud != b.Cloud {
+		return a.Cloud < b.Cloud
+	}
+	if a.Pool != b.Pool {
+		return a.Pool < b.Pool
+	}
+	if a.Region != b.Region {
+		return a.Region < b.Region
+	}
+	if a.InstanceType != b.InstanceType {
+		return a.InstanceType < b.InstanceType
+	}
+	return a.ID < b.ID
 }

@@ -23,7 +23,6 @@ import (
 // machine's lifecycle is the control plane's.
 
 var (
-	_ resource.Resource                   = (*gpuInstanceResource)(nil)
 	_ resource.ResourceWithConfigure      = (*gpuInstanceResource)(nil)
 	_ resource.ResourceWithModifyPlan     = (*gpuInstanceResource)(nil)
 	_ resource.ResourceWithImportState    = (*gpuInstanceResource)(nil)

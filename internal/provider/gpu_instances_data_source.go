@@ -14,7 +14,6 @@ import (
 )
 
 var (
-	_ datasource.DataSource              = (*gpuInstancesDataSource)(nil)
 	_ datasource.DataSourceWithConfigure = (*gpuInstancesDataSource)(nil)
 )
 

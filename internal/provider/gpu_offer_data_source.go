@@ -19,7 +19,6 @@ import (
 )
 
 var (
-	_ datasource.DataSource              = (*gpuOfferDataSource)(nil)
 	_ datasource.DataSourceWithConfigure = (*gpuOfferDataSource)(nil)
 )
 

@@ -30,7 +30,6 @@ import (
 )
 
 var (
-	_ provider.Provider                   = (*hydraProvider)(nil)
 	_ provider.ProviderWithValidateConfig = (*hydraProvider)(nil)
 )
 

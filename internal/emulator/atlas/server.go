@@ -237,16 +237,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.create(w, r)
 	case strings.HasPrefix(path, "/v1/instances/") && !strings.Contains(strings.TrimPrefix(path, "/v1/instances/"), "/"):
 		id := strings.TrimPrefix(path, "/v1/instances/")
-		switch r.Method {
-		case http.MethodGet:
-			s.get(w, id)
-		case http.MethodPatch:
-			s.patch(w, r, id)
-		case http.MethodDelete:
-			s.delete(w, id)
-		default:
-			apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed")
-		}
+		emukit.ByMethod(r.Method, map[string]func(){
+			http.MethodGet:    func() { s.get(w, id) },
+			http.MethodPatch:  func() { s.patch(w, r, id) },
+			http.MethodDelete: func() { s.delete(w, id) },
+		}, func() { apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed") })
 	case path == "/v1/offers" || path == "/v1/instances":
 		apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed")
 	default:

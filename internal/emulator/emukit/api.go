@@ -149,3 +149,12 @@ func OneOf(key string, keys []string) bool {
 	}
 	return found
 }
+
+// ByMethod runs the handler handlers holds for method, or notAllowed (the cloud's 405) when it holds none.
+func ByMethod(method string, handlers map[string]func(), notAllowed func()) {
+	if h, ok := handlers[method]; ok {
+		h()
+		return
+	}
+	notAllowed()
+}

@@ -262,3 +262,14 @@ func TestRead(t *testing.T) {
 		t.Fatalf("Read of an unreadable state = %v, want the zero value", names)
 	}
 }
+
+func TestByMethod(t *testing.T) {
+	var got []string
+	handlers := map[string]func(){"GET": func() { got = append(got, "get") }, "DELETE": func() { got = append(got, "delete") }}
+	for _, m := range []string{"DELETE", "PATCH", "GET"} {
+		ByMethod(m, handlers, func() { got = append(got, "405") })
+	}
+	if want := "delete 405 get"; strings.Join(got, " ") != want {
+		t.Fatalf("ran %q, want %q", strings.Join(got, " "), want)
+	}
+}

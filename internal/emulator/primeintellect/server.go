@@ -277,35 +277,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case path == "/api/v1/availability/disks":
 		s.mustGet(w, r, s.diskAvailability)
 	case path == "/api/v1/pods":
-		switch r.Method {
-		case http.MethodGet:
-			s.listPods(w, r)
-		case http.MethodPost:
-			s.createPod(w, r)
-		default:
-			detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
-		}
+		s.byMethod(w, r, map[string]func(){http.MethodGet: func() { s.listPods(w, r) }, http.MethodPost: func() { s.createPod(w, r) }})
 	case path == "/api/v1/pods/status":
 		s.mustGet(w, r, s.podStatus)
 	case strings.HasPrefix(path, "/api/v1/pods/") && !strings.Contains(strings.TrimPrefix(path, "/api/v1/pods/"), "/"):
 		id := strings.TrimPrefix(path, "/api/v1/pods/")
-		switch r.Method {
-		case http.MethodGet:
-			s.getPod(w, id)
-		case http.MethodDelete:
-			s.deletePod(w, id)
-		default:
-			detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
-		}
+		s.byMethod(w, r, map[string]func(){http.MethodGet: func() { s.getPod(w, id) }, http.MethodDelete: func() { s.deletePod(w, id) }})
 	case path == "/api/v1/ssh_keys":
-		switch r.Method {
-		case http.MethodGet:
-			s.listKeys(w)
-		case http.MethodPost:
-			s.createKey(w, r)
-		default:
-			detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
-		}
+		s.byMethod(w, r, map[string]func(){http.MethodGet: func() { s.listKeys(w) }, http.MethodPost: func() { s.createKey(w, r) }})
 	case strings.HasPrefix(path, "/api/v1/ssh_keys/") && r.Method == http.MethodDelete:
 		s.deleteKey(w, strings.TrimPrefix(path, "/api/v1/ssh_keys/"))
 	default:
@@ -315,11 +294,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 
 // mustGet serves r with h if it is a GET, and answers 405 otherwise.
 func (s *Server) mustGet(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
-	if r.Method != http.MethodGet {
-		detail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
-		return
-	}
-	h(w, r)
+	s.byMethod(w, r, map[string]func(){http.MethodGet: func() { h(w, r) }})
+}
+
+// byMethod serves r with the handler for its method, and answers Prime's 405 when there is none.
+func (s *Server) byMethod(w http.ResponseWriter, r *http.Request, handlers map[string]func()) {
+	emukit.ByMethod(r.Method, handlers, func() { detail(w, http.StatusMethodNotAllowed, "Method Not Allowed") })
 }
 
 // filterItems applies the availability query parameters.

@@ -12,7 +12,8 @@
 # Python and do not load; markupsafe and yaml fall back to their pure-Python code. Not taken:
 # python3-cryptography (its extension links the distribution's libssl; ansible-core imports it only for
 # vault and password hashing, and without it says so when those are used), and the Depends a playbook
-# run does not import (dnspython, httplib2, netaddr: lookup and filter plugins).
+# run does not import (dnspython, httplib2, netaddr: lookup and filter plugins). A playbook run of 2.20.1
+# imports jinja2, markupsafe, yaml and packaging (resolvelib is ansible-galaxy's).
 # Each .deb is checked against the SHA256 its suite's Packages.xz gives, whose SHA256 the suite's InRelease
 # gives (signature not checked, as in tools/ansible-core.sh). Kept under
 # ${XDG_CACHE_HOME:-~/.cache}/hydra/ansible-core/<version>/python-<python version>/.

@@ -4,7 +4,7 @@
 # machines are real sshd processes on loopback), postgresql (the pipeline tests keep Terraform state in
 # the `pg` backend on a private PostgreSQL server each test starts and stops; no system service is used),
 # systemd-container and debootstrap (the real-OS tests boot a Debian 12 system container with
-# systemd-nspawn from a debootstrap tree; internal/realos), sudo (the preflight's probe reads root-only
+# systemd-nspawn from a debootstrap tree; internal/testsupport/realos), sudo (the preflight's probe reads root-only
 # files with sudo -n as a login user; playbooks/detect_test.go), curl and xz-utils (tools/ansible-core.sh
 # fetches the distributions' ansible-core .debs for TestAnsibleCoreMatrix; they run on the system's
 # python3-jinja2, -yaml, -cryptography, -packaging and -resolvelib, which ansible-core brings), gcc,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
-	"github.com/hydragpu/terraform-provider-hydra/internal/realos"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/realos"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
@@ -128,7 +128,7 @@ func TestRealOS_DriverKept(t *testing.T) {
 //
 // The image's kernel is noble's release kernel (6.8.0-31) and the branch 550, whose release-pocket
 // packages this test machine's archive serves: the newest builds noble-updates lists (580.196.07 for
-// kernel 6.8.0-151) answer 404 here (see internal/realos/README.md).
+// kernel 6.8.0-151) answer 404 here (see internal/testsupport/realos/README.md).
 func TestRealOS_DriverInstall(t *testing.T) {
 	t.Parallel()
 	const kernel, branch = "6.8.0-31-generic", "550"

@@ -24,12 +24,12 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
-	"github.com/hydragpu/terraform-provider-hydra/internal/realos"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/realos"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 // The real-OS tests run hydra's playbooks, through internal/provision's Runner (the real ansible-playbook,
-// the host key pinned), against a real Debian 12 system container (internal/realos): real apt against
+// the host key pinned), against a real Debian 12 system container (internal/testsupport/realos): real apt against
 // Debian's mirror, real systemd units, real Debian packages. Only the GPU layer is simulated; each test
 // logs realos.Substitutions, the steps a container cannot do and what stands in for them.
 //

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
-	"github.com/hydragpu/terraform-provider-hydra/internal/realos"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/realos"
 )
 
 // upgradeLockTimer makes the machine's automatic upgrade (apt-daily-upgrade.service, Debian's own unit)

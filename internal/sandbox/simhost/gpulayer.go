@@ -8,7 +8,7 @@ import "fmt"
 // these files relative to their own (resolved) path, so a link to dir/bin/nvidia-smi from anywhere
 // answers for this machine.
 //
-// internal/realos puts this directory into a real Debian system container, where only the GPU
+// internal/testsupport/realos puts this directory into a real Debian system container, where only the GPU
 // commands (nvidia-smi, dcgmi, nv-hostengine, dcgm-exporter, nvidia-ctk, the docker client) are linked
 // to it; the container's own systemctl, dpkg-query, shutdown and systemd-detect-virt are the real ones.
 func WriteGPULayer(dir string, spec Spec) error {

@@ -299,8 +299,7 @@ func verdaAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string
 	return out
 }
 
-// upcloudAnswers replays UpCloud's recordings in their order (create, boot, read, modify, stop, start,
-// delete, templatize), each recorded uuid mapped onto an emulator object made for it.
+// upcloudAnswers replays UpCloud's recordings with emuupcloud.Replay.
 func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[string]answer {
 	const user, pass = "hydra-sub", "s3cret-Pass!"
 	clock := backendtest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -308,103 +307,26 @@ func upcloudAnswers(t *testing.T, recs map[string]backendtest.Recorded) map[stri
 		Options: simulation.Options{Now: clock.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second}))
 	t.Cleanup(srv.Close)
 	auth := []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))}
-	ids := map[string]string{} // recorded uuid -> the emulator's
-	sendPath := func(method, path, rawQuery string, body []byte) answer {
-		t.Helper()
-		return send(t, method, emuupcloud.ReplayURL(srv.URL, path, rawQuery, ids), body, auth)
-	}
-	type server struct {
-		Server struct {
-			UUID           string `json:"uuid"`
-			StorageDevices struct {
-				StorageDevice []struct {
-					Storage string `json:"storage"`
-				} `json:"storage_device"`
-			} `json:"storage_devices"`
-		} `json:"server"`
-	}
-	uuidOf := func(body []byte) string {
-		var s server
-		_ = json.Unmarshal(body, &s)
-		return s.Server.UUID
-	}
-	sendRecorded := func(name string) answer {
-		rec := recs[name]
-		// A hand-written request names "{uuid}": the server its answer shows.
-		path := strings.Replace(rec.Request.Path, "{uuid}", uuidOf(rec.Response.Body), 1)
-		rawQuery := ""
-		if q := rec.Query(); len(q) > 0 {
-			rawQuery = q.Encode()
-		}
-		return sendPath(rec.Request.Method, path, rawQuery, rec.Request.Body)
-	}
-	create := func(recorded string, body []byte) answer {
-		t.Helper()
-		a := sendPath(http.MethodPost, "/1.3/server", "", body)
-		if a.status != http.StatusAccepted {
-			t.Fatalf("create: %d %s", a.status, a.body)
-		}
-		ids[recorded] = uuidOf(a.body)
-		return a
-	}
-
-	out := map[string]answer{}
-	for _, name := range []string{"server.create.202.json", "server.create-2025.202.json"} {
-		out[name] = create(uuidOf(recs[name].Response.Body), recs[name].Request.Body)
-	}
-	createBody := recs["server.create.202.json"].Request.Body
-	create(uuidOf(recs["server.get-stopped.200.json"].Response.Body), backendtest.Must(emuupcloud.WithSDKTestLabels(createBody, "TestCreateStartStopServer"))(t))
-	create(uuidOf(recs["server.modify.202.json"].Response.Body), backendtest.Must(emuupcloud.WithSDKTestLabels(createBody, "TestCreateModifyDeleteServer"))(t))
-	for i := range 2 {
-		create(fmt.Sprintf("listed-%d", i), backendtest.Must(emuupcloud.WithSDKTestLabels(createBody, "getserverswithfilters"))(t))
-	}
 	gpu := map[string]any{"server": map[string]any{"zone": "fi-hel2", "title": "server1", "hostname": "server1", "plan": "GPU-16xCPU-192GB-2xL40S",
 		"metadata": "yes", "password_delivery": "none", "login_user": map[string]any{"username": "root",
 			"ssh_keys": map[string]any{"ssh_key": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydraTestKey hydra@test"}}},
 		"storage_devices": map[string]any{"storage_device": []any{map[string]any{"action": "clone", "storage": emuupcloud.GPUTemplateUUID,
 			"title": "server1-disk", "size": 50, "tier": "maxiops"}}}}}
-	create(uuidOf(recs["handwritten.server-details-gpu.json"].Response.Body), emutest.JSON(t, gpu))
-	clock.Advance(11 * time.Second) // every server started
-
-	for _, name := range []string{"server.get.200.json", "server.modify.202.json", "server.list-label-filter.200.json",
-		"handwritten.server-details-gpu.json", "server.stop.200.json", "server.stop-2025.200.json"} {
-		out[name] = sendRecorded(name)
+	toReplay := map[string]emuupcloud.Recording{}
+	for name, r := range recs {
+		toReplay[name] = emuupcloud.Recording{Method: r.Request.Method, Path: r.Request.Path, RawQuery: r.Query().Encode(), Body: r.Request.Body, Answer: r.Response.Body}
 	}
-	// The start/stop recording's server is stopped as recorded before it is read and started.
-	startStop := recs["server.get-stopped.200.json"]
-	if a := sendPath(http.MethodPost, startStop.Request.Path+"/stop", "", recs["server.stop.200.json"].Request.Body); a.status != http.StatusOK {
-		t.Fatalf("stop: %d %s", a.status, a.body)
+	replayed, err := emuupcloud.Replay(toReplay, emutest.JSON(t, gpu), srv.URL,
+		func(method, url string, body []byte) (emuupcloud.Answer, error) {
+			a := send(t, method, url, body, auth)
+			return emuupcloud.Answer{Status: a.status, Body: a.body}, nil
+		}, clock.Advance)
+	if err != nil {
+		t.Fatal(err)
 	}
-	clock.Advance(6 * time.Second) // stopped
-	for _, name := range []string{"server.get-stopped.200.json", "server.get-stopped-2025.200.json", "server.start.200.json",
-		"server.delete-with-storages.204.json"} {
-		out[name] = sendRecorded(name)
-	}
-	// The disk of the stopped 2025 server becomes a template, which is read once it is ready.
-	var stopped server
-	_ = json.Unmarshal(sendPath(http.MethodGet, recs["server.get-stopped-2025.200.json"].Request.Path, "", nil).body, &stopped)
-	if len(stopped.Server.StorageDevices.StorageDevice) == 0 {
-		t.Fatal("the stopped 2025 server has no disk")
-	}
-	ids[emuupcloud.PathUUID(recs["storage.templatize.201.json"].Request.Path)] = stopped.Server.StorageDevices.StorageDevice[0].Storage
-	create("cloning", backendtest.Must(emuupcloud.WithSDKTestLabels(createBody, "TestCreateDeleteServerAndStorage"))(t)) // as recorded: one disk still cloning
-	clock.Advance(5 * time.Second)
-	out["storage.private-list.200.json"] = sendRecorded("storage.private-list.200.json")
-	a := sendRecorded("storage.templatize.201.json")
-	out["storage.templatize.201.json"] = a
-	var tmpl struct {
-		Storage struct {
-			UUID string `json:"uuid"`
-		} `json:"storage"`
-	}
-	_ = json.Unmarshal(a.body, &tmpl)
-	ids[emuupcloud.PathUUID(recs["storage.template-get.200.json"].Request.Path)] = tmpl.Storage.UUID
-	clock.Advance(20 * time.Second)
-
-	for name, rec := range recs {
-		if _, done := out[name]; !done && strings.HasPrefix(rec.Request.Path, "/") { // not "* (any endpoint)"
-			out[name] = sendRecorded(name)
-		}
+	out := map[string]answer{}
+	for name, a := range replayed {
+		out[name] = answer{status: a.Status, body: a.Body}
 	}
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -811,13 +810,6 @@ var emulatorShapeRules = shapeRules{
 	},
 }
 
-// emuCall is the emulator's answer to one request.
-type emuCall struct {
-	status      int
-	contentType string
-	body        []byte
-}
-
 // TestEmulatorAnswersRecordedRequests sends every recorded request to the emulator (the recording's ids
 // mapped onto the emulator's objects, which the scenario makes in the recorded order: create, boot,
 // read, modify, stop, start, delete, templatize) and compares the answer with the recording: the same
@@ -832,17 +824,14 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 	clock := newFakeClock()
 	_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: 10 * time.Second}, StopDuration: 5 * time.Second})
 	root := strings.TrimSuffix(base, emu.APIPrefix)
-	ids := map[string]string{} // recorded uuid -> the emulator's
-	send := func(method, path, rawQuery string, body []byte) emuCall {
-		t.Helper()
-		u := emu.ReplayURL(root, path, rawQuery, ids)
+	do := func(method, u string, body []byte) (emu.Answer, error) {
 		var rdr io.Reader
 		if len(bytes.TrimSpace(body)) > 0 && string(bytes.TrimSpace(body)) != "null" {
 			rdr = bytes.NewReader(body)
 		}
 		req, err := http.NewRequest(method, u, rdr)
 		if err != nil {
-			t.Fatal(err)
+			return emu.Answer{}, err
 		}
 		req.SetBasicAuth(testUser, testPass)
 		req.Header.Set("Accept", "application/json")
@@ -851,105 +840,23 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			t.Fatal(err)
+			return emu.Answer{}, err
 		}
 		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return emuCall{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: b}
-	}
-	sendRecorded := func(x recording) emuCall {
-		t.Helper()
-		rawQuery := ""
-		if q := x.Query(); len(q) > 0 {
-			rawQuery = q.Encode()
-		}
-		path := x.Request.Path
-		if strings.Contains(path, "{uuid}") { // a hand-written request: the uuid of the server it answers
-			var d ServerDetails
-			_ = json.Unmarshal(x.Response.Body, &d)
-			path = strings.Replace(path, "{uuid}", d.Server.UUID, 1)
-		}
-		return send(x.Request.Method, path, rawQuery, x.Request.Body)
-	}
-	serverUUID := func(c emuCall) string {
-		var d ServerDetails
-		if err := json.Unmarshal(c.body, &d); err != nil || d.Server.UUID == "" {
-			t.Fatalf("no server in %d %s", c.status, c.body)
-		}
-		return d.Server.UUID
-	}
-	recordedServer := func(x recording) ServerDetails {
-		var d ServerDetails
-		_ = json.Unmarshal(x.Response.Body, &d)
-		return d
-	}
-
-	answers := map[string]emuCall{}
-	// create sends a create body and maps the recorded uuid it stands for onto the new server's.
-	create := func(recorded string, body []byte) emuCall {
-		t.Helper()
-		c := send(http.MethodPost, "/1.3/server", "", body)
-		if c.status != http.StatusAccepted {
-			t.Fatalf("create: %d %s", c.status, c.body)
-		}
-		ids[recorded] = serverUUID(c)
-		return c
+		b, err := io.ReadAll(resp.Body)
+		return emu.Answer{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: b}, err
 	}
 	rec := map[string]recording{}
+	toReplay := map[string]emu.Recording{}
 	for _, name := range recordedFiles(t) {
-		rec[name] = loadRecording(t, name)
-	}
-
-	// Servers: the two recorded creates, and servers standing in for the recordings' other ones.
-	for _, name := range []string{"server.create.202.json", "server.create-2025.202.json"} {
-		x := rec[name]
-		answers[name] = create(recordedServer(x).Server.UUID, x.Request.Body)
-	}
-	createBody := rec["server.create.202.json"].Request.Body
-	create(recordedServer(rec["server.get-stopped.200.json"]).Server.UUID, backendtest.Must(emu.WithSDKTestLabels(createBody, "TestCreateStartStopServer"))(t))
-	create(recordedServer(rec["server.modify.202.json"]).Server.UUID, backendtest.Must(emu.WithSDKTestLabels(createBody, "TestCreateModifyDeleteServer"))(t))
-	for i := range 2 {
-		create(fmt.Sprintf("listed-%d", i), backendtest.Must(emu.WithSDKTestLabels(createBody, "getserverswithfilters"))(t))
+		r := loadRecording(t, name)
+		rec[name] = r
+		toReplay[name] = emu.Recording{Method: r.Request.Method, Path: r.Request.Path, RawQuery: r.Query().Encode(), Body: r.Request.Body, Answer: r.Response.Body}
 	}
 	gpu := map[string]any{"server": testCreateBody("server1", "GPU-16xCPU-192GB-2xL40S", "fi-hel2")}
-	create(recordedServer(rec["handwritten.server-details-gpu.json"]).Server.UUID, []byte(mustJSON(t, gpu)))
-	clock.Advance(11 * time.Second) // every server started
-
-	for _, name := range []string{"server.get.200.json", "server.modify.202.json", "server.list-label-filter.200.json",
-		"handwritten.server-details-gpu.json", "server.stop.200.json", "server.stop-2025.200.json"} {
-		answers[name] = sendRecorded(rec[name])
-	}
-	// The start/stop recording's server is stopped as recorded before it is read and started.
-	startStop := rec["server.get-stopped.200.json"]
-	if c := send(http.MethodPost, startStop.Request.Path+"/stop", "", rec["server.stop.200.json"].Request.Body); c.status != http.StatusOK {
-		t.Fatalf("stop: %d %s", c.status, c.body)
-	}
-	clock.Advance(6 * time.Second) // stopped
-	for _, name := range []string{"server.get-stopped.200.json", "server.get-stopped-2025.200.json", "server.start.200.json",
-		"server.delete-with-storages.204.json"} {
-		answers[name] = sendRecorded(rec[name])
-	}
-
-	// Storages: the disk of the 2025 server becomes a template, which is read once it is ready.
-	var stopped ServerDetails
-	_ = json.Unmarshal(send(http.MethodGet, rec["server.get-stopped-2025.200.json"].Request.Path, "", nil).body, &stopped)
-	ids[emu.PathUUID(rec["storage.templatize.201.json"].Request.Path)] = stopped.Server.StorageDevices.StorageDevice[0].Storage
-	// As recorded, right after a create: one disk is still being cloned.
-	create("cloning", backendtest.Must(emu.WithSDKTestLabels(createBody, "TestCreateDeleteServerAndStorage"))(t))
-	clock.Advance(5 * time.Second)
-	answers["storage.private-list.200.json"] = sendRecorded(rec["storage.private-list.200.json"])
-	c := sendRecorded(rec["storage.templatize.201.json"])
-	answers["storage.templatize.201.json"] = c
-	var tmpl StorageDetails
-	_ = json.Unmarshal(c.body, &tmpl)
-	ids[emu.PathUUID(rec["storage.template-get.200.json"].Request.Path)] = tmpl.Storage.UUID
-	clock.Advance(20 * time.Second)
-
-	// Everything else as recorded.
-	for name, x := range rec {
-		if _, done := answers[name]; !done && skip[name] == "" {
-			answers[name] = sendRecorded(x)
-		}
+	answers, err := emu.Replay(toReplay, []byte(mustJSON(t, gpu)), root, do, clock.Advance)
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	families := map[string]*shape{}
@@ -973,14 +880,14 @@ func TestEmulatorAnswersRecordedRequests(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s belongs to no shape family", name)
 			}
-			if got.status != x.Response.Status {
-				t.Fatalf("status %d, recorded %d: %s", got.status, x.Response.Status, got.body)
+			if got.Status != x.Response.Status {
+				t.Fatalf("status %d, recorded %d: %s", got.Status, x.Response.Status, got.Body)
 			}
-			if want := x.Response.ContentType; want != "" && mediaType(got.contentType) != mediaType(want) {
-				t.Errorf("content type %q, recorded %q", got.contentType, want)
+			if want := x.Response.ContentType; want != "" && mediaType(got.ContentType) != mediaType(want) {
+				t.Errorf("content type %q, recorded %q", got.ContentType, want)
 			}
 			deviceRoot := fam == "devices"
-			compareShape(t, "", newShape().addBody(t, x.Response.Body, deviceRoot), newShape().addBody(t, got.body, deviceRoot),
+			compareShape(t, "", newShape().addBody(t, x.Response.Body, deviceRoot), newShape().addBody(t, got.Body, deviceRoot),
 				families[fam], rules)
 		})
 	}

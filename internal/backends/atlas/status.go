@@ -1,8 +1,7 @@
 package atlas
 
 import (
-	"strings"
-
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
@@ -19,12 +18,5 @@ var statuses = map[string]cloudprovider.Status{
 }
 
 func mapStatus(status string, ssh *cloudprovider.SSHEndpoint) cloudprovider.Status {
-	st, ok := statuses[strings.ToLower(strings.TrimSpace(status))]
-	if !ok {
-		return cloudprovider.StatusPending
-	}
-	if st == cloudprovider.StatusRunning && ssh == nil {
-		return cloudprovider.StatusPending
-	}
-	return st
+	return backendkit.TableStatus(statuses, status, ssh != nil)
 }

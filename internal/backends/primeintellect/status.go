@@ -1,9 +1,11 @@
 package primeintellect
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
@@ -11,16 +13,16 @@ import (
 // candidate for running: installation must be finished and an SSH connection set (see mapPod).
 // DELETING stays pending so a caller waiting for termination keeps polling; STOPPED is an error
 // because hydra never stops pods and a stopped pod is not usable. Words not listed are pending: the
-// API adds statuses without notice.
+// API adds statuses without notice. Keys are in lower case (backendkit.TableStatus).
 var podStatuses = map[string]cloudprovider.Status{
-	"PROVISIONING": cloudprovider.StatusPending,
-	"PENDING":      cloudprovider.StatusPending,
-	"ACTIVE":       cloudprovider.StatusRunning,
-	"STOPPED":      cloudprovider.StatusError,
-	"ERROR":        cloudprovider.StatusError,
-	"DELETING":     cloudprovider.StatusPending,
-	"UNKNOWN":      cloudprovider.StatusPending,
-	"TERMINATED":   cloudprovider.StatusTerminated,
+	"provisioning": cloudprovider.StatusPending,
+	"pending":      cloudprovider.StatusPending,
+	"active":       cloudprovider.StatusRunning,
+	"stopped":      cloudprovider.StatusError,
+	"error":        cloudprovider.StatusError,
+	"deleting":     cloudprovider.StatusPending,
+	"unknown":      cloudprovider.StatusPending,
+	"terminated":   cloudprovider.StatusTerminated,
 }
 
 // installationFinished reports whether the pod's installation is done: installationStatus FINISHED,
@@ -35,31 +37,15 @@ func installationFinished(status string, progress Number) bool {
 
 // mapStatus returns hydra's status and a message for a pod's status fields.
 func mapStatus(status, installStatus, installFailure string, progress Number, ssh *cloudprovider.SSHEndpoint) (cloudprovider.Status, string) {
-	word := strings.ToUpper(strings.TrimSpace(status))
-	st, ok := podStatuses[word]
-	if !ok {
-		st = cloudprovider.StatusPending
-	}
+	st := backendkit.TableStatus(podStatuses, status, installationFinished(installStatus, progress) && ssh != nil)
 	if strings.EqualFold(strings.TrimSpace(installStatus), "ERROR") && st != cloudprovider.StatusTerminated {
-		msg := installFailure
-		if msg == "" {
-			msg = "installation failed"
-		}
-		return cloudprovider.StatusError, msg
+		return cloudprovider.StatusError, cmp.Or(installFailure, "installation failed")
 	}
-	switch word {
-	case "ACTIVE":
-		if !installationFinished(installStatus, progress) || ssh == nil {
-			return cloudprovider.StatusPending, ""
-		}
+	switch strings.ToUpper(strings.TrimSpace(status)) {
 	case "STOPPED":
 		return st, "the pod is stopped"
 	case "ERROR":
-		msg := installFailure
-		if msg == "" {
-			msg = "the pod is in ERROR"
-		}
-		return st, msg
+		return st, cmp.Or(installFailure, "the pod is in ERROR")
 	}
 	return st, ""
 }

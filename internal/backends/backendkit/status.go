@@ -2,6 +2,7 @@ package backendkit
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
@@ -36,4 +37,10 @@ func TableStatus(table map[string]cloudprovider.Status, word string, reachable b
 		return cloudprovider.StatusPending
 	}
 	return s
+}
+
+// Port reads a TCP port number from a cloud's SSH details: ok only for 1 to 65535.
+func Port(s string) (port int, ok bool) {
+	p, err := strconv.Atoi(s)
+	return p, err == nil && p > 0 && p < 65536
 }

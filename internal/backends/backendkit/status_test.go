@@ -33,3 +33,11 @@ func TestTableStatus(t *testing.T) {
 		t.Errorf("TableStatus(active) without an address = %v, want pending", got)
 	}
 }
+
+func TestPort(t *testing.T) {
+	for s, want := range map[string]bool{"22": true, "1": true, "65535": true, "0": false, "65536": false, "-1": false, "2x": false, "": false} {
+		if _, ok := Port(s); ok != want {
+			t.Errorf("Port(%q) ok = %v, want %v", s, ok, want)
+		}
+	}
+}

@@ -2,9 +2,9 @@ package mithril
 
 import (
 	"net"
-	"strconv"
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
@@ -76,7 +76,7 @@ func parseSSHDestination(dest string) *cloudprovider.SSHEndpoint {
 		ep.Host = dest
 	}
 	if host, port, err := net.SplitHostPort(dest); err == nil {
-		if p, err := strconv.Atoi(port); err == nil && p > 0 && p < 65536 {
+		if p, ok := backendkit.Port(port); ok {
 			ep.Host, ep.Port = host, p
 		}
 	}

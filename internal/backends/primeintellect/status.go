@@ -2,7 +2,6 @@ package primeintellect
 
 import (
 	"cmp"
-	"strconv"
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
@@ -70,12 +69,12 @@ func parseSSHOne(conn string) *cloudprovider.SSHEndpoint {
 		switch {
 		case f == "ssh":
 		case f == "-p" && i+1 < len(fields):
-			if p, err := strconv.Atoi(fields[i+1]); err == nil && p > 0 && p < 65536 {
+			if p, ok := backendkit.Port(fields[i+1]); ok {
 				ep.Port = p
 			}
 			i++
 		case strings.HasPrefix(f, "-p") && len(f) > 2:
-			if p, err := strconv.Atoi(f[2:]); err == nil && p > 0 && p < 65536 {
+			if p, ok := backendkit.Port(f[2:]); ok {
 				ep.Port = p
 			}
 		case strings.HasPrefix(f, "-"):
@@ -95,7 +94,7 @@ func parseSSHOne(conn string) *cloudprovider.SSHEndpoint {
 				host = host[at+1:]
 			}
 			if h, p, ok := strings.Cut(host, ":"); ok && !strings.Contains(p, ":") {
-				if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 65536 {
+				if n, ok := backendkit.Port(p); ok {
 					host, ep.Port = h, n
 				}
 			}

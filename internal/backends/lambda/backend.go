@@ -346,14 +346,8 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 	case req.Offer.Spot:
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "Lambda sells no spot capacity")
 	}
-	instanceType := req.Offer.Details[DetailInstanceTypeName]
-	if instanceType == "" {
-		instanceType = req.Offer.InstanceType
-	}
-	region := req.Offer.Details[DetailRegionName]
-	if region == "" {
-		region = req.Offer.Region
-	}
+	instanceType := cmp.Or(req.Offer.Details[DetailInstanceTypeName], req.Offer.InstanceType)
+	region := cmp.Or(req.Offer.Details[DetailRegionName], req.Offer.Region)
 	if instanceType == "" || region == "" {
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "the offer names no instance type or region")
 	}

@@ -325,14 +325,8 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 	if req.Name == "" {
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
 	}
-	instanceType := req.Offer.Details[DetailInstanceType]
-	if instanceType == "" {
-		instanceType = req.Offer.InstanceType
-	}
-	location := req.Offer.Details[DetailLocationCode]
-	if location == "" {
-		location = req.Offer.Region
-	}
+	instanceType := cmp.Or(req.Offer.Details[DetailInstanceType], req.Offer.InstanceType)
+	location := cmp.Or(req.Offer.Details[DetailLocationCode], req.Offer.Region)
 	if instanceType == "" || location == "" {
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 			"the offer names no instance type or location code")

@@ -536,9 +536,7 @@ func (b *Backend) createPod(ctx context.Context, req cloudprovider.CreateRequest
 		return cloudprovider.Instance{}, err
 	}
 	inst := b.toInstance(pod)
-	if inst.Name == "" {
-		inst.Name = req.Name
-	}
+	inst.Name = cmp.Or(inst.Name, req.Name)
 	// What was ordered, where the pod's answer does not say it yet.
 	inst.Hardware = backendkit.FillHardware(inst.Hardware, itemHardware(item))
 	return inst, nil

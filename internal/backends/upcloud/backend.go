@@ -550,9 +550,7 @@ func (b *Backend) createServer(ctx context.Context, req cloudprovider.CreateRequ
 		return cloudprovider.Instance{}, err
 	}
 	inst := b.instance(srv)
-	if inst.Name == "" {
-		inst.Name = req.Name
-	}
+	inst.Name = cmp.Or(inst.Name, req.Name)
 	if inst.Owner.Token == "" && req.Owner.Token != "" {
 		inst.Owner = req.Owner
 		inst.Owner.Confirmed = false

@@ -159,7 +159,7 @@ func (s *testSandbox) addEntry(e sandbox.CatalogEntry) {
 func TestAccGPUInstance_formFactor(t *testing.T) {
 	s := newTestSandbox(t)
 	s.addEntry(sandbox.CatalogEntry{Region: "sbx-us-1", InstanceType: "sbx.h100pcie.1x", GPU: "H100", GPUCount: 1, PricePerHour: 1.99,
-		Available: -1, FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 128})
+		Available: -1, Hardware: sandbox.Hardware{FormFactor: "pcie", GPUMemoryGB: 80, VCPUs: 16, MemoryGB: 128}})
 	withFF := func(extra string) string {
 		return s.instanceConfig("socket", "h100", extra)
 	}

@@ -68,25 +68,31 @@ type CatalogEntry struct {
 	Spot         bool    `json:"spot,omitempty"`
 	// Available is how many more instances of this offer can start; -1 means unlimited.
 	Available int `json:"available"`
-	// FormFactor is "sxm" or "pcie" (optional; "" when the catalog does not say).
-	FormFactor string `json:"form_factor,omitempty"`
-	// GPUMemoryGB is the memory of one GPU, VCPUs and MemoryGB the whole machine's (optional).
-	GPUMemoryGB int `json:"gpu_memory_gb,omitempty"`
-	VCPUs       int `json:"vcpus,omitempty"`
-	MemoryGB    int `json:"memory_gb,omitempty"`
+	Hardware
 	// Machine is the kind of machine the offer rents: "" or "vm" (a virtual machine with systemd), or
 	// "container" (a container without systemd, whose systemctl refuses to work).
 	Machine string `json:"machine,omitempty"`
 }
 
-// hardware is what the entry says of its machines. A form factor other than sxm or pcie (say "SXM5")
-// is read the way the clouds' names are; one it cannot read is left out.
-func (e CatalogEntry) hardware() cloudprovider.Hardware {
+// Hardware is what a catalog entry says of its machines, and what an instance record keeps of its
+// entry's (all optional: zero when the catalog does not say).
+type Hardware struct {
+	// FormFactor is "sxm" or "pcie".
+	FormFactor string `json:"form_factor,omitempty"`
+	// GPUMemoryGB is the memory of one GPU, VCPUs and MemoryGB the whole machine's.
+	GPUMemoryGB int `json:"gpu_memory_gb,omitempty"`
+	VCPUs       int `json:"vcpus,omitempty"`
+	MemoryGB    int `json:"memory_gb,omitempty"`
+}
+
+// hardware is the contract's reading of h. A form factor other than sxm or pcie (say "SXM5") is read
+// the way the clouds' names are; one it cannot read is left out.
+func (h Hardware) hardware() cloudprovider.Hardware {
 	return cloudprovider.Hardware{
-		FormFactor:  gpuname.FormFactor(e.FormFactor),
-		GPUMemoryGB: max(e.GPUMemoryGB, 0),
-		VCPUs:       max(e.VCPUs, 0),
-		MemoryGB:    max(e.MemoryGB, 0),
+		FormFactor:  gpuname.FormFactor(h.FormFactor),
+		GPUMemoryGB: max(h.GPUMemoryGB, 0),
+		VCPUs:       max(h.VCPUs, 0),
+		MemoryGB:    max(h.MemoryGB, 0),
 	}
 }
 
@@ -143,12 +149,9 @@ type Record struct {
 	// Owner is the ownership record given at create (empty for instances created without one);
 	// ConfirmOwnership sets Confirmed.
 	Owner Ownership `json:"owner,omitzero"`
-	// FormFactor, GPUMemoryGB, VCPUs and MemoryGB are the hardware of the catalog entry the instance
-	// was created from (zero in records older than these fields).
-	FormFactor  string `json:"form_factor,omitempty"`
-	GPUMemoryGB int    `json:"gpu_memory_gb,omitempty"`
-	VCPUs       int    `json:"vcpus,omitempty"`
-	MemoryGB    int    `json:"memory_gb,omitempty"`
+	// Hardware is the catalog entry's the instance was created from, as read (zero in records older
+	// than these fields).
+	Hardware
 	// Machine is the catalog entry's kind of machine ("" or "vm", or "container").
 	Machine string `json:"machine,omitempty"`
 }
@@ -273,7 +276,7 @@ func DefaultCatalog() []CatalogEntry {
 				price := roundCents(s.price * float64(n) * r.factor)
 				it := fmt.Sprintf("sbx.%s.%dx", strings.ToLower(s.gpu), n)
 				e := CatalogEntry{Region: r.name, InstanceType: it, GPU: s.gpu, GPUCount: n, PricePerHour: price, Available: -1,
-					FormFactor: s.form, GPUMemoryGB: s.vram, VCPUs: s.vcpus * n, MemoryGB: s.ram * n}
+					Hardware: Hardware{FormFactor: s.form, GPUMemoryGB: s.vram, VCPUs: s.vcpus * n, MemoryGB: s.ram * n}}
 				out = append(out, e)
 				if n == 1 {
 					e.PricePerHour, e.Spot = roundCents(price*0.45), true
@@ -578,8 +581,7 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 			PricePerHour: entry.PricePerHour, CreatedAt: created, RunningAt: created.Add(boot), FailBoot: f.TakeBootFailure(),
 			SSHKeys: req.SSHPublicKeys, Owner: Ownership{Token: req.Owner.Token, Resource: req.Owner.Resource},
 		}
-		hw := entry.hardware()
-		rec.FormFactor, rec.GPUMemoryGB, rec.VCPUs, rec.MemoryGB = hw.FormFactor, hw.GPUMemoryGB, hw.VCPUs, hw.MemoryGB
+		rec.Hardware = Hardware(entry.hardware())
 		rec.Machine = entry.Machine
 		st.Instances = append(st.Instances, rec)
 		st.Created++
@@ -849,7 +851,7 @@ func (b *Backend) toInstance(r *Record, now time.Time) (cloudprovider.Instance, 
 		ID: r.ID, Name: r.Name, Cloud: CloudName, Region: r.Region, InstanceType: r.InstanceType,
 		GPUType: r.GPUType, GPUCount: r.GPUCount, Spot: r.Spot, PricePerHour: recordPrice(r.PricePerHour), CreatedAt: r.CreatedAt,
 		Owner:    cloudprovider.Ownership{Resource: r.Owner.Resource, Token: r.Owner.Token, Confirmed: r.Owner.Confirmed},
-		Hardware: cloudprovider.Hardware{FormFactor: r.FormFactor, GPUMemoryGB: r.GPUMemoryGB, VCPUs: r.VCPUs, MemoryGB: r.MemoryGB},
+		Hardware: cloudprovider.Hardware(r.Hardware),
 	}
 	switch {
 	case r.gone(now):

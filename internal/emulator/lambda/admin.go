@@ -5,16 +5,13 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
-// The Server is a simulation.Admin: the shared fault vocabulary and machine counts, in Go and over HTTP
-// under emukit.AdminPath (served by ServeHTTP next to the API).
+// The Server is a simulation.Admin (an emukit.StateAdmin), also served under emukit.AdminPath.
 var _ simulation.Admin = (*Server)(nil)
 
 type admin = emukit.StateAdmin[state]
 
-// newAdmin is the Server's simulation.Admin: SetFaults replaces the armed faults (persisted with the state,
-// so every process sharing a StateDir sees them), Faults returns them with counters as far as they have
-// run down, and Stats counts the instances ever launched (lost launch answers included) and lists the
-// live ones (not terminating or terminated), oldest first.
+// newAdmin is the Server's simulation.Admin. Stats counts the instances ever launched (lost launch answers
+// included) and lists the live ones (not terminating or terminated), oldest first.
 func newAdmin(s *Server) admin {
 	return emukit.NewStateAdmin(emukit.AlwaysSaved(s.update), func(st *state) *simulation.Faults { return &st.Faults },
 		func(st *state) (int, []simulation.Machine) {

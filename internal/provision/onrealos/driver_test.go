@@ -12,8 +12,8 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
-	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/realos"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/realos"
 )
 
 // asVM are the variables that make the playbooks treat a real-OS machine as the VM it stands for where

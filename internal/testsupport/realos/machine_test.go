@@ -248,17 +248,21 @@ func TestRealOS_Reboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = m.Run(ctx, "systemctl reboot")
-	var after string
+	var after, last string
 	for ctx.Err() == nil {
-		out, err := m.Run(ctx, "cat /proc/sys/kernel/random/boot_id /var/tmp/disk && systemctl is-system-running --wait >/dev/null; "+
+		// Each try is bounded: a connection made while the old container goes down can hang.
+		try, stop := context.WithTimeout(ctx, 15*time.Second)
+		out, err := m.Run(try, "cat /proc/sys/kernel/random/boot_id /var/tmp/disk && systemctl is-system-running --wait >/dev/null; "+
 			`python3 -c 'import socket; socket.create_connection(("127.0.0.1", 3142), 5); print("proxy")'`)
+		stop()
 		if err == nil && strings.Fields(out)[0] != strings.TrimSpace(before) {
 			after = out
 			break
 		}
+		last = fmt.Sprintf("%q, %v", out, err)
 		time.Sleep(200 * time.Millisecond)
 	}
 	if f := strings.Fields(after); len(f) != 3 || f[1] != "kept" || f[2] != "proxy" || m.Reboots() != 1 {
-		t.Errorf("after the reboot: %q, %d reboot(s); want a new boot id, the disk kept, the apt proxy, one reboot", after, m.Reboots())
+		t.Errorf("after the reboot: %q, %d reboot(s); want a new boot id, the disk kept, the apt proxy, one reboot (last try: %s)", after, m.Reboots(), last)
 	}
 }

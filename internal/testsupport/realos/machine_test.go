@@ -54,7 +54,7 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 			t.Parallel()
 			key, pub := testKey(t)
 			m, err := Boot(context.Background(), img, key, Options{Systemd: systemd, AuthorizedKey: pub, Logf: t.Logf,
-				GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+				GPU: oneL4})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 		}
 		key, pub := testKey(t)
 		m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub,
-			GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+			GPU: oneL4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 	// the sweep leaves it alone.
 	key, pub := testKey(t)
 	live, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
-		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+		GPU: oneL4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	m, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
-		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+		GPU: oneL4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestRealOS_NspawnKilledFirst(t *testing.T) {
 	img := requireRealOS(t)
 	key, pub := testKey(t)
 	m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,
-		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+		GPU: oneL4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestRealOS_Reboot(t *testing.T) {
 	img := requireRealOS(t)
 	key, pub := testKey(t)
 	m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,
-		GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+		GPU: oneL4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,3 +266,6 @@ func TestRealOS_Reboot(t *testing.T) {
 		t.Errorf("after the reboot: %q, %d reboot(s); want a new boot id, the disk kept, the apt proxy, one reboot (last try: %s)", after, m.Reboots(), last)
 	}
 }
+
+// oneL4 is the GPU layer of the test machines: one simulated L4.
+var oneL4 = simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}

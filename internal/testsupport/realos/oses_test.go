@@ -5,8 +5,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 // TestRealOS_Images: the image of every OS is built from its own archive (Ubuntu's with Ubuntu's
@@ -40,7 +38,7 @@ func TestRealOS_Images(t *testing.T) {
 			}
 			key, pub := testKey(t)
 			m, err := Boot(ctx, img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,
-				GPU: simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1}})
+				GPU: oneL4})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -154,6 +154,8 @@ type Instance struct {
 	// provisioning then trusts the first key it sees and records it).
 	HostKey   string
 	CreatedAt time.Time
+	// Cluster is the cloud's id of the cluster the machine is a node of ("" for a machine of its own).
+	Cluster string
 	// Owner is the ownership record as the cloud keeps it. A backend that stores the record in the
 	// cloud's metadata fills it from there; otherwise the pool manager fills Resource and Token from
 	// the name. Token is "" for a machine hydra did not create (or created before ownership records).

@@ -52,6 +52,42 @@ type Preparer interface {
 	Prepare()
 }
 
+// ClusterCheckNode is one provisioned node of a cluster to check.
+type ClusterCheckNode struct {
+	ProvisionRequest
+	// PrivateIP is the node's address on the cluster's network; peers must reach it.
+	PrivateIP string
+}
+
+// ClusterCheckRequest asks for the check that a cluster's provisioned nodes can work together.
+type ClusterCheckRequest struct {
+	Nodes []ClusterCheckNode
+	// Fabric asks that every node's high-speed fabric devices be up (the cloud promised a fabric).
+	Fabric bool
+	// MinBusBandwidthGBps, when above 0, asks for an NCCL all-reduce across the nodes whose average bus
+	// bandwidth (GB/s) must reach it.
+	MinBusBandwidthGBps float64
+	// Env are the variables the cloud's fabric needs (NCCL_IB_PKEY, say), set for the NCCL run.
+	Env map[string]string
+	Log func(msg string, fields map[string]any)
+}
+
+// ClusterCheckResult is what a cluster check found.
+type ClusterCheckResult struct {
+	// BusBandwidthGBps is the NCCL all-reduce's average bus bandwidth (0 when not asked).
+	BusBandwidthGBps float64
+	// FailedNode and Message name what failed (empty on success).
+	FailedNode string
+	Message    string
+}
+
+// ClusterChecker is what a Provisioner may also do: check that a cluster's nodes, each provisioned,
+// reach one another over the private network, have their fabric up where asked, and pass the NCCL
+// bandwidth floor where asked. A failed check is an error naming the node and what failed.
+type ClusterChecker interface {
+	CheckCluster(ctx context.Context, req ClusterCheckRequest) (ClusterCheckResult, error)
+}
+
 // PermanentError marks a provisioning failure that retrying cannot fix (a changed host key, a
 // malformed playbook).
 type PermanentError struct{ Err error }

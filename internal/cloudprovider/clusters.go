@@ -59,6 +59,10 @@ type Cluster struct {
 	Nodes []ClusterNode
 	// PricePerHour is what the cloud bills for the whole cluster per hour.
 	PricePerHour money.USD
+	// AwaitingAllocation is true while the cloud has accepted the order but not allocated its nodes
+	// (an auction bid that has not won; Nodes is empty then), as Instance.AwaitingAllocation: nothing
+	// is billed, and the control plane cancels the order after the launch's bid timeout.
+	AwaitingAllocation bool
 	// Env are the environment variables the cloud's fabric needs (NCCL_IB_PKEY, say).
 	Env       map[string]string
 	Owner     Ownership

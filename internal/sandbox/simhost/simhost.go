@@ -68,6 +68,14 @@
 // stops the machine's sshd and does not start it again, so the machine cannot be reached over SSH, as
 // one whose network or sshd died; ClearFaults (or SetFault with no content) and the next Ensure mend it.
 //
+// # Cluster nodes
+//
+// A node of a simulated cluster has a private address (Spec.PrivateAddr, 127.100.<cluster>.<node>):
+// its sshd listens there too, on its port, so a peer's TCP connection to it is real. While
+// <dir>/faults/private_net_down exists, Ensure starts sshd without that address (the node's private
+// network is down; 127.0.0.1 still answers). Spec.Fabric gives the node InfiniBand adapters on the
+// cluster's fabric (recorded in gpus.json as "fabric").
+//
 // The loaded NVIDIA kernel module is <dir>/root/sys/module/nvidia/version (the installed driver's
 // version when Ensure first writes it): write another version there and nvidia-smi fails with
 // "Driver/library version mismatch" until the simulated reboot (the shutdown stand-in, which Ansible's
@@ -129,6 +137,12 @@ type Spec struct {
 	UncorrectableECC int
 	// Container makes the machine a container without systemd (see the package documentation).
 	Container bool
+	// PrivateAddr, when set, is the machine's address on its cluster's private network: a loopback
+	// address other than 127.0.0.1 (Linux routes all of 127/8 to lo), e.g. "127.100.1.2". The
+	// machine's sshd listens there too, on the same port as on 127.0.0.1.
+	PrivateAddr string
+	// Fabric gives the machine InfiniBand adapters on its cluster's high-speed fabric.
+	Fabric bool
 }
 
 // Fault files in a machine's faults directory (see the package documentation for their formats).
@@ -153,6 +167,9 @@ const (
 	FaultSMIHang = "smi_hang"
 	// FaultSSHDown keeps the machine's sshd stopped: the machine is unreachable.
 	FaultSSHDown = "sshd_down"
+	// FaultPrivateNetDown makes the next Ensure start sshd without listening on Spec.PrivateAddr: the
+	// machine's peers cannot reach it, while it still answers on 127.0.0.1.
+	FaultPrivateNetDown = "private_net_down"
 )
 
 // SetFault writes the fault file name (one of the Fault constants) of the machine kept in dir; an empty
@@ -217,6 +234,9 @@ type Endpoint struct {
 	// playbooks as HYDRA_NODE_EXPORTER_PORT and HYDRA_DCGM_EXPORTER_PORT).
 	NodeExporterPort int
 	DCGMExporterPort int
+	// PrivateAddr is Spec.PrivateAddr: where the machine's peers reach its sshd (on Port); empty
+	// without one.
+	PrivateAddr string
 }
 
 // DefaultDriverVersion is the NVIDIA driver version simulated machines report.
@@ -244,6 +264,8 @@ type state struct {
 	StandinServerPid int    `json:"standin_server_pid,omitempty"`
 	// StandinsDigest is the digest of the stand-ins the server runs (see standinsDigest).
 	StandinsDigest string `json:"standins_digest,omitempty"`
+	// PrivateAddr is the private address sshd listens on (empty: none, or the private_net_down fault).
+	PrivateAddr string `json:"private_addr,omitempty"`
 }
 
 // NVIDIAName returns the name nvidia-smi reports for one of hydra's GPU types (inventory types such
@@ -316,6 +338,9 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 	if spec.GPUModel == "" && spec.GPUCount > 0 {
 		return Endpoint{}, errors.New("simhost: GPU model missing")
 	}
+	if err := checkPrivateAddr(spec.PrivateAddr); err != nil {
+		return Endpoint{}, err
+	}
 	login, err := loginUser(spec.User)
 	if err != nil {
 		return Endpoint{}, err
@@ -383,6 +408,10 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 		}
 		st.StandinsDigest = digest
 	}
+	st.PrivateAddr = spec.PrivateAddr
+	if _, err := os.Stat(filepath.Join(dir, "faults", FaultPrivateNetDown)); err == nil {
+		st.PrivateAddr = ""
+	}
 	if _, err := os.Stat(filepath.Join(dir, "faults", FaultSSHDown)); err == nil {
 		// Unreachable on purpose: the endpoint keeps its port, where nothing answers.
 		if st.SSHDPid != 0 {
@@ -405,7 +434,20 @@ func Ensure(dir string, spec Spec) (Endpoint, error) {
 		Host: "127.0.0.1", Port: st.Port, User: login, HostKey: hostKey,
 		Dir: dir, Root: filepath.Join(dir, "root"),
 		NodeExporterPort: st.NodeExporterPort, DCGMExporterPort: st.DCGMExporterPort,
+		PrivateAddr: spec.PrivateAddr,
 	}, nil
+}
+
+// checkPrivateAddr accepts an empty address or an IPv4 loopback address other than 127.0.0.1.
+func checkPrivateAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.To4() == nil || !ip.IsLoopback() || ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.To4().String() != addr {
+		return fmt.Errorf("simhost: private address %q is not an IPv4 loopback address other than 127.0.0.1", addr)
+	}
+	return nil
 }
 
 // Stop stops the machine kept in dir: its sshd, exporters and stand-in server, what its playbooks
@@ -618,7 +660,7 @@ func writeMachineFiles(dir string, spec Spec) error {
 	}
 	cfg, err := json.MarshalIndent(map[string]any{
 		"gpus": gpus, "driver_version": driver, "cuda_version": cudaVersion(driver), "nvswitch": nvswitch,
-		"persistence_mode": "Enabled", "container": spec.Container,
+		"persistence_mode": "Enabled", "container": spec.Container, "fabric": spec.Fabric,
 		"units":    machineUnits(spec.Container, nvswitch, nvlinkDomainModel.MatchString(spec.GPUModel)),
 		"packages": machinePackages(driver, spec.GPUModel, nvswitch),
 	}, "", "  ")
@@ -940,11 +982,16 @@ func renderSSHDConfig(dir string, st state) string {
 		"# hydra sandbox machine: written by internal/sandbox/simhost, do not edit",
 		"Port " + strconv.Itoa(st.Port),
 		"ListenAddress 127.0.0.1",
-		"HostKey " + sshdQuote(filepath.Join(dir, hostKeyFile)),
-		"PidFile " + sshdQuote(filepath.Join(dir, sshdPidFile)),
-		"AuthorizedKeysFile " + sshdQuote(tokenSafe(filepath.Join(dir, authKeysFile))) + " " +
+	}
+	if st.PrivateAddr != "" {
+		lines = append(lines, "ListenAddress "+st.PrivateAddr)
+	}
+	lines = append(lines,
+		"HostKey "+sshdQuote(filepath.Join(dir, hostKeyFile)),
+		"PidFile "+sshdQuote(filepath.Join(dir, sshdPidFile)),
+		"AuthorizedKeysFile "+sshdQuote(tokenSafe(filepath.Join(dir, authKeysFile)))+" "+
 			sshdQuote(tokenSafe(root)+"%h/.ssh/authorized_keys"),
-		"AllowUsers " + st.User,
+		"AllowUsers "+st.User,
 		"PasswordAuthentication no",
 		"KbdInteractiveAuthentication no",
 		"PubkeyAuthentication yes",
@@ -958,7 +1005,7 @@ func renderSSHDConfig(dir string, st state) string {
 		"Subsystem sftp internal-sftp",
 		// SHLVL=1 keeps bash from sourcing the host user's ~/.bashrc for SSH commands: a developer's
 		// rc file must not put real tools ahead of the stand-ins, nor slow every Ansible task down.
-		"SetEnv " + strings.Join([]string{
+		"SetEnv "+strings.Join([]string{
 			sshdQuote("SHLVL=1"),
 			sshdQuote("PATH=" + pathEnv),
 			sshdQuote("HYDRA_SANDBOX=1"),
@@ -968,7 +1015,7 @@ func renderSSHDConfig(dir string, st state) string {
 			sshdQuote("HYDRA_DCGM_EXPORTER_PORT=" + strconv.Itoa(st.DCGMExporterPort)),
 		}, " "),
 		"LogLevel VERBOSE",
-	}
+	)
 	if os.Geteuid() != 0 {
 		// A non-root sshd cannot hand a terminal to the session (chown of the pty and login records
 		// need root) and drops the connection; refusing the pty lets `ssh -tt` (Ansible's raw) go on.
@@ -992,7 +1039,7 @@ func startSSHD(dir string, st *state) error {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		if st.Port == 0 || attempt > 0 || !portFree(st.Port) {
+		if st.Port == 0 || attempt > 0 || !portFree(st.Port, st.PrivateAddr) {
 			if st.Port, err = freePort(); err != nil {
 				return err
 			}
@@ -1008,7 +1055,7 @@ func startSSHD(dir string, st *state) error {
 		if err != nil {
 			return fmt.Errorf("simhost: start sshd: %w", err)
 		}
-		if err := waitBanner(pid, st.Port, 10*time.Second); err != nil {
+		if err := waitBanner(pid, st.Port, st.PrivateAddr, 10*time.Second); err != nil {
 			killAndWait(pid)
 			lastErr = fmt.Errorf("simhost: sshd on port %d: %w (see %s)", st.Port, err, filepath.Join(dir, sshdLog))
 			continue
@@ -1182,23 +1229,30 @@ func freePort() (int, error) {
 	return a.Port, nil
 }
 
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return false
+// portFree reports whether port is free on 127.0.0.1 and on the private address (when set).
+func portFree(port int, privateAddr string) bool {
+	for _, host := range []string{"127.0.0.1", privateAddr} {
+		if host == "" {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return false
+		}
+		_ = l.Close() // a probe: the port was free
 	}
-	_ = l.Close() // a probe: the port was free
 	return true
 }
 
-// waitBanner waits until the process answers with an SSH banner on the port.
-func waitBanner(pid, port int, timeout time.Duration) error {
+// waitBanner waits until the process answers with an SSH banner on the port, on 127.0.0.1 and on the
+// private address (when set: sshd goes on when it can bind only some of its addresses).
+func waitBanner(pid, port int, privateAddr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		if !osproc.Alive(pid) {
 			return errors.New("sshd exited")
 		}
-		if banner(port) {
+		if banner(port) && (privateAddr == "" || bannerAt(privateAddr, port)) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -1208,8 +1262,11 @@ func waitBanner(pid, port int, timeout time.Duration) error {
 	}
 }
 
-func banner(port int) bool {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+func banner(port int) bool { return bannerAt("127.0.0.1", port) }
+
+// bannerAt reports whether an SSH server answers at host:port.
+func bannerAt(host string, port int) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), time.Second)
 	if err != nil {
 		return false
 	}

@@ -55,6 +55,9 @@ type Cluster struct {
 	// Status is the cluster's as a whole: running only when every node runs.
 	Status      Status
 	CloudStatus string
+	// Message explains a status (an error's cause, what a pending cluster waits for), when the
+	// cloud or backend gives one.
+	Message string
 	// Nodes are the cluster's machines, each with its own status, address and private address.
 	Nodes []ClusterNode
 	// PricePerHour is what the cloud bills for the whole cluster per hour.

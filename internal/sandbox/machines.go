@@ -25,6 +25,9 @@ func (SSHMachines) Start(dir string, rec Record) (cloudprovider.SSHEndpoint, err
 		AuthorizedKeys: rec.SSHKeys,
 		// A catalog entry with "machine": "container" rents containers without systemd.
 		Container: rec.Machine == "container",
+		// A cluster's node: sshd listens on its private address too; a fabric cluster's has InfiniBand.
+		PrivateAddr: rec.PrivateAddr,
+		Fabric:      rec.Fabric,
 	})
 	if err != nil {
 		return cloudprovider.SSHEndpoint{}, fmt.Errorf("starting the machine of %s: %w", rec.Name, err)

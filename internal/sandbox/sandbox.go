@@ -12,7 +12,7 @@
 //
 //	catalog.json   the offers (written with DefaultCatalog on first use; edit it to change prices)
 //	faults.json    faults to inject (see Faults)
-//	state.json     the instances (the sandbox's own)
+//	state.json     the instances and clusters (the sandbox's own; see clusters.go)
 //	stats.json     counters: offer requests, instance Gets and Lists the sandbox has answered (benchmarks read them)
 package sandbox
 
@@ -72,6 +72,11 @@ type CatalogEntry struct {
 	// Machine is the kind of machine the offer rents: "" or "vm" (a virtual machine with systemd), or
 	// "container" (a container without systemd, whose systemctl refuses to work).
 	Machine string `json:"machine,omitempty"`
+	// Fabric is the high-speed fabric the entry's machines share in their region ("infiniband"; ""
+	// none): the sandbox offers fabric clusters of the entry only where it is set.
+	Fabric string `json:"fabric,omitempty"`
+	// MaxClusterNodes is the most nodes one cluster of the entry may have (0: DefaultMaxClusterNodes).
+	MaxClusterNodes int `json:"max_cluster_nodes,omitempty"`
 }
 
 // Hardware is what a catalog entry says of its machines, and what an instance record keeps of its
@@ -119,6 +124,9 @@ type Faults struct {
 	OffersDelay string `json:"offers_delay,omitempty"`
 	// BootTime overrides the configured boot time for new instances (slow boots), e.g. "10m".
 	BootTime string `json:"boot_time,omitempty"`
+	// PartialClusters makes the next N cluster creates run out of stock before their last node, after
+	// the others started: the cloud delivered all but one (the create terminates them; see CreateCluster).
+	PartialClusters int `json:"partial_clusters,omitempty"`
 }
 
 // Ownership is the ownership record the sandbox keeps with an instance (cloudprovider.Ownership).
@@ -126,6 +134,16 @@ type Ownership struct {
 	Token     string `json:"token,omitempty"`
 	Resource  string `json:"resource,omitempty"`
 	Confirmed bool   `json:"confirmed,omitempty"`
+}
+
+// ownerAtCreate is the record kept of a create's ownership record: never confirmed yet.
+func ownerAtCreate(o cloudprovider.Ownership) Ownership {
+	return Ownership{Token: o.Token, Resource: o.Resource}
+}
+
+// contract is the contract's form of the record.
+func (o Ownership) contract() cloudprovider.Ownership {
+	return cloudprovider.Ownership{Resource: o.Resource, Token: o.Token, Confirmed: o.Confirmed}
 }
 
 // Record is one sandbox instance as stored in state.json.
@@ -154,12 +172,21 @@ type Record struct {
 	Hardware
 	// Machine is the catalog entry's kind of machine ("" or "vm", or "container").
 	Machine string `json:"machine,omitempty"`
+	// Cluster is the ID of the cluster the instance is a node of ("" for a machine of its own);
+	// PrivateAddr its address on the cluster's private network, Fabric whether it is on the cluster's
+	// fabric.
+	Cluster     string `json:"cluster,omitempty"`
+	PrivateAddr string `json:"private_addr,omitempty"`
+	Fabric      bool   `json:"fabric,omitempty"`
 }
 
 type state struct {
 	Instances []*Record `json:"instances"`
-	// Created counts every instance ever created (tests check "exactly one machine").
+	// Created counts every instance ever created, cluster nodes included (tests check "exactly one
+	// machine").
 	Created int `json:"created"`
+	// Clusters are the clusters ever ordered; their nodes are in Instances.
+	Clusters []*ClusterRecord `json:"clusters,omitempty"`
 }
 
 // Machines runs the simulated machines behind sandbox instances (real sshd processes), when the
@@ -195,11 +222,14 @@ type Backend struct {
 	// bootSlots bounds how many machines the creates bring up at the same time; booting counts them.
 	bootSlots chan struct{}
 	booting   sync.WaitGroup
+	// onPlaced, when set (by tests), is called after CreateCluster has placed a node.
+	onPlaced func(Record)
 }
 
 var (
 	_ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
 	_ cloudprovider.OwnershipConfirmer     = (*Backend)(nil)
+	_ cloudprovider.ClusterBackend         = (*Backend)(nil)
 	_ simulation.Admin                     = (*Backend)(nil)
 )
 
@@ -241,7 +271,8 @@ func (b *Backend) Cloud() string { return CloudName }
 func (b *Backend) Dir() string { return b.cfg.Dir }
 
 // DefaultCatalog is the catalog a new sandbox starts with: realistic shapes, hardware and prices in
-// three regions. Machines grow with their GPUs: vCPUs and RAM are per GPU times the count, at the
+// three regions, of which sbx-eu-1 has an InfiniBand fabric (its fabric clusters; the others rent
+// clusters of any interconnect only). Machines grow with their GPUs: vCPUs and RAM are per GPU times the count, at the
 // levels the real clouds sell (H100 SXM 26 vCPUs and 225 GB a GPU as at Lambda, L40S 8 and 64 as at
 // UpCloud, RTX PRO 6000 30 and 120 as at Verda).
 func DefaultCatalog() []CatalogEntry {
@@ -269,14 +300,15 @@ func DefaultCatalog() []CatalogEntry {
 	regions := []struct {
 		name   string
 		factor float64
-	}{{"sbx-eu-1", 1.00}, {"sbx-us-1", 1.06}, {"sbx-ap-1", 1.12}}
+		fabric string
+	}{{"sbx-eu-1", 1.00, FabricInfiniBand}, {"sbx-us-1", 1.06, ""}, {"sbx-ap-1", 1.12, ""}}
 	for _, s := range shapes {
 		for _, n := range s.counts {
 			for _, r := range regions {
 				price := roundCents(s.price * float64(n) * r.factor)
 				it := fmt.Sprintf("sbx.%s.%dx", strings.ToLower(s.gpu), n)
 				e := CatalogEntry{Region: r.name, InstanceType: it, GPU: s.gpu, GPUCount: n, PricePerHour: price, Available: -1,
-					Hardware: Hardware{FormFactor: s.form, GPUMemoryGB: s.vram, VCPUs: s.vcpus * n, MemoryGB: s.ram * n}}
+					Hardware: Hardware{FormFactor: s.form, GPUMemoryGB: s.vram, VCPUs: s.vcpus * n, MemoryGB: s.ram * n}, Fabric: r.fabric}
 				out = append(out, e)
 				if n == 1 {
 					e.PricePerHour, e.Spot = roundCents(price*0.45), true
@@ -341,6 +373,13 @@ func (b *Backend) Stats() (simulation.Stats, error) {
 // control plane reports it and never ranks it), and entries without a GPU are left out, as are counts
 // above the type's max_count.
 func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
+	offers, _, err := b.offers(ctx)
+	return offers, err
+}
+
+// offers answers one offer request (Offers, ClusterOffers): it counts it, lets the faults act on it,
+// and returns the offers with the catalog entry of each.
+func (b *Backend) offers(ctx context.Context) ([]cloudprovider.Offer, []CatalogEntry, error) {
 	if err := b.locked(func() error {
 		c, err := b.Counters()
 		if err != nil {
@@ -349,31 +388,34 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 		c.OfferRequests++
 		return writeJSON(filepath.Join(b.cfg.Dir, StatsFile), c)
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	faults, err := b.faults()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if faults.OffersDelay != "" {
 		d, err := time.ParseDuration(faults.OffersDelay)
 		if err != nil {
-			return nil, fmt.Errorf("sandbox: faults.json offers_delay: %w", err)
+			return nil, nil, fmt.Errorf("sandbox: faults.json offers_delay: %w", err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, "listing offers", ctx.Err())
+			return nil, nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, "listing offers", ctx.Err())
 		case <-time.After(d):
 		}
 	}
 	if err := b.call(ctx, "listing offers"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	catalog, err := b.Catalog()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []cloudprovider.Offer
+	var (
+		out     []cloudprovider.Offer
+		entries []CatalogEntry
+	)
 	for _, e := range catalog {
 		if strings.TrimSpace(e.GPU) == "" || e.GPUCount < 1 {
 			continue // no GPU product
@@ -393,8 +435,9 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 			PricePerHour: price, Spot: e.Spot, Available: e.Available,
 			Details: map[string]string{"gpu": e.GPU},
 		})
+		entries = append(entries, e)
 	}
-	return out, nil
+	return out, entries, nil
 }
 
 // Catalog reads catalog.json.
@@ -537,54 +580,24 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 				return err
 			}
 		}
-		catalog, err := b.Catalog()
+		catalog, entry, err := b.catalogEntry(op, req.Offer.Region, req.Offer.InstanceType, req.Offer.Spot)
 		if err != nil {
 			return err
 		}
-		var entry *CatalogEntry
-		for i, e := range catalog {
-			if e.Region == req.Offer.Region && e.InstanceType == req.Offer.InstanceType && e.Spot == req.Offer.Spot {
-				entry = &catalog[i]
-			}
-		}
-		if entry == nil {
-			return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "offer %s/%s is no longer in the catalog", req.Offer.Region, req.Offer.InstanceType)
-		}
-		if f.SoldOut || entry.Available == 0 || slices.Contains(f.OutOfStock, entry.Region+"/"+entry.InstanceType) {
+		if f.outOfStock(entry) {
 			return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "no capacity left for %s in %s", entry.InstanceType, entry.Region)
 		}
-		price, err := money.FromFloat(entry.PricePerHour)
+		price, err := entryPrice(op, entry)
 		if err != nil {
-			return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "offer %s/%s has no valid price: %v", entry.Region, entry.InstanceType, err)
+			return err
 		}
 		if err := cloudprovider.CheckPriceCap(CloudName, op, entry.InstanceType+" in "+entry.Region, price, req.MaxPricePerHour); err != nil {
 			return err
 		}
-		boot := b.cfg.BootTime
-		if f.BootTime != "" {
-			d, err := time.ParseDuration(f.BootTime)
-			if err != nil {
-				return fmt.Errorf("sandbox: faults.json boot_time: %w", err)
-			}
-			boot = d
+		rec, err = b.place(st, f, catalog, entry, Record{Name: req.Name, SSHKeys: req.SSHPublicKeys, Owner: ownerAtCreate(req.Owner)})
+		if err != nil {
+			return err
 		}
-		if entry.Available > 0 {
-			entry.Available--
-			if err := writeJSON(filepath.Join(b.cfg.Dir, CatalogFile), catalog); err != nil {
-				return err
-			}
-		}
-		created := now.UTC()
-		rec = &Record{
-			ID: "sbx-" + simulation.RandomHex(6), Name: req.Name, Region: entry.Region, InstanceType: entry.InstanceType,
-			GPUType: b.inv.GPUType(CloudName, entry.GPU), GPU: entry.GPU, GPUCount: entry.GPUCount, Spot: entry.Spot,
-			PricePerHour: entry.PricePerHour, CreatedAt: created, RunningAt: created.Add(boot), FailBoot: f.TakeBootFailure(),
-			SSHKeys: req.SSHPublicKeys, Owner: Ownership{Token: req.Owner.Token, Resource: req.Owner.Resource},
-		}
-		rec.Hardware = Hardware(entry.hardware())
-		rec.Machine = entry.Machine
-		st.Instances = append(st.Instances, rec)
-		st.Created++
 		lost = f.TakeLostCreate()
 		inst, err = b.toInstance(rec, now)
 		return err
@@ -600,14 +613,84 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "injected fault: the response was lost (HTTP 502)")
 	}
 	b.log.Info("instance created", "id", rec.ID, "name", rec.Name, "region", rec.Region, "instance_type", rec.InstanceType)
-	if b.cfg.Machines != nil && !rec.FailBoot {
-		b.booting.Add(1)
-		go func(r Record) {
-			defer b.booting.Done()
-			b.bootMachine(r)
-		}(*rec)
-	}
+	b.startBooting(rec)
 	return inst, nil
+}
+
+// catalogEntry reads the catalog and finds the entry of an offer, or fails with a capacity error when
+// the catalog no longer has it.
+func (b *Backend) catalogEntry(op, region, instanceType string, spot bool) ([]CatalogEntry, *CatalogEntry, error) {
+	catalog, err := b.Catalog()
+	if err != nil {
+		return nil, nil, err
+	}
+	var entry *CatalogEntry
+	for i, e := range catalog {
+		if e.Region == region && e.InstanceType == instanceType && e.Spot == spot {
+			entry = &catalog[i]
+		}
+	}
+	if entry == nil {
+		return nil, nil, cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "offer %s/%s is no longer in the catalog", region, instanceType)
+	}
+	return catalog, entry, nil
+}
+
+// outOfStock reports whether the faults or the entry's stock leave no machine of the entry to start.
+func (f *Faults) outOfStock(e *CatalogEntry) bool {
+	return f.SoldOut || e.Available == 0 || slices.Contains(f.OutOfStock, e.Region+"/"+e.InstanceType)
+}
+
+// entryPrice reads a catalog entry's price; one that is not valid money is a capacity error.
+func entryPrice(op string, e *CatalogEntry) (money.USD, error) {
+	price, err := money.FromFloat(e.PricePerHour)
+	if err != nil {
+		return 0, cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "offer %s/%s has no valid price: %v", e.Region, e.InstanceType, err)
+	}
+	return price, nil
+}
+
+// place starts one instance of entry in st: it takes a unit of the entry's stock (writing the catalog
+// back), fills rec (which carries the name, keys, owner and cluster fields) from the entry, the boot
+// time and the armed boot failures, and records it. The caller holds the lock and brings its machine
+// up with startBooting once the state is written.
+func (b *Backend) place(st *state, f *Faults, catalog []CatalogEntry, entry *CatalogEntry, rec Record) (*Record, error) {
+	boot := b.cfg.BootTime
+	if f.BootTime != "" {
+		d, err := time.ParseDuration(f.BootTime)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: faults.json boot_time: %w", err)
+		}
+		boot = d
+	}
+	if entry.Available > 0 {
+		entry.Available--
+		if err := writeJSON(filepath.Join(b.cfg.Dir, CatalogFile), catalog); err != nil {
+			return nil, err
+		}
+	}
+	created := time.Now().UTC()
+	rec.ID, rec.Region, rec.InstanceType = "sbx-"+simulation.RandomHex(6), entry.Region, entry.InstanceType
+	rec.GPUType, rec.GPU, rec.GPUCount, rec.Spot = b.inv.GPUType(CloudName, entry.GPU), entry.GPU, entry.GPUCount, entry.Spot
+	rec.PricePerHour, rec.CreatedAt, rec.RunningAt, rec.FailBoot = entry.PricePerHour, created, created.Add(boot), f.TakeBootFailure()
+	rec.Hardware = Hardware(entry.hardware())
+	rec.Machine = entry.Machine
+	st.Instances = append(st.Instances, &rec)
+	st.Created++
+	return &rec, nil
+}
+
+// startBooting brings up the machine of an instance just placed in the background (see bootMachine),
+// when the sandbox runs machines and the instance is not to fail its boot.
+func (b *Backend) startBooting(rec *Record) {
+	if b.cfg.Machines == nil || rec.FailBoot {
+		return
+	}
+	b.booting.Add(1)
+	go func(r Record) {
+		defer b.booting.Done()
+		b.bootMachine(r)
+	}(*rec)
 }
 
 // Get returns one instance. It changes nothing at the cloud: it only reports what time has made of the
@@ -645,30 +728,9 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Inst
 	}
 	var out []cloudprovider.Instance
 	err := b.read(func(st *state, now time.Time) error {
-		// The machines that have finished booting since the last read come up side by side, as a
-		// cloud's do: one after another, twenty machines took ten seconds to answer SSH.
-		var g errgroup.Group
-		g.SetLimit(bringUpAtOnce)
-		insts := make([]*cloudprovider.Instance, len(st.Instances))
-		for i, r := range st.Instances {
-			if !strings.HasPrefix(r.Name, prefix) || r.gone(now) {
-				continue
-			}
-			g.Go(func() error {
-				inst, err := b.toInstance(r, now)
-				insts[i] = &inst
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return err
-		}
-		for _, inst := range insts {
-			if inst != nil {
-				out = append(out, *inst)
-			}
-		}
-		return nil
+		var err error
+		out, err = b.toInstances(st.Instances, now, func(r *Record) bool { return strings.HasPrefix(r.Name, prefix) && !r.gone(now) })
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -677,9 +739,40 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Inst
 	return out, nil
 }
 
-// Delete starts termination. An instance already deleted, terminated or unknown is gone: success.
+// toInstances reports the records keep selects, in their order, with toInstance. The machines that
+// have finished booting since the last read come up side by side, as a cloud's do: one after
+// another, twenty machines took ten seconds to answer SSH.
+func (b *Backend) toInstances(recs []*Record, now time.Time, keep func(*Record) bool) ([]cloudprovider.Instance, error) {
+	var g errgroup.Group
+	g.SetLimit(bringUpAtOnce)
+	insts := make([]*cloudprovider.Instance, len(recs))
+	for i, r := range recs {
+		if !keep(r) {
+			continue
+		}
+		g.Go(func() error {
+			inst, err := b.toInstance(r, now)
+			insts[i] = &inst
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var out []cloudprovider.Instance
+	for _, inst := range insts {
+		if inst != nil {
+			out = append(out, *inst)
+		}
+	}
+	return out, nil
+}
+
+// Delete starts termination. An instance already deleted, terminated or unknown is gone: success. A
+// node of a cluster is deleted with its cluster only (ErrInvalid).
 func (b *Backend) Delete(ctx context.Context, id string) error {
-	if err := b.call(ctx, "deleting instance"); err != nil {
+	const op = "deleting instance"
+	if err := b.call(ctx, op); err != nil {
 		return err
 	}
 	var deleted *Record
@@ -689,11 +782,11 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 			if r.ID != id || !r.DeletedAt.IsZero() {
 				continue
 			}
-			r.DeletedAt = now
-			r.GoneAt = now.Add(b.cfg.DeleteTime)
+			if r.Cluster != "" {
+				return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "%s is a node of cluster %s: destroy the cluster", r.Name, r.Cluster)
+			}
+			b.terminate(r, now)
 			deleted = r
-			// Stopped while the sandbox is locked, so no concurrent read sees the instance still running.
-			b.stopMachine(r.ID)
 		}
 		return nil
 	})
@@ -708,8 +801,17 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// ConfirmOwnership records that a Terraform state holds the instance: Get and List report
-// Owner.Confirmed from then on. It is idempotent; an unknown or terminated instance is ErrNotFound.
+// terminate marks an instance deleted now and gone after the delete time, and stops its machine; the
+// caller holds the lock, so no concurrent read sees the instance still running.
+func (b *Backend) terminate(r *Record, now time.Time) {
+	r.DeletedAt = now
+	r.GoneAt = now.Add(b.cfg.DeleteTime)
+	b.stopMachine(r.ID)
+}
+
+// ConfirmOwnership records that a Terraform state holds the instance, or the cluster and every node of
+// it: Get, List and the cluster reads report Owner.Confirmed from then on. It is idempotent; an
+// unknown or terminated instance or cluster is ErrNotFound.
 func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 	const op = "confirming ownership"
 	if err := b.call(ctx, op); err != nil {
@@ -717,6 +819,13 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 	}
 	return b.update(func(st *state, _ *Faults) error {
 		now := time.Now()
+		if c := st.cluster(id); c != nil && !c.gone(now) {
+			c.Owner.Confirmed = true
+			for _, r := range st.nodes(c.ID) {
+				r.Owner.Confirmed = true
+			}
+			return nil
+		}
 		for _, r := range st.Instances {
 			if r.ID == id && !r.gone(now) {
 				r.Owner.Confirmed = true
@@ -850,8 +959,8 @@ func (b *Backend) toInstance(r *Record, now time.Time) (cloudprovider.Instance, 
 	inst := cloudprovider.Instance{
 		ID: r.ID, Name: r.Name, Cloud: CloudName, Region: r.Region, InstanceType: r.InstanceType,
 		GPUType: r.GPUType, GPUCount: r.GPUCount, Spot: r.Spot, PricePerHour: recordPrice(r.PricePerHour), CreatedAt: r.CreatedAt,
-		Owner:    cloudprovider.Ownership{Resource: r.Owner.Resource, Token: r.Owner.Token, Confirmed: r.Owner.Confirmed},
-		Hardware: cloudprovider.Hardware(r.Hardware),
+		Owner:    r.Owner.contract(),
+		Hardware: cloudprovider.Hardware(r.Hardware), Cluster: r.Cluster,
 	}
 	switch {
 	case r.gone(now):

@@ -87,6 +87,11 @@ type Config struct {
 	DeleteRetryMax  int
 	// Now is the clock for token expiry (default time.Now).
 	Now func() time.Time
+	// ClusterImage is the image of new clusters' nodes (default DefaultClusterImage).
+	ClusterImage string
+	// ClusterSharedVolumeGB sizes the shared /home volume of a new cluster (default
+	// DefaultClusterSharedVolumeGB); Verda detaches it, not deletes it, with the cluster.
+	ClusterSharedVolumeGB int
 }
 
 // Backend is the Verda InstanceManagerBackend.
@@ -99,6 +104,8 @@ type Backend struct {
 	mu       sync.Mutex
 	typeGPU  map[string]string // instance_type -> hydra GPU type, from the last catalog read
 	typeCurr map[string]string // instance_type -> catalog currency, from the last catalog read
+	// clusterCurr maps cluster_type -> currency, from the last cluster-types read.
+	clusterCurr map[string]string
 
 	creates createonce.Group // serialises creates of one name in this process
 	keysMu  sync.Mutex       // serialises SSH key registration, so two creates never add one key twice

@@ -54,23 +54,12 @@ type TokenResponse struct {
 	Scope        string `json:"scope"`
 }
 
-// CPU describes an instance type's processors.
-type CPU struct {
-	Description   string `json:"description"`
-	NumberOfCores int    `json:"number_of_cores"`
-}
-
-// GPU describes an instance type's accelerators ("1x H100 SXM5 80GB"; 0 GPUs for CPU nodes).
-type GPU struct {
-	Description  string `json:"description"`
-	NumberOfGPUs int    `json:"number_of_gpus"`
-}
-
-// Size is a described amount (memory, GPU memory, storage); SizeInGigabytes may be absent.
-type Size struct {
-	Description     string `json:"description"`
-	SizeInGigabytes int    `json:"size_in_gigabytes,omitempty"`
-}
+// CPU, GPU and Size are the described amounts of the catalog and of instances (verdaapi's shapes).
+type (
+	CPU  = verdaapi.CPU
+	GPU  = verdaapi.GPU
+	Size = verdaapi.Size
+)
 
 // InstanceType is one entry of GET /instance-types. Prices are decimal strings in Currency.
 type InstanceType struct {

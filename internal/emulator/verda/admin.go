@@ -12,14 +12,19 @@ var _ simulation.Admin = (*Server)(nil)
 
 type admin = emukit.StateAdmin[state]
 
-// newAdmin is the Server's simulation.Admin. Stats counts the instances ever created (lost create answers
-// included) and lists the live ones (not discontinued), oldest first, with their hostnames as names.
+// newAdmin is the Server's simulation.Admin. Stats counts the instances and cluster nodes ever created
+// (lost create answers included) and lists the live ones (not discontinued), instances oldest first,
+// then the nodes of live clusters, with their hostnames as names.
 func newAdmin(s *Server) admin {
 	return emukit.NewStateAdmin(emukit.AlwaysSaved(s.update), func(st *state) *simulation.Faults { return &st.Faults },
 		func(st *state) (int, []simulation.Machine) {
-			return st.Created, emukit.LiveMachines(sortedInstances(st), func(in *instance) (simulation.Machine, bool) {
+			live := emukit.LiveMachines(sortedInstances(st), func(in *instance) (simulation.Machine, bool) {
 				return simulation.Machine{ID: in.ID, Name: in.Hostname}, in.DeletedAt == nil
 			})
+			for _, n := range liveClusterNodes(st) {
+				live = append(live, simulation.Machine{ID: n.ID, Name: n.Hostname})
+			}
+			return st.Created, live
 		})
 }
 

@@ -177,23 +177,8 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 	if c.LegacyImagesOnly && !legacyImage(*img) {
 		return errReply(http.StatusBadRequest, "invalid_request", "Operating system is not valid for this instance type")
 	}
-	for _, k := range req.SSHKeyIDs {
-		if _, ok := st.SSHKeys[k]; !ok {
-			return errReply(http.StatusBadRequest, "invalid_request", "Invalid ssh-key ID")
-		}
-	}
-	if len(req.Tags) > 10 {
-		return errReply(http.StatusBadRequest, "invalid_request", "At most 10 tags are allowed")
-	}
-	seen := map[string]bool{}
-	for _, t := range req.Tags {
-		if strings.TrimSpace(t.Key) == "" {
-			return errReply(http.StatusBadRequest, "invalid_request", "Tag key is required")
-		}
-		if seen[t.Key] {
-			return errReply(http.StatusConflict, "invalid_request", "Tag key already exists")
-		}
-		seen[t.Key] = true
+	if rep, bad := checkKeysAndTags(st, req.SSHKeyIDs, req.Tags); bad {
+		return rep
 	}
 	if st.Faults.SoldOut || s.free(st, c, loc, req.IsSpot) <= 0 {
 		return errReply(http.StatusServiceUnavailable, "service_unavailable",
@@ -218,11 +203,7 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 	if req.OSVolume != nil && req.OSVolume.Size > 0 {
 		size = req.OSVolume.Size
 	}
-	st.IPSeq++
-	ip := s.opts.InstanceIP
-	if ip == "" {
-		ip = fmt.Sprintf("198.51.%d.%d", 100+(st.IPSeq/250)%4, 2+st.IPSeq%250)
-	}
+	ip := s.nextIP(st)
 	keys := req.SSHKeyIDs
 	if keys == nil {
 		keys = []string{}
@@ -348,4 +329,37 @@ func (s *Server) apply(st *state, id, action string, now time.Time) (int, string
 		in.Offline = false
 	}
 	return 0, ""
+}
+
+// checkKeysAndTags refuses unknown SSH key ids and bad tags (more than 10, no key, a key twice), as
+// Verda does for instances and clusters.
+func checkKeysAndTags(st *state, keyIDs []string, tags []tag) (reply, bool) {
+	for _, k := range keyIDs {
+		if _, ok := st.SSHKeys[k]; !ok {
+			return errReply(http.StatusBadRequest, "invalid_request", "Invalid ssh-key ID"), true
+		}
+	}
+	if len(tags) > 10 {
+		return errReply(http.StatusBadRequest, "invalid_request", "At most 10 tags are allowed"), true
+	}
+	seen := map[string]bool{}
+	for _, t := range tags {
+		if strings.TrimSpace(t.Key) == "" {
+			return errReply(http.StatusBadRequest, "invalid_request", "Tag key is required"), true
+		}
+		if seen[t.Key] {
+			return errReply(http.StatusConflict, "invalid_request", "Tag key already exists"), true
+		}
+		seen[t.Key] = true
+	}
+	return reply{}, false
+}
+
+// nextIP is the public address of the next machine: Options.InstanceIP, else one of 198.51.100.0/22.
+func (s *Server) nextIP(st *state) string {
+	st.IPSeq++
+	if s.opts.InstanceIP != "" {
+		return s.opts.InstanceIP
+	}
+	return fmt.Sprintf("198.51.%d.%d", 100+(st.IPSeq/250)%4, 2+st.IPSeq%250)
 }

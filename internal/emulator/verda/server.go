@@ -69,6 +69,8 @@ type Options struct {
 	RefreshTokenLifetime time.Duration
 	// Catalog is the instance types with prices and capacity (default DefaultCatalog()).
 	Catalog []CatalogEntry
+	// ClusterTypes are the instant-cluster types with prices and stock (default DefaultClusterTypes()).
+	ClusterTypes []ClusterTypeEntry
 	// Locations are the datacenters (default DefaultLocations()).
 	Locations []Location
 	// Currency is the account currency the catalog prices are in: "usd" (default; ?currency=eur is
@@ -101,6 +103,7 @@ func New(opts Options) *Server {
 	opts.RefreshTokenLifetime = emukit.Positive(opts.RefreshTokenLifetime, 24*time.Hour)
 	opts.Options = opts.WithDefaults(30 * time.Second)
 	opts.Catalog = emukit.Seed(opts.Catalog, DefaultCatalog)
+	opts.ClusterTypes = emukit.Seed(opts.ClusterTypes, DefaultClusterTypes)
 	opts.Locations = emukit.Seed(opts.Locations, DefaultLocations)
 	opts.Currency = strings.ToLower(opts.Currency)
 	if opts.Currency == "" {
@@ -221,6 +224,16 @@ func (s *Server) route(st *state, r *http.Request, path string, body []byte) rep
 		}
 	case "ssh-keys", "sshkeys":
 		return s.sshKeys(st, r.Method, id, len(parts), body)
+	case "clusters":
+		return s.clusters(st, r, id, len(parts), body)
+	case "cluster-types":
+		if r.Method == http.MethodGet {
+			return s.clusterTypes(q, len(parts))
+		}
+	case "cluster-availability":
+		if r.Method == http.MethodGet {
+			return s.clusterAvailability(st, q, id, len(parts))
+		}
 	case "instances":
 		switch {
 		case r.Method == http.MethodGet && len(parts) == 1:

@@ -46,6 +46,7 @@ type sshKey struct {
 // state is the whole emulated cloud.
 type state struct {
 	Instances     map[string]*instance `json:"instances"`
+	Clusters      map[string]*cluster  `json:"clusters"`
 	SSHKeys       map[string]*sshKey   `json:"ssh_keys"`
 	AccessTokens  map[string]time.Time `json:"access_tokens"`
 	RefreshTokens map[string]time.Time `json:"refresh_tokens"`
@@ -56,11 +57,14 @@ type state struct {
 	Grants   map[string]int    `json:"grants"`
 	Requests map[string]int    `json:"requests"`
 	IPSeq    int               `json:"ip_seq"`
+	// ClusterSeq numbers clusters (their private networks).
+	ClusterSeq int `json:"cluster_seq"`
 }
 
 // init makes the maps a state file may lack.
 func (s *state) init() {
 	emukit.MakeMaps(&s.Instances)
+	emukit.MakeMaps(&s.Clusters)
 	emukit.MakeMaps(&s.SSHKeys)
 	emukit.MakeMaps(&s.AccessTokens, &s.RefreshTokens)
 	emukit.MakeMaps(&s.Grants, &s.Requests)

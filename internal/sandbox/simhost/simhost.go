@@ -74,7 +74,14 @@
 // its sshd listens there too, on its port, so a peer's TCP connection to it is real. While
 // <dir>/faults/private_net_down exists, Ensure starts sshd without that address (the node's private
 // network is down; 127.0.0.1 still answers). Spec.Fabric gives the node InfiniBand adapters on the
-// cluster's fabric (recorded in gpus.json as "fabric").
+// cluster's fabric: ibstat and ibv_devinfo replay a real H100 node's eight ConnectX-7 adapters (without
+// a fabric both commands are absent). mpirun runs its program once, on the node that calls it, and
+// all_reduce_perf replays a real 2-node nccl-tests run. Their faults, in <dir>/faults:
+//
+//	ib_port_down   DEVICE [PORT]          the adapter's port (1 by default) is Down / Polling (ibstat),
+//	                                      PORT_DOWN (ibv_devinfo)
+//	nccl_busbw     VALUE                  all_reduce_perf's table scaled to an average bus bandwidth of
+//	                                      VALUE GB/s (read on the node that runs it)
 //
 // The loaded NVIDIA kernel module is <dir>/root/sys/module/nvidia/version (the installed driver's
 // version when Ensure first writes it): write another version there and nvidia-smi fails with
@@ -167,6 +174,10 @@ const (
 	FaultSMIHang = "smi_hang"
 	// FaultSSHDown keeps the machine's sshd stopped: the machine is unreachable.
 	FaultSSHDown = "sshd_down"
+	// FaultIBPortDown takes an InfiniBand port down ("DEVICE [PORT]").
+	FaultIBPortDown = "ib_port_down"
+	// FaultNCCLBusBW makes all_reduce_perf measure an average bus bandwidth of VALUE GB/s.
+	FaultNCCLBusBW = "nccl_busbw"
 	// FaultPrivateNetDown makes the next Ensure start sshd without listening on Spec.PrivateAddr: the
 	// machine's peers cannot reach it, while it still answers on 127.0.0.1.
 	FaultPrivateNetDown = "private_net_down"
@@ -601,6 +612,15 @@ func writeMachineFiles(dir string, spec Spec) error {
 			}
 			continue
 		}
+		if fabricOnly[e.Name()] && !spec.Fabric {
+			// A machine without a fabric has no InfiniBand tools (nor adapters).
+			for _, p := range []string{filepath.Join(dir, "bin", e.Name()), filepath.Join(dir, "bin", e.Name()+".py")} {
+				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return err
+				}
+			}
+			continue
+		}
 		b, err := standins.ReadFile("standins/" + e.Name())
 		if err != nil {
 			return err
@@ -721,6 +741,9 @@ func writeMachineFiles(dir string, spec Spec) error {
 	}
 	return atomicfile.Update(filepath.Join(dir, authKeysFile), keys.Bytes(), 0o600)
 }
+
+// fabricOnly are the stand-ins only a machine with a fabric (Spec.Fabric) has.
+var fabricOnly = map[string]bool{"ibstat": true, "ibv_devinfo": true}
 
 // copyEmbeddedDir copies the embedded directory src (one level of files) to dst.
 func copyEmbeddedDir(src, dst string) error {

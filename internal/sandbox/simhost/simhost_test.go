@@ -428,7 +428,7 @@ func TestStandinsNameTheMachinesPython(t *testing.T) {
 		t.Skip("SKIPPING: " + err.Error())
 	}
 	dir := t.TempDir()
-	if err := writeMachineFiles(dir, Spec{GPUModel: "NVIDIA L4", GPUCount: 1}); err != nil {
+	if err := writeMachineFiles(dir, Spec{GPUModel: "NVIDIA L4", GPUCount: 1, Fabric: true}); err != nil { // every stand-in
 		t.Fatal(err)
 	}
 	entries, err := standins.ReadDir("standins")

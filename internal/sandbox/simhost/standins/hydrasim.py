@@ -201,3 +201,110 @@ def kernel_log_unreadable():
     """True while the fault kernel_log_unreadable exists: the kernel log cannot be read (dmesg_restrict,
     a user outside the journal's groups)."""
     return os.path.exists(os.path.join(FAULTS, "kernel_log_unreadable"))
+
+
+def recording_lines(name):
+    """The lines of a recording (recordings/NAME), without their line ends."""
+    with open(os.path.join(recordings_dir(), name)) as f:
+        return f.read().rstrip("\n").split("\n")
+
+
+def ports_down():
+    """The fault ib_port_down as a set of (device, port) pairs; a line without a port means port 1."""
+    return {(w[0], w[1] if len(w) > 1 else "1") for w in fault_lines("ib_port_down")}
+
+
+def ibstat_cas():
+    """The recorded ibstat output as a list of adapters ({"name", "header": lines, "ports": {number:
+    lines}}), the lines verbatim but for the ib_port_down fault (State Down, Physical state Polling)."""
+    down = ports_down()
+    cas = []
+    port = None
+    for line in recording_lines("gpud-h100-cx7-ibstat.txt"):
+        text = line.strip()
+        if line.startswith("CA '"):
+            cas.append({"name": text[4:-1], "header": [line], "ports": {}})
+            port = None
+        elif text.startswith("Port ") and text.endswith(":"):
+            port = text[5:-1]
+            cas[-1]["ports"][port] = [line]
+        elif port is not None:
+            if (cas[-1]["name"], port) in down:
+                line = line.replace("State: Active", "State: Down").replace("Physical state: LinkUp", "Physical state: Polling")
+            cas[-1]["ports"][port].append(line)
+        elif cas:
+            cas[-1]["header"].append(line)
+    return cas
+
+
+def ibv_devinfo_blocks():
+    """The recorded ibv_devinfo output as (hca_id, text) pairs, verbatim but for the ib_port_down fault
+    (the port's state PORT_DOWN (1))."""
+    down = ports_down()
+    blocks = []
+    port = None
+    for line in recording_lines("deepep-397-h100-cx7-ibv_devinfo.txt"):
+        if line.startswith("hca_id:"):
+            blocks.append([line.split("\t", 1)[1], [line]])
+            port = None
+            continue
+        if not blocks:
+            continue
+        if line.strip().startswith("port:"):
+            port = line.split("\t")[-1].strip()
+        elif port is not None and (blocks[-1][0], port) in down:
+            line = line.replace("PORT_ACTIVE (4)", "PORT_DOWN (1)")
+        blocks[-1][1].append(line)
+    return [(name, "\n".join(lines).rstrip("\n") + "\n") for name, lines in blocks]
+
+
+def _scaled(token, factor):
+    """The number token times factor, with the token's decimals, right-aligned in its width."""
+    decimals = len(token.split(".", 1)[1]) if "." in token else 0
+    return ("%.*f" % (decimals, float(token) * factor)).rjust(len(token))
+
+
+def scale_nccl_table(lines, busbw):
+    """The recorded nccl-tests table with its average bus bandwidth made busbw (GB/s): each row's algbw
+    and busbw (out-of-place and in-place) times busbw/recorded average, its times divided by it; the
+    "# Avg bus bandwidth" line says busbw as nccl-tests prints it (%g)."""
+    import re
+    recorded = None
+    for line in lines:
+        m = re.match(r"# Avg bus bandwidth\s*: ([0-9.]+)", line)
+        if m:
+            recorded = float(m.group(1))
+    if not recorded:
+        return lines
+    factor = busbw / recorded
+    out = []
+    for line in lines:
+        if line.startswith("# Avg bus bandwidth"):
+            head = line.split(":", 1)[0]
+            out.append("%s: %s " % (head, ("%g" % busbw)))
+            continue
+        parts = re.split(r"(\s+)", line)
+        words = [p for p in parts if p and not p.isspace()]
+        if line.startswith("#") or len(words) != 13:
+            out.append(line)
+            continue
+        # size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
+        i = -1
+        for k, p in enumerate(parts):
+            if not p or p.isspace():
+                continue
+            i += 1
+            if i in (5, 9):
+                parts[k] = _scaled(p, 1 / factor)
+            elif i in (6, 7, 10, 11):
+                parts[k] = _scaled(p, factor)
+        # A number that grew a digit takes it from the spaces before it.
+        text = ""
+        for k, p in enumerate(parts):
+            if p.isspace() and k + 1 < len(parts):
+                nxt = parts[k + 1]
+                orig = re.split(r"(\s+)", line)[k + 1]
+                p = p[: max(1, len(p) - (len(nxt) - len(orig)))]
+            text += p
+        out.append(text)
+    return out

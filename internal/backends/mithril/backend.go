@@ -1,8 +1,10 @@
 package mithril
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"regexp"
@@ -383,7 +385,8 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 //     nothing is placed). Bids are whole cents: the offer's price rounded down to a cent (PriceBids
 //     sets whole cents already), and it must not exceed the max rounded down to a cent, so a cap of
 //     $2.999999 accepts a bid of at most $2.99.
-//  2. Creates of one name wait for each other (in this process), so a storm of them places one bid.
+//  2. The bid is placed once by name (placeOnce): creates of one name wait for each other (in this
+//     process), so a storm of them places one bid.
 //  3. Housekeeping (reapGoneBids): earlier bids of the same resource whose machine is gone for good
 //     are cancelled.
 //  4. Idempotency: a live bid named req.Name is returned as it is; nothing new is placed.
@@ -394,84 +397,16 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
 	const op = "placing bid"
 	o := req.Offer
-	if req.Name == "" {
-		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
-	}
-	if o.Ineligible != "" {
-		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "offer %s/%s is not eligible: %s", o.Region, o.InstanceType, o.Ineligible)
-	}
-	if o.GPUType == "" {
-		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "offer %s/%s: %s", o.Region, o.InstanceType, reasonUnmapped(o))
-	}
-	price := usdToCentsFloor(o.PricePerHour)
-	if price <= 0 {
-		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no bid price for offer %s/%s", o.Region, o.InstanceType)
-	}
-	if err := cloudprovider.CheckPriceCap(CloudName, op, "a bid for "+o.InstanceType+" in "+o.Region, money.USD(price)*money.Cent, req.MaxPricePerHour); err != nil {
-		return cloudprovider.Instance{}, err
-	}
-	project, err := b.projectFID(ctx)
+	price, err := checkBid(op, req.Name, o, o.PricePerHour, 1, req.MaxPricePerHour)
 	if err != nil {
 		return cloudprovider.Instance{}, err
 	}
-	var keys []string
-	fid := o.Details[DetailInstanceTypeFID]
-	inst, _, err := b.creates.Do(ctx, createonce.Steps{
-		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
-		Find: func(ctx context.Context) (cloudprovider.Instance, bool, error) {
-			return b.reapGoneBids(ctx, project, req)
-		},
-		Prepare: func(ctx context.Context) (err error) {
-			if fid == "" {
-				if fid, err = b.resolveFID(ctx, o.Region, o.InstanceType); err != nil {
-					return err
-				}
-			}
-			keys, err = sshkeys.Ensure(ctx, b.keyRegistry(project), req.SSHPublicKeys)
-			return err
-		},
-		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
-			return b.placeBid(ctx, project, fid, price, keys, req)
-		},
-		// The bid may have been placed when the answer is lost, also when ctx ended meanwhile.
-		Unknown: func(_ context.Context, err error) bool {
-			return cloudprovider.KindOf(err) == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-		},
-		// Under the name lock nobody else placed it: look for it, even when ctx has ended.
-		Refind: func(ctx context.Context) (cloudprovider.Instance, bool, error) {
-			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			return b.findLive(lookCtx, project, req.Name)
-		},
-	})
-	return inst, err
-}
-
-// placeBid places the bid for one instance and returns it, pending.
-func (b *Backend) placeBid(ctx context.Context, project, fid string, price int64, keys []string, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
-	o := req.Offer
-	bid, err := b.client.CreateBid(ctx, CreateBidRequest{
-		Project:          project,
-		Region:           o.Region,
-		InstanceType:     fid,
-		LimitPrice:       FormatDollars(price),
-		InstanceQuantity: 1,
-		Name:             req.Name,
-		LaunchSpecification: LaunchSpecification{
-			Volumes: []string{},
-			SSHKeys: keys,
-		},
-	})
+	bid, insts, err := b.placeOnce(ctx, order{op: op, name: req.Name, pool: req.Pool, owner: req.Owner, offer: o,
+		publicKeys: req.SSHPublicKeys, quantity: 1, price: price, kind: isMachineBid})
 	if err != nil {
 		return cloudprovider.Instance{}, err
 	}
-	if bid.Name == "" {
-		bid.Name = req.Name
-	}
-	if bid.Region == "" {
-		bid.Region = o.Region
-	}
-	inst, _ := b.evaluate(ctx, bid, nil)
+	inst, _ := b.evaluate(ctx, bid, insts)
 	if inst.InstanceType == "" {
 		inst.InstanceType = o.InstanceType
 	}
@@ -483,6 +418,136 @@ func (b *Backend) placeBid(ctx context.Context, project, fid string, price int64
 		inst.Status = cloudprovider.StatusPending
 	}
 	return inst, nil
+}
+
+// order is one bid to place once by name: quantity instances of the offer's type at price cents each.
+// kind says which bids are of the same sort (a machine's or a cluster's), for housekeeping and
+// idempotency.
+type order struct {
+	op, name   string
+	pool       inventory.Pool
+	owner      cloudprovider.Ownership
+	offer      cloudprovider.Offer
+	publicKeys []string
+	quantity   int
+	price      int64
+	kind       func(Bid) bool
+}
+
+// placeOnce places the order's bid unless a live bid of its name and kind exists, and returns the bid
+// with its instances (none when just placed). Creates of one name wait for each other in this process;
+// earlier bids of the resource whose machines are gone for good are cancelled first (reapGoneBids);
+// the SSH keys are registered just before the bid is placed. The create is never retried after a
+// 5xx: when its outcome is unknown (a 5xx, a lost answer, a timeout) the name is looked up once more
+// and the bid found returned, else the error (ErrOther: a List finds the bid if it was placed after
+// all).
+func (b *Backend) placeOnce(ctx context.Context, ord order) (Bid, []Instance, error) {
+	project, err := b.projectFID(ctx)
+	if err != nil {
+		return Bid{}, nil, err
+	}
+	var fid string
+	var keys []string
+	var bid Bid
+	var insts []Instance
+	// createonce speaks of instances: each step keeps the bid and hands back its FID.
+	found := func(s scanned, ok bool, err error) (cloudprovider.Instance, bool, error) {
+		if ok {
+			bid, insts = s.bid, s.insts
+		}
+		return cloudprovider.Instance{ID: s.bid.FID}, ok, err
+	}
+	_, _, err = b.creates.Do(ctx, createonce.Steps{
+		Cloud: CloudName, Op: ord.op, Name: ord.name, Log: b.log,
+		Find: func(ctx context.Context) (cloudprovider.Instance, bool, error) {
+			return found(b.reapGoneBids(ctx, project, ord.pool, ord.owner, ord.name, ord.kind))
+		},
+		Prepare: func(ctx context.Context) (err error) {
+			fid, keys, err = b.bidInputs(ctx, project, ord.offer, ord.publicKeys)
+			return err
+		},
+		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
+			placed, err := b.submitBid(ctx, project, fid, ord.price, ord.quantity, keys, ord.name, ord.offer.Region)
+			bid, insts = placed, nil
+			return cloudprovider.Instance{ID: placed.FID}, err
+		},
+		// The bid may have been placed when the answer is lost, also when ctx ended meanwhile.
+		Unknown: func(_ context.Context, err error) bool {
+			return cloudprovider.KindOf(err) == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+		},
+		// Under the name lock nobody else placed it: look for it, even when ctx has ended.
+		Refind: func(ctx context.Context) (cloudprovider.Instance, bool, error) {
+			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			return found(b.findLive(lookCtx, project, ord.name, ord.kind))
+		},
+	})
+	return bid, insts, err
+}
+
+// checkBid refuses, before any call, a request that cannot become a bid for quantity instances at
+// perInstance each: no name, an ineligible offer, an unmapped GPU or no bid price (ErrInvalid), a bid
+// above maxPrice for all of them (ErrCapacity, as a sold-out offer: nothing is placed). It returns the
+// bid per instance in whole cents, rounded down.
+func checkBid(op, name string, o cloudprovider.Offer, perInstance money.USD, quantity int, maxPrice money.USD) (int64, error) {
+	if name == "" {
+		return 0, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no name")
+	}
+	if o.Ineligible != "" {
+		return 0, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "offer %s/%s is not eligible: %s", o.Region, o.InstanceType, o.Ineligible)
+	}
+	if o.GPUType == "" {
+		return 0, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "offer %s/%s: %s", o.Region, o.InstanceType, reasonUnmapped(o))
+	}
+	price := usdToCentsFloor(perInstance)
+	if price <= 0 {
+		return 0, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no bid price for offer %s/%s", o.Region, o.InstanceType)
+	}
+	what := "a bid for " + o.InstanceType + " in " + o.Region
+	if quantity > 1 {
+		what = fmt.Sprintf("a bid for %d x %s in %s", quantity, o.InstanceType, o.Region)
+	}
+	if err := cloudprovider.CheckPriceCap(CloudName, op, what, centsToUSD(price)*money.USD(quantity), maxPrice); err != nil {
+		return 0, err
+	}
+	return price, nil
+}
+
+// bidInputs resolves what a bid needs before it is placed: the region's FID of the offer's instance
+// type (from the offer, else the auctions) and the SSH keys' FIDs (registered when new).
+func (b *Backend) bidInputs(ctx context.Context, project string, o cloudprovider.Offer, publicKeys []string) (fid string, keys []string, err error) {
+	fid = o.Details[DetailInstanceTypeFID]
+	if fid == "" {
+		if fid, err = b.resolveFID(ctx, o.Region, o.InstanceType); err != nil {
+			return "", nil, err
+		}
+	}
+	keys, err = sshkeys.Ensure(ctx, b.keyRegistry(project), publicKeys)
+	return fid, keys, err
+}
+
+// submitBid places a bid for quantity instances of the instance type fid at price cents each, with
+// nothing but SSH keys in its launch specification, and returns it as Mithril answered (its name and
+// region filled in when the answer leaves them out).
+func (b *Backend) submitBid(ctx context.Context, project, fid string, price int64, quantity int, keys []string, name, region string) (Bid, error) {
+	bid, err := b.client.CreateBid(ctx, CreateBidRequest{
+		Project:          project,
+		Region:           region,
+		InstanceType:     fid,
+		LimitPrice:       FormatDollars(price),
+		InstanceQuantity: quantity,
+		Name:             name,
+		LaunchSpecification: LaunchSpecification{
+			Volumes: []string{},
+			SSHKeys: keys,
+		},
+	})
+	if err != nil {
+		return Bid{}, err
+	}
+	bid.Name = cmp.Or(bid.Name, name)
+	bid.Region = cmp.Or(bid.Region, region)
+	return bid, nil
 }
 
 // keyRegistry is the project's SSH key API as sshkeys.Ensure uses it.
@@ -517,21 +582,15 @@ func (b *Backend) resolveFID(ctx context.Context, region, name string) (string, 
 	return "", cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, "placing bid", "no spot auction for %s in %s", name, region)
 }
 
-// Get reads the bid with that FID and its instances. It has no side effects: a bid whose machine is
+// Get reads the bid with that FID and its instances (a cluster node's id, its instance FID, reads the
+// node: see clusters.go). It has no side effects: a bid whose machine is
 // gone for good (preempted) is reported as an error and left as it is; Delete cancels it (see
 // housekeeping.go).
 func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, error) {
-	bid, err := b.client.GetBid(ctx, id)
-	if err != nil {
-		return cloudprovider.Instance{}, err
+	if strings.HasPrefix(id, nodeIDPrefix) {
+		return b.getNode(ctx, id)
 	}
-	project := bid.Project
-	if project == "" {
-		if project, err = b.projectFID(ctx); err != nil {
-			return cloudprovider.Instance{}, err
-		}
-	}
-	insts, err := b.client.ListInstances(ctx, project, InstanceFilter{BidFIDs: []string{bid.FID}})
+	bid, insts, err := b.bidWithInstances(ctx, id)
 	if err != nil {
 		return cloudprovider.Instance{}, err
 	}
@@ -678,27 +737,36 @@ func currentInstance(bid Bid, insts []Instance) *Instance {
 
 // List returns the bids whose name starts with prefix, cancelled ones left out, reading every page. It
 // has no side effects: a bid whose machine is gone for good is listed as an error and left as it is.
+// A cluster's bid (clusters.go) is listed as its nodes, each with Instance.Cluster set to the bid; an
+// open one has no nodes yet and is left to ListClusters.
 func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	project, err := b.projectFID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	bids, err := b.scan(ctx, project, BidFilter{}, func(name string) bool { return strings.HasPrefix(name, prefix) })
+	bids, err := b.scan(ctx, project, BidFilter{}, func(bd Bid) bool { return strings.HasPrefix(bd.Name, prefix) })
 	if err != nil {
 		return nil, err
 	}
-	out := make([]cloudprovider.Instance, len(bids))
-	for i, s := range bids {
-		out[i] = s.inst
+	out := make([]cloudprovider.Instance, 0, len(bids))
+	for _, s := range bids {
+		if isClusterBid(s.bid) {
+			out = append(out, b.nodesOf(ctx, s)...)
+			continue
+		}
+		out = append(out, s.inst)
 	}
 	return out, nil
 }
 
-// Delete cancels the bid, which terminates its instance; the control plane then polls Get until the
+// Delete cancels the bid, which terminates its instance (a cluster node's id is refused: ErrInvalid); the control plane then polls Get until the
 // instance is terminated. A bid Mithril no longer knows (404) or one already cancelled is gone: Delete
 // returns nil. Delete cancels a bid whatever its state, so it is also the housekeeping of a bid whose
 // machine was preempted.
 func (b *Backend) Delete(ctx context.Context, id string) error {
+	if strings.HasPrefix(id, nodeIDPrefix) {
+		return refuseNodeDelete(id)
+	}
 	err := b.client.CancelBid(ctx, id)
 	if err == nil || cloudprovider.IsNotFound(err) {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // Housekeeping: bids whose machine is gone for good.
@@ -23,15 +24,17 @@ import (
 
 // scanned is one bid, read with its instances and evaluated.
 type scanned struct {
-	bid  Bid
-	inst cloudprovider.Instance
+	bid Bid
+	// insts are the bid's instances, past ones included.
+	insts []Instance
+	inst  cloudprovider.Instance
 	// gone says the bid's machine is gone for good while the bid is not cancelled (evaluate).
 	gone bool
 }
 
-// scan reads the project's bids that match f and whose name keep accepts, leaving cancelled ones out,
-// with their instances (read in chunks of 50 bids), every page of both.
-func (b *Backend) scan(ctx context.Context, project string, f BidFilter, keep func(name string) bool) ([]scanned, error) {
+// scan reads the project's bids that match f and that keep accepts, leaving cancelled ones out, with
+// their instances (read in chunks of 50 bids), every page of both.
+func (b *Backend) scan(ctx context.Context, project string, f BidFilter, keep func(Bid) bool) ([]scanned, error) {
 	bids, err := b.client.ListBids(ctx, project, f)
 	if err != nil {
 		return nil, err
@@ -39,7 +42,7 @@ func (b *Backend) scan(ctx context.Context, project string, f BidFilter, keep fu
 	var kept []Bid
 	var fids []string
 	for _, bd := range bids {
-		if keep(bd.Name) && canonicalBidStatus(bd.Status) != BidTerminated {
+		if keep(bd) && canonicalBidStatus(bd.Status) != BidTerminated {
 			kept = append(kept, bd)
 			fids = append(fids, bd.FID)
 		}
@@ -58,13 +61,13 @@ func (b *Backend) scan(ctx context.Context, project string, f BidFilter, keep fu
 	out := make([]scanned, 0, len(kept))
 	for _, bd := range kept {
 		inst, gone := b.evaluate(ctx, bd, byBid[bd.FID])
-		out = append(out, scanned{bid: bd, inst: inst, gone: gone})
+		out = append(out, scanned{bid: bd, insts: byBid[bd.FID], inst: inst, gone: gone})
 	}
 	return out, nil
 }
 
 // live returns the newest bid named name whose machine is not gone, if any.
-func live(bids []scanned, name string) (cloudprovider.Instance, bool) {
+func live(bids []scanned, name string) (scanned, bool) {
 	var best *scanned
 	for i := range bids {
 		s := &bids[i]
@@ -74,44 +77,48 @@ func live(bids []scanned, name string) (cloudprovider.Instance, bool) {
 		}
 	}
 	if best == nil {
-		return cloudprovider.Instance{}, false
+		return scanned{}, false
 	}
-	return best.inst, true
+	return *best, true
 }
 
-// findLive looks for a live bid named name.
-func (b *Backend) findLive(ctx context.Context, project, name string) (cloudprovider.Instance, bool, error) {
-	bids, err := b.scan(ctx, project, BidFilter{Name: name}, func(n string) bool { return n == name })
+// findLive looks for a live bid named name among the bids kind accepts.
+func (b *Backend) findLive(ctx context.Context, project, name string, kind func(Bid) bool) (scanned, bool, error) {
+	bids, err := b.scan(ctx, project, BidFilter{Name: name}, func(bd Bid) bool { return bd.Name == name && kind(bd) })
 	if err != nil {
-		return cloudprovider.Instance{}, false, err
+		return scanned{}, false, err
 	}
-	inst, ok := live(bids, name)
-	return inst, ok, nil
+	s, ok := live(bids, name)
+	return s, ok, nil
 }
 
-// reapGoneBids is Create's housekeeping step. It reads the bids of the request's resource in its pool
-// (named req.Name, or named after the same resource with another ownership token or none, see
+// reapGoneBids is Create's (and CreateCluster's) housekeeping step. Among the bids kind accepts
+// (machines' or clusters', see isClusterBid), it reads those of the resource in its pool (named name,
+// or named after the same resource with another ownership token or none, see
 // cloudprovider.ParseCloudName) and cancels the ones whose machine is gone for good: preempted, or
 // terminated or replaced while the bid is still open. It never touches a bid waiting for its first
 // machine, booting, running, paused or in error at the cloud, nor another resource's bid. A failed
 // cancel is logged, not returned (Delete, or the next Create, tries again).
 //
-// It also returns the live bid named req.Name, when there is one (Create's idempotency by name).
-func (b *Backend) reapGoneBids(ctx context.Context, project string, req cloudprovider.CreateRequest) (cloudprovider.Instance, bool, error) {
-	resource := req.Owner.Resource
+// It also returns the live bid named name, when there is one (idempotency by name).
+func (b *Backend) reapGoneBids(ctx context.Context, project string, pool inventory.Pool, owner cloudprovider.Ownership, name string, kind func(Bid) bool) (scanned, bool, error) {
+	resource := owner.Resource
 	if resource == "" {
-		resource, _, _ = cloudprovider.ParseCloudName(req.Pool, req.Name)
+		resource, _, _ = cloudprovider.ParseCloudName(pool, name)
 	}
-	sameResource := func(name string) bool {
-		if name == req.Name {
+	sameResource := func(bd Bid) bool {
+		if !kind(bd) {
+			return false
+		}
+		if bd.Name == name {
 			return true
 		}
-		r, _, ok := cloudprovider.ParseCloudName(req.Pool, name)
+		r, _, ok := cloudprovider.ParseCloudName(pool, bd.Name)
 		return ok && resource != "" && r == resource
 	}
 	bids, err := b.scan(ctx, project, BidFilter{}, sameResource)
 	if err != nil {
-		return cloudprovider.Instance{}, false, err
+		return scanned{}, false, err
 	}
 	for _, s := range bids {
 		if !s.gone {
@@ -119,13 +126,13 @@ func (b *Backend) reapGoneBids(ctx context.Context, project string, req cloudpro
 		}
 		if err := b.cancelBid(ctx, s.bid.FID); err != nil {
 			if ctx.Err() != nil {
-				return cloudprovider.Instance{}, false, err
+				return scanned{}, false, err
 			}
 			b.log.Warn("could not cancel an earlier bid of the resource whose machine is gone", "bid", s.bid.FID, "name", s.bid.Name, "error", err)
 			continue
 		}
 		b.log.Info("cancelled an earlier bid of the resource whose machine is gone, so Mithril allocates it no replacement", "bid", s.bid.FID, "name", s.bid.Name, "reason", s.inst.Message)
 	}
-	inst, ok := live(bids, req.Name)
-	return inst, ok, nil
+	s, ok := live(bids, name)
+	return s, ok, nil
 }

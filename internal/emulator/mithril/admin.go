@@ -71,7 +71,9 @@ func (s *Server) CreateCount() int {
 type BidInfo struct {
 	FID, Name, Project, Region, InstanceType, Status string
 	LimitCents                                       int64
-	Instances                                        []string
+	// Quantity is the bid's instance_quantity: how many instances it is allocated at once, or none.
+	Quantity  int
+	Instances []string
 	// InstanceStatuses are the statuses of Instances, in order.
 	InstanceStatuses []string
 }
@@ -85,7 +87,7 @@ func (s *Server) Bids() []BidInfo {
 				continue
 			}
 			info := BidInfo{FID: b.FID, Name: b.Name, Project: b.Project, Region: b.Region, Status: b.Status, LimitCents: b.LimitCents,
-				Instances: append([]string(nil), b.Instances...)}
+				Quantity: b.Quantity, Instances: append([]string(nil), b.Instances...)}
 			if a := st.auctionFor(b.TypeFID, b.Region); a != nil {
 				info.InstanceType = a.Name
 			}

@@ -17,6 +17,15 @@
 // falls to its limit. A bid preempted by a higher one goes Open again after the preemption window and
 // is allocated anew when capacity frees up.
 //
+// Bids for several instances (instance_quantity N, hydra's clusters) are allocated all or nothing, as
+// Mithril documents ("Bids are all-or-nothing in that it will only convert to an Allocation if all
+// quantities of instances will be successful in the market", docs.mlfoundry.com, "Using spot
+// instances"): the bid wins only when all N fit the capacity, and then gets N instances at once (each
+// with an ssh_destination and a private_ip once running); otherwise it stays Open with none, and
+// lower bids that fit may win meanwhile. A bid cannot be resized: Mithril's UpdateBidRequest (PATCH)
+// has limit_price, paused, volumes and memory_gb only, and FastAPI's models ignore fields they lack, so
+// the emulator's PATCH (limit_price and paused) leaves an instance_quantity sent there unapplied.
+//
 // Holding a bid Open, to test a bid not won in time: the default catalog has a full auction
 // (h100-80gb.sxm.8x in us-central1-b: its two slots held by other customers' bids at $12.00 and $12.20,
 // so capacity 0 now), and any bid placed below an auction's lowest winning bid waits (h100-80gb.sxm.8x

@@ -18,8 +18,7 @@ func TestMain(m *testing.M) {
 	switch os.Getenv("OSPROC_TEST_ROLE") {
 	case "middle":
 		// Starts the child, says its pid, and waits to be killed.
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "OSPROC_TEST_ROLE=child")
+		cmd := playing("child", dir)
 		if err := cmd.Start(); err != nil {
 			os.Exit(3)
 		}
@@ -39,6 +38,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// playing is this test binary started to play role, reporting in dir.
+func playing(role, dir string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "OSPROC_TEST_ROLE="+role, "OSPROC_TEST_DIR="+dir)
+	return cmd
+}
+
 // waitFile waits (up to a minute: the machine may be busy) for path to exist.
 func waitFile(t *testing.T, path string) []byte {
 	t.Helper()
@@ -56,8 +62,7 @@ func waitFile(t *testing.T, path string) []byte {
 // it does not.
 func TestStartingParentGone(t *testing.T) {
 	dir := t.TempDir()
-	middle := exec.Command(os.Args[0], "-test.run=^$")
-	middle.Env = append(os.Environ(), "OSPROC_TEST_ROLE=middle", "OSPROC_TEST_DIR="+dir)
+	middle := playing("middle", dir)
 	if err := middle.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +89,7 @@ func TestStartingParentGone(t *testing.T) {
 // gives it (Linux /proc, macOS sysctl); elsewhere nil.
 func TestParentArgs(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "OSPROC_TEST_ROLE=args", "OSPROC_TEST_DIR="+dir)
-	if err := cmd.Run(); err != nil {
+	if err := playing("args", dir).Run(); err != nil {
 		t.Fatal(err)
 	}
 	got := string(waitFile(t, filepath.Join(dir, "args")))

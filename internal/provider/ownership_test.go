@@ -108,16 +108,7 @@ func TestAccGPUInstance_sameNameDestroyWorks(t *testing.T) {
 	if err == nil || !errorPattern("billed outside this state; destroy would leave them running", lost.Name).MatchString(out) {
 		t.Fatalf("apply with TF_CLI_ARGS_apply=-destroy must be refused as a destroy, naming %s (err %v):\n%s", lost.Name, err, out)
 	}
-	deleteAtCloud(t, s, lost.ID)
-
-	out = two.mustRun("destroy", "-auto-approve")
-	if !strings.Contains(out, "Resources: 1 destroyed") {
-		t.Fatalf("the destroy must remove this state's machine despite the name clash:\n%s", out)
-	}
-	if live := s.live(); len(live) != 1 || live[0].ID != first.ID {
-		t.Fatalf("after the destroy the cloud has %+v, want only the other state's %s", live, first.ID)
-	}
-	one.destroyAll(s)
+	destroyPastClash(t, s, one, two, first, lost)
 }
 
 func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
@@ -277,27 +268,7 @@ func TestAccGPUInstance_otherCloudDown(t *testing.T) {
 func TestAccGPUInstancesDataSource_orphans(t *testing.T) {
 	s := newTestSandbox(t)
 	// Another run's create that never completed: hydra's record, never confirmed, older than the grace.
-	inv, err := inventory.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pool inventory.Pool
-	for _, p := range inv.Pools {
-		if p.Cloud == "sandbox" {
-			pool = p
-		}
-	}
-	offers, err := s.sb.Offers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	offer := offers[0]
-	offer.Pool = pool.Name
-	owner := cloudprovider.Ownership{Resource: "stray", Token: cloudprovider.NewOwnerToken()}
-	stray, err := s.sb.Create(context.Background(), cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, "stray", owner.Token), Pool: pool, Offer: offer, Owner: owner})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stray := createAtCloud(t, s, "stray", cloudprovider.NewOwnerToken())
 	time.Sleep(1100 * time.Millisecond) // older than orphan_grace = "1s"
 	cfg := s.providerConfigIn(t.TempDir(), "") + testAccGPUInstanceConfig_basic("kept", "l4", "") + `
 data "hydra_gpu_instances" "all" {
@@ -337,6 +308,13 @@ data "hydra_gpu_instances" "all" {
 // ownership token), never confirmed by a state.
 func leaveInterruptedCreate(t *testing.T, s *testSandbox, name string) cloudprovider.Instance {
 	t.Helper()
+	return createAtCloud(t, s, name, cloudprovider.OwnerToken(name, 0))
+}
+
+// createAtCloud makes at the sandbox, in its vm pool, a machine of the resource named name with the
+// ownership token token, never confirmed by a state.
+func createAtCloud(t *testing.T, s *testSandbox, name, token string) cloudprovider.Instance {
+	t.Helper()
 	inv, err := inventory.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +331,7 @@ func leaveInterruptedCreate(t *testing.T, s *testSandbox, name string) cloudprov
 	}
 	offer := offers[0]
 	offer.Pool = pool.Name
-	owner := cloudprovider.Ownership{Resource: name, Token: cloudprovider.OwnerToken(name, 0)}
+	owner := cloudprovider.Ownership{Resource: name, Token: token}
 	inst, err := s.sb.Create(context.Background(), cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, name, owner.Token),
 		Pool: pool, Offer: offer, Owner: owner})
 	if err != nil {
@@ -400,8 +378,15 @@ func TestAccGPUInstance_unknownCommand(t *testing.T) {
 	}
 
 	// Once it is gone, the destroy goes ahead despite the name clash, and leaves the other state's machine.
+	destroyPastClash(t, s, one, two, first, lost)
+}
+
+// destroyPastClash deletes lost (an interrupted create's machine) at the cloud; then two's destroy must
+// remove its one machine despite its name clash with first, and leave first, which one then destroys.
+func destroyPastClash(t *testing.T, s *testSandbox, one, two *cliDir, first sandbox.Record, lost cloudprovider.Instance) {
+	t.Helper()
 	deleteAtCloud(t, s, lost.ID)
-	out = two.mustRun("destroy", "-auto-approve")
+	out := two.mustRun("destroy", "-auto-approve")
 	if !strings.Contains(out, "Resources: 1 destroyed") {
 		t.Fatalf("the destroy must remove this state's machine despite the name clash:\n%s", out)
 	}

@@ -41,6 +41,23 @@ func testKey(t *testing.T) ([]byte, string) {
 	return key, pub
 }
 
+// bootL4 boots a machine of img (with systemd as PID 1 or, as a pod, without it) with a fresh key and
+// one simulated L4; the test's cleanup stops it, and fails the test if Stop does.
+func bootL4(t *testing.T, img Image, systemd bool) *Machine {
+	t.Helper()
+	key, pub := testKey(t)
+	m, err := Boot(context.Background(), img, key, Options{Systemd: systemd, AuthorizedKey: pub, Logf: t.Logf, GPU: oneL4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return m
+}
+
 // TestRealOS_MachineLifecycle: a machine boots with systemd as PID 1 (or, as a pod, without it),
 // answers over SSH with its pinned host key, runs the GPU stand-ins from the image's packages and the
 // real systemctl and dpkg-query, in cgroups of its own (the two run side by side), and leaves no
@@ -52,13 +69,7 @@ func TestRealOS_MachineLifecycle(t *testing.T) {
 		name := map[bool]string{true: "systemd", false: "pod"}[systemd]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			key, pub := testKey(t)
-			m, err := Boot(context.Background(), img, key, Options{Systemd: systemd, AuthorizedKey: pub, Logf: t.Logf,
-				GPU: oneL4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = m.Stop() })
+			m := bootL4(t, img, systemd)
 			ctx := context.Background()
 			want := map[string]string{
 				"cat /proc/1/comm":                                  map[bool]string{true: "systemd", false: "(sd-stubinit)"}[systemd],
@@ -161,23 +172,12 @@ func TestRealOS_SweepAfterKill(t *testing.T) {
 	}
 	// A machine of this process runs while the next Boot sweeps: its run directory's lock is held, so
 	// the sweep leaves it alone.
-	key, pub := testKey(t)
-	live, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
-		GPU: oneL4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = live.Stop() }()
+	live := bootL4(t, img, false)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	m, err := Boot(context.Background(), img, key, Options{Systemd: false, AuthorizedKey: pub, Logf: t.Logf,
-		GPU: oneL4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = m.Stop() }()
+	bootL4(t, img, false)
 	if left := processesIn(root); len(left) > 0 {
 		t.Errorf("processes %v of the killed test's machine still run", left)
 	}
@@ -229,18 +229,7 @@ func TestRealOS_NspawnKilledFirst(t *testing.T) {
 // disk, sshd with the same host key, its apt proxy on its loopback again.
 func TestRealOS_Reboot(t *testing.T) {
 	t.Parallel()
-	img := requireRealOS(t)
-	key, pub := testKey(t)
-	m, err := Boot(context.Background(), img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,
-		GPU: oneL4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := m.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	m := bootL4(t, requireRealOS(t), true)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	before, err := m.Run(ctx, "cat /proc/sys/kernel/random/boot_id && echo kept > /var/tmp/disk")

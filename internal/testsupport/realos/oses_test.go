@@ -36,17 +36,7 @@ func TestRealOS_Images(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			key, pub := testKey(t)
-			m, err := Boot(ctx, img, key, Options{Systemd: true, AuthorizedKey: pub, Logf: t.Logf,
-				GPU: oneL4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if err := m.Stop(); err != nil {
-					t.Error(err)
-				}
-			})
+			m := bootL4(t, img, true)
 			want := map[string]string{
 				". /etc/os-release && echo $ID $VERSION_ID": c.o.ID + " " + c.o.VersionID,
 				"systemctl is-system-running":               "running",

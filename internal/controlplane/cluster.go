@@ -2,8 +2,9 @@ package controlplane
 
 import (
 	"context"
-	"errors"
-	"time"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -24,10 +25,14 @@ type ClusterSpec struct {
 	// Interconnect is what the nodes must share ("" means fabric).
 	Interconnect  cloudprovider.Interconnect
 	SSHPublicKeys []string
-	// ProvisioningVars are the playbook's extra variables, as for a machine.
-	ProvisioningVars map[string]any
+	// ProvisioningVars are the playbook's extra variables, as for a machine; ProvisioningVarsUnknown
+	// is set at plan while any of them is unknown.
+	ProvisioningVars        map[string]any
+	ProvisioningVarsUnknown bool
 	// MinBusBandwidthGBps, when above 0, is nccl_check's floor for the all-reduce's bus bandwidth.
 	MinBusBandwidthGBps float64
+	// ReplaceWhenUnhealthy replaces a ready cluster with an unhealthy node (PlanClusterChange).
+	ReplaceWhenUnhealthy bool
 }
 
 // ClusterPlan is what a plan shows of a new cluster.
@@ -35,12 +40,14 @@ type ClusterPlan struct {
 	Cloud, Pool, Region, OfferID string
 	// PricePerHour is the whole cluster's.
 	PricePerHour money.USD
-	// OtherClouds says why each other cloud lost (cloud -> reason).
+	// OtherClouds says why each other cloud lost (cloud -> reason), and, keyed "<pool>/<region>", the
+	// chosen cloud's other regions.
 	OtherClouds map[string]string
 	Notices     []Notice
 }
 
-// ClusterNodeRecord is one node of a cluster as the state holds it.
+// ClusterNodeRecord is one node of a cluster as the state holds it. Status is hydra's (pending,
+// running, provisioning, ready, error, terminated); Health is healthy, unhealthy, unknown or "".
 type ClusterNodeRecord struct {
 	ID, Name, SSHHost, SSHUser, PrivateIP, HostKey, Status, Health string
 	SSHPort                                                        int
@@ -52,52 +59,171 @@ type ClusterRecord struct {
 	ID, Name, CloudClusterID, Cloud, Pool, Region, OfferID, Status, ProvisioningDigest string
 	// PricePerHour is the whole cluster's.
 	PricePerHour money.USD
-	Nodes        []ClusterNodeRecord
+	// Nodes are in node order (the cloud-side names' "-<i>").
+	Nodes []ClusterNodeRecord
 	// Hostfile has one line per node, `<private_ip> slots=<gpu_count>`.
 	Hostfile string
 	// NCCLEnv are the variables the cloud's fabric needs.
 	NCCLEnv map[string]string
 	// BusBandwidthGBps is what nccl_check measured (0 when not asked).
 	BusBandwidthGBps float64
+	// GPUType and GPUCount are each node's GPUs; Interconnect is the cluster offer's.
+	GPUType      string
+	GPUCount     int
+	Interconnect cloudprovider.Interconnect
+	// ProvisioningError says why provisioning or the cluster check failed (status error); "" when
+	// they did not, so an error status without it is the cloud's.
+	ProvisioningError string
 }
 
-var errClusterNotImplemented = errors.New("not implemented yet")
-
-// ClusterOffers returns the eligible cluster offers across the configured clouds, cheapest (ranking
-// price) first, and why each other asked cloud has none (cloud -> reason).
-func (cp *ControlPlane) ClusterOffers(ctx context.Context, spec ClusterSpec) ([]cloudprovider.ClusterOffer, map[string]string, error) {
-	return nil, nil, errClusterNotImplemented
-}
-
-// PlanNewCluster chooses a new cluster's offer, with why each other cloud lost, and counts its price
-// in the budget.
+// PlanNewCluster chooses a new cluster's offer: the best-ranked eligible cluster offer (ClusterOffers)
+// not skipped by the capacity memory, with why each other cloud lost, and counts the whole cluster's
+// price in the budget (max_total_price_per_hour). Errors are *RequestError, *UnconfiguredError or
+// *Refusal.
 func (cp *ControlPlane) PlanNewCluster(ctx context.Context, spec ClusterSpec) (ClusterPlan, error) {
-	return ClusterPlan{}, errClusterNotImplemented
+	res, err := cp.clusterOffers(ctx, spec)
+	if err != nil {
+		return ClusterPlan{}, err
+	}
+	var plan ClusterPlan
+	if len(res.flat) == 0 {
+		return plan, refuse("", "No GPU cluster offer matches hydra_gpu_cluster "+spec.Name, noClusterDetail(spec, OfferResult{Rejections: res.rejections}))
+	}
+	offers, skipped, _ := cp.skipRemembered(res.flat)
+	if skipped != nil {
+		plan.Notices = append(plan.Notices, *skipped)
+	}
+	if len(offers) == 0 {
+		return plan, refuse("", "No GPU cluster offer left for hydra_gpu_cluster "+spec.Name, skipped.Detail+"\nNo other cluster offer matches; "+
+			"wait until then, widen clouds or regions, or set the provider's capacity_memory = \"0\" to try them again now.")
+	}
+	best := offers[0]
+	rejections := res.rejections
+	for _, o := range res.flat {
+		// A cloud whose every eligible offer was skipped lost for that reason.
+		if !slices.ContainsFunc(offers, func(k cloudprovider.Offer) bool { return k.Cloud == o.Cloud }) &&
+			!slices.ContainsFunc(rejections, func(r Rejection) bool { return r.Cloud == o.Cloud }) {
+			rejections = append(rejections, Rejection{Cloud: o.Cloud, Reason: "its cluster offers recently ran out of capacity at create (skipped for capacity_memory)"})
+		}
+	}
+	co := res.byID[best.ID]
+	plan.Cloud, plan.Pool, plan.Region, plan.OfferID, plan.PricePerHour = co.Cloud, co.Pool, co.Region, best.ID, co.PricePerHour
+	plan.OtherClouds = OfferResult{Offers: offers, Rejections: rejections}.WhyNot(best)
+	cp.logger(ctx).Info("cluster offer chosen", "name", spec.Name, "offer", best.ID, "price", co.PricePerHour.PerHour(), "eligible", len(offers))
+	return plan, cp.CountBudget(budgetName(spec.Name), best.ID, co.PricePerHour)
 }
 
-// PlanClusterChange decides what a plan does to a cluster a state holds (the machines' ChangePlan):
-// keep, re-provision in place, or replace.
+// budgetName is a cluster's entry in the budget, apart from a machine of the same name.
+func budgetName(name string) string { return name + " (cluster)" }
+
+// noClusterDetail says why no cloud can rent the cluster spec asks for.
+func noClusterDetail(spec ClusterSpec, res OfferResult) string {
+	what := fmt.Sprintf("a cluster of %s (%s, interconnect %q", spec.shape(), spec.Kind, spec.interconnect())
+	if spec.Spot != nil {
+		what += map[bool]string{true: ", spot only", false: ", on-demand only"}[*spec.Spot]
+	}
+	if spec.MaxPricePerHour > 0 {
+		what += ", at most " + spec.MaxPricePerHour.PerHour() + " for the whole cluster"
+	}
+	return fmt.Sprintf("No cloud can rent %s) right now. Why each cloud said no:\n%s\n\nNothing was created.", what, res.Explain())
+}
+
+// PlanClusterChange decides what a plan does to a cluster a state holds, as PlanChange does for a
+// machine: replace it when what it is no longer fits the spec (nodes, GPU type or count per node, a
+// fabric asked of a cluster without one, a cloud, region or market no longer allowed), when it failed
+// at the cloud, or when a node is unhealthy and ReplaceWhenUnhealthy is set; provision it again in
+// place (then check it again) when the provisioning digest changed or is not known yet, or when it is
+// not ready (an interrupted or failed apply); otherwise keep it. A kept cluster counts its price in
+// the budget.
 func (cp *ControlPlane) PlanClusterChange(spec ClusterSpec, prior ClusterRecord) (ChangePlan, error) {
-	return ChangePlan{}, errClusterNotImplemented
+	var plan ChangePlan
+	var err error
+	plan.Digest, plan.DigestKnown, err = cp.plannedDigest(PlannedProvisioning{Pool: prior.Pool, Kind: spec.Kind, Vars: spec.ProvisioningVars, VarsKnown: !spec.ProvisioningVarsUnknown})
+	if err != nil {
+		return plan, err
+	}
+	plan.Provisioning = cp.Provisioning()
+	if field, why := clusterMisfit(spec, prior); field != "" {
+		plan.Change, plan.ReplaceBecause = Replace, field
+		plan.Notices = append(plan.Notices, Notice{Field: field, Summary: "Replacing the GPU cluster",
+			Detail: fmt.Sprintf("hydra_gpu_cluster %q (%s) %s; a cluster cannot change that in place, so this plan replaces it.", spec.Name, prior.ID, why)})
+		return plan, nil
+	}
+	var unhealthy []string
+	for _, n := range prior.Nodes {
+		if n.Health == HealthUnhealthy {
+			unhealthy = append(unhealthy, n.Name)
+		}
+	}
+	if len(unhealthy) > 0 && prior.Status == string(cloudprovider.StatusReady) {
+		if spec.ReplaceWhenUnhealthy {
+			plan.Change, plan.ReplaceBecause = Replace, "health"
+			plan.Notices = append(plan.Notices, Notice{Summary: "Replacing an unhealthy GPU cluster",
+				Detail: fmt.Sprintf("hydra_gpu_cluster %q (%s) has unhealthy nodes: %s. replace_when_unhealthy is set, so this plan replaces the whole cluster.",
+					spec.Name, prior.ID, strings.Join(unhealthy, ", "))})
+			return plan, nil
+		}
+		plan.Notices = append(plan.Notices, Notice{Summary: "Unhealthy GPU cluster nodes",
+			Detail: fmt.Sprintf("hydra_gpu_cluster %q (%s) has unhealthy nodes: %s. Nothing changes; set replace_when_unhealthy = true to replace "+
+				"the cluster, or `terraform apply -replace` it.", spec.Name, prior.ID, strings.Join(unhealthy, ", "))})
+	}
+	switch {
+	case prior.Status == string(cloudprovider.StatusError) && prior.ProvisioningError == "":
+		plan.Change, plan.ReplaceBecause = Replace, "status"
+		return plan, nil
+	case plan.DigestKnown && plan.Digest == prior.ProvisioningDigest && prior.Status == string(cloudprovider.StatusReady):
+	default:
+		plan.Change = Reprovision
+		if prior.Status != string(cloudprovider.StatusReady) {
+			plan.Notices = append(plan.Notices, Notice{Summary: "GPU cluster will be resumed",
+				Detail: fmt.Sprintf("%s was left %s by an interrupted or failed apply; apply resumes it in place (waits for its nodes, provisions them and checks the cluster).", prior.ID, prior.Status)})
+		}
+	}
+	return plan, cp.CountBudget(budgetName(spec.Name), "in state, "+prior.ID, prior.PricePerHour)
 }
 
-// CreateCluster orders the planned cluster and takes every node to ready, then runs the cluster
-// check. save is called as soon as the cloud accepted the order, and at each status change.
-func (cp *ControlPlane) CreateCluster(ctx context.Context, spec ClusterSpec, plan ClusterPlan, save func(ClusterRecord)) (ClusterRecord, error) {
-	return ClusterRecord{}, errClusterNotImplemented
+// clusterMisfit names the first input a cluster in state no longer fits ("" when it fits all), and why.
+func clusterMisfit(spec ClusterSpec, prior ClusterRecord) (field, why string) {
+	p, perr := ParseClusterOfferID(prior.OfferID)
+	nodes := len(prior.Nodes)
+	if perr == nil {
+		nodes = p.Nodes
+	}
+	switch {
+	case nodes != 0 && spec.Nodes != nodes:
+		return "nodes", fmt.Sprintf("has %d nodes, and nodes is %d", nodes, spec.Nodes)
+	case prior.GPUType != "" && spec.GPUType != prior.GPUType:
+		return "gpu_type", fmt.Sprintf("has %s GPUs, and gpu_type is %q", prior.GPUType, spec.GPUType)
+	case prior.GPUCount != 0 && spec.GPUCount != prior.GPUCount:
+		return "gpu_count", fmt.Sprintf("has %d GPUs per node, and gpu_count is %d", prior.GPUCount, spec.GPUCount)
+	case prior.Interconnect != "" && spec.interconnect() == cloudprovider.InterconnectFabric && prior.Interconnect != cloudprovider.InterconnectFabric:
+		return "interconnect", fmt.Sprintf("has no fabric (interconnect %q), and interconnect is %q", prior.Interconnect, spec.interconnect())
+	case prior.Cloud != "" && !cloudAllowed(spec.Clouds, prior.Cloud):
+		return "clouds", fmt.Sprintf("is at %s, which clouds no longer allows", prior.Cloud)
+	case len(spec.Regions) > 0 && prior.Region != "" && !slices.Contains(spec.Regions, prior.Region):
+		return "regions", fmt.Sprintf("is in %s, which regions no longer allows", prior.Region)
+	case perr == nil && spec.Spot != nil && *spec.Spot != p.Spot:
+		return "spot", fmt.Sprintf("is %s, and spot is %t", map[bool]string{true: "spot", false: "on-demand"}[p.Spot], *spec.Spot)
+	}
+	return "", ""
 }
 
-// RefreshCluster reads a cluster back; found is false when the cloud no longer has it.
-func (cp *ControlPlane) RefreshCluster(ctx context.Context, rec *ClusterRecord) (found bool, err error) {
-	return false, errClusterNotImplemented
+// ClusterCapacityError says a cluster create failed because the cloud could not deliver every node:
+// nothing was created and nothing stays billed (the backend's all-or-nothing rule). Capacity, set when
+// capacity_memory is on, is what the next plans skip (the caller keeps it, as for a machine).
+type ClusterCapacityError struct {
+	Name, OfferID string
+	Capacity      *CapacityRecord
+	Err           error
 }
 
-// ImportCluster reads the cluster `<cloud>/<cluster id>` into a record.
-func (cp *ControlPlane) ImportCluster(ctx context.Context, id string) (ClusterRecord, error) {
-	return ClusterRecord{}, errClusterNotImplemented
+func (e *ClusterCapacityError) Error() string {
+	msg := fmt.Sprintf("the cloud cannot deliver every node of %s (offer %s): %v. Nothing was created and nothing stays billed", e.Name, e.OfferID, e.Err)
+	if e.Capacity != nil {
+		msg += fmt.Sprintf("; plans skip this offer until %s (capacity_memory %s)", formatTime(e.Capacity.Until), e.Capacity.Memory)
+	}
+	return msg
 }
 
-// DeleteCluster drains the execlet nodes, deletes the cluster and waits until it is gone.
-func (cp *ControlPlane) DeleteCluster(ctx context.Context, rec ClusterRecord, drainTimeout time.Duration) error {
-	return errClusterNotImplemented
-}
+// Unwrap makes it a capacity error for KindOf and IsCapacity.
+func (e *ClusterCapacityError) Unwrap() error { return e.Err }

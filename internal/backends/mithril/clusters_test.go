@@ -11,6 +11,16 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
+// clusterOffer reads the cluster offers and returns one auction's.
+func clusterOffer(t *testing.T, e *env, region, typ string) cloudprovider.ClusterOffer {
+	t.Helper()
+	offers, err := e.backend.ClusterOffers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return findClusterOffer(t, offers, region, typ)
+}
+
 func findClusterOffer(t *testing.T, offers []cloudprovider.ClusterOffer, region, typ string) cloudprovider.ClusterOffer {
 	t.Helper()
 	for _, o := range offers {
@@ -72,11 +82,7 @@ func TestClusterLifecycle(t *testing.T) {
 	e := newEnv(t, emu.Options{StopDuration: 10 * time.Second})
 	ctx := t.Context()
 	pool := backendtest.Pool(t, CloudName)
-	offers, err := e.backend.ClusterOffers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := sized(findClusterOffer(t, offers, "us-central1-a", "a100-80gb.sxm.1x"), 4)
+	o := sized(clusterOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x"), 4)
 	owner := cloudprovider.Ownership{Resource: "train", Token: cloudprovider.NewOwnerToken()}
 	req := cloudprovider.ClusterRequest{Name: cloudprovider.CloudName(pool, "train", owner.Token), Pool: pool, Offer: o, Owner: owner,
 		MaxPricePerHour: usd("4.20"), SSHPublicKeys: []string{testKey}}
@@ -174,11 +180,7 @@ func TestClusterNotEnoughCapacity(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	ctx := t.Context()
 	pool := backendtest.Pool(t, CloudName)
-	offers, err := e.backend.ClusterOffers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := findClusterOffer(t, offers, "us-central1-a", "a100-80gb.sxm.8x")
+	o := clusterOffer(t, e, "us-central1-a", "a100-80gb.sxm.8x")
 	if o.Nodes != 2 || o.Details[DetailBidPrice] != "8.58" {
 		t.Fatalf("offer %+v", o)
 	}
@@ -220,13 +222,9 @@ func TestClusterNotEnoughCapacity(t *testing.T) {
 func TestClusterPreempted(t *testing.T) {
 	e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
 	ctx := t.Context()
-	offers, err := e.backend.ClusterOffers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	pool := backendtest.Pool(t, CloudName)
 	c, err := e.backend.CreateCluster(ctx, cloudprovider.ClusterRequest{Name: pool.Prefix + "spot", Pool: pool,
-		Offer: sized(findClusterOffer(t, offers, "us-central1-a", "a100-80gb.sxm.1x"), 3)})
+		Offer: sized(clusterOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x"), 3)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,10 @@ func isClusterBid(bd Bid) bool { return bd.InstanceQuantity > 1 }
 
 func isMachineBid(bd Bid) bool { return !isClusterBid(bd) }
 
+// DetailPricePerNode is a cluster offer's price of one node (the bid per instance, as a decimal dollar
+// amount), under the key the sandbox's cluster offers use too.
+const DetailPricePerNode = "price_per_node"
+
 // reasonFewNodes is the ineligibility reason of an auction that cannot allocate two instances now.
 func reasonFewNodes(n int) string {
 	return fmt.Sprintf("auction can allocate %d instances now; a cluster needs at least 2", n)
@@ -48,8 +52,8 @@ func reasonFewNodes(n int) string {
 // ClusterOffers lists one cluster offer per spot auction (see Offers): Nodes is the number of instances
 // the auction can allocate now (its available capacity) and Offer.Available the same. The bid per
 // instance is what the auction needs to win now (PriceBids with nothing to compare and no max: the
-// auction's signals plus the win margin), in Details["bid_price"]; Offer.PricePerHour is the whole
-// cluster's, Nodes times that bid. A cluster of n <= Nodes instances costs n times the bid. Every offer
+// auction's signals plus the win margin), in Details["bid_price"] and Details["price_per_node"];
+// Offer.PricePerHour is the whole cluster's, Nodes times that bid. A cluster of n <= Nodes instances costs n times the bid. Every offer
 // is spot and Interconnect "any" (see above). Auctions that cannot allocate 2 instances, or whose bid
 // would not be placed, are listed ineligible with the reason, never dropped.
 func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOffer, error) {
@@ -64,6 +68,9 @@ func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOff
 		bid, _ := ParseDollars(p.Details[DetailBidPrice])
 		if bid <= 0 {
 			bid = usdToCentsFloor(p.PricePerHour)
+		}
+		if bid > 0 {
+			p.Details[DetailPricePerNode] = centsToUSD(bid).String()
 		}
 		p.PricePerHour = centsToUSD(bid) * money.USD(nodes)
 		p.Available = nodes

@@ -66,7 +66,8 @@ func TestClusterOffers(t *testing.T) {
 		{"us-central1-b", "h100-80gb.sxm.8x", 0, "12.65", "0.00", "auction has no capacity now (last clearing price $11.50/h, lowest winning bid $12.00/h)"},
 	} {
 		o := findClusterOffer(t, offers, tc.region, tc.typ)
-		if o.Nodes != tc.nodes || o.Details[DetailBidPrice] != tc.bid || o.PricePerHour != usd(tc.whole) || o.Ineligible != tc.ineligible {
+		if o.Nodes != tc.nodes || o.Details[DetailBidPrice] != tc.bid || o.Details[DetailPricePerNode] != tc.bid || o.PricePerHour != usd(tc.whole) ||
+			o.Ineligible != tc.ineligible {
 			t.Errorf("%s %s: %d nodes, bid %s, whole %s, ineligible %q; want %d, %s, %s, %q", tc.region, tc.typ, o.Nodes,
 				o.Details[DetailBidPrice], o.PricePerHour, o.Ineligible, tc.nodes, tc.bid, tc.whole, tc.ineligible)
 		}

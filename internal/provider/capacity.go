@@ -62,7 +62,7 @@ type privateSetter interface {
 
 // rememberCapacity hands the control plane the misses a failed create recorded in this resource's
 // private state.
-func (r *gpuInstanceResource) rememberCapacity(ctx context.Context, priv privateGetter) {
+func (d *providerData) rememberCapacity(ctx context.Context, priv privateGetter) {
 	if priv == nil {
 		return
 	}
@@ -74,13 +74,14 @@ func (r *gpuInstanceResource) rememberCapacity(ctx context.Context, priv private
 	if err := json.Unmarshal(raw, &misses); err != nil {
 		return
 	}
-	r.data.cp.RememberCapacity(misses)
+	d.cp.RememberCapacity(misses)
 }
 
 // saveCapacityMisses ends a create that failed for lack of capacity: the resource is saved with
-// status "error" and no cloud machine (Terraform taints it: the next plan replaces it, destroy deletes
-// nothing), with the misses in its private state for the next plans. Nothing is billed.
-func (r *gpuInstanceResource) saveCapacityMisses(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, priv privateSetter, rec controlplane.CapacityRecord, diags *diag.Diagnostics) {
+// status "error" and no cloud machine or cluster (its cloud id attribute idAttr empty; Terraform
+// taints it: the next plan replaces it, destroy deletes nothing), with the misses in its private state
+// for the next plans. Nothing is billed. thing is "machine" or "cluster".
+func saveCapacityMisses(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State, priv privateSetter, rec controlplane.CapacityRecord, idAttr, thing string, diags *diag.Diagnostics) {
 	raw, err := tftypes.Transform(plan.Raw, func(_ *tftypes.AttributePath, v tftypes.Value) (tftypes.Value, error) {
 		if !v.IsKnown() {
 			return tftypes.NewValue(v.Type(), nil), nil
@@ -91,7 +92,11 @@ func (r *gpuInstanceResource) saveCapacityMisses(ctx context.Context, plan tfsdk
 		return
 	}
 	state.Raw = raw
-	for attr, v := range map[string]string{"id": "", "cloud_instance_id": "", "status": string(cloudprovider.StatusError), "cloud_status": "no capacity"} {
+	marks := map[string]string{"id": "", idAttr: "", "status": string(cloudprovider.StatusError)}
+	if thing == machineSubject.thing {
+		marks["cloud_status"] = "no capacity"
+	}
+	for attr, v := range marks {
 		diags.Append(state.SetAttribute(ctx, path.Root(attr), types.StringValue(v))...)
 	}
 	b, err := json.Marshal(rec.Misses)
@@ -103,10 +108,10 @@ func (r *gpuInstanceResource) saveCapacityMisses(ctx context.Context, plan tfsdk
 		offers = append(offers, m.OfferID)
 	}
 	diags.AddWarning("Offers without capacity remembered",
-		fmt.Sprintf("No machine was created and nothing is billed. The resource is kept in state with status \"error\" and no cloud "+
-			"machine, recording %s, so that the next plans skip %s until %s (the provider's capacity_memory, %s) and choose "+
+		fmt.Sprintf("No %[5]s was created and nothing is billed. The resource is kept in state with status \"error\" and no cloud "+
+			"%[5]s, recording %[1]s, so that the next plans skip %s until %s (the provider's capacity_memory, %s) and choose "+
 			"another offer. The next apply replaces it; destroying it deletes nothing.",
-			strings.Join(offers, ", "), map[bool]string{true: "it", false: "them"}[len(offers) == 1], rec.Until.UTC().Format(time.RFC3339), rec.Memory))
+			strings.Join(offers, ", "), map[bool]string{true: "it", false: "them"}[len(offers) == 1], rec.Until.UTC().Format(time.RFC3339), rec.Memory, thing))
 }
 
 // capacityMemoryValidator accepts "0" (memory off) or a positive Go duration.

@@ -19,24 +19,18 @@ import (
 
 // gpuInstanceModel is hydra_gpu_instance's schema as Go values.
 type gpuInstanceModel struct {
-	ID   types.String `tfsdk:"id"`
-	Name types.String `tfsdk:"name"`
-	offerRequestModel
+	ID types.String `tfsdk:"id"`
+	resourceRequestModel
+	FormFactor              types.String   `tfsdk:"form_factor"`
 	OfferID                 types.String   `tfsdk:"offer_id"`
 	AllowFallback           types.Bool     `tfsdk:"allow_fallback"`
 	BidTimeout              types.String   `tfsdk:"bid_timeout"`
 	ReplaceWhenUnhealthy    types.Bool     `tfsdk:"replace_when_unhealthy"`
-	DrainTimeout            types.String   `tfsdk:"drain_timeout"`
 	Health                  types.String   `tfsdk:"health"`
 	HealthCheckedAt         types.String   `tfsdk:"health_checked_at"`
 	HealthReason            types.String   `tfsdk:"health_reason"`
-	SSHPublicKeys           types.List     `tfsdk:"ssh_public_keys"`
-	ProvisioningVars        types.Dynamic  `tfsdk:"provisioning_vars"`
 	MaxProvisioningAttempts types.Int64    `tfsdk:"max_provisioning_attempts"`
 	CloudInstanceID         types.String   `tfsdk:"cloud_instance_id"`
-	Cloud                   types.String   `tfsdk:"cloud"`
-	Pool                    types.String   `tfsdk:"pool"`
-	Region                  types.String   `tfsdk:"region"`
 	InstanceType            types.String   `tfsdk:"instance_type"`
 	PricePerHour            types.Float64  `tfsdk:"price_usd_per_hour"`
 	EstimatedPricePerHour   types.Float64  `tfsdk:"estimated_price_usd_per_hour"`
@@ -45,20 +39,38 @@ type gpuInstanceModel struct {
 	GPUMemoryGB             types.Int64    `tfsdk:"gpu_memory_gb"`
 	VCPUs                   types.Int64    `tfsdk:"vcpus"`
 	MemoryGB                types.Int64    `tfsdk:"memory_gb"`
-	OtherClouds             types.Map      `tfsdk:"other_clouds"`
 	OfferDetails            types.Map      `tfsdk:"offer_details"`
 	Status                  types.String   `tfsdk:"status"`
 	CloudStatus             types.String   `tfsdk:"cloud_status"`
 	ReadyAt                 types.String   `tfsdk:"ready_at"`
 	CreatedAt               types.String   `tfsdk:"created_at"`
 	ProvisioningAttempts    types.Int64    `tfsdk:"provisioning_attempts"`
-	ProvisioningDigest      types.String   `tfsdk:"provisioning_digest"`
 	ProvisioningError       types.String   `tfsdk:"provisioning_error"`
 	HostKey                 types.String   `tfsdk:"host_key"`
 	SSHHost                 types.String   `tfsdk:"ssh_host"`
 	SSHPort                 types.Int64    `tfsdk:"ssh_port"`
 	SSHUser                 types.String   `tfsdk:"ssh_user"`
 	Timeouts                timeouts.Value `tfsdk:"timeouts"`
+}
+
+// resourceRequestModel is requestAttributes as Go values: what hydra_gpu_instance and
+// hydra_gpu_cluster share.
+type resourceRequestModel struct {
+	Name types.String `tfsdk:"name"`
+	shapeModel
+	DrainTimeout       types.String  `tfsdk:"drain_timeout"`
+	SSHPublicKeys      types.List    `tfsdk:"ssh_public_keys"`
+	ProvisioningVars   types.Dynamic `tfsdk:"provisioning_vars"`
+	Cloud              types.String  `tfsdk:"cloud"`
+	Pool               types.String  `tfsdk:"pool"`
+	Region             types.String  `tfsdk:"region"`
+	OtherClouds        types.Map     `tfsdk:"other_clouds"`
+	ProvisioningDigest types.String  `tfsdk:"provisioning_digest"`
+}
+
+// vars collects the variables handed to the playbook (provisioningVars).
+func (m *resourceRequestModel) vars(ctx context.Context) (map[string]any, bool, diag.Diagnostics) {
+	return provisioningVars(ctx, m.ProvisioningVars, m.SSHPublicKeys)
 }
 
 // record is the control plane's record of the machine, read from the model (null and unknown read
@@ -120,7 +132,7 @@ func setOfferFields(m *gpuInstanceModel, cloud string, p controlplane.ParsedOffe
 // offerRequest is the request with what the resource adds: whether the machine would be created
 // without any SSH key (no ssh_public_keys and provisioning off), which some clouds refuse.
 func (r *gpuInstanceResource) offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
-	req, ok, diags := m.request(ctx)
+	req, ok, diags := (&offerRequestModel{shapeModel: m.shapeModel, FormFactor: m.FormFactor}).request(ctx)
 	if m.SSHPublicKeys.IsUnknown() {
 		return req, false, diags
 	}
@@ -132,6 +144,12 @@ func (r *gpuInstanceResource) offerRequest(ctx context.Context, m *gpuInstanceMo
 
 // offerRequestModel is the request attributes hydra_gpu_instance and hydra_gpu_offer share.
 type offerRequestModel struct {
+	shapeModel
+	FormFactor types.String `tfsdk:"form_factor"`
+}
+
+// shapeModel is what every request names: the GPUs, the kind, the market, where and at what price.
+type shapeModel struct {
 	GPUType         types.String  `tfsdk:"gpu_type"`
 	GPUCount        types.Int64   `tfsdk:"gpu_count"`
 	Kind            types.String  `tfsdk:"kind"`
@@ -139,7 +157,6 @@ type offerRequestModel struct {
 	Clouds          types.Set     `tfsdk:"clouds"`
 	Regions         types.Set     `tfsdk:"regions"`
 	MaxPricePerHour types.Float64 `tfsdk:"max_price_per_hour"`
-	FormFactor      types.String  `tfsdk:"form_factor"`
 }
 
 // request builds the control plane's request (gpu_count 1 and kind vm when null); ok is false while
@@ -171,12 +188,13 @@ func (m *offerRequestModel) request(ctx context.Context) (controlplane.OfferRequ
 	return req, ok1 && ok2, diags
 }
 
-// provisioningVars collects the variables handed to the playbook; ok is false while any is unknown.
-func provisioningVars(ctx context.Context, m *gpuInstanceModel) (map[string]any, bool, diag.Diagnostics) {
+// provisioningVars collects the variables handed to the playbook from provisioning_vars (given) and
+// ssh_public_keys (keys); ok is false while any is unknown.
+func provisioningVars(ctx context.Context, given types.Dynamic, keys types.List) (map[string]any, bool, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	vars := map[string]any{}
-	if !m.ProvisioningVars.IsNull() {
-		v, ok, err := dynamicToGo(m.ProvisioningVars)
+	if !given.IsNull() {
+		v, ok, err := dynamicToGo(given)
 		if err != nil {
 			diags.AddAttributeError(path.Root("provisioning_vars"), "Invalid provisioning_vars", err.Error())
 			return nil, false, diags
@@ -196,15 +214,15 @@ func provisioningVars(ctx context.Context, m *gpuInstanceModel) (map[string]any,
 			}
 		}
 	}
-	keys, ok, d := stringsOf(ctx, m.SSHPublicKeys)
+	lines, ok, d := stringsOf(ctx, keys)
 	diags.Append(d...)
 	if !ok {
 		return nil, false, diags
 	}
-	if keys == nil {
-		keys = []string{}
+	if lines == nil {
+		lines = []string{}
 	}
-	vars["customer_ssh_keys"] = keys
+	vars["customer_ssh_keys"] = lines
 	return vars, true, diags
 }
 

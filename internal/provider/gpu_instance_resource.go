@@ -114,7 +114,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	// A create that failed for lack of capacity left its misses in the private state: skip those
 	// offers. Terraform plans a tainted record's replacement as a create without its state or private
 	// data (it passes them only to the destroy half, planned after), so Read hands them over as well.
-	r.rememberCapacity(ctx, req.Private)
+	r.data.rememberCapacity(ctx, req.Private)
 	if req.Plan.Raw.IsNull() {
 		// Destroy: where the command is unknown, a destroy plan is where the leftovers guard runs.
 		r.leftoversGuard(ctx, req, resp)
@@ -229,7 +229,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 
 // plannedProvisioning is what the planned provisioning digest needs from the model.
 func plannedProvisioning(ctx context.Context, m *gpuInstanceModel, kind string, diags *diag.Diagnostics) controlplane.PlannedProvisioning {
-	vars, ok, d := provisioningVars(ctx, m)
+	vars, ok, d := provisioningVars(ctx, m.ProvisioningVars, m.SSHPublicKeys)
 	diags.Append(d...)
 	return controlplane.PlannedProvisioning{Pool: m.Pool.ValueString(), Kind: kind, Vars: vars, VarsKnown: ok}
 }
@@ -315,7 +315,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 
 	offerReq, _, diags := r.offerRequest(ctx, &plan)
 	resp.Diagnostics.Append(diags...)
-	vars, _, diags := provisioningVars(ctx, &plan)
+	vars, _, diags := provisioningVars(ctx, plan.ProvisioningVars, plan.SSHPublicKeys)
 	resp.Diagnostics.Append(diags...)
 	sshKeys, _, diags := stringsOf(ctx, plan.SSHPublicKeys)
 	resp.Diagnostics.Append(diags...)
@@ -349,7 +349,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		}
 	}
 	if created.Capacity != nil {
-		r.saveCapacityMisses(ctx, req.Plan, &resp.State, resp.Private, *created.Capacity, &resp.Diagnostics)
+		saveCapacityMisses(ctx, req.Plan, &resp.State, resp.Private, *created.Capacity, "cloud_instance_id", machineSubject.thing, &resp.Diagnostics)
 	}
 	var rose *controlplane.PriceRoseError
 	var soldOut *controlplane.SoldOutError
@@ -532,7 +532,7 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 		// A create that failed for lack of capacity: no machine to read. Terraform plans the tainted
 		// record's replacement without its state, right after this refresh: hand the control plane
 		// the offers to skip now.
-		r.rememberCapacity(ctx, req.Private)
+		r.data.rememberCapacity(ctx, req.Private)
 		return
 	}
 	var found bool
@@ -589,7 +589,7 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 		u.error(&resp.Diagnostics, summary)
 		return
 	}
-	vars, _, diags := provisioningVars(ctx, &plan)
+	vars, _, diags := provisioningVars(ctx, plan.ProvisioningVars, plan.SSHPublicKeys)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -16,18 +15,15 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
 // namePattern: lower-case letters and digits in groups joined by single dashes. "--" is reserved: it
@@ -48,75 +44,13 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"(`cloud`, `pool`, `region`, `instance_type`, `price_usd_per_hour`, `offer_id`). `terraform apply` creates that " +
 			"machine and blocks until provisioning reaches `ready`. After creation nothing moves: a cheaper offer " +
 			"appearing later never produces a diff.",
-		Attributes: map[string]schema.Attribute{
+		Attributes: withAttributes(requestAttributes(machineSubject), map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The machine's cloud-side name: the pool's prefix, `name`, `--` and the machine's ownership " +
 					"token (e.g. `sbx-vm-trainer--k3j9x2ab`). The token ties the machine to this resource alone, so no other " +
 					"resource ever adopts, changes or deletes it. Known once the machine is created. `terraform import` takes this name.",
 				Computed:      true,
 				PlanModifiers: keep,
-			},
-			"name": schema.StringAttribute{
-				MarkdownDescription: "The machine's name: lower case letters and digits with single dashes between them, at most 48 " +
-					"characters. It must be unique: two resources of one configuration with the same name fail at plan, and so does " +
-					"a name whose machine another Terraform state (another working directory) already holds at the cloud. The " +
-					"cloud-side name is the pool's prefix, this name, `--` and the machine's ownership token. Changing it replaces the machine.",
-				Required:      true,
-				Validators:    nameValidators(),
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
-			"gpu_type": schema.StringAttribute{
-				MarkdownDescription: "hydra's GPU type, from `supported_gpus.yml` (embedded default: `a100-80gb`, `b200`, `h100`, `h200`, " +
-					"`l4`, `l40s`, `rtx6000ada`, `rtxpro6000`). Changing it replaces the machine.",
-				Required:      true,
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
-			"gpu_count": schema.Int64Attribute{
-				MarkdownDescription: "GPUs in the machine, at most the type's `max_count` in `supported_gpus.yml`. Default `1`. Changing it replaces the machine.",
-				Optional:            true,
-				Computed:            true,
-				Default:             int64default.StaticInt64(1),
-				Validators:          []validator.Int64{int64validator.AtLeast(1)},
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
-			},
-			"kind": schema.StringAttribute{
-				MarkdownDescription: "`vm` (a bare VM handed to a customer) or `execlet` (a machine prepared to run customer workloads). " +
-					"The kind selects the pools and the provisioning playbook. Default `vm`. Changing it replaces the machine.",
-				Optional:      true,
-				Computed:      true,
-				Default:       stringdefault.StaticString(inventory.KindVM),
-				Validators:    []validator.String{stringvalidator.OneOf(inventory.Kinds...)},
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
-			"spot": schema.BoolAttribute{
-				MarkdownDescription: "Allow spot (preemptible) capacity to compete with on-demand offers. Default `false`. " +
-					"Changing it replaces the machine.",
-				Optional:      true,
-				Computed:      true,
-				Default:       booldefault.StaticBool(false),
-				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
-			},
-			"clouds": schema.SetAttribute{
-				MarkdownDescription: "Only these clouds may serve the machine (" + knownCloudsMarkdown() + "). " +
-					"Default: every configured cloud. Changing it replaces the machine only when its cloud is no longer allowed.",
-				Optional:      true,
-				ElementType:   types.StringType,
-				Validators:    knownCloudsValidators(),
-				PlanModifiers: []planmodifier.Set{setplanmodifier.RequiresReplaceIf(replaceIfNotAllowed("cloud"), "Replaces the machine when its cloud is no longer allowed.", "Replaces the machine when its cloud is no longer allowed.")},
-			},
-			"regions": schema.SetAttribute{
-				MarkdownDescription: "Only these regions (each cloud's own region or location codes) may serve the machine. Default: any. " +
-					"Changing it replaces the machine only when its region is no longer allowed.",
-				Optional:      true,
-				ElementType:   types.StringType,
-				Validators:    []validator.Set{setvalidator.SizeAtLeast(1)},
-				PlanModifiers: []planmodifier.Set{setplanmodifier.RequiresReplaceIf(replaceIfNotAllowed("region"), "Replaces the machine when its region is no longer allowed.", "Replaces the machine when its region is no longer allowed.")},
-			},
-			"max_price_per_hour": schema.Float64Attribute{
-				MarkdownDescription: "The most you will pay for the whole machine, in US dollars per hour. Offers above it are never chosen, " +
-					"and a plan where every offer is above it fails. Default: no limit. Changing it later does not move the machine." + maxPriceDescription,
-				Optional:   true,
-				Validators: maxPriceValidators(),
 			},
 			"offer_id": schema.StringAttribute{
 				MarkdownDescription: "The chosen offer, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>`. Leave it unset to let hydra " +
@@ -152,14 +86,6 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
 			},
-			"drain_timeout": schema.StringAttribute{
-				MarkdownDescription: "For `kind = \"execlet\"`: before the machine is destroyed or replaced, hydra drains it (the agent " +
-					"stops taking work, then hydra waits for running work to finish) for at most this long, then deletes it whatever " +
-					"happened (drained, timed out, unreachable: each is logged). A Go duration from `1s` to `24h`. Default `\"10m\"`. " +
-					"With `create_before_destroy`, the replacement is ready before the old machine is drained and deleted: zero downtime.",
-				Optional:   true,
-				Validators: []validator.String{durationBetween(time.Second, 24*time.Hour)},
-			},
 			"health": schema.StringAttribute{
 				MarkdownDescription: "The machine's GPU health as last read: `healthy`, `unhealthy` or `unknown` (the machine could not " +
 					"be reached or read). Provisioning sets it; every refresh (`terraform plan`) checks a `ready` machine again, " +
@@ -187,17 +113,6 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
 			},
-			"ssh_public_keys": schema.ListAttribute{
-				MarkdownDescription: "SSH public keys (authorized_keys lines) of the people who will use the machine. They are installed " +
-					"for the login user at creation and by provisioning (`customer_ssh_keys`). Changing them re-runs provisioning in place.",
-				Optional:    true,
-				ElementType: types.StringType,
-			},
-			"provisioning_vars": schema.DynamicAttribute{
-				MarkdownDescription: "Extra variables for the provisioning playbook: any HCL value (strings, numbers, lists, maps). " +
-					"They reach Ansible through a JSON file, literally (never templated). Changing them re-runs provisioning in place.",
-				Optional: true,
-			},
 			"max_provisioning_attempts": schema.Int64Attribute{
 				MarkdownDescription: "Provisioning attempts for this machine, 1 to 20, overriding the provider's `provisioning.max_attempts` (default 3).",
 				Optional:            true,
@@ -205,21 +120,6 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 			},
 			"cloud_instance_id": schema.StringAttribute{
 				MarkdownDescription: "The cloud's own identifier of the machine.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"cloud": schema.StringAttribute{
-				MarkdownDescription: "The cloud that serves the machine, chosen at plan time.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"pool": schema.StringAttribute{
-				MarkdownDescription: "The pool that serves the machine (e.g. `verda-vm-pool`).",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"region": schema.StringAttribute{
-				MarkdownDescription: "The cloud's region or location of the machine.",
 				Computed:            true,
 				PlanModifiers:       keep,
 			},
@@ -277,14 +177,6 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				ElementType:   types.StringType,
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 			},
-			"other_clouds": schema.MapAttribute{
-				MarkdownDescription: "Why each other asked cloud lost when the machine was chosen: its cheapest matching offer and how much " +
-					"more it costs, or why it had none (no capacity, timed out, above the max price, a bid that would not clear). " +
-					"Null when the offer was pinned through `offer_id`.",
-				Computed:      true,
-				ElementType:   types.StringType,
-				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
-			},
 			"status": schema.StringAttribute{
 				MarkdownDescription: "hydra's status: `pending`, `running`, `provisioning`, `ready`, `terminated` or `error`.",
 				Computed:            true,
@@ -310,12 +202,6 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				MarkdownDescription: "Attempts the last provisioning run took.",
 				Computed:            true,
 				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"provisioning_digest": schema.StringAttribute{
-				MarkdownDescription: "Digest of the playbook files and variables the machine was provisioned with. A change re-runs " +
-					"provisioning in place; an unchanged digest means provisioning is never re-run.",
-				Computed:      true,
-				PlanModifiers: keep,
 			},
 			"provisioning_error": schema.StringAttribute{
 				MarkdownDescription: "Summary of the last failed provisioning (host, task and message), or null.",
@@ -349,7 +235,7 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				UpdateDescription: "How long an in-place update (provisioning run again) may take, as a Go duration. Default `\"60m\"`.",
 				DeleteDescription: "How long destroy waits for the cloud to say the machine is gone, as a Go duration. Default `\"30m\"`.",
 			}),
-		},
+		}),
 	}
 }
 

@@ -53,6 +53,7 @@ var machineAttrTypes = map[string]attr.Type{
 	"created_at":         types.StringType,
 	"price_usd_per_hour": types.Float64Type,
 	"accrued_usd":        types.Float64Type,
+	"cluster":            types.StringType,
 }
 
 func (d *gpuInstancesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -93,6 +94,9 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 					"created_at":         schema.StringAttribute{MarkdownDescription: "When the cloud created it (RFC 3339), when it says.", Computed: true},
 					"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "Its billed price in US dollars per hour, when the cloud reports it.", Computed: true},
 					"accrued_usd":        accruedSchema(),
+					"cluster": schema.StringAttribute{MarkdownDescription: "The cloud's id of the cluster the machine is a node of " +
+						"(a `hydra_gpu_cluster`'s `cloud_cluster_id`); null for a machine of its own. A node is part of its cluster, " +
+						"never a stray machine: its ownership is the cluster's.", Computed: true},
 				}},
 			},
 			"orphans": schema.ListAttribute{
@@ -145,6 +149,7 @@ func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRe
 			"created_at":         created,
 			"price_usd_per_hour": usdValue(mc.Instance.PricePerHour),
 			"accrued_usd":        accrued,
+			"cluster":            stringOrNull(mc.Instance.Cluster),
 		})
 		resp.Diagnostics.Append(dd...)
 		rows = append(rows, obj)

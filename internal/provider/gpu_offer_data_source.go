@@ -3,6 +3,10 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -10,6 +14,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -43,6 +49,9 @@ type gpuOfferModel struct {
 	Offers        types.List    `tfsdk:"offers"`
 	Rejections    types.Map     `tfsdk:"rejections"`
 	Unmapped      types.Map     `tfsdk:"unmapped"`
+	// Nodes and Interconnect ask for cluster offers (clusterOffers).
+	Nodes        types.Int64  `tfsdk:"nodes"`
+	Interconnect types.String `tfsdk:"interconnect"`
 }
 
 var offerAttrTypes = map[string]attr.Type{
@@ -63,6 +72,8 @@ var offerAttrTypes = map[string]attr.Type{
 	"vcpus":              types.Int64Type,
 	"memory_gb":          types.Int64Type,
 	"details":            types.MapType{ElemType: types.StringType},
+	"nodes":              types.Int64Type,
+	"interconnect":       types.StringType,
 }
 
 func (d *gpuOfferDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -153,7 +164,23 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 					"memory_gb":     schema.Int64Attribute{MarkdownDescription: "RAM, in GB; null when the cloud does not say.", Computed: true},
 					"details": schema.MapAttribute{MarkdownDescription: "What the cloud says of the offer beyond the above (for a Mithril auction: the bid, the last clearing price and the lowest winning bid).",
 						Computed: true, ElementType: types.StringType},
+					"nodes":        schema.Int64Attribute{MarkdownDescription: "For a cluster offer (with `nodes`): its node count; null for a machine offer.", Computed: true},
+					"interconnect": schema.StringAttribute{MarkdownDescription: "For a cluster offer: `fabric` or `any`; null for a machine offer.", Computed: true},
 				}},
+			},
+			"nodes": schema.Int64Attribute{
+				MarkdownDescription: "Ask for cluster offers instead of machine offers: this many nodes (at least 2) of `gpu_count` " +
+					"`gpu_type` GPUs each, ordered as one cluster (as `hydra_gpu_cluster` rents them). The prices are then the whole " +
+					"cluster's, `instance_type` is one node's, and `id` is a cluster offer ID " +
+					"(`<pool>/<region>/<nodes>x<instance type>/<ondemand|spot>@<price>`). Default: machine offers.",
+				Optional:   true,
+				Validators: []validator.Int64{clusterNodes{}},
+			},
+			"interconnect": schema.StringAttribute{
+				MarkdownDescription: "With `nodes`: `fabric` (the default; every node on one high-speed fabric as the cloud " +
+					"promises it) or `any` (the nodes in one region, through the cloud's own cluster mechanism).",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.OneOf(interconnects...)},
 			},
 			"unmapped": schema.MapAttribute{
 				MarkdownDescription: "For each asked cloud that offers GPUs hydra's inventory does not name, those GPUs' exact names as the " +
@@ -180,6 +207,10 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	}
 	oreq, _, diags := m.request(ctx)
 	resp.Diagnostics.Append(diags...)
+	if !m.Nodes.IsNull() || !m.Interconnect.IsNull() {
+		d.clusterOffers(ctx, &m, oreq, resp)
+		return
+	}
 	res, err := d.data.cp.FindOffers(ctx, oreq)
 	var none *controlplane.NoOfferError
 	if errors.As(err, &none) {
@@ -192,35 +223,13 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 		return
 	}
 	best, _ := res.Cheapest()
-	m.ID = types.StringValue(best.ID)
-	m.Cloud = types.StringValue(best.Cloud)
-	m.Pool = types.StringValue(best.Pool)
-	m.Region = types.StringValue(best.Region)
-	m.InstanceType = types.StringValue(best.InstanceType)
-	m.PricePerHour = usdValue(best.PricePerHour)
-	m.IsSpot = types.BoolValue(best.Spot)
-	m.GPUFormFactor = stringOrNull(best.FormFactor)
-	m.GPUMemoryGB, m.VCPUs, m.MemoryGB = intOrNull(best.GPUMemoryGB), intOrNull(best.VCPUs), intOrNull(best.MemoryGB)
+	m.setCheapest(best)
 
-	objType := types.ObjectType{AttrTypes: offerAttrTypes}
 	var elems []attr.Value
 	for _, o := range append(append([]cloudprovider.Offer{}, res.Offers...), res.Ineligible...) {
-		obj, diags := types.ObjectValue(offerAttrTypes, map[string]attr.Value{
-			"id": types.StringValue(o.ID), "cloud": types.StringValue(o.Cloud), "pool": types.StringValue(o.Pool),
-			"region": types.StringValue(o.Region), "instance_type": types.StringValue(o.InstanceType),
-			"price_usd_per_hour": usdValue(o.PricePerHour), "spot": types.BoolValue(o.Spot),
-			"resale_of": stringOrNull(o.ResaleOf), "eligible": types.BoolValue(o.Ineligible == ""),
-			"ineligible_why": stringOrNull(o.Ineligible), "stock_unknown": types.BoolValue(o.StockUnknown),
-			"available": availableValue(o.Available), "form_factor": stringOrNull(o.FormFactor),
-			"gpu_memory_gb": intOrNull(o.GPUMemoryGB), "vcpus": intOrNull(o.VCPUs), "memory_gb": intOrNull(o.MemoryGB),
-			"details": stringMap(ctx, o.Details, &resp.Diagnostics),
-		})
-		resp.Diagnostics.Append(diags...)
-		elems = append(elems, obj)
+		elems = append(elems, offerRow(ctx, o, types.Int64Null(), types.StringNull(), &resp.Diagnostics))
 	}
-	list, diags := types.ListValue(objType, elems)
-	resp.Diagnostics.Append(diags...)
-	m.Offers = list
+	m.Offers = offerList(elems, &resp.Diagnostics)
 	rej := map[string]attr.Value{}
 	for _, r := range res.Rejections {
 		rej[r.Cloud] = types.StringValue(r.Reason)
@@ -231,6 +240,75 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	m.Unmapped = unmappedValue(ctx, res.Unmapped, &resp.Diagnostics)
 	d.data.warnUnmapped(res.Unmapped, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// setCheapest shows the best offer.
+func (m *gpuOfferModel) setCheapest(best cloudprovider.Offer) {
+	m.ID, m.Cloud, m.Pool, m.Region = types.StringValue(best.ID), types.StringValue(best.Cloud), types.StringValue(best.Pool), types.StringValue(best.Region)
+	m.InstanceType, m.PricePerHour, m.IsSpot = types.StringValue(best.InstanceType), usdValue(best.PricePerHour), types.BoolValue(best.Spot)
+	m.GPUFormFactor = stringOrNull(best.FormFactor)
+	m.GPUMemoryGB, m.VCPUs, m.MemoryGB = intOrNull(best.GPUMemoryGB), intOrNull(best.VCPUs), intOrNull(best.MemoryGB)
+}
+
+// offerRow is one element of offers (nodes and interconnect null for a machine offer).
+func offerRow(ctx context.Context, o cloudprovider.Offer, nodes types.Int64, interconnect types.String, diags *diag.Diagnostics) attr.Value {
+	obj, d := types.ObjectValue(offerAttrTypes, map[string]attr.Value{
+		"id": types.StringValue(o.ID), "cloud": types.StringValue(o.Cloud), "pool": types.StringValue(o.Pool),
+		"region": types.StringValue(o.Region), "instance_type": types.StringValue(o.InstanceType),
+		"price_usd_per_hour": usdValue(o.PricePerHour), "spot": types.BoolValue(o.Spot),
+		"resale_of": stringOrNull(o.ResaleOf), "eligible": types.BoolValue(o.Ineligible == ""),
+		"ineligible_why": stringOrNull(o.Ineligible), "stock_unknown": types.BoolValue(o.StockUnknown),
+		"available": availableValue(o.Available), "form_factor": stringOrNull(o.FormFactor),
+		"gpu_memory_gb": intOrNull(o.GPUMemoryGB), "vcpus": intOrNull(o.VCPUs), "memory_gb": intOrNull(o.MemoryGB),
+		"details": stringMap(ctx, o.Details, diags), "nodes": nodes, "interconnect": interconnect,
+	})
+	diags.Append(d...)
+	return obj
+}
+
+// offerList is offers' list value.
+func offerList(elems []attr.Value, diags *diag.Diagnostics) types.List {
+	list, d := types.ListValue(types.ObjectType{AttrTypes: offerAttrTypes}, elems)
+	diags.Append(d...)
+	return list
+}
+
+// clusterOffers reads the cluster offers (nodes set): the best, every eligible one, and why each
+// other asked cloud has none ("no cluster API", "no fabric", ...).
+func (d *gpuOfferDataSource) clusterOffers(ctx context.Context, m *gpuOfferModel, oreq controlplane.OfferRequest, resp *datasource.ReadResponse) {
+	if m.Nodes.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("interconnect"), "interconnect without nodes",
+			"interconnect applies to cluster offers only; set nodes (at least 2) to ask for cluster offers, or leave interconnect out.")
+		return
+	}
+	if !m.FormFactor.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("form_factor"), "form_factor with nodes",
+			"form_factor applies to machine offers only; cluster offers are chosen by GPU type and count per node, nodes and interconnect. Leave form_factor out.")
+		return
+	}
+	offers, why, err := d.data.cp.ClusterOffers(ctx, clusterSpecOf(oreq, "", m.Nodes, m.Interconnect))
+	if err != nil {
+		addPlanError(&resp.Diagnostics, err)
+		return
+	}
+	if len(offers) == 0 {
+		var lines []string
+		for _, c := range slices.Sorted(maps.Keys(why)) {
+			lines = append(lines, fmt.Sprintf("- %s: %s", c, why[c]))
+		}
+		resp.Diagnostics.AddError("No GPU cluster offer matches hydra_gpu_offer",
+			fmt.Sprintf("No configured cloud can rent %d nodes of %dx %s now. Why each cloud said no:\n%s", m.Nodes.ValueInt64(), oreq.GPUCount, oreq.GPUType, strings.Join(lines, "\n")))
+		return
+	}
+	m.setCheapest(offers[0].Offer)
+	var elems []attr.Value
+	for _, o := range offers {
+		elems = append(elems, offerRow(ctx, o.Offer, types.Int64Value(int64(o.Nodes)), types.StringValue(string(o.Interconnect)), &resp.Diagnostics))
+	}
+	m.Offers = offerList(elems, &resp.Diagnostics)
+	m.Rejections = stringMap(ctx, why, &resp.Diagnostics)
+	m.Unmapped = unmappedValue(ctx, nil, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
 }
 
 // availableValue is a stock figure: null when the cloud does not say (-1).

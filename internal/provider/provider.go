@@ -1,5 +1,5 @@
-// Package provider is hydra's Terraform provider: its configuration, the hydra_gpu_instance resource
-// and the hydra_gpu_offer data source. It translates between Terraform and the control plane and holds
+// Package provider is hydra's Terraform provider: its configuration, the hydra_gpu_instance and
+// hydra_gpu_cluster resources and the hydra_gpu_offer and hydra_gpu_instances data sources. It translates between Terraform and the control plane and holds
 // no cloud knowledge of its own.
 package provider
 
@@ -412,7 +412,7 @@ func (p *hydraProvider) open(ctx context.Context, req provider.ConfigureRequest,
 }
 
 func (p *hydraProvider) Resources(_ context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewGPUInstanceResource}
+	return []func() resource.Resource{NewGPUInstanceResource, NewGPUClusterResource}
 }
 
 func (p *hydraProvider) DataSources(_ context.Context) []func() datasource.DataSource {

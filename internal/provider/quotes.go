@@ -59,26 +59,39 @@ func (s *quoteStore) path(key string) string { return filepath.Join(s.dir, key+"
 
 // get returns a live quote for key.
 func (s *quoteStore) get(key string) (quote, bool, error) {
-	var q quote
+	return readQuote(s, key, func(q quote) time.Time { return q.Expires })
+}
+
+// readQuote returns the live value kept under key (expires tells when one expires).
+func readQuote[T any](s *quoteStore, key string, expires func(T) time.Time) (T, bool, error) {
+	var q, none T
 	data, err := os.ReadFile(s.path(key))
 	if errors.Is(err, fs.ErrNotExist) {
-		return q, false, nil
+		return none, false, nil
 	}
 	if err != nil {
-		return q, false, fmt.Errorf("plan quote: %w", err)
+		return none, false, fmt.Errorf("plan quote: %w", err)
 	}
-	if err := json.Unmarshal(data, &q); err != nil || time.Now().After(q.Expires) {
+	if err := json.Unmarshal(data, &q); err != nil || time.Now().After(expires(q)) {
 		// A damaged or expired quote only costs a fresh one.
-		return quote{}, false, nil //nolint:nilerr // deliberate, explained above
+		return none, false, nil //nolint:nilerr // deliberate, explained above
 	}
 	return q, true, nil
 }
 
 // put records a quote for key.
 func (s *quoteStore) put(key string, q quote) error {
+	q.Expires = s.expiry()
+	return writeQuote(s, key, q)
+}
+
+// expiry is when a quote recorded now expires.
+func (s *quoteStore) expiry() time.Time { return time.Now().Add(s.ttl).UTC().Truncate(time.Second) }
+
+// writeQuote records v (a quote with its expiry set) under key.
+func writeQuote[T any](s *quoteStore, key string, v T) error {
 	s.sweep.Do(s.removeExpired)
-	q.Expires = time.Now().Add(s.ttl).UTC().Truncate(time.Second)
-	data, err := json.Marshal(q)
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -122,31 +135,37 @@ const planQuoteKey = "hydra_plan_quote"
 
 // plannedQuote is a create's quote as it travels in the plan's private data: with its key, so that the
 // apply finds the quote of its own inputs.
-type plannedQuote struct {
+type plannedQuote[T any] struct {
 	Key   string `json:"key"`
-	Quote quote  `json:"quote"`
+	Quote T      `json:"quote"`
 }
 
 // fromPrivate returns the quote of key from private plan data (Terraform hands a replacement's own plan
 // data back to its second planning call).
 func fromPrivate(ctx context.Context, p privateGetter, key string) (quote, bool) {
+	return privateQuote[quote](ctx, p, planQuoteKey, key)
+}
+
+// privateQuote returns the quote of key kept under the private data key privKey.
+func privateQuote[T any](ctx context.Context, p privateGetter, privKey, key string) (T, bool) {
+	var none T
 	if p == nil {
-		return quote{}, false
+		return none, false
 	}
-	data, diags := p.GetKey(ctx, planQuoteKey)
+	data, diags := p.GetKey(ctx, privKey)
 	if diags.HasError() || len(data) == 0 {
-		return quote{}, false
+		return none, false
 	}
-	var pq plannedQuote
+	var pq plannedQuote[T]
 	if json.Unmarshal(data, &pq) != nil || pq.Key != key {
-		return quote{}, false
+		return none, false
 	}
 	return pq.Quote, true
 }
 
 // encodePlanned is a quote as private plan data.
-func encodePlanned(key string, q quote) []byte {
-	data, _ := json.Marshal(plannedQuote{Key: key, Quote: q})
+func encodePlanned[T any](key string, q T) []byte {
+	data, _ := json.Marshal(plannedQuote[T]{Key: key, Quote: q})
 	return data
 }
 
@@ -157,20 +176,27 @@ func encodePlanned(key string, q quote) []byte {
 // the planning runner's disk. Found is false when no plan file is being applied or it has no quote of
 // key.
 func savedPlanQuote(args []string, key string) (quote, bool) {
+	return savedQuote[quote](args, planQuoteKey, key)
+}
+
+// savedQuote is savedPlanQuote for the quotes kept under the private data key privKey.
+func savedQuote[T any](args []string, privKey, key string) (T, bool) {
 	// A flag's value may stand apart from it (-lock-timeout 5m): every argument after apply is tried.
 	for _, file := range planFileArgs(args) {
-		if q, ok := fileQuote(file, key); ok {
+		if q, ok := fileQuote[T](file, privKey, key); ok {
 			return q, true
 		}
 	}
-	return quote{}, false
+	var none T
+	return none, false
 }
 
 // fileQuote reads key's quote from the plan file file (a zip with a tfplan entry).
-func fileQuote(file, key string) (quote, bool) {
+func fileQuote[T any](file, privKey, key string) (T, bool) {
+	var none T
 	zr, err := zip.OpenReader(file)
 	if err != nil {
-		return quote{}, false
+		return none, false
 	}
 	defer func() { _ = zr.Close() }()
 	for _, f := range zr.File {
@@ -179,37 +205,39 @@ func fileQuote(file, key string) (quote, bool) {
 		}
 		rc, err := f.Open()
 		if err != nil {
-			return quote{}, false
+			return none, false
 		}
 		data, err := io.ReadAll(io.LimitReader(rc, 256<<20))
 		_ = rc.Close()
 		if err != nil {
-			return quote{}, false
+			return none, false
 		}
-		return quoteInPlan(data, key)
+		return quoteInPlan[T](data, privKey, key)
 	}
-	return quote{}, false
+	return none, false
 }
 
-// quoteInPlan scans a plan's bytes for the private-data entries of hydra's quotes and returns key's.
-func quoteInPlan(data []byte, key string) (quote, bool) {
-	marker := []byte(`"` + planQuoteKey + `":"`)
+// quoteInPlan scans a plan's bytes for the private-data entries (privKey) of hydra's quotes and
+// returns key's.
+func quoteInPlan[T any](data []byte, privKey, key string) (T, bool) {
+	var none T
+	marker := []byte(`"` + privKey + `":"`)
 	for {
 		i := bytes.Index(data, marker)
 		if i < 0 {
-			return quote{}, false
+			return none, false
 		}
 		data = data[i+len(marker):]
 		end := bytes.IndexByte(data, '"')
 		if end < 0 {
-			return quote{}, false
+			return none, false
 		}
 		raw, err := base64.StdEncoding.DecodeString(string(data[:end]))
 		data = data[end:]
 		if err != nil {
 			continue
 		}
-		var pq plannedQuote
+		var pq plannedQuote[T]
 		if json.Unmarshal(raw, &pq) == nil && pq.Key == key {
 			return pq.Quote, true
 		}

@@ -1,0 +1,162 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// gpuClusterModel is hydra_gpu_cluster's schema as Go values.
+type gpuClusterModel struct {
+	ID types.String `tfsdk:"id"`
+	resourceRequestModel
+	Nodes                types.Int64    `tfsdk:"nodes"`
+	Interconnect         types.String   `tfsdk:"interconnect"`
+	NCCLCheck            types.Object   `tfsdk:"nccl_check"`
+	ReplaceWhenUnhealthy types.Bool     `tfsdk:"replace_when_unhealthy"`
+	OfferID              types.String   `tfsdk:"offer_id"`
+	PricePerHour         types.Float64  `tfsdk:"price_usd_per_hour"`
+	CloudClusterID       types.String   `tfsdk:"cloud_cluster_id"`
+	Status               types.String   `tfsdk:"status"`
+	Node                 types.List     `tfsdk:"node"`
+	Hostfile             types.String   `tfsdk:"hostfile"`
+	NCCLEnv              types.Map      `tfsdk:"nccl_env"`
+	BusBandwidth         types.Float64  `tfsdk:"nccl_bus_bandwidth_gbps"`
+	Timeouts             timeouts.Value `tfsdk:"timeouts"`
+}
+
+// spec is the control plane's request for the cluster; ok is false while inputs are unknown. keys
+// are the provider's own SSH keys, installed before the configuration's.
+func (m *gpuClusterModel) spec(ctx context.Context, keys []string) (controlplane.ClusterSpec, bool, diag.Diagnostics) {
+	req, ok, diags := (&offerRequestModel{shapeModel: m.shapeModel, FormFactor: types.StringNull()}).request(ctx)
+	vars, varsKnown, d := m.vars(ctx)
+	diags.Append(d...)
+	own, _, d := stringsOf(ctx, m.SSHPublicKeys)
+	diags.Append(d...)
+	spec := clusterSpecOf(req, m.Name.ValueString(), m.Nodes, m.Interconnect)
+	spec.SSHPublicKeys, spec.ProvisioningVars = append(append([]string{}, keys...), own...), vars
+	spec.MinBusBandwidthGBps = minBusBandwidth(m.NCCLCheck)
+	known := ok && varsKnown && !m.Name.IsUnknown() && !m.Nodes.IsUnknown() && !m.Interconnect.IsUnknown() && !m.NCCLCheck.IsUnknown()
+	return spec, known, diags
+}
+
+// clusterSpecOf is the cluster request of a machine request for each node, with nodes and
+// interconnect (fabric when null). spot as for a machine: false asks on-demand only, true lets spot
+// compete.
+func clusterSpecOf(req controlplane.OfferRequest, name string, nodes types.Int64, interconnect types.String) controlplane.ClusterSpec {
+	spec := controlplane.ClusterSpec{
+		Name: name, GPUType: req.GPUType, Kind: req.Kind, GPUCount: req.GPUCount, Nodes: int(nodes.ValueInt64()),
+		Clouds: req.Clouds, Regions: req.Regions, MaxPricePerHour: req.MaxPricePerHour,
+		Interconnect: cloudprovider.Interconnect(interconnect.ValueString()),
+	}
+	if spec.Interconnect == "" {
+		spec.Interconnect = cloudprovider.InterconnectFabric
+	}
+	if !req.AllowSpot {
+		spec.Spot = new(bool)
+	}
+	return spec
+}
+
+// minBusBandwidth reads nccl_check's floor (0: no NCCL check).
+func minBusBandwidth(v types.Object) float64 {
+	if v.IsNull() || v.IsUnknown() {
+		return 0
+	}
+	f, ok := v.Attributes()["min_bus_bandwidth_gbps"].(types.Float64)
+	if !ok {
+		return 0
+	}
+	return f.ValueFloat64()
+}
+
+// setPlan shows the plan's choice.
+func (m *gpuClusterModel) setPlan(ctx context.Context, p controlplane.ClusterPlan, diags *diag.Diagnostics) {
+	m.Cloud, m.Pool, m.Region = types.StringValue(p.Cloud), types.StringValue(p.Pool), types.StringValue(p.Region)
+	m.OfferID, m.PricePerHour = types.StringValue(p.OfferID), usdValue(p.PricePerHour)
+	m.OtherClouds = stringMap(ctx, p.OtherClouds, diags)
+}
+
+// record is the control plane's record of the cluster, read from the model (null and unknown read
+// as none).
+func (m *gpuClusterModel) record(ctx context.Context, diags *diag.Diagnostics) controlplane.ClusterRecord {
+	rec := controlplane.ClusterRecord{
+		ID: m.ID.ValueString(), Name: m.Name.ValueString(), CloudClusterID: m.CloudClusterID.ValueString(),
+		Cloud: m.Cloud.ValueString(), Pool: m.Pool.ValueString(), Region: m.Region.ValueString(), OfferID: m.OfferID.ValueString(),
+		Status: m.Status.ValueString(), ProvisioningDigest: m.ProvisioningDigest.ValueString(),
+		PricePerHour: usdOf(m.PricePerHour), Hostfile: m.Hostfile.ValueString(), BusBandwidthGBps: m.BusBandwidth.ValueFloat64(),
+	}
+	if !m.NCCLEnv.IsNull() && !m.NCCLEnv.IsUnknown() {
+		diags.Append(m.NCCLEnv.ElementsAs(ctx, &rec.NCCLEnv, false)...)
+	}
+	if !m.Node.IsNull() && !m.Node.IsUnknown() {
+		for _, e := range m.Node.Elements() {
+			o, ok := e.(types.Object)
+			if !ok {
+				continue
+			}
+			a := o.Attributes()
+			s := func(k string) string { v, _ := a[k].(types.String); return v.ValueString() }
+			port, _ := a["ssh_port"].(types.Int64)
+			rec.Nodes = append(rec.Nodes, controlplane.ClusterNodeRecord{ID: s("id"), Name: s("name"), SSHHost: s("ssh_host"),
+				SSHUser: s("ssh_user"), PrivateIP: s("private_ip"), HostKey: s("host_key"), Status: s("status"), Health: s("health"),
+				SSHPort: int(port.ValueInt64())})
+		}
+	}
+	return rec
+}
+
+// setRecord writes the control plane's record of the cluster into the model (none as null). A price
+// the plan knows stays (Terraform forbids an apply to change a known planned value) unless keepPrice
+// is false.
+func (m *gpuClusterModel) setRecord(ctx context.Context, rec controlplane.ClusterRecord, keepPrice bool, diags *diag.Diagnostics) {
+	m.ID, m.CloudClusterID = types.StringValue(rec.ID), stringOrNull(rec.CloudClusterID)
+	m.Status, m.ProvisioningDigest = types.StringValue(rec.Status), stringOrNull(rec.ProvisioningDigest)
+	if rec.Cloud != "" {
+		m.Cloud, m.Pool, m.Region, m.OfferID = types.StringValue(rec.Cloud), types.StringValue(rec.Pool), types.StringValue(rec.Region), stringOrNull(rec.OfferID)
+	}
+	if rec.PricePerHour > 0 && (!keepPrice || m.PricePerHour.IsNull() || m.PricePerHour.IsUnknown()) {
+		m.PricePerHour = usdValue(rec.PricePerHour)
+	}
+	m.Hostfile, m.NCCLEnv = types.StringValue(rec.Hostfile), stringMap(ctx, rec.NCCLEnv, diags)
+	m.BusBandwidth = types.Float64Null()
+	if rec.BusBandwidthGBps > 0 {
+		m.BusBandwidth = types.Float64Value(rec.BusBandwidthGBps)
+	}
+	elems := make([]attr.Value, 0, len(rec.Nodes))
+	for _, n := range rec.Nodes {
+		port := types.Int64Null()
+		if n.SSHPort > 0 {
+			port = types.Int64Value(int64(n.SSHPort))
+		}
+		obj, d := types.ObjectValue(clusterNodeAttrTypes, map[string]attr.Value{
+			"id": stringOrNull(n.ID), "name": stringOrNull(n.Name), "ssh_host": stringOrNull(n.SSHHost), "ssh_port": port,
+			"ssh_user": stringOrNull(n.SSHUser), "private_ip": stringOrNull(n.PrivateIP), "host_key": stringOrNull(n.HostKey),
+			"status": stringOrNull(n.Status), "health": stringOrNull(n.Health),
+		})
+		diags.Append(d...)
+		elems = append(elems, obj)
+	}
+	list, d := types.ListValue(types.ObjectType{AttrTypes: clusterNodeAttrTypes}, elems)
+	diags.Append(d...)
+	m.Node = list
+}
+
+// setImported fills every attribute an imported cluster can tell (the request as the record shows
+// it; what the cloud cannot say keeps its default).
+func (m *gpuClusterModel) setImported(ctx context.Context, rec controlplane.ClusterRecord, diags *diag.Diagnostics) {
+	m.Name, m.Nodes = types.StringValue(rec.Name), types.Int64Value(int64(len(rec.Nodes)))
+	if parsed, err := controlplane.ParseOfferID(rec.OfferID); err == nil {
+		m.Spot = types.BoolValue(parsed.Spot)
+	}
+	m.OtherClouds, m.ReplaceWhenUnhealthy = types.MapNull(types.StringType), types.BoolValue(false)
+	m.Interconnect, m.GPUType, m.GPUCount = types.StringValue(string(rec.Interconnect)), types.StringValue(rec.GPUType), types.Int64Value(int64(rec.GPUCount))
+	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+	m.setRecord(ctx, rec, false, diags)
+}

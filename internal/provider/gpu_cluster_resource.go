@@ -1,0 +1,426 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// The resource maps hydra_gpu_cluster's schema to the control plane's cluster spec and record, one
+// control-plane call per Terraform operation: PlanNewCluster or PlanClusterChange (plan),
+// CreateCluster, RefreshCluster or ImportCluster (read), ResumeCluster (update), DeleteCluster.
+
+var (
+	_ resource.ResourceWithConfigure      = (*gpuClusterResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*gpuClusterResource)(nil)
+	_ resource.ResourceWithImportState    = (*gpuClusterResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*gpuClusterResource)(nil)
+)
+
+// defaultClusterCreateTimeout bounds a cluster's create: every node's boot and provisioning (in
+// parallel), then the cluster check.
+const defaultClusterCreateTimeout = 120 * time.Minute
+
+// clusterQuoteKey is the key of a cluster create's quote in its private plan data.
+const clusterQuoteKey = "hydra_cluster_quote"
+
+// NewGPUClusterResource is the hydra_gpu_cluster resource.
+func NewGPUClusterResource() resource.Resource { return &gpuClusterResource{} }
+
+type gpuClusterResource struct {
+	data *providerData
+}
+
+// clusterQuote is a plan's choice for one new cluster, kept like a machine's quote so that the
+// apply-time re-plan shows the same values.
+type clusterQuote struct {
+	Plan    controlplane.ClusterPlan `json:"cluster_plan"`
+	Expires time.Time                `json:"expires"`
+}
+
+func (r *gpuClusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
+}
+
+// walkName is the cluster's name in the walk, apart from a machine of the same name.
+func walkName(name string) string { return "cluster:" + name }
+
+func (r *gpuClusterResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var name types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("name"), &name)...)
+	if r.data != nil && !name.IsNull() && !name.IsUnknown() {
+		r.data.walk.validated(walkName(name.ValueString()))
+	}
+}
+
+// sharedClusterName is the diagnostic for two clusters with one name.
+func sharedClusterName(diags *diag.Diagnostics, name string) {
+	diags.AddAttributeError(path.Root("name"), "Two GPU clusters share one name",
+		fmt.Sprintf("More than one hydra_gpu_cluster in this configuration is named %q. Each cluster needs its own name: the name is "+
+			"how hydra finds the cluster an interrupted create left behind. Give each resource a distinct name (with count or "+
+			"for_each, include count.index or each.key in it).", name))
+}
+
+func (r *gpuClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.data == nil || req.Plan.Raw.IsNull() || r.data.command == commandDestroys {
+		return // not configured yet; a destroy; or a destroy's refresh, whose plan is thrown away
+	}
+	r.data.rememberCapacity(ctx, req.Private)
+	ctx, done := operation(ctx)
+	defer done()
+	var plan gpuClusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !plan.Name.IsUnknown() && r.data.walk.sharedName(walkName(plan.Name.ValueString())) {
+		sharedClusterName(&resp.Diagnostics, plan.Name.ValueString())
+		return
+	}
+	if !req.State.Raw.IsNull() {
+		r.planChange(ctx, req, resp, &plan)
+		return
+	}
+	if u := r.data.provisioningUnavailable; u != nil {
+		u.error(&resp.Diagnostics, "A new GPU cluster")
+		return
+	}
+	spec, known, diags := plan.spec(ctx, r.data.sshPublicKeys)
+	resp.Diagnostics.Append(diags...)
+	if !known || resp.Diagnostics.HasError() {
+		return // decided once the inputs are known
+	}
+	// The quote of an earlier plan of this create: in the plan's own private data, in the saved plan
+	// being applied, or in this runner's quote directory; otherwise the control plane chooses now.
+	key := clusterKey(spec)
+	q, found := privateQuote[clusterQuote](ctx, req.Private, clusterQuoteKey, key)
+	if !found {
+		q, found = savedQuote[clusterQuote](currentArgs(), clusterQuoteKey, key)
+	}
+	if !found {
+		var err error
+		q, found, err = readQuote(r.data.quotes, key, func(q clusterQuote) time.Time { return q.Expires })
+		if err != nil {
+			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
+		}
+	}
+	if !found {
+		chosen, err := r.data.cp.PlanNewCluster(ctx, spec)
+		addNotices(&resp.Diagnostics, chosen.Notices)
+		if err != nil {
+			addPlanError(&resp.Diagnostics, err)
+			return
+		}
+		chosen.Notices = nil
+		q = clusterQuote{Plan: chosen, Expires: r.data.quotes.expiry()}
+		if err := writeQuote(r.data.quotes, key, q); err != nil {
+			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
+		}
+	}
+	// The quote travels inside the plan: a saved plan applies as planned on any runner.
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, clusterQuoteKey, encodePlanned(key, q))...)
+	plan.setPlan(ctx, q.Plan, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// clusterKey is the quote key of a cluster create: the inputs that decide its choice.
+func clusterKey(spec controlplane.ClusterSpec) string {
+	return quoteKey("cluster", spec.Name, spec.GPUType, spec.GPUCount, spec.Nodes, spec.Kind, spec.Clouds, spec.Regions, spec.Spot,
+		spec.MaxPricePerHour, spec.Interconnect)
+}
+
+// planChange plans an existing cluster: the control plane decides whether it is kept, provisioned
+// again in place or replaced, and why.
+func (r *gpuClusterResource) planChange(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, plan *gpuClusterModel) {
+	var state gpuClusterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	spec, _, diags := plan.spec(ctx, r.data.sshPublicKeys)
+	resp.Diagnostics.Append(diags...)
+	_, varsKnown, _ := plan.vars(ctx)
+	spec.ProvisioningVarsUnknown = !varsKnown
+	spec.ReplaceWhenUnhealthy = plan.ReplaceWhenUnhealthy.ValueBool()
+	rec := state.record(ctx, &resp.Diagnostics)
+	decided, err := r.data.cp.PlanClusterChange(spec, rec)
+	addNotices(&resp.Diagnostics, decided.Notices)
+	if err != nil {
+		addPlanError(&resp.Diagnostics, err)
+		return
+	}
+	digest := digestValue(decided.Digest, decided.DigestKnown)
+	switch decided.Change {
+	case controlplane.Replace:
+		plan.Status = types.StringUnknown()
+		resp.RequiresReplace.Append(path.Root(replacedBecause(decided.ReplaceBecause)))
+	case controlplane.Reprovision:
+		if u := r.data.provisioningUnavailable; u != nil {
+			u.error(&resp.Diagnostics, fmt.Sprintf("hydra_gpu_cluster %q (%s)", state.Name.ValueString(), state.ID.ValueString()))
+			return
+		}
+		plan.ProvisioningDigest, plan.Status = digest, types.StringUnknown()
+		// Provisioning and the cluster check tell every node's status, health and key again; an
+		// interrupted create may not know every node's address yet.
+		plan.Node, plan.Hostfile, plan.NCCLEnv, plan.BusBandwidth = types.ListUnknown(plan.Node.ElementType(ctx)), types.StringUnknown(), types.MapUnknown(types.StringType), types.Float64Unknown()
+	default:
+		plan.ProvisioningDigest = digest
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
+}
+
+// replacedBecause is the attribute a replacement is shown on: the control plane's reason, or the
+// node list for a node's health.
+func replacedBecause(why string) string {
+	switch why {
+	case "health":
+		return "node"
+	case "":
+		return "status"
+	}
+	return why
+}
+
+func (r *gpuClusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan gpuClusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	started := time.Now()
+	ctx, end := start(ctx, plan.Timeouts.Create, defaultClusterCreateTimeout, &resp.Diagnostics)
+	defer end()
+	name := plan.Name.ValueString()
+	summary := fmt.Sprintf("creating GPU cluster (%s)", name)
+	if u := r.data.provisioningUnavailable; u != nil {
+		u.error(&resp.Diagnostics, summary)
+		return
+	}
+	if r.data.walk.sharedName(walkName(name)) {
+		sharedClusterName(&resp.Diagnostics, name)
+		return
+	}
+	spec, _, diags := plan.spec(ctx, r.data.sshPublicKeys)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	planned := controlplane.ClusterPlan{Cloud: plan.Cloud.ValueString(), Pool: plan.Pool.ValueString(), Region: plan.Region.ValueString(),
+		OfferID: plan.OfferID.ValueString(), PricePerHour: usdOf(plan.PricePerHour)}
+	m := plan
+	save := r.saver(ctx, &m, &resp.State, &resp.Diagnostics)
+	rec, err := r.data.cp.CreateCluster(ctx, spec, planned, save)
+	// The quote is spent (created) or refused: the next plan quotes afresh.
+	if ferr := r.data.quotes.remove(clusterKey(spec)); ferr != nil {
+		tflog.Warn(hydraLog(), "could not remove the plan quote", map[string]any{"error": ferr.Error()})
+	}
+	var capErr *controlplane.ClusterCapacityError
+	switch {
+	case errors.As(err, &capErr):
+		if capErr.Capacity != nil {
+			saveCapacityMisses(ctx, req.Plan, &resp.State, resp.Private, *capErr.Capacity, "cloud_cluster_id", clusterSubject.thing, &resp.Diagnostics)
+		}
+		resp.Diagnostics.AddError(summary, err.Error()+".\n\nThe cloud's cluster order is all or nothing: hydra terminated every node "+
+			"it had started, so no node stays billed. Run `terraform plan` again to choose another offer (or widen clouds or regions).")
+		return
+	case rec.ID == "" && m.ID.IsUnknown():
+		// Never accepted by the cloud: nothing is in state, nothing is billed.
+		if err == nil {
+			err = errors.New("the control plane returned no cluster")
+		}
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	if err == nil {
+		m.setRecord(ctx, rec, true, &resp.Diagnostics)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	}
+	err = timedOut(ctx, err, "create", plan.Timeouts.Create, defaultClusterCreateTimeout)
+	if r.settle(ctx, &m, err, summary, &resp.Diagnostics) {
+		tflog.Info(hydraLog(), "cluster ready", map[string]any{"name": m.ID.ValueString(), "took": time.Since(started).Round(time.Second).String()})
+	}
+}
+
+// saver records each step of the cluster's lifecycle in the resource's state, so the state keeps the
+// cluster whatever happens next.
+func (r *gpuClusterResource) saver(ctx context.Context, m *gpuClusterModel, state stateSetter, diags *diag.Diagnostics) func(controlplane.ClusterRecord) {
+	return func(rec controlplane.ClusterRecord) {
+		m.setRecord(ctx, rec, true, diags)
+		diags.Append(state.Set(ctx, m)...)
+	}
+}
+
+// settle ends Create and Update: an interrupted one is kept in state, resumable, with a warning; a
+// failed one is an error (the cluster stays in state). It reports whether the cluster is ready.
+func (r *gpuClusterResource) settle(ctx context.Context, m *gpuClusterModel, err error, summary string, diags *diag.Diagnostics) bool {
+	switch {
+	case interrupted(ctx):
+		diags.AddWarning(summary+": interrupted",
+			fmt.Sprintf("Interrupted while the cluster was %s. It is kept in state as %q (cloud id %s), not tainted: the next "+
+				"`terraform apply` resumes it in place (waits for its nodes, provisions them and checks the cluster) instead of "+
+				"ordering another.", m.Status.ValueString(), m.Status.ValueString(), m.CloudClusterID.ValueString()))
+	case err != nil:
+		diags.AddError(summary, err.Error()+"\n\nThe cluster is kept in state (tainted) so it is not forgotten; the next apply replaces it, "+
+			"and destroy deletes every node.")
+	}
+	return !interrupted(ctx) && err == nil && !diags.HasError()
+}
+
+// clusterCapacityRecord says whether the state is a failed create's capacity record: no cluster.
+func clusterCapacityRecord(m *gpuClusterModel) bool {
+	return !m.CloudClusterID.IsNull() && m.CloudClusterID.ValueString() == "" && m.Status.ValueString() == string(cloudprovider.StatusError)
+}
+
+func (r *gpuClusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx, done := operation(ctx)
+	defer done()
+	var m gpuClusterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if clusterCapacityRecord(&m) {
+		r.data.rememberCapacity(ctx, req.Private)
+		return
+	}
+	id := m.ID.ValueString()
+	if m.CloudClusterID.IsNull() {
+		// Import (ImportState put `<cloud>/<cluster id>` in id): everything the cloud and the nodes tell.
+		rec, err := r.data.cp.ImportCluster(ctx, id)
+		if err != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU cluster (%s)", id), err.Error())
+			return
+		}
+		r.setImported(ctx, &m, rec, &resp.Diagnostics)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		return
+	}
+	rec := m.record(ctx, &resp.Diagnostics)
+	found, err := r.data.cp.RefreshCluster(ctx, &rec)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("reading GPU cluster (%s)", id), err.Error())
+		return
+	}
+	if !found {
+		tflog.Warn(hydraLog(), "GPU cluster is gone at the cloud; removing it from state so the next plan recreates it", map[string]any{"id": id})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	m.setRecord(ctx, rec, false, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// setImported fills every attribute an imported cluster can tell; its kind is its pool's.
+func (r *gpuClusterResource) setImported(ctx context.Context, m *gpuClusterModel, rec controlplane.ClusterRecord, diags *diag.Diagnostics) {
+	m.setImported(ctx, rec, diags)
+	if p, ok := r.data.cp.Inventory().PoolByName(rec.Pool); ok {
+		m.Kind = types.StringValue(p.Kind)
+	}
+}
+
+func (r *gpuClusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state gpuClusterModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, end := start(ctx, plan.Timeouts.Update, defaultUpdateTimeout, &resp.Diagnostics)
+	defer end()
+	summary := fmt.Sprintf("updating GPU cluster (%s)", state.ID.ValueString())
+	m := plan
+	if !m.Status.IsUnknown() {
+		// Only inputs that need no action changed (max price, timeouts, drain_timeout).
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		return
+	}
+	if u := r.data.provisioningUnavailable; u != nil {
+		u.error(&resp.Diagnostics, summary)
+		return
+	}
+	spec, _, diags := plan.spec(ctx, r.data.sshPublicKeys)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	rec := state.record(ctx, &resp.Diagnostics)
+	m.setRecord(ctx, rec, true, &resp.Diagnostics)
+	err := r.resume(ctx, spec, &rec, r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
+	if err == nil {
+		m.setRecord(ctx, rec, true, &resp.Diagnostics)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	}
+	err = timedOut(ctx, err, "update", plan.Timeouts.Update, defaultUpdateTimeout)
+	if r.settle(ctx, &m, err, summary, &resp.Diagnostics) {
+		tflog.Info(hydraLog(), "cluster ready", map[string]any{"name": rec.ID})
+	}
+}
+
+// clusterResumer is the control plane's ResumeCluster: it takes a cluster a state holds (left short of
+// ready, or with changed playbooks or variables) to ready again in place, calling save at each change.
+type clusterResumer interface {
+	ResumeCluster(ctx context.Context, spec controlplane.ClusterSpec, rec *controlplane.ClusterRecord, save func(controlplane.ClusterRecord)) error
+}
+
+// resume is the control plane's ResumeCluster, where it has one.
+func (r *gpuClusterResource) resume(ctx context.Context, spec controlplane.ClusterSpec, rec *controlplane.ClusterRecord, save func(controlplane.ClusterRecord)) error {
+	cr, ok := any(r.data.cp).(clusterResumer)
+	if !ok {
+		return fmt.Errorf("this build of hydra cannot resume or re-provision a cluster in place (the control plane has no ResumeCluster); " +
+			"`terraform apply -replace` the cluster")
+	}
+	return cr.ResumeCluster(ctx, spec, rec, save)
+}
+
+func (r *gpuClusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state gpuClusterModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || clusterCapacityRecord(&state) {
+		return // a capacity record holds no cluster: nothing to delete
+	}
+	ctx, end := start(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)
+	defer end()
+	rec := state.record(ctx, &resp.Diagnostics)
+	if err := r.data.cp.DeleteCluster(ctx, rec, parseDuration(state.DrainTimeout, 0)); err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("deleting GPU cluster (%s)", rec.ID), err.Error())
+	}
+}
+
+// ImportState takes `<cloud>/<cluster id>` (the cloud's own id of the cluster); Read imports it.
+func (r *gpuClusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if msg := clusterImportIDProblem(req.ID); msg != "" {
+		resp.Diagnostics.AddError(fmt.Sprintf("importing GPU cluster (%s)", req.ID), msg)
+		return
+	}
+	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+}
+
+// clusterImportIDProblem says what is wrong with an import ID and what is accepted, or "" when it is
+// `<cloud>/<cluster id>` with a cloud hydra knows.
+func clusterImportIDProblem(id string) string {
+	accepted := "a cluster is imported as <cloud>/<cluster id>: the cloud's name and the cloud's own id of the cluster " +
+		"(hydra_gpu_cluster's cloud_cluster_id), for example `terraform import hydra_gpu_cluster.train " + clouds.Names()[0] + "/<cluster id>`"
+	cloud, cid, ok := strings.Cut(id, "/")
+	switch {
+	case !ok || cid == "" || cloud == "":
+		return fmt.Sprintf("%q is not <cloud>/<cluster id>; %s.", id, accepted)
+	case strings.Contains(cid, "/"):
+		return fmt.Sprintf("%q has more than one \"/\"; %s.", id, accepted)
+	case !slices.Contains(clouds.Names(), cloud):
+		return fmt.Sprintf("%q starts with %q, which is not a cloud hydra knows (%s); %s.", id, cloud, quotedCloudNames(), accepted)
+	}
+	return ""
+}

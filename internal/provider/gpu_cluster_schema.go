@@ -1,0 +1,192 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+)
+
+// interconnects are the values interconnect accepts.
+var interconnects = []string{string(cloudprovider.InterconnectFabric), string(cloudprovider.InterconnectAny)}
+
+// clusterNodeAttrTypes is one element of a cluster's node list.
+var clusterNodeAttrTypes = map[string]attr.Type{
+	"id": types.StringType, "name": types.StringType, "ssh_host": types.StringType, "ssh_port": types.Int64Type,
+	"ssh_user": types.StringType, "private_ip": types.StringType, "host_key": types.StringType,
+	"status": types.StringType, "health": types.StringType,
+}
+
+// ncclCheckAttrTypes is nccl_check's object.
+var ncclCheckAttrTypes = map[string]attr.Type{"min_bus_bandwidth_gbps": types.Float64Type}
+
+func (r *gpuClusterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_gpu_cluster"
+}
+
+func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Several GPU machines (nodes) on one interconnect, rented as one order from the cheapest cloud that " +
+			"can deliver them all, provisioned, and `ready` when they can train together.\n\n" +
+			"During `terraform plan` hydra asks every configured cloud that has a cluster mechanism for cluster offers and shows the " +
+			"cheapest as known values (`cloud`, `pool`, `region`, `offer_id`, `price_usd_per_hour` for the whole cluster) with why " +
+			"each other cloud lost (`other_clouds`). `terraform apply` orders it through the cloud's own cluster mechanism, all or " +
+			"nothing: a cloud that cannot deliver every node leaves nothing billed. Apply then provisions every node and runs the " +
+			"cluster check. `nodes` is the number of nodes; `node` lists them once they exist.",
+		Attributes: withAttributes(requestAttributes(clusterSubject), map[string]schema.Attribute{
+			"id": keptString("The cluster's cloud-side name: the pool's prefix, `name`, `--` and the cluster's ownership token " +
+				"(e.g. `sbx-vm-train--k3j9x2ab`). Node i (from 1) is named `<id>-<i>`. Known once the cluster is ordered."),
+			"nodes": schema.Int64Attribute{
+				MarkdownDescription: "How many nodes (machines) the cluster has, each with `gpu_count` GPUs of `gpu_type`: at least 2 " +
+					"(one machine is a `hydra_gpu_instance`). Clusters are not resized: changing it replaces the cluster.",
+				Required:      true,
+				Validators:    []validator.Int64{clusterNodes{}},
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+			},
+			"interconnect": schema.StringAttribute{
+				MarkdownDescription: "What the nodes must share. `fabric` (the default): every node on one high-speed fabric " +
+					"(InfiniBand, say) as the cloud promises it; clouds that promise none do not compete (`other_clouds` says " +
+					"\"no fabric\"). `any`: the nodes in one region, on whatever network the cloud's own cluster mechanism " +
+					"gives them. Changing it replaces the cluster.",
+				Optional:      true,
+				Computed:      true,
+				Default:       stringdefault.StaticString(string(cloudprovider.InterconnectFabric)),
+				Validators:    []validator.String{stringvalidator.OneOf(interconnects...)},
+				PlanModifiers: replace,
+			},
+			"nccl_check": schema.SingleNestedAttribute{
+				MarkdownDescription: "Go beyond every node reaching every other: after provisioning, run an NCCL all-reduce across " +
+					"all nodes (`all_reduce_perf` from nccl-tests under `mpirun`, with `hostfile`) and refuse `ready` when its " +
+					"average bus bandwidth is below `min_bus_bandwidth_gbps`. Default: not run. It is checked when the cluster is " +
+					"created; changing it replaces the cluster.",
+				Optional: true,
+				Attributes: map[string]schema.Attribute{
+					"min_bus_bandwidth_gbps": schema.Float64Attribute{
+						MarkdownDescription: "The lowest acceptable average bus bandwidth, in GB/s, as `all_reduce_perf` reports it " +
+							"(`Avg bus bandwidth`). More than 0.",
+						Required:   true,
+						Validators: []validator.Float64{positiveBandwidth{}},
+					},
+				},
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+			},
+			"replace_when_unhealthy": schema.BoolAttribute{
+				MarkdownDescription: "Replace a `ready` cluster when the health check of any node (run on every refresh, see " +
+					"`node[*].health`) finds it unhealthy: the plan replaces the whole cluster (a cluster is one order at its cloud; " +
+					"no cloud's cluster mechanism swaps one node) and says why. Default `false`: the plan names the unhealthy nodes " +
+					"and changes nothing. A node that cannot be reached is `unknown`, never replaced for that.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+			},
+			"offer_id": keptString("The chosen cluster offer, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>` (the price is " +
+				"the whole cluster's), chosen at plan time."),
+			"price_usd_per_hour": schema.Float64Attribute{
+				MarkdownDescription: "The price the cloud bills for the whole cluster (every node), in US dollars per hour, exact; " +
+					"`max_price_per_hour` caps it. The plan shows the quoted price; the next refresh records what the cloud bills.",
+				Computed:      true,
+				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+			},
+			"cloud_cluster_id": keptString("The cloud's own identifier of the cluster (what `terraform import` takes after `<cloud>/`)."),
+			"status": keptString("hydra's status of the cluster: `pending`, `running`, `provisioning`, `ready`, `terminated` or " +
+				"`error`. `ready` only when every node is `ready` and the cluster check passed: every node reaches every other " +
+				"over the private network, the fabric's ports are up where a fabric is promised, and `nccl_check`'s floor is met " +
+				"when set."),
+			"node": schema.ListNestedAttribute{
+				MarkdownDescription: "The cluster's nodes, in order (node 1 first). (`nodes` is their number; this list is named " +
+					"`node` so the two do not clash.)",
+				Computed:      true,
+				PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"id":         schema.StringAttribute{MarkdownDescription: "The cloud's own identifier of the node.", Computed: true},
+					"name":       schema.StringAttribute{MarkdownDescription: "The node's cloud-side name, `<id>-<i>`.", Computed: true},
+					"ssh_host":   schema.StringAttribute{MarkdownDescription: "Address to reach the node over SSH.", Computed: true},
+					"ssh_port":   schema.Int64Attribute{MarkdownDescription: "SSH port of the node.", Computed: true},
+					"ssh_user":   schema.StringAttribute{MarkdownDescription: "SSH login user of the node.", Computed: true},
+					"private_ip": schema.StringAttribute{MarkdownDescription: "The node's address on the cluster's private network.", Computed: true},
+					"host_key":   schema.StringAttribute{MarkdownDescription: "The node's SSH host key, pinned.", Computed: true},
+					"status":     schema.StringAttribute{MarkdownDescription: "hydra's status of the node (as a machine's `status`).", Computed: true},
+					"health": schema.StringAttribute{MarkdownDescription: "The node's GPU health as last read: `healthy`, `unhealthy` or " +
+						"`unknown`; null with provisioning off.", Computed: true},
+				}},
+			},
+			"hostfile": keptString("One line per node, `<private_ip> slots=<gpu_count>` (Open MPI's hostfile format), node 1 " +
+				"first: write it to a file for `mpirun --hostfile`, or take the first line's address as `torchrun`'s " +
+				"`--master_addr`."),
+			"nccl_env": schema.MapAttribute{
+				MarkdownDescription: "Environment variables the cloud's fabric needs for NCCL (for example `NCCL_IB_PKEY` where " +
+					"the cloud partitions InfiniBand per cluster); empty where it needs none. Export them in every process of the job.",
+				Computed:      true,
+				ElementType:   types.StringType,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"nccl_bus_bandwidth_gbps": schema.Float64Attribute{
+				MarkdownDescription: "The average bus bandwidth `nccl_check` measured at creation, in GB/s; null without `nccl_check`.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
+				CreateDescription: "How long apply may take to order the cluster and take every node to `ready` and through the " +
+					"cluster check, as a Go duration. Default `\"120m\"`. A create that runs out keeps the cluster in state, " +
+					"tainted, so it is replaced and never forgotten.",
+				UpdateDescription: "How long an in-place update (provisioning resumed or run again on every node) may take, as a " +
+					"Go duration. Default `\"60m\"`.",
+				DeleteDescription: "How long destroy waits (drain included) for the cloud to say every node is gone, as a Go " +
+					"duration. Default `\"30m\"`.",
+			}),
+		}),
+	}
+}
+
+// clusterNodes accepts 2 nodes or more.
+type clusterNodes struct{}
+
+func (clusterNodes) Description(context.Context) string { return "at least 2" }
+
+func (v clusterNodes) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (clusterNodes) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if n := req.ConfigValue.ValueInt64(); n < 2 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid number of nodes",
+			fmt.Sprintf("%s is %d; a cluster has at least 2 nodes. For one machine, use a hydra_gpu_instance.", req.Path, n))
+	}
+}
+
+// positiveBandwidth accepts a bandwidth above 0.
+type positiveBandwidth struct{}
+
+func (positiveBandwidth) Description(context.Context) string { return "more than 0 (GB/s)" }
+
+func (v positiveBandwidth) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (positiveBandwidth) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if f := req.ConfigValue.ValueFloat64(); !(f > 0) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid bus bandwidth",
+			fmt.Sprintf("%s is %g; it must be more than 0, in GB/s as all_reduce_perf reports \"Avg bus bandwidth\" (for example 100). "+
+				"To skip the NCCL check, leave nccl_check out.", req.Path, f))
+	}
+}

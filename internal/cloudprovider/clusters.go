@@ -22,11 +22,17 @@ const (
 )
 
 // ClusterOffer is a cluster a cloud can rent now: Nodes machines of Offer's shape on Interconnect.
-// Offer.PricePerHour is the price of the whole cluster.
+// Offer.PricePerHour is the price of the whole cluster (of Nodes nodes).
 type ClusterOffer struct {
 	Offer
+	// Nodes is how many nodes the cluster has; where PricePerNode is above 0, the most nodes one cluster
+	// of the offer can have now.
 	Nodes        int
 	Interconnect Interconnect
+	// PricePerNode, when above 0, says the cloud rents the offer with any count of nodes from 1 to
+	// Nodes, at this price per node (n nodes cost n × PricePerNode); a request asks for its count in
+	// ClusterRequest.Offer.Nodes. 0 says the cloud rents exactly Nodes (a fixed cluster type).
+	PricePerNode money.USD
 }
 
 // ClusterRequest asks a backend to start one cluster from a cluster offer.

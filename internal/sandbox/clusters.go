@@ -102,9 +102,9 @@ func (e *CatalogEntry) clusterNodes() int {
 // ClusterOffers lists, for every machine offer (Offers), a cluster offer of interconnect any and, where
 // the catalog entry has a fabric, one of interconnect fabric (Details["fabric"] names it). Nodes is the
 // capacity: the most nodes one cluster can have now (the entry's stock, Offer.Available as in Offers,
-// bounded by its max_cluster_nodes); a create may ask for any count from 1 to Nodes. PricePerHour is
-// the price of those Nodes nodes (Nodes × one node's price, exact), Details["price_per_node"] one
-// node's. An entry out of stock is offered with Nodes 0, Ineligible.
+// bounded by its max_cluster_nodes); a create may ask for any count from 1 to Nodes. PricePerNode (and
+// Details["price_per_node"]) is one node's price, PricePerHour that of Nodes nodes (exact). An entry
+// out of stock is offered with Nodes 0, Ineligible.
 func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOffer, error) {
 	offers, entries, err := b.offers(ctx)
 	if err != nil {
@@ -119,7 +119,7 @@ func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOff
 			interconnects = append(interconnects, cloudprovider.InterconnectFabric)
 		}
 		for _, ic := range interconnects {
-			co := cloudprovider.ClusterOffer{Offer: o, Nodes: nodes, Interconnect: ic}
+			co := cloudprovider.ClusterOffer{Offer: o, Nodes: nodes, Interconnect: ic, PricePerNode: o.PricePerHour}
 			co.PricePerHour = o.PricePerHour * money.USD(nodes)
 			co.Details = map[string]string{"gpu": e.GPU, "price_per_node": o.PricePerHour.String()}
 			if ic == cloudprovider.InterconnectFabric {

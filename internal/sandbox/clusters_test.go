@@ -99,7 +99,7 @@ func TestClusterOffers(t *testing.T) {
 					unit = money.MustFromFloat(21.12)
 				}
 				if o.Nodes != tc.wantNodes || o.Available != tc.wantAvail || o.PricePerHour != unit*money.USD(tc.wantNodes) ||
-					o.Details["price_per_node"] != unit.String() || o.GPUType != "h100" || o.GPUCount != 8 {
+					o.PricePerNode != unit || o.Details["price_per_node"] != unit.String() || o.GPUType != "h100" || o.GPUCount != 8 {
 					t.Errorf("%s offer: nodes %d, available %d, price %s, details %v; want %d nodes, available %d, %d x %s",
 						o.Interconnect, o.Nodes, o.Available, o.PricePerHour, o.Details, tc.wantNodes, tc.wantAvail, tc.wantNodes, unit)
 				}

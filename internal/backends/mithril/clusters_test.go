@@ -2,6 +2,7 @@ package mithril
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // clusterOffer reads the cluster offers and returns one auction's.
@@ -275,5 +277,64 @@ func TestCreateClusterRefuses(t *testing.T) {
 	}
 	if n := e.emu.CreateCount(); n != 0 {
 		t.Errorf("%d bids placed", n)
+	}
+}
+
+// Interrupted creates make one bid: a lost answer is settled by looking the name up, concurrent
+// creates of one name wait for each other, and a later create of the resource cancels its earlier
+// cluster bid whose machines were preempted.
+func TestCreateClusterOnce(t *testing.T) {
+	e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
+	ctx := t.Context()
+	pool := backendtest.Pool(t, CloudName)
+	o := sized(clusterOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x"), 2)
+	req := func(token string) cloudprovider.ClusterRequest {
+		owner := cloudprovider.Ownership{Resource: "once", Token: token}
+		return cloudprovider.ClusterRequest{Name: cloudprovider.CloudName(pool, "once", token), Pool: pool, Offer: o, Owner: owner}
+	}
+	first := req(cloudprovider.OwnerToken("once", 0))
+	if err := e.emu.SetFaults(simulation.Faults{LoseCreateResponses: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.backend.CreateCluster(ctx, first)
+	if err != nil || c.Name != first.Name || e.emu.CreateCount() != 1 {
+		t.Fatalf("create with its answer lost: %+v %v, %d bids placed", c, err, e.emu.CreateCount())
+	}
+	var wg sync.WaitGroup
+	ids := make([]string, 4)
+	for i := range ids {
+		wg.Go(func() {
+			got, err := e.backend.CreateCluster(ctx, first)
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = got.ID
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != c.ID {
+			t.Errorf("concurrent creates: %v, want all %s", ids, c.ID)
+			break
+		}
+	}
+	// Preempted and its window over: the bid is Open again, its machines gone. The next generation's
+	// create cancels it before placing its own.
+	if err := e.emu.SetOwnFaults(emu.OwnFaults{Preemptions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	if got, _ := e.backend.GetCluster(ctx, c.ID); got.Status != cloudprovider.StatusError {
+		t.Fatalf("preempted: %+v", got)
+	}
+	next, err := e.backend.CreateCluster(ctx, req(cloudprovider.OwnerToken("once", 1)))
+	if err != nil || next.ID == c.ID {
+		t.Fatalf("next create: %+v %v", next, err)
+	}
+	if b := bidOf(t, e, c.ID); b.Status != "Terminated" {
+		t.Errorf("the preempted bid: %+v", b)
+	}
+	if live := e.emu.LiveBids(); len(live) != 1 || live[0].FID != next.ID || e.emu.CreateCount() != 2 {
+		t.Errorf("live bids %+v, %d placed", live, e.emu.CreateCount())
 	}
 }

@@ -226,6 +226,7 @@ func (b *Backend) toInstance(i Instance) cloudprovider.Instance {
 		Hardware:     b.instanceHardware(i),
 		PricePerHour: usd(i.PricePerHour),
 		Status:       st, CloudStatus: i.Status, SSH: ssh, HostKey: strings.TrimSpace(i.HostKey), CreatedAt: i.CreatedAt,
+		Cluster: i.ClusterID,
 	}
 	if st == cloudprovider.StatusError {
 		inst.Message = i.StatusMessage

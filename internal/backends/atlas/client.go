@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -69,31 +68,11 @@ func (c *Client) REST() *restclient.Client { return c.rc }
 // OfferEntry is one entry of GET /v1/offers (the wire type the emulator shares).
 type OfferEntry = atlasapi.Offer
 
-// SSH is where an instance accepts SSH.
-type SSH struct {
-	Host string `json:"host"`
-	Port int    `json:"port"`
-	User string `json:"user"`
-}
-
-// Instance is an Atlas instance.
-type Instance struct {
-	ID            string  `json:"id"`
-	Name          string  `json:"name"`
-	Status        string  `json:"status"`
-	StatusMessage string  `json:"status_message"`
-	InstanceType  string  `json:"instance_type"`
-	Region        string  `json:"region"`
-	GPUModel      string  `json:"gpu_model"`
-	GPUCount      int     `json:"gpu_count"`
-	PricePerHour  float64 `json:"price_per_hour"`
-	// Labels are the instance's labels ({} when none).
-	Labels    map[string]string `json:"labels"`
-	SSH       *SSH              `json:"ssh"`
-	HostKey   string            `json:"host_key"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
-}
+// SSH is where an instance accepts SSH; Instance is an Atlas instance (atlasapi's shapes).
+type (
+	SSH      = atlasapi.SSH
+	Instance = atlasapi.Instance
+)
 
 // ErrorBody is every error answer: {"error":{"code","message"}}, plus the existing instance on a 409.
 type ErrorBody struct {

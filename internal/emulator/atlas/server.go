@@ -1,6 +1,7 @@
 // Package atlas is a local emulator of the Atlas API v1 (internal/backends/atlas/API.md): offers,
 // instances (create idempotent by name with 409 already_exists, a price cap, labels; get, list by name
-// prefix with page tokens, label updates, delete) and {"error":{"code","message"}} errors.
+// prefix with page tokens, label updates, delete), clusters placed whole or not at all on a fabric pod
+// or a region's network (clusters.go), and {"error":{"code","message"}} errors.
 //
 // Instance status follows wall-clock timestamps kept in the state (created_at + boot duration), so it
 // survives restarts; with Options.StateDir the whole cloud lives in a JSON file shared by processes.
@@ -74,6 +75,11 @@ type Options struct {
 	HostKey string
 	// MaxLimit is the largest list page (default 500).
 	MaxLimit int
+	// Fabrics are the InfiniBand pods whose nodes only clusters get (default DefaultFabrics()).
+	Fabrics []Fabric
+	// PrivateNet is the first two octets of the nodes' private addresses, <PrivateNet>.<cluster>.<node>
+	// (default "10.40"; "127.100" gives loopback addresses a local sshd can listen on).
+	PrivateNet string
 }
 
 // Faults are the armed faults: the shared vocabulary every emulator understands (simulation.Faults) and
@@ -104,6 +110,9 @@ type instRec struct {
 	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
 	// Labels are the instance's labels (API.md), as the client set them.
 	Labels map[string]string `json:"labels,omitempty"`
+	// ClusterID and PrivateIP are set on a cluster's nodes (clusters.go).
+	ClusterID string `json:"cluster_id,omitempty"`
+	PrivateIP string `json:"private_ip,omitempty"`
 }
 
 type state struct {
@@ -111,6 +120,10 @@ type state struct {
 	Instances   []*instRec `json:"instances"`
 	Faults      Faults     `json:"faults"`
 	CreateCount int        `json:"create_count"`
+	// Fabrics, Clusters and ClusterSeq are the clusters' part of the cloud (clusters.go).
+	Fabrics    []Fabric      `json:"fabrics"`
+	Clusters   []*clusterRec `json:"clusters"`
+	ClusterSeq int           `json:"cluster_seq"`
 }
 
 // Server is the emulator; it is an http.Handler serving the API and, under emukit.AdminPath, the
@@ -135,10 +148,13 @@ func New(opts Options) *Server {
 	opts.SSH = opts.SSH.WithDefaults("ubuntu")
 	opts.HostKey = cmp.Or(opts.HostKey, DefaultHostKey)
 	opts.MaxLimit = emukit.Positive(opts.MaxLimit, 500)
+	opts.Fabrics = emukit.Seed(opts.Fabrics, DefaultFabrics)
+	opts.PrivateNet = cmp.Or(opts.PrivateNet, "10.40")
 	catalog := append([]Offer(nil), opts.Catalog...)
+	fabrics := append([]Fabric(nil), opts.Fabrics...)
 	s := &Server{opts: opts}
 	s.SeededServer = emukit.NewSeededServer(opts.StateDir, func() *state {
-		return &state{Catalog: append([]Offer(nil), catalog...)}
+		return &state{Catalog: append([]Offer(nil), catalog...), Fabrics: append([]Fabric(nil), fabrics...)}
 	}, func(st *state) *simulation.Faults { return &st.Faults.Faults },
 		func(st *state) (int, []simulation.Machine) {
 			return st.CreateCount, emukit.LiveMachines(st.Instances, func(in *instRec) (simulation.Machine, bool) {
@@ -242,7 +258,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			http.MethodPatch:  func() { s.patch(w, r, id) },
 			http.MethodDelete: func() { s.delete(w, id) },
 		}, func() { apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed") })
-	case path == "/v1/offers" || path == "/v1/instances":
+	case path == "/v1/cluster-offers" && r.Method == http.MethodGet:
+		s.clusterOffers(w)
+	case path == "/v1/clusters" && r.Method == http.MethodGet:
+		s.listClusters(w, r)
+	case path == "/v1/clusters" && r.Method == http.MethodPost:
+		s.createCluster(w, r)
+	case strings.HasPrefix(path, "/v1/clusters/") && !strings.Contains(strings.TrimPrefix(path, "/v1/clusters/"), "/"):
+		id := strings.TrimPrefix(path, "/v1/clusters/")
+		emukit.ByMethod(r.Method, map[string]func(){
+			http.MethodGet:    func() { s.getCluster(w, id) },
+			http.MethodDelete: func() { s.deleteCluster(w, id) },
+		}, func() { apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed") })
+	case path == "/v1/offers" || path == "/v1/instances" || path == "/v1/clusters":
 		apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed")
 	default:
 		apiError(w, http.StatusNotFound, "not_found", "no such endpoint")
@@ -315,12 +343,16 @@ func (s *Server) render(in *instRec, now time.Time) map[string]any {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	return map[string]any{
+	out := map[string]any{
 		"id": in.ID, "name": in.Name, "status": st, "status_message": msg,
 		"instance_type": in.InstanceType, "region": in.Region, "gpu_model": in.GPUModel, "gpu_count": in.GPUCount,
 		"price_per_hour": in.Price, "labels": labels, "ssh": ssh, "host_key": hostKey,
 		"created_at": in.CreatedAt.UTC().Format(time.RFC3339), "updated_at": updated.UTC().Format(time.RFC3339),
 	}
+	if in.ClusterID != "" {
+		out["cluster_id"], out["private_ip"] = in.ClusterID, in.PrivateIP
+	}
+	return out
 }
 
 func (s *Server) find(st *state, id string) *instRec {
@@ -356,23 +388,9 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > s.opts.MaxLimit {
-			apiError(w, http.StatusBadRequest, "invalid", fmt.Sprintf("limit must be between 1 and %d", s.opts.MaxLimit))
-			return
-		}
-		limit = n
-	}
-	start := 0
-	if v := q.Get("page_token"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			apiError(w, http.StatusBadRequest, "invalid", "bad page_token")
-			return
-		}
-		start = n
+	start, limit, ok := s.paging(w, q)
+	if !ok {
+		return
 	}
 	prefix, withTerminated := q.Get("name_prefix"), q.Get("include_terminated") == "true"
 	now := s.opts.Now()
@@ -452,22 +470,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	case !nameRE.MatchString(b.Name):
 		apiError(w, http.StatusBadRequest, "invalid", "name must be 1-63 lower-case letters, digits and '-', starting with a letter")
 		return
-	case len(b.SSHPublicKeys) == 0:
-		apiError(w, http.StatusBadRequest, "invalid", "ssh_public_keys: at least one key is required")
-		return
 	case b.MaxPricePerHour < 0:
 		apiError(w, http.StatusBadRequest, "invalid", "max_price_per_hour must not be negative")
 		return
 	}
-	if msg := checkLabels(b.Labels); msg != "" {
+	if msg := cmp.Or(checkKeys(b.SSHPublicKeys), checkLabels(b.Labels)); msg != "" {
 		apiError(w, http.StatusBadRequest, "invalid", msg)
 		return
-	}
-	for _, k := range b.SSHPublicKeys {
-		if f := strings.Fields(k); len(f) < 2 || !strings.HasPrefix(f[0], "ssh-") && !strings.HasPrefix(f[0], "ecdsa-") && !strings.HasPrefix(f[0], "sk-") {
-			apiError(w, http.StatusBadRequest, "invalid", "ssh_public_keys: not an authorized_keys line")
-			return
-		}
 	}
 	now := s.opts.Now()
 	var (
@@ -522,18 +531,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		st.CreateCount++
 		return nil
 	})
-	switch {
-	case err != nil:
-		apiError(w, http.StatusInternalServerError, "internal", err.Error())
-	case existing != nil:
-		writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}, "instance": existing})
-	case status != 0:
-		apiError(w, status, code, msg)
-	case lost:
-		apiError(w, http.StatusServiceUnavailable, "unavailable", "upstream timeout")
-	default:
-		writeJSON(w, http.StatusCreated, s.render(rec, now))
+	var have, created any
+	if existing != nil {
+		have = existing
 	}
+	if rec != nil {
+		created = s.render(rec, now)
+	}
+	answerCreate(w, err, status, code, msg, "instance", have, lost, created)
 }
 
 // patch merges labels into an instance's (API.md "Update labels").
@@ -593,7 +598,10 @@ var errInvalid = errors.New("invalid")
 
 func (s *Server) delete(w http.ResponseWriter, id string) {
 	now := s.opts.Now()
-	var out map[string]any
+	var (
+		out       map[string]any
+		inCluster string
+	)
 	_ = s.Store.With(true, func(st *state) error {
 		in := s.find(st, id)
 		if in == nil {
@@ -606,6 +614,10 @@ func (s *Server) delete(w http.ResponseWriter, id string) {
 			out = s.render(in, now)
 			return nil
 		}
+		if in.ClusterID != "" {
+			inCluster = in.ClusterID
+			return nil
+		}
 		t := now.UTC()
 		in.DeletedAt = &t
 		for i := range st.Catalog {
@@ -616,5 +628,9 @@ func (s *Server) delete(w http.ResponseWriter, id string) {
 		out = s.render(in, now)
 		return nil
 	})
+	if inCluster != "" {
+		apiError(w, http.StatusConflict, "in_cluster", fmt.Sprintf("instance %s is a node of cluster %s; delete the cluster", id, inCluster))
+		return
+	}
 	answerInstance(w, id, http.StatusAccepted, out)
 }

@@ -3,6 +3,8 @@
 // never drift apart.
 package atlasapi
 
+import "time"
+
 // Offer is one entry of GET /v1/offers: an instance type in a region with its list price and how many
 // instances can start now.
 type Offer struct {
@@ -30,4 +32,33 @@ type CreateRequest struct {
 	// MaxPricePerHour caps the list price (0: no cap); above it Atlas answers 422 price_above_max and
 	// creates nothing.
 	MaxPricePerHour float64 `json:"max_price_per_hour,omitempty"`
+}
+
+// SSH is where an instance accepts SSH.
+type SSH struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	User string `json:"user"`
+}
+
+// Instance is an Atlas instance (GET /v1/instances/{id}). A node of a cluster names its cluster
+// (ClusterID) and has its address on the cluster's network (PrivateIP); both are empty otherwise.
+type Instance struct {
+	ID            string  `json:"id"`
+	Name          string  `json:"name"`
+	Status        string  `json:"status"`
+	StatusMessage string  `json:"status_message"`
+	InstanceType  string  `json:"instance_type"`
+	Region        string  `json:"region"`
+	GPUModel      string  `json:"gpu_model"`
+	GPUCount      int     `json:"gpu_count"`
+	PricePerHour  float64 `json:"price_per_hour"`
+	// Labels are the instance's labels ({} when none).
+	Labels    map[string]string `json:"labels"`
+	SSH       *SSH              `json:"ssh"`
+	HostKey   string            `json:"host_key"`
+	ClusterID string            `json:"cluster_id,omitempty"`
+	PrivateIP string            `json:"private_ip,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
 }

@@ -1,0 +1,241 @@
+package atlas
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+)
+
+// Details keys a cluster offer carries.
+const (
+	DetailFabric       = "fabric"
+	DetailInterconnect = "interconnect"
+)
+
+var _ cloudprovider.ClusterBackend = (*Backend)(nil)
+
+// ClusterOffers returns GET /v1/cluster-offers.
+func (c *Client) ClusterOffers(ctx context.Context) ([]atlasapi.ClusterOffer, error) {
+	var out struct {
+		ClusterOffers []atlasapi.ClusterOffer `json:"cluster_offers"`
+	}
+	err := c.doJSON(ctx, "listing cluster offers", restclient.Request{Method: http.MethodGet, Path: "/v1/cluster-offers"}, &out)
+	return out.ClusterOffers, err
+}
+
+// CreateCluster orders a cluster. It is idempotent by name on Atlas, so it is retried like a read, and
+// a 409 already_exists returns the existing cluster with existed = true.
+func (c *Client) CreateCluster(ctx context.Context, req atlasapi.CreateClusterRequest) (cl atlasapi.Cluster, existed bool, err error) {
+	const op = "creating cluster"
+	resp, err := c.rc.Do(ctx, restclient.Request{Method: http.MethodPost, Path: "/v1/clusters", Body: req})
+	if err != nil {
+		var he *restclient.HTTPError
+		if errors.As(err, &he) && he.Status == http.StatusConflict {
+			var body struct {
+				Cluster *atlasapi.Cluster `json:"cluster"`
+			}
+			if json.Unmarshal(he.Body, &body) == nil && body.Cluster != nil && body.Cluster.ID != "" {
+				return *body.Cluster, true, nil
+			}
+		}
+		return atlasapi.Cluster{}, false, classify(op, err)
+	}
+	if err := json.Unmarshal(resp.Body, &cl); err != nil || cl.ID == "" {
+		return atlasapi.Cluster{}, false, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "unexpected answer: %.200s", resp.Body)
+	}
+	return cl, false, nil
+}
+
+// Cluster returns one cluster; an unknown id is an ErrNotFound error.
+func (c *Client) Cluster(ctx context.Context, id string) (atlasapi.Cluster, error) {
+	var out atlasapi.Cluster
+	err := c.doJSON(ctx, "reading cluster", restclient.Request{Method: http.MethodGet, Path: "/v1/clusters/" + url.PathEscape(id)}, &out)
+	return out, err
+}
+
+// Clusters lists the live clusters whose name starts with prefix, reading every page.
+func (c *Client) Clusters(ctx context.Context, prefix string) ([]atlasapi.Cluster, error) {
+	var all []atlasapi.Cluster
+	token := ""
+	for page := 0; page < 1000; page++ {
+		q := restclient.Query(url.Values{"limit": {strconv.Itoa(c.pageSize)}}, "name_prefix", prefix, "page_token", token)
+		var out atlasapi.ClusterList
+		if err := c.doJSON(ctx, "listing clusters", restclient.Request{Method: http.MethodGet, Path: "/v1/clusters", Query: q}, &out); err != nil {
+			return nil, err
+		}
+		all = append(all, out.Clusters...)
+		if out.NextPageToken == "" || out.NextPageToken == token {
+			return all, nil
+		}
+		token = out.NextPageToken
+	}
+	return nil, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, "listing clusters", "too many pages")
+}
+
+// DeleteCluster starts terminating every node of a cluster.
+func (c *Client) DeleteCluster(ctx context.Context, id string) error {
+	return c.doJSON(ctx, "deleting cluster", restclient.Request{Method: http.MethodDelete, Path: "/v1/clusters/" + url.PathEscape(id)}, nil)
+}
+
+// ClusterOffers lists Atlas's clusters: for every entry of GET /v1/cluster-offers, one offer per node
+// count from 2 to its max_cluster_nodes, priced at the list price times the nodes (ranked with
+// PriceFactor, as machines are), with Available the clusters of that size its free nodes make (0: the
+// entry cannot fill it now; listed so the control plane can say so). A fabric entry's offers promise
+// the fabric; the others are "any".
+func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOffer, error) {
+	entries, err := b.client.ClusterOffers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []cloudprovider.ClusterOffer
+	for _, e := range entries {
+		gpuType := b.inv.GPUType(CloudName, e.GPUModel)
+		if strings.TrimSpace(e.GPUModel) == "" || e.GPUCount < 1 || e.PricePerHour <= 0 || (gpuType != "" && e.GPUCount > b.inv.GPUs[gpuType].MaxCount) {
+			continue
+		}
+		if cur := strings.ToUpper(e.Currency); cur != "" && cur != "USD" {
+			continue
+		}
+		node, err := money.FromFloat(e.PricePerHour)
+		if err != nil {
+			continue
+		}
+		interconnect := cloudprovider.InterconnectAny
+		if e.Interconnect == atlasapi.InterconnectFabric {
+			interconnect = cloudprovider.InterconnectFabric
+		}
+		hw := offerHardware(OfferEntry{GPUModel: e.GPUModel, GPUMemoryGB: e.GPUMemoryGB, VCPUs: e.VCPUs, MemoryGB: e.MemoryGB})
+		for n := 2; n <= e.MaxClusterNodes; n++ {
+			price := node.Times(float64(n))
+			rank := price.Times(b.factor)
+			out = append(out, cloudprovider.ClusterOffer{
+				Offer: cloudprovider.Offer{
+					Cloud: CloudName, Region: e.Region, InstanceType: e.InstanceType, GPUType: gpuType, CloudGPU: e.GPUModel,
+					GPUCount: e.GPUCount, Hardware: hw, PricePerHour: price, RankPrice: rank, Available: max(e.AvailableNodes, 0) / n,
+					Details: map[string]string{DetailRankPrice: rank.String(), DetailGPUModel: e.GPUModel, DetailDiskGB: strconv.Itoa(e.DiskGB),
+						DetailInterconnect: e.Interconnect, DetailFabric: e.Fabric},
+				},
+				Nodes: n, Interconnect: interconnect,
+			})
+		}
+	}
+	return out, nil
+}
+
+// CreateCluster orders req.Offer.Nodes nodes as one cluster named req.Name (Atlas names the nodes
+// <name>-1 ... <name>-N), every node carrying the ownership record as labels. Atlas places a cluster
+// whole or answers 422 no_capacity (ErrCapacity, nothing placed); the cap (req.MaxPricePerHour, the
+// whole cluster's) is sent and enforced by Atlas against the list price (422 price_above_max:
+// ErrCapacity, nothing created). Create is idempotent by name at Atlas (409 with the cluster).
+func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRequest) (cloudprovider.Cluster, error) {
+	const op = "creating cluster"
+	if req.Name == "" || req.Offer.InstanceType == "" || req.Offer.Region == "" || req.Offer.Nodes < 1 {
+		return cloudprovider.Cluster{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "name, instance type, region and nodes are required")
+	}
+	if err := cloudprovider.CheckPriceCap(CloudName, op, req.Offer.InstanceType+" in "+req.Offer.Region, req.Offer.PricePerHour, req.MaxPricePerHour); err != nil {
+		return cloudprovider.Cluster{}, err
+	}
+	interconnect := atlasapi.InterconnectAny
+	if req.Offer.Interconnect == cloudprovider.InterconnectFabric {
+		interconnect = atlasapi.InterconnectFabric
+	}
+	var keys []string
+	for _, k := range req.SSHPublicKeys {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	cl, existed, err := b.client.CreateCluster(ctx, atlasapi.CreateClusterRequest{
+		Name: req.Name, InstanceType: req.Offer.InstanceType, Region: req.Offer.Region, Interconnect: interconnect,
+		NodeCount: req.Offer.Nodes, SSHPublicKeys: keys, Labels: ownerLabels(req.Owner), MaxPricePerHour: req.MaxPricePerHour.Float64(),
+	})
+	if err != nil {
+		return cloudprovider.Cluster{}, err
+	}
+	if existed {
+		b.log.Debug("a cluster with this name already existed; returning it", "name", req.Name, "id", cl.ID)
+	}
+	return b.toCluster(cl), nil
+}
+
+// ownerLabels is the ownership record as Atlas labels (none without a token).
+func ownerLabels(o cloudprovider.Ownership) map[string]string {
+	if o.Token == "" {
+		return nil
+	}
+	labels := map[string]string{}
+	for _, kv := range cloudprovider.OwnerLabels(o) {
+		labels[kv[0]] = kv[1]
+	}
+	return labels
+}
+
+// GetCluster returns one cluster, or ErrNotFound.
+func (b *Backend) GetCluster(ctx context.Context, id string) (cloudprovider.Cluster, error) {
+	cl, err := b.client.Cluster(ctx, id)
+	if err != nil {
+		return cloudprovider.Cluster{}, err
+	}
+	return b.toCluster(cl), nil
+}
+
+// ListClusters returns the live clusters whose name starts with prefix.
+func (b *Backend) ListClusters(ctx context.Context, prefix string) ([]cloudprovider.Cluster, error) {
+	all, err := b.client.Clusters(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []cloudprovider.Cluster
+	for _, cl := range all {
+		if c := b.toCluster(cl); strings.HasPrefix(c.Name, prefix) && c.Status != cloudprovider.StatusTerminated {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// DeleteCluster starts terminating the cluster; one that is terminated or unknown (404) is success.
+func (b *Backend) DeleteCluster(ctx context.Context, id string) error {
+	if err := b.client.DeleteCluster(ctx, id); err != nil && !cloudprovider.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// toCluster maps an Atlas cluster onto hydra's: its nodes as instances (Cluster set, private address
+// kept), running only when Atlas says active and every node runs.
+func (b *Backend) toCluster(cl atlasapi.Cluster) cloudprovider.Cluster {
+	out := cloudprovider.Cluster{ID: cl.ID, Name: cl.Name, Cloud: CloudName, Region: cl.Region, CloudStatus: cl.Status,
+		PricePerHour: usd(cl.PricePerHour), Env: maps.Clone(cl.Env), CreatedAt: cl.CreatedAt}
+	if out.Env == nil {
+		out.Env = map[string]string{}
+	}
+	if o, ok := cloudprovider.OwnerFromLabels(func(k string) (string, bool) { v, ok := cl.Labels[k]; return v, ok }); ok {
+		out.Owner = o
+	}
+	allRunning := len(cl.Nodes) > 0
+	for _, n := range cl.Nodes {
+		node := cloudprovider.ClusterNode{Instance: b.toInstance(n), PrivateIP: n.PrivateIP}
+		node.Cluster = cl.ID
+		allRunning = allRunning && node.Status == cloudprovider.StatusRunning
+		out.Nodes = append(out.Nodes, node)
+	}
+	out.Status = mapStatus(cl.Status, nil)
+	if cl.Status == "active" {
+		out.Status = cloudprovider.StatusPending
+		if allRunning {
+			out.Status = cloudprovider.StatusRunning
+		}
+	}
+	return out
+}

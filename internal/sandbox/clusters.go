@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -396,14 +397,10 @@ func (b *Backend) toCluster(st *state, c *ClusterRecord, now time.Time) (cloudpr
 	out := cloudprovider.Cluster{
 		ID: c.ID, Name: c.Name, Cloud: CloudName, Region: c.Region,
 		PricePerHour: recordPrice(c.PricePerHour) * money.USD(c.Nodes), Owner: c.Owner.contract(), CreatedAt: c.CreatedAt,
-		Env: map[string]string{},
+		Env: maps.Clone(anyEnv),
 	}
-	env := anyEnv
 	if c.Fabric != "" {
-		env = fabricEnv
-	}
-	for k, v := range env {
-		out.Env[k] = v
+		out.Env = maps.Clone(fabricEnv)
 	}
 	for i, inst := range insts {
 		out.Nodes = append(out.Nodes, cloudprovider.ClusterNode{Instance: inst, PrivateIP: recs[i].PrivateAddr})

@@ -299,6 +299,22 @@ func TestClusterFaults(t *testing.T) {
 				t.Fatalf("a cluster with a node terminated on its own: %s (%q)", got.Status, got.Message)
 			}
 		}},
+		{"the cluster deleted outside Terraform", Faults{}, func(t *testing.T, b *Backend, req cloudprovider.ClusterRequest) {
+			c, err := b.CreateCluster(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Vanish(c.ID); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond)
+			if got, err := b.GetCluster(ctx, c.ID); err != nil || got.Status != cloudprovider.StatusTerminated || got.Nodes[2].Status != cloudprovider.StatusTerminated {
+				t.Fatalf("after Vanish: %+v, %v", got, err)
+			}
+			if list, err := b.ListClusters(ctx, ""); err != nil || len(list) != 0 {
+				t.Fatalf("ListClusters after Vanish: %+v, %v", list, err)
+			}
+		}},
 		{"the create's answer is lost", Faults{Faults: simulation.Faults{LoseCreateResponses: 1}}, func(t *testing.T, b *Backend, req cloudprovider.ClusterRequest) {
 			if _, err := b.CreateCluster(ctx, req); cloudprovider.KindOf(err) != cloudprovider.ErrOther || !strings.Contains(err.Error(), "lost") {
 				t.Fatalf("want a lost response, got %v", err)

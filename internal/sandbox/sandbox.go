@@ -923,22 +923,35 @@ func (b *Backend) CreatedCount() (int, error) {
 	return st.Created, err
 }
 
-// Vanish removes an instance as if someone deleted it outside Terraform.
+// Vanish removes an instance, or a cluster with every node of it, as if someone deleted it outside
+// Terraform.
 func (b *Backend) Vanish(id string) error {
 	return b.update(func(st *state, _ *Faults) error {
+		now := time.Now().UTC()
+		gone := func(r *Record) error {
+			if b.cfg.Machines != nil {
+				if err := b.cfg.Machines.Stop(b.machineDir(r.ID)); err != nil {
+					return err
+				}
+			}
+			r.DeletedAt, r.GoneAt = now, now
+			return nil
+		}
+		if c := st.cluster(id); c != nil {
+			for _, r := range st.nodes(id) {
+				if err := gone(r); err != nil {
+					return err
+				}
+			}
+			c.DeletedAt, c.GoneAt = now, now
+			return nil
+		}
 		for _, r := range st.Instances {
 			if r.ID == id {
-				if b.cfg.Machines != nil {
-					if err := b.cfg.Machines.Stop(b.machineDir(id)); err != nil {
-						return err
-					}
-				}
-				now := time.Now().UTC()
-				r.DeletedAt, r.GoneAt = now, now
-				return nil
+				return gone(r)
 			}
 		}
-		return fmt.Errorf("sandbox: no instance %s", id)
+		return fmt.Errorf("sandbox: no instance or cluster %s", id)
 	})
 }
 

@@ -79,9 +79,9 @@ func (cp *ControlPlane) CreateCluster(ctx context.Context, spec ClusterSpec, pla
 		OfferID: offer.ID, Status: string(cloudprovider.StatusPending), PricePerHour: offer.PricePerHour, GPUType: spec.GPUType, GPUCount: spec.GPUCount,
 		Interconnect: offer.Interconnect}
 	rec.observe(c)
-	put := recordSaver(&rec, save)
-	put()
-	err = cp.bringUpCluster(ctx, spec, pm, cb, &rec, c, put)
+	sv := &clusterSaver{rec: &rec, save: save}
+	sv.update(nil)
+	err = cp.bringUpCluster(ctx, spec, pm, cb, c, sv)
 	if ctx.Err() == nil {
 		// The create ends with the state holding the cluster: confirmed, and the intent forgotten.
 		cp.heldCluster(ctx, journal, spec.Name, c)
@@ -102,24 +102,31 @@ func (cp *ControlPlane) ResumeCluster(ctx context.Context, spec ClusterSpec, rec
 		return err
 	}
 	rec.observe(c)
-	return cp.bringUpCluster(ctx, spec, pm, cb, rec, c, recordSaver(rec, save))
+	return cp.bringUpCluster(ctx, spec, pm, cb, c, &clusterSaver{rec: rec, save: save})
 }
 
-// recordSaver returns a save of rec that copies it (nodes and env included) and may be called from
-// several goroutines; nil save saves nothing.
-func recordSaver(rec *ClusterRecord, save func(ClusterRecord)) func() {
-	var mu sync.Mutex
-	return func() {
-		if save == nil {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		cp := *rec
-		cp.Nodes = slices.Clone(rec.Nodes)
-		cp.NCCLEnv = maps.Clone(rec.NCCLEnv)
-		save(cp)
+// clusterSaver hands a record to save after every change, as a copy (nodes and env included); the
+// node bring-ups change it concurrently through update.
+type clusterSaver struct {
+	mu   sync.Mutex
+	rec  *ClusterRecord
+	save func(ClusterRecord)
+}
+
+// update applies change (when not nil) to the record and saves it.
+func (s *clusterSaver) update(change func(*ClusterRecord)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if change != nil {
+		change(s.rec)
 	}
+	if s.save == nil {
+		return
+	}
+	cp := *s.rec
+	cp.Nodes = slices.Clone(s.rec.Nodes)
+	cp.NCCLEnv = maps.Clone(s.rec.NCCLEnv)
+	s.save(cp)
 }
 
 func cmpOr(a, b string) string {
@@ -421,12 +428,13 @@ func nodeRecord(r Record, privateIP string) ClusterNodeRecord {
 
 // bringUpCluster waits until every node of c runs, provisions every node concurrently (BringUp each,
 // so a batching provisioner runs them as one batch) and runs the cluster check.
-func (cp *ControlPlane) bringUpCluster(ctx context.Context, spec ClusterSpec, pm *SinglePoolInstManager, cb cloudprovider.ClusterBackend, rec *ClusterRecord, c cloudprovider.Cluster, put func()) error {
-	var mu sync.Mutex
+func (cp *ControlPlane) bringUpCluster(ctx context.Context, spec ClusterSpec, pm *SinglePoolInstManager, cb cloudprovider.ClusterBackend, c cloudprovider.Cluster, sv *clusterSaver) error {
+	rec := sv.rec
+	put := func() { sv.update(nil) }
 	if p, ok := cp.opts.Provisioner.(cloudprovider.Preparer); ok {
 		p.Prepare()
 	}
-	c, err := cp.waitCluster(ctx, cb, rec, c, &mu, put)
+	c, err := cp.waitCluster(ctx, cb, c, sv)
 	if err != nil {
 		if ctx.Err() == nil {
 			rec.Status = string(cloudprovider.StatusError)
@@ -436,32 +444,36 @@ func (cp *ControlPlane) bringUpCluster(ctx context.Context, spec ClusterSpec, pm
 	}
 	rec.Status = string(cloudprovider.StatusProvisioning)
 	put()
+	// From here until g.Wait the nodes' bring-ups change rec, each through sv.update.
 	var g errgroup.Group // no shared cancellation: every node's attempt ends on its own and is recorded
 	var failed []string
+	type job struct {
+		i  int
+		n  cloudprovider.ClusterNode
+		nr Record
+		ip string
+	}
+	var jobs []job
 	for _, n := range c.Nodes {
-		i := slices.IndexFunc(rec.Nodes, func(r ClusterNodeRecord) bool { return r.Name == n.Name })
-		if i < 0 {
-			continue
+		if i := slices.IndexFunc(rec.Nodes, func(r ClusterNodeRecord) bool { return r.Name == n.Name }); i >= 0 {
+			jobs = append(jobs, job{i, n, rec.Nodes[i].record(), rec.Nodes[i].PrivateIP})
 		}
+	}
+	for _, j := range jobs {
+		i, n, nr, ip := j.i, j.n, j.nr, j.ip
 		g.Go(func() error {
-			mu.Lock()
-			nr := rec.Nodes[i].record()
-			mu.Unlock()
 			nr.Status = cloudprovider.StatusRunning
 			err := cp.BringUp(ctx, &nr, n.Instance, BringUpSpec{Pool: pm.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount, Vars: spec.ProvisioningVars}, func(r Record) {
-				mu.Lock()
-				rec.Nodes[i] = nodeRecord(r, rec.Nodes[i].PrivateIP)
-				mu.Unlock()
-				put()
+				sv.update(func(rec *ClusterRecord) { rec.Nodes[i] = nodeRecord(r, ip) })
 			})
-			mu.Lock()
-			defer mu.Unlock()
-			rec.Nodes[i] = nodeRecord(nr, rec.Nodes[i].PrivateIP)
-			if err == nil {
-				rec.ProvisioningDigest = nr.ProvisioningDigest
-			} else if nr.ProvisioningError != "" {
-				failed = append(failed, nr.ProvisioningError)
-			}
+			sv.update(func(rec *ClusterRecord) {
+				rec.Nodes[i] = nodeRecord(nr, ip)
+				if err == nil {
+					rec.ProvisioningDigest = nr.ProvisioningDigest
+				} else if nr.ProvisioningError != "" {
+					failed = append(failed, nr.ProvisioningError)
+				}
+			})
 			return err
 		})
 	}
@@ -496,7 +508,7 @@ func (cp *ControlPlane) bringUpCluster(ctx context.Context, spec ClusterSpec, pm
 
 // waitCluster polls the cluster until the cloud says every node runs; each change is observed into rec
 // and saved. A cluster that fails, is terminated or disappears ends the wait with an error.
-func (cp *ControlPlane) waitCluster(ctx context.Context, cb cloudprovider.ClusterBackend, rec *ClusterRecord, c cloudprovider.Cluster, mu *sync.Mutex, put func()) (cloudprovider.Cluster, error) {
+func (cp *ControlPlane) waitCluster(ctx context.Context, cb cloudprovider.ClusterBackend, c cloudprovider.Cluster, sv *clusterSaver) (cloudprovider.Cluster, error) {
 	settled := func(c cloudprovider.Cluster) (bool, error) {
 		switch c.Status {
 		case cloudprovider.StatusRunning:
@@ -525,10 +537,7 @@ func (cp *ControlPlane) waitCluster(ctx context.Context, cb cloudprovider.Cluste
 			changed := clusterStatuses(next) != clusterStatuses(c)
 			c = next
 			if changed {
-				mu.Lock()
-				rec.observe(c)
-				mu.Unlock()
-				put()
+				sv.update(func(rec *ClusterRecord) { rec.observe(c) })
 			}
 			return settled(c)
 		})

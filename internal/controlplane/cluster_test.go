@@ -1,0 +1,747 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+)
+
+// fakeClusters is an in-memory cloud with clusters (the sandbox's ClusterBackend is not there yet): all
+// or nothing, idempotent by name, nodes named "<cluster name>-<i>" with private addresses, a cluster
+// pending for pendingReads reads and then running, ownership confirmable per node.
+type fakeClusters struct {
+	*fakeBackend
+	clusterOffers []cloudprovider.ClusterOffer
+	// createErr is returned by the next CreateCluster (nothing is created); lost makes the next one
+	// create the cluster and lose the answer (ErrOther).
+	createErr    error
+	lost         bool
+	pendingReads int
+
+	cmu      sync.Mutex
+	clusters map[string]*cloudprovider.Cluster
+	reads    map[string]int
+	orders   int
+}
+
+func newFakeClusters(cloud string, offers ...cloudprovider.ClusterOffer) *fakeClusters {
+	return &fakeClusters{fakeBackend: &fakeBackend{cloud: cloud}, clusterOffers: offers, clusters: map[string]*cloudprovider.Cluster{}, reads: map[string]int{}}
+}
+
+func (f *fakeClusters) ClusterOffers(context.Context) ([]cloudprovider.ClusterOffer, error) {
+	return slices.Clone(f.clusterOffers), nil
+}
+
+func (f *fakeClusters) CreateCluster(_ context.Context, req cloudprovider.ClusterRequest) (cloudprovider.Cluster, error) {
+	f.cmu.Lock()
+	defer f.cmu.Unlock()
+	for _, c := range f.clusters {
+		if c.Name == req.Name && c.Status != cloudprovider.StatusTerminated {
+			return *c, nil
+		}
+	}
+	if err := f.createErr; err != nil {
+		f.createErr = nil
+		return cloudprovider.Cluster{}, err
+	}
+	if err := cloudprovider.CheckPriceCap(f.cloud, "creating cluster", req.Offer.InstanceType, req.Offer.PricePerHour, req.MaxPricePerHour); err != nil {
+		return cloudprovider.Cluster{}, err
+	}
+	f.orders++
+	id := fmt.Sprintf("%s-c%d", f.cloud, f.orders)
+	c := &cloudprovider.Cluster{ID: id, Name: req.Name, Cloud: f.cloud, Region: req.Offer.Region, Status: cloudprovider.StatusPending,
+		PricePerHour: req.Offer.PricePerHour, Env: map[string]string{"NCCL_IB_PKEY": "1"}, Owner: req.Owner, CreatedAt: time.Now()}
+	for i := 1; i <= req.Offer.Nodes; i++ {
+		c.Nodes = append(c.Nodes, cloudprovider.ClusterNode{PrivateIP: fmt.Sprintf("127.100.%d.%d", f.orders, i), Instance: cloudprovider.Instance{
+			ID: fmt.Sprintf("%s-n%d", id, i), Name: fmt.Sprintf("%s-%d", req.Name, i), Cloud: f.cloud, Region: req.Offer.Region,
+			InstanceType: req.Offer.InstanceType, GPUType: req.Offer.GPUType, GPUCount: req.Offer.GPUCount, Spot: req.Offer.Spot,
+			Status: cloudprovider.StatusPending, Cluster: id, Owner: req.Owner}})
+	}
+	f.clusters[id] = c
+	if f.lost {
+		f.lost = false
+		return cloudprovider.Cluster{}, cloudprovider.Errorf(cloudprovider.ErrOther, f.cloud, "creating cluster", "connection reset")
+	}
+	return *c, nil
+}
+
+// read returns the cluster as the cloud sees it now: running (every node with an address) after
+// pendingReads reads.
+func (f *fakeClusters) read(c *cloudprovider.Cluster) cloudprovider.Cluster {
+	f.reads[c.ID]++
+	if c.Status == cloudprovider.StatusPending && f.reads[c.ID] > f.pendingReads {
+		c.Status = cloudprovider.StatusRunning
+		for i := range c.Nodes {
+			c.Nodes[i].Status = cloudprovider.StatusRunning
+			c.Nodes[i].SSH = &cloudprovider.SSHEndpoint{Host: "127.0.0.1", Port: 2200 + i, User: "root"}
+		}
+	}
+	out := *c
+	out.Nodes = slices.Clone(c.Nodes)
+	return out
+}
+
+func (f *fakeClusters) GetCluster(_ context.Context, id string) (cloudprovider.Cluster, error) {
+	f.cmu.Lock()
+	defer f.cmu.Unlock()
+	c, ok := f.clusters[id]
+	if !ok {
+		return cloudprovider.Cluster{}, cloudprovider.Errorf(cloudprovider.ErrNotFound, f.cloud, "getting cluster", "no cluster %s", id)
+	}
+	return f.read(c), nil
+}
+
+func (f *fakeClusters) ListClusters(_ context.Context, prefix string) ([]cloudprovider.Cluster, error) {
+	f.cmu.Lock()
+	defer f.cmu.Unlock()
+	var out []cloudprovider.Cluster
+	for _, c := range f.clusters {
+		if strings.HasPrefix(c.Name, prefix) {
+			out = append(out, f.read(c))
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeClusters) DeleteCluster(_ context.Context, id string) error {
+	f.cmu.Lock()
+	defer f.cmu.Unlock()
+	if _, ok := f.clusters[id]; !ok {
+		return cloudprovider.Errorf(cloudprovider.ErrNotFound, f.cloud, "deleting cluster", "no cluster %s", id)
+	}
+	delete(f.clusters, id)
+	return nil
+}
+
+func (f *fakeClusters) ConfirmOwnership(_ context.Context, id string) error {
+	f.cmu.Lock()
+	defer f.cmu.Unlock()
+	for _, c := range f.clusters {
+		for i := range c.Nodes {
+			if c.Nodes[i].ID == id {
+				c.Nodes[i].Owner.Confirmed = true
+				return nil
+			}
+		}
+	}
+	return cloudprovider.Errorf(cloudprovider.ErrNotFound, f.cloud, "confirming", "no node %s", id)
+}
+
+// List lists the cloud's machines and its clusters' nodes, as a pool listing does.
+func (f *fakeClusters) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
+	out, _ := f.fakeBackend.List(ctx, prefix)
+	f.cmu.Lock()
+	defer f.cmu.Unlock()
+	for _, c := range f.clusters {
+		for _, n := range f.read(c).Nodes {
+			if strings.HasPrefix(n.Name, prefix) {
+				out = append(out, n.Instance)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeClusters) live() int {
+	f.cmu.Lock()
+	defer f.cmu.Unlock()
+	return len(f.clusters)
+}
+
+func clusterOffer(region, it string, nodes, gpus int, price float64, ic cloudprovider.Interconnect) cloudprovider.ClusterOffer {
+	return cloudprovider.ClusterOffer{Offer: cloudprovider.Offer{Region: region, InstanceType: it, GPUType: "h100", GPUCount: gpus,
+		PricePerHour: usd(price), Available: -1}, Nodes: nodes, Interconnect: ic}
+}
+
+const fabric, anyNet = cloudprovider.InterconnectFabric, cloudprovider.InterconnectAny
+
+func TestClusterOfferIDRoundTrip(t *testing.T) {
+	co := clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric)
+	co.Pool = "sandbox-vm-pool"
+	id := ClusterOfferID(co)
+	if id != "sandbox-vm-pool/eu-1/4xgpu-h100x8/ondemand@40.00" {
+		t.Fatalf("ClusterOfferID = %q", id)
+	}
+	p, err := ParseClusterOfferID(id)
+	if err != nil || p.Pool != co.Pool || p.Region != "eu-1" || p.InstanceType != "gpu-h100x8" || p.Nodes != 4 || p.Spot || p.PricePerHour != usd(40) {
+		t.Fatalf("ParseClusterOfferID(%q) = %+v, %v", id, p, err)
+	}
+	// A machine offer ID is not a cluster offer ID.
+	for _, bad := range []string{"sandbox-vm-pool/eu-1/gpu-h100x8/ondemand@5.00", "p/r/0xt/spot@1", "p/r/04xt/spot@1", "p/r/4x/spot@1", "p/r/4xt/spot"} {
+		if _, err := ParseClusterOfferID(bad); err == nil {
+			t.Errorf("ParseClusterOfferID(%q) accepted it", bad)
+		}
+	}
+}
+
+// clusterClouds is one of each kind of cloud for ranking: a sandbox with fabric clusters, an Atlas
+// whose price factor halves its ranking price, a Verda with clusters on any network only, a Mithril
+// whose region holds at most 2 nodes, and a Lambda without any cluster API.
+func clusterClouds() (sb, atlas, verda, mithril *fakeClusters, lambda *fakeBackend) {
+	sb = newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric), clusterOffer("us-1", "gpu-h100x8", 4, 8, 44, fabric),
+		clusterOffer("eu-1", "gpu-h100x8", 2, 8, 20, fabric))
+	a := clusterOffer("atl-1", "h100.8x", 4, 8, 48, fabric)
+	a.RankPrice = usd(24) // price_factor 0.5: preferred, billed at its list price
+	atlas = newFakeClusters("atlas", a)
+	verda = newFakeClusters("verda", clusterOffer("FIN-01", "8H100.80S", 4, 8, 30, anyNet))
+	mithril = newFakeClusters("mithril", clusterOffer("us-central1-a", "it_h100", 2, 8, 16, fabric))
+	lambda = &fakeBackend{cloud: "lambda", offers: []cloudprovider.Offer{offer("us-east-1", "gpu_8x_h100", 8, 20)}}
+	return
+}
+
+func TestClusterOffersRanking(t *testing.T) {
+	spot := true
+	cases := []struct {
+		name   string
+		spec   ClusterSpec
+		winner string
+		// reasons: what each other cloud's reason contains ("" when it must be absent).
+		reasons map[string]string
+	}{
+		{name: "fabric: Atlas preferred by its price factor", spec: ClusterSpec{},
+			winner: "atlas-vm-pool/atl-1/4xh100.8x/ondemand@48.00",
+			reasons: map[string]string{"sandbox": "cheapest offer 4xgpu-h100x8 in eu-1 costs $40.00/h, $8.00/h less than atlas, which is preferred",
+				"verda": "no fabric", "mithril": "at most 2 nodes in us-central1-a", "lambda": "no cluster API",
+				"atlas-vm-pool/": ""}},
+		{name: "any network: Verda is cheaper", spec: ClusterSpec{Interconnect: anyNet, Clouds: []string{"sandbox", "verda", "mithril", "lambda"}},
+			winner:  "verda-vm-pool/FIN-01/4x8H100.80S/ondemand@30.00",
+			reasons: map[string]string{"sandbox": "costs $40.00/h, $10.00/h more than verda", "mithril": "at most 2 nodes", "lambda": "no cluster API", "atlas": ""}},
+		{name: "price cap on the whole cluster", spec: ClusterSpec{MaxPricePerHour: usd(42), Clouds: []string{"sandbox", "atlas"}},
+			winner: "sandbox-vm-pool/eu-1/4xgpu-h100x8/ondemand@40.00",
+			reasons: map[string]string{"atlas": "cheapest matching cluster costs $48.00/h (4x h100.8x in atl-1), above max_price_per_hour $42.00/h",
+				"sandbox-vm-pool/us-1": ""}},
+		{name: "two nodes", spec: ClusterSpec{Nodes: 2, Clouds: []string{"sandbox", "mithril", "atlas"}},
+			winner:  "mithril-vm-pool/us-central1-a/2xit_h100/ondemand@16.00",
+			reasons: map[string]string{"sandbox": "$4.00/h more than mithril", "atlas": "clusters of 4 nodes, not 2", "verda": ""}},
+		{name: "spot only", spec: ClusterSpec{Spot: &spot, Clouds: []string{"sandbox"}}, winner: "",
+			reasons: map[string]string{"sandbox": "only on-demand clusters of 8x h100 nodes (spot = true asks for spot)"}},
+		{name: "regions", spec: ClusterSpec{Regions: []string{"nowhere"}, Clouds: []string{"sandbox"}}, winner: "",
+			reasons: map[string]string{"sandbox": `no 8x h100 offer in regions "nowhere"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sb, atlas, verda, mithril, lambda := clusterClouds()
+			cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb, atlas, verda, mithril, lambda}, Options{})
+			spec := tc.spec
+			spec.Name, spec.GPUType, spec.GPUCount, spec.Kind = "train", "h100", 8, "vm"
+			if spec.Nodes == 0 {
+				spec.Nodes = 4
+			}
+			plan, err := cp.PlanNewCluster(context.Background(), spec)
+			if tc.winner == "" {
+				var rf *Refusal
+				if !errors.As(err, &rf) {
+					t.Fatalf("PlanNewCluster = %+v, %v; want a refusal", plan, err)
+				}
+				for cloud, want := range tc.reasons {
+					if !strings.Contains(rf.Detail, cloud+": "+want) {
+						t.Errorf("refusal does not say %s: %q:\n%s", cloud, want, rf.Detail)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.OfferID != tc.winner {
+				t.Fatalf("chose %s, want %s (other clouds %v)", plan.OfferID, tc.winner, plan.OtherClouds)
+			}
+			p, _ := ParseClusterOfferID(plan.OfferID)
+			if plan.PricePerHour != p.PricePerHour || plan.Cloud != cp.PoolCloud(p.Pool) || plan.Region != p.Region {
+				t.Errorf("plan %+v does not show its offer", plan)
+			}
+			for key, want := range tc.reasons {
+				got := ""
+				for k, v := range plan.OtherClouds {
+					if strings.HasPrefix(k, key) {
+						got = v
+					}
+				}
+				if want == "" && got != "" || !strings.Contains(got, want) {
+					t.Errorf("other_clouds[%s] = %q, want it to contain %q (all: %v)", key, got, want, plan.OtherClouds)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanNewClusterBudgetCountsTheWholeCluster(t *testing.T) {
+	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, Options{MaxTotalPricePerHour: usd(50)})
+	if err := cp.CountBudget("web", "in state", usd(11)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cp.PlanNewCluster(context.Background(), ClusterSpec{Name: "train", GPUType: "h100", GPUCount: 8, Nodes: 4, Kind: "vm"})
+	var rf *Refusal
+	if !errors.As(err, &rf) || !strings.Contains(rf.Detail, "$51.00/h") || !strings.Contains(rf.Detail, "train (cluster): $40.00/h") {
+		t.Fatalf("a cluster of $40/h with $11/h in state under a $50/h budget: %v", err)
+	}
+}
+
+// clusterProvisioner provisions nodes (each Provision waits until every node of the batch has
+// started, so nodes provisioned one after another never finish) and checks clusters.
+type clusterProvisioner struct {
+	batch   int
+	failOn  string // a node whose provisioning fails
+	checkOK bool
+	busbw   float64
+
+	mu      sync.Mutex
+	started int
+	all     chan struct{}
+	checks  []cloudprovider.ClusterCheckRequest
+}
+
+func newClusterProvisioner(batch int) *clusterProvisioner {
+	return &clusterProvisioner{batch: batch, all: make(chan struct{}), checkOK: true, busbw: 182.5}
+}
+
+func (p *clusterProvisioner) Digest(inventory.Pool, map[string]any) (string, error) { return "d1", nil }
+
+func (p *clusterProvisioner) Provision(ctx context.Context, req cloudprovider.ProvisionRequest) (cloudprovider.ProvisionResult, error) {
+	p.mu.Lock()
+	p.started++
+	if p.started == p.batch {
+		close(p.all)
+	}
+	p.mu.Unlock()
+	select {
+	case <-p.all:
+	case <-ctx.Done():
+		return cloudprovider.ProvisionResult{}, ctx.Err()
+	}
+	if req.Instance.Name == p.failOn {
+		return cloudprovider.ProvisionResult{FailedTask: "gpu health", Message: "nvidia-smi found 7 GPUs"}, &cloudprovider.PermanentError{Err: errors.New("nvidia-smi found 7 GPUs")}
+	}
+	return cloudprovider.ProvisionResult{HostKey: "ssh-ed25519 " + req.Instance.Name}, nil
+}
+
+func (p *clusterProvisioner) CheckCluster(_ context.Context, req cloudprovider.ClusterCheckRequest) (cloudprovider.ClusterCheckResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.checks = append(p.checks, req)
+	if !p.checkOK {
+		return cloudprovider.ClusterCheckResult{FailedNode: req.Nodes[1].Instance.Name, Message: "port 1 of mlx5_0 is Down"}, errors.New("fabric down")
+	}
+	return cloudprovider.ClusterCheckResult{BusBandwidthGBps: p.busbw}, nil
+}
+
+// clusterCP is a control plane over one sandbox with clusters, provisioning through prov.
+func clusterCP(t *testing.T, sb *fakeClusters, prov cloudprovider.Provisioner, opts Options) *ControlPlane {
+	t.Helper()
+	opts.Provisioner, opts.PollInterval, opts.ProvisionBackoff = prov, time.Millisecond, time.Millisecond
+	if opts.Journal.Dir == "" {
+		opts.Journal = Journal{Dir: t.TempDir()}
+	}
+	return New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, opts)
+}
+
+func trainSpec() ClusterSpec {
+	return ClusterSpec{Name: "train", GPUType: "h100", GPUCount: 8, Nodes: 4, Kind: "vm", MinBusBandwidthGBps: 150}
+}
+
+func TestCreateClusterReadyAfterTheCheck(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
+	sb.pendingReads = 2
+	prov := newClusterProvisioner(4)
+	cp := clusterCP(t, sb, prov, Options{})
+	spec := trainSpec()
+	plan, err := cp.PlanNewCluster(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []ClusterRecord
+	rec, err := cp.CreateCluster(ctx, spec, plan, func(r ClusterRecord) { saved = append(saved, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved[0].Status != "pending" || saved[0].CloudClusterID == "" || saved[0].ID != rec.ID {
+		t.Errorf("first save = %+v; want the pending cluster as soon as the cloud accepted it", saved[0])
+	}
+	if rec.Status != "ready" || rec.ProvisioningDigest != "d1" || rec.BusBandwidthGBps != 182.5 || rec.PricePerHour != usd(40) || len(rec.Nodes) != 4 {
+		t.Fatalf("record = %+v", rec)
+	}
+	want := "127.100.1.1 slots=8\n127.100.1.2 slots=8\n127.100.1.3 slots=8\n127.100.1.4 slots=8\n"
+	if rec.Hostfile != want || rec.NCCLEnv["NCCL_IB_PKEY"] != "1" {
+		t.Errorf("hostfile %q, env %v", rec.Hostfile, rec.NCCLEnv)
+	}
+	for i, n := range rec.Nodes {
+		if n.Name != fmt.Sprintf("%s-%d", rec.ID, i+1) || n.Status != "ready" || n.Health != HealthHealthy || n.HostKey != "ssh-ed25519 "+n.Name || n.SSHHost == "" {
+			t.Errorf("node %d = %+v", i, n)
+		}
+	}
+	if len(prov.checks) != 1 {
+		t.Fatalf("%d cluster checks", len(prov.checks))
+	}
+	chk := prov.checks[0]
+	if !chk.Fabric || chk.MinBusBandwidthGBps != 150 || len(chk.Nodes) != 4 || chk.Nodes[3].PrivateIP != "127.100.1.4" || chk.Nodes[0].HostKey == "" || chk.Env["NCCL_IB_PKEY"] != "1" {
+		t.Errorf("check request = %+v", chk)
+	}
+	if sb.live() != 1 || sb.orders != 1 {
+		t.Errorf("%d clusters ordered, %d live", sb.orders, sb.live())
+	}
+	if in, ok, _ := cp.clusterJournal().Get("train"); ok {
+		t.Errorf("the intent outlived the create: %+v", in)
+	}
+	// The nodes are listed as machines of their cluster, held (confirmed at the cloud): never orphans.
+	ms := cp.Machines(ctx, nil)
+	if len(ms.Machines) != 4 || len(ms.Orphans(0)) != 0 {
+		t.Errorf("machines %+v, orphans %+v", ms.Machines, ms.Orphans(0))
+	}
+	for _, m := range ms.Machines {
+		if m.Instance.Cluster != rec.CloudClusterID || m.Resource != "train" || m.Ownership != OwnedConfirmed {
+			t.Errorf("node %s: cluster %q, resource %q, %s", m.Instance.Name, m.Instance.Cluster, m.Resource, m.Ownership)
+		}
+	}
+}
+
+func TestCreateClusterAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
+	atlas := newFakeClusters("atlas", clusterOffer("atl-1", "h100.8x", 4, 8, 52, fabric))
+	sb.createErr = cloudprovider.Errorf(cloudprovider.ErrCapacity, "sandbox", "creating cluster", "eu-1 can start 3 of 4 nodes now")
+	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb, atlas}, Options{CapacityMemory: 30 * time.Minute, Now: func() time.Time { return now },
+		Journal: Journal{Dir: t.TempDir()}, PollInterval: time.Millisecond})
+	spec := trainSpec()
+	spec.MinBusBandwidthGBps = 0
+	plan, err := cp.PlanNewCluster(ctx, spec)
+	if err != nil || plan.Cloud != "sandbox" {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+	var saves int
+	_, err = cp.CreateCluster(ctx, spec, plan, func(ClusterRecord) { saves++ })
+	var ce *ClusterCapacityError
+	if !errors.As(err, &ce) || !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), "nothing stays billed") || ce.Capacity == nil ||
+		len(ce.Capacity.Misses) != 1 || ce.Capacity.Misses[0].OfferID != plan.OfferID || !ce.Capacity.Until.Equal(now.Add(30*time.Minute)) {
+		t.Fatalf("CreateCluster = %v (%+v)", err, ce)
+	}
+	if saves != 0 || sb.live() != 0 {
+		t.Errorf("%d saves, %d clusters live after a capacity error", saves, sb.live())
+	}
+	if _, ok, _ := cp.clusterJournal().Get("train"); ok {
+		t.Error("an intent is left after a create that created nothing")
+	}
+	// The next plan (another process, remembering from the state) skips the offer and says so.
+	cp2 := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb, atlas}, Options{CapacityMemory: 30 * time.Minute, Now: func() time.Time { return now.Add(time.Minute) }})
+	cp2.RememberCapacity(ce.Capacity.Misses)
+	plan2, err := cp2.PlanNewCluster(ctx, spec)
+	if err != nil || plan2.Cloud != "atlas" || len(plan2.Notices) != 1 || !strings.Contains(plan2.Notices[0].Detail, plan.OfferID) ||
+		!strings.Contains(plan2.OtherClouds["sandbox"], "recently ran out of capacity") {
+		t.Fatalf("plan after the miss = %+v, %v", plan2, err)
+	}
+}
+
+func TestCreateClusterFailureKeepsTheCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name, why string
+		prov      func(p *clusterProvisioner)
+	}{
+		{"a node fails provisioning", "nvidia-smi found 7 GPUs", func(p *clusterProvisioner) { p.failOn = "sbx-vm-train--" + cloudprovider.OwnerToken("train", 0) + "-3" }},
+		{"the cluster check fails", "port 1 of mlx5_0 is Down", func(p *clusterProvisioner) { p.checkOK = false }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
+			prov := newClusterProvisioner(4)
+			tc.prov(prov)
+			cp := clusterCP(t, sb, prov, Options{MaxProvisionAttempts: 1})
+			spec := trainSpec()
+			plan, err := cp.PlanNewCluster(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := cp.CreateCluster(ctx, spec, plan, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.why) || rec.Status != "error" || !strings.Contains(rec.ProvisioningError, tc.why) {
+				t.Fatalf("CreateCluster = %+v, %v", rec, err)
+			}
+			if sb.live() != 1 || rec.CloudClusterID == "" {
+				t.Fatalf("the failed cluster is not kept for Terraform to destroy (%d live)", sb.live())
+			}
+			// The next plan provisions it again in place (a failure of hydra's, not the cloud's).
+			ch, err := cp.PlanClusterChange(spec, rec)
+			if err != nil || ch.Change != Reprovision {
+				t.Errorf("PlanClusterChange = %+v, %v", ch, err)
+			}
+		})
+	}
+}
+
+// cancelOnFirst cancels the apply while the first node provisions (Ctrl-C during Ansible).
+type cancelOnFirst struct {
+	*clusterProvisioner
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (p *cancelOnFirst) Provision(ctx context.Context, req cloudprovider.ProvisionRequest) (cloudprovider.ProvisionResult, error) {
+	p.once.Do(p.cancel)
+	<-ctx.Done()
+	return cloudprovider.ProvisionResult{}, ctx.Err()
+}
+
+func TestCreateClusterInterruptedThenResumed(t *testing.T) {
+	cases := []struct {
+		name string
+		// stateKept: the interrupted apply's state holds the cluster (refresh, then resume in place);
+		// otherwise it is lost and the next create adopts the cluster, found through the journal
+		// (same runner) or through its name's derived token (a fresh runner without the journal).
+		stateKept, freshRunner bool
+		// lostAnswer: the interrupt came as the order's answer was lost.
+		lostAnswer bool
+	}{
+		{name: "state kept: resumed in place", stateKept: true},
+		{name: "state lost: adopted through the journal"},
+		{name: "state lost: adopted by a fresh runner through the derived token", freshRunner: true},
+		{name: "answer lost, then adopted", lostAnswer: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
+			sb.lost = tc.lostAnswer
+			journal := Journal{Dir: t.TempDir()}
+			ctx, cancel := context.WithCancel(context.Background())
+			cp := clusterCP(t, sb, &cancelOnFirst{clusterProvisioner: newClusterProvisioner(4), cancel: cancel}, Options{Journal: journal})
+			spec := trainSpec()
+			plan, err := cp.PlanNewCluster(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last ClusterRecord
+			rec, err := cp.CreateCluster(ctx, spec, plan, func(r ClusterRecord) { last = r })
+			if !errors.Is(err, context.Canceled) || last.Status != "provisioning" || last.CloudClusterID == "" || rec.CloudClusterID != last.CloudClusterID {
+				t.Fatalf("interrupted create = %+v, %v (last saved %+v)", rec, err, last)
+			}
+			rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+			defer rcancel()
+			if tc.freshRunner {
+				journal = Journal{Dir: t.TempDir()}
+			}
+			cp2 := clusterCP(t, sb, newClusterProvisioner(4), Options{Journal: journal})
+			if tc.stateKept {
+				found, err := cp2.RefreshCluster(rctx, &last)
+				if !found || err != nil {
+					t.Fatalf("refresh: %v %v", found, err)
+				}
+				ch, err := cp2.PlanClusterChange(spec, last)
+				if err != nil || ch.Change != Reprovision || len(ch.Notices) == 0 || !strings.Contains(ch.Notices[0].Summary, "resumed") {
+					t.Fatalf("PlanClusterChange = %+v, %v", ch, err)
+				}
+				if err := cp2.ResumeCluster(rctx, spec, &last, nil); err != nil {
+					t.Fatal(err)
+				}
+				rec = last
+			} else {
+				plan2, err := cp2.PlanNewCluster(rctx, spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec, err = cp2.CreateCluster(rctx, spec, plan2, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if rec.Status != "ready" || rec.CloudClusterID != last.CloudClusterID || sb.orders != 1 || sb.live() != 1 {
+				t.Fatalf("after the re-apply: %+v; %d ordered, %d live (want the one cluster)", rec, sb.orders, sb.live())
+			}
+			if _, ok, _ := cp2.clusterJournal().Get("train"); ok {
+				t.Error("the intent outlived the re-apply")
+			}
+		})
+	}
+}
+
+func TestCreateClusterDropsALeftoverThatNoLongerFits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric), clusterOffer("eu-1", "gpu-h100x8", 2, 8, 20, fabric))
+	cp := clusterCP(t, sb, newClusterProvisioner(2), Options{})
+	spec := trainSpec()
+	spec.MinBusBandwidthGBps = 0
+	// A 4-node create was cut short before the state kept it; the configuration now asks for 2 nodes.
+	plan4, _ := cp.PlanNewCluster(ctx, spec)
+	p4, _ := ParseClusterOfferID(plan4.OfferID)
+	pm, cb, _ := cp.clusterBackend(p4.Pool)
+	offer4, _ := cp.liveClusterOffer(ctx, pm, p4, spec)
+	if _, err := cp.orderCluster(ctx, cp.clusterJournal(), spec, pm, cb, offer4); err != nil {
+		t.Fatal(err)
+	}
+	spec.Nodes = 2
+	plan2, err := cp.PlanNewCluster(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := cp.CreateCluster(ctx, spec, plan2, nil)
+	if err != nil || len(rec.Nodes) != 2 || sb.orders != 2 || sb.live() != 1 {
+		t.Fatalf("CreateCluster = %+v, %v; %d ordered, %d live (want the leftover deleted, one 2-node cluster)", rec, err, sb.orders, sb.live())
+	}
+}
+
+func TestDeleteClusterDrainsExecletsFirst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, kind := range []string{"execlet", "vm"} {
+		t.Run(kind, func(t *testing.T) {
+			sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 3, 8, 30, fabric))
+			in := &lockedInspector{}
+			cp := clusterCP(t, sb, newClusterProvisioner(3), Options{Inspector: in})
+			spec := trainSpec()
+			spec.Kind, spec.Nodes, spec.MinBusBandwidthGBps = kind, 3, 0
+			plan, err := cp.PlanNewCluster(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := cp.CreateCluster(ctx, spec, plan, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.onDrain = func() {
+				if sb.live() != 1 {
+					t.Error("a node was drained after its cluster was deleted")
+				}
+			}
+			if err := cp.DeleteCluster(ctx, rec, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if sb.live() != 0 {
+				t.Error("the cluster is still there")
+			}
+			want := 0
+			if kind == "execlet" {
+				want = 3
+			}
+			if len(in.drained) != want {
+				t.Errorf("drained %v, want %d nodes", in.drained, want)
+			}
+			in.onDrain = nil
+			if err := cp.DeleteCluster(ctx, rec, 0); err != nil {
+				t.Errorf("deleting a gone cluster: %v", err)
+			}
+		})
+	}
+}
+
+// lockedInspector is fakeInspector safe for concurrent drains.
+type lockedInspector struct {
+	mu      sync.Mutex
+	drained []string
+	marker  Marker
+	onDrain func()
+}
+
+func (f *lockedInspector) ProbeHealth(context.Context, cloudprovider.SSHEndpoint, string) (string, error) {
+	return "", nil
+}
+
+func (f *lockedInspector) ReadMarker(context.Context, cloudprovider.SSHEndpoint, string) (Marker, string, error) {
+	if f.marker.Digest == "" {
+		return Marker{}, "", cloudprovider.ErrNoMarker
+	}
+	return f.marker, "ssh-ed25519 SEEN", nil
+}
+
+func (f *lockedInspector) Drain(_ context.Context, inst cloudprovider.Instance, pool inventory.Pool, _ string, _ int, _ string) error {
+	if f.onDrain != nil {
+		f.onDrain()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drained = append(f.drained, inst.Name+"@"+pool.Name)
+	return nil
+}
+
+func TestImportCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 2, 8, 20, fabric))
+	in := &lockedInspector{}
+	cp := clusterCP(t, sb, newClusterProvisioner(2), Options{Inspector: in})
+	spec := trainSpec()
+	spec.Nodes, spec.MinBusBandwidthGBps = 2, 0
+	plan, _ := cp.PlanNewCluster(ctx, spec)
+	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		marker Marker
+		status string
+	}{
+		{"provisioned nodes carry the marker", Marker{Digest: "d1", Playbook: "vm.yml", ProvisionedAt: time.Now()}, "ready"},
+		{"no marker: imported running, provisioned by the next apply", Marker{}, "running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in.marker = tc.marker
+			got, err := cp.ImportCluster(ctx, "sandbox/"+rec.CloudClusterID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ID != rec.ID || got.Name != "train" || got.Pool != "sandbox-vm-pool" || got.Status != tc.status || got.ProvisioningDigest != tc.marker.Digest ||
+				got.OfferID != plan.OfferID || got.Hostfile != rec.Hostfile || len(got.Nodes) != 2 || got.GPUCount != 8 {
+				t.Errorf("ImportCluster = %+v", got)
+			}
+		})
+	}
+	for id, want := range map[string]string{"sandbox": "not <cloud>/<cluster id>", "lambda/x": "not configured", "sandbox/nope": "no cluster nope"} {
+		if _, err := cp.ImportCluster(ctx, id); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ImportCluster(%q) = %v, want %q", id, err, want)
+		}
+	}
+}
+
+func TestPlanClusterChange(t *testing.T) {
+	sb := newFakeClusters("sandbox")
+	cp := clusterCP(t, sb, newClusterProvisioner(1), Options{})
+	ready := ClusterRecord{ID: "sbx-vm-train--abcdefgh", Cloud: "sandbox", Pool: "sandbox-vm-pool", Region: "eu-1", OfferID: "sandbox-vm-pool/eu-1/4xgpu-h100x8/ondemand@40.00",
+		Status: "ready", ProvisioningDigest: "d1", GPUType: "h100", GPUCount: 8, Interconnect: anyNet, PricePerHour: usd(40),
+		Nodes: []ClusterNodeRecord{{Name: "n-1", Health: HealthHealthy}, {Name: "n-2", Health: HealthHealthy}, {Name: "n-3", Health: HealthHealthy}, {Name: "n-4", Health: HealthHealthy}}}
+	on := true
+	cases := []struct {
+		name    string
+		spec    func(*ClusterSpec)
+		rec     func(*ClusterRecord)
+		change  Change
+		because string
+	}{
+		{name: "unchanged", change: Keep},
+		{name: "nodes", spec: func(s *ClusterSpec) { s.Nodes = 8 }, change: Replace, because: "nodes"},
+		{name: "gpu_count", spec: func(s *ClusterSpec) { s.GPUCount = 4 }, change: Replace, because: "gpu_count"},
+		{name: "fabric asked of a cluster without", spec: func(s *ClusterSpec) { s.Interconnect = fabric }, change: Replace, because: "interconnect"},
+		{name: "cloud no longer allowed", spec: func(s *ClusterSpec) { s.Clouds = []string{"verda"} }, change: Replace, because: "clouds"},
+		{name: "region no longer allowed", spec: func(s *ClusterSpec) { s.Regions = []string{"us-1"} }, change: Replace, because: "regions"},
+		{name: "spot asked", spec: func(s *ClusterSpec) { s.Spot = &on }, change: Replace, because: "spot"},
+		{name: "variables changed", spec: func(s *ClusterSpec) { s.ProvisioningVars = map[string]any{"x": 1} }, rec: func(r *ClusterRecord) { r.ProvisioningDigest = "d0" }, change: Reprovision},
+		{name: "variables unknown", spec: func(s *ClusterSpec) { s.ProvisioningVarsUnknown = true }, change: Reprovision},
+		{name: "failed at the cloud", rec: func(r *ClusterRecord) { r.Status = "error" }, change: Replace, because: "status"},
+		{name: "unhealthy node kept", rec: func(r *ClusterRecord) { r.Nodes[2].Health = HealthUnhealthy }, change: Keep},
+		{name: "unhealthy node replaced", spec: func(s *ClusterSpec) { s.ReplaceWhenUnhealthy = true }, rec: func(r *ClusterRecord) { r.Nodes[2].Health = HealthUnhealthy }, change: Replace, because: "health"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := ClusterSpec{Name: "train", GPUType: "h100", GPUCount: 8, Nodes: 4, Kind: "vm", Interconnect: anyNet}
+			rec := ready
+			rec.Nodes = slices.Clone(ready.Nodes)
+			if tc.spec != nil {
+				tc.spec(&spec)
+			}
+			if tc.rec != nil {
+				tc.rec(&rec)
+			}
+			ch, err := cp.PlanClusterChange(spec, rec)
+			if err != nil || ch.Change != tc.change || ch.ReplaceBecause != tc.because {
+				t.Errorf("PlanClusterChange = %+v, %v; want %v because %q", ch, err, tc.change, tc.because)
+			}
+		})
+	}
+}

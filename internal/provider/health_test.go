@@ -134,18 +134,24 @@ func startJob(t *testing.T, machineDir string, endOnDrain bool) *atomic.Bool {
 	return &sawDrain
 }
 
+// checkDrainedThenDestroyed is a CheckDestroy: the execlet *drained watches (startJob's watcher) was
+// asked to drain, and s.checkDestroyed passes.
+func (s *testSandbox) checkDrainedThenDestroyed(t *testing.T, drained **atomic.Bool) resource.TestCheckFunc {
+	return func(st *terraform.State) error {
+		if *drained == nil || !(*drained).Load() {
+			t.Error("the execlet was deleted without being asked to drain")
+		}
+		return s.checkDestroyed(st)
+	}
+}
+
 // A drain that does not finish within drain_timeout never blocks the destroy: the job on the machine
 // never ends, and the destroy goes ahead once the drain has asked it to and the time is up.
 func TestAccGPUInstance_drainTimeout(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	var sawDrain *atomic.Bool
-	accTest(t, func(st *terraform.State) error {
-		if sawDrain == nil || !sawDrain.Load() {
-			t.Error("the execlet was deleted without being asked to drain")
-		}
-		return s.checkDestroyed(st)
-	}, []resource.TestStep{{
+	accTest(t, s.checkDrainedThenDestroyed(t, &sawDrain), []resource.TestStep{{
 		// 25s: time for the drain to ask the agent to stop (a probe and one write) on a loaded machine.
 		Config: execletConfig(s, "stuck", `  drain_timeout = "25s"`),
 		Check: func(*terraform.State) error {
@@ -162,12 +168,7 @@ func TestAccGPUInstance_drainBeforeDelete(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	var oldDrained, newDrained *atomic.Bool
-	accTest(t, func(st *terraform.State) error {
-		if newDrained == nil || !newDrained.Load() {
-			t.Error("the execlet was destroyed without being asked to drain")
-		}
-		return s.checkDestroyed(st)
-	}, []resource.TestStep{{
+	accTest(t, s.checkDrainedThenDestroyed(t, &newDrained), []resource.TestStep{{
 		Config: execletConfig(s, "old", `  drain_timeout = "2m"`),
 		Check: func(*terraform.State) error {
 			oldDrained = startJob(t, s.machineDir(), true)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -156,7 +157,10 @@ func (m *gpuClusterModel) setImported(ctx context.Context, rec controlplane.Clus
 		m.Spot = types.BoolValue(parsed.Spot)
 	}
 	m.OtherClouds, m.ReplaceWhenUnhealthy = types.MapNull(types.StringType), types.BoolValue(false)
-	m.Interconnect, m.GPUType, m.GPUCount = types.StringValue(string(rec.Interconnect)), types.StringValue(rec.GPUType), types.Int64Value(int64(rec.GPUCount))
+	m.GPUType, m.GPUCount = types.StringValue(rec.GPUType), types.Int64Value(int64(rec.GPUCount))
+	// Where the record does not say, the default: PlanClusterChange still replaces a cluster it finds
+	// without the fabric asked for.
+	m.Interconnect = types.StringValue(string(cmp.Or(rec.Interconnect, cloudprovider.InterconnectFabric)))
 	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
 	m.setRecord(ctx, rec, false, diags)
 }

@@ -358,7 +358,7 @@ func (r *gpuClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	}
 	rec := state.record(ctx, &resp.Diagnostics)
 	m.setRecord(ctx, rec, true, &resp.Diagnostics)
-	err := r.resume(ctx, spec, &rec, r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
+	err := r.data.cp.ResumeCluster(ctx, spec, &rec, r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
 	if err == nil {
 		m.setRecord(ctx, rec, true, &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
@@ -367,22 +367,6 @@ func (r *gpuClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	if r.settle(ctx, &m, err, summary, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "cluster ready", map[string]any{"name": rec.ID})
 	}
-}
-
-// clusterResumer is the control plane's ResumeCluster: it takes a cluster a state holds (left short of
-// ready, or with changed playbooks or variables) to ready again in place, calling save at each change.
-type clusterResumer interface {
-	ResumeCluster(ctx context.Context, spec controlplane.ClusterSpec, rec *controlplane.ClusterRecord, save func(controlplane.ClusterRecord)) error
-}
-
-// resume is the control plane's ResumeCluster, where it has one.
-func (r *gpuClusterResource) resume(ctx context.Context, spec controlplane.ClusterSpec, rec *controlplane.ClusterRecord, save func(controlplane.ClusterRecord)) error {
-	cr, ok := any(r.data.cp).(clusterResumer)
-	if !ok {
-		return fmt.Errorf("this build of hydra cannot resume or re-provision a cluster in place (the control plane has no ResumeCluster); " +
-			"`terraform apply -replace` the cluster")
-	}
-	return cr.ResumeCluster(ctx, spec, rec, save)
 }
 
 func (r *gpuClusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

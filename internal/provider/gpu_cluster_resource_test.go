@@ -1,0 +1,265 @@
+package provider
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+)
+
+const clusterResource = "hydra_gpu_cluster.test"
+
+// testNodes is the node count of the clusters the tests rent.
+const testNodes = 4
+
+// clusterConfig is one hydra_gpu_cluster "test" of nodes nodes of gpuCount gpuType GPUs each.
+func clusterConfig(name, gpuType string, gpuCount, nodes int, extra string) string {
+	return fmt.Sprintf(`
+resource "hydra_gpu_cluster" "test" {
+  name      = %q
+  gpu_type  = %q
+  gpu_count = %d
+  nodes     = %d
+%s
+}
+`, name, gpuType, gpuCount, nodes, extra)
+}
+
+// clusterPlanKnown checks that the plan shows the test cluster's attr as a known value.
+func clusterPlanKnown(attr string, want any) plancheck.PlanCheck {
+	return plancheck.ExpectKnownValue(clusterResource, tfjsonpath.New(attr), known(want))
+}
+
+// clusterState checks the test cluster's attr in the state.
+func clusterState(attr string, want any) statecheck.StateCheck {
+	return statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New(attr), known(want))
+}
+
+// hostfileOf matches a hostfile of nodes lines `<private ip> slots=<slots>`, node 1 first: the
+// sandbox's private addresses are 127.100.<cluster>.<node>.
+func hostfileOf(nodes, slots int) knownvalue.Check {
+	var lines []string
+	for i := 1; i <= nodes; i++ {
+		lines = append(lines, fmt.Sprintf(`127\.100\.\d+\.%d slots=%d`, i, slots))
+	}
+	return like(`^` + strings.Join(lines, `\n`) + `\n?$`)
+}
+
+// readyCluster are the state checks of a ready cluster of nodes nodes with slots GPUs each.
+func readyCluster(nodes, slots int) []statecheck.StateCheck {
+	return []statecheck.StateCheck{
+		clusterState("status", "ready"),
+		clusterState("cloud_cluster_id", knownvalue.NotNull()),
+		clusterState("node", knownvalue.ListSizeExact(nodes)),
+		statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(0).AtMapKey("status"), knownvalue.StringExact("ready")),
+		statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(nodes-1).AtMapKey("private_ip"), like(fmt.Sprintf(`^127\.100\.\d+\.%d$`, nodes))),
+		clusterState("hostfile", hostfileOf(nodes, slots)),
+		clusterState("nccl_env", knownvalue.NotNull()),
+	}
+}
+
+// TestAccGPUCluster_basic rents 4 nodes on the sandbox's fabric: the plan shows the cloud, region and
+// whole price as known values; apply takes every node to ready; the plan after is empty; destroy
+// leaves no node.
+func TestAccGPUCluster_basic(t *testing.T) {
+	s := newTestSandbox(t)
+	price := float64(249*testNodes) / 100
+	cfg := s.providerConfig("") + clusterConfig("train", "h100", 1, testNodes, "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: cfg,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionCreate),
+			clusterPlanKnown("cloud", "sandbox"),
+			clusterPlanKnown("pool", "sandbox-vm-pool"),
+			// The only region of the default catalog with a fabric; testNodes x $2.49/h.
+			clusterPlanKnown("region", "sbx-eu-1"),
+			clusterPlanKnown("price_usd_per_hour", price),
+			clusterPlanKnown("offer_id", fmt.Sprintf("sandbox-vm-pool/sbx-eu-1/%dxsbx.h100.1x/ondemand@%s", testNodes, strconv.FormatFloat(price, 'f', 2, 64))),
+			plancheck.ExpectUnknownValue(clusterResource, tfjsonpath.New("id")),
+			plancheck.ExpectUnknownValue(clusterResource, tfjsonpath.New("hostfile")),
+		}},
+		ConfigStateChecks: append(readyCluster(testNodes, 1),
+			clusterState("id", like(`^sbx-vm-train--[a-z2-7]{8}$`)),
+			clusterState("price_usd_per_hour", price),
+			clusterState("interconnect", "fabric"),
+			statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(2).AtMapKey("name"), like(`^sbx-vm-train--[a-z2-7]{8}-3$`)),
+		),
+		Check: s.checkLive(testNodes),
+	}, {
+		Config:           cfg,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+	}})
+}
+
+// TestAccGPUCluster_capacity orders a cluster the cloud cannot fill (its region runs out before the
+// last node): apply fails saying so, and nothing stays billed at the cloud.
+func TestAccGPUCluster_capacity(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + clusterConfig("short", "h100", 1, testNodes, "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		PreConfig:   func() { s.setFaults(sandbox.Faults{PartialClusters: 1}) },
+		Config:      cfg,
+		ExpectError: errorPattern("creating GPU cluster (short)", "cannot deliver every node", "nothing stays billed"),
+		Check:       s.checkLive(0),
+	}, {
+		// The cloud's state: no node is live, though nodes were started.
+		PreConfig: func() {
+			if n := len(s.live()); n != 0 {
+				t.Errorf("%d nodes live at the cloud after the failed create; want 0", n)
+			}
+			if s.created() == 0 {
+				t.Error("the failed create started no node: the fault did not act")
+			}
+		},
+		Config:   cfg,
+		PlanOnly: true,
+		// The capacity record (no cluster) is replaced by the next apply.
+		ExpectNonEmptyPlan: true,
+	}})
+}
+
+// TestAccGPUCluster_import imports a cluster by `<cloud>/<cluster id>`, and refuses a malformed ID
+// with what is accepted.
+func TestAccGPUCluster_import(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + clusterConfig("imp", "h100", 1, testNodes, "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config:            cfg,
+		ConfigStateChecks: readyCluster(testNodes, 1),
+	}, {
+		ResourceName:  clusterResource,
+		Config:        cfg,
+		ImportState:   true,
+		ImportStateId: "sbx-vm-imp",
+		ExpectError:   errorPattern(`"sbx-vm-imp" is not <cloud>/<cluster id>`, "a cluster is imported as <cloud>/<cluster id>"),
+	}, {
+		ResourceName:  clusterResource,
+		Config:        cfg,
+		ImportState:   true,
+		ImportStateId: "aws/c-1",
+		ExpectError:   errorPattern(`starts with "aws", which is not a cloud hydra knows`),
+	}, {
+		ResourceName: clusterResource,
+		Config:       cfg,
+		ImportState:  true,
+		ImportStateIdFunc: func(st *terraform.State) (string, error) {
+			return "sandbox/" + st.RootModule().Resources[clusterResource].Primary.Attributes["cloud_cluster_id"], nil
+		},
+		ImportStateVerify:       true,
+		ImportStateVerifyIgnore: []string{"timeouts", "other_clouds"},
+	}})
+}
+
+// TestAccGPUCluster_planShowsOtherClouds plans a cluster with clouds that have no cluster API beside
+// the sandbox: other_clouds says why each lost.
+func TestAccGPUCluster_planShowsOtherClouds(t *testing.T) {
+	c := newTestClouds(t, nil)
+	s := newTestSandbox(t)
+	provider := strings.Replace(c.providerConfig(t.TempDir(), "upcloud", "primeintellect"), "provider \"hydra\" {\n",
+		fmt.Sprintf("provider \"hydra\" {\n  sandbox {\n    dir       = %q\n    boot_time = \"1s\"\n  }\n", s.sb.Dir()), 1)
+	accTest(t, nil, []resource.TestStep{{
+		Config:             provider + clusterConfig("others", "h100", 1, testNodes, fmt.Sprintf("  ssh_public_keys = [%q]", testSSHKey)),
+		PlanOnly:           true,
+		ExpectNonEmptyPlan: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+			clusterPlanKnown("cloud", "sandbox"),
+			clusterPlanKnown("other_clouds", knownvalue.MapPartial(map[string]knownvalue.Check{
+				"upcloud":        like(`no cluster API`),
+				"primeintellect": like(`no cluster API`),
+			})),
+		}},
+	}})
+	s.noneCreated(t, "a plan")
+}
+
+// TestAccGPUCluster_emulators rents 4 nodes on each cluster-capable emulated cloud (provisioning off),
+// through its own cluster mechanism, and destroys them.
+func TestAccGPUCluster_emulators(t *testing.T) {
+	for _, tc := range []struct{ cloud, extra string }{
+		{"atlas", ""},
+		{"verda", ""},
+		// Mithril's cluster is one spot bid for N instances, on no promised fabric.
+		{"mithril", "  spot = true\n  interconnect = \"any\""},
+	} {
+		t.Run(tc.cloud, func(t *testing.T) {
+			c := newTestClouds(t, nil)
+			cfg := c.providerConfig(t.TempDir(), tc.cloud) + clusterConfig("emu-"+tc.cloud, "h100", 8, testNodes,
+				fmt.Sprintf("  ssh_public_keys = [%q]\n  clouds = [%q]\n%s", testSSHKey, tc.cloud, tc.extra))
+			accTest(t, c.checkEmpty, []resource.TestStep{{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					clusterPlanKnown("cloud", tc.cloud),
+					clusterPlanKnown("price_usd_per_hour", knownvalue.NotNull()),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					clusterState("status", "ready"),
+					clusterState("node", knownvalue.ListSizeExact(testNodes)),
+					clusterState("hostfile", like(fmt.Sprintf(`^([^ \n]+ slots=8\n){%d}[^ \n]+ slots=8\n?$`, testNodes-1))),
+				},
+			}})
+		})
+	}
+}
+
+// TestAccGPUCluster_interruptedCreate interrupts a real `terraform apply` with SIGINT (Ctrl-C) while
+// the nodes boot: the cluster stays in state, resumable and not tainted, and the next apply resumes
+// it in place: 4 nodes ordered in all, ready.
+func TestAccGPUCluster_interruptedCreate(t *testing.T) {
+	s, d := cliTest(t, newCLIDirReattach)
+	d.write(s.providerConfigIn(d.dir, "") + clusterConfig("ctrlc", "h100", 1, testNodes, ""))
+
+	// The nodes boot for 15 s; Ctrl-C arrives once they exist at the cloud.
+	apply, out := d.applyUntilCreated(s, "15s")
+	time.Sleep(time.Second)
+	if err := apply.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = apply.Wait()
+	if !errorPattern("interrupted", "kept in state", "not tainted").MatchString(out.String()) {
+		t.Fatalf("the interrupted create should say the cluster is kept, resumable:\n%s", out.String())
+	}
+	show := d.mustRun("state", "show", clusterResource)
+	if strings.Contains(show, "(tainted)") || statusReady.MatchString(show) {
+		t.Fatalf("after Ctrl-C the cluster must be in state, not ready and not tainted:\n%s", show)
+	}
+	if plan := d.mustRun("plan"); !strings.Contains(plan, "1 to change, 0 to destroy") {
+		t.Fatalf("the next plan must resume the cluster in place:\n%s", plan)
+	}
+	d.mustRun("apply", "-auto-approve")
+	if live, created := len(s.live()), s.created(); live != testNodes || created != testNodes {
+		t.Fatalf("after the resuming apply: %d nodes live, %d created; want %d and %d", live, created, testNodes, testNodes)
+	}
+	if show := d.mustRun("state", "show", clusterResource); !statusReady.MatchString(show) {
+		t.Fatalf("the resumed cluster is not ready:\n%s", show)
+	}
+	d.destroyAll(s)
+}
+
+// TestGPUClusterImportID checks the import ID's form: `<cloud>/<cluster id>`.
+func TestGPUClusterImportID(t *testing.T) {
+	for id, want := range map[string]string{
+		"sandbox/sbx-c-1": "",
+		"verda/8b1c":      "",
+		"sandbox":         "is not <cloud>/<cluster id>",
+		"/c-1":            "is not <cloud>/<cluster id>",
+		"sandbox/":        "is not <cloud>/<cluster id>",
+		"sandbox/a/b":     `has more than one "/"`,
+		"aws/c-1":         `"aws", which is not a cloud hydra knows`,
+	} {
+		got := clusterImportIDProblem(id)
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("clusterImportIDProblem(%q) = %q; want it to contain %q", id, got, want)
+		}
+	}
+}

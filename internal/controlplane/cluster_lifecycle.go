@@ -148,8 +148,10 @@ func (cp *ControlPlane) liveClusterOffer(ctx context.Context, pm *SinglePoolInst
 	if err != nil {
 		return planned, nil //nolint:nilerr // the offers could not be read again: order what was planned
 	}
+	listed := false
 	for _, co := range offers {
-		if co.Region != p.Region || co.InstanceType != p.InstanceType || co.Spot != p.Spot || co.Nodes != p.Nodes ||
+		co, fits := fitNodes(co, p.Nodes)
+		if !fits || co.Region != p.Region || co.InstanceType != p.InstanceType || co.Spot != p.Spot ||
 			(spec.interconnect() == cloudprovider.InterconnectFabric && co.Interconnect != cloudprovider.InterconnectFabric) {
 			continue
 		}
@@ -157,7 +159,10 @@ func (cp *ControlPlane) liveClusterOffer(ctx context.Context, pm *SinglePoolInst
 			return planned, &PriceRoseError{OfferID: id, Planned: p.PricePerHour, Now: co.PricePerHour}
 		}
 		co.ID, co.Cloud, co.Pool = id, pm.Pool.Cloud, p.Pool
-		return co, nil
+		if !listed || co.Interconnect == cloudprovider.InterconnectFabric {
+			// Listed on both interconnects: the fabric one serves either ask.
+			planned, listed = co, true
+		}
 	}
 	return planned, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // A cluster offer's ID is a machine offer ID whose instance type is "<nodes>x<instance type>" and whose
@@ -168,6 +169,7 @@ func (cp *ControlPlane) clusterOffers(ctx context.Context, spec ClusterSpec) (cl
 		var eligible, ineligible []cloudprovider.ClusterOffer
 		for _, co := range matched {
 			switch {
+			case co.Ineligible != "":
 			case co.Available == 0:
 				co.Ineligible = "sold out (the cloud has no such cluster to start now)"
 			case cloudprovider.AboveCap(co.PricePerHour, spec.MaxPricePerHour):
@@ -189,8 +191,12 @@ func (cp *ControlPlane) clusterOffers(ctx context.Context, spec ClusterSpec) (cl
 		for _, co := range eligible {
 			f := flatCluster(co)
 			co.ID = f.ID
-			if _, dup := res.byID[f.ID]; dup {
-				continue // the same cluster through another interconnect at the same price: one is enough
+			if prior, dup := res.byID[f.ID]; dup {
+				// The same cluster on another interconnect at the same price: the fabric one serves either ask.
+				if co.Interconnect == cloudprovider.InterconnectFabric && prior.Interconnect != cloudprovider.InterconnectFabric {
+					res.byID[f.ID] = co
+				}
+				continue
 			}
 			res.byID[f.ID] = co
 			res.flat = append(res.flat, f)
@@ -203,14 +209,18 @@ func (cp *ControlPlane) clusterOffers(ctx context.Context, spec ClusterSpec) (cl
 	return res, nil
 }
 
-// clusterIneligible says why a cloud whose matching cluster offers are all ineligible has none.
+// clusterIneligible says why a cloud whose matching cluster offers are all ineligible has none: all
+// sold out, the cheapest above the cap, or the first offer's own reason.
 func clusterIneligible(offers []cloudprovider.ClusterOffer, spec ClusterSpec) string {
 	cheapest := slices.MinFunc(offers, func(a, b cloudprovider.ClusterOffer) int { return cmp.Compare(a.PricePerHour, b.PricePerHour) })
-	if !slices.ContainsFunc(offers, func(o cloudprovider.ClusterOffer) bool { return o.Available != 0 }) {
+	switch {
+	case !slices.ContainsFunc(offers, func(o cloudprovider.ClusterOffer) bool { return o.Available != 0 }):
 		return fmt.Sprintf("no capacity for a cluster of %s right now (%d matching %s sold out)", spec.shape(), len(offers), plural(len(offers), "offer", "offers"))
+	case cloudprovider.AboveCap(cheapest.PricePerHour, spec.MaxPricePerHour):
+		return fmt.Sprintf("cheapest matching cluster costs %s (%dx %s in %s), above max_price_per_hour %s",
+			cheapest.PricePerHour.PerHour(), cheapest.Nodes, cheapest.InstanceType, cheapest.Region, spec.MaxPricePerHour.PerHour())
 	}
-	return fmt.Sprintf("cheapest matching cluster costs %s (%dx %s in %s), above max_price_per_hour %s",
-		cheapest.PricePerHour.PerHour(), cheapest.Nodes, cheapest.InstanceType, cheapest.Region, spec.MaxPricePerHour.PerHour())
+	return "no eligible cluster offer: " + offers[0].Ineligible
 }
 
 // matchClusters filters one cloud's cluster offers by the spec and expands them into the cloud's pools
@@ -246,11 +256,13 @@ func (cp *ControlPlane) matchClusters(cloud string, offers []cloudprovider.Clust
 			fabricMissing = true
 			continue
 		}
-		if co.Nodes != spec.Nodes {
+		fit, ok := fitNodes(co, spec.Nodes)
+		if !ok {
 			maxNodes[co.Region] = max(maxNodes[co.Region], co.Nodes)
 			nodeCounts = append(nodeCounts, co.Nodes)
 			continue
 		}
+		co = fit
 		for _, p := range cp.manager.Pools() {
 			if p.Pool.Cloud == cloud && p.Pool.Kind == spec.Kind {
 				po := co
@@ -275,6 +287,27 @@ func (cp *ControlPlane) matchClusters(cloud string, offers []cloudprovider.Clust
 		small = append(small, fmt.Sprintf("at most %d %s in %s", maxNodes[r], plural(maxNodes[r], "node", "nodes"), r))
 	}
 	return nil, strings.Join(small, "; ")
+}
+
+// fitNodes is co as an offer of n nodes: co itself when it has exactly n; for an offer of any count up
+// to Nodes (PricePerNode above 0), n nodes at n × PricePerNode, its ranking price scaled alike, and
+// one with no node left (sold out) keeps its place as an ineligible offer of n nodes. ok is false
+// when the offer cannot have n nodes.
+func fitNodes(co cloudprovider.ClusterOffer, n int) (cloudprovider.ClusterOffer, bool) {
+	switch {
+	case co.PricePerNode <= 0:
+		return co, co.Nodes == n
+	case co.Nodes == 0:
+		co.Ineligible = cmp.Or(co.Ineligible, "sold out (the cloud has no node of it to start now)")
+		co.Available = 0
+	case co.Nodes < n:
+		return co, false
+	}
+	if co.RankPrice > 0 && co.Nodes > 0 {
+		co.RankPrice = co.RankPrice * money.USD(n) / money.USD(co.Nodes)
+	}
+	co.Nodes, co.PricePerHour = n, co.PricePerNode*money.USD(n)
+	return co, true
 }
 
 // cloudClusterOffers asks one cloud for its cluster offers, bounded by OfferTimeout; concurrent askers

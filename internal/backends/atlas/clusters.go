@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -20,6 +21,8 @@ import (
 const (
 	DetailFabric       = "fabric"
 	DetailInterconnect = "interconnect"
+	// DetailMaxClusterNodes is the largest cluster Atlas builds for the offer, free or not.
+	DetailMaxClusterNodes = "max_cluster_nodes"
 )
 
 var _ cloudprovider.ClusterBackend = (*Backend)(nil)
@@ -87,11 +90,11 @@ func (c *Client) DeleteCluster(ctx context.Context, id string) error {
 	return c.doJSON(ctx, "deleting cluster", restclient.Request{Method: http.MethodDelete, Path: "/v1/clusters/" + url.PathEscape(id)}, nil)
 }
 
-// ClusterOffers lists Atlas's clusters: for every entry of GET /v1/cluster-offers, one offer per node
-// count from 2 to its max_cluster_nodes, priced at the list price times the nodes (ranked with
-// PriceFactor, as machines are), with Available the clusters of that size its free nodes make (0: the
-// entry cannot fill it now; listed so the control plane can say so). A fabric entry's offers promise
-// the fabric; the others are "any".
+// ClusterOffers lists Atlas's clusters, one offer per entry of GET /v1/cluster-offers: any count of
+// nodes up to the most one cluster can have now (Nodes, the smaller of max_cluster_nodes and
+// available_nodes; 0 when none is free, listed so the control plane can say so) at the list price per
+// node (PricePerNode); PricePerHour is the price of Nodes nodes, ranked with PriceFactor as machines
+// are. A fabric entry's offer promises the fabric; the others are "any".
 func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOffer, error) {
 	entries, err := b.client.ClusterOffers(ctx)
 	if err != nil {
@@ -114,25 +117,24 @@ func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOff
 		if e.Interconnect == atlasapi.InterconnectFabric {
 			interconnect = cloudprovider.InterconnectFabric
 		}
-		hw := offerHardware(OfferEntry{GPUModel: e.GPUModel, GPUMemoryGB: e.GPUMemoryGB, VCPUs: e.VCPUs, MemoryGB: e.MemoryGB})
-		for n := 2; n <= e.MaxClusterNodes; n++ {
-			price := node.Times(float64(n))
-			rank := price.Times(b.factor)
-			out = append(out, cloudprovider.ClusterOffer{
-				Offer: cloudprovider.Offer{
-					Cloud: CloudName, Region: e.Region, InstanceType: e.InstanceType, GPUType: gpuType, CloudGPU: e.GPUModel,
-					GPUCount: e.GPUCount, Hardware: hw, PricePerHour: price, RankPrice: rank, Available: max(e.AvailableNodes, 0) / n,
-					Details: map[string]string{DetailRankPrice: rank.String(), DetailGPUModel: e.GPUModel, DetailDiskGB: strconv.Itoa(e.DiskGB),
-						DetailInterconnect: e.Interconnect, DetailFabric: e.Fabric},
-				},
-				Nodes: n, Interconnect: interconnect,
-			})
-		}
+		nodes := max(min(e.MaxClusterNodes, e.AvailableNodes), 0)
+		price := node.Times(float64(nodes))
+		rank := price.Times(b.factor)
+		out = append(out, cloudprovider.ClusterOffer{
+			Offer: cloudprovider.Offer{
+				Cloud: CloudName, Region: e.Region, InstanceType: e.InstanceType, GPUType: gpuType, CloudGPU: e.GPUModel, GPUCount: e.GPUCount,
+				Hardware:     offerHardware(OfferEntry{GPUModel: e.GPUModel, GPUMemoryGB: e.GPUMemoryGB, VCPUs: e.VCPUs, MemoryGB: e.MemoryGB}),
+				PricePerHour: price, RankPrice: rank, Available: min(nodes, 1),
+				Details: map[string]string{DetailRankPrice: rank.String(), DetailGPUModel: e.GPUModel, DetailDiskGB: strconv.Itoa(e.DiskGB),
+					DetailInterconnect: e.Interconnect, DetailFabric: e.Fabric, DetailMaxClusterNodes: strconv.Itoa(e.MaxClusterNodes)},
+			},
+			Nodes: nodes, Interconnect: interconnect, PricePerNode: node,
+		})
 	}
 	return out, nil
 }
 
-// CreateCluster orders req.Offer.Nodes nodes as one cluster named req.Name (Atlas names the nodes
+// CreateCluster orders req.Offer.Nodes nodes (the request's count, at most the offer's) as one cluster named req.Name (Atlas names the nodes
 // <name>-1 ... <name>-N), every node carrying the ownership record as labels. Atlas places a cluster
 // whole or answers 422 no_capacity (ErrCapacity, nothing placed); the cap (req.MaxPricePerHour, the
 // whole cluster's) is sent and enforced by Atlas against the list price (422 price_above_max:
@@ -142,7 +144,11 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 	if req.Name == "" || req.Offer.InstanceType == "" || req.Offer.Region == "" || req.Offer.Nodes < 1 {
 		return cloudprovider.Cluster{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "name, instance type, region and nodes are required")
 	}
-	if err := cloudprovider.CheckPriceCap(CloudName, op, req.Offer.InstanceType+" in "+req.Offer.Region, req.Offer.PricePerHour, req.MaxPricePerHour); err != nil {
+	price := req.Offer.PricePerHour
+	if req.Offer.PricePerNode > 0 {
+		price = req.Offer.PricePerNode.Times(float64(req.Offer.Nodes))
+	}
+	if err := cloudprovider.CheckPriceCap(CloudName, op, fmt.Sprintf("%d x %s in %s", req.Offer.Nodes, req.Offer.InstanceType, req.Offer.Region), price, req.MaxPricePerHour); err != nil {
 		return cloudprovider.Cluster{}, err
 	}
 	interconnect := atlasapi.InterconnectAny

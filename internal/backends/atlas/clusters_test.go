@@ -12,6 +12,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
+// clusterOffer finds the offer of typ on ic and asks it for nodes nodes.
 func clusterOffer(t *testing.T, b *Backend, typ string, ic cloudprovider.Interconnect, nodes int) cloudprovider.ClusterOffer {
 	t.Helper()
 	offers, err := b.ClusterOffers(context.Background())
@@ -19,11 +20,13 @@ func clusterOffer(t *testing.T, b *Backend, typ string, ic cloudprovider.Interco
 		t.Fatal(err)
 	}
 	for _, o := range offers {
-		if o.InstanceType == typ && o.Interconnect == ic && o.Nodes == nodes {
+		if o.InstanceType == typ && o.Interconnect == ic {
+			o.Nodes = nodes
+			o.PricePerHour = o.PricePerNode.Times(float64(nodes))
 			return o
 		}
 	}
-	t.Fatalf("no %d-node %s offer of %s", nodes, ic, typ)
+	t.Fatalf("no %s offer of %s", ic, typ)
 	return cloudprovider.ClusterOffer{}
 }
 
@@ -32,28 +35,38 @@ func clusterReq(o cloudprovider.ClusterOffer, name string) cloudprovider.Cluster
 		SSHPublicKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydra user@host"}}
 }
 
-// TestClusterOffers: the fabric pod's offers (2 to 4 nodes, fabric) and an ordinary type's (any),
-// whole-cluster prices ranked with the factor, and Available the clusters the free nodes make.
+// TestClusterOffers: the fabric pod's offer (up to its 4 free nodes, fabric) and the ordinary types'
+// (any, up to their free nodes; none for a sold-out type), priced per node and for the most nodes,
+// ranked with the factor.
 func TestClusterOffers(t *testing.T) {
 	b := newEnv(t, emu.Options{}).backend(t, nil)
+	offers, err := b.ClusterOffers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]cloudprovider.ClusterOffer{}
+	for _, o := range offers {
+		got[string(o.Interconnect)+"/"+o.InstanceType] = o
+	}
 	cases := []struct {
-		typ        string
-		ic         cloudprovider.Interconnect
-		nodes      int
-		price      money.USD
-		available  int
-		fabricName string
+		key       string
+		nodes     int
+		perNode   money.USD
+		available int
+		fabric    string
 	}{
-		{"h100.8x", cloudprovider.InterconnectFabric, 4, 96 * money.Dollar, 1, "ams1-ib1"},
-		{"h100.8x", cloudprovider.InterconnectFabric, 2, 48 * money.Dollar, 2, "ams1-ib1"},
-		{"l40s.1x", cloudprovider.InterconnectAny, 4, 6_400_000, 1, ""},
-		{"l40s.1x", cloudprovider.InterconnectAny, 5, 8 * money.Dollar, 0, ""},
+		{"fabric/h100.8x", 4, 24 * money.Dollar, 1, "ams1-ib1"},
+		{"any/h100.8x", 1, 24 * money.Dollar, 1, ""},
+		{"any/l40s.1x", 4, 1_600_000, 1, ""},
+		{"any/l4.1x", 6, 700_000, 1, ""},
+		{"any/rtx6000ada.2x", 0, 2_200_000, 0, ""},
 	}
 	for _, tc := range cases {
-		o := clusterOffer(t, b, tc.typ, tc.ic, tc.nodes)
-		if o.PricePerHour != tc.price || o.RankingPrice() != tc.price.Times(0.5) || o.Available != tc.available || o.Details[DetailFabric] != tc.fabricName {
-			t.Errorf("%d-node %s %s: price %v rank %v available %d fabric %q; want %v, %v, %d, %q", tc.nodes, tc.ic, tc.typ,
-				o.PricePerHour, o.RankingPrice(), o.Available, o.Details[DetailFabric], tc.price, tc.price.Times(0.5), tc.available, tc.fabricName)
+		o, ok := got[tc.key]
+		price := tc.perNode.Times(float64(tc.nodes))
+		if !ok || o.Nodes != tc.nodes || o.PricePerNode != tc.perNode || o.PricePerHour != price || o.RankingPrice() != price.Times(0.5) ||
+			o.Available != tc.available || o.Details[DetailFabric] != tc.fabric {
+			t.Errorf("%s: %+v; want %d nodes at %v each (%v, ranked %v), available %d, fabric %q", tc.key, o, tc.nodes, tc.perNode, price, price.Times(0.5), tc.available, tc.fabric)
 		}
 	}
 }
@@ -127,6 +140,7 @@ func TestClusterRefusals(t *testing.T) {
 		cap    money.USD
 	}{
 		{"more nodes than free", 5, simulation.Faults{}, 0},
+		{"more nodes than Atlas builds", 17, simulation.Faults{}, 0},
 		{"sold out", 4, simulation.Faults{SoldOut: true}, 0},
 		{"price cap", 4, simulation.Faults{}, 6_400_000 - money.Micro},
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	atlasemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
 	lambdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	mithrilemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
@@ -30,18 +29,7 @@ import (
 // second, served over real HTTP on loopback, and the backend built against it with the test inventory.
 // A cloud added to the registry without a harness here fails the test.
 func TestConformance(t *testing.T) {
-	for _, cloud := range clouds.Names() {
-		h, ok := harnesses[cloud]
-		if !ok {
-			t.Errorf("the registry's cloud %q has no conformance harness", cloud)
-			continue
-		}
-		h.Cloud = cloud
-		t.Run(cloud, func(t *testing.T) {
-			t.Parallel()
-			conformance.Run(t, h)
-		})
-	}
+	eachCloud(t, func(t *testing.T, _ string, h conformance.Harness) { conformance.Run(t, h) })
 }
 
 // fast is a client tuning with quick retries: Retry-After (1 s in the suite) is honoured up to 2 s.

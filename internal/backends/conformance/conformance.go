@@ -11,7 +11,6 @@ package conformance
 import (
 	"context"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -260,18 +259,10 @@ func testStorm(t *testing.T, h Harness) {
 	b, admin := h.Start(t)
 	req := request(t, h, pickOffer(t, h, b), "storm")
 	const n = 6
-	var wg sync.WaitGroup
-	ids := make([]string, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inst, err := b.Create(ctxFor(t), req)
-			ids[i], errs[i] = inst.ID, err
-		}()
-	}
-	wg.Wait()
+	ids, errs := storm(n, func() (string, error) {
+		inst, err := b.Create(ctxFor(t), req)
+		return inst.ID, err
+	})
 	for i, err := range errs {
 		if err != nil && cloudprovider.KindOf(err) != cloudprovider.ErrOther {
 			t.Errorf("create %d of a storm: %v (kind %v); a create of an existing name returns that instance", i, err, cloudprovider.KindOf(err))

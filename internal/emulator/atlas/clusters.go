@@ -324,7 +324,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		case !known || free == nil:
 			status, code, msg = http.StatusBadRequest, "invalid", fmt.Sprintf("no %s cluster of %s in %s", b.Interconnect, b.InstanceType, b.Region)
 		case b.NodeCount > most:
-			status, code, msg = http.StatusBadRequest, "invalid", fmt.Sprintf("at most %d nodes of %s in one %s cluster in %s", most, b.InstanceType, b.Interconnect, b.Region)
+			status, code, msg = http.StatusUnprocessableEntity, "no_capacity", fmt.Sprintf("at most %d nodes of %s in one %s cluster in %s", most, b.InstanceType, b.Interconnect, b.Region)
 		case f.QuotaExceeded:
 			status, code, msg = http.StatusForbidden, "quota_exceeded", "the project's GPU quota would be exceeded"
 		case f.SoldOut || *free < b.NodeCount:

@@ -9,7 +9,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 )
 
-// TestClusterAPI checks the answers API.md "Clusters" defines: 400 for a cluster larger than the pod,
+// TestClusterAPI checks the answers API.md "Clusters" defines: 422 no_capacity for a cluster larger than the pod,
 // 422 price_above_max against the whole cluster's price, 201 with the nodes, 409 already_exists with
 // the cluster, 409 in_cluster for a node deleted alone, 422 no_capacity with nothing placed when the
 // pod is taken, and paging of the list.
@@ -34,7 +34,7 @@ func TestClusterAPI(t *testing.T) {
 		wantStatus int
 		wantCode   string
 	}{
-		{"larger than the pod", "POST", "/v1/clusters", body("c1", 5, 0), http.StatusBadRequest, "invalid"},
+		{"larger than the pod", "POST", "/v1/clusters", body("c1", 5, 0), http.StatusUnprocessableEntity, "no_capacity"},
 		{"above the cap", "POST", "/v1/clusters", body("c1", 4, 95.99), http.StatusUnprocessableEntity, "price_above_max"},
 		{"placed", "POST", "/v1/clusters", body("c1", 4, 96), http.StatusCreated, ""},
 		{"same name", "POST", "/v1/clusters", body("c1", 4, 0), http.StatusConflict, "already_exists"},

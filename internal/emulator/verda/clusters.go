@@ -315,7 +315,7 @@ func (s *Server) createCluster(st *state, body []byte) reply {
 	}
 	for i := 1; i <= t.Nodes; i++ {
 		c.Nodes = append(c.Nodes, clusterNode{ID: newUUID(), Hostname: fmt.Sprintf("%s-%d", req.Hostname, i),
-			PublicIP: s.nextIP(st), PrivateIP: fmt.Sprintf("10.%d.%d.%d", 1+st.ClusterSeq/250%250, st.ClusterSeq%250, 10+i)})
+			PublicIP: s.nextIP(st), PrivateIP: fmt.Sprintf("%s.%d.%d", s.opts.ClusterPrivateNet, st.ClusterSeq%250, 10+i)})
 	}
 	st.Clusters[c.ID] = c
 	st.Created += t.Nodes

@@ -71,6 +71,10 @@ type Options struct {
 	Catalog []CatalogEntry
 	// ClusterTypes are the instant-cluster types with prices and stock (default DefaultClusterTypes()).
 	ClusterTypes []ClusterTypeEntry
+	// ClusterPrivateNet is the first two octets of cluster nodes' private addresses,
+	// <ClusterPrivateNet>.<cluster>.<10+node> (default "10.1"; "127.102" gives loopback addresses a
+	// local sshd can listen on).
+	ClusterPrivateNet string
 	// Locations are the datacenters (default DefaultLocations()).
 	Locations []Location
 	// Currency is the account currency the catalog prices are in: "usd" (default; ?currency=eur is
@@ -104,6 +108,7 @@ func New(opts Options) *Server {
 	opts.Options = opts.WithDefaults(30 * time.Second)
 	opts.Catalog = emukit.Seed(opts.Catalog, DefaultCatalog)
 	opts.ClusterTypes = emukit.Seed(opts.ClusterTypes, DefaultClusterTypes)
+	opts.ClusterPrivateNet = cmp.Or(opts.ClusterPrivateNet, "10.1")
 	opts.Locations = emukit.Seed(opts.Locations, DefaultLocations)
 	opts.Currency = strings.ToLower(opts.Currency)
 	if opts.Currency == "" {

@@ -230,7 +230,7 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 		ClusterType: clusterType, Image: cmp.Or(b.cfg.ClusterImage, DefaultClusterImage), Hostname: req.Name,
 		Description: cloudprovider.OwnerDescription(req.Owner), SSHKeyIDs: keyIDs, LocationCode: location,
 		Contract:     "PAY_AS_YOU_GO",
-		SharedVolume: &verdaapi.ClusterSharedVolumeSpec{Name: req.Name + "-home", Size: cmp.Or(b.cfg.ClusterSharedVolumeGB, DefaultClusterSharedVolumeGB)},
+		SharedVolume: &verdaapi.ClusterSharedVolumeSpec{Name: sharedVolumeName(req.Name), Size: cmp.Or(b.cfg.ClusterSharedVolumeGB, DefaultClusterSharedVolumeGB)},
 		Tags:         ownerTags(req.Owner),
 	})
 	if err != nil {
@@ -324,15 +324,49 @@ func (b *Backend) ListClusters(ctx context.Context, prefix string) ([]cloudprovi
 	return out, nil
 }
 
-// DeleteCluster discontinues a cluster. One Verda does not know or has discontinued already is success.
+// DeleteCluster discontinues a cluster and deletes the shared volume CreateCluster made for it
+// (named <hostname>-home): Verda detaches a discontinued cluster's shared volumes and keeps billing them
+// until they are deleted (the Go SDK's Discontinue says so). A cluster Verda does not know is success;
+// one already discontinued only has its volume deleted, so a retried delete finishes the job.
 func (b *Backend) DeleteCluster(ctx context.Context, id string) error {
-	err := b.client.DiscontinueCluster(ctx, id)
-	if err == nil || cloudprovider.IsNotFound(clusterGone(err)) {
-		return nil
+	vc, err := b.client.Cluster(ctx, id)
+	if err != nil {
+		if err = clusterGone(err); cloudprovider.IsNotFound(err) {
+			return nil
+		}
+		return err
 	}
-	if re, ok := asResponseError(err); ok && (re.MessageHas("discontinue a discontinued") || re.MessageHas("already discontinued")) {
-		return nil
+	if vc.Status != StatusDiscontinued {
+		err := b.client.DiscontinueCluster(ctx, id)
+		if re, ok := asResponseError(err); ok && (re.MessageHas("discontinue a discontinued") || re.MessageHas(msgInvalidClusterID)) {
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
 	}
+	for _, v := range vc.SharedVolumes {
+		if v.ID == "" || v.Name != sharedVolumeName(vc.Hostname) {
+			continue // a volume hydra did not make stays
+		}
+		err := b.client.DeleteVolume(ctx, v.ID)
+		if re, ok := asResponseError(err); ok && (re.Status == http.StatusNotFound || re.MessageHas("invalid volume id")) {
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
+		b.log.Debug("deleted the cluster's shared volume", "cluster", id, "volume", v.ID)
+	}
+	return nil
+}
+
+// sharedVolumeName is the name of the shared volume CreateCluster makes for cluster name.
+func sharedVolumeName(name string) string { return name + "-home" }
+
+// DeleteVolume deletes a volume (DELETE /volumes/{id}); Verda keeps it in its trash for 96 hours.
+func (c *Client) DeleteVolume(ctx context.Context, id string) error {
+	_, err := c.do(ctx, "deleting volume", restclient.Request{Method: http.MethodDelete, Path: "/volumes/" + url.PathEscape(id)})
 	return err
 }
 

@@ -133,6 +133,9 @@ func TestClusterLifecycle(t *testing.T) {
 	if list, err := b.ListClusters(ctx, req.Name); err != nil || len(list) != 0 {
 		t.Errorf("after delete: %v %v, want nothing", list, err)
 	}
+	if n := f.srv.DetachedVolumes(); n != 0 {
+		t.Errorf("the cluster's shared volume is left detached (%d volumes billed)", n)
+	}
 	if _, err := b.GetCluster(ctx, "00000000-0000-4000-8000-000000000000"); !cloudprovider.IsNotFound(err) {
 		t.Errorf("unknown cluster: %v, want not found", err)
 	}

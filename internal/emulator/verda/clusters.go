@@ -32,7 +32,9 @@ import (
 //     convention), ip (the login node's) and the nodes' public_ip null until running, as for instances.
 //     Discontinued clusters leave the list but stay readable by id, as instances do.
 //   - PUT /clusters {actions: [{action: "discontinue", id}]} deletes (the Python SDK sends its "delete"
-//     as "discontinue"; both are accepted); answered 202 with an empty body.
+//     as "discontinue"; both are accepted); answered 202 with an empty body. The Go SDK says the local
+//     storage goes and the shared volumes are detached, to be deleted by hand: they stay (billed)
+//     until DELETE /volumes/{id} (the Go SDK's DeleteVolume), the one volume call the emulator serves.
 //
 // Worker nodes are not listed under /instances: no document says a cluster's nodes appear there (the
 // SDKs read them only from the cluster's worker_nodes), so the emulator keeps them inside the cluster.
@@ -245,9 +247,8 @@ func (s *Server) clusterView(c *cluster, now time.Time) verdaapi.Cluster {
 		Image: c.Image, OSName: "Ubuntu", PricePerHour: restclient.FlexFloat(c.PricePerHour),
 		CPU: w.CPU, GPU: w.GPU, GPUMemory: w.GPUMemory, Memory: w.Memory,
 		SSHKeyIDs: c.SSHKeyIDs, Contract: c.Contract, StartupScriptID: c.StartupID, WorkerNodes: nodes,
-		SharedVolumes: []verdaapi.ClusterSharedVolume{{ID: uuidFor("sfs/" + c.ID), Name: c.SharedVolume.Name,
-			MountPoint: "/home", SizeInGigabytes: c.SharedVolume.Size}},
-		Tags: tags,
+		SharedVolumes: []verdaapi.ClusterSharedVolume{c.sharedVolume()},
+		Tags:          tags,
 	}
 }
 
@@ -346,9 +347,39 @@ func (s *Server) clusterActions(st *state, body []byte) reply {
 	}
 	now := s.opts.Now()
 	for _, a := range req.Actions {
-		st.Clusters[a.ID].DeletedAt = &now
+		c := st.Clusters[a.ID]
+		c.DeletedAt = &now
+		v := c.sharedVolume()
+		st.Volumes[v.ID] = &detachedVolume{ID: v.ID, Name: v.Name, Size: v.SizeInGigabytes, Location: c.Location}
 	}
 	return reply{Status: http.StatusAccepted}
+}
+
+// detachedVolume is a discontinued cluster's shared volume, still billed until deleted.
+type detachedVolume struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Size     int    `json:"size"`
+	Location string `json:"location"`
+}
+
+func (c *cluster) sharedVolume() verdaapi.ClusterSharedVolume {
+	return verdaapi.ClusterSharedVolume{ID: uuidFor("sfs/" + c.ID), Name: c.SharedVolume.Name, MountPoint: "/home", SizeInGigabytes: c.SharedVolume.Size}
+}
+
+// deleteVolume deletes a detached shared volume (202); an unknown one is 404 not_found (no recorded
+// answer was found; the backend also reads "Invalid volume id" as gone).
+func (s *Server) deleteVolume(st *state, id string) reply {
+	if _, ok := st.Volumes[id]; !ok {
+		return errReply(http.StatusNotFound, "not_found", "Volume not found")
+	}
+	delete(st.Volumes, id)
+	return reply{Status: http.StatusAccepted}
+}
+
+// DetachedVolumes counts the shared volumes of discontinued clusters not deleted yet (still billed).
+func (s *Server) DetachedVolumes() int {
+	return emukit.Read(s.update, func(st *state) int { return len(st.Volumes) })
 }
 
 // liveClusterNodes lists the nodes of the clusters not discontinued (for Stats), oldest cluster first.

@@ -231,6 +231,10 @@ func (s *Server) route(st *state, r *http.Request, path string, body []byte) rep
 		return s.sshKeys(st, r.Method, id, len(parts), body)
 	case "clusters":
 		return s.clusters(st, r, id, len(parts), body)
+	case "volumes":
+		if r.Method == http.MethodDelete && len(parts) == 2 {
+			return s.deleteVolume(st, id)
+		}
 	case "cluster-types":
 		if r.Method == http.MethodGet {
 			return s.clusterTypes(q, len(parts))

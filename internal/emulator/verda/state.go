@@ -45,11 +45,13 @@ type sshKey struct {
 
 // state is the whole emulated cloud.
 type state struct {
-	Instances     map[string]*instance `json:"instances"`
-	Clusters      map[string]*cluster  `json:"clusters"`
-	SSHKeys       map[string]*sshKey   `json:"ssh_keys"`
-	AccessTokens  map[string]time.Time `json:"access_tokens"`
-	RefreshTokens map[string]time.Time `json:"refresh_tokens"`
+	Instances map[string]*instance `json:"instances"`
+	Clusters  map[string]*cluster  `json:"clusters"`
+	// Volumes are the shared volumes of discontinued clusters, detached and still billed (clusters.go).
+	Volumes       map[string]*detachedVolume `json:"volumes"`
+	SSHKeys       map[string]*sshKey         `json:"ssh_keys"`
+	AccessTokens  map[string]time.Time       `json:"access_tokens"`
+	RefreshTokens map[string]time.Time       `json:"refresh_tokens"`
 	// Faults are the armed faults (the shared vocabulary; Verda needs no faults of its own). They live
 	// in the state, so with a StateDir every process sharing it sees them.
 	Faults   simulation.Faults `json:"faults"`
@@ -65,6 +67,7 @@ type state struct {
 func (s *state) init() {
 	emukit.MakeMaps(&s.Instances)
 	emukit.MakeMaps(&s.Clusters)
+	emukit.MakeMaps(&s.Volumes)
 	emukit.MakeMaps(&s.SSHKeys)
 	emukit.MakeMaps(&s.AccessTokens, &s.RefreshTokens)
 	emukit.MakeMaps(&s.Grants, &s.Requests)

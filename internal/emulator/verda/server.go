@@ -5,7 +5,8 @@
 // from POST /instances and POST /ssh-keys; GET /ssh-keys/{id} answering an array; instances moving
 // ordered -> provisioning -> running, with ip null until running; spot and on-demand availability
 // asked separately; 503 "Not enough resources..." on create; deletion through PUT /instances with
-// forbidden_action for discontinued and provisioning instances; {code, message} error bodies.
+// forbidden_action for discontinued and provisioning instances; {code, message} error bodies; instant
+// clusters placed whole or refused with 503 (clusters.go).
 //
 // An unknown instance id is answered 400 {"code":"invalid_request","message":"Invalid instance id"}
 // (not 404), as the real API answers unknown ids. Instances keep the description and tags they were

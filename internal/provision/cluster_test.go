@@ -70,6 +70,8 @@ func newCluster(t *testing.T, c, n int, faults map[int][2]string) (*Runner, []cl
 // port down and a bus bandwidth below the floor each fail, naming the node and what failed.
 func TestCheckCluster(t *testing.T) {
 	t.Parallel()
+	// A peer that does not listen refuses at once on loopback; wait_for tries again until its timeout.
+	clusterConnectTimeoutSeconds = 3
 	tests := []struct {
 		name    string
 		nodes   int

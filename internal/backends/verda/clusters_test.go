@@ -2,6 +2,7 @@ package verda
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -81,10 +82,16 @@ func TestClusterOffers(t *testing.T) {
 
 // TestClusterLifecycle creates a 4-node cluster, watches it run (ip null while provisioning), checks
 // nodes, names, ownership, private addresses and the fabric's environment, finds it again by name,
-// and deletes it twice.
+// and deletes it twice, with the create answered as JSON ({"id"}, as the SDKs show) or as plain text.
 func TestClusterLifecycle(t *testing.T) {
+	for _, asText := range []bool{false, true} {
+		t.Run(fmt.Sprintf("id as text %v", asText), func(t *testing.T) { testClusterLifecycle(t, emu.Options{ClusterIDAsText: asText}) })
+	}
+}
+
+func testClusterLifecycle(t *testing.T, opts emu.Options) {
 	ctx := context.Background()
-	f := startEmulator(t, emu.Options{})
+	f := startEmulator(t, opts)
 	b := f.backend(t, nil)
 	req := clusterReq(t, clusterOffer(t, b, "32H200"), "train")
 	c, err := b.CreateCluster(ctx, req)

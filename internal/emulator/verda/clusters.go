@@ -323,6 +323,9 @@ func (s *Server) createCluster(st *state, body []byte) reply {
 	if st.Faults.TakeLostCreate() {
 		return textReply(http.StatusBadGateway, "<html><body><h1>502 Bad Gateway</h1></body></html>")
 	}
+	if s.opts.ClusterIDAsText {
+		return textReply(http.StatusOK, c.ID)
+	}
 	return jsonReply(http.StatusOK, verdaapi.CreateClusterResponse{ID: c.ID})
 }
 

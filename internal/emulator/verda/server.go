@@ -76,6 +76,9 @@ type Options struct {
 	// <ClusterPrivateNet>.<cluster>.<10+node> (default "10.1"; "127.102" gives loopback addresses a
 	// local sshd can listen on).
 	ClusterPrivateNet string
+	// ClusterIDAsText answers POST /clusters with the id as plain text, as POST /instances answers,
+	// instead of the {"id": ...} both SDKs' tests show, for clients that must take either.
+	ClusterIDAsText bool
 	// Locations are the datacenters (default DefaultLocations()).
 	Locations []Location
 	// Currency is the account currency the catalog prices are in: "usd" (default; ?currency=eur is

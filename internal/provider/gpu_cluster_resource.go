@@ -268,10 +268,8 @@ func (r *gpuClusterResource) saver(ctx context.Context, m *gpuClusterModel, stat
 func (r *gpuClusterResource) settle(ctx context.Context, m *gpuClusterModel, err error, summary string, diags *diag.Diagnostics) bool {
 	switch {
 	case interrupted(ctx):
-		diags.AddWarning(summary+": interrupted",
-			fmt.Sprintf("Interrupted while the cluster was %s. It is kept in state as %q (cloud id %s), not tainted: the next "+
-				"`terraform apply` resumes it in place (waits for its nodes, provisions them and checks the cluster) instead of "+
-				"ordering another.", m.Status.ValueString(), m.Status.ValueString(), m.CloudClusterID.ValueString()))
+		interruptedWarning(diags, summary, clusterSubject.thing, m.Status, m.CloudClusterID,
+			"waits for its nodes, provisions them and checks the cluster", "ordering another")
 	case err != nil:
 		diags.AddError(summary, err.Error()+"\n\nThe cluster is kept in state (tainted) so it is not forgotten; the next apply replaces it, "+
 			"and destroy deletes every node.")
@@ -332,25 +330,12 @@ func (r *gpuClusterResource) setImported(ctx context.Context, m *gpuClusterModel
 }
 
 func (r *gpuClusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, state gpuClusterModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	u, ok := beginUpdate[gpuClusterModel](ctx, req, resp, "cluster", r.data.provisioningUnavailable)
+	defer u.end()
+	if !ok {
 		return
 	}
-	ctx, end := start(ctx, plan.Timeouts.Update, defaultUpdateTimeout, &resp.Diagnostics)
-	defer end()
-	summary := fmt.Sprintf("updating GPU cluster (%s)", state.ID.ValueString())
-	m := plan
-	if !m.Status.IsUnknown() {
-		// Only inputs that need no action changed (max price, timeouts, drain_timeout).
-		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-		return
-	}
-	if u := r.data.provisioningUnavailable; u != nil {
-		u.error(&resp.Diagnostics, summary)
-		return
-	}
+	ctx, plan, state, summary, m := u.ctx, u.plan, u.state, u.summary, u.plan
 	spec, _, diags := plan.spec(ctx, r.data.sshPublicKeys)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {

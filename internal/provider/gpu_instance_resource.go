@@ -446,10 +446,7 @@ func (r *gpuInstanceResource) settle(ctx context.Context, m *gpuInstanceModel, p
 	var failed *controlplane.ProvisioningFailedError
 	switch {
 	case interrupted(ctx):
-		diags.AddWarning(summary+": interrupted",
-			fmt.Sprintf("Interrupted while the machine was %s. It is kept in state as %q (cloud id %s), not tainted: the next "+
-				"`terraform apply` resumes it in place (waits for it and provisions it) instead of buying another.",
-				m.Status.ValueString(), m.Status.ValueString(), m.CloudInstanceID.ValueString()))
+		interruptedWarning(diags, summary, machineSubject.thing, m.Status, m.CloudInstanceID, "waits for it and provisions it", "buying another")
 	case errors.As(err, &boot):
 		diags.AddError(summary, err.Error()+"\n\nThe machine is kept in state (tainted) so it is not forgotten; the next apply replaces it.")
 	case errors.As(err, &failed):
@@ -569,26 +566,12 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 }
 
 func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, state gpuInstanceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	u, ok := beginUpdate[gpuInstanceModel](ctx, req, resp, "instance", r.data.provisioningUnavailable)
+	defer u.end()
+	if !ok {
 		return
 	}
-	ctx, end := start(ctx, plan.Timeouts.Update, defaultUpdateTimeout, &resp.Diagnostics)
-	defer end()
-	summary := fmt.Sprintf("updating GPU instance (%s)", state.ID.ValueString())
-
-	m := plan
-	if !m.Status.IsUnknown() {
-		// Only inputs that need no action changed (max price, fallback, timeouts).
-		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-		return
-	}
-	if u := r.data.provisioningUnavailable; u != nil {
-		u.error(&resp.Diagnostics, summary)
-		return
-	}
+	ctx, plan, state, summary, m := u.ctx, u.plan, u.state, u.summary, u.plan
 	vars, _, diags := provisioningVars(ctx, plan.ProvisioningVars, plan.SSHPublicKeys)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {

@@ -1,0 +1,72 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// lifecycleModel is what hydra_gpu_instance's and hydra_gpu_cluster's models tell the lifecycle steps
+// they share.
+type lifecycleModel interface {
+	timeoutsValue() timeouts.Value
+	statusValue() types.String
+	idValue() types.String
+}
+
+func (m *gpuInstanceModel) timeoutsValue() timeouts.Value { return m.Timeouts }
+func (m *gpuInstanceModel) statusValue() types.String     { return m.Status }
+func (m *gpuInstanceModel) idValue() types.String         { return m.ID }
+func (m *gpuClusterModel) timeoutsValue() timeouts.Value  { return m.Timeouts }
+func (m *gpuClusterModel) statusValue() types.String      { return m.Status }
+func (m *gpuClusterModel) idValue() types.String          { return m.ID }
+
+// update is an Update under way: its context (bounded by timeouts.update), the plan and the state as
+// the resource's model, and the summary of its diagnostics. end must be called when it ends.
+type update[M any] struct {
+	ctx         context.Context
+	end         func()
+	plan, state M
+	summary     string
+}
+
+// beginUpdate starts an Update of a GPU noun ("instance", "cluster"). ok is false when the update is
+// already over: the plan or state could not be read, only inputs that need no action changed (the
+// planned status is known: the plan is saved as it is), or provisioning cannot run here.
+func beginUpdate[M any, P interface {
+	*M
+	lifecycleModel
+}](ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse, noun string, unavailable *provisioningUnavailable) (u update[M], ok bool) {
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &u.plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &u.state)...)
+	u.ctx, u.end = ctx, func() {}
+	if resp.Diagnostics.HasError() {
+		return u, false
+	}
+	u.ctx, u.end = start(ctx, P(&u.plan).timeoutsValue().Update, defaultUpdateTimeout, &resp.Diagnostics)
+	u.summary = fmt.Sprintf("updating GPU %s (%s)", noun, P(&u.state).idValue().ValueString())
+	if !P(&u.plan).statusValue().IsUnknown() {
+		// Only inputs that need no action changed (max price, timeouts, ...).
+		resp.Diagnostics.Append(resp.State.Set(u.ctx, &u.plan)...)
+		return u, false
+	}
+	if unavailable != nil {
+		unavailable.error(&resp.Diagnostics, u.summary)
+		return u, false
+	}
+	return u, true
+}
+
+// interruptedWarning is the warning of a create or update cut short by Ctrl-C: the thing ("machine",
+// "cluster") is kept in state in its status, resumable; resumes says what the next apply does to it,
+// instead what it does not.
+func interruptedWarning(diags *diag.Diagnostics, summary, thing string, status, cloudID types.String, resumes, instead string) {
+	diags.AddWarning(summary+": interrupted",
+		fmt.Sprintf("Interrupted while the %s was %s. It is kept in state as %q (cloud id %s), not tainted: the next "+
+			"`terraform apply` resumes it in place (%s) instead of %s.",
+			thing, status.ValueString(), status.ValueString(), cloudID.ValueString(), resumes, instead))
+}

@@ -1,6 +1,7 @@
 package atlas
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -237,6 +238,9 @@ func (b *Backend) toCluster(cl atlasapi.Cluster) cloudprovider.Cluster {
 		out.Nodes = append(out.Nodes, node)
 	}
 	out.Status = mapStatus(cl.Status, nil)
+	if out.Status == cloudprovider.StatusError {
+		out.Message = cmp.Or(cl.StatusMessage, "the cluster failed")
+	}
 	if cl.Status == "active" {
 		out.Status = cloudprovider.StatusPending
 		if allRunning {

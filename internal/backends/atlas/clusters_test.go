@@ -161,3 +161,21 @@ func TestClusterRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterNodeFailure: a cluster with a failed node is failed as a whole, with Atlas's message.
+func TestClusterNodeFailure(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	b := e.backend(t, nil)
+	if err := e.emu.SetFaults(simulation.Faults{BootFailures: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.CreateCluster(context.Background(), clusterReq(clusterOffer(t, b, "l40s.1x", cloudprovider.InterconnectAny, 2), "atlas-vm-broken--ab12cd34"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(30 * time.Second)
+	c, err = b.GetCluster(context.Background(), c.ID)
+	if err != nil || c.Status != cloudprovider.StatusError || c.Message == "" || c.Nodes[0].Status != cloudprovider.StatusRunning {
+		t.Errorf("cluster with a failed node: %v, %s %q, first node %s; want the cluster in error, its healthy node running", err, c.Status, c.Message, c.Nodes[0].Status)
+	}
+}

@@ -442,14 +442,14 @@ func (b *Backend) toCluster(vc VerdaCluster) cloudprovider.Cluster {
 		anyError = anyError || status == cloudprovider.StatusError
 		out.Nodes = append(out.Nodes, node)
 	}
-	status, _ := mapStatus(vc.Status, true)
+	status, msg := mapStatus(vc.Status, true)
 	switch {
 	case status == cloudprovider.StatusTerminated || status == cloudprovider.StatusError:
 	case anyError:
-		status = cloudprovider.StatusError
+		status, msg = cloudprovider.StatusError, "a node of the cluster failed at Verda"
 	case status == cloudprovider.StatusRunning && !allRunning:
 		status = cloudprovider.StatusPending
 	}
-	out.Status = status
+	out.Status, out.Message = status, strings.Replace(msg, "the instance", "the cluster", 1)
 	return out
 }

@@ -216,3 +216,19 @@ func TestClusterLostCreate(t *testing.T) {
 		t.Errorf("%d nodes made, want 2 (one cluster)", st.Created)
 	}
 }
+
+// TestClusterBootFailure: a cluster Verda reports in error is an error with Verda's word for it.
+func TestClusterBootFailure(t *testing.T) {
+	f := startEmulator(t, emu.Options{})
+	b := f.backend(t, nil)
+	f.setFaults(t, simulation.Faults{BootFailures: 1})
+	c, err := b.CreateCluster(context.Background(), clusterReq(t, clusterOffer(t, b, "16H200"), "broken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(bootTime)
+	c, err = b.GetCluster(context.Background(), c.ID)
+	if err != nil || c.Status != cloudprovider.StatusError || !strings.Contains(c.Message, "cluster") {
+		t.Errorf("failed cluster: %v, %s %q; want an error status with a message", err, c.Status, c.Message)
+	}
+}

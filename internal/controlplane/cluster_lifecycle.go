@@ -70,10 +70,13 @@ func (cp *ControlPlane) CreateCluster(ctx context.Context, spec ClusterSpec, pla
 	if err != nil {
 		return ClusterRecord{}, err
 	}
-	if !adopted {
-		if c, err = cp.orderCluster(ctx, journal, spec, pm, cb, offer); err != nil {
-			return ClusterRecord{}, err
-		}
+	if adopted {
+		c, err = cp.finishOrder(ctx, journal, spec, pm, cb, offer, c)
+	} else {
+		c, err = cp.orderCluster(ctx, journal, spec, pm, cb, offer)
+	}
+	if err != nil {
+		return ClusterRecord{}, err
 	}
 	rec := ClusterRecord{ID: c.Name, Name: spec.Name, CloudClusterID: c.ID, Cloud: pm.Pool.Cloud, Pool: pm.Pool.Name, Region: cmpOr(c.Region, offer.Region),
 		OfferID: offer.ID, Status: string(cloudprovider.StatusPending), PricePerHour: offer.PricePerHour, GPUType: spec.GPUType, GPUCount: spec.GPUCount,
@@ -100,6 +103,15 @@ func (cp *ControlPlane) ResumeCluster(ctx context.Context, spec ClusterSpec, rec
 	c, err := cb.GetCluster(ctx, rec.CloudClusterID)
 	if err != nil {
 		return err
+	}
+	if p, perr := ParseClusterOfferID(rec.OfferID); perr == nil && c.Status == cloudprovider.StatusPending && len(c.Nodes) < p.Nodes {
+		offer, err := cp.liveClusterOffer(ctx, pm, p, spec)
+		if err != nil {
+			return err
+		}
+		if c, err = cp.finishOrder(ctx, cp.clusterJournal(), spec, pm, cb, offer, c); err != nil {
+			return err
+		}
 	}
 	rec.observe(c)
 	return cp.bringUpCluster(ctx, spec, pm, cb, c, &clusterSaver{rec: rec, save: save})
@@ -171,12 +183,28 @@ func (cp *ControlPlane) liveClusterOffer(ctx context.Context, pm *SinglePoolInst
 // ErrOther, or cut short) is looked for by its name first. A capacity error is a *ClusterCapacityError
 // and the miss is remembered.
 func (cp *ControlPlane) orderCluster(ctx context.Context, journal Journal, spec ClusterSpec, pm *SinglePoolInstManager, cb cloudprovider.ClusterBackend, offer cloudprovider.ClusterOffer) (cloudprovider.Cluster, error) {
-	log := cp.logger(ctx)
 	token, err := cp.freeClusterToken(ctx, pm, cb, spec.Name)
 	if err != nil {
 		return cloudprovider.Cluster{}, err
 	}
-	name := cloudprovider.CloudName(pm.Pool, spec.Name, token)
+	return cp.sendOrder(ctx, journal, spec, pm, cb, offer, cloudprovider.CloudName(pm.Pool, spec.Name, token), token)
+}
+
+// finishOrder orders again, by its name, a cluster whose order was cut short before the cloud placed
+// every node (pending with fewer nodes than offer's): creates are idempotent by name, so the cloud
+// places the missing nodes, or, when it no longer can, terminates the cluster (a capacity error).
+func (cp *ControlPlane) finishOrder(ctx context.Context, journal Journal, spec ClusterSpec, pm *SinglePoolInstManager, cb cloudprovider.ClusterBackend, offer cloudprovider.ClusterOffer, c cloudprovider.Cluster) (cloudprovider.Cluster, error) {
+	if c.Status != cloudprovider.StatusPending || len(c.Nodes) >= offer.Nodes {
+		return c, nil
+	}
+	cp.logger(ctx).Info("the GPU cluster's order was cut short before every node was placed; ordering it again by its name", "name", c.Name, "placed", len(c.Nodes), "nodes", offer.Nodes)
+	_, token, _ := cloudprovider.ParseCloudName(pm.Pool, c.Name)
+	return cp.sendOrder(ctx, journal, spec, pm, cb, offer, c.Name, token)
+}
+
+// sendOrder journals the intent and sends the order of the cluster name (see orderCluster).
+func (cp *ControlPlane) sendOrder(ctx context.Context, journal Journal, spec ClusterSpec, pm *SinglePoolInstManager, cb cloudprovider.ClusterBackend, offer cloudprovider.ClusterOffer, name, token string) (cloudprovider.Cluster, error) {
+	log := cp.logger(ctx)
 	if err := journal.Put(Intent{Resource: spec.Name, Token: token, Pool: pm.Pool.Name, CloudName: name, OfferID: offer.ID, StartedAt: time.Now().UTC()}); err != nil {
 		return cloudprovider.Cluster{}, fmt.Errorf("journaling the create before sending it (nothing was created): %w", err)
 	}
@@ -323,7 +351,8 @@ func clusterConfirmed(c cloudprovider.Cluster) bool {
 
 // clusterMatches reports whether a cluster is what offer orders (what the cloud does not report matches).
 func clusterMatches(c cloudprovider.Cluster, offer cloudprovider.ClusterOffer) bool {
-	if (c.Region != "" && c.Region != offer.Region) || len(c.Nodes) != offer.Nodes {
+	cutShort := c.Status == cloudprovider.StatusPending && len(c.Nodes) < offer.Nodes // finishOrder places the rest
+	if (c.Region != "" && c.Region != offer.Region) || (len(c.Nodes) != offer.Nodes && !cutShort) {
 		return false
 	}
 	for _, n := range c.Nodes {

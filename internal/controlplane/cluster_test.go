@@ -14,26 +14,28 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
 
-// fakeClusters is an in-memory cloud with clusters (the sandbox's ClusterBackend is not there yet): all
-// or nothing, idempotent by name, nodes named "<cluster name>-<i>" with private addresses, a cluster
-// pending for pendingReads reads and then running, ownership confirmable per node.
+// fakeClusters is an in-memory cloud with clusters, for what the sandbox cannot be: other clouds (their
+// offers, for ranking), and an order cut short between two node placements (partial). All or nothing,
+// idempotent by name (a create of a cut-short order's name places the rest), nodes named
+// "<cluster name>-<i>" with private addresses, a cluster running once every node is placed,
+// ownership confirmable per node.
 type fakeClusters struct {
 	*fakeBackend
 	clusterOffers []cloudprovider.ClusterOffer
-	// createErr is returned by the next CreateCluster (nothing is created); lost makes the next one
-	// create the cluster and lose the answer (ErrOther).
-	createErr    error
-	lost         bool
-	pendingReads int
+	// createErr is returned by the next CreateCluster (nothing is created); partial cuts the next order
+	// short after that many nodes (ErrOther, as an interrupted create).
+	createErr error
+	partial   int
 
 	cmu      sync.Mutex
 	clusters map[string]*cloudprovider.Cluster
-	reads    map[string]int
+	ordered  map[string]cloudprovider.ClusterRequest
 	orders   int
 }
 
 func newFakeClusters(cloud string, offers ...cloudprovider.ClusterOffer) *fakeClusters {
-	return &fakeClusters{fakeBackend: &fakeBackend{cloud: cloud}, clusterOffers: offers, clusters: map[string]*cloudprovider.Cluster{}, reads: map[string]int{}}
+	return &fakeClusters{fakeBackend: &fakeBackend{cloud: cloud}, clusterOffers: offers, clusters: map[string]*cloudprovider.Cluster{},
+		ordered: map[string]cloudprovider.ClusterRequest{}}
 }
 
 func (f *fakeClusters) ClusterOffers(context.Context) ([]cloudprovider.ClusterOffer, error) {
@@ -43,41 +45,44 @@ func (f *fakeClusters) ClusterOffers(context.Context) ([]cloudprovider.ClusterOf
 func (f *fakeClusters) CreateCluster(_ context.Context, req cloudprovider.ClusterRequest) (cloudprovider.Cluster, error) {
 	f.cmu.Lock()
 	defer f.cmu.Unlock()
-	for _, c := range f.clusters {
-		if c.Name == req.Name && c.Status != cloudprovider.StatusTerminated {
-			return *c, nil
+	var c *cloudprovider.Cluster
+	for _, k := range f.clusters {
+		if k.Name == req.Name {
+			c = k // idempotent by name: the rest of a cut-short order is placed below
 		}
 	}
-	if err := f.createErr; err != nil {
-		f.createErr = nil
-		return cloudprovider.Cluster{}, err
+	if c == nil {
+		if err := f.createErr; err != nil {
+			f.createErr = nil
+			return cloudprovider.Cluster{}, err
+		}
+		if err := cloudprovider.CheckPriceCap(f.cloud, "creating cluster", req.Offer.InstanceType, req.Offer.PricePerHour, req.MaxPricePerHour); err != nil {
+			return cloudprovider.Cluster{}, err
+		}
+		f.orders++
+		id := fmt.Sprintf("%s-c%d", f.cloud, f.orders)
+		c = &cloudprovider.Cluster{ID: id, Name: req.Name, Cloud: f.cloud, Region: req.Offer.Region, Status: cloudprovider.StatusPending,
+			PricePerHour: req.Offer.PricePerHour, Env: map[string]string{"NCCL_IB_PKEY": "1"}, Owner: req.Owner, CreatedAt: time.Now()}
+		f.clusters[id], f.ordered[id] = c, req
 	}
-	if err := cloudprovider.CheckPriceCap(f.cloud, "creating cluster", req.Offer.InstanceType, req.Offer.PricePerHour, req.MaxPricePerHour); err != nil {
-		return cloudprovider.Cluster{}, err
-	}
-	f.orders++
-	id := fmt.Sprintf("%s-c%d", f.cloud, f.orders)
-	c := &cloudprovider.Cluster{ID: id, Name: req.Name, Cloud: f.cloud, Region: req.Offer.Region, Status: cloudprovider.StatusPending,
-		PricePerHour: req.Offer.PricePerHour, Env: map[string]string{"NCCL_IB_PKEY": "1"}, Owner: req.Owner, CreatedAt: time.Now()}
-	for i := 1; i <= req.Offer.Nodes; i++ {
+	want := f.ordered[c.ID]
+	for i := len(c.Nodes) + 1; i <= want.Offer.Nodes; i++ {
+		if f.partial > 0 && i > f.partial {
+			f.partial = 0
+			return cloudprovider.Cluster{}, cloudprovider.Errorf(cloudprovider.ErrOther, f.cloud, "creating cluster", "interrupted while its nodes were placed")
+		}
 		c.Nodes = append(c.Nodes, cloudprovider.ClusterNode{PrivateIP: fmt.Sprintf("127.100.%d.%d", f.orders, i), Instance: cloudprovider.Instance{
-			ID: fmt.Sprintf("%s-n%d", id, i), Name: fmt.Sprintf("%s-%d", req.Name, i), Cloud: f.cloud, Region: req.Offer.Region,
-			InstanceType: req.Offer.InstanceType, GPUType: req.Offer.GPUType, GPUCount: req.Offer.GPUCount, Spot: req.Offer.Spot,
-			Status: cloudprovider.StatusPending, Cluster: id, Owner: req.Owner}})
+			ID: fmt.Sprintf("%s-n%d", c.ID, i), Name: fmt.Sprintf("%s-%d", req.Name, i), Cloud: f.cloud, Region: want.Offer.Region,
+			InstanceType: want.Offer.InstanceType, GPUType: want.Offer.GPUType, GPUCount: want.Offer.GPUCount, Spot: want.Offer.Spot,
+			Status: cloudprovider.StatusPending, Cluster: c.ID, Owner: want.Owner}})
 	}
-	f.clusters[id] = c
-	if f.lost {
-		f.lost = false
-		return cloudprovider.Cluster{}, cloudprovider.Errorf(cloudprovider.ErrOther, f.cloud, "creating cluster", "connection reset")
-	}
-	return *c, nil
+	return f.read(c), nil
 }
 
-// read returns the cluster as the cloud sees it now: running (every node with an address) after
-// pendingReads reads.
+// read returns the cluster as the cloud sees it now: running (every node with an address) once every
+// node ordered is placed.
 func (f *fakeClusters) read(c *cloudprovider.Cluster) cloudprovider.Cluster {
-	f.reads[c.ID]++
-	if c.Status == cloudprovider.StatusPending && f.reads[c.ID] > f.pendingReads {
+	if c.Status == cloudprovider.StatusPending && len(c.Nodes) == f.ordered[c.ID].Offer.Nodes {
 		c.Status = cloudprovider.StatusRunning
 		for i := range c.Nodes {
 			c.Nodes[i].Status = cloudprovider.StatusRunning
@@ -273,19 +278,6 @@ func TestClusterOffersRanking(t *testing.T) {
 	}
 }
 
-func TestPlanNewClusterBudgetCountsTheWholeCluster(t *testing.T) {
-	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
-	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, Options{MaxTotalPricePerHour: usd(50)})
-	if err := cp.CountBudget("web", "in state", usd(11)); err != nil {
-		t.Fatal(err)
-	}
-	_, err := cp.PlanNewCluster(context.Background(), ClusterSpec{Name: "train", GPUType: "h100", GPUCount: 8, Nodes: 4, Kind: "vm"})
-	var rf *Refusal
-	if !errors.As(err, &rf) || !strings.Contains(rf.Detail, "$51.00/h") || !strings.Contains(rf.Detail, "train (cluster): $40.00/h") {
-		t.Fatalf("a cluster of $40/h with $11/h in state under a $50/h budget: %v", err)
-	}
-}
-
 // clusterProvisioner provisions nodes (each Provision waits until every node of the batch has
 // started, so nodes provisioned one after another never finish) and checks clusters.
 type clusterProvisioner struct {
@@ -334,75 +326,8 @@ func (p *clusterProvisioner) CheckCluster(_ context.Context, req cloudprovider.C
 	return cloudprovider.ClusterCheckResult{BusBandwidthGBps: p.busbw}, nil
 }
 
-// clusterCP is a control plane over one sandbox with clusters, provisioning through prov.
-func clusterCP(t *testing.T, sb *fakeClusters, prov cloudprovider.Provisioner, opts Options) *ControlPlane {
-	t.Helper()
-	opts.Provisioner, opts.PollInterval, opts.ProvisionBackoff = prov, time.Millisecond, time.Millisecond
-	if opts.Journal.Dir == "" {
-		opts.Journal = Journal{Dir: t.TempDir()}
-	}
-	return New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, opts)
-}
-
 func trainSpec() ClusterSpec {
 	return ClusterSpec{Name: "train", GPUType: "h100", GPUCount: 8, Nodes: 4, Kind: "vm", MinBusBandwidthGBps: 150}
-}
-
-func TestCreateClusterReadyAfterTheCheck(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
-	sb.pendingReads = 2
-	prov := newClusterProvisioner(4)
-	cp := clusterCP(t, sb, prov, Options{})
-	spec := trainSpec()
-	plan, err := cp.PlanNewCluster(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var saved []ClusterRecord
-	rec, err := cp.CreateCluster(ctx, spec, plan, func(r ClusterRecord) { saved = append(saved, r) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if saved[0].Status != "pending" || saved[0].CloudClusterID == "" || saved[0].ID != rec.ID {
-		t.Errorf("first save = %+v; want the pending cluster as soon as the cloud accepted it", saved[0])
-	}
-	if rec.Status != "ready" || rec.ProvisioningDigest != "d1" || rec.BusBandwidthGBps != 182.5 || rec.PricePerHour != usd(40) || len(rec.Nodes) != 4 {
-		t.Fatalf("record = %+v", rec)
-	}
-	want := "127.100.1.1 slots=8\n127.100.1.2 slots=8\n127.100.1.3 slots=8\n127.100.1.4 slots=8\n"
-	if rec.Hostfile != want || rec.NCCLEnv["NCCL_IB_PKEY"] != "1" {
-		t.Errorf("hostfile %q, env %v", rec.Hostfile, rec.NCCLEnv)
-	}
-	for i, n := range rec.Nodes {
-		if n.Name != fmt.Sprintf("%s-%d", rec.ID, i+1) || n.Status != "ready" || n.Health != HealthHealthy || n.HostKey != "ssh-ed25519 "+n.Name || n.SSHHost == "" {
-			t.Errorf("node %d = %+v", i, n)
-		}
-	}
-	if len(prov.checks) != 1 {
-		t.Fatalf("%d cluster checks", len(prov.checks))
-	}
-	chk := prov.checks[0]
-	if !chk.Fabric || chk.MinBusBandwidthGBps != 150 || len(chk.Nodes) != 4 || chk.Nodes[3].PrivateIP != "127.100.1.4" || chk.Nodes[0].HostKey == "" || chk.Env["NCCL_IB_PKEY"] != "1" {
-		t.Errorf("check request = %+v", chk)
-	}
-	if sb.live() != 1 || sb.orders != 1 {
-		t.Errorf("%d clusters ordered, %d live", sb.orders, sb.live())
-	}
-	if in, ok, _ := cp.clusterJournal().Get("train"); ok {
-		t.Errorf("the intent outlived the create: %+v", in)
-	}
-	// The nodes are listed as machines of their cluster, held (confirmed at the cloud): never orphans.
-	ms := cp.Machines(ctx, nil)
-	if len(ms.Machines) != 4 || len(ms.Orphans(0)) != 0 {
-		t.Errorf("machines %+v, orphans %+v", ms.Machines, ms.Orphans(0))
-	}
-	for _, m := range ms.Machines {
-		if m.Instance.Cluster != rec.CloudClusterID || m.Resource != "train" || m.Ownership != OwnedConfirmed {
-			t.Errorf("node %s: cluster %q, resource %q, %s", m.Instance.Name, m.Instance.Cluster, m.Resource, m.Ownership)
-		}
-	}
 }
 
 func TestCreateClusterAllOrNothing(t *testing.T) {
@@ -442,42 +367,6 @@ func TestCreateClusterAllOrNothing(t *testing.T) {
 	}
 }
 
-func TestCreateClusterFailureKeepsTheCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, tc := range []struct {
-		name, why string
-		prov      func(p *clusterProvisioner)
-	}{
-		{"a node fails provisioning", "nvidia-smi found 7 GPUs", func(p *clusterProvisioner) { p.failOn = "sbx-vm-train--" + cloudprovider.OwnerToken("train", 0) + "-3" }},
-		{"the cluster check fails", "port 1 of mlx5_0 is Down", func(p *clusterProvisioner) { p.checkOK = false }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
-			prov := newClusterProvisioner(4)
-			tc.prov(prov)
-			cp := clusterCP(t, sb, prov, Options{MaxProvisionAttempts: 1})
-			spec := trainSpec()
-			plan, err := cp.PlanNewCluster(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := cp.CreateCluster(ctx, spec, plan, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.why) || rec.Status != "error" || !strings.Contains(rec.ProvisioningError, tc.why) {
-				t.Fatalf("CreateCluster = %+v, %v", rec, err)
-			}
-			if sb.live() != 1 || rec.CloudClusterID == "" {
-				t.Fatalf("the failed cluster is not kept for Terraform to destroy (%d live)", sb.live())
-			}
-			// The next plan provisions it again in place (a failure of hydra's, not the cloud's).
-			ch, err := cp.PlanClusterChange(spec, rec)
-			if err != nil || ch.Change != Reprovision {
-				t.Errorf("PlanClusterChange = %+v, %v", ch, err)
-			}
-		})
-	}
-}
-
 // cancelOnFirst cancels the apply while the first node provisions (Ctrl-C during Ansible).
 type cancelOnFirst struct {
 	*clusterProvisioner
@@ -489,146 +378,6 @@ func (p *cancelOnFirst) Provision(ctx context.Context, req cloudprovider.Provisi
 	p.once.Do(p.cancel)
 	<-ctx.Done()
 	return cloudprovider.ProvisionResult{}, ctx.Err()
-}
-
-func TestCreateClusterInterruptedThenResumed(t *testing.T) {
-	cases := []struct {
-		name string
-		// stateKept: the interrupted apply's state holds the cluster (refresh, then resume in place);
-		// otherwise it is lost and the next create adopts the cluster, found through the journal
-		// (same runner) or through its name's derived token (a fresh runner without the journal).
-		stateKept, freshRunner bool
-		// lostAnswer: the interrupt came as the order's answer was lost.
-		lostAnswer bool
-	}{
-		{name: "state kept: resumed in place", stateKept: true},
-		{name: "state lost: adopted through the journal"},
-		{name: "state lost: adopted by a fresh runner through the derived token", freshRunner: true},
-		{name: "answer lost, then adopted", lostAnswer: true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
-			sb.lost = tc.lostAnswer
-			journal := Journal{Dir: t.TempDir()}
-			ctx, cancel := context.WithCancel(context.Background())
-			cp := clusterCP(t, sb, &cancelOnFirst{clusterProvisioner: newClusterProvisioner(4), cancel: cancel}, Options{Journal: journal})
-			spec := trainSpec()
-			plan, err := cp.PlanNewCluster(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var last ClusterRecord
-			rec, err := cp.CreateCluster(ctx, spec, plan, func(r ClusterRecord) { last = r })
-			if !errors.Is(err, context.Canceled) || last.Status != "provisioning" || last.CloudClusterID == "" || rec.CloudClusterID != last.CloudClusterID {
-				t.Fatalf("interrupted create = %+v, %v (last saved %+v)", rec, err, last)
-			}
-			rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
-			defer rcancel()
-			if tc.freshRunner {
-				journal = Journal{Dir: t.TempDir()}
-			}
-			cp2 := clusterCP(t, sb, newClusterProvisioner(4), Options{Journal: journal})
-			if tc.stateKept {
-				found, err := cp2.RefreshCluster(rctx, &last)
-				if !found || err != nil {
-					t.Fatalf("refresh: %v %v", found, err)
-				}
-				ch, err := cp2.PlanClusterChange(spec, last)
-				if err != nil || ch.Change != Reprovision || len(ch.Notices) == 0 || !strings.Contains(ch.Notices[0].Summary, "resumed") {
-					t.Fatalf("PlanClusterChange = %+v, %v", ch, err)
-				}
-				if err := cp2.ResumeCluster(rctx, spec, &last, nil); err != nil {
-					t.Fatal(err)
-				}
-				rec = last
-			} else {
-				plan2, err := cp2.PlanNewCluster(rctx, spec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if rec, err = cp2.CreateCluster(rctx, spec, plan2, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if rec.Status != "ready" || rec.CloudClusterID != last.CloudClusterID || sb.orders != 1 || sb.live() != 1 {
-				t.Fatalf("after the re-apply: %+v; %d ordered, %d live (want the one cluster)", rec, sb.orders, sb.live())
-			}
-			if _, ok, _ := cp2.clusterJournal().Get("train"); ok {
-				t.Error("the intent outlived the re-apply")
-			}
-		})
-	}
-}
-
-func TestCreateClusterDropsALeftoverThatNoLongerFits(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric), clusterOffer("eu-1", "gpu-h100x8", 2, 8, 20, fabric))
-	cp := clusterCP(t, sb, newClusterProvisioner(2), Options{})
-	spec := trainSpec()
-	spec.MinBusBandwidthGBps = 0
-	// A 4-node create was cut short before the state kept it; the configuration now asks for 2 nodes.
-	plan4, _ := cp.PlanNewCluster(ctx, spec)
-	p4, _ := ParseClusterOfferID(plan4.OfferID)
-	pm, cb, _ := cp.clusterBackend(p4.Pool)
-	offer4, _ := cp.liveClusterOffer(ctx, pm, p4, spec)
-	if _, err := cp.orderCluster(ctx, cp.clusterJournal(), spec, pm, cb, offer4); err != nil {
-		t.Fatal(err)
-	}
-	spec.Nodes = 2
-	plan2, err := cp.PlanNewCluster(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := cp.CreateCluster(ctx, spec, plan2, nil)
-	if err != nil || len(rec.Nodes) != 2 || sb.orders != 2 || sb.live() != 1 {
-		t.Fatalf("CreateCluster = %+v, %v; %d ordered, %d live (want the leftover deleted, one 2-node cluster)", rec, err, sb.orders, sb.live())
-	}
-}
-
-func TestDeleteClusterDrainsExecletsFirst(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, kind := range []string{"execlet", "vm"} {
-		t.Run(kind, func(t *testing.T) {
-			sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 3, 8, 30, fabric))
-			in := &lockedInspector{}
-			cp := clusterCP(t, sb, newClusterProvisioner(3), Options{Inspector: in})
-			spec := trainSpec()
-			spec.Kind, spec.Nodes, spec.MinBusBandwidthGBps = kind, 3, 0
-			plan, err := cp.PlanNewCluster(ctx, spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := cp.CreateCluster(ctx, spec, plan, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in.onDrain = func() {
-				if sb.live() != 1 {
-					t.Error("a node was drained after its cluster was deleted")
-				}
-			}
-			if err := cp.DeleteCluster(ctx, rec, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			if sb.live() != 0 {
-				t.Error("the cluster is still there")
-			}
-			want := 0
-			if kind == "execlet" {
-				want = 3
-			}
-			if len(in.drained) != want {
-				t.Errorf("drained %v, want %d nodes", in.drained, want)
-			}
-			in.onDrain = nil
-			if err := cp.DeleteCluster(ctx, rec, 0); err != nil {
-				t.Errorf("deleting a gone cluster: %v", err)
-			}
-		})
-	}
 }
 
 // lockedInspector is fakeInspector safe for concurrent drains.
@@ -660,49 +409,8 @@ func (f *lockedInspector) Drain(_ context.Context, inst cloudprovider.Instance, 
 	return nil
 }
 
-func TestImportCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 2, 8, 20, fabric))
-	in := &lockedInspector{}
-	cp := clusterCP(t, sb, newClusterProvisioner(2), Options{Inspector: in})
-	spec := trainSpec()
-	spec.Nodes, spec.MinBusBandwidthGBps = 2, 0
-	plan, _ := cp.PlanNewCluster(ctx, spec)
-	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name   string
-		marker Marker
-		status string
-	}{
-		{"provisioned nodes carry the marker", Marker{Digest: "d1", Playbook: "vm.yml", ProvisionedAt: time.Now()}, "ready"},
-		{"no marker: imported running, provisioned by the next apply", Marker{}, "running"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			in.marker = tc.marker
-			got, err := cp.ImportCluster(ctx, "sandbox/"+rec.CloudClusterID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.ID != rec.ID || got.Name != "train" || got.Pool != "sandbox-vm-pool" || got.Status != tc.status || got.ProvisioningDigest != tc.marker.Digest ||
-				got.OfferID != plan.OfferID || got.Hostfile != rec.Hostfile || len(got.Nodes) != 2 || got.GPUCount != 8 {
-				t.Errorf("ImportCluster = %+v", got)
-			}
-		})
-	}
-	for id, want := range map[string]string{"sandbox": "not <cloud>/<cluster id>", "lambda/x": "not configured", "sandbox/nope": "no cluster nope"} {
-		if _, err := cp.ImportCluster(ctx, id); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ImportCluster(%q) = %v, want %q", id, err, want)
-		}
-	}
-}
-
 func TestPlanClusterChange(t *testing.T) {
-	sb := newFakeClusters("sandbox")
-	cp := clusterCP(t, sb, newClusterProvisioner(1), Options{})
+	_, cp := sandboxCluster(t, newClusterProvisioner(1), Options{})
 	ready := ClusterRecord{ID: "sbx-vm-train--abcdefgh", Cloud: "sandbox", Pool: "sandbox-vm-pool", Region: "eu-1", OfferID: "sandbox-vm-pool/eu-1/4xgpu-h100x8/ondemand@40.00",
 		Status: "ready", ProvisioningDigest: "d1", GPUType: "h100", GPUCount: 8, Interconnect: anyNet, PricePerHour: usd(40),
 		Nodes: []ClusterNodeRecord{{Name: "n-1", Health: HealthHealthy}, {Name: "n-2", Health: HealthHealthy}, {Name: "n-3", Health: HealthHealthy}, {Name: "n-4", Health: HealthHealthy}}}
@@ -741,6 +449,46 @@ func TestPlanClusterChange(t *testing.T) {
 			ch, err := cp.PlanClusterChange(spec, rec)
 			if err != nil || ch.Change != tc.change || ch.ReplaceBecause != tc.because {
 				t.Errorf("PlanClusterChange = %+v, %v; want %v because %q", ch, err, tc.change, tc.because)
+			}
+		})
+	}
+}
+
+func TestCreateClusterOrderCutShort(t *testing.T) {
+	for _, stateKept := range []bool{true, false} {
+		t.Run(fmt.Sprintf("state kept %t", stateKept), func(t *testing.T) {
+			sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
+			sb.partial = 2 // the create was cut short while the cloud placed the nodes: 2 of 4 placed
+			journal := Journal{Dir: t.TempDir()}
+			opts := Options{Journal: journal, PollInterval: time.Millisecond, ProvisionBackoff: time.Millisecond, Provisioner: newClusterProvisioner(4)}
+			cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, opts)
+			spec := trainSpec()
+			plan, err := cp.PlanNewCluster(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The apply is cancelled (its timeout, Ctrl-C) while it waits for a cluster that cannot run.
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			var last ClusterRecord
+			if _, err := cp.CreateCluster(ctx, spec, plan, func(r ClusterRecord) { last = r }); err == nil || last.Status != "pending" || len(last.Nodes) != 2 {
+				t.Fatalf("cut-short create: %v (last saved %+v)", err, last)
+			}
+			rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+			defer rcancel()
+			opts.Provisioner = newClusterProvisioner(4)
+			cp2 := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, opts)
+			rec := last
+			if stateKept {
+				if found, err := cp2.RefreshCluster(rctx, &rec); !found || err != nil {
+					t.Fatalf("refresh: %v %v", found, err)
+				}
+				err = cp2.ResumeCluster(rctx, spec, &rec, nil)
+			} else {
+				rec, err = cp2.CreateCluster(rctx, spec, plan, nil)
+			}
+			if err != nil || rec.Status != "ready" || len(rec.Nodes) != 4 || sb.orders != 1 || sb.live() != 1 {
+				t.Fatalf("after the re-apply: %+v, %v; %d ordered, %d live", rec, err, sb.orders, sb.live())
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ const (
 	DefaultClusterSharedVolumeGB = 1000
 	// DetailClusterType is the Offer.Details key of a cluster offer's type ("32H200").
 	DetailClusterType = "cluster_type"
+	// DetailClusterImage is the Offer.Details key of the image a cluster offer's nodes boot: the
+	// configured ClusterImage when the type supports it, else the type's first supported_os.
+	DetailClusterImage = "cluster_image"
 	// gpusPerClusterNode is what Verda's docs say of every cluster node: 8 GPUs.
 	gpusPerClusterNode = 8
 )
@@ -188,11 +192,22 @@ func (b *Backend) clusterOffer(t ClusterType, location string) (cloudprovider.Cl
 			PricePerHour: price, Available: -1,
 			Details: map[string]string{DetailLocationCode: location, DetailClusterType: t.ClusterType,
 				DetailCatalogCurrency: strings.ToLower(cmp.Or(t.Currency, b.cfg.Currency)),
-				DetailCatalogPrice:    strconv.FormatFloat(float64(t.PricePerHour), 'f', -1, 64)},
+				DetailCatalogPrice:    strconv.FormatFloat(float64(t.PricePerHour), 'f', -1, 64),
+				DetailClusterImage:    b.clusterImage(t)},
 		},
 		Nodes:        nodes,
 		Interconnect: cloudprovider.InterconnectFabric,
 	}, true
+}
+
+// clusterImage is the image t's nodes boot: ClusterImage (default DefaultClusterImage) when t lists it
+// in supported_os (or lists none), else t's first supported image.
+func (b *Backend) clusterImage(t ClusterType) string {
+	want := cmp.Or(b.cfg.ClusterImage, DefaultClusterImage)
+	if len(t.SupportedOS) == 0 || slices.Contains(t.SupportedOS, want) {
+		return want
+	}
+	return t.SupportedOS[0]
 }
 
 // CreateCluster deploys an instant cluster with req.Name as its hostname (Verda names the worker
@@ -227,7 +242,7 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 		return cloudprovider.Cluster{}, err
 	}
 	id, err := b.client.CreateCluster(ctx, CreateClusterRequest{
-		ClusterType: clusterType, Image: cmp.Or(b.cfg.ClusterImage, DefaultClusterImage), Hostname: req.Name,
+		ClusterType: clusterType, Image: cmp.Or(req.Offer.Details[DetailClusterImage], b.cfg.ClusterImage, DefaultClusterImage), Hostname: req.Name,
 		Description: cloudprovider.OwnerDescription(req.Owner), SSHKeyIDs: keyIDs, LocationCode: location,
 		Contract:     "PAY_AS_YOU_GO",
 		SharedVolume: &verdaapi.ClusterSharedVolumeSpec{Name: sharedVolumeName(req.Name), Size: cmp.Or(b.cfg.ClusterSharedVolumeGB, DefaultClusterSharedVolumeGB)},

@@ -232,3 +232,24 @@ func TestClusterBootFailure(t *testing.T) {
 		t.Errorf("failed cluster: %v, %s %q; want an error status with a message", err, c.Status, c.Message)
 	}
 }
+
+// TestClusterImage: a cluster offer boots the configured image when its type supports it, else the
+// type's first supported image.
+func TestClusterImage(t *testing.T) {
+	cases := []struct{ configured, want string }{
+		{"", DefaultClusterImage},
+		{"ubuntu-22.04-cuda-12.4-cluster", "ubuntu-22.04-cuda-12.4-cluster"},
+		{"ubuntu-24.04", "ubuntu-24.04-cuda-12.8-cluster"},
+	}
+	for _, tc := range cases {
+		f := startEmulator(t, emu.Options{})
+		b := f.backend(t, func(c *Config) { c.ClusterImage = tc.configured })
+		o := clusterOffer(t, b, "16H200")
+		if got := o.Details[DetailClusterImage]; got != tc.want {
+			t.Errorf("configured %q: image %q, want %q", tc.configured, got, tc.want)
+		}
+		if _, err := b.CreateCluster(context.Background(), clusterReq(t, o, "img")); err != nil {
+			t.Errorf("configured %q: %v (the emulator refuses an image the type does not support)", tc.configured, err)
+		}
+	}
+}

@@ -74,8 +74,8 @@ func DefaultClusterTypes() []ClusterTypeEntry {
 	}
 }
 
-// clusterImages are the images a cluster boots (GET /images/cluster lists them; the SDK tests show
-// these names).
+// clusterImages are the images a cluster boots, each cluster type's supported_os (the SDKs' tests show
+// these names; GET /images/cluster, which lists them, is not served).
 var clusterImages = []string{"ubuntu-24.04-cuda-12.8-cluster", "ubuntu-22.04-cuda-12.4-cluster"}
 
 type clusterNode struct {

@@ -106,11 +106,50 @@ func (cp *ControlPlane) PlanNewCluster(ctx context.Context, spec ClusterSpec) (C
 			rejections = append(rejections, Rejection{Cloud: o.Cloud, Reason: "its cluster offers recently ran out of capacity at create (skipped for capacity_memory)"})
 		}
 	}
+	plan.Notices = append(plan.Notices, cp.leftClusters(ctx, spec)...)
 	co := res.byID[best.ID]
 	plan.Cloud, plan.Pool, plan.Region, plan.OfferID, plan.PricePerHour = co.Cloud, co.Pool, co.Region, best.ID, co.PricePerHour
 	plan.OtherClouds = OfferResult{Offers: offers, Rejections: rejections}.WhyNot(best)
 	cp.logger(ctx).Info("cluster offer chosen", "name", spec.Name, "offer", best.ID, "price", co.PricePerHour.PerHour(), "eligible", len(offers))
 	return plan, cp.CountBudget(budgetName(spec.Name), best.ID, co.PricePerHour)
+}
+
+// leftClusters says, at plan, which clusters an interrupted create of this resource left (named by
+// this runner's journal, or, on a cloud that records confirmation, never confirmed and named with a
+// token derived from the resource's name): the apply adopts one that fits the plan, and deletes the
+// others. Clouds that cannot be asked are left out: the apply looks again.
+func (cp *ControlPlane) leftClusters(ctx context.Context, spec ClusterSpec) []Notice {
+	in, journaled, _ := cp.clusterJournal().Get(spec.Name)
+	var left []string
+	for _, pm := range cp.manager.Pools() {
+		cb, ok := pm.Backend.(cloudprovider.ClusterBackend)
+		if !ok || pm.Pool.Kind != spec.Kind || !cloudAllowed(spec.Clouds, pm.Pool.Cloud) {
+			continue
+		}
+		_, confirmable := pm.Backend.(cloudprovider.OwnershipConfirmer)
+		lctx, cancel := context.WithTimeout(ctx, cp.opts.OfferTimeout)
+		list, err := cb.ListClusters(lctx, cloudprovider.CloudName(pm.Pool, spec.Name, "")+cloudprovider.TokenSeparator)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, c := range list {
+			name, token, ok := cloudprovider.ParseCloudName(pm.Pool, c.Name)
+			if !ok || name != spec.Name || c.Status == cloudprovider.StatusTerminated {
+				continue
+			}
+			if (journaled && in.CloudName == c.Name) || (confirmable && !clusterConfirmed(c) && cloudprovider.DerivedToken(spec.Name, token)) {
+				left = append(left, fmt.Sprintf("%s %s (id %s, %d nodes, %s)", pm.Pool.Cloud, c.Name, c.ID, len(c.Nodes), c.Status))
+			}
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	return []Notice{{Summary: "A create of this GPU cluster was cut short; apply adopts it",
+		Detail: fmt.Sprintf("An earlier create of hydra_gpu_cluster %q was interrupted before Terraform recorded the cluster, and no state holds it. "+
+			"The next apply takes it over instead of ordering another if it still matches the plan; otherwise apply deletes it and "+
+			"orders the planned one:\n  %s", spec.Name, strings.Join(left, "\n  "))}}
 }
 
 // budgetName is a cluster's entry in the budget, apart from a machine of the same name.

@@ -56,7 +56,7 @@ func TestSandboxClusterCreateReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Only sbx-eu-1 has a fabric; a node of 8 H100 costs $19.92 there: the cluster 4 times that.
-	if plan.OfferID != "sandbox-vm-pool/sbx-eu-1/4xsbx.h100.8x/ondemand@79.68" || plan.PricePerHour != usd(79.68) {
+	if plan.OfferID != "sandbox-vm-pool/sbx-eu-1/4xsbx.h100.8x/ondemand@79.68" || plan.PricePerHour != usd(79.68) || len(plan.Notices) != 0 {
 		t.Fatalf("plan = %+v", plan)
 	}
 	var first *ClusterRecord
@@ -232,6 +232,9 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 				plan, err = cp2.PlanNewCluster(rctx, spec)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if len(plan.Notices) != 1 || !strings.Contains(plan.Notices[0].Detail, last.ID) {
+					t.Errorf("the plan does not say it adopts the cluster left: %+v", plan.Notices)
 				}
 				rec, err = cp2.CreateCluster(rctx, spec, plan, nil)
 			}

@@ -17,9 +17,9 @@ func TestClusterAPI(t *testing.T) {
 	srv := New(Options{})
 	auth := []string{"Authorization", "Bearer " + DefaultToken}
 	key := []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHydra user@host"}
-	body := func(name string, nodes int, max float64) map[string]any {
+	body := func(name string, nodes int, maxPrice float64) map[string]any {
 		return map[string]any{"name": name, "instance_type": "h100.8x", "region": "ams1", "interconnect": "fabric",
-			"node_count": nodes, "ssh_public_keys": key, "max_price_per_hour": max}
+			"node_count": nodes, "ssh_public_keys": key, "max_price_per_hour": maxPrice}
 	}
 	code := func(a emutest.Answer) string {
 		var e struct{ Error struct{ Code string } }

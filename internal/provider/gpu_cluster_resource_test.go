@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
@@ -183,18 +184,30 @@ func TestAccGPUCluster_planShowsOtherClouds(t *testing.T) {
 	s.noneCreated(t, "a plan")
 }
 
-// TestAccGPUCluster_emulators rents 4 nodes on each cluster-capable emulated cloud (provisioning off),
-// through its own cluster mechanism, and destroys them.
+// TestAccGPUCluster_emulators rents testNodes nodes on each cluster-capable emulated cloud
+// (provisioning off), through its own cluster mechanism, and destroys them.
 func TestAccGPUCluster_emulators(t *testing.T) {
-	for _, tc := range []struct{ cloud, extra string }{
-		{"atlas", ""},
-		{"verda", ""},
-		// Mithril's cluster is one spot bid for N instances, on no promised fabric.
-		{"mithril", "  spot = true\n  interconnect = \"any\""},
+	for _, tc := range []struct {
+		cloud, gpuType, extra string
+		prepare               func(*testClouds)
+	}{
+		{cloud: "atlas", gpuType: "h100"},
+		// Verda's instant clusters are fixed types: its emulator's default 32H200 is 4 nodes of 8 H200.
+		{cloud: "verda", gpuType: "h200"},
+		// Mithril's cluster is one spot bid for N instances, on no promised fabric; its auction must be
+		// able to allocate every node at once (two of its slots are held by other customers' bids).
+		{cloud: "mithril", gpuType: "h100", extra: "  spot = true\n  interconnect = \"any\"", prepare: func(c *testClouds) {
+			if _, err := c.mithril.SetAuction(emumithril.AuctionChange{Region: "us-central1-a", InstanceType: "h100-80gb.sxm.8x", Capacity: new(testNodes + 2)}); err != nil {
+				c.t.Fatal(err)
+			}
+		}},
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {
 			c := newTestClouds(t, nil)
-			cfg := c.providerConfig(t.TempDir(), tc.cloud) + clusterConfig("emu-"+tc.cloud, "h100", 8, testNodes,
+			if tc.prepare != nil {
+				tc.prepare(c)
+			}
+			cfg := c.providerConfig(t.TempDir(), tc.cloud) + clusterConfig("emu-"+tc.cloud, tc.gpuType, 8, testNodes,
 				fmt.Sprintf("  ssh_public_keys = [%q]\n  clouds = [%q]\n%s", testSSHKey, tc.cloud, tc.extra))
 			accTest(t, c.checkEmpty, []resource.TestStep{{
 				Config: cfg,

@@ -432,6 +432,9 @@ type order struct {
 	quantity   int
 	price      int64
 	kind       func(Bid) bool
+	// whole refuses a bid for more instances than the auction can allocate now (ErrCapacity), before
+	// it is placed (a cluster's: see fillable).
+	whole bool
 }
 
 // placeOnce places the order's bid unless a live bid of its name and kind exists, and returns the bid
@@ -463,8 +466,10 @@ func (b *Backend) placeOnce(ctx context.Context, ord order) (Bid, []Instance, er
 			return found(b.reapGoneBids(ctx, project, ord.pool, ord.owner, ord.name, ord.kind))
 		},
 		Prepare: func(ctx context.Context) (err error) {
-			fid, keys, err = b.bidInputs(ctx, project, ord.offer, ord.publicKeys)
-			return err
+			if fid, keys, err = b.bidInputs(ctx, project, ord.offer, ord.publicKeys); err != nil || !ord.whole {
+				return err
+			}
+			return b.fillable(ctx, ord.op, fid, ord.offer, ord.quantity)
 		},
 		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
 			placed, err := b.submitBid(ctx, project, fid, ord.price, ord.quantity, keys, ord.name, ord.offer.Region)

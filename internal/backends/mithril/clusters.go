@@ -16,8 +16,10 @@ import (
 // A Mithril cluster is one bid with instance_quantity N >= 2 (POST /v2/spot/bids). Mithril allocates
 // a bid all or nothing: "Bids are all-or-nothing in that it will only convert to an Allocation if all
 // quantities of instances will be successful in the market" (docs.mlfoundry.com, "Using spot
-// instances"); until then the bid is Open with no instances, nothing is billed, and the cluster is
-// pending with AwaitingAllocation, which the control plane cancels after the launch's bid timeout. A
+// instances"); until then the bid is Open with no instances and nothing is billed. hydra places no
+// cluster bid its auction cannot fill now (ErrCapacity, nothing placed); one that still does not win
+// at once (capacity taken meanwhile, a bid held below the lowest winning bid) is a pending cluster
+// with AwaitingAllocation and no nodes, which the control plane cancels after its bid timeout. A
 // bid cannot be resized: UpdateBidRequest (PATCH /v2/spot/bids/{fid}, Mithril's OpenAPI document) has
 // limit_price, paused, volumes and memory_gb only, and SkyPilot's Mithril provisioner refuses to add
 // instances to an existing cluster.
@@ -50,12 +52,12 @@ func reasonFewNodes(n int) string {
 }
 
 // ClusterOffers lists one cluster offer per spot auction (see Offers): Nodes is the number of instances
-// the auction can allocate now (its available capacity) and Offer.Available the same. The bid per
-// instance is what the auction needs to win now (PriceBids with nothing to compare and no max: the
-// auction's signals plus the win margin), in Details["bid_price"] and Details["price_per_node"];
-// Offer.PricePerHour is the whole cluster's, Nodes times that bid. A cluster of n <= Nodes instances costs n times the bid. Every offer
-// is spot and Interconnect "any" (see above). Auctions that cannot allocate 2 instances, or whose bid
-// would not be placed, are listed ineligible with the reason, never dropped.
+// the auction can allocate now (its available capacity), Offer.Available the same, and a bid may ask
+// for any count up to it. The bid per instance is what the auction needs to win now (PriceBids with
+// nothing to compare and no max: the auction's signals plus the win margin): PricePerNode, also in
+// Details["bid_price"] and Details["price_per_node"]; Offer.PricePerHour is Nodes times it. Every
+// offer is spot and Interconnect "any" (see above). Auctions that cannot allocate 2 instances, or
+// whose bid would not be placed, are listed ineligible with the reason, never dropped.
 func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOffer, error) {
 	offers, err := b.Offers(ctx)
 	if err != nil {
@@ -77,14 +79,17 @@ func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOff
 		if p.Ineligible == "" && nodes < 2 {
 			p.Ineligible = reasonFewNodes(nodes)
 		}
-		out = append(out, cloudprovider.ClusterOffer{Offer: p, Nodes: nodes, Interconnect: cloudprovider.InterconnectAny})
+		out = append(out, cloudprovider.ClusterOffer{Offer: p, Nodes: nodes, Interconnect: cloudprovider.InterconnectAny, PricePerNode: centsToUSD(bid)})
 	}
 	return out, nil
 }
 
-// perInstance is a cluster offer's bid per instance: Details["bid_price"] when set (ClusterOffers and
-// PriceBids set it), else the whole price divided by Nodes.
+// perInstance is a cluster offer's bid per instance: PricePerNode when set (ClusterOffers sets it),
+// else Details["bid_price"] (PriceBids' key), else the whole price divided by Nodes.
 func perInstance(o cloudprovider.ClusterOffer) money.USD {
+	if o.PricePerNode > 0 {
+		return o.PricePerNode
+	}
 	if c, err := ParseDollars(o.Details[DetailBidPrice]); err == nil && c > 0 {
 		return centsToUSD(c)
 	}
@@ -104,6 +109,8 @@ func perInstance(o cloudprovider.ClusterOffer) money.USD {
 //  2. The bid is placed once by name, as Create's is (placeOnce): a live cluster bid named req.Name
 //     is returned as it is, earlier cluster bids of the resource whose machines are gone for good are
 //     cancelled, and an unknown outcome is settled by looking the name up once more.
+//  3. Before a new bid is placed, an auction that cannot allocate all the nodes now is ErrCapacity
+//     (fillable), and nothing is placed.
 func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRequest) (cloudprovider.Cluster, error) {
 	const op = "placing cluster bid"
 	o := req.Offer
@@ -120,7 +127,7 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 		return cloudprovider.Cluster{}, err
 	}
 	bid, insts, err := b.placeOnce(ctx, order{op: op, name: req.Name, pool: req.Pool, owner: req.Owner, offer: o.Offer,
-		publicKeys: req.SSHPublicKeys, quantity: o.Nodes, price: price, kind: isClusterBid})
+		publicKeys: req.SSHPublicKeys, quantity: o.Nodes, price: price, kind: isClusterBid, whole: true})
 	if err != nil {
 		return cloudprovider.Cluster{}, err
 	}
@@ -135,6 +142,24 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 		}
 	}
 	return c, nil
+}
+
+// fillable refuses a bid for quantity instances of the instance type fid that its auction cannot
+// allocate now (/v2/pricing/current's available_capacity): ErrCapacity, nothing placed. An unknown
+// capacity, or prices that cannot be read (but for a refused key), leave the decision to the bid.
+func (b *Backend) fillable(ctx context.Context, op, fid string, o cloudprovider.Offer, quantity int) error {
+	p, err := b.client.CurrentPricing(ctx, fid, o.Region)
+	switch {
+	case cloudprovider.KindOf(err) == cloudprovider.ErrAuth:
+		return err
+	case err != nil:
+		b.log.Warn("no current capacity for a cluster bid; placing it", "instance_type", o.InstanceType, "region", o.Region, "error", err)
+		return nil
+	case p.AvailableCapacity.Valid && p.AvailableCapacity.Value < int64(quantity):
+		return cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, op, "%s can allocate %d %s instances now, not %d (a bid is allocated all or nothing): nothing was placed",
+			o.Region, max(p.AvailableCapacity.Value, 0), o.InstanceType, quantity)
+	}
+	return nil
 }
 
 // GetCluster reads the cluster bid with that FID and its instances. A bid of one instance is a

@@ -49,7 +49,8 @@ func TestClusterOffers(t *testing.T) {
 	}
 	for _, o := range offers {
 		// Mithril promises no fabric for a spot bid's instances.
-		if o.Interconnect != cloudprovider.InterconnectAny || o.Cloud != CloudName || !o.Spot || o.Available != o.Nodes {
+		if o.Interconnect != cloudprovider.InterconnectAny || o.Cloud != CloudName || !o.Spot || o.Available != o.Nodes ||
+			(o.GPUType != "" && o.PricePerNode.String() != o.Details[DetailPricePerNode]) {
 			t.Errorf("offer %+v", o)
 		}
 	}
@@ -177,26 +178,44 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 }
 
-// A region that cannot allocate all nodes (two 8x A100 in all, none taken) leaves the bid Open with
-// none (never some), the cluster pending and awaiting allocation, until capacity for all of them comes.
+// A region that cannot allocate all the nodes now (two 8x A100 in all, none taken) is ErrCapacity,
+// and nothing is placed: a bid is allocated all or nothing.
 func TestClusterNotEnoughCapacity(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	ctx := t.Context()
 	pool := backendtest.Pool(t, CloudName)
 	o := clusterOffer(t, e, "us-central1-a", "a100-80gb.sxm.8x")
-	if o.Nodes != 2 || o.Details[DetailBidPrice] != "8.58" {
+	if o.Nodes != 2 || o.PricePerNode != usd("8.58") {
 		t.Fatalf("offer %+v", o)
 	}
-	c, err := e.backend.CreateCluster(ctx, cloudprovider.ClusterRequest{Name: pool.Prefix + "big", Pool: pool, Offer: sized(o, 4)})
+	_, err := e.backend.CreateCluster(ctx, cloudprovider.ClusterRequest{Name: pool.Prefix + "big", Pool: pool, Offer: sized(o, 4)})
+	if !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), "us-central1-a can allocate 2 a100-80gb.sxm.8x instances now, not 4") {
+		t.Errorf("4 nodes where 2 are free: %v", err)
+	}
+	if clusters, _ := e.backend.ListClusters(ctx, pool.Prefix); len(clusters) != 0 || e.emu.CreateCount() != 0 {
+		t.Errorf("nothing is placed: %+v, %d bids", clusters, e.emu.CreateCount())
+	}
+}
+
+// A cluster bid that does not win at once (placed below the lowest winning bid, another customer's
+// $1.00, although 7 instances are free) stays Open with no instance, never some: the cluster is
+// pending, awaiting allocation, with no nodes, until its bid wins all of them at once.
+func TestClusterAwaitingAllocation(t *testing.T) {
+	e := newEnv(t, emu.Options{})
+	ctx := t.Context()
+	pool := backendtest.Pool(t, CloudName)
+	o := sized(clusterOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x"), 4)
+	o.PricePerNode = usd("0.90")
+	c, err := e.backend.CreateCluster(ctx, cloudprovider.ClusterRequest{Name: pool.Prefix + "held", Pool: pool, Offer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
 		if c.Status != cloudprovider.StatusPending || !c.AwaitingAllocation || c.CloudStatus != "Open" || len(c.Nodes) != 0 ||
-			c.PricePerHour != usd("34.32") || c.Message == "" {
+			c.PricePerHour != usd("3.60") || c.Message == "" {
 			t.Fatalf("waiting cluster: %+v", c)
 		}
-		if b := bidOf(t, e, c.ID); b.Status != "Open" || len(b.Instances) != 0 {
+		if b := bidOf(t, e, c.ID); b.Status != "Open" || len(b.Instances) != 0 || b.Quantity != 4 {
 			t.Fatalf("the bid is partly allocated: %+v", b)
 		}
 		e.clock.Advance(time.Hour)
@@ -210,8 +229,8 @@ func TestClusterNotEnoughCapacity(t *testing.T) {
 	if clusters, err := e.backend.ListClusters(ctx, pool.Prefix); err != nil || len(clusters) != 1 || !clusters[0].AwaitingAllocation {
 		t.Errorf("an open cluster bid is a cluster: %+v %v", clusters, err)
 	}
-	// Room for all four: allocated together.
-	if _, err := e.emu.SetAuction(emu.AuctionChange{Region: "us-central1-a", InstanceType: "a100-80gb.sxm.8x", Capacity: new(4)}); err != nil {
+	// The other customer leaves: the bid wins, all four at once.
+	if _, err := e.emu.SetAuction(emu.AuctionChange{Region: "us-central1-a", InstanceType: "a100-80gb.sxm.1x", MarketBidsCents: []int64{}}); err != nil {
 		t.Fatal(err)
 	}
 	c, err = e.backend.GetCluster(ctx, c.ID)

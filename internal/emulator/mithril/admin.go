@@ -24,19 +24,41 @@ type admin = emukit.StateAdmin[state]
 // BootFailures ends hydra's next allocated instances in STATUS_ERROR. OwnFaults.OnlyPath narrows the
 // 429 and 5xx faults. Faults returns the armed shared faults, with their counters as used so far.
 //
-// Stats reports hydra's side of the cloud: Created counts the bids the API has accepted (POST
-// /v2/spot/bids), ever; Live lists the bids of hydra's projects that are not cancelled (a bid is one
-// hydra instance: its FID is Instance.ID and its name the cloud-side name). Other customers' bids are
-// left out.
+// Stats reports hydra's side of the cloud: Created counts the machines the API has accepted bids for
+// (POST /v2/spot/bids), ever: one per one-instance bid, N per bid for N; Live lists the bids of
+// hydra's projects that are not cancelled (a one-instance bid is one hydra instance: its FID is
+// Instance.ID and its name the cloud-side name) and, for a bid for several, its live instances. Other
+// customers' bids are left out.
 func newAdmin(s *Server) admin {
+	var now time.Time // the state's time, set under the server's lock before fn reads the state
 	return emukit.NewStateAdmin(func(_ bool, fn func(st *state) error) error {
-		return s.update(func(st *state, _ time.Time) error { return fn(st) })
+		return s.update(func(st *state, t time.Time) error { now = t; return fn(st) })
 	}, func(st *state) *simulation.Faults { return &st.Faults },
-		func(st *state) (int, []simulation.Machine) {
-			return st.Created, emukit.LiveMachines(st.Bids, func(b *bid) (simulation.Machine, bool) {
-				return simulation.Machine{ID: b.FID, Name: b.Name}, b.Project != marketProject && b.Status != bidTerminated
-			})
-		})
+		func(st *state) (int, []simulation.Machine) { return st.machines(now) })
+}
+
+// machines are hydra's machines as Stats counts them: a one-instance bid is one machine from the
+// moment it is accepted (its FID and name, as the backend's Instance), and a bid for several (a
+// cluster) is that many machines ordered, live while its instances are (their FIDs and names).
+func (st *state) machines(now time.Time) (ordered int, live []simulation.Machine) {
+	for _, b := range st.Bids {
+		if b.Project == marketProject {
+			continue
+		}
+		ordered += max(b.Quantity, 1)
+		switch {
+		case b.Status == bidTerminated:
+		case b.Quantity <= 1:
+			live = append(live, simulation.Machine{ID: b.FID, Name: b.Name})
+		default:
+			for _, fid := range b.Instances {
+				if in := st.instanceByFID(fid); in != nil && in.live(now) {
+					live = append(live, simulation.Machine{ID: in.FID, Name: in.Name})
+				}
+			}
+		}
+	}
+	return ordered, live
 }
 
 // SetOwnFaults replaces the armed Mithril-only faults.

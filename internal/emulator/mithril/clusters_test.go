@@ -63,6 +63,16 @@ func TestMultiInstanceBids(t *testing.T) {
 	if one := bid("one", "$10.00", 1); one["status"] != "Allocated" {
 		t.Errorf("one instance in one slot: %v", one)
 	}
+	// Stats counts machines: four ordered and live, three ordered and none live yet, one bid of one.
+	if st, err := s.Stats(); err != nil || st.Created != 8 || len(st.Live) != 5 {
+		t.Errorf("stats: %+v %v", st, err)
+	} else {
+		for _, m := range st.Live {
+			if !strings.HasPrefix(m.ID, "inst_") && m.Name != "one" || strings.HasPrefix(m.ID, "inst_") && !strings.HasPrefix(m.Name, "four-") {
+				t.Errorf("live machine %+v", m)
+			}
+		}
+	}
 	// Each instance runs with its own private address, named after the bid.
 	c.Advance(10 * time.Second)
 	seen := map[string]bool{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -33,6 +34,9 @@ type ClusterSpec struct {
 	MinBusBandwidthGBps float64
 	// ReplaceWhenUnhealthy replaces a ready cluster with an unhealthy node (PlanClusterChange).
 	ReplaceWhenUnhealthy bool
+	// BidTimeout bounds how long CreateCluster waits for an order the cloud has not allocated yet (an
+	// auction bid for the nodes) before it cancels it (0: no bound; wait as for any boot).
+	BidTimeout time.Duration
 }
 
 // ClusterPlan is what a plan shows of a new cluster.

@@ -75,6 +75,9 @@ func (cp *ControlPlane) CreateCluster(ctx context.Context, spec ClusterSpec, pla
 	} else {
 		c, err = cp.orderCluster(ctx, journal, spec, pm, cb, offer)
 	}
+	if err == nil {
+		c, err = cp.awaitBid(ctx, journal, spec, cb, offer, c)
+	}
 	if err != nil {
 		return ClusterRecord{}, err
 	}
@@ -194,7 +197,7 @@ func (cp *ControlPlane) orderCluster(ctx context.Context, journal Journal, spec 
 // every node (pending with fewer nodes than offer's): creates are idempotent by name, so the cloud
 // places the missing nodes, or, when it no longer can, terminates the cluster (a capacity error).
 func (cp *ControlPlane) finishOrder(ctx context.Context, journal Journal, spec ClusterSpec, pm *SinglePoolInstManager, cb cloudprovider.ClusterBackend, offer cloudprovider.ClusterOffer, c cloudprovider.Cluster) (cloudprovider.Cluster, error) {
-	if c.Status != cloudprovider.StatusPending || len(c.Nodes) >= offer.Nodes {
+	if c.AwaitingAllocation || c.Status != cloudprovider.StatusPending || len(c.Nodes) >= offer.Nodes {
 		return c, nil
 	}
 	cp.logger(ctx).Info("the GPU cluster's order was cut short before every node was placed; ordering it again by its name", "name", c.Name, "placed", len(c.Nodes), "nodes", offer.Nodes)
@@ -231,14 +234,58 @@ func (cp *ControlPlane) sendOrder(ctx context.Context, journal Journal, spec Clu
 	if !cloudprovider.IsCapacity(err) {
 		return cloudprovider.Cluster{}, err
 	}
-	miss := cp.NewCapacityMiss(flatCluster(offer), err.Error())
+	log.Warn("no capacity for the cluster; nothing was created", "name", name, "offer", offer.ID, "error", err)
+	return cloudprovider.Cluster{}, cp.clusterMiss(name, offer, err.Error(), err)
+}
+
+// clusterMiss remembers that offer failed for lack of capacity (why) and is the create's error.
+func (cp *ControlPlane) clusterMiss(name string, offer cloudprovider.ClusterOffer, why string, err error) *ClusterCapacityError {
+	miss := cp.NewCapacityMiss(flatCluster(offer), why)
 	cp.RememberCapacity([]CapacityMiss{miss})
 	ce := &ClusterCapacityError{Name: name, OfferID: offer.ID, Err: err}
 	if m := cp.opts.CapacityMemory; m > 0 {
 		ce.Capacity = &CapacityRecord{Misses: []CapacityMiss{miss}, Until: miss.At.Add(m), Memory: m}
 	}
-	log.Warn("no capacity for the cluster; nothing was created", "name", name, "offer", offer.ID, "error", err)
-	return cloudprovider.Cluster{}, ce
+	return ce
+}
+
+// awaitBid waits, for at most spec.BidTimeout, for an order the cloud accepted but has not allocated
+// (an auction bid for N nodes) to be allocated. A bid that does not win in time is cancelled and is a
+// *ClusterCapacityError (nothing billed, the miss remembered); one that cannot be cancelled is kept, as
+// a machine's is. When ctx ends the intent stays, so the next apply takes the bid over.
+func (cp *ControlPlane) awaitBid(ctx context.Context, journal Journal, spec ClusterSpec, cb cloudprovider.ClusterBackend, offer cloudprovider.ClusterOffer, c cloudprovider.Cluster) (cloudprovider.Cluster, error) {
+	if !c.AwaitingAllocation || spec.BidTimeout <= 0 {
+		return c, nil
+	}
+	log := cp.logger(ctx)
+	log.Info("waiting for the cluster's bid to win", "name", c.Name, "bid_timeout", spec.BidTimeout.String())
+	wctx, cancel := context.WithTimeout(ctx, spec.BidTimeout)
+	defer cancel()
+	err := wait.Until(wctx, "the bid of GPU cluster "+c.Name+" to win", wait.Backoff{First: cp.opts.PollInterval, Max: min(BootPollMax, cp.opts.PollMax), Factor: 1.5, WaitFirst: true},
+		func(ctx context.Context) (bool, error) {
+			next, err := cb.GetCluster(ctx, c.ID)
+			if err != nil {
+				return false, wait.Transient(err)
+			}
+			c = next
+			return !c.AwaitingAllocation, nil
+		})
+	switch {
+	case err == nil:
+		return c, nil
+	case ctx.Err() != nil:
+		return c, ctx.Err()
+	}
+	why := fmt.Sprintf("the bid did not win within bid_timeout %s and was cancelled; nothing is billed", spec.BidTimeout)
+	if derr := cb.DeleteCluster(context.WithoutCancel(ctx), c.ID); derr != nil && !cloudprovider.IsNotFound(derr) {
+		// A bid that could not be cancelled may still win and bill: keep it, like any cluster.
+		log.Warn("could not cancel the cluster bid that did not win in time; keeping it", "name", c.Name, "error", derr)
+		return c, nil
+	}
+	_ = journal.Remove(spec.Name)
+	log.Warn("cluster bid not won in time; cancelled it", "name", c.Name, "offer", offer.ID, "bid_timeout", spec.BidTimeout.String())
+	return cloudprovider.Cluster{}, cp.clusterMiss(c.Name, offer, "its auction could not be won: "+why,
+		cloudprovider.Errorf(cloudprovider.ErrCapacity, offer.Cloud, "creating GPU cluster", "%s", why))
 }
 
 // findCluster returns the live cluster named name (ok false when there is none).
@@ -351,7 +398,8 @@ func clusterConfirmed(c cloudprovider.Cluster) bool {
 
 // clusterMatches reports whether a cluster is what offer orders (what the cloud does not report matches).
 func clusterMatches(c cloudprovider.Cluster, offer cloudprovider.ClusterOffer) bool {
-	cutShort := c.Status == cloudprovider.StatusPending && len(c.Nodes) < offer.Nodes // finishOrder places the rest
+	// An order not allocated yet (a bid) has no node; one cut short has fewer: finishOrder places the rest.
+	cutShort := c.Status == cloudprovider.StatusPending && len(c.Nodes) < offer.Nodes
 	if (c.Region != "" && c.Region != offer.Region) || (len(c.Nodes) != offer.Nodes && !cutShort) {
 		return false
 	}
@@ -548,7 +596,7 @@ func (cp *ControlPlane) waitCluster(ctx context.Context, cb cloudprovider.Cluste
 		case cloudprovider.StatusRunning:
 			return true, nil
 		case cloudprovider.StatusError:
-			return false, fmt.Errorf("GPU cluster %s failed at the cloud (%s)", c.Name, c.CloudStatus)
+			return false, fmt.Errorf("GPU cluster %s failed at the cloud: %s", c.Name, cmpOr(c.Message, "the cloud reports status "+c.CloudStatus))
 		case cloudprovider.StatusTerminated:
 			return false, fmt.Errorf("GPU cluster %s was terminated at the cloud (%s) before it became ready", c.Name, c.CloudStatus)
 		}

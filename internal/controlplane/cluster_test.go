@@ -26,6 +26,8 @@ type fakeClusters struct {
 	// short after that many nodes (ErrOther, as an interrupted create).
 	createErr error
 	partial   int
+	// bidding keeps every order an open bid that never wins (no node allocated, nothing billed).
+	bidding bool
 
 	cmu      sync.Mutex
 	clusters map[string]*cloudprovider.Cluster
@@ -82,6 +84,10 @@ func (f *fakeClusters) CreateCluster(_ context.Context, req cloudprovider.Cluste
 // read returns the cluster as the cloud sees it now: running (every node with an address) once every
 // node ordered is placed.
 func (f *fakeClusters) read(c *cloudprovider.Cluster) cloudprovider.Cluster {
+	if f.bidding {
+		return cloudprovider.Cluster{ID: c.ID, Name: c.Name, Cloud: c.Cloud, Region: c.Region, Status: cloudprovider.StatusPending,
+			CloudStatus: "Open", AwaitingAllocation: true, Owner: c.Owner}
+	}
 	if c.Status == cloudprovider.StatusPending && len(c.Nodes) == f.ordered[c.ID].Offer.Nodes {
 		c.Status = cloudprovider.StatusRunning
 		for i := range c.Nodes {
@@ -491,5 +497,34 @@ func TestCreateClusterOrderCutShort(t *testing.T) {
 				t.Fatalf("after the re-apply: %+v, %v; %d ordered, %d live", rec, err, sb.orders, sb.live())
 			}
 		})
+	}
+}
+
+func TestCreateClusterBidNotWonIsCancelled(t *testing.T) {
+	ctx := context.Background()
+	mithril := newFakeClusters("mithril", cloudprovider.ClusterOffer{Offer: cloudprovider.Offer{Region: "us-central1-a", InstanceType: "it_h100",
+		GPUType: "h100", GPUCount: 8, PricePerHour: usd(32), Spot: true, Available: 4}, Nodes: 4, Interconnect: anyNet})
+	mithril.bidding = true
+	journal := Journal{Dir: t.TempDir()}
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{mithril}, Options{Journal: journal, PollInterval: time.Millisecond,
+		CapacityMemory: time.Hour})
+	spec := trainSpec()
+	spec.Interconnect, spec.BidTimeout, spec.MinBusBandwidthGBps = anyNet, 20*time.Millisecond, 0
+	plan, err := cp.PlanNewCluster(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saves int
+	_, err = cp.CreateCluster(ctx, spec, plan, func(ClusterRecord) { saves++ })
+	var ce *ClusterCapacityError
+	if !errors.As(err, &ce) || ce.Capacity == nil || !strings.Contains(ce.Capacity.Misses[0].Reason, "did not win within bid_timeout 20ms") ||
+		!strings.Contains(err.Error(), "nothing stays billed") {
+		t.Fatalf("CreateCluster = %v", err)
+	}
+	if mithril.live() != 0 || saves != 0 || mithril.orders != 1 {
+		t.Errorf("after a bid that did not win: %d live, %d saves, %d ordered", mithril.live(), saves, mithril.orders)
+	}
+	if _, ok, _ := cp.clusterJournal().Get("train"); ok {
+		t.Error("an intent is left after the bid was cancelled")
 	}
 }

@@ -115,3 +115,32 @@ func TestMultiInstanceBids(t *testing.T) {
 		}
 	}
 }
+
+// PrivateNet and a "{private_ip}" SSHDestination give each instance a loopback private address and an
+// ssh_destination on it, for one local sshd per node.
+func TestPrivateNet(t *testing.T) {
+	c := backendtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 10 * time.Second}, PrivateNet: "127.103", SSHDestination: "{private_ip}:2222"})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	body := bidBody("net", s.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x"), "us-central1-a", "$2.00")
+	body["instance_quantity"] = 2
+	var b map[string]any
+	if code := call(t, srv.URL, "POST", "/v2/spot/bids", body, &b); code != 201 || b["status"] != "Allocated" {
+		t.Fatalf("create: %d %v", code, b)
+	}
+	c.Advance(10 * time.Second)
+	var page struct {
+		Data []map[string]any `json:"data"`
+	}
+	call(t, srv.URL, "GET", "/v2/instances?project="+ProjectFID(DefaultProject)+"&bid_fid_in="+b["fid"].(string), nil, &page)
+	if len(page.Data) != 2 {
+		t.Fatalf("instances: %v", page.Data)
+	}
+	for _, in := range page.Data {
+		ip, _ := in["private_ip"].(string)
+		if !strings.HasPrefix(ip, "127.103.") || in["ssh_destination"] != ip+":2222" {
+			t.Errorf("instance %v", in)
+		}
+	}
+}

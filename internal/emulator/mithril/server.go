@@ -75,8 +75,13 @@ type Options struct {
 	// Projects are the project names the keys see (default DefaultProject); ProjectFID gives their FIDs.
 	Projects []string
 	// SSHDestination, when set, is the ssh_destination of every running instance (e.g. "127.0.0.1:2222"
-	// for a loopback sshd); otherwise each instance gets an address of 203.0.113.0/24.
+	// for a loopback sshd; "{private_ip}:2222" puts each instance's own private address in it, for one
+	// sshd per node); otherwise each instance gets an address of 203.0.113.0/24.
 	SSHDestination string
+	// PrivateNet is the first two octets of instances' private addresses, <PrivateNet>.<n/256>.<n%256>
+	// for the n-th instance (default "10.0"; "127.103" gives loopback addresses a local sshd can
+	// listen on).
+	PrivateNet string
 }
 
 // OwnFaults are the misbehaviours only Mithril has, beside the shared fault vocabulary (simulation.Faults:
@@ -119,6 +124,7 @@ func New(opts Options) *Server {
 	opts.Catalog = emukit.Seed(opts.Catalog, DefaultCatalog)
 	opts.Options = opts.WithDefaults(20 * time.Second)
 	opts.PreemptionWindow = cmp.Or(opts.PreemptionWindow, 5*time.Minute)
+	opts.PrivateNet = cmp.Or(opts.PrivateNet, "10.0")
 	opts.APIKeys = emukit.Keys(opts.APIKeys, DefaultAPIKey)
 	opts.Projects = emukit.Keys(opts.Projects, DefaultProject)
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}

@@ -1,12 +1,14 @@
 package mithril
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"math/big"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
@@ -35,6 +37,7 @@ type settings struct {
 	StopDuration     time.Duration `json:"stop_duration"`
 	PreemptionWindow time.Duration `json:"preemption_window"`
 	SSHDestination   string        `json:"ssh_destination,omitempty"`
+	PrivateNet       string        `json:"private_net,omitempty"`
 }
 
 type project struct {
@@ -184,7 +187,7 @@ func stableFID(prefix, seed string) string {
 }
 
 func newState(o Options, now time.Time) *state {
-	st := &state{Settings: settings{BootDuration: o.BootDuration, StopDuration: o.StopDuration, PreemptionWindow: o.PreemptionWindow, SSHDestination: o.SSHDestination}}
+	st := &state{Settings: settings{BootDuration: o.BootDuration, StopDuration: o.StopDuration, PreemptionWindow: o.PreemptionWindow, SSHDestination: o.SSHDestination, PrivateNet: o.PrivateNet}}
 	for _, name := range o.Projects {
 		st.Projects = append(st.Projects, &project{FID: stableFID("proj_", "project/"+name), Name: name, CreatedAt: now.Add(-24 * time.Hour)})
 	}
@@ -407,21 +410,22 @@ func (st *state) allocate(a *auction, b *bid, i int, now time.Time) {
 	} else {
 		boot = 0
 	}
-	dest := st.Settings.sshDestination(st.Hosts)
+	private := fmt.Sprintf("%s.%d.%d", cmp.Or(st.Settings.PrivateNet, "10.0"), (st.Hosts>>8)&255, st.Hosts&255)
 	in := &instance{
 		FID: randomFID("inst_"), Seq: st.nextSeq(), Name: fmt.Sprintf("%s-%d", b.Name, i), Project: b.Project, CreatedBy: b.CreatedBy,
 		Bid: b.FID, TypeFID: a.TypeFID, Region: a.Region, CreatedAt: now, ReadyAt: now.Add(boot), Fail: fail,
-		SSHDest: dest, PrivateIP: fmt.Sprintf("10.%d.%d.%d", (st.Hosts>>16)&255, (st.Hosts>>8)&255, st.Hosts&255),
+		SSHDest: st.Settings.sshDestination(st.Hosts, private), PrivateIP: private,
 	}
 	st.Instances = append(st.Instances, in)
 	b.Instances = append(b.Instances, in.FID)
 }
 
-// sshDestination is the ssh_destination of the n-th machine: Options.SSHDestination when set (a
-// loopback sshd in tests), else an address of TEST-NET-3.
-func (s settings) sshDestination(n int) string {
+// sshDestination is the ssh_destination of the n-th machine, whose private address is private:
+// Options.SSHDestination when set (a loopback sshd in tests; "{private_ip}" in it stands for private),
+// else an address of TEST-NET-3.
+func (s settings) sshDestination(n int, private string) string {
 	if s.SSHDestination != "" {
-		return s.SSHDestination
+		return strings.ReplaceAll(s.SSHDestination, "{private_ip}", private)
 	}
 	return fmt.Sprintf("203.0.113.%d", 1+(n-1)%254)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
@@ -228,21 +227,8 @@ func TestSharedFaults(t *testing.T) {
 // TestAdminOverHTTP: the admin surface is served beside the API, without credentials or faults.
 func TestAdminOverHTTP(t *testing.T) {
 	s := New(Options{})
-	url := backendtest.Start(t, s.Start)
 	if code, _ := do(t, s, http.MethodPost, "/v1/instances", createBody); code != 201 {
 		t.Fatal(code)
 	}
-	a := emutest.Fetch(t, url, http.MethodPut, emukit.AdminPath+"faults", `{"server_errors":5,"sold_out":true}`)
-	if f, _ := s.Faults(); a.Status != 200 || f.ServerErrors != 5 || !f.SoldOut {
-		t.Fatalf("PUT faults: %d, faults %+v", a.Status, f)
-	}
-	a = emutest.Fetch(t, url, http.MethodGet, emukit.AdminPath+"stats", nil)
-	var st simulation.Stats
-	err := json.Unmarshal(a.Raw, &st)
-	if err != nil || st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "atlas-vm-a" {
-		t.Fatalf("stats: %+v, %v", st, err)
-	}
-	if f, _ := s.Faults(); f.ServerErrors != 5 {
-		t.Fatal("admin requests must not use up faults")
-	}
+	emutest.WantAdmin(t, s, s, simulation.Faults{ServerErrors: 5, SoldOut: true}, 1, "atlas-vm-a")
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
@@ -460,24 +459,7 @@ func TestPreemptionFault(t *testing.T) {
 
 func TestAdminOverHTTP(t *testing.T) {
 	s := New(Options{})
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	if a := emutest.Fetch(t, srv.URL, "PUT", emukit.AdminPath+"faults", `{"rate_limited":2,"lose_create_responses":1}`); a.Status != 200 {
-		t.Fatalf("PUT faults: %d", a.Status)
-	}
-	if f, _ := s.Faults(); f.RateLimited != 2 || f.LoseCreateResponses != 1 {
-		t.Errorf("faults %+v", f)
-	}
-	// The admin surface needs no key and is not hit by the faults it arms.
-	a := emutest.Fetch(t, srv.URL, "GET", emukit.AdminPath+"stats", nil)
-	var st simulation.Stats
-	_ = json.Unmarshal(a.Raw, &st)
-	if a.Status != 200 || st.Created != 0 || st.Live == nil || len(st.Live) != 0 {
-		t.Errorf("stats: %d %+v", a.Status, st)
-	}
-	if f, _ := s.Faults(); f.RateLimited != 2 {
-		t.Errorf("the admin call used a fault: %+v", f)
-	}
+	emutest.WantAdmin(t, s, s, simulation.Faults{RateLimited: 2, LoseCreateResponses: 1}, 0)
 }
 
 // The default catalog serves Mithril's name styles, each with its structured fields, and a GPU hydra

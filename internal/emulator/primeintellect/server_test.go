@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
@@ -192,30 +191,7 @@ func TestSharedFaults(t *testing.T) {
 // TestAdminHTTP drives the shared admin surface over HTTP; it needs no API key.
 func TestAdminHTTP(t *testing.T) {
 	s := New(Options{})
-	put := httptest.NewRequest(http.MethodPut, emukit.AdminPath+"faults", strings.NewReader(`{"rate_limited":2,"latency":"1ms"}`))
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, put)
-	if w.Code != 200 {
-		t.Fatalf("PUT faults: %d %s", w.Code, w.Body)
-	}
-	if f, _ := s.Faults(); f.RateLimited != 2 || f.Latency != simulation.Duration(time.Millisecond) {
-		t.Fatalf("faults = %+v", f)
-	}
-	// Admin requests do not use up faults.
-	for _, path := range []string{"faults", "stats"} {
-		w = httptest.NewRecorder()
-		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, emukit.AdminPath+path, nil))
-		if w.Code != 200 {
-			t.Fatalf("GET %s: %d %s", path, w.Code, w.Body)
-		}
-	}
-	var st simulation.Stats
-	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Created != 0 || st.Live == nil {
-		t.Fatalf("stats = %s (%v)", w.Body, err)
-	}
-	if f, _ := s.Faults(); f.RateLimited != 2 {
-		t.Fatalf("admin requests used up faults: %+v", f)
-	}
+	emutest.WantAdmin(t, s, s, simulation.Faults{RateLimited: 2, Latency: simulation.Duration(time.Millisecond)}, 0)
 }
 
 // TestCloudFaults checks the faults only Prime has.

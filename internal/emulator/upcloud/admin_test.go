@@ -11,6 +11,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
@@ -19,18 +20,13 @@ func TestAdminOverHTTP(t *testing.T) {
 	if c := do(t, s, "POST", "/1.3/server", testCreate("upcloud-vm-admin"), ""); c.status != 202 {
 		t.Fatalf("create: %d %s", c.status, c.raw)
 	}
-	// The admin surface needs no credentials, is not hit by the faults it arms, and is served at the
-	// root and below the API prefix.
-	put := do(t, s, "PUT", "/_emulator/faults", simulation.Faults{ServerErrors: 2, Latency: simulation.Duration(time.Millisecond)}, "none")
-	if put.status != 200 {
-		t.Fatalf("PUT faults: %d %s", put.status, put.raw)
-	}
-	for _, path := range []string{"/_emulator/faults", "/1.3/_emulator/faults"} {
-		g := do(t, s, "GET", path, nil, "none")
-		var f simulation.Faults
-		if err := json.Unmarshal(g.raw, &f); g.status != 200 || err != nil || f.ServerErrors != 2 || f.Latency != simulation.Duration(time.Millisecond) {
-			t.Errorf("GET %s: %d %s", path, g.status, g.raw)
-		}
+	// The admin surface (needing no credentials, not hit by the faults it arms) is served at the root
+	// and below the API prefix.
+	emutest.WantAdmin(t, s, s, simulation.Faults{ServerErrors: 2, Latency: simulation.Duration(time.Millisecond)}, 1, "upcloud-vm-admin")
+	g := do(t, s, "GET", "/1.3/_emulator/faults", nil, "none")
+	var f simulation.Faults
+	if err := json.Unmarshal(g.raw, &f); g.status != 200 || err != nil || f.ServerErrors != 2 || f.Latency != simulation.Duration(time.Millisecond) {
+		t.Errorf("GET /1.3/_emulator/faults: %d %s", g.status, g.raw)
 	}
 	st := do(t, s, "GET", "/1.3/_emulator/stats", nil, "none")
 	var stats simulation.Stats

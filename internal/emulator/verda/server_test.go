@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
@@ -407,20 +406,7 @@ func TestAdminHTTP(t *testing.T) {
 		"hostname": "verda-vm-admin", "description": "d", "location_code": "FIN-01"}); r.status != 200 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	r := do(t, hs.URL, "PUT", emukit.AdminPath+"faults", "", `{"rate_limited":1,"retry_after_seconds":2}`)
-	if r.status != 200 {
-		t.Fatalf("PUT faults: %d %s", r.status, r.body)
-	}
-	var f simulation.Faults
-	do(t, hs.URL, "GET", emukit.AdminPath+"faults", "", nil).json(t, &f)
-	if f.RateLimited != 1 || f.RetryAfterSeconds != 2 {
-		t.Errorf("GET faults: %+v", f)
-	}
-	var st simulation.Stats
-	do(t, hs.URL, "GET", emukit.AdminPath+"stats", "", nil).json(t, &st)
-	if st.Created != 1 || len(st.Live) != 1 || st.Live[0].Name != "verda-vm-admin" {
-		t.Errorf("GET stats: %+v", st)
-	}
+	emutest.WantAdmin(t, s, s, simulation.Faults{RateLimited: 1, RetryAfterSeconds: 2}, 1, "verda-vm-admin")
 	if got := s.RequestCount("GET /locations"); got != 0 {
 		t.Errorf("admin requests reached the API: %d", got)
 	}

@@ -165,8 +165,10 @@ func (r *gpuClusterResource) planChange(ctx context.Context, req resource.Modify
 	digest := digestValue(decided.Digest, decided.DigestKnown)
 	switch decided.Change {
 	case controlplane.Replace:
-		plan.Status = types.StringUnknown()
-		resp.RequiresReplace.Append(path.Root(replacedBecause(decided.ReplaceBecause)))
+		// Terraform replaces for a path whose value changes: the status (and the nodes, whose health
+		// may be the reason) are new with the replacement.
+		plan.Status, plan.Node = types.StringUnknown(), types.ListUnknown(plan.Node.ElementType(ctx))
+		resp.RequiresReplace.Append(path.Root(replacedBecause(decided.ReplaceBecause)), path.Root("status"))
 	case controlplane.Reprovision:
 		if u := r.data.provisioningUnavailable; u != nil {
 			u.error(&resp.Diagnostics, fmt.Sprintf("hydra_gpu_cluster %q (%s)", state.Name.ValueString(), state.ID.ValueString()))

@@ -17,6 +17,7 @@ import (
 
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 const clusterResource = "hydra_gpu_cluster.test"
@@ -275,4 +276,66 @@ func TestGPUClusterImportID(t *testing.T) {
 			t.Errorf("clusterImportIDProblem(%q) = %q; want it to contain %q", id, got, want)
 		}
 	}
+}
+
+// provisionedCluster is a 2-node cluster with provisioning on (the embedded playbooks) and the NCCL
+// check's floor.
+func provisionedCluster(s *testSandbox, floor float64, extra string) string {
+	return s.provisionedConfig("") + clusterConfig("prov", "h100", 1, 2,
+		fmt.Sprintf("  nccl_check = { min_bus_bandwidth_gbps = %g }\n%s", floor, extra))
+}
+
+// TestAccGPUCluster_provisioned runs the real playbooks and the cluster check on sandbox nodes: an NCCL
+// floor the fabric cannot reach fails the create (the cluster is kept, tainted, and replaced next);
+// a reachable one makes it ready with every node healthy. A node found unhealthy later is named and
+// changes nothing, until replace_when_unhealthy replaces the whole cluster.
+func TestAccGPUCluster_provisioned(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	healthy := []statecheck.StateCheck{
+		clusterState("status", "ready"),
+		clusterState("nccl_bus_bandwidth_gbps", knownvalue.NotNull()),
+		statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(0).AtMapKey("health"), knownvalue.StringExact("healthy")),
+		statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("healthy")),
+		statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("host_key"), like(`^ssh-`)),
+	}
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		// No recorded all-reduce reaches 100 TB/s.
+		Config:      provisionedCluster(s, 100000, ""),
+		ExpectError: errorPattern("creating GPU cluster (prov)", "bus bandwidth"),
+	}, {
+		Config:            provisionedCluster(s, 1, ""),
+		ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate)),
+		ConfigStateChecks: healthy,
+		Check:             s.checkLive(2),
+	}, {
+		// A fatal Xid on node 2 after ready: the refresh reads it, the plan changes nothing.
+		PreConfig: func() {
+			if err := simhost.SetFault(s.sb.MachineDir(s.nodeID(t, "-2")), simhost.FaultXid, "0 79"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:           provisionedCluster(s, 1, ""),
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("unhealthy")),
+		},
+	}, {
+		Config:            provisionedCluster(s, 1, "  replace_when_unhealthy = true"),
+		ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate)),
+		ConfigStateChecks: healthy,
+		Check:             s.checkLive(2),
+	}})
+}
+
+// nodeID is the sandbox id of the live node whose name ends with suffix.
+func (s *testSandbox) nodeID(t *testing.T, suffix string) string {
+	t.Helper()
+	for _, r := range s.live() {
+		if strings.HasSuffix(r.Name, suffix) {
+			return r.ID
+		}
+	}
+	t.Fatalf("no live node named *%s: %+v", suffix, s.live())
+	return ""
 }

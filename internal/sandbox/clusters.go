@@ -176,7 +176,7 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 				return nil
 			}
 		}
-		c, err := b.order(st, f, req)
+		c, err := b.order(op, st, f, req)
 		if err != nil {
 			return err
 		}
@@ -215,8 +215,7 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 
 // order checks a new cluster's order against the catalog, the faults and the price cap, and records
 // it in st with no node yet.
-func (b *Backend) order(st *state, f *Faults, req cloudprovider.ClusterRequest) (*ClusterRecord, error) {
-	const op = "creating cluster"
+func (b *Backend) order(op string, st *state, f *Faults, req cloudprovider.ClusterRequest) (*ClusterRecord, error) {
 	_, entry, err := b.catalogEntry(op, req.Offer.Region, req.Offer.InstanceType, req.Offer.Spot)
 	if err != nil {
 		return nil, err

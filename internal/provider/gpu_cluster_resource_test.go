@@ -3,11 +3,13 @@ package provider
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -338,4 +340,62 @@ func (s *testSandbox) nodeID(t *testing.T, suffix string) string {
 	}
 	t.Fatalf("no live node named *%s: %+v", suffix, s.live())
 	return ""
+}
+
+// TestAccGPUCluster_dataSources asks hydra_gpu_offer for cluster offers, and lists the cluster's nodes
+// with hydra_gpu_instances: each names its cluster, none is an orphan.
+func TestAccGPUCluster_dataSources(t *testing.T) {
+	s := newTestSandbox(t)
+	price := float64(249*testNodes) / 100
+	cfg := s.providerConfig("") + clusterConfig("listed", "h100", 1, testNodes, "") + fmt.Sprintf(`
+data "hydra_gpu_offer" "cluster" {
+  gpu_type = "h100"
+  nodes    = %d
+}
+
+data "hydra_gpu_instances" "all" {
+  depends_on = [hydra_gpu_cluster.test]
+}
+`, testNodes)
+	offer, instances := "data.hydra_gpu_offer.cluster", "data.hydra_gpu_instances.all"
+	checks := []statecheck.StateCheck{
+		statecheck.ExpectKnownValue(offer, tfjsonpath.New("id"), knownvalue.StringExact(fmt.Sprintf("sandbox-vm-pool/sbx-eu-1/%dxsbx.h100.1x/ondemand@%s", testNodes, strconv.FormatFloat(price, 'f', 2, 64)))),
+		statecheck.ExpectKnownValue(offer, tfjsonpath.New("price_usd_per_hour"), knownvalue.Float64Exact(price)),
+		statecheck.ExpectKnownValue(offer, tfjsonpath.New("instance_type"), knownvalue.StringExact("sbx.h100.1x")),
+		statecheck.ExpectKnownValue(offer, tfjsonpath.New("offers").AtSliceIndex(0).AtMapKey("nodes"), knownvalue.Int64Exact(testNodes)),
+		statecheck.ExpectKnownValue(offer, tfjsonpath.New("offers").AtSliceIndex(0).AtMapKey("interconnect"), knownvalue.StringExact("fabric")),
+		statecheck.ExpectKnownValue(instances, tfjsonpath.New("instances"), knownvalue.ListSizeExact(testNodes)),
+		statecheck.ExpectKnownValue(instances, tfjsonpath.New("orphans"), knownvalue.ListSizeExact(0)),
+	}
+	for i := range testNodes {
+		checks = append(checks, statecheck.CompareValuePairs(instances, tfjsonpath.New("instances").AtSliceIndex(i).AtMapKey("cluster"),
+			clusterResource, tfjsonpath.New("cloud_cluster_id"), compare.ValuesSame()))
+	}
+	accTest(t, s.checkDestroyed, []resource.TestStep{{Config: cfg, ConfigStateChecks: checks}})
+}
+
+// TestAccGPUCluster_invalid refuses at plan what no cluster can be, naming the attribute, what is
+// wrong and what is accepted; nothing is created.
+func TestAccGPUCluster_invalid(t *testing.T) {
+	t.Parallel()
+	s := newTestSandbox(t)
+	cases := []struct {
+		name, body string
+		want       *regexp.Regexp
+	}{
+		{"one node", clusterConfig("bad", "h100", 1, 1, ""), errorPattern("Invalid number of nodes", "nodes is 1; a cluster has at least 2 nodes", "hydra_gpu_instance")},
+		{"unknown interconnect", clusterConfig("bad", "h100", 1, 2, `  interconnect = "ib"`), errorPattern("interconnect", `"fabric"`, `"any"`, `got: "ib"`)},
+		{"no bandwidth floor", clusterConfig("bad", "h100", 1, 2, "  nccl_check = { min_bus_bandwidth_gbps = 0 }"),
+			errorPattern("Invalid bus bandwidth", "nccl_check.min_bus_bandwidth_gbps is 0; it must be more than 0", "leave nccl_check out")},
+		{"more nodes than a region holds", clusterConfig("bad", "h100", 1, 9, ""), errorPattern("No GPU cluster offer matches hydra_gpu_cluster bad", "9 nodes of 1x h100", "sandbox:")},
+		{"no fabric in the region", clusterConfig("bad", "h100", 1, 2, `  regions = ["sbx-us-1"]`), errorPattern("No GPU cluster offer matches", "sandbox: no fabric")},
+		{"offer: interconnect without nodes", "data \"hydra_gpu_offer\" \"bad\" {\n  gpu_type = \"h100\"\n  interconnect = \"any\"\n}\n",
+			errorPattern("interconnect without nodes", "set nodes (at least 2)")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			accTest(t, nil, []resource.TestStep{{Config: s.providerConfig("") + tc.body, PlanOnly: true, ExpectError: tc.want}})
+		})
+	}
+	t.Cleanup(func() { s.noneCreated(t, "invalid clusters") })
 }

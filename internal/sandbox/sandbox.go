@@ -114,7 +114,8 @@ func (h Hardware) hardware() cloudprovider.Hardware {
 // (503) before it does anything, which is retried after the client's backoff. Every call is retried
 // like a read, creates included: a sandbox create is idempotent by name and a server error fails it
 // before it acts. A call whose retries run out fails with an unclassified error ("injected API
-// error"). LoseCreateResponses, BootFailures and SoldOut act on creates.
+// error"). LoseCreateResponses, BootFailures and SoldOut act on creates, of machines and of clusters
+// (a boot failure on one node).
 type Faults struct {
 	simulation.Faults
 	// OutOfStock lists "region/instance_type" offers that are still listed but fail at create with a

@@ -211,7 +211,8 @@ func (cp *ControlPlane) PlanClusterChange(spec ClusterSpec, prior ClusterRecord)
 				"the cluster, or `terraform apply -replace` it.", spec.Name, prior.ID, strings.Join(unhealthy, ", "))})
 	}
 	switch {
-	case prior.Status == string(cloudprovider.StatusError) && prior.ProvisioningError == "":
+	case prior.Status == string(cloudprovider.StatusError) && prior.ProvisioningError == "" && !allNodesReady(prior):
+		// Failed at the cloud (a cluster whose every node is ready failed hydra's cluster check).
 		plan.Change, plan.ReplaceBecause = Replace, "status"
 		return plan, nil
 	case plan.DigestKnown && plan.Digest == prior.ProvisioningDigest && prior.Status == string(cloudprovider.StatusReady):
@@ -223,6 +224,11 @@ func (cp *ControlPlane) PlanClusterChange(spec ClusterSpec, prior ClusterRecord)
 		}
 	}
 	return plan, cp.CountBudget(budgetName(spec.Name), "in state, "+prior.ID, prior.PricePerHour)
+}
+
+// allNodesReady reports whether the record has nodes and every one is ready.
+func allNodesReady(rec ClusterRecord) bool {
+	return len(rec.Nodes) > 0 && !slices.ContainsFunc(rec.Nodes, func(n ClusterNodeRecord) bool { return n.Status != string(cloudprovider.StatusReady) })
 }
 
 // clusterMisfit names the first input a cluster in state no longer fits ("" when it fits all), and why.

@@ -805,6 +805,12 @@ func (cp *ControlPlane) DeleteCluster(ctx context.Context, rec ClusterRecord, dr
 	if drainTimeout <= 0 {
 		drainTimeout = DefaultDrainTimeout
 	}
+	if rec.GPUCount == 0 {
+		// A record that does not say the nodes' GPUs (the drain needs them): the cloud does.
+		if c, err := cb.GetCluster(ctx, rec.CloudClusterID); err == nil && len(c.Nodes) > 0 {
+			rec.GPUType, rec.GPUCount = c.Nodes[0].GPUType, c.Nodes[0].GPUCount
+		}
+	}
 	var wg sync.WaitGroup
 	for _, n := range rec.Nodes {
 		wg.Add(1)

@@ -419,7 +419,8 @@ func TestPlanClusterChange(t *testing.T) {
 	_, cp := sandboxCluster(t, newClusterProvisioner(1), Options{})
 	ready := ClusterRecord{ID: "sbx-vm-train--abcdefgh", Cloud: "sandbox", Pool: "sandbox-vm-pool", Region: "eu-1", OfferID: "sandbox-vm-pool/eu-1/4xgpu-h100x8/ondemand@40.00",
 		Status: "ready", ProvisioningDigest: "d1", GPUType: "h100", GPUCount: 8, Interconnect: anyNet, PricePerHour: usd(40),
-		Nodes: []ClusterNodeRecord{{Name: "n-1", Health: HealthHealthy}, {Name: "n-2", Health: HealthHealthy}, {Name: "n-3", Health: HealthHealthy}, {Name: "n-4", Health: HealthHealthy}}}
+		Nodes: []ClusterNodeRecord{{Name: "n-1", Status: "ready", Health: HealthHealthy}, {Name: "n-2", Status: "ready", Health: HealthHealthy},
+			{Name: "n-3", Status: "ready", Health: HealthHealthy}, {Name: "n-4", Status: "ready", Health: HealthHealthy}}}
 	on := true
 	cases := []struct {
 		name    string
@@ -437,7 +438,12 @@ func TestPlanClusterChange(t *testing.T) {
 		{name: "spot asked", spec: func(s *ClusterSpec) { s.Spot = &on }, change: Replace, because: "spot"},
 		{name: "variables changed", spec: func(s *ClusterSpec) { s.ProvisioningVars = map[string]any{"x": 1} }, rec: func(r *ClusterRecord) { r.ProvisioningDigest = "d0" }, change: Reprovision},
 		{name: "variables unknown", spec: func(s *ClusterSpec) { s.ProvisioningVarsUnknown = true }, change: Reprovision},
-		{name: "failed at the cloud", rec: func(r *ClusterRecord) { r.Status = "error" }, change: Replace, because: "status"},
+		{name: "failed at the cloud", rec: func(r *ClusterRecord) { r.Status, r.Nodes[1].Status = "error", "error" }, change: Replace, because: "status"},
+		{name: "failed the cluster check (the record does not say)", rec: func(r *ClusterRecord) { r.Status = "error" }, change: Reprovision},
+		{name: "failed provisioning", rec: func(r *ClusterRecord) {
+			r.Status, r.Nodes[1].Status, r.ProvisioningError = "error", "error", "host n-2"
+		},
+			change: Reprovision},
 		{name: "unhealthy node kept", rec: func(r *ClusterRecord) { r.Nodes[2].Health = HealthUnhealthy }, change: Keep},
 		{name: "unhealthy node replaced", spec: func(s *ClusterSpec) { s.ReplaceWhenUnhealthy = true }, rec: func(r *ClusterRecord) { r.Nodes[2].Health = HealthUnhealthy }, change: Replace, because: "health"},
 	}

@@ -399,3 +399,55 @@ func TestAccGPUCluster_invalid(t *testing.T) {
 	}
 	t.Cleanup(func() { s.noneCreated(t, "invalid clusters") })
 }
+
+// TestAccGPUCluster_createBeforeDestroy replaces a cluster (another node count) with
+// create_before_destroy: the new cluster, under its own ownership token, is made before the old one
+// is deleted, and only it is left.
+func TestAccGPUCluster_createBeforeDestroy(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := func(nodes int) string {
+		return s.providerConfig("") + clusterConfig("cbd", "h100", 1, nodes, "  lifecycle {\n    create_before_destroy = true\n  }")
+	}
+	var first string
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: cfg(2),
+		Check: func(st *terraform.State) error {
+			first = st.RootModule().Resources[clusterResource].Primary.ID
+			return s.checkLive(2)(st)
+		},
+	}, {
+		Config:           cfg(3),
+		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionCreateBeforeDestroy)),
+		ConfigStateChecks: []statecheck.StateCheck{
+			clusterState("status", "ready"),
+			clusterState("id", like(`^sbx-vm-cbd--[a-z2-7]{8}$`)),
+			clusterState("node", knownvalue.ListSizeExact(3)),
+		},
+		Check: func(st *terraform.State) error {
+			if id := st.RootModule().Resources[clusterResource].Primary.ID; id == first {
+				return fmt.Errorf("the replacement has the old cluster's id %s", id)
+			}
+			return resource.ComposeTestCheckFunc(s.checkLive(3), s.checkCreated(5))(st)
+		},
+	}})
+}
+
+// TestAccGPUCluster_savedPlanAfterPriceChange saves a plan, then the cloud's price moves: the apply
+// shows what the plan showed (the quote pins it), instead of failing on an inconsistent final plan.
+func TestAccGPUCluster_savedPlanAfterPriceChange(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + clusterConfig("moved", "h100", 1, 2, "")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config: cfg,
+		ConfigPlanChecks: preApply(
+			clusterPlanKnown("price_usd_per_hour", 4.98),
+			// Between the saved plan and its apply the node price drops from $2.49 to $2.39.
+			beforeApply(func() { s.setPrice("sbx-eu-1", "sbx.h100.1x", 2.39) }),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			clusterState("status", "ready"),
+			clusterState("price_usd_per_hour", 4.98),
+			clusterState("offer_id", "sandbox-vm-pool/sbx-eu-1/2xsbx.h100.1x/ondemand@4.98"),
+		},
+	}})
+}

@@ -227,7 +227,9 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 				if err != nil || ch.Change != Reprovision || len(ch.Notices) == 0 || !strings.Contains(ch.Notices[0].Summary, "resumed") {
 					t.Fatalf("PlanClusterChange = %+v, %v", ch, err)
 				}
-				err = cp2.ResumeCluster(rctx, spec, &rec, nil)
+				if err := cp2.ResumeCluster(rctx, spec, &rec, nil); err != nil {
+					t.Fatal(err)
+				}
 			} else {
 				plan, err = cp2.PlanNewCluster(rctx, spec)
 				if err != nil {

@@ -90,7 +90,13 @@ func (cp *ControlPlane) CreateCluster(ctx context.Context, spec ClusterSpec, pla
 	err = cp.bringUpCluster(ctx, spec, pm, cb, c, sv)
 	if ctx.Err() == nil {
 		// The create ends with the state holding the cluster: confirmed, and the intent forgotten.
-		cp.heldCluster(ctx, journal, spec.Name, c)
+		// The nodes as last read (the order's answer may have named none yet).
+		held := c
+		held.Nodes = nil
+		for _, n := range rec.Nodes {
+			held.Nodes = append(held.Nodes, cloudprovider.ClusterNode{Instance: cloudprovider.Instance{ID: n.ID, Name: n.Name}})
+		}
+		cp.heldCluster(ctx, journal, spec.Name, held)
 	}
 	return rec, err
 }

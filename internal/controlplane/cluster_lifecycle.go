@@ -759,31 +759,38 @@ func (cp *ControlPlane) ImportCluster(ctx context.Context, id string) (ClusterRe
 	resource, _, _ := cloudprovider.ParseCloudName(pm.Pool, c.Name)
 	rec := ClusterRecord{ID: c.Name, Name: resource, CloudClusterID: c.ID, Cloud: cloud, Pool: pm.Pool.Name, Region: c.Region, Status: string(cloudprovider.StatusPending)}
 	rec.observe(c)
-	if c.Status == cloudprovider.StatusRunning && len(c.Nodes) > 0 {
+	if len(c.Nodes) > 0 {
 		n0 := c.Nodes[0]
 		rec.OfferID = ClusterOfferID(cloudprovider.ClusterOffer{Offer: cloudprovider.Offer{Pool: pm.Pool.Name, Region: c.Region, InstanceType: n0.InstanceType,
 			Spot: n0.Spot, PricePerHour: c.PricePerHour}, Nodes: len(c.Nodes)})
+	}
+	if c.Status == cloudprovider.StatusRunning && len(c.Nodes) > 0 {
 		digests := map[string]bool{}
 		ready := true
+		insts := map[string]cloudprovider.Instance{}
+		for _, n := range c.Nodes {
+			insts[n.Name] = n.Instance
+		}
 		var mu sync.Mutex
-		g, gctx := errgroup.WithContext(ctx)
+		var wg sync.WaitGroup
 		for i := range rec.Nodes {
-			g.Go(func() error {
-				r := rec.Nodes[i].record()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, inst := rec.Nodes[i].record(), insts[rec.Nodes[i].Name]
 				r.Status = cloudprovider.StatusRunning
-				if err := cp.readMarker(gctx, &r, c.Nodes[i].Instance); err != nil {
+				if err := cp.readMarker(ctx, &r, inst); err != nil {
 					cp.logger(ctx).Warn("could not read the node's provisioning marker; the next apply provisions it", "name", r.Name, "error", err)
 				}
-				cp.checkHealth(gctx, &r, c.Nodes[i].Instance)
+				cp.checkHealth(ctx, &r, inst)
 				mu.Lock()
 				defer mu.Unlock()
 				rec.Nodes[i] = nodeRecord(r, rec.Nodes[i].PrivateIP)
 				digests[r.ProvisioningDigest] = true
 				ready = ready && r.Status == cloudprovider.StatusReady
-				return nil
-			})
+			}()
 		}
-		_ = g.Wait()
+		wg.Wait()
 		if ready {
 			rec.Status = string(cloudprovider.StatusReady)
 		}

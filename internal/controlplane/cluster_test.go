@@ -28,6 +28,8 @@ type fakeClusters struct {
 	partial   int
 	// bidding keeps every order an open bid that never wins (no node allocated, nothing billed).
 	bidding bool
+	// reversed lists a cluster's nodes last first (clouds do not promise an order).
+	reversed bool
 
 	cmu      sync.Mutex
 	clusters map[string]*cloudprovider.Cluster
@@ -97,6 +99,9 @@ func (f *fakeClusters) read(c *cloudprovider.Cluster) cloudprovider.Cluster {
 	}
 	out := *c
 	out.Nodes = slices.Clone(c.Nodes)
+	if f.reversed {
+		slices.Reverse(out.Nodes)
+	}
 	return out
 }
 
@@ -532,5 +537,34 @@ func TestCreateClusterBidNotWonIsCancelled(t *testing.T) {
 	}
 	if _, ok, _ := cp.clusterJournal().Get("train"); ok {
 		t.Error("an intent is left after the bid was cancelled")
+	}
+}
+
+func TestClusterNodesInNodeOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newFakeClusters("sandbox", clusterOffer("eu-1", "gpu-h100x8", 4, 8, 40, fabric))
+	sb.reversed = true
+	in := &lockedInspector{marker: Marker{Digest: "d1"}}
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, Options{Journal: Journal{Dir: t.TempDir()}, Inspector: in,
+		PollInterval: time.Millisecond, Provisioner: newClusterProvisioner(4)})
+	spec := trainSpec()
+	plan, err := cp.PlanNewCluster(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported, err := cp.ImportCluster(ctx, "sandbox/"+rec.CloudClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hostfile = "127.100.1.1 slots=8\n127.100.1.2 slots=8\n127.100.1.3 slots=8\n127.100.1.4 slots=8\n"
+	for _, r := range []ClusterRecord{rec, imported} {
+		if r.Hostfile != hostfile || r.Nodes[0].Name != rec.ID+"-1" || r.Nodes[3].PrivateIP != "127.100.1.4" || r.Nodes[3].ID != "sandbox-c1-n4" {
+			t.Errorf("nodes out of node order: hostfile %q, nodes %+v", r.Hostfile, r.Nodes)
+		}
 	}
 }

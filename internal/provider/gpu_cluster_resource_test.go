@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
+	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
@@ -450,4 +451,28 @@ func TestAccGPUCluster_savedPlanAfterPriceChange(t *testing.T) {
 			clusterState("offer_id", "sandbox-vm-pool/sbx-eu-1/2xsbx.h100.1x/ondemand@4.98"),
 		},
 	}})
+}
+
+// TestAccGPUCluster_killedProvider kills the provider (SIGKILL, as a CI job's timeout does) while the
+// nodes boot, so nothing reaches the state: the next apply adopts the cluster that create left (its
+// journal names it) instead of ordering another.
+func TestAccGPUCluster_killedProvider(t *testing.T) {
+	s, d := cliTest(t, newCLIDirBinary)
+	d.write(s.providerConfigIn(d.dir, "") + clusterConfig("killed", "h100", 1, testNodes, ""))
+	apply, out := d.applyUntilCreated(s, "20s")
+	if err := osproc.SignalProcess(providerChild(t, apply.Process.Pid), osproc.Kill); err != nil {
+		t.Fatal(err)
+	}
+	_ = apply.Wait()
+	if !strings.Contains(out.String(), "Error") {
+		t.Fatalf("terraform did not report the dead provider:\n%s", out.String())
+	}
+	applied := d.mustRun("apply", "-auto-approve")
+	if live, created := len(s.live()), s.created(); live != testNodes || created != testNodes {
+		t.Fatalf("after the next apply: %d nodes live, %d created; want the cluster adopted (%d and %d)\n%s", live, created, testNodes, testNodes, applied)
+	}
+	if show := d.mustRun("state", "show", clusterResource); !statusReady.MatchString(show) {
+		t.Fatalf("the adopted cluster is not ready:\n%s", show)
+	}
+	d.destroyAll(s)
 }

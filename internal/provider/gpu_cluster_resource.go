@@ -117,7 +117,14 @@ func (r *gpuClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
 		}
 	}
-	if !found {
+	if found {
+		// The quote's cluster still counts in this plan's budget (max_total_price_per_hour), under the
+		// control plane's name for a cluster's entry.
+		if err := r.data.cp.CountBudget(spec.Name+" (cluster)", q.Plan.OfferID, q.Plan.PricePerHour); err != nil {
+			addPlanError(&resp.Diagnostics, err)
+			return
+		}
+	} else {
 		chosen, err := r.data.cp.PlanNewCluster(ctx, spec)
 		addNotices(&resp.Diagnostics, chosen.Notices)
 		if err != nil {

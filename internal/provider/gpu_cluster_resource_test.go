@@ -476,3 +476,23 @@ func TestAccGPUCluster_killedProvider(t *testing.T) {
 	}
 	d.destroyAll(s)
 }
+
+// TestAccGPUCluster_budget counts the whole cluster's price in the provider's max_total_price_per_hour,
+// also when a later plan reuses the first plan's quote.
+func TestAccGPUCluster_budget(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := func(budget float64) string {
+		return s.providerConfig(fmt.Sprintf("  max_total_price_per_hour = %g", budget)) + clusterConfig("budget", "h100", 1, 2, "")
+	}
+	accTest(t, nil, []resource.TestStep{{
+		// 2 x $2.49/h fits $5/h: the plan succeeds and keeps its quote.
+		Config:             cfg(5),
+		PlanOnly:           true,
+		ExpectNonEmptyPlan: true,
+	}, {
+		Config:      cfg(4),
+		PlanOnly:    true,
+		ExpectError: errorPattern("max_total_price_per_hour", "$4.98/h"),
+	}})
+	s.noneCreated(t, "plans")
+}

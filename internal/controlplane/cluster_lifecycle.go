@@ -122,6 +122,14 @@ func (cp *ControlPlane) ResumeCluster(ctx context.Context, spec ClusterSpec, rec
 			return err
 		}
 	}
+	// What a record read back from a state may not say: the spec asks it (a fabric cluster when it
+	// asks one, else the cluster would have been replaced).
+	if rec.Interconnect == "" {
+		rec.Interconnect = spec.interconnect()
+	}
+	if rec.GPUCount == 0 {
+		rec.GPUType, rec.GPUCount = spec.GPUType, spec.GPUCount
+	}
 	rec.observe(c)
 	return cp.bringUpCluster(ctx, spec, pm, cb, c, &clusterSaver{rec: rec, save: save})
 }

@@ -219,7 +219,9 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 				PollInterval: 5 * time.Millisecond, PollMax: 20 * time.Millisecond})
 			var rec ClusterRecord
 			if tc.stateKept {
+				// The state keeps what the resource's attributes hold, not the control plane's extras.
 				rec = last
+				rec.GPUType, rec.GPUCount, rec.Interconnect = "", 0, ""
 				if found, err := cp2.RefreshCluster(rctx, &rec); !found || err != nil {
 					t.Fatalf("refresh: %v %v", found, err)
 				}
@@ -249,6 +251,9 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 			}
 			if rec.Status != "ready" || rec.CloudClusterID != last.CloudClusterID || created != 4 || liveNodes(t, sb) != 4 {
 				t.Fatalf("after the re-apply: %+v; %d nodes ever created (want the one cluster's 4)", rec, created)
+			}
+			if chk := cp2.opts.Provisioner.(*clusterProvisioner).checks; len(chk) != 1 || !chk[0].Fabric || rec.Hostfile == "" || !strings.HasSuffix(rec.Hostfile, "slots=8\n") {
+				t.Errorf("the re-apply's cluster check %+v, hostfile %q", chk, rec.Hostfile)
 			}
 			if _, ok, _ := cp2.clusterJournal().Get("train"); ok {
 				t.Error("the intent outlived the re-apply")

@@ -101,6 +101,14 @@ type SSHEndpoint struct {
 	Host string
 	Port int
 	User string
+	// Jump, when set, is the host to reach this endpoint through (a cluster's login node when the
+	// nodes have no public SSH): provisioning logs in to Jump with the same key and forwards a TCP
+	// connection from there to Host:Port. Nil: Host:Port is dialled directly.
+	Jump *SSHEndpoint
+	// HostKey is this endpoint's SSH host key in authorized_keys form where the cloud reports one, or
+	// the key pinned on first use. Read for a Jump only (a machine's own is Instance.HostKey and
+	// ProvisionRequest.HostKey); "" trusts the jump's first key (ProvisionResult.JumpHostKey says it).
+	HostKey string
 }
 
 // Ownership is the record hydra keeps at the cloud with every machine it creates. It ties the machine

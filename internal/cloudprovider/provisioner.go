@@ -30,6 +30,10 @@ type ProvisionRequest struct {
 type ProvisionResult struct {
 	// HostKey is the host key the instance presented (and that was checked or trusted).
 	HostKey string
+	// JumpHostKey is the host key the instance's SSH.Jump presented (checked against SSH.Jump.HostKey,
+	// or trusted when that was empty); "" without a jump host. Keep it and pass it back as
+	// SSH.Jump.HostKey on every later connection, as HostKey is.
+	JumpHostKey string
 	// FailedTask and Message summarise a failure (bounded; never the full output).
 	FailedTask string
 	Message    string

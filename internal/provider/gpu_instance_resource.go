@@ -47,9 +47,8 @@ func (r *gpuInstanceResource) Configure(_ context.Context, req resource.Configur
 }
 
 func (r *gpuInstanceResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var m gpuInstanceModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := get[gpuInstanceModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if r.data != nil && !m.Name.IsNull() && !m.Name.IsUnknown() {
@@ -127,9 +126,8 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	ctx, done := operation(ctx)
 	defer done()
-	var plan gpuInstanceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := get[gpuInstanceModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if !plan.Name.IsUnknown() && r.data.walk.sharedName(plan.Name.ValueString()) {
@@ -246,9 +244,8 @@ func digestValue(digest string, known bool) types.String {
 // planChange plans an existing machine: the control plane decides whether it is kept, provisioned
 // again in place or replaced, and why.
 func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, plan *gpuInstanceModel) {
-	var state gpuInstanceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := get[gpuInstanceModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	pp := plannedProvisioning(ctx, plan, state.Kind.ValueString(), &resp.Diagnostics)
@@ -297,9 +294,8 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 }
 
 func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan gpuInstanceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := get[gpuInstanceModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	createStarted := time.Now()
@@ -516,9 +512,8 @@ func interrupted(ctx context.Context) bool {
 func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	ctx, done := operation(ctx)
 	defer done()
-	var m gpuInstanceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := get[gpuInstanceModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	name := m.ID.ValueString()
@@ -589,9 +584,8 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 }
 
 func (r *gpuInstanceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state gpuInstanceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := get[gpuInstanceModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ctx, end := start(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)

@@ -119,9 +119,8 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	ctx, done := operation(ctx)
 	defer done()
-	var m gpuInstancesModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := get[gpuInstancesModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	clouds, _, diags := stringsOf(ctx, m.Clouds)

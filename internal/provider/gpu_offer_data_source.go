@@ -200,9 +200,8 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 
 func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	ctx = withControlPlaneLogger(ctx)
-	var m gpuOfferModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := get[gpuOfferModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	oreq, _, diags := m.request(ctx)

@@ -164,6 +164,9 @@ type Instance struct {
 	CreatedAt time.Time
 	// Cluster is the cloud's id of the cluster the machine is a node of ("" for a machine of its own).
 	Cluster string
+	// Interruption is set while the cloud's notice that it takes a spot machine back runs, and after it
+	// did (nil otherwise).
+	Interruption *Interruption
 	// Owner is the ownership record as the cloud keeps it. A backend that stores the record in the
 	// cloud's metadata fills it from there; otherwise the pool manager fills Resource and Token from
 	// the name. Token is "" for a machine hydra did not create (or created before ownership records).

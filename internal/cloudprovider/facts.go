@@ -15,6 +15,9 @@ type Facts struct {
 	BillingUnit time.Duration
 	// Billing says in a sentence, for the docs, how the cloud bills when it documents a BillingUnit.
 	Billing string
+	// Signal is the file the cloud writes inside its machines when it gives notice of an interruption
+	// (zero: none). Provisioning installs a watcher for it.
+	Signal InterruptionSignal
 }
 
 // FactStater is implemented by backends whose cloud states Facts.

@@ -25,6 +25,7 @@ var Mithril = &Driver{
 			Doc: "A bid is placed only when it beats the auction's recent winning price by this much (and the " +
 				"auction's own signals agree); otherwise the offer is shown as not eligible with both prices."},
 	},
+	Facts: mithril.Facts,
 	Build: func(s Settings, inv *inventory.Inventory, logger hclog.Logger) (cloudprovider.InstanceManagerBackend, error) {
 		if err := s.Require("api_key"); err != nil {
 			return nil, err

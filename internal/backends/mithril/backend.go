@@ -587,6 +587,12 @@ func (b *Backend) resolveFID(ctx context.Context, region, name string) (string, 
 	return "", cloudprovider.Errorf(cloudprovider.ErrCapacity, CloudName, "placing bid", "no spot auction for %s in %s", name, region)
 }
 
+// Facts: Mithril writes its preemption notice inside the machine too (reference section 7.3).
+var Facts = cloudprovider.Facts{Signal: cloudprovider.InterruptionSignal{Path: "/opt/mithril/MITHRIL_SIGNAL.yml", Format: cloudprovider.SignalStatusYAML}}
+
+// Facts states Mithril's in-machine interruption signal (cloudprovider.FactStater).
+func (b *Backend) Facts() cloudprovider.Facts { return Facts }
+
 // Get reads the bid with that FID and its instances (a cluster node's id, its instance FID, reads the
 // node: see clusters.go). It has no side effects: a bid whose machine is
 // gone for good (preempted) is reported as an error and left as it is; Delete cancels it (see
@@ -600,7 +606,38 @@ func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, e
 		return cloudprovider.Instance{}, err
 	}
 	inst, _ := b.evaluate(ctx, bid, insts)
+	if inst.Interruption != nil {
+		// The end of the notice is on the instance's status alone: a failed read leaves it unknown.
+		if in := preemptedInstance(insts); in != nil {
+			if st, err := b.client.InstanceStatus(ctx, in.FID); err == nil && st.EndTime != nil {
+				inst.Interruption.EndsAt = st.EndTime.Time
+			}
+		}
+	}
 	return inst, nil
+}
+
+// interruptionReason says what Mithril's statuses mean for a preempted bid's machine.
+func interruptionReason(bidStatus string, insts []Instance) string {
+	if in := preemptedInstance(insts); in != nil && strings.EqualFold(in.Status, InstPreempted) {
+		return "Mithril preempted the machine (" + InstPreempted + "): outbid in the spot auction"
+	}
+	return "Mithril is preempting the machine (bid " + bidStatus + ", " + InstPreempting + "): outbid in the spot auction, " +
+		"it stops at the end of the 5-minute notice unless the bid wins its capacity back"
+}
+
+// preemptedInstance is the newest of the bid's instances that is preempting or preempted (nil: none).
+func preemptedInstance(insts []Instance) *Instance {
+	var found *Instance
+	for i := range insts {
+		switch strings.ToUpper(insts[i].Status) {
+		case InstPreempting, InstPreempted:
+			if found == nil || insts[i].CreatedAt.After(found.CreatedAt.Time) {
+				found = &insts[i]
+			}
+		}
+	}
+	return found
 }
 
 // cancelBid cancels a bid; a bid already gone (404) is fine.
@@ -660,6 +697,7 @@ func (b *Backend) evaluate(ctx context.Context, bid Bid, insts []Instance) (clou
 		return out, false
 	case preempted:
 		out.Status, out.Message = cloudprovider.StatusError, "preempted: outbid in the spot auction"+reasonBidOpen
+		out.Interruption = &cloudprovider.Interruption{Reason: interruptionReason(bidStatus, insts)}
 		return out, true
 	case cur != nil:
 		m, ok := instanceStatuses[strings.ToUpper(cur.Status)]

@@ -138,6 +138,17 @@ func (c *Client) GetBid(ctx context.Context, fid string) (Bid, error) {
 	return out, err
 }
 
+// InstanceStatus returns one instance's status and, while it is preempting, its end time (GET
+// /v2/instances/{fid}/status); an unknown instance is an ErrNotFound error.
+func (c *Client) InstanceStatus(ctx context.Context, fid string) (InstanceStatus, error) {
+	if err := checkFID(fid); err != nil {
+		return InstanceStatus{}, cloudprovider.NewError(cloudprovider.ErrNotFound, CloudName, "reading instance status", err)
+	}
+	var out InstanceStatus
+	err := c.get(ctx, "reading instance status "+fid, "/v2/instances/"+url.PathEscape(fid)+"/status", nil, &out)
+	return out, err
+}
+
 // CancelBid cancels a bid and terminates its instances (DELETE /v2/spot/bids/{fid}). An unknown bid is
 // an ErrNotFound error; callers that only want the bid gone treat that as done.
 func (c *Client) CancelBid(ctx context.Context, fid string) error {

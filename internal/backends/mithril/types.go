@@ -124,6 +124,15 @@ type Instance struct {
 	Status         string  `json:"status"`
 }
 
+// InstanceStatus is the answer of GET /v2/instances/{fid}/status: EndTime is when a preempting
+// instance stops (nil otherwise).
+type InstanceStatus struct {
+	FID     string   `json:"fid"`
+	Status  string   `json:"status"`
+	Bid     string   `json:"bid"`
+	EndTime *APITime `json:"end_time"`
+}
+
 // SSHKey is one key of GET /v2/ssh-keys.
 type SSHKey struct {
 	FID        string  `json:"fid"`

@@ -636,5 +636,15 @@ func (b *Backend) toInstance(in Instance) cloudprovider.Instance {
 	if t, err := time.Parse(time.RFC3339Nano, in.CreatedAt); err == nil {
 		out.CreatedAt = t
 	}
+	out.Interruption = interruptionOf(in)
 	return out
+}
+
+// interruptionOf is a spot instance's interruption: Verda reports a spot machine it took back as
+// discontinued, with no advance notice (nil for anything else).
+func interruptionOf(in Instance) *cloudprovider.Interruption {
+	if !in.IsSpot || !strings.EqualFold(in.Status, StatusDiscontinued) {
+		return nil
+	}
+	return &cloudprovider.Interruption{Reason: "Verda discontinued the spot machine (status discontinued); Verda gives no advance notice"}
 }

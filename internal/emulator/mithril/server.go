@@ -136,6 +136,10 @@ func New(opts Options) *Server {
 			s.serveAuctions(w, r)
 			return
 		}
+		if r.URL.Path == PreemptionsPath && r.Method == http.MethodPost {
+			s.servePreemptions(w, r)
+			return
+		}
 		api.ServeHTTP(w, r)
 	})
 	return s

@@ -388,8 +388,11 @@ func (st *state) clear(a *auction, now time.Time) {
 
 // preempt starts the preemption window of an allocated bid: the bid goes Preempting and its live
 // instances STATUS_PREEMPTING until the window ends.
-func (st *state) preempt(b *bid, now time.Time) {
-	end := now.Add(st.Settings.PreemptionWindow)
+func (st *state) preempt(b *bid, now time.Time) { st.preemptFor(b, now, 0) }
+
+// preemptFor is preempt with a window of its own (0: the settings' PreemptionWindow).
+func (st *state) preemptFor(b *bid, now time.Time, window time.Duration) {
+	end := now.Add(cmp.Or(window, st.Settings.PreemptionWindow))
 	b.Status, b.PreemptAt = bidPreempting, &end
 	for _, fid := range b.Instances {
 		if in := st.instanceByFID(fid); in != nil && in.live(now) {

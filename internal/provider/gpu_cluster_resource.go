@@ -81,9 +81,8 @@ func (r *gpuClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	r.data.rememberCapacity(ctx, req.Private)
 	ctx, done := operation(ctx)
 	defer done()
-	var plan gpuClusterModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := get[gpuClusterModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if !plan.Name.IsUnknown() && r.data.walk.sharedName(walkName(plan.Name.ValueString())) {
@@ -152,9 +151,8 @@ func clusterKey(spec controlplane.ClusterSpec) string {
 // planChange plans an existing cluster: the control plane decides whether it is kept, provisioned
 // again in place or replaced, and why.
 func (r *gpuClusterResource) planChange(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, plan *gpuClusterModel) {
-	var state gpuClusterModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := get[gpuClusterModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	spec, _, diags := plan.spec(ctx, r.data.sshPublicKeys)
@@ -204,9 +202,8 @@ func replacedBecause(why string) string {
 }
 
 func (r *gpuClusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan gpuClusterModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := get[gpuClusterModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	started := time.Now()
@@ -294,9 +291,8 @@ func clusterCapacityRecord(m *gpuClusterModel) bool {
 func (r *gpuClusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	ctx, done := operation(ctx)
 	defer done()
-	var m gpuClusterModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := get[gpuClusterModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if clusterCapacityRecord(&m) {
@@ -364,9 +360,8 @@ func (r *gpuClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 }
 
 func (r *gpuClusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state gpuClusterModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() || clusterCapacityRecord(&state) {
+	state, ok := get[gpuClusterModel](ctx, req.State, &resp.Diagnostics)
+	if !ok || clusterCapacityRecord(&state) {
 		return // a capacity record holds no cluster: nothing to delete
 	}
 	ctx, end := start(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)

@@ -38,8 +38,9 @@ type ClusterCheckError struct {
 func (e *ClusterCheckError) Error() string { return e.Message }
 
 // CheckCluster runs playbooks/cluster-check.yml (role cluster_check) in one ansible-playbook run over
-// every node, each with its pinned host key: every node must reach every peer's private address on the
-// peer's SSH port, with req.Fabric every InfiniBand port must be Active/LinkUp (ibstat), and with
+// every node, each with its pinned host key (through its jump host where SSH.Jump says so, the jump's
+// key pinned too, or trusted on first use when SSH.Jump.HostKey is empty): every node must reach
+// every peer's private address on the peer's SSH port, with req.Fabric every InfiniBand port must be Active/LinkUp (ibstat), and with
 // req.MinBusBandwidthGBps > 0 the first node's NCCL all-reduce (all_reduce_perf under mpirun, fed the
 // hostfile, req.Env exported to every rank) must reach that average bus bandwidth. A failed check is a
 // *ClusterCheckError naming the node and what failed; a node with no pinned host key, SSH address or
@@ -72,6 +73,20 @@ func (r *Runner) CheckCluster(ctx context.Context, req cloudprovider.ClusterChec
 			"index": i + 1, "name": name, "private_ip": n.PrivateIP, "ssh_port": ep.Port, "slots": max(n.GPUCount, 1),
 		}
 		specs[i] = runSpec{endpoint: ep, hostKey: key, hostName: inventoryHostName(name), instance: name}
+		if specs[i].jump, err = jumpEndpoint(ep); err != nil {
+			return res, &cloudprovider.PermanentError{Err: fmt.Errorf("cluster check: node %s (node %d): %w", name, i+1, err)}
+		}
+		if j := specs[i].jump; j != nil && j.HostKey != "" {
+			if specs[i].jumpKey, _, _, _, err = ssh.ParseAuthorizedKey([]byte(j.HostKey)); err != nil {
+				return res, &cloudprovider.PermanentError{Err: fmt.Errorf("cluster check: node %s (node %d): the jump host's pinned key cannot be parsed: %v", name, i+1, err)}
+			}
+		} else if j != nil {
+			// No key recorded for the jump host: trust on first use, as Provision does (the node's own
+			// key stays pinned).
+			if _, specs[i].jumpKey, err = r.waitSSH(ctx, ep, n.HostKey); err != nil {
+				return res, fmt.Errorf("cluster check: node %s (node %d): %w", name, i+1, err)
+			}
+		}
 	}
 	ansible, err := r.ansiblePath()
 	if err != nil {

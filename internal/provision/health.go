@@ -74,19 +74,19 @@ func (r *Runner) ProbeHealth(ctx context.Context, ep cloudprovider.SSHEndpoint, 
 	if ep.User == "" {
 		ep.User = "root"
 	}
-	config, check, err := r.clientConfig(ep, strings.TrimSpace(hostKey))
+	rt, err := r.route(ep, strings.TrimSpace(hostKey))
 	if err != nil {
 		return unknown("%v", err)
 	}
 	stdout := &cappedBuffer{max: 256 << 10}
 	stderr := &cappedBuffer{max: 4 << 10}
-	runErr := remoteRun(ctx, check.addr, config, "python3 -S -c "+shellQuote(string(script))+" "+shellQuote(string(spec)), stdout, stderr)
-	if _, mismatch := check.result(); mismatch != nil {
+	runErr := remoteRun(ctx, rt, "python3 -S -c "+shellQuote(string(script))+" "+shellQuote(string(spec)), stdout, stderr)
+	if _, _, mismatch := rt.result(); mismatch != nil {
 		return unknown("%v", mismatch)
 	}
 	var exit *ssh.ExitError
 	if runErr != nil && (!errors.As(runErr, &exit) || exit.ExitStatus() != 1) {
-		return unknown("probing %s: %v %s", check.addr, runErr, cut(strings.TrimSpace(stderr.String()), 300))
+		return unknown("probing %s: %v %s", rt.name(), runErr, cut(strings.TrimSpace(stderr.String()), 300))
 	}
 	var v struct {
 		Verdict string   `json:"verdict"`
@@ -94,7 +94,7 @@ func (r *Runner) ProbeHealth(ctx context.Context, ep cloudprovider.SSHEndpoint, 
 		Reasons []string `json:"reasons"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil || (v.Verdict != "healthy" && v.Verdict != "unhealthy") {
-		return unknown("the health probe on %s gave no verdict: %s", check.addr, cut(strings.TrimSpace(stdout.String()+" "+stderr.String()), 300))
+		return unknown("the health probe on %s gave no verdict: %s", rt.name(), cut(strings.TrimSpace(stdout.String()+" "+stderr.String()), 300))
 	}
 	return Health{Healthy: v.Verdict == "healthy", Failed: v.Failed, Reasons: v.Reasons}, nil
 }

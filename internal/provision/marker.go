@@ -103,7 +103,7 @@ func (r *Runner) ReadMarker(ctx context.Context, ep cloudprovider.SSHEndpoint, h
 	if err := validateEndpoint(ep); err != nil {
 		return Marker{}, "", &cloudprovider.PermanentError{Err: err}
 	}
-	config, check, err := r.clientConfig(ep, strings.TrimSpace(hostKey))
+	rt, err := r.route(ep, strings.TrimSpace(hostKey))
 	if err != nil {
 		return Marker{}, "", err
 	}
@@ -113,8 +113,8 @@ func (r *Runner) ReadMarker(ctx context.Context, ep cloudprovider.SSHEndpoint, h
 	script := `f="${HYDRA_ROOT%/}"` + shellQuote(path) + `; [ -e "$f" ] || exit ` + fmt.Sprint(markerAbsent) + `; exec cat -- "$f"`
 	stdout := &cappedBuffer{max: markerMaxSize}
 	stderr := &cappedBuffer{max: 4 << 10}
-	runErr := remoteRun(ctx, check.addr, config, "/bin/sh -c "+shellQuote(script), stdout, stderr)
-	key, mismatch := check.result()
+	runErr := remoteRun(ctx, rt, "/bin/sh -c "+shellQuote(script), stdout, stderr)
+	key, _, mismatch := rt.result()
 	if mismatch != nil {
 		return Marker{}, "", &cloudprovider.PermanentError{Err: mismatch}
 	}
@@ -125,23 +125,23 @@ func (r *Runner) ReadMarker(ctx context.Context, ep cloudprovider.SSHEndpoint, h
 	if runErr != nil {
 		var exit *ssh.ExitError
 		if errors.As(runErr, &exit) && exit.ExitStatus() == markerAbsent {
-			return Marker{}, seen, &NoMarkerError{Address: check.addr, Path: path}
+			return Marker{}, seen, &NoMarkerError{Address: rt.name(), Path: path}
 		}
 		if ctx.Err() != nil {
-			return Marker{}, seen, fmt.Errorf("reading the provisioning marker of %s: %w (%v)", check.addr, ctx.Err(), runErr)
+			return Marker{}, seen, fmt.Errorf("reading the provisioning marker of %s: %w (%v)", rt.name(), ctx.Err(), runErr)
 		}
 		msg := strings.TrimSpace(stderr.String())
 		if msg != "" {
 			msg = ": " + cut(msg, 300)
 		}
-		return Marker{}, seen, fmt.Errorf("reading the provisioning marker of %s: %w%s", check.addr, runErr, msg)
+		return Marker{}, seen, fmt.Errorf("reading the provisioning marker of %s: %w%s", rt.name(), runErr, msg)
 	}
 	if stdout.overflow {
-		return Marker{}, seen, &NoMarkerError{Address: check.addr, Path: path, Reason: fmt.Sprintf("larger than %d bytes", markerMaxSize)}
+		return Marker{}, seen, &NoMarkerError{Address: rt.name(), Path: path, Reason: fmt.Sprintf("larger than %d bytes", markerMaxSize)}
 	}
 	var m Marker
 	if err := json.Unmarshal(stdout.Bytes(), &m); err != nil {
-		return Marker{}, seen, &NoMarkerError{Address: check.addr, Path: path, Reason: "not a JSON marker: " + err.Error()}
+		return Marker{}, seen, &NoMarkerError{Address: rt.name(), Path: path, Reason: "not a JSON marker: " + err.Error()}
 	}
 	return m, seen, nil
 }

@@ -392,16 +392,24 @@ func (r *Runner) Provision(ctx context.Context, req cloudprovider.ProvisionReque
 	}
 
 	logf("waiting for SSH", map[string]any{"host": ep.Host, "port": ep.Port, "user": ep.User, "attempt": req.Attempt})
-	key, err := r.waitSSH(ctx, ep, res.HostKey)
+	key, jumpKey, err := r.waitSSH(ctx, ep, res.HostKey)
 	if err != nil {
 		return finish(err)
 	}
 	res.HostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
-	logf("SSH ready", map[string]any{"host_key_fingerprint": ssh.FingerprintSHA256(key)})
+	ready := map[string]any{"host_key_fingerprint": ssh.FingerprintSHA256(key)}
+	if jumpKey != nil {
+		res.JumpHostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(jumpKey)))
+		ready["jump_host_key_fingerprint"] = ssh.FingerprintSHA256(jumpKey)
+	}
+	logf("SSH ready", ready)
 
-	b, m := r.join(ctx, batchKey{playbook: pb, checkMode: r.checkMode}, ansible, runSpec{
-		endpoint: ep, hostKey: key, vars: vars, hostName: inventoryHostName(name), instance: name, log: logf,
-	})
+	spec := runSpec{endpoint: ep, hostKey: key, vars: vars, hostName: inventoryHostName(name), instance: name, log: logf}
+	if spec.jump, err = jumpEndpoint(ep); err != nil {
+		return finish(&cloudprovider.PermanentError{Err: err})
+	}
+	spec.jumpKey = jumpKey
+	b, m := r.join(ctx, batchKey{playbook: pb, checkMode: r.checkMode}, ansible, spec)
 	out, err := b.wait(m)
 	res.FailedTask, res.Message = out.failedTask, out.message
 	return finish(err)

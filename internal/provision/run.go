@@ -58,6 +58,9 @@ func (e *PlaybookError) Error() string {
 type runSpec struct {
 	endpoint cloudprovider.SSHEndpoint
 	hostKey  ssh.PublicKey
+	// jump and jumpKey are the endpoint's jump host (defaults applied) and its pinned key; nil: none.
+	jump     *cloudprovider.SSHEndpoint
+	jumpKey  ssh.PublicKey
 	vars     map[string]any
 	hostName string
 	instance string
@@ -563,6 +566,40 @@ const batchPlaybook = `# written by hydra for one provisioning batch
         hydra_batch_done: true
 `
 
+// pinnedSSHOptions are the ssh options of every connection a run makes: the host key checked strictly
+// against knownHosts only (key's type asked for), the given key file alone, no agent, no prompt.
+func pinnedSSHOptions(knownHosts string, key ssh.PublicKey) []string {
+	return []string{
+		"-o", "UserKnownHostsFile=" + shellQuote(knownHosts),
+		"-o", "GlobalKnownHostsFile=/dev/null",
+		"-o", "StrictHostKeyChecking=yes",
+		"-o", "HostKeyAlgorithms=" + strings.Join(hostKeyAlgorithms(key.Type()), ","),
+		"-o", "CheckHostIP=no",
+		"-o", "UpdateHostKeys=no",
+		"-o", "IdentitiesOnly=yes",
+		"-o", "IdentityAgent=none",
+		"-o", "BatchMode=yes",
+		"-o", "ServerAliveInterval=15",
+		"-o", "ServerAliveCountMax=4",
+	}
+}
+
+// proxyOption is the ssh option that reaches a machine through its jump host (none without one): a
+// ProxyCommand running `ssh -W %h:%p` to the jump host with the same private key and known_hosts file
+// and the same strict checking of the jump's pinned key (ProxyJump would not carry these options to
+// the jump's connection). The option is one word for Ansible's shlex split of ansible_ssh_common_args.
+func proxyOption(spec runSpec, keyFile, knownHosts string) []string {
+	j := spec.jump
+	if j == nil {
+		return nil
+	}
+	args := append([]string{"ssh", "-F", "/dev/null", "-i", shellQuote(keyFile)}, pinnedSSHOptions(knownHosts, spec.jumpKey)...)
+	args = append(args, "-o", "ControlMaster=no", "-o", "ControlPath=none", "-p", strconv.Itoa(j.Port), "-l", shellQuote(j.User), shellQuote(j.Host))
+	// ssh expands %-tokens in a ProxyCommand: a literal % is %%; %h:%p is the machine's address.
+	cmd := strings.ReplaceAll(strings.Join(args, " "), "%", "%%") + " -W %h:%p"
+	return []string{"-o", shellQuote("ProxyCommand=" + cmd)}
+}
+
 // writeRunFiles writes a batch's files into dir: the callback, the private key, per host a
 // known_hosts file holding only that host's pinned key and a variables file, the inventory (each host
 // with its own known_hosts and ssh control socket), the batch playbook and ansible.cfg.
@@ -593,27 +630,19 @@ func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*memb
 		m.knownHosts = filepath.Join(dir, "hosts", strconv.Itoa(i)+".known_hosts")
 		m.controlPath = filepath.Join(dir, "cp", strconv.Itoa(i))
 		// "host" for port 22, "[host]:port" otherwise: what ssh looks up.
-		line := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)))}, m.spec.hostKey)
-		if err := os.WriteFile(m.knownHosts, []byte(line+"\n"), 0o600); err != nil {
+		lines := knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)))}, m.spec.hostKey) + "\n"
+		if j := m.spec.jump; j != nil {
+			// The jump host's pinned key in the same file: the proxy's ssh checks it there.
+			lines += knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort(j.Host, strconv.Itoa(j.Port)))}, m.spec.jumpKey) + "\n"
+		}
+		if err := os.WriteFile(m.knownHosts, []byte(lines), 0o600); err != nil {
 			return f, err
 		}
 		varsFile := filepath.Join(dir, "hosts", strconv.Itoa(i)+".vars.json")
 		if err := writeJSON(varsFile, m.spec.vars); err != nil {
 			return f, err
 		}
-		sshArgs := strings.Join([]string{
-			"-o", "UserKnownHostsFile=" + shellQuote(m.knownHosts),
-			"-o", "GlobalKnownHostsFile=/dev/null",
-			"-o", "StrictHostKeyChecking=yes",
-			"-o", "HostKeyAlgorithms=" + strings.Join(hostKeyAlgorithms(m.spec.hostKey.Type()), ","),
-			"-o", "CheckHostIP=no",
-			"-o", "UpdateHostKeys=no",
-			"-o", "IdentitiesOnly=yes",
-			"-o", "IdentityAgent=none",
-			"-o", "BatchMode=yes",
-			"-o", "ServerAliveInterval=15",
-			"-o", "ServerAliveCountMax=4",
-		}, " ")
+		sshArgs := strings.Join(append(pinnedSSHOptions(m.knownHosts, m.spec.hostKey), proxyOption(m.spec, keyFile, m.knownHosts)...), " ")
 		invHosts[m.host] = map[string]any{
 			"ansible_host":                 ep.Host,
 			"ansible_port":                 ep.Port,

@@ -2,12 +2,14 @@ package provision
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,71 +103,158 @@ func (r *Runner) clientConfig(ep cloudprovider.SSHEndpoint, pinned string) (*ssh
 	}, check, nil
 }
 
-// waitSSH polls until an SSH session runs on the machine, checking its host key against pinned (an
-// authorized_keys line), or trusting and returning the first key seen when pinned is empty. A host key
-// mismatch returns at once as a *cloudprovider.PermanentError.
-func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinned string) (ssh.PublicKey, error) {
+// route is how a machine is reached: its address, client configuration and host key check, and the
+// jump host the connection goes through (nil: dialled directly).
+type route struct {
+	addr   string
+	config *ssh.ClientConfig
+	check  *hostKeyCheck
+	jump   *route
+}
+
+// jumpEndpoint returns ep's jump host with the defaults Provision applies to a machine (port 22, the
+// machine's user), checked; nil when ep has none.
+func jumpEndpoint(ep cloudprovider.SSHEndpoint) (*cloudprovider.SSHEndpoint, error) {
+	if ep.Jump == nil {
+		return nil, nil
+	}
+	j := *ep.Jump
+	j.Port, j.User = cmp.Or(j.Port, 22), cmp.Or(j.User, ep.User)
+	if j.Jump != nil {
+		return nil, errors.New("an SSH jump host reached through another jump host is not supported")
+	}
+	if err := validateEndpoint(j); err != nil {
+		return nil, fmt.Errorf("jump host: %w", err)
+	}
+	j.HostKey = strings.TrimSpace(j.HostKey)
+	return &j, nil
+}
+
+// route returns the way to ep: its client configuration checking the host key against pinned (an
+// authorized_keys line; empty: trust on first use), and through ep.Jump when set, whose host key is
+// checked against ep.Jump.HostKey the same way.
+func (r *Runner) route(ep cloudprovider.SSHEndpoint, pinned string) (*route, error) {
 	config, check, err := r.clientConfig(ep, pinned)
 	if err != nil {
 		return nil, err
 	}
-	addr := check.addr
+	rt := &route{addr: check.addr, config: config, check: check}
+	j, err := jumpEndpoint(ep)
+	if err != nil {
+		return nil, &cloudprovider.PermanentError{Err: err}
+	}
+	if j != nil {
+		jc, jcheck, err := r.clientConfig(*j, j.HostKey)
+		if err != nil {
+			return nil, err
+		}
+		rt.jump = &route{addr: jcheck.addr, config: jc, check: jcheck}
+	}
+	return rt, nil
+}
+
+// result returns the keys seen (the machine's, the jump host's) and the first host key mismatch on the
+// way (the jump host's first).
+func (rt *route) result() (key, jumpKey ssh.PublicKey, mismatch *HostKeyMismatchError) {
+	if rt.jump != nil {
+		var mm *HostKeyMismatchError
+		jumpKey, mm = rt.jump.check.result()
+		if mm != nil {
+			return nil, jumpKey, mm
+		}
+	}
+	key, mismatch = rt.check.result()
+	return key, jumpKey, mismatch
+}
+
+// name is the machine's address, with its jump host's when it has one.
+func (rt *route) name() string {
+	if rt.jump != nil {
+		return rt.addr + " (through " + rt.jump.addr + ")"
+	}
+	return rt.addr
+}
+
+// waitSSH polls until an SSH session runs on the machine, checking its host key against pinned (an
+// authorized_keys line), or trusting and returning the first key seen when pinned is empty; with
+// ep.Jump the session goes through the jump host, whose key is checked (or trusted) alike and
+// returned as jumpKey. A host key mismatch returns at once as a *cloudprovider.PermanentError.
+func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinned string) (key, jumpKey ssh.PublicKey, err error) {
+	rt, err := r.route(ep, pinned)
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := rt.name()
 	deadline := time.Now().Add(r.cfg.SSHWaitTimeout)
 	var lastErr error
 	for attempt := 1; ; attempt++ {
-		err := probe(ctx, addr, config)
-		key, mm := check.result()
+		err := remoteRun(ctx, rt, "true", nil, nil)
+		key, jumpKey, mm := rt.result()
 		if mm != nil {
-			return nil, &cloudprovider.PermanentError{Err: mm}
+			return nil, nil, &cloudprovider.PermanentError{Err: mm}
 		}
 		if err == nil {
-			return key, nil
+			return key, jumpKey, nil
 		}
 		lastErr = err
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("waiting for SSH on %s cancelled: %w", addr, ctx.Err())
+			return nil, nil, fmt.Errorf("waiting for SSH on %s cancelled: %w", addr, ctx.Err())
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("SSH on %s@%s did not answer within %s (%d attempts): %v", ep.User, addr, r.cfg.SSHWaitTimeout, attempt, lastErr)
+			return nil, nil, fmt.Errorf("SSH on %s@%s did not answer within %s (%d attempts): %v", ep.User, addr, r.cfg.SSHWaitTimeout, attempt, lastErr)
 		}
 		r.logger.Debug("SSH not ready yet", "address", addr, "attempt", attempt, "error", err.Error())
 		t := time.NewTimer(r.cfg.SSHPollInterval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("waiting for SSH on %s cancelled: %w", addr, ctx.Err())
+			return nil, nil, fmt.Errorf("waiting for SSH on %s cancelled: %w", addr, ctx.Err())
 		case <-t.C:
 		}
 	}
 }
 
-// probe connects once and runs `true` in a session.
-func probe(ctx context.Context, addr string, config *ssh.ClientConfig) error {
-	return remoteRun(ctx, addr, config, "true", nil, nil)
-}
-
 // remoteRun connects once and runs command in a session, its output going to stdout and stderr (nil:
-// discarded). The connection, handshake and session are bounded by 2*config.Timeout and by ctx. An
-// exit status other than 0 is an *ssh.ExitError (wrapped).
-func remoteRun(ctx context.Context, addr string, config *ssh.ClientConfig, command string, stdout, stderr io.Writer) error {
-	dctx, cancel := context.WithTimeout(ctx, config.Timeout)
+// discarded). With rt.jump it logs in to the jump host first and opens the machine's connection as a
+// TCP forward from there ("direct-tcpip"). The connection, handshakes and session are bounded by
+// 2*config.Timeout and by ctx. An exit status other than 0 is an *ssh.ExitError (wrapped).
+func remoteRun(ctx context.Context, rt *route, command string, stdout, stderr io.Writer) error {
+	first := rt
+	if rt.jump != nil {
+		first = rt.jump
+	}
+	dctx, cancel := context.WithTimeout(ctx, first.config.Timeout)
 	defer cancel()
 	var d net.Dialer
-	conn, err := d.DialContext(dctx, "tcp", addr)
+	conn, err := d.DialContext(dctx, "tcp", first.addr)
 	if err != nil {
 		return err
 	}
-	// Bound the handshake and the session by the same deadline.
-	_ = conn.SetDeadline(time.Now().Add(2 * config.Timeout))
+	// Bound the handshakes and the session by the same deadline (a forwarded channel has no deadline
+	// of its own: the jump host's TCP connection carries it).
+	_ = conn.SetDeadline(time.Now().Add(2 * first.config.Timeout))
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
-	c, chans, reqs, err := ssh.NewClientConn(conn, addr, config)
+	c, chans, reqs, err := ssh.NewClientConn(conn, first.addr, first.config)
 	if err != nil {
 		_ = conn.Close() // the handshake already failed
 		return err
 	}
 	client := ssh.NewClient(c, chans, reqs)
 	defer func() { _ = client.Close() }() // the session's outcome is the result
+	if rt.jump != nil {
+		fwd, err := client.DialContext(dctx, "tcp", rt.addr)
+		if err != nil {
+			return fmt.Errorf("through jump host %s: %w", first.addr, err)
+		}
+		tc, tchans, treqs, err := ssh.NewClientConn(fwd, rt.addr, rt.config)
+		if err != nil {
+			_ = fwd.Close()
+			return err
+		}
+		client = ssh.NewClient(tc, tchans, treqs)
+		defer func() { _ = client.Close() }() // the session's outcome is the result
+	}
 	sess, err := client.NewSession()
 	if err != nil {
 		return err

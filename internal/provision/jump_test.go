@@ -1,0 +1,154 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+)
+
+// jumpSetup is a login node (a sandbox machine whose sshd allows TCP forwarding, as OpenSSH does by
+// default) and n nodes behind it, each given to provisioning only as its private address with the
+// login node as Jump, all trusting one Runner's key.
+type jumpSetup struct {
+	runner *Runner
+	jump   simhost.Endpoint
+	nodes  []simhost.Endpoint
+	addrs  []string
+	// jumpDir holds the login node's sshd log.
+	jumpDir string
+}
+
+func newJumpSetup(t *testing.T, net, n int) jumpSetup {
+	t.Helper()
+	requireTools(t)
+	key, pub := clientKey(t)
+	cfg := Config{PrivateKey: key, TempDir: shortTemp(t), SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := jumpSetup{runner: r}
+	s.jump = startMachine(t, simhost.Spec{AuthorizedKeys: []string{pub}})
+	s.jumpDir = s.jump.Dir
+	for i := range n {
+		addr := fmt.Sprintf("127.%d.%d.%d", net, os.Getpid()%250, i+1)
+		s.nodes = append(s.nodes, startMachine(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 8,
+			AuthorizedKeys: []string{pub}, PrivateAddr: addr, Fabric: true}))
+		s.addrs = append(s.addrs, addr)
+	}
+	return s
+}
+
+// endpoint is node i's endpoint as a cloud without public node addresses reports it: the private
+// address, through the login node (whose key is jumpKey; "" trusts it on first use).
+func (s jumpSetup) endpoint(i int, jumpKey string) *cloudprovider.SSHEndpoint {
+	n := s.nodes[i]
+	return &cloudprovider.SSHEndpoint{Host: s.addrs[i], Port: n.Port, User: n.User,
+		Jump: &cloudprovider.SSHEndpoint{Host: s.jump.Host, Port: s.jump.Port, User: s.jump.User, HostKey: jumpKey}}
+}
+
+// acceptedLogins counts the login node's accepted SSH logins so far (its sshd logs each, VERBOSE).
+func (s jumpSetup) acceptedLogins(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.jumpDir, "sshd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "Accepted publickey")
+}
+
+// TestProvisionThroughJumpHost: a node reached only through its cluster's login node is provisioned to
+// ready (Go's SSH wait and Ansible's run both through the login node, which logs their logins), both
+// host keys trusted on first use and returned; its marker and health are read through the login node
+// with both keys pinned, and fail once the login node is gone although the node still runs; a login
+// node whose key changed is refused before anything runs, and so is a node whose own key changed.
+func TestProvisionThroughJumpHost(t *testing.T) {
+	t.Parallel()
+	s := newJumpSetup(t, 141, 1)
+	node := s.nodes[0]
+	req := func(hostKey, jumpKey string, rec *logRecorder) cloudprovider.ProvisionRequest {
+		return cloudprovider.ProvisionRequest{
+			Instance: cloudprovider.Instance{ID: "n-1", Name: "verda-vm-train--ab12cd34-1", Cloud: "verda", GPUType: "h100", GPUCount: 8,
+				Status: cloudprovider.StatusRunning, SSH: s.endpoint(0, jumpKey)},
+			Pool:    inventory.Pool{Name: "verda-vm-pool", Cloud: "verda", Kind: inventory.KindVM},
+			GPUType: "h100", GPUCount: 8, HostKey: hostKey, Attempt: 1, Log: rec.log,
+		}
+	}
+	before := s.acceptedLogins(t)
+	rec := &logRecorder{}
+	res, err := s.runner.Provision(context.Background(), req("", "", rec))
+	if err != nil {
+		t.Fatalf("Provision through the login node: %v\nlog:\n%s", err, rec)
+	}
+	if res.HostKey != node.HostKey || res.JumpHostKey != s.jump.HostKey {
+		t.Errorf("keys seen: node %q, jump %q; want %q and %q", res.HostKey, res.JumpHostKey, node.HostKey, s.jump.HostKey)
+	}
+	// One login for the SSH wait, at least one more for Ansible's connection (its ProxyCommand).
+	if n := s.acceptedLogins(t) - before; n < 2 {
+		t.Errorf("the login node accepted %d logins during provisioning, want the SSH wait's and Ansible's", n)
+	}
+	if _, err := os.Stat(filepath.Join(node.Root, filepath.FromSlash(DefaultMarkerPath))); err != nil {
+		t.Fatalf("no marker on the node: %v", err)
+	}
+
+	ep := s.endpoint(0, s.jump.HostKey)
+	m, seen, err := s.runner.ReadMarker(context.Background(), *ep, node.HostKey)
+	if err != nil || seen != node.HostKey || m.Machine == nil {
+		t.Errorf("ReadMarker through the login node: %+v, key %q, %v", m, seen, err)
+	}
+	if h, err := s.runner.ProbeHealth(context.Background(), *ep, node.HostKey); err != nil || !h.Healthy {
+		t.Errorf("ProbeHealth through the login node: %+v, %v", h, err)
+	}
+
+	t.Run("changed login node key", func(t *testing.T) {
+		// Pinned: the key the login node had; it now presents another.
+		if err := simhost.RotateHostKey(s.jumpDir); err != nil {
+			t.Fatal(err)
+		}
+		rec := &logRecorder{}
+		_, err := s.runner.Provision(context.Background(), req(node.HostKey, s.jump.HostKey, rec))
+		var perm *cloudprovider.PermanentError
+		var mm *HostKeyMismatchError
+		if !errors.As(err, &perm) || !errors.As(err, &mm) || mm.Address != fmt.Sprintf("%s:%d", s.jump.Host, s.jump.Port) {
+			t.Fatalf("want a permanent host key mismatch of the login node, got %v", err)
+		}
+		if strings.Contains(rec.String(), "task started") {
+			t.Errorf("ansible ran despite the mismatch:\n%s", rec)
+		}
+		if _, _, err := s.runner.ReadMarker(context.Background(), *ep, node.HostKey); !errors.As(err, &mm) {
+			t.Errorf("ReadMarker with the login node's key changed: %v, want a mismatch", err)
+		}
+	})
+	t.Run("changed node key", func(t *testing.T) {
+		jumpKey, err := simhost.HostPublicKey(s.jumpDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := simhost.RotateHostKey(node.Dir); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.runner.Provision(context.Background(), req(node.HostKey, jumpKey, &logRecorder{}))
+		var mm *HostKeyMismatchError
+		if !errors.As(err, &mm) || mm.Address != fmt.Sprintf("%s:%d", s.addrs[0], node.Port) {
+			t.Fatalf("want a host key mismatch of the node, got %v", err)
+		}
+	})
+	t.Run("login node gone", func(t *testing.T) {
+		if err := simhost.Stop(s.jumpDir); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := s.runner.ReadMarker(context.Background(), *ep, "")
+		if err == nil || !strings.Contains(err.Error(), "through") {
+			t.Errorf("ReadMarker with the login node stopped: %v, want a failure naming the login node", err)
+		}
+	})
+}

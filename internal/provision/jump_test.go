@@ -152,3 +152,52 @@ func TestProvisionThroughJumpHost(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckClusterThroughJumpHost: the cluster check's one Ansible run reaches 2 nodes given only as
+// their private addresses behind a login node: with the login node's key pinned it passes (peers
+// reached, fabric up); with another key pinned for the login node, Ansible's ssh refuses it (the
+// ProxyCommand's strict check) and the check fails without touching the nodes; with none pinned the
+// login node's key is trusted on first use.
+func TestCheckClusterThroughJumpHost(t *testing.T) {
+	t.Parallel()
+	clusterConnectTimeoutSeconds = 3
+	s := newJumpSetup(t, 142, 2)
+	request := func(jumpKey string) cloudprovider.ClusterCheckRequest {
+		req := cloudprovider.ClusterCheckRequest{Fabric: true}
+		for i, n := range s.nodes {
+			req.Nodes = append(req.Nodes, cloudprovider.ClusterCheckNode{
+				ProvisionRequest: cloudprovider.ProvisionRequest{
+					Instance: cloudprovider.Instance{Name: fmt.Sprintf("verda-vm-train--ab12cd34-%d", i+1), Cloud: "verda", SSH: s.endpoint(i, jumpKey)},
+					GPUType:  "h100", GPUCount: 8, HostKey: n.HostKey,
+				},
+				PrivateIP: s.addrs[i],
+			})
+		}
+		return req
+	}
+	for _, tc := range []struct {
+		name    string
+		jumpKey string
+		wantErr string
+	}{
+		{"login node key pinned", s.jump.HostKey, ""},
+		{"login node key trusted on first use", "", ""},
+		// The second node's key stands in for a login node that presents another key than the pinned.
+		{"another login node key pinned", s.nodes[1].HostKey, "REMOTE HOST IDENTIFICATION HAS CHANGED"},
+	} {
+		rec := &logRecorder{}
+		req := request(tc.jumpKey)
+		req.Log = rec.log
+		s.runner.checkMode = true
+		before := s.acceptedLogins(t)
+		_, err := s.runner.CheckCluster(context.Background(), req)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v\nlog:\n%s", tc.name, err, rec)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error()+rec.String(), tc.wantErr)):
+			t.Errorf("%s: got %v, want an error saying %q\nlog:\n%s", tc.name, err, tc.wantErr, rec)
+		case tc.wantErr == "" && s.acceptedLogins(t)-before < 2:
+			t.Errorf("%s: the login node accepted %d logins, want one per node at least", tc.name, s.acceptedLogins(t)-before)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -584,4 +585,23 @@ func TestMinBusBandwidth(t *testing.T) {
 			t.Errorf("minBusBandwidth(%v) = %v, want %v", tc.v, got, tc.want)
 		}
 	}
+}
+
+// TestAccGPUCluster_savedPlanFreshRunner applies a saved plan with nothing of the planning runner's
+// quote directory left, after the market moved: the plan file carries the cluster's quote, so the
+// apply creates what the plan showed.
+func TestAccGPUCluster_savedPlanFreshRunner(t *testing.T) {
+	s, d := cliTest(t, newCLIDirBinary)
+	d.write(s.providerConfigIn(d.dir, "") + clusterConfig("saved", "h100", 1, 2, ""))
+	d.mustRun("plan", "-out=tfplan")
+	if err := os.RemoveAll(filepath.Join(d.dir, "hydra")); err != nil {
+		t.Fatal(err)
+	}
+	s.setPrice("sbx-eu-1", "sbx.h100.1x", 2.39)
+	d.mustRun("apply", "tfplan")
+	show := d.mustRun("state", "show", clusterResource)
+	if !statusReady.MatchString(show) || !regexp.MustCompile(`(?m)^\s*price_usd_per_hour\s+= 4\.98$`).MatchString(show) {
+		t.Fatalf("the saved plan's cluster (4.98/h) is not what was created:\n%s", show)
+	}
+	d.destroyAll(s)
 }

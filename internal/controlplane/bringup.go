@@ -59,6 +59,9 @@ type Record struct {
 	CreatedAt time.Time
 	// PricePerHour is what the cloud bills for the machine, as it last reported it (0: not reported).
 	PricePerHour money.USD
+	// Interruption is the cloud's interruption of a spot machine as last read (nil: none). NoticeAt is
+	// when the cloud gave notice, or when hydra first saw it where the cloud does not say.
+	Interruption *cloudprovider.Interruption
 }
 
 // Observe copies what the cloud reports of inst into the record: the cloud's status word, the SSH
@@ -92,6 +95,24 @@ func (r *Record) Observe(inst cloudprovider.Instance) {
 		ep := *inst.SSH
 		r.SSH = &ep
 	}
+	r.observeInterruption(inst.Interruption, time.Now().UTC())
+}
+
+// observeInterruption records the cloud's interruption as read at now: a notice the cloud does not
+// date keeps the time hydra first saw it; a notice taken back clears it.
+func (r *Record) observeInterruption(in *cloudprovider.Interruption, now time.Time) {
+	if in == nil {
+		r.Interruption = nil
+		return
+	}
+	got := *in
+	if got.NoticeAt.IsZero() {
+		got.NoticeAt = now
+		if r.Interruption != nil && !r.Interruption.NoticeAt.IsZero() {
+			got.NoticeAt = r.Interruption.NoticeAt
+		}
+	}
+	r.Interruption = &got
 }
 
 // NewRecord is the record of a machine the cloud has just accepted: nothing ready, nothing
@@ -230,15 +251,20 @@ func (cp *ControlPlane) Resume(ctx context.Context, rec *Record, spec BringUpSpe
 }
 
 // Refresh reads a machine a state holds: found is false when the machine is gone at its cloud (not
-// found, or terminated). Otherwise it records at the cloud that a state holds it (Held), updates rec
+// found, or terminated other than by an interruption, which is kept for the plan to replace). Otherwise it records at the cloud that a state holds it (Held), updates rec
 // from the cloud (Observe) and, for a ready machine, reads its health (see checkHealth).
 func (cp *ControlPlane) Refresh(ctx context.Context, rec *Record) (found bool, err error) {
 	inst, err := cp.manager.Get(ctx, InstanceRef{Name: rec.Name, ID: rec.ID})
-	if cloudprovider.IsNotFound(err) || err == nil && inst.Status == cloudprovider.StatusTerminated {
+	if cloudprovider.IsNotFound(err) || err == nil && inst.Status == cloudprovider.StatusTerminated && inst.Interruption == nil {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	if inst.Status == cloudprovider.StatusTerminated {
+		// Taken back by its cloud: kept, so the state shows the interruption and the plan replaces it.
+		rec.Observe(inst)
+		return true, nil
 	}
 	cp.Held(ctx, inst)
 	rec.Observe(inst)

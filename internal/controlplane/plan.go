@@ -403,6 +403,8 @@ type ChangeRequest struct {
 	Record Record
 	// ReplaceWhenUnhealthy replaces a ready machine found unhealthy.
 	ReplaceWhenUnhealthy bool
+	// ReplaceWhenPreempted replaces a machine its cloud interrupted or gave notice of interrupting.
+	ReplaceWhenPreempted bool
 	// Digest is the planned provisioning digest ("" with provisioning off); DigestKnown is false while
 	// the variables are unknown.
 	Digest      string
@@ -429,7 +431,8 @@ const (
 type ChangePlan struct {
 	Change Change
 	// ReplaceBecause names the record's part whose state forces the replacement: "health" (unhealthy
-	// with ReplaceWhenUnhealthy) or "status" (failed at the cloud).
+	// with ReplaceWhenUnhealthy), "interruption" (interrupted with ReplaceWhenPreempted) or "status"
+	// (failed at the cloud).
 	ReplaceBecause string
 	// Notices say why, where the user should hear it.
 	Notices []Notice
@@ -465,17 +468,26 @@ func (cp *ControlPlane) PlanChange(req ChangeRequest) (ChangePlan, error) {
 func (cp *ControlPlane) planChange(req ChangeRequest) ChangePlan {
 	var plan ChangePlan
 	rec := req.Record
+	if it := rec.Interruption; it != nil {
+		when := "its cloud gave no end time"
+		switch {
+		case !it.EndsAt.IsZero() && it.Ended(time.Now()):
+			when = "it ended " + formatTime(it.EndsAt)
+		case !it.EndsAt.IsZero():
+			when = "it ends " + formatTime(it.EndsAt)
+		}
+		what := fmt.Sprintf("hydra_gpu_instance %q (%s) is interrupted by its cloud (notice %s, %s): %s", req.Name, rec.Name,
+			formatTime(it.NoticeAt), when, it.Reason)
+		// Replaced, or kept as the user asked: its status is the cloud's doing, not a failure to repair.
+		replaceWhen(&plan, req.ReplaceWhenPreempted, "interruption", "replace_when_preempted", "preempted", what)
+		return plan
+	}
 	if rec.Health.Status == HealthUnhealthy && rec.Status == cloudprovider.StatusReady {
-		if req.ReplaceWhenUnhealthy {
-			plan.Notices = append(plan.Notices, Notice{Summary: "Replacing an unhealthy GPU machine",
-				Detail: fmt.Sprintf("hydra_gpu_instance %q (%s) is unhealthy: %s. replace_when_unhealthy is set, so this plan replaces it.",
-					req.Name, rec.Name, rec.Health.Reason)})
-			plan.Change, plan.ReplaceBecause = Replace, "health"
+		what := fmt.Sprintf("hydra_gpu_instance %q (%s) is unhealthy: %s (checked %s)", req.Name, rec.Name, rec.Health.Reason,
+			formatTime(rec.Health.CheckedAt))
+		if replaceWhen(&plan, req.ReplaceWhenUnhealthy, "health", "replace_when_unhealthy", "unhealthy", what) {
 			return plan
 		}
-		plan.Notices = append(plan.Notices, Notice{Summary: "Unhealthy GPU machine",
-			Detail: fmt.Sprintf("hydra_gpu_instance %q (%s) is unhealthy: %s (checked %s). Nothing changes; set replace_when_unhealthy = true "+
-				"to replace it, or `terraform apply -replace` it.", req.Name, rec.Name, rec.Health.Reason, formatTime(rec.Health.CheckedAt))})
 	}
 	if rec.Status == cloudprovider.StatusError && rec.ProvisioningError == "" {
 		// Failed at the cloud: cannot be repaired in place.
@@ -496,6 +508,25 @@ func (cp *ControlPlane) planChange(req ChangeRequest) ChangePlan {
 				"imported, or provisioned by other means); apply provisions it in place.", rec.Name)})
 	}
 	return plan
+}
+
+// replaceWhen is the decision a replace_when_* setting makes for a machine in the state it names
+// (adjective, as what says): with the setting on, the plan replaces the machine because of the record's
+// part because, and says why (true); off, it says why and how to replace it, and changes nothing.
+func replaceWhen(plan *ChangePlan, on bool, because, setting, adjective, what string) bool {
+	if on {
+		article := "a "
+		if strings.ContainsRune("aeiou", rune(adjective[0])) {
+			article = "an "
+		}
+		plan.Notices = append(plan.Notices, Notice{Summary: "Replacing " + article + adjective + " GPU machine",
+			Detail: what + ". " + setting + " is set, so this plan replaces it."})
+		plan.Change, plan.ReplaceBecause = Replace, because
+		return true
+	}
+	plan.Notices = append(plan.Notices, Notice{Summary: strings.ToUpper(adjective[:1]) + adjective[1:] + " GPU machine",
+		Detail: what + ". Nothing changes; set " + setting + " = true to replace it, or `terraform apply -replace` it."})
+	return false
 }
 
 // formatTime prints a time as RFC 3339 in UTC ("" for the zero time).

@@ -132,6 +132,9 @@ func TestPlanChange(t *testing.T) {
 	unhealthy := ready
 	unhealthy.Health = Health{Status: HealthUnhealthy, Reason: "Xid 79", CheckedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	with := func(r Record, f func(*Record)) Record { f(&r); return r }
+	noticed := with(ready, func(r *Record) {
+		r.Interruption = &cloudprovider.Interruption{NoticeAt: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), EndsAt: time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC), Reason: "outbid"}
+	})
 	cases := []struct {
 		name        string
 		req         ChangeRequest
@@ -148,6 +151,10 @@ func TestPlanChange(t *testing.T) {
 		{"provisioning failed: provisioned again", ChangeRequest{Record: with(ready, func(r *Record) { r.Status, r.ProvisioningError = cloudprovider.StatusError, "task x" }), Digest: "d1", DigestKnown: true}, Reprovision, "", ""},
 		{"interrupted while booting", ChangeRequest{Record: with(ready, func(r *Record) { r.Status = cloudprovider.StatusPending }), Digest: "d1", DigestKnown: true}, Reprovision, "", "GPU instance will be resumed"},
 		{"imported without a marker", ChangeRequest{Record: with(ready, func(r *Record) { r.Status, r.ProvisioningDigest = cloudprovider.StatusRunning, "" }), Digest: "d1", DigestKnown: true}, Reprovision, "", "GPU instance will be provisioned"},
+		{"notice given, replace_when_preempted", ChangeRequest{Record: noticed, ReplaceWhenPreempted: true, Digest: "d1", DigestKnown: true}, Replace, "interruption", "Replacing a preempted GPU machine"},
+		{"preempted (error at the cloud), replace_when_preempted", ChangeRequest{Record: with(noticed, func(r *Record) { r.Status = cloudprovider.StatusError }), ReplaceWhenPreempted: true, Digest: "d1", DigestKnown: true}, Replace, "interruption", "Replacing a preempted GPU machine"},
+		{"preempted, replace_when_preempted off: said, kept", ChangeRequest{Record: with(noticed, func(r *Record) { r.Status = cloudprovider.StatusError }), Digest: "d1", DigestKnown: true}, Keep, "", "Preempted GPU machine"},
+		{"preempted and unhealthy: the interruption decides", ChangeRequest{Record: with(unhealthy, func(r *Record) { r.Interruption = noticed.Interruption }), ReplaceWhenUnhealthy: true, ReplaceWhenPreempted: true, Digest: "d1", DigestKnown: true}, Replace, "interruption", "Replacing a preempted GPU machine"},
 	}
 	cp := New(testInventory(t), nil, Options{Provisioner: &scriptedProvisioner{}})
 	for _, tc := range cases {
@@ -395,5 +402,26 @@ func TestPlanNewNameRefusedAtApply(t *testing.T) {
 	}
 	if cp.NameStillInUse(context.Background(), "a", "vm", nil, nil) {
 		t.Fatal("NameStillInUse(nil) = true")
+	}
+}
+
+// A refresh records the cloud's interruption: an undated notice keeps the time hydra first saw it, a
+// dated one the cloud's, and a notice taken back (a bid that won its capacity back) clears it.
+func TestObserveInterruption(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	var r Record
+	r.observeInterruption(&cloudprovider.Interruption{Reason: "discontinued"}, t0)
+	r.observeInterruption(&cloudprovider.Interruption{Reason: "discontinued"}, t0.Add(time.Minute))
+	if r.Interruption == nil || !r.Interruption.NoticeAt.Equal(t0) || r.Interruption.Reason != "discontinued" {
+		t.Errorf("undated notice: %+v", r.Interruption)
+	}
+	dated := cloudprovider.Interruption{NoticeAt: t0.Add(-time.Hour), EndsAt: t0.Add(5 * time.Minute), Reason: "preempting"}
+	r.observeInterruption(&dated, t0.Add(2*time.Minute))
+	if *r.Interruption != dated {
+		t.Errorf("dated notice: %+v", r.Interruption)
+	}
+	r.observeInterruption(nil, t0.Add(3*time.Minute))
+	if r.Interruption != nil {
+		t.Errorf("won back: %+v", r.Interruption)
 	}
 }

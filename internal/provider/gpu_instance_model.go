@@ -26,6 +26,8 @@ type gpuInstanceModel struct {
 	AllowFallback           types.Bool     `tfsdk:"allow_fallback"`
 	BidTimeout              types.String   `tfsdk:"bid_timeout"`
 	ReplaceWhenUnhealthy    types.Bool     `tfsdk:"replace_when_unhealthy"`
+	ReplaceWhenPreempted    types.Bool     `tfsdk:"replace_when_preempted"`
+	Interruption            types.Object   `tfsdk:"interruption"`
 	Health                  types.String   `tfsdk:"health"`
 	HealthCheckedAt         types.String   `tfsdk:"health_checked_at"`
 	HealthReason            types.String   `tfsdk:"health_reason"`
@@ -84,6 +86,7 @@ func (m *gpuInstanceModel) record() controlplane.Record {
 		ProvisioningDigest: m.ProvisioningDigest.ValueString(),
 		Health:             controlplane.Health{Status: m.Health.ValueString(), CheckedAt: timeOf(m.HealthCheckedAt), Reason: m.HealthReason.ValueString()},
 		PricePerHour:       usdOf(m.PricePerHour),
+		Interruption:       interruptionOf(m.Interruption),
 	}
 	if !m.SSHHost.IsNull() && !m.SSHHost.IsUnknown() {
 		rec.SSH = &cloudprovider.SSHEndpoint{Host: m.SSHHost.ValueString(), Port: int(m.SSHPort.ValueInt64()), User: m.SSHUser.ValueString()}
@@ -102,6 +105,10 @@ func (m *gpuInstanceModel) setRecord(rec controlplane.Record) {
 	if rec.PricePerHour > 0 {
 		m.PricePerHour = usdValue(rec.PricePerHour) // what the cloud bills
 	}
+	m.Interruption = interruptionValue(rec.Interruption)
+	if m.ReplaceWhenPreempted.IsNull() {
+		m.ReplaceWhenPreempted = types.BoolValue(true) // a state from before the attribute: its default
+	}
 	m.SSHHost, m.SSHPort, m.SSHUser = types.StringNull(), types.Int64Null(), types.StringNull()
 	if rec.SSH != nil {
 		m.SSHHost, m.SSHPort, m.SSHUser = types.StringValue(rec.SSH.Host), types.Int64Value(int64(rec.SSH.Port)), types.StringValue(rec.SSH.User)
@@ -113,7 +120,7 @@ func (m *gpuInstanceModel) setImported(imp controlplane.Imported) {
 	inst := imp.Instance
 	m.Name, m.GPUType, m.GPUCount = types.StringValue(imp.Resource), types.StringValue(inst.GPUType), types.Int64Value(int64(inst.GPUCount))
 	m.Kind, m.Spot, m.IsSpot = types.StringValue(imp.Pool.Kind), types.BoolValue(inst.Spot), types.BoolValue(inst.Spot)
-	m.AllowFallback, m.ReplaceWhenUnhealthy = types.BoolValue(false), types.BoolValue(false)
+	m.AllowFallback, m.ReplaceWhenUnhealthy, m.ReplaceWhenPreempted = types.BoolValue(false), types.BoolValue(false), types.BoolValue(true)
 	m.OfferID, m.Cloud, m.Pool = types.StringValue(imp.OfferID), types.StringValue(imp.Pool.Cloud), types.StringValue(imp.Pool.Name)
 	m.Region, m.InstanceType = types.StringValue(inst.Region), types.StringValue(inst.InstanceType)
 	m.PricePerHour, m.EstimatedPricePerHour = usdValue(inst.PricePerHour), types.Float64Null()

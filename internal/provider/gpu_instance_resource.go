@@ -250,7 +250,7 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 	}
 	pp := plannedProvisioning(ctx, plan, state.Kind.ValueString(), &resp.Diagnostics)
 	decided, err := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
-		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), Provisioning: &pp})
+		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), ReplaceWhenPreempted: plan.ReplaceWhenPreempted.ValueBool(), Provisioning: &pp})
 	addNotices(&resp.Diagnostics, decided.Notices)
 	if err != nil {
 		addPlanError(&resp.Diagnostics, err)
@@ -259,9 +259,12 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 	digest := digestValue(decided.Digest, decided.DigestKnown)
 	switch decided.Change {
 	case controlplane.Replace:
-		if decided.ReplaceBecause == "health" {
+		switch decided.ReplaceBecause {
+		case "health":
 			plan.Health = types.StringUnknown()
-		} else {
+		case "interruption":
+			plan.Interruption = types.ObjectUnknown(interruptionTypes)
+		default:
 			plan.Status = types.StringUnknown()
 		}
 		resp.RequiresReplace.Append(path.Root(decided.ReplaceBecause))

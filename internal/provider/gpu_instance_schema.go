@@ -86,6 +86,8 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
 			},
+			"replace_when_preempted": replaceWhenPreemptedSchema(),
+			"interruption":           interruptionSchema(),
 			"health": schema.StringAttribute{
 				MarkdownDescription: "The machine's GPU health as last read: `healthy`, `unhealthy` or `unknown` (the machine could not " +
 					"be reached or read). Provisioning sets it; every refresh (`terraform plan`) checks a `ready` machine again, " +

@@ -44,6 +44,7 @@ const realOSTimeNeeded = 15 * time.Minute
 type realOSFixture struct {
 	m      *realos.Machine
 	runner *provision.Runner
+	os     realos.OS
 }
 
 func newRealOS(t *testing.T, systemd bool, gpu simhost.Spec) realOSFixture {
@@ -126,7 +127,7 @@ func newRealOSOn(t *testing.T, o realos.OS, plain bool, opts realos.Options) rea
 	if err != nil {
 		t.Fatal(err)
 	}
-	return realOSFixture{m: m, runner: r}
+	return realOSFixture{m: m, runner: r, os: o}
 }
 
 func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]any, rec *runLog) cloudprovider.ProvisionRequest {
@@ -380,7 +381,9 @@ func testBareVM(t *testing.T, f realOSFixture) {
 }
 
 // TestRealOS_Execlet: execlet.yml reaches ready on each real OS (the agent downloaded with get_url and
-// checked against its SHA-256, run as a unit); a second run changes nothing.
+// checked against its SHA-256, run as a unit); a second run changes nothing. On Debian 12 the same
+// machine also has an automatic upgrade that holds the dpkg lock when the run begins, and the agent
+// gets secret arguments (checkUpgradesPausedAndSecretsHidden).
 func TestRealOS_Execlet(t *testing.T) {
 	t.Parallel()
 	onEachOS(t, true, testExeclet)
@@ -396,7 +399,14 @@ func testExeclet(t *testing.T, f realOSFixture) {
 		"hydra_execlet_url":    "file://" + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet",
 		"hydra_execlet_sha256": hex.EncodeToString(sum[:]),
 	}
+	upgrades := f.os.Name == realos.Debian12.Name
+	if upgrades {
+		f.startUpgradeLock(t)
+		vars["hydra_execlet_args"] = "--token " + execletSecret + " --verbose"
+	}
+	started := time.Now().Unix()
 	f.provisionTwice(t, inventory.KindExeclet, 2, vars)
+	ended := time.Now().Unix()
 	checksStarted := time.Now()
 	defer func() { t.Logf("checks after the runs took %s", time.Since(checksStarted).Round(time.Millisecond)) }()
 	f.checkDebianPackage(t, "prometheus-node-exporter")
@@ -404,6 +414,9 @@ func testExeclet(t *testing.T, f realOSFixture) {
 		t.Errorf("hydra-execlet and node_exporter units: %q, want both active", st)
 	}
 	f.checkExporter(t, 9100, "node_exporter_build_info")
+	if upgrades {
+		f.checkUpgradesPausedAndSecretsHidden(t, started, ended)
+	}
 }
 
 // TestRealOS_Pod: each OS's tree run without systemd (sshd is the container's only service, as in a

@@ -3,16 +3,10 @@
 package onrealos
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
-	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/realos"
 )
 
 // upgradeLockTimer makes the machine's automatic upgrade (apt-daily-upgrade.service, Debian's own unit)
@@ -52,15 +46,13 @@ systemctl daemon-reload
 systemctl enable --quiet apt-daily-upgrade.timer
 systemctl restart apt-daily-upgrade.timer`
 
-// TestRealOS_UpgradesPausedAndSecretsHidden: on a real Debian 12 whose automatic upgrade takes the
-// dpkg lock every 15 seconds (upgradeLockTimer), holding it when the run begins, execlet.yml reaches
-// ready twice (the second run changing nothing): the upgrade is paused for the run and runs again
-// after it (its timer active, its service no longer masked, nothing left of the pause). The execlet
-// agent's secret arguments reach it in its environment, never on its command line, which another
-// user reads in /proc.
-func TestRealOS_UpgradesPausedAndSecretsHidden(t *testing.T) {
-	t.Parallel()
-	f := newRealOS(t, true, gpuSpec())
+// execletSecret is the secret the Debian 12 case of TestRealOS_Execlet passes in the agent's arguments.
+const execletSecret = "hydra-test-secret-6d1f0c"
+
+// startUpgradeLock installs upgradeLockTimer and waits until the upgrade holds the dpkg lock, so that
+// it holds it when the run begins.
+func (f realOSFixture) startUpgradeLock(t *testing.T) {
+	t.Helper()
 	f.run(t, upgradeLockTimer)
 	// The upgrade (a oneshot service: activating while it runs) holds the dpkg lock when the run begins.
 	deadline := time.Now().Add(40 * time.Second)
@@ -70,20 +62,17 @@ func TestRealOS_UpgradesPausedAndSecretsHidden(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	agent, err := os.ReadFile(f.m.Root + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(agent)
-	const secret = "hydra-test-secret-6d1f0c"
-	vars := map[string]any{
-		"hydra_execlet_url":    "file://" + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet",
-		"hydra_execlet_sha256": hex.EncodeToString(sum[:]),
-		"hydra_execlet_args":   "--token " + secret + " --verbose",
-	}
-	started := time.Now().Unix()
-	f.provisionTwice(t, inventory.KindExeclet, 2, vars)
-	ended := time.Now().Unix()
+}
+
+// checkUpgradesPausedAndSecretsHidden checks, after execlet.yml reached ready twice (from started to
+// ended, Unix seconds) on a machine whose automatic upgrade takes the dpkg lock every 15 seconds
+// (startUpgradeLock), that the upgrade was paused for the runs and runs again after them (its timer
+// active, its service no longer masked, nothing left of the pause), and that the execlet agent's secret
+// arguments (execletSecret) reach it in its environment, never on its command line, which another user
+// reads in /proc.
+func (f realOSFixture) checkUpgradesPausedAndSecretsHidden(t *testing.T, started, ended int64) {
+	t.Helper()
+	const secret = execletSecret
 
 	// Paused for the run: the upgrade starts only in the few seconds from a run's resume (before its
 	// health checks and marker) to its end or the next run's pause, at most once in each of those

@@ -29,8 +29,11 @@ import (
 //     nothing: a cluster is placed whole or not at all.
 //   - GET /clusters (optional ?status) and GET /clusters/{id}: the cluster with worker_nodes [{id,
 //     hostname, public_ip, private_ip, status}] named <hostname>-1, <hostname>-2, ... (the docs' naming
-//     convention), ip (the login node's) and the nodes' public_ip null until running, as for instances.
-//     Discontinued clusters leave the list but stay readable by id, as instances do.
+//     convention) and ip, the login node's address, null until running as an instance's is. A worker
+//     has no public address: the docs' cluster architecture makes the login node (jump host, bastion)
+//     the only node reachable from the internet and has workers reached by SSH to the login node first,
+//     and the Python SDK's tests give worker nodes id, status, hostname and private_ip only; public_ip
+//     is answered null. Discontinued clusters leave the list but stay readable by id, as instances do.
 //   - PUT /clusters {actions: [{action: "discontinue", id}]} deletes (the Python SDK sends its "delete"
 //     as "discontinue"; both are accepted); answered 202 with an empty body. The Go SDK says the local
 //     storage goes and the shared volumes are detached, to be deleted by hand: they stay (billed)
@@ -81,7 +84,6 @@ var clusterImages = []string{"ubuntu-24.04-cuda-12.8-cluster", "ubuntu-22.04-cud
 type clusterNode struct {
 	ID        string `json:"id"`
 	Hostname  string `json:"hostname"`
-	PublicIP  string `json:"public_ip"`
 	PrivateIP string `json:"private_ip"`
 }
 
@@ -233,9 +235,6 @@ func (s *Server) clusterView(c *cluster, now time.Time) verdaapi.Cluster {
 	nodes := make([]verdaapi.ClusterWorkerNode, len(c.Nodes))
 	for i, n := range c.Nodes {
 		nodes[i] = verdaapi.ClusterWorkerNode{ID: n.ID, Hostname: n.Hostname, PrivateIP: &n.PrivateIP, Status: status}
-		if running {
-			nodes[i].PublicIP = &n.PublicIP
-		}
 	}
 	tags := c.Tags
 	if tags == nil {
@@ -316,7 +315,7 @@ func (s *Server) createCluster(st *state, body []byte) reply {
 	}
 	for i := 1; i <= t.Nodes; i++ {
 		c.Nodes = append(c.Nodes, clusterNode{ID: newUUID(), Hostname: fmt.Sprintf("%s-%d", req.Hostname, i),
-			PublicIP: s.nextIP(st), PrivateIP: fmt.Sprintf("%s.%d.%d", s.opts.ClusterPrivateNet, st.ClusterSeq%250, 10+i)})
+			PrivateIP: fmt.Sprintf("%s.%d.%d", s.opts.ClusterPrivateNet, st.ClusterSeq%250, 10+i)})
 	}
 	st.Clusters[c.ID] = c
 	st.Created += t.Nodes

@@ -59,9 +59,10 @@ func TestClusterShapes(t *testing.T) {
 	}
 	c.Advance(40 * time.Second)
 	do(t, base, "GET", "/clusters/"+created.ID, tok, nil).json(t, &cl)
+	// Workers are reached through the login node (ip) only: no public address, a private one each.
 	for i, n := range cl.WorkerNodes {
-		if n.Hostname != "train-"+string(rune('1'+i)) || n.PublicIP == nil || n.PrivateIP == nil {
-			t.Errorf("node %d: %+v", i, n)
+		if n.Hostname != "train-"+string(rune('1'+i)) || n.PublicIP != nil || n.PrivateIP == nil || !strings.HasPrefix(*n.PrivateIP, "10.1.") {
+			t.Errorf("node %d: %+v; want no public address and a private one in 10.1/16", i, n)
 		}
 	}
 	if cl.Status != "running" || cl.IP == nil {

@@ -85,8 +85,8 @@ type Options struct {
 	// then honoured by converting) or "eur" (every answer is in EUR whatever is asked, like some
 	// European accounts).
 	Currency string
-	// InstanceIP, when set, is the ip every running instance reports (e.g. "127.0.0.1" to reach a
-	// local sshd); otherwise each instance gets its own address in 198.51.100.0/22.
+	// InstanceIP, when set, is the ip every running instance and every cluster's login node reports
+	// (e.g. "127.0.0.1" to reach a local sshd); otherwise each gets its own address in 198.51.100.0/22.
 	InstanceIP string
 	// TokenFormOnly makes the token endpoint refuse JSON bodies with 400 "grant_type not specified",
 	// so clients must fall back to a form-encoded body.

@@ -18,8 +18,9 @@ import (
 const clusterNodes = 4
 
 // RunClusters runs the cluster contract (cloudprovider.ClusterBackend) against h's emulator: offers
-// change nothing; a 4-node cluster runs whole, every node named <name>-<i> with a private address, its
-// cluster's id and the ownership record; a second create of the name and concurrent creates return the
+// change nothing; a 4-node cluster runs whole, every node named <name>-<i> with a private address (and,
+// when reached through a jump host, at that address through it), its cluster's id and the ownership
+// record; a second create of the name and concurrent creates return the
 // one cluster; a cluster the cloud cannot fill and one above the price cap are ErrCapacity and leave
 // nothing (no cluster listed, no live node at the emulator); an unknown id is ErrNotFound; delete
 // empties the cloud and succeeds again. Each case starts its own emulator and runs in parallel.
@@ -200,6 +201,11 @@ func testClusterLifecycle(t *testing.T, h Harness, b cloudprovider.ClusterBacken
 		}
 		if n.PrivateIP == "" || private[n.PrivateIP] {
 			t.Errorf("node %s has private address %q (empty or shared)", n.Name, n.PrivateIP)
+		}
+		// A node behind a jump host (a login node) is reached at its private address through it.
+		if j := n.SSH; j != nil && j.Jump != nil && (j.Host != n.PrivateIP || j.Jump.Host == "" || j.Jump.Host == j.Host || j.Jump.Jump != nil) {
+			t.Errorf("node %s is reached at %s through %+v; want its private address %s through a jump host of its own address, not chained",
+				n.Name, j.Host, *j.Jump, n.PrivateIP)
 		}
 		private[n.PrivateIP] = true
 		if n.Cluster != c.ID {

@@ -401,9 +401,11 @@ func fabricEnv() map[string]string {
 	return env
 }
 
-// toCluster maps Verda's cluster onto hydra's: every worker node a ClusterNode (reachable at its
-// public_ip once running, Cluster set to the cluster's id, the cluster's ownership record), the
-// cluster running only when every node runs.
+// toCluster maps Verda's cluster onto hydra's: every worker node a ClusterNode (Cluster set to the
+// cluster's id, the cluster's ownership record), the cluster running only when every node runs. A
+// running node is reached at its private_ip through the cluster's login node (the cluster's ip) as
+// SSH.Jump: Verda's docs make the login node the only node reachable from the internet. A node that
+// does report a public_ip is reached there directly.
 func (b *Backend) toCluster(vc VerdaCluster) cloudprovider.Cluster {
 	owner := ownerOf(Instance{Tags: vc.Tags, Description: vc.Description})
 	b.mu.Lock()
@@ -433,12 +435,21 @@ func (b *Backend) toCluster(vc VerdaCluster) cloudprovider.Cluster {
 	}
 	allRunning := n > 0
 	anyError := false
+	login := ""
+	if vc.IP != nil {
+		login = strings.TrimSpace(*vc.IP)
+	}
 	for _, wn := range vc.WorkerNodes {
-		ip := ""
+		public, private := "", ""
 		if wn.PublicIP != nil {
-			ip = strings.TrimSpace(*wn.PublicIP)
+			public = strings.TrimSpace(*wn.PublicIP)
 		}
-		status, msg := mapStatus(cmp.Or(wn.Status, vc.Status), ip != "")
+		if wn.PrivateIP != nil {
+			private = strings.TrimSpace(*wn.PrivateIP)
+		}
+		// Reachable once it has a public address, or a private one behind a login node with one.
+		reachable := public != "" || (login != "" && private != "")
+		status, msg := mapStatus(cmp.Or(wn.Status, vc.Status), reachable)
 		node := cloudprovider.ClusterNode{Instance: cloudprovider.Instance{
 			ID: wn.ID, Name: wn.Hostname, Cloud: CloudName, Region: vc.Location, InstanceType: vc.ClusterType,
 			GPUType: gt, GPUCount: perGPU, Hardware: hw, Status: status, CloudStatus: wn.Status, Message: msg,
@@ -447,11 +458,14 @@ func (b *Backend) toCluster(vc VerdaCluster) cloudprovider.Cluster {
 		if n > 0 {
 			node.PricePerHour = money.USD(int64(price) / int64(n))
 		}
-		if wn.PrivateIP != nil {
-			node.PrivateIP = *wn.PrivateIP
-		}
-		if status == cloudprovider.StatusRunning {
-			node.SSH = &cloudprovider.SSHEndpoint{Host: ip, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}
+		node.PrivateIP = private
+		switch {
+		case status != cloudprovider.StatusRunning:
+		case public != "":
+			node.SSH = &cloudprovider.SSHEndpoint{Host: public, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}
+		default:
+			node.SSH = &cloudprovider.SSHEndpoint{Host: private, Port: b.cfg.SSHPort, User: b.cfg.SSHUser,
+				Jump: &cloudprovider.SSHEndpoint{Host: login, Port: b.cfg.SSHPort, User: b.cfg.SSHUser}}
 		}
 		allRunning = allRunning && status == cloudprovider.StatusRunning
 		anyError = anyError || status == cloudprovider.StatusError

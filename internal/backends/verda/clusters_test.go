@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -118,12 +119,17 @@ func testClusterLifecycle(t *testing.T, opts emu.Options) {
 	for i, n := range c.Nodes {
 		want := req.Name + "-" + string(rune('1'+i))
 		if n.Name != want || n.Cluster != c.ID || n.Owner.Token != req.Owner.Token || n.PrivateIP == "" || n.SSH == nil || n.GPUCount != 8 {
-			t.Errorf("node %d: %+v; want %s in cluster %s owned by %s, with private and public addresses", i, n, want, c.ID, req.Owner.Token)
+			t.Errorf("node %d: %+v; want %s in cluster %s owned by %s, with a private address and SSH", i, n, want, c.ID, req.Owner.Token)
 		}
 		if seen[n.PrivateIP] {
 			t.Errorf("private address %s twice", n.PrivateIP)
 		}
 		seen[n.PrivateIP] = true
+		// Workers have no public address: reached at the private one through the login node.
+		if n.SSH != nil && (n.SSH.Host != n.PrivateIP || n.SSH.Jump == nil || n.SSH.Jump.Host == "" || n.SSH.Jump.Host == n.PrivateIP ||
+			n.SSH.Jump.Host != c.Nodes[0].SSH.Jump.Host || n.SSH.Jump.Port != 22 || n.SSH.Jump.User != "root") {
+			t.Errorf("node %s's SSH %+v (jump %+v); want its private address through the cluster's login node", n.Name, n.SSH, n.SSH.Jump)
+		}
 	}
 	again, err := b.CreateCluster(ctx, req)
 	if err != nil || again.ID != c.ID {
@@ -250,6 +256,44 @@ func TestClusterImage(t *testing.T) {
 		}
 		if _, err := b.CreateCluster(context.Background(), clusterReq(t, o, "img")); err != nil {
 			t.Errorf("configured %q: %v (the emulator refuses an image the type does not support)", tc.configured, err)
+		}
+	}
+}
+
+// TestClusterNodeEndpoints: how a node is reached from what Verda answers. The shape is the Python
+// SDK's clusters test payload (verda-cloud/sdk-python tests/unit_tests/clusters: worker_nodes with id,
+// status, hostname and private_ip only; ip the cluster's): such a node is reached at its private
+// address through the login node; a node that reports a public_ip is reached there directly; no
+// login address yet, or a node not running, gives no endpoint.
+func TestClusterNodeEndpoints(t *testing.T) {
+	b := startEmulator(t, emu.Options{}).backend(t, nil)
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name       string
+		ip         *string
+		node       verdaapi.ClusterWorkerNode
+		want, jump string
+	}{
+		{"private only", str("10.0.0.1"), verdaapi.ClusterWorkerNode{ID: "n1", Hostname: "test-cluster-1", PrivateIP: str("10.0.0.2"), Status: "running"}, "10.0.0.2", "10.0.0.1"},
+		{"public address", str("10.0.0.1"), verdaapi.ClusterWorkerNode{ID: "n1", Hostname: "test-cluster-1", PublicIP: str("198.51.100.7"), PrivateIP: str("10.0.0.2"), Status: "running"}, "198.51.100.7", ""},
+		{"no login address yet", nil, verdaapi.ClusterWorkerNode{ID: "n1", Hostname: "test-cluster-1", PrivateIP: str("10.0.0.2"), Status: "running"}, "", ""},
+		{"provisioning", str("10.0.0.1"), verdaapi.ClusterWorkerNode{ID: "n1", Hostname: "test-cluster-1", PrivateIP: str("10.0.0.2"), Status: "provisioning"}, "", ""},
+	} {
+		c := b.toCluster(VerdaCluster{ID: "c1", IP: tc.ip, Status: tc.node.Status, Hostname: "test-cluster", ClusterType: "16H200",
+			GPU: GPU{Description: "16x H200 SXM5 141GB", NumberOfGPUs: 16}, WorkerNodes: []verdaapi.ClusterWorkerNode{tc.node}})
+		n := c.Nodes[0]
+		got, jump := "", ""
+		if n.SSH != nil {
+			got = n.SSH.Host
+			if n.SSH.Jump != nil {
+				jump = n.SSH.Jump.Host
+			}
+		}
+		if got != tc.want || jump != tc.jump {
+			t.Errorf("%s: SSH %+v, want host %q through %q", tc.name, n.SSH, tc.want, tc.jump)
+		}
+		if want := cloudprovider.StatusRunning; (tc.want != "") != (n.Status == want) {
+			t.Errorf("%s: status %s", tc.name, n.Status)
 		}
 	}
 }

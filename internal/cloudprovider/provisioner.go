@@ -20,6 +20,9 @@ type ProvisionRequest struct {
 	HostKey string
 	// Vars are the user's extra variables for the playbook (strings, numbers, bools, lists, maps).
 	Vars map[string]any
+	// Signal is the file the machine's cloud writes on it when it gives notice of an interruption
+	// (Facts.Signal; zero: none): the playbooks install a watcher for it.
+	Signal InterruptionSignal
 	// Attempt counts from 1.
 	Attempt int
 	// Log receives progress lines (task started, ok, failed) as they happen.

@@ -26,6 +26,7 @@ var Sandbox = &Driver{
 	Block:       "sandbox",
 	Title:       "Sandbox",
 	Simulated:   true,
+	Facts:       sandbox.Facts,
 	Description: "The simulated cloud: offers, instances and faults kept in a directory on this machine. Used automatically when no cloud block is configured.",
 	Settings: []Setting{
 		{Key: "dir", Doc: "Directory holding the sandbox's state (`catalog.json`, `faults.json`, `state.json`). Default `\".hydra-sandbox\"`."},

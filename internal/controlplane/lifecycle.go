@@ -436,6 +436,10 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst cloudprovider.Instan
 		maxAttempts = spec.MaxAttempts
 	}
 	out := Provisioned{HostKey: spec.HostKey, Digest: digest}
+	var signal cloudprovider.InterruptionSignal
+	if pm, err := cp.manager.Route(inst.Name); err == nil {
+		signal = cloudprovider.FactsOf(pm.Backend).Signal
+	}
 	attempt := 0
 	var lastErr error
 	err = wait.Until(ctx, "provisioning of "+inst.Name, wait.Backoff{First: cp.opts.ProvisionBackoff, Factor: 2, Attempts: maxAttempts},
@@ -448,7 +452,7 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst cloudprovider.Instan
 			log.Info("provisioning", "name", inst.Name, "attempt", attempt, "max_attempts", maxAttempts, "playbook", spec.Pool.Playbook)
 			res, err := cp.opts.Provisioner.Provision(ctx, cloudprovider.ProvisionRequest{
 				Instance: inst, Pool: spec.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount,
-				HostKey: out.HostKey, Vars: spec.Vars, Attempt: attempt,
+				HostKey: out.HostKey, Vars: spec.Vars, Signal: signal, Attempt: attempt,
 				Log: func(msg string, fields map[string]any) {
 					keys := make([]string, 0, len(fields))
 					for k := range fields {

@@ -438,6 +438,9 @@ func (r *Runner) playbookVars(req cloudprovider.ProvisionRequest) (map[string]an
 	vars["hydra_gpu_type"] = req.GPUType
 	vars["hydra_gpu_count"] = req.GPUCount
 	vars["hydra_expected_gpu_model"] = r.ExpectedGPUModel(req.GPUType)
+	// The cloud's interruption notice file, for the watcher ("": the cloud writes none).
+	vars["hydra_interruption_signal_path"] = req.Signal.Path
+	vars["hydra_interruption_signal_format"] = string(req.Signal.Format)
 	// The provisioning marker: what a successful run records on the machine. The digest is the one the
 	// control plane computed for this request (same pool, same variables).
 	digest, err := r.Digest(req.Pool, req.Vars)

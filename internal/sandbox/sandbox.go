@@ -179,6 +179,9 @@ type Record struct {
 	Cluster     string `json:"cluster,omitempty"`
 	PrivateAddr string `json:"private_addr,omitempty"`
 	Fabric      bool   `json:"fabric,omitempty"`
+	// PreemptNoticeAt and PreemptEndsAt are a preemption's notice and end (see Preempt).
+	PreemptNoticeAt time.Time `json:"preempt_notice_at,omitzero"`
+	PreemptEndsAt   time.Time `json:"preempt_ends_at,omitzero"`
 }
 
 type state struct {
@@ -976,7 +979,13 @@ func (b *Backend) toInstance(r *Record, now time.Time) (cloudprovider.Instance, 
 		Owner:    r.Owner.contract(),
 		Hardware: cloudprovider.Hardware(r.Hardware), Cluster: r.Cluster,
 	}
+	it, ended := r.interruption(now)
+	inst.Interruption = it
 	switch {
+	case ended && r.DeletedAt.IsZero():
+		// Taken back at the end of its notice: its machine is stopped (idempotent).
+		inst.Status, inst.CloudStatus = cloudprovider.StatusTerminated, "preempted"
+		b.stopMachine(r.ID)
 	case r.gone(now):
 		inst.Status, inst.CloudStatus = cloudprovider.StatusTerminated, "terminated"
 	case !r.DeletedAt.IsZero():
@@ -987,6 +996,9 @@ func (b *Backend) toInstance(r *Record, now time.Time) (cloudprovider.Instance, 
 		inst.Status, inst.CloudStatus, inst.Message = cloudprovider.StatusError, "failed", "injected fault: the machine failed to boot"
 	default:
 		inst.Status, inst.CloudStatus = cloudprovider.StatusRunning, "running"
+		if it != nil {
+			inst.CloudStatus = "preempting"
+		}
 		if b.cfg.Machines != nil {
 			ep, err := b.cfg.Machines.Start(b.machineDir(r.ID), *r)
 			if err != nil {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -16,20 +15,16 @@ import (
 // gpuClusterModel is hydra_gpu_cluster's schema as Go values.
 type gpuClusterModel struct {
 	ID types.String `tfsdk:"id"`
-	resourceRequestModel
-	Nodes                types.Int64    `tfsdk:"nodes"`
-	Interconnect         types.String   `tfsdk:"interconnect"`
-	NCCLCheck            types.Object   `tfsdk:"nccl_check"`
-	ReplaceWhenUnhealthy types.Bool     `tfsdk:"replace_when_unhealthy"`
-	OfferID              types.String   `tfsdk:"offer_id"`
-	PricePerHour         types.Float64  `tfsdk:"price_usd_per_hour"`
-	CloudClusterID       types.String   `tfsdk:"cloud_cluster_id"`
-	Status               types.String   `tfsdk:"status"`
-	Node                 types.List     `tfsdk:"node"`
-	Hostfile             types.String   `tfsdk:"hostfile"`
-	NCCLEnv              types.Map      `tfsdk:"nccl_env"`
-	BusBandwidth         types.Float64  `tfsdk:"nccl_bus_bandwidth_gbps"`
-	Timeouts             timeouts.Value `tfsdk:"timeouts"`
+	resourceModel
+	Nodes                types.Int64   `tfsdk:"nodes"`
+	Interconnect         types.String  `tfsdk:"interconnect"`
+	NCCLCheck            types.Object  `tfsdk:"nccl_check"`
+	ReplaceWhenUnhealthy types.Bool    `tfsdk:"replace_when_unhealthy"`
+	CloudClusterID       types.String  `tfsdk:"cloud_cluster_id"`
+	Node                 types.List    `tfsdk:"node"`
+	Hostfile             types.String  `tfsdk:"hostfile"`
+	NCCLEnv              types.Map     `tfsdk:"nccl_env"`
+	BusBandwidth         types.Float64 `tfsdk:"nccl_bus_bandwidth_gbps"`
 }
 
 // spec is the control plane's request for the cluster; ok is false while inputs are unknown. keys
@@ -161,6 +156,6 @@ func (m *gpuClusterModel) setImported(ctx context.Context, rec controlplane.Clus
 	// Where the record does not say, the default: PlanClusterChange still replaces a cluster it finds
 	// without the fabric asked for.
 	m.Interconnect = types.StringValue(string(cmp.Or(rec.Interconnect, cloudprovider.InterconnectFabric)))
-	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+	m.Timeouts = nullTimeouts()
 	m.setRecord(ctx, rec, false, diags)
 }

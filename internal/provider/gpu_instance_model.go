@@ -20,58 +20,58 @@ import (
 // gpuInstanceModel is hydra_gpu_instance's schema as Go values.
 type gpuInstanceModel struct {
 	ID types.String `tfsdk:"id"`
-	resourceRequestModel
-	FormFactor              types.String   `tfsdk:"form_factor"`
-	OfferID                 types.String   `tfsdk:"offer_id"`
-	AllowFallback           types.Bool     `tfsdk:"allow_fallback"`
-	BidTimeout              types.String   `tfsdk:"bid_timeout"`
-	ReplaceWhenUnhealthy    types.Bool     `tfsdk:"replace_when_unhealthy"`
-	ReplaceWhenPreempted    types.Bool     `tfsdk:"replace_when_preempted"`
-	Interruption            types.Object   `tfsdk:"interruption"`
-	Health                  types.String   `tfsdk:"health"`
-	HealthCheckedAt         types.String   `tfsdk:"health_checked_at"`
-	HealthReason            types.String   `tfsdk:"health_reason"`
-	MaxProvisioningAttempts types.Int64    `tfsdk:"max_provisioning_attempts"`
-	CloudInstanceID         types.String   `tfsdk:"cloud_instance_id"`
-	InstanceType            types.String   `tfsdk:"instance_type"`
-	PricePerHour            types.Float64  `tfsdk:"price_usd_per_hour"`
-	EstimatedPricePerHour   types.Float64  `tfsdk:"estimated_price_usd_per_hour"`
-	IsSpot                  types.Bool     `tfsdk:"is_spot"`
-	GPUFormFactor           types.String   `tfsdk:"gpu_form_factor"`
-	GPUMemoryGB             types.Int64    `tfsdk:"gpu_memory_gb"`
-	VCPUs                   types.Int64    `tfsdk:"vcpus"`
-	MemoryGB                types.Int64    `tfsdk:"memory_gb"`
-	OfferDetails            types.Map      `tfsdk:"offer_details"`
-	Status                  types.String   `tfsdk:"status"`
-	CloudStatus             types.String   `tfsdk:"cloud_status"`
-	ReadyAt                 types.String   `tfsdk:"ready_at"`
-	CreatedAt               types.String   `tfsdk:"created_at"`
-	ProvisioningAttempts    types.Int64    `tfsdk:"provisioning_attempts"`
-	ProvisioningError       types.String   `tfsdk:"provisioning_error"`
-	HostKey                 types.String   `tfsdk:"host_key"`
-	SSHHost                 types.String   `tfsdk:"ssh_host"`
-	SSHPort                 types.Int64    `tfsdk:"ssh_port"`
-	SSHUser                 types.String   `tfsdk:"ssh_user"`
-	Timeouts                timeouts.Value `tfsdk:"timeouts"`
+	resourceModel
+	FormFactor              types.String  `tfsdk:"form_factor"`
+	AllowFallback           types.Bool    `tfsdk:"allow_fallback"`
+	BidTimeout              types.String  `tfsdk:"bid_timeout"`
+	ReplaceWhenUnhealthy    types.Bool    `tfsdk:"replace_when_unhealthy"`
+	ReplaceWhenPreempted    types.Bool    `tfsdk:"replace_when_preempted"`
+	Interruption            types.Object  `tfsdk:"interruption"`
+	Health                  types.String  `tfsdk:"health"`
+	HealthCheckedAt         types.String  `tfsdk:"health_checked_at"`
+	HealthReason            types.String  `tfsdk:"health_reason"`
+	MaxProvisioningAttempts types.Int64   `tfsdk:"max_provisioning_attempts"`
+	CloudInstanceID         types.String  `tfsdk:"cloud_instance_id"`
+	InstanceType            types.String  `tfsdk:"instance_type"`
+	EstimatedPricePerHour   types.Float64 `tfsdk:"estimated_price_usd_per_hour"`
+	IsSpot                  types.Bool    `tfsdk:"is_spot"`
+	GPUFormFactor           types.String  `tfsdk:"gpu_form_factor"`
+	GPUMemoryGB             types.Int64   `tfsdk:"gpu_memory_gb"`
+	VCPUs                   types.Int64   `tfsdk:"vcpus"`
+	MemoryGB                types.Int64   `tfsdk:"memory_gb"`
+	OfferDetails            types.Map     `tfsdk:"offer_details"`
+	CloudStatus             types.String  `tfsdk:"cloud_status"`
+	ReadyAt                 types.String  `tfsdk:"ready_at"`
+	CreatedAt               types.String  `tfsdk:"created_at"`
+	ProvisioningAttempts    types.Int64   `tfsdk:"provisioning_attempts"`
+	ProvisioningError       types.String  `tfsdk:"provisioning_error"`
+	HostKey                 types.String  `tfsdk:"host_key"`
+	SSHHost                 types.String  `tfsdk:"ssh_host"`
+	SSHPort                 types.Int64   `tfsdk:"ssh_port"`
+	SSHUser                 types.String  `tfsdk:"ssh_user"`
 }
 
-// resourceRequestModel is requestAttributes as Go values: what hydra_gpu_instance and
-// hydra_gpu_cluster share.
-type resourceRequestModel struct {
+// resourceModel is what hydra_gpu_instance's and hydra_gpu_cluster's models share: requestAttributes
+// as Go values, and the offer, price, status and timeouts both have.
+type resourceModel struct {
 	Name types.String `tfsdk:"name"`
 	shapeModel
-	DrainTimeout       types.String  `tfsdk:"drain_timeout"`
-	SSHPublicKeys      types.List    `tfsdk:"ssh_public_keys"`
-	ProvisioningVars   types.Dynamic `tfsdk:"provisioning_vars"`
-	Cloud              types.String  `tfsdk:"cloud"`
-	Pool               types.String  `tfsdk:"pool"`
-	Region             types.String  `tfsdk:"region"`
-	OtherClouds        types.Map     `tfsdk:"other_clouds"`
-	ProvisioningDigest types.String  `tfsdk:"provisioning_digest"`
+	DrainTimeout       types.String   `tfsdk:"drain_timeout"`
+	SSHPublicKeys      types.List     `tfsdk:"ssh_public_keys"`
+	ProvisioningVars   types.Dynamic  `tfsdk:"provisioning_vars"`
+	Cloud              types.String   `tfsdk:"cloud"`
+	Pool               types.String   `tfsdk:"pool"`
+	Region             types.String   `tfsdk:"region"`
+	OtherClouds        types.Map      `tfsdk:"other_clouds"`
+	ProvisioningDigest types.String   `tfsdk:"provisioning_digest"`
+	OfferID            types.String   `tfsdk:"offer_id"`
+	PricePerHour       types.Float64  `tfsdk:"price_usd_per_hour"`
+	Status             types.String   `tfsdk:"status"`
+	Timeouts           timeouts.Value `tfsdk:"timeouts"`
 }
 
 // vars collects the variables handed to the playbook (provisioningVars).
-func (m *resourceRequestModel) vars(ctx context.Context) (map[string]any, bool, diag.Diagnostics) {
+func (m *resourceModel) vars(ctx context.Context) (map[string]any, bool, diag.Diagnostics) {
 	return provisioningVars(ctx, m.ProvisioningVars, m.SSHPublicKeys)
 }
 
@@ -126,7 +126,7 @@ func (m *gpuInstanceModel) setImported(imp controlplane.Imported) {
 	m.PricePerHour, m.EstimatedPricePerHour = usdValue(inst.PricePerHour), types.Float64Null()
 	setHardware(m, inst.Hardware)
 	m.OtherClouds, m.OfferDetails = types.MapNull(types.StringType), types.MapNull(types.StringType)
-	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+	m.Timeouts = nullTimeouts()
 	m.setRecord(imp.Record)
 }
 

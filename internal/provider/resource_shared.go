@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -18,12 +19,15 @@ type lifecycleModel interface {
 	idValue() types.String
 }
 
-func (m *gpuInstanceModel) timeoutsValue() timeouts.Value { return m.Timeouts }
-func (m *gpuInstanceModel) statusValue() types.String     { return m.Status }
-func (m *gpuInstanceModel) idValue() types.String         { return m.ID }
-func (m *gpuClusterModel) timeoutsValue() timeouts.Value  { return m.Timeouts }
-func (m *gpuClusterModel) statusValue() types.String      { return m.Status }
-func (m *gpuClusterModel) idValue() types.String          { return m.ID }
+func (m *resourceModel) timeoutsValue() timeouts.Value { return m.Timeouts }
+func (m *resourceModel) statusValue() types.String     { return m.Status }
+func (m *gpuInstanceModel) idValue() types.String      { return m.ID }
+func (m *gpuClusterModel) idValue() types.String       { return m.ID }
+
+// nullTimeouts is an unset timeouts block (create, update, delete), as an import leaves it.
+func nullTimeouts() timeouts.Value {
+	return timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+}
 
 // update is an Update under way: its context (bounded by timeouts.update), the plan and the state as
 // the resource's model, and the summary of its diagnostics. end must be called when it ends.

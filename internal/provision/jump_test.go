@@ -25,9 +25,12 @@ type jumpSetup struct {
 	addrs  []string
 	// jumpDir holds the login node's sshd log.
 	jumpDir string
+	// gpuType and gpuCount describe every node.
+	gpuType  string
+	gpuCount int
 }
 
-func newJumpSetup(t *testing.T, net, n int) jumpSetup {
+func newJumpSetup(t *testing.T, net, n int, gpuType string, gpuCount int) jumpSetup {
 	t.Helper()
 	requireTools(t)
 	key, pub := clientKey(t)
@@ -36,12 +39,12 @@ func newJumpSetup(t *testing.T, net, n int) jumpSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := jumpSetup{runner: r}
+	s := jumpSetup{runner: r, gpuType: gpuType, gpuCount: gpuCount}
 	s.jump = startMachine(t, simhost.Spec{AuthorizedKeys: []string{pub}})
 	s.jumpDir = s.jump.Dir
 	for i := range n {
 		addr := fmt.Sprintf("127.%d.%d.%d", net, os.Getpid()%250, i+1)
-		s.nodes = append(s.nodes, startMachine(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 8,
+		s.nodes = append(s.nodes, startMachine(t, simhost.Spec{GPUModel: simhost.NVIDIAName(gpuType), GPUCount: gpuCount,
 			AuthorizedKeys: []string{pub}, PrivateAddr: addr, Fabric: true}))
 		s.addrs = append(s.addrs, addr)
 	}
@@ -73,14 +76,14 @@ func (s jumpSetup) acceptedLogins(t *testing.T) int {
 // node whose key changed is refused before anything runs, and so is a node whose own key changed.
 func TestProvisionThroughJumpHost(t *testing.T) {
 	t.Parallel()
-	s := newJumpSetup(t, 141, 1)
+	s := newJumpSetup(t, 141, 1, "l4", 1)
 	node := s.nodes[0]
 	req := func(hostKey, jumpKey string, rec *logRecorder) cloudprovider.ProvisionRequest {
 		return cloudprovider.ProvisionRequest{
-			Instance: cloudprovider.Instance{ID: "n-1", Name: "verda-vm-train--ab12cd34-1", Cloud: "verda", GPUType: "h100", GPUCount: 8,
+			Instance: cloudprovider.Instance{ID: "n-1", Name: "verda-vm-train--ab12cd34-1", Cloud: "verda", GPUType: s.gpuType, GPUCount: s.gpuCount,
 				Status: cloudprovider.StatusRunning, SSH: s.endpoint(0, jumpKey)},
 			Pool:    inventory.Pool{Name: "verda-vm-pool", Cloud: "verda", Kind: inventory.KindVM},
-			GPUType: "h100", GPUCount: 8, HostKey: hostKey, Attempt: 1, Log: rec.log,
+			GPUType: s.gpuType, GPUCount: s.gpuCount, HostKey: hostKey, Attempt: 1, Log: rec.log,
 		}
 	}
 	before := s.acceptedLogins(t)
@@ -161,14 +164,14 @@ func TestProvisionThroughJumpHost(t *testing.T) {
 func TestCheckClusterThroughJumpHost(t *testing.T) {
 	t.Parallel()
 	clusterConnectTimeoutSeconds = 3
-	s := newJumpSetup(t, 142, 2)
+	s := newJumpSetup(t, 142, 2, "h100", 8)
 	request := func(jumpKey string) cloudprovider.ClusterCheckRequest {
 		req := cloudprovider.ClusterCheckRequest{Fabric: true}
 		for i, n := range s.nodes {
 			req.Nodes = append(req.Nodes, cloudprovider.ClusterCheckNode{
 				ProvisionRequest: cloudprovider.ProvisionRequest{
 					Instance: cloudprovider.Instance{Name: fmt.Sprintf("verda-vm-train--ab12cd34-%d", i+1), Cloud: "verda", SSH: s.endpoint(i, jumpKey)},
-					GPUType:  "h100", GPUCount: 8, HostKey: n.HostKey,
+					GPUType:  s.gpuType, GPUCount: s.gpuCount, HostKey: n.HostKey,
 				},
 				PrivateIP: s.addrs[i],
 			})

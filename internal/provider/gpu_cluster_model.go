@@ -25,6 +25,7 @@ type gpuClusterModel struct {
 	Hostfile             types.String  `tfsdk:"hostfile"`
 	NCCLEnv              types.Map     `tfsdk:"nccl_env"`
 	BusBandwidth         types.Float64 `tfsdk:"nccl_bus_bandwidth_gbps"`
+	ProvisioningError    types.String  `tfsdk:"provisioning_error"`
 }
 
 // spec is the control plane's request for the cluster; ok is false while inputs are unknown. keys
@@ -87,6 +88,8 @@ func (m *gpuClusterModel) record(ctx context.Context, diags *diag.Diagnostics) c
 		Cloud: m.Cloud.ValueString(), Pool: m.Pool.ValueString(), Region: m.Region.ValueString(), OfferID: m.OfferID.ValueString(),
 		Status: m.Status.ValueString(), ProvisioningDigest: m.ProvisioningDigest.ValueString(),
 		PricePerHour: usdOf(m.PricePerHour), Hostfile: m.Hostfile.ValueString(), BusBandwidthGBps: m.BusBandwidth.ValueFloat64(),
+		GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()), Interconnect: cloudprovider.Interconnect(m.Interconnect.ValueString()),
+		ProvisioningError: m.ProvisioningError.ValueString(),
 	}
 	if !m.NCCLEnv.IsNull() && !m.NCCLEnv.IsUnknown() {
 		diags.Append(m.NCCLEnv.ElementsAs(ctx, &rec.NCCLEnv, false)...)
@@ -114,6 +117,7 @@ func (m *gpuClusterModel) record(ctx context.Context, diags *diag.Diagnostics) c
 func (m *gpuClusterModel) setRecord(ctx context.Context, rec controlplane.ClusterRecord, keepPrice bool, diags *diag.Diagnostics) {
 	m.ID, m.CloudClusterID = types.StringValue(rec.ID), stringOrNull(rec.CloudClusterID)
 	m.Status, m.ProvisioningDigest = types.StringValue(rec.Status), stringOrNull(rec.ProvisioningDigest)
+	m.ProvisioningError = stringOrNull(rec.ProvisioningError)
 	if rec.Cloud != "" {
 		m.Cloud, m.Pool, m.Region, m.OfferID = types.StringValue(rec.Cloud), types.StringValue(rec.Pool), types.StringValue(rec.Region), stringOrNull(rec.OfferID)
 	}

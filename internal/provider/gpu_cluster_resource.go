@@ -183,6 +183,7 @@ func (r *gpuClusterResource) planChange(ctx context.Context, req resource.Modify
 		// Provisioning and the cluster check tell every node's status, health and key again; an
 		// interrupted create may not know every node's address yet.
 		plan.Node, plan.Hostfile, plan.NCCLEnv, plan.BusBandwidth = types.ListUnknown(plan.Node.ElementType(ctx)), types.StringUnknown(), types.MapUnknown(types.StringType), types.Float64Unknown()
+		plan.ProvisioningError = types.StringUnknown()
 	default:
 		plan.ProvisioningDigest = digest
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -535,22 +536,22 @@ func TestClusterRecordRoundTrip(t *testing.T) {
 		OfferID: "sandbox-vm-pool/sbx-eu-1/2xsbx.h100.1x/ondemand@4.98", Status: "ready", ProvisioningDigest: "d1",
 		PricePerHour: money.MustFromFloat(4.98), Hostfile: "127.100.1.1 slots=1\n127.100.1.2 slots=1\n",
 		NCCLEnv: map[string]string{"NCCL_IB_HCA": "mlx5"}, BusBandwidthGBps: 42.5,
+		GPUType: "h100", GPUCount: 1, Interconnect: cloudprovider.InterconnectFabric, ProvisioningError: "node 2: nvidia-smi found 0 GPUs",
 		Nodes: []controlplane.ClusterNodeRecord{
 			{ID: "n1", Name: "sbx-vm-train--k3j9x2ab-1", SSHHost: "127.0.0.1", SSHPort: 2201, SSHUser: "ubuntu", PrivateIP: "127.100.1.1", HostKey: "ssh-ed25519 A", Status: "ready", Health: "healthy"},
 			{ID: "n2", Name: "sbx-vm-train--k3j9x2ab-2", SSHHost: "127.0.0.1", SSHPort: 2202, SSHUser: "ubuntu", PrivateIP: "127.100.1.2", Status: "provisioning"},
 		},
 	}
-	var m gpuClusterModel
-	m.Name = types.StringValue("train")
+	m := clusterInState(rec)
 	var diags diag.Diagnostics
-	m.setRecord(ctx, rec, false, &diags)
 	got := m.record(ctx, &diags)
 	if diags.HasError() {
 		t.Fatal(diags)
 	}
 	if got.ID != rec.ID || got.CloudClusterID != rec.CloudClusterID || got.OfferID != rec.OfferID || got.PricePerHour != rec.PricePerHour ||
 		got.Hostfile != rec.Hostfile || got.BusBandwidthGBps != rec.BusBandwidthGBps || got.NCCLEnv["NCCL_IB_HCA"] != "mlx5" ||
-		len(got.Nodes) != 2 || got.Nodes[0] != rec.Nodes[0] || got.Nodes[1] != rec.Nodes[1] {
+		len(got.Nodes) != 2 || got.Nodes[0] != rec.Nodes[0] || got.Nodes[1] != rec.Nodes[1] ||
+		got.GPUType != "h100" || got.GPUCount != 1 || got.Interconnect != cloudprovider.InterconnectFabric || got.ProvisioningError != rec.ProvisioningError {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, rec)
 	}
 	// A node without a host key yet is null in state, not "".
@@ -562,6 +563,59 @@ func TestClusterRecordRoundTrip(t *testing.T) {
 	m.setRecord(ctx, rec, true, &diags)
 	if m.PricePerHour.ValueFloat64() != 5.00 {
 		t.Errorf("planned price replaced by %v", m.PricePerHour)
+	}
+}
+
+// clusterInState is the model a state holds after rec was saved for a configuration asking rec's
+// shape (gpu_type, gpu_count and interconnect are inputs: the configuration gives them).
+func clusterInState(rec controlplane.ClusterRecord) gpuClusterModel {
+	var m gpuClusterModel
+	m.Name, m.GPUType, m.GPUCount = types.StringValue(rec.Name), types.StringValue(rec.GPUType), types.Int64Value(int64(rec.GPUCount))
+	m.Interconnect = types.StringValue(string(rec.Interconnect))
+	var diags diag.Diagnostics
+	m.setRecord(context.Background(), rec, false, &diags)
+	return m
+}
+
+// What the state holds decides the next plan: a cluster whose node failed provisioning is provisioned
+// again in place, one the cloud failed is replaced, and one without the fabric the configuration now
+// asks for is replaced for its interconnect.
+func TestClusterStateDecidesThePlan(t *testing.T) {
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := controlplane.New(inv, nil, controlplane.Options{})
+	node := func(i int, status string) controlplane.ClusterNodeRecord {
+		return controlplane.ClusterNodeRecord{ID: fmt.Sprint("n", i), Name: fmt.Sprintf("sbx-vm-train--k3j9x2ab-%d", i), Status: status}
+	}
+	base := controlplane.ClusterRecord{ID: "sbx-vm-train--k3j9x2ab", Name: "train", CloudClusterID: "sbxc-1", Cloud: "sandbox", Pool: "sandbox-vm-pool",
+		Region: "sbx-eu-1", OfferID: "sandbox-vm-pool/sbx-eu-1/2xsbx.h100.1x/ondemand@4.98", Status: "error", GPUType: "h100", GPUCount: 1,
+		Interconnect: cloudprovider.InterconnectFabric, Nodes: []controlplane.ClusterNodeRecord{node(1, "ready"), node(2, "error")}}
+	for _, tc := range []struct {
+		name   string
+		change func(*controlplane.ClusterRecord)
+		want   controlplane.Change
+		field  string
+	}{
+		{"a node failed provisioning: provisioned again", func(r *controlplane.ClusterRecord) { r.ProvisioningError = "node 2: nvidia-smi found 0 GPUs" }, controlplane.Reprovision, ""},
+		{"failed at the cloud: replaced", func(*controlplane.ClusterRecord) {}, controlplane.Replace, "status"},
+		{"no fabric where one is asked: replaced", func(r *controlplane.ClusterRecord) {
+			r.Status, r.Interconnect, r.Nodes = "ready", cloudprovider.InterconnectAny, []controlplane.ClusterNodeRecord{node(1, "ready"), node(2, "ready")}
+		}, controlplane.Replace, "interconnect"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := base
+			tc.change(&rec)
+			m := clusterInState(rec)
+			var diags diag.Diagnostics
+			got := m.record(context.Background(), &diags)
+			spec := controlplane.ClusterSpec{Name: "train", GPUType: "h100", GPUCount: 1, Nodes: 2, Kind: "vm", Interconnect: cloudprovider.InterconnectFabric}
+			ch, err := cp.PlanClusterChange(spec, got)
+			if err != nil || diags.HasError() || ch.Change != tc.want || ch.ReplaceBecause != tc.field {
+				t.Errorf("PlanClusterChange of the state's record = %+v, %v, %v; want %v (%q)", ch, err, diags, tc.want, tc.field)
+			}
+		})
 	}
 }
 

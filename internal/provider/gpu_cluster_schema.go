@@ -138,6 +138,9 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				ElementType:   types.StringType,
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 			},
+			"provisioning_error": keptString("Why provisioning a node or the cluster check failed (the node, the task and the message), or " +
+				"null. A cluster in `error` with it is provisioned again in place by the next apply; one in `error` without it " +
+				"failed at the cloud and is replaced."),
 			"nccl_bus_bandwidth_gbps": schema.Float64Attribute{
 				MarkdownDescription: "The average bus bandwidth `nccl_check` measured at creation, in GB/s; null without `nccl_check`.",
 				Computed:            true,

@@ -55,6 +55,9 @@ type ClusterPlan struct {
 type ClusterNodeRecord struct {
 	ID, Name, SSHHost, SSHUser, PrivateIP, HostKey, Status, Health string
 	SSHPort                                                        int
+	// SSHJump is the host the node is reached through (the cluster's login node, as the cloud
+	// reports it: cloudprovider.SSHEndpoint.Jump); nil when the node is reached directly.
+	SSHJump *cloudprovider.SSHEndpoint
 }
 
 // ClusterRecord is a cluster as the state holds it.

@@ -508,7 +508,7 @@ func nodeIndex(name string) int {
 func (n ClusterNodeRecord) record() Record {
 	r := Record{Name: n.Name, ID: n.ID, Status: cloudprovider.Status(n.Status), HostKey: n.HostKey, Health: Health{Status: n.Health}}
 	if n.SSHHost != "" {
-		r.SSH = &cloudprovider.SSHEndpoint{Host: n.SSHHost, Port: n.SSHPort, User: n.SSHUser}
+		r.SSH = &cloudprovider.SSHEndpoint{Host: n.SSHHost, Port: n.SSHPort, User: n.SSHUser, Jump: n.SSHJump}
 	}
 	return r
 }
@@ -517,7 +517,7 @@ func (n ClusterNodeRecord) record() Record {
 func nodeRecord(r Record, privateIP string) ClusterNodeRecord {
 	n := ClusterNodeRecord{ID: r.ID, Name: r.Name, PrivateIP: privateIP, HostKey: r.HostKey, Status: string(r.Status), Health: r.Health.Status}
 	if r.SSH != nil {
-		n.SSHHost, n.SSHPort, n.SSHUser = r.SSH.Host, r.SSH.Port, r.SSH.User
+		n.SSHHost, n.SSHPort, n.SSHUser, n.SSHJump = r.SSH.Host, r.SSH.Port, r.SSH.User, r.SSH.Jump
 	}
 	return n
 }

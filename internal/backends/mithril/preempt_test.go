@@ -25,13 +25,7 @@ func TestPreemptionNotice(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{})
 			ctx := t.Context()
-			pool := backendtest.Pool(t, CloudName)
-			o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
-			inst, err := e.backend.Create(ctx, cloudprovider.CreateRequest{Name: "mithril-vm-spot--aaaaaaaa", Pool: pool, Offer: o})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.clock.Advance(bootTime)
+			inst := runningBid(t, e, "mithril-vm-spot--aaaaaaaa")
 			if got, err := e.backend.Get(ctx, inst.ID); err != nil || got.Status != cloudprovider.StatusRunning || got.Interruption != nil {
 				t.Fatalf("before the notice: %+v %v", got, err)
 			}
@@ -77,13 +71,7 @@ func TestPreemptionNotice(t *testing.T) {
 func TestPreemptionNoticeWindow(t *testing.T) {
 	e := newEnv(t, emu.Options{})
 	ctx := t.Context()
-	pool := backendtest.Pool(t, CloudName)
-	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
-	inst, err := e.backend.Create(ctx, cloudprovider.CreateRequest{Name: "mithril-vm-short--aaaaaaaa", Pool: pool, Offer: o})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(bootTime)
+	inst := runningBid(t, e, "mithril-vm-short--aaaaaaaa")
 	if err := e.emu.Preempt(inst.ID, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +81,18 @@ func TestPreemptionNoticeWindow(t *testing.T) {
 	}
 	post(t, e.srv.URL+emu.PreemptionsPath, emu.PreemptionChange{Bid: "bid_nosuchbid00000000", Action: "preempt"}, http.StatusNotFound)
 	post(t, e.srv.URL+emu.PreemptionsPath, emu.PreemptionChange{Bid: inst.ID, Action: "preempt"}, http.StatusConflict)
+}
+
+// runningBid is a one-instance bid of that name whose machine has booted.
+func runningBid(t *testing.T, e *env, name string) cloudprovider.Instance {
+	t.Helper()
+	o := pricedOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x", "2.00")
+	inst, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: name, Pool: backendtest.Pool(t, CloudName), Offer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(bootTime)
+	return inst
 }
 
 func post(t *testing.T, url string, body any, want int) {

@@ -332,16 +332,11 @@ func (s *Server) serveAuctions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info, err := s.SetAuction(c)
-	switch {
-	case errors.Is(err, errNoAuction):
-		emukit.WriteJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()}, nil)
-	case errors.Is(err, errInvalidChange):
-		emukit.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()}, nil)
-	case err != nil:
-		emukit.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()}, nil)
-	default:
-		emukit.WriteJSON(w, http.StatusOK, info, nil)
+	if err != nil {
+		writeAdminError(w, err, errInvalidChange, http.StatusBadRequest)
+		return
 	}
+	emukit.WriteJSON(w, http.StatusOK, info, nil)
 }
 
 // OutbidOnArrival1 is the fault set that keeps hydra's next bid Open until it is cancelled.

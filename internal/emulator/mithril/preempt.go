@@ -36,16 +36,24 @@ var (
 // the instances are STATUS_PREEMPTED and the bid Open again, unless WinBack came first.
 func (s *Server) Preempt(fid string, window time.Duration) error {
 	return s.update(func(st *state, now time.Time) error {
-		b := st.bidByFID(fid)
-		if b == nil {
-			return fmt.Errorf("%w: %s", errNoBid, fid)
+		b, err := st.bidIn(fid, bidAllocated)
+		if err == nil {
+			st.preemptFor(b, now, window)
 		}
-		if b.Status != bidAllocated {
-			return fmt.Errorf("%w: bid %s is %s, not %s", errWrongStatus, fid, b.Status, bidAllocated)
-		}
-		st.preemptFor(b, now, window)
-		return nil
+		return err
 	})
+}
+
+// bidIn finds a bid that must be in status (errNoBid, errWrongStatus otherwise).
+func (st *state) bidIn(fid, status string) (*bid, error) {
+	b := st.bidByFID(fid)
+	if b == nil {
+		return nil, fmt.Errorf("%w: %s", errNoBid, fid)
+	}
+	if b.Status != status {
+		return nil, fmt.Errorf("%w: bid %s is %s, not %s", errWrongStatus, fid, b.Status, status)
+	}
+	return b, nil
 }
 
 // WinBack ends a bid's preemption notice as the bid winning its capacity back within the window: the bid
@@ -53,12 +61,9 @@ func (s *Server) Preempt(fid string, window time.Duration) error {
 // preempt it again if other bids still outrank it.
 func (s *Server) WinBack(fid string) error {
 	return s.update(func(st *state, now time.Time) error {
-		b := st.bidByFID(fid)
-		if b == nil {
-			return fmt.Errorf("%w: %s", errNoBid, fid)
-		}
-		if b.Status != bidPreempting {
-			return fmt.Errorf("%w: bid %s is %s, not %s", errWrongStatus, fid, b.Status, bidPreempting)
+		b, err := st.bidIn(fid, bidPreempting)
+		if err != nil {
+			return err
 		}
 		b.Status, b.PreemptAt = bidAllocated, nil
 		for _, ifid := range b.Instances {
@@ -87,20 +92,28 @@ func (s *Server) servePreemptions(w http.ResponseWriter, r *http.Request) {
 		emukit.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": `action must be "preempt" or "win_back"`}, nil)
 		return
 	}
-	switch {
-	case errors.Is(err, errNoBid):
-		emukit.WriteJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()}, nil)
-	case errors.Is(err, errWrongStatus):
-		emukit.WriteJSON(w, http.StatusConflict, map[string]string{"error": err.Error()}, nil)
-	case err != nil:
-		emukit.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()}, nil)
-	default:
-		for _, b := range s.Bids() {
-			if b.FID == c.Bid {
-				emukit.WriteJSON(w, http.StatusOK, b, nil)
-				return
-			}
-		}
-		emukit.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "bid gone"}, nil)
+	if err != nil {
+		writeAdminError(w, err, errWrongStatus, http.StatusConflict)
+		return
 	}
+	for _, b := range s.Bids() {
+		if b.FID == c.Bid {
+			emukit.WriteJSON(w, http.StatusOK, b, nil)
+			return
+		}
+	}
+	emukit.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "bid gone"}, nil)
+}
+
+// writeAdminError answers an admin request that failed: 404 for an unknown object (errNoBid,
+// errNoAuction), status for an error wrapping refused, 500 otherwise.
+func writeAdminError(w http.ResponseWriter, err error, refused error, status int) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, errNoBid), errors.Is(err, errNoAuction):
+		code = http.StatusNotFound
+	case errors.Is(err, refused):
+		code = status
+	}
+	emukit.WriteJSON(w, code, map[string]string{"error": err.Error()}, nil)
 }

@@ -686,8 +686,12 @@ func (cp *ControlPlane) checkCluster(ctx context.Context, spec ClusterSpec, pm *
 	cp.logger(ctx).Info("checking the GPU cluster", "name", rec.ID, "fabric", req.Fabric, "min_bus_bandwidth_gbps", req.MinBusBandwidthGBps)
 	res, err := checker.CheckCluster(ctx, req)
 	if err != nil {
-		if res.FailedNode != "" {
+		switch {
+		case res.FailedNode != "" && !strings.Contains(err.Error(), res.Message):
 			return fmt.Errorf("cluster check of %s failed on node %s: %s: %w", rec.ID, res.FailedNode, res.Message, err)
+		case res.FailedNode != "":
+			// The error says the message already (the provisioner's ClusterCheckError is its message).
+			return fmt.Errorf("cluster check of %s failed on node %s: %w", rec.ID, res.FailedNode, err)
 		}
 		return fmt.Errorf("cluster check of %s failed: %w", rec.ID, err)
 	}

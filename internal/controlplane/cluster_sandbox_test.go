@@ -282,8 +282,8 @@ func TestSandboxClusterFailureKeepsTheCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec, err := cp.CreateCluster(ctx, spec, plan, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.why) || rec.Status != "error" || !strings.Contains(rec.ProvisioningError, tc.why) {
-				t.Fatalf("CreateCluster = %+v, %v", rec, err)
+			if err == nil || strings.Count(err.Error(), tc.why) != 1 || rec.Status != "error" || strings.Count(rec.ProvisioningError, tc.why) != 1 {
+				t.Fatalf("CreateCluster = %+v, %v; want %q said once", rec, err, tc.why)
 			}
 			if liveNodes(t, sb) != 4 || rec.CloudClusterID == "" {
 				t.Fatal("the failed cluster is not kept for Terraform to destroy")

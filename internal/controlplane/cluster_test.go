@@ -332,7 +332,8 @@ func (p *clusterProvisioner) CheckCluster(_ context.Context, req cloudprovider.C
 	defer p.mu.Unlock()
 	p.checks = append(p.checks, req)
 	if !p.checkOK {
-		return cloudprovider.ClusterCheckResult{FailedNode: req.Nodes[1].Instance.Name, Message: "port 1 of mlx5_0 is Down"}, errors.New("fabric down")
+		// The error is the message, as the provisioner's ClusterCheckError is.
+		return cloudprovider.ClusterCheckResult{FailedNode: req.Nodes[1].Instance.Name, Message: "port 1 of mlx5_0 is Down"}, errors.New("port 1 of mlx5_0 is Down")
 	}
 	return cloudprovider.ClusterCheckResult{BusBandwidthGBps: p.busbw}, nil
 }

@@ -72,6 +72,8 @@ type Cluster struct {
 	// (an auction bid that has not won; Nodes is empty then), as Instance.AwaitingAllocation: nothing
 	// is billed, and the control plane cancels the order after the launch's bid timeout.
 	AwaitingAllocation bool
+	// Interconnect is what the nodes share, as the cloud promises it (its offers' interconnect).
+	Interconnect Interconnect
 	// Env are the environment variables the cloud's fabric needs (NCCL_IB_PKEY, say).
 	Env       map[string]string
 	Owner     Ownership

@@ -36,7 +36,16 @@ python=$("$here/python.sh")
 pyversion=$("$python" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])')
 core=$(dirname "$(dirname "$playbook")")
 dir=$core/python-$pyversion
-if [ -x "$dir/bin/ansible-playbook" ]; then echo "$version $dir/bin/ansible-playbook"; exit 0; fi
+# ansible-core and the libraries byte-compiled once for this Python (see tools/ansible-core.sh).
+compiled() {
+  local stamp
+  stamp=$dir/.compiled-$("$python" -c 'import sys; print(sys.implementation.cache_tag)')
+  if [ ! -f "$stamp" ]; then
+    "$python" -m compileall -q -j 0 "$core/root/usr/lib/python3/dist-packages" "$dir/root/usr/lib/python3/dist-packages" >/dev/null 2>&1 || true
+    touch "$stamp"
+  fi
+}
+if [ -x "$dir/bin/ansible-playbook" ]; then compiled; echo "$version $dir/bin/ansible-playbook"; exit 0; fi
 [ "${HYDRA_ANSIBLE_OFFLINE:-0}" != 1 ] || { echo "offline, and ansible-core $version with Python $pyversion is not in $core" >&2; exit 1; }
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/hydra/ansible-core
 mkdir -p "$cache/index"
@@ -91,4 +100,5 @@ for tool in ansible-playbook ansible ansible-config; do
 done
 rm -rf "$dir"
 mv "$tmp/v" "$dir" 2>/dev/null || [ -x "$dir/bin/ansible-playbook" ] # another run for the same versions won
+compiled
 echo "$version $dir/bin/ansible-playbook"

@@ -107,4 +107,13 @@ if [ ! -x "$dir/bin/ansible-playbook" ]; then
     mv -T "$tmp/v" "$dir" 2>/dev/null || [ -x "$dir/bin/ansible-playbook" ]
   fi
 fi
+# Byte-compiled once (as the distribution's postinst does with py3compile): without it every
+# ansible-playbook, and each worker it forks, compiles every module it imports from source on every run
+# (Python writes no cache under PYTHONDONTWRITEBYTECODE). Modules for a newer Python fail to compile with
+# this one: tools/ansible-core-python.sh compiles them with its own.
+stamp=$dir/.compiled-$(/usr/bin/python3 -c 'import sys; print(sys.implementation.cache_tag)')
+if [ ! -f "$stamp" ]; then
+  /usr/bin/python3 -m compileall -q -j 0 "$dir/root/usr/lib/python3/dist-packages" >/dev/null 2>&1 || true
+  touch "$stamp"
+fi
 echo "$version $dir/bin/ansible-playbook"

@@ -104,7 +104,7 @@ func (r *Runner) CheckCluster(ctx context.Context, req cloudprovider.ClusterChec
 		busbw string
 	)
 	for i := range specs {
-		i, name := i, specs[i].instance
+		name := specs[i].instance
 		specs[i].vars = markUnsafeMap(map[string]any{
 			"hydra_cluster_nodes":                   nodes,
 			"hydra_cluster_node_index":              i + 1,

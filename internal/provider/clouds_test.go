@@ -344,6 +344,42 @@ func TestAccGPUInstance_mithrilBidsUnderCheapestSpot(t *testing.T) {
 			},
 		},
 		{
+			// Mithril's 5-minute notice: the refresh reads it into interruption, ending at the
+			// instance's end_time.
+			PreConfig: func() {
+				if err := c.mithril.Preempt(bid.FID, 5*time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			},
+			RefreshState:       true,
+			ExpectNonEmptyPlan: true,
+			Check: func(st *terraform.State) error {
+				a := st.RootModule().Resources[resourceName].Primary.Attributes
+				notice, _ := time.Parse(time.RFC3339, a["interruption.notice_at"])
+				ends, _ := time.Parse(time.RFC3339, a["interruption.ends_at"])
+				if !strings.Contains(a["interruption.reason"], "STATUS_PREEMPTING") || ends.Sub(notice) < 4*time.Minute || ends.Sub(notice) > 6*time.Minute {
+					return fmt.Errorf("interruption during the notice: %q, notice %q, ends %q", a["interruption.reason"], a["interruption.notice_at"], a["interruption.ends_at"])
+				}
+				return nil
+			},
+		},
+		{
+			// The bid wins its capacity back within the window: the next refresh reads no interruption.
+			PreConfig: func() {
+				if err := c.mithril.WinBack(bid.FID); err != nil {
+					t.Fatal(err)
+				}
+			},
+			RefreshState:       true,
+			ExpectNonEmptyPlan: true, // the refresh during the notice left it in error: provisioned again in place
+			Check: func(st *terraform.State) error {
+				if a := st.RootModule().Resources[resourceName].Primary.Attributes; a["interruption.reason"] != "" {
+					return fmt.Errorf("interruption after the bid won back: %q", a["interruption.reason"])
+				}
+				return nil
+			},
+		},
+		{
 			// Another customer outbids us: the machine is preempted. A refresh changes nothing at the
 			// cloud (reads have no side effects): the bid stays open, the machine shows as error, and
 			// the plan replaces it; the replacement's delete cancels the bid.
@@ -364,8 +400,12 @@ func TestAccGPUInstance_mithrilBidsUnderCheapestSpot(t *testing.T) {
 						return fmt.Errorf("a refresh cancelled the preempted bid %s", b.FID)
 					}
 				}
-				if got := st.RootModule().Resources[resourceName].Primary.Attributes["status"]; got != "error" {
+				a := st.RootModule().Resources[resourceName].Primary.Attributes
+				if got := a["status"]; got != "error" {
 					return fmt.Errorf("a preempted machine reads as %q, want error", got)
+				}
+				if !strings.Contains(a["interruption.reason"], "STATUS_PREEMPTED") || a["interruption.ends_at"] == "" {
+					return fmt.Errorf("a preempted machine's interruption: %q, ends %q", a["interruption.reason"], a["interruption.ends_at"])
 				}
 				return nil
 			},

@@ -469,6 +469,9 @@ func (r *ClusterRecord) observe(c cloudprovider.Cluster) {
 	if r.GPUCount == 0 && len(c.Nodes) > 0 {
 		r.GPUType, r.GPUCount = c.Nodes[0].GPUType, c.Nodes[0].GPUCount
 	}
+	if r.Interconnect == "" {
+		r.Interconnect = c.Interconnect // a record that does not say it (an import): the cloud's
+	}
 	r.Hostfile = Hostfile(r.Nodes, r.GPUCount)
 	switch c.Status {
 	case cloudprovider.StatusPending, cloudprovider.StatusTerminated:

@@ -385,7 +385,7 @@ func TestSandboxClusterImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.ID != rec.ID || got.Name != "train" || got.Status != "ready" || got.ProvisioningDigest != "d1" || got.OfferID != plan.OfferID ||
-		got.Hostfile != rec.Hostfile || got.Interconnect != "" && got.Interconnect != fabric {
+		got.Hostfile != rec.Hostfile || got.Interconnect != fabric {
 		t.Errorf("ImportCluster = %+v\nwant like %+v", got, rec)
 	}
 	// Imported as it is: the next plan keeps it.
@@ -398,6 +398,31 @@ func TestSandboxClusterImport(t *testing.T) {
 		t.Errorf("ImportCluster without markers = %+v, %v", got, err)
 	} else if ch, err := cp.PlanClusterChange(spec, got); err != nil || ch.Change != Reprovision {
 		t.Errorf("PlanClusterChange after an import without markers = %+v, %v", ch, err)
+	}
+	// A cluster on no fabric (sbx-us-1 has none) imports as interconnect any: a configuration asking a
+	// fabric replaces it, one asking any keeps it.
+	in.marker = Marker{Digest: "d1", Playbook: "vm.yml", ProvisionedAt: time.Now()}
+	anySpec := spec
+	anySpec.Name, anySpec.Interconnect, anySpec.Regions = "spread", cloudprovider.InterconnectAny, []string{"sbx-us-1"}
+	anySpec.MinBusBandwidthGBps = 0
+	plan, err = cp.PlanNewCluster(ctx, anySpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spread, err := cp.CreateCluster(ctx, anySpec, plan, nil)
+	if err != nil || spread.Interconnect != cloudprovider.InterconnectAny {
+		t.Fatalf("CreateCluster on any = %+v, %v", spread, err)
+	}
+	if got, err = cp.ImportCluster(ctx, "sandbox/"+spread.CloudClusterID); err != nil || got.Interconnect != cloudprovider.InterconnectAny || got.Status != "ready" {
+		t.Fatalf("ImportCluster of the cluster on any = %+v, %v", got, err)
+	}
+	if ch, err := cp.PlanClusterChange(anySpec, got); err != nil || ch.Change != Keep {
+		t.Errorf("PlanClusterChange asking any = %+v, %v", ch, err)
+	}
+	fabricSpec := anySpec
+	fabricSpec.Interconnect = fabric
+	if ch, err := cp.PlanClusterChange(fabricSpec, got); err != nil || ch.Change != Replace || ch.ReplaceBecause != "interconnect" {
+		t.Errorf("PlanClusterChange asking a fabric = %+v, %v", ch, err)
 	}
 	for id, want := range map[string]string{"sandbox": "not <cloud>/<cluster id>", "lambda/x": "not configured", "sandbox/nope": "nope"} {
 		if _, err := cp.ImportCluster(ctx, id); err == nil || !strings.Contains(err.Error(), want) {

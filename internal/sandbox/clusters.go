@@ -396,7 +396,7 @@ func (b *Backend) toCluster(st *state, c *ClusterRecord, now time.Time) (cloudpr
 	out := cloudprovider.Cluster{
 		ID: c.ID, Name: c.Name, Cloud: CloudName, Region: c.Region,
 		PricePerHour: recordPrice(c.PricePerHour) * money.USD(c.Nodes), Owner: c.Owner.contract(), CreatedAt: c.CreatedAt,
-		Env: maps.Clone(anyEnv),
+		Env: maps.Clone(anyEnv), Interconnect: cmp.Or(c.Interconnect, cloudprovider.InterconnectAny),
 	}
 	if c.Fabric != "" {
 		out.Env = maps.Clone(fabricEnv)

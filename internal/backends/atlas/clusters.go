@@ -223,7 +223,10 @@ func (b *Backend) DeleteCluster(ctx context.Context, id string) error {
 // kept), running only when Atlas says active and every node runs.
 func (b *Backend) toCluster(cl atlasapi.Cluster) cloudprovider.Cluster {
 	out := cloudprovider.Cluster{ID: cl.ID, Name: cl.Name, Cloud: CloudName, Region: cl.Region, CloudStatus: cl.Status,
-		PricePerHour: usd(cl.PricePerHour), Env: maps.Clone(cl.Env), CreatedAt: cl.CreatedAt}
+		PricePerHour: usd(cl.PricePerHour), Env: maps.Clone(cl.Env), CreatedAt: cl.CreatedAt, Interconnect: cloudprovider.InterconnectAny}
+	if cl.Interconnect == atlasapi.InterconnectFabric {
+		out.Interconnect = cloudprovider.InterconnectFabric
+	}
 	if out.Env == nil {
 		out.Env = map[string]string{}
 	}

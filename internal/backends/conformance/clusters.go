@@ -191,6 +191,9 @@ func testClusterLifecycle(t *testing.T, h Harness, b cloudprovider.ClusterBacken
 	if running.PricePerHour <= 0 {
 		t.Errorf("running cluster has price %v", running.PricePerHour)
 	}
+	if running.Interconnect != offer.Interconnect {
+		t.Errorf("a cluster of a %q offer says interconnect %q", offer.Interconnect, running.Interconnect)
+	}
 	private := map[string]bool{}
 	for i, n := range running.Nodes {
 		if want := fmt.Sprintf("%s-%d", req.Name, i+1); n.Name != want {

@@ -234,6 +234,7 @@ func (b *Backend) clusterOf(ctx context.Context, bid Bid, insts []Instance) clou
 		Message:            whole.Message,
 		PricePerHour:       bid.LimitPrice.USD() * money.USD(max(bid.InstanceQuantity, 1)),
 		AwaitingAllocation: whole.AwaitingAllocation,
+		Interconnect:       cloudprovider.InterconnectAny, // a spot bid's instances are promised no fabric
 		Owner:              b.ownerOf(bid.Name),
 		CreatedAt:          bid.CreatedAt.Time,
 	}

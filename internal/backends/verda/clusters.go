@@ -261,7 +261,7 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 	vc, err := b.client.Cluster(ctx, id)
 	if err != nil {
 		return cloudprovider.Cluster{ID: id, Name: req.Name, Cloud: CloudName, Region: location, Status: cloudprovider.StatusPending,
-			CloudStatus: StatusOrdered, PricePerHour: req.Offer.PricePerHour, Env: fabricEnv(), Owner: req.Owner}, nil
+			CloudStatus: StatusOrdered, PricePerHour: req.Offer.PricePerHour, Env: fabricEnv(), Owner: req.Owner, Interconnect: cloudprovider.InterconnectFabric}, nil
 	}
 	c := b.toCluster(vc)
 	if c.Status == cloudprovider.StatusError {
@@ -423,7 +423,7 @@ func (b *Backend) toCluster(vc VerdaCluster) cloudprovider.Cluster {
 	gt := b.gpuTypeFor(vc.GPU.Description)
 	out := cloudprovider.Cluster{
 		ID: vc.ID, Name: vc.Hostname, Cloud: CloudName, Region: vc.Location, CloudStatus: vc.Status,
-		PricePerHour: price, Env: fabricEnv(), Owner: owner,
+		PricePerHour: price, Env: fabricEnv(), Owner: owner, Interconnect: cloudprovider.InterconnectFabric,
 	}
 	if t, err := time.Parse(time.RFC3339Nano, vc.CreatedAt); err == nil {
 		out.CreatedAt = t

@@ -23,6 +23,7 @@ import (
 
 	"reflect"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
@@ -127,7 +128,10 @@ func TestCheckModeChangesNothing(t *testing.T) {
 	before := tree(t, f.ep.Root)
 	f.runner.checkMode = true
 	rec := &logRecorder{}
-	if _, err := f.runner.Provision(context.Background(), f.request(inventory.KindExeclet, "h100", 8, "", nil, rec)); err != nil {
+	// The cloud writes an interruption notice file: the watcher and the hook would be installed.
+	req := f.request(inventory.KindExeclet, "h100", 8, "", map[string]any{"interruption_hook": "#!/bin/sh\necho hook\n"}, rec)
+	req.Signal = cloudprovider.InterruptionSignal{Path: "/var/lib/cloud/SIGNAL.yml", Format: cloudprovider.SignalStatusYAML}
+	if _, err := f.runner.Provision(context.Background(), req); err != nil {
 		t.Fatalf("--check: %v\nlog:\n%s", err, rec)
 	}
 	if after := tree(t, f.ep.Root); !slices.Equal(before, after) {
@@ -138,6 +142,7 @@ func TestCheckModeChangesNothing(t *testing.T) {
 		"changed:true diff:[new file] role:monitoring task:monitoring : Set node_exporter's listen address",
 		"changed:true diff:[" + filepath.Join(f.ep.Root, "etc/hydra") + "] role:execlet task:execlet : Make hydra's configuration directory",
 		"task ok map[changed:false msg:healthy",
+		"changed:true diff:[new file] role:interruption_watch task:interruption_watch : Write the interruption hook",
 	} {
 		if !strings.Contains(rec.String(), want) {
 			t.Errorf("--check events lack %q:\n%s", want, rec)

@@ -217,6 +217,17 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 			}
 			cp2 := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, Options{Journal: journal, Provisioner: newClusterProvisioner(4),
 				PollInterval: 5 * time.Millisecond, PollMax: 20 * time.Millisecond})
+			// The cut-short create's nodes are its runner's own (its journal names the cluster): listed as
+			// interrupted, never reported as orphans; a runner without that journal reports them all.
+			st := cp2.Open(rctx)
+			if len(st.Machines.Machines) != 4 || (len(st.Orphans) == 4) != tc.freshRunner || (!tc.freshRunner && len(st.Orphans) != 0) {
+				t.Errorf("at start: %d machines, orphans %v (a fresh runner: %t)", len(st.Machines.Machines), st.Orphans, tc.freshRunner)
+			}
+			for _, m := range st.Machines.Machines {
+				if m.Ownership != OwnedInterrupted || m.Instance.Cluster != last.CloudClusterID {
+					t.Errorf("node %s: %s, cluster %q", m.Instance.Name, m.Ownership, m.Instance.Cluster)
+				}
+			}
 			var rec ClusterRecord
 			if tc.stateKept {
 				// The state keeps what the resource's attributes hold, not the control plane's extras.

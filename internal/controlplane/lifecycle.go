@@ -699,14 +699,9 @@ type Startup struct {
 func (cp *ControlPlane) Open(ctx context.Context) Startup {
 	st := Startup{Machines: cp.Machines(ctx, nil)}
 	cp.PruneJournal(st.Machines)
-	journaled := map[string]bool{}
-	if intents, err := cp.opts.Journal.All(); err == nil {
-		for _, in := range intents {
-			journaled[in.CloudName] = true
-		}
-	}
+	journaled := cp.journaled()
 	for _, m := range st.Machines.Orphans(cp.opts.OrphanGrace) {
-		if !journaled[m.Instance.Name] {
+		if _, ok := intentOf(journaled, m.Instance); !ok {
 			st.Orphans = append(st.Orphans, m)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,12 +58,7 @@ type ListResult struct {
 // Machines lists the machines of every configured pool (of the given clouds only when clouds is not
 // empty) concurrently, each pool within the offer timeout, with their ownership state.
 func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResult {
-	intents := map[string]Intent{}
-	if all, err := cp.opts.Journal.All(); err == nil {
-		for _, in := range all {
-			intents[in.CloudName] = in
-		}
-	}
+	intents := cp.journaled()
 	res := ListResult{Unreachable: map[string]string{}, At: cp.Now(), Grace: cp.opts.OrphanGrace}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -109,7 +105,7 @@ func (cp *ControlPlane) machine(pm *SinglePoolInstManager, inst cloudprovider.In
 	if !inst.CreatedAt.IsZero() {
 		m.Age = time.Since(inst.CreatedAt)
 	}
-	switch in, ok := intents[inst.Name]; {
+	switch in, ok := intentOf(intents, inst); {
 	case ok && in.Token == inst.Owner.Token:
 		m.Ownership = OwnedInterrupted
 	case inst.Owner.Token == "":
@@ -124,6 +120,28 @@ func (cp *ControlPlane) machine(pm *SinglePoolInstManager, inst cloudprovider.In
 		m.Ownership = OwnedUnrecorded
 	}
 	return m
+}
+
+// journaled is this working directory's intents, the machines' and the clusters', by cloud-side name.
+func (cp *ControlPlane) journaled() map[string]Intent {
+	intents := map[string]Intent{}
+	for _, j := range []Journal{cp.opts.Journal, cp.clusterJournal()} {
+		all, _ := j.All()
+		for _, in := range all {
+			intents[in.CloudName] = in
+		}
+	}
+	return intents
+}
+
+// intentOf is the intent that covers inst: its own, or a cluster node's cluster's (a node is named
+// "<cluster name>-<i>").
+func intentOf(intents map[string]Intent, inst cloudprovider.Instance) (Intent, bool) {
+	if in, ok := intents[inst.Name]; ok || inst.Cluster == "" {
+		return in, ok
+	}
+	in, ok := intents[inst.Name[:max(strings.LastIndexByte(inst.Name, '-'), 0)]]
+	return in, ok
 }
 
 // Orphans returns the machines probably billed with no Terraform state holding them: every machine a

@@ -33,6 +33,7 @@ type loginNode struct {
 	hostKey  string
 	ports    sync.Map // private address -> the node's sshd port
 	forwards atomic.Int64
+	open     atomic.Int64 // SSH connections not closed yet
 }
 
 func startLoginNode(t *testing.T, clientKey string) *loginNode {
@@ -75,6 +76,8 @@ func startLoginNode(t *testing.T, clientKey string) *loginNode {
 }
 
 func (n *loginNode) serve(c net.Conn, cfg *ssh.ServerConfig) {
+	n.open.Add(1)
+	defer n.open.Add(-1)
 	defer func() { _ = c.Close() }()
 	_, chans, reqs, err := ssh.NewServerConn(c, cfg)
 	if err != nil {
@@ -202,5 +205,13 @@ func TestVerdaClusterThroughLoginNode(t *testing.T) {
 	t.Logf("the login node forwarded %d connections for %d nodes", f, len(req.Nodes))
 	if f < int64(2*len(req.Nodes)) {
 		t.Errorf("the login node forwarded %d connections, want Go's SSH wait and Ansible's per node", f)
+	}
+	// Every connection to the login node is closed once the check is over: none is left behind.
+	deadline := time.Now().Add(10 * time.Second)
+	for login.open.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := login.open.Load(); n != 0 {
+		t.Errorf("%d connections to the login node are still open after the check", n)
 	}
 }

@@ -240,10 +240,11 @@ func remoteRun(ctx context.Context, rt *route, command string, stdout, stderr io
 		_ = conn.Close() // the handshake already failed
 		return err
 	}
-	client := ssh.NewClient(c, chans, reqs)
-	defer func() { _ = client.Close() }() // the session's outcome is the result
+	firstClient := ssh.NewClient(c, chans, reqs)
+	defer func() { _ = firstClient.Close() }() // the session's outcome is the result
+	client := firstClient
 	if rt.jump != nil {
-		fwd, err := client.DialContext(dctx, "tcp", rt.addr)
+		fwd, err := firstClient.DialContext(dctx, "tcp", rt.addr)
 		if err != nil {
 			return fmt.Errorf("through jump host %s: %w", first.addr, err)
 		}

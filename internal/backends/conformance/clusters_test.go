@@ -19,20 +19,32 @@ var noClusterAPI = []string{"lambda", "primeintellect", "upcloud"}
 // implements cloudprovider.ClusterBackend, each against its own emulator (the harnesses of
 // TestConformance), and checks that the others indeed implement none.
 func TestClusterConformance(t *testing.T) {
+	eachCloudWith(t, "cloudprovider.ClusterBackend", "no cluster API", noClusterAPI,
+		func(b cloudprovider.InstanceManagerBackend) bool {
+			_, ok := b.(cloudprovider.ClusterBackend)
+			return ok
+		},
+		conformance.RunClusters)
+}
+
+// eachCloudWith runs suite for every cloud of the registry whose backend has an optional ability
+// (implements says so), and fails for a cloud listed in without that has it, or one not listed that
+// has it not.
+func eachCloudWith(t *testing.T, ability, lacking string, without []string,
+	implements func(cloudprovider.InstanceManagerBackend) bool, suite func(*testing.T, conformance.Harness)) {
 	eachCloud(t, func(t *testing.T, cloud string, h conformance.Harness) {
 		b, _ := h.Start(t)
-		_, implements := b.(cloudprovider.ClusterBackend)
-		listed := slices.Contains(noClusterAPI, cloud)
+		has, listed := implements(b), slices.Contains(without, cloud)
 		switch {
-		case listed && implements:
-			t.Fatalf("%s implements cloudprovider.ClusterBackend but is listed as having no cluster API: take it off noClusterAPI", cloud)
+		case listed && has:
+			t.Fatalf("%s implements %s but is listed as having %s: take it off the list", cloud, ability, lacking)
 		case listed:
-			t.Logf("%s has no cluster API, and its backend implements none", cloud)
+			t.Logf("%s has %s, and its backend implements none", cloud, lacking)
 			return
-		case !implements:
-			t.Fatalf("%s does not implement cloudprovider.ClusterBackend and is not listed as having no cluster API", cloud)
+		case !has:
+			t.Fatalf("%s does not implement %s and is not listed as having %s", cloud, ability, lacking)
 		}
-		conformance.RunClusters(t, h)
+		suite(t, h)
 	})
 }
 

@@ -336,6 +336,11 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 // then looks for the instance by name once and returns it if Lambda did launch it, else the
 // unknown-outcome error (ErrOther). Create returns as soon as Lambda has accepted the launch (booting: pending).
 func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
+	return b.create(ctx, req, nil)
+}
+
+// create is Create with file systems mounted at launch (volumes.go).
+func (b *Backend) create(ctx context.Context, req cloudprovider.CreateRequest, mounts []FileSystemMount) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	switch {
 	case req.Name == "":
@@ -372,14 +377,14 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 			return nil
 		},
 		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
-			return b.launch(ctx, req, instanceType, region, keyName, userData)
+			return b.launch(ctx, req, instanceType, region, keyName, userData, mounts)
 		},
 	})
 	return inst, err
 }
 
 // launch launches the instance and returns it as Lambda answers it, or as launched when the read fails.
-func (b *Backend) launch(ctx context.Context, req cloudprovider.CreateRequest, instanceType, region, keyName, userData string) (cloudprovider.Instance, error) {
+func (b *Backend) launch(ctx context.Context, req cloudprovider.CreateRequest, instanceType, region, keyName, userData string, mounts []FileSystemMount) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	var (
 		ids []string
@@ -393,6 +398,7 @@ func (b *Backend) launch(ctx context.Context, req cloudprovider.CreateRequest, i
 			Quantity:         1,
 			Name:             req.Name,
 			UserData:         userData,
+			FileSystemMounts: mounts,
 		})
 		re, ok := asResponseError(err)
 		if !ok || !re.RateLimited() || attempt >= b.cfg.RateLimitRetries {

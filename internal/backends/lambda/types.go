@@ -44,16 +44,18 @@ type InstanceTypeItem struct {
 // description; hydra uses the name as the only free field (see Backend). ip is absent (or null) until
 // the machine has an address.
 type Instance struct {
-	ID              string       `json:"id"`
-	Name            *string      `json:"name"`
-	IP              *string      `json:"ip"`
-	PrivateIP       *string      `json:"private_ip"`
-	Status          string       `json:"status"`
-	SSHKeyNames     []string     `json:"ssh_key_names"`
-	FileSystemNames []string     `json:"file_system_names"`
-	Region          Region       `json:"region"`
-	InstanceType    InstanceType `json:"instance_type"`
-	Hostname        *string      `json:"hostname"`
+	ID              string   `json:"id"`
+	Name            *string  `json:"name"`
+	IP              *string  `json:"ip"`
+	PrivateIP       *string  `json:"private_ip"`
+	Status          string   `json:"status"`
+	SSHKeyNames     []string `json:"ssh_key_names"`
+	FileSystemNames []string `json:"file_system_names"`
+	// FileSystemMounts are the file systems mounted at launch (volumes.go).
+	FileSystemMounts []FileSystemMount `json:"file_system_mounts"`
+	Region           Region            `json:"region"`
+	InstanceType     InstanceType      `json:"instance_type"`
+	Hostname         *string           `json:"hostname"`
 }
 
 // name is the instance's name ("" when it has none).
@@ -84,6 +86,8 @@ type LaunchRequest struct {
 	Quantity         int      `json:"quantity"`
 	Name             string   `json:"name"`
 	UserData         string   `json:"user_data,omitempty"`
+	// FileSystemMounts mounts file systems by id at a path (volumes.go).
+	FileSystemMounts []FileSystemMount `json:"file_system_mounts,omitempty"`
 }
 
 // LaunchResult is the answer to a launch: the ids of the machines started (possibly fewer than asked).

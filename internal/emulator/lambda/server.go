@@ -211,7 +211,7 @@ func (s *Server) answer(r *http.Request, path string, body []byte) (rep reply, l
 // routeKey turns a path into its endpoint template for request counting ("/instances/{id}").
 func routeKey(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	if len(parts) == 2 && (parts[0] == "instances" || parts[0] == "ssh-keys") {
+	if len(parts) == 2 && (parts[0] == "instances" || parts[0] == "ssh-keys" || parts[0] == "filesystems") {
 		parts[1] = "{id}"
 	}
 	return "/" + strings.Join(parts, "/")
@@ -270,6 +270,12 @@ func (s *Server) route(st *state, method, path string, body []byte) reply {
 		return s.addKey(st, body)
 	case parts[0] == "ssh-keys" && len(parts) == 2 && method == http.MethodDelete:
 		return s.deleteKey(st, id)
+	case path == "/file-systems" && method == http.MethodGet:
+		return s.listFileSystems(st)
+	case path == "/filesystems" && method == http.MethodPost:
+		return s.createFileSystem(st, body)
+	case parts[0] == "filesystems" && len(parts) == 2 && method == http.MethodDelete:
+		return s.deleteFileSystem(st, id)
 	}
 	return notFound("Not found.")
 }
@@ -350,9 +356,10 @@ func unavailable(code, desc string) map[string]any {
 	return map[string]any{"available": false, "reason_code": code, "reason_description": desc}
 }
 
-func (s *Server) instanceView(in *instance, now time.Time) map[string]any {
+func (s *Server) instanceView(st *state, in *instance, now time.Time) map[string]any {
 	status := s.statusWord(in, now)
 	c := s.catalog[in.InstanceType]
+	fsNames, fsMounts := fileSystemFields(st, in)
 	var ip, privateIP, hostname any
 	if in.TerminatedAt != nil || now.Sub(in.CreatedAt) >= time.Duration(in.Boot)/2 {
 		ip, privateIP = in.IP, in.PrivateIP
@@ -369,16 +376,17 @@ func (s *Server) instanceView(in *instance, now time.Time) map[string]any {
 		actions = map[string]any{"migrate": no, "rebuild": no, "restart": no, "cold_reboot": no, "terminate": no}
 	}
 	out := map[string]any{
-		"id":                in.ID,
-		"status":            status,
-		"ssh_key_names":     in.SSHKeyNames,
-		"file_system_names": []string{},
-		"region":            s.regions[in.Region],
-		"instance_type":     s.typeView(c),
-		"jupyter_token":     in.JupyterToken,
-		"jupyter_url":       "https://jupyter-" + in.ID + ".lambdaspaces.com/?token=" + in.JupyterToken,
-		"is_reserved":       false,
-		"actions":           actions,
+		"id":                 in.ID,
+		"status":             status,
+		"ssh_key_names":      in.SSHKeyNames,
+		"file_system_names":  fsNames,
+		"file_system_mounts": fsMounts,
+		"region":             s.regions[in.Region],
+		"instance_type":      s.typeView(c),
+		"jupyter_token":      in.JupyterToken,
+		"jupyter_url":        "https://jupyter-" + in.ID + ".lambdaspaces.com/?token=" + in.JupyterToken,
+		"is_reserved":        false,
+		"actions":            actions,
 	}
 	// Optional fields are left out, not null, when they have no value.
 	if in.Name != nil {
@@ -394,7 +402,7 @@ func (s *Server) listInstances(st *state) reply {
 	now := s.opts.Now()
 	out := []map[string]any{}
 	for _, in := range sortedInstances(st) {
-		out = append(out, s.instanceView(in, now))
+		out = append(out, s.instanceView(st, in, now))
 	}
 	return dataReply(out)
 }
@@ -404,7 +412,7 @@ func (s *Server) getInstance(st *state, id string) reply {
 	if !ok {
 		return notFound("Specified instance does not exist.")
 	}
-	return dataReply(s.instanceView(in, s.opts.Now()))
+	return dataReply(s.instanceView(st, in, s.opts.Now()))
 }
 
 func (s *Server) launch(st *state, body []byte) reply {
@@ -413,6 +421,7 @@ func (s *Server) launch(st *state, body []byte) reply {
 		InstanceTypeName string           `json:"instance_type_name"`
 		SSHKeyNames      []string         `json:"ssh_key_names"`
 		FileSystemNames  []string         `json:"file_system_names"`
+		FileSystemMounts []fsMount        `json:"file_system_mounts"`
 		Quantity         *int             `json:"quantity"`
 		Name             *string          `json:"name"`
 		UserData         string           `json:"user_data"`
@@ -448,9 +457,9 @@ func (s *Server) launch(st *state, body []byte) reply {
 		return errReply(http.StatusBadRequest, "global/object-does-not-exist",
 			fmt.Sprintf("SSH key %q does not exist.", req.SSHKeyNames[0]), "Add the SSH key to your account, or check its name.")
 	}
-	if len(req.FileSystemNames) > 0 {
-		return errReply(http.StatusBadRequest, "global/object-does-not-exist",
-			fmt.Sprintf("File system %q does not exist.", req.FileSystemNames[0]), "Check the file system's name.")
+	mounts, rep, ok := s.launchMounts(st, req.RegionName, req.FileSystemNames, req.FileSystemMounts)
+	if !ok {
+		return rep
 	}
 	if rep, failed := accountFault(st); failed {
 		return rep
@@ -477,6 +486,7 @@ func (s *Server) launch(st *state, body []byte) reply {
 		CreatedAt:    s.opts.Now(),
 		Boot:         int64(s.opts.BootDuration),
 		FailBoot:     st.Faults.TakeBootFailure(),
+		FileSystems:  mounts,
 	}
 	st.Instances[in.ID] = in
 	st.Created++
@@ -516,7 +526,7 @@ func (s *Server) terminate(st *state, body []byte) reply {
 		t := now
 		in.TerminatedAt = &t
 		in.Terminate = int64(s.opts.TerminateDuration)
-		out = append(out, s.instanceView(in, now))
+		out = append(out, s.instanceView(st, in, now))
 	}
 	return dataReply(map[string]any{"terminated_instances": out})
 }

@@ -24,6 +24,8 @@ type instance struct {
 	Terminate    int64      `json:"terminate_ns"`
 	// Preempted instances were taken back by Lambda (Preempt): status preempted, capacity freed.
 	Preempted bool `json:"preempted,omitempty"`
+	// FileSystems are the file systems mounted at launch (volumes.go).
+	FileSystems []fsMount `json:"file_systems,omitempty"`
 }
 
 type sshKey struct {
@@ -37,6 +39,8 @@ type sshKey struct {
 type state struct {
 	Instances map[string]*instance `json:"instances"`
 	SSHKeys   map[string]*sshKey   `json:"ssh_keys"`
+	// FileSystems are the account's file systems by id (volumes.go).
+	FileSystems map[string]*fileSystem `json:"file_systems"`
 	// Faults are the armed faults (the shared vocabulary). They live in the state, so with a StateDir
 	// every process sharing it sees them.
 	Faults   simulation.Faults `json:"faults"`
@@ -54,6 +58,7 @@ type state struct {
 func (s *state) init() {
 	emukit.MakeMaps(&s.Instances)
 	emukit.MakeMaps(&s.SSHKeys)
+	emukit.MakeMaps(&s.FileSystems)
 	emukit.MakeMaps(&s.Requests)
 }
 

@@ -1,0 +1,257 @@
+package conformance
+
+import (
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
+)
+
+// volumeSizeGB is the size of every volume the suite asks for.
+const volumeSizeGB = 50
+
+// RunVolumes runs the volume contract (cloudprovider.VolumeBackend and VolumeLauncher) against h's
+// emulator: the cloud names its volume types per region; a create is idempotent by name and the volume
+// is read back by id and by prefix, changing nothing; a machine launched with it lists it in
+// AttachedTo; deleting it while attached is ErrInvalid and deletes nothing; deleting the machine
+// leaves the volume, which then deletes, and deletes again as success; a volume of another region is
+// refused at launch with ErrInvalid and nothing is created; an unknown id is ErrNotFound. Each case
+// starts its own emulator and runs in parallel.
+func RunVolumes(t *testing.T, h Harness) {
+	t.Helper()
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin)
+	}{
+		{"Lifecycle", testVolumeLifecycle},
+		{"OtherRegionRefusedAtLaunch", testVolumeOtherRegion},
+		{"UnknownIsNotFound", testVolumeUnknown},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b, admin := h.Start(t)
+			if _, ok := b.(cloudprovider.VolumeBackend); !ok {
+				t.Fatalf("the %s backend does not implement cloudprovider.VolumeBackend", h.Cloud)
+			}
+			if _, ok := b.(cloudprovider.VolumeLauncher); !ok {
+				t.Fatalf("the %s backend does not implement cloudprovider.VolumeLauncher", h.Cloud)
+			}
+			c.fn(t, h, b, admin)
+		})
+	}
+}
+
+// volumeTypes reads the cloud's volume types, failing when it has none.
+func volumeTypes(t *testing.T, vb cloudprovider.VolumeBackend) map[cloudprovider.VolumeType][]string {
+	t.Helper()
+	types, err := vb.VolumeTypes(ctxFor(t))
+	if err != nil {
+		t.Fatalf("VolumeTypes: %v", err)
+	}
+	n := 0
+	for typ, regions := range types {
+		if typ != cloudprovider.VolumeBlock && typ != cloudprovider.VolumeSharedFS {
+			t.Errorf("VolumeTypes names an unknown type %q", typ)
+		}
+		n += len(regions)
+	}
+	if n == 0 {
+		t.Fatalf("VolumeTypes names no type in any region: %v", types)
+	}
+	return types
+}
+
+// volumeTypeIn is a type the cloud has in region (block first), or "".
+func volumeTypeIn(types map[cloudprovider.VolumeType][]string, region string) cloudprovider.VolumeType {
+	for _, typ := range []cloudprovider.VolumeType{cloudprovider.VolumeBlock, cloudprovider.VolumeSharedFS} {
+		if slices.Contains(types[typ], region) {
+			return typ
+		}
+	}
+	return ""
+}
+
+// volumeRequest asks for a volume for resource name in the cloud's pool, with a fresh token.
+func volumeRequest(t *testing.T, h Harness, name string, typ cloudprovider.VolumeType, region string) cloudprovider.VolumeRequest {
+	pool := backendtest.Pool(t, h.Cloud)
+	owner := cloudprovider.Ownership{Resource: name, Token: cloudprovider.NewOwnerToken()}
+	return cloudprovider.VolumeRequest{Name: cloudprovider.CloudName(pool, name, owner.Token), Type: typ, Region: region,
+		SizeGB: volumeSizeGB, Owner: owner}
+}
+
+// checkVolume checks a volume against its request.
+func checkVolume(t *testing.T, h Harness, req cloudprovider.VolumeRequest, v cloudprovider.Volume) {
+	t.Helper()
+	if v.ID == "" || v.Name != req.Name || v.Region != req.Region || v.Type != req.Type || v.Cloud != h.Cloud {
+		t.Errorf("volume %+v does not match its request %+v", v, req)
+	}
+	if v.SizeGB != 0 && v.SizeGB != req.SizeGB {
+		t.Errorf("volume size %d GB, asked %d", v.SizeGB, req.SizeGB)
+	}
+	if v.Owner.Token != "" && v.Owner != req.Owner {
+		t.Errorf("the cloud's ownership record of the volume is %+v, want %+v", v.Owner, req.Owner)
+	}
+	if v.PricePerMonth < 0 {
+		t.Errorf("volume price %v a month", v.PricePerMonth)
+	}
+}
+
+// waitForVolume polls GetVolume until done says so, for at most 30 s.
+func waitForVolume(t *testing.T, vb cloudprovider.VolumeBackend, id, what string, done func(cloudprovider.Volume, error) bool) cloudprovider.Volume {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := vb.GetVolume(ctxFor(t), id)
+		if done(v, err) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("volume %s: waited 30s for %s; last %+v, error %v", id, what, v, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func testVolumeLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
+	vb, vl := b.(cloudprovider.VolumeBackend), b.(cloudprovider.VolumeLauncher)
+	offer := pickOffer(t, h, b)
+	typ := volumeTypeIn(volumeTypes(t, vb), offer.Region)
+	if typ == "" {
+		t.Fatalf("the cloud has no volume type in the offer's region %s", offer.Region)
+	}
+	req := volumeRequest(t, h, "data", typ, offer.Region)
+	v, err := vb.CreateVolume(ctxFor(t), req)
+	if err != nil {
+		t.Fatalf("CreateVolume: %v", err)
+	}
+	checkVolume(t, h, req, v)
+	if again, err := vb.CreateVolume(ctxFor(t), req); err != nil || again.ID != v.ID {
+		t.Errorf("a second CreateVolume of the name: %+v, %v; want the same volume %s", again, err, v.ID)
+	}
+
+	// GetVolume and ListVolumes find it and change nothing at the cloud.
+	before := stats(t, admin)
+	got, err := vb.GetVolume(ctxFor(t), v.ID)
+	if err != nil {
+		t.Fatalf("GetVolume: %v", err)
+	}
+	checkVolume(t, h, req, got)
+	if len(got.AttachedTo) != 0 {
+		t.Errorf("a new volume is attached to %v", got.AttachedTo)
+	}
+	pool := backendtest.Pool(t, h.Cloud)
+	list, err := vb.ListVolumes(ctxFor(t), pool.Prefix)
+	if err != nil {
+		t.Fatalf("ListVolumes: %v", err)
+	}
+	if n := len(slices.DeleteFunc(list, func(l cloudprovider.Volume) bool { return l.ID != v.ID })); n != 1 {
+		t.Errorf("ListVolumes(%q) holds the volume %d times, want 1", pool.Prefix, n)
+	}
+	if none, err := vb.ListVolumes(ctxFor(t), pool.Prefix+"no-such-"); err != nil || len(none) != 0 {
+		t.Errorf("ListVolumes with a prefix nothing has: %d volumes, %v", len(none), err)
+	}
+	if after := stats(t, admin); after.Created != before.Created || len(after.Live) != len(before.Live) {
+		t.Errorf("GetVolume and ListVolumes changed the cloud: before %+v, after %+v", before, after)
+	}
+
+	// A machine launched with it uses it; the volume cannot be deleted under it.
+	inst, err := vl.CreateWithVolumes(ctxFor(t), request(t, h, offer, "with-volume"),
+		[]cloudprovider.VolumeMount{{VolumeID: v.ID, MountPath: "/data"}})
+	if err != nil {
+		t.Fatalf("CreateWithVolumes: %v", err)
+	}
+	attached := waitForVolume(t, vb, v.ID, "the machine in AttachedTo", func(v cloudprovider.Volume, err error) bool {
+		return err == nil && slices.Contains(v.AttachedTo, inst.ID)
+	})
+	if len(attached.AttachedTo) != 1 {
+		t.Errorf("the volume is attached to %v, want only %s", attached.AttachedTo, inst.ID)
+	}
+	err = vb.DeleteVolume(ctxFor(t), v.ID)
+	if cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
+		t.Errorf("DeleteVolume of an attached volume: %v, want an invalid-request error", err)
+	}
+	if _, err := vb.GetVolume(ctxFor(t), v.ID); err != nil {
+		t.Errorf("the attached volume is gone after a refused delete: %v", err)
+	}
+
+	// Deleting the machine leaves the volume, which then deletes, and deletes again.
+	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
+		t.Fatalf("Delete of the machine: %v", err)
+	}
+	waitFor(t, b, inst.ID, "terminated", func(i cloudprovider.Instance, err error) bool {
+		return cloudprovider.IsNotFound(err) || (err == nil && i.Status == cloudprovider.StatusTerminated)
+	})
+	left := waitForVolume(t, vb, v.ID, "no machine in AttachedTo", func(v cloudprovider.Volume, err error) bool {
+		return err != nil || len(v.AttachedTo) == 0
+	})
+	if left.ID != v.ID {
+		t.Fatalf("the volume did not outlive its machine: %+v", left)
+	}
+	if err := vb.DeleteVolume(ctxFor(t), v.ID); err != nil {
+		t.Fatalf("DeleteVolume: %v", err)
+	}
+	if _, err := vb.GetVolume(ctxFor(t), v.ID); !cloudprovider.IsNotFound(err) {
+		t.Errorf("GetVolume of a deleted volume: %v, want a not-found error", err)
+	}
+	if list, err := vb.ListVolumes(ctxFor(t), pool.Prefix); err != nil || len(list) != 0 {
+		t.Errorf("ListVolumes after the delete: %+v, %v; want none", list, err)
+	}
+	if err := vb.DeleteVolume(ctxFor(t), v.ID); err != nil {
+		t.Errorf("DeleteVolume of a deleted volume: %v, want success", err)
+	}
+}
+
+func testVolumeOtherRegion(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
+	vb, vl := b.(cloudprovider.VolumeBackend), b.(cloudprovider.VolumeLauncher)
+	offer := pickOffer(t, h, b)
+	types := volumeTypes(t, vb)
+	var regions []string
+	for _, rs := range types {
+		for _, r := range rs {
+			if r != offer.Region && !slices.Contains(regions, r) {
+				regions = append(regions, r)
+			}
+		}
+	}
+	if len(regions) == 0 {
+		t.Fatalf("the cloud has volumes in no region but the offer's %s: %v", offer.Region, types)
+	}
+	sort.Strings(regions)
+	req := volumeRequest(t, h, "elsewhere", volumeTypeIn(types, regions[0]), regions[0])
+	v, err := vb.CreateVolume(ctxFor(t), req)
+	if err != nil {
+		t.Fatalf("CreateVolume: %v", err)
+	}
+	ireq := request(t, h, offer, "wrong-region")
+	_, err = vl.CreateWithVolumes(ctxFor(t), ireq, []cloudprovider.VolumeMount{{VolumeID: v.ID, MountPath: "/data"}})
+	if cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
+		t.Errorf("a launch in %s with a volume of %s: %v, want an invalid-request error", offer.Region, v.Region, err)
+	}
+	if st := stats(t, admin); st.Created != 0 || len(st.Live) != 0 {
+		t.Errorf("a refused launch left machines: %+v", st)
+	}
+	if list, err := b.List(ctxFor(t), ireq.Pool.Prefix); err != nil || len(list) != 0 {
+		t.Errorf("List after a refused launch: %d machines, %v", len(list), err)
+	}
+	if got, err := vb.GetVolume(ctxFor(t), v.ID); err != nil || len(got.AttachedTo) != 0 {
+		t.Errorf("the volume after a refused launch: %+v, %v", got, err)
+	}
+}
+
+func testVolumeUnknown(t *testing.T, _ Harness, b cloudprovider.InstanceManagerBackend, _ simulation.Admin) {
+	vb := b.(cloudprovider.VolumeBackend)
+	if _, err := vb.GetVolume(ctxFor(t), unknownVolumeID); !cloudprovider.IsNotFound(err) {
+		t.Errorf("GetVolume of an unknown id: %v, want a not-found error", err)
+	}
+	if err := vb.DeleteVolume(ctxFor(t), unknownVolumeID); err != nil {
+		t.Errorf("DeleteVolume of an unknown id: %v, want success", err)
+	}
+}
+
+// unknownVolumeID is an id no emulator gives (UUID-shaped, as some clouds' ids are).
+const unknownVolumeID = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"

@@ -83,11 +83,27 @@ type ClusterRecord struct {
 	ProvisioningError string
 }
 
-// PlanNewCluster chooses a new cluster's offer: the best-ranked eligible cluster offer (ClusterOffers)
-// not skipped by the capacity memory, with why each other cloud lost, and counts the whole cluster's
-// price in the budget (max_total_price_per_hour). Errors are *RequestError, *UnconfiguredError or
-// *Refusal.
-func (cp *ControlPlane) PlanNewCluster(ctx context.Context, spec ClusterSpec) (ClusterPlan, error) {
+// ClusterQuote is the choice an earlier plan of a cluster create recorded, reused so that plan and
+// apply agree.
+type ClusterQuote struct {
+	Plan ClusterPlan
+	// Path is where this runner keeps it, named in the notice that the market moved ("" when it came
+	// with the plan itself); Expires is when it expires there.
+	Path    string
+	Expires time.Time
+}
+
+// PlanNewCluster chooses a new cluster's offer: the earlier plan's quote when there is one (saying so
+// when the market moved since), else the best-ranked eligible cluster offer (ClusterOffers) not
+// skipped by the capacity memory, with why each other cloud lost. Either way it counts the whole
+// cluster's price in the budget (max_total_price_per_hour). Errors are *RequestError,
+// *UnconfiguredError or *Refusal.
+func (cp *ControlPlane) PlanNewCluster(ctx context.Context, spec ClusterSpec, earlier *ClusterQuote) (ClusterPlan, error) {
+	if earlier != nil {
+		plan := earlier.Plan
+		plan.Notices = cp.staleClusterQuote(ctx, spec, *earlier)
+		return plan, cp.CountBudget(budgetName(spec.Name), plan.OfferID, plan.PricePerHour)
+	}
 	res, err := cp.clusterOffers(ctx, spec)
 	if err != nil {
 		return ClusterPlan{}, err
@@ -119,6 +135,36 @@ func (cp *ControlPlane) PlanNewCluster(ctx context.Context, spec ClusterSpec) (C
 	plan.OtherClouds = OfferResult{Offers: offers, Rejections: rejections}.WhyNot(best)
 	cp.logger(ctx).Info("cluster offer chosen", "name", spec.Name, "offer", best.ID, "price", co.PricePerHour.PerHour(), "eligible", len(offers))
 	return plan, cp.CountBudget(budgetName(spec.Name), best.ID, co.PricePerHour)
+}
+
+// staleClusterQuote says when the market moved since q was quoted: its cluster offer costs another
+// price now, or a cheaper cluster offer exists (nothing when the offers cannot be read).
+func (cp *ControlPlane) staleClusterQuote(ctx context.Context, spec ClusterSpec, q ClusterQuote) []Notice {
+	quoted, err := ParseOfferID(q.Plan.OfferID)
+	if err != nil {
+		return nil
+	}
+	res, err := cp.clusterOffers(ctx, spec)
+	if err != nil {
+		return nil
+	}
+	var notes []string
+	var cheapest *cloudprovider.Offer
+	for i, o := range res.flat {
+		if o.Pool == quoted.Pool && o.Region == quoted.Region && o.InstanceType == quoted.InstanceType && o.Spot == quoted.Spot {
+			if o.PricePerHour != quoted.PricePerHour {
+				notes = append(notes, fmt.Sprintf("the quoted cluster offer now costs %s (quoted %s)", o.PricePerHour.PerHour(), quoted.PricePerHour.PerHour()))
+			}
+			continue
+		}
+		if o.PricePerHour < quoted.PricePerHour && (cheapest == nil || o.PricePerHour < cheapest.PricePerHour) {
+			cheapest = &res.flat[i]
+		}
+	}
+	if cheapest != nil {
+		notes = append(notes, fmt.Sprintf("a cheaper cluster offer exists now: %s at %s", cheapest.ID, cheapest.PricePerHour.PerHour()))
+	}
+	return reusedQuote(fmt.Sprintf("The cluster offer %s was quoted by an earlier plan of hydra_gpu_cluster %q", q.Plan.OfferID, spec.Name), notes, q.Path, q.Expires)
 }
 
 // leftClusters says, at plan, which clusters an interrupted create of this resource left (named by

@@ -51,7 +51,7 @@ func TestSandboxClusterCreateReady(t *testing.T) {
 	prov := newClusterProvisioner(4)
 	sb, cp := sandboxCluster(t, prov, Options{})
 	spec := sandboxSpec("vm")
-	plan, err := cp.PlanNewCluster(ctx, spec)
+	plan, err := cp.PlanNewCluster(ctx, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestSandboxClusterAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := sandboxSpec("vm")
-	plan, err := cp.PlanNewCluster(ctx, spec)
+	plan, err := cp.PlanNewCluster(ctx, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,14 +131,14 @@ func TestSandboxClusterAllOrNothing(t *testing.T) {
 		t.Fatalf("%d nodes live, %d saves after a cluster the region could not fill", n, saves)
 	}
 	// The next plan skips the offer (the only fabric one): it says why, and when it is tried again.
-	_, err = cp.PlanNewCluster(ctx, spec)
+	_, err = cp.PlanNewCluster(ctx, spec, nil)
 	var rf *Refusal
 	if !errors.As(err, &rf) || !strings.Contains(rf.Detail, plan.OfferID) || !strings.Contains(rf.Detail, "capacity_memory") {
 		t.Fatalf("plan after the miss: %v", err)
 	}
 	// On any network another region serves it.
 	spec.Interconnect = anyNet
-	plan2, err := cp.PlanNewCluster(ctx, spec)
+	plan2, err := cp.PlanNewCluster(ctx, spec, nil)
 	if err != nil || plan2.Region == "sbx-eu-1" {
 		t.Fatalf("plan on any network after the miss = %+v, %v", plan2, err)
 	}
@@ -166,7 +166,7 @@ func TestSandboxClusterOffersReasons(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := sandboxSpec("vm")
 			tc.spec(&spec)
-			_, err := cp.PlanNewCluster(ctx, spec)
+			_, err := cp.PlanNewCluster(ctx, spec, nil)
 			var rf *Refusal
 			if !errors.As(err, &rf) || !strings.Contains(rf.Detail, tc.why) {
 				t.Errorf("PlanNewCluster = %v, want %q", err, tc.why)
@@ -202,7 +202,7 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 				}
 			}
 			spec := sandboxSpec("vm")
-			plan, err := cp.PlanNewCluster(ctx, spec)
+			plan, err := cp.PlanNewCluster(ctx, spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +244,7 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				plan, err = cp2.PlanNewCluster(rctx, spec)
+				plan, err = cp2.PlanNewCluster(rctx, spec, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -288,7 +288,7 @@ func TestSandboxClusterFailureKeepsTheCluster(t *testing.T) {
 			tc.prov(prov)
 			sb, cp := sandboxCluster(t, prov, Options{MaxProvisionAttempts: 1})
 			spec := sandboxSpec("vm")
-			plan, err := cp.PlanNewCluster(ctx, spec)
+			plan, err := cp.PlanNewCluster(ctx, spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,7 +314,7 @@ func TestSandboxClusterLeftoverThatNoLongerFitsIsDeleted(t *testing.T) {
 	spec := sandboxSpec("vm")
 	spec.MinBusBandwidthGBps = 0
 	// A 4-node create was cut short before the state kept it; the configuration now asks for 2 nodes.
-	plan4, err := cp.PlanNewCluster(ctx, spec)
+	plan4, err := cp.PlanNewCluster(ctx, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestSandboxClusterLeftoverThatNoLongerFitsIsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.Nodes = 2
-	plan2, err := cp.PlanNewCluster(ctx, spec)
+	plan2, err := cp.PlanNewCluster(ctx, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,10 +341,51 @@ func TestSandboxClusterBudgetCountsTheWholeCluster(t *testing.T) {
 	if err := cp.CountBudget("web", "in state", usd(11)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := cp.PlanNewCluster(context.Background(), sandboxSpec("vm"))
+	_, err := cp.PlanNewCluster(context.Background(), sandboxSpec("vm"), nil)
 	var rf *Refusal
 	if !errors.As(err, &rf) || !strings.Contains(rf.Detail, "$90.68/h") || !strings.Contains(rf.Detail, "train (cluster): $79.68/h") {
 		t.Fatalf("a cluster of $79.68/h with $11/h in state under a $90/h budget: %v", err)
+	}
+}
+
+// A re-plan reuses the earlier plan's quote (plan and apply agree) and still counts it in the budget;
+// when the market moved since, it says so, with where the quote is kept.
+func TestSandboxClusterPlanReusesTheQuote(t *testing.T) {
+	ctx := context.Background()
+	sb, cp := sandboxCluster(t, newClusterProvisioner(4), Options{})
+	spec := sandboxSpec("vm")
+	first, err := cp.PlanNewCluster(ctx, spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quote := &ClusterQuote{Plan: first, Path: "/run/hydra/quotes/train.json", Expires: time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)}
+	again, err := cp.PlanNewCluster(ctx, spec, quote)
+	if err != nil || again.OfferID != first.OfferID || again.PricePerHour != first.PricePerHour || len(again.Notices) != 0 {
+		t.Fatalf("re-plan with the quote, nothing moved = %+v, %v", again, err)
+	}
+	// The node of 8 H100 in sbx-eu-1 goes from $19.92 to $18.92: the cluster from $79.68 to $75.68.
+	c, err := sb.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c {
+		if c[i].Region == "sbx-eu-1" && c[i].InstanceType == "sbx.h100.8x" && !c[i].Spot {
+			c[i].PricePerHour = 18.92
+		}
+	}
+	if err := sb.SetCatalog(c); err != nil {
+		t.Fatal(err)
+	}
+	cp.forgetListings()
+	moved, err := cp.PlanNewCluster(ctx, spec, quote)
+	if err != nil || moved.OfferID != first.OfferID || moved.PricePerHour != usd(79.68) || len(moved.Notices) != 1 ||
+		!strings.Contains(moved.Notices[0].Detail, "now costs $75.68/h (quoted $79.68/h)") || !strings.Contains(moved.Notices[0].Detail, quote.Path) {
+		t.Fatalf("re-plan with the quote after the price moved = %+v, %v", moved, err)
+	}
+	// The quoted cluster counts in the budget as a fresh choice does.
+	tight := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, Options{MaxTotalPricePerHour: usd(79)})
+	if _, err := tight.PlanNewCluster(ctx, spec, quote); err == nil || !strings.Contains(err.Error(), "max_total_price_per_hour") {
+		t.Errorf("a quoted $79.68/h cluster under a $79/h budget: %v", err)
 	}
 }
 
@@ -355,7 +396,7 @@ func TestSandboxClusterDeleteDrainsExecletsFirst(t *testing.T) {
 	sb, cp := sandboxCluster(t, newClusterProvisioner(2), Options{Inspector: in})
 	spec := sandboxSpec("execlet")
 	spec.Nodes = 2
-	plan, err := cp.PlanNewCluster(ctx, spec)
+	plan, err := cp.PlanNewCluster(ctx, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +427,7 @@ func TestSandboxClusterImport(t *testing.T) {
 	_, cp := sandboxCluster(t, newClusterProvisioner(2), Options{Inspector: in})
 	spec := sandboxSpec("vm")
 	spec.Nodes = 2
-	plan, _ := cp.PlanNewCluster(ctx, spec)
+	plan, _ := cp.PlanNewCluster(ctx, spec, nil)
 	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -416,7 +457,7 @@ func TestSandboxClusterImport(t *testing.T) {
 	anySpec := spec
 	anySpec.Name, anySpec.Interconnect, anySpec.Regions = "spread", cloudprovider.InterconnectAny, []string{"sbx-us-1"}
 	anySpec.MinBusBandwidthGBps = 0
-	plan, err = cp.PlanNewCluster(ctx, anySpec)
+	plan, err = cp.PlanNewCluster(ctx, anySpec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -251,7 +251,7 @@ func TestClusterOffersRanking(t *testing.T) {
 			if spec.Nodes == 0 {
 				spec.Nodes = 4
 			}
-			plan, err := cp.PlanNewCluster(context.Background(), spec)
+			plan, err := cp.PlanNewCluster(context.Background(), spec, nil)
 			if tc.winner == "" {
 				var rf *Refusal
 				if !errors.As(err, &rf) {
@@ -352,7 +352,7 @@ func TestCreateClusterAllOrNothing(t *testing.T) {
 		Journal: Journal{Dir: t.TempDir()}, PollInterval: time.Millisecond})
 	spec := trainSpec()
 	spec.MinBusBandwidthGBps = 0
-	plan, err := cp.PlanNewCluster(ctx, spec)
+	plan, err := cp.PlanNewCluster(ctx, spec, nil)
 	if err != nil || plan.Cloud != "sandbox" {
 		t.Fatalf("plan %+v, %v", plan, err)
 	}
@@ -372,7 +372,7 @@ func TestCreateClusterAllOrNothing(t *testing.T) {
 	// The next plan (another process, remembering from the state) skips the offer and says so.
 	cp2 := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb, atlas}, Options{CapacityMemory: 30 * time.Minute, Now: func() time.Time { return now.Add(time.Minute) }})
 	cp2.RememberCapacity(ce.Capacity.Misses)
-	plan2, err := cp2.PlanNewCluster(ctx, spec)
+	plan2, err := cp2.PlanNewCluster(ctx, spec, nil)
 	if err != nil || plan2.Cloud != "atlas" || len(plan2.Notices) != 1 || !strings.Contains(plan2.Notices[0].Detail, plan.OfferID) ||
 		!strings.Contains(plan2.OtherClouds["sandbox"], "recently ran out of capacity") {
 		t.Fatalf("plan after the miss = %+v, %v", plan2, err)
@@ -481,7 +481,7 @@ func TestCreateClusterOrderCutShort(t *testing.T) {
 			opts := Options{Journal: journal, PollInterval: time.Millisecond, ProvisionBackoff: time.Millisecond, Provisioner: newClusterProvisioner(4)}
 			cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, opts)
 			spec := trainSpec()
-			plan, err := cp.PlanNewCluster(context.Background(), spec)
+			plan, err := cp.PlanNewCluster(context.Background(), spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -522,7 +522,7 @@ func TestCreateClusterBidNotWonIsCancelled(t *testing.T) {
 		CapacityMemory: time.Hour})
 	spec := trainSpec()
 	spec.Interconnect, spec.BidTimeout, spec.MinBusBandwidthGBps = anyNet, 20*time.Millisecond, 0
-	plan, err := cp.PlanNewCluster(ctx, spec)
+	plan, err := cp.PlanNewCluster(ctx, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +550,7 @@ func TestClusterNodesInNodeOrder(t *testing.T) {
 	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, Options{Journal: Journal{Dir: t.TempDir()}, Inspector: in,
 		PollInterval: time.Millisecond, Provisioner: newClusterProvisioner(4)})
 	spec := trainSpec()
-	plan, err := cp.PlanNewCluster(ctx, spec)
+	plan, err := cp.PlanNewCluster(ctx, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

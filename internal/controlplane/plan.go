@@ -271,17 +271,22 @@ func (cp *ControlPlane) staleQuote(ctx context.Context, q Quote, req NewPlanRequ
 	if best, ok := cheapestNotSkipped(res.Offers, q.Skipped); ok && best.ID != q.OfferID && best.PricePerHour < quoted.PricePerHour {
 		notes = append(notes, fmt.Sprintf("a cheaper offer exists now: %s at %s", best.ID, best.PricePerHour.PerHour()))
 	}
+	return reusedQuote("The offer "+q.OfferID+" was quoted by an earlier plan", notes, req.QuotePath, q.Expires)
+}
+
+// reusedQuote is the notice that a plan reuses an earlier quote (what says which) although the market
+// moved since (notes say how; none: no notice). path is where this runner keeps the quote ("" when
+// it came with the plan), expires when it expires there.
+func reusedQuote(what string, notes []string, path string, expires time.Time) []Notice {
 	if len(notes) == 0 {
 		return nil
 	}
 	how := "To re-quote, run `terraform plan` again (a saved plan applies as it was planned)."
-	if req.QuotePath != "" {
-		how = fmt.Sprintf("To re-quote now, delete %s and plan again (quotes otherwise expire at %s, after plan_quote_ttl).",
-			req.QuotePath, q.Expires.Format(time.RFC3339))
+	if path != "" {
+		how = fmt.Sprintf("To re-quote now, delete %s and plan again (quotes otherwise expire at %s, after plan_quote_ttl).", path, expires.Format(time.RFC3339))
 	}
 	return []Notice{{Summary: "This plan reuses an earlier quote",
-		Detail: fmt.Sprintf("The offer %s was quoted by an earlier plan and is reused so that plan and apply agree, but %s. %s",
-			q.OfferID, strings.Join(notes, "; "), how)}}
+		Detail: fmt.Sprintf("%s and is reused so that plan and apply agree, but %s. %s", what, strings.Join(notes, "; "), how)}}
 }
 
 // CheckName looks, at plan, for machines that already carry the resource's name. A machine another

@@ -105,31 +105,30 @@ func (r *gpuClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	// The quote of an earlier plan of this create: in the plan's own private data, in the saved plan
 	// being applied, or in this runner's quote directory; otherwise the control plane chooses now.
 	key := clusterKey(spec)
+	var earlier *controlplane.ClusterQuote
 	q, found := privateQuote[clusterQuote](ctx, req.Private, clusterQuoteKey, key)
 	if !found {
 		q, found = savedQuote[clusterQuote](currentArgs(), clusterQuoteKey, key)
 	}
-	if !found {
+	if found {
+		earlier = &controlplane.ClusterQuote{Plan: q.Plan, Expires: q.Expires}
+	} else {
 		var err error
 		q, found, err = readQuote(r.data.quotes, key, func(q clusterQuote) time.Time { return q.Expires })
 		if err != nil {
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
 		}
+		if found {
+			earlier = &controlplane.ClusterQuote{Plan: q.Plan, Path: r.data.quotes.path(key), Expires: q.Expires}
+		}
 	}
-	if found {
-		// The quote's cluster still counts in this plan's budget (max_total_price_per_hour), under the
-		// control plane's name for a cluster's entry.
-		if err := r.data.cp.CountBudget(spec.Name+" (cluster)", q.Plan.OfferID, q.Plan.PricePerHour); err != nil {
-			addPlanError(&resp.Diagnostics, err)
-			return
-		}
-	} else {
-		chosen, err := r.data.cp.PlanNewCluster(ctx, spec)
-		addNotices(&resp.Diagnostics, chosen.Notices)
-		if err != nil {
-			addPlanError(&resp.Diagnostics, err)
-			return
-		}
+	chosen, err := r.data.cp.PlanNewCluster(ctx, spec, earlier)
+	addNotices(&resp.Diagnostics, chosen.Notices)
+	if err != nil {
+		addPlanError(&resp.Diagnostics, err)
+		return
+	}
+	if earlier == nil {
 		chosen.Notices = nil
 		q = clusterQuote{Plan: chosen, Expires: r.data.quotes.expiry()}
 		if err := writeQuote(r.data.quotes, key, q); err != nil {

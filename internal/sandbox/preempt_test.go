@@ -69,4 +69,3 @@ func TestPreempt(t *testing.T) {
 		t.Errorf("facts: %+v", f)
 	}
 }
-

@@ -26,6 +26,7 @@ type gpuClusterModel struct {
 	NCCLEnv              types.Map     `tfsdk:"nccl_env"`
 	BusBandwidth         types.Float64 `tfsdk:"nccl_bus_bandwidth_gbps"`
 	ProvisioningError    types.String  `tfsdk:"provisioning_error"`
+	BidTimeout           types.String  `tfsdk:"bid_timeout"`
 }
 
 // spec is the control plane's request for the cluster; ok is false while inputs are unknown. keys
@@ -38,7 +39,7 @@ func (m *gpuClusterModel) spec(ctx context.Context, keys []string) (controlplane
 	diags.Append(d...)
 	spec := clusterSpecOf(req, m.Name.ValueString(), m.Nodes, m.Interconnect)
 	spec.SSHPublicKeys, spec.ProvisioningVars = append(append([]string{}, keys...), own...), vars
-	spec.MinBusBandwidthGBps = minBusBandwidth(m.NCCLCheck)
+	spec.MinBusBandwidthGBps, spec.BidTimeout = minBusBandwidth(m.NCCLCheck), bidTimeout(m.BidTimeout)
 	known := ok && varsKnown && !m.Name.IsUnknown() && !m.Nodes.IsUnknown() && !m.Interconnect.IsUnknown() && !m.NCCLCheck.IsUnknown()
 	return spec, known, diags
 }

@@ -237,6 +237,29 @@ func TestAccGPUCluster_emulators(t *testing.T) {
 	}
 }
 
+// TestAccGPUCluster_mithrilBidTimeout orders a Mithril cluster whose bid does not win (the emulator
+// outbids it on arrival): after bid_timeout the bid is cancelled, apply fails saying so, and no bid
+// is left billing.
+func TestAccGPUCluster_mithrilBidTimeout(t *testing.T) {
+	c := newTestClouds(t, nil)
+	if _, err := c.mithril.SetAuction(emumithril.AuctionChange{Region: "us-central1-a", InstanceType: "h100-80gb.sxm.8x", Capacity: new(testNodes + 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.mithril.SetOwnFaults(emumithril.OutbidOnArrival1()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.providerConfig(t.TempDir(), "mithril") + clusterConfig("lost", "h100", 8, testNodes,
+		fmt.Sprintf("  ssh_public_keys = [%q]\n  spot = true\n  interconnect = \"any\"\n  bid_timeout = \"2s\"", testSSHKey))
+	accTest(t, c.checkEmpty, []resource.TestStep{{
+		Config:           cfg,
+		ConfigPlanChecks: preApply(clusterPlanKnown("cloud", "mithril")),
+		ExpectError:      errorPattern("creating GPU cluster (lost)", "the bid did not win within bid_timeout 2s and was cancelled; nothing is billed", "nothing stays billed"),
+	}})
+	if live := c.mithril.LiveBids(); len(live) != 0 || c.mithril.CreateCount() != 1 {
+		t.Errorf("after the lost cluster bid: live bids %+v, %d placed (want the one, cancelled)", live, c.mithril.CreateCount())
+	}
+}
+
 // TestAccGPUCluster_interruptedCreate interrupts a real `terraform apply` with SIGINT (Ctrl-C) while
 // the nodes boot: the cluster stays in state, resumable and not tainted, and the next apply resumes
 // it in place: 4 nodes ordered in all, ready.

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -87,6 +88,14 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 					},
 				},
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+			},
+			"bid_timeout": schema.StringAttribute{
+				MarkdownDescription: "For auction offers (Mithril's one bid for every node): how long apply waits for the bid to win " +
+					"before it cancels the bid (nothing is billed for a bid that did not win; the bid wins all nodes or none). Apply " +
+					"then fails saying so, and the next plans skip that offer for `capacity_memory`. A Go duration such as `10m` or " +
+					"`90s`, from `1s` to `24h`. Default: `15m`. Counted within `timeouts.create`.",
+				Optional:   true,
+				Validators: []validator.String{durationBetween(time.Second, 24*time.Hour)},
 			},
 			"replace_when_unhealthy": schema.BoolAttribute{
 				MarkdownDescription: "Replace a `ready` cluster when the health check of any node (run on every refresh, see " +

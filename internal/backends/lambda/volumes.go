@@ -110,36 +110,14 @@ func (b *Backend) CreateVolume(ctx context.Context, req cloudprovider.VolumeRequ
 		return cloudprovider.Volume{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 			"Lambda has no %s volumes, only %s (file systems)", req.Type, cloudprovider.VolumeSharedFS)
 	}
-	unlock, err := b.creates.Lock(ctx, "volume:"+req.Name)
-	if err != nil {
-		return cloudprovider.Volume{}, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op, err)
-	}
-	defer unlock()
-	find := func() (cloudprovider.Volume, bool, error) {
-		vols, err := b.ListVolumes(ctx, req.Name)
-		for _, v := range vols {
-			if v.Name == req.Name {
-				if v.Region != req.Region {
-					return v, true, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-						"a file system named %s already exists in %s, not in %s", req.Name, v.Region, req.Region)
-				}
-				return v, true, nil
-			}
+	return b.creates.Volume(ctx, CloudName, req, b.ListVolumes, func(ctx context.Context) (cloudprovider.Volume, error) {
+		fs, err := b.client.CreateFileSystem(ctx, CreateFileSystemRequest{Name: req.Name, Region: req.Region})
+		if err != nil {
+			return cloudprovider.Volume{}, err
 		}
-		return cloudprovider.Volume{}, false, err
-	}
-	if v, ok, err := find(); ok || err != nil {
-		return v, err
-	}
-	fs, err := b.client.CreateFileSystem(ctx, CreateFileSystemRequest{Name: req.Name, Region: req.Region})
-	if err != nil {
-		if v, ok, ferr := find(); ok && ferr == nil && cloudprovider.KindOf(err) == cloudprovider.ErrOther {
-			return v, nil // the answer was lost, the file system made
-		}
-		return cloudprovider.Volume{}, err
-	}
-	b.log.Info("file system created", "name", fs.Name, "id", fs.ID, "region", fs.Region.Name)
-	return toVolume(fs, nil), nil
+		b.log.Info("file system created", "name", fs.Name, "id", fs.ID, "region", fs.Region.Name)
+		return toVolume(fs, nil), nil
+	})
 }
 
 // GetVolume reads one file system by id (Lambda has no call for one: the list is read), with the

@@ -328,6 +328,11 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 // create it, else the unknown-outcome error (ErrOther). Create returns as soon as Verda has accepted the
 // order (status ordered: pending).
 func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
+	return b.create(ctx, req, nil)
+}
+
+// create is Create with existing volumes attached at the create (volumes.go).
+func (b *Backend) create(ctx context.Context, req cloudprovider.CreateRequest, volumeIDs []string) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	if req.Name == "" {
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
@@ -350,7 +355,7 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 			return err
 		},
 		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
-			return b.createInstance(ctx, req, instanceType, location, keyIDs)
+			return b.createInstance(ctx, req, instanceType, location, keyIDs, volumeIDs)
 		},
 	})
 	return inst, err
@@ -358,7 +363,7 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 
 // createInstance orders the instance (once more with the fallback image when Verda refuses the image
 // for the instance type) and returns it as Verda answers it, or as ordered when the read fails.
-func (b *Backend) createInstance(ctx context.Context, req cloudprovider.CreateRequest, instanceType, location string, keyIDs []string) (cloudprovider.Instance, error) {
+func (b *Backend) createInstance(ctx context.Context, req cloudprovider.CreateRequest, instanceType, location string, keyIDs, volumeIDs []string) (cloudprovider.Instance, error) {
 	body := CreateInstanceRequest{
 		InstanceType: instanceType,
 		Image:        b.cfg.Image,
@@ -371,6 +376,8 @@ func (b *Backend) createInstance(ctx context.Context, req cloudprovider.CreateRe
 		Contract:     "PAY_AS_YOU_GO",
 		Pricing:      "FIXED_PRICE",
 		Tags:         ownerTags(req.Owner),
+		// ExistingVolumes are attached at the create; Delete detaches them (volumes.go).
+		ExistingVolumes: volumeIDs,
 	}
 	if req.Offer.Spot {
 		body.Contract = "SPOT"

@@ -165,6 +165,8 @@ type CreateInstanceRequest struct {
 	Contract        string    `json:"contract,omitempty"`
 	Pricing         string    `json:"pricing,omitempty"`
 	Tags            []Tag     `json:"tags,omitempty"`
+	// ExistingVolumes are volume ids attached at the create (volumes.go).
+	ExistingVolumes []string `json:"existing_volumes,omitempty"`
 }
 
 // InstanceActionRequest is the body of PUT /instances.

@@ -34,7 +34,7 @@ func (s *Server) statusOf(in *instance, now time.Time) string {
 	return "running"
 }
 
-func (s *Server) instanceView(in *instance, now time.Time) map[string]any {
+func (s *Server) instanceView(st *state, in *instance, now time.Time) map[string]any {
 	status := s.statusOf(in, now)
 	c := s.catalog[in.InstanceType]
 	var ip, osVol any
@@ -82,7 +82,7 @@ func (s *Server) instanceView(in *instance, now time.Time) map[string]any {
 		"startup_script_id": in.StartupID,
 		"ssh_key_ids":       in.SSHKeyIDs,
 		"os_volume_id":      osVol,
-		"volume_ids":        []string{},
+		"volume_ids":        volumeIDs(st, in), // volumes.go
 		"jupyter_token":     "",
 		"tags":              tags,
 	}
@@ -102,7 +102,7 @@ func (s *Server) listInstances(st *state, q url.Values) reply {
 		if status == "discontinued" || (want != "" && want != status) {
 			continue // deleted instances vanish from the list (but stay readable by id)
 		}
-		out = append(out, s.instanceView(in, now))
+		out = append(out, s.instanceView(st, in, now))
 	}
 	return jsonReply(http.StatusOK, out)
 }
@@ -114,7 +114,7 @@ func (s *Server) getInstance(st *state, id string) reply {
 	if !ok {
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid instance id")
 	}
-	return jsonReply(http.StatusOK, s.instanceView(in, s.opts.Now()))
+	return jsonReply(http.StatusOK, s.instanceView(st, in, s.opts.Now()))
 }
 
 var hostnameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
@@ -135,7 +135,8 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 			Name string `json:"name"`
 			Size int    `json:"size"`
 		} `json:"os_volume"`
-		Tags []tag `json:"tags"`
+		Tags            []tag    `json:"tags"`
+		ExistingVolumes []string `json:"existing_volumes"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return errReply(http.StatusBadRequest, "invalid_request", "Request body is not valid json")
@@ -178,6 +179,9 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 		return errReply(http.StatusBadRequest, "invalid_request", "Operating system is not valid for this instance type")
 	}
 	if rep, bad := checkKeysAndTags(st, req.SSHKeyIDs, req.Tags); bad {
+		return rep
+	}
+	if rep, bad := s.attachAtCreate(st, loc, req.ExistingVolumes); bad {
 		return rep
 	}
 	if st.Faults.SoldOut || s.free(st, c, loc, req.IsSpot) <= 0 {
@@ -230,6 +234,7 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 		Tags:         req.Tags,
 	}
 	st.Instances[in.ID] = in
+	attachCreated(st, in.ID, req.ExistingVolumes)
 	st.Created++
 	if st.Faults.TakeLostCreate() {
 		return textReply(http.StatusBadGateway, "<html><body><h1>502 Bad Gateway</h1></body></html>")
@@ -257,13 +262,9 @@ func (s *Server) action(st *state, body []byte) reply {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return errReply(http.StatusBadRequest, "invalid_request", "Request body is not valid json")
 	}
-	var ids []string
-	if err := json.Unmarshal(req.ID, &ids); err != nil {
-		var one string
-		if err := json.Unmarshal(req.ID, &one); err != nil || one == "" {
-			return errReply(http.StatusBadRequest, "invalid_request", "id is required")
-		}
-		ids = []string{one}
+	ids, ok := actionIDs(req.ID) // volumes.go
+	if !ok {
+		return errReply(http.StatusBadRequest, "invalid_request", "id is required")
 	}
 	if len(ids) == 0 {
 		return errReply(http.StatusBadRequest, "invalid_request", "id is required")
@@ -284,6 +285,8 @@ func (s *Server) action(st *state, body []byte) reply {
 		if msg != "" {
 			res.Status, res.Error, res.StatusCode = "error", msg, code
 			failed++
+		} else if req.Action == "delete" || req.Action == "discontinue" {
+			s.releaseVolumes(st, id, req.VolumeIDs, req.DeletePermanently) // volumes.go
 		}
 		results = append(results, res)
 	}

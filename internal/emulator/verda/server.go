@@ -236,8 +236,15 @@ func (s *Server) route(st *state, r *http.Request, path string, body []byte) rep
 	case "clusters":
 		return s.clusters(st, r, id, len(parts), body)
 	case "volumes":
+		if rep, ok := s.volumes(st, r, id, len(parts), body); ok { // volumes.go
+			return rep
+		}
 		if r.Method == http.MethodDelete && len(parts) == 2 {
 			return s.deleteVolume(st, id)
+		}
+	case "volume-types":
+		if r.Method == http.MethodGet && len(parts) == 1 {
+			return s.volumeTypesReply()
 		}
 	case "cluster-types":
 		if r.Method == http.MethodGet {

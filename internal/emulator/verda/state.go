@@ -48,10 +48,12 @@ type state struct {
 	Instances map[string]*instance `json:"instances"`
 	Clusters  map[string]*cluster  `json:"clusters"`
 	// Volumes are the shared volumes of discontinued clusters, detached and still billed (clusters.go).
-	Volumes       map[string]*detachedVolume `json:"volumes"`
-	SSHKeys       map[string]*sshKey         `json:"ssh_keys"`
-	AccessTokens  map[string]time.Time       `json:"access_tokens"`
-	RefreshTokens map[string]time.Time       `json:"refresh_tokens"`
+	Volumes map[string]*detachedVolume `json:"volumes"`
+	// DataVolumes are the volumes of /volumes, the trashed ones too (volumes.go).
+	DataVolumes   map[string]*volume   `json:"data_volumes"`
+	SSHKeys       map[string]*sshKey   `json:"ssh_keys"`
+	AccessTokens  map[string]time.Time `json:"access_tokens"`
+	RefreshTokens map[string]time.Time `json:"refresh_tokens"`
 	// Faults are the armed faults (the shared vocabulary; Verda needs no faults of its own). They live
 	// in the state, so with a StateDir every process sharing it sees them.
 	Faults   simulation.Faults `json:"faults"`
@@ -68,6 +70,7 @@ func (s *state) init() {
 	emukit.MakeMaps(&s.Instances)
 	emukit.MakeMaps(&s.Clusters)
 	emukit.MakeMaps(&s.Volumes)
+	emukit.MakeMaps(&s.DataVolumes)
 	emukit.MakeMaps(&s.SSHKeys)
 	emukit.MakeMaps(&s.AccessTokens, &s.RefreshTokens)
 	emukit.MakeMaps(&s.Grants, &s.Requests)

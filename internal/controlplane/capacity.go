@@ -78,6 +78,20 @@ func (cp *ControlPlane) RememberCapacity(misses []CapacityMiss) {
 	}
 }
 
+// skipForPlan is skipRemembered in a plan of resource ("hydra_gpu_instance web"): the skip's notice is
+// added to notices, and no offer (noun: "offer", "cluster offer") left is a *Refusal.
+func (cp *ControlPlane) skipForPlan(offers []cloudprovider.Offer, noun, resource string, notices *[]Notice) ([]cloudprovider.Offer, []string, error) {
+	left, skipped, ids := cp.skipRemembered(offers)
+	if skipped != nil {
+		*notices = append(*notices, *skipped)
+	}
+	if len(left) == 0 {
+		return nil, ids, refuse("", "No GPU "+noun+" left for "+resource, skipped.Detail+"\nNo other "+noun+" matches; "+
+			"wait until then, widen clouds or regions, or set the provider's capacity_memory = \"0\" to try them again now.")
+	}
+	return left, ids, nil
+}
+
 // skipRemembered drops from offers (ranked) those whose create recently failed for lack of capacity,
 // keeping the order, and returns a notice naming each one skipped, why and until when (nil when none
 // was).

@@ -112,13 +112,9 @@ func (cp *ControlPlane) PlanNewCluster(ctx context.Context, spec ClusterSpec, ea
 	if len(res.flat) == 0 {
 		return plan, refuse("", "No GPU cluster offer matches hydra_gpu_cluster "+spec.Name, noClusterDetail(spec, OfferResult{Rejections: res.rejections}))
 	}
-	offers, skipped, _ := cp.skipRemembered(res.flat)
-	if skipped != nil {
-		plan.Notices = append(plan.Notices, *skipped)
-	}
-	if len(offers) == 0 {
-		return plan, refuse("", "No GPU cluster offer left for hydra_gpu_cluster "+spec.Name, skipped.Detail+"\nNo other cluster offer matches; "+
-			"wait until then, widen clouds or regions, or set the provider's capacity_memory = \"0\" to try them again now.")
+	offers, _, err := cp.skipForPlan(res.flat, "cluster offer", "hydra_gpu_cluster "+spec.Name, &plan.Notices)
+	if err != nil {
+		return plan, err
 	}
 	best := offers[0]
 	rejections := res.rejections

@@ -319,27 +319,15 @@ func findCluster(ctx context.Context, cb cloudprovider.ClusterBackend, name stri
 // freeClusterToken is the first of the resource name's derived tokens whose cloud-side name no cluster
 // and no machine of the pool carries.
 func (cp *ControlPlane) freeClusterToken(ctx context.Context, pm *SinglePoolInstManager, cb cloudprovider.ClusterBackend, resource string) (string, error) {
-	used := map[string]bool{}
 	clusters, err := cb.ListClusters(ctx, pm.Pool.Prefix)
 	if err != nil {
 		return "", fmt.Errorf("listing the clusters of %s before creating %q there (nothing was created): %w", pm.Pool.Name, resource, err)
 	}
+	used := map[string]bool{}
 	for _, c := range clusters {
 		used[c.Name] = c.Status != cloudprovider.StatusTerminated
 	}
-	machines, err := cp.listPool(ctx, pm)
-	if err != nil {
-		return "", fmt.Errorf("listing %s before creating %q there (nothing was created): %w", pm.Pool.Name, resource, err)
-	}
-	for _, m := range machines {
-		used[m.Name] = true
-	}
-	for gen := 0; gen < cloudprovider.OwnerGenerations; gen++ {
-		if t := cloudprovider.OwnerToken(resource, gen); !used[cloudprovider.CloudName(pm.Pool, resource, t)] {
-			return t, nil
-		}
-	}
-	return "", fmt.Errorf("every cloud-side name of %q in %s is taken (%d of them); delete the clusters no state holds, then apply again (nothing was created)", resource, pm.Pool.Name, cloudprovider.OwnerGenerations)
+	return cp.freeToken(ctx, pm, resource, used)
 }
 
 // adoptCluster finds the cluster an interrupted create of resource left: the one its journaled intent

@@ -35,6 +35,16 @@ func sandboxSpec(kind string) ClusterSpec {
 	return ClusterSpec{Name: "train", GPUType: "h100", GPUCount: 8, Nodes: 4, Kind: kind, MinBusBandwidthGBps: 150}
 }
 
+// mustPlanCluster is the plan PlanNewCluster makes of spec without an earlier quote.
+func mustPlanCluster(t *testing.T, cp *ControlPlane, spec ClusterSpec) ClusterPlan {
+	t.Helper()
+	plan, err := cp.PlanNewCluster(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
 // liveNodes counts the sandbox's instances that are not deleted (every node of every cluster).
 func liveNodes(t *testing.T, sb *sandbox.Backend) int {
 	t.Helper()
@@ -51,10 +61,7 @@ func TestSandboxClusterCreateReady(t *testing.T) {
 	prov := newClusterProvisioner(4)
 	sb, cp := sandboxCluster(t, prov, Options{})
 	spec := sandboxSpec("vm")
-	plan, err := cp.PlanNewCluster(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustPlanCluster(t, cp, spec)
 	// Only sbx-eu-1 has a fabric; a node of 8 H100 costs $19.92 there: the cluster 4 times that.
 	if plan.OfferID != "sandbox-vm-pool/sbx-eu-1/4xsbx.h100.8x/ondemand@79.68" || plan.PricePerHour != usd(79.68) || len(plan.Notices) != 0 {
 		t.Fatalf("plan = %+v", plan)
@@ -117,12 +124,9 @@ func TestSandboxClusterAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := sandboxSpec("vm")
-	plan, err := cp.PlanNewCluster(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustPlanCluster(t, cp, spec)
 	var saves int
-	_, err = cp.CreateCluster(ctx, spec, plan, func(ClusterRecord) { saves++ })
+	_, err := cp.CreateCluster(ctx, spec, plan, func(ClusterRecord) { saves++ })
 	var ce *ClusterCapacityError
 	if !errors.As(err, &ce) || !cloudprovider.IsCapacity(err) || !strings.Contains(err.Error(), "nothing stays billed") || ce.Capacity == nil {
 		t.Fatalf("CreateCluster = %v", err)
@@ -202,10 +206,7 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 				}
 			}
 			spec := sandboxSpec("vm")
-			plan, err := cp.PlanNewCluster(ctx, spec, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			plan := mustPlanCluster(t, cp, spec)
 			var last ClusterRecord
 			if _, err := cp.CreateCluster(ctx, spec, plan, func(r ClusterRecord) { last = r }); !errors.Is(err, context.Canceled) || last.Status != "provisioning" {
 				t.Fatalf("interrupted create: %v (last saved %+v)", err, last)
@@ -229,6 +230,7 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 				}
 			}
 			var rec ClusterRecord
+			var err error
 			if tc.stateKept {
 				// The state keeps what the resource's attributes hold, not the control plane's extras.
 				rec = last
@@ -244,10 +246,7 @@ func TestSandboxClusterInterruptedThenResumed(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				plan, err = cp2.PlanNewCluster(rctx, spec, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				plan = mustPlanCluster(t, cp2, spec)
 				if len(plan.Notices) != 1 || !strings.Contains(plan.Notices[0].Detail, last.ID) {
 					t.Errorf("the plan does not say it adopts the cluster left: %+v", plan.Notices)
 				}
@@ -288,10 +287,7 @@ func TestSandboxClusterFailureKeepsTheCluster(t *testing.T) {
 			tc.prov(prov)
 			sb, cp := sandboxCluster(t, prov, Options{MaxProvisionAttempts: 1})
 			spec := sandboxSpec("vm")
-			plan, err := cp.PlanNewCluster(ctx, spec, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			plan := mustPlanCluster(t, cp, spec)
 			rec, err := cp.CreateCluster(ctx, spec, plan, nil)
 			if err == nil || strings.Count(err.Error(), tc.why) != 1 || rec.Status != "error" || strings.Count(rec.ProvisioningError, tc.why) != 1 {
 				t.Fatalf("CreateCluster = %+v, %v; want %q said once", rec, err, tc.why)
@@ -314,10 +310,7 @@ func TestSandboxClusterLeftoverThatNoLongerFitsIsDeleted(t *testing.T) {
 	spec := sandboxSpec("vm")
 	spec.MinBusBandwidthGBps = 0
 	// A 4-node create was cut short before the state kept it; the configuration now asks for 2 nodes.
-	plan4, err := cp.PlanNewCluster(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan4 := mustPlanCluster(t, cp, spec)
 	p4, _ := ParseClusterOfferID(plan4.OfferID)
 	pm, cb, _ := cp.clusterBackend(p4.Pool)
 	offer4, _ := cp.liveClusterOffer(ctx, pm, p4, spec)
@@ -325,10 +318,7 @@ func TestSandboxClusterLeftoverThatNoLongerFitsIsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.Nodes = 2
-	plan2, err := cp.PlanNewCluster(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan2 := mustPlanCluster(t, cp, spec)
 	rec, err := cp.CreateCluster(ctx, spec, plan2, nil)
 	created, _ := sb.CreatedCount()
 	if err != nil || len(rec.Nodes) != 2 || created != 6 || liveNodes(t, sb) != 2 {
@@ -354,10 +344,7 @@ func TestSandboxClusterPlanReusesTheQuote(t *testing.T) {
 	ctx := context.Background()
 	sb, cp := sandboxCluster(t, newClusterProvisioner(4), Options{})
 	spec := sandboxSpec("vm")
-	first, err := cp.PlanNewCluster(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustPlanCluster(t, cp, spec)
 	quote := &ClusterQuote{Plan: first, Path: "/run/hydra/quotes/train.json", Expires: time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)}
 	again, err := cp.PlanNewCluster(ctx, spec, quote)
 	if err != nil || again.OfferID != first.OfferID || again.PricePerHour != first.PricePerHour || len(again.Notices) != 0 {
@@ -396,10 +383,7 @@ func TestSandboxClusterDeleteDrainsExecletsFirst(t *testing.T) {
 	sb, cp := sandboxCluster(t, newClusterProvisioner(2), Options{Inspector: in})
 	spec := sandboxSpec("execlet")
 	spec.Nodes = 2
-	plan, err := cp.PlanNewCluster(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustPlanCluster(t, cp, spec)
 	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -457,10 +441,7 @@ func TestSandboxClusterImport(t *testing.T) {
 	anySpec := spec
 	anySpec.Name, anySpec.Interconnect, anySpec.Regions = "spread", cloudprovider.InterconnectAny, []string{"sbx-us-1"}
 	anySpec.MinBusBandwidthGBps = 0
-	plan, err = cp.PlanNewCluster(ctx, anySpec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan = mustPlanCluster(t, cp, anySpec)
 	spread, err := cp.CreateCluster(ctx, anySpec, plan, nil)
 	if err != nil || spread.Interconnect != cloudprovider.InterconnectAny {
 		t.Fatalf("CreateCluster on any = %+v, %v", spread, err)

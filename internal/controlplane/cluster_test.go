@@ -481,10 +481,7 @@ func TestCreateClusterOrderCutShort(t *testing.T) {
 			opts := Options{Journal: journal, PollInterval: time.Millisecond, ProvisionBackoff: time.Millisecond, Provisioner: newClusterProvisioner(4)}
 			cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, opts)
 			spec := trainSpec()
-			plan, err := cp.PlanNewCluster(context.Background(), spec, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			plan := mustPlanCluster(t, cp, spec)
 			// The apply is cancelled (its timeout, Ctrl-C) while it waits for a cluster that cannot run.
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
@@ -497,6 +494,7 @@ func TestCreateClusterOrderCutShort(t *testing.T) {
 			opts.Provisioner = newClusterProvisioner(4)
 			cp2 := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, opts)
 			rec := last
+			var err error
 			if stateKept {
 				if found, err := cp2.RefreshCluster(rctx, &rec); !found || err != nil {
 					t.Fatalf("refresh: %v %v", found, err)
@@ -522,12 +520,9 @@ func TestCreateClusterBidNotWonIsCancelled(t *testing.T) {
 		CapacityMemory: time.Hour})
 	spec := trainSpec()
 	spec.Interconnect, spec.BidTimeout, spec.MinBusBandwidthGBps = anyNet, 20*time.Millisecond, 0
-	plan, err := cp.PlanNewCluster(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustPlanCluster(t, cp, spec)
 	var saves int
-	_, err = cp.CreateCluster(ctx, spec, plan, func(ClusterRecord) { saves++ })
+	_, err := cp.CreateCluster(ctx, spec, plan, func(ClusterRecord) { saves++ })
 	var ce *ClusterCapacityError
 	if !errors.As(err, &ce) || ce.Capacity == nil || !strings.Contains(ce.Capacity.Misses[0].Reason, "did not win within bid_timeout 20ms") ||
 		!strings.Contains(err.Error(), "nothing stays billed") {
@@ -550,10 +545,7 @@ func TestClusterNodesInNodeOrder(t *testing.T) {
 	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, Options{Journal: Journal{Dir: t.TempDir()}, Inspector: in,
 		PollInterval: time.Millisecond, Provisioner: newClusterProvisioner(4)})
 	spec := trainSpec()
-	plan, err := cp.PlanNewCluster(ctx, spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := mustPlanCluster(t, cp, spec)
 	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -64,7 +65,7 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 		if !ok {
 			return Launched{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, o.Cloud, "creating instance", "pool %q of offer %s is not configured", o.Pool, o.ID)
 		}
-		token, err := cp.freeToken(ctx, pm, req.Name)
+		token, err := cp.freeToken(ctx, pm, req.Name, nil)
 		if err != nil {
 			return Launched{}, err
 		}
@@ -248,13 +249,17 @@ func (cp *ControlPlane) resumeLeftover(ctx context.Context, req LaunchRequest) (
 }
 
 // freeToken is the first of the resource name's derived tokens whose cloud-side name no machine of the
-// pool carries (a create_before_destroy replacement's predecessor holds the first, for one).
-func (cp *ControlPlane) freeToken(ctx context.Context, pm *SinglePoolInstManager, resource string) (string, error) {
+// pool carries (a create_before_destroy replacement's predecessor holds the first, for one), nor any
+// name taken says is used (a cluster's, say; nil: none).
+func (cp *ControlPlane) freeToken(ctx context.Context, pm *SinglePoolInstManager, resource string, taken map[string]bool) (string, error) {
 	list, err := cp.listPool(ctx, pm)
 	if err != nil {
 		return "", fmt.Errorf("listing %s before creating %q there (nothing was created): %w", pm.Pool.Name, resource, err)
 	}
-	used := map[string]bool{}
+	used := maps.Clone(taken)
+	if used == nil {
+		used = map[string]bool{}
+	}
 	for _, inst := range list {
 		used[inst.Name] = true
 	}
@@ -263,7 +268,7 @@ func (cp *ControlPlane) freeToken(ctx context.Context, pm *SinglePoolInstManager
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("every cloud-side name of %q in %s is taken by a machine (%d of them); delete the ones no state holds, then apply again (nothing was created)", resource, pm.Pool.Name, cloudprovider.OwnerGenerations)
+	return "", fmt.Errorf("every cloud-side name of %q in %s is taken (%d of them); delete the machines or clusters no state holds, then apply again (nothing was created)", resource, pm.Pool.Name, cloudprovider.OwnerGenerations)
 }
 
 // Settle is called once the resource's create has returned the machine to Terraform: it records the

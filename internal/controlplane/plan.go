@@ -165,13 +165,9 @@ func (cp *ControlPlane) planNew(ctx context.Context, req NewPlanRequest) (NewPla
 			return plan, refuse("", "No GPU offer matches hydra_gpu_instance "+req.Name, NoOfferDetail(req.Request, res, cp.Closest(ctx, req.Request)))
 		}
 		// Offers that recently failed for lack of capacity are skipped (capacity_memory).
-		offers, skipped, skippedIDs := cp.skipRemembered(res.Offers)
-		if skipped != nil {
-			plan.Notices = append(plan.Notices, *skipped)
-		}
-		if len(offers) == 0 {
-			return plan, refuse("", "No GPU offer left for hydra_gpu_instance "+req.Name, skipped.Detail+"\nNo other offer matches; "+
-				"wait until then, widen clouds or regions, or set the provider's capacity_memory = \"0\" to try them again now.")
+		offers, skippedIDs, err := cp.skipForPlan(res.Offers, "offer", "hydra_gpu_instance "+req.Name, &plan.Notices)
+		if err != nil {
+			return plan, err
 		}
 		// Instances planned in this run share the known stock (deterministically, by name).
 		choice, ok, err := cp.fleet.Choose(ctx, req.Name, offers)

@@ -324,8 +324,8 @@ func gpuSpec() simhost.Spec {
 }
 
 // onEachOS runs test on a machine of each OS the clouds boot (realos.OSes: Debian 12, Ubuntu 22.04
-// and 24.04), side by side; HYDRA_REALOS_OSES (names, comma-separated) runs only those.
-func onEachOS(t *testing.T, systemd bool, test func(t *testing.T, f realOSFixture)) {
+// and 24.04), booted with opts, side by side; HYDRA_REALOS_OSES (names, comma-separated) runs only those.
+func onEachOS(t *testing.T, opts realos.Options, test func(t *testing.T, f realOSFixture)) {
 	oses := realos.OSes()
 	if only := os.Getenv("HYDRA_REALOS_OSES"); only != "" {
 		byName := map[string]realos.OS{}
@@ -344,7 +344,7 @@ func onEachOS(t *testing.T, systemd bool, test func(t *testing.T, f realOSFixtur
 	for _, o := range oses {
 		t.Run(o.Name, func(t *testing.T) {
 			t.Parallel()
-			test(t, newRealOSOn(t, o, false, realos.Options{Systemd: systemd, GPU: gpuSpec()}))
+			test(t, newRealOSOn(t, o, false, opts))
 		})
 	}
 }
@@ -355,7 +355,7 @@ func onEachOS(t *testing.T, systemd bool, test func(t *testing.T, f realOSFixtur
 // units; a second run changes nothing.
 func TestRealOS_BareVM(t *testing.T) {
 	t.Parallel()
-	onEachOS(t, true, testBareVM)
+	onEachOS(t, realos.Options{Systemd: true, GPU: gpuSpec()}, testBareVM)
 }
 
 func testBareVM(t *testing.T, f realOSFixture) {
@@ -386,7 +386,7 @@ func testBareVM(t *testing.T, f realOSFixture) {
 // gets secret arguments (checkUpgradesPausedAndSecretsHidden).
 func TestRealOS_Execlet(t *testing.T) {
 	t.Parallel()
-	onEachOS(t, true, testExeclet)
+	onEachOS(t, realos.Options{Systemd: true, GPU: gpuSpec()}, testExeclet)
 }
 
 func testExeclet(t *testing.T, f realOSFixture) {
@@ -420,19 +420,22 @@ func testExeclet(t *testing.T, f realOSFixture) {
 }
 
 // TestRealOS_Pod: each OS's tree run without systemd (sshd is the container's only service, as in a
-// pod whose image has the distribution's node_exporter, installed here with apt before provisioning)
-// reaches ready with bare-vm.yml: the exporters the image has run as processes on loopback, DCGM's
-// host engine is started, nothing needs systemctl; a second run changes nothing.
+// pod whose image has the distribution's node_exporter: nodeExporterInImage) reaches ready with
+// bare-vm.yml: the exporters the image has run as processes on loopback, DCGM's host engine is
+// started, nothing needs systemctl; a second run changes nothing.
 func TestRealOS_Pod(t *testing.T) {
 	t.Parallel()
-	onEachOS(t, false, testPod)
+	onEachOS(t, realos.Options{GPU: gpuSpec(), ImagePrepare: []string{nodeExporterInImage}}, testPod)
 }
+
+// nodeExporterInImage installs the distribution's node_exporter into a machine's image with apt (once:
+// realos.Options.ImagePrepare), as an image that has it.
+const nodeExporterInImage = "apt-get -q update >/dev/null && apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null && apt-get clean"
 
 func testPod(t *testing.T, f realOSFixture) {
 	if f.run(t, "test -d /run/systemd/system && echo systemd || echo none") != "none" {
 		t.Fatal("the pod runs systemd")
 	}
-	f.run(t, "apt-get -q update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null")
 	if out, _ := f.m.Run(context.Background(), "ss -Hltn 'sport = :9100'"); strings.TrimSpace(out) != "" {
 		t.Fatalf("node_exporter started on its own in the pod: %s", out)
 	}
@@ -452,14 +455,12 @@ func testPod(t *testing.T, f realOSFixture) {
 // hydra's nftables rules, loaded by their unit, in a network namespace of the machine's own (never the
 // host's), once hydra_exporter_firewall_in_container says the container's network is its own (refused,
 // naming it, before): an allowed source reaches node_exporter, another is dropped, the host sees nothing. The
-// machine's image has Debian's node_exporter (installed with apt before boot: its network has no route
-// to the mirror), whose packaged unit starts it on every interface of that network, as such an image
-// does until hydra configures it; a second run changes nothing.
+// machine's image has Debian's node_exporter (nodeExporterInImage), whose packaged unit starts it on
+// every interface of that network, as such an image does until hydra configures it; a second run
+// changes nothing.
 func TestRealOS_ExporterFirewall(t *testing.T) {
 	t.Parallel()
-	f := newRealOSWith(t, realos.Options{Systemd: true, GPU: gpuSpec(), Prepare: []string{
-		"apt-get -q update >/dev/null && apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null",
-	}})
+	f := newRealOSWith(t, realos.Options{Systemd: true, GPU: gpuSpec(), ImagePrepare: []string{nodeExporterInImage}})
 	// The machine's private interface, and a peer in a second namespace of the machine's own with an
 	// allowed source (10.89.0.3, in 10.89.0.0/30) and one that is not (10.89.0.9).
 	peer := f.run(t, `set -e

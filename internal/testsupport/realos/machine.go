@@ -35,6 +35,10 @@ type Options struct {
 	// booting it (systemd-nspawn running /bin/sh), apt reaching Debian's mirror through the machine's
 	// apt proxy: installing Debian packages the machine's image should have, say.
 	Prepare []string
+	// ImagePrepare are shell commands run like Prepare, but once: into a copy of the image cached by the
+	// image and the commands (PreparedImage), which the machine boots from. For what every machine of a
+	// kind needs in its image, at no cost once cached; Prepare runs after them, on the machine's copy.
+	ImagePrepare []string
 	// Logf receives progress lines (default: none).
 	Logf func(format string, args ...any)
 }
@@ -98,6 +102,11 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 	}
 	if img.OS.Name == "" {
 		img.OS = Debian12
+	}
+	if len(opts.ImagePrepare) > 0 {
+		if img, err = PreparedImage(ctx, img, opts.ImagePrepare, logf); err != nil {
+			return nil, err
+		}
 	}
 	proxy, err := newAptProxy(cache, append([]string{img.OS.Mirror()}, img.OS.securityMirrors()...)...)
 	if err != nil {

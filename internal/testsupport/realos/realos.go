@@ -258,6 +258,47 @@ func EnsureImageOf(ctx context.Context, o OS, plain bool, logf func(format strin
 	return img, err
 }
 
+// PreparedImage returns img with commands run in it (/bin/sh -c in systemd-nspawn, without booting it,
+// apt reaching the archive through the apt proxy), built once and cached as an image of its own, keyed
+// by img's key and the commands.
+func PreparedImage(ctx context.Context, img Image, commands []string, logf func(format string, args ...any)) (Image, error) {
+	cache, err := CacheDir()
+	if err != nil {
+		return Image{}, err
+	}
+	h := sha256.New()
+	_, _ = fmt.Fprintf(h, "image %s\x00", img.Key)
+	for _, c := range commands {
+		_, _ = fmt.Fprintf(h, "prepare %s\x00", c)
+	}
+	out := img
+	out.Key = hex.EncodeToString(h.Sum(nil))
+	out.Root = filepath.Join(cache, "images", out.Key, "rootfs")
+	err = cached(filepath.Join(cache, "images", out.Key), logf, func(root string) error {
+		if b, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", img.Root, root).CombinedOutput(); err != nil {
+			return fmt.Errorf("realos: copying the image: %v: %s", err, tail(b, 1000))
+		}
+		proxy, err := newAptProxy(cache, append([]string{img.OS.Mirror()}, img.OS.securityMirrors()...)...)
+		if err != nil {
+			return err
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = l.Close() }()
+		proxy.serve(l)
+		for _, c := range commands {
+			if err := inImage(ctx, root, c, "preparing the image ("+c+")",
+				"http_proxy=http://"+l.Addr().String()+"/", "DEBIAN_FRONTEND=noninteractive"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // cachedBase returns debootstrap's tree, building it when it is missing.
 func cachedBase(ctx context.Context, cache string, o OS, mirror string, logf func(string, ...any)) (string, error) {
 	dir := filepath.Join(cache, "images", "base-"+baseKey(o, mirror))

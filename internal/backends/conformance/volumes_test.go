@@ -11,7 +11,7 @@ import (
 // have none yet; Prime Intellect's disks, UpCloud's storage, Verda's and Mithril's volumes are not built
 // yet). The test fails when one of them implements cloudprovider.VolumeBackend, and when any other
 // cloud does not, until this list says so.
-var noVolumes = []string{"atlas", "mithril", "primeintellect", "sandbox", "upcloud"}
+var noVolumes = []string{"atlas", "primeintellect", "sandbox", "upcloud"}
 
 // TestVolumeConformance runs the volume contract against every cloud of the registry whose backend
 // implements cloudprovider.VolumeBackend, each against its own emulator (the harnesses of

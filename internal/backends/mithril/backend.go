@@ -395,6 +395,11 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 //     for the name once more and returns the bid it finds, else the error (ErrOther: List(req.Name)
 //     finds the bid if it was placed after all).
 func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
+	return b.create(ctx, req, nil)
+}
+
+// create is Create with volumes in the bid's launch specification (volumes.go).
+func (b *Backend) create(ctx context.Context, req cloudprovider.CreateRequest, volumes []string) (cloudprovider.Instance, error) {
 	const op = "placing bid"
 	o := req.Offer
 	price, err := checkBid(op, req.Name, o, o.PricePerHour, 1, req.MaxPricePerHour)
@@ -402,7 +407,7 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 		return cloudprovider.Instance{}, err
 	}
 	bid, insts, err := b.placeOnce(ctx, order{op: op, name: req.Name, pool: req.Pool, owner: req.Owner, offer: o,
-		publicKeys: req.SSHPublicKeys, quantity: 1, price: price, kind: isMachineBid})
+		publicKeys: req.SSHPublicKeys, quantity: 1, price: price, kind: isMachineBid, volumes: volumes})
 	if err != nil {
 		return cloudprovider.Instance{}, err
 	}
@@ -435,6 +440,8 @@ type order struct {
 	// whole refuses a bid for more instances than the auction can allocate now (ErrCapacity), before
 	// it is placed (a cluster's: see fillable).
 	whole bool
+	// volumes are the volume FIDs of the bid's launch specification (volumes.go).
+	volumes []string
 }
 
 // placeOnce places the order's bid unless a live bid of its name and kind exists, and returns the bid
@@ -472,7 +479,7 @@ func (b *Backend) placeOnce(ctx context.Context, ord order) (Bid, []Instance, er
 			return b.fillable(ctx, ord.op, fid, ord.offer, ord.quantity)
 		},
 		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
-			placed, err := b.submitBid(ctx, project, fid, ord.price, ord.quantity, keys, ord.name, ord.offer.Region)
+			placed, err := b.submitBid(ctx, project, fid, ord.price, ord.quantity, keys, ord.volumes, ord.name, ord.offer.Region)
 			bid, insts = placed, nil
 			return cloudprovider.Instance{ID: placed.FID}, err
 		},
@@ -532,9 +539,9 @@ func (b *Backend) bidInputs(ctx context.Context, project string, o cloudprovider
 }
 
 // submitBid places a bid for quantity instances of the instance type fid at price cents each, with
-// nothing but SSH keys in its launch specification, and returns it as Mithril answered (its name and
-// region filled in when the answer leaves them out).
-func (b *Backend) submitBid(ctx context.Context, project, fid string, price int64, quantity int, keys []string, name, region string) (Bid, error) {
+// nothing but SSH keys and volumes in its launch specification, and returns it as Mithril answered (its
+// name and region filled in when the answer leaves them out).
+func (b *Backend) submitBid(ctx context.Context, project, fid string, price int64, quantity int, keys, volumes []string, name, region string) (Bid, error) {
 	bid, err := b.client.CreateBid(ctx, CreateBidRequest{
 		Project:          project,
 		Region:           region,
@@ -543,7 +550,7 @@ func (b *Backend) submitBid(ctx context.Context, project, fid string, price int6
 		InstanceQuantity: quantity,
 		Name:             name,
 		LaunchSpecification: LaunchSpecification{
-			Volumes: []string{},
+			Volumes: append([]string{}, volumes...),
 			SSHKeys: keys,
 		},
 	})

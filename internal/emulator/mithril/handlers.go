@@ -278,8 +278,8 @@ func (s *Server) createBid(r *http.Request, st *state, now time.Time, user strin
 			return 0, nil, detail(http.StatusNotFound, fmt.Sprintf("SSH key %s not found", k))
 		}
 	}
-	if len(volumes) > 0 {
-		return 0, nil, detail(http.StatusNotFound, fmt.Sprintf("Volume %s not found", volumes[0]))
+	if err := s.checkBidVolumes(st, proj, a.Region, volumes); err != nil { // volumes.go
+		return 0, nil, err
 	}
 	if st.Faults.SoldOut {
 		return 0, nil, detail(http.StatusBadRequest, fmt.Sprintf("Insufficient capacity for %s in %s", a.Name, a.Region))

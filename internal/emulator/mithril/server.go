@@ -218,6 +218,9 @@ func (s *Server) routes() {
 	h("GET /v2/ssh-keys", s.listKeys)
 	h("POST /v2/ssh-keys", s.createKey)
 	h("DELETE /v2/ssh-keys/{fid}", s.deleteKey)
+	h("GET /v2/volumes", s.listVolumes) // volumes.go
+	h("POST /v2/volumes", s.createVolume)
+	h("DELETE /v2/volumes/{fid}", s.deleteVolume)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"}, nil)
 	})

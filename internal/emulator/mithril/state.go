@@ -18,17 +18,19 @@ import (
 // and saves it under an exclusive file lock. Every status progression is computed from timestamps
 // stored here, never from timers, so it survives process restarts.
 type state struct {
-	Projects  []*project        `json:"projects"`
-	Auctions  []*auction        `json:"auctions"`
-	Bids      []*bid            `json:"bids"`
-	Instances []*instance       `json:"instances"`
-	SSHKeys   []*sshKey         `json:"ssh_keys"`
-	Faults    simulation.Faults `json:"faults"`
-	Own       OwnFaults         `json:"mithril_faults"`
-	Seq       int64             `json:"seq"`
-	Created   int               `json:"bids_created"`
-	Hosts     int               `json:"hosts"`
-	Settings  settings          `json:"settings"`
+	Projects  []*project  `json:"projects"`
+	Auctions  []*auction  `json:"auctions"`
+	Bids      []*bid      `json:"bids"`
+	Instances []*instance `json:"instances"`
+	SSHKeys   []*sshKey   `json:"ssh_keys"`
+	// Volumes are the projects' volumes, deleted ones too (volumes.go).
+	Volumes  []*volume         `json:"volumes"`
+	Faults   simulation.Faults `json:"faults"`
+	Own      OwnFaults         `json:"mithril_faults"`
+	Seq      int64             `json:"seq"`
+	Created  int               `json:"bids_created"`
+	Hosts    int               `json:"hosts"`
+	Settings settings          `json:"settings"`
 }
 
 // settings copy the Options that must agree between processes sharing a state dir.

@@ -8,9 +8,9 @@ import (
 )
 
 // noVolumes are the registry's clouds whose backends keep no volumes (issue 35: Atlas and the sandbox
-// have none yet; Prime Intellect's disks, UpCloud's storage, Verda's and Mithril's volumes are not built
-// yet). The test fails when one of them implements cloudprovider.VolumeBackend, and when any other
-// cloud does not, until this list says so.
+// have none; Prime Intellect's disks and UpCloud's storage are not built yet). The test fails when one
+// of them implements cloudprovider.VolumeBackend, and when any other cloud does not, until this list
+// says so.
 var noVolumes = []string{"atlas", "primeintellect", "sandbox", "upcloud"}
 
 // TestVolumeConformance runs the volume contract against every cloud of the registry whose backend

@@ -96,6 +96,10 @@ func checkVolume(t *testing.T, h Harness, req cloudprovider.VolumeRequest, v clo
 	if v.Owner.Token != "" && v.Owner != req.Owner {
 		t.Errorf("the cloud's ownership record of the volume is %+v, want %+v", v.Owner, req.Owner)
 	}
+	// The name is the ownership record every cloud keeps.
+	if name, token, ok := cloudprovider.ParseCloudName(backendtest.Pool(t, h.Cloud), v.Name); !ok || name != req.Owner.Resource || token != req.Owner.Token {
+		t.Errorf("the volume's name %q does not carry its ownership record %+v", v.Name, req.Owner)
+	}
 	if v.PricePerMonth < 0 {
 		t.Errorf("volume price %v a month", v.PricePerMonth)
 	}

@@ -123,9 +123,7 @@ func (r *gpuClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 		}
 	}
 	chosen, err := r.data.cp.PlanNewCluster(ctx, spec, earlier)
-	addNotices(&resp.Diagnostics, chosen.Notices)
-	if err != nil {
-		addPlanError(&resp.Diagnostics, err)
+	if !decided(&resp.Diagnostics, chosen.Notices, err) {
 		return
 	}
 	if earlier == nil {
@@ -160,19 +158,17 @@ func (r *gpuClusterResource) planChange(ctx context.Context, req resource.Modify
 	spec.ProvisioningVarsUnknown = !varsKnown
 	spec.ReplaceWhenUnhealthy = plan.ReplaceWhenUnhealthy.ValueBool()
 	rec := state.record(ctx, &resp.Diagnostics)
-	decided, err := r.data.cp.PlanClusterChange(spec, rec)
-	addNotices(&resp.Diagnostics, decided.Notices)
-	if err != nil {
-		addPlanError(&resp.Diagnostics, err)
+	change, err := r.data.cp.PlanClusterChange(spec, rec)
+	if !decided(&resp.Diagnostics, change.Notices, err) {
 		return
 	}
-	digest := digestValue(decided.Digest, decided.DigestKnown)
-	switch decided.Change {
+	digest := digestValue(change.Digest, change.DigestKnown)
+	switch change.Change {
 	case controlplane.Replace:
 		// Terraform replaces for a path whose value changes: the status (and the nodes, whose health
 		// may be the reason) are new with the replacement.
 		plan.Status, plan.Node = types.StringUnknown(), types.ListUnknown(plan.Node.ElementType(ctx))
-		resp.RequiresReplace.Append(path.Root(replacedBecause(decided.ReplaceBecause)), path.Root("status"))
+		resp.RequiresReplace.Append(path.Root(replacedBecause(change.ReplaceBecause)), path.Root("status"))
 	case controlplane.Reprovision:
 		if u := r.data.provisioningUnavailable; u != nil {
 			u.error(&resp.Diagnostics, fmt.Sprintf("hydra_gpu_cluster %q (%s)", state.Name.ValueString(), state.ID.ValueString()))

@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
 
 // lifecycleModel is what hydra_gpu_instance's and hydra_gpu_cluster's models tell the lifecycle steps
@@ -23,6 +25,16 @@ func (m *resourceModel) timeoutsValue() timeouts.Value { return m.Timeouts }
 func (m *resourceModel) statusValue() types.String     { return m.Status }
 func (m *gpuInstanceModel) idValue() types.String      { return m.ID }
 func (m *gpuClusterModel) idValue() types.String       { return m.ID }
+
+// decided reports a plan decision's notices, and its error when there is one: it says whether the
+// decision stands (no error).
+func decided(diags *diag.Diagnostics, notices []controlplane.Notice, err error) bool {
+	addNotices(diags, notices)
+	if err != nil {
+		addPlanError(diags, err)
+	}
+	return err == nil
+}
 
 // nullTimeouts is an unset timeouts block (create, update, delete), as an import leaves it.
 func nullTimeouts() timeouts.Value {

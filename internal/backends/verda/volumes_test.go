@@ -10,7 +10,8 @@ import (
 )
 
 // TestVolumeTypesAndPrices checks the type each hydra type becomes at Verda and the monthly price read
-// back exactly: in dollars as Verda states it, and from a euro account converted like instance prices.
+// back exactly: in dollars as Verda states it, from a euro account converted like instance prices, and
+// none where the type states no price.
 func TestVolumeTypesAndPrices(t *testing.T) {
 	for _, tc := range []struct {
 		name, currency string
@@ -19,7 +20,7 @@ func TestVolumeTypesAndPrices(t *testing.T) {
 		price          money.USD
 	}{
 		{"block in dollars", "usd", cloudprovider.VolumeBlock, "NVMe", money.MustFromFloat(10)},
-		{"shared in dollars", "usd", cloudprovider.VolumeSharedFS, "NVMe_Shared", money.MustFromFloat(10)},
+		{"shared, no price stated", "usd", cloudprovider.VolumeSharedFS, "NVMe_Shared", 0},
 		{"block from a euro account", "eur", cloudprovider.VolumeBlock, "NVMe", money.MustFromFloat(10.80)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

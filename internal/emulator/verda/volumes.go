@@ -17,9 +17,9 @@ package verda
 //
 // Not confirmed, chosen here: the messages and codes of the refusals (400 invalid_request for a wrong
 // location or a running instance, 404 not_found "Invalid volume id" for an unknown id), that GET
-// /volumes/{id} still answers a trashed volume (status deleted, deleted_at), and the prices of the
-// types (NVMe's 0.2 USD per GB and month is in a public client's fixture; HDD's and NVMe_Shared's are
-// plausible).
+// /volumes/{id} still answers a trashed volume (status deleted, deleted_at). Prices: NVMe's 0.2 USD per
+// GB and month is in a public client's fixture; no public source gave HDD's or NVMe_Shared's, so the
+// emulator states none for them (0), and the backend then reports no monthly price.
 
 import (
 	"encoding/json"
@@ -40,8 +40,8 @@ const TrashRetention = 96 * time.Hour
 // currency.
 var volumeTypes = []verdaapi.VolumeType{
 	{Type: verdaapi.VolumeTypeNVMe, Price: verdaapi.VolumeTypePrice{PricePerMonthPerGB: 0.2}},
-	{Type: verdaapi.VolumeTypeHDD, Price: verdaapi.VolumeTypePrice{PricePerMonthPerGB: 0.05}},
-	{Type: verdaapi.VolumeTypeNVMeShared, Price: verdaapi.VolumeTypePrice{PricePerMonthPerGB: 0.2}, IsSharedFS: true},
+	{Type: verdaapi.VolumeTypeHDD},
+	{Type: verdaapi.VolumeTypeNVMeShared, IsSharedFS: true},
 }
 
 // volume is one stored data volume.

@@ -124,18 +124,7 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 					"`node` so the two do not clash.)",
 				Computed:      true,
 				PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()},
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"id":         schema.StringAttribute{MarkdownDescription: "The cloud's own identifier of the node.", Computed: true},
-					"name":       schema.StringAttribute{MarkdownDescription: "The node's cloud-side name, `<id>-<i>`.", Computed: true},
-					"ssh_host":   schema.StringAttribute{MarkdownDescription: "Address to reach the node over SSH.", Computed: true},
-					"ssh_port":   schema.Int64Attribute{MarkdownDescription: "SSH port of the node.", Computed: true},
-					"ssh_user":   schema.StringAttribute{MarkdownDescription: "SSH login user of the node.", Computed: true},
-					"private_ip": schema.StringAttribute{MarkdownDescription: "The node's address on the cluster's private network.", Computed: true},
-					"host_key":   schema.StringAttribute{MarkdownDescription: "The node's SSH host key, pinned.", Computed: true},
-					"status":     schema.StringAttribute{MarkdownDescription: "hydra's status of the node (as a machine's `status`).", Computed: true},
-					"health": schema.StringAttribute{MarkdownDescription: "The node's GPU health as last read: `healthy`, `unhealthy` or " +
-						"`unknown`; null with provisioning off.", Computed: true},
-				}},
+				NestedObject:  schema.NestedAttributeObject{Attributes: nodeAttributes()},
 			},
 			"hostfile": keptString("One line per node, `<private_ip> slots=<gpu_count>` (Open MPI's hostfile format), node 1 " +
 				"first: write it to a file for `mpirun --hostfile`, or take the first line's address as `torchrun`'s " +
@@ -166,6 +155,24 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 			}),
 		}),
 	}
+}
+
+// nodeAttributes are a node's in node: computed, described once each.
+func nodeAttributes() map[string]schema.Attribute {
+	attrs := map[string]schema.Attribute{"ssh_port": schema.Int64Attribute{MarkdownDescription: "SSH port of the node.", Computed: true}}
+	for name, desc := range map[string]string{
+		"id":         "The cloud's own identifier of the node.",
+		"name":       "The node's cloud-side name, `<id>-<i>`.",
+		"ssh_host":   "Address to reach the node over SSH.",
+		"ssh_user":   "SSH login user of the node.",
+		"private_ip": "The node's address on the cluster's private network.",
+		"host_key":   "The node's SSH host key, pinned.",
+		"status":     "hydra's status of the node (as a machine's `status`).",
+		"health":     "The node's GPU health as last read: `healthy`, `unhealthy` or `unknown`; null with provisioning off.",
+	} {
+		attrs[name] = schema.StringAttribute{MarkdownDescription: desc, Computed: true}
+	}
+	return attrs
 }
 
 // clusterNodes accepts 2 nodes or more.

@@ -174,6 +174,27 @@ func TestAccGPUCluster_import(t *testing.T) {
 	}})
 }
 
+// TestAccGPUCluster_importAny imports a cluster on no fabric (sbx-us-1 has none): it reads back as
+// interconnect "any", as it was created (an import read "fabric" for every cluster before).
+func TestAccGPUCluster_importAny(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + clusterConfig("spread", "h100", 1, 2, "  interconnect = \"any\"\n  regions = [\"sbx-us-1\"]")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config:            cfg,
+		ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready"), clusterState("region", "sbx-us-1")},
+	}, {
+		ResourceName: clusterResource,
+		Config:       cfg,
+		ImportState:  true,
+		ImportStateIdFunc: func(st *terraform.State) (string, error) {
+			return "sandbox/" + st.RootModule().Resources[clusterResource].Primary.Attributes["cloud_cluster_id"], nil
+		},
+		// interconnect is verified; regions is a constraint of the configuration the cloud cannot tell.
+		ImportStateVerify:       true,
+		ImportStateVerifyIgnore: []string{"timeouts", "other_clouds", "regions"},
+	}})
+}
+
 // TestAccGPUCluster_planShowsOtherClouds plans a cluster with clouds that have no cluster API beside
 // the sandbox: other_clouds says why each lost.
 func TestAccGPUCluster_planShowsOtherClouds(t *testing.T) {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -193,6 +194,76 @@ func TestAccGPUCluster_importAny(t *testing.T) {
 		ImportStateVerify:       true,
 		ImportStateVerifyIgnore: []string{"timeouts", "other_clouds", "regions"},
 	}})
+}
+
+// TestAccGPUCluster_errorFromState plans a cluster whose state says it is in error, through the real
+// CLI (the state edited as a failed update leaves it): with provisioning_error (a node failed
+// provisioning) the plan provisions it again in place; without it (the cloud failed it) the plan
+// replaces it.
+func TestAccGPUCluster_errorFromState(t *testing.T) {
+	s, d := cliTest(t, newCLIDirReattach)
+	d.write(s.providerConfigIn(d.dir, "") + clusterConfig("failed", "h100", 1, 2, ""))
+	d.mustRun("apply", "-auto-approve")
+	for _, tc := range []struct {
+		provisioningError any
+		want              string
+	}{
+		{"node 2: nvidia-smi found 0 GPUs", "1 to change, 0 to destroy"},
+		{nil, "1 to add, 0 to change, 1 to destroy"},
+	} {
+		editClusterState(t, d.dir, func(attrs map[string]any) {
+			attrs["status"], attrs["provisioning_error"] = "error", tc.provisioningError
+			if nodes, ok := attrs["node"].([]any); ok && len(nodes) == 2 {
+				if n, ok := nodes[1].(map[string]any); ok {
+					n["status"] = "error"
+				}
+			}
+		})
+		if plan := d.mustRun("plan"); !strings.Contains(plan, tc.want) {
+			t.Errorf("provisioning_error %v: the plan does not say %q:\n%s", tc.provisioningError, tc.want, plan)
+		}
+	}
+	d.destroyAll(s)
+}
+
+// editClusterState changes the attributes of the test cluster in the directory's local state.
+func editClusterState(t *testing.T, dir string, edit func(attrs map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, "terraform.tfstate")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]json.RawMessage
+	var resources []map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw["resources"], &resources); err != nil {
+		t.Fatal(err)
+	}
+	edited := false
+	for _, r := range resources {
+		instances, _ := r["instances"].([]any)
+		for _, in := range instances {
+			if attrs, ok := in.(map[string]any)["attributes"].(map[string]any); ok && r["type"] == "hydra_gpu_cluster" {
+				edit(attrs)
+				edited = true
+			}
+		}
+	}
+	if !edited {
+		t.Fatalf("no hydra_gpu_cluster in %s", path)
+	}
+	if raw["resources"], err = json.Marshal(resources); err != nil {
+		t.Fatal(err)
+	}
+	if data, err = json.Marshal(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestAccGPUCluster_planShowsOtherClouds plans a cluster with clouds that have no cluster API beside

@@ -247,11 +247,9 @@ func (r *gpuClusterResource) Create(ctx context.Context, req resource.CreateRequ
 		return
 	}
 	if err == nil {
-		m.setRecord(ctx, rec, true, &resp.Diagnostics)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		save(rec)
 	}
-	err = timedOut(ctx, err, "create", plan.Timeouts.Create, defaultClusterCreateTimeout)
-	if r.settle(ctx, &m, err, summary, &resp.Diagnostics) {
+	if r.settle(ctx, &m, timedOut(ctx, err, "create", plan.Timeouts.Create, defaultClusterCreateTimeout), summary, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "cluster ready", map[string]any{"name": m.ID.ValueString(), "took": time.Since(started).Round(time.Second).String()})
 	}
 }
@@ -344,13 +342,12 @@ func (r *gpuClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	}
 	rec := state.record(ctx, &resp.Diagnostics)
 	m.setRecord(ctx, rec, true, &resp.Diagnostics)
-	err := r.data.cp.ResumeCluster(ctx, spec, &rec, r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
+	save := r.saver(ctx, &m, &resp.State, &resp.Diagnostics)
+	err := r.data.cp.ResumeCluster(ctx, spec, &rec, save)
 	if err == nil {
-		m.setRecord(ctx, rec, true, &resp.Diagnostics)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		save(rec)
 	}
-	err = timedOut(ctx, err, "update", plan.Timeouts.Update, defaultUpdateTimeout)
-	if r.settle(ctx, &m, err, summary, &resp.Diagnostics) {
+	if r.settle(ctx, &m, timedOut(ctx, err, "update", plan.Timeouts.Update, defaultUpdateTimeout), summary, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "cluster ready", map[string]any{"name": rec.ID})
 	}
 }

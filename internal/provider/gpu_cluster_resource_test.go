@@ -163,7 +163,13 @@ func TestAccGPUCluster_import(t *testing.T) {
 		ImportState:   true,
 		ImportStateId: "aws/c-1",
 		ExpectError:   errorPattern(`starts with "aws", which is not a cloud hydra knows`),
-	}, {
+	}, importedCluster(cfg)})
+}
+
+// importedCluster imports the test cluster as sandbox/<its cloud_cluster_id> and verifies it against
+// the state, but for what an import cannot tell (timeouts, other_clouds, and ignore).
+func importedCluster(cfg string, ignore ...string) resource.TestStep {
+	return resource.TestStep{
 		ResourceName: clusterResource,
 		Config:       cfg,
 		ImportState:  true,
@@ -171,8 +177,8 @@ func TestAccGPUCluster_import(t *testing.T) {
 			return "sandbox/" + st.RootModule().Resources[clusterResource].Primary.Attributes["cloud_cluster_id"], nil
 		},
 		ImportStateVerify:       true,
-		ImportStateVerifyIgnore: []string{"timeouts", "other_clouds"},
-	}})
+		ImportStateVerifyIgnore: append([]string{"timeouts", "other_clouds"}, ignore...),
+	}
 }
 
 // TestAccGPUCluster_importAny imports a cluster on no fabric (sbx-us-1 has none): it reads back as
@@ -183,17 +189,10 @@ func TestAccGPUCluster_importAny(t *testing.T) {
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
 		Config:            cfg,
 		ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready"), clusterState("region", "sbx-us-1")},
-	}, {
-		ResourceName: clusterResource,
-		Config:       cfg,
-		ImportState:  true,
-		ImportStateIdFunc: func(st *terraform.State) (string, error) {
-			return "sandbox/" + st.RootModule().Resources[clusterResource].Primary.Attributes["cloud_cluster_id"], nil
-		},
+	},
 		// interconnect is verified; regions is a constraint of the configuration the cloud cannot tell.
-		ImportStateVerify:       true,
-		ImportStateVerifyIgnore: []string{"timeouts", "other_clouds", "regions"},
-	}})
+		importedCluster(cfg, "regions"),
+	})
 }
 
 // TestAccGPUCluster_errorFromState plans a cluster whose state says it is in error, through the real

@@ -209,6 +209,7 @@ func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst cloudprov
 	})
 	rec.ProvisioningAttempts = out.Attempts
 	rec.HostKey = out.HostKey
+	rec.SSH = withJumpHostKey(rec.SSH, out.JumpHostKey)
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		put() // still provisioning: Resume continues it
 		return err
@@ -219,7 +220,7 @@ func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst cloudprov
 		if out.FailedTask != "" {
 			msg = fmt.Sprintf("host %s, task %q: %s", inst.Name, out.FailedTask, out.Message)
 		}
-		rec.ProvisioningError = truncate(msg, 1024)
+		rec.ProvisioningError = truncate(msg)
 		put()
 		return &ProvisioningFailedError{Attempts: out.Attempts, Err: err}
 	}
@@ -366,7 +367,7 @@ func (cp *ControlPlane) checkHealth(ctx context.Context, rec *Record, inst cloud
 	reasons, err := cp.opts.Inspector.ProbeHealth(ctx, *inst.SSH, rec.HostKey)
 	switch {
 	case err != nil:
-		rec.Health = Health{Status: HealthUnknown, CheckedAt: now, Reason: truncate(err.Error(), 1024)}
+		rec.Health = Health{Status: HealthUnknown, CheckedAt: now, Reason: truncate(err.Error())}
 		if errors.Is(err, cloudprovider.ErrHealthUnknown) {
 			log.Warn("machine health unknown", "name", inst.Name, "why", err.Error())
 		} else {
@@ -376,7 +377,7 @@ func (cp *ControlPlane) checkHealth(ctx context.Context, rec *Record, inst cloud
 		rec.Health = Health{Status: HealthHealthy, CheckedAt: now}
 		log.Debug("machine healthy", "name", inst.Name)
 	default:
-		rec.Health = Health{Status: HealthUnhealthy, CheckedAt: now, Reason: truncate(reasons, 1024)}
+		rec.Health = Health{Status: HealthUnhealthy, CheckedAt: now, Reason: truncate(reasons)}
 		log.Warn("machine unhealthy", "name", inst.Name, "why", reasons)
 	}
 }
@@ -465,9 +466,13 @@ func (cp *ControlPlane) PoolCloud(pool string) string {
 	return ""
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
+// maxMessage bounds the messages kept in state (provisioning errors, health reasons).
+const maxMessage = 1024
+
+// truncate cuts s to maxMessage bytes, marking the cut.
+func truncate(s string) string {
+	if len(s) <= maxMessage {
 		return s
 	}
-	return s[:n] + "..."
+	return s[:maxMessage] + "..."
 }

@@ -445,7 +445,9 @@ func (r *ClusterRecord) observe(c cloudprovider.Cluster) {
 		if nr.HostKey == "" {
 			nr.HostKey = n.HostKey
 		}
+		pinned := jumpHostKey(nr.SSH)
 		nr.Observe(n.Instance)
+		nr.SSH = withJumpHostKey(nr.SSH, pinned) // the cloud's endpoint carries no key hydra pinned
 		r.Nodes = append(r.Nodes, nodeRecord(nr, n.PrivateIP))
 	}
 	if c.PricePerHour > 0 {
@@ -494,12 +496,43 @@ func nodeIndex(name string) int {
 	return i
 }
 
+// jumpHostKey is the host key of ep's jump host ("" without a jump host or key).
+func jumpHostKey(ep *cloudprovider.SSHEndpoint) string {
+	if ep == nil || ep.Jump == nil {
+		return ""
+	}
+	return ep.Jump.HostKey
+}
+
+// withJumpHostKey is ep with its jump host's key set to key, as a copy (ep is not changed); ep itself
+// when it has no jump host or key is "".
+func withJumpHostKey(ep *cloudprovider.SSHEndpoint, key string) *cloudprovider.SSHEndpoint {
+	if ep == nil || ep.Jump == nil || key == "" || ep.Jump.HostKey == key {
+		return ep
+	}
+	out, jump := *ep, *ep.Jump
+	jump.HostKey = key
+	out.Jump = &jump
+	return &out
+}
+
+// pinnedJump is inst with its endpoint's jump host key taken from the node's record r (the cloud
+// reports none), for every connection to the node after the first.
+func pinnedJump(inst cloudprovider.Instance, r Record) cloudprovider.Instance {
+	inst.SSH = withJumpHostKey(inst.SSH, jumpHostKey(r.SSH))
+	return inst
+}
+
 // record is a node as a machine's Record, so that the machines' lifecycle (Observe, BringUp, health,
 // markers, drain) serves it.
 func (n ClusterNodeRecord) record() Record {
 	r := Record{Name: n.Name, ID: n.ID, Status: cloudprovider.Status(n.Status), HostKey: n.HostKey, Health: Health{Status: n.Health}}
 	if n.SSHHost != "" {
-		r.SSH = &cloudprovider.SSHEndpoint{Host: n.SSHHost, Port: n.SSHPort, User: n.SSHUser, Jump: n.SSHJump}
+		r.SSH = &cloudprovider.SSHEndpoint{Host: n.SSHHost, Port: n.SSHPort, User: n.SSHUser}
+		if n.SSHJump != nil {
+			jump := *n.SSHJump
+			r.SSH.Jump = &jump
+		}
 	}
 	return r
 }
@@ -508,7 +541,11 @@ func (n ClusterNodeRecord) record() Record {
 func nodeRecord(r Record, privateIP string) ClusterNodeRecord {
 	n := ClusterNodeRecord{ID: r.ID, Name: r.Name, PrivateIP: privateIP, HostKey: r.HostKey, Status: string(r.Status), Health: r.Health.Status}
 	if r.SSH != nil {
-		n.SSHHost, n.SSHPort, n.SSHUser, n.SSHJump = r.SSH.Host, r.SSH.Port, r.SSH.User, r.SSH.Jump
+		n.SSHHost, n.SSHPort, n.SSHUser = r.SSH.Host, r.SSH.Port, r.SSH.User
+		if r.SSH.Jump != nil {
+			jump := *r.SSH.Jump
+			n.SSHJump = &jump
+		}
 	}
 	return n
 }
@@ -550,7 +587,7 @@ func (cp *ControlPlane) bringUpCluster(ctx context.Context, spec ClusterSpec, pm
 		i, n, nr, ip := j.i, j.n, j.nr, j.ip
 		g.Go(func() error {
 			nr.Status = cloudprovider.StatusRunning
-			err := cp.BringUp(ctx, &nr, n.Instance, BringUpSpec{Pool: pm.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount, Vars: spec.ProvisioningVars}, func(r Record) {
+			err := cp.BringUp(ctx, &nr, pinnedJump(n.Instance, nr), BringUpSpec{Pool: pm.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount, Vars: spec.ProvisioningVars}, func(r Record) {
 				sv.update(func(rec *ClusterRecord) { rec.Nodes[i] = nodeRecord(r, ip) })
 			})
 			sv.update(func(rec *ClusterRecord) {
@@ -571,7 +608,7 @@ func (cp *ControlPlane) bringUpCluster(ctx context.Context, spec ClusterSpec, pm
 		}
 		slices.Sort(failed)
 		rec.Status = string(cloudprovider.StatusError)
-		rec.ProvisioningError = truncate(cmpOr(strings.Join(failed, "; "), err.Error()), 1024)
+		rec.ProvisioningError = truncate(cmpOr(strings.Join(failed, "; "), err.Error()))
 		rec.ProvisioningDigest = ""
 		put()
 		return fmt.Errorf("provisioning the nodes of %s: %w", rec.ID, err)
@@ -582,7 +619,7 @@ func (cp *ControlPlane) bringUpCluster(ctx context.Context, spec ClusterSpec, pm
 			return err
 		}
 		rec.Status = string(cloudprovider.StatusError)
-		rec.ProvisioningError = truncate(err.Error(), 1024)
+		rec.ProvisioningError = truncate(err.Error())
 		put()
 		return err
 	}
@@ -723,7 +760,7 @@ func (cp *ControlPlane) nodesHealth(ctx context.Context, rec *ClusterRecord, c c
 		go func() {
 			defer wg.Done()
 			r := rec.Nodes[i].record()
-			cp.checkHealth(ctx, &r, c.Nodes[j].Instance)
+			cp.checkHealth(ctx, &r, pinnedJump(c.Nodes[j].Instance, r))
 			rec.Nodes[i].Health = r.Health.Status
 		}()
 	}
@@ -780,7 +817,8 @@ func (cp *ControlPlane) ImportCluster(ctx context.Context, id string) (ClusterRe
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, inst := rec.Nodes[i].record(), insts[rec.Nodes[i].Name]
+				r := rec.Nodes[i].record()
+				inst := pinnedJump(insts[rec.Nodes[i].Name], r)
 				r.Status = cloudprovider.StatusRunning
 				if err := cp.readMarker(ctx, &r, inst); err != nil {
 					cp.logger(ctx).Warn("could not read the node's provisioning marker; the next apply provisions it", "name", r.Name, "error", err)

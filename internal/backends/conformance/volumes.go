@@ -121,8 +121,22 @@ func waitForVolume(t *testing.T, vb cloudprovider.VolumeBackend, id, what string
 	}
 }
 
+// volumeAbilities returns b's volume abilities; the suite runs only on backends that have both.
+func volumeAbilities(t *testing.T, b cloudprovider.InstanceManagerBackend) (cloudprovider.VolumeBackend, cloudprovider.VolumeLauncher) {
+	t.Helper()
+	vb, ok := b.(cloudprovider.VolumeBackend)
+	if !ok {
+		t.Fatalf("%T is no VolumeBackend", b)
+	}
+	vl, ok := b.(cloudprovider.VolumeLauncher)
+	if !ok {
+		t.Fatalf("%T is no VolumeLauncher", b)
+	}
+	return vb, vl
+}
+
 func testVolumeLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
-	vb, vl := b.(cloudprovider.VolumeBackend), b.(cloudprovider.VolumeLauncher)
+	vb, vl := volumeAbilities(t, b)
 	offer := pickOffer(t, h, b)
 	typ := volumeTypeIn(volumeTypes(t, vb), offer.Region)
 	if typ == "" {
@@ -211,7 +225,7 @@ func testVolumeLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManage
 }
 
 func testVolumeOtherRegion(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
-	vb, vl := b.(cloudprovider.VolumeBackend), b.(cloudprovider.VolumeLauncher)
+	vb, vl := volumeAbilities(t, b)
 	offer := pickOffer(t, h, b)
 	types := volumeTypes(t, vb)
 	var regions []string
@@ -248,7 +262,7 @@ func testVolumeOtherRegion(t *testing.T, h Harness, b cloudprovider.InstanceMana
 }
 
 func testVolumeUnknown(t *testing.T, _ Harness, b cloudprovider.InstanceManagerBackend, _ simulation.Admin) {
-	vb := b.(cloudprovider.VolumeBackend)
+	vb, _ := volumeAbilities(t, b)
 	if _, err := vb.GetVolume(ctxFor(t), unknownVolumeID); !cloudprovider.IsNotFound(err) {
 		t.Errorf("GetVolume of an unknown id: %v, want a not-found error", err)
 	}

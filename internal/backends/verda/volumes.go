@@ -112,7 +112,10 @@ func (b *Backend) CreateVolume(ctx context.Context, req cloudprovider.VolumeRequ
 		b.log.Info("volume created", "name", req.Name, "id", id, "type", vt, "location", req.Region)
 		vol, err := b.client.Volume(ctx, id)
 		if err != nil {
-			return cloudprovider.Volume{ID: id, Name: req.Name, Cloud: CloudName, Region: req.Region, Type: req.Type, SizeGB: req.SizeGB}, nil
+			// The volume exists: a failed read-back must not make the caller create it again; the next
+			// Get or List reads it whole.
+			b.log.Warn("volume created but not read back", "id", id, "error", err)
+			return cloudprovider.Volume{ID: id, Name: req.Name, Cloud: CloudName, Region: req.Region, Type: req.Type, SizeGB: req.SizeGB}, nil //nolint:nilerr // created; see above
 		}
 		return b.toVolume(vol), nil
 	})

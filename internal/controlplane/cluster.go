@@ -56,7 +56,9 @@ type ClusterNodeRecord struct {
 	ID, Name, SSHHost, SSHUser, PrivateIP, HostKey, Status, Health string
 	SSHPort                                                        int
 	// SSHJump is the host the node is reached through (the cluster's login node, as the cloud
-	// reports it: cloudprovider.SSHEndpoint.Jump); nil when the node is reached directly.
+	// reports it: cloudprovider.SSHEndpoint.Jump); nil when the node is reached directly. Its HostKey
+	// is the login node's key, pinned as HostKey is (the cloud reports none): kept across refreshes
+	// and passed to every later connection, so a login node whose key changed is refused.
 	SSHJump *cloudprovider.SSHEndpoint
 }
 

@@ -1,9 +1,21 @@
 package controlplane
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
 // TestClusterNodeKeepsItsJumpHost: a node the cloud reports behind its cluster's login node (Verda's)
@@ -28,4 +40,165 @@ func TestClusterNodeKeepsItsJumpHost(t *testing.T) {
 			t.Errorf("%s: the node's endpoint read back from its record is %+v, want %+v", tc.name, got, tc.ssh)
 		}
 	}
+}
+
+// jumpedClusters is the sandbox's cluster backend as a cloud without public node addresses reports
+// its clusters (Verda's instant clusters): every node's endpoint is its private address (where its
+// sshd also listens), through the login node, and no key for the login node.
+type jumpedClusters struct {
+	*sandbox.Backend
+	login cloudprovider.SSHEndpoint
+}
+
+func (j jumpedClusters) jumped(c cloudprovider.Cluster) cloudprovider.Cluster {
+	c.Nodes = slices.Clone(c.Nodes)
+	for i, n := range c.Nodes {
+		if n.SSH != nil && n.PrivateIP != "" {
+			login := j.login
+			c.Nodes[i].SSH = &cloudprovider.SSHEndpoint{Host: n.PrivateIP, Port: n.SSH.Port, User: n.SSH.User, Jump: &login}
+		}
+	}
+	return c
+}
+
+func (j jumpedClusters) CreateCluster(ctx context.Context, req cloudprovider.ClusterRequest) (cloudprovider.Cluster, error) {
+	c, err := j.Backend.CreateCluster(ctx, req)
+	return j.jumped(c), err
+}
+
+func (j jumpedClusters) GetCluster(ctx context.Context, id string) (cloudprovider.Cluster, error) {
+	c, err := j.Backend.GetCluster(ctx, id)
+	return j.jumped(c), err
+}
+
+func (j jumpedClusters) ListClusters(ctx context.Context, prefix string) ([]cloudprovider.Cluster, error) {
+	cs, err := j.Backend.ListClusters(ctx, prefix)
+	for i := range cs {
+		cs[i] = j.jumped(cs[i])
+	}
+	return cs, err
+}
+
+// runnerInspector reads markers and health through the real runner (the provider's adapter).
+type runnerInspector struct{ r *provision.Runner }
+
+func (ri runnerInspector) ProbeHealth(ctx context.Context, ep cloudprovider.SSHEndpoint, hostKey string) (string, error) {
+	h, err := ri.r.ProbeHealth(ctx, ep, hostKey)
+	if err != nil || h.Healthy {
+		return "", err
+	}
+	return cmpOr(h.Reason(), "the health checks failed"), nil
+}
+
+func (ri runnerInspector) ReadMarker(ctx context.Context, ep cloudprovider.SSHEndpoint, hostKey string) (Marker, string, error) {
+	m, key, err := ri.r.ReadMarker(ctx, ep, hostKey)
+	return Marker{Digest: m.Digest, Playbook: m.Playbook, ProvisionedAt: m.ProvisionedAt}, key, err
+}
+
+func (ri runnerInspector) Drain(ctx context.Context, inst cloudprovider.Instance, pool inventory.Pool, gpuType string, gpuCount int, hostKey string) error {
+	return ri.r.Drain(ctx, inst, pool, gpuType, gpuCount, hostKey)
+}
+
+// TestClusterPinsTheLoginNodeKey: a sandbox cluster whose nodes the cloud reports only behind a login
+// node (a real sshd), provisioned with the real playbooks and cluster check: the login node's key,
+// trusted on first use, is kept in every node's record (the cloud reports none) across a refresh
+// that reads health through it; once the login node presents another key, a refresh's health reads
+// and a re-provisioning are refused with a host key mismatch, and the pinned key stays.
+func TestClusterPinsTheLoginNodeKey(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"ansible-playbook", "ssh", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	if _, err := simhost.FindSSHD(); err != nil {
+		t.Skip("sshd is not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	key, pub, err := simhost.NewKeyPair("hydra-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp("/tmp", "hcj") //nolint:usetesting // ssh control sockets need a short path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	runner, err := provision.New(provision.Config{PrivateKey: key, TempDir: tmp, SSHWaitTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loginDir := t.TempDir()
+	login, err := simhost.Ensure(loginDir, simhost.Spec{AuthorizedKeys: []string{pub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = simhost.Stop(loginDir) })
+
+	sb, err := sandbox.New(sandbox.Config{Dir: t.TempDir(), BootTime: 20 * time.Millisecond, DeleteTime: 10 * time.Millisecond, Machines: sandbox.SSHMachines{}},
+		testInventory(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sb.WaitBooting()
+		dirs, _ := filepath.Glob(filepath.Join(sb.Dir(), "machines", "*"))
+		for _, d := range dirs {
+			_ = (sandbox.SSHMachines{}).Stop(d)
+		}
+	})
+	cloud := jumpedClusters{Backend: sb, login: cloudprovider.SSHEndpoint{Host: login.Host, Port: login.Port, User: login.User}}
+	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{cloud}, Options{Provisioner: runner, Inspector: runnerInspector{runner},
+		PollInterval: 5 * time.Millisecond, PollMax: 20 * time.Millisecond, ProvisionBackoff: time.Millisecond, MaxProvisionAttempts: 1,
+		Journal: Journal{Dir: t.TempDir()}})
+	spec := ClusterSpec{Name: "jump", GPUType: "h100", GPUCount: 1, Nodes: 2, Kind: "vm", SSHPublicKeys: []string{pub}}
+	rec, err := cp.CreateCluster(ctx, spec, mustPlanCluster(t, cp, spec), nil)
+	if err != nil {
+		t.Fatalf("create behind the login node: %v", err)
+	}
+	pinned := func(rec ClusterRecord, want string) {
+		t.Helper()
+		for _, n := range rec.Nodes {
+			if n.SSHJump == nil || n.SSHJump.Host != login.Host || n.SSHJump.Port != login.Port || n.SSHJump.HostKey != want {
+				t.Errorf("node %s's jump host %+v; want %s:%d with the login node's key %q", n.Name, n.SSHJump, login.Host, login.Port, want)
+			}
+		}
+	}
+	if rec.Status != "ready" || len(rec.Nodes) != 2 || rec.Nodes[0].SSHHost != rec.Nodes[0].PrivateIP {
+		t.Fatalf("record = %+v", rec)
+	}
+	pinned(rec, login.HostKey)
+
+	// A refresh reads the cloud's endpoint again (no key for the login node) and each node's health
+	// through the login node with its key pinned.
+	if found, err := cp.RefreshCluster(ctx, &rec); !found || err != nil {
+		t.Fatalf("refresh: %v %v", found, err)
+	}
+	pinned(rec, login.HostKey)
+	for _, n := range rec.Nodes {
+		if n.Health != HealthHealthy {
+			t.Errorf("node %s's health through the login node: %q", n.Name, n.Health)
+		}
+	}
+
+	// The login node now presents another key: refused, never re-pinned.
+	if err := simhost.RotateHostKey(loginDir); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := cp.RefreshCluster(ctx, &rec); !found || err != nil {
+		t.Fatalf("refresh after the login node's key changed: %v %v", found, err)
+	}
+	pinned(rec, login.HostKey)
+	for _, n := range rec.Nodes {
+		if n.Health != HealthUnknown {
+			t.Errorf("node %s's health with the login node's key changed: %q, want unknown", n.Name, n.Health)
+		}
+	}
+	err = cp.ResumeCluster(ctx, spec, &rec, nil)
+	var mm *provision.HostKeyMismatchError
+	if !errors.As(err, &mm) || mm.Address != fmt.Sprintf("%s:%d", login.Host, login.Port) {
+		t.Fatalf("re-provisioning with the login node's key changed: %v; want its host key mismatch", err)
+	}
+	pinned(rec, login.HostKey)
 }

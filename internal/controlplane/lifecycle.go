@@ -421,8 +421,11 @@ type ProvisionSpec struct {
 type Provisioned struct {
 	Attempts int
 	HostKey  string
-	Digest   string
-	ReadyAt  time.Time
+	// JumpHostKey is the key of the instance's jump host (SSH.Jump) as given or trusted on first use;
+	// "" without a jump host.
+	JumpHostKey string
+	Digest      string
+	ReadyAt     time.Time
 	// FailedTask and Message summarise the last failure.
 	FailedTask string
 	Message    string
@@ -440,7 +443,7 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst cloudprovider.Instan
 	if spec.MaxAttempts > 0 {
 		maxAttempts = spec.MaxAttempts
 	}
-	out := Provisioned{HostKey: spec.HostKey, Digest: digest}
+	out := Provisioned{HostKey: spec.HostKey, JumpHostKey: jumpHostKey(inst.SSH), Digest: digest}
 	var signal cloudprovider.InterruptionSignal
 	if pm, err := cp.manager.Route(inst.Name); err == nil {
 		signal = cloudprovider.FactsOf(pm.Backend).Signal
@@ -478,6 +481,10 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst cloudprovider.Instan
 			})
 			if res.HostKey != "" && out.HostKey == "" {
 				out.HostKey = res.HostKey
+			}
+			if res.JumpHostKey != "" && out.JumpHostKey == "" {
+				out.JumpHostKey = res.JumpHostKey
+				inst.SSH = withJumpHostKey(inst.SSH, res.JumpHostKey) // pinned for the next attempts
 			}
 			if err == nil {
 				out.FailedTask, out.Message = "", ""

@@ -104,9 +104,15 @@ func (m *gpuClusterModel) record(ctx context.Context, diags *diag.Diagnostics) c
 			a := o.Attributes()
 			s := func(k string) string { v, _ := a[k].(types.String); return v.ValueString() }
 			port, _ := a["ssh_port"].(types.Int64)
-			rec.Nodes = append(rec.Nodes, controlplane.ClusterNodeRecord{ID: s("id"), Name: s("name"), SSHHost: s("ssh_host"),
+			n := controlplane.ClusterNodeRecord{ID: s("id"), Name: s("name"), SSHHost: s("ssh_host"),
 				SSHUser: s("ssh_user"), PrivateIP: s("private_ip"), HostKey: s("host_key"), Status: s("status"), Health: s("health"),
-				SSHPort: int(port.ValueInt64())})
+				SSHPort: int(port.ValueInt64())}
+			if s("ssh_jump_host") != "" {
+				jumpPort, _ := a["ssh_jump_port"].(types.Int64)
+				n.SSHJump = &cloudprovider.SSHEndpoint{Host: s("ssh_jump_host"), Port: int(jumpPort.ValueInt64()), User: s("ssh_jump_user"),
+					HostKey: s("ssh_jump_host_key")}
+			}
+			rec.Nodes = append(rec.Nodes, n)
 		}
 	}
 	return rec
@@ -132,14 +138,16 @@ func (m *gpuClusterModel) setRecord(ctx context.Context, rec controlplane.Cluste
 	}
 	elems := make([]attr.Value, 0, len(rec.Nodes))
 	for _, n := range rec.Nodes {
-		port := types.Int64Null()
-		if n.SSHPort > 0 {
-			port = types.Int64Value(int64(n.SSHPort))
+		jump := &cloudprovider.SSHEndpoint{}
+		if n.SSHJump != nil {
+			jump = n.SSHJump
 		}
 		obj, d := types.ObjectValue(clusterNodeAttrTypes, map[string]attr.Value{
-			"id": stringOrNull(n.ID), "name": stringOrNull(n.Name), "ssh_host": stringOrNull(n.SSHHost), "ssh_port": port,
+			"id": stringOrNull(n.ID), "name": stringOrNull(n.Name), "ssh_host": stringOrNull(n.SSHHost), "ssh_port": portOrNull(n.SSHPort),
 			"ssh_user": stringOrNull(n.SSHUser), "private_ip": stringOrNull(n.PrivateIP), "host_key": stringOrNull(n.HostKey),
 			"status": stringOrNull(n.Status), "health": stringOrNull(n.Health),
+			"ssh_jump_host": stringOrNull(jump.Host), "ssh_jump_port": portOrNull(jump.Port), "ssh_jump_user": stringOrNull(jump.User),
+			"ssh_jump_host_key": stringOrNull(jump.HostKey),
 		})
 		diags.Append(d...)
 		elems = append(elems, obj)
@@ -163,4 +171,12 @@ func (m *gpuClusterModel) setImported(ctx context.Context, rec controlplane.Clus
 	m.Interconnect = types.StringValue(string(cmp.Or(rec.Interconnect, cloudprovider.InterconnectFabric)))
 	m.Timeouts = nullTimeouts()
 	m.setRecord(ctx, rec, false, diags)
+}
+
+// portOrNull is a port, or null for none (0).
+func portOrNull(port int) types.Int64 {
+	if port <= 0 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(port))
 }

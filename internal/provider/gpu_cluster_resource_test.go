@@ -287,16 +287,41 @@ func TestAccGPUCluster_planShowsOtherClouds(t *testing.T) {
 	s.noneCreated(t, "a plan")
 }
 
+// nodeJumpChecks checks every node's jump host: with jump, each node is reached at its private
+// address through one login node (root at port 22, as Verda's), whose key is not pinned yet
+// (provisioning off); without, every ssh_jump_* is null.
+func nodeJumpChecks(jump bool) []statecheck.StateCheck {
+	at := func(i int, attr string) tfjsonpath.Path { return tfjsonpath.New("node").AtSliceIndex(i).AtMapKey(attr) }
+	var checks []statecheck.StateCheck
+	for i := range testNodes {
+		want := map[string]knownvalue.Check{"ssh_jump_host": knownvalue.Null(), "ssh_jump_port": knownvalue.Null(),
+			"ssh_jump_user": knownvalue.Null(), "ssh_jump_host_key": knownvalue.Null()}
+		if jump {
+			want["ssh_jump_host"], want["ssh_jump_port"], want["ssh_jump_user"] = like(`^\d+\.\d+\.\d+\.\d+$`), knownvalue.Int64Exact(22), knownvalue.StringExact("root")
+			checks = append(checks,
+				statecheck.CompareValuePairs(clusterResource, at(i, "ssh_host"), clusterResource, at(i, "private_ip"), compare.ValuesSame()),
+				statecheck.CompareValuePairs(clusterResource, at(i, "ssh_jump_host"), clusterResource, at(0, "ssh_jump_host"), compare.ValuesSame()),
+				statecheck.CompareValuePairs(clusterResource, at(i, "ssh_jump_host"), clusterResource, at(i, "ssh_host"), compare.ValuesDiffer()))
+		}
+		for attr, v := range want {
+			checks = append(checks, statecheck.ExpectKnownValue(clusterResource, at(i, attr), v))
+		}
+	}
+	return checks
+}
+
 // TestAccGPUCluster_emulators rents testNodes nodes on each cluster-capable emulated cloud
-// (provisioning off), through its own cluster mechanism, and destroys them.
+// (provisioning off), through its own cluster mechanism, and destroys them. Verda's nodes are
+// reached through the cluster's login node (node's ssh_jump_*), the others' directly.
 func TestAccGPUCluster_emulators(t *testing.T) {
 	for _, tc := range []struct {
 		cloud, gpuType, extra string
 		prepare               func(*testClouds)
+		jump                  bool
 	}{
 		{cloud: "atlas", gpuType: "h100"},
 		// Verda's instant clusters are fixed types: its emulator's default 32H200 is 4 nodes of 8 H200.
-		{cloud: "verda", gpuType: "h200"},
+		{cloud: "verda", gpuType: "h200", jump: true},
 		// Mithril's cluster is one spot bid for N instances, on no promised fabric; its auction must be
 		// able to allocate every node at once (two of its slots are held by other customers' bids).
 		{cloud: "mithril", gpuType: "h100", extra: "  spot = true\n  interconnect = \"any\"", prepare: func(c *testClouds) {
@@ -318,11 +343,11 @@ func TestAccGPUCluster_emulators(t *testing.T) {
 					clusterPlanKnown("cloud", tc.cloud),
 					clusterPlanKnown("price_usd_per_hour", knownvalue.NotNull()),
 				}},
-				ConfigStateChecks: []statecheck.StateCheck{
+				ConfigStateChecks: append([]statecheck.StateCheck{
 					clusterState("status", "ready"),
 					clusterState("node", knownvalue.ListSizeExact(testNodes)),
 					clusterState("hostfile", like(fmt.Sprintf(`^([^ \n]+ slots=8\n){%d}[^ \n]+ slots=8\n?$`, testNodes-1))),
-				},
+				}, nodeJumpChecks(tc.jump)...),
 			}})
 		})
 	}

@@ -33,6 +33,7 @@ var clusterNodeAttrTypes = map[string]attr.Type{
 	"id": types.StringType, "name": types.StringType, "ssh_host": types.StringType, "ssh_port": types.Int64Type,
 	"ssh_user": types.StringType, "private_ip": types.StringType, "host_key": types.StringType,
 	"status": types.StringType, "health": types.StringType,
+	"ssh_jump_host": types.StringType, "ssh_jump_port": types.Int64Type, "ssh_jump_user": types.StringType, "ssh_jump_host_key": types.StringType,
 }
 
 // ncclCheckAttrTypes is nccl_check's object.
@@ -159,7 +160,11 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 
 // nodeAttributes are a node's in node: computed, described once each.
 func nodeAttributes() map[string]schema.Attribute {
-	attrs := map[string]schema.Attribute{"ssh_port": schema.Int64Attribute{MarkdownDescription: "SSH port of the node.", Computed: true}}
+	attrs := map[string]schema.Attribute{
+		"ssh_port": schema.Int64Attribute{MarkdownDescription: "SSH port of the node.", Computed: true},
+		"ssh_jump_port": schema.Int64Attribute{MarkdownDescription: "SSH port of `ssh_jump_host`; null when the node is reached directly.",
+			Computed: true},
+	}
 	for name, desc := range map[string]string{
 		"id":         "The cloud's own identifier of the node.",
 		"name":       "The node's cloud-side name, `<id>-<i>`.",
@@ -169,6 +174,12 @@ func nodeAttributes() map[string]schema.Attribute {
 		"host_key":   "The node's SSH host key, pinned.",
 		"status":     "hydra's status of the node (as a machine's `status`).",
 		"health":     "The node's GPU health as last read: `healthy`, `unhealthy` or `unknown`; null with provisioning off.",
+		"ssh_jump_host": "The host the node is reached through (the cluster's login node, on clouds such as Verda whose nodes have " +
+			"no public address: `ssh -J ssh_jump_user@ssh_jump_host:ssh_jump_port ssh_user@ssh_host`); null when the node " +
+			"is reached directly at `ssh_host`.",
+		"ssh_jump_user": "SSH login user of `ssh_jump_host`; null when the node is reached directly.",
+		"ssh_jump_host_key": "The SSH host key of `ssh_jump_host`, pinned when provisioning first reached the node through it: a " +
+			"login node presenting another key is refused. Null when the node is reached directly, or not provisioned yet.",
 	} {
 		attrs[name] = schema.StringAttribute{MarkdownDescription: desc, Computed: true}
 	}

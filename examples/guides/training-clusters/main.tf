@@ -20,6 +20,13 @@ resource "terraform_data" "launch" {
     user        = hydra_gpu_cluster.train.node[count.index].ssh_user
     private_key = file(var.ssh_private_key_file)
     host_key    = hydra_gpu_cluster.train.node[count.index].host_key
+
+    # Through the cluster's login node where the cloud's nodes have no public address (Verda);
+    # null for nodes reached directly.
+    bastion_host     = hydra_gpu_cluster.train.node[count.index].ssh_jump_host
+    bastion_port     = hydra_gpu_cluster.train.node[count.index].ssh_jump_port
+    bastion_user     = hydra_gpu_cluster.train.node[count.index].ssh_jump_user
+    bastion_host_key = hydra_gpu_cluster.train.node[count.index].ssh_jump_host_key
   }
 
   provisioner "file" {

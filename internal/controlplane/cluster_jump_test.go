@@ -36,7 +36,7 @@ func TestClusterNodeKeepsItsJumpHost(t *testing.T) {
 			PrivateIP: "10.1.1.11",
 		}}})
 		got := rec.Nodes[0].record().SSH
-		if got == nil || got.Host != tc.ssh.Host || got.Jump != tc.ssh.Jump {
+		if got == nil || got.Host != tc.ssh.Host || (got.Jump == nil) != (tc.ssh.Jump == nil) || got.Jump != nil && *got.Jump != *tc.ssh.Jump {
 			t.Errorf("%s: the node's endpoint read back from its record is %+v, want %+v", tc.name, got, tc.ssh)
 		}
 	}

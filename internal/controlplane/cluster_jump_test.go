@@ -42,6 +42,36 @@ func TestClusterNodeKeepsItsJumpHost(t *testing.T) {
 	}
 }
 
+// TestClusterNodeKeepsTheLoginNodeKey: the login node's key a record pinned survives the cloud's
+// endpoint read again (which carries none, or another), never written into the cloud's endpoint; a
+// record without one takes what the cloud reports.
+func TestClusterNodeKeepsTheLoginNodeKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, pinned, cloud, want string
+	}{
+		{"pinned, the cloud reports none", "ssh-ed25519 PINNED", "", "ssh-ed25519 PINNED"},
+		{"pinned, the cloud reports another", "ssh-ed25519 PINNED", "ssh-ed25519 OTHER", "ssh-ed25519 PINNED"},
+		{"none pinned", "", "ssh-ed25519 CLOUD", "ssh-ed25519 CLOUD"},
+		{"none at all", "", "", ""},
+	} {
+		rec := ClusterRecord{Nodes: []ClusterNodeRecord{{ID: "n1", Name: "verda-vm-train--ab12cd34-1", SSHHost: "10.1.1.11", SSHPort: 22, SSHUser: "root",
+			SSHJump: &cloudprovider.SSHEndpoint{Host: "203.0.113.9", Port: 22, User: "root", HostKey: tc.pinned}}}}
+		cloud := &cloudprovider.SSHEndpoint{Host: "203.0.113.9", Port: 22, User: "root", HostKey: tc.cloud}
+		rec.observe(cloudprovider.Cluster{ID: "c1", Status: cloudprovider.StatusRunning, Nodes: []cloudprovider.ClusterNode{{
+			Instance: cloudprovider.Instance{ID: "n1", Name: "verda-vm-train--ab12cd34-1", Status: cloudprovider.StatusRunning,
+				SSH: &cloudprovider.SSHEndpoint{Host: "10.1.1.11", Port: 22, User: "root", Jump: cloud}},
+			PrivateIP: "10.1.1.11",
+		}}})
+		if got := rec.Nodes[0].SSHJump; got == nil || got.HostKey != tc.want || cloud.HostKey != tc.cloud {
+			t.Errorf("%s: the node's jump host %+v (the cloud's now %q); want the key %q", tc.name, got, cloud.HostKey, tc.want)
+		}
+		if got := pinnedJump(cloudprovider.Instance{SSH: &cloudprovider.SSHEndpoint{Host: "10.1.1.11", Jump: &cloudprovider.SSHEndpoint{Host: "203.0.113.9"}}},
+			rec.Nodes[0].record()); got.SSH.Jump.HostKey != tc.want {
+			t.Errorf("%s: the endpoint a later connection uses has the login node key %q, want %q", tc.name, got.SSH.Jump.HostKey, tc.want)
+		}
+	}
+}
+
 // jumpedClusters is the sandbox's cluster backend as a cloud without public node addresses reports
 // its clusters (Verda's instant clusters): every node's endpoint is its private address (where its
 // sshd also listens), through the login node, and no key for the login node.

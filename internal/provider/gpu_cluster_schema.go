@@ -91,7 +91,7 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 			},
 			"bid_timeout": schema.StringAttribute{
-				MarkdownDescription: "For auction offers (Mithril's one bid for every node): how long apply waits for the bid to win " +
+				MarkdownDescription: "For auction offers (one bid for every node): how long apply waits for the bid to win " +
 					"before it cancels the bid (nothing is billed for a bid that did not win; the bid wins all nodes or none). Apply " +
 					"then fails saying so, and the next plans skip that offer for `capacity_memory`. A Go duration such as `10m` or " +
 					"`90s`, from `1s` to `24h`. Default: `15m`. Counted within `timeouts.create`.",
@@ -174,7 +174,7 @@ func nodeAttributes() map[string]schema.Attribute {
 		"host_key":   "The node's SSH host key, pinned.",
 		"status":     "hydra's status of the node (as a machine's `status`).",
 		"health":     "The node's GPU health as last read: `healthy`, `unhealthy` or `unknown`; null with provisioning off.",
-		"ssh_jump_host": "The host the node is reached through (the cluster's login node, on clouds such as Verda whose nodes have " +
+		"ssh_jump_host": "The host the node is reached through (the cluster's login node, on clouds whose nodes have " +
 			"no public address: `ssh -J ssh_jump_user@ssh_jump_host:ssh_jump_port ssh_user@ssh_host`); null when the node " +
 			"is reached directly at `ssh_host`.",
 		"ssh_jump_user": "SSH login user of `ssh_jump_host`; null when the node is reached directly.",

@@ -299,7 +299,7 @@ func (m *Machine) supervise(cmd *exec.Cmd) {
 				m.mu.Unlock()
 				m.logf("real-OS machine %s rebooted (systemd-nspawn started again)", m.Name)
 				go func() {
-					if err := m.listenProxy(time.Minute); err != nil {
+					if err := m.listenProxy(5 * time.Minute); err != nil {
 						m.logf("real-OS machine %s: no apt proxy after its reboot: %v", m.Name, err)
 					}
 				}()

@@ -230,7 +230,8 @@ func TestRealOS_NspawnKilledFirst(t *testing.T) {
 func TestRealOS_Reboot(t *testing.T) {
 	t.Parallel()
 	m := bootL4(t, requireRealOS(t), true)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// As long as a reboot may take on a busy 2-core runner (boot under a load of 20).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	before, err := m.Run(ctx, "cat /proc/sys/kernel/random/boot_id && echo kept > /var/tmp/disk")
 	if err != nil {
@@ -248,7 +249,10 @@ func TestRealOS_Reboot(t *testing.T) {
 			after = out
 			break
 		}
-		last = fmt.Sprintf("%q, %v", out, err)
+		if try := fmt.Sprintf("%q, %v", out, err); try != last {
+			t.Logf("%s after the reboot: %s", time.Now().Format("15:04:05.000"), try)
+			last = try
+		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	if f := strings.Fields(after); len(f) != 3 || f[1] != "kept" || f[2] != "proxy" || m.Reboots() != 1 {

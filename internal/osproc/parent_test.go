@@ -9,10 +9,13 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 )
 
 // TestMain lets the test binary play the processes of TestStartingParentGone and TestParentArgs:
-// OSPROC_TEST_ROLE names the role, OSPROC_TEST_DIR where it reports.
+// OSPROC_TEST_ROLE names the role, OSPROC_TEST_DIR where it reports (each report written whole, so
+// that waitFile never reads one half-written).
 func TestMain(m *testing.M) {
 	dir := os.Getenv("OSPROC_TEST_DIR")
 	switch os.Getenv("OSPROC_TEST_ROLE") {
@@ -22,17 +25,17 @@ func TestMain(m *testing.M) {
 		if err := cmd.Start(); err != nil {
 			os.Exit(3)
 		}
-		_ = os.WriteFile(filepath.Join(dir, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+		_ = atomicfile.Write(filepath.Join(dir, "child.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 		time.Sleep(time.Hour)
 		os.Exit(0)
 	case "child":
 		p := StartingParent()
-		_ = os.WriteFile(filepath.Join(dir, "ready"), []byte(strconv.Itoa(p.PID())), 0o644)
+		_ = atomicfile.Write(filepath.Join(dir, "ready"), []byte(strconv.Itoa(p.PID())), 0o644)
 		p.Wait(20 * time.Millisecond)
 		_ = os.WriteFile(filepath.Join(dir, "gone"), nil, 0o644)
 		os.Exit(0)
 	case "args":
-		_ = os.WriteFile(filepath.Join(dir, "args"), []byte(fmt.Sprintf("%q", ParentArgs())), 0o644)
+		_ = atomicfile.Write(filepath.Join(dir, "args"), []byte(fmt.Sprintf("%q", ParentArgs())), 0o644)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

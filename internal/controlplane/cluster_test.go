@@ -483,7 +483,7 @@ func TestCreateClusterOrderCutShort(t *testing.T) {
 			spec := trainSpec()
 			plan := mustPlanCluster(t, cp, spec)
 			// The apply is cancelled (its timeout, Ctrl-C) while it waits for a cluster that cannot run.
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
 			var last ClusterRecord
 			if _, err := cp.CreateCluster(ctx, spec, plan, func(r ClusterRecord) { last = r }); err == nil || last.Status != "pending" || len(last.Nodes) != 2 {

@@ -23,6 +23,8 @@ type ProvisionRequest struct {
 	// Signal is the file the machine's cloud writes on it when it gives notice of an interruption
 	// (Facts.Signal; zero: none): the playbooks install a watcher for it.
 	Signal InterruptionSignal
+	// Volumes are the volumes the machine has, to be mounted (their mount is part of the digest).
+	Volumes []Attachment
 	// Attempt counts from 1.
 	Attempt int
 	// Log receives progress lines (task started, ok, failed) as they happen.

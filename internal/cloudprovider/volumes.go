@@ -51,6 +51,29 @@ type VolumeMount struct {
 	MountPath string
 }
 
+// Attachment says how a volume appears inside a machine that has it, for the playbooks to mount.
+type Attachment struct {
+	VolumeID  string
+	Type      VolumeType
+	MountPath string
+	// Device is the block device a block volume appears as. The playbooks make a file system on it only
+	// when it holds none, then mount it at MountPath.
+	Device string
+	// Source and FSType are a network file system's mount source (server:/export) and type (nfs); the
+	// playbooks mount it at MountPath.
+	Source string
+	FSType string
+	// MountedByCloud says the cloud mounts the volume at MountPath itself; the playbooks only check it.
+	MountedByCloud bool
+}
+
+// VolumeAttacher is implemented by every VolumeBackend: it says how a volume appears inside a machine.
+type VolumeAttacher interface {
+	// Attachment says how volume v appears inside inst, which got it at launch, to be mounted at
+	// mountPath. A machine without the volume is ErrInvalid.
+	Attachment(ctx context.Context, inst Instance, v Volume, mountPath string) (Attachment, error)
+}
+
 // VolumeBackend is implemented by backends whose cloud keeps volumes that outlive machines. Its calls
 // follow InstanceManagerBackend's rules (errors classified, no side effects in VolumeTypes, GetVolume
 // and ListVolumes, idempotent creates by name, gone is success at delete), and:

@@ -63,6 +63,9 @@ type Attachment struct {
 	// playbooks mount it at MountPath.
 	Source string
 	FSType string
+	// Options are the mount options the cloud documents (nconnect=16, say), comma-separated; "" for
+	// the defaults.
+	Options string
 	// MountedByCloud says the cloud mounts the volume at MountPath itself; the playbooks only check it.
 	MountedByCloud bool
 }

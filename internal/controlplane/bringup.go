@@ -134,6 +134,9 @@ type BringUpSpec struct {
 	Vars map[string]any
 	// MaxAttempts overrides the control plane's default when above 0.
 	MaxAttempts int
+	// Volumes are the machine's volumes, mounted by provisioning (Create fills them from its
+	// request; Resume needs them given).
+	Volumes []VolumeUse
 }
 
 // BootError says a machine did not come up: it failed, was terminated or disappeared at its cloud, or

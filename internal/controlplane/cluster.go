@@ -37,6 +37,9 @@ type ClusterSpec struct {
 	// BidTimeout bounds how long CreateCluster waits for an order the cloud has not allocated yet (an
 	// auction bid for the nodes) before it cancels it (0: no bound; wait as for any boot).
 	BidTimeout time.Duration
+	// Volumes are the volumes every node gets: only offers of their cloud and region match, and only
+	// clouds whose cluster create takes volumes.
+	Volumes []VolumeUse
 }
 
 // ClusterPlan is what a plan shows of a new cluster.

@@ -553,7 +553,9 @@ func (cp *ControlPlane) Terminate(ctx context.Context, ref InstanceRef) error {
 // none when apply chooses), and what bringing the machine up needs.
 type CreateRequest struct {
 	// Name is the resource's name.
-	Name    string
+	Name string
+	// Request is what the machine asks for; its Volumes are the machine's volumes, given at launch
+	// (CreateWithVolumes) and mounted by provisioning.
 	Request OfferRequest
 	// OfferID is the planned offer; "" lets the create take the cheapest acceptable offer now.
 	OfferID string
@@ -726,6 +728,9 @@ type PlannedProvisioning struct {
 	Pool, Kind string
 	Vars       map[string]any
 	VarsKnown  bool
+	// Volumes are the machine's volumes (their ids and mount paths are part of the digest); PlanNew
+	// takes them from its request.
+	Volumes []VolumeUse
 }
 
 // plannedDigest is the digest a plan shows: "" with provisioning off, not known while the variables

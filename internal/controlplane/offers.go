@@ -28,6 +28,9 @@ type OfferRequest struct {
 	// FormFactor, when set (FormFactorSXM or FormFactorPCIe), is the only form factor allowed; offers
 	// whose cloud does not say their form factor do not match it.
 	FormFactor string
+	// Volumes are the volumes the machine gets (hydra_volume ids with mount paths): only offers of
+	// their cloud and region match, and only clouds that launch machines with volumes.
+	Volumes []VolumeUse
 }
 
 // Rejection says why one cloud offered nothing for a request.

@@ -61,7 +61,8 @@ type NameInUse struct {
 // NewPlanRequest asks how a new machine (a create, or a replacement) is planned.
 type NewPlanRequest struct {
 	// Name is the resource's name.
-	Name    string
+	Name string
+	// Request is what the machine asks for; its Volumes are the machine's volumes.
 	Request OfferRequest
 	// OfferID is the configured offer_id ("" when hydra chooses).
 	OfferID string

@@ -412,7 +412,7 @@ func (p *hydraProvider) open(ctx context.Context, req provider.ConfigureRequest,
 }
 
 func (p *hydraProvider) Resources(_ context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewGPUInstanceResource, NewGPUClusterResource}
+	return []func() resource.Resource{NewGPUInstanceResource, NewGPUClusterResource, NewVolumeResource}
 }
 
 func (p *hydraProvider) DataSources(_ context.Context) []func() datasource.DataSource {

@@ -1,0 +1,250 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
+	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
+)
+
+// The resource maps hydra_volume's schema to the control plane's volume spec and record, one
+// control-plane call per Terraform operation: PlanVolume (plan), CreateVolume, RefreshVolume or
+// ImportVolume (read), DeleteVolume.
+
+var (
+	_ resource.ResourceWithConfigure      = (*volumeResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*volumeResource)(nil)
+	_ resource.ResourceWithImportState    = (*volumeResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*volumeResource)(nil)
+)
+
+// defaultVolumeTimeout bounds a volume's create and delete.
+const defaultVolumeTimeout = 10 * time.Minute
+
+// NewVolumeResource is the hydra_volume resource.
+func NewVolumeResource() resource.Resource { return &volumeResource{} }
+
+type volumeResource struct {
+	data *providerData
+}
+
+func (r *volumeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
+}
+
+// ValidateConfig requires size_gb for a block volume (every cloud sizes its block devices).
+func (r *volumeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var typ types.String
+	var size types.Int64
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("type"), &typ)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("size_gb"), &size)...)
+	if typ.ValueString() == string(cloudprovider.VolumeBlock) && size.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("size_gb"), "Missing volume size",
+			"A block volume needs size_gb, its size in GB (for example size_gb = 100): every cloud sizes its block devices.")
+	}
+}
+
+func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.data == nil || req.Plan.Raw.IsNull() || r.data.command == commandDestroys {
+		return // not configured yet; a destroy; or a destroy's refresh, whose plan is thrown away
+	}
+	ctx, done := operation(ctx)
+	defer done()
+	plan, ok := get[volumeModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	spec, known := plan.spec()
+	if !req.State.Raw.IsNull() {
+		state, ok := get[volumeModel](ctx, req.State, &resp.Diagnostics)
+		if ok && resized(state.SizeGB, plan.SizeGB) {
+			resp.Diagnostics.AddAttributeWarning(path.Root("size_gb"), fmt.Sprintf("Volume %s will be replaced, not resized", state.ID.ValueString()),
+				fmt.Sprintf("size_gb changes from %d to %s: hydra does not resize volumes, so this apply deletes the volume with its data "+
+					"(or fails, deleting nothing, while a machine uses it) and creates an empty one. To keep the data, set size_gb back "+
+					"to %d, or create another hydra_volume and copy the data across; lifecycle { prevent_destroy = true } guards a volume "+
+					"against any replacement.", state.SizeGB.ValueInt64(), plan.SizeGB.String(), state.SizeGB.ValueInt64()))
+		}
+		if len(resp.RequiresReplace) == 0 {
+			return // kept: nothing to check
+		}
+		// Replaced: what the new volume is, the cloud tells at apply.
+		plan.CloudVolumeID, plan.CloudName, plan.PricePerMonth = types.StringUnknown(), types.StringUnknown(), types.Float64Unknown()
+		plan.AttachedTo = types.ListUnknown(types.StringType)
+	}
+	if !plan.Name.IsUnknown() && !plan.Cloud.IsUnknown() && !plan.Region.IsUnknown() {
+		plan.ID = types.StringValue(controlplane.VolumeID(spec.Cloud, spec.Region, spec.Name))
+	}
+	if !known {
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return // checked once the inputs are known
+	}
+	if err := r.data.cp.PlanVolume(ctx, spec); err != nil {
+		addVolumePlanError(&resp.Diagnostics, spec, err)
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// resized reports whether a volume's configured size changes (null to a value or back counts: either
+// replaces it).
+func resized(state, plan types.Int64) bool {
+	return !plan.IsUnknown() && !state.Equal(plan) && !(state.IsNull() && plan.IsNull())
+}
+
+// addVolumePlanError reports PlanVolume's refusal on the attribute it concerns.
+func addVolumePlanError(diags *diag.Diagnostics, spec controlplane.VolumeSpec, err error) {
+	var re *controlplane.RequestError
+	var uc *controlplane.UnconfiguredError
+	summary := fmt.Sprintf("No %s volumes for hydra_volume %s", spec.Type, spec.Name)
+	switch {
+	case errors.As(err, &uc):
+		detail := fmt.Sprintf("cloud is %q, which this provider configuration does not set up.", uc.Cloud)
+		if d := clouds.ByName(uc.Cloud); d != nil {
+			detail += fmt.Sprintf(" To keep volumes at %s, %s.", d.Title, d.HowToConfigure())
+		}
+		detail += fmt.Sprintf(" Configured now: %s.", quoteAll(uc.Configured))
+		diags.AddAttributeError(path.Root("cloud"), "Cloud not configured", detail)
+	case errors.As(err, &re):
+		field := re.Field
+		if !slices.Contains([]string{"type", "cloud", "region", "size_gb", "name"}, field) {
+			field = "type"
+		}
+		diags.AddAttributeError(path.Root(field), summary, re.Msg+
+			"\n\ndata \"hydra_gpu_offer\" with volume_type lists the clouds and regions that have a volume type.")
+	default:
+		diags.AddError(summary, err.Error())
+	}
+}
+
+func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	plan, ok := get[volumeModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	ctx, end := start(ctx, plan.Timeouts.Create, defaultVolumeTimeout, &resp.Diagnostics)
+	defer end()
+	summary := fmt.Sprintf("creating volume (%s)", plan.Name.ValueString())
+	spec, _ := plan.spec()
+	rec, err := r.data.cp.CreateVolume(ctx, spec)
+	if err != nil {
+		resp.Diagnostics.AddError(summary, timedOut(ctx, err, "create", plan.Timeouts.Create, defaultVolumeTimeout).Error())
+		return
+	}
+	m := plan
+	m.setRecord(rec, &resp.Diagnostics)
+	// The id is known at plan, the size as configured: a record that says otherwise is the control
+	// plane's mistake, kept out of state rather than failing the apply.
+	m.ID, m.SizeGB = plan.ID, sizeKept(plan.SizeGB, rec.SizeGB)
+	if rec.ID != plan.ID.ValueString() {
+		tflog.Warn(hydraLog(), "volume created under another id than planned", map[string]any{"planned": plan.ID.ValueString(), "record": rec.ID})
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	tflog.Info(hydraLog(), "volume created", map[string]any{"id": rec.ID, "cloud_volume_id": rec.CloudVolumeID})
+}
+
+// sizeKept is the size the state keeps after a create: the configured one (Terraform forbids an
+// apply to change a planned value); a cloud that states another is logged.
+func sizeKept(planned types.Int64, stated int) types.Int64 {
+	if stated > 0 && !planned.IsNull() && planned.ValueInt64() != int64(stated) {
+		tflog.Warn(hydraLog(), "the cloud states another volume size than configured", map[string]any{"configured": planned.ValueInt64(), "stated": stated})
+	}
+	return planned
+}
+
+func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx, done := operation(ctx)
+	defer done()
+	m, ok := get[volumeModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	id := m.ID.ValueString()
+	if m.CloudVolumeID.IsNull() {
+		// Import (ImportState put `<cloud>/<cloud volume id>` in id): everything the cloud tells.
+		rec, err := r.data.cp.ImportVolume(ctx, id)
+		if err != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("importing volume (%s)", id), err.Error())
+			return
+		}
+		m.SizeGB = types.Int64Null()
+		m.setRecord(rec, &resp.Diagnostics)
+		m.Timeouts = nullCreateDeleteTimeouts()
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+		return
+	}
+	rec := m.record(ctx, &resp.Diagnostics)
+	found, err := r.data.cp.RefreshVolume(ctx, &rec)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("reading volume (%s)", m.Name.ValueString()), err.Error())
+		return
+	}
+	if !found {
+		tflog.Warn(hydraLog(), "volume is gone at the cloud; removing it from state so the next plan creates it again (empty)", map[string]any{"id": id})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	m.setRecord(rec, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Update only saves what changes without an action at the cloud (timeouts): every other input replaces
+// the volume.
+func (r *volumeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	plan, ok := get[volumeModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *volumeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	state, ok := get[volumeModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	ctx, end := start(ctx, state.Timeouts.Delete, defaultVolumeTimeout, &resp.Diagnostics)
+	defer end()
+	rec := state.record(ctx, &resp.Diagnostics)
+	if err := r.data.cp.DeleteVolume(ctx, rec); err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("deleting volume (%s)", state.Name.ValueString()),
+			timedOut(ctx, err, "delete", state.Timeouts.Delete, defaultVolumeTimeout).Error())
+	}
+}
+
+// ImportState takes `<cloud>/<cloud volume id>`; Read imports it.
+func (r *volumeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if msg := volumeImportIDProblem(req.ID); msg != "" {
+		resp.Diagnostics.AddError(fmt.Sprintf("importing volume (%s)", req.ID), msg)
+		return
+	}
+	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+}
+
+// volumeImportIDProblem says what is wrong with an import ID and what is accepted, or "" when it is
+// `<cloud>/<cloud volume id>` with a cloud hydra knows.
+func volumeImportIDProblem(id string) string {
+	accepted := "a volume is imported as <cloud>/<cloud volume id>: the cloud's name and the cloud's own id of the volume " +
+		"(hydra_volume's cloud_volume_id), for example `terraform import hydra_volume.data " + clouds.Names()[0] + "/<volume id>`"
+	cloud, vid, ok := strings.Cut(id, "/")
+	switch {
+	case !ok || vid == "" || cloud == "":
+		return fmt.Sprintf("%q is not <cloud>/<cloud volume id>; %s.", id, accepted)
+	case strings.Contains(vid, "/"):
+		return fmt.Sprintf("%q has more than one \"/\" (hydra_volume's id, <cloud>/<region>/<name>, is not what import takes); %s.", id, accepted)
+	case !slices.Contains(clouds.Names(), cloud):
+		return fmt.Sprintf("%q starts with %q, which is not a cloud hydra knows (%s); %s.", id, cloud, quotedCloudNames(), accepted)
+	}
+	return ""
+}

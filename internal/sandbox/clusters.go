@@ -54,6 +54,8 @@ type ClusterRecord struct {
 	CreatedAt    time.Time `json:"created_at"`
 	DeletedAt    time.Time `json:"deleted_at,omitzero"`
 	GoneAt       time.Time `json:"gone_at,omitzero"`
+	// Volumes are the volumes every node gets (ClusterRequest.Volumes; see volumes.go).
+	Volumes []InstanceVolume `json:"volumes,omitempty"`
 }
 
 func (c *ClusterRecord) gone(now time.Time) bool { return !c.GoneAt.IsZero() && now.After(c.GoneAt) }
@@ -145,6 +147,9 @@ func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOff
 //     127.100.<cluster number>.<i>). A placement the stock no longer allows (another create took it
 //     meanwhile, or the partial_clusters fault) terminates every node placed and the cluster, in the
 //     same step, and is ErrCapacity saying how many were delivered.
+//   - Every node gets the volumes of req.Volumes, checked as CreateWithVolumes checks a machine's
+//     (a block volume only on a cluster of one node); a volume refused is ErrInvalid, before anything
+//     starts.
 //   - It is idempotent by name: a cluster of the name not deleted is returned, after its missing nodes
 //     are placed. So a create cancelled (ctx) or killed between placements, which leaves a cluster of
 //     fewer nodes (pending, cloud status "creating"), is finished by the next create of its name, or,
@@ -239,6 +244,10 @@ func (b *Backend) order(op string, st *state, f *Faults, req cloudprovider.Clust
 	if err := cloudprovider.CheckPriceCap(CloudName, op, what, price*money.USD(asked), req.MaxPricePerHour); err != nil {
 		return nil, err
 	}
+	vols, err := instanceVolumes(op, st, entry.Region, asked, req.Volumes, time.Now())
+	if err != nil {
+		return nil, err
+	}
 	used := map[int]bool{}
 	for _, c := range st.Clusters {
 		if c.DeletedAt.IsZero() {
@@ -255,7 +264,7 @@ func (b *Backend) order(op string, st *state, f *Faults, req cloudprovider.Clust
 	c := &ClusterRecord{
 		ID: "sbxc-" + simulation.RandomHex(6), Name: req.Name, Number: number, Region: entry.Region, InstanceType: entry.InstanceType,
 		Spot: entry.Spot, Interconnect: req.Offer.Interconnect, Nodes: asked, PricePerHour: entry.PricePerHour,
-		SSHKeys: req.SSHPublicKeys, Owner: ownerAtCreate(req.Owner), CreatedAt: time.Now().UTC(),
+		SSHKeys: req.SSHPublicKeys, Owner: ownerAtCreate(req.Owner), CreatedAt: time.Now().UTC(), Volumes: vols,
 	}
 	if c.Interconnect == cloudprovider.InterconnectFabric {
 		c.Fabric = entry.Fabric
@@ -301,6 +310,7 @@ func (b *Backend) placeNode(op, id string) (*Record, error) {
 		rec, err = b.place(st, f, catalog, entry, Record{
 			Name: fmt.Sprintf("%s-%d", c.Name, i), SSHKeys: c.SSHKeys, Owner: c.Owner,
 			Cluster: c.ID, PrivateAddr: fmt.Sprintf("127.100.%d.%d", c.Number, i), Fabric: c.Fabric != "",
+			Volumes: c.Volumes,
 		})
 		return err
 	})

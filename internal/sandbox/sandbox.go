@@ -77,6 +77,11 @@ type CatalogEntry struct {
 	Fabric string `json:"fabric,omitempty"`
 	// MaxClusterNodes is the most nodes one cluster of the entry may have (0: DefaultMaxClusterNodes).
 	MaxClusterNodes int `json:"max_cluster_nodes,omitempty"`
+	// VolumeType makes the entry a volume entry (no GPU): its region has volumes of this type
+	// ("block" or "shared_fs") at PricePerGBMonth (0: unpriced), or none at all ("none"). A region
+	// without volume entries has both types, unpriced (see VolumeTypes).
+	VolumeType      string  `json:"volume_type,omitempty"`
+	PricePerGBMonth float64 `json:"price_per_gb_month,omitempty"`
 }
 
 // Hardware is what a catalog entry says of its machines, and what an instance record keeps of its
@@ -182,6 +187,8 @@ type Record struct {
 	// PreemptNoticeAt and PreemptEndsAt are a preemption's notice and end (see Preempt).
 	PreemptNoticeAt time.Time `json:"preempt_notice_at,omitzero"`
 	PreemptEndsAt   time.Time `json:"preempt_ends_at,omitzero"`
+	// Volumes are the volumes the instance got at create (see volumes.go).
+	Volumes []InstanceVolume `json:"volumes,omitempty"`
 }
 
 type state struct {
@@ -191,6 +198,8 @@ type state struct {
 	Created int `json:"created"`
 	// Clusters are the clusters ever ordered; their nodes are in Instances.
 	Clusters []*ClusterRecord `json:"clusters,omitempty"`
+	// Volumes are the volumes not deleted (see volumes.go).
+	Volumes []*VolumeRecord `json:"volumes,omitempty"`
 }
 
 // Machines runs the simulated machines behind sandbox instances (real sshd processes), when the
@@ -561,6 +570,11 @@ func (b *Backend) call(ctx context.Context, op string) error {
 // above req.MaxPricePerHour is a capacity error, as is an offer sold out, out of stock or gone from the
 // catalog; nothing is created then.
 func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
+	return b.create(ctx, req, nil)
+}
+
+// create is Create, the new machine given the volumes of mounts (CreateWithVolumes).
+func (b *Backend) create(ctx context.Context, req cloudprovider.CreateRequest, mounts []cloudprovider.VolumeMount) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	if req.MaxPricePerHour < 0 {
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "max price %s must not be negative", req.MaxPricePerHour)
@@ -598,7 +612,11 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 		if err := cloudprovider.CheckPriceCap(CloudName, op, entry.InstanceType+" in "+entry.Region, price, req.MaxPricePerHour); err != nil {
 			return err
 		}
-		rec, err = b.place(st, f, catalog, entry, Record{Name: req.Name, SSHKeys: req.SSHPublicKeys, Owner: ownerAtCreate(req.Owner)})
+		vols, err := instanceVolumes(op, st, entry.Region, 1, mounts, now)
+		if err != nil {
+			return err
+		}
+		rec, err = b.place(st, f, catalog, entry, Record{Name: req.Name, SSHKeys: req.SSHPublicKeys, Owner: ownerAtCreate(req.Owner), Volumes: vols})
 		if err != nil {
 			return err
 		}

@@ -426,4 +426,3 @@ func (b *Backend) Volumes() ([]VolumeRecord, error) {
 func storeOf(machineDir, volumeID string) string {
 	return filepath.Join(filepath.Dir(filepath.Dir(machineDir)), VolumesDir, volumeID)
 }
-

@@ -52,6 +52,8 @@ type gpuOfferModel struct {
 	// Nodes and Interconnect ask for cluster offers (clusterOffers).
 	Nodes        types.Int64  `tfsdk:"nodes"`
 	Interconnect types.String `tfsdk:"interconnect"`
+	// VolumeType keeps only offers in regions with that type of volume (volume_offers.go).
+	VolumeType types.String `tfsdk:"volume_type"`
 }
 
 var offerAttrTypes = map[string]attr.Type{
@@ -182,6 +184,13 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.OneOf(interconnects...)},
 			},
+			"volume_type": schema.StringAttribute{
+				MarkdownDescription: "Only offers in the clouds and regions that keep volumes of this type, `block` or `shared_fs`, " +
+					"so a `hydra_volume` of that type can be created where the answer is (`cloud`, `region`) and used by the " +
+					"machine. The clouds without it are in `rejections` (\"no shared_fs volumes\"). Default: any region.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.OneOf(volumeTypes...)},
+			},
 			"unmapped": schema.MapAttribute{
 				MarkdownDescription: "For each asked cloud that offers GPUs hydra's inventory does not name, those GPUs' exact names as the " +
 					"cloud writes them. To rent one, add its name under `api_names.<cloud>` of a GPU type in your `supported_gpus.yml` " +
@@ -206,8 +215,12 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	}
 	oreq, _, diags := m.request(ctx)
 	resp.Diagnostics.Append(diags...)
+	places, volumeWhy, ok := d.volumeFilter(ctx, &m, &oreq, &resp.Diagnostics)
+	if !ok {
+		return
+	}
 	if !m.Nodes.IsNull() || !m.Interconnect.IsNull() {
-		d.clusterOffers(ctx, &m, oreq, resp)
+		d.clusterOffers(ctx, &m, oreq, places, volumeWhy, resp)
 		return
 	}
 	res, err := d.data.cp.FindOffers(ctx, oreq)
@@ -221,6 +234,13 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 		addPlanError(&resp.Diagnostics, err)
 		return
 	}
+	if places != nil {
+		res.Offers, res.Ineligible = places.filter(res.Offers, volumeWhy), places.filter(res.Ineligible, map[string]string{})
+		if len(res.Offers) == 0 {
+			noVolumeOffer(&resp.Diagnostics, places.typ, volumeWhy)
+			return
+		}
+	}
 	best, _ := res.Cheapest()
 	m.setCheapest(best)
 
@@ -232,6 +252,11 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 	rej := map[string]attr.Value{}
 	for _, r := range res.Rejections {
 		rej[r.Cloud] = types.StringValue(r.Reason)
+	}
+	for c, why := range volumeWhy {
+		if _, ok := rej[c]; !ok {
+			rej[c] = types.StringValue(why)
+		}
 	}
 	rmap, diags := types.MapValue(types.StringType, rej)
 	resp.Diagnostics.Append(diags...)
@@ -274,7 +299,8 @@ func offerList(elems []attr.Value, diags *diag.Diagnostics) types.List {
 
 // clusterOffers reads the cluster offers (nodes set): the best, every eligible one, and why each
 // other asked cloud has none ("no cluster API", "no fabric", ...).
-func (d *gpuOfferDataSource) clusterOffers(ctx context.Context, m *gpuOfferModel, oreq controlplane.OfferRequest, resp *datasource.ReadResponse) {
+func (d *gpuOfferDataSource) clusterOffers(ctx context.Context, m *gpuOfferModel, oreq controlplane.OfferRequest, places *volumePlaces,
+	volumeWhy map[string]string, resp *datasource.ReadResponse) {
 	if m.Nodes.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("interconnect"), "interconnect without nodes",
 			"interconnect applies to cluster offers only; set nodes (at least 2) to ask for cluster offers, or leave interconnect out.")
@@ -289,6 +315,13 @@ func (d *gpuOfferDataSource) clusterOffers(ctx context.Context, m *gpuOfferModel
 	if err != nil {
 		addPlanError(&resp.Diagnostics, err)
 		return
+	}
+	if places != nil {
+		if why == nil {
+			why = map[string]string{}
+		}
+		offers = places.filterClusters(offers, why)
+		maps.Copy(why, volumeWhy)
 	}
 	if len(offers) == 0 {
 		var lines []string

@@ -441,6 +441,11 @@ func (r *Runner) playbookVars(req cloudprovider.ProvisionRequest) (map[string]an
 	// The cloud's interruption notice file, for the watcher ("": the cloud writes none).
 	vars["hydra_interruption_signal_path"] = req.Signal.Path
 	vars["hydra_interruption_signal_format"] = string(req.Signal.Format)
+	// The machine's volumes, for the volume_mount role (replacing the digest's entry of the same name).
+	if err := checkVolumesDigested(req.Vars, req.Volumes); err != nil {
+		return nil, err
+	}
+	vars[VolumesVar] = volumesVar(req.Volumes)
 	// The provisioning marker: what a successful run records on the machine. The digest is the one the
 	// control plane computed for this request (same pool, same variables).
 	digest, err := r.Digest(req.Pool, req.Vars)

@@ -267,23 +267,16 @@ func summary(items []Item) map[string]map[string]map[string]map[string]any {
 	return out
 }
 
-// disks builds the /availability/disks items: one per provider, place and security among the items
-// that price their disk and name their country and region (storage is sold in a place; the data
-// center may be null), in catalog order, shaped like Prime's (cloudId null, spec counts from 0).
+// disks builds the /availability/disks items from the catalog's disk places (diskPlaces), shaped like
+// Prime's (cloudId null, spec counts from 0).
 func disks(items []Item) []map[string]any {
 	var out []map[string]any
-	seen := map[string]bool{}
-	for _, it := range items {
-		k := strings.Join([]string{strings.ToLower(it.Provider), it.DataCenter, it.Country, it.Region, it.Security}, "|")
-		if it.DiskPricePerUnit <= 0 || it.Country == "" || it.Region == "" || seen[k] {
-			continue
-		}
-		seen[k] = true
+	for _, p := range diskPlaces(items) {
 		out = append(out, map[string]any{
-			"cloudId": nil, "provider": it.Provider, "dataCenter": nullable(it.DataCenter), "country": nullable(it.Country),
-			"region":      nullable(it.Region),
-			"spec":        resource(0, 0, 8192, it.DiskPricePerUnit, 1, false, nil),
-			"stockStatus": "Available", "security": it.Security, "isMultinode": it.GPUCount > 1,
+			"cloudId": nil, "provider": p.Provider, "dataCenter": nullable(p.DataCenter), "country": nullable(p.Country),
+			"region":      nullable(p.Region),
+			"spec":        resource(0, 0, p.MaxGB, p.PricePerUnit, 1, false, nil),
+			"stockStatus": "Available", "security": p.Security, "isMultinode": p.Multinode,
 		})
 	}
 	return out

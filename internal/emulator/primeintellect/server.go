@@ -1,5 +1,6 @@
 // Package primeintellect is a local emulator of the Prime Intellect compute API (/api/v1): paginated
-// and legacy availability, the GPU summary, disk availability, pods (create, get, list, status, delete) and SSH keys,
+// and legacy availability, the GPU summary, disk availability, pods (create, get, list, status, delete), disks
+// (create, get, list, rename, delete; attached to pods at their create, see disks.go) and SSH keys,
 // with the quirks hydra's client must survive: {detail} errors, isSpot null instead of false,
 // community offers priced by communityPrice, ACTIVE pods without an sshConnection (then `[null]`),
 // cloudIds that change, empty availability answers, and a 400 when maxPrice is null.
@@ -20,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,6 +63,11 @@ type Options struct {
 	LegacyOnly bool
 	// MaxPageSize is the largest page_size accepted (default 100); larger ones get a 422.
 	MaxPageSize int
+	// DiskProvisionDuration is how long a new disk stays PROVISIONING (default BootDuration/4).
+	DiskProvisionDuration time.Duration
+	// DiskMountPath is where a pod's first disk is mounted (default DefaultDiskMountPath); later ones
+	// get "-2", "-3", ... appended (the emulator's choice: no document says).
+	DiskMountPath string
 }
 
 // CloudFaults are the failures only Prime Intellect has, switched on at runtime beside the shared
@@ -92,6 +99,7 @@ type podRec struct {
 	MemoryGB   int        `json:"memory_gb"`
 	Image      string     `json:"image"`
 	SSHKeyID   string     `json:"ssh_key_id"`
+	Disks      []podDisk  `json:"disks,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	Boot       int64      `json:"boot_ns"`
 	Fail       bool       `json:"fail"`
@@ -109,6 +117,7 @@ type state struct {
 	Catalog     []Item            `json:"catalog"`
 	Pods        []*podRec         `json:"pods"`
 	Keys        []keyRec          `json:"ssh_keys"`
+	Disks       []*diskRec        `json:"disks"`
 	Faults      simulation.Faults `json:"faults"`
 	CloudFaults CloudFaults       `json:"cloud_faults"`
 	CreateCount int               `json:"create_count"`
@@ -136,6 +145,10 @@ func New(opts Options) *Server {
 	opts.TerminatedRetention = emukit.Positive(opts.TerminatedRetention, time.Minute)
 	opts.SSH = opts.SSH.WithDefaults("root")
 	opts.MaxPageSize = emukit.Positive(opts.MaxPageSize, 100)
+	opts.DiskProvisionDuration = emukit.Positive(opts.DiskProvisionDuration, opts.BootDuration/4)
+	if opts.DiskMountPath == "" {
+		opts.DiskMountPath = DefaultDiskMountPath
+	}
 	catalog := append([]Item(nil), opts.Catalog...)
 	s := &Server{opts: opts}
 	s.SeededServer = emukit.NewSeededServer(opts.StateDir, func() *state {
@@ -283,6 +296,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/api/v1/pods/") && !strings.Contains(strings.TrimPrefix(path, "/api/v1/pods/"), "/"):
 		id := strings.TrimPrefix(path, "/api/v1/pods/")
 		s.byMethod(w, r, map[string]func(){http.MethodGet: func() { s.getPod(w, id) }, http.MethodDelete: func() { s.deletePod(w, id) }})
+	case path == "/api/v1/disks":
+		s.byMethod(w, r, map[string]func(){http.MethodGet: func() { s.listDisks(w, r) }, http.MethodPost: func() { s.createDisk(w, r) }})
+	case strings.HasPrefix(path, "/api/v1/disks/") && !strings.Contains(strings.TrimPrefix(path, "/api/v1/disks/"), "/"):
+		id := strings.TrimPrefix(path, "/api/v1/disks/")
+		s.byMethod(w, r, map[string]func(){http.MethodGet: func() { s.getDisk(w, id) },
+			http.MethodPatch: func() { s.patchDisk(w, r, id) }, http.MethodDelete: func() { s.deleteDisk(w, id) }})
 	case path == "/api/v1/ssh_keys":
 		s.byMethod(w, r, map[string]func(){http.MethodGet: func() { s.listKeys(w) }, http.MethodPost: func() { s.createKey(w, r) }})
 	case strings.HasPrefix(path, "/api/v1/ssh_keys/") && r.Method == http.MethodDelete:
@@ -366,8 +385,24 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"items": []any{}, "totalCount": 0})
 		return
 	}
-	var items []Item
-	_ = s.Store.With(false, func(st *state) error { items = filterItems(st.Catalog, q); return nil })
+	var (
+		items   []Item
+		unknown string
+	)
+	_ = s.Store.With(false, func(st *state) error {
+		items = filterItems(st.Catalog, q)
+		if ids := q["disks"]; len(ids) > 0 {
+			var keep func(Item) bool
+			if keep, unknown = s.diskFilter(st, ids, s.opts.Now()); keep != nil {
+				items = slices.DeleteFunc(items, func(it Item) bool { return !keep(it) })
+			}
+		}
+		return nil
+	})
+	if unknown != "" {
+		detail(w, http.StatusNotFound, fmt.Sprintf("Disk %s not found", unknown))
+		return
+	}
 	out := []any{}
 	for i := (page - 1) * pageSize; i < len(items) && i < page*pageSize; i++ {
 		out = append(out, items[i].render(false))
@@ -460,6 +495,8 @@ type createBody struct {
 	Team *struct {
 		TeamID string `json:"teamId"`
 	} `json:"team"`
+	// Disks are the ids of disks to attach (Body_create_pod's disks).
+	Disks []string `json:"disks"`
 }
 
 func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
@@ -542,6 +579,11 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 		it := &st.Catalog[idx]
+		disks, refusal := s.podDisks(st, b.Disks, *it, now)
+		if refusal != "" {
+			status, msg = http.StatusBadRequest, refusal
+			return nil
+		}
 		if it.Capacity == 0 {
 			status, msg = http.StatusBadRequest, noCapacity
 			return nil
@@ -558,7 +600,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		rec = &podRec{ID: newID(), Name: b.Pod.Name, CloudID: it.CloudID, GPUType: it.GPUType, Socket: it.Socket, GPUCount: it.GPUCount,
 			Provider: it.Provider, DataCenter: it.DataCenter, Slot: it.slot(), Price: price, Spot: it.Spot,
 			DiskGB: b.Pod.DiskSize, VCPUs: b.Pod.VCPUs, MemoryGB: b.Pod.Memory, Image: b.Pod.Image, SSHKeyID: b.Pod.SSHKeyID,
-			CreatedAt: now, Boot: int64(boot)}
+			Disks: disks, CreatedAt: now, Boot: int64(boot)}
 		if b.Pod.MaxPrice != nil {
 			rec.MaxPrice = *b.Pod.MaxPrice
 		}
@@ -673,7 +715,7 @@ func (s *Server) render(p *podRec, now time.Time) map[string]any {
 		"primePortMapping": []any{map[string]any{"internal": 22, "external": s.opts.SSH.Port, "protocol": "TCP", "usedBy": "SSH", "description": "SSH"}},
 		"sshConnection":    v.ssh, "ip": v.ip,
 		"resources":         map[string]any{"memory": p.MemoryGB, "disk": p.DiskGB, "vcpus": p.VCPUs, "shared_disk": nil},
-		"attachedResources": []any{}, "isSpot": spot, "autoRestart": false,
+		"attachedResources": s.attachedResources(p, v), "isSpot": spot, "autoRestart": false,
 	}
 }
 

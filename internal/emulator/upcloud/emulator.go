@@ -59,6 +59,9 @@ type Options struct {
 	Templates []Template
 	// StopDuration is how long a stop takes before the server is "stopped" (default 3s).
 	StopDuration time.Duration
+	// HotplugDuration is how long a started server is in "maintenance" after a storage is attached to
+	// or detached from it (default 2s; storage.go).
+	HotplugDuration time.Duration
 	// Username/Password and Token are the credentials accepted (Basic or Bearer). When all are empty,
 	// any Basic or Bearer credentials are accepted (but some must be sent).
 	Username, Password, Token string
@@ -94,6 +97,7 @@ func New(opts Options) *Server {
 	opts.Templates = emukit.Seed(opts.Templates, DefaultTemplates)
 	opts.Options = opts.WithDefaults(20 * time.Second)
 	opts.StopDuration = cmp.Or(opts.StopDuration, 3*time.Second)
+	opts.HotplugDuration = cmp.Or(opts.HotplugDuration, 2*time.Second)
 	s := &Server{opts: opts, store: emukit.NewStore[state](opts.StateDir, "state")}
 	s.admin = emukit.NewStateAdmin(func(write bool, fn func(st *state) error) error {
 		var err error
@@ -381,9 +385,21 @@ func (s *Server) handle(st *state, r *http.Request) (response, bool) {
 			return s.deleteServer(st, parts[1], r)
 		}
 	case r.Method == http.MethodGet && path == "/storage/private":
-		return s.privateStorages(st), changed
+		return s.privateStorages(st, r), changed
+	case parts[0] == "storage" && r.Method == http.MethodGet && isStorageList(parts):
+		return s.listStorages(st, parts[1:], r), changed
+	case parts[0] == "storage" && len(parts) == 1 && r.Method == http.MethodPost:
+		return s.createStorage(st, r)
 	case parts[0] == "storage" && len(parts) == 2 && r.Method == http.MethodGet:
 		return s.getStorage(st, parts[1]), changed
+	case parts[0] == "storage" && len(parts) == 2 && r.Method == http.MethodDelete:
+		return s.deleteStorage(st, parts[1])
+	case parts[0] == "server" && len(parts) == 4 && parts[2] == "storage" && r.Method == http.MethodPost &&
+		(parts[3] == "attach" || parts[3] == "detach"):
+		if !uuidRE.MatchString(parts[1]) {
+			return errResp(http.StatusBadRequest, "SERVER_INVALID", "The server UUID is invalid."), changed
+		}
+		return s.attachDetach(st, parts[1], parts[3] == "attach", r)
 	case parts[0] == "storage" && len(parts) == 3 && parts[2] == "templatize" && r.Method == http.MethodPost:
 		return s.templatize(st, parts[1], r)
 	case parts[0] == "tag" && len(parts) == 2 && r.Method == http.MethodDelete:
@@ -581,6 +597,9 @@ func (s *Server) diskJSON(st *state, d *disk) map[string]any {
 		"access": "private", "created": d.Created.UTC().Format(time.RFC3339), "license": 0, "size": d.Size,
 		"state": "online", "tier": d.Tier, "title": d.Title, "type": "normal", "uuid": d.UUID, "zone": d.Zone,
 	}
+	if d.Labels != nil {
+		m["labels"] = storageLabelsJSON(d.Labels)
+	}
 	for _, v := range st.Servers {
 		if v.Storage == d.UUID {
 			if vs, progress := serverState(v, s.opts.Now()); vs == "maintenance" {
@@ -591,8 +610,12 @@ func (s *Server) diskJSON(st *state, d *disk) map[string]any {
 	return m
 }
 
-// privateStorages answers GET /storage/private: the disks and the private templates, by uuid.
-func (s *Server) privateStorages(st *state) response {
+// privateStorages answers GET /storage/private: the disks and the private templates, by uuid (with
+// ?label= filters, storage.go, only the disks that match).
+func (s *Server) privateStorages(st *state, r *http.Request) response {
+	if len(r.URL.Query()["label"]) > 0 {
+		return s.listStorages(st, []string{"private"}, r)
+	}
 	var list []map[string]any
 	for _, d := range st.Disks {
 		list = append(list, s.diskJSON(st, d))
@@ -621,11 +644,10 @@ func (s *Server) getStorage(st *state, uuid string) response {
 	attached := []any{}
 	if d, ok := st.Disks[uuid]; ok {
 		m = s.diskJSON(st, d)
-		for _, v := range st.Servers {
-			if v.Storage == uuid {
-				attached = append(attached, v.UUID)
-			}
+		if _, ok := st.Servers[d.Server]; ok {
+			attached = append(attached, d.Server)
 		}
+		m["backups"] = map[string]any{"backup": []any{}}
 	} else if t, ok := st.template(uuid); ok {
 		m = s.templateJSON(t)
 		if templateAccess(t) != "public" {
@@ -758,15 +780,7 @@ func (s *Server) details(st *state, v *server) map[string]any {
 		itf(2, "public", ipv4, "IPv4", "03aaaaaa-aaaa-4aaa-aaaa-aaaaaaaaaa02"),
 		itf(3, "public", v.PublicIPv6, "IPv6", "03000000-0000-4000-8046-000000000000"),
 	}}}
-	tmpl, _ := st.template(v.Template)
-	m["storage_devices"] = map[string]any{"storage_device": []any{map[string]any{
-		"address": "virtio:0", "boot_disk": "0", "storage": v.Storage, "storage_encrypted": "no",
-		"storage_size": v.StorageSize, "storage_tier": v.StorageTier, "storage_title": v.StorageTitle, "type": "disk",
-		"labels": []any{
-			map[string]any{"key": "_os_main_category", "value": "Linux"},
-			map[string]any{"key": "_template_uuid", "value": tmpl.UUID},
-		},
-	}}}
+	m["storage_devices"] = s.storageDevices(st, v)
 	if p.GPUAmount > 0 {
 		var devs []any
 		for i := 0; i < p.GPUAmount; i++ {
@@ -859,6 +873,8 @@ type createBody struct {
 				Title   string      `json:"title"`
 				Size    json.Number `json:"size"`
 				Tier    string      `json:"tier"`
+				Address string      `json:"address"`
+				Type    string      `json:"type"`
 			} `json:"storage_device"`
 		} `json:"storage_devices"`
 		LoginUser *struct {
@@ -929,8 +945,15 @@ func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
 		}
 	}
 	devs := b.StorageDevices.StorageDevice
-	if len(devs) != 1 || devs[0].Action != "clone" {
-		return errResp(http.StatusBadRequest, "STORAGE_DEVICE_INVALID", "Exactly one storage device with action clone is supported."), false
+	if len(devs) == 0 || devs[0].Action != "clone" {
+		return errResp(http.StatusBadRequest, "STORAGE_DEVICE_INVALID", "The first storage device must have action clone; others may attach storages."), false
+	}
+	var attach []createAttach
+	for _, ad := range devs[1:] {
+		attach = append(attach, createAttach{Action: ad.Action, Storage: ad.Storage, Address: ad.Address, Type: ad.Type})
+	}
+	if resp, ok := checkCreateAttach(st, b.Zone, attach); !ok {
+		return resp, false
 	}
 	d := devs[0]
 	tmpl, ok := st.template(d.Storage)
@@ -1010,7 +1033,9 @@ func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
 		v.StorageTitle = "Storage for " + v.Hostname
 	}
 	st.Servers[v.UUID] = v
-	st.Disks[v.Storage] = &disk{UUID: v.Storage, Title: v.StorageTitle, Zone: v.Zone, Size: size, Tier: tier, Created: now}
+	st.Disks[v.Storage] = &disk{UUID: v.Storage, Title: v.StorageTitle, Zone: v.Zone, Size: size, Tier: tier, Created: now,
+		Server: v.UUID, Address: "virtio:0"}
+	attachAtCreate(st, v, attach)
 	if st.Faults.TakeLostCreate() {
 		return errResp(http.StatusInternalServerError, "INTERNAL_ERROR", "Internal server error."), true
 	}
@@ -1154,9 +1179,7 @@ func (s *Server) deleteServer(st *state, uuid string, r *http.Request) (response
 		return errResp(http.StatusConflict, "SERVER_STATE_ILLEGAL", fmt.Sprintf("The server %s is in state %s; only a stopped server can be deleted.", uuid, state)), false
 	}
 	delete(st.Servers, uuid)
-	if s := r.URL.Query().Get("storages"); s == "1" || s == "true" {
-		delete(st.Disks, v.Storage)
-	}
+	s.releaseDisks(st, uuid, r.URL.Query().Get("storages"))
 	if p, ok := st.plan(v.Plan); ok && p.GPUAmount > 0 {
 		if st.Stock[v.Zone] == nil {
 			st.Stock[v.Zone] = map[string]int{}

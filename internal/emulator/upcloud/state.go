@@ -58,6 +58,9 @@ type server struct {
 	MemoryMiB int `json:"memory_mib,omitempty"`
 	// RemoteAccessPassword is the VNC password every server answer carries (remote access stays off).
 	RemoteAccessPassword string `json:"remote_access_password,omitempty"`
+	// BusyUntil ends the "maintenance" a disk attached to or detached from the started server began
+	// (storage.go).
+	BusyUntil *time.Time `json:"busy_until,omitempty"`
 }
 
 type disk struct {
@@ -67,6 +70,12 @@ type disk struct {
 	Size    int       `json:"size"`
 	Tier    string    `json:"tier"`
 	Created time.Time `json:"created"`
+	// Labels are a storage's labels (POST /storage, storage.go); a server's disk has none.
+	Labels []label `json:"labels,omitempty"`
+	// Server and Address say where the disk is attached ("" when detached): a server's own disk at
+	// virtio:0 from its create, other storages where attach put them (storage.go).
+	Server  string `json:"server,omitempty"`
+	Address string `json:"address,omitempty"`
 }
 
 // state is the whole emulated cloud. With a StateDir it is the JSON file state.json.
@@ -82,6 +91,9 @@ type state struct {
 	Seq          int64                     `json:"seq"`
 	BootDuration time.Duration             `json:"boot_duration"`
 	StopDuration time.Duration             `json:"stop_duration"`
+	// HotplugDuration is how long a started server stays in "maintenance" after a disk is attached or
+	// detached (Options.HotplugDuration).
+	HotplugDuration time.Duration `json:"hotplug_duration,omitempty"`
 	// IgnorePaging makes GET /server ignore limit and offset (see Options.IgnorePaging).
 	IgnorePaging bool `json:"ignore_paging,omitempty"`
 }
@@ -97,6 +109,8 @@ func newState(o Options) *state {
 		BootDuration: o.BootDuration,
 		StopDuration: o.StopDuration,
 		IgnorePaging: o.IgnorePaging,
+		// HotplugDuration: see Options.HotplugDuration.
+		HotplugDuration: o.HotplugDuration,
 	}
 	for _, p := range o.Plans {
 		if p.GPUAmount == 0 {
@@ -161,6 +175,9 @@ func serverState(s *server, now time.Time) (string, int) {
 	}
 	if s.FailBoot {
 		return "error", 0
+	}
+	if s.BusyUntil != nil && now.Before(*s.BusyUntil) {
+		return "maintenance", 50
 	}
 	if s.StopAt != nil {
 		if !now.Before(s.StopAt.Add(s.StopDuration)) {

@@ -63,7 +63,7 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"size_gb": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("The volume's size in GB, 1 to %d. Required for `block` volumes, and for `shared_fs` "+
 					"on clouds whose file systems have a fixed size (the create fails without it there). A cloud whose file "+
-					"systems have no size (they grow with their data, billed by use) ignores it: it stays in state as configured, "+
+					"systems have no size (they grow with their data) ignores it: it stays in state as configured, "+
 					"and may be left out. hydra does not resize volumes: changing it replaces the volume with a new, empty one, "+
 					"and the old one is deleted with its data (or, while a machine uses it, the apply fails and nothing is "+
 					"deleted). The plan warns when it would.", maxVolumeSizeGB),

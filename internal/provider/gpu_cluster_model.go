@@ -27,6 +27,7 @@ type gpuClusterModel struct {
 	BusBandwidth         types.Float64 `tfsdk:"nccl_bus_bandwidth_gbps"`
 	ProvisioningError    types.String  `tfsdk:"provisioning_error"`
 	BidTimeout           types.String  `tfsdk:"bid_timeout"`
+	Volumes              types.List    `tfsdk:"volumes"`
 }
 
 // spec is the control plane's request for the cluster; ok is false while inputs are unknown. keys
@@ -40,7 +41,10 @@ func (m *gpuClusterModel) spec(ctx context.Context, keys []string) (controlplane
 	spec := clusterSpecOf(req, m.Name.ValueString(), m.Nodes, m.Interconnect)
 	spec.SSHPublicKeys, spec.ProvisioningVars = append(append([]string{}, keys...), own...), vars
 	spec.MinBusBandwidthGBps, spec.BidTimeout = minBusBandwidth(m.NCCLCheck), bidTimeout(m.BidTimeout)
-	known := ok && varsKnown && !m.Name.IsUnknown() && !m.Nodes.IsUnknown() && !m.Interconnect.IsUnknown() && !m.NCCLCheck.IsUnknown()
+	volumes, volumesKnown, d := controlPlaneVolumes(ctx, m.Volumes)
+	diags.Append(d...)
+	spec.Volumes = volumes
+	known := ok && varsKnown && volumesKnown && !m.Name.IsUnknown() && !m.Nodes.IsUnknown() && !m.Interconnect.IsUnknown() && !m.NCCLCheck.IsUnknown()
 	return spec, known, diags
 }
 

@@ -64,6 +64,12 @@ func (r *gpuClusterResource) ValidateConfig(ctx context.Context, req resource.Va
 	if r.data != nil && !name.IsNull() && !name.IsUnknown() {
 		r.data.walk.validated(walkName(name.ValueString()))
 	}
+	var volumes types.List
+	var allowedClouds, allowedRegions types.Set
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("volumes"), &volumes)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("clouds"), &allowedClouds)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("regions"), &allowedRegions)...)
+	resp.Diagnostics.Append(volumesPlacementProblems(ctx, volumes, allowedClouds, allowedRegions, clusterSubject.thing)...)
 }
 
 // sharedClusterName is the diagnostic for two clusters with one name.
@@ -142,7 +148,7 @@ func (r *gpuClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 // clusterKey is the quote key of a cluster create: the inputs that decide its choice.
 func clusterKey(spec controlplane.ClusterSpec) string {
 	return quoteKey("cluster", spec.Name, spec.GPUType, spec.GPUCount, spec.Nodes, spec.Kind, spec.Clouds, spec.Regions, spec.Spot,
-		spec.MaxPricePerHour, spec.Interconnect)
+		spec.MaxPricePerHour, spec.Interconnect, spec.Volumes)
 }
 
 // planChange plans an existing cluster: the control plane decides whether it is kept, provisioned

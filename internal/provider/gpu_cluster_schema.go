@@ -90,6 +90,7 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				},
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 			},
+			"volumes": volumesAttribute(clusterSubject),
 			"bid_timeout": schema.StringAttribute{
 				MarkdownDescription: "For auction offers (one bid for every node): how long apply waits for the bid to win " +
 					"before it cancels the bid (nothing is billed for a bid that did not win; the bid wins all nodes or none). Apply " +

@@ -26,6 +26,7 @@ type gpuInstanceModel struct {
 	BidTimeout              types.String  `tfsdk:"bid_timeout"`
 	ReplaceWhenUnhealthy    types.Bool    `tfsdk:"replace_when_unhealthy"`
 	ReplaceWhenPreempted    types.Bool    `tfsdk:"replace_when_preempted"`
+	Volumes                 types.List    `tfsdk:"volumes"`
 	Interruption            types.Object  `tfsdk:"interruption"`
 	Health                  types.String  `tfsdk:"health"`
 	HealthCheckedAt         types.String  `tfsdk:"health_checked_at"`
@@ -136,10 +137,13 @@ func setOfferFields(m *gpuInstanceModel, cloud string, p controlplane.ParsedOffe
 	m.InstanceType, m.PricePerHour, m.IsSpot = types.StringValue(p.InstanceType), usdValue(p.PricePerHour), types.BoolValue(p.Spot)
 }
 
-// offerRequest is the request with what the resource adds: whether the machine would be created
-// without any SSH key (no ssh_public_keys and provisioning off), which some clouds refuse.
+// offerRequest is the request with what the resource adds: its volumes, and whether the machine would
+// be created without any SSH key (no ssh_public_keys and provisioning off), which some clouds refuse.
 func (r *gpuInstanceResource) offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
 	req, ok, diags := (&offerRequestModel{shapeModel: m.shapeModel, FormFactor: m.FormFactor}).request(ctx)
+	volumes, volumesKnown, d := controlPlaneVolumes(ctx, m.Volumes)
+	diags.Append(d...)
+	req.Volumes, ok = volumes, ok && volumesKnown
 	if m.SSHPublicKeys.IsUnknown() {
 		return req, false, diags
 	}

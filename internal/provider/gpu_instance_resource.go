@@ -55,6 +55,7 @@ func (r *gpuInstanceResource) ValidateConfig(ctx context.Context, req resource.V
 		// Terraform validates each resource instance once per walk, right before planning it.
 		r.data.walk.validated(m.Name.ValueString())
 	}
+	resp.Diagnostics.Append(volumesPlacementProblems(ctx, m.Volumes, m.Clouds, m.Regions, machineSubject.thing)...)
 	if !m.OfferID.IsNull() && !m.OfferID.IsUnknown() {
 		if _, err := controlplane.ParseOfferID(m.OfferID.ValueString()); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("offer_id"), "Invalid offer_id", err.Error())
@@ -225,11 +226,14 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// plannedProvisioning is what the planned provisioning digest needs from the model.
+// plannedProvisioning is what the planned provisioning digest needs from the model: the variables and
+// the volumes (their mount paths are in the digest).
 func plannedProvisioning(ctx context.Context, m *gpuInstanceModel, kind string, diags *diag.Diagnostics) controlplane.PlannedProvisioning {
 	vars, ok, d := provisioningVars(ctx, m.ProvisioningVars, m.SSHPublicKeys)
 	diags.Append(d...)
-	return controlplane.PlannedProvisioning{Pool: m.Pool.ValueString(), Kind: kind, Vars: vars, VarsKnown: ok}
+	volumes, volumesKnown, d := controlPlaneVolumes(ctx, m.Volumes)
+	diags.Append(d...)
+	return controlplane.PlannedProvisioning{Pool: m.Pool.ValueString(), Kind: kind, Vars: vars, VarsKnown: ok && volumesKnown, Volumes: volumes}
 }
 
 // digestValue is a planned provisioning digest: unknown while the variables are, null with
@@ -329,7 +333,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	}
 	creq := controlplane.CreateRequest{Name: name, Request: offerReq, BidTimeout: bidTimeout(plan.BidTimeout),
 		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
-		BringUp:       r.bringUpSpec(&plan, vars), Gone: terraformGone}
+		BringUp:       r.bringUpSpec(ctx, &plan, vars, &resp.Diagnostics), Gone: terraformGone}
 	if !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull() {
 		creq.OfferID = plan.OfferID.ValueString()
 	}
@@ -406,10 +410,12 @@ func (r *gpuInstanceResource) setLaunched(ctx context.Context, m *gpuInstanceMod
 	}
 }
 
-// bringUpSpec is what provisioning the machine needs.
-func (r *gpuInstanceResource) bringUpSpec(m *gpuInstanceModel, vars map[string]any) controlplane.BringUpSpec {
+// bringUpSpec is what provisioning the machine needs, its volumes' mounts included.
+func (r *gpuInstanceResource) bringUpSpec(ctx context.Context, m *gpuInstanceModel, vars map[string]any, diags *diag.Diagnostics) controlplane.BringUpSpec {
+	volumes, _, d := controlPlaneVolumes(ctx, m.Volumes)
+	diags.Append(d...)
 	return controlplane.BringUpSpec{GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()),
-		Vars: vars, MaxAttempts: int(m.MaxProvisioningAttempts.ValueInt64())}
+		Vars: vars, MaxAttempts: int(m.MaxProvisioningAttempts.ValueInt64()), Volumes: volumes}
 }
 
 // stateSetter is resp.State of Create and Update.
@@ -579,7 +585,7 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 	planned := m.ProvisioningDigest
 	rec := state.record()
 	m.setRecord(rec)
-	err := r.data.cp.Resume(ctx, &rec, r.bringUpSpec(&m, vars), r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
+	err := r.data.cp.Resume(ctx, &rec, r.bringUpSpec(ctx, &m, vars, &resp.Diagnostics), r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
 	err = timedOut(ctx, err, "update", plan.Timeouts.Update, defaultUpdateTimeout)
 	if r.settle(ctx, &m, planned, err, summary, &resp.State, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": rec.Name})

@@ -86,6 +86,7 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
 			},
+			"volumes":                volumesAttribute(machineSubject),
 			"replace_when_preempted": replaceWhenPreemptedSchema(),
 			"interruption":           interruptionSchema(),
 			"health": schema.StringAttribute{

@@ -1,0 +1,281 @@
+package provider
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"golang.org/x/crypto/ssh"
+)
+
+const testVolumeResource = "hydra_volume.v"
+
+// volumeConfig is one hydra_volume "v".
+func volumeConfig(name, typ, cloud, region string) string {
+	return fmt.Sprintf(`
+resource "hydra_volume" "v" {
+  name    = %q
+  type    = %q
+  size_gb = 10
+  cloud   = %q
+  region  = %q
+}
+`, name, typ, cloud, region)
+}
+
+// volumesAt is a volumes attribute giving hydra_volume.v at mountPath.
+func volumesAt(mountPath string) string {
+	return fmt.Sprintf("  volumes = [{ volume_id = hydra_volume.v.id, mount_path = %q }]\n", mountPath)
+}
+
+// customerKey is a key pair the test logs in to its machines with (installed as ssh_public_keys).
+type customerKey struct {
+	signer ssh.Signer
+	line   string // authorized_keys line
+}
+
+func newCustomerKey(t *testing.T) customerKey {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return customerKey{signer: signer, line: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " volume-test"}
+}
+
+// sshRun runs cmd over SSH on the machine whose state attributes are a (ssh_host, ssh_port, ssh_user,
+// and host_key, which is pinned), as the customer key, and returns its standard output.
+func (k customerKey) sshRun(a map[string]string, cmd string) (string, error) {
+	pinned, _, _, _, err := ssh.ParseAuthorizedKey([]byte(a["host_key"]))
+	if err != nil {
+		return "", fmt.Errorf("host_key %q: %v", a["host_key"], err)
+	}
+	c, err := ssh.Dial("tcp", net.JoinHostPort(a["ssh_host"], a["ssh_port"]), &ssh.ClientConfig{
+		User: a["ssh_user"], Auth: []ssh.AuthMethod{ssh.PublicKeys(k.signer)},
+		HostKeyCallback: ssh.FixedHostKey(pinned), Timeout: 30 * time.Second,
+	})
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = c.Close() }()
+	s, err := c.NewSession()
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = s.Close() }()
+	var out, stderr bytes.Buffer
+	s.Stdout, s.Stderr = &out, &stderr
+	if err := s.Run(cmd); err != nil {
+		return out.String(), fmt.Errorf("%s: %v: %s", cmd, err, stderr.String())
+	}
+	return out.String(), nil
+}
+
+// attrs are the primary attributes of a resource in the state.
+func attrs(st *terraform.State, name string) (map[string]string, error) {
+	r, ok := st.RootModule().Resources[name]
+	if !ok || r.Primary == nil {
+		return nil, fmt.Errorf("%s is not in the state", name)
+	}
+	return r.Primary.Attributes, nil
+}
+
+// randomText is a line no earlier run wrote.
+func randomText(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "kept " + hex.EncodeToString(b)
+}
+
+// volumeMachine tracks the test machine across steps: the machines it has been and what the volume holds.
+type volumeMachine struct {
+	t        *testing.T
+	key      customerKey
+	res      string
+	machines []string          // cloud_instance_id of each machine, in order
+	files    map[string]string // relative path under the mount -> content
+}
+
+// write writes a new file with random content at $HYDRA_ROOT<mount>/<file> on the current machine.
+func (v *volumeMachine) write(mount, file string) resource.TestCheckFunc {
+	return func(st *terraform.State) error {
+		a, err := attrs(st, v.res)
+		if err != nil {
+			return err
+		}
+		text := randomText(v.t)
+		cmd := fmt.Sprintf(`printf '%%s\n' %q > "$HYDRA_ROOT"%s/%s && sync`, text, mount, file)
+		if _, err := v.key.sshRun(a, cmd); err != nil {
+			return fmt.Errorf("writing on the volume of %s: %w", a["id"], err)
+		}
+		v.files[file] = text
+		return nil
+	}
+}
+
+// readBack reads every file written so far at $HYDRA_ROOT<mount>/ over SSH on the current machine.
+func (v *volumeMachine) readBack(mount string) resource.TestCheckFunc {
+	return func(st *terraform.State) error {
+		a, err := attrs(st, v.res)
+		if err != nil {
+			return err
+		}
+		if len(v.files) == 0 {
+			return fmt.Errorf("nothing was written to read back")
+		}
+		for file, want := range v.files {
+			got, err := v.key.sshRun(a, fmt.Sprintf(`cat "$HYDRA_ROOT"%s/%s`, mount, file))
+			if err != nil {
+				return fmt.Errorf("reading %s back on %s: %w", file, a["id"], err)
+			}
+			if strings.TrimSpace(got) != want {
+				return fmt.Errorf("%s on %s holds %q, want %q", file, a["id"], got, want)
+			}
+		}
+		return nil
+	}
+}
+
+// newMachine records the current machine and checks it is another one than before (replaced is false
+// for the first).
+func (v *volumeMachine) newMachine(replaced bool) resource.TestCheckFunc {
+	return func(st *terraform.State) error {
+		a, err := attrs(st, v.res)
+		if err != nil {
+			return err
+		}
+		id := a["cloud_instance_id"]
+		if replaced && (len(v.machines) == 0 || slices.Contains(v.machines, id)) {
+			return fmt.Errorf("machine %s is not a replacement of %v", id, v.machines)
+		}
+		if !replaced && len(v.machines) > 0 && v.machines[len(v.machines)-1] != id {
+			return fmt.Errorf("machine %s replaced %s; want it kept", id, v.machines[len(v.machines)-1])
+		}
+		if replaced || len(v.machines) == 0 {
+			v.machines = append(v.machines, id)
+		}
+		return nil
+	}
+}
+
+// TestAccGPUInstance_volumeKeepsData is the volume's promise on the sandbox, with the real playbooks:
+// a file written over SSH on the volume of a machine is read back over SSH on the machine that
+// replaces it, after a changed shape (gpu_count) and after `-replace` (taint); a changed mount path is
+// provisioned again in place; the volume's attached_to follows the machine. The machine is placed in
+// the volume's region (sbx-us-1), not the cheapest (sbx-eu-1).
+func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	v := &volumeMachine{t: t, key: newCustomerKey(t), res: resourceName, files: map[string]string{}}
+	config := func(gpus int, mount string) string {
+		return s.provisionedConfig("") + volumeConfig("data", "block", "sandbox", "sbx-us-1") +
+			testAccGPUInstanceConfig_basic("keep", "h100", fmt.Sprintf("  gpu_count = %d\n  ssh_public_keys = [%q]\n%s", gpus, v.key.line, volumesAt(mount)))
+	}
+	volumesState := statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("volumes"), knownvalue.ListExact([]knownvalue.Check{
+		knownvalue.ObjectExact(map[string]knownvalue.Check{"volume_id": knownvalue.StringExact("sandbox/sbx-us-1/data"), "mount_path": knownvalue.StringExact("/data")}),
+	}))
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{
+			Config: config(1, "/data"),
+			ConfigPlanChecks: preApply(
+				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionCreate),
+				planKnown("region", "sbx-us-1"),
+				planKnown("volumes", knownvalue.ListSizeExact(1)),
+			),
+			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready"), volumesState},
+			Check:             resource.ComposeTestCheckFunc(v.newMachine(false), v.write("/data", "first")),
+		},
+		{
+			// A changed shape replaces the machine; the new one mounts the same volume with its data.
+			Config:            config(2, "/data"),
+			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate), planKnown("region", "sbx-us-1")),
+			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready"), stateKnown("gpu_count", int64(2)), volumesState},
+			Check:             resource.ComposeTestCheckFunc(v.newMachine(true), v.readBack("/data"), v.write("/data", "second")),
+		},
+		{
+			// terraform apply -replace: the same again.
+			Config:            config(2, "/data"),
+			Taint:             []string{resourceName},
+			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
+			Check:             resource.ComposeTestCheckFunc(v.newMachine(true), v.readBack("/data"), s.checkCreated(3), s.checkLive(1)),
+		},
+		{
+			// A refresh reads which machine uses the volume: the last one alone.
+			RefreshState: true,
+			Check: func(st *terraform.State) error {
+				m, err := attrs(st, resourceName)
+				if err != nil {
+					return err
+				}
+				vol, err := attrs(st, testVolumeResource)
+				if err != nil {
+					return err
+				}
+				if vol["attached_to.#"] != "1" || vol["attached_to.0"] != m["id"] {
+					return fmt.Errorf("the volume's attached_to is %s:%q, want [%q]", vol["attached_to.#"], vol["attached_to.0"], m["id"])
+				}
+				return nil
+			},
+		},
+		{
+			// Only the mount path changes: provisioned again in place, the data at the new path.
+			Config: config(2, "/mnt/ckpt"),
+			ConfigPlanChecks: preApply(
+				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate),
+				planUnknown("provisioning_digest"),
+			),
+			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
+			Check:             resource.ComposeTestCheckFunc(v.newMachine(false), v.readBack("/mnt/ckpt")),
+		},
+	})
+}
+
+// TestAccGPUInstance_volumesInvalid: what validation refuses, through the real CLI, before any
+// cloud is asked: a relative or system mount path, a volume twice, two paths one inside the other,
+// volumes in two regions, a volume outside clouds.
+func TestAccGPUInstance_volumesInvalid(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := func(extra string) string { return s.instanceConfig("badvol", "h100", extra) }
+	vol := func(id, path string) string { return fmt.Sprintf("{ volume_id = %q, mount_path = %q }", id, path) }
+	var steps []resource.TestStep
+	for _, tc := range []struct {
+		extra string
+		want  []string
+	}{
+		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "data") + "]", []string{"Invalid mount_path", `"data" is not an absolute path`}},
+		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "/etc") + "]", []string{"Invalid mount_path", "system directory"}},
+		{"  volumes = [" + vol("sbx-vm-a--ab12cd34", "/data") + "]", []string{"Invalid volume_id", "is not <cloud>/<region>/<name>"}},
+		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + ", " + vol("sandbox/sbx-eu-1/a", "/b") + "]", []string{"Volume listed twice"}},
+		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "/data") + ", " + vol("sandbox/sbx-eu-1/b", "/data/b") + "]", []string{"Mount path inside another"}},
+		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + ", " + vol("sandbox/sbx-us-1/b", "/b") + "]",
+			[]string{"Volumes in different places", "is in sandbox/sbx-us-1", "is in sandbox/sbx-eu-1"}},
+		{"  clouds = [\"verda\"]\n  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + "]", []string{"Volume outside the allowed clouds"}},
+		{"  regions = [\"sbx-us-1\"]\n  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + "]", []string{"Volume outside the allowed regions"}},
+		{"  volumes = []", []string{"volumes", "at least 1"}},
+	} {
+		steps = append(steps, resource.TestStep{Config: cfg(tc.extra), PlanOnly: true, ExpectError: errorPattern(tc.want...)})
+	}
+	accTest(t, nil, steps)
+	s.noneCreated(t, "an invalid volumes plan")
+}

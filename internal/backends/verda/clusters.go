@@ -212,7 +212,8 @@ func (b *Backend) clusterImage(t ClusterType) string {
 
 // CreateCluster deploys an instant cluster with req.Name as its hostname (Verda names the worker
 // nodes <hostname>-1 ... <hostname>-N, hydra's node names), the ownership record as its description
-// and tags, and a shared volume of ClusterSharedVolumeGB. It is idempotent by name: creates of one
+// and tags, a shared volume of ClusterSharedVolumeGB, and req.Volumes on every node (existing_volumes:
+// shared volumes of the cluster's location only, checked before anything is created). It is idempotent by name: creates of one
 // name in this process run one at a time and first look for a live cluster of the name. A price
 // above req.MaxPricePerHour (the type's price now) is ErrCapacity and creates nothing. Verda places a
 // cluster whole or answers 503 "Not enough resources" (ErrCapacity, nothing placed); a cluster Verda
@@ -237,6 +238,10 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 	if err := b.checkClusterPrice(ctx, req, clusterType); err != nil {
 		return cloudprovider.Cluster{}, err
 	}
+	existing, err := b.clusterVolumes(ctx, location, req.Volumes) // volumes.go
+	if err != nil {
+		return cloudprovider.Cluster{}, err
+	}
 	keyIDs, err := b.ensureSSHKeys(ctx, req.SSHPublicKeys)
 	if err != nil {
 		return cloudprovider.Cluster{}, err
@@ -244,9 +249,10 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 	id, err := b.client.CreateCluster(ctx, CreateClusterRequest{
 		ClusterType: clusterType, Image: cmp.Or(req.Offer.Details[DetailClusterImage], b.cfg.ClusterImage, DefaultClusterImage), Hostname: req.Name,
 		Description: cloudprovider.OwnerDescription(req.Owner), SSHKeyIDs: keyIDs, LocationCode: location,
-		Contract:     "PAY_AS_YOU_GO",
-		SharedVolume: &verdaapi.ClusterSharedVolumeSpec{Name: sharedVolumeName(req.Name), Size: cmp.Or(b.cfg.ClusterSharedVolumeGB, DefaultClusterSharedVolumeGB)},
-		Tags:         ownerTags(req.Owner),
+		Contract:        "PAY_AS_YOU_GO",
+		SharedVolume:    &verdaapi.ClusterSharedVolumeSpec{Name: sharedVolumeName(req.Name), Size: cmp.Or(b.cfg.ClusterSharedVolumeGB, DefaultClusterSharedVolumeGB)},
+		ExistingVolumes: existing,
+		Tags:            ownerTags(req.Owner),
 	})
 	if err != nil {
 		if cloudprovider.KindOf(err) == cloudprovider.ErrOther && ctx.Err() == nil {

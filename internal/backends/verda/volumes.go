@@ -24,7 +24,10 @@ import (
 // it provisioned), and stays when the machine is deleted (Delete sends no volume_ids: Verda detaches
 // the data volumes). Verda would delete a volume attached to a shut-down instance; DeleteVolume refuses
 // any attached volume itself. A deleted volume sits in Verda's trash for 96 hours, where hydra takes it
-// as gone. The price is the volume's monthly_price, converted like instance prices.
+// as gone. The price is the volume's monthly_price, converted like instance prices. Every volume is
+// created with on_spot_discontinue keep_detached (Verda's default, stated so that a changed default
+// never trashes data): a spot machine's create names its volumes by id only (existing_volumes takes no
+// policy), so the volume's own policy is where the API allows it.
 
 var (
 	_ cloudprovider.VolumeBackend  = (*Backend)(nil)
@@ -105,7 +108,8 @@ func (b *Backend) CreateVolume(ctx context.Context, req cloudprovider.VolumeRequ
 		return cloudprovider.Volume{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "volume size %d GB", req.SizeGB)
 	}
 	return b.creates.Volume(ctx, CloudName, req, b.ListVolumes, func(ctx context.Context) (cloudprovider.Volume, error) {
-		id, err := b.client.CreateVolume(ctx, verdaapi.CreateVolumeRequest{Type: vt, Name: req.Name, Size: req.SizeGB, LocationCode: req.Region})
+		id, err := b.client.CreateVolume(ctx, verdaapi.CreateVolumeRequest{Type: vt, Name: req.Name, Size: req.SizeGB, LocationCode: req.Region,
+			OnSpotDiscontinue: verdaapi.SpotDiscontinueKeepDetached})
 		if err != nil {
 			return cloudprovider.Volume{}, err
 		}
@@ -242,4 +246,32 @@ func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.Creat
 		ids = append(ids, v.ID)
 	}
 	return b.create(ctx, req, ids)
+}
+
+// clusterVolumes checks the volumes a cluster in location gets (every node has them) and returns them
+// as the create's existing_volumes. An unknown volume, one of another location and a block volume (it is
+// on one machine at a time; a cluster has several nodes) are ErrInvalid.
+func (b *Backend) clusterVolumes(ctx context.Context, location string, mounts []cloudprovider.VolumeMount) ([]verdaapi.ClusterExistingVolume, error) {
+	const op = "creating cluster"
+	var out []verdaapi.ClusterExistingVolume
+	for _, m := range mounts {
+		v, err := b.readVolume(ctx, m.VolumeID)
+		if cloudprovider.IsNotFound(err) {
+			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no volume %s", m.VolumeID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case v.Location != location:
+			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+				"volume %s is in verda/%s, the cluster's offer in verda/%s", v.Name, v.Location, location)
+		case v.Type != verdaapi.VolumeTypeNVMeShared:
+			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+				"volume %s is a block volume (%s), on one machine at a time; a cluster's nodes can share only %s volumes",
+				v.Name, v.Type, cloudprovider.VolumeSharedFS)
+		}
+		out = append(out, verdaapi.ClusterExistingVolume{ID: v.ID})
+	}
+	return out, nil
 }

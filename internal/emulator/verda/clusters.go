@@ -292,6 +292,9 @@ func (s *Server) createCluster(st *state, body []byte) reply {
 	if rep, bad := checkKeysAndTags(st, req.SSHKeyIDs, req.Tags); bad {
 		return rep
 	}
+	if rep, bad := clusterVolumesRefused(st, req.LocationCode, req.ExistingVolumes); bad { // volumes.go
+		return rep
+	}
 	// All or nothing: the location either has room for every node or the cluster is refused whole.
 	if st.Faults.SoldOut || s.clusterFree(st, t, req.LocationCode) <= 0 {
 		return errReply(http.StatusServiceUnavailable, "service_unavailable",

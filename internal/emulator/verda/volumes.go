@@ -15,6 +15,22 @@ package verda
 //     (GET /volumes/trash) for 96 hours, then it is gone; with is_permanent at once. Deleting one that is
 //     attached needs its instances shut down, as the SDK's delete says.
 //
+// How a volume appears inside its instance, as Verda reports it: an attached block volume's target is
+// its virtio disk ("vdb", "vdc", ... in the order of attachment; the OS volume is vda), a shared volume
+// (NVMe_Shared) is an NFS export whose target is the endpoint nfs.<location in lower case>.datacrunch.io:
+// /<name>-<8 hex> (the shape seen on a live account and in users' mount commands), with pseudo_path,
+// mount_command ("mount -t nfs -o nconnect=16 <endpoint> /mnt/<name>"), create_directory_command and
+// filesystem_to_fstab_command as the Python SDK's fixture shapes them; a shared volume is created,
+// exported while attached, detached after (the live account's statuses).
+//
+// Spot: a volume carries on_spot_discontinue (POST /volumes; keep_detached unless told otherwise, the
+// default Verda's API notes of 2026-02-03 name); when Verda takes a spot instance back (DiscontinueSpot)
+// its volumes follow their policy: kept detached, moved to the trash, or deleted for good.
+//
+// Clusters: a cluster's existing_volumes [{id}] must be shared volumes of its location (a block volume
+// is on one instance, a cluster has several nodes); they are on every worker node (listed as the
+// volume's instances) until the cluster is discontinued, and are never deleted with it.
+//
 // Not confirmed, chosen here: the messages and codes of the refusals (400 invalid_request for a wrong
 // location or a running instance, 404 not_found "Invalid volume id" for an unknown id), that GET
 // /volumes/{id} still answers a trashed volume (status deleted, deleted_at). Prices: NVMe's 0.2 USD per
@@ -22,6 +38,7 @@ package verda
 // emulator states none for them (0), and the backend then reports no monthly price.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -54,6 +71,26 @@ type volume struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	InstanceIDs []string   `json:"instance_ids,omitempty"`
 	DeletedAt   *time.Time `json:"deleted_at,omitempty"`
+	// Target is a block volume's disk name while attached ("vdb").
+	Target string `json:"target,omitempty"`
+	// OnSpotDiscontinue is the volume's spot policy as given at its create ("": Verda's default,
+	// keep_detached).
+	OnSpotDiscontinue string `json:"on_spot_discontinue,omitempty"`
+	// WasAttached tells a shared volume detached after use from a fresh one (status detached, created).
+	WasAttached bool `json:"was_attached,omitempty"`
+}
+
+// shared reports whether the volume is a shared file system (many instances, NFS).
+func (v *volume) shared() bool { return v.Type == verdaapi.VolumeTypeNVMeShared }
+
+// export is a shared volume's NFS export path: /<name>-<first 8 hex digits of its id>.
+func (v *volume) export() string {
+	return "/" + v.Name + "-" + strings.ReplaceAll(v.ID, "-", "")[:8]
+}
+
+// endpoint is a shared volume's NFS source: nfs.<location>.datacrunch.io:<export>.
+func (v *volume) endpoint() string {
+	return "nfs." + strings.ToLower(v.Location) + ".datacrunch.io:" + v.export()
 }
 
 func volumeType(name string) (verdaapi.VolumeType, bool) {
@@ -99,11 +136,84 @@ func (s *Server) volumeView(st *state, v *volume) verdaapi.Volume {
 	for _, in := range attached(st, v) {
 		out.Instances = append(out.Instances, verdaapi.VolumeInstance{ID: in.ID, InstanceType: in.InstanceType, Status: s.statusOf(in, now), Hostname: in.Hostname})
 	}
+	for _, c := range clustersUsing(st, v) {
+		status := s.clusterStatus(c, now)
+		for _, n := range c.Nodes {
+			out.Instances = append(out.Instances, verdaapi.VolumeInstance{ID: n.ID, InstanceType: c.ClusterType, Status: status, Hostname: n.Hostname})
+		}
+	}
 	if len(out.Instances) > 0 {
-		id, target := out.Instances[0].ID, "vdb"
-		out.InstanceID, out.Target, out.Status = &id, &target, verdaapi.VolumeStatusAttached
+		id := out.Instances[0].ID
+		out.InstanceID, out.Status = &id, verdaapi.VolumeStatusAttached
+		if v.Target != "" && !v.shared() {
+			target := v.Target
+			out.Target = &target
+		}
+	}
+	if v.shared() {
+		endpoint, dir := v.endpoint(), "/mnt/"+v.Name
+		pseudo := v.export()
+		mount := "mount -t nfs -o nconnect=16 " + endpoint + " " + dir
+		mkdir := "mkdir -p " + dir
+		line := endpoint + " " + dir + " nfs defaults 0 0"
+		fstab := "grep -qxF '" + line + "' /etc/fstab || echo '" + line + "' | sudo tee -a /etc/fstab"
+		out.Target, out.PseudoPath, out.MountCommand, out.CreateDirectoryCommand, out.FilesystemToFstabCommand = &endpoint, &pseudo, &mount, &mkdir, &fstab
+		switch {
+		case len(out.Instances) > 0:
+			out.Status = "exported"
+		case v.WasAttached:
+			out.Status = verdaapi.VolumeStatusDetached
+		default:
+			out.Status = "created"
+		}
 	}
 	return out
+}
+
+// clustersUsing lists the live clusters (not discontinued) the volume is on.
+func clustersUsing(st *state, v *volume) []*cluster {
+	var out []*cluster
+	for _, c := range sortedClusters(st) {
+		if c.DeletedAt == nil && slices.ContainsFunc(c.ExistingVolumes, func(e verdaapi.ClusterExistingVolume) bool { return e.ID == v.ID }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// inUse reports whether the volume is on a live instance or cluster.
+func inUse(st *state, v *volume) bool {
+	return len(attached(st, v)) > 0 || len(clustersUsing(st, v)) > 0
+}
+
+// attach puts v on instance id; a block volume gets the first free disk name after the OS volume's vda
+// among the instance's attached block volumes.
+func attach(st *state, v *volume, id string) {
+	v.InstanceIDs = append(v.InstanceIDs, id)
+	v.WasAttached = true
+	if v.shared() {
+		return
+	}
+	used := map[string]bool{"vda": true}
+	for _, o := range st.DataVolumes {
+		if o != v && o.DeletedAt == nil && slices.Contains(o.InstanceIDs, id) && o.Target != "" {
+			used[o.Target] = true
+		}
+	}
+	for c := 'b'; c <= 'z'; c++ {
+		if name := "vd" + string(c); !used[name] {
+			v.Target = name
+			return
+		}
+	}
+}
+
+// detach takes v off instance id.
+func detach(v *volume, id string) {
+	v.InstanceIDs = slices.DeleteFunc(v.InstanceIDs, func(i string) bool { return i == id })
+	if len(v.InstanceIDs) == 0 {
+		v.Target = ""
+	}
 }
 
 // volumes answers /volumes and /volume-types. DELETE of an id that is no data volume goes to the
@@ -180,12 +290,18 @@ func (s *Server) createVolume(st *state, body []byte) reply {
 	case !slices.ContainsFunc(s.opts.Locations, func(l Location) bool { return l.Code == req.LocationCode }):
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid location code")
 	}
-	v := &volume{ID: newUUID(), Name: req.Name, Type: req.Type, Size: req.Size, Location: req.LocationCode, CreatedAt: s.opts.Now()}
+	switch req.OnSpotDiscontinue {
+	case "", verdaapi.SpotDiscontinueKeepDetached, verdaapi.SpotDiscontinueMoveToTrash, verdaapi.SpotDiscontinueDeletePermanently:
+	default:
+		return errReply(http.StatusBadRequest, "invalid_request", "on_spot_discontinue must be one of keep_detached, move_to_trash, delete_permanently")
+	}
+	v := &volume{ID: newUUID(), Name: req.Name, Type: req.Type, Size: req.Size, Location: req.LocationCode, CreatedAt: s.opts.Now(),
+		OnSpotDiscontinue: req.OnSpotDiscontinue}
 	if req.InstanceID != "" {
 		if rep, bad := s.attachable(st, v, req.InstanceID, true); bad {
 			return rep
 		}
-		v.InstanceIDs = []string{req.InstanceID}
+		attach(st, v, req.InstanceID)
 	}
 	st.DataVolumes[v.ID] = v
 	return textReply(http.StatusAccepted, v.ID)
@@ -203,7 +319,7 @@ func (s *Server) attachable(st *state, v *volume, id string, offline bool) (repl
 			fmt.Sprintf("Volume %s is in %s and the instance in %s", v.ID, v.Location, in.Location)), true
 	case offline && s.statusOf(in, s.opts.Now()) != "offline":
 		return errReply(http.StatusBadRequest, "invalid_request", "The instance must be shut down to attach or detach a volume"), true
-	case v.Type != verdaapi.VolumeTypeNVMeShared && len(attached(st, v)) > 0:
+	case !v.shared() && inUse(st, v):
 		return errReply(http.StatusBadRequest, "invalid_request", fmt.Sprintf("Volume %s is already attached", v.ID)), true
 	}
 	return reply{}, false
@@ -220,8 +336,27 @@ func (s *Server) attachAtCreate(st *state, loc string, ids []string) (reply, boo
 			return errReply(http.StatusBadRequest, "invalid_request",
 				fmt.Sprintf("Volume %s is in %s and the instance in %s", v.ID, v.Location, loc)), true
 		}
-		if v.Type != verdaapi.VolumeTypeNVMeShared && len(attached(st, v)) > 0 {
+		if !v.shared() && inUse(st, v) {
 			return errReply(http.StatusBadRequest, "invalid_request", fmt.Sprintf("Volume %s is already attached", v.ID)), true
+		}
+	}
+	return reply{}, false
+}
+
+// clusterVolumesRefused checks the existing_volumes of a cluster to create in location loc: known, not
+// deleted, in loc, and shared (every node gets them; a block volume is on one instance at a time).
+func clusterVolumesRefused(st *state, loc string, vols []verdaapi.ClusterExistingVolume) (reply, bool) {
+	for _, e := range vols {
+		v, ok := st.DataVolumes[e.ID]
+		switch {
+		case !ok || v.DeletedAt != nil:
+			return volumeNotFound(), true
+		case v.Location != loc:
+			return errReply(http.StatusBadRequest, "invalid_request",
+				fmt.Sprintf("Volume location (%s) does not match cluster location (%s)", v.Location, loc)), true
+		case !v.shared():
+			return errReply(http.StatusBadRequest, "invalid_request",
+				fmt.Sprintf("Volume %s is a %s volume; a cluster takes only shared volumes", v.ID, v.Type)), true
 		}
 	}
 	return reply{}, false
@@ -230,8 +365,7 @@ func (s *Server) attachAtCreate(st *state, loc string, ids []string) (reply, boo
 // attachCreated attaches the existing_volumes to the instance just created.
 func attachCreated(st *state, instanceID string, ids []string) {
 	for _, id := range ids {
-		v := st.DataVolumes[id]
-		v.InstanceIDs = append(v.InstanceIDs, instanceID)
+		attach(st, st.DataVolumes[id], instanceID)
 	}
 }
 
@@ -242,7 +376,7 @@ func (s *Server) releaseVolumes(st *state, id string, trash []string, permanent 
 		if !slices.Contains(v.InstanceIDs, id) {
 			continue
 		}
-		v.InstanceIDs = slices.DeleteFunc(v.InstanceIDs, func(i string) bool { return i == id })
+		detach(v, id)
 		if slices.Contains(trash, vid) {
 			s.trash(st, v, permanent)
 		}
@@ -255,7 +389,7 @@ func (s *Server) trash(st *state, v *volume, permanent bool) {
 		return
 	}
 	t := s.opts.Now()
-	v.DeletedAt, v.InstanceIDs = &t, nil
+	v.DeletedAt, v.InstanceIDs, v.Target = &t, nil, ""
 }
 
 // deleteDataVolume deletes a volume: to the trash, or at once when permanent. One attached to a running
@@ -272,6 +406,9 @@ func (s *Server) deleteDataVolume(st *state, id string, permanent bool) (reply, 
 		if s.statusOf(in, s.opts.Now()) != "offline" {
 			return errReply(http.StatusBadRequest, "invalid_request", "The instance must be shut down to delete an attached volume"), true
 		}
+	}
+	if len(clustersUsing(st, v)) > 0 {
+		return errReply(http.StatusBadRequest, "invalid_request", "The volume is attached to a cluster"), true
 	}
 	s.trash(st, v, permanent)
 	return reply{}, false
@@ -322,9 +459,9 @@ func (s *Server) volumeAction(st *state, body []byte) reply {
 		v := st.DataVolumes[id]
 		switch req.Action {
 		case verdaapi.VolumeActionAttach:
-			v.InstanceIDs = append(v.InstanceIDs, req.InstanceID)
+			attach(st, v, req.InstanceID)
 		case verdaapi.VolumeActionDetach:
-			v.InstanceIDs = nil
+			v.InstanceIDs, v.Target = nil, ""
 		case verdaapi.VolumeActionResize:
 			v.Size = req.Size
 		case verdaapi.VolumeActionDelete:
@@ -364,12 +501,16 @@ func sortedVolumes(st *state) []*volume {
 	return emukit.ByAge(st.DataVolumes, func(v *volume) time.Time { return v.CreatedAt }, func(v *volume) string { return v.ID })
 }
 
-// VolumeInfo is an emulator-side summary of one data volume.
+// VolumeInfo is an emulator-side summary of one data volume. InstanceIDs are the live instances and
+// cluster nodes it is on.
 type VolumeInfo struct {
 	ID, Name, Type, Location string
 	Size                     int
 	InstanceIDs              []string
 	Trashed                  bool
+	// OnSpotDiscontinue is its spot policy as its create gave it ("" for none: Verda's default
+	// keep_detached applies); Target its disk name while attached (block volumes).
+	OnSpotDiscontinue, Target string
 }
 
 // Volumes lists the data volumes, the trashed ones too, oldest first.
@@ -382,9 +523,48 @@ func (s *Server) Volumes() []VolumeInfo {
 			for _, in := range attached(st, v) {
 				ids = append(ids, in.ID)
 			}
-			out = append(out, VolumeInfo{ID: v.ID, Name: v.Name, Type: v.Type, Location: v.Location, Size: v.Size, InstanceIDs: ids, Trashed: v.DeletedAt != nil})
+			for _, c := range clustersUsing(st, v) {
+				for _, n := range c.Nodes {
+					ids = append(ids, n.ID)
+				}
+			}
+			out = append(out, VolumeInfo{ID: v.ID, Name: v.Name, Type: v.Type, Location: v.Location, Size: v.Size, InstanceIDs: ids,
+				Trashed: v.DeletedAt != nil, OnSpotDiscontinue: v.OnSpotDiscontinue, Target: v.Target})
 		}
 		return nil
 	})
 	return out
+}
+
+// DiscontinueSpot is Verda taking spot instance id back: the instance is discontinued, with no notice,
+// and each of its data volumes follows its on_spot_discontinue: keep_detached leaves it detached,
+// move_to_trash puts it in the trash, delete_permanently deletes it. An unknown, on-demand or already
+// discontinued instance is an error.
+func (s *Server) DiscontinueSpot(id string) error {
+	return s.update(func(st *state) error {
+		in, ok := st.Instances[id]
+		switch {
+		case !ok:
+			return fmt.Errorf("no instance %s", id)
+		case !in.IsSpot:
+			return fmt.Errorf("instance %s is not a spot instance", id)
+		case in.DeletedAt != nil:
+			return fmt.Errorf("instance %s is discontinued already", id)
+		}
+		t := s.opts.Now()
+		in.DeletedAt = &t
+		for _, v := range sortedVolumes(st) {
+			if v.DeletedAt != nil || !slices.Contains(v.InstanceIDs, id) {
+				continue
+			}
+			detach(v, id)
+			switch cmp.Or(v.OnSpotDiscontinue, verdaapi.SpotDiscontinueKeepDetached) {
+			case verdaapi.SpotDiscontinueMoveToTrash:
+				s.trash(st, v, false)
+			case verdaapi.SpotDiscontinueDeletePermanently:
+				s.trash(st, v, true)
+			}
+		}
+		return nil
+	})
 }

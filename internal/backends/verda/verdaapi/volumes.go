@@ -43,6 +43,14 @@ type VolumeInstance struct {
 // Volume is one volume (GET /volumes, GET /volumes/{id}, GET /volumes/trash). InstanceID is the
 // instance it is attached to (null when detached); Instances lists every one (a shared volume may have
 // several). Size is in GB. MonthlyPrice is in Currency.
+//
+// Target is the device an attached block volume appears as inside its instance, without /dev/ ("vdb";
+// the Python SDK: "target device e.g. vda"). For a shared volume (NVMe_Shared) Target is its NFS endpoint
+// (nfs.<location>.datacrunch.io:/<pseudo path>, seen on a live account), and the volume carries the
+// recipe to mount it: PseudoPath (the export), MountCommand ("mount -t nfs -o nconnect=16
+// nfs.fin-01.datacrunch.io:<pseudo path> /mnt/<dir>"), CreateDirectoryCommand and
+// FilesystemToFstabCommand (the Go and Python SDKs' Volume, the Python SDK's unit-test fixture; null
+// where Verda gives none).
 type Volume struct {
 	ID           string           `json:"id"`
 	InstanceID   *string          `json:"instance_id"`
@@ -60,17 +68,33 @@ type Volume struct {
 	MonthlyPrice float64          `json:"monthly_price"`
 	Currency     string           `json:"currency,omitempty"`
 	DeletedAt    *string          `json:"deleted_at,omitempty"`
+
+	PseudoPath               *string `json:"pseudo_path,omitempty"`
+	MountCommand             *string `json:"mount_command,omitempty"`
+	CreateDirectoryCommand   *string `json:"create_directory_command,omitempty"`
+	FilesystemToFstabCommand *string `json:"filesystem_to_fstab_command,omitempty"`
 }
 
 // CreateVolumeRequest is the body of POST /volumes; InstanceID attaches the new volume to a shut-down
-// instance.
+// instance. OnSpotDiscontinue is what becomes of the volume when a spot instance it is on is
+// discontinued (one of the SpotDiscontinue values; the Go SDK's VolumeCreateRequest).
 type CreateVolumeRequest struct {
-	Type         string `json:"type"`
-	Name         string `json:"name"`
-	Size         int    `json:"size"`
-	LocationCode string `json:"location_code"`
-	InstanceID   string `json:"instance_id,omitempty"`
+	Type              string `json:"type"`
+	Name              string `json:"name"`
+	Size              int    `json:"size"`
+	LocationCode      string `json:"location_code"`
+	InstanceID        string `json:"instance_id,omitempty"`
+	OnSpotDiscontinue string `json:"on_spot_discontinue,omitempty"`
 }
+
+// What becomes of a volume when a spot instance it is on is discontinued (on_spot_discontinue; the Go
+// SDK's SpotDiscontinue constants). Verda's API notes of 2026-02-03 make keep_detached the default (as
+// SkyPilot's Verda provisioner reads them).
+const (
+	SpotDiscontinueKeepDetached      = "keep_detached"
+	SpotDiscontinueMoveToTrash       = "move_to_trash"
+	SpotDiscontinueDeletePermanently = "delete_permanently"
+)
 
 // VolumeActionRequest is the body of PUT /volumes. ID is one id or a list.
 type VolumeActionRequest struct {

@@ -63,3 +63,31 @@ func TestVolumeRequests(t *testing.T) {
 		t.Errorf("%d instances launched, want the 2 with valid mounts", len(f.srv.Instances()))
 	}
 }
+
+// TestVolumeAttachment checks where a file system is on a machine: mounted by Lambda at the mount point
+// the launch asked, reported as such; a machine launched without it is refused.
+func TestVolumeAttachment(t *testing.T) {
+	f := startEmulator(t, emu.Options{})
+	b := f.backend(t, nil)
+	ctx := context.Background()
+	offer := cheapestH100(t, b)
+	vol, err := b.CreateVolume(ctx, cloudprovider.VolumeRequest{Name: "lambda-vm-fs--abcdefgh", Type: cloudprovider.VolumeSharedFS, Region: offer.Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := b.CreateWithVolumes(ctx, request(t, offer, "with", testKey), []cloudprovider.VolumeMount{{VolumeID: vol.ID, MountPath: "/data/ckpt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := b.Attachment(ctx, with, vol, "/data/ckpt")
+	want := cloudprovider.Attachment{VolumeID: vol.ID, Type: cloudprovider.VolumeSharedFS, MountPath: "/data/ckpt", MountedByCloud: true}
+	if err != nil || a != want {
+		t.Errorf("Attachment: %+v, %v; want %+v", a, err, want)
+	}
+	without, err := b.Create(ctx, request(t, offer, "without", testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Attachment(ctx, without, vol, "/data/ckpt")
+	wantKind(t, err, cloudprovider.ErrInvalid)
+}

@@ -1,0 +1,330 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+)
+
+const volumeResourceName = "hydra_volume.test"
+
+// volumeConfig is one hydra_volume "test" (size 0: size_gb left out).
+func testVolumeConfig(name, typ string, size int, cloud, region string) string {
+	sizeLine := ""
+	if size > 0 {
+		sizeLine = fmt.Sprintf("  size_gb = %d\n", size)
+	}
+	return fmt.Sprintf(`
+resource "hydra_volume" "test" {
+  name   = %q
+  type   = %q
+%s  cloud  = %q
+  region = %q
+}
+`, name, typ, sizeLine, cloud, region)
+}
+
+// volumeState checks the test volume's attr in the state.
+func volumeState(attr string, want any) statecheck.StateCheck {
+	return statecheck.ExpectKnownValue(volumeResourceName, tfjsonpath.New(attr), known(want))
+}
+
+// volumePlanKnown checks that the plan shows the test volume's attr as a known value.
+func volumePlanKnown(attr string, want any) plancheck.PlanCheck {
+	return plancheck.ExpectKnownValue(volumeResourceName, tfjsonpath.New(attr), known(want))
+}
+
+// volumes lists every volume at the sandbox cloud.
+func (s *testSandbox) volumes() []cloudprovider.Volume {
+	s.t.Helper()
+	vs, err := s.sb.ListVolumes(context.Background(), "")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return vs
+}
+
+// checkNoVolumes asserts that no volume and no machine is left at the sandbox after the test.
+func (s *testSandbox) checkNoVolumes(st *terraform.State) error {
+	if vs := s.volumes(); len(vs) != 0 {
+		return fmt.Errorf("%d volumes left at the sandbox after destroy: %+v", len(vs), vs)
+	}
+	return s.checkDestroyed(st)
+}
+
+// stateVolumeID is the test volume's cloud_volume_id in st.
+func stateVolumeID(st *terraform.State) string {
+	return st.RootModule().Resources[volumeResourceName].Primary.Attributes["cloud_volume_id"]
+}
+
+// TestAccVolume_basic creates a priced block volume and an unpriced shared file system on the sandbox:
+// the plan shows the id (<cloud>/<region>/<name>) as a known value; apply records the cloud's id, the
+// cloud-side name, no machine using them, the exact monthly price (150 GB x $0.07) or null where the
+// catalog states none; the plan after is empty; a changed size replaces the volume (hydra does not
+// resize); destroy leaves no volume.
+func TestAccVolume_basic(t *testing.T) {
+	s := newTestSandbox(t)
+	s.addEntry(sandbox.CatalogEntry{Region: "sbx-eu-1", VolumeType: "block", PricePerGBMonth: 0.07})
+	shared := `
+resource "hydra_volume" "shared" {
+  name    = "scratch"
+  type    = "shared_fs"
+  size_gb = 10
+  cloud   = "sandbox"
+  region  = "sbx-us-1"
+}
+`
+	cfg := s.providerConfig("") + testVolumeConfig("data", "block", 150, "sandbox", "sbx-eu-1") + shared
+	var first string
+	accTest(t, s.checkNoVolumes, []resource.TestStep{{
+		Config: cfg,
+		ConfigPlanChecks: preApply(
+			plancheck.ExpectResourceAction(volumeResourceName, plancheck.ResourceActionCreate),
+			volumePlanKnown("id", "sandbox/sbx-eu-1/data"),
+			plancheck.ExpectKnownValue("hydra_volume.shared", tfjsonpath.New("id"), knownvalue.StringExact("sandbox/sbx-us-1/scratch")),
+			plancheck.ExpectUnknownValue(volumeResourceName, tfjsonpath.New("cloud_volume_id")),
+		),
+		ConfigStateChecks: []statecheck.StateCheck{
+			volumeState("id", "sandbox/sbx-eu-1/data"),
+			volumeState("cloud_volume_id", like(`^sbxv-[0-9a-f]{12}$`)),
+			volumeState("cloud_name", like(`^sbx-vm-data--[a-z2-7]{8}$`)),
+			volumeState("attached_to", knownvalue.ListExact([]knownvalue.Check{})),
+			volumeState("price_usd_per_month", 10.5),
+			volumeState("size_gb", int64(150)),
+			statecheck.ExpectKnownValue("hydra_volume.shared", tfjsonpath.New("price_usd_per_month"), knownvalue.Null()),
+			statecheck.ExpectKnownValue("hydra_volume.shared", tfjsonpath.New("type"), knownvalue.StringExact("shared_fs")),
+		},
+		Check: func(st *terraform.State) error {
+			first = stateVolumeID(st)
+			vs := s.volumes()
+			i := slices.IndexFunc(vs, func(v cloudprovider.Volume) bool { return v.ID == first })
+			if len(vs) != 2 || i < 0 || vs[i].SizeGB != 150 || vs[i].Region != "sbx-eu-1" || vs[i].Type != cloudprovider.VolumeBlock {
+				return fmt.Errorf("the sandbox has %+v; want the block volume %s (150 GB, sbx-eu-1) and the file system", vs, first)
+			}
+			return nil
+		},
+	}, {
+		Config:           cfg,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+	}, {
+		Config:           s.providerConfig("") + testVolumeConfig("data", "block", 200, "sandbox", "sbx-eu-1") + shared,
+		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(volumeResourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+		ConfigStateChecks: []statecheck.StateCheck{
+			volumeState("size_gb", int64(200)),
+			volumeState("price_usd_per_month", 14.0),
+		},
+		Check: func(st *terraform.State) error {
+			if id := stateVolumeID(st); id == first || len(s.volumes()) != 2 {
+				return fmt.Errorf("after the size change: volume %s (was %s), %d volumes at the sandbox; want a new one, 2 in all", id, first, len(s.volumes()))
+			}
+			return nil
+		},
+	}})
+}
+
+// TestAccVolume_import imports a volume by `<cloud>/<cloud volume id>`: its id, name, type, size,
+// cloud and region read back as created. Malformed IDs are refused, saying what is accepted.
+func TestAccVolume_import(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + testVolumeConfig("imp", "shared_fs", 20, "sandbox", "sbx-ap-1")
+	accTest(t, s.checkNoVolumes, []resource.TestStep{{
+		Config:            cfg,
+		ConfigStateChecks: []statecheck.StateCheck{volumeState("id", "sandbox/sbx-ap-1/imp")},
+	}, {
+		ResourceName:  volumeResourceName,
+		Config:        cfg,
+		ImportState:   true,
+		ImportStateId: "sandbox/sbx-ap-1/imp",
+		ExpectError:   errorPattern(`"sandbox/sbx-ap-1/imp" has more than one "/"`, "a volume is imported as <cloud>/<cloud volume id>"),
+	}, {
+		ResourceName:  volumeResourceName,
+		Config:        cfg,
+		ImportState:   true,
+		ImportStateId: "aws/vol-1",
+		ExpectError:   errorPattern(`starts with "aws", which is not a cloud hydra knows`),
+	}, {
+		ResourceName: volumeResourceName,
+		Config:       cfg,
+		ImportState:  true,
+		ImportStateIdFunc: func(st *terraform.State) (string, error) {
+			return "sandbox/" + stateVolumeID(st), nil
+		},
+		ImportStateVerify:       true,
+		ImportStateVerifyIgnore: []string{"timeouts"},
+	}})
+}
+
+// TestAccVolume_disappears deletes the volume behind Terraform's back: the refresh removes it from
+// state, the plan creates it again (a new, empty volume), and apply does.
+func TestAccVolume_disappears(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + testVolumeConfig("gone", "block", 5, "sandbox", "sbx-eu-1")
+	var first string
+	accTest(t, s.checkNoVolumes, []resource.TestStep{{
+		Config: cfg,
+		Check:  func(st *terraform.State) error { first = stateVolumeID(st); return nil },
+	}, {
+		PreConfig: func() {
+			if err := s.sb.DeleteVolume(context.Background(), first); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:           cfg,
+		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(volumeResourceName, plancheck.ResourceActionCreate)),
+		ConfigStateChecks: []statecheck.StateCheck{
+			volumeState("id", "sandbox/sbx-eu-1/gone"),
+			volumeState("cloud_volume_id", like(`^sbxv-`)),
+		},
+		Check: func(st *terraform.State) error {
+			if id := stateVolumeID(st); id == first || len(s.volumes()) != 1 {
+				return fmt.Errorf("after the volume disappeared: %s in state (was %s), %d at the sandbox; want a new one", id, first, len(s.volumes()))
+			}
+			return nil
+		},
+	}})
+}
+
+// TestAccVolume_usedVolumeDestroy: a machine at the cloud uses the volume (created with it there, as
+// a hydra_gpu_instance with volumes is): destroying the volume alone fails, naming the machine, and
+// deletes nothing (the volume stays at the cloud and in state); once the machine is gone, it is
+// deleted.
+func TestAccVolume_usedVolumeDestroy(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + testVolumeConfig("kept", "block", 5, "sandbox", "sbx-eu-1")
+	var vol string
+	var machine cloudprovider.Instance
+	accTest(t, s.checkNoVolumes, []resource.TestStep{{
+		Config: cfg,
+		Check:  func(st *terraform.State) error { vol = stateVolumeID(st); return nil },
+	}, {
+		PreConfig: func() { machine = s.createWithVolume(t, "user", "sbx-eu-1", vol, "/data") },
+		Config:    s.providerConfig(""), // the volume left out of the configuration: destroyed
+		ExpectError: errorPattern("deleting volume (kept)", "used by", "sbx-vm-user--",
+			"destroy or change those first"),
+	}, {
+		PreConfig: func() {
+			vs := s.volumes()
+			if len(vs) != 1 || vs[0].ID != vol {
+				t.Fatalf("after the refused destroy the sandbox has %+v; want volume %s kept", vs, vol)
+			}
+		},
+		Config:            cfg,
+		ConfigPlanChecks:  preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{volumeState("attached_to", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(machine.Name)}))},
+	}, {
+		PreConfig: func() {
+			if err := s.sb.Delete(context.Background(), machine.ID); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:            cfg,
+		ConfigStateChecks: []statecheck.StateCheck{volumeState("attached_to", knownvalue.ListExact([]knownvalue.Check{}))},
+	}})
+}
+
+// createWithVolume makes at the sandbox, in its vm pool, a machine of the resource named name in
+// region with volume vol mounted at mountPath.
+func (s *testSandbox) createWithVolume(t *testing.T, name, region, vol, mountPath string) cloudprovider.Instance {
+	t.Helper()
+	inv, err := inventory.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(inv.Pools, func(p inventory.Pool) bool { return p.Cloud == "sandbox" && p.Kind == "vm" })
+	if i < 0 {
+		t.Fatal("no sandbox vm pool")
+	}
+	pool := inv.Pools[i]
+	offers, err := s.sb.Offers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := slices.IndexFunc(offers, func(o cloudprovider.Offer) bool { return o.Region == region && !o.Spot })
+	if j < 0 {
+		t.Fatalf("no sandbox offer in %s", region)
+	}
+	offer := offers[j]
+	offer.Pool = pool.Name
+	owner := cloudprovider.Ownership{Resource: name, Token: cloudprovider.OwnerToken(name, 0)}
+	inst, err := s.sb.CreateWithVolumes(context.Background(), cloudprovider.CreateRequest{Name: cloudprovider.CloudName(pool, name, owner.Token),
+		Pool: pool, Offer: offer, Owner: owner}, []cloudprovider.VolumeMount{{VolumeID: vol, MountPath: mountPath}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// TestAccVolume_unsupportedType: a volume type the cloud lacks in the region fails at plan, naming
+// what the region has, and nothing is created; so does a block volume without a size (at validate),
+// and a cloud the provider does not configure.
+func TestAccVolume_unsupportedType(t *testing.T) {
+	s := newTestSandbox(t)
+	s.addEntry(sandbox.CatalogEntry{Region: "sbx-us-1", VolumeType: "block"})
+	accTest(t, nil, []resource.TestStep{{
+		Config:      s.providerConfig("") + testVolumeConfig("data", "shared_fs", 10, "sandbox", "sbx-us-1"),
+		PlanOnly:    true,
+		ExpectError: errorPattern("No shared_fs volumes for hydra_volume data", "sbx-us-1", "block", "volume_type"),
+	}, {
+		Config:      s.providerConfig("") + testVolumeConfig("data", "block", 0, "sandbox", "sbx-us-1"),
+		PlanOnly:    true,
+		ExpectError: errorPattern("Missing volume size", "A block volume needs size_gb"),
+	}, {
+		Config:      s.providerConfig("") + testVolumeConfig("data", "block", 10, "verda", "FIN-01"),
+		PlanOnly:    true,
+		ExpectError: errorPattern("verda"),
+	}})
+	if vs := s.volumes(); len(vs) != 0 {
+		t.Errorf("plans that failed created volumes: %+v", vs)
+	}
+}
+
+// hydra_gpu_offer's volume_type keeps only offers where that type of volume can be created: with
+// sbx-eu-1 (the cheapest region) keeping only block volumes, the cheapest H100 next to a shared file
+// system is in sbx-us-1; next to a block volume it stays in sbx-eu-1.
+func TestAccGPUOffer_volumeType(t *testing.T) {
+	s := newTestSandbox(t)
+	s.addEntry(sandbox.CatalogEntry{Region: "sbx-eu-1", VolumeType: "block"})
+	offer := func(typ string) string {
+		return fmt.Sprintf("data %q %q {\n  gpu_type = \"h100\"\n  volume_type = %q\n}\n", "hydra_gpu_offer", typ, typ)
+	}
+	accTest(t, nil, []resource.TestStep{{
+		Config: s.providerConfig("") + offer("shared_fs") + offer("block"),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue("data.hydra_gpu_offer.shared_fs", tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
+			statecheck.ExpectKnownValue("data.hydra_gpu_offer.shared_fs", tfjsonpath.New("offers"), noOfferIn("sbx-eu-1")),
+			statecheck.ExpectKnownValue("data.hydra_gpu_offer.block", tfjsonpath.New("region"), knownvalue.StringExact("sbx-eu-1")),
+		},
+	}})
+}
+
+// noOfferIn checks that no element of an offers list is in region.
+func noOfferIn(region string) knownvalue.Check { return offersNotIn{region} }
+
+type offersNotIn struct{ region string }
+
+func (c offersNotIn) CheckValue(v any) error {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return fmt.Errorf("offers is %T %v; want a non-empty list", v, v)
+	}
+	for _, e := range list {
+		if o, ok := e.(map[string]any); ok && o["region"] == c.region {
+			return fmt.Errorf("offer %v is in %s", o["id"], c.region)
+		}
+	}
+	return nil
+}
+
+func (c offersNotIn) String() string { return "no offer in " + c.region }

@@ -354,7 +354,9 @@ func (b *Backend) crossCheckEmpty(ctx context.Context) {
 // carry no Details (an offer rebuilt from its ID on another machine): then the instance type and
 // region say what to look for. An offer without dataCenter (null in many real answers) is matched by
 // its region or country, and the create leaves the placement to the upstream.
-func (b *Backend) resolve(ctx context.Context, o cloudprovider.Offer, limit money.USD) (GPUAvailability, error) {
+//
+// With disks, only the GPUs co-located with them are asked for (availability's disks=).
+func (b *Backend) resolve(ctx context.Context, o cloudprovider.Offer, limit money.USD, disks []string) (GPUAvailability, error) {
 	const op = "creating pod"
 	d := o.Details
 	if d == nil {
@@ -383,7 +385,7 @@ func (b *Backend) resolve(ctx context.Context, o cloudprovider.Offer, limit mone
 	if want.gpuType == "" || want.count < 1 {
 		return GPUAvailability{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "offer %q names no Prime GPU type or count", o.InstanceType)
 	}
-	items, err := b.client.Availability(ctx, AvailabilityFilter{GPUType: want.gpuType, GPUCount: want.count, DataCenter: d[DetailDataCenter]})
+	items, err := b.client.Availability(ctx, AvailabilityFilter{GPUType: want.gpuType, GPUCount: want.count, DataCenter: d[DetailDataCenter], Disks: disks})
 	if err != nil {
 		return GPUAvailability{}, err
 	}
@@ -456,6 +458,11 @@ func totalUSD(a GPUAvailability) money.USD {
 // keys on the account and creates the pod with a numeric maxPrice, so the API refuses a price that
 // moved up meanwhile. A create whose answer is lost is looked for by name before giving up.
 func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
+	return b.create(ctx, req, nil)
+}
+
+// create is Create, with the disks of ids attached to a new pod.
+func (b *Backend) create(ctx context.Context, req cloudprovider.CreateRequest, disks []string) (cloudprovider.Instance, error) {
 	const op = "creating pod"
 	if req.Name == "" {
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
@@ -473,7 +480,7 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 			if limit <= 0 && req.Offer.PricePerHour > 0 {
 				limit = b.maxPrice(req, 0)
 			}
-			if item, err = b.resolve(ctx, req.Offer, limit); err != nil {
+			if item, err = b.resolve(ctx, req.Offer, limit, disks); err != nil {
 				return err
 			}
 			current = totalUSD(item)
@@ -485,7 +492,7 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 			return err
 		},
 		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
-			return b.createPod(ctx, req, item, maxPrice, keyIDs)
+			return b.createPod(ctx, req, item, maxPrice, keyIDs, disks)
 		},
 	})
 	switch {
@@ -499,7 +506,7 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 }
 
 // createPod creates the pod of a resolved offer with a numeric maxPrice.
-func (b *Backend) createPod(ctx context.Context, req cloudprovider.CreateRequest, item GPUAvailability, maxPrice money.USD, keyIDs []string) (cloudprovider.Instance, error) {
+func (b *Backend) createPod(ctx context.Context, req cloudprovider.CreateRequest, item GPUAvailability, maxPrice money.USD, keyIDs, disks []string) (cloudprovider.Instance, error) {
 	spec := PodSpec{
 		Name:         req.Name,
 		CloudID:      item.CloudID,
@@ -523,7 +530,7 @@ func (b *Backend) createPod(ctx context.Context, req cloudprovider.CreateRequest
 	if item.Memory.DefaultCount.Set {
 		spec.Memory = item.Memory.DefaultCount.Int()
 	}
-	body := CreatePodRequest{Pod: spec, Provider: ProviderRef{Type: item.Provider}}
+	body := CreatePodRequest{Pod: spec, Provider: ProviderRef{Type: item.Provider}, Disks: disks}
 	if b.cfg.TeamID != "" {
 		body.Team = &TeamRef{TeamID: b.cfg.TeamID}
 	}

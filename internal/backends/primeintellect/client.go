@@ -104,10 +104,17 @@ type AvailabilityFilter struct {
 	DataCenter string
 	Socket     string
 	Security   string
+	// Disks keeps only the GPUs co-located with these disks (the repeated disks parameter); the client
+	// cannot check it on what comes back, and the legacy form ignores it.
+	Disks []string
 }
 
 func (f AvailabilityFilter) query() url.Values {
-	return restclient.Query(f.countQuery(), "data_center_id", f.DataCenter, "socket", f.Socket, "security", f.Security)
+	q := restclient.Query(f.countQuery(), "data_center_id", f.DataCenter, "socket", f.Socket, "security", f.Security)
+	for _, d := range f.Disks {
+		q.Add("disks", d)
+	}
+	return q
 }
 
 // countQuery holds the parameters the legacy endpoint takes too: gpu_type and gpu_count.

@@ -245,7 +245,9 @@ type TeamRef struct {
 type CreatePodRequest struct {
 	Pod      PodSpec     `json:"pod"`
 	Provider ProviderRef `json:"provider"`
-	Team     *TeamRef    `json:"team,omitempty"`
+	// Disks are the ids of disks attached at the create (see disks.go).
+	Disks []string `json:"disks,omitempty"`
+	Team  *TeamRef `json:"team,omitempty"`
 }
 
 // Pod is a pod as GET /api/v1/pods/{id} returns it.
@@ -275,6 +277,8 @@ type Pod struct {
 	Resources PodResources `json:"resources"`
 	// DataCenterID is not in the published Pod model; read it when a pod carries it.
 	DataCenterID string `json:"dataCenterId"`
+	// AttachedResources are the pod's disks (see disks.go).
+	AttachedResources []AttachedResource `json:"attachedResources"`
 }
 
 // PodResources is a pod's "resources" object: memory (GB), disk (GB), vcpus and shared_disk. Examples

@@ -322,7 +322,9 @@ func (b *Backend) ListVolumes(ctx context.Context, prefix string) ([]cloudprovid
 			out = append(out, b.toVolume(d))
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID) })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID)
+	})
 	return out, nil
 }
 

@@ -279,3 +279,103 @@ func TestAccGPUInstance_volumesInvalid(t *testing.T) {
 	accTest(t, nil, steps)
 	s.noneCreated(t, "an invalid volumes plan")
 }
+
+// emulatedVolume is the volume the test made at an emulated cloud, as that cloud lists it: its id and
+// the machines (or bids) using it.
+type emulatedVolume struct {
+	id    string
+	users []string
+}
+
+// TestAccGPUInstance_volumeEmulators: on each emulated cloud with volumes, a machine with a
+// hydra_volume is placed in the volume's region (the other cloud loses, saying where the volume is),
+// gets the volume at launch, and its replacement (-replace) gets the same volume at the cloud, the
+// old machine no longer holding it (provisioning off: emulated machines have no sshd).
+func TestAccGPUInstance_volumeEmulators(t *testing.T) {
+	for _, tc := range []struct {
+		cloud, region, other, extra string
+		// volumes lists the cloud's volumes named for the test, not deleted.
+		volumes func(c *testClouds) []emulatedVolume
+	}{
+		{cloud: "verda", region: "FIN-03", other: "mithril", volumes: func(c *testClouds) []emulatedVolume {
+			var out []emulatedVolume
+			for _, v := range c.verda.Volumes() {
+				if !v.Trashed && strings.Contains(v.Name, "keep") {
+					out = append(out, emulatedVolume{v.ID, v.InstanceIDs})
+				}
+			}
+			return out
+		}},
+		{cloud: "mithril", region: "us-central5-a", other: "verda", extra: "  spot = true\n", volumes: func(c *testClouds) []emulatedVolume {
+			live := map[string]bool{}
+			for _, b := range c.mithril.LiveBids() {
+				live[b.FID] = true
+			}
+			var out []emulatedVolume
+			for _, v := range c.mithril.Volumes() {
+				if v.Deleted || !strings.Contains(v.Name, "keep") {
+					continue
+				}
+				var users []string
+				for _, b := range v.Bids {
+					if live[b] {
+						users = append(users, b)
+					}
+				}
+				out = append(out, emulatedVolume{v.FID, users})
+			}
+			return out
+		}},
+	} {
+		t.Run(tc.cloud, func(t *testing.T) {
+			c := newTestClouds(t, nil)
+			cfg := c.providerConfig(t.TempDir(), "verda", "mithril") + volumeConfig("keep", "block", tc.cloud, tc.region) +
+				cloudInstanceConfig("keep", "h100", tc.extra+volumesAt("/data"))
+			var volumeID string
+			var machines []string
+			// sameVolume checks that the cloud has the one volume, used by the state's machine alone, and
+			// that it is the same volume as before.
+			sameVolume := func(st *terraform.State) error {
+				a, err := attrs(st, resourceName)
+				if err != nil {
+					return err
+				}
+				vols := tc.volumes(c)
+				if len(vols) != 1 {
+					return fmt.Errorf("%s has %d volumes named for the test, want 1: %+v", tc.cloud, len(vols), vols)
+				}
+				if volumeID != "" && vols[0].id != volumeID {
+					return fmt.Errorf("the replacement got volume %s, not %s", vols[0].id, volumeID)
+				}
+				volumeID = vols[0].id
+				id := a["cloud_instance_id"]
+				if slices.Contains(machines, id) {
+					return fmt.Errorf("machine %s is not new (was %v)", id, machines)
+				}
+				machines = append(machines, id)
+				if !slices.Equal(vols[0].users, []string{id}) {
+					return fmt.Errorf("volume %s is used by %v at %s, want the machine %s alone", volumeID, vols[0].users, tc.cloud, id)
+				}
+				return nil
+			}
+			accTest(t, c.checkEmpty, []resource.TestStep{
+				{
+					Config: cfg,
+					ConfigPlanChecks: preApply(
+						planKnown("cloud", tc.cloud),
+						planKnown("region", tc.region),
+						plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("other_clouds").AtMapKey(tc.other),
+							knownvalue.StringRegexp(errorPattern("volume", "is in "+tc.cloud+"/"+tc.region))),
+					),
+					Check: sameVolume,
+				},
+				{
+					Config:           cfg,
+					Taint:            []string{resourceName},
+					ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+					Check:            sameVolume,
+				},
+			})
+		})
+	}
+}

@@ -1,0 +1,102 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+)
+
+// VolumesVar is the playbook variable the provisioning digest carries a machine's volumes under: a
+// list of {volume_id: hydra_volume.id, mount_path} sorted by mount path. It is what a plan knows of
+// them (a changed mount path re-provisions in place); the provisioner passes the playbooks the
+// attachments themselves (ProvisionRequest.Volumes) under the same name.
+const VolumesVar = "hydra_volumes"
+
+// sortedUses is uses sorted by mount path (a parent directory mounts before what is under it).
+func sortedUses(uses []VolumeUse) []VolumeUse {
+	out := slices.Clone(uses)
+	slices.SortStableFunc(out, func(a, b VolumeUse) int { return strings.Compare(path.Clean(a.MountPath), path.Clean(b.MountPath)) })
+	return out
+}
+
+// volumeVars is vars with the machine's volumes under VolumesVar, for the provisioning digest; vars
+// itself (not a copy) without volumes, so a machine without any keeps the digest it had.
+func volumeVars(vars map[string]any, uses []VolumeUse) map[string]any {
+	if len(uses) == 0 {
+		return vars
+	}
+	out := maps.Clone(vars)
+	if out == nil {
+		out = map[string]any{}
+	}
+	list := make([]any, 0, len(uses))
+	for _, u := range sortedUses(uses) {
+		list = append(list, map[string]any{"volume_id": u.ID, "mount_path": path.Clean(u.MountPath)})
+	}
+	out[VolumesVar] = list
+	return out
+}
+
+// resolveMounts finds the cloud's volume of each use (resolveVolume) for a launch.
+func (cp *ControlPlane) resolveMounts(ctx context.Context, uses []VolumeUse) ([]cloudprovider.VolumeMount, error) {
+	var out []cloudprovider.VolumeMount
+	for _, u := range sortedUses(uses) {
+		v, err := cp.resolveVolume(ctx, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cloudprovider.VolumeMount{VolumeID: v.ID, MountPath: path.Clean(u.MountPath)})
+	}
+	return out, nil
+}
+
+// attachments asks inst's backend how each volume appears inside inst (VolumeAttacher), sorted by
+// mount path. A backend without VolumeAttacher is an ErrInvalid error saying so.
+func (cp *ControlPlane) attachments(ctx context.Context, inst cloudprovider.Instance, uses []VolumeUse) ([]cloudprovider.Attachment, error) {
+	if len(uses) == 0 {
+		return nil, nil
+	}
+	pm, err := cp.manager.Route(inst.Name)
+	if err != nil {
+		return nil, err
+	}
+	va, ok := pm.Backend.(cloudprovider.VolumeAttacher)
+	if !ok {
+		return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, pm.Pool.Cloud, "mounting volumes",
+			"%s's backend cannot say how a volume appears inside a machine (no VolumeAttacher), so hydra cannot mount %s's volumes", pm.Pool.Cloud, inst.Name)
+	}
+	var out []cloudprovider.Attachment
+	for _, u := range sortedUses(uses) {
+		v, err := cp.resolveVolume(ctx, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		a, err := va.Attachment(ctx, inst, v, path.Clean(u.MountPath))
+		if err != nil {
+			return nil, fmt.Errorf("how volume %s appears inside %s: %w", u.ID, inst.Name, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// createWithVolumes starts an instance in pm's pool with mounts attached (VolumeLauncher), as
+// SinglePoolInstManager.Create does without.
+func createWithVolumes(ctx context.Context, pm *SinglePoolInstManager, req cloudprovider.CreateRequest, mounts []cloudprovider.VolumeMount) (cloudprovider.Instance, error) {
+	if !strings.HasPrefix(req.Name, pm.Pool.Prefix) {
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, pm.Pool.Cloud, "creating instance", "name %q does not start with pool %s's prefix %q", req.Name, pm.Pool.Name, pm.Pool.Prefix)
+	}
+	vl, ok := pm.Backend.(cloudprovider.VolumeLauncher)
+	if !ok {
+		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, pm.Pool.Cloud, "creating instance",
+			"%s cannot create a machine with volumes (its backend has no launch with volumes); nothing was created", pm.Pool.Cloud)
+	}
+	req.Pool = pm.Pool
+	inst, err := vl.CreateWithVolumes(ctx, req, mounts)
+	return cloudprovider.WithOwner(pm.Pool, inst), err
+}

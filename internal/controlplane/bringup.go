@@ -205,7 +205,23 @@ func (cp *ControlPlane) BringUp(ctx context.Context, rec *Record, inst cloudprov
 	}
 	rec.Status = cloudprovider.StatusProvisioning
 	put()
-	ps := ProvisionSpec{Pool: spec.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount, HostKey: rec.HostKey, Vars: spec.Vars, MaxAttempts: spec.MaxAttempts}
+	ps := ProvisionSpec{Pool: spec.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount, HostKey: rec.HostKey, Vars: spec.Vars, MaxAttempts: spec.MaxAttempts,
+		VolumeUses: spec.Volumes}
+	if len(spec.Volumes) > 0 {
+		// How the volumes appear inside the machine, for the playbooks to mount them.
+		atts, err := cp.attachments(ctx, inst, spec.Volumes)
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+			put() // still provisioning: Resume continues it
+			return err
+		}
+		if err != nil {
+			rec.Status = cloudprovider.StatusError
+			rec.ProvisioningError = truncate("mounting volumes: " + err.Error())
+			put()
+			return &ProvisioningFailedError{Err: err}
+		}
+		ps.Volumes = atts
+	}
 	out, err := cp.Provision(ctx, inst, ps, func(attempt int) {
 		rec.ProvisioningAttempts = attempt
 		put()

@@ -231,7 +231,8 @@ func noClusterDetail(spec ClusterSpec, res OfferResult) string {
 func (cp *ControlPlane) PlanClusterChange(spec ClusterSpec, prior ClusterRecord) (ChangePlan, error) {
 	var plan ChangePlan
 	var err error
-	plan.Digest, plan.DigestKnown, err = cp.plannedDigest(PlannedProvisioning{Pool: prior.Pool, Kind: spec.Kind, Vars: spec.ProvisioningVars, VarsKnown: !spec.ProvisioningVarsUnknown})
+	plan.Digest, plan.DigestKnown, err = cp.plannedDigest(PlannedProvisioning{Pool: prior.Pool, Kind: spec.Kind, Vars: spec.ProvisioningVars, VarsKnown: !spec.ProvisioningVarsUnknown,
+		Volumes: spec.Volumes})
 	if err != nil {
 		return plan, err
 	}

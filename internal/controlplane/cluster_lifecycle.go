@@ -222,12 +222,17 @@ func (cp *ControlPlane) finishOrder(ctx context.Context, journal Journal, spec C
 // sendOrder journals the intent and sends the order of the cluster name (see orderCluster).
 func (cp *ControlPlane) sendOrder(ctx context.Context, journal Journal, spec ClusterSpec, pm *SinglePoolInstManager, cb cloudprovider.ClusterBackend, offer cloudprovider.ClusterOffer, name, token string) (cloudprovider.Cluster, error) {
 	log := cp.logger(ctx)
+	// The volumes are found before anything is ordered (a missing one orders nothing).
+	mounts, err := cp.resolveMounts(ctx, spec.Volumes)
+	if err != nil {
+		return cloudprovider.Cluster{}, err
+	}
 	if err := journal.Put(Intent{Resource: spec.Name, Token: token, Pool: pm.Pool.Name, CloudName: name, OfferID: offer.ID, StartedAt: time.Now().UTC()}); err != nil {
 		return cloudprovider.Cluster{}, fmt.Errorf("journaling the create before sending it (nothing was created): %w", err)
 	}
 	log.Info("creating GPU cluster", "name", name, "offer", offer.ID, "nodes", offer.Nodes)
 	c, err := cb.CreateCluster(ctx, cloudprovider.ClusterRequest{Name: name, Pool: pm.Pool, Offer: offer, MaxPricePerHour: spec.MaxPricePerHour,
-		SSHPublicKeys: spec.SSHPublicKeys, Owner: cloudprovider.Ownership{Resource: spec.Name, Token: token}})
+		SSHPublicKeys: spec.SSHPublicKeys, Owner: cloudprovider.Ownership{Resource: spec.Name, Token: token}, Volumes: mounts})
 	if err == nil {
 		return c, nil
 	}
@@ -587,7 +592,7 @@ func (cp *ControlPlane) bringUpCluster(ctx context.Context, spec ClusterSpec, pm
 		i, n, nr, ip := j.i, j.n, j.nr, j.ip
 		g.Go(func() error {
 			nr.Status = cloudprovider.StatusRunning
-			err := cp.BringUp(ctx, &nr, pinnedJump(n.Instance, nr), BringUpSpec{Pool: pm.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount, Vars: spec.ProvisioningVars}, func(r Record) {
+			err := cp.BringUp(ctx, &nr, pinnedJump(n.Instance, nr), BringUpSpec{Pool: pm.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount, Vars: spec.ProvisioningVars, Volumes: spec.Volumes}, func(r Record) {
 				sv.update(func(rec *ClusterRecord) { rec.Nodes[i] = nodeRecord(r, ip) })
 			})
 			sv.update(func(rec *ClusterRecord) {

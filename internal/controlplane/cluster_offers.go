@@ -85,7 +85,7 @@ func (r clusterResult) reasons() map[string]string {
 // offerRequest is the machine request a cluster's nodes make, for Validate.
 func (s ClusterSpec) offerRequest() OfferRequest {
 	return OfferRequest{GPUType: s.GPUType, GPUCount: s.GPUCount, Kind: s.Kind, Clouds: s.Clouds, Regions: s.Regions,
-		MaxPricePerHour: s.MaxPricePerHour, AllowSpot: s.Spot == nil || *s.Spot}
+		MaxPricePerHour: s.MaxPricePerHour, AllowSpot: s.Spot == nil || *s.Spot, Volumes: s.Volumes}
 }
 
 // interconnect is the asked interconnect (fabric when unset).
@@ -133,12 +133,19 @@ func (cp *ControlPlane) clusterOffers(ctx context.Context, spec ClusterSpec) (cl
 	gpu := cp.inv.GPUs[spec.GPUType]
 	var asked []string
 	res := clusterResult{byID: map[string]cloudprovider.ClusterOffer{}}
+	vp, withVolumes, _ := placeVolumes(spec.Volumes) // validateCluster checked them
 	for _, c := range cp.Clouds() {
 		if !cloudAllowed(spec.Clouds, c) {
 			continue
 		}
 		_, capable := cp.backends[c].(cloudprovider.ClusterBackend)
+		var volumeWhy string
+		if withVolumes {
+			volumeWhy = cp.volumeRejection(c, vp, true)
+		}
 		switch {
+		case volumeWhy != "":
+			res.rejections = append(res.rejections, Rejection{Cloud: c, Reason: volumeWhy})
 		case !capable:
 			res.rejections = append(res.rejections, Rejection{Cloud: c, Reason: "no cluster API"})
 		case !cp.hasPool(c, spec.Kind):

@@ -85,6 +85,8 @@ type ControlPlane struct {
 	cache  map[string]cloudOffers
 	// listings holds each pool's machines as listed once in this walk (see listPool).
 	listings map[string][]cloudprovider.Instance
+	// volTypes holds each cloud's volume types as answered once (see volumeTypes).
+	volTypes map[string]volumeTypesAnswer
 	// offerRequests counts the offer requests sent to each cloud (benchmarks and tests read it).
 	offerRequests map[string]int
 }
@@ -220,6 +222,11 @@ func (cp *ControlPlane) Validate(req OfferRequest) error {
 			return &RequestError{Field: "max_price_per_hour", Msg: err.Error()}
 		}
 	}
+	if p, ok, err := placeVolumes(req.Volumes); err != nil {
+		return err
+	} else if _, configured := cp.backends[p.cloud]; ok && !configured {
+		return &RequestError{Field: "volumes", Msg: fmt.Sprintf("volume %s is in %s, and %s is not configured; configured clouds: %s", p.name, p, p.cloud, quoteList(cp.Clouds(), ", "))}
+	}
 	var kindPools, typePools []string
 	for _, p := range cp.manager.Pools() {
 		if p.Pool.Kind != req.Kind || !cloudAllowed(req.Clouds, p.Pool.Cloud) {
@@ -260,13 +267,29 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 		return OfferResult{}, err
 	}
 	gpu := cp.inv.GPUs[req.GPUType]
+	var res OfferResult
 	// Clouds asked: those the request allows, and, when an auction is among them, every other
 	// configured cloud too: an auction's bid is priced against every comparable offer, wherever the
 	// request buys (clouds says where to buy, not what to compare with).
 	var clouds []string
 	auctionAsked := false
+	// A machine with volumes can be only where they are (volumeRejection): other clouds are not asked.
+	volumeRejected := map[string]string{}
+	if p, ok, _ := placeVolumes(req.Volumes); ok {
+		for _, c := range cp.Clouds() {
+			if why := cp.volumeRejection(c, p, false); why != "" {
+				volumeRejected[c] = why
+			}
+		}
+	}
 	for _, c := range cp.Clouds() {
 		if len(gpu.APINames[c]) == 0 || !cp.hasPool(c, req.Kind) {
+			continue
+		}
+		if why, ok := volumeRejected[c]; ok {
+			if cloudAllowed(req.Clouds, c) {
+				res.Rejections = append(res.Rejections, Rejection{Cloud: c, Reason: why})
+			}
 			continue
 		}
 		if _, ok := cp.backends[c].(cloudprovider.AuctionBackend); ok && cloudAllowed(req.Clouds, c) {
@@ -288,7 +311,6 @@ func (cp *ControlPlane) Offers(ctx context.Context, req OfferRequest, fresh bool
 	}
 	wg.Wait()
 
-	var res OfferResult
 	var auctions []string
 	perCloud := map[string][]cloudprovider.Offer{}
 	matching := map[string][]cloudprovider.Offer{} // every asked cloud's matching offers, for auctions' bids
@@ -431,6 +453,10 @@ func (cp *ControlPlane) match(cloud string, offers []cloudprovider.Offer, req Of
 	var formFactors, regions []string
 	var counts []int
 	var out []cloudprovider.Offer
+	var volumeWhy string
+	if req.Regions, volumeWhy = volumeRegions(cloud, req); volumeWhy != "" {
+		return nil, volumeWhy
+	}
 	for _, o := range offers {
 		if o.GPUType != req.GPUType {
 			continue
@@ -490,8 +516,12 @@ func (cp *ControlPlane) match(cloud string, offers []cloudprovider.Offer, req Of
 	case !countSeen:
 		return nil, fmt.Sprintf("no %s offer with %d %s (offered counts: %s)", req.GPUType, req.GPUCount, plural(req.GPUCount, "GPU", "GPUs"), intList(counts))
 	case !regionSeen:
-		return nil, fmt.Sprintf("no %dx %s offer in regions %s (it offers %dx %s in %s)", req.GPUCount, req.GPUType, quoteList(req.Regions, ", "),
+		why := fmt.Sprintf("no %dx %s offer in regions %s (it offers %dx %s in %s)", req.GPUCount, req.GPUType, quoteList(req.Regions, ", "),
 			req.GPUCount, req.GPUType, quoteList(sortedUnique(regions), ", "))
+		if p, ok, _ := placeVolumes(req.Volumes); ok {
+			why += fmt.Sprintf("; volume %s is in %s", p.name, p)
+		}
+		return nil, why
 	case spotOnly && !formSeen && len(formFactors) == 0:
 		return nil, fmt.Sprintf("only spot capacity for %s (set spot = true to allow it)", shape(req))
 	case !formSeen && len(formFactors) > 0:

@@ -28,6 +28,9 @@ type LaunchRequest struct {
 	// NoCapacity, when set, is told of every offer that failed for lack of capacity (a capacity error,
 	// or a bid that did not win in time), so the caller can remember it (see CapacityMemory).
 	NoCapacity func(o cloudprovider.Offer, why string)
+	// Volumes, when not empty, are attached at launch (VolumeLauncher.CreateWithVolumes): the offers
+	// must be of the volumes' cloud and region.
+	Volumes []cloudprovider.VolumeMount
 }
 
 // Launched is the outcome of Launch.
@@ -75,8 +78,14 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 			return Launched{}, fmt.Errorf("journaling the create before sending it (nothing was created): %w", err)
 		}
 		log.Info("creating instance", "name", name, "offer", o.ID, "attempt", i+1)
-		inst, err := pm.Create(ctx, cloudprovider.CreateRequest{Name: name, Offer: o, MaxPricePerHour: req.MaxPricePerHour,
-			SSHPublicKeys: req.SSHPublicKeys, Owner: cloudprovider.Ownership{Resource: req.Name, Token: token}})
+		creq := cloudprovider.CreateRequest{Name: name, Offer: o, MaxPricePerHour: req.MaxPricePerHour,
+			SSHPublicKeys: req.SSHPublicKeys, Owner: cloudprovider.Ownership{Resource: req.Name, Token: token}}
+		var inst cloudprovider.Instance
+		if len(req.Volumes) > 0 {
+			inst, err = createWithVolumes(ctx, pm, creq, req.Volumes)
+		} else {
+			inst, err = pm.Create(ctx, creq)
+		}
 		if err == nil && inst.AwaitingAllocation && req.BidTimeout > 0 {
 			var won bool
 			inst, won, err = cp.awaitAllocation(ctx, pm, inst, req.BidTimeout)
@@ -415,6 +424,10 @@ type ProvisionSpec struct {
 	Vars     map[string]any
 	// MaxAttempts overrides the control plane's default when above 0.
 	MaxAttempts int
+	// Volumes are how the machine's volumes appear inside it (ProvisionRequest.Volumes); VolumeUses
+	// the volumes as asked, which the digest carries (VolumesVar).
+	Volumes    []cloudprovider.Attachment
+	VolumeUses []VolumeUse
 }
 
 // Provisioned is what provisioning records.
@@ -435,7 +448,10 @@ type Provisioned struct {
 // *PermanentError stops at once. onAttempt is told before each attempt starts.
 func (cp *ControlPlane) Provision(ctx context.Context, inst cloudprovider.Instance, spec ProvisionSpec, onAttempt func(attempt int)) (Provisioned, error) {
 	log := cp.logger(ctx)
-	digest, err := cp.opts.Provisioner.Digest(spec.Pool, spec.Vars)
+	// The volumes are in the digest's variables, and in the request's, so the marker the provisioner
+	// writes carries the same digest.
+	vars := volumeVars(spec.Vars, spec.VolumeUses)
+	digest, err := cp.opts.Provisioner.Digest(spec.Pool, vars)
 	if err != nil {
 		return Provisioned{}, fmt.Errorf("computing the provisioning digest: %w", err)
 	}
@@ -460,7 +476,7 @@ func (cp *ControlPlane) Provision(ctx context.Context, inst cloudprovider.Instan
 			log.Info("provisioning", "name", inst.Name, "attempt", attempt, "max_attempts", maxAttempts, "playbook", spec.Pool.Playbook)
 			res, err := cp.opts.Provisioner.Provision(ctx, cloudprovider.ProvisionRequest{
 				Instance: inst, Pool: spec.Pool, GPUType: spec.GPUType, GPUCount: spec.GPUCount,
-				HostKey: out.HostKey, Vars: spec.Vars, Signal: signal, Attempt: attempt,
+				HostKey: out.HostKey, Vars: vars, Signal: signal, Volumes: spec.Volumes, Attempt: attempt,
 				Log: func(msg string, fields map[string]any) {
 					keys := make([]string, 0, len(fields))
 					for k := range fields {
@@ -602,6 +618,18 @@ func (cp *ControlPlane) Create(ctx context.Context, req CreateRequest, save func
 	if cp.NameStillInUse(ctx, req.Name, req.Request.Kind, req.Request.Clouds, req.NameInUse) {
 		return out, &Refusal{Notice{Field: "name", Summary: req.NameInUse.Summary, Detail: req.NameInUse.Detail}}
 	}
+	if req.OfferID != "" {
+		if p, err := ParseOfferID(req.OfferID); err == nil {
+			if err := cp.checkPinnedVolumes(req.OfferID, cp.PoolCloud(p.Pool), p.Region, req.Request); err != nil {
+				return out, err
+			}
+		}
+	}
+	// The volumes are found before anything is created (a missing one creates nothing).
+	mounts, err := cp.resolveMounts(ctx, req.Request.Volumes)
+	if err != nil {
+		return out, err
+	}
 	offers, err := cp.LaunchOffers(ctx, req.Request, req.OfferID)
 	var rose *PriceRoseError
 	if err != nil {
@@ -611,8 +639,8 @@ func (cp *ControlPlane) Create(ctx context.Context, req CreateRequest, save func
 	var misses []CapacityMiss
 	launched, err := cp.Launch(ctx, LaunchRequest{
 		Name: req.Name, Offers: offers, MaxPricePerHour: req.Request.MaxPricePerHour, BidTimeout: req.BidTimeout,
-		SSHPublicKeys: req.SSHPublicKeys,
-		NoCapacity:    func(o cloudprovider.Offer, why string) { misses = append(misses, cp.NewCapacityMiss(o, why)) },
+		SSHPublicKeys: req.SSHPublicKeys, Volumes: mounts,
+		NoCapacity: func(o cloudprovider.Offer, why string) { misses = append(misses, cp.NewCapacityMiss(o, why)) },
 	})
 	if cloudprovider.IsCapacity(err) && cp.opts.CapacityMemory > 0 && len(misses) > 0 {
 		// Nothing was created (an unknown outcome is not a capacity error).
@@ -649,6 +677,9 @@ func (cp *ControlPlane) Create(ctx context.Context, req CreateRequest, save func
 	}
 	spec := req.BringUp
 	spec.Pool = launched.Pool
+	if spec.Volumes == nil {
+		spec.Volumes = req.Request.Volumes
+	}
 	err = cp.BringUp(ctx, &rec, launched.Instance, spec, save)
 	out.Record = rec
 	return out, err
@@ -742,7 +773,7 @@ func (cp *ControlPlane) plannedDigest(p PlannedProvisioning) (digest string, kno
 	if !p.VarsKnown {
 		return "", false, nil
 	}
-	d, err := cp.PlannedDigest(p.Pool, p.Kind, p.Vars)
+	d, err := cp.PlannedDigest(p.Pool, p.Kind, volumeVars(p.Vars, p.Volumes))
 	if err != nil {
 		return "", false, refuse("", "Cannot compute the provisioning digest", err.Error())
 	}

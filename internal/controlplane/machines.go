@@ -48,6 +48,8 @@ type Machine struct {
 // ListResult is every machine hydra can see, and the clouds that could not be listed.
 type ListResult struct {
 	Machines []Machine
+	// Volumes are the volumes in the clouds' volume name spaces, with the machines using them.
+	Volumes []ListedVolume
 	// Unreachable maps a cloud to why it could not be listed.
 	Unreachable map[string]string
 	// At is when the machines were listed; Grace is the configured orphan grace (see Orphans).
@@ -56,7 +58,8 @@ type ListResult struct {
 }
 
 // Machines lists the machines of every configured pool (of the given clouds only when clouds is not
-// empty) concurrently, each pool within the offer timeout, with their ownership state.
+// empty) concurrently, each pool within the offer timeout, with their ownership state, then the
+// clouds' volumes (listVolumes).
 func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResult {
 	intents := cp.journaled()
 	res := ListResult{Unreachable: map[string]string{}, At: cp.Now(), Grace: cp.opts.OrphanGrace}
@@ -93,6 +96,7 @@ func (cp *ControlPlane) Machines(ctx context.Context, clouds []string) ListResul
 		}
 		return a.Instance.Name < b.Instance.Name
 	})
+	cp.listVolumes(ctx, clouds, &res)
 	return res
 }
 

@@ -119,6 +119,9 @@ type NewPlan struct {
 // and returns the choice as a NewQuote. Errors are *RequestError (an impossible request), *Refusal, or
 // the context's.
 func (cp *ControlPlane) PlanNew(ctx context.Context, req NewPlanRequest) (NewPlan, error) {
+	if req.Provisioning.Volumes == nil {
+		req.Provisioning.Volumes = req.Request.Volumes
+	}
 	plan, err := cp.planNew(ctx, req)
 	if err != nil {
 		return plan, err
@@ -138,6 +141,12 @@ func (cp *ControlPlane) planNew(ctx context.Context, req NewPlanRequest) (NewPla
 	}
 	if req.OfferID != "" {
 		return cp.planPinned(ctx, req)
+	}
+	if req.Quote != nil && req.Quote.OfferID != "" {
+		// A quote made before the volumes changed may be elsewhere: choose afresh.
+		if q, err := ParseOfferID(req.Quote.OfferID); err == nil && cp.checkPinnedVolumes(req.Quote.OfferID, cp.PoolCloud(q.Pool), q.Region, req.Request) != nil {
+			req.Quote = nil
+		}
 	}
 	var plan NewPlan
 	var q Quote
@@ -227,6 +236,9 @@ func (cp *ControlPlane) planPinned(ctx context.Context, req NewPlanRequest) (New
 		return NewPlan{}, refuse("offer_id", "Invalid offer_id", err.Error())
 	}
 	if err := cp.CheckPinned(parsed, req.Request); err != nil {
+		return NewPlan{}, refuse("offer_id", "Offer does not match the request", MismatchDetail(err))
+	}
+	if err := cp.checkPinnedVolumes(req.OfferID, cp.PoolCloud(parsed.Pool), parsed.Region, req.Request); err != nil {
 		return NewPlan{}, refuse("offer_id", "Offer does not match the request", MismatchDetail(err))
 	}
 	plan := NewPlan{OfferID: req.OfferID, Offer: parsed, Cloud: cp.PoolCloud(parsed.Pool)}

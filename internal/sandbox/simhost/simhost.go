@@ -150,6 +150,9 @@ type Spec struct {
 	PrivateAddr string
 	// Fabric gives the machine InfiniBand adapters on its cluster's high-speed fabric.
 	Fabric bool
+	// Volumes are the volumes the machine has (see volumes.go): blkid, mkfs.ext4, mount, umount and
+	// findmnt act on their stores.
+	Volumes []Volume
 }
 
 // Fault files in a machine's faults directory (see the package documentation for their formats).
@@ -691,6 +694,9 @@ func writeMachineFiles(dir string, spec Spec) error {
 		return err
 	}
 	if err := writeRootLayout(root, spec.Container, driver); err != nil {
+		return err
+	}
+	if err := writeVolumes(dir, root, spec.Volumes); err != nil {
 		return err
 	}
 	nvsDir := filepath.Join(root, "proc", "driver", "nvidia-nvswitch", "devices")

@@ -45,6 +45,8 @@ type realOSFixture struct {
 	m      *realos.Machine
 	runner *provision.Runner
 	os     realos.OS
+	// volumes are the machine's volumes, passed with every request (volumesOnRealOS).
+	volumes []cloudprovider.Attachment
 }
 
 func newRealOS(t *testing.T, systemd bool, gpu simhost.Spec) realOSFixture {
@@ -142,7 +144,8 @@ func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]
 		GPUType:  gpuType,
 		GPUCount: count,
 		HostKey:  f.m.HostKey,
-		Vars:     vars,
+		Vars:     withVolumes(vars, f.volumes),
+		Volumes:  f.volumes,
 		Attempt:  1,
 		Log:      rec.log,
 	}
@@ -362,7 +365,9 @@ func testBareVM(t *testing.T, f realOSFixture) {
 	// Asking for Ubuntu's 580 branch: the image's driver (570) works, so it is kept, and nothing is
 	// installed on top of it.
 	before := f.run(t, nvidiaPackages)
+	f.volumes = prepareVolumes(t, f)
 	marker := f.provisionTwice(t, inventory.KindVM, 2, map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580"})
+	checkVolumes(t, f)
 	f.noInstall(t, before)
 	t.Logf("prometheus-node-exporter %s installed by the playbooks with apt", f.checkDebianPackage(t, "prometheus-node-exporter"))
 	want := provision.MarkerExporters{Address: "127.0.0.1", NodeExporter: "systemd", DCGMExporter: "systemd"}

@@ -7,11 +7,10 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
-// noVolumes are the registry's clouds whose backends keep no volumes (issue 35: Atlas has none;
-// UpCloud's storage is not built yet). The test fails when one
-// of them implements cloudprovider.VolumeBackend, and when any other cloud does not, until this list
-// says so.
-var noVolumes = []string{"atlas", "upcloud"}
+// noVolumes are the registry's clouds whose backends keep no volumes (issue 35: Atlas has none). The
+// test fails when one of them implements cloudprovider.VolumeBackend, and when any other cloud does
+// not, until this list says so.
+var noVolumes = []string{"atlas"}
 
 // TestVolumeConformance runs the volume contract against every cloud of the registry whose backend
 // implements cloudprovider.VolumeBackend, each against its own emulator (the harnesses of

@@ -466,6 +466,12 @@ func pickTemplate(list []Storage, want string) (Storage, error) {
 //     more and returns the server if the cloud made it; otherwise the ErrOther stands, and List(req.Name)
 //     finds the server if it appears later.
 func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (cloudprovider.Instance, error) {
+	return b.create(ctx, req, nil)
+}
+
+// create is Create, with the storages of mounts attached at the create (CreateWithVolumes, storage.go):
+// they are checked before anything is created, after the lookup by name.
+func (b *Backend) create(ctx context.Context, req cloudprovider.CreateRequest, mounts []cloudprovider.VolumeMount) (cloudprovider.Instance, error) {
 	const op = "creating server"
 	plan := req.Offer.InstanceType
 	if plan == "" {
@@ -486,11 +492,17 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 	case len(req.SSHPublicKeys) == 0:
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no SSH public key to install")
 	}
-	var tmpl Storage
+	var (
+		tmpl    Storage
+		volumes []string
+	)
 	inst, _, err := b.creates.Do(ctx, createonce.Steps{
 		Cloud: CloudName, Op: op, Name: req.Name, Log: b.log,
 		Find: func(ctx context.Context) (cloudprovider.Instance, bool, error) { return b.findByName(ctx, req.Name) },
 		Prepare: func(ctx context.Context) (err error) {
+			if volumes, err = b.volumesFor(ctx, zone, mounts); err != nil {
+				return err
+			}
 			if req.MaxPricePerHour > 0 {
 				if err := b.checkPrice(ctx, zone, plan, req.MaxPricePerHour); err != nil {
 					return err
@@ -500,14 +512,15 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 			return err
 		},
 		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
-			return b.createServer(ctx, req, zone, plan, tmpl)
+			return b.createServer(ctx, req, zone, plan, tmpl, volumes)
 		},
 	})
 	return inst, err
 }
 
-// createServer clones the template onto a new server and returns it.
-func (b *Backend) createServer(ctx context.Context, req cloudprovider.CreateRequest, zone, plan string, tmpl Storage) (cloudprovider.Instance, error) {
+// createServer clones the template onto a new server, with the storages volumes attached on the virtio
+// bus, and returns it.
+func (b *Backend) createServer(ctx context.Context, req cloudprovider.CreateRequest, zone, plan string, tmpl Storage, volumes []string) (cloudprovider.Instance, error) {
 	size := b.cfg.DiskSizeGB
 	if int(tmpl.Size) > size {
 		size = int(tmpl.Size)
@@ -531,8 +544,11 @@ func (b *Backend) createServer(ctx context.Context, req cloudprovider.CreateRequ
 		Networking:          &CreateNetworking{},
 	}
 	cs.StorageDevices.StorageDevice = []CreateStorageDevice{{
-		Action: "clone", Storage: tmpl.UUID, Title: req.Name + "-disk", Size: size, Tier: b.cfg.StorageTier,
+		Action: "clone", Storage: tmpl.UUID, Title: osDiskTitle(req.Name), Size: size, Tier: b.cfg.StorageTier,
 	}}
+	for _, id := range volumes {
+		cs.StorageDevices.StorageDevice = append(cs.StorageDevices.StorageDevice, attachDevice(id))
+	}
 	for _, k := range req.SSHPublicKeys {
 		if k = strings.TrimSpace(k); k != "" {
 			cs.LoginUser.SSHKeys.SSHKey = append(cs.LoginUser.SSHKeys.SSHKey, k)
@@ -543,7 +559,7 @@ func (b *Backend) createServer(ctx context.Context, req cloudprovider.CreateRequ
 		ci.IPAddresses.IPAddress = []CreateIP{{Family: itf.fam}}
 		cs.Networking.Interfaces.Interface = append(cs.Networking.Interfaces.Interface, ci)
 	}
-	b.log.Info("creating server", "name", req.Name, "plan", plan, "zone", zone, "template", tmpl.UUID, "disk_gb", size)
+	b.log.Info("creating server", "name", req.Name, "plan", plan, "zone", zone, "template", tmpl.UUID, "disk_gb", size, "volumes", volumes)
 	srv, err := b.client.CreateServerRequest(ctx, cs)
 	if err != nil {
 		// The answer may be lost after the cloud made the server: Create looks once more.
@@ -787,10 +803,11 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Inst
 	return out, nil
 }
 
-// Delete removes the server and its disks. UpCloud deletes only stopped servers, so Delete hard-stops a
-// started server, waits (bounded by DeleteTimeout and ctx) until it is stopped, then sends
-// DELETE /server/{uuid}/?storages=1. A server that is already gone, or disappears while Delete waits,
-// counts as deleted: Delete returns nil.
+// Delete removes the server and its own disk, never a volume. UpCloud deletes only stopped servers, so
+// Delete hard-stops a started server, waits (bounded by DeleteTimeout and ctx) until it is stopped,
+// detaches every storage but the server's own disk (storages=1 would delete them all; storage.go), and
+// once a fresh read shows none left sends DELETE /server/{uuid}/?storages=1. A server that is already
+// gone, or disappears while Delete waits, counts as deleted: Delete returns nil.
 func (b *Backend) Delete(ctx context.Context, id string) error {
 	const op = "deleting server"
 	s, err := b.getServer(ctx, id)
@@ -827,6 +844,11 @@ func (b *Backend) Delete(ctx context.Context, id string) error {
 		polled = true
 		switch strings.ToLower(s.State) {
 		case "stopped", "error":
+			if busy, err := b.detachVolumes(ctx, s); err != nil {
+				return false, stuck(err)
+			} else if busy {
+				return false, nil // read the server again: storages=1 goes only after a read without volumes
+			}
 			err := b.client.DeleteServer(ctx, id)
 			if err == nil || cloudprovider.IsNotFound(err) {
 				b.log.Info("server deleted", "id", id)

@@ -411,13 +411,16 @@ type ServerList struct {
 	} `json:"servers"`
 }
 
-// CreateStorageDevice is one disk in a create request (action "clone" from a template).
+// CreateStorageDevice is one disk in a create request: action "clone" (a template onto a new disk of
+// Title, Size and Tier) or "attach" (an existing storage, at Address, as Type; storage.go).
 type CreateStorageDevice struct {
 	Action  string `json:"action"`
 	Storage string `json:"storage"`
-	Title   string `json:"title"`
-	Size    int    `json:"size"`
+	Title   string `json:"title,omitempty"`
+	Size    int    `json:"size,omitempty"`
 	Tier    string `json:"tier,omitempty"`
+	Address string `json:"address,omitempty"`
+	Type    string `json:"type,omitempty"`
 }
 
 // LoginUser configures the login user and its SSH keys.

@@ -126,8 +126,12 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 	if err != nil {
 		return cloudprovider.Cluster{}, err
 	}
+	volumes, err := b.clusterVolumes(ctx, o.Region, req.Volumes) // volumes.go
+	if err != nil {
+		return cloudprovider.Cluster{}, err
+	}
 	bid, insts, err := b.placeOnce(ctx, order{op: op, name: req.Name, pool: req.Pool, owner: req.Owner, offer: o.Offer,
-		publicKeys: req.SSHPublicKeys, quantity: o.Nodes, price: price, kind: isClusterBid, whole: true})
+		publicKeys: req.SSHPublicKeys, quantity: o.Nodes, price: price, kind: isClusterBid, whole: true, volumes: volumes})
 	if err != nil {
 		return cloudprovider.Cluster{}, err
 	}

@@ -238,3 +238,30 @@ func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.Creat
 	}
 	return b.create(ctx, req, fids)
 }
+
+// clusterVolumes checks the volumes a cluster bid in region gives every instance and returns their FIDs
+// for its launch_specification.volumes. An unknown volume, one of another region and a Block volume (a
+// block device is on one instance; a cluster bid has several) are ErrInvalid, before any bid is placed.
+func (b *Backend) clusterVolumes(ctx context.Context, region string, mounts []cloudprovider.VolumeMount) ([]string, error) {
+	const op = "placing cluster bid"
+	var fids []string
+	for _, m := range mounts {
+		v, err := b.volume(ctx, m.VolumeID)
+		if cloudprovider.IsNotFound(err) {
+			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no volume %s", m.VolumeID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case v.Region != region:
+			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+				"volume %s is in mithril/%s, the cluster's offer in mithril/%s", v.Name, v.Region, region)
+		case v.Interface != DiskInterfaceFile:
+			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+				"volume %s is a block volume, on one machine at a time; a cluster's nodes can share only %s (File) volumes", v.Name, cloudprovider.VolumeSharedFS)
+		}
+		fids = append(fids, v.FID)
+	}
+	return fids, nil
+}

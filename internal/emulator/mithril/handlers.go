@@ -278,7 +278,7 @@ func (s *Server) createBid(r *http.Request, st *state, now time.Time, user strin
 			return 0, nil, detail(http.StatusNotFound, fmt.Sprintf("SSH key %s not found", k))
 		}
 	}
-	if err := s.checkBidVolumes(st, proj, a.Region, volumes); err != nil { // volumes.go
+	if err := s.checkBidVolumes(st, proj, a.Region, qty, volumes); err != nil { // volumes.go
 		return 0, nil, err
 	}
 	if st.Faults.SoldOut {

@@ -15,8 +15,13 @@ package mithril
 //
 // Not confirmed, chosen here: the statuses and messages of the refusals (409 for a volume in use, 400
 // for a volume of another region at a bid, 404 for an unknown or deleted one), that a Block volume is
-// refused for a second live bid, that the bids listed are the live ones (not Terminated), and
-// attachments, answered empty.
+// refused for a second live bid and for a bid of several instances, that the bids listed are the live
+// ones (not Terminated), and attachments, answered empty (the document gives it no description).
+//
+// Inside an instance (not emulated: the emulator has no machines) Mithril mounts a File volume itself
+// at /mnt/<volume name> (its docs' hosted Kubernetes page: hostPath /mnt/your-fileshare-name; its Flow
+// SDK bind-mounts that virtiofs mount); where a Block volume appears Mithril does not document (the
+// backend's Attachment says what it assumes).
 
 import (
 	"encoding/json"
@@ -139,8 +144,9 @@ func (s *Server) deleteVolume(r *http.Request, st *state, now time.Time, _ strin
 }
 
 // checkBidVolumes refuses a bid's launch_specification.volumes: unknown or deleted ones, ones of another
-// project or region, and a Block volume another live bid uses.
-func (s *Server) checkBidVolumes(st *state, proj, region string, fids []string) error {
+// project or region, a Block volume another live bid uses, and a Block volume on a bid for more than one
+// instance (a block device is on one instance).
+func (s *Server) checkBidVolumes(st *state, proj, region string, quantity int, fids []string) error {
 	for _, fid := range fids {
 		v, err := s.liveVolume(st, fid)
 		if err != nil || v.Project != proj {
@@ -151,6 +157,9 @@ func (s *Server) checkBidVolumes(st *state, proj, region string, fids []string) 
 		}
 		if v.Interface == "Block" && len(st.volumeBids(fid)) > 0 {
 			return detail(http.StatusBadRequest, fmt.Sprintf("Block volume %s is in use by another bid", fid))
+		}
+		if v.Interface == "Block" && quantity > 1 {
+			return detail(http.StatusBadRequest, fmt.Sprintf("Block volume %s can be attached to one instance, not %d", fid, quantity))
 		}
 	}
 	return nil

@@ -28,6 +28,8 @@ func (SSHMachines) Start(dir string, rec Record) (cloudprovider.SSHEndpoint, err
 		// A cluster's node: sshd listens on its private address too; a fabric cluster's has InfiniBand.
 		PrivateAddr: rec.PrivateAddr,
 		Fabric:      rec.Fabric,
+		// The volumes it got at create: their stores are in the sandbox directory (see volumes.go).
+		Volumes: machineVolumes(dir, rec.Volumes),
 	})
 	if err != nil {
 		return cloudprovider.SSHEndpoint{}, fmt.Errorf("starting the machine of %s: %w", rec.Name, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
@@ -73,6 +74,7 @@ type InstanceVolume struct {
 	ID        string                   `json:"id"`
 	Type      cloudprovider.VolumeType `json:"type"`
 	MountPath string                   `json:"mount_path"`
+	SizeGB    int                      `json:"size_gb,omitempty"`
 }
 
 // volume returns the volume of an ID, or nil.
@@ -345,7 +347,7 @@ func instanceVolumes(op string, st *state, region string, nodes int, mounts []cl
 				return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "block volume %s is attached to %s: it attaches to one machine at a time", v.Name, strings.Join(st.instanceNames(users), ", "))
 			}
 		}
-		out = append(out, InstanceVolume{ID: v.ID, Type: v.Type, MountPath: m.MountPath})
+		out = append(out, InstanceVolume{ID: v.ID, Type: v.Type, MountPath: m.MountPath, SizeGB: v.SizeGB})
 	}
 	return out, nil
 }
@@ -422,7 +424,14 @@ func (b *Backend) Volumes() ([]VolumeRecord, error) {
 	return out, nil
 }
 
-// storeOf finds a volume's store from a machine's directory (<sandbox>/machines/<id>).
-func storeOf(machineDir, volumeID string) string {
-	return filepath.Join(filepath.Dir(filepath.Dir(machineDir)), VolumesDir, volumeID)
+// machineVolumes is what the simulated machine in machineDir (<sandbox>/machines/<id>) makes of an
+// instance's volumes: their paths inside it (see attachment) and their stores in the sandbox directory.
+func machineVolumes(machineDir string, vols []InstanceVolume) []simhost.Volume {
+	var out []simhost.Volume
+	for _, v := range vols {
+		a := attachment(v.ID, v.Type, v.MountPath)
+		out = append(out, simhost.Volume{ID: v.ID, Device: a.Device, Source: a.Source, SizeGB: v.SizeGB,
+			Store: filepath.Join(filepath.Dir(filepath.Dir(machineDir)), VolumesDir, v.ID)})
+	}
+	return out
 }

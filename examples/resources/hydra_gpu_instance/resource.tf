@@ -45,6 +45,30 @@ resource "hydra_gpu_instance" "batch" {
   max_price_per_hour = 0.8
 }
 
+# Checkpoints that outlive the machine: a block volume, and a machine placed in its cloud and region
+# that mounts it at /data. A replacement (a changed gpu_count, `terraform apply -replace`,
+# replace_when_unhealthy, a preemption) mounts the same volume with its data; destroying the machine
+# never deletes the volume.
+resource "hydra_volume" "checkpoints" {
+  name    = "checkpoints"
+  type    = "block"
+  size_gb = 1000
+  cloud   = "sandbox"
+  region  = "sbx-eu-1"
+}
+
+resource "hydra_gpu_instance" "finetune" {
+  name                   = "finetune"
+  gpu_type               = "h100"
+  gpu_count              = 2
+  replace_when_unhealthy = true
+
+  volumes = [{
+    volume_id  = hydra_volume.checkpoints.id
+    mount_path = "/data"
+  }]
+}
+
 variable "customer_ssh_key" {
   description = "authorized_keys line of the machine's user"
   type        = string

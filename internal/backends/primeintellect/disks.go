@@ -394,34 +394,42 @@ func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.Creat
 }
 
 // Attachment says how a disk appears in a pod that got it at its create, from the pod's
-// attachedResources: MOUNTED (or no status) is mounted by Prime at its mountPath (default /workspace),
-// whatever mountPath hydra asked (Prime's create takes none); ATTACHED with a device path
-// (resourcePath under /dev/) is a block device the playbooks mount at mountPath. A disk the pod does not
-// list is ErrInvalid; one not attached or mounted yet is ErrOther (ask again later).
+// attachedResources (see attachment).
 func (b *Backend) Attachment(ctx context.Context, inst cloudprovider.Instance, v cloudprovider.Volume, mountPath string) (cloudprovider.Attachment, error) {
-	const op = "reading the pod's disks"
 	p, err := b.client.Pod(ctx, inst.ID)
 	if err != nil {
 		return cloudprovider.Attachment{}, err
 	}
-	i := slices.IndexFunc(p.AttachedResources, func(r AttachedResource) bool {
-		return string(r.ID) == v.ID && (r.ResourceType == "" || strings.EqualFold(r.ResourceType, "DISK"))
+	a, err := attachment(p.AttachedResources, inst.ID, v.ID, mountPath)
+	if err == nil && a.MountedByCloud && mountPath != "" && mountPath != a.MountPath {
+		b.log.Warn("Prime mounts the disk where it chooses, not at the asked path", "disk", v.ID, "pod", inst.ID,
+			"mount_path", a.MountPath, "asked", mountPath)
+	}
+	return a, err
+}
+
+// attachment reads disk id in a pod's attachedResources: MOUNTED (or no status) is mounted by Prime at
+// its mountPath (the document's default /workspace when none), whatever mountPath hydra asked (Prime's
+// create takes none); ATTACHED with a device path (resourcePath under /dev/; the document calls it the
+// path to the resource) is a block device the playbooks mount at mountPath. A disk the pod does not
+// list is ErrInvalid; one not attached or mounted yet is ErrOther (ask again later).
+func attachment(resources []AttachedResource, pod, id, mountPath string) (cloudprovider.Attachment, error) {
+	const op = "reading the pod's disks"
+	i := slices.IndexFunc(resources, func(r AttachedResource) bool {
+		return string(r.ID) == id && (r.ResourceType == "" || strings.EqualFold(r.ResourceType, "DISK"))
 	})
 	if i < 0 {
-		return cloudprovider.Attachment{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "pod %s has no disk %s", inst.ID, v.ID)
+		return cloudprovider.Attachment{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "pod %s has no disk %s", pod, id)
 	}
-	r := p.AttachedResources[i]
+	r := resources[i]
 	switch status := strings.ToUpper(r.Status); {
 	case status == "MOUNTED" || status == "":
-		at := cmp.Or(r.MountPath, DefaultMountPath)
-		if mountPath != "" && mountPath != at {
-			b.log.Warn("Prime mounts the disk where it chooses, not at the asked path", "disk", v.ID, "pod", inst.ID, "mount_path", at, "asked", mountPath)
-		}
-		return cloudprovider.Attachment{VolumeID: v.ID, Type: cloudprovider.VolumeBlock, MountPath: at, MountedByCloud: true}, nil
+		return cloudprovider.Attachment{VolumeID: id, Type: cloudprovider.VolumeBlock, MountPath: cmp.Or(r.MountPath, DefaultMountPath),
+			MountedByCloud: true}, nil
 	case status == "ATTACHED" && strings.HasPrefix(r.ResourcePath, "/dev/"):
-		return cloudprovider.Attachment{VolumeID: v.ID, Type: cloudprovider.VolumeBlock, MountPath: mountPath, Device: r.ResourcePath}, nil
+		return cloudprovider.Attachment{VolumeID: id, Type: cloudprovider.VolumeBlock, MountPath: mountPath, Device: r.ResourcePath}, nil
 	default:
 		return cloudprovider.Attachment{}, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op,
-			"disk %s is %s on pod %s, not mounted yet", v.ID, cmp.Or(r.Status, "not attached"), inst.ID)
+			"disk %s is %s on pod %s, not mounted yet", id, cmp.Or(r.Status, "not attached"), pod)
 	}
 }

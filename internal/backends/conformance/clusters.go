@@ -23,7 +23,8 @@ const clusterNodes = 4
 // record; a second create of the name and concurrent creates return the
 // one cluster; a cluster the cloud cannot fill and one above the price cap are ErrCapacity and leave
 // nothing (no cluster listed, no live node at the emulator); an unknown id is ErrNotFound; delete
-// empties the cloud and succeeds again. Each case starts its own emulator and runs in parallel.
+// empties the cloud and succeeds again; on a cloud with shared volumes, a cluster created with one has
+// it on every node and leaves it when deleted. Each case starts its own emulator and runs in parallel.
 func RunClusters(t *testing.T, h Harness) {
 	t.Helper()
 	cases := []struct {
@@ -36,6 +37,7 @@ func RunClusters(t *testing.T, h Harness) {
 		{"ClusterTheCloudCannotFill", testClusterCannotFill},
 		{"PriceAboveCapIsCapacity", testClusterPriceCap},
 		{"UnknownIsNotFound", testClusterUnknown},
+		{"SharedVolumeOnEveryNode", testClusterVolumes}, // volumes_clusters.go
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package conformance
 import (
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +15,10 @@ import (
 // volumeSizeGB is the size of every volume the suite asks for.
 const volumeSizeGB = 50
 
-// RunVolumes runs the volume contract (cloudprovider.VolumeBackend and VolumeLauncher) against h's
-// emulator: the cloud names its volume types per region; a create is idempotent by name and the volume
-// is read back by id and by prefix, changing nothing; a machine launched with it lists it in
-// AttachedTo; deleting it while attached is ErrInvalid and deletes nothing; deleting the machine
+// RunVolumes runs the volume contract (cloudprovider.VolumeBackend, VolumeLauncher and VolumeAttacher)
+// against h's emulator: the cloud names its volume types per region; a create is idempotent by name and
+// the volume is read back by id and by prefix, changing nothing; a machine launched with it lists it in
+// AttachedTo and says how it appears inside (checkAttachment); deleting it while attached is ErrInvalid and deletes nothing; deleting the machine
 // leaves the volume, which then deletes, and deletes again as success; a volume of another region is
 // refused at launch with ErrInvalid and nothing is created; an unknown id is ErrNotFound. Each case
 // starts its own emulator and runs in parallel.
@@ -40,6 +41,9 @@ func RunVolumes(t *testing.T, h Harness) {
 			}
 			if _, ok := b.(cloudprovider.VolumeLauncher); !ok {
 				t.Fatalf("the %s backend does not implement cloudprovider.VolumeLauncher", h.Cloud)
+			}
+			if _, ok := b.(cloudprovider.VolumeAttacher); !ok {
+				t.Fatalf("the %s backend does not implement cloudprovider.VolumeAttacher (every VolumeBackend must)", h.Cloud)
 			}
 			c.fn(t, h, b, admin)
 		})
@@ -189,6 +193,11 @@ func testVolumeLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManage
 	if len(attached.AttachedTo) != 1 {
 		t.Errorf("the volume is attached to %v, want only %s", attached.AttachedTo, inst.ID)
 	}
+	// The control plane asks how the volume appears once the machine runs.
+	running := waitFor(t, b, inst.ID, "running", func(i cloudprovider.Instance, err error) bool {
+		return err == nil && i.Status == cloudprovider.StatusRunning
+	})
+	checkAttachment(t, b, running, attached, "/data")
 	err = vb.DeleteVolume(ctxFor(t), v.ID)
 	if cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
 		t.Errorf("DeleteVolume of an attached volume: %v, want an invalid-request error", err)
@@ -268,6 +277,39 @@ func testVolumeUnknown(t *testing.T, _ Harness, b cloudprovider.InstanceManagerB
 	}
 	if err := vb.DeleteVolume(ctxFor(t), unknownVolumeID); err != nil {
 		t.Errorf("DeleteVolume of an unknown id: %v, want success", err)
+	}
+}
+
+// checkAttachment asks b how volume v appears inside inst, which got it at launch to be mounted at
+// mountPath, and checks the answer can be mounted: the volume and its type, the mount path echoed, and a
+// block volume's device (an absolute path), a shared file system's source with its fstype, or the
+// cloud's own mount.
+func checkAttachment(t *testing.T, b any, inst cloudprovider.Instance, v cloudprovider.Volume, mountPath string) {
+	t.Helper()
+	va, ok := b.(cloudprovider.VolumeAttacher)
+	if !ok {
+		t.Errorf("%T implements no cloudprovider.VolumeAttacher", b)
+		return
+	}
+	a, err := va.Attachment(ctxFor(t), inst, v, mountPath)
+	if err != nil {
+		t.Errorf("Attachment of volume %s on machine %s: %v", v.ID, inst.ID, err)
+		return
+	}
+	if a.VolumeID != v.ID || a.Type != v.Type || a.MountPath != mountPath {
+		t.Errorf("Attachment %+v: want volume %s, type %s, mount path %s echoed (a cloud that mounts the volume itself "+
+			"elsewhere answers a bind mount from there: Source its path, FSType none, Options bind; or refuses the path at launch)",
+			a, v.ID, v.Type, mountPath)
+	}
+	switch {
+	case a.MountedByCloud:
+	case v.Type == cloudprovider.VolumeBlock && !strings.HasPrefix(a.Device, "/dev/"):
+		t.Errorf("Attachment %+v of a block volume names no device under /dev", a)
+	case v.Type == cloudprovider.VolumeSharedFS && (a.Source == "" || a.FSType == ""):
+		t.Errorf("Attachment %+v of a shared file system names no source and fstype", a)
+	}
+	if a.Device != "" && (a.Source != "" || v.Type != cloudprovider.VolumeBlock) {
+		t.Errorf("Attachment %+v: a device is a block volume's, alone", a)
 	}
 }
 

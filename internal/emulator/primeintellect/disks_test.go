@@ -109,6 +109,10 @@ func TestDiskLifecycle(t *testing.T) {
 	if price := d["priceHr"].(float64); price < 50*0.00014-1e-12 || price > 50*0.00014+1e-12 {
 		t.Errorf("priceHr %v, want 50 GB at 0.00014 $/GB/h", price)
 	}
+	// APIDiskConfig's properties, as Prime's OpenAPI document lists them.
+	if keys := strings.Join(slices.Sorted(maps.Keys(d)), ","); keys != "clusters,createdAt,id,info,name,pods,priceHr,providerType,provisioningPriceHr,size,status,stoppedPriceHr,teamId,terminatedAt,updatedAt,userId,walletId" {
+		t.Errorf("disk keys %s, not APIDiskConfig's", keys)
+	}
 	info, _ := d["info"].(map[string]any)
 	if info["dataCenterId"] != "US-KS-2" || info["country"] != "US" {
 		t.Errorf("info %v", info)

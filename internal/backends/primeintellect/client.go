@@ -1,5 +1,6 @@
 // Package primeintellect is hydra's backend for the Prime Intellect compute API: a typed REST client
-// for the availability, pods and SSH key endpoints, and the InstanceManagerBackend built on it.
+// for the availability, pods, disks and SSH key endpoints, and the InstanceManagerBackend (with its
+// volumes, disks.go) built on it.
 //
 // Prime is a young marketplace API that changes fast, so the client is defensive: it reads both the
 // paginated and the legacy availability forms, re-reads an empty availability answer before
@@ -307,8 +308,9 @@ func (c *Client) GPUSummary(ctx context.Context) (map[string]map[string]map[stri
 	return out, err
 }
 
-// Disks returns GET /api/v1/availability/disks, reading every page: the storage offers. hydra orders
-// pod disks with their offers (diskSize), not these; the call is for diagnostics and tests.
+// Disks returns GET /api/v1/availability/disks, reading every page: where disks are sold, and at what
+// price per GB and hour (spec.pricePerUnit). The volume calls read it (disks.go); a pod's own disk is
+// ordered with its offer (diskSize).
 func (c *Client) Disks(ctx context.Context) ([]DiskOffer, error) {
 	var all []DiskOffer
 	seen := map[string]bool{} // a page that repeats itself ends the reading

@@ -110,3 +110,74 @@ func TestVolumes(t *testing.T) {
 		t.Errorf("a trashed volume after 96 h: %d %s", r.status, r.body)
 	}
 }
+
+// TestVolumeTargets checks how volumes appear as Verda reports them: block volumes get the disk names
+// after the OS volume's vda in the order they are attached, freed when detached; a shared volume is no
+// disk but an NFS export whose endpoint, pseudo path and mount commands agree, created, exported while
+// attached, detached after.
+func TestVolumeTargets(t *testing.T) {
+	c := newClock()
+	srv := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}})
+	base := serve(t, srv)
+	tok := login(t, base).AccessToken
+	mk := func(typ, name string) string {
+		r := do(t, base, "POST", "/volumes", tok, verdaapi.CreateVolumeRequest{Type: typ, Name: name, Size: 10, LocationCode: "FIN-01"})
+		if r.status != 202 {
+			t.Fatalf("create %s: %d %s", name, r.status, r.body)
+		}
+		return string(r.body)
+	}
+	one, two, lib := mk("NVMe", "one"), mk("HDD", "two"), mk("NVMe_Shared", "lib")
+	get := func(id string) verdaapi.Volume {
+		var v verdaapi.Volume
+		do(t, base, "GET", "/volumes/"+id, tok, nil).json(t, &v)
+		return v
+	}
+	if v := get(lib); v.Status != "created" || v.Target == nil || v.PseudoPath == nil || v.MountCommand == nil ||
+		*v.Target != "nfs.fin-01.datacrunch.io:"+*v.PseudoPath || !strings.HasPrefix(*v.PseudoPath, "/lib-") ||
+		*v.MountCommand != "mount -t nfs -o nconnect=16 "+*v.Target+" /mnt/lib" || !strings.Contains(deref(v.FilesystemToFstabCommand), *v.Target+" /mnt/lib nfs") {
+		t.Errorf("a new shared volume %+v", v)
+	}
+	if v := get(one); v.Target != nil || v.PseudoPath != nil {
+		t.Errorf("a detached block volume reports target %v, pseudo path %v", v.Target, v.PseudoPath)
+	}
+	r := do(t, base, "POST", "/instances", tok, map[string]any{"instance_type": "1H100.80S.30V", "image": "ubuntu-24.04",
+		"hostname": "verda-vm-t", "description": "t", "location_code": "FIN-01", "existing_volumes": []string{two, lib, one}})
+	if r.status != 200 {
+		t.Fatalf("create instance: %d %s", r.status, r.body)
+	}
+	inst := string(r.body)
+	for id, want := range map[string]string{two: "vdb", one: "vdc"} {
+		if v := get(id); v.Status != "attached" || deref(v.Target) != want {
+			t.Errorf("block volume %s: status %s, target %q; want attached at %s", v.Name, v.Status, deref(v.Target), want)
+		}
+	}
+	if v := get(lib); v.Status != "exported" || len(v.Instances) != 1 {
+		t.Errorf("the attached shared volume: %+v", v)
+	}
+	c.Advance(time.Minute)
+	for _, a := range []map[string]any{{"id": inst, "action": "shutdown"}} {
+		if r := do(t, base, "PUT", "/instances", tok, a); r.status != 202 {
+			t.Fatalf("%v: %d %s", a, r.status, r.body)
+		}
+	}
+	if r := do(t, base, "PUT", "/volumes", tok, map[string]any{"id": []string{two, lib}, "action": "detach"}); r.status != 202 {
+		t.Fatalf("detach: %d %s", r.status, r.body)
+	}
+	if v := get(lib); v.Status != "detached" {
+		t.Errorf("the shared volume after its detach: %s", v.Status)
+	}
+	if r := do(t, base, "PUT", "/volumes", tok, map[string]any{"id": two, "action": "attach", "instance_id": inst}); r.status != 202 {
+		t.Fatalf("attach: %d %s", r.status, r.body)
+	}
+	if v := get(two); deref(v.Target) != "vdb" {
+		t.Errorf("a block volume attached again takes the free vdb, not %q", deref(v.Target))
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

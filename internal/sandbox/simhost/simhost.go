@@ -8,7 +8,8 @@
 // The GPU layer is simulated: every SSH session gets a PATH whose first entry (<dir>/bin) holds
 // stand-ins for nvidia-smi, dcgmi, nv-hostengine, nvidia-ctk, nv-fabricmanager, docker, systemctl,
 // systemd-detect-virt, dmesg, journalctl, modinfo, dpkg-query, shutdown and the two exporters, which
-// report the machine described in <dir>/gpus.json. The Python stand-ins (<dir>/bin/NAME.py) are called
+// report the machine described in <dir>/gpus.json, and for its volumes (Spec.Volumes, see volumes.go)
+// blkid, mkfs.ext4, mount, umount and findmnt. The Python stand-ins (<dir>/bin/NAME.py) are called
 // through a small client (<dir>/bin/NAME) that hands the call to the machine's stand-in server
 // (standins/serve.py, started by Ensure): Python starts once per machine instead of once per call, and
 // each call still runs in a process of its own, forked from the server, with the stand-in's own

@@ -48,7 +48,7 @@ func (m *volumeModel) record(ctx context.Context, diags *diag.Diagnostics) contr
 }
 
 // setRecord writes the control plane's record into the model. A size the cloud does not state (0)
-// keeps the configured one (null when none was configured); a price it does not state is null.
+// keeps the configured one; a price it does not state is null.
 func (m *volumeModel) setRecord(rec controlplane.VolumeRecord, diags *diag.Diagnostics) {
 	m.ID, m.CloudVolumeID, m.CloudName = types.StringValue(rec.ID), stringOrNull(rec.CloudVolumeID), stringOrNull(rec.CloudName)
 	if rec.Name != "" {

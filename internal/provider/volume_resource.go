@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -24,10 +23,9 @@ import (
 // ImportVolume (read), DeleteVolume.
 
 var (
-	_ resource.ResourceWithConfigure      = (*volumeResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*volumeResource)(nil)
-	_ resource.ResourceWithImportState    = (*volumeResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*volumeResource)(nil)
+	_ resource.ResourceWithConfigure   = (*volumeResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*volumeResource)(nil)
+	_ resource.ResourceWithImportState = (*volumeResource)(nil)
 )
 
 // defaultVolumeTimeout bounds a volume's create and delete.
@@ -42,18 +40,6 @@ type volumeResource struct {
 
 func (r *volumeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
-}
-
-// ValidateConfig requires size_gb for a block volume (every cloud sizes its block devices).
-func (r *volumeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var typ types.String
-	var size types.Int64
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("type"), &typ)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("size_gb"), &size)...)
-	if typ.ValueString() == string(cloudprovider.VolumeBlock) && size.IsNull() {
-		resp.Diagnostics.AddAttributeError(path.Root("size_gb"), "Missing volume size",
-			"A block volume needs size_gb, its size in GB (for example size_gb = 100): every cloud sizes its block devices.")
-	}
 }
 
 func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {

@@ -61,13 +61,11 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				PlanModifiers: replace,
 			},
 			"size_gb": schema.Int64Attribute{
-				MarkdownDescription: fmt.Sprintf("The volume's size in GB, 1 to %d. Required for `block` volumes, and for `shared_fs` "+
-					"on clouds whose file systems have a fixed size (the create fails without it there). A cloud whose file "+
-					"systems have no size (they grow with their data) ignores it: it stays in state as configured, "+
-					"and may be left out. hydra does not resize volumes: changing it replaces the volume with a new, empty one, "+
-					"and the old one is deleted with its data (or, while a machine uses it, the apply fails and nothing is "+
-					"deleted). The plan warns when it would.", maxVolumeSizeGB),
-				Optional:      true,
+				MarkdownDescription: fmt.Sprintf("The volume's size in GB, 1 to %d. A cloud whose file systems have no size (they "+
+					"grow with their data) ignores it; it stays in state as configured. hydra does not resize volumes: changing it "+
+					"replaces the volume with a new, empty one, and the old one is deleted with its data (or, while a machine uses "+
+					"it, the apply fails and nothing is deleted). The plan warns when it would.", maxVolumeSizeGB),
+				Required:      true,
 				Validators:    []validator.Int64{volumeSize{}},
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
 			},
@@ -123,7 +121,7 @@ func (volumeSize) ValidateInt64(_ context.Context, req validator.Int64Request, r
 	}
 	if n := req.ConfigValue.ValueInt64(); n < 1 || n > maxVolumeSizeGB {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid volume size",
-			fmt.Sprintf("%s is %d; a volume's size is from 1 to %d GB. For a file system that grows with its data, leave size_gb out.",
+			fmt.Sprintf("%s is %d; a volume's size is from 1 to %d GB.",
 				req.Path, n, maxVolumeSizeGB))
 	}
 }

@@ -9,7 +9,7 @@ data "hydra_gpu_offer" "h100" {
 resource "hydra_volume" "data" {
   name    = "data"
   type    = "shared_fs"
-  size_gb = 500 # ignored by clouds whose file systems grow with their data
+  size_gb = 500 # ignored by a cloud whose file systems grow with their data
   cloud   = data.hydra_gpu_offer.h100.cloud
   region  = data.hydra_gpu_offer.h100.region
 

@@ -32,21 +32,37 @@ const firstBlockLetter = 'd'
 // names it in launch_specification.volumes. A machine whose bid does not name it is ErrInvalid.
 func (b *Backend) Attachment(ctx context.Context, inst cloudprovider.Instance, v cloudprovider.Volume, mountPath string) (cloudprovider.Attachment, error) {
 	const op = "reading volume attachment"
-	bidFID := cmp.Or(inst.Cluster, inst.ID)
-	bid, err := b.client.GetBid(ctx, bidFID)
-	if err != nil {
-		return cloudprovider.Attachment{}, err
-	}
-	idx := slices.Index(bid.LaunchSpecification.Volumes, v.ID)
-	if idx < 0 {
-		return cloudprovider.Attachment{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-			"volume %s is not in the launch specification of machine %s (bid %s)", cmp.Or(v.Name, v.ID), cmp.Or(inst.Name, inst.ID), bidFID)
-	}
 	vol, err := b.volume(ctx, v.ID)
 	if err != nil {
 		return cloudprovider.Attachment{}, err
 	}
+	bid, err := b.bidOf(ctx, inst, vol)
+	if err != nil {
+		return cloudprovider.Attachment{}, err
+	}
+	idx := slices.Index(bid.LaunchSpecification.Volumes, vol.FID)
+	if idx < 0 {
+		return cloudprovider.Attachment{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+			"volume %s is not in the launch specification of machine %s (bid %s)", vol.Name, cmp.Or(inst.Name, inst.ID), bid.FID)
+	}
 	return attachmentOf(vol, idx, mountPath)
+}
+
+// bidOf reads the bid inst belongs to: a machine's id is its bid's FID, a cluster node's Cluster is;
+// a node known only by its instance FID is found among the bids using vol.
+func (b *Backend) bidOf(ctx context.Context, inst cloudprovider.Instance, vol Volume) (Bid, error) {
+	bid, err := b.client.GetBid(ctx, cmp.Or(inst.Cluster, inst.ID))
+	if err == nil || inst.Cluster != "" || !cloudprovider.IsNotFound(err) {
+		return bid, err
+	}
+	for _, fid := range vol.Bids {
+		other, gerr := b.client.GetBid(ctx, fid)
+		if gerr == nil && slices.Contains(other.Instances, inst.ID) {
+			return other, nil
+		}
+	}
+	return Bid{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, "reading volume attachment",
+		"no bid using volume %s has machine %s", vol.Name, cmp.Or(inst.Name, inst.ID))
 }
 
 // attachmentOf is how vol, the idx-th volume of its bid's launch specification, appears inside the

@@ -120,6 +120,17 @@ func TestClusterVolumes(t *testing.T) {
 			t.Errorf("node %s: %+v, %v", n.Name, a, err)
 		}
 	}
+	// A node known by its instance alone (no cluster id) is found through the bids using the volume.
+	e.clock.Advance(bootTime)
+	running, err := e.backend.GetCluster(ctx, c.ID)
+	if err != nil || len(running.Nodes) != 2 || running.Nodes[1].ID == c.ID {
+		t.Fatalf("the cluster: %+v, %v", running, err)
+	}
+	bare := running.Nodes[1].Instance
+	bare.Cluster = ""
+	if a, err := e.backend.Attachment(ctx, bare, got, "/data"); err != nil || a.Source != "/mnt/"+shared.Name {
+		t.Errorf("node %s without its cluster id: %+v, %v", bare.ID, a, err)
+	}
 	// The emulator itself refuses a Block volume on a bid of several instances.
 	fid := e.emu.InstanceTypeFID("us-central1-a", "a100-80gb.sxm.1x")
 	_, err = e.client.CreateBid(ctx, CreateBidRequest{Project: e.project, Region: "us-central1-a", InstanceType: fid, LimitPrice: "$2.00",

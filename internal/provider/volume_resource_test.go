@@ -234,6 +234,44 @@ func TestAccVolume_usedVolumeDestroy(t *testing.T) {
 	}})
 }
 
+// TestAccVolume_usedByMachineDestroy is the same through Terraform: a hydra_gpu_instance with the
+// volume in volumes is placed in its cloud and region; destroying the volume alone (left out of the
+// configuration while the machine still names it) fails naming the machine and deletes nothing; with
+// the machine depending on the volume, the test's final destroy deletes the machine first, then the
+// volume.
+func TestAccVolume_usedByMachineDestroy(t *testing.T) {
+	s := newTestSandbox(t)
+	volume := testVolumeConfig("kept", "block", 5, "sandbox", "sbx-us-1")
+	machine := func(volumeID, extra string) string {
+		return testAccGPUInstanceConfig_basic("user", "h100",
+			fmt.Sprintf("  volumes = [{ volume_id = %s, mount_path = \"/data\" }]\n%s", volumeID, extra))
+	}
+	var vol string
+	accTest(t, s.checkNoVolumes, []resource.TestStep{{
+		Config: s.providerConfig("") + volume + machine(`"sandbox/sbx-us-1/kept"`, "  depends_on = [hydra_volume.test]"),
+		ConfigPlanChecks: preApply(
+			planKnown("cloud", "sandbox"),
+			planKnown("region", "sbx-us-1"), // not the cheaper sbx-eu-1: the volume is in sbx-us-1
+		),
+		Check: func(st *terraform.State) error {
+			vol = stateVolumeID(st)
+			return nil
+		},
+	}, {
+		Config:      s.providerConfig("") + machine(`"sandbox/sbx-us-1/kept"`, ""),
+		ExpectError: errorPattern("deleting volume (kept)", "used by sbx-vm-user--", "destroy or change those first"),
+	}, {
+		PreConfig: func() {
+			if vs := s.volumes(); len(vs) != 1 || vs[0].ID != vol || len(vs[0].AttachedTo) != 1 {
+				t.Fatalf("after the refused destroy the sandbox has %+v; want volume %s kept, on the machine", vs, vol)
+			}
+		},
+		Config:            s.providerConfig("") + volume + machine("hydra_volume.test.id", ""),
+		ConfigPlanChecks:  preApply(plancheck.ExpectEmptyPlan()),
+		ConfigStateChecks: []statecheck.StateCheck{volumeState("attached_to", knownvalue.ListExact([]knownvalue.Check{like(`^sbx-vm-user--[a-z2-7]{8}$`)}))},
+	}})
+}
+
 // createWithVolume makes at the sandbox, in its vm pool, a machine of the resource named name in
 // region with volume vol mounted at mountPath.
 func (s *testSandbox) createWithVolume(t *testing.T, name, region, vol, mountPath string) cloudprovider.Instance {

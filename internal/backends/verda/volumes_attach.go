@@ -32,7 +32,8 @@ var (
 
 // Attachment says how volume v appears inside inst (a machine or a cluster's node that got it at
 // launch): a block volume's device, a shared volume's NFS source and options. A machine the volume is
-// not on is ErrInvalid; a volume Verda reports without a device or endpoint yet is ErrOther (asked
+// not on (not among the volume's instances, and for a cluster's node not among its cluster's shared
+// volumes either) is ErrInvalid; a volume Verda reports without a device or endpoint yet is ErrOther (asked
 // again later it may have one).
 func (b *Backend) Attachment(ctx context.Context, inst cloudprovider.Instance, v cloudprovider.Volume, mountPath string) (cloudprovider.Attachment, error) {
 	const op = "reading volume attachment"
@@ -42,8 +43,14 @@ func (b *Backend) Attachment(ctx context.Context, inst cloudprovider.Instance, v
 	}
 	on := attachedTo(raw)
 	if !slices.Contains(on, inst.ID) && (inst.Cluster == "" || !slices.Contains(on, inst.Cluster)) {
-		return cloudprovider.Attachment{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-			"volume %s is not attached to machine %s (it is on %v)", raw.Name, cmp.Or(inst.Name, inst.ID), on)
+		// A cluster's node: the cluster may list the volume among its shared volumes instead.
+		if ok, err := b.clusterHas(ctx, inst.Cluster, raw.ID); err != nil || !ok {
+			if err != nil {
+				return cloudprovider.Attachment{}, err
+			}
+			return cloudprovider.Attachment{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+				"volume %s is not attached to machine %s (it is on %v)", raw.Name, cmp.Or(inst.Name, inst.ID), on)
+		}
 	}
 	out := cloudprovider.Attachment{VolumeID: raw.ID, Type: cloudprovider.VolumeBlock, MountPath: mountPath}
 	if raw.Type == verdaapi.VolumeTypeNVMeShared {
@@ -62,6 +69,18 @@ func (b *Backend) Attachment(ctx context.Context, inst cloudprovider.Instance, v
 	}
 	out.Device = "/dev/" + target
 	return out, nil
+}
+
+// clusterHas reports whether cluster id (none: false) lists volume volumeID among its shared volumes.
+func (b *Backend) clusterHas(ctx context.Context, id, volumeID string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	vc, err := b.client.Cluster(ctx, id)
+	if err != nil {
+		return false, clusterGone(err)
+	}
+	return slices.ContainsFunc(vc.SharedVolumes, func(v verdaapi.ClusterSharedVolume) bool { return v.ID == volumeID }), nil
 }
 
 // sharedMount reads a shared volume's NFS source and mount options: from its mount_command, else its

@@ -183,6 +183,9 @@ func TestClusterVolumes(t *testing.T) {
 			t.Errorf("node %s: %+v, %v", n.Name, a, err)
 		}
 	}
+	// A volume neither on the node nor among its cluster's shared volumes is refused.
+	_, err = b.Attachment(ctx, c.Nodes[0].Instance, block, "/data")
+	wantKind(t, err, cloudprovider.ErrInvalid)
 	if err := b.DeleteCluster(ctx, c.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Package upcloud is hydra's UpCloud backend: a typed client for the subset of UpCloud API 1.3 that hydra
-// uses (plans, prices, GPU stock, templates, servers) and the InstanceManagerBackend built on it.
+// uses (plans, prices, GPU stock, templates, servers, storages) and the InstanceManagerBackend built on
+// it, with UpCloud's block storages as volumes (storage.go).
 //
 // UpCloud wraps objects and lists in extra keys ({"server":{...}}, {"servers":{"server":[...]}}), spells
 // booleans "yes"/"no" and sends several numbers as strings; the types in this package read all of that.

@@ -398,3 +398,24 @@ func TestOwnDisk(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedStorageNotFound: UpCloud's recorded answer to a storage that does not exist (404
+// STORAGE_NOT_FOUND) is a volume that is gone: GetVolume says not found, DeleteVolume succeeds.
+func TestRecordedStorageNotFound(t *testing.T) {
+	rs := &replayServer{x: loadRecording(t, "error.storage-not-found.404.json")}
+	b := newTestBackend(t, serveReplay(t, rs), nil)
+	const id = "0160e290-c379-4183-9f50-586ac8b41500" // the recorded request's uuid
+	if _, err := b.GetVolume(context.Background(), id); !cloudprovider.IsNotFound(err) {
+		t.Errorf("GetVolume: %v, want a not-found error", err)
+	}
+	if err := b.DeleteVolume(context.Background(), id); err != nil {
+		t.Errorf("DeleteVolume: %v, want success", err)
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.reqs {
+		if r.Method != http.MethodGet || r.URL.Path != "/1.3/storage/"+id {
+			t.Errorf("request %s %s; want only reads of the storage (nothing deleted)", r.Method, r.URL.Path)
+		}
+	}
+}

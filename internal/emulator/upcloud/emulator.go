@@ -8,7 +8,9 @@
 // PUT /server/{uuid} replaces, label filters on GET /server (?label=key&label=key%3Dvalue), creates
 // without a plan ("custom", as UpCloud's SDK records them), the one-time "password" and the
 // "remote_access_password" of server answers, storages (GET /storage/private, GET /storage/{uuid},
-// POST /storage/{uuid}/templatize) and, as the emulator keeps no tags, TAG_NOT_FOUND for DELETE
+// POST /storage/{uuid}/templatize; and, in storage.go, POST and DELETE /storage, label filters, attach
+// and detach with UpCloud's server-state rule, storages attached at a server's create, and what
+// DELETE /server/{uuid}?storages=1 deletes) and, as the emulator keeps no tags, TAG_NOT_FOUND for DELETE
 // /tag/{name}.
 //
 // GET /server honours limit and offset by default. UpCloud's SDK never sends them and UpCloud's

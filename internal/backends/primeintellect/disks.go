@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -356,8 +355,8 @@ func (b *Backend) DeleteVolume(ctx context.Context, id string) error {
 // disk must be live and in the offer's provider and data center (Prime attaches a disk only to pods
 // there), else ErrInvalid before anything is created; the offer is resolved among the GPUs co-located
 // with the disks (availability's disks=). Prime's create takes no mount path: it mounts each disk where
-// it chooses (the pod's attachedResources say where), so the mounts' MountPath are not sent; Attachment
-// answers a bind mount from there to the path asked.
+// it chooses (the pod's attachedResources say where; Attachment reads it), so the mounts' MountPath are
+// not sent.
 func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.CreateRequest, mounts []cloudprovider.VolumeMount) (cloudprovider.Instance, error) {
 	const op = "creating pod"
 	if len(mounts) == 0 {
@@ -401,16 +400,19 @@ func (b *Backend) Attachment(ctx context.Context, inst cloudprovider.Instance, v
 	if err != nil {
 		return cloudprovider.Attachment{}, err
 	}
-	return attachment(p.AttachedResources, inst.ID, v.ID, mountPath)
+	a, err := attachment(p.AttachedResources, inst.ID, v.ID, mountPath)
+	if err == nil && a.MountedByCloud && mountPath != "" && mountPath != a.MountPath {
+		b.log.Warn("Prime mounts the disk where it chooses, not at the asked path", "disk", v.ID, "pod", inst.ID,
+			"mount_path", a.MountPath, "asked", mountPath)
+	}
+	return a, err
 }
 
-// attachment reads disk id in a pod's attachedResources, to appear at mountPath. MOUNTED (or no
-// status): Prime mounted it itself at its mountPath (the document's default /workspace when none;
-// Prime's create takes no mount path), so at that path it is mounted by the cloud, and at another it is
-// a bind mount from there (source the cloud's path, fstype none, options bind). ATTACHED with a device
-// path (resourcePath under /dev/; the document calls it the path to the resource): a block device the
-// playbooks mount at mountPath. A disk the pod does not list is ErrInvalid; one not attached or
-// mounted yet is ErrOther (ask again later).
+// attachment reads disk id in a pod's attachedResources: MOUNTED (or no status) is mounted by Prime at
+// its mountPath (the document's default /workspace when none), whatever mountPath hydra asked (Prime's
+// create takes none); ATTACHED with a device path (resourcePath under /dev/; the document calls it the
+// path to the resource) is a block device the playbooks mount at mountPath. A disk the pod does not
+// list is ErrInvalid; one not attached or mounted yet is ErrOther (ask again later).
 func attachment(resources []AttachedResource, pod, id, mountPath string) (cloudprovider.Attachment, error) {
 	const op = "reading the pod's disks"
 	i := slices.IndexFunc(resources, func(r AttachedResource) bool {
@@ -422,12 +424,8 @@ func attachment(resources []AttachedResource, pod, id, mountPath string) (cloudp
 	r := resources[i]
 	switch status := strings.ToUpper(r.Status); {
 	case status == "MOUNTED" || status == "":
-		at := path.Clean(cmp.Or(r.MountPath, DefaultMountPath))
-		if mountPath == "" || path.Clean(mountPath) == at {
-			return cloudprovider.Attachment{VolumeID: id, Type: cloudprovider.VolumeBlock, MountPath: at, MountedByCloud: true}, nil
-		}
-		return cloudprovider.Attachment{VolumeID: id, Type: cloudprovider.VolumeBlock, MountPath: mountPath, Source: at, FSType: "none",
-			Options: "bind"}, nil
+		return cloudprovider.Attachment{VolumeID: id, Type: cloudprovider.VolumeBlock, MountPath: cmp.Or(r.MountPath, DefaultMountPath),
+			MountedByCloud: true}, nil
 	case status == "ATTACHED" && strings.HasPrefix(r.ResourcePath, "/dev/"):
 		return cloudprovider.Attachment{VolumeID: id, Type: cloudprovider.VolumeBlock, MountPath: mountPath, Device: r.ResourcePath}, nil
 	default:

@@ -38,6 +38,9 @@ type gpuInstancesModel struct {
 	// TotalPerHour and TotalAccrued add up the machines' figures (cost.go).
 	TotalPerHour types.Float64 `tfsdk:"total_usd_per_hour"`
 	TotalAccrued types.Float64 `tfsdk:"total_accrued_usd"`
+	// Volumes and OrphanVolumes list the clouds' volumes (volume_instances.go).
+	Volumes       types.List `tfsdk:"volumes"`
+	OrphanVolumes types.List `tfsdk:"orphan_volumes"`
 }
 
 var machineAttrTypes = map[string]attr.Type{
@@ -62,10 +65,11 @@ func (d *gpuInstancesDataSource) Metadata(_ context.Context, req datasource.Meta
 
 func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Every machine in the configured clouds' hydra pools, with who holds it: for leak checks in CI " +
-			"(fail a pipeline when `orphans` is not empty) and for finding what to `terraform import`. A cloud that cannot be " +
-			"listed is named in `unreachable` rather than failing the read.",
-		Attributes: map[string]schema.Attribute{
+		MarkdownDescription: "Every machine in the configured clouds' hydra pools, with who holds it, and every volume with " +
+			"the machines using it: for leak checks in CI (fail a pipeline when `orphans` or `orphan_volumes` is not empty) and " +
+			"for finding what to `terraform import`. A cloud that cannot be listed is named in `unreachable` rather than failing " +
+			"the read.",
+		Attributes: withDataSourceAttributes(volumesAttributes(), map[string]schema.Attribute{
 			"clouds": schema.SetAttribute{
 				MarkdownDescription: "List only these clouds. Default: every configured cloud.",
 				Optional:            true,
@@ -112,7 +116,7 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 				Computed:            true,
 				ElementType:         types.StringType,
 			},
-		},
+		}),
 	}
 }
 
@@ -169,6 +173,7 @@ func (d *gpuInstancesDataSource) Read(ctx context.Context, req datasource.ReadRe
 	m.Orphans = ol
 	m.Unreachable = stringMap(ctx, res.Unreachable, &resp.Diagnostics)
 	m.TotalPerHour, m.TotalAccrued = usdValue(cost.perHour), usdValue(cost.accrued)
+	m.Volumes, m.OrphanVolumes = listedVolumes(ctx, res, &resp.Diagnostics)
 	clouds = append([]string(nil), clouds...)
 	sort.Strings(clouds)
 	m.ID = types.StringValue(fmt.Sprintf("%s:%d machines:%d orphans", strings.Join(clouds, ","), len(rows), len(orphans)))

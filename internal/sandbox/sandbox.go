@@ -12,7 +12,8 @@
 //
 //	catalog.json   the offers (written with DefaultCatalog on first use; edit it to change prices)
 //	faults.json    faults to inject (see Faults)
-//	state.json     the instances and clusters (the sandbox's own; see clusters.go)
+//	state.json     the instances, clusters and volumes (the sandbox's own; see clusters.go, volumes.go)
+//	volumes/<id>/  a volume's store: its files (data/) and a block volume's file system (see volumes.go)
 //	stats.json     counters: offer requests, instance Gets and Lists the sandbox has answered (benchmarks read them)
 package sandbox
 
@@ -831,9 +832,9 @@ func (b *Backend) terminate(r *Record, now time.Time) {
 	b.stopMachine(r.ID)
 }
 
-// ConfirmOwnership records that a Terraform state holds the instance, or the cluster and every node of
-// it: Get, List and the cluster reads report Owner.Confirmed from then on. It is idempotent; an
-// unknown or terminated instance or cluster is ErrNotFound.
+// ConfirmOwnership records that a Terraform state holds the instance, the cluster and every node of
+// it, or the volume: Get, List, the cluster and volume reads report Owner.Confirmed from then on. It
+// is idempotent; an unknown or terminated instance or cluster, or an unknown volume, is ErrNotFound.
 func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 	const op = "confirming ownership"
 	if err := b.call(ctx, op); err != nil {
@@ -853,6 +854,10 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 				r.Owner.Confirmed = true
 				return nil
 			}
+		}
+		if v := st.volume(id); v != nil {
+			v.Owner.Confirmed = true
+			return nil
 		}
 		return cloudprovider.Errorf(cloudprovider.ErrNotFound, CloudName, op, "instance %s not found", id)
 	})

@@ -124,6 +124,20 @@ func TestCreateVolume(t *testing.T) {
 	if fi, err := os.Stat(simhost.StoreData(b.VolumeDir(free.ID))); err != nil || !fi.IsDir() {
 		t.Errorf("the volume's store: %v", err)
 	}
+	if again, err := b.CreateVolume(ctx, volumeRequest("free", cloudprovider.VolumeBlock, "sbx-us-1", 50)); err != nil || again.ID != free.ID {
+		t.Errorf("a second create of the name: %+v, %v; want %s", again, err, free.ID)
+	}
+
+	// A state holding it confirms its ownership record.
+	if err := b.ConfirmOwnership(ctx, free.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.GetVolume(ctx, free.ID); err != nil || !got.Owner.Confirmed {
+		t.Errorf("after ConfirmOwnership: %+v, %v", got.Owner, err)
+	}
+	if err := b.ConfirmOwnership(ctx, "sbxv-nope"); !cloudprovider.IsNotFound(err) {
+		t.Errorf("ConfirmOwnership of an unknown id: %v, want a not-found error", err)
+	}
 }
 
 // TestVolumeAttachments: a machine gets its volumes at create and Attachment says how they appear in

@@ -18,7 +18,8 @@ const volumeSizeGB = 50
 // RunVolumes runs the volume contract (cloudprovider.VolumeBackend, VolumeLauncher and VolumeAttacher)
 // against h's emulator: the cloud names its volume types per region; a create is idempotent by name and
 // the volume is read back by id and by prefix, changing nothing; a machine launched with it lists it in
-// AttachedTo and says how it appears inside (checkAttachment); deleting it while attached is ErrInvalid and deletes nothing; deleting the machine
+// AttachedTo and says how it appears inside (checkAttachment), and so does a replacement launched with
+// it after the first is gone; deleting it while attached is ErrInvalid and deletes nothing; deleting the machine
 // leaves the volume, which then deletes, and deletes again as success; a volume of another region is
 // refused at launch with ErrInvalid and nothing is created; an unknown id is ErrNotFound. Each case
 // starts its own emulator and runs in parallel.
@@ -219,6 +220,25 @@ func testVolumeLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManage
 	if left.ID != v.ID {
 		t.Fatalf("the volume did not outlive its machine: %+v", left)
 	}
+
+	// A replacement is a new create with the same volume: it gets it, and says how it appears.
+	next, err := vl.CreateWithVolumes(ctxFor(t), request(t, h, offer, "replacement"),
+		[]cloudprovider.VolumeMount{{VolumeID: v.ID, MountPath: "/data"}})
+	if err != nil {
+		t.Fatalf("CreateWithVolumes of a replacement with the volume: %v", err)
+	}
+	again := waitForVolume(t, vb, v.ID, "the replacement in AttachedTo", func(v cloudprovider.Volume, err error) bool {
+		return err == nil && slices.Contains(v.AttachedTo, next.ID)
+	})
+	checkAttachment(t, b, waitFor(t, b, next.ID, "running", func(i cloudprovider.Instance, err error) bool {
+		return err == nil && i.Status == cloudprovider.StatusRunning
+	}), again, "/data")
+	if err := b.Delete(ctxFor(t), next.ID); err != nil {
+		t.Fatalf("Delete of the replacement: %v", err)
+	}
+	waitForVolume(t, vb, v.ID, "no machine in AttachedTo", func(v cloudprovider.Volume, err error) bool {
+		return err != nil || len(v.AttachedTo) == 0
+	})
 	if err := vb.DeleteVolume(ctxFor(t), v.ID); err != nil {
 		t.Fatalf("DeleteVolume: %v", err)
 	}

@@ -134,6 +134,15 @@ func TestSpotVolumeKeptDetached(t *testing.T) {
 	if _, err := b.GetVolume(ctx, trashedID); !cloudprovider.IsNotFound(err) {
 		t.Errorf("the move_to_trash volume after the spot machine was taken back: %v, want it in the trash", err)
 	}
+	// The replacement gets the kept volume, as its first disk after the OS volume.
+	next, err := b.CreateWithVolumes(ctx, createRequest(t, b, "spot", "FIN-01", "1H100.80S.30V", true),
+		[]cloudprovider.VolumeMount{{VolumeID: kept.ID, MountPath: "/data"}})
+	if err != nil {
+		t.Fatalf("the replacement with the kept volume: %v", err)
+	}
+	if a, err := b.Attachment(ctx, next, got, "/data"); err != nil || a.Device != "/dev/vdb" {
+		t.Errorf("the kept volume on the replacement: %+v, %v", a, err)
+	}
 }
 
 // TestClusterVolumes creates a cluster with a shared volume: it goes in existing_volumes, every node

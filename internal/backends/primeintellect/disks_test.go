@@ -3,10 +3,16 @@ package primeintellect
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -207,5 +213,57 @@ func TestAttachment(t *testing.T) {
 				t.Errorf("got %+v %v, want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRecordedDiskPlaces serves Prime's recorded /availability/disks answer: block volumes in the
+// recorded data centers (runpod's US-WA-1, hyperstack's NORWAY-1, crusoecloud's eu-iceland1-a), none
+// for dc_roan's place without a data center; a disk asked in NORWAY-1 is created from hyperstack there.
+func TestRecordedDiskPlaces(t *testing.T) {
+	disks := loadRecorded(t, "capture.availability-disks.200.json")
+	var created []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch path := strings.TrimRight(r.URL.Path, "/"); {
+		case path == disks.Request.Path:
+			_, _ = w.Write(disks.Response.Body)
+		case r.Method == http.MethodPost && path == "/api/v1/disks":
+			// A minimal APIDiskConfig: the recorded place's price, 50 GB at 0.000097 $/GB/h.
+			created, _ = io.ReadAll(r.Body)
+			_, _ = w.Write([]byte(`{"id":"9b1c","name":"pi-vm-d--abcdefgh","status":"PROVISIONING","providerType":"hyperstack","size":50,` +
+				`"info":{"country":"NO","dataCenterId":"NORWAY-1"},"priceHr":0.00485,"pods":[],"clusters":[],"userId":"u"}`))
+		case r.Method == http.MethodGet && path == "/api/v1/disks":
+			_, _ = w.Write([]byte(`{"data":[],"total_count":0,"offset":0,"limit":100}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"detail":"Not Found"}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := Config{APIKey: "k", BaseURL: srv.URL, Tuning: backendtest.Unlimited}
+	b := backendtest.Must(New(cfg, backendtest.Inventory(t), nil))(t)
+	types, err := b.VolumeTypes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := types[cloudprovider.VolumeBlock]; len(types) != 1 || !slices.Equal(got, []string{"NORWAY-1", "US-WA-1", "eu-iceland1-a"}) {
+		t.Fatalf("volume types %v", types)
+	}
+	v, err := b.CreateVolume(context.Background(), diskReq("pi-vm-d--abcdefgh", "NORWAY-1", 50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(created, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"disk":{"dataCenterId":"NORWAY-1","country":"NO","name":"pi-vm-d--abcdefgh","size":50},"provider":{"type":"hyperstack"}}`
+	var wantBody map[string]any
+	_ = json.Unmarshal([]byte(want), &wantBody)
+	if !reflect.DeepEqual(body, wantBody) {
+		t.Errorf("create body %s, want %s", created, want)
+	}
+	if v.ID != "9b1c" || v.Region != "NORWAY-1" || v.PricePerMonth != money.MustFromFloat(0.00485*HoursPerMonth) {
+		t.Errorf("volume %+v", v)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -236,15 +237,23 @@ func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.Creat
 		}
 		if !underMountRoot(at) {
 			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-				"Lambda mounts a file system only at %s or below one, not at %s", strings.Join(MountRoots, ", "), at)
+				"Lambda mounts a file system only at %s or below one (letters, digits, dashes), not at %s", strings.Join(MountRoots, ", "), at)
 		}
 		fsm = append(fsm, FileSystemMount{FileSystemID: fs.ID, MountPoint: at})
 	}
 	return b.create(ctx, req, fsm)
 }
 
-// underMountRoot reports whether path is one of MountRoots or below one.
+// mountPointRE is the launch request's mount_point pattern (RequestedFilesystemMountEntry, at most 256
+// characters).
+var mountPointRE = regexp.MustCompile(`^(/home|/lambda/nfs|/data)[/a-zA-Z0-9-]*$`)
+
+// underMountRoot reports whether path is one of MountRoots or below one, as Lambda's mount_point
+// pattern allows it (letters, digits, dashes and slashes; at most 256 characters).
 func underMountRoot(path string) bool {
+	if len(path) > 256 || !mountPointRE.MatchString(path) {
+		return false
+	}
 	for _, r := range MountRoots {
 		if path == r || strings.HasPrefix(path, r+"/") {
 			return !slices.Contains(strings.Split(path, "/"), "..")

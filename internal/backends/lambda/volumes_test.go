@@ -38,6 +38,7 @@ func TestVolumeRequests(t *testing.T) {
 	}{
 		{"outside the roots", "/mnt/data", ""},
 		{"escaping a root", "/data/../etc", ""},
+		{"underscore, outside the pattern", "/data/my_ckpt", ""},
 		{"default", "", "/lambda/nfs/" + vol.Name},
 		{"below a root", "/home/ubuntu/data", "/home/ubuntu/data"},
 	} {

@@ -111,6 +111,7 @@ var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}
 // the same situation, the recording's paths made the machine's (UUIDs, and for findmnt's table the
 // padding, compared as shapes).
 func TestVolumeStandinsReplayTheRecording(t *testing.T) {
+	t.Parallel()
 	rec := volumeRecording(t)
 	dir := volumeMachine(t, filepath.Join(t.TempDir(), "store"), filepath.Join(t.TempDir(), "shared"))
 	const dev = "/dev/disk/by-id/hydra-sbx-sbxv-1"
@@ -181,6 +182,7 @@ func TestVolumeStandinsReplayTheRecording(t *testing.T) {
 // what e2fsprogs 1.47.0 printed for them (the recording's device discarded its blocks; the sandbox's
 // does not, so that line is left out).
 func TestMkfsOutputIsRecordedMke2fs(t *testing.T) {
+	t.Parallel()
 	rec := volumeRecording(t)
 	for _, tc := range []struct {
 		sizeGB   int
@@ -193,6 +195,7 @@ func TestMkfsOutputIsRecordedMke2fs(t *testing.T) {
 		{200, "truncate -s 200G s200.img; mkfs.ext4 s200.img#1"},
 	} {
 		t.Run(fmt.Sprintf("%dGiB", tc.sizeGB), func(t *testing.T) {
+			t.Parallel()
 			if _, err := exec.LookPath("python3"); err != nil {
 				t.Skip("python3 is missing")
 			}
@@ -216,6 +219,7 @@ func TestMkfsOutputIsRecordedMke2fs(t *testing.T) {
 // mount point's own files set aside until umount; a second machine given the same store sees the
 // file the first wrote, with no new file system made; a shared volume is the same store on both.
 func TestVolumeData(t *testing.T) {
+	t.Parallel()
 	store, shared := filepath.Join(t.TempDir(), "store"), filepath.Join(t.TempDir(), "shared")
 	first := volumeMachine(t, store, shared)
 	const dev = "/dev/disk/by-id/hydra-sbx-sbxv-1"
@@ -291,6 +295,7 @@ func TestVolumeData(t *testing.T) {
 // the file system and writes a file under $HYDRA_ROOT; after it stops, a second machine with the same
 // store finds the file system (blkid), mounts it and reads the file.
 func TestVolumesOverSSH(t *testing.T) {
+	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	spec := Spec{GPUModel: "NVIDIA L4", GPUCount: 1, Volumes: []Volume{{ID: "v", Device: "/dev/disk/by-id/hydra-sbx-v", SizeGB: 10, Store: store}}}
 	setup := `printf '/dev/disk/by-id/hydra-sbx-v /data ext4 defaults,nofail 0 2\n' > "$HYDRA_ROOT/etc/fstab" && mkdir -p "$HYDRA_ROOT/data" && `

@@ -7,7 +7,8 @@ package lambda
 //
 //   - a file system has no size: it grows as it fills (bytes_used); it is bound to its region;
 //   - it is attached only at launch: by name (mounted at its mount_point, /lambda/nfs/<name>) or by id
-//     with a mount point under /home, /lambda/nfs or /data; one of another region fails the launch with
+//     with a mount point under /home, /lambda/nfs or /data (the pattern ^(/home|/lambda/nfs|/data)[/a-zA-Z0-9-]*$,
+//     at most 256 characters); one of another region fails the launch with
 //     400 instance-operations/launch/file-system-in-wrong-region, and nothing is launched;
 //   - deleting one a live instance mounts is 400 filesystems/filesystem-in-use, and nothing is deleted.
 //
@@ -19,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -43,6 +45,9 @@ type fsMount struct {
 // mountRoots are where Lambda mounts a file system given by id (the launch request's
 // file_system_mounts): a mount point is one of them or below one.
 var mountRoots = []string{"/home", "/lambda/nfs", "/data"}
+
+// mountPointRE is RequestedFilesystemMountEntry's mount_point pattern (at most 256 characters).
+var mountPointRE = regexp.MustCompile(`^(/home|/lambda/nfs|/data)[/a-zA-Z0-9-]*$`)
 
 // defaultMountPoint is where a file system given by name is mounted.
 func defaultMountPoint(name string) string { return "/lambda/nfs/" + name }
@@ -174,6 +179,9 @@ func (s *Server) launchMounts(st *state, region string, names []string, mounts [
 }
 
 func underMountRoot(p string) bool {
+	if len(p) > 256 || !mountPointRE.MatchString(p) {
+		return false
+	}
 	for _, r := range mountRoots {
 		if p == r || strings.HasPrefix(p, r+"/") {
 			return !strings.Contains(p, "/../") && !strings.HasSuffix(p, "/..")

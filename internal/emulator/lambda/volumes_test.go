@@ -37,6 +37,8 @@ func TestFileSystems(t *testing.T) {
 		{"unknown name", map[string]any{"file_system_names": []string{"nope"}}, 400, "global/object-does-not-exist"},
 		{"mount point outside the roots", map[string]any{"file_system_mounts": []map[string]any{{"file_system_id": id, "mount_point": "/mnt/x"}}},
 			400, "global/invalid-parameters"},
+		{"mount point outside the pattern", map[string]any{"file_system_mounts": []map[string]any{{"file_system_id": id, "mount_point": "/data/my_ckpt"}}},
+			400, "global/invalid-parameters"},
 	} {
 		if a := launch(t, s, tc.body); a.status != tc.status || a.errCode() != tc.code {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, a.status, a.raw, tc.status, tc.code)

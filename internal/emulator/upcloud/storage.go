@@ -167,7 +167,7 @@ func (s *Server) createStorage(st *state, r *http.Request) (response, bool) {
 		return resp, false
 	}
 	d := &disk{UUID: newUUID("01"), Title: b.Title, Zone: b.Zone, Size: size, Tier: tier, Created: s.opts.Now(),
-		Labels: append([]label{}, b.Labels...)}
+		Labels: slices.Clone(b.Labels)} // none given: the answer has no labels, as recorded
 	st.Disks[d.UUID] = d
 	m := s.diskJSON(st, d)
 	m["backups"] = map[string]any{"backup": []any{}}

@@ -330,6 +330,9 @@ func (cp *ControlPlane) machineNames(ctx context.Context, cloud string, ids []st
 			byID[inst.ID] = inst.Name
 		}
 	}
+	if slices.ContainsFunc(ids, func(id string) bool { _, ok := byID[id]; return !ok }) {
+		maps.Copy(byID, cp.clusterNodeNames(ctx, cloud))
+	}
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
 		name, ok := byID[id]
@@ -344,6 +347,34 @@ func (cp *ControlPlane) machineNames(ctx context.Context, cloud string, ids []st
 		out = append(out, name)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// clusterNodeNames maps the cloud ids of cloud's cluster nodes in hydra's pools to their names (some
+// clouds list cluster nodes only with their cluster); empty where the cloud has no cluster API or
+// cannot be listed.
+func (cp *ControlPlane) clusterNodeNames(ctx context.Context, cloud string) map[string]string {
+	out := map[string]string{}
+	cb, ok := cp.backends[cloud].(cloudprovider.ClusterBackend)
+	if !ok {
+		return out
+	}
+	for _, pm := range cp.manager.Pools() {
+		if pm.Pool.Cloud != cloud {
+			continue
+		}
+		cs, err := cb.ListClusters(ctx, pm.Pool.Prefix)
+		if err != nil {
+			continue
+		}
+		for _, c := range cs {
+			for _, n := range c.Nodes {
+				if n.ID != "" && n.Name != "" {
+					out[n.ID] = n.Name
+				}
+			}
+		}
+	}
 	return out
 }
 

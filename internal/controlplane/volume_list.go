@@ -86,6 +86,7 @@ func (cp *ControlPlane) listVolumes(ctx context.Context, clouds []string, res *L
 				res.Unreachable[c] = why
 				return
 			}
+			var nodes map[string]string // the cloud's cluster nodes, read when a volume names a machine not listed
 			for _, v := range list {
 				lv := ListedVolume{Volume: v, Pool: pool, Resource: v.Owner.Resource, Ownership: OwnedUnrecorded}
 				name, token, ok := cloudprovider.ParseCloudName(pool, v.Name)
@@ -103,8 +104,13 @@ func (cp *ControlPlane) listVolumes(ctx context.Context, clouds []string, res *L
 				}
 				for _, id := range v.AttachedTo {
 					n, ok := names[c+"\x00"+id]
+					if !ok && nodes == nil {
+						nodes = cp.clusterNodeNames(lctx, c)
+					}
 					if !ok {
-						n = id
+						if n, ok = nodes[id]; !ok {
+							n = id
+						}
 					}
 					lv.UsedBy = append(lv.UsedBy, n)
 				}

@@ -1,0 +1,111 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+)
+
+// A cluster with a shared file system on the Verda emulator (its clusters take NVMe_Shared volumes,
+// FIN-03 has 2-node h200 clusters): only Verda in the volume's region is offered (Lambda has no cluster
+// API, Mithril's clusters are elsewhere: both say where the volume is), every node is ordered with the
+// volume and provisioned with its attachment, the volume's delete is refused naming the nodes, and the
+// cluster's delete keeps the volume.
+func TestClusterWithAVolume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	vd, lb, mt := volumeClouds["verda"](t), volumeClouds["lambda"](t), volumeClouds["mithril"](t)
+	prov := &volumeProvisioner{}
+	cp := volumeCP(t, prov, vd, lb, mt)
+	rec, err := cp.CreateVolume(ctx, VolumeSpec{Name: "shared", Type: cloudprovider.VolumeSharedFS, SizeGB: 100, Cloud: "verda", Region: "FIN-03"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ClusterSpec{Name: "train", GPUType: "h200", GPUCount: 8, Nodes: 2, Kind: "vm", SSHPublicKeys: []string{backendtest.TestKey},
+		ProvisioningVars: map[string]any{"team": "ml"}, Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/shared"}}}
+
+	offers, why, err := cp.ClusterOffers(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(offers) == 0 {
+		t.Fatalf("no cluster offer where the volume is: %v", why)
+	}
+	for _, o := range offers {
+		if o.Cloud != "verda" || o.Region != "FIN-03" {
+			t.Errorf("cluster offer %s is not in verda/FIN-03", o.ID)
+		}
+	}
+	for _, c := range []string{"lambda", "mithril"} {
+		if why[c] != "volume shared is in verda/FIN-03" {
+			t.Errorf("%s: %q, want where the volume is", c, why[c])
+		}
+	}
+
+	plan, err := cp.PlanNewCluster(ctx, spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crec, err := cp.CreateCluster(ctx, spec, plan, nil)
+	if err != nil {
+		t.Fatalf("CreateCluster: %v (record %+v)", err, crec)
+	}
+	var nodes []string
+	for _, n := range crec.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	slices.Sort(nodes)
+	if len(nodes) != 2 || crec.Status != string(cloudprovider.StatusReady) {
+		t.Fatalf("cluster %s with nodes %v", crec.Status, nodes)
+	}
+	prov.mu.Lock()
+	provisioned := map[string]cloudprovider.ProvisionRequest{}
+	for _, r := range prov.reqs {
+		provisioned[r.Instance.Name] = r
+	}
+	prov.mu.Unlock()
+	for _, n := range nodes {
+		r, ok := provisioned[n]
+		if !ok || len(r.Volumes) != 1 || r.Volumes[0].VolumeID != rec.CloudVolumeID || r.Volumes[0].MountPath != "/shared" || r.Volumes[0].Type != cloudprovider.VolumeSharedFS {
+			t.Errorf("node %s provisioned (%v) with volumes %+v, want %s at /shared", n, ok, r.Volumes, rec.CloudVolumeID)
+		}
+		if _, ok := r.Vars[VolumesVar]; !ok {
+			t.Errorf("node %s: provisioning variables %v lack %s", n, r.Vars, VolumesVar)
+		}
+	}
+	// The cluster's digest is the one a plan of it computes.
+	if change, err := cp.PlanClusterChange(spec, crec); err != nil || !change.DigestKnown || change.Digest != crec.ProvisioningDigest || change.Change != Keep {
+		t.Errorf("plan of the created cluster: %+v, %v; want kept with digest %s", change, err, crec.ProvisioningDigest)
+	}
+
+	rec = waitVolume(t, ctx, cp, rec, "the nodes", func(r VolumeRecord, found bool) bool { return found && len(r.AttachedTo) == 2 })
+	if !slices.Equal(rec.AttachedTo, nodes) {
+		t.Errorf("volume attached to %v, want the nodes %v", rec.AttachedTo, nodes)
+	}
+	list := cp.Machines(ctx, []string{"verda"})
+	if i := slices.IndexFunc(list.Volumes, func(v ListedVolume) bool { return v.Volume.ID == rec.CloudVolumeID }); i < 0 || !slices.Equal(list.Volumes[i].UsedBy, nodes) {
+		t.Errorf("Machines lists volumes %+v, want %s used by %v", list.Volumes, rec.CloudName, nodes)
+	}
+	var inUse *VolumeInUseError
+	if err := cp.DeleteVolume(ctx, rec); !errors.As(err, &inUse) || !strings.Contains(err.Error(), strings.Join(nodes, ", ")) {
+		t.Errorf("deleting the cluster's volume: %v", err)
+	}
+	if err := cp.DeleteCluster(ctx, crec, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rec = waitVolume(t, ctx, cp, rec, "the deleted cluster to let go", func(r VolumeRecord, found bool) bool {
+		if !found {
+			t.Fatal("deleting the cluster deleted its volume")
+		}
+		return len(r.AttachedTo) == 0
+	})
+	if err := cp.DeleteVolume(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -201,8 +201,9 @@ func (b *Backend) CreateVolume(ctx context.Context, req cloudprovider.VolumeRequ
 	case req.Type != cloudprovider.VolumeBlock:
 		return cloudprovider.Volume{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 			"UpCloud has no %q volumes in hydra, only block storage (its file storage needs a private network hydra's servers lack)", req.Type)
-	case req.SizeGB <= 0:
-		return cloudprovider.Volume{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "volume size %d GB", req.SizeGB)
+	case req.SizeGB <= 0 || req.SizeGB > maxStorageGiB:
+		return cloudprovider.Volume{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+			"volume size %d GB: an UpCloud storage is 1 to %d GiB", req.SizeGB, maxStorageGiB)
 	case req.Region == "":
 		return cloudprovider.Volume{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no zone for volume %s", req.Name)
 	}
@@ -347,6 +348,9 @@ func (b *Backend) volumesFor(ctx context.Context, zone string, mounts []cloudpro
 
 // maxStorageDevices is how many storages one UpCloud server may have (UpCloud's API page "9. Storages").
 const maxStorageDevices = 16
+
+// maxStorageGiB is the largest storage UpCloud makes (UpCloud's Terraform provider validates 1 to 4096).
+const maxStorageGiB = 4096
 
 // Attachment says where volume v appears inside inst: the virtio disk's by-id path. A machine without
 // the volume, or with it on another bus than virtio, is ErrInvalid.

@@ -121,6 +121,13 @@ func TestCreateVolumeRequestShape(t *testing.T) {
 	if _, err := b.CreateVolume(context.Background(), cloudprovider.VolumeRequest{Name: "x", Type: cloudprovider.VolumeSharedFS, Region: "fi-hel2", SizeGB: 1}); cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
 		t.Errorf("a shared_fs volume: %v, want an invalid-request error", err)
 	}
+	for _, size := range []int{0, 4097} {
+		r := volumeReq("big", "fi-hel2")
+		r.SizeGB = size
+		if _, err := b.CreateVolume(context.Background(), r); cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
+			t.Errorf("a %d GB volume: %v, want an invalid-request error", size, err)
+		}
+	}
 	types, err := b.VolumeTypes(context.Background())
 	if err != nil || len(types) != 1 || !slices.Contains(types[cloudprovider.VolumeBlock], "fi-hel2") || len(types[cloudprovider.VolumeSharedFS]) != 0 {
 		t.Errorf("VolumeTypes %v %v: want block in the priced zones and no shared_fs", types, err)

@@ -132,7 +132,9 @@ type createStorageBody struct {
 	} `json:"storage"`
 }
 
-// createStorage answers POST /storage: a blank storage, online at once (as recorded), 201.
+// createStorage answers POST /storage: a blank storage, online at once (as recorded), 201. Sizes are
+// 1 to 4096 GiB and titles 1 to 255 characters (the bounds UpCloud's Terraform provider validates,
+// internal/service/storage/storage.go).
 func (s *Server) createStorage(st *state, r *http.Request) (response, bool) {
 	var body createStorageBody
 	dec := json.NewDecoder(r.Body)

@@ -104,6 +104,9 @@ type ClusterQuote struct {
 // cluster's price in the budget (max_total_price_per_hour). Errors are *RequestError,
 // *UnconfiguredError or *Refusal.
 func (cp *ControlPlane) PlanNewCluster(ctx context.Context, spec ClusterSpec, earlier *ClusterQuote) (ClusterPlan, error) {
+	if earlier != nil && cp.checkClusterVolumes(spec, earlier.Plan.OfferID) != nil {
+		earlier = nil // quoted before the volumes changed, elsewhere: choose afresh
+	}
 	if earlier != nil {
 		plan := earlier.Plan
 		plan.Notices = cp.staleClusterQuote(ctx, spec, *earlier)

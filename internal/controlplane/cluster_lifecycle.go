@@ -56,6 +56,9 @@ func (cp *ControlPlane) CreateCluster(ctx context.Context, spec ClusterSpec, pla
 	if err != nil {
 		return ClusterRecord{}, err
 	}
+	if err := cp.checkClusterVolumes(spec, plan.OfferID); err != nil {
+		return ClusterRecord{}, err
+	}
 	pm, cb, err := cp.clusterBackend(p.Pool)
 	if err != nil {
 		return ClusterRecord{}, err

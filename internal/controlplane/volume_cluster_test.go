@@ -52,6 +52,16 @@ func TestClusterWithAVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A quote made before the volume was asked, elsewhere, is not reused, and not created from.
+	elsewhere := ClusterPlan{Cloud: "verda", Pool: "verda-vm-pool", Region: "ICE-01", OfferID: "verda-vm-pool/ICE-01/4x32B200/ondemand@100.00"}
+	if again, err := cp.PlanNewCluster(ctx, spec, &ClusterQuote{Plan: elsewhere}); err != nil || again.OfferID != plan.OfferID {
+		t.Errorf("re-plan with a quote elsewhere: %s, %v; want %s", again.OfferID, err, plan.OfferID)
+	}
+	var me *MismatchError
+	if _, err := cp.CreateCluster(ctx, spec, elsewhere, nil); !errors.As(err, &me) || me.Field != "volumes" ||
+		!strings.Contains(err.Error(), "volume shared is in verda/FIN-03") {
+		t.Errorf("creating a cluster elsewhere than its volume: %v", err)
+	}
 	crec, err := cp.CreateCluster(ctx, spec, plan, nil)
 	if err != nil {
 		t.Fatalf("CreateCluster: %v (record %+v)", err, crec)

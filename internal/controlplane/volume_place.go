@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
@@ -99,13 +98,23 @@ func (cp *ControlPlane) checkPinnedVolumes(id, cloud, region string, req OfferRe
 	return nil
 }
 
-// volumeNames words a request's volumes for messages: "data, scratch".
-func volumeNames(uses []VolumeUse) string {
-	names := make([]string, 0, len(uses))
-	for _, u := range uses {
-		if _, _, n, err := ParseVolumeID(u.ID); err == nil {
-			names = append(names, n)
-		}
+// checkClusterVolumes checks a cluster offer's cloud and region against the spec's volumes: a
+// *MismatchError on "volumes" when they are elsewhere or the cloud cannot take them.
+func (cp *ControlPlane) checkClusterVolumes(spec ClusterSpec, offerID string) error {
+	p, ok, err := placeVolumes(spec.Volumes)
+	if err != nil || !ok {
+		return err
 	}
-	return strings.Join(names, ", ")
+	parsed, err := ParseClusterOfferID(offerID)
+	if err != nil {
+		return err
+	}
+	cloud := cp.PoolCloud(parsed.Pool)
+	if why := cp.volumeRejection(cloud, p, true); why != "" {
+		return &MismatchError{offerID, "volumes", why}
+	}
+	if parsed.Region != p.region {
+		return &MismatchError{offerID, "volumes", fmt.Sprintf("it is in region %q, but volume %s is in %s", parsed.Region, p.name, p)}
+	}
+	return nil
 }

@@ -88,8 +88,10 @@ type CreateVolumeRequest struct {
 }
 
 // What becomes of a volume when a spot instance it is on is discontinued (on_spot_discontinue; the Go
-// SDK's SpotDiscontinue constants). Verda's API notes of 2026-02-03 make keep_detached the default (as
-// SkyPilot's Verda provisioner reads them).
+// SDK's SpotDiscontinue constants). keep_detached is the default: the Python SDK's changelog (1.20.0,
+// the OS volume's policy) says the policy "was always keep_detached" before, and SkyPilot's Verda
+// provisioner reads Verda's API notes of 2026-02-03 the same way. A create's existing_volumes are ids
+// only: an existing volume's policy is its own, set at POST /volumes.
 const (
 	SpotDiscontinueKeepDetached      = "keep_detached"
 	SpotDiscontinueMoveToTrash       = "move_to_trash"

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
@@ -109,24 +110,41 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 			machines := []struct {
 				kind, gpu string
 				count     int
-			}{{inventory.KindVM, "h100", 8}, {inventory.KindExeclet, "l40s", 2}}
+				// volume: the machine has a block volume (the volume_mount role makes its file system
+				// and mounts it in the first run; the second changes nothing).
+				volume bool
+			}{{inventory.KindVM, "h100", 8, true}, {inventory.KindExeclet, "l40s", 2, false}}
 			var wg sync.WaitGroup
 			for _, m := range machines {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ep := startMachine(t, simhost.Spec{GPUModel: simhost.NVIDIAName(m.gpu), GPUCount: m.count, AuthorizedKeys: []string{pub}})
+					spec := simhost.Spec{GPUModel: simhost.NVIDIAName(m.gpu), GPUCount: m.count, AuthorizedKeys: []string{pub}}
+					var vols []cloudprovider.Attachment
+					store := filepath.Join(t.TempDir(), "vol-1")
+					if m.volume {
+						spec.Volumes = []simhost.Volume{{ID: "vol-1", Device: "/dev/disk/by-id/hydra-sbx-vol-1", SizeGB: 10, Store: store}}
+						vols = []cloudprovider.Attachment{{VolumeID: "vol-1", Type: cloudprovider.VolumeBlock, MountPath: "/data", Device: "/dev/disk/by-id/hydra-sbx-vol-1"}}
+					}
+					vars := volumeUses(vols)
+					ep := startMachine(t, spec)
 					f := fixture{runner: r, ep: ep, tmpBase: tmp}
 					rec := &logRecorder{}
 					started := time.Now()
-					res, err := r.Provision(context.Background(), f.request(m.kind, m.gpu, m.count, "", nil, rec))
+					first := f.request(m.kind, m.gpu, m.count, "", vars, rec)
+					first.Volumes = vols
+					res, err := r.Provision(context.Background(), first)
 					if err != nil {
 						t.Errorf("%s with ansible-core %s: %v\nlog:\n%s", m.kind, version, err, rec)
 						return
 					}
-					marker := checkMarker(t, f, m.kind, nil, res.HostKey, started)
+					if fsys, err := simhost.StoreFS(store); m.volume && (err != nil || fsys == nil || fsys.Type != "ext4" || !isLink(filepath.Join(ep.Root, "data"))) {
+						t.Errorf("%s with ansible-core %s: the volume's file system %+v (%v), want ext4 mounted at /data\nlog:\n%s", m.kind, version, fsys, err, rec)
+					}
+					marker := checkMarker(t, f, m.kind, vars, res.HostKey, started)
 					again := &logRecorder{}
-					req := f.request(m.kind, m.gpu, m.count, res.HostKey, nil, again)
+					req := f.request(m.kind, m.gpu, m.count, res.HostKey, vars, again)
+					req.Volumes = vols
 					req.Attempt = 2
 					if _, err := r.Provision(context.Background(), req); err != nil {
 						t.Errorf("%s with ansible-core %s, second run: %v\nlog:\n%s", m.kind, version, err, again)
@@ -138,7 +156,7 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 					if !strings.Contains(again.String(), "playbook succeeded") {
 						t.Errorf("%s with ansible-core %s: the second run's log lacks its success:\n%s", m.kind, version, again)
 					}
-					if m2 := checkMarker(t, f, m.kind, nil, res.HostKey, started); !m2.ProvisionedAt.Equal(marker.ProvisionedAt) {
+					if m2 := checkMarker(t, f, m.kind, vars, res.HostKey, started); !m2.ProvisionedAt.Equal(marker.ProvisionedAt) {
 						t.Errorf("%s with ansible-core %s: the second run rewrote the marker", m.kind, version)
 					}
 				}()

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -27,7 +28,7 @@ func volumesVar(vols []cloudprovider.Attachment) []any {
 		out = append(out, map[string]any{
 			"volume_id":        v.VolumeID,
 			"type":             string(v.Type),
-			"mount_path":       v.MountPath,
+			"mount_path":       path.Clean(v.MountPath),
 			"device":           v.Device,
 			"source":           v.Source,
 			"fstype":           v.FSType,
@@ -43,7 +44,7 @@ func volumesVar(vols []cloudprovider.Attachment) []any {
 func checkVolumesDigested(vars map[string]any, vols []cloudprovider.Attachment) error {
 	var want []string
 	for _, v := range vols {
-		want = append(want, v.MountPath)
+		want = append(want, path.Clean(v.MountPath))
 	}
 	var got []string
 	entry, listed := vars[VolumesVar]
@@ -62,7 +63,7 @@ func checkVolumesDigested(vars map[string]any, vols []cloudprovider.Attachment) 
 			if !ok || !isString {
 				return fmt.Errorf("variable %s must be a list of {volume_id, mount_path} maps, not %v", VolumesVar, entry)
 			}
-			got = append(got, p)
+			got = append(got, path.Clean(p))
 		}
 	}
 	slices.Sort(want)

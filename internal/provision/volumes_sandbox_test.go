@@ -1,0 +1,271 @@
+package provision
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+	"github.com/hydragpu/terraform-provider-hydra/playbooks"
+)
+
+// volumesPlaybook runs only what the volume_mount role needs (hydra's variables, the preflight's probe
+// of the machine), so the cases below cost a few tasks each; the kinds' playbooks include the role the
+// same way (TestAnsibleCoreMatrix runs it inside bare-vm.yml).
+const volumesPlaybook = `- name: Mount the machine's volumes
+  hosts: all
+  gather_facts: false
+  vars:
+    hydra_playbook: volumes-test.yml
+  roles:
+    - hydra_vars
+    - preflight
+    - volume_mount
+`
+
+// volumesFS is the embedded playbooks with volumesPlaybook beside them.
+func volumesFS(t *testing.T) fs.FS {
+	t.Helper()
+	m := fstest.MapFS{"volumes-test.yml": {Data: []byte(volumesPlaybook), Mode: 0o644}}
+	err := fs.WalkDir(playbooks.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(playbooks.FS, p)
+		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestVolumeMount runs the volume_mount role on sandbox machines (simhost's blkid, mkfs.ext4, mount and
+// findmnt act on the volumes' stores): --check changes nothing; the first run makes a file system on the
+// empty block volume and mounts it and a shared file system from their fstab lines (nofail); a second run
+// changes nothing; a second machine given the same volumes finds the file system, makes none, and reads
+// the first machine's files; a changed mount path replaces the volume's fstab line and mounts it there;
+// a volume the cloud should have mounted but did not fails the run naming the volume and its path.
+// It runs with the system's ansible-core (Debian 12's 2.14, the oldest hydra supports) and, when
+// HYDRA_ANSIBLE_MATRIX names distributions, with theirs too.
+func TestVolumeMount(t *testing.T) {
+	requireTools(t)
+	t.Parallel()
+	t.Run("system", func(t *testing.T) {
+		t.Parallel()
+		testVolumeMount(t, "")
+	})
+	for _, dist := range strings.Fields(os.Getenv("HYDRA_ANSIBLE_MATRIX")) {
+		t.Run(dist, func(t *testing.T) {
+			t.Parallel()
+			_, playbook := fetchAnsibleCore(t, dist)
+			if err := CheckAnsible(playbook); err != nil {
+				_, playbook = fetchWith(t, "ansible-core-python.sh", dist)
+			}
+			testVolumeMount(t, playbook)
+		})
+	}
+}
+
+func testVolumeMount(t *testing.T, ansible string) {
+	stores := t.TempDir()
+	blockStore, nfsStore := filepath.Join(stores, "vol-block"), filepath.Join(stores, "vol-nfs")
+	vols := []simhost.Volume{
+		{ID: "vol-block", Device: "/dev/disk/by-id/hydra-sbx-vol-block", SizeGB: 10, Store: blockStore},
+		{ID: "vol-nfs", Source: "sbx-nfs:/volumes/vol-nfs", Store: nfsStore},
+	}
+	block := cloudprovider.Attachment{VolumeID: "vol-block", Type: cloudprovider.VolumeBlock, MountPath: "/data",
+		Device: "/dev/disk/by-id/hydra-sbx-vol-block"}
+	nfs := cloudprovider.Attachment{VolumeID: "vol-nfs", Type: cloudprovider.VolumeSharedFS, MountPath: "/shared",
+		Source: "sbx-nfs:/volumes/vol-nfs", FSType: "nfs", Options: "nconnect=16"}
+	key, pub := clientKey(t)
+	r, err := New(Config{AnsiblePlaybook: ansible, PrivateKey: key, TempDir: shortTemp(t), Playbooks: volumesFS(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 1, AuthorizedKeys: []string{pub}, Volumes: vols}
+	run := func(t *testing.T, ep simhost.Endpoint, atts ...cloudprovider.Attachment) (*logRecorder, error) {
+		t.Helper()
+		f := fixture{runner: r, ep: ep}
+		rec := &logRecorder{}
+		req := f.request(inventory.KindVM, "h100", 1, ep.HostKey, volumeUses(atts), rec)
+		req.Pool.Playbook = "volumes-test.yml"
+		req.Volumes = atts
+		res, err := r.Provision(context.Background(), req)
+		if err != nil {
+			return rec, &runError{err: err, res: res}
+		}
+		return rec, nil
+	}
+	changed := func(rec *logRecorder) []string {
+		var out []string
+		for _, l := range strings.Split(rec.String(), "\n") {
+			if strings.Contains(l, "task ok") && strings.Contains(l, "changed:true") {
+				out = append(out, l[strings.Index(l, "task:"):])
+			}
+		}
+		return out
+	}
+	read := func(p string) string {
+		b, _ := os.ReadFile(p)
+		return string(b)
+	}
+
+	// Machine A: --check, then two runs.
+	a := startMachine(t, gpu)
+	before := tree(t, a.Root)
+	r.checkMode = true
+	rec, err := run(t, a, block, nfs)
+	r.checkMode = false
+	if err != nil {
+		t.Fatalf("--check: %v\nlog:\n%s", err, rec)
+	}
+	if after := tree(t, a.Root); !slices.Equal(before, after) {
+		t.Errorf("--check changed the machine:\nbefore %v\nafter  %v", before, after)
+	}
+	if fsys, _ := simhost.StoreFS(blockStore); fsys != nil {
+		t.Errorf("--check made a file system: %+v", fsys)
+	}
+	if !strings.Contains(rec.String(), "changed:true diff:["+filepath.Join(a.Root, "etc/fstab")+" (content)] role:volume_mount task:volume_mount : Keep the volume in fstab") {
+		t.Errorf("--check --diff does not name the fstab line it would write:\n%s", rec)
+	}
+
+	rec, err = run(t, a, block, nfs)
+	if err != nil {
+		t.Fatalf("first run: %v\nlog:\n%s", err, rec)
+	}
+	if got, want := changed(rec), []string{
+		"task:volume_mount : Make a file system on the empty device]",
+		"task:volume_mount : Keep the volume in fstab]",
+		"task:volume_mount : Make the mount point]",
+		"task:volume_mount : Mount the volume at its path]",
+		"task:volume_mount : Keep the volume in fstab]",
+		"task:volume_mount : Make the mount point]",
+		"task:volume_mount : Mount the volume at its path]",
+	}; !sameTasks(got, want) {
+		t.Errorf("first run changed:\n  %s\nwant\n  %s\nlog:\n%s", strings.Join(got, "\n  "), strings.Join(want, "\n  "), rec)
+	}
+	fsys, err := simhost.StoreFS(blockStore)
+	if err != nil || fsys == nil || fsys.Type != "ext4" {
+		t.Fatalf("the block volume's file system after the first run: %+v, %v; want ext4", fsys, err)
+	}
+	fstab := read(filepath.Join(a.Root, "etc/fstab"))
+	for _, line := range []string{
+		"/dev/disk/by-id/hydra-sbx-vol-block /data ext4 defaults,nofail 0 2\n",
+		"sbx-nfs:/volumes/vol-nfs /shared nfs nconnect=16,nofail 0 0\n",
+	} {
+		if strings.Count(fstab, line) != 1 {
+			t.Errorf("fstab lacks %q once:\n%s", line, fstab)
+		}
+	}
+	for dir, store := range map[string]string{"data": blockStore, "shared": nfsStore} {
+		if err := os.WriteFile(filepath.Join(a.Root, dir, "from-a"), []byte("written on machine A\n"), 0o644); err != nil {
+			t.Fatalf("writing on the volume mounted at /%s: %v", dir, err)
+		}
+		if got := read(filepath.Join(simhost.StoreData(store), "from-a")); got != "written on machine A\n" {
+			t.Errorf("the file written at /%s is not in the volume's store (%q): not mounted", dir, got)
+		}
+	}
+
+	rec, err = run(t, a, block, nfs)
+	if err != nil {
+		t.Fatalf("second run: %v\nlog:\n%s", err, rec)
+	}
+	if got := changed(rec); len(got) > 0 {
+		t.Errorf("the second run changed:\n  %s\nlog:\n%s", strings.Join(got, "\n  "), rec)
+	}
+
+	// Machine B gets the same volumes, as a replacement would (A is gone: a block volume is attached to
+	// one machine at a time), at a new path for the block one.
+	if err := simhost.Stop(a.Dir); err != nil {
+		t.Fatal(err)
+	}
+	b := startMachine(t, gpu)
+	moved := block
+	moved.MountPath = "/srv/data"
+	rec, err = run(t, b, moved, nfs)
+	if err != nil {
+		t.Fatalf("machine B: %v\nlog:\n%s", err, rec)
+	}
+	if strings.Contains(rec.String(), "Make a file system on the empty device") && strings.Contains(strings.Join(changed(rec), "\n"), "Make a file system") {
+		t.Errorf("machine B made a file system on a volume that has one:\n%s", rec)
+	}
+	if again, _ := simhost.StoreFS(blockStore); again == nil || again.UUID != fsys.UUID {
+		t.Errorf("the block volume's file system on machine B: %+v, want the one machine A made (%s)", again, fsys.UUID)
+	}
+	for _, p := range []string{"srv/data/from-a", "shared/from-a"} {
+		if got := read(filepath.Join(b.Root, p)); got != "written on machine A\n" {
+			t.Errorf("machine B reads /%s as %q, want machine A's file", p, got)
+		}
+	}
+	// A path changed on the same machine: the volume's line is replaced, not added to.
+	moved.MountPath = "/mnt/data"
+	rec, err = run(t, b, moved, nfs)
+	if err != nil {
+		t.Fatalf("machine B, mount path changed: %v\nlog:\n%s", err, rec)
+	}
+	fstab = read(filepath.Join(b.Root, "etc/fstab"))
+	if strings.Count(fstab, "hydra-sbx-vol-block") != 1 || !strings.Contains(fstab, "/dev/disk/by-id/hydra-sbx-vol-block /mnt/data ext4 defaults,nofail 0 2\n") {
+		t.Errorf("fstab after the mount path changed to /mnt/data:\n%s", fstab)
+	}
+	if got := read(filepath.Join(b.Root, "mnt/data/from-a")); got != "written on machine A\n" {
+		t.Errorf("machine B reads /mnt/data/from-a as %q", got)
+	}
+
+	// The cloud mounts this one itself, but nothing is mounted there.
+	cloud := cloudprovider.Attachment{VolumeID: "vol-lambda-fs", Type: cloudprovider.VolumeSharedFS, MountPath: "/lambda/nfs/team", MountedByCloud: true}
+	rec, err = run(t, b, cloud)
+	var re *runError
+	if err == nil || !asRunError(err, &re) || !strings.Contains(re.res.Message, "volume vol-lambda-fs: the cloud mounts it at /lambda/nfs/team itself, but nothing is mounted there") {
+		t.Errorf("a volume the cloud did not mount: %v, want the run failed naming it\nlog:\n%s", err, rec)
+	}
+}
+
+// volumeUses is the digest's entry for atts (provision.VolumesVar), as the control plane passes it.
+func volumeUses(atts []cloudprovider.Attachment) map[string]any {
+	if len(atts) == 0 {
+		return nil
+	}
+	var list []any
+	for _, a := range atts {
+		list = append(list, map[string]any{"volume_id": "sandbox/sbx-us-1/" + a.VolumeID, "mount_path": a.MountPath})
+	}
+	return map[string]any{VolumesVar: list}
+}
+
+// sameTasks compares two lists of task names as multisets.
+func sameTasks(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+type runError struct {
+	err error
+	res cloudprovider.ProvisionResult
+}
+
+func (e *runError) Error() string {
+	return e.err.Error() + ": " + e.res.FailedTask + ": " + e.res.Message
+}
+
+func asRunError(err error, target **runError) bool {
+	re, ok := err.(*runError)
+	*target = re
+	return ok
+}
+
+// isLink says whether p is a symbolic link (how simhost's mount mounts a volume).
+func isLink(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
+}

@@ -21,11 +21,12 @@ import (
 	mithrilemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 	verdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // The volume lifecycle runs against the emulators of the clouds that keep volumes (Verda, Lambda,
-// Mithril), each over real HTTP on loopback with its real backend; the provisioner is the in-test
+// Mithril), each over real HTTP on loopback with its real backend, and the sandbox; the provisioner is the in-test
 // volumeProvisioner (the playbooks that mount are the provisioning package's tests).
 
 // volumeClouds start each volume cloud's emulator and backend, fresh per call (machines boot in 300 ms).
@@ -42,6 +43,11 @@ var volumeClouds = map[string]func(t *testing.T) cloudprovider.InstanceManagerBa
 		cfg := lambda.Config{APIKey: lambdaemu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + lambdaemu.BasePath,
 			Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond), LaunchInterval: -1, UnhealthyGrace: 300 * time.Millisecond}
 		return backendtest.Must(lambda.New(cfg, backendtest.Inventory(t), nil))(t)
+	},
+	// The sandbox in process, over a directory of its own, without SSH machines.
+	sandbox.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
+		cfg := sandbox.Config{Dir: t.TempDir(), BootTime: 300 * time.Millisecond, DeleteTime: 100 * time.Millisecond}
+		return backendtest.Must(sandbox.New(cfg, backendtest.Inventory(t), nil))(t)
 	},
 	mithril.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
 		srv := mithrilemu.New(mithrilemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, PreemptionWindow: time.Second})

@@ -288,7 +288,8 @@ func (b *Backend) Dir() string { return b.cfg.Dir }
 // three regions, of which sbx-eu-1 has an InfiniBand fabric (its fabric clusters; the others rent
 // clusters of any interconnect only). Machines grow with their GPUs: vCPUs and RAM are per GPU times the count, at the
 // levels the real clouds sell (H100 SXM 26 vCPUs and 225 GB a GPU as at Lambda, L40S 8 and 64 as at
-// UpCloud, RTX PRO 6000 30 and 120 as at Verda).
+// UpCloud, RTX PRO 6000 30 and 120 as at Verda). It has no volume entries: every region has both
+// volume types, unpriced (see VolumeTypes).
 func DefaultCatalog() []CatalogEntry {
 	var out []CatalogEntry
 	type shape struct {

@@ -12,22 +12,47 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
-// A cluster with a shared file system on the Verda emulator (its clusters take NVMe_Shared volumes,
-// FIN-03 has 2-node h200 clusters): only Verda in the volume's region is offered (Lambda has no cluster
-// API, Mithril's clusters are elsewhere: both say where the volume is), every node is ordered with the
-// volume and provisioned with its attachment, the volume's delete is refused naming the nodes, and the
-// cluster's delete keeps the volume.
+// A cluster with a shared file system, on the Verda emulator (its clusters take NVMe_Shared volumes,
+// FIN-03 has 2-node h200 clusters) and on the sandbox (sbx-eu-1's fabric): only the volume's cloud and
+// region is offered (every other cloud says where the volume is: Lambda has no cluster API, the others'
+// clusters are elsewhere), every node is ordered with the volume and provisioned with its attachment,
+// the cluster's planned digest is the applied one, the volume's delete is refused naming the nodes, and
+// the cluster's delete keeps the volume.
 func TestClusterWithAVolume(t *testing.T) {
+	cases := []struct {
+		cloud, region, gpuType string
+		others                 []string
+		// elsewhere is a cluster offer of the cloud in another region.
+		elsewhere ClusterPlan
+	}{
+		{cloud: "verda", region: "FIN-03", gpuType: "h200", others: []string{"lambda", "mithril"},
+			elsewhere: ClusterPlan{Cloud: "verda", Pool: "verda-vm-pool", Region: "ICE-01", OfferID: "verda-vm-pool/ICE-01/4x32B200/ondemand@100.00"}},
+		{cloud: "sandbox", region: "sbx-eu-1", gpuType: "h100", others: []string{"lambda", "verda"},
+			elsewhere: ClusterPlan{Cloud: "sandbox", Pool: "sandbox-vm-pool", Region: "sbx-us-1", OfferID: "sandbox-vm-pool/sbx-us-1/2xgpu-h100x8/ondemand@40.00"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.cloud, func(t *testing.T) {
+			t.Parallel()
+			clusterWithAVolume(t, tc.cloud, tc.region, tc.gpuType, tc.others, tc.elsewhere)
+		})
+	}
+}
+
+func clusterWithAVolume(t *testing.T, cloud, region, gpuType string, others []string, elsewhere ClusterPlan) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	vd, lb, mt := volumeClouds["verda"](t), volumeClouds["lambda"](t), volumeClouds["mithril"](t)
+	var backends []cloudprovider.InstanceManagerBackend
+	for _, c := range append([]string{cloud}, others...) {
+		backends = append(backends, volumeClouds[c](t))
+	}
 	prov := &volumeProvisioner{}
-	cp := volumeCP(t, prov, vd, lb, mt)
-	rec, err := cp.CreateVolume(ctx, VolumeSpec{Name: "shared", Type: cloudprovider.VolumeSharedFS, SizeGB: 100, Cloud: "verda", Region: "FIN-03"})
+	cp := volumeCP(t, prov, backends...)
+	rec, err := cp.CreateVolume(ctx, VolumeSpec{Name: "shared", Type: cloudprovider.VolumeSharedFS, SizeGB: 100, Cloud: cloud, Region: region})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := ClusterSpec{Name: "train", GPUType: "h200", GPUCount: 8, Nodes: 2, Kind: "vm", SSHPublicKeys: []string{backendtest.TestKey},
+	where := "volume shared is in " + cloud + "/" + region
+	spec := ClusterSpec{Name: "train", GPUType: gpuType, GPUCount: 8, Nodes: 2, Kind: "vm", SSHPublicKeys: []string{backendtest.TestKey},
 		ProvisioningVars: map[string]any{"team": "ml"}, Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/shared"}}}
 
 	offers, why, err := cp.ClusterOffers(ctx, spec)
@@ -38,12 +63,12 @@ func TestClusterWithAVolume(t *testing.T) {
 		t.Fatalf("no cluster offer where the volume is: %v", why)
 	}
 	for _, o := range offers {
-		if o.Cloud != "verda" || o.Region != "FIN-03" {
-			t.Errorf("cluster offer %s is not in verda/FIN-03", o.ID)
+		if o.Cloud != cloud || o.Region != region {
+			t.Errorf("cluster offer %s is not in %s/%s", o.ID, cloud, region)
 		}
 	}
-	for _, c := range []string{"lambda", "mithril"} {
-		if why[c] != "volume shared is in verda/FIN-03" {
+	for _, c := range others {
+		if why[c] != where {
 			t.Errorf("%s: %q, want where the volume is", c, why[c])
 		}
 	}
@@ -53,13 +78,12 @@ func TestClusterWithAVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A quote made before the volume was asked, elsewhere, is not reused, and not created from.
-	elsewhere := ClusterPlan{Cloud: "verda", Pool: "verda-vm-pool", Region: "ICE-01", OfferID: "verda-vm-pool/ICE-01/4x32B200/ondemand@100.00"}
 	if again, err := cp.PlanNewCluster(ctx, spec, &ClusterQuote{Plan: elsewhere}); err != nil || again.OfferID != plan.OfferID {
 		t.Errorf("re-plan with a quote elsewhere: %s, %v; want %s", again.OfferID, err, plan.OfferID)
 	}
 	var me *MismatchError
 	if _, err := cp.CreateCluster(ctx, spec, elsewhere, nil); !errors.As(err, &me) || me.Field != "volumes" ||
-		!strings.Contains(err.Error(), "volume shared is in verda/FIN-03") {
+		!strings.Contains(err.Error(), where) {
 		t.Errorf("creating a cluster elsewhere than its volume: %v", err)
 	}
 	crec, err := cp.CreateCluster(ctx, spec, plan, nil)
@@ -98,7 +122,7 @@ func TestClusterWithAVolume(t *testing.T) {
 	if !slices.Equal(rec.AttachedTo, nodes) {
 		t.Errorf("volume attached to %v, want the nodes %v", rec.AttachedTo, nodes)
 	}
-	list := cp.Machines(ctx, []string{"verda"})
+	list := cp.Machines(ctx, []string{cloud})
 	if i := slices.IndexFunc(list.Volumes, func(v ListedVolume) bool { return v.Volume.ID == rec.CloudVolumeID }); i < 0 || !slices.Equal(list.Volumes[i].UsedBy, nodes) {
 		t.Errorf("Machines lists volumes %+v, want %s used by %v", list.Volumes, rec.CloudName, nodes)
 	}

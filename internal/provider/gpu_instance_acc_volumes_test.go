@@ -243,7 +243,7 @@ func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
 			Config: config(2, "/mnt/ckpt"),
 			ConfigPlanChecks: preApply(
 				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate),
-				planUnknown("provisioning_digest"),
+				planUnknown("status"),
 			),
 			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
 			Check:             resource.ComposeTestCheckFunc(v.newMachine(false), v.readBack("/mnt/ckpt")),

@@ -34,6 +34,8 @@ type ClusterSpec struct {
 	MinBusBandwidthGBps float64
 	// ReplaceWhenUnhealthy replaces a ready cluster with an unhealthy node (PlanClusterChange).
 	ReplaceWhenUnhealthy bool
+	// ReplaceWhenPreempted replaces a cluster its cloud interrupted (ClusterRecord.Interruption).
+	ReplaceWhenPreempted bool
 	// BidTimeout bounds how long CreateCluster waits for an order the cloud has not allocated yet (an
 	// auction bid for the nodes) before it cancels it (0: no bound; wait as for any boot).
 	BidTimeout time.Duration
@@ -63,6 +65,8 @@ type ClusterNodeRecord struct {
 	// is the login node's key, pinned as HostKey is (the cloud reports none): kept across refreshes
 	// and passed to every later connection, so a login node whose key changed is refused.
 	SSHJump *cloudprovider.SSHEndpoint
+	// Interruption is the cloud's interruption of the node as last read (Record.Interruption); nil: none.
+	Interruption *cloudprovider.Interruption
 }
 
 // ClusterRecord is a cluster as the state holds it.
@@ -86,6 +90,9 @@ type ClusterRecord struct {
 	// ProvisioningError says why provisioning or the cluster check failed (status error); "" when
 	// they did not, so an error status without it is the cloud's.
 	ProvisioningError string
+	// Interruption is the first notice among the nodes' (clusterInterruption): a cluster is
+	// interrupted when any node is, since it is one order; nil when none is.
+	Interruption *cloudprovider.Interruption
 }
 
 // ClusterQuote is the choice an earlier plan of a cluster create recorded, reused so that plan and
@@ -245,6 +252,12 @@ func (cp *ControlPlane) PlanClusterChange(spec ClusterSpec, prior ClusterRecord)
 		plan.Notices = append(plan.Notices, Notice{Field: field, Summary: "Replacing the GPU cluster",
 			Detail: fmt.Sprintf("hydra_gpu_cluster %q (%s) %s; a cluster cannot change that in place, so this plan replaces it.", spec.Name, prior.ID, why)})
 		return plan, nil
+	}
+	if planClusterInterruption(spec, prior, &plan) {
+		if plan.Change == Replace {
+			return plan, nil
+		}
+		return plan, cp.CountBudget(budgetName(spec.Name), "in state, "+prior.ID, prior.PricePerHour)
 	}
 	var unhealthy []string
 	for _, n := range prior.Nodes {

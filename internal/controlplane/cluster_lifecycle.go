@@ -484,6 +484,7 @@ func (r *ClusterRecord) observe(c cloudprovider.Cluster) {
 			r.Status = string(cloudprovider.StatusRunning)
 		}
 	}
+	r.Interruption = clusterInterruption(r.Nodes, r.Status, r.Interruption)
 }
 
 // Hostfile is a cluster's hostfile for mpirun and torchrun: one line per node, `<private_ip>
@@ -534,7 +535,8 @@ func pinnedJump(inst cloudprovider.Instance, r Record) cloudprovider.Instance {
 // record is a node as a machine's Record, so that the machines' lifecycle (Observe, BringUp, health,
 // markers, drain) serves it.
 func (n ClusterNodeRecord) record() Record {
-	r := Record{Name: n.Name, ID: n.ID, Status: cloudprovider.Status(n.Status), HostKey: n.HostKey, Health: Health{Status: n.Health}}
+	r := Record{Name: n.Name, ID: n.ID, Status: cloudprovider.Status(n.Status), HostKey: n.HostKey, Health: Health{Status: n.Health},
+		Interruption: n.Interruption}
 	if n.SSHHost != "" {
 		r.SSH = &cloudprovider.SSHEndpoint{Host: n.SSHHost, Port: n.SSHPort, User: n.SSHUser}
 		if n.SSHJump != nil {
@@ -547,7 +549,8 @@ func (n ClusterNodeRecord) record() Record {
 
 // nodeRecord is a machine Record as a cluster node.
 func nodeRecord(r Record, privateIP string) ClusterNodeRecord {
-	n := ClusterNodeRecord{ID: r.ID, Name: r.Name, PrivateIP: privateIP, HostKey: r.HostKey, Status: string(r.Status), Health: r.Health.Status}
+	n := ClusterNodeRecord{ID: r.ID, Name: r.Name, PrivateIP: privateIP, HostKey: r.HostKey, Status: string(r.Status), Health: r.Health.Status,
+		Interruption: r.Interruption}
 	if r.SSH != nil {
 		n.SSHHost, n.SSHPort, n.SSHUser = r.SSH.Host, r.SSH.Port, r.SSH.User
 		if r.SSH.Jump != nil {
@@ -744,11 +747,16 @@ func (cp *ControlPlane) RefreshCluster(ctx context.Context, rec *ClusterRecord) 
 		return false, err
 	}
 	c, err := cb.GetCluster(ctx, rec.CloudClusterID)
-	if cloudprovider.IsNotFound(err) || err == nil && c.Status == cloudprovider.StatusTerminated {
+	if cloudprovider.IsNotFound(err) || err == nil && c.Status == cloudprovider.StatusTerminated && !takenBack(c) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	if c.Status == cloudprovider.StatusTerminated {
+		// Taken back by its cloud: kept, so the state shows the interruption and the plan replaces it.
+		rec.observe(c)
+		return true, nil
 	}
 	cp.heldCluster(ctx, cp.clusterJournal(), rec.Name, c)
 	rec.observe(c)

@@ -379,3 +379,39 @@ func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 		})
 	}
 }
+
+// TestAccGPUInstance_volumeAfterPreemption: a spot machine with a volume, preempted at the sandbox
+// (a short notice, then taken back): the next plan replaces it (replace_when_preempted), and the
+// replacement reads back over SSH what the preempted machine wrote on the volume.
+func TestAccGPUInstance_volumeAfterPreemption(t *testing.T) {
+	requireProvisioningTools(t)
+	s := newTestSandbox(t)
+	v := &volumeMachine{t: t, key: newCustomerKey(t), res: resourceName, files: map[string]string{}}
+	cfg := s.provisionedConfig("") + volumeConfig("spotdata", "block", "sandbox", "sbx-us-1") +
+		testAccGPUInstanceConfig_basic("spotvol", "h100", fmt.Sprintf("  spot = true\n  ssh_public_keys = [%q]\n%s", v.key.line, volumesAt("/data")))
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{
+			Config:            cfg,
+			ConfigPlanChecks:  preApply(planKnown("region", "sbx-us-1"), planKnown("is_spot", true)),
+			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
+			Check:             resource.ComposeTestCheckFunc(v.newMachine(false), v.write("/data", "before-preemption")),
+		},
+		{
+			PreConfig: func() {
+				live := s.live()
+				if len(live) != 1 {
+					t.Fatalf("live machines: %+v", live)
+				}
+				// One second's notice; the sandbox takes the machine back once it has passed.
+				if err := s.sb.Preempt(live[0].ID, time.Second); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(1500 * time.Millisecond)
+			},
+			Config:            cfg,
+			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
+			Check:             resource.ComposeTestCheckFunc(v.newMachine(true), v.readBack("/data"), s.checkLive(1), s.checkCreated(2)),
+		},
+	})
+}

@@ -105,7 +105,7 @@ func (p volumePlaces) filterClusters(offers []cloudprovider.ClusterOffer, why ma
 		plain[i] = o.Offer
 	}
 	p.filter(plain, why)
-	return slices.DeleteFunc(slices.Clone(offers), func(o cloudprovider.ClusterOffer) bool { return !p.serves(o.Offer.Cloud, o.Offer.Region) })
+	return slices.DeleteFunc(slices.Clone(offers), func(o cloudprovider.ClusterOffer) bool { return !p.serves(o.Cloud, o.Region) })
 }
 
 // noVolumeOffer is the error of a hydra_gpu_offer read whose every offer is in a region without the

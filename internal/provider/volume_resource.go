@@ -83,10 +83,10 @@ func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// resized reports whether a volume's configured size changes (null to a value or back counts: either
-// replaces it).
+// resized reports whether a volume's size changes (a size the state does not hold, as an import from
+// a cloud that states none leaves it, is only recorded: see replaceIfSized).
 func resized(state, plan types.Int64) bool {
-	return !plan.IsUnknown() && !state.Equal(plan) && !(state.IsNull() && plan.IsNull())
+	return !state.IsNull() && !plan.IsUnknown() && !state.Equal(plan)
 }
 
 // addVolumePlanError reports PlanVolume's refusal on the attribute it concerns.

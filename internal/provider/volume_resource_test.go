@@ -3,8 +3,10 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -14,8 +16,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	emulambda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 const volumeResourceName = "hydra_volume.test"
@@ -409,5 +413,70 @@ func TestAccVolume_emulators(t *testing.T) {
 		},
 		ImportStateVerify:       true,
 		ImportStateVerifyIgnore: []string{"timeouts"},
+	}})
+}
+
+// TestAccVolume_lambdaEmulator: on Lambda's emulator a shared_fs volume (a file system) is created;
+// Lambda states no size and no price, so size_gb stays as configured and the price is null. Removed
+// from the state and imported, the volume has no size: the next plan records the configured one in
+// place, never replacing (deleting) the file system for it. A block volume there fails at plan, naming
+// what Lambda has. (30 s wall, 6 CPU-s: the Lambda client keeps Lambda's documented 1 request/s.)
+func TestAccVolume_lambdaEmulator(t *testing.T) {
+	emu := emulambda.New(emulambda.Options{Options: simulation.Options{BootDuration: time.Second}})
+	srv := httptest.NewServer(emu)
+	t.Cleanup(srv.Close)
+	provider := fmt.Sprintf(`
+provider "hydra" {
+  plan_quote_dir = %q
+  provisioning {
+    enabled = false
+  }
+  lambda {
+    endpoint = %q
+    api_key  = %q
+  }
+}
+`, t.TempDir(), srv.URL+emulambda.BasePath, emulambda.DefaultAPIKey)
+	cfg := provider + testVolumeConfig("fs", "shared_fs", 100, "lambda", "us-east-1")
+	var first string
+	accTest(t, nil, []resource.TestStep{{
+		Config:   provider + testVolumeConfig("blk", "block", 10, "lambda", "us-east-1"),
+		PlanOnly: true,
+		ExpectError: errorPattern("No block volumes for hydra_volume blk", "lambda has no block volumes in us-east-1; it has:",
+			"shared_fs"),
+	}, {
+		Config: cfg,
+		ConfigStateChecks: []statecheck.StateCheck{
+			volumeState("cloud", "lambda"),
+			volumeState("size_gb", int64(100)),
+			volumeState("price_usd_per_month", knownvalue.Null()),
+			volumeState("cloud_name", like(`^lambda-vm-fs--[a-z2-7]{8}$`)),
+		},
+		Check: func(st *terraform.State) error { first = stateVolumeID(st); return nil },
+	}, {
+		// Out of the state, kept at the cloud, so that it can be imported.
+		Config: provider + "removed {\n  from = hydra_volume.test\n  lifecycle {\n    destroy = false\n  }\n}\n",
+	}, {
+		ResourceName:       volumeResourceName,
+		Config:             cfg,
+		ImportState:        true,
+		ImportStateIdFunc:  func(*terraform.State) (string, error) { return "lambda/" + first, nil },
+		ImportStatePersist: true,
+		ImportStateCheck: func(states []*terraform.InstanceState) error {
+			if len(states) != 1 || states[0].Attributes["size_gb"] != "" || states[0].Attributes["cloud_volume_id"] != first {
+				return fmt.Errorf("imported %+v; want volume %s without a size", states, first)
+			}
+			return nil
+		},
+	}, {
+		Config:            cfg,
+		ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(volumeResourceName, plancheck.ResourceActionUpdate)),
+		ConfigStateChecks: []statecheck.StateCheck{volumeState("size_gb", int64(100))},
+		Check: func(st *terraform.State) error {
+			if id := stateVolumeID(st); id != first {
+				return fmt.Errorf("the file system is %s after the import's plan; want %s kept", id, first)
+			}
+			return nil
+		},
 	}})
 }

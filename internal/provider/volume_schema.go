@@ -67,7 +67,7 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"it, the apply fails and nothing is deleted). The plan warns when it would.", maxVolumeSizeGB),
 				Required:      true,
 				Validators:    []validator.Int64{volumeSize{}},
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(replaceIfSized, replaceIfSizedWhy, replaceIfSizedWhy)},
 			},
 			"cloud": schema.StringAttribute{
 				MarkdownDescription: "The cloud that keeps the volume (" + knownCloudsMarkdown() + "); its block must be in the " +
@@ -140,4 +140,14 @@ func (knownCloud) ValidateString(_ context.Context, req validator.StringRequest,
 	if msg := cloudProblem(req.ConfigValue.ValueString()); msg != "" {
 		resp.Diagnostics.AddAttributeError(req.Path, "Unknown cloud", fmt.Sprintf("%s: %s", req.Path, msg))
 	}
+}
+
+// replaceIfSizedWhy describes replaceIfSized.
+const replaceIfSizedWhy = "Replaces the volume when its size changes; a size the state does not hold (an imported volume " +
+	"whose cloud states none) is only recorded."
+
+// replaceIfSized replaces a volume whose size changes, unless the state holds no size: a volume
+// imported from a cloud whose volumes have no size then takes the configured one in place.
+func replaceIfSized(_ context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull()
 }

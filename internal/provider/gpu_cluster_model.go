@@ -20,6 +20,8 @@ type gpuClusterModel struct {
 	Interconnect         types.String  `tfsdk:"interconnect"`
 	NCCLCheck            types.Object  `tfsdk:"nccl_check"`
 	ReplaceWhenUnhealthy types.Bool    `tfsdk:"replace_when_unhealthy"`
+	ReplaceWhenPreempted types.Bool    `tfsdk:"replace_when_preempted"`
+	Interruption         types.Object  `tfsdk:"interruption"`
 	CloudClusterID       types.String  `tfsdk:"cloud_cluster_id"`
 	Node                 types.List    `tfsdk:"node"`
 	Hostfile             types.String  `tfsdk:"hostfile"`
@@ -94,7 +96,7 @@ func (m *gpuClusterModel) record(ctx context.Context, diags *diag.Diagnostics) c
 		Status: m.Status.ValueString(), ProvisioningDigest: m.ProvisioningDigest.ValueString(),
 		PricePerHour: usdOf(m.PricePerHour), Hostfile: m.Hostfile.ValueString(), BusBandwidthGBps: m.BusBandwidth.ValueFloat64(),
 		GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()), Interconnect: cloudprovider.Interconnect(m.Interconnect.ValueString()),
-		ProvisioningError: m.ProvisioningError.ValueString(),
+		ProvisioningError: m.ProvisioningError.ValueString(), Interruption: interruptionOf(m.Interruption),
 	}
 	if !m.NCCLEnv.IsNull() && !m.NCCLEnv.IsUnknown() {
 		diags.Append(m.NCCLEnv.ElementsAs(ctx, &rec.NCCLEnv, false)...)
@@ -111,6 +113,9 @@ func (m *gpuClusterModel) record(ctx context.Context, diags *diag.Diagnostics) c
 			n := controlplane.ClusterNodeRecord{ID: s("id"), Name: s("name"), SSHHost: s("ssh_host"),
 				SSHUser: s("ssh_user"), PrivateIP: s("private_ip"), HostKey: s("host_key"), Status: s("status"), Health: s("health"),
 				SSHPort: int(port.ValueInt64())}
+			if it, ok := a["interruption"].(types.Object); ok {
+				n.Interruption = interruptionOf(it)
+			}
 			if s("ssh_jump_host") != "" {
 				jumpPort, _ := a["ssh_jump_port"].(types.Int64)
 				n.SSHJump = &cloudprovider.SSHEndpoint{Host: s("ssh_jump_host"), Port: int(jumpPort.ValueInt64()), User: s("ssh_jump_user"),
@@ -151,7 +156,7 @@ func (m *gpuClusterModel) setRecord(ctx context.Context, rec controlplane.Cluste
 			"ssh_user": stringOrNull(n.SSHUser), "private_ip": stringOrNull(n.PrivateIP), "host_key": stringOrNull(n.HostKey),
 			"status": stringOrNull(n.Status), "health": stringOrNull(n.Health),
 			"ssh_jump_host": stringOrNull(jump.Host), "ssh_jump_port": portOrNull(jump.Port), "ssh_jump_user": stringOrNull(jump.User),
-			"ssh_jump_host_key": stringOrNull(jump.HostKey),
+			"ssh_jump_host_key": stringOrNull(jump.HostKey), "interruption": interruptionValue(n.Interruption),
 		})
 		diags.Append(d...)
 		elems = append(elems, obj)
@@ -159,6 +164,10 @@ func (m *gpuClusterModel) setRecord(ctx context.Context, rec controlplane.Cluste
 	list, d := types.ListValue(types.ObjectType{AttrTypes: clusterNodeAttrTypes}, elems)
 	diags.Append(d...)
 	m.Node = list
+	m.Interruption = interruptionValue(rec.Interruption)
+	if m.ReplaceWhenPreempted.IsNull() || m.ReplaceWhenPreempted.IsUnknown() {
+		m.ReplaceWhenPreempted = types.BoolValue(true) // a state from before the attribute: its default
+	}
 }
 
 // setImported fills every attribute an imported cluster can tell (the request as the record shows

@@ -163,6 +163,7 @@ func (r *gpuClusterResource) planChange(ctx context.Context, req resource.Modify
 	_, varsKnown, _ := plan.vars(ctx)
 	spec.ProvisioningVarsUnknown = !varsKnown
 	spec.ReplaceWhenUnhealthy = plan.ReplaceWhenUnhealthy.ValueBool()
+	spec.ReplaceWhenPreempted = plan.ReplaceWhenPreempted.ValueBool()
 	rec := state.record(ctx, &resp.Diagnostics)
 	change, err := r.data.cp.PlanClusterChange(spec, rec)
 	if !decided(&resp.Diagnostics, change.Notices, err) {
@@ -174,6 +175,7 @@ func (r *gpuClusterResource) planChange(ctx context.Context, req resource.Modify
 		// Terraform replaces for a path whose value changes: the status (and the nodes, whose health
 		// may be the reason) are new with the replacement.
 		plan.Status, plan.Node = types.StringUnknown(), types.ListUnknown(plan.Node.ElementType(ctx))
+		plan.Interruption = types.ObjectUnknown(interruptionTypes)
 		resp.RequiresReplace.Append(path.Root(replacedBecause(change.ReplaceBecause)), path.Root("status"))
 	case controlplane.Reprovision:
 		if u := r.data.provisioningUnavailable; u != nil {

@@ -34,6 +34,7 @@ var clusterNodeAttrTypes = map[string]attr.Type{
 	"ssh_user": types.StringType, "private_ip": types.StringType, "host_key": types.StringType,
 	"status": types.StringType, "health": types.StringType,
 	"ssh_jump_host": types.StringType, "ssh_jump_port": types.Int64Type, "ssh_jump_user": types.StringType, "ssh_jump_host_key": types.StringType,
+	"interruption": nodeInterruptionType,
 }
 
 // ncclCheckAttrTypes is nccl_check's object.
@@ -108,6 +109,8 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
 			},
+			"replace_when_preempted": clusterReplaceWhenPreemptedSchema(),
+			"interruption":           clusterInterruptionSchema(),
 			"offer_id": keptString("The chosen cluster offer, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>` (the price is " +
 				"the whole cluster's), chosen at plan time."),
 			"price_usd_per_hour": schema.Float64Attribute{
@@ -165,6 +168,7 @@ func nodeAttributes() map[string]schema.Attribute {
 		"ssh_port": schema.Int64Attribute{MarkdownDescription: "SSH port of the node.", Computed: true},
 		"ssh_jump_port": schema.Int64Attribute{MarkdownDescription: "SSH port of `ssh_jump_host`; null when the node is reached directly.",
 			Computed: true},
+		"interruption": nodeInterruptionSchema(),
 	}
 	for name, desc := range map[string]string{
 		"id":         "The cloud's own identifier of the node.",

@@ -23,9 +23,10 @@ import (
 // ImportVolume (read), DeleteVolume.
 
 var (
-	_ resource.ResourceWithConfigure   = (*volumeResource)(nil)
-	_ resource.ResourceWithModifyPlan  = (*volumeResource)(nil)
-	_ resource.ResourceWithImportState = (*volumeResource)(nil)
+	_ resource.ResourceWithConfigure      = (*volumeResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*volumeResource)(nil)
+	_ resource.ResourceWithImportState    = (*volumeResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*volumeResource)(nil)
 )
 
 // defaultVolumeTimeout bounds a volume's create and delete.
@@ -40,6 +41,19 @@ type volumeResource struct {
 
 func (r *volumeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
+}
+
+// volumeWalkName is a volume's name in the walk (its id), apart from machines and clusters.
+func volumeWalkName(id string) string { return "volume:" + id }
+
+// ValidateConfig counts the volume's id in the walk, so that two volumes of one id fail at plan.
+func (r *volumeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m volumeModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if r.data == nil || resp.Diagnostics.HasError() || m.Name.IsUnknown() || m.Cloud.IsUnknown() || m.Region.IsUnknown() {
+		return
+	}
+	r.data.walk.validated(volumeWalkName(controlplane.VolumeID(m.Cloud.ValueString(), m.Region.ValueString(), m.Name.ValueString())))
 }
 
 func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -71,6 +85,13 @@ func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	}
 	if !plan.Name.IsUnknown() && !plan.Cloud.IsUnknown() && !plan.Region.IsUnknown() {
 		plan.ID = types.StringValue(controlplane.VolumeID(spec.Cloud, spec.Region, spec.Name))
+		if r.data.walk.sharedName(volumeWalkName(plan.ID.ValueString())) {
+			resp.Diagnostics.AddAttributeError(path.Root("name"), "Two volumes share one id",
+				fmt.Sprintf("More than one hydra_volume in this configuration is named %q in %s/%s: they would be one volume at the "+
+					"cloud, and destroying either would delete the other's data. Give each its own name (with count or for_each, "+
+					"include count.index or each.key in it).", spec.Name, spec.Cloud, spec.Region))
+			return
+		}
 	}
 	if !known {
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,8 +310,8 @@ func (s *testSandbox) createWithVolume(t *testing.T, name, region, vol, mountPat
 }
 
 // TestAccVolume_unsupportedType: a volume type the cloud lacks in the region fails at plan, naming
-// what the region has, and nothing is created; so does a volume without a size (at validate), and a
-// cloud the provider does not configure.
+// what the region has, and nothing is created; so do two volumes of one id, a volume without a size (at
+// validate), and a cloud the provider does not configure.
 func TestAccVolume_unsupportedType(t *testing.T) {
 	s := newTestSandbox(t)
 	s.addEntry(sandbox.CatalogEntry{Region: "sbx-us-1", VolumeType: "block"})
@@ -318,6 +319,11 @@ func TestAccVolume_unsupportedType(t *testing.T) {
 		Config:      s.providerConfig("") + testVolumeConfig("data", "shared_fs", 10, "sandbox", "sbx-us-1"),
 		PlanOnly:    true,
 		ExpectError: errorPattern("No shared_fs volumes for hydra_volume data", "sbx-us-1", "block", "volume_type"),
+	}, {
+		Config: s.providerConfig("") + testVolumeConfig("twice", "block", 1, "sandbox", "sbx-us-1") +
+			strings.Replace(testVolumeConfig("twice", "block", 2, "sandbox", "sbx-us-1"), `"test"`, `"again"`, 1),
+		PlanOnly:    true,
+		ExpectError: errorPattern("Two volumes share one id", `named "twice" in sandbox/sbx-us-1`),
 	}, {
 		Config:      s.providerConfig("") + testVolumeConfig("data", "block", 0, "sandbox", "sbx-us-1"),
 		PlanOnly:    true,

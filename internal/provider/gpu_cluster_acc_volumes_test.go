@@ -31,32 +31,39 @@ func nodeAttrs(st *terraform.State, i int) (map[string]string, error) {
 
 // TestAccGPUCluster_sharedVolumeKeepsData: a 2-node sandbox cluster with a shared_fs hydra_volume,
 // provisioned with the real playbooks: a file written over SSH on node 1 is read on node 2 (one file
-// system), and after the cluster is replaced (-replace) both new nodes read it back. The cluster is
-// placed in the volume's region (sbx-us-1), not the cheapest (sbx-eu-1).
+// system), and after the cluster is replaced (-replace) both new nodes read it back; a changed mount
+// path provisions the nodes again in place. The cluster is placed in the volume's region (sbx-us-1),
+// not the cheapest (sbx-eu-1).
 func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	key := newCustomerKey(t)
-	cfg := s.provisionedConfig("") + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") +
-		clusterConfig("vols", "h100", 1, 2, fmt.Sprintf("  interconnect = \"any\"\n  ssh_public_keys = [%q]\n%s", key.line, volumesAt("/shared")))
+	config := func(mount string) string {
+		return s.provisionedConfig("") + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") +
+			clusterConfig("vols", "h100", 1, 2, fmt.Sprintf("  interconnect = \"any\"\n  ssh_public_keys = [%q]\n%s", key.line, volumesAt(mount)))
+	}
+	cfg := config("/shared")
 	text := randomText(t)
 	var nodes []string
-	readOnEvery := func(st *terraform.State) error {
-		for i := range 2 {
-			a, err := nodeAttrs(st, i)
-			if err != nil {
-				return err
+	readAt := func(mount string) resource.TestCheckFunc {
+		return func(st *terraform.State) error {
+			for i := range 2 {
+				a, err := nodeAttrs(st, i)
+				if err != nil {
+					return err
+				}
+				got, err := key.sshRun(a, fmt.Sprintf(`cat "$HYDRA_ROOT"%s/proof`, mount))
+				if err != nil {
+					return fmt.Errorf("node %d (%s): %w", i+1, a["name"], err)
+				}
+				if strings.TrimSpace(got) != text {
+					return fmt.Errorf("node %d (%s) reads %q, want %q", i+1, a["name"], got, text)
+				}
 			}
-			got, err := key.sshRun(a, `cat "$HYDRA_ROOT"/shared/proof`)
-			if err != nil {
-				return fmt.Errorf("node %d (%s): %w", i+1, a["name"], err)
-			}
-			if strings.TrimSpace(got) != text {
-				return fmt.Errorf("node %d (%s) reads %q, want %q", i+1, a["name"], got, text)
-			}
+			return nil
 		}
-		return nil
 	}
+	readOnEvery := readAt("/shared")
 	newNodes := func(st *terraform.State) error {
 		for i := range 2 {
 			a, err := nodeAttrs(st, i)
@@ -93,6 +100,13 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate)),
 			ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready")},
 			Check:             resource.ComposeTestCheckFunc(newNodes, readOnEvery, s.checkLive(2)),
+		},
+		{
+			// Only the mount path changes: every node provisioned again in place, the data at the new path.
+			Config:            config("/mnt/shared"),
+			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionUpdate)),
+			ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready")},
+			Check:             resource.ComposeTestCheckFunc(readAt("/mnt/shared"), s.checkCreated(4)),
 		},
 	})
 }

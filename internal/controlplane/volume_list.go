@@ -73,12 +73,12 @@ func (cp *ControlPlane) listVolumes(ctx context.Context, clouds []string, res *L
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cp.opts.OfferTimeout)
 			defer cancel()
 			list, err := vb.ListVolumes(lctx, pool.Prefix)
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
 				if lctx.Err() != nil {
 					err = fmt.Errorf("timed out after %s", cp.opts.OfferTimeout)
 				}
+				mu.Lock()
+				defer mu.Unlock()
 				why := "volumes: " + err.Error()
 				if prior, ok := res.Unreachable[c]; ok {
 					why = prior + "; " + why
@@ -86,6 +86,7 @@ func (cp *ControlPlane) listVolumes(ctx context.Context, clouds []string, res *L
 				res.Unreachable[c] = why
 				return
 			}
+			var out []ListedVolume
 			var nodes map[string]string // the cloud's cluster nodes, read when a volume names a machine not listed
 			for _, v := range list {
 				lv := ListedVolume{Volume: v, Pool: pool, Resource: v.Owner.Resource, Ownership: OwnedUnrecorded}
@@ -118,8 +119,11 @@ func (cp *ControlPlane) listVolumes(ctx context.Context, clouds []string, res *L
 				if !v.CreatedAt.IsZero() {
 					lv.Age = cp.Now().Sub(v.CreatedAt)
 				}
-				res.Volumes = append(res.Volumes, lv)
+				out = append(out, lv)
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.Volumes = append(res.Volumes, out...)
 		}()
 	}
 	wg.Wait()

@@ -37,8 +37,7 @@ func (b *Backend) Preempt(id string, window time.Duration) error {
 			if !r.Spot || !r.DeletedAt.IsZero() || !r.PreemptNoticeAt.IsZero() {
 				return fmt.Errorf("sandbox: instance %s is not a live spot machine without notice", id)
 			}
-			r.PreemptNoticeAt, r.PreemptEndsAt = now, now.Add(window)
-			return writeSignal(filepath.Join(b.machineDir(id), "root"), r.PreemptEndsAt)
+			return b.giveNotice(r, now, window)
 		}
 		return fmt.Errorf("sandbox: no instance %s", id)
 	})

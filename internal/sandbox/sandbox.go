@@ -134,6 +134,9 @@ type Faults struct {
 	// PartialClusters makes the next N cluster creates run out of stock before their last node, after
 	// the others started: the cloud delivered all but one (the create terminates them; see CreateCluster).
 	PartialClusters int `json:"partial_clusters,omitempty"`
+	// Preempt preempts the named spot machines or cluster nodes with notice on the next call (see
+	// PreemptFault); each entry is used up once it fires.
+	Preempt []PreemptFault `json:"preempt,omitempty"`
 }
 
 // Ownership is the ownership record the sandbox keeps with an instance (cloudprovider.Ownership).
@@ -536,7 +539,11 @@ func (b *Backend) call(ctx context.Context, op string) error {
 			}
 			latency = time.Duration(f.Latency)
 			retryAfter = time.Duration(max(f.RetryAfterSeconds, 1)) * time.Second
-			if status, _ = f.Take(http.StatusServiceUnavailable); status == 0 {
+			fired, err := b.firePreemptFaults(&f)
+			if err != nil {
+				return err
+			}
+			if status, _ = f.Take(http.StatusServiceUnavailable); status == 0 && !fired {
 				return nil
 			}
 			return writeJSON(filepath.Join(b.cfg.Dir, FaultsFile), f)

@@ -307,6 +307,9 @@ type Imported struct {
 	// MarkerUnread, when set, is why the marker could not be read (the machine then imports as
 	// running and the next apply provisions it).
 	MarkerUnread error
+	// Volumes are the hydra volumes the machine has (machineVolumes), sorted by id; their MountPath is
+	// "" (the cloud does not say where the playbooks mounted them).
+	Volumes []VolumeUse
 }
 
 // Import reads the machine with the cloud-side name name for an import: found is false when it does
@@ -329,6 +332,7 @@ func (cp *ControlPlane) Import(ctx context.Context, name string) (imp Imported, 
 		OfferID: OfferID(cloudprovider.Offer{Pool: pm.Pool.Name, Region: inst.Region, InstanceType: inst.InstanceType, Spot: inst.Spot, PricePerHour: inst.PricePerHour})}
 	imp.Record = Record{Name: inst.Name, ID: inst.ID, Status: cloudprovider.StatusRunning, HostKey: inst.HostKey}
 	imp.MarkerUnread = cp.readMarker(ctx, &imp.Record, inst)
+	imp.Volumes = cp.machineVolumes(ctx, pm.Pool.Cloud, inst.ID)
 	cp.Held(ctx, inst)
 	imp.Record.Observe(inst)
 	cp.checkHealth(ctx, &imp.Record, inst)

@@ -378,6 +378,30 @@ func (cp *ControlPlane) clusterNodeNames(ctx context.Context, cloud string) map[
 	return out
 }
 
+// machineVolumes are the hydra volumes (named with the cloud's volume pool prefix and a token) that
+// the machine with cloud id id uses, as hydra_volume ids sorted, with no mount path. nil where the
+// cloud has no volume API or its volumes cannot be listed (logged).
+func (cp *ControlPlane) machineVolumes(ctx context.Context, cloud, id string) []VolumeUse {
+	vb, pool, err := cp.volumeBackend(cloud)
+	if err != nil {
+		return nil
+	}
+	list, err := vb.ListVolumes(ctx, pool.Prefix)
+	if err != nil {
+		cp.logger(ctx).Warn("could not list the volumes to find the machine's", "cloud", cloud, "id", id, "error", err)
+		return nil
+	}
+	var out []VolumeUse
+	for _, v := range list {
+		name, token, ok := cloudprovider.ParseCloudName(pool, v.Name)
+		if ok && token != "" && slices.Contains(v.AttachedTo, id) {
+			out = append(out, VolumeUse{ID: VolumeID(cloud, v.Region, name)})
+		}
+	}
+	slices.SortFunc(out, func(a, b VolumeUse) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
 // RefreshVolume reads rec's volume back from its cloud, by CloudVolumeID (by its ID's name when that
 // is empty): found is false when it is gone. It updates rec (size, attachments by machine name,
 // price, the cloud-side name and id).

@@ -137,6 +137,9 @@ func TestVolumeLifecycleOnEmulators(t *testing.T) {
 			if !slices.Equal(rec.AttachedTo, []string{m1.Name}) {
 				t.Errorf("volume attached to %v, want [%s]", rec.AttachedTo, m1.Name)
 			}
+			if imp, found, err := cp.Import(ctx, m1.Name); err != nil || !found || len(imp.Volumes) != 1 || imp.Volumes[0].ID != rec.ID {
+				t.Errorf("importing %s: volumes %+v (found %v, %v), want %s", m1.Name, imp.Volumes, found, err, rec.ID)
+			}
 			var inUse *VolumeInUseError
 			if err := cp.DeleteVolume(ctx, rec); !errors.As(err, &inUse) || !slices.Equal(inUse.Machines, []string{m1.Name}) ||
 				err.Error() != "used by "+m1.Name+"; destroy or change those first" {

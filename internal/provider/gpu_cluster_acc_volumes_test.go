@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 )
 
 // nodeAttrs are node i's connection attributes of the cluster in the state, named as a machine's.
@@ -131,4 +133,112 @@ func TestAccGPUCluster_volumesInvalid(t *testing.T) {
 		},
 	})
 	s.noneCreated(t, "an invalid volumes plan")
+}
+
+// TestAccGPUCluster_volumeEmulators: on each emulated cloud whose clusters take volumes, a cluster with
+// a shared_fs hydra_volume is placed in the volume's region, every node gets the volume at the cloud
+// (Verda lists each node as the volume's instance; Mithril the cluster's one bid), and its
+// replacement (-replace) gets the same volume (provisioning off).
+func TestAccGPUCluster_volumeEmulators(t *testing.T) {
+	for _, tc := range []struct {
+		cloud, region, gpuType, extra string
+		prepare                       func(*testClouds)
+		// volumes lists the cloud's volumes named for the test, not deleted, with their users.
+		volumes func(*testClouds) []emulatedVolume
+		// users are the cloud's ids that should use the volume: the nodes' or the cluster's.
+		users func(a map[string]string) []string
+	}{
+		{cloud: "verda", region: "FIN-03", gpuType: "h200",
+			volumes: func(c *testClouds) []emulatedVolume {
+				var out []emulatedVolume
+				for _, v := range c.verda.Volumes() {
+					if !v.Trashed && strings.Contains(v.Name, "ckpt") {
+						out = append(out, emulatedVolume{v.ID, v.InstanceIDs})
+					}
+				}
+				return out
+			},
+			users: func(a map[string]string) []string { return []string{a["node.0.id"], a["node.1.id"]} }},
+		{cloud: "mithril", region: "us-central1-a", gpuType: "h100", extra: "  spot = true\n",
+			prepare: func(c *testClouds) {
+				if _, err := c.mithril.SetAuction(emumithril.AuctionChange{Region: "us-central1-a", InstanceType: "h100-80gb.sxm.8x", Capacity: new(4)}); err != nil {
+					c.t.Fatal(err)
+				}
+			},
+			volumes: func(c *testClouds) []emulatedVolume {
+				live := map[string]bool{}
+				for _, b := range c.mithril.LiveBids() {
+					live[b.FID] = true
+				}
+				var out []emulatedVolume
+				for _, v := range c.mithril.Volumes() {
+					if v.Deleted || !strings.Contains(v.Name, "ckpt") {
+						continue
+					}
+					var users []string
+					for _, b := range v.Bids {
+						if live[b] {
+							users = append(users, b)
+						}
+					}
+					out = append(out, emulatedVolume{v.FID, users})
+				}
+				return out
+			},
+			users: func(a map[string]string) []string { return []string{a["cloud_cluster_id"]} }},
+	} {
+		t.Run(tc.cloud, func(t *testing.T) {
+			c := newTestClouds(t, nil)
+			if tc.prepare != nil {
+				tc.prepare(c)
+			}
+			cfg := c.providerConfig(t.TempDir(), tc.cloud) + volumeConfig("ckpt", "shared_fs", tc.cloud, tc.region) +
+				clusterConfig("emuvol", tc.gpuType, 8, 2, fmt.Sprintf("  ssh_public_keys = [%q]\n  interconnect = \"any\"\n%s%s", testSSHKey, tc.extra, volumesAt("/ckpt")))
+			var volumeID string
+			var seen []string
+			sameVolume := func(st *terraform.State) error {
+				a, err := attrs(st, clusterResource)
+				if err != nil {
+					return err
+				}
+				vols := tc.volumes(c)
+				if len(vols) != 1 {
+					return fmt.Errorf("%s has %d volumes named for the test, want 1: %+v", tc.cloud, len(vols), vols)
+				}
+				if volumeID != "" && vols[0].id != volumeID {
+					return fmt.Errorf("the replacement got volume %s, not %s", vols[0].id, volumeID)
+				}
+				volumeID = vols[0].id
+				want := tc.users(a)
+				for _, u := range want {
+					if u == "" || slices.Contains(seen, u) {
+						return fmt.Errorf("the cluster's ids %v are not all new (seen %v)", want, seen)
+					}
+				}
+				seen = append(seen, want...)
+				got := slices.Sorted(slices.Values(vols[0].users))
+				if !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+					return fmt.Errorf("volume %s is used by %v at %s, want %v", volumeID, got, tc.cloud, want)
+				}
+				return nil
+			}
+			accTest(t, c.checkEmpty, []resource.TestStep{
+				{
+					Config: cfg,
+					ConfigPlanChecks: preApply(
+						clusterPlanKnown("cloud", tc.cloud),
+						clusterPlanKnown("region", tc.region),
+					),
+					ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready")},
+					Check:             sameVolume,
+				},
+				{
+					Config:           cfg,
+					Taint:            []string{clusterResource},
+					ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate)),
+					Check:            sameVolume,
+				},
+			})
+		})
+	}
 }

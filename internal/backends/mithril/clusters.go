@@ -177,7 +177,9 @@ func (b *Backend) GetCluster(ctx context.Context, id string) (cloudprovider.Clus
 	if !isClusterBid(bid) {
 		return cloudprovider.Cluster{}, cloudprovider.Errorf(cloudprovider.ErrNotFound, CloudName, "reading cluster", "bid %s is for one instance, not a cluster", id)
 	}
-	return b.clusterOf(ctx, bid, insts), nil
+	c := b.clusterOf(ctx, bid, insts)
+	b.clusterInterruptions(ctx, &c, bid, insts)
+	return c, nil
 }
 
 // bidWithInstances reads one bid and its instances, past ones included.

@@ -340,16 +340,26 @@ func TestAccVolume_unsupportedType(t *testing.T) {
 
 // hydra_gpu_offer's volume_type keeps only offers where that type of volume can be created: with
 // sbx-eu-1 (the cheapest region) keeping only block volumes, the cheapest H100 next to a shared file
-// system is in sbx-us-1; next to a block volume it stays in sbx-eu-1.
+// system is in sbx-us-1 (a cluster of 2 too); next to a block volume it stays in sbx-eu-1.
 func TestAccGPUOffer_volumeType(t *testing.T) {
 	s := newTestSandbox(t)
 	s.addEntry(sandbox.CatalogEntry{Region: "sbx-eu-1", VolumeType: "block"})
 	offer := func(typ string) string {
 		return fmt.Sprintf("data %q %q {\n  gpu_type = \"h100\"\n  volume_type = %q\n}\n", "hydra_gpu_offer", typ, typ)
 	}
+	cluster := `
+data "hydra_gpu_offer" "cluster" {
+  gpu_type     = "h100"
+  nodes        = 2
+  interconnect = "any"
+  volume_type  = "shared_fs"
+}
+`
 	accTest(t, nil, []resource.TestStep{{
-		Config: s.providerConfig("") + offer("shared_fs") + offer("block"),
+		Config: s.providerConfig("") + offer("shared_fs") + offer("block") + cluster,
 		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue("data.hydra_gpu_offer.cluster", tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
+			statecheck.ExpectKnownValue("data.hydra_gpu_offer.cluster", tfjsonpath.New("offers"), noOfferIn("sbx-eu-1")),
 			statecheck.ExpectKnownValue("data.hydra_gpu_offer.shared_fs", tfjsonpath.New("region"), knownvalue.StringExact("sbx-us-1")),
 			statecheck.ExpectKnownValue("data.hydra_gpu_offer.shared_fs", tfjsonpath.New("offers"), noOfferIn("sbx-eu-1")),
 			statecheck.ExpectKnownValue("data.hydra_gpu_offer.block", tfjsonpath.New("region"), knownvalue.StringExact("sbx-eu-1")),

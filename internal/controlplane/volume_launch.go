@@ -56,7 +56,8 @@ func (cp *ControlPlane) resolveMounts(ctx context.Context, uses []VolumeUse) ([]
 }
 
 // attachments asks inst's backend how each volume appears inside inst (VolumeAttacher), sorted by
-// mount path. A backend without VolumeAttacher is an ErrInvalid error saying so.
+// mount path. A backend without VolumeAttacher, and a volume its cloud mounts itself elsewhere than
+// its mount path, are ErrInvalid errors saying so.
 func (cp *ControlPlane) attachments(ctx context.Context, inst cloudprovider.Instance, uses []VolumeUse) ([]cloudprovider.Attachment, error) {
 	if len(uses) == 0 {
 		return nil, nil
@@ -76,9 +77,15 @@ func (cp *ControlPlane) attachments(ctx context.Context, inst cloudprovider.Inst
 		if err != nil {
 			return nil, err
 		}
-		a, err := va.Attachment(ctx, inst, v, path.Clean(u.MountPath))
+		asked := path.Clean(u.MountPath)
+		a, err := va.Attachment(ctx, inst, v, asked)
 		if err != nil {
 			return nil, fmt.Errorf("how volume %s appears inside %s: %w", u.ID, inst.Name, err)
+		}
+		if a.MountedByCloud && path.Clean(a.MountPath) != asked {
+			// The data would not be where the user looks for it (nor in the digest's mounts).
+			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, pm.Pool.Cloud, "mounting volumes",
+				"%s mounts volume %s at %s itself, not at mount_path %s, and hydra cannot move it: set mount_path = %q", pm.Pool.Cloud, u.ID, a.MountPath, asked, a.MountPath)
 		}
 		out = append(out, a)
 	}

@@ -33,11 +33,21 @@ func waitVolume(t *testing.T, ctx context.Context, cp *ControlPlane, rec VolumeR
 	}
 }
 
-// createWithVolume plans and creates machine name with rec mounted at /data, checks what the
+// mountPathOn is where the test mounts a volume on cloud's machines: /data, or /workspace on Prime
+// Intellect, which mounts a pod's disk there itself.
+func mountPathOn(cloud string) string {
+	if cloud == "primeintellect" {
+		return "/workspace"
+	}
+	return "/data"
+}
+
+// createWithVolume plans and creates machine name with rec mounted at mountPathOn(its cloud), checks what the
 // provisioner was given and that the applied digest is the planned one, and returns the record.
 func createWithVolume(t *testing.T, ctx context.Context, cp *ControlPlane, prov *volumeProvisioner, o cloudprovider.Offer, name string, rec VolumeRecord) Record {
 	t.Helper()
-	req := OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", AllowSpot: o.Spot, Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/data"}}}
+	mount := mountPathOn(rec.Cloud)
+	req := OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", AllowSpot: o.Spot, Volumes: []VolumeUse{{ID: rec.ID, MountPath: mount}}}
 	vars := map[string]any{"team": "ml"}
 	plan, err := cp.PlanNew(ctx, NewPlanRequest{Name: name, Request: req, Provisioning: PlannedProvisioning{Kind: "vm", Vars: vars, VarsKnown: true}})
 	if err != nil {
@@ -62,9 +72,9 @@ func createWithVolume(t *testing.T, ctx context.Context, cp *ControlPlane, prov 
 		t.Errorf("applied digest %s, planned %s: the next plan would provision again", got.ProvisioningDigest, plan.Digest)
 	}
 	pr := prov.last(t)
-	if pr.Instance.Name != got.Name || len(pr.Volumes) != 1 || pr.Volumes[0].VolumeID != rec.CloudVolumeID || pr.Volumes[0].MountPath != "/data" ||
+	if pr.Instance.Name != got.Name || len(pr.Volumes) != 1 || pr.Volumes[0].VolumeID != rec.CloudVolumeID || pr.Volumes[0].MountPath != mount ||
 		pr.Volumes[0].Type != rec.Type {
-		t.Errorf("provisioned %s with volumes %+v, want volume %s (%s) at /data", pr.Instance.Name, pr.Volumes, rec.CloudVolumeID, rec.Type)
+		t.Errorf("provisioned %s with volumes %+v, want volume %s (%s) at %s", pr.Instance.Name, pr.Volumes, rec.CloudVolumeID, rec.Type, mount)
 	}
 	a := pr.Volumes[0]
 	if a.Device == "" && a.Source == "" && !a.MountedByCloud {

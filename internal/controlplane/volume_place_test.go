@@ -238,3 +238,33 @@ func TestVolumeAbilitiesMissing(t *testing.T) {
 		})
 	}
 }
+
+// A cloud that mounts a volume itself elsewhere than its mount_path (Prime Intellect mounts a pod's
+// disk at /workspace): the machine is kept in error saying where, and what to set; nothing is
+// provisioned (the data would not be where the user looks).
+func TestVolumeMountedByTheCloudElsewhere(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := volumeClouds["primeintellect"](t)
+	prov := &volumeProvisioner{}
+	cp := volumeCP(t, prov, b)
+	o, typ := volumeOffer(t, ctx, b)
+	rec, err := cp.CreateVolume(ctx, VolumeSpec{Name: "data", Type: typ, SizeGB: 10, Cloud: "primeintellect", Region: o.Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/data"}}}
+	created, err := cp.Create(ctx, CreateRequest{Name: "train", Request: req, SSHPublicKeys: []string{backendtest.TestKey},
+		BringUp: BringUpSpec{GPUType: o.GPUType, GPUCount: o.GPUCount}}, nil)
+	var pf *ProvisioningFailedError
+	want := "mounts volume " + rec.ID + " at /workspace itself, not at mount_path /data, and hydra cannot move it: set mount_path = \"/workspace\""
+	if !errors.As(err, &pf) || created.Record.Status != cloudprovider.StatusError || !strings.Contains(created.Record.ProvisioningError, want) {
+		t.Errorf("create: %v; record %+v; want the machine in error saying %q", err, created.Record, want)
+	}
+	if len(prov.reqs) != 0 {
+		t.Errorf("provisioned %d times", len(prov.reqs))
+	}
+	if err := cp.Terminate(ctx, InstanceRef{Name: created.Record.Name, ID: created.Record.ID}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -15,10 +15,14 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/mithril"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/primeintellect"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/upcloud"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	lambdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	mithrilemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
+	primeemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
+	upcloudemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
 	verdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
@@ -26,7 +30,7 @@ import (
 )
 
 // The volume lifecycle runs against the emulators of the clouds that keep volumes (Verda, Lambda,
-// Mithril), each over real HTTP on loopback with its real backend, and the sandbox; the provisioner is the in-test
+// Mithril, UpCloud, Prime Intellect), each over real HTTP on loopback with its real backend, and the sandbox; the provisioner is the in-test
 // volumeProvisioner (the playbooks that mount are the provisioning package's tests).
 
 // volumeClouds start each volume cloud's emulator and backend, fresh per call (machines boot in 300 ms).
@@ -43,6 +47,21 @@ var volumeClouds = map[string]func(t *testing.T) cloudprovider.InstanceManagerBa
 		cfg := lambda.Config{APIKey: lambdaemu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + lambdaemu.BasePath,
 			Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond), LaunchInterval: -1, UnhealthyGrace: 300 * time.Millisecond}
 		return backendtest.Must(lambda.New(cfg, backendtest.Inventory(t), nil))(t)
+	},
+	// Prime Intellect's offers report no stock count.
+	primeintellect.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
+		srv := primeemu.New(primeemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, DeleteDuration: 100 * time.Millisecond})
+		cfg := primeintellect.Config{APIKey: primeemu.DefaultAPIKey, BaseURL: backendtest.Start(t, srv.Start),
+			Tuning: backendtest.Tuning(10*time.Millisecond, 200*time.Millisecond), EmptyAvailabilityWait: 10 * time.Millisecond}
+		return backendtest.Must(primeintellect.New(cfg, backendtest.Inventory(t), nil))(t)
+	},
+	upcloud.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
+		const user, pass = "hydra-sub", "s3cret-Pass!"
+		srv := upcloudemu.New(upcloudemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, StopDuration: 100 * time.Millisecond,
+			Username: user, Password: pass})
+		cfg := upcloud.Config{Username: user, Password: pass, BaseURL: backendtest.Serve(t, srv) + upcloudemu.APIPrefix,
+			Tuning: backendtest.Tuning(10*time.Millisecond, 200*time.Millisecond), PollInterval: 20 * time.Millisecond, DeleteTimeout: 20 * time.Second}
+		return backendtest.Must(upcloud.New(cfg, backendtest.Inventory(t), nil))(t)
 	},
 	// The sandbox in process, over a directory of its own, without SSH machines.
 	sandbox.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
 // VolumesVar is the playbook variable the provisioning digest carries a machine's volumes under: a
@@ -55,9 +56,14 @@ func (cp *ControlPlane) resolveMounts(ctx context.Context, uses []VolumeUse) ([]
 	return out, nil
 }
 
+// attachAttempts bounds how often attachments asks a cloud about one volume that is not attached yet
+// (about 4 minutes with the default poll pauses).
+const attachAttempts = 20
+
 // attachments asks inst's backend how each volume appears inside inst (VolumeAttacher), sorted by
-// mount path. A backend without VolumeAttacher, and a volume its cloud mounts itself elsewhere than
-// its mount path, are ErrInvalid errors saying so.
+// mount path. A volume the cloud has not attached yet (ErrOther) is asked again (attachAttempts). A
+// backend without VolumeAttacher, and a volume its cloud mounts itself elsewhere than its mount path,
+// are ErrInvalid errors saying so.
 func (cp *ControlPlane) attachments(ctx context.Context, inst cloudprovider.Instance, uses []VolumeUse) ([]cloudprovider.Attachment, error) {
 	if len(uses) == 0 {
 		return nil, nil
@@ -78,7 +84,16 @@ func (cp *ControlPlane) attachments(ctx context.Context, inst cloudprovider.Inst
 			return nil, err
 		}
 		asked := path.Clean(u.MountPath)
-		a, err := va.Attachment(ctx, inst, v, asked)
+		var a cloudprovider.Attachment
+		// A cloud may not have attached or mounted it yet (ErrOther): asked again, as a boot is polled.
+		err = wait.Until(ctx, "volume "+u.ID+" on "+inst.Name, wait.Backoff{First: cp.opts.PollInterval, Factor: 1.5, Max: cp.opts.PollMax, Attempts: attachAttempts},
+			func(ctx context.Context) (bool, error) {
+				var err error
+				if a, err = va.Attachment(ctx, inst, v, asked); err != nil && cloudprovider.KindOf(err) == cloudprovider.ErrOther {
+					return false, wait.Transient(err)
+				}
+				return err == nil, err
+			})
 		if err != nil {
 			return nil, fmt.Errorf("how volume %s appears inside %s: %w", u.ID, inst.Name, err)
 		}

@@ -268,3 +268,64 @@ func TestVolumeMountedByTheCloudElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// lateAttacher answers its first failures Attachment calls with err, then as the real backend does.
+type lateAttacher struct {
+	noVolumeAttacher
+	real     cloudprovider.VolumeAttacher
+	err      error
+	failures int
+	calls    int
+}
+
+func (l *lateAttacher) Attachment(ctx context.Context, inst cloudprovider.Instance, v cloudprovider.Volume, mountPath string) (cloudprovider.Attachment, error) {
+	l.calls++
+	if l.calls <= l.failures {
+		return cloudprovider.Attachment{}, l.err
+	}
+	return l.real.Attachment(ctx, inst, v, mountPath)
+}
+
+// A volume the cloud has not attached yet (ErrOther) is asked about again until it is; a refusal
+// (ErrInvalid) is not asked again and fails the bring-up.
+func TestAttachmentAskedAgainUntilAttached(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	vd := volumeClouds["verda"](t)
+	o, typ := volumeOffer(t, ctx, vd)
+	rec, err := volumeCP(t, nil, vd).CreateVolume(ctx, VolumeSpec{Name: "data", Type: typ, SizeGB: 10, Cloud: "verda", Region: o.Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		err       error
+		wantCalls int
+		wantReady bool
+	}{
+		{"not attached yet", cloudprovider.Errorf(cloudprovider.ErrOther, "verda", "reading", "volume not attached yet"), 3, true},
+		{"refused", cloudprovider.Errorf(cloudprovider.ErrInvalid, "verda", "reading", "the machine has no such volume"), 1, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			late := &lateAttacher{noVolumeAttacher: noVolumeAttacher{vd, vd.(cloudprovider.VolumeBackend), vd.(cloudprovider.VolumeLauncher)},
+				real: vd.(cloudprovider.VolumeAttacher), err: tc.err, failures: 2}
+			prov := &volumeProvisioner{}
+			cp := volumeCP(t, prov, late)
+			req := OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/data"}}}
+			created, err := cp.Create(ctx, CreateRequest{Name: "train", Request: req, SSHPublicKeys: []string{backendtest.TestKey},
+				BringUp: BringUpSpec{GPUType: o.GPUType, GPUCount: o.GPUCount}}, nil)
+			ready := err == nil && created.Record.Status == cloudprovider.StatusReady && len(prov.reqs) == 1
+			if ready != tc.wantReady || late.calls != tc.wantCalls {
+				t.Errorf("create: %v, status %s, provisioned %d times, Attachment called %d times; want ready %v after %d calls",
+					err, created.Record.Status, len(prov.reqs), late.calls, tc.wantReady, tc.wantCalls)
+			}
+			if !tc.wantReady && !strings.Contains(created.Record.ProvisioningError, "the machine has no such volume") {
+				t.Errorf("provisioning error %q does not say the cloud's refusal", created.Record.ProvisioningError)
+			}
+			if err := cp.Terminate(ctx, InstanceRef{Name: created.Record.Name, ID: created.Record.ID}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -151,11 +151,14 @@ func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest,
 	}
 	m := plan
 	m.setRecord(rec, &resp.Diagnostics)
-	// The id is known at plan, the size as configured: a record that says otherwise is the control
-	// plane's mistake, kept out of state rather than failing the apply.
-	m.ID, m.SizeGB = plan.ID, sizeKept(plan.SizeGB, rec.SizeGB)
-	if rec.ID != plan.ID.ValueString() {
-		tflog.Warn(hydraLog(), "volume created under another id than planned", map[string]any{"planned": plan.ID.ValueString(), "record": rec.ID})
+	// The size stays as configured, and the id as planned when the plan knew it (Terraform forbids an
+	// apply to change a known planned value): a record that says otherwise is logged.
+	m.SizeGB = sizeKept(plan.SizeGB, rec.SizeGB)
+	if !plan.ID.IsUnknown() {
+		m.ID = plan.ID
+		if rec.ID != plan.ID.ValueString() {
+			tflog.Warn(hydraLog(), "volume created under another id than planned", map[string]any{"planned": plan.ID.ValueString(), "record": rec.ID})
+		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 	tflog.Info(hydraLog(), "volume created", map[string]any{"id": rec.ID, "cloud_volume_id": rec.CloudVolumeID})

@@ -496,3 +496,30 @@ provider "hydra" {
 		},
 	}})
 }
+
+// TestAccVolume_regionKnownAtApply: a region known only at apply (another resource's output) leaves
+// the id unknown at plan; apply checks the type there and records the id.
+func TestAccVolume_regionKnownAtApply(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + `
+resource "terraform_data" "region" {
+  input = "sbx-ap-1"
+}
+
+resource "hydra_volume" "test" {
+  name    = "late"
+  type    = "shared_fs"
+  size_gb = 3
+  cloud   = "sandbox"
+  region  = terraform_data.region.output
+}
+`
+	accTest(t, s.checkNoVolumes, []resource.TestStep{{
+		Config:            cfg,
+		ConfigPlanChecks:  preApply(plancheck.ExpectUnknownValue(volumeResourceName, tfjsonpath.New("id"))),
+		ConfigStateChecks: []statecheck.StateCheck{volumeState("id", "sandbox/sbx-ap-1/late"), volumeState("region", "sbx-ap-1")},
+	}, {
+		Config:           cfg,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+	}})
+}

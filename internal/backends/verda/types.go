@@ -144,30 +144,11 @@ type Instance struct {
 	Tags            []Tag     `json:"tags,omitempty"`
 }
 
-// OSVolume sizes the boot volume of a new instance.
-type OSVolume struct {
-	Name string `json:"name"`
-	Size int    `json:"size"`
-}
+// OSVolume sizes the boot volume of a new instance (the wire type the emulator shares).
+type OSVolume = verdaapi.OSVolume
 
-// CreateInstanceRequest is the body of POST /instances. InstanceType, Image, Hostname, Description and
-// LocationCode are required.
-type CreateInstanceRequest struct {
-	InstanceType    string    `json:"instance_type"`
-	Image           string    `json:"image"`
-	Hostname        string    `json:"hostname"`
-	Description     string    `json:"description"`
-	LocationCode    string    `json:"location_code"`
-	SSHKeyIDs       []string  `json:"ssh_key_ids"`
-	OSVolume        *OSVolume `json:"os_volume,omitempty"`
-	StartupScriptID *string   `json:"startup_script_id,omitempty"`
-	IsSpot          bool      `json:"is_spot"`
-	Contract        string    `json:"contract,omitempty"`
-	Pricing         string    `json:"pricing,omitempty"`
-	Tags            []Tag     `json:"tags,omitempty"`
-	// ExistingVolumes are volume ids attached at the create (volumes.go).
-	ExistingVolumes []string `json:"existing_volumes,omitempty"`
-}
+// CreateInstanceRequest is the body of POST /instances (the wire type the emulator shares).
+type CreateInstanceRequest = verdaapi.CreateInstanceRequest
 
 // InstanceActionRequest is the body of PUT /instances.
 type InstanceActionRequest struct {

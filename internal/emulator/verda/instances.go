@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
@@ -120,24 +121,7 @@ func (s *Server) getInstance(st *state, id string) reply {
 var hostnameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
 
 func (s *Server) createInstance(st *state, body []byte) reply {
-	var req struct {
-		InstanceType    string   `json:"instance_type"`
-		Image           string   `json:"image"`
-		Hostname        string   `json:"hostname"`
-		Description     string   `json:"description"`
-		LocationCode    *string  `json:"location_code"`
-		SSHKeyIDs       []string `json:"ssh_key_ids"`
-		StartupScriptID *string  `json:"startup_script_id"`
-		IsSpot          bool     `json:"is_spot"`
-		Contract        string   `json:"contract"`
-		Pricing         string   `json:"pricing"`
-		OSVolume        *struct {
-			Name string `json:"name"`
-			Size int    `json:"size"`
-		} `json:"os_volume"`
-		Tags            []tag    `json:"tags"`
-		ExistingVolumes []string `json:"existing_volumes"`
-	}
+	var req verdaapi.CreateInstanceRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return errReply(http.StatusBadRequest, "invalid_request", "Request body is not valid json")
 	}
@@ -148,10 +132,10 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 			return errReply(http.StatusBadRequest, "invalid_request", f.name+" is required")
 		}
 	}
-	if req.LocationCode == nil || *req.LocationCode == "" {
+	if req.LocationCode == "" {
 		return errReply(http.StatusBadRequest, "invalid_request", "location_code is required")
 	}
-	loc := *req.LocationCode
+	loc := req.LocationCode
 	c, ok := s.catalog[req.InstanceType]
 	if !ok {
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid instance type")

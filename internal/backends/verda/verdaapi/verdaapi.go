@@ -26,3 +26,28 @@ type Tag struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
 }
+
+// OSVolume sizes the boot volume of a new instance.
+type OSVolume struct {
+	Name string `json:"name"`
+	Size int    `json:"size"`
+}
+
+// CreateInstanceRequest is the body of POST /instances. InstanceType, Image, Hostname, Description and
+// LocationCode are required.
+type CreateInstanceRequest struct {
+	InstanceType    string    `json:"instance_type"`
+	Image           string    `json:"image"`
+	Hostname        string    `json:"hostname"`
+	Description     string    `json:"description"`
+	LocationCode    string    `json:"location_code"`
+	SSHKeyIDs       []string  `json:"ssh_key_ids"`
+	OSVolume        *OSVolume `json:"os_volume,omitempty"`
+	StartupScriptID *string   `json:"startup_script_id,omitempty"`
+	IsSpot          bool      `json:"is_spot"`
+	Contract        string    `json:"contract,omitempty"`
+	Pricing         string    `json:"pricing,omitempty"`
+	Tags            []Tag     `json:"tags,omitempty"`
+	// ExistingVolumes are volume ids attached at the create (volumes.go).
+	ExistingVolumes []string `json:"existing_volumes,omitempty"`
+}

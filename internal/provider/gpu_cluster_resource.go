@@ -161,7 +161,8 @@ func (r *gpuClusterResource) planChange(ctx context.Context, req resource.Modify
 	spec, _, diags := plan.spec(ctx, r.data.sshPublicKeys)
 	resp.Diagnostics.Append(diags...)
 	_, varsKnown, _ := plan.vars(ctx)
-	spec.ProvisioningVarsUnknown = !varsKnown
+	_, volumesKnown, _ := controlPlaneVolumes(ctx, plan.Volumes)
+	spec.ProvisioningVarsUnknown = !varsKnown || !volumesKnown
 	spec.ReplaceWhenUnhealthy = plan.ReplaceWhenUnhealthy.ValueBool()
 	spec.ReplaceWhenPreempted = plan.ReplaceWhenPreempted.ValueBool()
 	rec := state.record(ctx, &resp.Diagnostics)
@@ -170,6 +171,9 @@ func (r *gpuClusterResource) planChange(ctx context.Context, req resource.Modify
 		return
 	}
 	digest := digestValue(change.Digest, change.DigestKnown)
+	if !volumesAdopted(state.Volumes, plan.Volumes, state.ProvisioningDigest, change) {
+		change.Change, change.ReplaceBecause = controlplane.Replace, "volumes"
+	}
 	switch change.Change {
 	case controlplane.Replace:
 		// Terraform replaces for a path whose value changes: the status (and the nodes, whose health

@@ -19,6 +19,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
 const testVolumeResource = "hydra_volume.v"
@@ -412,6 +414,68 @@ func TestAccGPUInstance_volumeAfterPreemption(t *testing.T) {
 			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
 			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
 			Check:             resource.ComposeTestCheckFunc(v.newMachine(true), v.readBack("/data"), s.checkLive(1), s.checkCreated(2)),
+		},
+	})
+}
+
+// TestAccGPUInstance_volumeImport: a machine provisioned with a volume, forgotten by its state and
+// imported by another working directory, keeps its volume: its marker's digest (which covers the
+// volumes) proves it has them, so the plan records them in place instead of replacing it, and the
+// apply runs nothing at the machine. One machine is created in all.
+func TestAccGPUInstance_volumeImport(t *testing.T) {
+	requireProvisioningTools(t)
+	t.Parallel()
+	s := newTestSandbox(t)
+	pb := copyPlaybooks(t, playbooks.FS)
+	machine := testAccGPUInstanceConfig_basic("imported", "l4", volumesAt("/data"))
+	one := newCLIDirReattach(t, "")
+	one.write(s.provisionedConfigIn(one.dir, pb) + volumeConfig("importdata", "block", "sandbox", "sbx-us-1") + machine)
+	one.mustRun("apply", "-auto-approve")
+	cloudName := stateAttr(one.mustRun("state", "show", "hydra_gpu_instance.test"), "id")
+	one.mustRun("state", "rm", "hydra_gpu_instance.test")
+
+	// The other directory names the volume by its id.
+	two := newCLIDirReattach(t, "")
+	two.write(s.provisionedConfigIn(two.dir, pb) + strings.Replace(machine, "hydra_volume.v.id", `"sandbox/sbx-us-1/importdata"`, 1))
+	if out := two.mustRun("import", "hydra_gpu_instance.test", cloudName); !strings.Contains(out, "Import successful") {
+		t.Fatalf("import:\n%s", out)
+	}
+	plan := two.mustRun("plan")
+	if !strings.Contains(plan, "0 to add, 1 to change, 0 to destroy") || strings.Contains(plan, "must be replaced") {
+		t.Fatalf("the imported machine provisioned with its volume must be kept, its volumes recorded in place:\n%s", plan)
+	}
+	two.mustRun("apply", "-auto-approve")
+	if out, err := two.run("plan", "-detailed-exitcode"); err != nil {
+		t.Fatalf("after recording the volumes the plan must be empty (err %v):\n%s", err, out)
+	}
+	if n := s.created(); n != 1 {
+		t.Fatalf("%d machines created; the imported one must be kept", n)
+	}
+	two.mustRun("destroy", "-auto-approve")
+	one.mustRun("destroy", "-auto-approve")
+	if err := s.checkDestroyed(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAccGPUInstance_volumeAdded: volumes given to a machine created without them replace it (clouds
+// give volumes at launch), and taking them away replaces it again (provisioning off).
+func TestAccGPUInstance_volumeAdded(t *testing.T) {
+	s := newTestSandbox(t)
+	without := s.instanceConfig("added", "h100", "  regions = [\"sbx-us-1\"]\n")
+	with := s.providerConfig("") + volumeConfig("addeddata", "block", "sandbox", "sbx-us-1") +
+		testAccGPUInstanceConfig_basic("added", "h100", "  regions = [\"sbx-us-1\"]\n"+volumesAt("/data"))
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{Config: without, Check: s.checkCreated(1)},
+		{
+			Config:           with,
+			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+			Check:            s.checkCreated(2),
+		},
+		{
+			Config:           s.providerConfig("") + volumeConfig("addeddata", "block", "sandbox", "sbx-us-1") + testAccGPUInstanceConfig_basic("added", "h100", "  regions = [\"sbx-us-1\"]\n"),
+			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+			Check:            s.checkCreated(3),
 		},
 	})
 }

@@ -261,9 +261,14 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 		return
 	}
 	digest := digestValue(decided.Digest, decided.DigestKnown)
+	if !volumesAdopted(state.Volumes, plan.Volumes, state.ProvisioningDigest, decided) {
+		decided.Change, decided.ReplaceBecause = controlplane.Replace, "volumes"
+	}
 	switch decided.Change {
 	case controlplane.Replace:
 		switch decided.ReplaceBecause {
+		case "volumes":
+			// The state has none (an import): the volumes attribute itself differs.
 		case "health":
 			plan.Health = types.StringUnknown()
 		case "interruption":

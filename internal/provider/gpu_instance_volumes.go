@@ -69,8 +69,10 @@ const replaceVolumesWhy = "Replaces the machine when it gets other volumes; a ch
 
 // replaceIfOtherVolumes replaces when the planned volumes are not the state's (in any order): clouds
 // attach volumes at launch. Mount paths alone are the provisioning digest's (re-provisioned in place).
+// A state without volumes given some is left to the resource's ModifyPlan (volumesAdopted): an
+// imported machine has none in its state yet.
 func replaceIfOtherVolumes(ctx context.Context, req planmodifier.ListRequest, resp *listplanmodifier.RequiresReplaceIfFuncResponse) {
-	if req.State.Raw.IsNull() || req.PlanValue.IsUnknown() || req.StateValue.IsUnknown() {
+	if req.State.Raw.IsNull() || req.PlanValue.IsUnknown() || req.StateValue.IsUnknown() || req.StateValue.IsNull() {
 		return
 	}
 	was, d := volumeUsesOf(ctx, req.StateValue)
@@ -92,6 +94,18 @@ func sameVolumes(a, b []volumeUse) bool {
 	}
 	x, y := ids(a), ids(b)
 	return slices.Equal(x, y) && !slices.Contains(y, "")
+}
+
+// volumesAdopted says whether a machine (or cluster) whose state has no volumes while the plan gives
+// some already has them: it was provisioned with exactly these volumes and variables, as its
+// provisioning digest (which covers the volumes' ids and mount paths, read from the machine's marker
+// at import) equals the planned one. Then the plan records them in place; otherwise the machine is
+// replaced, since clouds give volumes at launch. With provisioning off nothing proves it: replaced.
+func volumesAdopted(stateVolumes, planVolumes types.List, stateDigest types.String, change controlplane.ChangePlan) bool {
+	if !stateVolumes.IsNull() || planVolumes.IsNull() {
+		return true // not this case: replaceIfOtherVolumes decided
+	}
+	return change.Change == controlplane.Keep && change.DigestKnown && change.Digest != "" && change.Digest == stateDigest.ValueString()
 }
 
 // systemDirs are directories a volume may not be mounted at; under the first group (virtual and

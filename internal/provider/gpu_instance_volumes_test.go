@@ -209,3 +209,29 @@ func TestSameVolumes(t *testing.T) {
 		}
 	}
 }
+
+func TestVolumesAdopted(t *testing.T) {
+	none := types.ListNull(types.ObjectType{AttrTypes: volumeUseAttrTypes})
+	some := volumesList(t, [2]string{"sandbox/r/a", "/data"})
+	keep := controlplane.ChangePlan{Change: controlplane.Keep, Digest: "sha256:1", DigestKnown: true}
+	for _, tc := range []struct {
+		name        string
+		state, plan types.List
+		digest      string
+		change      controlplane.ChangePlan
+		adopted     bool
+	}{
+		{"both have volumes: the attribute's modifier decides", some, some, "sha256:1", keep, true},
+		{"neither", none, none, "sha256:1", keep, true},
+		{"removed: the attribute's modifier decides", some, none, "sha256:1", keep, true},
+		{"imported, provisioned with them", none, some, "sha256:1", keep, true},
+		{"provisioned without them", none, some, "sha256:0", controlplane.ChangePlan{Change: controlplane.Reprovision, Digest: "sha256:1", DigestKnown: true}, false},
+		{"provisioning off", none, some, "", controlplane.ChangePlan{Change: controlplane.Keep, DigestKnown: true}, false},
+		{"digest unknown", none, some, "sha256:1", controlplane.ChangePlan{Change: controlplane.Reprovision}, false},
+		{"kept for another reason, another digest", none, some, "sha256:0", keep, false},
+	} {
+		if got := volumesAdopted(tc.state, tc.plan, types.StringValue(tc.digest), tc.change); got != tc.adopted {
+			t.Errorf("%s: volumesAdopted = %v, want %v", tc.name, got, tc.adopted)
+		}
+	}
+}

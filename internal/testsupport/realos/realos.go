@@ -240,18 +240,12 @@ func EnsureImageOf(ctx context.Context, o OS, plain bool, logf func(format strin
 		}
 		if plain {
 			// apt reaches the archive through the apt proxy (which keeps the packages for the next build).
-			proxy, err := newAptProxy(cache, append([]string{m}, o.securityMirrors()...)...)
+			env, stop, err := aptProxyEnv(cache, o)
 			if err != nil {
 				return err
 			}
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return err
-			}
-			defer func() { _ = l.Close() }()
-			proxy.serve(l)
-			return inImage(ctx, root, plainScript(o), "installing the plain image's kernel",
-				"http_proxy=http://"+l.Addr().String()+"/", "DEBIAN_FRONTEND=noninteractive")
+			defer stop()
+			return inImage(ctx, root, plainScript(o), "installing the plain image's kernel", env...)
 		}
 		return installStandins(ctx, o, root)
 	})
@@ -278,25 +272,34 @@ func PreparedImage(ctx context.Context, img Image, commands []string, logf func(
 		if b, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", img.Root, root).CombinedOutput(); err != nil {
 			return fmt.Errorf("realos: copying the image: %v: %s", err, tail(b, 1000))
 		}
-		proxy, err := newAptProxy(cache, append([]string{img.OS.Mirror()}, img.OS.securityMirrors()...)...)
+		env, stop, err := aptProxyEnv(cache, img.OS)
 		if err != nil {
 			return err
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		defer func() { _ = l.Close() }()
-		proxy.serve(l)
+		defer stop()
 		for _, c := range commands {
-			if err := inImage(ctx, root, c, "preparing the image ("+c+")",
-				"http_proxy=http://"+l.Addr().String()+"/", "DEBIAN_FRONTEND=noninteractive"); err != nil {
+			if err := inImage(ctx, root, c, "preparing the image ("+c+")", env...); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	return out, err
+}
+
+// aptProxyEnv starts an apt proxy to o's archives on a loopback port and returns the environment that
+// sends a command's apt through it (non-interactively); stop closes the proxy.
+func aptProxyEnv(cache string, o OS) (env []string, stop func(), err error) {
+	proxy, err := newAptProxy(cache, append([]string{o.Mirror()}, o.securityMirrors()...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	proxy.serve(l)
+	return []string{"http_proxy=http://" + l.Addr().String() + "/", "DEBIAN_FRONTEND=noninteractive"}, func() { _ = l.Close() }, nil
 }
 
 // cachedBase returns debootstrap's tree, building it when it is missing.

@@ -42,8 +42,9 @@ func volumesAttribute(s subject) schema.ListNestedAttribute {
 			"replacement (a changed shape, `terraform apply -replace`, `replace_when_unhealthy`, a preemption) gets the same " +
 			"volumes, and destroying " + the + " never deletes a volume. All volumes must be in one cloud and region, and " +
 			the + " is planned only on offers there (`other_clouds` says why the others lost). Adding or removing a volume " +
-			"replaces " + the + " (clouds give volumes at launch); changing only a `mount_path` provisions " + the + " again in " +
-			"place, mounting the volume at its new path.",
+			"replaces " + the + " (clouds give volumes at launch), except right after `terraform import` when " + the + "'s " +
+			"provisioning record shows it was provisioned with exactly these volumes (then they are recorded in place); " +
+			"changing only a `mount_path` provisions " + the + " again in place, mounting the volume at its new path.",
 		Optional:      true,
 		Validators:    []validator.List{listvalidator.SizeAtLeast(1), volumesValid{}},
 		PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(replaceIfOtherVolumes, replaceVolumesWhy, replaceVolumesWhy)},

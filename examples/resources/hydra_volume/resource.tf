@@ -1,17 +1,21 @@
-# A cheapest H100 in a region that keeps shared file systems, a file system there, and a machine that
-# mounts it at /data. A replacement of the machine (a changed shape, replace_when_unhealthy, a
-# preemption) gets the same file system with its data; destroying the machine never deletes it.
+# A shared file system for datasets and checkpoints. A volume never moves: changing cloud, region, name,
+# type or size_gb replaces it (a new, empty volume), so write the place down rather than following the
+# cheapest offer. hydra_gpu_offer's volume_type says where the file systems and the GPUs are.
 data "hydra_gpu_offer" "h100" {
   gpu_type    = "h100"
   volume_type = "shared_fs"
+}
+
+output "cheapest_place_with_file_systems" {
+  value = "${data.hydra_gpu_offer.h100.cloud}/${data.hydra_gpu_offer.h100.region}"
 }
 
 resource "hydra_volume" "data" {
   name    = "data"
   type    = "shared_fs"
   size_gb = 500 # ignored by a cloud whose file systems grow with their data
-  cloud   = data.hydra_gpu_offer.h100.cloud
-  region  = data.hydra_gpu_offer.h100.region
+  cloud   = "lambda"
+  region  = "us-east-1"
 
   lifecycle {
     prevent_destroy = true # the data outlives every machine: never delete it by accident
@@ -19,7 +23,7 @@ resource "hydra_volume" "data" {
 }
 
 output "volume_id" {
-  value = hydra_volume.data.id # <cloud>/<region>/data: what a machine's volumes[*].volume_id takes
+  value = hydra_volume.data.id # lambda/us-east-1/data: what a machine's volumes[*].volume_id takes
 }
 
 output "volume_price" {

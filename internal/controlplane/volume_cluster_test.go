@@ -19,6 +19,7 @@ import (
 // the cluster's planned digest is the applied one, the volume's delete is refused naming the nodes, and
 // the cluster's delete keeps the volume.
 func TestClusterWithAVolume(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		cloud, region, gpuType string
 		others                 []string

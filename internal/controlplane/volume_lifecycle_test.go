@@ -87,6 +87,7 @@ func createWithVolume(t *testing.T, ctx context.Context, cp *ControlPlane, prov 
 }
 
 func TestVolumeLifecycleOnEmulators(t *testing.T) {
+	t.Parallel()
 	for _, cloud := range slices.Sorted(func(yield func(string) bool) {
 		for c := range volumeClouds {
 			if !yield(c) {
@@ -197,6 +198,7 @@ func TestVolumeLifecycleOnEmulators(t *testing.T) {
 // idempotent by name), never made twice; without an intent, a second volume of the name takes the
 // next token (a create_before_destroy replacement).
 func TestCreateVolumeResumesAndTakesTheFirstFreeToken(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := volumeClouds["verda"](t)

@@ -33,6 +33,7 @@ type (
 // only the volume's cloud and region, every other cloud says where the volume is, and a request whose
 // regions or pinned offer exclude it is refused saying so.
 func TestOffersWhereTheVolumesAre(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	vd, lb, mt := volumeClouds["verda"](t), volumeClouds["lambda"](t), volumeClouds["mithril"](t)
@@ -175,6 +176,7 @@ func hasRejection(res OfferResult, cloud, reason string) bool {
 // machine's plan (no launch with volumes), and after the machine runs (no VolumeAttacher: the machine
 // is kept, in error, with the reason, and nothing is provisioned).
 func TestVolumeAbilitiesMissing(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	vd := volumeClouds["verda"](t)
@@ -243,6 +245,7 @@ func TestVolumeAbilitiesMissing(t *testing.T) {
 // disk at /workspace): the machine is kept in error saying where, and what to set; nothing is
 // provisioned (the data would not be where the user looks).
 func TestVolumeMountedByTheCloudElsewhere(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := volumeClouds["primeintellect"](t)
@@ -289,6 +292,7 @@ func (l *lateAttacher) Attachment(ctx context.Context, inst cloudprovider.Instan
 // A volume the cloud has not attached yet (ErrOther) is asked about again until it is; a refusal
 // (ErrInvalid) is not asked again and fails the bring-up.
 func TestAttachmentAskedAgainUntilAttached(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	vd := volumeClouds["verda"](t)

@@ -1,0 +1,29 @@
+# One probe of every volume (argv[1]: hydra_volumes as JSON), so a run asks the machine once: for a
+# block volume, `blkid -o value -s TYPE <device>` (rc 0 and the type of the file system it holds, rc 2
+# when it holds none); for each, `findmnt --mountpoint <path>` (rc 0 mounted, rc 1 not). Prints a JSON
+# list, one {blkid_rc, fstype, findmnt_rc, stderr} per volume, in order. Standard library only.
+import json
+import subprocess
+import sys
+
+
+def run(argv):
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 127, "", "%s: %s" % (argv[0], e)
+    return p.returncode, p.stdout.strip(), p.stderr.strip()
+
+
+out = []
+for v in json.loads(sys.argv[1]):
+    r = {"blkid_rc": None, "fstype": "", "findmnt_rc": None, "stderr": ""}
+    errs = []
+    if v.get("type") == "block" and not v.get("mounted_by_cloud"):
+        r["blkid_rc"], r["fstype"], err = run(["blkid", "-o", "value", "-s", "TYPE", v["device"]])
+        errs.append(err)
+    r["findmnt_rc"], _, err = run(["findmnt", "--mountpoint", v["mount_path"]])
+    errs.append(err)
+    r["stderr"] = "; ".join(e for e in errs if e)
+    out.append(r)
+print(json.dumps(out))

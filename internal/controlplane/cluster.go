@@ -93,6 +93,9 @@ type ClusterRecord struct {
 	// Interruption is the first notice among the nodes' (clusterInterruption): a cluster is
 	// interrupted when any node is, since it is one order; nil when none is.
 	Interruption *cloudprovider.Interruption
+	// Volumes are the hydra volumes its nodes have, as ImportCluster finds them (hydra_volume ids,
+	// no mount path: the cloud does not say it); nil from every other call.
+	Volumes []VolumeUse
 }
 
 // ClusterQuote is the choice an earlier plan of a cluster create recorded, reused so that plan and

@@ -855,6 +855,11 @@ func (cp *ControlPlane) ImportCluster(ctx context.Context, id string) (ClusterRe
 			rec.ProvisioningDigest = slices.Collect(maps.Keys(digests))[0]
 		}
 	}
+	nodeIDs := make([]string, 0, len(rec.Nodes))
+	for _, n := range rec.Nodes {
+		nodeIDs = append(nodeIDs, n.ID)
+	}
+	rec.Volumes = cp.machineVolumes(ctx, cloud, nodeIDs...)
 	cp.heldCluster(ctx, cp.clusterJournal(), resource, c)
 	return rec, nil
 }

@@ -379,22 +379,22 @@ func (cp *ControlPlane) clusterNodeNames(ctx context.Context, cloud string) map[
 }
 
 // machineVolumes are the hydra volumes (named with the cloud's volume pool prefix and a token) that
-// the machine with cloud id id uses, as hydra_volume ids sorted, with no mount path. nil where the
-// cloud has no volume API or its volumes cannot be listed (logged).
-func (cp *ControlPlane) machineVolumes(ctx context.Context, cloud, id string) []VolumeUse {
+// any of the machines with cloud ids ids uses, as hydra_volume ids sorted, with no mount path. nil
+// where the cloud has no volume API or its volumes cannot be listed (logged).
+func (cp *ControlPlane) machineVolumes(ctx context.Context, cloud string, ids ...string) []VolumeUse {
 	vb, pool, err := cp.volumeBackend(cloud)
 	if err != nil {
 		return nil
 	}
 	list, err := vb.ListVolumes(ctx, pool.Prefix)
 	if err != nil {
-		cp.logger(ctx).Warn("could not list the volumes to find the machine's", "cloud", cloud, "id", id, "error", err)
+		cp.logger(ctx).Warn("could not list the volumes to find the machine's", "cloud", cloud, "ids", ids, "error", err)
 		return nil
 	}
 	var out []VolumeUse
 	for _, v := range list {
 		name, token, ok := cloudprovider.ParseCloudName(pool, v.Name)
-		if ok && token != "" && slices.Contains(v.AttachedTo, id) {
+		if ok && token != "" && slices.ContainsFunc(v.AttachedTo, func(a string) bool { return slices.Contains(ids, a) }) {
 			out = append(out, VolumeUse{ID: VolumeID(cloud, v.Region, name)})
 		}
 	}

@@ -127,6 +127,9 @@ func clusterWithAVolume(t *testing.T, cloud, region, gpuType string, others []st
 	if i := slices.IndexFunc(list.Volumes, func(v ListedVolume) bool { return v.Volume.ID == rec.CloudVolumeID }); i < 0 || !slices.Equal(list.Volumes[i].UsedBy, nodes) {
 		t.Errorf("Machines lists volumes %+v, want %s used by %v", list.Volumes, rec.CloudName, nodes)
 	}
+	if imp, err := cp.ImportCluster(ctx, cloud+"/"+crec.CloudClusterID); err != nil || len(imp.Volumes) != 1 || imp.Volumes[0].ID != rec.ID {
+		t.Errorf("importing the cluster: volumes %+v, %v; want %s", imp.Volumes, err, rec.ID)
+	}
 	var inUse *VolumeInUseError
 	if err := cp.DeleteVolume(ctx, rec); !errors.As(err, &inUse) || !strings.Contains(err.Error(), strings.Join(nodes, ", ")) {
 		t.Errorf("deleting the cluster's volume: %v", err)

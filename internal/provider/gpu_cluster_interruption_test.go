@@ -117,3 +117,34 @@ func TestAccGPUCluster_preemption(t *testing.T) {
 		}},
 	}})
 }
+
+// TestAccGPUCluster_preemptFault rehearses a preemption as a user's CI does, without Go: after apply,
+// faults.json names node 2 of the spot cluster under `preempt`; the next plan's refresh fires it and
+// the plan replaces the whole cluster.
+func TestAccGPUCluster_preemptFault(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + clusterConfig("rehearse", "h100", 1, 2, "  spot = true\n")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config:            cfg,
+		ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready"), clusterState("interruption", knownvalue.Null())},
+	}, {
+		PreConfig: func() {
+			var node string
+			for _, r := range s.live() {
+				if strings.HasSuffix(r.Name, "-2") {
+					node = r.Name
+				}
+			}
+			faults := `{"preempt": [{"name": "` + node + `", "notice": "10m"}]}`
+			if err := os.WriteFile(filepath.Join(s.sb.Dir(), sandbox.FaultsFile), []byte(faults), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:             cfg,
+		PlanOnly:           true,
+		ExpectNonEmptyPlan: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
+		}},
+	}})
+}

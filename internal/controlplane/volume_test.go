@@ -230,3 +230,49 @@ func TestVolumeVarsInTheDigest(t *testing.T) {
 		t.Error("a changed mount path must change the digest's variables")
 	}
 }
+
+// PlanVolume refuses, touching no cloud where it can, what no cloud could create, naming the attribute.
+func TestPlanVolumeRefusals(t *testing.T) {
+	t.Parallel()
+	cp := volumeCP(t, nil, volumeClouds[sandbox.CloudName](t))
+	ctx := context.Background()
+	types, err := cp.VolumeRegions(ctx, cloudprovider.VolumeBlock)
+	if err != nil || len(types[sandbox.CloudName]) == 0 {
+		t.Fatalf("the sandbox's block regions: %v, %v", types, err)
+	}
+	region := types[sandbox.CloudName][0]
+	ok := VolumeSpec{Name: "data", Type: cloudprovider.VolumeBlock, SizeGB: 10, Cloud: sandbox.CloudName, Region: region}
+	cases := []struct {
+		name  string
+		edit  func(*VolumeSpec)
+		field string // "" for no error; "unconfigured" for an *UnconfiguredError
+		words string
+	}{
+		{"fine", func(*VolumeSpec) {}, "", ""},
+		{"no name", func(s *VolumeSpec) { s.Name = "" }, "name", "must be non-empty"},
+		{"slash in name", func(s *VolumeSpec) { s.Name = "a/b" }, "name", `without "/"`},
+		{"unknown type", func(s *VolumeSpec) { s.Type = "ssd" }, "type", `unknown volume type "ssd"; expected "block" or "shared_fs"`},
+		{"no size", func(s *VolumeSpec) { s.SizeGB = 0 }, "size_gb", "at least 1, got 0"},
+		{"no region", func(s *VolumeSpec) { s.Region = "" }, "region", "needs a region"},
+		{"unknown region", func(s *VolumeSpec) { s.Region = "nowhere-9" }, "region", "sandbox has no block volumes in nowhere-9; it has: block in " + region},
+		{"unknown cloud", func(s *VolumeSpec) { s.Cloud = "nocloud" }, "cloud", `unknown cloud "nocloud"`},
+		{"unconfigured cloud", func(s *VolumeSpec) { s.Cloud = "verda" }, "unconfigured", "verda"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := ok
+			tc.edit(&spec)
+			err := cp.PlanVolume(ctx, spec)
+			var re *RequestError
+			var ue *UnconfiguredError
+			switch {
+			case tc.field == "" && err != nil:
+				t.Errorf("PlanVolume: %v", err)
+			case tc.field == "unconfigured" && !errors.As(err, &ue):
+				t.Errorf("PlanVolume: %v, want an UnconfiguredError", err)
+			case tc.field != "" && tc.field != "unconfigured" && (!errors.As(err, &re) || re.Field != tc.field || !strings.Contains(err.Error(), tc.words)):
+				t.Errorf("PlanVolume: %v, want a RequestError on %s saying %q", err, tc.field, tc.words)
+			}
+		})
+	}
+}

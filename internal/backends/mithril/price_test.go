@@ -24,36 +24,27 @@ func TestParseDollars(t *testing.T) {
 }
 
 func TestPriceJSON(t *testing.T) {
-	dollarCases := []struct {
-		json  string
-		want  int64
-		valid bool
-		err   bool
+	decode := map[string]func([]byte) (Cents, error){
+		"DollarPrice": func(b []byte) (Cents, error) { var p DollarPrice; err := json.Unmarshal(b, &p); return p.Cents, err },
+		"CentPrice":   func(b []byte) (Cents, error) { var p CentPrice; err := json.Unmarshal(b, &p); return p.Cents, err },
+	}
+	tests := []struct {
+		typ, json string
+		want      int64
+		valid     bool
+		err       bool
 	}{
-		{`"$10.00"`, 1000, true, false}, {`"10.5"`, 1050, true, false}, {`12.03`, 1203, true, false}, {`null`, 0, false, false},
-		{`""`, 0, false, false}, {`"ten"`, 0, false, true}, {`true`, 0, false, true},
+		{"DollarPrice", `"$10.00"`, 1000, true, false}, {"DollarPrice", `"10.5"`, 1050, true, false},
+		{"DollarPrice", `12.03`, 1203, true, false}, {"DollarPrice", `null`, 0, false, false},
+		{"DollarPrice", `""`, 0, false, false}, {"DollarPrice", `"ten"`, 0, false, true}, {"DollarPrice", `true`, 0, false, true},
+		{"CentPrice", `1203`, 1203, true, false}, {"CentPrice", `1203.0`, 1203, true, false},
+		{"CentPrice", `"1203"`, 1203, true, false}, {"CentPrice", `"$12.03"`, 1203, true, false},
+		{"CentPrice", `null`, 0, false, false}, {"CentPrice", `0`, 0, true, false}, {"CentPrice", `"x"`, 0, false, true},
 	}
-	for _, tt := range dollarCases {
-		var p DollarPrice
-		err := json.Unmarshal([]byte(tt.json), &p)
-		if (err != nil) != tt.err || (err == nil && (p.Valid != tt.valid || p.Amount != tt.want)) {
-			t.Errorf("DollarPrice %s = %+v, %v", tt.json, p, err)
-		}
-	}
-	centCases := []struct {
-		json  string
-		want  int64
-		valid bool
-		err   bool
-	}{
-		{`1203`, 1203, true, false}, {`1203.0`, 1203, true, false}, {`"1203"`, 1203, true, false}, {`"$12.03"`, 1203, true, false},
-		{`null`, 0, false, false}, {`0`, 0, true, false}, {`"x"`, 0, false, true},
-	}
-	for _, tt := range centCases {
-		var p CentPrice
-		err := json.Unmarshal([]byte(tt.json), &p)
-		if (err != nil) != tt.err || (err == nil && (p.Valid != tt.valid || p.Amount != tt.want)) {
-			t.Errorf("CentPrice %s = %+v, %v", tt.json, p, err)
+	for _, tt := range tests {
+		c, err := decode[tt.typ]([]byte(tt.json))
+		if (err != nil) != tt.err || (err == nil && (c.Valid != tt.valid || c.Amount != tt.want)) {
+			t.Errorf("%s %s = %+v, %v", tt.typ, tt.json, c, err)
 		}
 	}
 	// Round trips.

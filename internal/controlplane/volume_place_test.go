@@ -333,3 +333,22 @@ func TestAttachmentAskedAgainUntilAttached(t *testing.T) {
 		})
 	}
 }
+
+// unlistedVolumes is a volume cloud whose volume listing fails.
+type unlistedVolumes struct{ noVolumeAttacher }
+
+func (unlistedVolumes) ListVolumes(context.Context, string) ([]cloudprovider.Volume, error) {
+	return nil, cloudprovider.Errorf(cloudprovider.ErrOther, "verda", "listing volumes", "503 Service Unavailable")
+}
+
+// A cloud whose volumes cannot be listed is named in Machines()' Unreachable; its machines are still
+// listed.
+func TestMachinesNamesACloudWhoseVolumesCannotBeListed(t *testing.T) {
+	t.Parallel()
+	vd := volumeClouds["verda"](t)
+	cp := volumeCP(t, nil, unlistedVolumes{noVolumeAttacher{vd, vd.(cloudprovider.VolumeBackend), vd.(cloudprovider.VolumeLauncher)}})
+	res := cp.Machines(context.Background(), nil)
+	if why := res.Unreachable["verda"]; !strings.HasPrefix(why, "volumes: ") || !strings.Contains(why, "503 Service Unavailable") || len(res.Volumes) != 0 {
+		t.Errorf("unreachable %v, volumes %v; want verda's volumes named unreachable", res.Unreachable, res.Volumes)
+	}
+}

@@ -244,37 +244,39 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := strings.TrimRight(r.URL.Path, "/")
-	switch {
-	case path == "/v1/offers" && r.Method == http.MethodGet:
-		s.offers(w, r)
-	case path == "/v1/instances" && r.Method == http.MethodGet:
-		s.list(w, r)
-	case path == "/v1/instances" && r.Method == http.MethodPost:
-		s.create(w, r)
-	case strings.HasPrefix(path, "/v1/instances/") && !strings.Contains(strings.TrimPrefix(path, "/v1/instances/"), "/"):
-		id := strings.TrimPrefix(path, "/v1/instances/")
-		emukit.ByMethod(r.Method, map[string]func(){
-			http.MethodGet:    func() { s.get(w, id) },
-			http.MethodPatch:  func() { s.patch(w, r, id) },
-			http.MethodDelete: func() { s.delete(w, id) },
-		}, func() { apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed") })
-	case path == "/v1/cluster-offers" && r.Method == http.MethodGet:
-		s.clusterOffers(w)
-	case path == "/v1/clusters" && r.Method == http.MethodGet:
-		s.listClusters(w, r)
-	case path == "/v1/clusters" && r.Method == http.MethodPost:
-		s.createCluster(w, r)
-	case strings.HasPrefix(path, "/v1/clusters/") && !strings.Contains(strings.TrimPrefix(path, "/v1/clusters/"), "/"):
-		id := strings.TrimPrefix(path, "/v1/clusters/")
-		emukit.ByMethod(r.Method, map[string]func(){
-			http.MethodGet:    func() { s.getCluster(w, id) },
-			http.MethodDelete: func() { s.deleteCluster(w, id) },
-		}, func() { apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed") })
-	case path == "/v1/offers" || path == "/v1/instances" || path == "/v1/clusters":
-		apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed")
-	default:
-		apiError(w, http.StatusNotFound, "not_found", "no such endpoint")
+	notAllowed := func() { apiError(w, http.StatusMethodNotAllowed, "invalid", "method not allowed") }
+	// The endpoints by path and method; an instance's or a cluster's own path is its collection's
+	// path, then /<id>.
+	collections := map[string]map[string]func(){
+		"/v1/offers":         {http.MethodGet: func() { s.offers(w, r) }},
+		"/v1/instances":      {http.MethodGet: func() { s.list(w, r) }, http.MethodPost: func() { s.create(w, r) }},
+		"/v1/cluster-offers": {http.MethodGet: func() { s.clusterOffers(w) }},
+		"/v1/clusters":       {http.MethodGet: func() { s.listClusters(w, r) }, http.MethodPost: func() { s.createCluster(w, r) }},
 	}
+	items := map[string]func(id string) map[string]func(){
+		"/v1/instances": func(id string) map[string]func() {
+			return map[string]func(){
+				http.MethodGet:    func() { s.get(w, id) },
+				http.MethodPatch:  func() { s.patch(w, r, id) },
+				http.MethodDelete: func() { s.delete(w, id) },
+			}
+		},
+		"/v1/clusters": func(id string) map[string]func() {
+			return map[string]func(){
+				http.MethodGet:    func() { s.getCluster(w, id) },
+				http.MethodDelete: func() { s.deleteCluster(w, id) },
+			}
+		},
+	}
+	if h, ok := collections[path]; ok {
+		emukit.ByMethod(r.Method, h, notAllowed)
+		return
+	}
+	if i := strings.LastIndex(path, "/"); i > 0 && items[path[:i]] != nil {
+		emukit.ByMethod(r.Method, items[path[:i]](path[i+1:]), notAllowed)
+		return
+	}
+	apiError(w, http.StatusNotFound, "not_found", "no such endpoint")
 }
 
 func (s *Server) offers(w http.ResponseWriter, r *http.Request) {

@@ -50,6 +50,12 @@ func TestErrorShapeAndConflict(t *testing.T) {
 		{http.MethodPost, "/v1/instances", `{"name":"atlas-vm-b","instance_type":"rtx6000ada.2x","region":"fra1","ssh_public_keys":["ssh-ed25519 AAAA"]}`, 422, "no_capacity"},
 		{http.MethodGet, "/v1/instances?limit=501", "", 400, "invalid"},
 		{http.MethodGet, "/v2/whatever", "", 404, "not_found"},
+		{http.MethodGet, "/v1/instances/i-1/x", "", 404, "not_found"},
+		{http.MethodPut, "/v1/instances", "", 405, "invalid"},
+		{http.MethodPost, "/v1/instances/i-nope", "", 405, "invalid"},
+		{http.MethodPatch, "/v1/clusters/c-nope", "", 405, "invalid"},
+		{http.MethodPost, "/v1/cluster-offers", "", 405, "invalid"},
+		{http.MethodGet, "/v1/clusters/c-nope", "", 404, "not_found"},
 	}
 	for _, tt := range tests {
 		code, body := do(t, s, tt.method, tt.path, tt.body)

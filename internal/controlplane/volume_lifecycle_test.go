@@ -163,20 +163,21 @@ func TestVolumeLifecycleOnEmulators(t *testing.T) {
 				t.Errorf("Machines lists volumes %+v, want %s used by %s", list.Volumes, rec.CloudName, m1.Name)
 			}
 
-			// Replacing the machine keeps the volume, and the next machine gets it.
+			// Replacing the machine (deleted, then created again at once, as Terraform replaces) keeps the
+			// volume, and the next machine gets it.
 			if err := cp.Terminate(ctx, InstanceRef{Name: m1.Name, ID: m1.ID}); err != nil {
 				t.Fatalf("Terminate: %v", err)
 			}
-			rec = waitVolume(t, ctx, cp, rec, "the deleted machine to let go", func(r VolumeRecord, found bool) bool {
-				if !found {
-					t.Fatal("deleting the machine deleted its volume")
-				}
-				return len(r.AttachedTo) == 0
-			})
 			m2 := createWithVolume(t, ctx, cp, prov, o, "train", rec)
 			if m2.ID == m1.ID {
 				t.Fatal("the replacement is the same machine")
 			}
+			rec = waitVolume(t, ctx, cp, rec, "the replacement", func(r VolumeRecord, found bool) bool {
+				if !found {
+					t.Fatal("deleting the machine deleted its volume")
+				}
+				return slices.Equal(r.AttachedTo, []string{m2.Name})
+			})
 			if err := cp.Terminate(ctx, InstanceRef{Name: m2.Name, ID: m2.ID}); err != nil {
 				t.Fatalf("Terminate: %v", err)
 			}

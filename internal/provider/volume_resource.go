@@ -68,20 +68,12 @@ func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	}
 	spec, known := plan.spec()
 	if !req.State.Raw.IsNull() {
-		state, ok := get[volumeModel](ctx, req.State, &resp.Diagnostics)
-		if ok && resized(state.SizeGB, plan.SizeGB) {
-			resp.Diagnostics.AddAttributeWarning(path.Root("size_gb"), fmt.Sprintf("Volume %s will be replaced, not resized", state.ID.ValueString()),
-				fmt.Sprintf("size_gb changes from %d to %s: hydra does not resize volumes, so this apply deletes the volume with its data "+
-					"(or fails, deleting nothing, while a machine uses it) and creates an empty one. To keep the data, set size_gb back "+
-					"to %d, or create another hydra_volume and copy the data across; lifecycle { prevent_destroy = true } guards a volume "+
-					"against any replacement.", state.SizeGB.ValueInt64(), plan.SizeGB.String(), state.SizeGB.ValueInt64()))
+		// A volume is kept, or replaced: Terraform then plans the new volume as a create (no state),
+		// which checks it. Here only the warning that the data goes with the old one.
+		if state, ok := get[volumeModel](ctx, req.State, &resp.Diagnostics); ok {
+			warnReplaced(&resp.Diagnostics, state, plan)
 		}
-		if len(resp.RequiresReplace) == 0 {
-			return // kept: nothing to check
-		}
-		// Replaced: what the new volume is, the cloud tells at apply.
-		plan.CloudVolumeID, plan.CloudName, plan.PricePerMonth = types.StringUnknown(), types.StringUnknown(), types.Float64Unknown()
-		plan.AttachedTo = types.ListUnknown(types.StringType)
+		return
 	}
 	if !plan.Name.IsUnknown() && !plan.Cloud.IsUnknown() && !plan.Region.IsUnknown() {
 		plan.ID = types.StringValue(controlplane.VolumeID(spec.Cloud, spec.Region, spec.Name))
@@ -102,6 +94,36 @@ func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// warnReplaced warns when the plan replaces the volume (an attribute that requires replacement
+// changes): its data is deleted with it.
+func warnReplaced(diags *diag.Diagnostics, state, plan volumeModel) {
+	if resized(state.SizeGB, plan.SizeGB) {
+		diags.AddAttributeWarning(path.Root("size_gb"), fmt.Sprintf("Volume %s will be replaced, not resized", state.ID.ValueString()),
+			fmt.Sprintf("size_gb changes from %d to %s: hydra does not resize volumes, so this apply deletes the volume with its data "+
+				"(or fails, deleting nothing, while a machine uses it) and creates an empty one. To keep the data, set size_gb back "+
+				"to %d, or create another hydra_volume and copy the data across; lifecycle { prevent_destroy = true } guards a volume "+
+				"against any replacement.", state.SizeGB.ValueInt64(), plan.SizeGB.String(), state.SizeGB.ValueInt64()))
+		return
+	}
+	var changed []string
+	for _, a := range []struct {
+		name        string
+		state, plan types.String
+	}{{"name", state.Name, plan.Name}, {"type", state.Type, plan.Type}, {"cloud", state.Cloud, plan.Cloud}, {"region", state.Region, plan.Region}} {
+		if !a.plan.IsUnknown() && !a.state.Equal(a.plan) {
+			changed = append(changed, a.name)
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	diags.AddWarning(fmt.Sprintf("Volume %s will be replaced", state.ID.ValueString()),
+		fmt.Sprintf("%s changes: a volume never moves or changes, so this apply deletes the volume with its data (or fails, "+
+			"deleting nothing, while a machine uses it) and creates an empty one. To keep the data, change it back, or create "+
+			"another hydra_volume and copy the data across; lifecycle { prevent_destroy = true } guards a volume against any "+
+			"replacement.", strings.Join(changed, ", ")))
 }
 
 // resized reports whether a volume's size changes (a size the state does not hold, as an import from

@@ -523,3 +523,25 @@ resource "hydra_volume" "test" {
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 	}})
 }
+
+// TestAccVolume_replacementWarned: through the real CLI, a plan that replaces a volume warns that its
+// data goes with it: a changed size (hydra does not resize) and a changed name each say so.
+func TestAccVolume_replacementWarned(t *testing.T) {
+	s, d := cliTest(t, newCLIDirReattach)
+	d.write(s.providerConfigIn(d.dir, "") + testVolumeConfig("warned", "block", 5, "sandbox", "sbx-eu-1"))
+	d.mustRun("apply", "-auto-approve")
+	d.write(s.providerConfigIn(d.dir, "") + testVolumeConfig("warned", "block", 6, "sandbox", "sbx-eu-1"))
+	if out := d.mustRun("plan"); !errorPattern("Warning: Volume sandbox/sbx-eu-1/warned will be replaced, not resized",
+		"size_gb changes from 5 to 6", "deletes the volume with its data").MatchString(out) {
+		t.Errorf("a plan changing size_gb does not warn that the volume is replaced:\n%s", out)
+	}
+	d.write(s.providerConfigIn(d.dir, "") + testVolumeConfig("renamed", "block", 5, "sandbox", "sbx-eu-1"))
+	if out := d.mustRun("plan"); !errorPattern("Warning: Volume sandbox/sbx-eu-1/warned will be replaced", "name changes",
+		"deletes the volume with its data").MatchString(out) {
+		t.Errorf("a plan changing the name does not warn that the volume is replaced:\n%s", out)
+	}
+	d.mustRun("destroy", "-auto-approve")
+	if err := s.checkNoVolumes(nil); err != nil {
+		t.Fatal(err)
+	}
+}

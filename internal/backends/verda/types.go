@@ -91,12 +91,8 @@ type InstanceType struct {
 // Location is one datacenter of GET /locations (the wire type the emulator shares).
 type Location = verdaapi.Location
 
-// LocationAvailability is one entry of GET /instance-availability: the instance types deployable now
-// in one location.
-type LocationAvailability struct {
-	LocationCode   string   `json:"location_code"`
-	Availabilities []string `json:"availabilities"`
-}
+// LocationAvailability is one entry of GET /instance-availability (the wire type the emulator shares).
+type LocationAvailability = verdaapi.LocationAvailability
 
 // Image is one OS image of GET /images (the wire type the emulator shares).
 type Image = verdaapi.Image

@@ -38,6 +38,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
@@ -529,16 +530,12 @@ func (s *Server) availability(st *state, q url.Values, name string, nparts int) 
 	if nparts != 1 {
 		return errReply(http.StatusNotFound, "not_found", "Not found")
 	}
-	type entry struct {
-		LocationCode   string   `json:"location_code"`
-		Availabilities []string `json:"availabilities"`
-	}
-	out := []entry{}
+	out := []verdaapi.LocationAvailability{}
 	for _, l := range s.opts.Locations {
 		if loc != "" && loc != l.Code {
 			continue
 		}
-		e := entry{LocationCode: l.Code, Availabilities: []string{}}
+		e := verdaapi.LocationAvailability{LocationCode: l.Code, Availabilities: []string{}}
 		for _, c := range s.opts.Catalog {
 			if s.free(st, c, l.Code, spot) > 0 {
 				e.Availabilities = append(e.Availabilities, c.InstanceType)

@@ -10,6 +10,13 @@ type Location struct {
 	CountryCode string `json:"country_code"`
 }
 
+// LocationAvailability is one entry of GET /instance-availability: the instance types deployable now
+// in one location.
+type LocationAvailability struct {
+	LocationCode   string   `json:"location_code"`
+	Availabilities []string `json:"availabilities"`
+}
+
 // Image is one OS image of GET /images.
 type Image struct {
 	ID        string   `json:"id"`

@@ -525,7 +525,8 @@ resource "hydra_volume" "test" {
 }
 
 // TestAccVolume_replacementWarned: through the real CLI, a plan that replaces a volume warns that its
-// data goes with it: a changed size (hydra does not resize) and a changed name each say so.
+// data goes with it: a changed size (hydra does not resize) and a changed name each say so; the new
+// volume is checked as a create (a type the region lacks fails the plan).
 func TestAccVolume_replacementWarned(t *testing.T) {
 	s, d := cliTest(t, newCLIDirReattach)
 	d.write(s.providerConfigIn(d.dir, "") + testVolumeConfig("warned", "block", 5, "sandbox", "sbx-eu-1"))
@@ -540,6 +541,14 @@ func TestAccVolume_replacementWarned(t *testing.T) {
 		"deletes the volume with its data").MatchString(out) {
 		t.Errorf("a plan changing the name does not warn that the volume is replaced:\n%s", out)
 	}
+	// The replacement is checked as a create: a type the region lacks fails the plan.
+	s.addEntry(sandbox.CatalogEntry{Region: "sbx-eu-1", VolumeType: "block"})
+	d.write(s.providerConfigIn(d.dir, "") + testVolumeConfig("warned", "shared_fs", 5, "sandbox", "sbx-eu-1"))
+	if out, err := d.run("plan"); err == nil || !errorPattern("No shared_fs volumes for hydra_volume warned", "sandbox has no shared_fs volumes in sbx-eu-1").MatchString(out) {
+		t.Errorf("a plan replacing the volume with a type the region lacks does not fail saying so (err %v):\n%s", err, out)
+	}
+	// (A destroy's first plan, where the command is unknown as under reattach, checks the configuration too.)
+	d.write(s.providerConfigIn(d.dir, "") + testVolumeConfig("warned", "block", 5, "sandbox", "sbx-eu-1"))
 	d.mustRun("destroy", "-auto-approve")
 	if err := s.checkNoVolumes(nil); err != nil {
 		t.Fatal(err)

@@ -154,14 +154,8 @@ type InstanceActionRequest struct {
 	DeletePermanently bool     `json:"delete_permanently,omitempty"`
 }
 
-// ActionResult is one entry of the PUT /instances answer (202 or 207).
-type ActionResult struct {
-	Action     string `json:"action"`
-	InstanceID string `json:"instanceId"`
-	Status     string `json:"status"`
-	Error      string `json:"error,omitempty"`
-	StatusCode int    `json:"statusCode,omitempty"`
-}
+// ActionResult is one entry of the PUT /instances answer (the wire type the emulator shares).
+type ActionResult = verdaapi.ActionResult
 
 // APIError is Verda's error body: {code, message} and sometimes details.
 type APIError struct {

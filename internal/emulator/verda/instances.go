@@ -228,14 +228,6 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 	return textReply(http.StatusOK, in.ID)
 }
 
-type actionResult struct {
-	Action     string `json:"action"`
-	InstanceID string `json:"instanceId"`
-	Status     string `json:"status"`
-	Error      string `json:"error,omitempty"`
-	StatusCode int    `json:"statusCode,omitempty"`
-}
-
 func (s *Server) action(st *state, body []byte) reply {
 	var req struct {
 		ID                json.RawMessage `json:"id"`
@@ -261,10 +253,10 @@ func (s *Server) action(st *state, body []byte) reply {
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid action")
 	}
 	now := s.opts.Now()
-	var results []actionResult
+	var results []verdaapi.ActionResult
 	failed := 0
 	for _, id := range ids {
-		res := actionResult{Action: req.Action, InstanceID: id, Status: "success"}
+		res := verdaapi.ActionResult{Action: req.Action, InstanceID: id, Status: "success"}
 		code, msg := s.apply(st, id, req.Action, now)
 		if msg != "" {
 			res.Status, res.Error, res.StatusCode = "error", msg, code

@@ -58,3 +58,12 @@ type CreateInstanceRequest struct {
 	// ExistingVolumes are volume ids attached at the create (volumes.go).
 	ExistingVolumes []string `json:"existing_volumes,omitempty"`
 }
+
+// ActionResult is one entry of the PUT /instances answer (202 or 207).
+type ActionResult struct {
+	Action     string `json:"action"`
+	InstanceID string `json:"instanceId"`
+	Status     string `json:"status"`
+	Error      string `json:"error,omitempty"`
+	StatusCode int    `json:"statusCode,omitempty"`
+}

@@ -554,3 +554,82 @@ func TestAccVolume_replacementWarned(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAccVolume_blockEmulators: on UpCloud's and Prime Intellect's emulators, a block volume goes
+// where hydra_gpu_offer's volume_type finds one next to an H100, with the price the cloud states;
+// it imports as created and destroy deletes it. Neither has shared_fs volumes: the plan says so.
+func TestAccVolume_blockEmulators(t *testing.T) {
+	for _, tc := range []struct {
+		cloud, prefix string
+		left          func(*testClouds) []string
+	}{
+		{cloud: "upcloud", prefix: "upcloud-vm-", left: func(c *testClouds) []string {
+			var out []string
+			for _, st := range c.upcloud.Storages() {
+				out = append(out, st.UUID+" "+st.Title)
+			}
+			return out
+		}},
+		{cloud: "primeintellect", prefix: "pi-vm-", left: func(c *testClouds) []string {
+			var out []string
+			for _, d := range c.prime.Disks() {
+				if d.Status != "DELETING" { // deleted: Prime takes a moment to finish
+					out = append(out, d.ID+" "+d.Name+" "+d.Status)
+				}
+			}
+			return out
+		}},
+	} {
+		t.Run(tc.cloud, func(t *testing.T) {
+			c := newTestClouds(t, nil)
+			cfg := c.providerConfig(t.TempDir(), tc.cloud) + fmt.Sprintf(`
+data "hydra_gpu_offer" "here" {
+  gpu_type    = "h100"
+  volume_type = "block"
+}
+
+resource "hydra_volume" "test" {
+  name    = "blk"
+  type    = "block"
+  size_gb = 50
+  cloud   = %q
+  region  = data.hydra_gpu_offer.here.region
+}
+`, tc.cloud)
+			accTest(t, func(*terraform.State) error {
+				if left := tc.left(c); len(left) != 0 {
+					return fmt.Errorf("%s keeps %v after destroy", tc.cloud, left)
+				}
+				return nil
+			}, []resource.TestStep{{
+				// Neither has shared file systems in hydra.
+				Config:      strings.Replace(cfg, `type    = "block"`, `type    = "shared_fs"`, 1),
+				PlanOnly:    true,
+				ExpectError: errorPattern("No shared_fs volumes for hydra_volume blk", tc.cloud+" has no shared_fs volumes in"),
+			}, {
+				Config: cfg,
+				ConfigStateChecks: []statecheck.StateCheck{
+					volumeState("cloud_name", like(`^`+tc.prefix+`blk--[a-z2-7]{8}$`)),
+					volumeState("size_gb", int64(50)),
+					volumeState("price_usd_per_month", knownvalue.NotNull()),
+					volumeState("attached_to", knownvalue.ListExact([]knownvalue.Check{})),
+				},
+				Check: func(*terraform.State) error {
+					if left := tc.left(c); len(left) != 1 {
+						return fmt.Errorf("%s has %v; want the one volume", tc.cloud, left)
+					}
+					return nil
+				},
+			}, {
+				ResourceName: volumeResourceName,
+				Config:       cfg,
+				ImportState:  true,
+				ImportStateIdFunc: func(st *terraform.State) (string, error) {
+					return tc.cloud + "/" + stateVolumeID(st), nil
+				},
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			}})
+		})
+	}
+}

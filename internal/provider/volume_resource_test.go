@@ -555,18 +555,34 @@ func TestAccVolume_replacementWarned(t *testing.T) {
 	}
 }
 
-// TestAccVolume_blockEmulators: on UpCloud's and Prime Intellect's emulators, a block volume goes
-// where hydra_gpu_offer's volume_type finds one next to an H100, with the price the cloud states;
-// it imports as created and destroy deletes it. Neither has shared_fs volumes: the plan says so.
+// TestAccVolume_blockEmulators: on UpCloud's and Prime Intellect's emulators a block volume goes where
+// hydra_gpu_offer's volume_type finds one next to an H100, with the price the cloud states (neither
+// has shared_fs volumes: the plan says so); on Mithril's, in its region, with no price (Mithril states
+// none). Each imports as created and destroy deletes it.
 func TestAccVolume_blockEmulators(t *testing.T) {
 	for _, tc := range []struct {
 		cloud, prefix string
-		left          func(*testClouds) []string
+		// region is the volume's region (HCL); price checks its price_usd_per_month; sharedFS says the
+		// cloud has shared_fs volumes there too.
+		region   string
+		price    knownvalue.Check
+		sharedFS bool
+		left     func(*testClouds) []string
 	}{
 		{cloud: "upcloud", prefix: "upcloud-vm-", left: func(c *testClouds) []string {
 			var out []string
 			for _, st := range c.upcloud.Storages() {
 				out = append(out, st.UUID+" "+st.Title)
+			}
+			return out
+		}},
+		// Mithril sells spot only (no on-demand offer for the data source) and states no volume price.
+		{cloud: "mithril", prefix: "mithril-vm-", region: `"us-central1-a"`, price: knownvalue.Null(), sharedFS: true, left: func(c *testClouds) []string {
+			var out []string
+			for _, v := range c.mithril.Volumes() {
+				if !v.Deleted {
+					out = append(out, v.FID+" "+v.Name)
+				}
 			}
 			return out
 		}},
@@ -581,37 +597,42 @@ func TestAccVolume_blockEmulators(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {
+			region, price, offer := tc.region, tc.price, ""
+			if region == "" {
+				region, offer = "data.hydra_gpu_offer.here.region", "data \"hydra_gpu_offer\" \"here\" {\n  gpu_type    = \"h100\"\n  volume_type = \"block\"\n}\n"
+			}
+			if price == nil {
+				price = knownvalue.NotNull()
+			}
 			c := newTestClouds(t, nil)
-			cfg := c.providerConfig(t.TempDir(), tc.cloud) + fmt.Sprintf(`
-data "hydra_gpu_offer" "here" {
-  gpu_type    = "h100"
-  volume_type = "block"
-}
-
+			cfg := c.providerConfig(t.TempDir(), tc.cloud) + offer + fmt.Sprintf(`
 resource "hydra_volume" "test" {
   name    = "blk"
   type    = "block"
   size_gb = 50
   cloud   = %q
-  region  = data.hydra_gpu_offer.here.region
+  region  = %s
 }
-`, tc.cloud)
+`, tc.cloud, region)
+			var steps []resource.TestStep
+			if !tc.sharedFS {
+				steps = append(steps, resource.TestStep{
+					Config:      strings.Replace(cfg, `type    = "block"`, `type    = "shared_fs"`, 1),
+					PlanOnly:    true,
+					ExpectError: errorPattern("No shared_fs volumes for hydra_volume blk", tc.cloud+" has no shared_fs volumes in"),
+				})
+			}
 			accTest(t, func(*terraform.State) error {
 				if left := tc.left(c); len(left) != 0 {
 					return fmt.Errorf("%s keeps %v after destroy", tc.cloud, left)
 				}
 				return nil
-			}, []resource.TestStep{{
-				// Neither has shared file systems in hydra.
-				Config:      strings.Replace(cfg, `type    = "block"`, `type    = "shared_fs"`, 1),
-				PlanOnly:    true,
-				ExpectError: errorPattern("No shared_fs volumes for hydra_volume blk", tc.cloud+" has no shared_fs volumes in"),
-			}, {
+			}, append(steps, resource.TestStep{
 				Config: cfg,
 				ConfigStateChecks: []statecheck.StateCheck{
 					volumeState("cloud_name", like(`^`+tc.prefix+`blk--[a-z2-7]{8}$`)),
 					volumeState("size_gb", int64(50)),
-					volumeState("price_usd_per_month", knownvalue.NotNull()),
+					volumeState("price_usd_per_month", price),
 					volumeState("attached_to", knownvalue.ListExact([]knownvalue.Check{})),
 				},
 				Check: func(*terraform.State) error {
@@ -620,7 +641,7 @@ resource "hydra_volume" "test" {
 					}
 					return nil
 				},
-			}, {
+			}, resource.TestStep{
 				ResourceName: volumeResourceName,
 				Config:       cfg,
 				ImportState:  true,
@@ -629,7 +650,7 @@ resource "hydra_volume" "test" {
 				},
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
-			}})
+			}))
 		})
 	}
 }

@@ -76,11 +76,19 @@ func (d *gpuOfferDataSource) volumeFilter(ctx context.Context, m *gpuOfferModel,
 	if m.VolumeType.IsNull() || m.VolumeType.IsUnknown() {
 		return nil, map[string]string{}, true
 	}
+	configured := d.data.cp.Clouds()
+	if slices.ContainsFunc(oreq.Clouds, func(c string) bool { return !slices.Contains(configured, c) }) {
+		return nil, map[string]string{}, true // the offers' read says which cloud is not configured
+	}
 	typ := cloudprovider.VolumeType(m.VolumeType.ValueString())
 	regions, err := d.data.cp.VolumeRegions(ctx, typ)
-	if err != nil {
+	switch {
+	case err != nil && len(regions) == 0:
 		diags.AddAttributeError(path.Root("volume_type"), "Cannot list volume regions", err.Error())
 		return nil, nil, false
+	case err != nil:
+		diags.AddAttributeWarning(path.Root("volume_type"), "Some clouds' volume types could not be read",
+			err.Error()+"\nThose clouds' offers are left out this time.")
 	}
 	p := volumePlaces{typ: typ, regions: regions}
 	keep, why := p.clouds(oreq.Clouds)

@@ -654,3 +654,13 @@ resource "hydra_volume" "test" {
 		})
 	}
 }
+
+// hydra_gpu_offer's volume_type with clouds naming an unconfigured cloud says that cloud is not
+// configured (not that it has no volumes).
+func TestAccGPUOffer_volumeTypeUnconfiguredCloud(t *testing.T) {
+	s := newTestSandbox(t)
+	accTest(t, nil, []resource.TestStep{{
+		Config:      s.providerConfig("") + "data \"hydra_gpu_offer\" \"x\" {\n  gpu_type = \"h100\"\n  clouds = [\"verda\"]\n  volume_type = \"block\"\n}\n",
+		ExpectError: errorPattern("Cloud not configured", `clouds names "verda"`),
+	}})
+}

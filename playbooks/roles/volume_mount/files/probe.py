@@ -1,8 +1,12 @@
-# One probe of every volume (argv[1]: hydra_volumes as JSON), so a run asks the machine once: for a
-# block volume, `blkid -o value -s TYPE <device>` (rc 0 and the type of the file system it holds, rc 2
-# when it holds none); for each, `findmnt --mountpoint <path>` (rc 0 mounted, rc 1 not). Prints a JSON
-# list, one {blkid_rc, fstype, findmnt_rc, stderr} per volume, in order. Standard library only.
+# One probe of every volume (argv[1]: hydra_volumes as JSON; argv[2]: hydra_prefix, the directory that
+# stands for "/"), so a run asks the machine once: for a block volume, `blkid -o value -s TYPE <device>`
+# (rc 0 and the type of the file system it holds, rc 2 when it holds none); for each,
+# `findmnt --mountpoint <path>` (rc 0 mounted, rc 1 not). blkid also answers 2 for a device it cannot
+# open, so a device that is missing or unreadable is reported (blkid_rc -1) instead of asked about: it
+# must never look empty and be formatted. Prints a JSON list, one {blkid_rc, fstype, findmnt_rc, stderr}
+# per volume, in order. Standard library only.
 import json
+import os
 import subprocess
 import sys
 
@@ -15,13 +19,22 @@ def run(argv):
     return p.returncode, p.stdout.strip(), p.stderr.strip()
 
 
+prefix = sys.argv[2] if len(sys.argv) > 2 else ""
 out = []
 for v in json.loads(sys.argv[1]):
     r = {"blkid_rc": None, "fstype": "", "findmnt_rc": None, "stderr": ""}
     errs = []
     if v.get("type") == "block" and not v.get("mounted_by_cloud"):
-        r["blkid_rc"], r["fstype"], err = run(["blkid", "-o", "value", "-s", "TYPE", v["device"]])
-        errs.append(err)
+        dev = prefix + v["device"]
+        if not os.path.exists(dev):
+            r["blkid_rc"] = -1
+            errs.append("no such device: %s" % v["device"])
+        elif not os.access(dev, os.R_OK):
+            r["blkid_rc"] = -1
+            errs.append("cannot read device %s (not root?)" % v["device"])
+        else:
+            r["blkid_rc"], r["fstype"], err = run(["blkid", "-o", "value", "-s", "TYPE", v["device"]])
+            errs.append(err)
     r["findmnt_rc"], _, err = run(["findmnt", "--mountpoint", v["mount_path"]])
     errs.append(err)
     r["stderr"] = "; ".join(e for e in errs if e)

@@ -156,3 +156,19 @@ func (p *aptProxy) serve(l net.Listener) {
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: time.Minute}
 	go func() { _ = srv.Serve(l) }()
 }
+
+// osAptProxy is the proxy to o's archive and its security archives.
+func osAptProxy(cache string, o OS) (*aptProxy, error) {
+	return newAptProxy(cache, append([]string{o.Mirror()}, o.securityMirrors()...)...)
+}
+
+// serveLoopback runs the proxy on a loopback port of the host until the listener is closed, and returns
+// the listener and the environment that sends a command's apt through it (non-interactively).
+func (p *aptProxy) serveLoopback() (net.Listener, []string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	p.serve(l)
+	return l, []string{"http_proxy=http://" + l.Addr().String() + "/", "DEBIAN_FRONTEND=noninteractive"}, nil
+}

@@ -108,7 +108,7 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 			return nil, err
 		}
 	}
-	proxy, err := newAptProxy(cache, append([]string{img.OS.Mirror()}, img.OS.securityMirrors()...)...)
+	proxy, err := osAptProxy(cache, img.OS)
 	if err != nil {
 		return nil, err
 	}
@@ -145,13 +145,12 @@ func Boot(ctx context.Context, img Image, key []byte, opts Options) (*Machine, e
 	if len(opts.Prepare) > 0 {
 		// Before boot there is no namespace of the machine's yet: apt reaches the proxy on a loopback
 		// port of the host.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, proxyEnv, err := proxy.serveLoopback()
 		if err != nil {
 			return nil, err
 		}
 		m.proxyLs = append(m.proxyLs, l)
-		proxy.serve(l)
-		env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "http_proxy=http://"+l.Addr().String()+"/")
+		env := append(os.Environ(), proxyEnv...)
 		for _, c := range opts.Prepare {
 			cmd := nspawn(ctx, m.cgroups, "--quiet", "--register=no", "--keep-unit", "--private-users=no",
 				"--resolv-conf=off", "--directory="+m.Root, "/bin/sh", "-c", c)

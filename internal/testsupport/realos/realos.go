@@ -54,7 +54,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -288,18 +287,17 @@ func PreparedImage(ctx context.Context, img Image, commands []string, logf func(
 }
 
 // aptProxyEnv starts an apt proxy to o's archives on a loopback port and returns the environment that
-// sends a command's apt through it (non-interactively); stop closes the proxy.
+// sends a command's apt through it; stop closes the proxy.
 func aptProxyEnv(cache string, o OS) (env []string, stop func(), err error) {
-	proxy, err := newAptProxy(cache, append([]string{o.Mirror()}, o.securityMirrors()...)...)
+	proxy, err := osAptProxy(cache, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, env, err := proxy.serveLoopback()
 	if err != nil {
 		return nil, nil, err
 	}
-	proxy.serve(l)
-	return []string{"http_proxy=http://" + l.Addr().String() + "/", "DEBIAN_FRONTEND=noninteractive"}, func() { _ = l.Close() }, nil
+	return env, func() { _ = l.Close() }, nil
 }
 
 // cachedBase returns debootstrap's tree, building it when it is missing.

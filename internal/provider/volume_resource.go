@@ -145,15 +145,18 @@ func addVolumePlanError(diags *diag.Diagnostics, spec controlplane.VolumeSpec, e
 		}
 		detail += fmt.Sprintf(" Configured now: %s.", quoteAll(uc.Configured))
 		diags.AddAttributeError(path.Root("cloud"), "Cloud not configured", detail)
+	case errors.As(err, &re) && (re.Field == "size_gb" || re.Field == "name"):
+		diags.AddAttributeError(path.Root(re.Field), fmt.Sprintf("Invalid hydra_volume %s", spec.Name), re.Msg)
 	case errors.As(err, &re):
 		field := re.Field
-		if !slices.Contains([]string{"type", "cloud", "region", "size_gb", "name"}, field) {
+		if !slices.Contains([]string{"type", "cloud", "region"}, field) {
 			field = "type"
 		}
 		diags.AddAttributeError(path.Root(field), summary, re.Msg+
 			"\n\ndata \"hydra_gpu_offer\" with volume_type lists the clouds and regions that have a volume type.")
 	default:
-		diags.AddError(summary, err.Error())
+		// The cloud could not say which volumes it has (the plan cannot check the volume now).
+		diags.AddError(fmt.Sprintf("Cannot check hydra_volume %s", spec.Name), err.Error())
 	}
 }
 

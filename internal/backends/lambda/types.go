@@ -1,5 +1,7 @@
 package lambda
 
+import "github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda/lambdaapi"
+
 // The JSON shapes of Lambda's Cloud API v1, as its OpenAPI document describes them. Every successful
 // answer wraps its payload in {"data": ...}; every error is {"error": {code, message, suggestion},
 // "field_errors": {...}}. Fields hydra does not use (jupyter_token, actions, file systems...) are left out.
@@ -28,11 +30,8 @@ type InstanceType struct {
 	Specs             InstanceTypeSpecs `json:"specs"`
 }
 
-// Region is one of Lambda's regions ("us-east-1", "Virginia, USA").
-type Region struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-}
+// Region is one of Lambda's regions (the wire type the emulator shares).
+type Region = lambdaapi.Region
 
 // InstanceTypeItem is one entry of GET /instance-types: the type and the regions that can launch it now.
 type InstanceTypeItem struct {
@@ -120,12 +119,8 @@ type AddSSHKeyRequest struct {
 	PublicKey string `json:"public_key,omitempty"`
 }
 
-// APIError is the error object of Lambda's error body.
-type APIError struct {
-	Code       string `json:"code"`
-	Message    string `json:"message"`
-	Suggestion string `json:"suggestion,omitempty"`
-}
+// APIError is the error object of Lambda's error body (the wire type the emulator shares).
+type APIError = lambdaapi.APIError
 
 // ErrorBody is Lambda's whole error answer.
 type ErrorBody struct {

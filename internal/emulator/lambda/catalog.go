@@ -1,5 +1,7 @@
 package lambda
 
+import "github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda/lambdaapi"
+
 // CatalogEntry is one instance type the emulated Lambda offers, with its capacity per region.
 type CatalogEntry struct {
 	// Name is the instance type's name ("gpu_1x_h100_sxm5").
@@ -20,10 +22,7 @@ type CatalogEntry struct {
 }
 
 // Region is one of the emulated regions.
-type Region struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-}
+type Region = lambdaapi.Region
 
 // DefaultRegions are the regions of the default catalog. The names are Lambda's; the descriptions of
 // us-east-1 and us-west-1 appear in public examples of the API, the others are not confirmed.

@@ -59,6 +59,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda/lambdaapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
@@ -162,23 +163,17 @@ func dataReply(v any) reply {
 	return reply{Status: http.StatusOK, ContentType: "application/json", Body: b}
 }
 
-type apiError struct {
-	Code       string `json:"code"`
-	Message    string `json:"message"`
-	Suggestion string `json:"suggestion,omitempty"`
-}
-
 // errReply is Lambda's error answer.
 func errReply(status int, code, msg, suggestion string) reply {
-	b, _ := json.Marshal(map[string]any{"error": apiError{Code: code, Message: msg, Suggestion: suggestion}})
+	b, _ := json.Marshal(map[string]any{"error": lambdaapi.APIError{Code: code, Message: msg, Suggestion: suggestion}})
 	return reply{Status: status, ContentType: "application/json", Body: b}
 }
 
 // invalid is 400 global/invalid-parameters with the offending field in field_errors.
 func invalid(field, msg string) reply {
 	b, _ := json.Marshal(map[string]any{
-		"error":        apiError{Code: "global/invalid-parameters", Message: "Invalid request data."},
-		"field_errors": map[string]apiError{field: {Code: "global/invalid-parameters", Message: msg}},
+		"error":        lambdaapi.APIError{Code: "global/invalid-parameters", Message: "Invalid request data."},
+		"field_errors": map[string]lambdaapi.APIError{field: {Code: "global/invalid-parameters", Message: msg}},
 	})
 	return reply{Status: http.StatusBadRequest, ContentType: "application/json", Body: b}
 }

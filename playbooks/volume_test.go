@@ -40,7 +40,7 @@ func TestVolumeProbe(t *testing.T) {
 	}
 	arg, _ := json.Marshal(vols)
 	// hydra_prefix is "" on a real machine: the devices are the host's own files.
-	out, err := exec.Command("python3", "-S", "-c", string(script), string(arg), "").Output()
+	out, err := exec.Command("python3", "-S", "-c", string(script), string(arg), "", "0").Output()
 	if err != nil {
 		t.Fatalf("probe: %v", err)
 	}
@@ -58,7 +58,7 @@ func TestVolumeProbe(t *testing.T) {
 	for i, want := range []result{
 		{BlkidRC: rc(2), FindmntRC: 0},
 		{BlkidRC: rc(0), FSType: "ext4", FindmntRC: 1},
-		{BlkidRC: rc(-1), FindmntRC: 1, Stderr: "no such device: /dev/disk/by-id/none"},
+		{BlkidRC: rc(-1), FindmntRC: 1, Stderr: "no such device: /dev/disk/by-id/none (waited 0 s for it)"},
 		{FindmntRC: 1},
 		{FindmntRC: 0},
 	} {

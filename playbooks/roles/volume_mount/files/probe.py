@@ -1,5 +1,6 @@
 # One probe of every volume (argv[1]: hydra_volumes as JSON; argv[2]: hydra_prefix, the directory that
-# stands for "/"), so a run asks the machine once: for a block volume, `blkid -o value -s TYPE <device>`
+# stands for "/"; argv[3]: the seconds to wait for a block device to appear, as a cloud's may a little
+# after boot), so a run asks the machine once: for a block volume, `blkid -o value -s TYPE <device>`
 # (rc 0 and the type of the file system it holds, rc 2 when it holds none); for each,
 # `findmnt --mountpoint <path>` (rc 0 mounted, rc 1 not). blkid also answers 2 for a device it cannot
 # open, so a device that is missing or unreadable is reported (blkid_rc -1) instead of asked about: it
@@ -9,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 
 def run(argv):
@@ -20,15 +22,18 @@ def run(argv):
 
 
 prefix = sys.argv[2] if len(sys.argv) > 2 else ""
+deadline = time.monotonic() + (float(sys.argv[3]) if len(sys.argv) > 3 else 0)
 out = []
 for v in json.loads(sys.argv[1]):
     r = {"blkid_rc": None, "fstype": "", "findmnt_rc": None, "stderr": ""}
     errs = []
     if v.get("type") == "block" and not v.get("mounted_by_cloud"):
         dev = prefix + v["device"]
+        while not os.path.exists(dev) and time.monotonic() < deadline:
+            time.sleep(1)
         if not os.path.exists(dev):
             r["blkid_rc"] = -1
-            errs.append("no such device: %s" % v["device"])
+            errs.append("no such device: %s (waited %d s for it)" % (v["device"], float(sys.argv[3]) if len(sys.argv) > 3 else 0))
         elif not os.access(dev, os.R_OK):
             r["blkid_rc"] = -1
             errs.append("cannot read device %s (not root?)" % v["device"])

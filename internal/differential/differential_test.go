@@ -50,26 +50,26 @@ func params(t *testing.T) (seed uint64, cases int, only int) {
 	if testing.Short() {
 		cases = shortCases
 	}
-	if v := os.Getenv("HYDRA_DIFF_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
+	// env is the whole number of at most bits bits in the variable name, when it is set.
+	env := func(name, want string, bits int) (uint64, bool) {
+		v := os.Getenv(name)
+		if v == "" {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(v, 10, bits)
 		if err != nil {
-			t.Fatalf("HYDRA_DIFF_SEED=%q: %v", v, err)
+			t.Fatalf("%s=%q: want %s", name, v, want)
 		}
-		seed = s
+		return n, true
 	}
-	if v := os.Getenv("HYDRA_DIFF_CASES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			t.Fatalf("HYDRA_DIFF_CASES=%q: want a number of cases", v)
-		}
-		cases = n
+	if n, ok := env("HYDRA_DIFF_SEED", "a seed", 64); ok {
+		seed = n
 	}
-	if v := os.Getenv("HYDRA_DIFF_CASE"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			t.Fatalf("HYDRA_DIFF_CASE=%q: want a case number", v)
-		}
-		only = n
+	if n, ok := env("HYDRA_DIFF_CASES", "a number of cases", 31); ok {
+		cases = int(n)
+	}
+	if n, ok := env("HYDRA_DIFF_CASE", "a case number", 31); ok {
+		only = int(n)
 	}
 	return seed, cases, only
 }

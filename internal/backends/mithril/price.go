@@ -123,33 +123,37 @@ type DollarPrice struct{ Cents }
 
 // UnmarshalJSON accepts "$12.50", "12.50", 12.5 and null.
 func (p *DollarPrice) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if bytes.Equal(b, []byte("null")) || len(b) == 0 {
+	s, quoted, ok, err := priceJSON(b)
+	if err != nil || !ok {
 		*p = DollarPrice{}
-		return nil
+		return err
 	}
-	if b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		if strings.TrimSpace(s) == "" {
-			*p = DollarPrice{}
-			return nil
-		}
-		c, err := ParseDollars(s)
-		if err != nil {
-			return err
-		}
-		*p = DollarPrice{CentsOf(c)}
-		return nil
+	c, err := ParseDollars(s)
+	if err != nil && !quoted {
+		err = fmt.Errorf("invalid price %s", b)
 	}
-	c, err := ParseDollars(string(b))
 	if err != nil {
-		return fmt.Errorf("invalid price %s", b)
+		return err
 	}
 	*p = DollarPrice{CentsOf(c)}
 	return nil
+}
+
+// priceJSON reads a price's JSON: ok is false for null, nothing or an empty string; else s is the
+// number's text or the string's trimmed contents, and quoted says which.
+func priceJSON(b []byte) (s string, quoted, ok bool, err error) {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) || len(b) == 0 {
+		return "", false, false, nil
+	}
+	if b[0] != '"' {
+		return string(b), false, true, nil
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return "", true, false, err
+	}
+	s = strings.TrimSpace(s)
+	return s, true, s != "", nil
 }
 
 // MarshalJSON writes the "$X.XX" string (null when invalid).
@@ -166,29 +170,18 @@ type CentPrice struct{ Cents }
 
 // UnmarshalJSON accepts 1250, 1250.0, "1250", "$12.50" and null.
 func (p *CentPrice) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if bytes.Equal(b, []byte("null")) || len(b) == 0 {
+	s, quoted, ok, err := priceJSON(b)
+	if err != nil || !ok {
 		*p = CentPrice{}
-		return nil
+		return err
 	}
-	s := string(b)
-	if b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
+	if quoted && strings.Contains(s, "$") {
+		c, err := ParseDollars(s)
+		if err != nil {
 			return err
 		}
-		s = strings.TrimSpace(s)
-		if s == "" {
-			*p = CentPrice{}
-			return nil
-		}
-		if strings.Contains(s, "$") {
-			c, err := ParseDollars(s)
-			if err != nil {
-				return err
-			}
-			*p = CentPrice{CentsOf(c)}
-			return nil
-		}
+		*p = CentPrice{CentsOf(c)}
+		return nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {

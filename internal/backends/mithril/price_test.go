@@ -40,6 +40,7 @@ func TestPriceJSON(t *testing.T) {
 		{"CentPrice", `1203`, 1203, true, false}, {"CentPrice", `1203.0`, 1203, true, false},
 		{"CentPrice", `"1203"`, 1203, true, false}, {"CentPrice", `"$12.03"`, 1203, true, false},
 		{"CentPrice", `null`, 0, false, false}, {"CentPrice", `0`, 0, true, false}, {"CentPrice", `"x"`, 0, false, true},
+		{"DollarPrice", `"  "`, 0, false, false}, {"CentPrice", `"  "`, 0, false, false}, {"CentPrice", `" $1.00 "`, 100, true, false},
 	}
 	for _, tt := range tests {
 		c, err := decode[tt.typ]([]byte(tt.json))

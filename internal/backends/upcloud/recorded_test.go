@@ -140,6 +140,11 @@ func getServerCall(ctx context.Context, c *Client, id string) (any, error) {
 	return c.GetServer(ctx, id)
 }
 
+// stopServerCall is the stop the stop recordings hold (hard, 900 s).
+func stopServerCall(ctx context.Context, c *Client, id string) (any, error) {
+	return c.StopServer(ctx, id, "hard", 900*time.Second)
+}
+
 // replayCases maps every recording to the request the client makes for it. Endpoints hydra has no
 // method for (storage, tag, file storage) go through the client's own call, the path every method takes.
 var replayCases = map[string]replayCase{
@@ -326,20 +331,8 @@ var replayCases = map[string]replayCase{
 			}
 		},
 	},
-	"server.stop.200.json": {
-		call: func(ctx context.Context, c *Client, id string) (any, error) {
-			return c.StopServer(ctx, id, "hard", 900*time.Second)
-		},
-		check:    serverCheck("started", true),
-		sameBody: true,
-	},
-	"server.stop-2025.200.json": {
-		call: func(ctx context.Context, c *Client, id string) (any, error) {
-			return c.StopServer(ctx, id, "hard", 900*time.Second)
-		},
-		check:    serverCheck("started", true),
-		sameBody: true,
-	},
+	"server.stop.200.json":      {call: stopServerCall, check: serverCheck("started", true), sameBody: true},
+	"server.stop-2025.200.json": {call: stopServerCall, check: serverCheck("started", true), sameBody: true},
 	"server.start.200.json": {
 		call:     func(ctx context.Context, c *Client, id string) (any, error) { return c.StartServer(ctx, id) },
 		check:    serverCheck("started", true),

@@ -14,8 +14,8 @@ import (
 
 // clusterInterruption is the cluster's interruption from its nodes' as read: the earliest notice
 // (ties: the earliest end), nil when no node has one. A cluster whose cloud reports no node with a
-// notice while it is in error or terminated keeps prior (a cloud that drops a preempted order's nodes,
-// as a Mithril bid does once the notice ends); a running node without one means the cloud took the
+// notice while it is in error or terminated keeps prior (a cloud may drop a preempted order's nodes
+// once the notice ends); a running node without one means the cloud took the
 // notice back.
 func clusterInterruption(nodes []ClusterNodeRecord, status string, prior *cloudprovider.Interruption) *cloudprovider.Interruption {
 	var first *cloudprovider.Interruption

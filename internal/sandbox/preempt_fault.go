@@ -18,8 +18,8 @@ type PreemptFault struct {
 	Notice string `json:"notice,omitempty"`
 }
 
-// DefaultPreemptNotice is a preempt fault's notice where it names none: Mithril's 5 minutes, the one
-// notice a cloud documents.
+// DefaultPreemptNotice is a preempt fault's notice where it names none: 5 minutes, the one notice a
+// cloud documents.
 const DefaultPreemptNotice = 5 * time.Minute
 
 // firePreemptFaults gives notice to every live spot instance a `preempt` entry of f names, and uses

@@ -226,6 +226,9 @@ func testVolumeMount(t *testing.T, ansible string) {
 	if got := read(filepath.Join(b.Root, "mnt/data/from-a")); got != "written on machine A\n" {
 		t.Errorf("machine B reads /mnt/data/from-a as %q", got)
 	}
+	if isLink(filepath.Join(b.Root, "srv/data")) {
+		t.Errorf("the volume is still mounted at its old path /srv/data too\nlog:\n%s", rec)
+	}
 }
 
 // volumeUses is the digest's entry for atts (provision.VolumesVar), as the control plane passes it.

@@ -4,8 +4,9 @@
 # (rc 0 and the type of the file system it holds, rc 2 when it holds none); for each,
 # `findmnt --mountpoint <path>` (rc 0 mounted, rc 1 not). blkid also answers 2 for a device it cannot
 # open, so a device that is missing or unreadable is reported (blkid_rc -1) instead of asked about: it
-# must never look empty and be formatted. Prints a JSON list, one {blkid_rc, fstype, findmnt_rc, stderr}
-# per volume, in order. Standard library only.
+# must never look empty and be formatted. A volume's fstab line of another mount path (the path
+# changed) that findmnt finds mounted is listed in old_mounts. Prints a JSON list, one {blkid_rc, fstype,
+# findmnt_rc, stderr, old_mounts} per volume, in order. Standard library only.
 import json
 import os
 import subprocess
@@ -23,9 +24,18 @@ def run(argv):
 
 prefix = sys.argv[2] if len(sys.argv) > 2 else ""
 deadline = time.monotonic() + (float(sys.argv[3]) if len(sys.argv) > 3 else 0)
+fstab = []
+try:
+    with open(prefix + "/etc/fstab") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 2 and not fields[0].startswith("#"):
+                fstab.append(fields)
+except OSError:
+    pass
 out = []
 for v in json.loads(sys.argv[1]):
-    r = {"blkid_rc": None, "fstype": "", "findmnt_rc": None, "stderr": ""}
+    r = {"blkid_rc": None, "fstype": "", "findmnt_rc": None, "stderr": "", "old_mounts": []}
     errs = []
     if v.get("type") == "block" and not v.get("mounted_by_cloud"):
         dev = prefix + v["device"]
@@ -42,6 +52,15 @@ for v in json.loads(sys.argv[1]):
             errs.append(err)
     r["findmnt_rc"], _, err = run(["findmnt", "--mountpoint", v["mount_path"]])
     errs.append(err)
+    # Where fstab mounted this device or source before (a mount path since changed), and whether it
+    # still is mounted there: the run lets go of it once the new path is mounted.
+    spec = v.get("device") if v.get("type") == "block" else v.get("source")
+    if spec and not v.get("mounted_by_cloud"):
+        for old in fstab:
+            if old[0] == spec and old[1] != v["mount_path"]:
+                rc, _, _ = run(["findmnt", "--mountpoint", old[1]])
+                if rc == 0:
+                    r["old_mounts"].append(old[1])
     r["stderr"] = "; ".join(e for e in errs if e)
     out.append(r)
 print(json.dumps(out))

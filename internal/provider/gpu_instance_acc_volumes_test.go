@@ -5,8 +5,11 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +23,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"golang.org/x/crypto/ssh"
 
+	emulambda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
@@ -289,17 +294,19 @@ type emulatedVolume struct {
 	users []string
 }
 
-// TestAccGPUInstance_volumeEmulators: on each emulated cloud with volumes, a machine with a
-// hydra_volume is placed in the volume's region (the other cloud loses, saying where the volume is),
-// gets the volume at launch, and its replacement (-replace) gets the same volume at the cloud, the
-// old machine no longer holding it (provisioning off: emulated machines have no sshd).
+// TestAccGPUInstance_volumeEmulators: on each emulated cloud with volumes (Verda, Mithril, Lambda), a
+// machine with a hydra_volume is placed in the volume's region (the other configured cloud loses,
+// saying where the volume is), gets the volume at launch, and its replacement (-replace) gets the same
+// volume at the cloud, the old machine no longer holding it (provisioning off: emulated machines have
+// no sshd).
 func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 	for _, tc := range []struct {
-		cloud, region, other, extra string
-		// volumes lists the cloud's volumes named for the test, not deleted.
-		volumes func(c *testClouds) []emulatedVolume
+		cloud, region, typ, other, extra string
+		// volumes lists the cloud's volumes named for the test, not deleted, with the machines (or
+		// bids) using them.
+		volumes func(c *testClouds, lambda *emulambda.Server, lambdaURL string) []emulatedVolume
 	}{
-		{cloud: "verda", region: "FIN-03", other: "mithril", volumes: func(c *testClouds) []emulatedVolume {
+		{cloud: "verda", region: "FIN-03", typ: "block", other: "mithril", volumes: func(c *testClouds, _ *emulambda.Server, _ string) []emulatedVolume {
 			var out []emulatedVolume
 			for _, v := range c.verda.Volumes() {
 				if !v.Trashed && strings.Contains(v.Name, "keep") {
@@ -308,7 +315,7 @@ func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 			}
 			return out
 		}},
-		{cloud: "mithril", region: "us-central5-a", other: "verda", extra: "  spot = true\n", volumes: func(c *testClouds) []emulatedVolume {
+		{cloud: "mithril", region: "us-central5-a", typ: "block", other: "verda", extra: "  spot = true\n", volumes: func(c *testClouds, _ *emulambda.Server, _ string) []emulatedVolume {
 			live := map[string]bool{}
 			for _, b := range c.mithril.LiveBids() {
 				live[b.FID] = true
@@ -328,11 +335,36 @@ func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 			}
 			return out
 		}},
+		// Lambda keeps file systems only, mounted by Lambda at launch.
+		{cloud: "lambda", region: "us-east-1", typ: "shared_fs", other: "verda", volumes: func(c *testClouds, lambda *emulambda.Server, url string) []emulatedVolume {
+			var out []emulatedVolume
+			for _, f := range lambda.FileSystems() {
+				if !strings.Contains(f.Name, "keep") {
+					continue
+				}
+				v := emulatedVolume{id: f.ID}
+				for _, in := range lambda.Instances() {
+					// A terminating instance is on its way out (hydra's delete has returned).
+					if in.Status != "terminated" && in.Status != "terminating" && slices.Contains(lambdaFileSystems(c.t, url, in.ID), f.Name) {
+						v.users = append(v.users, in.ID)
+					}
+				}
+				out = append(out, v)
+			}
+			return out
+		}},
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {
 			c := newTestClouds(t, nil)
-			cfg := c.providerConfig(t.TempDir(), "verda", "mithril") + volumeConfig("keep", "block", tc.cloud, tc.region) +
-				cloudInstanceConfig("keep", "h100", tc.extra+volumesAt("/data"))
+			// Lambda's launch pacing and slow termination shortened: the test waits for neither.
+			lambda := emulambda.New(emulambda.Options{Options: simulation.Options{BootDuration: time.Second},
+				TerminateDuration: 500 * time.Millisecond, LaunchInterval: -1})
+			srv := httptest.NewServer(lambda)
+			t.Cleanup(srv.Close)
+			lambdaURL := srv.URL + emulambda.BasePath
+			provider := strings.TrimSuffix(c.providerConfig(t.TempDir(), "verda", "mithril"), "}\n") +
+				fmt.Sprintf("  lambda {\n    endpoint = %q\n    api_key  = %q\n  }\n}\n", lambdaURL, emulambda.DefaultAPIKey)
+			cfg := provider + volumeConfig("keep", tc.typ, tc.cloud, tc.region) + cloudInstanceConfig("keep", "h100", tc.extra+volumesAt("/data"))
 			var volumeID string
 			var machines []string
 			// sameVolume checks that the cloud has the one volume, used by the state's machine alone, and
@@ -342,7 +374,7 @@ func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				vols := tc.volumes(c)
+				vols := tc.volumes(c, lambda, lambdaURL)
 				if len(vols) != 1 {
 					return fmt.Errorf("%s has %d volumes named for the test, want 1: %+v", tc.cloud, len(vols), vols)
 				}
@@ -360,7 +392,14 @@ func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 				}
 				return nil
 			}
-			accTest(t, c.checkEmpty, []resource.TestStep{
+			accTest(t, func(st *terraform.State) error {
+				for _, in := range lambda.Instances() {
+					if in.Status != "terminated" && in.Status != "terminating" {
+						return fmt.Errorf("lambda instance %s is %s after destroy", in.ID, in.Status)
+					}
+				}
+				return c.checkEmpty(st)
+			}, []resource.TestStep{
 				{
 					Config: cfg,
 					ConfigPlanChecks: preApply(
@@ -380,6 +419,30 @@ func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 			})
 		})
 	}
+}
+
+// lambdaFileSystems are the file_system_names Lambda's API (its emulator at url) answers for an instance.
+func lambdaFileSystems(t *testing.T, url, id string) []string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url+"/instances/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+emulambda.DefaultAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var body struct {
+		Data struct {
+			FileSystemNames []string `json:"file_system_names"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET instance %s: %d %v", id, resp.StatusCode, err)
+	}
+	return body.Data.FileSystemNames
 }
 
 // TestAccGPUInstance_volumeAfterPreemption: a spot machine with a volume, preempted at the sandbox

@@ -48,6 +48,9 @@ func checkVolumesDigested(vars map[string]any, vols []cloudprovider.Attachment) 
 	}
 	var got []string
 	entry, listed := vars[VolumesVar]
+	if listed && len(vols) == 0 {
+		return fmt.Errorf("variable %s is hydra's own: it lists the machine's volumes (its volumes blocks); remove it from the provisioning variables", VolumesVar)
+	}
 	if listed {
 		norm, err := normalize(entry)
 		if err != nil {

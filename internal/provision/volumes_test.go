@@ -89,7 +89,7 @@ func TestVolumesVar(t *testing.T) {
 		{"volumes not listed", nil, []cloudprovider.Attachment{block}, "mount paths [] under hydra_volumes, the machine's volumes are mounted at [/data]"},
 		{"another mount path", map[string]any{VolumesVar: mounts("/old")}, []cloudprovider.Attachment{block}, "mount paths [/old]"},
 		{"one missing", map[string]any{VolumesVar: mounts("/data")}, []cloudprovider.Attachment{block, nfs}, "mounted at [/data, /shared]"},
-		{"listed without volumes", map[string]any{VolumesVar: mounts("/data")}, nil, "mount paths [/data]"},
+		{"listed without volumes", map[string]any{VolumesVar: mounts("/data")}, nil, "variable hydra_volumes is hydra's own"},
 		{"not a list", map[string]any{VolumesVar: "/data"}, []cloudprovider.Attachment{block}, "must be a list"},
 		{"no mount path", map[string]any{VolumesVar: []any{map[string]any{"volume_id": "x"}}}, []cloudprovider.Attachment{block}, "must be a list"},
 	} {

@@ -34,8 +34,9 @@ func nodeAttrs(st *terraform.State, i int) (map[string]string, error) {
 // TestAccGPUCluster_sharedVolumeKeepsData: a 2-node sandbox cluster with a shared_fs hydra_volume,
 // provisioned with the real playbooks: a file written over SSH on node 1 is read on node 2 (one file
 // system), and after the cluster is replaced (-replace) both new nodes read it back; a changed mount
-// path provisions the nodes again in place. The cluster is placed in the volume's region (sbx-us-1),
-// not the cheapest (sbx-eu-1).
+// path provisions the nodes again in place; imported by another state, the cluster keeps its volume
+// (recorded in place). The cluster is placed in the volume's region (sbx-us-1), not the cheapest
+// (sbx-eu-1).
 func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
@@ -47,6 +48,7 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 	cfg := config("/shared")
 	text := randomText(t)
 	var nodes []string
+	var clusterID string
 	readAt := func(mount string) resource.TestCheckFunc {
 		return func(st *terraform.State) error {
 			for i := range 2 {
@@ -108,7 +110,30 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 			Config:            config("/mnt/shared"),
 			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionUpdate)),
 			ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready")},
-			Check:             resource.ComposeTestCheckFunc(readAt("/mnt/shared"), s.checkCreated(4)),
+			Check: resource.ComposeTestCheckFunc(readAt("/mnt/shared"), s.checkCreated(4), func(st *terraform.State) error {
+				a, err := attrs(st, clusterResource)
+				clusterID = a["cloud_cluster_id"]
+				return err
+			}),
+		},
+		{
+			// Out of the state, kept at the cloud, so that it can be imported.
+			Config: s.provisionedConfig("") + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") +
+				"removed {\n  from = hydra_gpu_cluster.test\n  lifecycle {\n    destroy = false\n  }\n}\n",
+		},
+		{
+			ResourceName:       clusterResource,
+			Config:             config("/mnt/shared"),
+			ImportState:        true,
+			ImportStatePersist: true,
+			ImportStateIdFunc:  func(*terraform.State) (string, error) { return "sandbox/" + clusterID, nil },
+		},
+		{
+			// The imported cluster has no volumes in its state, but its nodes' provisioning digest (which
+			// covers them) says it was provisioned with these: kept, the volumes recorded in place.
+			Config:           config("/mnt/shared"),
+			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionUpdate)),
+			Check:            resource.ComposeTestCheckFunc(readAt("/mnt/shared"), s.checkCreated(4), s.checkLive(2)),
 		},
 	})
 }

@@ -43,8 +43,7 @@ func (m *gpuClusterModel) spec(ctx context.Context, keys []string) (controlplane
 	spec := clusterSpecOf(req, m.Name.ValueString(), m.Nodes, m.Interconnect)
 	spec.SSHPublicKeys, spec.ProvisioningVars = append(append([]string{}, keys...), own...), vars
 	spec.MinBusBandwidthGBps, spec.BidTimeout = minBusBandwidth(m.NCCLCheck), bidTimeout(m.BidTimeout)
-	volumes, volumesKnown, d := controlPlaneVolumes(ctx, m.Volumes)
-	diags.Append(d...)
+	volumes, volumesKnown := controlPlaneVolumes(m.Volumes)
 	spec.Volumes = volumes
 	known := ok && varsKnown && volumesKnown && !m.Name.IsUnknown() && !m.Nodes.IsUnknown() && !m.Interconnect.IsUnknown() && !m.NCCLCheck.IsUnknown()
 	return spec, known, diags

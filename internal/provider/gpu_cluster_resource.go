@@ -161,7 +161,7 @@ func (r *gpuClusterResource) planChange(ctx context.Context, req resource.Modify
 	spec, _, diags := plan.spec(ctx, r.data.sshPublicKeys)
 	resp.Diagnostics.Append(diags...)
 	_, varsKnown, _ := plan.vars(ctx)
-	_, volumesKnown, _ := controlPlaneVolumes(ctx, plan.Volumes)
+	_, volumesKnown := controlPlaneVolumes(plan.Volumes)
 	spec.ProvisioningVarsUnknown = !varsKnown || !volumesKnown
 	spec.ReplaceWhenUnhealthy = plan.ReplaceWhenUnhealthy.ValueBool()
 	spec.ReplaceWhenPreempted = plan.ReplaceWhenPreempted.ValueBool()

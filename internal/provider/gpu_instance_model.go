@@ -141,8 +141,7 @@ func setOfferFields(m *gpuInstanceModel, cloud string, p controlplane.ParsedOffe
 // be created without any SSH key (no ssh_public_keys and provisioning off), which some clouds refuse.
 func (r *gpuInstanceResource) offerRequest(ctx context.Context, m *gpuInstanceModel) (controlplane.OfferRequest, bool, diag.Diagnostics) {
 	req, ok, diags := (&offerRequestModel{shapeModel: m.shapeModel, FormFactor: m.FormFactor}).request(ctx)
-	volumes, volumesKnown, d := controlPlaneVolumes(ctx, m.Volumes)
-	diags.Append(d...)
+	volumes, volumesKnown := controlPlaneVolumes(m.Volumes)
 	req.Volumes, ok = volumes, ok && volumesKnown
 	if m.SSHPublicKeys.IsUnknown() {
 		return req, false, diags

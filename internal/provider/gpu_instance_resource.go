@@ -231,8 +231,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 func plannedProvisioning(ctx context.Context, m *gpuInstanceModel, kind string, diags *diag.Diagnostics) controlplane.PlannedProvisioning {
 	vars, ok, d := provisioningVars(ctx, m.ProvisioningVars, m.SSHPublicKeys)
 	diags.Append(d...)
-	volumes, volumesKnown, d := controlPlaneVolumes(ctx, m.Volumes)
-	diags.Append(d...)
+	volumes, volumesKnown := controlPlaneVolumes(m.Volumes)
 	return controlplane.PlannedProvisioning{Pool: m.Pool.ValueString(), Kind: kind, Vars: vars, VarsKnown: ok && volumesKnown, Volumes: volumes}
 }
 
@@ -338,7 +337,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	}
 	creq := controlplane.CreateRequest{Name: name, Request: offerReq, BidTimeout: bidTimeout(plan.BidTimeout),
 		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
-		BringUp:       r.bringUpSpec(ctx, &plan, vars, &resp.Diagnostics), Gone: terraformGone}
+		BringUp:       r.bringUpSpec(&plan, vars), Gone: terraformGone}
 	if !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull() {
 		creq.OfferID = plan.OfferID.ValueString()
 	}
@@ -416,9 +415,8 @@ func (r *gpuInstanceResource) setLaunched(ctx context.Context, m *gpuInstanceMod
 }
 
 // bringUpSpec is what provisioning the machine needs, its volumes' mounts included.
-func (r *gpuInstanceResource) bringUpSpec(ctx context.Context, m *gpuInstanceModel, vars map[string]any, diags *diag.Diagnostics) controlplane.BringUpSpec {
-	volumes, _, d := controlPlaneVolumes(ctx, m.Volumes)
-	diags.Append(d...)
+func (r *gpuInstanceResource) bringUpSpec(m *gpuInstanceModel, vars map[string]any) controlplane.BringUpSpec {
+	volumes, _ := controlPlaneVolumes(m.Volumes)
 	return controlplane.BringUpSpec{GPUType: m.GPUType.ValueString(), GPUCount: int(m.GPUCount.ValueInt64()),
 		Vars: vars, MaxAttempts: int(m.MaxProvisioningAttempts.ValueInt64()), Volumes: volumes}
 }
@@ -590,7 +588,7 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 	planned := m.ProvisioningDigest
 	rec := state.record()
 	m.setRecord(rec)
-	err := r.data.cp.Resume(ctx, &rec, r.bringUpSpec(ctx, &m, vars, &resp.Diagnostics), r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
+	err := r.data.cp.Resume(ctx, &rec, r.bringUpSpec(&m, vars), r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
 	err = timedOut(ctx, err, "update", plan.Timeouts.Update, defaultUpdateTimeout)
 	if r.settle(ctx, &m, planned, err, summary, &resp.State, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": rec.Name})

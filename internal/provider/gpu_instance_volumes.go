@@ -76,11 +76,7 @@ func replaceIfOtherVolumes(ctx context.Context, req planmodifier.ListRequest, re
 	if req.State.Raw.IsNull() || req.PlanValue.IsUnknown() || req.StateValue.IsUnknown() || req.StateValue.IsNull() {
 		return
 	}
-	was, d := volumeUsesOf(ctx, req.StateValue)
-	resp.Diagnostics.Append(d...)
-	now, d := volumeUsesOf(ctx, req.PlanValue)
-	resp.Diagnostics.Append(d...)
-	resp.RequiresReplace = !sameVolumes(was, now)
+	resp.RequiresReplace = !sameVolumes(volumeUsesOf(req.StateValue), volumeUsesOf(req.PlanValue))
 }
 
 // sameVolumes says whether a and b name the same volumes, in any order (an unknown id is another volume).
@@ -204,9 +200,7 @@ func (volumesValid) ValidateList(ctx context.Context, req validator.ListRequest,
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	uses, diags := volumeUsesOf(ctx, req.ConfigValue)
-	resp.Diagnostics.Append(diags...)
-	for _, p := range volumesProblems(uses) {
+	for _, p := range volumesProblems(volumeUsesOf(req.ConfigValue)) {
 		resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(p.index).AtName(p.attr), p.summary, p.detail)
 	}
 }
@@ -218,10 +212,9 @@ type volumeUse struct {
 }
 
 // volumeUsesOf reads volumes' elements (null: none).
-func volumeUsesOf(ctx context.Context, list types.List) ([]volumeUse, diag.Diagnostics) {
-	var diags diag.Diagnostics
+func volumeUsesOf(list types.List) []volumeUse {
 	if list.IsNull() || list.IsUnknown() {
-		return nil, diags
+		return nil
 	}
 	var out []volumeUse
 	for _, e := range list.Elements() {
@@ -235,7 +228,7 @@ func volumeUsesOf(ctx context.Context, list types.List) ([]volumeUse, diag.Diagn
 		mp, _ := a["mount_path"].(types.String)
 		out = append(out, volumeUse{ID: id.ValueString(), MountPath: mp.ValueString()})
 	}
-	return out, diags
+	return out
 }
 
 // volumesProblem is one problem of a volumes list, on one element's attribute.
@@ -300,34 +293,32 @@ func volumesProblems(uses []volumeUse) []volumesProblem {
 }
 
 // controlPlaneVolumes is volumes as the control plane takes them; ok is false while any is unknown.
-func controlPlaneVolumes(ctx context.Context, list types.List) ([]controlplane.VolumeUse, bool, diag.Diagnostics) {
+func controlPlaneVolumes(list types.List) ([]controlplane.VolumeUse, bool) {
 	if list.IsUnknown() {
-		return nil, false, nil
+		return nil, false
 	}
-	var diags diag.Diagnostics
 	var out []controlplane.VolumeUse
 	for _, e := range list.Elements() {
 		o, ok := e.(types.Object)
 		if !ok || o.IsUnknown() {
-			return nil, false, diags
+			return nil, false
 		}
 		a := o.Attributes()
 		id, _ := a["volume_id"].(types.String)
 		mp, _ := a["mount_path"].(types.String)
 		if id.IsUnknown() || mp.IsUnknown() {
-			return nil, false, diags
+			return nil, false
 		}
 		out = append(out, controlplane.VolumeUse{ID: id.ValueString(), MountPath: mp.ValueString()})
 	}
-	return out, true, diags
+	return out, true
 }
 
 // volumesPlacementProblems checks volumes against clouds and regions when all are known: a volume
 // outside the allowed clouds or regions can never be given to the machine.
 func volumesPlacementProblems(ctx context.Context, volumes types.List, cloudsSet, regionsSet types.Set, thing string) diag.Diagnostics {
 	var diags diag.Diagnostics
-	uses, d := volumeUsesOf(ctx, volumes)
-	diags.Append(d...)
+	uses := volumeUsesOf(volumes)
 	allowedClouds, okC, d := stringsOf(ctx, cloudsSet)
 	diags.Append(d...)
 	allowedRegions, okR, d := stringsOf(ctx, regionsSet)

@@ -123,25 +123,24 @@ func volumesList(t *testing.T, pairs ...[2]string) types.List {
 }
 
 func TestControlPlaneVolumes(t *testing.T) {
-	ctx := context.Background()
-	got, ok, d := controlPlaneVolumes(ctx, volumesList(t, [2]string{"sandbox/sbx-eu-1/a", "/data"}, [2]string{"sandbox/sbx-eu-1/b", "/models"}))
+	got, ok := controlPlaneVolumes(volumesList(t, [2]string{"sandbox/sbx-eu-1/a", "/data"}, [2]string{"sandbox/sbx-eu-1/b", "/models"}))
 	want := []controlplane.VolumeUse{{ID: "sandbox/sbx-eu-1/a", MountPath: "/data"}, {ID: "sandbox/sbx-eu-1/b", MountPath: "/models"}}
-	if !ok || d.HasError() || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("controlPlaneVolumes = %+v, %v, %v; want %+v", got, ok, d, want)
+	if !ok || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("controlPlaneVolumes = %+v, %v; want %+v", got, ok, want)
 	}
-	if got, ok, _ := controlPlaneVolumes(ctx, types.ListNull(types.ObjectType{AttrTypes: volumeUseAttrTypes})); !ok || got != nil {
+	if got, ok := controlPlaneVolumes(types.ListNull(types.ObjectType{AttrTypes: volumeUseAttrTypes})); !ok || got != nil {
 		t.Errorf("null volumes: %+v, %v; want none, known", got, ok)
 	}
-	if _, ok, _ := controlPlaneVolumes(ctx, volumesList(t, [2]string{"?", "/data"})); ok {
+	if _, ok := controlPlaneVolumes(volumesList(t, [2]string{"?", "/data"})); ok {
 		t.Error("an unknown volume_id must leave the volumes unknown")
 	}
-	if _, ok, _ := controlPlaneVolumes(ctx, types.ListUnknown(types.ObjectType{AttrTypes: volumeUseAttrTypes})); ok {
+	if _, ok := controlPlaneVolumes(types.ListUnknown(types.ObjectType{AttrTypes: volumeUseAttrTypes})); ok {
 		t.Error("an unknown list must be unknown")
 	}
 	// And back: a record's volumes as state.
 	var diags diag.Diagnostics
 	back := volumesValue(want, &diags)
-	again, ok, _ := controlPlaneVolumes(ctx, back)
+	again, ok := controlPlaneVolumes(back)
 	if diags.HasError() || !ok || len(again) != 2 || again[1] != want[1] {
 		t.Errorf("volumesValue round trip: %+v (%v)", again, diags)
 	}

@@ -427,7 +427,8 @@ func testExeclet(t *testing.T, f realOSFixture) {
 // TestRealOS_Pod: each OS's tree run without systemd (sshd is the container's only service, as in a
 // pod whose image has the distribution's node_exporter: nodeExporterInImage) reaches ready with
 // bare-vm.yml: the exporters the image has run as processes on loopback, DCGM's host engine is
-// started, nothing needs systemctl; a second run changes nothing.
+// started, nothing needs systemctl; a bind volume is mounted from fstab without systemd; a second run
+// changes nothing.
 func TestRealOS_Pod(t *testing.T) {
 	t.Parallel()
 	onEachOS(t, realos.Options{GPU: gpuSpec(), ImagePrepare: []string{nodeExporterInImage}}, testPod)
@@ -444,7 +445,9 @@ func testPod(t *testing.T, f realOSFixture) {
 	if out, _ := f.m.Run(context.Background(), "ss -Hltn 'sport = :9100'"); strings.TrimSpace(out) != "" {
 		t.Fatalf("node_exporter started on its own in the pod: %s", out)
 	}
+	f.volumes = prepareBindVolume(t, f)
 	marker := f.provisionTwice(t, inventory.KindVM, 2, nil)
+	checkBindVolume(t, f)
 	want := provision.MarkerExporters{Address: "127.0.0.1", NodeExporter: "process", DCGMExporter: "process"}
 	if marker.Machine.Exporters != want || marker.Machine.Systemd {
 		t.Errorf("marker's machine %+v: want no systemd and exporters %+v", marker.Machine, want)

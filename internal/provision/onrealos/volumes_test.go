@@ -52,6 +52,29 @@ func prepareVolumes(t *testing.T, f realOSFixture) []cloudprovider.Attachment {
 	}
 }
 
+// prepareBindVolume makes one bind volume's source on a machine without systemd (TestRealOS_Pod: no
+// systemd to read fstab again, mount(8) alone) and returns its attachment.
+func prepareBindVolume(t *testing.T, f realOSFixture) []cloudprovider.Attachment {
+	t.Helper()
+	f.run(t, "mkdir -p "+volumeDir+"/shared && echo 'on the shared volume' > "+volumeDir+"/shared/hello")
+	return []cloudprovider.Attachment{{VolumeID: "vol-shared", Type: cloudprovider.VolumeSharedFS, MountPath: "/mnt/hydra-data",
+		Source: volumeDir + "/shared", FSType: "none", Options: "bind"}}
+}
+
+// checkBindVolume checks the bind volume is mounted (read through the mount, written into its source).
+func checkBindVolume(t *testing.T, f realOSFixture) {
+	t.Helper()
+	if got := f.run(t, "findmnt -n -o TARGET --mountpoint /mnt/hydra-data"); got != "/mnt/hydra-data" {
+		t.Errorf("the bind volume is not mounted at /mnt/hydra-data: %q", got)
+	}
+	if got := f.run(t, "cat /mnt/hydra-data/hello && echo through > /mnt/hydra-data/new && cat "+volumeDir+"/shared/new"); got != "on the shared volume\nthrough" {
+		t.Errorf("through the bind volume's mount: %q", got)
+	}
+	if got := f.run(t, "grep -c '^"+volumeDir+"/shared /mnt/hydra-data none bind,nofail 0 0$' /etc/fstab || true"); got != "1" {
+		t.Errorf("/etc/fstab has the bind volume's line %s time(s), want once", got)
+	}
+}
+
 // checkVolumes checks what the runs left: the bind volume mounted from its fstab line, the fresh image
 // made ext4, the used one untouched, the cloud's volume without a line.
 func checkVolumes(t *testing.T, f realOSFixture) {

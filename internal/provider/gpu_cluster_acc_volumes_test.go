@@ -267,3 +267,16 @@ func TestAccGPUCluster_volumeEmulators(t *testing.T) {
 		})
 	}
 }
+
+// TestAccGPUCluster_blockVolume: every node would mount a block volume, which is on one machine at a
+// time: the create fails saying so and leaves nothing (provisioning off).
+func TestAccGPUCluster_blockVolume(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + volumeConfig("blk", "block", "sandbox", "sbx-us-1") +
+		clusterConfig("blockvol", "h100", 1, 2, "  interconnect = \"any\"\n"+volumesAt("/data"))
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config:      cfg,
+		ExpectError: errorPattern("creating GPU cluster (blockvol)", "block volume sbx-vm-blk--", "not 2 nodes", "shared_fs"),
+	}})
+	s.noneCreated(t, "a cluster with a block volume")
+}

@@ -542,3 +542,24 @@ func TestAccGPUInstance_volumeAdded(t *testing.T) {
 		},
 	})
 }
+
+// TestAccGPUInstance_volumeCreateBeforeDestroy: a block volume is on one machine at a time, so a
+// create_before_destroy replacement cannot launch its new machine while the old one holds the volume:
+// the apply fails saying so, nothing new is created and the old machine keeps the volume
+// (provisioning off).
+func TestAccGPUInstance_volumeCreateBeforeDestroy(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + volumeConfig("cbd-data", "block", "sandbox", "sbx-us-1") +
+		testAccGPUInstanceConfig_basic("cbd", "h100", volumesAt("/data")+"  lifecycle {\n    create_before_destroy = true\n  }\n")
+	accTest(t, s.checkDestroyed, []resource.TestStep{
+		{Config: cfg, Check: s.checkCreated(1)},
+		{
+			Config:      cfg,
+			Taint:       []string{resourceName},
+			ExpectError: errorPattern("creating GPU instance (cbd)", "block volume sbx-vm-cbd-data--", "is attached to sbx-vm-cbd--", "one machine at a time"),
+		},
+	})
+	if n := s.created(); n != 1 {
+		t.Errorf("%d machines created; the refused replacement must create none", n)
+	}
+}

@@ -33,8 +33,14 @@ var volumeUseAttrTypes = map[string]attr.Type{"volume_id": types.StringType, "mo
 func volumesAttribute(s subject) schema.ListNestedAttribute {
 	the := "the " + s.thing
 	each := the
+	// A block volume is on one machine at a time.
+	block := "A `block` volume is on one machine at a time: a `create_before_destroy` replacement cannot get it while the " +
+		"old machine holds it (the apply fails and creates nothing); use the default replacement (destroy first) or a " +
+		"`shared_fs` volume."
 	if s == clusterSubject {
 		each = "every node"
+		block = "Every node mounts every volume, so a cluster takes `shared_fs` volumes: a cluster's create with a `block` " +
+			"volume (on one machine at a time) fails and creates nothing."
 	}
 	return schema.ListNestedAttribute{
 		MarkdownDescription: "Volumes (`hydra_volume`) " + each + " gets at launch, each mounted at its `mount_path` by " +
@@ -44,7 +50,7 @@ func volumesAttribute(s subject) schema.ListNestedAttribute {
 			the + " is planned only on offers there (`other_clouds` says why the others lost). Adding or removing a volume " +
 			"replaces " + the + " (clouds give volumes at launch), except right after `terraform import` when " + the + "'s " +
 			"provisioning record shows it was provisioned with exactly these volumes (then they are recorded in place); " +
-			"changing only a `mount_path` provisions " + the + " again in place, mounting the volume at its new path.",
+			"changing only a `mount_path` provisions " + the + " again in place, mounting the volume at its new path. " + block,
 		Optional:      true,
 		Validators:    []validator.List{listvalidator.SizeAtLeast(1), volumesValid{}},
 		PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplaceIf(replaceIfOtherVolumes, replaceVolumesWhy, replaceVolumesWhy)},

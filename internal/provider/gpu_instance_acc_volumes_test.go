@@ -563,3 +563,34 @@ func TestAccGPUInstance_volumeCreateBeforeDestroy(t *testing.T) {
 		t.Errorf("%d machines created; the refused replacement must create none", n)
 	}
 }
+
+// TestAccGPUInstance_volumeKnownAtApply: a volume whose region is known only at apply (another
+// resource's output) leaves the machine's offer to apply, which places it in the volume's region
+// (provisioning off).
+func TestAccGPUInstance_volumeKnownAtApply(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + `
+resource "terraform_data" "region" {
+  input = "sbx-us-1"
+}
+
+resource "hydra_volume" "v" {
+  name    = "later"
+  type    = "block"
+  size_gb = 10
+  cloud   = "sandbox"
+  region  = terraform_data.region.output
+}
+` + testAccGPUInstanceConfig_basic("later", "h100", volumesAt("/data"))
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config:            cfg,
+		ConfigPlanChecks:  preApply(planUnknown("region"), planUnknown("offer_id")),
+		ConfigStateChecks: []statecheck.StateCheck{stateKnown("region", "sbx-us-1"), stateKnown("status", "ready")},
+		Check: func(*terraform.State) error {
+			if live := s.live(); len(live) != 1 || live[0].Region != "sbx-us-1" {
+				return fmt.Errorf("live machines %+v; want one in sbx-us-1", live)
+			}
+			return nil
+		},
+	}})
+}

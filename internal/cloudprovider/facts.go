@@ -18,6 +18,9 @@ type Facts struct {
 	// Signal is the file the cloud writes inside its machines when it gives notice of an interruption
 	// (zero: none). Provisioning installs a watcher for it.
 	Signal InterruptionSignal
+	// VolumeMountPath is where the cloud mounts a machine's volume itself, whatever path was asked ("":
+	// the playbooks mount a volume at the path the machine asks for).
+	VolumeMountPath string
 }
 
 // FactStater is implemented by backends whose cloud states Facts.

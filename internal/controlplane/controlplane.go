@@ -226,6 +226,8 @@ func (cp *ControlPlane) Validate(req OfferRequest) error {
 		return err
 	} else if _, configured := cp.backends[p.cloud]; ok && !configured {
 		return &RequestError{Field: "volumes", Msg: fmt.Sprintf("volume %s is in %s, and %s is not configured; configured clouds: %s", p.name, p, p.cloud, quoteList(cp.Clouds(), ", "))}
+	} else if err := cp.checkVolumeMountPaths(p, req.Volumes); ok && err != nil {
+		return err
 	}
 	var kindPools, typePools []string
 	for _, p := range cp.manager.Pools() {

@@ -45,6 +45,26 @@ func placeVolumes(uses []VolumeUse) (p volumePlace, ok bool, err error) {
 	return p, len(uses) > 0, nil
 }
 
+// checkVolumeMountPaths refuses, on "volumes", a mount path other than the one where the volumes'
+// cloud mounts them itself (Facts.VolumeMountPath): the data would not be where the user looks.
+func (cp *ControlPlane) checkVolumeMountPaths(p volumePlace, uses []VolumeUse) error {
+	b, ok := cp.backends[p.cloud]
+	if !ok {
+		return nil
+	}
+	at := cloudprovider.FactsOf(b).VolumeMountPath
+	if at == "" {
+		return nil
+	}
+	for _, u := range uses {
+		if path.Clean(u.MountPath) != at {
+			return &RequestError{Field: "volumes", Msg: fmt.Sprintf("volume %s: %s mounts a machine's volume at %s itself, not at mount_path %s; set mount_path = %q (one volume per machine there)",
+				u.ID, p.cloud, at, u.MountPath, at)}
+		}
+	}
+	return nil
+}
+
 // volumeRejection says why cloud c cannot take a machine (or, with cluster, a cluster's nodes) with
 // volumes at p: another cloud, or a backend that cannot launch with volumes. "" when it can.
 func (cp *ControlPlane) volumeRejection(c string, p volumePlace, cluster bool) string {

@@ -241,9 +241,9 @@ func TestVolumeAbilitiesMissing(t *testing.T) {
 	}
 }
 
-// A cloud that mounts a volume itself elsewhere than its mount_path (Prime Intellect mounts a pod's
-// disk at /workspace): the machine is kept in error saying where, and what to set; nothing is
-// provisioned (the data would not be where the user looks).
+// A cloud that mounts a volume itself at its own path (Prime Intellect mounts a pod's disk at
+// /workspace, Facts.VolumeMountPath): another mount_path is refused before anything is created, naming
+// the path to set (the data would not be where the user looks).
 func TestVolumeMountedByTheCloudElsewhere(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -257,18 +257,21 @@ func TestVolumeMountedByTheCloudElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/data"}}}
-	created, err := cp.Create(ctx, CreateRequest{Name: "train", Request: req, SSHPublicKeys: []string{backendtest.TestKey},
-		BringUp: BringUpSpec{GPUType: o.GPUType, GPUCount: o.GPUCount}}, nil)
-	var pf *ProvisioningFailedError
-	want := "mounts volume " + rec.ID + " at /workspace itself, not at mount_path /data, and hydra cannot move it: set mount_path = \"/workspace\""
-	if !errors.As(err, &pf) || created.Record.Status != cloudprovider.StatusError || !strings.Contains(created.Record.ProvisioningError, want) {
-		t.Errorf("create: %v; record %+v; want the machine in error saying %q", err, created.Record, want)
+	var re *RequestError
+	want := "primeintellect mounts a machine's volume at /workspace itself, not at mount_path /data; set mount_path = \"/workspace\""
+	if err := cp.Validate(req); !errors.As(err, &re) || re.Field != "volumes" || !strings.Contains(re.Msg, want) {
+		t.Errorf("Validate: %v; want an error on volumes saying %q", err, want)
 	}
-	if len(prov.reqs) != 0 {
-		t.Errorf("provisioned %d times", len(prov.reqs))
+	if _, err := cp.Create(ctx, CreateRequest{Name: "train", Request: req, SSHPublicKeys: []string{backendtest.TestKey},
+		BringUp: BringUpSpec{GPUType: o.GPUType, GPUCount: o.GPUCount}}, nil); !errors.As(err, &re) {
+		t.Errorf("create: %v; want the request refused", err)
 	}
-	if err := cp.Terminate(ctx, InstanceRef{Name: created.Record.Name, ID: created.Record.ID}); err != nil {
-		t.Fatal(err)
+	if got := cp.Machines(ctx, []string{"primeintellect"}); len(got.Machines) != 0 {
+		t.Errorf("machines after a refused create: %+v", got.Machines)
+	}
+	req.Volumes[0].MountPath = "/workspace/"
+	if err := cp.Validate(req); err != nil {
+		t.Errorf("Validate at the cloud's own path: %v", err)
 	}
 }
 

@@ -53,6 +53,11 @@ const HoursPerMonth = 730
 // document's default).
 const DefaultMountPath = "/workspace"
 
+// Facts says that Prime mounts a pod's disk itself, at DefaultMountPath: its create takes no path.
+func (b *Backend) Facts() cloudprovider.Facts {
+	return cloudprovider.Facts{VolumeMountPath: DefaultMountPath}
+}
+
 // Disk is one of Prime's disks (APIDiskConfig).
 type Disk struct {
 	ID           string   `json:"id"`

@@ -106,6 +106,31 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 			Check:             resource.ComposeTestCheckFunc(newNodes, readOnEvery, s.checkLive(2)),
 		},
 		{
+			// A refresh reads which machines use the volume: the new nodes, both.
+			RefreshState: true,
+			Check: func(st *terraform.State) error {
+				vol, err := attrs(st, testVolumeResource)
+				if err != nil {
+					return err
+				}
+				var want, got []string
+				for i := range 2 {
+					a, err := nodeAttrs(st, i)
+					if err != nil {
+						return err
+					}
+					want = append(want, a["name"])
+					got = append(got, vol[fmt.Sprintf("attached_to.%d", i)])
+				}
+				slices.Sort(want)
+				slices.Sort(got)
+				if vol["attached_to.#"] != "2" || !slices.Equal(got, want) {
+					return fmt.Errorf("the volume's attached_to is %s:%v, want %v", vol["attached_to.#"], got, want)
+				}
+				return nil
+			},
+		},
+		{
 			// Only the mount path changes: every node provisioned again in place, the data at the new path.
 			Config:            config("/mnt/shared"),
 			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionUpdate)),

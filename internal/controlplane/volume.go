@@ -207,8 +207,12 @@ func (cp *ControlPlane) PlanVolume(ctx context.Context, spec VolumeSpec) error {
 	return &RequestError{Field: field, Msg: fmt.Sprintf("%s has no %s volumes in %s; it has: %s", spec.Cloud, spec.Type, spec.Region, describeVolumeTypes(types))}
 }
 
+// VolumeToken is the ownership token a create of volume name takes in generation gen: derived like a
+// machine's, from "volume:<name>", so a volume and a machine of one name never share a cloud-side name.
+func VolumeToken(name string, gen int) string { return cloudprovider.OwnerToken("volume:"+name, gen) }
+
 // CreateVolume creates spec's volume (after PlanVolume's checks) under the first free ownership token
-// of its name: CloudName(<the cloud's vm pool>, spec.Name, OwnerToken(spec.Name, gen)). The create is
+// of its name: CloudName(<the cloud's vm pool>, spec.Name, VolumeToken(spec.Name, gen)). The create is
 // journaled before it is sent; a create cut short is resumed by the next CreateVolume of the name
 // under the same cloud-side name (the backend's create is idempotent by name), and one whose answer
 // was lost is looked for by name. Errors are the cloud's classified ones, *RequestError or
@@ -238,7 +242,7 @@ func (cp *ControlPlane) CreateVolume(ctx context.Context, spec VolumeSpec) (Volu
 			used[v.Name] = true
 		}
 		for gen := 0; gen < cloudprovider.OwnerGenerations && token == ""; gen++ {
-			if t := cloudprovider.OwnerToken(spec.Name, gen); !used[cloudprovider.CloudName(pool, spec.Name, t)] {
+			if t := VolumeToken(spec.Name, gen); !used[cloudprovider.CloudName(pool, spec.Name, t)] {
 				token = t
 			}
 		}

@@ -124,7 +124,7 @@ func TestVolumeLifecycleOnEmulators(t *testing.T) {
 			if err != nil {
 				t.Fatalf("CreateVolume: %v", err)
 			}
-			wantName := cloudprovider.CloudName(pool, "data", cloudprovider.OwnerToken("data", 0))
+			wantName := cloudprovider.CloudName(pool, "data", VolumeToken("data", 0))
 			if rec.ID != VolumeID(cloud, o.Region, "data") || rec.CloudName != wantName || rec.CloudVolumeID == "" || rec.Name != "data" ||
 				rec.Type != typ || rec.Region != o.Region || len(rec.AttachedTo) != 0 {
 				t.Fatalf("created %+v, want id %s named %s", rec, VolumeID(cloud, o.Region, "data"), wantName)
@@ -208,7 +208,7 @@ func TestCreateVolumeResumesAndTakesTheFirstFreeToken(t *testing.T) {
 	o, typ := volumeOffer(t, ctx, b)
 	pool, _ := cp.volumePool("verda")
 	spec := VolumeSpec{Name: "logs", Type: typ, SizeGB: 10, Cloud: "verda", Region: o.Region}
-	token0 := cloudprovider.OwnerToken("logs", 0)
+	token0 := VolumeToken("logs", 0)
 	name0 := cloudprovider.CloudName(pool, "logs", token0)
 
 	// The cut-short create: the volume made and its intent journaled, but no state holds it.
@@ -237,7 +237,7 @@ func TestCreateVolumeResumesAndTakesTheFirstFreeToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := cloudprovider.CloudName(pool, "logs", cloudprovider.OwnerToken("logs", 1)); second.CloudName != want || second.CloudVolumeID == left.ID {
+	if want := cloudprovider.CloudName(pool, "logs", VolumeToken("logs", 1)); second.CloudName != want || second.CloudVolumeID == left.ID {
 		t.Errorf("second volume of the name is %s (%s), want %s, a new one", second.CloudName, second.CloudVolumeID, want)
 	}
 	all, err := vb.ListVolumes(ctx, cloudprovider.CloudName(pool, "logs", "")+cloudprovider.TokenSeparator)

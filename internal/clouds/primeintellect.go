@@ -17,6 +17,7 @@ var PrimeIntellect = &Driver{
 	Block:       "primeintellect",
 	Title:       "Prime Intellect",
 	Description: "Prime Intellect, an aggregator reselling other clouds' GPUs.",
+	Facts:       primeintellect.Facts,
 	Settings: []Setting{
 		{Key: "api_key", Env: "PRIME_API_KEY", Sensitive: true, Doc: "API key."},
 		endpointSetting("Prime Intellect", primeintellect.DefaultBaseURL),

@@ -53,10 +53,12 @@ const HoursPerMonth = 730
 // document's default).
 const DefaultMountPath = "/workspace"
 
-// Facts says that Prime mounts a pod's disk itself, at DefaultMountPath: its create takes no path.
-func (b *Backend) Facts() cloudprovider.Facts {
-	return cloudprovider.Facts{VolumeMountPath: DefaultMountPath}
-}
+// Facts are what Prime states: it mounts a pod's disk itself, at DefaultMountPath (its create takes no
+// path).
+var Facts = cloudprovider.Facts{VolumeMountPath: DefaultMountPath}
+
+// Facts returns the package's Facts.
+func (b *Backend) Facts() cloudprovider.Facts { return Facts }
 
 // Disk is one of Prime's disks (APIDiskConfig).
 type Disk struct {

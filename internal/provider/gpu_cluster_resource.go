@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -379,26 +377,12 @@ func (r *gpuClusterResource) Delete(ctx context.Context, req resource.DeleteRequ
 
 // ImportState takes `<cloud>/<cluster id>` (the cloud's own id of the cluster); Read imports it.
 func (r *gpuClusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if msg := clusterImportIDProblem(req.ID); msg != "" {
-		resp.Diagnostics.AddError(fmt.Sprintf("importing GPU cluster (%s)", req.ID), msg)
-		return
-	}
-	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+	clusterImportID.importState(ctx, req, resp)
 }
 
-// clusterImportIDProblem says what is wrong with an import ID and what is accepted, or "" when it is
-// `<cloud>/<cluster id>` with a cloud hydra knows.
-func clusterImportIDProblem(id string) string {
-	accepted := "a cluster is imported as <cloud>/<cluster id>: the cloud's name and the cloud's own id of the cluster " +
-		"(hydra_gpu_cluster's cloud_cluster_id), for example `terraform import hydra_gpu_cluster.train " + clouds.Names()[0] + "/<cluster id>`"
-	cloud, cid, ok := strings.Cut(id, "/")
-	switch {
-	case !ok || cid == "" || cloud == "":
-		return fmt.Sprintf("%q is not <cloud>/<cluster id>; %s.", id, accepted)
-	case strings.Contains(cid, "/"):
-		return fmt.Sprintf("%q has more than one \"/\"; %s.", id, accepted)
-	case !slices.Contains(clouds.Names(), cloud):
-		return fmt.Sprintf("%q starts with %q, which is not a cloud hydra knows (%s); %s.", id, cloud, quotedCloudNames(), accepted)
-	}
-	return ""
+var clusterImportID = cloudImportID{
+	thing: "GPU cluster",
+	own:   "cluster id",
+	accepted: "a cluster is imported as <cloud>/<cluster id>: the cloud's name and the cloud's own id of the cluster " +
+		"(hydra_gpu_cluster's cloud_cluster_id), for example `terraform import hydra_gpu_cluster.train " + clouds.Names()[0] + "/<cluster id>`",
 }

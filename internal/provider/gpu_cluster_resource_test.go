@@ -421,7 +421,7 @@ func TestGPUClusterImportID(t *testing.T) {
 		"sandbox/a/b":     `has more than one "/"`,
 		"aws/c-1":         `"aws", which is not a cloud hydra knows`,
 	} {
-		got := clusterImportIDProblem(id)
+		got := clusterImportID.problem(id)
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
 			t.Errorf("clusterImportIDProblem(%q) = %q; want it to contain %q", id, got, want)
 		}

@@ -54,7 +54,7 @@ func TestVolumeImportIDProblem(t *testing.T) {
 		"aws/vol-1":             `starts with "aws", which is not a cloud hydra knows`,
 		"/vol-1":                `is not <cloud>/<cloud volume id>`,
 	} {
-		got := volumeImportIDProblem(id)
+		got := volumeImportID.problem(id)
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
 			t.Errorf("volumeImportIDProblem(%q) = %q; want it to say %q", id, got, want)
 		}

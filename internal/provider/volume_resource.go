@@ -260,26 +260,13 @@ func (r *volumeResource) Delete(ctx context.Context, req resource.DeleteRequest,
 
 // ImportState takes `<cloud>/<cloud volume id>`; Read imports it.
 func (r *volumeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if msg := volumeImportIDProblem(req.ID); msg != "" {
-		resp.Diagnostics.AddError(fmt.Sprintf("importing volume (%s)", req.ID), msg)
-		return
-	}
-	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+	volumeImportID.importState(ctx, req, resp)
 }
 
-// volumeImportIDProblem says what is wrong with an import ID and what is accepted, or "" when it is
-// `<cloud>/<cloud volume id>` with a cloud hydra knows.
-func volumeImportIDProblem(id string) string {
-	accepted := "a volume is imported as <cloud>/<cloud volume id>: the cloud's name and the cloud's own id of the volume " +
-		"(hydra_volume's cloud_volume_id), for example `terraform import hydra_volume.data " + clouds.Names()[0] + "/<volume id>`"
-	cloud, vid, ok := strings.Cut(id, "/")
-	switch {
-	case !ok || vid == "" || cloud == "":
-		return fmt.Sprintf("%q is not <cloud>/<cloud volume id>; %s.", id, accepted)
-	case strings.Contains(vid, "/"):
-		return fmt.Sprintf("%q has more than one \"/\" (hydra_volume's id, <cloud>/<region>/<name>, is not what import takes); %s.", id, accepted)
-	case !slices.Contains(clouds.Names(), cloud):
-		return fmt.Sprintf("%q starts with %q, which is not a cloud hydra knows (%s); %s.", id, cloud, quotedCloudNames(), accepted)
-	}
-	return ""
+var volumeImportID = cloudImportID{
+	thing:     "volume",
+	own:       "cloud volume id",
+	slashHint: " (hydra_volume's id, <cloud>/<region>/<name>, is not what import takes)",
+	accepted: "a volume is imported as <cloud>/<cloud volume id>: the cloud's name and the cloud's own id of the volume " +
+		"(hydra_volume's cloud_volume_id), for example `terraform import hydra_volume.data " + clouds.Names()[0] + "/<volume id>`",
 }

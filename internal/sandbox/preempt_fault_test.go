@@ -21,20 +21,7 @@ func TestPreemptFault(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	b := newBackend(t, dir, time.Millisecond)
-	offers, err := b.Offers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spot, onDemand cloudprovider.Offer
-	for _, o := range offers {
-		if o.GPUType == "h100" && o.GPUCount == 1 && o.Region == "sbx-eu-1" {
-			if o.Spot {
-				spot = o
-			} else {
-				onDemand = o
-			}
-		}
-	}
+	spot, onDemand := spotAndOnDemand(t, b, "h100")
 	cos, err := b.ClusterOffers(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -18,20 +18,7 @@ func TestPreempt(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	b := newBackend(t, dir, time.Millisecond)
-	offers, err := b.Offers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spot, onDemand cloudprovider.Offer
-	for _, o := range offers {
-		if o.GPUType == "l4" && o.GPUCount == 1 && o.Region == "sbx-eu-1" {
-			if o.Spot {
-				spot = o
-			} else {
-				onDemand = o
-			}
-		}
-	}
+	spot, onDemand := spotAndOnDemand(t, b, "l4")
 	s, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-spot--aaaaaaaa", Offer: spot})
 	if err != nil {
 		t.Fatal(err)
@@ -68,4 +55,23 @@ func TestPreempt(t *testing.T) {
 	if f := cloudprovider.FactsOf(b); f.Signal.Path != SignalPath || f.Signal.Format != cloudprovider.SignalStatusYAML {
 		t.Errorf("facts: %+v", f)
 	}
+}
+
+// spotAndOnDemand is the sandbox's spot and on-demand offer of one GPU of gpuType in sbx-eu-1.
+func spotAndOnDemand(t *testing.T, b *Backend, gpuType string) (spot, onDemand cloudprovider.Offer) {
+	t.Helper()
+	offers, err := b.Offers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offers {
+		if o.GPUType == gpuType && o.GPUCount == 1 && o.Region == "sbx-eu-1" {
+			if o.Spot {
+				spot = o
+			} else {
+				onDemand = o
+			}
+		}
+	}
+	return spot, onDemand
 }

@@ -42,7 +42,7 @@ func capacityMemorySchema() schema.StringAttribute {
 			"of the configuration skip it only when Terraform plans them after that refresh (no order is promised). Default `\"30m\"` (Karpenter's 3 minutes suit a " +
 			"controller retrying every few seconds; pipelines retry minutes to an hour apart).",
 		Optional:   true,
-		Validators: []validator.String{capacityMemoryValidator{}},
+		Validators: []validator.String{capacityMemoryValidator},
 	}
 }
 
@@ -115,24 +115,14 @@ func saveCapacityMisses(ctx context.Context, plan tfsdk.Plan, state *tfsdk.State
 }
 
 // capacityMemoryValidator accepts "0" (memory off) or a positive Go duration.
-type capacityMemoryValidator struct{}
-
-func (capacityMemoryValidator) Description(context.Context) string {
-	return "must be \"0\" (off) or a Go duration such as \"30m\" or \"2h\""
-}
-
-func (v capacityMemoryValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-
-func (capacityMemoryValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	d, err := time.ParseDuration(req.ConfigValue.ValueString())
-	if err != nil || d < 0 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			fmt.Sprintf("%s: %q is not \"0\" or a positive Go duration; use \"0\" to turn the memory off, or a number with a unit, "+
-				"such as \"3m\", \"30m\" or \"2h\".", req.Path, req.ConfigValue.ValueString()))
-	}
+var capacityMemoryValidator = problemCheck{
+	description: "must be \"0\" (off) or a Go duration such as \"30m\" or \"2h\"",
+	summary:     "Invalid duration",
+	problem: func(v string) string {
+		if d, err := time.ParseDuration(v); err != nil || d < 0 {
+			return fmt.Sprintf("%q is not \"0\" or a positive Go duration; use \"0\" to turn the memory off, or a number with a unit, "+
+				"such as \"3m\", \"30m\" or \"2h\".", v)
+		}
+		return ""
+	},
 }

@@ -59,14 +59,14 @@ func volumesAttribute(s subject) schema.ListNestedAttribute {
 				MarkdownDescription: "The volume: a `hydra_volume`'s `id`, `<cloud>/<region>/<name>` (known at plan, so the " +
 					"volume may be created in the same apply).",
 				Required:   true,
-				Validators: []validator.String{volumeIDValid{}},
+				Validators: []validator.String{volumeIDValid},
 			},
 			"mount_path": schema.StringAttribute{
 				MarkdownDescription: "Where the volume is mounted inside " + the + ": an absolute, clean path without spaces " +
 					"(`/data`), not `/` and not a system directory (`/etc`, `/usr`, `/proc`, ...). Each volume has its own path, " +
 					"and no path lies inside another.",
 				Required:   true,
-				Validators: []validator.String{mountPathValid{}},
+				Validators: []validator.String{mountPathValid},
 			},
 		}},
 	}
@@ -144,21 +144,10 @@ func mountPathProblem(p string) string {
 }
 
 // mountPathValid accepts a mount path mountPathProblem finds nothing wrong with.
-type mountPathValid struct{}
-
-func (mountPathValid) Description(context.Context) string {
-	return "an absolute, clean path without spaces, not / and not a system directory"
-}
-
-func (v mountPathValid) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (mountPathValid) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if msg := mountPathProblem(req.ConfigValue.ValueString()); msg != "" {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid mount_path", fmt.Sprintf("%s: %s.", req.Path, msg))
-	}
+var mountPathValid = problemCheck{
+	description: "an absolute, clean path without spaces, not / and not a system directory",
+	summary:     "Invalid mount_path",
+	problem:     mountPathProblem,
 }
 
 // volumeIDProblem says what is wrong with a volume id, or "" when it is <cloud>/<region>/<name> with a
@@ -175,21 +164,10 @@ func volumeIDProblem(id string) string {
 }
 
 // volumeIDValid accepts a hydra_volume id (volumeIDProblem).
-type volumeIDValid struct{}
-
-func (volumeIDValid) Description(context.Context) string {
-	return "a hydra_volume id, <cloud>/<region>/<name>"
-}
-
-func (v volumeIDValid) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (volumeIDValid) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if msg := volumeIDProblem(req.ConfigValue.ValueString()); msg != "" {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid volume_id", msg+".")
-	}
+var volumeIDValid = problemCheck{
+	description: "a hydra_volume id, <cloud>/<region>/<name>",
+	summary:     "Invalid volume_id",
+	problem:     volumeIDProblem,
 }
 
 // volumesValid checks the list as a whole: no volume twice, no mount path twice or inside another,

@@ -184,7 +184,7 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 			"plan_quote_ttl": schema.StringAttribute{
 				MarkdownDescription: "How long a pinned plan-time choice stays valid, as a Go duration (`\"1h\"`). Default `\"1h\"`.",
 				Optional:            true,
-				Validators:          []validator.String{durationValidator{}},
+				Validators:          []validator.String{durationValidator},
 			},
 			"max_total_price_per_hour": budgetSchema(),
 			"capacity_memory":          capacityMemorySchema(),
@@ -194,13 +194,13 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					"kill), as a Go duration. Younger ones may still be in flight in another run. A machine left by a cut-short " +
 					"create of a resource (it carries that resource name's ownership token) is named at once. Default `\"10m\"`.",
 				Optional:   true,
-				Validators: []validator.String{durationValidator{}},
+				Validators: []validator.String{durationValidator},
 			},
 			"offer_timeout": schema.StringAttribute{
 				MarkdownDescription: "How long each cloud may take to list its offers during a plan, as a Go duration. A cloud " +
 					"that takes longer is left out and named as timed out. Default `\"20s\"`.",
 				Optional:   true,
-				Validators: []validator.String{durationValidator{}},
+				Validators: []validator.String{durationValidator},
 			},
 		},
 		Blocks: mergeBlocks(cloudBlocks(), map[string]schema.Block{
@@ -210,7 +210,7 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Attributes: map[string]schema.Attribute{
 					"dir": schema.StringAttribute{MarkdownDescription: sandboxSetting("dir").Markdown(), Optional: true},
 					"boot_time": schema.StringAttribute{MarkdownDescription: sandboxSetting("boot_time").Markdown(), Optional: true,
-						Validators: []validator.String{durationValidator{}}},
+						Validators: []validator.String{durationValidator}},
 				},
 			},
 			"provisioning": schema.SingleNestedBlock{
@@ -229,7 +229,7 @@ func (p *hydraProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					"retry_delay": schema.StringAttribute{
 						MarkdownDescription: "Wait before the second provisioning attempt, doubling after that, as a Go duration. Default `\"5s\"`.",
 						Optional:            true,
-						Validators:          []validator.String{durationValidator{}},
+						Validators:          []validator.String{durationValidator},
 					},
 					"ssh_private_key": schema.StringAttribute{
 						MarkdownDescription: "The SSH private key (OpenSSH or PEM, no passphrase) hydra provisions with; its public key is " +
@@ -431,24 +431,16 @@ func parseDuration(v types.String, def time.Duration) time.Duration {
 	return d
 }
 
-// durationValidator accepts Go durations ("90s", "1h30m").
-type durationValidator struct{}
-
-func (durationValidator) Description(context.Context) string {
-	return "must be a Go duration such as \"90s\" or \"1h30m\""
-}
-
-func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	d, err := time.ParseDuration(req.ConfigValue.ValueString())
-	if err != nil || d <= 0 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			fmt.Sprintf("%s: %q is not a positive Go duration; use a number with a unit, such as \"90s\", \"15m\" or \"1h\".", req.Path, req.ConfigValue.ValueString()))
-	}
+// durationValidator accepts positive Go durations ("90s", "1h30m").
+var durationValidator = problemCheck{
+	description: "must be a Go duration such as \"90s\" or \"1h30m\"",
+	summary:     "Invalid duration",
+	problem: func(v string) string {
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return fmt.Sprintf("%q is not a positive Go duration; use a number with a unit, such as \"90s\", \"15m\" or \"1h\".", v)
+		}
+		return ""
+	},
 }
 
 // configuredData extracts providerData in a resource's or data source's Configure.

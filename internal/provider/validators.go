@@ -25,24 +25,37 @@ const maxNameLength = 48
 // nameValidators check a hydra_gpu_instance name with one error that says what is wrong with the value
 // given and what is accepted (instead of the framework's length and pattern errors, both at once for an
 // empty name).
-func nameValidators() []validator.String { return []validator.String{instanceName{}} }
+func nameValidators() []validator.String { return []validator.String{instanceName} }
 
 // instanceName accepts lower case letters and digits in groups joined by single dashes, 1 to
 // maxNameLength characters ("--" is reserved: it joins the name and the ownership token).
-type instanceName struct{}
-
-func (instanceName) Description(context.Context) string {
-	return fmt.Sprintf("lower case letters and digits with single dashes between them, 1 to %d characters", maxNameLength)
+var instanceName = problemCheck{
+	description: fmt.Sprintf("lower case letters and digits with single dashes between them, 1 to %d characters", maxNameLength),
+	summary:     "Invalid name",
+	problem:     nameProblem,
 }
 
-func (v instanceName) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+// problemCheck is a string validator from a function that says what is wrong with a value ("" when
+// nothing is): a known value with a problem is refused with summary and "<attribute>: <problem>.".
+type problemCheck struct {
+	description string
+	summary     string
+	problem     func(string) string
+}
 
-func (instanceName) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+func (c problemCheck) Description(context.Context) string { return c.description }
+
+func (c problemCheck) MarkdownDescription(context.Context) string { return c.description }
+
+func (c problemCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if msg := nameProblem(req.ConfigValue.ValueString()); msg != "" {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid name", fmt.Sprintf("%s: %s", req.Path, msg))
+	if msg := c.problem(req.ConfigValue.ValueString()); msg != "" {
+		if !strings.HasSuffix(msg, ".") {
+			msg += "."
+		}
+		resp.Diagnostics.AddAttributeError(req.Path, c.summary, fmt.Sprintf("%s: %s", req.Path, msg))
 	}
 }
 

@@ -37,7 +37,7 @@ func TestNameValidator(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var resp validator.StringResponse
-			instanceName{}.ValidateString(context.Background(), validator.StringRequest{
+			instanceName.ValidateString(context.Background(), validator.StringRequest{
 				Path: path.Root("name"), ConfigValue: types.StringValue(tc.name),
 			}, &resp)
 			if tc.want == nil {

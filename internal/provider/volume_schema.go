@@ -73,7 +73,7 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				MarkdownDescription: "The cloud that keeps the volume (" + knownCloudsMarkdown() + "); its block must be in the " +
 					"provider configuration. Changing it replaces the volume.",
 				Required:      true,
-				Validators:    []validator.String{knownCloud{}},
+				Validators:    []validator.String{knownCloud()},
 				PlanModifiers: replace,
 			},
 			"region": schema.StringAttribute{
@@ -127,19 +127,8 @@ func (volumeSize) ValidateInt64(_ context.Context, req validator.Int64Request, r
 }
 
 // knownCloud accepts one of the registry's cloud names.
-type knownCloud struct{}
-
-func (knownCloud) Description(ctx context.Context) string { return "one of " + quotedCloudNames() }
-
-func (v knownCloud) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (knownCloud) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if msg := cloudProblem(req.ConfigValue.ValueString()); msg != "" {
-		resp.Diagnostics.AddAttributeError(req.Path, "Unknown cloud", fmt.Sprintf("%s: %s", req.Path, msg))
-	}
+func knownCloud() validator.String {
+	return problemCheck{description: "one of " + quotedCloudNames(), summary: "Unknown cloud", problem: cloudProblem}
 }
 
 // replaceIfSizedWhy describes replaceIfSized.

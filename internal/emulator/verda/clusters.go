@@ -165,30 +165,14 @@ func (s *Server) clusterTypes(q url.Values, nparts int) reply {
 }
 
 func (s *Server) clusterAvailability(st *state, q url.Values, name string, nparts int) reply {
-	loc := locationParam(q)
-	if nparts == 2 {
+	names := make([]string, 0, len(s.opts.ClusterTypes))
+	for _, t := range s.opts.ClusterTypes {
+		names = append(names, t.ClusterType)
+	}
+	return s.availabilityReply(locationParam(q), name, nparts == 2, names, func(name, location string) bool {
 		t, ok := s.clusterType(name)
-		for _, l := range s.opts.Locations {
-			if ok && (loc == "" || loc == l.Code) && s.clusterFree(st, t, l.Code) > 0 {
-				return jsonReply(http.StatusOK, true)
-			}
-		}
-		return jsonReply(http.StatusOK, false)
-	}
-	out := []verdaapi.ClusterAvailability{}
-	for _, l := range s.opts.Locations {
-		if loc != "" && loc != l.Code {
-			continue
-		}
-		e := verdaapi.ClusterAvailability{LocationCode: l.Code, Availabilities: []string{}}
-		for _, t := range s.opts.ClusterTypes {
-			if s.clusterFree(st, t, l.Code) > 0 {
-				e.Availabilities = append(e.Availabilities, t.ClusterType)
-			}
-		}
-		out = append(out, e)
-	}
-	return jsonReply(http.StatusOK, out)
+		return ok && s.clusterFree(st, t, location) > 0
+	})
 }
 
 func (s *Server) clusters(st *state, r *http.Request, id string, nparts int, body []byte) reply {

@@ -514,21 +514,30 @@ func (s *Server) free(st *state, c CatalogEntry, location string, spot bool) int
 
 func (s *Server) availability(st *state, q url.Values, name string, nparts int) reply {
 	spot := spotParam(q)
-	loc := locationParam(q)
-	if nparts == 2 {
+	if nparts != 1 && nparts != 2 {
+		return errReply(http.StatusNotFound, "not_found", "Not found")
+	}
+	names := make([]string, 0, len(s.opts.Catalog))
+	for _, c := range s.opts.Catalog {
+		names = append(names, c.InstanceType)
+	}
+	return s.availabilityReply(locationParam(q), name, nparts == 2, names, func(name, location string) bool {
 		c, ok := s.catalog[name]
-		if !ok {
-			return jsonReply(http.StatusOK, false)
-		}
+		return ok && s.free(st, c, location, spot) > 0
+	})
+}
+
+// availabilityReply answers an availability GET: for one name, whether it has room in loc (in any
+// location when loc is empty); else each location (only loc when set) with the names that have room
+// there, in the order given.
+func (s *Server) availabilityReply(loc, name string, one bool, names []string, room func(name, location string) bool) reply {
+	if one {
 		for _, l := range s.opts.Locations {
-			if (loc == "" || loc == l.Code) && s.free(st, c, l.Code, spot) > 0 {
+			if (loc == "" || loc == l.Code) && room(name, l.Code) {
 				return jsonReply(http.StatusOK, true)
 			}
 		}
 		return jsonReply(http.StatusOK, false)
-	}
-	if nparts != 1 {
-		return errReply(http.StatusNotFound, "not_found", "Not found")
 	}
 	out := []verdaapi.LocationAvailability{}
 	for _, l := range s.opts.Locations {
@@ -536,9 +545,9 @@ func (s *Server) availability(st *state, q url.Values, name string, nparts int) 
 			continue
 		}
 		e := verdaapi.LocationAvailability{LocationCode: l.Code, Availabilities: []string{}}
-		for _, c := range s.opts.Catalog {
-			if s.free(st, c, l.Code, spot) > 0 {
-				e.Availabilities = append(e.Availabilities, c.InstanceType)
+		for _, n := range names {
+			if room(n, l.Code) {
+				e.Availabilities = append(e.Availabilities, n)
 			}
 		}
 		out = append(out, e)

@@ -67,17 +67,13 @@ type ClusterType struct {
 	SupportedOS  []string `json:"supported_os"`
 }
 
-// ClusterAvailability is one location of GET /cluster-availability: the cluster types deployable there now.
-type ClusterAvailability struct {
-	LocationCode   string   `json:"location_code"`
-	Availabilities []string `json:"availabilities"`
-}
+// ClusterAvailability is one location of GET /cluster-availability: the cluster types deployable
+// there now (the shape of /instance-availability's entries).
+type ClusterAvailability = LocationAvailability
 
-// ClusterSharedVolumeSpec is the shared file system a new cluster gets (mounted on /home; size in GB).
-type ClusterSharedVolumeSpec struct {
-	Name string `json:"name"`
-	Size int    `json:"size"`
-}
+// ClusterSharedVolumeSpec is the shared file system a new cluster gets (mounted on /home; size in GB):
+// a name and a size, as OSVolume.
+type ClusterSharedVolumeSpec = OSVolume
 
 // ClusterExistingVolume names a volume to attach to a new cluster.
 type ClusterExistingVolume struct {

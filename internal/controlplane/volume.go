@@ -410,16 +410,7 @@ func (cp *ControlPlane) machineVolumes(ctx context.Context, cloud string, ids ..
 // is empty): found is false when it is gone. It updates rec (size, attachments by machine name,
 // price, the cloud-side name and id).
 func (cp *ControlPlane) RefreshVolume(ctx context.Context, rec *VolumeRecord) (found bool, err error) {
-	vb, pool, err := cp.volumeBackend(rec.Cloud)
-	if err != nil {
-		return false, err
-	}
-	var v cloudprovider.Volume
-	if rec.CloudVolumeID == "" {
-		v, err = cp.resolveVolume(ctx, rec.ID)
-	} else {
-		v, err = vb.GetVolume(ctx, rec.CloudVolumeID)
-	}
+	_, pool, v, err := cp.readVolume(ctx, *rec)
 	if cloudprovider.IsNotFound(err) {
 		return false, nil
 	}
@@ -432,6 +423,22 @@ func (cp *ControlPlane) RefreshVolume(ctx context.Context, rec *VolumeRecord) (f
 		rec.Name, rec.ID = name, VolumeID(pool.Cloud, v.Region, name)
 	}
 	return true, nil
+}
+
+// readVolume reads rec's volume from its cloud, by CloudVolumeID (by its ID's name when that is
+// empty), with the cloud's volume backend and pool.
+func (cp *ControlPlane) readVolume(ctx context.Context, rec VolumeRecord) (cloudprovider.VolumeBackend, inventory.Pool, cloudprovider.Volume, error) {
+	vb, pool, err := cp.volumeBackend(rec.Cloud)
+	if err != nil {
+		return nil, pool, cloudprovider.Volume{}, err
+	}
+	var v cloudprovider.Volume
+	if rec.CloudVolumeID == "" {
+		v, err = cp.resolveVolume(ctx, rec.ID)
+	} else {
+		v, err = vb.GetVolume(ctx, rec.CloudVolumeID)
+	}
+	return vb, pool, v, err
 }
 
 // ImportVolume reads the volume of importID (<cloud>/<cloud volume id>); its record's ID comes from the
@@ -460,16 +467,7 @@ func (cp *ControlPlane) ImportVolume(ctx context.Context, importID string) (Volu
 // DeleteVolume deletes rec's volume. While any machine uses it (as its cloud reads it now) it deletes
 // nothing and returns a *VolumeInUseError naming the machines. A volume already gone is success.
 func (cp *ControlPlane) DeleteVolume(ctx context.Context, rec VolumeRecord) error {
-	vb, pool, err := cp.volumeBackend(rec.Cloud)
-	if err != nil {
-		return err
-	}
-	var v cloudprovider.Volume
-	if rec.CloudVolumeID == "" {
-		v, err = cp.resolveVolume(ctx, rec.ID)
-	} else {
-		v, err = vb.GetVolume(ctx, rec.CloudVolumeID)
-	}
+	vb, pool, v, err := cp.readVolume(ctx, rec)
 	if cloudprovider.IsNotFound(err) {
 		return nil
 	}

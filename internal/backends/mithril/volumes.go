@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
@@ -217,24 +218,15 @@ func (b *Backend) DeleteVolume(ctx context.Context, id string) error {
 // ErrInvalid, before any bid is placed. Mithril mounts nothing at a path: MountPath is the playbook's.
 func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.CreateRequest, mounts []cloudprovider.VolumeMount) (cloudprovider.Instance, error) {
 	const op = "placing bid"
-	var fids []string
-	for _, m := range mounts {
-		v, err := b.volume(ctx, m.VolumeID)
-		if cloudprovider.IsNotFound(err) {
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no volume %s", m.VolumeID)
-		}
-		if err != nil {
-			return cloudprovider.Instance{}, err
-		}
-		if v.Region != req.Offer.Region {
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-				"volume %s is in mithril/%s, the machine's offer in mithril/%s", v.Name, v.Region, req.Offer.Region)
-		}
+	fids, err := b.mountedFIDs(ctx, op, "machine", req.Offer.Region, mounts, func(v Volume) error {
 		if v.Interface == DiskInterfaceBlock && len(v.Bids) > 0 {
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+			return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 				"block volume %s is used by bid %s already", v.Name, strings.Join(v.Bids, ", "))
 		}
-		fids = append(fids, v.FID)
+		return nil
+	})
+	if err != nil {
+		return cloudprovider.Instance{}, err
 	}
 	return b.create(ctx, req, fids)
 }
@@ -244,24 +236,22 @@ func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.Creat
 // block device is on one instance; a cluster bid has several) are ErrInvalid, before any bid is placed.
 func (b *Backend) clusterVolumes(ctx context.Context, region string, mounts []cloudprovider.VolumeMount) ([]string, error) {
 	const op = "placing cluster bid"
-	var fids []string
-	for _, m := range mounts {
-		v, err := b.volume(ctx, m.VolumeID)
-		if cloudprovider.IsNotFound(err) {
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no volume %s", m.VolumeID)
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case v.Region != region:
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-				"volume %s is in mithril/%s, the cluster's offer in mithril/%s", v.Name, v.Region, region)
-		case v.Interface != DiskInterfaceFile:
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+	return b.mountedFIDs(ctx, op, "cluster", region, mounts, func(v Volume) error {
+		if v.Interface != DiskInterfaceFile {
+			return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 				"volume %s is a block volume, on one machine at a time; a cluster's nodes can share only %s (File) volumes", v.Name, cloudprovider.VolumeSharedFS)
 		}
+		return nil
+	})
+}
+
+// mountedFIDs is the FIDs of the volumes of mounts for a bid in region (backendkit.Mounted).
+func (b *Backend) mountedFIDs(ctx context.Context, op, subject, region string, mounts []cloudprovider.VolumeMount, check func(Volume) error) ([]string, error) {
+	vols, err := backendkit.Mounted(ctx, CloudName, op, subject, region, mounts, b.volume,
+		func(v Volume) (string, string) { return v.Name, v.Region }, check)
+	var fids []string
+	for _, v := range vols {
 		fids = append(fids, v.FID)
 	}
-	return fids, nil
+	return fids, err
 }

@@ -319,25 +319,21 @@ func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.Creat
 func (b *Backend) volumesFor(ctx context.Context, zone string, mounts []cloudprovider.VolumeMount) ([]string, error) {
 	const op = "creating server"
 	var ids []string
-	for _, m := range mounts {
-		s, err := b.readStorage(ctx, m.VolumeID)
-		if cloudprovider.IsNotFound(err) {
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no volume %s", m.VolumeID)
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case s.Zone != zone:
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-				"volume %s is in upcloud/%s, the machine's offer in upcloud/%s", volumeName(&s.Storage), s.Zone, zone)
-		case len(s.Servers.Server) > 0:
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-				"volume %s is attached to machine %s already", volumeName(&s.Storage), strings.Join(s.Servers.Server, ", "))
-		case slices.Contains(ids, s.UUID):
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "volume %s is asked for twice", volumeName(&s.Storage))
-		}
-		ids = append(ids, s.UUID)
+	_, err := backendkit.Mounted(ctx, CloudName, op, "machine", zone, mounts, b.readStorage,
+		func(s *StorageDetail) (string, string) { return volumeName(&s.Storage), s.Zone },
+		func(s *StorageDetail) error {
+			switch {
+			case len(s.Servers.Server) > 0:
+				return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+					"volume %s is attached to machine %s already", volumeName(&s.Storage), strings.Join(s.Servers.Server, ", "))
+			case slices.Contains(ids, s.UUID):
+				return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "volume %s is asked for twice", volumeName(&s.Storage))
+			}
+			ids = append(ids, s.UUID)
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	if len(ids)+1 > maxStorageDevices {
 		return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
@@ -226,23 +227,18 @@ func (b *Backend) DeleteVolume(ctx context.Context, id string) error {
 func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.CreateRequest, mounts []cloudprovider.VolumeMount) (cloudprovider.Instance, error) {
 	const op = "creating instance"
 	location := cmp.Or(req.Offer.Details[DetailLocationCode], req.Offer.Region)
-	var ids []string
-	for _, m := range mounts {
-		v, err := b.readVolume(ctx, m.VolumeID)
-		if cloudprovider.IsNotFound(err) {
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no volume %s", m.VolumeID)
-		}
-		if err != nil {
-			return cloudprovider.Instance{}, err
-		}
-		if v.Location != location {
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-				"volume %s is in verda/%s, the machine's offer in verda/%s", v.Name, v.Location, location)
-		}
+	vols, err := b.mounted(ctx, op, "machine", location, mounts, func(v verdaapi.Volume) error {
 		if on := attachedTo(v); v.Type != verdaapi.VolumeTypeNVMeShared && len(on) > 0 {
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+			return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 				"volume %s is attached to machine %s already", v.Name, strings.Join(on, ", "))
 		}
+		return nil
+	})
+	if err != nil {
+		return cloudprovider.Instance{}, err
+	}
+	var ids []string
+	for _, v := range vols {
 		ids = append(ids, v.ID)
 	}
 	return b.create(ctx, req, ids)
@@ -253,25 +249,23 @@ func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.Creat
 // on one machine at a time; a cluster has several nodes) are ErrInvalid.
 func (b *Backend) clusterVolumes(ctx context.Context, location string, mounts []cloudprovider.VolumeMount) ([]verdaapi.ClusterExistingVolume, error) {
 	const op = "creating cluster"
-	var out []verdaapi.ClusterExistingVolume
-	for _, m := range mounts {
-		v, err := b.readVolume(ctx, m.VolumeID)
-		if cloudprovider.IsNotFound(err) {
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no volume %s", m.VolumeID)
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case v.Location != location:
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-				"volume %s is in verda/%s, the cluster's offer in verda/%s", v.Name, v.Location, location)
-		case v.Type != verdaapi.VolumeTypeNVMeShared:
-			return nil, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+	vols, err := b.mounted(ctx, op, "cluster", location, mounts, func(v verdaapi.Volume) error {
+		if v.Type != verdaapi.VolumeTypeNVMeShared {
+			return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 				"volume %s is a block volume (%s), on one machine at a time; a cluster's nodes can share only %s volumes",
 				v.Name, v.Type, cloudprovider.VolumeSharedFS)
 		}
+		return nil
+	})
+	var out []verdaapi.ClusterExistingVolume
+	for _, v := range vols {
 		out = append(out, verdaapi.ClusterExistingVolume{ID: v.ID})
 	}
-	return out, nil
+	return out, err
+}
+
+// mounted reads the volumes of mounts for a create in location (backendkit.Mounted).
+func (b *Backend) mounted(ctx context.Context, op, subject, location string, mounts []cloudprovider.VolumeMount, check func(verdaapi.Volume) error) ([]verdaapi.Volume, error) {
+	return backendkit.Mounted(ctx, CloudName, op, subject, location, mounts, b.readVolume,
+		func(v verdaapi.Volume) (string, string) { return v.Name, v.Location }, check)
 }

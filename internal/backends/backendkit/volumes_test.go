@@ -1,0 +1,65 @@
+package backendkit
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
+)
+
+// Mounted: volumes in order; an unknown volume and one of another region are ErrInvalid with what is
+// wrong; check's error and read's other errors are returned as they are.
+func TestMounted(t *testing.T) {
+	type vol struct{ id, region string }
+	vols := map[string]vol{"a": {"a", "r1"}, "b": {"b", "r1"}, "far": {"far", "r2"}}
+	down := errors.New("cloud down")
+	read := func(_ context.Context, id string) (vol, error) {
+		if id == "down" {
+			return vol{}, down
+		}
+		v, ok := vols[id]
+		if !ok {
+			return vol{}, cloudprovider.Errorf(cloudprovider.ErrNotFound, "c", "reading", "no %s", id)
+		}
+		return v, nil
+	}
+	place := func(v vol) (string, string) { return v.id, v.region }
+	refused := errors.New("refused")
+	check := func(v vol) error {
+		if v.id == "b" {
+			return refused
+		}
+		return nil
+	}
+	mounts := func(ids ...string) []cloudprovider.VolumeMount {
+		var out []cloudprovider.VolumeMount
+		for _, id := range ids {
+			out = append(out, cloudprovider.VolumeMount{VolumeID: id})
+		}
+		return out
+	}
+	got, err := Mounted(context.Background(), "c", "creating", "machine", "r1", mounts("a"), read, place, check)
+	if err != nil || len(got) != 1 || got[0].id != "a" {
+		t.Fatalf("a: %v %v", got, err)
+	}
+	for _, tc := range []struct {
+		ids  []string
+		want string
+		is   error
+	}{
+		{[]string{"a", "x"}, "no volume x", nil},
+		{[]string{"far"}, "volume far is in c/r2, the machine's offer in c/r1", nil},
+		{[]string{"a", "b"}, "", refused},
+		{[]string{"down"}, "", down},
+	} {
+		_, err := Mounted(context.Background(), "c", "creating", "machine", "r1", mounts(tc.ids...), read, place, check)
+		switch {
+		case tc.is != nil && !errors.Is(err, tc.is):
+			t.Errorf("%v: %v, want %v", tc.ids, err, tc.is)
+		case tc.is == nil && (cloudprovider.KindOf(err) != cloudprovider.ErrInvalid || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want ErrInvalid saying %q", tc.ids, err, tc.want)
+		}
+	}
+}

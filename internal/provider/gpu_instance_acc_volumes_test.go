@@ -186,17 +186,22 @@ func (v *volumeMachine) newMachine(replaced bool) resource.TestCheckFunc {
 }
 
 // TestAccGPUInstance_volumeKeepsData is the volume's promise on the sandbox, with the real playbooks:
-// a file written over SSH on the volume of a machine is read back over SSH on the machine that
-// replaces it, after a changed shape (gpu_count) and after `-replace` (taint); a changed mount path is
-// provisioned again in place; the volume's attached_to follows the machine. The machine is placed in
-// the volume's region (sbx-us-1), not the cheapest (sbx-eu-1).
+// a file written over SSH on the volume of a spot machine is read back over SSH on the machine that
+// replaces it after a preemption (a short notice, then taken back: the next plan replaces it,
+// replace_when_preempted), and again after a changed shape (gpu_count, on demand); a changed mount
+// path is provisioned again in place; the volume's attached_to follows the machine. The machine is
+// placed in the volume's region (sbx-us-1), not the cheapest (sbx-eu-1). A -replace gets the same
+// volume as any replacement: TestAccGPUInstance_volumeEmulators (at each cloud) and
+// TestAccGPUCluster_sharedVolumeKeepsData (its data read back) apply one.
 func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	v := &volumeMachine{t: t, key: newCustomerKey(t), res: resourceName, files: map[string]string{}}
 	config := func(gpus int, mount string) string {
+		// The sandbox sells spot machines of one GPU only.
+		spot := gpus == 1
 		return s.provisionedConfig("") + volumeConfig("data", "block", "sandbox", "sbx-us-1") +
-			testAccGPUInstanceConfig_basic("keep", "h100", fmt.Sprintf("  gpu_count = %d\n  ssh_public_keys = [%q]\n%s", gpus, v.key.line, volumesAt(mount)))
+			testAccGPUInstanceConfig_basic("keep", "h100", fmt.Sprintf("  gpu_count = %d\n  spot = %t\n  ssh_public_keys = [%q]\n%s", gpus, spot, v.key.line, volumesAt(mount)))
 	}
 	volumesState := statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("volumes"), knownvalue.ListExact([]knownvalue.Check{
 		knownvalue.ObjectExact(map[string]knownvalue.Check{"volume_id": knownvalue.StringExact("sandbox/sbx-us-1/data"), "mount_path": knownvalue.StringExact("/data")}),
@@ -207,24 +212,35 @@ func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
 			ConfigPlanChecks: preApply(
 				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionCreate),
 				planKnown("region", "sbx-us-1"),
+				planKnown("is_spot", true),
 				planKnown("volumes", knownvalue.ListSizeExact(1)),
 			),
 			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready"), volumesState},
-			Check:             resource.ComposeTestCheckFunc(v.newMachine(false), v.write("/data", "first")),
+			Check:             resource.ComposeTestCheckFunc(v.newMachine(false), v.write("/data", "before-preemption")),
 		},
 		{
-			// A changed shape replaces the machine; the new one mounts the same volume with its data.
+			// Preempted: the next plan replaces the machine; the new one mounts the same volume with its data.
+			PreConfig: func() {
+				live := s.live()
+				if len(live) != 1 {
+					t.Fatalf("live machines: %+v", live)
+				}
+				// One second's notice; the sandbox takes the machine back once it has passed.
+				if err := s.sb.Preempt(live[0].ID, time.Second); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(1500 * time.Millisecond)
+			},
+			Config:            config(1, "/data"),
+			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate), planKnown("region", "sbx-us-1")),
+			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready"), volumesState},
+			Check:             resource.ComposeTestCheckFunc(v.newMachine(true), v.readBack("/data"), v.write("/data", "after-preemption")),
+		},
+		{
+			// A changed shape replaces the machine: the same again.
 			Config:            config(2, "/data"),
 			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate), planKnown("region", "sbx-us-1")),
 			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready"), stateKnown("gpu_count", int64(2)), volumesState},
-			Check:             resource.ComposeTestCheckFunc(v.newMachine(true), v.readBack("/data"), v.write("/data", "second")),
-		},
-		{
-			// terraform apply -replace: the same again.
-			Config:            config(2, "/data"),
-			Taint:             []string{resourceName},
-			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
-			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
 			Check:             resource.ComposeTestCheckFunc(v.newMachine(true), v.readBack("/data"), s.checkCreated(3), s.checkLive(1)),
 		},
 		{
@@ -443,42 +459,6 @@ func lambdaFileSystems(t *testing.T, url, id string) []string {
 		t.Fatalf("GET instance %s: %d %v", id, resp.StatusCode, err)
 	}
 	return body.Data.FileSystemNames
-}
-
-// TestAccGPUInstance_volumeAfterPreemption: a spot machine with a volume, preempted at the sandbox
-// (a short notice, then taken back): the next plan replaces it (replace_when_preempted), and the
-// replacement reads back over SSH what the preempted machine wrote on the volume.
-func TestAccGPUInstance_volumeAfterPreemption(t *testing.T) {
-	requireProvisioningTools(t)
-	s := newTestSandbox(t)
-	v := &volumeMachine{t: t, key: newCustomerKey(t), res: resourceName, files: map[string]string{}}
-	cfg := s.provisionedConfig("") + volumeConfig("spotdata", "block", "sandbox", "sbx-us-1") +
-		testAccGPUInstanceConfig_basic("spotvol", "h100", fmt.Sprintf("  spot = true\n  ssh_public_keys = [%q]\n%s", v.key.line, volumesAt("/data")))
-	accTest(t, s.checkDestroyed, []resource.TestStep{
-		{
-			Config:            cfg,
-			ConfigPlanChecks:  preApply(planKnown("region", "sbx-us-1"), planKnown("is_spot", true)),
-			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
-			Check:             resource.ComposeTestCheckFunc(v.newMachine(false), v.write("/data", "before-preemption")),
-		},
-		{
-			PreConfig: func() {
-				live := s.live()
-				if len(live) != 1 {
-					t.Fatalf("live machines: %+v", live)
-				}
-				// One second's notice; the sandbox takes the machine back once it has passed.
-				if err := s.sb.Preempt(live[0].ID, time.Second); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(1500 * time.Millisecond)
-			},
-			Config:            cfg,
-			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
-			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
-			Check:             resource.ComposeTestCheckFunc(v.newMachine(true), v.readBack("/data"), s.checkLive(1), s.checkCreated(2)),
-		},
-	})
 }
 
 // TestAccGPUInstance_volumeImport: a machine provisioned with a volume, forgotten by its state and

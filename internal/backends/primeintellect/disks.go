@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -377,25 +378,23 @@ func (b *Backend) CreateWithVolumes(ctx context.Context, req cloudprovider.Creat
 		}
 	}
 	var ids []string
-	for _, m := range mounts {
-		d, err := b.client.GetDisk(ctx, m.VolumeID)
-		switch {
-		case cloudprovider.IsNotFound(err):
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no disk %s", m.VolumeID)
-		case err != nil:
-			return cloudprovider.Instance{}, err
-		case d.gone() || strings.EqualFold(d.Status, "ERROR"):
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "disk %s (%s) is %s", d.Name, d.ID, d.Status)
-		case d.region() != region:
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-				"volume %s is in %s/%s, the machine's offer in %s/%s", d.Name, CloudName, d.region(), CloudName, region)
-		case provider != "" && !strings.EqualFold(d.ProviderType, provider):
-			return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-				"volume %s is a disk of %s; the machine's offer is %s's, and a disk attaches only to pods of its provider", d.Name, d.ProviderType, provider)
-		}
-		if !slices.Contains(ids, d.ID) {
-			ids = append(ids, d.ID)
-		}
+	_, err := backendkit.Mounted(ctx, CloudName, op, "machine", region, mounts, b.client.GetDisk,
+		func(d Disk) (string, string) { return d.Name, d.region() },
+		func(d Disk) error {
+			switch {
+			case d.gone() || strings.EqualFold(d.Status, "ERROR"):
+				return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "disk %s (%s) is %s", d.Name, d.ID, d.Status)
+			case provider != "" && !strings.EqualFold(d.ProviderType, provider):
+				return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+					"volume %s is a disk of %s; the machine's offer is %s's, and a disk attaches only to pods of its provider", d.Name, d.ProviderType, provider)
+			}
+			if !slices.Contains(ids, d.ID) {
+				ids = append(ids, d.ID)
+			}
+			return nil
+		})
+	if err != nil {
+		return cloudprovider.Instance{}, err
 	}
 	return b.create(ctx, req, ids)
 }

@@ -33,41 +33,35 @@ func nodeAttrs(st *terraform.State, i int) (map[string]string, error) {
 
 // TestAccGPUCluster_sharedVolumeKeepsData: a 2-node sandbox cluster with a shared_fs hydra_volume,
 // provisioned with the real playbooks: a file written over SSH on node 1 is read on node 2 (one file
-// system), and after the cluster is replaced (-replace) both new nodes read it back; a changed mount
-// path provisions the nodes again in place; imported by another state, the cluster keeps its volume
-// (recorded in place). The cluster is placed in the volume's region (sbx-us-1), not the cheapest
-// (sbx-eu-1).
+// system), and after the cluster is replaced (-replace) both new nodes read it back; imported by
+// another state, the cluster keeps its volume (recorded in place). The cluster is placed in the
+// volume's region (sbx-us-1), not the cheapest (sbx-eu-1). A changed mount path provisioned again in
+// place is TestAccGPUInstance_volumeKeepsData's (the same digest) and TestVolumeMount's (the role).
 func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	key := newCustomerKey(t)
-	config := func(mount string) string {
-		return s.provisionedConfig("") + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") +
-			clusterConfig("vols", "h100", 1, 2, fmt.Sprintf("  interconnect = \"any\"\n  ssh_public_keys = [%q]\n%s", key.line, volumesAt(mount)))
-	}
-	cfg := config("/shared")
+	cfg := s.provisionedConfig("") + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") +
+		clusterConfig("vols", "h100", 1, 2, fmt.Sprintf("  interconnect = \"any\"\n  ssh_public_keys = [%q]\n%s", key.line, volumesAt("/shared")))
 	text := randomText(t)
 	var nodes []string
 	var clusterID string
-	readAt := func(mount string) resource.TestCheckFunc {
-		return func(st *terraform.State) error {
-			for i := range 2 {
-				a, err := nodeAttrs(st, i)
-				if err != nil {
-					return err
-				}
-				got, err := key.sshRun(a, fmt.Sprintf(`cat "$HYDRA_ROOT"%s/proof`, mount))
-				if err != nil {
-					return fmt.Errorf("node %d (%s): %w", i+1, a["name"], err)
-				}
-				if strings.TrimSpace(got) != text {
-					return fmt.Errorf("node %d (%s) reads %q, want %q", i+1, a["name"], got, text)
-				}
+	readOnEvery := func(st *terraform.State) error {
+		for i := range 2 {
+			a, err := nodeAttrs(st, i)
+			if err != nil {
+				return err
 			}
-			return nil
+			got, err := key.sshRun(a, `cat "$HYDRA_ROOT"/shared/proof`)
+			if err != nil {
+				return fmt.Errorf("node %d (%s): %w", i+1, a["name"], err)
+			}
+			if strings.TrimSpace(got) != text {
+				return fmt.Errorf("node %d (%s) reads %q, want %q", i+1, a["name"], got, text)
+			}
 		}
+		return nil
 	}
-	readOnEvery := readAt("/shared")
 	newNodes := func(st *terraform.State) error {
 		for i := range 2 {
 			a, err := nodeAttrs(st, i)
@@ -127,19 +121,10 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 				if vol["attached_to.#"] != "2" || !slices.Equal(got, want) {
 					return fmt.Errorf("the volume's attached_to is %s:%v, want %v", vol["attached_to.#"], got, want)
 				}
-				return nil
-			},
-		},
-		{
-			// Only the mount path changes: every node provisioned again in place, the data at the new path.
-			Config:            config("/mnt/shared"),
-			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionUpdate)),
-			ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready")},
-			Check: resource.ComposeTestCheckFunc(readAt("/mnt/shared"), s.checkCreated(4), func(st *terraform.State) error {
 				a, err := attrs(st, clusterResource)
 				clusterID = a["cloud_cluster_id"]
 				return err
-			}),
+			},
 		},
 		{
 			// Out of the state, kept at the cloud, so that it can be imported.
@@ -148,7 +133,7 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 		},
 		{
 			ResourceName:       clusterResource,
-			Config:             config("/mnt/shared"),
+			Config:             cfg,
 			ImportState:        true,
 			ImportStatePersist: true,
 			ImportStateIdFunc:  func(*terraform.State) (string, error) { return "sandbox/" + clusterID, nil },
@@ -156,9 +141,9 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 		{
 			// The imported cluster has no volumes in its state, but its nodes' provisioning digest (which
 			// covers them) says it was provisioned with these: kept, the volumes recorded in place.
-			Config:           config("/mnt/shared"),
+			Config:           cfg,
 			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionUpdate)),
-			Check:            resource.ComposeTestCheckFunc(readAt("/mnt/shared"), s.checkCreated(4), s.checkLive(2)),
+			Check:            resource.ComposeTestCheckFunc(readOnEvery, s.checkCreated(4), s.checkLive(2)),
 		},
 	})
 }

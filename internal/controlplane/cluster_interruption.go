@@ -65,6 +65,17 @@ func takenBack(c cloudprovider.Cluster) bool {
 	return false
 }
 
+// interruptionEnd says when an interruption ends or ended, or that its cloud gave no end time.
+func interruptionEnd(it *cloudprovider.Interruption) string {
+	switch {
+	case it.EndsAt.IsZero():
+		return "its cloud gave no end time"
+	case it.Ended(time.Now()):
+		return "it ended " + formatTime(it.EndsAt)
+	}
+	return "it ends " + formatTime(it.EndsAt)
+}
+
 // planClusterInterruption decides for an interrupted cluster (ok false when prior is not): replaced
 // when spec.ReplaceWhenPreempted, else kept with a notice saying so. Either way nothing else is
 // decided: its status is the cloud's doing, not a failure to repair in place.
@@ -73,19 +84,12 @@ func planClusterInterruption(spec ClusterSpec, prior ClusterRecord, plan *Change
 	if it == nil {
 		return false
 	}
-	when := "its cloud gave no end time"
-	switch {
-	case !it.EndsAt.IsZero() && it.Ended(time.Now()):
-		when = "it ended " + formatTime(it.EndsAt)
-	case !it.EndsAt.IsZero():
-		when = "it ends " + formatTime(it.EndsAt)
-	}
 	nodes := strings.Join(interruptedNodes(prior.Nodes), ", ")
 	if nodes == "" {
 		nodes = "its nodes are gone"
 	}
 	what := fmt.Sprintf("hydra_gpu_cluster %q (%s) is interrupted by its cloud (notice %s, %s; %s): %s", spec.Name, prior.ID,
-		formatTime(it.NoticeAt), when, nodes, it.Reason)
+		formatTime(it.NoticeAt), interruptionEnd(it), nodes, it.Reason)
 	if spec.ReplaceWhenPreempted {
 		plan.Change, plan.ReplaceBecause = Replace, "interruption"
 		plan.Notices = append(plan.Notices, Notice{Summary: "Replacing a preempted GPU cluster",

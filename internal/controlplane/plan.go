@@ -483,15 +483,8 @@ func (cp *ControlPlane) planChange(req ChangeRequest) ChangePlan {
 	var plan ChangePlan
 	rec := req.Record
 	if it := rec.Interruption; it != nil {
-		when := "its cloud gave no end time"
-		switch {
-		case !it.EndsAt.IsZero() && it.Ended(time.Now()):
-			when = "it ended " + formatTime(it.EndsAt)
-		case !it.EndsAt.IsZero():
-			when = "it ends " + formatTime(it.EndsAt)
-		}
 		what := fmt.Sprintf("hydra_gpu_instance %q (%s) is interrupted by its cloud (notice %s, %s): %s", req.Name, rec.Name,
-			formatTime(it.NoticeAt), when, it.Reason)
+			formatTime(it.NoticeAt), interruptionEnd(it), it.Reason)
 		// Replaced, or kept as the user asked: its status is the cloud's doing, not a failure to repair.
 		replaceWhen(&plan, req.ReplaceWhenPreempted, "interruption", "replace_when_preempted", "preempted", what)
 		return plan

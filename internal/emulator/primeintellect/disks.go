@@ -190,14 +190,8 @@ func str(p *string) string {
 }
 
 func (s *Server) createDisk(w http.ResponseWriter, r *http.Request) {
-	raw, err := readBody(r)
-	if err != nil {
-		validation(w, []string{"body"}, "JSON decode error", "json_invalid")
-		return
-	}
 	var b diskCreateBody
-	if err := json.Unmarshal(raw, &b); err != nil {
-		validation(w, []string{"body"}, "JSON decode error: "+err.Error(), "json_invalid")
+	if _, ok := decodeBody(w, r, &b); !ok {
 		return
 	}
 	if len(b.Disk) == 0 || string(b.Disk) == "null" {
@@ -236,7 +230,7 @@ func (s *Server) createDisk(w http.ResponseWriter, r *http.Request) {
 		msg    string
 		out    map[string]any
 	)
-	err = s.Store.With(true, func(st *state) error {
+	err := s.Store.With(true, func(st *state) error {
 		if st.CloudFaults.PaymentRequired {
 			status, msg = http.StatusPaymentRequired, "Insufficient balance. Please add funds to your wallet."
 			return nil
@@ -312,6 +306,15 @@ func (s *Server) listDisks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"data": data, "total_count": total, "offset": offset, "limit": limit})
 }
 
+// writeDisk answers a rendered disk, or Prime's 404 when there is none (nil).
+func writeDisk(w http.ResponseWriter, out map[string]any) {
+	if out == nil {
+		detail(w, http.StatusNotFound, "Disk not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 func (s *Server) getDisk(w http.ResponseWriter, id string) {
 	now := s.opts.Now().UTC()
 	var out map[string]any
@@ -323,11 +326,7 @@ func (s *Server) getDisk(w http.ResponseWriter, id string) {
 		}
 		return nil
 	})
-	if out == nil {
-		detail(w, http.StatusNotFound, "Disk not found")
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeDisk(w, out)
 }
 
 func (s *Server) patchDisk(w http.ResponseWriter, r *http.Request, id string) {
@@ -356,11 +355,7 @@ func (s *Server) patchDisk(w http.ResponseWriter, r *http.Request, id string) {
 		out = s.renderDisk(st, d, now)
 		return nil
 	})
-	if out == nil {
-		detail(w, http.StatusNotFound, "Disk not found")
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeDisk(w, out)
 }
 
 // deleteDisk terminates a disk no pod uses; one a pod uses is refused with 400 and stays.

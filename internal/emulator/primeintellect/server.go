@@ -500,14 +500,9 @@ type createBody struct {
 }
 
 func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
-	raw, err := readBody(r)
-	if err != nil {
-		validation(w, []string{"body"}, "JSON decode error", "json_invalid")
-		return
-	}
 	var b createBody
-	if err := json.Unmarshal(raw, &b); err != nil {
-		validation(w, []string{"body"}, "JSON decode error: "+err.Error(), "json_invalid")
+	raw, ok := decodeBody(w, r, &b)
+	if !ok {
 		return
 	}
 	for _, f := range []struct{ name, val string }{{"cloudId", b.Pod.CloudID}, {"gpuType", b.Pod.GPUType}, {"socket", b.Pod.Socket}} {
@@ -535,7 +530,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) {
 		rec    *podRec
 		lost   bool
 	)
-	err = s.Store.With(true, func(st *state) error {
+	err := s.Store.With(true, func(st *state) error {
 		f, cf := &st.Faults, &st.CloudFaults
 		if cf.PaymentRequired {
 			status, msg = http.StatusPaymentRequired, "Insufficient balance. Please add funds to your wallet."
@@ -646,9 +641,20 @@ const noCapacity = "No capacity available for the requested GPU configuration"
 
 func fmtPrice(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-func readBody(r *http.Request) ([]byte, error) {
+// decodeBody reads a request's JSON body (at most 1 MiB) into v and returns it; a body it cannot read
+// or decode is answered with Prime's validation error, and ok is false.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) (raw []byte, ok bool) {
 	defer r.Body.Close()
-	return io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		validation(w, []string{"body"}, "JSON decode error", "json_invalid")
+		return nil, false
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		validation(w, []string{"body"}, "JSON decode error: "+err.Error(), "json_invalid")
+		return nil, false
+	}
+	return raw, true
 }
 
 // podView is a pod's status at one moment.

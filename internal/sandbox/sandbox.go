@@ -930,11 +930,16 @@ func (b *Backend) Instances() ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Record, len(st.Instances))
-	for i, r := range st.Instances {
-		out[i] = *r
+	return values(st.Instances), nil
+}
+
+// values copies the records ptrs points to.
+func values[T any](ptrs []*T) []T {
+	out := make([]T, len(ptrs))
+	for i, p := range ptrs {
+		out[i] = *p
 	}
-	return out, nil
+	return out
 }
 
 // Live returns the instances not deleted.

@@ -217,7 +217,7 @@ func (b *Backend) CreateVolume(ctx context.Context, req cloudprovider.VolumeRequ
 		}
 		v := &VolumeRecord{ID: "sbxv-" + simulation.RandomHex(6), Name: req.Name, Region: req.Region, Type: req.Type, SizeGB: req.SizeGB,
 			PricePerGBMonth: price, Owner: ownerAtCreate(req.Owner), CreatedAt: now.UTC()}
-		if err := os.MkdirAll(filepath.Join(b.volumeDir(v.ID), "data"), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(b.VolumeDir(v.ID), "data"), 0o755); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
 		st.Volumes = append(st.Volumes, v)
@@ -285,7 +285,7 @@ func (b *Backend) DeleteVolume(ctx context.Context, id string) error {
 		if users := st.attachedTo(id, time.Now()); len(users) > 0 {
 			return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "volume %s (%s) is attached to %s", v.Name, id, strings.Join(st.instanceNames(users), ", "))
 		}
-		if err := os.RemoveAll(b.volumeDir(id)); err != nil {
+		if err := os.RemoveAll(b.VolumeDir(id)); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
 		st.Volumes = slices.DeleteFunc(st.Volumes, func(x *VolumeRecord) bool { return x.ID == id })
@@ -405,11 +405,8 @@ func (b *Backend) toVolume(st *state, v *VolumeRecord, now time.Time) cloudprovi
 	return out
 }
 
-// volumeDir is a volume's store.
-func (b *Backend) volumeDir(id string) string { return filepath.Join(b.cfg.Dir, VolumesDir, id) }
-
 // VolumeDir returns the store directory of a volume (its files are in data/).
-func (b *Backend) VolumeDir(id string) string { return b.volumeDir(id) }
+func (b *Backend) VolumeDir(id string) string { return filepath.Join(b.cfg.Dir, VolumesDir, id) }
 
 // Volumes returns every volume record (tests and the CLI).
 func (b *Backend) Volumes() ([]VolumeRecord, error) {
@@ -417,11 +414,7 @@ func (b *Backend) Volumes() ([]VolumeRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]VolumeRecord, len(st.Volumes))
-	for i, v := range st.Volumes {
-		out[i] = *v
-	}
-	return out, nil
+	return values(st.Volumes), nil
 }
 
 // machineVolumes is what the simulated machine in machineDir (<sandbox>/machines/<id>) makes of an

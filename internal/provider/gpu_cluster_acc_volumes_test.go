@@ -2,17 +2,24 @@ package provider
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	emumithril "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
+	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 // nodeAttrs are node i's connection attributes of the cluster in the state, named as a machine's.
@@ -31,18 +38,45 @@ func nodeAttrs(st *terraform.State, i int) (map[string]string, error) {
 	return out, nil
 }
 
-// TestAccGPUCluster_sharedVolumeKeepsData: a 2-node sandbox cluster with a shared_fs hydra_volume,
-// provisioned with the real playbooks: a file written over SSH on node 1 is read on node 2 (one file
-// system), and after the cluster is replaced (-replace) both new nodes read it back; imported by
-// another state, the cluster keeps its volume (recorded in place). The cluster is placed in the
-// volume's region (sbx-us-1), not the cheapest (sbx-eu-1). A changed mount path provisioned again in
-// place is TestAccGPUInstance_volumeKeepsData's (the same digest) and TestVolumeMount's (the role).
+// TestAccGPUCluster_sharedVolumeKeepsData: a 2-node spot cluster of sandbox containers with a
+// shared_fs hydra_volume and an interruption hook, provisioned with the real playbooks: a file written
+// over SSH on node 1 is read on node 2 (one file system). The sandbox preempts node 2 with a 10-minute
+// notice: the watcher the playbooks installed on every node runs the hook on node 2 (the test prints
+// how long after the notice) and not on node 1; the refresh shows `interruption` on node 2 and on the
+// cluster (node 1 has none) and, with replace_when_preempted false, the plan changes nothing; by
+// default the plan replaces the whole cluster under the same name, and both new nodes read the file
+// back. A refresh shows the volume attached to both; imported by another state, the cluster keeps its
+// volume (recorded in place). The cluster is placed in the volume's region (sbx-us-1), not the
+// cheapest (sbx-eu-1). The nodes are containers without systemd, so the watcher runs as a process. A
+// changed mount path provisioned again in place is TestAccGPUInstance_volumeKeepsData's (the same
+// digest) and TestVolumeMount's (the role).
 func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
+	var catalog []sandbox.CatalogEntry
+	for region, price := range map[string]float64{"sbx-eu-1": 0.22, "sbx-us-1": 0.24} {
+		catalog = append(catalog, sandbox.CatalogEntry{Region: region, InstanceType: "sbx.l4.1x.container", GPU: "L4", GPUCount: 1,
+			PricePerHour: price, Spot: true, Available: -1, Machine: "container",
+			Hardware: sandbox.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 32}})
+	}
+	if err := s.sb.SetCatalog(catalog); err != nil {
+		t.Fatal(err)
+	}
 	key := newCustomerKey(t)
-	cfg := s.provisionedConfig("") + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") +
-		clusterConfig("vols", "h100", 1, 2, fmt.Sprintf("  interconnect = \"any\"\n  ssh_public_keys = [%q]\n%s", key.line, volumesAt("/shared")))
+	config := func(extra string) string {
+		return s.provisionedConfig("") + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") + clusterConfig("vols", "l4", 1, 2, fmt.Sprintf(`  spot         = true
+  interconnect = "any"
+  ssh_public_keys = [%q]
+  provisioning_vars = {
+    interruption_hook = <<-EOT
+      #!/bin/sh
+      echo "hook $1 $2 $(date -u +%%s.%%N)"
+    EOT
+  }
+%s%s`, key.line, volumesAt("/shared"), extra))
+	}
+	kept := config("  replace_when_preempted = false\n")
+	cfg := config("")
 	text := randomText(t)
 	var nodes []string
 	var clusterID string
@@ -75,14 +109,26 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 		}
 		return nil
 	}
+	nodeInterruption := func(i int, key string) tfjsonpath.Path {
+		return tfjsonpath.New("node").AtSliceIndex(i).AtMapKey("interruption").AtMapKey(key)
+	}
+	sameID := statecheck.CompareValue(compare.ValuesSame())
 	accTest(t, s.checkDestroyed, []resource.TestStep{
 		{
-			Config: cfg,
+			Config: kept,
 			ConfigPlanChecks: preApply(
 				plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionCreate),
 				clusterPlanKnown("region", "sbx-us-1"),
 			),
-			ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready"), clusterState("volumes", knownvalue.ListSizeExact(1))},
+			ConfigStateChecks: []statecheck.StateCheck{
+				clusterState("status", "ready"),
+				clusterState("volumes", knownvalue.ListSizeExact(1)),
+				clusterState("offer_id", like(`/spot@`)),
+				clusterState("replace_when_preempted", false),
+				clusterState("interruption", knownvalue.Null()),
+				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("interruption"), knownvalue.Null()),
+				sameID.AddStateValue(clusterResource, tfjsonpath.New("cloud_cluster_id")),
+			},
 			Check: resource.ComposeTestCheckFunc(newNodes, func(st *terraform.State) error {
 				a, err := nodeAttrs(st, 0)
 				if err != nil {
@@ -93,11 +139,51 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 			}, readOnEvery),
 		},
 		{
-			Config:            cfg,
-			Taint:             []string{clusterResource},
-			ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate)),
-			ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready")},
-			Check:             resource.ComposeTestCheckFunc(newNodes, readOnEvery, s.checkLive(2)),
+			PreConfig: func() {
+				id := s.nodeID(t, "-2")
+				noticed := time.Now()
+				if err := s.sb.Preempt(id, 10*time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				f := hookRan(filepath.Join(s.sb.MachineDir(id), "root"), time.Minute)
+				if len(f) != 4 || f[0] != "hook" {
+					b, _ := os.ReadFile(filepath.Join(s.sb.MachineDir(id), "root", "var/lib/hydra/interruption/log"))
+					t.Fatalf("the hook did not run on node 2: %q; watcher log:\n%s", f, b)
+				}
+				left, _ := strconv.Atoi(f[1])
+				ran, _ := strconv.ParseFloat(f[3], 64)
+				if left <= 0 || left > 600 {
+					t.Errorf("the hook's arguments: %q", f)
+				}
+				t.Logf("notice to hook on a cluster node: %.2fs (the hook was told %ds left, ending %s)", ran-float64(noticed.UnixNano())/1e9, left, f[2])
+				if f := hookRan(filepath.Join(s.sb.MachineDir(s.nodeID(t, "-1")), "root"), 0); len(f) != 0 {
+					t.Errorf("the hook ran on node 1, which got no notice: %q", f)
+				}
+			},
+			Config:           kept,
+			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("interruption").AtMapKey("reason"), like(`preempted the spot machine`)),
+				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("interruption").AtMapKey("notice_at"), like(`^\d{4}-\d\d-\d\dT`)),
+				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("interruption").AtMapKey("ends_at"), like(`^\d{4}-\d\d-\d\dT`)),
+				statecheck.ExpectKnownValue(clusterResource, nodeInterruption(1, "notice_at"), like(`^\d{4}-\d\d-\d\dT`)),
+				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(0).AtMapKey("interruption"), knownvalue.Null()),
+				sameID.AddStateValue(clusterResource, tfjsonpath.New("cloud_cluster_id")),
+			},
+			Check: s.checkCreated(2),
+		},
+		{
+			// replace_when_preempted by default: the plan replaces the whole cluster under the same name;
+			// both new nodes read the file back.
+			Config: cfg,
+			ConfigPlanChecks: preApply(
+				plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
+				plancheck.ExpectKnownValue(clusterResource, tfjsonpath.New("name"), knownvalue.StringExact("vols")),
+				plancheck.ExpectUnknownValue(clusterResource, tfjsonpath.New("interruption")),
+				clusterPlanKnown("region", "sbx-us-1"),
+			),
+			ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready"), clusterState("interruption", knownvalue.Null())},
+			Check:             resource.ComposeTestCheckFunc(newNodes, readOnEvery, s.checkLive(2), s.checkCreated(4)),
 		},
 		{
 			// A refresh reads which machines use the volume: the new nodes, both.

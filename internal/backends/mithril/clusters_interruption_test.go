@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
 )
@@ -22,12 +21,7 @@ func TestClusterPreemptionNotice(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, emu.Options{})
 			ctx := t.Context()
-			pool := backendtest.Pool(t, CloudName)
-			c, err := e.backend.CreateCluster(ctx, cloudprovider.ClusterRequest{Name: pool.Prefix + "spot", Pool: pool,
-				Offer: sized(clusterOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x"), 3)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := spotCluster(t, e)
 			e.clock.Advance(bootTime)
 			if got, err := e.backend.GetCluster(ctx, c.ID); err != nil || got.Status != cloudprovider.StatusRunning || len(got.Nodes) != 3 {
 				t.Fatalf("before the notice: %+v %v", got, err)

@@ -239,17 +239,24 @@ func TestClusterAwaitingAllocation(t *testing.T) {
 	}
 }
 
+// spotCluster orders a cluster of 3 A100 nodes in us-central1-a (one spot bid).
+func spotCluster(t *testing.T, e *env) cloudprovider.Cluster {
+	t.Helper()
+	pool := backendtest.Pool(t, CloudName)
+	c, err := e.backend.CreateCluster(t.Context(), cloudprovider.ClusterRequest{Name: pool.Prefix + "spot", Pool: pool,
+		Offer: sized(clusterOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x"), 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // Preempted (another customer outbids the cluster's bid): the cluster is in error with the reason,
 // before and after its nodes are gone.
 func TestClusterPreempted(t *testing.T) {
 	e := newEnv(t, emu.Options{PreemptionWindow: time.Minute})
 	ctx := t.Context()
-	pool := backendtest.Pool(t, CloudName)
-	c, err := e.backend.CreateCluster(ctx, cloudprovider.ClusterRequest{Name: pool.Prefix + "spot", Pool: pool,
-		Offer: sized(clusterOffer(t, e, "us-central1-a", "a100-80gb.sxm.1x"), 3)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := spotCluster(t, e)
 	if err := e.emu.SetOwnFaults(emu.OwnFaults{Preemptions: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -190,9 +190,8 @@ func (v *volumeMachine) newMachine(replaced bool) resource.TestCheckFunc {
 // replaces it after a preemption (a short notice, then taken back: the next plan replaces it,
 // replace_when_preempted), and again after a changed shape (gpu_count, on demand); a changed mount
 // path is provisioned again in place; the volume's attached_to follows the machine. The machine is
-// placed in the volume's region (sbx-us-1), not the cheapest (sbx-eu-1). A -replace gets the same
-// volume as any replacement: TestAccGPUInstance_volumeEmulators (at each cloud) and
-// TestAccGPUCluster_sharedVolumeKeepsData (its data read back) apply one.
+// placed in the volume's region (sbx-us-1), not the cheapest (sbx-eu-1). A -replace is a replacement
+// like these: TestAccGPUInstance_volumeEmulators applies one at each cloud, the same volume kept.
 func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)

@@ -386,8 +386,6 @@ func (s *Server) handle(st *state, r *http.Request) (response, bool) {
 		case http.MethodDelete:
 			return s.deleteServer(st, parts[1], r)
 		}
-	case r.Method == http.MethodGet && path == "/storage/private":
-		return s.privateStorages(st, r), changed
 	case parts[0] == "storage" && r.Method == http.MethodGet && isStorageList(parts):
 		return s.listStorages(st, parts[1:], r), changed
 	case parts[0] == "storage" && len(parts) == 1 && r.Method == http.MethodPost:
@@ -610,30 +608,6 @@ func (s *Server) diskJSON(st *state, d *disk) map[string]any {
 		}
 	}
 	return m
-}
-
-// privateStorages answers GET /storage/private: the disks and the private templates, by uuid (with
-// ?label= filters, storage.go, only the disks that match).
-func (s *Server) privateStorages(st *state, r *http.Request) response {
-	if len(r.URL.Query()["label"]) > 0 {
-		return s.listStorages(st, []string{"private"}, r)
-	}
-	var list []map[string]any
-	for _, d := range st.Disks {
-		list = append(list, s.diskJSON(st, d))
-	}
-	for _, t := range st.Templates {
-		if templateAccess(t) != "public" {
-			list = append(list, s.templateJSON(t))
-		}
-	}
-	uuid := func(m map[string]any) string { u, _ := m["uuid"].(string); return u } // set by diskJSON and templateJSON
-	sort.Slice(list, func(i, j int) bool { return uuid(list[i]) < uuid(list[j]) })
-	out := make([]any, 0, len(list))
-	for _, m := range list {
-		out = append(out, m)
-	}
-	return jsonResp(http.StatusOK, map[string]any{"storages": map[string]any{"storage": out}})
 }
 
 func storageNotFound(uuid string) response {

@@ -2,9 +2,28 @@ package backendkit
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
+
+// ListVolumes is the body of ListVolumes for clouds that answer every volume at once: read asks the
+// cloud for them (its error is returned as it is); those live and whose name starts with prefix are
+// mapped onto hydra's by convert, in the cloud's order (nil when none is).
+func ListVolumes[T any](ctx context.Context, prefix string, read func(context.Context) ([]T, error), name func(T) string,
+	live func(T) bool, convert func(T) cloudprovider.Volume) ([]cloudprovider.Volume, error) {
+	all, err := read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []cloudprovider.Volume
+	for _, v := range all {
+		if live(v) && strings.HasPrefix(name(v), prefix) {
+			out = append(out, convert(v))
+		}
+	}
+	return out, nil
+}
 
 // Mounted reads the volume of each mount, in order, for something created in region (subject names it
 // in the message: "machine", "cluster"): a volume read does not find, and one whose place is another

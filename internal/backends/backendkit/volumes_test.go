@@ -63,3 +63,24 @@ func TestMounted(t *testing.T) {
 		}
 	}
 }
+
+// ListVolumes keeps the live volumes whose name has the prefix, in the cloud's order; read's error is
+// returned.
+func TestListVolumes(t *testing.T) {
+	type vol struct {
+		name string
+		gone bool
+	}
+	all := []vol{{"p-b", false}, {"p-a", true}, {"q-c", false}, {"p-c", false}}
+	read := func(context.Context) ([]vol, error) { return all, nil }
+	got, err := ListVolumes(context.Background(), "p-", read, func(v vol) string { return v.name },
+		func(v vol) bool { return !v.gone }, func(v vol) cloudprovider.Volume { return cloudprovider.Volume{Name: v.name} })
+	if err != nil || len(got) != 2 || got[0].Name != "p-b" || got[1].Name != "p-c" {
+		t.Errorf("got %+v, %v; want p-b and p-c", got, err)
+	}
+	down := errors.New("cloud down")
+	if _, err := ListVolumes(context.Background(), "p-", func(context.Context) ([]vol, error) { return nil, down },
+		func(v vol) string { return v.name }, func(vol) bool { return true }, func(vol) cloudprovider.Volume { return cloudprovider.Volume{} }); !errors.Is(err, down) {
+		t.Errorf("read's error: %v", err)
+	}
+}

@@ -167,17 +167,8 @@ func (b *Backend) ListVolumes(ctx context.Context, prefix string) ([]cloudprovid
 	if err != nil {
 		return nil, err
 	}
-	all, err := b.client.Volumes(ctx, project)
-	if err != nil {
-		return nil, err
-	}
-	var out []cloudprovider.Volume
-	for _, v := range all {
-		if v.DeletedAt == nil && strings.HasPrefix(v.Name, prefix) {
-			out = append(out, toVolume(v))
-		}
-	}
-	return out, nil
+	return backendkit.ListVolumes(ctx, prefix, func(ctx context.Context) ([]Volume, error) { return b.client.Volumes(ctx, project) },
+		func(v Volume) string { return v.Name }, func(v Volume) bool { return v.DeletedAt == nil }, toVolume)
 }
 
 func toVolume(v Volume) cloudprovider.Volume {

@@ -320,15 +320,10 @@ func (b *Backend) GetVolume(ctx context.Context, id string) (cloudprovider.Volum
 
 // ListVolumes returns the live disks whose name starts with prefix.
 func (b *Backend) ListVolumes(ctx context.Context, prefix string) ([]cloudprovider.Volume, error) {
-	all, err := b.client.ListDisks(ctx)
+	out, err := backendkit.ListVolumes(ctx, prefix, b.client.ListDisks, func(d Disk) string { return d.Name },
+		func(d Disk) bool { return !d.gone() }, b.toVolume)
 	if err != nil {
 		return nil, err
-	}
-	var out []cloudprovider.Volume
-	for _, d := range all {
-		if !d.gone() && strings.HasPrefix(d.Name, prefix) {
-			out = append(out, b.toVolume(d))
-		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID)

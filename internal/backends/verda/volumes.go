@@ -149,17 +149,8 @@ func (b *Backend) readVolume(ctx context.Context, id string) (verdaapi.Volume, e
 
 // ListVolumes returns the data volumes whose name starts with prefix.
 func (b *Backend) ListVolumes(ctx context.Context, prefix string) ([]cloudprovider.Volume, error) {
-	all, err := b.client.Volumes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []cloudprovider.Volume
-	for _, v := range all {
-		if !v.IsOSVolume && v.Status != verdaapi.VolumeStatusDeleted && strings.HasPrefix(v.Name, prefix) {
-			out = append(out, b.toVolume(v))
-		}
-	}
-	return out, nil
+	return backendkit.ListVolumes(ctx, prefix, b.client.Volumes, func(v verdaapi.Volume) string { return v.Name },
+		func(v verdaapi.Volume) bool { return !v.IsOSVolume && v.Status != verdaapi.VolumeStatusDeleted }, b.toVolume)
 }
 
 // attachedTo lists the instances a volume is on.

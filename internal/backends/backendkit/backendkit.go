@@ -1,6 +1,6 @@
 // Package backendkit holds what every backend's code shares beyond HTTP (internal/backends/restclient):
 // the checks of a backend's New, List's filtering of a cloud's instances, the order offers are answered
-// in, region filters, and filling hardware facts a cloud leaves out.
+// in, region filters, filling hardware facts a cloud leaves out, and listing and checking volumes.
 package backendkit
 
 import (

@@ -25,7 +25,6 @@ import (
 
 	emulambda "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
-	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
 const testVolumeResource = "hydra_volume.v"
@@ -189,7 +188,9 @@ func (v *volumeMachine) newMachine(replaced bool) resource.TestCheckFunc {
 // a file written over SSH on the volume of a spot machine is read back over SSH on the machine that
 // replaces it after a preemption (a short notice, then taken back: the next plan replaces it,
 // replace_when_preempted), and again after a changed shape (gpu_count, on demand); a changed mount
-// path is provisioned again in place; the volume's attached_to follows the machine. The machine is
+// path is provisioned again in place; the volume's attached_to follows the machine; removed from the
+// state and imported, the machine keeps its volume (its marker's digest covers the volumes: recorded
+// in place, no machine created, the data read at its path). The machine is
 // placed in the volume's region (sbx-us-1), not the cheapest (sbx-eu-1). A -replace is a replacement
 // like these: TestAccGPUInstance_volumeEmulators applies one at each cloud, the same volume kept.
 func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
@@ -202,6 +203,7 @@ func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
 		return s.provisionedConfig("") + volumeConfig("data", "block", "sandbox", "sbx-us-1") +
 			testAccGPUInstanceConfig_basic("keep", "h100", fmt.Sprintf("  gpu_count = %d\n  spot = %t\n  ssh_public_keys = [%q]\n%s", gpus, spot, v.key.line, volumesAt(mount)))
 	}
+	var machineID string
 	volumesState := statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("volumes"), knownvalue.ListExact([]knownvalue.Check{
 		knownvalue.ObjectExact(map[string]knownvalue.Check{"volume_id": knownvalue.StringExact("sandbox/sbx-us-1/data"), "mount_path": knownvalue.StringExact("/data")}),
 	}))
@@ -268,7 +270,31 @@ func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
 				planUnknown("status"),
 			),
 			ConfigStateChecks: []statecheck.StateCheck{stateKnown("status", "ready")},
-			Check:             resource.ComposeTestCheckFunc(v.newMachine(false), v.readBack("/mnt/ckpt")),
+			Check: resource.ComposeTestCheckFunc(v.newMachine(false), v.readBack("/mnt/ckpt"), func(st *terraform.State) error {
+				a, err := attrs(st, resourceName)
+				machineID = a["id"]
+				return err
+			}),
+		},
+		{
+			// Out of the state, kept at the cloud, so that it can be imported.
+			Config: s.provisionedConfig("") + volumeConfig("data", "block", "sandbox", "sbx-us-1") +
+				"removed {\n  from = hydra_gpu_instance.test\n  lifecycle {\n    destroy = false\n  }\n}\n",
+		},
+		{
+			ResourceName:       resourceName,
+			Config:             config(2, "/mnt/ckpt"),
+			ImportState:        true,
+			ImportStatePersist: true,
+			ImportStateIdFunc:  func(*terraform.State) (string, error) { return machineID, nil },
+		},
+		{
+			// The imported machine has no volumes in its state, but its marker's digest (which covers
+			// them) says it was provisioned with these: kept, the volumes recorded in place (and the
+			// plan after the apply is empty).
+			Config:           config(2, "/mnt/ckpt"),
+			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)),
+			Check:            resource.ComposeTestCheckFunc(v.newMachine(false), v.readBack("/mnt/ckpt"), s.checkCreated(3), s.checkLive(1)),
 		},
 	})
 }
@@ -458,46 +484,6 @@ func lambdaFileSystems(t *testing.T, url, id string) []string {
 		t.Fatalf("GET instance %s: %d %v", id, resp.StatusCode, err)
 	}
 	return body.Data.FileSystemNames
-}
-
-// TestAccGPUInstance_volumeImport: a machine provisioned with a volume, forgotten by its state and
-// imported by another working directory, keeps its volume: its marker's digest (which covers the
-// volumes) proves it has them, so the plan records them in place instead of replacing it, and the
-// apply runs nothing at the machine. One machine is created in all.
-func TestAccGPUInstance_volumeImport(t *testing.T) {
-	requireProvisioningTools(t)
-	t.Parallel()
-	s := newTestSandbox(t)
-	pb := copyPlaybooks(t, playbooks.FS)
-	machine := testAccGPUInstanceConfig_basic("imported", "l4", volumesAt("/data"))
-	one := newCLIDirReattach(t, "")
-	one.write(s.provisionedConfigIn(one.dir, pb) + volumeConfig("importdata", "block", "sandbox", "sbx-us-1") + machine)
-	one.mustRun("apply", "-auto-approve")
-	cloudName := stateAttr(one.mustRun("state", "show", "hydra_gpu_instance.test"), "id")
-	one.mustRun("state", "rm", "hydra_gpu_instance.test")
-
-	// The other directory names the volume by its id.
-	two := newCLIDirReattach(t, "")
-	two.write(s.provisionedConfigIn(two.dir, pb) + strings.Replace(machine, "hydra_volume.v.id", `"sandbox/sbx-us-1/importdata"`, 1))
-	if out := two.mustRun("import", "hydra_gpu_instance.test", cloudName); !strings.Contains(out, "Import successful") {
-		t.Fatalf("import:\n%s", out)
-	}
-	plan := two.mustRun("plan")
-	if !strings.Contains(plan, "0 to add, 1 to change, 0 to destroy") || strings.Contains(plan, "must be replaced") {
-		t.Fatalf("the imported machine provisioned with its volume must be kept, its volumes recorded in place:\n%s", plan)
-	}
-	two.mustRun("apply", "-auto-approve")
-	if out, err := two.run("plan", "-detailed-exitcode"); err != nil {
-		t.Fatalf("after recording the volumes the plan must be empty (err %v):\n%s", err, out)
-	}
-	if n := s.created(); n != 1 {
-		t.Fatalf("%d machines created; the imported one must be kept", n)
-	}
-	two.mustRun("destroy", "-auto-approve")
-	one.mustRun("destroy", "-auto-approve")
-	if err := s.checkDestroyed(nil); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestAccGPUInstance_volumeAdded: volumes given to a machine created without them replace it (clouds

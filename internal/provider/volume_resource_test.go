@@ -436,7 +436,8 @@ func TestAccVolume_emulators(t *testing.T) {
 // Lambda states no size and no price, so size_gb stays as configured and the price is null. Removed
 // from the state and imported, the volume has no size: the next plan records the configured one in
 // place, never replacing (deleting) the file system for it. A block volume there fails at plan, naming
-// what Lambda has. (30 s wall, 6 CPU-s: the Lambda client keeps Lambda's documented 1 request/s.)
+// what Lambda has. (30 s wall, 2 CPU-s: the Lambda client keeps Lambda's documented 1 request/s, which
+// the provider gives tests no way to relax.)
 func TestAccVolume_lambdaEmulator(t *testing.T) {
 	emu := emulambda.New(emulambda.Options{Options: simulation.Options{BootDuration: time.Second}})
 	srv := httptest.NewServer(emu)

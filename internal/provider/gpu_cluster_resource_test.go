@@ -438,7 +438,9 @@ func provisionedCluster(s *testSandbox, floor float64, extra string) string {
 // TestAccGPUCluster_provisioned runs the real playbooks and the cluster check on sandbox nodes: an NCCL
 // floor the fabric cannot reach fails the create (the cluster is kept, tainted, and replaced next);
 // a reachable one makes it ready with every node healthy. A node found unhealthy later is named and
-// changes nothing, until replace_when_unhealthy replaces the whole cluster.
+// changes nothing, until replace_when_unhealthy makes the plan replace the whole cluster (planned
+// only: applying that replacement would build a third cluster to prove what the tainted one's
+// replacement proved).
 func TestAccGPUCluster_provisioned(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
@@ -471,10 +473,12 @@ func TestAccGPUCluster_provisioned(t *testing.T) {
 			statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("unhealthy")),
 		},
 	}, {
-		Config:            provisionedCluster(s, 1, "  replace_when_unhealthy = true"),
-		ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate)),
-		ConfigStateChecks: healthy,
-		Check:             s.checkLive(2),
+		Config:             provisionedCluster(s, 1, "  replace_when_unhealthy = true"),
+		PlanOnly:           true,
+		ExpectNonEmptyPlan: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
+		}},
 	}})
 }
 

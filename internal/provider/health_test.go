@@ -21,7 +21,8 @@ func healthConfig(s *testSandbox, extra string) string {
 
 // Every refresh reads a ready machine's health. A fault injected into it shows in the next refresh:
 // unhealthy, with the reason; the plan changes nothing until replace_when_unhealthy asks for a
-// replacement, which is then healthy. A machine whose health cannot be read (sshd down, or its
+// replacement (planned only: applying a replacement is what every other replace test does, and it
+// would provision a second machine). A machine whose health cannot be read (sshd down, or its
 // provisioning record gone) is "unknown", never "unhealthy": even with replace_when_unhealthy, nothing
 // is replaced.
 func TestAccGPUInstance_health(t *testing.T) {
@@ -48,16 +49,29 @@ func TestAccGPUInstance_health(t *testing.T) {
 			stateKnown("health_reason", like(`(?i)xid`)),
 		},
 	}, {
-		// Asked to, the plan replaces it; the replacement is healthy.
+		// Asked to, the plan replaces it.
+		Config:             replacing,
+		PlanOnly:           true,
+		ExpectNonEmptyPlan: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
+		}},
+	}, {
+		// Healthy again, the same change is an update in place.
+		PreConfig: func() {
+			if err := simhost.ClearFaults(s.machineDir()); err != nil {
+				t.Fatal(err)
+			}
+		},
 		Config:           replacing,
-		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
+		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("health", "healthy"),
 			stateKnown("status", "ready"),
 		},
-		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
+		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
 	}, {
-		// The replacement's sshd is down (as when its network or sshd died): the refresh cannot reach it.
+		// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
 		PreConfig: func() {
 			if err := simhost.SetFault(s.machineDir(), simhost.FaultSSHDown, "1"); err != nil {
 				t.Fatal(err)
@@ -70,7 +84,7 @@ func TestAccGPUInstance_health(t *testing.T) {
 			stateKnown("health", "unknown"),
 			stateKnown("health_reason", like(`(?i)connection refused`)),
 		},
-		Check: s.checkCreated(2),
+		Check: s.checkCreated(1),
 	}, {
 		// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
 		// hydra's back): its health cannot be read either.
@@ -92,7 +106,7 @@ func TestAccGPUInstance_health(t *testing.T) {
 			stateKnown("health", "unknown"),
 			stateKnown("health_reason", like(`marker`)),
 		},
-		Check: s.checkCreated(2),
+		Check: s.checkCreated(1),
 	}})
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
@@ -83,6 +84,9 @@ func NewWith(version string, emulators *clouds.Emulators) func() provider.Provid
 type hydraProvider struct {
 	version   string
 	emulators *clouds.Emulators
+	// tuning is the cloud API clients' tuning (zero: each cloud's documented defaults); tests on local
+	// emulators raise its rate limit.
+	tuning restclient.Tuning
 	// started is the configuration a destroy's ValidateConfig opened, with what the control plane
 	// found: Configure of the same configuration takes it instead of listing every cloud again.
 	started *started
@@ -311,7 +315,8 @@ func (p *hydraProvider) open(ctx context.Context, req provider.ConfigureRequest,
 	logger.Info("hydra provider configured", "version", p.version, "terraform_version", req.TerraformVersion)
 
 	data := &providerData{provisioning: true, walk: newWalk()}
-	env := clouds.Env{Inventory: inv, Logger: logger, UserAgent: clouds.UserAgent(p.version, req.TerraformVersion), Emulators: p.emulators}
+	env := clouds.Env{Inventory: inv, Logger: logger, UserAgent: clouds.UserAgent(p.version, req.TerraformVersion), Emulators: p.emulators,
+		Tuning: p.tuning}
 	backends, emulated := cloudBackends(cloudBlockValues, env, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return nil

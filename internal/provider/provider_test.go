@@ -20,14 +20,19 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
 // testAccProtoV6ProviderFactories serves the provider inside the test binary; the real Terraform CLI
-// (TF_ACC_TERRAFORM_PATH) reattaches to it, so nothing is downloaded.
+// (TF_ACC_TERRAFORM_PATH) reattaches to it, so nothing is downloaded. Its cloud clients are not paced
+// (a cloud's documented rate limit, Lambda's 1 request a second, would only slow the local emulators
+// down); the provider binaries the tests build keep every cloud's pacing.
 var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"hydra": providerserver.NewProtocol6WithError(New("test")()),
+	"hydra": providerserver.NewProtocol6WithError(&hydraProvider{version: "test", emulators: clouds.NewEmulators(),
+		tuning: restclient.Tuning{RequestsPerSecond: 1000, Burst: 1000}}),
 }
 
 func TestMain(m *testing.M) {

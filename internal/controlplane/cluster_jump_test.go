@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
@@ -16,6 +18,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
 // TestClusterNodeKeepsItsJumpHost: a node the cloud reports behind its cluster's login node (Verda's)
@@ -129,6 +132,30 @@ func (ri runnerInspector) Drain(ctx context.Context, inst cloudprovider.Instance
 	return ri.r.Drain(ctx, inst, pool, gpuType, gpuCount, hostKey)
 }
 
+// loginNodePlaybooks is the embedded playbooks with bare-vm.yml cut to preflight, health checks and
+// the marker (testdata/login-node-bare-vm.yml): the cluster check and health probe stay the real ones.
+func loginNodePlaybooks(t *testing.T) fstest.MapFS {
+	t.Helper()
+	m := fstest.MapFS{}
+	err := fs.WalkDir(playbooks.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(playbooks.FS, p)
+		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut, err := os.ReadFile(filepath.Join("testdata", "login-node-bare-vm.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["bare-vm.yml"].Data = cut
+	return m
+}
+
 // TestClusterPinsTheLoginNodeKey: a sandbox cluster whose nodes the cloud reports only behind a login
 // node (a real sshd), provisioned with the real playbooks and cluster check: the login node's key,
 // trusted on first use, is kept in every node's record (the cloud reports none) across a refresh
@@ -157,7 +184,7 @@ func TestClusterPinsTheLoginNodeKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
-	runner, err := provision.New(provision.Config{PrivateKey: key, TempDir: tmp, SSHWaitTimeout: 30 * time.Second})
+	runner, err := provision.New(provision.Config{Playbooks: loginNodePlaybooks(t), PrivateKey: key, TempDir: tmp, SSHWaitTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,8 @@ var needsNewerPython = regexp.MustCompile(`Ansible requires Python (\d+\.\d+) or
 
 // TestAnsibleCoreMatrix provisions a VM and an execlet of the sandbox to ready, then provisions both
 // again and sees nothing change, with each distribution's own ansible-core (its .deb, run by the system
-// Python with the system's python3 packages). A version that cannot run on the system Python must be
+// Python with the system's python3 packages). With the first distribution's (Debian 12's 2.14.18, the
+// system's) it also checks what each kind's playbook leaves behind (readyChecks). A version that cannot run on the system Python must be
 // refused by hydra's check with ansible-core's own reason, which the test asserts; it is then run with
 // tools/ansible-core-python.sh (Debian 13's CPython, built here, and the distribution's Python libraries).
 func TestAnsibleCoreMatrix(t *testing.T) {
@@ -129,6 +130,19 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 					}
 					vars := volumeUses(vols)
 					ep := startMachine(t, spec)
+					var ready readyCheck
+					if dist == dists[0] {
+						ready = readyChecks[m.kind]
+						for k, v := range ready.vars {
+							if vars == nil {
+								vars = map[string]any{}
+							}
+							vars[k] = v
+						}
+						if ready.prepare != nil && !ready.prepare(t, ep) {
+							return
+						}
+					}
 					f := fixture{runner: r, ep: ep, tmpBase: tmp}
 					rec := &logRecorder{}
 					started := time.Now()
@@ -138,6 +152,10 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 					if err != nil {
 						t.Errorf("%s with ansible-core %s: %v\nlog:\n%s", m.kind, version, err, rec)
 						return
+					}
+					if ready.check != nil {
+						checkReadyRun(t, m.kind, m.count, ep, res, rec)
+						ready.check(t, ep)
 					}
 					if fsys, err := simhost.StoreFS(store); m.volume && (err != nil || fsys == nil || fsys.Type != "ext4" || !isLink(filepath.Join(ep.Root, "data"))) {
 						t.Errorf("%s with ansible-core %s: the volume's file system %+v (%v), want ext4 mounted at /data\nlog:\n%s", m.kind, version, fsys, err, rec)
@@ -159,6 +177,9 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 					}
 					if m2 := checkMarker(t, f, m.kind, vars, res.HostKey, started); !m2.ProvisionedAt.Equal(marker.ProvisionedAt) {
 						t.Errorf("%s with ansible-core %s: the second run rewrote the marker", m.kind, version)
+					}
+					if ready.check != nil {
+						ready.check(t, ep)
 					}
 				}()
 			}

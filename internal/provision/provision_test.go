@@ -217,132 +217,107 @@ func checkMarker(t *testing.T, f fixture, kind string, vars map[string]any, host
 // nastyValue must reach the machine byte for byte: no Jinja rendering, no shell, no key=value parsing.
 const nastyValue = `{{ 7*7 }} "double" 'single' spaces  and $(touch /tmp/hydra-pwned) ; {% raw %} x=y ansible_become=true`
 
-func TestProvisionReachesReady(t *testing.T) {
-	nastyKey := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl " + nastyValue
-	tests := []struct {
-		kind  string
-		gpu   string
-		count int
-		vars  map[string]any
-		// prepare breaks the fresh machine before the first run.
-		prepare func(t *testing.T, ep simhost.Endpoint)
-		check   func(t *testing.T, ep simhost.Endpoint)
-	}{
-		{
-			kind: inventory.KindVM, gpu: "h100", count: 8,
-			vars: map[string]any{"customer_ssh_keys": []any{nastyKey}, "labels": map[string]any{"team": nastyValue}},
-			check: func(t *testing.T, ep simhost.Endpoint) {
-				u, err := user.Lookup(ep.User)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := os.ReadFile(filepath.Join(ep.Root, u.HomeDir, ".ssh", "authorized_keys"))
-				if err != nil {
-					t.Fatalf("customer keys not written: %v", err)
-				}
-				if !strings.Contains(string(b), "\n"+nastyKey+"\n") {
-					t.Errorf("customer key did not arrive literally; authorized_keys:\n%s", b)
-				}
-				if strings.Contains(string(b), "49") {
-					t.Errorf("a template was rendered: %s", b)
-				}
-				if _, err := os.Stat("/tmp/hydra-pwned"); err == nil {
-					t.Errorf("a command substitution ran")
-				}
-				// The exporters' units were started listening on loopback only (what the systemctl
-				// stand-in recorded of their command lines).
-				checkRecorded(t, filepath.Join(ep.Dir, "run", "units", "prometheus-node-exporter.service.exec"),
-					fmt.Sprintf("--web.listen-address=127.0.0.1:%d", ep.NodeExporterPort))
-				checkRecorded(t, filepath.Join(ep.Dir, "run", "units", "hydra-dcgm-exporter.service.exec"),
-					fmt.Sprintf("--address=127.0.0.1:%d", ep.DCGMExporterPort))
-			},
-		},
-		{
-			kind: inventory.KindExeclet, gpu: "l40s", count: 2,
-			// The kernel module loaded is not the installed driver (an update without a reboot): the
-			// run must reboot (simulated) instead of failing the same way on every retry.
-			prepare: func(t *testing.T, ep simhost.Endpoint) {
-				if err := simhost.SetLoadedDriver(ep.Dir, "565.57.01"); err != nil {
-					t.Fatal(err)
-				}
-			},
-			check: func(t *testing.T, ep simhost.Endpoint) {
-				if b, err := os.ReadFile(filepath.Join(ep.Dir, "run", "reboots.log")); err != nil || !strings.Contains(string(b), "shutdown -r") {
-					t.Errorf("the loaded-module mismatch did not reboot the machine: %q, %v", b, err)
-				}
-				if v, _ := os.ReadFile(filepath.Join(ep.Root, "sys", "module", "nvidia", "version")); strings.TrimSpace(string(v)) != simhost.DefaultDriverVersion {
-					t.Errorf("after the reboot the loaded module is %q", v)
-				}
-				b, err := os.ReadFile(filepath.Join(ep.Root, "etc", "hydra", "execlet.json"))
-				if err != nil {
-					t.Fatalf("execlet configuration not written: %v", err)
-				}
-				var cfg map[string]any
-				if err := json.Unmarshal(b, &cfg); err != nil {
-					t.Fatal(err)
-				}
-				// gpu_count is a number; the smoke test image is the one for the driver's CUDA (12.8), pinned by digest.
-				if cfg["instance"] != "sandbox-execlet-test" || cfg["gpu_type"] != "l40s" || cfg["gpu_count"] != float64(2) ||
-					cfg["cuda_image"] != "nvidia/cuda:12.8.1-base-ubuntu24.04@sha256:133c78a0575303be34164d0b90137a042172bdf60696af01a3c424ab402d86e2" {
-					t.Errorf("execlet configuration: %s", b)
-				}
-				if _, err := os.Stat(filepath.Join(ep.Root, "etc", "systemd", "system", "hydra-execlet.service")); err != nil {
-					t.Errorf("execlet unit: %v", err)
-				}
-			},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.kind, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName(tc.gpu), GPUCount: tc.count}, Config{})
-			if tc.prepare != nil {
-				tc.prepare(t, f.ep)
-			}
-			rec := &logRecorder{}
-			started := time.Now()
-			res, err := f.runner.Provision(context.Background(), f.request(tc.kind, tc.gpu, tc.count, "", tc.vars, rec))
-			if err != nil {
-				t.Fatalf("Provision: %v\nlog:\n%s", err, rec)
-			}
-			if res.HostKey != f.ep.HostKey {
-				t.Errorf("trusted host key %q, machine has %q", res.HostKey, f.ep.HostKey)
-			}
-			t.Log(rec.String())
-			if res.FailedTask != "" || res.Message != "" {
-				t.Errorf("successful run has a failure summary: %+v", res)
-			}
-			for _, want := range []string{"task started", "Check the promised GPUs", "playbook succeeded"} {
-				if !strings.Contains(rec.String(), want) {
-					t.Errorf("events lack %q:\n%s", want, rec)
-				}
-			}
-			if tc.count == 8 && !regexp.MustCompile(`task ok .*Enable and start Fabric Manager`).MatchString(rec.String()) {
-				t.Errorf("an 8-GPU NVSwitch machine did not get Fabric Manager:\n%s", rec)
-			}
-			tc.check(t, f.ep)
-			assertEmptyDir(t, f.tmpBase)
-			marker := checkMarker(t, f, tc.kind, tc.vars, res.HostKey, started)
+// readyCheck is what one kind's playbook must leave on a machine it brought to ready, beyond the marker
+// and an unchanged second run; TestAnsibleCoreMatrix applies it with its first distribution's ansible-core.
+type readyCheck struct {
+	// vars are the run's variables (merged over the matrix's own).
+	vars map[string]any
+	// prepare breaks the fresh machine before the first run; false when it could not.
+	prepare func(t *testing.T, ep simhost.Endpoint) bool
+	// check runs after each run (the first and the unchanged second).
+	check func(t *testing.T, ep simhost.Endpoint)
+}
 
-			if tc.kind != inventory.KindVM {
+// readyNastyKey is a customer key whose comment is nastyValue.
+const readyNastyKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl " + nastyValue
+
+// readyChecks are the readyCheck of each kind: a VM gets variables that must arrive literally and its
+// exporters on loopback only; an execlet whose loaded kernel module is not the installed driver is
+// rebooted (simulated) instead of failing the same way on every retry, and gets its configuration.
+var readyChecks = map[string]readyCheck{
+	inventory.KindVM: {
+		vars: map[string]any{"customer_ssh_keys": []any{readyNastyKey}, "labels": map[string]any{"team": nastyValue}},
+		check: func(t *testing.T, ep simhost.Endpoint) {
+			u, err := user.Lookup(ep.User)
+			if err != nil {
+				t.Error(err)
 				return
 			}
-			// Re-running with the key now pinned changes nothing.
-			again := &logRecorder{}
-			req := f.request(tc.kind, tc.gpu, tc.count, res.HostKey, tc.vars, again)
-			req.Attempt = 2
-			if _, err := f.runner.Provision(context.Background(), req); err != nil {
-				t.Fatalf("second run: %v\nlog:\n%s", err, again)
+			b, err := os.ReadFile(filepath.Join(ep.Root, u.HomeDir, ".ssh", "authorized_keys"))
+			if err != nil {
+				t.Errorf("customer keys not written: %v", err)
+				return
 			}
-			if strings.Contains(again.String(), "changed:true") {
-				t.Errorf("the second run changed something:\n%s", again)
+			if !strings.Contains(string(b), "\n"+readyNastyKey+"\n") {
+				t.Errorf("customer key did not arrive literally; authorized_keys:\n%s", b)
 			}
-			tc.check(t, f.ep)
-			assertEmptyDir(t, f.tmpBase)
-			if m := checkMarker(t, f, tc.kind, tc.vars, res.HostKey, started); !m.ProvisionedAt.Equal(marker.ProvisionedAt) {
-				t.Errorf("a run with the same digest rewrote the marker: %v, was %v", m.ProvisionedAt, marker.ProvisionedAt)
+			if strings.Contains(string(b), "49") {
+				t.Errorf("a template was rendered: %s", b)
 			}
-		})
+			if _, err := os.Stat("/tmp/hydra-pwned"); err == nil {
+				t.Errorf("a command substitution ran")
+			}
+			// The exporters' units were started listening on loopback only (what the systemctl
+			// stand-in recorded of their command lines).
+			checkRecorded(t, filepath.Join(ep.Dir, "run", "units", "prometheus-node-exporter.service.exec"),
+				fmt.Sprintf("--web.listen-address=127.0.0.1:%d", ep.NodeExporterPort))
+			checkRecorded(t, filepath.Join(ep.Dir, "run", "units", "hydra-dcgm-exporter.service.exec"),
+				fmt.Sprintf("--address=127.0.0.1:%d", ep.DCGMExporterPort))
+		},
+	},
+	inventory.KindExeclet: {
+		prepare: func(t *testing.T, ep simhost.Endpoint) bool {
+			if err := simhost.SetLoadedDriver(ep.Dir, "565.57.01"); err != nil {
+				t.Error(err)
+				return false
+			}
+			return true
+		},
+		check: func(t *testing.T, ep simhost.Endpoint) {
+			if b, err := os.ReadFile(filepath.Join(ep.Dir, "run", "reboots.log")); err != nil || !strings.Contains(string(b), "shutdown -r") {
+				t.Errorf("the loaded-module mismatch did not reboot the machine: %q, %v", b, err)
+			}
+			if v, _ := os.ReadFile(filepath.Join(ep.Root, "sys", "module", "nvidia", "version")); strings.TrimSpace(string(v)) != simhost.DefaultDriverVersion {
+				t.Errorf("after the reboot the loaded module is %q", v)
+			}
+			b, err := os.ReadFile(filepath.Join(ep.Root, "etc", "hydra", "execlet.json"))
+			if err != nil {
+				t.Errorf("execlet configuration not written: %v", err)
+				return
+			}
+			var cfg map[string]any
+			if err := json.Unmarshal(b, &cfg); err != nil {
+				t.Error(err)
+				return
+			}
+			// gpu_count is a number; the smoke test image is the one for the driver's CUDA (12.8), pinned by digest.
+			if cfg["instance"] != "sandbox-execlet-test" || cfg["gpu_type"] != "l40s" || cfg["gpu_count"] != float64(2) ||
+				cfg["cuda_image"] != "nvidia/cuda:12.8.1-base-ubuntu24.04@sha256:133c78a0575303be34164d0b90137a042172bdf60696af01a3c424ab402d86e2" {
+				t.Errorf("execlet configuration: %s", b)
+			}
+			if _, err := os.Stat(filepath.Join(ep.Root, "etc", "systemd", "system", "hydra-execlet.service")); err != nil {
+				t.Errorf("execlet unit: %v", err)
+			}
+		},
+	},
+}
+
+// checkReadyRun checks a first run that reached ready: the machine's host key trusted, no failure
+// summary, the events of a run, and Fabric Manager on an 8-GPU (NVSwitch) machine.
+func checkReadyRun(t *testing.T, kind string, count int, ep simhost.Endpoint, res cloudprovider.ProvisionResult, rec *logRecorder) {
+	if res.HostKey != ep.HostKey {
+		t.Errorf("%s: trusted host key %q, machine has %q", kind, res.HostKey, ep.HostKey)
+	}
+	if res.FailedTask != "" || res.Message != "" {
+		t.Errorf("%s: successful run has a failure summary: %+v", kind, res)
+	}
+	for _, want := range []string{"task started", "Check the promised GPUs", "playbook succeeded"} {
+		if !strings.Contains(rec.String(), want) {
+			t.Errorf("%s: events lack %q:\n%s", kind, want, rec)
+		}
+	}
+	if count == 8 && !regexp.MustCompile(`task ok .*Enable and start Fabric Manager`).MatchString(rec.String()) {
+		t.Errorf("an 8-GPU NVSwitch machine did not get Fabric Manager:\n%s", rec)
 	}
 }
 
@@ -555,7 +530,7 @@ func writeMarker(t *testing.T, ep simhost.Endpoint, content string) {
 }
 
 // TestReadMarker covers what provisioning runs do not: a machine without a marker, an unusable one,
-// and the host key checks. (TestProvisionReachesReady reads the marker runs write.)
+// and the host key checks. (TestAnsibleCoreMatrix reads the marker runs write.)
 func TestReadMarker(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, simhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})

@@ -89,7 +89,10 @@ func (f realOSFixture) checkUpgradesPausedAndSecretsHidden(t *testing.T, started
 		}
 	}
 	t.Logf("the upgrade started %d time(s) during the %d s of the two runs (seconds after the start: %v)", len(during), ended-started, during)
-	if len(during) > 3 {
+	// On a busy machine the windows after each resume grow past the upgrade's 20 seconds (a fresh-clone
+	// make test once saw 2 starts in each, runs of 154 and 133 s): allow one start a minute of the runs,
+	// at least 3, still a third of the starts an unpaused upgrade makes.
+	if allowed := max(3, int((ended-started)/60)); len(during) > allowed {
 		t.Errorf("the automatic upgrade started %d times during the runs (at %v s), want it paused", len(during), during)
 	}
 	// Resumed after it.

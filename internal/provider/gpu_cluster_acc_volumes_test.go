@@ -270,43 +270,16 @@ func TestAccGPUCluster_volumeEmulators(t *testing.T) {
 		users func(a map[string]string) []string
 	}{
 		{cloud: "verda", region: "FIN-03", gpuType: "h200",
-			volumes: func(c *testClouds) []emulatedVolume {
-				var out []emulatedVolume
-				for _, v := range c.verda.Volumes() {
-					if !v.Trashed && strings.Contains(v.Name, "ckpt") {
-						out = append(out, emulatedVolume{v.ID, v.InstanceIDs})
-					}
-				}
-				return out
-			},
-			users: func(a map[string]string) []string { return []string{a["node.0.id"], a["node.1.id"]} }},
+			volumes: func(c *testClouds) []emulatedVolume { return verdaVolumes(c, "ckpt") },
+			users:   func(a map[string]string) []string { return []string{a["node.0.id"], a["node.1.id"]} }},
 		{cloud: "mithril", region: "us-central1-a", gpuType: "h100", extra: "  spot = true\n",
 			prepare: func(c *testClouds) {
 				if _, err := c.mithril.SetAuction(emumithril.AuctionChange{Region: "us-central1-a", InstanceType: "h100-80gb.sxm.8x", Capacity: new(4)}); err != nil {
 					c.t.Fatal(err)
 				}
 			},
-			volumes: func(c *testClouds) []emulatedVolume {
-				live := map[string]bool{}
-				for _, b := range c.mithril.LiveBids() {
-					live[b.FID] = true
-				}
-				var out []emulatedVolume
-				for _, v := range c.mithril.Volumes() {
-					if v.Deleted || !strings.Contains(v.Name, "ckpt") {
-						continue
-					}
-					var users []string
-					for _, b := range v.Bids {
-						if live[b] {
-							users = append(users, b)
-						}
-					}
-					out = append(out, emulatedVolume{v.FID, users})
-				}
-				return out
-			},
-			users: func(a map[string]string) []string { return []string{a["cloud_cluster_id"]} }},
+			volumes: func(c *testClouds) []emulatedVolume { return mithrilVolumes(c, "ckpt") },
+			users:   func(a map[string]string) []string { return []string{a["cloud_cluster_id"]} }},
 	} {
 		t.Run(tc.cloud, func(t *testing.T) {
 			c := newTestClouds(t, nil)

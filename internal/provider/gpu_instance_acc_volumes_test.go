@@ -335,6 +335,41 @@ type emulatedVolume struct {
 	users []string
 }
 
+// verdaVolumes lists the Verda emulator's volumes whose name contains part, not in the trash, with the
+// instances using them.
+func verdaVolumes(c *testClouds, part string) []emulatedVolume {
+	var out []emulatedVolume
+	for _, v := range c.verda.Volumes() {
+		if !v.Trashed && strings.Contains(v.Name, part) {
+			out = append(out, emulatedVolume{v.ID, v.InstanceIDs})
+		}
+	}
+	return out
+}
+
+// mithrilVolumes lists the Mithril emulator's volumes whose name contains part, not deleted, with the
+// live bids using them.
+func mithrilVolumes(c *testClouds, part string) []emulatedVolume {
+	live := map[string]bool{}
+	for _, b := range c.mithril.LiveBids() {
+		live[b.FID] = true
+	}
+	var out []emulatedVolume
+	for _, v := range c.mithril.Volumes() {
+		if v.Deleted || !strings.Contains(v.Name, part) {
+			continue
+		}
+		var users []string
+		for _, b := range v.Bids {
+			if live[b] {
+				users = append(users, b)
+			}
+		}
+		out = append(out, emulatedVolume{v.FID, users})
+	}
+	return out
+}
+
 // TestAccGPUInstance_volumeEmulators: on each emulated cloud with volumes (Verda, Mithril, Lambda), a
 // machine with a hydra_volume is placed in the volume's region (the other configured cloud loses,
 // saying where the volume is), gets the volume at launch, and its replacement (-replace) gets the same
@@ -348,33 +383,10 @@ func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 		volumes func(c *testClouds, lambda *emulambda.Server, lambdaURL string) []emulatedVolume
 	}{
 		{cloud: "verda", region: "FIN-03", typ: "block", other: "mithril", volumes: func(c *testClouds, _ *emulambda.Server, _ string) []emulatedVolume {
-			var out []emulatedVolume
-			for _, v := range c.verda.Volumes() {
-				if !v.Trashed && strings.Contains(v.Name, "keep") {
-					out = append(out, emulatedVolume{v.ID, v.InstanceIDs})
-				}
-			}
-			return out
+			return verdaVolumes(c, "keep")
 		}},
 		{cloud: "mithril", region: "us-central5-a", typ: "block", other: "verda", extra: "  spot = true\n", volumes: func(c *testClouds, _ *emulambda.Server, _ string) []emulatedVolume {
-			live := map[string]bool{}
-			for _, b := range c.mithril.LiveBids() {
-				live[b.FID] = true
-			}
-			var out []emulatedVolume
-			for _, v := range c.mithril.Volumes() {
-				if v.Deleted || !strings.Contains(v.Name, "keep") {
-					continue
-				}
-				var users []string
-				for _, b := range v.Bids {
-					if live[b] {
-						users = append(users, b)
-					}
-				}
-				out = append(out, emulatedVolume{v.FID, users})
-			}
-			return out
+			return mithrilVolumes(c, "keep")
 		}},
 		// Lambda keeps file systems only, mounted by Lambda at launch.
 		{cloud: "lambda", region: "us-east-1", typ: "shared_fs", other: "verda", volumes: func(c *testClouds, lambda *emulambda.Server, url string) []emulatedVolume {

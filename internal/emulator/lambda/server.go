@@ -170,6 +170,21 @@ func errReply(status int, code, msg, suggestion string) reply {
 }
 
 // invalid is 400 global/invalid-parameters with the offending field in field_errors.
+// decodeNamed decodes a create's body into req and checks the name it holds as Lambda does (*name points
+// into req); ok is false with the refusal to answer.
+func decodeNamed(body []byte, req any, name *string) (reply, bool) {
+	if err := json.Unmarshal(body, req); err != nil {
+		return invalid("body", "The request body is not valid JSON."), false
+	}
+	switch {
+	case strings.TrimSpace(*name) == "":
+		return invalid("name", "A name is required."), false
+	case len(*name) > MaxNameLength:
+		return invalid("name", fmt.Sprintf("Must be %d characters or fewer.", MaxNameLength)), false
+	}
+	return reply{}, true
+}
+
 func invalid(field, msg string) reply {
 	b, _ := json.Marshal(map[string]any{
 		"error":        lambdaapi.APIError{Code: "global/invalid-parameters", Message: "Invalid request data."},
@@ -545,14 +560,8 @@ func (s *Server) addKey(st *state, body []byte) reply {
 		Name      string  `json:"name"`
 		PublicKey *string `json:"public_key"`
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return invalid("body", "The request body is not valid JSON.")
-	}
-	switch {
-	case strings.TrimSpace(req.Name) == "":
-		return invalid("name", "A name is required.")
-	case len(req.Name) > MaxNameLength:
-		return invalid("name", fmt.Sprintf("Must be %d characters or fewer.", MaxNameLength))
+	if r, ok := decodeNamed(body, &req, &req.Name); !ok {
+		return r
 	}
 	for _, k := range st.SSHKeys {
 		if k.Name == req.Name {

@@ -17,7 +17,6 @@ package lambda
 // {"deleted_ids": [id]}.
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -97,14 +96,8 @@ func (s *Server) createFileSystem(st *state, body []byte) reply {
 		Name   string `json:"name"`
 		Region string `json:"region"`
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return invalid("body", "The request body is not valid JSON.")
-	}
-	switch {
-	case strings.TrimSpace(req.Name) == "":
-		return invalid("name", "A name is required.")
-	case len(req.Name) > MaxNameLength:
-		return invalid("name", fmt.Sprintf("Must be %d characters or fewer.", MaxNameLength))
+	if r, ok := decodeNamed(body, &req, &req.Name); !ok {
+		return r
 	}
 	if _, ok := s.regions[req.Region]; !ok {
 		return invalid("region", fmt.Sprintf("Unknown region %q.", req.Region))

@@ -31,6 +31,14 @@ type ProvisionRequest struct {
 	Log func(msg string, fields map[string]any)
 }
 
+// VolumesVar is the playbook variable a machine's volumes travel under. A machine's attachments are
+// known only once it runs, so the control plane puts what a plan knows of its volumes in the variables
+// it digests and passes (ProvisionRequest.Vars): [{"volume_id": <hydra_volume id>, "mount_path": <path>},
+// ...], sorted by mount path (a changed mount path changes the digest: provisioned again in place). The
+// provisioner hands the playbooks the attachments themselves (ProvisionRequest.Volumes) under the same
+// name, and refuses a request whose attachments' mount paths are not the ones the variables list.
+const VolumesVar = "hydra_volumes"
+
 // ProvisionResult is what one attempt found.
 type ProvisionResult struct {
 	// HostKey is the host key the instance presented (and that was checked or trusted).

@@ -425,7 +425,7 @@ type ProvisionSpec struct {
 	// MaxAttempts overrides the control plane's default when above 0.
 	MaxAttempts int
 	// Volumes are how the machine's volumes appear inside it (ProvisionRequest.Volumes); VolumeUses
-	// the volumes as asked, which the digest carries (VolumesVar).
+	// the volumes as asked, which the digest carries (cloudprovider.VolumesVar).
 	Volumes    []cloudprovider.Attachment
 	VolumeUses []VolumeUse
 }

@@ -110,8 +110,8 @@ func clusterWithAVolume(t *testing.T, cloud, region, gpuType string, others []st
 		if !ok || len(r.Volumes) != 1 || r.Volumes[0].VolumeID != rec.CloudVolumeID || r.Volumes[0].MountPath != "/shared" || r.Volumes[0].Type != cloudprovider.VolumeSharedFS {
 			t.Errorf("node %s provisioned (%v) with volumes %+v, want %s at /shared", n, ok, r.Volumes, rec.CloudVolumeID)
 		}
-		if _, ok := r.Vars[VolumesVar]; !ok {
-			t.Errorf("node %s: provisioning variables %v lack %s", n, r.Vars, VolumesVar)
+		if _, ok := r.Vars[cloudprovider.VolumesVar]; !ok {
+			t.Errorf("node %s: provisioning variables %v lack %s", n, r.Vars, cloudprovider.VolumesVar)
 		}
 	}
 	// The cluster's digest is the one a plan of it computes.

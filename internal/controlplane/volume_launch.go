@@ -12,12 +12,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/wait"
 )
 
-// VolumesVar is the playbook variable the provisioning digest carries a machine's volumes under: a
-// list of {volume_id: hydra_volume.id, mount_path} sorted by mount path. It is what a plan knows of
-// them (a changed mount path re-provisions in place); the provisioner passes the playbooks the
-// attachments themselves (ProvisionRequest.Volumes) under the same name.
-const VolumesVar = "hydra_volumes"
-
 // sortedUses is uses sorted by mount path (a parent directory mounts before what is under it).
 func sortedUses(uses []VolumeUse) []VolumeUse {
 	out := slices.Clone(uses)
@@ -25,7 +19,7 @@ func sortedUses(uses []VolumeUse) []VolumeUse {
 	return out
 }
 
-// volumeVars is vars with the machine's volumes under VolumesVar, for the provisioning digest; vars
+// volumeVars is vars with the machine's volumes under cloudprovider.VolumesVar, for the provisioning digest; vars
 // itself (not a copy) without volumes, so a machine without any keeps the digest it had.
 func volumeVars(vars map[string]any, uses []VolumeUse) map[string]any {
 	if len(uses) == 0 {
@@ -39,7 +33,7 @@ func volumeVars(vars map[string]any, uses []VolumeUse) map[string]any {
 	for _, u := range sortedUses(uses) {
 		list = append(list, map[string]any{"volume_id": u.ID, "mount_path": path.Clean(u.MountPath)})
 	}
-	out[VolumesVar] = list
+	out[cloudprovider.VolumesVar] = list
 	return out
 }
 

@@ -80,8 +80,8 @@ func createWithVolume(t *testing.T, ctx context.Context, cp *ControlPlane, prov 
 	if a.Device == "" && a.Source == "" && !a.MountedByCloud {
 		t.Errorf("attachment %+v says neither a device, a source nor that the cloud mounts it", a)
 	}
-	if _, ok := pr.Vars[VolumesVar]; !ok || pr.Vars["team"] != "ml" {
-		t.Errorf("provisioning variables %v lack the user's or %s", pr.Vars, VolumesVar)
+	if _, ok := pr.Vars[cloudprovider.VolumesVar]; !ok || pr.Vars["team"] != "ml" {
+		t.Errorf("provisioning variables %v lack the user's or %s", pr.Vars, cloudprovider.VolumesVar)
 	}
 	return got
 }

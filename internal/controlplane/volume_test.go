@@ -211,7 +211,7 @@ func TestPlaceVolumes(t *testing.T) {
 
 func TestVolumeVarsInTheDigest(t *testing.T) {
 	vars := map[string]any{"x": 1}
-	if got := volumeVars(vars, nil); len(got) != 1 || got[VolumesVar] != nil {
+	if got := volumeVars(vars, nil); len(got) != 1 || got[cloudprovider.VolumesVar] != nil {
 		t.Errorf("without volumes the variables must stay as they are (digests of machines without volumes unchanged): %v", got)
 	}
 	a := volumeVars(vars, []VolumeUse{{ID: "verda/FIN-01/b", MountPath: "/data/"}, {ID: "verda/FIN-01/a", MountPath: "/ckpt"}})

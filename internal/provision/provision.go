@@ -445,7 +445,7 @@ func (r *Runner) playbookVars(req cloudprovider.ProvisionRequest) (map[string]an
 	if err := checkVolumesDigested(req.Vars, req.Volumes); err != nil {
 		return nil, err
 	}
-	vars[VolumesVar] = volumesVar(req.Volumes)
+	vars[cloudprovider.VolumesVar] = volumesVar(req.Volumes)
 	// The provisioning marker: what a successful run records on the machine. The digest is the one the
 	// control plane computed for this request (same pool, same variables).
 	digest, err := r.Digest(req.Pool, req.Vars)

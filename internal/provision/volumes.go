@@ -9,19 +9,11 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
-// VolumesVar is the playbook variable that carries a machine's volumes to the volume_mount role: a list of
-// maps with volume_id, type, mount_path, device, source, fstype, options and mounted_by_cloud, one per
+// The playbooks get a machine's volumes under cloudprovider.VolumesVar: a list of maps with volume_id,
+// type, mount_path, device, source, fstype, options and mounted_by_cloud, one per
 // ProvisionRequest.Volumes entry.
-//
-// The digest covers the variables it is given, and a machine's attachments are known only once it runs,
-// so the caller puts the mounts the plan knows in the variables it digests and passes
-// (ProvisionRequest.Vars): VolumesVar = [{"volume_id": <hydra_volume id>, "mount_path": <path>}, ...].
-// A changed mount path then changes the digest and provisions the machine again in place. Provision
-// replaces that entry with the attachments, and refuses a request whose attachments' mount paths are not
-// the ones its variables list (a digest that would not describe the mounts).
-const VolumesVar = "hydra_volumes"
 
-// volumesVar is the value of VolumesVar for the playbooks: the attachments in order ([] for none).
+// volumesVar is the value of cloudprovider.VolumesVar for the playbooks: the attachments in order ([] for none).
 func volumesVar(vols []cloudprovider.Attachment) []any {
 	out := make([]any, 0, len(vols))
 	for _, v := range vols {
@@ -40,16 +32,16 @@ func volumesVar(vols []cloudprovider.Attachment) []any {
 }
 
 // checkVolumesDigested checks that vars (the digested variables) list the mount paths of vols under
-// VolumesVar, so that the digest covers the machine's mounts. No volumes and no entry is fine.
+// cloudprovider.VolumesVar, so that the digest covers the machine's mounts. No volumes and no entry is fine.
 func checkVolumesDigested(vars map[string]any, vols []cloudprovider.Attachment) error {
 	var want []string
 	for _, v := range vols {
 		want = append(want, path.Clean(v.MountPath))
 	}
 	var got []string
-	entry, listed := vars[VolumesVar]
+	entry, listed := vars[cloudprovider.VolumesVar]
 	if listed && len(vols) == 0 {
-		return fmt.Errorf("variable %s is hydra's own: it lists the machine's volumes (its volumes blocks); remove it from the provisioning variables", VolumesVar)
+		return fmt.Errorf("variable %s is hydra's own: it lists the machine's volumes (its volumes blocks); remove it from the provisioning variables", cloudprovider.VolumesVar)
 	}
 	if listed {
 		norm, err := normalize(entry)
@@ -58,13 +50,13 @@ func checkVolumesDigested(vars map[string]any, vols []cloudprovider.Attachment) 
 		}
 		items, ok := norm.([]any)
 		if !ok {
-			return fmt.Errorf("variable %s must be a list of {volume_id, mount_path} maps, not %T", VolumesVar, entry)
+			return fmt.Errorf("variable %s must be a list of {volume_id, mount_path} maps, not %T", cloudprovider.VolumesVar, entry)
 		}
 		for _, it := range items {
 			m, ok := it.(map[string]any)
 			p, isString := m["mount_path"].(string)
 			if !ok || !isString {
-				return fmt.Errorf("variable %s must be a list of {volume_id, mount_path} maps, not %v", VolumesVar, entry)
+				return fmt.Errorf("variable %s must be a list of {volume_id, mount_path} maps, not %v", cloudprovider.VolumesVar, entry)
 			}
 			got = append(got, path.Clean(p))
 		}
@@ -74,7 +66,7 @@ func checkVolumesDigested(vars map[string]any, vols []cloudprovider.Attachment) 
 	if !slices.Equal(want, got) {
 		return fmt.Errorf("the provisioning digest would not describe the machine's volumes: its variables list "+
 			"mount paths [%s] under %s, the machine's volumes are mounted at [%s]",
-			strings.Join(got, ", "), VolumesVar, strings.Join(want, ", "))
+			strings.Join(got, ", "), cloudprovider.VolumesVar, strings.Join(want, ", "))
 	}
 	return nil
 }

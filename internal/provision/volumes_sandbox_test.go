@@ -233,7 +233,7 @@ func testVolumeMount(t *testing.T, ansible string) {
 	}
 }
 
-// volumeUses is the digest's entry for atts (provision.VolumesVar), as the control plane passes it.
+// volumeUses is the digest's entry for atts (cloudprovider.VolumesVar), as the control plane passes it.
 func volumeUses(atts []cloudprovider.Attachment) map[string]any {
 	if len(atts) == 0 {
 		return nil
@@ -242,7 +242,7 @@ func volumeUses(atts []cloudprovider.Attachment) map[string]any {
 	for _, a := range atts {
 		list = append(list, map[string]any{"volume_id": "sandbox/sbx-us-1/" + a.VolumeID, "mount_path": a.MountPath})
 	}
-	return map[string]any{VolumesVar: list}
+	return map[string]any{cloudprovider.VolumesVar: list}
 }
 
 // sameTasks compares two lists of task names as multisets.

@@ -36,13 +36,13 @@ func TestVolumesVar(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(vars[VolumesVar], []any{}) {
-			t.Errorf("%s = %#v, want an empty list", VolumesVar, vars[VolumesVar])
+		if !reflect.DeepEqual(vars[cloudprovider.VolumesVar], []any{}) {
+			t.Errorf("%s = %#v, want an empty list", cloudprovider.VolumesVar, vars[cloudprovider.VolumesVar])
 		}
 	})
 
 	t.Run("attachments replace the digest's entry", func(t *testing.T) {
-		vars, err := r.playbookVars(req(map[string]any{VolumesVar: mounts("/shared", "/data")}, block, nfs))
+		vars, err := r.playbookVars(req(map[string]any{cloudprovider.VolumesVar: mounts("/shared", "/data")}, block, nfs))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,8 +53,8 @@ func TestVolumesVar(t *testing.T) {
 			map[string]any{"volume_id": u("vol-2"), "type": u("shared_fs"), "mount_path": u("/shared"),
 				"device": u(""), "source": u("sbx-nfs:/volumes/vol-2"), "fstype": u("nfs"), "options": u("nconnect=16"), "mounted_by_cloud": false},
 		}
-		if !reflect.DeepEqual(vars[VolumesVar], want) {
-			t.Errorf("%s =\n%#v\nwant\n%#v", VolumesVar, vars[VolumesVar], want)
+		if !reflect.DeepEqual(vars[cloudprovider.VolumesVar], want) {
+			t.Errorf("%s =\n%#v\nwant\n%#v", cloudprovider.VolumesVar, vars[cloudprovider.VolumesVar], want)
 		}
 	})
 
@@ -67,11 +67,11 @@ func TestVolumesVar(t *testing.T) {
 			}
 			return d
 		}
-		none, data, moved := digest(nil), digest(map[string]any{VolumesVar: mounts("/data")}), digest(map[string]any{VolumesVar: mounts("/srv/data")})
+		none, data, moved := digest(nil), digest(map[string]any{cloudprovider.VolumesVar: mounts("/data")}), digest(map[string]any{cloudprovider.VolumesVar: mounts("/srv/data")})
 		if none == data || data == moved || none == moved {
 			t.Errorf("digests without volumes, at /data and at /srv/data: %s, %s, %s; want three different", none, data, moved)
 		}
-		vars, err := r.playbookVars(req(map[string]any{VolumesVar: mounts("/data")}, block))
+		vars, err := r.playbookVars(req(map[string]any{cloudprovider.VolumesVar: mounts("/data")}, block))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,11 +87,11 @@ func TestVolumesVar(t *testing.T) {
 		want string
 	}{
 		{"volumes not listed", nil, []cloudprovider.Attachment{block}, "mount paths [] under hydra_volumes, the machine's volumes are mounted at [/data]"},
-		{"another mount path", map[string]any{VolumesVar: mounts("/old")}, []cloudprovider.Attachment{block}, "mount paths [/old]"},
-		{"one missing", map[string]any{VolumesVar: mounts("/data")}, []cloudprovider.Attachment{block, nfs}, "mounted at [/data, /shared]"},
-		{"listed without volumes", map[string]any{VolumesVar: mounts("/data")}, nil, "variable hydra_volumes is hydra's own"},
-		{"not a list", map[string]any{VolumesVar: "/data"}, []cloudprovider.Attachment{block}, "must be a list"},
-		{"no mount path", map[string]any{VolumesVar: []any{map[string]any{"volume_id": "x"}}}, []cloudprovider.Attachment{block}, "must be a list"},
+		{"another mount path", map[string]any{cloudprovider.VolumesVar: mounts("/old")}, []cloudprovider.Attachment{block}, "mount paths [/old]"},
+		{"one missing", map[string]any{cloudprovider.VolumesVar: mounts("/data")}, []cloudprovider.Attachment{block, nfs}, "mounted at [/data, /shared]"},
+		{"listed without volumes", map[string]any{cloudprovider.VolumesVar: mounts("/data")}, nil, "variable hydra_volumes is hydra's own"},
+		{"not a list", map[string]any{cloudprovider.VolumesVar: "/data"}, []cloudprovider.Attachment{block}, "must be a list"},
+		{"no mount path", map[string]any{cloudprovider.VolumesVar: []any{map[string]any{"volume_id": "x"}}}, []cloudprovider.Attachment{block}, "must be a list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := r.playbookVars(req(tc.vars, tc.vols...))

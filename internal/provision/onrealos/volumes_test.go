@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 )
 
 // The volume_mount role on the real OS, on TestRealOS_BareVM's machines (no machine of its own). A
@@ -110,7 +109,7 @@ func checkVolumes(t *testing.T, f realOSFixture) {
 	}
 }
 
-// withVolumes is vars with the mounts the digest covers (provision.VolumesVar), as the control plane
+// withVolumes is vars with the mounts the digest covers (cloudprovider.VolumesVar), as the control plane
 // passes them; vars itself when there are no volumes.
 func withVolumes(vars map[string]any, vols []cloudprovider.Attachment) map[string]any {
 	if len(vols) == 0 {
@@ -124,6 +123,6 @@ func withVolumes(vars map[string]any, vols []cloudprovider.Attachment) map[strin
 	for _, v := range vols {
 		mounts = append(mounts, map[string]any{"volume_id": v.VolumeID, "mount_path": v.MountPath})
 	}
-	out[provision.VolumesVar] = mounts
+	out[cloudprovider.VolumesVar] = mounts
 	return out
 }

@@ -670,13 +670,20 @@ func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, e
 // List returns the pods whose name starts with prefix; terminated pods are left out.
 func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	out, err := backendkit.List(ctx, prefix, b.client.Pods, func(p Pod) string { return p.Name }, b.toInstance)
+	return byNameThenID(out, err, func(i cloudprovider.Instance) (string, string) { return i.Name, i.ID })
+}
+
+// byNameThenID orders what a list call returned by name, then id; an error passes through.
+func byNameThenID[T any](items []T, err error, key func(T) (name, id string)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID)
+	sort.Slice(items, func(i, j int) bool {
+		ni, ii := key(items[i])
+		nj, ij := key(items[j])
+		return ni < nj || (ni == nj && ii < ij)
 	})
-	return out, nil
+	return items, nil
 }
 
 // Delete terminates a pod. A pod that is already gone, terminated or being deleted is success: the

@@ -97,6 +97,13 @@ func (c *Client) doJSON(ctx context.Context, op string, r restclient.Request, ou
 	return c.rc.CallJSON(ctx, op, r, out, classify)
 }
 
+// call does one JSON request and returns its decoded answer.
+func call[T any](ctx context.Context, c *Client, op string, r restclient.Request) (T, error) {
+	var out T
+	err := c.doJSON(ctx, op, r, &out)
+	return out, err
+}
+
 // AvailabilityFilter narrows an availability query. Empty fields do not filter. The API may ignore a
 // parameter, so the client applies the same filter to what comes back.
 type AvailabilityFilter struct {
@@ -303,78 +310,78 @@ func parseAvailability(body []byte, log hclog.Logger) (items []GPUAvailability, 
 // GPUSummary returns GET /api/v1/availability/gpu-summary: gpuType → count → region (or "cheapest")
 // → prices. Used to cross-check an empty availability answer.
 func (c *Client) GPUSummary(ctx context.Context) (map[string]map[string]map[string]json.RawMessage, error) {
-	var out map[string]map[string]map[string]json.RawMessage
-	err := c.doJSON(ctx, "reading the GPU summary", restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/gpu-summary"}, &out)
-	return out, err
+	return call[map[string]map[string]map[string]json.RawMessage](ctx, c, "reading the GPU summary", restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/gpu-summary"})
 }
 
 // Disks returns GET /api/v1/availability/disks, reading every page: where disks are sold, and at what
 // price per GB and hour (spec.pricePerUnit). The volume calls read it (disks.go); a pod's own disk is
 // ordered with its offer (diskSize).
 func (c *Client) Disks(ctx context.Context) ([]DiskOffer, error) {
-	var all []DiskOffer
-	seen := map[string]bool{} // a page that repeats itself ends the reading
-	for page := 1; page <= maxPages; page++ {
+	key := func(d DiskOffer) string {
+		return strings.Join([]string{d.Provider, d.CloudID, d.DataCenter, d.Country, d.Region, d.Security}, "|")
+	}
+	return allPages(c.cfg.PageSize, key, func(page int) ([]DiskOffer, Number, error) {
 		var out struct {
 			Items      []DiskOffer `json:"items"`
 			TotalCount Number      `json:"totalCount"`
 		}
-		q := url.Values{"page": {strconv.Itoa(page)}, "page_size": {strconv.Itoa(c.cfg.PageSize)}}
-		if err := c.doJSON(ctx, "listing disk availability", restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/disks", Query: q}, &out); err != nil {
-			return nil, err
-		}
-		fresh := 0
-		for _, d := range out.Items {
-			k := strings.Join([]string{d.Provider, d.CloudID, d.DataCenter, d.Country, d.Region, d.Security}, "|")
-			if !seen[k] {
-				seen[k] = true
-				fresh++
-				all = append(all, d)
-			}
-		}
-		if fresh == 0 || len(out.Items) < c.cfg.PageSize || (out.TotalCount.Set && len(all) >= out.TotalCount.Int()) {
-			break
-		}
-	}
-	return all, nil
+		q := url.Values{"page": {strconv.Itoa(page + 1)}, "page_size": {strconv.Itoa(c.cfg.PageSize)}}
+		err := c.doJSON(ctx, "listing disk availability", restclient.Request{Method: http.MethodGet, Path: "/api/v1/availability/disks", Query: q}, &out)
+		return out.Items, out.TotalCount, err
+	})
 }
 
 // CreatePod creates a pod. It is not retried on 5xx or timeouts (a lost answer may hide a pod): the
 // caller looks for the pod by name before it tries again.
 func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (Pod, error) {
-	var p Pod
-	err := c.doJSON(ctx, "creating pod", restclient.Request{Method: http.MethodPost, Path: "/api/v1/pods/", Body: req, NotIdempotent: true}, &p)
-	return p, err
+	return call[Pod](ctx, c, "creating pod", restclient.Request{Method: http.MethodPost, Path: "/api/v1/pods/", Body: req, NotIdempotent: true})
 }
 
 // Pod returns one pod; a missing pod is an ErrNotFound error.
 func (c *Client) Pod(ctx context.Context, id string) (Pod, error) {
-	var p Pod
-	err := c.doJSON(ctx, "reading pod", restclient.Request{Method: http.MethodGet, Path: "/api/v1/pods/" + url.PathEscape(id)}, &p)
-	return p, err
+	return call[Pod](ctx, c, "reading pod", restclient.Request{Method: http.MethodGet, Path: "/api/v1/pods/" + url.PathEscape(id)})
 }
 
 // Pods returns every pod of the account, reading every page.
 func (c *Client) Pods(ctx context.Context) ([]Pod, error) {
-	const limit = 100
-	var all []Pod
+	return listAll(ctx, c, "listing pods", "/api/v1/pods/", func(p Pod) string { return p.ID })
+}
+
+// listPageSize is the limit of an offset-paginated list (pods, disks).
+const listPageSize = 100
+
+// listAll reads every page of an offset-paginated list ({data, total_count}) at path.
+func listAll[T any](ctx context.Context, c *Client, op, path string, id func(T) string) ([]T, error) {
+	return allPages(listPageSize, id, func(page int) ([]T, Number, error) {
+		var pl struct {
+			Data       []T    `json:"data"`
+			TotalCount Number `json:"total_count"`
+		}
+		q := url.Values{"offset": {strconv.Itoa(page * listPageSize)}, "limit": {strconv.Itoa(listPageSize)}}
+		err := c.doJSON(ctx, op, restclient.Request{Method: http.MethodGet, Path: path, Query: q}, &pl)
+		return pl.Data, pl.TotalCount, err
+	})
+}
+
+// allPages reads pages 0, 1, ... (at most maxPages) with read, keeping each item once (key identifies
+// it across pages), until a page is shorter than size, holds nothing new, or the total it states is read.
+func allPages[T any](size int, key func(T) string, read func(page int) ([]T, Number, error)) ([]T, error) {
+	var all []T
 	seen := map[string]bool{}
-	for offset := 0; offset < maxPages*limit; offset += limit {
-		var pl PodList
-		q := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(limit)}}
-		if err := c.doJSON(ctx, "listing pods", restclient.Request{Method: http.MethodGet, Path: "/api/v1/pods/", Query: q}, &pl); err != nil {
+	for page := 0; page < maxPages; page++ {
+		items, total, err := read(page)
+		if err != nil {
 			return nil, err
 		}
 		fresh := 0
-		for _, p := range pl.Data {
-			if seen[p.ID] {
-				continue
+		for _, it := range items {
+			if k := key(it); !seen[k] {
+				seen[k] = true
+				fresh++
+				all = append(all, it)
 			}
-			seen[p.ID] = true
-			fresh++
-			all = append(all, p)
 		}
-		if len(pl.Data) < limit || fresh == 0 || (pl.TotalCount.Set && len(all) >= pl.TotalCount.Int()) {
+		if len(items) < size || fresh == 0 || (total.Set && len(all) >= total.Int()) {
 			break
 		}
 	}
@@ -393,10 +400,14 @@ func (c *Client) PodStatuses(ctx context.Context, ids ...string) ([]PodStatus, e
 
 // DeletePod terminates a pod and returns the status the API answers with.
 func (c *Client) DeletePod(ctx context.Context, id string) (string, error) {
-	var out struct {
+	return c.deleteStatus(ctx, "deleting pod", "/api/v1/pods/"+url.PathEscape(id))
+}
+
+// deleteStatus deletes what is at path and returns the status the API answers with.
+func (c *Client) deleteStatus(ctx context.Context, op, path string) (string, error) {
+	out, err := call[struct {
 		Status string `json:"status"`
-	}
-	err := c.doJSON(ctx, "deleting pod", restclient.Request{Method: http.MethodDelete, Path: "/api/v1/pods/" + url.PathEscape(id)}, &out)
+	}](ctx, c, op, restclient.Request{Method: http.MethodDelete, Path: path})
 	return out.Status, err
 }
 
@@ -412,8 +423,6 @@ func (c *Client) SSHKeys(ctx context.Context) ([]SSHKey, error) {
 
 // CreateSSHKey registers a public key on the account.
 func (c *Client) CreateSSHKey(ctx context.Context, name, publicKey string) (SSHKey, error) {
-	var k SSHKey
 	body := map[string]string{"name": name, "publicKey": publicKey}
-	err := c.doJSON(ctx, "adding SSH key", restclient.Request{Method: http.MethodPost, Path: "/api/v1/ssh_keys/", Body: body, NotIdempotent: true}, &k)
-	return k, err
+	return call[SSHKey](ctx, c, "adding SSH key", restclient.Request{Method: http.MethodPost, Path: "/api/v1/ssh_keys/", Body: body, NotIdempotent: true})
 }

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
@@ -151,54 +150,22 @@ func (r *resourceID) UnmarshalJSON(b []byte) error {
 
 // CreateDisk creates a disk. It is not retried on 5xx or timeouts: a lost answer may hide a disk.
 func (c *Client) CreateDisk(ctx context.Context, req CreateDiskRequest) (Disk, error) {
-	var d Disk
-	err := c.doJSON(ctx, "creating disk", restclient.Request{Method: http.MethodPost, Path: "/api/v1/disks/", Body: req, NotIdempotent: true}, &d)
-	return d, err
+	return call[Disk](ctx, c, "creating disk", restclient.Request{Method: http.MethodPost, Path: "/api/v1/disks/", Body: req, NotIdempotent: true})
 }
 
 // GetDisk returns one disk; a missing disk is an ErrNotFound error.
 func (c *Client) GetDisk(ctx context.Context, id string) (Disk, error) {
-	var d Disk
-	err := c.doJSON(ctx, "reading disk", restclient.Request{Method: http.MethodGet, Path: "/api/v1/disks/" + url.PathEscape(id)}, &d)
-	return d, err
+	return call[Disk](ctx, c, "reading disk", restclient.Request{Method: http.MethodGet, Path: "/api/v1/disks/" + url.PathEscape(id)})
 }
 
 // ListDisks returns every disk of the account, reading every page.
 func (c *Client) ListDisks(ctx context.Context) ([]Disk, error) {
-	const limit = 100
-	var all []Disk
-	seen := map[string]bool{}
-	for offset := 0; offset < maxPages*limit; offset += limit {
-		var page struct {
-			Data       []Disk `json:"data"`
-			TotalCount Number `json:"total_count"`
-		}
-		q := url.Values{"offset": {strconv.Itoa(offset)}, "limit": {strconv.Itoa(limit)}}
-		if err := c.doJSON(ctx, "listing disks", restclient.Request{Method: http.MethodGet, Path: "/api/v1/disks/", Query: q}, &page); err != nil {
-			return nil, err
-		}
-		fresh := 0
-		for _, d := range page.Data {
-			if !seen[d.ID] {
-				seen[d.ID] = true
-				fresh++
-				all = append(all, d)
-			}
-		}
-		if len(page.Data) < limit || fresh == 0 || (page.TotalCount.Set && len(all) >= page.TotalCount.Int()) {
-			break
-		}
-	}
-	return all, nil
+	return listAll(ctx, c, "listing disks", "/api/v1/disks/", func(d Disk) string { return d.ID })
 }
 
 // DeleteDisk terminates a disk and returns the status the API answers with.
 func (c *Client) DeleteDisk(ctx context.Context, id string) (string, error) {
-	var out struct {
-		Status string `json:"status"`
-	}
-	err := c.doJSON(ctx, "deleting disk", restclient.Request{Method: http.MethodDelete, Path: "/api/v1/disks/" + url.PathEscape(id)}, &out)
-	return out.Status, err
+	return c.deleteStatus(ctx, "deleting disk", "/api/v1/disks/"+url.PathEscape(id))
 }
 
 // diskPlaces returns the places that sell disks now, by data center: those with a data center and a
@@ -322,13 +289,7 @@ func (b *Backend) GetVolume(ctx context.Context, id string) (cloudprovider.Volum
 func (b *Backend) ListVolumes(ctx context.Context, prefix string) ([]cloudprovider.Volume, error) {
 	out, err := backendkit.ListVolumes(ctx, prefix, b.client.ListDisks, func(d Disk) string { return d.Name },
 		func(d Disk) bool { return !d.gone() }, b.toVolume)
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Name < out[j].Name || (out[i].Name == out[j].Name && out[i].ID < out[j].ID)
-	})
-	return out, nil
+	return byNameThenID(out, err, func(v cloudprovider.Volume) (string, string) { return v.Name, v.ID })
 }
 
 // DeleteVolume terminates a disk. One a pod uses is ErrInvalid and stays (checked first, and Prime's

@@ -309,14 +309,6 @@ func (r *PodResources) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// PodList is the answer of GET /api/v1/pods/.
-type PodList struct {
-	Data       []Pod  `json:"data"`
-	TotalCount Number `json:"total_count"`
-	Offset     Number `json:"offset"`
-	Limit      Number `json:"limit"`
-}
-
 // PodStatus is one entry of GET /api/v1/pods/status.
 type PodStatus struct {
 	PodID                string     `json:"podId"`

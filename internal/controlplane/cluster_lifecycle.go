@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,14 +18,8 @@ import (
 )
 
 // clusterJournal keeps the intents of cluster creates in flight: the machines' journal's folder
-// "clusters" (the machines' journal reads no folder), so a cluster and a machine of one name do not
-// share an intent.
-func (cp *ControlPlane) clusterJournal() Journal {
-	if cp.opts.Journal.Dir == "" {
-		return Journal{}
-	}
-	return Journal{Dir: filepath.Join(cp.opts.Journal.Dir, "clusters")}
-}
+// "clusters".
+func (cp *ControlPlane) clusterJournal() Journal { return cp.opts.Journal.sub("clusters") }
 
 // clusterBackend returns the pool and cluster backend of the named pool.
 func (cp *ControlPlane) clusterBackend(pool string) (*SinglePoolInstManager, cloudprovider.ClusterBackend, error) {

@@ -38,6 +38,15 @@ type Journal struct {
 
 func (j Journal) path(resource string) string { return filepath.Join(j.Dir, resource+".json") }
 
+// sub is the journal in j's folder name, for another kind of resource (a zero j keeps nothing there
+// either). j reads no folder, so two kinds' resources of one name do not share an intent.
+func (j Journal) sub(name string) Journal {
+	if j.Dir == "" {
+		return Journal{}
+	}
+	return Journal{Dir: filepath.Join(j.Dir, name)}
+}
+
 // Put records an intent (replacing the resource's earlier one), atomically.
 func (j Journal) Put(in Intent) error {
 	if j.Dir == "" {

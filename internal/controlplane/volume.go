@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -79,13 +78,8 @@ type volumeTypesAnswer struct {
 }
 
 // volumeJournal keeps the intents of volume creates in flight: the machines' journal's folder
-// "volumes", so a volume and a machine of one name do not share an intent.
-func (cp *ControlPlane) volumeJournal() Journal {
-	if cp.opts.Journal.Dir == "" {
-		return Journal{}
-	}
-	return Journal{Dir: filepath.Join(cp.opts.Journal.Dir, "volumes")}
-}
+// "volumes".
+func (cp *ControlPlane) volumeJournal() Journal { return cp.opts.Journal.sub("volumes") }
 
 // volumePool is the pool whose prefix a cloud's volumes carry: its first vm pool, else its first pool.
 func (cp *ControlPlane) volumePool(cloud string) (inventory.Pool, bool) {

@@ -66,44 +66,41 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // REST exposes the underlying restclient (its shared rate limiter, for tests).
 func (c *Client) REST() *restclient.Client { return c.rc }
 
-// do sends one call and decodes the "data" of its answer into out (when out is not nil).
-func do[T any](ctx context.Context, c *Client, op string, r restclient.Request, out *T) error {
+// do sends one call and returns the "data" of its answer.
+func do[T any](ctx context.Context, c *Client, op string, r restclient.Request) (T, error) {
+	var env envelope[T]
 	resp, err := c.rc.Do(ctx, r)
 	if err != nil {
-		return classify(op, err)
+		return env.Data, classify(op, err)
 	}
-	if out == nil {
-		return nil
-	}
-	var env envelope[T]
 	if err := json.Unmarshal(resp.Body, &env); err != nil {
-		return classify(op, fmt.Errorf("%s %s: decoding response: %w", r.Method, r.Path, err))
+		var zero T
+		return zero, classify(op, fmt.Errorf("%s %s: decoding response: %w", r.Method, r.Path, err))
 	}
-	*out = env.Data
-	return nil
+	return env.Data, nil
+}
+
+// send sends one call whose answer hydra does not read.
+func send(ctx context.Context, c *Client, op string, r restclient.Request) error {
+	_, err := c.rc.Do(ctx, r)
+	return classify(op, err)
 }
 
 // InstanceTypes lists every instance type Lambda offers with its price and the regions that have
 // capacity for it now (GET /instance-types), keyed by the type's name.
 func (c *Client) InstanceTypes(ctx context.Context) (map[string]InstanceTypeItem, error) {
-	var out map[string]InstanceTypeItem
-	err := do(ctx, c, "listing instance types", restclient.Request{Method: http.MethodGet, Path: "/instance-types"}, &out)
-	return out, err
+	return do[map[string]InstanceTypeItem](ctx, c, "listing instance types", restclient.Request{Method: http.MethodGet, Path: "/instance-types"})
 }
 
 // Instances lists the account's instances (GET /instances). The API has no paging (not confirmed for
 // very large accounts: the OpenAPI document declares no paging parameters).
 func (c *Client) Instances(ctx context.Context) ([]Instance, error) {
-	var out []Instance
-	err := do(ctx, c, "listing instances", restclient.Request{Method: http.MethodGet, Path: "/instances"}, &out)
-	return out, err
+	return do[[]Instance](ctx, c, "listing instances", restclient.Request{Method: http.MethodGet, Path: "/instances"})
 }
 
 // Instance reads one instance (GET /instances/{id}); an unknown id is 404 global/object-does-not-exist.
 func (c *Client) Instance(ctx context.Context, id string) (Instance, error) {
-	var out Instance
-	err := do(ctx, c, "reading instance", restclient.Request{Method: http.MethodGet, Path: "/instances/" + url.PathEscape(id)}, &out)
-	return out, err
+	return do[Instance](ctx, c, "reading instance", restclient.Request{Method: http.MethodGet, Path: "/instances/" + url.PathEscape(id)})
 }
 
 // Launch starts instances (POST /instance-operations/launch) and returns their ids. It is retried on 429
@@ -115,38 +112,32 @@ func (c *Client) Launch(ctx context.Context, req LaunchRequest) ([]string, error
 	if req.FileSystemNames == nil {
 		req.FileSystemNames = []string{}
 	}
-	var out LaunchResult
-	err := do(ctx, c, "launching instance", restclient.Request{Method: http.MethodPost, Path: "/instance-operations/launch",
-		Body: req, NotIdempotent: true}, &out)
+	out, err := do[LaunchResult](ctx, c, "launching instance", restclient.Request{Method: http.MethodPost, Path: "/instance-operations/launch",
+		Body: req, NotIdempotent: true})
 	return out.InstanceIDs, err
 }
 
 // Terminate terminates instances (POST /instance-operations/terminate) and returns those Lambda says it
 // terminated. Terminating is idempotent at hydra's level, so the call is retried like a read.
 func (c *Client) Terminate(ctx context.Context, ids ...string) ([]Instance, error) {
-	var out TerminateResult
-	err := do(ctx, c, "terminating instance", restclient.Request{Method: http.MethodPost, Path: "/instance-operations/terminate",
-		Body: TerminateRequest{InstanceIDs: ids}}, &out)
+	out, err := do[TerminateResult](ctx, c, "terminating instance", restclient.Request{Method: http.MethodPost, Path: "/instance-operations/terminate",
+		Body: TerminateRequest{InstanceIDs: ids}})
 	return out.TerminatedInstances, err
 }
 
 // SSHKeys lists the account's SSH keys (GET /ssh-keys).
 func (c *Client) SSHKeys(ctx context.Context) ([]SSHKey, error) {
-	var out []SSHKey
-	err := do(ctx, c, "listing SSH keys", restclient.Request{Method: http.MethodGet, Path: "/ssh-keys"}, &out)
-	return out, err
+	return do[[]SSHKey](ctx, c, "listing SSH keys", restclient.Request{Method: http.MethodGet, Path: "/ssh-keys"})
 }
 
 // AddSSHKey registers a public key under name (POST /ssh-keys); with publicKey "" Lambda generates a key
 // pair and answers its private key too. It is not retried on 5xx: a lost answer may hide a stored key.
 func (c *Client) AddSSHKey(ctx context.Context, name, publicKey string) (SSHKey, error) {
-	var out SSHKey
-	err := do(ctx, c, "adding SSH key", restclient.Request{Method: http.MethodPost, Path: "/ssh-keys",
-		Body: AddSSHKeyRequest{Name: name, PublicKey: strings.TrimSpace(publicKey)}, NotIdempotent: true}, &out)
-	return out, err
+	return do[SSHKey](ctx, c, "adding SSH key", restclient.Request{Method: http.MethodPost, Path: "/ssh-keys",
+		Body: AddSSHKeyRequest{Name: name, PublicKey: strings.TrimSpace(publicKey)}, NotIdempotent: true})
 }
 
 // DeleteSSHKey removes an SSH key (DELETE /ssh-keys/{id}).
 func (c *Client) DeleteSSHKey(ctx context.Context, id string) error {
-	return do[struct{}](ctx, c, "deleting SSH key", restclient.Request{Method: http.MethodDelete, Path: "/ssh-keys/" + url.PathEscape(id)}, nil)
+	return send(ctx, c, "deleting SSH key", restclient.Request{Method: http.MethodDelete, Path: "/ssh-keys/" + url.PathEscape(id)})
 }

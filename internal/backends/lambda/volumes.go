@@ -57,24 +57,20 @@ var MountRoots = []string{"/home", "/lambda/nfs", "/data"}
 
 // FileSystems lists the account's file systems (GET /file-systems; no paging in the document).
 func (c *Client) FileSystems(ctx context.Context) ([]FileSystem, error) {
-	var out []FileSystem
-	err := do(ctx, c, "listing file systems", restclient.Request{Method: http.MethodGet, Path: "/file-systems"}, &out)
-	return out, err
+	return do[[]FileSystem](ctx, c, "listing file systems", restclient.Request{Method: http.MethodGet, Path: "/file-systems"})
 }
 
 // CreateFileSystem creates a file system (POST /filesystems). It is not retried on 5xx: a lost answer
 // may hide a created one.
 func (c *Client) CreateFileSystem(ctx context.Context, req CreateFileSystemRequest) (FileSystem, error) {
-	var out FileSystem
-	err := do(ctx, c, "creating file system", restclient.Request{Method: http.MethodPost, Path: "/filesystems",
-		Body: req, NotIdempotent: true}, &out)
-	return out, err
+	return do[FileSystem](ctx, c, "creating file system", restclient.Request{Method: http.MethodPost, Path: "/filesystems",
+		Body: req, NotIdempotent: true})
 }
 
 // DeleteFileSystem deletes a file system (DELETE /filesystems/{id}); one in use is 400
 // filesystems/filesystem-in-use.
 func (c *Client) DeleteFileSystem(ctx context.Context, id string) error {
-	return do[struct{}](ctx, c, "deleting file system", restclient.Request{Method: http.MethodDelete, Path: "/filesystems/" + url.PathEscape(id)}, nil)
+	return send(ctx, c, "deleting file system", restclient.Request{Method: http.MethodDelete, Path: "/filesystems/" + url.PathEscape(id)})
 }
 
 // VolumeTypes answers shared_fs in every region where some instance type has capacity now (Lambda

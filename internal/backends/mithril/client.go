@@ -78,54 +78,58 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // REST exposes the underlying restclient (its shared rate limiter, for tests).
 func (c *Client) REST() *restclient.Client { return c.rc }
 
-func (c *Client) get(ctx context.Context, op, path string, q url.Values, out any) error {
-	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodGet, Path: path, Query: q}, out)
-	return classify(op, err)
+// call sends one call and decodes its JSON answer.
+func call[T any](ctx context.Context, c *Client, op string, r restclient.Request) (T, error) {
+	var out T
+	err := c.rc.DoJSON(ctx, r, &out)
+	return out, classify(op, err)
+}
+
+// get is call of GET path?q.
+func get[T any](ctx context.Context, c *Client, op, path string, q url.Values) (T, error) {
+	return call[T](ctx, c, op, restclient.Request{Method: http.MethodGet, Path: path, Query: q})
+}
+
+// getList is get of a list answered as a bare array or in a {data:[...]} envelope (decodeList).
+func getList[T any](ctx context.Context, c *Client, op, path string, q url.Values) ([]T, error) {
+	raw, err := get[json.RawMessage](ctx, c, op, path, q)
+	if err != nil {
+		return nil, err
+	}
+	out, err := decodeList[T](raw)
+	if err != nil {
+		return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op, err)
+	}
+	return out, nil
 }
 
 // Projects lists the account's projects (GET /v2/projects).
 func (c *Client) Projects(ctx context.Context) ([]Project, error) {
-	var out []Project
-	err := c.get(ctx, "listing projects", "/v2/projects", nil, &out)
-	return out, err
+	return get[[]Project](ctx, c, "listing projects", "/v2/projects", nil)
 }
 
 // InstanceTypes returns the catalog (GET /v2/instance-types).
 func (c *Client) InstanceTypes(ctx context.Context) ([]InstanceType, error) {
-	var out []InstanceType
-	err := c.get(ctx, "listing instance types", "/v2/instance-types", nil, &out)
-	return out, err
+	return get[[]InstanceType](ctx, c, "listing instance types", "/v2/instance-types", nil)
 }
 
 // SpotAvailability returns the spot auctions (GET /v2/spot/availability).
 func (c *Client) SpotAvailability(ctx context.Context) ([]Auction, error) {
-	var raw json.RawMessage
-	if err := c.get(ctx, "listing spot auctions", "/v2/spot/availability", nil, &raw); err != nil {
-		return nil, err
-	}
 	// The spec answers a bare array; tolerate the {data:[...]} envelope too.
-	out, err := decodeList[Auction](raw)
-	if err != nil {
-		return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, "listing spot auctions", err)
-	}
-	return out, nil
+	return getList[Auction](ctx, c, "listing spot auctions", "/v2/spot/availability", nil)
 }
 
 // CurrentPricing returns the auction signals of one instance type FID in one region, for one instance
 // (GET /v2/pricing/current).
 func (c *Client) CurrentPricing(ctx context.Context, instanceTypeFID, region string) (CurrentPrices, error) {
 	q := restclient.Query(url.Values{"instance_type": {instanceTypeFID}, "instance_quantity": {"1"}}, "region", region)
-	var out CurrentPrices
-	err := c.get(ctx, "reading current prices", "/v2/pricing/current", q, &out)
-	return out, err
+	return get[CurrentPrices](ctx, c, "reading current prices", "/v2/pricing/current", q)
 }
 
 // CreateBid places a bid (POST /v2/spot/bids). It is never retried after a 5xx or a lost answer: the
 // bid may exist, so the caller must look it up by name before trying again.
 func (c *Client) CreateBid(ctx context.Context, req CreateBidRequest) (Bid, error) {
-	var out Bid
-	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/v2/spot/bids", Body: req, NotIdempotent: true}, &out)
-	return out, classify("placing bid", err)
+	return call[Bid](ctx, c, "placing bid", restclient.Request{Method: http.MethodPost, Path: "/v2/spot/bids", Body: req, NotIdempotent: true})
 }
 
 // GetBid returns one bid (GET /v2/spot/bids/{fid}); an unknown bid is an ErrNotFound error.
@@ -133,9 +137,7 @@ func (c *Client) GetBid(ctx context.Context, fid string) (Bid, error) {
 	if err := checkFID(fid); err != nil {
 		return Bid{}, cloudprovider.NewError(cloudprovider.ErrNotFound, CloudName, "reading bid", err)
 	}
-	var out Bid
-	err := c.get(ctx, "reading bid "+fid, "/v2/spot/bids/"+url.PathEscape(fid), nil, &out)
-	return out, err
+	return get[Bid](ctx, c, "reading bid "+fid, "/v2/spot/bids/"+url.PathEscape(fid), nil)
 }
 
 // InstanceStatus returns one instance's status and, while it is preempting, its end time (GET
@@ -144,9 +146,7 @@ func (c *Client) InstanceStatus(ctx context.Context, fid string) (InstanceStatus
 	if err := checkFID(fid); err != nil {
 		return InstanceStatus{}, cloudprovider.NewError(cloudprovider.ErrNotFound, CloudName, "reading instance status", err)
 	}
-	var out InstanceStatus
-	err := c.get(ctx, "reading instance status "+fid, "/v2/instances/"+url.PathEscape(fid)+"/status", nil, &out)
-	return out, err
+	return get[InstanceStatus](ctx, c, "reading instance status "+fid, "/v2/instances/"+url.PathEscape(fid)+"/status", nil)
 }
 
 // CancelBid cancels a bid and terminates its instances (DELETE /v2/spot/bids/{fid}). An unknown bid is
@@ -205,22 +205,12 @@ func (c *Client) ListInstances(ctx context.Context, project string, f InstanceFi
 
 // SSHKeys lists the project's SSH keys (GET /v2/ssh-keys?project=).
 func (c *Client) SSHKeys(ctx context.Context, project string) ([]SSHKey, error) {
-	var raw json.RawMessage
-	if err := c.get(ctx, "listing SSH keys", "/v2/ssh-keys", url.Values{"project": {project}}, &raw); err != nil {
-		return nil, err
-	}
-	out, err := decodeList[SSHKey](raw)
-	if err != nil {
-		return nil, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, "listing SSH keys", err)
-	}
-	return out, nil
+	return getList[SSHKey](ctx, c, "listing SSH keys", "/v2/ssh-keys", url.Values{"project": {project}})
 }
 
 // CreateSSHKey registers a public key (POST /v2/ssh-keys).
 func (c *Client) CreateSSHKey(ctx context.Context, req CreateSSHKeyRequest) (SSHKey, error) {
-	var out SSHKey
-	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/v2/ssh-keys", Body: req, NotIdempotent: true}, &out)
-	return out, classify("registering SSH key", err)
+	return call[SSHKey](ctx, c, "registering SSH key", restclient.Request{Method: http.MethodPost, Path: "/v2/ssh-keys", Body: req, NotIdempotent: true})
 }
 
 // maxPages bounds pagination so a server that keeps answering the same cursor cannot loop forever.
@@ -234,8 +224,8 @@ func paginate[T any](ctx context.Context, c *Client, op, path string, q url.Valu
 	var all []T
 	seen := map[string]bool{}
 	for range maxPages {
-		var raw json.RawMessage
-		if err := c.get(ctx, op, path, q, &raw); err != nil {
+		raw, err := get[json.RawMessage](ctx, c, op, path, q)
+		if err != nil {
 			return nil, err
 		}
 		var p page[T]

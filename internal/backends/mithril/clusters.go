@@ -327,10 +327,11 @@ func (c *Client) instanceBid(ctx context.Context, fid string) (string, error) {
 	if err := checkFID(fid); err != nil {
 		return "", cloudprovider.NewError(cloudprovider.ErrNotFound, CloudName, "reading instance", err)
 	}
-	var out struct {
+	type bidOnly struct {
 		Bid string `json:"bid"`
 	}
-	if err := c.get(ctx, "reading instance "+fid, "/v2/instances/"+url.PathEscape(fid)+"/status", nil, &out); err != nil {
+	out, err := get[bidOnly](ctx, c, "reading instance "+fid, "/v2/instances/"+url.PathEscape(fid)+"/status", nil)
+	if err != nil {
 		return "", err
 	}
 	return out.Bid, nil

@@ -68,17 +68,13 @@ type CreateVolumeRequest struct {
 
 // Volumes lists the project's volumes that are not deleted (GET /v2/volumes).
 func (c *Client) Volumes(ctx context.Context, project string) ([]Volume, error) {
-	var out []Volume
-	err := c.get(ctx, "listing volumes", "/v2/volumes", url.Values{"project": {project}}, &out)
-	return out, err
+	return get[[]Volume](ctx, c, "listing volumes", "/v2/volumes", url.Values{"project": {project}})
 }
 
 // CreateVolume creates a volume (POST /v2/volumes; 201 with the volume). It is never retried after a
 // 5xx or a lost answer.
 func (c *Client) CreateVolume(ctx context.Context, req CreateVolumeRequest) (Volume, error) {
-	var out Volume
-	err := c.rc.DoJSON(ctx, restclient.Request{Method: http.MethodPost, Path: "/v2/volumes", Body: req, NotIdempotent: true}, &out)
-	return out, classify("creating volume", err)
+	return call[Volume](ctx, c, "creating volume", restclient.Request{Method: http.MethodPost, Path: "/v2/volumes", Body: req, NotIdempotent: true})
 }
 
 // DeleteVolume deletes a volume (DELETE /v2/volumes/{fid}; 204).

@@ -113,35 +113,29 @@ func (c *Client) do(ctx context.Context, op string, r restclient.Request) (*rest
 	}
 }
 
-// doJSON sends one API call and decodes its JSON answer into out.
-func (c *Client) doJSON(ctx context.Context, op string, r restclient.Request, out any) error {
+// get sends one GET call and decodes its JSON answer (an empty answer is T's zero value).
+func get[T any](ctx context.Context, c *Client, op, path string, q url.Values) (T, error) {
+	var out T
+	r := restclient.Request{Method: http.MethodGet, Path: path, Query: q}
 	resp, err := c.do(ctx, op, r)
-	if err != nil {
-		return err
+	if err != nil || len(strings.TrimSpace(string(resp.Body))) == 0 {
+		return out, err
 	}
-	if out == nil || len(strings.TrimSpace(string(resp.Body))) == 0 {
-		return nil
+	if err := json.Unmarshal(resp.Body, &out); err != nil {
+		return out, classify(op, fmt.Errorf("%s %s: decoding response: %w", r.Method, r.Path, err))
 	}
-	if err := json.Unmarshal(resp.Body, out); err != nil {
-		return classify(op, fmt.Errorf("%s %s: decoding response: %w", r.Method, r.Path, err))
-	}
-	return nil
+	return out, nil
 }
 
 // Locations lists Verda's datacenters (GET /locations).
 func (c *Client) Locations(ctx context.Context) ([]Location, error) {
-	var out []Location
-	err := c.doJSON(ctx, "listing locations", restclient.Request{Method: http.MethodGet, Path: "/locations"}, &out)
-	return out, err
+	return get[[]Location](ctx, c, "listing locations", "/locations", nil)
 }
 
 // InstanceTypes lists the catalog with prices (GET /instance-types). currency ("usd", "eur" or "") is
 // a request; each entry's Currency says what Verda actually answered in.
 func (c *Client) InstanceTypes(ctx context.Context, currency string) ([]InstanceType, error) {
-	var out []InstanceType
-	err := c.doJSON(ctx, "listing instance types", restclient.Request{Method: http.MethodGet, Path: "/instance-types",
-		Query: restclient.Query(nil, "currency", currency)}, &out)
-	return out, err
+	return get[[]InstanceType](ctx, c, "listing instance types", "/instance-types", restclient.Query(nil, "currency", currency))
 }
 
 func spotQuery(spot bool, location string) url.Values {
@@ -153,33 +147,24 @@ func spotQuery(spot bool, location string) url.Values {
 // Spot and on-demand stock are separate: ask once with spot=false and once with spot=true.
 // location "" asks for every location.
 func (c *Client) Availability(ctx context.Context, spot bool, location string) ([]LocationAvailability, error) {
-	var out []LocationAvailability
-	err := c.doJSON(ctx, "listing availability", restclient.Request{
-		Method: http.MethodGet, Path: "/instance-availability", Query: spotQuery(spot, location)}, &out)
-	return out, err
+	return get[[]LocationAvailability](ctx, c, "listing availability", "/instance-availability", spotQuery(spot, location))
 }
 
 // InstanceTypeAvailable asks whether one instance type is deployable now (GET
 // /instance-availability/{type}); Verda answers a bare boolean (or the string "true"/"false").
 func (c *Client) InstanceTypeAvailable(ctx context.Context, instanceType string, spot bool, location string) (bool, error) {
-	var out FlexBool
-	err := c.doJSON(ctx, "checking availability", restclient.Request{
-		Method: http.MethodGet, Path: "/instance-availability/" + url.PathEscape(instanceType), Query: spotQuery(spot, location)}, &out)
+	out, err := get[FlexBool](ctx, c, "checking availability", "/instance-availability/"+url.PathEscape(instanceType), spotQuery(spot, location))
 	return bool(out), err
 }
 
 // Images lists OS images (GET /images); instanceType "" lists all.
 func (c *Client) Images(ctx context.Context, instanceType string) ([]Image, error) {
-	var out []Image
-	err := c.doJSON(ctx, "listing images", restclient.Request{Method: http.MethodGet, Path: "/images", Query: restclient.Query(nil, "instance_type", instanceType)}, &out)
-	return out, err
+	return get[[]Image](ctx, c, "listing images", "/images", restclient.Query(nil, "instance_type", instanceType))
 }
 
 // SSHKeys lists the account's SSH keys (GET /ssh-keys).
 func (c *Client) SSHKeys(ctx context.Context) ([]SSHKey, error) {
-	var out []SSHKey
-	err := c.doJSON(ctx, "listing SSH keys", restclient.Request{Method: http.MethodGet, Path: "/ssh-keys"}, &out)
-	return out, err
+	return get[[]SSHKey](ctx, c, "listing SSH keys", "/ssh-keys", nil)
 }
 
 // SSHKey reads one SSH key (GET /ssh-keys/{id}), which Verda answers as an array of one element.
@@ -236,16 +221,12 @@ func (c *Client) DeleteSSHKey(ctx context.Context, id string) error {
 // Instances lists the account's instances (GET /instances); discontinued ones are left out by Verda.
 // status "" lists every status.
 func (c *Client) Instances(ctx context.Context, status string) ([]Instance, error) {
-	var out []Instance
-	err := c.doJSON(ctx, "listing instances", restclient.Request{Method: http.MethodGet, Path: "/instances", Query: restclient.Query(nil, "status", status)}, &out)
-	return out, err
+	return get[[]Instance](ctx, c, "listing instances", "/instances", restclient.Query(nil, "status", status))
 }
 
 // Instance reads one instance (GET /instances/{id}); discontinued instances are still readable.
 func (c *Client) Instance(ctx context.Context, id string) (Instance, error) {
-	var out Instance
-	err := c.doJSON(ctx, "reading instance", restclient.Request{Method: http.MethodGet, Path: "/instances/" + url.PathEscape(id)}, &out)
-	return out, err
+	return get[Instance](ctx, c, "reading instance", "/instances/"+url.PathEscape(id), nil)
 }
 
 // CreateInstance deploys an instance (POST /instances) and returns its id, answered as plain text. It

@@ -56,32 +56,22 @@ var _ cloudprovider.ClusterBackend = (*Backend)(nil)
 
 // ClusterTypes lists the cluster types with the whole cluster's price (GET /cluster-types).
 func (c *Client) ClusterTypes(ctx context.Context, currency string) ([]ClusterType, error) {
-	var out []ClusterType
-	err := c.doJSON(ctx, "listing cluster types", restclient.Request{Method: http.MethodGet, Path: "/cluster-types",
-		Query: restclient.Query(nil, "currency", currency)}, &out)
-	return out, err
+	return get[[]ClusterType](ctx, c, "listing cluster types", "/cluster-types", restclient.Query(nil, "currency", currency))
 }
 
 // ClusterAvailability lists, per location, the cluster types deployable now (GET /cluster-availability).
 func (c *Client) ClusterAvailability(ctx context.Context, location string) ([]ClusterAvailability, error) {
-	var out []ClusterAvailability
-	err := c.doJSON(ctx, "listing cluster availability", restclient.Request{Method: http.MethodGet, Path: "/cluster-availability",
-		Query: restclient.Query(nil, "location_code", location)}, &out)
-	return out, err
+	return get[[]ClusterAvailability](ctx, c, "listing cluster availability", "/cluster-availability", restclient.Query(nil, "location_code", location))
 }
 
 // Clusters lists the account's clusters (GET /clusters); discontinued ones are left out by Verda.
 func (c *Client) Clusters(ctx context.Context) ([]VerdaCluster, error) {
-	var out []VerdaCluster
-	err := c.doJSON(ctx, "listing clusters", restclient.Request{Method: http.MethodGet, Path: "/clusters"}, &out)
-	return out, err
+	return get[[]VerdaCluster](ctx, c, "listing clusters", "/clusters", nil)
 }
 
 // Cluster reads one cluster (GET /clusters/{id}).
 func (c *Client) Cluster(ctx context.Context, id string) (VerdaCluster, error) {
-	var out VerdaCluster
-	err := c.doJSON(ctx, "reading cluster", restclient.Request{Method: http.MethodGet, Path: "/clusters/" + url.PathEscape(id)}, &out)
-	return out, err
+	return get[VerdaCluster](ctx, c, "reading cluster", "/clusters/"+url.PathEscape(id), nil)
 }
 
 // CreateCluster deploys a cluster (POST /clusters) and returns its id (answered {"id": ...}; a plain-text

@@ -43,16 +43,12 @@ var cloudVolumeType = map[cloudprovider.VolumeType]string{
 
 // Volumes lists the volumes not deleted (GET /volumes).
 func (c *Client) Volumes(ctx context.Context) ([]verdaapi.Volume, error) {
-	var out []verdaapi.Volume
-	err := c.doJSON(ctx, "listing volumes", restclient.Request{Method: http.MethodGet, Path: "/volumes"}, &out)
-	return out, err
+	return get[[]verdaapi.Volume](ctx, c, "listing volumes", "/volumes", nil)
 }
 
 // Volume reads one volume (GET /volumes/{id}).
 func (c *Client) Volume(ctx context.Context, id string) (verdaapi.Volume, error) {
-	var out verdaapi.Volume
-	err := c.doJSON(ctx, "reading volume", restclient.Request{Method: http.MethodGet, Path: "/volumes/" + url.PathEscape(id)}, &out)
-	return out, err
+	return get[verdaapi.Volume](ctx, c, "reading volume", "/volumes/"+url.PathEscape(id), nil)
 }
 
 // CreateVolume creates a volume (POST /volumes) and returns its id, answered as plain text. It is not
@@ -63,9 +59,7 @@ func (c *Client) CreateVolume(ctx context.Context, req verdaapi.CreateVolumeRequ
 
 // VolumeTypes lists the volume types with their prices (GET /volume-types).
 func (c *Client) VolumeTypes(ctx context.Context) ([]verdaapi.VolumeType, error) {
-	var out []verdaapi.VolumeType
-	err := c.doJSON(ctx, "listing volume types", restclient.Request{Method: http.MethodGet, Path: "/volume-types"}, &out)
-	return out, err
+	return get[[]verdaapi.VolumeType](ctx, c, "listing volume types", "/volume-types", nil)
 }
 
 // VolumeTypes answers block (NVMe) and shared_fs (NVMe_Shared) in every location (within

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
@@ -27,10 +26,7 @@ const clusterNodes = 4
 // it on every node and leaves it when deleted. Each case starts its own emulator and runs in parallel.
 func RunClusters(t *testing.T, h Harness) {
 	t.Helper()
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, h Harness, b cloudprovider.ClusterBackend, admin simulation.Admin)
-	}{
+	runCases(t, h, "cloudprovider.ClusterBackend", []suiteCase[cloudprovider.ClusterBackend]{
 		{"OffersHaveNoSideEffects", testClusterOffers},
 		{"Lifecycle", testClusterLifecycle},
 		{"CreateStormMakesOneCluster", testClusterStorm},
@@ -38,18 +34,7 @@ func RunClusters(t *testing.T, h Harness) {
 		{"PriceAboveCapIsCapacity", testClusterPriceCap},
 		{"UnknownIsNotFound", testClusterUnknown},
 		{"SharedVolumeOnEveryNode", testClusterVolumes}, // volumes_clusters.go
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			ib, admin := h.Start(t)
-			b, ok := ib.(cloudprovider.ClusterBackend)
-			if !ok {
-				t.Fatalf("the %s backend does not implement cloudprovider.ClusterBackend", h.Cloud)
-			}
-			c.fn(t, h, b, admin)
-		})
-	}
+	})
 }
 
 // sized asks offer for n nodes: a cloud that rents any count up to Nodes (PricePerNode above 0) is
@@ -114,17 +99,14 @@ func liveNodes(t *testing.T, admin simulation.Admin, name string) []string {
 // waitForCluster polls GetCluster until done says so, for at most 30 s.
 func waitForCluster(t *testing.T, b cloudprovider.ClusterBackend, id, what string, done func(cloudprovider.Cluster, error) bool) cloudprovider.Cluster {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := b.GetCluster(ctxFor(t), id)
-		if done(c, err) {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster %s: waited 30s for %s; last status %q (%s), error %v", id, what, c.Status, c.CloudStatus, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitUntil(t, "cluster", id, what, b.GetCluster, done, func(c cloudprovider.Cluster) string {
+		return fmt.Sprintf("status %q (%s)", c.Status, c.CloudStatus)
+	})
+}
+
+// clusterRunning is the state the suite waits for a cluster to reach.
+func clusterRunning(c cloudprovider.Cluster, err error) bool {
+	return err == nil && c.Status == cloudprovider.StatusRunning
 }
 
 func testClusterOffers(t *testing.T, h Harness, b cloudprovider.ClusterBackend, admin simulation.Admin) {
@@ -149,9 +131,7 @@ func testClusterOffers(t *testing.T, h Harness, b cloudprovider.ClusterBackend, 
 			t.Errorf("cluster offer %+v: backends leave Pool and ID to the control plane", o)
 		}
 	}
-	if st := stats(t, admin); st.Created != 0 || len(st.Live) != 0 {
-		t.Errorf("listing cluster offers changed the cloud: %+v", st)
-	}
+	wantNothingMade(t, admin, "listing cluster offers")
 }
 
 func testClusterLifecycle(t *testing.T, h Harness, b cloudprovider.ClusterBackend, admin simulation.Admin) {
@@ -184,9 +164,7 @@ func testClusterLifecycle(t *testing.T, h Harness, b cloudprovider.ClusterBacken
 		t.Errorf("ListClusters and a second create changed the cloud: before %+v, after %+v", before, after)
 	}
 
-	running := waitForCluster(t, b, c.ID, "running", func(c cloudprovider.Cluster, err error) bool {
-		return err == nil && c.Status == cloudprovider.StatusRunning
-	})
+	running := waitForCluster(t, b, c.ID, "running", clusterRunning)
 	if len(running.Nodes) != offer.Nodes {
 		t.Fatalf("a running %d-node cluster has %d nodes", offer.Nodes, len(running.Nodes))
 	}
@@ -335,9 +313,7 @@ func testClusterPriceCap(t *testing.T, h Harness, b cloudprovider.ClusterBackend
 	if !cloudprovider.IsCapacity(err) {
 		t.Fatalf("cluster with max price %s below its %s: %v (kind %v), want a capacity error", req.MaxPricePerHour, offer.PricePerHour, err, cloudprovider.KindOf(err))
 	}
-	if st := stats(t, admin); st.Created != 0 || len(st.Live) != 0 {
-		t.Errorf("a cluster above the cap changed the cloud: %+v", st)
-	}
+	wantNothingMade(t, admin, "a cluster above the cap")
 }
 
 func testClusterUnknown(t *testing.T, h Harness, b cloudprovider.ClusterBackend, admin simulation.Admin) {

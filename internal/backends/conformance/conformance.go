@@ -10,6 +10,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -40,10 +41,7 @@ const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH3dlYcKyiFqR4SxlGQbfJEX5Rz
 // Run runs the whole suite. Each case starts its own emulator and may run in parallel with the others.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, h Harness)
-	}{
+	runCases(t, h, "cloudprovider.InstanceManagerBackend", []suiteCase[cloudprovider.InstanceManagerBackend]{
 		{"OffersHaveNoSideEffects", testOffers},
 		{"Lifecycle", testLifecycle},
 		{"CreateStormMakesOneMachine", testStorm},
@@ -53,11 +51,28 @@ func Run(t *testing.T, h Harness) {
 		{"SoldOutIsCapacity", testSoldOut},
 		{"TransientErrorsAreRetried", testRetries},
 		{"OwnershipConfirmation", testConfirm},
-	}
+	})
+}
+
+// suiteCase is one case of a suite of the contract of B.
+type suiteCase[B any] struct {
+	name string
+	fn   func(t *testing.T, h Harness, b B, admin simulation.Admin)
+}
+
+// runCases runs each case in parallel, each with an emulator of its own and the backend built against
+// it as a B; a backend that is no B (ability names it) fails the case.
+func runCases[B any](t *testing.T, h Harness, ability string, cases []suiteCase[B]) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.fn(t, h)
+			ib, admin := h.Start(t)
+			b, ok := ib.(B)
+			if !ok {
+				t.Fatalf("the %s backend does not implement %s", h.Cloud, ability)
+			}
+			c.fn(t, h, b, admin)
 		})
 	}
 }
@@ -110,6 +125,15 @@ func stats(t *testing.T, a simulation.Admin) simulation.Stats {
 	return st
 }
 
+// wantNothingMade fails the test unless the cloud has made no machine at all: what (a listing, a
+// refused create) changed nothing.
+func wantNothingMade(t *testing.T, a simulation.Admin, what string) {
+	t.Helper()
+	if st := stats(t, a); st.Created != 0 || len(st.Live) != 0 {
+		t.Errorf("%s changed the cloud: %+v", what, st)
+	}
+}
+
 func setFaults(t *testing.T, a simulation.Admin, f simulation.Faults) {
 	t.Helper()
 	if err := a.SetFaults(f); err != nil {
@@ -117,17 +141,35 @@ func setFaults(t *testing.T, a simulation.Admin, f simulation.Faults) {
 	}
 }
 
-// waitFor polls get until done says so, for at most 30 s.
+// waitFor polls Get until done says so, for at most 30 s.
 func waitFor(t *testing.T, b cloudprovider.InstanceManagerBackend, id string, what string, done func(cloudprovider.Instance, error) bool) cloudprovider.Instance {
+	t.Helper()
+	return waitUntil(t, "instance", id, what, b.Get, done, func(i cloudprovider.Instance) string {
+		return fmt.Sprintf("status %q (%s)", i.Status, i.CloudStatus)
+	})
+}
+
+// instanceRunning and instanceGone are the states the suite waits for a machine to reach.
+func instanceRunning(i cloudprovider.Instance, err error) bool {
+	return err == nil && i.Status == cloudprovider.StatusRunning
+}
+
+func instanceGone(i cloudprovider.Instance, err error) bool {
+	return cloudprovider.IsNotFound(err) || (err == nil && i.Status == cloudprovider.StatusTerminated)
+}
+
+// waitUntil polls get(id) every 100 ms until done says so, for at most 30 s; the failure names the
+// kind of thing, what it waited for and the last answer (described by last).
+func waitUntil[T any](t *testing.T, kind, id, what string, get func(context.Context, string) (T, error), done func(T, error) bool, last func(T) string) T {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		inst, err := b.Get(ctxFor(t), id)
-		if done(inst, err) {
-			return inst
+		v, err := get(ctxFor(t), id)
+		if done(v, err) {
+			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("instance %s: waited 30s for %s; last status %q (%s), error %v", id, what, inst.Status, inst.CloudStatus, err)
+			t.Fatalf("%s %s: waited 30s for %s; last %s, error %v", kind, id, what, last(v), err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -147,8 +189,7 @@ func checkOwner(t *testing.T, pool inventory.Pool, req cloudprovider.CreateReque
 	}
 }
 
-func testOffers(t *testing.T, h Harness) {
-	b, admin := h.Start(t)
+func testOffers(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
 	offers, err := b.Offers(ctxFor(t))
 	if err != nil {
 		t.Fatalf("Offers: %v", err)
@@ -168,13 +209,10 @@ func testOffers(t *testing.T, h Harness) {
 			t.Errorf("offer %+v: backends leave Pool and ID to the control plane", o)
 		}
 	}
-	if st := stats(t, admin); st.Created != 0 || len(st.Live) != 0 {
-		t.Errorf("listing offers changed the cloud: %+v", st)
-	}
+	wantNothingMade(t, admin, "listing offers")
 }
 
-func testLifecycle(t *testing.T, h Harness) {
-	b, admin := h.Start(t)
+func testLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
 	pool := backendtest.Pool(t, h.Cloud)
 	req := request(t, h, pickOffer(t, h, b), "lifecycle")
 	inst, err := b.Create(ctxFor(t), req)
@@ -216,9 +254,7 @@ func testLifecycle(t *testing.T, h Harness) {
 		t.Errorf("Get and List changed the cloud: before %+v, after %+v", before, after)
 	}
 
-	running := waitFor(t, b, inst.ID, "running", func(i cloudprovider.Instance, err error) bool {
-		return err == nil && i.Status == cloudprovider.StatusRunning
-	})
+	running := waitFor(t, b, inst.ID, "running", instanceRunning)
 	if running.SSH == nil || running.SSH.Host == "" || running.SSH.Port == 0 {
 		t.Errorf("a running instance reports no SSH endpoint: %+v", running.SSH)
 	}
@@ -229,9 +265,7 @@ func testLifecycle(t *testing.T, h Harness) {
 	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	waitFor(t, b, inst.ID, "terminated", func(i cloudprovider.Instance, err error) bool {
-		return cloudprovider.IsNotFound(err) || (err == nil && i.Status == cloudprovider.StatusTerminated)
-	})
+	waitFor(t, b, inst.ID, "terminated", instanceGone)
 	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
 		t.Errorf("Delete of a gone instance: %v, want success", err)
 	}
@@ -255,8 +289,7 @@ func countNamed(list []cloudprovider.Instance, name string) int {
 	return n
 }
 
-func testStorm(t *testing.T, h Harness) {
-	b, admin := h.Start(t)
+func testStorm(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
 	req := request(t, h, pickOffer(t, h, b), "storm")
 	const n = 6
 	ids, errs := storm(n, func() (string, error) {
@@ -279,8 +312,7 @@ func testStorm(t *testing.T, h Harness) {
 	}
 }
 
-func testLostCreate(t *testing.T, h Harness) {
-	b, admin := h.Start(t)
+func testLostCreate(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
 	pool := backendtest.Pool(t, h.Cloud)
 	req := request(t, h, pickOffer(t, h, b), "lost")
 	setFaults(t, admin, simulation.Faults{LoseCreateResponses: 1})
@@ -308,8 +340,7 @@ func testLostCreate(t *testing.T, h Harness) {
 	}
 }
 
-func testBootFailure(t *testing.T, h Harness) {
-	b, admin := h.Start(t)
+func testBootFailure(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
 	req := request(t, h, pickOffer(t, h, b), "bootfail")
 	setFaults(t, admin, simulation.Faults{BootFailures: 1})
 	inst, err := b.Create(ctxFor(t), req)
@@ -324,8 +355,7 @@ func testBootFailure(t *testing.T, h Harness) {
 	})
 }
 
-func testPriceCap(t *testing.T, h Harness) {
-	b, admin := h.Start(t)
+func testPriceCap(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
 	offer := pickOffer(t, h, b)
 	if offer.PricePerHour <= money.Cent {
 		t.Skip("the offer is too cheap to cap below")
@@ -337,26 +367,20 @@ func testPriceCap(t *testing.T, h Harness) {
 	if !cloudprovider.IsCapacity(err) {
 		t.Fatalf("create with max price %s below the offer's %s: %v (kind %v), want a capacity error", req.MaxPricePerHour, offer.PricePerHour, err, cloudprovider.KindOf(err))
 	}
-	if st := stats(t, admin); st.Created != 0 {
-		t.Errorf("a create above the cap made %d machines", st.Created)
-	}
+	wantNothingMade(t, admin, "a create above the cap")
 }
 
-func testSoldOut(t *testing.T, h Harness) {
-	b, admin := h.Start(t)
+func testSoldOut(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
 	req := request(t, h, pickOffer(t, h, b), "soldout")
 	setFaults(t, admin, simulation.Faults{SoldOut: true})
 	_, err := b.Create(ctxFor(t), req)
 	if !cloudprovider.IsCapacity(err) {
 		t.Fatalf("create while sold out: %v (kind %v), want a capacity error", err, cloudprovider.KindOf(err))
 	}
-	if st := stats(t, admin); st.Created != 0 {
-		t.Errorf("a sold-out create made %d machines", st.Created)
-	}
+	wantNothingMade(t, admin, "a sold-out create")
 }
 
-func testRetries(t *testing.T, h Harness) {
-	b, admin := h.Start(t)
+func testRetries(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
 	setFaults(t, admin, simulation.Faults{RateLimited: 2, RetryAfterSeconds: 1})
 	if _, err := b.Offers(ctxFor(t)); err != nil {
 		t.Fatalf("Offers after two 429s: %v; rate limits are waited out", err)
@@ -374,8 +398,7 @@ func testRetries(t *testing.T, h Harness) {
 	}
 }
 
-func testConfirm(t *testing.T, h Harness) {
-	b, _ := h.Start(t)
+func testConfirm(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, _ simulation.Admin) {
 	c, ok := b.(cloudprovider.OwnershipConfirmer)
 	if !ok {
 		t.Skipf("%s cannot change a machine's metadata after creation; ownership is carried by the name alone", h.Cloud)
@@ -410,9 +433,7 @@ func testConfirm(t *testing.T, h Harness) {
 	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, b, inst.ID, "terminated", func(i cloudprovider.Instance, err error) bool {
-		return cloudprovider.IsNotFound(err) || (err == nil && i.Status == cloudprovider.StatusTerminated)
-	})
+	waitFor(t, b, inst.ID, "terminated", instanceGone)
 	if err := c.ConfirmOwnership(ctxFor(t), inst.ID); !cloudprovider.IsNotFound(err) {
 		t.Errorf("ConfirmOwnership of a gone machine: %v, want a not-found error", err)
 	}

@@ -1,11 +1,11 @@
 package conformance
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
@@ -25,36 +25,26 @@ const volumeSizeGB = 50
 // starts its own emulator and runs in parallel.
 func RunVolumes(t *testing.T, h Harness) {
 	t.Helper()
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin)
-	}{
-		{"Lifecycle", testVolumeLifecycle},
-		{"OtherRegionRefusedAtLaunch", testVolumeOtherRegion},
-		{"UnknownIsNotFound", testVolumeUnknown},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			b, admin := h.Start(t)
-			if _, ok := b.(cloudprovider.VolumeBackend); !ok {
-				t.Fatalf("the %s backend does not implement cloudprovider.VolumeBackend", h.Cloud)
-			}
-			if _, ok := b.(cloudprovider.VolumeLauncher); !ok {
-				t.Fatalf("the %s backend does not implement cloudprovider.VolumeLauncher", h.Cloud)
-			}
-			if _, ok := b.(cloudprovider.VolumeAttacher); !ok {
-				t.Fatalf("the %s backend does not implement cloudprovider.VolumeAttacher (every VolumeBackend must)", h.Cloud)
-			}
-			c.fn(t, h, b, admin)
+	runCases(t, h, "cloudprovider.VolumeBackend, VolumeLauncher and VolumeAttacher (every VolumeBackend must be all three)",
+		[]suiteCase[volumeBackend]{
+			{"Lifecycle", testVolumeLifecycle},
+			{"OtherRegionRefusedAtLaunch", testVolumeOtherRegion},
+			{"UnknownIsNotFound", testVolumeUnknown},
 		})
-	}
+}
+
+// volumeBackend is a backend with every volume ability: the volume suite runs only on such.
+type volumeBackend interface {
+	cloudprovider.InstanceManagerBackend
+	cloudprovider.VolumeBackend
+	cloudprovider.VolumeLauncher
+	cloudprovider.VolumeAttacher
 }
 
 // volumeTypes reads the cloud's volume types, failing when it has none.
-func volumeTypes(t *testing.T, vb cloudprovider.VolumeBackend) map[cloudprovider.VolumeType][]string {
+func volumeTypes(t *testing.T, b cloudprovider.VolumeBackend) map[cloudprovider.VolumeType][]string {
 	t.Helper()
-	types, err := vb.VolumeTypes(ctxFor(t))
+	types, err := b.VolumeTypes(ctxFor(t))
 	if err != nil {
 		t.Fatalf("VolumeTypes: %v", err)
 	}
@@ -111,55 +101,49 @@ func checkVolume(t *testing.T, h Harness, req cloudprovider.VolumeRequest, v clo
 }
 
 // waitForVolume polls GetVolume until done says so, for at most 30 s.
-func waitForVolume(t *testing.T, vb cloudprovider.VolumeBackend, id, what string, done func(cloudprovider.Volume, error) bool) cloudprovider.Volume {
+func waitForVolume(t *testing.T, b cloudprovider.VolumeBackend, id, what string, done func(cloudprovider.Volume, error) bool) cloudprovider.Volume {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v, err := vb.GetVolume(ctxFor(t), id)
-		if done(v, err) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("volume %s: waited 30s for %s; last %+v, error %v", id, what, v, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitUntil(t, "volume", id, what, b.GetVolume, done, func(v cloudprovider.Volume) string { return fmt.Sprintf("%+v", v) })
 }
 
-// volumeAbilities returns b's volume abilities; the suite runs only on backends that have both.
-func volumeAbilities(t *testing.T, b cloudprovider.InstanceManagerBackend) (cloudprovider.VolumeBackend, cloudprovider.VolumeLauncher) {
-	t.Helper()
-	vb, ok := b.(cloudprovider.VolumeBackend)
-	if !ok {
-		t.Fatalf("%T is no VolumeBackend", b)
-	}
-	vl, ok := b.(cloudprovider.VolumeLauncher)
-	if !ok {
-		t.Fatalf("%T is no VolumeLauncher", b)
-	}
-	return vb, vl
+// volumeDetached is the state the suite waits for a volume to reach once its machines are gone.
+func volumeDetached(v cloudprovider.Volume, err error) bool {
+	return err != nil || len(v.AttachedTo) == 0
 }
 
-func testVolumeLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
-	vb, vl := volumeAbilities(t, b)
+// launchWith launches a machine of offer for resource name with volume v mounted at /data, and waits
+// until the volume lists the machine in AttachedTo; it returns the machine and the volume then.
+func launchWith(t *testing.T, h Harness, b volumeBackend, offer cloudprovider.Offer, name string, v cloudprovider.Volume) (cloudprovider.Instance, cloudprovider.Volume) {
+	t.Helper()
+	inst, err := b.CreateWithVolumes(ctxFor(t), request(t, h, offer, name),
+		[]cloudprovider.VolumeMount{{VolumeID: v.ID, MountPath: "/data"}})
+	if err != nil {
+		t.Fatalf("CreateWithVolumes of %s with the volume: %v", name, err)
+	}
+	return inst, waitForVolume(t, b, v.ID, "machine "+inst.ID+" in AttachedTo", func(v cloudprovider.Volume, err error) bool {
+		return err == nil && slices.Contains(v.AttachedTo, inst.ID)
+	})
+}
+
+func testVolumeLifecycle(t *testing.T, h Harness, b volumeBackend, admin simulation.Admin) {
 	offer := pickOffer(t, h, b)
-	typ := volumeTypeIn(volumeTypes(t, vb), offer.Region)
+	typ := volumeTypeIn(volumeTypes(t, b), offer.Region)
 	if typ == "" {
 		t.Fatalf("the cloud has no volume type in the offer's region %s", offer.Region)
 	}
 	req := volumeRequest(t, h, "data", typ, offer.Region)
-	v, err := vb.CreateVolume(ctxFor(t), req)
+	v, err := b.CreateVolume(ctxFor(t), req)
 	if err != nil {
 		t.Fatalf("CreateVolume: %v", err)
 	}
 	checkVolume(t, h, req, v)
-	if again, err := vb.CreateVolume(ctxFor(t), req); err != nil || again.ID != v.ID {
+	if again, err := b.CreateVolume(ctxFor(t), req); err != nil || again.ID != v.ID {
 		t.Errorf("a second CreateVolume of the name: %+v, %v; want the same volume %s", again, err, v.ID)
 	}
 
 	// GetVolume and ListVolumes find it and change nothing at the cloud.
 	before := stats(t, admin)
-	got, err := vb.GetVolume(ctxFor(t), v.ID)
+	got, err := b.GetVolume(ctxFor(t), v.ID)
 	if err != nil {
 		t.Fatalf("GetVolume: %v", err)
 	}
@@ -168,14 +152,14 @@ func testVolumeLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManage
 		t.Errorf("a new volume is attached to %v", got.AttachedTo)
 	}
 	pool := backendtest.Pool(t, h.Cloud)
-	list, err := vb.ListVolumes(ctxFor(t), pool.Prefix)
+	list, err := b.ListVolumes(ctxFor(t), pool.Prefix)
 	if err != nil {
 		t.Fatalf("ListVolumes: %v", err)
 	}
 	if n := len(slices.DeleteFunc(list, func(l cloudprovider.Volume) bool { return l.ID != v.ID })); n != 1 {
 		t.Errorf("ListVolumes(%q) holds the volume %d times, want 1", pool.Prefix, n)
 	}
-	if none, err := vb.ListVolumes(ctxFor(t), pool.Prefix+"no-such-"); err != nil || len(none) != 0 {
+	if none, err := b.ListVolumes(ctxFor(t), pool.Prefix+"no-such-"); err != nil || len(none) != 0 {
 		t.Errorf("ListVolumes with a prefix nothing has: %d volumes, %v", len(none), err)
 	}
 	if after := stats(t, admin); after.Created != before.Created || len(after.Live) != len(before.Live) {
@@ -183,27 +167,18 @@ func testVolumeLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManage
 	}
 
 	// A machine launched with it uses it; the volume cannot be deleted under it.
-	inst, err := vl.CreateWithVolumes(ctxFor(t), request(t, h, offer, "with-volume"),
-		[]cloudprovider.VolumeMount{{VolumeID: v.ID, MountPath: "/data"}})
-	if err != nil {
-		t.Fatalf("CreateWithVolumes: %v", err)
-	}
-	attached := waitForVolume(t, vb, v.ID, "the machine in AttachedTo", func(v cloudprovider.Volume, err error) bool {
-		return err == nil && slices.Contains(v.AttachedTo, inst.ID)
-	})
+	inst, attached := launchWith(t, h, b, offer, "with-volume", v)
 	if len(attached.AttachedTo) != 1 {
 		t.Errorf("the volume is attached to %v, want only %s", attached.AttachedTo, inst.ID)
 	}
 	// The control plane asks how the volume appears once the machine runs.
-	running := waitFor(t, b, inst.ID, "running", func(i cloudprovider.Instance, err error) bool {
-		return err == nil && i.Status == cloudprovider.StatusRunning
-	})
+	running := waitFor(t, b, inst.ID, "running", instanceRunning)
 	checkAttachment(t, b, running, attached, "/data")
-	err = vb.DeleteVolume(ctxFor(t), v.ID)
+	err = b.DeleteVolume(ctxFor(t), v.ID)
 	if cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
 		t.Errorf("DeleteVolume of an attached volume: %v, want an invalid-request error", err)
 	}
-	if _, err := vb.GetVolume(ctxFor(t), v.ID); err != nil {
+	if _, err := b.GetVolume(ctxFor(t), v.ID); err != nil {
 		t.Errorf("the attached volume is gone after a refused delete: %v", err)
 	}
 
@@ -211,52 +186,36 @@ func testVolumeLifecycle(t *testing.T, h Harness, b cloudprovider.InstanceManage
 	if err := b.Delete(ctxFor(t), inst.ID); err != nil {
 		t.Fatalf("Delete of the machine: %v", err)
 	}
-	waitFor(t, b, inst.ID, "terminated", func(i cloudprovider.Instance, err error) bool {
-		return cloudprovider.IsNotFound(err) || (err == nil && i.Status == cloudprovider.StatusTerminated)
-	})
-	left := waitForVolume(t, vb, v.ID, "no machine in AttachedTo", func(v cloudprovider.Volume, err error) bool {
-		return err != nil || len(v.AttachedTo) == 0
-	})
+	waitFor(t, b, inst.ID, "terminated", instanceGone)
+	left := waitForVolume(t, b, v.ID, "no machine in AttachedTo", volumeDetached)
 	if left.ID != v.ID {
 		t.Fatalf("the volume did not outlive its machine: %+v", left)
 	}
 
 	// A replacement is a new create with the same volume: it gets it, and says how it appears.
-	next, err := vl.CreateWithVolumes(ctxFor(t), request(t, h, offer, "replacement"),
-		[]cloudprovider.VolumeMount{{VolumeID: v.ID, MountPath: "/data"}})
-	if err != nil {
-		t.Fatalf("CreateWithVolumes of a replacement with the volume: %v", err)
-	}
-	again := waitForVolume(t, vb, v.ID, "the replacement in AttachedTo", func(v cloudprovider.Volume, err error) bool {
-		return err == nil && slices.Contains(v.AttachedTo, next.ID)
-	})
-	checkAttachment(t, b, waitFor(t, b, next.ID, "running", func(i cloudprovider.Instance, err error) bool {
-		return err == nil && i.Status == cloudprovider.StatusRunning
-	}), again, "/data")
+	next, again := launchWith(t, h, b, offer, "replacement", v)
+	checkAttachment(t, b, waitFor(t, b, next.ID, "running", instanceRunning), again, "/data")
 	if err := b.Delete(ctxFor(t), next.ID); err != nil {
 		t.Fatalf("Delete of the replacement: %v", err)
 	}
-	waitForVolume(t, vb, v.ID, "no machine in AttachedTo", func(v cloudprovider.Volume, err error) bool {
-		return err != nil || len(v.AttachedTo) == 0
-	})
-	if err := vb.DeleteVolume(ctxFor(t), v.ID); err != nil {
+	waitForVolume(t, b, v.ID, "no machine in AttachedTo", volumeDetached)
+	if err := b.DeleteVolume(ctxFor(t), v.ID); err != nil {
 		t.Fatalf("DeleteVolume: %v", err)
 	}
-	if _, err := vb.GetVolume(ctxFor(t), v.ID); !cloudprovider.IsNotFound(err) {
+	if _, err := b.GetVolume(ctxFor(t), v.ID); !cloudprovider.IsNotFound(err) {
 		t.Errorf("GetVolume of a deleted volume: %v, want a not-found error", err)
 	}
-	if list, err := vb.ListVolumes(ctxFor(t), pool.Prefix); err != nil || len(list) != 0 {
+	if list, err := b.ListVolumes(ctxFor(t), pool.Prefix); err != nil || len(list) != 0 {
 		t.Errorf("ListVolumes after the delete: %+v, %v; want none", list, err)
 	}
-	if err := vb.DeleteVolume(ctxFor(t), v.ID); err != nil {
+	if err := b.DeleteVolume(ctxFor(t), v.ID); err != nil {
 		t.Errorf("DeleteVolume of a deleted volume: %v, want success", err)
 	}
 }
 
-func testVolumeOtherRegion(t *testing.T, h Harness, b cloudprovider.InstanceManagerBackend, admin simulation.Admin) {
-	vb, vl := volumeAbilities(t, b)
+func testVolumeOtherRegion(t *testing.T, h Harness, b volumeBackend, admin simulation.Admin) {
 	offer := pickOffer(t, h, b)
-	types := volumeTypes(t, vb)
+	types := volumeTypes(t, b)
 	var regions []string
 	for _, rs := range types {
 		for _, r := range rs {
@@ -270,32 +229,29 @@ func testVolumeOtherRegion(t *testing.T, h Harness, b cloudprovider.InstanceMana
 	}
 	sort.Strings(regions)
 	req := volumeRequest(t, h, "elsewhere", volumeTypeIn(types, regions[0]), regions[0])
-	v, err := vb.CreateVolume(ctxFor(t), req)
+	v, err := b.CreateVolume(ctxFor(t), req)
 	if err != nil {
 		t.Fatalf("CreateVolume: %v", err)
 	}
 	ireq := request(t, h, offer, "wrong-region")
-	_, err = vl.CreateWithVolumes(ctxFor(t), ireq, []cloudprovider.VolumeMount{{VolumeID: v.ID, MountPath: "/data"}})
+	_, err = b.CreateWithVolumes(ctxFor(t), ireq, []cloudprovider.VolumeMount{{VolumeID: v.ID, MountPath: "/data"}})
 	if cloudprovider.KindOf(err) != cloudprovider.ErrInvalid {
 		t.Errorf("a launch in %s with a volume of %s: %v, want an invalid-request error", offer.Region, v.Region, err)
 	}
-	if st := stats(t, admin); st.Created != 0 || len(st.Live) != 0 {
-		t.Errorf("a refused launch left machines: %+v", st)
-	}
+	wantNothingMade(t, admin, "a refused launch")
 	if list, err := b.List(ctxFor(t), ireq.Pool.Prefix); err != nil || len(list) != 0 {
 		t.Errorf("List after a refused launch: %d machines, %v", len(list), err)
 	}
-	if got, err := vb.GetVolume(ctxFor(t), v.ID); err != nil || len(got.AttachedTo) != 0 {
+	if got, err := b.GetVolume(ctxFor(t), v.ID); err != nil || len(got.AttachedTo) != 0 {
 		t.Errorf("the volume after a refused launch: %+v, %v", got, err)
 	}
 }
 
-func testVolumeUnknown(t *testing.T, _ Harness, b cloudprovider.InstanceManagerBackend, _ simulation.Admin) {
-	vb, _ := volumeAbilities(t, b)
-	if _, err := vb.GetVolume(ctxFor(t), unknownVolumeID); !cloudprovider.IsNotFound(err) {
+func testVolumeUnknown(t *testing.T, _ Harness, b volumeBackend, _ simulation.Admin) {
+	if _, err := b.GetVolume(ctxFor(t), unknownVolumeID); !cloudprovider.IsNotFound(err) {
 		t.Errorf("GetVolume of an unknown id: %v, want a not-found error", err)
 	}
-	if err := vb.DeleteVolume(ctxFor(t), unknownVolumeID); err != nil {
+	if err := b.DeleteVolume(ctxFor(t), unknownVolumeID); err != nil {
 		t.Errorf("DeleteVolume of an unknown id: %v, want success", err)
 	}
 }

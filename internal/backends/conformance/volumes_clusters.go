@@ -33,9 +33,7 @@ func testClusterVolumes(t *testing.T, h Harness, b cloudprovider.ClusterBackend,
 	if err != nil {
 		t.Fatalf("CreateCluster with a shared volume: %v", err)
 	}
-	running := waitForCluster(t, b, c.ID, "running", func(c cloudprovider.Cluster, err error) bool {
-		return err == nil && c.Status == cloudprovider.StatusRunning
-	})
+	running := waitForCluster(t, b, c.ID, "running", clusterRunning)
 	got, err := vb.GetVolume(ctxFor(t), v.ID)
 	if err != nil {
 		t.Fatalf("GetVolume: %v", err)
@@ -49,9 +47,7 @@ func testClusterVolumes(t *testing.T, h Harness, b cloudprovider.ClusterBackend,
 	if err := b.DeleteCluster(ctxFor(t), c.ID); err != nil {
 		t.Fatalf("DeleteCluster: %v", err)
 	}
-	left := waitForVolume(t, vb, v.ID, "no machine in AttachedTo", func(v cloudprovider.Volume, err error) bool {
-		return err != nil || len(v.AttachedTo) == 0
-	})
+	left := waitForVolume(t, vb, v.ID, "no machine in AttachedTo", volumeDetached)
 	if left.ID != v.ID {
 		t.Fatalf("the volume did not outlive its cluster: %+v", left)
 	}

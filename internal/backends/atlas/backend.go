@@ -99,18 +99,8 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	hw := map[string]cloudprovider.Hardware{}
 	for _, e := range entries {
 		hw[e.Region+"/"+e.InstanceType] = offerHardware(e)
-		gpuType := b.inv.GPUType(CloudName, e.GPUModel)
-		if strings.TrimSpace(e.GPUModel) == "" || e.GPUCount < 1 || (gpuType != "" && e.GPUCount > b.inv.GPUs[gpuType].MaxCount) {
-			continue
-		}
-		if e.Available < 0 || e.PricePerHour <= 0 || e.InstanceType == "" || e.Region == "" {
-			continue
-		}
-		if cur := strings.ToUpper(e.Currency); cur != "" && cur != "USD" {
-			continue
-		}
-		price, err := money.FromFloat(e.PricePerHour)
-		if err != nil {
+		gpuType, price, ok := b.listPrice(e.GPUModel, e.GPUCount, e.PricePerHour, e.Currency)
+		if !ok || e.Available < 0 || e.InstanceType == "" || e.Region == "" {
 			continue
 		}
 		rank := price.Times(b.factor)
@@ -145,6 +135,21 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 		return out[i].InstanceType < out[j].InstanceType
 	})
 	return out, nil
+}
+
+// listPrice is an offer entry's GPU type (as the inventory maps gpu_model; "" when it does not) and list
+// price per hour; not ok for an entry hydra does not offer: no GPU, more GPUs than its type allows, no
+// price, or a price in another currency than USD.
+func (b *Backend) listPrice(gpuModel string, gpuCount int, pricePerHour float64, currency string) (gpuType string, price money.USD, ok bool) {
+	gpuType = b.inv.GPUType(CloudName, gpuModel)
+	if strings.TrimSpace(gpuModel) == "" || gpuCount < 1 || pricePerHour <= 0 || (gpuType != "" && gpuCount > b.inv.GPUs[gpuType].MaxCount) {
+		return "", 0, false
+	}
+	if cur := strings.ToUpper(currency); cur != "" && cur != "USD" {
+		return "", 0, false
+	}
+	price, err := money.FromFloat(pricePerHour)
+	return gpuType, price, err == nil
 }
 
 // offerHardware is what an offer says of its machines: gpu_memory_gb (one GPU; else as gpu_model names

@@ -192,24 +192,34 @@ func (c *Client) Instance(ctx context.Context, id string) (Instance, error) {
 
 // Instances lists the live instances whose name starts with prefix, reading every page.
 func (c *Client) Instances(ctx context.Context, prefix string) ([]Instance, error) {
-	var all []Instance
+	type instanceList struct {
+		Instances     []Instance `json:"instances"`
+		NextPageToken string     `json:"next_page_token"`
+	}
+	return listAll(ctx, c, "listing instances", "/v1/instances", prefix, func(l instanceList) ([]Instance, string) {
+		return l.Instances, l.NextPageToken
+	})
+}
+
+// listAll reads every page (at most 1000) of the list at path of what is named with prefix; of returns
+// a page's (a P's) items and the next page's token, which ends the reading when empty or repeated.
+func listAll[P, T any](ctx context.Context, c *Client, op, path, prefix string, of func(P) ([]T, string)) ([]T, error) {
+	var all []T
 	token := ""
-	for page := 0; page < 1000; page++ {
+	for range 1000 {
 		q := restclient.Query(url.Values{"limit": {strconv.Itoa(c.pageSize)}}, "name_prefix", prefix, "page_token", token)
-		var out struct {
-			Instances     []Instance `json:"instances"`
-			NextPageToken string     `json:"next_page_token"`
-		}
-		if err := c.doJSON(ctx, "listing instances", restclient.Request{Method: http.MethodGet, Path: "/v1/instances", Query: q}, &out); err != nil {
+		var page P
+		if err := c.doJSON(ctx, op, restclient.Request{Method: http.MethodGet, Path: path, Query: q}, &page); err != nil {
 			return nil, err
 		}
-		all = append(all, out.Instances...)
-		if out.NextPageToken == "" || out.NextPageToken == token {
+		items, next := of(page)
+		all = append(all, items...)
+		if next == "" || next == token {
 			return all, nil
 		}
-		token = out.NextPageToken
+		token = next
 	}
-	return nil, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, "listing instances", "too many pages")
+	return nil, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, op, "too many pages")
 }
 
 // UpdateLabels merges labels into the instance's (PATCH /v1/instances/{id}): a nil value removes the

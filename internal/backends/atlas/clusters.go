@@ -15,7 +15,6 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	"github.com/hydragpu/terraform-provider-hydra/internal/money"
 )
 
 // Details keys a cluster offer carries.
@@ -69,21 +68,9 @@ func (c *Client) Cluster(ctx context.Context, id string) (atlasapi.Cluster, erro
 
 // Clusters lists the live clusters whose name starts with prefix, reading every page.
 func (c *Client) Clusters(ctx context.Context, prefix string) ([]atlasapi.Cluster, error) {
-	var all []atlasapi.Cluster
-	token := ""
-	for page := 0; page < 1000; page++ {
-		q := restclient.Query(url.Values{"limit": {strconv.Itoa(c.pageSize)}}, "name_prefix", prefix, "page_token", token)
-		var out atlasapi.ClusterList
-		if err := c.doJSON(ctx, "listing clusters", restclient.Request{Method: http.MethodGet, Path: "/v1/clusters", Query: q}, &out); err != nil {
-			return nil, err
-		}
-		all = append(all, out.Clusters...)
-		if out.NextPageToken == "" || out.NextPageToken == token {
-			return all, nil
-		}
-		token = out.NextPageToken
-	}
-	return nil, cloudprovider.Errorf(cloudprovider.ErrOther, CloudName, "listing clusters", "too many pages")
+	return listAll(ctx, c, "listing clusters", "/v1/clusters", prefix, func(l atlasapi.ClusterList) ([]atlasapi.Cluster, string) {
+		return l.Clusters, l.NextPageToken
+	})
 }
 
 // DeleteCluster starts terminating every node of a cluster.
@@ -103,15 +90,8 @@ func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOff
 	}
 	var out []cloudprovider.ClusterOffer
 	for _, e := range entries {
-		gpuType := b.inv.GPUType(CloudName, e.GPUModel)
-		if strings.TrimSpace(e.GPUModel) == "" || e.GPUCount < 1 || e.PricePerHour <= 0 || (gpuType != "" && e.GPUCount > b.inv.GPUs[gpuType].MaxCount) {
-			continue
-		}
-		if cur := strings.ToUpper(e.Currency); cur != "" && cur != "USD" {
-			continue
-		}
-		node, err := money.FromFloat(e.PricePerHour)
-		if err != nil {
+		gpuType, node, ok := b.listPrice(e.GPUModel, e.GPUCount, e.PricePerHour, e.Currency)
+		if !ok {
 			continue
 		}
 		interconnect := cloudprovider.InterconnectAny

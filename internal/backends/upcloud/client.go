@@ -93,6 +93,24 @@ func (c *Client) call(ctx context.Context, op string, r restclient.Request, out 
 	return classify(op, c.rc.DoJSON(ctx, r, out))
 }
 
+// decode sends one request (see call) and returns its decoded answer.
+func decode[T any](ctx context.Context, c *Client, op string, r restclient.Request) (*T, error) {
+	var out T
+	if err := c.call(ctx, op, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// server sends one request that UpCloud answers with a server's details, and returns the server.
+func (c *Client) server(ctx context.Context, op string, r restclient.Request) (*Server, error) {
+	out, err := decode[ServerDetails](ctx, c, op, r)
+	if err != nil {
+		return nil, err
+	}
+	return &out.Server, nil
+}
+
 // ListZones returns the zones (GET /zone).
 func (c *Client) ListZones(ctx context.Context) ([]Zone, error) {
 	var out ZoneList
@@ -113,11 +131,7 @@ func (c *Client) ListPlans(ctx context.Context) ([]Plan, error) {
 
 // ListPrices returns the hourly prices per zone, in euro cents (GET /price).
 func (c *Client) ListPrices(ctx context.Context) (*PriceList, error) {
-	var out PriceList
-	if err := c.get(ctx, "listing prices", "/price", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return decode[PriceList](ctx, c, "listing prices", restclient.Request{Method: http.MethodGet, Path: "/price"})
 }
 
 // DeviceAvailability returns the GPU stock per zone and plan (GET /device/availability).
@@ -131,11 +145,7 @@ func (c *Client) DeviceAvailability(ctx context.Context) (DeviceAvailability, er
 
 // GetAccount returns the account and its resource limits (GET /account).
 func (c *Client) GetAccount(ctx context.Context) (*Account, error) {
-	var out Account
-	if err := c.get(ctx, "reading account", "/account", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return decode[Account](ctx, c, "reading account", restclient.Request{Method: http.MethodGet, Path: "/account"})
 }
 
 // ListTemplates returns the OS templates the account can clone, public and private (GET /storage/template).
@@ -154,8 +164,7 @@ func (c *Client) CreateServerRequest(ctx context.Context, req CreateServer) (*Se
 	body := struct {
 		Server CreateServer `json:"server"`
 	}{req}
-	var out ServerDetails
-	err := c.call(ctx, "creating server", restclient.Request{Method: http.MethodPost, Path: "/server", Body: body, NotIdempotent: true}, &out)
+	out, err := create(ctx, c, "creating server", "/server", "server", body, func(d *ServerDetails) string { return d.Server.UUID })
 	if cloudprovider.IsNotFound(err) {
 		// A create cannot miss the server it makes: a *_NOT_FOUND names something the request refers to
 		// (the template's STORAGE_NOT_FOUND, a network), so the request is invalid.
@@ -164,10 +173,20 @@ func (c *Client) CreateServerRequest(ctx context.Context, req CreateServer) (*Se
 	if err != nil {
 		return nil, err
 	}
-	if out.Server.UUID == "" {
-		return nil, classify("creating server", errors.New("the answer carries no server uuid"))
-	}
 	return &out.Server, nil
+}
+
+// create posts body to path, never retried but on 429, and returns the decoded answer (a W), which must
+// name the new thing's uuid (uuid reads it; what names the thing).
+func create[W any](ctx context.Context, c *Client, op, path, what string, body any, uuid func(*W) string) (*W, error) {
+	out, err := decode[W](ctx, c, op, restclient.Request{Method: http.MethodPost, Path: path, Body: body, NotIdempotent: true})
+	if err != nil {
+		return nil, err
+	}
+	if uuid(out) == "" {
+		return nil, classify(op, errors.New("the answer carries no "+what+" uuid"))
+	}
+	return out, nil
 }
 
 // GetServer returns a server's details (GET /server/{uuid}); a missing server is an ErrNotFound error.
@@ -175,11 +194,7 @@ func (c *Client) GetServer(ctx context.Context, uuid string) (*Server, error) {
 	if uuid == "" {
 		return nil, classify("reading server", errors.New("empty server uuid"))
 	}
-	var out ServerDetails
-	if err := c.get(ctx, "reading server", "/server/"+url.PathEscape(uuid), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Server, nil
+	return c.server(ctx, "reading server", restclient.Request{Method: http.MethodGet, Path: "/server/" + url.PathEscape(uuid)})
 }
 
 // ModifyServer changes a server's attributes (PUT /server/{uuid}) and returns its details; UpCloud
@@ -191,11 +206,7 @@ func (c *Client) ModifyServer(ctx context.Context, uuid string, req ModifyServer
 	body := struct {
 		Server ModifyServer `json:"server"`
 	}{req}
-	var out ServerDetails
-	if err := c.call(ctx, "modifying server", restclient.Request{Method: http.MethodPut, Path: "/server/" + url.PathEscape(uuid), Body: body}, &out); err != nil {
-		return nil, err
-	}
-	return &out.Server, nil
+	return c.server(ctx, "modifying server", restclient.Request{Method: http.MethodPut, Path: "/server/" + url.PathEscape(uuid), Body: body})
 }
 
 // listPageSize is how many servers ListServers asks for per page (the SDK's maximum, 100).
@@ -282,22 +293,14 @@ func (c *Client) StopServer(ctx context.Context, uuid, stopType string, timeout 
 	if timeout > 0 {
 		body.StopServer.Timeout = strconv.Itoa(int(timeout / time.Second))
 	}
-	var out ServerDetails
-	if err := c.call(ctx, "stopping server", restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/stop", Body: body}, &out); err != nil {
-		return nil, err
-	}
-	return &out.Server, nil
+	return c.server(ctx, "stopping server", restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/stop", Body: body})
 }
 
 // StartServer starts a stopped server (POST /server/{uuid}/start). It is retried like a read: a start
 // of a server that already started is refused with SERVER_STATE_ILLEGAL and changes nothing.
 func (c *Client) StartServer(ctx context.Context, uuid string) (*Server, error) {
 	body := map[string]any{"server": map[string]any{}}
-	var out ServerDetails
-	if err := c.call(ctx, "starting server", restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/start", Body: body}, &out); err != nil {
-		return nil, err
-	}
-	return &out.Server, nil
+	return c.server(ctx, "starting server", restclient.Request{Method: http.MethodPost, Path: "/server/" + url.PathEscape(uuid) + "/start", Body: body})
 }
 
 // DeleteServer deletes a stopped server and its disks (DELETE /server/{uuid}/?storages=1, with the

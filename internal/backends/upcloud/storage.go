@@ -98,13 +98,9 @@ func (c *Client) CreateStorage(ctx context.Context, req CreateStorage) (*Storage
 	body := struct {
 		Storage CreateStorage `json:"storage"`
 	}{req}
-	var out storageDetailBody
-	err := c.call(ctx, "creating storage", restclient.Request{Method: http.MethodPost, Path: "/storage", Body: body, NotIdempotent: true}, &out)
+	out, err := create(ctx, c, "creating storage", "/storage", "storage", body, func(d *storageDetailBody) string { return d.Storage.UUID })
 	if err != nil {
 		return nil, err
-	}
-	if out.Storage.UUID == "" {
-		return nil, classify("creating storage", errors.New("the answer carries no storage uuid"))
 	}
 	return &out.Storage, nil
 }
@@ -114,8 +110,8 @@ func (c *Client) GetStorage(ctx context.Context, uuid string) (*StorageDetail, e
 	if uuid == "" {
 		return nil, classify("reading storage", errors.New("empty storage uuid"))
 	}
-	var out storageDetailBody
-	if err := c.get(ctx, "reading storage", "/storage/"+url.PathEscape(uuid), nil, &out); err != nil {
+	out, err := decode[storageDetailBody](ctx, c, "reading storage", restclient.Request{Method: http.MethodGet, Path: "/storage/" + url.PathEscape(uuid)})
+	if err != nil {
 		return nil, err
 	}
 	return &out.Storage, nil
@@ -152,13 +148,8 @@ func (c *Client) DetachStorage(ctx context.Context, server, address string) (*Se
 		} `json:"storage_device"`
 	}
 	body.StorageDevice.Address = address
-	var out ServerDetails
-	err := c.call(ctx, "detaching storage", restclient.Request{Method: http.MethodPost,
-		Path: "/server/" + url.PathEscape(server) + "/storage/detach", Body: body}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out.Server, nil
+	return c.server(ctx, "detaching storage", restclient.Request{Method: http.MethodPost,
+		Path: "/server/" + url.PathEscape(server) + "/storage/detach", Body: body})
 }
 
 // attachDevice is a create's storage device that attaches an existing storage on the virtio bus.

@@ -309,10 +309,13 @@ type Interface struct {
 	Bootable    *YesNo      `json:"bootable,omitempty"`
 }
 
-// Networking is {"interfaces":{"interface":[...]}}.
-type Networking struct {
+// Networking is a server's {"interfaces":{"interface":[...]}}.
+type Networking = interfaces[Interface]
+
+// interfaces is {"interfaces":{"interface":[...]}}, a server's networking or a create request's.
+type interfaces[T any] struct {
 	Interfaces struct {
-		Interface []Interface `json:"interface"`
+		Interface []T `json:"interface"`
 	} `json:"interfaces"`
 }
 
@@ -473,11 +476,7 @@ type ModifyServer struct {
 }
 
 // CreateNetworking is the networking part of a create request.
-type CreateNetworking struct {
-	Interfaces struct {
-		Interface []CreateInterface `json:"interface"`
-	} `json:"interfaces"`
-}
+type CreateNetworking = interfaces[CreateInterface]
 
 // StopServer is the body of POST /server/{uuid}/stop: {"stop_server":{...}}; Timeout is seconds as a string.
 type StopServer struct {

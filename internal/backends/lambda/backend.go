@@ -342,13 +342,10 @@ func (b *Backend) Create(ctx context.Context, req cloudprovider.CreateRequest) (
 // create is Create with file systems mounted at launch (volumes.go).
 func (b *Backend) create(ctx context.Context, req cloudprovider.CreateRequest, mounts []FileSystemMount) (cloudprovider.Instance, error) {
 	const op = "creating instance"
-	switch {
-	case req.Name == "":
-		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no instance name")
-	case len(req.Name) > MaxNameLength:
-		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-			"instance name %q is %d characters long; Lambda allows at most %d (shorten the resource's name)", req.Name, len(req.Name), MaxNameLength)
-	case req.Offer.Spot:
+	if err := checkName(op, "instance", req.Name); err != nil {
+		return cloudprovider.Instance{}, err
+	}
+	if req.Offer.Spot {
 		return cloudprovider.Instance{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "Lambda sells no spot capacity")
 	}
 	instanceType := cmp.Or(req.Offer.Details[DetailInstanceTypeName], req.Offer.InstanceType)
@@ -381,6 +378,19 @@ func (b *Backend) create(ctx context.Context, req cloudprovider.CreateRequest, m
 		},
 	})
 	return inst, err
+}
+
+// checkName refuses (ErrInvalid) a subject's ("instance", "volume") name that is empty or longer than
+// Lambda accepts (MaxNameLength).
+func checkName(op, subject, name string) error {
+	switch {
+	case name == "":
+		return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no %s name", subject)
+	case len(name) > MaxNameLength:
+		return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+			"%s name %q is %d characters long; Lambda allows at most %d (shorten the resource's name)", subject, name, len(name), MaxNameLength)
+	}
+	return nil
 }
 
 // launch launches the instance and returns it as Lambda answers it, or as launched when the read fails.

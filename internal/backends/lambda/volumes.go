@@ -97,13 +97,10 @@ func (b *Backend) VolumeTypes(ctx context.Context) (map[cloudprovider.VolumeType
 // file system grows as it fills).
 func (b *Backend) CreateVolume(ctx context.Context, req cloudprovider.VolumeRequest) (cloudprovider.Volume, error) {
 	const op = "creating volume"
-	switch {
-	case req.Name == "":
-		return cloudprovider.Volume{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op, "no volume name")
-	case len(req.Name) > MaxNameLength:
-		return cloudprovider.Volume{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
-			"volume name %q is %d characters long; Lambda allows at most %d", req.Name, len(req.Name), MaxNameLength)
-	case req.Type != cloudprovider.VolumeSharedFS:
+	if err := checkName(op, "volume", req.Name); err != nil {
+		return cloudprovider.Volume{}, err
+	}
+	if req.Type != cloudprovider.VolumeSharedFS {
 		return cloudprovider.Volume{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 			"Lambda has no %s volumes, only %s (file systems)", req.Type, cloudprovider.VolumeSharedFS)
 	}

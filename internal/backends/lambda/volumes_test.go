@@ -2,6 +2,7 @@ package lambda
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
@@ -15,10 +16,18 @@ func TestVolumeRequests(t *testing.T) {
 	b := f.backend(t, nil)
 	ctx := context.Background()
 	offer := cheapestH100(t, b)
-	if _, err := b.CreateVolume(ctx, cloudprovider.VolumeRequest{Name: "lambda-vm-blk--abcdefgh", Type: cloudprovider.VolumeBlock, Region: offer.Region}); err == nil {
-		t.Error("a block volume was created; Lambda has only file systems")
-	} else {
-		wantKind(t, err, cloudprovider.ErrInvalid)
+	for _, req := range []cloudprovider.VolumeRequest{
+		{Name: "lambda-vm-blk--abcdefgh", Type: cloudprovider.VolumeBlock, Region: offer.Region},  // Lambda has only file systems
+		{Name: strings.Repeat("v", 65), Type: cloudprovider.VolumeSharedFS, Region: offer.Region}, // Lambda allows 64 characters
+	} {
+		if _, err := b.CreateVolume(ctx, req); err == nil {
+			t.Errorf("%s volume %q was created", req.Type, req.Name)
+		} else {
+			wantKind(t, err, cloudprovider.ErrInvalid)
+		}
+	}
+	if n := f.srv.RequestCount("POST /filesystems"); n != 0 {
+		t.Errorf("%d file systems asked for by refused requests", n)
 	}
 	vol, err := b.CreateVolume(ctx, cloudprovider.VolumeRequest{Name: "lambda-vm-fs--abcdefgh", Type: cloudprovider.VolumeSharedFS, Region: offer.Region, SizeGB: 100})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
@@ -156,17 +155,7 @@ func (cp *ControlPlane) clusterOffers(ctx context.Context, spec ClusterSpec) (cl
 			asked = append(asked, c)
 		}
 	}
-	answers := make([][]cloudprovider.ClusterOffer, len(asked))
-	errs := make([]error, len(asked))
-	var wg sync.WaitGroup
-	for i, c := range asked {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			answers[i], errs[i] = cp.cloudClusterOffers(ctx, c)
-		}()
-	}
-	wg.Wait()
+	answers, errs := concurrently(asked, func(c string) ([]cloudprovider.ClusterOffer, error) { return cp.cloudClusterOffers(ctx, c) })
 	for i, c := range asked {
 		if errs[i] != nil {
 			res.rejections = append(res.rejections, Rejection{Cloud: c, Reason: errs[i].Error()})

@@ -580,6 +580,19 @@ func (cp *ControlPlane) cloudOffers(ctx context.Context, cloud string, fresh boo
 	return co
 }
 
+// concurrently calls f on every element of in, each in a goroutine of its own, and returns the answers
+// and errors in in's order.
+func concurrently[T, R any](in []T, f func(T) (R, error)) ([]R, []error) {
+	out := make([]R, len(in))
+	errs := make([]error, len(in))
+	var wg sync.WaitGroup
+	for i, v := range in {
+		wg.Go(func() { out[i], errs[i] = f(v) })
+	}
+	wg.Wait()
+	return out, errs
+}
+
 func cloudAllowed(allowed []string, cloud string) bool {
 	return len(allowed) == 0 || slices.Contains(allowed, cloud)
 }

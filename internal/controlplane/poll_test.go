@@ -248,19 +248,11 @@ func waitBooted(t *testing.T, cp *ControlPlane, c *bootCloud, prefix string, n i
 	}
 }
 
+// waitAll waits for every one of insts concurrently, as a fleet's creates do.
 func waitAll(ctx context.Context, cp *ControlPlane, insts []cloudprovider.Instance) ([]cloudprovider.Instance, []error) {
-	got := make([]cloudprovider.Instance, len(insts))
-	errs := make([]error, len(insts))
-	var wg sync.WaitGroup
-	for i, inst := range insts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			got[i], errs[i] = cp.WaitRunning(ctx, inst, nil)
-		}()
-	}
-	wg.Wait()
-	return got, errs
+	return concurrently(insts, func(inst cloudprovider.Instance) (cloudprovider.Instance, error) {
+		return cp.WaitRunning(ctx, inst, nil)
+	})
 }
 
 // pollerCount is how many pollers of cp are running.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
@@ -237,25 +236,15 @@ func (s *Server) clusterView(c *cluster, now time.Time) verdaapi.Cluster {
 
 func (s *Server) createCluster(st *state, body []byte) reply {
 	var req verdaapi.CreateClusterRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return errReply(http.StatusBadRequest, "invalid_request", "Request body is not valid json")
-	}
-	for _, f := range []struct{ name, val string }{
-		{"cluster_type", req.ClusterType}, {"image", req.Image}, {"hostname", req.Hostname}, {"location_code", req.LocationCode},
-	} {
-		if strings.TrimSpace(f.val) == "" {
-			return errReply(http.StatusBadRequest, "invalid_request", f.name+" is required")
-		}
+	if rep, ok := decodeRequired(body, &req, required{"cluster_type", &req.ClusterType}, required{"image", &req.Image},
+		required{"hostname", &req.Hostname}, required{"location_code", &req.LocationCode}); !ok {
+		return rep
 	}
 	t, ok := s.clusterType(req.ClusterType)
 	if !ok {
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid cluster type")
 	}
-	locOK := false
-	for _, l := range s.opts.Locations {
-		locOK = locOK || l.Code == req.LocationCode
-	}
-	if !locOK {
+	if !s.knownLocation(req.LocationCode) {
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid location code")
 	}
 	if !hostnameRE.MatchString(req.Hostname + "-99") {

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // TestClusterShapes checks the answers Verda's SDKs read: string prices on /cluster-types, the
@@ -13,10 +11,7 @@ import (
 // public_ip null while provisioning, nodes named <hostname>-<i>, 503 when the location cannot place the
 // whole cluster (nothing placed), and delete through PUT /clusters with discontinue.
 func TestClusterShapes(t *testing.T) {
-	c := newClock()
-	srv := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}})
-	base := serve(t, srv)
-	tok := login(t, base).AccessToken
+	c, srv, base, tok := started(t)
 
 	var types []map[string]any
 	do(t, base, "GET", "/cluster-types?currency=usd", tok, nil).json(t, &types)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,19 +119,39 @@ func (s *Server) getInstance(st *state, id string) reply {
 	return jsonReply(http.StatusOK, s.instanceView(st, in, s.opts.Now()))
 }
 
+// required is a field a create refuses when it holds only white space: its JSON name and where it is
+// decoded to.
+type required struct {
+	name string
+	val  *string
+}
+
+// decodeRequired decodes a create's body into req and checks its required fields in order (each val
+// points into req), as Verda does; ok is false with the refusal to answer.
+func decodeRequired(body []byte, req any, fields ...required) (reply, bool) {
+	if err := json.Unmarshal(body, req); err != nil {
+		return errReply(http.StatusBadRequest, "invalid_request", "Request body is not valid json"), false
+	}
+	for _, f := range fields {
+		if strings.TrimSpace(*f.val) == "" {
+			return errReply(http.StatusBadRequest, "invalid_request", f.name+" is required"), false
+		}
+	}
+	return reply{}, true
+}
+
+// knownLocation reports whether code is one of the emulator's locations.
+func (s *Server) knownLocation(code string) bool {
+	return slices.ContainsFunc(s.opts.Locations, func(l Location) bool { return l.Code == code })
+}
+
 var hostnameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
 
 func (s *Server) createInstance(st *state, body []byte) reply {
 	var req verdaapi.CreateInstanceRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return errReply(http.StatusBadRequest, "invalid_request", "Request body is not valid json")
-	}
-	for _, f := range []struct{ name, val string }{
-		{"instance_type", req.InstanceType}, {"image", req.Image}, {"hostname", req.Hostname}, {"description", req.Description},
-	} {
-		if strings.TrimSpace(f.val) == "" {
-			return errReply(http.StatusBadRequest, "invalid_request", f.name+" is required")
-		}
+	if rep, ok := decodeRequired(body, &req, required{"instance_type", &req.InstanceType}, required{"image", &req.Image},
+		required{"hostname", &req.Hostname}, required{"description", &req.Description}); !ok {
+		return rep
 	}
 	if req.LocationCode == "" {
 		return errReply(http.StatusBadRequest, "invalid_request", "location_code is required")
@@ -140,11 +161,7 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 	if !ok {
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid instance type")
 	}
-	locOK := false
-	for _, l := range s.opts.Locations {
-		locOK = locOK || l.Code == loc
-	}
-	if !locOK {
+	if !s.knownLocation(loc) {
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid location code")
 	}
 	if !hostnameRE.MatchString(req.Hostname) {

@@ -73,6 +73,16 @@ func login(t *testing.T, base string) tokenAnswer {
 	return tok
 }
 
+// started serves a new emulator on a manual clock c, whose machines boot in 40 s, and logs in: the
+// start of most tests.
+func started(t *testing.T) (c *clock, s *Server, base, token string) {
+	t.Helper()
+	c = newClock()
+	s = New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}})
+	base = serve(t, s)
+	return c, s, base, login(t, base).AccessToken
+}
+
 func errorBody(t *testing.T, r resp) (string, string) {
 	t.Helper()
 	var e struct{ Code, Message string }
@@ -149,9 +159,7 @@ func TestFormOnlyTokenEndpoint(t *testing.T) {
 }
 
 func TestQuirks(t *testing.T) {
-	c := newClock()
-	base := serve(t, New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}}))
-	tok := login(t, base).AccessToken
+	c, _, base, tok := started(t)
 
 	// String prices.
 	r := do(t, base, "GET", "/instance-types", tok, nil)
@@ -317,10 +325,7 @@ func TestDescriptionAndTagsKept(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	c := newClock()
-	s := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}})
-	base := serve(t, s)
-	tok := login(t, base).AccessToken
+	c, s, base, tok := started(t)
 	create := map[string]any{"instance_type": "1A100.22V", "image": "ubuntu-24.04", "hostname": "verda-vm-f",
 		"description": "d", "location_code": "FIN-01"}
 

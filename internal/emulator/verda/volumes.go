@@ -287,7 +287,7 @@ func (s *Server) createVolume(st *state, body []byte) reply {
 		return errReply(http.StatusBadRequest, "invalid_request", "name is required")
 	case req.Size <= 0:
 		return errReply(http.StatusBadRequest, "invalid_request", "size must be a positive number of GB")
-	case !slices.ContainsFunc(s.opts.Locations, func(l Location) bool { return l.Code == req.LocationCode }):
+	case !s.knownLocation(req.LocationCode):
 		return errReply(http.StatusBadRequest, "invalid_request", "Invalid location code")
 	}
 	switch req.OnSpotDiscontinue {

@@ -6,17 +6,13 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
-	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // TestVolumes walks a volume through the behaviour Verda's clients document: a plain-text id at create,
 // attached at an instance's create only in its location, attach and detach only while the instance is
 // shut down, detached (not deleted) with its instance, deleted to the trash for 96 hours.
 func TestVolumes(t *testing.T) {
-	c := newClock()
-	srv := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}})
-	base := serve(t, srv)
-	tok := login(t, base).AccessToken
+	c, srv, base, tok := started(t)
 
 	var types []verdaapi.VolumeType
 	do(t, base, "GET", "/volume-types", tok, nil).json(t, &types)
@@ -116,10 +112,7 @@ func TestVolumes(t *testing.T) {
 // disk but an NFS export whose endpoint, pseudo path and mount commands agree, created, exported while
 // attached, detached after.
 func TestVolumeTargets(t *testing.T) {
-	c := newClock()
-	srv := New(Options{Options: simulation.Options{Now: c.Now, BootDuration: 40 * time.Second}})
-	base := serve(t, srv)
-	tok := login(t, base).AccessToken
+	c, _, base, tok := started(t)
 	mk := func(typ, name string) string {
 		r := do(t, base, "POST", "/volumes", tok, verdaapi.CreateVolumeRequest{Type: typ, Name: name, Size: 10, LocationCode: "FIN-01"})
 		if r.status != 202 {

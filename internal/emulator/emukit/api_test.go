@@ -233,6 +233,16 @@ func TestMakeMaps(t *testing.T) {
 	}
 }
 
+func TestCount(t *testing.T) {
+	m := map[string]int{"a": 1, "b": 2, "c": 3, "d": 4}
+	if n := Count(m, func(v int) bool { return v%2 == 0 }); n != 2 {
+		t.Fatalf("Count of the even values = %d, want 2", n)
+	}
+	if n := Count(map[string]int(nil), func(int) bool { return true }); n != 0 {
+		t.Fatalf("Count of a nil map = %d, want 0", n)
+	}
+}
+
 func TestLiveMachines(t *testing.T) {
 	type vm struct {
 		id   string

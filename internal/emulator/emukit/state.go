@@ -131,3 +131,15 @@ func LiveMachines[T any](records []T, live func(T) (simulation.Machine, bool)) [
 	}
 	return out
 }
+
+// Count is how many values of m match: for an emulator's free capacity (a type's stock less the live
+// machines of that type in a region).
+func Count[K comparable, V any](m map[K]V, match func(V) bool) int {
+	n := 0
+	for _, v := range m {
+		if match(v) {
+			n++
+		}
+	}
+	return n
+}

@@ -306,13 +306,9 @@ func (s *Server) typeView(c CatalogEntry) map[string]any {
 
 // free is how many more machines of a type may start in a region.
 func (s *Server) free(st *state, c CatalogEntry, region string) int {
-	used := 0
-	for _, in := range st.Instances {
-		if in.TerminatedAt == nil && in.InstanceType == c.Name && in.Region == region {
-			used++
-		}
-	}
-	return c.Capacity[region] - used
+	return c.Capacity[region] - emukit.Count(st.Instances, func(in *instance) bool {
+		return in.TerminatedAt == nil && in.InstanceType == c.Name && in.Region == region
+	})
 }
 
 func (s *Server) instanceTypes(st *state) reply {

@@ -142,13 +142,9 @@ func roundPrice(p float64) float64 { return float64(int64(p*1000+0.5)) / 1000 }
 
 // clusterFree is how many more clusters of a type may start in a location.
 func (s *Server) clusterFree(st *state, t ClusterTypeEntry, location string) int {
-	used := 0
-	for _, c := range st.Clusters {
-		if c.DeletedAt == nil && c.ClusterType == t.ClusterType && c.Location == location {
-			used++
-		}
-	}
-	return t.Stock[location] - used
+	return t.Stock[location] - emukit.Count(st.Clusters, func(c *cluster) bool {
+		return c.DeletedAt == nil && c.ClusterType == t.ClusterType && c.Location == location
+	})
 }
 
 func (s *Server) clusterTypes(q url.Values, nparts int) reply {

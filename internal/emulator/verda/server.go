@@ -503,13 +503,9 @@ func (s *Server) free(st *state, c CatalogEntry, location string, spot bool) int
 	if spot {
 		capacity = c.Spot[location]
 	}
-	used := 0
-	for _, in := range st.Instances {
-		if in.DeletedAt == nil && in.InstanceType == c.InstanceType && in.Location == location && in.IsSpot == spot {
-			used++
-		}
-	}
-	return capacity - used
+	return capacity - emukit.Count(st.Instances, func(in *instance) bool {
+		return in.DeletedAt == nil && in.InstanceType == c.InstanceType && in.Location == location && in.IsSpot == spot
+	})
 }
 
 func (s *Server) availability(st *state, q url.Values, name string, nparts int) reply {

@@ -119,10 +119,8 @@ func (f *fakeClusters) ListClusters(_ context.Context, prefix string) ([]cloudpr
 	f.cmu.Lock()
 	defer f.cmu.Unlock()
 	var out []cloudprovider.Cluster
-	for _, c := range f.clusters {
-		if strings.HasPrefix(c.Name, prefix) {
-			out = append(out, f.read(c))
-		}
+	for _, c := range fakeNamed(f.clusters, prefix, func(c *cloudprovider.Cluster) string { return c.Name }) {
+		out = append(out, f.read(c))
 	}
 	return out, nil
 }
@@ -130,11 +128,7 @@ func (f *fakeClusters) ListClusters(_ context.Context, prefix string) ([]cloudpr
 func (f *fakeClusters) DeleteCluster(_ context.Context, id string) error {
 	f.cmu.Lock()
 	defer f.cmu.Unlock()
-	if _, ok := f.clusters[id]; !ok {
-		return cloudprovider.Errorf(cloudprovider.ErrNotFound, f.cloud, "deleting cluster", "no cluster %s", id)
-	}
-	delete(f.clusters, id)
-	return nil
+	return fakeDelete(f.clusters, f.cloud, "deleting cluster", id)
 }
 
 func (f *fakeClusters) ConfirmOwnership(_ context.Context, id string) error {

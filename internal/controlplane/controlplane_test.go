@@ -89,22 +89,32 @@ func (f *fakeBackend) Get(_ context.Context, id string) (cloudprovider.Instance,
 func (f *fakeBackend) List(_ context.Context, prefix string) ([]cloudprovider.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []cloudprovider.Instance
-	for _, inst := range f.instances {
-		if strings.HasPrefix(inst.Name, prefix) {
-			out = append(out, inst)
-		}
-	}
-	return out, nil
+	return fakeNamed(f.instances, prefix, func(inst cloudprovider.Instance) string { return inst.Name }), nil
 }
 
 func (f *fakeBackend) Delete(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.instances[id]; !ok {
-		return cloudprovider.Errorf(cloudprovider.ErrNotFound, f.cloud, "delete", "no %s", id)
+	return fakeDelete(f.instances, f.cloud, "delete", id)
+}
+
+// fakeNamed is the values of an in-memory cloud's m whose names start with prefix, as a cloud lists.
+func fakeNamed[V any](m map[string]V, prefix string, name func(V) string) []V {
+	var out []V
+	for _, v := range m {
+		if strings.HasPrefix(name(v), prefix) {
+			out = append(out, v)
+		}
 	}
-	delete(f.instances, id)
+	return out
+}
+
+// fakeDelete deletes id from an in-memory cloud's m: ErrNotFound when m has none.
+func fakeDelete[V any](m map[string]V, cloud, op, id string) error {
+	if _, ok := m[id]; !ok {
+		return cloudprovider.Errorf(cloudprovider.ErrNotFound, cloud, op, "no %s", id)
+	}
+	delete(m, id)
 	return nil
 }
 

@@ -257,6 +257,12 @@ func Offers(t testing.TB, b cloudprovider.InstanceManagerBackend) []cloudprovide
 	return Must(b.Offers(context.Background()))(t)
 }
 
+// ClusterOffers returns the backend's cluster offers, failing the test when it cannot list them.
+func ClusterOffers(t testing.TB, b cloudprovider.ClusterBackend) []cloudprovider.ClusterOffer {
+	t.Helper()
+	return Must(b.ClusterOffers(context.Background()))(t)
+}
+
 // WantAuthError fails the test unless err is an ErrAuth error whose message holds none of secrets (a
 // credential must never reach an error, which users see and logs keep).
 func WantAuthError(t testing.TB, err error, secrets ...string) {

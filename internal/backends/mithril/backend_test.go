@@ -24,10 +24,7 @@ func findOffer(t *testing.T, offers []cloudprovider.Offer, region, typ string) c
 
 func TestOffers(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	offers, err := e.backend.Offers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, e.backend)
 	for _, o := range offers {
 		if o.Cloud != CloudName || !o.Spot || o.ID != "" || o.Pool != "" || o.GPUCount <= 0 || o.PricePerHour <= 0 {
 			t.Errorf("offer %+v", o)
@@ -115,10 +112,7 @@ func TestOffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	offers, err = small.Offers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers = backendtest.Offers(t, small)
 	var mapped []string
 	for _, o := range offers {
 		if o.GPUType != "" {
@@ -135,10 +129,7 @@ func TestOffers(t *testing.T) {
 // pricedOffer prices the region's offer against another cloud's comparable spot offer.
 func pricedOffer(t *testing.T, e *env, region, typ string, otherPrice string) cloudprovider.Offer {
 	t.Helper()
-	offers, err := e.backend.Offers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, e.backend)
 	o := findOffer(t, offers, region, typ)
 	priced := e.backend.PriceBids([]cloudprovider.Offer{o}, []cloudprovider.Offer{{Cloud: "verda", Region: "fin-01", GPUType: o.GPUType, GPUCount: o.GPUCount, PricePerHour: usd(otherPrice), Spot: true, Available: -1}}, 0)
 	return priced[0]
@@ -243,10 +234,7 @@ func TestCreateRefusesBadOffers(t *testing.T) {
 		t.Errorf("a bid above the cap called the API: %v", calls)
 	}
 	// An offer of a GPU the inventory does not map is never bid on, even with a price and no reason.
-	offers, err := e.backend.Offers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, e.backend)
 	mark = e.counter.mark()
 	a10 := findOffer(t, offers, "us-central5-a", "a10-24gb.pcie.1x")
 	if _, err := e.backend.Create(t.Context(), cloudprovider.CreateRequest{Name: "mithril-vm-x", Offer: a10}); cloudprovider.KindOf(err) != cloudprovider.ErrInvalid || !strings.Contains(err.Error(), "GPU not in the inventory") {
@@ -551,10 +539,7 @@ func TestOwnershipIsTheName(t *testing.T) {
 // Nothing comparable: the bid is what the auction needs to win now, not the user's max.
 func TestPriceBidsWithoutComparableOffer(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	offers, err := e.backend.Offers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, e.backend)
 	o := findOffer(t, offers, "us-central1-a", "h100-80gb.sxm.8x")
 	// Required: max($12.03 + 10% = $13.24, $12.50 + $0.01, win $12.50, minimum $8.00) = $13.24.
 	p := e.backend.PriceBids([]cloudprovider.Offer{o}, nil, usd("20"))[0]
@@ -581,10 +566,7 @@ func TestBidNotWonInTime(t *testing.T) {
 	if _, err := e.emu.SetAuction(emu.AuctionChange{Region: "us-central1-a", InstanceType: "a100-80gb.sxm.1x", Capacity: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	offers, err := e.backend.Offers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.Offers(t, e.backend)
 	if f := findOffer(t, offers, "us-central1-a", "a100-80gb.sxm.1x"); f.Available != 0 ||
 		f.Ineligible != "auction has no capacity now (last clearing price $0.95/h, lowest winning bid none)" {
 		t.Errorf("emptied auction: %+v", f)

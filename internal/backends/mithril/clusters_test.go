@@ -16,10 +16,7 @@ import (
 // clusterOffer reads the cluster offers and returns one auction's.
 func clusterOffer(t *testing.T, e *env, region, typ string) cloudprovider.ClusterOffer {
 	t.Helper()
-	offers, err := e.backend.ClusterOffers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.ClusterOffers(t, e.backend)
 	return findClusterOffer(t, offers, region, typ)
 }
 
@@ -43,10 +40,7 @@ func sized(o cloudprovider.ClusterOffer, n int) cloudprovider.ClusterOffer {
 
 func TestClusterOffers(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	offers, err := e.backend.ClusterOffers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.ClusterOffers(t, e.backend)
 	for _, o := range offers {
 		// Mithril promises no fabric for a spot bid's instances.
 		if o.Interconnect != cloudprovider.InterconnectAny || o.Cloud != CloudName || !o.Spot || o.Available != o.Nodes ||
@@ -272,10 +266,7 @@ func TestClusterPreempted(t *testing.T) {
 // Requests that cannot become a cluster bid place nothing.
 func TestCreateClusterRefuses(t *testing.T) {
 	e := newEnv(t, emu.Options{})
-	offers, err := e.backend.ClusterOffers(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.ClusterOffers(t, e.backend)
 	pool := backendtest.Pool(t, CloudName)
 	o := findClusterOffer(t, offers, "us-central1-a", "a100-80gb.sxm.1x")
 	fabric := sized(o, 4)

@@ -16,10 +16,7 @@ import (
 
 func clusterOffer(t *testing.T, b *Backend, typ string) cloudprovider.ClusterOffer {
 	t.Helper()
-	offers, err := b.ClusterOffers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.ClusterOffers(t, b)
 	for _, o := range offers {
 		if o.InstanceType == typ {
 			return o
@@ -43,10 +40,7 @@ func clusterReq(t *testing.T, o cloudprovider.ClusterOffer, name string) cloudpr
 func TestClusterOffers(t *testing.T) {
 	f := startEmulator(t, emu.Options{})
 	b := f.backend(t, nil)
-	offers, err := b.ClusterOffers(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	offers := backendtest.ClusterOffers(t, b)
 	got := map[string]cloudprovider.ClusterOffer{}
 	for _, o := range offers {
 		got[o.Region+"/"+o.InstanceType] = o

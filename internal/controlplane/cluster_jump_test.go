@@ -229,31 +229,28 @@ func TestClusterPinsTheLoginNodeKey(t *testing.T) {
 	}
 	pinned(rec, login.HostKey)
 
-	// A refresh reads the cloud's endpoint again (no key for the login node) and each node's health
-	// through the login node with its key pinned.
-	if found, err := cp.RefreshCluster(ctx, &rec); !found || err != nil {
-		t.Fatalf("refresh: %v %v", found, err)
-	}
-	pinned(rec, login.HostKey)
-	for _, n := range rec.Nodes {
-		if n.Health != HealthHealthy {
-			t.Errorf("node %s's health through the login node: %q", n.Name, n.Health)
+	// refresh refreshes rec: every node keeps the login node's key pinned and has health want.
+	refresh := func(when, want string) {
+		t.Helper()
+		if found, err := cp.RefreshCluster(ctx, &rec); !found || err != nil {
+			t.Fatalf("refresh %s: %v %v", when, found, err)
+		}
+		pinned(rec, login.HostKey)
+		for _, n := range rec.Nodes {
+			if n.Health != want {
+				t.Errorf("node %s's health %s: %q, want %q", n.Name, when, n.Health, want)
+			}
 		}
 	}
+	// A refresh reads the cloud's endpoint again (no key for the login node) and each node's health
+	// through the login node with its key pinned.
+	refresh("through the login node", HealthHealthy)
 
 	// The login node now presents another key: refused, never re-pinned.
 	if err := simhost.RotateHostKey(loginDir); err != nil {
 		t.Fatal(err)
 	}
-	if found, err := cp.RefreshCluster(ctx, &rec); !found || err != nil {
-		t.Fatalf("refresh after the login node's key changed: %v %v", found, err)
-	}
-	pinned(rec, login.HostKey)
-	for _, n := range rec.Nodes {
-		if n.Health != HealthUnknown {
-			t.Errorf("node %s's health with the login node's key changed: %q, want unknown", n.Name, n.Health)
-		}
-	}
+	refresh("after the login node's key changed", HealthUnknown)
 	err = cp.ResumeCluster(ctx, spec, &rec, nil)
 	var mm *provision.HostKeyMismatchError
 	if !errors.As(err, &mm) || mm.Address != fmt.Sprintf("%s:%d", login.Host, login.Port) {

@@ -45,6 +45,17 @@ func mustPlanCluster(t *testing.T, cp *ControlPlane, spec ClusterSpec) ClusterPl
 	return plan
 }
 
+// mustCreateCluster plans spec (mustPlanCluster) and creates it.
+func mustCreateCluster(t *testing.T, ctx context.Context, cp *ControlPlane, spec ClusterSpec) (ClusterPlan, ClusterRecord) {
+	t.Helper()
+	plan := mustPlanCluster(t, cp, spec)
+	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan, rec
+}
+
 // liveNodes counts the sandbox's instances that are not deleted (every node of every cluster).
 func liveNodes(t *testing.T, sb *sandbox.Backend) int {
 	t.Helper()
@@ -385,11 +396,7 @@ func TestSandboxClusterDeleteDrainsExecletsFirst(t *testing.T) {
 	sb, cp := sandboxCluster(t, newClusterProvisioner(2), Options{Inspector: in})
 	spec := sandboxSpec("execlet")
 	spec.Nodes = 2
-	plan := mustPlanCluster(t, cp, spec)
-	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rec := mustCreateCluster(t, ctx, cp, spec)
 	in.onDrain = func() {
 		if liveNodes(t, sb) != 2 {
 			t.Error("a node was drained after the cluster's delete began")
@@ -413,11 +420,7 @@ func TestSandboxClusterImport(t *testing.T) {
 	_, cp := sandboxCluster(t, newClusterProvisioner(2), Options{Inspector: in})
 	spec := sandboxSpec("vm")
 	spec.Nodes = 2
-	plan, _ := cp.PlanNewCluster(ctx, spec, nil)
-	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan, rec := mustCreateCluster(t, ctx, cp, spec)
 	got, err := cp.ImportCluster(ctx, "sandbox/"+rec.CloudClusterID)
 	if err != nil {
 		t.Fatal(err)

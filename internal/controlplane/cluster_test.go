@@ -538,12 +538,7 @@ func TestClusterNodesInNodeOrder(t *testing.T) {
 	in := &lockedInspector{marker: Marker{Digest: "d1"}}
 	cp := New(testInventory(t), []cloudprovider.InstanceManagerBackend{sb}, Options{Journal: Journal{Dir: t.TempDir()}, Inspector: in,
 		PollInterval: time.Millisecond, Provisioner: newClusterProvisioner(4)})
-	spec := trainSpec()
-	plan := mustPlanCluster(t, cp, spec)
-	rec, err := cp.CreateCluster(ctx, spec, plan, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rec := mustCreateCluster(t, ctx, cp, trainSpec())
 	imported, err := cp.ImportCluster(ctx, "sandbox/"+rec.CloudClusterID)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
@@ -158,12 +159,7 @@ func (s *Server) renderCluster(st *state, c *clusterRec, now time.Time) (atlasap
 }
 
 func (s *Server) findCluster(st *state, id string) *clusterRec {
-	for _, c := range st.Clusters {
-		if c.ID == id {
-			return c
-		}
-	}
-	return nil
+	return emukit.Find(st.Clusters, func(c *clusterRec) bool { return c.ID == id })
 }
 
 // gone says a cluster is terminated long enough to be purged (404), as its nodes are.
@@ -200,36 +196,23 @@ func (s *Server) answerCluster(w http.ResponseWriter, id string, status int, out
 }
 
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	start, limit, ok := s.paging(w, q)
+	l, ok := s.listing(w, r)
 	if !ok {
 		return
 	}
-	prefix, withTerminated := q.Get("name_prefix"), q.Get("include_terminated") == "true"
 	now := s.opts.Now()
 	var page atlasapi.ClusterList
 	err := s.Store.With(false, func(st *state) error {
-		var recs []*clusterRec
-		for _, c := range st.Clusters {
-			if !strings.HasPrefix(c.Name, prefix) || s.gone(st, c, now) {
-				continue
-			}
-			if !withTerminated && s.clusterStatus(s.nodesOf(st, c), now) == "terminated" {
-				continue
-			}
-			recs = append(recs, c)
-		}
-		sort.Slice(recs, func(i, j int) bool { return recs[i].Name+"\x00"+recs[i].ID < recs[j].Name+"\x00"+recs[j].ID })
-		page.Clusters = []atlasapi.Cluster{}
-		for i := start; i < len(recs) && i < start+limit; i++ {
-			c, err := s.renderCluster(st, recs[i], now)
+		recs, next := pageOf(l, st.Clusters, func(c *clusterRec) (string, string) { return c.Name, c.ID },
+			func(c *clusterRec) bool { return s.gone(st, c, now) },
+			func(c *clusterRec) bool { return s.clusterStatus(s.nodesOf(st, c), now) == "terminated" })
+		page.Clusters, page.NextPageToken = []atlasapi.Cluster{}, next
+		for _, rec := range recs {
+			c, err := s.renderCluster(st, rec, now)
 			if err != nil {
 				return err
 			}
 			page.Clusters = append(page.Clusters, c)
-		}
-		if start+limit < len(recs) {
-			page.NextPageToken = strconv.Itoa(start + limit)
 		}
 		return nil
 	})
@@ -238,6 +221,52 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// listing is what a list request asks for (API.md): a page (from start, at most limit), a prefix of
+// the names, and whether terminated records are included.
+type listing struct {
+	start, limit   int
+	prefix         string
+	withTerminated bool
+}
+
+// listing reads a list request's query, answering 400 itself when limit or page_token is bad.
+func (s *Server) listing(w http.ResponseWriter, r *http.Request) (listing, bool) {
+	q := r.URL.Query()
+	start, limit, ok := s.paging(w, q)
+	return listing{start: start, limit: limit, prefix: q.Get("name_prefix"), withTerminated: q.Get("include_terminated") == "true"}, ok
+}
+
+// pageOf selects the records l asks for: named with its prefix, not gone, not terminated unless l
+// includes them, ordered by name then id; it returns l's page of them and the next page token ("" on
+// the last page). key gives a record's name and id.
+func pageOf[T any](l listing, recs []T, key func(T) (name, id string), gone, terminated func(T) bool) (page []T, next string) {
+	var sel []T
+	for _, rec := range recs {
+		if name, _ := key(rec); !strings.HasPrefix(name, l.prefix) || gone(rec) {
+			continue
+		}
+		if !l.withTerminated && terminated(rec) {
+			continue
+		}
+		sel = append(sel, rec)
+	}
+	sort.Slice(sel, func(i, j int) bool {
+		ni, ii := key(sel[i])
+		nj, ij := key(sel[j])
+		if ni != nj {
+			return ni < nj
+		}
+		return ii < ij
+	})
+	for i := l.start; i < len(sel) && i < l.start+l.limit; i++ {
+		page = append(page, sel[i])
+	}
+	if l.start+l.limit < len(sel) {
+		next = strconv.Itoa(l.start + l.limit)
+	}
+	return page, next
 }
 
 // paging reads limit and page_token (API.md: limit 1 to MaxLimit, default 100), answering 400 itself

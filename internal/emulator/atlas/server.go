@@ -18,8 +18,6 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -358,12 +356,7 @@ func (s *Server) render(in *instRec, now time.Time) map[string]any {
 }
 
 func (s *Server) find(st *state, id string) *instRec {
-	for _, in := range st.Instances {
-		if in.ID == id {
-			return in
-		}
-	}
-	return nil
+	return emukit.Find(st.Instances, func(in *instRec) bool { return in.ID == id })
 }
 
 // answerInstance answers out, an instance as rendered, with status, or Atlas's 404 for id when there is
@@ -389,39 +382,22 @@ func (s *Server) get(w http.ResponseWriter, id string) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	start, limit, ok := s.paging(w, q)
+	l, ok := s.listing(w, r)
 	if !ok {
 		return
 	}
-	prefix, withTerminated := q.Get("name_prefix"), q.Get("include_terminated") == "true"
 	now := s.opts.Now()
 	var recs []*instRec
+	next := ""
 	_ = s.Store.With(false, func(st *state) error {
-		for _, in := range st.Instances {
-			if !strings.HasPrefix(in.Name, prefix) || s.purged(in, now) {
-				continue
-			}
-			if !withTerminated && s.status(in, now) == "terminated" {
-				continue
-			}
-			recs = append(recs, in)
-		}
+		recs, next = pageOf(l, st.Instances, func(in *instRec) (string, string) { return in.Name, in.ID },
+			func(in *instRec) bool { return s.purged(in, now) },
+			func(in *instRec) bool { return s.status(in, now) == "terminated" })
 		return nil
 	})
-	sort.Slice(recs, func(i, j int) bool {
-		if recs[i].Name != recs[j].Name {
-			return recs[i].Name < recs[j].Name
-		}
-		return recs[i].ID < recs[j].ID
-	})
 	out := []any{}
-	for i := start; i < len(recs) && i < start+limit; i++ {
-		out = append(out, s.render(recs[i], now))
-	}
-	next := ""
-	if start+limit < len(recs) {
-		next = strconv.Itoa(start + limit)
+	for _, in := range recs {
+		out = append(out, s.render(in, now))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"instances": out, "next_page_token": next})
 }

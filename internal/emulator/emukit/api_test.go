@@ -243,6 +243,17 @@ func TestCount(t *testing.T) {
 	}
 }
 
+func TestFind(t *testing.T) {
+	type rec struct{ id string }
+	recs := []*rec{{"a"}, {"b"}, {"b"}}
+	if got := Find(recs, func(r *rec) bool { return r.id == "b" }); got != recs[1] {
+		t.Fatalf("Find b = %p, want the first b %p", got, recs[1])
+	}
+	if got := Find(recs, func(r *rec) bool { return r.id == "z" }); got != nil {
+		t.Fatalf("Find z = %+v, want nil", got)
+	}
+}
+
 func TestLiveMachines(t *testing.T) {
 	type vm struct {
 		id   string

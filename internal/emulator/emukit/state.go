@@ -1,6 +1,7 @@
 package emukit
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -142,4 +143,13 @@ func Count[K comparable, V any](m map[K]V, match func(V) bool) int {
 		}
 	}
 	return n
+}
+
+// Find is the first record of records that match picks, or nil: an emulator's lookup by id in a state
+// that keeps its records in a list.
+func Find[T any](records []*T, match func(*T) bool) *T {
+	if i := slices.IndexFunc(records, match); i >= 0 {
+		return records[i]
+	}
+	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit"
 )
 
 // Prime Intellect's network-attached disks. The shapes come from these documents:
@@ -136,12 +138,7 @@ func (s *Server) diskPods(st *state, id string, now time.Time) []string {
 }
 
 func (s *Server) findDisk(st *state, id string) *diskRec {
-	for _, d := range st.Disks {
-		if d.ID == id {
-			return d
-		}
-	}
-	return nil
+	return emukit.Find(st.Disks, func(d *diskRec) bool { return d.ID == id })
 }
 
 // renderDisk builds an APIDiskConfig.
@@ -280,13 +277,7 @@ func newUUID() string {
 }
 
 func (s *Server) listDisks(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	offset, _ := strconv.Atoi(q.Get("offset"))
-	limit, err := strconv.Atoi(q.Get("limit"))
-	if err != nil || limit <= 0 {
-		limit = 100
-	}
-	offset = max(offset, 0)
+	offset, limit := pageQuery(r.URL.Query())
 	now := s.opts.Now().UTC()
 	data := []any{}
 	total := 0
@@ -298,12 +289,10 @@ func (s *Server) listDisks(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		total = len(live)
-		for i := offset; i < len(live) && i < offset+limit; i++ {
-			data = append(data, s.renderDisk(st, live[i], now))
-		}
+		data = page(live, offset, limit, func(d *diskRec) any { return s.renderDisk(st, d, now) })
 		return nil
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"data": data, "total_count": total, "offset": offset, "limit": limit})
+	writeList(w, data, total, offset, limit)
 }
 
 // writeDisk answers a rendered disk, or Prime's 404 when there is none (nil).

@@ -726,12 +726,7 @@ func (s *Server) render(p *podRec, now time.Time) map[string]any {
 }
 
 func (s *Server) findPod(st *state, id string) *podRec {
-	for _, p := range st.Pods {
-		if p.ID == id {
-			return p
-		}
-	}
-	return nil
+	return emukit.Find(st.Pods, func(p *podRec) bool { return p.ID == id })
 }
 
 func (s *Server) getPod(w http.ResponseWriter, id string) {
@@ -751,15 +746,7 @@ func (s *Server) getPod(w http.ResponseWriter, id string) {
 }
 
 func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	offset, _ := strconv.Atoi(q.Get("offset"))
-	limit, err := strconv.Atoi(q.Get("limit"))
-	if err != nil || limit <= 0 {
-		limit = 100
-	}
-	if offset < 0 {
-		offset = 0
-	}
+	offset, limit := pageQuery(r.URL.Query())
 	now := s.opts.Now().UTC()
 	var live []*podRec
 	_ = s.Store.With(false, func(st *state) error {
@@ -772,11 +759,32 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	})
 	// Newest first, as the console shows them.
 	sort.SliceStable(live, func(i, j int) bool { return live[i].CreatedAt.After(live[j].CreatedAt) })
-	data := []any{}
-	for i := offset; i < len(live) && i < offset+limit; i++ {
-		data = append(data, s.render(live[i], now))
+	writeList(w, page(live, offset, limit, func(p *podRec) any { return s.render(p, now) }), len(live), offset, limit)
+}
+
+// pageQuery reads a list's offset and limit: limit 100 unless a positive number is given, offset 0
+// when negative.
+func pageQuery(q url.Values) (offset, limit int) {
+	offset, _ = strconv.Atoi(q.Get("offset"))
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit <= 0 {
+		limit = 100
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": data, "total_count": len(live), "offset": offset, "limit": limit})
+	return max(offset, 0), limit
+}
+
+// page renders the items of one page: from offset, at most limit.
+func page[T any](items []T, offset, limit int, render func(T) any) []any {
+	data := []any{}
+	for i := offset; i < len(items) && i < offset+limit; i++ {
+		data = append(data, render(items[i]))
+	}
+	return data
+}
+
+// writeList answers a list as Prime pages it: {"data", "total_count", "offset", "limit"}.
+func writeList(w http.ResponseWriter, data []any, total, offset, limit int) {
+	writeJSON(w, http.StatusOK, map[string]any{"data": data, "total_count": total, "offset": offset, "limit": limit})
 }
 
 func (s *Server) podStatus(w http.ResponseWriter, r *http.Request) {
@@ -853,7 +861,7 @@ func (s *Server) listKeys(w http.ResponseWriter) {
 		}
 		return nil
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"data": data, "total_count": len(data), "offset": 0, "limit": 100})
+	writeList(w, data, len(data), 0, 100)
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {

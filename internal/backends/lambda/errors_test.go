@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
@@ -17,51 +18,37 @@ func lambdaBody(code, msg string) string {
 // Lambda's error body's code decides the kind; the HTTP status only when there is no code this backend
 // knows.
 func TestErrorClassification(t *testing.T) {
-	for _, tc := range []struct {
-		status int
-		body   string
-		want   cloudprovider.ErrorKind
-	}{
+	backendtest.WantClassified(t, CloudName, "launching instance", "/instance-operations/launch", classify, []backendtest.Answer{
 		// The codes Lambda documents, with the statuses it sends them with.
-		{400, lambdaBody(CodeInsufficientCapacity, "Not enough capacity to fulfill launch request."), cloudprovider.ErrCapacity},
-		{401, lambdaBody(CodeInvalidAPIKey, "API key was invalid, expired, or deleted."), cloudprovider.ErrAuth},
-		{403, lambdaBody(CodeAccountInactive, "Your account is inactive."), cloudprovider.ErrQuota},
-		{400, lambdaBody(CodeQuotaExceeded, "Quota exceeded."), cloudprovider.ErrQuota},
-		{400, lambdaBody(CodeInvalidAddress, "Your billing address is invalid."), cloudprovider.ErrQuota},
-		{404, lambdaBody(CodeObjectDoesNotExist, "Specified instance does not exist."), cloudprovider.ErrNotFound},
-		{400, lambdaBody(CodeInvalidParameters, "Invalid request data."), cloudprovider.ErrInvalid},
-		{400, lambdaBody(CodeDuplicate, "duplicate"), cloudprovider.ErrInvalid},
-		{400, lambdaBody(CodeFileSystemInWrongRegion, "wrong region"), cloudprovider.ErrInvalid},
-		{400, lambdaBody(CodeSSHKeyInUse, "in use"), cloudprovider.ErrInvalid},
-		{500, lambdaBody(CodeUnknown, "Something unexpected occurred."), cloudprovider.ErrOther},
+		{Status: 400, Body: lambdaBody(CodeInsufficientCapacity, "Not enough capacity to fulfill launch request."), Kind: cloudprovider.ErrCapacity},
+		{Status: 401, Body: lambdaBody(CodeInvalidAPIKey, "API key was invalid, expired, or deleted."), Kind: cloudprovider.ErrAuth},
+		{Status: 403, Body: lambdaBody(CodeAccountInactive, "Your account is inactive."), Kind: cloudprovider.ErrQuota},
+		{Status: 400, Body: lambdaBody(CodeQuotaExceeded, "Quota exceeded."), Kind: cloudprovider.ErrQuota},
+		{Status: 400, Body: lambdaBody(CodeInvalidAddress, "Your billing address is invalid."), Kind: cloudprovider.ErrQuota},
+		{Status: 404, Body: lambdaBody(CodeObjectDoesNotExist, "Specified instance does not exist."), Kind: cloudprovider.ErrNotFound},
+		{Status: 400, Body: lambdaBody(CodeInvalidParameters, "Invalid request data."), Kind: cloudprovider.ErrInvalid},
+		{Status: 400, Body: lambdaBody(CodeDuplicate, "duplicate"), Kind: cloudprovider.ErrInvalid},
+		{Status: 400, Body: lambdaBody(CodeFileSystemInWrongRegion, "wrong region"), Kind: cloudprovider.ErrInvalid},
+		{Status: 400, Body: lambdaBody(CodeSSHKeyInUse, "in use"), Kind: cloudprovider.ErrInvalid},
+		{Status: 500, Body: lambdaBody(CodeUnknown, "Something unexpected occurred."), Kind: cloudprovider.ErrOther},
 		// The code wins over the status.
-		{503, lambdaBody(CodeInsufficientCapacity, "no capacity"), cloudprovider.ErrCapacity},
-		{400, lambdaBody(CodeUnknown, "odd"), cloudprovider.ErrOther},
-		{404, lambdaBody(CodeInvalidAPIKey, "odd"), cloudprovider.ErrAuth},
-		{400, lambdaBody(CodeObjectDoesNotExist, "SSH key \"x\" does not exist."), cloudprovider.ErrNotFound},
+		{Status: 503, Body: lambdaBody(CodeInsufficientCapacity, "no capacity"), Kind: cloudprovider.ErrCapacity},
+		{Status: 400, Body: lambdaBody(CodeUnknown, "odd"), Kind: cloudprovider.ErrOther},
+		{Status: 404, Body: lambdaBody(CodeInvalidAPIKey, "odd"), Kind: cloudprovider.ErrAuth},
+		{Status: 400, Body: lambdaBody(CodeObjectDoesNotExist, "SSH key \"x\" does not exist."), Kind: cloudprovider.ErrNotFound},
 		// No code (or one this backend does not know): the status decides.
-		{401, `Unauthorized`, cloudprovider.ErrAuth},
-		{403, lambdaBody("global/some-new-code", "forbidden"), cloudprovider.ErrAuth},
-		{402, `{}`, cloudprovider.ErrQuota},
-		{404, `<html>not found</html>`, cloudprovider.ErrNotFound},
-		{400, `{"error": {"message": "bad"}}`, cloudprovider.ErrInvalid},
-		{409, ``, cloudprovider.ErrInvalid},
-		{429, lambdaBody("global/too-many-requests", "Too many requests."), cloudprovider.ErrOther},
+		{Status: 401, Body: `Unauthorized`, Kind: cloudprovider.ErrAuth},
+		{Status: 403, Body: lambdaBody("global/some-new-code", "forbidden"), Kind: cloudprovider.ErrAuth},
+		{Status: 402, Body: `{}`, Kind: cloudprovider.ErrQuota},
+		{Status: 404, Body: `<html>not found</html>`, Kind: cloudprovider.ErrNotFound},
+		{Status: 400, Body: `{"error": {"message": "bad"}}`, Kind: cloudprovider.ErrInvalid},
+		{Status: 409, Body: ``, Kind: cloudprovider.ErrInvalid},
+		{Status: 429, Body: lambdaBody("global/too-many-requests", "Too many requests."), Kind: cloudprovider.ErrOther},
 		// Lambda's edge answers 429 with a plain-text page (RateLimited: the launch waits it out).
-		{429, `error code: 1015`, cloudprovider.ErrOther},
-		{500, ``, cloudprovider.ErrOther},
-		{502, `<html><body><h1>502 Bad Gateway</h1></body></html>`, cloudprovider.ErrOther},
-	} {
-		he := &restclient.HTTPError{Method: "POST", Path: "/instance-operations/launch", Status: tc.status, Body: []byte(tc.body)}
-		err := classify("launching instance", fmt.Errorf("wrapped: %w", he))
-		if got := cloudprovider.KindOf(err); got != tc.want {
-			t.Errorf("HTTP %d %s: kind %v, want %v (%v)", tc.status, tc.body, got, tc.want, err)
-		}
-		var ce *cloudprovider.Error
-		if !errors.As(err, &ce) || ce.Cloud != CloudName || ce.Op != "launching instance" {
-			t.Errorf("HTTP %d: not a lambda *cloudprovider.Error: %#v", tc.status, err)
-		}
-	}
+		{Status: 429, Body: `error code: 1015`, Kind: cloudprovider.ErrOther},
+		{Status: 500, Body: ``, Kind: cloudprovider.ErrOther},
+		{Status: 502, Body: `<html><body><h1>502 Bad Gateway</h1></body></html>`, Kind: cloudprovider.ErrOther},
+	})
 }
 
 func TestErrorMessage(t *testing.T) {

@@ -2,12 +2,10 @@ package mithril
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
@@ -102,32 +100,23 @@ func TestFixturesParse(t *testing.T) {
 }
 
 func TestErrorClassification(t *testing.T) {
-	tests := []struct {
-		status  int
-		body    string
-		kind    cloudprovider.ErrorKind
-		message string
-	}{
-		{422, string(readFixture(t, "handwritten.error.422.json")), cloudprovider.ErrInvalid, "body.limit_price: Field required; query.limit: Input should be less than or equal to 100"},
-		{404, string(readFixture(t, "handwritten.error.404.json")), cloudprovider.ErrNotFound, "Bid not found"},
-		{401, `{"detail":"Invalid API key"}`, cloudprovider.ErrAuth, "Invalid API key"},
-		{403, `{"detail":"Forbidden"}`, cloudprovider.ErrAuth, "Forbidden"},
-		{400, `{"detail":"Insufficient capacity for h100-80gb.sxm.8x in us-central1-a"}`, cloudprovider.ErrCapacity, "Insufficient capacity"},
-		{400, `{"error":"Project quota exceeded"}`, cloudprovider.ErrQuota, "Project quota exceeded"},
-		{402, `{"message":"payment required"}`, cloudprovider.ErrQuota, "payment required"},
-		{400, `{"detail":"Instance type it_x is not available in region us-central1-b"}`, cloudprovider.ErrInvalid, "not available in region"},
-		{409, `{"detail":{"message":"Bid is terminated"}}`, cloudprovider.ErrInvalid, "Bid is terminated"},
-		{501, `{"detail":"Pause not supported for spot"}`, cloudprovider.ErrInvalid, "not supported"},
-		{502, `{"detail":"Upstream service failure"}`, cloudprovider.ErrOther, "Upstream"},
-		{503, `Service Unavailable`, cloudprovider.ErrOther, "Service Unavailable"},
+	answers := []backendtest.Answer{
+		{Status: 422, Body: string(readFixture(t, "handwritten.error.422.json")), Kind: cloudprovider.ErrInvalid, Text: "body.limit_price: Field required; query.limit: Input should be less than or equal to 100"},
+		{Status: 404, Body: string(readFixture(t, "handwritten.error.404.json")), Kind: cloudprovider.ErrNotFound, Text: "Bid not found"},
+		{Status: 401, Body: `{"detail":"Invalid API key"}`, Kind: cloudprovider.ErrAuth, Text: "Invalid API key"},
+		{Status: 403, Body: `{"detail":"Forbidden"}`, Kind: cloudprovider.ErrAuth, Text: "Forbidden"},
+		{Status: 400, Body: `{"detail":"Insufficient capacity for h100-80gb.sxm.8x in us-central1-a"}`, Kind: cloudprovider.ErrCapacity, Text: "Insufficient capacity"},
+		{Status: 400, Body: `{"error":"Project quota exceeded"}`, Kind: cloudprovider.ErrQuota, Text: "Project quota exceeded"},
+		{Status: 402, Body: `{"message":"payment required"}`, Kind: cloudprovider.ErrQuota, Text: "payment required"},
+		{Status: 400, Body: `{"detail":"Instance type it_x is not available in region us-central1-b"}`, Kind: cloudprovider.ErrInvalid, Text: "not available in region"},
+		{Status: 409, Body: `{"detail":{"message":"Bid is terminated"}}`, Kind: cloudprovider.ErrInvalid, Text: "Bid is terminated"},
+		{Status: 501, Body: `{"detail":"Pause not supported for spot"}`, Kind: cloudprovider.ErrInvalid, Text: "not supported"},
+		{Status: 502, Body: `{"detail":"Upstream service failure"}`, Kind: cloudprovider.ErrOther, Text: "Upstream"},
+		{Status: 503, Body: `Service Unavailable`, Kind: cloudprovider.ErrOther, Text: "Service Unavailable"},
 	}
-	for _, tt := range tests {
-		err := classify("op", &restclient.HTTPError{Method: http.MethodGet, Path: "/x", Status: tt.status, Body: []byte(tt.body)})
-		if k := cloudprovider.KindOf(err); k != tt.kind {
-			t.Errorf("%d %s: kind %v, want %v", tt.status, tt.body, k, tt.kind)
-		}
-		if !strings.Contains(err.Error(), tt.message) || StatusOf(err) != tt.status {
-			t.Errorf("%d: message %q lacks %q", tt.status, err.Error(), tt.message)
+	for i, err := range backendtest.WantClassified(t, CloudName, "op", "/x", classify, answers) {
+		if StatusOf(err) != answers[i].Status {
+			t.Errorf("%d: StatusOf %d", answers[i].Status, StatusOf(err))
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/money"
@@ -314,19 +313,7 @@ func (cp *ControlPlane) cloudClusterOffers(ctx context.Context, cloud string) ([
 		return nil, errors.New("no cluster API")
 	}
 	v, err, _ := cp.flight.Do("clusters/"+cloud, func() (any, error) {
-		// The request belongs to no single caller: one caller's cancellation must not fail the others.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cp.opts.OfferTimeout)
-		defer cancel()
-		cp.mu.Lock()
-		cp.offerRequests[cloud]++
-		cp.mu.Unlock()
-		start := time.Now()
-		offers, err := cb.ClusterOffers(rctx)
-		if err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("timed out after %s waiting for cluster offers", cp.opts.OfferTimeout)
-		}
-		cp.logger(ctx).Debug("cluster offers fetched", "cloud", cloud, "count", len(offers), "duration", time.Since(start), "error", err)
-		return offers, err
+		return askCloud(ctx, cp, cloud, "cluster offers", cb.ClusterOffers)
 	})
 	offers, _ := v.([]cloudprovider.ClusterOffer) // the function above returns only []ClusterOffer
 	return offers, err

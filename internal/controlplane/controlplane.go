@@ -556,18 +556,7 @@ func (cp *ControlPlane) cloudOffers(ctx context.Context, cloud string, fresh boo
 				return c, nil
 			}
 		}
-		// The request belongs to no single caller: one caller's cancellation must not fail the others.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cp.opts.OfferTimeout)
-		defer cancel()
-		cp.mu.Lock()
-		cp.offerRequests[cloud]++
-		cp.mu.Unlock()
-		start := time.Now()
-		offers, err := cp.backends[cloud].Offers(rctx)
-		if err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("timed out after %s waiting for offers", cp.opts.OfferTimeout)
-		}
-		cp.logger(ctx).Debug("offers fetched", "cloud", cloud, "count", len(offers), "duration", time.Since(start), "error", err)
+		offers, err := askCloud(ctx, cp, cloud, "offers", cp.backends[cloud].Offers)
 		res := cloudOffers{offers: offers, err: err}
 		if ctx.Err() == nil {
 			cp.mu.Lock()
@@ -578,6 +567,24 @@ func (cp *ControlPlane) cloudOffers(ctx context.Context, cloud string, fresh boo
 	})
 	co, _ := v.(cloudOffers) // the function above returns only cloudOffers
 	return co
+}
+
+// askCloud sends one request of a cloud's catalog (what: "offers", "cluster offers") and counts it. The
+// request belongs to no single caller (one caller's cancellation must not fail the others): it has a
+// context of its own, bounded by OfferTimeout, and a request cut by that fails saying so.
+func askCloud[T any](ctx context.Context, cp *ControlPlane, cloud, what string, ask func(context.Context) ([]T, error)) ([]T, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cp.opts.OfferTimeout)
+	defer cancel()
+	cp.mu.Lock()
+	cp.offerRequests[cloud]++
+	cp.mu.Unlock()
+	start := time.Now()
+	list, err := ask(rctx)
+	if err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("timed out after %s waiting for %s", cp.opts.OfferTimeout, what)
+	}
+	cp.logger(ctx).Debug(what+" fetched", "cloud", cloud, "count", len(list), "duration", time.Since(start), "error", err)
+	return list, err
 }
 
 // concurrently calls f on every element of in, each in a goroutine of its own, and returns the answers

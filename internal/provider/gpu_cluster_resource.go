@@ -21,12 +21,7 @@ import (
 // control-plane call per Terraform operation: PlanNewCluster or PlanClusterChange (plan),
 // CreateCluster, RefreshCluster or ImportCluster (read), ResumeCluster (update), DeleteCluster.
 
-var (
-	_ resource.ResourceWithConfigure      = (*gpuClusterResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*gpuClusterResource)(nil)
-	_ resource.ResourceWithImportState    = (*gpuClusterResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*gpuClusterResource)(nil)
-)
+var _ hydraResource = (*gpuClusterResource)(nil)
 
 // defaultClusterCreateTimeout bounds a cluster's create: every node's boot and provisioning (in
 // parallel), then the cluster check.
@@ -36,21 +31,17 @@ const defaultClusterCreateTimeout = 120 * time.Minute
 const clusterQuoteKey = "hydra_cluster_quote"
 
 // NewGPUClusterResource is the hydra_gpu_cluster resource.
-func NewGPUClusterResource() resource.Resource { return &gpuClusterResource{} }
-
-type gpuClusterResource struct {
-	data *providerData
+func NewGPUClusterResource() resource.Resource {
+	return &gpuClusterResource{resourceBase{base{typeName: "gpu_cluster"}}}
 }
+
+type gpuClusterResource struct{ resourceBase }
 
 // clusterQuote is a plan's choice for one new cluster, kept like a machine's quote so that the
 // apply-time re-plan shows the same values.
 type clusterQuote struct {
 	Plan    controlplane.ClusterPlan `json:"cluster_plan"`
 	Expires time.Time                `json:"expires"`
-}
-
-func (r *gpuClusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
 }
 
 // walkName is the cluster's name in the walk, apart from a machine of the same name.

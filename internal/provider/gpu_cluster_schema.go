@@ -40,10 +40,6 @@ var clusterNodeAttrTypes = map[string]attr.Type{
 // ncclCheckAttrTypes is nccl_check's object.
 var ncclCheckAttrTypes = map[string]attr.Type{"min_bus_bandwidth_gbps": types.Float64Type}
 
-func (r *gpuClusterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_gpu_cluster"
-}
-
 func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{

@@ -22,12 +22,7 @@ import (
 // whether a quote is reused, replace or re-provision, whether a name is free) and every step of the
 // machine's lifecycle is the control plane's.
 
-var (
-	_ resource.ResourceWithConfigure      = (*gpuInstanceResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*gpuInstanceResource)(nil)
-	_ resource.ResourceWithImportState    = (*gpuInstanceResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*gpuInstanceResource)(nil)
-)
+var _ hydraResource = (*gpuInstanceResource)(nil)
 
 const (
 	defaultCreateTimeout = 60 * time.Minute
@@ -36,15 +31,11 @@ const (
 )
 
 // NewGPUInstanceResource is the hydra_gpu_instance resource.
-func NewGPUInstanceResource() resource.Resource { return &gpuInstanceResource{} }
-
-type gpuInstanceResource struct {
-	data *providerData
+func NewGPUInstanceResource() resource.Resource {
+	return &gpuInstanceResource{resourceBase{base{typeName: "gpu_instance"}}}
 }
 
-func (r *gpuInstanceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
-}
+type gpuInstanceResource struct{ resourceBase }
 
 func (r *gpuInstanceResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	m, ok := get[gpuInstanceModel](ctx, req.Config, &resp.Diagnostics)

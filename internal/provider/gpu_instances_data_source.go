@@ -18,16 +18,11 @@ var (
 )
 
 // NewGPUInstancesDataSource is the hydra_gpu_instances data source.
-func NewGPUInstancesDataSource() datasource.DataSource { return &gpuInstancesDataSource{} }
-
-type gpuInstancesDataSource struct{ dataSourceData }
-
-// dataSourceData is what every data source embeds: the provider's data, set by Configure.
-type dataSourceData struct{ data *providerData }
-
-func (d *dataSourceData) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
+func NewGPUInstancesDataSource() datasource.DataSource {
+	return &gpuInstancesDataSource{dataSourceBase{base{typeName: "gpu_instances"}}}
 }
+
+type gpuInstancesDataSource struct{ dataSourceBase }
 
 type gpuInstancesModel struct {
 	Clouds      types.Set    `tfsdk:"clouds"`
@@ -57,10 +52,6 @@ var machineAttrTypes = map[string]attr.Type{
 	"price_usd_per_hour": types.Float64Type,
 	"accrued_usd":        types.Float64Type,
 	"cluster":            types.StringType,
-}
-
-func (d *gpuInstancesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_gpu_instances"
 }
 
 func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {

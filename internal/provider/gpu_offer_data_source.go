@@ -29,9 +29,11 @@ var (
 )
 
 // NewGPUOfferDataSource is the hydra_gpu_offer data source.
-func NewGPUOfferDataSource() datasource.DataSource { return &gpuOfferDataSource{} }
+func NewGPUOfferDataSource() datasource.DataSource {
+	return &gpuOfferDataSource{dataSourceBase{base{typeName: "gpu_offer"}}}
+}
 
-type gpuOfferDataSource struct{ dataSourceData }
+type gpuOfferDataSource struct{ dataSourceBase }
 
 type gpuOfferModel struct {
 	offerRequestModel
@@ -76,10 +78,6 @@ var offerAttrTypes = map[string]attr.Type{
 	"details":            types.MapType{ElemType: types.StringType},
 	"nodes":              types.Int64Type,
 	"interconnect":       types.StringType,
-}
-
-func (d *gpuOfferDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_gpu_offer"
 }
 
 func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {

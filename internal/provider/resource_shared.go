@@ -6,12 +6,52 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
+
+// hydraResource is what each of hydra's resources implements besides its CRUD methods: it is
+// configured with the provider's data (resourceBase), validates its configuration, plans with the
+// control plane and imports.
+type hydraResource interface {
+	resource.ResourceWithConfigure
+	resource.ResourceWithModifyPlan
+	resource.ResourceWithImportState
+	resource.ResourceWithValidateConfig
+}
+
+// base is what every resource and data source embeds (as resourceBase or dataSourceBase): its type
+// name (after `hydra_`) and the provider's data, set by Configure (nil until the provider is configured).
+type base struct {
+	typeName string
+	data     *providerData
+}
+
+// resourceBase is base for a resource.
+type resourceBase struct{ base }
+
+func (b *resourceBase) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_" + b.typeName
+}
+
+func (b *resourceBase) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	b.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
+}
+
+// dataSourceBase is base for a data source.
+type dataSourceBase struct{ base }
+
+func (b *dataSourceBase) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_" + b.typeName
+}
+
+func (b *dataSourceBase) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	b.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
+}
 
 // lifecycleModel is what hydra_gpu_instance's and hydra_gpu_cluster's models tell the lifecycle steps
 // they share.

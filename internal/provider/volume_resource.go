@@ -22,26 +22,17 @@ import (
 // control-plane call per Terraform operation: PlanVolume (plan), CreateVolume, RefreshVolume or
 // ImportVolume (read), DeleteVolume.
 
-var (
-	_ resource.ResourceWithConfigure      = (*volumeResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*volumeResource)(nil)
-	_ resource.ResourceWithImportState    = (*volumeResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*volumeResource)(nil)
-)
+var _ hydraResource = (*volumeResource)(nil)
 
 // defaultVolumeTimeout bounds a volume's create and delete.
 const defaultVolumeTimeout = 10 * time.Minute
 
 // NewVolumeResource is the hydra_volume resource.
-func NewVolumeResource() resource.Resource { return &volumeResource{} }
-
-type volumeResource struct {
-	data *providerData
+func NewVolumeResource() resource.Resource {
+	return &volumeResource{resourceBase{base{typeName: "volume"}}}
 }
 
-func (r *volumeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.data = configuredData(req.ProviderData, resp.Diagnostics.AddError)
-}
+type volumeResource struct{ resourceBase }
 
 // volumeWalkName is a volume's name in the walk (its id), apart from machines and clusters.
 func volumeWalkName(id string) string { return "volume:" + id }

@@ -26,10 +26,6 @@ var volumeTypes = []string{string(cloudprovider.VolumeBlock), string(cloudprovid
 // overflowing anything the size passes through.
 const maxVolumeSizeGB = 1 << 20
 
-func (r *volumeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_volume"
-}
-
 func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
+	client "github.com/hydragpu/terraform-provider-hydra/internal/backends/mithril"
 	"github.com/hydragpu/terraform-provider-hydra/internal/emulator/emukit/emutest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
@@ -467,15 +468,7 @@ func TestAdminOverHTTP(t *testing.T) {
 func TestDefaultCatalogNames(t *testing.T) {
 	srv := httptest.NewServer(New(Options{}))
 	defer srv.Close()
-	var types []struct {
-		Name        string `json:"name"`
-		GPUType     string `json:"gpu_type"`
-		NumGPUs     int    `json:"num_gpus"`
-		GPUMemoryGB int    `json:"gpu_memory_gb"`
-		GPUSocket   string `json:"gpu_socket"`
-		NumCPUs     int    `json:"num_cpus"`
-		RAMGB       int    `json:"ram_gb"`
-	}
+	var types []client.InstanceType // as hydra's client reads them
 	if code := call(t, srv.URL, "GET", "/v2/instance-types", nil, &types); code != 200 {
 		t.Fatalf("instance types: %d", code)
 	}
@@ -500,7 +493,8 @@ func TestDefaultCatalogNames(t *testing.T) {
 				continue
 			}
 			found = true
-			if it.GPUType != tc.gpu || it.NumGPUs != tc.count || it.GPUMemoryGB != tc.memGB || it.GPUSocket != tc.socket || it.NumCPUs != tc.cpus || it.RAMGB != tc.ramGB {
+			n := func(v int) client.OptInt { return client.OptInt{Value: int64(v), Valid: true} }
+			if it.GPUType != tc.gpu || it.NumGPUs != n(tc.count) || it.GPUMemoryGB != n(tc.memGB) || it.GPUSocket != tc.socket || it.NumCPUs != n(tc.cpus) || it.RAMGB != n(tc.ramGB) {
 				t.Errorf("%s: %+v", tc.name, it)
 			}
 		}

@@ -4,35 +4,28 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
 func TestStatusTable(t *testing.T) {
-	for _, tc := range []struct {
-		status string
-		hasIP  bool
-		want   cloudprovider.Status
-		msg    bool
-	}{
-		{"booting", false, cloudprovider.StatusPending, false},
-		{"booting", true, cloudprovider.StatusPending, false}, // the ip appears before the machine is up
-		{"active", true, cloudprovider.StatusRunning, false},
-		{"active", false, cloudprovider.StatusPending, false}, // running needs an address
-		{"ACTIVE", true, cloudprovider.StatusRunning, false},
-		{"unhealthy", true, cloudprovider.StatusError, true},
-		{"unhealthy", false, cloudprovider.StatusError, true},
-		{"terminating", true, cloudprovider.StatusTerminated, false},
-		{"terminated", false, cloudprovider.StatusTerminated, false},
-		{"preempted", false, cloudprovider.StatusTerminated, false},
-		{"", false, cloudprovider.StatusPending, false},
-		{"rebooting", true, cloudprovider.StatusPending, false}, // unknown words keep polling
-	} {
-		got, msg := mapStatus(tc.status, tc.hasIP)
-		if got != tc.want || (msg != "") != tc.msg {
-			t.Errorf("mapStatus(%q, %v) = %q, %q; want %q (message %v)", tc.status, tc.hasIP, got, msg, tc.want, tc.msg)
-		}
-		if tc.msg && !strings.Contains(msg, tc.status) {
-			t.Errorf("the message %q does not name Lambda's status %q", msg, tc.status)
+	cases := []backendtest.StatusCase{
+		{Word: "booting", Reachable: false, Want: cloudprovider.StatusPending},
+		{Word: "booting", Reachable: true, Want: cloudprovider.StatusPending}, // the ip appears before the machine is up
+		{Word: "active", Reachable: true, Want: cloudprovider.StatusRunning},
+		{Word: "active", Reachable: false, Want: cloudprovider.StatusPending}, // running needs an address
+		{Word: "ACTIVE", Reachable: true, Want: cloudprovider.StatusRunning},
+		{Word: "unhealthy", Reachable: true, Want: cloudprovider.StatusError},
+		{Word: "unhealthy", Reachable: false, Want: cloudprovider.StatusError},
+		{Word: "terminating", Reachable: true, Want: cloudprovider.StatusTerminated},
+		{Word: "terminated", Reachable: false, Want: cloudprovider.StatusTerminated},
+		{Word: "preempted", Reachable: false, Want: cloudprovider.StatusTerminated},
+		{Word: "", Reachable: false, Want: cloudprovider.StatusPending},
+		{Word: "rebooting", Reachable: true, Want: cloudprovider.StatusPending}, // unknown words keep polling
+	}
+	for i, msg := range backendtest.WantStatuses(t, mapStatus, cases) {
+		if msg != "" && !strings.Contains(msg, cases[i].Word) {
+			t.Errorf("the message %q does not name Lambda's status %q", msg, cases[i].Word)
 		}
 	}
 	// Every word of Lambda's InstanceStatus enum is in the table.

@@ -509,40 +509,27 @@ func TestAuthErrorFromBackend(t *testing.T) {
 }
 
 func TestStatusTable(t *testing.T) {
-	tests := []struct {
-		status string
-		ip     bool
-		want   cloudprovider.Status
-	}{
-		{"new", false, cloudprovider.StatusPending},
-		{"ordered", false, cloudprovider.StatusPending},
-		{"validating", false, cloudprovider.StatusPending},
-		{"pending", false, cloudprovider.StatusPending},
-		{"provisioning", false, cloudprovider.StatusPending},
-		{"running", false, cloudprovider.StatusPending},
-		{"running", true, cloudprovider.StatusRunning},
-		{"RUNNING", true, cloudprovider.StatusRunning},
-		{"offline", true, cloudprovider.StatusError},
-		{"hibernating", false, cloudprovider.StatusError},
-		{"restoring", false, cloudprovider.StatusPending},
-		{"deleting", false, cloudprovider.StatusTerminated},
-		{"discontinued", false, cloudprovider.StatusTerminated},
-		{"notfound", false, cloudprovider.StatusTerminated},
-		{"no_capacity", false, cloudprovider.StatusError},
-		{"installation_failed", false, cloudprovider.StatusError},
-		{"error", false, cloudprovider.StatusError},
-		{"unknown", false, cloudprovider.StatusError},
-		{"brand_new_word", false, cloudprovider.StatusPending},
-	}
-	for _, tc := range tests {
-		got, msg := mapStatus(tc.status, tc.ip)
-		if got != tc.want {
-			t.Errorf("%s (ip %v) = %s, want %s", tc.status, tc.ip, got, tc.want)
-		}
-		if (got == cloudprovider.StatusError) != (msg != "") {
-			t.Errorf("%s: message %q", tc.status, msg)
-		}
-	}
+	backendtest.WantStatuses(t, mapStatus, []backendtest.StatusCase{
+		{Word: "new", Reachable: false, Want: cloudprovider.StatusPending},
+		{Word: "ordered", Reachable: false, Want: cloudprovider.StatusPending},
+		{Word: "validating", Reachable: false, Want: cloudprovider.StatusPending},
+		{Word: "pending", Reachable: false, Want: cloudprovider.StatusPending},
+		{Word: "provisioning", Reachable: false, Want: cloudprovider.StatusPending},
+		{Word: "running", Reachable: false, Want: cloudprovider.StatusPending},
+		{Word: "running", Reachable: true, Want: cloudprovider.StatusRunning},
+		{Word: "RUNNING", Reachable: true, Want: cloudprovider.StatusRunning},
+		{Word: "offline", Reachable: true, Want: cloudprovider.StatusError},
+		{Word: "hibernating", Reachable: false, Want: cloudprovider.StatusError},
+		{Word: "restoring", Reachable: false, Want: cloudprovider.StatusPending},
+		{Word: "deleting", Reachable: false, Want: cloudprovider.StatusTerminated},
+		{Word: "discontinued", Reachable: false, Want: cloudprovider.StatusTerminated},
+		{Word: "notfound", Reachable: false, Want: cloudprovider.StatusTerminated},
+		{Word: "no_capacity", Reachable: false, Want: cloudprovider.StatusError},
+		{Word: "installation_failed", Reachable: false, Want: cloudprovider.StatusError},
+		{Word: "error", Reachable: false, Want: cloudprovider.StatusError},
+		{Word: "unknown", Reachable: false, Want: cloudprovider.StatusError},
+		{Word: "brand_new_word", Reachable: false, Want: cloudprovider.StatusPending},
+	})
 }
 
 // TestClassify: the error body decides the kind when it names one (a known message, then the code);

@@ -232,7 +232,7 @@ func (cp *ControlPlane) sendOrder(ctx context.Context, journal Journal, spec Clu
 	if err == nil {
 		return c, nil
 	}
-	if k := cloudprovider.KindOf(err); k == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if lostAnswer(err) {
 		lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		found, ok, gerr := findCluster(lookCtx, cb, name)
 		cancel()

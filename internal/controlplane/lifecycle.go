@@ -111,7 +111,7 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 			return Launched{Instance: inst, Offer: o, Pool: pm.Pool}, nil
 		}
 		// A create whose outcome is unknown may have succeeded: look (by its unique name) first.
-		if k := cloudprovider.KindOf(err); k == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		if lostAnswer(err) {
 			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			inst, gerr := pm.Get(lookCtx, InstanceRef{Name: name})
 			cancel()
@@ -136,6 +136,12 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 		return Launched{}, &SoldOutError{OfferID: req.Offers[0].ID, Cloud: req.Offers[0].Cloud, Reason: tried[0]}
 	}
 	return Launched{}, cloudprovider.Errorf(cloudprovider.ErrCapacity, "hydra", "creating instance", "every acceptable offer ran out of capacity: %v", tried)
+}
+
+// lostAnswer reports whether a create's error leaves its outcome unknown, so that the cloud may have
+// made the resource: its answer was lost (ErrOther), or ctx ended while it was sent.
+func lostAnswer(err error) bool {
+	return cloudprovider.KindOf(err) == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // awaitAllocation waits for an instance awaiting allocation, read through its cloud's shared status

@@ -253,7 +253,7 @@ func (cp *ControlPlane) CreateVolume(ctx context.Context, spec VolumeSpec) (Volu
 	v, err := vb.CreateVolume(ctx, cloudprovider.VolumeRequest{Name: name, Type: spec.Type, Region: spec.Region, SizeGB: spec.SizeGB,
 		Owner: cloudprovider.Ownership{Resource: spec.Name, Token: token}})
 	if err != nil {
-		if k := cloudprovider.KindOf(err); k == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		if lostAnswer(err) {
 			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			found, ok, gerr := findVolume(lookCtx, vb, name)
 			cancel()

@@ -305,16 +305,9 @@ func (cp *ControlPlane) awaitBid(ctx context.Context, journal Journal, spec Clus
 
 // findCluster returns the live cluster named name (ok false when there is none).
 func findCluster(ctx context.Context, cb cloudprovider.ClusterBackend, name string) (cloudprovider.Cluster, bool, error) {
-	list, err := cb.ListClusters(ctx, name)
-	if err != nil {
-		return cloudprovider.Cluster{}, false, err
-	}
-	for _, c := range list {
-		if c.Name == name && c.Status != cloudprovider.StatusTerminated {
-			return c, true, nil
-		}
-	}
-	return cloudprovider.Cluster{}, false, nil
+	return findNamed(ctx, name, cb.ListClusters, func(c cloudprovider.Cluster) bool {
+		return c.Name == name && c.Status != cloudprovider.StatusTerminated
+	})
 }
 
 // freeClusterToken is the first of the resource name's derived tokens whose cloud-side name no cluster

@@ -284,16 +284,7 @@ func (cp *ControlPlane) CreateVolume(ctx context.Context, spec VolumeSpec) (Volu
 
 // findVolume finds the one volume named name (ok false: none).
 func findVolume(ctx context.Context, vb cloudprovider.VolumeBackend, name string) (cloudprovider.Volume, bool, error) {
-	list, err := vb.ListVolumes(ctx, name)
-	if err != nil {
-		return cloudprovider.Volume{}, false, err
-	}
-	for _, v := range list {
-		if v.Name == name {
-			return v, true, nil
-		}
-	}
-	return cloudprovider.Volume{}, false, nil
+	return findNamed(ctx, name, vb.ListVolumes, func(v cloudprovider.Volume) bool { return v.Name == name })
 }
 
 // volumeRecord is v as a state holds it, its attachments named by machine.

@@ -428,17 +428,18 @@ func TestGPUClusterImportID(t *testing.T) {
 	}
 }
 
-// provisionedCluster is a 2-node cluster with provisioning on (the embedded playbooks) and the NCCL
-// check's floor.
-func provisionedCluster(s *testSandbox, floor float64, extra string) string {
-	return s.provisionedConfig("") + clusterConfig("prov", "h100", 1, 2,
+// provisionedCluster is a 2-node cluster with provisioning on (playbookDir, "" = the embedded
+// playbooks) and the NCCL check's floor.
+func provisionedCluster(s *testSandbox, playbookDir string, floor float64, extra string) string {
+	return s.provisionedConfig(playbookDir) + clusterConfig("prov", "h100", 1, 2,
 		fmt.Sprintf("  nccl_check = { min_bus_bandwidth_gbps = %g }\n%s", floor, extra))
 }
 
 // TestAccGPUCluster_provisioned runs the real playbooks and the cluster check on sandbox nodes: an NCCL
-// floor the fabric cannot reach fails the create (the cluster is kept, tainted, and replaced next);
-// a reachable one makes it ready with every node healthy. A node found unhealthy later is named and
-// changes nothing, until replace_when_unhealthy makes the plan replace the whole cluster (planned
+// floor the fabric cannot reach fails the create (the cluster is kept, tainted, and replaced next;
+// its nodes ran the acceptance tests' small playbook, the failing check being the real one either
+// way); a reachable one makes it ready with every node healthy. A node found unhealthy later is named
+// and changes nothing, until replace_when_unhealthy makes the plan replace the whole cluster (planned
 // only: applying that replacement would build a third cluster to prove what the tainted one's
 // replacement proved).
 func TestAccGPUCluster_provisioned(t *testing.T) {
@@ -453,10 +454,10 @@ func TestAccGPUCluster_provisioned(t *testing.T) {
 	}
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
 		// No recorded all-reduce reaches 100 TB/s.
-		Config:      provisionedCluster(s, 100000, ""),
+		Config:      provisionedCluster(s, smallMachinePlaybooks(t), 100000, ""),
 		ExpectError: errorPattern("creating GPU cluster (prov)", "bus bandwidth"),
 	}, {
-		Config:            provisionedCluster(s, 1, ""),
+		Config:            provisionedCluster(s, "", 1, ""),
 		ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate)),
 		ConfigStateChecks: healthy,
 		Check:             s.checkLive(2),
@@ -467,13 +468,13 @@ func TestAccGPUCluster_provisioned(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		Config:           provisionedCluster(s, 1, ""),
+		Config:           provisionedCluster(s, "", 1, ""),
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("unhealthy")),
 		},
 	}, {
-		Config:             provisionedCluster(s, 1, "  replace_when_unhealthy = true"),
+		Config:             provisionedCluster(s, "", 1, "  replace_when_unhealthy = true"),
 		PlanOnly:           true,
 		ExpectNonEmptyPlan: true,
 		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{

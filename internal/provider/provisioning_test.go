@@ -58,6 +58,25 @@ func copyPlaybooks(t *testing.T, src fs.FS) string {
 	return dst
 }
 
+// smallMachinePlaybooks is a playbook directory of the real playbooks (the cluster check, the drain,
+// the health probe's script) whose machine playbooks (bare-vm.yml, execlet.yml) are the acceptance
+// tests' small one (testdata/playbooks): for a test about what hydra does around a machine's run, not
+// about the run, at a fraction of a real run's cost.
+func smallMachinePlaybooks(t *testing.T) string {
+	t.Helper()
+	dir := copyPlaybooks(t, playbooks.FS)
+	for _, p := range []string{"bare-vm.yml", "execlet.yml"} {
+		data, err := os.ReadFile(filepath.Join("testdata/playbooks", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // machineDir returns the simulated machine's directory of the only live instance.
 func (s *testSandbox) machineDir() string {
 	s.t.Helper()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
 	"strings"
 	"time"
 
@@ -327,44 +326,25 @@ func (b *Backend) placeNode(op, id string) (*Record, error) {
 // GetCluster returns the cluster with the sandbox's id (terminated ones too, as Get), or ErrNotFound.
 // Like Get it changes nothing at the cloud.
 func (b *Backend) GetCluster(ctx context.Context, id string) (cloudprovider.Cluster, error) {
-	const op = "reading cluster"
-	if err := b.call(ctx, op); err != nil {
-		return cloudprovider.Cluster{}, err
-	}
-	var out cloudprovider.Cluster
-	err := b.read(func(st *state, now time.Time) error {
-		c := st.cluster(id)
-		if c == nil {
-			return cloudprovider.Errorf(cloudprovider.ErrNotFound, CloudName, op, "cluster %s not found", id)
-		}
-		var err error
-		out, err = b.toCluster(st, c, now)
-		return err
-	})
-	return out, err
+	return readOne(ctx, b, "reading cluster", "cluster", id, (*state).cluster, b.toCluster)
 }
 
 // ListClusters returns the clusters whose names start with prefix, terminated ones left out.
 func (b *Backend) ListClusters(ctx context.Context, prefix string) ([]cloudprovider.Cluster, error) {
-	if err := b.call(ctx, "listing clusters"); err != nil {
-		return nil, err
-	}
-	var out []cloudprovider.Cluster
-	err := b.read(func(st *state, now time.Time) error {
+	return readAll(ctx, b, "listing clusters", func(st *state, now time.Time) ([]cloudprovider.Cluster, error) {
+		var out []cloudprovider.Cluster
 		for _, c := range st.Clusters {
 			if !strings.HasPrefix(c.Name, prefix) || c.gone(now) {
 				continue
 			}
 			cl, err := b.toCluster(st, c, now)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			out = append(out, cl)
 		}
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, err
+		return out, nil
+	}, func(c cloudprovider.Cluster) string { return c.Name })
 }
 
 // DeleteCluster starts termination of every node of the cluster, and of the cluster. A cluster

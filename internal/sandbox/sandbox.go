@@ -731,21 +731,40 @@ func (b *Backend) Get(ctx context.Context, id string) (cloudprovider.Instance, e
 	if err := b.count(func(c *Counters) { c.InstanceGets++ }); err != nil {
 		return cloudprovider.Instance{}, err
 	}
-	if err := b.call(ctx, op); err != nil {
-		return cloudprovider.Instance{}, err
-	}
-	var inst cloudprovider.Instance
-	err := b.read(func(st *state, now time.Time) error {
-		for _, r := range st.Instances {
-			if r.ID == id {
-				var err error
-				inst, err = b.toInstance(r, now)
-				return err
-			}
-		}
-		return cloudprovider.Errorf(cloudprovider.ErrNotFound, CloudName, op, "instance %s not found", id)
+	return readOne(ctx, b, op, "instance", id, (*state).instance, func(_ *state, r *Record, now time.Time) (cloudprovider.Instance, error) {
+		return b.toInstance(r, now)
 	})
-	return inst, err
+}
+
+// readOne reads one record for a get (op, e.g. "reading volume"): the call's injected failures first,
+// then find's record of id on the state, reported by to; a record find does not find is ErrNotFound
+// ("<what> <id> not found"). It changes nothing.
+func readOne[R, T any](ctx context.Context, b *Backend, op, what, id string, find func(st *state, id string) *R,
+	to func(st *state, r *R, now time.Time) (T, error)) (T, error) {
+	var out T
+	if err := b.call(ctx, op); err != nil {
+		return out, err
+	}
+	err := b.read(func(st *state, now time.Time) error {
+		r := find(st, id)
+		if r == nil {
+			return cloudprovider.Errorf(cloudprovider.ErrNotFound, CloudName, op, "%s %s not found", what, id)
+		}
+		var err error
+		out, err = to(st, r, now)
+		return err
+	})
+	return out, err
+}
+
+// instance returns the instance (a cluster's node too) of an ID, or nil.
+func (st *state) instance(id string) *Record {
+	for _, r := range st.Instances {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
 }
 
 // List returns the instances whose names start with prefix, terminated ones left out. Like Get it
@@ -754,19 +773,27 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]cloudprovider.Inst
 	if err := b.count(func(c *Counters) { c.InstanceLists++ }); err != nil {
 		return nil, err
 	}
-	if err := b.call(ctx, "listing instances"); err != nil {
+	return readAll(ctx, b, "listing instances", func(st *state, now time.Time) ([]cloudprovider.Instance, error) {
+		return b.toInstances(st.Instances, now, func(r *Record) bool { return strings.HasPrefix(r.Name, prefix) && !r.gone(now) })
+	}, func(in cloudprovider.Instance) string { return in.Name })
+}
+
+// readAll lists records for a list (op, e.g. "listing volumes"): the call's injected failures first,
+// then list on the state, ordered by name (name gives a record's). It changes nothing.
+func readAll[T any](ctx context.Context, b *Backend, op string, list func(st *state, now time.Time) ([]T, error), name func(T) string) ([]T, error) {
+	if err := b.call(ctx, op); err != nil {
 		return nil, err
 	}
-	var out []cloudprovider.Instance
+	var out []T
 	err := b.read(func(st *state, now time.Time) error {
 		var err error
-		out, err = b.toInstances(st.Instances, now, func(r *Record) bool { return strings.HasPrefix(r.Name, prefix) && !r.gone(now) })
+		out, err = list(st, now)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool { return name(out[i]) < name(out[j]) })
 	return out, nil
 }
 
@@ -857,11 +884,9 @@ func (b *Backend) ConfirmOwnership(ctx context.Context, id string) error {
 			}
 			return nil
 		}
-		for _, r := range st.Instances {
-			if r.ID == id && !r.gone(now) {
-				r.Owner.Confirmed = true
-				return nil
-			}
+		if r := st.instance(id); r != nil && !r.gone(now) {
+			r.Owner.Confirmed = true
+			return nil
 		}
 		if v := st.volume(id); v != nil {
 			v.Owner.Confirmed = true
@@ -986,10 +1011,8 @@ func (b *Backend) Vanish(id string) error {
 			c.DeletedAt, c.GoneAt = now, now
 			return nil
 		}
-		for _, r := range st.Instances {
-			if r.ID == id {
-				return gone(r)
-			}
+		if r := st.instance(id); r != nil {
+			return gone(r)
 		}
 		return fmt.Errorf("sandbox: no instance or cluster %s", id)
 	})

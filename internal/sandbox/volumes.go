@@ -235,38 +235,22 @@ func (b *Backend) CreateVolume(ctx context.Context, req cloudprovider.VolumeRequ
 
 // GetVolume returns the volume with the sandbox's id, or ErrNotFound. It changes nothing.
 func (b *Backend) GetVolume(ctx context.Context, id string) (cloudprovider.Volume, error) {
-	const op = "reading volume"
-	if err := b.call(ctx, op); err != nil {
-		return cloudprovider.Volume{}, err
-	}
-	var out cloudprovider.Volume
-	err := b.read(func(st *state, now time.Time) error {
-		v := st.volume(id)
-		if v == nil {
-			return cloudprovider.Errorf(cloudprovider.ErrNotFound, CloudName, op, "volume %s not found", id)
-		}
-		out = b.toVolume(st, v, now)
-		return nil
+	return readOne(ctx, b, "reading volume", "volume", id, (*state).volume, func(st *state, v *VolumeRecord, now time.Time) (cloudprovider.Volume, error) {
+		return b.toVolume(st, v, now), nil
 	})
-	return out, err
 }
 
 // ListVolumes returns the volumes whose names start with prefix, by name. It changes nothing.
 func (b *Backend) ListVolumes(ctx context.Context, prefix string) ([]cloudprovider.Volume, error) {
-	if err := b.call(ctx, "listing volumes"); err != nil {
-		return nil, err
-	}
-	var out []cloudprovider.Volume
-	err := b.read(func(st *state, now time.Time) error {
+	return readAll(ctx, b, "listing volumes", func(st *state, now time.Time) ([]cloudprovider.Volume, error) {
+		var out []cloudprovider.Volume
 		for _, v := range st.Volumes {
 			if strings.HasPrefix(v.Name, prefix) {
 				out = append(out, b.toVolume(st, v, now))
 			}
 		}
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, err
+		return out, nil
+	}, func(v cloudprovider.Volume) string { return v.Name })
 }
 
 // DeleteVolume deletes a volume and its store, data included. A volume a machine holds is ErrInvalid
@@ -303,10 +287,8 @@ func (st *state) instanceNames(ids []string) []string {
 	var out []string
 	for _, id := range ids {
 		name := id
-		for _, r := range st.Instances {
-			if r.ID == id {
-				name = r.Name + " (" + id + ")"
-			}
+		if r := st.instance(id); r != nil {
+			name = r.Name + " (" + id + ")"
 		}
 		out = append(out, name)
 	}

@@ -5,6 +5,7 @@
 package createonce
 
 import (
+	"cmp"
 	"context"
 	"sort"
 	"sync"
@@ -58,32 +59,38 @@ func (g *Group) Lock(ctx context.Context, name string) (unlock func(), err error
 	}
 }
 
-// Steps are one cloud's parts of an idempotent create.
-type Steps struct {
+// StepsOf are one cloud's parts of an idempotent create of a T: a machine, a cluster, a volume.
+type StepsOf[T any] struct {
 	// Cloud and Op name the cloud and the operation in the error returned when ctx ends while the
 	// create waits for another create of the name (ErrOther).
 	Cloud, Op string
 	// Name is the cloud-side name the create is idempotent by.
 	Name string
-	// Find looks for a live instance of the name (ok false: there is none). Its error is returned as
-	// it is.
-	Find func(ctx context.Context) (inst cloudprovider.Instance, ok bool, err error)
+	// Key is the name's lock (default Name): things of different kinds that may share a name (a
+	// machine and a cluster) lock different keys.
+	Key string
+	// Find looks for a live T of the name (ok false: there is none). Its error is returned as it is.
+	Find func(ctx context.Context) (found T, ok bool, err error)
 	// Prepare, when set, runs after Find found nothing and before Create: checks and set-up (prices,
 	// SSH keys, a launch rate limit) that create nothing. Its error is returned as it is.
 	Prepare func(ctx context.Context) error
-	// Create makes the instance.
-	Create func(ctx context.Context) (cloudprovider.Instance, error)
-	// Unknown reports whether Create's error leaves the outcome unknown, so that the instance may exist
+	// Create makes the T.
+	Create func(ctx context.Context) (T, error)
+	// Unknown reports whether Create's error leaves the outcome unknown, so that the T may exist
 	// (default UnknownOutcome).
 	Unknown func(ctx context.Context, err error) bool
-	// Refind looks for the name after an unknown outcome (default Find). Its error is dropped: Do then
-	// returns Create's.
-	Refind func(ctx context.Context) (inst cloudprovider.Instance, ok bool, err error)
-	// Log, when set, hears of an instance found instead of created.
+	// Refind looks for the name after an unknown outcome (default Find). Its error is dropped: Run
+	// then returns Create's.
+	Refind func(ctx context.Context) (found T, ok bool, err error)
+	// Log, when set, hears of a T found instead of created; ID, when set, gives its id for the log.
 	Log hclog.Logger
+	ID  func(T) string
 }
 
-// Outcome says where the instance Do returns comes from.
+// Steps are the parts of an idempotent create of a machine (Group.Do).
+type Steps = StepsOf[cloudprovider.Instance]
+
+// Outcome says where what Run returns comes from.
 type Outcome int
 
 const (
@@ -101,33 +108,48 @@ func UnknownOutcome(ctx context.Context, err error) bool {
 	return cloudprovider.KindOf(err) == cloudprovider.ErrOther && ctx.Err() == nil
 }
 
-// Do runs one idempotent create of s.Name: under the name's lock it returns the live instance Find
-// finds (Existed), or runs Prepare and Create (Created); when Create fails with an unknown outcome it
-// looks once more and returns the instance Refind finds (Recovered), else Create's error.
+// Do is Run for a machine.
 func (g *Group) Do(ctx context.Context, s Steps) (cloudprovider.Instance, Outcome, error) {
-	unlock, err := g.Lock(ctx, s.Name)
+	if s.ID == nil {
+		s.ID = func(in cloudprovider.Instance) string { return in.ID }
+	}
+	return Run(ctx, g, s)
+}
+
+// Run runs one idempotent create of s.Name: under the name's lock it returns the live T Find finds
+// (Existed), or runs Prepare and Create (Created); when Create fails with an unknown outcome it looks
+// once more and returns the T Refind finds (Recovered), else Create's error.
+func Run[T any](ctx context.Context, g *Group, s StepsOf[T]) (T, Outcome, error) {
+	var zero T
+	unlock, err := g.Lock(ctx, cmp.Or(s.Key, s.Name))
 	if err != nil {
-		return cloudprovider.Instance{}, Created, cloudprovider.NewError(cloudprovider.ErrOther, s.Cloud, s.Op, err)
+		return zero, Created, cloudprovider.NewError(cloudprovider.ErrOther, s.Cloud, s.Op, err)
 	}
 	defer unlock()
 	log := s.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	if inst, ok, err := s.Find(ctx); err != nil {
-		return cloudprovider.Instance{}, Created, err
+	id := func(v T) string {
+		if s.ID == nil {
+			return ""
+		}
+		return s.ID(v)
+	}
+	if found, ok, err := s.Find(ctx); err != nil {
+		return zero, Created, err
 	} else if ok {
-		log.Info("an instance of this name exists; not creating another", "name", s.Name, "id", inst.ID)
-		return inst, Existed, nil
+		log.Info("found by name; not creating another", "name", s.Name, "id", id(found))
+		return found, Existed, nil
 	}
 	if s.Prepare != nil {
 		if err := s.Prepare(ctx); err != nil {
-			return cloudprovider.Instance{}, Created, err
+			return zero, Created, err
 		}
 	}
-	inst, err := s.Create(ctx)
+	made, err := s.Create(ctx)
 	if err == nil {
-		return inst, Created, nil
+		return made, Created, nil
 	}
 	unknown, refind := s.Unknown, s.Refind
 	if unknown == nil {
@@ -138,11 +160,11 @@ func (g *Group) Do(ctx context.Context, s Steps) (cloudprovider.Instance, Outcom
 	}
 	if unknown(ctx, err) {
 		if found, ok, ferr := refind(ctx); ferr == nil && ok {
-			log.Warn("the create answered with an error, but the instance exists; returning it", "name", s.Name, "id", found.ID, "error", err)
+			log.Warn("the create answered with an error, but it was made; returning it", "name", s.Name, "id", id(found), "error", err)
 			return found, Recovered, nil
 		}
 	}
-	return cloudprovider.Instance{}, Created, err
+	return zero, Created, err
 }
 
 // FindByName is a Steps.Find for clouds whose List(prefix) finds a name: the instance listed under

@@ -179,6 +179,15 @@ func TestLock(t *testing.T) {
 	if cloudprovider.KindOf(err) != cloudprovider.ErrOther {
 		t.Fatalf("Do while the name is held and ctx is over: %v, want ErrOther", err)
 	}
+	// A create keyed apart (a cluster named like a machine) does not wait for the name's lock.
+	keyed, cancelKeyed := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelKeyed()
+	got, how, err := Run(keyed, &g, StepsOf[string]{Cloud: "c", Op: "creating", Name: "a", Key: "cluster/a",
+		Find:   func(context.Context) (string, bool, error) { return "", false, nil },
+		Create: func(context.Context) (string, error) { return "cluster a", nil }})
+	if err != nil || how != Created || got != "cluster a" {
+		t.Fatalf("Run keyed apart while the name is held: %q %v %v", got, how, err)
+	}
 	done := make(chan struct{})
 	go func() {
 		u, err := g.Lock(context.Background(), "a")

@@ -458,19 +458,11 @@ func (b *Backend) placeOnce(ctx context.Context, ord order) (Bid, []Instance, er
 	}
 	var fid string
 	var keys []string
-	var bid Bid
-	var insts []Instance
-	// createonce speaks of instances: each step keeps the bid and hands back its FID.
-	found := func(s scanned, ok bool, err error) (cloudprovider.Instance, bool, error) {
-		if ok {
-			bid, insts = s.bid, s.insts
-		}
-		return cloudprovider.Instance{ID: s.bid.FID}, ok, err
-	}
-	_, _, err = b.creates.Do(ctx, createonce.Steps{
+	got, _, err := createonce.Run(ctx, &b.creates, createonce.StepsOf[scanned]{
 		Cloud: CloudName, Op: ord.op, Name: ord.name, Log: b.log,
-		Find: func(ctx context.Context) (cloudprovider.Instance, bool, error) {
-			return found(b.reapGoneBids(ctx, project, ord.pool, ord.owner, ord.name, ord.kind))
+		ID: func(s scanned) string { return s.bid.FID },
+		Find: func(ctx context.Context) (scanned, bool, error) {
+			return b.reapGoneBids(ctx, project, ord.pool, ord.owner, ord.name, ord.kind)
 		},
 		Prepare: func(ctx context.Context) (err error) {
 			if fid, keys, err = b.bidInputs(ctx, project, ord.offer, ord.publicKeys); err != nil || !ord.whole {
@@ -478,23 +470,22 @@ func (b *Backend) placeOnce(ctx context.Context, ord order) (Bid, []Instance, er
 			}
 			return b.fillable(ctx, ord.op, fid, ord.offer, ord.quantity)
 		},
-		Create: func(ctx context.Context) (cloudprovider.Instance, error) {
+		Create: func(ctx context.Context) (scanned, error) {
 			placed, err := b.submitBid(ctx, project, fid, ord.price, ord.quantity, keys, ord.volumes, ord.name, ord.offer.Region)
-			bid, insts = placed, nil
-			return cloudprovider.Instance{ID: placed.FID}, err
+			return scanned{bid: placed}, err
 		},
 		// The bid may have been placed when the answer is lost, also when ctx ended meanwhile.
 		Unknown: func(_ context.Context, err error) bool {
 			return cloudprovider.KindOf(err) == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 		},
 		// Under the name lock nobody else placed it: look for it, even when ctx has ended.
-		Refind: func(ctx context.Context) (cloudprovider.Instance, bool, error) {
+		Refind: func(ctx context.Context) (scanned, bool, error) {
 			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			return found(b.findLive(lookCtx, project, ord.name, ord.kind))
+			return b.findLive(lookCtx, project, ord.name, ord.kind)
 		},
 	})
-	return bid, insts, err
+	return got.bid, got.insts, err
 }
 
 // checkBid refuses, before any call, a request that cannot become a bid for quantity instances at

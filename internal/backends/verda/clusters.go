@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/createonce"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda/verdaapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
@@ -217,42 +218,38 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 		return cloudprovider.Cluster{}, cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
 			"a cluster needs a name, a cluster type and a location code")
 	}
-	unlock, err := b.creates.Lock(ctx, "cluster/"+req.Name)
-	if err != nil {
-		return cloudprovider.Cluster{}, cloudprovider.NewError(cloudprovider.ErrOther, CloudName, op, err)
-	}
-	defer unlock()
-	if c, ok, err := b.findCluster(ctx, req.Name); err != nil || ok {
-		return c, err
-	}
-	if err := b.checkClusterPrice(ctx, req, clusterType); err != nil {
-		return cloudprovider.Cluster{}, err
-	}
-	existing, err := b.clusterVolumes(ctx, location, req.Volumes) // volumes.go
-	if err != nil {
-		return cloudprovider.Cluster{}, err
-	}
-	keyIDs, err := b.ensureSSHKeys(ctx, req.SSHPublicKeys)
-	if err != nil {
-		return cloudprovider.Cluster{}, err
-	}
-	id, err := b.client.CreateCluster(ctx, CreateClusterRequest{
-		ClusterType: clusterType, Image: cmp.Or(req.Offer.Details[DetailClusterImage], b.cfg.ClusterImage, DefaultClusterImage), Hostname: req.Name,
-		Description: cloudprovider.OwnerDescription(req.Owner), SSHKeyIDs: keyIDs, LocationCode: location,
-		Contract:        "PAY_AS_YOU_GO",
-		SharedVolume:    &verdaapi.ClusterSharedVolumeSpec{Name: sharedVolumeName(req.Name), Size: cmp.Or(b.cfg.ClusterSharedVolumeGB, DefaultClusterSharedVolumeGB)},
-		ExistingVolumes: existing,
-		Tags:            ownerTags(req.Owner),
-	})
-	if err != nil {
-		if cloudprovider.KindOf(err) == cloudprovider.ErrOther && ctx.Err() == nil {
-			if c, ok, ferr := b.findCluster(ctx, req.Name); ferr == nil && ok {
-				b.log.Info("cluster create answer lost; found the cluster by name", "name", req.Name, "id", c.ID)
-				return c, nil
+	var existing []verdaapi.ClusterExistingVolume
+	var keyIDs []string
+	made, how, err := createonce.Run(ctx, &b.creates, createonce.StepsOf[cloudprovider.Cluster]{
+		Cloud: CloudName, Op: op, Name: req.Name, Key: "cluster/" + req.Name, Log: b.log,
+		ID:   func(c cloudprovider.Cluster) string { return c.ID },
+		Find: func(ctx context.Context) (cloudprovider.Cluster, bool, error) { return b.findCluster(ctx, req.Name) },
+		Prepare: func(ctx context.Context) (err error) {
+			if err := b.checkClusterPrice(ctx, req, clusterType); err != nil {
+				return err
 			}
-		}
-		return cloudprovider.Cluster{}, err
+			if existing, err = b.clusterVolumes(ctx, location, req.Volumes); err != nil { // volumes.go
+				return err
+			}
+			keyIDs, err = b.ensureSSHKeys(ctx, req.SSHPublicKeys)
+			return err
+		},
+		Create: func(ctx context.Context) (cloudprovider.Cluster, error) {
+			id, err := b.client.CreateCluster(ctx, CreateClusterRequest{
+				ClusterType: clusterType, Image: cmp.Or(req.Offer.Details[DetailClusterImage], b.cfg.ClusterImage, DefaultClusterImage), Hostname: req.Name,
+				Description: cloudprovider.OwnerDescription(req.Owner), SSHKeyIDs: keyIDs, LocationCode: location,
+				Contract:        "PAY_AS_YOU_GO",
+				SharedVolume:    &verdaapi.ClusterSharedVolumeSpec{Name: sharedVolumeName(req.Name), Size: cmp.Or(b.cfg.ClusterSharedVolumeGB, DefaultClusterSharedVolumeGB)},
+				ExistingVolumes: existing,
+				Tags:            ownerTags(req.Owner),
+			})
+			return cloudprovider.Cluster{ID: id}, err
+		},
+	})
+	if err != nil || how != createonce.Created {
+		return made, err // found by name: before the create, or after a lost answer
 	}
+	id := made.ID
 	b.log.Info("cluster ordered", "name", req.Name, "id", id, "cluster_type", clusterType, "location", location)
 	vc, err := b.client.Cluster(ctx, id)
 	if err != nil {

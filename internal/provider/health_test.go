@@ -110,9 +110,9 @@ func TestAccGPUInstance_health(t *testing.T) {
 	}})
 }
 
-// execletConfig is one execlet with provisioning on.
-func execletConfig(s *testSandbox, name, extra string) string {
-	return s.provisionedConfig("") + testAccGPUInstanceConfig_basic(name, "l4", "  kind = \"execlet\"\n"+extra)
+// execletConfig is one execlet with provisioning on, from playbookDir.
+func execletConfig(s *testSandbox, playbookDir, name, extra string) string {
+	return s.provisionedConfig(playbookDir) + testAccGPUInstanceConfig_basic(name, "l4", "  kind = \"execlet\"\n"+extra)
 }
 
 // jobs is the execlet agent's running work on a sandbox machine, and its drain flag.
@@ -163,20 +163,22 @@ func (s *testSandbox) checkDrainedThenDestroyed(t *testing.T, drained **atomic.B
 // the running job. The replacement drains the old machine (its job ends on the drain) before deleting
 // it; the final destroy drains the new one, whose job never ends: a drain that does not finish within
 // drain_timeout never blocks the destroy, which goes ahead once the drain has asked and the time is up.
-// (One test for both: each execlet provisioned to ready costs a full playbook run.)
+// The drain is the real drain.yml; the execlets run the acceptance tests' small playbook (the test
+// plays the agent's jobs itself, so the real execlet playbook would add nothing but its cost).
 func TestAccGPUInstance_drainBeforeDelete(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
+	dir := smallMachinePlaybooks(t)
 	var oldDrained, newDrained *atomic.Bool
 	accTest(t, s.checkDrainedThenDestroyed(t, &newDrained), []resource.TestStep{{
-		Config: execletConfig(s, "old", `  drain_timeout = "2m"`),
+		Config: execletConfig(s, dir, "old", `  drain_timeout = "2m"`),
 		Check: func(*terraform.State) error {
 			oldDrained = startJob(t, s.machineDir(), true)
 			return nil
 		},
 	}, {
 		// 25s: time for the drain to ask the agent to stop (a probe and one write) on a loaded machine.
-		Config:           execletConfig(s, "new", `  drain_timeout = "25s"`),
+		Config:           execletConfig(s, dir, "new", `  drain_timeout = "25s"`),
 		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate)),
 		Check: func(*terraform.State) error {
 			if !oldDrained.Load() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -227,7 +228,9 @@ func TestFleetCancelOneMachine(t *testing.T) {
 }
 
 // TestFleetCancelAll: Ctrl-C cancels every machine of a run: the whole run stops (its process group
-// interrupted, then killed) and every machine says it was cancelled; nothing of the run is left.
+// interrupted, then killed) and every machine says it was cancelled; nothing of the run is left: not
+// ansible-playbook nor the ssh masters seen in the run's directory (named after this process) while
+// it was going, nor the directory.
 func TestFleetCancelAll(t *testing.T) {
 	t.Parallel()
 	_, ms := newFleet(t, l4VMs(2), Config{BatchMax: 2, BatchWindow: 10 * time.Minute, CancelGrace: 5 * time.Second})
@@ -249,12 +252,15 @@ func TestFleetCancelAll(t *testing.T) {
 			t.Errorf("machine %d: want a cancellation, got %v\nlog:\n%s", i, m.err, m.rec)
 		}
 	}
-	sawAnsible := false
+	t.Logf("processes of the run while it was going:\n%s", strings.Join(during, "\n"))
+	runDir := fmt.Sprintf("%s/hydra-%d-", ms[0].f.tmpBase, os.Getpid())
+	var sawAnsible, sawMaster bool
 	for _, p := range during {
-		sawAnsible = sawAnsible || strings.Contains(p, "ansible-playbook")
+		sawAnsible = sawAnsible || strings.Contains(p, "ansible-playbook") && strings.Contains(p, runDir)
+		sawMaster = sawMaster || strings.HasPrefix(p, "ssh: "+runDir) && strings.Contains(p, "[mux]")
 	}
-	if !sawAnsible {
-		t.Errorf("did not see ansible-playbook while the run was going (the check below would prove less)")
+	if !sawAnsible || !sawMaster {
+		t.Errorf("did not see both ansible-playbook and an ssh master of %s* while the run was going (the check below would prove less)", runDir)
 	}
 	if left := processesMentioning(ms[0].f.tmpBase); len(left) > 0 {
 		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))

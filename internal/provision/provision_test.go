@@ -443,43 +443,6 @@ func TestChangedHostKeyIsRefused(t *testing.T) {
 	assertEmptyDir(t, f.tmpBase)
 }
 
-func TestCancelLeavesNothingBehind(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 1}, Config{CancelGrace: 5 * time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rec := &logRecorder{}
-	var during []string
-	rec.hook = func(msg string, fields map[string]any) {
-		if task, _ := fields["task"].(string); msg == "task started" && strings.HasSuffix(task, "gpu_check : Probe the GPUs") {
-			during = processesMentioning(f.tmpBase)
-			cancel()
-		}
-	}
-	_, err := f.runner.Provision(ctx, f.request(inventory.KindVM, "h100", 1, "", nil, rec))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("want a cancellation, got %v\nlog:\n%s", err, rec)
-	}
-	t.Logf("error: %v\nprocesses of the run while it was going:\n%s", err, strings.Join(during, "\n"))
-	if !strings.Contains(err.Error(), "cancelled") {
-		t.Errorf("error does not say cancelled: %v", err)
-	}
-	// The run's own directory, named after this process, had ansible-playbook and an ssh master in it.
-	runDir := fmt.Sprintf("%s/hydra-%d-", f.tmpBase, os.Getpid())
-	var sawAnsible, sawMaster bool
-	for _, p := range during {
-		sawAnsible = sawAnsible || strings.Contains(p, "ansible-playbook") && strings.Contains(p, runDir)
-		sawMaster = sawMaster || strings.HasPrefix(p, "ssh: "+runDir) && strings.Contains(p, "[mux]")
-	}
-	if !sawAnsible || !sawMaster {
-		t.Errorf("did not see both ansible-playbook and an ssh master of %s* while the run was going (the check below would prove less)", runDir)
-	}
-	if left := processesMentioning(f.tmpBase); len(left) > 0 {
-		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
-	}
-	assertEmptyDir(t, f.tmpBase)
-}
-
 func TestBrokenPlaybookIsPermanent(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
@@ -109,12 +108,8 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"interruption":           clusterInterruptionSchema(),
 			"offer_id": keptString("The chosen cluster offer, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>` (the price is " +
 				"the whole cluster's), chosen at plan time."),
-			"price_usd_per_hour": schema.Float64Attribute{
-				MarkdownDescription: "The price the cloud bills for the whole cluster (every node), in US dollars per hour, exact; " +
-					"`max_price_per_hour` caps it. The plan shows the quoted price; the next refresh records what the cloud bills.",
-				Computed:      true,
-				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
-			},
+			"price_usd_per_hour": keptFloat64("The price the cloud bills for the whole cluster (every node), in US dollars per hour, exact; " +
+				"`max_price_per_hour` caps it. The plan shows the quoted price; the next refresh records what the cloud bills."),
 			"cloud_cluster_id": keptString("The cloud's own identifier of the cluster (what `terraform import` takes after `<cloud>/`)."),
 			"status": keptString("hydra's status of the cluster: `pending`, `running`, `provisioning`, `ready`, `terminated` or " +
 				"`error`. `ready` only when every node is `ready` and the cluster check passed: every node reaches every other " +
@@ -140,11 +135,7 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 			"provisioning_error": keptString("Why provisioning a node or the cluster check failed (the node, the task and the message), or " +
 				"null. A cluster in `error` with it is provisioned again in place by the next apply; one in `error` without it " +
 				"failed at the cloud and is replaced."),
-			"nccl_bus_bandwidth_gbps": schema.Float64Attribute{
-				MarkdownDescription: "The average bus bandwidth `nccl_check` measured at creation, in GB/s; null without `nccl_check`.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
-			},
+			"nccl_bus_bandwidth_gbps": keptFloat64("The average bus bandwidth `nccl_check` measured at creation, in GB/s; null without `nccl_check`."),
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
 				CreateDescription: "How long apply may take to order the cluster and take every node to `ready` and through the " +
 					"cluster check, as a Go duration. Default `\"120m\"`. A create that runs out keeps the cluster in state, " +

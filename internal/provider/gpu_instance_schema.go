@@ -13,9 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
@@ -31,7 +28,6 @@ import (
 var namePattern = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	keep := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	resp.Schema = schema.Schema{
 		// Version 1 names the prices' currency and unit (price_usd_per_hour); see UpgradeState.
 		Version: 1,
@@ -41,13 +37,9 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"machine and blocks until provisioning reaches `ready`. After creation nothing moves: a cheaper offer " +
 			"appearing later never produces a diff.",
 		Attributes: withAttributes(requestAttributes(machineSubject), map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				MarkdownDescription: "The machine's cloud-side name: the pool's prefix, `name`, `--` and the machine's ownership " +
-					"token (e.g. `sbx-vm-trainer--k3j9x2ab`). The token ties the machine to this resource alone, so no other " +
-					"resource ever adopts, changes or deletes it. Known once the machine is created. `terraform import` takes this name.",
-				Computed:      true,
-				PlanModifiers: keep,
-			},
+			"id": keptString("The machine's cloud-side name: the pool's prefix, `name`, `--` and the machine's ownership " +
+				"token (e.g. `sbx-vm-trainer--k3j9x2ab`). The token ties the machine to this resource alone, so no other " +
+				"resource ever adopts, changes or deletes it. Known once the machine is created. `terraform import` takes this name."),
 			"offer_id": schema.StringAttribute{
 				MarkdownDescription: "The chosen offer, `<pool>/<region>/<instance type>/<ondemand|spot>@<price>`. Leave it unset to let hydra " +
 					"choose the cheapest at plan time, or set it from `data.hydra_gpu_offer.<name>.id` to pin the choice (the robust way " +
@@ -85,25 +77,13 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"volumes":                volumesAttribute(machineSubject),
 			"replace_when_preempted": replaceWhenPreemptedSchema(),
 			"interruption":           interruptionSchema(),
-			"health": schema.StringAttribute{
-				MarkdownDescription: "The machine's GPU health as last read: `healthy`, `unhealthy` or `unknown` (the machine could not " +
-					"be reached or read). Provisioning sets it; every refresh (`terraform plan`) checks a `ready` machine again, " +
-					"read-only and within a few seconds, with the same criteria provisioning applies (the promised GPUs visible, no " +
-					"uncorrectable or lifetime ECC errors, no pending row remapping, no fatal Xid event since boot, NVLink and fabric " +
-					"on SXM machines, exporters answering). Null with provisioning off.",
-				Computed:      true,
-				PlanModifiers: keep,
-			},
-			"health_checked_at": schema.StringAttribute{
-				MarkdownDescription: "When `health` was last read (RFC 3339, UTC).",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"health_reason": schema.StringAttribute{
-				MarkdownDescription: "Why the machine is `unhealthy` (every failed check) or `unknown`; null when healthy.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
+			"health": keptString("The machine's GPU health as last read: `healthy`, `unhealthy` or `unknown` (the machine could not " +
+				"be reached or read). Provisioning sets it; every refresh (`terraform plan`) checks a `ready` machine again, " +
+				"read-only and within a few seconds, with the same criteria provisioning applies (the promised GPUs visible, no " +
+				"uncorrectable or lifetime ECC errors, no pending row remapping, no fatal Xid event since boot, NVLink and fabric " +
+				"on SXM machines, exporters answering). Null with provisioning off."),
+			"health_checked_at": keptString("When `health` was last read (RFC 3339, UTC)."),
+			"health_reason":     keptString("Why the machine is `unhealthy` (every failed check) or `unknown`; null when healthy."),
 			"allow_fallback": schema.BoolAttribute{
 				MarkdownDescription: "Leave the offer to apply time: the plan shows `estimated_price_usd_per_hour` and the offer fields as " +
 					"`(known after apply)`, and if the cheapest offer has run out when apply creates the machine, the next cheapest " +
@@ -117,57 +97,21 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Optional:            true,
 				Validators:          []validator.Int64{int64validator.Between(1, 20)},
 			},
-			"cloud_instance_id": schema.StringAttribute{
-				MarkdownDescription: "The cloud's own identifier of the machine.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"instance_type": schema.StringAttribute{
-				MarkdownDescription: "The cloud's own name for the machine's shape.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"price_usd_per_hour": schema.Float64Attribute{
-				MarkdownDescription: "The price the cloud bills for the whole machine, in US dollars per hour, exact (cents, and further " +
-					"digits only where the cloud's price has them); `max_price_per_hour` caps it. The plan shows the quoted price; where " +
-					"the cloud bills another one at create (the price dropped after the plan), apply warns with both and the next " +
-					"refresh records the billed one, as it does whenever the cloud reports a new price for the machine (never a diff). " +
-					"A cloud preferred in the ranking (Atlas) shows its billed price here and its ranking figure in `offer_details`. " +
-					"Unknown until apply with `allow_fallback`.",
-				Computed:      true,
-				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
-			},
-			"estimated_price_usd_per_hour": schema.Float64Attribute{
-				MarkdownDescription: "Only with `allow_fallback = true`, where apply chooses the offer: the cheapest matching price at plan " +
-					"time, in US dollars per hour (the machine's own price is `price_usd_per_hour`, known after apply). Null otherwise.",
-				Computed:      true,
-				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
-			},
-			"is_spot": schema.BoolAttribute{
-				MarkdownDescription: "Whether the machine is spot (preemptible) capacity.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
-			},
-			"gpu_form_factor": schema.StringAttribute{
-				MarkdownDescription: "The form factor of the machine's GPUs as its cloud states it: `sxm` or `pcie`; null when the cloud does not say.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"gpu_memory_gb": schema.Int64Attribute{
-				MarkdownDescription: "Memory of one GPU, in GB; null when the cloud does not say.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"vcpus": schema.Int64Attribute{
-				MarkdownDescription: "Virtual CPUs of the whole machine; null when the cloud does not say.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"memory_gb": schema.Int64Attribute{
-				MarkdownDescription: "RAM of the whole machine, in GB; null when the cloud does not say.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
+			"cloud_instance_id": keptString("The cloud's own identifier of the machine."),
+			"instance_type":     keptString("The cloud's own name for the machine's shape."),
+			"price_usd_per_hour": keptFloat64("The price the cloud bills for the whole machine, in US dollars per hour, exact (cents, and further " +
+				"digits only where the cloud's price has them); `max_price_per_hour` caps it. The plan shows the quoted price; where " +
+				"the cloud bills another one at create (the price dropped after the plan), apply warns with both and the next " +
+				"refresh records the billed one, as it does whenever the cloud reports a new price for the machine (never a diff). " +
+				"A cloud preferred in the ranking (Atlas) shows its billed price here and its ranking figure in `offer_details`. " +
+				"Unknown until apply with `allow_fallback`."),
+			"estimated_price_usd_per_hour": keptFloat64("Only with `allow_fallback = true`, where apply chooses the offer: the cheapest matching price at plan " +
+				"time, in US dollars per hour (the machine's own price is `price_usd_per_hour`, known after apply). Null otherwise."),
+			"is_spot":         keptBool("Whether the machine is spot (preemptible) capacity."),
+			"gpu_form_factor": keptString("The form factor of the machine's GPUs as its cloud states it: `sxm` or `pcie`; null when the cloud does not say."),
+			"gpu_memory_gb":   keptInt64("Memory of one GPU, in GB; null when the cloud does not say."),
+			"vcpus":           keptInt64("Virtual CPUs of the whole machine; null when the cloud does not say."),
+			"memory_gb":       keptInt64("RAM of the whole machine, in GB; null when the cloud does not say."),
 			"offer_details": schema.MapAttribute{
 				MarkdownDescription: "What the chosen offer's cloud says about it beyond the price: for Mithril the bid and the " +
 					"auction's last clearing price, for Atlas its list price before the in-house discount, for Prime Intellect the " +
@@ -176,57 +120,17 @@ func (r *gpuInstanceResource) Schema(ctx context.Context, _ resource.SchemaReque
 				ElementType:   types.StringType,
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 			},
-			"status": schema.StringAttribute{
-				MarkdownDescription: "hydra's status: `pending`, `running`, `provisioning`, `ready`, `terminated` or `error`.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"cloud_status": schema.StringAttribute{
-				MarkdownDescription: "The cloud's own word for the machine's status, as last read.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"created_at": schema.StringAttribute{
-				MarkdownDescription: "When the cloud created the machine (RFC 3339, UTC), where its bill starts; when the cloud " +
-					"does not say, when hydra's create returned. `hydra_gpu_instances` shows what it has cost since (`accrued_usd`).",
-				Computed:      true,
-				PlanModifiers: keep,
-			},
-			"ready_at": schema.StringAttribute{
-				MarkdownDescription: "When provisioning last succeeded (RFC 3339, UTC).",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"provisioning_attempts": schema.Int64Attribute{
-				MarkdownDescription: "Attempts the last provisioning run took.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"provisioning_error": schema.StringAttribute{
-				MarkdownDescription: "Summary of the last failed provisioning (host, task and message), or null.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"host_key": schema.StringAttribute{
-				MarkdownDescription: "The machine's SSH host key, pinned: reported by the cloud, or trusted on first contact and checked on every later run.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"ssh_host": schema.StringAttribute{
-				MarkdownDescription: "Address to reach the machine over SSH.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
-			"ssh_port": schema.Int64Attribute{
-				MarkdownDescription: "SSH port of the machine.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"ssh_user": schema.StringAttribute{
-				MarkdownDescription: "SSH login user of the machine.",
-				Computed:            true,
-				PlanModifiers:       keep,
-			},
+			"status":       keptString("hydra's status: `pending`, `running`, `provisioning`, `ready`, `terminated` or `error`."),
+			"cloud_status": keptString("The cloud's own word for the machine's status, as last read."),
+			"created_at": keptString("When the cloud created the machine (RFC 3339, UTC), where its bill starts; when the cloud " +
+				"does not say, when hydra's create returned. `hydra_gpu_instances` shows what it has cost since (`accrued_usd`)."),
+			"ready_at":              keptString("When provisioning last succeeded (RFC 3339, UTC)."),
+			"provisioning_attempts": keptInt64("Attempts the last provisioning run took."),
+			"provisioning_error":    keptString("Summary of the last failed provisioning (host, task and message), or null."),
+			"host_key":              keptString("The machine's SSH host key, pinned: reported by the cloud, or trusted on first contact and checked on every later run."),
+			"ssh_host":              keptString("Address to reach the machine over SSH."),
+			"ssh_port":              keptInt64("SSH port of the machine."),
+			"ssh_user":              keptString("SSH login user of the machine."),
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true,
 				CreateDescription: "How long apply may take to create the machine and provision it to `ready` (the wait for boot, an " +
 					"auction's `bid_timeout`, SSH and every provisioning attempt), as a Go duration. Default `\"60m\"`. A create that " +

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
@@ -137,10 +138,26 @@ func requestAttributes(s subject) map[string]schema.Attribute {
 	}
 }
 
-// keptString is a computed string that keeps its state value when the plan does not change it.
+// keptString, keptInt64, keptFloat64 and keptBool are computed attributes that keep their state
+// value when the plan does not change them.
 func keptString(description string) schema.StringAttribute {
 	return schema.StringAttribute{MarkdownDescription: description, Computed: true,
 		PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}}
+}
+
+func keptInt64(description string) schema.Int64Attribute {
+	return schema.Int64Attribute{MarkdownDescription: description, Computed: true,
+		PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()}}
+}
+
+func keptFloat64(description string) schema.Float64Attribute {
+	return schema.Float64Attribute{MarkdownDescription: description, Computed: true,
+		PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()}}
+}
+
+func keptBool(description string) schema.BoolAttribute {
+	return schema.BoolAttribute{MarkdownDescription: description, Computed: true,
+		PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()}}
 }
 
 // replaceUnlessAllowed replaces the resource when its current cloud or region (attrName) leaves the

@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -88,12 +87,8 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				ElementType:         types.StringType,
 				PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
 			},
-			"price_usd_per_month": schema.Float64Attribute{
-				MarkdownDescription: "What the cloud bills for the volume a month, in US dollars, exact; null when the cloud does " +
-					"not say (its price list then has it).",
-				Computed:      true,
-				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
-			},
+			"price_usd_per_month": keptFloat64("What the cloud bills for the volume a month, in US dollars, exact; null when the cloud does " +
+				"not say (its price list then has it)."),
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Delete: true,
 				CreateDescription: "How long apply waits for the cloud to create the volume, as a Go duration. Default `\"10m\"`.",
 				DeleteDescription: "How long destroy waits for the cloud to delete the volume, as a Go duration. Default `\"10m\"`.",

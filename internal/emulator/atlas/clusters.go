@@ -331,16 +331,15 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.opts.Now()
 	var (
-		status    int
-		code, msg string
-		existing  *atlasapi.Cluster
-		out       atlasapi.Cluster
-		lost      bool
+		ref      refusal
+		existing *atlasapi.Cluster
+		out      atlasapi.Cluster
+		lost     bool
 	)
 	err := s.Store.With(true, func(st *state) error {
 		for _, c := range st.Clusters {
 			if c.Name == b.Name && s.clusterStatus(s.nodesOf(st, c), now) != "terminated" {
-				status, code, msg = http.StatusConflict, "already_exists", "a cluster named "+b.Name+" already exists"
+				ref = refusal{http.StatusConflict, "already_exists", "a cluster named " + b.Name + " already exists"}
 				rendered, err := s.renderCluster(st, c, now)
 				existing = &rendered
 				return err
@@ -351,21 +350,21 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 		f := &st.Faults
 		switch {
 		case !known || free == nil:
-			status, code, msg = http.StatusBadRequest, "invalid", fmt.Sprintf("no %s cluster of %s in %s", b.Interconnect, b.InstanceType, b.Region)
+			ref = refusal{http.StatusBadRequest, "invalid", fmt.Sprintf("no %s cluster of %s in %s", b.Interconnect, b.InstanceType, b.Region)}
 		case b.NodeCount > most:
-			status, code, msg = http.StatusUnprocessableEntity, "no_capacity", fmt.Sprintf("at most %d nodes of %s in one %s cluster in %s", most, b.InstanceType, b.Interconnect, b.Region)
+			ref = refusal{http.StatusUnprocessableEntity, "no_capacity", fmt.Sprintf("at most %d nodes of %s in one %s cluster in %s", most, b.InstanceType, b.Interconnect, b.Region)}
 		case f.QuotaExceeded:
-			status, code, msg = http.StatusForbidden, "quota_exceeded", "the project's GPU quota would be exceeded"
+			ref = refusal{http.StatusForbidden, "quota_exceeded", "the project's GPU quota would be exceeded"}
 		case f.SoldOut || *free < b.NodeCount:
-			status, code, msg = http.StatusUnprocessableEntity, "no_capacity", fmt.Sprintf("only %d of %d %s nodes free in %s", max(*free, 0), b.NodeCount, b.InstanceType, b.Region)
+			ref = refusal{http.StatusUnprocessableEntity, "no_capacity", fmt.Sprintf("only %d of %d %s nodes free in %s", max(*free, 0), b.NodeCount, b.InstanceType, b.Region)}
 			if f.SoldOut {
-				msg = fmt.Sprintf("no %s capacity left in %s", b.InstanceType, b.Region)
+				ref.msg = fmt.Sprintf("no %s capacity left in %s", b.InstanceType, b.Region)
 			}
 		case b.MaxPricePerHour > 0 && o.PricePerHour*float64(b.NodeCount) > b.MaxPricePerHour+1e-9:
-			status, code, msg = http.StatusUnprocessableEntity, "price_above_max", fmt.Sprintf("%d x %s in %s costs $%v/h, above max_price_per_hour $%v/h",
-				b.NodeCount, b.InstanceType, b.Region, o.PricePerHour*float64(b.NodeCount), b.MaxPricePerHour)
+			ref = refusal{http.StatusUnprocessableEntity, "price_above_max", fmt.Sprintf("%d x %s in %s costs $%v/h, above max_price_per_hour $%v/h",
+				b.NodeCount, b.InstanceType, b.Region, o.PricePerHour*float64(b.NodeCount), b.MaxPricePerHour)}
 		}
-		if status != 0 {
+		if ref.status != 0 {
 			return nil
 		}
 		*free -= b.NodeCount
@@ -392,7 +391,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) {
 	if existing != nil {
 		have = existing
 	}
-	answerCreate(w, err, status, code, msg, "cluster", have, lost, out)
+	answerCreate(w, err, ref, "cluster", have, lost, out)
 }
 
 // deleteCluster terminates every node and gives their capacity back: 202 with the cluster
@@ -431,17 +430,24 @@ func (s *Server) deleteCluster(w http.ResponseWriter, id string) {
 	s.answerCluster(w, id, http.StatusAccepted, out, found, err)
 }
 
+// refusal is an error answer a create decides under the state lock: its status (0: none), code and
+// message.
+type refusal struct {
+	status    int
+	code, msg string
+}
+
 // answerCreate writes a create's answer (instances and clusters alike): the state's error, a 409 with
 // the existing object of the name under kind, a refusal, a lost answer (503 after the create) or 201
 // with the new object.
-func answerCreate(w http.ResponseWriter, err error, status int, code, msg, kind string, existing any, lost bool, created any) {
+func answerCreate(w http.ResponseWriter, err error, ref refusal, kind string, existing any, lost bool, created any) {
 	switch {
 	case err != nil:
 		apiError(w, http.StatusInternalServerError, "internal", err.Error())
 	case existing != nil:
-		writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}, kind: existing})
-	case status != 0:
-		apiError(w, status, code, msg)
+		writeJSON(w, ref.status, map[string]any{"error": map[string]string{"code": ref.code, "message": ref.msg}, kind: existing})
+	case ref.status != 0:
+		apiError(w, ref.status, ref.code, ref.msg)
 	case lost:
 		apiError(w, http.StatusServiceUnavailable, "unavailable", "upstream timeout")
 	default:

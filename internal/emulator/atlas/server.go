@@ -458,16 +458,15 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.opts.Now()
 	var (
-		status    int
-		code, msg string
-		existing  map[string]any
-		rec       *instRec
-		lost      bool
+		ref      refusal
+		existing map[string]any
+		rec      *instRec
+		lost     bool
 	)
 	err = s.Store.With(true, func(st *state) error {
 		for _, in := range st.Instances {
 			if in.Name == b.Name && s.status(in, now) != "terminated" {
-				status, code, msg = http.StatusConflict, "already_exists", "an instance named "+b.Name+" already exists"
+				ref = refusal{http.StatusConflict, "already_exists", "an instance named " + b.Name + " already exists"}
 				existing = s.render(in, now)
 				return nil
 			}
@@ -479,21 +478,21 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if idx < 0 {
-			status, code, msg = http.StatusBadRequest, "invalid", fmt.Sprintf("unknown instance type %q in region %q", b.InstanceType, b.Region)
+			ref = refusal{http.StatusBadRequest, "invalid", fmt.Sprintf("unknown instance type %q in region %q", b.InstanceType, b.Region)}
 			return nil
 		}
 		f := &st.Faults
 		if f.QuotaExceeded {
-			status, code, msg = http.StatusForbidden, "quota_exceeded", "the project's GPU quota would be exceeded"
+			ref = refusal{http.StatusForbidden, "quota_exceeded", "the project's GPU quota would be exceeded"}
 			return nil
 		}
 		o := &st.Catalog[idx]
 		if f.SoldOut || o.Available <= 0 {
-			status, code, msg = http.StatusUnprocessableEntity, "no_capacity", fmt.Sprintf("no %s capacity left in %s", b.InstanceType, b.Region)
+			ref = refusal{http.StatusUnprocessableEntity, "no_capacity", fmt.Sprintf("no %s capacity left in %s", b.InstanceType, b.Region)}
 			return nil
 		}
 		if b.MaxPricePerHour > 0 && o.PricePerHour > b.MaxPricePerHour+1e-9 {
-			status, code, msg = http.StatusUnprocessableEntity, "price_above_max", fmt.Sprintf("%s in %s costs $%v/h, above max_price_per_hour $%v/h", b.InstanceType, b.Region, o.PricePerHour, b.MaxPricePerHour)
+			ref = refusal{http.StatusUnprocessableEntity, "price_above_max", fmt.Sprintf("%s in %s costs $%v/h, above max_price_per_hour $%v/h", b.InstanceType, b.Region, o.PricePerHour, b.MaxPricePerHour)}
 			return nil
 		}
 		o.Available--
@@ -516,7 +515,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if rec != nil {
 		created = s.render(rec, now)
 	}
-	answerCreate(w, err, status, code, msg, "instance", have, lost, created)
+	answerCreate(w, err, ref, "instance", have, lost, created)
 }
 
 // patch merges labels into an instance's (API.md "Update labels").

@@ -14,22 +14,15 @@ import (
 
 // gpuClusterModel is hydra_gpu_cluster's schema as Go values.
 type gpuClusterModel struct {
-	ID types.String `tfsdk:"id"`
 	resourceModel
-	Nodes                types.Int64   `tfsdk:"nodes"`
-	Interconnect         types.String  `tfsdk:"interconnect"`
-	NCCLCheck            types.Object  `tfsdk:"nccl_check"`
-	ReplaceWhenUnhealthy types.Bool    `tfsdk:"replace_when_unhealthy"`
-	ReplaceWhenPreempted types.Bool    `tfsdk:"replace_when_preempted"`
-	Interruption         types.Object  `tfsdk:"interruption"`
-	CloudClusterID       types.String  `tfsdk:"cloud_cluster_id"`
-	Node                 types.List    `tfsdk:"node"`
-	Hostfile             types.String  `tfsdk:"hostfile"`
-	NCCLEnv              types.Map     `tfsdk:"nccl_env"`
-	BusBandwidth         types.Float64 `tfsdk:"nccl_bus_bandwidth_gbps"`
-	ProvisioningError    types.String  `tfsdk:"provisioning_error"`
-	BidTimeout           types.String  `tfsdk:"bid_timeout"`
-	Volumes              types.List    `tfsdk:"volumes"`
+	Nodes          types.Int64   `tfsdk:"nodes"`
+	Interconnect   types.String  `tfsdk:"interconnect"`
+	NCCLCheck      types.Object  `tfsdk:"nccl_check"`
+	CloudClusterID types.String  `tfsdk:"cloud_cluster_id"`
+	Node           types.List    `tfsdk:"node"`
+	Hostfile       types.String  `tfsdk:"hostfile"`
+	NCCLEnv        types.Map     `tfsdk:"nccl_env"`
+	BusBandwidth   types.Float64 `tfsdk:"nccl_bus_bandwidth_gbps"`
 }
 
 // spec is the control plane's request for the cluster; ok is false while inputs are unknown. keys

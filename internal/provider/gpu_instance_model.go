@@ -19,15 +19,9 @@ import (
 
 // gpuInstanceModel is hydra_gpu_instance's schema as Go values.
 type gpuInstanceModel struct {
-	ID types.String `tfsdk:"id"`
 	resourceModel
 	FormFactor              types.String  `tfsdk:"form_factor"`
 	AllowFallback           types.Bool    `tfsdk:"allow_fallback"`
-	BidTimeout              types.String  `tfsdk:"bid_timeout"`
-	ReplaceWhenUnhealthy    types.Bool    `tfsdk:"replace_when_unhealthy"`
-	ReplaceWhenPreempted    types.Bool    `tfsdk:"replace_when_preempted"`
-	Volumes                 types.List    `tfsdk:"volumes"`
-	Interruption            types.Object  `tfsdk:"interruption"`
 	Health                  types.String  `tfsdk:"health"`
 	HealthCheckedAt         types.String  `tfsdk:"health_checked_at"`
 	HealthReason            types.String  `tfsdk:"health_reason"`
@@ -45,7 +39,6 @@ type gpuInstanceModel struct {
 	ReadyAt                 types.String  `tfsdk:"ready_at"`
 	CreatedAt               types.String  `tfsdk:"created_at"`
 	ProvisioningAttempts    types.Int64   `tfsdk:"provisioning_attempts"`
-	ProvisioningError       types.String  `tfsdk:"provisioning_error"`
 	HostKey                 types.String  `tfsdk:"host_key"`
 	SSHHost                 types.String  `tfsdk:"ssh_host"`
 	SSHPort                 types.Int64   `tfsdk:"ssh_port"`
@@ -53,22 +46,30 @@ type gpuInstanceModel struct {
 }
 
 // resourceModel is what hydra_gpu_instance's and hydra_gpu_cluster's models share: requestAttributes
-// as Go values, and the offer, price, status and timeouts both have.
+// as Go values, and the id, offer, price, status, volumes, replacement policy, interruption,
+// provisioning error and timeouts both have.
 type resourceModel struct {
+	ID   types.String `tfsdk:"id"`
 	Name types.String `tfsdk:"name"`
 	shapeModel
-	DrainTimeout       types.String   `tfsdk:"drain_timeout"`
-	SSHPublicKeys      types.List     `tfsdk:"ssh_public_keys"`
-	ProvisioningVars   types.Dynamic  `tfsdk:"provisioning_vars"`
-	Cloud              types.String   `tfsdk:"cloud"`
-	Pool               types.String   `tfsdk:"pool"`
-	Region             types.String   `tfsdk:"region"`
-	OtherClouds        types.Map      `tfsdk:"other_clouds"`
-	ProvisioningDigest types.String   `tfsdk:"provisioning_digest"`
-	OfferID            types.String   `tfsdk:"offer_id"`
-	PricePerHour       types.Float64  `tfsdk:"price_usd_per_hour"`
-	Status             types.String   `tfsdk:"status"`
-	Timeouts           timeouts.Value `tfsdk:"timeouts"`
+	BidTimeout           types.String   `tfsdk:"bid_timeout"`
+	ReplaceWhenUnhealthy types.Bool     `tfsdk:"replace_when_unhealthy"`
+	ReplaceWhenPreempted types.Bool     `tfsdk:"replace_when_preempted"`
+	Volumes              types.List     `tfsdk:"volumes"`
+	Interruption         types.Object   `tfsdk:"interruption"`
+	ProvisioningError    types.String   `tfsdk:"provisioning_error"`
+	DrainTimeout         types.String   `tfsdk:"drain_timeout"`
+	SSHPublicKeys        types.List     `tfsdk:"ssh_public_keys"`
+	ProvisioningVars     types.Dynamic  `tfsdk:"provisioning_vars"`
+	Cloud                types.String   `tfsdk:"cloud"`
+	Pool                 types.String   `tfsdk:"pool"`
+	Region               types.String   `tfsdk:"region"`
+	OtherClouds          types.Map      `tfsdk:"other_clouds"`
+	ProvisioningDigest   types.String   `tfsdk:"provisioning_digest"`
+	OfferID              types.String   `tfsdk:"offer_id"`
+	PricePerHour         types.Float64  `tfsdk:"price_usd_per_hour"`
+	Status               types.String   `tfsdk:"status"`
+	Timeouts             timeouts.Value `tfsdk:"timeouts"`
 }
 
 // vars collects the variables handed to the playbook (provisioningVars).

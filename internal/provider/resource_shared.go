@@ -63,8 +63,7 @@ type lifecycleModel interface {
 
 func (m *resourceModel) timeoutsValue() timeouts.Value { return m.Timeouts }
 func (m *resourceModel) statusValue() types.String     { return m.Status }
-func (m *gpuInstanceModel) idValue() types.String      { return m.ID }
-func (m *gpuClusterModel) idValue() types.String       { return m.ID }
+func (m *resourceModel) idValue() types.String         { return m.ID }
 
 // decided reports a plan decision's notices, and its error when there is one: it says whether the
 // decision stands (no error).

@@ -184,23 +184,25 @@ func (v *volumeMachine) newMachine(replaced bool) resource.TestCheckFunc {
 	}
 }
 
-// TestAccGPUInstance_volumeKeepsData is the volume's promise on the sandbox, with the real playbooks:
-// a file written over SSH on the volume of a spot machine is read back over SSH on the machine that
-// replaces it after a preemption (a short notice, then taken back: the next plan replaces it,
-// replace_when_preempted), and again after a changed shape (gpu_count, on demand); a changed mount
-// path is provisioned again in place; the volume's attached_to follows the machine; removed from the
-// state and imported, the machine keeps its volume (its marker's digest covers the volumes: recorded
-// in place, no machine created, the data read at its path). The machine is
-// placed in the volume's region (sbx-us-1), not the cheapest (sbx-eu-1). A -replace is a replacement
-// like these: TestAccGPUInstance_volumeEmulators applies one at each cloud, the same volume kept.
+// TestAccGPUInstance_volumeKeepsData is the volume's promise on the sandbox, with bare-vm.yml's own
+// volume, access and marker roles (volumeRoles; the whole playbook mounting a volume is provision's
+// TestAnsibleCoreMatrix): a file written over SSH on the volume of a spot machine is read back over
+// SSH on the machine that replaces it after a preemption (a short notice, then taken back: the next
+// plan replaces it, replace_when_preempted), and again after a changed shape (gpu_count, on demand);
+// a changed mount path is provisioned again in place; the volume's attached_to follows the machine;
+// removed from the state and imported, the machine keeps its volume (its marker's digest covers the
+// volumes: recorded in place, no machine created, the data read at its path). The machine is placed
+// in the volume's region (sbx-us-1), not the cheapest (sbx-eu-1). A -replace is a replacement like
+// these: TestAccGPUInstance_volumeEmulators applies one at each cloud, the same volume kept.
 func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
+	dir := slimPlaybooks(t, volumeRoles...)
 	v := &volumeMachine{t: t, key: newCustomerKey(t), res: resourceName, files: map[string]string{}}
 	config := func(gpus int, mount string) string {
 		// The sandbox sells spot machines of one GPU only.
 		spot := gpus == 1
-		return s.provisionedConfig("") + volumeConfig("data", "block", "sandbox", "sbx-us-1") +
+		return s.provisionedConfig(dir) + volumeConfig("data", "block", "sandbox", "sbx-us-1") +
 			testAccGPUInstanceConfig_basic("keep", "h100", fmt.Sprintf("  gpu_count = %d\n  spot = %t\n  ssh_public_keys = [%q]\n%s", gpus, spot, v.key.line, volumesAt(mount)))
 	}
 	var machineID string
@@ -278,7 +280,7 @@ func TestAccGPUInstance_volumeKeepsData(t *testing.T) {
 		},
 		{
 			// Out of the state, kept at the cloud, so that it can be imported.
-			Config: s.provisionedConfig("") + volumeConfig("data", "block", "sandbox", "sbx-us-1") +
+			Config: s.provisionedConfig(dir) + volumeConfig("data", "block", "sandbox", "sbx-us-1") +
 				"removed {\n  from = hydra_gpu_instance.test\n  lifecycle {\n    destroy = false\n  }\n}\n",
 		},
 		{
@@ -571,3 +573,7 @@ resource "hydra_volume" "v" {
 		},
 	}})
 }
+
+// volumeRoles are the roles of bare-vm.yml a volume test's machines run (slimPlaybooks): the volumes
+// mounted, the customer's key installed, the marker whose digest covers the volumes.
+var volumeRoles = []string{"hydra_vars", "preflight", "marker", "volume_mount", "vm_access"}

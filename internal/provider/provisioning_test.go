@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"gopkg.in/yaml.v3"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
@@ -73,6 +75,47 @@ func smallMachinePlaybooks(t *testing.T) string {
 		if err := os.WriteFile(filepath.Join(dir, p), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	return dir
+}
+
+// slimPlaybooks is a playbook directory of the real playbooks whose bare-vm.yml keeps only the roles
+// named in keep, as the real one runs them (its order, its parameters): for a test about what these
+// roles do on the machine (a volume mounted, the customer's key, the interruption watcher, the marker)
+// without the cost of the driver layer, monitoring and health checks around them.
+func slimPlaybooks(t *testing.T, keep ...string) string {
+	t.Helper()
+	dir := copyPlaybooks(t, playbooks.FS)
+	path := filepath.Join(dir, "bare-vm.yml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plays []map[string]any
+	if err := yaml.Unmarshal(data, &plays); err != nil || len(plays) != 1 {
+		t.Fatalf("bare-vm.yml is not one play (%d): %v", len(plays), err)
+	}
+	roles, _ := plays[0]["roles"].([]any)
+	var kept []any
+	found := map[string]bool{}
+	for _, r := range roles {
+		name, _ := r.(string)
+		if m, ok := r.(map[string]any); ok {
+			name, _ = m["role"].(string)
+		}
+		if slices.Contains(keep, name) {
+			kept, found[name] = append(kept, r), true
+		}
+	}
+	if len(found) != len(keep) {
+		t.Fatalf("bare-vm.yml runs only %v of the roles %v", found, keep)
+	}
+	plays[0]["roles"] = kept
+	if data, err = yaml.Marshal(plays); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

@@ -1,7 +1,6 @@
 package atlas
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ func TestClusterAPI(t *testing.T) {
 	}
 	code := func(a emutest.Answer) string {
 		var e struct{ Error struct{ Code string } }
-		_ = json.Unmarshal(a.Raw, &e)
+		a.Decode(t, &e)
 		return e.Error.Code
 	}
 	cases := []struct {

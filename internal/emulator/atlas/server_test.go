@@ -1,9 +1,7 @@
 package atlas
 
 import (
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -64,11 +62,8 @@ func TestErrorShapeAndConflict(t *testing.T) {
 			t.Errorf("%s %s: %d %v, want %d %s", tt.method, tt.path, code, body, tt.code, tt.errCode)
 		}
 	}
-	r := httptest.NewRequest(http.MethodGet, "/v1/offers", nil)
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, r)
-	if w.Code != 401 || !strings.Contains(w.Body.String(), `"unauthorized"`) {
-		t.Fatalf("no token: %d %s", w.Code, w.Body)
+	if a := emutest.Do(t, s, http.MethodGet, "/v1/offers", nil); a.Status != 401 || !strings.Contains(string(a.Raw), `"unauthorized"`) {
+		t.Fatalf("no token: %d %s", a.Status, a.Raw)
 	}
 }
 
@@ -182,9 +177,8 @@ func TestTerminatedCannotBeLabelled(t *testing.T) {
 func TestPriceCap(t *testing.T) {
 	s := New(Options{})
 	body := func(name string, maxPrice float64) string {
-		b, _ := json.Marshal(map[string]any{"name": name, "instance_type": "l40s.1x", "region": "ams1",
-			"ssh_public_keys": []string{"ssh-ed25519 AAAA"}, "max_price_per_hour": maxPrice})
-		return string(b)
+		return string(emutest.JSON(t, map[string]any{"name": name, "instance_type": "l40s.1x", "region": "ams1",
+			"ssh_public_keys": []string{"ssh-ed25519 AAAA"}, "max_price_per_hour": maxPrice}))
 	}
 	code, got := do(t, s, http.MethodPost, "/v1/instances", body("atlas-vm-c", 1.59))
 	if e, _ := got["error"].(map[string]any); code != 422 || e["code"] != "price_above_max" {

@@ -2,7 +2,6 @@ package lambda
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -437,7 +436,7 @@ func TestStartAndAdmin(t *testing.T) {
 	}
 	a = emutest.Fetch(t, root, http.MethodGet, emukit.AdminPath+"stats", nil)
 	var st simulation.Stats
-	_ = json.Unmarshal(a.Raw, &st)
+	a.Decode(t, &st)
 	if a.Status != 200 || st.Live == nil {
 		t.Errorf("GET stats: %d %+v", a.Status, st)
 	}

@@ -220,7 +220,7 @@ func TestAuctionAdminHoldsBidsOpen(t *testing.T) {
 	// Listing, and errors.
 	a := emutest.Fetch(t, srv.URL, "GET", AuctionsPath, nil)
 	var all []AuctionInfo
-	_ = json.Unmarshal(a.Raw, &all)
+	a.Decode(t, &all)
 	if a.Status != 200 || len(all) != len(DefaultCatalog()) || all[1].OpenBids != 1 {
 		t.Errorf("GET auctions: %d %+v", a.Status, all)
 	}

@@ -5,29 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
-
-// clock is a fake clock tests move along.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // pod is a create body for a runpod item: the A100 SXM4 in US-KS-2, or the H100 SXM5 in CA-MTL-1.
 func pod(name string, dc string, disks ...string) string {
@@ -95,7 +80,7 @@ func TestDiskCreateValidation(t *testing.T) {
 // mounted at /workspace once the pod runs, and in the disk's pods; not deletable while the pod lives;
 // deletable after, DELETING then TERMINATED, then gone.
 func TestDiskLifecycle(t *testing.T) {
-	c := &clock{now: time.Date(2026, 12, 5, 5, 0, 0, 0, time.UTC)}
+	c := backendtest.NewClock(time.Date(2026, 12, 5, 5, 0, 0, 0, time.UTC))
 	s := New(Options{Options: simulation.Options{BootDuration: 20 * time.Second, Now: c.Now}, DeleteDuration: 3 * time.Second,
 		TerminatedRetention: time.Minute})
 	code, d, raw := do(t, s, http.MethodPost, "/api/v1/disks/", `{"disk":{"size":50,"name":"primeintellect-vm-data--ab12cd34","dataCenterId":"US-KS-2","country":"US"},"provider":{"type":"runpod"}}`)
@@ -117,7 +102,7 @@ func TestDiskLifecycle(t *testing.T) {
 	if info["dataCenterId"] != "US-KS-2" || info["country"] != "US" {
 		t.Errorf("info %v", info)
 	}
-	c.add(10 * time.Second)
+	c.Advance(10 * time.Second)
 	if _, got, _ := do(t, s, http.MethodGet, "/api/v1/disks/"+id, ""); got["status"] != "ACTIVE" {
 		t.Errorf("after provisioning: %v", got["status"])
 	}
@@ -177,7 +162,7 @@ func TestDiskLifecycle(t *testing.T) {
 		}
 	}
 	wantResource("UNATTACHED")
-	c.add(30 * time.Second)
+	c.Advance(30 * time.Second)
 	wantResource("MOUNTED")
 	if _, got, _ := do(t, s, http.MethodGet, "/api/v1/disks/"+id, ""); fmt.Sprint(got["pods"]) != fmt.Sprint([]any{podID}) {
 		t.Errorf("the disk's pods %v, want [%s]", got["pods"], podID)
@@ -196,53 +181,22 @@ func TestDiskLifecycle(t *testing.T) {
 	if code, _, _ := do(t, s, http.MethodDelete, "/api/v1/disks/"+id, ""); code != 400 {
 		t.Errorf("deleting the disk of a DELETING pod: %d, want 400", code)
 	}
-	c.add(5 * time.Second)
+	c.Advance(5 * time.Second)
 	if _, got, _ := do(t, s, http.MethodGet, "/api/v1/disks/"+id, ""); got["status"] != "ACTIVE" || len(got["pods"].([]any)) != 0 {
 		t.Errorf("the disk after its pod terminated: %v, pods %v", got["status"], got["pods"])
 	}
 	if code, got, raw := do(t, s, http.MethodDelete, "/api/v1/disks/"+id, ""); code != 200 || got["status"] != "DELETING" {
 		t.Fatalf("delete: %d %s", code, raw)
 	}
-	c.add(5 * time.Second)
+	c.Advance(5 * time.Second)
 	if code, got, _ := do(t, s, http.MethodGet, "/api/v1/disks/"+id, ""); code != 200 || got["status"] != "TERMINATED" || got["terminatedAt"] == nil {
 		t.Errorf("after the delete: %d %v", code, got)
 	}
 	if code, _, _ := do(t, s, http.MethodDelete, "/api/v1/disks/"+id, ""); code != 404 {
 		t.Errorf("deleting a terminated disk: %d, want 404", code)
 	}
-	c.add(2 * time.Minute)
+	c.Advance(2 * time.Minute)
 	if code, _, _ := do(t, s, http.MethodGet, "/api/v1/disks/"+id, ""); code != 404 {
 		t.Errorf("a long-terminated disk: %d, want 404", code)
-	}
-}
-
-// TestDiskShapesMatchRecorded compares the emulator's /availability/disks items with Prime's recorded
-// answer, key by key.
-func TestDiskShapesMatchRecorded(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "backends", "primeintellect", "testdata", "capture.availability-disks.200.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec struct {
-		Response struct {
-			Body struct {
-				Items []map[string]any `json:"items"`
-			} `json:"body"`
-		} `json:"response"`
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		t.Fatal(err)
-	}
-	want := rec.Response.Body.Items[0]
-	_, body, raw := do(t, New(Options{}), http.MethodGet, "/api/v1/availability/disks", "")
-	items, _ := body["items"].([]any)
-	if len(items) == 0 {
-		t.Fatalf("no disk places: %s", raw)
-	}
-	got := items[0].(map[string]any)
-	for _, pair := range [][2]map[string]any{{got, want}, {got["spec"].(map[string]any), want["spec"].(map[string]any)}} {
-		if g, w := slices.Sorted(maps.Keys(pair[0])), slices.Sorted(maps.Keys(pair[1])); !slices.Equal(g, w) {
-			t.Errorf("keys differ:\n got %v\nwant %v", g, w)
-		}
 	}
 }

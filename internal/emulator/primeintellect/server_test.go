@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,22 +22,25 @@ func do(t *testing.T, h http.Handler, method, path, body string) (int, map[strin
 	return a.Status, a.Body, a.Raw
 }
 
-// TestShapesMatchRecorded compares the emulator's availability items with the real captures, key by key.
+// TestShapesMatchRecorded compares the emulator's availability items (GPUs and disks) with the real
+// captures, key by key, their nested objects' too.
 func TestShapesMatchRecorded(t *testing.T) {
+	items := func(b map[string]any) map[string]any { return b["items"].([]any)[0].(map[string]any) }
+	gpuNested := []string{"disk", "vcpu", "memory", "prices"}
 	tests := []struct {
 		file, path string
 		first      func(body map[string]any) map[string]any
+		nested     []string
 	}{
-		{"capture.availability-gpus.200.json", "/api/v1/availability/gpus?page=1&page_size=5&gpu_type=H100_80GB", func(b map[string]any) map[string]any {
-			return b["items"].([]any)[0].(map[string]any)
-		}},
-		{"capture.availability-legacy.200.json", "/api/v1/availability/?security=community_cloud", func(b map[string]any) map[string]any {
+		{"testdata/capture.availability-gpus.200.json", "/api/v1/availability/gpus?page=1&page_size=5&gpu_type=H100_80GB", items, gpuNested},
+		{"testdata/capture.availability-legacy.200.json", "/api/v1/availability/?security=community_cloud", func(b map[string]any) map[string]any {
 			return b["A100_80GB"].([]any)[0].(map[string]any)
-		}},
+		}, gpuNested},
+		{"../../backends/primeintellect/testdata/capture.availability-disks.200.json", "/api/v1/availability/disks", items, []string{"spec"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", tt.file))
+		t.Run(filepath.Base(tt.file), func(t *testing.T) {
+			data, err := os.ReadFile(filepath.FromSlash(tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +64,7 @@ func TestShapesMatchRecorded(t *testing.T) {
 			if strings.Join(slices.Sorted(maps.Keys(got)), ",") != strings.Join(slices.Sorted(maps.Keys(want)), ",") {
 				t.Fatalf("item keys differ:\n got %v\nwant %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 			}
-			for _, k := range []string{"disk", "vcpu", "memory", "prices"} {
+			for _, k := range tt.nested {
 				if strings.Join(slices.Sorted(maps.Keys(got[k].(map[string]any))), ",") != strings.Join(slices.Sorted(maps.Keys(want[k].(map[string]any))), ",") {
 					t.Errorf("%s keys differ: %v vs %v", k, slices.Sorted(maps.Keys(got[k].(map[string]any))), slices.Sorted(maps.Keys(want[k].(map[string]any))))
 				}
@@ -107,12 +109,8 @@ func TestPaginationAndFilters(t *testing.T) {
 
 func TestAuthAndErrors(t *testing.T) {
 	s := New(Options{})
-	r := httptest.NewRequest(http.MethodGet, "/api/v1/pods/", nil)
-	r.Header.Set("Authorization", "Bearer nope")
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, r)
-	if w.Code != 401 || !strings.Contains(w.Body.String(), `"detail"`) {
-		t.Fatalf("bad key: %d %s", w.Code, w.Body)
+	if a := emutest.Do(t, s, http.MethodGet, "/api/v1/pods/", nil, "Authorization", "Bearer nope"); a.Status != 401 || !strings.Contains(string(a.Raw), `"detail"`) {
+		t.Fatalf("bad key: %d %s", a.Status, a.Raw)
 	}
 	code, body, _ := do(t, s, http.MethodGet, "/api/v1/pods/unknown", "")
 	if code != 404 || body["detail"] != "Pod not found" {
@@ -131,11 +129,9 @@ func TestAuthAndErrors(t *testing.T) {
 func TestTooManyRequestsHasRetryAfter(t *testing.T) {
 	s := New(Options{})
 	_ = s.SetFaults(simulation.Faults{RateLimited: 1, RetryAfterSeconds: 7})
-	r := httptest.NewRequest(http.MethodGet, "/api/v1/pods/", nil)
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, r)
-	if w.Code != 429 || w.Header().Get("Retry-After") != "7" || !strings.Contains(w.Body.String(), `"detail"`) {
-		t.Fatalf("%d Retry-After=%q %s", w.Code, w.Header().Get("Retry-After"), w.Body)
+	a := emutest.Do(t, s, http.MethodGet, "/api/v1/pods/", nil)
+	if a.Status != 429 || a.Header.Get("Retry-After") != "7" || !strings.Contains(string(a.Raw), `"detail"`) {
+		t.Fatalf("%d Retry-After=%q %s", a.Status, a.Header.Get("Retry-After"), a.Raw)
 	}
 	if f, err := s.Faults(); err != nil || f.RateLimited != 0 {
 		t.Fatalf("the fault counter must go down: %+v %v", f, err)

@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,10 +60,66 @@ func fetchWith(t *testing.T, tool, dist string) (version, playbook string) {
 // needsNewerPython matches what ansible-core says when the system Python is older than it supports.
 var needsNewerPython = regexp.MustCompile(`Ansible requires Python (\d+\.\d+) or newer on the controller`)
 
+// matrixVM is a VM TestAnsibleCoreMatrix provisions: its GPUs, the variables its run gets, and what
+// the first run must show of its fabric.
+type matrixVM struct {
+	gpu   string
+	count int
+	vars  map[string]any
+	// want and absent are tasks the first run must report ok, and must not run.
+	want, absent []string
+	// files are files the run writes under the machine's root: what they hold.
+	files map[string]string
+}
+
+// matrixVMs are the VMs of TestAnsibleCoreMatrix, distribution i provisioning the (i mod 3)th: an H100
+// HGX board (NVSwitch: Fabric Manager), a B200 HGX board (NVLink 5 switches of its own, found by their
+// root-only VPD: Fabric Manager and the NVLink 5 modules, no IMEX) and a GB200 compute tray (no switch
+// of its own, "NVIDIA GB200" never taken for a B200: IMEX with its domain file and unit, no Fabric
+// Manager). Each is judged on its fabric by the health check, and each path is run twice.
+var matrixVMs = []matrixVM{
+	{gpu: "h100", count: 8, want: []string{"Enable and start Fabric Manager"}},
+	{gpu: "b200", count: 8,
+		want:   []string{"Enable and start Fabric Manager"},
+		absent: []string{"Enable and start IMEX"},
+		files:  map[string]string{"etc/modules-load.d/hydra-nvlink5.conf": "ib_umad"}},
+	{gpu: "gb200", count: 4,
+		want:   []string{"Enable and start IMEX"},
+		absent: []string{"Enable and start Fabric Manager", "Load the NVLink 5 kernel modules at every boot"},
+		// The domain's trays as the user lists them (by default the tray's private address).
+		vars:  map[string]any{"hydra_imex_nodes": []any{"10.0.7.21", "10.0.7.22"}},
+		files: map[string]string{"etc/nvidia-imex/nodes_config.cfg": "10.0.7.21\n10.0.7.22\n"}},
+}
+
+// checkFabric checks a VM's first run against what vm says of its fabric.
+func (vm matrixVM) checkFabric(t *testing.T, ep simhost.Endpoint, log string) {
+	t.Helper()
+	for _, name := range vm.want {
+		if !regexp.MustCompile(`task ok .*` + regexp.QuoteMeta(name)).MatchString(log) {
+			t.Errorf("%s: %q did not run:\n%s", vm.gpu, name, log)
+		}
+	}
+	for _, name := range vm.absent {
+		if regexp.MustCompile(`task ok .*` + regexp.QuoteMeta(name)).MatchString(log) {
+			t.Errorf("%s: %q ran:\n%s", vm.gpu, name, log)
+		}
+	}
+	for p, want := range vm.files {
+		if b, err := os.ReadFile(filepath.Join(ep.Root, p)); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %s holds %q (%v), want %q", vm.gpu, p, b, err, want)
+		}
+	}
+	// The health check judged the fabric (and IMEX's unit on the tray).
+	if !strings.Contains(log, "fabric ok") {
+		t.Errorf("%s: the fabric was not judged:\n%s", vm.gpu, log)
+	}
+}
+
 // TestAnsibleCoreMatrix provisions a VM and an execlet of the sandbox to ready, then provisions both
 // again and sees nothing change, with each distribution's own ansible-core (its .deb, run by the system
-// Python with the system's python3 packages). With the first distribution's (Debian 12's 2.14.18, the
-// system's) it also checks what each kind's playbook leaves behind (readyChecks). A version that cannot run on the system Python must be
+// Python with the system's python3 packages); the VM differs by distribution (matrixVMs: H100, B200,
+// GB200). With the first distribution's (Debian 12's 2.14.18, the system's) it also checks what each
+// kind's playbook leaves behind (readyChecks). A version that cannot run on the system Python must be
 // refused by hydra's check with ansible-core's own reason, which the test asserts; it is then run with
 // tools/ansible-core-python.sh (Debian 13's CPython, built here, and the distribution's Python libraries).
 func TestAnsibleCoreMatrix(t *testing.T) {
@@ -71,7 +128,8 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 	if s := os.Getenv("HYDRA_ANSIBLE_MATRIX"); s != "" {
 		dists = strings.Fields(s)
 	}
-	for _, dist := range dists {
+	for i, dist := range dists {
+		vm := matrixVMs[i%len(matrixVMs)]
 		t.Run(dist, func(t *testing.T) {
 			t.Parallel()
 			version, playbook := fetchAnsibleCore(t, dist)
@@ -115,7 +173,8 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 				// and mounts it in the first run; the second changes nothing), on every ansible-core of
 				// the range: about 2.5 CPU-s each.
 				volume bool
-			}{{inventory.KindVM, "h100", 8, true}, {inventory.KindExeclet, "l40s", 2, false}}
+				vm     *matrixVM
+			}{{inventory.KindVM, vm.gpu, vm.count, true, &vm}, {inventory.KindExeclet, "l40s", 2, false, nil}}
 			var wg sync.WaitGroup
 			for _, m := range machines {
 				wg.Add(1)
@@ -129,6 +188,12 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 						vols = []cloudprovider.Attachment{{VolumeID: "vol-1", Type: cloudprovider.VolumeBlock, MountPath: "/data", Device: "/dev/disk/by-id/hydra-sbx-vol-1"}}
 					}
 					vars := volumeUses(vols)
+					if m.vm != nil && m.vm.vars != nil {
+						if vars == nil {
+							vars = map[string]any{}
+						}
+						maps.Copy(vars, m.vm.vars)
+					}
 					ep := startMachine(t, spec)
 					var ready readyCheck
 					if dist == dists[0] {
@@ -156,6 +221,9 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 					if ready.check != nil {
 						checkReadyRun(t, m.kind, m.count, ep, res, rec)
 						ready.check(t, ep)
+					}
+					if m.vm != nil {
+						m.vm.checkFabric(t, ep, rec.String())
 					}
 					if fsys, err := simhost.StoreFS(store); m.volume && (err != nil || fsys == nil || fsys.Type != "ext4" || !isLink(filepath.Join(ep.Root, "data"))) {
 						t.Errorf("%s with ansible-core %s: the volume's file system %+v (%v), want ext4 mounted at /data\nlog:\n%s", m.kind, version, fsys, err, rec)

@@ -39,8 +39,9 @@ func nodeAttrs(st *terraform.State, i int) (map[string]string, error) {
 }
 
 // TestAccGPUCluster_sharedVolumeKeepsData: a 2-node spot cluster of sandbox containers with a
-// shared_fs hydra_volume and an interruption hook, provisioned with the real playbooks: a file written
-// over SSH on node 1 is read on node 2 (one file system). The sandbox preempts node 2 with a 10-minute
+// shared_fs hydra_volume and an interruption hook, provisioned with bare-vm.yml's volume, access,
+// interruption and marker roles (slimPlaybooks), then the real cluster check: a file written over
+// SSH on node 1 is read on node 2 (one file system). The sandbox preempts node 2 with a 10-minute
 // notice: the watcher the playbooks installed on every node runs the hook on node 2 (the test prints
 // how long after the notice) and not on node 1; the refresh shows `interruption` on node 2 and on the
 // cluster (node 1 has none) and, with replace_when_preempted false, the plan changes nothing; by
@@ -53,6 +54,7 @@ func nodeAttrs(st *terraform.State, i int) (map[string]string, error) {
 func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
+	dir := slimPlaybooks(t, append(volumeRoles, "interruption_watch")...)
 	var catalog []sandbox.CatalogEntry
 	for region, price := range map[string]float64{"sbx-eu-1": 0.22, "sbx-us-1": 0.24} {
 		catalog = append(catalog, sandbox.CatalogEntry{Region: region, InstanceType: "sbx.l4.1x.container", GPU: "L4", GPUCount: 1,
@@ -64,7 +66,7 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 	}
 	key := newCustomerKey(t)
 	config := func(extra string) string {
-		return s.provisionedConfig("") + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") + clusterConfig("vols", "l4", 1, 2, fmt.Sprintf(`  spot         = true
+		return s.provisionedConfig(dir) + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") + clusterConfig("vols", "l4", 1, 2, fmt.Sprintf(`  spot         = true
   interconnect = "any"
   ssh_public_keys = [%q]
   provisioning_vars = {
@@ -214,7 +216,7 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 		},
 		{
 			// Out of the state, kept at the cloud, so that it can be imported.
-			Config: s.provisionedConfig("") + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") +
+			Config: s.provisionedConfig(dir) + volumeConfig("shared", "shared_fs", "sandbox", "sbx-us-1") +
 				"removed {\n  from = hydra_gpu_cluster.test\n  lifecycle {\n    destroy = false\n  }\n}\n",
 		},
 		{

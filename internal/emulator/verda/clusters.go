@@ -87,31 +87,17 @@ type clusterNode struct {
 }
 
 type cluster struct {
-	ID              string                           `json:"id"`
-	Hostname        string                           `json:"hostname"`
-	Description     string                           `json:"description"`
+	order
 	ClusterType     string                           `json:"cluster_type"`
-	Image           string                           `json:"image"`
-	Location        string                           `json:"location"`
-	Contract        string                           `json:"contract"`
-	SSHKeyIDs       []string                         `json:"ssh_key_ids"`
-	StartupID       *string                          `json:"startup_script_id"`
 	SharedVolume    verdaapi.ClusterSharedVolumeSpec `json:"shared_volume"`
 	ExistingVolumes []verdaapi.ClusterExistingVolume `json:"existing_volumes,omitempty"`
-	Tags            []tag                            `json:"tags,omitempty"`
-	IP              string                           `json:"ip"`
 	Nodes           []clusterNode                    `json:"nodes"`
-	PricePerHour    float64                          `json:"price_per_hour"`
-	CreatedAt       time.Time                        `json:"created_at"`
-	Boot            int64                            `json:"boot_ns"`
-	FailBoot        bool                             `json:"fail_boot"`
-	DeletedAt       *time.Time                       `json:"deleted_at,omitempty"`
 }
 
 // clusterStatus follows an instance's life (statusOf): ordered, provisioning, running or error,
 // discontinued once deleted.
 func (s *Server) clusterStatus(c *cluster, now time.Time) string {
-	return s.statusOf(&instance{CreatedAt: c.CreatedAt, Boot: c.Boot, FailBoot: c.FailBoot, DeletedAt: c.DeletedAt}, now)
+	return s.statusOf(&instance{order: c.order}, now)
 }
 
 func (s *Server) clusterType(name string) (ClusterTypeEntry, bool) {
@@ -278,13 +264,13 @@ func (s *Server) createCluster(st *state, body []byte) reply {
 		shared = *req.SharedVolume
 	}
 	st.ClusterSeq++
-	c := &cluster{
-		ID: newUUID(), Hostname: req.Hostname, Description: req.Description, ClusterType: t.ClusterType,
+	c := &cluster{order: order{
+		ID: newUUID(), Hostname: req.Hostname, Description: req.Description,
 		Image: req.Image, Location: req.LocationCode, Contract: cmp.Or(req.Contract, "PAY_AS_YOU_GO"), SSHKeyIDs: keys,
-		StartupID: req.StartupScriptID, SharedVolume: shared, ExistingVolumes: req.ExistingVolumes, Tags: req.Tags,
+		StartupID: req.StartupScriptID, Tags: req.Tags,
 		IP: s.nextIP(st), PricePerHour: t.PricePerHour, CreatedAt: s.opts.Now(), Boot: int64(s.opts.BootDuration),
 		FailBoot: st.Faults.TakeBootFailure(),
-	}
+	}, ClusterType: t.ClusterType, SharedVolume: shared, ExistingVolumes: req.ExistingVolumes}
 	for i := 1; i <= t.Nodes; i++ {
 		c.Nodes = append(c.Nodes, clusterNode{ID: newUUID(), Hostname: fmt.Sprintf("%s-%d", req.Hostname, i),
 			PrivateIP: fmt.Sprintf("%s.%d.%d", s.opts.ClusterPrivateNet, st.ClusterSeq%250, 10+i)})

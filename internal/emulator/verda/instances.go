@@ -214,25 +214,27 @@ func (s *Server) createInstance(st *state, body []byte) reply {
 		keys = []string{}
 	}
 	in := &instance{
-		ID:           newUUID(),
-		Hostname:     req.Hostname,
-		Description:  req.Description,
+		order: order{
+			ID:           newUUID(),
+			Hostname:     req.Hostname,
+			Description:  req.Description,
+			Image:        req.Image,
+			Location:     loc,
+			Contract:     contract,
+			SSHKeyIDs:    keys,
+			StartupID:    req.StartupScriptID,
+			Tags:         req.Tags,
+			IP:           ip,
+			PricePerHour: price,
+			CreatedAt:    s.opts.Now(),
+			Boot:         int64(s.opts.BootDuration),
+			FailBoot:     st.Faults.TakeBootFailure(),
+		},
 		InstanceType: c.InstanceType,
-		Image:        req.Image,
-		Location:     loc,
 		IsSpot:       req.IsSpot,
-		Contract:     contract,
 		Pricing:      pricing,
-		SSHKeyIDs:    keys,
-		StartupID:    req.StartupScriptID,
 		OSVolumeID:   newUUID(),
 		OSVolumeSize: size,
-		IP:           ip,
-		PricePerHour: price,
-		CreatedAt:    s.opts.Now(),
-		Boot:         int64(s.opts.BootDuration),
-		FailBoot:     st.Faults.TakeBootFailure(),
-		Tags:         req.Tags,
 	}
 	st.Instances[in.ID] = in
 	attachCreated(st, in.ID, req.ExistingVolumes)

@@ -8,28 +8,34 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
-type instance struct {
+// order is what an instance and a cluster both keep: what they were created with, and their life
+// (statusOf reads it).
+type order struct {
 	ID           string     `json:"id"`
 	Hostname     string     `json:"hostname"`
 	Description  string     `json:"description"` // kept and answered as given, like Verda
-	InstanceType string     `json:"instance_type"`
 	Image        string     `json:"image"`
 	Location     string     `json:"location"`
-	IsSpot       bool       `json:"is_spot"`
 	Contract     string     `json:"contract"`
-	Pricing      string     `json:"pricing"`
 	SSHKeyIDs    []string   `json:"ssh_key_ids"`
 	StartupID    *string    `json:"startup_script_id"`
-	OSVolumeID   string     `json:"os_volume_id"`
-	OSVolumeSize int        `json:"os_volume_size"`
+	Tags         []tag      `json:"tags,omitempty"` // kept and answered as given (at most 10)
 	IP           string     `json:"ip"`
 	PricePerHour float64    `json:"price_per_hour"`
 	CreatedAt    time.Time  `json:"created_at"`
 	Boot         int64      `json:"boot_ns"`
 	FailBoot     bool       `json:"fail_boot"`
-	Offline      bool       `json:"offline"`
 	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
-	Tags         []tag      `json:"tags,omitempty"` // kept and answered as given (at most 10)
+}
+
+type instance struct {
+	order
+	InstanceType string `json:"instance_type"`
+	IsSpot       bool   `json:"is_spot"`
+	Pricing      string `json:"pricing"`
+	OSVolumeID   string `json:"os_volume_id"`
+	OSVolumeSize int    `json:"os_volume_size"`
+	Offline      bool   `json:"offline"`
 }
 
 // tag is a key/value label on an instance (the wire type hydra's client shares).

@@ -4,13 +4,25 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tf=${TERRAFORM:-$(command -v terraform || echo /usr/local/bin/terraform)}
+go=${GO:-go}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# Generate into a copy so the check never touches the working tree.
+# The schema, as tfplugindocs would read it (its provider built into a plugin directory under
+# hashicorp/hydra, then terraform init and providers schema -json), but built with -trimpath: its
+# packages then come from the build cache that test-go and vet fill, wherever the checkout is
+# (tfplugindocs' own `go build` in a copy of the tree compiled the whole module again each time).
+plugin="$tmp/tf/plugins/registry.terraform.io/hashicorp/hydra/0.0.1/$("$go" env GOOS)_$("$go" env GOARCH)"
+mkdir -p "$plugin"
+(cd "$root" && "$go" build -trimpath -o "$plugin/terraform-provider-hydra" .)
+printf 'provider "hydra" {\n}\n' >"$tmp/tf/provider.tf"
+: >"$tmp/tf/cli.tfrc" # no CLI configuration of the caller's (dev_overrides, mirrors) applies
+(cd "$tmp/tf" && export CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE="$tmp/tf/cli.tfrc" &&
+  "$tf" init -no-color -input=false -get=false -plugin-dir=./plugins >/dev/null && "$tf" providers schema -json >"$tmp/schema.json")
+# Generate into a copy of what tfplugindocs reads and writes, so the check never touches the working tree.
 mkdir -p "$tmp/repo"
-(cd "$root" && tar --exclude=./.git --exclude=./bin --exclude=./dist --exclude=./.quickstart -cf - .) | (cd "$tmp/repo" && tar -xf -)
-cd "$tmp/repo/tools"
-PATH="$(dirname "$tf"):$PATH" CHECKPOINT_DISABLE=1 go tool tfplugindocs generate --provider-dir .. --provider-name hydra >/dev/null
+cp -R "$root/templates" "$root/examples" "$root/docs" "$tmp/repo/"
+cd "$root/tools"
+"$go" tool tfplugindocs generate --provider-dir "$tmp/repo" --provider-name hydra --providers-schema "$tmp/schema.json" >/dev/null
 if ! diff -ru "$root/docs" "$tmp/repo/docs"; then
   echo "docs/ is stale: run 'make generate' and commit docs/" >&2
   exit 1

@@ -18,10 +18,10 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
-// spotConfig is one provisioned spot machine with an interruption hook that prints its arguments and
-// when it ran.
-func spotConfig(s *testSandbox, extra string) string {
-	return s.provisionedConfig("") + testAccGPUInstanceConfig_basic("spot", "l4", `  spot = true
+// spotConfig is one spot machine provisioned from playbookDir with an interruption hook that prints
+// its arguments and when it ran.
+func spotConfig(s *testSandbox, playbookDir, extra string) string {
+	return s.provisionedConfig(playbookDir) + testAccGPUInstanceConfig_basic("spot", "l4", `  spot = true
   provisioning_vars = {
     interruption_hook = <<-EOT
       #!/bin/sh
@@ -36,10 +36,12 @@ func spotConfig(s *testSandbox, extra string) string {
 // prints how long after the notice), the refresh shows interruption and, with replace_when_preempted
 // false, the plan changes nothing; by default the next plan replaces the machine under the same name,
 // and the new one has no interruption. The machine is a container without systemd, so the watcher
-// runs as a process (a virtual machine's systemd units are recorded by the sandbox, not run).
+// runs as a process (a virtual machine's systemd units are recorded by the sandbox, not run). The
+// machines run bare-vm.yml's interruption-watch, preflight and marker roles alone (slimPlaybooks).
 func TestAccGPUInstance_preemption(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
+	dir := slimPlaybooks(t, "hydra_vars", "preflight", "marker", "interruption_watch")
 	if err := s.sb.SetCatalog([]sandbox.CatalogEntry{{Region: "sbx-eu-1", InstanceType: "sbx.l4.1x.container", GPU: "L4", GPUCount: 1,
 		PricePerHour: 0.22, Spot: true, Available: -1, Machine: "container",
 		Hardware: sandbox.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 32}}}); err != nil {
@@ -50,7 +52,7 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 	}
 	var firstID string
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
-		Config: spotConfig(s, "  replace_when_preempted = false\n"),
+		Config: spotConfig(s, dir, "  replace_when_preempted = false\n"),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("status", "ready"),
 			stateKnown("is_spot", true),
@@ -86,7 +88,7 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 			}
 			t.Logf("notice to hook: %.2fs (the hook was told %ds left, ending %s)", ran-float64(noticed.UnixNano())/1e9, left, f[2])
 		},
-		Config:           spotConfig(s, "  replace_when_preempted = false\n"),
+		Config:           spotConfig(s, dir, "  replace_when_preempted = false\n"),
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			interruption("reason", like(`preempted the spot machine`)),
@@ -96,7 +98,7 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 		Check: s.checkCreated(1),
 	}, {
 		// replace_when_preempted by default: replaced under the same name.
-		Config: spotConfig(s, ""),
+		Config: spotConfig(s, dir, ""),
 		ConfigPlanChecks: preApply(
 			plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
 			planKnown("name", "spot"),

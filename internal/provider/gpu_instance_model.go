@@ -30,19 +30,16 @@ type gpuInstanceModel struct {
 	InstanceType            types.String  `tfsdk:"instance_type"`
 	EstimatedPricePerHour   types.Float64 `tfsdk:"estimated_price_usd_per_hour"`
 	IsSpot                  types.Bool    `tfsdk:"is_spot"`
-	GPUFormFactor           types.String  `tfsdk:"gpu_form_factor"`
-	GPUMemoryGB             types.Int64   `tfsdk:"gpu_memory_gb"`
-	VCPUs                   types.Int64   `tfsdk:"vcpus"`
-	MemoryGB                types.Int64   `tfsdk:"memory_gb"`
-	OfferDetails            types.Map     `tfsdk:"offer_details"`
-	CloudStatus             types.String  `tfsdk:"cloud_status"`
-	ReadyAt                 types.String  `tfsdk:"ready_at"`
-	CreatedAt               types.String  `tfsdk:"created_at"`
-	ProvisioningAttempts    types.Int64   `tfsdk:"provisioning_attempts"`
-	HostKey                 types.String  `tfsdk:"host_key"`
-	SSHHost                 types.String  `tfsdk:"ssh_host"`
-	SSHPort                 types.Int64   `tfsdk:"ssh_port"`
-	SSHUser                 types.String  `tfsdk:"ssh_user"`
+	hardwareModel
+	OfferDetails         types.Map    `tfsdk:"offer_details"`
+	CloudStatus          types.String `tfsdk:"cloud_status"`
+	ReadyAt              types.String `tfsdk:"ready_at"`
+	CreatedAt            types.String `tfsdk:"created_at"`
+	ProvisioningAttempts types.Int64  `tfsdk:"provisioning_attempts"`
+	HostKey              types.String `tfsdk:"host_key"`
+	SSHHost              types.String `tfsdk:"ssh_host"`
+	SSHPort              types.Int64  `tfsdk:"ssh_port"`
+	SSHUser              types.String `tfsdk:"ssh_user"`
 }
 
 // resourceModel is what hydra_gpu_instance's and hydra_gpu_cluster's models share: requestAttributes
@@ -126,7 +123,7 @@ func (m *gpuInstanceModel) setImported(imp controlplane.Imported) {
 	m.OfferID, m.Cloud, m.Pool = types.StringValue(imp.OfferID), types.StringValue(imp.Pool.Cloud), types.StringValue(imp.Pool.Name)
 	m.Region, m.InstanceType = types.StringValue(inst.Region), types.StringValue(inst.InstanceType)
 	m.PricePerHour, m.EstimatedPricePerHour = usdValue(inst.PricePerHour), types.Float64Null()
-	setHardware(m, inst.Hardware)
+	m.setHardware(inst.Hardware)
 	m.OtherClouds, m.OfferDetails = types.MapNull(types.StringType), types.MapNull(types.StringType)
 	m.Timeouts = nullTimeouts()
 	m.setRecord(imp.Record)
@@ -168,6 +165,22 @@ type shapeModel struct {
 	Clouds          types.Set     `tfsdk:"clouds"`
 	Regions         types.Set     `tfsdk:"regions"`
 	MaxPricePerHour types.Float64 `tfsdk:"max_price_per_hour"`
+}
+
+// hardwareModel is what a cloud says of a machine, as hydra_gpu_instance and hydra_gpu_offer show it.
+type hardwareModel struct {
+	GPUFormFactor types.String `tfsdk:"gpu_form_factor"`
+	GPUMemoryGB   types.Int64  `tfsdk:"gpu_memory_gb"`
+	VCPUs         types.Int64  `tfsdk:"vcpus"`
+	MemoryGB      types.Int64  `tfsdk:"memory_gb"`
+}
+
+// setHardware shows what a cloud said of a machine; what it did not say is null.
+func (m *hardwareModel) setHardware(h cloudprovider.Hardware) {
+	m.GPUFormFactor = stringOrNull(h.FormFactor)
+	m.GPUMemoryGB = intOrNull(h.GPUMemoryGB)
+	m.VCPUs = intOrNull(h.VCPUs)
+	m.MemoryGB = intOrNull(h.MemoryGB)
 }
 
 // request builds the control plane's request (gpu_count 1 and kind vm when null); ok is false while

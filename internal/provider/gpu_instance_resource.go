@@ -207,7 +207,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.OtherClouds = stringMap(ctx, decided.WhyNot, &resp.Diagnostics)
 	default:
 		if decided.HardwareKnown {
-			setHardware(&plan, decided.Hardware)
+			plan.setHardware(decided.Hardware)
 		}
 		plan.OtherClouds = stringMap(ctx, decided.WhyNot, &resp.Diagnostics)
 		plan.OfferID = types.StringValue(decided.OfferID)
@@ -401,7 +401,7 @@ func (r *gpuInstanceResource) setLaunched(ctx context.Context, m *gpuInstanceMod
 	}
 	if m.GPUFormFactor.IsUnknown() {
 		// Left to apply (a pinned offer, or allow_fallback): what the launched offer's cloud said.
-		setHardware(m, l.Offer.Hardware)
+		m.setHardware(l.Offer.Hardware)
 	}
 }
 

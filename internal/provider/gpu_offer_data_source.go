@@ -37,20 +37,17 @@ type gpuOfferDataSource struct{ dataSourceBase }
 
 type gpuOfferModel struct {
 	offerRequestModel
-	ID            types.String  `tfsdk:"id"`
-	Cloud         types.String  `tfsdk:"cloud"`
-	Pool          types.String  `tfsdk:"pool"`
-	Region        types.String  `tfsdk:"region"`
-	InstanceType  types.String  `tfsdk:"instance_type"`
-	PricePerHour  types.Float64 `tfsdk:"price_usd_per_hour"`
-	IsSpot        types.Bool    `tfsdk:"is_spot"`
-	GPUFormFactor types.String  `tfsdk:"gpu_form_factor"`
-	GPUMemoryGB   types.Int64   `tfsdk:"gpu_memory_gb"`
-	VCPUs         types.Int64   `tfsdk:"vcpus"`
-	MemoryGB      types.Int64   `tfsdk:"memory_gb"`
-	Offers        types.List    `tfsdk:"offers"`
-	Rejections    types.Map     `tfsdk:"rejections"`
-	Unmapped      types.Map     `tfsdk:"unmapped"`
+	ID           types.String  `tfsdk:"id"`
+	Cloud        types.String  `tfsdk:"cloud"`
+	Pool         types.String  `tfsdk:"pool"`
+	Region       types.String  `tfsdk:"region"`
+	InstanceType types.String  `tfsdk:"instance_type"`
+	PricePerHour types.Float64 `tfsdk:"price_usd_per_hour"`
+	IsSpot       types.Bool    `tfsdk:"is_spot"`
+	hardwareModel
+	Offers     types.List `tfsdk:"offers"`
+	Rejections types.Map  `tfsdk:"rejections"`
+	Unmapped   types.Map  `tfsdk:"unmapped"`
 	// Nodes and Interconnect ask for cluster offers (clusterOffers).
 	Nodes        types.Int64  `tfsdk:"nodes"`
 	Interconnect types.String `tfsdk:"interconnect"`
@@ -268,8 +265,7 @@ func (d *gpuOfferDataSource) Read(ctx context.Context, req datasource.ReadReques
 func (m *gpuOfferModel) setCheapest(best cloudprovider.Offer) {
 	m.ID, m.Cloud, m.Pool, m.Region = types.StringValue(best.ID), types.StringValue(best.Cloud), types.StringValue(best.Pool), types.StringValue(best.Region)
 	m.InstanceType, m.PricePerHour, m.IsSpot = types.StringValue(best.InstanceType), usdValue(best.PricePerHour), types.BoolValue(best.Spot)
-	m.GPUFormFactor = stringOrNull(best.FormFactor)
-	m.GPUMemoryGB, m.VCPUs, m.MemoryGB = intOrNull(best.GPUMemoryGB), intOrNull(best.VCPUs), intOrNull(best.MemoryGB)
+	m.setHardware(best.Hardware)
 }
 
 // offerRow is one element of offers (nodes and interconnect null for a machine offer).

@@ -10,17 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
-
-// setHardware shows what a cloud said of a machine; what it did not say is null.
-func setHardware(m *gpuInstanceModel, h cloudprovider.Hardware) {
-	m.GPUFormFactor = stringOrNull(h.FormFactor)
-	m.GPUMemoryGB = intOrNull(h.GPUMemoryGB)
-	m.VCPUs = intOrNull(h.VCPUs)
-	m.MemoryGB = intOrNull(h.MemoryGB)
-}
 
 func intOrNull(v int) types.Int64 {
 	if v <= 0 {

@@ -201,7 +201,8 @@ func notFound(msg string) reply {
 func (s *Server) answer(r *http.Request, path string, body []byte) (rep reply, latency time.Duration, err error) {
 	err = s.update(func(st *state) error {
 		latency = time.Duration(st.Faults.Latency)
-		st.Requests[r.Method+" "+routeKey(path)]++
+		key := r.Method + " " + routeKey(path)
+		st.Requests[key]++
 		var ok bool
 		if rep, ok = fault(st); ok {
 			return nil
@@ -212,7 +213,7 @@ func (s *Server) answer(r *http.Request, path string, body []byte) (rep reply, l
 		if rep, ok = s.authenticate(r); !ok {
 			return nil
 		}
-		rep = s.route(st, r.Method, path, body)
+		rep = s.route(st, key, path, body)
 		return nil
 	})
 	return rep, latency, err
@@ -255,37 +256,40 @@ func (s *Server) authenticate(r *http.Request) (reply, bool) {
 	return reply{}, true
 }
 
-func (s *Server) route(st *state, method, path string, body []byte) reply {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	id := ""
-	if len(parts) > 1 {
-		id, _ = url.PathUnescape(parts[1])
+// Lambda's endpoints by their request-count key ("METHOD /path", an id as {id}: routeKey), by what
+// they read of the request: nothing, the id in the path, or the body.
+var (
+	listings = map[string]func(s *Server, st *state) reply{
+		"GET /instance-types": (*Server).instanceTypes,
+		"GET /regions":        func(s *Server, _ *state) reply { return dataReply(s.opts.Regions) },
+		"GET /instances":      (*Server).listInstances,
+		"GET /ssh-keys":       (*Server).listKeys,
+		"GET /file-systems":   (*Server).listFileSystems,
 	}
-	switch {
-	case path == "/instance-types" && method == http.MethodGet:
-		return s.instanceTypes(st)
-	case path == "/regions" && method == http.MethodGet:
-		return dataReply(s.opts.Regions)
-	case path == "/instances" && method == http.MethodGet:
-		return s.listInstances(st)
-	case parts[0] == "instances" && len(parts) == 2 && method == http.MethodGet:
-		return s.getInstance(st, id)
-	case path == "/instance-operations/launch" && method == http.MethodPost:
-		return s.launch(st, body)
-	case path == "/instance-operations/terminate" && method == http.MethodPost:
-		return s.terminate(st, body)
-	case path == "/ssh-keys" && method == http.MethodGet:
-		return s.listKeys(st)
-	case path == "/ssh-keys" && method == http.MethodPost:
-		return s.addKey(st, body)
-	case parts[0] == "ssh-keys" && len(parts) == 2 && method == http.MethodDelete:
-		return s.deleteKey(st, id)
-	case path == "/file-systems" && method == http.MethodGet:
-		return s.listFileSystems(st)
-	case path == "/filesystems" && method == http.MethodPost:
-		return s.createFileSystem(st, body)
-	case parts[0] == "filesystems" && len(parts) == 2 && method == http.MethodDelete:
-		return s.deleteFileSystem(st, id)
+	byID = map[string]func(s *Server, st *state, id string) reply{
+		"GET /instances/{id}":      (*Server).getInstance,
+		"DELETE /ssh-keys/{id}":    (*Server).deleteKey,
+		"DELETE /filesystems/{id}": (*Server).deleteFileSystem,
+	}
+	withBody = map[string]func(s *Server, st *state, body []byte) reply{
+		"POST /instance-operations/launch":    (*Server).launch,
+		"POST /instance-operations/terminate": (*Server).terminate,
+		"POST /ssh-keys":                      (*Server).addKey,
+		"POST /filesystems":                   (*Server).createFileSystem,
+	}
+)
+
+// route answers the request of key (routeKey's) at path, or 404.
+func (s *Server) route(st *state, key, path string, body []byte) reply {
+	if h, ok := listings[key]; ok {
+		return h(s, st)
+	}
+	if h, ok := withBody[key]; ok {
+		return h(s, st, body)
+	}
+	if h, ok := byID[key]; ok {
+		id, _ := url.PathUnescape(strings.Split(strings.Trim(path, "/"), "/")[1])
+		return h(s, st, id)
 	}
 	return notFound("Not found.")
 }

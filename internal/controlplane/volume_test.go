@@ -13,67 +13,23 @@ import (
 	"time"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/mithril"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/primeintellect"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/upcloud"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/conformance"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	lambdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
-	mithrilemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
-	primeemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
-	upcloudemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
-	verdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
-	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
 )
 
 // The volume lifecycle runs against the emulators of the clouds that keep volumes (Verda, Lambda,
 // Mithril, UpCloud, Prime Intellect), each over real HTTP on loopback with its real backend, and the sandbox; the provisioner is the in-test
 // volumeProvisioner (the playbooks that mount are the provisioning package's tests).
 
-// volumeClouds start each volume cloud's emulator and backend, fresh per call (machines boot in 300 ms).
-var volumeClouds = map[string]func(t *testing.T) cloudprovider.InstanceManagerBackend{
-	verda.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
-		srv := verdaemu.New(verdaemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}})
-		cfg := verda.Config{ClientID: verdaemu.DefaultClientID, ClientSecret: verdaemu.DefaultClientSecret,
-			BaseURL: backendtest.Serve(t, srv) + verdaemu.BasePath, Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond),
-			DeleteRetryWait: 50 * time.Millisecond}
-		return backendtest.Must(verda.New(cfg, backendtest.Inventory(t), nil))(t)
-	},
-	lambda.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
-		srv := lambdaemu.New(lambdaemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, TerminateDuration: 100 * time.Millisecond, LaunchInterval: -1})
-		cfg := lambda.Config{APIKey: lambdaemu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + lambdaemu.BasePath,
-			Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond), LaunchInterval: -1, UnhealthyGrace: 300 * time.Millisecond}
-		return backendtest.Must(lambda.New(cfg, backendtest.Inventory(t), nil))(t)
-	},
-	// Prime Intellect's offers report no stock count.
-	primeintellect.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
-		srv := primeemu.New(primeemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, DeleteDuration: 100 * time.Millisecond})
-		cfg := primeintellect.Config{APIKey: primeemu.DefaultAPIKey, BaseURL: backendtest.Start(t, srv.Start),
-			Tuning: backendtest.Tuning(10*time.Millisecond, 200*time.Millisecond), EmptyAvailabilityWait: 10 * time.Millisecond}
-		return backendtest.Must(primeintellect.New(cfg, backendtest.Inventory(t), nil))(t)
-	},
-	upcloud.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
-		const user, pass = "hydra-sub", "s3cret-Pass!"
-		srv := upcloudemu.New(upcloudemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, StopDuration: 100 * time.Millisecond,
-			Username: user, Password: pass})
-		cfg := upcloud.Config{Username: user, Password: pass, BaseURL: backendtest.Serve(t, srv) + upcloudemu.APIPrefix,
-			Tuning: backendtest.Tuning(10*time.Millisecond, 200*time.Millisecond), PollInterval: 20 * time.Millisecond, DeleteTimeout: 20 * time.Second}
-		return backendtest.Must(upcloud.New(cfg, backendtest.Inventory(t), nil))(t)
-	},
-	// The sandbox in process, over a directory of its own, without SSH machines.
-	sandbox.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
-		cfg := sandbox.Config{Dir: t.TempDir(), BootTime: 300 * time.Millisecond, DeleteTime: 100 * time.Millisecond}
-		return backendtest.Must(sandbox.New(cfg, backendtest.Inventory(t), nil))(t)
-	},
-	mithril.CloudName: func(t *testing.T) cloudprovider.InstanceManagerBackend {
-		srv := mithrilemu.New(mithrilemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, PreemptionWindow: time.Second})
-		cfg := mithril.Config{APIKey: mithrilemu.DefaultAPIKey, Project: mithrilemu.DefaultProject,
-			BaseURL: backendtest.Start(t, srv.Start), Tuning: backendtest.Tuning(10*time.Millisecond, 200*time.Millisecond)}
-		return backendtest.Must(mithril.New(cfg, backendtest.Inventory(t), nil))(t)
-	},
+// volumeClouds are the clouds that keep volumes; volumeCloud starts one's emulator and backend with its
+// conformance harness, fresh per call.
+var volumeClouds = []string{"lambda", "mithril", "primeintellect", "sandbox", "upcloud", "verda"}
+
+func volumeCloud(t *testing.T, cloud string) cloudprovider.InstanceManagerBackend {
+	b, _ := conformance.Start(t, cloud)
+	return b
 }
 
 // volumeProvisioner records every provisioning request; its digest is the SHA-256 of the variables'
@@ -266,7 +222,7 @@ func TestVolumeVarsInTheDigest(t *testing.T) {
 // PlanVolume refuses, touching no cloud where it can, what no cloud could create, naming the attribute.
 func TestPlanVolumeRefusals(t *testing.T) {
 	t.Parallel()
-	cp := volumeCP(t, nil, volumeClouds[sandbox.CloudName](t))
+	cp := volumeCP(t, nil, volumeCloud(t, sandbox.CloudName))
 	ctx := context.Background()
 	types, err := cp.VolumeRegions(ctx, cloudprovider.VolumeBlock)
 	if err != nil || len(types[sandbox.CloudName]) == 0 {
@@ -385,18 +341,12 @@ func createWithVolume(t *testing.T, ctx context.Context, cp *ControlPlane, prov 
 
 func TestVolumeLifecycleOnEmulators(t *testing.T) {
 	t.Parallel()
-	for _, cloud := range slices.Sorted(func(yield func(string) bool) {
-		for c := range volumeClouds {
-			if !yield(c) {
-				return
-			}
-		}
-	}) {
+	for _, cloud := range volumeClouds {
 		t.Run(cloud, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			b := volumeClouds[cloud](t)
+			b := volumeCloud(t, cloud)
 			prov := &volumeProvisioner{}
 			cp := volumeCP(t, prov, b)
 			vb := b.(cloudprovider.VolumeBackend)
@@ -499,7 +449,7 @@ func TestCreateVolumeResumesAndTakesTheFirstFreeToken(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := volumeClouds["verda"](t)
+	b := volumeCloud(t, "verda")
 	cp := volumeCP(t, nil, b)
 	vb := b.(cloudprovider.VolumeBackend)
 	o, typ := volumeOffer(t, ctx, b)
@@ -571,7 +521,7 @@ func TestOffersWhereTheVolumesAre(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	vd, lb, mt := volumeClouds["verda"](t), volumeClouds["lambda"](t), volumeClouds["mithril"](t)
+	vd, lb, mt := volumeCloud(t, "verda"), volumeCloud(t, "lambda"), volumeCloud(t, "mithril")
 	cp := volumeCP(t, nil, vd, lb, mt)
 	o, typ := volumeOffer(t, ctx, vd, lb)
 	rec, err := cp.CreateVolume(ctx, VolumeSpec{Name: "data", Type: typ, SizeGB: 10, Cloud: "verda", Region: o.Region})
@@ -679,7 +629,7 @@ func TestVolumeAbilitiesMissing(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	vd := volumeClouds["verda"](t)
+	vd := volumeCloud(t, "verda")
 	o, spec, rec := newVolume(t, ctx, volumeCP(t, nil, vd), vd)
 	req := OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/data"}}}
 
@@ -743,7 +693,7 @@ func TestVolumeMountedByTheCloudElsewhere(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := volumeClouds["primeintellect"](t)
+	b := volumeCloud(t, "primeintellect")
 	prov := &volumeProvisioner{}
 	cp := volumeCP(t, prov, b)
 	o, _, rec := newVolume(t, ctx, cp, b)
@@ -789,7 +739,7 @@ func TestAttachmentAskedAgainUntilAttached(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	vd := volumeClouds["verda"](t)
+	vd := volumeCloud(t, "verda")
 	o, _, rec := newVolume(t, ctx, volumeCP(t, nil, vd), vd)
 	cases := []struct {
 		name      string
@@ -835,7 +785,7 @@ func (unlistedVolumes) ListVolumes(context.Context, string) ([]cloudprovider.Vol
 // listed.
 func TestMachinesNamesACloudWhoseVolumesCannotBeListed(t *testing.T) {
 	t.Parallel()
-	vd := volumeClouds["verda"](t)
+	vd := volumeCloud(t, "verda")
 	cp := volumeCP(t, nil, unlistedVolumes{noVolumeAttacher{vd, vd.(cloudprovider.VolumeBackend), vd.(cloudprovider.VolumeLauncher)}})
 	res := cp.Machines(context.Background(), nil)
 	if why := res.Unreachable["verda"]; !strings.HasPrefix(why, "volumes: ") || !strings.Contains(why, "503 Service Unavailable") || len(res.Volumes) != 0 {
@@ -875,7 +825,7 @@ func clusterWithAVolume(t *testing.T, cloud, region, gpuType string, others []st
 	defer cancel()
 	var backends []cloudprovider.InstanceManagerBackend
 	for _, c := range append([]string{cloud}, others...) {
-		backends = append(backends, volumeClouds[c](t))
+		backends = append(backends, volumeCloud(t, c))
 	}
 	prov := &volumeProvisioner{}
 	cp := volumeCP(t, prov, backends...)

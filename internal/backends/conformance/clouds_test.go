@@ -1,135 +1,87 @@
 package conformance_test
 
 import (
+	"slices"
 	"testing"
-	"time"
 
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/conformance"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/mithril"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/primeintellect"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/upcloud"
-	"github.com/hydragpu/terraform-provider-hydra/internal/backends/verda"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
-	atlasemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
-	lambdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/lambda"
-	mithrilemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/mithril"
-	primeemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/primeintellect"
-	upcloudemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/upcloud"
-	verdaemu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/verda"
-	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
-	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
+	"github.com/hydragpu/terraform-provider-hydra/internal/clouds"
 )
 
 // TestConformance runs the backend contract against every cloud of the registry (internal/clouds), the
 // sandbox included: for each, a fresh emulator per case whose machines boot and terminate within a
 // second, served over real HTTP on loopback, and the backend built against it with the test inventory.
-// A cloud added to the registry without a harness here fails the test.
+// A cloud added to the registry without a harness (conformance.Harnesses) fails the test.
 func TestConformance(t *testing.T) {
 	eachCloud(t, func(t *testing.T, _ string, h conformance.Harness) { conformance.Run(t, h) })
 }
 
-// fast is a client tuning with quick retries: Retry-After (1 s in the suite) is honoured up to 2 s.
-func fast() restclient.Tuning {
-	tuning := backendtest.Tuning(10*time.Millisecond, 2*time.Second)
-	tuning.Timeout = 10 * time.Second
-	return tuning
-}
+// noClusterAPI are the registry's clouds whose backends have no cluster API (issue 34: Prime
+// Intellect publishes no create call for its multi-node offers, Lambda's 1-Click Clusters have no
+// public API, UpCloud has no interconnect). The test fails when one of them implements
+// cloudprovider.ClusterBackend, and when any other cloud does not, until this list says so.
+var noClusterAPI = []string{"lambda", "primeintellect", "upcloud"}
 
-// harnesses start each cloud's emulator and backend, by cloud name.
-var harnesses = map[string]conformance.Harness{
-	atlas.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		srv := atlasemu.New(atlasemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, DeleteDuration: 200 * time.Millisecond})
-		cfg := atlas.Config{BaseURL: backendtest.Start(t, srv.Start), Token: atlasemu.DefaultToken, Tuning: fast()}
-		return backendtest.Must(atlas.New(cfg, backendtest.Inventory(t), nil))(t), srv
-	}},
-	// Lambda has no labels, so ownership is carried by the name alone (the confirmation case is skipped).
-	lambda.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		srv := lambdaemu.New(lambdaemu.Options{Options: simulation.Options{BootDuration: 400 * time.Millisecond}, TerminateDuration: 200 * time.Millisecond, LaunchInterval: -1})
-		cfg := lambda.Config{APIKey: lambdaemu.DefaultAPIKey, BaseURL: backendtest.Serve(t, srv) + lambdaemu.BasePath,
-			Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond), LaunchInterval: -1,
-			// A failed boot is unhealthy, pending for the grace, then an error: a short grace on the real
-			// clock (TestUnhealthyGrace tests the default one on a fake clock).
-			UnhealthyGrace: 300 * time.Millisecond}
-		return backendtest.Must(lambda.New(cfg, backendtest.Inventory(t), nil))(t), srv
-	}},
-	// Mithril's bids are allocated at once (the default catalog has free capacity), its machines boot
-	// in 300 ms and its cancelled bids' machines terminate at once.
-	mithril.CloudName: {
-		Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-			srv := mithrilemu.New(mithrilemu.Options{Options: simulation.Options{BootDuration: 300 * time.Millisecond}, PreemptionWindow: time.Second})
-			cfg := mithril.Config{APIKey: mithrilemu.DefaultAPIKey, Project: mithrilemu.DefaultProject,
-				BaseURL: backendtest.Start(t, srv.Start), Tuning: fast()}
-			return backendtest.Must(mithril.New(cfg, backendtest.Inventory(t), nil))(t), srv
+// TestClusterConformance runs the cluster contract against every cloud of the registry whose backend
+// implements cloudprovider.ClusterBackend, each against its own emulator (the harnesses of
+// TestConformance), and checks that the others indeed implement none.
+func TestClusterConformance(t *testing.T) {
+	eachCloudWith(t, "cloudprovider.ClusterBackend", "no cluster API", noClusterAPI,
+		func(b cloudprovider.InstanceManagerBackend) bool {
+			_, ok := b.(cloudprovider.ClusterBackend)
+			return ok
 		},
-		Offer: winningBid,
-	},
-	// The default offer (the cheapest eligible on-demand one) fits Prime: its offers report no stock
-	// count (Available -1).
-	primeintellect.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		srv := primeemu.New(primeemu.Options{Options: simulation.Options{BootDuration: 800 * time.Millisecond}, DeleteDuration: 300 * time.Millisecond})
-		cfg := primeintellect.Config{APIKey: primeemu.DefaultAPIKey, BaseURL: backendtest.Start(t, srv.Start),
-			Tuning: backendtest.Tuning(10*time.Millisecond, 2*time.Second), EmptyAvailabilityWait: 10 * time.Millisecond}
-		return backendtest.Must(primeintellect.New(cfg, backendtest.Inventory(t), nil))(t), srv
-	}},
-	// The sandbox is in process: the backend is its own emulator and admin, over a directory of its own,
-	// without SSH machines.
-	sandbox.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		cfg := sandbox.Config{Dir: t.TempDir(), BootTime: 300 * time.Millisecond, DeleteTime: 200 * time.Millisecond,
-			Tuning: restclient.Tuning{RetryWaitMin: 10 * time.Millisecond, RetryWaitMax: 200 * time.Millisecond}}
-		b := backendtest.Must(sandbox.New(cfg, backendtest.Inventory(t), nil))(t)
-		return b, b
-	}},
-	// UpCloud's servers boot in 300 ms and stop in 200 ms; deletes are polled quickly. httptest listens
-	// on loopback, and its Close also drops connections the client dialled but never used.
-	upcloud.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		const user, pass = "hydra-sub", "s3cret-Pass!"
-		srv := upcloudemu.New(upcloudemu.Options{
-			Options:      simulation.Options{BootDuration: 300 * time.Millisecond},
-			StopDuration: 200 * time.Millisecond,
-			Username:     user,
-			Password:     pass,
-		})
-		cfg := upcloud.Config{Username: user, Password: pass, BaseURL: backendtest.Serve(t, srv) + upcloudemu.APIPrefix,
-			Tuning: fast(), PollInterval: 50 * time.Millisecond, DeleteTimeout: 20 * time.Second}
-		return backendtest.Must(upcloud.New(cfg, backendtest.Inventory(t), nil))(t), srv
-	}},
-	// Verda's machines boot in 400 ms (ordered, provisioning, running); delete is immediate. Verda
-	// accepts a create without SSH keys (ssh_key_ids may be empty).
-	verda.CloudName: {Start: func(t *testing.T) (cloudprovider.InstanceManagerBackend, simulation.Admin) {
-		srv := verdaemu.New(verdaemu.Options{Options: simulation.Options{BootDuration: 400 * time.Millisecond}})
-		cfg := verda.Config{ClientID: verdaemu.DefaultClientID, ClientSecret: verdaemu.DefaultClientSecret,
-			BaseURL: backendtest.Serve(t, srv) + verdaemu.BasePath, Tuning: backendtest.Tuning(time.Millisecond, 50*time.Millisecond),
-			DeleteRetryWait: 50 * time.Millisecond}
-		return backendtest.Must(verda.New(cfg, backendtest.Inventory(t), nil))(t), srv
-	}},
+		conformance.RunClusters)
 }
 
-// winningBid prices every Mithril auction through PriceBids with nothing comparable and no max price, so
-// each bid is exactly what its auction needs to win now (the new bid rule), and picks the cheapest
-// eligible bid. Auctions without capacity are listed ineligible by Offers and stay so.
-func winningBid(t *testing.T, b cloudprovider.InstanceManagerBackend, offers []cloudprovider.Offer) cloudprovider.Offer {
-	t.Helper()
-	ab, ok := b.(cloudprovider.AuctionBackend)
-	if !ok {
-		t.Fatal("the Mithril backend is not an AuctionBackend")
-	}
-	var best cloudprovider.Offer
-	found := false
-	for _, o := range offers {
-		p := ab.PriceBids([]cloudprovider.Offer{o}, nil, 0)[0]
-		if p.Ineligible != "" {
+// noVolumes are the registry's clouds whose backends keep no volumes (issue 35: Atlas has none). The
+// test fails when one of them implements cloudprovider.VolumeBackend, and when any other cloud does
+// not, until this list says so.
+var noVolumes = []string{"atlas"}
+
+// TestVolumeConformance runs the volume contract against every cloud of the registry whose backend
+// implements cloudprovider.VolumeBackend, each against its own emulator (the harnesses of
+// TestConformance), and checks that the others indeed implement none.
+func TestVolumeConformance(t *testing.T) {
+	eachCloudWith(t, "cloudprovider.VolumeBackend", "no volumes", noVolumes,
+		func(b cloudprovider.InstanceManagerBackend) bool { _, ok := b.(cloudprovider.VolumeBackend); return ok },
+		conformance.RunVolumes)
+}
+
+// eachCloudWith runs suite for every cloud of the registry whose backend has an optional ability
+// (implements says so), and fails for a cloud listed in without that has it, or one not listed that
+// has it not.
+func eachCloudWith(t *testing.T, ability, lacking string, without []string,
+	implements func(cloudprovider.InstanceManagerBackend) bool, suite func(*testing.T, conformance.Harness)) {
+	eachCloud(t, func(t *testing.T, cloud string, h conformance.Harness) {
+		b, _ := h.Start(t)
+		has, listed := implements(b), slices.Contains(without, cloud)
+		switch {
+		case listed && has:
+			t.Fatalf("%s implements %s but is listed as having %s: take it off the list", cloud, ability, lacking)
+		case listed:
+			t.Logf("%s has %s, and its backend implements none", cloud, lacking)
+			return
+		case !has:
+			t.Fatalf("%s does not implement %s and is not listed as having %s", cloud, ability, lacking)
+		}
+		suite(t, h)
+	})
+}
+
+// eachCloud runs fn, in parallel, for every cloud of the registry with its harness (Cloud set); a
+// registered cloud without a harness fails the test.
+func eachCloud(t *testing.T, fn func(t *testing.T, cloud string, h conformance.Harness)) {
+	for _, cloud := range clouds.Names() {
+		h, ok := conformance.Harnesses()[cloud]
+		if !ok {
+			t.Errorf("the registry's cloud %q has no conformance harness", cloud)
 			continue
 		}
-		if !found || p.PricePerHour < best.PricePerHour {
-			best, found = p, true
-		}
+		t.Run(cloud, func(t *testing.T) {
+			t.Parallel()
+			fn(t, cloud, h)
+		})
 	}
-	if !found {
-		t.Fatalf("no auction among %d offers takes a winning bid", len(offers))
-	}
-	return best
 }

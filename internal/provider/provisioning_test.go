@@ -179,7 +179,8 @@ func TestAccGPUInstance_provisioned(t *testing.T) {
 			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		},
 		{
-			// A playbook change is an in-place update that provisions again.
+			// A playbook change is an in-place update that provisions again (planned here; the next
+			// step's apply runs it, with the changed variables).
 			PreConfig: func() {
 				f, err := os.OpenFile(filepath.Join(dir, "bare-vm.yml"), os.O_APPEND|os.O_WRONLY, 0)
 				if err != nil {
@@ -192,7 +193,18 @@ func TestAccGPUInstance_provisioned(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			Config: base,
+			Config:             base,
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate),
+				planUnknown("status"),
+			}},
+		},
+		{
+			// Changed variables too; the machine is provisioned again in place, and they arrive
+			// literally.
+			Config: withKey,
 			ConfigPlanChecks: preApply(
 				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate),
 				planUnknown("status"),
@@ -205,21 +217,13 @@ func TestAccGPUInstance_provisioned(t *testing.T) {
 				if a["provisioning_digest"] == firstDigest || a["ready_at"] == "" {
 					return fmt.Errorf("digest %s (was %s), ready_at %s (was %s): provisioning did not run again", a["provisioning_digest"], firstDigest, a["ready_at"], firstReady)
 				}
-				return s.checkCreated(1)(st)
-			},
-		},
-		{
-			// Changed variables too; and they arrive literally.
-			Config:           withKey,
-			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)),
-			Check: func(*terraform.State) error {
 				if _, ok := findFileContaining(s.machineDir(), tricky); !ok {
 					return fmt.Errorf("the customer key did not arrive literally in the machine's files")
 				}
 				if _, err := os.Stat("/tmp/hydra-acc-pwned"); err == nil {
 					return fmt.Errorf("$(...) in a variable was executed")
 				}
-				return nil
+				return s.checkCreated(1)(st)
 			},
 		},
 	})

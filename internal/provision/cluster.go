@@ -52,6 +52,7 @@ func (r *Runner) CheckCluster(ctx context.Context, req cloudprovider.ClusterChec
 	}
 	nodes := make([]map[string]any, len(req.Nodes))
 	specs := make([]runSpec, len(req.Nodes))
+	jumpsChecked := map[string]bool{} // "<host> <port> <pinned key>" of the jump hosts checkJumpKey passed
 	for i, n := range req.Nodes {
 		name := n.Instance.Name
 		if n.Instance.SSH == nil || n.Instance.SSH.Host == "" {
@@ -79,6 +80,13 @@ func (r *Runner) CheckCluster(ctx context.Context, req cloudprovider.ClusterChec
 		if j := specs[i].jump; j != nil && j.HostKey != "" {
 			if specs[i].jumpKey, _, _, _, err = ssh.ParseAuthorizedKey([]byte(j.HostKey)); err != nil {
 				return res, &cloudprovider.PermanentError{Err: fmt.Errorf("cluster check: node %s (node %d): the jump host's pinned key cannot be parsed: %v", name, i+1, err)}
+			}
+			if jumpsChecked[j.Host+" "+strconv.Itoa(j.Port)+" "+j.HostKey] {
+				continue
+			}
+			jumpsChecked[j.Host+" "+strconv.Itoa(j.Port)+" "+j.HostKey] = true
+			if err := r.checkJumpKey(ctx, ep, n.HostKey); err != nil {
+				return res, fmt.Errorf("cluster check: node %s (node %d): %w", name, i+1, err)
 			}
 		} else if j != nil {
 			// No key recorded for the jump host: trust on first use, as Provision does (the node's own
@@ -161,6 +169,22 @@ func (r *Runner) CheckCluster(ctx context.Context, req cloudprovider.ClusterChec
 	}
 	res.Message = cut(strings.Join(found, "; "), summaryLimit)
 	return res, &ClusterCheckError{Node: res.FailedNode, Message: res.Message}
+}
+
+// checkJumpKey logs in once through ep's jump host (its key pinned) and returns a jump host that presents
+// another key as a *HostKeyMismatchError (a *cloudprovider.PermanentError), before anything runs.
+// Ansible's ssh refuses such a jump host too, but says only that the connection closed: with a control
+// socket, ssh sends its ProxyCommand's messages to /dev/null. Any other failure is left to the run.
+func (r *Runner) checkJumpKey(ctx context.Context, ep cloudprovider.SSHEndpoint, pinned string) error {
+	rt, err := r.route(ep, pinned)
+	if err != nil {
+		return err
+	}
+	_ = remoteRun(ctx, rt, "true", nil, nil) // only the jump host's key matters here
+	if _, mm := rt.jump.check.result(); mm != nil {
+		return &cloudprovider.PermanentError{Err: mm}
+	}
+	return nil
 }
 
 // runTogether runs playbook over every machine of specs in one ansible-playbook run (a batch formed

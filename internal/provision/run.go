@@ -588,13 +588,17 @@ func pinnedSSHOptions(knownHosts string, key ssh.PublicKey) []string {
 // ProxyCommand running `ssh -W %h:%p` to the jump host with the same private key and known_hosts file
 // and the same strict checking of the jump's pinned key (ProxyJump would not carry these options to
 // the jump's connection). The option is one word for Ansible's shlex split of ansible_ssh_common_args.
+// It must not contain "ControlPath": Ansible's ssh plugin takes any argument that does for a control
+// path of its own and then sets none, and every task would log in anew through the jump host (two SSH
+// handshakes a task) instead of using the machine's control socket; the proxy's ssh is kept off any
+// socket with -S none.
 func proxyOption(spec runSpec, keyFile, knownHosts string) []string {
 	j := spec.jump
 	if j == nil {
 		return nil
 	}
 	args := append([]string{"ssh", "-F", "/dev/null", "-i", shellQuote(keyFile)}, pinnedSSHOptions(knownHosts, spec.jumpKey)...)
-	args = append(args, "-o", "ControlMaster=no", "-o", "ControlPath=none", "-p", strconv.Itoa(j.Port), "-l", shellQuote(j.User), shellQuote(j.Host))
+	args = append(args, "-o", "ControlMaster=no", "-S", "none", "-p", strconv.Itoa(j.Port), "-l", shellQuote(j.User), shellQuote(j.Host))
 	// ssh expands %-tokens in a ProxyCommand: a literal % is %%; %h:%p is the machine's address.
 	cmd := strings.ReplaceAll(strings.Join(args, " "), "%", "%%") + " -W %h:%p"
 	return []string{"-o", shellQuote("ProxyCommand=" + cmd)}

@@ -232,18 +232,13 @@ func (cp *ControlPlane) sendOrder(ctx context.Context, journal Journal, spec Clu
 	if err == nil {
 		return c, nil
 	}
-	if lostAnswer(err) {
-		lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		found, ok, gerr := findCluster(lookCtx, cb, name)
-		cancel()
-		switch {
-		case gerr != nil:
-			// The outcome stays unknown: the intent stays so the next apply looks again.
-			return cloudprovider.Cluster{}, fmt.Errorf("%w (whether %s was created is unknown: %v; the next apply looks for it again)", err, name, gerr)
-		case ok:
-			log.Warn("create reported an error but the cluster exists; keeping it", "name", name, "error", err)
-			return found, nil
-		}
+	found, ok, uerr := lookAgain(ctx, err, name, func(ctx context.Context) (cloudprovider.Cluster, bool, error) { return findCluster(ctx, cb, name) })
+	switch {
+	case uerr != nil:
+		return cloudprovider.Cluster{}, uerr
+	case ok:
+		log.Warn("create reported an error but the cluster exists; keeping it", "name", name, "error", err)
+		return found, nil
 	}
 	_ = journal.Remove(spec.Name) // nothing was created
 	if !cloudprovider.IsCapacity(err) {

@@ -111,18 +111,19 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 			return Launched{Instance: inst, Offer: o, Pool: pm.Pool}, nil
 		}
 		// A create whose outcome is unknown may have succeeded: look (by its unique name) first.
-		if lostAnswer(err) {
-			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			inst, gerr := pm.Get(lookCtx, InstanceRef{Name: name})
-			cancel()
-			if gerr == nil {
-				log.Warn("create reported an error but the instance exists; keeping it", "name", name, "error", err)
-				return Launched{Instance: inst, Offer: o, Pool: pm.Pool, Adopted: true}, nil
+		found, ok, uerr := lookAgain(ctx, err, name, func(ctx context.Context) (cloudprovider.Instance, bool, error) {
+			inst, err := pm.Get(ctx, InstanceRef{Name: name})
+			if cloudprovider.IsNotFound(err) {
+				return inst, false, nil
 			}
-			if !cloudprovider.IsNotFound(gerr) {
-				// The outcome stays unknown: keep the intent so the next apply looks again.
-				return Launched{}, fmt.Errorf("%w (whether %s was created is unknown: %v; the next apply looks for it again)", err, name, gerr)
-			}
+			return inst, err == nil, err
+		})
+		switch {
+		case uerr != nil:
+			return Launched{}, uerr
+		case ok:
+			log.Warn("create reported an error but the instance exists; keeping it", "name", name, "error", err)
+			return Launched{Instance: found, Offer: o, Pool: pm.Pool, Adopted: true}, nil
 		}
 		_ = cp.opts.Journal.Remove(req.Name) // nothing was created
 		if !cloudprovider.IsCapacity(err) || ctx.Err() != nil {
@@ -142,6 +143,23 @@ func (cp *ControlPlane) Launch(ctx context.Context, req LaunchRequest) (Launched
 // made the resource: its answer was lost (ErrOther), or ctx ended while it was sent.
 func lostAnswer(err error) bool {
 	return cloudprovider.KindOf(err) == cloudprovider.ErrOther || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// lookAgain looks, when a create's error leaves its outcome unknown (lostAnswer), for what the create of
+// what may have made: find runs for at most 30 s, even after ctx ended. ok says find found it. When
+// find fails, the error is createErr saying that the outcome stays unknown (the intent stays, so the
+// next apply looks again).
+func lookAgain[T any](ctx context.Context, createErr error, what string, find func(context.Context) (T, bool, error)) (found T, ok bool, err error) {
+	if !lostAnswer(createErr) {
+		return found, false, nil
+	}
+	lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	found, ok, ferr := find(lookCtx)
+	if ferr != nil {
+		return found, false, fmt.Errorf("%w (whether %s was created is unknown: %v; the next apply looks for it again)", createErr, what, ferr)
+	}
+	return found, ok, nil
 }
 
 // awaitAllocation waits for an instance awaiting allocation, read through its cloud's shared status

@@ -253,17 +253,13 @@ func (cp *ControlPlane) CreateVolume(ctx context.Context, spec VolumeSpec) (Volu
 	v, err := vb.CreateVolume(ctx, cloudprovider.VolumeRequest{Name: name, Type: spec.Type, Region: spec.Region, SizeGB: spec.SizeGB,
 		Owner: cloudprovider.Ownership{Resource: spec.Name, Token: token}})
 	if err != nil {
-		if lostAnswer(err) {
-			lookCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			found, ok, gerr := findVolume(lookCtx, vb, name)
-			cancel()
-			switch {
-			case gerr != nil:
-				return VolumeRecord{}, fmt.Errorf("%w (whether volume %s was created is unknown: %v; the next apply looks for it again)", err, name, gerr)
-			case ok:
-				log.Warn("volume create reported an error but the volume exists; keeping it", "name", name, "error", err)
-				v, err = found, nil
-			}
+		found, ok, uerr := lookAgain(ctx, err, "volume "+name, func(ctx context.Context) (cloudprovider.Volume, bool, error) { return findVolume(ctx, vb, name) })
+		switch {
+		case uerr != nil:
+			return VolumeRecord{}, uerr
+		case ok:
+			log.Warn("volume create reported an error but the volume exists; keeping it", "name", name, "error", err)
+			v, err = found, nil
 		}
 		if err != nil {
 			_ = journal.Remove(spec.Name) // nothing was created

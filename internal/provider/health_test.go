@@ -15,8 +15,8 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 )
 
-func healthConfig(s *testSandbox, extra string) string {
-	return s.provisionedConfig("") + testAccGPUInstanceConfig_basic("health", "l4", extra)
+func healthConfig(s *testSandbox, playbookDir, extra string) string {
+	return s.provisionedConfig(playbookDir) + testAccGPUInstanceConfig_basic("health", "l4", extra)
 }
 
 // Every refresh reads a ready machine's health. A fault injected into it shows in the next refresh:
@@ -24,13 +24,16 @@ func healthConfig(s *testSandbox, extra string) string {
 // replacement (planned only: applying a replacement is what every other replace test does, and it
 // would provision a second machine). A machine whose health cannot be read (sshd down, or its
 // provisioning record gone) is "unknown", never "unhealthy": even with replace_when_unhealthy, nothing
-// is replaced.
+// is replaced. The machine runs bare-vm.yml's health checks and marker without the driver layer and
+// monitoring (slimPlaybooks); TestAccGPUCluster_provisioned reads the health of nodes the whole
+// playbook provisioned.
 func TestAccGPUInstance_health(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
-	replacing := healthConfig(s, "  replace_when_unhealthy = true")
+	dir := slimPlaybooks(t, "hydra_vars", "preflight", "marker", "gpu_check", "health")
+	replacing := healthConfig(s, dir, "  replace_when_unhealthy = true")
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
-		Config: healthConfig(s, ""),
+		Config: healthConfig(s, dir, ""),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("status", "ready"),
 			stateKnown("health", "healthy"),
@@ -42,7 +45,7 @@ func TestAccGPUInstance_health(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		Config:           healthConfig(s, ""),
+		Config:           healthConfig(s, dir, ""),
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("health", "unhealthy"),

@@ -1,6 +1,7 @@
 package cloudprovider
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
@@ -91,4 +92,21 @@ func WithOwner(pool inventory.Pool, inst Instance) Instance {
 		inst.Owner.Resource, inst.Owner.Token = name, token
 	}
 	return inst
+}
+
+// FindNamed looks for the one of name among what list(ctx, name) lists (clouds list by name prefix):
+// of those is accepts, the first by less, or the first listed when less is nil. ok is false when is
+// accepts none; list's error is returned as it is.
+func FindNamed[T any](ctx context.Context, name string, list func(ctx context.Context, prefix string) ([]T, error),
+	is func(T) bool, less func(a, b T) bool) (found T, ok bool, err error) {
+	all, err := list(ctx, name)
+	if err != nil {
+		return found, false, err
+	}
+	for _, x := range all {
+		if is(x) && (!ok || less != nil && less(x, found)) {
+			found, ok = x, true
+		}
+	}
+	return found, ok, nil
 }

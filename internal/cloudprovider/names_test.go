@@ -1,6 +1,8 @@
 package cloudprovider
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
@@ -78,5 +80,36 @@ func TestOwnerToken(t *testing.T) {
 	}
 	if DerivedToken("a", "") || DerivedToken("a", OwnerToken("a", OwnerGenerations)) {
 		t.Fatal("DerivedToken accepts the empty token or one beyond the generations")
+	}
+}
+
+func TestFindNamed(t *testing.T) {
+	type v struct{ name, id string }
+	listed := []v{{"web-1", "3"}, {"web-10", "1"}, {"web-1", "2"}, {"web-1", "4"}, {"web-1", "2b"}}
+	is := func(x v) bool { return x.name == "web-1" }
+	byLen := func(a, b v) bool { return len(a.id) < len(b.id) } // ties: "3", "2", "4"
+	for _, tc := range []struct {
+		name   string
+		is     func(v) bool
+		less   func(a, b v) bool
+		wantID string
+	}{
+		{"first listed", is, nil, "3"},
+		{"first by less, ties in list order", is, byLen, "3"},
+		{"least by less", is, func(a, b v) bool { return a.id < b.id }, "2"},
+		{"none", func(v) bool { return false }, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var prefix string
+			list := func(_ context.Context, p string) ([]v, error) { prefix = p; return listed, nil }
+			got, ok, err := FindNamed(context.Background(), "web-1", list, tc.is, tc.less)
+			if err != nil || ok != (tc.wantID != "") || got.id != tc.wantID || prefix != "web-1" {
+				t.Errorf("got %+v %v %v (listed %q), want id %q", got, ok, err, prefix, tc.wantID)
+			}
+		})
+	}
+	boom := errors.New("boom")
+	if _, ok, err := FindNamed(context.Background(), "x", func(context.Context, string) ([]v, error) { return listed, boom }, func(v) bool { return true }, nil); ok || !errors.Is(err, boom) {
+		t.Errorf("got %v %v, want the listing's error", ok, err)
 	}
 }

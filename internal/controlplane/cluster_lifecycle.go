@@ -300,9 +300,9 @@ func (cp *ControlPlane) awaitBid(ctx context.Context, journal Journal, spec Clus
 
 // findCluster returns the live cluster named name (ok false when there is none).
 func findCluster(ctx context.Context, cb cloudprovider.ClusterBackend, name string) (cloudprovider.Cluster, bool, error) {
-	return findNamed(ctx, name, cb.ListClusters, func(c cloudprovider.Cluster) bool {
+	return cloudprovider.FindNamed(ctx, name, cb.ListClusters, func(c cloudprovider.Cluster) bool {
 		return c.Name == name && c.Status != cloudprovider.StatusTerminated
-	})
+	}, nil)
 }
 
 // freeClusterToken is the first of the resource name's derived tokens whose cloud-side name no cluster

@@ -600,19 +600,6 @@ func concurrently[T, R any](in []T, f func(T) (R, error)) ([]R, []error) {
 	return out, errs
 }
 
-// findNamed returns the first of what list(ctx, name) lists (a cloud lists by name prefix) that is the
-// one: ok is false when none is.
-func findNamed[T any](ctx context.Context, name string, list func(context.Context, string) ([]T, error), is func(T) bool) (found T, ok bool, err error) {
-	all, err := list(ctx, name)
-	if err != nil {
-		return found, false, err
-	}
-	if i := slices.IndexFunc(all, is); i >= 0 {
-		return all[i], true, nil
-	}
-	return found, false, nil
-}
-
 func cloudAllowed(allowed []string, cloud string) bool {
 	return len(allowed) == 0 || slices.Contains(allowed, cloud)
 }

@@ -280,7 +280,7 @@ func (cp *ControlPlane) CreateVolume(ctx context.Context, spec VolumeSpec) (Volu
 
 // findVolume finds the one volume named name (ok false: none).
 func findVolume(ctx context.Context, vb cloudprovider.VolumeBackend, name string) (cloudprovider.Volume, bool, error) {
-	return findNamed(ctx, name, vb.ListVolumes, func(v cloudprovider.Volume) bool { return v.Name == name })
+	return cloudprovider.FindNamed(ctx, name, vb.ListVolumes, func(v cloudprovider.Volume) bool { return v.Name == name }, nil)
 }
 
 // volumeRecord is v as a state holds it, its attachments named by machine.

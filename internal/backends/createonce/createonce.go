@@ -7,7 +7,6 @@ package createonce
 import (
 	"cmp"
 	"context"
-	"sort"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -172,22 +171,8 @@ func Run[T any](ctx context.Context, g *Group, s StepsOf[T]) (T, Outcome, error)
 // first by less (nil: the oldest by CreatedAt).
 func FindByName(ctx context.Context, name string, list func(ctx context.Context, prefix string) ([]cloudprovider.Instance, error),
 	keep func(cloudprovider.Instance) bool, less func(a, b cloudprovider.Instance) bool) (cloudprovider.Instance, bool, error) {
-	all, err := list(ctx, name)
-	if err != nil {
-		return cloudprovider.Instance{}, false, err
-	}
 	if less == nil {
 		less = func(a, b cloudprovider.Instance) bool { return a.CreatedAt.Before(b.CreatedAt) }
 	}
-	var found []cloudprovider.Instance
-	for _, in := range all {
-		if in.Name == name && (keep == nil || keep(in)) {
-			found = append(found, in)
-		}
-	}
-	if len(found) == 0 {
-		return cloudprovider.Instance{}, false, nil
-	}
-	sort.SliceStable(found, func(i, j int) bool { return less(found[i], found[j]) })
-	return found[0], true, nil
+	return cloudprovider.FindNamed(ctx, name, list, func(in cloudprovider.Instance) bool { return in.Name == name && (keep == nil || keep(in)) }, less)
 }

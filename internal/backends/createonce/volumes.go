@@ -16,18 +16,12 @@ func (g *Group) Volume(ctx context.Context, cloud string, req cloudprovider.Volu
 	const op = "creating volume"
 	v, _, err := Run(ctx, g, StepsOf[cloudprovider.Volume]{Cloud: cloud, Op: op, Name: req.Name, Key: "volume:" + req.Name,
 		Find: func(ctx context.Context) (cloudprovider.Volume, bool, error) {
-			vols, err := list(ctx, req.Name)
-			for _, v := range vols {
-				if v.Name != req.Name {
-					continue
-				}
-				if v.Region != req.Region {
-					return v, true, cloudprovider.Errorf(cloudprovider.ErrInvalid, cloud, op,
-						"a volume named %s already exists in %s, not in %s", req.Name, v.Region, req.Region)
-				}
-				return v, true, nil
+			v, ok, err := cloudprovider.FindNamed(ctx, req.Name, list, func(v cloudprovider.Volume) bool { return v.Name == req.Name }, nil)
+			if ok && v.Region != req.Region {
+				return v, true, cloudprovider.Errorf(cloudprovider.ErrInvalid, cloud, op,
+					"a volume named %s already exists in %s, not in %s", req.Name, v.Region, req.Region)
 			}
-			return cloudprovider.Volume{}, false, err
+			return v, ok, err
 		},
 		Create: create,
 	})

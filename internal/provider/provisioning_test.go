@@ -229,46 +229,36 @@ func TestAccGPUInstance_provisioned(t *testing.T) {
 	})
 }
 
+// TestAccGPUInstance_provisioningRetries: a playbook that fails every attempt fails the create, naming
+// the host, the task and its message, and keeps the billed machine in state, tainted; fixing the
+// playbook's input replaces it (a plain input change would be an update in place), and the new machine,
+// whose playbook fails twice and passes the third time, is ready with three attempts recorded, its
+// variable arriving literally.
 func TestAccGPUInstance_provisioningRetries(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
-	cfg := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("retry", "l4", `
+	failing := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("doomed", "l4", "  provisioning_vars = { fail_times = 99 }\n  max_provisioning_attempts = 2")
+	fixed := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("doomed", "l4", `
   provisioning_vars = {
     fail_times = 2
     note       = "{{ 7*7 }} \"quotes\" and spaces $(id)"
-  }`)
-	accTest(t, s.checkDestroyed, []resource.TestStep{{
-		// Fails twice, passes the third time: ready, with three attempts recorded.
-		Config: cfg,
-		ConfigStateChecks: []statecheck.StateCheck{
-			stateKnown("status", "ready"),
-			stateKnown("provisioning_attempts", int64(3)),
-		},
-		Check: func(*terraform.State) error {
-			p, ok := findFileContaining(s.machineDir(), `{{ 7*7 }} "quotes" and spaces $(id)`)
-			if !ok || filepath.Base(p) != "note" {
-				return fmt.Errorf("the note variable did not arrive literally (found %q)", p)
-			}
-			return nil
-		},
-	}})
-}
-
-func TestAccGPUInstance_provisioningFails(t *testing.T) {
-	requireProvisioningTools(t)
-	s := newTestSandbox(t)
-	failing := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("doomed", "l4", "  provisioning_vars = { fail_times = 99 }\n  max_provisioning_attempts = 2")
-	fixed := s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("doomed", "l4", "  provisioning_vars = { fail_times = 0 }\n  max_provisioning_attempts = 2")
+  }
+  max_provisioning_attempts = 3`)
+	replaced := s.replacedReady(fixed)
+	replaced.ConfigStateChecks = append(replaced.ConfigStateChecks, stateKnown("provisioning_attempts", int64(3)))
+	replaced.Check = resource.ComposeTestCheckFunc(replaced.Check, func(*terraform.State) error {
+		p, ok := findFileContaining(s.machineDir(), `{{ 7*7 }} "quotes" and spaces $(id)`)
+		if !ok || filepath.Base(p) != "note" {
+			return fmt.Errorf("the note variable did not arrive literally (found %q)", p)
+		}
+		return nil
+	})
 	accTest(t, s.checkDestroyed, []resource.TestStep{
 		{
-			// Every attempt fails: the error names the host, the task and its message; the billed
-			// machine stays in state (tainted).
 			Config:      failing,
 			ExpectError: errorPattern("provisioning failed after 2 attempt(s)", "sbx-vm-doomed--", `Fail on purpose`, "planned failure on attempt 2"),
 		},
-		// The machine was kept tainted: fixing the playbook's input replaces it (a plain input change
-		// would be an in-place update).
-		s.replacedReady(fixed),
+		replaced,
 	})
 }
 

@@ -104,7 +104,6 @@ func TestAccGPUInstance_disappears(t *testing.T) {
 }
 
 func TestAccGPUInstance_impossibleRequests(t *testing.T) {
-	t.Parallel() // its cases run in parallel too, beside every other acceptance test
 	s := newTestSandbox(t)
 	onlyVM := t.TempDir()
 	if err := os.WriteFile(filepath.Join(onlyVM, "pools.yml"), []byte("pools:\n  - name: sandbox-vm-pool\n    cloud: sandbox\n    kind: vm\n    prefix: sbx-vm-\n"), 0o644); err != nil {
@@ -138,20 +137,23 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 		{"unknown GPU type", "", `gpu_type = "tpu-v5"`, errorPattern(`unknown GPU type "tpu-v5" in gpu_type.`, `Known types (the inventory's supported_gpus.yml): "a100-80gb", "b200", "h100"`)},
 		{"unknown cloud", "", "gpu_type = \"h100\"\n  clouds = [\"aws\"]", errorPattern("Unknown cloud", `clouds: "aws" is not a cloud hydra knows. Accepted values: "atlas", "lambda", "mithril", "primeintellect", "sandbox", "upcloud", "verda".`)},
 	}
+	// One working directory for every case: each is a refused plan (the case's name in its step's
+	// PreConfig log).
+	var steps []resource.TestStep
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			body := tc.body
-			if !regexp.MustCompile(`\bname\s*=`).MatchString(body) {
-				body = "name = \"impossible\"\n  " + body
-			}
-			accTest(t, nil, []resource.TestStep{{
-				Config:      s.providerConfig(tc.provider) + fmt.Sprintf("resource \"hydra_gpu_instance\" \"test\" {\n  %s\n}\n", body),
-				PlanOnly:    true,
-				ExpectError: tc.want,
-			}})
+		body := tc.body
+		if !regexp.MustCompile(`\bname\s*=`).MatchString(body) {
+			body = "name = \"impossible\"\n  " + body
+		}
+		steps = append(steps, resource.TestStep{
+			PreConfig:   func() { t.Log("case: " + tc.name) },
+			Config:      s.providerConfig(tc.provider) + fmt.Sprintf("resource \"hydra_gpu_instance\" \"test\" {\n  %s\n}\n", body),
+			PlanOnly:    true,
+			ExpectError: tc.want,
 		})
 	}
-	t.Cleanup(func() { s.noneCreated(t, "impossible requests") })
+	accTest(t, nil, steps)
+	s.noneCreated(t, "impossible requests")
 }
 
 func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {

@@ -42,12 +42,17 @@ import (
 // DefaultDiskMountPath is where Prime mounts a pod's disk: the default of AttachedResources.mountPath.
 const DefaultDiskMountPath = "/workspace"
 
-// diskPlace is where Prime sells disks: one item of /availability/disks.
+// diskPlace is where Prime sells disks: one item of /availability/disks. A disk keeps the place it was
+// created in.
 type diskPlace struct {
-	Provider, DataCenter, Country, Region, Security string
-	PricePerUnit                                    float64
-	MaxGB                                           int
-	Multinode                                       bool
+	Provider     string  `json:"provider"`
+	DataCenter   string  `json:"data_center"`
+	Country      string  `json:"country"`
+	Region       string  `json:"region"`
+	Security     string  `json:"security,omitempty"`
+	PricePerUnit float64 `json:"price_per_unit"`
+	MaxGB        int     `json:"max_gb,omitempty"`
+	Multinode    bool    `json:"multinode"`
 }
 
 // diskPlaces are the places of the catalog that sell disks: one per provider, place and security among
@@ -82,24 +87,15 @@ func (p diskPlace) hosts(it Item) bool {
 }
 
 type diskRec struct {
-	ID           string     `json:"id"`
-	Name         string     `json:"name"`
-	SizeGB       int        `json:"size_gb"`
-	Provider     string     `json:"provider"`
-	DataCenter   string     `json:"data_center"`
-	Country      string     `json:"country"`
-	Region       string     `json:"region"`
-	Multinode    bool       `json:"multinode"`
-	PricePerUnit float64    `json:"price_per_unit"`
-	TeamID       string     `json:"team_id,omitempty"`
-	CreatedAt    time.Time  `json:"created_at"`
-	UpdatedAt    time.Time  `json:"updated_at"`
-	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
-}
-
-// place is the disk's place, to match pods' items against.
-func (d *diskRec) place() diskPlace {
-	return diskPlace{Provider: d.Provider, DataCenter: d.DataCenter, Country: d.Country, Region: d.Region}
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	SizeGB int    `json:"size_gb"`
+	// diskPlace is where the disk was created (pods' items are matched against it).
+	diskPlace
+	TeamID    string     `json:"team_id,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
 }
 
 // podDisk is a disk a pod got at its create.
@@ -250,9 +246,7 @@ func (s *Server) createDisk(w http.ResponseWriter, r *http.Request) {
 			status, msg = http.StatusBadRequest, fmt.Sprintf("Disk size %d GB exceeds the maximum of %d GB", *req.Size, place.MaxGB)
 			return nil
 		}
-		d := &diskRec{ID: newUUID(), Name: str(req.Name), SizeGB: *req.Size, Provider: place.Provider, DataCenter: place.DataCenter,
-			Country: place.Country, Region: place.Region, Multinode: place.Multinode, PricePerUnit: place.PricePerUnit,
-			CreatedAt: now, UpdatedAt: now}
+		d := &diskRec{ID: newUUID(), Name: str(req.Name), SizeGB: *req.Size, diskPlace: *place, CreatedAt: now, UpdatedAt: now}
 		if b.Team != nil {
 			d.TeamID = b.Team.TeamID
 		}
@@ -395,7 +389,7 @@ func (s *Server) podDisks(st *state, ids []string, it Item, now time.Time) ([]po
 		if status, _ := s.diskStatus(d, now); status != "ACTIVE" && status != "PROVISIONING" {
 			return nil, fmt.Sprintf("Disk %s is %s", id, status)
 		}
-		if !d.place().hosts(it) {
+		if !d.hosts(it) {
 			return nil, fmt.Sprintf("Disk %s is in %s/%s; the pod would be in %s/%s: disks must be in the same data center as the pod",
 				id, d.Provider, cmpOr(d.DataCenter, d.Country), it.Provider, cmpOr(it.DataCenter, it.Country))
 		}
@@ -447,7 +441,7 @@ func (s *Server) diskFilter(st *state, ids []string, now time.Time) (keep func(I
 		if _, gone := s.diskStatus(d, now); gone {
 			return nil, id
 		}
-		places = append(places, d.place())
+		places = append(places, d.diskPlace)
 	}
 	return func(it Item) bool {
 		for _, p := range places {

@@ -241,19 +241,12 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 func TestAccGPUCluster_volumesInvalid(t *testing.T) {
 	s := newTestSandbox(t)
 	cfg := func(extra string) string { return s.providerConfig("") + clusterConfig("badvol", "h100", 1, 2, extra) }
-	accTest(t, nil, []resource.TestStep{
-		{
-			Config:   cfg(`  volumes = [{ volume_id = "sandbox/sbx-eu-1/a", mount_path = "/a" }, { volume_id = "sandbox/sbx-us-1/b", mount_path = "/b" }]`),
-			PlanOnly: true, ExpectError: errorPattern("Volumes in different places", "is in sandbox/sbx-us-1"),
-		},
-		{
-			Config:   cfg("  clouds = [\"verda\"]\n" + `  volumes = [{ volume_id = "sandbox/sbx-eu-1/a", mount_path = "/a" }]`),
-			PlanOnly: true, ExpectError: errorPattern("Volume outside the allowed clouds", `clouds allows only "verda"`),
-		},
-		{
-			Config:   cfg(`  volumes = [{ volume_id = "sandbox/sbx-eu-1/a", mount_path = "/proc/a" }]`),
-			PlanOnly: true, ExpectError: errorPattern("Invalid mount_path", "in /proc"),
-		},
+	refusedPlans(t, []refusedPlan{
+		{"two regions", cfg(`  volumes = [{ volume_id = "sandbox/sbx-eu-1/a", mount_path = "/a" }, { volume_id = "sandbox/sbx-us-1/b", mount_path = "/b" }]`),
+			errorPattern("Volumes in different places", "is in sandbox/sbx-us-1")},
+		{"outside clouds", cfg("  clouds = [\"verda\"]\n" + `  volumes = [{ volume_id = "sandbox/sbx-eu-1/a", mount_path = "/a" }]`),
+			errorPattern("Volume outside the allowed clouds", `clouds allows only "verda"`)},
+		{"system path", cfg(`  volumes = [{ volume_id = "sandbox/sbx-eu-1/a", mount_path = "/proc/a" }]`), errorPattern("Invalid mount_path", "in /proc")},
 	})
 	s.noneCreated(t, "an invalid volumes plan")
 }

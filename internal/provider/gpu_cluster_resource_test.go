@@ -530,27 +530,19 @@ data "hydra_gpu_instances" "all" {
 // TestAccGPUCluster_invalid refuses at plan what no cluster can be, naming the attribute, what is
 // wrong and what is accepted; nothing is created.
 func TestAccGPUCluster_invalid(t *testing.T) {
-	t.Parallel()
 	s := newTestSandbox(t)
-	cases := []struct {
-		name, body string
-		want       *regexp.Regexp
-	}{
-		{"one node", clusterConfig("bad", "h100", 1, 1, ""), errorPattern("Invalid number of nodes", "nodes is 1; a cluster has at least 2 nodes", "hydra_gpu_instance")},
-		{"unknown interconnect", clusterConfig("bad", "h100", 1, 2, `  interconnect = "ib"`), errorPattern("interconnect", `"fabric"`, `"any"`, `got: "ib"`)},
-		{"no bandwidth floor", clusterConfig("bad", "h100", 1, 2, "  nccl_check = { min_bus_bandwidth_gbps = 0 }"),
+	p := s.providerConfig("")
+	refusedPlans(t, []refusedPlan{
+		{"one node", p + clusterConfig("bad", "h100", 1, 1, ""), errorPattern("Invalid number of nodes", "nodes is 1; a cluster has at least 2 nodes", "hydra_gpu_instance")},
+		{"unknown interconnect", p + clusterConfig("bad", "h100", 1, 2, `  interconnect = "ib"`), errorPattern("interconnect", `"fabric"`, `"any"`, `got: "ib"`)},
+		{"no bandwidth floor", p + clusterConfig("bad", "h100", 1, 2, "  nccl_check = { min_bus_bandwidth_gbps = 0 }"),
 			errorPattern("Invalid bus bandwidth", "nccl_check.min_bus_bandwidth_gbps is 0; it must be more than 0", "leave nccl_check out")},
-		{"more nodes than a region holds", clusterConfig("bad", "h100", 1, 9, ""), errorPattern("No GPU cluster offer matches hydra_gpu_cluster bad", "9 nodes of 1x h100", "sandbox:")},
-		{"no fabric in the region", clusterConfig("bad", "h100", 1, 2, `  regions = ["sbx-us-1"]`), errorPattern("No GPU cluster offer matches", "sandbox: no fabric")},
-		{"offer: interconnect without nodes", "data \"hydra_gpu_offer\" \"bad\" {\n  gpu_type = \"h100\"\n  interconnect = \"any\"\n}\n",
+		{"more nodes than a region holds", p + clusterConfig("bad", "h100", 1, 9, ""), errorPattern("No GPU cluster offer matches hydra_gpu_cluster bad", "9 nodes of 1x h100", "sandbox:")},
+		{"no fabric in the region", p + clusterConfig("bad", "h100", 1, 2, `  regions = ["sbx-us-1"]`), errorPattern("No GPU cluster offer matches", "sandbox: no fabric")},
+		{"offer: interconnect without nodes", p + "data \"hydra_gpu_offer\" \"bad\" {\n  gpu_type = \"h100\"\n  interconnect = \"any\"\n}\n",
 			errorPattern("interconnect without nodes", "set nodes (at least 2)")},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			accTest(t, nil, []resource.TestStep{{Config: s.providerConfig("") + tc.body, PlanOnly: true, ExpectError: tc.want}})
-		})
-	}
-	t.Cleanup(func() { s.noneCreated(t, "invalid clusters") })
+	})
+	s.noneCreated(t, "invalid clusters")
 }
 
 // TestAccGPUCluster_createBeforeDestroy replaces a cluster (another node count) with

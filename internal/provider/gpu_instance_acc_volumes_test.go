@@ -308,25 +308,18 @@ func TestAccGPUInstance_volumesInvalid(t *testing.T) {
 	s := newTestSandbox(t)
 	cfg := func(extra string) string { return s.instanceConfig("badvol", "h100", extra) }
 	vol := func(id, path string) string { return fmt.Sprintf("{ volume_id = %q, mount_path = %q }", id, path) }
-	var steps []resource.TestStep
-	for _, tc := range []struct {
-		extra string
-		want  []string
-	}{
-		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "data") + "]", []string{"Invalid mount_path", `"data" is not an absolute path`}},
-		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "/etc") + "]", []string{"Invalid mount_path", "system directory"}},
-		{"  volumes = [" + vol("sbx-vm-a--ab12cd34", "/data") + "]", []string{"Invalid volume_id", "is not <cloud>/<region>/<name>"}},
-		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + ", " + vol("sandbox/sbx-eu-1/a", "/b") + "]", []string{"Volume listed twice"}},
-		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "/data") + ", " + vol("sandbox/sbx-eu-1/b", "/data/b") + "]", []string{"Mount path inside another"}},
-		{"  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + ", " + vol("sandbox/sbx-us-1/b", "/b") + "]",
-			[]string{"Volumes in different places", "is in sandbox/sbx-us-1", "is in sandbox/sbx-eu-1"}},
-		{"  clouds = [\"verda\"]\n  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + "]", []string{"Volume outside the allowed clouds"}},
-		{"  regions = [\"sbx-us-1\"]\n  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + "]", []string{"Volume outside the allowed regions"}},
-		{"  volumes = []", []string{"volumes", "at least 1"}},
-	} {
-		steps = append(steps, resource.TestStep{Config: cfg(tc.extra), PlanOnly: true, ExpectError: errorPattern(tc.want...)})
-	}
-	accTest(t, nil, steps)
+	refusedPlans(t, []refusedPlan{
+		{"relative path", cfg("  volumes = [" + vol("sandbox/sbx-eu-1/a", "data") + "]"), errorPattern("Invalid mount_path", `"data" is not an absolute path`)},
+		{"system path", cfg("  volumes = [" + vol("sandbox/sbx-eu-1/a", "/etc") + "]"), errorPattern("Invalid mount_path", "system directory")},
+		{"bad volume_id", cfg("  volumes = [" + vol("sbx-vm-a--ab12cd34", "/data") + "]"), errorPattern("Invalid volume_id", "is not <cloud>/<region>/<name>")},
+		{"twice", cfg("  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + ", " + vol("sandbox/sbx-eu-1/a", "/b") + "]"), errorPattern("Volume listed twice")},
+		{"nested paths", cfg("  volumes = [" + vol("sandbox/sbx-eu-1/a", "/data") + ", " + vol("sandbox/sbx-eu-1/b", "/data/b") + "]"), errorPattern("Mount path inside another")},
+		{"two regions", cfg("  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + ", " + vol("sandbox/sbx-us-1/b", "/b") + "]"),
+			errorPattern("Volumes in different places", "is in sandbox/sbx-us-1", "is in sandbox/sbx-eu-1")},
+		{"outside clouds", cfg("  clouds = [\"verda\"]\n  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + "]"), errorPattern("Volume outside the allowed clouds")},
+		{"outside regions", cfg("  regions = [\"sbx-us-1\"]\n  volumes = [" + vol("sandbox/sbx-eu-1/a", "/a") + "]"), errorPattern("Volume outside the allowed regions")},
+		{"empty", cfg("  volumes = []"), errorPattern("volumes", "at least 1")},
+	})
 	s.noneCreated(t, "an invalid volumes plan")
 }
 

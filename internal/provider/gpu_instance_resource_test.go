@@ -137,23 +137,37 @@ func TestAccGPUInstance_impossibleRequests(t *testing.T) {
 		{"unknown GPU type", "", `gpu_type = "tpu-v5"`, errorPattern(`unknown GPU type "tpu-v5" in gpu_type.`, `Known types (the inventory's supported_gpus.yml): "a100-80gb", "b200", "h100"`)},
 		{"unknown cloud", "", "gpu_type = \"h100\"\n  clouds = [\"aws\"]", errorPattern("Unknown cloud", `clouds: "aws" is not a cloud hydra knows. Accepted values: "atlas", "lambda", "mithril", "primeintellect", "sandbox", "upcloud", "verda".`)},
 	}
-	// One working directory for every case: each is a refused plan (the case's name in its step's
-	// PreConfig log).
-	var steps []resource.TestStep
+	var plans []refusedPlan
 	for _, tc := range cases {
 		body := tc.body
 		if !regexp.MustCompile(`\bname\s*=`).MatchString(body) {
 			body = "name = \"impossible\"\n  " + body
 		}
+		plans = append(plans, refusedPlan{tc.name, s.providerConfig(tc.provider) + fmt.Sprintf("resource \"hydra_gpu_instance\" \"test\" {\n  %s\n}\n", body), tc.want})
+	}
+	refusedPlans(t, plans)
+	s.noneCreated(t, "impossible requests")
+}
+
+// refusedPlan is a configuration whose plan must fail with an error matching want; name says what is
+// wrong with it.
+type refusedPlan struct {
+	name, config string
+	want         *regexp.Regexp
+}
+
+// refusedPlans plans each configuration through the real CLI as one step of a single test case (one
+// working directory, one terraform init), each case's name logged before its plan.
+func refusedPlans(t *testing.T, plans []refusedPlan) {
+	t.Helper()
+	var steps []resource.TestStep
+	for _, p := range plans {
 		steps = append(steps, resource.TestStep{
-			PreConfig:   func() { t.Log("case: " + tc.name) },
-			Config:      s.providerConfig(tc.provider) + fmt.Sprintf("resource \"hydra_gpu_instance\" \"test\" {\n  %s\n}\n", body),
-			PlanOnly:    true,
-			ExpectError: tc.want,
+			PreConfig: func() { t.Log("case: " + p.name) },
+			Config:    p.config, PlanOnly: true, ExpectError: p.want,
 		})
 	}
 	accTest(t, nil, steps)
-	s.noneCreated(t, "impossible requests")
 }
 
 func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
-	"github.com/hydragpu/terraform-provider-hydra/playbooks"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport"
 )
 
 // TestClusterNodeKeepsItsJumpHost: a node the cloud reports behind its cluster's login node (Verda's)
@@ -136,24 +135,11 @@ func (ri runnerInspector) Drain(ctx context.Context, inst cloudprovider.Instance
 // the marker (testdata/login-node-bare-vm.yml): the cluster check and health probe stay the real ones.
 func loginNodePlaybooks(t *testing.T) fstest.MapFS {
 	t.Helper()
-	m := fstest.MapFS{}
-	err := fs.WalkDir(playbooks.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(playbooks.FS, p)
-		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cut, err := os.ReadFile(filepath.Join("testdata", "login-node-bare-vm.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m["bare-vm.yml"].Data = cut
-	return m
+	return testsupport.PlaybooksWith(t, map[string]string{"bare-vm.yml": string(cut)})
 }
 
 // TestClusterPinsTheLoginNodeKey: a sandbox cluster whose nodes the cloud reports only behind a login

@@ -2,18 +2,16 @@ package provision
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
-	"github.com/hydragpu/terraform-provider-hydra/playbooks"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport"
 )
 
 // volumesPlaybook runs only what the volume_mount role needs (hydra's variables, the preflight's probe
@@ -29,24 +27,6 @@ const volumesPlaybook = `- name: Mount the machine's volumes
     - preflight
     - volume_mount
 `
-
-// volumesFS is the embedded playbooks with volumesPlaybook beside them.
-func volumesFS(t *testing.T) fs.FS {
-	t.Helper()
-	m := fstest.MapFS{"volumes-test.yml": {Data: []byte(volumesPlaybook), Mode: 0o644}}
-	err := fs.WalkDir(playbooks.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(playbooks.FS, p)
-		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 // TestVolumeMount runs the volume_mount role on sandbox machines (simhost's blkid, mkfs.ext4, mount and
 // findmnt act on the volumes' stores): --check changes nothing; the first run makes a file system on the
@@ -89,7 +69,7 @@ func testVolumeMount(t *testing.T, ansible string) {
 	nfs := cloudprovider.Attachment{VolumeID: "vol-nfs", Type: cloudprovider.VolumeSharedFS, MountPath: "/shared",
 		Source: "sbx-nfs:/volumes/vol-nfs", FSType: "nfs", Options: "nconnect=16"}
 	key, pub := clientKey(t)
-	r, err := New(Config{AnsiblePlaybook: ansible, PrivateKey: key, TempDir: shortTemp(t), Playbooks: volumesFS(t)})
+	r, err := New(Config{AnsiblePlaybook: ansible, PrivateKey: key, TempDir: shortTemp(t), Playbooks: testsupport.PlaybooksWith(t, map[string]string{"volumes-test.yml": volumesPlaybook})})
 	if err != nil {
 		t.Fatal(err)
 	}

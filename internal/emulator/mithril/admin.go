@@ -157,8 +157,7 @@ func (s *Server) AddMarketBid(region, instanceType string, limitCents int64) (st
 	err := s.update(func(st *state, now time.Time) error {
 		for _, a := range st.Auctions {
 			if a.Region == region && a.Name == instanceType {
-				b := &bid{Name: fmt.Sprintf("market-%d", st.Seq+1), Project: marketProject, CreatedBy: "user_market", CreatedAt: now,
-					LimitCents: limitCents, Quantity: 1, TypeFID: a.TypeFID, Region: a.Region}
+				b := marketBid(fmt.Sprintf("market-%d", st.Seq+1), a, limitCents, now)
 				st.placeBid(b, now)
 				fid = b.FID
 				return nil
@@ -306,8 +305,7 @@ func (s *Server) SetAuction(c AuctionChange) (AuctionInfo, error) {
 				}
 			}
 			for _, p := range c.MarketBidsCents {
-				st.addBid(&bid{Name: fmt.Sprintf("market-%d", st.Seq+1), Project: marketProject, CreatedBy: "user_market", CreatedAt: now,
-					LimitCents: p, Quantity: 1, TypeFID: a.TypeFID, Region: a.Region})
+				st.addBid(marketBid(fmt.Sprintf("market-%d", st.Seq+1), a, p, now))
 			}
 		}
 		st.clear(a, now)

@@ -284,7 +284,7 @@ func (s *Server) createBid(r *http.Request, st *state, now time.Time, user strin
 	if st.Faults.SoldOut {
 		return 0, nil, detail(http.StatusBadRequest, fmt.Sprintf("Insufficient capacity for %s in %s", a.Name, a.Region))
 	}
-	b := &bid{Name: name, Project: proj, CreatedBy: user, CreatedAt: now, LimitCents: limit, Quantity: qty,
+	b := &bid{resource: resource{Name: name, Project: proj, CreatedBy: user, CreatedAt: now}, LimitCents: limit, Quantity: qty,
 		TypeFID: a.TypeFID, Region: a.Region, SSHKeys: keys, Volumes: volumes, StartupScript: script, ImageVersion: image}
 	st.Created++
 	if st.Own.OutbidOnArrival > 0 {

@@ -66,13 +66,19 @@ type auction struct {
 	LastPriceCents int64  `json:"last_price_cents"`
 }
 
+// resource is what a bid and an instance both are: a fid, their place in the order of creation (seq),
+// a name, the project and user they were created in and by, and when.
+type resource struct {
+	FID       string    `json:"fid"`
+	Seq       int64     `json:"seq"`
+	Name      string    `json:"name"`
+	Project   string    `json:"project"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 type bid struct {
-	FID           string     `json:"fid"`
-	Seq           int64      `json:"seq"`
-	Name          string     `json:"name"`
-	Project       string     `json:"project"`
-	CreatedBy     string     `json:"created_by"`
-	CreatedAt     time.Time  `json:"created_at"`
+	resource
 	DeactivatedAt *time.Time `json:"deactivated_at,omitempty"`
 	LimitCents    int64      `json:"limit_cents"`
 	Quantity      int        `json:"instance_quantity"`
@@ -94,15 +100,10 @@ type bid struct {
 }
 
 type instance struct {
-	FID          string     `json:"fid"`
-	Seq          int64      `json:"seq"`
-	Name         string     `json:"name"`
-	Project      string     `json:"project"`
-	CreatedBy    string     `json:"created_by"`
+	resource
 	Bid          string     `json:"bid"`
 	TypeFID      string     `json:"instance_type"`
 	Region       string     `json:"region"`
-	CreatedAt    time.Time  `json:"created_at"`
 	ReadyAt      time.Time  `json:"ready_at"`
 	Fail         bool       `json:"fail,omitempty"`
 	SSHDest      string     `json:"ssh_destination"`
@@ -205,10 +206,7 @@ func newState(o Options, now time.Time) *state {
 		// The market's bids are placed together, an hour ago, and the auction cleared once: each wins
 		// by its rank alone.
 		for i, price := range off.MarketBids {
-			st.addBid(&bid{
-				Name: fmt.Sprintf("market-%s-%d", off.Name, i), Project: marketProject, CreatedBy: "user_market",
-				CreatedAt: now.Add(-time.Hour), LimitCents: price, Quantity: 1, TypeFID: a.TypeFID, Region: a.Region,
-			})
+			st.addBid(marketBid(fmt.Sprintf("market-%s-%d", off.Name, i), a, price, now.Add(-time.Hour)))
 		}
 		st.clear(a, now.Add(-time.Hour))
 		// The market's own allocations do not move the published last price.
@@ -262,6 +260,13 @@ func (st *state) placeBid(b *bid, now time.Time) {
 }
 
 // addBid adds an open bid without running its auction.
+// marketBid is another customer's one-instance bid in auction a, placed at a limit price (cents) at a
+// time.
+func marketBid(name string, a *auction, limitCents int64, at time.Time) *bid {
+	return &bid{resource: resource{Name: name, Project: marketProject, CreatedBy: "user_market", CreatedAt: at},
+		LimitCents: limitCents, Quantity: 1, TypeFID: a.TypeFID, Region: a.Region}
+}
+
 func (st *state) addBid(b *bid) {
 	b.Seq = st.nextSeq()
 	if b.FID == "" {
@@ -417,8 +422,9 @@ func (st *state) allocate(a *auction, b *bid, i int, now time.Time) {
 	}
 	private := fmt.Sprintf("%s.%d.%d", cmp.Or(st.Settings.PrivateNet, "10.0"), (st.Hosts>>8)&255, st.Hosts&255)
 	in := &instance{
-		FID: randomFID("inst_"), Seq: st.nextSeq(), Name: fmt.Sprintf("%s-%d", b.Name, i), Project: b.Project, CreatedBy: b.CreatedBy,
-		Bid: b.FID, TypeFID: a.TypeFID, Region: a.Region, CreatedAt: now, ReadyAt: now.Add(boot), Fail: fail,
+		resource: resource{FID: randomFID("inst_"), Seq: st.nextSeq(), Name: fmt.Sprintf("%s-%d", b.Name, i), Project: b.Project,
+			CreatedBy: b.CreatedBy, CreatedAt: now},
+		Bid: b.FID, TypeFID: a.TypeFID, Region: a.Region, ReadyAt: now.Add(boot), Fail: fail,
 		SSHDest: st.Settings.sshDestination(st.Hosts, private), PrivateIP: private,
 	}
 	st.Instances = append(st.Instances, in)

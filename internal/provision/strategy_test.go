@@ -208,63 +208,6 @@ func runStrategyPlaybook(t *testing.T, ansible, strategy string) (events []strat
 	return events, stats, pids, controller
 }
 
-// hydra_free skips a task whose condition is false in the controller, without forking a worker for
-// it, and everything the run reports (each host's task starts, results, messages, registers, stats)
-// is what Ansible's free strategy reports for the same playbook.
-func TestStrategySkipsWithoutWorker(t *testing.T) {
-	// hydra_free runs only on 2.14: Debian 12's, whatever this machine has installed.
-	_, ansible := fetchAnsibleCore(t, "debian-12")
-	freeEvents, freeStats, freePids, freeController := runStrategyPlaybook(t, ansible, "free")
-	events, stats, pids, controller := runStrategyPlaybook(t, ansible, "hydra_free")
-
-	if !reflect.DeepEqual(events, freeEvents) {
-		t.Errorf("hydra_free reported\n%v\nthe free strategy\n%v", events, freeEvents)
-	}
-	if stats != freeStats {
-		t.Errorf("hydra_free's stats %s, the free strategy's %s", stats, freeStats)
-	}
-	// The run went through every kind of task (a sanity check of the comparison above).
-	var roleRan, skipped, failedUndefined, failedOnPurpose, handled, madeRead, ended int
-	for _, ev := range events {
-		switch {
-		case ev.Event == "skipped":
-			skipped++
-		case ev.Event == "failed" && strings.Contains(ev.Msg, "not_defined_anywhere"):
-			failedUndefined++
-		case ev.Event == "failed" && (ev.Msg == "h1 is not nobody" || ev.Msg == "h2 is not nobody" || ev.Msg == "h2 failed on purpose"):
-			failedOnPurpose++
-		case ev.Event == "ok" && ev.Task == "The role ran":
-			roleRan++
-		case ev.Event == "ok" && ev.Task == "The handler ran":
-			handled++ // the handler ran at the flush_handlers meta task, before this
-		case ev.Event == "ok" && ev.Task == "The mapping reads, combines and dumps as it always did, its strings never templated":
-			madeRead++
-		case ev.Event == "ok" && ev.Task == "The end":
-			ended++
-		}
-	}
-	if roleRan != 2 || skipped != 10 || failedUndefined != 2 || failedOnPurpose != 3 || handled != 2 || madeRead != 2 || ended != 2 {
-		t.Errorf("hydra_free: %d hosts ran the role (want 2), %d skips (want 10), %d failures naming the undefined variable (want 2), %d failures on purpose (want 3), %d hosts whose handler ran at the flush (want 2), %d hosts that read the mapping made of a command's output (want 2), %d hosts at the end (want 2): %v",
-			roleRan, skipped, failedUndefined, failedOnPurpose, handled, madeRead, ended, events)
-	}
-	// Who evaluated the skip's condition and templated the set_fact: the controller itself with
-	// hydra_free (both hosts, twice each), workers with free.
-	if len(pids) != 4 {
-		t.Errorf("hydra_free: %d evaluations written down, want 4: %v", len(pids), pids)
-	}
-	for _, pid := range pids {
-		if pid != controller {
-			t.Errorf("hydra_free: processes %v evaluated, want only the controller %d", pids, controller)
-			break
-		}
-	}
-	for _, pid := range freePids {
-		if pid == freeController {
-			t.Errorf("free: the controller %d evaluated a condition itself (%v): the comparison proves nothing", freeController, freePids)
-		}
-	}
-}
-
 // faultInjector is a sitecustomize.py that makes TaskExecutor's constructor raise in the controller
 // (the process that imported it first; its forked workers are left alone), as 2.14's positional
 // arguments do on a later ansible-core, and writes down each time it did.
@@ -286,47 +229,104 @@ except Exception as e:
         f.write('not injected: %%r\n' %% e)
 `
 
-// An error inside hydra_free's own machinery (here TaskExecutor refusing its arguments in the
-// controller) hands the task to a worker, as plain free would have: the run reports exactly what free
-// reports, and the tasks the controller would have run itself ran in workers.
-func TestStrategyFaultGoesToWorker(t *testing.T) {
-	// hydra_free runs only on 2.14: Debian 12's, whatever this machine has installed.
+// TestHydraFree compares hydra_free's runs of strategyPlaybook with one run of Ansible's free strategy
+// (hydra_free runs only on 2.14: Debian 12's, whatever this machine has installed).
+func TestHydraFree(t *testing.T) {
 	_, ansible := fetchAnsibleCore(t, "debian-12")
-	dir := t.TempDir()
-	faults := filepath.Join(dir, "faults")
-	site := filepath.Join(dir, "site")
-	wrapper := filepath.Join(dir, "ansible-playbook")
-	if err := os.MkdirAll(site, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(site, "sitecustomize.py"), []byte(fmt.Sprintf(faultInjector, faults, faults)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nPYTHONPATH="+site+" exec "+ansible+" \"$@\"\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	freeEvents, freeStats, _, _ := runStrategyPlaybook(t, ansible, "free")
-	events, stats, pids, controller := runStrategyPlaybook(t, wrapper, "hydra_free")
-	b, _ := os.ReadFile(faults)
-	// (Python processes other than Ansible's, such as the modules' own, have no ansible to patch.)
-	if n := strings.Count(string(b), "fault\n"); n < 2 {
-		t.Fatalf("the fault was injected %d times (want at least once per host): %q", n, b)
-	}
-	if !reflect.DeepEqual(events, freeEvents) {
-		t.Errorf("hydra_free with a fault reported\n%v\nthe free strategy\n%v", events, freeEvents)
-	}
-	if stats != freeStats {
-		t.Errorf("hydra_free with a fault: stats %s, the free strategy's %s", stats, freeStats)
-	}
-	// The skip's condition is still evaluated by the controller (no TaskExecutor there); the set_fact
-	// it could not run went to workers.
-	inController := 0
-	for _, pid := range pids {
-		if pid == controller {
-			inController++
+	freeEvents, freeStats, freePids, freeController := runStrategyPlaybook(t, ansible, "free")
+	for _, pid := range freePids {
+		if pid == freeController {
+			t.Fatalf("free: the controller %d evaluated a condition itself (%v): the comparisons prove nothing", freeController, freePids)
 		}
 	}
-	if len(pids) != 4 || inController != 2 {
-		t.Errorf("with a fault, %d of the evaluations %v were the controller's (%d), want 2 of 4", inController, pids, controller)
-	}
+
+	// hydra_free skips a task whose condition is false in the controller, without forking a worker for
+	// it, and everything the run reports (each host's task starts, results, messages, registers, stats)
+	// is what Ansible's free strategy reports for the same playbook.
+	t.Run("skips without a worker", func(t *testing.T) {
+		events, stats, pids, controller := runStrategyPlaybook(t, ansible, "hydra_free")
+		if !reflect.DeepEqual(events, freeEvents) {
+			t.Errorf("hydra_free reported\n%v\nthe free strategy\n%v", events, freeEvents)
+		}
+		if stats != freeStats {
+			t.Errorf("hydra_free's stats %s, the free strategy's %s", stats, freeStats)
+		}
+		// The run went through every kind of task (a sanity check of the comparison above).
+		var roleRan, skipped, failedUndefined, failedOnPurpose, handled, madeRead, ended int
+		for _, ev := range events {
+			switch {
+			case ev.Event == "skipped":
+				skipped++
+			case ev.Event == "failed" && strings.Contains(ev.Msg, "not_defined_anywhere"):
+				failedUndefined++
+			case ev.Event == "failed" && (ev.Msg == "h1 is not nobody" || ev.Msg == "h2 is not nobody" || ev.Msg == "h2 failed on purpose"):
+				failedOnPurpose++
+			case ev.Event == "ok" && ev.Task == "The role ran":
+				roleRan++
+			case ev.Event == "ok" && ev.Task == "The handler ran":
+				handled++ // the handler ran at the flush_handlers meta task, before this
+			case ev.Event == "ok" && ev.Task == "The mapping reads, combines and dumps as it always did, its strings never templated":
+				madeRead++
+			case ev.Event == "ok" && ev.Task == "The end":
+				ended++
+			}
+		}
+		if roleRan != 2 || skipped != 10 || failedUndefined != 2 || failedOnPurpose != 3 || handled != 2 || madeRead != 2 || ended != 2 {
+			t.Errorf("hydra_free: %d hosts ran the role (want 2), %d skips (want 10), %d failures naming the undefined variable (want 2), %d failures on purpose (want 3), %d hosts whose handler ran at the flush (want 2), %d hosts that read the mapping made of a command's output (want 2), %d hosts at the end (want 2): %v",
+				roleRan, skipped, failedUndefined, failedOnPurpose, handled, madeRead, ended, events)
+		}
+		// Who evaluated the skip's condition and templated the set_fact: the controller itself with
+		// hydra_free (both hosts, twice each), workers with free.
+		if len(pids) != 4 {
+			t.Errorf("hydra_free: %d evaluations written down, want 4: %v", len(pids), pids)
+		}
+		for _, pid := range pids {
+			if pid != controller {
+				t.Errorf("hydra_free: processes %v evaluated, want only the controller %d", pids, controller)
+				break
+			}
+		}
+	})
+
+	// An error inside hydra_free's own machinery (here TaskExecutor refusing its arguments in the
+	// controller) hands the task to a worker, as plain free would have: the run reports exactly what free
+	// reports, and the tasks the controller would have run itself ran in workers.
+	t.Run("a fault goes to a worker", func(t *testing.T) {
+		dir := t.TempDir()
+		faults := filepath.Join(dir, "faults")
+		site := filepath.Join(dir, "site")
+		wrapper := filepath.Join(dir, "ansible-playbook")
+		if err := os.MkdirAll(site, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(site, "sitecustomize.py"), []byte(fmt.Sprintf(faultInjector, faults, faults)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nPYTHONPATH="+site+" exec "+ansible+" \"$@\"\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		events, stats, pids, controller := runStrategyPlaybook(t, wrapper, "hydra_free")
+		b, _ := os.ReadFile(faults)
+		// (Python processes other than Ansible's, such as the modules' own, have no ansible to patch.)
+		if n := strings.Count(string(b), "fault\n"); n < 2 {
+			t.Fatalf("the fault was injected %d times (want at least once per host): %q", n, b)
+		}
+		if !reflect.DeepEqual(events, freeEvents) {
+			t.Errorf("hydra_free with a fault reported\n%v\nthe free strategy\n%v", events, freeEvents)
+		}
+		if stats != freeStats {
+			t.Errorf("hydra_free with a fault: stats %s, the free strategy's %s", stats, freeStats)
+		}
+		// The skip's condition is still evaluated by the controller (no TaskExecutor there); the set_fact
+		// it could not run went to workers.
+		inController := 0
+		for _, pid := range pids {
+			if pid == controller {
+				inController++
+			}
+		}
+		if len(pids) != 4 || inController != 2 {
+			t.Errorf("with a fault, %d of the evaluations %v were the controller's (%d), want 2 of 4", inController, pids, controller)
+		}
+	})
 }

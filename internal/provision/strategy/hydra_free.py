@@ -35,13 +35,13 @@
 # and hydra's variables refer to hydra_machine a few hundred times a machine: in a 20-machine batch
 # that was 96% of all the templar's calls (some 500,000, in the controller and its workers). Such a
 # fact is kept as a mapping marked unsafe as a whole, which the templar hands over as it is; it reads,
-# filters, compares and dumps as the plain mapping it holds (TestStrategySkipsWithoutWorker).
+# filters, compares and dumps as the plain mapping it holds (TestHydraFree).
 #
 # It relies on Ansible's internals as ansible-core 2.14 has them (TaskExecutor's arguments, the free
 # strategy's result queue), and runs only on the minors TestAnsibleCoreMatrix proves it on (_PROVEN);
 # on any other ansible-core it is plain `free`. Whatever goes wrong inside it (an exception of its own
 # or of those internals) hands the task to a worker, as plain `free` would have
-# (TestStrategyFaultGoesToWorker injects one).
+# (TestHydraFree injects one).
 from __future__ import annotations
 
 DOCUMENTATION = '''

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
@@ -796,9 +797,9 @@ func sandboxCatalog(ls []listing) []sandbox.CatalogEntry {
 func atlasCatalog(ls []listing) []atlasemu.Offer {
 	out := []atlasemu.Offer{} // not nil: nil is the default catalog
 	for _, l := range ls {
-		out = append(out, atlasemu.Offer{InstanceType: l.Type, Region: l.Region, GPUModel: l.GPU, GPUCount: l.Count,
+		out = append(out, atlasemu.Offer{InstanceType: l.Type, Region: l.Region, Spec: atlasapi.Spec{GPUModel: l.GPU, GPUCount: l.Count,
 			GPUMemoryGB: 80, VCPUs: 16 * l.Count, MemoryGB: 128 * l.Count, DiskGB: 500, PricePerHour: dollars(l.Quote),
-			Currency: "USD", Available: l.Stock})
+			Currency: "USD"}, Available: l.Stock})
 	}
 	return out
 }

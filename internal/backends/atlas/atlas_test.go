@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendtest"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	emu "github.com/hydragpu/terraform-provider-hydra/internal/emulator/atlas"
@@ -412,7 +413,7 @@ func TestSharedRateLimit(t *testing.T) {
 }
 
 func TestListPagination(t *testing.T) {
-	catalog := []emu.Offer{{InstanceType: "l4.1x", Region: "fra1", GPUModel: "NVIDIA L4", GPUCount: 1, PricePerHour: 0.7, Available: 100}}
+	catalog := []emu.Offer{{InstanceType: "l4.1x", Region: "fra1", Spec: atlasapi.Spec{GPUModel: "NVIDIA L4", GPUCount: 1, PricePerHour: 0.7}, Available: 100}}
 	e := newEnv(t, emu.Options{Catalog: catalog})
 	b := e.backend(t, nil)
 	c, err := NewClient(ClientConfig{BaseURL: e.URL, Token: testToken, PageSize: 3, Tuning: backendtest.Unlimited})

@@ -98,7 +98,7 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 	var out []cloudprovider.Offer
 	hw := map[string]cloudprovider.Hardware{}
 	for _, e := range entries {
-		hw[e.Region+"/"+e.InstanceType] = offerHardware(e)
+		hw[e.Region+"/"+e.InstanceType] = offerHardware(e.Spec)
 		gpuType, price, ok := b.listPrice(e.GPUModel, e.GPUCount, e.PricePerHour, e.Currency)
 		if !ok || e.Available < 0 || e.InstanceType == "" || e.Region == "" {
 			continue
@@ -111,7 +111,7 @@ func (b *Backend) Offers(ctx context.Context) ([]cloudprovider.Offer, error) {
 			GPUType:      gpuType,
 			CloudGPU:     e.GPUModel,
 			GPUCount:     e.GPUCount,
-			Hardware:     offerHardware(e),
+			Hardware:     offerHardware(e.Spec),
 			PricePerHour: price,
 			RankPrice:    rank,
 			Available:    e.Available,
@@ -152,10 +152,10 @@ func (b *Backend) listPrice(gpuModel string, gpuCount int, pricePerHour float64,
 	return gpuType, price, err == nil
 }
 
-// offerHardware is what an offer says of its machines: gpu_memory_gb (one GPU; else as gpu_model names
+// offerHardware is what an offer (or a cluster offer) says of its machines: gpu_memory_gb (one GPU; else as gpu_model names
 // it), vcpus and memory_gb, and the form factor as gpu_model, nvidia-smi's name, states it ("NVIDIA
 // L40S" is a PCIe card, "NVIDIA H100 80GB HBM3" the SXM5 module; "NVIDIA A100 80GB" does not say).
-func offerHardware(e OfferEntry) cloudprovider.Hardware {
+func offerHardware(e atlasapi.Spec) cloudprovider.Hardware {
 	hw := cloudprovider.Hardware{
 		FormFactor:  gpuname.FormFactor(e.GPUModel),
 		GPUMemoryGB: max(e.GPUMemoryGB, 0),

@@ -104,7 +104,7 @@ func (b *Backend) ClusterOffers(ctx context.Context) ([]cloudprovider.ClusterOff
 		out = append(out, cloudprovider.ClusterOffer{
 			Offer: cloudprovider.Offer{
 				Cloud: CloudName, Region: e.Region, InstanceType: e.InstanceType, GPUType: gpuType, CloudGPU: e.GPUModel, GPUCount: e.GPUCount,
-				Hardware:     offerHardware(OfferEntry{GPUModel: e.GPUModel, GPUMemoryGB: e.GPUMemoryGB, VCPUs: e.VCPUs, MemoryGB: e.MemoryGB}),
+				Hardware:     offerHardware(e.Spec),
 				PricePerHour: price, RankPrice: rank, Available: min(nodes, 1),
 				Details: map[string]string{DetailRankPrice: rank.String(), DetailGPUModel: e.GPUModel, DetailDiskGB: strconv.Itoa(e.DiskGB),
 					DetailInterconnect: e.Interconnect, DetailFabric: e.Fabric, DetailMaxClusterNodes: strconv.Itoa(e.MaxClusterNodes)},
@@ -142,10 +142,10 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 			keys = append(keys, k)
 		}
 	}
-	cl, existed, err := b.client.CreateCluster(ctx, atlasapi.CreateClusterRequest{
-		Name: req.Name, InstanceType: req.Offer.InstanceType, Region: req.Offer.Region, Interconnect: interconnect,
-		NodeCount: req.Offer.Nodes, SSHPublicKeys: keys, Labels: ownerLabels(req.Owner), MaxPricePerHour: req.MaxPricePerHour.Float64(),
-	})
+	cl, existed, err := b.client.CreateCluster(ctx, atlasapi.CreateClusterRequest{CreateRequest: atlasapi.CreateRequest{
+		Name: req.Name, InstanceType: req.Offer.InstanceType, Region: req.Offer.Region,
+		SSHPublicKeys: keys, Labels: ownerLabels(req.Owner), MaxPricePerHour: req.MaxPricePerHour.Float64(),
+	}, Interconnect: interconnect, NodeCount: req.Offer.Nodes})
 	if err != nil {
 		return cloudprovider.Cluster{}, err
 	}

@@ -72,9 +72,10 @@ func (s *Server) clusterOffers(w http.ResponseWriter) {
 }
 
 func clusterOffer(o Offer, interconnect, fabric string, most, free int) atlasapi.ClusterOffer {
+	spec := o.Spec
+	spec.Currency = "USD"
 	return atlasapi.ClusterOffer{InstanceType: o.InstanceType, Region: o.Region, Interconnect: interconnect, Fabric: fabric,
-		GPUModel: o.GPUModel, GPUCount: o.GPUCount, GPUMemoryGB: o.GPUMemoryGB, VCPUs: o.VCPUs, MemoryGB: o.MemoryGB, DiskGB: o.DiskGB,
-		PricePerHour: o.PricePerHour, Currency: "USD", MaxClusterNodes: most, AvailableNodes: max(free, 0)}
+		Spec: spec, MaxClusterNodes: most, AvailableNodes: max(free, 0)}
 }
 
 func catalogEntry(st *state, instanceType, region string) (Offer, bool) {
@@ -132,7 +133,7 @@ func (s *Server) clusterStatus(nodes []*instRec, now time.Time) string {
 
 func (s *Server) renderCluster(st *state, c *clusterRec, now time.Time) (atlasapi.Cluster, error) {
 	nodes := s.nodesOf(st, c)
-	out := atlasapi.Cluster{ID: c.ID, Name: c.Name, Status: s.clusterStatus(nodes, now), InstanceType: c.InstanceType, Region: c.Region,
+	out := atlasapi.Cluster{Resource: atlasapi.Resource{ID: c.ID, Name: c.Name, Status: s.clusterStatus(nodes, now), InstanceType: c.InstanceType, Region: c.Region},
 		Interconnect: c.Interconnect, Fabric: c.Fabric, NodeCount: len(c.NodeIDs), PricePerHour: c.Price * float64(len(c.NodeIDs)),
 		Labels: maps.Clone(c.Labels), Env: map[string]string{}, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt}
 	if out.Labels == nil {

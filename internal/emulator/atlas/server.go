@@ -35,13 +35,13 @@ type Offer = atlasapi.Offer
 // does not rent (A10).
 func DefaultCatalog() []Offer {
 	return []Offer{
-		{InstanceType: "l40s.1x", Region: "ams1", GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 128, DiskGB: 500, PricePerHour: 1.6, Currency: "USD", Available: 4},
-		{InstanceType: "l40s.4x", Region: "ams1", GPUModel: "NVIDIA L40S", GPUCount: 4, GPUMemoryGB: 48, VCPUs: 64, MemoryGB: 512, DiskGB: 2000, PricePerHour: 6.4, Currency: "USD", Available: 1},
-		{InstanceType: "h100.8x", Region: "ams1", GPUModel: "NVIDIA H100 80GB HBM3", GPUCount: 8, GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048, DiskGB: 8000, PricePerHour: 24, Currency: "USD", Available: 1},
-		{InstanceType: "a100.1x", Region: "fra1", GPUModel: "NVIDIA A100 80GB", GPUCount: 1, GPUMemoryGB: 80, VCPUs: 24, MemoryGB: 240, DiskGB: 1000, PricePerHour: 1.8, Currency: "USD", Available: 2},
-		{InstanceType: "l4.1x", Region: "fra1", GPUModel: "NVIDIA L4", GPUCount: 1, GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 64, DiskGB: 250, PricePerHour: 0.7, Currency: "USD", Available: 6},
-		{InstanceType: "rtx6000ada.2x", Region: "fra1", GPUModel: "NVIDIA RTX 6000 Ada Generation", GPUCount: 2, GPUMemoryGB: 48, VCPUs: 32, MemoryGB: 256, DiskGB: 1000, PricePerHour: 2.2, Currency: "USD", Available: 0},
-		{InstanceType: "a10.1x", Region: "fra1", GPUModel: "NVIDIA A10", GPUCount: 1, GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 64, DiskGB: 250, PricePerHour: 0.5, Currency: "USD", Available: 3},
+		{InstanceType: "l40s.1x", Region: "ams1", Spec: atlasapi.Spec{GPUModel: "NVIDIA L40S", GPUCount: 1, GPUMemoryGB: 48, VCPUs: 16, MemoryGB: 128, DiskGB: 500, PricePerHour: 1.6, Currency: "USD"}, Available: 4},
+		{InstanceType: "l40s.4x", Region: "ams1", Spec: atlasapi.Spec{GPUModel: "NVIDIA L40S", GPUCount: 4, GPUMemoryGB: 48, VCPUs: 64, MemoryGB: 512, DiskGB: 2000, PricePerHour: 6.4, Currency: "USD"}, Available: 1},
+		{InstanceType: "h100.8x", Region: "ams1", Spec: atlasapi.Spec{GPUModel: "NVIDIA H100 80GB HBM3", GPUCount: 8, GPUMemoryGB: 80, VCPUs: 192, MemoryGB: 2048, DiskGB: 8000, PricePerHour: 24, Currency: "USD"}, Available: 1},
+		{InstanceType: "a100.1x", Region: "fra1", Spec: atlasapi.Spec{GPUModel: "NVIDIA A100 80GB", GPUCount: 1, GPUMemoryGB: 80, VCPUs: 24, MemoryGB: 240, DiskGB: 1000, PricePerHour: 1.8, Currency: "USD"}, Available: 2},
+		{InstanceType: "l4.1x", Region: "fra1", Spec: atlasapi.Spec{GPUModel: "NVIDIA L4", GPUCount: 1, GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 64, DiskGB: 250, PricePerHour: 0.7, Currency: "USD"}, Available: 6},
+		{InstanceType: "rtx6000ada.2x", Region: "fra1", Spec: atlasapi.Spec{GPUModel: "NVIDIA RTX 6000 Ada Generation", GPUCount: 2, GPUMemoryGB: 48, VCPUs: 32, MemoryGB: 256, DiskGB: 1000, PricePerHour: 2.2, Currency: "USD"}, Available: 0},
+		{InstanceType: "a10.1x", Region: "fra1", Spec: atlasapi.Spec{GPUModel: "NVIDIA A10", GPUCount: 1, GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 64, DiskGB: 250, PricePerHour: 0.5, Currency: "USD"}, Available: 3},
 	}
 }
 

@@ -8,8 +8,16 @@ import "time"
 // Offer is one entry of GET /v1/offers: an instance type in a region with its list price and how many
 // instances can start now.
 type Offer struct {
-	InstanceType string  `json:"instance_type"`
-	Region       string  `json:"region"`
+	InstanceType string `json:"instance_type"`
+	Region       string `json:"region"`
+	Spec
+	// Available is how many more instances can start now (0: sold out).
+	Available int `json:"available"`
+}
+
+// Spec is what an offer and a cluster offer say of one machine of their instance type: its GPUs
+// (gpu_model as nvidia-smi prints it), CPUs, memory, disk and list price per hour.
+type Spec struct {
 	GPUModel     string  `json:"gpu_model"`
 	GPUCount     int     `json:"gpu_count"`
 	GPUMemoryGB  int     `json:"gpu_memory_gb"`
@@ -18,11 +26,9 @@ type Offer struct {
 	DiskGB       int     `json:"disk_gb"`
 	PricePerHour float64 `json:"price_per_hour"`
 	Currency     string  `json:"currency"`
-	// Available is how many more instances can start now (0: sold out).
-	Available int `json:"available"`
 }
 
-// CreateRequest is the body of POST /v1/instances.
+// CreateRequest is the body of POST /v1/instances, and the first part of POST /v1/clusters's.
 type CreateRequest struct {
 	Name          string            `json:"name"`
 	InstanceType  string            `json:"instance_type"`
@@ -44,15 +50,10 @@ type SSH struct {
 // Instance is an Atlas instance (GET /v1/instances/{id}). A node of a cluster names its cluster
 // (ClusterID) and has its address on the cluster's network (PrivateIP); both are empty otherwise.
 type Instance struct {
-	ID            string  `json:"id"`
-	Name          string  `json:"name"`
-	Status        string  `json:"status"`
-	StatusMessage string  `json:"status_message"`
-	InstanceType  string  `json:"instance_type"`
-	Region        string  `json:"region"`
-	GPUModel      string  `json:"gpu_model"`
-	GPUCount      int     `json:"gpu_count"`
-	PricePerHour  float64 `json:"price_per_hour"`
+	Resource
+	GPUModel     string  `json:"gpu_model"`
+	GPUCount     int     `json:"gpu_count"`
+	PricePerHour float64 `json:"price_per_hour"`
 	// Labels are the instance's labels ({} when none).
 	Labels    map[string]string `json:"labels"`
 	SSH       *SSH              `json:"ssh"`
@@ -61,4 +62,15 @@ type Instance struct {
 	PrivateIP string            `json:"private_ip,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
+}
+
+// Resource is what an instance and a cluster both say first: the id, the name, the status (the same
+// words for both) and why, the instance type and the region.
+type Resource struct {
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"status_message"`
+	InstanceType  string `json:"instance_type"`
+	Region        string `json:"region"`
 }

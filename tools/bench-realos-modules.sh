@@ -2,7 +2,8 @@
 # Time to ready on the real OS (internal/provision/onrealos: a booted Debian 12 system container, root
 # only) of two revisions of the playbooks, run alternately: the files and units of the roles through
 # files/converge.py (BASE, the last revision with it: 30594c5) against Ansible's own modules (NEW,
-# default HEAD). Each round runs TestRealOS_BareVM and TestRealOS_Execlet side by side, twice each
+# default HEAD). Each round runs TestRealOS_BareVM and TestRealOS_Execlet side by side, twice each (at HEAD:
+# TestRealOS_BareVMAndExeclet, bare-vm.yml then execlet.yml on one machine, twice each)
 # (run 1 to ready, run 2 on the ready machine), and prints the seconds of each run, then the seconds
 # each task took on the machine in run 2 summed by task name (from the events, HYDRA_TEST_ANSIBLE_LOG).
 #
@@ -59,7 +60,7 @@ for i in $(seq 1 "$rounds"); do
   for rev in "$new" "$base"; do
     log="$work/$rev-$i.log"
     (cd "$work/$rev" && HYDRA_REALOS_REQUIRED=1 HYDRA_TEST_ANSIBLE_LOG=1 go test -trimpath -count=1 -timeout 40m -v \
-      -run "TestRealOS_(BareVM|Execlet)\$/^$os\$" ./internal/provision/onrealos/ >"$log" 2>&1) || echo "round $i $rev: FAILED (log $log)"
+      -run "TestRealOS_(BareVM|Execlet|BareVMAndExeclet)\$/^$os\$" ./internal/provision/onrealos/ >"$log" 2>&1) || echo "round $i $rev: FAILED (log $log)"
     echo "round $i $rev:"
     grep -Eo 'run [12] of [a-z-]+\.yml on the real OS: [0-9ms]+, [0-9]+ task\(s\) changed' "$log" | sed 's/^/  /'
     per_task "$log"

@@ -65,7 +65,7 @@ func (f realOSFixture) noInstall(t *testing.T, packagesBefore string) {
 const nvidiaPackages = "dpkg-query -W -f '${binary:Package} ${Version} ${db:Status-Abbrev}\\n' 'nvidia-*' 'libnvidia-*' 'linux-modules-nvidia-*' 2>/dev/null | sort"
 
 // TestRealOS_DriverKept: a machine whose image has a working driver of another branch fails in exact
-// mode (in auto mode it keeps it: TestRealOS_BareVM); a driver present but failing (a
+// mode (in auto mode it keeps it: TestRealOS_BareVMAndExeclet); a driver present but failing (a
 // version mismatch a reboot does not cure, a hung nvidia-smi) is never installed over: one reboot for
 // the mismatch, then the run fails naming what nvidia-smi said, and nothing is installed.
 func TestRealOS_DriverKept(t *testing.T) {

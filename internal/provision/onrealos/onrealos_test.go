@@ -352,20 +352,38 @@ func onEachOS(t *testing.T, opts realos.Options, test func(t *testing.T, f realO
 	}
 }
 
-// TestRealOS_BareVM: bare-vm.yml reaches ready on each real OS booted with systemd, keeps the image's
-// driver (another branch than the one asked for: never a second driver on top), installs the
+// TestRealOS_BareVMAndExeclet: on each real OS booted with systemd, bare-vm.yml reaches ready, keeps the
+// image's driver (another branch than the one asked for: never a second driver on top), installs the
 // distribution's node_exporter with apt and runs it as a unit on loopback, DCGM and dcgm-exporter as
-// units; a second run changes nothing.
-func TestRealOS_BareVM(t *testing.T) {
+// units, and mounts the machine's volumes; a second run changes nothing. Then execlet.yml reaches ready
+// on the same machine (the agent downloaded with get_url and checked against its SHA-256, run as a
+// unit), and a second run of it changes nothing. The two playbooks share every role but vm_access and
+// execlet: one machine per OS runs both, instead of a machine each whose first runs did the same apt
+// work. On Debian 12 the machine also has an automatic upgrade that holds the dpkg lock when the first
+// run begins, and the agent gets secret arguments (checkUpgradesPausedAndSecretsHidden).
+func TestRealOS_BareVMAndExeclet(t *testing.T) {
 	t.Parallel()
-	onEachOS(t, realos.Options{Systemd: true, GPU: gpuSpec()}, testBareVM)
+	onEachOS(t, realos.Options{Systemd: true, GPU: gpuSpec()}, func(t *testing.T, f realOSFixture) {
+		upgrades := f.os.Name == realos.Debian12.Name
+		if upgrades {
+			f.startUpgradeLock(t)
+		}
+		started := time.Now().Unix()
+		f.volumes = prepareVolumes(t, f)
+		testBareVM(t, f)
+		ended := time.Now().Unix()
+		testExeclet(t, f, upgrades)
+		if upgrades {
+			f.checkUpgradesPausedAndSecretsHidden(t, started, ended)
+		}
+	})
 }
 
+// testBareVM provisions bare-vm.yml twice on f (its volumes prepared) and checks what it made.
 func testBareVM(t *testing.T, f realOSFixture) {
 	// Asking for Ubuntu's 580 branch: the image's driver (570) works, so it is kept, and nothing is
 	// installed on top of it.
 	before := f.run(t, nvidiaPackages)
-	f.volumes = prepareVolumes(t, f)
 	marker := f.provisionTwice(t, inventory.KindVM, 2, map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580"})
 	checkVolumes(t, f)
 	f.noInstall(t, before)
@@ -385,16 +403,9 @@ func testBareVM(t *testing.T, f realOSFixture) {
 	}
 }
 
-// TestRealOS_Execlet: execlet.yml reaches ready on each real OS (the agent downloaded with get_url and
-// checked against its SHA-256, run as a unit); a second run changes nothing. On Debian 12 the same
-// machine also has an automatic upgrade that holds the dpkg lock when the run begins, and the agent
-// gets secret arguments (checkUpgradesPausedAndSecretsHidden).
-func TestRealOS_Execlet(t *testing.T) {
-	t.Parallel()
-	onEachOS(t, realos.Options{Systemd: true, GPU: gpuSpec()}, testExeclet)
-}
-
-func testExeclet(t *testing.T, f realOSFixture) {
+// testExeclet provisions execlet.yml twice on f (the first run installs the agent; with secret, its
+// arguments carry execletSecret) and checks the agent and node_exporter run as units.
+func testExeclet(t *testing.T, f realOSFixture, secret bool) {
 	agent, err := os.ReadFile(f.m.Root + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet")
 	if err != nil {
 		t.Fatal(err)
@@ -404,24 +415,15 @@ func testExeclet(t *testing.T, f realOSFixture) {
 		"hydra_execlet_url":    "file://" + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet",
 		"hydra_execlet_sha256": hex.EncodeToString(sum[:]),
 	}
-	upgrades := f.os.Name == realos.Debian12.Name
-	if upgrades {
-		f.startUpgradeLock(t)
+	if secret {
 		vars["hydra_execlet_args"] = "--token " + execletSecret + " --verbose"
 	}
-	started := time.Now().Unix()
 	f.provisionTwice(t, inventory.KindExeclet, 2, vars)
-	ended := time.Now().Unix()
-	checksStarted := time.Now()
-	defer func() { t.Logf("checks after the runs took %s", time.Since(checksStarted).Round(time.Millisecond)) }()
 	f.checkDebianPackage(t, "prometheus-node-exporter")
 	if st := f.run(t, "systemctl is-active hydra-execlet.service prometheus-node-exporter.service || true"); st != "active\nactive" {
 		t.Errorf("hydra-execlet and node_exporter units: %q, want both active", st)
 	}
 	f.checkExporter(t, 9100, "node_exporter_build_info")
-	if upgrades {
-		f.checkUpgradesPausedAndSecretsHidden(t, started, ended)
-	}
 }
 
 // TestRealOS_Pod: each OS's tree run without systemd (sshd is the container's only service, as in a

@@ -46,7 +46,7 @@ systemctl daemon-reload
 systemctl enable --quiet apt-daily-upgrade.timer
 systemctl restart apt-daily-upgrade.timer`
 
-// execletSecret is the secret the Debian 12 case of TestRealOS_Execlet passes in the agent's arguments.
+// execletSecret is the secret the Debian 12 case of TestRealOS_BareVMAndExeclet passes in the agent's arguments.
 const execletSecret = "hydra-test-secret-6d1f0c"
 
 // startUpgradeLock installs upgradeLockTimer and waits until the upgrade holds the dpkg lock, so that
@@ -64,12 +64,12 @@ func (f realOSFixture) startUpgradeLock(t *testing.T) {
 	}
 }
 
-// checkUpgradesPausedAndSecretsHidden checks, after execlet.yml reached ready twice (from started to
-// ended, Unix seconds) on a machine whose automatic upgrade takes the dpkg lock every 15 seconds
-// (startUpgradeLock), that the upgrade was paused for the runs and runs again after them (its timer
-// active, its service no longer masked, nothing left of the pause), and that the execlet agent's secret
-// arguments (execletSecret) reach it in its environment, never on its command line, which another user
-// reads in /proc.
+// checkUpgradesPausedAndSecretsHidden checks, after bare-vm.yml reached ready twice (from started to
+// ended, Unix seconds) and execlet.yml twice after them, on a machine whose automatic upgrade takes the
+// dpkg lock every 15 seconds (startUpgradeLock), that the upgrade was paused for the bare-vm.yml runs
+// and runs again after the last run (its timer active, its service no longer masked, nothing left of
+// the pause), and that the execlet agent's secret arguments (execletSecret) reach it in its
+// environment, never on its command line, which another user reads in /proc.
 func (f realOSFixture) checkUpgradesPausedAndSecretsHidden(t *testing.T, started, ended int64) {
 	t.Helper()
 	const secret = execletSecret

@@ -10,7 +10,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
-// The volume_mount role on the real OS, on TestRealOS_BareVM's machines (no machine of its own). A
+// The volume_mount role on the real OS, on TestRealOS_BareVMAndExeclet's machines (no machine of its own). A
 // container can mount (bind mounts and tmpfs) but has no loop devices, so:
 //   - a bind volume (a directory of the machine, fstype none, options bind) goes through the whole path
 //     for real: its fstab line, systemd reading fstab again, findmnt, and mount(8) mounting it from
@@ -21,7 +21,8 @@ import (
 //     (a loop mount is refused in the container), so findmnt finds them mounted and mount is not run;
 //   - a volume the cloud mounts (a tmpfs mounted before the run) is only checked: no fstab line.
 //
-// The second run of provisionTwice changes nothing (no mkfs, no fstab line, no mount).
+// The second run of provisionTwice changes nothing (no mkfs, no fstab line, no mount), nor do
+// execlet.yml's runs after it, which pass the same volumes.
 
 const (
 	volumeDir     = "/srv/hydra-volumes"

@@ -22,6 +22,9 @@ type fleetMachine struct {
 	rec *logRecorder
 	res cloudprovider.ProvisionResult
 	err error
+	// gpu and count are what its offer promised (default: one L4).
+	gpu   string
+	count int
 }
 
 // newFleet starts a machine per spec, all trusting the same provisioning key, and one Runner (cfg) for
@@ -81,7 +84,11 @@ func orphanTaskStarts(log string) []string {
 
 // request is the machine's provisioning request, named after its index so every machine differs.
 func (m *fleetMachine) request(i int, ctx context.Context) cloudprovider.ProvisionRequest {
-	req := m.f.request(inventory.KindVM, "l4", 1, m.f.ep.HostKey, nil, m.rec)
+	gpu, count := "l4", 1
+	if m.gpu != "" {
+		gpu, count = m.gpu, m.count
+	}
+	req := m.f.request(inventory.KindVM, gpu, count, m.f.ep.HostKey, nil, m.rec)
 	req.Instance.Name = fmt.Sprintf("fleet-%d", i)
 	req.Instance.ID = fmt.Sprintf("i-%d", i)
 	return req
@@ -100,21 +107,57 @@ func provisionAll(ms []*fleetMachine, ctxs []context.Context) {
 	wg.Wait()
 }
 
+// badGPUs is a machine broken in every way the early GPU check judges, all seen in one run: too few
+// GPUs, the wrong model, one fallen off the bus, a hardware Xid, rows to remap (pending, failed). The
+// L40S remaps rows: its ECC counters are not judged (NVIDIA's memory-error guide; GPUs without row
+// remapping: the simhost package's TestHealthVerdictsOnRecordings). want is what the failure must say.
+var badGPUs = struct {
+	spec   simhost.Spec
+	gpu    string
+	count  int
+	faults map[string]string
+	want   []string
+}{
+	spec: simhost.Spec{GPUModel: "NVIDIA L40S", GPUCount: 4, UncorrectableECC: 3}, gpu: "l4", count: 4,
+	faults: map[string]string{
+		simhost.FaultGPULost: "0", simhost.FaultECCAggregate: "1 5", simhost.FaultXid: "2 48",
+		simhost.FaultRemappedRows: "1 pending\n2 failure",
+	},
+	want: []string{
+		"unhealthy (gpu_lost, gpu_count, gpu_model, remapped_rows, xid)",
+		"gpu_lost: GPU 00000000:18:00.0 fell off the bus (nvidia-smi: GPU is lost)",
+		"gpu_count: expected 4 GPU(s) of type l4 as the offer promised, but nvidia-smi lists 3: 3x NVIDIA L40S",
+		"gpu_model: expected every GPU to be a l4 (name matching /\\bL4\\b/), but nvidia-smi reports 3x NVIDIA L40S",
+		"remapped_rows: GPU 1 (00000000:28:00.0): a row remapping is pending, the GPU needs a reset",
+		"remapped_rows: GPU 2 (00000000:38:00.0): a row remapping failed, the GPU needs repair",
+		"xid: Xid 48 on 0000:38:00 since boot (An uncorrectable double bit error",
+		"xid: Xid 79 on 0000:18:00 since boot (GPU has fallen off the bus)",
+	},
+}
+
 // TestFleetOneMachineFails: three machines provisioned by one ansible-playbook run (the batch is full
-// at three, so it starts without waiting on a clock): two VMs, one of them with a GPU fallen off the
-// bus, and a container (whose playbook includes other task files: exporters as processes, no units).
-// The broken machine alone fails, at its own task and with its own message; the other two reach ready
-// with their own provisioning markers; each machine's log holds only its own tasks (every task it was
-// told started has its own result); nothing of the run is left behind.
+// at three, so it starts without waiting on a clock): two VMs, and a container (whose playbook includes
+// other task files: exporters as processes, no units). One VM is broken in every way the early GPU
+// check judges (badGPUs), and was provisioned before with another digest. The broken machine alone
+// fails, at its own task and with its own retryable error naming each fault, before anything past the
+// check, and its stale marker is gone; the other two reach ready with their own provisioning markers;
+// each machine's log holds only its own tasks (every task it was told started has its own result);
+// nothing of the run is left behind.
 func TestFleetOneMachineFails(t *testing.T) {
 	t.Parallel()
 	specs := l4VMs(3)
+	const bad = 1
+	specs[bad] = badGPUs.spec
 	specs[2].Container = true
 	r, ms := newFleet(t, specs, Config{BatchMax: 3, BatchWindow: 10 * time.Minute})
-	const bad = 1
-	if err := simhost.SetFault(ms[bad].f.ep.Dir, simhost.FaultGPULost, "0"); err != nil {
-		t.Fatal(err)
+	ms[bad].gpu, ms[bad].count = badGPUs.gpu, badGPUs.count
+	for name, content := range badGPUs.faults {
+		if err := simhost.SetFault(ms[bad].f.ep.Dir, name, content); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// The machine was provisioned before, with other playbooks or variables.
+	writeMarker(t, ms[bad].f.ep, `{"digest": "sha256:0000000000000000", "playbook": "bare-vm.yml", "provisioned_at": "2026-01-02T03:04:05Z"}`)
 	ctxs := []context.Context{context.Background(), context.Background(), context.Background()}
 	provisionAll(ms, ctxs)
 	for i, m := range ms {
@@ -163,15 +206,27 @@ func TestFleetOneMachineFails(t *testing.T) {
 		t.Fatalf("the broken machine: want a *TaskError, got %v\nlog:\n%s", m.err, m.rec)
 	}
 	t.Logf("error of the broken machine: %v", m.err)
+	var perm *cloudprovider.PermanentError
+	if errors.As(m.err, &perm) {
+		t.Errorf("a failed task must stay retryable: %v", m.err)
+	}
 	if te.Instance != "fleet-1" || te.Host != "fleet-1" || te.Task != "gpu_check : Check the promised GPUs" || m.res.FailedTask != te.Task {
 		t.Errorf("failure: instance %q host %q task %q, result task %q", te.Instance, te.Host, te.Task, m.res.FailedTask)
 	}
-	if !strings.Contains(m.res.Message, "gpu_lost: GPU 00000000:18:00.0 fell off the bus") {
-		t.Errorf("message %q does not name the lost GPU", m.res.Message)
+	for _, want := range badGPUs.want {
+		if !strings.Contains(m.res.Message, want) || !strings.Contains(m.err.Error(), want) {
+			t.Errorf("message %q / error %q lacks %q", m.res.Message, m.err, want)
+		}
+	}
+	if len(m.res.Message) > summaryLimit {
+		t.Errorf("summary is %d bytes", len(m.res.Message))
+	}
+	if strings.Contains(m.rec.String(), "Install the customer") {
+		t.Errorf("the run went on after the failed health check:\n%s", m.rec)
 	}
 	req := m.request(bad, context.Background())
 	if _, _, err := r.ReadMarker(context.Background(), *req.Instance.SSH, m.f.ep.HostKey); !errors.Is(err, ErrNoMarker) {
-		t.Errorf("the broken machine has a marker: %v", err)
+		t.Errorf("the broken machine has a marker (a failed run with another digest must remove it): %v", err)
 	}
 	if left := processesMentioning(ms[0].f.tmpBase); len(left) > 0 {
 		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))

@@ -412,7 +412,7 @@ func TestAccGPUCluster_interruptedCreate(t *testing.T) {
 
 // TestGPUClusterImportID checks the import ID's form: `<cloud>/<cluster id>`.
 func TestGPUClusterImportID(t *testing.T) {
-	for id, want := range map[string]string{
+	checkProblems(t, "clusterImportID.problem", clusterImportID.problem, map[string]string{
 		"sandbox/sbx-c-1": "",
 		"verda/8b1c":      "",
 		"sandbox":         "is not <cloud>/<cluster id>",
@@ -420,12 +420,7 @@ func TestGPUClusterImportID(t *testing.T) {
 		"sandbox/":        "is not <cloud>/<cluster id>",
 		"sandbox/a/b":     `has more than one "/"`,
 		"aws/c-1":         `"aws", which is not a cloud hydra knows`,
-	} {
-		got := clusterImportID.problem(id)
-		if (want == "") != (got == "") || !strings.Contains(got, want) {
-			t.Errorf("clusterImportIDProblem(%q) = %q; want it to contain %q", id, got, want)
-		}
-	}
+	})
 }
 
 // provisionedCluster is a 2-node cluster with provisioning on (playbookDir, "" = the embedded

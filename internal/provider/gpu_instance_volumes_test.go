@@ -14,7 +14,7 @@ import (
 )
 
 func TestMountPathProblem(t *testing.T) {
-	for p, want := range map[string]string{
+	checkProblems(t, "mountPathProblem", mountPathProblem, map[string]string{
 		"/data":            "",
 		"/mnt/data":        "",
 		"/home/ubuntu/ckp": "",
@@ -35,16 +35,23 @@ func TestMountPathProblem(t *testing.T) {
 		"/proc/x":          "in /proc",
 		"/dev":             "in /dev",
 		"/run/user/data":   "in /run",
-	} {
-		got := mountPathProblem(p)
+	})
+}
+
+// checkProblems checks a validator that says what is wrong with its input ("" when nothing is):
+// for each input, problem's answer is "" when want is "", and contains want otherwise.
+func checkProblems(t *testing.T, name string, problem func(string) string, cases map[string]string) {
+	t.Helper()
+	for in, want := range cases {
+		got := problem(in)
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
-			t.Errorf("mountPathProblem(%q) = %q; want it to contain %q", p, got, want)
+			t.Errorf("%s(%q) = %q; want it to contain %q", name, in, got, want)
 		}
 	}
 }
 
 func TestVolumeIDProblem(t *testing.T) {
-	for id, want := range map[string]string{
+	checkProblems(t, "volumeIDProblem", volumeIDProblem, map[string]string{
 		"sandbox/sbx-eu-1/data": "",
 		"verda/FIN-01/ckpt":     "",
 		"sandbox/sbx-eu-1":      "is not <cloud>/<region>/<name>",
@@ -52,12 +59,7 @@ func TestVolumeIDProblem(t *testing.T) {
 		"a/b/c/d":               "is not <cloud>/<region>/<name>",
 		"sbx-vm-data--ab12cd34": "hydra_volume.<name>.id",
 		"aws/us-east-1/data":    `names "aws", which is not a cloud hydra knows`,
-	} {
-		got := volumeIDProblem(id)
-		if (want == "") != (got == "") || !strings.Contains(got, want) {
-			t.Errorf("volumeIDProblem(%q) = %q; want it to contain %q", id, got, want)
-		}
-	}
+	})
 }
 
 func TestVolumesProblems(t *testing.T) {

@@ -70,21 +70,15 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 			if err := s.sb.Preempt(firstID, 10*time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			hookLog := filepath.Join(root, "var/lib/hydra/interruption/hook.log")
-			var line string
-			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && line == ""; time.Sleep(50 * time.Millisecond) {
-				b, _ := os.ReadFile(hookLog)
-				line = strings.TrimSpace(string(b))
-			}
-			f := strings.Fields(line)
+			f := hookRan(root, time.Minute)
 			if len(f) != 4 || f[0] != "hook" {
 				b, _ := os.ReadFile(filepath.Join(root, "var/lib/hydra/interruption/log"))
-				t.Fatalf("the hook did not run: %q; watcher log:\n%s", line, b)
+				t.Fatalf("the hook did not run: %q; watcher log:\n%s", f, b)
 			}
 			left, _ := strconv.Atoi(f[1])
 			ran, _ := strconv.ParseFloat(f[3], 64)
 			if left <= 0 || left > 600 || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(f[2]) {
-				t.Errorf("the hook's arguments: %q", line)
+				t.Errorf("the hook's arguments: %q", f)
 			}
 			t.Logf("notice to hook: %.2fs (the hook was told %ds left, ending %s)", ran-float64(noticed.UnixNano())/1e9, left, f[2])
 		},
@@ -108,5 +102,48 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 			statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("interruption"), knownvalue.Null()),
 		},
 		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
+	}})
+}
+
+// hookRan waits up to wait for the hook's line on the machine under root and returns it split
+// into its fields ("hook", seconds left, end time, when it ran); nil when it did not run.
+func hookRan(root string, wait time.Duration) []string {
+	hookLog := filepath.Join(root, "var/lib/hydra/interruption/hook.log")
+	for deadline := time.Now().Add(wait); ; time.Sleep(50 * time.Millisecond) {
+		b, _ := os.ReadFile(hookLog)
+		if f := strings.Fields(string(b)); len(f) > 0 || time.Now().After(deadline) {
+			return f
+		}
+	}
+}
+
+// TestAccGPUCluster_preemptFault rehearses a preemption as a user's CI does, without Go: after apply,
+// faults.json names node 2 of the spot cluster under `preempt`; the next plan's refresh fires it and
+// the plan replaces the whole cluster.
+func TestAccGPUCluster_preemptFault(t *testing.T) {
+	s := newTestSandbox(t)
+	cfg := s.providerConfig("") + clusterConfig("rehearse", "h100", 1, 2, "  spot = true\n")
+	accTest(t, s.checkDestroyed, []resource.TestStep{{
+		Config:            cfg,
+		ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready"), clusterState("interruption", knownvalue.Null())},
+	}, {
+		PreConfig: func() {
+			var node string
+			for _, r := range s.live() {
+				if strings.HasSuffix(r.Name, "-2") {
+					node = r.Name
+				}
+			}
+			faults := `{"preempt": [{"name": "` + node + `", "notice": "10m"}]}`
+			if err := os.WriteFile(filepath.Join(s.sb.Dir(), sandbox.FaultsFile), []byte(faults), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Config:             cfg,
+		PlanOnly:           true,
+		ExpectNonEmptyPlan: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
+		}},
 	}})
 }

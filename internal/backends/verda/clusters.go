@@ -270,16 +270,7 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 
 // findCluster returns the live cluster whose hostname is name, if there is one.
 func (b *Backend) findCluster(ctx context.Context, name string) (cloudprovider.Cluster, bool, error) {
-	all, err := b.ListClusters(ctx, name)
-	if err != nil {
-		return cloudprovider.Cluster{}, false, err
-	}
-	for _, c := range all {
-		if c.Name == name {
-			return c, true, nil
-		}
-	}
-	return cloudprovider.Cluster{}, false, nil
+	return cloudprovider.FindNamed(ctx, name, b.ListClusters, func(c cloudprovider.Cluster) bool { return c.Name == name }, nil)
 }
 
 // checkClusterPrice refuses (ErrCapacity) a cluster type whose price now is above req.MaxPricePerHour.

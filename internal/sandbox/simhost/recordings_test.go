@@ -26,8 +26,11 @@ type probeVerdict struct {
 // verdict NVIDIA's documents give for each: the Xid catalog's recommended action, the memory-error
 // guide's row-remapping flags, NVML's recovery action.
 func TestHealthVerdictsOnRecordings(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is missing")
+	// The probe runs as on a machine: its python3 and its PATH (the stand-ins, then the system's),
+	// not a version manager's shim from the test's PATH.
+	python, err := machinePython()
+	if err != nil {
+		t.Skip(err)
 	}
 	probe, err := playbooks.FS.ReadFile("files/health_probe.py")
 	if err != nil {
@@ -205,9 +208,9 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(counting, "nvidia-smi"), []byte(wrapper), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command("python3", "-", string(js))
+			cmd := exec.Command(python, "-", string(js))
 			cmd.Stdin = strings.NewReader(string(probe))
-			cmd.Env = append(os.Environ(), "PATH="+counting+":"+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"))
+			cmd.Env = append(os.Environ(), "PATH="+counting+":"+filepath.Join(dir, "bin")+":"+systemPath)
 			out, err := cmd.Output()
 			if tc.smiCalls > 0 {
 				b, _ := os.ReadFile(calls)

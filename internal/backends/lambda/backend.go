@@ -110,7 +110,7 @@ type Backend struct {
 	unhealthySince map[string]time.Time // instance id -> when this process first saw it unhealthy
 
 	creates createonce.Group // serialises creates of one name in this process
-	keysMu  sync.Mutex       // serialises SSH key registration, so two creates never add one key twice
+	sshKeys sshkeys.Serial   // serialises SSH key registration, so two creates never add one key twice
 }
 
 var _ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
@@ -519,13 +519,12 @@ func publicKeys(lines []string) ([]string, error) {
 // sshAccess returns the Lambda SSH key name to launch with and the cloud-init user data that installs the
 // other public keys ("" when there are none). keys come from publicKeys.
 func (b *Backend) sshAccess(ctx context.Context, keys []string) (keyName, userData string, err error) {
-	b.keysMu.Lock()
-	defer b.keysMu.Unlock()
 	if len(keys) == 0 {
+		defer b.sshKeys.Lock()()
 		name, err := b.noLoginKey(ctx)
 		return name, "", err
 	}
-	names, err := sshkeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys[:1])
+	names, err := b.sshKeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys[:1])
 	if err != nil {
 		return "", "", err
 	}

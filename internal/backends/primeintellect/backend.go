@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -88,7 +87,7 @@ type Backend struct {
 	// creates serialises the creates of one name within the process, so that concurrent creates of
 	// a name look for each other's pod instead of racing (Prime does not promise unique pod names).
 	creates createonce.Group
-	keysMu  sync.Mutex // serialises SSH key registration, so two creates never add one key twice
+	sshKeys sshkeys.Serial // serialises SSH key registration, so two creates never add one key twice
 }
 
 var _ cloudprovider.InstanceManagerBackend = (*Backend)(nil)
@@ -607,9 +606,7 @@ func (b *Backend) accountKeys(ctx context.Context) ([]sshkeys.AccountKey, error)
 // EnsureSSHKeys lists the keys again and adds a key still missing once more (AddAgain), so a single
 // 5xx never fails a create.
 func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, error) {
-	b.keysMu.Lock()
-	defer b.keysMu.Unlock()
-	return sshkeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
+	return b.sshKeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
 }
 
 func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, error) {

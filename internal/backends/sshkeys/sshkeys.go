@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"sync"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
@@ -135,6 +136,23 @@ func Ensure(ctx context.Context, r Registry, publicKeys []string) ([]string, err
 		}
 	}
 	return ids, nil
+}
+
+// Serial runs one account's key registrations one at a time in this process, so that two creates
+// never add one key twice. The zero Serial is ready to use; it must not be copied after first use.
+type Serial struct{ mu sync.Mutex }
+
+// Ensure is Ensure, after the registrations in flight.
+func (s *Serial) Ensure(ctx context.Context, r Registry, publicKeys []string) ([]string, error) {
+	defer s.Lock()()
+	return Ensure(ctx, r, publicKeys)
+}
+
+// Lock waits for the registrations in flight and holds off others until unlock, for a cloud's own
+// key work beside Ensure (Lambda's generated key).
+func (s *Serial) Lock() (unlock func()) {
+	s.mu.Lock()
+	return s.mu.Unlock
 }
 
 // Lister adapts a cloud's own key listing to Registry.List: account turns each of the cloud's keys

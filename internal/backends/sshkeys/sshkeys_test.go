@@ -123,3 +123,38 @@ func TestListKeys(t *testing.T) {
 		t.Fatalf("error %v, want the listing's", err)
 	}
 }
+
+func TestSerialHoldsOffOthers(t *testing.T) {
+	var s Serial
+	held := func() bool {
+		if s.mu.TryLock() {
+			s.mu.Unlock()
+			return false
+		}
+		return true
+	}
+	var during []bool
+	r := Registry{Cloud: "test",
+		List: func(context.Context) ([]AccountKey, error) { during = append(during, held()); return nil, nil },
+		Add: func(context.Context, string, string) (string, error) {
+			during = append(during, held())
+			return "k1", nil
+		}}
+	if ids, err := s.Ensure(context.Background(), r, []string{"ssh-ed25519 AAAA"}); err != nil || len(ids) != 1 || ids[0] != "k1" {
+		t.Fatalf("Ensure = %v, %v; want [k1]", ids, err)
+	}
+	if len(during) != 2 || !during[0] || !during[1] {
+		t.Errorf("others held off during the list and the add: %v, want [true true]", during)
+	}
+	if held() {
+		t.Error("others still held off after Ensure")
+	}
+	unlock := s.Lock()
+	if !held() {
+		t.Error("Lock does not hold others off")
+	}
+	unlock()
+	if held() {
+		t.Error("others still held off after unlock")
+	}
+}

@@ -108,7 +108,7 @@ type Backend struct {
 	clusterCurr map[string]string
 
 	creates createonce.Group // serialises creates of one name in this process
-	keysMu  sync.Mutex       // serialises SSH key registration, so two creates never add one key twice
+	sshKeys sshkeys.Serial   // serialises SSH key registration, so two creates never add one key twice
 }
 
 // The Verda backend does not implement cloudprovider.OwnershipConfirmer: Verda's API has no documented
@@ -487,9 +487,7 @@ func (b *Backend) ensureSSHKeys(ctx context.Context, keys []string) ([]string, e
 	if len(keys) == 0 {
 		return ids, nil
 	}
-	b.keysMu.Lock()
-	defer b.keysMu.Unlock()
-	got, err := sshkeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
+	got, err := b.sshKeys.Ensure(ctx, sshkeys.Registry{Cloud: CloudName, List: b.accountKeys, Add: b.addKey, AddAgain: true}, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -128,13 +128,20 @@ type volumeMachine struct {
 	files    map[string]string // relative path under the mount -> content
 }
 
-// write writes a new file with random content at $HYDRA_ROOT<mount>/<file> on the current machine.
-func (v *volumeMachine) write(mount, file string) resource.TestCheckFunc {
+// onMachine is a check that calls fn with the current machine's attributes in the state.
+func (v *volumeMachine) onMachine(fn func(a map[string]string) error) resource.TestCheckFunc {
 	return func(st *terraform.State) error {
 		a, err := attrs(st, v.res)
 		if err != nil {
 			return err
 		}
+		return fn(a)
+	}
+}
+
+// write writes a new file with random content at $HYDRA_ROOT<mount>/<file> on the current machine.
+func (v *volumeMachine) write(mount, file string) resource.TestCheckFunc {
+	return v.onMachine(func(a map[string]string) error {
 		text := randomText(v.t)
 		cmd := fmt.Sprintf(`printf '%%s\n' %q > "$HYDRA_ROOT"%s/%s && sync`, text, mount, file)
 		if _, err := v.key.sshRun(a, cmd); err != nil {
@@ -142,16 +149,12 @@ func (v *volumeMachine) write(mount, file string) resource.TestCheckFunc {
 		}
 		v.files[file] = text
 		return nil
-	}
+	})
 }
 
 // readBack reads every file written so far at $HYDRA_ROOT<mount>/ over SSH on the current machine.
 func (v *volumeMachine) readBack(mount string) resource.TestCheckFunc {
-	return func(st *terraform.State) error {
-		a, err := attrs(st, v.res)
-		if err != nil {
-			return err
-		}
+	return v.onMachine(func(a map[string]string) error {
 		if len(v.files) == 0 {
 			return fmt.Errorf("nothing was written to read back")
 		}
@@ -165,17 +168,13 @@ func (v *volumeMachine) readBack(mount string) resource.TestCheckFunc {
 			}
 		}
 		return nil
-	}
+	})
 }
 
 // newMachine records the current machine and checks it is another one than before (replaced is false
 // for the first).
 func (v *volumeMachine) newMachine(replaced bool) resource.TestCheckFunc {
-	return func(st *terraform.State) error {
-		a, err := attrs(st, v.res)
-		if err != nil {
-			return err
-		}
+	return v.onMachine(func(a map[string]string) error {
 		id := a["cloud_instance_id"]
 		if replaced && (len(v.machines) == 0 || slices.Contains(v.machines, id)) {
 			return fmt.Errorf("machine %s is not a replacement of %v", id, v.machines)
@@ -187,7 +186,7 @@ func (v *volumeMachine) newMachine(replaced bool) resource.TestCheckFunc {
 			v.machines = append(v.machines, id)
 		}
 		return nil
-	}
+	})
 }
 
 // TestAccGPUInstance_volumeKeepsData is the volume's promise on the sandbox, with bare-vm.yml's own
@@ -417,33 +416,8 @@ func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 			provider := strings.TrimSuffix(c.providerConfig(t.TempDir(), "verda", "mithril"), "}\n") +
 				fmt.Sprintf("  lambda {\n    endpoint = %q\n    api_key  = %q\n  }\n}\n", lambdaURL, emulambda.DefaultAPIKey)
 			cfg := provider + volumeConfig("keep", tc.typ, tc.cloud, tc.region) + cloudInstanceConfig("keep", "h100", tc.extra+volumesAt("/data"))
-			var volumeID string
-			var machines []string
-			// sameVolume checks that the cloud has the one volume, used by the state's machine alone, and
-			// that it is the same volume as before.
-			sameVolume := func(st *terraform.State) error {
-				a, err := attrs(st, resourceName)
-				if err != nil {
-					return err
-				}
-				vols := tc.volumes(c, lambda, lambdaURL)
-				if len(vols) != 1 {
-					return fmt.Errorf("%s has %d volumes named for the test, want 1: %+v", tc.cloud, len(vols), vols)
-				}
-				if volumeID != "" && vols[0].id != volumeID {
-					return fmt.Errorf("the replacement got volume %s, not %s", vols[0].id, volumeID)
-				}
-				volumeID = vols[0].id
-				id := a["cloud_instance_id"]
-				if slices.Contains(machines, id) {
-					return fmt.Errorf("machine %s is not new (was %v)", id, machines)
-				}
-				machines = append(machines, id)
-				if !slices.Equal(vols[0].users, []string{id}) {
-					return fmt.Errorf("volume %s is used by %v at %s, want the machine %s alone", volumeID, vols[0].users, tc.cloud, id)
-				}
-				return nil
-			}
+			sameVolume := keepsOneVolume(tc.cloud, resourceName, func() []emulatedVolume { return tc.volumes(c, lambda, lambdaURL) },
+				func(a map[string]string) []string { return []string{a["cloud_instance_id"]} })
 			accTest(t, func(st *terraform.State) error {
 				for _, in := range lambda.Instances() {
 					if in.Status != "terminated" && in.Status != "terminating" {
@@ -470,6 +444,40 @@ func TestAccGPUInstance_volumeEmulators(t *testing.T) {
 				},
 			})
 		})
+	}
+}
+
+// keepsOneVolume is a check, at each replacement of res, that its cloud lists one volume named for the
+// test (volumes), the same one every time, used by the state's new machines alone: users are their
+// ids at the cloud, from res's attributes.
+func keepsOneVolume(cloud, res string, volumes func() []emulatedVolume, users func(a map[string]string) []string) resource.TestCheckFunc {
+	var volumeID string
+	var seen []string
+	return func(st *terraform.State) error {
+		a, err := attrs(st, res)
+		if err != nil {
+			return err
+		}
+		vols := volumes()
+		if len(vols) != 1 {
+			return fmt.Errorf("%s has %d volumes named for the test, want 1: %+v", cloud, len(vols), vols)
+		}
+		if volumeID != "" && vols[0].id != volumeID {
+			return fmt.Errorf("the replacement got volume %s, not %s", vols[0].id, volumeID)
+		}
+		volumeID = vols[0].id
+		want := users(a)
+		for _, u := range want {
+			if u == "" || slices.Contains(seen, u) {
+				return fmt.Errorf("the ids %v of %s are not all new (seen %v)", want, res, seen)
+			}
+		}
+		seen = append(seen, want...)
+		got := slices.Sorted(slices.Values(vols[0].users))
+		if !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+			return fmt.Errorf("volume %s is used by %v at %s, want %v alone", volumeID, got, cloud, want)
+		}
+		return nil
 	}
 }
 
@@ -541,8 +549,9 @@ func TestAccGPUInstance_volumeCreateBeforeDestroy(t *testing.T) {
 }
 
 // TestAccGPUInstance_volumeKnownAtApply: a volume whose region is known only at apply (another
-// resource's output) leaves the machine's offer to apply, which places it in the volume's region
-// (provisioning off).
+// resource's output) has its id unknown at plan (apply checks its type there and records the id), and
+// leaves the machine's offer to apply, which places it in the volume's region; the plan after is
+// empty (provisioning off).
 func TestAccGPUInstance_volumeKnownAtApply(t *testing.T) {
 	s := newTestSandbox(t)
 	cfg := s.providerConfig("") + `
@@ -558,16 +567,22 @@ resource "hydra_volume" "v" {
   region  = terraform_data.region.output
 }
 ` + testAccGPUInstanceConfig_basic("later", "h100", volumesAt("/data"))
-	accTest(t, s.checkDestroyed, []resource.TestStep{{
-		Config:            cfg,
-		ConfigPlanChecks:  preApply(planUnknown("region"), planUnknown("offer_id")),
-		ConfigStateChecks: []statecheck.StateCheck{stateKnown("region", "sbx-us-1"), stateKnown("status", "ready")},
+	accTest(t, s.checkNoVolumes, []resource.TestStep{{
+		Config:           cfg,
+		ConfigPlanChecks: preApply(planUnknown("region"), planUnknown("offer_id"), plancheck.ExpectUnknownValue(testVolumeResource, tfjsonpath.New("id"))),
+		ConfigStateChecks: []statecheck.StateCheck{
+			stateKnown("region", "sbx-us-1"), stateKnown("status", "ready"),
+			statecheck.ExpectKnownValue(testVolumeResource, tfjsonpath.New("id"), knownvalue.StringExact("sandbox/sbx-us-1/later")),
+		},
 		Check: func(*terraform.State) error {
 			if live := s.live(); len(live) != 1 || live[0].Region != "sbx-us-1" {
 				return fmt.Errorf("live machines %+v; want one in sbx-us-1", live)
 			}
 			return nil
 		},
+	}, {
+		Config:           cfg,
+		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 	}})
 }
 
@@ -819,34 +834,7 @@ func TestAccGPUCluster_volumeEmulators(t *testing.T) {
 			}
 			cfg := c.providerConfig(t.TempDir(), tc.cloud) + volumeConfig("ckpt", "shared_fs", tc.cloud, tc.region) +
 				clusterConfig("emuvol", tc.gpuType, 8, 2, fmt.Sprintf("  ssh_public_keys = [%q]\n  interconnect = \"any\"\n%s%s", testSSHKey, tc.extra, volumesAt("/ckpt")))
-			var volumeID string
-			var seen []string
-			sameVolume := func(st *terraform.State) error {
-				a, err := attrs(st, clusterResource)
-				if err != nil {
-					return err
-				}
-				vols := tc.volumes(c)
-				if len(vols) != 1 {
-					return fmt.Errorf("%s has %d volumes named for the test, want 1: %+v", tc.cloud, len(vols), vols)
-				}
-				if volumeID != "" && vols[0].id != volumeID {
-					return fmt.Errorf("the replacement got volume %s, not %s", vols[0].id, volumeID)
-				}
-				volumeID = vols[0].id
-				want := tc.users(a)
-				for _, u := range want {
-					if u == "" || slices.Contains(seen, u) {
-						return fmt.Errorf("the cluster's ids %v are not all new (seen %v)", want, seen)
-					}
-				}
-				seen = append(seen, want...)
-				got := slices.Sorted(slices.Values(vols[0].users))
-				if !slices.Equal(got, slices.Sorted(slices.Values(want))) {
-					return fmt.Errorf("volume %s is used by %v at %s, want %v", volumeID, got, tc.cloud, want)
-				}
-				return nil
-			}
+			sameVolume := keepsOneVolume(tc.cloud, clusterResource, func() []emulatedVolume { return tc.volumes(c) }, tc.users)
 			accTest(t, c.checkEmpty, []resource.TestStep{
 				{
 					Config: cfg,

@@ -51,15 +51,26 @@ resource "hydra_gpu_cluster" "test" {
 `, name, gpuType, gpuCount, nodes, extra)
 }
 
-// clusterPlanKnown checks that the plan shows the test cluster's attr as a known value.
-func clusterPlanKnown(attr string, want any) plancheck.PlanCheck {
-	return plancheck.ExpectKnownValue(clusterResource, tfjsonpath.New(attr), known(want))
+// planKnownOf is the plan check that res's attr is a known value (known(want)).
+func planKnownOf(res string) func(attr string, want any) plancheck.PlanCheck {
+	return func(attr string, want any) plancheck.PlanCheck {
+		return plancheck.ExpectKnownValue(res, tfjsonpath.New(attr), known(want))
+	}
 }
 
-// clusterState checks the test cluster's attr in the state.
-func clusterState(attr string, want any) statecheck.StateCheck {
-	return statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New(attr), known(want))
+// stateKnownOf is the state check of res's attr (known(want)).
+func stateKnownOf(res string) func(attr string, want any) statecheck.StateCheck {
+	return func(attr string, want any) statecheck.StateCheck {
+		return statecheck.ExpectKnownValue(res, tfjsonpath.New(attr), known(want))
+	}
 }
+
+var (
+	// clusterPlanKnown checks that the plan shows the test cluster's attr as a known value.
+	clusterPlanKnown = planKnownOf(clusterResource)
+	// clusterState checks the test cluster's attr in the state.
+	clusterState = stateKnownOf(clusterResource)
+)
 
 // hostfileOf matches a hostfile of nodes lines `<private ip> slots=<slots>`, node 1 first: the
 // sandbox's private addresses are 127.100.<cluster>.<node>.
@@ -468,14 +479,9 @@ func TestAccGPUCluster_provisioned(t *testing.T) {
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("unhealthy")),
 		},
-	}, {
-		Config:             provisionedCluster(s, "", 1, "  replace_when_unhealthy = true"),
-		PlanOnly:           true,
-		ExpectNonEmptyPlan: true,
-		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-			plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
-		}},
-	}})
+	},
+		plannedOnly(nil, provisionedCluster(s, "", 1, "  replace_when_unhealthy = true"), clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
+	})
 }
 
 // nodeID is the sandbox id of the live node whose name ends with suffix.

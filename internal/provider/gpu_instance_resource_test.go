@@ -170,6 +170,15 @@ func refusedPlans(t *testing.T, plans []refusedPlan) {
 	accTest(t, nil, steps)
 }
 
+// plannedOnly is a step that plans config without applying it, after pre (when not nil): the plan
+// (with its refresh) must change something, res's action being want, and pass checks.
+func plannedOnly(pre func(), config, res string, want plancheck.ResourceActionType, checks ...plancheck.PlanCheck) resource.TestStep {
+	return resource.TestStep{
+		PreConfig: pre, Config: config, PlanOnly: true, ExpectNonEmptyPlan: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: append([]plancheck.PlanCheck{plancheck.ExpectResourceAction(res, want)}, checks...)},
+	}
+}
+
 func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {
 	s := newTestSandbox(t)
 	cfg := s.instanceConfig("saved", "a100-80gb", "")

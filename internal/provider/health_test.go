@@ -51,66 +51,61 @@ func TestAccGPUInstance_health(t *testing.T) {
 			stateKnown("health", "unhealthy"),
 			stateKnown("health_reason", like(`(?i)xid`)),
 		},
-	}, {
+	},
 		// Asked to, the plan replaces it.
-		Config:             replacing,
-		PlanOnly:           true,
-		ExpectNonEmptyPlan: true,
-		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-			plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
-		}},
-	}, {
-		// Healthy again, the same change is an update in place.
-		PreConfig: func() {
-			if err := simhost.ClearFaults(s.machineDir()); err != nil {
-				t.Fatal(err)
-			}
-		},
-		Config:           replacing,
-		ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)),
-		ConfigStateChecks: []statecheck.StateCheck{
-			stateKnown("health", "healthy"),
-			stateKnown("status", "ready"),
-		},
-		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
-	}, {
-		// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
-		PreConfig: func() {
-			if err := simhost.SetFault(s.machineDir(), simhost.FaultSSHDown, "1"); err != nil {
-				t.Fatal(err)
-			}
-		},
-		Config:           replacing,
-		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-		ConfigStateChecks: []statecheck.StateCheck{
-			stateKnown("status", "ready"),
-			stateKnown("health", "unknown"),
-			stateKnown("health_reason", like(`(?i)connection refused`)),
-		},
-		Check: s.checkCreated(1),
-	}, {
-		// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
-		// hydra's back): its health cannot be read either.
-		PreConfig: func() {
-			if err := simhost.ClearFaults(s.machineDir()); err != nil {
-				t.Fatal(err)
-			}
-			marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
-			if !ok {
-				t.Fatal("no provisioning marker on the machine")
-			}
-			if err := os.Remove(marker); err != nil {
-				t.Fatal(err)
-			}
-		},
-		Config:           replacing,
-		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-		ConfigStateChecks: []statecheck.StateCheck{
-			stateKnown("health", "unknown"),
-			stateKnown("health_reason", like(`marker`)),
-		},
-		Check: s.checkCreated(1),
-	}})
+		plannedOnly(nil, replacing, resourceName, plancheck.ResourceActionDestroyBeforeCreate),
+		{
+			// Healthy again, the same change is an update in place.
+			PreConfig: func() {
+				if err := simhost.ClearFaults(s.machineDir()); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config:           replacing,
+			ConfigPlanChecks: preApply(plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("health", "healthy"),
+				stateKnown("status", "ready"),
+			},
+			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
+		}, {
+			// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
+			PreConfig: func() {
+				if err := simhost.SetFault(s.machineDir(), simhost.FaultSSHDown, "1"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config:           replacing,
+			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("status", "ready"),
+				stateKnown("health", "unknown"),
+				stateKnown("health_reason", like(`(?i)connection refused`)),
+			},
+			Check: s.checkCreated(1),
+		}, {
+			// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
+			// hydra's back): its health cannot be read either.
+			PreConfig: func() {
+				if err := simhost.ClearFaults(s.machineDir()); err != nil {
+					t.Fatal(err)
+				}
+				marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
+				if !ok {
+					t.Fatal("no provisioning marker on the machine")
+				}
+				if err := os.Remove(marker); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config:           replacing,
+			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("health", "unknown"),
+				stateKnown("health_reason", like(`marker`)),
+			},
+			Check: s.checkCreated(1),
+		}})
 }
 
 // execletConfig is one execlet with provisioning on, from playbookDir.

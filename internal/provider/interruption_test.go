@@ -126,24 +126,16 @@ func TestAccGPUCluster_preemptFault(t *testing.T) {
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
 		Config:            cfg,
 		ConfigStateChecks: []statecheck.StateCheck{clusterState("status", "ready"), clusterState("interruption", knownvalue.Null())},
-	}, {
-		PreConfig: func() {
-			var node string
-			for _, r := range s.live() {
-				if strings.HasSuffix(r.Name, "-2") {
-					node = r.Name
-				}
+	}, plannedOnly(func() {
+		var node string
+		for _, r := range s.live() {
+			if strings.HasSuffix(r.Name, "-2") {
+				node = r.Name
 			}
-			faults := `{"preempt": [{"name": "` + node + `", "notice": "10m"}]}`
-			if err := os.WriteFile(filepath.Join(s.sb.Dir(), sandbox.FaultsFile), []byte(faults), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		},
-		Config:             cfg,
-		PlanOnly:           true,
-		ExpectNonEmptyPlan: true,
-		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-			plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
-		}},
-	}})
+		}
+		faults := `{"preempt": [{"name": "` + node + `", "notice": "10m"}]}`
+		if err := os.WriteFile(filepath.Join(s.sb.Dir(), sandbox.FaultsFile), []byte(faults), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}, cfg, clusterResource, plancheck.ResourceActionDestroyBeforeCreate)})
 }

@@ -178,29 +178,20 @@ func TestAccGPUInstance_provisioned(t *testing.T) {
 			Config:           base,
 			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		},
-		{
-			// A playbook change is an in-place update that provisions again (planned here; the next
-			// step's apply runs it, with the changed variables).
-			PreConfig: func() {
-				f, err := os.OpenFile(filepath.Join(dir, "bare-vm.yml"), os.O_APPEND|os.O_WRONLY, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := fmt.Fprintln(f, "# changed by TestAccGPUInstance_provisioned"); err != nil {
-					t.Fatal(err)
-				}
-				if err := f.Close(); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config:             base,
-			PlanOnly:           true,
-			ExpectNonEmptyPlan: true,
-			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionUpdate),
-				planUnknown("status"),
-			}},
-		},
+		// A playbook change is an in-place update that provisions again (planned here; the next step's
+		// apply runs it, with the changed variables).
+		plannedOnly(func() {
+			f, err := os.OpenFile(filepath.Join(dir, "bare-vm.yml"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fmt.Fprintln(f, "# changed by TestAccGPUInstance_provisioned"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}, base, resourceName, plancheck.ResourceActionUpdate, planUnknown("status")),
 		{
 			// Changed variables too; the machine is provisioned again in place, and they arrive
 			// literally.

@@ -41,15 +41,12 @@ resource "hydra_volume" "test" {
 `, name, typ, sizeLine, cloud, region)
 }
 
-// volumeState checks the test volume's attr in the state.
-func volumeState(attr string, want any) statecheck.StateCheck {
-	return statecheck.ExpectKnownValue(volumeResourceName, tfjsonpath.New(attr), known(want))
-}
-
-// volumePlanKnown checks that the plan shows the test volume's attr as a known value.
-func volumePlanKnown(attr string, want any) plancheck.PlanCheck {
-	return plancheck.ExpectKnownValue(volumeResourceName, tfjsonpath.New(attr), known(want))
-}
+var (
+	// volumeState checks the test volume's attr in the state.
+	volumeState = stateKnownOf(volumeResourceName)
+	// volumePlanKnown checks that the plan shows the test volume's attr as a known value.
+	volumePlanKnown = planKnownOf(volumeResourceName)
+)
 
 // volumes lists every volume at the sandbox cloud.
 func (s *testSandbox) volumes() []cloudprovider.Volume {
@@ -67,6 +64,28 @@ func (s *testSandbox) checkNoVolumes(st *terraform.State) error {
 		return fmt.Errorf("%d volumes left at the sandbox after destroy: %+v", len(vs), vs)
 	}
 	return s.checkDestroyed(st)
+}
+
+// checkNewVolume checks, after what happened, that the state holds another volume than *first and that
+// the sandbox has n volumes.
+func (s *testSandbox) checkNewVolume(after string, first *string, n int) resource.TestCheckFunc {
+	return func(st *terraform.State) error {
+		if id := stateVolumeID(st); id == *first || len(s.volumes()) != n {
+			return fmt.Errorf("after %s: volume %s in state (was %s), %d volumes at the sandbox; want a new one, %d in all", after, id, *first, len(s.volumes()), n)
+		}
+		return nil
+	}
+}
+
+// importedAgain is the step that imports the test volume of config again by <cloud>/<its cloud id> and
+// checks that every attribute reads back as the state has it.
+func importedAgain(config, cloud string) resource.TestStep {
+	return resource.TestStep{
+		ResourceName: volumeResourceName, Config: config, ImportState: true,
+		ImportStateIdFunc:       func(st *terraform.State) (string, error) { return cloud + "/" + stateVolumeID(st), nil },
+		ImportStateVerify:       true,
+		ImportStateVerifyIgnore: []string{"timeouts"},
+	}
 }
 
 // stateVolumeID is the test volume's cloud_volume_id in st.
@@ -130,12 +149,7 @@ resource "hydra_volume" "shared" {
 			volumeState("size_gb", int64(200)),
 			volumeState("price_usd_per_month", 14.0),
 		},
-		Check: func(st *terraform.State) error {
-			if id := stateVolumeID(st); id == first || len(s.volumes()) != 2 {
-				return fmt.Errorf("after the size change: volume %s (was %s), %d volumes at the sandbox; want a new one, 2 in all", id, first, len(s.volumes()))
-			}
-			return nil
-		},
+		Check: s.checkNewVolume("the size change", &first, 2),
 	}})
 }
 
@@ -159,16 +173,7 @@ func TestAccVolume_import(t *testing.T) {
 		ImportState:   true,
 		ImportStateId: "aws/vol-1",
 		ExpectError:   errorPattern(`starts with "aws", which is not a cloud hydra knows`),
-	}, {
-		ResourceName: volumeResourceName,
-		Config:       cfg,
-		ImportState:  true,
-		ImportStateIdFunc: func(st *terraform.State) (string, error) {
-			return "sandbox/" + stateVolumeID(st), nil
-		},
-		ImportStateVerify:       true,
-		ImportStateVerifyIgnore: []string{"timeouts"},
-	}})
+	}, importedAgain(cfg, "sandbox")})
 }
 
 // TestAccVolume_disappears deletes the volume behind Terraform's back: the refresh removes it from
@@ -192,12 +197,7 @@ func TestAccVolume_disappears(t *testing.T) {
 			volumeState("id", "sandbox/sbx-eu-1/gone"),
 			volumeState("cloud_volume_id", like(`^sbxv-`)),
 		},
-		Check: func(st *terraform.State) error {
-			if id := stateVolumeID(st); id == first || len(s.volumes()) != 1 {
-				return fmt.Errorf("after the volume disappeared: %s in state (was %s), %d at the sandbox; want a new one", id, first, len(s.volumes()))
-			}
-			return nil
-		},
+		Check: s.checkNewVolume("the volume disappeared", &first, 1),
 	}})
 }
 
@@ -420,16 +420,7 @@ func TestAccVolume_emulators(t *testing.T) {
 			}
 			return nil
 		},
-	}, {
-		ResourceName: volumeResourceName,
-		Config:       cfg,
-		ImportState:  true,
-		ImportStateIdFunc: func(st *terraform.State) (string, error) {
-			return "verda/" + stateVolumeID(st), nil
-		},
-		ImportStateVerify:       true,
-		ImportStateVerifyIgnore: []string{"timeouts"},
-	}})
+	}, importedAgain(cfg, "verda")})
 }
 
 // TestAccVolume_lambdaEmulator: on Lambda's emulator a shared_fs volume (a file system) is created;
@@ -495,33 +486,6 @@ provider "hydra" {
 			}
 			return nil
 		},
-	}})
-}
-
-// TestAccVolume_regionKnownAtApply: a region known only at apply (another resource's output) leaves
-// the id unknown at plan; apply checks the type there and records the id.
-func TestAccVolume_regionKnownAtApply(t *testing.T) {
-	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + `
-resource "terraform_data" "region" {
-  input = "sbx-ap-1"
-}
-
-resource "hydra_volume" "test" {
-  name    = "late"
-  type    = "shared_fs"
-  size_gb = 3
-  cloud   = "sandbox"
-  region  = terraform_data.region.output
-}
-`
-	accTest(t, s.checkNoVolumes, []resource.TestStep{{
-		Config:            cfg,
-		ConfigPlanChecks:  preApply(plancheck.ExpectUnknownValue(volumeResourceName, tfjsonpath.New("id"))),
-		ConfigStateChecks: []statecheck.StateCheck{volumeState("id", "sandbox/sbx-ap-1/late"), volumeState("region", "sbx-ap-1")},
-	}, {
-		Config:           cfg,
-		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 	}})
 }
 

@@ -576,43 +576,33 @@ func (b *Backend) addKey(ctx context.Context, name, publicKey string) (string, e
 }
 
 // noLoginKey returns NoLoginKeyName, having Lambda generate that key pair first when the account lacks
-// it. The private key Lambda answers is dropped at once and never logged. Like EnsureSSHKeys with
-// AddAgain, it looks for the key after a failed generation (a lost answer, or a concurrent process
-// that added it first: global/duplicate) and, when the outcome was unknown (ErrOther) and the key is
-// still missing, asks once more: a single 5xx never fails a create.
+// it. The private key Lambda answers is dropped at once and never logged. Like a user's key
+// (sshkeys.AddOrFind, again), it looks for the key after a failed generation (a lost answer, or a
+// concurrent process that added it first: global/duplicate) and, when the outcome was unknown
+// (ErrOther) and the key is still missing, asks once more: a single 5xx never fails a create.
 func (b *Backend) noLoginKey(ctx context.Context) (string, error) {
-	has := func() (bool, error) {
+	find := func() (string, error) {
 		keys, err := b.client.SSHKeys(ctx)
 		if err != nil {
-			return false, err
+			return "", err
 		}
 		for _, k := range keys {
 			if k.Name == NoLoginKeyName {
-				return true, nil
+				return NoLoginKeyName, nil
 			}
 		}
-		return false, nil
+		return "", nil
 	}
-	if ok, err := has(); err != nil || ok {
+	if name, err := find(); err != nil || name != "" {
 		return NoLoginKeyName, err
 	}
-	for attempt := 1; ; attempt++ {
-		_, err := b.client.AddSSHKey(ctx, NoLoginKeyName, "")
-		if err == nil {
-			b.log.Info("registered a key pair nobody holds, for launches without SSH keys", "name", NoLoginKeyName)
-			return NoLoginKeyName, nil
-		}
-		if cloudprovider.KindOf(err) == cloudprovider.ErrAuth || ctx.Err() != nil {
+	return sshkeys.AddOrFind(ctx, func() (string, error) {
+		if _, err := b.client.AddSSHKey(ctx, NoLoginKeyName, ""); err != nil {
 			return "", err
 		}
-		ok, lerr := has()
-		switch {
-		case lerr == nil && ok:
-			return NoLoginKeyName, nil
-		case attempt > 1 || lerr != nil || cloudprovider.KindOf(err) != cloudprovider.ErrOther:
-			return "", err
-		}
-	}
+		b.log.Info("registered a key pair nobody holds, for launches without SSH keys", "name", NoLoginKeyName)
+		return NoLoginKeyName, nil
+	}, find, true)
 }
 
 // Get reads one instance. An unknown id is ErrNotFound; a terminating or terminated one that Lambda still

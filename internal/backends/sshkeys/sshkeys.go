@@ -73,9 +73,8 @@ func Name(publicKey string) string {
 
 // Ensure returns the ids of account keys holding each given public key (duplicates once, in
 // order), registering the ones the account lacks. It looks before it adds, so a retried or repeated
-// call never registers a key twice, and after a failed add it looks again (the answer may have been
-// lost after the key was stored; with r.AddAgain, a key still missing is added once more). A line that
-// holds no key is ErrInvalid.
+// call never registers a key twice, and adds with AddOrFind, listing the account again after a failed
+// add (with r.AddAgain, a key still missing is added once more). A line that holds no key is ErrInvalid.
 func Ensure(ctx context.Context, r Registry, publicKeys []string) ([]string, error) {
 	ids := []string{}
 	var have []AccountKey
@@ -112,30 +111,45 @@ func Ensure(ctx context.Context, r Registry, publicKeys []string) ([]string, err
 			ids = append(ids, id)
 			continue
 		}
-		for attempt := 1; ; attempt++ {
-			id, err := r.Add(ctx, Name(pk), strings.TrimSpace(pk))
-			if err == nil {
-				ids = append(ids, id)
-				have = append(have, AccountKey{ID: id, PublicKey: pk})
-				break
-			}
-			if cloudprovider.KindOf(err) == cloudprovider.ErrAuth || ctx.Err() != nil {
-				return nil, err
-			}
-			again, lerr := r.List(ctx)
-			if lerr == nil {
-				have = again
-				if id := find(norm); id != "" {
-					ids = append(ids, id)
-					break
+		id, err := AddOrFind(ctx, func() (string, error) { return r.Add(ctx, Name(pk), strings.TrimSpace(pk)) },
+			func() (string, error) {
+				again, err := r.List(ctx)
+				if err != nil {
+					return "", err
 				}
-			}
-			if !r.AddAgain || attempt > 1 || lerr != nil || cloudprovider.KindOf(err) != cloudprovider.ErrOther {
-				return nil, err
-			}
+				have = again
+				return find(norm), nil
+			}, r.AddAgain)
+		if err != nil {
+			return nil, err
 		}
+		ids = append(ids, id)
+		have = append(have, AccountKey{ID: id, PublicKey: pk})
 	}
 	return ids, nil
+}
+
+// AddOrFind registers one key: add adds it and returns its id. After a failed add it looks for the key
+// (find: its id, "" while the account lacks it), since the answer may have been lost after the key was
+// stored; with again, an add whose outcome is unknown (ErrOther) is made once more when the key is
+// still missing. An ErrAuth failure or an ended ctx returns at once; otherwise add's error.
+func AddOrFind(ctx context.Context, add, find func() (string, error), again bool) (string, error) {
+	for attempt := 1; ; attempt++ {
+		id, err := add()
+		if err == nil {
+			return id, nil
+		}
+		if cloudprovider.KindOf(err) == cloudprovider.ErrAuth || ctx.Err() != nil {
+			return "", err
+		}
+		id, ferr := find()
+		if ferr == nil && id != "" {
+			return id, nil
+		}
+		if !again || attempt > 1 || ferr != nil || cloudprovider.KindOf(err) != cloudprovider.ErrOther {
+			return "", err
+		}
+	}
 }
 
 // Serial runs one account's key registrations one at a time in this process, so that two creates

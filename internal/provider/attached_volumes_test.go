@@ -10,10 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -610,15 +608,16 @@ func nodeAttrs(st *terraform.State, i int) (map[string]string, error) {
 // shared_fs hydra_volume and an interruption hook, provisioned with bare-vm.yml's volume, access,
 // interruption and marker roles (slimPlaybooks), then the real cluster check: a file written over
 // SSH on node 1 is read on node 2 (one file system). The sandbox preempts node 2 with a 10-minute
-// notice: the watcher the playbooks installed on every node runs the hook on node 2 (the test prints
-// how long after the notice) and not on node 1; the refresh shows `interruption` on node 2 and on the
-// cluster (node 1 has none) and, with replace_when_preempted false, the plan changes nothing; by
-// default the plan replaces the whole cluster under the same name, and both new nodes read the file
-// back. A refresh shows the volume attached to both; imported by another state, the cluster keeps its
-// volume (recorded in place). The cluster is placed in the volume's region (sbx-us-1), not the
-// cheapest (sbx-eu-1). The nodes are containers without systemd, so the watcher runs as a process. A
-// changed mount path provisioned again in place is TestAccGPUInstance_volumeKeepsData's (the same
-// digest) and TestVolumeMount's (the role).
+// notice: the watcher the playbooks installed on every node runs the hook on node 2, with the seconds
+// left and the end time (the test prints how long after the notice), and not on node 1; the refresh
+// shows `interruption` on node 2 and on the cluster (node 1 has none) and, with
+// replace_when_preempted false, the plan changes nothing; by default the plan replaces the whole
+// cluster under the same name, and both new nodes read the file back. A refresh shows the volume
+// attached to both; imported by another state, the cluster keeps its volume (recorded in place). The
+// cluster is placed in the volume's region (sbx-us-1), not the cheapest (sbx-eu-1). The nodes are
+// containers without systemd, so the watcher runs as a process. A changed mount path provisioned
+// again in place is TestAccGPUInstance_volumeKeepsData's (the same digest) and TestVolumeMount's (the
+// role).
 func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
@@ -715,17 +714,7 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 				if err := s.sb.Preempt(id, 10*time.Minute); err != nil {
 					t.Fatal(err)
 				}
-				f := hookRan(filepath.Join(s.sb.MachineDir(id), "root"), time.Minute)
-				if len(f) != 4 || f[0] != "hook" {
-					b, _ := os.ReadFile(filepath.Join(s.sb.MachineDir(id), "root", "var/lib/hydra/interruption/log"))
-					t.Fatalf("the hook did not run on node 2: %q; watcher log:\n%s", f, b)
-				}
-				left, _ := strconv.Atoi(f[1])
-				ran, _ := strconv.ParseFloat(f[3], 64)
-				if left <= 0 || left > 600 {
-					t.Errorf("the hook's arguments: %q", f)
-				}
-				t.Logf("notice to hook on a cluster node: %.2fs (the hook was told %ds left, ending %s)", ran-float64(noticed.UnixNano())/1e9, left, f[2])
+				s.checkHook(t, id, noticed)
 				if f := hookRan(filepath.Join(s.sb.MachineDir(s.nodeID(t, "-1")), "root"), 0); len(f) != 0 {
 					t.Errorf("the hook ran on node 1, which got no notice: %q", f)
 				}

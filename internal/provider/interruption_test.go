@@ -18,41 +18,23 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 )
 
-// spotConfig is one spot machine provisioned from playbookDir with an interruption hook that prints
-// its arguments and when it ran.
-func spotConfig(s *testSandbox, playbookDir, extra string) string {
-	return s.provisionedConfig(playbookDir) + testAccGPUInstanceConfig_basic("spot", "l4", `  spot = true
-  provisioning_vars = {
-    interruption_hook = <<-EOT
-      #!/bin/sh
-      echo "hook $1 $2 $(date -u +%s.%N)"
-    EOT
-  }
-`+extra)
+// spotConfig is one spot machine, provisioning off.
+func spotConfig(s *testSandbox, extra string) string {
+	return s.instanceConfig("spot", "l4", "  spot = true\n"+extra)
 }
 
-// A spot machine preempted with notice: the sandbox writes its notice file on the machine, the
-// watcher the playbooks installed runs the hook once with the seconds left and the end time (the test
-// prints how long after the notice), the refresh shows interruption and, with replace_when_preempted
-// false, the plan changes nothing; by default the next plan replaces the machine under the same name,
-// and the new one has no interruption. The machine is a container without systemd, so the watcher
-// runs as a process (a virtual machine's systemd units are recorded by the sandbox, not run). The
-// machines run bare-vm.yml's interruption-watch, preflight and marker roles alone (slimPlaybooks).
+// A spot machine preempted with notice: the refresh shows interruption and, with
+// replace_when_preempted false, the plan changes nothing; by default the next plan replaces the
+// machine under the same name, and the new one has no interruption (provisioning off). What the
+// notice does on the machine, the watcher the playbooks install running the interruption hook, is
+// TestAccGPUCluster_sharedVolumeKeepsData's (on a cluster node: the same role, the same notice file).
 func TestAccGPUInstance_preemption(t *testing.T) {
-	requireProvisioningTools(t)
 	s := newTestSandbox(t)
-	dir := slimPlaybooks(t, "hydra_vars", "preflight", "marker", "interruption_watch")
-	if err := s.sb.SetCatalog([]sandbox.CatalogEntry{{Region: "sbx-eu-1", InstanceType: "sbx.l4.1x.container", GPU: "L4", GPUCount: 1,
-		PricePerHour: 0.22, Spot: true, Available: -1, Machine: "container",
-		Hardware: sandbox.Hardware{FormFactor: "pcie", GPUMemoryGB: 24, VCPUs: 8, MemoryGB: 32}}}); err != nil {
-		t.Fatal(err)
-	}
 	interruption := func(key string, want knownvalue.Check) statecheck.StateCheck {
 		return statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("interruption").AtMapKey(key), want)
 	}
-	var firstID string
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
-		Config: spotConfig(s, dir, "  replace_when_preempted = false\n"),
+		Config: spotConfig(s, "  replace_when_preempted = false\n"),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("status", "ready"),
 			stateKnown("is_spot", true),
@@ -64,25 +46,11 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 			if len(live) != 1 {
 				t.Fatalf("live machines: %+v", live)
 			}
-			firstID = live[0].ID
-			root := filepath.Join(s.sb.MachineDir(firstID), "root")
-			noticed := time.Now()
-			if err := s.sb.Preempt(firstID, 10*time.Minute); err != nil {
+			if err := s.sb.Preempt(live[0].ID, 10*time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			f := hookRan(root, time.Minute)
-			if len(f) != 4 || f[0] != "hook" {
-				b, _ := os.ReadFile(filepath.Join(root, "var/lib/hydra/interruption/log"))
-				t.Fatalf("the hook did not run: %q; watcher log:\n%s", f, b)
-			}
-			left, _ := strconv.Atoi(f[1])
-			ran, _ := strconv.ParseFloat(f[3], 64)
-			if left <= 0 || left > 600 || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(f[2]) {
-				t.Errorf("the hook's arguments: %q", f)
-			}
-			t.Logf("notice to hook: %.2fs (the hook was told %ds left, ending %s)", ran-float64(noticed.UnixNano())/1e9, left, f[2])
 		},
-		Config:           spotConfig(s, dir, "  replace_when_preempted = false\n"),
+		Config:           spotConfig(s, "  replace_when_preempted = false\n"),
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			interruption("reason", like(`preempted the spot machine`)),
@@ -92,7 +60,7 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 		Check: s.checkCreated(1),
 	}, {
 		// replace_when_preempted by default: replaced under the same name.
-		Config: spotConfig(s, dir, ""),
+		Config: spotConfig(s, ""),
 		ConfigPlanChecks: preApply(
 			plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
 			planKnown("name", "spot"),
@@ -103,6 +71,25 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 		},
 		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
 	}})
+}
+
+// checkHook waits (up to a minute) for the interruption hook's line on the sandbox machine id, noticed
+// at noticed, and checks its arguments: the seconds left (of a notice of at most 10 minutes) and the
+// end time (RFC 3339, UTC); it logs how long after the notice the hook ran.
+func (s *testSandbox) checkHook(t *testing.T, id string, noticed time.Time) {
+	t.Helper()
+	root := filepath.Join(s.sb.MachineDir(id), "root")
+	f := hookRan(root, time.Minute)
+	if len(f) != 4 || f[0] != "hook" {
+		b, _ := os.ReadFile(filepath.Join(root, "var/lib/hydra/interruption/log"))
+		t.Fatalf("the hook did not run on %s: %q; watcher log:\n%s", id, f, b)
+	}
+	left, _ := strconv.Atoi(f[1])
+	ran, _ := strconv.ParseFloat(f[3], 64)
+	if left <= 0 || left > 600 || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(f[2]) {
+		t.Errorf("the hook's arguments: %q", f)
+	}
+	t.Logf("notice to hook: %.2fs (the hook was told %ds left, ending %s)", ran-float64(noticed.UnixNano())/1e9, left, f[2])
 }
 
 // hookRan waits up to wait for the hook's line on the machine under root and returns it split

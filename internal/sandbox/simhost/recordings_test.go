@@ -27,7 +27,8 @@ type probeVerdict struct {
 // guide's row-remapping flags, NVML's recovery action.
 func TestHealthVerdictsOnRecordings(t *testing.T) {
 	// The probe runs as on a machine: its python3 and its PATH (the stand-ins, then the system's),
-	// not a version manager's shim from the test's PATH.
+	// not a version manager's shim from the test's PATH, with -S as the health roles and
+	// provision's ProbeHealth start it.
 	python, err := machinePython()
 	if err != nil {
 		t.Skip(err)
@@ -208,7 +209,7 @@ func TestHealthVerdictsOnRecordings(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(counting, "nvidia-smi"), []byte(wrapper), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(python, "-", string(js))
+			cmd := exec.Command(python, "-S", "-", string(js))
 			cmd.Stdin = strings.NewReader(string(probe))
 			cmd.Env = append(os.Environ(), "PATH="+counting+":"+filepath.Join(dir, "bin")+":"+systemPath)
 			out, err := cmd.Output()

@@ -155,9 +155,19 @@ func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]
 // nothing (every task's changed flag, from the JSON-lines callback's events).
 func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars map[string]any) provision.Marker {
 	t.Helper()
+	marker, _ := f.provisionRuns(t, kind, count, vars, 2)
+	return marker
+}
+
+// provisionRuns provisions the machine to ready runs times, checks the first run changed something
+// and every later one nothing, and returns the marker read after the last and the tasks the first
+// run changed ("role: task").
+func (f realOSFixture) provisionRuns(t *testing.T, kind string, count int, vars map[string]any, runs int) (provision.Marker, []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	for run := 1; run <= 2; run++ {
+	var first []string
+	for run := 1; run <= runs; run++ {
 		rec := &runLog{}
 		started := time.Now()
 		stopWatch := func() []string { return nil }
@@ -180,11 +190,12 @@ func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars
 			t.Errorf("the first run changed nothing on a fresh machine\nlog:\n%s", rec)
 		}
 		if run == 1 {
+			first = changed
 			t.Logf("run 1 changed:\n  %s", strings.Join(changed, "\n  "))
 		}
-		if run == 2 && len(changed) > 0 {
+		if run > 1 && len(changed) > 0 {
 			sort.Strings(changed)
-			t.Errorf("the second run changed %d task(s), want none:\n  %s", len(changed), strings.Join(changed, "\n  "))
+			t.Errorf("run %d changed %d task(s), want none:\n  %s", run, len(changed), strings.Join(changed, "\n  "))
 		}
 	}
 	markerStarted := time.Now()
@@ -196,7 +207,7 @@ func (f realOSFixture) provisionTwice(t *testing.T, kind string, count int, vars
 	if marker.Playbook != inventory.DefaultPlaybook(kind) || marker.Machine == nil || marker.Machine.Driver != realos.DriverVersion {
 		t.Fatalf("marker %+v (machine %+v): want playbook %s and driver %s", marker, marker.Machine, inventory.DefaultPlaybook(kind), realos.DriverVersion)
 	}
-	return marker
+	return marker, first
 }
 
 // run runs a command on the machine and fails the test when it fails.
@@ -355,36 +366,45 @@ func onEachOS(t *testing.T, opts realos.Options, test func(t *testing.T, f realO
 // TestRealOS_BareVMAndExeclet: on each real OS booted with systemd, bare-vm.yml reaches ready, keeps the
 // image's driver (another branch than the one asked for: never a second driver on top), installs the
 // distribution's node_exporter with apt and runs it as a unit on loopback, DCGM and dcgm-exporter as
-// units, and mounts the machine's volumes; a second run changes nothing. Then execlet.yml reaches ready
-// on the same machine (the agent downloaded with get_url and checked against its SHA-256, run as a
-// unit), and a second run of it changes nothing. The two playbooks share every role but vm_access and
-// execlet: one machine per OS runs both, instead of a machine each whose first runs did the same apt
-// work. On Debian 12 the machine also has an automatic upgrade that holds the dpkg lock when the first
-// run begins, and the agent gets secret arguments (checkUpgradesPausedAndSecretsHidden).
+// units, and mounts the machine's volumes. Then execlet.yml reaches ready on the same machine (the agent
+// downloaded with get_url and checked against its SHA-256, run as a unit), its first run changing
+// nothing but the execlet role's tasks and the marker, and a second run of it nothing at all. The two
+// playbooks share every role but vm_access and execlet: one machine per OS runs both, instead of a
+// machine each whose first runs did the same apt work, and execlet.yml's first run is the second run
+// of every shared role (the same volumes; vm_access, files only, runs twice in TestRealOS_Pod). On
+// Debian 12 the machine also has an automatic upgrade that holds the dpkg lock when the first run
+// begins, and the agent gets secret arguments (checkUpgradesPausedAndSecretsHidden).
 func TestRealOS_BareVMAndExeclet(t *testing.T) {
 	t.Parallel()
 	onEachOS(t, realos.Options{Systemd: true, GPU: gpuSpec()}, func(t *testing.T, f realOSFixture) {
+		f.volumes = prepareVolumes(t, f)
 		upgrades := f.os.Name == realos.Debian12.Name
 		if upgrades {
 			f.startUpgradeLock(t)
 		}
-		started := time.Now().Unix()
-		f.volumes = prepareVolumes(t, f)
-		testBareVM(t, f)
-		ended := time.Now().Unix()
-		testExeclet(t, f, upgrades)
+		bareVM := testBareVM(t, f)
+		execlet := testExeclet(t, f, upgrades)
 		if upgrades {
-			f.checkUpgradesPausedAndSecretsHidden(t, started, ended)
+			f.checkUpgradesPausedAndSecretsHidden(t, bareVM, execlet)
 		}
 	})
 }
 
-// testBareVM provisions bare-vm.yml twice on f (its volumes prepared) and checks what it made.
-func testBareVM(t *testing.T, f realOSFixture) {
+// runSpan is when back-to-back provisioning runs started and ended (Unix seconds), and how many.
+type runSpan struct {
+	started, ended int64
+	runs           int
+}
+
+// testBareVM provisions bare-vm.yml once on f (its volumes prepared), checks what it made and returns
+// when the run was.
+func testBareVM(t *testing.T, f realOSFixture) runSpan {
 	// Asking for Ubuntu's 580 branch: the image's driver (570) works, so it is kept, and nothing is
 	// installed on top of it.
 	before := f.run(t, nvidiaPackages)
-	marker := f.provisionTwice(t, inventory.KindVM, 2, map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580"})
+	span := runSpan{started: time.Now().Unix(), runs: 1}
+	marker, _ := f.provisionRuns(t, inventory.KindVM, 2, map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580"}, 1)
+	span.ended = time.Now().Unix()
 	checkVolumes(t, f)
 	f.noInstall(t, before)
 	t.Logf("prometheus-node-exporter %s installed by the playbooks with apt", f.checkDebianPackage(t, "prometheus-node-exporter"))
@@ -401,11 +421,13 @@ func testBareVM(t *testing.T, f realOSFixture) {
 		failed, _ := f.m.Run(context.Background(), "systemctl --failed --no-legend --no-pager")
 		t.Errorf("the machine is %q after provisioning, want running; failed units:\n%s", st, failed)
 	}
+	return span
 }
 
-// testExeclet provisions execlet.yml twice on f (the first run installs the agent; with secret, its
-// arguments carry execletSecret) and checks the agent and node_exporter run as units.
-func testExeclet(t *testing.T, f realOSFixture, secret bool) {
+// testExeclet provisions execlet.yml twice on f, provisioned with bare-vm.yml (the first run changes
+// only the execlet role's tasks and the marker; with secret, the agent's arguments carry
+// execletSecret), checks the agent and node_exporter run as units, and returns when the runs were.
+func testExeclet(t *testing.T, f realOSFixture, secret bool) runSpan {
 	agent, err := os.ReadFile(f.m.Root + realos.GPULayerDir + "/root/usr/local/bin/hydra-execlet")
 	if err != nil {
 		t.Fatal(err)
@@ -418,12 +440,27 @@ func testExeclet(t *testing.T, f realOSFixture, secret bool) {
 	if secret {
 		vars["hydra_execlet_args"] = "--token " + execletSecret + " --verbose"
 	}
-	f.provisionTwice(t, inventory.KindExeclet, 2, vars)
+	span := runSpan{started: time.Now().Unix(), runs: 2}
+	_, first := f.provisionRuns(t, inventory.KindExeclet, 2, vars, 2)
+	span.ended = time.Now().Unix()
+	var execlet int
+	for _, task := range first {
+		switch {
+		case strings.HasPrefix(task, "execlet: "):
+			execlet++
+		case !strings.HasPrefix(task, "marker: "):
+			t.Errorf("execlet.yml's first run after bare-vm.yml changed %q: a role bare-vm.yml ran did not stay as it left it", task)
+		}
+	}
+	if execlet == 0 {
+		t.Errorf("execlet.yml's first run changed no task of the execlet role: %q", first)
+	}
 	f.checkDebianPackage(t, "prometheus-node-exporter")
 	if st := f.run(t, "systemctl is-active hydra-execlet.service prometheus-node-exporter.service || true"); st != "active\nactive" {
 		t.Errorf("hydra-execlet and node_exporter units: %q, want both active", st)
 	}
 	f.checkExporter(t, 9100, "node_exporter_build_info")
+	return span
 }
 
 // TestRealOS_Pod: each OS's tree run without systemd (sshd is the container's only service, as in a

@@ -21,8 +21,8 @@ import (
 //     (a loop mount is refused in the container), so findmnt finds them mounted and mount is not run;
 //   - a volume the cloud mounts (a tmpfs mounted before the run) is only checked: no fstab line.
 //
-// The second run of provisionTwice changes nothing (no mkfs, no fstab line, no mount), nor do
-// execlet.yml's runs after it, which pass the same volumes.
+// execlet.yml's runs after bare-vm.yml's, with the same volumes, change nothing of them (no mkfs, no
+// fstab line, no mount).
 
 const (
 	volumeDir     = "/srv/hydra-volumes"

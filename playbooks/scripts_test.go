@@ -221,13 +221,15 @@ func TestReach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	closedPort := closed.Addr().(*net.TCPAddr).Port
-	closed.Close()
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
 	up := map[string]any{"index": 2, "name": "n-2", "private_ip": "127.0.0.1", "ssh_port": l.Addr().(*net.TCPAddr).Port, "slots": 8}
 	down := map[string]any{"index": 3, "name": "n-3", "private_ip": "127.0.0.1", "ssh_port": closedPort, "slots": 8}
 	for _, tc := range []struct {

@@ -253,8 +253,9 @@ func (b *Backend) CreateCluster(ctx context.Context, req cloudprovider.ClusterRe
 	b.log.Info("cluster ordered", "name", req.Name, "id", id, "cluster_type", clusterType, "location", location)
 	vc, err := b.client.Cluster(ctx, id)
 	if err != nil {
-		return cloudprovider.Cluster{ID: id, Name: req.Name, Cloud: CloudName, Region: location, Status: cloudprovider.StatusPending,
-			CloudStatus: StatusOrdered, PricePerHour: req.Offer.PricePerHour, Env: fabricEnv(), Owner: req.Owner, Interconnect: cloudprovider.InterconnectFabric}, nil
+		ordered := cloudprovider.Cluster{ID: id, Name: req.Name, Cloud: CloudName, Region: location, Status: cloudprovider.StatusPending,
+			CloudStatus: StatusOrdered, PricePerHour: req.Offer.PricePerHour, Env: fabricEnv(), Owner: req.Owner, Interconnect: cloudprovider.InterconnectFabric}
+		return ordered, nil //nolint:nilerr // ordered: a failed read leaves it pending for the next poll
 	}
 	c := b.toCluster(vc)
 	if c.Status == cloudprovider.StatusError {

@@ -2,6 +2,9 @@ package clouds
 
 import (
 	"bufio"
+	"fmt"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,9 +17,14 @@ import (
 // cloud: what a cloud is, the cloud says through the contract (cloudprovider), not code elsewhere.
 const maxCloudLinesAway = 30
 
+// testKits are the packages only tests import (it is checked): test code, like _test.go files, so
+// their lines do not count.
+var testKits = []string{"internal/testsupport/", "internal/backends/conformance/"}
+
 // TestCloudNamesStayHome counts the lines of non-test Go files that name a real cloud (its name or its
 // title, in any case) outside that cloud's own files: internal/backends/<cloud>/,
-// internal/emulator/<cloud>/ and internal/clouds/<cloud>.go. Run with -v to see them.
+// internal/emulator/<cloud>/ and internal/clouds/<cloud>.go. Test kits are test code. Run with -v to
+// see the lines.
 func TestCloudNamesStayHome(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -50,6 +58,12 @@ func TestCloudNamesStayHome(t *testing.T) {
 		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
 			return nil
 		}
+		if inTestKit(rel) != "" {
+			return nil
+		}
+		if err := importsNoTestKit(path, rel); err != nil {
+			t.Error(err)
+		}
 		for prefix := range own {
 			if strings.HasPrefix(rel, prefix) {
 				return nil
@@ -78,4 +92,31 @@ func TestCloudNamesStayHome(t *testing.T) {
 		t.Errorf("%d lines name a cloud outside its own files, more than %d: say it through the cloud's backend "+
 			"(cloudprovider.Facts or an optional ability) or in the cloud's own files", count, maxCloudLinesAway)
 	}
+}
+
+// inTestKit is the test kit rel (a slash path from the module's root) is in, or "".
+func inTestKit(rel string) string {
+	for _, kit := range testKits {
+		if strings.HasPrefix(rel, kit) {
+			return kit
+		}
+	}
+	return ""
+}
+
+// importsNoTestKit fails for a file outside the test kits that imports one: that kit's lines are product code.
+func importsNoTestKit(path, rel string) error {
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+	if err != nil {
+		return err
+	}
+	for _, imp := range f.Imports {
+		p := strings.Trim(imp.Path.Value, `"`)
+		if i := strings.Index(p, "/internal/"); i >= 0 {
+			if kit := inTestKit(p[i+1:] + "/"); kit != "" {
+				return fmt.Errorf("%s imports %s, a test kit: its cloud names would be product code's", rel, kit)
+			}
+		}
+	}
+	return nil
 }

@@ -225,6 +225,10 @@ func resolveAnsible(path string) (string, error) {
 		}
 		path = p
 	}
+	stamp, stampErr := stampOf(path)
+	if _, ok := acceptedAnsible.Load(stamp); ok && stampErr == nil {
+		return path, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
@@ -246,7 +250,29 @@ func resolveAnsible(path string) (string, error) {
 			return "", fmt.Errorf("%s is ansible-core %s.%s; hydra needs 2.%d or newer (%s)", path, m[1], m[2], minAnsibleMinor, installHint)
 		}
 	}
+	if stampErr == nil {
+		acceptedAnsible.Store(stamp, true)
+	}
 	return path, nil
+}
+
+// acceptedAnsible holds the ansibleStamps of the binaries resolveAnsible accepted in this process:
+// one that is the same file again is not run again; one replaced since (an upgrade) is.
+var acceptedAnsible sync.Map
+
+// ansibleStamp is a file as resolveAnsible last found it: its path, size and modification time.
+type ansibleStamp struct {
+	path string
+	size int64
+	mod  time.Time
+}
+
+func stampOf(path string) (ansibleStamp, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return ansibleStamp{}, err
+	}
+	return ansibleStamp{path: path, size: st.Size(), mod: st.ModTime()}, nil
 }
 
 // minAnsibleMinor is the oldest ansible-core 2.x the playbooks and the callback are tested with.

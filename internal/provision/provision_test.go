@@ -469,3 +469,45 @@ func TestReadMarker(t *testing.T) {
 		t.Errorf("ReadMarker took %v", time.Since(start))
 	}
 }
+
+// TestResolveAnsibleRunsOncePerBinary: an ansible-playbook accepted once is not run again for its
+// version while it is the same file; a replaced one, or one refused, is checked again.
+func TestResolveAnsibleRunsOncePerBinary(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	bin := filepath.Join(dir, "ansible-playbook")
+	write := func(core string, mod time.Time) {
+		t.Helper()
+		script := "#!/bin/sh\necho run >> " + runs + "\necho 'ansible-playbook [core " + core + "]'\n"
+		if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(bin, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		b, _ := os.ReadFile(runs)
+		return strings.Count(string(b), "run")
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	write("2.13.0", t0)
+	for i := 1; i <= 2; i++ {
+		if _, err := resolveAnsible(bin); err == nil || count() != i {
+			t.Fatalf("refused 2.13 (try %d): err %v, runs %d, want an error and %d runs", i, err, count(), i)
+		}
+	}
+	write("2.16.3", t0.Add(time.Minute))
+	for range 3 {
+		if got, err := resolveAnsible(bin); err != nil || got != bin {
+			t.Fatalf("2.16.3: %q %v", got, err)
+		}
+	}
+	if count() != 3 {
+		t.Errorf("runs after three resolves of one accepted binary: %d, want 3 (2 refused + 1)", count())
+	}
+	write("2.12.0", t0.Add(2*time.Minute))
+	if _, err := resolveAnsible(bin); err == nil || count() != 4 {
+		t.Errorf("a replaced binary (2.12): err %v, runs %d, want an error and 4 runs", err, count())
+	}
+}

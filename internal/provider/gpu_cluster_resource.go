@@ -199,19 +199,12 @@ func replacedBecause(why string) string {
 }
 
 func (r *gpuClusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	plan, ok := get[gpuClusterModel](ctx, req.Plan, &resp.Diagnostics)
+	c, ok := beginCreate[gpuClusterModel](ctx, req, resp, "cluster", defaultClusterCreateTimeout, r.data.provisioningUnavailable)
+	defer c.end()
 	if !ok {
 		return
 	}
-	started := time.Now()
-	ctx, end := start(ctx, plan.Timeouts.Create, defaultClusterCreateTimeout, &resp.Diagnostics)
-	defer end()
-	name := plan.Name.ValueString()
-	summary := fmt.Sprintf("creating GPU cluster (%s)", name)
-	if u := r.data.provisioningUnavailable; u != nil {
-		u.error(&resp.Diagnostics, summary)
-		return
-	}
+	ctx, plan, summary, name := c.ctx, c.plan, c.summary, c.plan.Name.ValueString()
 	if r.data.walk.sharedName(walkName(name)) {
 		sharedClusterName(&resp.Diagnostics, name)
 		return
@@ -250,8 +243,8 @@ func (r *gpuClusterResource) Create(ctx context.Context, req resource.CreateRequ
 	if err == nil {
 		save(rec)
 	}
-	if r.settle(ctx, &m, timedOut(ctx, err, "create", plan.Timeouts.Create, defaultClusterCreateTimeout), summary, &resp.Diagnostics) {
-		tflog.Info(hydraLog(), "cluster ready", map[string]any{"name": m.ID.ValueString(), "took": time.Since(started).Round(time.Second).String()})
+	if r.settle(ctx, &m, c.timedOut(err), summary, &resp.Diagnostics) {
+		tflog.Info(hydraLog(), "cluster ready", map[string]any{"name": m.ID.ValueString(), "took": c.took()})
 	}
 }
 
@@ -308,13 +301,7 @@ func (r *gpuClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 	}
 	rec := m.record(ctx, &resp.Diagnostics)
 	found, err := r.data.cp.RefreshCluster(ctx, &rec)
-	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("reading GPU cluster (%s)", id), err.Error())
-		return
-	}
-	if !found {
-		tflog.Warn(hydraLog(), "GPU cluster is gone at the cloud; removing it from state so the next plan recreates it", map[string]any{"id": id})
-		resp.State.RemoveResource(ctx)
+	if !keptAfterRefresh(ctx, resp, found, err, "GPU cluster", id, id, "recreates it") {
 		return
 	}
 	m.setRecord(ctx, rec, false, &resp.Diagnostics)
@@ -348,7 +335,7 @@ func (r *gpuClusterResource) Update(ctx context.Context, req resource.UpdateRequ
 	if err == nil {
 		save(rec)
 	}
-	if r.settle(ctx, &m, timedOut(ctx, err, "update", plan.Timeouts.Update, defaultUpdateTimeout), summary, &resp.Diagnostics) {
+	if r.settle(ctx, &m, u.timedOut(err), summary, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "cluster ready", map[string]any{"name": rec.ID})
 	}
 }

@@ -176,20 +176,18 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 			np.Quote = &q
 		}
 	}
-	decided, err := r.data.cp.PlanNew(ctx, np)
-	r.data.warnUnmapped(decided.Unmapped, &resp.Diagnostics)
-	addNotices(&resp.Diagnostics, decided.Notices)
-	if err != nil {
-		addPlanError(&resp.Diagnostics, err)
+	chosen, err := r.data.cp.PlanNew(ctx, np)
+	r.data.warnUnmapped(chosen.Unmapped, &resp.Diagnostics)
+	if !decided(&resp.Diagnostics, chosen.Notices, err) {
 		return
 	}
-	plan.ProvisioningDigest = digestValue(decided.Digest, decided.DigestKnown)
-	if decided.NewQuote != nil {
-		decided.NewQuote.Expires = time.Now().Add(r.data.quotes.ttl).UTC().Truncate(time.Second)
-		if err := r.data.quotes.put(key, *decided.NewQuote); err != nil {
+	plan.ProvisioningDigest = digestValue(chosen.Digest, chosen.DigestKnown)
+	if chosen.NewQuote != nil {
+		chosen.NewQuote.Expires = time.Now().Add(r.data.quotes.ttl).UTC().Truncate(time.Second)
+		if err := r.data.quotes.put(key, *chosen.NewQuote); err != nil {
 			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
 		}
-		np.Quote = decided.NewQuote
+		np.Quote = chosen.NewQuote
 	}
 	if np.Quote != nil {
 		// The quote travels inside the plan: a saved plan applies as planned on any runner.
@@ -199,20 +197,20 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	switch {
 	case pinned:
 		// An offer ID from the configuration (or the data source) pins everything shown.
-		setOfferFields(&plan, decided.Cloud, decided.Offer)
+		setOfferFields(&plan, chosen.Cloud, chosen.Offer)
 		plan.OtherClouds, plan.OfferDetails = types.MapNull(types.StringType), types.MapNull(types.StringType)
 	case np.AllowFallback:
 		// The offer, and so its details, are decided at apply.
-		plan.EstimatedPricePerHour = usdValue(decided.Estimate)
-		plan.OtherClouds = stringMap(ctx, decided.WhyNot, &resp.Diagnostics)
+		plan.EstimatedPricePerHour = usdValue(chosen.Estimate)
+		plan.OtherClouds = stringMap(ctx, chosen.WhyNot, &resp.Diagnostics)
 	default:
-		if decided.HardwareKnown {
-			plan.setHardware(decided.Hardware)
+		if chosen.HardwareKnown {
+			plan.setHardware(chosen.Hardware)
 		}
-		plan.OtherClouds = stringMap(ctx, decided.WhyNot, &resp.Diagnostics)
-		plan.OfferID = types.StringValue(decided.OfferID)
-		setOfferFields(&plan, decided.Cloud, decided.Offer)
-		plan.OfferDetails = stringMap(ctx, decided.Details, &resp.Diagnostics)
+		plan.OtherClouds = stringMap(ctx, chosen.WhyNot, &resp.Diagnostics)
+		plan.OfferID = types.StringValue(chosen.OfferID)
+		setOfferFields(&plan, chosen.Cloud, chosen.Offer)
+		plan.OfferDetails = stringMap(ctx, chosen.Details, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
@@ -243,20 +241,18 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 		return
 	}
 	pp := plannedProvisioning(ctx, plan, state.Kind.ValueString(), &resp.Diagnostics)
-	decided, err := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
+	change, err := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
 		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), ReplaceWhenPreempted: plan.ReplaceWhenPreempted.ValueBool(), Provisioning: &pp})
-	addNotices(&resp.Diagnostics, decided.Notices)
-	if err != nil {
-		addPlanError(&resp.Diagnostics, err)
+	if !decided(&resp.Diagnostics, change.Notices, err) {
 		return
 	}
-	digest := digestValue(decided.Digest, decided.DigestKnown)
-	if !volumesAdopted(state.Volumes, plan.Volumes, state.ProvisioningDigest, decided) {
-		decided.Change, decided.ReplaceBecause = controlplane.Replace, "volumes"
+	digest := digestValue(change.Digest, change.DigestKnown)
+	if !volumesAdopted(state.Volumes, plan.Volumes, state.ProvisioningDigest, change) {
+		change.Change, change.ReplaceBecause = controlplane.Replace, "volumes"
 	}
-	switch decided.Change {
+	switch change.Change {
 	case controlplane.Replace:
-		switch decided.ReplaceBecause {
+		switch change.ReplaceBecause {
 		case "volumes":
 			// The state has none (an import): the volumes attribute itself differs.
 		case "health":
@@ -266,7 +262,7 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 		default:
 			plan.Status = types.StringUnknown()
 		}
-		resp.RequiresReplace.Append(path.Root(decided.ReplaceBecause))
+		resp.RequiresReplace.Append(path.Root(change.ReplaceBecause))
 	case controlplane.Reprovision:
 		if u := r.data.provisioningUnavailable; u != nil {
 			u.error(&resp.Diagnostics, fmt.Sprintf("hydra_gpu_instance %q (%s)", state.Name.ValueString(), state.ID.ValueString()))
@@ -281,7 +277,7 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 		}
 		// Provisioning ends with the health checks: health is known after apply.
 		plan.Health, plan.HealthCheckedAt, plan.HealthReason = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
-		if !decided.Provisioning {
+		if !change.Provisioning {
 			plan.HostKey = state.HostKey
 			plan.Health, plan.HealthCheckedAt, plan.HealthReason = state.Health, state.HealthCheckedAt, state.HealthReason
 		}
@@ -296,21 +292,12 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 }
 
 func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	plan, ok := get[gpuInstanceModel](ctx, req.Plan, &resp.Diagnostics)
+	c, ok := beginCreate[gpuInstanceModel](ctx, req, resp, "instance", defaultCreateTimeout, r.data.provisioningUnavailable)
+	defer c.end()
 	if !ok {
 		return
 	}
-	createStarted := time.Now()
-	ctx, end := start(ctx, plan.Timeouts.Create, defaultCreateTimeout, &resp.Diagnostics)
-	defer end()
-	name := plan.Name.ValueString()
-	summary := fmt.Sprintf("creating GPU instance (%s)", name)
-	if u := r.data.provisioningUnavailable; u != nil {
-		// The plan refuses this; a plan made where provisioning could run still must not create here.
-		u.error(&resp.Diagnostics, summary)
-		return
-	}
-
+	ctx, plan, summary, name := c.ctx, c.plan, c.summary, c.plan.Name.ValueString()
 	offerReq, _, diags := r.offerRequest(ctx, &plan)
 	resp.Diagnostics.Append(diags...)
 	vars, _, diags := provisioningVars(ctx, plan.ProvisioningVars, plan.SSHPublicKeys)
@@ -372,9 +359,8 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		resp.Diagnostics.AddAttributeWarning(path.Root("price_usd_per_hour"), "The cloud bills another price than the plan showed",
 			why+" The state keeps the planned price until the next refresh (`terraform plan` or `terraform apply -refresh-only`) records the billed one.")
 	}
-	err = timedOut(ctx, err, "create", plan.Timeouts.Create, defaultCreateTimeout)
-	if r.settle(ctx, &m, planned, err, summary, &resp.State, &resp.Diagnostics) {
-		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": created.Launched.Instance.Name, "took": time.Since(createStarted).Round(time.Second).String()})
+	if r.settle(ctx, &m, planned, c.timedOut(err), summary, &resp.State, &resp.Diagnostics) {
+		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": created.Launched.Instance.Name, "took": c.took()})
 	}
 }
 
@@ -549,13 +535,7 @@ func (r *gpuInstanceResource) Read(ctx context.Context, req resource.ReadRequest
 		found, err = r.data.cp.Refresh(ctx, &rec)
 		m.setRecord(rec)
 	}
-	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("reading GPU instance (%s)", name), err.Error())
-		return
-	}
-	if !found {
-		tflog.Warn(hydraLog(), "GPU instance is gone at the cloud; removing it from state so the next plan recreates it", map[string]any{"id": name})
-		resp.State.RemoveResource(ctx)
+	if !keptAfterRefresh(ctx, resp, found, err, "GPU instance", name, name, "recreates it") {
 		return
 	}
 	// This state holds the machine (the control plane recorded it at the cloud).
@@ -580,8 +560,7 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 	rec := state.record()
 	m.setRecord(rec)
 	err := r.data.cp.Resume(ctx, &rec, r.bringUpSpec(&m, vars), r.saver(ctx, &m, &resp.State, &resp.Diagnostics))
-	err = timedOut(ctx, err, "update", plan.Timeouts.Update, defaultUpdateTimeout)
-	if r.settle(ctx, &m, planned, err, summary, &resp.State, &resp.Diagnostics) {
+	if r.settle(ctx, &m, planned, u.timedOut(err), summary, &resp.State, &resp.Diagnostics) {
 		tflog.Info(hydraLog(), "machine ready", map[string]any{"name": rec.Name})
 	}
 }

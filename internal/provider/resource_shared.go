@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -59,11 +61,13 @@ type lifecycleModel interface {
 	timeoutsValue() timeouts.Value
 	statusValue() types.String
 	idValue() types.String
+	nameValue() types.String
 }
 
 func (m *resourceModel) timeoutsValue() timeouts.Value { return m.Timeouts }
 func (m *resourceModel) statusValue() types.String     { return m.Status }
 func (m *resourceModel) idValue() types.String         { return m.ID }
+func (m *resourceModel) nameValue() types.String       { return m.Name }
 
 // decided reports a plan decision's notices, and its error when there is one: it says whether the
 // decision stands (no error).
@@ -80,13 +84,55 @@ func nullTimeouts() timeouts.Value {
 	return timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
 }
 
-// update is an Update under way: its context (bounded by timeouts.update), the plan and the state as
-// the resource's model, and the summary of its diagnostics. end must be called when it ends.
-type update[M any] struct {
+// step is a Create or Update under way: its context (bounded by timeouts.<op>), the plan and the state
+// as the resource's model, the summary of its diagnostics and when it started. end must be called when
+// it ends.
+type step[M any] struct {
 	ctx         context.Context
 	end         func()
 	plan, state M
 	summary     string
+	started     time.Time
+	op          string // "create" or "update"
+	timeout     func(context.Context, time.Duration) (time.Duration, diag.Diagnostics)
+	def         time.Duration
+}
+
+// bound bounds the step by its timeout (timeouts.<op>, def when unset).
+func (s *step[M]) bound(ctx context.Context, op string, timeout func(context.Context, time.Duration) (time.Duration, diag.Diagnostics), def time.Duration, diags *diag.Diagnostics) {
+	s.started, s.op, s.timeout, s.def = time.Now(), op, timeout, def
+	s.ctx, s.end = start(ctx, timeout, def, diags)
+}
+
+// timedOut is timedOut for the step's operation and timeout.
+func (s *step[M]) timedOut(err error) error {
+	return timedOut(s.ctx, err, s.op, s.timeout, s.def)
+}
+
+// took is how long the step has taken, in whole seconds, for its log.
+func (s *step[M]) took() string {
+	return time.Since(s.started).Round(time.Second).String()
+}
+
+// beginCreate starts a Create of a GPU noun ("instance", "cluster"), bounded by timeouts.create (def
+// when unset). ok is false when the create is already over: the plan could not be read, or
+// provisioning cannot run here (the plan refuses this; a plan made where provisioning could run still
+// must not create here).
+func beginCreate[M any, P interface {
+	*M
+	lifecycleModel
+}](ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse, noun string, def time.Duration, unavailable *provisioningUnavailable) (s step[M], ok bool) {
+	s.ctx, s.end = ctx, func() {}
+	if s.plan, ok = get[M](ctx, req.Plan, &resp.Diagnostics); !ok {
+		return s, false
+	}
+	s.bound(ctx, "create", P(&s.plan).timeoutsValue().Create, def, &resp.Diagnostics)
+	s.summary = fmt.Sprintf("creating GPU %s (%s)", noun, P(&s.plan).nameValue().ValueString())
+	if unavailable != nil {
+		unavailable.error(&resp.Diagnostics, s.summary)
+		return s, false
+	}
+	return s, true
 }
 
 // beginUpdate starts an Update of a GPU noun ("instance", "cluster"). ok is false when the update is
@@ -95,14 +141,14 @@ type update[M any] struct {
 func beginUpdate[M any, P interface {
 	*M
 	lifecycleModel
-}](ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse, noun string, unavailable *provisioningUnavailable) (u update[M], ok bool) {
+}](ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse, noun string, unavailable *provisioningUnavailable) (u step[M], ok bool) {
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &u.plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &u.state)...)
 	u.ctx, u.end = ctx, func() {}
 	if resp.Diagnostics.HasError() {
 		return u, false
 	}
-	u.ctx, u.end = start(ctx, P(&u.plan).timeoutsValue().Update, defaultUpdateTimeout, &resp.Diagnostics)
+	u.bound(ctx, "update", P(&u.plan).timeoutsValue().Update, defaultUpdateTimeout, &resp.Diagnostics)
 	u.summary = fmt.Sprintf("updating GPU %s (%s)", noun, P(&u.state).idValue().ValueString())
 	if !P(&u.plan).statusValue().IsUnknown() {
 		// Only inputs that need no action changed (max price, timeouts, ...).
@@ -114,6 +160,23 @@ func beginUpdate[M any, P interface {
 		return u, false
 	}
 	return u, true
+}
+
+// keptAfterRefresh ends a Read's refresh of a thing ("GPU instance", "volume"; shown in diagnostics as
+// shown, logged as id): an error is the diagnostic "reading <thing> (<shown>)", a thing gone at the
+// cloud leaves the state (logged, with what the next plan then does). It reports whether the refreshed
+// record is to be saved.
+func keptAfterRefresh(ctx context.Context, resp *resource.ReadResponse, found bool, err error, thing, shown, id, nextPlan string) bool {
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("reading %s (%s)", thing, shown), err.Error())
+		return false
+	}
+	if !found {
+		tflog.Warn(hydraLog(), thing+" is gone at the cloud; removing it from state so the next plan "+nextPlan, map[string]any{"id": id})
+		resp.State.RemoveResource(ctx)
+		return false
+	}
+	return true
 }
 
 // interruptedWarning is the warning of a create or update cut short by Ctrl-C: the thing ("machine",

@@ -212,13 +212,7 @@ func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, res
 	}
 	rec := m.record(ctx, &resp.Diagnostics)
 	found, err := r.data.cp.RefreshVolume(ctx, &rec)
-	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("reading volume (%s)", m.Name.ValueString()), err.Error())
-		return
-	}
-	if !found {
-		tflog.Warn(hydraLog(), "volume is gone at the cloud; removing it from state so the next plan creates it again (empty)", map[string]any{"id": id})
-		resp.State.RemoveResource(ctx)
+	if !keptAfterRefresh(ctx, resp, found, err, "volume", m.Name.ValueString(), id, "creates it again (empty)") {
 		return
 	}
 	m.setRecord(rec, &resp.Diagnostics)

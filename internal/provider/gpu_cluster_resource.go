@@ -97,25 +97,12 @@ func (r *gpuClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	if !known || resp.Diagnostics.HasError() {
 		return // decided once the inputs are known
 	}
-	// The quote of an earlier plan of this create: in the plan's own private data, in the saved plan
-	// being applied, or in this runner's quote directory; otherwise the control plane chooses now.
+	// The quote of an earlier plan of this create; otherwise the control plane chooses now.
 	key := clusterKey(spec)
 	var earlier *controlplane.ClusterQuote
-	q, found := privateQuote[clusterQuote](ctx, req.Private, clusterQuoteKey, key)
-	if !found {
-		q, found = savedQuote[clusterQuote](currentArgs(), clusterQuoteKey, key)
-	}
+	q, qpath, found := earlierQuote(ctx, req.Private, r.data.quotes, clusterQuoteKey, key, func(q clusterQuote) time.Time { return q.Expires }, &resp.Diagnostics)
 	if found {
-		earlier = &controlplane.ClusterQuote{Plan: q.Plan, Expires: q.Expires}
-	} else {
-		var err error
-		q, found, err = readQuote(r.data.quotes, key, func(q clusterQuote) time.Time { return q.Expires })
-		if err != nil {
-			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
-		}
-		if found {
-			earlier = &controlplane.ClusterQuote{Plan: q.Plan, Path: r.data.quotes.path(key), Expires: q.Expires}
-		}
+		earlier = &controlplane.ClusterQuote{Plan: q.Plan, Path: qpath, Expires: q.Expires}
 	}
 	chosen, err := r.data.cp.PlanNewCluster(ctx, spec, earlier)
 	if !decided(&resp.Diagnostics, chosen.Notices, err) {
@@ -124,12 +111,8 @@ func (r *gpuClusterResource) ModifyPlan(ctx context.Context, req resource.Modify
 	if earlier == nil {
 		chosen.Notices = nil
 		q = clusterQuote{Plan: chosen, Expires: r.data.quotes.expiry()}
-		if err := writeQuote(r.data.quotes, key, q); err != nil {
-			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
-		}
 	}
-	// The quote travels inside the plan: a saved plan applies as planned on any runner.
-	resp.Diagnostics.Append(resp.Private.SetKey(ctx, clusterQuoteKey, encodePlanned(key, q))...)
+	pinQuote(ctx, r.data.quotes, resp.Private, clusterQuoteKey, key, q, earlier == nil, &resp.Diagnostics)
 	plan.setPlan(ctx, q.Plan, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
@@ -156,12 +139,9 @@ func (r *gpuClusterResource) planChange(ctx context.Context, req resource.Modify
 	spec.ReplaceWhenPreempted = plan.ReplaceWhenPreempted.ValueBool()
 	rec := state.record(ctx, &resp.Diagnostics)
 	change, err := r.data.cp.PlanClusterChange(spec, rec)
-	if !decided(&resp.Diagnostics, change.Notices, err) {
+	digest, ok := changeDecided(&resp.Diagnostics, &change, err, &state.resourceModel, &plan.resourceModel)
+	if !ok {
 		return
-	}
-	digest := digestValue(change.Digest, change.DigestKnown)
-	if !volumesAdopted(state.Volumes, plan.Volumes, state.ProvisioningDigest, change) {
-		change.Change, change.ReplaceBecause = controlplane.Replace, "volumes"
 	}
 	switch change.Change {
 	case controlplane.Replace:

@@ -155,25 +155,9 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if pinned {
 		np.OfferID = plan.OfferID.ValueString()
 	} else {
-		// The quote of an earlier plan of this create: in the plan's own private data (a replacement's
-		// second planning call), in the saved plan being applied (any runner), or in this runner's
-		// quote directory (a plain `terraform apply`, planned and applied here).
-		q, found := fromPrivate(ctx, req.Private, key)
-		if !found {
-			q, found = savedPlanQuote(currentArgs(), key)
-		}
-		if !found {
-			var err error
-			q, found, err = r.data.quotes.get(key)
-			if err != nil {
-				resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
-			}
-			if found {
-				np.QuotePath = r.data.quotes.path(key)
-			}
-		}
+		q, qpath, found := earlierQuote(ctx, req.Private, r.data.quotes, planQuoteKey, key, func(q quote) time.Time { return q.Expires }, &resp.Diagnostics)
 		if found {
-			np.Quote = &q
+			np.Quote, np.QuotePath = &q, qpath
 		}
 	}
 	chosen, err := r.data.cp.PlanNew(ctx, np)
@@ -183,15 +167,11 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	plan.ProvisioningDigest = digestValue(chosen.Digest, chosen.DigestKnown)
 	if chosen.NewQuote != nil {
-		chosen.NewQuote.Expires = time.Now().Add(r.data.quotes.ttl).UTC().Truncate(time.Second)
-		if err := r.data.quotes.put(key, *chosen.NewQuote); err != nil {
-			resp.Diagnostics.AddWarning("Plan quote unavailable", err.Error())
-		}
+		chosen.NewQuote.Expires = r.data.quotes.expiry()
 		np.Quote = chosen.NewQuote
 	}
 	if np.Quote != nil {
-		// The quote travels inside the plan: a saved plan applies as planned on any runner.
-		resp.Diagnostics.Append(resp.Private.SetKey(ctx, planQuoteKey, encodePlanned(key, *np.Quote))...)
+		pinQuote(ctx, r.data.quotes, resp.Private, planQuoteKey, key, *np.Quote, chosen.NewQuote != nil, &resp.Diagnostics)
 	}
 	plan.EstimatedPricePerHour = types.Float64Null()
 	switch {
@@ -243,12 +223,9 @@ func (r *gpuInstanceResource) planChange(ctx context.Context, req resource.Modif
 	pp := plannedProvisioning(ctx, plan, state.Kind.ValueString(), &resp.Diagnostics)
 	change, err := r.data.cp.PlanChange(controlplane.ChangeRequest{Name: state.Name.ValueString(), Record: state.record(),
 		ReplaceWhenUnhealthy: plan.ReplaceWhenUnhealthy.ValueBool(), ReplaceWhenPreempted: plan.ReplaceWhenPreempted.ValueBool(), Provisioning: &pp})
-	if !decided(&resp.Diagnostics, change.Notices, err) {
+	digest, ok := changeDecided(&resp.Diagnostics, &change, err, &state.resourceModel, &plan.resourceModel)
+	if !ok {
 		return
-	}
-	digest := digestValue(change.Digest, change.DigestKnown)
-	if !volumesAdopted(state.Volumes, plan.Volumes, state.ProvisioningDigest, change) {
-		change.Change, change.ReplaceBecause = controlplane.Replace, "volumes"
 	}
 	switch change.Change {
 	case controlplane.Replace:

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+
 	"github.com/hydragpu/terraform-provider-hydra/internal/atomicfile"
 	"github.com/hydragpu/terraform-provider-hydra/internal/controlplane"
 )
@@ -262,6 +264,39 @@ func planFileArgs(args []string) []string {
 		}
 	}
 	return out
+}
+
+// earlierQuote is the quote of an earlier plan of a create (key): in the plan's own private data under
+// privKey (a replacement's second planning call), in the saved plan being applied (any runner), or in
+// this runner's quote directory (a plain `terraform apply`, planned and applied here; path is then its
+// file). A quote directory that cannot be read is a warning: the choice is then not pinned.
+func earlierQuote[T any](ctx context.Context, p privateGetter, s *quoteStore, privKey, key string, expires func(T) time.Time, diags *diag.Diagnostics) (q T, path string, found bool) {
+	if q, found = privateQuote[T](ctx, p, privKey, key); found {
+		return q, "", true
+	}
+	if q, found = savedQuote[T](currentArgs(), privKey, key); found {
+		return q, "", true
+	}
+	q, found, err := readQuote(s, key, expires)
+	if err != nil {
+		diags.AddWarning("Plan quote unavailable", err.Error()+"\nThe choice below is not pinned; if prices move before apply, apply may fail.")
+	}
+	if found {
+		path = s.path(key)
+	}
+	return q, path, found
+}
+
+// pinQuote keeps the quote a plan shows (key; isNew: chosen now, its expiry set) in this runner's quote
+// directory when it is new (a failure is a warning), and in the plan's private data under privKey: the
+// quote travels inside the plan, so a saved plan applies as planned on any runner.
+func pinQuote[T any](ctx context.Context, s *quoteStore, p privateSetter, privKey, key string, q T, isNew bool, diags *diag.Diagnostics) {
+	if isNew {
+		if err := writeQuote(s, key, q); err != nil {
+			diags.AddWarning("Plan quote unavailable", err.Error())
+		}
+	}
+	diags.Append(p.SetKey(ctx, privKey, encodePlanned(key, q))...)
 }
 
 // quote is the quote a create was planned with: in the plan's private data, else in this runner's

@@ -79,6 +79,19 @@ func decided(diags *diag.Diagnostics, notices []controlplane.Notice, err error) 
 	return err == nil
 }
 
+// changeDecided is decided for the change plan of an existing machine or cluster: ok is false when
+// there is no decision; otherwise change becomes a replacement where the plan gives volumes the state's
+// machine cannot take in place (volumesAdopted), and digest is the planned provisioning digest.
+func changeDecided(diags *diag.Diagnostics, change *controlplane.ChangePlan, err error, state, plan *resourceModel) (digest types.String, ok bool) {
+	if !decided(diags, change.Notices, err) {
+		return digest, false
+	}
+	if !volumesAdopted(state.Volumes, plan.Volumes, state.ProvisioningDigest, *change) {
+		change.Change, change.ReplaceBecause = controlplane.Replace, "volumes"
+	}
+	return digestValue(change.Digest, change.DigestKnown), true
+}
+
 // nullTimeouts is an unset timeouts block (create, update, delete), as an import leaves it.
 func nullTimeouts() timeouts.Value {
 	return timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}

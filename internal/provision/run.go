@@ -662,7 +662,10 @@ func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*memb
 		"all": map[string]any{
 			"hosts": invHosts,
 			"vars": map[string]any{
-				"ansible_python_interpreter": "auto_silent",
+				// The machine's own Python 3, which the first task (preflight) installs where it is
+				// missing; Ansible's discovery would cost every run another command or two on the
+				// machine, and could pick another python3.X without the system's Python libraries.
+				"ansible_python_interpreter": "/usr/bin/python3",
 				"ansible_connection":         "ssh",
 			},
 		},
@@ -703,7 +706,7 @@ func writeRunFiles(dir, pbDir string, key []byte, playbook string, hosts []*memb
 		// hydra's own inventory and playbook directories have no host_vars or group_vars: the plugin
 		// that looks for them would search the disk again for every task and host.
 		"vars_plugins_enabled = ",
-		"interpreter_python = auto_silent",
+		"interpreter_python = /usr/bin/python3",
 		// How often the controller checks on its workers: Ansible's default (1 ms) keeps a core
 		// busy polling while a batch waits on its machines; 10 ms costs a task at most that much.
 		"internal_poll_interval = 0.01",

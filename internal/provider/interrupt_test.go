@@ -22,7 +22,9 @@ import (
 
 // serveForReattach serves the provider from the test binary the way `-debug` does and returns the
 // TF_REATTACH_PROVIDERS value that points the real CLI at it (keyed by the CLI's own address of
-// hydragpu/hydra, testProviderAddress).
+// hydragpu/hydra, testProviderAddress). Its SDK log goes where the testing framework's in-process
+// providers' does (TF_LOG and TF_LOG_PATH, TF_ACC_LOG_PATH; none set: nowhere), not every request's
+// trace to stderr.
 func serveForReattach(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -30,7 +32,8 @@ func serveForReattach(t *testing.T) string {
 	closed := make(chan struct{})
 	go func() {
 		err := tf6server.Serve(Address, providerserver.NewProtocol6(New("test")()),
-			tf6server.WithDebug(ctx, reattach, closed), tf6server.WithGoPluginLogger(hclog.NewNullLogger()))
+			tf6server.WithDebug(ctx, reattach, closed), tf6server.WithGoPluginLogger(hclog.NewNullLogger()),
+			tf6server.WithLoggingSink(t))
 		if err != nil {
 			t.Errorf("serving the provider: %v", err)
 		}

@@ -254,11 +254,15 @@ func (f realOSFixture) checkDebianPackage(t *testing.T, name string) string {
 // watchExposure watches, until the returned function is called, for a listening TCP socket on an
 // exporter's port (9100, 9400) bound to any address but loopback, in the machine's network namespace:
 // an exporter reachable from outside, even for a moment. It samples the kernel's table of listening
-// sockets every 10 ms (sock_diag, realos.Machine.ListeningTCP), so it can miss a very short exposure
-// but never reports a false one.
+// sockets every 10 ms (sock_diag, realos.Machine.ListeningSampler: one socket in the machine's
+// namespace for the whole watch), so it can miss a very short exposure but never reports a false one.
 func watchExposure(t *testing.T, m *realos.Machine) func() []string {
 	t.Helper()
-	if _, err := m.ListeningTCP(); err != nil {
+	sample, stopSampler, err := m.ListeningSampler()
+	if err == nil {
+		_, err = sample()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
@@ -266,10 +270,11 @@ func watchExposure(t *testing.T, m *realos.Machine) func() []string {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
+		defer stopSampler()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			ls, _ := m.ListeningTCP()
+			ls, _ := sample()
 			for _, l := range ls {
 				if (l.Port() == 9100 || l.Port() == 9400) && !l.Addr().IsLoopback() {
 					found[l.String()] = true

@@ -23,3 +23,12 @@ func waitExited([]int, time.Duration) {}
 
 // listeningTCP is Linux's (sock_diag); Available refuses other systems first.
 func listeningTCP() ([]netip.AddrPort, error) { return nil, errors.New("realos: Linux only") }
+
+// sockDiag is Linux's; Available refuses other systems first.
+type sockDiag struct{}
+
+func openSockDiag() (*sockDiag, error) { return nil, errors.New("realos: Linux only") }
+
+func (*sockDiag) close() {}
+
+func (*sockDiag) listening() ([]netip.AddrPort, error) { return nil, errors.New("realos: Linux only") }

@@ -12,16 +12,42 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// listeningTCP lists the listening TCP sockets (IPv4 and IPv6) of the calling thread's network
-// namespace with a sock_diag dump restricted to the listening state: the kernel walks only its table
-// of listening sockets, where reading /proc/net/tcp walks every connection's bucket of the host's
-// (a few milliseconds of system time on this machine, too much to sample every 10 ms).
-func listeningTCP() ([]netip.AddrPort, error) {
+// sockDiag is a sock_diag socket. A socket stays in the network namespace it was made in: one made
+// inside a machine's namespace lists that namespace's sockets from any thread, with no namespace
+// switch per listing.
+type sockDiag struct {
+	fd  int
+	buf []byte
+}
+
+// openSockDiag makes a sock_diag socket in the calling thread's network namespace.
+func openSockDiag() (*sockDiag, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
-	defer func() { _ = unix.Close(fd) }()
+	return &sockDiag{fd: fd, buf: make([]byte, 1<<16)}, nil
+}
+
+func (s *sockDiag) close() { _ = unix.Close(s.fd) }
+
+// listeningTCP lists the listening TCP sockets (IPv4 and IPv6) of the calling thread's network
+// namespace (openSockDiag, sockDiag.listening).
+func listeningTCP() ([]netip.AddrPort, error) {
+	s, err := openSockDiag()
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	return s.listening()
+}
+
+// listening lists the listening TCP sockets (IPv4 and IPv6) of s's network namespace with a sock_diag
+// dump restricted to the listening state: the kernel walks only its table of listening sockets, where
+// reading /proc/net/tcp walks every connection's bucket of the host's (a few milliseconds of system
+// time on this machine, too much to sample every 10 ms). Not safe for concurrent use.
+func (s *sockDiag) listening() ([]netip.AddrPort, error) {
+	fd, buf := s.fd, s.buf
 	var out []netip.AddrPort
 	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
 		// nlmsghdr (16 bytes), then inet_diag_req_v2: family, protocol, ext, pad, states, and a zero
@@ -35,7 +61,6 @@ func listeningTCP() ([]netip.AddrPort, error) {
 		if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 			return nil, os.NewSyscallError("sendto", err)
 		}
-		buf := make([]byte, 1<<16)
 	recv:
 		for {
 			n, _, err := unix.Recvfrom(fd, buf, 0)

@@ -28,13 +28,7 @@ import (
 var interconnects = []string{string(cloudprovider.InterconnectFabric), string(cloudprovider.InterconnectAny)}
 
 // clusterNodeAttrTypes is one element of a cluster's node list.
-var clusterNodeAttrTypes = map[string]attr.Type{
-	"id": types.StringType, "name": types.StringType, "ssh_host": types.StringType, "ssh_port": types.Int64Type,
-	"ssh_user": types.StringType, "private_ip": types.StringType, "host_key": types.StringType,
-	"status": types.StringType, "health": types.StringType,
-	"ssh_jump_host": types.StringType, "ssh_jump_port": types.Int64Type, "ssh_jump_user": types.StringType, "ssh_jump_host_key": types.StringType,
-	"interruption": nodeInterruptionType,
-}
+var clusterNodeAttrTypes = attrTypes(nodeAttributes())
 
 // ncclCheckAttrTypes is nccl_check's object.
 var ncclCheckAttrTypes = map[string]attr.Type{"min_bus_bandwidth_gbps": types.Float64Type}

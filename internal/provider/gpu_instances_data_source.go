@@ -41,36 +41,11 @@ type gpuInstancesModel struct {
 	OrphanVolumes types.List `tfsdk:"orphan_volumes"`
 }
 
-var machineAttrTypes = map[string]attr.Type{
-	"id":                 types.StringType,
-	"name":               types.StringType,
-	"cloud":              types.StringType,
-	"pool":               types.StringType,
-	"cloud_instance_id":  types.StringType,
-	"region":             types.StringType,
-	"instance_type":      types.StringType,
-	"status":             types.StringType,
-	"ownership":          types.StringType,
-	"created_at":         types.StringType,
-	"price_usd_per_hour": types.Float64Type,
-	"accrued_usd":        types.Float64Type,
-	"cluster":            types.StringType,
-}
+// machineAttrTypes is one element of instances.
+var machineAttrTypes = attrTypes(machineAttributes())
 
 // listedVolumeAttrTypes is one element of volumes.
-var listedVolumeAttrTypes = map[string]attr.Type{
-	"id":                  types.StringType,
-	"name":                types.StringType,
-	"cloud":               types.StringType,
-	"region":              types.StringType,
-	"type":                types.StringType,
-	"cloud_volume_id":     types.StringType,
-	"cloud_name":          types.StringType,
-	"size_gb":             types.Int64Type,
-	"used_by":             types.ListType{ElemType: types.StringType},
-	"ownership":           types.StringType,
-	"price_usd_per_month": types.Float64Type,
-}
+var listedVolumeAttrTypes = attrTypes(listedVolumeAttributes())
 
 func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
@@ -91,26 +66,7 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 			"instances": schema.ListNestedAttribute{
 				MarkdownDescription: "The machines, by cloud and cloud-side name.",
 				Computed:            true,
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"id":                schema.StringAttribute{MarkdownDescription: "The cloud-side name (what `terraform import` takes).", Computed: true},
-					"name":              schema.StringAttribute{MarkdownDescription: "The `name` of the resource the machine was created for.", Computed: true},
-					"cloud":             schema.StringAttribute{MarkdownDescription: "The cloud.", Computed: true},
-					"pool":              schema.StringAttribute{MarkdownDescription: "The pool.", Computed: true},
-					"cloud_instance_id": schema.StringAttribute{MarkdownDescription: "The cloud's own id of the machine.", Computed: true},
-					"region":            schema.StringAttribute{MarkdownDescription: "The cloud's region, when it reports one.", Computed: true},
-					"instance_type":     schema.StringAttribute{MarkdownDescription: "The cloud's instance type.", Computed: true},
-					"status":            schema.StringAttribute{MarkdownDescription: "hydra's status as the cloud reports it (`pending`, `running`, `error`).", Computed: true},
-					"ownership": schema.StringAttribute{MarkdownDescription: "`confirmed` (a completed create, refresh or import recorded that a state holds it), " +
-						"`unconfirmed` (never confirmed: in flight, or left by a create cut short), `interrupted` (this working directory's " +
-						"journal names it: a create cut short; the next apply adopts it), `unrecorded` (the cloud cannot record confirmation; " +
-						"only a state knows), or `foreign` (no hydra ownership record).", Computed: true},
-					"created_at":         schema.StringAttribute{MarkdownDescription: "When the cloud created it (RFC 3339), when it says.", Computed: true},
-					"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "Its billed price in US dollars per hour, when the cloud reports it.", Computed: true},
-					"accrued_usd":        accruedSchema(),
-					"cluster": schema.StringAttribute{MarkdownDescription: "The cloud's id of the cluster the machine is a node of " +
-						"(a `hydra_gpu_cluster`'s `cloud_cluster_id`); null for a machine of its own. A node is part of its cluster, " +
-						"never a stray machine: its ownership is the cluster's.", Computed: true},
-				}},
+				NestedObject:        schema.NestedAttributeObject{Attributes: machineAttributes()},
 			},
 			"orphans": schema.ListAttribute{
 				MarkdownDescription: "Cloud-side names of the machines that are probably billed with no Terraform state holding them: " +
@@ -128,25 +84,8 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 			"volumes": schema.ListNestedAttribute{
 				MarkdownDescription: "The volumes in the asked clouds whose name carries one of their pools' prefixes, by cloud and " +
 					"cloud-side name, with the machines using each. A cloud without a volume API has none here.",
-				Computed: true,
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"id": schema.StringAttribute{MarkdownDescription: "The `hydra_volume` id, `<cloud>/<region>/<name>`; null for a volume " +
-						"whose name is not one hydra makes.", Computed: true},
-					"name":            schema.StringAttribute{MarkdownDescription: "The `name` of the `hydra_volume` it was created for.", Computed: true},
-					"cloud":           schema.StringAttribute{MarkdownDescription: "The cloud.", Computed: true},
-					"region":          schema.StringAttribute{MarkdownDescription: "The cloud's region of the volume.", Computed: true},
-					"type":            schema.StringAttribute{MarkdownDescription: "`block` or `shared_fs`.", Computed: true},
-					"cloud_volume_id": schema.StringAttribute{MarkdownDescription: "The cloud's own id (`terraform import hydra_volume.<name> <cloud>/<this>`).", Computed: true},
-					"cloud_name":      schema.StringAttribute{MarkdownDescription: "The volume's cloud-side name.", Computed: true},
-					"size_gb":         schema.Int64Attribute{MarkdownDescription: "Its size in GB; null where the cloud's volumes have no size.", Computed: true},
-					"used_by": schema.ListAttribute{MarkdownDescription: "The cloud-side names of the machines using it (a machine outside " +
-						"hydra's pools by its cloud id); empty when none.", Computed: true, ElementType: types.StringType},
-					"ownership": schema.StringAttribute{MarkdownDescription: "`interrupted` (this working directory's journal names it: a " +
-						"volume create cut short), `unrecorded` (only a state knows whether it is held), or `foreign` (no hydra ownership " +
-						"token in its name).", Computed: true},
-					"price_usd_per_month": schema.Float64Attribute{MarkdownDescription: "What the cloud bills for it a month, in US dollars; " +
-						"null when the cloud does not say.", Computed: true},
-				}},
+				Computed:     true,
+				NestedObject: schema.NestedAttributeObject{Attributes: listedVolumeAttributes()},
 			},
 			"orphan_volumes": schema.ListAttribute{
 				MarkdownDescription: "Cloud-side names of the volumes a cut-short `hydra_volume` create left (`interrupted`): billed, " +
@@ -155,6 +94,52 @@ func (d *gpuInstancesDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 				ElementType: types.StringType,
 			},
 		},
+	}
+}
+
+// machineAttributes are one element of instances.
+func machineAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"id":                schema.StringAttribute{MarkdownDescription: "The cloud-side name (what `terraform import` takes).", Computed: true},
+		"name":              schema.StringAttribute{MarkdownDescription: "The `name` of the resource the machine was created for.", Computed: true},
+		"cloud":             schema.StringAttribute{MarkdownDescription: "The cloud.", Computed: true},
+		"pool":              schema.StringAttribute{MarkdownDescription: "The pool.", Computed: true},
+		"cloud_instance_id": schema.StringAttribute{MarkdownDescription: "The cloud's own id of the machine.", Computed: true},
+		"region":            schema.StringAttribute{MarkdownDescription: "The cloud's region, when it reports one.", Computed: true},
+		"instance_type":     schema.StringAttribute{MarkdownDescription: "The cloud's instance type.", Computed: true},
+		"status":            schema.StringAttribute{MarkdownDescription: "hydra's status as the cloud reports it (`pending`, `running`, `error`).", Computed: true},
+		"ownership": schema.StringAttribute{MarkdownDescription: "`confirmed` (a completed create, refresh or import recorded that a state holds it), " +
+			"`unconfirmed` (never confirmed: in flight, or left by a create cut short), `interrupted` (this working directory's " +
+			"journal names it: a create cut short; the next apply adopts it), `unrecorded` (the cloud cannot record confirmation; " +
+			"only a state knows), or `foreign` (no hydra ownership record).", Computed: true},
+		"created_at":         schema.StringAttribute{MarkdownDescription: "When the cloud created it (RFC 3339), when it says.", Computed: true},
+		"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "Its billed price in US dollars per hour, when the cloud reports it.", Computed: true},
+		"accrued_usd":        accruedSchema(),
+		"cluster": schema.StringAttribute{MarkdownDescription: "The cloud's id of the cluster the machine is a node of " +
+			"(a `hydra_gpu_cluster`'s `cloud_cluster_id`); null for a machine of its own. A node is part of its cluster, " +
+			"never a stray machine: its ownership is the cluster's.", Computed: true},
+	}
+}
+
+// listedVolumeAttributes are one element of volumes.
+func listedVolumeAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"id": schema.StringAttribute{MarkdownDescription: "The `hydra_volume` id, `<cloud>/<region>/<name>`; null for a volume " +
+			"whose name is not one hydra makes.", Computed: true},
+		"name":            schema.StringAttribute{MarkdownDescription: "The `name` of the `hydra_volume` it was created for.", Computed: true},
+		"cloud":           schema.StringAttribute{MarkdownDescription: "The cloud.", Computed: true},
+		"region":          schema.StringAttribute{MarkdownDescription: "The cloud's region of the volume.", Computed: true},
+		"type":            schema.StringAttribute{MarkdownDescription: "`block` or `shared_fs`.", Computed: true},
+		"cloud_volume_id": schema.StringAttribute{MarkdownDescription: "The cloud's own id (`terraform import hydra_volume.<name> <cloud>/<this>`).", Computed: true},
+		"cloud_name":      schema.StringAttribute{MarkdownDescription: "The volume's cloud-side name.", Computed: true},
+		"size_gb":         schema.Int64Attribute{MarkdownDescription: "Its size in GB; null where the cloud's volumes have no size.", Computed: true},
+		"used_by": schema.ListAttribute{MarkdownDescription: "The cloud-side names of the machines using it (a machine outside " +
+			"hydra's pools by its cloud id); empty when none.", Computed: true, ElementType: types.StringType},
+		"ownership": schema.StringAttribute{MarkdownDescription: "`interrupted` (this working directory's journal names it: a " +
+			"volume create cut short), `unrecorded` (only a state knows whether it is held), or `foreign` (no hydra ownership " +
+			"token in its name).", Computed: true},
+		"price_usd_per_month": schema.Float64Attribute{MarkdownDescription: "What the cloud bills for it a month, in US dollars; " +
+			"null when the cloud does not say.", Computed: true},
 	}
 }
 

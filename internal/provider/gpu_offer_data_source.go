@@ -55,27 +55,8 @@ type gpuOfferModel struct {
 	VolumeType types.String `tfsdk:"volume_type"`
 }
 
-var offerAttrTypes = map[string]attr.Type{
-	"id":                 types.StringType,
-	"cloud":              types.StringType,
-	"pool":               types.StringType,
-	"region":             types.StringType,
-	"instance_type":      types.StringType,
-	"price_usd_per_hour": types.Float64Type,
-	"spot":               types.BoolType,
-	"resale_of":          types.StringType,
-	"eligible":           types.BoolType,
-	"ineligible_why":     types.StringType,
-	"stock_unknown":      types.BoolType,
-	"available":          types.Int64Type,
-	"form_factor":        types.StringType,
-	"gpu_memory_gb":      types.Int64Type,
-	"vcpus":              types.Int64Type,
-	"memory_gb":          types.Int64Type,
-	"details":            types.MapType{ElemType: types.StringType},
-	"nodes":              types.Int64Type,
-	"interconnect":       types.StringType,
-}
+// offerAttrTypes is one element of offers.
+var offerAttrTypes = attrTypes(offerAttributes())
 
 func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
@@ -141,29 +122,7 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 			"offers": schema.ListNestedAttribute{
 				MarkdownDescription: "Every matching offer, eligible ones cheapest first, then the ineligible ones with the reason.",
 				Computed:            true,
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"id":                 schema.StringAttribute{MarkdownDescription: "Offer ID.", Computed: true},
-					"cloud":              schema.StringAttribute{MarkdownDescription: "Cloud.", Computed: true},
-					"pool":               schema.StringAttribute{MarkdownDescription: "Pool.", Computed: true},
-					"region":             schema.StringAttribute{MarkdownDescription: "Region.", Computed: true},
-					"instance_type":      schema.StringAttribute{MarkdownDescription: "The cloud's instance type.", Computed: true},
-					"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "US dollars per hour for the whole machine.", Computed: true},
-					"spot":               schema.BoolAttribute{MarkdownDescription: "Spot capacity.", Computed: true},
-					"resale_of":          schema.StringAttribute{MarkdownDescription: "The cloud that really runs the hardware when this offer resells it, else null.", Computed: true},
-					"eligible":           schema.BoolAttribute{MarkdownDescription: "Whether hydra would choose this offer.", Computed: true},
-					"ineligible_why":     schema.StringAttribute{MarkdownDescription: "Why the offer is not eligible (e.g. an auction bid that would not clear), else null.", Computed: true},
-					"stock_unknown": schema.BoolAttribute{MarkdownDescription: "True when the cloud's stock could not be read this time (its availability call failed): " +
-						"such an offer ranks behind every offer with known stock, whatever its price.", Computed: true},
-					"available":     schema.Int64Attribute{MarkdownDescription: "How many machines of this offer the cloud says it can start now; null when it does not say. A sold-out offer (0) is listed, not eligible.", Computed: true},
-					"form_factor":   schema.StringAttribute{MarkdownDescription: "GPU form factor (`sxm` or `pcie`); null when the cloud does not say.", Computed: true},
-					"gpu_memory_gb": schema.Int64Attribute{MarkdownDescription: "Memory per GPU, in GB; null when the cloud does not say.", Computed: true},
-					"vcpus":         schema.Int64Attribute{MarkdownDescription: "Virtual CPUs; null when the cloud does not say.", Computed: true},
-					"memory_gb":     schema.Int64Attribute{MarkdownDescription: "RAM, in GB; null when the cloud does not say.", Computed: true},
-					"details": schema.MapAttribute{MarkdownDescription: "What the cloud says of the offer beyond the above (for a Mithril auction: the bid, the last clearing price and the lowest winning bid).",
-						Computed: true, ElementType: types.StringType},
-					"nodes":        schema.Int64Attribute{MarkdownDescription: "For a cluster offer (with `nodes`): its node count; null for a machine offer.", Computed: true},
-					"interconnect": schema.StringAttribute{MarkdownDescription: "For a cluster offer: `fabric` or `any`; null for a machine offer.", Computed: true},
-				}},
+				NestedObject:        schema.NestedAttributeObject{Attributes: offerAttributes()},
 			},
 			"nodes": schema.Int64Attribute{
 				MarkdownDescription: "Ask for cluster offers instead of machine offers: this many nodes (at least 2) of `gpu_count` " +
@@ -199,6 +158,33 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 				ElementType:         types.StringType,
 			},
 		},
+	}
+}
+
+// offerAttributes are one element of offers.
+func offerAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"id":                 schema.StringAttribute{MarkdownDescription: "Offer ID.", Computed: true},
+		"cloud":              schema.StringAttribute{MarkdownDescription: "Cloud.", Computed: true},
+		"pool":               schema.StringAttribute{MarkdownDescription: "Pool.", Computed: true},
+		"region":             schema.StringAttribute{MarkdownDescription: "Region.", Computed: true},
+		"instance_type":      schema.StringAttribute{MarkdownDescription: "The cloud's instance type.", Computed: true},
+		"price_usd_per_hour": schema.Float64Attribute{MarkdownDescription: "US dollars per hour for the whole machine.", Computed: true},
+		"spot":               schema.BoolAttribute{MarkdownDescription: "Spot capacity.", Computed: true},
+		"resale_of":          schema.StringAttribute{MarkdownDescription: "The cloud that really runs the hardware when this offer resells it, else null.", Computed: true},
+		"eligible":           schema.BoolAttribute{MarkdownDescription: "Whether hydra would choose this offer.", Computed: true},
+		"ineligible_why":     schema.StringAttribute{MarkdownDescription: "Why the offer is not eligible (e.g. an auction bid that would not clear), else null.", Computed: true},
+		"stock_unknown": schema.BoolAttribute{MarkdownDescription: "True when the cloud's stock could not be read this time (its availability call failed): " +
+			"such an offer ranks behind every offer with known stock, whatever its price.", Computed: true},
+		"available":     schema.Int64Attribute{MarkdownDescription: "How many machines of this offer the cloud says it can start now; null when it does not say. A sold-out offer (0) is listed, not eligible.", Computed: true},
+		"form_factor":   schema.StringAttribute{MarkdownDescription: "GPU form factor (`sxm` or `pcie`); null when the cloud does not say.", Computed: true},
+		"gpu_memory_gb": schema.Int64Attribute{MarkdownDescription: "Memory per GPU, in GB; null when the cloud does not say.", Computed: true},
+		"vcpus":         schema.Int64Attribute{MarkdownDescription: "Virtual CPUs; null when the cloud does not say.", Computed: true},
+		"memory_gb":     schema.Int64Attribute{MarkdownDescription: "RAM, in GB; null when the cloud does not say.", Computed: true},
+		"details": schema.MapAttribute{MarkdownDescription: "What the cloud says of the offer beyond the above (for a Mithril auction: the bid, the last clearing price and the lowest winning bid).",
+			Computed: true, ElementType: types.StringType},
+		"nodes":        schema.Int64Attribute{MarkdownDescription: "For a cluster offer (with `nodes`): its node count; null for a machine offer.", Computed: true},
+		"interconnect": schema.StringAttribute{MarkdownDescription: "For a cluster offer: `fabric` or `any`; null for a machine offer.", Computed: true},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
@@ -23,6 +24,16 @@ import (
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 )
+
+// attrTypes are the value types of a nested object's attributes (a resource's or a data source's), as
+// its schema defines them: an element's type is written once.
+func attrTypes[A interface{ GetType() attr.Type }](attrs map[string]A) map[string]attr.Type {
+	out := make(map[string]attr.Type, len(attrs))
+	for name, a := range attrs {
+		out[name] = a.GetType()
+	}
+	return out
+}
 
 // subject is what a resource rents, as its attributes' descriptions name it.
 type subject struct {

@@ -5,7 +5,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
 // hydra_gpu_cluster's interruption attributes: `interruption` on the cluster and on each `node`, and
@@ -59,6 +58,3 @@ func clusterReplaceWhenPreemptedSchema() schema.BoolAttribute {
 		Default:  booldefault.StaticBool(true),
 	}
 }
-
-// nodeInterruptionType is the type of a node's `interruption`.
-var nodeInterruptionType = types.ObjectType{AttrTypes: interruptionTypes}

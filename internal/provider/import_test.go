@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
 // importInto adopts the machine another working directory made (and then forgot) into a fresh one.
@@ -20,12 +18,18 @@ func importInto(t *testing.T, s *testSandbox, playbookDir, name, cloudName strin
 	return d
 }
 
+// markerRoles are the roles of bare-vm.yml the import tests' machines run (slimPlaybooks): its variables,
+// the preflight, and the marker that records the provisioning's digest on the machine, which is what
+// an import reads. The whole playbook's runs are TestAccGPUInstance_provisioned's and
+// TestAccGPUCluster_provisioned's.
+var markerRoles = []string{"hydra_vars", "preflight", "marker"}
+
 func TestAccGPUInstance_importProvisioned(t *testing.T) {
 	requireProvisioningTools(t)
 	t.Parallel()
 	s := newTestSandbox(t)
-	pb := copyPlaybooks(t, playbooks.FS)
-	// One working directory provisions a machine with hydra's playbooks, then forgets it.
+	pb := slimPlaybooks(t, markerRoles...)
+	// One working directory provisions a machine with hydra's playbooks (their marker), then forgets it.
 	one := newCLIDirReattach(t, "")
 	one.write(s.provisionedConfigIn(one.dir, pb) + testAccGPUInstanceConfig_basic("adopted", "l4", ""))
 	one.mustRun("apply", "-auto-approve")
@@ -64,7 +68,7 @@ func TestAccGPUInstance_importUnprovisioned(t *testing.T) {
 	cloudName := stateAttr(one.mustRun("state", "show", "hydra_gpu_instance.test"), "id")
 	one.mustRun("state", "rm", "hydra_gpu_instance.test")
 
-	pb := copyPlaybooks(t, playbooks.FS)
+	pb := slimPlaybooks(t, markerRoles...)
 	two := importInto(t, s, pb, "bare", cloudName)
 	if st := stateAttr(two.mustRun("state", "show", "hydra_gpu_instance.test"), "status"); st != "running" {
 		t.Fatalf("a machine without hydra's marker imports as running, got %q", st)

@@ -14,6 +14,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport"
 )
 
 // fleetMachine is one machine of a fleet test: its own sshd, served by the fleet's shared Runner.
@@ -25,6 +26,39 @@ type fleetMachine struct {
 	// gpu and count are what its offer promised (default: one L4).
 	gpu   string
 	count int
+	// playbook is its pool's playbook (default: the kind's, bare-vm.yml).
+	playbook string
+}
+
+// cancelPlaybook is the cancellation tests' pool playbook: the start of bare-vm.yml up to the GPU probe
+// they cancel at, then the marker of a machine that reached the end; bare-vm.yml's other roles
+// (TestFleetOneMachineFails runs them all) prove nothing about cancelling.
+const cancelPlaybook = `- name: Provision a machine as far as the cancellation tests need
+  hosts: all
+  gather_facts: false
+  become: "{{ hydra_become | bool }}"
+  vars:
+    hydra_playbook: cancel-test.yml
+  roles:
+    - hydra_vars
+    - preflight
+    - role: marker
+      hydra_marker_step: invalidate
+    - gpu_check
+    - role: marker
+      hydra_marker_step: record
+`
+
+// cancelFleet is newFleet of n L4 VMs provisioned in one run by cancelPlaybook.
+func cancelFleet(t *testing.T, n int, cfg Config) (*Runner, []*fleetMachine) {
+	t.Helper()
+	cfg.BatchMax, cfg.BatchWindow = n, 10*time.Minute
+	cfg.Playbooks = testsupport.PlaybooksWith(t, map[string]string{"cancel-test.yml": cancelPlaybook})
+	r, ms := newFleet(t, l4VMs(n), cfg)
+	for _, m := range ms {
+		m.playbook = "cancel-test.yml"
+	}
+	return r, ms
 }
 
 // newFleet starts a machine per spec, all trusting the same provisioning key, and one Runner (cfg) for
@@ -89,6 +123,9 @@ func (m *fleetMachine) request(i int, ctx context.Context) cloudprovider.Provisi
 		gpu, count = m.gpu, m.count
 	}
 	req := m.f.request(inventory.KindVM, gpu, count, m.f.ep.HostKey, nil, m.rec)
+	if m.playbook != "" {
+		req.Pool.Playbook = m.playbook
+	}
 	req.Instance.Name = fmt.Sprintf("fleet-%d", i)
 	req.Instance.ID = fmt.Sprintf("i-%d", i)
 	return req
@@ -238,7 +275,7 @@ func TestFleetOneMachineFails(t *testing.T) {
 // its GPUs are probed ends that machine alone, at once, as cancelled; the other goes on to ready.
 func TestFleetCancelOneMachine(t *testing.T) {
 	t.Parallel()
-	r, ms := newFleet(t, l4VMs(2), Config{BatchMax: 2, BatchWindow: 10 * time.Minute})
+	r, ms := cancelFleet(t, 2, Config{})
 	ctx0, cancel0 := context.WithCancel(context.Background())
 	defer cancel0()
 	var once sync.Once
@@ -260,7 +297,7 @@ func TestFleetCancelOneMachine(t *testing.T) {
 	if ms[1].err != nil {
 		t.Fatalf("the other machine failed: %v\nlog:\n%s", ms[1].err, ms[1].rec)
 	}
-	if !strings.Contains(ms[1].rec.String(), "running playbook map[batch:2 playbook:bare-vm.yml]") {
+	if !strings.Contains(ms[1].rec.String(), "running playbook map[batch:2 playbook:cancel-test.yml]") {
 		t.Errorf("the machines did not share a run:\n%s", ms[1].rec)
 	}
 	for i, m := range ms {
@@ -288,7 +325,7 @@ func TestFleetCancelOneMachine(t *testing.T) {
 // it was going, nor the directory.
 func TestFleetCancelAll(t *testing.T) {
 	t.Parallel()
-	_, ms := newFleet(t, l4VMs(2), Config{BatchMax: 2, BatchWindow: 10 * time.Minute, CancelGrace: 5 * time.Second})
+	_, ms := cancelFleet(t, 2, Config{CancelGrace: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var once sync.Once

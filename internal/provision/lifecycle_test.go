@@ -21,6 +21,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport"
 )
 
 // TestHelperProcess is no test: the tests below run the test binary through it as a child process,
@@ -32,7 +33,7 @@ func TestHelperProcess(t *testing.T) {
 		time.Sleep(5 * time.Minute)
 		os.Exit(0)
 	case "provider":
-		helperProvider()
+		helperProvider(t)
 		os.Exit(0)
 	}
 }
@@ -46,14 +47,16 @@ type helperSpec struct {
 	NoGuardian bool
 }
 
-func helperProvider() {
+// helperProvider provisions with cancelPlaybook: the run is killed at its GPU probe.
+func helperProvider(t *testing.T) {
 	var spec helperSpec
 	if err := json.Unmarshal([]byte(os.Getenv("HYDRA_TEST_PROVIDER")), &spec); err != nil {
 		fmt.Println("ERROR", err)
 		return
 	}
 	guardianEnabled = !spec.NoGuardian
-	r, err := New(Config{PrivateKey: spec.Key, TempDir: spec.TempDir, SSHPollInterval: 200 * time.Millisecond, SSHWaitTimeout: 30 * time.Second})
+	r, err := New(Config{PrivateKey: spec.Key, TempDir: spec.TempDir, SSHPollInterval: 200 * time.Millisecond, SSHWaitTimeout: 30 * time.Second,
+		Playbooks: testsupport.PlaybooksWith(t, map[string]string{"cancel-test.yml": cancelPlaybook})})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		return
@@ -61,7 +64,7 @@ func helperProvider() {
 	ep := spec.Endpoint
 	_, err = r.Provision(context.Background(), cloudprovider.ProvisionRequest{
 		Instance: cloudprovider.Instance{ID: "i-1", Name: "sandbox-vm-test", Cloud: "sandbox", Status: cloudprovider.StatusRunning, SSH: &ep},
-		Pool:     inventory.Pool{Name: "sandbox-vm-pool", Cloud: "sandbox", Kind: inventory.KindVM},
+		Pool:     inventory.Pool{Name: "sandbox-vm-pool", Cloud: "sandbox", Kind: inventory.KindVM, Playbook: "cancel-test.yml"},
 		GPUType:  "h100", GPUCount: 1, HostKey: spec.HostKey, Attempt: 1,
 		Log: func(msg string, fields map[string]any) {
 			task, _ := fields["task"].(string)

@@ -31,10 +31,10 @@ func (m *gpuClusterModel) spec(ctx context.Context, keys []string) (controlplane
 	req, ok, diags := (&offerRequestModel{shapeModel: m.shapeModel, FormFactor: types.StringNull()}).request(ctx)
 	vars, varsKnown, d := m.vars(ctx)
 	diags.Append(d...)
-	own, _, d := stringsOf(ctx, m.SSHPublicKeys)
+	installed, d := m.installedKeys(ctx, keys)
 	diags.Append(d...)
 	spec := clusterSpecOf(req, m.Name.ValueString(), m.Nodes, m.Interconnect)
-	spec.SSHPublicKeys, spec.ProvisioningVars = append(append([]string{}, keys...), own...), vars
+	spec.SSHPublicKeys, spec.ProvisioningVars = installed, vars
 	spec.MinBusBandwidthGBps, spec.BidTimeout = minBusBandwidth(m.NCCLCheck), bidTimeout(m.BidTimeout)
 	volumes, volumesKnown := controlPlaneVolumes(m.Volumes)
 	spec.Volumes = volumes

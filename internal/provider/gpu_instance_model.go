@@ -74,6 +74,13 @@ func (m *resourceModel) vars(ctx context.Context) (map[string]any, bool, diag.Di
 	return provisioningVars(ctx, m.ProvisioningVars, m.SSHPublicKeys)
 }
 
+// installedKeys are the SSH keys the machine or cluster is created with: the provider's own (keys)
+// first, then ssh_public_keys.
+func (m *resourceModel) installedKeys(ctx context.Context, keys []string) ([]string, diag.Diagnostics) {
+	own, _, diags := stringsOf(ctx, m.SSHPublicKeys)
+	return append(append([]string{}, keys...), own...), diags
+}
+
 // record is the control plane's record of the machine, read from the model (null and unknown read
 // as none).
 func (m *gpuInstanceModel) record() controlplane.Record {

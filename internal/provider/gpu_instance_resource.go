@@ -198,7 +198,7 @@ func (r *gpuInstanceResource) ModifyPlan(ctx context.Context, req resource.Modif
 // plannedProvisioning is what the planned provisioning digest needs from the model: the variables and
 // the volumes (their mount paths are in the digest).
 func plannedProvisioning(ctx context.Context, m *gpuInstanceModel, kind string, diags *diag.Diagnostics) controlplane.PlannedProvisioning {
-	vars, ok, d := provisioningVars(ctx, m.ProvisioningVars, m.SSHPublicKeys)
+	vars, ok, d := m.vars(ctx)
 	diags.Append(d...)
 	volumes, volumesKnown := controlPlaneVolumes(m.Volumes)
 	return controlplane.PlannedProvisioning{Pool: m.Pool.ValueString(), Kind: kind, Vars: vars, VarsKnown: ok && volumesKnown, Volumes: volumes}
@@ -277,9 +277,9 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 	ctx, plan, summary, name := c.ctx, c.plan, c.summary, c.plan.Name.ValueString()
 	offerReq, _, diags := r.offerRequest(ctx, &plan)
 	resp.Diagnostics.Append(diags...)
-	vars, _, diags := provisioningVars(ctx, plan.ProvisioningVars, plan.SSHPublicKeys)
+	vars, _, diags := plan.vars(ctx)
 	resp.Diagnostics.Append(diags...)
-	sshKeys, _, diags := stringsOf(ctx, plan.SSHPublicKeys)
+	sshKeys, diags := plan.installedKeys(ctx, r.data.sshPublicKeys)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -291,8 +291,7 @@ func (r *gpuInstanceResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	creq := controlplane.CreateRequest{Name: name, Request: offerReq, BidTimeout: bidTimeout(plan.BidTimeout),
-		SSHPublicKeys: append(append([]string{}, r.data.sshPublicKeys...), sshKeys...),
-		BringUp:       r.bringUpSpec(&plan, vars), Gone: terraformGone}
+		SSHPublicKeys: sshKeys, BringUp: r.bringUpSpec(&plan, vars), Gone: terraformGone}
 	if !plan.OfferID.IsUnknown() && !plan.OfferID.IsNull() {
 		creq.OfferID = plan.OfferID.ValueString()
 	}
@@ -527,7 +526,7 @@ func (r *gpuInstanceResource) Update(ctx context.Context, req resource.UpdateReq
 		return
 	}
 	ctx, plan, state, summary, m := u.ctx, u.plan, u.state, u.summary, u.plan
-	vars, _, diags := provisioningVars(ctx, plan.ProvisioningVars, plan.SSHPublicKeys)
+	vars, _, diags := plan.vars(ctx)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return

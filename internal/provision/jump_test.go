@@ -13,7 +13,29 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport"
 )
+
+// jumpPlaybook is what TestProvisionThroughJumpHost provisions: bare-vm.yml's roles that the marker and
+// the health probe read (the machine, its exporters, its health criteria), some 15 tasks over the one
+// connection through the login node; the driver's and the customer's roles prove nothing about the jump.
+const jumpPlaybook = `- name: Provision a machine behind a login node
+  hosts: all
+  gather_facts: false
+  become: "{{ hydra_become | bool }}"
+  vars:
+    hydra_playbook: jump-test.yml
+  roles:
+    - hydra_vars
+    - preflight
+    - role: marker
+      hydra_marker_step: invalidate
+    - gpu_check
+    - monitoring
+    - health
+    - role: marker
+      hydra_marker_step: record
+`
 
 // jumpSetup is a login node (a sandbox machine whose sshd allows TCP forwarding, as OpenSSH does by
 // default) and n nodes behind it, each given to provisioning only as its private address with the
@@ -34,7 +56,8 @@ func newJumpSetup(t *testing.T, net, n int, gpuType string, gpuCount int) jumpSe
 	t.Helper()
 	requireTools(t)
 	key, pub := clientKey(t)
-	cfg := Config{PrivateKey: key, TempDir: shortTemp(t), SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond}
+	cfg := Config{PrivateKey: key, TempDir: shortTemp(t), SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond,
+		Playbooks: testsupport.PlaybooksWith(t, map[string]string{"jump-test.yml": jumpPlaybook})}
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +105,7 @@ func TestProvisionThroughJumpHost(t *testing.T) {
 		return cloudprovider.ProvisionRequest{
 			Instance: cloudprovider.Instance{ID: "n-1", Name: "verda-vm-train--ab12cd34-1", Cloud: "verda", GPUType: s.gpuType, GPUCount: s.gpuCount,
 				Status: cloudprovider.StatusRunning, SSH: s.endpoint(0, jumpKey)},
-			Pool:    inventory.Pool{Name: "verda-vm-pool", Cloud: "verda", Kind: inventory.KindVM},
+			Pool:    inventory.Pool{Name: "verda-vm-pool", Cloud: "verda", Kind: inventory.KindVM, Playbook: "jump-test.yml"},
 			GPUType: s.gpuType, GPUCount: s.gpuCount, HostKey: hostKey, Attempt: 1, Log: rec.log,
 		}
 	}

@@ -270,9 +270,8 @@ func (r *gpuClusterResource) Read(ctx context.Context, req resource.ReadRequest,
 	id := m.ID.ValueString()
 	if m.CloudClusterID.IsNull() {
 		// Import (ImportState put `<cloud>/<cluster id>` in id): everything the cloud and the nodes tell.
-		rec, err := r.data.cp.ImportCluster(ctx, id)
-		if err != nil {
-			resp.Diagnostics.AddError(fmt.Sprintf("importing GPU cluster (%s)", id), err.Error())
+		rec, ok := importedRecord(ctx, clusterImportID, id, r.data.cp.ImportCluster, &resp.Diagnostics)
+		if !ok {
 			return
 		}
 		r.setImported(ctx, &m, rec, &resp.Diagnostics)

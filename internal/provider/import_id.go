@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 
@@ -43,4 +44,15 @@ func (f cloudImportID) importState(ctx context.Context, req resource.ImportState
 		return
 	}
 	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+}
+
+// importedRecord is Read's half of an import: the record read (with read) for the ID importState put in
+// `id`; ok is false when it could not be read, with the diagnostic "importing <thing> (<id>)".
+func importedRecord[R any](ctx context.Context, f cloudImportID, id string, read func(context.Context, string) (R, error), diags *diag.Diagnostics) (R, bool) {
+	rec, err := read(ctx, id)
+	if err != nil {
+		diags.AddError(fmt.Sprintf("importing %s (%s)", f.thing, id), err.Error())
+		return rec, false
+	}
+	return rec, true
 }

@@ -199,9 +199,8 @@ func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, res
 	id := m.ID.ValueString()
 	if m.CloudVolumeID.IsNull() {
 		// Import (ImportState put `<cloud>/<cloud volume id>` in id): everything the cloud tells.
-		rec, err := r.data.cp.ImportVolume(ctx, id)
-		if err != nil {
-			resp.Diagnostics.AddError(fmt.Sprintf("importing volume (%s)", id), err.Error())
+		rec, ok := importedRecord(ctx, volumeImportID, id, r.data.cp.ImportVolume, &resp.Diagnostics)
+		if !ok {
 			return
 		}
 		m.SizeGB = types.Int64Null()

@@ -40,6 +40,8 @@ func TestRealOS_Images(t *testing.T) {
 			want := map[string]string{
 				". /etc/os-release && echo $ID $VERSION_ID": c.o.ID + " " + c.o.VersionID,
 				"systemctl is-system-running":               "running",
+				// Ansible's apt module's library, as the clouds' images have it (imagePackages).
+				"dpkg-query -W -f '${db:Status-Abbrev}' python3-apt": "ii",
 			}
 			if c.plain {
 				want["dpkg-query -W 'nvidia-*' 'libnvidia-*' 2>/dev/null | wc -l; command -v nvidia-smi || echo none"] = "0 none"

@@ -189,7 +189,7 @@ func imageKey(o OS, mirror string, plain bool) string {
 	h := sha256.New()
 	_, _ = fmt.Fprintf(h, "base %s\x00", baseKey(o, mirror))
 	if plain {
-		_, _ = fmt.Fprintf(h, "plain\x00script %s\x00", plainScript(o))
+		_, _ = fmt.Fprintf(h, "plain\x00script %s\x00", aptScript(o.PlainKernel))
 		return hex.EncodeToString(h.Sum(nil))
 	}
 	for _, p := range standinPackages(o) {
@@ -202,7 +202,7 @@ func imageKey(o OS, mirror string, plain bool) string {
 		}
 		_, _ = fmt.Fprintf(h, "enable %s\x00", strings.Join(p.Enable, ","))
 	}
-	_, _ = fmt.Fprintf(h, "script %s\x00", installScript)
+	_, _ = fmt.Fprintf(h, "apt %s\x00script %s\x00", aptScript(""), installScript)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -237,14 +237,17 @@ func EnsureImageOf(ctx context.Context, o OS, plain bool, logf func(format strin
 		if out, err := exec.CommandContext(ctx, "cp", "-a", "--reflink=auto", base, root).CombinedOutput(); err != nil {
 			return fmt.Errorf("realos: copying the base image: %v: %s", err, tail(out, 1000))
 		}
+		// apt reaches the archive through the apt proxy (which keeps the packages for the next build).
+		env, stop, err := aptProxyEnv(cache, o)
+		if err != nil {
+			return err
+		}
+		defer stop()
 		if plain {
-			// apt reaches the archive through the apt proxy (which keeps the packages for the next build).
-			env, stop, err := aptProxyEnv(cache, o)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			return inImage(ctx, root, plainScript(o), "installing the plain image's kernel", env...)
+			return inImage(ctx, root, aptScript(o.PlainKernel), "installing the plain image's packages and kernel", env...)
+		}
+		if err := inImage(ctx, root, aptScript(""), "installing the image's packages", env...); err != nil {
+			return err
 		}
 		return installStandins(ctx, o, root)
 	})
@@ -399,14 +402,23 @@ func inImage(ctx context.Context, root, script, what string, env ...string) erro
 	return nil
 }
 
-// plainScript runs inside a plain image (with the host's network): it installs the OS's kernel
-// package, as a cloud's image has one, and cleans apt's cache, as installScript does.
-func plainScript(o OS) string {
-	s := "set -eu\n"
-	if o.PlainKernel != "" {
-		s += "apt-get -q update >/dev/null\nDEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends " + o.PlainKernel + " >/dev/null\n"
+// imagePackages are what the clouds' images have beyond debootstrap's minimal base that the playbooks'
+// tools use: python3-apt, the library of Ansible's apt module (Debian's and Ubuntu's cloud images have
+// it, with unattended-upgrades). Where it is missing, the module installs it itself before its own
+// work, with an apt-get update of its own: about 4 CPU-s of every first run that no cloud's machine
+// spends.
+var imagePackages = []string{"python3-apt"}
+
+// aptScript runs inside a new image, apt reaching the archive through the apt proxy: it installs
+// imagePackages and kernel, the OS's kernel package, when given (a plain image: as a cloud's image has a
+// kernel), and cleans apt's cache, as installScript does. The package lists stay, as apt-get update
+// left them.
+func aptScript(kernel string) string {
+	pkgs := strings.Join(imagePackages, " ")
+	if kernel != "" {
+		pkgs += " " + kernel
 	}
-	return s + "apt-get clean\n"
+	return "set -eu\napt-get -q update >/dev/null\nDEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends " + pkgs + " >/dev/null\napt-get clean\n"
 }
 
 // standinBuildDir is where the stand-in packages' trees are written in the image (not /tmp:

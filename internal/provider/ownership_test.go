@@ -250,7 +250,7 @@ func TestAccGPUInstance_otherCloudDown(t *testing.T) {
 	s := newTestSandbox(t)
 	// Verda is configured but unreachable (nothing listens there); the resource only allows the sandbox.
 	down := `
-  offer_timeout = "3s"
+  offer_timeout = "1s"
   verda {
     client_id     = "id"
     client_secret = "secret"

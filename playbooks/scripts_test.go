@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,44 +211,4 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// TestReach: the cluster check's reach.py names, in the peers' order, the peers whose port did not
-// answer within the timeout, and none when every peer answered or there is none.
-func TestReach(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedPort := closed.Addr().(*net.TCPAddr).Port
-	if err := closed.Close(); err != nil {
-		t.Fatal(err)
-	}
-	up := map[string]any{"index": 2, "name": "n-2", "private_ip": "127.0.0.1", "ssh_port": l.Addr().(*net.TCPAddr).Port, "slots": 8}
-	down := map[string]any{"index": 3, "name": "n-3", "private_ip": "127.0.0.1", "ssh_port": closedPort, "slots": 8}
-	for _, tc := range []struct {
-		name  string
-		peers []map[string]any
-		want  string
-	}{
-		{"no peer", nil, `[]`},
-		{"every peer answers", []map[string]any{up}, `[]`},
-		{"a peer does not answer", []map[string]any{down, up}, fmt.Sprintf(`["127.0.0.1:%d (node 3)"]`, closedPort)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			peers, _ := json.Marshal(tc.peers)
-			if tc.peers == nil {
-				peers = []byte("[]")
-			}
-			out, err := python(t, "roles/cluster_check/files/reach.py", string(peers), "1")
-			if err != nil || out != tc.want {
-				t.Errorf("reach.py %s: %q (%v), want %q", peers, out, err, tc.want)
-			}
-		})
-	}
 }

@@ -171,17 +171,12 @@ func encodePlanned[T any](key string, q T) []byte {
 	return data
 }
 
-// savedPlanQuote finds the quote of key in the saved plan that the running `terraform apply <planfile>`
-// (args: its command line) applies. Terraform's apply-time re-plan of a create is not handed the
-// plan's private data, but the plan file carries it (hydra's quote, as plannedQuote JSON, base64 in the
-// framework's private-data JSON): so a saved plan applies as planned on any runner, with nothing of
-// the planning runner's disk. Found is false when no plan file is being applied or it has no quote of
-// key.
-func savedPlanQuote(args []string, key string) (quote, bool) {
-	return savedQuote[quote](args, planQuoteKey, key)
-}
-
-// savedQuote is savedPlanQuote for the quotes kept under the private data key privKey.
+// savedQuote finds the quote of key, kept under the private data key privKey, in the saved plan that
+// the running `terraform apply <planfile>` (args: its command line) applies. Terraform's apply-time
+// re-plan of a create is not handed the plan's private data, but the plan file carries it (hydra's
+// quote, as plannedQuote JSON, base64 in the framework's private-data JSON): so a saved plan applies as
+// planned on any runner, with nothing of the planning runner's disk. Found is false when no plan file
+// is being applied or it has no quote of key.
 func savedQuote[T any](args []string, privKey, key string) (T, bool) {
 	// A flag's value may stand apart from it (-lock-timeout 5m): every argument after apply is tried.
 	for _, file := range planFileArgs(args) {

@@ -97,9 +97,9 @@ func TestSavedPlanQuote(t *testing.T) {
 		{"not apply", []string{"terraform", "plan", file}, "k-mine", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, ok := savedPlanQuote(tc.args, tc.key)
+			q, ok := savedQuote[quote](tc.args, planQuoteKey, tc.key)
 			if ok != (tc.want != "") || q.OfferID != tc.want {
-				t.Errorf("savedPlanQuote = %q, %v; want %q", q.OfferID, ok, tc.want)
+				t.Errorf("savedQuote = %q, %v; want %q", q.OfferID, ok, tc.want)
 			}
 		})
 	}

@@ -19,9 +19,10 @@ import (
 )
 
 // matrixDistributions are the distributions whose ansible-core TestAnsibleCoreMatrix runs (the
-// names tools/ansible-core.sh knows); HYDRA_ANSIBLE_MATRIX replaces them (space-separated; an entry
-// may also be "<archive URL>,<suite>,<component>,<arch>" for any other release).
-var matrixDistributions = []string{"debian-12", "ubuntu-24.04", "debian-13", "ubuntu-25.10", "ubuntu-26.04"}
+// names tools/ansible-core.sh knows): Debian's and Ubuntu's supported releases. HYDRA_ANSIBLE_MATRIX
+// replaces them (space-separated; an entry may also be "<archive URL>,<suite>,<component>,<arch>" for
+// any other release, such as an Ubuntu interim release past its end of life).
+var matrixDistributions = []string{"debian-12", "ubuntu-24.04", "debian-13", "ubuntu-26.04"}
 
 // fetchAnsibleCore runs tools/ansible-core.sh for one distribution: the .deb from its archive, checked
 // and unpacked once into the cache. It returns ansible-core's version and its ansible-playbook.

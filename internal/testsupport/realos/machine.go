@@ -298,7 +298,7 @@ func (m *Machine) supervise(cmd *exec.Cmd) {
 				m.mu.Unlock()
 				m.logf("real-OS machine %s rebooted (systemd-nspawn started again)", m.Name)
 				go func() {
-					if err := m.listenProxy(5 * time.Minute); err != nil {
+					if err := m.listenProxy(5 * time.Minute); err != nil && !m.isStopping() {
 						m.logf("real-OS machine %s: no apt proxy after its reboot: %v", m.Name, err)
 					}
 				}()
@@ -322,6 +322,13 @@ func (m *Machine) pid() int {
 	return m.cmd.Process.Pid
 }
 
+// isStopping says whether Stop has begun.
+func (m *Machine) isStopping() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stopping
+}
+
 // Reboots is how many times the machine rebooted.
 func (m *Machine) Reboots() int {
 	m.mu.Lock()
@@ -342,8 +349,12 @@ func (m *Machine) listenProxy(wait time.Duration) error {
 		})
 		if err == nil {
 			m.mu.Lock()
+			defer m.mu.Unlock()
+			if m.stopping { // Stop closed the others already
+				_ = l.Close()
+				return fmt.Errorf("realos: the machine %s is being stopped", m.Name)
+			}
 			m.proxyLs = append(m.proxyLs, l)
-			m.mu.Unlock()
 			m.proxy.serve(l)
 			return nil
 		}
@@ -434,9 +445,11 @@ func (m *Machine) Stop() error {
 		if m.fwd != nil {
 			_ = m.fwd.Close()
 		}
+		m.mu.Lock()
+		m.stopping = true // before closeProxy: no listener of the apt proxy is added after it
+		m.mu.Unlock()
 		m.closeProxy()
 		m.mu.Lock()
-		m.stopping = true
 		pid := 0
 		if m.cmd != nil && m.cmd.Process != nil {
 			pid = m.cmd.Process.Pid

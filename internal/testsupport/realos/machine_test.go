@@ -19,17 +19,23 @@ import (
 
 func requireRealOS(t *testing.T) Image {
 	t.Helper()
+	requireTools(t)
+	img, err := EnsureImage(context.Background(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// requireTools skips the test (fails it with HYDRA_REALOS_REQUIRED=1) where real-OS machines cannot run.
+func requireTools(t *testing.T) {
+	t.Helper()
 	if err := Available(); err != nil {
 		if os.Getenv("HYDRA_REALOS_REQUIRED") == "1" {
 			t.Fatalf("the real-OS test cannot run here, and HYDRA_REALOS_REQUIRED=1: %v", err)
 		}
 		t.Skipf("no real-OS machine here: %v", err)
 	}
-	img, err := EnsureImage(context.Background(), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
 }
 
 func testKey(t *testing.T) ([]byte, string) {
@@ -257,6 +263,51 @@ func TestRealOS_Reboot(t *testing.T) {
 	}
 	if f := strings.Fields(after); len(f) != 3 || f[1] != "kept" || f[2] != "proxy" || m.Reboots() != 1 {
 		t.Errorf("after the reboot: %q, %d reboot(s); want a new boot id, the disk kept, the apt proxy, one reboot (last try: %s)", after, m.Reboots(), last)
+	}
+}
+
+// TestRealOS_ContainerNetns: a container's network namespace is named only once its init, the child
+// of systemd-nspawn (here of unshare, which forks the same way), is in a network of its own: never
+// while it is in a new PID namespace but still the host's network, as systemd-nspawn's init is until
+// it unshares its own (an apt proxy listening "in the machine" then listened on the host: after a
+// reboot, the machine's apt was refused).
+func TestRealOS_ContainerNetns(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		ownNet bool
+	}{
+		{"new PID namespace, the host's network", []string{"--pid", "--fork", "--kill-child"}, false},
+		// unshare --net enters the new network itself: the child unshares its own, as nspawn's init does.
+		{"new PID and network namespaces", []string{"--pid", "--fork", "--kill-child", "unshare", "--net"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command("unshare", append(tc.args, "sleep", "600")...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }() // --kill-child: its child goes with it
+			init := 0
+			for deadline := time.Now().Add(30 * time.Second); init == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				// Once it runs sleep, the child is in the namespaces it will have.
+				if c := containerInit(cmd.Process.Pid); c > 0 && cmdlineHas(c, "\x00600") && !cmdlineHas(c, "unshare") {
+					init = c
+				}
+			}
+			if init == 0 {
+				t.Fatal("unshare's child did not start")
+			}
+			want := ""
+			if tc.ownNet {
+				want = fmt.Sprintf("/proc/%d/ns/net", init)
+			}
+			if got := containerNetns(cmd.Process.Pid); got != want {
+				t.Errorf("containerNetns = %q, want %q", got, want)
+			}
+		})
 	}
 }
 

@@ -63,31 +63,46 @@ func closeWrite(c net.Conn) {
 	}
 }
 
-// netns is the path of the container's network namespace: its init's, the child of systemd-nspawn
-// that runs in a PID namespace of its own (systemd-nspawn's first child only prepares it), waiting up
-// to 30 s for it.
+// netns is the path of the container's network namespace (containerNetns), waiting up to 30 s for it.
 func (m *Machine) netns() (string, error) {
-	self, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
-		return "", err
-	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	timeout := time.After(30 * time.Second)
 	for {
-		if init := containerInit(m.pid()); init > 0 {
-			if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", init)); err == nil && ns != self {
-				return fmt.Sprintf("/proc/%d/ns/net", init), nil
-			}
+		if ns := containerNetns(m.pid()); ns != "" {
+			return ns, nil
 		}
 		select {
 		case <-m.exited:
 			return "", fmt.Errorf("realos: the container %s exited", m.Name)
 		case <-timeout:
-			return "", fmt.Errorf("realos: the container %s has no init process", m.Name)
+			return "", fmt.Errorf("realos: the container %s has no init process in a network of its own", m.Name)
 		case <-tick.C:
 		}
 	}
+}
+
+// containerNetns is the path of the network namespace of the container of systemd-nspawn (pid
+// nspawn), "" until its init, nspawn's child, has PID and network namespaces other than nspawn's.
+// nspawn's first child only prepares the container; the init it clones starts in a new PID namespace
+// but in nspawn's (the host's) network, and unshares its own only later (systemd 252: after its
+// mounts; milliseconds, longer on a loaded host): a socket made in that window would be the host's.
+// An init only ever leaves nspawn's namespaces, so the path keeps naming the container's.
+func containerNetns(nspawn int) string {
+	init := containerInit(nspawn)
+	if init <= 0 {
+		return ""
+	}
+	for _, kind := range []string{"pid", "net"} {
+		outer, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", nspawn, kind))
+		if err != nil {
+			return ""
+		}
+		if inner, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", init, kind)); err != nil || inner == outer {
+			return ""
+		}
+	}
+	return fmt.Sprintf("/proc/%d/ns/net", init)
 }
 
 // DialContext connects to addr inside the machine's network namespace (its own loopback, say): the

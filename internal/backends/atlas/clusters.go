@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/atlas/atlasapi"
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/backendkit"
 	"github.com/hydragpu/terraform-provider-hydra/internal/backends/restclient"
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
@@ -178,17 +179,9 @@ func (b *Backend) GetCluster(ctx context.Context, id string) (cloudprovider.Clus
 
 // ListClusters returns the live clusters whose name starts with prefix.
 func (b *Backend) ListClusters(ctx context.Context, prefix string) ([]cloudprovider.Cluster, error) {
-	all, err := b.client.Clusters(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	var out []cloudprovider.Cluster
-	for _, cl := range all {
-		if c := b.toCluster(cl); strings.HasPrefix(c.Name, prefix) && c.Status != cloudprovider.StatusTerminated {
-			out = append(out, c)
-		}
-	}
-	return out, nil
+	// The server filters too; check again rather than trust it.
+	read := func(ctx context.Context) ([]atlasapi.Cluster, error) { return b.client.Clusters(ctx, prefix) }
+	return backendkit.ListClusters(ctx, prefix, read, func(cl atlasapi.Cluster) string { return cl.Name }, b.toCluster)
 }
 
 // DeleteCluster starts terminating the cluster; one that is terminated or unknown (404) is success.

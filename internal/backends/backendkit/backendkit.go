@@ -1,5 +1,5 @@
 // Package backendkit holds what every backend's code shares beyond HTTP (internal/backends/restclient):
-// the checks of a backend's New, List's filtering of a cloud's instances, the order offers are answered
+// the checks of a backend's New, List's and ListClusters' filtering of a cloud's instances and clusters, the order offers are answered
 // in, region filters, filling hardware facts a cloud leaves out, and listing and checking volumes.
 package backendkit
 
@@ -20,13 +20,19 @@ import (
 // name starts with prefix, mapped onto hydra's by convert, without the terminated ones (nil when none
 // is left).
 func Live[T any](all []T, prefix string, name func(T) string, convert func(T) cloudprovider.Instance) []cloudprovider.Instance {
-	var out []cloudprovider.Instance
+	return live(all, prefix, name, convert, func(i cloudprovider.Instance) cloudprovider.Status { return i.Status })
+}
+
+// live keeps the items of all whose name starts with prefix, converted, without those whose status
+// is terminated (nil when none is left).
+func live[T, O any](all []T, prefix string, name func(T) string, convert func(T) O, status func(O) cloudprovider.Status) []O {
+	var out []O
 	for _, in := range all {
 		if !strings.HasPrefix(name(in), prefix) {
 			continue
 		}
-		if inst := convert(in); inst.Status != cloudprovider.StatusTerminated {
-			out = append(out, inst)
+		if o := convert(in); status(o) != cloudprovider.StatusTerminated {
+			out = append(out, o)
 		}
 	}
 	return out
@@ -53,6 +59,17 @@ func List[T any](ctx context.Context, prefix string, read func(context.Context) 
 		return nil, err
 	}
 	return Live(all, prefix, name, convert), nil
+}
+
+// ListClusters is List for clusters: the body of ListClusters for clouds that answer every cluster at
+// once, without the terminated ones.
+func ListClusters[T any](ctx context.Context, prefix string, read func(context.Context) ([]T, error), name func(T) string,
+	convert func(T) cloudprovider.Cluster) ([]cloudprovider.Cluster, error) {
+	all, err := read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return live(all, prefix, name, convert, func(c cloudprovider.Cluster) cloudprovider.Status { return c.Status }), nil
 }
 
 // SortOffers puts offers in the order backends answer them: by region, then instance type, on-demand

@@ -36,3 +36,28 @@ func TestGetAndList(t *testing.T) {
 		t.Fatalf("List with a failing read = %+v, %v; want nil and the read error", got, err)
 	}
 }
+
+func TestListClusters(t *testing.T) {
+	boom := cloudprovider.NewError(cloudprovider.ErrOther, "cloud", "listing clusters", errors.New("503"))
+	all := func(context.Context) ([]string, error) {
+		return []string{"train-a", "infer-b", "train-gone", "train-c"}, nil
+	}
+	self := func(n string) string { return n }
+	convert := func(n string) cloudprovider.Cluster {
+		c := cloudprovider.Cluster{Name: n, Status: cloudprovider.StatusRunning}
+		if n == "train-gone" {
+			c.Status = cloudprovider.StatusTerminated
+		}
+		return c
+	}
+	if got, err := ListClusters(t.Context(), "train-", all, self, convert); err != nil || len(got) != 2 || got[0].Name != "train-a" || got[1].Name != "train-c" {
+		t.Fatalf("ListClusters(train-) = %+v, %v; want train-a and train-c, not the terminated one", got, err)
+	}
+	if got, err := ListClusters(t.Context(), "none-", all, self, convert); err != nil || got != nil {
+		t.Fatalf("ListClusters(none-) = %+v, %v; want nil", got, err)
+	}
+	fail := func(context.Context) ([]string, error) { return nil, boom }
+	if got, err := ListClusters(t.Context(), "train-", fail, self, convert); !errors.Is(err, boom) || got != nil {
+		t.Fatalf("ListClusters with a failing read = %+v, %v; want nil and the read error", got, err)
+	}
+}

@@ -308,20 +308,7 @@ func (b *Backend) GetCluster(ctx context.Context, id string) (cloudprovider.Clus
 
 // ListClusters returns the live clusters whose hostname starts with prefix.
 func (b *Backend) ListClusters(ctx context.Context, prefix string) ([]cloudprovider.Cluster, error) {
-	all, err := b.client.Clusters(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []cloudprovider.Cluster
-	for _, vc := range all {
-		if !strings.HasPrefix(vc.Hostname, prefix) {
-			continue
-		}
-		if c := b.toCluster(vc); c.Status != cloudprovider.StatusTerminated {
-			out = append(out, c)
-		}
-	}
-	return out, nil
+	return backendkit.ListClusters(ctx, prefix, b.client.Clusters, func(vc VerdaCluster) string { return vc.Hostname }, b.toCluster)
 }
 
 // DeleteCluster discontinues a cluster and deletes the shared volume CreateCluster made for it

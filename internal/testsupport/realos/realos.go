@@ -31,8 +31,8 @@
 // under their URL (packages, indexes named by their hash) in CacheDir()/apt for later machines; apt
 // checks them against the signed InRelease as always. Boot returns when sshd answers and, with
 // systemd, when `systemctl is-system-running --wait` says the boot finished: signals, not sleeps. Stop
-// powers the container off (SIGTERM to systemd-nspawn, which asks systemd for an orderly shutdown),
-// kills whatever is left, unmounts and removes the run directory. Each run directory
+// ends the container at once (SIGTERM to systemd-nspawn, which kills its init: the disk is discarded,
+// so there is no orderly shutdown), kills whatever is left, unmounts and removes the run directory. Each run directory
 // (CacheDir()/machines/m-XXXX) has a lock its process holds from Boot to Stop: a Boot sweeps the run
 // directories no process holds (their test was killed), never another machine's. Each machine runs in
 // cgroups of its own (see makeCgroups), so that no two containers' systemd share a cgroup tree.

@@ -893,3 +893,148 @@ func mediaType(ct string) string {
 	mt, _, _ := strings.Cut(ct, ";")
 	return strings.ToLower(strings.TrimSpace(mt))
 }
+
+// keysOf returns the sorted keys of a JSON object.
+func keysOf(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(m))
+}
+
+// TestEmulatorAnswersInRecordedShapes compares the emulator's answers with the recorded real ones: every
+// key a recorded server object has (apart from one-time passwords) is present, wrappers match, and
+// numbers that UpCloud sends as strings are strings.
+func TestEmulatorAnswersInRecordedShapes(t *testing.T) {
+	clock := newFakeClock()
+	_, base := startEmulator(t, emu.Options{Options: simulation.Options{Now: clock.Now, BootDuration: time.Second}, StopDuration: time.Second})
+	c := newTestClient(t, fastClientConfig(base))
+	ctx := context.Background()
+	raw := func(method, path string, body any) json.RawMessage {
+		t.Helper()
+		resp, err := c.REST().Do(ctx, restclient.Request{Method: method, Path: path, Body: body})
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return resp.Body
+	}
+	inner := func(raw json.RawMessage, key string) json.RawMessage {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m[key]
+	}
+	missing := func(what string, recorded, got []string, ignore ...string) {
+		have := map[string]bool{}
+		for _, k := range got {
+			have[k] = true
+		}
+		for _, ig := range ignore {
+			have[ig] = true
+		}
+		for _, k := range recorded {
+			if !have[k] {
+				t.Errorf("%s: the emulator lacks recorded key %q", what, k)
+			}
+		}
+	}
+	passwords := []string{"password", "remote_access_password"}
+
+	createRec := loadRecording(t, "server.create-2025.202.json")
+	createBody := map[string]any{"server": testCreateBody("upcloud-vm-shape", "GPU-8xCPU-64GB-1xL40S", "fi-hel2")}
+	resp, err := c.REST().Do(ctx, restclient.Request{Method: "POST", Path: "/server", Body: createBody})
+	if err != nil || resp.Status != 202 {
+		t.Fatalf("create: %v", err)
+	}
+	created := inner(resp.Body, "server")
+	missing("create", keysOf(t, inner(createRec.Response.Body, "server")), keysOf(t, created), passwords...)
+	var cs map[string]any
+	_ = json.Unmarshal(created, &cs)
+	for _, k := range []string{"core_number", "memory_amount", "progress", "plan_ipv4_bytes"} {
+		if _, ok := cs[k].(string); !ok {
+			t.Errorf("create: %s is %T, want a string", k, cs[k])
+		}
+	}
+	if cs["metadata"] != "yes" || cs["state"] != "maintenance" {
+		t.Errorf("create: metadata %v state %v", cs["metadata"], cs["state"])
+	}
+	uuid := cs["uuid"].(string)
+
+	clock.Advance(2 * time.Second)
+	getRec := loadRecording(t, "server.get.200.json")
+	missing("get", keysOf(t, inner(getRec.Response.Body, "server")), keysOf(t, inner(raw("GET", "/server/"+uuid, nil), "server")), passwords...)
+
+	stopRec := loadRecording(t, "server.stop-2025.200.json")
+	stopBody := stopRec.Request.Body // the recorded request, timeout as a string
+	stopped := inner(raw("POST", "/server/"+uuid+"/stop", stopBody), "server")
+	missing("stop", keysOf(t, inner(stopRec.Response.Body, "server")), keysOf(t, stopped), passwords...)
+
+	// The recorded modify request, as sent: 202 with the server's details and its labels replaced.
+	modRec := loadRecording(t, "server.modify.202.json")
+	modResp, err := c.REST().Do(ctx, restclient.Request{Method: "PUT", Path: "/server/" + uuid, Body: modRec.Request.Body})
+	if err != nil || modResp.Status != modRec.Response.Status {
+		t.Fatalf("modify: %+v %v", modResp, err)
+	}
+	modified := inner(modResp.Body, "server")
+	missing("modify", keysOf(t, inner(modRec.Response.Body, "server")), keysOf(t, modified), passwords...)
+	var recMod, gotMod ServerDetails
+	_ = json.Unmarshal(modRec.Response.Body, &recMod)
+	_ = json.Unmarshal(modResp.Body, &gotMod)
+	if gotMod.Server.Title != recMod.Server.Title || len(gotMod.Server.Labels) != len(recMod.Server.Labels) {
+		t.Errorf("modify answered title %q labels %+v, want %q %+v", gotMod.Server.Title, gotMod.Server.Labels, recMod.Server.Title, recMod.Server.Labels)
+	}
+	for i, l := range recMod.Server.Labels {
+		if i < len(gotMod.Server.Labels) && gotMod.Server.Labels[i] != l {
+			t.Errorf("label %d: %+v, want %+v", i, gotMod.Server.Labels[i], l)
+		}
+	}
+
+	listRec := loadRecording(t, "server.list-label-filter.200.json")
+	var recList, gotList struct {
+		Servers struct {
+			Server []json.RawMessage `json:"server"`
+		} `json:"servers"`
+	}
+	_ = json.Unmarshal(listRec.Response.Body, &recList)
+	_ = json.Unmarshal(raw("GET", "/server", nil), &gotList)
+	if len(gotList.Servers.Server) != 1 {
+		t.Fatalf("list wrapper: %+v", gotList)
+	}
+	missing("list", keysOf(t, recList.Servers.Server[0]), keysOf(t, gotList.Servers.Server[0]))
+
+	gpuRec := loadRecording(t, "handwritten.plan.list-with-gpu.json")
+	var recPlans struct {
+		Plans struct {
+			Plan []json.RawMessage `json:"plan"`
+		} `json:"plans"`
+	}
+	_ = json.Unmarshal(gpuRec.Response.Body, &recPlans)
+	var emuPlans struct {
+		Plans struct {
+			Plan []json.RawMessage `json:"plan"`
+		} `json:"plans"`
+	}
+	_ = json.Unmarshal(raw("GET", "/plan", nil), &emuPlans)
+	for _, p := range emuPlans.Plans.Plan {
+		if strings.Contains(string(p), "GPU-8xCPU-64GB-1xL40S") {
+			missing("gpu plan", keysOf(t, recPlans.Plans.Plan[2]), keysOf(t, p))
+		}
+	}
+
+	// Error shape and the 204 delete.
+	clock.Advance(2 * time.Second)
+	_, err = c.REST().Do(ctx, restclient.Request{Method: "GET", Path: "/server/00000000-0000-4000-a000-000000000000"})
+	var h *restclient.HTTPError
+	if !errors.As(err, &h) {
+		t.Fatalf("want an HTTP error, got %v", err)
+	}
+	errRec := loadRecording(t, "error.storage-not-found.404.json")
+	missing("error", keysOf(t, inner(errRec.Response.Body, "error")), keysOf(t, inner(json.RawMessage(h.Body), "error")))
+	delResp, err := c.REST().Do(ctx, restclient.Request{Method: "DELETE", Path: "/server/" + uuid + "/", Query: map[string][]string{"storages": {"1"}}})
+	if err != nil || delResp.Status != 204 || len(delResp.Body) != 0 {
+		t.Fatalf("delete: %+v %v", delResp, err)
+	}
+}

@@ -303,7 +303,10 @@ func (m *Machine) supervise(cmd *exec.Cmd) {
 				m.mu.Unlock()
 				m.logf("real-OS machine %s rebooted (systemd-nspawn started again)", m.Name)
 				go func() {
-					if err := m.listenProxy(5 * time.Minute); err != nil && !m.isStopping() {
+					switch err := m.listenProxy(5 * time.Minute); {
+					case err == nil:
+						m.logf("real-OS machine %s: its apt proxy listens on its loopback again", m.Name)
+					case !m.isStopping():
 						m.logf("real-OS machine %s: no apt proxy after its reboot: %v", m.Name, err)
 					}
 				}()

@@ -434,8 +434,8 @@ func TestGPUClusterImportID(t *testing.T) {
 	})
 }
 
-// provisionedCluster is a 2-node cluster with provisioning on (playbookDir, "" = the embedded
-// playbooks) and the NCCL check's floor.
+// provisionedCluster is a 2-node cluster with provisioning on (playbooks from playbookDir) and the
+// NCCL check's floor.
 func provisionedCluster(s *testSandbox, playbookDir string, floor float64, extra string) string {
 	return s.provisionedConfig(playbookDir) + clusterConfig("prov", "h100", 1, 2,
 		fmt.Sprintf("  nccl_check = { min_bus_bandwidth_gbps = %g }\n%s", floor, extra))
@@ -447,10 +447,13 @@ func provisionedCluster(s *testSandbox, playbookDir string, floor float64, extra
 // way); a reachable one makes it ready with every node healthy. A node found unhealthy later is named
 // and changes nothing, until replace_when_unhealthy makes the plan replace the whole cluster (planned
 // only: applying that replacement would build a third cluster to prove what the tainted one's
-// replacement proved).
+// replacement proved). The replacement's nodes run bare-vm.yml's health checks and marker without the
+// driver layer and monitoring (slimPlaybooks), as TestAccGPUInstance_health's machine: the whole
+// playbook's run is TestAccGPUInstance_provisioned's, and nothing in it differs for a cluster's node.
 func TestAccGPUCluster_provisioned(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
+	nodes := slimPlaybooks(t, "hydra_vars", "preflight", "marker", "gpu_check", "health")
 	healthy := []statecheck.StateCheck{
 		clusterState("status", "ready"),
 		clusterState("nccl_bus_bandwidth_gbps", knownvalue.NotNull()),
@@ -463,7 +466,7 @@ func TestAccGPUCluster_provisioned(t *testing.T) {
 		Config:      provisionedCluster(s, smallMachinePlaybooks(t), 100000, ""),
 		ExpectError: errorPattern("creating GPU cluster (prov)", "bus bandwidth"),
 	}, {
-		Config:            provisionedCluster(s, "", 1, ""),
+		Config:            provisionedCluster(s, nodes, 1, ""),
 		ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate)),
 		ConfigStateChecks: healthy,
 		Check:             s.checkLive(2),
@@ -474,13 +477,13 @@ func TestAccGPUCluster_provisioned(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		Config:           provisionedCluster(s, "", 1, ""),
+		Config:           provisionedCluster(s, nodes, 1, ""),
 		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("unhealthy")),
 		},
 	},
-		plannedOnly(nil, provisionedCluster(s, "", 1, "  replace_when_unhealthy = true"), clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
+		plannedOnly(nil, provisionedCluster(s, nodes, 1, "  replace_when_unhealthy = true"), clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
 	})
 }
 

@@ -25,7 +25,7 @@ func healthConfig(s *testSandbox, playbookDir, extra string) string {
 // would provision a second machine). A machine whose health cannot be read (sshd down, or its
 // provisioning record gone) is "unknown", never "unhealthy": even with replace_when_unhealthy, nothing
 // is replaced. The machine runs bare-vm.yml's health checks and marker without the driver layer and
-// monitoring (slimPlaybooks); TestAccGPUCluster_provisioned reads the health of nodes the whole
+// monitoring (slimPlaybooks); TestAccGPUInstance_provisioned reads the health of a machine the whole
 // playbook provisioned.
 func TestAccGPUInstance_health(t *testing.T) {
 	requireProvisioningTools(t)

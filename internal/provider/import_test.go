@@ -20,8 +20,7 @@ func importInto(t *testing.T, s *testSandbox, playbookDir, name, cloudName strin
 
 // markerRoles are the roles of bare-vm.yml the import tests' machines run (slimPlaybooks): its variables,
 // the preflight, and the marker that records the provisioning's digest on the machine, which is what
-// an import reads. The whole playbook's runs are TestAccGPUInstance_provisioned's and
-// TestAccGPUCluster_provisioned's.
+// an import reads. The whole playbook's run is TestAccGPUInstance_provisioned's.
 var markerRoles = []string{"hydra_vars", "preflight", "marker"}
 
 func TestAccGPUInstance_importProvisioned(t *testing.T) {

@@ -155,6 +155,12 @@ func DefaultCatalog() []Item {
 			GPUCount: count, GPUMemory: mem, Security: "secure_cloud", Price: price, DiskGB: 120, DiskPricePerUnit: 0.00014,
 			VCPUs: 16 * count, MemoryGB: 125 * count, Capacity: capacity}
 	}
+	// dc is a resold Verda (datacrunch) offer in Finland, its boot disk included.
+	dc := func(cloudID, gpu, socket string, count, mem int, dataCenter string, price float64, diskGB, vcpus, memGB, capacity int) Item {
+		return Item{CloudID: cloudID, GPUType: gpu, Socket: socket, Provider: "datacrunch", DataCenter: dataCenter, Region: "eu_north", Country: "FI",
+			GPUCount: count, GPUMemory: mem, Security: "secure_cloud", Price: price, DiskGB: diskGB, DiskPricePerUnit: 0.0001, DiskIncluded: true,
+			VCPUs: vcpus, MemoryGB: memGB, Capacity: capacity}
+	}
 	return []Item{
 		rp("NVIDIA H100 80GB HBM3", "H100_80GB", "SXM5", 1, 80, "CA-MTL-1", "canada", "CA", 2.6899999999999999, 4),
 		rp("NVIDIA H100 PCIe", "H100_80GB", "PCIe", 1, 80, "CA-MTL-3", "canada", "CA", 2.39, 3),
@@ -170,18 +176,10 @@ func DefaultCatalog() []Item {
 		{CloudID: "n3-H100x1", GPUType: "H100_80GB", Socket: "PCIe", Provider: "hyperstack", DataCenter: "NORWAY-1", Region: "eu_north", Country: "NO",
 			GPUCount: 1, GPUMemory: 80, Security: "secure_cloud", Price: 1.9, DiskGB: 750, DiskPricePerUnit: 0.000097, DiskIncluded: true,
 			VCPUs: 28, MemoryGB: 180, Capacity: 5},
-		{CloudID: "1H100.80S.30V", GPUType: "H100_80GB", Socket: "SXM5", Provider: "datacrunch", DataCenter: "FIN-01", Region: "eu_north", Country: "FI",
-			GPUCount: 1, GPUMemory: 80, Security: "secure_cloud", Price: 2.29, DiskGB: 100, DiskPricePerUnit: 0.0001, DiskIncluded: true,
-			VCPUs: 30, MemoryGB: 120, Capacity: 3},
-		{CloudID: "8H100.80S.176V", GPUType: "H100_80GB", Socket: "SXM5", Provider: "datacrunch", DataCenter: "FIN-01", Region: "eu_north", Country: "FI",
-			GPUCount: 8, GPUMemory: 80, Security: "secure_cloud", Price: 18.32, DiskGB: 800, DiskPricePerUnit: 0.0001, DiskIncluded: true,
-			VCPUs: 176, MemoryGB: 1480, Capacity: 1},
-		{CloudID: "1B200.30V", GPUType: "B200_180GB", Socket: "SXM6", Provider: "datacrunch", DataCenter: "FIN-03", Region: "eu_north", Country: "FI",
-			GPUCount: 1, GPUMemory: 180, Security: "secure_cloud", Price: 4.49, DiskGB: 100, DiskPricePerUnit: 0.0001, DiskIncluded: true,
-			VCPUs: 30, MemoryGB: 184, Capacity: 2},
-		{CloudID: "1H200.141S.44V", GPUType: "H200_141GB", Socket: "SXM5", Provider: "datacrunch", DataCenter: "FIN-01", Region: "eu_north", Country: "FI",
-			GPUCount: 1, GPUMemory: 141, Security: "secure_cloud", Price: 3.59, DiskGB: 100, DiskPricePerUnit: 0.0001, DiskIncluded: true,
-			VCPUs: 44, MemoryGB: 185, Capacity: 2},
+		dc("1H100.80S.30V", "H100_80GB", "SXM5", 1, 80, "FIN-01", 2.29, 100, 30, 120, 3),
+		dc("8H100.80S.176V", "H100_80GB", "SXM5", 8, 80, "FIN-01", 18.32, 800, 176, 1480, 1),
+		dc("1B200.30V", "B200_180GB", "SXM6", 1, 180, "FIN-03", 4.49, 100, 30, 184, 2),
+		dc("1H200.141S.44V", "H200_141GB", "SXM5", 1, 141, "FIN-01", 3.59, 100, 44, 185, 2),
 		{CloudID: "GPU-8xCPU-64GB-1xL40S", GPUType: "L40S_48GB", Socket: "PCIe", Provider: "upcloud", DataCenter: "fi-hel2", Region: "eu_north", Country: "FI",
 			GPUCount: 1, GPUMemory: 48, Security: "secure_cloud", Price: 1.39, DiskGB: 100, DiskPricePerUnit: 0.00012, DiskIncluded: false,
 			VCPUs: 8, MemoryGB: 64, Capacity: 4},

@@ -1,6 +1,10 @@
 package lambda
 
-import "github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda/lambdaapi"
+import (
+	"fmt"
+
+	"github.com/hydragpu/terraform-provider-hydra/internal/backends/lambda/lambdaapi"
+)
 
 // CatalogEntry is one instance type the emulated Lambda offers, with its capacity per region.
 type CatalogEntry struct {
@@ -42,33 +46,20 @@ func DefaultRegions() []Region {
 // 40 GB, which hydra does not rent; gpu_1x_gh200 and gpu_1x_a10 are GPUs hydra does not know; the 8x B200
 // has no capacity anywhere.
 func DefaultCatalog() []CatalogEntry {
+	// entry is one type of gpus GPUs described by gpu, which Lambda's description names as "<gpus>x <gpu>".
+	entry := func(name, gpu string, gpus int, cents int64, vcpus, memGiB, storageGiB int, capacity map[string]int) CatalogEntry {
+		return CatalogEntry{Name: name, Description: fmt.Sprintf("%dx %s", gpus, gpu), GPUDescription: gpu, PriceCentsPerHour: cents,
+			VCPUs: vcpus, MemoryGiB: memGiB, StorageGiB: storageGiB, GPUs: gpus, Capacity: capacity}
+	}
 	return []CatalogEntry{
-		{Name: "gpu_1x_h100_pcie", Description: "1x H100 (80 GB PCIe)", GPUDescription: "H100 (80 GB PCIe)",
-			PriceCentsPerHour: 249, VCPUs: 26, MemoryGiB: 200, StorageGiB: 1024, GPUs: 1,
-			Capacity: map[string]int{"us-midwest-1": 2, "us-west-1": 1}},
-		{Name: "gpu_1x_h100_sxm5", Description: "1x H100 (80 GB SXM5)", GPUDescription: "H100 (80 GB SXM5)",
-			PriceCentsPerHour: 329, VCPUs: 26, MemoryGiB: 225, StorageGiB: 2816, GPUs: 1,
-			Capacity: map[string]int{"us-east-1": 2, "us-south-1": 1}},
-		{Name: "gpu_8x_h100_sxm5", Description: "8x H100 (80 GB SXM5)", GPUDescription: "H100 (80 GB SXM5)",
-			PriceCentsPerHour: 2392, VCPUs: 208, MemoryGiB: 1800, StorageGiB: 22528, GPUs: 8,
-			Capacity: map[string]int{"us-south-1": 1}},
-		{Name: "gpu_1x_a100_sxm4", Description: "1x A100 (40 GB SXM4)", GPUDescription: "A100 (40 GB SXM4)",
-			PriceCentsPerHour: 129, VCPUs: 30, MemoryGiB: 200, StorageGiB: 512, GPUs: 1,
-			Capacity: map[string]int{"us-east-1": 3, "europe-central-1": 1}},
-		{Name: "gpu_8x_a100_80gb_sxm4", Description: "8x A100 (80 GB SXM4)", GPUDescription: "A100 (80 GB SXM4)",
-			PriceCentsPerHour: 1432, VCPUs: 240, MemoryGiB: 1800, StorageGiB: 19456, GPUs: 8,
-			Capacity: map[string]int{"us-east-1": 1, "us-midwest-1": 1}},
-		{Name: "gpu_1x_gh200", Description: "1x GH200 (96 GB)", GPUDescription: "GH200 (96 GB)",
-			PriceCentsPerHour: 149, VCPUs: 64, MemoryGiB: 432, StorageGiB: 4096, GPUs: 1,
-			Capacity: map[string]int{"us-east-1": 2}},
-		{Name: "gpu_1x_b200_sxm6", Description: "1x B200 (180 GB SXM6)", GPUDescription: "B200 (180 GB SXM6)",
-			PriceCentsPerHour: 699, VCPUs: 26, MemoryGiB: 360, StorageGiB: 2867, GPUs: 1,
-			Capacity: map[string]int{"us-south-1": 1}},
-		{Name: "gpu_8x_b200_sxm6", Description: "8x B200 (180 GB SXM6)", GPUDescription: "B200 (180 GB SXM6)",
-			PriceCentsPerHour: 5352, VCPUs: 208, MemoryGiB: 2900, StorageGiB: 22528, GPUs: 8,
-			Capacity: map[string]int{}},
-		{Name: "gpu_1x_a10", Description: "1x A10 (24 GB PCIe)", GPUDescription: "A10 (24 GB PCIe)",
-			PriceCentsPerHour: 75, VCPUs: 30, MemoryGiB: 200, StorageGiB: 1400, GPUs: 1,
-			Capacity: map[string]int{"us-west-1": 5}},
+		entry("gpu_1x_h100_pcie", "H100 (80 GB PCIe)", 1, 249, 26, 200, 1024, map[string]int{"us-midwest-1": 2, "us-west-1": 1}),
+		entry("gpu_1x_h100_sxm5", "H100 (80 GB SXM5)", 1, 329, 26, 225, 2816, map[string]int{"us-east-1": 2, "us-south-1": 1}),
+		entry("gpu_8x_h100_sxm5", "H100 (80 GB SXM5)", 8, 2392, 208, 1800, 22528, map[string]int{"us-south-1": 1}),
+		entry("gpu_1x_a100_sxm4", "A100 (40 GB SXM4)", 1, 129, 30, 200, 512, map[string]int{"us-east-1": 3, "europe-central-1": 1}),
+		entry("gpu_8x_a100_80gb_sxm4", "A100 (80 GB SXM4)", 8, 1432, 240, 1800, 19456, map[string]int{"us-east-1": 1, "us-midwest-1": 1}),
+		entry("gpu_1x_gh200", "GH200 (96 GB)", 1, 149, 64, 432, 4096, map[string]int{"us-east-1": 2}),
+		entry("gpu_1x_b200_sxm6", "B200 (180 GB SXM6)", 1, 699, 26, 360, 2867, map[string]int{"us-south-1": 1}),
+		entry("gpu_8x_b200_sxm6", "B200 (180 GB SXM6)", 8, 5352, 208, 2900, 22528, map[string]int{}),
+		entry("gpu_1x_a10", "A10 (24 GB PCIe)", 1, 75, 30, 200, 1400, map[string]int{"us-west-1": 5}),
 	}
 }

@@ -173,21 +173,24 @@ var badGPUs = struct {
 }
 
 // TestFleetOneMachineFails: three machines provisioned by one ansible-playbook run (the batch is full
-// at three, so it starts without waiting on a clock): two VMs, and a container (whose playbook includes
-// other task files: exporters as processes, no units). One VM is broken in every way the early GPU
-// check judges (badGPUs), and was provisioned before with another digest. The broken machine alone
-// fails, at its own task and with its own retryable error naming each fault, before anything past the
-// check, and its stale marker is gone; the other two reach ready with their own provisioning markers;
-// each machine's log holds only its own tasks (every task it was told started has its own result);
-// nothing of the run is left behind.
+// at three, so it starts without waiting on a clock): two VMs, and a container with eight H100s (whose
+// playbook includes other task files: exporters as processes, no units). One VM is broken in every way
+// the early GPU check judges (badGPUs), and was provisioned before with another digest. The broken
+// machine alone fails, at its own task and with its own retryable error naming each fault, before
+// anything past the check, and its stale marker is gone; the other two reach ready with their own
+// provisioning markers; each machine's log holds only its own tasks (every task it was told started
+// has its own result); nothing of the run is left behind. The container is then checked as a container
+// (checkContainerMachine).
 func TestFleetOneMachineFails(t *testing.T) {
 	t.Parallel()
 	specs := l4VMs(3)
 	const bad = 1
 	specs[bad] = badGPUs.spec
-	specs[2].Container = true
+	specs[2] = simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 8, Container: true}
 	r, ms := newFleet(t, specs, Config{BatchMax: 3, BatchWindow: 10 * time.Minute})
 	ms[bad].gpu, ms[bad].count = badGPUs.gpu, badGPUs.count
+	ms[2].gpu, ms[2].count = "h100", 8
+	started := time.Now()
 	for name, content := range badGPUs.faults {
 		if err := simhost.SetFault(ms[bad].f.ep.Dir, name, content); err != nil {
 			t.Fatal(err)
@@ -265,6 +268,7 @@ func TestFleetOneMachineFails(t *testing.T) {
 	if _, _, err := r.ReadMarker(context.Background(), *req.Instance.SSH, m.f.ep.HostKey); !errors.Is(err, ErrNoMarker) {
 		t.Errorf("the broken machine has a marker (a failed run with another digest must remove it): %v", err)
 	}
+	checkContainerMachine(t, ms[2], started)
 	if left := processesMentioning(ms[0].f.tmpBase); len(left) > 0 {
 		t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
 	}

@@ -30,25 +30,19 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
-// TestContainerMachine: a container without systemd (its systemctl refuses to work) reaches ready:
-// no driver, Fabric Manager or unit is touched, the exporters run as processes on loopback, and the
-// marker says so. The same machine then gets faults only the final health check sees (NVLink down,
-// the fabric not initialised, a dead exporter), which must fail the run, each one named.
-func TestContainerMachine(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 8, Container: true}, Config{})
+// checkContainerMachine checks a container without systemd (its systemctl refuses to work), an H100
+// HGX's eight GPUs, that the fleet run (TestFleetOneMachineFails) brought to ready: no driver, Fabric
+// Manager or unit was touched, the exporters run as processes on loopback, and the marker says so. The
+// same machine then gets faults only the final health check sees (NVLink down, the fabric not
+// initialised, a dead exporter), which must fail a run of its own, each one named.
+func checkContainerMachine(t *testing.T, m *fleetMachine, started time.Time) {
+	t.Helper()
+	f := m.f
 	ctx := context.Background()
-	rec := &logRecorder{}
-	started := time.Now()
-	res, err := f.runner.Provision(ctx, f.request(inventory.KindVM, "h100", 8, "", nil, rec))
-	if err != nil {
-		t.Fatalf("Provision: %v\nlog:\n%s", err, rec)
-	}
-	t.Log(rec.String())
-	m := checkMarker(t, f, inventory.KindVM, nil, res.HostKey, started)
+	m2 := checkMarker(t, f, inventory.KindVM, nil, f.ep.HostKey, started)
 	want := MarkerMachine{Virtualization: "container", Systemd: false, Driver: simhost.DefaultDriverVersion,
 		Exporters: MarkerExporters{Address: "127.0.0.1", NodeExporter: "process", DCGMExporter: "process"}}
-	got := *m.Machine
+	got := *m2.Machine
 	if got.HealthSpec["expect_count"] != float64(8) || got.HealthSpec["dcgm_diag_level"] != float64(0) {
 		t.Errorf("marker's health criteria %v: want the run's, without the DCGM diagnostic", got.HealthSpec)
 	}
@@ -60,7 +54,7 @@ func TestContainerMachine(t *testing.T) {
 		t.Errorf("the playbooks called systemctl in a container:\n%s", b)
 	}
 	for _, task := range []string{"Enable and start Fabric Manager", "Run nvidia-persistenced", "Enable and start DCGM", "Reboot"} {
-		if regexp.MustCompile(`task ok .*` + regexp.QuoteMeta(task)).MatchString(rec.String()) {
+		if regexp.MustCompile(`task ok .*` + regexp.QuoteMeta(task)).MatchString(m.rec.String()) {
 			t.Errorf("%q ran in a container", task)
 		}
 	}
@@ -75,7 +69,7 @@ func TestContainerMachine(t *testing.T) {
 		}
 	}
 
-	// Faults the early GPU check cannot see, all in one run.
+	// Faults the early GPU check cannot see, all in one run (the machine's own: no batch to wait for).
 	for name, content := range map[string]string{
 		simhost.FaultNVLinkDown: "3 0 1", simhost.FaultFabric: "in_progress", simhost.FaultExporterDead: "dcgm",
 	} {
@@ -83,9 +77,14 @@ func TestContainerMachine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	r, err := New(Config{PrivateKey: f.runner.cfg.PrivateKey, TempDir: f.tmpBase, BatchWindow: -1,
+		SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	vars := map[string]any{"hydra_health_fabric_wait_seconds": 0, "hydra_health_exporters_wait_seconds": 0}
 	again := &logRecorder{}
-	res, err = f.runner.Provision(ctx, f.request(inventory.KindVM, "h100", 8, res.HostKey, vars, again))
+	res, err := r.Provision(ctx, fixture{runner: r, ep: f.ep}.request(inventory.KindVM, "h100", 8, f.ep.HostKey, vars, again))
 	var te *TaskError
 	if !errors.As(err, &te) || te.Task != "health : Check the machine is healthy" {
 		t.Fatalf("want a failed health check, got %v\nlog:\n%s", err, again)

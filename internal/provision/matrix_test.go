@@ -16,6 +16,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport"
 )
 
 // matrixDistributions are the distributions whose ansible-core TestAnsibleCoreMatrix runs (the
@@ -179,6 +180,9 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 				volume bool
 				vm     *matrixVM
 			}{{inventory.KindVM, vm.gpu, vm.count, true, &vm}, {inventory.KindExeclet, "l40s", 2, false, nil}}
+			// The VM's machine and pinned host key, for taskExceptionIsNamed.
+			var vmEP simhost.Endpoint
+			var vmHostKey string
 			var wg sync.WaitGroup
 			for _, m := range machines {
 				wg.Add(1)
@@ -228,6 +232,7 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 					}
 					if m.vm != nil {
 						m.vm.checkFabric(t, ep, rec.String())
+						vmEP, vmHostKey = ep, res.HostKey
 					}
 					if fsys, err := simhost.StoreFS(store); m.volume && (err != nil || fsys == nil || fsys.Type != "ext4" || !isLink(filepath.Join(ep.Root, "data"))) {
 						t.Errorf("%s with ansible-core %s: the volume's file system %+v (%v), want ext4 mounted at /data\nlog:\n%s", m.kind, version, fsys, err, rec)
@@ -258,7 +263,7 @@ func TestAnsibleCoreMatrix(t *testing.T) {
 			wg.Wait()
 			assertEmptyDir(t, tmp)
 			if !t.Failed() {
-				taskExceptionIsNamed(t, playbook, version)
+				taskExceptionIsNamed(t, playbook, version, key, vmEP, vmHostKey)
 			}
 		})
 	}
@@ -281,10 +286,21 @@ except ImportError:
     pass
 `
 
-// taskExceptionIsNamed provisions a machine with an ansible-playbook whose TaskExecutor raises on the
-// first task, and checks that the failure names the exception (its type and message), not "the task
-// failed without a message".
-func taskExceptionIsNamed(t *testing.T, ansible, version string) {
+// exceptionPlaybook is taskExceptionIsNamed's pool playbook: its run fails at the batch playbook's
+// first task (hydra's own, before any role), so only hydra's variables are loaded.
+const exceptionPlaybook = `- name: Fail before any role
+  hosts: all
+  gather_facts: false
+  vars:
+    hydra_playbook: exception-test.yml
+  roles:
+    - hydra_vars
+`
+
+// taskExceptionIsNamed provisions a machine (ep, already provisioned and pinned at hostKey, trusting
+// key) with an ansible-playbook whose TaskExecutor raises on the first task, and checks that the
+// failure names the exception (its type and message), not "the task failed without a message".
+func taskExceptionIsNamed(t *testing.T, ansible, version string, key []byte, ep simhost.Endpoint, hostKey string) {
 	dir := t.TempDir()
 	site := filepath.Join(dir, "site")
 	if err := os.MkdirAll(site, 0o700); err != nil {
@@ -297,16 +313,23 @@ func taskExceptionIsNamed(t *testing.T, ansible, version string) {
 	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nPYTHONPATH="+site+" exec "+ansible+" \"$@\"\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	key, pub := clientKey(t)
-	r, err := New(Config{AnsiblePlaybook: wrapper, PrivateKey: key, TempDir: shortTemp(t),
-		SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond})
+	// The wrapper runs the ansible-playbook CheckAnsible accepted: it is not asked its version again.
+	stamp, err := stampOf(wrapper)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := startMachine(t, simhost.Spec{GPUModel: simhost.NVIDIAName("l4"), GPUCount: 1, AuthorizedKeys: []string{pub}})
+	acceptedAnsible.Store(stamp, true)
+	r, err := New(Config{AnsiblePlaybook: wrapper, PrivateKey: key, TempDir: shortTemp(t),
+		SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond,
+		Playbooks: testsupport.PlaybooksWith(t, map[string]string{"exception-test.yml": exceptionPlaybook})})
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := fixture{runner: r, ep: ep}
 	rec := &logRecorder{}
-	res, err := r.Provision(context.Background(), f.request(inventory.KindVM, "l4", 1, "", nil, rec))
+	req := f.request(inventory.KindVM, "l4", 1, hostKey, nil, rec)
+	req.Pool.Playbook = "exception-test.yml"
+	res, err := r.Provision(context.Background(), req)
 	// "TypeError: <message>" (2.14 to 2.18), or "Task failed: <message> (TypeError)" (2.19 and later).
 	want := regexp.MustCompile(`TypeError: missing 1 required positional argument: 'variable_manager' \(injected\)|` +
 		`missing 1 required positional argument: 'variable_manager' \(injected\) \(TypeError\)`)

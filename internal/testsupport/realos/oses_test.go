@@ -2,7 +2,6 @@ package realos
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 )
@@ -13,12 +12,7 @@ import (
 // NVIDIA package and no nvidia-smi.
 func TestRealOS_Images(t *testing.T) {
 	t.Parallel()
-	if err := Available(); err != nil {
-		if os.Getenv("HYDRA_REALOS_REQUIRED") == "1" {
-			t.Fatalf("the real-OS test cannot run here, and HYDRA_REALOS_REQUIRED=1: %v", err)
-		}
-		t.Skipf("no real-OS machine here: %v", err)
-	}
+	requireTools(t)
 	type tc struct {
 		o     OS
 		plain bool

@@ -120,15 +120,19 @@ func checkContainerMachine(t *testing.T, m *fleetMachine, started time.Time) {
 }
 
 // TestCheckModeChangesNothing: the playbooks run clean in --check on a fresh machine (every layer,
-// Fabric Manager included) and change nothing on it.
+// Fabric Manager and an empty block volume and a shared file system included) and change nothing on it.
 func TestCheckModeChangesNothing(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 8}, Config{})
+	v := newSandboxVolumes(t)
+	f := newFixture(t, simhost.Spec{GPUModel: simhost.NVIDIAName("h100"), GPUCount: 8, Volumes: v.vols}, Config{})
 	before := tree(t, f.ep.Root)
 	f.runner.checkMode = true
 	rec := &logRecorder{}
 	// The cloud writes an interruption notice file: the watcher and the hook would be installed.
-	req := f.request(inventory.KindExeclet, "h100", 8, "", map[string]any{"interruption_hook": "#!/bin/sh\necho hook\n"}, rec)
+	vars := volumeUses([]cloudprovider.Attachment{v.block, v.nfs})
+	vars["interruption_hook"] = "#!/bin/sh\necho hook\n"
+	req := f.request(inventory.KindExeclet, "h100", 8, "", vars, rec)
+	req.Volumes = []cloudprovider.Attachment{v.block, v.nfs}
 	req.Signal = cloudprovider.InterruptionSignal{Path: "/var/lib/cloud/SIGNAL.yml", Format: cloudprovider.SignalStatusYAML}
 	if _, err := f.runner.Provision(context.Background(), req); err != nil {
 		t.Fatalf("--check: %v\nlog:\n%s", err, rec)
@@ -136,6 +140,7 @@ func TestCheckModeChangesNothing(t *testing.T) {
 	if after := tree(t, f.ep.Root); !slices.Equal(before, after) {
 		t.Errorf("--check changed the machine:\nbefore %v\nafter  %v", before, after)
 	}
+	checkVolumesUnchanged(t, v, f.ep.Root, rec)
 	for _, want := range []string{
 		// --diff: the modules say what they would change.
 		"changed:true diff:[new file] role:monitoring task:monitoring : Set node_exporter's listen address",

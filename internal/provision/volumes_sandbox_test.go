@@ -29,13 +29,14 @@ const volumesPlaybook = `- name: Mount the machine's volumes
 `
 
 // TestVolumeMount runs the volume_mount role on sandbox machines (simhost's blkid, mkfs.ext4, mount and
-// findmnt act on the volumes' stores): --check changes nothing; the first run makes a file system on the
+// findmnt act on the volumes' stores): --check changes nothing (with the system's ansible-core:
+// TestCheckModeChangesNothing); the first run makes a file system on the
 // empty block volume and mounts it and a shared file system from their fstab lines (nofail); a second run
-// with the block volume's mount path changed replaces its fstab line, mounts it there and lets go of the
-// old path, and changes nothing of the shared one; a second machine given the same volumes finds the
-// file system, makes none, and reads the first machine's files; a volume the cloud should have mounted
-// but did not fails the run naming the volume and its path. (A second run with nothing changed changes
-// nothing: TestAnsibleCoreMatrix's, with a block volume.)
+// with the block volume's mount path changed finds the file system and makes none, replaces its fstab
+// line, mounts it there and lets go of the old path, and changes nothing of the shared one; a volume the
+// cloud should have mounted but did not fails that run, after the volumes before it, naming the volume
+// and its path. (A second run with nothing changed changes nothing: TestAnsibleCoreMatrix's, with a
+// block volume.)
 // It runs with the system's ansible-core (Debian 12's 2.14, the oldest hydra supports) and, when
 // HYDRA_ANSIBLE_MATRIX names distributions, with theirs too.
 func TestVolumeMount(t *testing.T) {
@@ -57,17 +58,43 @@ func TestVolumeMount(t *testing.T) {
 	}
 }
 
-func testVolumeMount(t *testing.T, ansible string) {
+// sandboxVolumes is an empty block volume and a shared file system for a sandbox machine (their stores
+// in a directory of the test's), and their attachments at /data and /shared.
+type sandboxVolumes struct {
+	vols                 []simhost.Volume
+	blockStore, nfsStore string
+	block, nfs           cloudprovider.Attachment
+}
+
+func newSandboxVolumes(t *testing.T) sandboxVolumes {
 	stores := t.TempDir()
-	blockStore, nfsStore := filepath.Join(stores, "vol-block"), filepath.Join(stores, "vol-nfs")
-	vols := []simhost.Volume{
-		{ID: "vol-block", Device: "/dev/disk/by-id/hydra-sbx-vol-block", SizeGB: 10, Store: blockStore},
-		{ID: "vol-nfs", Source: "sbx-nfs:/volumes/vol-nfs", Store: nfsStore},
+	v := sandboxVolumes{blockStore: filepath.Join(stores, "vol-block"), nfsStore: filepath.Join(stores, "vol-nfs")}
+	v.vols = []simhost.Volume{
+		{ID: "vol-block", Device: "/dev/disk/by-id/hydra-sbx-vol-block", SizeGB: 10, Store: v.blockStore},
+		{ID: "vol-nfs", Source: "sbx-nfs:/volumes/vol-nfs", Store: v.nfsStore},
 	}
-	block := cloudprovider.Attachment{VolumeID: "vol-block", Type: cloudprovider.VolumeBlock, MountPath: "/data",
+	v.block = cloudprovider.Attachment{VolumeID: "vol-block", Type: cloudprovider.VolumeBlock, MountPath: "/data",
 		Device: "/dev/disk/by-id/hydra-sbx-vol-block"}
-	nfs := cloudprovider.Attachment{VolumeID: "vol-nfs", Type: cloudprovider.VolumeSharedFS, MountPath: "/shared",
+	v.nfs = cloudprovider.Attachment{VolumeID: "vol-nfs", Type: cloudprovider.VolumeSharedFS, MountPath: "/shared",
 		Source: "sbx-nfs:/volumes/vol-nfs", FSType: "nfs", Options: "nconnect=16"}
+	return v
+}
+
+// checkVolumesUnchanged checks what --check left of v: no file system made, and the --diff of the
+// block volume's fstab line under root named in the log.
+func checkVolumesUnchanged(t *testing.T, v sandboxVolumes, root string, rec *logRecorder) {
+	t.Helper()
+	if fsys, _ := simhost.StoreFS(v.blockStore); fsys != nil {
+		t.Errorf("--check made a file system: %+v", fsys)
+	}
+	if !strings.Contains(rec.String(), "changed:true diff:["+filepath.Join(root, "etc/fstab")+" (content)] role:volume_mount task:volume_mount : Keep the volume in fstab") {
+		t.Errorf("--check --diff does not name the fstab line it would write:\n%s", rec)
+	}
+}
+
+func testVolumeMount(t *testing.T, ansible string) {
+	v := newSandboxVolumes(t)
+	vols, blockStore, nfsStore, block, nfs := v.vols, v.blockStore, v.nfsStore, v.block, v.nfs
 	key, pub := clientKey(t)
 	r, err := New(Config{AnsiblePlaybook: ansible, PrivateKey: key, TempDir: shortTemp(t), Playbooks: testsupport.PlaybooksWith(t, map[string]string{"volumes-test.yml": volumesPlaybook})})
 	if err != nil {
@@ -101,26 +128,24 @@ func testVolumeMount(t *testing.T, ansible string) {
 		return string(b)
 	}
 
-	// Machine A: --check, then two runs.
+	// The machine: --check (with the system's ansible-core, TestCheckModeChangesNothing's machine has
+	// these volumes), then two runs.
 	a := startMachine(t, gpu)
-	before := tree(t, a.Root)
-	r.checkMode = true
-	rec, err := run(t, a, block, nfs)
-	r.checkMode = false
-	if err != nil {
-		t.Fatalf("--check: %v\nlog:\n%s", err, rec)
-	}
-	if after := tree(t, a.Root); !slices.Equal(before, after) {
-		t.Errorf("--check changed the machine:\nbefore %v\nafter  %v", before, after)
-	}
-	if fsys, _ := simhost.StoreFS(blockStore); fsys != nil {
-		t.Errorf("--check made a file system: %+v", fsys)
-	}
-	if !strings.Contains(rec.String(), "changed:true diff:["+filepath.Join(a.Root, "etc/fstab")+" (content)] role:volume_mount task:volume_mount : Keep the volume in fstab") {
-		t.Errorf("--check --diff does not name the fstab line it would write:\n%s", rec)
+	if ansible != "" {
+		before := tree(t, a.Root)
+		r.checkMode = true
+		rec, err := run(t, a, block, nfs)
+		r.checkMode = false
+		if err != nil {
+			t.Fatalf("--check: %v\nlog:\n%s", err, rec)
+		}
+		if after := tree(t, a.Root); !slices.Equal(before, after) {
+			t.Errorf("--check changed the machine:\nbefore %v\nafter  %v", before, after)
+		}
+		checkVolumesUnchanged(t, v, a.Root, rec)
 	}
 
-	rec, err = run(t, a, block, nfs)
+	rec, err := run(t, a, block, nfs)
 	if err != nil {
 		t.Fatalf("first run: %v\nlog:\n%s", err, rec)
 	}
@@ -158,12 +183,16 @@ func testVolumeMount(t *testing.T, ansible string) {
 	}
 
 	// The block volume's path changes on the same machine: its line is replaced, not added to, the old
-	// path let go; nothing of the shared one changes.
+	// path let go; nothing of the shared one changes. The run also has a volume the cloud mounts itself,
+	// but nothing is mounted there: the run fails at it (the volumes before it mounted), naming the
+	// volume and its path.
 	moved := block
 	moved.MountPath = "/srv/data"
-	rec, err = run(t, a, moved, nfs)
-	if err != nil {
-		t.Fatalf("second run, /data moved to /srv/data: %v\nlog:\n%s", err, rec)
+	cloud := cloudprovider.Attachment{VolumeID: "vol-lambda-fs", Type: cloudprovider.VolumeSharedFS, MountPath: "/lambda/nfs/team", MountedByCloud: true}
+	rec, err = run(t, a, moved, nfs, cloud)
+	var re *runError
+	if err == nil || !asRunError(err, &re) || !strings.Contains(re.res.Message, "volume vol-lambda-fs: the cloud mounts it at /lambda/nfs/team itself, but nothing is mounted there") {
+		t.Errorf("a volume the cloud did not mount: %v, want the run failed naming it\nlog:\n%s", err, rec)
 	}
 	if got, want := changed(rec), []string{
 		"task:volume_mount : Keep the volume in fstab]",
@@ -173,43 +202,23 @@ func testVolumeMount(t *testing.T, ansible string) {
 	}; !sameTasks(got, want) {
 		t.Errorf("the second run, only the block volume's path changed, changed:\n  %s\nwant\n  %s\nlog:\n%s", strings.Join(got, "\n  "), strings.Join(want, "\n  "), rec)
 	}
+	if again, _ := simhost.StoreFS(blockStore); again == nil || again.UUID != fsys.UUID {
+		t.Errorf("the block volume's file system after the second run: %+v, want the one the first made (%s)", again, fsys.UUID)
+	}
 	fstab = read(filepath.Join(a.Root, "etc/fstab"))
 	if strings.Count(fstab, "hydra-sbx-vol-block") != 1 || !strings.Contains(fstab, "/dev/disk/by-id/hydra-sbx-vol-block /srv/data ext4 defaults,nofail 0 2\n") {
 		t.Errorf("fstab after the mount path changed to /srv/data:\n%s", fstab)
 	}
-	if got := read(filepath.Join(a.Root, "srv/data/from-a")); got != "written on machine A\n" {
-		t.Errorf("machine A reads /srv/data/from-a as %q", got)
+	if strings.Contains(fstab, "/lambda/nfs/team") {
+		t.Errorf("fstab has a line for the volume the cloud mounts:\n%s", fstab)
+	}
+	for _, p := range []string{"srv/data/from-a", "shared/from-a"} {
+		if got := read(filepath.Join(a.Root, p)); got != "written on machine A\n" {
+			t.Errorf("machine A reads /%s as %q", p, got)
+		}
 	}
 	if isLink(filepath.Join(a.Root, "data")) {
 		t.Errorf("the volume is still mounted at its old path /data too\nlog:\n%s", rec)
-	}
-
-	// Machine B gets the same volumes, as a replacement would (A is gone: a block volume is attached to
-	// one machine at a time). The run also has a volume the cloud mounts itself, but nothing is mounted
-	// there: the run fails at it (the volumes before it mounted), naming the volume and its path.
-	if err := simhost.Stop(a.Dir); err != nil {
-		t.Fatal(err)
-	}
-	b := startMachine(t, gpu)
-	cloud := cloudprovider.Attachment{VolumeID: "vol-lambda-fs", Type: cloudprovider.VolumeSharedFS, MountPath: "/lambda/nfs/team", MountedByCloud: true}
-	rec, err = run(t, b, moved, nfs, cloud)
-	var re *runError
-	if err == nil || !asRunError(err, &re) || !strings.Contains(re.res.Message, "volume vol-lambda-fs: the cloud mounts it at /lambda/nfs/team itself, but nothing is mounted there") {
-		t.Errorf("a volume the cloud did not mount: %v, want the run failed naming it\nlog:\n%s", err, rec)
-	}
-	if strings.Contains(strings.Join(changed(rec), "\n"), "Make a file system") {
-		t.Errorf("machine B made a file system on a volume that has one:\n%s", rec)
-	}
-	if again, _ := simhost.StoreFS(blockStore); again == nil || again.UUID != fsys.UUID {
-		t.Errorf("the block volume's file system on machine B: %+v, want the one machine A made (%s)", again, fsys.UUID)
-	}
-	for _, p := range []string{"srv/data/from-a", "shared/from-a"} {
-		if got := read(filepath.Join(b.Root, p)); got != "written on machine A\n" {
-			t.Errorf("machine B reads /%s as %q, want machine A's file", p, got)
-		}
-	}
-	if fstab := read(filepath.Join(b.Root, "etc/fstab")); strings.Contains(fstab, "/lambda/nfs/team") {
-		t.Errorf("fstab has a line for the volume the cloud mounts:\n%s", fstab)
 	}
 }
 

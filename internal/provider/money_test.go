@@ -63,23 +63,18 @@ func TestAccGPUInstance_moneyExact(t *testing.T) {
 // Every number max_price_per_hour accepts is a price hydra can hold exactly; the rest fail at validate,
 // naming the attribute and what is accepted, before any cloud is asked.
 func TestAccGPUInstance_maxPriceBounds(t *testing.T) {
-	t.Parallel() // its cases run in parallel too, beside every other acceptance test
 	s := newTestSandbox(t)
+	var plans []refusedPlan
 	for _, tc := range []struct{ value, want string }{
 		{"1e15", "max_price_per_hour is 1000000000000000; expected US dollars per hour from 0.01 to 1000000"},
 		{"1000000.000001", "max_price_per_hour is 1000000.000001; expected US dollars per hour from 0.01 to 1000000"},
 		{"0.001", "max_price_per_hour is 0.001; expected US dollars per hour from 0.01 to 1000000"},
 		{"2.0000001", "max_price_per_hour is 2.0000001, which has more than six digits after the decimal point"},
 	} {
-		t.Run(tc.value, func(t *testing.T) {
-			accTest(t, nil, []resource.TestStep{{
-				Config:      s.instanceConfig("bounds", "l4", "  max_price_per_hour = "+tc.value),
-				PlanOnly:    true,
-				ExpectError: errorPattern(tc.want),
-			}})
-		})
+		plans = append(plans, refusedPlan{tc.value, s.instanceConfig("bounds", "l4", "  max_price_per_hour = "+tc.value), errorPattern(tc.want)})
 	}
-	t.Cleanup(func() { s.noneCreated(t, "refused caps") })
+	refusedPlans(t, plans)
+	s.noneCreated(t, "refused caps")
 }
 
 // Instances planned in one run share the known stock: with one machine left in the cheapest region,

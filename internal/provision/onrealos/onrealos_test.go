@@ -49,6 +49,37 @@ type realOSFixture struct {
 	os     realos.OS
 	// volumes are the machine's volumes, passed with every request (volumesOnRealOS).
 	volumes []cloudprovider.Attachment
+	// pauses are when each run of provisionRuns had paused the automatic upgrades.
+	pauses *pauseTimes
+}
+
+// pauseTimes are when provisioning runs had paused the machine's automatic upgrades: the end of
+// preflight's first task, which pauses them (playbooks/roles/preflight/files/waits.py).
+type pauseTimes struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (p *pauseTimes) add(at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.at = append(p.at, at)
+}
+
+func (p *pauseTimes) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.at)
+}
+
+// since is the first pause recorded after the first n, or zero.
+func (p *pauseTimes) since(n int) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.at) > n {
+		return p.at[n]
+	}
+	return time.Time{}
 }
 
 func newRealOS(t *testing.T, systemd bool, gpu simhost.Spec) realOSFixture {
@@ -164,7 +195,7 @@ func newRealOSIn(t *testing.T, fl *fleet, o realos.OS, plain bool, opts realos.O
 			t.Errorf("stopping the real-OS machine: %v", err)
 		}
 	})
-	return realOSFixture{m: m, runner: fl.runner, os: o}
+	return realOSFixture{m: m, runner: fl.runner, os: o, pauses: &pauseTimes{}}
 }
 
 func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]any, rec *runLog) cloudprovider.ProvisionRequest {
@@ -210,6 +241,9 @@ func (f realOSFixture) provisionRuns(t *testing.T, kind string, count int, vars 
 			stopWatch = watchExposure(t, f.m)
 		}
 		res, err := f.runner.Provision(ctx, f.request(kind, "h100", count, vars, rec))
+		if at := rec.pausedAt(); !at.IsZero() {
+			f.pauses.add(at)
+		}
 		if exposed := stopWatch(); len(exposed) > 0 {
 			t.Errorf("run %d: an exporter listened beyond loopback during the run: %s", run, strings.Join(exposed, ", "))
 		}
@@ -341,6 +375,8 @@ type runLog struct {
 	lines   []string
 	changed []string
 	batch   int
+	// paused is when preflight's first task, which pauses the automatic upgrades, ended.
+	paused time.Time
 }
 
 func (l *runLog) log(msg string, fields map[string]any) {
@@ -353,6 +389,15 @@ func (l *runLog) log(msg string, fields map[string]any) {
 	if msg == "task ok" && fields["changed"] == true {
 		l.changed = append(l.changed, fmt.Sprintf("%v: %v", fields["role"], fields["task"]))
 	}
+	if msg == "task ok" && fields["role"] == "preflight" && strings.HasSuffix(fmt.Sprint(fields["task"]), "Look at what the machine has") && l.paused.IsZero() {
+		l.paused = time.Now()
+	}
+}
+
+func (l *runLog) pausedAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.paused
 }
 
 func (l *runLog) changedTasks() []string {
@@ -486,15 +531,27 @@ type runSpan struct {
 	runs           int
 }
 
+// spanSince is the span of the runs f made since it had n pauses: from the first one's pause of the
+// automatic upgrades (before it they run as they would without hydra, for as long as a loaded runner
+// takes to reach the pause) to now.
+func (f realOSFixture) spanSince(t *testing.T, n, runs int) runSpan {
+	t.Helper()
+	at := f.pauses.since(n)
+	if at.IsZero() {
+		t.Fatalf("no run of the %d said when it paused the automatic upgrades (preflight's \"Look at what the machine has\")", runs)
+	}
+	return runSpan{started: at.Unix(), ended: time.Now().Unix(), runs: runs}
+}
+
 // testBareVM provisions bare-vm.yml once on f (its volumes prepared), checks what it made and returns
 // when the run was.
 func testBareVM(t *testing.T, f realOSFixture) runSpan {
 	// Asking for Ubuntu's 580 branch: the image's driver (570) works, so it is kept, and nothing is
 	// installed on top of it.
 	before := f.run(t, nvidiaPackages)
-	span := runSpan{started: time.Now().Unix(), runs: 1}
+	n := f.pauses.count()
 	marker, _ := f.provisionRuns(t, inventory.KindVM, 2, map[string]any{"hydra_nvidia_driver_source": "ubuntu", "hydra_nvidia_driver_branch": "580"}, 1)
-	span.ended = time.Now().Unix()
+	span := f.spanSince(t, n, 1)
 	checkVolumes(t, f)
 	f.noInstall(t, before)
 	t.Logf("prometheus-node-exporter %s installed by the playbooks with apt", f.checkDebianPackage(t, "prometheus-node-exporter"))
@@ -530,9 +587,9 @@ func testExeclet(t *testing.T, f realOSFixture, secret bool) runSpan {
 	if secret {
 		vars["hydra_execlet_args"] = "--token " + execletSecret + " --verbose"
 	}
-	span := runSpan{started: time.Now().Unix(), runs: 2}
+	n := f.pauses.count()
 	_, first := f.provisionRuns(t, inventory.KindExeclet, 2, vars, 2)
-	span.ended = time.Now().Unix()
+	span := f.spanSince(t, n, 2)
 	var execlet int
 	for _, task := range first {
 		switch {

@@ -74,10 +74,10 @@ func (f realOSFixture) checkUpgradesPausedAndSecretsHidden(t *testing.T, runs ..
 	t.Helper()
 	const secret = execletSecret
 
-	// Paused for the runs: the upgrade starts only in the few seconds from a run's resume (before its
-	// health checks and marker) to its end or the next run's pause, and from a later span's start to
-	// its first run's pause (the test's checks between spans run unpaused; the upgrade
-	// startUpgradeLock started is before the first span), at most once in each of those windows;
+	// Paused for the runs: counted from each span's first pause (spanSince), the upgrade starts only
+	// in the few seconds from a run's resume (before its health checks and marker) to its end or the
+	// next run's pause (the test's checks between spans run unpaused; the upgrade startUpgradeLock
+	// started is before the first span), at most once in each of those windows;
 	// unpaused it would start every 15 to 20 seconds (its 20 seconds of lock included), some ten times
 	// over two runs.
 	var during []int64
@@ -98,7 +98,7 @@ func (f realOSFixture) checkUpgradesPausedAndSecretsHidden(t *testing.T, runs ..
 			}
 		}
 	}
-	t.Logf("the upgrade started %d time(s) during the %d s of the %d runs (seconds after the first's start: %v)", len(during), seconds, n, during)
+	t.Logf("the upgrade started %d time(s) during the %d s of the %d runs (seconds after the first run's pause: %v)", len(during), seconds, n, during)
 	// On a busy machine the windows after each resume grow past the upgrade's 20 seconds (a fresh-clone
 	// make test once saw 2 starts in each, runs of 154 and 133 s): allow one start a minute of the runs,
 	// at least one more than there are windows (3 for two runs in one span; 5 for bare-vm.yml's run

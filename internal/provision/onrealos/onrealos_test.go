@@ -13,9 +13,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,8 +92,59 @@ func newRealOSWith(t *testing.T, opts realos.Options) realOSFixture {
 	return newRealOSOn(t, realos.Debian12, false, opts)
 }
 
-// newRealOSOn boots a machine of o's image (plain: without the stand-in packages, no NVIDIA driver).
+// newRealOSOn boots a machine of o's image (plain: without the stand-in packages, no NVIDIA driver),
+// provisioned by a Runner of its own.
 func newRealOSOn(t *testing.T, o realos.OS, plain bool, opts realos.Options) realOSFixture {
+	t.Helper()
+	fl, err := newFleet(t, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newRealOSIn(t, fl, o, plain, opts)
+}
+
+// fleet is a provisioning key and a provision.Runner logging in with it, for machines provisioned side
+// by side as a control plane's fleet is: the Runner's runs of one playbook that start together are one
+// ansible-playbook run, a host each (internal/provision's batches), each machine still getting its own
+// outcome, events, variables and pinned host key.
+type fleet struct {
+	key    []byte
+	pub    string
+	runner *provision.Runner
+}
+
+// fleetWait is how long a run of a fleet's machine waits for the others' runs of the same playbook
+// (provision.Config.BatchWindow): they run the same steps, but one may be a step behind.
+const fleetWait = 30 * time.Second
+
+// newFleet makes a fleet of n machines whose files live as long as t. A run starts once every machine
+// of the fleet asked for a run of its playbook (provision.Config.BatchMax), or fleetWait after the first.
+func newFleet(t *testing.T, n int) (*fleet, error) {
+	key, pub, err := simhost.NewKeyPair("hydra-realos-test")
+	if err != nil {
+		return nil, err
+	}
+	// ssh's control sockets need a short path: t.TempDir's holds the test's name.
+	tmp, err := os.MkdirTemp("/tmp", "hro") //nolint:usetesting // t.TempDir's path is too long for ssh control sockets
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) }) // best-effort, as the test is over
+	cfg := provision.Config{PrivateKey: key, TempDir: tmp, SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond,
+		BatchWindow: fleetWait, BatchMax: max(n, 1)}
+	if os.Getenv("HYDRA_TEST_ANSIBLE_LOG") != "" {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Debug, Output: os.Stderr})
+	}
+	r, err := provision.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &fleet{key: key, pub: pub, runner: r}, nil
+}
+
+// newRealOSIn boots a machine of o's image (plain: without the stand-in packages, no NVIDIA driver)
+// that fl's key logs in to and fl's Runner provisions.
+func newRealOSIn(t *testing.T, fl *fleet, o realos.OS, plain bool, opts realos.Options) realOSFixture {
 	t.Helper()
 	if err := realos.Available(); err != nil {
 		if os.Getenv("HYDRA_REALOS_REQUIRED") == "1" {
@@ -127,12 +180,8 @@ func newRealOSOn(t *testing.T, o realos.OS, plain bool, opts realos.Options) rea
 	for _, s := range realos.SubstitutionsOf(o, plain) {
 		t.Logf("substituted: %s -> %s (why: %s)", s.Step, s.Instead, s.Why)
 	}
-	key, pub, err := simhost.NewKeyPair("hydra-realos-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.AuthorizedKey, opts.Logf = pub, t.Logf
-	m, err := realos.Boot(ctx, img, key, opts)
+	opts.AuthorizedKey, opts.Logf = fl.pub, t.Logf
+	m, err := realos.Boot(ctx, img, fl.key, opts)
 	if err != nil {
 		t.Fatalf("real-OS machine: %v", err)
 	}
@@ -146,21 +195,7 @@ func newRealOSOn(t *testing.T, o realos.OS, plain bool, opts realos.Options) rea
 			t.Errorf("stopping the real-OS machine: %v", err)
 		}
 	})
-	// ssh's control sockets need a short path: t.TempDir's holds the test's name.
-	tmp, err := os.MkdirTemp("/tmp", "hro") //nolint:usetesting // t.TempDir's path is too long for ssh control sockets
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(tmp) }) // best-effort, as the test is over
-	cfg := provision.Config{PrivateKey: key, TempDir: tmp, SSHWaitTimeout: 30 * time.Second, SSHPollInterval: 200 * time.Millisecond}
-	if os.Getenv("HYDRA_TEST_ANSIBLE_LOG") != "" {
-		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Debug, Output: os.Stderr})
-	}
-	r, err := provision.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return realOSFixture{m: m, runner: r, os: o, pauses: &pauseTimes{}}
+	return realOSFixture{m: m, runner: fl.runner, os: o, pauses: &pauseTimes{}}
 }
 
 func (f realOSFixture) request(kind, gpuType string, count int, vars map[string]any, rec *runLog) cloudprovider.ProvisionRequest {
@@ -213,7 +248,7 @@ func (f realOSFixture) provisionRuns(t *testing.T, kind string, count int, vars 
 			t.Errorf("run %d: an exporter listened beyond loopback during the run: %s", run, strings.Join(exposed, ", "))
 		}
 		changed := rec.changedTasks()
-		t.Logf("run %d of %s on the real OS: %s, %d task(s) changed", run, inventory.DefaultPlaybook(kind), time.Since(started).Round(time.Second), len(changed))
+		t.Logf("run %d of %s on the real OS (an ansible-playbook run of %d machine(s)): %s, %d task(s) changed", run, inventory.DefaultPlaybook(kind), rec.batchSize(), time.Since(started).Round(time.Second), len(changed))
 		if err != nil {
 			t.Fatalf("run %d: %v (failed task %q: %s)\nlog:\n%s", run, err, res.FailedTask, res.Message, rec)
 		}
@@ -333,12 +368,13 @@ func watchExposure(t *testing.T, m *realos.Machine) func() []string {
 	}
 }
 
-// runLog keeps a provisioning run's log lines (the Runner's events) and the tasks that reported a
-// change.
+// runLog keeps a provisioning run's log lines (the Runner's events), the tasks that reported a change
+// and how many machines its ansible-playbook run provisioned.
 type runLog struct {
 	mu      sync.Mutex
 	lines   []string
 	changed []string
+	batch   int
 	// paused is when preflight's first task, which pauses the automatic upgrades, ended.
 	paused time.Time
 }
@@ -347,6 +383,9 @@ func (l *runLog) log(msg string, fields map[string]any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, fmt.Sprintf("%s %s %v", time.Now().Format("05.000"), msg, fields))
+	if n, ok := fields["batch"].(int); ok && msg == "running playbook" {
+		l.batch = n
+	}
 	if msg == "task ok" && fields["changed"] == true {
 		l.changed = append(l.changed, fmt.Sprintf("%v: %v", fields["role"], fields["task"]))
 	}
@@ -365,6 +404,12 @@ func (l *runLog) changedTasks() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.changed...)
+}
+
+func (l *runLog) batchSize() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.batch
 }
 
 func (l *runLog) String() string {
@@ -388,8 +433,11 @@ func gpuSpec() simhost.Spec {
 }
 
 // onEachOS runs test on a machine of each OS the clouds boot (realos.OSes: Debian 12, Ubuntu 22.04
-// and 24.04), booted with opts, side by side; HYDRA_REALOS_OSES (names, comma-separated) runs only those.
-func onEachOS(t *testing.T, opts realos.Options, test func(t *testing.T, f realOSFixture)) {
+// and 24.04), booted with opts; HYDRA_REALOS_OSES (names, comma-separated) runs only those. The
+// machines run side by side as one fleet, started together (subtests run at once on goroutines of the
+// test's own, so that go test's -parallel cannot hold one back): their runs of a playbook that start
+// together are one ansible-playbook run. Those of the OSes in alone have a Runner each.
+func onEachOS(t *testing.T, opts realos.Options, alone []realos.OS, test func(t *testing.T, f realOSFixture)) {
 	oses := realos.OSes()
 	if only := os.Getenv("HYDRA_REALOS_OSES"); only != "" {
 		byName := map[string]realos.OS{}
@@ -405,12 +453,47 @@ func onEachOS(t *testing.T, opts realos.Options, test func(t *testing.T, f realO
 			oses = append(oses, o)
 		}
 	}
-	for _, o := range oses {
-		t.Run(o.Name, func(t *testing.T) {
-			t.Parallel()
-			test(t, newRealOSOn(t, o, false, opts))
-		})
+	isAlone := func(o realos.OS) bool {
+		return slices.ContainsFunc(alone, func(a realos.OS) bool { return a.Name == o.Name })
 	}
+	// The shared fleet is made for as many machines as run (go test's -run may leave some out), once
+	// every subtest is known to run or not.
+	var decided, done sync.WaitGroup
+	decided.Add(len(oses))
+	done.Add(len(oses))
+	var together atomic.Int32
+	var shared *fleet
+	var sharedErr error
+	ready := make(chan struct{})
+	for _, o := range oses {
+		go func() {
+			defer done.Done()
+			ran := false
+			t.Run(o.Name, func(t *testing.T) {
+				ran = true
+				if !isAlone(o) {
+					together.Add(1)
+				}
+				decided.Done()
+				<-ready
+				fl, err := shared, sharedErr
+				if isAlone(o) {
+					fl, err = newFleet(t, 1)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				test(t, newRealOSIn(t, fl, o, false, opts))
+			})
+			if !ran {
+				decided.Done()
+			}
+		}()
+	}
+	decided.Wait()
+	shared, sharedErr = newFleet(t, int(together.Load()))
+	close(ready)
+	done.Wait()
 }
 
 // TestRealOS_BareVMAndExeclet: on each real OS booted with systemd, bare-vm.yml reaches ready, keeps the
@@ -426,7 +509,9 @@ func onEachOS(t *testing.T, opts realos.Options, test func(t *testing.T, f realO
 // begins, and the agent gets secret arguments (checkUpgradesPausedAndSecretsHidden).
 func TestRealOS_BareVMAndExeclet(t *testing.T) {
 	t.Parallel()
-	onEachOS(t, realos.Options{Systemd: true, GPU: gpuSpec()}, func(t *testing.T, f realOSFixture) {
+	// Debian 12's runs are timed against its automatic upgrade (checkUpgradesPausedAndSecretsHidden): a
+	// Runner of its own, so that no run of another machine's keeps it in a batch after its play ended.
+	onEachOS(t, realos.Options{Systemd: true, GPU: gpuSpec()}, []realos.OS{realos.Debian12}, func(t *testing.T, f realOSFixture) {
 		f.volumes = prepareVolumes(t, f)
 		upgrades := f.os.Name == realos.Debian12.Name
 		if upgrades {
@@ -532,7 +617,7 @@ func testExeclet(t *testing.T, f realOSFixture, secret bool) runSpan {
 // changes nothing.
 func TestRealOS_Pod(t *testing.T) {
 	t.Parallel()
-	onEachOS(t, realos.Options{GPU: gpuSpec(), ImagePrepare: []string{nodeExporterInImage}}, testPod)
+	onEachOS(t, realos.Options{GPU: gpuSpec(), ImagePrepare: []string{nodeExporterInImage}}, nil, testPod)
 }
 
 // nodeExporterInImage installs the distribution's node_exporter into a machine's image with apt (once:

@@ -185,7 +185,9 @@ func TestClusterRefusals(t *testing.T) {
 func TestClusterLifecycle(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	a, b := newBackend(t, dir, 50*time.Millisecond), newBackend(t, dir, 50*time.Millisecond)
+	// Booting takes 1 s: long enough that the create (four machines) still reads pending on a loaded
+	// machine (at 50 ms, a fresh-clone make test once read the new cluster running).
+	a, b := newBackend(t, dir, time.Second), newBackend(t, dir, time.Second)
 	o := clusterOffer(t, a, "h100", 8, "sbx-eu-1", cloudprovider.InterconnectFabric, 4)
 	owner := cloudprovider.Ownership{Resource: "train", Token: "ab12cd34"}
 	const name = "sbx-vm-train--ab12cd34"
@@ -209,8 +211,11 @@ func TestClusterLifecycle(t *testing.T) {
 	if n, _ := a.CreatedCount(); n != 4 {
 		t.Fatalf("%d machines created, want 4", n)
 	}
-	time.Sleep(80 * time.Millisecond)
 	got, err := b.GetCluster(ctx, c.ID)
+	for deadline := time.Now().Add(10 * time.Second); err == nil && got.Status == cloudprovider.StatusPending && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		got, err = b.GetCluster(ctx, c.ID)
+	}
 	if err != nil || got.Status != cloudprovider.StatusRunning || got.Nodes[3].SSH == nil {
 		t.Fatalf("after boot: %+v, %v", got, err)
 	}

@@ -6,68 +6,66 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/cloudprovider"
 )
 
+// TestFormFactor: each name alone reads as the form factor it is listed under ("" where it does not say).
 func TestFormFactor(t *testing.T) {
 	const sxm, pcie = cloudprovider.FormFactorSXM, cloudprovider.FormFactorPCIe
-	tests := []struct {
+	byFormFactor := map[string][]string{
+		sxm: {
+			// Verda gpu descriptions and names.
+			"1x H100 SXM5 80GB", "A100 SXM4 40GB", "8x B300 SXM6 262GB",
+			// Lambda gpu descriptions and type names.
+			"H100 (80 GB SXM5)",
+			// Prime Intellect sockets.
+			"SXM5", "SXM2",
+			// nvidia-smi names (Atlas gpu_model, Prime cloudIds, UpCloud gpu_model).
+			"NVIDIA H100 80GB HBM3", "nvidia h100 80gb hbm3", "NVIDIA A100-SXM4-80GB", "NVIDIA HGX B200",
+		},
+		pcie: {
+			// Verda.
+			"1x L40S 48GB", "2x RTX A6000 48GB", "1x RTX 6000 Ada 48GB", "RTX PRO 6000 96GB",
+			// Lambda.
+			"H100 (80 GB PCIe)",
+			// Prime Intellect sockets and GPU types.
+			"PCIe", "PCIE", "L4_24GB", "L40_48GB", "RTX6000Ada_48GB", "RTX_PRO_6000B_96GB", "A6000_48GB",
+			// nvidia-smi names.
+			"NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe", "NVIDIA L40S", "NVIDIA L4",
+			"NVIDIA RTX 6000 Ada Generation",
+			// UpCloud plan names: the GPU suffix says it.
+			"GPU-8xCPU-64GB-1xL40S", "GPU-SPOT-8xCPU-64GB-1xL4",
+		},
+		"": {
+			// Verda.
+			"1x Tesla V100 16GB", "1x AMD 7900XTX",
+			// Lambda.
+			"GH200 (96 GB)", "gpu_1x_a10",
+			// Prime Intellect GPU types.
+			"H100_80GB", "A100_80GB",
+			// nvidia-smi names.
+			"NVIDIA A100 80GB", "NVIDIA H100", "NVIDIA B200",
+			// UpCloud plan name.
+			"GPU-12xCPU-240GB-1xH100",
+			// Not fooled by substrings.
+			"L400", "L4X", "PCIEX",
+		},
+	}
+	for want, names := range byFormFactor {
+		for _, n := range names {
+			if got := FormFactor(n); got != want {
+				t.Errorf("FormFactor(%q) = %q, want %q", n, got, want)
+			}
+		}
+	}
+	// Several names: the first name that says wins; an explicit marker wins over the model rule.
+	several := []struct {
 		names []string
 		want  string
 	}{
-		// Verda gpu descriptions and names.
-		{[]string{"1x H100 SXM5 80GB"}, sxm},
-		{[]string{"A100 SXM4 40GB"}, sxm},
-		{[]string{"8x B300 SXM6 262GB"}, sxm},
-		{[]string{"1x L40S 48GB"}, pcie},
-		{[]string{"2x RTX A6000 48GB"}, pcie},
-		{[]string{"1x RTX 6000 Ada 48GB"}, pcie},
-		{[]string{"RTX PRO 6000 96GB"}, pcie},
-		{[]string{"1x Tesla V100 16GB"}, ""},
-		{[]string{"1x AMD 7900XTX"}, ""},
-		// Lambda gpu descriptions and type names.
-		{[]string{"H100 (80 GB SXM5)"}, sxm},
-		{[]string{"H100 (80 GB PCIe)"}, pcie},
-		{[]string{"GH200 (96 GB)"}, ""},
-		{[]string{"", "gpu_8x_h100_sxm5"}, sxm},
-		{[]string{"gpu_1x_a10"}, ""},
-		// Prime Intellect sockets and GPU types.
-		{[]string{"SXM5"}, sxm},
-		{[]string{"SXM2"}, sxm},
-		{[]string{"PCIe"}, pcie},
-		{[]string{"PCIE"}, pcie},
-		{[]string{"L4_24GB"}, pcie},
-		{[]string{"L40_48GB"}, pcie},
-		{[]string{"RTX6000Ada_48GB"}, pcie},
-		{[]string{"RTX_PRO_6000B_96GB"}, pcie},
-		{[]string{"A6000_48GB"}, pcie},
-		{[]string{"H100_80GB"}, ""},
-		{[]string{"A100_80GB"}, ""},
-		// nvidia-smi names (Atlas gpu_model, Prime cloudIds, UpCloud gpu_model).
-		{[]string{"NVIDIA H100 80GB HBM3"}, sxm},
-		{[]string{"nvidia h100 80gb hbm3"}, sxm},
-		{[]string{"NVIDIA H100 PCIe"}, pcie},
-		{[]string{"NVIDIA H100 NVL"}, pcie},
-		{[]string{"NVIDIA A100-SXM4-80GB"}, sxm},
-		{[]string{"NVIDIA A100 80GB PCIe"}, pcie},
-		{[]string{"NVIDIA A100 80GB"}, ""},
-		{[]string{"NVIDIA H100"}, ""},
-		{[]string{"NVIDIA L40S"}, pcie},
-		{[]string{"NVIDIA L4"}, pcie},
-		{[]string{"NVIDIA RTX 6000 Ada Generation"}, pcie},
-		{[]string{"NVIDIA HGX B200"}, sxm},
-		{[]string{"NVIDIA B200"}, ""},
-		// UpCloud plan names: the GPU suffix says it.
-		{[]string{"GPU-8xCPU-64GB-1xL40S"}, pcie},
-		{[]string{"GPU-SPOT-8xCPU-64GB-1xL4"}, pcie},
-		{[]string{"GPU-12xCPU-240GB-1xH100"}, ""},
-		// An explicit marker wins over the model rule; the first name that says wins.
+		{[]string{"", "gpu_8x_h100_sxm5"}, sxm}, // Lambda: no description, the type name
 		{[]string{"H100 NVL", "SXM5"}, pcie},
 		{[]string{"", "  ", "H100_80GB", "SXM5"}, sxm},
 		{nil, ""},
-		// Not fooled by substrings.
-		{[]string{"L400"}, ""},
-		{[]string{"L4X"}, ""},
-		{[]string{"PCIEX"}, ""},
 	}
-	for _, tt := range tests {
+	for _, tt := range several {
 		if got := FormFactor(tt.names...); got != tt.want {
 			t.Errorf("FormFactor(%q) = %q, want %q", tt.names, got, tt.want)
 		}

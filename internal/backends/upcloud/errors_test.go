@@ -34,6 +34,14 @@ func TestErrorKinds(t *testing.T) {
 		code   string
 		kind   cloudprovider.ErrorKind
 	}
+	// classic and problem answer in UpCloud's classic error shape or RFC 7807's, naming code; the error
+	// must carry that code.
+	classic := func(name string, status int, code, msg string, kind cloudprovider.ErrorKind) tc {
+		return tc{name, status, classicBody(code, msg), code, kind}
+	}
+	problem := func(name string, status int, code, title string, kind cloudprovider.ErrorKind) tc {
+		return tc{name, status, problemBody(code, title, status), code, kind}
+	}
 	var cases []tc
 	for _, r := range []struct {
 		file string
@@ -51,29 +59,29 @@ func TestErrorKinds(t *testing.T) {
 	}
 	cases = append(cases, []tc{
 		// The case: a 403 that is no credential problem.
-		{"403 problem+json service error", 403, problemBody("ERROR_SERVICE_ERROR", "Server cannot be deleted.", 403), "ERROR_SERVICE_ERROR", cloudprovider.ErrOther},
-		{"403 classic service error", 403, classicBody("SERVICE_ERROR", "The server cannot be deleted."), "SERVICE_ERROR", cloudprovider.ErrOther},
-		{"401 authentication failed", 401, classicBody("AUTHENTICATION_FAILED", "Authentication failed using the given username and password."), "AUTHENTICATION_FAILED", cloudprovider.ErrAuth},
-		{"403 access denied", 403, classicBody("ACCESS_DENIED", "Access denied."), "ACCESS_DENIED", cloudprovider.ErrAuth},
-		{"401 problem+json authentication failed", 401, problemBody("ERROR_AUTHENTICATION_FAILED", "Authentication failed.", 401), "ERROR_AUTHENTICATION_FAILED", cloudprovider.ErrAuth},
-		{"404 server not found", 404, classicBody("SERVER_NOT_FOUND", "The server 00aa does not exist."), "SERVER_NOT_FOUND", cloudprovider.ErrNotFound},
-		{"400 zone not found names the request's zone", 404, classicBody("ZONE_NOT_FOUND", "The zone xx-nowhere1 does not exist."), "ZONE_NOT_FOUND", cloudprovider.ErrInvalid},
-		{"402 insufficient credits", 402, classicBody("INSUFFICIENT_CREDITS", "Not enough credits."), "INSUFFICIENT_CREDITS", cloudprovider.ErrQuota},
-		{"403 insufficient credits", 403, classicBody("INSUFFICIENT_CREDITS", "Not enough credits."), "INSUFFICIENT_CREDITS", cloudprovider.ErrQuota},
-		{"403 trial plan", 403, classicBody("TRIAL_PLAN", "Trial accounts cannot use this plan."), "TRIAL_PLAN", cloudprovider.ErrQuota},
-		{"409 creating limit", 409, classicBody("SERVER_CREATING_LIMIT_REACHED", "Too many servers being created."), "SERVER_CREATING_LIMIT_REACHED", cloudprovider.ErrQuota},
-		{"403 core limit", 403, classicBody("SERVER_CORE_LIMIT_REACHED", "Core limit reached."), "SERVER_CORE_LIMIT_REACHED", cloudprovider.ErrQuota},
-		{"409 no capacity", 409, classicBody("SERVER_RESOURCES_UNAVAILABLE", "Not enough resources."), "SERVER_RESOURCES_UNAVAILABLE", cloudprovider.ErrCapacity},
-		{"409 storage capacity", 409, classicBody("STORAGE_RESOURCES_UNAVAILABLE", "Not enough storage."), "STORAGE_RESOURCES_UNAVAILABLE", cloudprovider.ErrCapacity},
-		{"409 state illegal", 409, classicBody("SERVER_STATE_ILLEGAL", "The server is started."), "SERVER_STATE_ILLEGAL", cloudprovider.ErrInvalid},
-		{"400 plan core number illegal", 400, classicBody("PLAN_CORE_NUMBER_ILLEGAL", "Plan and core_number together."), "PLAN_CORE_NUMBER_ILLEGAL", cloudprovider.ErrInvalid},
-		{"403 invalid label key", 403, problemBody("ERROR_INVALID_LABEL_KEY", "Invalid label key.", 403), "ERROR_INVALID_LABEL_KEY", cloudprovider.ErrInvalid},
-		{"400 size missing", 400, classicBody("SIZE_MISSING", "The size is missing."), "SIZE_MISSING", cloudprovider.ErrInvalid},
-		{"400 metadata on cloud-init", 400, classicBody("METADATA_DISABLED_ON_CLOUD-INIT", "Metadata is required."), "METADATA_DISABLED_ON_CLOUD-INIT", cloudprovider.ErrInvalid},
-		{"503 in UpCloud's shape", 503, classicBody("SERVICE_UNAVAILABLE", "Try again."), "SERVICE_UNAVAILABLE", cloudprovider.ErrOther},
+		problem("403 problem+json service error", 403, "ERROR_SERVICE_ERROR", "Server cannot be deleted.", cloudprovider.ErrOther),
+		classic("403 classic service error", 403, "SERVICE_ERROR", "The server cannot be deleted.", cloudprovider.ErrOther),
+		classic("401 authentication failed", 401, "AUTHENTICATION_FAILED", "Authentication failed using the given username and password.", cloudprovider.ErrAuth),
+		classic("403 access denied", 403, "ACCESS_DENIED", "Access denied.", cloudprovider.ErrAuth),
+		problem("401 problem+json authentication failed", 401, "ERROR_AUTHENTICATION_FAILED", "Authentication failed.", cloudprovider.ErrAuth),
+		classic("404 server not found", 404, "SERVER_NOT_FOUND", "The server 00aa does not exist.", cloudprovider.ErrNotFound),
+		classic("400 zone not found names the request's zone", 404, "ZONE_NOT_FOUND", "The zone xx-nowhere1 does not exist.", cloudprovider.ErrInvalid),
+		classic("402 insufficient credits", 402, "INSUFFICIENT_CREDITS", "Not enough credits.", cloudprovider.ErrQuota),
+		classic("403 insufficient credits", 403, "INSUFFICIENT_CREDITS", "Not enough credits.", cloudprovider.ErrQuota),
+		classic("403 trial plan", 403, "TRIAL_PLAN", "Trial accounts cannot use this plan.", cloudprovider.ErrQuota),
+		classic("409 creating limit", 409, "SERVER_CREATING_LIMIT_REACHED", "Too many servers being created.", cloudprovider.ErrQuota),
+		classic("403 core limit", 403, "SERVER_CORE_LIMIT_REACHED", "Core limit reached.", cloudprovider.ErrQuota),
+		classic("409 no capacity", 409, "SERVER_RESOURCES_UNAVAILABLE", "Not enough resources.", cloudprovider.ErrCapacity),
+		classic("409 storage capacity", 409, "STORAGE_RESOURCES_UNAVAILABLE", "Not enough storage.", cloudprovider.ErrCapacity),
+		classic("409 state illegal", 409, "SERVER_STATE_ILLEGAL", "The server is started.", cloudprovider.ErrInvalid),
+		classic("400 plan core number illegal", 400, "PLAN_CORE_NUMBER_ILLEGAL", "Plan and core_number together.", cloudprovider.ErrInvalid),
+		problem("403 invalid label key", 403, "ERROR_INVALID_LABEL_KEY", "Invalid label key.", cloudprovider.ErrInvalid),
+		classic("400 size missing", 400, "SIZE_MISSING", "The size is missing.", cloudprovider.ErrInvalid),
+		classic("400 metadata on cloud-init", 400, "METADATA_DISABLED_ON_CLOUD-INIT", "Metadata is required.", cloudprovider.ErrInvalid),
+		classic("503 in UpCloud's shape", 503, "SERVICE_UNAVAILABLE", "Try again.", cloudprovider.ErrOther),
 		// No code that names a kind: the status decides.
-		{"403 unknown code", 403, classicBody("SOMETHING_NEW", "Forbidden."), "SOMETHING_NEW", cloudprovider.ErrAuth},
-		{"403 forbidden server", 403, classicBody("SERVER_FORBIDDEN", "No access to this server."), "SERVER_FORBIDDEN", cloudprovider.ErrAuth},
+		classic("403 unknown code", 403, "SOMETHING_NEW", "Forbidden.", cloudprovider.ErrAuth),
+		classic("403 forbidden server", 403, "SERVER_FORBIDDEN", "No access to this server.", cloudprovider.ErrAuth),
 		{"401 no body", 401, "", "", cloudprovider.ErrAuth},
 		{"404 html", 404, "<html>not found</html>", "", cloudprovider.ErrNotFound},
 		{"429 no body", 429, "", "", cloudprovider.ErrOther},

@@ -275,20 +275,28 @@ func (cp *ControlPlane) Resume(ctx context.Context, rec *Record, spec BringUpSpe
 // from the cloud (Observe) and, for a ready machine, reads its health (see checkHealth).
 func (cp *ControlPlane) Refresh(ctx context.Context, rec *Record) (found bool, err error) {
 	inst, err := cp.manager.Get(ctx, InstanceRef{Name: rec.Name, ID: rec.ID})
-	if cloudprovider.IsNotFound(err) || err == nil && inst.Status == cloudprovider.StatusTerminated && inst.Interruption == nil {
+	return refreshed(err, inst.Status, inst.Interruption != nil, func() { rec.Observe(inst) }, func() {
+		cp.Held(ctx, inst)
+		cp.checkHealth(ctx, rec, inst)
+	})
+}
+
+// refreshed is what a refresh makes of its read of a machine or a cluster (err, status, and whether
+// its cloud took it back): not found, or terminated other than by its cloud, is gone (false, nil); a
+// failed read is err; otherwise observe updates the record, and for one not terminated hold records
+// at the cloud that a state holds it and reads its health. One taken back is only observed: kept, so
+// the state shows the interruption and the plan replaces it.
+func refreshed(err error, status cloudprovider.Status, takenBack bool, observe, hold func()) (bool, error) {
+	if cloudprovider.IsNotFound(err) || err == nil && status == cloudprovider.StatusTerminated && !takenBack {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	if inst.Status == cloudprovider.StatusTerminated {
-		// Taken back by its cloud: kept, so the state shows the interruption and the plan replaces it.
-		rec.Observe(inst)
-		return true, nil
+	observe()
+	if status != cloudprovider.StatusTerminated {
+		hold()
 	}
-	cp.Held(ctx, inst)
-	rec.Observe(inst)
-	cp.checkHealth(ctx, rec, inst)
 	return true, nil
 }
 

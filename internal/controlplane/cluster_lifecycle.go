@@ -728,21 +728,10 @@ func (cp *ControlPlane) RefreshCluster(ctx context.Context, rec *ClusterRecord) 
 		return false, err
 	}
 	c, err := cb.GetCluster(ctx, rec.CloudClusterID)
-	if cloudprovider.IsNotFound(err) || err == nil && c.Status == cloudprovider.StatusTerminated && !takenBack(c) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if c.Status == cloudprovider.StatusTerminated {
-		// Taken back by its cloud: kept, so the state shows the interruption and the plan replaces it.
-		rec.observe(c)
-		return true, nil
-	}
-	cp.heldCluster(ctx, cp.clusterJournal(), rec.Name, c)
-	rec.observe(c)
-	cp.nodesHealth(ctx, rec, c)
-	return true, nil
+	return refreshed(err, c.Status, takenBack(c), func() { rec.observe(c) }, func() {
+		cp.heldCluster(ctx, cp.clusterJournal(), rec.Name, c)
+		cp.nodesHealth(ctx, rec, c)
+	})
 }
 
 // nodesHealth reads every ready node's health concurrently (checkHealth, as for a machine).

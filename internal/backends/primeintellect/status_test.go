@@ -127,36 +127,41 @@ func TestMapStatus(t *testing.T) {
 // TestErrorClassification: the body decides the kind where it says (a list of validation errors, a
 // code, Prime's wording), the HTTP status where it does not; the message keeps what the body says.
 func TestErrorClassification(t *testing.T) {
+	// detail is FastAPI's {"detail": msg}, the answer Prime gives most (msg is plain text).
+	detail := func(status int, msg string, kind cloudprovider.ErrorKind, text string) backendtest.Answer {
+		return backendtest.Answer{Status: status, Body: `{"detail":"` + msg + `"}`, Kind: kind, Text: text}
+	}
 	backendtest.WantClassified(t, CloudName, "creating pod", "/api/v1/pods/", classify, []backendtest.Answer{
-		{Status: 401, Body: `{"detail":"Invalid or expired API key"}`, Kind: cloudprovider.ErrAuth, Text: "Invalid or expired API key"},
-		{Status: 403, Body: `{"detail":"Missing permission: instances write"}`, Kind: cloudprovider.ErrAuth, Text: "Missing permission"},
-		{Status: 402, Body: `{"detail":"Insufficient balance"}`, Kind: cloudprovider.ErrQuota, Text: "Insufficient balance"},
-		{Status: 404, Body: `{"detail":"Pod not found"}`, Kind: cloudprovider.ErrNotFound, Text: "Pod not found"},
-		{Status: 400, Body: `{"detail":"No capacity available for the requested GPU configuration"}`, Kind: cloudprovider.ErrCapacity, Text: "No capacity"},
-		{Status: 400, Body: `{"detail":"Cloud ID 'x' is no longer available for provider runpod"}`, Kind: cloudprovider.ErrCapacity, Text: "no longer available"},
-		{Status: 400, Body: `{"detail":"Current price 1.8 exceeds max price 1.5"}`, Kind: cloudprovider.ErrCapacity, Text: "exceeds max price"},
-		{Status: 400, Body: `{"detail":"Missing field: max_price not specified"}`, Kind: cloudprovider.ErrInvalid, Text: "max_price not specified"},
+		detail(401, "Invalid or expired API key", cloudprovider.ErrAuth, "Invalid or expired API key"),
+		detail(403, "Missing permission: instances write", cloudprovider.ErrAuth, "Missing permission"),
+		detail(402, "Insufficient balance", cloudprovider.ErrQuota, "Insufficient balance"),
+		detail(404, "Pod not found", cloudprovider.ErrNotFound, "Pod not found"),
+		detail(400, "No capacity available for the requested GPU configuration", cloudprovider.ErrCapacity, "No capacity"),
+		detail(400, "Cloud ID 'x' is no longer available for provider runpod", cloudprovider.ErrCapacity, "no longer available"),
+		detail(400, "Current price 1.8 exceeds max price 1.5", cloudprovider.ErrCapacity, "exceeds max price"),
+		detail(400, "Missing field: max_price not specified", cloudprovider.ErrInvalid, "max_price not specified"),
+		detail(400, "Team spending limit exceeded", cloudprovider.ErrQuota, "spending limit"),
+		detail(500, "Internal Server Error", cloudprovider.ErrOther, "Internal Server Error"),
+		detail(503, "Not enough resources to fulfil the request", cloudprovider.ErrCapacity, "Not enough resources"),
+		// An outage is no capacity, and a rate limit is no quota.
+		detail(503, "Service Unavailable", cloudprovider.ErrOther, "Service Unavailable"),
+		detail(429, "Rate limit exceeded. Please try again later.", cloudprovider.ErrOther, "Rate limit"),
+		// The wording decides over the status.
+		detail(404, "Pod is not available", cloudprovider.ErrNotFound, "not available"),
+		detail(403, "Insufficient balance", cloudprovider.ErrQuota, "Insufficient balance"),
+		// What the emulator answers.
+		detail(400, "Requested configuration is not available", cloudprovider.ErrCapacity, "not available"),
+		detail(402, "Insufficient balance. Please add funds to your wallet.", cloudprovider.ErrQuota, "add funds"),
+		detail(404, "Not Found", cloudprovider.ErrNotFound, "Not Found"),
+		detail(405, "Method Not Allowed", cloudprovider.ErrInvalid, "Method Not Allowed"),
+		// Other bodies: validation lists, an error object, a code decide over the status; a page is read by its status.
 		{Status: 422, Body: `{"detail":[{"loc":["body","pod","cloudId"],"msg":"Field required","type":"missing"}]}`, Kind: cloudprovider.ErrInvalid, Text: "cloudId: Field required"},
 		{Status: 422, Body: `{"errors":[{"param":"gpuCount","details":"must be positive"}]}`, Kind: cloudprovider.ErrInvalid, Text: "gpuCount: must be positive"},
-		{Status: 400, Body: `{"detail":"Team spending limit exceeded"}`, Kind: cloudprovider.ErrQuota, Text: "spending limit"},
-		{Status: 500, Body: `{"detail":"Internal Server Error"}`, Kind: cloudprovider.ErrOther, Text: "Internal Server Error"},
-		{Status: 502, Body: `<html>Bad Gateway</html>`, Kind: cloudprovider.ErrOther, Text: "Bad Gateway"},
-		{Status: 503, Body: `{"detail":"Not enough resources to fulfil the request"}`, Kind: cloudprovider.ErrCapacity, Text: "Not enough resources"},
-		// An outage is no capacity, and a rate limit is no quota.
-		{Status: 503, Body: `{"detail":"Service Unavailable"}`, Kind: cloudprovider.ErrOther, Text: "Service Unavailable"},
-		{Status: 429, Body: `{"detail":"Rate limit exceeded. Please try again later."}`, Kind: cloudprovider.ErrOther, Text: "Rate limit"},
-		// The body decides over the status: a validation list, a code, a wording.
 		{Status: 400, Body: `{"detail":[{"loc":["query","page_size"],"msg":"Input should be less than or equal to 100","type":"less_than_equal"}]}`, Kind: cloudprovider.ErrInvalid, Text: "page_size"},
 		{Status: 404, Body: `{"errors":[{"param":"pod_ids","details":"required"}]}`, Kind: cloudprovider.ErrInvalid, Text: "pod_ids: required"},
 		{Status: 400, Body: `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":null}}`, Kind: cloudprovider.ErrQuota, Text: "exceeded your current quota"},
 		{Status: 500, Body: `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`, Kind: cloudprovider.ErrAuth, Text: "Incorrect API key"},
 		{Status: 400, Body: `{"code":"not_found","message":"No such pod"}`, Kind: cloudprovider.ErrNotFound, Text: "No such pod"},
-		{Status: 404, Body: `{"detail":"Pod is not available"}`, Kind: cloudprovider.ErrNotFound, Text: "not available"},
-		{Status: 403, Body: `{"detail":"Insufficient balance"}`, Kind: cloudprovider.ErrQuota, Text: "Insufficient balance"},
-		// What the emulator answers.
-		{Status: 400, Body: `{"detail":"Requested configuration is not available"}`, Kind: cloudprovider.ErrCapacity, Text: "not available"},
-		{Status: 402, Body: `{"detail":"Insufficient balance. Please add funds to your wallet."}`, Kind: cloudprovider.ErrQuota, Text: "add funds"},
-		{Status: 404, Body: `{"detail":"Not Found"}`, Kind: cloudprovider.ErrNotFound, Text: "Not Found"},
-		{Status: 405, Body: `{"detail":"Method Not Allowed"}`, Kind: cloudprovider.ErrInvalid, Text: "Method Not Allowed"},
+		{Status: 502, Body: `<html>Bad Gateway</html>`, Kind: cloudprovider.ErrOther, Text: "Bad Gateway"},
 	})
 }

@@ -135,6 +135,28 @@ func newVolume(t *testing.T, ctx context.Context, cp *ControlPlane, b cloudprovi
 	return o, spec, rec
 }
 
+// verdaVolume creates a volume on a fresh Verda emulator (newVolume), for a test whose cases wrap
+// that backend; the context ends with the test.
+func verdaVolume(t *testing.T) (context.Context, cloudprovider.InstanceManagerBackend, cloudprovider.Offer, VolumeSpec, VolumeRecord) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	vd := volumeCloud(t, "verda")
+	o, spec, rec := newVolume(t, ctx, volumeCP(t, nil, vd), vd)
+	return ctx, vd, o, spec, rec
+}
+
+// withVolume asks for a vm of o's GPU type and count with the volume rec mounted at /data.
+func withVolume(o cloudprovider.Offer, rec VolumeRecord) OfferRequest {
+	return OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/data"}}}
+}
+
+// createTrain creates the machine "train" of req with cp.
+func createTrain(ctx context.Context, cp *ControlPlane, req OfferRequest) (Created, error) {
+	return cp.Create(ctx, CreateRequest{Name: "train", Request: req, SSHPublicKeys: []string{backendtest.TestKey},
+		BringUp: BringUpSpec{GPUType: req.GPUType, GPUCount: req.GPUCount}}, nil)
+}
+
 func TestVolumeIDs(t *testing.T) {
 	cases := []struct {
 		id                  string
@@ -627,11 +649,8 @@ func hasRejection(res OfferResult, cloud, reason string) bool {
 // is kept, in error, with the reason, and nothing is provisioned).
 func TestVolumeAbilitiesMissing(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	vd := volumeCloud(t, "verda")
-	o, spec, rec := newVolume(t, ctx, volumeCP(t, nil, vd), vd)
-	req := OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/data"}}}
+	ctx, vd, o, spec, rec := verdaVolume(t)
+	req := withVolume(o, rec)
 
 	cases := []struct {
 		name    string
@@ -669,8 +688,7 @@ func TestVolumeAbilitiesMissing(t *testing.T) {
 			if len(res.Offers) == 0 {
 				t.Fatalf("no offer: %+v", res.Rejections)
 			}
-			created, err := cp.Create(ctx, CreateRequest{Name: "train", Request: req, SSHPublicKeys: []string{backendtest.TestKey},
-				BringUp: BringUpSpec{GPUType: o.GPUType, GPUCount: o.GPUCount}}, nil)
+			created, err := createTrain(ctx, cp, req)
 			var pf *ProvisioningFailedError
 			if !errors.As(err, &pf) || created.Record.ID == "" || created.Record.Status != cloudprovider.StatusError ||
 				!strings.Contains(created.Record.ProvisioningError, tc.provisionErr) {
@@ -697,14 +715,13 @@ func TestVolumeMountedByTheCloudElsewhere(t *testing.T) {
 	prov := &volumeProvisioner{}
 	cp := volumeCP(t, prov, b)
 	o, _, rec := newVolume(t, ctx, cp, b)
-	req := OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/data"}}}
+	req := withVolume(o, rec)
 	var re *RequestError
 	want := "primeintellect mounts a machine's volume at /workspace itself, not at mount_path /data; set mount_path = \"/workspace\""
 	if err := cp.Validate(req); !errors.As(err, &re) || re.Field != "volumes" || !strings.Contains(re.Msg, want) {
 		t.Errorf("Validate: %v; want an error on volumes saying %q", err, want)
 	}
-	if _, err := cp.Create(ctx, CreateRequest{Name: "train", Request: req, SSHPublicKeys: []string{backendtest.TestKey},
-		BringUp: BringUpSpec{GPUType: o.GPUType, GPUCount: o.GPUCount}}, nil); !errors.As(err, &re) {
+	if _, err := createTrain(ctx, cp, req); !errors.As(err, &re) {
 		t.Errorf("create: %v; want the request refused", err)
 	}
 	if got := cp.Machines(ctx, []string{"primeintellect"}); len(got.Machines) != 0 {
@@ -737,10 +754,7 @@ func (l *lateAttacher) Attachment(ctx context.Context, inst cloudprovider.Instan
 // (ErrInvalid) is not asked again and fails the bring-up.
 func TestAttachmentAskedAgainUntilAttached(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	vd := volumeCloud(t, "verda")
-	o, _, rec := newVolume(t, ctx, volumeCP(t, nil, vd), vd)
+	ctx, vd, o, _, rec := verdaVolume(t)
 	cases := []struct {
 		name      string
 		err       error
@@ -756,9 +770,7 @@ func TestAttachmentAskedAgainUntilAttached(t *testing.T) {
 				real: vd.(cloudprovider.VolumeAttacher), err: tc.err, failures: 2}
 			prov := &volumeProvisioner{}
 			cp := volumeCP(t, prov, late)
-			req := OfferRequest{GPUType: o.GPUType, GPUCount: o.GPUCount, Kind: "vm", Volumes: []VolumeUse{{ID: rec.ID, MountPath: "/data"}}}
-			created, err := cp.Create(ctx, CreateRequest{Name: "train", Request: req, SSHPublicKeys: []string{backendtest.TestKey},
-				BringUp: BringUpSpec{GPUType: o.GPUType, GPUCount: o.GPUCount}}, nil)
+			created, err := createTrain(ctx, cp, withVolume(o, rec))
 			ready := err == nil && created.Record.Status == cloudprovider.StatusReady && len(prov.reqs) == 1
 			if ready != tc.wantReady || late.calls != tc.wantCalls {
 				t.Errorf("create: %v, status %s, provisioned %d times, Attachment called %d times; want ready %v after %d calls",

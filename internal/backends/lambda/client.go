@@ -9,9 +9,7 @@ package lambda
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -70,12 +68,12 @@ func (c *Client) REST() *restclient.Client { return c.rc }
 func do[T any](ctx context.Context, c *Client, op string, r restclient.Request) (T, error) {
 	var env envelope[T]
 	resp, err := c.rc.Do(ctx, r)
-	if err != nil {
-		return env.Data, classify(op, err)
+	if err == nil {
+		err = restclient.Decode(r, resp.Body, &env)
 	}
-	if err := json.Unmarshal(resp.Body, &env); err != nil {
+	if err != nil {
 		var zero T
-		return zero, classify(op, fmt.Errorf("%s %s: decoding response: %w", r.Method, r.Path, err))
+		return zero, classify(op, err)
 	}
 	return env.Data, nil
 }

@@ -240,7 +240,13 @@ func (c *Client) DoJSON(ctx context.Context, r Request, out any) error {
 	if out == nil || len(bytes.TrimSpace(resp.Body)) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(resp.Body, out); err != nil {
+	return Decode(r, resp.Body, out)
+}
+
+// Decode decodes the JSON answer body of r into out; an answer that does not decode is an error naming
+// the call ("GET /path: decoding response: ...").
+func Decode(r Request, body []byte, out any) error {
+	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("%s %s: decoding response: %w", r.Method, r.Path, err)
 	}
 	return nil

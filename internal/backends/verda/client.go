@@ -122,10 +122,8 @@ func get[T any](ctx context.Context, c *Client, op, path string, q url.Values) (
 	if err != nil || len(strings.TrimSpace(string(resp.Body))) == 0 {
 		return out, err
 	}
-	if err := json.Unmarshal(resp.Body, &out); err != nil {
-		return out, classify(op, fmt.Errorf("%s %s: decoding response: %w", r.Method, r.Path, err))
-	}
-	return out, nil
+	err = restclient.Decode(r, resp.Body, &out)
+	return out, classify(op, err)
 }
 
 // Locations lists Verda's datacenters (GET /locations).

@@ -33,21 +33,7 @@ type fleetMachine struct {
 // cancelPlaybook is the cancellation tests' pool playbook: the start of bare-vm.yml up to the GPU probe
 // they cancel at, then the marker of a machine that reached the end; bare-vm.yml's other roles
 // (TestFleetOneMachineFails runs them all) prove nothing about cancelling.
-const cancelPlaybook = `- name: Provision a machine as far as the cancellation tests need
-  hosts: all
-  gather_facts: false
-  become: "{{ hydra_become | bool }}"
-  vars:
-    hydra_playbook: cancel-test.yml
-  roles:
-    - hydra_vars
-    - preflight
-    - role: marker
-      hydra_marker_step: invalidate
-    - gpu_check
-    - role: marker
-      hydra_marker_step: record
-`
+var cancelPlaybook = markedPlaybook("Provision a machine as far as the cancellation tests need", "cancel-test.yml", "gpu_check")
 
 // cancelFleet is newFleet of n L4 VMs provisioned in one run by cancelPlaybook.
 func cancelFleet(t *testing.T, n int, cfg Config) (*Runner, []*fleetMachine) {

@@ -19,23 +19,7 @@ import (
 // jumpPlaybook is what TestProvisionThroughJumpHost provisions: bare-vm.yml's roles that the marker and
 // the health probe read (the machine, its exporters, its health criteria), some 15 tasks over the one
 // connection through the login node; the driver's and the customer's roles prove nothing about the jump.
-const jumpPlaybook = `- name: Provision a machine behind a login node
-  hosts: all
-  gather_facts: false
-  become: "{{ hydra_become | bool }}"
-  vars:
-    hydra_playbook: jump-test.yml
-  roles:
-    - hydra_vars
-    - preflight
-    - role: marker
-      hydra_marker_step: invalidate
-    - gpu_check
-    - monitoring
-    - health
-    - role: marker
-      hydra_marker_step: record
-`
+var jumpPlaybook = markedPlaybook("Provision a machine behind a login node", "jump-test.yml", "gpu_check", "monitoring", "health")
 
 // jumpSetup is a login node (a sandbox machine whose sshd allows TCP forwarding, as OpenSSH does by
 // default) and n nodes behind it, each given to provisioning only as its private address with the

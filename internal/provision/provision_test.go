@@ -66,6 +66,27 @@ func shortTemp(t *testing.T) string {
 	return d
 }
 
+// markedPlaybook is a test's cut-down pool playbook, file (its hydra_playbook), whose one play (name)
+// runs roles in bare-vm.yml's frame: hydra's variables and the preflight first, the marker invalidated
+// before roles and recorded after them, as root where hydra_become says.
+func markedPlaybook(name, file string, roles ...string) string {
+	return "- name: " + name + `
+  hosts: all
+  gather_facts: false
+  become: "{{ hydra_become | bool }}"
+  vars:
+    hydra_playbook: ` + file + `
+  roles:
+    - hydra_vars
+    - preflight
+    - role: marker
+      hydra_marker_step: invalidate
+    - ` + strings.Join(roles, "\n    - ") + `
+    - role: marker
+      hydra_marker_step: record
+`
+}
+
 type fixture struct {
 	runner  *Runner
 	ep      simhost.Endpoint

@@ -114,14 +114,18 @@ func testVolumeMount(t *testing.T, ansible string) {
 		}
 		return rec, nil
 	}
-	changed := func(rec *logRecorder) []string {
-		var out []string
+	// wantChanged checks that a run (what, its log rec) changed the tasks of want, in any order.
+	wantChanged := func(what string, rec *logRecorder, want ...string) {
+		t.Helper()
+		var got []string
 		for _, l := range strings.Split(rec.String(), "\n") {
 			if strings.Contains(l, "task ok") && strings.Contains(l, "changed:true") {
-				out = append(out, l[strings.Index(l, "task:"):])
+				got = append(got, l[strings.Index(l, "task:"):])
 			}
 		}
-		return out
+		if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+			t.Errorf("%s changed:\n  %s\nwant\n  %s\nlog:\n%s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "), rec)
+		}
 	}
 	read := func(p string) string {
 		b, _ := os.ReadFile(p)
@@ -149,17 +153,14 @@ func testVolumeMount(t *testing.T, ansible string) {
 	if err != nil {
 		t.Fatalf("first run: %v\nlog:\n%s", err, rec)
 	}
-	if got, want := changed(rec), []string{
+	wantChanged("first run", rec,
 		"task:volume_mount : Make a file system on the empty device]",
 		"task:volume_mount : Keep the volume in fstab]",
 		"task:volume_mount : Make the mount point]",
 		"task:volume_mount : Mount the volume at its path]",
 		"task:volume_mount : Keep the volume in fstab]",
 		"task:volume_mount : Make the mount point]",
-		"task:volume_mount : Mount the volume at its path]",
-	}; !sameTasks(got, want) {
-		t.Errorf("first run changed:\n  %s\nwant\n  %s\nlog:\n%s", strings.Join(got, "\n  "), strings.Join(want, "\n  "), rec)
-	}
+		"task:volume_mount : Mount the volume at its path]")
 	fsys, err := simhost.StoreFS(blockStore)
 	if err != nil || fsys == nil || fsys.Type != "ext4" {
 		t.Fatalf("the block volume's file system after the first run: %+v, %v; want ext4", fsys, err)
@@ -194,14 +195,11 @@ func testVolumeMount(t *testing.T, ansible string) {
 	if err == nil || !asRunError(err, &re) || !strings.Contains(re.res.Message, "volume vol-lambda-fs: the cloud mounts it at /lambda/nfs/team itself, but nothing is mounted there") {
 		t.Errorf("a volume the cloud did not mount: %v, want the run failed naming it\nlog:\n%s", err, rec)
 	}
-	if got, want := changed(rec), []string{
+	wantChanged("the second run, only the block volume's path changed,", rec,
 		"task:volume_mount : Keep the volume in fstab]",
 		"task:volume_mount : Make the mount point]",
 		"task:volume_mount : Mount the volume at its path]",
-		"task:volume_mount : Unmount the volume from its old path]",
-	}; !sameTasks(got, want) {
-		t.Errorf("the second run, only the block volume's path changed, changed:\n  %s\nwant\n  %s\nlog:\n%s", strings.Join(got, "\n  "), strings.Join(want, "\n  "), rec)
-	}
+		"task:volume_mount : Unmount the volume from its old path]")
 	if again, _ := simhost.StoreFS(blockStore); again == nil || again.UUID != fsys.UUID {
 		t.Errorf("the block volume's file system after the second run: %+v, want the one the first made (%s)", again, fsys.UUID)
 	}
@@ -232,14 +230,6 @@ func volumeUses(atts []cloudprovider.Attachment) map[string]any {
 		list = append(list, map[string]any{"volume_id": "sandbox/sbx-us-1/" + a.VolumeID, "mount_path": a.MountPath})
 	}
 	return map[string]any{cloudprovider.VolumesVar: list}
-}
-
-// sameTasks compares two lists of task names as multisets.
-func sameTasks(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }
 
 type runError struct {

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -50,7 +49,7 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 				MarkdownDescription: "How many nodes (machines) the cluster has, each with `gpu_count` GPUs of `gpu_type`: at least 2 " +
 					"(one machine is a `hydra_gpu_instance`). Clusters are not resized: changing it replaces the cluster.",
 				Required:      true,
-				Validators:    []validator.Int64{clusterNodes{}},
+				Validators:    []validator.Int64{clusterNodes},
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplace()},
 			},
 			"interconnect": schema.StringAttribute{
@@ -75,7 +74,7 @@ func (r *gpuClusterResource) Schema(ctx context.Context, _ resource.SchemaReques
 						MarkdownDescription: "The lowest acceptable average bus bandwidth, in GB/s, as `all_reduce_perf` reports it " +
 							"(`Avg bus bandwidth`). More than 0.",
 						Required:   true,
-						Validators: []validator.Float64{positiveBandwidth{}},
+						Validators: []validator.Float64{positiveBandwidth},
 					},
 				},
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
@@ -173,36 +172,18 @@ func nodeAttributes() map[string]schema.Attribute {
 }
 
 // clusterNodes accepts 2 nodes or more.
-type clusterNodes struct{}
-
-func (clusterNodes) Description(context.Context) string { return "at least 2" }
-
-func (v clusterNodes) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (clusterNodes) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
+var clusterNodes = numberCheck{description: "at least 2", summary: "Invalid number of nodes", problem: func(n float64) string {
+	if n < 2 {
+		return "a cluster has at least 2 nodes. For one machine, use a hydra_gpu_instance."
 	}
-	if n := req.ConfigValue.ValueInt64(); n < 2 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid number of nodes",
-			fmt.Sprintf("%s is %d; a cluster has at least 2 nodes. For one machine, use a hydra_gpu_instance.", req.Path, n))
-	}
-}
+	return ""
+}}
 
 // positiveBandwidth accepts a bandwidth above 0.
-type positiveBandwidth struct{}
-
-func (positiveBandwidth) Description(context.Context) string { return "more than 0 (GB/s)" }
-
-func (v positiveBandwidth) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (positiveBandwidth) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
+var positiveBandwidth = numberCheck{description: "more than 0 (GB/s)", summary: "Invalid bus bandwidth", problem: func(f float64) string {
+	if !(f > 0) {
+		return "it must be more than 0, in GB/s as all_reduce_perf reports \"Avg bus bandwidth\" (for example 100). " +
+			"To skip the NCCL check, leave nccl_check out."
 	}
-	if f := req.ConfigValue.ValueFloat64(); !(f > 0) {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid bus bandwidth",
-			fmt.Sprintf("%s is %g; it must be more than 0, in GB/s as all_reduce_perf reports \"Avg bus bandwidth\" (for example 100). "+
-				"To skip the NCCL check, leave nccl_check out.", req.Path, f))
-	}
-}
+	return ""
+}}

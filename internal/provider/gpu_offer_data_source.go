@@ -130,7 +130,7 @@ func (d *gpuOfferDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 					"cluster's, `instance_type` is one node's, and `id` is a cluster offer ID " +
 					"(`<pool>/<region>/<nodes>x<instance type>/<ondemand|spot>@<price>`). Default: machine offers.",
 				Optional:   true,
-				Validators: []validator.Int64{clusterNodes{}},
+				Validators: []validator.Int64{clusterNodes},
 			},
 			"interconnect": schema.StringAttribute{
 				MarkdownDescription: "With `nodes`: `fabric` (the default; every node on one high-speed fabric as the cloud " +

@@ -9,9 +9,13 @@ import (
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -30,7 +34,7 @@ func nameValidators() []validator.String { return []validator.String{instanceNam
 // instanceName accepts lower case letters and digits in groups joined by single dashes, 1 to
 // maxNameLength characters ("--" is reserved: it joins the name and the ownership token).
 var instanceName = problemCheck{
-	description: fmt.Sprintf("lower case letters and digits with single dashes between them, 1 to %d characters", maxNameLength),
+	description: description(fmt.Sprintf("lower case letters and digits with single dashes between them, 1 to %d characters", maxNameLength)),
 	summary:     "Invalid name",
 	problem:     nameProblem,
 }
@@ -38,14 +42,17 @@ var instanceName = problemCheck{
 // problemCheck is a string validator from a function that says what is wrong with a value ("" when
 // nothing is): a known value with a problem is refused with summary and "<attribute>: <problem>.".
 type problemCheck struct {
-	description string
-	summary     string
-	problem     func(string) string
+	description
+	summary string
+	problem func(string) string
 }
 
-func (c problemCheck) Description(context.Context) string { return c.description }
+// description is a validator's description, the same in plain text and Markdown.
+type description string
 
-func (c problemCheck) MarkdownDescription(context.Context) string { return c.description }
+func (d description) Description(context.Context) string { return string(d) }
+
+func (d description) MarkdownDescription(context.Context) string { return string(d) }
 
 func (c problemCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
@@ -56,6 +63,35 @@ func (c problemCheck) ValidateString(_ context.Context, req validator.StringRequ
 			msg += "."
 		}
 		resp.Diagnostics.AddAttributeError(req.Path, c.summary, fmt.Sprintf("%s: %s", req.Path, msg))
+	}
+}
+
+// numberCheck is an int64 and float64 validator from a function that says what is wrong with a number
+// ("" when nothing is): a known value with a problem is refused with summary and "<attribute> is
+// <value>; <problem>".
+type numberCheck struct {
+	description
+	summary string
+	problem func(float64) string
+}
+
+func (c numberCheck) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+	n := req.ConfigValue.ValueInt64()
+	c.validate(req.Path, req.ConfigValue, float64(n), strconv.FormatInt(n, 10), &resp.Diagnostics)
+}
+
+func (c numberCheck) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+	f := req.ConfigValue.ValueFloat64()
+	c.validate(req.Path, req.ConfigValue, f, fmt.Sprintf("%g", f), &resp.Diagnostics)
+}
+
+// validate checks a known value n, shown as written.
+func (c numberCheck) validate(p path.Path, v attr.Value, n float64, shown string, diags *diag.Diagnostics) {
+	if v.IsNull() || v.IsUnknown() {
+		return
+	}
+	if msg := c.problem(n); msg != "" {
+		diags.AddAttributeError(p, c.summary, fmt.Sprintf("%s is %s; %s", p, shown, msg))
 	}
 }
 

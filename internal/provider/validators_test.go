@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -119,6 +120,50 @@ func TestAsWritten(t *testing.T) {
 	} {
 		if got := controlplane.AsWritten(tc.f); got != tc.want {
 			t.Errorf("AsWritten(%v) = %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}
+
+// A number check refuses a known value with its summary and "<attribute> is <value>; <problem>", the
+// value as written; null and unknown values are not checked.
+func TestNumberChecks(t *testing.T) {
+	bandwidthWhy := `it must be more than 0, in GB/s as all_reduce_perf reports "Avg bus bandwidth" (for example 100). ` +
+		"To skip the NCCL check, leave nccl_check out."
+	for _, tc := range []struct {
+		check numberCheck
+		value attr.Value // types.Int64 or types.Float64
+		want  string     // "<summary>: <detail>" of the one error; "" when accepted
+	}{
+		{clusterNodes, types.Int64Value(2), ""},
+		{clusterNodes, types.Int64Value(1), "Invalid number of nodes: n is 1; a cluster has at least 2 nodes. For one machine, use a hydra_gpu_instance."},
+		{clusterNodes, types.Int64Unknown(), ""},
+		{volumeSize, types.Int64Value(1), ""},
+		{volumeSize, types.Int64Value(maxVolumeSizeGB), ""},
+		{volumeSize, types.Int64Value(0), "Invalid volume size: n is 0; a volume's size is from 1 to 1048576 GB."},
+		{volumeSize, types.Int64Value(maxVolumeSizeGB + 1), "Invalid volume size: n is 1048577; a volume's size is from 1 to 1048576 GB."},
+		{volumeSize, types.Int64Null(), ""},
+		{positiveBandwidth, types.Float64Value(0.5), ""},
+		{positiveBandwidth, types.Float64Value(0), "Invalid bus bandwidth: n is 0; " + bandwidthWhy},
+		{positiveBandwidth, types.Float64Value(-2.5), "Invalid bus bandwidth: n is -2.5; " + bandwidthWhy},
+		{positiveBandwidth, types.Float64Null(), ""},
+	} {
+		var diags diag.Diagnostics
+		switch v := tc.value.(type) {
+		case types.Int64:
+			var resp validator.Int64Response
+			tc.check.ValidateInt64(context.Background(), validator.Int64Request{Path: path.Root("n"), ConfigValue: v}, &resp)
+			diags = resp.Diagnostics
+		case types.Float64:
+			var resp validator.Float64Response
+			tc.check.ValidateFloat64(context.Background(), validator.Float64Request{Path: path.Root("n"), ConfigValue: v}, &resp)
+			diags = resp.Diagnostics
+		}
+		var got []string
+		for _, d := range diags.Errors() {
+			got = append(got, d.Summary()+": "+d.Detail())
+		}
+		if strings.Join(got, "\n") != tc.want || len(diags) != len(got) {
+			t.Errorf("%s, %v: got %q, want %q", tc.check.summary, tc.value, got, tc.want)
 		}
 	}
 }

@@ -61,7 +61,7 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"replaces the volume with a new, empty one, and the old one is deleted with its data (or, while a machine uses "+
 					"it, the apply fails and nothing is deleted). The plan warns when it would.", maxVolumeSizeGB),
 				Required:      true,
-				Validators:    []validator.Int64{volumeSize{}},
+				Validators:    []validator.Int64{volumeSize},
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(replaceIfSized, replaceIfSizedWhy, replaceIfSizedWhy)},
 			},
 			"cloud": schema.StringAttribute{
@@ -98,28 +98,17 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 }
 
 // volumeSize accepts 1 to maxVolumeSizeGB GB.
-type volumeSize struct{}
-
-func (volumeSize) Description(context.Context) string {
-	return fmt.Sprintf("from 1 to %d (GB)", maxVolumeSizeGB)
-}
-
-func (v volumeSize) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (volumeSize) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if n := req.ConfigValue.ValueInt64(); n < 1 || n > maxVolumeSizeGB {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid volume size",
-			fmt.Sprintf("%s is %d; a volume's size is from 1 to %d GB.",
-				req.Path, n, maxVolumeSizeGB))
-	}
-}
+var volumeSize = numberCheck{description: description(fmt.Sprintf("from 1 to %d (GB)", maxVolumeSizeGB)), summary: "Invalid volume size",
+	problem: func(n float64) string {
+		if n < 1 || n > maxVolumeSizeGB {
+			return fmt.Sprintf("a volume's size is from 1 to %d GB.", maxVolumeSizeGB)
+		}
+		return ""
+	}}
 
 // knownCloud accepts one of the registry's cloud names.
 func knownCloud() validator.String {
-	return problemCheck{description: "one of " + quotedCloudNames(), summary: "Unknown cloud", problem: cloudProblem}
+	return problemCheck{description: description("one of " + quotedCloudNames()), summary: "Unknown cloud", problem: cloudProblem}
 }
 
 // replaceIfSizedWhy describes replaceIfSized.

@@ -454,25 +454,34 @@ func (b *Backend) findByName(ctx context.Context, name string) (cloudprovider.In
 // checkPrice refuses (ErrCapacity) an offer whose price in the catalog now, which Verda may have
 // changed since the plan, is above req.MaxPricePerHour (cloudprovider.CheckPriceCap).
 func (b *Backend) checkPrice(ctx context.Context, req cloudprovider.CreateRequest, instanceType string) error {
-	const op = "creating instance"
-	ceiling := req.MaxPricePerHour
+	return checkListedPrice(ctx, b, "creating instance", instanceType, instanceType, req.MaxPricePerHour, b.client.InstanceTypes,
+		func(t InstanceType) (string, FlexFloat, string) {
+			if req.Offer.Spot {
+				return t.InstanceType, t.SpotPrice, t.Currency
+			}
+			return t.InstanceType, t.PricePerHour, t.Currency
+		})
+}
+
+// checkListedPrice refuses (ErrCapacity, cloudprovider.CheckPriceCap naming what) each entry named name
+// of the catalog list reads now whose price (listed gives its name, price and currency), in US dollars,
+// is above ceiling. No ceiling reads nothing; a price in an unknown currency is not checked.
+func checkListedPrice[T any, P ~float64](ctx context.Context, b *Backend, op, name, what string, ceiling money.USD,
+	list func(ctx context.Context, currency string) ([]T, error), listed func(T) (name string, price P, currency string)) error {
 	if ceiling <= 0 {
 		return nil
 	}
-	types, err := b.client.InstanceTypes(ctx, b.cfg.Currency)
+	entries, err := list(ctx, b.cfg.Currency)
 	if err != nil {
 		return err
 	}
-	for _, t := range types {
-		if t.InstanceType != instanceType {
+	for _, e := range entries {
+		n, price, currency := listed(e)
+		if n != name {
 			continue
 		}
-		price := float64(t.PricePerHour)
-		if req.Offer.Spot {
-			price = float64(t.SpotPrice)
-		}
-		if usd, ok := b.toUSD(price, t.Currency); ok {
-			if err := cloudprovider.CheckPriceCap(CloudName, op, instanceType, usd, ceiling); err != nil {
+		if usd, ok := b.toUSD(float64(price), currency); ok {
+			if err := cloudprovider.CheckPriceCap(CloudName, op, what, usd, ceiling); err != nil {
 				return err
 			}
 		}

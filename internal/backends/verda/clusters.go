@@ -274,7 +274,8 @@ func (b *Backend) findCluster(ctx context.Context, name string) (cloudprovider.C
 	return cloudprovider.FindNamed(ctx, name, b.ListClusters, func(c cloudprovider.Cluster) bool { return c.Name == name }, nil)
 }
 
-// checkClusterPrice refuses (ErrCapacity) a cluster type whose price now is above req.MaxPricePerHour.
+// checkClusterPrice refuses (ErrCapacity) a cluster type whose price, as planned or now, is above
+// req.MaxPricePerHour.
 func (b *Backend) checkClusterPrice(ctx context.Context, req cloudprovider.ClusterRequest, clusterType string) error {
 	if req.MaxPricePerHour <= 0 {
 		return nil
@@ -282,19 +283,10 @@ func (b *Backend) checkClusterPrice(ctx context.Context, req cloudprovider.Clust
 	if err := cloudprovider.CheckPriceCap(CloudName, "creating cluster", clusterType, req.Offer.PricePerHour, req.MaxPricePerHour); err != nil {
 		return err
 	}
-	types, err := b.client.ClusterTypes(ctx, b.cfg.Currency)
-	if err != nil {
-		return err
-	}
-	for _, t := range types {
-		if t.ClusterType != clusterType {
-			continue
-		}
-		if usd, ok := b.toUSD(float64(t.PricePerHour), t.Currency); ok {
-			return cloudprovider.CheckPriceCap(CloudName, "creating cluster", clusterType+" in "+req.Offer.Region, usd, req.MaxPricePerHour)
-		}
-	}
-	return nil
+	return checkListedPrice(ctx, b, "creating cluster", clusterType, clusterType+" in "+req.Offer.Region, req.MaxPricePerHour, b.client.ClusterTypes,
+		func(t ClusterType) (string, verdaapi.Decimal, string) {
+			return t.ClusterType, t.PricePerHour, t.Currency
+		})
 }
 
 // GetCluster reads one cluster; an unknown id is ErrNotFound, a discontinued one is terminated.

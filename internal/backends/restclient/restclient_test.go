@@ -331,14 +331,15 @@ func (t *countingTransport) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 func TestTransportErrors(t *testing.T) {
+	reset := errors.New("read: connection reset by peer")
 	tests := []struct {
 		name          string
 		err           error
 		notIdempotent bool
 		wantAttempts  int32
 	}{
-		{name: "reset, GET", err: errors.New("read: connection reset by peer"), wantAttempts: 4},
-		{name: "reset, not idempotent", err: errors.New("read: connection reset by peer"), notIdempotent: true, wantAttempts: 1},
+		{name: "reset, GET", err: reset, wantAttempts: 4},
+		{name: "reset, not idempotent", err: reset, notIdempotent: true, wantAttempts: 1},
 		{name: "refused, not idempotent", err: errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), notIdempotent: true, wantAttempts: 4},
 	}
 	for _, tt := range tests {

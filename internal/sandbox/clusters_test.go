@@ -273,11 +273,9 @@ func TestClusterLifecycle(t *testing.T) {
 // the retry returns it.
 func TestClusterFaults(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name   string
-		faults Faults
-		check  func(t *testing.T, b *Backend, req cloudprovider.ClusterRequest)
-	}{
+	runFaultCases(t, time.Millisecond, func(t *testing.T, b *Backend) cloudprovider.ClusterRequest {
+		return cloudprovider.ClusterRequest{Name: "sbx-vm-c", Offer: clusterOffer(t, b, "l4", 1, "sbx-us-1", cloudprovider.InterconnectAny, 3)}
+	}, []faultCase[cloudprovider.ClusterRequest]{
 		{"a node fails to boot", Faults{Faults: simulation.Faults{BootFailures: 1}}, func(t *testing.T, b *Backend, req cloudprovider.ClusterRequest) {
 			c, err := b.CreateCluster(ctx, req)
 			if err != nil {
@@ -332,17 +330,7 @@ func TestClusterFaults(t *testing.T) {
 				t.Fatalf("%d machines created, want 3", n)
 			}
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b := newBackend(t, t.TempDir(), time.Millisecond)
-			o := clusterOffer(t, b, "l4", 1, "sbx-us-1", cloudprovider.InterconnectAny, 3)
-			if err := b.SetAllFaults(tc.faults); err != nil {
-				t.Fatal(err)
-			}
-			tc.check(t, b, cloudprovider.ClusterRequest{Name: "sbx-vm-c", Offer: o})
-		})
-	}
+	})
 }
 
 // TestClusterAllOrNothing: a create the cloud cannot finish leaves nothing live, and nothing running

@@ -210,13 +210,32 @@ func TestDeletedInstancesKeepNoMachine(t *testing.T) {
 	}
 }
 
+// faultCase is a case of a fault test: faults armed on a fresh backend, then check run on it with what
+// the test made there first (an offer, a cluster request).
+type faultCase[T any] struct {
+	name   string
+	faults Faults
+	check  func(t *testing.T, b *Backend, made T)
+}
+
+// runFaultCases runs each case on a fresh backend whose machines boot in boot: make makes what the
+// case's check is given before its faults are armed.
+func runFaultCases[T any](t *testing.T, boot time.Duration, setup func(t *testing.T, b *Backend) T, cases []faultCase[T]) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBackend(t, t.TempDir(), boot)
+			made := setup(t, b)
+			if err := b.SetAllFaults(tc.faults); err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, b, made)
+		})
+	}
+}
+
 func TestFaults(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name   string
-		faults Faults
-		check  func(t *testing.T, b *Backend, o cloudprovider.Offer)
-	}{
+	runFaultCases(t, time.Second, func(t *testing.T, b *Backend) cloudprovider.Offer { return offerFor(t, b, "l4", 1) }, []faultCase[cloudprovider.Offer]{
 		{"out of stock at create", Faults{OutOfStock: []string{"sbx-eu-1/sbx.l4.1x"}}, func(t *testing.T, b *Backend, o cloudprovider.Offer) {
 			if _, err := b.Create(ctx, cloudprovider.CreateRequest{Name: "sbx-vm-a", Offer: o}); !cloudprovider.IsCapacity(err) {
 				t.Fatalf("want a capacity error, got %v", err)
@@ -285,17 +304,7 @@ func TestFaults(t *testing.T) {
 				t.Fatal("List ignored the context")
 			}
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b := newBackend(t, t.TempDir(), time.Second)
-			o := offerFor(t, b, "l4", 1)
-			if err := b.SetAllFaults(tc.faults); err != nil {
-				t.Fatal(err)
-			}
-			tc.check(t, b, o)
-		})
-	}
+	})
 }
 
 // TestFaultsFile: faults.json speaks the shared vocabulary plus the sandbox's own words, and the

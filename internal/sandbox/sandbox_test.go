@@ -218,7 +218,7 @@ type faultCase[T any] struct {
 	check  func(t *testing.T, b *Backend, made T)
 }
 
-// runFaultCases runs each case on a fresh backend whose machines boot in boot: make makes what the
+// runFaultCases runs each case on a fresh backend whose machines boot in boot: setup makes what the
 // case's check is given before its faults are armed.
 func runFaultCases[T any](t *testing.T, boot time.Duration, setup func(t *testing.T, b *Backend) T, cases []faultCase[T]) {
 	for _, tc := range cases {

@@ -46,9 +46,6 @@ type Client struct {
 
 // NewClient builds a client.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
 	if cfg.PageSize <= 0 || cfg.PageSize > 500 {
 		cfg.PageSize = 100
 	}
@@ -59,7 +56,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{rc: rc, log: cfg.Logger.Named(CloudName), pageSize: cfg.PageSize}, nil
+	return &Client{rc: rc, log: rc.Log(), pageSize: cfg.PageSize}, nil
 }
 
 // REST exposes the underlying restclient (tests inspect its rate limiter).

@@ -60,9 +60,6 @@ type Client struct {
 
 // NewClient builds a client.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
 	if cfg.PageSize <= 0 || cfg.PageSize > 100 {
 		cfg.PageSize = 100
 	}
@@ -74,20 +71,18 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.EmptyRetryWait <= 0 {
 		cfg.EmptyRetryWait = time.Second
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
 	rc, err := restclient.New(restclient.Config{
-		Cloud:     CloudName,
-		BaseURL:   cfg.BaseURL,
-		Tuning:    cfg.Tuning,
-		Logger:    cfg.Logger,
-		Authorize: restclient.Bearer(cfg.APIKey, cloudprovider.Errorf(cloudprovider.ErrAuth, CloudName, "", "no API key configured (set api_key or PRIME_API_KEY)")),
+		Cloud:          CloudName,
+		BaseURL:        cfg.BaseURL,
+		DefaultBaseURL: DefaultBaseURL,
+		Tuning:         cfg.Tuning,
+		Logger:         cfg.Logger,
+		Authorize:      restclient.Bearer(cfg.APIKey, cloudprovider.Errorf(cloudprovider.ErrAuth, CloudName, "", "no API key configured (set api_key or PRIME_API_KEY)")),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, rc: rc, log: cfg.Logger.Named(CloudName)}, nil
+	return &Client{cfg: cfg, rc: rc, log: rc.Log()}, nil
 }
 
 // REST exposes the underlying restclient (tests inspect its rate limiter).

@@ -139,6 +139,10 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// Log returns the client's logger, named after its cloud (one that drops everything when the Config
+// gave none).
+func (c *Client) Log() hclog.Logger { return c.cfg.Logger.Named(c.cfg.Cloud) }
+
 // Limiter exposes the client's shared rate limiter (tests and benchmarks).
 func (c *Client) Limiter() *rate.Limiter { return c.limiter }
 

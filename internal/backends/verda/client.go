@@ -51,28 +51,23 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.ClientID == "" || cfg.ClientSecret == "" {
 		return nil, errors.New("verda: client_id and client_secret are required")
 	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	c := &Client{}
 	rc, err := restclient.New(restclient.Config{
-		Cloud:     CloudName,
-		BaseURL:   cfg.BaseURL,
-		Tuning:    cfg.Tuning,
-		Logger:    cfg.Logger,
-		Authorize: c.authorize,
+		Cloud:          CloudName,
+		BaseURL:        cfg.BaseURL,
+		DefaultBaseURL: DefaultBaseURL,
+		Tuning:         cfg.Tuning,
+		Logger:         cfg.Logger,
+		Authorize:      c.authorize,
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.rc = rc
-	c.tokens = newTokenSource(rc, cfg.ClientID, cfg.ClientSecret, cfg.Now, cfg.Logger.Named(CloudName))
+	c.tokens = newTokenSource(rc, cfg.ClientID, cfg.ClientSecret, cfg.Now, rc.Log())
 	return c, nil
 }
 

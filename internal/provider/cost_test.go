@@ -21,16 +21,7 @@ import (
 func TestAccGPUInstancesDataSource_cost(t *testing.T) {
 	s := newTestSandbox(t)
 	began := time.Now()
-	machines := s.providerConfig("") + `
-resource "hydra_gpu_instance" "a" {
-  name     = "cost-a"
-  gpu_type = "h100"
-}
-resource "hydra_gpu_instance" "b" {
-  name     = "cost-b"
-  gpu_type = "l40s"
-}
-`
+	machines := s.providerConfig("") + instanceResource("a", "cost-a", "h100", "") + instanceResource("b", "cost-b", "l40s", "")
 	withData := machines + `
 data "hydra_gpu_instances" "all" {
   depends_on = [hydra_gpu_instance.a, hydra_gpu_instance.b]

@@ -21,13 +21,19 @@ import (
 const resourceName = "hydra_gpu_instance.test"
 
 func testAccGPUInstanceConfig_basic(name, gpuType string, extra string) string {
-	return fmt.Sprintf(`
-resource "hydra_gpu_instance" "test" {
-  name     = %[1]q
-  gpu_type = %[2]q
-%[3]s
+	return instanceResource("test", name, gpuType, extra)
 }
-`, name, gpuType, extra)
+
+// instanceResource is a hydra_gpu_instance named label in the configuration, with name, gpu_type and
+// the extra lines.
+func instanceResource(label, name, gpuType, extra string) string {
+	return fmt.Sprintf(`
+resource "hydra_gpu_instance" %[1]q {
+  name     = %[2]q
+  gpu_type = %[3]q
+%[4]s
+}
+`, label, name, gpuType, extra)
 }
 
 func TestAccGPUInstance_basic(t *testing.T) {

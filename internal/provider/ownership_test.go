@@ -16,16 +16,7 @@ import (
 
 func TestAccGPUInstance_sameNameOneConfig(t *testing.T) {
 	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + `
-resource "hydra_gpu_instance" "a" {
-  name     = "twin"
-  gpu_type = "l4"
-}
-resource "hydra_gpu_instance" "b" {
-  name     = "twin"
-  gpu_type = "h100"
-}
-`
+	cfg := s.providerConfig("") + instanceResource("a", "twin", "l4", "") + instanceResource("b", "twin", "h100", "")
 	accTest(t, nil, []resource.TestStep{{
 		Config:      cfg,
 		ExpectError: errorPattern("Two GPU instances share one name", `named "twin"`),
@@ -434,15 +425,6 @@ func TestAccGPUInstance_terraformTestCleanup(t *testing.T) {
 // mineAndClash configures two with a machine of its own, applied, and one named as the other
 // directory's ("taken"), not applied.
 func mineAndClash(s *testSandbox, two *cliDir) {
-	two.write(s.providerConfigIn(two.dir, "") + `
-resource "hydra_gpu_instance" "mine" {
-  name     = "mine"
-  gpu_type = "l4"
-}
-resource "hydra_gpu_instance" "clash" {
-  name     = "taken"
-  gpu_type = "l4"
-}
-`)
+	two.write(s.providerConfigIn(two.dir, "") + instanceResource("mine", "mine", "l4", "") + instanceResource("clash", "taken", "l4", ""))
 	two.mustRun("apply", "-auto-approve", "-target=hydra_gpu_instance.mine")
 }

@@ -241,14 +241,14 @@ func (f realOSFixture) provisionRuns(t *testing.T, kind string, count int, vars 
 			stopWatch = watchExposure(t, f.m)
 		}
 		res, err := f.runner.Provision(ctx, f.request(kind, "h100", count, vars, rec))
-		if at := rec.pausedAt(); !at.IsZero() {
-			f.pauses.add(at)
+		paused, changed, batch := rec.summary()
+		if !paused.IsZero() {
+			f.pauses.add(paused)
 		}
 		if exposed := stopWatch(); len(exposed) > 0 {
 			t.Errorf("run %d: an exporter listened beyond loopback during the run: %s", run, strings.Join(exposed, ", "))
 		}
-		changed := rec.changedTasks()
-		t.Logf("run %d of %s on the real OS (an ansible-playbook run of %d machine(s)): %s, %d task(s) changed", run, inventory.DefaultPlaybook(kind), rec.batchSize(), time.Since(started).Round(time.Second), len(changed))
+		t.Logf("run %d of %s on the real OS (an ansible-playbook run of %d machine(s)): %s, %d task(s) changed", run, inventory.DefaultPlaybook(kind), batch, time.Since(started).Round(time.Second), len(changed))
 		if err != nil {
 			t.Fatalf("run %d: %v (failed task %q: %s)\nlog:\n%s", run, err, res.FailedTask, res.Message, rec)
 		}
@@ -394,22 +394,12 @@ func (l *runLog) log(msg string, fields map[string]any) {
 	}
 }
 
-func (l *runLog) pausedAt() time.Time {
+// summary is what the run's log says of it: when preflight paused the upgrades (zero: never), the
+// tasks that changed something, and how many machines the ansible-playbook run provisioned.
+func (l *runLog) summary() (paused time.Time, changed []string, batch int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.paused
-}
-
-func (l *runLog) changedTasks() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.changed...)
-}
-
-func (l *runLog) batchSize() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.batch
+	return l.paused, append([]string(nil), l.changed...), l.batch
 }
 
 func (l *runLog) String() string {

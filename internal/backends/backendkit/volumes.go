@@ -51,3 +51,29 @@ func Mounted[V any](ctx context.Context, cloud, op, subject, region string, moun
 	}
 	return out, nil
 }
+
+// DeleteVolume is the body of DeleteVolume for clouds where hydra refuses to delete a volume in use:
+// read reads the volume (ErrNotFound: gone already, success); inUse returns the error that refuses it
+// while something uses it (nil: unused), and then nothing is deleted; remove deletes it, and an error
+// gone says means the volume went meanwhile (success). It returns the volume read and whether remove
+// deleted it, for the caller's log.
+func DeleteVolume[V any](ctx context.Context, id string, read func(context.Context, string) (V, error), inUse func(V) error,
+	remove func(context.Context, string) error, gone func(error) bool) (v V, deleted bool, err error) {
+	v, err = read(ctx, id)
+	switch {
+	case cloudprovider.IsNotFound(err):
+		return v, false, nil
+	case err != nil:
+		return v, false, err
+	}
+	if err := inUse(v); err != nil {
+		return v, false, err
+	}
+	if err := remove(ctx, id); err != nil {
+		if gone(err) {
+			return v, false, nil
+		}
+		return v, false, err
+	}
+	return v, true, nil
+}

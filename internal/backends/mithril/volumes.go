@@ -179,22 +179,14 @@ func toVolume(v Volume) cloudprovider.Volume {
 // DeleteVolume deletes a volume. One a bid uses is ErrInvalid and stays (Mithril refuses it too); an
 // unknown or deleted one is success.
 func (b *Backend) DeleteVolume(ctx context.Context, id string) error {
-	const op = "deleting volume"
-	v, err := b.volume(ctx, id)
-	switch {
-	case cloudprovider.IsNotFound(err):
-		return nil
-	case err != nil:
-		return err
-	case len(v.Bids) > 0:
-		return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+	v, deleted, err := backendkit.DeleteVolume(ctx, id, b.volume, func(v Volume) error {
+		if len(v.Bids) == 0 {
+			return nil
+		}
+		return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, "deleting volume",
 			"volume %s is used by bid %s; delete the machine first", v.Name, strings.Join(v.Bids, ", "))
-	}
-	err = b.client.DeleteVolume(ctx, id)
-	if cloudprovider.IsNotFound(err) {
-		return nil
-	}
-	if err == nil {
+	}, b.client.DeleteVolume, cloudprovider.IsNotFound)
+	if deleted {
 		b.log.Info("volume deleted", "fid", id, "name", v.Name)
 	}
 	return err

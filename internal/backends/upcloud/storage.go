@@ -276,23 +276,14 @@ func (b *Backend) ListVolumes(ctx context.Context, prefix string) ([]cloudprovid
 // DeleteVolume deletes a volume. One a server has is ErrInvalid and stays; one UpCloud does not know is
 // success.
 func (b *Backend) DeleteVolume(ctx context.Context, id string) error {
-	const op = "deleting volume"
-	s, err := b.readStorage(ctx, id)
-	switch {
-	case cloudprovider.IsNotFound(err):
-		return nil
-	case err != nil:
-		return err
-	}
-	if len(s.Servers.Server) > 0 {
-		return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+	s, deleted, err := backendkit.DeleteVolume(ctx, id, b.readStorage, func(s *StorageDetail) error {
+		if len(s.Servers.Server) == 0 {
+			return nil
+		}
+		return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, "deleting volume",
 			"volume %s is attached to machine %s; delete the machine first", volumeName(&s.Storage), strings.Join(s.Servers.Server, ", "))
-	}
-	err = b.client.DeleteStorage(ctx, id)
-	if cloudprovider.IsNotFound(err) {
-		return nil
-	}
-	if err == nil {
+	}, b.client.DeleteStorage, cloudprovider.IsNotFound)
+	if deleted {
 		b.log.Info("volume deleted", "id", id, "name", volumeName(&s.Storage))
 	}
 	return err

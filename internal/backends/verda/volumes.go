@@ -184,23 +184,18 @@ func (b *Backend) toVolume(v verdaapi.Volume) cloudprovider.Volume {
 // DeleteVolume deletes a volume to Verda's trash. An attached one is ErrInvalid and stays; one Verda
 // does not know or already trashed is success.
 func (b *Backend) DeleteVolume(ctx context.Context, id string) error {
-	const op = "deleting volume"
-	v, err := b.readVolume(ctx, id)
-	switch {
-	case cloudprovider.IsNotFound(err):
-		return nil
-	case err != nil:
-		return err
-	}
-	if on := attachedTo(v); len(on) > 0 {
-		return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, op,
+	v, deleted, err := backendkit.DeleteVolume(ctx, id, b.readVolume, func(v verdaapi.Volume) error {
+		on := attachedTo(v)
+		if len(on) == 0 {
+			return nil
+		}
+		return cloudprovider.Errorf(cloudprovider.ErrInvalid, CloudName, "deleting volume",
 			"volume %s is attached to machine %s; delete the machine first", v.Name, strings.Join(on, ", "))
-	}
-	err = b.client.DeleteVolume(ctx, id)
-	if re, ok := asResponseError(err); cloudprovider.IsNotFound(err) || (ok && re.MessageHas("invalid volume id")) {
-		return nil
-	}
-	if err == nil {
+	}, b.client.DeleteVolume, func(err error) bool {
+		re, ok := asResponseError(err)
+		return cloudprovider.IsNotFound(err) || (ok && re.MessageHas("invalid volume id"))
+	})
+	if deleted {
 		b.log.Info("volume deleted (in Verda's trash for 96 hours)", "id", id, "name", v.Name)
 	}
 	return err

@@ -8,6 +8,8 @@ import (
 	"testing"
 )
 
+const goodGPUs = "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n"
+
 const goodPools = "pools:\n  - name: sandbox-vm-pool\n    cloud: sandbox\n    kind: vm\n    prefix: sbx-vm-\n"
 
 func TestDefaultInventory(t *testing.T) {
@@ -52,41 +54,43 @@ func TestDefaultInventory(t *testing.T) {
 	}
 }
 
+// TestParseErrors: an error in gpus.yml (read with good pools) or in pools.yml (read with good GPUs)
+// names its file and line.
 func TestParseErrors(t *testing.T) {
-	cases := []struct {
-		name  string
-		gpus  string
-		pools string
-		want  string
-	}{
-		{"unknown key", "gpus:\n  h100:\n    max_count: 8\n    maxcount: 2\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:4: unknown key "maxcount" in GPU type h100`},
-		{"duplicate type", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n  h100:\n    max_count: 4\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:5: duplicate GPU type "h100"`},
-		{"max below 1", "gpus:\n  h100:\n    max_count: 0\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:3: max_count of "h100" is 0; it must be at least 1`},
-		{"max not a number", "gpus:\n  h100:\n    max_count: eight\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:3: max_count of "h100" must be a whole number`},
-		{"no api names", "gpus:\n  h100:\n    max_count: 8\n", goodPools, `g.yml:2: GPU type "h100" has no api_names`},
-		{"empty api names", "gpus:\n  h100:\n    max_count: 8\n    api_names: {}\n", goodPools, `g.yml:2: GPU type "h100" has no api_names`},
-		{"unknown cloud in api names", "gpus:\n  h100:\n    max_count: 8\n    api_names: {aws: p5}\n", goodPools, `g.yml:4: unknown key "aws" in api_names of h100`},
-		{"bad type name", "gpus:\n  H100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:2: GPU type "H100" must be lower case`},
-		{"yaml syntax", "gpus:\n  h100: [\n", goodPools, `g.yml: yaml: line`},
-		{"no max", "gpus:\n  h100:\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:2: GPU type "h100" has no max_count`},
-		{"spot of a cloud without api names", "gpus:\n  h100:\n    max_count: 8\n    spot: [verda]\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:4: spot of "h100" names cloud "verda", which its api_names do not list`},
-		{"spot not a list", "gpus:\n  h100:\n    max_count: 8\n    spot: {upcloud: yes}\n    api_names: {sandbox: H100}\n", goodPools, `g.yml:4: spot of "h100" must be a list of clouds`},
-		{"pool unknown kind", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", "pools:\n  - name: p\n    cloud: sandbox\n    kind: bare\n    prefix: p-\n", `p.yml:4: unknown kind "bare"`},
-		{"pool unknown cloud", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", "pools:\n  - name: p\n    cloud: aws\n    kind: vm\n    prefix: p-\n", `p.yml:3: unknown cloud "aws"`},
-		{"pool missing prefix", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", "pools:\n  - name: p\n    cloud: sandbox\n    kind: vm\n", `p.yml:2: pool "p" has no prefix`},
-		{"overlapping prefixes", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", goodPools + "  - name: other\n    cloud: sandbox\n    kind: execlet\n    prefix: sbx-\n", `p.yml:6: prefix "sbx-" of pool "other" overlaps prefix "sbx-vm-"`},
-		{"duplicate pool", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", goodPools + "  - name: sandbox-vm-pool\n    cloud: sandbox\n    kind: execlet\n    prefix: sbx-ex-\n", `p.yml:6: duplicate pool name "sandbox-vm-pool"`},
+	wantError := func(t *testing.T, gpus, pools, want string) {
+		t.Helper()
+		_, err := Parse("g.yml", []byte(gpus), "p.yml", []byte(pools))
+		if err == nil {
+			t.Fatalf("no error; want %q", want)
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q\ndoes not contain %q", err, want)
+		}
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("g.yml", []byte(tc.gpus), "p.yml", []byte(tc.pools))
-			if err == nil {
-				t.Fatalf("no error; want %q", tc.want)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q\ndoes not contain %q", err, tc.want)
-			}
-		})
+	for _, tc := range []struct{ name, gpus, want string }{
+		{"unknown key", "gpus:\n  h100:\n    max_count: 8\n    maxcount: 2\n    api_names: {sandbox: H100}\n", `g.yml:4: unknown key "maxcount" in GPU type h100`},
+		{"duplicate type", "gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n  h100:\n    max_count: 4\n    api_names: {sandbox: H100}\n", `g.yml:5: duplicate GPU type "h100"`},
+		{"max below 1", "gpus:\n  h100:\n    max_count: 0\n    api_names: {sandbox: H100}\n", `g.yml:3: max_count of "h100" is 0; it must be at least 1`},
+		{"max not a number", "gpus:\n  h100:\n    max_count: eight\n    api_names: {sandbox: H100}\n", `g.yml:3: max_count of "h100" must be a whole number`},
+		{"no api names", "gpus:\n  h100:\n    max_count: 8\n", `g.yml:2: GPU type "h100" has no api_names`},
+		{"empty api names", "gpus:\n  h100:\n    max_count: 8\n    api_names: {}\n", `g.yml:2: GPU type "h100" has no api_names`},
+		{"unknown cloud in api names", "gpus:\n  h100:\n    max_count: 8\n    api_names: {aws: p5}\n", `g.yml:4: unknown key "aws" in api_names of h100`},
+		{"bad type name", "gpus:\n  H100:\n    max_count: 8\n    api_names: {sandbox: H100}\n", `g.yml:2: GPU type "H100" must be lower case`},
+		{"yaml syntax", "gpus:\n  h100: [\n", `g.yml: yaml: line`},
+		{"no max", "gpus:\n  h100:\n    api_names: {sandbox: H100}\n", `g.yml:2: GPU type "h100" has no max_count`},
+		{"spot of a cloud without api names", "gpus:\n  h100:\n    max_count: 8\n    spot: [verda]\n    api_names: {sandbox: H100}\n", `g.yml:4: spot of "h100" names cloud "verda", which its api_names do not list`},
+		{"spot not a list", "gpus:\n  h100:\n    max_count: 8\n    spot: {upcloud: yes}\n    api_names: {sandbox: H100}\n", `g.yml:4: spot of "h100" must be a list of clouds`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantError(t, tc.gpus, goodPools, tc.want) })
+	}
+	for _, tc := range []struct{ name, pools, want string }{
+		{"pool unknown kind", "pools:\n  - name: p\n    cloud: sandbox\n    kind: bare\n    prefix: p-\n", `p.yml:4: unknown kind "bare"`},
+		{"pool unknown cloud", "pools:\n  - name: p\n    cloud: aws\n    kind: vm\n    prefix: p-\n", `p.yml:3: unknown cloud "aws"`},
+		{"pool missing prefix", "pools:\n  - name: p\n    cloud: sandbox\n    kind: vm\n", `p.yml:2: pool "p" has no prefix`},
+		{"overlapping prefixes", goodPools + "  - name: other\n    cloud: sandbox\n    kind: execlet\n    prefix: sbx-\n", `p.yml:6: prefix "sbx-" of pool "other" overlaps prefix "sbx-vm-"`},
+		{"duplicate pool", goodPools + "  - name: sandbox-vm-pool\n    cloud: sandbox\n    kind: execlet\n    prefix: sbx-ex-\n", `p.yml:6: duplicate pool name "sandbox-vm-pool"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantError(t, goodGPUs, tc.pools, tc.want) })
 	}
 }
 
@@ -157,7 +161,7 @@ func TestKnownClouds(t *testing.T) {
 	}
 
 	known := []string{"verda", "sandbox", "verda"}
-	inv, err = Parse("g.yml", []byte("gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n"), "p.yml", []byte(goodPools), known...)
+	inv, err = Parse("g.yml", []byte(goodGPUs), "p.yml", []byte(goodPools), known...)
 	if err != nil || !slices.Equal(inv.Clouds, []string{"sandbox", "verda"}) {
 		t.Errorf("Parse with known clouds: %v, %v", inv, err)
 	}
@@ -167,7 +171,7 @@ func TestKnownClouds(t *testing.T) {
 		t.Errorf("a cloud the registry does not know, in api_names: %v", err)
 	}
 	pools := goodPools + "  - name: atlas-vm-pool\n    cloud: atlas\n    kind: vm\n    prefix: atlas-vm-\n"
-	_, err = Parse("g.yml", []byte("gpus:\n  h100:\n    max_count: 8\n    api_names: {sandbox: H100}\n"), "p.yml", []byte(pools), known...)
+	_, err = Parse("g.yml", []byte(goodGPUs), "p.yml", []byte(pools), known...)
 	if err == nil || !strings.Contains(err.Error(), `p.yml:7: unknown cloud "atlas" (known: sandbox, verda)`) {
 		t.Errorf("a cloud the registry does not know, in pools.yml: %v", err)
 	}

@@ -1,6 +1,8 @@
 package playbooks
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -225,6 +227,42 @@ func TestDriverPackages(t *testing.T) {
 		h, _ := json.Marshal(got["hydra_driver_headers"])
 		if string(p) != tc.packages || string(h) != tc.headers || got["hydra_driver_version"] != tc.version {
 			t.Errorf("%s: packages %s, headers %s, version %q; want %s, %s, %q", tc.name, p, h, got["hydra_driver_version"], tc.packages, tc.headers, tc.version)
+		}
+	}
+}
+
+// TestDetectFileStates: detect.py reports the files hydra writes whole as a role compares them (mode and
+// content's SHA-256, a directory as "dir"), so that one already as it would be written is left alone;
+// a symbolic link, a missing file and the execlet agent's arguments (secret) are never reported, so
+// that they are written.
+func TestDetectFileStates(t *testing.T) {
+	root := t.TempDir()
+	unit := "[Unit]\nDescription=DCGM exporter (hydra)\n"
+	writeFiles(t, root, map[string]string{
+		"etc/systemd/system/hydra-dcgm-exporter.service": unit,
+		"etc/hydra/execlet.env":                          "HYDRA_EXECLET_ARGS=[\"--token\", \"s3cret\"]\n",
+		"elsewhere/execlet.json":                         "{}\n",
+	})
+	if err := os.Chmod(filepath.Join(root, "etc/systemd/system/hydra-dcgm-exporter.service"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "etc/hydra"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "elsewhere/execlet.json"), filepath.Join(root, "etc/hydra/execlet.json")); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := detect(t, root, t.TempDir())["files"].(map[string]any)
+	sum := sha256.Sum256([]byte(unit))
+	for _, tc := range []struct{ path, want string }{
+		{"/etc/systemd/system/hydra-dcgm-exporter.service", "0644 " + hex.EncodeToString(sum[:])},
+		{"/etc/hydra", "0750 dir"},
+		{"/etc/hydra/execlet.json", ""},
+		{"/etc/hydra/execlet.env", ""},
+		{"/etc/systemd/system/hydra-execlet.service", ""},
+	} {
+		if got, _ := files[root+tc.path].(string); got != tc.want {
+			t.Errorf("%s: %q, want %q (all: %v)", tc.path, got, tc.want, files)
 		}
 	}
 }

@@ -8,6 +8,7 @@
 # as "run_started", so that the preflight notes it without a task of its own.
 #
 # The preflight runs it right after its waits (files/waits.py), in the same command.
+import hashlib
 import ipaddress
 import json
 import os
@@ -15,6 +16,7 @@ import pwd
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 
@@ -435,6 +437,47 @@ out["driver"]["present_as"] = sorted(
 out["driver"]["present"] = bool(out["driver"]["present_as"])
 out["docker"]["installed"] = out["tools"]["docker"] or any(
     p in out["packages"] for p in ("docker-ce", "docker.io", "moby-engine"))
+
+# The files and directories hydra writes whole (the roles' default paths, under the root): their mode
+# and content's SHA-256 ("0644 <sha256>") or "0755 dir", where they are a regular file or a directory and
+# readable. A role skips writing one that already is what it would write; a path not listed here, or
+# not readable by the login user, is written as before. Never a file that may hold secrets (the
+# execlet agent's arguments, the user's interruption hook): its hash would leave the machine.
+FILES = [
+    "/etc/systemd/system/nvidia-persistenced.service",
+    "/etc/systemd/system/nvidia-persistenced.service.d",
+    "/etc/systemd/system/nvidia-persistenced.service.d/hydra-persistence-mode.conf",
+    "/etc/modules-load.d",
+    "/etc/modules-load.d/hydra-nvlink5.conf",
+    "/etc/default/prometheus-node-exporter",
+    "/etc/systemd/system/hydra-dcgm-exporter.service",
+    "/etc/hydra",
+    "/etc/hydra/execlet.json",
+    "/etc/systemd/system/hydra-execlet.service",
+    "/etc/hydra/interruption-watch.conf",
+    "/usr/local/lib/hydra",
+    "/usr/local/lib/hydra/interruption-watch.sh",
+    "/etc/systemd/system/hydra-interruption-watch.service",
+]
+
+
+def file_states():
+    states = {}
+    for path in FILES:
+        try:
+            st = os.lstat(prefix + path)
+            mode = "%04o" % stat.S_IMODE(st.st_mode)
+            if stat.S_ISDIR(st.st_mode):
+                states[prefix + path] = mode + " dir"
+            elif stat.S_ISREG(st.st_mode):
+                with open(prefix + path, "rb") as f:
+                    states[prefix + path] = mode + " " + hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            pass
+    return states
+
+
+out["files"] = file_states()
 
 ports = {
     "node_exporter": int(os.environ.get("HYDRA_NODE_EXPORTER_PORT") or 9100),

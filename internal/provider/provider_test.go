@@ -42,6 +42,7 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 func TestMain(m *testing.M) {
 	flag.Parse()
 	defaultParallel(acceptanceParallel)
+	cliGarbageCollection()
 	if err := useTestCLI(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -53,6 +54,21 @@ func TestMain(m *testing.M) {
 		_ = os.RemoveAll(providerBinDir)
 	}
 	os.Exit(code)
+}
+
+// cliGOGC is the GOGC the Terraform CLI (and every other Go program the tests start) runs with. A
+// test run starts Terraform about 1,900 times, each a Go process of a fraction of a second that at the
+// default GOGC (100) spends about a quarter of its CPU collecting garbage it would free by exiting; its
+// heap is tens of MB, so 400 costs memory the machine has. Measured with cg.sh: 30 `terraform version`
+// 1.2 -> 0.9 CPU-s; eight acceptance tests 14.7/15.0 -> 13.2 CPU-s.
+const cliGOGC = "400"
+
+// cliGarbageCollection sets GOGC for the processes the tests start, unless the caller set it; this
+// process's own collector read GOGC when it started and is unchanged.
+func cliGarbageCollection() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		_ = os.Setenv("GOGC", cliGOGC)
+	}
 }
 
 // acceptanceParallel is how many tests run at once when -parallel is not given. An acceptance test

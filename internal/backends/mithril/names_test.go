@@ -15,60 +15,50 @@ func TestParseTypeName(t *testing.T) {
 		name string
 		want TypeName
 		key  string
-		ok   bool
 	}{
 		// Model, memory, form factor and count.
-		{"h100-80gb.sxm.8x", TypeName{"h100", 80, "sxm", 8}, "h100-80gb.sxm", true},
-		{"h100-80gb.pcie.8x", TypeName{"h100", 80, "pcie", 8}, "h100-80gb.pcie", true},
-		{"a100-80gb.sxm.1x", TypeName{"a100", 80, "sxm", 1}, "a100-80gb.sxm", true},
-		{"a100-80gb.sxm.2x", TypeName{"a100", 80, "sxm", 2}, "a100-80gb.sxm", true},
-		{"a100-80gb.sxm.4x", TypeName{"a100", 80, "sxm", 4}, "a100-80gb.sxm", true},
-		{"a100-80gb.sxm.8x", TypeName{"a100", 80, "sxm", 8}, "a100-80gb.sxm", true},
-		{"h200-141gb.sxm.8x", TypeName{"h200", 141, "sxm", 8}, "h200-141gb.sxm", true},
-		{"a10-24gb.pcie.1x", TypeName{"a10", 24, "pcie", 1}, "a10-24gb.pcie", true},
+		{"h100-80gb.sxm.8x", TypeName{"h100", 80, "sxm", 8}, "h100-80gb.sxm"},
+		{"h100-80gb.pcie.8x", TypeName{"h100", 80, "pcie", 8}, "h100-80gb.pcie"},
+		{"a100-80gb.sxm.1x", TypeName{"a100", 80, "sxm", 1}, "a100-80gb.sxm"},
+		{"a100-80gb.sxm.2x", TypeName{"a100", 80, "sxm", 2}, "a100-80gb.sxm"},
+		{"a100-80gb.sxm.4x", TypeName{"a100", 80, "sxm", 4}, "a100-80gb.sxm"},
+		{"a100-80gb.sxm.8x", TypeName{"a100", 80, "sxm", 8}, "a100-80gb.sxm"},
+		{"h200-141gb.sxm.8x", TypeName{"h200", 141, "sxm", 8}, "h200-141gb.sxm"},
+		{"a10-24gb.pcie.1x", TypeName{"a10", 24, "pcie", 1}, "a10-24gb.pcie"},
 		// Model and count only; memory without a form factor; dots without a count.
-		{"b200.8x", TypeName{"b200", 0, "", 8}, "b200", true},
-		{"b200-192gb.8x", TypeName{"b200", 192, "", 8}, "b200-192gb", true},
-		{"h100.80gb.sxm", TypeName{"h100", 80, "sxm", 0}, "h100-80gb.sxm", true},
+		{"b200.8x", TypeName{"b200", 0, "", 8}, "b200"},
+		{"b200-192gb.8x", TypeName{"b200", 192, "", 8}, "b200-192gb"},
+		{"h100.80gb.sxm", TypeName{"h100", 80, "sxm", 0}, "h100-80gb.sxm"},
 		// Separators and case do not matter; SXM generations are sxm.
-		{"H100-80GB.SXM5.8X", TypeName{"h100", 80, "sxm", 8}, "h100-80gb.sxm", true},
-		{"h100_80gb_sxm_8x", TypeName{"h100", 80, "sxm", 8}, "h100-80gb.sxm", true},
-		{"h100-80gb-sxm-8x", TypeName{"h100", 80, "sxm", 8}, "h100-80gb.sxm", true},
-		{" h100.80gb.pcie.4x ", TypeName{"h100", 80, "pcie", 4}, "h100-80gb.pcie", true},
-		{"h100.8x.80gb", TypeName{"h100", 80, "", 8}, "h100-80gb", true},
+		{"H100-80GB.SXM5.8X", TypeName{"h100", 80, "sxm", 8}, "h100-80gb.sxm"},
+		{"h100_80gb_sxm_8x", TypeName{"h100", 80, "sxm", 8}, "h100-80gb.sxm"},
+		{"h100-80gb-sxm-8x", TypeName{"h100", 80, "sxm", 8}, "h100-80gb.sxm"},
+		{" h100.80gb.pcie.4x ", TypeName{"h100", 80, "pcie", 4}, "h100-80gb.pcie"},
+		{"h100.8x.80gb", TypeName{"h100", 80, "", 8}, "h100-80gb"},
 		// Words of a model are joined.
-		{"rtx-pro-6000-96gb.1x", TypeName{"rtxpro6000", 96, "", 1}, "rtxpro6000-96gb", true},
-		{"h100-nvl-94gb.2x", TypeName{"h100nvl", 94, "", 2}, "h100nvl-94gb", true},
+		{"rtx-pro-6000-96gb.1x", TypeName{"rtxpro6000", 96, "", 1}, "rtxpro6000-96gb"},
+		{"h100-nvl-94gb.2x", TypeName{"h100nvl", 94, "", 2}, "h100nvl-94gb"},
 		// api_names entries (name prefixes without the count).
-		{"h100-80gb.sxm", TypeName{"h100", 80, "sxm", 0}, "h100-80gb.sxm", true},
-		{"b200", TypeName{"b200", 0, "", 0}, "b200", true},
-		{"b200-192gb", TypeName{"b200", 192, "", 0}, "b200-192gb", true},
+		{"h100-80gb.sxm", TypeName{"h100", 80, "sxm", 0}, "h100-80gb.sxm"},
+		{"b200", TypeName{"b200", 0, "", 0}, "b200"},
+		{"b200-192gb", TypeName{"b200", 192, "", 0}, "b200-192gb"},
 		// gpu_type values.
-		{"H100", TypeName{"h100", 0, "", 0}, "h100", true},
-		{"A100-PCIe-80G", TypeName{"a100", 80, "pcie", 0}, "a100-80gb.pcie", true},
-		{"H100_80GB", TypeName{"h100", 80, "", 0}, "h100-80gb", true},
-		{"NVIDIA H100", TypeName{"h100", 0, "", 0}, "h100", true},
-		// Refused: no model, a model starting with a digit, an unknown word after the model, a
-		// repeated or zero attribute.
-		{"", TypeName{}, "", false},
-		{"8x", TypeName{}, "", false},
-		{"80gb.sxm.8x", TypeName{}, "", false},
-		{"8xh100", TypeName{}, "", false},
-		{"h100-80gb.sxm.8x.ib", TypeName{}, "", false},
-		{"h100-80gb.nvl.8x", TypeName{}, "", false},
-		{"h100-80gb-80gb.8x", TypeName{}, "", false},
-		{"h100.sxm.pcie.8x", TypeName{}, "", false},
-		{"h100.8x.4x", TypeName{}, "", false},
-		{"h100-80gb.sxm.0x", TypeName{}, "", false},
-		{"h100-0gb.sxm", TypeName{}, "", false},
+		{"H100", TypeName{"h100", 0, "", 0}, "h100"},
+		{"A100-PCIe-80G", TypeName{"a100", 80, "pcie", 0}, "a100-80gb.pcie"},
+		{"H100_80GB", TypeName{"h100", 80, "", 0}, "h100-80gb"},
+		{"NVIDIA H100", TypeName{"h100", 0, "", 0}, "h100"},
 	}
 	for _, tc := range tests {
 		got, ok := ParseTypeName(tc.name)
-		if ok != tc.ok || got != tc.want {
-			t.Errorf("ParseTypeName(%q) = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
+		if !ok || got != tc.want || got.Key() != tc.key {
+			t.Errorf("ParseTypeName(%q) = %+v, %v, key %q; want %+v, key %q", tc.name, got, ok, got.Key(), tc.want, tc.key)
 		}
-		if ok && got.Key() != tc.key {
-			t.Errorf("ParseTypeName(%q).Key() = %q, want %q", tc.name, got.Key(), tc.key)
+	}
+	// Refused: no model, a model starting with a digit, an unknown word after the model, a
+	// repeated or zero attribute.
+	for _, name := range []string{"", "8x", "80gb.sxm.8x", "8xh100", "h100-80gb.sxm.8x.ib", "h100-80gb.nvl.8x", "h100-80gb-80gb.8x", "h100.sxm.pcie.8x", "h100.8x.4x", "h100-80gb.sxm.0x", "h100-0gb.sxm"} {
+		if got, ok := ParseTypeName(name); ok || got != (TypeName{}) {
+			t.Errorf("ParseTypeName(%q) = %+v, %v; want it refused", name, got, ok)
 		}
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -268,6 +269,23 @@ func jsonResp(status int, v any) response {
 
 func errResp(status int, code, msg string) response {
 	return jsonResp(status, map[string]any{"error": map[string]any{"error_code": code, "error_message": msg}})
+}
+
+// object reads a request body {"<key>": {...}} and returns its object, numbers kept as json.Number
+// (UpCloud takes sizes and counts as numbers or strings). A body that is not JSON, or whose object is
+// missing, null or not a T, is answered as UpCloud answers it: 400 <KEY>_INVALID, "The request body is
+// not a valid <key> object." (the key's underscores read as spaces). The key is matched as
+// encoding/json matches a field's tag.
+func object[T any](r *http.Request, key string) (*T, response, bool) {
+	body := reflect.New(reflect.StructOf([]reflect.StructField{
+		{Name: "Object", Type: reflect.TypeFor[*T](), Tag: reflect.StructTag(`json:"` + key + `"`)}}))
+	dec := json.NewDecoder(r.Body)
+	dec.UseNumber()
+	if err := dec.Decode(body.Interface()); err != nil || body.Elem().Field(0).IsNil() {
+		return nil, errResp(http.StatusBadRequest, strings.ToUpper(key)+"_INVALID",
+			"The request body is not a valid "+strings.ReplaceAll(key, "_", " ")+" object."), false
+	}
+	return body.Elem().Field(0).Interface().(*T), response{}, true
 }
 
 func problemResp(status int, code, title string) response {
@@ -644,19 +662,17 @@ func (s *Server) templatize(st *state, uuid string, r *http.Request) (response, 
 	if !ok {
 		return storageNotFound(uuid), false
 	}
-	var body struct {
-		Storage *struct {
-			Title string `json:"title"`
-		} `json:"storage"`
+	b, resp, ok := object[struct {
+		Title string `json:"title"`
+	}](r, "storage")
+	if !ok {
+		return resp, false
 	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Storage == nil {
-		return errResp(http.StatusBadRequest, "STORAGE_INVALID", "The request body is not a valid storage object."), false
-	}
-	if body.Storage.Title == "" || len(body.Storage.Title) > 255 {
+	if b.Title == "" || len(b.Title) > 255 {
 		return errResp(http.StatusBadRequest, "TITLE_INVALID", "The title is invalid."), false
 	}
 	now := s.opts.Now()
-	t := Template{UUID: newUUID("01"), Title: body.Storage.Title, SizeGB: d.Size, Access: "private",
+	t := Template{UUID: newUUID("01"), Title: b.Title, SizeGB: d.Size, Access: "private",
 		Zone: d.Zone, Tier: d.Tier, Created: now, ReadyAt: now.Add(templatizeDuration)}
 	if src, ok := st.template(st.templateOfDisk(uuid)); ok {
 		t.CloudInit = src.CloudInit
@@ -832,48 +848,44 @@ func (s *Server) getServer(st *state, uuid string) response {
 
 var hostnameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$`)
 
-// createBody is what the emulator reads of POST /server. Sizes are accepted as numbers or strings.
-type createBody struct {
-	Server *struct {
-		Zone           string      `json:"zone"`
-		Title          string      `json:"title"`
-		Hostname       string      `json:"hostname"`
-		Plan           string      `json:"plan"`
-		CoreNumber     json.Number `json:"core_number"`
-		MemoryAmount   json.Number `json:"memory_amount"`
-		Metadata       string      `json:"metadata"`
-		StorageDevices struct {
-			StorageDevice []struct {
-				Action  string      `json:"action"`
-				Storage string      `json:"storage"`
-				Title   string      `json:"title"`
-				Size    json.Number `json:"size"`
-				Tier    string      `json:"tier"`
-				Address string      `json:"address"`
-				Type    string      `json:"type"`
-			} `json:"storage_device"`
-		} `json:"storage_devices"`
-		LoginUser *struct {
-			Username       string `json:"username"`
-			CreatePassword string `json:"create_password"`
-			SSHKeys        struct {
-				SSHKey []string `json:"ssh_key"`
-			} `json:"ssh_keys"`
-		} `json:"login_user"`
-		Labels *struct {
-			Label []label `json:"label"`
-		} `json:"labels"`
-	} `json:"server"`
+// createServerBody is what the emulator reads of POST /server's "server" object. Sizes are accepted as
+// numbers or strings.
+type createServerBody struct {
+	Zone           string      `json:"zone"`
+	Title          string      `json:"title"`
+	Hostname       string      `json:"hostname"`
+	Plan           string      `json:"plan"`
+	CoreNumber     json.Number `json:"core_number"`
+	MemoryAmount   json.Number `json:"memory_amount"`
+	Metadata       string      `json:"metadata"`
+	StorageDevices struct {
+		StorageDevice []struct {
+			Action  string      `json:"action"`
+			Storage string      `json:"storage"`
+			Title   string      `json:"title"`
+			Size    json.Number `json:"size"`
+			Tier    string      `json:"tier"`
+			Address string      `json:"address"`
+			Type    string      `json:"type"`
+		} `json:"storage_device"`
+	} `json:"storage_devices"`
+	LoginUser *struct {
+		Username       string `json:"username"`
+		CreatePassword string `json:"create_password"`
+		SSHKeys        struct {
+			SSHKey []string `json:"ssh_key"`
+		} `json:"ssh_keys"`
+	} `json:"login_user"`
+	Labels *struct {
+		Label []label `json:"label"`
+	} `json:"labels"`
 }
 
 func (s *Server) createServer(st *state, r *http.Request) (response, bool) {
-	var body createBody
-	dec := json.NewDecoder(r.Body)
-	dec.UseNumber()
-	if err := dec.Decode(&body); err != nil || body.Server == nil {
-		return errResp(http.StatusBadRequest, "SERVER_INVALID", "The request body is not a valid server object."), false
+	b, resp, ok := object[createServerBody](r, "server")
+	if !ok {
+		return resp, false
 	}
-	b := body.Server
 	switch {
 	case b.Zone == "":
 		return errResp(http.StatusBadRequest, "ZONE_MISSING", "The zone is missing."), false
@@ -1036,19 +1048,18 @@ func checkLabels(ls []label) (response, bool) {
 	return response{}, true
 }
 
-// modifyBody is what the emulator reads of PUT /server/{uuid} (the SDK's ModifyServerRequest).
-type modifyBody struct {
-	Server *struct {
-		Title    *string `json:"title"`
-		Hostname *string `json:"hostname"`
-		Metadata *string `json:"metadata"`
-		Labels   *struct {
-			Label []label `json:"label"`
-		} `json:"labels"`
-		Plan         *string         `json:"plan"`
-		CoreNumber   json.RawMessage `json:"core_number"`
-		MemoryAmount json.RawMessage `json:"memory_amount"`
-	} `json:"server"`
+// modifyServerBody is what the emulator reads of PUT /server/{uuid}'s "server" object (the SDK's
+// ModifyServerRequest).
+type modifyServerBody struct {
+	Title    *string `json:"title"`
+	Hostname *string `json:"hostname"`
+	Metadata *string `json:"metadata"`
+	Labels   *struct {
+		Label []label `json:"label"`
+	} `json:"labels"`
+	Plan         *string         `json:"plan"`
+	CoreNumber   json.RawMessage `json:"core_number"`
+	MemoryAmount json.RawMessage `json:"memory_amount"`
 }
 
 // modifyServer changes a server's title, hostname, metadata flag and labels (PUT /server/{uuid}, as in
@@ -1061,11 +1072,10 @@ func (s *Server) modifyServer(st *state, uuid string, r *http.Request) (response
 	if !ok {
 		return notFound(uuid), false
 	}
-	var body modifyBody
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Server == nil {
-		return errResp(http.StatusBadRequest, "SERVER_INVALID", "The request body is not a valid server object."), false
+	b, resp, ok := object[modifyServerBody](r, "server")
+	if !ok {
+		return resp, false
 	}
-	b := body.Server
 	if (b.Plan != nil && *b.Plan != v.Plan) || len(b.CoreNumber) > 0 || len(b.MemoryAmount) > 0 {
 		if state, _ := serverState(v, s.opts.Now()); state != "stopped" {
 			return errResp(http.StatusConflict, "SERVER_STATE_ILLEGAL", fmt.Sprintf("The server %s is in state %s; its plan can only be changed while it is stopped.", uuid, state)), false

@@ -663,3 +663,49 @@ func TestPagingKnobSharedThroughStateDir(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// object reads a body's one object as encoding/json reads a struct's field (the key in any case),
+// numbers kept as json.Number, and answers anything else 400 <KEY>_INVALID.
+func TestObject(t *testing.T) {
+	type obj struct {
+		Size json.Number `json:"size"`
+		Any  any         `json:"any"`
+	}
+	cases := []struct {
+		name, key, body string
+		// code is the error code of the answer ("": the object is read, its size is size).
+		code, msg, size string
+	}{
+		{name: "object", key: "storage", body: `{"storage": {"size": "10"}}`, size: "10"},
+		{name: "number", key: "storage", body: `{"storage": {"size": 20}}`, size: "20"},
+		{name: "key in another case", key: "storage", body: `{"Storage": {"size": 30}}`, size: "30"},
+		{name: "missing", key: "storage", body: `{"title": "t"}`, code: "STORAGE_INVALID", msg: "The request body is not a valid storage object."},
+		{name: "null", key: "server", body: `{"server": null}`, code: "SERVER_INVALID", msg: "The request body is not a valid server object."},
+		{name: "not JSON", key: "storage_device", body: `{`, code: "STORAGE_DEVICE_INVALID", msg: "The request body is not a valid storage device object."},
+		{name: "not the object's type", key: "storage", body: `{"storage": {"size": [1]}}`, code: "STORAGE_INVALID"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := http.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, resp, ok := object[obj](r, tc.key)
+			if tc.code == "" {
+				if !ok || got.Size.String() != tc.size {
+					t.Fatalf("got %+v, %v (%s); want size %s", got, ok, resp.body, tc.size)
+				}
+				return
+			}
+			if ok || resp.status != http.StatusBadRequest || !strings.Contains(string(resp.body), `"error_code":"`+tc.code+`"`) ||
+				!strings.Contains(string(resp.body), tc.msg) {
+				t.Errorf("got %+v, %v, %d %s; want 400 %s %q", got, ok, resp.status, resp.body, tc.code, tc.msg)
+			}
+		})
+	}
+	// Numbers anywhere in the object stay json.Number.
+	r, _ := http.NewRequest(http.MethodPost, "/", strings.NewReader(`{"storage": {"any": 1.50}}`))
+	if got, _, ok := object[obj](r, "storage"); !ok || got.Any != json.Number("1.50") {
+		t.Errorf("any: %#v, want json.Number 1.50", got)
+	}
+}

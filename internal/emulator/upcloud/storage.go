@@ -121,28 +121,24 @@ func (s *Server) listStorages(st *state, words []string, r *http.Request) respon
 	return jsonResp(http.StatusOK, map[string]any{"storages": map[string]any{"storage": out}})
 }
 
-// createStorageBody is what the emulator reads of POST /storage (the SDK's CreateStorageRequest).
+// createStorageBody is what the emulator reads of POST /storage's "storage" object (the SDK's
+// CreateStorageRequest).
 type createStorageBody struct {
-	Storage *struct {
-		Size   json.Number `json:"size"`
-		Tier   string      `json:"tier"`
-		Title  string      `json:"title"`
-		Zone   string      `json:"zone"`
-		Labels []label     `json:"labels"`
-	} `json:"storage"`
+	Size   json.Number `json:"size"`
+	Tier   string      `json:"tier"`
+	Title  string      `json:"title"`
+	Zone   string      `json:"zone"`
+	Labels []label     `json:"labels"`
 }
 
 // createStorage answers POST /storage: a blank storage, online at once (as recorded), 201. Sizes are
 // 1 to 4096 GiB and titles 1 to 255 characters (the bounds UpCloud's Terraform provider validates,
 // internal/service/storage/storage.go).
 func (s *Server) createStorage(st *state, r *http.Request) (response, bool) {
-	var body createStorageBody
-	dec := json.NewDecoder(r.Body)
-	dec.UseNumber()
-	if err := dec.Decode(&body); err != nil || body.Storage == nil {
-		return errResp(http.StatusBadRequest, "STORAGE_INVALID", "The request body is not a valid storage object."), false
+	b, resp, ok := object[createStorageBody](r, "storage")
+	if !ok {
+		return resp, false
 	}
-	b := body.Storage
 	size, err := strconv.Atoi(b.Size.String())
 	tier := b.Tier
 	if tier == "" {
@@ -360,17 +356,14 @@ func (s *Server) attachDetach(st *state, uuid string, attach bool, r *http.Reque
 	if !ok {
 		return notFound(uuid), false
 	}
-	var body struct {
-		StorageDevice *struct {
-			Type    string `json:"type"`
-			Address string `json:"address"`
-			Storage string `json:"storage"`
-		} `json:"storage_device"`
+	b, resp, ok := object[struct {
+		Type    string `json:"type"`
+		Address string `json:"address"`
+		Storage string `json:"storage"`
+	}](r, "storage_device")
+	if !ok {
+		return resp, false
 	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.StorageDevice == nil {
-		return errResp(http.StatusBadRequest, "STORAGE_DEVICE_INVALID", "The request body is not a valid storage device object."), false
-	}
-	b := body.StorageDevice
 	now := s.opts.Now()
 	state, _ := serverState(v, now)
 	if state != "started" && state != "stopped" && state != "error" {

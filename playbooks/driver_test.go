@@ -232,9 +232,9 @@ func TestDriverPackages(t *testing.T) {
 }
 
 // TestDetectFileStates: detect.py reports the files hydra writes whole as a role compares them (mode and
-// content's SHA-256, a directory as "dir"), so that one already as it would be written is left alone;
-// a symbolic link, a missing file and the execlet agent's arguments (secret) are never reported, so
-// that they are written.
+// content's SHA-256, a directory as "dir", a link as its target), so that one already as it would be
+// written is left alone; a link where a file belongs never matches a file's state, and a missing file
+// and the execlet agent's arguments (secret) are never reported, so that they are written.
 func TestDetectFileStates(t *testing.T) {
 	root := t.TempDir()
 	unit := "[Unit]\nDescription=DCGM exporter (hydra)\n"
@@ -252,17 +252,43 @@ func TestDetectFileStates(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "elsewhere/execlet.json"), filepath.Join(root, "etc/hydra/execlet.json")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("/dev/null", filepath.Join(root, "etc/systemd/system/dcgm-exporter.service")); err != nil {
+		t.Fatal(err)
+	}
 	files, _ := detect(t, root, t.TempDir())["files"].(map[string]any)
 	sum := sha256.Sum256([]byte(unit))
 	for _, tc := range []struct{ path, want string }{
 		{"/etc/systemd/system/hydra-dcgm-exporter.service", "0644 " + hex.EncodeToString(sum[:])},
 		{"/etc/hydra", "0750 dir"},
-		{"/etc/hydra/execlet.json", ""},
+		{"/etc/hydra/execlet.json", "link " + filepath.Join(root, "elsewhere/execlet.json")},
+		{"/etc/systemd/system/dcgm-exporter.service", "link /dev/null"},
 		{"/etc/hydra/execlet.env", ""},
 		{"/etc/systemd/system/hydra-execlet.service", ""},
 	} {
 		if got, _ := files[root+tc.path].(string); got != tc.want {
 			t.Errorf("%s: %q, want %q (all: %v)", tc.path, got, tc.want, files)
 		}
+	}
+}
+
+// TestDetectHeldPackages: detect.py names the installed packages held (dpkg's selection "hold": the first
+// letter of ${db:Status-Abbrev}), so that package_holds holds only the others; a package not installed
+// is neither.
+func TestDetectHeldPackages(t *testing.T) {
+	bin := t.TempDir()
+	// dpkg-query -W -f '${binary:Package}\t${Version}\t${db:Status-Abbrev}\n' as dpkg prints it: held and
+	// installed "hi ", installed "ii ", removed with its configuration kept "rc " (the version is noble's
+	// nvidia-utils-550-server, as the other tests here cite it).
+	writeFiles(t, bin, map[string]string{"dpkg-query": "#!/bin/sh\nprintf '" +
+		`nvidia-utils-550-server:amd64\t550.54.15-0ubuntu2\thi \n` +
+		`libnvidia-compute-550-server:amd64\t550.54.15-0ubuntu2\tii \n` +
+		`nvidia-dkms-550-server\t550.54.15-0ubuntu2\trc \n` + "'\n"})
+	m := detect(t, t.TempDir(), bin)
+	held, _ := m["packages_held"].([]any)
+	if len(held) != 1 || held[0] != "nvidia-utils-550-server" {
+		t.Errorf("packages_held %v, want [nvidia-utils-550-server]", m["packages_held"])
+	}
+	if pk, _ := m["packages"].(map[string]any); len(pk) != 2 || pk["libnvidia-compute-550-server"] == nil {
+		t.Errorf("packages %v, want the two installed", m["packages"])
 	}
 }

@@ -163,16 +163,19 @@ def systemd_units():
 
 
 def packages():
+    """The installed packages hydra looks for ({name: version}), and those of them held."""
     if not shutil.which("dpkg-query"):
-        return {}
+        return {}, []
     rc, so, _ = run(["dpkg-query", "-W", "-f", "${binary:Package}\\t${Version}\\t${db:Status-Abbrev}\\n"] + PACKAGES, 60)
-    out = {}
+    out, held = {}, []
     for line in so.splitlines():
         parts = line.split("\t")
         # Installed: the status's second letter is "i" ("ii", or "hi" when held: hydra holds the GPU stack).
         if len(parts) >= 3 and parts[2][1:2] == "i":
             out[parts[0].split(":")[0]] = parts[1]
-    return out
+            if parts[2][:1] == "h":
+                held.append(parts[0].split(":")[0])
+    return out, sorted(held)
 
 
 def secure_boot():
@@ -425,7 +428,7 @@ out["docker"] = {"ok": rc == 0, "nvidia_runtime": rc == 0 and '"nvidia"' in so}
 out["units"] = systemd_units() if out["systemd"] else {}
 # Kept for playbooks of your own that read it: the state of the units hydra knows by name.
 out["services"] = {u[:-len(".service")]: v for u, v in out["units"].items() if u.endswith(".service")}
-out["packages"] = packages()
+out["packages"], out["packages_held"] = packages()
 # A driver the machine has, working or not: nvidia-smi, a driver package, an installed or loaded module.
 # One that fails is never installed over (roles/nvidia_driver).
 DRIVER_PACKAGES = ("nvidia-utils", "nvidia-driver", "nvidia-headless", "nvidia-dkms", "nvidia-kernel-source",
@@ -438,11 +441,11 @@ out["driver"]["present"] = bool(out["driver"]["present_as"])
 out["docker"]["installed"] = out["tools"]["docker"] or any(
     p in out["packages"] for p in ("docker-ce", "docker.io", "moby-engine"))
 
-# The files and directories hydra writes whole (the roles' default paths, under the root): their mode
-# and content's SHA-256 ("0644 <sha256>") or "0755 dir", where they are a regular file or a directory and
-# readable. A role skips writing one that already is what it would write; a path not listed here, or
-# not readable by the login user, is written as before. Never a file that may hold secrets (the
-# execlet agent's arguments, the user's interruption hook): its hash would leave the machine.
+# The files, directories and links hydra writes whole (the roles' default paths, under the root): their
+# mode and content's SHA-256 ("0644 <sha256>"), "0755 dir", or "link <target>", where readable. A role
+# skips writing one that already is what it would write; a path not listed here, or not readable by the
+# login user, is written as before. Never a file that may hold secrets (the execlet agent's arguments,
+# the user's interruption hook): its hash would leave the machine.
 FILES = [
     "/etc/systemd/system/nvidia-persistenced.service",
     "/etc/systemd/system/nvidia-persistenced.service.d",
@@ -451,6 +454,8 @@ FILES = [
     "/etc/modules-load.d/hydra-nvlink5.conf",
     "/etc/default/prometheus-node-exporter",
     "/etc/systemd/system/hydra-dcgm-exporter.service",
+    "/etc/systemd/system/nvidia-dcgm-exporter.service",
+    "/etc/systemd/system/dcgm-exporter.service",
     "/etc/hydra",
     "/etc/hydra/execlet.json",
     "/etc/systemd/system/hydra-execlet.service",
@@ -467,7 +472,9 @@ def file_states():
         try:
             st = os.lstat(prefix + path)
             mode = "%04o" % stat.S_IMODE(st.st_mode)
-            if stat.S_ISDIR(st.st_mode):
+            if stat.S_ISLNK(st.st_mode):
+                states[prefix + path] = "link " + os.readlink(prefix + path)
+            elif stat.S_ISDIR(st.st_mode):
                 states[prefix + path] = mode + " dir"
             elif stat.S_ISREG(st.st_mode):
                 with open(prefix + path, "rb") as f:

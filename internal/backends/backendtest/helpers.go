@@ -367,6 +367,44 @@ func (t *BadGateway) Left() int {
 	return t.N
 }
 
+// WantKeyAddSurvives5xx checks a backend's create through a BadGateway on its SSH key adds (KeyAdds of
+// keysPath), each case a subtest on a fresh cloud: one 502, whether the cloud stored the key (Forward)
+// or never saw the request, does not fail the create, and the key is registered once; a 502 on every
+// add fails the create with an unknown outcome (ErrOther), no key registered and nothing launched.
+// create builds the backend on tr and creates one machine; it returns the keys registered at the cloud,
+// the machines launched and the create's error.
+func WantKeyAddSurvives5xx(t *testing.T, keysPath string, create func(t *testing.T, tr http.RoundTripper) (keys, launched int, err error)) {
+	t.Helper()
+	for _, tc := range []struct {
+		name    string
+		fails   int
+		forward bool
+	}{
+		{"refused before acting", 1, false},
+		{"answer lost after storing", 1, true},
+		{"every add fails", 100, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &BadGateway{Next: http.DefaultTransport, Match: KeyAdds(keysPath), Forward: tc.forward, N: tc.fails}
+			keys, launched, err := create(t, tr)
+			want := 1 // keys and machines
+			switch {
+			case tc.fails > 1 && cloudprovider.KindOf(err) != cloudprovider.ErrOther:
+				t.Fatalf("create through failing key adds: %v, want an unknown outcome (ErrOther)", err)
+			case tc.fails > 1:
+				want = 0
+			case err != nil:
+				t.Fatalf("create through one failed key add: %v", err)
+			case tr.Left() != 0:
+				t.Fatal("the fault never fired")
+			}
+			if keys != want || launched != want {
+				t.Errorf("%d keys registered and %d machines launched, want %d of each", keys, launched, want)
+			}
+		})
+	}
+}
+
 // HardwareCase is the hardware one offer must report: the offer of InstanceType in Region (in any region
 // when Region is empty), on demand, or spot when Spot is set.
 type HardwareCase struct {

@@ -1,7 +1,6 @@
 package provision
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +26,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/sshtest"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
@@ -185,7 +185,7 @@ func TestHealthProbeNamesEachFault(t *testing.T) {
 	}
 	probe := func(t *testing.T) verdict {
 		t.Helper()
-		out, err := sshOutput(client, "python3 - "+shellQuote(string(spec)), script)
+		out, err := sshtest.Output(client, "python3 - "+shellQuote(string(spec)), script)
 		var v verdict
 		if jerr := json.Unmarshal([]byte(out), &v); jerr != nil {
 			t.Fatalf("probe output %q (%v): %v", out, err, jerr)
@@ -272,35 +272,13 @@ func sshClient(t *testing.T, f fixture) *ssh.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(f.ep.HostKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ssh.Dial("tcp", net.JoinHostPort(f.ep.Host, strconv.Itoa(f.ep.Port)), &ssh.ClientConfig{
-		User: f.ep.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: ssh.FixedHostKey(hostKey), Timeout: 10 * time.Second,
-	})
+	c, err := sshtest.Login{Addr: net.JoinHostPort(f.ep.Host, strconv.Itoa(f.ep.Port)), User: f.ep.User, Signer: signer,
+		HostKey: f.ep.HostKey, Timeout: 10 * time.Second}.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() }) // best-effort: the test is over
 	return c
-}
-
-// sshOutput runs cmd with stdin and returns its standard output.
-func sshOutput(c *ssh.Client, cmd string, stdin []byte) (string, error) {
-	s, err := c.NewSession()
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = s.Close() }() // after Run the session is closed already (Close answers io.EOF)
-	var out, stderr bytes.Buffer
-	s.Stdin, s.Stdout, s.Stderr = bytes.NewReader(stdin), &out, &stderr
-	err = s.Run(cmd)
-	if err != nil && stderr.Len() > 0 {
-		err = fmt.Errorf("%w: %s", err, stderr.String())
-	}
-	return out.String(), err
 }
 
 func scrape(port int) error {

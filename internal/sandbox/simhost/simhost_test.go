@@ -2,8 +2,6 @@ package simhost
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +18,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/sshtest"
 )
 
 func requireTools(t *testing.T) {
@@ -40,7 +39,7 @@ func requireTools(t *testing.T) {
 func startMachine(t *testing.T, spec Spec) (string, Spec, Endpoint, ssh.Signer) {
 	t.Helper()
 	requireTools(t)
-	signer, pub := clientSigner(t)
+	signer, pub := sshtest.NewKey(t)
 	dir := t.TempDir()
 	spec.AuthorizedKeys = []string{pub}
 	ep, err := Ensure(dir, spec)
@@ -51,45 +50,11 @@ func startMachine(t *testing.T, spec Spec) (string, Spec, Endpoint, ssh.Signer) 
 	return dir, spec, ep, signer
 }
 
-func clientSigner(t *testing.T) (ssh.Signer, string) {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.PublicKey())))
-}
-
 // run executes cmd on the machine over SSH with the host key pinned to ep.HostKey.
 func run(t *testing.T, ep Endpoint, signer ssh.Signer, cmd string) (string, error) {
 	t.Helper()
-	pinned, _, _, _, err := ssh.ParseAuthorizedKey([]byte(ep.HostKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ssh.Dial("tcp", net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), &ssh.ClientConfig{
-		User: ep.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: ssh.FixedHostKey(pinned), Timeout: 10 * time.Second,
-	})
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = c.Close() }() // the command's outcome is the result
-	s, err := c.NewSession()
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = s.Close() }() // after Run the session is closed already (Close answers io.EOF)
-	var out, stderr bytes.Buffer
-	s.Stdout, s.Stderr = &out, &stderr
-	if err := s.Run(cmd); err != nil {
-		return out.String(), fmt.Errorf("%v: %s", err, stderr.String())
-	}
-	return out.String(), nil
+	return sshtest.Login{Addr: net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), User: ep.User, Signer: signer,
+		HostKey: ep.HostKey, Timeout: 10 * time.Second}.Run(cmd)
 }
 
 func TestMachine(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/filelock"
 	"github.com/hydragpu/terraform-provider-hydra/internal/osproc"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/sshtest"
 )
 
 // Options describe a machine.
@@ -410,13 +411,8 @@ func (m *Machine) waitReady(ctx context.Context) error {
 // Run runs a shell command on the machine as root over SSH (the host key pinned) and returns its
 // combined output.
 func (m *Machine) Run(ctx context.Context, command string) (string, error) {
-	hk, _, _, _, err := ssh.ParseAuthorizedKey([]byte(m.HostKey))
-	if err != nil {
-		return "", err
-	}
-	cfg := &ssh.ClientConfig{User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(m.signer)},
-		HostKeyCallback: ssh.FixedHostKey(hk), HostKeyAlgorithms: []string{hk.Type()}, Timeout: 10 * time.Second}
-	c, err := ssh.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(m.Port)), cfg)
+	c, err := sshtest.Login{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(m.Port)), User: "root", Signer: m.signer,
+		HostKey: m.HostKey, Timeout: 10 * time.Second}.Dial()
 	if err != nil {
 		return "", err
 	}

@@ -84,26 +84,29 @@ func TestErrorMessage(t *testing.T) {
 // (Cloudflare's "error code: 1015"), which gets a code and a message that say what happened; the
 // server's Retry-After is kept.
 func TestRateLimitedClassification(t *testing.T) {
-	for _, tc := range []struct {
-		status  int
-		body    string
-		limited bool
-		code    string
-	}{
-		{429, "error code: 1015", true, CodeCloudflareRateLimited},
-		{429, "error code: 1015\n", true, CodeCloudflareRateLimited},
-		{429, lambdaBody("global/too-many-requests", "Too many requests."), true, "global/too-many-requests"},
-		{403, "error code: 1015", true, CodeCloudflareRateLimited}, // the page decides, whatever the status
-		{400, lambdaBody(CodeInvalidParameters, "bad"), false, CodeInvalidParameters},
-		{500, "error code: 1016", false, ""},
-	} {
-		he := &restclient.HTTPError{Method: "POST", Path: "/instance-operations/launch", Status: tc.status, Body: []byte(tc.body), RetryAfter: 7e9}
+	check := func(status int, body string, limited bool, code string) {
+		t.Helper()
+		he := &restclient.HTTPError{Method: "POST", Path: "/instance-operations/launch", Status: status, Body: []byte(body), RetryAfter: 7e9}
 		re, ok := asResponseError(classify("launching instance", he))
-		if !ok || re.RateLimited() != tc.limited || re.Code != tc.code || re.RetryAfter != 7e9 {
-			t.Errorf("HTTP %d %q: %+v", tc.status, tc.body, re)
+		if !ok || re.RateLimited() != limited || re.Code != code || re.RetryAfter != 7e9 {
+			t.Errorf("HTTP %d %q: %+v", status, body, re)
 		}
-		if tc.code == CodeCloudflareRateLimited && !strings.Contains(re.Error(), "Cloudflare error 1015") {
+		if code == CodeCloudflareRateLimited && !strings.Contains(re.Error(), "Cloudflare error 1015") {
 			t.Errorf("message %q does not say what the page means", re.Error())
 		}
 	}
+	for _, tc := range []struct {
+		status     int
+		body, code string
+	}{
+		{429, "error code: 1015", CodeCloudflareRateLimited},
+		{429, "error code: 1015\n", CodeCloudflareRateLimited},
+		{429, lambdaBody("global/too-many-requests", "Too many requests."), "global/too-many-requests"},
+		{403, "error code: 1015", CodeCloudflareRateLimited}, // the page decides, whatever the status
+	} {
+		check(tc.status, tc.body, true, tc.code)
+	}
+	// Not rate-limited: another error, another edge page.
+	check(400, lambdaBody(CodeInvalidParameters, "bad"), false, CodeInvalidParameters)
+	check(500, "error code: 1016", false, "")
 }

@@ -468,19 +468,15 @@ func TestAccGPUCluster_provisioned(t *testing.T) {
 		ConfigPlanChecks:  preApply(plancheck.ExpectResourceAction(clusterResource, plancheck.ResourceActionDestroyBeforeCreate)),
 		ConfigStateChecks: healthy,
 		Check:             s.checkLive(2),
-	}, {
+	},
 		// A fatal Xid on node 2 after ready: the refresh reads it, the plan changes nothing.
-		PreConfig: func() {
+		refreshedOnly(func() {
 			if err := simhost.SetFault(s.sb.MachineDir(s.nodeID(t, "-2")), simhost.FaultXid, "0 79"); err != nil {
 				t.Fatal(err)
 			}
-		},
-		Config:           provisionedCluster(s, nodes, 1, ""),
-		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-		ConfigStateChecks: []statecheck.StateCheck{
-			statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("unhealthy")),
-		},
-	},
+		}, provisionedCluster(s, nodes, 1, ""),
+			plancheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("health"), knownvalue.StringExact("unhealthy")),
+		),
 		plannedOnly(nil, provisionedCluster(s, nodes, 1, "  replace_when_unhealthy = true"), clusterResource, plancheck.ResourceActionDestroyBeforeCreate),
 	})
 }

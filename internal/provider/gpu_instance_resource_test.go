@@ -65,12 +65,8 @@ func TestAccGPUInstance_basic(t *testing.T) {
 			},
 			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
 		},
-		{
-			// A cheaper offer appearing later never moves the machine.
-			PreConfig:        func() { s.setPrice("sbx-us-1", "sbx.h100.1x", 1.10) },
-			Config:           cfg,
-			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-		},
+		// A cheaper offer appearing later never moves the machine.
+		refreshedOnly(func() { s.setPrice("sbx-us-1", "sbx.h100.1x", 1.10) }, cfg),
 		{
 			ResourceName: resourceName,
 			ImportState:  true,
@@ -205,14 +201,10 @@ func TestAccGPUInstance_savedPlanAfterPriceChange(t *testing.T) {
 			stateKnown("price_usd_per_hour", 1.39), // Terraform keeps the planned value at apply (apply warns)
 			stateKnown("status", "ready"),
 		},
-	}, {
-		// The cloud bills $1.29/h (its price at create): the next refresh records it, without a diff.
-		Config:           cfg,
-		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-		ConfigStateChecks: []statecheck.StateCheck{
-			stateKnown("price_usd_per_hour", 1.29),
-		},
-	}})
+	},
+		// The cloud bills $1.29/h (its price at create): the next refresh reads it, without a diff.
+		refreshedOnly(nil, cfg, planKnown("price_usd_per_hour", 1.29)),
+	})
 }
 
 func TestAccGPUInstance_priceRoseAfterPlan(t *testing.T) {

@@ -38,20 +38,16 @@ func TestAccGPUInstance_health(t *testing.T) {
 			stateKnown("status", "ready"),
 			stateKnown("health", "healthy"),
 		},
-	}, {
+	},
 		// A fatal Xid (the GPU fell off the bus) after ready: the refresh reads it, the plan is empty.
-		PreConfig: func() {
+		refreshedOnly(func() {
 			if err := simhost.SetFault(s.machineDir(), simhost.FaultXid, "0 79"); err != nil {
 				t.Fatal(err)
 			}
-		},
-		Config:           healthConfig(s, dir, ""),
-		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-		ConfigStateChecks: []statecheck.StateCheck{
-			stateKnown("health", "unhealthy"),
-			stateKnown("health_reason", like(`(?i)xid`)),
-		},
-	},
+		}, healthConfig(s, dir, ""),
+			planKnown("health", "unhealthy"),
+			planKnown("health_reason", like(`(?i)xid`)),
+		),
 		// Asked to, the plan replaces it.
 		plannedOnly(nil, replacing, resourceName, plancheck.ResourceActionDestroyBeforeCreate),
 		{
@@ -68,44 +64,37 @@ func TestAccGPUInstance_health(t *testing.T) {
 				stateKnown("status", "ready"),
 			},
 			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(1)),
-		}, {
-			// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
-			PreConfig: func() {
-				if err := simhost.SetFault(s.machineDir(), simhost.FaultSSHDown, "1"); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config:           replacing,
-			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-			ConfigStateChecks: []statecheck.StateCheck{
-				stateKnown("status", "ready"),
-				stateKnown("health", "unknown"),
-				stateKnown("health_reason", like(`(?i)connection refused`)),
-			},
-			Check: s.checkCreated(1),
-		}, {
-			// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
-			// hydra's back): its health cannot be read either.
-			PreConfig: func() {
-				if err := simhost.ClearFaults(s.machineDir()); err != nil {
-					t.Fatal(err)
-				}
-				marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
-				if !ok {
-					t.Fatal("no provisioning marker on the machine")
-				}
-				if err := os.Remove(marker); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config:           replacing,
-			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-			ConfigStateChecks: []statecheck.StateCheck{
-				stateKnown("health", "unknown"),
-				stateKnown("health_reason", like(`marker`)),
-			},
-			Check: s.checkCreated(1),
-		}})
+		},
+		// Its sshd is down (as when its network or sshd died): the refresh cannot reach it.
+		refreshedOnly(func() {
+			if err := simhost.SetFault(s.machineDir(), simhost.FaultSSHDown, "1"); err != nil {
+				t.Fatal(err)
+			}
+		}, replacing,
+			planKnown("status", "ready"),
+			planKnown("health", "unknown"),
+			planKnown("health_reason", like(`(?i)connection refused`)),
+			worldCheck(s.checkCreated(1)),
+		),
+		// Reachable again, but its provisioning record is gone (as on a machine reinstalled behind
+		// hydra's back): its health cannot be read either.
+		refreshedOnly(func() {
+			if err := simhost.ClearFaults(s.machineDir()); err != nil {
+				t.Fatal(err)
+			}
+			marker, ok := findFileContaining(filepath.Join(s.machineDir(), "root"), `"digest"`)
+			if !ok {
+				t.Fatal("no provisioning marker on the machine")
+			}
+			if err := os.Remove(marker); err != nil {
+				t.Fatal(err)
+			}
+		}, replacing,
+			planKnown("health", "unknown"),
+			planKnown("health_reason", like(`marker`)),
+			worldCheck(s.checkCreated(1)),
+		),
+	})
 }
 
 // execletConfig is one execlet with provisioning on, from playbookDir.

@@ -30,8 +30,8 @@ func spotConfig(s *testSandbox, extra string) string {
 // TestAccGPUCluster_sharedVolumeKeepsData's (on a cluster node: the same role, the same notice file).
 func TestAccGPUInstance_preemption(t *testing.T) {
 	s := newTestSandbox(t)
-	interruption := func(key string, want knownvalue.Check) statecheck.StateCheck {
-		return statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("interruption").AtMapKey(key), want)
+	interruption := func(key string, want knownvalue.Check) plancheck.PlanCheck {
+		return plancheck.ExpectKnownValue(resourceName, tfjsonpath.New("interruption").AtMapKey(key), want)
 	}
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
 		Config: spotConfig(s, "  replace_when_preempted = false\n"),
@@ -40,8 +40,8 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 			stateKnown("is_spot", true),
 			statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("interruption"), knownvalue.Null()),
 		},
-	}, {
-		PreConfig: func() {
+	},
+		refreshedOnly(func() {
 			live := s.live()
 			if len(live) != 1 {
 				t.Fatalf("live machines: %+v", live)
@@ -49,28 +49,24 @@ func TestAccGPUInstance_preemption(t *testing.T) {
 			if err := s.sb.Preempt(live[0].ID, 10*time.Minute); err != nil {
 				t.Fatal(err)
 			}
-		},
-		Config:           spotConfig(s, "  replace_when_preempted = false\n"),
-		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-		ConfigStateChecks: []statecheck.StateCheck{
+		}, spotConfig(s, "  replace_when_preempted = false\n"),
 			interruption("reason", like(`preempted the spot machine`)),
 			interruption("notice_at", like(`^\d{4}-\d\d-\d\dT`)),
 			interruption("ends_at", like(`^\d{4}-\d\d-\d\dT`)),
-		},
-		Check: s.checkCreated(1),
-	}, {
-		// replace_when_preempted by default: replaced under the same name.
-		Config: spotConfig(s, ""),
-		ConfigPlanChecks: preApply(
-			plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
-			planKnown("name", "spot"),
-		),
-		ConfigStateChecks: []statecheck.StateCheck{
-			stateKnown("status", "ready"),
-			statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("interruption"), knownvalue.Null()),
-		},
-		Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
-	}})
+			worldCheck(s.checkCreated(1)),
+		), {
+			// replace_when_preempted by default: replaced under the same name.
+			Config: spotConfig(s, ""),
+			ConfigPlanChecks: preApply(
+				plancheck.ExpectResourceAction(resourceName, plancheck.ResourceActionDestroyBeforeCreate),
+				planKnown("name", "spot"),
+			),
+			ConfigStateChecks: []statecheck.StateCheck{
+				stateKnown("status", "ready"),
+				statecheck.ExpectKnownValue(resourceName, tfjsonpath.New("interruption"), knownvalue.Null()),
+			},
+			Check: resource.ComposeTestCheckFunc(s.checkLive(1), s.checkCreated(2)),
+		}})
 }
 
 // checkHook waits (up to a minute) for the interruption hook's line on the sandbox machine id, noticed

@@ -345,6 +345,27 @@ func (f beforeApply) CheckPlan(_ context.Context, _ plancheck.CheckPlanRequest, 
 	f()
 }
 
+// worldCheck runs a check of the clouds (how many machines were created, are alive) as a plan check,
+// for a step that applies nothing; the check gets no state.
+type worldCheck resource.TestCheckFunc
+
+func (f worldCheck) CheckPlan(_ context.Context, _ plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	if err := f(nil); err != nil {
+		resp.Error = err
+	}
+}
+
+// refreshedOnly is a step that only plans config after pre (a fault, a notice, a price change), as
+// every step after an apply does: the plans without and with a refresh must be empty, and checks run
+// on the refreshing plan, whose values of a resource it leaves alone are the ones the refresh read. It
+// proves what an apply of that empty plan and checks on its state would, without the apply.
+func refreshedOnly(pre func(), config string, checks ...plancheck.PlanCheck) resource.TestStep {
+	return resource.TestStep{
+		PreConfig: pre, Config: config, PlanOnly: true,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: checks},
+	}
+}
+
 // errorPattern matches Terraform's error output, which wraps lines anywhere: each part is matched
 // literally with any run of white space between words, and the parts in order with anything between.
 func errorPattern(parts ...string) *regexp.Regexp {

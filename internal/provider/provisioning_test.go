@@ -324,25 +324,19 @@ func TestAccGPUInstance_provisioningUnavailableHere(t *testing.T) {
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("status", "ready"),
 		},
-	}, {
+	},
 		// Refresh and plan of the provisioned machine work without Ansible.
-		Config:           without + one,
-		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-		ConfigStateChecks: []statecheck.StateCheck{
-			stateKnown("status", "ready"),
+		refreshedOnly(nil, without+one, planKnown("status", "ready")),
+		{
+			// A new machine would need provisioning: refused at plan.
+			Config:      without + one + strings.Replace(testAccGPUInstanceConfig_basic("there", "l4", ""), `"test"`, `"other"`, 1),
+			ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*A new GPU instance needs provisioning`),
+		}, {
+			// So would re-provisioning the existing one (its variables change).
+			Config:      without + testAccGPUInstanceConfig_basic("here", "l4", fmt.Sprintf("  ssh_public_keys = [%q]", testSSHKey)),
+			ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*"here".*needs provisioning`),
 		},
-	}, {
-		// A new machine would need provisioning: refused at plan.
-		Config:      without + one + strings.Replace(testAccGPUInstanceConfig_basic("there", "l4", ""), `"test"`, `"other"`, 1),
-		ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*A new GPU instance needs provisioning`),
-	}, {
-		// So would re-provisioning the existing one (its variables change).
-		Config:      without + testAccGPUInstanceConfig_basic("here", "l4", fmt.Sprintf("  ssh_public_keys = [%q]", testSSHKey)),
-		ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*"here".*needs provisioning`),
-	}, {
 		// Nothing was created by the refused plans; the destroy that follows runs without Ansible too.
-		Config:           without + one,
-		ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-		Check:            s.checkCreated(1),
-	}})
+		refreshedOnly(nil, without+one, worldCheck(s.checkCreated(1))),
+	})
 }

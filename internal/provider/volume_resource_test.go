@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -227,25 +226,19 @@ func TestAccVolume_usedVolumeDestroy(t *testing.T) {
 		Config:    s.providerConfig(""), // the volume left out of the configuration: destroyed
 		ExpectError: errorPattern("deleting volume (kept)", "used by", "sbx-vm-user--",
 			"destroy or change those first"),
-	}, {
-		PreConfig: func() {
+	},
+		refreshedOnly(func() {
 			vs := s.volumes()
 			if len(vs) != 1 || vs[0].ID != vol {
 				t.Fatalf("after the refused destroy the sandbox has %+v; want volume %s kept", vs, vol)
 			}
-		},
-		Config:            cfg,
-		ConfigPlanChecks:  preApply(plancheck.ExpectEmptyPlan()),
-		ConfigStateChecks: []statecheck.StateCheck{volumeState("attached_to", knownvalue.ListExact([]knownvalue.Check{like(`^sbx-vm-user--[a-z2-7]{8}$`)}))},
-	}, {
-		PreConfig: func() {
+		}, cfg, volumePlanKnown("attached_to", knownvalue.ListExact([]knownvalue.Check{like(`^sbx-vm-user--[a-z2-7]{8}$`)}))),
+		refreshedOnly(func() {
 			if err := s.sb.Delete(context.Background(), machine.ID); err != nil {
 				t.Fatal(err)
 			}
-		},
-		Config:            cfg,
-		ConfigStateChecks: []statecheck.StateCheck{volumeState("attached_to", knownvalue.ListExact([]knownvalue.Check{}))},
-	}})
+		}, cfg, volumePlanKnown("attached_to", knownvalue.ListExact([]knownvalue.Check{}))),
+	})
 }
 
 // TestAccVolume_usedByMachineDestroy is the same through Terraform: a hydra_gpu_instance with the
@@ -1278,7 +1271,13 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 	nodeInterruption := func(i int, key string) tfjsonpath.Path {
 		return tfjsonpath.New("node").AtSliceIndex(i).AtMapKey("interruption").AtMapKey(key)
 	}
-	sameID := statecheck.CompareValue(compare.ValuesSame())
+	var firstClusterID string
+	sameClusterID := knownvalue.StringFunc(func(id string) error {
+		if id != firstClusterID {
+			return fmt.Errorf("cloud_cluster_id %q, was %q", id, firstClusterID)
+		}
+		return nil
+	})
 	accTest(t, s.checkDestroyed, append([]resource.TestStep{
 		{
 			Config: kept,
@@ -1293,9 +1292,12 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 				clusterState("replace_when_preempted", false),
 				clusterState("interruption", knownvalue.Null()),
 				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(1).AtMapKey("interruption"), knownvalue.Null()),
-				sameID.AddStateValue(clusterResource, tfjsonpath.New("cloud_cluster_id")),
 			},
 			Check: resource.ComposeTestCheckFunc(newNodes, func(st *terraform.State) error {
+				a, err := attrs(st, clusterResource)
+				firstClusterID = a["cloud_cluster_id"]
+				return err
+			}, func(st *terraform.State) error {
 				a, err := nodeAttrs(st, 0)
 				if err != nil {
 					return err
@@ -1304,30 +1306,25 @@ func TestAccGPUCluster_sharedVolumeKeepsData(t *testing.T) {
 				return err
 			}, readOnEvery),
 		},
-		{
-			PreConfig: func() {
-				id := s.nodeID(t, "-2")
-				noticed := time.Now()
-				if err := s.sb.Preempt(id, 10*time.Minute); err != nil {
-					t.Fatal(err)
-				}
-				s.checkHook(t, id, noticed)
-				if f := hookRan(filepath.Join(s.sb.MachineDir(s.nodeID(t, "-1")), "root"), 0); len(f) != 0 {
-					t.Errorf("the hook ran on node 1, which got no notice: %q", f)
-				}
-			},
-			Config:           kept,
-			ConfigPlanChecks: preApply(plancheck.ExpectEmptyPlan()),
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("interruption").AtMapKey("reason"), like(`preempted the spot machine`)),
-				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("interruption").AtMapKey("notice_at"), like(`^\d{4}-\d\d-\d\dT`)),
-				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("interruption").AtMapKey("ends_at"), like(`^\d{4}-\d\d-\d\dT`)),
-				statecheck.ExpectKnownValue(clusterResource, nodeInterruption(1, "notice_at"), like(`^\d{4}-\d\d-\d\dT`)),
-				statecheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(0).AtMapKey("interruption"), knownvalue.Null()),
-				sameID.AddStateValue(clusterResource, tfjsonpath.New("cloud_cluster_id")),
-			},
-			Check: s.checkCreated(2),
-		},
+		refreshedOnly(func() {
+			id := s.nodeID(t, "-2")
+			noticed := time.Now()
+			if err := s.sb.Preempt(id, 10*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			s.checkHook(t, id, noticed)
+			if f := hookRan(filepath.Join(s.sb.MachineDir(s.nodeID(t, "-1")), "root"), 0); len(f) != 0 {
+				t.Errorf("the hook ran on node 1, which got no notice: %q", f)
+			}
+		}, kept,
+			plancheck.ExpectKnownValue(clusterResource, tfjsonpath.New("interruption").AtMapKey("reason"), like(`preempted the spot machine`)),
+			plancheck.ExpectKnownValue(clusterResource, tfjsonpath.New("interruption").AtMapKey("notice_at"), like(`^\d{4}-\d\d-\d\dT`)),
+			plancheck.ExpectKnownValue(clusterResource, tfjsonpath.New("interruption").AtMapKey("ends_at"), like(`^\d{4}-\d\d-\d\dT`)),
+			plancheck.ExpectKnownValue(clusterResource, nodeInterruption(1, "notice_at"), like(`^\d{4}-\d\d-\d\dT`)),
+			plancheck.ExpectKnownValue(clusterResource, tfjsonpath.New("node").AtSliceIndex(0).AtMapKey("interruption"), knownvalue.Null()),
+			plancheck.ExpectKnownValue(clusterResource, tfjsonpath.New("cloud_cluster_id"), sameClusterID),
+			worldCheck(s.checkCreated(2)),
+		),
 		{
 			// replace_when_preempted by default: the plan replaces the whole cluster under the same name;
 			// both new nodes read the file back.

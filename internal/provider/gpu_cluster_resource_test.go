@@ -96,8 +96,9 @@ func readyCluster(nodes, slots int) []statecheck.StateCheck {
 }
 
 // TestAccGPUCluster_basic rents 4 nodes on the sandbox's fabric: the plan shows the cloud, region and
-// whole price as known values; apply takes every node to ready; the plan after is empty; destroy
-// leaves no node.
+// whole price as known values; apply takes every node to ready; the plan after is empty; the cluster
+// is imported by `<cloud>/<cluster id>` as it was created, and a malformed ID is refused with what is
+// accepted; destroy leaves no node.
 func TestAccGPUCluster_basic(t *testing.T) {
 	s := newTestSandbox(t)
 	price := float64(249*testNodes) / 100
@@ -123,7 +124,19 @@ func TestAccGPUCluster_basic(t *testing.T) {
 		),
 		// The plans after the apply are empty: the testing framework checks it after every apply.
 		Check: s.checkLive(testNodes),
-	}})
+	}, {
+		ResourceName:  clusterResource,
+		Config:        cfg,
+		ImportState:   true,
+		ImportStateId: "sbx-vm-imp",
+		ExpectError:   errorPattern(`"sbx-vm-imp" is not <cloud>/<cluster id>`, "a cluster is imported as <cloud>/<cluster id>"),
+	}, {
+		ResourceName:  clusterResource,
+		Config:        cfg,
+		ImportState:   true,
+		ImportStateId: "aws/c-1",
+		ExpectError:   errorPattern(`starts with "aws", which is not a cloud hydra knows`),
+	}, importedCluster(cfg)})
 }
 
 // TestAccGPUCluster_capacity orders a cluster the cloud cannot fill (its region runs out before the
@@ -150,29 +163,6 @@ func TestAccGPUCluster_capacity(t *testing.T) {
 		Config:      cfg,
 		ExpectError: errorPattern("No GPU cluster offer left for hydra_gpu_cluster short", "sbx-eu-1", "failed for lack of capacity", "capacity_memory"),
 	}})
-}
-
-// TestAccGPUCluster_import imports a cluster by `<cloud>/<cluster id>`, and refuses a malformed ID
-// with what is accepted.
-func TestAccGPUCluster_import(t *testing.T) {
-	s := newTestSandbox(t)
-	cfg := s.providerConfig("") + clusterConfig("imp", "h100", 1, testNodes, "")
-	accTest(t, s.checkDestroyed, []resource.TestStep{{
-		Config:            cfg,
-		ConfigStateChecks: readyCluster(testNodes, 1),
-	}, {
-		ResourceName:  clusterResource,
-		Config:        cfg,
-		ImportState:   true,
-		ImportStateId: "sbx-vm-imp",
-		ExpectError:   errorPattern(`"sbx-vm-imp" is not <cloud>/<cluster id>`, "a cluster is imported as <cloud>/<cluster id>"),
-	}, {
-		ResourceName:  clusterResource,
-		Config:        cfg,
-		ImportState:   true,
-		ImportStateId: "aws/c-1",
-		ExpectError:   errorPattern(`starts with "aws", which is not a cloud hydra knows`),
-	}, importedCluster(cfg)})
 }
 
 // importedCluster imports the test cluster as sandbox/<its cloud_cluster_id> and verifies it against

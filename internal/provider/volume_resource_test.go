@@ -1,9 +1,7 @@
 package provider
 
 import (
-	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -31,6 +29,7 @@ import (
 	"github.com/hydragpu/terraform-provider-hydra/internal/inventory"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox"
 	"github.com/hydragpu/terraform-provider-hydra/internal/simulation"
+	"github.com/hydragpu/terraform-provider-hydra/internal/testsupport/sshtest"
 )
 
 const volumeResourceName = "hydra_volume.test"
@@ -660,43 +659,19 @@ type customerKey struct {
 
 func newCustomerKey(t *testing.T) customerKey {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return customerKey{signer: signer, line: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " volume-test"}
+	signer, line := sshtest.NewKey(t)
+	return customerKey{signer: signer, line: line + " volume-test"}
 }
 
 // sshRun runs cmd over SSH on the machine whose state attributes are a (ssh_host, ssh_port, ssh_user,
 // and host_key, which is pinned), as the customer key, and returns its standard output.
 func (k customerKey) sshRun(a map[string]string, cmd string) (string, error) {
-	pinned, _, _, _, err := ssh.ParseAuthorizedKey([]byte(a["host_key"]))
+	out, err := sshtest.Login{Addr: net.JoinHostPort(a["ssh_host"], a["ssh_port"]), User: a["ssh_user"], Signer: k.signer,
+		HostKey: a["host_key"], Timeout: 30 * time.Second}.Run(cmd)
 	if err != nil {
-		return "", fmt.Errorf("host_key %q: %v", a["host_key"], err)
+		return out, fmt.Errorf("%s: %w", cmd, err)
 	}
-	c, err := ssh.Dial("tcp", net.JoinHostPort(a["ssh_host"], a["ssh_port"]), &ssh.ClientConfig{
-		User: a["ssh_user"], Auth: []ssh.AuthMethod{ssh.PublicKeys(k.signer)},
-		HostKeyCallback: ssh.FixedHostKey(pinned), Timeout: 30 * time.Second,
-	})
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = c.Close() }()
-	s, err := c.NewSession()
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = s.Close() }()
-	var out, stderr bytes.Buffer
-	s.Stdout, s.Stderr = &out, &stderr
-	if err := s.Run(cmd); err != nil {
-		return out.String(), fmt.Errorf("%s: %v: %s", cmd, err, stderr.String())
-	}
-	return out.String(), nil
+	return out, nil
 }
 
 // attrs are the primary attributes of a resource in the state.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,6 +243,8 @@ func TestDetectFileStates(t *testing.T) {
 		"etc/systemd/system/hydra-dcgm-exporter.service": unit,
 		"etc/hydra/execlet.env":                          "HYDRA_EXECLET_ARGS=[\"--token\", \"s3cret\"]\n",
 		"elsewhere/execlet.json":                         "{}\n",
+		// An IMEX domain file (the role reads its trays from the probe): comments and blank lines are not trays.
+		"etc/nvidia-imex/nodes_config.cfg": "# the domain's trays\n\n 10.0.7.21 \n10.0.7.22\n",
 	})
 	if err := os.Chmod(filepath.Join(root, "etc/systemd/system/hydra-dcgm-exporter.service"), 0o644); err != nil {
 		t.Fatal(err)
@@ -255,7 +258,11 @@ func TestDetectFileStates(t *testing.T) {
 	if err := os.Symlink("/dev/null", filepath.Join(root, "etc/systemd/system/dcgm-exporter.service")); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := detect(t, root, t.TempDir())["files"].(map[string]any)
+	m := detect(t, root, t.TempDir())
+	if got := fmt.Sprint(m["imex_nodes_config"]); got != "[10.0.7.21 10.0.7.22]" {
+		t.Errorf("imex_nodes_config %s, want the two trays", got)
+	}
+	files, _ := m["files"].(map[string]any)
 	sum := sha256.Sum256([]byte(unit))
 	for _, tc := range []struct{ path, want string }{
 		{"/etc/systemd/system/hydra-dcgm-exporter.service", "0644 " + hex.EncodeToString(sum[:])},
@@ -273,7 +280,7 @@ func TestDetectFileStates(t *testing.T) {
 
 // TestDetectHeldPackages: detect.py names the installed packages held (dpkg's selection "hold": the first
 // letter of ${db:Status-Abbrev}), so that package_holds holds only the others; a package not installed
-// is neither.
+// is neither. The machine has no IMEX domain file: it lists no trays.
 func TestDetectHeldPackages(t *testing.T) {
 	bin := t.TempDir()
 	// dpkg-query -W -f '${binary:Package}\t${Version}\t${db:Status-Abbrev}\n' as dpkg prints it: held and
@@ -284,6 +291,9 @@ func TestDetectHeldPackages(t *testing.T) {
 		`libnvidia-compute-550-server:amd64\t550.54.15-0ubuntu2\tii \n` +
 		`nvidia-dkms-550-server\t550.54.15-0ubuntu2\trc \n` + "'\n"})
 	m := detect(t, t.TempDir(), bin)
+	if got, ok := m["imex_nodes_config"].([]any); !ok || len(got) != 0 {
+		t.Errorf("imex_nodes_config %v without the file, want []", m["imex_nodes_config"])
+	}
 	held, _ := m["packages_held"].([]any)
 	if len(held) != 1 || held[0] != "nvidia-utils-550-server" {
 		t.Errorf("packages_held %v, want [nvidia-utils-550-server]", m["packages_held"])

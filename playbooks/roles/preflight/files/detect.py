@@ -452,6 +452,7 @@ FILES = [
     "/etc/systemd/system/nvidia-persistenced.service.d/hydra-persistence-mode.conf",
     "/etc/modules-load.d",
     "/etc/modules-load.d/hydra-nvlink5.conf",
+    "/etc/nvidia-imex",
     "/etc/default/prometheus-node-exporter",
     "/etc/systemd/system/hydra-dcgm-exporter.service",
     "/etc/systemd/system/nvidia-dcgm-exporter.service",
@@ -485,6 +486,21 @@ def file_states():
 
 
 out["files"] = file_states()
+
+
+def imex_nodes_config():
+    """The trays an IMEX domain file lists (its lines but comments and blank ones): [] where there is
+    no such file, None where it could not be read (the role then reads it with privileges)."""
+    try:
+        with open(prefix + "/etc/nvidia-imex/nodes_config.cfg", encoding="utf-8", errors="replace") as f:
+            return [s for s in (line.strip() for line in f.read().splitlines()) if s and not s.startswith("#")]
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None
+
+
+out["imex_nodes_config"] = imex_nodes_config()
 
 ports = {
     "node_exporter": int(os.environ.get("HYDRA_NODE_EXPORTER_PORT") or 9100),

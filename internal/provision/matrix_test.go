@@ -81,14 +81,15 @@ type matrixVM struct {
 // and unit, no Fabric Manager). Each is judged on its fabric by the health check, and each path is run
 // twice.
 var matrixVMs = []matrixVM{
-	{gpu: "h100", count: 8, want: []string{"Enable and start Fabric Manager"}},
+	// The machine's Fabric Manager runs (the sandbox's image has it enabled): it is left alone.
+	{gpu: "h100", count: 8, want: []string{"Run Fabric Manager"}, absent: []string{"Enable and start Fabric Manager"}},
 	{gpu: "b200", count: 8,
-		want:   []string{"Enable and start Fabric Manager"},
-		absent: []string{"Enable and start IMEX"},
+		want:   []string{"Run Fabric Manager"},
+		absent: []string{"Enable and start IMEX", "Enable and start Fabric Manager"},
 		files:  map[string]string{"etc/modules-load.d/hydra-nvlink5.conf": "ib_umad"}},
 	{gpu: "gb200", count: 4,
 		want:   []string{"Enable and start IMEX"},
-		absent: []string{"Enable and start Fabric Manager", "Load the NVLink 5 kernel modules at every boot"},
+		absent: []string{"Run Fabric Manager", "Load the NVLink 5 kernel modules at every boot"},
 		// The domain's trays as the user lists them (by default the tray's private address).
 		vars:  map[string]any{"hydra_imex_nodes": []any{"10.0.7.21", "10.0.7.22"}},
 		files: map[string]string{"etc/nvidia-imex/nodes_config.cfg": "10.0.7.21\n10.0.7.22\n"}},

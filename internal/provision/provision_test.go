@@ -337,7 +337,7 @@ func checkReadyRun(t *testing.T, kind string, count int, ep simhost.Endpoint, re
 			t.Errorf("%s: events lack %q:\n%s", kind, want, rec)
 		}
 	}
-	if count == 8 && !regexp.MustCompile(`task ok .*Enable and start Fabric Manager`).MatchString(rec.String()) {
+	if count == 8 && !regexp.MustCompile(`task ok .*Run Fabric Manager`).MatchString(rec.String()) {
 		t.Errorf("an 8-GPU NVSwitch machine did not get Fabric Manager:\n%s", rec)
 	}
 }

@@ -2,6 +2,7 @@ package playbooks
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,4 +82,59 @@ func deref(p *int) any {
 		return nil
 	}
 	return *p
+}
+
+// TestVolumeProbeFstabLine: the probe names, per volume, the fstab line the role's lineinfile task would
+// replace (the last one of its device or source, or of its mount path, newline included) and fstab's
+// mode and owner, so that the task is skipped only where that line is already the one it would write.
+func TestVolumeProbeFstabLine(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is missing")
+	}
+	script, err := FS.ReadFile("roles/volume_mount/files/probe.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	fstab := "# /etc/fstab\nUUID=1 / ext4 defaults 0 1\nsrv:/x /old nfs defaults 0 0\nsrv:/x /data nfs defaults,nofail 0 0\n" +
+		"  other:/y /scratch nfs defaults 0 0\nsrv:/z /scratchy nfs defaults 0 0"
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc", "fstab"), []byte(fstab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vols := []map[string]any{
+		// Its source's lines: the last one.
+		{"volume_id": "data", "type": "shared_fs", "source": "srv:/x", "fstype": "nfs", "mount_path": "/data"},
+		// Another source at a mount path of the table (leading blanks as lineinfile's \s* takes them; the
+		// path /scratchy is not /scratch).
+		{"volume_id": "scratch", "type": "shared_fs", "source": "srv:/new", "fstype": "nfs", "mount_path": "/scratch"},
+		// Its source's line, the table's last, without a newline (lineinfile would add one).
+		{"volume_id": "z", "type": "shared_fs", "source": "srv:/z", "fstype": "nfs", "mount_path": "/z"},
+		{"volume_id": "none", "type": "shared_fs", "source": "srv:/none", "fstype": "nfs", "mount_path": "/none"},
+		{"volume_id": "cloud", "type": "block", "device": "/missing", "mounted_by_cloud": true, "mount_path": "/data"},
+	}
+	arg, _ := json.Marshal(vols)
+	out, err := exec.Command("python3", "-S", "-c", string(script), string(arg), root, "0").Output()
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	var got []struct {
+		Line  *string `json:"fstab_line"`
+		Attrs string  `json:"fstab_attrs"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(vols) {
+		t.Fatalf("probe printed %s (%v)", out, err)
+	}
+	attrs := fmt.Sprintf("0644 %d %d", os.Getuid(), os.Getgid())
+	for i, want := range []string{"srv:/x /data nfs defaults,nofail 0 0\n", "  other:/y /scratch nfs defaults 0 0\n", "srv:/z /scratchy nfs defaults 0 0", "", ""} {
+		line := ""
+		if got[i].Line != nil {
+			line = *got[i].Line
+		}
+		if line != want || got[i].Attrs != attrs {
+			t.Errorf("volume %s: fstab line %q, attributes %q; want %q, %q", vols[i]["volume_id"], line, got[i].Attrs, want, attrs)
+		}
+	}
 }

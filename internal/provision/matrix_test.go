@@ -96,10 +96,12 @@ var matrixVMs = []matrixVM{
 }
 
 // writtenOnce are the tasks that write a file or make a directory the probe reports
-// (hydra_machine.files), or read one it read (the IMEX domain's trays): a second run, which finds them
-// as the first left them, skips them, on every ansible-core (the task's when compares the content's
-// SHA-256 as that ansible-core renders it).
+// (hydra_machine.files), or read one it read (the IMEX domain's trays), and the volume's fstab line the
+// volume probe found: a second run, which finds them as the first left them, skips them, on every
+// ansible-core (the task's when compares the content's SHA-256, or the line, as that ansible-core
+// renders it).
 var writtenOnce = []string{
+	"Keep the volume in fstab",
 	"Make IMEX's configuration directory", "Read the IMEX domain's trays",
 	"Make the drop-in directory of nvidia-persistenced", "Write the unit and the drop-in of nvidia-persistenced",
 	"Make the directory of the modules loaded at boot", "Load the NVLink 5 kernel modules at every boot",

@@ -5,10 +5,15 @@
 # `findmnt --mountpoint <path>` (rc 0 mounted, rc 1 not). blkid also answers 2 for a device it cannot
 # open, so a device that is missing or unreadable is reported (blkid_rc -1) instead of asked about: it
 # must never look empty and be formatted. A volume's fstab line of another mount path (the path
-# changed) that findmnt finds mounted is listed in old_mounts. Prints a JSON list, one {blkid_rc, fstype,
-# findmnt_rc, stderr, old_mounts} per volume, in order. Standard library only.
+# changed) that findmnt finds mounted is listed in old_mounts. fstab_line is the last fstab line the
+# role's lineinfile task would replace (its regexp: this device or source, or this mount path), as it is
+# (newline included; null when none, or not UTF-8), and fstab_attrs fstab's "<mode> <uid> <gid>": the task
+# is skipped when that line is already the one it would write. Prints a JSON list, one {blkid_rc, fstype,
+# findmnt_rc, stderr, old_mounts, fstab_line, fstab_attrs} per volume, in order. Standard library only.
 import json
 import os
+import re
+import stat
 import subprocess
 import sys
 import time
@@ -25,17 +30,38 @@ def run(argv):
 prefix = sys.argv[2] if len(sys.argv) > 2 else ""
 deadline = time.monotonic() + (float(sys.argv[3]) if len(sys.argv) > 3 else 0)
 fstab = []
+fstab_lines = []
+fstab_attrs = None
 try:
-    with open(prefix + "/etc/fstab") as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) >= 2 and not fields[0].startswith("#"):
-                fstab.append(fields)
+    with open(prefix + "/etc/fstab", "rb") as f:
+        fstab_lines = f.readlines()
+        st = os.fstat(f.fileno())
+        fstab_attrs = "%04o %d %d" % (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+    for line in fstab_lines:
+        fields = line.decode("utf-8", "replace").split()
+        if len(fields) >= 2 and not fields[0].startswith("#"):
+            fstab.append(fields)
 except OSError:
     pass
+
+
+def fstab_line(spec, mount_path):
+    """The last line lineinfile's regexp (tasks/volume.yml) matches, as bytes are matched there."""
+    pattern = re.compile(b"^\\s*(" + re.escape(spec.encode()) + b"|\\S+\\s+" + re.escape(mount_path.encode()) + b")\\s")
+    last = None
+    for line in fstab_lines:
+        if pattern.search(line):
+            last = line
+    try:
+        return last.decode("utf-8") if last is not None else None
+    except UnicodeDecodeError:
+        return None
+
+
 out = []
 for v in json.loads(sys.argv[1]):
-    r = {"blkid_rc": None, "fstype": "", "findmnt_rc": None, "stderr": "", "old_mounts": []}
+    r = {"blkid_rc": None, "fstype": "", "findmnt_rc": None, "stderr": "", "old_mounts": [], "fstab_line": None,
+         "fstab_attrs": fstab_attrs}
     errs = []
     if v.get("type") == "block" and not v.get("mounted_by_cloud"):
         dev = prefix + v["device"]
@@ -56,6 +82,7 @@ for v in json.loads(sys.argv[1]):
     # still is mounted there: the run lets go of it once the new path is mounted.
     spec = v.get("device") if v.get("type") == "block" else v.get("source")
     if spec and not v.get("mounted_by_cloud"):
+        r["fstab_line"] = fstab_line(spec, v["mount_path"])
         for old in fstab:
             if old[0] == spec and old[1] != v["mount_path"]:
                 rc, _, _ = run(["findmnt", "--mountpoint", old[1]])

@@ -181,6 +181,8 @@ func newRealOSIn(t *testing.T, fl *fleet, o realos.OS, plain bool, opts realos.O
 		t.Logf("substituted: %s -> %s (why: %s)", s.Step, s.Instead, s.Why)
 	}
 	opts.AuthorizedKey, opts.Logf = fl.pub, t.Logf
+	// The playbooks' apt (and a Prepare's) finds apt's caches built, once per image, not per machine.
+	opts.ImagePrepare = append(slices.Clip(opts.ImagePrepare), realos.AptCaches)
 	m, err := realos.Boot(ctx, img, fl.key, opts)
 	if err != nil {
 		t.Fatalf("real-OS machine: %v", err)

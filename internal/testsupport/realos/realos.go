@@ -409,6 +409,13 @@ func inImage(ctx context.Context, root, script, what string, env ...string) erro
 // spends.
 var imagePackages = []string{"python3-apt"}
 
+// AptCaches builds apt's binary caches (pkgcache.bin, srcpkgcache.bin) from an image's package lists,
+// which aptScript's apt-get clean removed: run last in Options.ImagePrepare, once per image, it spares
+// every machine's first apt command building them (1.6 -> 0.5 CPU-s for python3-apt's first Cache() on
+// Ubuntu 24.04). apt checks them against the lists and dpkg's status and builds them again when either
+// changed, so no outcome depends on them.
+const AptCaches = "apt-cache gencaches >/dev/null"
+
 // aptScript runs inside a new image, apt reaching the archive through the apt proxy: it installs
 // imagePackages and kernel, the OS's kernel package, when given (a plain image: as a cloud's image has a
 // kernel), and cleans apt's cache, as installScript does. The package lists stay, as apt-get update

@@ -30,8 +30,9 @@ prefix = root.rstrip("/")
 sandbox = os.environ.get("HYDRA_SANDBOX") == "1"
 
 # The units hydra looks for (found, never assumed): name patterns of the units detect reports.
-UNIT_PATTERN = re.compile(r"^(nvidia-|dcgm|docker|containerd|prometheus-node-exporter|hydra-|apt-daily|"
-                          r"unattended-upgrades|nvlsm|nftables)")
+UNIT_PREFIXES = ("nvidia-", "dcgm", "docker", "containerd", "prometheus-node-exporter", "hydra-", "apt-daily",
+                 "unattended-upgrades", "nvlsm", "nftables")
+UNIT_PATTERN = re.compile("^(%s)" % "|".join(re.escape(p) for p in UNIT_PREFIXES))
 # The Debian packages hydra looks for.
 PACKAGES = ["nvidia-*", "libnvidia-*", "libnvsdm*", "nvlsm", "infiniband-diags", "datacenter-gpu-manager*",
             "prometheus-node-exporter", "cuda-keyring", "cuda-drivers*", "dkms", "linux-headers-*", "linux-image-*",
@@ -130,8 +131,10 @@ def virtualization():
 
 def systemd_units():
     """The units hydra may touch: {name: {"active", "enabled"}}. Two systemctl calls, whatever the number
-    of units."""
-    rc, so, _ = run(["systemctl", "list-unit-files", "--no-legend", "--no-pager", "--plain"], 60)
+    of units; the first names the units' patterns, so that systemd works out the enabled state of those
+    unit files only, not of every one the machine has."""
+    rc, so, _ = run(["systemctl", "list-unit-files", "--no-legend", "--no-pager", "--plain", "--"]
+                    + [p + "*" for p in UNIT_PREFIXES], 60)
     units = {}
     if rc not in (0, 1):
         return units

@@ -84,3 +84,49 @@ func TestListVolumes(t *testing.T) {
 		t.Errorf("read's error: %v", err)
 	}
 }
+
+// DeleteVolume: a volume gone already or gone meanwhile is success without a delete; one in use is
+// refused with inUse's error and not deleted; read's and remove's other errors are returned.
+func TestDeleteVolume(t *testing.T) {
+	var (
+		notFound = cloudprovider.Errorf(cloudprovider.ErrNotFound, "c", "reading", "no volume")
+		busy     = errors.New("attached to m1")
+		down     = errors.New("cloud down")
+		vanished = errors.New("404 on delete")
+	)
+	for _, tc := range []struct {
+		name               string
+		readErr, removeErr error
+		used               bool
+		wantDeleted        bool
+		wantRemove         bool
+		wantErr            error
+	}{
+		{name: "unused", wantDeleted: true, wantRemove: true},
+		{name: "gone already", readErr: notFound},
+		{name: "read fails", readErr: down, wantErr: down},
+		{name: "in use", used: true, wantErr: busy},
+		{name: "gone meanwhile", removeErr: vanished, wantRemove: true},
+		{name: "delete fails", removeErr: down, wantRemove: true, wantErr: down},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			removed := false
+			read := func(context.Context, string) (string, error) { return "v1", tc.readErr }
+			inUse := func(string) error {
+				if tc.used {
+					return busy
+				}
+				return nil
+			}
+			remove := func(_ context.Context, id string) error {
+				removed = id == "v1"
+				return tc.removeErr
+			}
+			gone := func(err error) bool { return errors.Is(err, vanished) }
+			_, deleted, err := DeleteVolume(context.Background(), "v1", read, inUse, remove, gone)
+			if deleted != tc.wantDeleted || removed != tc.wantRemove || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Errorf("deleted %v, removed %v, err %v; want %v, %v, %v", deleted, removed, err, tc.wantDeleted, tc.wantRemove, tc.wantErr)
+			}
+		})
+	}
+}

@@ -102,6 +102,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -1246,7 +1247,37 @@ func startDetached(logPath, name string, args ...string) (int, error) {
 	return cmd.Process.Pid, nil
 }
 
+// freePort returns a loopback port that is free now and outside the kernel's range of ephemeral ports,
+// so that no outgoing connection (ssh, HTTP: thousands on a busy runner) takes it as its source port
+// before the machine's listener binds it: a container's exporters bind theirs only when the playbooks
+// start them, a minute later.
 func freePort() (int, error) {
+	lo, hi := 10000, ephemeralLow()
+	if hi-lo < 1000 {
+		return anyFreePort()
+	}
+	for range 200 {
+		if p := lo + mrand.IntN(hi-lo); portFree(p, "") {
+			return p, nil
+		}
+	}
+	return anyFreePort()
+}
+
+// ephemeralLow is the first port of Linux's ephemeral range (net.ipv4.ip_local_port_range), or 32768
+// (Linux's default, below macOS's and Windows' 49152) where it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
+		if low, err := strconv.Atoi(f[0]); err == nil && low > 0 {
+			return min(low, 32768)
+		}
+	}
+	return 32768
+}
+
+// anyFreePort returns a loopback port free now, chosen by the kernel.
+func anyFreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -565,3 +565,24 @@ func machineProcesses(dir string) []int {
 	}
 	return pids
 }
+
+// freePort's ports are free and below the kernel's ephemeral range, where no outgoing connection takes
+// them before a machine's listener binds them.
+func TestFreePortOutsideEphemeralRange(t *testing.T) {
+	t.Parallel()
+	low := ephemeralLow()
+	for range 20 {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < 10000 || p >= low {
+			t.Fatalf("freePort() = %d, want a port in [10000, %d)", p, low)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			t.Fatalf("port %d from freePort: %v", p, err)
+		}
+		_ = l.Close()
+	}
+}

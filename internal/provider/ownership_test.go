@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -140,16 +141,17 @@ func TestAccGPUInstance_createBeforeDestroyReplace(t *testing.T) {
 }
 
 // killedCreate starts an apply of one slowly booting machine through the real provider binary and
-// returns once the machine exists at the cloud, with terraform's and the provider's pids.
-func killedCreate(t *testing.T, s *testSandbox, d *cliDir, name string) (tf, prov int, out *strings.Builder) {
+// returns once the machine exists at the cloud, with terraform's command, the provider's pid and
+// terraform's output (whole once tf.Wait returned).
+func killedCreate(t *testing.T, s *testSandbox, d *cliDir, name string) (tf *exec.Cmd, prov int, out *strings.Builder) {
 	t.Helper()
-	cmd, out := d.applyUntilCreated(s, "20s")
-	return cmd.Process.Pid, providerChild(t, cmd.Process.Pid), out
+	tf, out = d.applyUntilCreated(s, "20s")
+	return tf, providerChild(t, tf.Process.Pid), out
 }
 
 // killedCreateOf is killedCreate of one L4 machine named name, in a fresh working directory that runs
 // the real provider binary.
-func killedCreateOf(t *testing.T, name string) (s *testSandbox, d *cliDir, tf, prov int, out *strings.Builder) {
+func killedCreateOf(t *testing.T, name string) (s *testSandbox, d *cliDir, tf *exec.Cmd, prov int, out *strings.Builder) {
 	t.Helper()
 	s, d = cliTest(t, newCLIDirBinary)
 	d.writeInstance(s, name, "l4", "")
@@ -160,7 +162,7 @@ func killedCreateOf(t *testing.T, name string) (s *testSandbox, d *cliDir, tf, p
 func TestAccGPUInstance_killedApplyThenDestroy(t *testing.T) {
 	s, d, tf, prov, _ := killedCreateOf(t, "killed")
 	machine := s.live()[0]
-	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
+	if err := osproc.SignalProcess(tf.Process.Pid, osproc.Kill); err != nil {
 		t.Fatal(err)
 	}
 
@@ -203,9 +205,7 @@ func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
 	if err := osproc.SignalProcess(prov, osproc.Kill); err != nil {
 		t.Fatal(err)
 	}
-	for osproc.Alive(tf) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	_ = tf.Wait() // it fails; its output is then whole
 	if !strings.Contains(out.String(), "Error") {
 		t.Fatalf("terraform did not report the dead provider:\n%s", out.String())
 	}
@@ -218,7 +218,7 @@ func TestAccGPUInstance_killedProviderThenApply(t *testing.T) {
 
 func TestAccGPUInstance_providerExitsWithTerraform(t *testing.T) {
 	s, d, tf, prov, _ := killedCreateOf(t, "parent")
-	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
+	if err := osproc.SignalProcess(tf.Process.Pid, osproc.Kill); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

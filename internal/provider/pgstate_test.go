@@ -376,12 +376,13 @@ func killApplyDuringCreate(t *testing.T, s *testSandbox, runner *cliDir) sandbox
 	t.Helper()
 	tf, prov, out := killedCreate(t, s, runner, "pipe-0")
 	machine := s.live()[0]
-	if err := osproc.SignalProcess(tf, osproc.Kill); err != nil {
+	if err := osproc.SignalProcess(tf.Process.Pid, osproc.Kill); err != nil {
 		t.Fatal(err)
 	}
-	for start := time.Now(); osproc.Alive(prov) || osproc.Alive(tf); time.Sleep(20 * time.Millisecond) {
+	_ = tf.Wait() // killed; its output is then whole
+	for start := time.Now(); osproc.Alive(prov); time.Sleep(20 * time.Millisecond) {
 		if time.Since(start) > 10*time.Second {
-			t.Fatalf("terraform (%d) or the provider (%d) still runs 10 s after the kill", tf, prov)
+			t.Fatalf("the provider (%d) still runs 10 s after terraform was killed", prov)
 		}
 	}
 	t.Logf("the killed apply printed:\n%s", out.String())

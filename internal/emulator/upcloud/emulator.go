@@ -281,11 +281,13 @@ func object[T any](r *http.Request, key string) (*T, response, bool) {
 		{Name: "Object", Type: reflect.TypeFor[*T](), Tag: reflect.StructTag(`json:"` + key + `"`)}}))
 	dec := json.NewDecoder(r.Body)
 	dec.UseNumber()
-	if err := dec.Decode(body.Interface()); err != nil || body.Elem().Field(0).IsNil() {
-		return nil, errResp(http.StatusBadRequest, strings.ToUpper(key)+"_INVALID",
-			"The request body is not a valid "+strings.ReplaceAll(key, "_", " ")+" object."), false
+	if err := dec.Decode(body.Interface()); err == nil {
+		if obj, ok := body.Elem().Field(0).Interface().(*T); ok && obj != nil {
+			return obj, response{}, true
+		}
 	}
-	return body.Elem().Field(0).Interface().(*T), response{}, true
+	return nil, errResp(http.StatusBadRequest, strings.ToUpper(key)+"_INVALID",
+		"The request body is not a valid "+strings.ReplaceAll(key, "_", " ")+" object."), false
 }
 
 func problemResp(status int, code, title string) response {

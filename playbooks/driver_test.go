@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,6 +277,48 @@ func TestDetectFileStates(t *testing.T) {
 		if got, _ := files[root+tc.path].(string); got != tc.want {
 			t.Errorf("%s: %q, want %q (all: %v)", tc.path, got, tc.want, files)
 		}
+	}
+}
+
+// TestDetectCustomerKeys: detect.py reports the login user's ~/.ssh as vm_access compares it (the
+// directory's and authorized_keys' mode and owner, the SHA-256 of the lines of the keys' managed block),
+// so that keys already in place are left alone; a file blockinfile would rewrite whatever the keys has
+// no block entry, so that the role runs.
+func TestDetectCustomerKeys(t *testing.T) {
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "# BEGIN hydra: customer keys\n", "# END hydra: customer keys\n"
+	keys := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl a\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHy1 b\n"
+	sum := sha256.Sum256([]byte(keys))
+	hydraKey := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHy2 hydra\n"
+	for _, tc := range []struct {
+		name, content string
+		want          map[string]any
+	}{
+		{"no .ssh", "", map[string]any{"dir": "", "file": ""}},
+		{"the block", hydraKey + begin + keys + end, map[string]any{"dir": "0700 dir " + me.Username, "file": "0600 " + me.Username, "block": hex.EncodeToString(sum[:])}},
+		{"no block", hydraKey, map[string]any{"dir": "0700 dir " + me.Username, "file": "0600 " + me.Username, "block": ""}},
+		{"last line unended", strings.TrimSuffix(hydraKey, "\n"), map[string]any{"dir": "0700 dir " + me.Username, "file": "0600 " + me.Username}},
+		{"a marker line twice", begin + keys + end + begin + end, map[string]any{"dir": "0700 dir " + me.Username, "file": "0600 " + me.Username}},
+		{"the end marker alone", hydraKey + end, map[string]any{"dir": "0700 dir " + me.Username, "file": "0600 " + me.Username}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.content != "" {
+				ssh := filepath.Join(root, me.HomeDir, ".ssh")
+				if err := os.MkdirAll(ssh, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(ssh, "authorized_keys"), []byte(tc.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := detect(t, root, t.TempDir())["customer_keys"]; !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("customer_keys %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -96,10 +96,10 @@ var matrixVMs = []matrixVM{
 }
 
 // writtenOnce are the tasks that write a file or make a directory the probe reports
-// (hydra_machine.files), or read one it read (the IMEX domain's trays), and the volume's fstab line the
-// volume probe found: a second run, which finds them as the first left them, skips them, on every
-// ansible-core (the task's when compares the content's SHA-256, or the line, as that ansible-core
-// renders it).
+// (hydra_machine.files, the customer's keys), or read one it read (the IMEX domain's trays), and the
+// volume's fstab line the volume probe found: a second run, which finds them as the first left them,
+// skips them, on every ansible-core (the task's when compares the content's SHA-256, or the line, as
+// that ansible-core renders it).
 var writtenOnce = []string{
 	"Keep the volume in fstab",
 	"Make IMEX's configuration directory", "Read the IMEX domain's trays",
@@ -108,6 +108,7 @@ var writtenOnce = []string{
 	"Set node_exporter's listen address",
 	"Write hydra's dcgm-exporter unit", "Make hydra's configuration directory", "Write the execlet configuration",
 	"Write the execlet agent's unit",
+	"Make the customer's .ssh directory", "Install the customer's SSH keys",
 }
 
 // checkFabric checks a VM's first run against what vm says of its fabric.

@@ -491,6 +491,48 @@ def file_states():
 out["files"] = file_states()
 
 
+# The marker lines of the managed block of the customer's keys in authorized_keys (roles/vm_access).
+KEYS_MARKERS = (b"# BEGIN hydra: customer keys\n", b"# END hydra: customer keys\n")
+
+
+def customer_keys():
+    """What roles/vm_access would find in the login user's ~/.ssh, as it compares it: the directory
+    ("0700 dir <owner>"), authorized_keys ("0600 <owner>", "" where there is none) and the managed block
+    in it (the SHA-256 of the lines between its marker lines, "" where neither marker line is there). A
+    file whose block blockinfile would rewrite whatever the keys (a marker line twice or alone, its last
+    line unended) has no block entry; whatever could not be read, no entry: the role runs as before."""
+    ssh = prefix + pw.pw_dir + "/.ssh"
+    keys = {}
+    for name, path, is_kind in (("dir", ssh, stat.S_ISDIR), ("file", ssh + "/authorized_keys", stat.S_ISREG)):
+        try:
+            st = os.lstat(path)
+            owner = pwd.getpwuid(st.st_uid).pw_name
+        except FileNotFoundError:
+            keys[name] = ""
+            continue
+        except (OSError, KeyError):
+            continue
+        if is_kind(st.st_mode):
+            keys[name] = "%04o %s%s" % (stat.S_IMODE(st.st_mode), "dir " if name == "dir" else "", owner)
+    if keys.get("file"):
+        try:
+            with open(ssh + "/authorized_keys", "rb") as f:
+                lines = f.read().splitlines(True)
+        except OSError:
+            return keys
+        at = [[i for i, line in enumerate(lines) if line == m] for m in KEYS_MARKERS]
+        if lines and not lines[-1].endswith(b"\n"):
+            return keys
+        if at == [[], []]:
+            keys["block"] = ""
+        elif len(at[0]) == 1 and len(at[1]) == 1 and at[0][0] < at[1][0]:
+            keys["block"] = hashlib.sha256(b"".join(lines[at[0][0] + 1:at[1][0]])).hexdigest()
+    return keys
+
+
+out["customer_keys"] = customer_keys()
+
+
 def imex_nodes_config():
     """The trays an IMEX domain file lists (its lines but comments and blank ones): [] where there is
     no such file, None where it could not be read (the role then reads it with privileges)."""

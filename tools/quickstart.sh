@@ -110,9 +110,11 @@ if ! grep -q "hydra provider configured.*version=$version" provider.log; then
 fi
 
 step "$cmd state show"
-"$tf" state show -no-color hydra_gpu_instance.trainer
+# Shown once; the status is read from the same output.
+show=$("$tf" state show -no-color hydra_gpu_instance.trainer)
+printf '%s\n' "$show"
 
-ready=$("$tf" state show -no-color hydra_gpu_instance.trainer | awk -F'"' '/^ *status *=/{print $2}')
+ready=$(printf '%s\n' "$show" | awk -F'"' '/^ *status *=/{print $2}')
 if [ "$ready" != "ready" ]; then
   echo "the machine is not ready (status: $ready)" >&2
   exit 1

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -18,12 +19,16 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"gopkg.in/yaml.v3"
 
+	"github.com/hydragpu/terraform-provider-hydra/internal/provision"
 	"github.com/hydragpu/terraform-provider-hydra/internal/sandbox/simhost"
 	"github.com/hydragpu/terraform-provider-hydra/playbooks"
 )
 
 // requireProvisioningTools fails (never skips) when the real Ansible or sshd is missing: CI installs
-// both, and a provisioning test that silently skipped would prove nothing.
+// both, and a provisioning test that silently skipped would prove nothing. The first call checks
+// ansible-playbook as the provider does (provision.CheckAnsible: it runs `ansible-playbook --version`,
+// about a third of a CPU-second), before its test goes parallel: the provider served in this process
+// finds it accepted, instead of every provisioning test starting at once running the same check.
 func requireProvisioningTools(t *testing.T) {
 	t.Helper()
 	if os.Getenv("TF_ACC") == "" {
@@ -32,10 +37,19 @@ func requireProvisioningTools(t *testing.T) {
 	if _, err := exec.LookPath("ansible-playbook"); err != nil {
 		t.Fatal("ansible-playbook is not installed (apt-get install ansible-core); the provisioning tests need it")
 	}
+	ansibleOnce.Do(func() { ansibleErr = provision.CheckAnsible("") })
+	if ansibleErr != nil {
+		t.Fatal(ansibleErr)
+	}
 	if _, err := simhost.FindSSHD(); err != nil {
 		t.Fatal(err)
 	}
 }
+
+var (
+	ansibleOnce sync.Once
+	ansibleErr  error
+)
 
 // copyPlaybooks copies a playbook tree into a fresh directory the test may change.
 func copyPlaybooks(t *testing.T, src fs.FS) string {
@@ -244,40 +258,6 @@ func TestAccGPUInstance_provisioningRetries(t *testing.T) {
 	})
 }
 
-func TestAccGPUInstance_hostKeyChanged(t *testing.T) {
-	requireProvisioningTools(t)
-	s := newTestSandbox(t)
-	cfg := func(note string) string {
-		return s.provisionedConfig("testdata/playbooks") + testAccGPUInstanceConfig_basic("pinned-key", "l4", fmt.Sprintf("  provisioning_vars = { note = %q }", note))
-	}
-	accTest(t, s.checkDestroyed, []resource.TestStep{
-		{Config: cfg("first")},
-		{
-			// The machine's host key changes; the next provisioning run must refuse it at once.
-			PreConfig: func() {
-				if err := simhost.RotateHostKey(s.machineDir()); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Config:      cfg("second"),
-			ExpectError: errorPattern("host key"),
-		},
-		{
-			// Ansible never started: the machine's attempt counter still says one run. The machine
-			// keeps asking to be provisioned (status error), with the same refusal until someone acts.
-			PreConfig: func() {
-				data, err := os.ReadFile(filepath.Join(s.machineDir(), "root", "attempts"))
-				if err != nil || strings.TrimSpace(string(data)) != "1" {
-					t.Errorf("attempt counter = %q, %v; want 1 (no run against the changed key)", data, err)
-				}
-			},
-			Config:             cfg("second"),
-			PlanOnly:           true,
-			ExpectNonEmptyPlan: true,
-		},
-	})
-}
-
 func TestAccGPUInstance_provisioningCancelled(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
@@ -308,9 +288,11 @@ func TestProvisioningUnsupported(t *testing.T) {
 
 // Where Terraform runs without Ansible (or on Windows), what needs provisioning fails at plan and
 // nothing else does: a provisioned machine is still refreshed with an empty plan, new or re-provisioned
-// machines are refused before anything is created, and destroy works. The machine is provisioned by
-// the acceptance tests' small playbook: which playbook ran is not what this test is about.
-func TestAccGPUInstance_provisioningUnavailableHere(t *testing.T) {
+// machines are refused before anything is created, and destroy works. Where Ansible runs, a machine
+// whose host key changed is refused at once by the next provisioning run (its variables change), and
+// keeps asking to be provisioned. One machine serves both, provisioned once by the acceptance tests'
+// small playbook: which playbook ran is not what this test is about.
+func TestAccGPUInstance_provisioningRefused(t *testing.T) {
 	requireProvisioningTools(t)
 	s := newTestSandbox(t)
 	withAnsible := s.provisionedConfig("testdata/playbooks")
@@ -318,25 +300,53 @@ func TestAccGPUInstance_provisioningUnavailableHere(t *testing.T) {
 	if without == withAnsible {
 		t.Fatal("could not set ansible_playbook in the provider block")
 	}
-	one := testAccGPUInstanceConfig_basic("here", "l4", "")
+	// The machine "here", with the note variable.
+	here := func(provider, note string) string {
+		return provider + testAccGPUInstanceConfig_basic("here", "l4", fmt.Sprintf("  provisioning_vars = { note = %q }", note))
+	}
 	accTest(t, s.checkDestroyed, []resource.TestStep{{
-		Config: withAnsible + one,
+		Config: here(withAnsible, "first"),
 		ConfigStateChecks: []statecheck.StateCheck{
 			stateKnown("status", "ready"),
 		},
 	},
 		// Refresh and plan of the provisioned machine work without Ansible.
-		refreshedOnly(nil, without+one, planKnown("status", "ready")),
+		refreshedOnly(nil, here(without, "first"), planKnown("status", "ready")),
 		{
 			// A new machine would need provisioning: refused at plan.
-			Config:      without + one + strings.Replace(testAccGPUInstanceConfig_basic("there", "l4", ""), `"test"`, `"other"`, 1),
+			Config:      here(without, "first") + strings.Replace(testAccGPUInstanceConfig_basic("there", "l4", ""), `"test"`, `"other"`, 1),
 			ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*A new GPU instance needs provisioning`),
 		}, {
 			// So would re-provisioning the existing one (its variables change).
-			Config:      without + testAccGPUInstanceConfig_basic("here", "l4", fmt.Sprintf("  ssh_public_keys = [%q]", testSSHKey)),
+			Config:      here(without, "second"),
 			ExpectError: regexp.MustCompile(`(?s)ansible-playbook not found.*"here".*needs provisioning`),
+		}, {
+			// With Ansible, the machine's host key changes: the provisioning run the changed variables
+			// ask for must refuse it at once.
+			PreConfig: func() {
+				if err := simhost.RotateHostKey(s.machineDir()); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config:      here(withAnsible, "second"),
+			ExpectError: errorPattern("host key"),
+		}, {
+			// Ansible never started: the machine's attempt counter still says one run. The machine
+			// keeps asking to be provisioned (status error), with the same refusal until someone acts.
+			PreConfig: func() {
+				data, err := os.ReadFile(filepath.Join(s.machineDir(), "root", "attempts"))
+				if err != nil || strings.TrimSpace(string(data)) != "1" {
+					t.Errorf("attempt counter = %q, %v; want 1 (no run against the changed key)", data, err)
+				}
+			},
+			Config:             here(withAnsible, "second"),
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+		}, {
+			// Destroy works without Ansible: the machine, left out of the configuration, is deleted.
+			// Nothing else was ever created: the refused plans created nothing.
+			Config: without,
+			Check:  resource.ComposeTestCheckFunc(s.checkLive(0), s.checkCreated(1)),
 		},
-		// Nothing was created by the refused plans; the destroy that follows runs without Ansible too.
-		refreshedOnly(nil, without+one, worldCheck(s.checkCreated(1))),
 	})
 }

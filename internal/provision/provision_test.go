@@ -395,6 +395,39 @@ func TestChangedHostKeyIsRefused(t *testing.T) {
 	assertEmptyDir(t, f.tmpBase)
 }
 
+// TestRefusedKeyIsNamed: a machine whose authorized_keys lacks hydra's key (made with provisioning off,
+// or outside hydra) fails after the SSH wait with an error that says so and names the line to add; it
+// stays retryable (the key may be added meanwhile), and Ansible never starts.
+func TestRefusedKeyIsNamed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, simhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})
+	other, otherPub := clientKey(t)
+	r, err := New(Config{PrivateKey: other, TempDir: f.tmpBase, SSHWaitTimeout: 2 * time.Second, SSHPollInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &logRecorder{}
+	f.runner = r
+	_, err = r.Provision(context.Background(), f.request(inventory.KindVM, "l4", 1, "", nil, rec))
+	if err == nil {
+		t.Fatal("provisioned a machine that does not accept the runner's key")
+	}
+	t.Logf("error: %v", err)
+	for _, want := range []string{"refused hydra's provisioning key", "authorized_keys of " + f.ep.User, strings.TrimSpace(otherPub)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	var perm *cloudprovider.PermanentError
+	if errors.As(err, &perm) {
+		t.Errorf("a refused key must stay retryable: %v", err)
+	}
+	if strings.Contains(rec.String(), "running playbook") {
+		t.Errorf("ansible ran without SSH:\n%s", rec)
+	}
+	assertEmptyDir(t, f.tmpBase)
+}
+
 func TestBrokenPlaybookIsPermanent(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -178,7 +178,9 @@ func (rt *route) name() string {
 // waitSSH polls until an SSH session runs on the machine, checking its host key against pinned (an
 // authorized_keys line), or trusting and returning the first key seen when pinned is empty; with
 // ep.Jump the session goes through the jump host, whose key is checked (or trusted) alike and
-// returned as jumpKey. A host key mismatch returns at once as a *cloudprovider.PermanentError.
+// returned as jumpKey. A host key mismatch returns at once as a *cloudprovider.PermanentError. A
+// refused key is waited out like a silent sshd (a new machine's keys may not be installed yet); when
+// it is still refused at the end, the error says so and names the key to install.
 func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinned string) (key, jumpKey ssh.PublicKey, err error) {
 	rt, err := r.route(ep, pinned)
 	if err != nil {
@@ -201,6 +203,12 @@ func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinn
 			return nil, nil, fmt.Errorf("waiting for SSH on %s cancelled: %w", addr, ctx.Err())
 		}
 		if time.Now().After(deadline) {
+			if keyRefused(lastErr) {
+				return nil, nil, fmt.Errorf("SSH on %s@%s refused hydra's provisioning key for %s (%d attempts): the machine was "+
+					"made without it (with provisioning off, or outside hydra), or its keys were changed. Add this line to the "+
+					"authorized_keys of %s on the machine, then apply again: %s hydra-provisioning",
+					ep.User, addr, r.cfg.SSHWaitTimeout, attempt, ep.User, r.publicKey)
+			}
 			return nil, nil, fmt.Errorf("SSH on %s@%s did not answer within %s (%d attempts): %v", ep.User, addr, r.cfg.SSHWaitTimeout, attempt, lastErr)
 		}
 		r.logger.Debug("SSH not ready yet", "address", addr, "attempt", attempt, "error", err.Error())
@@ -212,6 +220,12 @@ func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinn
 		case <-t.C:
 		}
 	}
+}
+
+// keyRefused reports whether err is sshd refusing every key offered (x/crypto/ssh says so only in its
+// text).
+func keyRefused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "ssh: unable to authenticate")
 }
 
 // remoteRun connects once and runs command in a session, its output going to stdout and stderr (nil:

@@ -447,7 +447,10 @@ func providerBinary(t *testing.T) string {
 		root, _ := filepath.Abs("../..")
 		// -trimpath as make test's own builds: the checkout's path stays out of the build cache's keys,
 		// so a fresh clone reuses what an earlier run compiled instead of compiling the module again.
-		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(providerBinDir, "terraform-provider-hydra"), ".")
+		// Built by `go run`, which keeps the linked executable in the build cache and hands it to cp:
+		// linked once per source for this package's runs under Terraform and OpenTofu and for make
+		// docs-check (tools/docs-check.sh), not by each; without DWARF (panics still print their stacks).
+		cmd := exec.Command("go", "run", "-trimpath", "-exec", "cp", ".", filepath.Join(providerBinDir, "terraform-provider-hydra"))
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			providerBinErr = fmt.Errorf("building the provider: %v\n%s", err, out)

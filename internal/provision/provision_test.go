@@ -396,8 +396,8 @@ func TestChangedHostKeyIsRefused(t *testing.T) {
 }
 
 // TestRefusedKeyIsNamed: a machine whose authorized_keys lacks hydra's key (made with provisioning off,
-// or outside hydra) fails after the SSH wait with an error that says so and names the line to add; it
-// stays retryable (the key may be added meanwhile), and Ansible never starts.
+// or outside hydra) fails after one SSH wait with a permanent error (no more waits in this apply) that
+// says so and names the line to add, and Ansible never starts.
 func TestRefusedKeyIsNamed(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, simhost.Spec{GPUModel: "NVIDIA L4", GPUCount: 1}, Config{})
@@ -419,8 +419,8 @@ func TestRefusedKeyIsNamed(t *testing.T) {
 		}
 	}
 	var perm *cloudprovider.PermanentError
-	if errors.As(err, &perm) {
-		t.Errorf("a refused key must stay retryable: %v", err)
+	if !errors.As(err, &perm) {
+		t.Errorf("a key refused for the whole SSH wait must not be waited for again: %v", err)
 	}
 	if strings.Contains(rec.String(), "running playbook") {
 		t.Errorf("ansible ran without SSH:\n%s", rec)

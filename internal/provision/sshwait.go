@@ -179,8 +179,9 @@ func (rt *route) name() string {
 // authorized_keys line), or trusting and returning the first key seen when pinned is empty; with
 // ep.Jump the session goes through the jump host, whose key is checked (or trusted) alike and
 // returned as jumpKey. A host key mismatch returns at once as a *cloudprovider.PermanentError. A
-// refused key is waited out like a silent sshd (a new machine's keys may not be installed yet); when
-// it is still refused at the end, the error says so and names the key to install.
+// refused key is waited out like a silent sshd (a new machine's keys may not be installed yet); still
+// refused at the end, it is a *cloudprovider.PermanentError naming the key to install (another wait
+// in this attempt's retries would not install it).
 func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinned string) (key, jumpKey ssh.PublicKey, err error) {
 	rt, err := r.route(ep, pinned)
 	if err != nil {
@@ -204,10 +205,10 @@ func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinn
 		}
 		if time.Now().After(deadline) {
 			if keyRefused(lastErr) {
-				return nil, nil, fmt.Errorf("SSH on %s@%s refused hydra's provisioning key for %s (%d attempts): the machine was "+
-					"made without it (with provisioning off, or outside hydra), or its keys were changed. Add this line to the "+
-					"authorized_keys of %s on the machine, then apply again: %s hydra-provisioning",
-					ep.User, addr, r.cfg.SSHWaitTimeout, attempt, ep.User, r.publicKey)
+				return nil, nil, &cloudprovider.PermanentError{Err: fmt.Errorf("SSH on %s@%s refused hydra's provisioning key for %s "+
+					"(%d attempts): the machine was made without it (with provisioning off, or outside hydra), or its keys were "+
+					"changed. Add this line to the authorized_keys of %s on the machine, then apply again: %s hydra-provisioning",
+					ep.User, addr, r.cfg.SSHWaitTimeout, attempt, ep.User, r.publicKey)}
 			}
 			return nil, nil, fmt.Errorf("SSH on %s@%s did not answer within %s (%d attempts): %v", ep.User, addr, r.cfg.SSHWaitTimeout, attempt, lastErr)
 		}

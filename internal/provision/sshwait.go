@@ -205,9 +205,10 @@ func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinn
 		}
 		if time.Now().After(deadline) {
 			if keyRefused(lastErr) {
+				// Short before the key: the error is kept to 1 KiB in state, and an RSA key is up to 750 bytes.
 				return nil, nil, &cloudprovider.PermanentError{Err: fmt.Errorf("SSH on %s@%s refused hydra's provisioning key for %s "+
-					"(%d attempts): the machine was made without it (with provisioning off, or outside hydra), or its keys were "+
-					"changed. Add this line to the authorized_keys of %s on the machine, then apply again: %s hydra-provisioning",
+					"(%d attempts): the machine lacks it (made with provisioning off or outside hydra, or its keys changed). "+
+					"Add this line to the authorized_keys of %s there, then apply again: %s hydra-provisioning",
 					ep.User, addr, r.cfg.SSHWaitTimeout, attempt, ep.User, r.publicKey)}
 			}
 			return nil, nil, fmt.Errorf("SSH on %s@%s did not answer within %s (%d attempts): %v", ep.User, addr, r.cfg.SSHWaitTimeout, attempt, lastErr)

@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -82,6 +84,52 @@ func TestAccGPUInstance_importUnprovisioned(t *testing.T) {
 	}
 	if out, err := two.run("plan", "-detailed-exitcode"); err != nil {
 		t.Fatalf("after provisioning the plan must be empty (err %v):\n%s", err, out)
+	}
+	two.mustRun("destroy", "-auto-approve")
+	if n := len(s.live()); n != 0 || s.created() != 1 {
+		t.Fatalf("%d machines left, %d created", n, s.created())
+	}
+}
+
+// TestAccGPUInstance_importWithoutKey: a machine made with provisioning off carries no key of hydra's.
+// Its import into a configuration that provisions warns that the machine refuses hydra's key and
+// names the authorized_keys line to add; once the line is added, the next apply provisions it.
+func TestAccGPUInstance_importWithoutKey(t *testing.T) {
+	requireProvisioningTools(t)
+	t.Parallel()
+	s := newTestSandbox(t)
+	one := newCLIDirReattach(t, "")
+	one.write(s.providerConfigIn(one.dir, "") + testAccGPUInstanceConfig_basic("keyless", "l4", ""))
+	one.mustRun("apply", "-auto-approve")
+	cloudName := stateAttr(one.mustRun("state", "show", "hydra_gpu_instance.test"), "id")
+	one.mustRun("state", "rm", "hydra_gpu_instance.test")
+
+	two := newCLIDirReattach(t, "")
+	two.write(s.provisionedConfigIn(two.dir, slimPlaybooks(t, markerRoles...)) + testAccGPUInstanceConfig_basic("keyless", "l4", ""))
+	out := two.mustRun("import", "hydra_gpu_instance.test", cloudName)
+	line := regexp.MustCompile(`refuses\s+hydra's\s+provisioning\s+key;[^:]*authorized_keys\s+of\s+(\S+)\s+there:\s+(ssh-ed25519\s+\S+\s+hydra-provisioning)`).FindStringSubmatch(out)
+	if !strings.Contains(out, "Import successful") || line == nil {
+		t.Fatalf("the import must succeed and warn with the line to add:\n%s", out)
+	}
+	if st := stateAttr(two.mustRun("state", "show", "hydra_gpu_instance.test"), "status"); st != "running" {
+		t.Fatalf("a machine whose marker could not be read imports as running, got %q", st)
+	}
+	// What the user does on the machine (through the cloud's console): the line goes into the user's
+	// ~/.ssh/authorized_keys (under the simulated machine's root directory).
+	home := "/home/" + line[1]
+	if line[1] == "root" {
+		home = "/root"
+	}
+	sshDir := filepath.Join(s.machineDir(), "root", home, ".ssh")
+	if err := os.MkdirAll(sshDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sshDir, "authorized_keys"), []byte(strings.Join(strings.Fields(line[2]), " ")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	two.mustRun("apply", "-auto-approve")
+	if st := stateAttr(two.mustRun("state", "show", "hydra_gpu_instance.test"), "status"); st != "ready" {
+		t.Fatalf("with hydra's key added the apply must provision the imported machine, got %q", st)
 	}
 	two.mustRun("destroy", "-auto-approve")
 	if n := len(s.live()); n != 0 || s.created() != 1 {

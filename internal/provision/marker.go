@@ -127,6 +127,10 @@ func (r *Runner) ReadMarker(ctx context.Context, ep cloudprovider.SSHEndpoint, h
 		if errors.As(runErr, &exit) && exit.ExitStatus() == markerAbsent {
 			return Marker{}, seen, &NoMarkerError{Address: rt.name(), Path: path}
 		}
+		if keyRefused(runErr) {
+			return Marker{}, seen, fmt.Errorf("%s@%s refuses hydra's provisioning key; before an apply provisions the machine, add "+
+				"this line to the authorized_keys of %s there: %s", ep.User, rt.name(), ep.User, r.keyLine())
+		}
 		if ctx.Err() != nil {
 			return Marker{}, seen, fmt.Errorf("reading the provisioning marker of %s: %w (%v)", rt.name(), ctx.Err(), runErr)
 		}

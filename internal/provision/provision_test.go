@@ -517,6 +517,18 @@ func TestReadMarker(t *testing.T) {
 		t.Errorf("want a permanent host key mismatch, got %q, %v", seen, err)
 	}
 
+	// A machine that refuses the runner's key (imported from outside hydra, or made with provisioning
+	// off): not ErrNoMarker, and the error names the line to add.
+	otherKey, otherPub := clientKey(t)
+	stranger, err := New(Config{PrivateKey: otherKey, TempDir: f.tmpBase})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := stranger.ReadMarker(ctx, ep, f.ep.HostKey); err == nil || errors.Is(err, ErrNoMarker) ||
+		!strings.Contains(err.Error(), "refuses hydra's provisioning key") || !strings.Contains(err.Error(), otherPub+" hydra-provisioning") {
+		t.Errorf("a refused key: %v", err)
+	}
+
 	// A machine that does not answer: an error within the bound, not ErrNoMarker.
 	if err := simhost.Stop(f.ep.Dir); err != nil {
 		t.Fatal(err)

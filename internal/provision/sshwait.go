@@ -208,8 +208,8 @@ func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinn
 				// Short before the key: the error is kept to 1 KiB in state, and an RSA key is up to 750 bytes.
 				return nil, nil, &cloudprovider.PermanentError{Err: fmt.Errorf("SSH on %s@%s refused hydra's provisioning key for %s "+
 					"(%d attempts): the machine lacks it (made with provisioning off or outside hydra, or its keys changed). "+
-					"Add this line to the authorized_keys of %s there, then apply again: %s hydra-provisioning",
-					ep.User, addr, r.cfg.SSHWaitTimeout, attempt, ep.User, r.publicKey)}
+					"Add this line to the authorized_keys of %s there, then apply again: %s",
+					ep.User, addr, r.cfg.SSHWaitTimeout, attempt, ep.User, r.keyLine())}
 			}
 			return nil, nil, fmt.Errorf("SSH on %s@%s did not answer within %s (%d attempts): %v", ep.User, addr, r.cfg.SSHWaitTimeout, attempt, lastErr)
 		}
@@ -228,6 +228,11 @@ func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinn
 // text).
 func keyRefused(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "ssh: unable to authenticate")
+}
+
+// keyLine is hydra's provisioning key as an authorized_keys line, as the provider installs it.
+func (r *Runner) keyLine() string {
+	return r.publicKey + " hydra-provisioning"
 }
 
 // remoteRun connects once and runs command in a session, its output going to stdout and stderr (nil:

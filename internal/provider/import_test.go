@@ -31,13 +31,9 @@ func TestAccGPUInstance_importProvisioned(t *testing.T) {
 	s := newTestSandbox(t)
 	pb := slimPlaybooks(t, markerRoles...)
 	// One working directory provisions a machine with hydra's playbooks (their marker), then forgets it.
-	one := newCLIDirReattach(t, "")
-	one.write(s.provisionedConfigIn(one.dir, pb) + testAccGPUInstanceConfig_basic("adopted", "l4", ""))
-	one.mustRun("apply", "-auto-approve")
-	show := one.mustRun("state", "show", "hydra_gpu_instance.test")
+	show := forgottenMachine(t, func(dir string) string { return s.provisionedConfigIn(dir, pb) }, "adopted")
 	cloudName := stateAttr(show, "id")
 	digest := stateAttr(show, "provisioning_digest")
-	one.mustRun("state", "rm", "hydra_gpu_instance.test")
 
 	// Another imports it: the marker on the machine says it was provisioned with these playbooks.
 	two := importInto(t, s, pb, "adopted", cloudName)
@@ -63,11 +59,7 @@ func TestAccGPUInstance_importUnprovisioned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := newCLIDirReattach(t, "")
-	one.write(s.provisionedConfigIn(one.dir, stand) + testAccGPUInstanceConfig_basic("bare", "l4", ""))
-	one.mustRun("apply", "-auto-approve")
-	cloudName := stateAttr(one.mustRun("state", "show", "hydra_gpu_instance.test"), "id")
-	one.mustRun("state", "rm", "hydra_gpu_instance.test")
+	cloudName := stateAttr(forgottenMachine(t, func(dir string) string { return s.provisionedConfigIn(dir, stand) }, "bare"), "id")
 
 	pb := slimPlaybooks(t, markerRoles...)
 	two := importInto(t, s, pb, "bare", cloudName)
@@ -98,11 +90,7 @@ func TestAccGPUInstance_importWithoutKey(t *testing.T) {
 	requireProvisioningTools(t)
 	t.Parallel()
 	s := newTestSandbox(t)
-	one := newCLIDirReattach(t, "")
-	one.write(s.providerConfigIn(one.dir, "") + testAccGPUInstanceConfig_basic("keyless", "l4", ""))
-	one.mustRun("apply", "-auto-approve")
-	cloudName := stateAttr(one.mustRun("state", "show", "hydra_gpu_instance.test"), "id")
-	one.mustRun("state", "rm", "hydra_gpu_instance.test")
+	cloudName := stateAttr(forgottenMachine(t, func(dir string) string { return s.providerConfigIn(dir, "") }, "keyless"), "id")
 
 	two := newCLIDirReattach(t, "")
 	two.write(s.provisionedConfigIn(two.dir, slimPlaybooks(t, markerRoles...)) + testAccGPUInstanceConfig_basic("keyless", "l4", ""))
@@ -137,6 +125,19 @@ func TestAccGPUInstance_importWithoutKey(t *testing.T) {
 	}
 }
 
+// forgottenMachine applies, in a working directory of its own, the provider block providerIn gives for
+// that directory and one l4 hydra_gpu_instance "test" named name; the directory then forgets the
+// machine (state rm), leaving it for another to import. It returns the machine's `state show`.
+func forgottenMachine(t *testing.T, providerIn func(dir string) string, name string) string {
+	t.Helper()
+	one := newCLIDirReattach(t, "")
+	one.write(providerIn(one.dir) + testAccGPUInstanceConfig_basic(name, "l4", ""))
+	one.mustRun("apply", "-auto-approve")
+	show := one.mustRun("state", "show", "hydra_gpu_instance.test")
+	one.mustRun("state", "rm", "hydra_gpu_instance.test")
+	return show
+}
+
 // stateAttr reads one string attribute from `terraform state show` output.
 func stateAttr(show, name string) string {
 	for _, line := range strings.Split(show, "\n") {
@@ -153,11 +154,7 @@ func stateAttr(show, name string) string {
 func TestAccGPUInstance_importWithoutToken(t *testing.T) {
 	t.Parallel()
 	s := newTestSandbox(t)
-	one := newCLIDirReattach(t, "")
-	one.write(s.providerConfigIn(one.dir, "") + testAccGPUInstanceConfig_basic("notoken", "l4", ""))
-	one.mustRun("apply", "-auto-approve")
-	cloudName := stateAttr(one.mustRun("state", "show", "hydra_gpu_instance.test"), "id")
-	one.mustRun("state", "rm", "hydra_gpu_instance.test")
+	cloudName := stateAttr(forgottenMachine(t, func(dir string) string { return s.providerConfigIn(dir, "") }, "notoken"), "id")
 
 	two := newCLIDirReattach(t, "")
 	two.write(s.providerConfigIn(two.dir, "") + testAccGPUInstanceConfig_basic("notoken", "l4", ""))

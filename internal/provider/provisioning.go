@@ -101,8 +101,7 @@ func newProvisioner(pc *provisioningModel, ansible string, sandboxDir string, re
 		}
 		key = k
 	}
-	signer, err := ssh.ParsePrivateKey(key)
-	if err != nil {
+	if _, err := ssh.ParsePrivateKey(key); err != nil {
 		diags.AddAttributeError(keyPath, "Invalid SSH private key",
 			"provisioning.ssh_private_key could not be parsed: expected an OpenSSH or PEM private key without passphrase.")
 		return nil, "", diags
@@ -114,8 +113,7 @@ func newProvisioner(pc *provisioningModel, ansible string, sandboxDir string, re
 		diags.AddAttributeError(path.Root("provisioning"), "Invalid provisioning configuration", err.Error())
 		return nil, "", diags
 	}
-	pub := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) + " hydra-provisioning"
-	return runner, pub, diags
+	return runner, runner.AuthorizedKey(), diags
 }
 
 // sandboxKey returns the sandbox's provisioning key, generating it once (0600) for all processes.

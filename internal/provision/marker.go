@@ -129,7 +129,7 @@ func (r *Runner) ReadMarker(ctx context.Context, ep cloudprovider.SSHEndpoint, h
 		}
 		if keyRefused(runErr) {
 			return Marker{}, seen, fmt.Errorf("%s@%s refuses hydra's provisioning key; before an apply provisions the machine, add "+
-				"this line to the authorized_keys of %s there: %s", ep.User, rt.name(), ep.User, r.keyLine())
+				"this line to the authorized_keys of %s there: %s", ep.User, rt.name(), ep.User, r.AuthorizedKey())
 		}
 		if ctx.Err() != nil {
 			return Marker{}, seen, fmt.Errorf("reading the provisioning marker of %s: %w (%v)", rt.name(), ctx.Err(), runErr)

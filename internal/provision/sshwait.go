@@ -209,7 +209,7 @@ func (r *Runner) waitSSH(ctx context.Context, ep cloudprovider.SSHEndpoint, pinn
 				return nil, nil, &cloudprovider.PermanentError{Err: fmt.Errorf("SSH on %s@%s refused hydra's provisioning key for %s "+
 					"(%d attempts): the machine lacks it (made with provisioning off or outside hydra, or its keys changed). "+
 					"Add this line to the authorized_keys of %s there, then apply again: %s",
-					ep.User, addr, r.cfg.SSHWaitTimeout, attempt, ep.User, r.keyLine())}
+					ep.User, addr, r.cfg.SSHWaitTimeout, attempt, ep.User, r.AuthorizedKey())}
 			}
 			return nil, nil, fmt.Errorf("SSH on %s@%s did not answer within %s (%d attempts): %v", ep.User, addr, r.cfg.SSHWaitTimeout, attempt, lastErr)
 		}
@@ -230,8 +230,8 @@ func keyRefused(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "ssh: unable to authenticate")
 }
 
-// keyLine is hydra's provisioning key as an authorized_keys line, as the provider installs it.
-func (r *Runner) keyLine() string {
+// AuthorizedKey is the public half of the provisioning key as the authorized_keys line machines get.
+func (r *Runner) AuthorizedKey() string {
 	return r.publicKey + " hydra-provisioning"
 }
 
